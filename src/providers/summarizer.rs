@@ -279,6 +279,36 @@ mod tests {
         }
     }
 
+    /// Never answers; says on `started` when a call begins.
+    #[derive(Debug)]
+    struct Never {
+        info: ProviderInfo,
+        started: Mutex<std::sync::mpsc::Sender<()>>,
+    }
+
+    fn never() -> (Arc<Never>, std::sync::mpsc::Receiver<()>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let info = Canned::new(Ok(String::new())).info.clone();
+        let p = Never {
+            info,
+            started: Mutex::new(tx),
+        };
+        (Arc::new(p), rx)
+    }
+
+    impl Provider for Never {
+        fn info(&self) -> &ProviderInfo {
+            &self.info
+        }
+        fn chat<'a>(
+            &'a self,
+            _: &'a ChatRequest,
+        ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+            let _ = self.started.lock().unwrap().send(());
+            Box::pin(std::future::pending())
+        }
+    }
+
     fn messages() -> Vec<Arc<Message>> {
         let mut err = Message::tool("c1", "read_file", "no such file");
         err.is_error = true;
@@ -380,5 +410,86 @@ mod tests {
             .summarize(&request(&msgs, None))
             .unwrap_err();
         assert!(matches!(e, SummaryError::Unusable(_)), "{e}");
+    }
+
+    #[test]
+    fn cancelling_ends_a_call_in_flight_and_every_later_call() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (p, started) = never();
+        let (s, cancel) = ProviderSummarizer::new(p, rt.handle().clone()).cancellable();
+        let msgs = messages();
+        std::thread::scope(|scope| {
+            let call = scope.spawn(|| s.summarize(&request(&msgs, None)));
+            started.recv().unwrap();
+            cancel.cancel();
+            let e = call.join().unwrap().unwrap_err();
+            assert!(
+                matches!(&e, SummaryError::Cancelled(m) if m.contains("unit")),
+                "{e}"
+            );
+        });
+        let e = s.summarize(&request(&msgs, None)).unwrap_err();
+        assert!(matches!(e, SummaryError::Cancelled(_)), "{e}");
+        assert!(started.try_recv().is_err(), "no call starts once cancelled");
+
+        // Dropping the handle cancels too (an aborted unit drops it).
+        let (p, started) = never();
+        let (s, cancel) = ProviderSummarizer::new(p, rt.handle().clone()).cancellable();
+        std::thread::scope(|scope| {
+            let call = scope.spawn(|| s.summarize(&request(&msgs, None)));
+            started.recv().unwrap();
+            drop(cancel);
+            let e = call.join().unwrap().unwrap_err();
+            assert!(matches!(e, SummaryError::Cancelled(_)), "{e}");
+        });
+    }
+
+    #[test]
+    fn a_runtime_shutting_down_under_a_call_cancels_it_without_panicking() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (p, started) = never();
+        let s = ProviderSummarizer::new(p, rt.handle().clone());
+        let msgs = messages();
+        std::thread::scope(|scope| {
+            let call = scope.spawn(|| s.summarize(&request(&msgs, None)));
+            started.recv().unwrap();
+            drop(rt);
+            let e = call.join().unwrap().unwrap_err();
+            assert!(
+                matches!(&e, SummaryError::Cancelled(m) if m.contains("shut down")),
+                "{e}"
+            );
+        });
+        // A call after the shutdown is refused the same way.
+        let e = s.summarize(&request(&msgs, None)).unwrap_err();
+        assert!(matches!(e, SummaryError::Cancelled(_)), "{e}");
+    }
+
+    #[test]
+    fn refuses_to_wait_on_rayons_cpu_pool() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let p = Canned::new(Ok("summary".into()));
+        let s = ProviderSummarizer::new(p.clone(), rt.handle().clone());
+        let msgs = messages();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let e = pool
+            .install(|| s.summarize(&request(&msgs, None)))
+            .unwrap_err();
+        assert!(
+            matches!(&e, SummaryError::Failed(m) if m.contains("rayon")),
+            "{e}"
+        );
+        assert!(p.seen.lock().unwrap().is_empty(), "no request was sent");
     }
 }

@@ -367,3 +367,18 @@ fn panic_message(e: tokio::task::JoinError) -> String {
         Err(e) => format!("unit task failed: {e}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn replays_go_to_rayon_for_cpu_and_to_the_blocking_pool_for_io() {
+        let on_rayon = || rayon::current_thread_index().is_some();
+        assert!(replay_pool(false, on_rayon).await);
+        assert!(!replay_pool(true, on_rayon).await);
+        let joined = tokio::spawn(blocking_io(|| -> u8 { panic!("boom in io") })).await;
+        let panic = joined.unwrap_err().into_panic();
+        assert_eq!(*panic.downcast::<&str>().unwrap(), "boom in io");
+    }
+}
