@@ -45,6 +45,9 @@ pub enum SummaryError {
     Failed(String),
     #[error("summarizer returned an unusable summary: {0}")]
     Unusable(String),
+    /// The call was abandoned: its unit was cancelled or the runtime serving it shut down.
+    #[error("summarizer call cancelled: {0}")]
+    Cancelled(String),
 }
 
 /// Produces summaries for the summarize layer.

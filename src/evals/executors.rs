@@ -1,6 +1,9 @@
 //! Runner executors for the evals: `replay`, `invariants`, `needle`, `drift` and `probes` units
-//! turned into samples. Replays (CPU) run on the rayon pool through [`runner::cpu`]; provider
-//! calls are awaited on the runner's tokio runtime.
+//! turned into samples. Replays run on the rayon pool through [`runner::cpu`] when their
+//! summarizer is offline (pure CPU), and on tokio's blocking pool through
+//! [`runner::blocking_io`] when it is a model (the replay waits on the network; see
+//! `providers::summarizer`); other provider calls are awaited on the runner's tokio runtime.
+//! A cancelled unit cancels its summary calls (they return `SummaryError::Cancelled`).
 //!
 //! Cost model of a sample: the replayed agent's calls (the views the engine built) are priced at
 //! the trace's recorded model (`trace.meta.model`; unknown → "price unknown"); summarizer calls
@@ -13,10 +16,12 @@ use crate::config::suite::ProviderRole;
 use crate::config::LoadedSuite;
 use crate::engine::{self, EngineConfig, OfflineSummarizer, ResolvedConfig, Summarizer};
 use crate::providers::pricing::{ModelPrice, PriceTable};
-use crate::providers::summarizer::ProviderSummarizer;
+use crate::providers::summarizer::{ProviderSummarizer, SummaryCancel};
 use crate::providers::{build_provider, Provider, ProviderConfig};
 use crate::record::{TokenSplit, UnitError};
-use crate::runner::{cpu, Plan, Router, RunContext, Unit, UnitExecutor, UnitFuture, UnitOutput};
+use crate::runner::{
+    replay_pool, Plan, Router, RunContext, Unit, UnitExecutor, UnitFuture, UnitOutput,
+};
 use crate::trace::{Trace, Usage};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -161,6 +166,10 @@ struct UnitSetup {
     config: ResolvedConfig,
     store: PathBuf,
     summarizer: Arc<dyn Summarizer>,
+    /// The summarizer calls a model: the replay must run on a thread that may wait.
+    waits_on_network: bool,
+    /// Cancels the summary calls when the unit ends or is aborted (dropped with the setup).
+    _cancel: Option<SummaryCancel>,
 }
 
 fn setup(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<UnitSetup, EvalError> {
@@ -177,15 +186,16 @@ fn setup(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<UnitSetup, Ev
         .resolve(trace.meta.window)
         .map_err(|e| EvalError::Config(e.to_string()))?;
     let providers = shared.providers(ctx.no_cache)?;
-    let summarizer: Arc<dyn Summarizer> = if providers.summary.info().kind == "offline" {
-        Arc::new(OfflineSummarizer)
-    } else {
-        let handle = tokio::runtime::Handle::current();
-        Arc::new(
-            ProviderSummarizer::new(providers.summary.clone(), handle)
-                .with_nonce(format!("{}/r{}", unit.id, unit.repeat)),
-        )
-    };
+    let (summarizer, cancel): (Arc<dyn Summarizer>, _) =
+        if providers.summary.info().kind == "offline" {
+            (Arc::new(OfflineSummarizer), None)
+        } else {
+            let handle = tokio::runtime::Handle::current();
+            let (summ, cancel) = ProviderSummarizer::new(providers.summary.clone(), handle)
+                .with_nonce(format!("{}/r{}", unit.id, unit.repeat))
+                .cancellable();
+            (Arc::new(summ), Some(cancel))
+        };
     // Stores live under the run directory: stable paths, so evidence can point at them.
     let store = ctx.run_dir.join("stores").join(&unit.id);
     let _ = std::fs::remove_dir_all(&store); // a resumed unit starts clean
@@ -194,6 +204,8 @@ fn setup(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<UnitSetup, Ev
         config,
         store,
         summarizer,
+        waits_on_network: cancel.is_some(),
+        _cancel: cancel,
     })
 }
 
@@ -264,11 +276,12 @@ fn replay_scores(replay: &engine::Replay, scores: &mut BTreeMap<String, f64>) {
 async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<UnitOutput, EvalError> {
     let s = setup(shared, unit, ctx)?;
     let nonce = format!("{}/r{}", unit.id, unit.repeat);
+    let io = s.waits_on_network;
     match unit.eval.as_str() {
         "replay" | "invariants" => {
             let (trace, config, store, summ) = (s.trace.clone(), s.config, s.store, s.summarizer);
             let seed = unit.seed;
-            let replay = cpu(move || {
+            let replay = replay_pool(io, move || {
                 let mut env = engine::ReplayEnv::new(summ.as_ref());
                 env.store = engine::StoreTarget::Dir(store);
                 env.seed = seed;
@@ -303,9 +316,10 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
                 params.clone(),
             );
             let seed = unit.seed;
-            let prepared =
-                cpu(move || needle::prepare(&trace, &config, &p, summ.as_ref(), store, seed))
-                    .await?;
+            let prepared = replay_pool(io, move || {
+                needle::prepare(&trace, &config, &p, summ.as_ref(), store, seed)
+            })
+            .await?;
             let agent = shared.providers(ctx.no_cache)?.agent.clone();
             let answers = needle::ask(&prepared, agent.as_ref(), params.max_steps, &nonce).await?;
             let (scores, evidence, _) = needle::score(&prepared, &answers);
@@ -325,9 +339,10 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
                 params.clone(),
             );
             let seed = unit.seed;
-            let (replay, views) =
-                cpu(move || drift::prepare(&trace, &config, &p, summ.as_ref(), store, seed))
-                    .await?;
+            let (replay, views) = replay_pool(io, move || {
+                drift::prepare(&trace, &config, &p, summ.as_ref(), store, seed)
+            })
+            .await?;
             let providers = shared.providers(ctx.no_cache)?;
             let judge = if params.judge {
                 Some(providers.judge.as_deref().ok_or_else(|| {
@@ -354,8 +369,10 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
             let kind = probes::ProbeKind::from_params(&unit.params)?;
             let (trace, config, store, summ) = (s.trace.clone(), s.config, s.store, s.summarizer);
             let seed = unit.seed;
-            let prepared =
-                cpu(move || probes::prepare(&trace, &config, summ.as_ref(), store, seed)).await?;
+            let prepared = replay_pool(io, move || {
+                probes::prepare(&trace, &config, summ.as_ref(), store, seed)
+            })
+            .await?;
             let providers = shared.providers(ctx.no_cache)?;
             let result =
                 probes::ask(&s.trace, &prepared, kind, providers.agent.as_ref(), &nonce).await?;

@@ -36,7 +36,7 @@ pub use crate::trace::{Message, Role, ToolCall, Usage};
 pub use cache::CachedProvider;
 pub use config::{build_provider, ProviderConfig, ProviderKind, ToolProtocol};
 pub use pricing::{Price, PriceTable};
-pub use summarizer::ProviderSummarizer;
+pub use summarizer::{ProviderSummarizer, SummaryCancel};
 pub use text_tools::{TextToolOptions, TextToolProvider, TextToolTelemetry};
 
 /// A boxed, sendable future: the return type of [`Provider::chat`] (keeps the trait usable as

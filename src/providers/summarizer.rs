@@ -5,10 +5,29 @@
 //! native chat turns: a cut can separate a tool call from its result, and APIs reject such
 //! orphans (LangChain's summarization middleware renders the history as text for the same
 //! reason). The system message is the configured summary prompt.
+//!
+//! # Where the network wait happens (decision)
+//!
+//! The replay stays synchronous; it is not made sans-IO. Instead the call is split in two:
+//! the provider future always runs as a task **spawned on the runtime** (whose workers own the
+//! sockets and timers), and the calling thread only waits for the answer on a oneshot channel.
+//! The calling thread must therefore be allowed to block: the runner runs replays whose
+//! summarizer is a model on tokio's blocking pool ([`crate::runner::execute::blocking_io`]),
+//! never on rayon's CPU pool, so `concurrency = 8` really means 8 requests in flight on a
+//! 2-core machine. `summarize` refuses to run on a rayon worker (an error, not a stall).
+//! Offline summarizers stay on rayon.
+//!
+//! Cancellation never panics: when the unit is cancelled ([`SummaryCancel`] cancelled or
+//! dropped) or the runtime shuts down (the task is dropped, its sender with it), the waiting
+//! call returns [`SummaryError::Cancelled`], and every later call on the same summarizer does
+//! so at once, so an abandoned replay finishes quickly as pure CPU work. A sans-IO replay
+//! (yield the request, resume with the answer) would free the blocking thread as well; it was
+//! left for later because it changes every layer that summarizes.
 
 use std::sync::Arc;
 
 use tokio::runtime::{Handle, RuntimeFlavor};
+use tokio::sync::{oneshot, watch};
 
 use super::{ChatRequest, Message, Provider, Role};
 use crate::engine::summarizer::{SummaryError, SummaryOutput, SummaryRequest};
@@ -20,18 +39,34 @@ pub struct ProviderSummarizer {
     provider: Arc<dyn Provider>,
     runtime: Handle,
     nonce: Option<String>,
+    /// `Some` once [`ProviderSummarizer::cancellable`] was called.
+    cancel: Option<watch::Receiver<bool>>,
+}
+
+/// Cancels the calls of one [`ProviderSummarizer`] (and its clones): in flight ones return
+/// [`SummaryError::Cancelled`] at once, later ones never start. Dropping it cancels too, so a
+/// unit future that is aborted while its replay runs elsewhere still stops the replay's calls.
+#[derive(Debug)]
+pub struct SummaryCancel(watch::Sender<bool>);
+
+impl SummaryCancel {
+    pub fn cancel(&self) {
+        self.0.send_replace(true);
+    }
 }
 
 impl ProviderSummarizer {
-    /// `runtime` (a multi-threaded one: its workers drive the HTTP I/O) runs the calls when
-    /// `summarize` is called from a thread outside any runtime (rayon, `spawn_blocking`); on a
-    /// multi-threaded runtime's own thread the call blocks in place. A current-thread runtime
-    /// cannot block on itself: that is reported as an error.
+    /// `runtime` (a multi-threaded one: its workers drive the HTTP I/O) runs every call as a
+    /// task; the calling thread waits for the answer. Call `summarize` from a thread that may
+    /// block (tokio's blocking pool, a plain thread) or from a multi-threaded runtime's worker
+    /// (it uses `block_in_place`); never from rayon's pool. A current-thread runtime cannot
+    /// block on itself: that is reported as an error.
     pub fn new(provider: Arc<dyn Provider>, runtime: Handle) -> Self {
         ProviderSummarizer {
             provider,
             runtime,
             nonce: None,
+            cancel: None,
         }
     }
 
@@ -39,6 +74,19 @@ impl ProviderSummarizer {
     pub fn with_nonce(mut self, nonce: impl Into<String>) -> Self {
         self.nonce = Some(nonce.into());
         self
+    }
+
+    /// This summarizer with a handle that cancels its calls (see [`SummaryCancel`]).
+    pub fn cancellable(mut self) -> (Self, SummaryCancel) {
+        let (tx, rx) = watch::channel(false);
+        self.cancel = Some(rx);
+        (self, SummaryCancel(tx))
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|rx| *rx.borrow() || rx.has_changed().is_err())
     }
 
     /// The chat request a summary request becomes.
@@ -50,6 +98,66 @@ impl ProviderSummarizer {
         chat.sampling.max_tokens = Some(u32::try_from(req.max_tokens).unwrap_or(u32::MAX));
         chat.repeat_nonce = self.nonce.clone();
         chat
+    }
+
+    /// Runs the call as a task on the runtime and waits for its answer on this thread.
+    fn call(&self, chat: ChatRequest) -> Result<super::ChatResponse, SummaryError> {
+        if rayon::current_thread_index().is_some() {
+            return Err(SummaryError::Failed(
+                "a model summarizer was called on rayon's CPU pool; run the replay on a \
+                 blocking thread (runner::execute::blocking_io)"
+                    .into(),
+            ));
+        }
+        let on_multi_thread =
+            match Handle::try_current() {
+                Err(_) => false,
+                Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => true,
+                Ok(_) => return Err(SummaryError::Failed(
+                    "summarize was called on a current-thread tokio runtime, which cannot block \
+                     on itself; run the replay in spawn_blocking or on a multi-threaded runtime"
+                        .into(),
+                )),
+            };
+        if self.is_cancelled() {
+            return Err(SummaryError::Cancelled("the unit was cancelled".into()));
+        }
+        let (tx, rx) = oneshot::channel();
+        let provider = Arc::clone(&self.provider);
+        let mut cancel = self.cancel.clone();
+        // If the runtime is shutting down, the task is dropped unpolled (no panic) and `rx`
+        // sees the closed channel.
+        self.runtime.spawn(async move {
+            let cancelled = async {
+                match cancel.as_mut() {
+                    // Ends when cancelled or when the `SummaryCancel` is dropped.
+                    Some(rx) => {
+                        let _ = rx.wait_for(|c| *c).await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                r = provider.chat(&chat) => {
+                    let _ = tx.send(r);
+                }
+                () = cancelled => {}
+            }
+        });
+        let answer = if on_multi_thread {
+            tokio::task::block_in_place(|| rx.blocking_recv())
+        } else {
+            rx.blocking_recv()
+        };
+        match answer {
+            Ok(r) => r.map_err(|e| SummaryError::Failed(format!("{}: {e}", e.kind()))),
+            Err(_) if self.is_cancelled() => {
+                Err(SummaryError::Cancelled("the unit was cancelled".into()))
+            }
+            Err(_) => Err(SummaryError::Cancelled(
+                "the runtime serving the call shut down".into(),
+            )),
+        }
     }
 }
 
@@ -89,21 +197,7 @@ pub fn render(req: &SummaryRequest<'_>) -> String {
 
 impl Summarizer for ProviderSummarizer {
     fn summarize(&self, req: &SummaryRequest<'_>) -> Result<SummaryOutput, SummaryError> {
-        let chat = self.chat_request(req);
-        let call = self.provider.chat(&chat);
-        let result =
-            match Handle::try_current() {
-                Err(_) => self.runtime.block_on(call),
-                Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
-                    tokio::task::block_in_place(|| h.block_on(call))
-                }
-                Ok(_) => return Err(SummaryError::Failed(
-                    "summarize was called on a current-thread tokio runtime, which cannot block \
-                     on itself; run the replay in spawn_blocking or on a multi-threaded runtime"
-                        .into(),
-                )),
-            };
-        let response = result.map_err(|e| SummaryError::Failed(format!("{}: {e}", e.kind())))?;
+        let response = self.call(self.chat_request(req))?;
         if response.message.content.trim().is_empty() {
             return Err(SummaryError::Unusable(format!(
                 "{} returned no text (finish reason {})",
@@ -182,6 +276,36 @@ mod tests {
                     text_tools: None,
                 })
             })
+        }
+    }
+
+    /// Never answers; says on `started` when a call begins.
+    #[derive(Debug)]
+    struct Never {
+        info: ProviderInfo,
+        started: Mutex<std::sync::mpsc::Sender<()>>,
+    }
+
+    fn never() -> (Arc<Never>, std::sync::mpsc::Receiver<()>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let info = Canned::new(Ok(String::new())).info.clone();
+        let p = Never {
+            info,
+            started: Mutex::new(tx),
+        };
+        (Arc::new(p), rx)
+    }
+
+    impl Provider for Never {
+        fn info(&self) -> &ProviderInfo {
+            &self.info
+        }
+        fn chat<'a>(
+            &'a self,
+            _: &'a ChatRequest,
+        ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+            let _ = self.started.lock().unwrap().send(());
+            Box::pin(std::future::pending())
         }
     }
 
@@ -286,5 +410,86 @@ mod tests {
             .summarize(&request(&msgs, None))
             .unwrap_err();
         assert!(matches!(e, SummaryError::Unusable(_)), "{e}");
+    }
+
+    #[test]
+    fn cancelling_ends_a_call_in_flight_and_every_later_call() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (p, started) = never();
+        let (s, cancel) = ProviderSummarizer::new(p, rt.handle().clone()).cancellable();
+        let msgs = messages();
+        std::thread::scope(|scope| {
+            let call = scope.spawn(|| s.summarize(&request(&msgs, None)));
+            started.recv().unwrap();
+            cancel.cancel();
+            let e = call.join().unwrap().unwrap_err();
+            assert!(
+                matches!(&e, SummaryError::Cancelled(m) if m.contains("unit")),
+                "{e}"
+            );
+        });
+        let e = s.summarize(&request(&msgs, None)).unwrap_err();
+        assert!(matches!(e, SummaryError::Cancelled(_)), "{e}");
+        assert!(started.try_recv().is_err(), "no call starts once cancelled");
+
+        // Dropping the handle cancels too (an aborted unit drops it).
+        let (p, started) = never();
+        let (s, cancel) = ProviderSummarizer::new(p, rt.handle().clone()).cancellable();
+        std::thread::scope(|scope| {
+            let call = scope.spawn(|| s.summarize(&request(&msgs, None)));
+            started.recv().unwrap();
+            drop(cancel);
+            let e = call.join().unwrap().unwrap_err();
+            assert!(matches!(e, SummaryError::Cancelled(_)), "{e}");
+        });
+    }
+
+    #[test]
+    fn a_runtime_shutting_down_under_a_call_cancels_it_without_panicking() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (p, started) = never();
+        let s = ProviderSummarizer::new(p, rt.handle().clone());
+        let msgs = messages();
+        std::thread::scope(|scope| {
+            let call = scope.spawn(|| s.summarize(&request(&msgs, None)));
+            started.recv().unwrap();
+            drop(rt);
+            let e = call.join().unwrap().unwrap_err();
+            assert!(
+                matches!(&e, SummaryError::Cancelled(m) if m.contains("shut down")),
+                "{e}"
+            );
+        });
+        // A call after the shutdown is refused the same way.
+        let e = s.summarize(&request(&msgs, None)).unwrap_err();
+        assert!(matches!(e, SummaryError::Cancelled(_)), "{e}");
+    }
+
+    #[test]
+    fn refuses_to_wait_on_rayons_cpu_pool() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let p = Canned::new(Ok("summary".into()));
+        let s = ProviderSummarizer::new(p.clone(), rt.handle().clone());
+        let msgs = messages();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        let e = pool
+            .install(|| s.summarize(&request(&msgs, None)))
+            .unwrap_err();
+        assert!(
+            matches!(&e, SummaryError::Failed(m) if m.contains("rayon")),
+            "{e}"
+        );
+        assert!(p.seen.lock().unwrap().is_empty(), "no request was sent");
     }
 }

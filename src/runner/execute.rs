@@ -5,6 +5,9 @@
 //! Executors only turn a [`Unit`] into a [`UnitOutput`]; the dispatcher owns everything the user
 //! sees (journal, progress, counts). CPU-bound work inside an executor (import, replay) should go
 //! through [`cpu`], which runs it on rayon's pool (all cores) without blocking the runtime.
+//! Synchronous work that waits on the network (a replay whose summarizer is a model) goes
+//! through [`blocking_io`] instead, on tokio's blocking pool: a rayon thread never waits on the
+//! network, so rayon's few threads (one per core) do not cap the requests in flight.
 //! A failed unit — an error the executor reports, or a panic — is recorded as a sample with
 //! `error` set, and the run goes on.
 
@@ -140,6 +143,37 @@ where
         Ok(Ok(v)) => v,
         Ok(Err(panic)) => std::panic::resume_unwind(panic),
         Err(_) => panic!("rayon worker dropped its result"),
+    }
+}
+
+/// Run synchronous work that waits on the network (a replay whose summarizer is a model call)
+/// on tokio's blocking pool and await its result; a panic in `f` is resumed in the awaiting
+/// task, as with [`cpu`]. The pool grows to one thread per waiting unit (tokio's default cap is
+/// 512), so the provider's `concurrency`, not the core count, bounds the requests in flight.
+/// Must be awaited inside a tokio runtime.
+pub async fn blocking_io<T, F>(f: F) -> T
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(v) => v,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => panic!("blocking task did not run: {e}"),
+    }
+}
+
+/// Where a unit's synchronous replay runs: rayon for pure CPU work, tokio's blocking pool when
+/// it waits on a model ([`blocking_io`]).
+pub async fn replay_pool<T, F>(waits_on_network: bool, f: F) -> T
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    if waits_on_network {
+        blocking_io(f).await
+    } else {
+        cpu(f).await
     }
 }
 
@@ -331,5 +365,20 @@ fn panic_message(e: tokio::task::JoinError) -> String {
             }
         }
         Err(e) => format!("unit task failed: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn replays_go_to_rayon_for_cpu_and_to_the_blocking_pool_for_io() {
+        let on_rayon = || rayon::current_thread_index().is_some();
+        assert!(replay_pool(false, on_rayon).await);
+        assert!(!replay_pool(true, on_rayon).await);
+        let joined = tokio::spawn(blocking_io(|| -> u8 { panic!("boom in io") })).await;
+        let panic = joined.unwrap_err().into_panic();
+        assert_eq!(*panic.downcast::<&str>().unwrap(), "boom in io");
     }
 }

@@ -20,7 +20,9 @@ pub mod session;
 pub mod shard;
 pub mod synthetic;
 
-pub use execute::{cpu, Router, RunContext, UnitExecutor, UnitFuture, UnitOutput};
+pub use execute::{
+    blocking_io, cpu, replay_pool, Router, RunContext, UnitExecutor, UnitFuture, UnitOutput,
+};
 pub use plan::{Plan, Unit};
 pub use shard::Shard;
 

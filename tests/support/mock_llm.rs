@@ -100,6 +100,8 @@ struct State {
     requests: Vec<Recorded>,
     in_flight: usize,
     max_in_flight: usize,
+    /// Wait before answering each request (see [`MockLlm::set_delay`]).
+    delay: Option<Duration>,
 }
 
 /// The running server. Dropping it stops accepting connections.
@@ -154,6 +156,12 @@ impl MockLlm {
     /// Answers requests the queue does not cover with `f(request)`.
     pub fn respond_with(&self, f: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) {
         self.state.lock().unwrap().responder = Some(Arc::new(f));
+    }
+
+    /// Waits `delay` before answering every later request (the request counts as in flight
+    /// meanwhile), like a model that takes time to answer.
+    pub fn set_delay(&self, delay: Duration) {
+        self.state.lock().unwrap().delay = Some(delay);
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -250,13 +258,16 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) {
             at: Instant::now(),
             at_wall: SystemTime::now(),
         };
-        let (scripted, responder) = {
+        let (scripted, responder, delay) = {
             let mut s = state.lock().unwrap();
             s.requests.push(recorded.clone());
             s.in_flight += 1;
             s.max_in_flight = s.max_in_flight.max(s.in_flight);
-            (s.script.pop_front(), s.responder.clone())
+            (s.script.pop_front(), s.responder.clone(), s.delay)
         };
+        if let Some(d) = delay {
+            tokio::time::sleep(d).await;
+        }
         // The responder runs outside the lock, so it may inspect the server freely.
         let reply = scripted.unwrap_or_else(|| match responder {
             Some(f) => f(&recorded),
