@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod error;
 pub mod evals;
 pub mod gate;
 pub mod metrics;

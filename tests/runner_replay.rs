@@ -45,7 +45,7 @@ fn aggressive_trigger_compacts_more_and_sends_less() {
     let tmp = tempfile::tempdir().unwrap();
     let suite = load(tmp.path(), &suite_text("")).unwrap();
     let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let router = ctxbench::runner::default_router(&planned.plan, &suite).unwrap();
+    let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
     assert!(ctxbench::runner::unsupported_evals(&suite, &router).is_empty());
     let opts = RunOptions {
         run_id: Some("r".into()),
@@ -100,7 +100,7 @@ fn engine_errors_name_the_variant_and_line() {
     );
     let suite = load(tmp.path(), &text).unwrap();
     let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let err = ctxbench::runner::default_router(&planned.plan, &suite)
+    let err = ctxbench::cli::run::default_router(&planned.plan, &suite)
         .err()
         .unwrap();
     assert_eq!(ctxbench::cli::exit_code_for(&err), 2);
@@ -114,7 +114,7 @@ fn engine_errors_name_the_variant_and_line() {
     let text = suite_text("[providers.summary]\nkind = \"openai\"\nmodel = \"gpt-4o-mini\"\n");
     let suite = load(tmp.path(), &text).unwrap();
     let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let err = ctxbench::runner::default_router(&planned.plan, &suite)
+    let err = ctxbench::cli::run::default_router(&planned.plan, &suite)
         .err()
         .unwrap();
     assert!(err.to_string().contains("provider `summary`"), "{err}");
@@ -123,7 +123,7 @@ fn engine_errors_name_the_variant_and_line() {
     let text = suite_text("[providers.summary]\nkind = \"openai\"\nmodle = \"gpt-4o-mini\"\n");
     let suite = load(tmp.path(), &text).unwrap();
     let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let msg = ctxbench::runner::default_router(&planned.plan, &suite)
+    let msg = ctxbench::cli::run::default_router(&planned.plan, &suite)
         .err()
         .unwrap()
         .to_string();

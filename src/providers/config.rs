@@ -448,19 +448,6 @@ mod tests {
     }
 
     #[test]
-    fn configuration_errors_exit_with_the_usage_code() {
-        use crate::cli::{exit_code_for, EXIT_FAILURE, EXIT_USAGE};
-        let mut c = ProviderConfig::new(ProviderKind::Openai, "m");
-        c.api_key_env = Some("CTXBENCH_TEST_EXIT_CODE_KEY_UNSET".into());
-        let e = anyhow::Error::from(c.validate().unwrap_err()).context("provider `judge`");
-        assert_eq!(exit_code_for(&e), EXIT_USAGE);
-        let runtime = anyhow::Error::from(ProviderError::Timeout {
-            after: Duration::from_secs(1),
-        });
-        assert_eq!(exit_code_for(&runtime), EXIT_FAILURE);
-    }
-
-    #[test]
     fn offline_builds_and_text_protocol_wraps() {
         let c = ProviderConfig::new(ProviderKind::Offline, "");
         let p = build_provider(&c).expect("offline needs no setup");
