@@ -6,8 +6,8 @@
 use ctxbench::engine::{EngineConfig, OfflineSummarizer, ResolvedConfig};
 use ctxbench::evals::drift::{self, DriftParams};
 use ctxbench::evals::needle::{self, AskAt, NeedleParams};
+use ctxbench::evals::offline_agent::OfflineProvider;
 use ctxbench::evals::plant::Position;
-use ctxbench::providers::offline::OfflineProvider;
 use ctxbench::trace::import::import_file;
 use ctxbench::trace::Trace;
 use std::path::Path;

@@ -8,13 +8,14 @@
 //! in `scores` (`probe_*`) and in `tokens.judge` respectively, so a variant's cost is what its
 //! compression costs, not what measuring it costs.
 
+use super::offline_agent::build_provider;
 use super::{drift, needle, probes, EvalError};
 use crate::config::suite::ProviderRole;
 use crate::config::LoadedSuite;
 use crate::engine::{self, EngineConfig, OfflineSummarizer, ResolvedConfig, Summarizer};
 use crate::providers::pricing::{ModelPrice, PriceTable};
 use crate::providers::summarizer::ProviderSummarizer;
-use crate::providers::{build_provider, Provider, ProviderConfig};
+use crate::providers::{Provider, ProviderConfig};
 use crate::record::{TokenSplit, UnitError};
 use crate::runner::{cpu, Plan, Router, RunContext, Unit, UnitExecutor, UnitFuture, UnitOutput};
 use crate::trace::{Trace, Usage};

@@ -1,4 +1,5 @@
-//! Model providers: the Provider interface, OpenAI-compatible and Anthropic HTTP clients, the offline baseline, retries, cache and pricing.
+//! Model providers: the Provider interface, OpenAI-compatible and Anthropic HTTP clients,
+//! retries, cache and pricing (the offline baseline agent lives in `evals::offline_agent`).
 //!
 //! Everything that talks to a model goes through [`Provider::chat`]: summarizers, eval agents,
 //! drift probes and judges. A provider is built from a [`ProviderConfig`] by [`build_provider`],
@@ -18,7 +19,6 @@ pub mod cache;
 pub mod config;
 pub mod http;
 pub mod limits;
-pub mod offline;
 pub mod openai;
 pub mod pricing;
 pub mod retry;
