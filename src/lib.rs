@@ -11,6 +11,7 @@ pub mod evals;
 pub mod gate;
 pub mod metrics;
 pub mod output;
+pub mod pricing;
 pub mod providers;
 pub mod record;
 pub mod report;

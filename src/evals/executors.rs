@@ -13,7 +13,7 @@ use super::{drift, needle, probes, EvalError};
 use crate::config::suite::ProviderRole;
 use crate::config::LoadedSuite;
 use crate::engine::{self, EngineConfig, OfflineSummarizer, ResolvedConfig, Summarizer};
-use crate::providers::pricing::{ModelPrice, PriceTable};
+use crate::pricing::PriceTable;
 use crate::providers::summarizer::ProviderSummarizer;
 use crate::providers::{Provider, ProviderConfig};
 use crate::record::{TokenSplit, UnitError};
@@ -50,7 +50,9 @@ struct Shared {
     engines: Vec<EngineConfig>,
     provider_configs: BTreeMap<&'static str, ProviderConfig>,
     has_judge: bool,
-    prices: PriceTable,
+    /// The run's prices (bundled + the suite's `[pricing]`): the reports' costs and the
+    /// engine's cost ceiling both use them.
+    prices: Arc<PriceTable>,
     providers: OnceLock<Result<Providers, String>>,
 }
 
@@ -81,25 +83,7 @@ impl Shared {
         for role in ProviderRole::ALL {
             provider_configs.insert(role.as_str(), provider_config(suite, role)?);
         }
-        let overrides: BTreeMap<String, ModelPrice> = suite
-            .suite
-            .pricing
-            .iter()
-            .map(|(m, p)| {
-                (
-                    m.clone(),
-                    ModelPrice {
-                        input: p.input,
-                        output: p.output,
-                        cache_read: p.cache_read,
-                        cache_write: p.cache_write,
-                        context_window: p.window,
-                        long_context: None,
-                    },
-                )
-            })
-            .collect();
-        let prices = PriceTable::bundled().with_overrides(&overrides)?;
+        let prices = Arc::new(PriceTable::bundled().with_overrides(&suite.suite.pricing)?);
         Ok(Shared {
             plan,
             engines,
@@ -162,6 +146,7 @@ struct UnitSetup {
     config: ResolvedConfig,
     store: PathBuf,
     summarizer: Arc<dyn Summarizer>,
+    prices: Arc<PriceTable>,
 }
 
 fn setup(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<UnitSetup, EvalError> {
@@ -195,6 +180,7 @@ fn setup(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<UnitSetup, Ev
         config,
         store,
         summarizer,
+        prices: shared.prices.clone(),
     })
 }
 
@@ -268,9 +254,10 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
     match unit.eval.as_str() {
         "replay" | "invariants" => {
             let (trace, config, store, summ) = (s.trace.clone(), s.config, s.store, s.summarizer);
-            let seed = unit.seed;
+            let (seed, prices) = (unit.seed, s.prices);
             let replay = cpu(move || {
                 let mut env = engine::ReplayEnv::new(summ.as_ref());
+                env.prices = &prices;
                 env.store = engine::StoreTarget::Dir(store);
                 env.seed = seed;
                 engine::replay(&trace, &config, &env).map_err(|e| EvalError::Engine(e.to_string()))
@@ -303,10 +290,11 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
                 s.summarizer,
                 params.clone(),
             );
-            let seed = unit.seed;
-            let prepared =
-                cpu(move || needle::prepare(&trace, &config, &p, summ.as_ref(), store, seed))
-                    .await?;
+            let (seed, prices) = (unit.seed, s.prices);
+            let prepared = cpu(move || {
+                needle::prepare(&trace, &config, &p, summ.as_ref(), &prices, store, seed)
+            })
+            .await?;
             let agent = shared.providers(ctx.no_cache)?.agent.clone();
             let answers = needle::ask(&prepared, agent.as_ref(), params.max_steps, &nonce).await?;
             let (scores, evidence, _) = needle::score(&prepared, &answers);
@@ -325,10 +313,11 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
                 s.summarizer,
                 params.clone(),
             );
-            let seed = unit.seed;
-            let (replay, views) =
-                cpu(move || drift::prepare(&trace, &config, &p, summ.as_ref(), store, seed))
-                    .await?;
+            let (seed, prices) = (unit.seed, s.prices);
+            let (replay, views) = cpu(move || {
+                drift::prepare(&trace, &config, &p, summ.as_ref(), &prices, store, seed)
+            })
+            .await?;
             let providers = shared.providers(ctx.no_cache)?;
             let judge = if params.judge {
                 Some(providers.judge.as_deref().ok_or_else(|| {
@@ -354,9 +343,10 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
         "probes" => {
             let kind = probes::ProbeKind::from_params(&unit.params)?;
             let (trace, config, store, summ) = (s.trace.clone(), s.config, s.store, s.summarizer);
-            let seed = unit.seed;
+            let (seed, prices) = (unit.seed, s.prices);
             let prepared =
-                cpu(move || probes::prepare(&trace, &config, summ.as_ref(), store, seed)).await?;
+                cpu(move || probes::prepare(&trace, &config, summ.as_ref(), &prices, store, seed))
+                    .await?;
             let providers = shared.providers(ctx.no_cache)?;
             let result =
                 probes::ask(&s.trace, &prepared, kind, providers.agent.as_ref(), &nonce).await?;

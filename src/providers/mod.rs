@@ -17,10 +17,10 @@
 pub mod anthropic;
 pub mod cache;
 pub mod config;
+pub mod cost;
 pub mod http;
 pub mod limits;
 pub mod openai;
-pub mod pricing;
 pub mod retry;
 pub mod summarizer;
 pub mod text_tools;
@@ -32,10 +32,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::pricing::{Price, PriceTable};
 pub use crate::trace::{Message, Role, ToolCall, Usage};
 pub use cache::CachedProvider;
 pub use config::{build_provider, ProviderConfig, ProviderKind, ToolProtocol};
-pub use pricing::{Price, PriceTable};
+pub use cost::cost_of_response;
 pub use summarizer::ProviderSummarizer;
 pub use text_tools::{TextToolOptions, TextToolProvider, TextToolTelemetry};
 
