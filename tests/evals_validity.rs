@@ -6,8 +6,9 @@
 use ctxbench::engine::{EngineConfig, OfflineSummarizer, ResolvedConfig};
 use ctxbench::evals::drift::{self, DriftParams};
 use ctxbench::evals::needle::{self, AskAt, NeedleParams};
+use ctxbench::evals::offline_agent::OfflineProvider;
 use ctxbench::evals::plant::Position;
-use ctxbench::providers::offline::OfflineProvider;
+use ctxbench::pricing::PriceTable;
 use ctxbench::trace::import::import_file;
 use ctxbench::trace::Trace;
 use std::path::Path;
@@ -63,6 +64,7 @@ fn needle_recall(variant: &ResolvedConfig, dir: &Path) -> (f64, usize) {
                     variant,
                     &params,
                     &OfflineSummarizer,
+                    PriceTable::bundled(),
                     store,
                     (ti * 100) as u64,
                 )
@@ -126,6 +128,7 @@ fn drift_scores_drop_without_session_intent() {
                 &cfg,
                 &params,
                 &OfflineSummarizer,
+                PriceTable::bundled(),
                 dir.path().join(format!("{vi}-{ti}")),
                 1,
             )

@@ -6,7 +6,7 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use ctxbench::providers::pricing::{self, Price};
+use ctxbench::pricing::{self, Price};
 use ctxbench::providers::{
     build_provider, ChatRequest, Message, Provider, ProviderConfig, ProviderError, ProviderKind,
     ToolCall, ToolDef, Usage,

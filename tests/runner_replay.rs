@@ -45,7 +45,7 @@ fn aggressive_trigger_compacts_more_and_sends_less() {
     let tmp = tempfile::tempdir().unwrap();
     let suite = load(tmp.path(), &suite_text("")).unwrap();
     let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let router = ctxbench::runner::default_router(&planned.plan, &suite).unwrap();
+    let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
     assert!(ctxbench::runner::unsupported_evals(&suite, &router).is_empty());
     let opts = RunOptions {
         run_id: Some("r".into()),
@@ -100,7 +100,7 @@ fn engine_errors_name_the_variant_and_line() {
     );
     let suite = load(tmp.path(), &text).unwrap();
     let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let err = ctxbench::runner::default_router(&planned.plan, &suite)
+    let err = ctxbench::cli::run::default_router(&planned.plan, &suite)
         .err()
         .unwrap();
     assert_eq!(ctxbench::cli::exit_code_for(&err), 2);
@@ -114,7 +114,7 @@ fn engine_errors_name_the_variant_and_line() {
     let text = suite_text("[providers.summary]\nkind = \"openai\"\nmodel = \"gpt-4o-mini\"\n");
     let suite = load(tmp.path(), &text).unwrap();
     let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let err = ctxbench::runner::default_router(&planned.plan, &suite)
+    let err = ctxbench::cli::run::default_router(&planned.plan, &suite)
         .err()
         .unwrap();
     assert!(err.to_string().contains("provider `summary`"), "{err}");
@@ -123,7 +123,7 @@ fn engine_errors_name_the_variant_and_line() {
     let text = suite_text("[providers.summary]\nkind = \"openai\"\nmodle = \"gpt-4o-mini\"\n");
     let suite = load(tmp.path(), &text).unwrap();
     let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let msg = ctxbench::runner::default_router(&planned.plan, &suite)
+    let msg = ctxbench::cli::run::default_router(&planned.plan, &suite)
         .err()
         .unwrap()
         .to_string();
@@ -132,4 +132,84 @@ fn engine_errors_name_the_variant_and_line() {
         "{msg}"
     );
     assert!(msg.contains("did you mean `model`?"), "{msg}");
+}
+
+/// Run `text` as a suite with the real executors; the samples it journaled.
+fn run_samples(text: &str) -> Vec<Sample> {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = load(tmp.path(), text).unwrap();
+    let planned = session::plan_run(&suite, &ImportLoader).unwrap();
+    let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
+    let opts = RunOptions {
+        run_id: Some("r".into()),
+        executor: "default".into(),
+        ..RunOptions::default()
+    };
+    let prepared = session::open_run(&suite, &opts, planned).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let out = rt
+        .block_on(async {
+            let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            session::execute(prepared, Arc::new(router), &mut rx).await
+        })
+        .unwrap();
+    let text = std::fs::read_to_string(out.run_dir.join("samples.jsonl")).unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_cost_ceiling_prices_calls_with_the_suites_pricing() {
+    // A $1000 session ceiling priced as gpt-4o: the bundled price ($2.50/Mtok input) never
+    // reaches it on a short trace; the suite's `[pricing]` override ($1e9/Mtok) trips it at the
+    // first call, so the replay stops.
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
+    let text = |pricing: &str| {
+        format!(
+            r#"[suite]
+name = "ceiling-test"
+output_dir = "out"
+
+[traces]
+paths = ["{d}/psf__requests-1142.traj.json"]
+
+[engine]
+baseline = "ceiling"
+[engine.base]
+preset = "core-agent"
+window = 20000
+[engine.variants.ceiling]
+cost_ceiling.per_session_usd = 1000.0
+cost_ceiling.model = "gpt-4o"
+
+[evals.invariants]
+{pricing}"#,
+            d = d.display()
+        )
+    };
+    let stopped = |samples: &[Sample]| -> Vec<serde_json::Value> {
+        samples
+            .iter()
+            .filter(|s| s.eval == "invariants") // its evidence says whether the replay stopped
+            .map(|s| {
+                assert!(s.error.is_none(), "{:?}", s.error);
+                s.evidence["stopped"].clone()
+            })
+            .collect()
+    };
+    let bundled = stopped(&run_samples(&text("")));
+    assert!(!bundled.is_empty());
+    assert!(bundled.iter().all(|s| s.is_null()), "{bundled:?}");
+    let priced = stopped(&run_samples(&text(
+        "[pricing.\"gpt-4o\"]\ninput = 1e9\noutput = 1e9\n",
+    )));
+    assert_eq!(priced.len(), bundled.len());
+    for reason in &priced {
+        let reason = reason["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.starts_with("cost ceiling: session spend"),
+            "{priced:?}"
+        );
+    }
 }

@@ -52,7 +52,7 @@ fn prepare(dir: &Path, text: &str) -> (session::Prepared, ctxbench::runner::Rout
     std::fs::write(&p, text).unwrap();
     let suite = LoadedSuite::load(&p).unwrap();
     let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let router = ctxbench::runner::default_router(&planned.plan, &suite).unwrap();
+    let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
     let opts = RunOptions {
         run_id: Some("r".into()),
         executor: "default".into(),

@@ -1,9 +1,9 @@
-//! `trace::stats` on hand-built traces (every expected number worked out by hand below) and the
+//! `tokens::stats` on hand-built traces (every expected number worked out by hand below) and the
 //! `ctxbench traces stats` command line.
 
 use assert_cmd::Command;
+use ctxbench::tokens::stats::{self, StatsReport, UNKNOWN_TOOL};
 use ctxbench::tokens::{counter, TokenCounter};
-use ctxbench::trace::stats::{self, StatsReport, UNKNOWN_TOOL};
 use ctxbench::trace::{Message, Role, SourceFormat, ToolCall, Trace, TraceLine, TraceMeta, Usage};
 use predicates::prelude::*;
 use serde_json::json;

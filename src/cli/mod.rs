@@ -20,11 +20,9 @@ pub mod run;
 pub mod schema;
 pub mod traces;
 
-pub const EXIT_OK: u8 = 0;
-pub const EXIT_FAILURE: u8 = 1;
-pub const EXIT_USAGE: u8 = 2;
-pub const EXIT_GATE_FAILED: u8 = 10;
-pub const EXIT_INTERRUPTED: u8 = 130;
+pub use crate::error::{
+    UsageError, EXIT_FAILURE, EXIT_GATE_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE,
+};
 
 /// Measure how agent context compression trades tokens and cost against forgetting.
 ///
@@ -77,11 +75,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Errors that mean "the user gave us something wrong": exit code 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
-
 /// Map an error to the documented exit code by looking for known input-error types in its chain.
 pub fn exit_code_for(err: &anyhow::Error) -> u8 {
     for cause in err.chain() {
@@ -97,4 +90,25 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
         }
     }
     EXIT_FAILURE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::{ProviderConfig, ProviderError, ProviderKind};
+    use std::time::Duration;
+
+    #[test]
+    fn configuration_errors_exit_with_the_usage_code() {
+        let mut c = ProviderConfig::new(ProviderKind::Openai, "m");
+        c.api_key_env = Some("CTXBENCH_TEST_EXIT_CODE_KEY_UNSET".into());
+        let e = anyhow::Error::from(c.validate().unwrap_err()).context("provider `judge`");
+        assert_eq!(exit_code_for(&e), EXIT_USAGE);
+        let runtime = anyhow::Error::from(ProviderError::Timeout {
+            after: Duration::from_secs(1),
+        });
+        assert_eq!(exit_code_for(&runtime), EXIT_FAILURE);
+        let usage = anyhow::Error::from(UsageError("bad flag".into()));
+        assert_eq!(exit_code_for(&usage), EXIT_USAGE);
+    }
 }

@@ -6,10 +6,17 @@ use crate::runner::manifest::RunStatus;
 use crate::runner::progress::human_tokens;
 use crate::runner::session::{self, ImportLoader, RunOptions, TraceLoader};
 use crate::runner::synthetic::{SyntheticExecutor, SyntheticLoader};
-use crate::runner::{Shard, UnitExecutor};
+use crate::runner::{Plan, Router, Shard, UnitExecutor};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+
+/// The composition root: the executors this build has, by eval name — every eval of
+/// `crate::evals` (replay, invariants, needle, drift, probes). It lives here, above both, so the
+/// runner knows only its `UnitExecutor` trait and the evals implement it (evals → runner).
+pub fn default_router(plan: &Arc<Plan>, suite: &LoadedSuite) -> anyhow::Result<Router> {
+    crate::evals::executors::register(Router::new(), plan, suite)
+}
 
 const AFTER_HELP: &str = "\
 Every unit (trace × engine variant × eval sample × repeat) has a stable id. Each finished unit is
@@ -138,7 +145,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let exec: Arc<dyn UnitExecutor> = match synthetic {
         Some(s) => Arc::new(s),
         None => {
-            let router = crate::runner::default_router(&planned.plan, &suite)?;
+            let router = default_router(&planned.plan, &suite)?;
             let missing = crate::runner::unsupported_evals(&suite, &router);
             if !missing.is_empty() {
                 anyhow::bail!(

@@ -1,13 +1,13 @@
 //! `ctxbench traces …`: inspect traces. `traces stats` imports the given paths, computes
-//! `trace::stats` with the chosen counter (all cores) and prints tables or `--json`.
+//! `tokens::stats` with the chosen counter (all cores) and prints tables or `--json`.
 
 use super::UsageError;
 use crate::output::table;
-use crate::tokens::{self, DEFAULT_COUNTER};
-use crate::trace::import::import_paths;
-use crate::trace::stats::{
+use crate::tokens::stats::{
     self, Calibration, LargestMessage, RoleStats, SkippedInput, StatsReport, ToolStats,
 };
+use crate::tokens::{self, DEFAULT_COUNTER};
+use crate::trace::import::import_paths;
 use crate::trace::SourceFormat;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -350,7 +350,7 @@ mod tests {
             Message::tool("c1", "bash", "file_a\nfile_b"),
         ];
         let o200k = tokens::counter("o200k").unwrap();
-        let mut r = crate::trace::stats::compute(&[t], o200k.as_ref(), 5);
+        let mut r = crate::tokens::stats::compute(&[t], o200k.as_ref(), 5);
         r.skipped.push(SkippedInput {
             file: "bad.json".into(),
             location: "line 3".into(),

@@ -8,6 +8,7 @@
 
 use super::keys::unknown_keys;
 use super::{did_you_mean, ConfigError, SourceMap};
+use crate::pricing::ModelPrice;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest, Sha256};
@@ -37,7 +38,7 @@ pub struct Suite {
     pub providers: ProvidersSection,
     /// Price overrides per model name, in dollars per million tokens.
     #[serde(default)]
-    pub pricing: BTreeMap<String, PriceOverride>,
+    pub pricing: BTreeMap<String, ModelPrice>,
     /// Rules checked by `ctxbench gate`.
     #[serde(default)]
     pub gates: GatesSection,
@@ -446,22 +447,6 @@ impl ProvidersSection {
             t
         })
     }
-}
-
-/// `[pricing.<model>]`: dollars per million tokens (converted to the providers' price table
-/// entries when a run starts).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PriceOverride {
-    pub input: f64,
-    pub output: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_read: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_write: Option<f64>,
-    /// Context window in tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window: Option<u64>,
 }
 
 /// `[gates]`

@@ -22,6 +22,7 @@ use super::store::OffloadStore;
 use super::summarizer::Summarizer;
 use super::view::{Base, Item, Override, Span, State, View};
 use super::EngineError;
+use crate::pricing::PriceTable;
 use crate::tokens::TokenCounter;
 use crate::trace::{ContextMarker, Message, Role, Trace, TraceMeta, Usage};
 use serde::Serialize;
@@ -64,6 +65,9 @@ pub struct ReplayEnv<'a> {
     /// Tool schemas sent with every request; `None` = the trace's recorded tools.
     pub tools: Option<Vec<serde_json::Value>>,
     pub keep_views: KeepViews,
+    /// Prices the `cost_ceiling` layer charges: the run's table (bundled + the suite's
+    /// `[pricing]`), so the ceiling and the reports agree. Default: the bundled table.
+    pub prices: &'a PriceTable,
 }
 
 impl<'a> ReplayEnv<'a> {
@@ -76,6 +80,7 @@ impl<'a> ReplayEnv<'a> {
             system_prompt: None,
             tools: None,
             keep_views: KeepViews::None,
+            prices: PriceTable::bundled(),
         }
     }
 }
@@ -267,7 +272,7 @@ pub fn replay_shared(
             own_counter.as_ref()
         }
     };
-    let mut layers = super::layers::build(config, meta, markers, messages)?;
+    let mut layers = super::layers::build(config, meta, markers, messages, env.prices)?;
     let mut store = match &env.store {
         StoreTarget::Memory => OffloadStore::in_memory(env.seed),
         StoreTarget::Dir(d) => OffloadStore::on_disk(d, env.seed)?,

@@ -21,6 +21,7 @@ use super::EvalError;
 use crate::engine::{
     self, KeepViews, KeptView, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
 };
+use crate::pricing::PriceTable;
 use crate::providers::{ChatRequest, Provider};
 use crate::trace::{Message, Trace, Usage};
 use serde::Serialize;
@@ -54,11 +55,13 @@ pub fn prepare(
     config: &ResolvedConfig,
     params: &DriftParams,
     summarizer: &dyn Summarizer,
+    prices: &PriceTable,
     store_root: PathBuf,
     seed: u64,
 ) -> Result<(engine::Replay, Vec<KeptView>), EvalError> {
     let run = |keep| {
         let mut env = ReplayEnv::new(summarizer);
+        env.prices = prices;
         env.store = StoreTarget::Dir(store_root.clone());
         env.seed = seed;
         env.keep_views = keep;

@@ -11,13 +11,14 @@
 //! in `scores` (`probe_*`) and in `tokens.judge` respectively, so a variant's cost is what its
 //! compression costs, not what measuring it costs.
 
+use super::offline_agent::build_provider;
 use super::{drift, needle, probes, EvalError};
 use crate::config::suite::ProviderRole;
 use crate::config::LoadedSuite;
 use crate::engine::{self, EngineConfig, OfflineSummarizer, ResolvedConfig, Summarizer};
-use crate::providers::pricing::{ModelPrice, PriceTable};
+use crate::pricing::PriceTable;
 use crate::providers::summarizer::{ProviderSummarizer, SummaryCancel};
-use crate::providers::{build_provider, Provider, ProviderConfig};
+use crate::providers::{Provider, ProviderConfig};
 use crate::record::{TokenSplit, UnitError};
 use crate::runner::{
     replay_pool, Plan, Router, RunContext, Unit, UnitExecutor, UnitFuture, UnitOutput,
@@ -54,7 +55,9 @@ struct Shared {
     engines: Vec<EngineConfig>,
     provider_configs: BTreeMap<&'static str, ProviderConfig>,
     has_judge: bool,
-    prices: PriceTable,
+    /// The run's prices (bundled + the suite's `[pricing]`): the reports' costs and the
+    /// engine's cost ceiling both use them.
+    prices: Arc<PriceTable>,
     providers: OnceLock<Result<Providers, String>>,
 }
 
@@ -85,25 +88,7 @@ impl Shared {
         for role in ProviderRole::ALL {
             provider_configs.insert(role.as_str(), provider_config(suite, role)?);
         }
-        let overrides: BTreeMap<String, ModelPrice> = suite
-            .suite
-            .pricing
-            .iter()
-            .map(|(m, p)| {
-                (
-                    m.clone(),
-                    ModelPrice {
-                        input: p.input,
-                        output: p.output,
-                        cache_read: p.cache_read,
-                        cache_write: p.cache_write,
-                        context_window: p.window,
-                        long_context: None,
-                    },
-                )
-            })
-            .collect();
-        let prices = PriceTable::bundled().with_overrides(&overrides)?;
+        let prices = Arc::new(PriceTable::bundled().with_overrides(&suite.suite.pricing)?);
         Ok(Shared {
             plan,
             engines,
@@ -170,6 +155,7 @@ struct UnitSetup {
     waits_on_network: bool,
     /// Cancels the summary calls when the unit ends or is aborted (dropped with the setup).
     _cancel: Option<SummaryCancel>,
+    prices: Arc<PriceTable>,
 }
 
 fn setup(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<UnitSetup, EvalError> {
@@ -206,6 +192,7 @@ fn setup(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<UnitSetup, Ev
         summarizer,
         waits_on_network: cancel.is_some(),
         _cancel: cancel,
+        prices: shared.prices.clone(),
     })
 }
 
@@ -280,9 +267,10 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
     match unit.eval.as_str() {
         "replay" | "invariants" => {
             let (trace, config, store, summ) = (s.trace.clone(), s.config, s.store, s.summarizer);
-            let seed = unit.seed;
+            let (seed, prices) = (unit.seed, s.prices);
             let replay = replay_pool(io, move || {
                 let mut env = engine::ReplayEnv::new(summ.as_ref());
+                env.prices = &prices;
                 env.store = engine::StoreTarget::Dir(store);
                 env.seed = seed;
                 engine::replay(&trace, &config, &env).map_err(|e| EvalError::Engine(e.to_string()))
@@ -315,9 +303,9 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
                 s.summarizer,
                 params.clone(),
             );
-            let seed = unit.seed;
+            let (seed, prices) = (unit.seed, s.prices);
             let prepared = replay_pool(io, move || {
-                needle::prepare(&trace, &config, &p, summ.as_ref(), store, seed)
+                needle::prepare(&trace, &config, &p, summ.as_ref(), &prices, store, seed)
             })
             .await?;
             let agent = shared.providers(ctx.no_cache)?.agent.clone();
@@ -338,9 +326,9 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
                 s.summarizer,
                 params.clone(),
             );
-            let seed = unit.seed;
+            let (seed, prices) = (unit.seed, s.prices);
             let (replay, views) = replay_pool(io, move || {
-                drift::prepare(&trace, &config, &p, summ.as_ref(), store, seed)
+                drift::prepare(&trace, &config, &p, summ.as_ref(), &prices, store, seed)
             })
             .await?;
             let providers = shared.providers(ctx.no_cache)?;
@@ -368,9 +356,9 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
         "probes" => {
             let kind = probes::ProbeKind::from_params(&unit.params)?;
             let (trace, config, store, summ) = (s.trace.clone(), s.config, s.store, s.summarizer);
-            let seed = unit.seed;
+            let (seed, prices) = (unit.seed, s.prices);
             let prepared = replay_pool(io, move || {
-                probes::prepare(&trace, &config, summ.as_ref(), store, seed)
+                probes::prepare(&trace, &config, summ.as_ref(), &prices, store, seed)
             })
             .await?;
             let providers = shared.providers(ctx.no_cache)?;

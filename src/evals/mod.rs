@@ -10,6 +10,7 @@ pub mod drift;
 pub mod executors;
 pub mod fs_tools;
 pub mod needle;
+pub mod offline_agent;
 pub mod plant;
 pub mod probes;
 pub mod truth;

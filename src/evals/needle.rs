@@ -13,6 +13,7 @@ use super::fs_tools::Sandbox;
 use super::plant::{self, Fact, PlantSpec, Planted, Position};
 use super::EvalError;
 use crate::engine::{self, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer};
+use crate::pricing::PriceTable;
 use crate::providers::Provider;
 use crate::trace::{Message, Role, Trace, Usage};
 use serde::Serialize;
@@ -99,6 +100,7 @@ pub fn prepare(
     config: &ResolvedConfig,
     params: &NeedleParams,
     summarizer: &dyn Summarizer,
+    prices: &PriceTable,
     store_root: PathBuf,
     seed: u64,
 ) -> Result<Prepared, EvalError> {
@@ -124,6 +126,7 @@ pub fn prepare(
     .map_err(EvalError::Config)?;
     let probe_trace = question_point(&planted.trace, params.ask_at);
     let mut env = ReplayEnv::new(summarizer);
+    env.prices = prices;
     env.store = StoreTarget::Dir(store_root.clone());
     env.seed = seed;
     env.keep_views = KeepViews::Last;

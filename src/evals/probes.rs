@@ -17,6 +17,7 @@ use super::answer_format::{DriftAnswer, DRIFT_QUESTION};
 use super::needle::{question_point, AskAt, PROBE_PREAMBLE};
 use super::{plant, truth, EvalError};
 use crate::engine::{self, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer};
+use crate::pricing::PriceTable;
 use crate::providers::Provider;
 use crate::trace::{Message, Role, Trace};
 use regex::Regex;
@@ -70,6 +71,7 @@ pub fn prepare(
     trace: &Trace,
     config: &ResolvedConfig,
     summarizer: &dyn Summarizer,
+    prices: &PriceTable,
     store_root: PathBuf,
     seed: u64,
 ) -> Result<Prepared, EvalError> {
@@ -80,6 +82,7 @@ pub fn prepare(
         .count();
     let t = question_point(trace, AskAt::Call(nth));
     let mut env = ReplayEnv::new(summarizer);
+    env.prices = prices;
     env.store = StoreTarget::Dir(store_root.clone());
     env.seed = seed;
     env.keep_views = KeepViews::Last;

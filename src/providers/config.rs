@@ -333,12 +333,19 @@ fn public_endpoint(url: &Url) -> String {
     u.as_str().trim_end_matches('/').to_string()
 }
 
-/// Builds the provider a configuration describes: validated, limits and retries in place, and
+/// Builds the HTTP provider a configuration describes (the offline agent is built by
+/// `evals::offline_agent::build_provider`): validated, limits and retries in place, and
 /// wrapped in the response cache when `cache = true`.
 pub fn build_provider(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError> {
     config.validate()?;
     let base = match config.kind {
-        ProviderKind::Offline => return Ok(Arc::new(super::offline::OfflineProvider::new())),
+        ProviderKind::Offline => {
+            return Err(ProviderError::Config {
+                message: "the offline provider is built by `evals::offline_agent::build_provider` \
+                          (it answers the evals' questions)"
+                    .into(),
+            })
+        }
         _ => parse_base_url(config.effective_base_url().unwrap_or_default())?,
     };
     let key = config
@@ -448,23 +455,12 @@ mod tests {
     }
 
     #[test]
-    fn configuration_errors_exit_with_the_usage_code() {
-        use crate::cli::{exit_code_for, EXIT_FAILURE, EXIT_USAGE};
-        let mut c = ProviderConfig::new(ProviderKind::Openai, "m");
-        c.api_key_env = Some("CTXBENCH_TEST_EXIT_CODE_KEY_UNSET".into());
-        let e = anyhow::Error::from(c.validate().unwrap_err()).context("provider `judge`");
-        assert_eq!(exit_code_for(&e), EXIT_USAGE);
-        let runtime = anyhow::Error::from(ProviderError::Timeout {
-            after: Duration::from_secs(1),
-        });
-        assert_eq!(exit_code_for(&runtime), EXIT_FAILURE);
-    }
-
-    #[test]
-    fn offline_builds_and_text_protocol_wraps() {
+    fn offline_is_not_built_here_and_text_protocol_wraps() {
         let c = ProviderConfig::new(ProviderKind::Offline, "");
-        let p = build_provider(&c).expect("offline needs no setup");
-        assert_eq!(p.info().kind, "offline");
+        assert!(
+            build_provider(&c).is_err(),
+            "the evals build the offline agent"
+        );
         let mut c = ProviderConfig::new(ProviderKind::Openai, "m");
         c.base_url = Some("http://127.0.0.1:9/v1".into());
         c.cache = false;

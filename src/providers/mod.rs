@@ -1,4 +1,5 @@
-//! Model providers: the Provider interface, OpenAI-compatible and Anthropic HTTP clients, the offline baseline, retries, cache and pricing.
+//! Model providers: the Provider interface, OpenAI-compatible and Anthropic HTTP clients,
+//! retries, cache and pricing (the offline baseline agent lives in `evals::offline_agent`).
 //!
 //! Everything that talks to a model goes through [`Provider::chat`]: summarizers, eval agents,
 //! drift probes and judges. A provider is built from a [`ProviderConfig`] by [`build_provider`],
@@ -16,11 +17,10 @@
 pub mod anthropic;
 pub mod cache;
 pub mod config;
+pub mod cost;
 pub mod http;
 pub mod limits;
-pub mod offline;
 pub mod openai;
-pub mod pricing;
 pub mod retry;
 pub mod summarizer;
 pub mod text_tools;
@@ -32,10 +32,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::pricing::{Price, PriceTable};
 pub use crate::trace::{Message, Role, ToolCall, Usage};
 pub use cache::CachedProvider;
 pub use config::{build_provider, ProviderConfig, ProviderKind, ToolProtocol};
-pub use pricing::{Price, PriceTable};
+pub use cost::cost_of_response;
 pub use summarizer::{ProviderSummarizer, SummaryCancel};
 pub use text_tools::{TextToolOptions, TextToolProvider, TextToolTelemetry};
 

@@ -4,7 +4,7 @@
 
 use super::journal;
 use super::manifest::{now_rfc3339, RunManifest, RunStatus, Totals, UnitCounts};
-use crate::cli::UsageError;
+use crate::error::UsageError;
 use crate::record::Sample;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

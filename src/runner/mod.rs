@@ -27,13 +27,6 @@ pub use plan::{Plan, Unit};
 pub use shard::Shard;
 
 use crate::config::LoadedSuite;
-use std::sync::Arc;
-
-/// The executors this build has, by eval name: every eval of `crate::evals` (replay,
-/// invariants, needle, drift, probes).
-pub fn default_router(plan: &Arc<Plan>, suite: &LoadedSuite) -> anyhow::Result<Router> {
-    crate::evals::executors::register(Router::new(), plan, suite)
-}
 
 /// Evals the suite asks for that `router` cannot run (checked before a run directory is made).
 pub fn unsupported_evals(suite: &LoadedSuite, router: &Router) -> Vec<String> {

@@ -4,7 +4,7 @@
 
 use super::manifest::RunManifest;
 use super::shard::Shard;
-use crate::cli::UsageError;
+use crate::error::UsageError;
 use crate::record::journal::{Journal, TornLine};
 use crate::record::Sample;
 use std::collections::HashSet;

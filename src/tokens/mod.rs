@@ -1,10 +1,11 @@
 //! Token counting: exact BPE (o200k_base, cl100k_base), the peers' approximate counters, the
 //! registry that hands them out by name, and per-message count caches so a replay tokenizes each
-//! message once.
+//! message once; trace statistics (`stats`) over those counts.
 
 pub mod approx;
 pub mod bpe;
 pub mod cache;
+pub mod stats;
 
 use crate::trace::Message;
 use std::sync::{Arc, OnceLock};

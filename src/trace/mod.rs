@@ -3,7 +3,6 @@
 pub mod import;
 pub mod io;
 pub mod model;
-pub mod stats;
 
 pub use import::ImportError;
 pub use model::*;

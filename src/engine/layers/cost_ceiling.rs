@@ -12,7 +12,7 @@ use crate::engine::config::{CeilingAction, CostCeiling};
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::EngineError;
-use crate::providers::pricing::PriceTable;
+use crate::pricing::PriceTable;
 use crate::trace::{Role, TraceMeta};
 
 pub struct CostCeilingLayer {
@@ -36,12 +36,14 @@ fn config_err(message: String) -> ConfigError {
 }
 
 impl CostCeilingLayer {
-    /// Resolve the prices (explicit $/Mtok, else `model`'s, else the trace model's from the
-    /// bundled table). With no bound configured the layer needs no price and never fires.
+    /// Resolve the prices (explicit $/Mtok, else `model`'s, else the trace model's from
+    /// `prices`: the run's table, i.e. the bundled one with the suite's `[pricing]` overrides).
+    /// With no bound configured the layer needs no price and never fires.
     pub fn new(
         cfg: CostCeiling,
         meta: &TraceMeta,
         messages: &[std::sync::Arc<crate::trace::Message>],
+        prices: &PriceTable,
     ) -> Result<Self, ConfigError> {
         let armed = cfg.per_turn_usd.is_some() || cfg.per_session_usd.is_some();
         let mut price = (0.0, 0.0);
@@ -49,7 +51,7 @@ impl CostCeilingLayer {
             let model = cfg.model.clone().or_else(|| meta.model.clone());
             let table = model
                 .as_deref()
-                .and_then(|m| PriceTable::bundled().lookup(m))
+                .and_then(|m| prices.lookup(m))
                 .map(|(_, p)| (p.input, p.output));
             let input = cfg.input_usd_per_mtok.or(table.map(|t| t.0));
             let output = cfg.output_usd_per_mtok.or(table.map(|t| t.1));

@@ -34,6 +34,7 @@ pub fn build(
     meta: &TraceMeta,
     markers: &[ContextMarker],
     messages: &[std::sync::Arc<crate::trace::Message>],
+    prices: &crate::pricing::PriceTable,
 ) -> Result<Vec<Box<dyn Layer>>, ConfigError> {
     let mut out: Vec<Box<dyn Layer>> = Vec::with_capacity(config.layers.len());
     for l in &config.layers {
@@ -82,6 +83,7 @@ pub fn build(
                 c.clone(),
                 meta,
                 messages,
+                prices,
             )?),
         });
     }

@@ -13,18 +13,18 @@
 //!   `grep` the store for the phrase (then for its longest word), answer from a matching line,
 //!   and say it does not know when nothing matches.
 
-use crate::evals::answer_format::{one_line, DriftAnswer, DRIFT_MARKER};
-use crate::evals::truth;
+use super::answer_format::{one_line, DriftAnswer, DRIFT_MARKER};
+use super::truth;
 use crate::providers::{
-    BoxFuture, ChatRequest, ChatResponse, Provider, ProviderError, ProviderInfo, Sampling,
-    ToolProtocol,
+    BoxFuture, ChatRequest, ChatResponse, Provider, ProviderConfig, ProviderError, ProviderInfo,
+    ProviderKind, Sampling, ToolProtocol,
 };
 use crate::tokens::approx::ApproxCounter;
 use crate::tokens::TokenCounter;
 use crate::trace::{Message, Role, ToolCall, Usage};
 use regex::Regex;
 use serde_json::json;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// Reply of the offline agent for one turn.
 #[derive(Clone, Debug, PartialEq)]
@@ -325,6 +325,17 @@ impl Provider for OfflineProvider {
     }
 }
 
+/// Builds the provider a configuration describes, the offline agent included. The provider
+/// layer builds every HTTP provider; the offline one answers the evals' questions, so it is
+/// built here, above both (evals → providers, never the reverse).
+pub fn build_provider(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError> {
+    if config.kind == ProviderKind::Offline {
+        config.validate()?;
+        return Ok(Arc::new(OfflineProvider::new()));
+    }
+    crate::providers::build_provider(config)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -450,7 +461,7 @@ mod tests {
         let a = drift_answer(&[Message::user(no_intent)]);
         assert!(a.goal.is_empty(), "{}", a.goal);
         let mut probe = vec![Message::user("Fix bug 12")];
-        probe.push(q(crate::evals::answer_format::DRIFT_QUESTION));
+        probe.push(q(super::super::answer_format::DRIFT_QUESTION));
         let r = respond(&probe, &[]);
         assert!(DriftAnswer::parse(&r.content).goal.contains("Fix bug 12"));
     }

@@ -15,9 +15,9 @@
 //!   mean (positive: the counter over-counts), `mean_abs_pct_error` the mean of its absolute
 //!   value. Totals pool every compared call of every trace (not a mean of per-trace means).
 
-use super::model::{Message, Role, Trace, Usage};
-use crate::tokens::bpe::json_text;
-use crate::tokens::{count_traces, TokenCounter};
+use super::bpe::json_text;
+use super::{count_traces, TokenCounter};
+use crate::trace::{Message, Role, Trace, Usage};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};

@@ -1,6 +1,10 @@
 //! Model prices: the bundled, dated table (`data/pricing.toml`), suite overrides, model-name
 //! matching, and the dollar cost of one call from normalized [`Usage`].
 //!
+//! A leaf: it imports only the trace's [`Usage`]. The run builds one [`PriceTable`] (bundled
+//! table + the suite's `[pricing]`) and hands it to the engine (`ReplayEnv::prices`, read by the
+//! `cost_ceiling` layer) and to the reports' cost columns, so both price calls alike.
+//!
 //! An unknown model costs [`Price::Unknown`], reported as "price unknown" and never as $0.
 //!
 //! Matching, in order (the first hit wins; each step tries the table, then `[aliases]`):
@@ -19,10 +23,10 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ChatResponse, Usage};
+use crate::trace::Usage;
 
 /// The bundled table's text.
-pub const BUNDLED_PRICING: &str = include_str!("../../data/pricing.toml");
+pub const BUNDLED_PRICING: &str = include_str!("../data/pricing.toml");
 
 /// A price table or override that cannot be used; names where it came from.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -46,7 +50,10 @@ pub struct LongContextTier {
 }
 
 /// Prices of one model in $ per million tokens. A missing `cache_read` / `cache_write` is
-/// charged at `input`.
+/// charged at `input`. One type for the bundled table's `[models.<id>]` entries and the suite's
+/// `[pricing.<model>]` overrides. The context window is `window` (the suite's spelling, kept so
+/// suites and their schema do not change); the table spells it `context_window`, accepted as an
+/// alias.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelPrice {
@@ -56,8 +63,13 @@ pub struct ModelPrice {
     pub cache_read: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context_window: Option<u64>,
+    /// Context window in tokens.
+    #[serde(
+        default,
+        alias = "context_window",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub window: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub long_context: Option<LongContextTier>,
 }
@@ -282,7 +294,7 @@ impl PriceTable {
 
     /// The model's context window, where the table knows it.
     pub fn context_window(&self, model: &str) -> Option<u64> {
-        self.lookup(model).and_then(|(_, p)| p.context_window)
+        self.lookup(model).and_then(|(_, p)| p.window)
     }
 
     /// Cost of one call of `model` with `usage`.
@@ -300,35 +312,6 @@ impl PriceTable {
                 model: model.to_string(),
                 reason: Price::NOT_IN_TABLE.into(),
             },
-        }
-    }
-}
-
-impl PriceTable {
-    /// Cost of a provider response. The model the API reported is tried first (it names the
-    /// exact snapshot), then `requested_model` (the configured id, which is what a suite's
-    /// override names, e.g. a local model the server reports as a file name). A response
-    /// without a usage block is [`Price::Unknown`]: zero tokens would otherwise read as $0.
-    pub fn cost_of_response(&self, requested_model: &str, response: &ChatResponse) -> Price {
-        if !response.usage_reported {
-            return Price::Unknown {
-                model: response.model.clone(),
-                reason: Price::NO_USAGE.into(),
-            };
-        }
-        match self.cost(&response.model, &response.usage) {
-            Price::Unknown { .. } => match self.cost(requested_model, &response.usage) {
-                Price::Unknown { .. } => Price::Unknown {
-                    model: if response.model.is_empty() {
-                        requested_model.to_string()
-                    } else {
-                        response.model.clone()
-                    },
-                    reason: Price::NOT_IN_TABLE.into(),
-                },
-                known => known,
-            },
-            known => known,
         }
     }
 }
@@ -505,7 +488,7 @@ mod tests {
                 output: 0.0,
                 cache_read: None,
                 cache_write: None,
-                context_window: Some(8192),
+                window: Some(8192),
                 long_context: None,
             },
         );
@@ -516,7 +499,7 @@ mod tests {
                 output: 2.0,
                 cache_read: Some(0.5),
                 cache_write: None,
-                context_window: None,
+                window: None,
                 long_context: None,
             },
         );
@@ -545,42 +528,6 @@ mod tests {
         assert!(e.to_string().contains("output"), "{e}");
         let e = PriceTable::from_toml("schema_version = 1\nas_of = \"x\"\ncurrency = \"USD\"\n[aliases]\na = \"b\"\n[models.m]\ninput = 1\noutput = 1\n", "t.toml").unwrap_err();
         assert!(e.to_string().contains("aliases.a"), "{e}");
-    }
-
-    #[test]
-    fn responses_are_priced_by_reported_then_requested_model() {
-        use crate::providers::Message;
-        let mut r = ChatResponse {
-            message: Message::assistant("x", vec![]),
-            usage: u(1_000_000, 0, 0, 0),
-            usage_reported: true,
-            model: "gpt-4o-2024-05-13".into(),
-            finish_reason: None,
-            latency: std::time::Duration::ZERO,
-            attempts: 1,
-            from_cache: false,
-            text_tools: None,
-        };
-        let t = PriceTable::bundled();
-        assert_eq!(
-            t.cost_of_response("gpt-4o", &r).usd(),
-            Some(5.0),
-            "the snapshot's price"
-        );
-        r.model = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf".into();
-        assert_eq!(
-            t.cost_of_response("gpt-4o", &r).usd(),
-            Some(2.5),
-            "falls back"
-        );
-        assert_eq!(t.cost_of_response("local", &r).usd(), None);
-        r.model = "gpt-4o".into();
-        r.usage_reported = false;
-        assert_eq!(
-            t.cost_of_response("gpt-4o", &r).usd(),
-            None,
-            "no usage is not $0"
-        );
     }
 
     #[test]
