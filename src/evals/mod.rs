@@ -12,6 +12,7 @@ pub mod fs_tools;
 pub mod needle;
 pub mod plant;
 pub mod probes;
+pub mod safe_fs;
 pub mod truth;
 
 use crate::providers::ProviderError;
