@@ -75,6 +75,8 @@ pub fn sandbox_tools() -> Vec<ToolDef> {
 
 /// Ask `messages` (view + question, the question last) and run the tool loop.
 ///
+/// Needs a tokio runtime with timers enabled (the time limits above).
+///
 /// `sandbox = None` offers no tools (drift probes answer from the view alone). `nonce` keeps
 /// repeats independent in the response cache.
 pub async fn run(
