@@ -34,7 +34,9 @@ fn config(toml: &str) -> ResolvedConfig {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
+    // Timers: the agent loop and its tool calls have time limits.
     tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .unwrap()
 }

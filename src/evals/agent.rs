@@ -1,12 +1,28 @@
 //! The eval agent's tool loop: ask a provider a question over a (compacted) view, execute the
 //! tool calls it makes against the sandboxed offload store, feed the results back, and stop at
 //! a final answer or after `max_steps` model calls. Everything it did is kept as evidence.
+//!
+//! Time limits: each tool call runs on the blocking pool (never on an async worker thread) and
+//! is abandoned with a model-visible error after the sandbox's `call_timeout` plus a grace; the
+//! whole loop of one question stops after [`LOOP_TIME_LIMIT`] with a `timeout` error.
 
-use super::fs_tools::Sandbox;
+use super::fs_tools::{Sandbox, ToolOutput};
 use crate::providers::{ChatRequest, Provider, ProviderError, ToolDef};
 use crate::trace::{Message, Usage};
 use serde::Serialize;
 use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// Wall-time limit of one question's whole tool loop (model calls and tool calls).
+///
+/// Decision: 30 minutes, not configurable yet. It is far above what a healthy loop takes (each
+/// model call already has its own per-call timeout and retry budget) and exists so that no
+/// needle or probe question can keep a unit alive forever.
+pub const LOOP_TIME_LIMIT: Duration = Duration::from_secs(30 * 60);
+
+/// Added to the sandbox's own per-call limit before a tool call is abandoned from outside (the
+/// sandbox normally stops itself first and says so).
+const TOOL_CALL_GRACE: Duration = Duration::from_secs(2);
 
 /// One tool call the agent made, with what it got back (cut for the evidence file).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -59,9 +75,62 @@ pub fn sandbox_tools() -> Vec<ToolDef> {
 
 /// Ask `messages` (view + question, the question last) and run the tool loop.
 ///
+/// Needs a tokio runtime with timers enabled (the time limits above).
+///
 /// `sandbox = None` offers no tools (drift probes answer from the view alone). `nonce` keeps
 /// repeats independent in the response cache.
 pub async fn run(
+    provider: &dyn Provider,
+    messages: Vec<Message>,
+    sandbox: Option<&Sandbox>,
+    max_steps: u32,
+    max_tokens: Option<u32>,
+    nonce: &str,
+) -> Result<LoopOutcome, ProviderError> {
+    run_with_limit(
+        provider,
+        messages,
+        sandbox,
+        max_steps,
+        max_tokens,
+        nonce,
+        LOOP_TIME_LIMIT,
+    )
+    .await
+}
+
+/// [`run`] with an explicit wall-time limit for the whole loop; running out is a
+/// [`ProviderError::Timeout`] naming the limit.
+pub async fn run_with_limit(
+    provider: &dyn Provider,
+    messages: Vec<Message>,
+    sandbox: Option<&Sandbox>,
+    max_steps: u32,
+    max_tokens: Option<u32>,
+    nonce: &str,
+    limit: Duration,
+) -> Result<LoopOutcome, ProviderError> {
+    let tool_loop = run_loop(provider, messages, sandbox, max_steps, max_tokens, nonce);
+    match tokio::time::timeout(limit, tool_loop).await {
+        Ok(r) => r,
+        Err(_) => Err(ProviderError::Timeout { after: limit }),
+    }
+}
+
+/// One tool call on the blocking pool, abandoned after the sandbox's limit plus a grace.
+pub async fn call_tool(sandbox: &Sandbox, name: &str, arguments: &serde_json::Value) -> ToolOutput {
+    let sb = sandbox.clone();
+    let (n, a) = (name.to_string(), arguments.clone());
+    let limit = sandbox.limits().call_timeout + TOOL_CALL_GRACE;
+    let task = tokio::task::spawn_blocking(move || sb.call(&n, &a));
+    match tokio::time::timeout(limit, task).await {
+        Ok(Ok(out)) => out,
+        Ok(Err(e)) => ToolOutput::err(format!("Error: the tool failed: {e}")),
+        Err(_) => ToolOutput::err(format!("Error: {}", sandbox.timeout_text())),
+    }
+}
+
+async fn run_loop(
     provider: &dyn Provider,
     mut messages: Vec<Message>,
     sandbox: Option<&Sandbox>,
@@ -92,9 +161,8 @@ pub async fn run(
         let calls = reply.tool_calls.clone();
         messages.push(reply);
         for call in calls {
-            let result = sandbox
-                .expect("tool calls only run with a sandbox")
-                .call(&call.name, &call.arguments);
+            let sandbox = sandbox.expect("tool calls only run with a sandbox");
+            let result = call_tool(sandbox, &call.name, &call.arguments).await;
             out.files_read.extend(result.files_read.iter().cloned());
             out.tool_uses.push(ToolUse {
                 name: call.name.clone(),

@@ -8,6 +8,11 @@
 //! store (so `/etc/passwd` is simply "not found"). Every refusal is an error text the model sees,
 //! not a failure of the run. Output is capped so one call cannot flood the context.
 //!
+//! Only regular files with one link are read (FIFOs, sockets, devices and hardlinks are refused;
+//! see [`super::safe_fs`]), at most [`Limits::max_file_bytes`] of each, and one call stops at
+//! [`Limits::call_timeout`] with an error the model sees. The agent loop runs these calls off the
+//! async worker threads (`spawn_blocking`) under the same limit.
+//!
 //! Listings and search results are sorted, so the same store always gives the same answers.
 
 use grep_regex::RegexMatcherBuilder;
@@ -15,6 +20,9 @@ use grep_searcher::{sinks::UTF8, BinaryDetection, SearcherBuilder};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::safe_fs;
 
 /// Caps on what one tool call may return.
 #[derive(Clone, Debug)]
@@ -29,6 +37,10 @@ pub struct Limits {
     pub default_read_lines: usize,
     /// Characters per line shown by `read_file` and `grep`.
     pub max_line_chars: usize,
+    /// Bytes of one file that `read_file` and `grep` look at; the rest is not read.
+    pub max_file_bytes: u64,
+    /// Wall time of one call; a walk or search still running then stops with an error.
+    pub call_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -39,6 +51,8 @@ impl Default for Limits {
             max_entries: 200,
             default_read_lines: 200,
             max_line_chars: 2_000,
+            max_file_bytes: 8 * 1024 * 1024,
+            call_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -60,7 +74,8 @@ impl ToolOutput {
             files_read: Vec::new(),
         }
     }
-    fn err(text: impl Into<String>) -> Self {
+    /// A refusal or failure the model sees.
+    pub fn err(text: impl Into<String>) -> Self {
         ToolOutput {
             text: text.into(),
             is_error: true,
@@ -101,6 +116,29 @@ impl Sandbox {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.limits.call_timeout
+    }
+
+    fn check_deadline(&self, deadline: Instant) -> Result<(), String> {
+        if Instant::now() >= deadline {
+            return Err(self.timeout_text());
+        }
+        Ok(())
+    }
+
+    /// What the model is told when a call runs out of time.
+    pub fn timeout_text(&self) -> String {
+        format!(
+            "the call took longer than {}s and was stopped; narrow the path or pattern",
+            self.limits.call_timeout.as_secs_f64()
+        )
     }
 
     /// JSON schemas of the tools, in the OpenAI function format (`{name, description,
@@ -207,7 +245,7 @@ impl Sandbox {
             .map_err(|e| format!("invalid glob '{pattern}': {e}"))?
             .compile_matcher();
         let lines: Vec<String> = self
-            .walk_files(&self.root)?
+            .walk_files(&self.root, self.deadline())?
             .into_iter()
             .filter(|rel| matcher.is_match(rel))
             .map(|rel| self.virtual_path(&rel))
@@ -235,11 +273,13 @@ impl Sandbox {
             ),
             None => None,
         };
+        let deadline = self.deadline();
         let start = self.resolve(path)?;
-        let files = if start.is_file() {
-            vec![self.relative(&start)]
+        let start_is_dir = std::fs::symlink_metadata(&start).is_ok_and(|m| m.is_dir());
+        let files = if start_is_dir {
+            self.walk_files(&start, deadline)?
         } else {
-            self.walk_files(&start)?
+            vec![self.relative(&start)]
         };
         let mut searcher = SearcherBuilder::new()
             .line_number(true)
@@ -254,11 +294,24 @@ impl Sandbox {
                 continue;
             }
             let vpath = self.virtual_path(&rel);
+            self.check_deadline(deadline)?;
+            let file = match safe_fs::open_regular(&self.root, &self.root.join(&rel), &vpath) {
+                Ok(f) => f,
+                Err(e) => {
+                    hits.push(format!("{vpath}: (not searchable: {e})"));
+                    continue;
+                }
+            };
             let before = hits.len();
-            let result = searcher.search_path(
+            let mut late = false;
+            let result = searcher.search_reader(
                 &matcher,
-                self.root.join(&rel),
+                std::io::Read::take(file, self.limits.max_file_bytes),
                 UTF8(|line_no, line| {
+                    if Instant::now() >= deadline {
+                        late = true;
+                        return Ok(false);
+                    }
                     if hits.len() >= max {
                         truncated = true;
                         return Ok(false);
@@ -270,6 +323,9 @@ impl Sandbox {
             );
             if let Err(e) = result {
                 hits.push(format!("{vpath}: (not searchable: {e})"));
+            }
+            if late {
+                return Err(self.timeout_text());
             }
             if hits.len() > before {
                 files_read.push(vpath);
@@ -304,10 +360,9 @@ impl Sandbox {
         limit: Option<usize>,
     ) -> Result<ToolOutput, String> {
         let file = self.resolve(path)?;
-        if file.is_dir() {
-            return Err(format!("{path} is a directory; use ls"));
-        }
-        let bytes = std::fs::read(&file).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let opened = safe_fs::open_regular(&self.root, &file, path)?;
+        let (bytes, cut) = safe_fs::read_capped(opened, self.limits.max_file_bytes)
+            .map_err(|e| format!("cannot read {path}: {e}"))?;
         let text = String::from_utf8_lossy(&bytes);
         let limit = limit
             .unwrap_or(self.limits.default_read_lines)
@@ -329,6 +384,13 @@ impl Sandbox {
                 "… [{} more lines; read again with offset={}]",
                 total - offset - limit,
                 offset + limit
+            );
+        }
+        if cut {
+            let _ = write!(
+                out,
+                "\n… [only the first {} bytes of this file are readable]",
+                self.limits.max_file_bytes
             );
         }
         Ok(ToolOutput {
@@ -383,13 +445,14 @@ impl Sandbox {
         format!("/{}", rel.trim_start_matches('/'))
     }
 
-    /// Direct children of `dir` as (relative path, is_dir), sorted, symlinks skipped.
+    /// Direct children of `dir` as (relative path, is_dir), sorted; symlinks, FIFOs, sockets
+    /// and devices skipped.
     fn read_dir_sorted(&self, dir: &Path) -> Result<Vec<(String, bool)>, String> {
         let rd = std::fs::read_dir(dir).map_err(|e| format!("cannot list: {e}"))?;
         let mut out = Vec::new();
         for entry in rd.flatten() {
             let Ok(ft) = entry.file_type() else { continue };
-            if ft.is_symlink() {
+            if !(ft.is_dir() || ft.is_file()) {
                 continue;
             }
             out.push((self.relative(&entry.path()), ft.is_dir()));
@@ -399,10 +462,11 @@ impl Sandbox {
     }
 
     /// Every regular file under `dir`, relative to the root, sorted; symlinks are skipped.
-    fn walk_files(&self, dir: &Path) -> Result<Vec<String>, String> {
+    fn walk_files(&self, dir: &Path, deadline: Instant) -> Result<Vec<String>, String> {
         let mut files = Vec::new();
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
+            self.check_deadline(deadline)?;
             for (rel, is_dir) in self.read_dir_sorted(&d)? {
                 if is_dir {
                     stack.push(self.root.join(&rel));

@@ -13,6 +13,7 @@ pub mod needle;
 pub mod offline_agent;
 pub mod plant;
 pub mod probes;
+pub mod safe_fs;
 pub mod truth;
 
 use crate::providers::ProviderError;

@@ -118,13 +118,21 @@ impl ResponseCache {
         })
         .await
         .map_err(|e| cache_err(&self.path, "read task failed", e))??;
-        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+        // Rows written before keys were redacted at the HTTP layer are cleaned on the way out.
+        Ok(text.and_then(|t| {
+            let mut v: Value = serde_json::from_str(&t).ok()?;
+            super::secrets::redact_json(&mut v);
+            serde_json::from_value(v).ok()
+        }))
     }
 
     /// Stores `response` under `key` (replacing any older row).
     pub async fn put(&self, key: &str, response: &ChatResponse) -> Result<(), ProviderError> {
-        let text = serde_json::to_string(response)
+        let mut value = serde_json::to_value(response)
             .map_err(|e| cache_err(&self.path, "cannot encode response", e))?;
+        // Responses from HTTP providers are already clean; this covers any other provider.
+        super::secrets::redact_json(&mut value);
+        let text = value.to_string();
         let this = self.clone();
         let key = key.to_string();
         let model = response.model.clone();

@@ -29,7 +29,11 @@ impl ApiKey {
     /// error naming the variable (never its value).
     pub fn from_env(var: &str) -> Result<Self, ProviderError> {
         match std::env::var(var) {
-            Ok(v) if !v.trim().is_empty() => Ok(ApiKey(v.trim().to_string())),
+            Ok(v) if !v.trim().is_empty() => {
+                // From here on the value is removed from everything stored or printed.
+                super::secrets::register(v.trim());
+                Ok(ApiKey(v.trim().to_string()))
+            }
             Ok(_) => Err(ProviderError::config(format!(
                 "environment variable {var} is empty (named by api_key_env)"
             ))),
@@ -193,10 +197,13 @@ impl<W: Wire> HttpProvider<W> {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
-        let bytes = response
+        let raw = response
             .bytes()
             .await
             .map_err(|e| self.transport_error(e))?;
+        // The one point where provider output enters the program: echoed keys go here, before
+        // anything is decoded, cached, returned or put in an error.
+        let bytes = super::secrets::redact_body(&raw);
         if (200..300).contains(&status) {
             if let Some(err) = embedded_error(&bytes, self.key()) {
                 return Err(err);

@@ -22,6 +22,7 @@ pub mod http;
 pub mod limits;
 pub mod openai;
 pub mod retry;
+pub mod secrets;
 pub mod summarizer;
 pub mod text_tools;
 
@@ -434,12 +435,9 @@ pub fn classify_overflow(status: u16, body: &str) -> bool {
     OVERFLOW_PATTERNS.iter().any(|p| lower.contains(p))
 }
 
-/// Replaces every occurrence of `secret` in `text` with `***` (no-op for empty secrets).
+/// Replaces every registered key and `secret` in `text` with `***` (see [`secrets`]).
 pub(crate) fn redact(text: &str, secret: Option<&str>) -> String {
-    match secret {
-        Some(s) if !s.is_empty() => text.replace(s, "***"),
-        _ => text.to_string(),
-    }
+    secrets::redact(text, secret)
 }
 
 /// Cuts `text` to at most `max` characters (on a char boundary), marking the cut.

@@ -419,3 +419,62 @@ pub fn anthropic_tool_use(name: &str, input: Value, usage: (u64, u64, u64, u64))
 pub fn anthropic_error(kind: &str, message: &str) -> String {
     json!({"type": "error", "error": {"type": kind, "message": message}}).to_string()
 }
+
+// ------------------------------------------------------------------ echo mode
+
+/// The API key a request carried: `Authorization: Bearer KEY` or `x-api-key: KEY`.
+pub fn request_key(r: &Recorded) -> String {
+    r.header("authorization")
+        .map(|v| v.trim_start_matches("Bearer ").to_string())
+        .or_else(|| r.header("x-api-key").map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// A responder for [`MockLlm::respond_with`] that echoes the request's API key back in every
+/// answer, the way a careless proxy might: request 1, 5, 9 … get a 500 whose error text quotes
+/// the key (retried), request 3, 7, 11 … a 200 whose key is hidden behind a JSON `\u` escape,
+/// every other one a 200 quoting the Authorization header and the key in the content and the
+/// model id. Anthropic paths are answered in the Anthropic shape.
+pub fn echo_key_responder() -> impl Fn(&Recorded) -> Reply + Send + Sync + 'static {
+    let n = std::sync::atomic::AtomicUsize::new(0);
+    move |r: &Recorded| {
+        let i = n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let key = request_key(r);
+        let auth = r.header("authorization").unwrap_or("").to_string();
+        let anthropic = r.path.ends_with("/messages");
+        if i % 4 == 0 {
+            let body = if anthropic {
+                anthropic_error("api_error", &format!("upstream rejected key {key}"))
+            } else {
+                openai_error(
+                    &format!("upstream rejected key {key}"),
+                    "server_error",
+                    "500",
+                )
+            };
+            return Reply::status(500, body);
+        }
+        if i % 4 == 2 {
+            // `\u0073` … : the first character of the key JSON-escaped.
+            let mut chars = key.chars();
+            let first = chars.next().map(|c| format!("\\u{:04x}", c as u32));
+            let escaped = format!("{}{}", first.unwrap_or_default(), chars.as_str());
+            let text = format!("Noted. Your credential is {escaped}.");
+            let body = if anthropic {
+                anthropic_text("PLACEHOLDER", 10, 5)
+            } else {
+                openai_text("PLACEHOLDER", 10, 5)
+            };
+            return Reply::ok(body.replace("PLACEHOLDER", &text));
+        }
+        let text = format!("Echo: {auth} / key={key}. The answer is unknown.");
+        let mut body: Value = serde_json::from_str(&if anthropic {
+            anthropic_text(&text, 10, 5)
+        } else {
+            openai_text(&text, 10, 5)
+        })
+        .unwrap();
+        body["model"] = json!(format!("model-{key}"));
+        Reply::ok(body.to_string())
+    }
+}

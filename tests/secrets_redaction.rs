@@ -1,0 +1,147 @@
+//! A whole `ctxbench run` against servers that echo the API key back — in 200 answers (plainly,
+//! in the model id, behind a JSON escape) and in error bodies — stores and prints the key
+//! nowhere: zero occurrences under the run directory, the cache directory and the captured
+//! stdout/stderr.
+
+#![cfg(unix)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use support::mock_llm::{self as mock, MockLlm};
+
+const CANARY: &str = "sk-canary-7f3a9c2e41d8b6";
+/// The key without its first character: also catches a JSON-escaped first character.
+const CANARY_TAIL: &str = "canary-7f3a9c2e41d8b6";
+const KEY_VAR: &str = "CTXBENCH_TEST_CANARY_KEY";
+
+fn suite(dir: &Path, base_url: &str) -> PathBuf {
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets/mini-swe-agent/astropy__astropy-12907.traj.json");
+    let text = format!(
+        r#"[suite]
+name = "canary"
+output_dir = "out"
+seed = 1
+concurrency = 2
+
+[traces]
+paths = ["{trace}"]
+
+[engine]
+baseline = "base"
+[engine.base]
+preset = "deepagents"
+window = 20000
+[engine.variants.base]
+[engine.variants.aggressive]
+summarize.trigger.fraction = 0.15
+
+[evals.needle]
+depths = [0.5]
+positions = ["tool"]
+max_steps = 3
+
+[evals.drift]
+after_compactions = 1
+
+[providers.agent]
+kind = "openai"
+model = "m-agent"
+base_url = "{base_url}"
+api_key_env = "{KEY_VAR}"
+max_retries = 0
+
+[providers.summary]
+kind = "openai"
+model = "m-summary"
+base_url = "{base_url}"
+api_key_env = "{KEY_VAR}"
+max_retries = 2
+retry_initial_ms = 1
+"#,
+        trace = trace.display()
+    );
+    let p = dir.join("suite.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// (files scanned, occurrences of the canary, occurrences of the mask) under `dir`.
+fn scan(dir: &Path) -> (usize, Vec<String>, usize) {
+    let mut files = 0;
+    let mut leaks = Vec::new();
+    let mut masks = 0;
+    for entry in walkdir::WalkDir::new(dir) {
+        let entry = entry.unwrap();
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        files += 1;
+        let bytes = std::fs::read(entry.path()).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        if text.contains(CANARY_TAIL) {
+            leaks.push(entry.path().display().to_string());
+        }
+        masks += text.matches("***").count();
+    }
+    (files, leaks, masks)
+}
+
+#[test]
+fn an_echoed_key_is_stored_and_printed_nowhere() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt.block_on(MockLlm::start());
+    server.respond_with(mock::echo_key_responder());
+
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), &server.openai_base_url());
+    let cache = dir.path().join("cache");
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("ctxbench"))
+        .args(["run", suite.to_str().unwrap(), "--run-id", "canary"])
+        .env(KEY_VAR, CANARY)
+        .env("CTXBENCH_CACHE_DIR", &cache)
+        .env("RUST_LOG", "debug")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+
+    // The key did reach the server, and the server did echo it.
+    let requests = server.requests();
+    assert!(requests.len() > 10, "only {} requests", requests.len());
+    assert!(requests.iter().all(|r| mock::request_key(r) == CANARY));
+
+    let run_dir = dir.path().join("out/canary");
+    assert!(
+        run_dir.join("samples.jsonl").is_file(),
+        "no samples (exit {:?}):\n{stdout}\n{stderr}",
+        out.status.code()
+    );
+    let (run_files, run_leaks, run_masks) = scan(&run_dir);
+    let (cache_files, cache_leaks, _) = scan(&cache);
+    assert!(
+        run_files >= 3 && cache_files >= 1,
+        "{run_files} {cache_files}"
+    );
+    assert!(run_leaks.is_empty(), "key stored in {run_leaks:?}");
+    assert!(
+        cache_leaks.is_empty(),
+        "key stored in the cache: {cache_leaks:?}"
+    );
+    assert!(!stdout.contains(CANARY_TAIL), "key printed on stdout");
+    assert!(!stderr.contains(CANARY_TAIL), "key printed on stderr");
+    // The echoes were stored, masked: the check above looked at the right data.
+    assert!(run_masks > 0, "no masked echo found in the run directory");
+    let samples = std::fs::read_to_string(run_dir.join("samples.jsonl")).unwrap();
+    assert!(
+        samples.contains("upstream rejected key ***"),
+        "no error body reached the samples"
+    );
+}
