@@ -95,7 +95,10 @@ impl Markdown {
 
 impl TableWriter for Markdown {
     fn write_table(&self, out: &mut String, table: &Table) {
-        row(out, table.columns.iter().map(|c| cell(&c.header, c.max_chars)));
+        row(
+            out,
+            table.columns.iter().map(|c| cell(&c.header, c.max_chars)),
+        );
         out.push('|');
         for c in &table.columns {
             out.push_str(match c.align {
@@ -105,7 +108,14 @@ impl TableWriter for Markdown {
         }
         out.push('\n');
         for r in &table.rows {
-            row(out, table.columns.iter().zip(r).map(|(col, c)| Markdown::cell(col, c)));
+            row(
+                out,
+                table
+                    .columns
+                    .iter()
+                    .zip(r)
+                    .map(|(col, c)| Markdown::cell(col, c)),
+            );
         }
     }
 }

@@ -248,7 +248,12 @@ mod tests {
         let mut info = RunInfo::new("r");
         info.variants = vec!["a".into()];
         let model = ReportModel::build(&info, vec![]);
-        for t in [summary(&model), usage(&model), errors(&model), pass_k(&model)] {
+        for t in [
+            summary(&model),
+            usage(&model),
+            errors(&model),
+            pass_k(&model),
+        ] {
             for row in &t.rows {
                 assert_eq!(row.len(), t.columns.len());
             }

@@ -17,7 +17,11 @@ fn plain(c: &Cell) -> String {
 
 impl TableWriter for Terminal {
     fn write_table(&self, out: &mut String, table: &Table) {
-        let header: Vec<String> = table.columns.iter().map(|c| plain(&Cell::text(&c.header))).collect();
+        let header: Vec<String> = table
+            .columns
+            .iter()
+            .map(|c| plain(&Cell::text(&c.header)))
+            .collect();
         let header: Vec<&str> = header.iter().map(String::as_str).collect();
         let rows: Vec<Vec<String>> = table
             .rows
@@ -37,7 +41,10 @@ pub fn gate_lines(outcome: &GateOutcome) -> String {
             Verdict::Fail => "FAIL",
             Verdict::Skipped => "skip",
         };
-        out.push_str(&format!("{tag:<4}  {}  [{}]  {}\n", r.rule, r.variant, r.message));
+        out.push_str(&format!(
+            "{tag:<4}  {}  [{}]  {}\n",
+            r.rule, r.variant, r.message
+        ));
     }
     out
 }
