@@ -454,4 +454,18 @@ mod tests {
             "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;y&#39;"
         );
     }
+
+    #[test]
+    fn table_cells_are_escaped_whatever_their_kind() {
+        use crate::report::table::Column;
+        let mut t = Table::new(Some("t"), vec![Column::text("<h>"), Column::num("p")]);
+        t.push(vec![Cell::Strong("<b>".into()), Cell::P(Some(0.0001))]);
+        t.push(vec![Cell::Alert("yes".into()), Cell::Missing]);
+        assert_eq!(
+            Html.render(&t),
+            "<table id=\"t\"><thead><tr><th>&lt;h&gt;</th><th>p</th></tr></thead><tbody>\
+             <tr><td><b>&lt;b&gt;</b></td><td class=\"num\">&lt;0.001</td></tr>\
+             <tr><td class=\"sig\">yes</td><td>–</td></tr></tbody></table>\n"
+        );
+    }
 }

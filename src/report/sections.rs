@@ -68,7 +68,7 @@ pub fn comparison(comparisons: &[Comparison], candidate: &str) -> Table {
             Column::num("Δ (Δ%)"),
             Column::num("95% CI"),
             Column::num("p"),
-            Column::text("test"),
+            Column::text("test").detail(),
             Column::text("significant"),
         ],
     );

@@ -19,13 +19,15 @@ pub enum Align {
     Right,
 }
 
-/// One column: its header text (escaped by the writer like any text), alignment and the most
-/// characters a text cell shows in Markdown before it is cut with `…`.
+/// One column: its header text (escaped by the writer like any text), alignment, the most
+/// characters a text cell shows in Markdown before it is cut with `…`, and whether it is a
+/// detail that narrow outputs (the terminal) leave out.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Column {
     pub header: String,
     pub align: Align,
     pub max_chars: usize,
+    pub detail: bool,
 }
 
 /// Default Markdown length cap of a text cell.
@@ -38,6 +40,7 @@ impl Column {
             header: header.into(),
             align: Align::Left,
             max_chars: DEFAULT_MAX_CHARS,
+            detail: false,
         }
     }
 
@@ -47,6 +50,12 @@ impl Column {
             align: Align::Right,
             ..Column::text(header)
         }
+    }
+
+    /// The same column marked as a detail: documents show it, the terminal leaves it out.
+    pub fn detail(mut self) -> Column {
+        self.detail = true;
+        self
     }
 
     /// The same column with another Markdown length cap.

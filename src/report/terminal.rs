@@ -7,7 +7,8 @@ use super::table::{Cell, Table, TableWriter};
 use crate::gate::{GateOutcome, Verdict};
 
 /// Plain-text tables for a terminal. Every column is left-aligned, as the terminal summary
-/// has always been (the model's alignment is for document formats).
+/// has always been (the model's alignment is for document formats); detail columns are left
+/// out.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Terminal;
 
@@ -17,16 +18,18 @@ fn plain(c: &Cell) -> String {
 
 impl TableWriter for Terminal {
     fn write_table(&self, out: &mut String, table: &Table) {
-        let header: Vec<String> = table
-            .columns
+        let shown: Vec<usize> = (0..table.columns.len())
+            .filter(|&i| !table.columns[i].detail)
+            .collect();
+        let header: Vec<String> = shown
             .iter()
-            .map(|c| plain(&Cell::text(&c.header)))
+            .map(|&i| plain(&Cell::text(&table.columns[i].header)))
             .collect();
         let header: Vec<&str> = header.iter().map(String::as_str).collect();
         let rows: Vec<Vec<String>> = table
             .rows
             .iter()
-            .map(|r| r.iter().map(plain).collect())
+            .map(|r| shown.iter().map(|&i| plain(&r[i])).collect())
             .collect();
         out.push_str(&crate::output::table(&header, &rows));
     }
@@ -56,9 +59,20 @@ mod tests {
 
     #[test]
     fn terminal_tables_pad_columns_and_flatten_line_breaks() {
-        let mut t = Table::new(None, vec![Column::text("a"), Column::num("bbb")]);
-        t.push(vec![Cell::text("x\ny"), Cell::Int(3)]);
-        t.push(vec![Cell::Alert("yes".into()), Cell::Missing]);
+        let mut t = Table::new(
+            None,
+            vec![
+                Column::text("a"),
+                Column::num("bbb"),
+                Column::text("c").detail(),
+            ],
+        );
+        t.push(vec![Cell::text("x\ny"), Cell::Int(3), Cell::text("hidden")]);
+        t.push(vec![
+            Cell::Alert("yes".into()),
+            Cell::Missing,
+            Cell::Missing,
+        ]);
         assert_eq!(Terminal.render(&t), "a    bbb\nx y  3\nyes  –\n");
     }
 }
