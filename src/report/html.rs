@@ -21,8 +21,19 @@ pub const MAX_TIMELINE_SAMPLES: usize = 200;
 /// Evidence JSON longer than this is cut in the per-sample view.
 const MAX_EVIDENCE_CHARS: usize = 4000;
 
-/// Escape text for HTML element content and quoted attribute values.
-pub fn escape(text: &str) -> String {
+/// The markup language [`escape_markup`] writes for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Markup {
+    Html,
+    /// XML 1.0 (JUnit): `&apos;`, and control characters other than tab and newline, which
+    /// XML 1.0 does not allow, replaced by U+FFFD.
+    Xml,
+}
+
+/// Escape text for element content and quoted attribute values of HTML or XML: the one
+/// escaping function of the HTML report and of the JUnit XML.
+pub fn escape_markup(text: &str, markup: Markup) -> String {
+    let xml = markup == Markup::Xml;
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         match c {
@@ -30,11 +41,19 @@ pub fn escape(text: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
+            '\'' if xml => out.push_str("&apos;"),
             '\'' => out.push_str("&#39;"),
+            '\t' | '\n' => out.push(c),
+            c if xml && (c as u32) < 0x20 => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
     out
+}
+
+/// Escape text for HTML element content and quoted attribute values.
+pub fn escape(text: &str) -> String {
+    escape_markup(text, Markup::Html)
 }
 
 const STYLE: &str = r#"
