@@ -1,6 +1,11 @@
 //! CI gate: rules over a candidate run compared with a baseline run, with significance-aware
 //! verdicts. Used by `ctxbench gate`.
 //!
+//! This module computes verdicts as data ([`GateOutcome`]) and depends only on `metrics` and
+//! `record`, never on `report`: the report writers render the outcome (`report::junit`, the
+//! Markdown summary in `report::markdown::gate_summary`, the terminal lines in
+//! `report::terminal::gate_lines`), so dependencies run report → gate → metrics.
+//!
 //! # Rule grammar
 //!
 //! ```text
@@ -258,11 +263,11 @@ fn variants_of(run: &Run) -> Vec<String> {
 }
 
 fn num(x: f64) -> String {
-    super::report::model::fmt_num(x)
+    crate::metrics::format::fmt_num(x)
 }
 
 fn ci_text(ci: &Option<Ci>) -> String {
-    super::report::model::fmt_ci(ci.as_ref())
+    crate::metrics::format::fmt_ci(ci.as_ref())
 }
 
 /// Evaluate rules on a candidate run against a baseline run. `seed` fixes the bootstrap.
@@ -437,7 +442,7 @@ fn evaluate_one(
         num(value),
         ci_text(&ci),
         p_value
-            .map(|p| format!(", p = {}", super::report::model::fmt_p(Some(p))))
+            .map(|p| format!(", p = {}", crate::metrics::format::fmt_p(Some(p))))
             .unwrap_or_default()
     );
     let (verdict, message) = if holds {
@@ -480,32 +485,6 @@ fn evaluate_one(
         beyond,
         message,
     }
-}
-
-/// Markdown summary of a gate (for `GITHUB_STEP_SUMMARY`).
-pub fn markdown_summary(outcome: &GateOutcome) -> String {
-    use crate::report::markdown::{cell, code};
-    let mut out = format!(
-        "### ctxbench gate: {} — run {} vs baseline {}\n\n| verdict | rule | variant | detail |\n|---|---|---|---|\n",
-        if outcome.passed() { "passed ✅" } else { "FAILED ❌" },
-        code(&outcome.candidate_run, 80),
-        code(&outcome.baseline_run, 80)
-    );
-    for r in &outcome.results {
-        out.push_str(&format!(
-            "| {} | {} | {} | {} |\n",
-            match r.verdict {
-                Verdict::Pass => "pass",
-                Verdict::Fail => "**FAIL**",
-                Verdict::Skipped => "skipped",
-            },
-            code(&r.rule, 120),
-            cell(&r.variant, 80),
-            cell(&r.message, 400)
-        ));
-    }
-    out.push('\n');
-    out
 }
 
 #[cfg(test)]

@@ -3,7 +3,9 @@
 use super::UsageError;
 use crate::metrics::aggregate;
 use crate::report::markdown;
-use crate::report::model::{fmt_ci, fmt_delta, fmt_num, fmt_p};
+use crate::report::sections;
+use crate::report::table::TableWriter;
+use crate::report::terminal::Terminal;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -61,45 +63,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let comparisons =
         aggregate::compare_runs(&a.samples, &b.samples, &b.info.variants, b.info.seed);
-    let rows: Vec<Vec<String>> = comparisons
-        .iter()
-        .map(|c| {
-            vec![
-                c.candidate.clone(),
-                c.metric.clone(),
-                c.n_pairs.to_string(),
-                fmt_num(c.baseline_mean),
-                fmt_num(c.candidate_mean),
-                fmt_delta(c),
-                fmt_ci(c.ci.as_ref()),
-                fmt_p(c.p_value),
-                if c.significant { "yes" } else { "no" }.to_string(),
-            ]
-        })
-        .collect();
     println!(
         "{} (candidate) vs {} (baseline)",
         b.info.run_id, a.info.run_id
     );
-    if rows.is_empty() {
+    if comparisons.is_empty() {
         println!("the runs share no variant and unit: nothing to compare");
     } else {
         print!(
             "{}",
-            crate::output::table(
-                &[
-                    "variant",
-                    "metric",
-                    "pairs",
-                    "baseline",
-                    "candidate",
-                    "delta",
-                    "95% CI",
-                    "p",
-                    "significant"
-                ],
-                &rows
-            )
+            Terminal.render(&sections::comparison(&comparisons, "candidate"))
         );
     }
     for n in &notes {

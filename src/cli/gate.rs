@@ -2,7 +2,7 @@
 //! significant regression. Grammar and semantics: see `crate::gate`.
 
 use super::{UsageError, EXIT_GATE_FAILED};
-use crate::gate::{self, Verdict};
+use crate::gate;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -82,14 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let outcome = gate::evaluate(&rules, &cand, &base, cand.info.seed).map_err(UsageError)?;
 
-    for r in &outcome.results {
-        let tag = match r.verdict {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "FAIL",
-            Verdict::Skipped => "skip",
-        };
-        println!("{tag:<4}  {}  [{}]  {}", r.rule, r.variant, r.message);
-    }
+    print!("{}", crate::report::terminal::gate_lines(&outcome));
     let junit_path = args.junit.unwrap_or_else(|| args.run.join("gate.xml"));
     std::fs::write(&junit_path, crate::report::junit::render(&outcome))
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", junit_path.display()))?;
@@ -102,7 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .map_err(|e| {
                 anyhow::anyhow!("cannot open GITHUB_STEP_SUMMARY {}: {e}", path.display())
             })?;
-        f.write_all(gate::markdown_summary(&outcome).as_bytes())
+        f.write_all(crate::report::markdown::gate_summary(&outcome).as_bytes())
             .map_err(|e| {
                 anyhow::anyhow!("cannot write GITHUB_STEP_SUMMARY {}: {e}", path.display())
             })?;

@@ -50,23 +50,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// The per-variant table printed by `report` (and by `run` at the end, if it wants to).
 pub fn summary_text(model: &ReportModel) -> String {
-    use crate::report::model::{fmt_ci, fmt_num};
-    let metrics = model.metric_names();
-    let mut header = vec!["variant", "units", "errors"];
-    header.extend(metrics.iter().copied());
-    let rows: Vec<Vec<String>> = model
-        .variants
-        .iter()
-        .map(|v| {
-            let mut r = vec![v.variant.clone(), v.units.to_string(), v.errors.to_string()];
-            for m in &metrics {
-                r.push(match v.metric(m) {
-                    Some(s) => format!("{} {}", fmt_num(s.mean), fmt_ci(s.ci.as_ref())),
-                    None => "–".into(),
-                });
-            }
-            r
-        })
-        .collect();
-    crate::output::table(&header, &rows)
+    use crate::report::table::TableWriter;
+    crate::report::terminal::Terminal.render(&crate::report::sections::summary(model))
 }

@@ -6,8 +6,12 @@
 //! `cost.total` in USD (empty = price unknown, never 0), `compactions.<k>` (missing = 0),
 //! `latency_ms`, `error_kind`, `error_message`. Missing values are empty cells; booleans are
 //! `true`/`false`; nested parameter values are written as compact JSON text in one cell.
+//!
+//! Also [`Csv`], the CSV writer of report tables (`sections`): raw values in full precision,
+//! quoting by the csv crate (the only escaping of this format).
 
 use super::model::ReportModel;
+use super::table::{Cell, Table, TableWriter};
 use crate::record::{RunInfo, Sample, TokenSplit};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -46,6 +50,50 @@ fn param_cell(v: &serde_json::Value) -> String {
         serde_json::Value::Bool(b) => b.to_string(),
         serde_json::Value::Number(n) => n.to_string(),
         other => other.to_string(),
+    }
+}
+
+/// Report tables as CSV, for machines: a header line, then one record per row. Numbers are
+/// raw values in full precision (a mean-with-CI cell is its mean, a CI `lo..hi`, a delta the
+/// delta); missing values and absent CIs or p-values are empty.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Csv;
+
+fn raw(c: &Cell) -> String {
+    let mut out = String::new();
+    match c {
+        Cell::Text(s) | Cell::Code(s) | Cell::Strong(s) | Cell::Alert(s) => out.push_str(s),
+        Cell::Int(v) => out.push_str(&v.to_string()),
+        Cell::Num(x) | Cell::MeanCi { mean: x, .. } | Cell::Delta { delta: x, .. } => {
+            num(&mut out, *x)
+        }
+        Cell::P(p) => {
+            if let Some(p) = p {
+                num(&mut out, *p)
+            }
+        }
+        Cell::Ci(ci) => {
+            if let Some(ci) = ci {
+                num(&mut out, ci.lo);
+                out.push_str("..");
+                num(&mut out, ci.hi);
+            }
+        }
+        Cell::Missing => {}
+    }
+    out
+}
+
+impl TableWriter for Csv {
+    fn write_table(&self, out: &mut String, table: &Table) {
+        let mut w = ::csv::WriterBuilder::new().from_writer(Vec::new());
+        // Writing to a Vec cannot fail.
+        let _ = w.write_record(table.columns.iter().map(|c| c.header.as_str()));
+        for row in &table.rows {
+            let _ = w.write_record(row.iter().map(raw));
+        }
+        let bytes = w.into_inner().unwrap_or_default();
+        out.push_str(&String::from_utf8_lossy(&bytes));
     }
 }
 
@@ -161,4 +209,28 @@ pub fn render(_info: &RunInfo, model: &ReportModel) -> String {
     }
     let bytes = w.into_inner().unwrap_or_default();
     String::from_utf8(bytes).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::table::Column;
+
+    #[test]
+    fn table_csv_quotes_text_and_keeps_raw_numbers() {
+        let mut t = Table::new(None, vec![Column::text("name"), Column::num("mean, CI")]);
+        t.push(vec![
+            Cell::text("a,\"b\"\nc"),
+            Cell::MeanCi {
+                mean: 0.123456789,
+                ci: None,
+                n: 2,
+            },
+        ]);
+        t.push(vec![Cell::text("d"), Cell::Missing]);
+        assert_eq!(
+            Csv.render(&t),
+            "name,\"mean, CI\"\n\"a,\"\"b\"\"\nc\",0.123456789\nd,\n"
+        );
+    }
 }

@@ -3,14 +3,17 @@
 //! table, the paired comparison, pass@k, the token/cost split, errors, plots and a per-sample
 //! context timeline (tokens per model call and what was evicted, cleared or summarized there).
 //!
-//! Every piece of text that comes from a trace, a sample or the suite goes through [`escape`].
-//! Plot SVG comes from plotters, which escapes its text itself.
+//! Every piece of text that comes from a trace, a sample or the suite goes through [`escape`],
+//! the only escaping of this format; tables (declared in `sections`) are rendered by [`Html`],
+//! which escapes every header and cell, numbers included. Plot SVG comes from plotters, which
+//! escapes its text itself.
 
-use super::markdown::test_name;
-use super::model::{fmt_ci, fmt_delta, fmt_num, fmt_p, ReportModel};
+use super::model::{fmt_ci, fmt_num, ReportModel};
 use super::plots::{self, PlotSpec};
-use crate::metrics::cost::{format_usd, RoleCost};
-use crate::record::{RunInfo, Sample, TokenSplit};
+use super::sections;
+use super::table::{Align, Cell, Table, TableWriter};
+use crate::metrics::cost::format_usd;
+use crate::record::{RunInfo, Sample};
 use std::fmt::Write;
 
 /// Most samples given a per-sample timeline section.
@@ -18,8 +21,19 @@ pub const MAX_TIMELINE_SAMPLES: usize = 200;
 /// Evidence JSON longer than this is cut in the per-sample view.
 const MAX_EVIDENCE_CHARS: usize = 4000;
 
-/// Escape text for HTML element content and quoted attribute values.
-pub fn escape(text: &str) -> String {
+/// The markup language [`escape_markup`] writes for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Markup {
+    Html,
+    /// XML 1.0 (JUnit): `&apos;`, and control characters other than tab and newline, which
+    /// XML 1.0 does not allow, replaced by U+FFFD.
+    Xml,
+}
+
+/// Escape text for element content and quoted attribute values of HTML or XML: the one
+/// escaping function of the HTML report and of the JUnit XML.
+pub fn escape_markup(text: &str, markup: Markup) -> String {
+    let xml = markup == Markup::Xml;
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         match c {
@@ -27,11 +41,19 @@ pub fn escape(text: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
+            '\'' if xml => out.push_str("&apos;"),
             '\'' => out.push_str("&#39;"),
+            '\t' | '\n' => out.push(c),
+            c if xml && (c as u32) < 0x20 => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
     out
+}
+
+/// Escape text for HTML element content and quoted attribute values.
+pub fn escape(text: &str) -> String {
+    escape_markup(text, Markup::Html)
 }
 
 const STYLE: &str = r#"
@@ -48,14 +70,14 @@ summary{cursor:pointer}pre{white-space:pre-wrap;word-break:break-word;background
 "#;
 
 fn td_num(out: &mut String, v: impl std::fmt::Display) {
-    let _ = write!(out, "<td class=\"num\">{v}</td>");
+    let _ = write!(out, "<td class=\"num\">{}</td>", escape(&v.to_string()));
 }
 
 fn td(out: &mut String, text: &str) {
     let _ = write!(out, "<td>{}</td>", escape(text));
 }
 
-fn th_row(out: &mut String, cells: &[&str]) {
+fn th_row<'a>(out: &mut String, cells: impl IntoIterator<Item = &'a str>) {
     out.push_str("<thead><tr>");
     for c in cells {
         let _ = write!(out, "<th>{}</th>", escape(c));
@@ -63,22 +85,46 @@ fn th_row(out: &mut String, cells: &[&str]) {
     out.push_str("</tr></thead>");
 }
 
-fn role_cost(c: &RoleCost) -> String {
-    match c.usd {
-        Some(v) => format_usd(Some(v)),
-        None => format!(
-            "unknown ({} unpriced unit(s); known part {})",
-            c.unknown_units,
-            format_usd(Some(c.known_usd))
-        ),
-    }
-}
+/// HTML tables: `<table id=…>`, a header row, right-aligned number cells (`class="num"`);
+/// a missing value is a plain `–` cell.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Html;
 
-fn token_cells(out: &mut String, t: &TokenSplit) {
-    td_num(out, t.input);
-    td_num(out, t.cached);
-    td_num(out, t.cache_write);
-    td_num(out, t.output);
+impl TableWriter for Html {
+    fn write_table(&self, out: &mut String, table: &Table) {
+        match table.id {
+            Some(id) => {
+                let _ = write!(out, "<table id=\"{}\">", escape(id));
+            }
+            None => out.push_str("<table>"),
+        }
+        th_row(out, table.columns.iter().map(|c| c.header.as_str()));
+        out.push_str("<tbody>");
+        for row in &table.rows {
+            out.push_str("<tr>");
+            for (col, c) in table.columns.iter().zip(row) {
+                let class = match col.align {
+                    Align::Right => " class=\"num\"",
+                    Align::Left => "",
+                };
+                let _ = match c {
+                    Cell::Missing => write!(out, "<td>–</td>"),
+                    Cell::Strong(s) => write!(out, "<td{class}><b>{}</b></td>", escape(s)),
+                    Cell::Alert(s) => write!(out, "<td class=\"sig\">{}</td>", escape(s)),
+                    Cell::Code(s) => write!(out, "<td{class}><code>{}</code></td>", escape(s)),
+                    Cell::MeanCi { mean, ci, n } => write!(
+                        out,
+                        "<td{class}>{} <span class=\"muted\">{} n={n}</span></td>",
+                        escape(&fmt_num(*mean)),
+                        escape(&fmt_ci(ci.as_ref()))
+                    ),
+                    other => write!(out, "<td{class}>{}</td>", escape(&other.plain())),
+                };
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</tbody></table>\n");
+    }
 }
 
 /// Render `report.html`, drawing the SVG plots itself.
@@ -186,37 +232,10 @@ fn strip_xml_prolog(svg: &str) -> &str {
 }
 
 fn summary_table(out: &mut String, model: &ReportModel) {
-    let metrics = model.metric_names();
     out.push_str(
-        "<h2 id=\"summary\">Summary per variant</h2>\n<p>Mean per unit with its 95% bootstrap CI.</p>\n\
-         <table id=\"summary-table\">",
+        "<h2 id=\"summary\">Summary per variant</h2>\n<p>Mean per unit with its 95% bootstrap CI.</p>\n",
     );
-    let mut head = vec!["variant", "units", "errors"];
-    head.extend(metrics.iter().copied());
-    th_row(out, &head);
-    out.push_str("<tbody>");
-    for v in &model.variants {
-        out.push_str("<tr>");
-        td(out, &v.variant);
-        td_num(out, v.units);
-        td_num(out, v.errors);
-        for m in &metrics {
-            match v.metric(m) {
-                Some(s) => td_num(
-                    out,
-                    format!(
-                        "{} <span class=\"muted\">{} n={}</span>",
-                        fmt_num(s.mean),
-                        fmt_ci(s.ci.as_ref()),
-                        s.n
-                    ),
-                ),
-                None => td(out, "–"),
-            }
-        }
-        out.push_str("</tr>");
-    }
-    out.push_str("</tbody></table>\n");
+    Html.write_table(out, &sections::summary(model));
 }
 
 fn comparison_table(out: &mut String, model: &ReportModel) {
@@ -232,108 +251,28 @@ fn comparison_table(out: &mut String, model: &ReportModel) {
     }
     out.push_str(
         "<p>Δ = variant − baseline on the same trace/eval/sample/repeat; 95% paired-bootstrap CI; \
-         significant at p &lt; 0.05 (McNemar for pass/fail metrics).</p>\n<table id=\"comparison-table\">",
+         significant at p &lt; 0.05 (McNemar for pass/fail metrics).</p>\n",
     );
-    th_row(
+    Html.write_table(
         out,
-        &[
-            "variant",
-            "metric",
-            "pairs",
-            "baseline",
-            "variant mean",
-            "Δ (Δ%)",
-            "95% CI",
-            "p",
-            "test",
-            "significant",
-        ],
+        &sections::comparison(&model.comparisons, "variant mean"),
     );
-    out.push_str("<tbody>");
-    for c in &model.comparisons {
-        out.push_str("<tr>");
-        td(out, &c.candidate);
-        td(out, &c.metric);
-        td_num(out, c.n_pairs);
-        td_num(out, fmt_num(c.baseline_mean));
-        td_num(out, fmt_num(c.candidate_mean));
-        td_num(out, escape(&fmt_delta(c)));
-        td_num(out, fmt_ci(c.ci.as_ref()));
-        td_num(out, escape(&fmt_p(c.p_value)));
-        td(out, test_name(c));
-        if c.significant {
-            out.push_str("<td class=\"sig\">yes</td>");
-        } else {
-            out.push_str("<td>no</td>");
-        }
-        out.push_str("</tr>");
-    }
-    out.push_str("</tbody></table>\n");
 }
 
 fn pass_k_table(out: &mut String, model: &ReportModel) {
     if model.pass_k.is_empty() {
         return;
     }
-    out.push_str("<h2 id=\"pass-k\">pass@k and pass^k</h2>\n<table>");
-    th_row(out, &["variant", "eval", "k", "tasks", "pass@k", "pass^k"]);
-    out.push_str("<tbody>");
-    for p in &model.pass_k {
-        out.push_str("<tr>");
-        td(out, &p.variant);
-        td(out, &p.eval);
-        td_num(out, p.k);
-        td_num(out, p.tasks);
-        td_num(out, fmt_num(p.pass_at_k));
-        td_num(out, fmt_num(p.pass_hat_k));
-        out.push_str("</tr>");
-    }
-    out.push_str("</tbody></table>\n");
+    out.push_str("<h2 id=\"pass-k\">pass@k and pass^k</h2>\n");
+    Html.write_table(out, &sections::pass_k(model));
 }
 
 fn usage_table(out: &mut String, model: &ReportModel) {
     out.push_str(
         "<h2 id=\"usage\">Tokens and cost by role</h2>\n<p>Input includes cached tokens. \
-         An unknown price is shown as unknown, never $0.</p>\n<table id=\"usage-table\">",
+         An unknown price is shown as unknown, never $0.</p>\n",
     );
-    th_row(
-        out,
-        &[
-            "variant",
-            "role",
-            "input",
-            "cached",
-            "cache write",
-            "output",
-            "cost",
-        ],
-    );
-    out.push_str("<tbody>");
-    for v in &model.variants {
-        let (t, c) = (&v.usage.tokens, &v.usage.cost);
-        for (role, split, cost) in [
-            ("agent", &t.agent, &c.agent),
-            ("summarizer", &t.summarizer, &c.summarizer),
-            ("judge", &t.judge, &c.judge),
-        ] {
-            out.push_str("<tr>");
-            td(out, &v.variant);
-            td(out, role);
-            token_cells(out, split);
-            td(out, &role_cost(cost));
-            out.push_str("</tr>");
-        }
-        let mut total = t.agent;
-        total.add(&t.summarizer);
-        total.add(&t.judge);
-        out.push_str("<tr>");
-        td(out, &v.variant);
-        out.push_str("<td><b>total</b></td>");
-        token_cells(out, &total);
-        td(out, &format_usd(c.total_usd));
-        out.push_str("</tr>");
-    }
-    out.push_str("</tbody></table>\n");
+    Html.write_table(out, &sections::usage(model));
     let _ = writeln!(
         out,
         "<p>Run total: {} tokens, {}.</p>",
@@ -348,28 +287,7 @@ fn errors_table(out: &mut String, model: &ReportModel) {
         out.push_str("<p>No unit failed.</p>\n");
         return;
     }
-    out.push_str("<table id=\"errors-table\">");
-    th_row(
-        out,
-        &[
-            "variant",
-            "kind",
-            "count",
-            "example unit",
-            "example message",
-        ],
-    );
-    out.push_str("<tbody>");
-    for e in &model.errors {
-        out.push_str("<tr>");
-        td(out, &e.variant);
-        td(out, &e.kind);
-        td_num(out, e.count);
-        td(out, &e.example_unit);
-        td(out, &e.example);
-        out.push_str("</tr>");
-    }
-    out.push_str("</tbody></table>\n");
+    Html.write_table(out, &sections::errors(model));
 }
 
 /// A small bar chart of tokens per model call (red bars: calls with a compaction event).
@@ -493,7 +411,7 @@ fn timelines(out: &mut String, model: &ReportModel) {
         out.push_str("\n<table class=\"timeline-table\">");
         th_row(
             out,
-            &[
+            [
                 "call",
                 "message",
                 "tokens",
@@ -553,6 +471,20 @@ mod tests {
         assert_eq!(
             escape(r#"<script>alert("x")</script> & 'y'"#),
             "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;y&#39;"
+        );
+    }
+
+    #[test]
+    fn table_cells_are_escaped_whatever_their_kind() {
+        use crate::report::table::Column;
+        let mut t = Table::new(Some("t"), vec![Column::text("<h>"), Column::num("p")]);
+        t.push(vec![Cell::Strong("<b>".into()), Cell::P(Some(0.0001))]);
+        t.push(vec![Cell::Alert("yes".into()), Cell::Missing]);
+        assert_eq!(
+            Html.render(&t),
+            "<table id=\"t\"><thead><tr><th>&lt;h&gt;</th><th>p</th></tr></thead><tbody>\
+             <tr><td><b>&lt;b&gt;</b></td><td class=\"num\">&lt;0.001</td></tr>\
+             <tr><td class=\"sig\">yes</td><td>–</td></tr></tbody></table>\n"
         );
     }
 }

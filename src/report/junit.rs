@@ -5,22 +5,9 @@ use crate::gate::{GateOutcome, Verdict};
 use std::fmt::Write;
 
 /// Escape text for XML content and attribute values (control characters other than tab and
-/// newline are not allowed in XML 1.0 and are replaced).
+/// newline are not allowed in XML 1.0 and are replaced). Shares the HTML report's escaping.
 pub fn xml_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' => out.push(c),
-            c if (c as u32) < 0x20 => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
+    super::html::escape_markup(text, super::html::Markup::Xml)
 }
 
 /// Render the gate outcome as JUnit XML.

@@ -1,15 +1,19 @@
 //! `report.md`: summary table per variant (means, 95% CIs), paired comparison against the
 //! baseline with significance, pass@k, token/cost split by role and kind, errors, plots.
 //!
-//! Untrusted text (ids, error messages) is escaped for Markdown tables and for the raw HTML
-//! that Markdown renderers accept.
+//! Also the Markdown of `ctxbench compare` and of the gate summary. Tables come from
+//! `sections` and are rendered by [`Markdown`]; untrusted text (ids, error messages) is escaped
+//! for Markdown tables and for the raw HTML that Markdown renderers accept by [`cell`] and
+//! [`code`], the only escaping of this format.
 
-use super::model::{fmt_ci, fmt_delta, fmt_num, fmt_p, ReportModel};
+use super::model::{fmt_ci, fmt_num, ReportModel};
 use super::plots;
+use super::sections;
+use super::table::{Align, Cell, Column, Table, TableWriter};
+use crate::gate::GateOutcome;
 use crate::metrics::aggregate::Comparison;
-use crate::metrics::cost::{format_usd, RoleCost};
-use crate::metrics::stats::CiMethod;
-use crate::record::{RunInfo, TokenSplit};
+use crate::metrics::cost::format_usd;
+use crate::record::RunInfo;
 use std::fmt::Write;
 
 /// Escape text for one Markdown table cell: HTML specials, pipes, backticks, line breaks;
@@ -59,65 +63,61 @@ pub fn code(text: &str, max: usize) -> String {
     out
 }
 
-fn row(out: &mut String, cells: &[String]) {
+fn row(out: &mut String, cells: impl Iterator<Item = String>) {
     out.push('|');
     for c in cells {
         out.push(' ');
-        out.push_str(c);
+        out.push_str(&c);
         out.push_str(" |");
     }
     out.push('\n');
 }
 
-/// Header row and alignment row; columns in `numeric` are right-aligned.
-fn header(out: &mut String, cells: &[&str], numeric: std::ops::Range<usize>) {
-    row(
-        out,
-        &cells.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-    );
-    out.push('|');
-    for i in 0..cells.len() {
-        out.push_str(if numeric.contains(&i) {
-            "---:|"
-        } else {
-            "---|"
-        });
-    }
-    out.push('\n');
-}
+/// Markdown tables (GitHub-flavoured): escaped header, alignment row, one line per row.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Markdown;
 
-/// Which test decided a comparison's significance.
-pub fn test_name(c: &Comparison) -> &'static str {
-    match (&c.mcnemar, c.ci.map(|ci| ci.method)) {
-        (Some(m), _) if m.exact => "McNemar (exact)",
-        (Some(_), _) => "McNemar (χ²)",
-        (None, Some(CiMethod::Degenerate)) => "sign test (constant Δ)",
-        (None, Some(CiMethod::Normal)) => "paired (normal approx.)",
-        (None, _) => "paired bootstrap",
+impl Markdown {
+    fn cell(col: &Column, c: &Cell) -> String {
+        match c {
+            Cell::Text(s) => cell(s, col.max_chars),
+            Cell::Code(s) => code(s, col.max_chars),
+            Cell::Strong(s) | Cell::Alert(s) => format!("**{}**", cell(s, col.max_chars)),
+            Cell::MeanCi { mean, ci, n } => {
+                format!("{} {} (n={n})", fmt_num(*mean), fmt_ci(ci.as_ref()))
+            }
+            // Formatted numbers hold digits, signs, `.`, `,`, `%`, `e`, `<`, brackets, `–` or
+            // `n/a`: nothing that ends a cell or a line, so they are written as they are.
+            other => other.plain(),
+        }
     }
 }
 
-fn role_cost(c: &RoleCost) -> String {
-    match c.usd {
-        Some(v) => format_usd(Some(v)),
-        None => format!(
-            "unknown ({} unit(s) unpriced; known part {})",
-            c.unknown_units,
-            format_usd(Some(c.known_usd))
-        ),
+impl TableWriter for Markdown {
+    fn write_table(&self, out: &mut String, table: &Table) {
+        row(
+            out,
+            table.columns.iter().map(|c| cell(&c.header, c.max_chars)),
+        );
+        out.push('|');
+        for c in &table.columns {
+            out.push_str(match c.align {
+                Align::Right => "---:|",
+                Align::Left => "---|",
+            });
+        }
+        out.push('\n');
+        for r in &table.rows {
+            row(
+                out,
+                table
+                    .columns
+                    .iter()
+                    .zip(r)
+                    .map(|(col, c)| Markdown::cell(col, c)),
+            );
+        }
     }
-}
-
-fn tokens_row(variant: &str, role: &str, t: &TokenSplit, cost: &RoleCost) -> Vec<String> {
-    vec![
-        cell(variant, 80),
-        role.to_string(),
-        t.input.to_string(),
-        t.cached.to_string(),
-        t.cache_write.to_string(),
-        t.output.to_string(),
-        role_cost(cost),
-    ]
 }
 
 /// Render `report.md`.
@@ -146,30 +146,10 @@ pub fn render(info: &RunInfo, model: &ReportModel) -> String {
     }
     out.push('\n');
 
-    // Summary per variant.
-    let metrics = model.metric_names();
     out.push_str("## Summary per variant\n\nMean per unit with its 95% bootstrap CI.\n\n");
-    let escaped: Vec<String> = metrics.iter().map(|m| cell(m, 80)).collect();
-    let mut head: Vec<&str> = vec!["variant", "units", "errors"];
-    head.extend(escaped.iter().map(String::as_str));
-    header(&mut out, &head, 1..head.len());
-    for v in &model.variants {
-        let mut cells = vec![
-            cell(&v.variant, 80),
-            v.units.to_string(),
-            v.errors.to_string(),
-        ];
-        for m in &metrics {
-            cells.push(match v.metric(m) {
-                Some(s) => format!("{} {} (n={})", fmt_num(s.mean), fmt_ci(s.ci.as_ref()), s.n),
-                None => "–".to_string(),
-            });
-        }
-        row(&mut out, &cells);
-    }
+    Markdown.write_table(&mut out, &sections::summary(model));
     out.push('\n');
 
-    // Paired comparison.
     if let Some(b) = &model.baseline {
         let _ = writeln!(out, "## Paired comparison vs {}\n", code(b, 80));
         if model.comparisons.is_empty() {
@@ -179,108 +159,23 @@ pub fn render(info: &RunInfo, model: &ReportModel) -> String {
                 "Δ = variant − baseline on the same trace/eval/sample/repeat; 95% paired-bootstrap \
                  CI; significance at p < 0.05 (McNemar for pass/fail metrics).\n\n",
             );
-            header(
+            Markdown.write_table(
                 &mut out,
-                &[
-                    "variant",
-                    "metric",
-                    "pairs",
-                    "baseline",
-                    "variant mean",
-                    "Δ (Δ%)",
-                    "95% CI",
-                    "p",
-                    "test",
-                    "significant",
-                ],
-                2..8,
+                &sections::comparison(&model.comparisons, "variant mean"),
             );
-            for c in &model.comparisons {
-                row(
-                    &mut out,
-                    &[
-                        cell(&c.candidate, 80),
-                        cell(&c.metric, 80),
-                        c.n_pairs.to_string(),
-                        fmt_num(c.baseline_mean),
-                        fmt_num(c.candidate_mean),
-                        fmt_delta(c),
-                        fmt_ci(c.ci.as_ref()),
-                        fmt_p(c.p_value),
-                        test_name(c).to_string(),
-                        if c.significant { "**yes**" } else { "no" }.to_string(),
-                    ],
-                );
-            }
             out.push('\n');
         }
     }
 
     if !model.pass_k.is_empty() {
         out.push_str("## pass@k and pass^k\n\n");
-        header(
-            &mut out,
-            &["variant", "eval", "k", "tasks", "pass@k", "pass^k"],
-            2..6,
-        );
-        for p in &model.pass_k {
-            row(
-                &mut out,
-                &[
-                    cell(&p.variant, 80),
-                    cell(&p.eval, 80),
-                    p.k.to_string(),
-                    p.tasks.to_string(),
-                    fmt_num(p.pass_at_k),
-                    fmt_num(p.pass_hat_k),
-                ],
-            );
-        }
+        Markdown.write_table(&mut out, &sections::pass_k(model));
         out.push('\n');
     }
 
     out.push_str("## Tokens and cost by role\n\nInput includes cached tokens. ");
     out.push_str("An unknown price is shown as unknown, never $0.\n\n");
-    header(
-        &mut out,
-        &[
-            "variant",
-            "role",
-            "input",
-            "cached",
-            "cache write",
-            "output",
-            "cost",
-        ],
-        2..7,
-    );
-    for v in &model.variants {
-        let (t, c) = (&v.usage.tokens, &v.usage.cost);
-        row(
-            &mut out,
-            &tokens_row(&v.variant, "agent", &t.agent, &c.agent),
-        );
-        row(
-            &mut out,
-            &tokens_row(&v.variant, "summarizer", &t.summarizer, &c.summarizer),
-        );
-        row(
-            &mut out,
-            &tokens_row(&v.variant, "judge", &t.judge, &c.judge),
-        );
-        row(
-            &mut out,
-            &[
-                cell(&v.variant, 80),
-                "**total**".to_string(),
-                (t.agent.input + t.summarizer.input + t.judge.input).to_string(),
-                (t.agent.cached + t.summarizer.cached + t.judge.cached).to_string(),
-                (t.agent.cache_write + t.summarizer.cache_write + t.judge.cache_write).to_string(),
-                (t.agent.output + t.summarizer.output + t.judge.output).to_string(),
-                format_usd(c.total_usd),
-            ],
-        );
-    }
+    Markdown.write_table(&mut out, &sections::usage(model));
     let _ = writeln!(
         out,
         "\nRun total: {} tokens, {}.\n",
@@ -292,29 +187,7 @@ pub fn render(info: &RunInfo, model: &ReportModel) -> String {
     if model.errors.is_empty() {
         out.push_str("No unit failed.\n\n");
     } else {
-        header(
-            &mut out,
-            &[
-                "variant",
-                "kind",
-                "count",
-                "example unit",
-                "example message",
-            ],
-            2..3,
-        );
-        for e in &model.errors {
-            row(
-                &mut out,
-                &[
-                    cell(&e.variant, 80),
-                    cell(&e.kind, 60),
-                    e.count.to_string(),
-                    cell(&e.example_unit, 80),
-                    cell(&e.example, 200),
-                ],
-            );
-        }
+        Markdown.write_table(&mut out, &sections::errors(model));
         out.push('\n');
     }
 
@@ -368,44 +241,29 @@ pub fn render_compare(
     if comparisons.is_empty() {
         out.push_str("The runs share no variant and unit.\n\n");
     } else {
-        header(
-            &mut out,
-            &[
-                "variant",
-                "metric",
-                "pairs",
-                "baseline",
-                "candidate",
-                "Δ (Δ%)",
-                "95% CI",
-                "p",
-                "test",
-                "significant",
-            ],
-            2..8,
-        );
-        for c in comparisons {
-            row(
-                &mut out,
-                &[
-                    cell(&c.candidate, 80),
-                    cell(&c.metric, 80),
-                    c.n_pairs.to_string(),
-                    fmt_num(c.baseline_mean),
-                    fmt_num(c.candidate_mean),
-                    fmt_delta(c),
-                    fmt_ci(c.ci.as_ref()),
-                    fmt_p(c.p_value),
-                    test_name(c).to_string(),
-                    if c.significant { "**yes**" } else { "no" }.to_string(),
-                ],
-            );
-        }
+        Markdown.write_table(&mut out, &sections::comparison(comparisons, "candidate"));
         out.push('\n');
     }
     for n in notes {
         let _ = writeln!(out, "- {}", cell(n, 500));
     }
+    out
+}
+
+/// The Markdown summary of a gate (appended to `GITHUB_STEP_SUMMARY` by `ctxbench gate`).
+pub fn gate_summary(outcome: &GateOutcome) -> String {
+    let mut out = format!(
+        "### ctxbench gate: {} — run {} vs baseline {}\n\n",
+        if outcome.passed() {
+            "passed ✅"
+        } else {
+            "FAILED ❌"
+        },
+        code(&outcome.candidate_run, 80),
+        code(&outcome.baseline_run, 80)
+    );
+    Markdown.write_table(&mut out, &sections::gate(outcome));
+    out.push('\n');
     out
 }
 

@@ -1,6 +1,10 @@
-//! Report writers: one result model (`model`), pure writers (`csv`, `json`, `markdown`,
-//! `html`, `junit`) and plots (`plots`), plus [`write_run_reports`], which renders them all
-//! into a run directory.
+//! Report writers: one result model (`model`), the report's tables declared once (`sections`,
+//! over the table model of `table`), pure writers per format (`csv`, `json`, `markdown`,
+//! `html`, `terminal`, `junit`) and plots (`plots`), plus [`write_run_reports`], which renders
+//! them all into a run directory.
+//!
+//! Dependencies run one way: `report` reads `gate`'s verdicts (JUnit, the Markdown summary,
+//! terminal lines) and `metrics`' statistics; neither imports `report`.
 //!
 //! Run directory layout (see also `record`):
 //!
@@ -19,6 +23,9 @@ pub mod junit;
 pub mod markdown;
 pub mod model;
 pub mod plots;
+pub mod sections;
+pub mod table;
+pub mod terminal;
 
 pub use model::ReportModel;
 

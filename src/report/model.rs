@@ -235,54 +235,9 @@ impl ReportModel {
     }
 }
 
-/// Number formatting shared by the text writers: up to 4 significant decimals, no `-0`.
-pub fn fmt_num(x: f64) -> String {
-    if !x.is_finite() {
-        return "n/a".to_string();
-    }
-    let a = x.abs();
-    let s = if a != 0.0 && a < 0.001 {
-        format!("{x:.2e}")
-    } else if a >= 1000.0 {
-        format!("{x:.0}")
-    } else if a >= 100.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.3}")
-    };
-    if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
-        s[1..].to_string()
-    } else {
-        s
-    }
-}
-
-/// `[lo, hi]` or `–` when there is no interval.
-pub fn fmt_ci(ci: Option<&crate::metrics::stats::Ci>) -> String {
-    match ci {
-        Some(c) => format!("[{}, {}]", fmt_num(c.lo), fmt_num(c.hi)),
-        None => "–".to_string(),
-    }
-}
-
-/// p-value as `0.012` or `<0.001`.
-pub fn fmt_p(p: Option<f64>) -> String {
-    match p {
-        None => "–".to_string(),
-        Some(p) if p < 0.001 => "<0.001".to_string(),
-        Some(p) => format!("{p:.3}"),
-    }
-}
-
-/// Signed delta with its percentage, e.g. `-0.250 (-25.0%)`.
-pub fn fmt_delta(c: &Comparison) -> String {
-    let d = fmt_num(c.delta);
-    let d = if c.delta > 0.0 { format!("+{d}") } else { d };
-    match c.delta_pct {
-        Some(p) if p.is_finite() => format!("{d} ({p:+.1}%)"),
-        _ => d,
-    }
-}
+// The number formatters live in `metrics::format` (a leaf, so the gate can word its verdicts
+// with them without importing the report); re-exported here for the writers.
+pub use crate::metrics::format::{fmt_ci, fmt_delta, fmt_num, fmt_p};
 
 #[cfg(test)]
 mod tests {

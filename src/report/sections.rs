@@ -1,0 +1,265 @@
+//! The report's tables, declared once as pure functions of the result model: summary per
+//! variant, paired comparison (of variants in one run, or of two runs), pass@k, tokens and
+//! cost by role, errors, and the gate's verdicts. Markdown, HTML, the terminal and CSV render
+//! the same [`Table`]s; headings and prose around them stay with each format.
+//!
+//! To add a report section: declare its table here, then place it in `markdown::render` and
+//! `html::render_with_plots` (and in a terminal command if it belongs there).
+
+use super::model::ReportModel;
+use super::table::{Cell, Column, Table};
+use crate::gate::{GateOutcome, Verdict};
+use crate::metrics::aggregate::Comparison;
+use crate::metrics::cost::{format_usd, RoleCost};
+use crate::metrics::stats::CiMethod;
+use crate::record::TokenSplit;
+
+/// Summary per variant: units, errors, then one mean-with-CI column per metric of the run.
+pub fn summary(model: &ReportModel) -> Table {
+    let metrics = model.metric_names();
+    let mut columns = vec![
+        Column::text("variant"),
+        Column::num("units"),
+        Column::num("errors"),
+    ];
+    columns.extend(metrics.iter().map(|m| Column::num(*m)));
+    let mut t = Table::new(Some("summary-table"), columns);
+    for v in &model.variants {
+        let mut row = vec![
+            Cell::text(&v.variant),
+            Cell::Int(v.units as u64),
+            Cell::Int(v.errors as u64),
+        ];
+        row.extend(metrics.iter().map(|m| match v.metric(m) {
+            Some(s) => Cell::MeanCi {
+                mean: s.mean,
+                ci: s.ci,
+                n: s.n,
+            },
+            None => Cell::Missing,
+        }));
+        t.push(row);
+    }
+    t
+}
+
+/// Which test decided a comparison's significance.
+pub fn test_name(c: &Comparison) -> &'static str {
+    match (&c.mcnemar, c.ci.map(|ci| ci.method)) {
+        (Some(m), _) if m.exact => "McNemar (exact)",
+        (Some(_), _) => "McNemar (χ²)",
+        (None, Some(CiMethod::Degenerate)) => "sign test (constant Δ)",
+        (None, Some(CiMethod::Normal)) => "paired (normal approx.)",
+        (None, _) => "paired bootstrap",
+    }
+}
+
+/// Paired comparisons, one row per variant × metric. `candidate` names the compared side's
+/// mean column: "variant mean" within a run, "candidate" between two runs.
+pub fn comparison(comparisons: &[Comparison], candidate: &str) -> Table {
+    let mut t = Table::new(
+        Some("comparison-table"),
+        vec![
+            Column::text("variant"),
+            Column::text("metric"),
+            Column::num("pairs"),
+            Column::num("baseline"),
+            Column::num(candidate),
+            Column::num("Δ (Δ%)"),
+            Column::num("95% CI"),
+            Column::num("p"),
+            Column::text("test").detail(),
+            Column::text("significant"),
+        ],
+    );
+    for c in comparisons {
+        t.push(vec![
+            Cell::text(&c.candidate),
+            Cell::text(&c.metric),
+            Cell::Int(c.n_pairs as u64),
+            Cell::Num(c.baseline_mean),
+            Cell::Num(c.candidate_mean),
+            Cell::Delta {
+                delta: c.delta,
+                pct: c.delta_pct,
+            },
+            Cell::Ci(c.ci),
+            Cell::P(c.p_value),
+            Cell::text(test_name(c)),
+            if c.significant {
+                Cell::Alert("yes".into())
+            } else {
+                Cell::text("no")
+            },
+        ]);
+    }
+    t
+}
+
+/// pass@k and pass^k per variant and eval.
+pub fn pass_k(model: &ReportModel) -> Table {
+    let mut t = Table::new(
+        None,
+        vec![
+            Column::text("variant"),
+            Column::text("eval"),
+            Column::num("k"),
+            Column::num("tasks"),
+            Column::num("pass@k"),
+            Column::num("pass^k"),
+        ],
+    );
+    for p in &model.pass_k {
+        t.push(vec![
+            Cell::text(&p.variant),
+            Cell::text(&p.eval),
+            Cell::Int(p.k),
+            Cell::Int(p.tasks as u64),
+            Cell::Num(p.pass_at_k),
+            Cell::Num(p.pass_hat_k),
+        ]);
+    }
+    t
+}
+
+/// A role's cost, or why it is unknown (never $0 for an unknown price).
+pub fn role_cost(c: &RoleCost) -> String {
+    match c.usd {
+        Some(v) => format_usd(Some(v)),
+        None => format!(
+            "unknown ({} unit(s) unpriced; known part {})",
+            c.unknown_units,
+            format_usd(Some(c.known_usd))
+        ),
+    }
+}
+
+fn token_cells(label: Cell, variant: &str, t: &TokenSplit, cost: String) -> Vec<Cell> {
+    vec![
+        Cell::text(variant),
+        label,
+        Cell::Int(t.input),
+        Cell::Int(t.cached),
+        Cell::Int(t.cache_write),
+        Cell::Int(t.output),
+        Cell::Text(cost),
+    ]
+}
+
+/// Tokens (input, cached, cache write, output) and cost per variant and role, with a total
+/// row per variant.
+pub fn usage(model: &ReportModel) -> Table {
+    let mut t = Table::new(
+        Some("usage-table"),
+        vec![
+            Column::text("variant"),
+            Column::text("role"),
+            Column::num("input"),
+            Column::num("cached"),
+            Column::num("cache write"),
+            Column::num("output"),
+            Column::num("cost").max(200),
+        ],
+    );
+    for v in &model.variants {
+        let (tok, c) = (&v.usage.tokens, &v.usage.cost);
+        for (role, split, cost) in [
+            ("agent", &tok.agent, &c.agent),
+            ("summarizer", &tok.summarizer, &c.summarizer),
+            ("judge", &tok.judge, &c.judge),
+        ] {
+            t.push(token_cells(
+                Cell::text(role),
+                &v.variant,
+                split,
+                role_cost(cost),
+            ));
+        }
+        let mut total = tok.agent;
+        total.add(&tok.summarizer);
+        total.add(&tok.judge);
+        t.push(token_cells(
+            Cell::Strong("total".into()),
+            &v.variant,
+            &total,
+            format_usd(c.total_usd),
+        ));
+    }
+    t
+}
+
+/// Failed units grouped by variant and error kind, with one example each.
+pub fn errors(model: &ReportModel) -> Table {
+    let mut t = Table::new(
+        Some("errors-table"),
+        vec![
+            Column::text("variant"),
+            Column::text("kind").max(60),
+            Column::num("count"),
+            Column::text("example unit"),
+            Column::text("example message").max(200),
+        ],
+    );
+    for e in &model.errors {
+        t.push(vec![
+            Cell::text(&e.variant),
+            Cell::text(&e.kind),
+            Cell::Int(e.count as u64),
+            Cell::text(&e.example_unit),
+            Cell::text(&e.example),
+        ]);
+    }
+    t
+}
+
+/// The gate's verdicts: one row per rule × variant.
+pub fn gate(outcome: &GateOutcome) -> Table {
+    let mut t = Table::new(
+        Some("gate-table"),
+        vec![
+            Column::text("verdict"),
+            Column::text("rule").max(120),
+            Column::text("variant"),
+            Column::text("detail").max(400),
+        ],
+    );
+    for r in &outcome.results {
+        t.push(vec![
+            match r.verdict {
+                Verdict::Pass => Cell::text("pass"),
+                Verdict::Fail => Cell::Strong("FAIL".into()),
+                Verdict::Skipped => Cell::text("skipped"),
+            },
+            Cell::Code(r.rule.clone()),
+            Cell::text(&r.variant),
+            Cell::text(&r.message),
+        ]);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::RunInfo;
+
+    #[test]
+    fn every_row_has_one_cell_per_column() {
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["a".into()];
+        let model = ReportModel::build(&info, vec![]);
+        for t in [
+            summary(&model),
+            usage(&model),
+            errors(&model),
+            pass_k(&model),
+        ] {
+            for row in &t.rows {
+                assert_eq!(row.len(), t.columns.len());
+            }
+        }
+        let u = usage(&model);
+        assert_eq!(u.rows.len(), 4, "3 roles and a total for variant a");
+        assert_eq!(u.rows[3][1], Cell::Strong("total".into()));
+    }
+}

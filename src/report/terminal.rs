@@ -1,0 +1,78 @@
+//! Terminal output of report tables and gate verdicts: plain text, no markup, columns padded
+//! by `output::table`. Cells are written as their plain text ([`Cell::plain`]); nothing needs
+//! escaping, but a line break inside a cell would break the layout, so it becomes a space here
+//! (the one place this format touches text).
+
+use super::table::{Cell, Table, TableWriter};
+use crate::gate::{GateOutcome, Verdict};
+
+/// Plain-text tables for a terminal. Every column is left-aligned, as the terminal summary
+/// has always been (the model's alignment is for document formats); detail columns are left
+/// out.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Terminal;
+
+fn plain(c: &Cell) -> String {
+    c.plain().replace(['\n', '\r', '\t'], " ")
+}
+
+impl TableWriter for Terminal {
+    fn write_table(&self, out: &mut String, table: &Table) {
+        let shown: Vec<usize> = (0..table.columns.len())
+            .filter(|&i| !table.columns[i].detail)
+            .collect();
+        let header: Vec<String> = shown
+            .iter()
+            .map(|&i| plain(&Cell::text(&table.columns[i].header)))
+            .collect();
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let rows: Vec<Vec<String>> = table
+            .rows
+            .iter()
+            .map(|r| shown.iter().map(|&i| plain(&r[i])).collect())
+            .collect();
+        out.push_str(&crate::output::table(&header, &rows));
+    }
+}
+
+/// One line per gate rule × variant: `pass|FAIL|skip  RULE  [VARIANT]  MESSAGE`.
+pub fn gate_lines(outcome: &GateOutcome) -> String {
+    let mut out = String::new();
+    for r in &outcome.results {
+        let tag = match r.verdict {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "FAIL",
+            Verdict::Skipped => "skip",
+        };
+        out.push_str(&format!(
+            "{tag:<4}  {}  [{}]  {}\n",
+            r.rule, r.variant, r.message
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::table::Column;
+
+    #[test]
+    fn terminal_tables_pad_columns_and_flatten_line_breaks() {
+        let mut t = Table::new(
+            None,
+            vec![
+                Column::text("a"),
+                Column::num("bbb"),
+                Column::text("c").detail(),
+            ],
+        );
+        t.push(vec![Cell::text("x\ny"), Cell::Int(3), Cell::text("hidden")]);
+        t.push(vec![
+            Cell::Alert("yes".into()),
+            Cell::Missing,
+            Cell::Missing,
+        ]);
+        assert_eq!(Terminal.render(&t), "a    bbb\nx y  3\nyes  –\n");
+    }
+}
