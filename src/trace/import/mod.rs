@@ -14,6 +14,7 @@
 
 pub mod anthropic;
 pub mod atif;
+mod calls;
 pub mod claude_code;
 pub mod detect;
 pub mod json;
@@ -24,6 +25,7 @@ pub mod swe_agent;
 pub mod tau;
 pub mod tau2;
 
+pub use calls::{tool_calls, CallShape, Calls};
 pub use json::Located;
 
 use super::model::{Role, SourceFormat, Trace};
@@ -457,79 +459,6 @@ pub fn extract_goal(text: &str) -> String {
     text.trim().to_string()
 }
 
-/// Tool calls waiting for their results, with call-id rewriting: a recorded id that was already
-/// used in the trace gets a unique `<id>__<n>` and a warning; a result is paired with the most
-/// recent open call of its recorded id (so reused ids pair with the preceding call).
-#[derive(Debug, Default)]
-pub struct Calls {
-    used: HashSet<String>,
-    /// (recorded id, canonical id, tool name), in issue order.
-    open: Vec<(String, String, String)>,
-    generated: usize,
-}
-
-impl Calls {
-    /// Register a call; returns its canonical id. An empty recorded id gets `call_<n>`.
-    pub fn issue(
-        &mut self,
-        recorded: &str,
-        name: &str,
-        at: &str,
-        warnings: &mut Vec<String>,
-    ) -> String {
-        let canonical = if recorded.is_empty() {
-            loop {
-                self.generated += 1;
-                let c = format!("call_{}", self.generated);
-                if !self.used.contains(&c) {
-                    break c;
-                }
-            }
-        } else if self.used.contains(recorded) {
-            let mut n = 2;
-            let c = loop {
-                let c = format!("{recorded}__{n}");
-                if !self.used.contains(&c) {
-                    break c;
-                }
-                n += 1;
-            };
-            warnings.push(format!(
-                "{at}: tool call id {recorded:?} was already used in this trace; renamed to {c:?}"
-            ));
-            c
-        } else {
-            recorded.to_string()
-        };
-        self.used.insert(canonical.clone());
-        self.open
-            .push((recorded.to_string(), canonical.clone(), name.to_string()));
-        canonical
-    }
-
-    /// The result for `recorded`: (canonical id, tool name) of the most recent open call with
-    /// that recorded id, which is then closed.
-    pub fn answer(&mut self, recorded: &str) -> Option<(String, String)> {
-        let pos = self.open.iter().rposition(|(r, _, _)| r == recorded)?;
-        let (_, c, n) = self.open.remove(pos);
-        Some((c, n))
-    }
-
-    /// The oldest open call (for formats that pair results by position).
-    pub fn answer_next(&mut self) -> Option<(String, String)> {
-        if self.open.is_empty() {
-            None
-        } else {
-            let (_, c, n) = self.open.remove(0);
-            Some((c, n))
-        }
-    }
-
-    pub fn has_open(&self) -> bool {
-        !self.open.is_empty()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -557,20 +486,6 @@ mod tests {
             extract_goal("CTF named x.\n\nINSTRUCTIONS:\nNow, you"),
             "CTF named x."
         );
-    }
-
-    #[test]
-    fn reused_call_ids_pair_with_the_preceding_call() {
-        let mut c = Calls::default();
-        let mut w = Vec::new();
-        let a = c.issue("x", "f", "$.a", &mut w);
-        assert_eq!(c.answer("x"), Some((a.clone(), "f".into())));
-        let b = c.issue("x", "g", "$.b", &mut w);
-        assert_eq!(b, "x__2");
-        assert_eq!(w.len(), 1);
-        assert_eq!(c.answer("x"), Some(("x__2".into(), "g".into())));
-        assert_eq!(c.answer("x"), None);
-        assert_eq!(c.issue("", "h", "$", &mut w), "call_1");
     }
 
     #[test]
