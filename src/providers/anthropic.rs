@@ -4,7 +4,8 @@
 //! which the API cannot place, become user text blocks); assistant tool calls → `tool_use`
 //! blocks; `role: tool` results → `tool_result` blocks (with `is_error`) in a user turn;
 //! consecutive same-role turns merged, as the API requires alternation; `max_tokens` is mandatory
-//! (default [`DEFAULT_MAX_TOKENS`]). Responses: text and `tool_use` blocks, `thinking` kept as
+//! (default [`DEFAULT_MAX_TOKENS`]). Responses (decoded into serde structs; errors name the JSON
+//! path): text and `tool_use` blocks, `thinking` kept as
 //! reasoning; usage normalized: `input = input_tokens + cache_read_input_tokens +
 //! cache_creation_input_tokens` (Anthropic reports the three disjoint).
 
@@ -12,7 +13,10 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::Url;
 use serde_json::{json, Map, Value};
 
-use super::http::{bad_at, secret_header, u64_at, ApiKey, HttpProvider, Parsed, Wire};
+use serde::Deserialize;
+
+use super::http::{bad_at, secret_header, ApiKey, HttpProvider, Parsed, Wire};
+use super::openai::{decode, lenient_str};
 use super::{ChatRequest, Message, ProviderError, Role, ToolCall, Usage};
 
 /// Default endpoint when the configuration gives no `base_url`.
@@ -165,57 +169,84 @@ impl Wire for AnthropicWire {
     }
 }
 
+/// A Messages API response, as far as it is read. `model` and `stop_reason` are read when they
+/// are strings and ignored otherwise.
+#[derive(Deserialize)]
+struct MessagesResponse {
+    content: Option<Vec<Block>>,
+    #[serde(default, deserialize_with = "lenient_str")]
+    model: Option<String>,
+    #[serde(default, deserialize_with = "lenient_str")]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<MessagesUsage>,
+}
+
+/// One content block; which fields it must have depends on `type` (checked in
+/// [`parse_response`], so errors name the missing field's path).
+#[derive(Deserialize)]
+struct Block {
+    #[serde(rename = "type", default, deserialize_with = "lenient_str")]
+    kind: Option<String>,
+    #[serde(default, deserialize_with = "lenient_str")]
+    text: Option<String>,
+    #[serde(default, deserialize_with = "lenient_str")]
+    thinking: Option<String>,
+    #[serde(default, deserialize_with = "lenient_str")]
+    id: Option<String>,
+    #[serde(default, deserialize_with = "lenient_str")]
+    name: Option<String>,
+    #[serde(default)]
+    input: Option<Value>,
+}
+
+/// Anthropic reports fresh, cache-read and cache-write input tokens disjoint.
+#[derive(Deserialize)]
+struct MessagesUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+}
+
 /// Decodes a Messages API response body.
 pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| {
-        ProviderError::bad_response(format!(
-            "body is not valid JSON ({e}); {} bytes received",
-            body.len()
-        ))
-    })?;
-    let content = v
-        .get("content")
-        .and_then(Value::as_array)
+    let r: MessagesResponse = decode(body)?;
+    let content = r
+        .content
         .ok_or_else(|| bad_at("$.content", "an array of content blocks"))?;
     let mut text = String::new();
     let mut thinking = String::new();
     let mut tool_calls = Vec::new();
-    for (i, block) in content.iter().enumerate() {
+    for (i, block) in content.into_iter().enumerate() {
         let path = format!("$.content[{i}]");
-        match block.get("type").and_then(Value::as_str) {
-            Some("text") => text.push_str(
-                block
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| bad_at(&format!("{path}.text"), "a string"))?,
-            ),
-            Some("thinking") => {
-                thinking.push_str(block.get("thinking").and_then(Value::as_str).unwrap_or(""))
-            }
-            Some("tool_use") => {
-                let field = |f: &str| {
-                    block
-                        .get(f)
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                        .ok_or_else(|| bad_at(&format!("{path}.{f}"), "a string"))
-                };
-                tool_calls.push(ToolCall {
-                    id: field("id")?,
-                    name: field("name")?,
-                    arguments: block.get("input").cloned().unwrap_or_else(|| json!({})),
-                });
-            }
+        let need = |v: Option<String>, f: &str| {
+            v.ok_or_else(|| bad_at(&format!("{path}.{f}"), "a string"))
+        };
+        match block.kind.as_deref() {
+            Some("text") => text.push_str(&need(block.text, "text")?),
+            Some("thinking") => thinking.push_str(block.thinking.as_deref().unwrap_or("")),
+            Some("tool_use") => tool_calls.push(ToolCall {
+                id: need(block.id, "id")?,
+                name: need(block.name, "name")?,
+                arguments: block.input.unwrap_or_else(|| json!({})),
+            }),
             // redacted_thinking, server tool blocks, …: not part of the answer.
             Some(_) => {}
             None => return Err(bad_at(&format!("{path}.type"), "a string")),
         }
     }
-    let usage_reported = v.get("usage").is_some_and(Value::is_object);
-    let fresh = u64_at(&v, "/usage/input_tokens")?;
-    let cache_read = u64_at(&v, "/usage/cache_read_input_tokens")?;
-    let cache_write = u64_at(&v, "/usage/cache_creation_input_tokens")?;
-    let output = u64_at(&v, "/usage/output_tokens")?;
+    let usage_reported = r.usage.is_some();
+    let u = r.usage;
+    let field = |f: fn(&MessagesUsage) -> Option<u64>| u.as_ref().and_then(f).unwrap_or(0);
+    let fresh = field(|u| u.input_tokens);
+    let cache_read = field(|u| u.cache_read_input_tokens);
+    let cache_write = field(|u| u.cache_creation_input_tokens);
+    let output = field(|u| u.output_tokens);
     let mut message = Message::assistant(text, tool_calls);
     if !thinking.is_empty() {
         message.reasoning = Some(thinking);
@@ -229,15 +260,8 @@ pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
             cache_write,
         },
         usage_reported,
-        model: v
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        finish_reason: v
-            .get("stop_reason")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        model: r.model.unwrap_or_default(),
+        finish_reason: r.stop_reason,
     })
 }
 

@@ -390,19 +390,6 @@ pub(crate) fn bad_at(path: &str, expected: &str) -> ProviderError {
     ProviderError::bad_response(format!("at {path}: expected {expected}"))
 }
 
-/// The unsigned integer at JSON pointer `pointer`; absent or null = 0.
-pub(crate) fn u64_at(v: &serde_json::Value, pointer: &str) -> Result<u64, ProviderError> {
-    match v.pointer(pointer) {
-        None | Some(serde_json::Value::Null) => Ok(0),
-        Some(x) => x.as_u64().ok_or_else(|| {
-            bad_at(
-                &format!("${}", pointer.replace('/', ".")),
-                "a non-negative integer",
-            )
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,8 @@
 //!
 //! Requests: messages with `tool_calls` (arguments JSON-encoded as a string, as the API wants)
 //! and `role: tool` results; `tools` as `{"type":"function","function":{…}}`; sampling fields
-//! only when set; `Sampling::extra` merged into the body. Responses: `choices[0].message`, usage
+//! only when set; `Sampling::extra` merged into the body. Responses are decoded into serde
+//! structs (errors name the JSON path): `choices[0].message`, usage
 //! with `prompt_tokens_details.cached_tokens` (DeepSeek's `prompt_cache_hit_tokens` as a
 //! fallback); `prompt_tokens` already includes cached tokens, so it is the normalized input.
 //!
@@ -14,7 +15,9 @@ use reqwest::header::{HeaderMap, AUTHORIZATION};
 use reqwest::Url;
 use serde_json::{json, Map, Value};
 
-use super::http::{bad_at as bad, secret_header, u64_at, ApiKey, HttpProvider, Parsed, Wire};
+use serde::Deserialize;
+
+use super::http::{bad_at as bad, secret_header, ApiKey, HttpProvider, Parsed, Wire};
 use super::{ChatRequest, Message, ProviderError, Role, ToolCall, Usage};
 
 /// Default endpoint when the configuration gives no `base_url`.
@@ -141,76 +144,162 @@ impl Wire for OpenAiWire {
     }
 }
 
-/// Decodes a chat-completions response body.
-pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
+/// A chat-completions response, as far as it is read. Fields that only describe (`model`,
+/// `finish_reason`, call ids, reasoning) are read when they are strings and ignored otherwise;
+/// the rest must have the documented types.
+#[derive(Deserialize)]
+struct Completion {
+    #[serde(default, deserialize_with = "lenient_str")]
+    model: Option<String>,
+    #[serde(default)]
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<CompletionUsage>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    message: Option<ChoiceMessage>,
+    #[serde(default, deserialize_with = "lenient_str")]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ChoiceMessage {
+    #[serde(default)]
+    content: Option<Content>,
+    #[serde(default)]
+    tool_calls: Option<Vec<WireCall>>,
+    #[serde(default, deserialize_with = "lenient_str")]
+    reasoning_content: Option<String>,
+    #[serde(default, deserialize_with = "lenient_str")]
+    reasoning: Option<String>,
+}
+
+/// `content`: a string, or (some servers) parts `[{"type":"text","text":…}]`.
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "a string, null or an array of content parts")]
+enum Content {
+    Text(String),
+    Parts(Vec<Value>),
+}
+
+#[derive(Deserialize)]
+struct WireCall {
+    #[serde(default, deserialize_with = "lenient_str")]
+    id: Option<String>,
+    function: WireFunction,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    name: String,
+    #[serde(default)]
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct CompletionUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    /// DeepSeek's name for cached prompt tokens.
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+/// A string, or `None` for anything else (descriptive fields never fail a response).
+pub(super) fn lenient_str<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => Some(s),
+        _ => None,
+    })
+}
+
+/// Decodes a response body into `T`; errors say whether the body is JSON at all, else the
+/// JSON path (`$.usage.prompt_tokens`) and what was expected there.
+pub(super) fn decode<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ProviderError> {
     let v: Value = serde_json::from_slice(body).map_err(|e| {
         ProviderError::bad_response(format!(
             "body is not valid JSON ({e}); {} bytes received",
             body.len()
         ))
     })?;
-    let msg = v
-        .pointer("/choices/0/message")
-        .filter(|m| m.is_object())
-        .ok_or_else(|| bad("$.choices[0].message", "an object"))?;
-    let content = match msg.get("content") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        // Some servers return content parts: [{"type":"text","text":…}].
-        Some(Value::Array(parts)) => parts
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." {
+            "$".to_string()
+        } else {
+            format!("$.{path}")
+        };
+        ProviderError::bad_response(format!("at {path}: {}", e.inner()))
+    })
+}
+
+/// Decodes a chat-completions response body.
+pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
+    let r: Completion = decode(body)?;
+    let usage_reported = r.usage.is_some();
+    let mut choices = r.choices;
+    let (msg, finish_reason) = match choices.drain(..).next() {
+        Some(Choice {
+            message: Some(m),
+            finish_reason,
+        }) => (m, finish_reason),
+        _ => return Err(bad("$.choices[0].message", "an object")),
+    };
+    let content = match msg.content {
+        None => String::new(),
+        Some(Content::Text(s)) => s,
+        Some(Content::Parts(parts)) => parts
             .iter()
             .filter_map(|p| p.get("text").and_then(Value::as_str))
             .collect::<Vec<_>>()
             .join(""),
-        Some(_) => return Err(bad("$.choices[0].message.content", "a string or null")),
     };
-    let mut tool_calls = Vec::new();
-    if let Some(calls) = msg.get("tool_calls").filter(|c| !c.is_null()) {
-        let calls = calls
-            .as_array()
-            .ok_or_else(|| bad("$.choices[0].message.tool_calls", "an array"))?;
-        for (i, c) in calls.iter().enumerate() {
-            let path = format!("$.choices[0].message.tool_calls[{i}]");
-            let name = c
-                .pointer("/function/name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| bad(&format!("{path}.function.name"), "a string"))?;
-            let id = c
-                .get("id")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| format!("call_{i}"));
-            let arguments = match c.pointer("/function/arguments") {
+    let tool_calls = msg
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| ToolCall {
+            id: c.id.unwrap_or_else(|| format!("call_{i}")),
+            name: c.function.name,
+            arguments: match c.function.arguments {
                 None | Some(Value::Null) => json!({}),
                 // Arguments are a JSON string; a model may write invalid JSON, which is kept
                 // verbatim as a string so evals can count it.
                 Some(Value::String(s)) if s.trim().is_empty() => json!({}),
-                Some(Value::String(s)) => {
-                    serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone()))
-                }
-                Some(other) => other.clone(),
-            };
-            tool_calls.push(ToolCall {
-                id,
-                name: name.to_string(),
-                arguments,
-            });
-        }
-    }
-    let usage_reported = v.get("usage").is_some_and(|u| u.is_object());
-    let input = u64_at(&v, "/usage/prompt_tokens")?;
-    let output = u64_at(&v, "/usage/completion_tokens")?;
-    let mut cache_read = u64_at(&v, "/usage/prompt_tokens_details/cached_tokens")?;
+                Some(Value::String(s)) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
+                Some(other) => other,
+            },
+        })
+        .collect();
+    let u = r.usage;
+    let field = |f: fn(&CompletionUsage) -> Option<u64>| u.as_ref().and_then(f).unwrap_or(0);
+    let input = field(|u| u.prompt_tokens);
+    let output = field(|u| u.completion_tokens);
+    let mut cache_read = field(|u| u.prompt_tokens_details.as_ref()?.cached_tokens);
     if cache_read == 0 {
-        cache_read = u64_at(&v, "/usage/prompt_cache_hit_tokens")?; // DeepSeek
+        cache_read = field(|u| u.prompt_cache_hit_tokens);
     }
     let mut message = Message::assistant(content, tool_calls);
     message.reasoning = msg
-        .get("reasoning_content")
-        .or_else(|| msg.get("reasoning"))
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string);
+        .reasoning_content
+        .or(msg.reasoning)
+        .filter(|s| !s.is_empty());
     Ok(Parsed {
         message,
         usage: Usage {
@@ -220,15 +309,8 @@ pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
             cache_write: 0,
         },
         usage_reported,
-        model: v
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        finish_reason: v
-            .pointer("/choices/0/finish_reason")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        model: r.model.unwrap_or_default(),
+        finish_reason,
     })
 }
 

@@ -53,10 +53,11 @@ pub type LoadedTrace = (String, Option<Arc<Trace>>);
 /// Turns one trace file into traces. The real loader imports (`trace::import`); harness tests
 /// use a loader that does not parse.
 pub trait TraceLoader: Sync {
-    /// `(trace id, trace)` for every trace in the file.
+    /// `(trace id, trace)` for every trace in the file. A file found by walking a directory or a
+    /// glob (`file.walked`) that holds no trace yields none; one named explicitly is an error.
     fn load(
         &self,
-        path: &Path,
+        file: &TraceFile,
         from: Option<SourceFormat>,
     ) -> Result<Vec<LoadedTrace>, ImportError>;
 }
@@ -67,13 +68,17 @@ pub struct ImportLoader;
 impl TraceLoader for ImportLoader {
     fn load(
         &self,
-        path: &Path,
+        file: &TraceFile,
         from: Option<SourceFormat>,
     ) -> Result<Vec<LoadedTrace>, ImportError> {
-        Ok(crate::trace::import::import_file(path, from)?
-            .into_iter()
-            .map(|t| (t.meta.id.clone(), Some(Arc::new(t))))
-            .collect())
+        use crate::trace::import::{import_found, FileContent};
+        Ok(match import_found(&file.path, from, file.walked)? {
+            FileContent::Traces(t) => t
+                .into_iter()
+                .map(|t| (t.meta.id.clone(), Some(Arc::new(t))))
+                .collect(),
+            FileContent::NotATrace(_) => Vec::new(),
+        })
     }
 }
 
@@ -127,7 +132,7 @@ pub fn load_traces(
                     location: "file".into(),
                     message: format!("cannot read: {e}"),
                 })?;
-                let traces = loader.load(&f.path, from)?;
+                let traces = loader.load(&f, from)?;
                 Ok(traces
                     .into_iter()
                     .map(|(id, trace)| TraceEntry {

@@ -11,8 +11,8 @@ use super::execute::{RunContext, UnitExecutor, UnitFuture, UnitOutput};
 use super::plan::Unit;
 use super::session::{LoadedTrace, TraceLoader};
 use crate::record::{CostByRole, TokenSplit, TokensByRole};
+use crate::trace::discover::TraceFile;
 use crate::trace::{ImportError, SourceFormat};
-use std::path::Path;
 use std::time::Duration;
 
 /// Dollars per token of the synthetic price ($2.50 / $10 per million).
@@ -119,9 +119,10 @@ pub struct SyntheticLoader;
 impl TraceLoader for SyntheticLoader {
     fn load(
         &self,
-        path: &Path,
+        file: &TraceFile,
         _from: Option<SourceFormat>,
     ) -> Result<Vec<LoadedTrace>, ImportError> {
+        let path = &file.path;
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

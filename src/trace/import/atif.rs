@@ -16,7 +16,7 @@
 //! step holding only an observation.
 
 use super::json::{content_text, Node, Res};
-use super::Calls;
+use super::{tool_calls, CallShape, Calls};
 use crate::trace::model::{
     ContextMarker, Message, Role, SourceFormat, ToolCall, Trace, TraceMeta, Usage,
 };
@@ -102,24 +102,19 @@ pub fn import(root: &Node<'_>, stem: &str) -> Res<Trace> {
                 "system" => Message::system(message),
                 "user" => Message::user(message),
                 "agent" => {
-                    let mut tool_calls = Vec::new();
-                    for c in s.key("tool_calls").opt_items()? {
-                        c.obj()?;
-                        let name = c.key("function_name").str()?;
-                        let recorded = c.key("tool_call_id").opt_str()?.unwrap_or("");
-                        let id = calls.issue(recorded, name, &c.path, &mut t.meta.warnings);
-                        let args = c.key("arguments");
-                        let arguments = if args.is_null() {
-                            json!({})
-                        } else {
-                            args.v.clone()
-                        };
-                        tool_calls.push(ToolCall {
-                            id,
-                            name: name.to_string(),
-                            arguments,
-                        });
-                    }
+                    let shape = CallShape::Flat {
+                        id: "tool_call_id",
+                        name: "function_name",
+                    };
+                    let tool_calls: Vec<ToolCall> = tool_calls(
+                        &s.key("tool_calls"),
+                        shape,
+                        &mut calls,
+                        &mut t.meta.warnings,
+                    )?
+                    .into_iter()
+                    .map(|(_, c)| c)
+                    .collect();
                     let mut a = Message::assistant(message, tool_calls);
                     a.reasoning = s.key("reasoning_content").opt_str()?.map(String::from);
                     let mt = s.key("metrics");

@@ -6,14 +6,15 @@
 //! characters" it is read as JSON Lines instead. `detect` then picks the format from the content
 //! (never from the extension alone); `--from` overrides detection.
 //!
-//! Non-trace files: when walking a directory, hidden entries (`.git`, …) are skipped and only
-//! `*.json`, `*.jsonl`, `*.ndjson` and `*.traj` files are considered (so `SOURCE.txt`, `*.md`, licences are never opened), and a file that
-//! parses as JSON but matches no trace format (e.g. mini-swe-agent's `results_summary.json`) is
-//! listed in `Imported::ignored` instead of failing. A file named explicitly is always imported
-//! or rejected with an error.
+//! Which files a path selects is [`crate::trace::discover`]'s job (the same rules as `run`):
+//! directories are walked (hidden entries skipped, only `*.json`, `*.jsonl`, `*.ndjson` and
+//! `*.traj` kept) and quoted globs are expanded. A walked file that parses as JSON but matches no
+//! trace format (e.g. mini-swe-agent's `results_summary.json`) is listed in `Imported::ignored`
+//! instead of failing. A file named explicitly is always imported or rejected with an error.
 
 pub mod anthropic;
 pub mod atif;
+mod calls;
 pub mod claude_code;
 pub mod detect;
 pub mod json;
@@ -24,6 +25,7 @@ pub mod swe_agent;
 pub mod tau;
 pub mod tau2;
 
+pub use calls::{tool_calls, CallShape, Calls};
 pub use json::Located;
 
 use super::model::{Role, SourceFormat, Trace};
@@ -82,8 +84,7 @@ pub enum FileContent {
     NotATrace(String),
 }
 
-/// Extensions considered when walking a directory.
-pub const TRACE_EXTENSIONS: [&str; 4] = ["json", "jsonl", "ndjson", "traj"];
+pub use super::discover::TRACE_EXTENSIONS;
 
 /// Import one file (auto-detecting its format unless `from` is given). A file may hold several
 /// traces (τ-bench runs, JSONL of conversations); each gets a stable id.
@@ -91,6 +92,19 @@ pub fn import_file(path: &Path, from: Option<SourceFormat>) -> Result<Vec<Trace>
     match import_file_content(path, from)? {
         FileContent::Traces(t) => Ok(t),
         FileContent::NotATrace(why) => Err(not_a_trace(path, &why)),
+    }
+}
+
+/// Import one discovered file: like [`import_file_content`], but a file named explicitly
+/// (not `walked`) that holds no trace is an error.
+pub fn import_found(
+    path: &Path,
+    from: Option<SourceFormat>,
+    walked: bool,
+) -> Result<FileContent, ImportError> {
+    match import_file_content(path, from)? {
+        FileContent::NotATrace(why) if !walked => Err(not_a_trace(path, &why)),
+        c => Ok(c),
     }
 }
 
@@ -116,8 +130,8 @@ pub fn import_file_content(
     import_bytes(&bytes, &stem, from, Some(path)).map_err(|l| ImportError::located(path, l))
 }
 
-/// Import files and directories (walked recursively, in sorted order; see the module docs for
-/// which files are skipped). Files are imported in parallel (rayon) and the result keeps input
+/// Import files, directories and globs (see [`crate::trace::discover`] for which files they
+/// select). Files are imported in parallel (rayon) and the result keeps input
 /// order. With `skip_invalid`, a file that fails is recorded in `Imported::skipped` and the rest
 /// go on; without it the first failure (in input order) is returned.
 pub fn import_paths(
@@ -126,29 +140,27 @@ pub fn import_paths(
     skip_invalid: bool,
 ) -> Result<Imported, ImportError> {
     use rayon::prelude::*;
-    // (file, found by walking a directory)
+    // (file, found by walking a directory or a glob)
     let mut files: Vec<(PathBuf, bool)> = Vec::new();
     for p in paths {
         let p = p.as_ref();
-        if p.is_dir() {
-            let mut found = Vec::new();
-            walk(p, &mut found).map_err(|e| {
-                ImportError::new(p, "directory", format!("cannot list the directory: {e}"))
-            })?;
-            files.extend(found.into_iter().map(|f| (f, true)));
-        } else {
+        let found = super::discover::discover(Path::new(""), p).map_err(|e| match e {
+            super::discover::DiscoverError::Walk { source, .. } => ImportError::new(
+                p,
+                "directory",
+                format!("cannot list the directory: {source}"),
+            ),
+            e => ImportError::new(p, "pattern", e.to_string()),
+        })?;
+        if found.is_empty() && !p.is_dir() {
+            // A missing file: importing it reports why.
             files.push((p.to_path_buf(), false));
         }
+        files.extend(found.into_iter().map(|f| (f.path, f.walked)));
     }
     let results: Vec<Result<FileContent, ImportError>> = files
         .par_iter()
-        .map(|(f, walked)| {
-            let content = import_file_content(f, from)?;
-            match content {
-                FileContent::NotATrace(why) if !walked => Err(not_a_trace(f, &why)),
-                c => Ok(c),
-            }
-        })
+        .map(|(f, walked)| import_found(f, from, *walked))
         .collect();
     let mut out = Imported::default();
     for ((f, _), r) in files.into_iter().zip(results) {
@@ -160,32 +172,6 @@ pub fn import_paths(
         }
     }
     Ok(out)
-}
-
-/// Files under `dir` with a trace extension, recursively, sorted by path.
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()?;
-    entries.sort();
-    for e in entries {
-        let hidden = e
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with('.'));
-        if hidden {
-            continue;
-        }
-        if e.is_dir() {
-            walk(&e, out)?;
-        } else if e
-            .extension()
-            .and_then(|x| x.to_str())
-            .is_some_and(|x| TRACE_EXTENSIONS.contains(&x.to_ascii_lowercase().as_str()))
-        {
-            out.push(e);
-        }
-    }
-    Ok(())
 }
 
 /// `a/b/django__django-11138.traj.json` → `django__django-11138`.
@@ -473,79 +459,6 @@ pub fn extract_goal(text: &str) -> String {
     text.trim().to_string()
 }
 
-/// Tool calls waiting for their results, with call-id rewriting: a recorded id that was already
-/// used in the trace gets a unique `<id>__<n>` and a warning; a result is paired with the most
-/// recent open call of its recorded id (so reused ids pair with the preceding call).
-#[derive(Debug, Default)]
-pub struct Calls {
-    used: HashSet<String>,
-    /// (recorded id, canonical id, tool name), in issue order.
-    open: Vec<(String, String, String)>,
-    generated: usize,
-}
-
-impl Calls {
-    /// Register a call; returns its canonical id. An empty recorded id gets `call_<n>`.
-    pub fn issue(
-        &mut self,
-        recorded: &str,
-        name: &str,
-        at: &str,
-        warnings: &mut Vec<String>,
-    ) -> String {
-        let canonical = if recorded.is_empty() {
-            loop {
-                self.generated += 1;
-                let c = format!("call_{}", self.generated);
-                if !self.used.contains(&c) {
-                    break c;
-                }
-            }
-        } else if self.used.contains(recorded) {
-            let mut n = 2;
-            let c = loop {
-                let c = format!("{recorded}__{n}");
-                if !self.used.contains(&c) {
-                    break c;
-                }
-                n += 1;
-            };
-            warnings.push(format!(
-                "{at}: tool call id {recorded:?} was already used in this trace; renamed to {c:?}"
-            ));
-            c
-        } else {
-            recorded.to_string()
-        };
-        self.used.insert(canonical.clone());
-        self.open
-            .push((recorded.to_string(), canonical.clone(), name.to_string()));
-        canonical
-    }
-
-    /// The result for `recorded`: (canonical id, tool name) of the most recent open call with
-    /// that recorded id, which is then closed.
-    pub fn answer(&mut self, recorded: &str) -> Option<(String, String)> {
-        let pos = self.open.iter().rposition(|(r, _, _)| r == recorded)?;
-        let (_, c, n) = self.open.remove(pos);
-        Some((c, n))
-    }
-
-    /// The oldest open call (for formats that pair results by position).
-    pub fn answer_next(&mut self) -> Option<(String, String)> {
-        if self.open.is_empty() {
-            None
-        } else {
-            let (_, c, n) = self.open.remove(0);
-            Some((c, n))
-        }
-    }
-
-    pub fn has_open(&self) -> bool {
-        !self.open.is_empty()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -573,20 +486,6 @@ mod tests {
             extract_goal("CTF named x.\n\nINSTRUCTIONS:\nNow, you"),
             "CTF named x."
         );
-    }
-
-    #[test]
-    fn reused_call_ids_pair_with_the_preceding_call() {
-        let mut c = Calls::default();
-        let mut w = Vec::new();
-        let a = c.issue("x", "f", "$.a", &mut w);
-        assert_eq!(c.answer("x"), Some((a.clone(), "f".into())));
-        let b = c.issue("x", "g", "$.b", &mut w);
-        assert_eq!(b, "x__2");
-        assert_eq!(w.len(), 1);
-        assert_eq!(c.answer("x"), Some(("x__2".into(), "g".into())));
-        assert_eq!(c.answer("x"), None);
-        assert_eq!(c.issue("", "h", "$", &mut w), "call_1");
     }
 
     #[test]

@@ -10,7 +10,7 @@
 
 use super::json::{content_text, parse_arguments, Node, Res};
 use super::mini_swe::openai_usage;
-use super::{Calls, Input};
+use super::{tool_calls, CallShape, Calls, Input};
 use crate::trace::model::{Message, SourceFormat, ToolCall, Trace, TraceMeta};
 
 pub fn import(input: &Input, stem: &str) -> Res<Vec<Trace>> {
@@ -118,21 +118,15 @@ pub fn convert(msgs: &[Node<'_>], t: &mut Trace) -> Res<()> {
             "system" | "developer" => Message::system(content),
             "user" => Message::user(content),
             "assistant" => {
-                let mut tool_calls = Vec::new();
-                for c in m.key("tool_calls").opt_items()? {
-                    c.obj()?;
-                    let f = c.key("function");
-                    f.obj()?;
-                    let name = f.key("name").str()?;
-                    let recorded = c.key("id").opt_str()?.unwrap_or("");
-                    let arguments = parse_arguments(&f.key("arguments"), &mut t.meta.warnings)?;
-                    let id = calls.issue(recorded, name, &c.path, &mut t.meta.warnings);
-                    tool_calls.push(ToolCall {
-                        id,
-                        name: name.to_string(),
-                        arguments,
-                    });
-                }
+                let mut tool_calls: Vec<ToolCall> = tool_calls(
+                    &m.key("tool_calls"),
+                    CallShape::OpenAi,
+                    &mut calls,
+                    &mut t.meta.warnings,
+                )?
+                .into_iter()
+                .map(|(_, c)| c)
+                .collect();
                 let fc = m.key("function_call");
                 if !fc.is_null() {
                     let name = fc.key("name").str()?;

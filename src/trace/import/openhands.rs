@@ -19,9 +19,9 @@
 //! `execute_ipython_cell {code}`, else the action name with its arguments) and synthetic ids
 //! `call_<n>`; the next observation is its result. It records no usage, only `metrics.costs`.
 
-use super::json::{content_text, parse_arguments, Node, Res};
+use super::json::{content_text, Node, Res};
 use super::mini_swe::openai_usage;
-use super::Calls;
+use super::{tool_calls as tool_calls_of, CallShape, Calls};
 use crate::trace::model::{Message, Outcome, SourceFormat, ToolCall, Trace, TraceMeta, Usage};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -169,20 +169,12 @@ fn new_events(evs: &[Node<'_>], t: &mut Trace) -> Res<()> {
             if !responses.contains_key(&rid) {
                 let m = mr.key("choices").idx(0).key("message");
                 let mut tool_calls = Vec::new();
-                for c in m.key("tool_calls").opt_items()? {
-                    c.obj()?;
-                    let f = c.key("function");
-                    f.obj()?;
-                    let name = f.key("name").str()?;
-                    let rec = c.key("id").opt_str()?.unwrap_or("");
-                    let arguments = parse_arguments(&f.key("arguments"), &mut t.meta.warnings)?;
-                    let id = calls.issue(rec, name, &c.path, &mut t.meta.warnings);
-                    call_ids.insert((rid.clone(), rec.to_string()), id.clone());
-                    tool_calls.push(ToolCall {
-                        id,
-                        name: name.to_string(),
-                        arguments,
-                    });
+                let list = m.key("tool_calls");
+                let issued =
+                    tool_calls_of(&list, CallShape::OpenAi, &mut calls, &mut t.meta.warnings)?;
+                for (rec, call) in issued {
+                    call_ids.insert((rid.clone(), rec), call.id.clone());
+                    tool_calls.push(call);
                 }
                 let mut a = Message::assistant(content_text(&m.key("content"))?, tool_calls);
                 a.usage = openai_usage(&mr.key("usage"))?;

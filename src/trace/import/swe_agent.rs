@@ -12,8 +12,8 @@
 //! - No per-call usage exists; `info.model_stats` totals (`tokens_sent`, `tokens_received`,
 //!   `instance_cost`) go to `meta.total_usage` / `meta.cost_usd` when non-zero.
 
-use super::json::{content_text, parse_arguments, Node, Res};
-use super::Calls;
+use super::json::{content_text, Node, Res};
+use super::{tool_calls, CallShape, Calls};
 use crate::trace::model::{
     Message, Outcome, Role, SourceFormat, ToolCall, Trace, TraceMeta, Usage,
 };
@@ -67,21 +67,15 @@ pub fn import(root: &Node<'_>, id: &str) -> Res<Trace> {
                         .warnings
                         .push(format!("{}: call {cid:?} got no observation", m.path));
                 }
-                let mut tool_calls = Vec::new();
-                for c in m.key("tool_calls").opt_items()? {
-                    c.obj()?;
-                    let f = c.key("function");
-                    f.obj()?;
-                    let name = f.key("name").str()?;
-                    let recorded = c.key("id").opt_str()?.unwrap_or("");
-                    let arguments = parse_arguments(&f.key("arguments"), &mut t.meta.warnings)?;
-                    let id = calls.issue(recorded, name, &c.path, &mut t.meta.warnings);
-                    tool_calls.push(ToolCall {
-                        id,
-                        name: name.to_string(),
-                        arguments,
-                    });
-                }
+                let mut tool_calls: Vec<ToolCall> = tool_calls(
+                    &m.key("tool_calls"),
+                    CallShape::OpenAi,
+                    &mut calls,
+                    &mut t.meta.warnings,
+                )?
+                .into_iter()
+                .map(|(_, c)| c)
+                .collect();
                 if tool_calls.is_empty() {
                     let action = m.key("action").opt_str()?.unwrap_or("").trim();
                     if !action.is_empty() {

@@ -13,7 +13,7 @@
 
 use super::json::{content_text, Node, Res};
 use super::mini_swe::openai_usage;
-use super::Calls;
+use super::{tool_calls, CallShape, Calls};
 use crate::trace::model::{Message, Outcome, SourceFormat, ToolCall, Trace, TraceMeta};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -120,24 +120,19 @@ fn convert(msgs: &[Node<'_>], t: &mut Trace) -> Res<()> {
         let content = content_text(&m.key("content"))?;
         let mut msg = match role {
             "assistant" => {
-                let mut tool_calls = Vec::new();
-                for c in m.key("tool_calls").opt_items()? {
-                    c.obj()?;
-                    let name = c.key("name").str()?;
-                    let recorded = c.key("id").opt_str()?.unwrap_or("");
-                    let args = c.key("arguments");
-                    let arguments = if args.is_null() {
-                        serde_json::json!({})
-                    } else {
-                        args.v.clone()
-                    };
-                    let id = calls.issue(recorded, name, &c.path, &mut t.meta.warnings);
-                    tool_calls.push(ToolCall {
-                        id,
-                        name: name.to_string(),
-                        arguments,
-                    });
-                }
+                let shape = CallShape::Flat {
+                    id: "id",
+                    name: "name",
+                };
+                let tool_calls: Vec<ToolCall> = tool_calls(
+                    &m.key("tool_calls"),
+                    shape,
+                    &mut calls,
+                    &mut t.meta.warnings,
+                )?
+                .into_iter()
+                .map(|(_, c)| c)
+                .collect();
                 let mut a = Message::assistant(content, tool_calls);
                 a.usage = openai_usage(&m.key("usage"))?;
                 a.reasoning = m
