@@ -15,7 +15,7 @@ use crate::engine::{self, EngineConfig, OfflineSummarizer, ResolvedConfig, Summa
 use crate::providers::pricing::{ModelPrice, PriceTable};
 use crate::providers::summarizer::ProviderSummarizer;
 use crate::providers::{build_provider, Provider, ProviderConfig};
-use crate::record::{TokenSplit, UnitError};
+use crate::record::{RunDir, TokenSplit, UnitError};
 use crate::runner::{cpu, Plan, Router, RunContext, Unit, UnitExecutor, UnitFuture, UnitOutput};
 use crate::trace::{Trace, Usage};
 use serde_json::json;
@@ -187,7 +187,7 @@ fn setup(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<UnitSetup, Ev
         )
     };
     // Stores live under the run directory: stable paths, so evidence can point at them.
-    let store = ctx.run_dir.join("stores").join(&unit.id);
+    let store = RunDir::new(&ctx.run_dir).unit_store(&unit.id);
     let _ = std::fs::remove_dir_all(&store); // a resumed unit starts clean
     Ok(UnitSetup {
         trace,

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use ctxbench::record::{
-    CostByRole, Journal, ProviderProvenance, RunInfo, Sample, TimelinePoint, TokenSplit,
+    CostByRole, ProviderProvenance, RunDir, RunInfo, Sample, TimelinePoint, TokenSplit,
     TokensByRole, UnitError, SCHEMA_VERSION,
 };
 use std::collections::BTreeMap;
@@ -181,9 +181,7 @@ pub fn samples() -> Vec<Sample> {
 /// Write run.json and samples.jsonl into `dir`.
 pub fn write_run(dir: &Path, info: &RunInfo, samples: &[Sample]) {
     std::fs::create_dir_all(dir).unwrap();
-    info.write(dir).unwrap();
-    let mut j = Journal::create(&dir.join("samples.jsonl")).unwrap();
-    for s in samples {
-        j.append(s).unwrap();
-    }
+    let run_dir = RunDir::new(dir);
+    run_dir.write_run_json(info).unwrap();
+    run_dir.write_samples(samples).unwrap();
 }
