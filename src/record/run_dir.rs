@@ -246,6 +246,52 @@ mod tests {
         assert_eq!(names, want.iter().map(PathBuf::from).collect::<Vec<_>>());
     }
 
+    /// No module but this one spells a run directory's file names as string literals outside
+    /// its tests: they ask `RunDir` for the path instead.
+    #[test]
+    fn no_other_source_file_spells_a_run_directory_file_name() {
+        let names = [
+            RUN_JSON,
+            RUN_JSON_TMP,
+            SAMPLES_JSONL,
+            RESULTS_CSV,
+            SUMMARY_JSON,
+            REPORT_MD,
+            REPORT_HTML,
+            PLOTS,
+            STORES,
+            GATE_XML,
+            COMPARE_MD,
+            COMPARE_JSON,
+        ];
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut offenders = Vec::new();
+        let mut dirs = vec![src];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs")
+                    && !path.ends_with("record/run_dir.rs")
+                {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    // Test modules (at the end of a file) may check the on-disk layout.
+                    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+                    for name in names {
+                        if code.contains(&format!("\"{name}\"")) {
+                            offenders.push(format!("{}: \"{name}\"", path.display()));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            offenders.is_empty(),
+            "ask record::RunDir for these paths: {offenders:?}"
+        );
+    }
+
     #[test]
     fn run_json_round_trips_without_leaving_a_temporary_file() {
         let dir = tempfile::tempdir().unwrap();
