@@ -2,11 +2,8 @@
 //! (CSV, JSON, Markdown, HTML with its SVG plots) for 100,000 synthetic samples. Target ≤ 2 s.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use ctxbench::record::{
-    CostByRole, RunInfo, Sample, TimelinePoint, TokenSplit, TokensByRole, SCHEMA_VERSION,
-};
+use ctxbench::record::{CostByRole, RunInfo, Sample, TimelinePoint, TokenSplit, TokensByRole};
 use ctxbench::report::{csv, html, json, markdown, ReportModel};
-use std::collections::BTreeMap;
 use std::hint::black_box;
 
 const VARIANTS: [&str; 4] = ["baseline", "evict", "clear-60", "summarize-15"];
@@ -39,28 +36,24 @@ fn samples(n: usize) -> (RunInfo, Vec<Sample>) {
             0.0
         };
         let agent_in = 20_000 + rnd() % 10_000;
-        out.push(Sample {
-            schema_version: SCHEMA_VERSION,
-            unit_id: format!("u{i}"),
-            trace_id: format!("trace-{trace:03}"),
-            variant: VARIANTS[v].to_string(),
-            eval: eval.to_string(),
-            sample: format!("depth={depth}/trigger={trigger}"),
-            params: BTreeMap::from([
-                ("depth".to_string(), serde_json::json!(depth)),
-                ("trigger".to_string(), serde_json::json!(trigger)),
-            ]),
-            repeat,
-            scores: if eval == "needle" {
-                BTreeMap::from([
-                    ("recall".to_string(), recall),
-                    ("steps".to_string(), (rnd() % 8) as f64),
-                ])
-            } else {
-                BTreeMap::from([("score".to_string(), (rnd() % 6) as f64)])
-            },
-            passed: (eval == "needle").then_some(recall == 1.0),
-            tokens: TokensByRole {
+        let mut b = Sample::builder()
+            .unit_id(format!("u{i}"))
+            .trace(format!("trace-{trace:03}"))
+            .variant(VARIANTS[v])
+            .eval(eval)
+            .sample(format!("depth={depth}/trigger={trigger}"))
+            .param("depth", depth)
+            .param("trigger", trigger)
+            .repeat(repeat);
+        b = if eval == "needle" {
+            b.score("recall", recall)
+                .score("steps", (rnd() % 8) as f64)
+                .passed(recall == 1.0)
+        } else {
+            b.score("score", (rnd() % 6) as f64)
+        };
+        out.push(
+            b.tokens(TokensByRole {
                 agent: TokenSplit {
                     input: agent_in,
                     cached: agent_in / 3,
@@ -74,30 +67,31 @@ fn samples(n: usize) -> (RunInfo, Vec<Sample>) {
                     output: 300 * v as u64,
                 },
                 judge: TokenSplit::default(),
-            },
-            cost_usd: CostByRole {
+            })
+            .cost(CostByRole {
                 agent: Some(agent_in as f64 * 2.5e-6),
                 summarizer: Some(v as f64 * 1e-3),
                 judge: None,
-            },
-            compactions: BTreeMap::from([("evicted".to_string(), v as u64)]),
-            latency_ms: rnd() % 3000,
-            error: None,
-            evidence: serde_json::Value::Null,
-            timeline: (0..12)
-                .map(|k| TimelinePoint {
-                    trace_index: 2 * k + 1,
-                    tokens: 1000 * (k as u64 + 1) / (v as u64 + 1),
-                    reference_tokens: Some(1000 * (k as u64 + 1)),
-                    events: if v > 0 && k == 6 {
-                        vec!["summarized".into()]
-                    } else {
-                        vec![]
-                    },
-                    details: vec![],
-                })
-                .collect(),
-        });
+            })
+            .compaction("evicted", v as u64)
+            .latency_ms(rnd() % 3000)
+            .timeline(
+                (0..12)
+                    .map(|k| TimelinePoint {
+                        trace_index: 2 * k + 1,
+                        tokens: 1000 * (k as u64 + 1) / (v as u64 + 1),
+                        reference_tokens: Some(1000 * (k as u64 + 1)),
+                        events: if v > 0 && k == 6 {
+                            vec!["summarized".into()]
+                        } else {
+                            vec![]
+                        },
+                        details: vec![],
+                    })
+                    .collect(),
+            )
+            .build(),
+        );
         i += 1;
     }
     (info, out)

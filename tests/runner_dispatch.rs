@@ -3,13 +3,11 @@
 //! shard + merge equal to an unsharded run, and refusing to resume a changed suite.
 
 use ctxbench::config::LoadedSuite;
-use ctxbench::record::{CostByRole, Sample, UnitError};
+use ctxbench::record::{CostByRole, RunDir, Sample, UnitError};
 use ctxbench::runner::manifest::{RunManifest, RunStatus};
 use ctxbench::runner::session::{self, Outcome, RunOptions};
 use ctxbench::runner::synthetic::SyntheticLoader;
-use ctxbench::runner::{
-    journal, merge, RunContext, Shard, Unit, UnitExecutor, UnitFuture, UnitOutput,
-};
+use ctxbench::runner::{merge, RunContext, Shard, Unit, UnitExecutor, UnitFuture, UnitOutput};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -145,7 +143,7 @@ fn run_with_interrupts(
 }
 
 fn samples(dir: &Path) -> Vec<Sample> {
-    journal::read(&dir.join(journal::SAMPLES_FILE)).unwrap().0
+    RunDir::new(dir).read_samples_or_empty().unwrap().samples
 }
 
 /// Samples keyed by unit id with latency zeroed (the only field that may differ between runs).
@@ -176,7 +174,7 @@ fn full_run_records_every_unit_once_with_identity() {
     assert!(needle.sample.starts_with("depth=0."));
     assert_eq!(needle.params["position"], serde_json::json!("tool"));
     // run.json names the traces with their digests and the resolved suite.
-    let m = RunManifest::read(&out.run_dir).unwrap();
+    let m: RunManifest = RunDir::new(&out.run_dir).read_run_json().unwrap();
     assert_eq!(m.traces.len(), 3);
     assert!(m.traces.iter().all(|t| t.sha256.len() == 64));
     assert_eq!(m.info.suite["suite"]["name"], "fake");
@@ -188,7 +186,7 @@ fn full_run_records_every_unit_once_with_identity() {
         .values()
         .all(|d| d.starts_with("sha256:")));
     // The report side reads the same run directory as a plain run.
-    let run = ctxbench::record::read_run(&out.run_dir).unwrap();
+    let run = RunDir::new(&out.run_dir).read().unwrap();
     assert_eq!(run.info.run_id, "full");
     assert_eq!(run.samples.len(), UNITS);
     assert_eq!(run.info.providers.len(), 3);
@@ -210,16 +208,16 @@ fn resume_skips_recorded_units_and_cuts_a_torn_last_line() {
     // A "killed" run: run.json, the first 7 lines, and half of the 8th.
     let killed = env.root.join("out/killed");
     std::fs::create_dir(&killed).unwrap();
-    let mut m = RunManifest::read(&full.run_dir).unwrap();
+    let mut m: RunManifest = RunDir::new(&full.run_dir).read_run_json().unwrap();
     m.info.run_id = "killed".into();
     m.status = RunStatus::Running;
-    m.write(&killed).unwrap();
-    let text = std::fs::read_to_string(full.run_dir.join(journal::SAMPLES_FILE)).unwrap();
+    RunDir::new(&killed).write_run_json(&m).unwrap();
+    let text = std::fs::read_to_string(full.run_dir.join("samples.jsonl")).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let mut partial = lines[..7].join("\n");
     partial.push('\n');
     partial.push_str(&lines[7][..lines[7].len() / 2]);
-    std::fs::write(killed.join(journal::SAMPLES_FILE), partial).unwrap();
+    std::fs::write(killed.join("samples.jsonl"), partial).unwrap();
 
     let fake = Arc::new(Fake::default());
     let o = RunOptions {
@@ -418,7 +416,7 @@ fn shards_partition_the_plan_and_merge_equals_an_unsharded_run() {
     std::fs::copy(dirs[0].join("run.json"), tampered.join("run.json")).unwrap();
     let mut s = samples(&dirs[0]);
     s[0].scores.insert("index".into(), -1.0);
-    journal::write_all(&tampered.join(journal::SAMPLES_FILE), &s).unwrap();
+    RunDir::new(&tampered).write_samples(&s).unwrap();
     let err = merge::merge(&[dirs[0].clone(), tampered], &env.root.join("out/bad"))
         .err()
         .unwrap()

@@ -2,6 +2,7 @@
 
 use super::UsageError;
 use crate::metrics::aggregate;
+use crate::record::RunDir;
 use crate::report::markdown;
 use crate::report::sections;
 use crate::report::table::TableWriter;
@@ -36,14 +37,18 @@ struct CompareDoc<'a> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let a = crate::record::read_run(&args.run_a).map_err(|e| UsageError(e.to_string()))?;
-    let b = crate::record::read_run(&args.run_b).map_err(|e| UsageError(e.to_string()))?;
+    let a = RunDir::new(&args.run_a)
+        .read()
+        .map_err(|e| UsageError(e.to_string()))?;
+    let b = RunDir::new(&args.run_b)
+        .read()
+        .map_err(|e| UsageError(e.to_string()))?;
     let mut notes = Vec::new();
     for (run, dir) in [(&a, &args.run_a), (&b, &args.run_b)] {
         if let Some(t) = &run.torn {
             notes.push(format!(
                 "{}: torn final line {} ignored (the run was interrupted)",
-                dir.join("samples.jsonl").display(),
+                RunDir::new(dir).samples_jsonl().display(),
                 t.line
             ));
         }
@@ -90,15 +95,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         notes: &notes,
     };
     let json = serde_json::to_string_pretty(&doc)? + "\n";
-    for (name, text) in [("compare.md", md), ("compare.json", json)] {
-        let p = out.join(name);
+    let out_dir = RunDir::new(&out);
+    for (p, text) in [(out_dir.compare_md(), md), (out_dir.compare_json(), json)] {
         std::fs::write(&p, text)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
     }
     println!(
         "wrote {} and {}",
-        out.join("compare.md").display(),
-        out.join("compare.json").display()
+        out_dir.compare_md().display(),
+        out_dir.compare_json().display()
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 
 use super::{UsageError, EXIT_GATE_FAILED};
 use crate::gate;
+use crate::record::RunDir;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,8 +55,11 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let cand = crate::record::read_run(&args.run).map_err(|e| UsageError(e.to_string()))?;
-    let base = crate::record::read_run(&args.baseline).map_err(|e| UsageError(e.to_string()))?;
+    let cand_dir = RunDir::new(&args.run);
+    let cand = cand_dir.read().map_err(|e| UsageError(e.to_string()))?;
+    let base = RunDir::new(&args.baseline)
+        .read()
+        .map_err(|e| UsageError(e.to_string()))?;
     let mut rules = Vec::new();
     if let Some(path) = &args.rules {
         rules.extend(gate::parse_rules_file(path).map_err(UsageError)?);
@@ -68,7 +72,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             rules.push(gate::parse_rule(r).map_err(|e| {
                 UsageError(format!(
                     "{}: suite.gates.rules[{i}]: {e}",
-                    args.run.join("run.json").display()
+                    cand_dir.run_json().display()
                 ))
             })?);
         }
@@ -83,7 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let outcome = gate::evaluate(&rules, &cand, &base, cand.info.seed).map_err(UsageError)?;
 
     print!("{}", crate::report::terminal::gate_lines(&outcome));
-    let junit_path = args.junit.unwrap_or_else(|| args.run.join("gate.xml"));
+    let junit_path = args.junit.unwrap_or_else(|| cand_dir.gate_xml());
     std::fs::write(&junit_path, crate::report::junit::render(&outcome))
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", junit_path.display()))?;
     if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {

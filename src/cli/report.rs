@@ -1,6 +1,7 @@
 //! `ctxbench report`: re-render every report file of a saved run, without any model call.
 
 use super::UsageError;
+use crate::record::RunDir;
 use crate::report::{write_run_reports, ReportModel, WriteOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,11 +22,12 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let run = crate::record::read_run(&args.run_dir).map_err(|e| UsageError(e.to_string()))?;
+    let run_dir = RunDir::new(&args.run_dir);
+    let run = run_dir.read().map_err(|e| UsageError(e.to_string()))?;
     if let Some(t) = &run.torn {
         eprintln!(
             "warning: {}: line {} is a torn final write ({} bytes, the run was interrupted); ignored",
-            args.run_dir.join("samples.jsonl").display(),
+            run_dir.samples_jsonl().display(),
             t.line,
             t.bytes
         );
@@ -43,7 +45,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "wrote {} file(s) to {} (open {})",
         written.files.len(),
         out.display(),
-        out.join("report.html").display()
+        RunDir::new(&out).report_html().display()
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -87,17 +87,15 @@ pub struct Args {
 /// Returns the per-variant summary table.
 fn write_reports(run_dir: &std::path::Path) -> anyhow::Result<String> {
     use crate::report::{write_run_reports, ReportModel, WriteOptions};
-    let run = crate::record::read_run(run_dir)?;
+    let dir = crate::record::RunDir::new(run_dir);
+    let run = dir.read()?;
     let model = ReportModel::build(&run.info, run.samples);
     let written = write_run_reports(run_dir, &run.info, &model, WriteOptions { png: true })?;
     let mut out = super::report::summary_text(&model);
     for n in &written.plot_notes {
         out.push_str(&format!("plot skipped: {n}\n"));
     }
-    out.push_str(&format!(
-        "report   {}\n",
-        run_dir.join("report.html").display()
-    ));
+    out.push_str(&format!("report   {}\n", dir.report_html().display()));
     Ok(out)
 }
 

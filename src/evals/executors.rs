@@ -19,7 +19,7 @@ use crate::engine::{self, EngineConfig, OfflineSummarizer, ResolvedConfig, Summa
 use crate::pricing::PriceTable;
 use crate::providers::summarizer::{ProviderSummarizer, SummaryCancel};
 use crate::providers::{Provider, ProviderConfig};
-use crate::record::{TokenSplit, UnitError};
+use crate::record::{RunDir, TokenSplit, UnitError};
 use crate::runner::{
     replay_pool, Plan, Router, RunContext, Unit, UnitExecutor, UnitFuture, UnitOutput,
 };
@@ -183,7 +183,7 @@ fn setup(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<UnitSetup, Ev
             (Arc::new(summ), Some(cancel))
         };
     // Stores live under the run directory: stable paths, so evidence can point at them.
-    let store = ctx.run_dir.join("stores").join(&unit.id);
+    let store = RunDir::new(&ctx.run_dir).unit_store(&unit.id);
     let _ = std::fs::remove_dir_all(&store); // a resumed unit starts clean
     Ok(UnitSetup {
         trace,

@@ -298,28 +298,17 @@ pub fn pass_k<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> Vec<PassK> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{CostByRole, TokensByRole, UnitError, SCHEMA_VERSION};
+    use crate::record::UnitError;
 
     fn s(variant: &str, sample: &str, repeat: u32, recall: f64) -> Sample {
-        Sample {
-            schema_version: SCHEMA_VERSION,
-            unit_id: format!("{variant}/{sample}/{repeat}"),
-            trace_id: "t".into(),
-            variant: variant.into(),
-            eval: "needle".into(),
-            sample: sample.into(),
-            params: BTreeMap::new(),
-            repeat,
-            scores: BTreeMap::from([("recall".to_string(), recall)]),
-            passed: Some(recall >= 1.0),
-            tokens: TokensByRole::default(),
-            cost_usd: CostByRole::default(),
-            compactions: BTreeMap::new(),
-            latency_ms: 0,
-            error: None,
-            evidence: serde_json::Value::Null,
-            timeline: vec![],
-        }
+        Sample::builder()
+            .unit_id(format!("{variant}/{sample}/{repeat}"))
+            .variant(variant)
+            .sample(sample)
+            .repeat(repeat)
+            .score("recall", recall)
+            .passed(recall >= 1.0)
+            .build()
     }
 
     #[test]

@@ -90,8 +90,7 @@ pub fn format_usd(usd: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{CostByRole, SCHEMA_VERSION};
-    use std::collections::BTreeMap;
+    use crate::record::CostByRole;
 
     fn unit(
         agent_in: u64,
@@ -104,29 +103,15 @@ mod tests {
         tokens.agent.cached = agent_in / 2;
         tokens.agent.output = 10;
         tokens.judge.input = judge_in;
-        Sample {
-            schema_version: SCHEMA_VERSION,
-            unit_id: "u".into(),
-            trace_id: "t".into(),
-            variant: "v".into(),
-            eval: "e".into(),
-            sample: "s".into(),
-            params: BTreeMap::new(),
-            repeat: 0,
-            scores: BTreeMap::new(),
-            passed: None,
-            tokens,
-            cost_usd: CostByRole {
+        Sample::builder()
+            .eval("e")
+            .tokens(tokens)
+            .cost(CostByRole {
                 agent: agent_cost,
                 summarizer: None,
                 judge: judge_cost,
-            },
-            compactions: BTreeMap::new(),
-            latency_ms: 0,
-            error: None,
-            evidence: serde_json::Value::Null,
-            timeline: vec![],
-        }
+            })
+            .build()
     }
 
     #[test]

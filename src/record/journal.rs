@@ -5,8 +5,10 @@
 //! unbuffered file, so after a crash the file holds whole lines plus at most one torn (partial,
 //! newline-less) final line. Readers report that line and go on; `Journal::open_append` cuts it
 //! off before appending so the next record starts on a fresh line.
+//!
+//! This module owns the line format; [`super::RunDir`] owns where the file is and opens it.
 
-use super::{RunInfo, Sample, SCHEMA_VERSION};
+use super::{Sample, SCHEMA_VERSION};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -35,8 +37,18 @@ pub enum JournalError {
         line: usize,
         found: u32,
     },
-    #[error("{path}: expected a run.json object: {message}")]
-    BadRunInfo { path: PathBuf, message: String },
+    #[error("{path}: cannot read: {source} (is this a ctxbench run directory?)")]
+    NoRunInfo {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: not a ctxbench run.json: {message}")]
+    BadRunInfo {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> JournalError + '_ {
@@ -72,7 +84,7 @@ pub struct Journal {
 
 impl Journal {
     /// Create a new journal; fails if the file already exists (never clobbers a run).
-    pub fn create(path: &Path) -> Result<Journal, JournalError> {
+    pub(crate) fn create(path: &Path) -> Result<Journal, JournalError> {
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -86,7 +98,7 @@ impl Journal {
 
     /// Open a journal for appending (creating it if missing). A torn final line left by a
     /// crash is cut off first, and returned so the caller can report it.
-    pub fn open_append(path: &Path) -> Result<(Journal, Option<TornLine>), JournalError> {
+    pub(crate) fn open_append(path: &Path) -> Result<(Journal, Option<TornLine>), JournalError> {
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -180,7 +192,7 @@ fn cut_torn_tail(file: &mut File) -> std::io::Result<Option<TornLine>> {
 /// Read every sample of a journal. Blank lines are skipped. A final line without a newline
 /// that does not parse is a torn write: reported in `torn`, not an error. Any other bad line
 /// is an error naming the file, line and what was expected.
-pub fn read_samples(path: &Path) -> Result<SamplesRead, JournalError> {
+pub(crate) fn read_samples(path: &Path) -> Result<SamplesRead, JournalError> {
     let file = File::open(path).map_err(io_err(path))?;
     let mut reader = BufReader::with_capacity(256 * 1024, file);
     let mut out = SamplesRead::default();
@@ -246,66 +258,19 @@ fn parse_sample(text: &[u8]) -> Result<Sample, String> {
     })
 }
 
-/// A saved run: its `run.json` and the samples of its journal.
-#[derive(Clone, Debug)]
-pub struct Run {
-    pub dir: PathBuf,
-    pub info: RunInfo,
-    pub samples: Vec<Sample>,
-    /// Torn final journal line, if any (reported by the caller).
-    pub torn: Option<TornLine>,
-}
-
-/// Read `run.json` and `samples.jsonl` from a run directory.
-pub fn read_run(dir: &Path) -> Result<Run, JournalError> {
-    let info_path = dir.join("run.json");
-    let text = std::fs::read_to_string(&info_path).map_err(io_err(&info_path))?;
-    let info: RunInfo = serde_json::from_str(&text).map_err(|e| JournalError::BadRunInfo {
-        path: info_path.clone(),
-        message: e.to_string(),
-    })?;
-    if info.schema_version > SCHEMA_VERSION {
-        return Err(JournalError::FutureVersion {
-            path: info_path,
-            line: 1,
-            found: info.schema_version,
-        });
-    }
-    let read = read_samples(&dir.join("samples.jsonl"))?;
-    Ok(Run {
-        dir: dir.to_path_buf(),
-        info,
-        samples: read.samples,
-        torn: read.torn,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{CostByRole, TokensByRole};
-    use std::collections::BTreeMap;
 
     fn sample(i: u32) -> Sample {
-        Sample {
-            schema_version: SCHEMA_VERSION,
-            unit_id: format!("u{i}"),
-            trace_id: "t".into(),
-            variant: "v".into(),
-            eval: "needle".into(),
-            sample: format!("s{i}"),
-            params: BTreeMap::new(),
-            repeat: 0,
-            scores: BTreeMap::from([("recall".to_string(), f64::from(i % 2))]),
-            passed: Some(i % 2 == 1),
-            tokens: TokensByRole::default(),
-            cost_usd: CostByRole::default(),
-            compactions: BTreeMap::new(),
-            latency_ms: 5,
-            error: None,
-            evidence: serde_json::json!({"answer": "x\ny"}),
-            timeline: vec![],
-        }
+        Sample::builder()
+            .unit_id(format!("u{i}"))
+            .sample(format!("s{i}"))
+            .score("recall", f64::from(i % 2))
+            .passed(i % 2 == 1)
+            .latency_ms(5)
+            .evidence(serde_json::json!({"answer": "x\ny"}))
+            .build()
     }
 
     #[test]
@@ -382,19 +347,5 @@ mod tests {
         let read = read_samples(&path).unwrap();
         assert_eq!(read.samples, vec![sample(4)]);
         assert_eq!(read.torn, None);
-    }
-
-    #[test]
-    fn read_run_reads_info_and_samples() {
-        let dir = tempfile::tempdir().unwrap();
-        let info = RunInfo::new("r");
-        info.write(dir.path()).unwrap();
-        let mut j = Journal::create(&dir.path().join("samples.jsonl")).unwrap();
-        j.append(&sample(1)).unwrap();
-        let run = read_run(dir.path()).unwrap();
-        assert_eq!(run.info, info);
-        assert_eq!(run.samples, vec![sample(1)]);
-        let missing = read_run(&dir.path().join("nope")).unwrap_err().to_string();
-        assert!(missing.contains("run.json"), "{missing}");
     }
 }

@@ -15,20 +15,26 @@
 //!   report.md       Markdown report (report::markdown)
 //!   report.html     self-contained HTML report with inline SVG plots (report::html)
 //!   plots/*.png|svg plots (report::plots)
+//!   stores/<unit>/  offload store of each unit (evals::executors)
 //!   gate.xml        JUnit XML written by `ctxbench gate` (default location)
 //!   compare.md|json written by `ctxbench compare RUN_A RUN_B` into RUN_B (default location)
 //! ```
 //!
 //! `run.json` and `samples.jsonl` are the source of truth; everything else is re-rendered from
-//! them by `ctxbench report` without any model call.
+//! them by `ctxbench report` without any model call. [`RunDir`] owns this layout: every path
+//! above, and the reading and writing of the two source files, go through it.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod builder;
 pub mod journal;
+pub mod run_dir;
 pub mod run_info;
 
-pub use journal::{read_run, read_samples, Journal, JournalError, Run, SamplesRead, TornLine};
+pub use builder::SampleBuilder;
+pub use journal::{Journal, JournalError, SamplesRead, TornLine};
+pub use run_dir::{Run, RunDir};
 pub use run_info::{ProviderProvenance, RunInfo};
 
 /// Version of `samples.jsonl` / `run.json`. Bump on incompatible change.
@@ -216,25 +222,7 @@ mod tests {
     use super::*;
 
     fn sample() -> Sample {
-        Sample {
-            schema_version: SCHEMA_VERSION,
-            unit_id: "u".into(),
-            trace_id: "t".into(),
-            variant: "v".into(),
-            eval: "needle".into(),
-            sample: "s".into(),
-            params: BTreeMap::new(),
-            repeat: 0,
-            scores: BTreeMap::new(),
-            passed: None,
-            tokens: TokensByRole::default(),
-            cost_usd: CostByRole::default(),
-            compactions: BTreeMap::new(),
-            latency_ms: 0,
-            error: None,
-            evidence: serde_json::Value::Null,
-            timeline: vec![],
-        }
+        Sample::builder().build()
     }
 
     #[test]

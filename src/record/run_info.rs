@@ -1,11 +1,11 @@
 //! `run.json`: what a run was (resolved suite, versions, provenance, digests, variants, baseline).
 //!
-//! Written once by the runner when a run starts (and rewritten when it ends); read by `report`,
-//! `compare` and `gate`, which never need anything else besides `samples.jsonl`.
+//! Written by the runner when a run starts (and rewritten when it ends); read by `report`,
+//! `compare` and `gate`, which never need anything else besides `samples.jsonl`. Reading and
+//! writing the file is [`super::RunDir`]'s.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
 
 /// Which provider and model served one role of the run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -88,17 +88,6 @@ impl RunInfo {
             })
             .unwrap_or_default()
     }
-
-    /// Write `run.json` into `dir` (pretty-printed, trailing newline), via a temporary file and
-    /// a rename so a crash never leaves half a file.
-    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
-        let path = dir.join("run.json");
-        let tmp = dir.join("run.json.tmp");
-        let mut text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        text.push('\n');
-        std::fs::write(&tmp, text)?;
-        std::fs::rename(&tmp, &path)
-    }
 }
 
 /// Format a time as RFC 3339 UTC with second precision (no date crate needed).
@@ -153,17 +142,5 @@ mod tests {
         assert_eq!(info.baseline_variant(), Some("aggr"));
         info.suite = serde_json::json!({"gates": {"rules": ["needle.recall >= 0.9", 3]}});
         assert_eq!(info.gate_rules(), vec!["needle.recall >= 0.9".to_string()]);
-    }
-
-    #[test]
-    fn write_round_trips() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut info = RunInfo::new("r2");
-        info.variants = vec!["a".into()];
-        info.write(dir.path()).unwrap();
-        let text = std::fs::read_to_string(dir.path().join("run.json")).unwrap();
-        let back: RunInfo = serde_json::from_str(&text).unwrap();
-        assert_eq!(back, info);
-        assert!(!dir.path().join("run.json.tmp").exists());
     }
 }

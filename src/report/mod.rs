@@ -29,7 +29,7 @@ pub mod terminal;
 
 pub use model::ReportModel;
 
-use crate::record::RunInfo;
+use crate::record::{RunDir, RunInfo};
 use std::path::{Path, PathBuf};
 
 /// What `write_run_reports` wrote, and the plots it could not draw.
@@ -69,25 +69,26 @@ pub fn write_run_reports(
     opts: WriteOptions,
 ) -> anyhow::Result<Written> {
     let mut written = Written::default();
+    let dir = RunDir::new(dir);
     write(
-        dir.join("results.csv"),
+        dir.results_csv(),
         csv::render(info, model).as_bytes(),
         &mut written,
     )?;
     write(
-        dir.join("summary.json"),
+        dir.summary_json(),
         json::render(info, model).as_bytes(),
         &mut written,
     )?;
     write(
-        dir.join("report.md"),
+        dir.report_md(),
         markdown::render(info, model).as_bytes(),
         &mut written,
     )?;
 
     let (specs, skipped) = plots::plan(model);
     written.plot_notes.extend(skipped);
-    let plot_dir = dir.join("plots");
+    let plot_dir = dir.plots_dir();
     if !specs.is_empty() {
         std::fs::create_dir_all(&plot_dir)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", plot_dir.display()))?;
@@ -96,11 +97,7 @@ pub fn write_run_reports(
     for spec in &specs {
         match plots::render_svg(model, spec) {
             Ok(svg) => {
-                write(
-                    plot_dir.join(format!("{}.svg", spec.name)),
-                    svg.as_bytes(),
-                    &mut written,
-                )?;
+                write(dir.plot(&spec.name, "svg"), svg.as_bytes(), &mut written)?;
                 svgs.push((spec.clone(), svg));
             }
             Err(err) => written
@@ -109,11 +106,7 @@ pub fn write_run_reports(
         }
         if opts.png {
             match plots::render_png(model, spec) {
-                Ok(png) => write(
-                    plot_dir.join(format!("{}.png", spec.name)),
-                    &png,
-                    &mut written,
-                )?,
+                Ok(png) => write(dir.plot(&spec.name, "png"), &png, &mut written)?,
                 Err(err) => written
                     .plot_notes
                     .push(format!("{}: cannot draw PNG: {err}", spec.name)),
@@ -121,7 +114,7 @@ pub fn write_run_reports(
         }
     }
     let html = html::render_with_plots(info, model, &svgs, &written.plot_notes);
-    write(dir.join("report.html"), html.as_bytes(), &mut written)?;
+    write(dir.report_html(), html.as_bytes(), &mut written)?;
     Ok(written)
 }
 

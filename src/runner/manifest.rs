@@ -4,15 +4,14 @@
 //!
 //! The file is a superset of `record::RunInfo` (flattened in), so `report`, `compare` and `gate`
 //! read it as they read any run; the runner adds what it needs to resume, shard and merge.
+//! The file is read and written through `record::RunDir` (`read_run_json::<RunManifest>()`,
+//! `write_run_json(&manifest)`).
 
 use super::shard::Shard;
 use crate::config::suite::PromptFile;
 use crate::record::{RunInfo, Sample, TokensByRole};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
-
-pub const RUN_FILE: &str = "run.json";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -130,27 +129,6 @@ pub struct RunManifest {
 }
 
 impl RunManifest {
-    pub fn read(dir: &Path) -> Result<RunManifest, String> {
-        let p = dir.join(RUN_FILE);
-        let text = std::fs::read_to_string(&p).map_err(|e| {
-            format!(
-                "{}: cannot read: {e} (is this a ctxbench run directory?)",
-                p.display()
-            )
-        })?;
-        serde_json::from_str(&text)
-            .map_err(|e| format!("{}:{}: not a ctxbench run.json: {e}", p.display(), e.line()))
-    }
-
-    /// Write atomically (temp file + rename), so a crash never leaves a half-written run.json.
-    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
-        let tmp = dir.join(".run.json.tmp");
-        let mut text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        text.push('\n');
-        std::fs::write(&tmp, text)?;
-        std::fs::rename(&tmp, dir.join(RUN_FILE))
-    }
-
     /// Why two runs cannot be joined or continued, if they differ in what they measured.
     pub fn incompatibility(&self, other: &RunManifest) -> Option<String> {
         if self.suite_digest != other.suite_digest {

@@ -2,10 +2,9 @@
 //! suite) into one. Runs must share the suite digest and the trace and prompt digests; a unit
 //! recorded in two inputs must be identical apart from latency, otherwise it is an error.
 
-use super::journal;
 use super::manifest::{now_rfc3339, RunManifest, RunStatus, Totals, UnitCounts};
 use crate::error::UsageError;
-use crate::record::Sample;
+use crate::record::{RunDir, Sample};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -29,7 +28,10 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
     }
     let mut manifests = Vec::new();
     for dir in inputs {
-        manifests.push(RunManifest::read(dir).map_err(UsageError)?);
+        let m: RunManifest = RunDir::new(dir)
+            .read_run_json()
+            .map_err(|e| UsageError(e.to_string()))?;
+        manifests.push(m);
     }
     let first = &manifests[0];
     for (m, dir) in manifests.iter().zip(inputs).skip(1) {
@@ -54,17 +56,18 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
     }
     let mut by_id: BTreeMap<String, (Sample, usize)> = BTreeMap::new();
     for (i, dir) in inputs.iter().enumerate() {
-        let c = journal::read(&dir.join(journal::SAMPLES_FILE))
+        let run_dir = RunDir::new(dir);
+        let read = run_dir
+            .read_samples_or_empty()
             .map_err(|e| UsageError(e.to_string()))?;
-        let (samples, torn) = c;
-        if let Some(t) = torn {
+        if let Some(t) = read.torn {
             let line = t.line;
             eprintln!(
                 "warning: {}:{line}: ignoring a torn last line (the run was killed mid-write)",
-                dir.join(journal::SAMPLES_FILE).display()
+                run_dir.samples_jsonl().display()
             );
         }
-        for s in samples {
+        for s in read.samples {
             match by_id.get(&s.unit_id) {
                 Some((prev, j)) if !same_apart_from_latency(prev, &s) => {
                     return Err(UsageError(format!(
@@ -125,12 +128,10 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
     }
     std::fs::create_dir_all(out)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
-    journal::write_all(&out.join(journal::SAMPLES_FILE), &samples).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot write {}: {e}",
-            out.join(journal::SAMPLES_FILE).display()
-        )
-    })?;
+    let out_dir = RunDir::new(out);
+    out_dir
+        .write_samples(&samples)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out_dir.samples_jsonl().display()))?;
 
     let planned_total = first.units.planned_total;
     let recorded = samples.len() as u64;
@@ -171,12 +172,9 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
     } else {
         RunStatus::Incomplete
     };
-    m.write(out).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot write {}: {e}",
-            out.join(super::manifest::RUN_FILE).display()
-        )
-    })?;
+    out_dir
+        .write_run_json(&m)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out_dir.run_json().display()))?;
     Ok(Merged {
         manifest: m,
         missing,

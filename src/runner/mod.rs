@@ -3,14 +3,14 @@
 //! - [`plan`]: units (trace × variant × eval sample × repeat) with stable ids and order.
 //! - [`shard`]: `--shard i/n` by stable hash of the unit id.
 //! - [`execute`]: the [`UnitExecutor`] trait evals plug into, and the async dispatcher.
-//! - [`journal`]: `samples.jsonl`, appended and flushed per unit; torn-tail tolerant.
-//! - [`resume`], [`budget`], [`progress`], [`manifest`] (`run.json`), [`merge`].
+//! - [`resume`], [`budget`], [`progress`], [`manifest`] (`run.json`'s runner fields), [`merge`].
+//!   The run directory itself (paths, `run.json`, the `samples.jsonl` journal) is
+//!   `record::RunDir`'s.
 //! - [`session`]: one `ctxbench run` from suite to finished run directory.
 //! - [`synthetic`]: a deterministic executor for harness tests.
 
 pub mod budget;
 pub mod execute;
-pub mod journal;
 pub mod manifest;
 pub mod merge;
 pub mod plan;

@@ -5,8 +5,7 @@
 use super::manifest::RunManifest;
 use super::shard::Shard;
 use crate::error::UsageError;
-use crate::record::journal::{Journal, TornLine};
-use crate::record::Sample;
+use crate::record::{Journal, RunDir, Sample, TornLine};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -23,7 +22,10 @@ pub struct Resumed {
 /// Open `dir` for resuming a run of a suite with digest `suite_digest`. `shard` is what the
 /// command line asked for (None = whatever the run used).
 pub fn open(dir: &Path, suite_digest: &str, shard: Option<Shard>) -> anyhow::Result<Resumed> {
-    let manifest = RunManifest::read(dir).map_err(UsageError)?;
+    let run_dir = RunDir::new(dir);
+    let manifest: RunManifest = run_dir
+        .read_run_json()
+        .map_err(|e| UsageError(e.to_string()))?;
     if manifest.suite_digest != suite_digest {
         return Err(UsageError(format!(
             "cannot resume {}: the suite changed since the run started (digest {} then, {} now); start a new run instead",
@@ -52,7 +54,8 @@ pub fn open(dir: &Path, suite_digest: &str, shard: Option<Shard>) -> anyhow::Res
         ))
         .into());
     }
-    let (journal, samples, torn) = super::journal::resume(&dir.join(super::journal::SAMPLES_FILE))
+    let (journal, samples, torn) = run_dir
+        .resume_journal()
         .map_err(|e| UsageError(e.to_string()))?;
     Ok(Resumed {
         manifest,

@@ -6,7 +6,6 @@ use super::budget::Budget;
 use super::execute::{
     dispatch, DispatchOptions, DispatchReport, RunContext, StopReason, UnitExecutor,
 };
-use super::journal;
 use super::manifest::{
     now_compact, now_rfc3339, InvocationOptions, RunManifest, RunStatus, SkippedTrace, Totals,
     TraceDigest, UnitCounts,
@@ -18,8 +17,7 @@ use super::shard::Shard;
 use crate::config::suite::{ProviderRole, TraceFile};
 use crate::config::LoadedSuite;
 use crate::error::UsageError;
-use crate::record::journal::Journal;
-use crate::record::{ProviderProvenance, RunInfo, Sample};
+use crate::record::{Journal, ProviderProvenance, RunDir, RunInfo, Sample};
 use crate::trace::{ImportError, SourceFormat, Trace};
 use anyhow::Context;
 use rayon::prelude::*;
@@ -300,7 +298,7 @@ pub fn open_run(
             if let Some(t) = &r.torn {
                 eprintln!(
                     "note: {}:{}: cut a torn last line ({} bytes) left by an interrupted write",
-                    dir.join(journal::SAMPLES_FILE).display(),
+                    RunDir::new(dir).samples_jsonl().display(),
                     t.line,
                     t.bytes
                 );
@@ -359,10 +357,10 @@ pub fn open_run(
                     }
                 }
             };
-            let journal = Journal::create(&dir.join(journal::SAMPLES_FILE)).with_context(|| {
+            let journal = RunDir::new(&dir).create_journal().with_context(|| {
                 format!(
                     "cannot create {}",
-                    dir.join(journal::SAMPLES_FILE).display()
+                    RunDir::new(&dir).samples_jsonl().display()
                 )
             })?;
             let mut info = RunInfo::new(run_id);
@@ -433,12 +431,9 @@ pub fn open_run(
         not_run_interrupted: 0,
     };
     manifest.totals = Totals::of(&previous);
-    manifest.write(&run_dir).with_context(|| {
-        format!(
-            "cannot write {}",
-            run_dir.join(super::manifest::RUN_FILE).display()
-        )
-    })?;
+    let dir = RunDir::new(&run_dir);
+    dir.write_run_json(&manifest)
+        .with_context(|| format!("cannot write {}", dir.run_json().display()))?;
     let run_dir_for_ctx = run_dir.clone();
     Ok(Prepared {
         plan,
@@ -493,7 +488,11 @@ pub async fn execute(
     .context("the run journal could not be written; finished units up to here are saved")?;
     progress.finish();
     journal.sync().ok();
-    let (all, _) = journal::read(journal.path()).map_err(|e| UsageError(e.to_string()))?;
+    let dir = RunDir::new(&run_dir);
+    let all = dir
+        .read_samples_or_empty()
+        .map_err(|e| UsageError(e.to_string()))?
+        .samples;
     manifest.units.recorded = all.len() as u64;
     manifest.units.failed = all.iter().filter(|s| s.error.is_some()).count() as u64;
     manifest.units.not_run_budget = report.not_run_budget;
@@ -508,12 +507,8 @@ pub async fn execute(
         }
         StopReason::Finished => RunStatus::Incomplete,
     };
-    manifest.write(&run_dir).with_context(|| {
-        format!(
-            "cannot write {}",
-            run_dir.join(super::manifest::RUN_FILE).display()
-        )
-    })?;
+    dir.write_run_json(&manifest)
+        .with_context(|| format!("cannot write {}", dir.run_json().display()))?;
     let failed_total = manifest.units.failed;
     Ok(Outcome {
         run_dir,

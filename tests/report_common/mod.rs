@@ -3,8 +3,8 @@
 #![allow(dead_code)]
 
 use ctxbench::record::{
-    CostByRole, Journal, ProviderProvenance, RunInfo, Sample, TimelinePoint, TokenSplit,
-    TokensByRole, UnitError, SCHEMA_VERSION,
+    CostByRole, ProviderProvenance, RunDir, RunInfo, Sample, TimelinePoint, TokenSplit,
+    TokensByRole, UnitError,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -77,24 +77,20 @@ pub fn needle(
             }
         })
         .collect();
-    Sample {
-        schema_version: SCHEMA_VERSION,
-        unit_id: format!("{trace}/{variant}/needle/d{depth}-t{trigger}/{repeat}"),
-        trace_id: trace.into(),
-        variant: variant.into(),
-        eval: "needle".into(),
-        sample: format!("depth={depth}/trigger={trigger}"),
-        params: BTreeMap::from([
-            ("depth".to_string(), serde_json::json!(depth)),
-            ("trigger".to_string(), serde_json::json!(trigger)),
-        ]),
-        repeat,
-        scores: BTreeMap::from([
-            ("recall".to_string(), if lost { 0.0 } else { 1.0 }),
-            ("steps".to_string(), if lost { 6.0 } else { 3.0 }),
-        ]),
-        passed: Some(!lost),
-        tokens: TokensByRole {
+    let mut b = Sample::builder()
+        .unit_id(format!(
+            "{trace}/{variant}/needle/d{depth}-t{trigger}/{repeat}"
+        ))
+        .trace(trace)
+        .variant(variant)
+        .sample(format!("depth={depth}/trigger={trigger}"))
+        .param("depth", depth)
+        .param("trigger", trigger)
+        .repeat(repeat)
+        .score("recall", if lost { 0.0 } else { 1.0 })
+        .score("steps", if lost { 6.0 } else { 3.0 })
+        .passed(!lost)
+        .tokens(TokensByRole {
             agent: split(agent_in, agent_in / 4, 300),
             summarizer: if aggressive {
                 split(4000, 0, 500)
@@ -102,8 +98,8 @@ pub fn needle(
                 TokenSplit::default()
             },
             judge: TokenSplit::default(),
-        },
-        cost_usd: CostByRole {
+        })
+        .cost(CostByRole {
             agent: Some(agent_in as f64 * 2.5e-6 + 300.0 * 1e-5),
             summarizer: Some(if aggressive {
                 4000.0 * 1.5e-7 + 500.0 * 6e-7
@@ -111,17 +107,14 @@ pub fn needle(
                 0.0
             }),
             judge: None,
-        },
-        compactions: if aggressive {
-            BTreeMap::from([("summarized".to_string(), 1)])
-        } else {
-            BTreeMap::new()
-        },
-        latency_ms: 120 + repeat as u64,
-        error: None,
-        evidence: serde_json::json!({"answer": if lost { HOSTILE } else { "teal-otter-7731" }, "files_read": ["/large_tool_results/call_1"]}),
-        timeline,
+        })
+        .latency_ms(120 + repeat as u64)
+        .evidence(serde_json::json!({"answer": if lost { HOSTILE } else { "teal-otter-7731" }, "files_read": ["/large_tool_results/call_1"]}))
+        .timeline(timeline);
+    if aggressive {
+        b = b.compaction("summarized", 1);
     }
+    b.build()
 }
 
 /// A drift unit with a judge whose price is unknown.
@@ -181,9 +174,7 @@ pub fn samples() -> Vec<Sample> {
 /// Write run.json and samples.jsonl into `dir`.
 pub fn write_run(dir: &Path, info: &RunInfo, samples: &[Sample]) {
     std::fs::create_dir_all(dir).unwrap();
-    info.write(dir).unwrap();
-    let mut j = Journal::create(&dir.join("samples.jsonl")).unwrap();
-    for s in samples {
-        j.append(s).unwrap();
-    }
+    let run_dir = RunDir::new(dir);
+    run_dir.write_run_json(info).unwrap();
+    run_dir.write_samples(samples).unwrap();
 }

@@ -1,0 +1,382 @@
+//! [`RunDir`]: the one owner of a run directory — every file name in it, and the reading and
+//! writing of its two sources of truth, `run.json` and `samples.jsonl`.
+//!
+//! Other modules never join a file name onto a run directory themselves: they ask `RunDir` for
+//! the path (`report_md()`, `unit_store(id)`, …) or for the operation (`write_run_json`,
+//! `create_journal`, `resume_journal`, `read`). The line format of `samples.jsonl` is
+//! [`super::journal`]'s; the encoding of `run.json` (pretty JSON, trailing newline, written via
+//! a temporary file and a rename) is here. `run.json` is one JSON object: [`RunInfo`]'s fields,
+//! plus what the runner adds (`runner::manifest::RunManifest` flattens `RunInfo` in), so both
+//! are read and written through the generic [`RunDir::read_run_json`] / [`RunDir::write_run_json`].
+
+use super::journal::{read_samples, Journal, JournalError, SamplesRead, TornLine};
+use super::{RunInfo, Sample, SCHEMA_VERSION};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+const RUN_JSON: &str = "run.json";
+/// Temporary file `run.json` is written to before the rename (hidden, so a listing of a run
+/// directory caught mid-write does not show it).
+const RUN_JSON_TMP: &str = ".run.json.tmp";
+const SAMPLES_JSONL: &str = "samples.jsonl";
+const RESULTS_CSV: &str = "results.csv";
+const SUMMARY_JSON: &str = "summary.json";
+const REPORT_MD: &str = "report.md";
+const REPORT_HTML: &str = "report.html";
+const PLOTS: &str = "plots";
+const STORES: &str = "stores";
+const GATE_XML: &str = "gate.xml";
+const COMPARE_MD: &str = "compare.md";
+const COMPARE_JSON: &str = "compare.json";
+
+/// A run directory (`reports/<run-id>/`, or any directory given on the command line). Cheap to
+/// make: it holds only the path; nothing is touched until a method reads or writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunDir {
+    root: PathBuf,
+}
+
+/// A saved run: its `run.json` and the samples of its journal.
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub dir: PathBuf,
+    pub info: RunInfo,
+    pub samples: Vec<Sample>,
+    /// Torn final journal line, if any (reported by the caller).
+    pub torn: Option<TornLine>,
+}
+
+impl RunDir {
+    pub fn new(root: impl Into<PathBuf>) -> RunDir {
+        RunDir { root: root.into() }
+    }
+
+    /// The directory itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `run.json`: what the run was and how it went.
+    pub fn run_json(&self) -> PathBuf {
+        self.root.join(RUN_JSON)
+    }
+
+    /// `samples.jsonl`: the journal, one sample per line.
+    pub fn samples_jsonl(&self) -> PathBuf {
+        self.root.join(SAMPLES_JSONL)
+    }
+
+    /// `results.csv`: one flat row per sample.
+    pub fn results_csv(&self) -> PathBuf {
+        self.root.join(RESULTS_CSV)
+    }
+
+    /// `summary.json`: the statistics of the report model.
+    pub fn summary_json(&self) -> PathBuf {
+        self.root.join(SUMMARY_JSON)
+    }
+
+    /// `report.md`.
+    pub fn report_md(&self) -> PathBuf {
+        self.root.join(REPORT_MD)
+    }
+
+    /// `report.html` (self-contained, plots inline).
+    pub fn report_html(&self) -> PathBuf {
+        self.root.join(REPORT_HTML)
+    }
+
+    /// `plots/`: one SVG (and PNG) per plot.
+    pub fn plots_dir(&self) -> PathBuf {
+        self.root.join(PLOTS)
+    }
+
+    /// `plots/<name>.<ext>`.
+    pub fn plot(&self, name: &str, ext: &str) -> PathBuf {
+        self.plots_dir().join(format!("{name}.{ext}"))
+    }
+
+    /// `stores/<unit-id>/`: the offload store of one unit (stable, so evidence can point at it).
+    pub fn unit_store(&self, unit_id: &str) -> PathBuf {
+        self.root.join(STORES).join(unit_id)
+    }
+
+    /// `gate.xml`: default place of `ctxbench gate`'s JUnit XML.
+    pub fn gate_xml(&self) -> PathBuf {
+        self.root.join(GATE_XML)
+    }
+
+    /// `compare.md`: default place of `ctxbench compare`'s Markdown.
+    pub fn compare_md(&self) -> PathBuf {
+        self.root.join(COMPARE_MD)
+    }
+
+    /// `compare.json`: default place of `ctxbench compare`'s JSON.
+    pub fn compare_json(&self) -> PathBuf {
+        self.root.join(COMPARE_JSON)
+    }
+
+    /// Write `run.json` (pretty-printed, trailing newline) via a temporary file and a rename, so
+    /// a crash never leaves half a file. `value` is a [`RunInfo`] or a type that flattens one in.
+    pub fn write_run_json<T: Serialize>(&self, value: &T) -> std::io::Result<()> {
+        let tmp = self.root.join(RUN_JSON_TMP);
+        let mut text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+        text.push('\n');
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(&tmp, self.run_json())
+    }
+
+    /// Read `run.json` as `T` (a [`RunInfo`], or a type that flattens one in). A file written by
+    /// a newer ctxbench (`schema_version` above [`SCHEMA_VERSION`]) is refused.
+    pub fn read_run_json<T: DeserializeOwned>(&self) -> Result<T, JournalError> {
+        #[derive(serde::Deserialize)]
+        struct Version {
+            #[serde(default)]
+            schema_version: u32,
+        }
+        let path = self.run_json();
+        let text = std::fs::read_to_string(&path).map_err(|source| JournalError::NoRunInfo {
+            path: path.clone(),
+            source,
+        })?;
+        let bad = |e: serde_json::Error| JournalError::BadRunInfo {
+            path: path.clone(),
+            line: e.line(),
+            message: e.to_string(),
+        };
+        let version: Version = serde_json::from_str(&text).map_err(bad)?;
+        if version.schema_version > SCHEMA_VERSION {
+            return Err(JournalError::FutureVersion {
+                path,
+                line: 1,
+                found: version.schema_version,
+            });
+        }
+        serde_json::from_str(&text).map_err(bad)
+    }
+
+    /// Start the journal of a new run; fails if it exists (never clobbers a run).
+    pub fn create_journal(&self) -> Result<Journal, JournalError> {
+        Journal::create(&self.samples_jsonl())
+    }
+
+    /// Reopen the journal to continue a run (creating it if missing): a torn last line left by
+    /// a crash is cut first and returned, then the samples that remain are read.
+    pub fn resume_journal(&self) -> Result<(Journal, Vec<Sample>, Option<TornLine>), JournalError> {
+        let (journal, torn) = Journal::open_append(&self.samples_jsonl())?;
+        let samples = read_samples(&self.samples_jsonl())?.samples;
+        Ok((journal, samples, torn))
+    }
+
+    /// Every sample of the journal, and a torn final line if any. A missing journal is an error.
+    pub fn read_samples(&self) -> Result<SamplesRead, JournalError> {
+        read_samples(&self.samples_jsonl())
+    }
+
+    /// Like [`RunDir::read_samples`], but a missing journal reads as empty (a run killed before
+    /// its first unit finished, or a shard with no units).
+    pub fn read_samples_or_empty(&self) -> Result<SamplesRead, JournalError> {
+        if !self.samples_jsonl().exists() {
+            return Ok(SamplesRead::default());
+        }
+        self.read_samples()
+    }
+
+    /// Write `samples` as a new journal (fails if it exists), synced to disk.
+    pub fn write_samples(&self, samples: &[Sample]) -> Result<(), JournalError> {
+        let mut j = self.create_journal()?;
+        for s in samples {
+            j.append(s)?;
+        }
+        j.sync()
+    }
+
+    /// Read the run: `run.json` as a [`RunInfo`] and every sample of `samples.jsonl`.
+    pub fn read(&self) -> Result<Run, JournalError> {
+        let info: RunInfo = self.read_run_json()?;
+        let read = self.read_samples()?;
+        Ok(Run {
+            dir: self.root.clone(),
+            info,
+            samples: read.samples,
+            torn: read.torn,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn sample(id: &str) -> Sample {
+        Sample::builder().unit_id(id).build()
+    }
+
+    #[test]
+    fn paths_keep_the_documented_layout() {
+        let d = RunDir::new("/r");
+        let names: Vec<PathBuf> = vec![
+            d.run_json(),
+            d.samples_jsonl(),
+            d.results_csv(),
+            d.summary_json(),
+            d.report_md(),
+            d.report_html(),
+            d.plot("recall", "svg"),
+            d.unit_store("u1"),
+            d.gate_xml(),
+            d.compare_md(),
+            d.compare_json(),
+        ];
+        let want = [
+            "/r/run.json",
+            "/r/samples.jsonl",
+            "/r/results.csv",
+            "/r/summary.json",
+            "/r/report.md",
+            "/r/report.html",
+            "/r/plots/recall.svg",
+            "/r/stores/u1",
+            "/r/gate.xml",
+            "/r/compare.md",
+            "/r/compare.json",
+        ];
+        assert_eq!(names, want.iter().map(PathBuf::from).collect::<Vec<_>>());
+    }
+
+    /// No module but this one spells a run directory's file names as string literals outside
+    /// its tests: they ask `RunDir` for the path instead.
+    #[test]
+    fn no_other_source_file_spells_a_run_directory_file_name() {
+        let names = [
+            RUN_JSON,
+            RUN_JSON_TMP,
+            SAMPLES_JSONL,
+            RESULTS_CSV,
+            SUMMARY_JSON,
+            REPORT_MD,
+            REPORT_HTML,
+            PLOTS,
+            STORES,
+            GATE_XML,
+            COMPARE_MD,
+            COMPARE_JSON,
+        ];
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut offenders = Vec::new();
+        let mut dirs = vec![src];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs")
+                    && !path.ends_with("record/run_dir.rs")
+                {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    // Test modules (at the end of a file) may check the on-disk layout.
+                    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+                    for name in names {
+                        if code.contains(&format!("\"{name}\"")) {
+                            offenders.push(format!("{}: \"{name}\"", path.display()));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            offenders.is_empty(),
+            "ask record::RunDir for these paths: {offenders:?}"
+        );
+    }
+
+    #[test]
+    fn run_json_round_trips_without_leaving_a_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = RunDir::new(dir.path());
+        let mut info = RunInfo::new("r2");
+        info.variants = vec!["a".into()];
+        d.write_run_json(&info).unwrap();
+        let text = std::fs::read_to_string(dir.path().join("run.json")).unwrap();
+        assert!(text.ends_with("}\n"), "{text}");
+        assert_eq!(d.read_run_json::<RunInfo>().unwrap(), info);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "only run.json remains: {left:?}");
+    }
+
+    #[test]
+    fn run_json_errors_name_the_file_line_and_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = RunDir::new(dir.path());
+        let missing = d.read_run_json::<RunInfo>().unwrap_err().to_string();
+        assert!(
+            missing.contains("run.json") && missing.contains("run directory"),
+            "{missing}"
+        );
+        std::fs::write(
+            d.run_json(),
+            "{\n  \"schema_version\": 1,\n  \"run_id\": 3\n}\n",
+        )
+        .unwrap();
+        let bad = d.read_run_json::<RunInfo>().unwrap_err().to_string();
+        assert!(bad.contains("run.json:3:"), "{bad}");
+        let mut info = RunInfo::new("future");
+        info.schema_version = SCHEMA_VERSION + 1;
+        d.write_run_json(&info).unwrap();
+        let future = d.read_run_json::<RunInfo>().unwrap_err().to_string();
+        assert!(future.contains("schema_version"), "{future}");
+    }
+
+    #[test]
+    fn read_reads_info_and_samples() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = RunDir::new(dir.path());
+        let info = RunInfo::new("r");
+        d.write_run_json(&info).unwrap();
+        d.write_samples(&[sample("a")]).unwrap();
+        let run = d.read().unwrap();
+        assert_eq!(run.info, info);
+        assert_eq!(run.samples, vec![sample("a")]);
+        let missing = RunDir::new(dir.path().join("nope"))
+            .read()
+            .unwrap_err()
+            .to_string();
+        assert!(missing.contains("run.json"), "{missing}");
+    }
+
+    #[test]
+    fn resume_cuts_a_torn_tail_and_appends_after_the_last_whole_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = RunDir::new(dir.path());
+        assert!(
+            d.read_samples_or_empty().unwrap().samples.is_empty(),
+            "missing journal reads as empty"
+        );
+        assert!(d.read_samples().is_err(), "unless it must exist");
+        d.write_samples(&[sample("a")]).unwrap();
+        let half = serde_json::to_string(&sample("b")).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(d.samples_jsonl())
+            .unwrap()
+            .write_all(&half.as_bytes()[..half.len() / 2])
+            .unwrap();
+        assert_eq!(d.read_samples().unwrap().torn.map(|t| t.line), Some(2));
+        let (mut j, samples, torn) = d.resume_journal().unwrap();
+        assert_eq!(samples.len(), 1);
+        assert!(torn.is_some());
+        j.append(&sample("c")).unwrap();
+        let read = d.read_samples().unwrap();
+        assert!(read.torn.is_none());
+        assert_eq!(
+            read.samples
+                .iter()
+                .map(|s| s.unit_id.as_str())
+                .collect::<Vec<_>>(),
+            ["a", "c"]
+        );
+        assert!(d.write_samples(&[]).is_err(), "never overwrites a journal");
+    }
+}
