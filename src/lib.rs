@@ -4,6 +4,7 @@
 //! The binary in `main.rs` is a thin shell over this library; every subcommand lives in `cli/`.
 
 pub mod cli;
+pub mod confcore;
 pub mod config;
 pub mod engine;
 pub mod evals;

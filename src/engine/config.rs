@@ -16,17 +16,37 @@
 //! summary_max_tokens = 1024
 //! ```
 
-use crate::config::ConfigError;
+use crate::confcore::merge::merge;
+use crate::confcore::newtypes::Fraction;
+use crate::confcore::ConfigError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::PathBuf;
 
-/// When a layer fires: a fraction of the window or an absolute token count.
+/// When a layer fires: a fraction of the window or an absolute token count. A fraction is
+/// checked to be in (0, 1] when deserialized ([`Fraction`]).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[serde(rename_all = "snake_case", deny_unknown_fields, from = "TriggerRepr")]
 pub enum Trigger {
     Fraction(f64),
     Tokens(u64),
+}
+
+/// What a [`Trigger`] deserializes from: the same choice, with the fraction constrained.
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum TriggerRepr {
+    Fraction(Fraction),
+    Tokens(u64),
+}
+
+impl From<TriggerRepr> for Trigger {
+    fn from(r: TriggerRepr) -> Trigger {
+        match r {
+            TriggerRepr::Fraction(f) => Trigger::Fraction(f.get()),
+            TriggerRepr::Tokens(t) => Trigger::Tokens(t),
+        }
+    }
 }
 
 impl Trigger {
@@ -39,13 +59,31 @@ impl Trigger {
     }
 }
 
-/// How much recent context a layer keeps verbatim.
+/// How much recent context a layer keeps verbatim (a fraction is checked like a trigger's).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[serde(rename_all = "snake_case", deny_unknown_fields, from = "KeepRepr")]
 pub enum Keep {
     Messages(usize),
     Tokens(u64),
     Fraction(f64),
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum KeepRepr {
+    Messages(usize),
+    Tokens(u64),
+    Fraction(Fraction),
+}
+
+impl From<KeepRepr> for Keep {
+    fn from(r: KeepRepr) -> Keep {
+        match r {
+            KeepRepr::Messages(n) => Keep::Messages(n),
+            KeepRepr::Tokens(t) => Keep::Tokens(t),
+            KeepRepr::Fraction(f) => Keep::Fraction(f.get()),
+        }
+    }
 }
 
 impl Keep {
@@ -79,10 +117,12 @@ impl TextSource {
     pub fn load(&self) -> Result<String, ConfigError> {
         match self {
             TextSource::Text(t) => Ok(t.clone()),
-            TextSource::File(p) => std::fs::read_to_string(p).map_err(|e| ConfigError {
-                file: p.display().to_string(),
-                line: 0,
-                message: format!("cannot read prompt file: {e}"),
+            TextSource::File(p) => std::fs::read_to_string(p).map_err(|e| {
+                ConfigError::new(
+                    p.display().to_string(),
+                    0,
+                    format!("cannot read prompt file: {e}"),
+                )
             }),
         }
     }
@@ -389,25 +429,28 @@ impl LayerConfig {
         v.unwrap_or(Value::Null)
     }
 
-    fn reparse(&self, v: Value) -> Result<LayerConfig, serde_json::Error> {
+    /// The layer of the same kind from `v`; errors carry the key path inside the layer.
+    fn reparse(
+        &self,
+        v: Value,
+    ) -> Result<LayerConfig, serde_path_to_error::Error<serde_json::Error>> {
+        fn de<T: serde::de::DeserializeOwned>(
+            v: Value,
+        ) -> Result<T, serde_path_to_error::Error<serde_json::Error>> {
+            serde_path_to_error::deserialize(v)
+        }
         Ok(match self {
-            LayerConfig::EvictToolResults(_) => {
-                LayerConfig::EvictToolResults(serde_json::from_value(v)?)
-            }
-            LayerConfig::EvictUserMessages(_) => {
-                LayerConfig::EvictUserMessages(serde_json::from_value(v)?)
-            }
-            LayerConfig::TruncateArgs(_) => LayerConfig::TruncateArgs(serde_json::from_value(v)?),
-            LayerConfig::Summarize(_) => LayerConfig::Summarize(serde_json::from_value(v)?),
-            LayerConfig::ClearToolResults(_) => {
-                LayerConfig::ClearToolResults(serde_json::from_value(v)?)
-            }
-            LayerConfig::Truncate(_) => LayerConfig::Truncate(serde_json::from_value(v)?),
-            LayerConfig::Emergency(_) => LayerConfig::Emergency(serde_json::from_value(v)?),
-            LayerConfig::TurnTrim(_) => LayerConfig::TurnTrim(serde_json::from_value(v)?),
-            LayerConfig::Checkpoint(_) => LayerConfig::Checkpoint(serde_json::from_value(v)?),
-            LayerConfig::Watchdog(_) => LayerConfig::Watchdog(serde_json::from_value(v)?),
-            LayerConfig::CostCeiling(_) => LayerConfig::CostCeiling(serde_json::from_value(v)?),
+            LayerConfig::EvictToolResults(_) => LayerConfig::EvictToolResults(de(v)?),
+            LayerConfig::EvictUserMessages(_) => LayerConfig::EvictUserMessages(de(v)?),
+            LayerConfig::TruncateArgs(_) => LayerConfig::TruncateArgs(de(v)?),
+            LayerConfig::Summarize(_) => LayerConfig::Summarize(de(v)?),
+            LayerConfig::ClearToolResults(_) => LayerConfig::ClearToolResults(de(v)?),
+            LayerConfig::Truncate(_) => LayerConfig::Truncate(de(v)?),
+            LayerConfig::Emergency(_) => LayerConfig::Emergency(de(v)?),
+            LayerConfig::TurnTrim(_) => LayerConfig::TurnTrim(de(v)?),
+            LayerConfig::Checkpoint(_) => LayerConfig::Checkpoint(de(v)?),
+            LayerConfig::Watchdog(_) => LayerConfig::Watchdog(de(v)?),
+            LayerConfig::CostCeiling(_) => LayerConfig::CostCeiling(de(v)?),
         })
     }
 }
@@ -483,22 +526,7 @@ impl ResolvedConfig {
     /// `fraction` of the window: what an eval's trigger sweep (e.g. "summarize at 15%") means.
     /// Returns false when the configuration has no such layer.
     pub fn set_compaction_trigger(&mut self, fraction: f64) -> bool {
-        let mut any = false;
-        for l in &mut self.layers {
-            let t = match l {
-                LayerConfig::Summarize(c) => {
-                    // An explicit trigger wins over the model-tier default (core-agent).
-                    c.tier_from_model = false;
-                    &mut c.trigger
-                }
-                LayerConfig::Truncate(c) => &mut c.trigger,
-                LayerConfig::TruncateArgs(c) => &mut c.trigger,
-                _ => continue,
-            };
-            *t = Trigger::Fraction(fraction);
-            any = true;
-        }
-        any
+        set_compaction_trigger(&mut self.layers, fraction)
     }
 
     /// The counter this configuration names.
@@ -515,62 +543,50 @@ impl ResolvedConfig {
     }
 }
 
+/// The one place where a trigger fraction (a model tier's, or an eval's sweep) is applied:
+/// every context-pressure compaction trigger (summarize, truncate, args truncation) moves to
+/// `fraction` of the window, and an explicit trigger turns off summarize's model-tier default.
+/// Returns false when there is no such layer.
+pub fn set_compaction_trigger(layers: &mut [LayerConfig], fraction: f64) -> bool {
+    let mut any = false;
+    for l in layers {
+        let t = match l {
+            LayerConfig::Summarize(c) => {
+                // An explicit trigger wins over the model-tier default (core-agent).
+                c.tier_from_model = false;
+                &mut c.trigger
+            }
+            LayerConfig::Truncate(c) => &mut c.trigger,
+            LayerConfig::TruncateArgs(c) => &mut c.trigger,
+            _ => continue,
+        };
+        *t = Trigger::Fraction(fraction);
+        any = true;
+    }
+    any
+}
+
 fn err(key: &str, message: impl Into<String>) -> ConfigError {
     err_in(None, key, message)
 }
 
 fn err_in(source: Option<&str>, key: &str, message: impl Into<String>) -> ConfigError {
-    ConfigError {
-        file: source.unwrap_or("engine config").into(),
-        line: 0,
-        message: format!("`{key}`: {}", message.into()),
-    }
-}
-
-/// Keys whose value is a one-of choice (`{fraction = …}` / `{tokens = …}`, `{text}` / `{file}`):
-/// `trigger`, `keep`, `threshold`, `prompt`, and the trigger-valued `max_tokens` (turn_trim)
-/// and `limit` (emergency).
-const CHOICE_KEYS: [&str; 6] = [
-    "trigger",
-    "keep",
-    "threshold",
-    "prompt",
-    "max_tokens",
-    "limit",
-];
-
-/// Merge `patch` into `target`: tables merge recursively; under a choice key (`trigger`,
-/// `keep`, `threshold`, `prompt`) a patch naming another variant replaces the old choice.
-pub fn merge(target: &mut Value, patch: Value) {
-    merge_at(target, patch, None);
-}
-
-fn merge_at(target: &mut Value, patch: Value, key: Option<&str>) {
-    match (target, patch) {
-        (Value::Object(t), Value::Object(p)) => {
-            if key.is_some_and(|k| CHOICE_KEYS.contains(&k)) && p.keys().any(|k| !t.contains_key(k))
-            {
-                t.clear();
-            }
-            for (k, v) in p {
-                match t.get_mut(&k) {
-                    Some(slot) => merge_at(slot, v, Some(&k)),
-                    None => {
-                        t.insert(k, v);
-                    }
-                }
-            }
-        }
-        (slot, p) => *slot = p,
-    }
+    ConfigError::new(
+        source.unwrap_or("engine config"),
+        0,
+        format!("`{key}`: {}", message.into()),
+    )
+    .with_key(key.split('.').map(str::to_string).collect())
 }
 
 /// Parse one `--set key=value`: dotted key, value as a TOML value (a bare word is a string).
 pub fn parse_set(arg: &str) -> Result<(Vec<String>, Value), ConfigError> {
-    let (key, raw) = arg.split_once('=').ok_or_else(|| ConfigError {
-        file: "--set".into(),
-        line: 0,
-        message: format!("{arg:?}: expected key=value, e.g. summarize.trigger.fraction=0.5"),
+    let (key, raw) = arg.split_once('=').ok_or_else(|| {
+        ConfigError::new(
+            "--set",
+            0,
+            format!("{arg:?}: expected key=value, e.g. summarize.trigger.fraction=0.5"),
+        )
     })?;
     let path: Vec<String> = key
         .trim()
@@ -578,11 +594,11 @@ pub fn parse_set(arg: &str) -> Result<(Vec<String>, Value), ConfigError> {
         .map(|s| s.trim().to_string())
         .collect();
     if path.iter().any(|p| p.is_empty()) {
-        return Err(ConfigError {
-            file: "--set".into(),
-            line: 0,
-            message: format!("{arg:?}: empty key segment"),
-        });
+        return Err(ConfigError::new(
+            "--set",
+            0,
+            format!("{arg:?}: empty key segment"),
+        ));
     }
     let raw = raw.trim();
     let value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
@@ -603,11 +619,7 @@ impl EngineConfig {
                 .span()
                 .map(|s| text[..s.start.min(text.len())].lines().count().max(1))
                 .unwrap_or(0);
-            ConfigError {
-                file: file.into(),
-                line,
-                message: e.message().to_string(),
-            }
+            ConfigError::new(file, line, e.message().to_string())
         })?;
         c.source = Some(file.to_string());
         Ok(c)
@@ -615,11 +627,8 @@ impl EngineConfig {
 
     /// Parse JSON; errors carry the file name and line.
     pub fn from_json_str(text: &str, file: &str) -> Result<Self, ConfigError> {
-        let mut c: Self = serde_json::from_str(text).map_err(|e| ConfigError {
-            file: file.into(),
-            line: e.line(),
-            message: e.to_string(),
-        })?;
+        let mut c: Self = serde_json::from_str(text)
+            .map_err(|e| ConfigError::new(file, e.line(), e.to_string()))?;
         c.source = Some(file.to_string());
         Ok(c)
     }
@@ -637,13 +646,27 @@ impl EngineConfig {
             }
             merge(&mut v, patch);
         }
-        let mut c: Self = serde_json::from_value(v).map_err(|e| ConfigError {
-            file: "--set".into(),
-            line: 0,
-            message: e.to_string(),
+        let mut c = Self::from_value(v).map_err(|mut e| {
+            e.file = "--set".into();
+            e
         })?;
         c.source = self.source.clone();
         Ok(c)
+    }
+
+    /// Deserialize from a JSON value (a suite variant's merged table); the error names the key
+    /// path (`ConfigError::key`) and says what was expected.
+    pub fn from_value(v: Value) -> Result<Self, ConfigError> {
+        serde_path_to_error::deserialize(v).map_err(|e| {
+            let key = ConfigError::key_of(&[], e.path());
+            let shown = key.join(".");
+            let message = if shown.is_empty() {
+                e.inner().to_string()
+            } else {
+                format!("`{shown}`: {}", e.inner())
+            };
+            ConfigError::new("engine config", 0, message).with_key(key)
+        })
     }
 
     /// Resolve against the preset and the trace's window.
@@ -661,18 +684,7 @@ impl EngineConfig {
         })?;
         let mut layers = preset.layers;
         if let Some(tier) = self.tier {
-            let f = tier.trigger_fraction();
-            for l in &mut layers {
-                match l {
-                    LayerConfig::Summarize(s) => {
-                        s.trigger = Trigger::Fraction(f);
-                        s.tier_from_model = false;
-                    }
-                    LayerConfig::TruncateArgs(t) => t.trigger = Trigger::Fraction(f),
-                    LayerConfig::Truncate(t) => t.trigger = Trigger::Fraction(f),
-                    _ => {}
-                }
-            }
+            set_compaction_trigger(&mut layers, tier.trigger_fraction());
         }
         let patches: [(&str, &Option<Value>); 11] = [
             ("evict_tool_results", &self.evict_tool_results),
@@ -701,9 +713,14 @@ impl EngineConfig {
                 })?;
             let mut v = layer.to_value();
             merge(&mut v, patch.clone());
-            *layer = layer
-                .reparse(v)
-                .map_err(|e| err_in(self.source.as_deref(), name, e.to_string()))?;
+            *layer = layer.reparse(v).map_err(|e| {
+                let key = ConfigError::key_of(&[name], e.path());
+                err_in(
+                    self.source.as_deref(),
+                    &key.join("."),
+                    e.inner().to_string(),
+                )
+            })?;
             // An explicit summarize trigger wins over the model's tier.
             if let (LayerConfig::Summarize(s), Some(p)) = (&mut *layer, patch.as_object()) {
                 if p.contains_key("trigger") {
@@ -763,51 +780,20 @@ impl EngineConfig {
     }
 }
 
-fn validate_fraction(key: &str, f: f64) -> Result<(), ConfigError> {
-    if f.is_finite() && f > 0.0 && f <= 1.0 {
-        Ok(())
-    } else {
-        Err(err(key, format!("fraction {f} must be in (0, 1]")))
-    }
-}
-
 fn validate_layer(l: &LayerConfig) -> Result<(), ConfigError> {
-    let trig = |key: &str, t: &Trigger| match t {
-        Trigger::Fraction(f) => validate_fraction(key, *f),
-        Trigger::Tokens(_) => Ok(()),
-    };
-    let keep = |key: &str, k: &Keep| match k {
-        Keep::Fraction(f) => validate_fraction(key, *f),
-        _ => Ok(()),
-    };
+    // Fractions (triggers, keeps, limits) are checked when deserialized (`Fraction`).
     match l {
-        LayerConfig::TruncateArgs(t) => {
-            trig("truncate_args.trigger", &t.trigger)?;
-            keep("truncate_args.keep", &t.keep)
-        }
-        LayerConfig::Summarize(s) => {
-            trig("summarize.trigger", &s.trigger)?;
-            keep("summarize.keep", &s.keep)?;
-            if s.summary_max_tokens == 0 {
-                return Err(err("summarize.summary_max_tokens", "must be > 0"));
-            }
-            Ok(())
+        LayerConfig::Summarize(s) if s.summary_max_tokens == 0 => {
+            Err(err("summarize.summary_max_tokens", "must be > 0"))
         }
         LayerConfig::EvictToolResults(e) if e.head_lines + e.tail_lines == 0 => Err(err(
             "evict_tool_results",
             "head_lines + tail_lines must be > 0",
         )),
-        LayerConfig::ClearToolResults(c) => trig("clear_tool_results.trigger", &c.trigger),
-        LayerConfig::Truncate(t) => {
-            trig("truncate.trigger", &t.trigger)?;
-            keep("truncate.keep", &t.keep)?;
-            if t.keep == Keep::Messages(0) {
-                return Err(err("truncate.keep", "must keep at least one message"));
-            }
-            Ok(())
+        LayerConfig::Truncate(t) if t.keep == Keep::Messages(0) => {
+            Err(err("truncate.keep", "must keep at least one message"))
         }
         LayerConfig::Emergency(e) => {
-            trig("emergency.limit", &e.limit)?;
             if e.min_keep == 0 || e.keep_recent < e.min_keep {
                 return Err(err(
                     "emergency",
@@ -820,7 +806,6 @@ fn validate_layer(l: &LayerConfig) -> Result<(), ConfigError> {
             Ok(())
         }
         LayerConfig::TurnTrim(t) => {
-            trig("turn_trim.max_tokens", &t.max_tokens)?;
             if t.max_turns == 0 || t.overflow_max_turns == 0 {
                 return Err(err(
                     "turn_trim",

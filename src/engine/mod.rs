@@ -33,7 +33,7 @@ pub use summarizer::{
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] crate::confcore::ConfigError),
     #[error(transparent)]
     Store(#[from] store::StoreError),
     #[error(transparent)]
