@@ -4,8 +4,10 @@
 
 use super::keys::unknown_keys;
 use super::suite::{schema, PromptFile, ProviderRole, Suite, Variant};
+use super::typed::RoleProvider;
 use super::{ConfigError, SourceMap};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// A parsed, validated suite and where it came from.
@@ -23,6 +25,8 @@ pub struct LoadedSuite {
     pub variants: Vec<Variant>,
     pub baseline: String,
     pub prompt_files: Vec<PromptFile>,
+    /// Every provider role, typed (see [`LoadedSuite::provider`]).
+    pub providers: BTreeMap<ProviderRole, RoleProvider>,
 }
 
 impl LoadedSuite {
@@ -64,7 +68,7 @@ impl LoadedSuite {
             return Err(e);
         }
 
-        let suite: Suite = toml::from_str(text).map_err(|e| toml_error(&file, text, &e))?;
+        let suite = deserialize_suite(text, &file, &source)?;
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -82,11 +86,14 @@ impl LoadedSuite {
             variants: Vec::new(),
             baseline: String::new(),
             prompt_files: Vec::new(),
+            providers: BTreeMap::new(),
         };
         loaded.validate()?;
         loaded.prompt_files = loaded.collect_prompt_files()?;
+        loaded.type_providers()?;
         loaded.variants = loaded.expand_variants()?;
         loaded.baseline = loaded.pick_baseline()?;
+        loaded.type_variants()?;
         Ok(loaded)
     }
 
@@ -102,12 +109,9 @@ impl LoadedSuite {
     /// An error about an engine key of a variant, e.g. from the engine's own validation.
     /// Points at the override when the variant sets `key`, else at `engine.base`, else at the
     /// variant's definition; the message names the variant.
-    ///
-    /// With an empty `key` and a serde message naming an unknown field, the field's own line is
-    /// used and the nearest valid key suggested (so owners can pass their error through as is).
+    /// A serde "unknown field/variant" message gets a "did you mean" hint.
     pub fn variant_error(&self, variant: &Variant, key: &[&str], message: &str) -> ConfigError {
-        let (key, message) = locate_unknown_field(key, message);
-        let key = &key[..];
+        let message = with_hint(message);
         let mut at: Vec<&str> = variant.defined_at.iter().map(|s| s.as_str()).collect();
         at.extend_from_slice(key);
         let mut base = vec!["engine", "base"];
@@ -150,11 +154,8 @@ impl LoadedSuite {
     }
 
     /// An error about a provider table (e.g. from the providers module's validation).
-    /// Like [`variant_error`](Self::variant_error), an unknown field named in `message` is
-    /// located when `key` is empty.
     pub fn provider_error(&self, role: ProviderRole, key: &[&str], message: &str) -> ConfigError {
-        let (key, message) = locate_unknown_field(key, message);
-        let key = &key[..];
+        let message = with_hint(message);
         let mut at = vec!["providers", role.as_str()];
         at.extend_from_slice(key);
         ConfigError::new(
@@ -220,39 +221,41 @@ fn toml_error(file: &str, text: &str, e: &toml::de::Error) -> ConfigError {
     if let Some(hint) = expected_hint(&message) {
         message.push_str(&hint);
     }
-    // Name the key when the error sits on a `key = value` line.
-    let key = (line > 0)
-        .then(|| text.lines().nth(line - 1))
-        .flatten()
-        .and_then(|l| l.split_once('='))
-        .map(|(k, _)| k.trim())
-        .filter(|k| !k.is_empty() && !k.starts_with('[') && !k.starts_with('#'));
-    if let Some(k) = key {
-        if !message.contains(&format!("`{k}`")) {
-            message = format!("`{k}`: {message}");
-        }
-    }
     ConfigError::new(file, line, message)
 }
 
-/// `key` as given, or — when empty and `message` is serde's "unknown field `x`, …" — `[x]`;
-/// and the message with a "did you mean" hint added when one applies.
-fn locate_unknown_field<'a>(key: &[&'a str], message: &'a str) -> (Vec<&'a str>, String) {
-    let message_t = message.trim();
-    let mut msg = message_t.to_string();
-    if let Some(hint) = expected_hint(message_t) {
+/// Deserialize the typed [`Suite`]; an error names its key (from the key path, not the text)
+/// and its line (TOML's span, else the source map's line of the key).
+fn deserialize_suite(text: &str, file: &str, source: &SourceMap) -> Result<Suite, ConfigError> {
+    let de = toml::Deserializer::parse(text).map_err(|e| toml_error(file, text, &e))?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = ConfigError::key_of(&[], e.path());
+        let mut err = toml_error(file, text, e.inner());
+        let refs: Vec<&str> = path.iter().map(String::as_str).collect();
+        if err.line == 0 {
+            err.line = source.line_of(&refs);
+        }
+        // The key as users know it: the last named segment (`depths`, not its index).
+        if let Some(k) = path.iter().rev().find(|s| s.parse::<usize>().is_err()) {
+            if !err.message.contains(&format!("`{k}`")) {
+                err.message = format!("`{k}`: {}", err.message);
+            }
+        }
+        err.with_key(path)
+    })
+}
+
+/// `message` with a "did you mean" hint when it is serde's unknown field/variant message
+/// (the suggestion only: the key's place comes from the key path).
+fn with_hint(message: &str) -> String {
+    let mut msg = message.trim().to_string();
+    let inner = msg.rsplit("`: ").next().unwrap_or(&msg).to_string();
+    if let Some(hint) = expected_hint(&inner) {
         if !msg.contains("did you mean") {
             msg.push_str(&hint);
         }
     }
-    if !key.is_empty() {
-        return (key.to_vec(), msg);
-    }
-    let field = message_t
-        .strip_prefix("unknown field `")
-        .and_then(|r| r.split_once('`'))
-        .map(|(k, _)| k);
-    (field.into_iter().collect(), msg)
+    msg
 }
 
 /// For serde's "unknown variant `x`, expected one of `a`, `b`" (and "unknown field …"), a

@@ -17,6 +17,7 @@ pub mod source;
 pub mod suite;
 #[cfg(test)]
 mod suite_tests;
+pub mod typed;
 pub mod validate;
 pub mod variants;
 

@@ -429,22 +429,6 @@ impl ProviderRole {
     }
 }
 
-impl ProvidersSection {
-    /// The table of a role, or `{ kind = "offline" }` when the suite does not set it.
-    pub fn table(&self, role: ProviderRole) -> toml::Table {
-        let t = match role {
-            ProviderRole::Agent => &self.agent,
-            ProviderRole::Summary => &self.summary,
-            ProviderRole::Judge => &self.judge,
-        };
-        t.clone().unwrap_or_else(|| {
-            let mut t = toml::Table::new();
-            t.insert("kind".into(), "offline".into());
-            t
-        })
-    }
-}
-
 /// `[pricing.<model>]`: dollars per million tokens (converted to the providers' price table
 /// entries when a run starts).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -481,6 +465,8 @@ pub struct Variant {
     pub overrides: toml::Table,
     /// Key path where the variant is defined (for error lines).
     pub defined_at: Vec<String>,
+    /// `engine` deserialized (checked at load: it resolves).
+    pub config: crate::engine::EngineConfig,
 }
 
 /// A trace file the suite selects.

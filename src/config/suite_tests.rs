@@ -40,37 +40,98 @@ mod tests {
     }
 
     #[test]
-    fn owner_validation_errors_point_at_the_variant_or_base() {
+    fn engine_errors_point_at_the_variant_or_base_at_load() {
+        let e = load(&format!(
+            "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\nwindow = 0\n[engine.variants.a]\n[engine.variants.b]\nsumarize.trigger = 1\n[engine.variants.c]\nwindow = 5\nsummarize.trigger.fraction = 1.5\n"
+        ))
+        .unwrap_err();
+        // `a` inherits window = 0 from base (line 8); `b` misspells a key (line 11, with a
+        // suggestion); `c`'s fraction is out of range (line 14, key path from the parser).
+        let msg = e.to_string();
+        let lines: Vec<&str> = msg.lines().collect();
+        assert_eq!(lines.len(), 3, "{msg}");
+        assert!(
+            lines[0].starts_with("suite.toml:8: engine variant `a`: `window`: must be > 0"),
+            "{msg}"
+        );
+        assert!(
+            lines[1].starts_with("suite.toml:11: engine variant `b`: `sumarize`: unknown field")
+                && lines[1].ends_with("(did you mean `summarize`?)"),
+            "{msg}"
+        );
+        assert!(
+            lines[2].starts_with("suite.toml:14: engine variant `c`: `summarize.trigger")
+                && lines[2].contains("fraction in (0, 1]"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn typed_variants_and_providers_at_load() {
         let s = load(&format!(
-            "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\nwindow = 0\n[engine.variants.a]\n[engine.variants.b]\nsumarize.trigger = 1\n"
+            "{MIN}[engine.base]\npreset = \"digitorn\"\nemergency.limit = {{ fraction = 0.9 }}\n[providers.agent]\nkind = \"openai\"\nmodel = \"m\"\nconcurrency = 2\n"
         ))
         .unwrap();
-        let e = s
-            .check_variants(|v| {
-                if v.engine.contains_key("sumarize") {
-                    return Err((vec!["sumarize".into()], "unknown key".into()));
-                }
-                if v.engine["window"].as_integer() == Some(0) {
-                    return Err((vec!["window".into()], "window must be > 0".into()));
-                }
-                Ok(())
-            })
-            .unwrap_err();
-        // Variant `a` inherits window = 0 from base (line 8); `b` misspells a key (line 11).
-        assert_eq!(
-            e.to_string(),
-            "suite.toml:8: engine variant `a`: window must be > 0\nsuite.toml:11: engine variant `b`: unknown key"
-        );
-        assert!(s.check_variants(|_| Ok(())).is_ok());
-        // An owner passing serde's message through with no key: the field is located.
+        assert_eq!(s.variants[0].config.preset.as_deref(), Some("digitorn"));
+        let agent = s.provider(ProviderRole::Agent);
+        assert!(agent.configured);
+        assert_eq!(agent.config.model, "m");
+        assert_eq!(agent.concurrency_limit, Some(2));
+        assert!(!s.provider(ProviderRole::Judge).configured);
+        assert_eq!(s.provider(ProviderRole::Judge).concurrency_limit, None);
+    }
+
+    #[test]
+    fn base_fraction_and_variant_tokens_do_not_mix() {
+        // base `emergency.limit = {fraction = 0.9}` + variant `{tokens = 9000}`: the variant
+        // replaces the choice (it used to merge into an invalid `{fraction, tokens}`).
+        let s = load(&format!(
+            "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\npreset = \"digitorn\"\nemergency.limit = {{ fraction = 0.9 }}\n[engine.variants.a]\n[engine.variants.b]\nemergency.limit = {{ tokens = 9000 }}\n"
+        ))
+        .unwrap();
         let b = s.variants.iter().find(|v| v.name == "b").unwrap();
-        let e = s.variant_error(
-            b,
-            &[],
-            "unknown field `sumarize`, expected one of `window`, `summarize`",
-        );
-        assert_eq!(e.line, 11);
-        assert!(e.message.ends_with("(did you mean `summarize`?)"), "{e}");
+        let r = b.config.resolve(None).unwrap();
+        let lim = r.layers.iter().find_map(|l| match l {
+            crate::engine::LayerConfig::Emergency(e) => Some(e.limit),
+            _ => None,
+        });
+        assert_eq!(lim, Some(crate::engine::config::Trigger::Tokens(9000)));
+    }
+
+    #[test]
+    fn provider_values_are_checked_at_load() {
+        for (body, key, line) in [
+            ("timeout_secs = 1e20", "timeout_secs", 8),
+            ("retry_max_secs = 1e300", "retry_max_secs", 8),
+            ("extra_body = { messages = [] }", "extra_body", 8),
+            ("timeout_s = 60", "timeout_s", 8),
+        ] {
+            let e = load(&format!(
+                "{MIN}[providers.agent]\nkind = \"openai\"\nmodel = \"m\"\n{body}\n"
+            ))
+            .unwrap_err();
+            assert_eq!(e.line, line, "{e}");
+            assert!(e.message.contains(&format!("`{key}`")), "{e}");
+        }
+    }
+
+    #[test]
+    fn gate_rules_and_output_dir_are_checked_at_load() {
+        let e = load(&format!(
+            "{MIN}[gates]\nrules = [\"needle.recall >= abc\"]\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.line, 6, "{e}");
+        assert!(e.message.contains("needle.recall >= abc"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("out"), "x").unwrap();
+        let e = LoadedSuite::from_str(
+            "[suite]\nname = \"t\"\noutput_dir = \"out\"\n[traces]\npaths = [\"x\"]\n",
+            &dir.path().join("s.toml"),
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("existing file"), "{e}");
     }
 
     #[test]
@@ -115,36 +176,48 @@ mod tests {
     #[test]
     fn variants_deep_merge_over_base() {
         let s = load(&format!(
-            "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\nwindow = 100\nsummarize = {{ trigger = 0.85, keep = 10 }}\n[engine.variants.a]\n[engine.variants.b]\nsummarize.trigger = 0.15\n"
+            "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\nwindow = 100\nsummarize = {{ trigger = {{ fraction = 0.85 }}, keep = {{ messages = 10 }} }}\n[engine.variants.a]\n[engine.variants.b]\nsummarize.trigger.fraction = 0.15\n"
         ))
         .unwrap();
         let b = s.variants.iter().find(|v| v.name == "b").unwrap();
         assert_eq!(b.engine["window"].as_integer(), Some(100));
-        assert_eq!(b.engine["summarize"]["trigger"].as_float(), Some(0.15));
-        assert_eq!(b.engine["summarize"]["keep"].as_integer(), Some(10));
+        assert_eq!(
+            b.engine["summarize"]["trigger"]["fraction"].as_float(),
+            Some(0.15)
+        );
+        assert_eq!(
+            b.engine["summarize"]["keep"]["messages"].as_integer(),
+            Some(10)
+        );
         assert_eq!(s.ordered_variants()[0].name, "a");
     }
 
     #[test]
     fn grid_is_the_cartesian_product_in_stable_order() {
         let s = load(&format!(
-            "{MIN}[engine]\nbaseline = \"clear.keep=3,summarize.trigger=0.85\"\n[engine.grid]\n\"summarize.trigger\" = [0.85, 0.15]\nclear.keep = [3, 10]\n"
+            "{MIN}[engine]\nbaseline = \"summarize.keep.messages=3,summarize.trigger.fraction=0.85\"\n[engine.grid]\n\"summarize.trigger.fraction\" = [0.85, 0.15]\nsummarize.keep.messages = [3, 10]\n"
         ))
         .unwrap();
         let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
-        // Dimensions in key order (clear < summarize), last dimension fastest.
+        // Dimensions in key order (keep < trigger), last dimension fastest.
         assert_eq!(
             names,
             [
-                "clear.keep=3,summarize.trigger=0.85",
-                "clear.keep=3,summarize.trigger=0.15",
-                "clear.keep=10,summarize.trigger=0.85",
-                "clear.keep=10,summarize.trigger=0.15",
+                "summarize.keep.messages=3,summarize.trigger.fraction=0.85",
+                "summarize.keep.messages=3,summarize.trigger.fraction=0.15",
+                "summarize.keep.messages=10,summarize.trigger.fraction=0.85",
+                "summarize.keep.messages=10,summarize.trigger.fraction=0.15",
             ]
         );
         let v = &s.variants[3];
-        assert_eq!(v.engine["summarize"]["trigger"].as_float(), Some(0.15));
-        assert_eq!(v.engine["clear"]["keep"].as_integer(), Some(10));
+        assert_eq!(
+            v.engine["summarize"]["trigger"]["fraction"].as_float(),
+            Some(0.15)
+        );
+        assert_eq!(
+            v.engine["summarize"]["keep"]["messages"].as_integer(),
+            Some(10)
+        );
     }
 
     #[test]

@@ -169,7 +169,23 @@ impl LoadedSuite {
                     &["gates", "rules", &i.to_string()],
                     "empty gate rule".into(),
                 );
+            } else if let Err(e) = crate::gate::parse_rule(r) {
+                err(
+                    &["gates", "rules", &i.to_string()],
+                    format!("gate rule `{r}`: {e}"),
+                );
             }
+        }
+        let out = self.output_dir();
+        if out.exists() && !out.is_dir() {
+            err(
+                &["suite", "output_dir"],
+                format!(
+                    "`output_dir` = `{}` is an existing file (resolved to {}); expected a directory",
+                    s.suite.output_dir,
+                    out.display()
+                ),
+            );
         }
         match ConfigError::combine(errs) {
             Some(e) => Err(e),

@@ -45,6 +45,7 @@ impl LoadedSuite {
                 engine,
                 overrides,
                 defined_at,
+                config: Default::default(),
             }
         };
         for (name, t) in &e.variants {
