@@ -8,9 +8,9 @@
 //! so put it last; cache discounts are not applied, which makes the spend an upper bound.
 
 use crate::confcore::ConfigError;
-use crate::engine::config::{CeilingAction, CostCeiling};
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
+use crate::engine::layer_config::{CeilingAction, CostCeiling};
 use crate::engine::EngineError;
 use crate::providers::pricing::PriceTable;
 use crate::trace::{Role, TraceMeta};

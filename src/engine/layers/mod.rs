@@ -15,8 +15,9 @@ pub mod truncate;
 pub mod truncate_args;
 pub mod watchdog;
 
-use super::config::{LayerConfig, ModelTier, ResolvedConfig, Trigger};
 use super::layer::Layer;
+use super::layer_config::{LayerConfig, ModelTier, Trigger};
+use super::resolve::ResolvedConfig;
 use super::summarizer::DEFAULT_SUMMARY_PROMPT;
 use crate::confcore::ConfigError;
 use crate::trace::{ContextMarker, TraceMeta};
