@@ -13,19 +13,20 @@
 //! |---|---|---|
 //! | 0 | [`error`] | `UsageError` and the documented exit codes |
 //! | 0 | [`output`] | how things are shown to a person: tables, progress, colour |
-//! | 1 | [`trace`] | the canonical trace model, its JSONL format, the importers |
-//! | 1 | [`record`] | on-disk records: per-sample results, run info |
+//! | 0 | [`confcore`] | `ConfigError` (file, line, key path), the one deep-merge rule, constrained-value newtypes |
+//! | 1 | [`trace`] | the canonical trace model, its JSONL format, discovery, the importers |
+//! | 1 | [`record`] | on-disk records: per-sample results, run info; `RunDir` owns the run directory |
 //! | 2 | [`tokens`] | token counters (BPE, approximate), count caches, trace statistics |
 //! | 2 | [`pricing`] | model prices: bundled table, suite overrides, cost of a call |
-//! | 2 | [`metrics`] | statistics over results (CIs, paired deltas, McNemar, pass@k) |
-//! | 3 | [`config`] | the suite file: loading, validation, source lines for errors |
-//! | 3 | [`gate`] | CI gate rules over a candidate and a baseline run |
-//! | 4 | [`engine`] | compression layers, offload store, summarizer interface, replay |
-//! | 4 | [`report`] | report writers (markdown, HTML, CSV, JSON, JUnit, plots) |
-//! | 5 | [`providers`] | model providers (HTTP clients, cache, retries, limits), the summarizer over a provider |
-//! | 5 | [`runner`] | plan, dispatch (`UnitExecutor`), journal, resume, shard, merge |
-//! | 6 | [`evals`] | the evals and their executors (implement `runner::UnitExecutor`), the offline agent |
-//! | 7 | [`cli`] | subcommands; `cli::run::default_router` is the composition root |
+//! | 2 | [`metrics`] | statistics over results (CIs, paired deltas, McNemar, pass@k), number formats |
+//! | 3 | [`gate`] | CI gate rules over a candidate and a baseline run (verdicts as data) |
+//! | 4 | [`engine`] | compression layers and their configs, offload store, summarizer interface, replay |
+//! | 4 | [`report`] | one table model and its writers (markdown, HTML, terminal, CSV, JSON, JUnit, plots) |
+//! | 5 | [`providers`] | model providers (HTTP clients, cache, retries, limits, key redaction), the summarizer over a provider |
+//! | 6 | [`config`] | the suite file, typed once at load (engine variants, provider roles, gate rules) |
+//! | 7 | [`runner`] | plan, dispatch (`UnitExecutor`), resume, shard, merge |
+//! | 8 | [`evals`] | the evals and their executors (implement `runner::UnitExecutor`), the offline agent |
+//! | 9 | [`cli`] | subcommands; `cli::run::default_router` is the composition root |
 //!
 //! Directions worth knowing:
 //! - errors shared by runner and CLI live in [`error`]; `cli::exit_code_for` stays at the top
@@ -39,10 +40,16 @@
 //!   (which also builds it: `providers::build_provider` builds the HTTP providers only);
 //! - `tokens` counts trace messages (tokens → trace); `trace` never imports `tokens`.
 //!
-//! One exception remains, listed in `tests/layering.rs`: `gate` borrows `report`'s markdown
-//! escaping for its summary (to move into the report writers).
+//! - `config` sits above `engine`, `providers` and `gate` because it types their sections at
+//!   load (nothing past `config/` reads raw TOML); what they need of configuration errors and
+//!   merging lives below them in [`confcore`];
+//! - `gate` computes verdicts; `report` renders them (JUnit, step summary, terminal lines).
+//!
+//! How to add a layer, an eval, a provider, an importer or a report section: `docs/engine.md`,
+//! `docs/suite.md` and `docs/report.md`.
 
 pub mod cli;
+pub mod confcore;
 pub mod config;
 pub mod engine;
 pub mod error;

@@ -11,19 +11,20 @@ use std::path::{Path, PathBuf};
 const RANKS: &[(&str, u32)] = &[
     ("error", 0),
     ("output", 0),
+    ("confcore", 0),
     ("trace", 1),
     ("record", 1),
     ("tokens", 2),
     ("pricing", 2),
     ("metrics", 2),
-    ("config", 3),
     ("gate", 3),
     ("engine", 4),
     ("report", 4),
     ("providers", 5),
-    ("runner", 5),
-    ("evals", 6),
-    ("cli", 7),
+    ("config", 6),
+    ("runner", 7),
+    ("evals", 8),
+    ("cli", 9),
 ];
 
 /// Known imports against the layering, each with the change that removes it. An entry that no

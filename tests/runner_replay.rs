@@ -98,15 +98,14 @@ fn engine_errors_name_the_variant_and_line() {
         "summarize.trigger.fraction = 0.15",
         "summarize.trigger.fraction = 0.15\nsumarize.keep.messages = 3",
     );
-    let suite = load(tmp.path(), &text).unwrap();
-    let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let err = ctxbench::cli::run::default_router(&planned.plan, &suite)
-        .err()
-        .unwrap();
+    // Engine variants are typed when the suite loads: the error comes before any planning.
+    let err = anyhow::Error::from(load(tmp.path(), &text).err().unwrap());
     assert_eq!(ctxbench::cli::exit_code_for(&err), 2);
     let msg = err.to_string();
     assert!(
-        msg.contains("suite.toml:16: engine variant `aggressive`: unknown field `sumarize`"),
+        msg.contains(
+            "suite.toml:16: engine variant `aggressive`: `sumarize`: unknown field `sumarize`"
+        ),
         "{msg}"
     );
     assert!(msg.ends_with("(did you mean `summarize`?)"), "{msg}");
@@ -121,14 +120,10 @@ fn engine_errors_name_the_variant_and_line() {
     assert_eq!(ctxbench::cli::exit_code_for(&err), 2);
 
     let text = suite_text("[providers.summary]\nkind = \"openai\"\nmodle = \"gpt-4o-mini\"\n");
-    let suite = load(tmp.path(), &text).unwrap();
-    let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let msg = ctxbench::cli::run::default_router(&planned.plan, &suite)
-        .err()
-        .unwrap()
-        .to_string();
+    // Provider roles are typed at load too.
+    let msg = load(tmp.path(), &text).err().unwrap().to_string();
     assert!(
-        msg.contains("suite.toml:20: provider `summary`: unknown field `modle`"),
+        msg.contains("suite.toml:20: provider `summary`: `modle`: unknown field `modle`"),
         "{msg}"
     );
     assert!(msg.contains("did you mean `model`?"), "{msg}");

@@ -74,6 +74,7 @@ fn bundled_eval_suites_parse_and_resolve() {
             continue;
         }
         n += 1;
+        // Loading types every variant (resolved) and every provider role.
         let s = LoadedSuite::load(&p).unwrap_or_else(|e| panic!("{e}"));
         let files = s.trace_files().unwrap_or_else(|e| panic!("{e}"));
         assert!(!files.is_empty(), "{}", p.display());
@@ -98,8 +99,12 @@ fn bundled_eval_suites_parse_and_resolve() {
     assert!(Path::new(pf).is_file(), "{pf}");
     assert!(pf.ends_with("prompts/summary-b.md"));
     let real = LoadedSuite::load(Path::new("evals/real-provider.toml")).unwrap();
-    let agent = real.suite.providers.agent.as_ref().unwrap();
-    assert_eq!(agent["api_key_env"].as_str(), Some("OPENAI_API_KEY"));
+    // Provider roles are typed at load (a misspelt `timeout_s` is a load error, not ignored).
+    let agent = &real
+        .provider(ctxbench::config::suite::ProviderRole::Agent)
+        .config;
+    assert_eq!(agent.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
+    assert_eq!(agent.timeout_secs, 60.0);
 }
 
 #[test]

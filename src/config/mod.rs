@@ -1,118 +1,28 @@
 //! Suite configuration (`suite.toml`): types, defaults, validation with file:line errors.
 //!
-//! - [`suite`]: the typed `Suite`, loading, path resolution, variant expansion.
+//! - [`suite`]: the `suite.toml` types (and the JSON Schema generated from them).
+//! - [`load`]: [`LoadedSuite`], a parsed suite with typed engine variants and provider roles.
+//! - [`validate`]: checks the types cannot express; prompt files.
+//! - [`variants`]: `[engine.base]` + variants / grid, merged by [`crate::confcore::merge`].
+//! - [`discover`]: `traces.paths` expanded into trace files.
 //! - [`source`]: a map from TOML key paths to line numbers, built from `toml`'s spans, so any
 //!   later validation (engine, providers) can point at the line it rejects.
 //! - [`keys`]: unknown-key detection against the JSON Schema generated from the types, with
 //!   "did you mean" suggestions (Levenshtein).
 
+pub mod discover;
 pub mod keys;
+pub mod load;
 pub mod source;
 pub mod suite;
-
-pub use source::SourceMap;
-pub use suite::{LoadedSuite, Suite, Variant};
-
-use std::fmt;
-
-/// A configuration file that cannot be used; names the file, line and key.
-///
-/// `line` is 1-based; 0 means the problem concerns the file as a whole (missing, unreadable).
-/// When several problems are found at once (e.g. three misspelled keys), the first is in
-/// `line`/`message` and the others follow in `message`, one `file:line: message` per line.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct ConfigError {
-    pub file: String,
-    pub line: usize,
-    pub message: String,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            write!(f, "{}: {}", self.file, self.message)
-        } else {
-            write!(f, "{}:{}: {}", self.file, self.line, self.message)
-        }
-    }
-}
-
-impl ConfigError {
-    pub fn new(file: impl Into<String>, line: usize, message: impl Into<String>) -> Self {
-        ConfigError {
-            file: file.into(),
-            line,
-            message: message.into(),
-        }
-    }
-
-    /// Fold several errors into one: the first keeps its place, the rest are appended in full.
-    /// Returns `None` for an empty list.
-    pub fn combine(mut errors: Vec<ConfigError>) -> Option<ConfigError> {
-        if errors.is_empty() {
-            return None;
-        }
-        errors.sort_by_key(|e| e.line);
-        let mut first = errors.remove(0);
-        for e in errors {
-            first.message.push('\n');
-            first.message.push_str(&e.to_string());
-        }
-        Some(first)
-    }
-}
-
-/// The candidate closest to `word` by edit distance, if close enough to be a plausible typo
-/// (distance ≤ max(2, len/3), or a prefix of it); case and `_` vs `-` are ignored.
-pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let norm = |s: &str| s.to_ascii_lowercase().replace('-', "_");
-    let w = norm(word);
-    let mut best: Option<(usize, &'a str)> = None;
-    for c in candidates {
-        let nc = norm(c);
-        let d = strsim::levenshtein(&w, &nc);
-        // A truncated key (`max_cost` for `max_cost_usd`) is a typo too.
-        let plausible = d <= (w.chars().count().max(nc.chars().count()) / 3).max(2)
-            || (w.len() >= 3 && nc.starts_with(&w));
-        if plausible && best.is_none_or(|(bd, _)| d < bd) {
-            best = Some((d, c));
-        }
-    }
-    best.map(|(_, c)| c)
-}
-
-/// `" (did you mean `x`?)"` or `""`.
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
-    match suggest(word, candidates) {
-        Some(s) => format!(" (did you mean `{s}`?)"),
-        None => String::new(),
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod suite_tests;
+pub mod typed;
+pub mod validate;
+pub mod variants;
 
-    #[test]
-    fn suggests_close_keys_only() {
-        let keys = ["max_cost_usd", "concurrency", "repeats", "seed"];
-        assert_eq!(suggest("max_cost", keys), Some("max_cost_usd"));
-        assert_eq!(suggest("concurency", keys), Some("concurrency"));
-        assert_eq!(suggest("Repeats", keys), Some("repeats"));
-        assert_eq!(suggest("max-cost-usd", keys), Some("max_cost_usd"));
-        assert_eq!(suggest("output", keys), None);
-        assert_eq!(suggest("x", Vec::<&str>::new()), None);
-    }
+pub use load::LoadedSuite;
+pub use source::SourceMap;
+pub use suite::{Suite, Variant};
 
-    #[test]
-    fn combine_orders_by_line_and_keeps_all() {
-        let e = ConfigError::combine(vec![
-            ConfigError::new("s.toml", 9, "b"),
-            ConfigError::new("s.toml", 3, "a"),
-        ])
-        .unwrap();
-        assert_eq!(e.to_string(), "s.toml:3: a\ns.toml:9: b");
-        assert!(ConfigError::combine(vec![]).is_none());
-        assert_eq!(ConfigError::new("f", 0, "gone").to_string(), "f: gone");
-    }
-}
+pub use crate::confcore::{did_you_mean, suggest, ConfigError};

@@ -10,20 +10,24 @@ pub mod event;
 pub mod fixture;
 pub mod invariants;
 pub mod layer;
+pub mod layer_config;
 pub mod layers;
 pub mod presets;
 pub mod replay;
+pub mod resolve;
 pub mod store;
 pub mod summarizer;
 pub mod view;
 
-pub use config::{EngineConfig, LayerConfig, ResolvedConfig};
+pub use config::EngineConfig;
 pub use event::{Event, EventDetail, EventKind, StoreWrite};
 pub use invariants::{InvariantReport, Rule, Violation};
 pub use layer::{CallCtx, Layer, MessageCtx};
+pub use layer_config::LayerConfig;
 pub use replay::{
     replay, replay_shared, CallRecord, KeepViews, KeptView, Replay, ReplayEnv, StoreTarget,
 };
+pub use resolve::ResolvedConfig;
 pub use store::OffloadStore;
 pub use summarizer::{
     FixedSummarizer, OfflineSummarizer, Summarizer, SummaryError, SummaryOutput, SummaryRequest,
@@ -33,7 +37,7 @@ pub use summarizer::{
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] crate::confcore::ConfigError),
     #[error(transparent)]
     Store(#[from] store::StoreError),
     #[error(transparent)]

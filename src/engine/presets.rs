@@ -4,7 +4,7 @@
 //! `peer-docs/`), each function citing what it reproduces. Listed in [`NAMES`]; documented in
 //! `docs/engine.md`.
 
-use super::config::{
+use super::layer_config::{
     CeilingAction, Checkpoint, ClearToolResults, CostCeiling, Emergency, EvictToolResults,
     EvictUserMessages, Keep, LayerConfig, Size, Summarize, TextSource, Trigger, Truncate,
     TruncateArgs, TurnTrim, Watchdog,

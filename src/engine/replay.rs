@@ -14,10 +14,10 @@
 //! # Ok(()) }
 //! ```
 
-use super::config::ResolvedConfig;
 use super::event::{Event, EventDetail, EventKind};
 use super::invariants::{Checker, InvariantReport};
 use super::layer::{CallCtx, CallNotes, Env, MessageCtx};
+use super::resolve::ResolvedConfig;
 use super::store::OffloadStore;
 use super::summarizer::Summarizer;
 use super::view::{Base, Item, Override, Span, State, View};

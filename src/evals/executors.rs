@@ -62,10 +62,8 @@ struct Shared {
 }
 
 fn provider_config(suite: &LoadedSuite, role: ProviderRole) -> anyhow::Result<ProviderConfig> {
-    let table = suite.suite.providers.table(role);
-    let config: ProviderConfig = toml::Value::Table(table)
-        .try_into()
-        .map_err(|e: toml::de::Error| suite.provider_error(role, &[], &e.to_string()))?;
+    // Typed at load; what is left to check needs the environment (API key variables).
+    let config = suite.provider(role).config.clone();
     config
         .validate()
         .map_err(|e| suite.provider_error(role, &[], &e.to_string()))?;
@@ -74,16 +72,8 @@ fn provider_config(suite: &LoadedSuite, role: ProviderRole) -> anyhow::Result<Pr
 
 impl Shared {
     fn new(plan: Arc<Plan>, suite: &LoadedSuite) -> anyhow::Result<Shared> {
-        let mut engines = Vec::new();
-        for v in &plan.variants {
-            let cfg: EngineConfig = toml::Value::Table(v.engine.clone())
-                .try_into()
-                .map_err(|e: toml::de::Error| suite.variant_error(v, &[], e.message()))?;
-            // Resolve once up front so a bad preset or key fails before any unit runs.
-            cfg.resolve(None)
-                .map_err(|e| suite.variant_error(v, &[], &e.message))?;
-            engines.push(cfg);
-        }
+        // Typed and resolved once when the suite was loaded.
+        let engines: Vec<EngineConfig> = plan.variants.iter().map(|v| v.config.clone()).collect();
         let mut provider_configs = BTreeMap::new();
         for role in ProviderRole::ALL {
             provider_configs.insert(role.as_str(), provider_config(suite, role)?);
@@ -93,7 +83,7 @@ impl Shared {
             plan,
             engines,
             provider_configs,
-            has_judge: suite.suite.providers.judge.is_some(),
+            has_judge: suite.provider(ProviderRole::Judge).configured,
             prices,
             providers: OnceLock::new(),
         })

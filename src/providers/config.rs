@@ -92,6 +92,32 @@ fn default_true() -> bool {
     true
 }
 
+/// Request-body keys the clients set themselves; `extra_body` may not override them.
+/// (Sampling keys such as `temperature` have fields of their own but stay allowed here, for
+/// servers that take them under another shape.)
+pub const RESERVED_BODY_KEYS: [&str; 7] = [
+    "model",
+    "messages",
+    "tools",
+    "tool_choice",
+    "stream",
+    "stream_options",
+    "system",
+];
+
+fn extra_body<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, serde_json::Value>, D::Error> {
+    let m = BTreeMap::<String, serde_json::Value>::deserialize(d)?;
+    if let Some(k) = m.keys().find(|k| RESERVED_BODY_KEYS.contains(&k.as_str())) {
+        return Err(serde::de::Error::custom(format!(
+            "`{k}` is set by ctxbench and may not appear in `extra_body` (reserved: {}); use the provider's own key for it where there is one",
+            RESERVED_BODY_KEYS.join(", ")
+        )));
+    }
+    Ok(m)
+}
+
 /// One provider as a suite configures it. Unknown keys are errors.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -114,10 +140,16 @@ pub struct ProviderConfig {
     #[serde(default = "default_retry_initial_ms")]
     pub retry_initial_ms: u64,
     /// Cap on one backoff wait; a server `Retry-After` longer than this fails the call instead.
-    #[serde(default = "default_retry_max_secs")]
+    #[serde(
+        default = "default_retry_max_secs",
+        deserialize_with = "crate::confcore::newtypes::secs"
+    )]
     pub retry_max_secs: f64,
     /// Per-attempt timeout, from sending the request to the last byte of the response.
-    #[serde(default = "default_timeout_secs")]
+    #[serde(
+        default = "default_timeout_secs",
+        deserialize_with = "crate::confcore::newtypes::positive_secs"
+    )]
     pub timeout_secs: f64,
     #[serde(default = "default_concurrency")]
     pub concurrency: usize,
@@ -137,8 +169,13 @@ pub struct ProviderConfig {
     pub frequency_penalty: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub presence_penalty: Option<f64>,
-    /// Extra request-body fields (e.g. llama.cpp's `repeat_penalty = 1.15`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// Extra request-body fields (e.g. llama.cpp's `repeat_penalty = 1.15`); never one of
+    /// [`RESERVED_BODY_KEYS`], which the client writes itself.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "extra_body"
+    )]
     pub extra_body: BTreeMap<String, serde_json::Value>,
     /// Response cache on/off (`--no-cache` sets it to false).
     #[serde(default = "default_true")]

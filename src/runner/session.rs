@@ -171,15 +171,7 @@ fn valid_run_id(id: &str) -> bool {
 fn provider_limits(suite: &LoadedSuite) -> BTreeMap<ProviderRole, usize> {
     ProviderRole::ALL
         .into_iter()
-        .filter_map(|r| {
-            let n = suite
-                .suite
-                .providers
-                .table(r)
-                .get("concurrency")?
-                .as_integer()?;
-            Some((r, usize::try_from(n).ok()?.max(1)))
-        })
+        .filter_map(|r| Some((r, suite.provider(r).concurrency_limit?)))
         .collect()
 }
 
@@ -188,9 +180,8 @@ fn provenance(suite: &LoadedSuite) -> Vec<ProviderProvenance> {
     ProviderRole::ALL
         .into_iter()
         .map(|r| {
-            let t = suite.suite.providers.table(r);
-            let s = |k: &str| t.get(k).and_then(|v| v.as_str()).map(str::to_string);
-            let provider = s("kind").unwrap_or_default();
+            let p = &suite.provider(r).config;
+            let provider = p.kind.as_str().to_string();
             ProviderProvenance {
                 role: match r {
                     ProviderRole::Agent => "agent",
@@ -198,9 +189,13 @@ fn provenance(suite: &LoadedSuite) -> Vec<ProviderProvenance> {
                     ProviderRole::Judge => "judge",
                 }
                 .to_string(),
-                model: s("model").unwrap_or_else(|| provider.clone()),
+                model: if suite.provider(r).configured && !p.model.is_empty() {
+                    p.model.clone()
+                } else {
+                    provider.clone()
+                },
                 provider,
-                base_url: s("base_url"),
+                base_url: p.base_url.clone(),
             }
         })
         .collect()

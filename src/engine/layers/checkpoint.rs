@@ -7,9 +7,9 @@
 
 use super::preview::summary_message;
 use super::summarize::{render_history, request_summary, safe_cutoff_point};
-use crate::engine::config::Checkpoint;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
+use crate::engine::layer_config::Checkpoint;
 use crate::engine::view::{Item, Source};
 use crate::engine::EngineError;
 use crate::trace::{ContextMarker, Message, Role};

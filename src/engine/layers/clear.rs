@@ -5,9 +5,9 @@
 //! each call decides again. With `offload` on, a cleared result is first written to
 //! `<path_prefix>/<id>` and the placeholder may name that path (`{path}`).
 
-use crate::engine::config::ClearToolResults;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
+use crate::engine::layer_config::ClearToolResults;
 use crate::engine::store::sanitize_tool_call_id;
 use crate::engine::view::{Item, Override};
 use crate::engine::EngineError;

@@ -7,10 +7,10 @@
 //! trace's usage, else its text at 4 chars/token). The request is priced as this layer sees it,
 //! so put it last; cache discounts are not applied, which makes the spend an upper bound.
 
-use crate::config::ConfigError;
-use crate::engine::config::{CeilingAction, CostCeiling};
+use crate::confcore::ConfigError;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
+use crate::engine::layer_config::{CeilingAction, CostCeiling};
 use crate::engine::EngineError;
 use crate::pricing::PriceTable;
 use crate::trace::{Role, TraceMeta};
@@ -28,11 +28,8 @@ pub struct CostCeilingLayer {
 }
 
 fn config_err(message: String) -> ConfigError {
-    ConfigError {
-        file: "engine config".into(),
-        line: 0,
-        message: format!("`cost_ceiling`: {message}"),
-    }
+    ConfigError::new("engine config", 0, format!("`cost_ceiling`: {message}"))
+        .with_key(vec!["cost_ceiling".into()])
 }
 
 impl CostCeilingLayer {

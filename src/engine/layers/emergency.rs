@@ -5,9 +5,9 @@
 //! engine records the `overflow`.
 
 use super::truncate::{truncate_view, GoalTracker, ReminderSpec};
-use crate::engine::config::{Emergency, Keep};
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
+use crate::engine::layer_config::{Emergency, Keep};
 use crate::engine::EngineError;
 
 pub struct EmergencyLayer {

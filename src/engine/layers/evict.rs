@@ -3,9 +3,9 @@
 //! by a stub with a numbered head/tail preview. Excluded tools are left alone (and reported).
 
 use super::preview::{tool_stub, PreviewShape};
-use crate::engine::config::{EvictToolResults, Size};
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{Layer, MessageCtx};
+use crate::engine::layer_config::{EvictToolResults, Size};
 use crate::engine::store::sanitize_tool_call_id;
 use crate::engine::view::{with_content, Item};
 use crate::engine::EngineError;

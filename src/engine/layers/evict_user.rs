@@ -3,9 +3,9 @@
 //! request shows a preview in its place (a per-request view: the state keeps the original).
 
 use super::preview::{human_preview, PreviewShape};
-use crate::engine::config::{EvictUserMessages, Size};
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer};
+use crate::engine::layer_config::{EvictUserMessages, Size};
 use crate::engine::view::{with_content, Item, Override};
 use crate::engine::EngineError;
 use crate::tokens::approx::code_points;

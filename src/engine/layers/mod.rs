@@ -15,10 +15,11 @@ pub mod truncate;
 pub mod truncate_args;
 pub mod watchdog;
 
-use super::config::{LayerConfig, ModelTier, ResolvedConfig, Trigger};
 use super::layer::Layer;
+use super::layer_config::{LayerConfig, ModelTier, Trigger};
+use super::resolve::ResolvedConfig;
 use super::summarizer::DEFAULT_SUMMARY_PROMPT;
-use crate::config::ConfigError;
+use crate::confcore::ConfigError;
 use crate::trace::{ContextMarker, TraceMeta};
 
 /// A message from the user that starts a turn: a user message that is not harness output

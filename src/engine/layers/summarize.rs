@@ -7,10 +7,10 @@
 //! report a context overflow.
 
 use super::preview::{read_file_clip, summary_message, tool_stub, PreviewShape};
-use crate::engine::config::{Keep, Summarize};
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::invariants::unusable_summary;
 use crate::engine::layer::{CallCtx, Layer};
+use crate::engine::layer_config::{Keep, Summarize};
 use crate::engine::store::{sanitize_tool_call_id, LazyBytes};
 use crate::engine::summarizer::{SummaryOutput, SummaryRequest};
 use crate::engine::view::{with_content, Entry, Item, Source};

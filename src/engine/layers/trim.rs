@@ -15,10 +15,10 @@
 //! of a dropped slice (the agent's prompt) stay at the front.
 
 use super::summarize::render_history;
-use crate::engine::config::TurnTrim;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::invariants::unusable_summary;
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
+use crate::engine::layer_config::TurnTrim;
 use crate::engine::summarizer::SummaryRequest;
 use crate::engine::view::{Item, Override};
 use crate::engine::EngineError;

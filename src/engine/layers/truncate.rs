@@ -6,9 +6,9 @@
 //! [`truncate_view`] is shared with the `emergency` layer.
 
 use super::summarize::{message_cutoff, token_cutoff};
-use crate::engine::config::{Keep, Truncate};
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
+use crate::engine::layer_config::{Keep, Truncate};
 use crate::engine::view::{Item, Source};
 use crate::engine::EngineError;
 use crate::trace::{Message, Role};

@@ -3,9 +3,9 @@
 //! outside the keep window become their first characters + a marker. A per-request view,
 //! recomputed on every call; it can postpone summarization.
 
-use crate::engine::config::{Keep, TruncateArgs};
 use crate::engine::event::{Event, EventDetail, EventKind, TruncatedCall};
 use crate::engine::layer::{CallCtx, Layer};
+use crate::engine::layer_config::{Keep, TruncateArgs};
 use crate::engine::view::{Item, Override, Source};
 use crate::engine::EngineError;
 use crate::tokens::approx::code_points;

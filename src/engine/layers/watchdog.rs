@@ -4,9 +4,9 @@
 //! run — not one per further repeat. `a → b → a → b → a` never trips. Observes only: the
 //! context is not changed.
 
-use crate::engine::config::Watchdog;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{Layer, MessageCtx};
+use crate::engine::layer_config::Watchdog;
 use crate::engine::EngineError;
 use crate::trace::Role;
 

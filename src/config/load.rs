@@ -1,0 +1,271 @@
+//! A loaded suite: the parsed file, its source map and digest, and what it resolves to
+//! (typed engine variants, typed provider roles, prompt files, the baseline); error helpers
+//! that turn a key path into `file:line`.
+
+use super::keys::unknown_keys;
+use super::suite::{schema, PromptFile, ProviderRole, Suite, Variant};
+use super::typed::RoleProvider;
+use super::{ConfigError, SourceMap};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A parsed, validated suite and where it came from.
+#[derive(Debug, Clone)]
+pub struct LoadedSuite {
+    pub suite: Suite,
+    /// The suite file as given.
+    pub path: PathBuf,
+    /// Directory relative paths resolve against.
+    pub dir: PathBuf,
+    pub source: SourceMap,
+    /// sha256 of the suite's canonical JSON (independent of formatting, comments, key order
+    /// and of where the checkout lives).
+    pub digest: String,
+    pub variants: Vec<Variant>,
+    pub baseline: String,
+    pub prompt_files: Vec<PromptFile>,
+    /// Every provider role, typed (see [`LoadedSuite::provider`]).
+    pub providers: BTreeMap<ProviderRole, RoleProvider>,
+}
+
+impl LoadedSuite {
+    /// Read, parse and validate a suite file.
+    pub fn load(path: &Path) -> Result<LoadedSuite, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::new(&file, 0, format!("cannot read suite file: {e}")))?;
+        Self::from_str(&text, path)
+    }
+
+    /// Parse and validate suite text as if read from `path` (used for relative paths and
+    /// messages).
+    pub fn from_str(text: &str, path: &Path) -> Result<LoadedSuite, ConfigError> {
+        let file = path.display().to_string();
+        let (source, doc) = SourceMap::parse(text).map_err(|e| toml_error(&file, text, &e))?;
+
+        let schema_value = serde_json::to_value(schema()).expect("schema is JSON");
+        let unknown: Vec<ConfigError> = unknown_keys(doc.get_ref(), &schema_value)
+            .into_iter()
+            .map(|u| {
+                let table = if u.table.is_empty() {
+                    "at the top level".to_string()
+                } else {
+                    format!("in `[{}]`", u.table.join("."))
+                };
+                let hint = match &u.suggestion {
+                    Some(s) => format!(" (did you mean `{s}`?)"),
+                    None => format!("; valid keys: {}", u.valid.join(", ")),
+                };
+                ConfigError::new(
+                    &file,
+                    source.line_of_offset(u.offset),
+                    format!("unknown key `{}` {table}{hint}", u.key),
+                )
+            })
+            .collect();
+        if let Some(e) = ConfigError::combine(unknown) {
+            return Err(e);
+        }
+
+        let suite = deserialize_suite(text, &file, &source)?;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let digest = {
+            let json = serde_json::to_vec(&suite).expect("suite serializes");
+            hex::encode(Sha256::digest(&json))
+        };
+        let mut loaded = LoadedSuite {
+            suite,
+            path: path.to_path_buf(),
+            dir,
+            source,
+            digest,
+            variants: Vec::new(),
+            baseline: String::new(),
+            prompt_files: Vec::new(),
+            providers: BTreeMap::new(),
+        };
+        loaded.validate()?;
+        loaded.prompt_files = loaded.collect_prompt_files()?;
+        loaded.type_providers()?;
+        loaded.variants = loaded.expand_variants()?;
+        loaded.baseline = loaded.pick_baseline()?;
+        loaded.type_variants()?;
+        Ok(loaded)
+    }
+
+    fn file(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// An error at the line of `path` (or its nearest written ancestor).
+    pub fn error_at(&self, path: &[&str], message: impl Into<String>) -> ConfigError {
+        ConfigError::new(self.file(), self.source.line_of(path), message)
+    }
+
+    /// An error about an engine key of a variant, e.g. from the engine's own validation.
+    /// Points at the override when the variant sets `key`, else at `engine.base`, else at the
+    /// variant's definition; the message names the variant.
+    /// A serde "unknown field/variant" message gets a "did you mean" hint.
+    pub fn variant_error(&self, variant: &Variant, key: &[&str], message: &str) -> ConfigError {
+        let message = with_hint(message);
+        let mut at: Vec<&str> = variant.defined_at.iter().map(|s| s.as_str()).collect();
+        at.extend_from_slice(key);
+        let mut base = vec!["engine", "base"];
+        base.extend_from_slice(key);
+        let line = if self.source.contains(&at) {
+            self.source.line_of(&at)
+        } else if self.source.contains(&base) {
+            self.source.line_of(&base)
+        } else {
+            self.source.line_of(&at)
+        };
+        ConfigError::new(
+            self.file(),
+            line,
+            format!("engine variant `{}`: {message}", variant.name),
+        )
+    }
+
+    /// Run an owner's validation over every variant's merged engine table (e.g. deserializing
+    /// it as `engine::config::EngineConfig` and resolving it), collecting every problem as a
+    /// `file:line` error that names the variant. `check` returns the offending key path (may
+    /// be empty) and a message.
+    pub fn check_variants(
+        &self,
+        check: impl Fn(&Variant) -> Result<(), (Vec<String>, String)>,
+    ) -> Result<(), ConfigError> {
+        let errs: Vec<ConfigError> = self
+            .variants
+            .iter()
+            .filter_map(|v| check(v).err().map(|(key, msg)| (v, key, msg)))
+            .map(|(v, key, msg)| {
+                let key: Vec<&str> = key.iter().map(|s| s.as_str()).collect();
+                self.variant_error(v, &key, &msg)
+            })
+            .collect();
+        match ConfigError::combine(errs) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// An error about a provider table (e.g. from the providers module's validation).
+    pub fn provider_error(&self, role: ProviderRole, key: &[&str], message: &str) -> ConfigError {
+        let message = with_hint(message);
+        let mut at = vec!["providers", role.as_str()];
+        at.extend_from_slice(key);
+        ConfigError::new(
+            self.file(),
+            self.source.line_of(&at),
+            format!("provider `{}`: {message}", role.as_str()),
+        )
+    }
+
+    /// Resolve a path written in the suite against the suite's directory.
+    pub fn resolve(&self, written: &str) -> PathBuf {
+        let p = Path::new(written);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.dir.join(p)
+        }
+    }
+
+    /// Where run directories go (`suite.output_dir`, relative to the suite file).
+    pub fn output_dir(&self) -> PathBuf {
+        self.resolve(&self.suite.suite.output_dir)
+    }
+
+    /// Variants in stable order: the baseline first, then the others as defined.
+    pub fn ordered_variants(&self) -> Vec<&Variant> {
+        let mut v: Vec<&Variant> = self
+            .variants
+            .iter()
+            .filter(|v| v.name == self.baseline)
+            .collect();
+        v.extend(self.variants.iter().filter(|v| v.name != self.baseline));
+        v
+    }
+}
+
+/// Turn a `toml` parse/deserialize error into a `file:line: message`, adding a suggestion
+/// when serde lists the expected variants or fields.
+fn toml_error(file: &str, text: &str, e: &toml::de::Error) -> ConfigError {
+    let line = e
+        .span()
+        .map(|s| {
+            text.get(..s.start.min(text.len()))
+                .unwrap_or(text)
+                .matches('\n')
+                .count()
+                + 1
+        })
+        .unwrap_or(0);
+    let mut message = e.message().trim().to_string();
+    for (rust, plain) in [
+        ("expected u32", "expected a non-negative integer"),
+        ("expected u64", "expected a non-negative integer"),
+        ("expected usize", "expected a non-negative integer"),
+        ("expected f64", "expected a number"),
+        ("expected a boolean", "expected true or false"),
+        ("expected a sequence", "expected a list"),
+    ] {
+        if let Some(stripped) = message.strip_suffix(rust) {
+            message = format!("{stripped}{plain}");
+        }
+    }
+    if let Some(hint) = expected_hint(&message) {
+        message.push_str(&hint);
+    }
+    ConfigError::new(file, line, message)
+}
+
+/// Deserialize the typed [`Suite`]; an error names its key (from the key path, not the text)
+/// and its line (TOML's span, else the source map's line of the key).
+fn deserialize_suite(text: &str, file: &str, source: &SourceMap) -> Result<Suite, ConfigError> {
+    let de = toml::Deserializer::parse(text).map_err(|e| toml_error(file, text, &e))?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = ConfigError::key_of(&[], e.path());
+        let mut err = toml_error(file, text, e.inner());
+        let refs: Vec<&str> = path.iter().map(String::as_str).collect();
+        if err.line == 0 {
+            err.line = source.line_of(&refs);
+        }
+        // The key as users know it: the last named segment (`depths`, not its index).
+        if let Some(k) = path.iter().rev().find(|s| s.parse::<usize>().is_err()) {
+            if !err.message.contains(&format!("`{k}`")) {
+                err.message = format!("`{k}`: {}", err.message);
+            }
+        }
+        err.with_key(path)
+    })
+}
+
+/// `message` with a "did you mean" hint when it is serde's unknown field/variant message
+/// (the suggestion only: the key's place comes from the key path).
+fn with_hint(message: &str) -> String {
+    let mut msg = message.trim().to_string();
+    let inner = msg.rsplit("`: ").next().unwrap_or(&msg).to_string();
+    if let Some(hint) = expected_hint(&inner) {
+        if !msg.contains("did you mean") {
+            msg.push_str(&hint);
+        }
+    }
+    msg
+}
+
+/// For serde's "unknown variant `x`, expected one of `a`, `b`" (and "unknown field …"), a
+/// "did you mean" hint.
+pub fn expected_hint(message: &str) -> Option<String> {
+    let rest = message
+        .strip_prefix("unknown variant `")
+        .or_else(|| message.strip_prefix("unknown field `"))?;
+    let (word, rest) = rest.split_once('`')?;
+    let candidates: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    let s = super::suggest(word, candidates.iter().copied())?;
+    Some(format!(" (did you mean `{s}`?)"))
+}

@@ -1,0 +1,280 @@
+//! Unit tests of suite loading (types, variants, grids, providers, discovery).
+
+mod tests {
+    use crate::config::suite::*;
+    use crate::config::{ConfigError, LoadedSuite};
+    use std::path::Path;
+
+    fn load(text: &str) -> Result<LoadedSuite, ConfigError> {
+        LoadedSuite::from_str(text, Path::new("suite.toml"))
+    }
+
+    const MIN: &str = "[suite]\nname = \"t\"\n[traces]\npaths = [\"x\"]\n";
+
+    #[test]
+    fn defaults_apply() {
+        let s = load(MIN).unwrap();
+        assert_eq!(s.suite.suite.output_dir, "reports");
+        assert_eq!(s.suite.suite.repeats, 1);
+        assert_eq!(s.suite.traces.from, "auto");
+        assert_eq!(s.suite.traces.counter, CounterKind::O200k);
+        assert!(s.suite.evals.replay.enabled);
+        assert_eq!(s.variants.len(), 1);
+        assert_eq!(s.baseline, "base");
+    }
+
+    #[test]
+    fn one_of_choices_are_replaced_not_mixed() {
+        let s = load(&format!(
+            "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\nsummarize.trigger.tokens = 9000\nsummarize.keep.messages = 10\n[engine.variants.a]\n[engine.variants.b]\nsummarize.trigger.fraction = 0.15\nsummarize.keep.messages = 4\n"
+        ))
+        .unwrap();
+        let b = s.variants.iter().find(|v| v.name == "b").unwrap();
+        let trigger = b.engine["summarize"]["trigger"].as_table().unwrap();
+        assert_eq!(trigger.len(), 1, "{trigger:?}");
+        assert_eq!(trigger["fraction"].as_float(), Some(0.15));
+        assert_eq!(
+            b.engine["summarize"]["keep"]["messages"].as_integer(),
+            Some(4)
+        );
+    }
+
+    #[test]
+    fn engine_errors_point_at_the_variant_or_base_at_load() {
+        let e = load(&format!(
+            "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\nwindow = 0\n[engine.variants.a]\n[engine.variants.b]\nsumarize.trigger = 1\n[engine.variants.c]\nwindow = 5\nsummarize.trigger.fraction = 1.5\n"
+        ))
+        .unwrap_err();
+        // `a` inherits window = 0 from base (line 8); `b` misspells a key (line 11, with a
+        // suggestion); `c`'s fraction is out of range (line 14, key path from the parser).
+        let msg = e.to_string();
+        let lines: Vec<&str> = msg.lines().collect();
+        assert_eq!(lines.len(), 3, "{msg}");
+        assert!(
+            lines[0].starts_with("suite.toml:8: engine variant `a`: `window`: must be > 0"),
+            "{msg}"
+        );
+        assert!(
+            lines[1].starts_with("suite.toml:11: engine variant `b`: `sumarize`: unknown field")
+                && lines[1].ends_with("(did you mean `summarize`?)"),
+            "{msg}"
+        );
+        assert!(
+            lines[2].starts_with("suite.toml:14: engine variant `c`: `summarize.trigger")
+                && lines[2].contains("fraction in (0, 1]"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn typed_variants_and_providers_at_load() {
+        let s = load(&format!(
+            "{MIN}[engine.base]\npreset = \"digitorn\"\nemergency.limit = {{ fraction = 0.9 }}\n[providers.agent]\nkind = \"openai\"\nmodel = \"m\"\nconcurrency = 2\n"
+        ))
+        .unwrap();
+        assert_eq!(s.variants[0].config.preset.as_deref(), Some("digitorn"));
+        let agent = s.provider(ProviderRole::Agent);
+        assert!(agent.configured);
+        assert_eq!(agent.config.model, "m");
+        assert_eq!(agent.concurrency_limit, Some(2));
+        assert!(!s.provider(ProviderRole::Judge).configured);
+        assert_eq!(s.provider(ProviderRole::Judge).concurrency_limit, None);
+    }
+
+    #[test]
+    fn base_fraction_and_variant_tokens_do_not_mix() {
+        // base `emergency.limit = {fraction = 0.9}` + variant `{tokens = 9000}`: the variant
+        // replaces the choice (it used to merge into an invalid `{fraction, tokens}`).
+        let s = load(&format!(
+            "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\npreset = \"digitorn\"\nemergency.limit = {{ fraction = 0.9 }}\n[engine.variants.a]\n[engine.variants.b]\nemergency.limit = {{ tokens = 9000 }}\n"
+        ))
+        .unwrap();
+        let b = s.variants.iter().find(|v| v.name == "b").unwrap();
+        let r = b.config.resolve(None).unwrap();
+        let lim = r.layers.iter().find_map(|l| match l {
+            crate::engine::LayerConfig::Emergency(e) => Some(e.limit),
+            _ => None,
+        });
+        assert_eq!(lim, Some(crate::engine::config::Trigger::Tokens(9000)));
+    }
+
+    #[test]
+    fn provider_values_are_checked_at_load() {
+        for (body, key, line) in [
+            ("timeout_secs = 1e20", "timeout_secs", 8),
+            ("retry_max_secs = 1e300", "retry_max_secs", 8),
+            ("extra_body = { messages = [] }", "extra_body", 8),
+            ("timeout_s = 60", "timeout_s", 8),
+        ] {
+            let e = load(&format!(
+                "{MIN}[providers.agent]\nkind = \"openai\"\nmodel = \"m\"\n{body}\n"
+            ))
+            .unwrap_err();
+            assert_eq!(e.line, line, "{e}");
+            assert!(e.message.contains(&format!("`{key}`")), "{e}");
+        }
+    }
+
+    #[test]
+    fn gate_rules_and_output_dir_are_checked_at_load() {
+        let e = load(&format!(
+            "{MIN}[gates]\nrules = [\"needle.recall >= abc\"]\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.line, 6, "{e}");
+        assert!(e.message.contains("needle.recall >= abc"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("out"), "x").unwrap();
+        let e = LoadedSuite::from_str(
+            "[suite]\nname = \"t\"\noutput_dir = \"out\"\n[traces]\npaths = [\"x\"]\n",
+            &dir.path().join("s.toml"),
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("existing file"), "{e}");
+    }
+
+    #[test]
+    fn trace_patterns_directories_and_globs() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("data/a/deep")).unwrap();
+        for f in [
+            "data/a/x.json",
+            "data/a/deep/y.json",
+            "data/a/SOURCE.txt",
+            "data/a/notes.md",
+            "data/z.jsonl",
+        ] {
+            std::fs::write(d.join(f), "{}").unwrap();
+        }
+        let text = "[suite]\nname = \"t\"\n[traces]\npaths = [\"data/a\", \"data/*.jsonl\", \"data/**/y.json\"]\n";
+        std::fs::write(d.join("s.toml"), text).unwrap();
+        let s = LoadedSuite::load(&d.join("s.toml")).unwrap();
+        let rels: Vec<String> = s
+            .trace_files()
+            .unwrap()
+            .into_iter()
+            .map(|f| f.rel)
+            .collect();
+        // Directory: every file but notes, recursively; `*` stays in its directory; `**` descends;
+        // duplicates (y.json twice) collapse.
+        assert_eq!(
+            rels,
+            ["data/a/deep/y.json", "data/a/x.json", "data/z.jsonl"]
+        );
+        let s2 = LoadedSuite::from_str(
+            "[suite]\nname = \"t\"\n[traces]\npaths = [\"data/*.json\"]\n",
+            &d.join("s.toml"),
+        )
+        .unwrap();
+        let e = s2.trace_files().unwrap_err();
+        assert_eq!(e.line, 4);
+        assert!(e.message.contains("matches no file"), "{e}");
+    }
+
+    #[test]
+    fn variants_deep_merge_over_base() {
+        let s = load(&format!(
+            "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\nwindow = 100\nsummarize = {{ trigger = {{ fraction = 0.85 }}, keep = {{ messages = 10 }} }}\n[engine.variants.a]\n[engine.variants.b]\nsummarize.trigger.fraction = 0.15\n"
+        ))
+        .unwrap();
+        let b = s.variants.iter().find(|v| v.name == "b").unwrap();
+        assert_eq!(b.engine["window"].as_integer(), Some(100));
+        assert_eq!(
+            b.engine["summarize"]["trigger"]["fraction"].as_float(),
+            Some(0.15)
+        );
+        assert_eq!(
+            b.engine["summarize"]["keep"]["messages"].as_integer(),
+            Some(10)
+        );
+        assert_eq!(s.ordered_variants()[0].name, "a");
+    }
+
+    #[test]
+    fn grid_is_the_cartesian_product_in_stable_order() {
+        let s = load(&format!(
+            "{MIN}[engine]\nbaseline = \"summarize.keep.messages=3,summarize.trigger.fraction=0.85\"\n[engine.grid]\n\"summarize.trigger.fraction\" = [0.85, 0.15]\nsummarize.keep.messages = [3, 10]\n"
+        ))
+        .unwrap();
+        let names: Vec<&str> = s.variants.iter().map(|v| v.name.as_str()).collect();
+        // Dimensions in key order (keep < trigger), last dimension fastest.
+        assert_eq!(
+            names,
+            [
+                "summarize.keep.messages=3,summarize.trigger.fraction=0.85",
+                "summarize.keep.messages=3,summarize.trigger.fraction=0.15",
+                "summarize.keep.messages=10,summarize.trigger.fraction=0.85",
+                "summarize.keep.messages=10,summarize.trigger.fraction=0.15",
+            ]
+        );
+        let v = &s.variants[3];
+        assert_eq!(
+            v.engine["summarize"]["trigger"]["fraction"].as_float(),
+            Some(0.15)
+        );
+        assert_eq!(
+            v.engine["summarize"]["keep"]["messages"].as_integer(),
+            Some(10)
+        );
+    }
+
+    #[test]
+    fn baseline_must_exist_and_is_required_with_several_variants() {
+        let e = load(&format!(
+            "{MIN}[engine]\nbaseline = \"bse\"\n[engine.variants.base]\n[engine.variants.x]\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.line, 6);
+        assert!(e.message.contains("did you mean `base`?"), "{e}");
+        let e = load(&format!("{MIN}[engine.variants.a]\n[engine.variants.b]\n")).unwrap_err();
+        assert!(e.message.contains("no baseline"), "{e}");
+    }
+
+    #[test]
+    fn grid_leaf_must_be_a_non_empty_list() {
+        let e = load(&format!("{MIN}[engine.grid]\nwindow = 2000\n")).unwrap_err();
+        assert_eq!(e.line, 6);
+        assert!(
+            e.message.contains("`window` must be a non-empty list"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn provider_keys_never_in_files() {
+        let e = load(&format!(
+            "{MIN}[providers.agent]\nkind = \"openai\"\napi_key = \"sk-x\"\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.line, 7);
+        assert!(e.message.contains("api_key_env"));
+        let e = load(&format!("{MIN}[providers.judge]\nmodel = \"m\"\n")).unwrap_err();
+        assert!(e.message.contains("missing `kind`"), "{e}");
+    }
+
+    #[test]
+    fn unknown_variant_gets_a_suggestion() {
+        let e = load(&format!("{MIN}counter = \"o200\"\n")).unwrap_err();
+        assert_eq!(e.line, 5);
+        assert!(e.message.contains("did you mean `o200k`?"), "{e}");
+    }
+
+    #[test]
+    fn ask_at_accepts_end_or_index() {
+        let s = load(&format!("{MIN}[evals.needle]\nask_at = 7\n")).unwrap();
+        assert_eq!(s.suite.evals.needle.unwrap().ask_at, AskAt::Call(7));
+        let e = load(&format!("{MIN}[evals.needle]\nask_at = \"middle\"\n")).unwrap_err();
+        assert_eq!(e.line, 6);
+    }
+
+    #[test]
+    fn digest_ignores_formatting_but_not_content() {
+        let a = load(MIN).unwrap();
+        let b = load(&format!("# comment\n{MIN}\n")).unwrap();
+        let c = load(&format!("{MIN}from = \"openai\"\n")).unwrap();
+        assert_eq!(a.digest, b.digest);
+        assert_ne!(a.digest, c.digest);
+    }
+}

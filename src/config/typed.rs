@@ -1,0 +1,109 @@
+//! The typed half of loading: every variant's merged engine table becomes an
+//! [`EngineConfig`] (and is resolved once, so a bad preset, key or value fails at load), and
+//! every provider role becomes a [`ProviderConfig`]. Deserialization goes through
+//! `serde_path_to_error`, so each error names its key path and the source map gives its line.
+//! Nothing past `config/` reads the raw TOML of engine or provider tables.
+
+use super::suite::ProviderRole;
+use super::{ConfigError, LoadedSuite};
+use crate::engine::EngineConfig;
+use crate::providers::ProviderConfig;
+use std::collections::BTreeMap;
+
+/// One provider role as the suite configures it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoleProvider {
+    pub config: ProviderConfig,
+    /// False when the suite has no table for this role (the built-in offline provider).
+    pub configured: bool,
+    /// The role's `concurrency` when the suite sets it (caps that role's calls in flight);
+    /// `None` leaves the suite's concurrency as the only limit.
+    pub concurrency_limit: Option<usize>,
+}
+
+impl LoadedSuite {
+    /// The provider of `role` (every role has one: unset roles are offline).
+    pub fn provider(&self, role: ProviderRole) -> &RoleProvider {
+        &self.providers[&role]
+    }
+
+    /// Deserialize every variant's engine table and resolve it once (without a trace window).
+    pub(super) fn type_variants(&mut self) -> Result<(), ConfigError> {
+        let mut errs = Vec::new();
+        let mut typed = Vec::with_capacity(self.variants.len());
+        for v in &self.variants {
+            let json = serde_json::to_value(&v.engine).expect("TOML tables are JSON");
+            let result = EngineConfig::from_value(json).and_then(|c| {
+                c.resolve(None)?;
+                Ok(c)
+            });
+            match result {
+                Ok(c) => typed.push(c),
+                Err(e) => {
+                    let key: Vec<&str> = e.key.iter().map(String::as_str).collect();
+                    errs.push(self.variant_error(v, &key, &e.message));
+                    typed.push(EngineConfig::default());
+                }
+            }
+        }
+        if let Some(e) = ConfigError::combine(errs) {
+            return Err(e);
+        }
+        for (v, c) in self.variants.iter_mut().zip(typed) {
+            v.config = c;
+        }
+        Ok(())
+    }
+
+    /// Deserialize every provider role (unset roles: `{ kind = "offline" }`).
+    pub(super) fn type_providers(&mut self) -> Result<(), ConfigError> {
+        let mut errs = Vec::new();
+        let mut out = BTreeMap::new();
+        for role in ProviderRole::ALL {
+            let table = match role {
+                ProviderRole::Agent => &self.suite.providers.agent,
+                ProviderRole::Summary => &self.suite.providers.summary,
+                ProviderRole::Judge => &self.suite.providers.judge,
+            };
+            let Some(table) = table else {
+                out.insert(
+                    role,
+                    RoleProvider {
+                        config: serde_json::from_value(serde_json::json!({"kind": "offline"}))
+                            .expect("the offline provider needs no keys"),
+                        configured: false,
+                        concurrency_limit: None,
+                    },
+                );
+                continue;
+            };
+            let json = serde_json::to_value(table).expect("TOML tables are JSON");
+            match serde_path_to_error::deserialize::<_, ProviderConfig>(json) {
+                Ok(config) => {
+                    let concurrency_limit = table
+                        .contains_key("concurrency")
+                        .then_some(config.concurrency.max(1));
+                    out.insert(
+                        role,
+                        RoleProvider {
+                            config,
+                            configured: true,
+                            concurrency_limit,
+                        },
+                    );
+                }
+                Err(e) => {
+                    let key = ConfigError::key_of(&[], e.path());
+                    let key: Vec<&str> = key.iter().map(String::as_str).collect();
+                    let message = format!("`{}`: {}", key.join("."), e.inner());
+                    errs.push(self.provider_error(role, &key, &message));
+                }
+            }
+        }
+        if let Some(e) = ConfigError::combine(errs) {
+            return Err(e);
+        }
+        self.providers = out;
+        Ok(())
+    }
+}
