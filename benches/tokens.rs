@@ -5,7 +5,11 @@
 //! each, 4 MiB in all), cut at line ends into ~64 KiB chunks. Every implementation counts the same
 //! chunks; the counts are checked equal before anything is timed.
 //!
-//! Run: `cargo bench --bench tokens` (add `-- o200k` to run one encoding).
+//! Non-ASCII and code corpora (`benches/common/corpora.rs`, generated, 512 KiB each): CJK prose,
+//! emoji-dense chat and minified JavaScript, in groups `count/<encoding>/<corpus>` with
+//! ctxbench (warm and cold piece cache) and tiktoken-rs on one core; counts checked equal first.
+//!
+//! Run: `cargo bench --bench tokens` (add `-- o200k` to run one encoding, `-- cjk` one corpus).
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use ctxbench::tokens::bpe::{clear_piece_cache, BpeCounter, Encoding};
@@ -16,6 +20,11 @@ use std::path::{Path, PathBuf};
 const PER_FILE: usize = 512 * 1024;
 const TOTAL: usize = 4 * 1024 * 1024;
 const CHUNK: usize = 64 * 1024;
+/// Size of each generated corpus.
+const GENERATED: usize = 512 * 1024;
+
+#[path = "common/corpora.rs"]
+mod corpora;
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -59,9 +68,13 @@ fn corpus() -> Vec<String> {
             break;
         }
     }
-    // Cut into chunks at line ends (a line longer than a chunk stays whole).
+    chunked(&text)
+}
+
+/// Cut into ~64 KiB chunks at line ends (a line longer than a chunk stays whole).
+fn chunked(text: &str) -> Vec<String> {
     let mut chunks = Vec::new();
-    let mut rest = text.as_str();
+    let mut rest = text;
     while !rest.is_empty() {
         let cut = floor_boundary(rest, CHUNK);
         let end = if cut == rest.len() {
@@ -79,7 +92,9 @@ fn corpus() -> Vec<String> {
     chunks
 }
 
-fn bench_encoding(c: &mut Criterion, chunks: &[String], enc: Encoding) {
+/// `full`: also plain bpe-openai and the all-cores cases (the main corpus); the generated corpora
+/// get the one-core comparison only, to keep the bench's run time down.
+fn bench_encoding(c: &mut Criterion, chunks: &[String], enc: Encoding, corpus: &str, full: bool) {
     let ours = BpeCounter::new(enc);
     let (tiktoken, plain) = match enc {
         Encoding::O200k => (
@@ -95,11 +110,19 @@ fn bench_encoding(c: &mut Criterion, chunks: &[String], enc: Encoding) {
     // Equal counts first: a fast wrong counter is worth nothing.
     for chunk in chunks {
         let want = tiktoken.count_ordinary(chunk) as u64;
-        assert_eq!(ours.count(chunk), want, "count differs from tiktoken-rs");
+        assert_eq!(
+            ours.count(chunk),
+            want,
+            "{corpus}: count differs from tiktoken-rs"
+        );
         assert_eq!(plain.count(chunk) as u64, want);
     }
 
-    let mut g = c.benchmark_group(format!("count/{}", enc.name()));
+    let mut g = c.benchmark_group(if corpus.is_empty() {
+        format!("count/{}", enc.name())
+    } else {
+        format!("count/{}/{corpus}", enc.name())
+    });
     g.throughput(Throughput::Bytes(bytes as u64));
     g.sample_size(10);
     g.bench_function("ctxbench/1-core", |b| {
@@ -120,6 +143,10 @@ fn bench_encoding(c: &mut Criterion, chunks: &[String], enc: Encoding) {
                 .sum::<usize>()
         })
     });
+    if !full {
+        g.finish();
+        return;
+    }
     g.bench_function("bpe-openai/1-core", |b| {
         b.iter(|| {
             chunks
@@ -149,8 +176,16 @@ fn bench_encoding(c: &mut Criterion, chunks: &[String], enc: Encoding) {
 
 fn benches(c: &mut Criterion) {
     let chunks = corpus();
-    bench_encoding(c, &chunks, Encoding::O200k);
-    bench_encoding(c, &chunks, Encoding::Cl100k);
+    let generated: Vec<(&str, Vec<String>)> = corpora::all(GENERATED)
+        .into_iter()
+        .map(|(name, text)| (name, chunked(&text)))
+        .collect();
+    for enc in [Encoding::O200k, Encoding::Cl100k] {
+        bench_encoding(c, &chunks, enc, "", true);
+        for (name, chunks) in &generated {
+            bench_encoding(c, chunks, enc, name, false);
+        }
+    }
 }
 
 criterion_group! {

@@ -8,7 +8,7 @@
 
 use super::config::EngineConfig;
 use super::event::{Event, EventDetail, EventKind};
-use super::replay::{replay, Replay, ReplayEnv, StoreTarget};
+use super::replay::{replay_shared, Replay, ReplayEnv, StoreTarget};
 use super::summarizer::FixedSummarizer;
 use super::EngineError;
 use crate::trace::{
@@ -16,6 +16,7 @@ use crate::trace::{
 };
 use serde_json::{json, Value};
 use std::path::Path;
+use std::sync::Arc;
 
 fn ierr(file: &Path, location: impl Into<String>, message: impl Into<String>) -> ImportError {
     ImportError {
@@ -99,11 +100,105 @@ fn fixture_message(v: &Value, file: &Path, line: usize) -> Result<Message, Impor
 
 /// Read a JSONL trace: the fixture line format, or canonical ctxbench JSONL (first trace).
 pub fn read_jsonl_trace(path: &Path) -> Result<Trace, ImportError> {
+    match read_jsonl_fast(path) {
+        Some(t) => Ok(t),
+        None => read_jsonl_general(path),
+    }
+}
+
+/// A fixture line as typed fields; anything unusual (unknown or duplicate keys, `null`s, a
+/// `type` key) fails here and goes to [`read_jsonl_general`], which decides as before.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FixtureLine {
+    role: Role,
+    content: String,
+    #[serde(default, deserialize_with = "present")]
+    tool_calls: Option<Vec<FixtureCall>>,
+    tool_call_id: Option<String>,
+    name: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FixtureCall {
+    id: String,
+    name: String,
+    #[serde(default, deserialize_with = "present")]
+    args: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    arguments: Option<Value>,
+}
+
+/// Present (even `null`) → `Some`; absent → `None` through `#[serde(default)]`.
+fn present<'de, D: serde::Deserializer<'de>, T: serde::Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+impl FixtureLine {
+    /// The message [`fixture_message`] builds from the same line; `None` where it would fail.
+    fn into_message(self) -> Option<Message> {
+        let mut m = Message::new(self.role, self.content);
+        for c in self.tool_calls.unwrap_or_default() {
+            m.tool_calls.push(ToolCall {
+                id: c.id,
+                name: c.name,
+                arguments: c.args.or(c.arguments).unwrap_or_else(|| json!({})),
+            });
+        }
+        if self.role == Role::Tool {
+            m.tool_call_id = Some(self.tool_call_id?);
+        }
+        m.name = self.name;
+        Some(m)
+    }
+}
+
+/// Typed reading of a plain file; `None` sends the whole file to [`read_jsonl_general`] (so
+/// every error, and its precedence, stays that reader's). Streamed line by line through one
+/// reused buffer: a fresh process does not fault in a second copy of the file.
+fn read_jsonl_fast(path: &Path) -> Option<Trace> {
+    use std::io::BufRead as _;
+    let file = std::fs::File::open(path).ok()?;
+    let mut r = std::io::BufReader::with_capacity(1 << 16, file);
+    let mut buf = Vec::new();
+    let mut trace: Option<Trace> = None;
+    let mut fixture_lines = Vec::new();
+    let mut finished = false;
+    loop {
+        buf.clear();
+        if r.read_until(b'\n', &mut buf).ok()? == 0 {
+            break;
+        }
+        // The general reader takes the whole file as UTF-8, even past a second header.
+        let line = std::str::from_utf8(&buf).ok()?;
+        if finished || line.trim().is_empty() {
+            continue;
+        }
+        if let Ok(l) = serde_json::from_str::<FixtureLine>(line) {
+            fixture_lines.push(l.into_message()?);
+            continue;
+        }
+        match crate::trace::io::parse_line_fast(line.as_bytes())? {
+            TraceLine::Header { meta, .. } => {
+                if trace.is_some() {
+                    finished = true;
+                    continue;
+                }
+                trace = Some(Trace::new(meta));
+            }
+            TraceLine::Message(m) => trace.as_mut()?.messages.push(m),
+            TraceLine::Marker(mk) => trace.as_mut()?.markers.push(mk),
+        }
+    }
+    assemble(path, trace, fixture_lines).ok()
+}
+
+/// The general reader: every line through a `Value`, precise errors.
+fn read_jsonl_general(path: &Path) -> Result<Trace, ImportError> {
     let text = read(path)?;
-    let id = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_else(|| "trace".into());
     let mut trace: Option<Trace> = None;
     let mut fixture_lines = Vec::new();
     for (k, line) in text.lines().enumerate() {
@@ -155,6 +250,19 @@ pub fn read_jsonl_trace(path: &Path) -> Result<Trace, ImportError> {
             fixture_lines.push(fixture_message(&v, path, lineno)?);
         }
     }
+    assemble(path, trace, fixture_lines)
+}
+
+/// The trace a file holds: its canonical trace, or its fixture lines as one trace.
+fn assemble(
+    path: &Path,
+    trace: Option<Trace>,
+    fixture_lines: Vec<Message>,
+) -> Result<Trace, ImportError> {
+    let id = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_else(|| "trace".into());
     match trace {
         Some(t) if fixture_lines.is_empty() => Ok(t),
         Some(_) => Err(ierr(path, "file", "mixes canonical lines and role lines")),
@@ -271,12 +379,19 @@ pub fn load(dir: &Path) -> Result<Fixture, ImportError> {
 pub fn run(dir: &Path, sets: &[String], store: StoreTarget) -> Result<Replay, EngineError> {
     let fx = load(dir)?;
     let config = fx.config.apply_sets(sets)?.resolve(None)?;
-    let summarizer = FixedSummarizer(fx.summary_text.clone());
+    let summarizer = FixedSummarizer(fx.summary_text);
     let mut env = ReplayEnv::new(&summarizer);
-    env.system_prompt = Some(fx.system_prompt.clone());
-    env.tools = Some(fx.tools.clone());
+    env.system_prompt = Some(fx.system_prompt);
+    env.tools = Some(fx.tools);
     env.store = store;
-    replay(&fx.trace, &config, &env)
+    // Moved into `Arc`s, not cloned (what `replay` would do with a borrowed trace).
+    let Trace {
+        meta,
+        messages,
+        markers,
+    } = fx.trace;
+    let messages: Vec<Arc<Message>> = messages.into_iter().map(Arc::new).collect();
+    replay_shared(&meta, &markers, &messages, &config, &env)
 }
 
 /// One event in the fixture vocabulary (`None` for kinds the fixtures do not have).
