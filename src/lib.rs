@@ -45,8 +45,8 @@
 //!   merging lives below them in [`confcore`];
 //! - `gate` computes verdicts; `report` renders them (JUnit, step summary, terminal lines).
 //!
-//! How to add a layer, an eval, a provider, an importer or a report section: `docs/engine.md`,
-//! `docs/suite.md` and `docs/report.md`.
+//! The data flow, and how to add a layer, an eval, a provider, an importer or a report section:
+//! `docs/architecture.md` (with `docs/engine.md` for layers and `docs/report.md` for reports).
 
 pub mod cli;
 pub mod confcore;
