@@ -431,14 +431,22 @@ pub fn request_key(r: &Recorded) -> String {
 }
 
 /// A responder for [`MockLlm::respond_with`] that echoes the request's API key back in every
-/// answer, the way a careless proxy might: request 1, 5, 9 … get a 500 whose error text quotes
+/// answer, the way a careless proxy might: per model, request 1, 5, 9 … get a 500 whose error text quotes
 /// the key (retried), request 3, 7, 11 … a 200 whose key is hidden behind a JSON `\u` escape,
 /// every other one a 200 quoting the Authorization header and the key in the content and the
 /// model id. Anthropic paths are answered in the Anthropic shape.
 pub fn echo_key_responder() -> impl Fn(&Recorded) -> Reply + Send + Sync + 'static {
-    let n = std::sync::atomic::AtomicUsize::new(0);
+    // One counter per requested model: which answers a role sees does not depend on how its
+    // requests interleave with another role's (each role's first request gets the 500).
+    let counters = std::sync::Mutex::new(std::collections::HashMap::<String, usize>::new());
     move |r: &Recorded| {
-        let i = n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let model = r.body["model"].as_str().unwrap_or("").to_string();
+        let i = {
+            let mut c = counters.lock().unwrap();
+            let n = c.entry(model).or_insert(0);
+            *n += 1;
+            *n - 1
+        };
         let key = request_key(r);
         let auth = r.header("authorization").unwrap_or("").to_string();
         let anthropic = r.path.ends_with("/messages");
