@@ -47,16 +47,28 @@ fn merge_at(target: &mut Value, patch: Value, key: Option<&str>) {
     }
 }
 
-/// [`merge`] for TOML tables (suite variants and grids): the same rule, applied to the JSON
-/// form of both tables. TOML values map one to one onto JSON ones (date-times become strings,
-/// which no engine key accepts anyway).
+/// [`merge`] for TOML tables (suite variants and grids): the same rule, applied to the TOML
+/// values directly (a round trip through JSON would lose `nan` and `inf`, which must reach the
+/// typed check and be reported, not vanish).
 pub fn merge_toml(target: &mut toml::Table, patch: &toml::Table) {
-    let mut t = serde_json::to_value(&*target).expect("TOML tables are JSON");
-    merge(
-        &mut t,
-        serde_json::to_value(patch).expect("TOML tables are JSON"),
-    );
-    *target = toml::Table::try_from(t).expect("merged TOML tables stay TOML");
+    merge_table(target, patch, None);
+}
+
+fn merge_table(t: &mut toml::Table, p: &toml::Table, key: Option<&str>) {
+    if key.is_some_and(|k| CHOICE_KEYS.contains(&k)) && p.keys().any(|k| !t.contains_key(k)) {
+        t.clear();
+    }
+    for (k, v) in p {
+        match (t.get_mut(k), v) {
+            (Some(toml::Value::Table(slot)), toml::Value::Table(pv)) => {
+                merge_table(slot, pv, Some(k))
+            }
+            (Some(slot), v) => *slot = v.clone(),
+            (None, v) => {
+                t.insert(k.clone(), v.clone());
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -99,5 +111,28 @@ mod tests {
             1,
             "{tt:?}"
         );
+    }
+
+    #[test]
+    fn toml_merge_follows_the_same_rule_and_keeps_nan() {
+        let mut base: toml::Table =
+            toml::from_str("[emergency.limit]\nfraction = 0.9\n[summarize]\nkeep = 3").unwrap();
+        let over: toml::Table =
+            toml::from_str("[emergency.limit]\ntokens = 9000\n[summarize.trigger]\nfraction = nan")
+                .unwrap();
+        merge_toml(&mut base, &over);
+        assert_eq!(
+            base["emergency"]["limit"]
+                .as_table()
+                .unwrap()
+                .keys()
+                .collect::<Vec<_>>(),
+            ["tokens"]
+        );
+        assert!(base["summarize"]["trigger"]["fraction"]
+            .as_float()
+            .unwrap()
+            .is_nan());
+        assert_eq!(base["summarize"]["keep"].as_integer(), Some(3));
     }
 }

@@ -99,6 +99,29 @@ mod tests {
     }
 
     #[test]
+    fn nan_and_infinity_are_named_at_their_line() {
+        let e = load(&format!(
+            "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\npreset = \"deepagents\"\n[engine.variants.a]\n[engine.variants.b]\nsummarize.trigger.fraction = nan\n"
+        ))
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`summarize.trigger.fraction`: expected a finite number, got NaN"),
+            "{e}"
+        );
+        let e = load(&format!(
+            "{MIN}[providers.agent]\nkind = \"openai\"\nmodel = \"m\"\ntemperature = inf\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.line, 8, "{e}");
+        assert!(
+            e.message
+                .contains("`temperature`: expected a finite number"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn provider_values_are_checked_at_load() {
         for (body, key, line) in [
             ("timeout_secs = 1e20", "timeout_secs", 8),

@@ -32,6 +32,15 @@ impl LoadedSuite {
         let mut errs = Vec::new();
         let mut typed = Vec::with_capacity(self.variants.len());
         for v in &self.variants {
+            // JSON has no NaN or infinity: name such a value here rather than let it turn
+            // into `null` ("invalid type: null") on the way to the typed config.
+            if let Some((key, x)) = non_finite(&v.engine) {
+                let message = format!("`{}`: expected a finite number, got {x}", key.join("."));
+                let key: Vec<&str> = key.iter().map(String::as_str).collect();
+                errs.push(self.variant_error(v, &key, &message));
+                typed.push(EngineConfig::default());
+                continue;
+            }
             let json = serde_json::to_value(&v.engine).expect("TOML tables are JSON");
             let result = EngineConfig::from_value(json).and_then(|c| {
                 c.resolve(None)?;
@@ -77,6 +86,12 @@ impl LoadedSuite {
                 );
                 continue;
             };
+            if let Some((key, x)) = non_finite(table) {
+                let message = format!("`{}`: expected a finite number, got {x}", key.join("."));
+                let key: Vec<&str> = key.iter().map(String::as_str).collect();
+                errs.push(self.provider_error(role, &key, &message));
+                continue;
+            }
             let json = serde_json::to_value(table).expect("TOML tables are JSON");
             match serde_path_to_error::deserialize::<_, ProviderConfig>(json) {
                 Ok(config) => {
@@ -106,4 +121,28 @@ impl LoadedSuite {
         self.providers = out;
         Ok(())
     }
+}
+
+/// The first float in `table` (depth first, in key order) that is NaN or infinite, with its key
+/// path.
+fn non_finite(table: &toml::Table) -> Option<(Vec<String>, f64)> {
+    fn walk(v: &toml::Value, path: &mut Vec<String>) -> Option<(Vec<String>, f64)> {
+        match v {
+            toml::Value::Float(x) if !x.is_finite() => Some((path.clone(), *x)),
+            toml::Value::Table(t) => t.iter().find_map(|(k, v)| {
+                path.push(k.clone());
+                let found = walk(v, path);
+                path.pop();
+                found
+            }),
+            toml::Value::Array(a) => a.iter().enumerate().find_map(|(i, v)| {
+                path.push(i.to_string());
+                let found = walk(v, path);
+                path.pop();
+                found
+            }),
+            _ => None,
+        }
+    }
+    walk(&toml::Value::Table(table.clone()), &mut Vec::new())
 }
