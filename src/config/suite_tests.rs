@@ -122,6 +122,15 @@ mod tests {
     }
 
     #[test]
+    fn a_zero_trace_limit_is_named_at_its_line() {
+        let text = MIN.replace("[traces]\n", "[traces]\nlimit = 0\n");
+        assert_ne!(text, MIN, "MIN has a [traces] table");
+        let e = load(&text).unwrap_err();
+        assert!(e.to_string().contains("`limit` must be at least 1"), "{e}");
+        assert!(e.line > 0, "{e}");
+    }
+
+    #[test]
     fn provider_values_are_checked_at_load() {
         for (body, key, line) in [
             ("timeout_secs = 1e20", "timeout_secs", 8),

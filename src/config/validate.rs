@@ -59,6 +59,12 @@ impl LoadedSuite {
                 ),
             );
         }
+        if s.traces.limit == Some(0) {
+            err(
+                &["traces", "limit"],
+                "`limit` must be at least 1 (leave it out to use every trace)".into(),
+            );
+        }
         if let Some(n) = &s.evals.needle {
             if n.depths.is_empty() {
                 err(
