@@ -10,10 +10,41 @@
 use crate::confcore::ConfigError;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
-use crate::engine::layer_config::{CeilingAction, CostCeiling};
+
 use crate::engine::EngineError;
 use crate::pricing::PriceTable;
 use crate::trace::{Role, TraceMeta};
+use serde::{Deserialize, Serialize};
+
+/// What a tripped cost ceiling does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CeilingAction {
+    /// core-agent: the tripping call completes, every later call is refused (replay stops).
+    Stop,
+    /// Record one event per bound and go on.
+    Alert,
+}
+
+/// Cost ceilings (core-agent): per turn (spend since the last user message) and per session.
+/// Calls are priced at `input × request tokens + output × recorded output tokens` (no cache
+/// discount: an upper bound) with explicit $/Mtok prices, else `model`'s price, else the
+/// trace model's price from the bundled table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostCeiling {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_turn_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_session_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_usd_per_mtok: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_usd_per_mtok: Option<f64>,
+    pub action: CeilingAction,
+}
 
 pub struct CostCeilingLayer {
     cfg: CostCeiling,

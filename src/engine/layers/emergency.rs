@@ -7,8 +7,22 @@
 use super::truncate::{truncate_view, GoalTracker, ReminderSpec};
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
-use crate::engine::layer_config::{Emergency, Keep};
+use crate::engine::layer_config::{Keep, Trigger};
 use crate::engine::EngineError;
+use serde::{Deserialize, Serialize};
+
+/// Emergency compaction (digitorn `emergency_compact`): when the request overflows `limit`
+/// (the replay's stand-in for a provider overflow error), halve `keep_recent` (never below
+/// `min_keep`), truncate without an LLM, and retry until it fits or `min_keep` is reached.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Emergency {
+    /// Overflow threshold (default: the whole window).
+    pub limit: Trigger,
+    pub keep_recent: usize,
+    pub min_keep: usize,
+    pub reminder: bool,
+}
 
 pub struct EmergencyLayer {
     cfg: Emergency,

@@ -8,12 +8,29 @@
 use super::summarize::{message_cutoff, token_cutoff};
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
-use crate::engine::layer_config::{Keep, Truncate};
+use crate::engine::layer_config::{Keep, Trigger};
 use crate::engine::view::{Item, Source};
 use crate::engine::EngineError;
 use crate::trace::{Message, Role};
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::sync::Arc;
+
+/// digitorn `truncate` strategy: at the trigger, drop everything before a safe split that
+/// keeps the most recent `keep`, and inject one reminder message (goal + recent activity).
+/// No LLM, and nothing is offloaded: the no-offload baseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Truncate {
+    pub trigger: Trigger,
+    pub keep: Keep,
+    /// Inject the reminder (digitorn `_build_context_reminder`).
+    pub reminder: bool,
+    /// Tool calls listed under "recent activity" in the reminder.
+    pub recent_activity: usize,
+    /// Cap on the reminder's goal text, in characters.
+    pub goal_max_chars: usize,
+}
 
 /// `kind` of the injected reminder message (so a later truncation drops it, not keeps it).
 pub const REMINDER_KIND: &str = "context_reminder";

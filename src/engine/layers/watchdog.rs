@@ -6,9 +6,18 @@
 
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{Layer, MessageCtx};
-use crate::engine::layer_config::Watchdog;
+
 use crate::engine::EngineError;
 use crate::trace::Role;
+use serde::{Deserialize, Serialize};
+
+/// Watchdog (core-agent): the same tool with literally identical arguments `threshold` times in
+/// a row → one `watchdog` alert per run. Observes only.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Watchdog {
+    pub threshold: usize,
+}
 
 pub struct WatchdogLayer {
     cfg: Watchdog,
