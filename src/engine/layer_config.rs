@@ -6,7 +6,6 @@
 use crate::confcore::newtypes::Fraction;
 use crate::confcore::ConfigError;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::path::PathBuf;
 
 // Each layer's configuration lives beside its code (`engine/layers/<layer>.rs`); re-exported
@@ -22,6 +21,7 @@ pub use super::layers::trim::TurnTrim;
 pub use super::layers::truncate::Truncate;
 pub use super::layers::truncate_args::TruncateArgs;
 pub use super::layers::watchdog::Watchdog;
+pub use super::layers::LayerConfig;
 
 /// When a layer fires: a fraction of the window or an absolute token count. A fraction is
 /// checked to be in (0, 1] when deserialized ([`Fraction`]).
@@ -163,97 +163,5 @@ impl ModelTier {
             ModelTier::Mid => 0.65,
             ModelTier::Small => 0.35,
         }
-    }
-}
-
-/// One configured layer, in pipeline order.
-#[derive(Clone, Debug, PartialEq)]
-pub enum LayerConfig {
-    EvictToolResults(EvictToolResults),
-    EvictUserMessages(EvictUserMessages),
-    TruncateArgs(TruncateArgs),
-    Summarize(Summarize),
-    ClearToolResults(ClearToolResults),
-    Truncate(Truncate),
-    Emergency(Emergency),
-    TurnTrim(TurnTrim),
-    Checkpoint(Checkpoint),
-    Watchdog(Watchdog),
-    CostCeiling(CostCeiling),
-}
-
-/// Config-table names of every layer kind (for `--set` and error messages).
-pub const LAYER_NAMES: [&str; 11] = [
-    "evict_tool_results",
-    "evict_user_messages",
-    "truncate_args",
-    "summarize",
-    "clear_tool_results",
-    "truncate",
-    "emergency",
-    "turn_trim",
-    "checkpoint",
-    "watchdog",
-    "cost_ceiling",
-];
-
-impl LayerConfig {
-    /// The layer's name: its table name in config files and its `layer` in events.
-    pub fn name(&self) -> &'static str {
-        match self {
-            LayerConfig::EvictToolResults(_) => "evict_tool_results",
-            LayerConfig::EvictUserMessages(_) => "evict_user_messages",
-            LayerConfig::TruncateArgs(_) => "truncate_args",
-            LayerConfig::Summarize(_) => "summarize",
-            LayerConfig::ClearToolResults(_) => "clear_tool_results",
-            LayerConfig::Truncate(_) => "truncate",
-            LayerConfig::Emergency(_) => "emergency",
-            LayerConfig::TurnTrim(_) => "turn_trim",
-            LayerConfig::Checkpoint(_) => "checkpoint",
-            LayerConfig::Watchdog(_) => "watchdog",
-            LayerConfig::CostCeiling(_) => "cost_ceiling",
-        }
-    }
-
-    pub(super) fn to_value(&self) -> Value {
-        let v = match self {
-            LayerConfig::EvictToolResults(c) => serde_json::to_value(c),
-            LayerConfig::EvictUserMessages(c) => serde_json::to_value(c),
-            LayerConfig::TruncateArgs(c) => serde_json::to_value(c),
-            LayerConfig::Summarize(c) => serde_json::to_value(c),
-            LayerConfig::ClearToolResults(c) => serde_json::to_value(c),
-            LayerConfig::Truncate(c) => serde_json::to_value(c),
-            LayerConfig::Emergency(c) => serde_json::to_value(c),
-            LayerConfig::TurnTrim(c) => serde_json::to_value(c),
-            LayerConfig::Checkpoint(c) => serde_json::to_value(c),
-            LayerConfig::Watchdog(c) => serde_json::to_value(c),
-            LayerConfig::CostCeiling(c) => serde_json::to_value(c),
-        };
-        v.unwrap_or(Value::Null)
-    }
-
-    /// The layer of the same kind from `v`; errors carry the key path inside the layer.
-    pub(super) fn reparse(
-        &self,
-        v: Value,
-    ) -> Result<LayerConfig, serde_path_to_error::Error<serde_json::Error>> {
-        fn de<T: serde::de::DeserializeOwned>(
-            v: Value,
-        ) -> Result<T, serde_path_to_error::Error<serde_json::Error>> {
-            serde_path_to_error::deserialize(v)
-        }
-        Ok(match self {
-            LayerConfig::EvictToolResults(_) => LayerConfig::EvictToolResults(de(v)?),
-            LayerConfig::EvictUserMessages(_) => LayerConfig::EvictUserMessages(de(v)?),
-            LayerConfig::TruncateArgs(_) => LayerConfig::TruncateArgs(de(v)?),
-            LayerConfig::Summarize(_) => LayerConfig::Summarize(de(v)?),
-            LayerConfig::ClearToolResults(_) => LayerConfig::ClearToolResults(de(v)?),
-            LayerConfig::Truncate(_) => LayerConfig::Truncate(de(v)?),
-            LayerConfig::Emergency(_) => LayerConfig::Emergency(de(v)?),
-            LayerConfig::TurnTrim(_) => LayerConfig::TurnTrim(de(v)?),
-            LayerConfig::Checkpoint(_) => LayerConfig::Checkpoint(de(v)?),
-            LayerConfig::Watchdog(_) => LayerConfig::Watchdog(de(v)?),
-            LayerConfig::CostCeiling(_) => LayerConfig::CostCeiling(de(v)?),
-        })
     }
 }

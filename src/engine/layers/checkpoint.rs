@@ -7,6 +7,9 @@
 
 use super::preview::summary_message;
 use super::summarize::{render_history, request_summary, safe_cutoff_point};
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
+use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::TextSource;
@@ -30,6 +33,29 @@ pub struct Checkpoint {
     pub prompt: Option<TextSource>,
     pub summary_max_tokens: u64,
     pub history_dir: String,
+}
+
+impl LayerSpec for Checkpoint {
+    const NAME: &'static str = "checkpoint";
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.summary_max_tokens == 0 {
+            return Err(err("checkpoint.summary_max_tokens", "must be > 0"));
+        }
+        Ok(())
+    }
+
+    fn build(&self, ctx: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        let prompt = match &self.prompt {
+            Some(src) => src.load()?,
+            None => CHECKPOINT_PROMPT.to_string(),
+        };
+        Ok(Box::new(CheckpointLayer::new(
+            self.clone(),
+            prompt,
+            ctx.markers,
+        )))
+    }
 }
 
 /// core-agent's six-section completion record.

@@ -5,6 +5,8 @@
 //! each call decides again. With `offload` on, a cleared result is first written to
 //! `<path_prefix>/<id>` and the placeholder may name that path (`{path}`).
 
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::Trigger;
@@ -37,6 +39,14 @@ pub struct ClearToolResults {
     /// LangChain semantics: the placeholder names no file and nothing is recoverable.
     pub offload: bool,
     pub path_prefix: String,
+}
+
+impl LayerSpec for ClearToolResults {
+    const NAME: &'static str = "clear_tool_results";
+
+    fn build(&self, _: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        Ok(Box::new(ClearToolResultsLayer::new(self.clone())))
+    }
 }
 
 /// One tool result seen by the layer.

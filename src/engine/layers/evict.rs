@@ -3,6 +3,9 @@
 //! by a stub with a numbered head/tail preview. Excluded tools are left alone (and reported).
 
 use super::preview::{tool_stub, PreviewShape};
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
+use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{Layer, MessageCtx};
 use crate::engine::layer_config::Size;
@@ -27,6 +30,24 @@ pub struct EvictToolResults {
     /// Each preview line is cut to this many characters.
     pub line_chars: usize,
     pub path_prefix: String,
+}
+
+impl LayerSpec for EvictToolResults {
+    const NAME: &'static str = "evict_tool_results";
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.head_lines + self.tail_lines == 0 {
+            return Err(err(
+                "evict_tool_results",
+                "head_lines + tail_lines must be > 0",
+            ));
+        }
+        Ok(())
+    }
+
+    fn build(&self, _: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        Ok(Box::new(EvictToolResultsLayer::new(self.clone())))
+    }
 }
 
 pub struct EvictToolResultsLayer {

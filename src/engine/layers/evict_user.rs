@@ -3,6 +3,8 @@
 //! request shows a preview in its place (a per-request view: the state keeps the original).
 
 use super::preview::{human_preview, PreviewShape};
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer};
 use crate::engine::layer_config::Size;
@@ -24,6 +26,14 @@ pub struct EvictUserMessages {
     pub tail_lines: usize,
     pub line_chars: usize,
     pub path_prefix: String,
+}
+
+impl LayerSpec for EvictUserMessages {
+    const NAME: &'static str = "evict_user_messages";
+
+    fn build(&self, _: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        Ok(Box::new(EvictUserMessagesLayer::new(self.clone())))
+    }
 }
 
 pub struct EvictUserMessagesLayer {

@@ -7,11 +7,15 @@
 //! report a context overflow.
 
 use super::preview::{read_file_clip, summary_message, tool_stub, PreviewShape};
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
+use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::invariants::unusable_summary;
 use crate::engine::layer::{CallCtx, Layer};
 use crate::engine::layer_config::{Keep, TextSource, Trigger};
 use crate::engine::store::{sanitize_tool_call_id, LazyBytes};
+use crate::engine::summarizer::DEFAULT_SUMMARY_PROMPT;
 use crate::engine::summarizer::{SummaryOutput, SummaryRequest};
 use crate::engine::view::{with_content, Entry, Item, Source};
 use crate::engine::EngineError;
@@ -45,6 +49,33 @@ pub struct Summarize {
     /// `tier` or `summarize.trigger` in the configuration turns this off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tier_from_model: bool,
+}
+
+impl LayerSpec for Summarize {
+    const NAME: &'static str = "summarize";
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.summary_max_tokens == 0 {
+            return Err(err("summarize.summary_max_tokens", "must be > 0"));
+        }
+        Ok(())
+    }
+
+    fn compaction_trigger(&mut self) -> Option<&mut Trigger> {
+        Some(&mut self.trigger)
+    }
+
+    fn tier_from_model(&mut self) -> Option<&mut bool> {
+        Some(&mut self.tier_from_model)
+    }
+
+    fn build(&self, _: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        let prompt = match &self.prompt {
+            Some(src) => src.load()?,
+            None => DEFAULT_SUMMARY_PROMPT.to_string(),
+        };
+        Ok(Box::new(SummarizeLayer::new(self.clone(), prompt)))
+    }
 }
 
 pub struct SummarizeLayer {

@@ -15,6 +15,9 @@
 //! of a dropped slice (the agent's prompt) stay at the front.
 
 use super::summarize::render_history;
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
+use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::invariants::unusable_summary;
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
@@ -48,6 +51,30 @@ pub struct TurnTrim {
     pub overflow_tool_result_chars: usize,
     pub overflow_user_chars: usize,
     pub overflow_max_turns: usize,
+}
+
+impl LayerSpec for TurnTrim {
+    const NAME: &'static str = "turn_trim";
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_turns == 0 || self.overflow_max_turns == 0 {
+            return Err(err(
+                "turn_trim",
+                "max_turns and overflow_max_turns must be > 0",
+            ));
+        }
+        if self.tool_result_max_chars < 2
+            || self.overflow_tool_result_chars < 2
+            || self.overflow_user_chars < 2
+        {
+            return Err(err("turn_trim", "character limits must be >= 2"));
+        }
+        Ok(())
+    }
+
+    fn build(&self, _: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        Ok(Box::new(TurnTrimLayer::new(self.clone())))
+    }
 }
 
 /// Prompt of the (optional) memory note of dropped turns.

@@ -6,6 +6,9 @@
 //! [`truncate_view`] is shared with the `emergency` layer.
 
 use super::summarize::{message_cutoff, token_cutoff};
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
+use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::{Keep, Trigger};
@@ -30,6 +33,28 @@ pub struct Truncate {
     pub recent_activity: usize,
     /// Cap on the reminder's goal text, in characters.
     pub goal_max_chars: usize,
+}
+
+impl LayerSpec for Truncate {
+    const NAME: &'static str = "truncate";
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.keep == Keep::Messages(0) {
+            return Err(err("truncate.keep", "must keep at least one message"));
+        }
+        Ok(())
+    }
+
+    fn compaction_trigger(&mut self) -> Option<&mut Trigger> {
+        Some(&mut self.trigger)
+    }
+
+    fn build(&self, ctx: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        Ok(Box::new(TruncateLayer::new(
+            self.clone(),
+            ctx.meta.goal.clone(),
+        )))
+    }
 }
 
 /// `kind` of the injected reminder message (so a later truncation drops it, not keeps it).

@@ -3,6 +3,8 @@
 //! outside the keep window become their first characters + a marker. A per-request view,
 //! recomputed on every call; it can postpone summarization.
 
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
 use crate::engine::event::{Event, EventDetail, EventKind, TruncatedCall};
 use crate::engine::layer::{CallCtx, Layer};
 use crate::engine::layer_config::{Keep, Trigger};
@@ -25,6 +27,18 @@ pub struct TruncateArgs {
     pub max_arg_chars: usize,
     pub keep_prefix_chars: usize,
     pub suffix: String,
+}
+
+impl LayerSpec for TruncateArgs {
+    const NAME: &'static str = "truncate_args";
+
+    fn compaction_trigger(&mut self) -> Option<&mut Trigger> {
+        Some(&mut self.trigger)
+    }
+
+    fn build(&self, _: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        Ok(Box::new(TruncateArgsLayer::new(self.clone())))
+    }
 }
 
 pub struct TruncateArgsLayer {

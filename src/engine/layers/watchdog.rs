@@ -4,6 +4,9 @@
 //! run — not one per further repeat. `a → b → a → b → a` never trips. Observes only: the
 //! context is not changed.
 
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
+use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{Layer, MessageCtx};
 
@@ -17,6 +20,21 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct Watchdog {
     pub threshold: usize,
+}
+
+impl LayerSpec for Watchdog {
+    const NAME: &'static str = "watchdog";
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.threshold < 2 {
+            return Err(err("watchdog.threshold", "must be >= 2"));
+        }
+        Ok(())
+    }
+
+    fn build(&self, _: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        Ok(Box::new(WatchdogLayer::new(self.clone())))
+    }
 }
 
 pub struct WatchdogLayer {
