@@ -7,7 +7,6 @@ use super::config::{err, err_in, EngineConfig};
 use super::layer_config::{LayerConfig, ModelTier, Trigger};
 use crate::confcore::merge::merge;
 use crate::confcore::ConfigError;
-use serde_json::Value;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResolvedConfig {
@@ -110,21 +109,23 @@ impl EngineConfig {
         if let Some(tier) = self.tier {
             set_compaction_trigger(&mut layers, tier.trigger_fraction());
         }
-        let patches: [(&str, &Option<Value>); 11] = [
-            ("evict_tool_results", &self.evict_tool_results),
-            ("evict_user_messages", &self.evict_user_messages),
-            ("truncate_args", &self.truncate_args),
-            ("summarize", &self.summarize),
-            ("clear_tool_results", &self.clear_tool_results),
-            ("truncate", &self.truncate),
-            ("emergency", &self.emergency),
-            ("turn_trim", &self.turn_trim),
-            ("checkpoint", &self.checkpoint),
-            ("watchdog", &self.watchdog),
-            ("cost_ceiling", &self.cost_ceiling),
-        ];
-        for (name, patch) in patches {
-            let Some(patch) = patch else { continue };
+        if let Some(name) = self
+            .tables
+            .keys()
+            .find(|k| super::layers::entry(k).is_none())
+        {
+            return Err(err_in(
+                self.source.as_deref(),
+                name,
+                format!("unknown layer table `{name}`"),
+            ));
+        }
+        // In registry order, so the first error reported does not depend on the file's order.
+        for entry in super::layers::REGISTRY {
+            let name = entry.name;
+            let Some(patch) = self.tables.get(name) else {
+                continue;
+            };
             let layer = layers
                 .iter_mut()
                 .find(|l| l.name() == name)
@@ -137,7 +138,6 @@ impl EngineConfig {
                 })?;
             let mut v = layer.to_value();
             merge(&mut v, patch.clone());
-            let entry = super::layers::entry(name).expect("every layer table is registered");
             *layer = (entry.parse)(v).map_err(|e| {
                 let key = ConfigError::key_of(&[name], e.path());
                 err_in(
