@@ -45,7 +45,9 @@
 //!   merging lives below them in [`confcore`];
 //! - `gate` computes verdicts; `report` renders them (JUnit, step summary, terminal lines).
 //!
-//! How to add a layer, an eval, a provider, an importer or a report section: `docs/engine.md`,
+//! A compression layer is one file in `engine/layers/` plus one line in the registry of
+//! `engine/layers/mod.rs`. How to add a layer, an eval, a provider, an importer or a report
+//! section: `docs/engine.md`,
 //! `docs/suite.md` and `docs/report.md`.
 
 pub mod cli;
