@@ -47,8 +47,7 @@
 //!
 //! A compression layer is one file in `engine/layers/` plus one line in the registry of
 //! `engine/layers/mod.rs`. How to add a layer, an eval, a provider, an importer or a report
-//! section: `docs/engine.md`,
-//! `docs/suite.md` and `docs/report.md`.
+//! section: `docs/engine.md`, `docs/suite.md` and `docs/report.md`.
 
 pub mod cli;
 pub mod confcore;
