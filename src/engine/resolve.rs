@@ -201,3 +201,58 @@ impl EngineConfig {
         Ok(resolved)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summarize_trigger(layers: &[LayerConfig]) -> Trigger {
+        layers
+            .iter()
+            .find_map(|l| match l {
+                LayerConfig::Summarize(s) => Some(s.trigger),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    fn core_agent(sets: &[&str]) -> Vec<LayerConfig> {
+        let sets: Vec<String> = ["preset=\"core-agent\""]
+            .iter()
+            .chain(sets)
+            .map(|s| s.to_string())
+            .collect();
+        EngineConfig::default()
+            .apply_sets(&sets)
+            .unwrap()
+            .resolve(Some(100_000))
+            .unwrap()
+            .layers
+    }
+
+    #[test]
+    fn the_trace_model_tier_moves_only_unpinned_triggers() {
+        let mut layers = core_agent(&[]);
+        apply_model_tier(&mut layers, Some("claude-haiku-4-5"));
+        assert_eq!(summarize_trigger(&layers), Trigger::Fraction(0.35));
+        let mut layers = core_agent(&[]);
+        apply_model_tier(&mut layers, Some("llama-3-70b"));
+        assert_eq!(summarize_trigger(&layers), Trigger::Fraction(0.85));
+        // An explicit trigger, a configured tier or a sweep pins the trigger.
+        for sets in [
+            &["summarize.trigger.fraction=0.5"][..],
+            &["tier=\"mid\""][..],
+        ] {
+            let mut layers = core_agent(sets);
+            let before = summarize_trigger(&layers);
+            apply_model_tier(&mut layers, Some("claude-haiku-4-5"));
+            assert_eq!(summarize_trigger(&layers), before, "{sets:?}");
+        }
+        let mut layers = core_agent(&[]);
+        assert!(set_compaction_trigger(&mut layers, 0.15));
+        apply_model_tier(&mut layers, Some("claude-haiku-4-5"));
+        assert_eq!(summarize_trigger(&layers), Trigger::Fraction(0.15));
+        let mut none: Vec<LayerConfig> = Vec::new();
+        assert!(!set_compaction_trigger(&mut none, 0.15));
+    }
+}
