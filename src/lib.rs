@@ -45,8 +45,10 @@
 //!   merging lives below them in [`confcore`];
 //! - `gate` computes verdicts; `report` renders them (JUnit, step summary, terminal lines).
 //!
-//! The data flow, and how to add a layer, an eval, a provider, an importer or a report section:
-//! `docs/architecture.md` (with `docs/engine.md` for layers and `docs/report.md` for reports).
+//! A compression layer is one file in `engine/layers/` plus one line in the registry of
+//! `engine/layers/mod.rs`. The data flow, and how to add a layer, an eval, a provider, an
+//! importer or a report section: `docs/architecture.md` (with `docs/engine.md` for layers and
+//! `docs/report.md` for reports).
 
 pub mod cli;
 pub mod confcore;

@@ -18,12 +18,14 @@
 pub use super::layer_config::*;
 use crate::confcore::merge::merge;
 use crate::confcore::ConfigError;
-use serde::{Deserialize, Serialize};
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 /// What users write: a preset plus overrides.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct EngineConfig {
     /// `deepagents` or `none` (see `engine::presets`). Default: `deepagents`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -44,31 +46,109 @@ pub struct EngineConfig {
     /// are disabled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layers: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evict_tool_results: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evict_user_messages: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub truncate_args: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summarize: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clear_tool_results: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub truncate: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub emergency: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_trim: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checkpoint: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub watchdog: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_ceiling: Option<Value>,
+    /// Override tables by layer name (`[summarize]`, `[turn_trim]`…): one per registered
+    /// layer (`engine::layers::REGISTRY`), each merged into that layer's preset configuration
+    /// and checked against its own struct at resolve.
+    #[serde(flatten)]
+    pub tables: BTreeMap<String, Value>,
     /// Where this configuration came from (file name), for error messages.
     #[serde(skip)]
     pub source: Option<String>,
+}
+
+/// The keys an engine table accepts, in the order serde's "expected one of" lists them: the
+/// fields above, then one table per registered layer.
+fn known_keys() -> &'static [&'static str] {
+    static KEYS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+        let mut keys = SCALAR_KEYS.to_vec();
+        keys.extend(super::layers::REGISTRY.iter().map(|e| e.name));
+        keys
+    });
+    &KEYS
+}
+
+const SCALAR_KEYS: [&str; 6] = [
+    "preset",
+    "window",
+    "max_output_tokens",
+    "counter",
+    "tier",
+    "layers",
+];
+
+/// A key of an engine table: one of [`SCALAR_KEYS`] (by index) or a registered layer's name.
+/// Rejected inside the key, as serde's derive does, so TOML points at it and
+/// `serde_path_to_error` names it.
+enum Key {
+    Scalar(usize),
+    Table(&'static str),
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an engine configuration key")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+                if let Some(i) = SCALAR_KEYS.iter().position(|k| *k == v) {
+                    return Ok(Key::Scalar(i));
+                }
+                match super::layers::entry(v) {
+                    Some(e) => Ok(Key::Table(e.name)),
+                    None => Err(E::unknown_field(v, known_keys())),
+                }
+            }
+        }
+        d.deserialize_identifier(KeyVisitor)
+    }
+}
+
+/// Written by hand (not derived) because the layer tables come from the registry; it
+/// behaves like the derive with `deny_unknown_fields` (same messages, same key paths).
+impl<'de> Deserialize<'de> for EngineConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ConfigVisitor;
+        impl<'de> Visitor<'de> for ConfigVisitor {
+            type Value = EngineConfig;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("struct EngineConfig")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<EngineConfig, A::Error> {
+                let mut c = EngineConfig::default();
+                let mut seen = [false; SCALAR_KEYS.len()];
+                while let Some(key) = map.next_key::<Key>()? {
+                    match key {
+                        Key::Scalar(i) => {
+                            if std::mem::replace(&mut seen[i], true) {
+                                return Err(de::Error::duplicate_field(SCALAR_KEYS[i]));
+                            }
+                            match i {
+                                0 => c.preset = map.next_value()?,
+                                1 => c.window = map.next_value()?,
+                                2 => c.max_output_tokens = map.next_value()?,
+                                3 => c.counter = map.next_value()?,
+                                4 => c.tier = map.next_value()?,
+                                _ => c.layers = map.next_value()?,
+                            }
+                        }
+                        Key::Table(name) => {
+                            if c.tables.contains_key(name) {
+                                return Err(de::Error::duplicate_field(name));
+                            }
+                            if let Some(v) = map.next_value::<Option<Value>>()? {
+                                c.tables.insert(name.to_string(), v);
+                            }
+                        }
+                    }
+                }
+                Ok(c)
+            }
+        }
+        d.deserialize_struct("EngineConfig", known_keys(), ConfigVisitor)
+    }
 }
 
 pub(super) fn err(key: &str, message: impl Into<String>) -> ConfigError {

@@ -1,12 +1,27 @@
 //! Value types of engine configuration (triggers, keeps, sizes, text sources, model tiers)
-//! and each layer's configuration struct, with [`LayerConfig`], the configured pipeline's
-//! element. Deserialization checks constrained values ([`Fraction`]).
+//! shared by the layers, with [`LayerConfig`], the configured pipeline's element. Each
+//! layer's own configuration struct lives beside its code in `engine/layers/<layer>.rs`.
+//! Deserialization checks constrained values ([`Fraction`]).
 
 use crate::confcore::newtypes::Fraction;
 use crate::confcore::ConfigError;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::path::PathBuf;
+
+// Each layer's configuration lives beside its code (`engine/layers/<layer>.rs`); re-exported
+// here so `engine::layer_config::Summarize` and `engine::config::Summarize` keep working.
+pub use super::layers::checkpoint::Checkpoint;
+pub use super::layers::clear::ClearToolResults;
+pub use super::layers::cost_ceiling::{CeilingAction, CostCeiling};
+pub use super::layers::emergency::Emergency;
+pub use super::layers::evict::EvictToolResults;
+pub use super::layers::evict_user::EvictUserMessages;
+pub use super::layers::summarize::Summarize;
+pub use super::layers::trim::TurnTrim;
+pub use super::layers::truncate::Truncate;
+pub use super::layers::truncate_args::TruncateArgs;
+pub use super::layers::watchdog::Watchdog;
+pub use super::layers::LayerConfig;
 
 /// When a layer fires: a fraction of the window or an absolute token count. A fraction is
 /// checked to be in (0, 1] when deserialized ([`Fraction`]).
@@ -148,294 +163,5 @@ impl ModelTier {
             ModelTier::Mid => 0.65,
             ModelTier::Small => 0.35,
         }
-    }
-}
-
-/// Evict large tool results at tool time (persistent): full text to
-/// `<path_prefix>/<sanitized tool_call_id>`, stub with a head/tail numbered preview.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EvictToolResults {
-    /// Evict when the result is longer than this.
-    pub threshold: Size,
-    /// Tools whose results are never evicted.
-    pub excluded_tools: Vec<String>,
-    pub head_lines: usize,
-    pub tail_lines: usize,
-    /// Each preview line is cut to this many characters.
-    pub line_chars: usize,
-    pub path_prefix: String,
-}
-
-/// Offload a large user message; requests show a preview instead (per-request view).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EvictUserMessages {
-    pub threshold: Size,
-    /// deepagents only looks at the last state message when a call is made.
-    pub only_last_message: bool,
-    pub head_lines: usize,
-    pub tail_lines: usize,
-    pub line_chars: usize,
-    pub path_prefix: String,
-}
-
-/// Truncate long write/edit string arguments outside the keep window (per-request view).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TruncateArgs {
-    pub trigger: Trigger,
-    pub keep: Keep,
-    pub tools: Vec<String>,
-    pub max_arg_chars: usize,
-    pub keep_prefix_chars: usize,
-    pub suffix: String,
-}
-
-/// Summarize older turns (persistent compaction), with deepagents' budget rule and tail clip.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Summarize {
-    pub trigger: Trigger,
-    /// Also summarize when the request exceeds `0.95·window − max_output_tokens`.
-    pub trigger_over_budget: bool,
-    pub keep: Keep,
-    /// Summary prompt; `None` = the built-in default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt: Option<TextSource>,
-    pub summary_max_tokens: u64,
-    /// Directory of the history file (`<dir>/session_<hex>.md`).
-    pub history_dir: String,
-    /// After summarizing, clip the trailing tool results while the request is over budget.
-    pub clip_tail_over_budget: bool,
-    /// `read_file` results clipped over budget keep this many leading characters.
-    pub read_file_slice_chars: usize,
-    /// Stop the replay (context overflow) when the request is still over budget.
-    pub stop_on_overflow: bool,
-    /// core-agent: the trigger is the tier fraction of the trace's model (frontier 0.85, mid
-    /// 0.65, small 0.35, by model-id substring); unknown models keep `trigger`. An explicit
-    /// `tier` or `summarize.trigger` in the configuration turns this off.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub tier_from_model: bool,
-}
-
-/// LangChain `ClearToolUsesEdit` (ContextEditingMiddleware): when the request is over the
-/// trigger, every tool result but the last `keep` shows `placeholder` in that request (the
-/// state keeps the original: a per-request view, recomputed on every call).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClearToolResults {
-    /// Clear when the request is strictly over this.
-    pub trigger: Trigger,
-    /// Most recent tool results kept verbatim (excluded tools count among them).
-    pub keep: usize,
-    pub excluded_tools: Vec<String>,
-    /// Shown instead of the result; `{path}` is replaced by the offload path when `offload`.
-    pub placeholder: String,
-    /// Also empty the arguments of the cleared calls (LangChain `clear_tool_inputs`).
-    pub clear_tool_inputs: bool,
-    /// Stop clearing once this many tokens were freed (0 = clear all candidates).
-    pub clear_at_least: u64,
-    /// Write each cleared result to `<path_prefix>/<id>` first and point at it. Off in the
-    /// LangChain semantics: the placeholder names no file and nothing is recoverable.
-    pub offload: bool,
-    pub path_prefix: String,
-}
-
-/// digitorn `truncate` strategy: at the trigger, drop everything before a safe split that
-/// keeps the most recent `keep`, and inject one reminder message (goal + recent activity).
-/// No LLM, and nothing is offloaded: the no-offload baseline.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Truncate {
-    pub trigger: Trigger,
-    pub keep: Keep,
-    /// Inject the reminder (digitorn `_build_context_reminder`).
-    pub reminder: bool,
-    /// Tool calls listed under "recent activity" in the reminder.
-    pub recent_activity: usize,
-    /// Cap on the reminder's goal text, in characters.
-    pub goal_max_chars: usize,
-}
-
-/// Emergency compaction (digitorn `emergency_compact`): when the request overflows `limit`
-/// (the replay's stand-in for a provider overflow error), halve `keep_recent` (never below
-/// `min_keep`), truncate without an LLM, and retry until it fits or `min_keep` is reached.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Emergency {
-    /// Overflow threshold (default: the whole window).
-    pub limit: Trigger,
-    pub keep_recent: usize,
-    pub min_keep: usize,
-    pub reminder: bool,
-}
-
-/// Turn trimming (seed 001): historical tool results clipped head+tail; over `max_turns`
-/// complete turns, the oldest half is dropped (to memory); over `max_tokens`, text-compress
-/// (fewer than `compress_below_turns` turns) or trim again; on overflow, aggressive limits,
-/// then only the current turn.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TurnTrim {
-    /// Token budget of the context (seed 001 `agent_max_context_tokens`).
-    pub max_tokens: Trigger,
-    /// `agent_max_context_turns`.
-    pub max_turns: usize,
-    /// Historical tool results longer than this are clipped head+tail.
-    pub tool_result_max_chars: usize,
-    pub compress_below_turns: usize,
-    /// Dropped turns are appended here (`<memory_dir>/history.md`, summary in `MEMORY.md`).
-    pub memory_dir: String,
-    /// Ask the summarizer for a memory note of the dropped turns (not sent to the model).
-    pub memory_summary: bool,
-    pub overflow_tool_result_chars: usize,
-    pub overflow_user_chars: usize,
-    pub overflow_max_turns: usize,
-}
-
-/// Task-boundary checkpoints (core-agent Mechanism C): at a boundary marker in the trace (or
-/// after a `tools` call such as `mark_task_done`), the prior task is summarized into a
-/// completion record and sliced out of later requests.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Checkpoint {
-    /// `trace.markers` kinds that mark a boundary.
-    pub marker_kinds: Vec<String>,
-    /// Tool calls that mark the end of a task.
-    pub tools: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt: Option<TextSource>,
-    pub summary_max_tokens: u64,
-    pub history_dir: String,
-}
-
-/// Watchdog (core-agent): the same tool with literally identical arguments `threshold` times in
-/// a row → one `watchdog` alert per run. Observes only.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Watchdog {
-    pub threshold: usize,
-}
-
-/// What a tripped cost ceiling does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CeilingAction {
-    /// core-agent: the tripping call completes, every later call is refused (replay stops).
-    Stop,
-    /// Record one event per bound and go on.
-    Alert,
-}
-
-/// Cost ceilings (core-agent): per turn (spend since the last user message) and per session.
-/// Calls are priced at `input × request tokens + output × recorded output tokens` (no cache
-/// discount: an upper bound) with explicit $/Mtok prices, else `model`'s price, else the
-/// trace model's price from the bundled table.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CostCeiling {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub per_turn_usd: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub per_session_usd: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_usd_per_mtok: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_usd_per_mtok: Option<f64>,
-    pub action: CeilingAction,
-}
-
-/// One configured layer, in pipeline order.
-#[derive(Clone, Debug, PartialEq)]
-pub enum LayerConfig {
-    EvictToolResults(EvictToolResults),
-    EvictUserMessages(EvictUserMessages),
-    TruncateArgs(TruncateArgs),
-    Summarize(Summarize),
-    ClearToolResults(ClearToolResults),
-    Truncate(Truncate),
-    Emergency(Emergency),
-    TurnTrim(TurnTrim),
-    Checkpoint(Checkpoint),
-    Watchdog(Watchdog),
-    CostCeiling(CostCeiling),
-}
-
-/// Config-table names of every layer kind (for `--set` and error messages).
-pub const LAYER_NAMES: [&str; 11] = [
-    "evict_tool_results",
-    "evict_user_messages",
-    "truncate_args",
-    "summarize",
-    "clear_tool_results",
-    "truncate",
-    "emergency",
-    "turn_trim",
-    "checkpoint",
-    "watchdog",
-    "cost_ceiling",
-];
-
-impl LayerConfig {
-    /// The layer's name: its table name in config files and its `layer` in events.
-    pub fn name(&self) -> &'static str {
-        match self {
-            LayerConfig::EvictToolResults(_) => "evict_tool_results",
-            LayerConfig::EvictUserMessages(_) => "evict_user_messages",
-            LayerConfig::TruncateArgs(_) => "truncate_args",
-            LayerConfig::Summarize(_) => "summarize",
-            LayerConfig::ClearToolResults(_) => "clear_tool_results",
-            LayerConfig::Truncate(_) => "truncate",
-            LayerConfig::Emergency(_) => "emergency",
-            LayerConfig::TurnTrim(_) => "turn_trim",
-            LayerConfig::Checkpoint(_) => "checkpoint",
-            LayerConfig::Watchdog(_) => "watchdog",
-            LayerConfig::CostCeiling(_) => "cost_ceiling",
-        }
-    }
-
-    pub(super) fn to_value(&self) -> Value {
-        let v = match self {
-            LayerConfig::EvictToolResults(c) => serde_json::to_value(c),
-            LayerConfig::EvictUserMessages(c) => serde_json::to_value(c),
-            LayerConfig::TruncateArgs(c) => serde_json::to_value(c),
-            LayerConfig::Summarize(c) => serde_json::to_value(c),
-            LayerConfig::ClearToolResults(c) => serde_json::to_value(c),
-            LayerConfig::Truncate(c) => serde_json::to_value(c),
-            LayerConfig::Emergency(c) => serde_json::to_value(c),
-            LayerConfig::TurnTrim(c) => serde_json::to_value(c),
-            LayerConfig::Checkpoint(c) => serde_json::to_value(c),
-            LayerConfig::Watchdog(c) => serde_json::to_value(c),
-            LayerConfig::CostCeiling(c) => serde_json::to_value(c),
-        };
-        v.unwrap_or(Value::Null)
-    }
-
-    /// The layer of the same kind from `v`; errors carry the key path inside the layer.
-    pub(super) fn reparse(
-        &self,
-        v: Value,
-    ) -> Result<LayerConfig, serde_path_to_error::Error<serde_json::Error>> {
-        fn de<T: serde::de::DeserializeOwned>(
-            v: Value,
-        ) -> Result<T, serde_path_to_error::Error<serde_json::Error>> {
-            serde_path_to_error::deserialize(v)
-        }
-        Ok(match self {
-            LayerConfig::EvictToolResults(_) => LayerConfig::EvictToolResults(de(v)?),
-            LayerConfig::EvictUserMessages(_) => LayerConfig::EvictUserMessages(de(v)?),
-            LayerConfig::TruncateArgs(_) => LayerConfig::TruncateArgs(de(v)?),
-            LayerConfig::Summarize(_) => LayerConfig::Summarize(de(v)?),
-            LayerConfig::ClearToolResults(_) => LayerConfig::ClearToolResults(de(v)?),
-            LayerConfig::Truncate(_) => LayerConfig::Truncate(de(v)?),
-            LayerConfig::Emergency(_) => LayerConfig::Emergency(de(v)?),
-            LayerConfig::TurnTrim(_) => LayerConfig::TurnTrim(de(v)?),
-            LayerConfig::Checkpoint(_) => LayerConfig::Checkpoint(de(v)?),
-            LayerConfig::Watchdog(_) => LayerConfig::Watchdog(de(v)?),
-            LayerConfig::CostCeiling(_) => LayerConfig::CostCeiling(de(v)?),
-        })
     }
 }

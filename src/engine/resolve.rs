@@ -4,10 +4,9 @@
 //! (which build layer configurations) and the configuration types do not depend on each other.
 
 use super::config::{err, err_in, EngineConfig};
-use super::layer_config::{Keep, LayerConfig, Trigger};
+use super::layer_config::{LayerConfig, ModelTier, Trigger};
 use crate::confcore::merge::merge;
 use crate::confcore::ConfigError;
-use serde_json::Value;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResolvedConfig {
@@ -46,27 +45,50 @@ impl ResolvedConfig {
     }
 }
 
-/// The one place where a trigger fraction (a model tier's, or an eval's sweep) is applied:
-/// every context-pressure compaction trigger (summarize, truncate, args truncation) moves to
-/// `fraction` of the window, and an explicit trigger turns off summarize's model-tier default.
-/// Returns false when there is no such layer.
+// The "model tier sets the trigger" rule lives here and only here: a configured `tier` (at
+// resolve) and an eval's trigger sweep move every compaction trigger with
+// [`set_compaction_trigger`]; a layer whose trigger follows the trace model's tier
+// (`tier_from_model`, core-agent) gets it at build with [`apply_model_tier`]; an explicit
+// trigger (a sweep, a `tier`, or `trigger` in the layer's override table) turns that off.
+// Which trigger a layer exposes is its own business (`LayerSpec::compaction_trigger`).
+
+/// Move every context-pressure compaction trigger (each layer's
+/// `LayerSpec::compaction_trigger`: summarize, truncate, args truncation) to `fraction` of
+/// the window; an explicit trigger turns off the model-tier default. Returns false when
+/// there is no such layer.
 pub fn set_compaction_trigger(layers: &mut [LayerConfig], fraction: f64) -> bool {
     let mut any = false;
     for l in layers {
-        let t = match l {
-            LayerConfig::Summarize(c) => {
-                // An explicit trigger wins over the model-tier default (core-agent).
-                c.tier_from_model = false;
-                &mut c.trigger
-            }
-            LayerConfig::Truncate(c) => &mut c.trigger,
-            LayerConfig::TruncateArgs(c) => &mut c.trigger,
-            _ => continue,
+        let Some(t) = l.compaction_trigger() else {
+            continue;
         };
         *t = Trigger::Fraction(fraction);
+        pin_trigger(l);
         any = true;
     }
     any
+}
+
+/// An explicit trigger wins over the model-tier default (core-agent).
+fn pin_trigger(l: &mut LayerConfig) {
+    if let Some(follows) = l.tier_from_model() {
+        *follows = false;
+    }
+}
+
+/// At build: layers whose trigger still follows the trace model's tier get that tier's
+/// fraction (frontier 0.85, mid 0.65, small 0.35); unknown models keep the trigger.
+pub fn apply_model_tier(layers: &mut [LayerConfig], model: Option<&str>) {
+    let Some(tier) = model.and_then(ModelTier::from_model_id) else {
+        return;
+    };
+    for l in layers {
+        if l.tier_from_model().is_some_and(|f| *f) {
+            if let Some(t) = l.compaction_trigger() {
+                *t = Trigger::Fraction(tier.trigger_fraction());
+            }
+        }
+    }
 }
 
 impl EngineConfig {
@@ -87,21 +109,23 @@ impl EngineConfig {
         if let Some(tier) = self.tier {
             set_compaction_trigger(&mut layers, tier.trigger_fraction());
         }
-        let patches: [(&str, &Option<Value>); 11] = [
-            ("evict_tool_results", &self.evict_tool_results),
-            ("evict_user_messages", &self.evict_user_messages),
-            ("truncate_args", &self.truncate_args),
-            ("summarize", &self.summarize),
-            ("clear_tool_results", &self.clear_tool_results),
-            ("truncate", &self.truncate),
-            ("emergency", &self.emergency),
-            ("turn_trim", &self.turn_trim),
-            ("checkpoint", &self.checkpoint),
-            ("watchdog", &self.watchdog),
-            ("cost_ceiling", &self.cost_ceiling),
-        ];
-        for (name, patch) in patches {
-            let Some(patch) = patch else { continue };
+        if let Some(name) = self
+            .tables
+            .keys()
+            .find(|k| super::layers::entry(k).is_none())
+        {
+            return Err(err_in(
+                self.source.as_deref(),
+                name,
+                format!("unknown layer table `{name}`"),
+            ));
+        }
+        // In registry order, so the first error reported does not depend on the file's order.
+        for entry in super::layers::REGISTRY {
+            let name = entry.name;
+            let Some(patch) = self.tables.get(name) else {
+                continue;
+            };
             let layer = layers
                 .iter_mut()
                 .find(|l| l.name() == name)
@@ -114,7 +138,7 @@ impl EngineConfig {
                 })?;
             let mut v = layer.to_value();
             merge(&mut v, patch.clone());
-            *layer = layer.reparse(v).map_err(|e| {
+            *layer = (entry.parse)(v).map_err(|e| {
                 let key = ConfigError::key_of(&[name], e.path());
                 err_in(
                     self.source.as_deref(),
@@ -122,11 +146,8 @@ impl EngineConfig {
                     e.inner().to_string(),
                 )
             })?;
-            // An explicit summarize trigger wins over the model's tier.
-            if let (LayerConfig::Summarize(s), Some(p)) = (&mut *layer, patch.as_object()) {
-                if p.contains_key("trigger") {
-                    s.tier_from_model = false;
-                }
+            if patch.as_object().is_some_and(|p| p.contains_key("trigger")) {
+                pin_trigger(layer);
             }
         }
         if let Some(order) = &self.layers {
@@ -175,73 +196,63 @@ impl EngineConfig {
         };
         resolved.make_counter().map_err(named)?;
         for l in &resolved.layers {
-            validate_layer(l).map_err(named)?;
+            l.validate().map_err(named)?;
         }
         Ok(resolved)
     }
 }
 
-fn validate_layer(l: &LayerConfig) -> Result<(), ConfigError> {
-    // Fractions (triggers, keeps, limits) are checked when deserialized (`Fraction`).
-    match l {
-        LayerConfig::Summarize(s) if s.summary_max_tokens == 0 => {
-            Err(err("summarize.summary_max_tokens", "must be > 0"))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summarize_trigger(layers: &[LayerConfig]) -> Trigger {
+        layers
+            .iter()
+            .find_map(|l| match l {
+                LayerConfig::Summarize(s) => Some(s.trigger),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    fn core_agent(sets: &[&str]) -> Vec<LayerConfig> {
+        let sets: Vec<String> = ["preset=\"core-agent\""]
+            .iter()
+            .chain(sets)
+            .map(|s| s.to_string())
+            .collect();
+        EngineConfig::default()
+            .apply_sets(&sets)
+            .unwrap()
+            .resolve(Some(100_000))
+            .unwrap()
+            .layers
+    }
+
+    #[test]
+    fn the_trace_model_tier_moves_only_unpinned_triggers() {
+        let mut layers = core_agent(&[]);
+        apply_model_tier(&mut layers, Some("claude-haiku-4-5"));
+        assert_eq!(summarize_trigger(&layers), Trigger::Fraction(0.35));
+        let mut layers = core_agent(&[]);
+        apply_model_tier(&mut layers, Some("llama-3-70b"));
+        assert_eq!(summarize_trigger(&layers), Trigger::Fraction(0.85));
+        // An explicit trigger, a configured tier or a sweep pins the trigger.
+        for sets in [
+            &["summarize.trigger.fraction=0.5"][..],
+            &["tier=\"mid\""][..],
+        ] {
+            let mut layers = core_agent(sets);
+            let before = summarize_trigger(&layers);
+            apply_model_tier(&mut layers, Some("claude-haiku-4-5"));
+            assert_eq!(summarize_trigger(&layers), before, "{sets:?}");
         }
-        LayerConfig::EvictToolResults(e) if e.head_lines + e.tail_lines == 0 => Err(err(
-            "evict_tool_results",
-            "head_lines + tail_lines must be > 0",
-        )),
-        LayerConfig::Truncate(t) if t.keep == Keep::Messages(0) => {
-            Err(err("truncate.keep", "must keep at least one message"))
-        }
-        LayerConfig::Emergency(e) => {
-            if e.min_keep == 0 || e.keep_recent < e.min_keep {
-                return Err(err(
-                    "emergency",
-                    format!(
-                        "need 0 < min_keep ({}) <= keep_recent ({})",
-                        e.min_keep, e.keep_recent
-                    ),
-                ));
-            }
-            Ok(())
-        }
-        LayerConfig::TurnTrim(t) => {
-            if t.max_turns == 0 || t.overflow_max_turns == 0 {
-                return Err(err(
-                    "turn_trim",
-                    "max_turns and overflow_max_turns must be > 0",
-                ));
-            }
-            if t.tool_result_max_chars < 2
-                || t.overflow_tool_result_chars < 2
-                || t.overflow_user_chars < 2
-            {
-                return Err(err("turn_trim", "character limits must be >= 2"));
-            }
-            Ok(())
-        }
-        LayerConfig::Checkpoint(c) if c.summary_max_tokens == 0 => {
-            Err(err("checkpoint.summary_max_tokens", "must be > 0"))
-        }
-        LayerConfig::Watchdog(w) if w.threshold < 2 => {
-            Err(err("watchdog.threshold", "must be >= 2"))
-        }
-        LayerConfig::CostCeiling(c) => {
-            for (key, v) in [
-                ("cost_ceiling.per_turn_usd", c.per_turn_usd),
-                ("cost_ceiling.per_session_usd", c.per_session_usd),
-                ("cost_ceiling.input_usd_per_mtok", c.input_usd_per_mtok),
-                ("cost_ceiling.output_usd_per_mtok", c.output_usd_per_mtok),
-            ] {
-                if let Some(v) = v {
-                    if !(v.is_finite() && v >= 0.0) {
-                        return Err(err(key, format!("expected a dollar amount >= 0, got {v}")));
-                    }
-                }
-            }
-            Ok(())
-        }
-        _ => Ok(()),
+        let mut layers = core_agent(&[]);
+        assert!(set_compaction_trigger(&mut layers, 0.15));
+        apply_model_tier(&mut layers, Some("claude-haiku-4-5"));
+        assert_eq!(summarize_trigger(&layers), Trigger::Fraction(0.15));
+        let mut none: Vec<LayerConfig> = Vec::new();
+        assert!(!set_compaction_trigger(&mut none, 0.15));
     }
 }

@@ -7,13 +7,56 @@
 
 use super::preview::summary_message;
 use super::summarize::{render_history, request_summary, safe_cutoff_point};
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
+use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
-use crate::engine::layer_config::Checkpoint;
+use crate::engine::layer_config::TextSource;
 use crate::engine::view::{Item, Source};
 use crate::engine::EngineError;
 use crate::trace::{ContextMarker, Message, Role};
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+
+/// Task-boundary checkpoints (core-agent Mechanism C): at a boundary marker in the trace (or
+/// after a `tools` call such as `mark_task_done`), the prior task is summarized into a
+/// completion record and sliced out of later requests.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    /// `trace.markers` kinds that mark a boundary.
+    pub marker_kinds: Vec<String>,
+    /// Tool calls that mark the end of a task.
+    pub tools: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<TextSource>,
+    pub summary_max_tokens: u64,
+    pub history_dir: String,
+}
+
+impl LayerSpec for Checkpoint {
+    const NAME: &'static str = "checkpoint";
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.summary_max_tokens == 0 {
+            return Err(err("checkpoint.summary_max_tokens", "must be > 0"));
+        }
+        Ok(())
+    }
+
+    fn build(&self, ctx: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        let prompt = match &self.prompt {
+            Some(src) => src.load()?,
+            None => CHECKPOINT_PROMPT.to_string(),
+        };
+        Ok(Box::new(CheckpointLayer::new(
+            self.clone(),
+            prompt,
+            ctx.markers,
+        )))
+    }
+}
 
 /// core-agent's six-section completion record.
 pub const CHECKPOINT_PROMPT: &str = "A task of this session is complete. Write a completion \

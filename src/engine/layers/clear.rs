@@ -5,15 +5,49 @@
 //! each call decides again. With `offload` on, a cleared result is first written to
 //! `<path_prefix>/<id>` and the placeholder may name that path (`{path}`).
 
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
-use crate::engine::layer_config::ClearToolResults;
+use crate::engine::layer_config::Trigger;
 use crate::engine::store::sanitize_tool_call_id;
 use crate::engine::view::{Item, Override};
 use crate::engine::EngineError;
 use crate::trace::{Message, Role};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// LangChain `ClearToolUsesEdit` (ContextEditingMiddleware): when the request is over the
+/// trigger, every tool result but the last `keep` shows `placeholder` in that request (the
+/// state keeps the original: a per-request view, recomputed on every call).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClearToolResults {
+    /// Clear when the request is strictly over this.
+    pub trigger: Trigger,
+    /// Most recent tool results kept verbatim (excluded tools count among them).
+    pub keep: usize,
+    pub excluded_tools: Vec<String>,
+    /// Shown instead of the result; `{path}` is replaced by the offload path when `offload`.
+    pub placeholder: String,
+    /// Also empty the arguments of the cleared calls (LangChain `clear_tool_inputs`).
+    pub clear_tool_inputs: bool,
+    /// Stop clearing once this many tokens were freed (0 = clear all candidates).
+    pub clear_at_least: u64,
+    /// Write each cleared result to `<path_prefix>/<id>` first and point at it. Off in the
+    /// LangChain semantics: the placeholder names no file and nothing is recoverable.
+    pub offload: bool,
+    pub path_prefix: String,
+}
+
+impl LayerSpec for ClearToolResults {
+    const NAME: &'static str = "clear_tool_results";
+
+    fn build(&self, _: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        Ok(Box::new(ClearToolResultsLayer::new(self.clone())))
+    }
+}
 
 /// One tool result seen by the layer.
 struct ToolEntry {

@@ -7,13 +7,75 @@
 //! trace's usage, else its text at 4 chars/token). The request is priced as this layer sees it,
 //! so put it last; cache discounts are not applied, which makes the spend an upper bound.
 
+use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
+use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
-use crate::engine::layer_config::{CeilingAction, CostCeiling};
+
 use crate::engine::EngineError;
 use crate::pricing::PriceTable;
 use crate::trace::{Role, TraceMeta};
+use serde::{Deserialize, Serialize};
+
+/// What a tripped cost ceiling does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CeilingAction {
+    /// core-agent: the tripping call completes, every later call is refused (replay stops).
+    Stop,
+    /// Record one event per bound and go on.
+    Alert,
+}
+
+/// Cost ceilings (core-agent): per turn (spend since the last user message) and per session.
+/// Calls are priced at `input × request tokens + output × recorded output tokens` (no cache
+/// discount: an upper bound) with explicit $/Mtok prices, else `model`'s price, else the
+/// trace model's price from the bundled table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostCeiling {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_turn_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_session_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_usd_per_mtok: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_usd_per_mtok: Option<f64>,
+    pub action: CeilingAction,
+}
+
+impl LayerSpec for CostCeiling {
+    const NAME: &'static str = "cost_ceiling";
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        for (key, v) in [
+            ("cost_ceiling.per_turn_usd", self.per_turn_usd),
+            ("cost_ceiling.per_session_usd", self.per_session_usd),
+            ("cost_ceiling.input_usd_per_mtok", self.input_usd_per_mtok),
+            ("cost_ceiling.output_usd_per_mtok", self.output_usd_per_mtok),
+        ] {
+            if let Some(v) = v {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(err(key, format!("expected a dollar amount >= 0, got {v}")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn build(&self, ctx: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        Ok(Box::new(CostCeilingLayer::new(
+            self.clone(),
+            ctx.meta,
+            ctx.messages,
+            ctx.prices,
+        )?))
+    }
+}
 
 pub struct CostCeilingLayer {
     cfg: CostCeiling,

@@ -5,10 +5,51 @@
 //! engine records the `overflow`.
 
 use super::truncate::{truncate_view, GoalTracker, ReminderSpec};
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
+use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
-use crate::engine::layer_config::{Emergency, Keep};
+use crate::engine::layer_config::{Keep, Trigger};
 use crate::engine::EngineError;
+use serde::{Deserialize, Serialize};
+
+/// Emergency compaction (digitorn `emergency_compact`): when the request overflows `limit`
+/// (the replay's stand-in for a provider overflow error), halve `keep_recent` (never below
+/// `min_keep`), truncate without an LLM, and retry until it fits or `min_keep` is reached.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Emergency {
+    /// Overflow threshold (default: the whole window).
+    pub limit: Trigger,
+    pub keep_recent: usize,
+    pub min_keep: usize,
+    pub reminder: bool,
+}
+
+impl LayerSpec for Emergency {
+    const NAME: &'static str = "emergency";
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.min_keep == 0 || self.keep_recent < self.min_keep {
+            return Err(err(
+                "emergency",
+                format!(
+                    "need 0 < min_keep ({}) <= keep_recent ({})",
+                    self.min_keep, self.keep_recent
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn build(&self, ctx: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        Ok(Box::new(EmergencyLayer::new(
+            self.clone(),
+            ctx.meta.goal.clone(),
+        )))
+    }
+}
 
 pub struct EmergencyLayer {
     cfg: Emergency,

@@ -3,14 +3,52 @@
 //! by a stub with a numbered head/tail preview. Excluded tools are left alone (and reported).
 
 use super::preview::{tool_stub, PreviewShape};
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
+use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{Layer, MessageCtx};
-use crate::engine::layer_config::{EvictToolResults, Size};
+use crate::engine::layer_config::Size;
 use crate::engine::store::sanitize_tool_call_id;
 use crate::engine::view::{with_content, Item};
 use crate::engine::EngineError;
 use crate::tokens::approx::code_points;
 use crate::trace::Role;
+use serde::{Deserialize, Serialize};
+
+/// Evict large tool results at tool time (persistent): full text to
+/// `<path_prefix>/<sanitized tool_call_id>`, stub with a head/tail numbered preview.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvictToolResults {
+    /// Evict when the result is longer than this.
+    pub threshold: Size,
+    /// Tools whose results are never evicted.
+    pub excluded_tools: Vec<String>,
+    pub head_lines: usize,
+    pub tail_lines: usize,
+    /// Each preview line is cut to this many characters.
+    pub line_chars: usize,
+    pub path_prefix: String,
+}
+
+impl LayerSpec for EvictToolResults {
+    const NAME: &'static str = "evict_tool_results";
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.head_lines + self.tail_lines == 0 {
+            return Err(err(
+                "evict_tool_results",
+                "head_lines + tail_lines must be > 0",
+            ));
+        }
+        Ok(())
+    }
+
+    fn build(&self, _: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        Ok(Box::new(EvictToolResultsLayer::new(self.clone())))
+    }
+}
 
 pub struct EvictToolResultsLayer {
     cfg: EvictToolResults,

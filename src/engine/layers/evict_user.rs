@@ -3,14 +3,38 @@
 //! request shows a preview in its place (a per-request view: the state keeps the original).
 
 use super::preview::{human_preview, PreviewShape};
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer};
-use crate::engine::layer_config::{EvictUserMessages, Size};
+use crate::engine::layer_config::Size;
 use crate::engine::view::{with_content, Item, Override};
 use crate::engine::EngineError;
 use crate::tokens::approx::code_points;
 use crate::trace::Role;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// Offload a large user message; requests show a preview instead (per-request view).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvictUserMessages {
+    pub threshold: Size,
+    /// deepagents only looks at the last state message when a call is made.
+    pub only_last_message: bool,
+    pub head_lines: usize,
+    pub tail_lines: usize,
+    pub line_chars: usize,
+    pub path_prefix: String,
+}
+
+impl LayerSpec for EvictUserMessages {
+    const NAME: &'static str = "evict_user_messages";
+
+    fn build(&self, _: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        Ok(Box::new(EvictUserMessagesLayer::new(self.clone())))
+    }
+}
 
 pub struct EvictUserMessagesLayer {
     cfg: EvictUserMessages,

@@ -7,17 +7,76 @@
 //! report a context overflow.
 
 use super::preview::{read_file_clip, summary_message, tool_stub, PreviewShape};
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
+use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::invariants::unusable_summary;
 use crate::engine::layer::{CallCtx, Layer};
-use crate::engine::layer_config::{Keep, Summarize};
+use crate::engine::layer_config::{Keep, TextSource, Trigger};
 use crate::engine::store::{sanitize_tool_call_id, LazyBytes};
+use crate::engine::summarizer::DEFAULT_SUMMARY_PROMPT;
 use crate::engine::summarizer::{SummaryOutput, SummaryRequest};
 use crate::engine::view::{with_content, Entry, Item, Source};
 use crate::engine::EngineError;
 use crate::tokens::approx::code_points;
 use crate::trace::{Message, Role};
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
+
+/// Summarize older turns (persistent compaction), with deepagents' budget rule and tail clip.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Summarize {
+    pub trigger: Trigger,
+    /// Also summarize when the request exceeds `0.95·window − max_output_tokens`.
+    pub trigger_over_budget: bool,
+    pub keep: Keep,
+    /// Summary prompt; `None` = the built-in default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<TextSource>,
+    pub summary_max_tokens: u64,
+    /// Directory of the history file (`<dir>/session_<hex>.md`).
+    pub history_dir: String,
+    /// After summarizing, clip the trailing tool results while the request is over budget.
+    pub clip_tail_over_budget: bool,
+    /// `read_file` results clipped over budget keep this many leading characters.
+    pub read_file_slice_chars: usize,
+    /// Stop the replay (context overflow) when the request is still over budget.
+    pub stop_on_overflow: bool,
+    /// core-agent: the trigger is the tier fraction of the trace's model (frontier 0.85, mid
+    /// 0.65, small 0.35, by model-id substring); unknown models keep `trigger`. An explicit
+    /// `tier` or `summarize.trigger` in the configuration turns this off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tier_from_model: bool,
+}
+
+impl LayerSpec for Summarize {
+    const NAME: &'static str = "summarize";
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.summary_max_tokens == 0 {
+            return Err(err("summarize.summary_max_tokens", "must be > 0"));
+        }
+        Ok(())
+    }
+
+    fn compaction_trigger(&mut self) -> Option<&mut Trigger> {
+        Some(&mut self.trigger)
+    }
+
+    fn tier_from_model(&mut self) -> Option<&mut bool> {
+        Some(&mut self.tier_from_model)
+    }
+
+    fn build(&self, _: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        let prompt = match &self.prompt {
+            Some(src) => src.load()?,
+            None => DEFAULT_SUMMARY_PROMPT.to_string(),
+        };
+        Ok(Box::new(SummarizeLayer::new(self.clone(), prompt)))
+    }
+}
 
 pub struct SummarizeLayer {
     cfg: Summarize,

@@ -15,16 +15,67 @@
 //! of a dropped slice (the agent's prompt) stay at the front.
 
 use super::summarize::render_history;
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
+use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::invariants::unusable_summary;
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
-use crate::engine::layer_config::TurnTrim;
+use crate::engine::layer_config::Trigger;
 use crate::engine::summarizer::SummaryRequest;
 use crate::engine::view::{Item, Override};
 use crate::engine::EngineError;
 use crate::trace::{Message, Role, Usage};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::sync::Arc;
+
+/// Turn trimming (seed 001): historical tool results clipped head+tail; over `max_turns`
+/// complete turns, the oldest half is dropped (to memory); over `max_tokens`, text-compress
+/// (fewer than `compress_below_turns` turns) or trim again; on overflow, aggressive limits,
+/// then only the current turn.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnTrim {
+    /// Token budget of the context (seed 001 `agent_max_context_tokens`).
+    pub max_tokens: Trigger,
+    /// `agent_max_context_turns`.
+    pub max_turns: usize,
+    /// Historical tool results longer than this are clipped head+tail.
+    pub tool_result_max_chars: usize,
+    pub compress_below_turns: usize,
+    /// Dropped turns are appended here (`<memory_dir>/history.md`, summary in `MEMORY.md`).
+    pub memory_dir: String,
+    /// Ask the summarizer for a memory note of the dropped turns (not sent to the model).
+    pub memory_summary: bool,
+    pub overflow_tool_result_chars: usize,
+    pub overflow_user_chars: usize,
+    pub overflow_max_turns: usize,
+}
+
+impl LayerSpec for TurnTrim {
+    const NAME: &'static str = "turn_trim";
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_turns == 0 || self.overflow_max_turns == 0 {
+            return Err(err(
+                "turn_trim",
+                "max_turns and overflow_max_turns must be > 0",
+            ));
+        }
+        if self.tool_result_max_chars < 2
+            || self.overflow_tool_result_chars < 2
+            || self.overflow_user_chars < 2
+        {
+            return Err(err("turn_trim", "character limits must be >= 2"));
+        }
+        Ok(())
+    }
+
+    fn build(&self, _: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        Ok(Box::new(TurnTrimLayer::new(self.clone())))
+    }
+}
 
 /// Prompt of the (optional) memory note of dropped turns.
 pub const MEMORY_PROMPT: &str = "These turns are being removed from the agent's context. \

@@ -6,14 +6,56 @@
 //! [`truncate_view`] is shared with the `emergency` layer.
 
 use super::summarize::{message_cutoff, token_cutoff};
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
+use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
-use crate::engine::layer_config::{Keep, Truncate};
+use crate::engine::layer_config::{Keep, Trigger};
 use crate::engine::view::{Item, Source};
 use crate::engine::EngineError;
 use crate::trace::{Message, Role};
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::sync::Arc;
+
+/// digitorn `truncate` strategy: at the trigger, drop everything before a safe split that
+/// keeps the most recent `keep`, and inject one reminder message (goal + recent activity).
+/// No LLM, and nothing is offloaded: the no-offload baseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Truncate {
+    pub trigger: Trigger,
+    pub keep: Keep,
+    /// Inject the reminder (digitorn `_build_context_reminder`).
+    pub reminder: bool,
+    /// Tool calls listed under "recent activity" in the reminder.
+    pub recent_activity: usize,
+    /// Cap on the reminder's goal text, in characters.
+    pub goal_max_chars: usize,
+}
+
+impl LayerSpec for Truncate {
+    const NAME: &'static str = "truncate";
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.keep == Keep::Messages(0) {
+            return Err(err("truncate.keep", "must keep at least one message"));
+        }
+        Ok(())
+    }
+
+    fn compaction_trigger(&mut self) -> Option<&mut Trigger> {
+        Some(&mut self.trigger)
+    }
+
+    fn build(&self, ctx: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        Ok(Box::new(TruncateLayer::new(
+            self.clone(),
+            ctx.meta.goal.clone(),
+        )))
+    }
+}
 
 /// `kind` of the injected reminder message (so a later truncation drops it, not keeps it).
 pub const REMINDER_KIND: &str = "context_reminder";

@@ -3,16 +3,43 @@
 //! outside the keep window become their first characters + a marker. A per-request view,
 //! recomputed on every call; it can postpone summarization.
 
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
 use crate::engine::event::{Event, EventDetail, EventKind, TruncatedCall};
 use crate::engine::layer::{CallCtx, Layer};
-use crate::engine::layer_config::{Keep, TruncateArgs};
+use crate::engine::layer_config::{Keep, Trigger};
 use crate::engine::view::{Item, Override, Source};
 use crate::engine::EngineError;
 use crate::tokens::approx::code_points;
 use crate::trace::{Message, Role};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// Truncate long write/edit string arguments outside the keep window (per-request view).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TruncateArgs {
+    pub trigger: Trigger,
+    pub keep: Keep,
+    pub tools: Vec<String>,
+    pub max_arg_chars: usize,
+    pub keep_prefix_chars: usize,
+    pub suffix: String,
+}
+
+impl LayerSpec for TruncateArgs {
+    const NAME: &'static str = "truncate_args";
+
+    fn compaction_trigger(&mut self) -> Option<&mut Trigger> {
+        Some(&mut self.trigger)
+    }
+
+    fn build(&self, _: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        Ok(Box::new(TruncateArgsLayer::new(self.clone())))
+    }
+}
 
 pub struct TruncateArgsLayer {
     cfg: TruncateArgs,

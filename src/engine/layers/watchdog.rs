@@ -4,11 +4,38 @@
 //! run — not one per further repeat. `a → b → a → b → a` never trips. Observes only: the
 //! context is not changed.
 
+use super::{BuildCtx, LayerSpec};
+use crate::confcore::ConfigError;
+use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{Layer, MessageCtx};
-use crate::engine::layer_config::Watchdog;
+
 use crate::engine::EngineError;
 use crate::trace::Role;
+use serde::{Deserialize, Serialize};
+
+/// Watchdog (core-agent): the same tool with literally identical arguments `threshold` times in
+/// a row → one `watchdog` alert per run. Observes only.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Watchdog {
+    pub threshold: usize,
+}
+
+impl LayerSpec for Watchdog {
+    const NAME: &'static str = "watchdog";
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.threshold < 2 {
+            return Err(err("watchdog.threshold", "must be >= 2"));
+        }
+        Ok(())
+    }
+
+    fn build(&self, _: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        Ok(Box::new(WatchdogLayer::new(self.clone())))
+    }
+}
 
 pub struct WatchdogLayer {
     cfg: Watchdog,
