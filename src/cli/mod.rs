@@ -21,7 +21,8 @@ pub mod schema;
 pub mod traces;
 
 pub use crate::error::{
-    UsageError, EXIT_FAILURE, EXIT_GATE_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE,
+    UsageError, EXIT_FAILURE, EXIT_GATE_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED,
+    EXIT_USAGE,
 };
 
 /// Measure how agent context compression trades tokens and cost against forgetting.
