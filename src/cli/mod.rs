@@ -14,6 +14,7 @@ pub mod compare;
 pub mod gate;
 pub mod import;
 pub mod merge;
+pub mod repair;
 pub mod replay;
 pub mod report;
 pub mod run;
@@ -60,6 +61,8 @@ pub enum Command {
     Merge(merge::Args),
     /// Print the JSON Schema of a ctxbench file format
     Schema(schema::Args),
+    /// Move unreadable lines of a run's journal aside so it can be resumed and reported
+    Repair(repair::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -73,6 +76,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Gate(a) => gate::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Schema(a) => schema::run(a),
+        Command::Repair(a) => repair::run(a),
     }
 }
 

@@ -77,6 +77,10 @@ pub struct Args {
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
 
+    /// With --resume: first move unreadable journal lines aside (see `ctxbench repair`)
+    #[arg(long, requires = "resume")]
+    pub repair: bool,
+
     /// After Ctrl-C or SIGTERM, seconds running units may take to finish before they are cancelled
     #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = parse_grace)]
     pub grace_secs: f64,
@@ -150,6 +154,9 @@ fn write_reports(run_dir: &std::path::Path) -> anyhow::Result<String> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let suite = LoadedSuite::load(&args.suite)?;
+    if let (true, Some(dir)) = (args.repair, &args.resume) {
+        super::repair::repair(dir)?;
+    }
     let (kind, spec) = args
         .executor
         .split_once(':')
