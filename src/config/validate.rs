@@ -32,12 +32,6 @@ impl LoadedSuite {
                 "`concurrency` must be at least 1".into(),
             );
         }
-        if s.traces.limit == Some(0) {
-            err(
-                &["traces", "limit"],
-                "`limit` must be at least 1 (leave it out to use every trace)".into(),
-            );
-        }
         if let Some(c) = s.suite.max_cost_usd {
             if !(c.is_finite() && c > 0.0) {
                 err(
