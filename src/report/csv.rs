@@ -88,9 +88,7 @@ pub struct Csv;
 fn raw(c: &Cell) -> String {
     let mut out = String::new();
     match c {
-        Cell::Text(s) | Cell::Code(s) | Cell::Strong(s) | Cell::Alert(s) => {
-            out.push_str(&escape_formula(s))
-        }
+        Cell::Text(s) | Cell::Code(s) | Cell::Strong(s) | Cell::Alert(s) => out.push_str(s),
         Cell::Int(v) => out.push_str(&v.to_string()),
         Cell::Num(x) | Cell::MeanCi { mean: x, .. } | Cell::Delta { delta: x, .. } => {
             num(&mut out, *x)
@@ -118,7 +116,24 @@ impl TableWriter for Csv {
         // Writing to a Vec cannot fail.
         let _ = w.write_record(table.columns.iter().map(|c| c.header.as_str()));
         for row in &table.rows {
-            let _ = w.write_record(row.iter().map(raw));
+            let _ = w.write_record(row.iter().map(|c| {
+                let numeric = matches!(
+                    c,
+                    Cell::Int(_)
+                        | Cell::Num(_)
+                        | Cell::MeanCi { .. }
+                        | Cell::Delta { .. }
+                        | Cell::P(_)
+                        | Cell::Ci(_)
+                        | Cell::Missing
+                );
+                // Every text kind of cell (also ones added later) is escaped; numbers never.
+                if numeric {
+                    raw(c)
+                } else {
+                    escape_formula(&raw(c)).into_owned()
+                }
+            }));
         }
         let bytes = w.into_inner().unwrap_or_default();
         out.push_str(&String::from_utf8_lossy(&bytes));
