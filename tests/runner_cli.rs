@@ -343,3 +343,77 @@ fn a_suite_this_build_cannot_run_leaves_no_run_directory() {
         assert!(!out.stderr.is_empty());
     }
 }
+
+#[test]
+fn a_corrupt_journal_line_is_moved_aside_and_the_run_resumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = suite(tmp.path());
+    let out = tmp.path().join("out");
+    Command::new(bin())
+        .args(run_args(&suite, &["--run-id", "full"]))
+        .assert()
+        .success();
+    let reference = canonical(&out.join("full"));
+    let dir = out.join("full");
+    let journal = dir.join("samples.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let lost = lines[7].to_string();
+    let garbage = format!("{}\u{0}#garbage", &lost[..lost.len() / 2]);
+    lines[7] = &garbage;
+    std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
+
+    // Unreadable: resume and report stop, naming the line and the way on.
+    for args in [
+        run_args(&suite, &["--resume", dir.to_str().unwrap()]),
+        vec!["report".into(), dir.display().to_string()],
+    ] {
+        let o = Command::new(bin()).args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("samples.jsonl:8:") && err.contains("ctxbench repair"),
+            "{err}"
+        );
+    }
+
+    let o = Command::new(bin())
+        .args(["repair", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("samples.rejected.jsonl") && err.contains("line 8"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("samples.rejected.jsonl")).unwrap(),
+        garbage.clone() + "\n"
+    );
+    assert_eq!(canonical(&dir).len(), UNITS - 1);
+    Command::new(bin())
+        .args(run_args(&suite, &["--resume", dir.to_str().unwrap()]))
+        .assert()
+        .success();
+    assert_eq!(canonical(&dir), reference, "the lost unit ran again");
+
+    // `--resume --repair` does both in one step.
+    let text = std::fs::read_to_string(&journal).unwrap();
+    std::fs::write(&journal, text.replacen('{', "{{", 1)).unwrap();
+    Command::new(bin())
+        .args(run_args(
+            &suite,
+            &["--resume", dir.to_str().unwrap(), "--repair"],
+        ))
+        .assert()
+        .success();
+    assert_eq!(canonical(&dir), reference);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("samples.rejected.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        2
+    );
+}

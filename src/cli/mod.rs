@@ -14,6 +14,7 @@ pub mod compare;
 pub mod gate;
 pub mod import;
 pub mod merge;
+pub mod repair;
 pub mod replay;
 pub mod report;
 pub mod run;
@@ -21,7 +22,8 @@ pub mod schema;
 pub mod traces;
 
 pub use crate::error::{
-    UsageError, EXIT_FAILURE, EXIT_GATE_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE,
+    UsageError, EXIT_FAILURE, EXIT_GATE_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED,
+    EXIT_USAGE,
 };
 
 /// Measure how agent context compression trades tokens and cost against forgetting.
@@ -59,6 +61,8 @@ pub enum Command {
     Merge(merge::Args),
     /// Print the JSON Schema of a ctxbench file format
     Schema(schema::Args),
+    /// Move unreadable lines of a run's journal aside so it can be resumed and reported
+    Repair(repair::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -72,6 +76,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Gate(a) => gate::run(a),
         Command::Merge(a) => merge::run(a),
         Command::Schema(a) => schema::run(a),
+        Command::Repair(a) => repair::run(a),
     }
 }
 

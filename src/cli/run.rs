@@ -1,6 +1,6 @@
 //! `ctxbench run`: see its `--help`.
 
-use crate::cli::{UsageError, EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK};
+use crate::cli::{UsageError, EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED};
 use crate::config::LoadedSuite;
 use crate::runner::manifest::RunStatus;
 use crate::runner::progress::human_tokens;
@@ -9,7 +9,9 @@ use crate::runner::synthetic::{SyntheticExecutor, SyntheticLoader};
 use crate::runner::{Plan, Router, Shard, UnitExecutor};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The composition root: the executors this build has, by eval name — every eval of
 /// `crate::evals` (replay, invariants, needle, drift, probes). It lives here, above both, so the
@@ -23,11 +25,13 @@ Every unit (trace × engine variant × eval sample × repeat) has a stable id. E
 appended to <run-dir>/samples.jsonl at once, so a crash or Ctrl-C loses nothing finished;
 run.json records the resolved suite and the sha256 of every trace and prompt file.
 
-Ctrl-C stops dispatching and lets running units finish (press it again to cancel them), writes
-run.json and exits 130. `--resume RUN_DIR` continues the same run, skipping finished units.
+Ctrl-C stops dispatching and gives running units `--grace-secs` (default 10) to finish, then
+cancels them with their model calls (a second Ctrl-C cancels at once); it writes run.json and a
+partial report and exits 130. SIGTERM does the same and exits 143. `--resume RUN_DIR` continues
+the same run, skipping finished units.
 
 Exit codes: 0 ok · 1 failed units with `fail_on_errors = true`, or stopped by the budget, or a
-runtime error · 2 bad suite, traces or arguments · 130 interrupted.
+runtime error · 2 bad suite, traces or arguments · 130 interrupted · 143 terminated (SIGTERM).
 
 Examples:
   ctxbench run evals/quickstart.toml
@@ -73,6 +77,14 @@ pub struct Args {
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
 
+    /// With --resume: first move unreadable journal lines aside (see `ctxbench repair`)
+    #[arg(long, requires = "resume")]
+    pub repair: bool,
+
+    /// After Ctrl-C or SIGTERM, seconds running units may take to finish before they are cancelled
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = parse_grace)]
+    pub grace_secs: f64,
+
     /// No progress bar and no summary; print only the run directory
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -81,6 +93,47 @@ pub struct Args {
     /// (deterministic, no model calls; for testing the runner itself)
     #[arg(long, value_name = "NAME", default_value = "default", hide = true)]
     pub executor: String,
+}
+
+fn parse_grace(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && (0.0..=86_400.0).contains(&x) => Ok(x),
+        _ => Err(format!("`{s}`: expected seconds between 0 and 86400")),
+    }
+}
+
+/// Forward SIGINT and SIGTERM to the dispatcher as interrupts; remember whether a SIGTERM came
+/// (the exit code is 143 then). Must be called inside the runtime.
+fn forward_signals(tx: tokio::sync::mpsc::UnboundedSender<()>, terminated: Arc<AtomicBool>) {
+    let int_tx = tx.clone();
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            if int_tx.send(()).is_err() {
+                break;
+            }
+        }
+    });
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::spawn(async move {
+                    while term.recv().await.is_some() {
+                        terminated.store(true, Ordering::SeqCst);
+                        if tx.send(()).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            Err(e) => {
+                eprintln!("warning: SIGTERM cannot be handled ({e}); it will end the run at once")
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (tx, terminated);
 }
 
 /// Render results.csv, summary.json, report.md, report.html and plots into the run directory.
@@ -101,6 +154,9 @@ fn write_reports(run_dir: &std::path::Path) -> anyhow::Result<String> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let suite = LoadedSuite::load(&args.suite)?;
+    if let (true, Some(dir)) = (args.repair, &args.resume) {
+        super::repair::repair(dir)?;
+    }
     let (kind, spec) = args
         .executor
         .split_once(':')
@@ -159,21 +215,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Arc::new(router)
         }
     };
-    let prepared = session::open_run(&suite, &opts, planned)?;
+    let mut prepared = session::open_run(&suite, &opts, planned)?;
+    prepared.dispatch.interrupt_grace = Duration::from_secs_f64(args.grace_secs);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    let terminated = Arc::new(AtomicBool::new(false));
     let outcome = rt.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            while tokio::signal::ctrl_c().await.is_ok() {
-                if tx.send(()).is_err() {
-                    break;
-                }
-            }
-        });
+        forward_signals(tx, terminated.clone());
         session::execute(prepared, exec, &mut rx).await
-    })?;
+    });
+    // Cancelled units may leave a replay finishing on a blocking thread (its model calls already
+    // cancelled): do not wait for it past a short bound; nothing it does is recorded any more.
+    rt.shutdown_timeout(Duration::from_secs(2));
+    let outcome = outcome?;
 
     // Reports from what was recorded — also after Ctrl-C or a budget stop (a partial report).
     let report = write_reports(&outcome.run_dir);
@@ -216,12 +272,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let code = match m.status {
         RunStatus::Interrupted => {
+            let term = terminated.load(Ordering::SeqCst);
             eprintln!(
-                "interrupted: {} unit(s) not run; continue with `ctxbench run {} --resume {dir}`",
+                "{}: {} unit(s) not run; continue with `ctxbench run {} --resume {dir}`",
+                if term {
+                    "terminated (SIGTERM)"
+                } else {
+                    "interrupted"
+                },
                 m.units.not_run_interrupted,
                 args.suite.display()
             );
-            EXIT_INTERRUPTED
+            if term {
+                EXIT_TERMINATED
+            } else {
+                EXIT_INTERRUPTED
+            }
         }
         RunStatus::BudgetExhausted => {
             eprintln!(

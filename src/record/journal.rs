@@ -22,7 +22,10 @@ pub enum JournalError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}:{line}: expected one JSON sample object per line: {message}")]
+    #[error(
+        "{path}:{line}: expected one JSON sample object per line: {message} \
+         (`ctxbench repair <run-dir>` moves unreadable lines aside)"
+    )]
     BadLine {
         path: PathBuf,
         line: usize,
@@ -239,6 +242,81 @@ pub(crate) fn read_samples(path: &Path) -> Result<SamplesRead, JournalError> {
     Ok(out)
 }
 
+/// What [`repair`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Repaired {
+    /// Samples kept in the journal.
+    pub kept: usize,
+    /// 1-based line numbers (in the journal before the repair) that were moved aside.
+    pub moved: Vec<usize>,
+}
+
+/// Move every unreadable line of the journal at `path` (not JSON, not a sample, or a torn
+/// write) to the end of `aside`, byte for byte, and rewrite the journal with the readable lines
+/// only (written to a temporary file, synced, then renamed over it, so a crash leaves either
+/// the old or the new journal). Blank lines are dropped. A line of a newer schema version is
+/// still an error: it is readable by a newer ctxbench, not damaged. Nothing is written when
+/// every line is readable.
+pub(crate) fn repair(path: &Path, aside: &Path) -> Result<Repaired, JournalError> {
+    let file = File::open(path).map_err(io_err(path))?;
+    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    let mut kept = Vec::new();
+    let mut rejected = Vec::new();
+    let mut out = Repaired::default();
+    let mut line = Vec::new();
+    let mut number = 0usize;
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line).map_err(io_err(path))?;
+        if n == 0 {
+            break;
+        }
+        number += 1;
+        let text = trim_ascii(&line);
+        if text.is_empty() {
+            continue;
+        }
+        match parse_sample(text) {
+            Ok(sample) if sample.schema_version > SCHEMA_VERSION => {
+                return Err(JournalError::FutureVersion {
+                    path: path.to_path_buf(),
+                    line: number,
+                    found: sample.schema_version,
+                })
+            }
+            Ok(_) => {
+                kept.extend_from_slice(text);
+                kept.push(b'\n');
+                out.kept += 1;
+            }
+            Err(_) => {
+                rejected.extend_from_slice(&line);
+                if line.last() != Some(&b'\n') {
+                    rejected.push(b'\n');
+                }
+                out.moved.push(number);
+            }
+        }
+    }
+    if out.moved.is_empty() {
+        return Ok(out);
+    }
+    // Aside first: if we crash after this, the journal still holds every line.
+    let mut side = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(aside)
+        .map_err(io_err(aside))?;
+    side.write_all(&rejected).map_err(io_err(aside))?;
+    side.sync_data().map_err(io_err(aside))?;
+    let tmp = path.with_extension("jsonl.repair-tmp");
+    let mut f = File::create(&tmp).map_err(io_err(&tmp))?;
+    f.write_all(&kept).map_err(io_err(&tmp))?;
+    f.sync_data().map_err(io_err(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io_err(path))?;
+    Ok(out)
+}
+
 fn trim_ascii(b: &[u8]) -> &[u8] {
     let start = b
         .iter()
@@ -326,6 +404,56 @@ mod tests {
         let err = read_samples(&path).unwrap_err().to_string();
         assert!(err.contains("samples.jsonl:2:"), "{err}");
         assert!(err.contains("missing field"), "{err}");
+    }
+
+    #[test]
+    fn repair_moves_unreadable_lines_aside_and_keeps_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("samples.jsonl");
+        let aside = dir.path().join("samples.rejected.jsonl");
+        let good = |i| serde_json::to_string(&sample(i)).unwrap();
+        let torn = &good(3)[..15];
+        std::fs::write(
+            &path,
+            format!(
+                "{}\n{{garbage\n\n{}\n{{\"schema_version\": 1}}\n{torn}",
+                good(0),
+                good(1)
+            ),
+        )
+        .unwrap();
+        assert!(read_samples(&path).is_err());
+        let r = repair(&path, &aside).unwrap();
+        assert_eq!(
+            r,
+            Repaired {
+                kept: 2,
+                moved: vec![2, 5, 6]
+            }
+        );
+        let read = read_samples(&path).unwrap();
+        assert_eq!(read.samples, vec![sample(0), sample(1)]);
+        assert_eq!(
+            std::fs::read_to_string(&aside).unwrap(),
+            format!("{{garbage\n{{\"schema_version\": 1}}\n{torn}\n")
+        );
+        // A clean journal is left alone, and nothing more is moved aside.
+        assert_eq!(
+            repair(&path, &aside).unwrap(),
+            Repaired {
+                kept: 2,
+                moved: vec![]
+            }
+        );
+        assert_eq!(std::fs::read_to_string(&aside).unwrap().lines().count(), 3);
+        // A newer schema version is not damage.
+        let mut s = sample(9);
+        s.schema_version = SCHEMA_VERSION + 1;
+        std::fs::write(&path, serde_json::to_string(&s).unwrap() + "\n{x\n").unwrap();
+        assert!(matches!(
+            repair(&path, &aside),
+            Err(JournalError::FutureVersion { line: 1, .. })
+        ));
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub mod run_dir;
 pub mod run_info;
 
 pub use builder::SampleBuilder;
-pub use journal::{Journal, JournalError, SamplesRead, TornLine};
+pub use journal::{Journal, JournalError, Repaired, SamplesRead, TornLine};
 pub use run_dir::{Run, RunDir};
 pub use run_info::{ProviderProvenance, RunInfo};
 

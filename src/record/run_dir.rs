@@ -9,7 +9,9 @@
 //! plus what the runner adds (`runner::manifest::RunManifest` flattens `RunInfo` in), so both
 //! are read and written through the generic [`RunDir::read_run_json`] / [`RunDir::write_run_json`].
 
-use super::journal::{read_samples, Journal, JournalError, SamplesRead, TornLine};
+use super::journal::{
+    read_samples, repair, Journal, JournalError, Repaired, SamplesRead, TornLine,
+};
 use super::{RunInfo, Sample, SCHEMA_VERSION};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -181,6 +183,17 @@ impl RunDir {
             return Ok(SamplesRead::default());
         }
         self.read_samples()
+    }
+
+    /// Where [`RunDir::repair_journal`] moves unreadable journal lines.
+    pub fn rejected_jsonl(&self) -> PathBuf {
+        self.root.join("samples.rejected.jsonl")
+    }
+
+    /// Move unreadable journal lines (corrupt, not a sample, torn) to the end of
+    /// [`RunDir::rejected_jsonl`] and keep the readable ones; see `journal::repair`.
+    pub fn repair_journal(&self) -> Result<Repaired, JournalError> {
+        repair(&self.samples_jsonl(), &self.rejected_jsonl())
     }
 
     /// Write `samples` as a new journal (fails if it exists), synced to disk.

@@ -8,7 +8,13 @@
 //! `true`/`false`; nested parameter values are written as compact JSON text in one cell.
 //!
 //! Also [`Csv`], the CSV writer of report tables (`sections`): raw values in full precision,
-//! quoting by the csv crate (the only escaping of this format).
+//! quoting by the csv crate.
+//!
+//! Formula injection: a text cell that starts with `=`, `+`, `-`, `@`, tab or CR (a trace id
+//! taken from a hostile file name, an error message) is prefixed with `'`, as OWASP and the
+//! spreadsheet tools expect, so Excel/LibreOffice show it as text instead of evaluating it.
+//! A cell that is a plain number (`-1.5`, `+3`, `-2e-3`) is left alone, and numeric columns
+//! are never touched: pandas, polars and DuckDB still read negative numbers as numbers.
 
 use super::model::ReportModel;
 use super::table::{Cell, Table, TableWriter};
@@ -40,6 +46,26 @@ fn kind(t: &TokenSplit, kind: &str) -> u64 {
 fn num(out: &mut String, x: f64) {
     if x.is_finite() {
         let _ = write!(out, "{x}");
+    }
+}
+
+/// Whether `s` is a plain decimal number (digits, sign, point, exponent): such a cell is data,
+/// not a formula, and keeps its sign.
+fn plain_number(s: &str) -> bool {
+    s.bytes().any(|b| b.is_ascii_digit())
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'.' | b'e' | b'E'))
+        && s.parse::<f64>().is_ok_and(f64::is_finite)
+}
+
+/// A text cell made safe for spreadsheets: cells starting with `=`, `+`, `-`, `@`, tab or CR
+/// get a leading `'` unless they are a plain number.
+pub fn escape_formula(s: &str) -> std::borrow::Cow<'_, str> {
+    match s.as_bytes().first() {
+        Some(b'=' | b'+' | b'-' | b'@' | b'\t' | b'\r') if !plain_number(s) => {
+            std::borrow::Cow::Owned(format!("'{s}"))
+        }
+        _ => std::borrow::Cow::Borrowed(s),
     }
 }
 
@@ -90,7 +116,24 @@ impl TableWriter for Csv {
         // Writing to a Vec cannot fail.
         let _ = w.write_record(table.columns.iter().map(|c| c.header.as_str()));
         for row in &table.rows {
-            let _ = w.write_record(row.iter().map(raw));
+            let _ = w.write_record(row.iter().map(|c| {
+                let numeric = matches!(
+                    c,
+                    Cell::Int(_)
+                        | Cell::Num(_)
+                        | Cell::MeanCi { .. }
+                        | Cell::Delta { .. }
+                        | Cell::P(_)
+                        | Cell::Ci(_)
+                        | Cell::Missing
+                );
+                // Every text kind of cell (also ones added later) is escaped; numbers never.
+                if numeric {
+                    raw(c)
+                } else {
+                    escape_formula(&raw(c)).into_owned()
+                }
+            }));
         }
         let bytes = w.into_inner().unwrap_or_default();
         out.push_str(&String::from_utf8_lossy(&bytes));
@@ -139,11 +182,9 @@ pub fn render(_info: &RunInfo, model: &ReportModel) -> String {
         let _ = w.write_field(buf.as_bytes());
     };
     for s in &model.samples {
-        let _ = w.write_field(&s.unit_id);
-        let _ = w.write_field(&s.trace_id);
-        let _ = w.write_field(&s.variant);
-        let _ = w.write_field(&s.eval);
-        let _ = w.write_field(&s.sample);
+        for text in [&s.unit_id, &s.trace_id, &s.variant, &s.eval, &s.sample] {
+            let _ = w.write_field(escape_formula(text).as_bytes());
+        }
         cell(&mut w, &|b| {
             let _ = write!(b, "{}", s.repeat);
         });
@@ -155,9 +196,9 @@ pub fn render(_info: &RunInfo, model: &ReportModel) -> String {
         for k in &params {
             match s.params.get(*k) {
                 Some(serde_json::Value::String(t)) => {
-                    let _ = w.write_field(t);
+                    let _ = w.write_field(escape_formula(t).as_bytes());
                 }
-                Some(v) => cell(&mut w, &|b| b.push_str(&param_cell(v))),
+                Some(v) => cell(&mut w, &|b| b.push_str(&escape_formula(&param_cell(v)))),
                 None => {
                     let _ = w.write_field("");
                 }
@@ -202,8 +243,8 @@ pub fn render(_info: &RunInfo, model: &ReportModel) -> String {
             .error
             .as_ref()
             .map_or(("", ""), |e| (e.kind.as_str(), e.message.as_str()));
-        let _ = w.write_field(error_kind);
-        let _ = w.write_field(message);
+        let _ = w.write_field(escape_formula(error_kind).as_bytes());
+        let _ = w.write_field(escape_formula(message).as_bytes());
         // An empty record ends the current row.
         let _ = w.write_record(std::iter::empty::<&[u8]>());
     }
@@ -215,6 +256,32 @@ pub fn render(_info: &RunInfo, model: &ReportModel) -> String {
 mod tests {
     use super::*;
     use crate::report::table::Column;
+
+    #[test]
+    fn formula_cells_are_escaped_and_numbers_are_not() {
+        for hostile in [
+            "=HYPERLINK(\"http://x\",\"y\")",
+            "+cmd|' /C calc'!A0",
+            "-2+3",
+            "@SUM(A1)",
+            "\tx",
+            "\rx",
+            "-inf",
+            "-",
+        ] {
+            assert_eq!(
+                escape_formula(hostile),
+                format!("'{hostile}"),
+                "{hostile:?}"
+            );
+        }
+        for plain in ["-1.5", "+3", "-2e-3", "0", "abc", "", "a=b", "1-2"] {
+            assert_eq!(escape_formula(plain), plain, "{plain:?}");
+        }
+        let mut t = Table::new(None, vec![Column::text("id"), Column::num("delta")]);
+        t.push(vec![Cell::text("=1+1"), Cell::Num(-0.5)]);
+        assert_eq!(Csv.render(&t), "id,delta\n'=1+1,-0.5\n");
+    }
 
     #[test]
     fn table_csv_quotes_text_and_keeps_raw_numbers() {

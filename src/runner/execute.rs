@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
@@ -184,8 +184,8 @@ pub enum StopReason {
     Finished,
     /// The next unit would have exceeded `max_cost_usd`.
     Budget,
-    /// Interrupted (Ctrl-C): no new units; running ones finished (or were cancelled on a second
-    /// interrupt).
+    /// Interrupted (Ctrl-C or SIGTERM): no new units; running ones finished, or were cancelled
+    /// when the grace ran out or on a second interrupt.
     Interrupted,
 }
 
@@ -199,7 +199,14 @@ pub struct DispatchOptions {
     pub provider_limits: BTreeMap<ProviderRole, usize>,
     /// Handed to the executor with every unit.
     pub context: RunContext,
+    /// After the first interrupt, running units get this long to finish; then they are
+    /// cancelled (their in-flight model calls with them). [`DEFAULT_INTERRUPT_GRACE`] unless
+    /// the caller says otherwise (`ctxbench run --grace-secs`).
+    pub interrupt_grace: Duration,
 }
+
+/// How long running units may take to finish after the first interrupt.
+pub const DEFAULT_INTERRUPT_GRACE: Duration = Duration::from_secs(10);
 
 /// What happened.
 #[derive(Debug, Clone, PartialEq)]
@@ -214,8 +221,10 @@ pub struct DispatchReport {
 }
 
 /// Dispatch `units` in order. Each finished unit's sample is appended to `journal` (and flushed)
-/// before the next decision. Each message on `interrupts` is one Ctrl-C: the first stops
-/// dispatching and lets running units finish, the second cancels them. Returns an error only
+/// before the next decision. Each message on `interrupts` is one Ctrl-C (or SIGTERM): the first
+/// stops dispatching and lets running units finish for at most `opts.interrupt_grace`, after
+/// which they are cancelled; a second cancels them at once. A cancelled unit is not recorded
+/// (it counts as not run and runs again on `--resume`). Returns an error only
 /// when the journal cannot be written (running units are cancelled first).
 pub async fn dispatch(
     units: Vec<Arc<Unit>>,
@@ -246,6 +255,9 @@ pub async fn dispatch(
     let mut stopping: Option<StopReason> = None;
     let mut interrupts_seen = 0u32;
     let mut interrupts_open = true;
+    // Set by the first interrupt: when running units are cancelled if still running.
+    let mut grace_ends: Option<tokio::time::Instant> = None;
+    let mut cancelled = false;
 
     loop {
         // Fill free slots.
@@ -330,11 +342,27 @@ pub async fn dispatch(
                 interrupts_seen += 1;
                 stopping = Some(StopReason::Interrupted);
                 if interrupts_seen == 1 {
-                    progress.note(&format!("interrupted: waiting for {} running unit(s); press Ctrl-C again to cancel them", running.len()));
-                } else {
+                    let grace = opts.interrupt_grace;
+                    grace_ends = Some(tokio::time::Instant::now() + grace);
+                    progress.note(&format!(
+                        "interrupted: waiting up to {}s for {} running unit(s); press Ctrl-C again to cancel them now",
+                        grace.as_secs_f64(),
+                        running.len()
+                    ));
+                } else if !cancelled {
+                    cancelled = true;
                     progress.note("cancelling running units");
                     running.abort_all();
                 }
+            }
+            () = sleep_until_opt(grace_ends), if grace_ends.is_some() && !cancelled => {
+                cancelled = true;
+                progress.note(&format!(
+                    "grace of {}s over: cancelling {} running unit(s)",
+                    opts.interrupt_grace.as_secs_f64(),
+                    running.len()
+                ));
+                running.abort_all();
             }
         }
     }
@@ -351,6 +379,13 @@ pub async fn dispatch(
         _ => {}
     }
     Ok(report)
+}
+
+async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 fn panic_message(e: tokio::task::JoinError) -> String {

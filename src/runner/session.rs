@@ -444,6 +444,7 @@ pub fn open_run(
                 run_dir: run_dir_for_ctx,
                 no_cache: opts.no_cache,
             },
+            interrupt_grace: super::execute::DEFAULT_INTERRUPT_GRACE,
         },
         max_cost_usd,
         show_progress: opts.show_progress,

@@ -1,0 +1,54 @@
+//! `ctxbench repair`: see its `--help`.
+
+use crate::record::{Repaired, RunDir};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const AFTER_HELP: &str = "\
+A journal line that cannot be read (a disk fault, an editor, a copy cut short) makes `report`,
+`compare`, `gate` and `run --resume` stop with its file and line. `repair` moves every such line,
+byte for byte, to the end of <run-dir>/samples.rejected.jsonl (nothing is deleted) and keeps the
+readable ones; the units of the moved lines have no sample any more, so `run --resume` runs them
+again. `run --resume RUN_DIR --repair` does the same before resuming.
+
+Example:
+  ctxbench repair reports/nightly
+  ctxbench run suite.toml --resume reports/nightly";
+
+/// Move unreadable lines of a run's samples.jsonl aside so the run can be resumed and reported
+#[derive(Debug, clap::Args)]
+#[command(after_long_help = AFTER_HELP)]
+pub struct Args {
+    /// The run directory
+    #[arg(value_name = "RUN_DIR")]
+    pub run: PathBuf,
+}
+
+/// Repair the journal of `run` and say what was done on stderr (stdout stays `run --quiet`'s one line).
+pub fn repair(run: &Path) -> anyhow::Result<Repaired> {
+    let dir = RunDir::new(run);
+    let r = dir.repair_journal()?;
+    if r.moved.is_empty() {
+        eprintln!(
+            "{}: every line is readable ({} samples); nothing moved",
+            dir.samples_jsonl().display(),
+            r.kept
+        );
+    } else {
+        let lines: Vec<String> = r.moved.iter().map(usize::to_string).collect();
+        eprintln!(
+            "{}: moved {} unreadable line(s) (line {}) to {}; {} samples kept; `run --resume` runs their units again",
+            dir.samples_jsonl().display(),
+            r.moved.len(),
+            lines.join(", "),
+            dir.rejected_jsonl().display(),
+            r.kept
+        );
+    }
+    Ok(r)
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    repair(&args.run)?;
+    Ok(ExitCode::SUCCESS)
+}
