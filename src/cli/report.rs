@@ -50,8 +50,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The per-variant table printed by `report` (and by `run` at the end, if it wants to).
+/// What `report` (and `run`, at the end) prints: one verdict line per variant vs the baseline,
+/// then the per-variant means of the headline metrics, all within 100 columns.
 pub fn summary_text(model: &ReportModel) -> String {
-    use crate::report::table::TableWriter;
-    crate::report::terminal::Terminal.render(&crate::report::sections::summary(model))
+    crate::report::terminal::summary(model, crate::report::terminal::WIDTH)
 }

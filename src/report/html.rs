@@ -8,6 +8,7 @@
 //! which escapes every header and cell, numbers included. Plot SVG comes from plotters, which
 //! escapes its text itself.
 
+use super::headline::{self, Effect};
 use super::model::{fmt_ci, fmt_num, ReportModel};
 use super::plots::{self, PlotSpec};
 use super::sections;
@@ -62,7 +63,7 @@ h1{font-size:1.6rem}h2{font-size:1.25rem;margin-top:2.2rem;border-bottom:1px sol
 table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}
 th,td{border:1px solid #d8dde6;padding:.3rem .55rem;text-align:left;vertical-align:top}
 th{background:#f1f4f8}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.sig{font-weight:600;color:#b3261e}.muted{color:#6b7280}
+.sig{font-weight:600;color:#b3261e}.good{font-weight:600;color:#146c2e}.muted{color:#6b7280}.chg{font-weight:600}.scroll{overflow-x:auto}ul.verdict li{margin:.3rem 0}
 figure{margin:1rem 0}figure svg{max-width:100%;height:auto;border:1px solid #e5e7eb}
 details{margin:.4rem 0;border:1px solid #e5e7eb;padding:.3rem .6rem;border-radius:4px}
 summary{cursor:pointer}pre{white-space:pre-wrap;word-break:break-word;background:#f7f8fa;padding:.5rem;max-height:24rem;overflow:auto}
@@ -111,6 +112,7 @@ impl TableWriter for Html {
                     Cell::Missing => write!(out, "<td>–</td>"),
                     Cell::Strong(s) => write!(out, "<td{class}><b>{}</b></td>", escape(s)),
                     Cell::Alert(s) => write!(out, "<td class=\"sig\">{}</td>", escape(s)),
+                    Cell::Good(s) => write!(out, "<td class=\"good\">{}</td>", escape(s)),
                     Cell::Code(s) => write!(out, "<td{class}><code>{}</code></td>", escape(s)),
                     Cell::MeanCi { mean, ci, n } => write!(
                         out,
@@ -184,6 +186,7 @@ pub fn render_with_plots(
         out.push_str("</ul>\n");
     }
 
+    verdict_block(&mut out, model);
     summary_table(&mut out, model);
     comparison_table(&mut out, model);
     pass_k_table(&mut out, model);
@@ -231,11 +234,47 @@ fn strip_xml_prolog(svg: &str) -> &str {
     }
 }
 
+fn verdict_block(out: &mut String, model: &ReportModel) {
+    if model.verdicts.is_empty() {
+        return;
+    }
+    out.push_str("<h2 id=\"verdict\">Verdict</h2>\n<ul class=\"verdict\">");
+    for l in &model.verdicts {
+        let _ = write!(
+            out,
+            "<li><b>{}</b> vs <code>{}</code>:",
+            escape(&l.variant),
+            escape(&l.baseline)
+        );
+        for i in &l.items {
+            let class = match i.effect {
+                Effect::Better => "good",
+                Effect::Worse => "sig",
+                Effect::Changed => "chg",
+                Effect::NotSignificant | Effect::Same => "muted",
+            };
+            let _ = write!(out, " <span class=\"{class}\">{}</span>;", escape(&i.text));
+        }
+        out.push_str("</li>");
+    }
+    let _ = writeln!(
+        out,
+        "</ul>\n<p class=\"muted\">{}</p>",
+        escape(headline::LEGEND)
+    );
+}
+
 fn summary_table(out: &mut String, model: &ReportModel) {
     out.push_str(
-        "<h2 id=\"summary\">Summary per variant</h2>\n<p>Mean per unit with its 95% bootstrap CI.</p>\n",
+        "<h2 id=\"summary\">Summary per variant</h2>\n<p>Headline metrics: mean per unit with its \
+         95% bootstrap CI.</p>\n",
+    );
+    Html.write_table(out, &sections::headline_summary(model));
+    out.push_str(
+        "<details id=\"all-metrics\"><summary>All metrics</summary><div class=\"scroll\">",
     );
     Html.write_table(out, &sections::summary(model));
+    out.push_str("</div></details>\n");
 }
 
 fn comparison_table(out: &mut String, model: &ReportModel) {
@@ -251,12 +290,18 @@ fn comparison_table(out: &mut String, model: &ReportModel) {
     }
     out.push_str(
         "<p>Δ = variant − baseline on the same trace/eval/sample/repeat; 95% paired-bootstrap CI; \
-         significant at p &lt; 0.05 (McNemar for pass/fail metrics).</p>\n",
+         significant at p &lt; 0.05 (McNemar for pass/fail metrics); better/WORSE by the \
+         metric's direction. Headline metrics first.</p>\n",
     );
-    Html.write_table(
-        out,
-        &sections::comparison(&model.comparisons, "variant mean"),
-    );
+    let (rows, dropped) = headline::ordered(&model.comparisons, &model.headline);
+    Html.write_table(out, &sections::comparison(&rows, "variant mean"));
+    if dropped > 0 {
+        let _ = writeln!(
+            out,
+            "<p class=\"muted\">{dropped} other metric(s) with no change on any pair are not \
+             listed (every value is in results.csv).</p>"
+        );
+    }
 }
 
 fn pass_k_table(out: &mut String, model: &ReportModel) {
