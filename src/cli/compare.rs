@@ -2,6 +2,7 @@
 
 use super::UsageError;
 use crate::metrics::aggregate;
+use crate::output::display_path;
 use crate::record::RunDir;
 use crate::report::headline;
 use crate::report::markdown;
@@ -49,7 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if let Some(t) = &run.torn {
             notes.push(format!(
                 "{}: torn final line {} ignored (the run was interrupted)",
-                RunDir::new(dir).samples_jsonl().display(),
+                display_path(&RunDir::new(dir).samples_jsonl()),
                 t.line
             ));
         }
@@ -122,8 +123,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     println!(
         "wrote {} and {}",
-        out_dir.compare_md().display(),
-        out_dir.compare_json().display()
+        display_path(&out_dir.compare_md()),
+        display_path(&out_dir.compare_json())
     );
     Ok(ExitCode::SUCCESS)
 }
