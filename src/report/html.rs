@@ -336,16 +336,34 @@ fn errors_table(out: &mut String, model: &ReportModel) {
 }
 
 /// A small bar chart of tokens per model call (red bars: calls with a compaction event).
+/// Top of a sparkline's scale: the largest value, unless a few outliers would flatten every
+/// other bar; then 1.5 × the 90th percentile, and the bars above it are drawn clipped (with a
+/// black cap, and said so in their tooltip and in a label).
+pub fn sparkline_scale(values: &[u64]) -> (f64, bool) {
+    let max = values.iter().copied().max().unwrap_or(1).max(1) as f64;
+    let mut sorted: Vec<u64> = values.to_vec();
+    sorted.sort_unstable();
+    if sorted.len() < 5 {
+        return (max, false);
+    }
+    let p90 = sorted[(sorted.len() * 9 / 10).min(sorted.len() - 1)] as f64;
+    let cap = (p90 * 1.5).max(1.0);
+    if max > 2.0 * cap {
+        (cap, true)
+    } else {
+        (max, false)
+    }
+}
+
 fn timeline_svg(s: &Sample) -> String {
     let (w, h) = (720.0f64, 120.0f64);
     let n = s.timeline.len().max(1) as f64;
-    let max = s
+    let values: Vec<u64> = s
         .timeline
         .iter()
-        .map(|p| p.tokens.max(p.reference_tokens.unwrap_or(0)))
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
+        .flat_map(|p| std::iter::once(p.tokens).chain(p.reference_tokens))
+        .collect();
+    let (max, clipped) = sparkline_scale(&values);
     let bw = w / n;
     let mut svg = format!(
         "<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" \
@@ -354,7 +372,8 @@ fn timeline_svg(s: &Sample) -> String {
     let mut reference = String::new();
     for (i, p) in s.timeline.iter().enumerate() {
         let x = i as f64 * bw;
-        let bh = p.tokens as f64 / max * (h - 4.0);
+        let over = p.tokens as f64 > max;
+        let bh = (p.tokens as f64).min(max) / max * (h - 4.0);
         let fill = if p.events.is_empty() {
             "#4c78a8"
         } else {
@@ -362,20 +381,28 @@ fn timeline_svg(s: &Sample) -> String {
         };
         let _ = write!(
             svg,
-            "<rect x=\"{x:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{bh:.2}\" fill=\"{fill}\"><title>call {} (message {}): {} tokens{}</title></rect>",
+            "<rect x=\"{x:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{bh:.2}\" fill=\"{fill}\"><title>call {} (message {}): {} tokens{}{}</title></rect>",
             h - bh,
             (bw - 0.5).max(0.5),
             i + 1,
             p.trace_index,
             p.tokens,
+            if over { " (bar clipped)" } else { "" },
             if p.events.is_empty() {
                 String::new()
             } else {
                 format!("; {}", escape(&p.events.join(", ")))
             }
         );
+        if over {
+            let _ = write!(
+                svg,
+                "<rect x=\"{x:.2}\" y=\"0\" width=\"{:.2}\" height=\"4\" fill=\"#000\"/>",
+                (bw - 0.5).max(0.5)
+            );
+        }
         if let Some(r) = p.reference_tokens {
-            let y = h - r as f64 / max * (h - 4.0);
+            let y = h - (r as f64).min(max) / max * (h - 4.0);
             let _ = write!(reference, "{:.2},{y:.2} {:.2},{y:.2} ", x, x + bw);
         }
     }
@@ -384,6 +411,14 @@ fn timeline_svg(s: &Sample) -> String {
             svg,
             "<polyline points=\"{}\" fill=\"none\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>",
             reference.trim_end()
+        );
+    }
+    if clipped {
+        let _ = write!(
+            svg,
+            "<text x=\"{:.0}\" y=\"14\" text-anchor=\"end\" font-size=\"11\" fill=\"#000\">scale \
+             clipped at {max:.0} tokens; black caps mark taller calls</text>",
+            w - 4.0
         );
     }
     svg.push_str("</svg>");
@@ -510,6 +545,21 @@ fn timelines(out: &mut String, model: &ReportModel) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sparkline_scale_clips_a_lone_spike_only() {
+        let mut v = vec![1000u64; 30];
+        assert_eq!(sparkline_scale(&v), (1000.0, false));
+        v.push(252_000);
+        let (top, clipped) = sparkline_scale(&v);
+        assert!(clipped);
+        assert_eq!(top, 1500.0);
+        assert_eq!(
+            sparkline_scale(&[1, 2, 300]),
+            (300.0, false),
+            "too few to call outliers"
+        );
+    }
 
     #[test]
     fn escape_covers_markup_and_quotes() {
