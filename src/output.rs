@@ -43,8 +43,73 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// `path` lexically normalized (`a/./b/../c` → `a/c`; no file-system access, symlinks are not
+/// resolved) and, when it lies under the current directory, relative to it: what a person
+/// should see (`reports/quickstart-…`, never `evals/../reports/…` or a long absolute path).
+pub fn display_path(path: &std::path::Path) -> String {
+    let cwd = std::env::current_dir().ok();
+    display_path_from(path, cwd.as_deref())
+}
+
+/// [`display_path`] relative to `cwd` (pure, for tests).
+pub fn display_path_from(path: &std::path::Path, cwd: Option<&std::path::Path>) -> String {
+    use std::path::{Component, PathBuf};
+    fn normalize(p: &std::path::Path) -> PathBuf {
+        let mut out = PathBuf::new();
+        for c in p.components() {
+            match c {
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    let last = out.components().next_back();
+                    match last {
+                        Some(Component::Normal(_)) => {
+                            out.pop();
+                        }
+                        Some(Component::RootDir) => {}
+                        _ => out.push(".."),
+                    }
+                }
+                other => out.push(other.as_os_str()),
+            }
+        }
+        out
+    }
+    let norm = normalize(path);
+    if let Some(cwd) = cwd {
+        let cwd = normalize(cwd);
+        let abs = if norm.is_absolute() {
+            norm.clone()
+        } else {
+            normalize(&cwd.join(&norm))
+        };
+        if let Ok(rel) = abs.strip_prefix(&cwd) {
+            if rel.as_os_str().is_empty() {
+                return ".".to_string();
+            }
+            return rel.display().to_string();
+        }
+    }
+    if norm.as_os_str().is_empty() {
+        return ".".to_string();
+    }
+    norm.display().to_string()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn display_paths_are_normalized_and_relative() {
+        use super::display_path_from as d;
+        use std::path::Path;
+        let cwd = Some(Path::new("/w/repo"));
+        assert_eq!(d(Path::new("evals/../reports/q-1"), cwd), "reports/q-1");
+        assert_eq!(d(Path::new("/w/repo/reports/./q-1"), cwd), "reports/q-1");
+        assert_eq!(d(Path::new("/tmp/x/../y"), cwd), "/tmp/y");
+        assert_eq!(d(Path::new("../other/a"), cwd), "../other/a");
+        assert_eq!(d(Path::new("../other/a"), None), "../other/a");
+        assert_eq!(d(Path::new("/w/repo"), cwd), ".");
+    }
+
     #[test]
     fn table_aligns_columns() {
         let t = super::table(&["a", "bbb"], &[vec!["xx".into(), "y".into()]]);

@@ -156,3 +156,32 @@ fn statistics_in_the_model_reflect_the_fixture() {
     assert_eq!(agg.usage.cost.total_usd, None);
     assert!(agg.usage.cost.agent.usd.unwrap() > 0.0);
 }
+
+#[test]
+fn terminal_verdict_snapshot() {
+    let (_, model) = model();
+    let text = ctxbench::report::terminal::summary(&model, 100);
+    assert!(
+        text.lines().all(|l| l.chars().count() <= 100),
+        "wider than 100 columns:\n{text}"
+    );
+    assert!(
+        !model.verdicts.is_empty(),
+        "the fixed samples have a baseline"
+    );
+    insta::assert_snapshot!("terminal_summary", text);
+}
+
+#[test]
+fn suite_choice_of_headline_metrics_is_followed() {
+    let mut info = report_common::info("run-fixed");
+    info.suite = serde_json::json!({"report": {"metrics": ["tokens", "nope"]}});
+    let model = ReportModel::build(&info, report_common::samples());
+    assert_eq!(model.headline, ["tokens"]);
+    assert!(model.notes.iter().any(|n| n.contains("nope")));
+    let md = markdown::render(&info, &model);
+    let verdict = md.split("## Verdict").nth(1).unwrap();
+    let verdict = verdict.split("## Summary").next().unwrap();
+    assert!(verdict.contains("tokens"));
+    assert!(!verdict.contains("recall"), "{verdict}");
+}

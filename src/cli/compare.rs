@@ -2,11 +2,13 @@
 
 use super::UsageError;
 use crate::metrics::aggregate;
+use crate::output::display_path;
 use crate::record::RunDir;
+use crate::report::headline;
 use crate::report::markdown;
 use crate::report::sections;
 use crate::report::table::TableWriter;
-use crate::report::terminal::Terminal;
+use crate::report::terminal::{self, Terminal};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -48,7 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if let Some(t) = &run.torn {
             notes.push(format!(
                 "{}: torn final line {} ignored (the run was interrupted)",
-                RunDir::new(dir).samples_jsonl().display(),
+                display_path(&RunDir::new(dir).samples_jsonl()),
                 t.line
             ));
         }
@@ -68,6 +70,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let comparisons =
         aggregate::compare_runs(&a.samples, &b.samples, &b.info.variants, b.info.seed);
+    let head = {
+        let mut names: Vec<&str> = comparisons.iter().map(|c| c.metric.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        // Same display order as the report: eval metrics by name, then cost, then tokens.
+        names.sort_by_key(|m| match *m {
+            "cost" => 1,
+            "tokens" => 2,
+            _ => 0,
+        });
+        let choice = headline::suite_choice(&b.info.suite);
+        headline::select(choice.as_deref(), &names).0
+    };
     println!(
         "{} (candidate) vs {} (baseline)",
         b.info.run_id, a.info.run_id
@@ -75,10 +90,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if comparisons.is_empty() {
         println!("the runs share no variant and unit: nothing to compare");
     } else {
+        let verdicts = headline::verdicts(&comparisons, &head);
+        print!("{}", headline::render_text(&verdicts, terminal::WIDTH));
+        let (rows, dropped) = headline::ordered(&comparisons, &head);
         print!(
             "{}",
-            Terminal.render(&sections::comparison(&comparisons, "candidate"))
+            Terminal.render(&sections::comparison(&rows, "candidate"))
         );
+        if dropped > 0 {
+            println!("{dropped} other metric(s) with no change on any pair not listed");
+        }
     }
     for n in &notes {
         println!("note: {n}");
@@ -86,7 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let out = args.out.unwrap_or_else(|| args.run_b.clone());
     std::fs::create_dir_all(&out)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
-    let md = markdown::render_compare(&a.info, &b.info, &comparisons, &notes);
+    let md = markdown::render_compare(&a.info, &b.info, &comparisons, &head, &notes);
     let doc = CompareDoc {
         schema_version: crate::record::SCHEMA_VERSION,
         baseline_run: &a.info.run_id,
@@ -102,8 +123,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     println!(
         "wrote {} and {}",
-        out_dir.compare_md().display(),
-        out_dir.compare_json().display()
+        display_path(&out_dir.compare_md()),
+        display_path(&out_dir.compare_json())
     );
     Ok(ExitCode::SUCCESS)
 }

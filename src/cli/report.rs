@@ -1,6 +1,7 @@
 //! `ctxbench report`: re-render every report file of a saved run, without any model call.
 
 use super::UsageError;
+use crate::output::display_path;
 use crate::record::RunDir;
 use crate::report::{write_run_reports, ReportModel, WriteOptions};
 use std::path::PathBuf;
@@ -27,7 +28,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(t) = &run.torn {
         eprintln!(
             "warning: {}: line {} is a torn final write ({} bytes, the run was interrupted); ignored",
-            run_dir.samples_jsonl().display(),
+            display_path(&run_dir.samples_jsonl()),
             t.line,
             t.bytes
         );
@@ -44,14 +45,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     println!(
         "wrote {} file(s) to {} (open {})",
         written.files.len(),
-        out.display(),
-        RunDir::new(&out).report_html().display()
+        display_path(&out),
+        display_path(&RunDir::new(&out).report_html())
     );
     Ok(ExitCode::SUCCESS)
 }
 
-/// The per-variant table printed by `report` (and by `run` at the end, if it wants to).
+/// What `report` (and `run`, at the end) prints: one verdict line per variant vs the baseline,
+/// then the per-variant means of the headline metrics, all within 100 columns.
 pub fn summary_text(model: &ReportModel) -> String {
-    use crate::report::table::TableWriter;
-    crate::report::terminal::Terminal.render(&crate::report::sections::summary(model))
+    crate::report::terminal::summary(model, crate::report::terminal::WIDTH)
 }

@@ -148,7 +148,10 @@ fn write_reports(run_dir: &std::path::Path) -> anyhow::Result<String> {
     for n in &written.plot_notes {
         out.push_str(&format!("plot skipped: {n}\n"));
     }
-    out.push_str(&format!("report   {}\n", dir.report_html().display()));
+    out.push_str(&format!(
+        "report   {}\n",
+        crate::output::display_path(&dir.report_html())
+    ));
     Ok(out)
 }
 
@@ -234,7 +237,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Reports from what was recorded — also after Ctrl-C or a budget stop (a partial report).
     let report = write_reports(&outcome.run_dir);
     let m = &outcome.manifest;
-    let dir = outcome.run_dir.display();
+    let dir = crate::output::display_path(&outcome.run_dir);
     if args.quiet {
         println!("{dir}");
     } else {

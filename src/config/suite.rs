@@ -39,6 +39,27 @@ pub struct Suite {
     /// Rules checked by `ctxbench gate`.
     #[serde(default)]
     pub gates: GatesSection,
+    /// What the report puts first.
+    #[serde(default, skip_serializing_if = "ReportSection::is_default")]
+    pub report: ReportSection,
+}
+
+/// `[report]`
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportSection {
+    /// Headline metrics, in the order the verdict line shows them: exact names
+    /// (`"needle.recall"`, `"tokens"`) or `"eval.*"` for every metric of an eval. Empty: the
+    /// defaults (needle recall, drift/continuation/rules scores, invariants, tokens, cost,
+    /// futile compactions). Every metric stays in results.csv and the "all metrics" table.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<String>,
+}
+
+impl ReportSection {
+    fn is_default(&self) -> bool {
+        self.metrics.is_empty()
+    }
 }
 
 fn default_output_dir() -> String {

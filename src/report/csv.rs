@@ -88,7 +88,9 @@ pub struct Csv;
 fn raw(c: &Cell) -> String {
     let mut out = String::new();
     match c {
-        Cell::Text(s) | Cell::Code(s) | Cell::Strong(s) | Cell::Alert(s) => out.push_str(s),
+        Cell::Text(s) | Cell::Code(s) | Cell::Strong(s) | Cell::Alert(s) | Cell::Good(s) => {
+            out.push_str(s)
+        }
         Cell::Int(v) => out.push_str(&v.to_string()),
         Cell::Num(x) | Cell::MeanCi { mean: x, .. } | Cell::Delta { delta: x, .. } => {
             num(&mut out, *x)

@@ -8,6 +8,7 @@
 //! which escapes every header and cell, numbers included. Plot SVG comes from plotters, which
 //! escapes its text itself.
 
+use super::headline::{self, Effect};
 use super::model::{fmt_ci, fmt_num, ReportModel};
 use super::plots::{self, PlotSpec};
 use super::sections;
@@ -62,7 +63,7 @@ h1{font-size:1.6rem}h2{font-size:1.25rem;margin-top:2.2rem;border-bottom:1px sol
 table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}
 th,td{border:1px solid #d8dde6;padding:.3rem .55rem;text-align:left;vertical-align:top}
 th{background:#f1f4f8}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.sig{font-weight:600;color:#b3261e}.muted{color:#6b7280}
+.sig{font-weight:600;color:#b3261e}.good{font-weight:600;color:#146c2e}.muted{color:#6b7280}.chg{font-weight:600}.scroll{overflow-x:auto}ul.verdict li{margin:.3rem 0}
 figure{margin:1rem 0}figure svg{max-width:100%;height:auto;border:1px solid #e5e7eb}
 details{margin:.4rem 0;border:1px solid #e5e7eb;padding:.3rem .6rem;border-radius:4px}
 summary{cursor:pointer}pre{white-space:pre-wrap;word-break:break-word;background:#f7f8fa;padding:.5rem;max-height:24rem;overflow:auto}
@@ -111,6 +112,7 @@ impl TableWriter for Html {
                     Cell::Missing => write!(out, "<td>–</td>"),
                     Cell::Strong(s) => write!(out, "<td{class}><b>{}</b></td>", escape(s)),
                     Cell::Alert(s) => write!(out, "<td class=\"sig\">{}</td>", escape(s)),
+                    Cell::Good(s) => write!(out, "<td class=\"good\">{}</td>", escape(s)),
                     Cell::Code(s) => write!(out, "<td{class}><code>{}</code></td>", escape(s)),
                     Cell::MeanCi { mean, ci, n } => write!(
                         out,
@@ -184,6 +186,7 @@ pub fn render_with_plots(
         out.push_str("</ul>\n");
     }
 
+    verdict_block(&mut out, model);
     summary_table(&mut out, model);
     comparison_table(&mut out, model);
     pass_k_table(&mut out, model);
@@ -231,11 +234,47 @@ fn strip_xml_prolog(svg: &str) -> &str {
     }
 }
 
+fn verdict_block(out: &mut String, model: &ReportModel) {
+    if model.verdicts.is_empty() {
+        return;
+    }
+    out.push_str("<h2 id=\"verdict\">Verdict</h2>\n<ul class=\"verdict\">");
+    for l in &model.verdicts {
+        let _ = write!(
+            out,
+            "<li><b>{}</b> vs <code>{}</code>:",
+            escape(&l.variant),
+            escape(&l.baseline)
+        );
+        for i in &l.items {
+            let class = match i.effect {
+                Effect::Better => "good",
+                Effect::Worse => "sig",
+                Effect::Changed => "chg",
+                Effect::NotSignificant | Effect::Same => "muted",
+            };
+            let _ = write!(out, " <span class=\"{class}\">{}</span>;", escape(&i.text));
+        }
+        out.push_str("</li>");
+    }
+    let _ = writeln!(
+        out,
+        "</ul>\n<p class=\"muted\">{}</p>",
+        escape(headline::LEGEND)
+    );
+}
+
 fn summary_table(out: &mut String, model: &ReportModel) {
     out.push_str(
-        "<h2 id=\"summary\">Summary per variant</h2>\n<p>Mean per unit with its 95% bootstrap CI.</p>\n",
+        "<h2 id=\"summary\">Summary per variant</h2>\n<p>Headline metrics: mean per unit with its \
+         95% bootstrap CI.</p>\n",
+    );
+    Html.write_table(out, &sections::headline_summary(model));
+    out.push_str(
+        "<details id=\"all-metrics\"><summary>All metrics</summary><div class=\"scroll\">",
     );
     Html.write_table(out, &sections::summary(model));
+    out.push_str("</div></details>\n");
 }
 
 fn comparison_table(out: &mut String, model: &ReportModel) {
@@ -251,12 +290,18 @@ fn comparison_table(out: &mut String, model: &ReportModel) {
     }
     out.push_str(
         "<p>Δ = variant − baseline on the same trace/eval/sample/repeat; 95% paired-bootstrap CI; \
-         significant at p &lt; 0.05 (McNemar for pass/fail metrics).</p>\n",
+         significant at p &lt; 0.05 (McNemar for pass/fail metrics); better/WORSE by the \
+         metric's direction. Headline metrics first.</p>\n",
     );
-    Html.write_table(
-        out,
-        &sections::comparison(&model.comparisons, "variant mean"),
-    );
+    let (rows, dropped) = headline::ordered(&model.comparisons, &model.headline);
+    Html.write_table(out, &sections::comparison(&rows, "variant mean"));
+    if dropped > 0 {
+        let _ = writeln!(
+            out,
+            "<p class=\"muted\">{dropped} other metric(s) with no change on any pair are not \
+             listed (every value is in results.csv).</p>"
+        );
+    }
 }
 
 fn pass_k_table(out: &mut String, model: &ReportModel) {
@@ -291,16 +336,34 @@ fn errors_table(out: &mut String, model: &ReportModel) {
 }
 
 /// A small bar chart of tokens per model call (red bars: calls with a compaction event).
+/// Top of a sparkline's scale: the largest value, unless a few outliers would flatten every
+/// other bar; then 1.5 × the 90th percentile, and the bars above it are drawn clipped (with a
+/// black cap, and said so in their tooltip and in a label).
+pub fn sparkline_scale(values: &[u64]) -> (f64, bool) {
+    let max = values.iter().copied().max().unwrap_or(1).max(1) as f64;
+    let mut sorted: Vec<u64> = values.to_vec();
+    sorted.sort_unstable();
+    if sorted.len() < 5 {
+        return (max, false);
+    }
+    let p90 = sorted[(sorted.len() * 9 / 10).min(sorted.len() - 1)] as f64;
+    let cap = (p90 * 1.5).max(1.0);
+    if max > 2.0 * cap {
+        (cap, true)
+    } else {
+        (max, false)
+    }
+}
+
 fn timeline_svg(s: &Sample) -> String {
     let (w, h) = (720.0f64, 120.0f64);
     let n = s.timeline.len().max(1) as f64;
-    let max = s
+    let values: Vec<u64> = s
         .timeline
         .iter()
-        .map(|p| p.tokens.max(p.reference_tokens.unwrap_or(0)))
-        .max()
-        .unwrap_or(1)
-        .max(1) as f64;
+        .flat_map(|p| std::iter::once(p.tokens).chain(p.reference_tokens))
+        .collect();
+    let (max, clipped) = sparkline_scale(&values);
     let bw = w / n;
     let mut svg = format!(
         "<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" \
@@ -309,7 +372,8 @@ fn timeline_svg(s: &Sample) -> String {
     let mut reference = String::new();
     for (i, p) in s.timeline.iter().enumerate() {
         let x = i as f64 * bw;
-        let bh = p.tokens as f64 / max * (h - 4.0);
+        let over = p.tokens as f64 > max;
+        let bh = (p.tokens as f64).min(max) / max * (h - 4.0);
         let fill = if p.events.is_empty() {
             "#4c78a8"
         } else {
@@ -317,20 +381,28 @@ fn timeline_svg(s: &Sample) -> String {
         };
         let _ = write!(
             svg,
-            "<rect x=\"{x:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{bh:.2}\" fill=\"{fill}\"><title>call {} (message {}): {} tokens{}</title></rect>",
+            "<rect x=\"{x:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{bh:.2}\" fill=\"{fill}\"><title>call {} (message {}): {} tokens{}{}</title></rect>",
             h - bh,
             (bw - 0.5).max(0.5),
             i + 1,
             p.trace_index,
             p.tokens,
+            if over { " (bar clipped)" } else { "" },
             if p.events.is_empty() {
                 String::new()
             } else {
                 format!("; {}", escape(&p.events.join(", ")))
             }
         );
+        if over {
+            let _ = write!(
+                svg,
+                "<rect x=\"{x:.2}\" y=\"0\" width=\"{:.2}\" height=\"4\" fill=\"#000\"/>",
+                (bw - 0.5).max(0.5)
+            );
+        }
         if let Some(r) = p.reference_tokens {
-            let y = h - r as f64 / max * (h - 4.0);
+            let y = h - (r as f64).min(max) / max * (h - 4.0);
             let _ = write!(reference, "{:.2},{y:.2} {:.2},{y:.2} ", x, x + bw);
         }
     }
@@ -339,6 +411,14 @@ fn timeline_svg(s: &Sample) -> String {
             svg,
             "<polyline points=\"{}\" fill=\"none\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>",
             reference.trim_end()
+        );
+    }
+    if clipped {
+        let _ = write!(
+            svg,
+            "<text x=\"{:.0}\" y=\"14\" text-anchor=\"end\" font-size=\"11\" fill=\"#000\">scale \
+             clipped at {max:.0} tokens; black caps mark taller calls</text>",
+            w - 4.0
         );
     }
     svg.push_str("</svg>");
@@ -465,6 +545,21 @@ fn timelines(out: &mut String, model: &ReportModel) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sparkline_scale_clips_a_lone_spike_only() {
+        let mut v = vec![1000u64; 30];
+        assert_eq!(sparkline_scale(&v), (1000.0, false));
+        v.push(252_000);
+        let (top, clipped) = sparkline_scale(&v);
+        assert!(clipped);
+        assert_eq!(top, 1500.0);
+        assert_eq!(
+            sparkline_scale(&[1, 2, 300]),
+            (300.0, false),
+            "too few to call outliers"
+        );
+    }
 
     #[test]
     fn escape_covers_markup_and_quotes() {

@@ -6,6 +6,7 @@
 //! for Markdown tables and for the raw HTML that Markdown renderers accept by [`cell`] and
 //! [`code`], the only escaping of this format.
 
+use super::headline::{self, VerdictLine};
 use super::model::{fmt_ci, fmt_num, ReportModel};
 use super::plots;
 use super::sections;
@@ -82,7 +83,9 @@ impl Markdown {
         match c {
             Cell::Text(s) => cell(s, col.max_chars),
             Cell::Code(s) => code(s, col.max_chars),
-            Cell::Strong(s) | Cell::Alert(s) => format!("**{}**", cell(s, col.max_chars)),
+            Cell::Strong(s) | Cell::Alert(s) | Cell::Good(s) => {
+                format!("**{}**", cell(s, col.max_chars))
+            }
             Cell::MeanCi { mean, ci, n } => {
                 format!("{} {} (n={n})", fmt_num(*mean), fmt_ci(ci.as_ref()))
             }
@@ -146,24 +149,30 @@ pub fn render(info: &RunInfo, model: &ReportModel) -> String {
     }
     out.push('\n');
 
-    out.push_str("## Summary per variant\n\nMean per unit with its 95% bootstrap CI.\n\n");
+    if !model.verdicts.is_empty() {
+        out.push_str("## Verdict\n\n");
+        write_verdicts(&mut out, &model.verdicts);
+    }
+
+    out.push_str(
+        "## Summary per variant\n\nHeadline metrics: mean per unit with its 95% bootstrap CI.\n\n",
+    );
+    Markdown.write_table(&mut out, &sections::headline_summary(model));
+    out.push_str("\n<details><summary>All metrics</summary>\n\n");
     Markdown.write_table(&mut out, &sections::summary(model));
-    out.push('\n');
+    out.push_str("\n</details>\n\n");
 
     if let Some(b) = &model.baseline {
         let _ = writeln!(out, "## Paired comparison vs {}\n", code(b, 80));
         if model.comparisons.is_empty() {
             out.push_str("No variant shares units with the baseline.\n\n");
         } else {
-            out.push_str(
-                "Δ = variant − baseline on the same trace/eval/sample/repeat; 95% paired-bootstrap \
-                 CI; significance at p < 0.05 (McNemar for pass/fail metrics).\n\n",
-            );
-            Markdown.write_table(
+            write_comparison(
                 &mut out,
-                &sections::comparison(&model.comparisons, "variant mean"),
+                &model.comparisons,
+                &model.headline,
+                "variant mean",
             );
-            out.push('\n');
         }
     }
 
@@ -219,12 +228,53 @@ pub fn render(info: &RunInfo, model: &ReportModel) -> String {
     out
 }
 
+/// The verdict lines as a list: `**variant** vs `baseline`: item; item; …`, then the legend.
+pub fn write_verdicts(out: &mut String, verdicts: &[VerdictLine]) {
+    for l in verdicts {
+        let items: Vec<String> = l.items.iter().map(|i| cell(&i.text, 200)).collect();
+        let _ = writeln!(
+            out,
+            "- **{}** vs {}: {}",
+            cell(&l.variant, 80),
+            code(&l.baseline, 80),
+            items.join("; ")
+        );
+    }
+    let _ = writeln!(out, "\n{}\n", cell(headline::LEGEND, 400));
+}
+
+/// The paired comparison, headline metrics first, rows without any change dropped (and
+/// counted).
+fn write_comparison(
+    out: &mut String,
+    comparisons: &[Comparison],
+    headline: &[String],
+    candidate: &str,
+) {
+    let (rows, dropped) = headline::ordered(comparisons, headline);
+    out.push_str(
+        "Δ = candidate − baseline on the same trace/eval/sample/repeat; 95% paired-bootstrap \
+         CI; significance at p < 0.05 (McNemar for pass/fail metrics); better/WORSE by the \
+         metric's direction. Headline metrics first.\n\n",
+    );
+    Markdown.write_table(out, &sections::comparison(&rows, candidate));
+    if dropped > 0 {
+        let _ = writeln!(
+            out,
+            "\n{dropped} other metric(s) with no change on any pair are not listed (every value is \
+             in results.csv)."
+        );
+    }
+    out.push('\n');
+}
+
 /// Render the Markdown of `ctxbench compare`: the candidate run's variants against the same
 /// variants of the baseline run.
 pub fn render_compare(
     baseline: &RunInfo,
     candidate: &RunInfo,
     comparisons: &[Comparison],
+    headline: &[String],
     notes: &[String],
 ) -> String {
     let mut out = String::new();
@@ -234,15 +284,15 @@ pub fn render_compare(
         code(&candidate.run_id, 120),
         code(&baseline.run_id, 120)
     );
-    out.push_str(
-        "Δ = candidate − baseline for the same variant, paired by trace/eval/sample/repeat; \
-         95% paired-bootstrap CI; significance at p < 0.05 (McNemar for pass/fail metrics).\n\n",
-    );
+    out.push_str("The candidate run's variants against the same variants of the baseline run.\n\n");
     if comparisons.is_empty() {
         out.push_str("The runs share no variant and unit.\n\n");
     } else {
-        Markdown.write_table(&mut out, &sections::comparison(comparisons, "candidate"));
-        out.push('\n');
+        let verdicts = headline::verdicts(comparisons, headline);
+        if !verdicts.is_empty() {
+            write_verdicts(&mut out, &verdicts);
+        }
+        write_comparison(&mut out, comparisons, headline, "candidate");
     }
     for n in notes {
         let _ = writeln!(out, "- {}", cell(n, 500));

@@ -17,6 +17,7 @@
 //! ```
 
 pub mod csv;
+pub mod headline;
 pub mod html;
 pub mod json;
 pub mod junit;

@@ -3,6 +3,7 @@
 //! Writers never compute statistics themselves; they format this model. It serializes (minus
 //! the raw samples) as `summary.json`.
 
+use super::headline;
 use crate::metrics::aggregate::{self, Comparison, MetricSummary, PassK};
 use crate::metrics::cost::{self, UsageTotals};
 use crate::record::{RunInfo, Sample};
@@ -49,6 +50,11 @@ pub struct ReportModel {
     pub pass_k: Vec<PassK>,
     pub errors: Vec<ErrorGroup>,
     pub totals: UsageTotals,
+    /// Headline metrics in display order (see `headline`): the suite's `[report] metrics`, or
+    /// the defaults.
+    pub headline: Vec<String>,
+    /// One verdict line per variant vs the baseline, over the headline metrics.
+    pub verdicts: Vec<super::headline::VerdictLine>,
     /// Things the reader should know (torn journal line, missing baseline, …).
     pub notes: Vec<String>,
     /// The raw samples, sorted by (variant order, trace, eval, sample, repeat).
@@ -204,11 +210,31 @@ impl ReportModel {
                 b.k,
             ))
         });
+        let available: Vec<&str> = {
+            let mut names: Vec<&str> = variants
+                .iter()
+                .flat_map(|v| v.metrics.iter().map(|m| m.metric.as_str()))
+                .collect();
+            names.sort_by_key(|m| metric_rank(m));
+            names.dedup();
+            names
+        };
+        let choice = headline::suite_choice(&info.suite);
+        let (headline, unmatched) = headline::select(choice.as_deref(), &available);
+        if !unmatched.is_empty() {
+            notes.push(format!(
+                "[report] metrics names {} that no variant recorded",
+                unmatched.join(", ")
+            ));
+        }
+        let verdicts = headline::verdicts(&comparisons, &headline);
         ReportModel {
             schema_version: crate::record::SCHEMA_VERSION,
             run_id: info.run_id.clone(),
             baseline,
             comparisons,
+            headline,
+            verdicts,
             pass_k,
             errors,
             totals: cost::totals(&samples),

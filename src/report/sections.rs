@@ -6,6 +6,7 @@
 //! To add a report section: declare its table here, then place it in `markdown::render` and
 //! `html::render_with_plots` (and in a terminal command if it belongs there).
 
+use super::headline::{self, Effect};
 use super::model::ReportModel;
 use super::table::{Cell, Column, Table};
 use crate::gate::{GateOutcome, Verdict};
@@ -16,14 +17,24 @@ use crate::record::TokenSplit;
 
 /// Summary per variant: units, errors, then one mean-with-CI column per metric of the run.
 pub fn summary(model: &ReportModel) -> Table {
-    let metrics = model.metric_names();
+    summary_of(model, &model.metric_names(), "summary-all-table")
+}
+
+/// Summary per variant over the headline metrics only (what a person reads first).
+pub fn headline_summary(model: &ReportModel) -> Table {
+    let names: Vec<&str> = model.headline.iter().map(String::as_str).collect();
+    summary_of(model, &names, "summary-table")
+}
+
+/// Summary per variant over `metrics`.
+pub fn summary_of(model: &ReportModel, metrics: &[&str], id: &'static str) -> Table {
     let mut columns = vec![
         Column::text("variant"),
         Column::num("units"),
         Column::num("errors"),
     ];
     columns.extend(metrics.iter().map(|m| Column::num(*m)));
-    let mut t = Table::new(Some("summary-table"), columns);
+    let mut t = Table::new(Some(id), columns);
     for v in &model.variants {
         let mut row = vec![
             Cell::text(&v.variant),
@@ -86,10 +97,11 @@ pub fn comparison(comparisons: &[Comparison], candidate: &str) -> Table {
             Cell::Ci(c.ci),
             Cell::P(c.p_value),
             Cell::text(test_name(c)),
-            if c.significant {
-                Cell::Alert("yes".into())
-            } else {
-                Cell::text("no")
+            match headline::effect(c) {
+                Effect::Better => Cell::Good("yes, better".into()),
+                Effect::Worse => Cell::Alert("yes, WORSE".into()),
+                Effect::Changed => Cell::Strong("yes".into()),
+                Effect::NotSignificant | Effect::Same => Cell::text("no"),
             },
         ]);
     }

@@ -76,8 +76,10 @@ pub enum Cell {
     Code(String),
     /// Emphasized text (e.g. a totals row label).
     Strong(String),
-    /// Text that flags something the reader must see (e.g. a significant change).
+    /// Text that flags something the reader must see (e.g. a significant regression).
     Alert(String),
+    /// Text that flags good news (e.g. a significant improvement).
+    Good(String),
     /// A count.
     Int(u64),
     /// A measured value.
@@ -103,7 +105,9 @@ impl Cell {
     /// Writers that add markup handle the text variants themselves and use this for the rest.
     pub fn plain(&self) -> String {
         match self {
-            Cell::Text(s) | Cell::Code(s) | Cell::Strong(s) | Cell::Alert(s) => s.clone(),
+            Cell::Text(s) | Cell::Code(s) | Cell::Strong(s) | Cell::Alert(s) | Cell::Good(s) => {
+                s.clone()
+            }
             Cell::Int(v) => v.to_string(),
             Cell::Num(x) => fmt_num(*x),
             Cell::MeanCi { mean, ci, .. } => format!("{} {}", fmt_num(*mean), fmt_ci(ci.as_ref())),

@@ -3,6 +3,9 @@
 //! escaping, but a line break inside a cell would break the layout, so it becomes a space here
 //! (the one place this format touches text).
 
+use super::headline;
+use super::model::ReportModel;
+use super::sections;
 use super::table::{Cell, Table, TableWriter};
 use crate::gate::{GateOutcome, Verdict};
 
@@ -33,6 +36,74 @@ impl TableWriter for Terminal {
             .collect();
         out.push_str(&crate::output::table(&header, &rows));
     }
+}
+
+/// Width the terminal summary fits in.
+pub const WIDTH: usize = 100;
+
+/// The terminal summary of a run: verdict lines (wrapped at `width`), the legend, then the
+/// per-variant means of the headline metrics (no CIs: they are in the verdict and report.md).
+/// Metric columns that would make a line wider than `width` are left out and named.
+pub fn summary(model: &ReportModel, width: usize) -> String {
+    let mut out = String::new();
+    if !model.verdicts.is_empty() {
+        out.push_str(&headline::render_text(&model.verdicts, width));
+        out.push_str(&wrap(headline::LEGEND, width));
+        out.push('\n');
+    }
+    let names: Vec<&str> = model.headline.iter().map(String::as_str).collect();
+    let mut t = sections::summary_of(model, &names, "summary-table");
+    for row in &mut t.rows {
+        for c in row.iter_mut() {
+            if let Cell::MeanCi { mean, .. } = c {
+                *c = Cell::Num(*mean);
+            }
+        }
+    }
+    let mut left_out = Vec::new();
+    let mut text = Terminal.render(&t);
+    while t.columns.len() > 3 && text.lines().any(|l| l.chars().count() > width) {
+        let col = t.columns.pop().expect("more than 3 columns");
+        for row in &mut t.rows {
+            row.pop();
+        }
+        left_out.push(col.header);
+        text = Terminal.render(&t);
+    }
+    out.push_str(&text);
+    if !left_out.is_empty() {
+        left_out.reverse();
+        out.push_str(&wrap(
+            &format!(
+                "(not shown for width: {}; see report.md)",
+                left_out.join(", ")
+            ),
+            width,
+        ));
+    }
+    out
+}
+
+/// `text` wrapped at word boundaries to `width` columns, each line ending in a newline.
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
 }
 
 /// One line per gate rule × variant: `pass|FAIL|skip  RULE  [VARIANT]  MESSAGE`.

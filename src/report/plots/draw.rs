@@ -6,6 +6,7 @@ use super::{color, e, numeric_param, DrawResult, ReportModel, SIZE};
 use crate::record::Sample;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{self, HPos, VPos};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn draw_context<DB: DrawingBackend>(
@@ -80,19 +81,33 @@ pub(super) fn draw_context<DB: DrawingBackend>(
             .label("no compression")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(150, 150, 150)));
     }
+    // Lines that coincide stay visible: earlier variants are drawn wider, so a later one on
+    // top leaves the earlier one as an outline; the legend names the overlaps.
+    let n_lines = lines.len() as u32;
     for (i, (variant, s)) in lines.iter().enumerate() {
         let c = color(i);
+        let width = 2 + 3 * (n_lines - 1 - i as u32);
         let pts: Vec<(f64, f64)> = s
             .timeline
             .iter()
             .enumerate()
             .map(|(k, p)| (k as f64 + 1.0, p.tokens as f64))
             .collect();
+        let same_as = lines[..i]
+            .iter()
+            .find(|(_, o)| overlaps(o, s))
+            .map(|(name, _)| *name);
+        let label = match same_as {
+            Some(o) => format!("{variant} (≈ {o}, drawn over it)"),
+            None => variant.to_string(),
+        };
         chart
-            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(width)))
             .map_err(e)?
-            .label(variant.to_string())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+            .label(label)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(width.min(6)))
+            });
         let marks = s
             .timeline
             .iter()
@@ -115,6 +130,33 @@ pub(super) fn draw_context<DB: DrawingBackend>(
     ))
     .map_err(e)?;
     Ok(())
+}
+
+/// Whether two timelines are the same length and within 3% of each other at every call (drawn
+/// one over the other, they would look like one line).
+fn overlaps(a: &Sample, b: &Sample) -> bool {
+    a.timeline.len() == b.timeline.len()
+        && a.timeline.iter().zip(&b.timeline).all(|(x, y)| {
+            let (x, y) = (x.tokens as f64, y.tokens as f64);
+            (x - y).abs() <= 0.03 * x.max(y).max(1.0)
+        })
+}
+
+/// Vertical pixel offsets of point labels so that labels of nearby points do not overprint:
+/// a point whose label would land within `near` (in axis fractions) of an earlier one moves
+/// one line up per such neighbour.
+pub fn label_offsets(points: &[(f64, f64)], span: (f64, f64), near: f64) -> Vec<i32> {
+    let mut out = Vec::with_capacity(points.len());
+    for (i, p) in points.iter().enumerate() {
+        let close = points[..i]
+            .iter()
+            .filter(|q| {
+                ((p.0 - q.0) / span.0).abs() < near * 2.5 && ((p.1 - q.1) / span.1).abs() < near
+            })
+            .count();
+        out.push(-18 - 17 * close as i32);
+    }
+    out
 }
 
 /// Indexes of the points on the Pareto front (minimal x, maximal y), sorted by x.
@@ -158,12 +200,15 @@ pub(super) fn draw_cost_recall<DB: DrawingBackend>(
         .map(|(v, r)| (v.metric(x_metric).map_or(0.0, |m| m.mean), *r))
         .collect();
     let xmax = pts.iter().map(|p| p.0).fold(0.0, f64::max).max(1e-9) * 1.15;
+    // Zoom the recall axis onto the points (a 0–1 axis squeezes them against its top).
+    let ymin_pt = pts.iter().map(|p| p.1).fold(1.0, f64::min);
+    let ymin = ((ymin_pt - 0.15).max(0.0) * 20.0).floor() / 20.0;
     let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0f64..xmax, 0f64..1.05f64)
+        .build_cartesian_2d(0f64..xmax, ymin..1.05f64)
         .map_err(e)?;
     chart
         .configure_mesh()
@@ -173,18 +218,37 @@ pub(super) fn draw_cost_recall<DB: DrawingBackend>(
         .map_err(e)?;
     let front = pareto_front(&pts);
     let front_pts: Vec<(f64, f64)> = front.iter().map(|&i| pts[i]).collect();
+    let front_names: Vec<&str> = front
+        .iter()
+        .map(|&i| with_recall[i].0.variant.as_str())
+        .collect();
+    // The front is a line through its points and a ring around each (one point has no line).
     chart
-        .draw_series(LineSeries::new(front_pts, BLACK.stroke_width(1)))
+        .draw_series(LineSeries::new(front_pts.clone(), BLACK.stroke_width(1)))
         .map_err(e)?
-        .label("Pareto front")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK));
+        .label(format!("Pareto front (ringed): {}", front_names.join(", ")))
+        .legend(|(x, y)| {
+            EmptyElement::at((x + 10, y)) + Circle::new((0, 0), 6, BLACK.stroke_width(2))
+        });
+    chart
+        .draw_series(
+            front_pts
+                .iter()
+                .map(|&p| Circle::new(p, 10, BLACK.stroke_width(2))),
+        )
+        .map_err(e)?;
+    let offsets = label_offsets(&pts, (xmax, 1.05 - ymin), 0.04);
     for (i, ((v, _), &p)) in with_recall.iter().zip(&pts).enumerate() {
         let c = color(i);
+        let dy = offsets[i];
+        // Labels pushed up get a leader line back to their point.
+        let leader = PathElement::new(vec![(0, 0), (8, dy + 8)], c.stroke_width(1));
         let point = EmptyElement::at(p)
             + Circle::new((0, 0), 6, c.filled())
+            + leader
             + Text::new(
                 v.variant.clone(),
-                (9, -18),
+                (9, dy),
                 ("sans-serif", 14).into_font().color(&c),
             );
         chart.draw_series(std::iter::once(point)).map_err(e)?;
@@ -307,13 +371,21 @@ pub(super) fn draw_heatmap<DB: DrawingBackend>(
                     fill.filled(),
                 )))
                 .map_err(e)?;
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    format!("{r:.2} (n={n})"),
-                    (SegmentValue::CenterOf(i), SegmentValue::CenterOf(j)),
-                    ("sans-serif", 13),
-                )))
-                .map_err(e)?;
+            // Two short lines centred in the cell, so a narrow cell does not clip them.
+            let cell = EmptyElement::at((SegmentValue::CenterOf(i), SegmentValue::CenterOf(j)))
+                + Text::new(
+                    format!("{r:.2}"),
+                    (0, -8),
+                    TextStyle::from(("sans-serif", 14).into_font())
+                        .pos(text_anchor::Pos::new(HPos::Center, VPos::Center)),
+                )
+                + Text::new(
+                    format!("n={n}"),
+                    (0, 9),
+                    TextStyle::from(("sans-serif", 11).into_font())
+                        .pos(text_anchor::Pos::new(HPos::Center, VPos::Center)),
+                );
+            chart.draw_series(std::iter::once(cell)).map_err(e)?;
         }
     }
     Ok(())
@@ -332,6 +404,12 @@ pub(super) fn draw_cost_bars<DB: DrawingBackend>(
             let (lo, hi) = m.ci.map_or((m.mean, m.mean), |c| (c.lo, c.hi));
             Some((v.variant.as_str(), m.mean, lo, hi))
         })
+        .collect();
+    let missing: Vec<&str> = model
+        .variants
+        .iter()
+        .filter(|v| v.metric("cost").is_none())
+        .map(|v| v.variant.as_str())
         .collect();
     let n = bars.len() as u32;
     let ymax = bars
@@ -381,6 +459,17 @@ pub(super) fn draw_cost_bars<DB: DrawingBackend>(
                 16,
             )))
             .map_err(e)?;
+    }
+    if !missing.is_empty() {
+        root.draw(&Text::new(
+            format!(
+                "not shown (no unit with a known price): {}",
+                missing.join(", ")
+            ),
+            (90, SIZE.1 as i32 - 16),
+            ("sans-serif", 13),
+        ))
+        .map_err(e)?;
     }
     Ok(())
 }

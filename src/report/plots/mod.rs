@@ -8,8 +8,8 @@
 
 mod draw;
 
-pub use draw::pareto_front;
 use draw::{draw_context, draw_cost_bars, draw_cost_recall, draw_heatmap};
+pub use draw::{label_offsets, pareto_front};
 
 use super::model::ReportModel;
 use crate::record::Sample;
@@ -236,6 +236,20 @@ fn color(i: usize) -> RGBColor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_of_nearby_points_are_stacked_not_overprinted() {
+        // Two points on top of each other and one far away.
+        let pts = [(0.0309, 1.0), (0.0309, 1.0), (0.0294, 1.0), (0.001, 0.2)];
+        let off = label_offsets(&pts, (0.035, 1.0), 0.04);
+        assert_eq!(off[0], -18);
+        assert_ne!(off[1], off[0], "coincident points get different label rows");
+        assert_eq!(off[3], -18, "a far point keeps the default row");
+        let mut rows = off[..3].to_vec();
+        rows.sort_unstable();
+        rows.dedup();
+        assert_eq!(rows.len(), 3, "three close points, three rows: {off:?}");
+    }
 
     #[test]
     fn pareto_front_keeps_only_undominated_points() {

@@ -1,0 +1,446 @@
+//! Headline metrics and verdict lines: which metrics answer "is this variant better than the
+//! baseline", which direction is better for each metric (its polarity), and the one line per
+//! variant that every report format opens with.
+//!
+//! Defaults (issue "a report that answers the question"): needle recall (every
+//! `needle.recall*` score, so both search bounds when a run records them), the drift,
+//! continuation and rules scores, invariants, tokens, cost and futile compactions. A suite picks
+//! its own with `[report] metrics = ["needle.recall", "tokens", …]` (exact names, or `eval.*`
+//! for every metric of an eval); the writers read that list from the suite recorded in
+//! run.json, so `ctxbench report` of an old run uses the same choice.
+//!
+//! A verdict item is marked in words as well as colour: `better` / `worse` when the change is
+//! significant (p < 0.05) and the metric has a polarity, `changed` when it has none, `n.s.` when
+//! the change is not significant, and `=` with both means when nothing changed at all.
+
+use crate::metrics::aggregate::Comparison;
+use crate::metrics::format::{fmt_num, fmt_p};
+use serde::Serialize;
+
+/// Which direction of a metric is an improvement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Polarity {
+    Higher,
+    Lower,
+    /// Neither direction is better (counts of steps, calls, …).
+    Neutral,
+}
+
+/// The polarity of a metric, from its name. Lower is better for spend and breakage (tokens,
+/// cost, latency, violations, futile compactions); higher is better for quality scores.
+pub fn polarity(metric: &str) -> Polarity {
+    let leaf = metric.rsplit('.').next().unwrap_or(metric);
+    let lower = leaf == "tokens"
+        || leaf == "cost"
+        || leaf.ends_with("_tokens")
+        || leaf.contains("latency")
+        || leaf.contains("violations")
+        || leaf.contains("futile")
+        || leaf.ends_with("_usd");
+    if lower && leaf != "reference_tokens" {
+        return Polarity::Lower;
+    }
+    let higher = [
+        "recall",
+        "pass",
+        "score",
+        "precision",
+        "coverage",
+        "match",
+        "overlap",
+        "savings",
+        "accuracy",
+    ];
+    if higher
+        .iter()
+        .any(|h| leaf == *h || leaf.starts_with(&format!("{h}_")) || leaf.ends_with(h))
+    {
+        return Polarity::Higher;
+    }
+    Polarity::Neutral
+}
+
+/// Whether a metric is a headline metric by default.
+pub fn is_default_headline(metric: &str) -> bool {
+    let (eval, leaf) = metric.split_once('.').unwrap_or(("", metric));
+    match eval {
+        "" => matches!(leaf, "tokens" | "cost"),
+        "needle" => leaf.starts_with("recall"),
+        "drift" | "continuation" | "rules" => leaf == "score" || leaf.ends_with("_score"),
+        "invariants" => leaf == "pass",
+        _ => leaf.contains("futile"),
+    }
+}
+
+/// Order of the default headline: spend first (tokens, cost), then needle recall, the
+/// quality scores, invariants, futile compactions.
+fn default_rank(metric: &str) -> u8 {
+    let eval = metric.split_once('.').map_or("", |(e, _)| e);
+    match (metric, eval) {
+        ("tokens", _) => 0,
+        ("cost", _) => 1,
+        (_, "needle") => 2,
+        (_, "drift" | "continuation" | "rules") => 3,
+        (_, "invariants") => 4,
+        _ => 5,
+    }
+}
+
+fn matches(pattern: &str, metric: &str) -> bool {
+    match pattern.strip_suffix(".*") {
+        Some(eval) => metric.split_once('.').is_some_and(|(e, _)| e == eval),
+        None => pattern == metric,
+    }
+}
+
+/// The suite's `[report] metrics` list, read from the resolved suite recorded in run.json.
+/// `None` when the suite does not set one.
+pub fn suite_choice(suite: &serde_json::Value) -> Option<Vec<String>> {
+    let list = suite.get("report")?.get("metrics")?.as_array()?;
+    let names: Vec<String> = list
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
+    (!names.is_empty()).then_some(names)
+}
+
+/// Headline metrics among `available` (in display order): the suite's choice in its order
+/// when it has one, the defaults in display order otherwise. Returns the selection and the
+/// chosen names that matched no metric (for a note).
+pub fn select(choice: Option<&[String]>, available: &[&str]) -> (Vec<String>, Vec<String>) {
+    match choice {
+        None => {
+            let mut out: Vec<String> = available
+                .iter()
+                .filter(|m| is_default_headline(m))
+                .map(|m| m.to_string())
+                .collect();
+            out.sort_by_key(|m| default_rank(m)); // stable: ties keep display order
+            (out, vec![])
+        }
+        Some(patterns) => {
+            let mut out: Vec<String> = Vec::new();
+            let mut unmatched = Vec::new();
+            for p in patterns {
+                let hits: Vec<&&str> = available.iter().filter(|m| matches(p, m)).collect();
+                if hits.is_empty() {
+                    unmatched.push(p.clone());
+                }
+                for m in hits {
+                    if !out.iter().any(|o| o == m) {
+                        out.push(m.to_string());
+                    }
+                }
+            }
+            (out, unmatched)
+        }
+    }
+}
+
+/// How a change reads for a person.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// Significant, in the better direction.
+    Better,
+    /// Significant, in the worse direction.
+    Worse,
+    /// Significant, for a metric without a polarity.
+    Changed,
+    /// Not significant.
+    NotSignificant,
+    /// No change at all (every pair equal).
+    Same,
+}
+
+/// The effect of one comparison, by the metric's polarity.
+pub fn effect(c: &Comparison) -> Effect {
+    let no_spread = c.ci.is_none_or(|ci| ci.lo == 0.0 && ci.hi == 0.0);
+    if c.delta == 0.0 && no_spread {
+        return Effect::Same;
+    }
+    if !c.significant {
+        return Effect::NotSignificant;
+    }
+    match polarity(&c.metric) {
+        Polarity::Neutral => Effect::Changed,
+        Polarity::Higher if c.delta > 0.0 => Effect::Better,
+        Polarity::Lower if c.delta < 0.0 => Effect::Better,
+        _ => Effect::Worse,
+    }
+}
+
+/// One metric of a verdict line.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct VerdictItem {
+    pub metric: String,
+    pub effect: Effect,
+    /// e.g. `tokens -57.8% [-78.4, -37.3] better (p<0.001)`.
+    pub text: String,
+}
+
+/// One line per variant vs the baseline: its headline metrics in headline order.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct VerdictLine {
+    pub variant: String,
+    pub baseline: String,
+    pub items: Vec<VerdictItem>,
+}
+
+fn pct_of(x: f64, base: f64) -> f64 {
+    100.0 * x / base.abs()
+}
+
+/// The text of one verdict item.
+pub fn item_text(c: &Comparison) -> String {
+    let e = effect(c);
+    if e == Effect::Same {
+        return format!(
+            "{} = ({} vs {})",
+            c.metric,
+            fmt_num(c.candidate_mean),
+            fmt_num(c.baseline_mean)
+        );
+    }
+    let change = match c.delta_pct {
+        Some(p) if p.is_finite() && c.baseline_mean != 0.0 => {
+            let ci =
+                c.ci.map(|ci| {
+                    format!(
+                        " [{:+.1}, {:+.1}]",
+                        pct_of(ci.lo, c.baseline_mean),
+                        pct_of(ci.hi, c.baseline_mean)
+                    )
+                })
+                .unwrap_or_default();
+            format!("{p:+.1}%{ci}")
+        }
+        _ => {
+            let d = fmt_num(c.delta);
+            let d = if c.delta > 0.0 { format!("+{d}") } else { d };
+            let ci =
+                c.ci.map(|ci| format!(" [{}, {}]", fmt_num(ci.lo), fmt_num(ci.hi)))
+                    .unwrap_or_default();
+            format!("{d}{ci}")
+        }
+    };
+    let p = fmt_p(c.p_value);
+    let p = if p.starts_with('<') {
+        format!("p{p}")
+    } else {
+        format!("p={p}")
+    };
+    let mark = match e {
+        Effect::Better => format!("better ({p})"),
+        Effect::Worse => format!("WORSE ({p})"),
+        Effect::Changed => format!("changed ({p})"),
+        _ => "n.s.".to_string(),
+    };
+    format!("{} {change} {mark}", c.metric)
+}
+
+/// Headline-first order of comparisons, variant by variant (variants keep their order):
+/// headline metrics in `headline` order, then the others in their order. Non-headline rows
+/// without any change (constants such as `replay.reference_tokens`) are dropped; the count of
+/// dropped rows is returned so a writer can say so.
+pub fn ordered(comparisons: &[Comparison], headline: &[String]) -> (Vec<Comparison>, usize) {
+    let mut variants: Vec<&str> = Vec::new();
+    for c in comparisons {
+        if !variants.contains(&c.candidate.as_str()) {
+            variants.push(&c.candidate);
+        }
+    }
+    let rank = |m: &str| headline.iter().position(|h| h == m).unwrap_or(usize::MAX);
+    let mut out = Vec::with_capacity(comparisons.len());
+    let mut dropped = 0;
+    for v in variants {
+        let mut rows: Vec<&Comparison> = comparisons.iter().filter(|c| c.candidate == v).collect();
+        rows.sort_by_key(|c| rank(&c.metric)); // stable: the others keep their order
+        for c in rows {
+            if rank(&c.metric) == usize::MAX && effect(c) == Effect::Same {
+                dropped += 1;
+            } else {
+                out.push(c.clone());
+            }
+        }
+    }
+    (out, dropped)
+}
+
+/// One verdict line per candidate of `comparisons` (in their order), over the headline
+/// metrics.
+pub fn verdicts(comparisons: &[Comparison], headline: &[String]) -> Vec<VerdictLine> {
+    let mut lines: Vec<VerdictLine> = Vec::new();
+    for h in headline {
+        for c in comparisons.iter().filter(|c| &c.metric == h) {
+            let item = VerdictItem {
+                metric: c.metric.clone(),
+                effect: effect(c),
+                text: item_text(c),
+            };
+            match lines.iter_mut().find(|l| l.variant == c.candidate) {
+                Some(l) => l.items.push(item),
+                None => lines.push(VerdictLine {
+                    variant: c.candidate.clone(),
+                    baseline: c.baseline.clone(),
+                    items: vec![item],
+                }),
+            }
+        }
+    }
+    // Variants in comparison order, not in the order their first headline metric appeared.
+    let order: Vec<&str> = comparisons.iter().map(|c| c.candidate.as_str()).collect();
+    lines.sort_by_key(|l| order.iter().position(|v| *v == l.variant));
+    lines
+}
+
+/// Legend printed under the verdict lines.
+pub const LEGEND: &str = "better/WORSE: significant at p < 0.05 in the metric's better/worse \
+direction; n.s.: not significant; =: no change. Δ% of the baseline mean, with its 95% CI.";
+
+/// Verdict lines as plain text, wrapped at `width` columns: the variant name, then its items
+/// separated by two spaces; continuation lines are indented under the first item.
+pub fn render_text(lines: &[VerdictLine], width: usize) -> String {
+    let name_w = lines
+        .iter()
+        .map(|l| l.variant.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for l in lines {
+        let mut line = format!("{:<name_w$}", l.variant);
+        let mut first = true;
+        for item in &l.items {
+            let text = item.text.replace(['\n', '\r', '\t'], " ");
+            let len = line.chars().count();
+            if !first && len + 2 + text.chars().count() > width {
+                out.push_str(line.trim_end());
+                out.push('\n');
+                line = " ".repeat(name_w);
+            }
+            line.push_str("  ");
+            line.push_str(&text);
+            first = false;
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::stats::{Ci, CiMethod};
+
+    fn cmp(metric: &str, base: f64, delta: f64, lo: f64, hi: f64, p: f64) -> Comparison {
+        Comparison {
+            metric: metric.into(),
+            candidate: "aggr".into(),
+            baseline: "base".into(),
+            n_pairs: 10,
+            baseline_mean: base,
+            candidate_mean: base + delta,
+            delta,
+            delta_pct: (base != 0.0).then(|| 100.0 * delta / base.abs()),
+            ci: Some(Ci {
+                lo,
+                hi,
+                method: CiMethod::Bootstrap,
+            }),
+            p_value: Some(p),
+            mcnemar: None,
+            significant: p < 0.05,
+        }
+    }
+
+    #[test]
+    fn polarity_by_name() {
+        assert_eq!(polarity("tokens"), Polarity::Lower);
+        assert_eq!(polarity("cost"), Polarity::Lower);
+        assert_eq!(polarity("replay.futile_compactions"), Polarity::Lower);
+        assert_eq!(polarity("invariants.violations"), Polarity::Lower);
+        assert_eq!(polarity("needle.recall"), Polarity::Higher);
+        assert_eq!(polarity("needle.recall_upper"), Polarity::Higher);
+        assert_eq!(polarity("drift.score"), Polarity::Higher);
+        assert_eq!(polarity("needle.steps"), Polarity::Neutral);
+        assert_eq!(polarity("replay.reference_tokens"), Polarity::Neutral);
+    }
+
+    #[test]
+    fn default_headline_and_suite_choice() {
+        let avail = [
+            "drift.probes",
+            "drift.score",
+            "invariants.pass",
+            "needle.recall",
+            "needle.steps",
+            "replay.futile_compactions",
+            "cost",
+            "tokens",
+        ];
+        let (h, _) = select(None, &avail);
+        assert_eq!(
+            h,
+            [
+                "tokens",
+                "cost",
+                "needle.recall",
+                "drift.score",
+                "invariants.pass",
+                "replay.futile_compactions",
+            ]
+        );
+        let suite = serde_json::json!({"report": {"metrics": ["tokens", "needle.*", "nope"]}});
+        let choice = suite_choice(&suite).unwrap();
+        let (h, missing) = select(Some(&choice), &avail);
+        assert_eq!(h, ["tokens", "needle.recall", "needle.steps"]);
+        assert_eq!(missing, ["nope"]);
+        assert_eq!(suite_choice(&serde_json::json!({})), None);
+    }
+
+    #[test]
+    fn effects_follow_polarity_and_significance() {
+        let tokens = cmp("tokens", 1000.0, -580.0, -610.0, -550.0, 0.0001);
+        assert_eq!(effect(&tokens), Effect::Better);
+        assert_eq!(
+            item_text(&tokens),
+            "tokens -58.0% [-61.0, -55.0] better (p<0.001)"
+        );
+        let recall = cmp("needle.recall", 1.0, -0.5, -0.7, -0.3, 0.01);
+        assert_eq!(effect(&recall), Effect::Worse);
+        assert!(item_text(&recall).ends_with("WORSE (p=0.010)"));
+        let same = cmp("needle.recall", 1.0, 0.0, 0.0, 0.0, 1.0);
+        assert_eq!(item_text(&same), "needle.recall = (1.000 vs 1.000)");
+        let ns = cmp("drift.score", 3.5, 0.7, 0.0, 1.26, 0.066);
+        assert_eq!(item_text(&ns), "drift.score +20.0% [+0.0, +36.0] n.s.");
+        let steps = cmp("needle.steps", 0.0, 0.2, 0.1, 0.4, 0.01);
+        assert_eq!(
+            item_text(&steps),
+            "needle.steps +0.200 [0.100, 0.400] changed (p=0.010)"
+        );
+    }
+
+    #[test]
+    fn ordering_puts_headline_first_and_drops_constants() {
+        let rows = vec![
+            cmp("a.const", 5.0, 0.0, 0.0, 0.0, 1.0),
+            cmp("needle.steps", 1.0, 0.2, 0.1, 0.3, 0.01),
+            cmp("needle.recall", 1.0, 0.0, 0.0, 0.0, 1.0),
+            cmp("tokens", 10.0, -5.0, -6.0, -4.0, 0.001),
+        ];
+        let headline = vec!["needle.recall".to_string(), "tokens".to_string()];
+        let (out, dropped) = ordered(&rows, &headline);
+        let names: Vec<&str> = out.iter().map(|c| c.metric.as_str()).collect();
+        assert_eq!(names, ["needle.recall", "tokens", "needle.steps"]);
+        assert_eq!(dropped, 1);
+        let lines = verdicts(&rows, &headline);
+        assert_eq!(lines.len(), 1);
+        let text = render_text(&lines, 40);
+        assert_eq!(
+            text,
+            "aggr  needle.recall = (1.000 vs 1.000)\n      tokens -50.0% [-60.0, -40.0] better (p=0.001)\n"
+        );
+    }
+}
