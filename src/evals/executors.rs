@@ -226,6 +226,20 @@ fn replay_output(shared: &Shared, trace: &Trace, replay: &engine::Replay) -> Uni
     out
 }
 
+/// What `Sample::summaries` needs: the variant's config (prompt digest) and the run directory
+/// (long texts are written there).
+struct Summaries {
+    config: ResolvedConfig,
+    run_dir: RunDir,
+}
+
+impl Summaries {
+    fn of(&self, replay: &engine::Replay) -> Result<Vec<crate::record::SummaryRecord>, EvalError> {
+        super::summaries::recorded(replay, &self.config, &self.run_dir)
+            .map_err(|e| EvalError::Io(format!("recording summaries: {e}")))
+    }
+}
+
 /// The replay's own scores (only for `replay` and `invariants` units: other evals report what
 /// they measure, and their tokens and cost are in the sample's token and cost fields).
 fn replay_scores(replay: &engine::Replay, scores: &mut BTreeMap<String, f64>) {
@@ -254,6 +268,10 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
     let s = setup(shared, unit, ctx)?;
     let nonce = format!("{}/r{}", unit.id, unit.repeat);
     let io = s.waits_on_network;
+    let summaries = Summaries {
+        config: s.config.clone(),
+        run_dir: RunDir::new(&ctx.run_dir),
+    };
     match unit.eval.as_str() {
         "replay" | "invariants" => {
             let (trace, config, store, summ) = (s.trace.clone(), s.config, s.store, s.summarizer);
@@ -267,6 +285,7 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
             })
             .await?;
             let mut out = replay_output(shared, &s.trace, &replay);
+            out.summaries = summaries.of(&replay)?;
             let inv = &replay.invariants;
             if unit.eval == "invariants" {
                 out.passed = Some(inv.violations.is_empty());
@@ -302,6 +321,7 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
             let answers = needle::ask(&prepared, agent.as_ref(), params.max_steps, &nonce).await?;
             let (scores, evidence, _) = needle::score(&prepared, &answers);
             let mut out = replay_output(shared, &s.trace, &prepared.replay);
+            out.summaries = summaries.of(&prepared.replay)?;
             out.passed = Some(scores["recall"] >= 1.0);
             out.scores.extend(scores);
             out.evidence = evidence;
@@ -335,6 +355,7 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
                 drift::ask(&s.trace, &views, providers.agent.as_ref(), judge, &nonce).await?;
             let (scores, evidence) = drift::aggregate(&probes);
             let mut out = replay_output(shared, &s.trace, &replay);
+            out.summaries = summaries.of(&replay)?;
             out.scores.extend(scores);
             out.evidence = evidence;
             if let Some(j) = judge {
@@ -355,6 +376,7 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
             let result =
                 probes::ask(&s.trace, &prepared, kind, providers.agent.as_ref(), &nonce).await?;
             let mut out = replay_output(shared, &s.trace, &prepared.replay);
+            out.summaries = summaries.of(&prepared.replay)?;
             out.scores.extend(result.scores);
             out.passed = result.passed;
             out.evidence = result.evidence;

@@ -14,6 +14,7 @@ pub mod offline_agent;
 pub mod plant;
 pub mod probes;
 pub mod safe_fs;
+pub mod summaries;
 pub mod truth;
 
 use crate::providers::ProviderError;

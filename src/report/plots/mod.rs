@@ -308,6 +308,7 @@ mod render_tests {
                                 details: vec![],
                             })
                             .collect(),
+                        summaries: vec![],
                     });
                 }
             }
