@@ -1,4 +1,5 @@
-//! Runner executors for the evals: `replay`, `invariants`, `needle`, `drift` and `probes` units
+//! Runner executors for the evals: `replay`, `invariants`, `needle`, `drift`, `probes` and
+//! `continuation` units
 //! turned into samples. Replays run on the rayon pool through [`runner::cpu`] when their
 //! summarizer is offline (pure CPU), and on tokio's blocking pool through
 //! [`runner::blocking_io`] when it is a model (the replay waits on the network; see
@@ -12,7 +13,7 @@
 //! compression costs, not what measuring it costs.
 
 use super::offline_agent::build_provider;
-use super::{drift, needle, probes, EvalError};
+use super::{continuation, drift, needle, probes, EvalError};
 use crate::config::suite::ProviderRole;
 use crate::config::LoadedSuite;
 use crate::engine::{self, EngineConfig, OfflineSummarizer, ResolvedConfig, Summarizer};
@@ -30,7 +31,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 /// The eval names this module executes.
-pub const EVALS: [&str; 5] = ["replay", "invariants", "needle", "drift", "probes"];
+pub const EVALS: [&str; 6] = [
+    "replay",
+    "invariants",
+    "needle",
+    "drift",
+    "probes",
+    "continuation",
+];
 
 /// Register every eval executor on `router`.
 pub fn register(router: Router, plan: &Arc<Plan>, suite: &LoadedSuite) -> anyhow::Result<Router> {
@@ -380,6 +388,37 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
             out.scores.extend(result.scores);
             out.passed = result.passed;
             out.evidence = result.evidence;
+            Ok(out)
+        }
+        "continuation" => {
+            let params = continuation::ContinuationParams::from_params(&unit.params);
+            let (trace, config, store, summ, p) = (
+                s.trace.clone(),
+                s.config,
+                s.store,
+                s.summarizer,
+                params.clone(),
+            );
+            let (seed, prices) = (unit.seed, s.prices);
+            let (replay, view) = replay_pool(io, move || {
+                continuation::prepare(&trace, &config, &p, summ.as_ref(), &prices, store, seed)
+            })
+            .await?;
+            let steps = match &view {
+                Some(v) => {
+                    let agent = shared.providers(ctx.no_cache)?.agent.clone();
+                    continuation::ask(&s.trace, v, params.steps, agent.as_ref(), &nonce)
+                        .await?
+                        .0
+                }
+                None => Vec::new(),
+            };
+            let (scores, evidence) =
+                continuation::score(&params, view.as_ref().map(|v| v.trace_index), &steps);
+            let mut out = replay_output(shared, &s.trace, &replay);
+            out.summaries = summaries.of(&replay)?;
+            out.scores.extend(scores);
+            out.evidence = evidence;
             Ok(out)
         }
         other => Err(EvalError::Config(format!("unknown eval `{other}`"))),

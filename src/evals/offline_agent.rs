@@ -8,6 +8,9 @@
 //! Policy, decided afresh from the request each turn (the agent is stateless, like a model):
 //! - a drift probe ([`DRIFT_MARKER`]) is answered extractively from the view: the latest
 //!   summary's sections when there is one, else the first human turn and the recorded actions;
+//! - a continuation question ([`super::continuation::CONTINUATION_MARKER`]) is answered with
+//!   the action seen most often in the view (ties: the most recent), see
+//!   [`super::continuation::offline_next_action`];
 //! - any other question is a recall question: take its key phrase (`What … is the <phrase>?`,
 //!   else its content words); if a line of the context states it, answer from that line; else
 //!   `grep` the store for the phrase (then for its longest word), answer from a matching line,
@@ -46,6 +49,9 @@ pub fn respond(messages: &[Message], tool_names: &[&str]) -> OfflineReply {
     let question = &messages[q].content;
     let context = &messages[..q];
     let loop_msgs = &messages[q + 1..];
+    if question.contains(super::continuation::CONTINUATION_MARKER) {
+        return answer(&super::continuation::offline_next_action(context).render());
+    }
     if question.contains(DRIFT_MARKER) {
         return answer(&drift_answer(context).render());
     }
