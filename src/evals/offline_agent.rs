@@ -247,7 +247,7 @@ pub fn drift_answer(view: &[Message]) -> DriftAnswer {
     let humans = view
         .iter()
         .filter(|m| truth::is_human_turn(m) && !m.content.contains("<summary>"))
-        .filter(|m| !m.kind.as_deref().is_some_and(|k| k == REMINDER_KIND));
+        .filter(|m| m.kind.as_deref().is_none_or(|k| k != REMINDER_KIND));
     for m in humans {
         parts.push(m.content.clone());
     }
