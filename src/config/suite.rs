@@ -195,6 +195,8 @@ pub struct EvalsSection {
     pub probes: Option<ProbesEval>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invariants: Option<InvariantsEval>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuation: Option<ContinuationEval>,
 }
 
 /// `[evals.replay]`
@@ -352,6 +354,25 @@ pub struct DriftEval {
     /// Also score with the judge provider (rubric 0–5); deterministic scores are always kept.
     #[serde(default)]
     pub judge: bool,
+}
+
+fn default_continuation_steps() -> u32 {
+    3
+}
+
+/// `[evals.continuation]`: after the k-th compaction, the next recorded tool calls predicted
+/// with teacher forcing, against the recorded calls and against the uncompressed view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContinuationEval {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// One sample per fold: after the 1st, 2nd, …, Nth compaction of a replay.
+    #[serde(default = "default_after_compactions")]
+    pub after_compactions: u32,
+    /// Recorded model calls (with tool calls) predicted after each fold.
+    #[serde(default = "default_continuation_steps")]
+    pub steps: u32,
 }
 
 fn default_probe_kinds() -> Vec<ProbeKind> {

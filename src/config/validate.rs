@@ -115,6 +115,20 @@ impl LoadedSuite {
                 );
             }
         }
+        if let Some(c) = &s.evals.continuation {
+            if c.after_compactions == 0 {
+                err(
+                    &["evals", "continuation", "after_compactions"],
+                    "`after_compactions` must be at least 1".into(),
+                );
+            }
+            if c.steps == 0 {
+                err(
+                    &["evals", "continuation", "steps"],
+                    "`steps` must be at least 1".into(),
+                );
+            }
+        }
         if let Some(p) = &s.evals.probes {
             if p.kinds.is_empty() {
                 err(

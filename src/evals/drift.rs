@@ -5,15 +5,19 @@
 //! Deterministic scores per probe (averaged over the sample's probes):
 //! `goal_coverage` (goal and correction keywords present in the stated goal), `next_tool_match`
 //! (stated next tool = the recorded next call's tool), `next_target_overlap` (token Jaccard of
-//! the stated and recorded target: path or command), `artifact_recall` / `artifact_precision`
-//! (stated files vs files written or edited so far). `score` = 5 × the mean of goal coverage,
-//! next-tool match, next-target overlap and artifact recall, on the judge's 0–5 scale.
+//! the stated and recorded target: path or command), `next_action_match` (same tool and same
+//! action target, `evals::actions`), `artifact_recall` / `artifact_precision` (stated files vs
+//! files written or edited so far). `score` = 5 × the mean of goal coverage, next-tool match
+//! (next-action match on a trace whose calls all use one tool, where the tool always
+//! matches), next-target overlap and artifact recall, on the judge's 0–5 scale. Goal
+//! keywords include the user's later corrections before the probe.
 //! With `judge = true` a judge provider also grades each answer 0–5 with a fixed rubric
 //! (`judge_score`); its tokens are the sample's judge tokens, separate from the agent's.
 //!
 //! A variant that never compacts is probed once, at its last call, so every variant has a
 //! comparable drift score.
 
+use super::actions;
 use super::agent;
 use super::answer_format::{DriftAnswer, DRIFT_QUESTION};
 use super::truth;
@@ -23,7 +27,7 @@ use crate::engine::{
 };
 use crate::pricing::PriceTable;
 use crate::providers::{ChatRequest, Provider};
-use crate::trace::{Message, Trace, Usage};
+use crate::trace::{Message, ToolCall, Trace, Usage};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -87,6 +91,12 @@ pub struct Truth {
     pub artifacts: Vec<String>,
     pub next_tool: Option<String>,
     pub next_target: Option<String>,
+    /// Every recorded tool call of the trace uses one tool (e.g. bash-only agents): the tool
+    /// match says nothing, so the score uses the action-target agreement instead.
+    #[serde(default)]
+    pub single_tool: bool,
+    #[serde(skip)]
+    pub next_call: Option<ToolCall>,
 }
 
 impl Truth {
@@ -104,7 +114,22 @@ impl Truth {
                 .collect(),
             next_tool: next.map(|c| c.name.clone()),
             next_target: next.map(truth::call_target),
+            single_tool: single_tool(trace),
+            next_call: next.cloned(),
         }
+    }
+}
+
+/// True when the trace's tool calls all use one tool (and there is at least one).
+pub fn single_tool(trace: &Trace) -> bool {
+    let mut names = trace
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_calls.iter())
+        .map(|c| c.name.to_lowercase());
+    match names.next() {
+        Some(first) => names.all(|n| n == first),
+        None => false,
     }
 }
 
@@ -142,11 +167,22 @@ pub fn score_answer(answer: &DriftAnswer, t: &Truth) -> BTreeMap<String, f64> {
         None => 1.0,
     };
     s.insert("next_target_overlap".into(), target);
+    // Same tool and same action target (program + path arguments for a shell command).
+    let action = match &t.next_call {
+        Some(call) => {
+            let (tool, tgt) = actions::agreement(&answer.next_tool, &answer.next_target, call);
+            (tool && tgt) as u8 as f64
+        }
+        None => 1.0,
+    };
+    s.insert("next_action_match".into(), action);
     let arts: std::collections::BTreeSet<String> = t.artifacts.iter().cloned().collect();
     let (recall, precision) = truth::artifact_scores(&answer.files, &arts);
     s.insert("artifact_recall".into(), recall);
     s.insert("artifact_precision".into(), precision);
-    let composite = (s["goal_coverage"] + tool_match + target + recall) / 4.0;
+    // On a single-tool trace the tool always matches: the action agreement replaces it.
+    let next = if t.single_tool { action } else { tool_match };
+    let composite = (s["goal_coverage"] + next + target + recall) / 4.0;
     s.insert("score".into(), 5.0 * composite);
     s
 }
@@ -291,6 +327,12 @@ mod tests {
             artifacts: vec!["/w/src/parser.rs".into()],
             next_tool: Some("bash".into()),
             next_target: Some("cargo test".into()),
+            single_tool: true,
+            next_call: Some(ToolCall {
+                id: "c".into(),
+                name: "bash".into(),
+                arguments: json!({"command": "cargo test"}),
+            }),
         };
         let good = DriftAnswer {
             goal: "Port the parser to Rust".into(),
@@ -307,5 +349,18 @@ mod tests {
             s["artifact_precision"], 1.0,
             "nothing claimed, nothing wrong"
         );
+        // Bash-only trace: the right tool with the wrong action no longer scores the tool.
+        let wrong = DriftAnswer {
+            next_target: "ls -la".into(),
+            ..good.clone()
+        };
+        let s = score_answer(&wrong, &t);
+        assert_eq!(s["next_tool_match"], 1.0);
+        assert_eq!(s["next_action_match"], 0.0);
+        let multi = Truth {
+            single_tool: false,
+            ..t.clone()
+        };
+        assert!(score_answer(&wrong, &multi)["score"] > s["score"]);
     }
 }

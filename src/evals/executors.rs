@@ -1,4 +1,5 @@
-//! Runner executors for the evals: `replay`, `invariants`, `needle`, `drift` and `probes` units
+//! Runner executors for the evals: `replay`, `invariants`, `needle`, `drift`, `probes` and
+//! `continuation` units
 //! turned into samples. Replays run on the rayon pool through [`runner::cpu`] when their
 //! summarizer is offline (pure CPU), and on tokio's blocking pool through
 //! [`runner::blocking_io`] when it is a model (the replay waits on the network; see
@@ -12,7 +13,7 @@
 //! compression costs, not what measuring it costs.
 
 use super::offline_agent::build_provider;
-use super::{drift, needle, probes, EvalError};
+use super::{continuation, drift, needle, probes, EvalError};
 use crate::config::suite::ProviderRole;
 use crate::config::LoadedSuite;
 use crate::engine::{self, EngineConfig, OfflineSummarizer, ResolvedConfig, Summarizer};
@@ -30,7 +31,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 /// The eval names this module executes.
-pub const EVALS: [&str; 5] = ["replay", "invariants", "needle", "drift", "probes"];
+pub const EVALS: [&str; 6] = [
+    "replay",
+    "invariants",
+    "needle",
+    "drift",
+    "probes",
+    "continuation",
+];
 
 /// Register every eval executor on `router`.
 pub fn register(router: Router, plan: &Arc<Plan>, suite: &LoadedSuite) -> anyhow::Result<Router> {
@@ -226,6 +234,20 @@ fn replay_output(shared: &Shared, trace: &Trace, replay: &engine::Replay) -> Uni
     out
 }
 
+/// What `Sample::summaries` needs: the variant's config (prompt digest) and the run directory
+/// (long texts are written there).
+struct Summaries {
+    config: ResolvedConfig,
+    run_dir: RunDir,
+}
+
+impl Summaries {
+    fn of(&self, replay: &engine::Replay) -> Result<Vec<crate::record::SummaryRecord>, EvalError> {
+        super::summaries::recorded(replay, &self.config, &self.run_dir)
+            .map_err(|e| EvalError::Io(format!("recording summaries: {e}")))
+    }
+}
+
 /// The replay's own scores (only for `replay` and `invariants` units: other evals report what
 /// they measure, and their tokens and cost are in the sample's token and cost fields).
 fn replay_scores(replay: &engine::Replay, scores: &mut BTreeMap<String, f64>) {
@@ -254,6 +276,10 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
     let s = setup(shared, unit, ctx)?;
     let nonce = format!("{}/r{}", unit.id, unit.repeat);
     let io = s.waits_on_network;
+    let summaries = Summaries {
+        config: s.config.clone(),
+        run_dir: RunDir::new(&ctx.run_dir),
+    };
     match unit.eval.as_str() {
         "replay" | "invariants" => {
             let (trace, config, store, summ) = (s.trace.clone(), s.config, s.store, s.summarizer);
@@ -267,6 +293,7 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
             })
             .await?;
             let mut out = replay_output(shared, &s.trace, &replay);
+            out.summaries = summaries.of(&replay)?;
             let inv = &replay.invariants;
             if unit.eval == "invariants" {
                 out.passed = Some(inv.violations.is_empty());
@@ -302,6 +329,7 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
             let answers = needle::ask(&prepared, agent.as_ref(), params.max_steps, &nonce).await?;
             let (scores, evidence, _) = needle::score(&prepared, &answers);
             let mut out = replay_output(shared, &s.trace, &prepared.replay);
+            out.summaries = summaries.of(&prepared.replay)?;
             out.passed = Some(scores["recall"] >= 1.0);
             out.scores.extend(scores);
             out.evidence = evidence;
@@ -335,6 +363,7 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
                 drift::ask(&s.trace, &views, providers.agent.as_ref(), judge, &nonce).await?;
             let (scores, evidence) = drift::aggregate(&probes);
             let mut out = replay_output(shared, &s.trace, &replay);
+            out.summaries = summaries.of(&replay)?;
             out.scores.extend(scores);
             out.evidence = evidence;
             if let Some(j) = judge {
@@ -355,9 +384,41 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
             let result =
                 probes::ask(&s.trace, &prepared, kind, providers.agent.as_ref(), &nonce).await?;
             let mut out = replay_output(shared, &s.trace, &prepared.replay);
+            out.summaries = summaries.of(&prepared.replay)?;
             out.scores.extend(result.scores);
             out.passed = result.passed;
             out.evidence = result.evidence;
+            Ok(out)
+        }
+        "continuation" => {
+            let params = continuation::ContinuationParams::from_params(&unit.params);
+            let (trace, config, store, summ, p) = (
+                s.trace.clone(),
+                s.config,
+                s.store,
+                s.summarizer,
+                params.clone(),
+            );
+            let (seed, prices) = (unit.seed, s.prices);
+            let (replay, view) = replay_pool(io, move || {
+                continuation::prepare(&trace, &config, &p, summ.as_ref(), &prices, store, seed)
+            })
+            .await?;
+            let steps = match &view {
+                Some(v) => {
+                    let agent = shared.providers(ctx.no_cache)?.agent.clone();
+                    continuation::ask(&s.trace, v, params.steps, agent.as_ref(), &nonce)
+                        .await?
+                        .0
+                }
+                None => Vec::new(),
+            };
+            let (scores, evidence) =
+                continuation::score(&params, view.as_ref().map(|v| v.trace_index), &steps);
+            let mut out = replay_output(shared, &s.trace, &replay);
+            out.summaries = summaries.of(&replay)?;
+            out.scores.extend(scores);
+            out.evidence = evidence;
             Ok(out)
         }
         other => Err(EvalError::Config(format!("unknown eval `{other}`"))),

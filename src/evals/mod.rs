@@ -4,8 +4,10 @@
 //! sandboxed file tools) are separate modules; `needle`, `drift`, `probes` and `invariants`
 //! combine them with an engine replay and a provider, and `executors` plugs them into the runner.
 
+pub mod actions;
 pub mod agent;
 pub mod answer_format;
+pub mod continuation;
 pub mod drift;
 pub mod executors;
 pub mod fs_tools;
@@ -14,6 +16,7 @@ pub mod offline_agent;
 pub mod plant;
 pub mod probes;
 pub mod safe_fs;
+pub mod summaries;
 pub mod truth;
 
 use crate::providers::ProviderError;

@@ -8,6 +8,9 @@
 //! Policy, decided afresh from the request each turn (the agent is stateless, like a model):
 //! - a drift probe ([`DRIFT_MARKER`]) is answered extractively from the view: the latest
 //!   summary's sections when there is one, else the first human turn and the recorded actions;
+//! - a continuation question ([`super::continuation::CONTINUATION_MARKER`]) is answered with
+//!   the action seen most often in the view (ties: the most recent), see
+//!   [`super::continuation::offline_next_action`];
 //! - any other question is a recall question: take its key phrase (`What … is the <phrase>?`,
 //!   else its content words); if a line of the context states it, answer from that line; else
 //!   `grep` the store for the phrase (then for its longest word), answer from a matching line,
@@ -15,6 +18,7 @@
 
 use super::answer_format::{one_line, DriftAnswer, DRIFT_MARKER};
 use super::truth;
+use crate::engine::layers::truncate::REMINDER_KIND;
 use crate::providers::{
     BoxFuture, ChatRequest, ChatResponse, Provider, ProviderConfig, ProviderError, ProviderInfo,
     ProviderKind, Sampling, ToolProtocol,
@@ -46,6 +50,9 @@ pub fn respond(messages: &[Message], tool_names: &[&str]) -> OfflineReply {
     let question = &messages[q].content;
     let context = &messages[..q];
     let loop_msgs = &messages[q + 1..];
+    if question.contains(super::continuation::CONTINUATION_MARKER) {
+        return answer(&super::continuation::offline_next_action(context).render());
+    }
     if question.contains(DRIFT_MARKER) {
         return answer(&drift_answer(context).render());
     }
@@ -221,13 +228,30 @@ pub fn drift_answer(view: &[Message]) -> DriftAnswer {
                 .collect();
         }
     }
-    if a.goal.is_empty() {
-        a.goal = view
-            .iter()
-            .find(|m| truth::is_human_turn(m) && !m.content.contains("<summary>"))
-            .map(|m| m.content.clone())
-            .unwrap_or_default();
+    // Every place a preset puts the goal: the summary's SESSION INTENT (above), a context
+    // reminder's `Goal:` line (truncate / emergency layers), and the human turns still in view
+    // — the first one and later corrections, which count as constraints.
+    let mut parts: Vec<String> = Vec::new();
+    if !a.goal.is_empty() {
+        parts.push(std::mem::take(&mut a.goal));
     }
+    for m in view {
+        for line in m.content.lines() {
+            if let Some(g) = line.trim().strip_prefix("Goal:") {
+                if !g.trim().is_empty() && !parts.iter().any(|p| p.contains(g.trim())) {
+                    parts.push(g.trim().to_string());
+                }
+            }
+        }
+    }
+    let humans = view
+        .iter()
+        .filter(|m| truth::is_human_turn(m) && !m.content.contains("<summary>"))
+        .filter(|m| m.kind.as_deref().is_none_or(|k| k != REMINDER_KIND));
+    for m in humans {
+        parts.push(m.content.clone());
+    }
+    a.goal = parts.join(" ");
     let calls: Vec<&ToolCall> = view.iter().flat_map(|m| m.tool_calls.iter()).collect();
     if a.done.is_empty() {
         a.done = format!("{} tool calls so far", calls.len());
@@ -464,5 +488,22 @@ mod tests {
         probe.push(q(super::super::answer_format::DRIFT_QUESTION));
         let r = respond(&probe, &[]);
         assert!(DriftAnswer::parse(&r.content).goal.contains("Fix bug 12"));
+    }
+
+    #[test]
+    fn drift_goal_reads_reminders_and_later_corrections() {
+        let mut reminder = Message::user(
+            "[Context reminder] 12 earlier messages were dropped.\n\nGoal: Fix separability_matrix for nested models\n",
+        );
+        reminder.kind = Some(REMINDER_KIND.into());
+        let view = vec![
+            Message::system("sys"),
+            reminder,
+            Message::user("Also: never touch tests/"),
+        ];
+        let goal = drift_answer(&view).goal;
+        assert!(goal.contains("separability_matrix"), "{goal}");
+        assert!(goal.contains("never touch tests/"), "{goal}");
+        assert!(!goal.contains("Context reminder"), "{goal}");
     }
 }

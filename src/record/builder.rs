@@ -34,6 +34,7 @@ impl Sample {
             error: None,
             evidence: serde_json::Value::Null,
             timeline: vec![],
+            summaries: vec![],
         })
     }
 }
@@ -124,6 +125,11 @@ impl SampleBuilder {
 
     pub fn timeline(mut self, timeline: Vec<TimelinePoint>) -> Self {
         self.0.timeline = timeline;
+        self
+    }
+
+    pub fn summaries(mut self, summaries: Vec<super::SummaryRecord>) -> Self {
+        self.0.summaries = summaries;
         self
     }
 

@@ -16,6 +16,7 @@
 //!   report.html     self-contained HTML report with inline SVG plots (report::html)
 //!   plots/*.png|svg plots (report::plots)
 //!   stores/<unit>/  offload store of each unit (evals::executors)
+//!   summaries/<sha256>.md  long summary texts a sample's `summaries` point at
 //!   gate.xml        JUnit XML written by `ctxbench gate` (default location)
 //!   compare.md|json written by `ctxbench compare RUN_A RUN_B` into RUN_B (default location)
 //! ```
@@ -31,11 +32,13 @@ pub mod builder;
 pub mod journal;
 pub mod run_dir;
 pub mod run_info;
+pub mod summary;
 
 pub use builder::SampleBuilder;
 pub use journal::{Journal, JournalError, Repaired, SamplesRead, TornLine};
 pub use run_dir::{Run, RunDir};
 pub use run_info::{ProviderProvenance, RunInfo};
+pub use summary::SummaryRecord;
 
 /// Version of `samples.jsonl` / `run.json`. Bump on incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -157,6 +160,9 @@ pub struct Sample {
     /// Context size per replayed model call, for timelines and plots.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<TimelinePoint>,
+    /// The summaries the sample's replay produced, in order (fold 1, 2, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub summaries: Vec<SummaryRecord>,
 }
 
 impl Sample {

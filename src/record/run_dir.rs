@@ -12,6 +12,7 @@
 use super::journal::{
     read_samples, repair, Journal, JournalError, Repaired, SamplesRead, TornLine,
 };
+use super::summary::{SummaryRecord, INLINE_SUMMARY_CHARS};
 use super::{RunInfo, Sample, SCHEMA_VERSION};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -28,6 +29,7 @@ const REPORT_MD: &str = "report.md";
 const REPORT_HTML: &str = "report.html";
 const PLOTS: &str = "plots";
 const STORES: &str = "stores";
+const SUMMARIES: &str = "summaries";
 const GATE_XML: &str = "gate.xml";
 const COMPARE_MD: &str = "compare.md";
 const COMPARE_JSON: &str = "compare.json";
@@ -102,6 +104,66 @@ impl RunDir {
     /// `stores/<unit-id>/`: the offload store of one unit (stable, so evidence can point at it).
     pub fn unit_store(&self, unit_id: &str) -> PathBuf {
         self.root.join(STORES).join(unit_id)
+    }
+
+    /// `summaries/<hex>.md`: a long summary text, named by the sha256 of its bytes
+    /// (`text_digest` is `sha256:<hex>`; any other form is hashed again, so no name escapes).
+    pub fn summary_file(&self, text_digest: &str) -> PathBuf {
+        let hex = text_digest.strip_prefix("sha256:").unwrap_or(text_digest);
+        let name =
+            if !hex.is_empty() && hex.len() <= 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                hex.to_string()
+            } else {
+                super::summary::text_digest(hex)["sha256:".len()..].to_string()
+            };
+        self.root.join(SUMMARIES).join(format!("{name}.md"))
+    }
+
+    /// Record one summary text: inline when short, else written once to its content-addressed
+    /// file (an existing file with that name already holds the same bytes). Fills `text_digest`,
+    /// `chars`, and `text` or `file`.
+    pub fn keep_summary(
+        &self,
+        mut record: SummaryRecord,
+        text: &str,
+    ) -> std::io::Result<SummaryRecord> {
+        record.text_digest = super::summary::text_digest(text);
+        record.chars = text.chars().count();
+        if record.chars <= INLINE_SUMMARY_CHARS {
+            record.text = Some(text.to_string());
+            record.file = None;
+            return Ok(record);
+        }
+        let path = self.summary_file(&record.text_digest);
+        if !path.exists() {
+            let dir = self.root.join(SUMMARIES);
+            std::fs::create_dir_all(&dir)?;
+            // Write then rename, so a reader never sees half a file under the final name.
+            let tmp = dir.join(format!(
+                ".{}.{}.tmp",
+                path.file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or("summary"),
+                std::process::id()
+            ));
+            std::fs::write(&tmp, text)?;
+            std::fs::rename(&tmp, &path)?;
+        }
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        record.file = Some(format!("{SUMMARIES}/{name}"));
+        record.text = None;
+        Ok(record)
+    }
+
+    /// The text of a recorded summary: inline, or read from its file under this directory.
+    pub fn summary_text(&self, record: &SummaryRecord) -> std::io::Result<String> {
+        if let Some(t) = &record.text {
+            return Ok(t.clone());
+        }
+        std::fs::read_to_string(self.summary_file(&record.text_digest))
     }
 
     /// `gate.xml`: default place of `ctxbench gate`'s JUnit XML.

@@ -289,6 +289,7 @@ mod tests {
             error: None,
             evidence: serde_json::Value::Null,
             timeline: vec![],
+            summaries: vec![],
         }
     }
 

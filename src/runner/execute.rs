@@ -36,6 +36,8 @@ pub struct UnitOutput {
     pub compactions: BTreeMap<String, u64>,
     pub evidence: serde_json::Value,
     pub timeline: Vec<TimelinePoint>,
+    /// Summaries the unit's replay produced (see `record::SummaryRecord`).
+    pub summaries: Vec<crate::record::SummaryRecord>,
     /// Set when the unit failed; tokens and cost spent before the failure still count.
     pub error: Option<UnitError>,
 }
@@ -72,6 +74,7 @@ impl UnitOutput {
             error: self.error,
             evidence: self.evidence,
             timeline: self.timeline,
+            summaries: self.summaries,
         }
     }
 }

@@ -89,7 +89,7 @@ fn num(x: f64) -> Value {
 }
 
 /// The eval samples a suite asks for, in stable order: replay, invariants, needle (trigger ×
-/// depth × position), drift, probes (per kind).
+/// depth × position), drift, probes (per kind), continuation (per fold).
 pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
     use ProviderRole::*;
     let evals = &suite.suite.evals;
@@ -171,6 +171,20 @@ pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
                 sample: format!("kind={}", kind.as_str()),
                 params,
                 providers,
+            });
+        }
+    }
+    if let Some(c) = evals.continuation.as_ref().filter(|c| c.enabled) {
+        // One sample per fold, so reports can plot agreement by fold.
+        for fold in 1..=c.after_compactions {
+            let mut params = BTreeMap::new();
+            params.insert("fold".to_string(), fold.into());
+            params.insert("steps".to_string(), c.steps.into());
+            out.push(EvalSample {
+                eval: "continuation".into(),
+                sample: format!("fold={fold}"),
+                params,
+                providers: vec![Summary, Agent],
             });
         }
     }

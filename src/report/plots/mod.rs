@@ -322,6 +322,7 @@ mod render_tests {
                                 details: vec![],
                             })
                             .collect(),
+                        summaries: vec![],
                     });
                 }
             }

@@ -1,0 +1,120 @@
+//! The summaries a unit's replay produced, as the sample records them (`Sample::summaries`):
+//! one [`SummaryRecord`] per `summarized` event — fold index, trace index, prompt digest, tokens
+//! in and out, and the text (inline, or a content-addressed file under the run directory).
+//!
+//! The text recorded is the summary message as the agent saw it (with its pointer to the
+//! history file), so an A/B of two summary prompts can show both summaries of the same fold.
+
+use crate::engine::summarizer::DEFAULT_SUMMARY_PROMPT;
+use crate::engine::{self, EventDetail, LayerConfig, ResolvedConfig};
+use crate::record::summary::text_digest;
+use crate::record::{RunDir, SummaryRecord};
+
+/// `sha256:<hex>` of the summary prompt `config` gives its summarize layer (the built-in
+/// default when none is set); `None` when it has no summarize layer or its prompt file cannot
+/// be read (the replay would then have failed already).
+pub fn prompt_digest(config: &ResolvedConfig) -> Option<String> {
+    config.layers.iter().find_map(|l| match l {
+        LayerConfig::Summarize(c) => match &c.prompt {
+            Some(src) => src.load().ok().map(|p| text_digest(&p)),
+            None => Some(text_digest(DEFAULT_SUMMARY_PROMPT)),
+        },
+        _ => None,
+    })
+}
+
+/// Every summary of `replay`, in order; long texts are written under `run_dir`.
+pub fn recorded(
+    replay: &engine::Replay,
+    config: &ResolvedConfig,
+    run_dir: &RunDir,
+) -> std::io::Result<Vec<SummaryRecord>> {
+    let digest = prompt_digest(config).unwrap_or_default();
+    let mut out = Vec::new();
+    for e in &replay.events {
+        let EventDetail::Summarized {
+            summary_message,
+            summarizer_model,
+            summarizer_usage,
+            ..
+        } = &e.detail
+        else {
+            continue;
+        };
+        let record = SummaryRecord {
+            fold: out.len() + 1,
+            trace_index: e.trace_index,
+            prompt_digest: digest.clone(),
+            model: summarizer_model.clone(),
+            tokens_in: summarizer_usage.input,
+            tokens_out: summarizer_usage.output,
+            text_digest: String::new(),
+            chars: 0,
+            text: None,
+            file: None,
+        };
+        out.push(run_dir.keep_summary(record, summary_message)?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::summary::INLINE_SUMMARY_CHARS;
+
+    fn record() -> SummaryRecord {
+        SummaryRecord {
+            fold: 1,
+            trace_index: 7,
+            prompt_digest: "sha256:00".into(),
+            model: "offline".into(),
+            tokens_in: 10,
+            tokens_out: 2,
+            text_digest: String::new(),
+            chars: 0,
+            text: None,
+            file: None,
+        }
+    }
+
+    #[test]
+    fn short_texts_stay_inline_long_ones_go_to_one_content_addressed_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        let short = run.keep_summary(record(), "## SUMMARY\nshort").unwrap();
+        assert_eq!(short.text.as_deref(), Some("## SUMMARY\nshort"));
+        assert!(short.file.is_none());
+        assert_eq!(run.summary_text(&short).unwrap(), "## SUMMARY\nshort");
+
+        let long = "é".repeat(INLINE_SUMMARY_CHARS + 1);
+        let a = run.keep_summary(record(), &long).unwrap();
+        let b = run.keep_summary(record(), &long).unwrap();
+        assert!(a.text.is_none());
+        assert_eq!(a.chars, INLINE_SUMMARY_CHARS + 1);
+        assert_eq!(a.file, b.file, "same text, same file");
+        let file = a.file.clone().unwrap();
+        assert!(file.starts_with("summaries/") && file.ends_with(".md"));
+        assert_eq!(run.summary_text(&a).unwrap(), long);
+        // Read back from another RunDir value over the same directory: no store needed.
+        assert_eq!(RunDir::new(dir.path()).summary_text(&b).unwrap(), long);
+    }
+
+    #[test]
+    fn prompt_digest_follows_the_prompt() {
+        let digest = |text: Option<&str>| {
+            let sets: Vec<String> = text
+                .map(|t| vec![format!("summarize.prompt.text={t}")])
+                .unwrap_or_default();
+            let cfg = crate::engine::EngineConfig::default()
+                .apply_sets(&sets)
+                .unwrap()
+                .resolve(Some(100_000))
+                .unwrap();
+            prompt_digest(&cfg).unwrap()
+        };
+        assert_eq!(digest(None), text_digest(DEFAULT_SUMMARY_PROMPT));
+        assert_ne!(digest(Some("A")), digest(Some("B")));
+        assert_eq!(digest(Some("A")), text_digest("A"));
+    }
+}

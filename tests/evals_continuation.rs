@@ -1,0 +1,122 @@
+//! `[evals.continuation]` from a suite on bundled traces with the offline agent: one sample per
+//! fold (`params.fold`), teacher-forced predictions scored against the recorded calls and
+//! against the uncompressed reference, deterministic across runs; and compression moves
+//! agreement away from the reference on some fold.
+
+use ctxbench::config::LoadedSuite;
+use ctxbench::record::{RunDir, Sample};
+use ctxbench::runner::session::{self, ImportLoader, RunOptions};
+use std::path::Path;
+use std::sync::Arc;
+
+const TRACES: [&str; 4] = [
+    "astropy__astropy-12907.traj.json",
+    "django__django-11138.traj.json",
+    "sympy__sympy-19495.traj.json",
+    "pytest-dev__pytest-7571.traj.json",
+];
+
+fn run(text: &str) -> Vec<Sample> {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("suite.toml");
+    std::fs::write(&p, text).unwrap();
+    let suite = LoadedSuite::load(&p).unwrap();
+    let planned = session::plan_run(&suite, &ImportLoader).unwrap();
+    let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
+    assert!(ctxbench::runner::unsupported_evals(&suite, &router).is_empty());
+    let opts = RunOptions {
+        run_id: Some("r".into()),
+        executor: "default".into(),
+        ..RunOptions::default()
+    };
+    let prepared = session::open_run(&suite, &opts, planned).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let out = rt
+        .block_on(async {
+            let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            session::execute(prepared, Arc::new(router), &mut rx).await
+        })
+        .unwrap();
+    assert_eq!(out.failed_total, 0);
+    RunDir::new(&out.run_dir).read().unwrap().samples
+}
+
+fn suite(extra_variant: &str) -> String {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
+    let paths: Vec<String> = TRACES
+        .iter()
+        .map(|t| format!("\"{}\"", d.join(t).display()))
+        .collect();
+    format!(
+        r#"[suite]
+name = "continuation-test"
+output_dir = "out"
+[traces]
+paths = [{}]
+[engine]
+baseline = "mild"
+[engine.base]
+preset = "deepagents"
+window = 20000
+[engine.variants.mild]
+summarize.trigger.fraction = 0.5
+[engine.variants.aggressive]
+summarize.trigger.fraction = 0.15
+{extra_variant}
+[evals.replay]
+enabled = false
+[evals.continuation]
+after_compactions = 2
+steps = 3
+"#,
+        paths.join(", ")
+    )
+}
+
+#[test]
+fn continuation_scores_each_fold_against_recorded_calls_and_the_reference() {
+    let samples = run(&suite(""));
+    // 4 traces × 2 variants × 2 folds
+    assert_eq!(samples.len(), 16);
+    let mut reached = 0;
+    let mut moved = 0;
+    for s in &samples {
+        assert_eq!(s.eval, "continuation");
+        let fold = s.params["fold"].as_u64().unwrap();
+        assert_eq!(s.sample, format!("fold={fold}"));
+        assert_eq!(s.scores["fold"], fold as f64);
+        if s.evidence["reached"] == true {
+            reached += 1;
+            assert_eq!(s.scores["steps"], 3.0, "{}", s.evidence);
+            for k in ["agreement", "reference_agreement", "tool_agreement"] {
+                assert!((0.0..=1.0).contains(&s.scores[k]), "{k}: {:?}", s.scores);
+            }
+            let d = s.scores["agreement"] - s.scores["reference_agreement"];
+            assert_eq!(s.scores["agreement_delta"], d);
+            if d != 0.0 {
+                moved += 1;
+            }
+            for step in s.evidence["steps"].as_array().unwrap() {
+                assert!(!step["recorded_target"].as_str().unwrap().is_empty());
+                // Every trace here has one tool: the tool always agrees, the target decides.
+                assert_eq!(step["reference_tool_ok"], true, "{step}");
+            }
+        } else {
+            assert_eq!(s.scores["steps"], 0.0);
+            assert!(!s.scores.contains_key("agreement"));
+        }
+    }
+    assert!(reached >= 8, "only {reached} folds reached");
+    // Compression costs agreement somewhere (the aggressive view lost the recent actions).
+    // Compression moves agreement somewhere: the compacted view and the uncompressed one lead
+    // the agent to different actions.
+    assert!(moved >= 1, "no fold's agreement differs from the reference");
+    // Deterministic: the same suite gives the same scores.
+    let again = run(&suite(""));
+    let key = |s: &Sample| (s.trace_id.clone(), s.variant.clone(), s.sample.clone());
+    let mut a: Vec<_> = samples.iter().map(|s| (key(s), s.scores.clone())).collect();
+    let mut b: Vec<_> = again.iter().map(|s| (key(s), s.scores.clone())).collect();
+    a.sort_by(|x, y| x.0.cmp(&y.0));
+    b.sort_by(|x, y| x.0.cmp(&y.0));
+    assert_eq!(a, b);
+}

@@ -1,0 +1,105 @@
+//! Every sample keeps the summaries its replay produced (fold, trace index, prompt digest,
+//! tokens, text), so two summary prompts' summaries of the same fold can be put side by side
+//! from the run directory alone, without the offload stores.
+
+use ctxbench::config::LoadedSuite;
+use ctxbench::record::summary::text_digest;
+use ctxbench::record::RunDir;
+use ctxbench::runner::session::{self, ImportLoader, RunOptions};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+fn run(dir: &Path, text: &str) -> PathBuf {
+    let p = dir.join("suite.toml");
+    std::fs::write(&p, text).unwrap();
+    let suite = LoadedSuite::load(&p).unwrap();
+    let planned = session::plan_run(&suite, &ImportLoader).unwrap();
+    let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
+    let opts = RunOptions {
+        run_id: Some("r".into()),
+        executor: "default".into(),
+        ..RunOptions::default()
+    };
+    let prepared = session::open_run(&suite, &opts, planned).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let out = rt
+        .block_on(async {
+            let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            session::execute(prepared, Arc::new(router), &mut rx).await
+        })
+        .unwrap();
+    assert_eq!(out.failed_total, 0);
+    out.run_dir
+}
+
+#[test]
+fn samples_keep_their_summaries_and_reports_need_no_store() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    let prompts = root.join("evals/prompts");
+    let text = format!(
+        r#"[suite]
+name = "summaries-test"
+output_dir = "out"
+
+[traces]
+paths = ["{t}"]
+
+[engine]
+baseline = "prompt-a"
+[engine.base]
+preset = "deepagents"
+window = 20000
+summarize.trigger.fraction = 0.15
+[engine.variants.prompt-a]
+summarize.prompt.file = "{p}/summary-a.md"
+[engine.variants.prompt-b]
+summarize.prompt.file = "{p}/summary-b.md"
+"#,
+        t = root
+            .join("datasets/mini-swe-agent/astropy__astropy-12907.traj.json")
+            .display(),
+        p = prompts.display()
+    );
+    let run_dir = run(tmp.path(), &text);
+    // The report reads the run directory only.
+    let _ = std::fs::remove_dir_all(run_dir.join("stores"));
+    let dir = RunDir::new(&run_dir);
+    let samples = dir.read().unwrap().samples;
+    assert_eq!(samples.len(), 2);
+    let mut texts = Vec::new();
+    for s in &samples {
+        let prompt = if s.variant == "prompt-a" {
+            "summary-a.md"
+        } else {
+            "summary-b.md"
+        };
+        let digest = text_digest(&std::fs::read_to_string(prompts.join(prompt)).unwrap());
+        // One record per `summarized` point of the timeline, at that point, in fold order.
+        let at: Vec<usize> = s
+            .timeline
+            .iter()
+            .filter(|p| p.events.iter().any(|e| e == "summarized"))
+            .map(|p| p.trace_index)
+            .collect();
+        assert!(at.len() >= 2, "{}: {at:?}", s.variant);
+        assert_eq!(
+            s.summaries
+                .iter()
+                .map(|r| r.trace_index)
+                .collect::<Vec<_>>(),
+            at
+        );
+        for (i, r) in s.summaries.iter().enumerate() {
+            assert_eq!(r.fold, i + 1);
+            assert_eq!(r.prompt_digest, digest, "{}", s.variant);
+            assert!(r.tokens_in > 0 && r.tokens_out > 0, "{r:?}");
+            let t = dir.summary_text(r).unwrap();
+            assert_eq!(text_digest(&t), r.text_digest);
+            assert_eq!(t.chars().count(), r.chars);
+        }
+        texts.push(dir.summary_text(&s.summaries[0]).unwrap());
+    }
+    // The two prompts' first summaries of the same fold differ.
+    assert_ne!(texts[0], texts[1]);
+}
