@@ -16,6 +16,34 @@ pub struct ResolvedConfig {
     pub max_output_tokens: Option<u64>,
     pub counter: String,
     pub layers: Vec<LayerConfig>,
+    /// Where `window` came from.
+    pub window_source: WindowSource,
+    /// `agent_model` of the configuration (None = the trace's recorded model).
+    pub agent_model: Option<String>,
+}
+
+/// Where a resolved window came from, in the order they are tried: the configuration's own
+/// `window`, the trace's recorded window, the agent model's context window in the price table
+/// (`data/pricing.toml`), then the preset's default.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "from", content = "model", rename_all = "snake_case")]
+pub enum WindowSource {
+    Config,
+    Trace,
+    /// The price table's `context_window` of this model.
+    Model(String),
+    Preset,
+}
+
+impl std::fmt::Display for WindowSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WindowSource::Config => f.write_str("the configuration's `window`"),
+            WindowSource::Trace => f.write_str("the trace's recorded window"),
+            WindowSource::Model(m) => write!(f, "the price table's context window of `{m}`"),
+            WindowSource::Preset => f.write_str("the preset's default"),
+        }
+    }
 }
 
 impl ResolvedConfig {
@@ -32,17 +60,19 @@ impl ResolvedConfig {
         set_compaction_trigger(&mut self.layers, fraction)
     }
 
+    /// The model that prices the agent's replayed views of a trace: the configuration's
+    /// `agent_model`, else the model the trace recorded.
+    pub fn agent_model<'a>(&'a self, trace_model: Option<&'a str>) -> Option<&'a str> {
+        self.agent_model.as_deref().or(trace_model)
+    }
+
     /// The counter this configuration names.
-    pub fn make_counter(&self) -> Result<Box<dyn crate::tokens::TokenCounter>, ConfigError> {
-        use crate::tokens::approx::ApproxCounter;
-        match self.counter.as_str() {
-            "approx" => Ok(Box::new(ApproxCounter::langchain())),
-            "approx-anthropic" => Ok(Box::new(ApproxCounter::anthropic())),
-            other => Err(err(
-                "counter",
-                format!("unknown counter {other:?} (expected `approx` or `approx-anthropic`)"),
-            )),
-        }
+    pub fn make_counter(
+        &self,
+    ) -> Result<std::sync::Arc<dyn crate::tokens::TokenCounter>, ConfigError> {
+        // Every counter `tokens::counter` knows (o200k, cl100k, approx, approx-anthropic), so
+        // `ctxbench replay --counter X` and a suite's `counter = "X"` count the same way.
+        crate::tokens::counter(&self.counter).map_err(|e| err("counter", e.to_string()))
     }
 }
 
@@ -72,6 +102,30 @@ pub fn set_compaction_trigger(layers: &mut [LayerConfig], fraction: f64) -> bool
 impl EngineConfig {
     /// Resolve against the preset and the trace's window.
     pub fn resolve(&self, trace_window: Option<u64>) -> Result<ResolvedConfig, ConfigError> {
+        self.resolve_with(trace_window, None)
+    }
+
+    /// Resolve for one trace: the window comes from this configuration, else the trace, else
+    /// the agent model's (`agent_model`, else the trace's model) context window in `prices`,
+    /// else the preset. `ctxbench run` and `ctxbench replay` both resolve through here.
+    pub fn resolve_for(
+        &self,
+        meta: &crate::trace::TraceMeta,
+        prices: &crate::pricing::PriceTable,
+    ) -> Result<ResolvedConfig, ConfigError> {
+        let model = self.agent_model.as_deref().or(meta.model.as_deref());
+        let model_window = model.and_then(|m| prices.context_window(m).map(|w| (m, w)));
+        self.resolve_with(meta.window, model_window)
+    }
+
+    /// Resolve against the preset, the trace's window and, when neither the configuration nor
+    /// the trace gives a window, the agent model's context window (`(model, tokens)`, from the
+    /// price table) before the preset's default.
+    pub fn resolve_with(
+        &self,
+        trace_window: Option<u64>,
+        model_window: Option<(&str, u64)>,
+    ) -> Result<ResolvedConfig, ConfigError> {
         let preset_name = self.preset.as_deref().unwrap_or("deepagents");
         let preset = super::presets::preset(preset_name).ok_or_else(|| {
             err_in(
@@ -150,10 +204,12 @@ impl EngineConfig {
             }
             layers = ordered;
         }
-        let window = self
-            .window
-            .or(trace_window)
-            .unwrap_or(preset.default_window);
+        let (window, window_source) = match (self.window, trace_window, model_window) {
+            (Some(w), _, _) => (w, WindowSource::Config),
+            (None, Some(w), _) => (w, WindowSource::Trace),
+            (None, None, Some((m, w))) => (w, WindowSource::Model(m.to_string())),
+            (None, None, None) => (preset.default_window, WindowSource::Preset),
+        };
         if window == 0 {
             return Err(err_in(self.source.as_deref(), "window", "must be > 0"));
         }
@@ -166,6 +222,8 @@ impl EngineConfig {
                 .clone()
                 .unwrap_or_else(|| preset.counter.to_string()),
             layers,
+            window_source,
+            agent_model: self.agent_model.clone(),
         };
         let named = |mut e: ConfigError| {
             if let Some(src) = &self.source {

@@ -81,7 +81,14 @@ pub fn build(
             }
             LayerConfig::Watchdog(c) => Box::new(watchdog::WatchdogLayer::new(c.clone())),
             LayerConfig::CostCeiling(c) => Box::new(cost_ceiling::CostCeilingLayer::new(
-                c.clone(),
+                {
+                    // `[engine] agent_model` prices the views unless the layer names a model.
+                    let mut c = c.clone();
+                    if c.model.is_none() {
+                        c.model.clone_from(&config.agent_model);
+                    }
+                    c
+                },
                 meta,
                 messages,
                 prices,
