@@ -42,6 +42,10 @@ pub struct Args {
     /// trace nor --window gives one); default: the trace's recorded model
     #[arg(long, value_name = "MODEL")]
     pub agent_model: Option<String>,
+    /// Seed of the offload store's random names (uuid4/hex file names, which enter the
+    /// pointers the model sees); a run's unit uses `runner::plan::unit_seed(suite seed, unit id)`
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
     /// Override a config key, e.g. --set summarize.trigger.fraction=0.5 (repeatable)
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
@@ -345,6 +349,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         for t in &traces {
             let resolved = cfg.resolve_for(&t.meta, crate::pricing::PriceTable::bundled())?;
             let mut env = ReplayEnv::new(&summarizer);
+            env.seed = args.seed;
             if let Some(base) = &args.store {
                 env.store = StoreTarget::Dir(OffloadStore::dir_for(
                     base,
