@@ -87,12 +87,17 @@ fn the_cost_gate_sees_a_regression_over_every_paired_unit() {
         .arg("--baseline")
         .arg(&base)
         .args(["--rule", "cost.delta_pct <= 5"])
+        .args(["--rule", "cost.agent.delta_pct <= 5"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(10), "{stdout}");
     // Every unit is priced (the offline summarizer is a known $0), so every pair counts.
     assert!(stdout.contains("Δ% cost over 27 pair(s)"), "{stdout}");
+    assert!(
+        stdout.contains("FAIL  cost.agent.delta_pct <= 5"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -303,3 +303,69 @@ fn validate_layer(l: &LayerConfig) -> Result<(), ConfigError> {
         _ => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pricing::PriceTable;
+    use crate::trace::{SourceFormat, TraceMeta};
+
+    fn meta(model: Option<&str>, window: Option<u64>) -> TraceMeta {
+        let mut m = TraceMeta::new("t", SourceFormat::Canonical);
+        m.model = model.map(str::to_string);
+        m.window = window;
+        m
+    }
+
+    #[test]
+    fn the_window_comes_from_config_then_trace_then_model_then_preset() {
+        let prices = PriceTable::bundled();
+        let c = EngineConfig::default();
+        let r = c.resolve_for(&meta(Some("gpt-4o"), None), prices).unwrap();
+        assert_eq!(r.window, 128_000, "gpt-4o's window in the price table");
+        assert_eq!(r.window_source, WindowSource::Model("gpt-4o".into()));
+        let r = c
+            .resolve_for(&meta(Some("gpt-4o"), Some(50_000)), prices)
+            .unwrap();
+        assert_eq!((r.window, r.window_source), (50_000, WindowSource::Trace));
+        let r = c
+            .resolve_for(&meta(Some("no-such-model"), None), prices)
+            .unwrap();
+        assert_eq!(r.window_source, WindowSource::Preset);
+        assert_eq!(
+            r.window,
+            crate::engine::presets::preset("deepagents")
+                .unwrap()
+                .default_window
+        );
+        let mut own = c.clone();
+        own.window = Some(9_000);
+        let r = own
+            .resolve_for(&meta(Some("gpt-4o"), Some(50_000)), prices)
+            .unwrap();
+        assert_eq!((r.window, r.window_source), (9_000, WindowSource::Config));
+        // `agent_model` prices the views and gives the window when the trace names another.
+        let mut other = c.clone();
+        other.agent_model = Some("gpt-4o".into());
+        let r = other
+            .resolve_for(&meta(Some("no-such-model"), None), prices)
+            .unwrap();
+        assert_eq!(r.window, 128_000);
+        assert_eq!(r.agent_model(Some("no-such-model")), Some("gpt-4o"));
+        assert_eq!(
+            r.window_source.to_string(),
+            "the price table's context window of `gpt-4o`"
+        );
+    }
+
+    #[test]
+    fn every_counter_name_builds_a_counter() {
+        let mut c = EngineConfig::default().resolve(None).unwrap();
+        for name in ["o200k", "cl100k", "approx", "approx-anthropic"] {
+            c.counter = name.into();
+            assert_eq!(c.make_counter().unwrap().name(), name);
+        }
+        c.counter = "o200".into();
+        assert!(c.make_counter().is_err());
+    }
+}
