@@ -10,7 +10,8 @@
 //!
 //! ```text
 //! rule      := [variant ":"] metric [suffix] op number
-//! metric    := name ("." name)*          e.g. needle.recall, drift.score, needle.pass, cost, tokens
+//! metric    := name ("." name)*          e.g. needle.recall, drift.score, needle.pass, cost, tokens,
+//!                                         cost.agent, tokens.summarizer (per role)
 //! suffix    := ".delta" | ".delta_pct"
 //! op        := ">=" | ">" | "<=" | "<"
 //! number    := a decimal number, e.g. 0.95, -0.02, 5, 1e-3
@@ -279,8 +280,8 @@ pub fn evaluate(
     baseline: &Run,
     seed: u64,
 ) -> Result<GateOutcome, String> {
-    let cand_table: ObsTable = aggregate::observations(&candidate.samples);
-    let base_table: ObsTable = aggregate::observations(&baseline.samples);
+    let cand_table: ObsTable = aggregate::observations_with_roles(&candidate.samples);
+    let base_table: ObsTable = aggregate::observations_with_roles(&baseline.samples);
     let variants = variants_of(candidate);
     let mut results = Vec::new();
     for rule in rules {

@@ -30,9 +30,22 @@ pub struct Args {
     /// Engine config file (TOML, or JSON by extension); --preset/--window/--set override it
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Context window in tokens (default: the trace's model window, else the preset's)
+    /// Context window in tokens (default: the trace's recorded window, else the agent model's
+    /// context window in the price table, else the preset's)
     #[arg(long)]
     pub window: Option<u64>,
+    /// Token counter: o200k, cl100k, approx, approx-anthropic (default: the configuration's,
+    /// else the preset's); counts exactly as `ctxbench run` does with the same `counter`
+    #[arg(long, value_name = "COUNTER", value_parser = ["o200k", "cl100k", "approx", "approx-anthropic"])]
+    pub counter: Option<String>,
+    /// Price the agent's views as this model (and take its context window when neither the
+    /// trace nor --window gives one); default: the trace's recorded model
+    #[arg(long, value_name = "MODEL")]
+    pub agent_model: Option<String>,
+    /// Seed of the offload store's random names (uuid4/hex file names, which enter the
+    /// pointers the model sees); a run's unit uses `runner::plan::unit_seed(suite seed, unit id)`
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
     /// Override a config key, e.g. --set summarize.trigger.fraction=0.5 (repeatable)
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
@@ -105,6 +118,12 @@ fn load_config(args: &Args) -> anyhow::Result<EngineConfig> {
     }
     if args.window.is_some() {
         cfg.window = args.window;
+    }
+    if args.counter.is_some() {
+        cfg.counter = args.counter.clone();
+    }
+    if args.agent_model.is_some() {
+        cfg.agent_model = args.agent_model.clone();
     }
     Ok(cfg.apply_sets(&args.sets)?)
 }
@@ -189,8 +208,14 @@ fn render_human(r: &Replay) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "trace {}  preset {}  window {}  input budget {}  counter {}  overhead {} tokens",
-        r.trace_id, r.preset, r.window, r.input_budget, r.counter, r.overhead_tokens
+        "trace {}  preset {}  window {} (from {})  input budget {}  counter {}  overhead {} tokens",
+        r.trace_id,
+        r.preset,
+        r.window,
+        r.window_source,
+        r.input_budget,
+        r.counter,
+        r.overhead_tokens
     );
     // Tool-time events happen between calls: show them at the next call.
     let mut pending: Vec<String> = Vec::new();
@@ -322,8 +347,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let cfg = load_config(&args)?;
         let summarizer = OfflineSummarizer;
         for t in &traces {
-            let resolved = cfg.resolve(t.meta.window)?;
+            let resolved = cfg.resolve_for(&t.meta, crate::pricing::PriceTable::bundled())?;
             let mut env = ReplayEnv::new(&summarizer);
+            env.seed = args.seed;
             if let Some(base) = &args.store {
                 env.store = StoreTarget::Dir(OffloadStore::dir_for(
                     base,

@@ -259,18 +259,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         );
         println!(
-            "tokens   {}  ·  modelled cost ${:.4}{}  ·  spent on model calls ${:.4}",
+            "tokens   {}  ·  {}",
             human_tokens(tokens),
-            m.totals.cost_usd,
-            if m.totals.cost_unknown_samples > 0 {
-                format!(
-                    " (+ {} samples with unknown price)",
-                    m.totals.cost_unknown_samples
-                )
-            } else {
-                String::new()
-            },
-            m.totals.spent_usd
+            m.totals.cost.line()
         );
     }
     let code = match m.status {

@@ -33,10 +33,16 @@ pub struct EngineConfig {
     /// Context window override; default = the trace's model window, else the preset's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<u64>,
+    /// The model whose prices (and context window, when neither `window` nor the trace gives
+    /// one) apply to the replayed agent's views. Default: the model the trace recorded. Set it
+    /// to price a trace as if another model had run it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_model: Option<String>,
     /// The agent model's `max_tokens` (enters deepagents' input budget).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u64>,
-    /// Token counter: `approx` (chars/4) or `approx-anthropic` (3.3 chars/token).
+    /// Token counter: `approx` (chars/4), `approx-anthropic` (3.3 chars/token), or the exact
+    /// BPE counters `o200k` and `cl100k`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counter: Option<String>,
     /// Model tier: sets the summarize/truncate trigger fraction (0.85 / 0.65 / 0.35).

@@ -27,7 +27,7 @@ pub use layer_config::LayerConfig;
 pub use replay::{
     replay, replay_shared, CallRecord, KeepViews, KeptView, Replay, ReplayEnv, StoreTarget,
 };
-pub use resolve::ResolvedConfig;
+pub use resolve::{ResolvedConfig, WindowSource};
 pub use store::OffloadStore;
 pub use summarizer::{
     FixedSummarizer, OfflineSummarizer, Summarizer, SummaryError, SummaryOutput, SummaryRequest,

@@ -130,6 +130,8 @@ pub struct Replay {
     pub trace_id: String,
     pub preset: String,
     pub window: u64,
+    /// Where `window` came from (configuration, trace, the agent model's price-table entry, preset).
+    pub window_source: super::WindowSource,
     pub input_budget: u64,
     pub counter: String,
     /// System prompt + tool schema tokens sent with every call.
@@ -458,6 +460,7 @@ pub fn replay_shared(
         trace_id: meta.id.clone(),
         preset: config.preset.clone(),
         window,
+        window_source: config.window_source.clone(),
         input_budget: budget,
         counter: counter.name().to_string(),
         overhead_tokens: overhead,

@@ -15,6 +15,34 @@ pub struct ResolvedConfig {
     pub max_output_tokens: Option<u64>,
     pub counter: String,
     pub layers: Vec<LayerConfig>,
+    /// Where `window` came from.
+    pub window_source: WindowSource,
+    /// `agent_model` of the configuration (None = the trace's recorded model).
+    pub agent_model: Option<String>,
+}
+
+/// Where a resolved window came from, in the order they are tried: the configuration's own
+/// `window`, the trace's recorded window, the agent model's context window in the price table
+/// (`data/pricing.toml`), then the preset's default.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "from", content = "model", rename_all = "snake_case")]
+pub enum WindowSource {
+    Config,
+    Trace,
+    /// The price table's `context_window` of this model.
+    Model(String),
+    Preset,
+}
+
+impl std::fmt::Display for WindowSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WindowSource::Config => f.write_str("the configuration's `window`"),
+            WindowSource::Trace => f.write_str("the trace's recorded window"),
+            WindowSource::Model(m) => write!(f, "the price table's context window of `{m}`"),
+            WindowSource::Preset => f.write_str("the preset's default"),
+        }
+    }
 }
 
 impl ResolvedConfig {
@@ -31,17 +59,19 @@ impl ResolvedConfig {
         set_compaction_trigger(&mut self.layers, fraction)
     }
 
+    /// The model that prices the agent's replayed views of a trace: the configuration's
+    /// `agent_model`, else the model the trace recorded.
+    pub fn agent_model<'a>(&'a self, trace_model: Option<&'a str>) -> Option<&'a str> {
+        self.agent_model.as_deref().or(trace_model)
+    }
+
     /// The counter this configuration names.
-    pub fn make_counter(&self) -> Result<Box<dyn crate::tokens::TokenCounter>, ConfigError> {
-        use crate::tokens::approx::ApproxCounter;
-        match self.counter.as_str() {
-            "approx" => Ok(Box::new(ApproxCounter::langchain())),
-            "approx-anthropic" => Ok(Box::new(ApproxCounter::anthropic())),
-            other => Err(err(
-                "counter",
-                format!("unknown counter {other:?} (expected `approx` or `approx-anthropic`)"),
-            )),
-        }
+    pub fn make_counter(
+        &self,
+    ) -> Result<std::sync::Arc<dyn crate::tokens::TokenCounter>, ConfigError> {
+        // Every counter `tokens::counter` knows (o200k, cl100k, approx, approx-anthropic), so
+        // `ctxbench replay --counter X` and a suite's `counter = "X"` count the same way.
+        crate::tokens::counter(&self.counter).map_err(|e| err("counter", e.to_string()))
     }
 }
 
@@ -94,6 +124,30 @@ pub fn apply_model_tier(layers: &mut [LayerConfig], model: Option<&str>) {
 impl EngineConfig {
     /// Resolve against the preset and the trace's window.
     pub fn resolve(&self, trace_window: Option<u64>) -> Result<ResolvedConfig, ConfigError> {
+        self.resolve_with(trace_window, None)
+    }
+
+    /// Resolve for one trace: the window comes from this configuration, else the trace, else
+    /// the agent model's (`agent_model`, else the trace's model) context window in `prices`,
+    /// else the preset. `ctxbench run` and `ctxbench replay` both resolve through here.
+    pub fn resolve_for(
+        &self,
+        meta: &crate::trace::TraceMeta,
+        prices: &crate::pricing::PriceTable,
+    ) -> Result<ResolvedConfig, ConfigError> {
+        let model = self.agent_model.as_deref().or(meta.model.as_deref());
+        let model_window = model.and_then(|m| prices.context_window(m).map(|w| (m, w)));
+        self.resolve_with(meta.window, model_window)
+    }
+
+    /// Resolve against the preset, the trace's window and, when neither the configuration nor
+    /// the trace gives a window, the agent model's context window (`(model, tokens)`, from the
+    /// price table) before the preset's default.
+    pub fn resolve_with(
+        &self,
+        trace_window: Option<u64>,
+        model_window: Option<(&str, u64)>,
+    ) -> Result<ResolvedConfig, ConfigError> {
         let preset_name = self.preset.as_deref().unwrap_or("deepagents");
         let preset = super::presets::preset(preset_name).ok_or_else(|| {
             err_in(
@@ -171,10 +225,12 @@ impl EngineConfig {
             }
             layers = ordered;
         }
-        let window = self
-            .window
-            .or(trace_window)
-            .unwrap_or(preset.default_window);
+        let (window, window_source) = match (self.window, trace_window, model_window) {
+            (Some(w), _, _) => (w, WindowSource::Config),
+            (None, Some(w), _) => (w, WindowSource::Trace),
+            (None, None, Some((m, w))) => (w, WindowSource::Model(m.to_string())),
+            (None, None, None) => (preset.default_window, WindowSource::Preset),
+        };
         if window == 0 {
             return Err(err_in(self.source.as_deref(), "window", "must be > 0"));
         }
@@ -187,6 +243,8 @@ impl EngineConfig {
                 .clone()
                 .unwrap_or_else(|| preset.counter.to_string()),
             layers,
+            window_source,
+            agent_model: self.agent_model.clone(),
         };
         let named = |mut e: ConfigError| {
             if let Some(src) = &self.source {
@@ -254,5 +312,68 @@ mod tests {
         assert_eq!(summarize_trigger(&layers), Trigger::Fraction(0.15));
         let mut none: Vec<LayerConfig> = Vec::new();
         assert!(!set_compaction_trigger(&mut none, 0.15));
+    }
+
+    // --- window resolution ---
+    use crate::pricing::PriceTable;
+    use crate::trace::{SourceFormat, TraceMeta};
+
+    fn meta(model: Option<&str>, window: Option<u64>) -> TraceMeta {
+        let mut m = TraceMeta::new("t", SourceFormat::Canonical);
+        m.model = model.map(str::to_string);
+        m.window = window;
+        m
+    }
+
+    #[test]
+    fn the_window_comes_from_config_then_trace_then_model_then_preset() {
+        let prices = PriceTable::bundled();
+        let c = EngineConfig::default();
+        let r = c.resolve_for(&meta(Some("gpt-4o"), None), prices).unwrap();
+        assert_eq!(r.window, 128_000, "gpt-4o's window in the price table");
+        assert_eq!(r.window_source, WindowSource::Model("gpt-4o".into()));
+        let r = c
+            .resolve_for(&meta(Some("gpt-4o"), Some(50_000)), prices)
+            .unwrap();
+        assert_eq!((r.window, r.window_source), (50_000, WindowSource::Trace));
+        let r = c
+            .resolve_for(&meta(Some("no-such-model"), None), prices)
+            .unwrap();
+        assert_eq!(r.window_source, WindowSource::Preset);
+        assert_eq!(
+            r.window,
+            crate::engine::presets::preset("deepagents")
+                .unwrap()
+                .default_window
+        );
+        let mut own = c.clone();
+        own.window = Some(9_000);
+        let r = own
+            .resolve_for(&meta(Some("gpt-4o"), Some(50_000)), prices)
+            .unwrap();
+        assert_eq!((r.window, r.window_source), (9_000, WindowSource::Config));
+        // `agent_model` prices the views and gives the window when the trace names another.
+        let mut other = c.clone();
+        other.agent_model = Some("gpt-4o".into());
+        let r = other
+            .resolve_for(&meta(Some("no-such-model"), None), prices)
+            .unwrap();
+        assert_eq!(r.window, 128_000);
+        assert_eq!(r.agent_model(Some("no-such-model")), Some("gpt-4o"));
+        assert_eq!(
+            r.window_source.to_string(),
+            "the price table's context window of `gpt-4o`"
+        );
+    }
+
+    #[test]
+    fn every_counter_name_builds_a_counter() {
+        let mut c = EngineConfig::default().resolve(None).unwrap();
+        for name in ["o200k", "cl100k", "approx", "approx-anthropic"] {
+            c.counter = name.into();
+            assert_eq!(c.make_counter().unwrap().name(), name);
+        }
+        c.counter = "o200".into();
+        assert!(c.make_counter().is_err());
     }
 }

@@ -119,8 +119,20 @@ impl Shared {
         built.as_ref().map_err(|e| EvalError::Config(e.clone()))
     }
 
+    /// The model that prices the summarizer's calls. The offline provider is priced as the
+    /// table's `offline` entry (a known $0), never as an unknown model with an empty name.
     fn summary_model(&self) -> &str {
-        &self.provider_configs["summary"].model
+        price_model(&self.provider_configs["summary"])
+    }
+}
+
+/// The price-table name of a provider's model: `offline` for the built-in offline provider
+/// (known to cost $0), else the configured model id.
+fn price_model(c: &ProviderConfig) -> &str {
+    if c.kind == crate::providers::ProviderKind::Offline {
+        "offline"
+    } else {
+        &c.model
     }
 }
 
@@ -167,7 +179,7 @@ fn setup(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<UnitSetup, Ev
         .clone()
         .ok_or_else(|| EvalError::Config(format!("trace `{}` was not loaded", entry.id)))?;
     let config = shared.engines[unit.variant_index]
-        .resolve(trace.meta.window)
+        .resolve_for(&trace.meta, &shared.prices)
         .map_err(|e| EvalError::Config(e.to_string()))?;
     let providers = shared.providers(ctx.no_cache)?;
     let (summarizer, cancel): (Arc<dyn Summarizer>, _) =
@@ -204,7 +216,12 @@ fn split(u: &Usage) -> TokenSplit {
 }
 
 /// Tokens, cost, compactions and timeline of a replay, as every sample reports them.
-fn replay_output(shared: &Shared, trace: &Trace, replay: &engine::Replay) -> UnitOutput {
+fn replay_output(
+    shared: &Shared,
+    trace: &Trace,
+    config: &ResolvedConfig,
+    replay: &engine::Replay,
+) -> UnitOutput {
     let mut agent = Usage::default();
     for c in &replay.calls {
         agent.input += c.input_tokens;
@@ -218,10 +235,8 @@ fn replay_output(shared: &Shared, trace: &Trace, replay: &engine::Replay) -> Uni
     };
     out.tokens.agent = split(&agent);
     out.tokens.summarizer = split(&replay.summarizer_usage);
-    out.cost_usd.agent = trace
-        .meta
-        .model
-        .as_deref()
+    out.cost_usd.agent = config
+        .agent_model(trace.meta.model.as_deref())
         .and_then(|m| shared.prices.cost(m, &agent).usd());
     out.cost_usd.summarizer = if replay.summarizer_calls == 0 {
         Some(0.0)
@@ -274,6 +289,26 @@ fn replay_scores(replay: &engine::Replay, scores: &mut BTreeMap<String, f64>) {
 
 async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<UnitOutput, EvalError> {
     let s = setup(shared, unit, ctx)?;
+    let resolved = s.config.clone();
+    let mut out = run_eval(shared, unit, ctx, s).await?;
+    // Which window the views were built against and where it came from (suite, trace, the
+    // agent model's entry in the price table, or the preset), and which model priced them.
+    if let Some(obj) = out.evidence.as_object_mut() {
+        obj.insert(
+            "window".into(),
+            json!({ "tokens": resolved.window, "source": resolved.window_source }),
+        );
+    }
+    Ok(out)
+}
+
+async fn run_eval(
+    shared: &Shared,
+    unit: &Unit,
+    ctx: &RunContext,
+    s: UnitSetup,
+) -> Result<UnitOutput, EvalError> {
+    let resolved = s.config.clone();
     let nonce = format!("{}/r{}", unit.id, unit.repeat);
     let io = s.waits_on_network;
     let summaries = Summaries {
@@ -292,7 +327,7 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
                 engine::replay(&trace, &config, &env).map_err(|e| EvalError::Engine(e.to_string()))
             })
             .await?;
-            let mut out = replay_output(shared, &s.trace, &replay);
+            let mut out = replay_output(shared, &s.trace, &resolved, &replay);
             out.summaries = summaries.of(&replay)?;
             let inv = &replay.invariants;
             if unit.eval == "invariants" {
@@ -328,7 +363,7 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
             let agent = shared.providers(ctx.no_cache)?.agent.clone();
             let answers = needle::ask(&prepared, agent.as_ref(), params.max_steps, &nonce).await?;
             let (scores, evidence, _) = needle::score(&prepared, &answers);
-            let mut out = replay_output(shared, &s.trace, &prepared.replay);
+            let mut out = replay_output(shared, &s.trace, &resolved, &prepared.replay);
             out.summaries = summaries.of(&prepared.replay)?;
             out.passed = Some(scores["recall"] >= 1.0);
             out.scores.extend(scores);
@@ -362,13 +397,17 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
             let (probes, _agent_usage, judge_usage) =
                 drift::ask(&s.trace, &views, providers.agent.as_ref(), judge, &nonce).await?;
             let (scores, evidence) = drift::aggregate(&probes);
-            let mut out = replay_output(shared, &s.trace, &replay);
+            let mut out = replay_output(shared, &s.trace, &resolved, &replay);
             out.summaries = summaries.of(&replay)?;
             out.scores.extend(scores);
             out.evidence = evidence;
             if let Some(j) = judge {
                 out.tokens.judge = split(&judge_usage);
-                out.cost_usd.judge = shared.prices.cost(&j.info().model, &judge_usage).usd();
+                let model = match price_model(&shared.provider_configs["judge"]) {
+                    "offline" => "offline",
+                    _ => j.info().model.as_str(),
+                };
+                out.cost_usd.judge = shared.prices.cost(model, &judge_usage).usd();
             }
             Ok(out)
         }
@@ -383,7 +422,7 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
             let providers = shared.providers(ctx.no_cache)?;
             let result =
                 probes::ask(&s.trace, &prepared, kind, providers.agent.as_ref(), &nonce).await?;
-            let mut out = replay_output(shared, &s.trace, &prepared.replay);
+            let mut out = replay_output(shared, &s.trace, &resolved, &prepared.replay);
             out.summaries = summaries.of(&prepared.replay)?;
             out.scores.extend(result.scores);
             out.passed = result.passed;
@@ -415,7 +454,7 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
             };
             let (scores, evidence) =
                 continuation::score(&params, view.as_ref().map(|v| v.trace_index), &steps);
-            let mut out = replay_output(shared, &s.trace, &replay);
+            let mut out = replay_output(shared, &s.trace, &resolved, &replay);
             out.summaries = summaries.of(&replay)?;
             out.scores.extend(scores);
             out.evidence = evidence;

@@ -52,6 +52,52 @@ pub fn for_each_metric(s: &Sample, mut f: impl FnMut(&str, f64)) {
     f("tokens", s.tokens_total() as f64);
 }
 
+/// Call `f(metric, value)` for the per-role token and cost metrics of a sample:
+/// `tokens.agent|summarizer|judge` (input + output) and `cost.agent|summarizer|judge` (USD;
+/// a role with no tokens costs a known 0, a role with tokens and no price gives no value).
+/// The gate offers these (`cost.agent.delta_pct <= 5`); the report tables do not list them.
+pub fn for_each_role_metric(s: &Sample, mut f: impl FnMut(&str, f64)) {
+    if s.error.is_some() {
+        return;
+    }
+    let roles = [
+        ("agent", &s.tokens.agent, s.cost_usd.agent),
+        ("summarizer", &s.tokens.summarizer, s.cost_usd.summarizer),
+        ("judge", &s.tokens.judge, s.cost_usd.judge),
+    ];
+    for (role, tokens, cost) in roles {
+        f(&format!("tokens.{role}"), tokens.total() as f64);
+        match cost {
+            Some(c) => f(&format!("cost.{role}"), c),
+            None if tokens.total() == 0 => f(&format!("cost.{role}"), 0.0),
+            None => {}
+        }
+    }
+}
+
+/// [`observations`] plus the per-role metrics of [`for_each_role_metric`] (what the gate reads).
+pub fn observations_with_roles<'a>(
+    samples: impl IntoIterator<Item = &'a Sample> + Clone,
+) -> ObsTable {
+    let mut table = observations(samples.clone());
+    for s in samples {
+        let key = s.pair_hash();
+        let per_metric = table.entry(s.variant.clone()).or_default();
+        for_each_role_metric(s, |metric, value| {
+            let list = per_metric.entry(metric.to_string()).or_default();
+            if !list.iter().any(|o| o.key == key) {
+                list.push(Obs { key, value });
+            }
+        });
+    }
+    for per_metric in table.values_mut() {
+        for list in per_metric.values_mut() {
+            list.sort_by_key(|o| o.key);
+        }
+    }
+    table
+}
+
 /// variant → metric → observations (sorted by key).
 pub type ObsTable = BTreeMap<String, BTreeMap<String, Vec<Obs>>>;
 

@@ -37,6 +37,46 @@ pub struct CostTotals {
     pub judge: RoleCost,
     /// Sum of the roles, `None` when any is unknown.
     pub total_usd: Option<f64>,
+    /// The run's one cost line (the terminal, report.md, report.html, run.json and
+    /// summary.json all show this, with the same labels).
+    pub headline: CostHeadline,
+}
+
+/// The cost figures every output shows, under the same labels:
+/// - **modelled agent cost**: the replayed agent views priced at the agent model's price (the
+///   calls were not made; this is what the agent would have paid);
+/// - **spent on model calls**: summarizer and judge calls actually made (the offline provider
+///   is a known $0);
+/// - **total**: their sum.
+///
+/// A figure is `None` ("unknown") when a unit used that role with a model that has no price;
+/// `unknown_units` counts those units, whose known part is never shown as the whole.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct CostHeadline {
+    pub modelled_agent_usd: Option<f64>,
+    pub spent_usd: Option<f64>,
+    pub total_usd: Option<f64>,
+    pub unknown_units: usize,
+}
+
+impl CostHeadline {
+    /// `modelled agent cost $X · spent on model calls $Y · total $Z`, plus the number of units
+    /// with an unknown price when there are any.
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "modelled agent cost {} · spent on model calls {} · total {}",
+            format_usd(self.modelled_agent_usd),
+            format_usd(self.spent_usd),
+            format_usd(self.total_usd)
+        );
+        if self.unknown_units > 0 {
+            s.push_str(&format!(
+                " ({} unit(s) with an unknown price: add the model under the suite's [pricing])",
+                self.unknown_units
+            ));
+        }
+        s
+    }
 }
 
 /// Token and cost totals of a set of units.
@@ -57,8 +97,10 @@ impl UsageTotals {
 /// Sum tokens and cost over units.
 pub fn totals<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> UsageTotals {
     let mut t = UsageTotals::default();
+    let mut unknown_units = 0;
     for s in samples {
         t.units += 1;
+        unknown_units += usize::from(s.cost_total().is_none());
         t.tokens.agent.add(&s.tokens.agent);
         t.tokens.summarizer.add(&s.tokens.summarizer);
         t.tokens.judge.add(&s.tokens.judge);
@@ -74,6 +116,16 @@ pub fn totals<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> UsageTotals 
     t.cost.total_usd = match (t.cost.agent.usd, t.cost.summarizer.usd, t.cost.judge.usd) {
         (Some(a), Some(s), Some(j)) => Some(a + s + j),
         _ => None,
+    };
+    let spent = match (t.cost.summarizer.usd, t.cost.judge.usd) {
+        (Some(a), Some(b)) => Some(a + b),
+        _ => None,
+    };
+    t.cost.headline = CostHeadline {
+        modelled_agent_usd: t.cost.agent.usd,
+        spent_usd: spent,
+        total_usd: t.cost.total_usd,
+        unknown_units,
     };
     t
 }
@@ -141,5 +193,11 @@ mod tests {
         assert_eq!(format_usd(t.cost.total_usd), "unknown");
         assert_eq!(format_usd(Some(0.0)), "$0.0000");
         assert_eq!(format_usd(Some(0.00123)), "$0.001230");
+        assert_eq!(t.cost.headline.unknown_units, 1);
+        assert_eq!(t.cost.headline.modelled_agent_usd, Some(1.0));
+        assert_eq!(t.cost.headline.spent_usd, None);
+        assert!(t.cost.headline.line().starts_with(
+            "modelled agent cost $1.0000 · spent on model calls unknown · total unknown (1 unit(s)"
+        ));
     }
 }

@@ -13,7 +13,6 @@ use super::model::{fmt_ci, fmt_num, ReportModel};
 use super::plots::{self, PlotSpec};
 use super::sections;
 use super::table::{Align, Cell, Table, TableWriter};
-use crate::metrics::cost::format_usd;
 use crate::record::{RunInfo, Sample};
 use std::fmt::Write;
 
@@ -320,9 +319,9 @@ fn usage_table(out: &mut String, model: &ReportModel) {
     Html.write_table(out, &sections::usage(model));
     let _ = writeln!(
         out,
-        "<p>Run total: {} tokens, {}.</p>",
+        "<p>Run total: {} tokens; {}.</p>",
         model.totals.tokens_total(),
-        escape(&format_usd(model.totals.cost.total_usd))
+        escape(&model.totals.cost.headline.line())
     );
 }
 

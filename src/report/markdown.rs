@@ -13,7 +13,6 @@ use super::sections;
 use super::table::{Align, Cell, Column, Table, TableWriter};
 use crate::gate::GateOutcome;
 use crate::metrics::aggregate::Comparison;
-use crate::metrics::cost::format_usd;
 use crate::record::RunInfo;
 use std::fmt::Write;
 
@@ -187,9 +186,9 @@ pub fn render(info: &RunInfo, model: &ReportModel) -> String {
     Markdown.write_table(&mut out, &sections::usage(model));
     let _ = writeln!(
         out,
-        "\nRun total: {} tokens, {}.\n",
+        "\nRun total: {} tokens; {}.\n",
         model.totals.tokens_total(),
-        format_usd(model.totals.cost.total_usd)
+        model.totals.cost.headline.line()
     );
 
     out.push_str("## Errors\n\n");

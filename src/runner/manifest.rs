@@ -67,6 +67,9 @@ pub struct Totals {
     pub spent_usd: f64,
     /// Samples whose price is unknown (not in `cost_usd`).
     pub cost_unknown_samples: u64,
+    /// The run's cost line, as the reports show it (`metrics::cost::CostHeadline`).
+    #[serde(default)]
+    pub cost: crate::metrics::cost::CostHeadline,
 }
 
 impl Totals {
@@ -77,11 +80,13 @@ impl Totals {
             t.tokens.summarizer.add(&s.tokens.summarizer);
             t.tokens.judge.add(&s.tokens.judge);
             t.spent_usd += super::budget::spend_of(&s.cost_usd);
-            match s.cost_usd.total() {
+            // The same rule as the reports: a role with tokens and no price makes it unknown.
+            match s.cost_total() {
                 Some(c) => t.cost_usd += c,
                 None => t.cost_unknown_samples += 1,
             }
         }
+        t.cost = crate::metrics::cost::totals(samples).cost.headline;
         t
     }
 }

@@ -76,7 +76,9 @@ pub fn unit_id(trace_id: &str, variant: &str, eval: &str, sample: &str, repeat: 
     hex::encode(&digest[..8])
 }
 
-fn unit_seed(suite_seed: u64, id: &str) -> u64 {
+/// The seed of unit `id` under the suite seed `suite_seed` (what `ctxbench replay --seed`
+/// takes to rebuild a unit's offload-store names exactly).
+pub fn unit_seed(suite_seed: u64, id: &str) -> u64 {
     let mut h = Sha256::new();
     h.update(suite_seed.to_le_bytes());
     h.update(id.as_bytes());

@@ -68,8 +68,13 @@ impl LayerSpec for CostCeiling {
     }
 
     fn build(&self, ctx: &BuildCtx<'_>) -> Result<Box<dyn Layer>, ConfigError> {
+        // `[engine] agent_model` prices the views unless the layer names a model.
+        let mut cfg = self.clone();
+        if cfg.model.is_none() {
+            cfg.model = ctx.agent_model.map(str::to_string);
+        }
         Ok(Box::new(CostCeilingLayer::new(
-            self.clone(),
+            cfg,
             ctx.meta,
             ctx.messages,
             ctx.prices,

@@ -67,6 +67,8 @@ pub struct BuildCtx<'a> {
     pub markers: &'a [ContextMarker],
     pub messages: &'a [std::sync::Arc<crate::trace::Message>],
     pub prices: &'a crate::pricing::PriceTable,
+    /// `[engine] agent_model`: the model that prices the agent's views (default: the trace's).
+    pub agent_model: Option<&'a str>,
 }
 
 /// A deserialization error carrying the key path inside the layer's table.
@@ -197,6 +199,7 @@ pub fn build(
         markers,
         messages,
         prices,
+        agent_model: config.agent_model.as_deref(),
     };
     let mut layers = config.layers.clone();
     super::resolve::apply_model_tier(&mut layers, meta.model.as_deref());

@@ -1,0 +1,206 @@
+//! The one cost model from the command line: the gate sees a cost regression over every paired
+//! unit, the run's cost line is the same in every output, and `replay --counter X` counts as
+//! `run` does with `counter = "X"`.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+fn ctxbench() -> Command {
+    let mut c = Command::cargo_bin("ctxbench").unwrap();
+    c.env_remove("GITHUB_STEP_SUMMARY");
+    c
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The quickstart's traces and evals with one variant `v` configured by `variant` (TOML lines).
+fn suite(dir: &Path, name: &str, variant: &str) -> PathBuf {
+    let data = repo().join("datasets");
+    let text = format!(
+        r#"[suite]
+name = "{name}"
+seed = 7
+output_dir = "{out}"
+
+[traces]
+paths = [
+  "{data}/mini-swe-agent/astropy__astropy-12907.traj.json",
+  "{data}/mini-swe-agent/psf__requests-1142.traj.json",
+  "{data}/claude-code/coverage-test-fix.jsonl",
+]
+
+[engine]
+baseline = "v"
+
+[engine.base]
+preset = "deepagents"
+window = 20000
+
+[engine.variants.v]
+{variant}
+
+[evals.needle]
+depths = [0.2, 0.5, 0.8]
+positions = ["tool", "user"]
+
+[evals.drift]
+after_compactions = 2
+
+[evals.invariants]
+"#,
+        out = dir.join("runs").display(),
+        data = data.display(),
+    );
+    let p = dir.join(format!("{name}.toml"));
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn run(suite: &Path, id: &str) -> PathBuf {
+    let out = ctxbench()
+        .arg("run")
+        .arg(suite)
+        .args(["--run-id", id, "-q"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+#[test]
+fn the_cost_gate_sees_a_regression_over_every_paired_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = run(
+        &suite(dir.path(), "base", "summarize.trigger.fraction = 0.15"),
+        "base",
+    );
+    let cand = run(&suite(dir.path(), "cand", "preset = \"none\""), "cand");
+    let out = ctxbench()
+        .arg("gate")
+        .arg(&cand)
+        .arg("--baseline")
+        .arg(&base)
+        .args(["--rule", "cost.delta_pct <= 5"])
+        .args(["--rule", "cost.agent.delta_pct <= 5"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(10), "{stdout}");
+    // Every unit is priced (the offline summarizer is a known $0), so every pair counts.
+    assert!(stdout.contains("Δ% cost over 27 pair(s)"), "{stdout}");
+    assert!(
+        stdout.contains("FAIL  cost.agent.delta_pct <= 5"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn the_run_cost_line_is_the_same_everywhere_on_the_quickstart() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ctxbench()
+        .arg("run")
+        .arg(repo().join("evals/quickstart.toml"))
+        .args(["--run-id", "qs", "-o"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let terminal = String::from_utf8(out.stdout).unwrap();
+    let run_dir = dir.path().join("qs");
+    let md = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
+    let run_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let from_run = &run_json["totals"]["cost"];
+    let from_summary = &summary["summary"]["totals"]["cost"]["headline"];
+    assert_eq!(from_run, from_summary);
+    let headline: ctxbench::metrics::cost::CostHeadline =
+        serde_json::from_value(from_run.clone()).unwrap();
+    assert_eq!(
+        headline.unknown_units, 0,
+        "the offline quickstart is fully priced"
+    );
+    assert!(headline.total_usd.unwrap() > 0.0);
+    assert_eq!(
+        headline.spent_usd,
+        Some(0.0),
+        "offline calls cost a known $0"
+    );
+    let line = headline.line();
+    assert!(line.starts_with("modelled agent cost $"), "{line}");
+    for (name, text) in [
+        ("terminal", &terminal),
+        ("report.md", &md),
+        ("report.html", &html),
+    ] {
+        assert!(text.contains(&line), "{name} lacks `{line}`");
+    }
+}
+
+fn replay_tokens(args: &[&str]) -> (u64, u64) {
+    let out = ctxbench()
+        .arg("replay")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls = v["calls"].as_array().unwrap();
+    let sum = |k: &str| calls.iter().map(|c| c[k].as_u64().unwrap()).sum::<u64>();
+    (sum("input_tokens"), sum("reference_tokens"))
+}
+
+#[test]
+fn replay_counts_like_run_for_every_counter() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = repo().join("datasets/mini-swe-agent/psf__requests-1142.traj.json");
+    let mut seen = std::collections::BTreeSet::new();
+    for counter in ["o200k", "cl100k", "approx", "approx-anthropic"] {
+        let text = format!(
+            "[suite]\nname = \"c\"\nseed = 7\noutput_dir = \"{out}\"\n\n[traces]\npaths = [\"{trace}\"]\n\n\
+             [engine]\nbaseline = \"v\"\n\n[engine.base]\npreset = \"deepagents\"\nwindow = 20000\ncounter = \"{counter}\"\n\n\
+             [engine.variants.v]\n\n[evals.replay]\n",
+            out = dir.path().join("runs").display(),
+            trace = trace.display(),
+        );
+        let suite = dir.path().join(format!("{counter}.toml"));
+        std::fs::write(&suite, text).unwrap();
+        let run_dir = run(&suite, counter);
+        let samples = std::fs::read_to_string(run_dir.join("samples.jsonl")).unwrap();
+        let s: serde_json::Value = serde_json::from_str(samples.lines().next().unwrap()).unwrap();
+        let from_run = (
+            s["scores"]["input_tokens"].as_f64().unwrap() as u64,
+            s["scores"]["reference_tokens"].as_f64().unwrap() as u64,
+        );
+        let trace_arg = trace.to_str().unwrap();
+        // The unit's store seed names the offloaded files, whose paths the views contain.
+        let seed = ctxbench::runner::plan::unit_seed(7, s["unit_id"].as_str().unwrap());
+        let seed = seed.to_string();
+        let from_replay = replay_tokens(&[
+            trace_arg,
+            "--window",
+            "20000",
+            "--counter",
+            counter,
+            "--seed",
+            &seed,
+        ]);
+        assert_eq!(from_run, from_replay, "counter {counter}");
+        seen.insert(from_run.1);
+    }
+    assert_eq!(seen.len(), 4, "each counter counts differently: {seen:?}");
+}
