@@ -110,8 +110,8 @@ fn numbers(s: &Sample) -> serde_json::Value {
     let mut scores = s.scores.clone();
     scores.remove("summary_failures");
     serde_json::json!({
-        "tokens": serde_json::to_value(s.tokens.clone()).unwrap(),
-        "cost": serde_json::to_value(s.cost_usd.clone()).unwrap(),
+        "tokens": serde_json::to_value(s.tokens).unwrap(),
+        "cost": serde_json::to_value(s.cost_usd).unwrap(),
         "compactions": s.compactions,
         "scores": scores,
     })
