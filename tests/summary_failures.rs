@@ -49,41 +49,68 @@ cache = false
     )
 }
 
-/// Run the suite against a server answering with `responder`; the samples by unit id.
+/// A mock server on its own runtime; runs of the suite against it.
+struct Harness {
+    rt: tokio::runtime::Runtime,
+    server: MockLlm,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = rt.block_on(MockLlm::start());
+        Harness { rt, server }
+    }
+
+    /// Run (or, with `retry`, resume with `--retry-failed`) the suite in `dir` while the
+    /// server answers with `responder`; the samples by unit id.
+    fn run_in(
+        &self,
+        dir: &Path,
+        policy: &str,
+        responder: impl Fn(&Recorded) -> Reply + Send + Sync + 'static,
+        retry: bool,
+    ) -> BTreeMap<String, Sample> {
+        self.server.respond_with(responder);
+        let p = dir.join("suite.toml");
+        std::fs::write(&p, suite_text(&self.server.openai_base_url(), policy)).unwrap();
+        let suite = LoadedSuite::load(&p).unwrap();
+        let planned = session::plan_run(&suite, &ImportLoader).unwrap();
+        let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
+        let opts = RunOptions {
+            run_id: (!retry).then(|| "r".into()),
+            resume: retry.then(|| dir.join("out/r")),
+            retry_failed: retry,
+            executor: "default".into(),
+            ..RunOptions::default()
+        };
+        let prepared = session::open_run(&suite, &opts, planned).unwrap();
+        let out = self
+            .rt
+            .block_on(async {
+                let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                session::execute(prepared, Arc::new(router), &mut rx).await
+            })
+            .unwrap();
+        let samples = RunDir::new(&out.run_dir).read().unwrap().samples;
+        samples
+            .into_iter()
+            .map(|s| (s.unit_id.clone(), s))
+            .collect()
+    }
+}
+
+/// Run the suite in a fresh directory against a fresh server.
 fn run(
     policy: &str,
     responder: impl Fn(&Recorded) -> Reply + Send + Sync + 'static,
 ) -> BTreeMap<String, Sample> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = rt.block_on(MockLlm::start());
-    server.respond_with(responder);
     let tmp = tempfile::tempdir().unwrap();
-    let p = tmp.path().join("suite.toml");
-    std::fs::write(&p, suite_text(&server.openai_base_url(), policy)).unwrap();
-    let suite = LoadedSuite::load(&p).unwrap();
-    let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
-    let opts = RunOptions {
-        run_id: Some("r".into()),
-        executor: "default".into(),
-        ..RunOptions::default()
-    };
-    let prepared = session::open_run(&suite, &opts, planned).unwrap();
-    let out = rt
-        .block_on(async {
-            let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            session::execute(prepared, Arc::new(router), &mut rx).await
-        })
-        .unwrap();
-    let samples = RunDir::new(&out.run_dir).read().unwrap().samples;
-    samples
-        .into_iter()
-        .map(|s| (s.unit_id.clone(), s))
-        .collect()
+    Harness::new().run_in(tmp.path(), policy, responder, false)
 }
 
 fn healthy(_: &Recorded) -> Reply {
@@ -171,4 +198,25 @@ fn every_unit_that_differs_from_a_healthy_run_is_an_error_or_flagged() {
         }
     }
     assert!(errors > 0);
+}
+
+#[test]
+fn retry_failed_reruns_the_failed_units_once_the_summarizer_is_back() {
+    let h = Harness::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let first = h.run_in(tmp.path(), "error", faulty(), false);
+    let failed = first.values().filter(|s| s.error.is_some()).count();
+    assert!(failed > 0);
+    let again = h.run_in(tmp.path(), "error", healthy, true);
+    assert_eq!(
+        again.len(),
+        first.len(),
+        "one sample per unit, no duplicates"
+    );
+    assert!(
+        again.values().all(|s| s.error.is_none()),
+        "failed units ran again"
+    );
+    let lines = std::fs::read_to_string(tmp.path().join("out/r/samples.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), first.len());
 }
