@@ -157,7 +157,10 @@ pub fn render(info: &RunInfo, model: &ReportModel) -> String {
         } else {
             out.push_str(
                 "Δ = variant − baseline on the same trace/eval/sample/repeat; 95% paired-bootstrap \
-                 CI; significance at p < 0.05 (McNemar for pass/fail metrics).\n\n",
+                 CI; significance at p < 0.05 (McNemar for pass/fail metrics). Units of one trace are not \
+                 independent: when a trace gives several pairs, the CI and p resample whole traces \
+                 (cluster bootstrap), and with fewer than 6 traces there is no verdict (\"too few \
+                 traces to tell\").\n\n",
             );
             Markdown.write_table(
                 &mut out,
@@ -236,7 +239,8 @@ pub fn render_compare(
     );
     out.push_str(
         "Δ = candidate − baseline for the same variant, paired by trace/eval/sample/repeat; \
-         95% paired-bootstrap CI; significance at p < 0.05 (McNemar for pass/fail metrics).\n\n",
+         95% paired-bootstrap CI (by trace when a trace gives several pairs); significance at \
+         p < 0.05 (McNemar for pass/fail metrics) with at least 6 traces.\n\n",
     );
     if comparisons.is_empty() {
         out.push_str("The runs share no variant and unit.\n\n");

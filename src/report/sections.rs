@@ -45,6 +45,12 @@ pub fn summary(model: &ReportModel) -> Table {
 
 /// Which test decided a comparison's significance.
 pub fn test_name(c: &Comparison) -> &'static str {
+    if c.clustered {
+        return match c.ci.map(|ci| ci.method) {
+            Some(CiMethod::Degenerate) => "sign test by trace (constant Δ)",
+            _ => "cluster bootstrap (by trace)",
+        };
+    }
     match (&c.mcnemar, c.ci.map(|ci| ci.method)) {
         (Some(m), _) if m.exact => "McNemar (exact)",
         (Some(_), _) => "McNemar (χ²)",
@@ -63,6 +69,7 @@ pub fn comparison(comparisons: &[Comparison], candidate: &str) -> Table {
             Column::text("variant"),
             Column::text("metric"),
             Column::num("pairs"),
+            Column::num("traces"),
             Column::num("baseline"),
             Column::num(candidate),
             Column::num("Δ (Δ%)"),
@@ -77,6 +84,7 @@ pub fn comparison(comparisons: &[Comparison], candidate: &str) -> Table {
             Cell::text(&c.candidate),
             Cell::text(&c.metric),
             Cell::Int(c.n_pairs as u64),
+            Cell::Int(c.n_traces as u64),
             Cell::Num(c.baseline_mean),
             Cell::Num(c.candidate_mean),
             Cell::Delta {
@@ -88,6 +96,8 @@ pub fn comparison(comparisons: &[Comparison], candidate: &str) -> Table {
             Cell::text(test_name(c)),
             if c.significant {
                 Cell::Alert("yes".into())
+            } else if c.too_few_traces {
+                Cell::text("too few traces to tell")
             } else {
                 Cell::text("no")
             },
