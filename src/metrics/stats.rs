@@ -302,7 +302,13 @@ pub fn cluster_paired_delta(deltas: &[f64], clusters: &[usize], seed: u64) -> Op
     let le = means.iter().filter(|&&x| x <= 0.0).count();
     let ge = means.iter().filter(|&&x| x >= 0.0).count();
     let b = means.len() as f64;
-    let p = (2.0 * ((le.min(ge) as f64 + 1.0) / (b + 1.0))).min(1.0);
+    // A bootstrap over few clusters can look certain (two traces with the same mean give a
+    // point distribution); no test on k clusters is more certain than a sign test with all k
+    // agreeing, so that is the floor of p.
+    let floor = 2.0 * 0.5f64.powi(k.min(1100) as i32);
+    let p = (2.0 * ((le.min(ge) as f64 + 1.0) / (b + 1.0)))
+        .max(floor)
+        .min(1.0);
     Some(PairedDelta {
         n,
         mean_delta: m,
