@@ -16,12 +16,16 @@ fn ctxbench() -> Command {
 }
 
 /// The fixture with every needle recovered, except in the `lose` first needle units of the
-/// aggressive variant.
+/// aggressive variant. Each needle unit stands for its own trace here (independent pairs), so
+/// the gate's test is McNemar's; units sharing a trace are resampled by trace instead.
 fn run_losing(lose: usize) -> Vec<Sample> {
     let mut lost = 0;
     report_common::samples()
         .into_iter()
         .map(|mut s| {
+            if s.eval == "needle" {
+                s.trace_id = format!("{}#{}#{}", s.trace_id, s.sample, s.repeat);
+            }
             if s.eval == "needle" && s.error.is_none() {
                 let lose_this = s.variant == "aggressive" && lost < lose;
                 lost += usize::from(lose_this);

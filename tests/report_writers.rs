@@ -148,8 +148,11 @@ fn statistics_in_the_model_reflect_the_fixture() {
     assert_eq!(c.n_pairs, 16);
     let m = c.mcnemar.unwrap();
     assert_eq!((m.b, m.c), (6, 0));
-    assert!((c.p_value.unwrap() - 2.0 / 64.0).abs() < 1e-12);
-    assert!(c.significant);
+    // The pairs share a few traces: McNemar's counts are shown, but the p-value resamples by
+    // trace and fewer than 6 traces give no verdict.
+    assert!(c.clustered && c.too_few_traces);
+    assert!(c.n_traces < 6);
+    assert!(!c.significant);
     let agg = model.variant("aggressive").unwrap();
     assert_eq!(agg.errors, 1);
     // judge price unknown → total unknown, never 0

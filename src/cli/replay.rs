@@ -198,6 +198,7 @@ fn describe(e: &Event) -> String {
             limit_usd,
             action,
         } => format!(" {bound} ${spent_usd:.4} ≥ ${limit_usd:.4} ({action})"),
+        EventDetail::Futile { compaction, reason } => format!(" {compaction} {reason}"),
         EventDetail::None => String::new(),
     };
     format!("{k}{tokens}{what}")
@@ -267,6 +268,16 @@ fn render_human(r: &Replay) -> String {
     );
     for (kind, n) in r.event_counts() {
         let _ = writeln!(out, "  {kind}: {n}");
+    }
+    let failures = r.summary_failures();
+    if failures.count > 0 {
+        let _ = writeln!(
+            out,
+            "WARNING: {} summar{} failed ({}); their compactions did not happen, so these numbers are not those of a working summarizer",
+            failures.count,
+            if failures.count == 1 { "y" } else { "ies" },
+            failures.classes_text()
+        );
     }
     if let Some(s) = &r.stopped {
         let _ = writeln!(out, "stopped at call {}: {}", s.trace_index, s.reason);

@@ -37,6 +37,7 @@ Examples:
   ctxbench run evals/quickstart.toml
   ctxbench run suite.toml --max-cost-usd 5 --run-id nightly
   ctxbench run suite.toml --resume reports/nightly
+  ctxbench run suite.toml --resume reports/nightly --retry-failed
   # CI matrix: one shard per job, then join them
   ctxbench run suite.toml --shard 2/4 --run-id shard-2
   ctxbench merge reports/shard-1 reports/shard-2 reports/shard-3 reports/shard-4 -o reports/all";
@@ -52,6 +53,11 @@ pub struct Args {
     /// Continue the run in RUN_DIR: finished units are skipped (the suite must be unchanged)
     #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["run_id", "output"])]
     pub resume: Option<PathBuf>,
+
+    /// With --resume: run the failed units again (e.g. `summary_failed` after the summarizer
+    /// came back); their old samples are removed from samples.jsonl first
+    #[arg(long, requires = "resume")]
+    pub retry_failed: bool,
 
     /// Run only part I of N (1-based), split by a stable hash of unit ids; join with `ctxbench merge`
     #[arg(long, value_name = "I/N")]
@@ -182,6 +188,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let opts = RunOptions {
         resume: args.resume.clone(),
+        retry_failed: args.retry_failed,
         shard: args.shard,
         max_cost_usd: args.max_cost_usd,
         run_id: args.run_id.clone(),

@@ -178,6 +178,28 @@ pub struct EngineSection {
     /// named `baseline`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<String>,
+    /// What a failed summarization (provider error, empty or error-string text) does to its
+    /// unit: `error` (default) records the unit as failed (kind `summary_failed`); `record`
+    /// keeps it, with `summary_failures` > 0 in its scores, and the report flags it.
+    #[serde(default, skip_serializing_if = "OnSummaryError::is_default")]
+    pub on_summary_error: OnSummaryError,
+}
+
+/// `[engine] on_summary_error`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnSummaryError {
+    /// The unit is an error (kind `summary_failed`): its numbers are not a healthy run's.
+    #[default]
+    Error,
+    /// The unit succeeds and carries `summary_failures` in its scores.
+    Record,
+}
+
+impl OnSummaryError {
+    pub fn is_default(&self) -> bool {
+        *self == OnSummaryError::Error
+    }
 }
 
 /// `[evals]`: a present table enables that eval (unless `enabled = false`).

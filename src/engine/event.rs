@@ -38,6 +38,8 @@ pub enum EventKind {
     CostCeiling,
     /// A layer action failed (e.g. the summarizer returned an error); nothing was replaced.
     Error,
+    /// A compaction that removed no message or left the request no smaller (flag only).
+    Futile,
 }
 
 impl EventKind {
@@ -58,6 +60,7 @@ impl EventKind {
             EventKind::Watchdog => "watchdog",
             EventKind::CostCeiling => "cost_ceiling",
             EventKind::Error => "error",
+            EventKind::Futile => "futile",
         }
     }
 }
@@ -213,6 +216,11 @@ pub enum EventDetail {
     },
     Error {
         message: String,
+    },
+    /// A compaction (`compaction` = its kind) that achieved nothing (`reason`).
+    Futile {
+        compaction: String,
+        reason: String,
     },
 }
 

@@ -12,6 +12,7 @@ pub mod invariants;
 pub mod layer;
 pub mod layer_config;
 pub mod layers;
+pub mod outcome;
 pub mod presets;
 pub mod replay;
 pub mod resolve;
@@ -24,6 +25,7 @@ pub use event::{Event, EventDetail, EventKind, StoreWrite};
 pub use invariants::{InvariantReport, Rule, Violation};
 pub use layer::{CallCtx, Layer, MessageCtx};
 pub use layer_config::LayerConfig;
+pub use outcome::SummaryFailures;
 pub use replay::{
     replay, replay_shared, CallRecord, KeepViews, KeptView, Replay, ReplayEnv, StoreTarget,
 };

@@ -192,6 +192,19 @@ impl Replay {
             .collect()
     }
 
+    /// Compactions flagged `futile` (removed no message or left the request no smaller).
+    pub fn futile_compactions(&self) -> u64 {
+        self.events
+            .iter()
+            .filter(|e| e.kind == EventKind::Futile)
+            .count() as u64
+    }
+
+    /// Summaries that failed (provider error, empty or error-string text, cancelled).
+    pub fn summary_failures(&self) -> super::outcome::SummaryFailures {
+        super::outcome::SummaryFailures::of(&self.events)
+    }
+
     /// Number of events of each kind.
     pub fn event_counts(&self) -> std::collections::BTreeMap<String, u64> {
         let mut m = std::collections::BTreeMap::new();
@@ -328,6 +341,10 @@ pub fn replay_shared(
                     break;
                 }
             }
+            // Flag compactions of this call that achieved nothing (after the layers ran, so
+            // `tokens_after` is final).
+            let futile = super::outcome::futile_events(&events[first_event..]);
+            events.extend(futile);
             let sent = overhead + view.message_tokens(&state);
             if sent > window
                 && !events[first_event..]

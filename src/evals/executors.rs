@@ -14,7 +14,7 @@
 
 use super::offline_agent::build_provider;
 use super::{continuation, drift, needle, probes, EvalError};
-use crate::config::suite::ProviderRole;
+use crate::config::suite::{OnSummaryError, ProviderRole};
 use crate::config::LoadedSuite;
 use crate::engine::{self, EngineConfig, OfflineSummarizer, ResolvedConfig, Summarizer};
 use crate::pricing::PriceTable;
@@ -66,6 +66,8 @@ struct Shared {
     /// The run's prices (bundled + the suite's `[pricing]`): the reports' costs and the
     /// engine's cost ceiling both use them.
     prices: Arc<PriceTable>,
+    /// `[engine] on_summary_error`: a failed summary fails its unit, or is only recorded.
+    on_summary_error: OnSummaryError,
     providers: OnceLock<Result<Providers, String>>,
 }
 
@@ -93,6 +95,7 @@ impl Shared {
             provider_configs,
             has_judge: suite.provider(ProviderRole::Judge).configured,
             prices,
+            on_summary_error: suite.suite.engine.on_summary_error,
             providers: OnceLock::new(),
         })
     }
@@ -233,6 +236,30 @@ fn replay_output(
         timeline: replay.timeline(),
         ..UnitOutput::default()
     };
+    let failures = replay.summary_failures();
+    if failures.count > 0 {
+        match shared.on_summary_error {
+            OnSummaryError::Error => {
+                out.error = Some(UnitError {
+                    kind: "summary_failed".into(),
+                    message: format!(
+                        "{} summar{} failed ({}); first: {}. The unit's tokens, cost and \
+                         compactions are not those of a working summarizer (set `[engine] \
+                         on_summary_error = \"record\"` to keep such units, flagged)",
+                        failures.count,
+                        if failures.count == 1 { "y" } else { "ies" },
+                        failures.classes_text(),
+                        failures.first.as_deref().unwrap_or("")
+                    ),
+                });
+            }
+            OnSummaryError::Record => {}
+        }
+        // In both modes the count is in the sample (an error unit's scores stay out of the
+        // statistics, but the count is there for `--retry-failed` and for readers).
+        out.scores
+            .insert("summary_failures".into(), failures.count as f64);
+    }
     out.tokens.agent = split(&agent);
     out.tokens.summarizer = split(&replay.summarizer_usage);
     out.cost_usd.agent = config
@@ -280,6 +307,10 @@ fn replay_scores(replay: &engine::Replay, scores: &mut BTreeMap<String, f64>) {
     scores.insert(
         "compactions".into(),
         replay.events.iter().filter(|e| e.persistent).count() as f64,
+    );
+    scores.insert(
+        "futile_compactions".into(),
+        replay.futile_compactions() as f64,
     );
     scores.insert(
         "invariant_violations".into(),
@@ -360,6 +391,10 @@ async fn run_eval(
                 needle::prepare(&trace, &config, &p, summ.as_ref(), &prices, store, seed)
             })
             .await?;
+            let failed = replay_output(shared, &s.trace, &resolved, &prepared.replay);
+            if failed.error.is_some() {
+                return Ok(failed); // no model call for numbers that will not count
+            }
             let agent = shared.providers(ctx.no_cache)?.agent.clone();
             let answers = needle::ask(&prepared, agent.as_ref(), params.max_steps, &nonce).await?;
             let (scores, evidence, _) = needle::score(&prepared, &answers);
@@ -384,6 +419,10 @@ async fn run_eval(
                 drift::prepare(&trace, &config, &p, summ.as_ref(), &prices, store, seed)
             })
             .await?;
+            let failed = replay_output(shared, &s.trace, &resolved, &replay);
+            if failed.error.is_some() {
+                return Ok(failed);
+            }
             let providers = shared.providers(ctx.no_cache)?;
             let judge = if params.judge {
                 Some(providers.judge.as_deref().ok_or_else(|| {
@@ -419,6 +458,10 @@ async fn run_eval(
                 probes::prepare(&trace, &config, summ.as_ref(), &prices, store, seed)
             })
             .await?;
+            let failed = replay_output(shared, &s.trace, &resolved, &prepared.replay);
+            if failed.error.is_some() {
+                return Ok(failed);
+            }
             let providers = shared.providers(ctx.no_cache)?;
             let result =
                 probes::ask(&s.trace, &prepared, kind, providers.agent.as_ref(), &nonce).await?;

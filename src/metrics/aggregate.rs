@@ -22,7 +22,15 @@ use std::collections::{BTreeMap, HashMap};
 pub struct Obs {
     /// `Sample::pair_hash` of the unit: trace, eval, sample and repeat.
     pub key: u64,
+    /// The cluster the unit belongs to (a digest of its trace id): units of one trace are
+    /// correlated, so comparisons resample whole clusters.
+    pub cluster: u64,
     pub value: f64,
+}
+
+/// Digest of a trace id (the cluster of its units).
+fn cluster_of(trace_id: &str) -> u64 {
+    stats::sub_seed(0, trace_id)
 }
 
 /// Call `f(metric, value)` for every metric of a sample (nothing for a failed unit).
@@ -82,11 +90,16 @@ pub fn observations_with_roles<'a>(
     let mut table = observations(samples.clone());
     for s in samples {
         let key = s.pair_hash();
+        let cluster = cluster_of(&s.trace_id);
         let per_metric = table.entry(s.variant.clone()).or_default();
         for_each_role_metric(s, |metric, value| {
             let list = per_metric.entry(metric.to_string()).or_default();
             if !list.iter().any(|o| o.key == key) {
-                list.push(Obs { key, value });
+                list.push(Obs {
+                    key,
+                    cluster,
+                    value,
+                });
             }
         });
     }
@@ -106,6 +119,7 @@ pub fn observations<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> ObsTab
     let mut table: ObsTable = BTreeMap::new();
     for s in samples {
         let key = s.pair_hash();
+        let cluster = cluster_of(&s.trace_id);
         let per_metric = match table.get_mut(&s.variant) {
             Some(m) => m,
             None => table.entry(s.variant.clone()).or_default(),
@@ -115,7 +129,11 @@ pub fn observations<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> ObsTab
                 Some(l) => l,
                 None => per_metric.entry(metric.to_string()).or_default(),
             };
-            list.push(Obs { key, value });
+            list.push(Obs {
+                key,
+                cluster,
+                value,
+            });
         });
     }
     for per_metric in table.values_mut() {
@@ -166,6 +184,8 @@ pub struct Comparison {
     pub candidate: String,
     pub baseline: String,
     pub n_pairs: usize,
+    /// Distinct traces among the pairs: the independent units of evidence.
+    pub n_traces: usize,
     pub baseline_mean: f64,
     pub candidate_mean: f64,
     /// Mean of candidate − baseline over the pairs.
@@ -179,7 +199,13 @@ pub struct Comparison {
     pub p_value: Option<f64>,
     /// Set when the metric is pass/fail (every paired value is 0 or 1).
     pub mcnemar: Option<McNemar>,
-    /// p < 0.05.
+    /// Resampled by trace (some trace contributes several pairs): the p-value and CI come from
+    /// a cluster bootstrap, also for pass/fail metrics (McNemar assumes independent pairs; its
+    /// counts are still shown).
+    pub clustered: bool,
+    /// Fewer than [`stats::MIN_CLUSTERS`] traces: no verdict ("too few traces to tell").
+    pub too_few_traces: bool,
+    /// p < 0.05 with at least [`stats::MIN_CLUSTERS`] traces.
     pub significant: bool,
 }
 
@@ -195,18 +221,24 @@ pub fn compare(
     let base_by_key: HashMap<u64, f64> = base.iter().map(|o| (o.key, o.value)).collect();
     let mut b = Vec::new();
     let mut c = Vec::new();
+    let mut cluster_ids: HashMap<u64, usize> = HashMap::new();
+    let mut clusters = Vec::new();
     for o in cand {
         if let Some(&bv) = base_by_key.get(&o.key) {
             b.push(bv);
             c.push(o.value);
+            let next = cluster_ids.len();
+            clusters.push(*cluster_ids.entry(o.cluster).or_insert(next));
         }
     }
     if b.is_empty() {
         return None;
     }
+    let n_traces = cluster_ids.len();
+    let clustered = n_traces < b.len();
     let deltas: Vec<f64> = c.iter().zip(&b).map(|(c, b)| c - b).collect();
     let label = format!("{metric}\u{1f}{candidate}\u{1f}{baseline}");
-    let paired = stats::paired_delta(&deltas, stats::sub_seed(seed, &label))?;
+    let paired = stats::cluster_paired_delta(&deltas, &clusters, stats::sub_seed(seed, &label))?;
     let baseline_mean = stats::mean(&b)?;
     let candidate_mean = stats::mean(&c)?;
     let binary = b.iter().chain(&c).all(|&v| v == 0.0 || v == 1.0);
@@ -224,14 +256,16 @@ pub fn compare(
         stats::mcnemar(lost as u64, gained as u64)
     });
     let p_value = match &mcnemar {
-        Some(m) => Some(m.p_value),
-        None => paired.p_value,
+        Some(m) if !clustered => Some(m.p_value),
+        _ => paired.p_value,
     };
+    let too_few_traces = n_traces < stats::MIN_CLUSTERS;
     Some(Comparison {
         metric: metric.to_string(),
         candidate: candidate.to_string(),
         baseline: baseline.to_string(),
         n_pairs: deltas.len(),
+        n_traces,
         baseline_mean,
         candidate_mean,
         delta: paired.mean_delta,
@@ -239,7 +273,9 @@ pub fn compare(
         ci: paired.ci,
         p_value,
         mcnemar,
-        significant: p_value.is_some_and(|p| p < stats::ALPHA),
+        clustered,
+        too_few_traces,
+        significant: !too_few_traces && p_value.is_some_and(|p| p < stats::ALPHA),
     })
 }
 
@@ -350,6 +386,7 @@ mod tests {
         Sample::builder()
             .unit_id(format!("{variant}/{sample}/{repeat}"))
             .variant(variant)
+            .trace(format!("trace-{sample}")) // one trace per sample: independent units
             .sample(sample)
             .repeat(repeat)
             .score("recall", recall)
@@ -412,6 +449,67 @@ mod tests {
         assert!((c.p_value.unwrap() - 2.0 / 1024.0).abs() < 1e-12);
         assert!(c.significant);
         assert!((c.delta_pct.unwrap() + 100.0 * 10.0 / 12.0).abs() < 1e-9);
+    }
+
+    /// 8 traces × 10 units: each trace has its own effect (mean +0.55, spread ~1.1), units of a
+    /// trace differ only by a little noise. Counted as 80 independent units the shift is
+    /// "significant"; resampled by trace (8 clusters) it is not; with 3 traces there is no
+    /// verdict at all.
+    #[test]
+    fn clustered_units_are_resampled_by_trace() {
+        let effects = [2.0, -1.0, 1.5, -0.5, 1.0, 0.3, -0.8, 0.9];
+        let mk = |traces: &[f64], own_clusters: bool| -> (Vec<Obs>, Vec<Obs>) {
+            let (mut base, mut cand) = (vec![], vec![]);
+            for (t, e) in traces.iter().enumerate() {
+                for u in 0..10u64 {
+                    let key = (t as u64) * 100 + u;
+                    let cluster = if own_clusters { key } else { t as u64 };
+                    let noise = (u as f64 - 4.5) * 0.01;
+                    base.push(Obs {
+                        key,
+                        cluster,
+                        value: 1.0,
+                    });
+                    cand.push(Obs {
+                        key,
+                        cluster,
+                        value: 1.0 + e + noise,
+                    });
+                }
+            }
+            (base, cand)
+        };
+        let (b, c) = mk(&effects, true);
+        let units = compare("m", "cand", "base", &c, &b, 3).unwrap();
+        assert_eq!((units.n_pairs, units.n_traces), (80, 80));
+        assert!(!units.clustered);
+        assert!(
+            units.significant,
+            "as independent units: p = {:?}",
+            units.p_value
+        );
+
+        let (b, c) = mk(&effects, false);
+        let traces = compare("m", "cand", "base", &c, &b, 3).unwrap();
+        assert_eq!((traces.n_pairs, traces.n_traces), (80, 8));
+        assert!(traces.clustered && !traces.too_few_traces);
+        assert!(
+            traces.p_value.unwrap() > 0.05,
+            "by trace: p = {:?}",
+            traces.p_value
+        );
+        assert!(!traces.significant);
+        let ci = traces.ci.unwrap();
+        let unit_ci = units.ci.unwrap();
+        assert!(
+            ci.hi - ci.lo > 2.0 * (unit_ci.hi - unit_ci.lo),
+            "{ci:?} vs {unit_ci:?}"
+        );
+
+        // Three traces that all move the same way: no verdict, however many units.
+        let (b, c) = mk(&[1.0, 1.2, 0.9], false);
+        let few = compare("m", "cand", "base", &c, &b, 3).unwrap();
+        assert!(few.too_few_traces && !few.significant);
     }
 
     #[test]

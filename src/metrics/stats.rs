@@ -19,6 +19,13 @@ pub const BOOTSTRAP_MAX_N: usize = 2000;
 pub const ALPHA: f64 = 0.05;
 /// McNemar uses the exact binomial test when there are fewer discordant pairs than this.
 pub const MCNEMAR_EXACT_BELOW: u64 = 25;
+/// Fewest independent clusters (traces) a comparison needs before it may be called
+/// significant. Units of one trace are correlated, so the evidence is the number of traces,
+/// not of units: with k traces that all move the same way, a sign test over traces gives
+/// p = 2·0.5^k, which is below 0.05 only from k = 6 (k = 5 gives 0.0625). Below that, a cluster
+/// bootstrap has too few distinct resamples to mean anything, and the report says "too few
+/// traces to tell" instead of a verdict.
+pub const MIN_CLUSTERS: usize = 6;
 
 /// Deterministic SplitMix64 generator.
 #[derive(Clone, Debug)]
@@ -63,6 +70,8 @@ pub enum CiMethod {
     Normal,
     /// All values equal: the interval is the point.
     Degenerate,
+    /// Percentile bootstrap resampling whole clusters (traces), see [`cluster_paired_delta`].
+    ClusterBootstrap,
 }
 
 /// A 95% confidence interval.
@@ -228,6 +237,85 @@ pub fn paired_delta(deltas: &[f64], seed: u64) -> Option<PairedDelta> {
             lo: quantile(&means, ALPHA / 2.0),
             hi: quantile(&means, 1.0 - ALPHA / 2.0),
             method: CiMethod::Bootstrap,
+        }),
+        p_value: Some(p),
+    })
+}
+
+/// Paired comparison that respects clusters (a cluster bootstrap): `clusters[i]` is the
+/// cluster (trace) of pair `i`, numbered `0..k`. Each resample draws k clusters with
+/// replacement and takes the mean delta over all the pairs of the drawn clusters, so pairs of
+/// one trace move together. With one pair per cluster this is [`paired_delta`] exactly; with
+/// constant deltas the sign test runs over clusters, not pairs.
+pub fn cluster_paired_delta(deltas: &[f64], clusters: &[usize], seed: u64) -> Option<PairedDelta> {
+    let k = clusters.iter().max().map_or(0, |m| m + 1);
+    if k == deltas.len() {
+        return paired_delta(deltas, seed);
+    }
+    let m = mean(deltas)?;
+    let n = deltas.len();
+    let mut sums = vec![0.0; k];
+    let mut counts = vec![0usize; k];
+    for (&d, &c) in deltas.iter().zip(clusters) {
+        sums[c] += d;
+        counts[c] += 1;
+    }
+    let present: Vec<usize> = (0..k).filter(|&c| counts[c] > 0).collect();
+    let k = present.len();
+    if k < 2 {
+        return Some(PairedDelta {
+            n,
+            mean_delta: m,
+            ci: None,
+            p_value: None,
+        });
+    }
+    if all_equal(deltas) {
+        return Some(PairedDelta {
+            n,
+            mean_delta: m,
+            ci: Some(Ci {
+                lo: m,
+                hi: m,
+                method: CiMethod::Degenerate,
+            }),
+            p_value: Some(if m == 0.0 {
+                1.0
+            } else {
+                (2.0 * 0.5f64.powi(k.min(1100) as i32)).min(1.0)
+            }),
+        });
+    }
+    let mut rng = SplitMix64::new(seed);
+    let mut means: Vec<f64> = (0..BOOTSTRAP_ITERS)
+        .map(|_| {
+            let (mut s, mut c) = (0.0, 0usize);
+            for _ in 0..k {
+                let j = present[rng.index(k)];
+                s += sums[j];
+                c += counts[j];
+            }
+            s / c as f64
+        })
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let le = means.iter().filter(|&&x| x <= 0.0).count();
+    let ge = means.iter().filter(|&&x| x >= 0.0).count();
+    let b = means.len() as f64;
+    // A bootstrap over few clusters can look certain (two traces with the same mean give a
+    // point distribution); no test on k clusters is more certain than a sign test with all k
+    // agreeing, so that is the floor of p.
+    let floor = 2.0 * 0.5f64.powi(k.min(1100) as i32);
+    let p = (2.0 * ((le.min(ge) as f64 + 1.0) / (b + 1.0)))
+        .max(floor)
+        .min(1.0);
+    Some(PairedDelta {
+        n,
+        mean_delta: m,
+        ci: Some(Ci {
+            lo: quantile(&means, ALPHA / 2.0),
+            hi: quantile(&means, 1.0 - ALPHA / 2.0),
+            method: CiMethod::ClusterBootstrap,
         }),
         p_value: Some(p),
     })
@@ -437,6 +525,16 @@ mod tests {
             Some(1.0 / 32.0)
         );
         assert_eq!(paired_delta(&[], 0), None);
+    }
+
+    #[test]
+    fn cluster_bootstrap_with_singleton_clusters_is_the_paired_bootstrap() {
+        let d = [0.3, -0.1, 0.5, 0.2, 0.0, 0.4];
+        let ids: Vec<usize> = (0..d.len()).collect();
+        assert_eq!(cluster_paired_delta(&d, &ids, 5), paired_delta(&d, 5));
+        // Constant deltas in 3 clusters of 4: the sign test counts clusters (2·0.5^3).
+        let c = cluster_paired_delta(&[1.0; 12], &[0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2], 5);
+        assert!((c.unwrap().p_value.unwrap() - 0.25).abs() < 1e-12);
     }
 
     #[test]

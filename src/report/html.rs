@@ -290,7 +290,10 @@ fn comparison_table(out: &mut String, model: &ReportModel) {
     out.push_str(
         "<p>Δ = variant − baseline on the same trace/eval/sample/repeat; 95% paired-bootstrap CI; \
          significant at p &lt; 0.05 (McNemar for pass/fail metrics); better/WORSE by the \
-         metric's direction. Headline metrics first.</p>\n",
+         metric's direction. Headline metrics first. Units of one trace are not independent: \
+         when a trace gives several pairs, the CI and p resample whole traces (cluster \
+         bootstrap), and with fewer than 6 traces there is no verdict (&ldquo;too few traces to \
+         tell&rdquo;).</p>\n",
     );
     let (rows, dropped) = headline::ordered(&model.comparisons, &model.headline);
     Html.write_table(out, &sections::comparison(&rows, "variant mean"));

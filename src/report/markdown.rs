@@ -254,7 +254,10 @@ fn write_comparison(
     out.push_str(
         "Δ = candidate − baseline on the same trace/eval/sample/repeat; 95% paired-bootstrap \
          CI; significance at p < 0.05 (McNemar for pass/fail metrics); better/WORSE by the \
-         metric's direction. Headline metrics first.\n\n",
+         metric's direction. Headline metrics first. Units of one trace are not independent: \
+         when a trace gives several pairs, the CI and p resample whole traces (cluster \
+         bootstrap), and with fewer than 6 traces there is no verdict (\"too few traces to \
+         tell\").\n\n",
     );
     Markdown.write_table(out, &sections::comparison(&rows, candidate));
     if dropped > 0 {
@@ -283,7 +286,11 @@ pub fn render_compare(
         code(&candidate.run_id, 120),
         code(&baseline.run_id, 120)
     );
-    out.push_str("The candidate run's variants against the same variants of the baseline run.\n\n");
+    out.push_str(
+        "Δ = candidate − baseline for the same variant, paired by trace/eval/sample/repeat; \
+         95% paired-bootstrap CI (by trace when a trace gives several pairs); significance at \
+         p < 0.05 (McNemar for pass/fail metrics) with at least 6 traces.\n\n",
+    );
     if comparisons.is_empty() {
         out.push_str("The runs share no variant and unit.\n\n");
     } else {

@@ -202,6 +202,7 @@ impl ReportModel {
                  as `unknown`, never $0 (add the model to the suite's pricing overrides)"
             ));
         }
+        notes.extend(health_notes(&samples));
         let mut pass_k = aggregate::pass_k(&samples);
         pass_k.sort_by(|a, b| {
             (rank.get(a.variant.as_str()), &a.eval, a.k).cmp(&(
@@ -264,6 +265,42 @@ impl ReportModel {
 // The number formatters live in `metrics::format` (a leaf, so the gate can word its verdicts
 // with them without importing the report); re-exported here for the writers.
 pub use crate::metrics::format::{fmt_ci, fmt_delta, fmt_num, fmt_p};
+
+/// Flags for units whose numbers a broken or useless compaction shaped: successful units that
+/// recorded failed summaries (`[engine] on_summary_error = "record"`) and futile compactions.
+fn health_notes(samples: &[Sample]) -> Vec<String> {
+    let mut flagged: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
+    let mut futile: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
+    for s in samples.iter().filter(|s| s.error.is_none()) {
+        if let Some(&n) = s.scores.get("summary_failures").filter(|n| **n > 0.0) {
+            let e = flagged.entry(s.variant.as_str()).or_default();
+            e.0 += 1;
+            e.1 += n as u64;
+        }
+        if s.eval == "replay" {
+            if let Some(&n) = s.compactions.get("futile").filter(|n| **n > 0) {
+                let e = futile.entry(s.variant.as_str()).or_default();
+                e.0 += 1;
+                e.1 += n;
+            }
+        }
+    }
+    let mut notes = Vec::new();
+    for (v, (units, n)) in flagged {
+        notes.push(format!(
+            "FLAGGED: variant `{v}`: {units} unit(s) succeeded although {n} summaries failed \
+             (`on_summary_error = \"record\"`); their tokens, cost and scores are not those of a \
+             working summarizer (see `summary_failures` in samples.jsonl)"
+        ));
+    }
+    for (v, (units, n)) in futile {
+        notes.push(format!(
+            "variant `{v}`: {n} futile compaction(s) on {units} trace(s) (removed no message or \
+             left the request no smaller; `futile` in the timeline)"
+        ));
+    }
+    notes
+}
 
 #[cfg(test)]
 mod tests {

@@ -56,6 +56,12 @@ pub fn summary_of(model: &ReportModel, metrics: &[&str], id: &'static str) -> Ta
 
 /// Which test decided a comparison's significance.
 pub fn test_name(c: &Comparison) -> &'static str {
+    if c.clustered {
+        return match c.ci.map(|ci| ci.method) {
+            Some(CiMethod::Degenerate) => "sign test by trace (constant Δ)",
+            _ => "cluster bootstrap (by trace)",
+        };
+    }
     match (&c.mcnemar, c.ci.map(|ci| ci.method)) {
         (Some(m), _) if m.exact => "McNemar (exact)",
         (Some(_), _) => "McNemar (χ²)",
@@ -74,6 +80,7 @@ pub fn comparison(comparisons: &[Comparison], candidate: &str) -> Table {
             Column::text("variant"),
             Column::text("metric"),
             Column::num("pairs"),
+            Column::num("traces"),
             Column::num("baseline"),
             Column::num(candidate),
             Column::num("Δ (Δ%)"),
@@ -88,6 +95,7 @@ pub fn comparison(comparisons: &[Comparison], candidate: &str) -> Table {
             Cell::text(&c.candidate),
             Cell::text(&c.metric),
             Cell::Int(c.n_pairs as u64),
+            Cell::Int(c.n_traces as u64),
             Cell::Num(c.baseline_mean),
             Cell::Num(c.candidate_mean),
             Cell::Delta {
@@ -97,11 +105,15 @@ pub fn comparison(comparisons: &[Comparison], candidate: &str) -> Table {
             Cell::Ci(c.ci),
             Cell::P(c.p_value),
             Cell::text(test_name(c)),
-            match headline::effect(c) {
-                Effect::Better => Cell::Good("yes, better".into()),
-                Effect::Worse => Cell::Alert("yes, WORSE".into()),
-                Effect::Changed => Cell::Strong("yes".into()),
-                Effect::NotSignificant | Effect::Same => Cell::text("no"),
+            if c.too_few_traces {
+                Cell::text("too few traces to tell")
+            } else {
+                match headline::effect(c) {
+                    Effect::Better => Cell::Good("yes, better".into()),
+                    Effect::Worse => Cell::Alert("yes, WORSE".into()),
+                    Effect::Changed => Cell::Strong("yes".into()),
+                    Effect::NotSignificant | Effect::Same => Cell::text("no"),
+                }
             },
         ]);
     }

@@ -1,6 +1,8 @@
 //! `--resume RUN_DIR`: continue a run in place. The suite and traces must be the ones the run
 //! started with (same digests); units whose ids already have a sample in `samples.jsonl` are
-//! skipped (failed ones too: a failure is a result); a torn last line from a killed run is cut.
+//! skipped (failed ones too: a failure is a result, unless `--retry-failed` asks to run them
+//! again: their samples are then removed from `samples.jsonl` before the run continues); a torn
+//! last line from a killed run is cut.
 
 use super::manifest::RunManifest;
 use super::shard::Shard;
@@ -21,7 +23,12 @@ pub struct Resumed {
 
 /// Open `dir` for resuming a run of a suite with digest `suite_digest`. `shard` is what the
 /// command line asked for (None = whatever the run used).
-pub fn open(dir: &Path, suite_digest: &str, shard: Option<Shard>) -> anyhow::Result<Resumed> {
+pub fn open(
+    dir: &Path,
+    suite_digest: &str,
+    shard: Option<Shard>,
+    retry_failed: bool,
+) -> anyhow::Result<Resumed> {
     let run_dir = RunDir::new(dir);
     let manifest: RunManifest = run_dir
         .read_run_json()
@@ -54,6 +61,14 @@ pub fn open(dir: &Path, suite_digest: &str, shard: Option<Shard>) -> anyhow::Res
         ))
         .into());
     }
+    if retry_failed {
+        drop_failed(&run_dir).map_err(|e| {
+            UsageError(format!(
+                "cannot drop the failed units of {}: {e}",
+                run_dir.samples_jsonl().display()
+            ))
+        })?;
+    }
     let (journal, samples, torn) = run_dir
         .resume_journal()
         .map_err(|e| UsageError(e.to_string()))?;
@@ -63,6 +78,36 @@ pub fn open(dir: &Path, suite_digest: &str, shard: Option<Shard>) -> anyhow::Res
         samples,
         torn,
     })
+}
+
+/// Rewrite `samples.jsonl` without the samples of failed units (atomically: a temporary file
+/// renamed over it), so they are planned again. Lines that do not parse stay for the journal
+/// reader to judge (a torn last line is cut there).
+fn drop_failed(run_dir: &RunDir) -> std::io::Result<usize> {
+    let path = run_dir.samples_jsonl();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let mut kept = String::with_capacity(text.len());
+    let mut dropped = 0;
+    for line in text.split_inclusive('\n') {
+        let failed = serde_json::from_str::<Sample>(line.trim_end())
+            .map(|s| s.error.is_some())
+            .unwrap_or(false);
+        if failed {
+            dropped += 1;
+        } else {
+            kept.push_str(line);
+        }
+    }
+    if dropped > 0 {
+        let tmp = path.with_extension("jsonl.retry-tmp");
+        std::fs::write(&tmp, kept)?;
+        std::fs::rename(&tmp, &path)?;
+    }
+    Ok(dropped)
 }
 
 /// Ids that already have a sample.

@@ -43,6 +43,8 @@ pub struct RunOptions {
     pub show_progress: bool,
     /// Recorded in run.json (`default`, `synthetic`).
     pub executor: String,
+    /// With `resume`: run the failed units again (their old samples are dropped).
+    pub retry_failed: bool,
 }
 
 /// A trace id and, when the loader keeps it, the imported trace.
@@ -273,7 +275,7 @@ pub fn open_run(
 
     let (run_dir, journal, previous, mut manifest, shard) = match &opts.resume {
         Some(dir) => {
-            let r = resume::open(dir, &suite.digest, opts.shard)?;
+            let r = resume::open(dir, &suite.digest, opts.shard, opts.retry_failed)?;
             let mut a = r.manifest.traces.clone();
             let mut b = trace_digests.clone();
             a.sort();
