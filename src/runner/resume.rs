@@ -4,6 +4,7 @@
 
 use super::manifest::RunManifest;
 use super::shard::Shard;
+use crate::config::Overrides;
 use crate::error::UsageError;
 use crate::record::{Journal, RunDir, Sample, TornLine};
 use std::collections::HashSet;
@@ -19,13 +20,30 @@ pub struct Resumed {
     pub torn: Option<TornLine>,
 }
 
-/// Open `dir` for resuming a run of a suite with digest `suite_digest`. `shard` is what the
+/// Open `dir` for resuming a run of a suite with digest `suite_digest`, made with the same
+/// command-line `overrides`. `shard` is what the
 /// command line asked for (None = whatever the run used).
-pub fn open(dir: &Path, suite_digest: &str, shard: Option<Shard>) -> anyhow::Result<Resumed> {
+pub fn open(
+    dir: &Path,
+    suite_digest: &str,
+    overrides: &Overrides,
+    shard: Option<Shard>,
+) -> anyhow::Result<Resumed> {
     let run_dir = RunDir::new(dir);
     let manifest: RunManifest = run_dir
         .read_run_json()
         .map_err(|e| UsageError(e.to_string()))?;
+    if &manifest.overrides != overrides {
+        let show = |o: &Overrides| serde_json::to_string(o).unwrap_or_default();
+        return Err(UsageError(format!(
+            "cannot resume {}: it was started with other command-line overrides ({} then, {} now); \
+             resume with the same --set/--variant/--trace/--eval/--limit flags",
+            dir.display(),
+            show(&manifest.overrides),
+            show(overrides)
+        ))
+        .into());
+    }
     if manifest.suite_digest != suite_digest {
         return Err(UsageError(format!(
             "cannot resume {}: the suite changed since the run started (digest {} then, {} now); start a new run instead",
