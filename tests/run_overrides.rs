@@ -162,3 +162,25 @@ fn overrides_are_recorded_and_resume_refuses_others() {
     let lines = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
     assert_eq!(lines.lines().count(), 9);
 }
+
+#[test]
+fn output_is_a_directory_on_every_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let html = tmp.path().join("out.html").display().to_string();
+    for args in [
+        vec!["run", "evals/quickstart.toml", "-o", &html],
+        vec!["merge", "reports/a", "-o", &html],
+        vec!["report", "reports/a", "-o", &html],
+        vec!["compare", "reports/a", "reports/b", "--output", &html],
+        vec!["import", "datasets/claude-code", "-o", &html],
+    ] {
+        let out = ctxbench().current_dir(root()).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("looks like a .html file name"),
+            "{args:?}: {err}"
+        );
+        assert!(!tmp.path().join("out.html").exists(), "{args:?}");
+    }
+}

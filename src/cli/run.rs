@@ -243,7 +243,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         shard: args.shard,
         max_cost_usd: args.max_cost_usd,
         run_id: args.run_id.clone(),
-        output: args.output.clone(),
+        output: args.output.as_deref().map(super::output_dir).transpose()?,
         no_cache: args.no_cache,
         jobs: args.jobs.map(|j| j as usize),
         show_progress: crate::output::stdout_is_tty() && !args.quiet,
