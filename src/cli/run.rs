@@ -85,8 +85,7 @@ pub struct Args {
     #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: Option<u32>,
 
-    /// No progress and no summary; print only the run directory. Without it, progress goes to
-    /// stderr: a bar on a terminal, else a line every 5 s (`CTXBENCH_PROGRESS_SECS`)
+    /// No progress bar and no summary; print only the run directory
     #[arg(long, short = 'q')]
     pub quiet: bool,
 
@@ -247,7 +246,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         output: args.output.as_deref().map(super::output_dir).transpose()?,
         no_cache: args.no_cache,
         jobs: args.jobs.map(|j| j as usize),
-        show_progress: !args.quiet,
+        show_progress: crate::output::stdout_is_tty() && !args.quiet,
         executor: if synthetic.is_some() {
             args.executor.clone()
         } else {

@@ -40,7 +40,6 @@ pub struct RunOptions {
     pub no_cache: bool,
     /// Overrides `suite.concurrency`.
     pub jobs: Option<usize>,
-    /// Show progress on stderr (false with `--quiet`): a bar on a terminal, else lines.
     pub show_progress: bool,
     /// Recorded in run.json (`default`, `synthetic`).
     pub executor: String,

@@ -1,7 +1,6 @@
 //! `ctxbench run` overrides and selection as processes: `--dry-run` plans every bundled suite
 //! under evals/ and exits 0 without writing anything; `--set`/`--variant`/`--trace`/`--eval`/
-//! `--limit` shape the plan, are recorded in run.json, and `--resume` refuses other ones;
-//! `-o` names a directory on every command; progress lines without a terminal, none with `-q`.
+//! `--limit` shape the plan, are recorded in run.json, and `--resume` refuses other ones.
 
 #![cfg(unix)]
 
@@ -184,46 +183,4 @@ fn output_is_a_directory_on_every_command() {
         );
         assert!(!tmp.path().join("out.html").exists(), "{args:?}");
     }
-}
-
-#[test]
-fn progress_lines_without_a_terminal_and_none_when_quiet() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out_dir = tmp.path().display().to_string();
-    let run = |extra: &[&str]| {
-        let mut a = vec![
-            "run",
-            "evals/quickstart.toml",
-            "--executor",
-            "synthetic:delay_ms=40",
-            "-j",
-            "2",
-            "-o",
-            &out_dir,
-            "--eval",
-            "replay",
-        ];
-        a.extend_from_slice(extra);
-        ctxbench()
-            .current_dir(root())
-            .env("CTXBENCH_PROGRESS_SECS", "0.05")
-            .args(a)
-            .output()
-            .unwrap()
-    };
-    let out = run(&["--run-id", "loud"]);
-    assert!(out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("progress ")).collect();
-    assert!(lines.len() >= 2, "{err}");
-    assert!(lines.iter().any(|l| l.contains("ETA")), "{err}");
-    let last = lines.last().unwrap();
-    assert!(last.starts_with("progress 9/9 units · 0 errors ·"), "{err}");
-    let quiet = run(&["--run-id", "quiet", "-q"]);
-    assert!(quiet.status.success());
-    assert!(
-        !String::from_utf8_lossy(&quiet.stderr).contains("progress"),
-        "{}",
-        String::from_utf8_lossy(&quiet.stderr)
-    );
 }
