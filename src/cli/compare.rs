@@ -25,7 +25,7 @@ pub struct Args {
     #[arg(value_name = "RUN_B")]
     pub run_b: PathBuf,
     /// Directory for compare.md and compare.json [default: RUN_B]
-    #[arg(long, value_name = "DIR")]
+    #[arg(long = "output", short = 'o', alias = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
 
@@ -39,6 +39,7 @@ struct CompareDoc<'a> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let out = super::output_dir(args.out.as_deref().unwrap_or(&args.run_b))?;
     let a = RunDir::new(&args.run_a)
         .read()
         .map_err(|e| UsageError(e.to_string()))?;
@@ -104,7 +105,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for n in &notes {
         println!("note: {n}");
     }
-    let out = args.out.unwrap_or_else(|| args.run_b.clone());
     std::fs::create_dir_all(&out)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
     let md = markdown::render_compare(&a.info, &b.info, &comparisons, &head, &notes);

@@ -51,7 +51,7 @@ pub struct Args {
     #[arg(required = true, value_name = "IN")]
     pub inputs: Vec<PathBuf>,
     /// Output directory (created if missing); one <trace id>.jsonl per trace
-    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    #[arg(short = 'o', long = "output", alias = "out", value_name = "DIR")]
     pub out: PathBuf,
     /// Read every input as this format instead of detecting it
     #[arg(long, value_name = "FORMAT", value_parser = format_parser())]
@@ -157,6 +157,7 @@ pub fn summary(imported: &Imported, dir: &Path) -> String {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    super::output_dir(&args.out)?;
     let imported = import_paths(&args.inputs, args.from, args.skip_invalid)?;
     write_each(&args.out, &imported.traces)?;
     print!("{}", summary(&imported, &args.out));

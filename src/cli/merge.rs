@@ -22,11 +22,12 @@ pub struct Args {
     #[arg(value_name = "RUN_DIR", required = true, num_args = 1..)]
     pub runs: Vec<PathBuf>,
     /// New run directory to write (must not exist, or be empty)
-    #[arg(long, short = 'o', value_name = "OUT")]
+    #[arg(long, short = 'o', value_name = "DIR")]
     pub output: PathBuf,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    super::output_dir(&args.output)?;
     let merged = crate::runner::merge::merge(&args.runs, &args.output)?;
     let m = &merged.manifest;
     println!(

@@ -80,6 +80,41 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// File-name extensions `-o/--output` refuses: it always names a directory (see
+/// [`output_dir`]).
+const FILE_EXTENSIONS: [&str; 12] = [
+    "html", "htm", "md", "json", "jsonl", "csv", "xml", "txt", "png", "svg", "toml", "pdf",
+];
+
+/// The one output convention: `-o/--output DIR` names a directory on every command (created
+/// when missing); files inside it have fixed names. A path that is an existing file, or that
+/// ends in a file extension (`out.html`, `results.csv`), is a usage error rather than a
+/// directory silently named like a file. Single files are written by their own flags
+/// (`gate --junit PATH`).
+pub fn output_dir(path: &std::path::Path) -> Result<std::path::PathBuf, UsageError> {
+    if path.exists() && !path.is_dir() {
+        return Err(UsageError(format!(
+            "-o/--output {}: is a file; -o names a directory (files inside it have fixed names)",
+            path.display()
+        )));
+    }
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    if let Some(ext) = ext.filter(|e| FILE_EXTENSIONS.contains(&e.as_str())) {
+        if !path.is_dir() {
+            return Err(UsageError(format!(
+                "-o/--output {}: looks like a .{ext} file name; -o names a directory and the files \
+                 inside it have fixed names (e.g. -o {})",
+                path.display(),
+                path.with_extension("").display()
+            )));
+        }
+    }
+    Ok(path.to_path_buf())
+}
+
 /// Map an error to the documented exit code by looking for known input-error types in its chain.
 pub fn exit_code_for(err: &anyhow::Error) -> u8 {
     for cause in err.chain() {
@@ -115,5 +150,21 @@ mod tests {
         assert_eq!(exit_code_for(&runtime), EXIT_FAILURE);
         let usage = anyhow::Error::from(UsageError("bad flag".into()));
         assert_eq!(exit_code_for(&usage), EXIT_USAGE);
+    }
+
+    #[test]
+    fn output_names_a_directory_never_a_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(output_dir(&tmp.path().join("out")).is_ok());
+        assert!(output_dir(&tmp.path().join("run.v2")).is_ok());
+        let e = output_dir(&tmp.path().join("out.html")).unwrap_err();
+        assert!(e.0.contains("looks like a .html file name"), "{e}");
+        let file = tmp.path().join("plain");
+        std::fs::write(&file, "x").unwrap();
+        assert!(output_dir(&file).unwrap_err().0.contains("is a file"));
+        // An existing directory is fine whatever its name.
+        let d = tmp.path().join("d.json");
+        std::fs::create_dir(&d).unwrap();
+        assert!(output_dir(&d).is_ok());
     }
 }

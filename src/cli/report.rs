@@ -15,7 +15,7 @@ pub struct Args {
     #[arg(value_name = "RUN_DIR")]
     pub run_dir: PathBuf,
     /// Write the report files here instead of into RUN_DIR
-    #[arg(long, value_name = "DIR")]
+    #[arg(long = "output", short = 'o', alias = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Do not draw PNG plots (SVG plots are always drawn: the HTML report embeds them)
     #[arg(long)]
@@ -23,6 +23,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let out = super::output_dir(args.out.as_deref().unwrap_or(&args.run_dir))?;
     let run_dir = RunDir::new(&args.run_dir);
     let run = run_dir.read().map_err(|e| UsageError(e.to_string()))?;
     if let Some(t) = &run.torn {
@@ -33,7 +34,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             t.bytes
         );
     }
-    let out = args.out.unwrap_or_else(|| args.run_dir.clone());
     std::fs::create_dir_all(&out)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
     let model = ReportModel::build(&run.info, run.samples);

@@ -1,8 +1,8 @@
 //! `ctxbench run`: see its `--help`.
 
 use crate::cli::{UsageError, EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED};
-use crate::config::LoadedSuite;
-use crate::runner::manifest::RunStatus;
+use crate::config::{LoadedSuite, Overrides};
+use crate::runner::manifest::{RunManifest, RunStatus};
 use crate::runner::progress::human_tokens;
 use crate::runner::session::{self, ImportLoader, RunOptions, TraceLoader};
 use crate::runner::synthetic::{SyntheticExecutor, SyntheticLoader};
@@ -33,8 +33,20 @@ the same run, skipping finished units.
 Exit codes: 0 ok · 1 failed units with `fail_on_errors = true`, or stopped by the budget, or a
 runtime error · 2 bad suite, traces or arguments · 130 interrupted · 143 terminated (SIGTERM).
 
+Overrides and selection (recorded in run.json under `overrides` and in the suite digest, so
+`--resume` and `merge` refuse a run made with other ones; `--resume` without them reuses the
+recorded ones). A `--set` KEY goes to `[engine.base]`, `variant.NAME.KEY` to
+`[engine.variants.NAME]`, and a key starting with a suite section (`suite.`, `evals.`, …) to
+that key; VALUE is a TOML value. Merged with the same rule as the suite's variants.
+
 Examples:
   ctxbench run evals/quickstart.toml
+  ctxbench run evals/quickstart.toml --dry-run
+  ctxbench run evals/quickstart.toml --set window=30000
+  ctxbench run evals/quickstart.toml --set variant.aggressive.summarize.trigger.fraction=0.3
+  ctxbench run evals/quickstart.toml --set evals.needle.depths=[0.5]
+  ctxbench run evals/quickstart.toml --variant baseline --variant aggressive
+  ctxbench run evals/quickstart.toml --trace 'astropy*' --eval needle --limit 1
   ctxbench run suite.toml --max-cost-usd 5 --run-id nightly
   ctxbench run suite.toml --resume reports/nightly
   ctxbench run suite.toml --resume reports/nightly --retry-failed
@@ -94,6 +106,32 @@ pub struct Args {
     /// No progress bar and no summary; print only the run directory
     #[arg(long, short = 'q')]
     pub quiet: bool,
+
+    /// Override a suite key, e.g. `--set window=30000`, `--set variant.NAME.KEY=V`,
+    /// `--set suite.repeats=3` (repeatable; later ones win)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+
+    /// Run only this variant (repeatable), e.g. `--variant baseline --variant aggressive`;
+    /// without the suite's baseline, the first one named is this run's baseline
+    #[arg(long = "variant", value_name = "NAME")]
+    pub variants: Vec<String>,
+
+    /// Run only traces whose id matches this glob (repeatable), e.g. `--trace 'astropy*'`
+    #[arg(long = "trace", value_name = "GLOB")]
+    pub traces: Vec<String>,
+
+    /// Run only this eval (repeatable): replay, invariants, needle, drift, probes
+    #[arg(long = "eval", value_name = "NAME")]
+    pub evals: Vec<String>,
+
+    /// Run only the first N traces (by id, after `--trace`), e.g. `--limit 2`
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: Option<u64>,
+
+    /// Print the plan (units per trace × variant × eval) and exit 0 without running anything
+    #[arg(long)]
+    pub dry_run: bool,
 
     /// Which executor runs units: `default`, or `synthetic[:delay_ms=N,fail_every=K]`
     /// (deterministic, no model calls; for testing the runner itself)
@@ -161,11 +199,90 @@ fn write_reports(run_dir: &std::path::Path) -> anyhow::Result<String> {
     Ok(out)
 }
 
+/// The overrides of this invocation; `--resume` without any reuses the run's recorded ones.
+fn overrides(args: &Args) -> anyhow::Result<Overrides> {
+    let o = Overrides {
+        sets: args.sets.clone(),
+        variants: args.variants.clone(),
+        traces: args.traces.clone(),
+        evals: args.evals.clone(),
+        limit: args.limit.map(|n| n as usize),
+    };
+    match &args.resume {
+        Some(dir) if o.is_empty() => {
+            let m: RunManifest = crate::record::RunDir::new(dir)
+                .read_run_json()
+                .map_err(|e| UsageError(e.to_string()))?;
+            Ok(m.overrides)
+        }
+        _ => Ok(o),
+    }
+}
+
+/// `--dry-run`: what the run would execute, per eval, trace and variant.
+pub fn plan_text(suite: &LoadedSuite, plan: &Plan, skipped: usize) -> String {
+    use std::collections::BTreeMap;
+    let mut per_eval: BTreeMap<&str, (std::collections::BTreeSet<&str>, usize)> = BTreeMap::new();
+    for u in &plan.units {
+        let e = per_eval.entry(u.eval.as_str()).or_default();
+        e.0.insert(u.sample.as_str());
+        e.1 += 1;
+    }
+    let repeats = suite.suite.suite.repeats;
+    let mut out = format!(
+        "plan     {}: {} trace(s) × {} variant(s) × {} eval sample(s) × {} repeat(s) = {} units\n",
+        suite.suite.suite.name,
+        plan.traces.len(),
+        plan.variants.len(),
+        per_eval.values().map(|(s, _)| s.len()).sum::<usize>(),
+        repeats,
+        plan.units.len()
+    );
+    out.push_str("variants ");
+    let names: Vec<String> = plan
+        .variants
+        .iter()
+        .map(|v| {
+            if v.name == plan.baseline {
+                format!("{} (baseline)", v.name)
+            } else {
+                v.name.clone()
+            }
+        })
+        .collect();
+    out.push_str(&names.join(", "));
+    out.push('\n');
+    out.push_str("eval         samples  units/trace×variant  units\n");
+    for (eval, (samples, units)) in &per_eval {
+        out.push_str(&format!(
+            "{eval:<12} {:>7}  {:>19}  {units:>5}\n",
+            samples.len(),
+            samples.len() * repeats as usize
+        ));
+    }
+    out.push_str("traces\n");
+    for t in &plan.traces {
+        out.push_str(&format!("  {}  ({})\n", t.id, t.file));
+    }
+    if skipped > 0 {
+        out.push_str(&format!(
+            "skipped  {skipped} trace file(s) that did not load\n"
+        ));
+    }
+    if !suite.overrides.is_empty() {
+        out.push_str(&format!(
+            "overrides {}\n",
+            serde_json::to_string(&suite.overrides).unwrap_or_default()
+        ));
+    }
+    out
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let suite = LoadedSuite::load(&args.suite)?;
     if let (true, Some(dir)) = (args.repair, &args.resume) {
         super::repair::repair(dir)?;
     }
+    let suite = LoadedSuite::load_with(&args.suite, &overrides(&args)?)?;
     let (kind, spec) = args
         .executor
         .split_once(':')
@@ -192,7 +309,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         shard: args.shard,
         max_cost_usd: args.max_cost_usd,
         run_id: args.run_id.clone(),
-        output: args.output.clone(),
+        output: args.output.as_deref().map(super::output_dir).transpose()?,
         no_cache: args.no_cache,
         jobs: args.jobs.map(|j| j as usize),
         show_progress: crate::output::stdout_is_tty() && !args.quiet,
@@ -206,6 +323,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Plan and build the executor before anything is written, so a suite this build cannot
     // run leaves no run directory behind.
     let planned = session::plan_run(&suite, loader)?;
+    if args.dry_run {
+        print!(
+            "{}",
+            plan_text(&suite, &planned.plan, planned.skipped.len())
+        );
+        return Ok(ExitCode::from(EXIT_OK));
+    }
     let exec: Arc<dyn UnitExecutor> = match synthetic {
         Some(s) => Arc::new(s),
         None => {

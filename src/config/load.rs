@@ -3,9 +3,11 @@
 //! that turn a key path into `file:line`.
 
 use super::keys::unknown_keys;
+use super::overrides::{apply_sets, select_evals, trace_matcher, Overrides};
 use super::suite::{schema, PromptFile, ProviderRole, Suite, Variant};
 use super::typed::RoleProvider;
 use super::{ConfigError, SourceMap};
+use crate::confcore::did_you_mean;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,20 +29,41 @@ pub struct LoadedSuite {
     pub prompt_files: Vec<PromptFile>,
     /// Every provider role, typed (see [`LoadedSuite::provider`]).
     pub providers: BTreeMap<ProviderRole, RoleProvider>,
+    /// What the command line changed (`--set`, `--variant`, `--trace`, `--eval`, `--limit`);
+    /// already applied to `suite`, `variants` and `digest`.
+    pub overrides: Overrides,
+    /// `--trace` globs, compiled (the plan keeps only trace ids they match).
+    pub trace_filter: Option<globset::GlobSet>,
 }
 
 impl LoadedSuite {
     /// Read, parse and validate a suite file.
     pub fn load(path: &Path) -> Result<LoadedSuite, ConfigError> {
+        Self::load_with(path, &Overrides::default())
+    }
+
+    /// [`LoadedSuite::load`] with command-line overrides applied (see [`super::overrides`]).
+    pub fn load_with(path: &Path, overrides: &Overrides) -> Result<LoadedSuite, ConfigError> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError::new(&file, 0, format!("cannot read suite file: {e}")))?;
-        Self::from_str(&text, path)
+        Self::from_str_with(&text, path, overrides)
     }
 
     /// Parse and validate suite text as if read from `path` (used for relative paths and
     /// messages).
     pub fn from_str(text: &str, path: &Path) -> Result<LoadedSuite, ConfigError> {
+        Self::from_str_with(text, path, &Overrides::default())
+    }
+
+    /// [`LoadedSuite::from_str`] with command-line overrides: `--set` and `--eval`/`--limit`
+    /// change the typed suite before it is digested and typed further; `--variant` filters the
+    /// expanded variants; a non-empty selection is folded into the digest.
+    pub fn from_str_with(
+        text: &str,
+        path: &Path,
+        overrides: &Overrides,
+    ) -> Result<LoadedSuite, ConfigError> {
         let file = path.display().to_string();
         let (source, doc) = SourceMap::parse(text).map_err(|e| toml_error(&file, text, &e))?;
 
@@ -68,14 +91,26 @@ impl LoadedSuite {
             return Err(e);
         }
 
-        let suite = deserialize_suite(text, &file, &source)?;
+        let mut suite = deserialize_suite(text, &file, &source)?;
+        apply_sets(&mut suite, &overrides.sets)?;
+        select_evals(&mut suite, &overrides.evals)?;
+        if let Some(n) = overrides.limit {
+            suite.traces.limit = Some(suite.traces.limit.map_or(n, |l| l.min(n)));
+        }
+        let trace_filter = trace_matcher(&overrides.traces)?;
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
         let digest = {
             let json = serde_json::to_vec(&suite).expect("suite serializes");
-            hex::encode(Sha256::digest(&json))
+            let mut digest = hex::encode(Sha256::digest(&json));
+            // Unchanged for a suite as written; a selection makes it another run's digest.
+            if overrides.has_selection() {
+                let sel = serde_json::to_vec(overrides).expect("overrides serialize");
+                digest = hex::encode(Sha256::digest([digest.as_bytes(), &sel].concat()));
+            }
+            digest
         };
         let mut loaded = LoadedSuite {
             suite,
@@ -87,12 +122,15 @@ impl LoadedSuite {
             baseline: String::new(),
             prompt_files: Vec::new(),
             providers: BTreeMap::new(),
+            overrides: overrides.clone(),
+            trace_filter,
         };
         loaded.validate()?;
         loaded.prompt_files = loaded.collect_prompt_files()?;
         loaded.type_providers()?;
         loaded.variants = loaded.expand_variants()?;
         loaded.baseline = loaded.pick_baseline()?;
+        loaded.select_variants(&overrides.variants)?;
         loaded.type_variants()?;
         Ok(loaded)
     }
@@ -178,6 +216,33 @@ impl LoadedSuite {
     /// Where run directories go (`suite.output_dir`, relative to the suite file).
     pub fn output_dir(&self) -> PathBuf {
         self.resolve(&self.suite.suite.output_dir)
+    }
+
+    /// Keep only the variants `--variant` names; when the baseline is not among them, the
+    /// first one named becomes this run's baseline (reports compare against it).
+    fn select_variants(&mut self, names: &[String]) -> Result<(), ConfigError> {
+        if names.is_empty() {
+            return Ok(());
+        }
+        for n in names {
+            if !self.variants.iter().any(|v| &v.name == n) {
+                let all: Vec<&str> = self.variants.iter().map(|v| v.name.as_str()).collect();
+                return Err(ConfigError::new(
+                    "--variant",
+                    0,
+                    format!(
+                        "the suite has no variant `{n}`{}; variants: {}",
+                        did_you_mean(n, all.iter().copied()),
+                        all.join(", ")
+                    ),
+                ));
+            }
+        }
+        self.variants.retain(|v| names.contains(&v.name));
+        if !names.contains(&self.baseline) {
+            self.baseline = names[0].clone();
+        }
+        Ok(())
     }
 
     /// Variants in stable order: the baseline first, then the others as defined.

@@ -3,6 +3,7 @@
 //! - [`suite`]: the `suite.toml` types (and the JSON Schema generated from them).
 //! - [`load`]: [`LoadedSuite`], a parsed suite with typed engine variants and provider roles.
 //! - [`validate`]: checks the types cannot express; prompt files.
+//! - [`overrides`]: `--set` and the `--variant`/`--trace`/`--eval`/`--limit` selection.
 //! - [`variants`]: `[engine.base]` + variants / grid, merged by [`crate::confcore::merge`].
 //! - [`discover`]: `traces.paths` expanded into trace files.
 //! - [`source`]: a map from TOML key paths to line numbers, built from `toml`'s spans, so any
@@ -13,6 +14,7 @@
 pub mod discover;
 pub mod keys;
 pub mod load;
+pub mod overrides;
 pub mod source;
 pub mod suite;
 #[cfg(test)]
@@ -22,6 +24,7 @@ pub mod validate;
 pub mod variants;
 
 pub use load::LoadedSuite;
+pub use overrides::Overrides;
 pub use source::SourceMap;
 pub use suite::{Suite, Variant};
 

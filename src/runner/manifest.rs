@@ -114,6 +114,10 @@ pub struct RunManifest {
     pub suite_file: String,
     /// sha256 of the suite's canonical JSON: runs (and shards) of the same suite share it.
     pub suite_digest: String,
+    /// What the command line changed in the suite (`--set`, `--variant`, `--trace`, `--eval`,
+    /// `--limit`); part of `suite_digest`.
+    #[serde(default, skip_serializing_if = "crate::config::Overrides::is_empty")]
+    pub overrides: crate::config::Overrides,
     /// Variant name → what it changes in `engine.base`.
     pub variant_overrides: BTreeMap<String, serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -199,7 +199,7 @@ pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
 pub struct PlanError(pub String);
 
 /// Build the full plan. `traces` may come in any order; they are sorted by id, duplicates are
-/// an error, and `traces.limit` keeps the first N.
+/// an error, `--trace` globs filter them, and `traces.limit` keeps the first N.
 pub fn build(suite: &LoadedSuite, mut traces: Vec<TraceEntry>) -> Result<Plan, PlanError> {
     traces.sort_by(|a, b| a.id.cmp(&b.id).then_with(|| a.file.cmp(&b.file)));
     for w in traces.windows(2) {
@@ -207,6 +207,16 @@ pub fn build(suite: &LoadedSuite, mut traces: Vec<TraceEntry>) -> Result<Plan, P
             return Err(PlanError(format!(
                 "trace id `{}` comes from two inputs ({} and {}); each trace must have a unique id",
                 w[0].id, w[0].file, w[1].file
+            )));
+        }
+    }
+    if let Some(filter) = &suite.trace_filter {
+        let before = traces.len();
+        traces.retain(|t| filter.is_match(&t.id));
+        if traces.is_empty() {
+            return Err(PlanError(format!(
+                "--trace {}: matches none of the suite's {before} trace id(s) (`ctxbench traces stats` lists them)",
+                suite.overrides.traces.join(" --trace ")
             )));
         }
     }

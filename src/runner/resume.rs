@@ -6,6 +6,7 @@
 
 use super::manifest::RunManifest;
 use super::shard::Shard;
+use crate::config::Overrides;
 use crate::error::UsageError;
 use crate::record::{Journal, RunDir, Sample, TornLine};
 use std::collections::HashSet;
@@ -21,11 +22,13 @@ pub struct Resumed {
     pub torn: Option<TornLine>,
 }
 
-/// Open `dir` for resuming a run of a suite with digest `suite_digest`. `shard` is what the
+/// Open `dir` for resuming a run of a suite with digest `suite_digest`, made with the same
+/// command-line `overrides`. `shard` is what the
 /// command line asked for (None = whatever the run used).
 pub fn open(
     dir: &Path,
     suite_digest: &str,
+    overrides: &Overrides,
     shard: Option<Shard>,
     retry_failed: bool,
 ) -> anyhow::Result<Resumed> {
@@ -33,6 +36,17 @@ pub fn open(
     let manifest: RunManifest = run_dir
         .read_run_json()
         .map_err(|e| UsageError(e.to_string()))?;
+    if &manifest.overrides != overrides {
+        let show = |o: &Overrides| serde_json::to_string(o).unwrap_or_default();
+        return Err(UsageError(format!(
+            "cannot resume {}: it was started with other command-line overrides ({} then, {} now); \
+             resume with the same --set/--variant/--trace/--eval/--limit flags",
+            dir.display(),
+            show(&manifest.overrides),
+            show(overrides)
+        ))
+        .into());
+    }
     if manifest.suite_digest != suite_digest {
         return Err(UsageError(format!(
             "cannot resume {}: the suite changed since the run started (digest {} then, {} now); start a new run instead",

@@ -275,7 +275,13 @@ pub fn open_run(
 
     let (run_dir, journal, previous, mut manifest, shard) = match &opts.resume {
         Some(dir) => {
-            let r = resume::open(dir, &suite.digest, opts.shard, opts.retry_failed)?;
+            let r = resume::open(
+                dir,
+                &suite.digest,
+                &suite.overrides,
+                opts.shard,
+                opts.retry_failed,
+            )?;
             let mut a = r.manifest.traces.clone();
             let mut b = trace_digests.clone();
             a.sort();
@@ -382,6 +388,7 @@ pub fn open_run(
                 suite_name: suite.suite.suite.name.clone(),
                 suite_file: suite.path.display().to_string(),
                 suite_digest: suite.digest.clone(),
+                overrides: suite.overrides.clone(),
                 variant_overrides: plan
                     .variants
                     .iter()

@@ -1,0 +1,289 @@
+//! Command-line changes to a suite: `--set KEY=VALUE` overrides (merged with the one rule,
+//! [`crate::confcore::merge`]) and the selection flags `--variant`, `--trace`, `--eval` and
+//! `--limit`. A run records them in run.json (`overrides`) and they change the suite digest,
+//! so `--resume` and `merge` refuse a run made with a different set.
+//!
+//! Where a `--set` key goes (decision, documented in docs/suite.md):
+//! - `variant.NAME.KEY` → `[engine.variants.NAME]` (NAME must be a variant of the suite);
+//! - a key whose first segment is a suite section (`suite`, `traces`, `engine`, `evals`,
+//!   `providers`, `pricing`, `gates`) → that key of the suite, e.g. `evals.needle.depths=[0.5]`;
+//! - any other key → `[engine.base]`, e.g. `summarize.trigger.fraction=0.3`.
+//!
+//! VALUE is a TOML value (`0.3`, `true`, `[0.2, 0.5]`, `"text"`); anything that does not parse
+//! as one is a string. Relative file paths resolve against the suite file, as in the suite.
+
+use super::suite::Suite;
+use super::ConfigError;
+use crate::confcore::did_you_mean;
+use crate::confcore::merge::merge;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The evals a suite can enable, in plan order.
+pub const EVAL_NAMES: [&str; 5] = ["replay", "invariants", "needle", "drift", "probes"];
+
+const SECTIONS: [&str; 7] = [
+    "suite",
+    "traces",
+    "engine",
+    "evals",
+    "providers",
+    "pricing",
+    "gates",
+];
+
+/// What the command line changed in a suite (all empty: the suite as written).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Overrides {
+    /// `--set KEY=VALUE`, in command-line order (later ones win).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sets: Vec<String>,
+    /// `--variant NAME`: only these variants run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<String>,
+    /// `--trace GLOB`: only traces whose id matches one of these globs run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub traces: Vec<String>,
+    /// `--eval NAME`: only these evals run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evals: Vec<String>,
+    /// `--limit N`: the first N selected traces (by id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+}
+
+impl Overrides {
+    pub fn is_empty(&self) -> bool {
+        *self == Overrides::default()
+    }
+
+    /// The selection part (everything but `--set`), which is applied after the suite is typed.
+    pub fn has_selection(&self) -> bool {
+        !(self.variants.is_empty()
+            && self.traces.is_empty()
+            && self.evals.is_empty()
+            && self.limit.is_none())
+    }
+}
+
+/// The suite key path a `--set` key names (see the module documentation).
+pub fn set_path(key: &[String]) -> Vec<String> {
+    match key.first().map(String::as_str) {
+        Some("variant") if key.len() >= 3 => {
+            let mut p = vec!["engine".to_string(), "variants".to_string()];
+            p.extend(key[1..].iter().cloned());
+            p
+        }
+        Some(first) if SECTIONS.contains(&first) => key.to_vec(),
+        _ => {
+            let mut p = vec!["engine".to_string(), "base".to_string()];
+            p.extend(key.iter().cloned());
+            p
+        }
+    }
+}
+
+fn set_error(arg: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError::new(format!("--set {arg}"), 0, message)
+}
+
+/// Apply `--set` overrides to a typed suite, one after the other, each through the suite's
+/// types again (so a wrong key or value is an error naming the `--set` argument).
+pub fn apply_sets(suite: &mut Suite, sets: &[String]) -> Result<(), ConfigError> {
+    for arg in sets {
+        let (key, value) = crate::engine::config::parse_set(arg)?;
+        if key.first().map(String::as_str) == Some("variant") {
+            if key.len() < 3 {
+                return Err(set_error(
+                    arg,
+                    "expected variant.NAME.KEY=VALUE, e.g. variant.aggressive.summarize.trigger.fraction=0.1",
+                ));
+            }
+            if !suite.engine.variants.contains_key(&key[1]) {
+                return Err(set_error(
+                    arg,
+                    format!(
+                        "the suite has no variant `{}` in [engine.variants]{}",
+                        key[1],
+                        did_you_mean(&key[1], suite.engine.variants.keys().map(String::as_str))
+                    ),
+                ));
+            }
+        }
+        let mut patch = value;
+        for seg in set_path(&key).iter().rev() {
+            let mut m = serde_json::Map::new();
+            m.insert(seg.clone(), patch);
+            patch = Value::Object(m);
+        }
+        let mut v = serde_json::to_value(&*suite).expect("a suite serializes");
+        merge(&mut v, patch);
+        *suite = serde_path_to_error::deserialize(v).map_err(|e| {
+            let path = ConfigError::key_of(&[], e.path());
+            set_error(arg, format!("`{}`: {}", path.join("."), e.inner())).with_key(path)
+        })?;
+    }
+    Ok(())
+}
+
+/// Keep only the evals named by `--eval` (each must be enabled in the suite).
+pub fn select_evals(suite: &mut Suite, names: &[String]) -> Result<(), ConfigError> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let e = &mut suite.evals;
+    let enabled: Vec<&str> = EVAL_NAMES
+        .iter()
+        .copied()
+        .filter(|n| match *n {
+            "replay" => e.replay.enabled,
+            "invariants" => e.invariants.as_ref().is_some_and(|i| i.enabled),
+            "needle" => e.needle.is_some(),
+            "drift" => e.drift.is_some(),
+            _ => e.probes.is_some(),
+        })
+        .collect();
+    for n in names {
+        if !enabled.contains(&n.as_str()) {
+            let why = if EVAL_NAMES.contains(&n.as_str()) {
+                format!("the suite does not enable `{n}`")
+            } else {
+                format!("no eval is named `{n}`{}", did_you_mean(n, EVAL_NAMES))
+            };
+            return Err(ConfigError::new(
+                "--eval",
+                0,
+                format!("{why}; it enables: {}", enabled.join(", ")),
+            ));
+        }
+    }
+    let keep = |n: &str| names.iter().any(|x| x == n);
+    if !keep("replay") {
+        e.replay.enabled = false;
+    }
+    if !keep("invariants") {
+        e.invariants = None;
+    }
+    if !keep("needle") {
+        e.needle = None;
+    }
+    if !keep("drift") {
+        e.drift = None;
+    }
+    if !keep("probes") {
+        e.probes = None;
+    }
+    Ok(())
+}
+
+/// Compiled `--trace` globs (matched against whole trace ids).
+pub fn trace_matcher(globs: &[String]) -> Result<Option<globset::GlobSet>, ConfigError> {
+    if globs.is_empty() {
+        return Ok(None);
+    }
+    let mut b = globset::GlobSetBuilder::new();
+    for g in globs {
+        let glob = globset::GlobBuilder::new(g)
+            .literal_separator(false)
+            .build()
+            .map_err(|e| ConfigError::new("--trace", 0, format!("`{g}`: {e}")))?;
+        b.add(glob);
+    }
+    b.build()
+        .map(Some)
+        .map_err(|e| ConfigError::new("--trace", 0, e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::LoadedSuite;
+    use std::path::Path;
+
+    const SUITE: &str = "[suite]\nname = \"t\"\n[traces]\npaths = [\"x\"]\n\
+        [engine.base]\npreset = \"deepagents\"\nwindow = 20000\n\
+        [engine.variants.baseline]\n[engine.variants.aggressive]\nsummarize.trigger.fraction = 0.15\n\
+        [evals.needle]\n[evals.invariants]\n";
+
+    fn load(o: &Overrides) -> Result<LoadedSuite, ConfigError> {
+        LoadedSuite::from_str_with(SUITE, Path::new("s.toml"), o)
+    }
+
+    fn sets(s: &[&str]) -> Overrides {
+        Overrides {
+            sets: s.iter().map(|s| s.to_string()).collect(),
+            ..Overrides::default()
+        }
+    }
+
+    #[test]
+    fn sets_go_to_base_variant_or_suite_and_change_the_digest() {
+        let plain = load(&Overrides::default()).unwrap();
+        let s = load(&sets(&[
+            "window=30000",
+            "variant.aggressive.summarize.trigger.fraction=0.3",
+            "suite.repeats=2",
+        ]))
+        .unwrap();
+        assert_eq!(s.suite.engine.base["window"].as_integer(), Some(30000));
+        assert_eq!(s.suite.suite.repeats, 2);
+        let aggr = s.variants.iter().find(|v| v.name == "aggressive").unwrap();
+        assert_eq!(aggr.engine["window"].as_integer(), Some(30000));
+        assert_eq!(
+            aggr.engine["summarize"]["trigger"]["fraction"].as_float(),
+            Some(0.3)
+        );
+        assert_ne!(plain.digest, s.digest);
+        // The same sets give the same digest (resume and merge compare it).
+        assert_eq!(
+            s.digest,
+            load(&sets(&[
+                "window=30000",
+                "variant.aggressive.summarize.trigger.fraction=0.3",
+                "suite.repeats=2",
+            ]))
+            .unwrap()
+            .digest
+        );
+    }
+
+    #[test]
+    fn bad_sets_name_the_argument() {
+        let e = load(&sets(&["variant.agressive.window=1"])).unwrap_err();
+        assert!(e.to_string().contains("did you mean `aggressive`"), "{e}");
+        let e = load(&sets(&["suite.repeats=many"])).unwrap_err();
+        assert!(e.to_string().contains("--set suite.repeats=many"), "{e}");
+        assert!(load(&sets(&["window"])).is_err());
+    }
+
+    #[test]
+    fn selection_filters_variants_and_evals_and_changes_the_digest() {
+        let plain = load(&Overrides::default()).unwrap();
+        let o = Overrides {
+            variants: vec!["aggressive".into()],
+            evals: vec!["needle".into()],
+            limit: Some(1),
+            ..Overrides::default()
+        };
+        let s = load(&o).unwrap();
+        assert_eq!(s.variants.len(), 1);
+        assert_eq!(s.baseline, "aggressive");
+        assert!(s.suite.evals.invariants.is_none() && !s.suite.evals.replay.enabled);
+        assert!(s.suite.evals.needle.is_some());
+        assert_eq!(s.suite.traces.limit, Some(1));
+        assert_ne!(plain.digest, s.digest);
+        let e = load(&Overrides {
+            variants: vec!["nope".into()],
+            ..Overrides::default()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("aggressive"), "{e}");
+        let e = load(&Overrides {
+            evals: vec!["drift".into()],
+            ..Overrides::default()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("does not enable `drift`"), "{e}");
+    }
+}
