@@ -192,6 +192,53 @@ pub struct TruncateArgs {
     pub suffix: String,
 }
 
+/// What the agent can still reach of a slice a layer removed from its context (the `history`
+/// option of `summarize`, `checkpoint` and `turn_trim`; the preset table in `docs/engine.md`
+/// says which real system does what).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum History {
+    /// The raw turns are appended to a file in the offload store that the summary names
+    /// (deepagents' `/conversation_history/session_….md`).
+    #[default]
+    Offload,
+    /// Only the summary text is appended to `<dir>/MEMORY.md`, a file the agent can read (the
+    /// turn-trimming agent's memory file); the raw turns are gone.
+    Memory,
+    /// Nothing the agent can reach is written: the summary in the context is all that is left.
+    None,
+}
+
+impl History {
+    pub fn is_offload(&self) -> bool {
+        *self == History::Offload
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            History::Offload => "offload",
+            History::Memory => "memory",
+            History::None => "none",
+        }
+    }
+}
+
+/// Where the summary message goes in the request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SummaryRole {
+    /// A user (human) message, as deepagents and LangChain insert it.
+    #[default]
+    User,
+    /// A system message (digitorn replaces the slice with a summary system message).
+    System,
+}
+
+impl SummaryRole {
+    pub fn is_user(&self) -> bool {
+        *self == SummaryRole::User
+    }
+}
+
 /// Summarize older turns (persistent compaction), with deepagents' budget rule and tail clip.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -204,8 +251,14 @@ pub struct Summarize {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<TextSource>,
     pub summary_max_tokens: u64,
-    /// Directory of the history file (`<dir>/session_<hex>.md`).
+    /// Directory of the history file (`<dir>/session_<hex>.md`) or of `MEMORY.md`.
     pub history_dir: String,
+    /// What the agent can still reach of the summarized slice.
+    #[serde(default, skip_serializing_if = "History::is_offload")]
+    pub history: History,
+    /// Role of the summary message.
+    #[serde(default, skip_serializing_if = "SummaryRole::is_user")]
+    pub summary_role: SummaryRole,
     /// After summarizing, clip the trailing tool results while the request is over budget.
     pub clip_tail_over_budget: bool,
     /// `read_file` results clipped over budget keep this many leading characters.
@@ -289,6 +342,10 @@ pub struct TurnTrim {
     pub memory_dir: String,
     /// Ask the summarizer for a memory note of the dropped turns (not sent to the model).
     pub memory_summary: bool,
+    /// `offload`: dropped turns are appended to `<memory_dir>/history.md` (and the note to
+    /// `MEMORY.md`); `memory`: only the note is written; `none`: nothing is written.
+    #[serde(default, skip_serializing_if = "History::is_offload")]
+    pub history: History,
     pub overflow_tool_result_chars: usize,
     pub overflow_user_chars: usize,
     pub overflow_max_turns: usize,
@@ -308,6 +365,10 @@ pub struct Checkpoint {
     pub prompt: Option<TextSource>,
     pub summary_max_tokens: u64,
     pub history_dir: String,
+    /// `offload`: the raw messages go to `<history_dir>/checkpoints_<hex>.md`, named by the
+    /// record; `memory`: the record is appended to `<history_dir>/MEMORY.md`; `none`: nothing.
+    #[serde(default, skip_serializing_if = "History::is_offload")]
+    pub history: History,
 }
 
 /// Watchdog (core-agent): the same tool with literally identical arguments `threshold` times in

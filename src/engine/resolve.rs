@@ -4,7 +4,7 @@
 //! (which build layer configurations) and the configuration types do not depend on each other.
 
 use super::config::{err, err_in, EngineConfig};
-use super::layer_config::{Keep, LayerConfig, Trigger};
+use super::layer_config::{History, Keep, LayerConfig, Trigger};
 use crate::confcore::merge::merge;
 use crate::confcore::ConfigError;
 use serde_json::Value;
@@ -186,6 +186,12 @@ fn validate_layer(l: &LayerConfig) -> Result<(), ConfigError> {
     match l {
         LayerConfig::Summarize(s) if s.summary_max_tokens == 0 => {
             Err(err("summarize.summary_max_tokens", "must be > 0"))
+        }
+        LayerConfig::Summarize(s) if s.history != History::None && s.history_dir.is_empty() => {
+            Err(err(
+                "summarize.history_dir",
+                "is empty; to keep nothing the agent can reach, set summarize.history = \"none\"",
+            ))
         }
         LayerConfig::EvictToolResults(e) if e.head_lines + e.tail_lines == 0 => Err(err(
             "evict_tool_results",

@@ -206,12 +206,15 @@ pub fn drift_answer(view: &[Message]) -> DriftAnswer {
     let summary = view
         .iter()
         .rev()
-        .find(|m| m.role == Role::User && m.content.contains("<summary>"));
+        .find(|m| matches!(m.role, Role::User | Role::System) && m.content.contains("<summary>"));
     let mut a = DriftAnswer::default();
+    // deepagents' sections, core-agent's handover / checkpoint and digitorn's recap.
+    let first = |text: &str, names: &[&str]| names.iter().find_map(|n| summary_section(text, n));
     if let Some(s) = summary {
-        a.goal = summary_section(&s.content, "SESSION INTENT").unwrap_or_default();
-        a.done = summary_section(&s.content, "SUMMARY").unwrap_or_default();
-        if let Some(arts) = summary_section(&s.content, "ARTIFACTS") {
+        let c = &s.content;
+        a.goal = first(c, &["SESSION INTENT", "CURRENT STATE", "TASK"]).unwrap_or_default();
+        a.done = first(c, &["SUMMARY", "TECHNICAL CONTEXT", "DECISIONS"]).unwrap_or_default();
+        if let Some(arts) = first(c, &["ARTIFACTS", "FILES & CHANGES", "FILES TOUCHED"]) {
             a.files = arts
                 .lines()
                 .map(|l| l.trim().trim_start_matches(['-', '*', ' ']).trim())

@@ -4,6 +4,7 @@
 //!    tail around a truncation notice (persistent, once per result);
 //! 2. over `max_turns` complete turns, the oldest half is dropped — appended to the memory
 //!    history file (and, with `memory_summary`, summarized into `MEMORY.md`), never re-sent;
+//!    `history = "memory"` (the real agent) writes only the `MEMORY.md` note, `"none"` nothing;
 //! 3. still over `max_tokens`: with fewer than `compress_below_turns` complete turns, each is
 //!    text-compressed to its first user text and last reply (tool chains dropped whole);
 //!    otherwise the oldest half is dropped again;
@@ -18,7 +19,7 @@ use super::summarize::render_history;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::invariants::unusable_summary;
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
-use crate::engine::layer_config::TurnTrim;
+use crate::engine::layer_config::{History, TurnTrim};
 use crate::engine::summarizer::SummaryRequest;
 use crate::engine::view::{Item, Override};
 use crate::engine::EngineError;
@@ -165,12 +166,15 @@ impl TurnTrimLayer {
         }
         let dir = self.cfg.memory_dir.trim_end_matches('/');
         let memory_file = format!("{dir}/history.md");
-        let mut writes = vec![ctx.env.store.append(
-            &memory_file,
-            render_history(ctx.call_index, &messages).as_bytes(),
-        )?];
+        let mut writes = Vec::new();
+        if self.cfg.history == History::Offload {
+            writes.push(ctx.env.store.append(
+                &memory_file,
+                render_history(ctx.call_index, &messages).as_bytes(),
+            )?);
+        }
         let mut usage = None;
-        if self.cfg.memory_summary && !messages.is_empty() {
+        if self.cfg.memory_summary && self.cfg.history != History::None && !messages.is_empty() {
             let req = SummaryRequest {
                 messages: &messages,
                 previous_summary: None,
@@ -214,6 +218,11 @@ impl TurnTrimLayer {
         ctx.base.start = cut;
         ctx.base.generation += 1;
         ctx.view.head_generation = ctx.base.generation;
+        let memory_file = match self.cfg.history {
+            History::Offload => memory_file,
+            History::Memory => format!("{dir}/MEMORY.md"),
+            History::None => String::new(),
+        };
         Ok(Dropped {
             messages,
             writes,
