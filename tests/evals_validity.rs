@@ -3,6 +3,7 @@
 //! store and near zero when the same triggers run the no-offload truncate strategy; drift scores
 //! drop when the summary prompt loses SESSION INTENT; results do not depend on thread count.
 
+use ctxbench::config::suite::NeedleSearch;
 use ctxbench::engine::{EngineConfig, OfflineSummarizer, ResolvedConfig};
 use ctxbench::evals::drift::{self, DriftParams};
 use ctxbench::evals::needle::{self, AskAt, NeedleParams};
@@ -59,6 +60,7 @@ fn needle_recall(variant: &ResolvedConfig, dir: &Path) -> (f64, usize) {
                     distractors: 2,
                     max_steps: 6,
                     ask_at: AskAt::End,
+                    search: NeedleSearch::Auto,
                 };
                 let store = dir.join(format!("{ti}-{depth}-{}", position.as_str()));
                 let prepared = needle::prepare(
@@ -77,7 +79,13 @@ fn needle_recall(variant: &ResolvedConfig, dir: &Path) -> (f64, usize) {
                     prepared.replay.invariants.violations
                 );
                 let answers = rt
-                    .block_on(needle::ask(&prepared, &agent, params.max_steps, "t"))
+                    .block_on(needle::ask(
+                        &prepared,
+                        &agent,
+                        params.max_steps,
+                        params.search,
+                        "t",
+                    ))
                     .unwrap();
                 let (scores, _, _) = needle::score(&prepared, &answers);
                 assert_eq!(

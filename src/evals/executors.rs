@@ -299,7 +299,14 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
             })
             .await?;
             let agent = shared.providers(ctx.no_cache)?.agent.clone();
-            let answers = needle::ask(&prepared, agent.as_ref(), params.max_steps, &nonce).await?;
+            let answers = needle::ask(
+                &prepared,
+                agent.as_ref(),
+                params.max_steps,
+                params.search,
+                &nonce,
+            )
+            .await?;
             let (scores, evidence, _) = needle::score(&prepared, &answers);
             let mut out = replay_output(shared, &s.trace, &prepared.replay);
             out.passed = Some(scores["recall"] >= 1.0);

@@ -10,8 +10,10 @@
 
 use super::agent::{self, LoopOutcome};
 use super::fs_tools::Sandbox;
+use super::offline_agent::OfflineProvider;
 use super::plant::{self, Fact, PlantSpec, Planted, Position};
 use super::EvalError;
+use crate::config::suite::NeedleSearch;
 use crate::engine::{self, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer};
 use crate::pricing::PriceTable;
 use crate::providers::Provider;
@@ -41,6 +43,8 @@ pub struct NeedleParams {
     pub distractors: usize,
     pub max_steps: u32,
     pub ask_at: AskAt,
+    /// How the offline agent may search (`auto` when absent).
+    pub search: NeedleSearch,
 }
 
 impl NeedleParams {
@@ -66,7 +70,13 @@ impl NeedleParams {
                     as usize,
             ),
         };
+        let search = match p.get("search").and_then(Value::as_str) {
+            None => NeedleSearch::Auto,
+            Some(s) => NeedleSearch::parse(s)
+                .ok_or_else(|| bad("search", "expected \"auto\", \"always\" or \"never\""))?,
+        };
         Ok(NeedleParams {
+            search,
             depth,
             position,
             trigger: f("trigger"),
@@ -181,12 +191,23 @@ pub struct Answer {
 }
 
 /// Ask for every needle with the agent. Questions are independent conversations.
+///
+/// `search` steers the offline agent only (a bounded stand-in for a model); any other agent
+/// always gets the search tools.
 pub async fn ask(
     prepared: &Prepared,
     agent: &dyn Provider,
     max_steps: u32,
+    search: NeedleSearch,
     nonce: &str,
 ) -> Result<Vec<Answer>, EvalError> {
+    let bounded;
+    let agent: &dyn Provider = if agent.info().kind == "offline" && search != NeedleSearch::Auto {
+        bounded = OfflineProvider::with_search(search);
+        &bounded
+    } else {
+        agent
+    };
     let sandbox = Sandbox::new(&prepared.store_root).map_err(|e| EvalError::Io(e.to_string()))?;
     let mut answers = Vec::new();
     for fact in prepared.planted.needles() {

@@ -11,10 +11,13 @@
 //! - any other question is a recall question: take its key phrase (`What … is the <phrase>?`,
 //!   else its content words); if a line of the context states it, answer from that line; else
 //!   `grep` the store for the phrase (then for its longest word), answer from a matching line,
-//!   and say it does not know when nothing matches.
+//!   and say it does not know when nothing matches. A search bound (`[evals.needle] search`)
+//!   changes the order: `never` answers from the context alone, `always` greps the store first
+//!   and falls back to the context only when the store has nothing.
 
 use super::answer_format::{one_line, DriftAnswer, DRIFT_MARKER};
 use super::truth;
+use crate::config::suite::NeedleSearch;
 use crate::providers::{
     BoxFuture, ChatRequest, ChatResponse, Provider, ProviderConfig, ProviderError, ProviderInfo,
     ProviderKind, Sampling, ToolProtocol,
@@ -39,6 +42,15 @@ pub const DONT_KNOW: &str =
 
 /// Decide the next turn for a conversation. `tool_names` are the tools offered in the request.
 pub fn respond(messages: &[Message], tool_names: &[&str]) -> OfflineReply {
+    respond_with(messages, tool_names, NeedleSearch::Auto)
+}
+
+/// [`respond`] with a search bound for recall questions (`[evals.needle] search`).
+pub fn respond_with(
+    messages: &[Message],
+    tool_names: &[&str],
+    search: NeedleSearch,
+) -> OfflineReply {
     let q = question_index(messages);
     let Some(q) = q else {
         return answer(DONT_KNOW);
@@ -49,7 +61,7 @@ pub fn respond(messages: &[Message], tool_names: &[&str]) -> OfflineReply {
     if question.contains(DRIFT_MARKER) {
         return answer(&drift_answer(context).render());
     }
-    recall(question, context, loop_msgs, tool_names)
+    recall(question, context, loop_msgs, tool_names, search)
 }
 
 fn answer(text: &str) -> OfflineReply {
@@ -125,34 +137,58 @@ fn recall(
     context: &[Message],
     loop_msgs: &[Message],
     tool_names: &[&str],
+    search: NeedleSearch,
 ) -> OfflineReply {
     let phrase = key_phrase(question);
     if phrase.is_empty() {
         return answer(DONT_KNOW);
     }
     let matcher = phrase_matcher(&phrase);
-    // 1. The context itself (newest first: a later statement overrides an earlier one).
-    if let Some(v) = context
-        .iter()
-        .rev()
-        .find_map(|m| find_in_text(&m.content, &matcher))
-    {
-        return answer(&format!("The {phrase} is {v}."));
-    }
-    // 2. What the probe's own tool calls returned.
-    for m in loop_msgs.iter().filter(|m| m.role == Role::Tool) {
-        for line in m.content.lines() {
+    let say = |v: String| answer(&format!("The {phrase} is {v}."));
+    // The context itself (newest first: a later statement overrides an earlier one).
+    let from_context = || {
+        context
+            .iter()
+            .rev()
+            .find_map(|m| find_in_text(&m.content, &matcher))
+    };
+    // What the probe's own tool calls returned.
+    let from_tools = || {
+        loop_msgs
+            .iter()
+            .filter(|m| m.role == Role::Tool)
+            .flat_map(|m| m.content.lines())
             // grep lines are `path:line: text`; read_file lines are `   N\ttext`.
-            let text = line.split_once('\t').map(|(_, t)| t).unwrap_or(line);
-            if let Some(v) = value_after(text, &matcher) {
-                return answer(&format!("The {phrase} is {v}."));
+            .map(|line| line.split_once('\t').map(|(_, t)| t).unwrap_or(line))
+            .find_map(|text| value_after(text, &matcher))
+    };
+    match search {
+        NeedleSearch::Never => return from_context().map_or_else(|| answer(DONT_KNOW), say),
+        NeedleSearch::Auto => {
+            if let Some(v) = from_context().or_else(from_tools) {
+                return say(v);
+            }
+        }
+        NeedleSearch::Always => {
+            if let Some(v) = from_tools() {
+                return say(v);
             }
         }
     }
-    // 3. Search the store: the phrase first, then its longest word.
-    if !tool_names.contains(&"grep") {
-        return answer(DONT_KNOW);
+    // Search the store: the phrase first, then its longest word.
+    let next = next_search(&phrase, loop_msgs).filter(|_| tool_names.contains(&"grep"));
+    match next {
+        Some(call) => OfflineReply {
+            content: String::new(),
+            tool_calls: vec![call],
+        },
+        // `always`: the store had nothing, the view is the last resort.
+        None => from_context().map_or_else(|| answer(DONT_KNOW), say),
     }
+}
+
+/// The next `grep` for `phrase` not yet made in this probe (the phrase, then its longest word).
+fn next_search(phrase: &str, loop_msgs: &[Message]) -> Option<ToolCall> {
     let searched: Vec<String> = loop_msgs
         .iter()
         .flat_map(|m| m.tool_calls.iter())
@@ -164,18 +200,13 @@ fn recall(
         .max_by_key(|w| w.len())
         .unwrap_or_default()
         .to_string();
-    let candidates = [regex::escape(&phrase), regex::escape(&longest_word)];
-    match candidates.into_iter().find(|p| !searched.contains(p)) {
-        Some(pattern) => OfflineReply {
-            content: String::new(),
-            tool_calls: vec![ToolCall {
-                id: format!("offline_call_{}", searched.len() + 1),
-                name: "grep".into(),
-                arguments: json!({"pattern": pattern, "ignore_case": true}),
-            }],
-        },
-        None => answer(DONT_KNOW),
-    }
+    let candidates = [regex::escape(phrase), regex::escape(&longest_word)];
+    let pattern = candidates.into_iter().find(|p| !searched.contains(p))?;
+    Some(ToolCall {
+        id: format!("offline_call_{}", searched.len() + 1),
+        name: "grep".into(),
+        arguments: json!({"pattern": pattern, "ignore_case": true}),
+    })
 }
 
 const SECTIONS: [&str; 4] = ["SESSION INTENT", "SUMMARY", "ARTIFACTS", "NEXT STEPS"];
@@ -258,9 +289,18 @@ pub const OFFLINE_MODEL: &str = "offline";
 pub struct OfflineProvider {
     info: ProviderInfo,
     counter: ApproxCounter,
+    search: NeedleSearch,
 }
 
 impl OfflineProvider {
+    /// The offline agent with a search bound for recall questions.
+    pub fn with_search(search: NeedleSearch) -> Self {
+        OfflineProvider {
+            search,
+            ..Self::new()
+        }
+    }
+
     pub fn new() -> Self {
         OfflineProvider {
             info: ProviderInfo {
@@ -271,6 +311,7 @@ impl OfflineProvider {
                 tool_protocol: ToolProtocol::Native,
             },
             counter: ApproxCounter::langchain(),
+            search: NeedleSearch::Auto,
         }
     }
 }
@@ -293,7 +334,7 @@ impl Provider for OfflineProvider {
         Box::pin(async move {
             let started = std::time::Instant::now();
             let tool_names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
-            let reply = respond(&request.messages, &tool_names);
+            let reply = respond_with(&request.messages, &tool_names, self.search);
             let mut message = Message::assistant(reply.content, reply.tool_calls);
             let input: u64 = request
                 .messages
@@ -426,6 +467,51 @@ mod tests {
             respond(&[q("What is the deploy token?")], &[]).content,
             DONT_KNOW
         );
+    }
+
+    #[test]
+    fn search_bounds_steer_the_order_of_view_and_store() {
+        let ctx = Message::tool(
+            "c1",
+            "bash",
+            "Note for later: the deploy token is old-view-1.",
+        );
+        let question = q("What exactly is the deploy token?");
+        // never: the view alone, no tools even when offered.
+        let r = respond_with(
+            &[ctx.clone(), question.clone()],
+            &["grep"],
+            NeedleSearch::Never,
+        );
+        assert!(r.tool_calls.is_empty() && r.content.contains("old-view-1"));
+        let r = respond_with(&[question.clone()], &["grep"], NeedleSearch::Never);
+        assert_eq!(r.content, DONT_KNOW);
+        // always: greps first although the view states it, then answers from the store.
+        let mut msgs = vec![ctx.clone(), question.clone()];
+        let r = respond_with(&msgs, &["grep"], NeedleSearch::Always);
+        assert_eq!(r.tool_calls[0].arguments["pattern"], "deploy token");
+        msgs.push(Message::assistant("", r.tool_calls.clone()));
+        msgs.push(Message::tool(
+            "offline_call_1",
+            "grep",
+            "/conversation_history/s.md:3: the deploy token is from-store-2.",
+        ));
+        let r = respond_with(&msgs, &["grep"], NeedleSearch::Always);
+        assert!(r.content.contains("from-store-2"), "{}", r.content);
+        // always, nothing in the store: the view is the last resort.
+        let mut msgs = vec![ctx, question];
+        for i in 0..2 {
+            let r = respond_with(&msgs, &["grep"], NeedleSearch::Always);
+            assert_eq!(r.tool_calls.len(), 1, "search {i}");
+            msgs.push(Message::assistant("", r.tool_calls.clone()));
+            msgs.push(Message::tool(
+                format!("offline_call_{}", i + 1),
+                "grep",
+                "No matches.",
+            ));
+        }
+        let r = respond_with(&msgs, &["grep"], NeedleSearch::Always);
+        assert!(r.content.contains("old-view-1"), "{}", r.content);
     }
 
     #[test]
