@@ -484,7 +484,11 @@ mod tests {
             NeedleSearch::Never,
         );
         assert!(r.tool_calls.is_empty() && r.content.contains("old-view-1"));
-        let r = respond_with(&[question.clone()], &["grep"], NeedleSearch::Never);
+        let r = respond_with(
+            std::slice::from_ref(&question),
+            &["grep"],
+            NeedleSearch::Never,
+        );
         assert_eq!(r.content, DONT_KNOW);
         // always: greps first although the view states it, then answers from the store.
         let mut msgs = vec![ctx.clone(), question.clone()];
