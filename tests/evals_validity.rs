@@ -61,6 +61,7 @@ fn needle_recall(variant: &ResolvedConfig, dir: &Path) -> (f64, usize) {
                     max_steps: 6,
                     ask_at: AskAt::End,
                     search: NeedleSearch::Auto,
+                    paraphrase: false,
                 };
                 let store = dir.join(format!("{ti}-{depth}-{}", position.as_str()));
                 let prepared = needle::prepare(

@@ -231,6 +231,10 @@ pub struct NeedleEval {
     /// How the offline agent may search the offload store (real models always get the tools).
     #[serde(default)]
     pub search: NeedleSearch,
+    /// Ask in other words than the planted key (seeded paraphrase templates per fact kind),
+    /// with distractors that share part of the key.
+    #[serde(default)]
+    pub paraphrase: bool,
 }
 
 /// `search = "auto" | "always" | "never"`: the bounds of what an agent can recover. Steers the

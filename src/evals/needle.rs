@@ -45,6 +45,8 @@ pub struct NeedleParams {
     pub ask_at: AskAt,
     /// How the offline agent may search (`auto` when absent).
     pub search: NeedleSearch,
+    /// Paraphrased questions and key-sharing distractors.
+    pub paraphrase: bool,
 }
 
 impl NeedleParams {
@@ -77,6 +79,10 @@ impl NeedleParams {
         };
         Ok(NeedleParams {
             search,
+            paraphrase: p
+                .get("paraphrase")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             depth,
             position,
             trigger: f("trigger"),
@@ -131,6 +137,7 @@ pub fn prepare(
             needles: params.needles,
             distractors: params.distractors,
             seed,
+            paraphrase: params.paraphrase,
         },
     )
     .map_err(EvalError::Config)?;

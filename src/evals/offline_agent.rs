@@ -10,7 +10,9 @@
 //!   summary's sections when there is one, else the first human turn and the recorded actions;
 //! - any other question is a recall question: take its key phrase (`What … is the <phrase>?`,
 //!   else its content words); if a line of the context states it, answer from that line; else
-//!   `grep` the store for the phrase (then for its longest word), answer from a matching line,
+//!   `grep` the store for the phrase (then for its longest words), answer from a matching line
+//!   (the phrase verbatim, else the statement sharing most words with it, so a statement about
+//!   a neighbouring key can fool it),
 //!   and say it does not know when nothing matches. A search bound (`[evals.needle] search`)
 //!   changes the order: `never` answers from the context alone, `always` greps the store first
 //!   and falls back to the context only when the store has nothing.
@@ -145,22 +147,32 @@ fn recall(
     }
     let matcher = phrase_matcher(&phrase);
     let say = |v: String| answer(&format!("The {phrase} is {v}."));
-    // The context itself (newest first: a later statement overrides an earlier one).
+    let want = stems(&phrase);
+    // The context itself (newest first: a later statement overrides an earlier one); the
+    // phrase verbatim, else the statement sharing most words with it.
     let from_context = || {
         context
             .iter()
             .rev()
             .find_map(|m| find_in_text(&m.content, &matcher))
+            .or_else(|| {
+                let lines = context.iter().rev().flat_map(|m| m.content.lines().rev());
+                ranked_value(lines, &want)
+            })
     };
     // What the probe's own tool calls returned.
     let from_tools = || {
-        loop_msgs
-            .iter()
-            .filter(|m| m.role == Role::Tool)
-            .flat_map(|m| m.content.lines())
-            // grep lines are `path:line: text`; read_file lines are `   N\ttext`.
-            .map(|line| line.split_once('\t').map(|(_, t)| t).unwrap_or(line))
+        // grep lines are `path:line: text`; read_file lines are `   N\ttext`.
+        let lines = || {
+            loop_msgs
+                .iter()
+                .filter(|m| m.role == Role::Tool)
+                .flat_map(|m| m.content.lines())
+                .map(|line| line.split_once('\t').map(|(_, t)| t).unwrap_or(line))
+        };
+        lines()
             .find_map(|text| value_after(text, &matcher))
+            .or_else(|| ranked_value(lines(), &want))
     };
     match search {
         NeedleSearch::Never => return from_context().map_or_else(|| answer(DONT_KNOW), say),
@@ -187,6 +199,55 @@ fn recall(
     }
 }
 
+/// Words that carry no meaning for matching a question to a statement.
+const STOP: [&str; 24] = [
+    "the", "we", "with", "our", "what", "exactly", "that", "for", "and", "was", "are", "is", "of",
+    "to", "this", "one", "who", "whoever", "goes", "by", "use", "into", "on", "in",
+];
+
+/// Content-word stems of `text` (lowercase, first five letters, words of 3+ characters).
+pub fn stems(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in text.split(|c: char| !c.is_alphanumeric()) {
+        let w = w.to_lowercase();
+        if w.chars().count() < 3 || STOP.contains(&w.as_str()) {
+            continue;
+        }
+        let stem: String = w.chars().take(5).collect();
+        if !out.contains(&stem) {
+            out.push(stem);
+        }
+    }
+    out
+}
+
+/// The value of the statement (`… is <value>`) among `lines` sharing the most stems with
+/// `want` (at least two, or all of them when fewer); ties go to the first line seen. This is
+/// how a careless reader is fooled by a statement about a neighbouring key.
+fn ranked_value<'a>(lines: impl Iterator<Item = &'a str>, want: &[String]) -> Option<String> {
+    static LINK: OnceLock<Regex> = OnceLock::new();
+    let link = LINK.get_or_init(|| Regex::new(r"(?i)\s(?:is|was)\s").unwrap());
+    let need = want.len().min(2);
+    if need == 0 {
+        return None;
+    }
+    let mut best: Option<(usize, String)> = None;
+    for line in lines {
+        if !link.is_match(line) {
+            continue;
+        }
+        let have = stems(line);
+        let score = want.iter().filter(|w| have.contains(w)).count();
+        if score < need || best.as_ref().is_some_and(|(b, _)| *b >= score) {
+            continue;
+        }
+        if let Some(v) = value_after(line, link) {
+            best = Some((score, v));
+        }
+    }
+    best.map(|(_, v)| v)
+}
+
 /// The next `grep` for `phrase` not yet made in this probe (the phrase, then its longest word).
 fn next_search(phrase: &str, loop_msgs: &[Message]) -> Option<ToolCall> {
     let searched: Vec<String> = loop_msgs
@@ -195,12 +256,13 @@ fn next_search(phrase: &str, loop_msgs: &[Message]) -> Option<ToolCall> {
         .filter(|c| c.name == "grep")
         .filter_map(|c| c.arguments.get("pattern")?.as_str().map(str::to_string))
         .collect();
-    let longest_word = phrase
-        .split_whitespace()
-        .max_by_key(|w| w.len())
-        .unwrap_or_default()
-        .to_string();
-    let candidates = [regex::escape(phrase), regex::escape(&longest_word)];
+    // The phrase, then its words longest first (at most three): a paraphrased question's
+    // phrase matches nothing, one of its words may.
+    let mut words: Vec<&str> = phrase.split_whitespace().collect();
+    words.sort_by_key(|w| std::cmp::Reverse(w.len()));
+    words.dedup();
+    let candidates =
+        std::iter::once(regex::escape(phrase)).chain(words.into_iter().take(3).map(regex::escape));
     let pattern = candidates.into_iter().find(|p| !searched.contains(p))?;
     Some(ToolCall {
         id: format!("offline_call_{}", searched.len() + 1),
@@ -449,7 +511,7 @@ mod tests {
     #[test]
     fn says_it_does_not_know_when_nothing_is_found() {
         let mut msgs = vec![q("What exactly is the deploy token?")];
-        for (i, pat) in ["deploy token", "deploy"].iter().enumerate() {
+        for (i, pat) in ["deploy token", "deploy", "token"].iter().enumerate() {
             let r = respond(&msgs, &["grep"]);
             assert_eq!(r.tool_calls[0].arguments["pattern"], *pat, "step {i}");
             msgs.push(Message::assistant("", r.tool_calls.clone()));
@@ -467,6 +529,26 @@ mod tests {
             respond(&[q("What is the deploy token?")], &[]).content,
             DONT_KNOW
         );
+    }
+
+    #[test]
+    fn paraphrased_questions_rank_statements_by_shared_words() {
+        let needle = "Note for later: the staging deploy token is teal-otter-7731.";
+        let distractor = "Note for later: the production deploy token is amber-yak-1234.";
+        let question = q("What exactly is the token we deploy staging with?");
+        let both = vec![
+            Message::user(needle),
+            Message::tool("c", "bash", format!("x\n{distractor}\ny")),
+            question.clone(),
+        ];
+        let r = respond(&both, &["grep"]);
+        assert!(r.content.contains("teal-otter-7731"), "{}", r.content);
+        // The needle was compacted away: the neighbouring key fools it.
+        let r = respond(&both[1..], &["grep"]);
+        assert!(r.content.contains("amber-yak-1234"), "{}", r.content);
+        // One shared word is not enough.
+        let r = respond(&[Message::user("the token is x-1."), question], &[]);
+        assert_eq!(r.content, DONT_KNOW);
     }
 
     #[test]
@@ -504,7 +586,7 @@ mod tests {
         assert!(r.content.contains("from-store-2"), "{}", r.content);
         // always, nothing in the store: the view is the last resort.
         let mut msgs = vec![ctx, question];
-        for i in 0..2 {
+        for i in 0..3 {
             let r = respond_with(&msgs, &["grep"], NeedleSearch::Always);
             assert_eq!(r.tool_calls.len(), 1, "search {i}");
             msgs.push(Message::assistant("", r.tool_calls.clone()));

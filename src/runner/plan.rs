@@ -135,6 +135,9 @@ pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
                     if n.search != crate::config::suite::NeedleSearch::Auto {
                         params.insert("search".to_string(), n.search.as_str().into());
                     }
+                    if n.paraphrase {
+                        params.insert("paraphrase".to_string(), true.into());
+                    }
                     out.push(EvalSample {
                         eval: "needle".into(),
                         sample: key,
