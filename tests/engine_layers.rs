@@ -511,7 +511,11 @@ fn checkpoints_slice_finished_tasks_at_markers_and_chain() {
         tokens_before: None,
     });
     let dir = tempfile::tempdir().unwrap();
-    let sets: Vec<String> = vec!["preset=\"core-agent\"".into()];
+    // The offload path (core-agent itself keeps nothing the agent can reach).
+    let sets: Vec<String> = vec![
+        "preset=\"core-agent\"".into(),
+        "checkpoint.history=\"offload\"".into(),
+    ];
     let config = EngineConfig::default()
         .apply_sets(&sets)
         .unwrap()
@@ -579,7 +583,14 @@ fn chat_trace(turns: usize, chars: usize) -> Trace {
 #[test]
 fn turn_trim_drops_the_oldest_half_of_complete_turns_to_memory() {
     let t = chat_trace(9, 100);
-    let r = run(&t, &["preset=\"turn-trim\"", "turn_trim.max_turns=4"]);
+    let r = run(
+        &t,
+        &[
+            "preset=\"turn-trim\"",
+            "turn_trim.max_turns=4",
+            "turn_trim.history=\"offload\"",
+        ],
+    );
     let trims: Vec<&Event> = events_of(&r, EventKind::Trimmed)
         .into_iter()
         .filter(|e| matches!(&e.detail, EventDetail::Trimmed { stage, .. } if stage == "turns"))
@@ -711,7 +722,14 @@ fn new_layer_tables_reject_unknown_keys_and_bad_values() {
 fn turn_trim_overflow_clears_a_single_long_turn_down_to_the_in_flight_call() {
     // One user turn of 30 steps: nothing is historical, so only the overflow path can act.
     let t = agent_trace(30, 2_000);
-    let r = run(&t, &["preset=\"turn-trim\"", "window=8000"]);
+    let r = run(
+        &t,
+        &[
+            "preset=\"turn-trim\"",
+            "window=8000",
+            "turn_trim.history=\"offload\"",
+        ],
+    );
     let em = events_of(&r, EventKind::Emergency);
     assert!(!em.is_empty());
     assert!(events_of(&r, EventKind::Overflow).is_empty());

@@ -273,6 +273,45 @@ pub struct NeedleEval {
     /// When to ask: `"end"` of the trace, or after this model-call index.
     #[serde(default)]
     pub ask_at: AskAt,
+    /// How the offline agent may search the offload store (real models always get the tools).
+    #[serde(default)]
+    pub search: NeedleSearch,
+    /// Ask in other words than the planted key (seeded paraphrase templates per fact kind),
+    /// with distractors that share part of the key.
+    #[serde(default)]
+    pub paraphrase: bool,
+}
+
+/// `search = "auto" | "always" | "never"`: the bounds of what an agent can recover. Steers the
+/// offline agent only; a real model always gets the search tools and decides for itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NeedleSearch {
+    /// Search the store only when the view does not state the fact.
+    #[default]
+    Auto,
+    /// Search the store before answering (is the fact recoverable at all?).
+    Always,
+    /// Answer from the compacted view alone (did the fact survive in the context?).
+    Never,
+}
+
+impl NeedleSearch {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NeedleSearch::Auto => "auto",
+            NeedleSearch::Always => "always",
+            NeedleSearch::Never => "never",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "auto" => Some(NeedleSearch::Auto),
+            "always" => Some(NeedleSearch::Always),
+            "never" => Some(NeedleSearch::Never),
+            _ => None,
+        }
+    }
 }
 
 /// Message kind that carries a needle.

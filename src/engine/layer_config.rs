@@ -165,3 +165,50 @@ impl ModelTier {
         }
     }
 }
+
+/// What the agent can still reach of a slice a layer removed from its context (the `history`
+/// option of `summarize`, `checkpoint` and `turn_trim`; the preset table in `docs/engine.md`
+/// says which real system does what).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum History {
+    /// The raw turns are appended to a file in the offload store that the summary names
+    /// (deepagents' `/conversation_history/session_….md`).
+    #[default]
+    Offload,
+    /// Only the summary text is appended to `<dir>/MEMORY.md`, a file the agent can read (the
+    /// turn-trimming agent's memory file); the raw turns are gone.
+    Memory,
+    /// Nothing the agent can reach is written: the summary in the context is all that is left.
+    None,
+}
+
+impl History {
+    pub fn is_offload(&self) -> bool {
+        *self == History::Offload
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            History::Offload => "offload",
+            History::Memory => "memory",
+            History::None => "none",
+        }
+    }
+}
+
+/// Where the summary message goes in the request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SummaryRole {
+    /// A user (human) message, as deepagents and LangChain insert it.
+    #[default]
+    User,
+    /// A system message (digitorn replaces the slice with a summary system message).
+    System,
+}
+
+impl SummaryRole {
+    pub fn is_user(&self) -> bool {
+        *self == SummaryRole::User
+    }
+}

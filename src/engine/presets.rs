@@ -6,8 +6,8 @@
 
 use super::layer_config::{
     CeilingAction, Checkpoint, ClearToolResults, CostCeiling, Emergency, EvictToolResults,
-    EvictUserMessages, Keep, LayerConfig, Size, Summarize, TextSource, Trigger, Truncate,
-    TruncateArgs, TurnTrim, Watchdog,
+    EvictUserMessages, History, Keep, LayerConfig, Size, Summarize, SummaryRole, TextSource,
+    Trigger, Truncate, TruncateArgs, TurnTrim, Watchdog,
 };
 
 /// A preset: default window and counter, and its layers in order.
@@ -105,6 +105,8 @@ pub fn deepagents() -> Preset {
                 prompt: None,
                 summary_max_tokens: 2048,
                 history_dir: "/conversation_history".into(),
+                history: History::Offload,
+                summary_role: SummaryRole::User,
                 clip_tail_over_budget: true,
                 read_file_slice_chars: 4000,
                 stop_on_overflow: true,
@@ -167,6 +169,8 @@ pub fn langchain() -> Preset {
                 prompt: None,
                 summary_max_tokens: 2048,
                 history_dir: "/conversation_history".into(),
+                history: History::None,
+                summary_role: SummaryRole::User,
                 clip_tail_over_budget: false,
                 read_file_slice_chars: 4000,
                 stop_on_overflow: false,
@@ -188,10 +192,19 @@ fn digitorn_emergency() -> LayerConfig {
     })
 }
 
+/// digitorn's `_do_summarize` prompt: "a recap of decisions, files touched, key facts"
+/// (`peer-docs/digitorn-context-management.txt`; the exact wording is not public).
+pub const DIGITORN_SUMMARY_PROMPT: &str = "Summarize the dropped part of this agent session as \
+a recap the agent will see as a system message, with exactly these sections:\n\n\
+## DECISIONS\nDecisions taken and why.\n\n\
+## FILES TOUCHED\nFiles read, created or modified.\n\n\
+## KEY FACTS\nFacts, identifiers and values the agent still needs.";
+
 /// digitorn `runtime.context` defaults with `strategy: summarize`
 /// (`peer-docs/digitorn-context-management.txt`): compaction at pressure 0.75, keep the 10
-/// most recent messages verbatim, summary capped at 1024 tokens; emergency compaction on
-/// overflow.
+/// most recent messages verbatim, the dropped slice replaced by a single *system* message
+/// holding the recap (capped at 1024 tokens); nothing the agent can reach is written (its
+/// `history_log` is an audit trail the agent never reads); emergency compaction on overflow.
 pub fn digitorn() -> Preset {
     Preset {
         name: "digitorn",
@@ -202,9 +215,11 @@ pub fn digitorn() -> Preset {
                 trigger: Trigger::Fraction(0.75),
                 trigger_over_budget: false,
                 keep: Keep::Messages(10),
-                prompt: None,
+                prompt: Some(TextSource::Text(DIGITORN_SUMMARY_PROMPT.into())),
                 summary_max_tokens: 1024,
                 history_dir: "/conversation_history".into(),
+                history: History::None,
+                summary_role: SummaryRole::System,
                 clip_tail_over_budget: false,
                 read_file_slice_chars: 4000,
                 stop_on_overflow: false,
@@ -268,6 +283,8 @@ pub fn core_agent() -> Preset {
                 prompt: None,
                 summary_max_tokens: 2048,
                 history_dir: "/conversation_history".into(),
+                // The audit log on disk is out of the agent's reach.
+                history: History::None,
             }),
             LayerConfig::Summarize(Summarize {
                 trigger: Trigger::Fraction(0.85),
@@ -276,6 +293,8 @@ pub fn core_agent() -> Preset {
                 prompt: Some(TextSource::Text(CORE_AGENT_COMPACTION_PROMPT.into())),
                 summary_max_tokens: 2048,
                 history_dir: "/conversation_history".into(),
+                history: History::None,
+                summary_role: SummaryRole::User,
                 clip_tail_over_budget: false,
                 read_file_slice_chars: 4000,
                 stop_on_overflow: false,
@@ -310,6 +329,8 @@ pub fn turn_trim() -> Preset {
             compress_below_turns: 5,
             memory_dir: "/memory".into(),
             memory_summary: true,
+            // Trimmed turns are summarized into the memory file; the raw turns are not kept.
+            history: History::Memory,
             overflow_tool_result_chars: 10_000,
             overflow_user_chars: 10_000,
             overflow_max_turns: 5,

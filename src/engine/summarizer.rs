@@ -85,17 +85,65 @@ impl Summarizer for FixedSummarizer {
     }
 }
 
-/// The four sections the offline summarizer knows how to fill.
+/// The sections the offline summarizer knows how to fill: deepagents' four (the default
+/// prompt), core-agent's five-section handover and six-section checkpoint record, and
+/// digitorn's recap. Each is filled from one of four extractive [`Body`] kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Section {
     SessionIntent,
     Summary,
     Artifacts,
     NextSteps,
+    // core-agent handover (`CORE_AGENT_COMPACTION_PROMPT`) and checkpoint (`CHECKPOINT_PROMPT`).
+    CurrentState,
+    FilesAndChanges,
+    TechnicalContext,
+    StrategyAndApproach,
+    ExactNextSteps,
+    Task,
+    VerificationAndNextSteps,
+    WhereWeAre,
+    // digitorn's recap (`DIGITORN_SUMMARY_PROMPT`).
+    Decisions,
+    FilesTouched,
+    KeyFacts,
+}
+
+/// What an extractive section is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// First human request and later corrections.
+    Intent,
+    /// Counts, tools, failures, first lines of assistant turns (newest first), chained.
+    Digest,
+    /// Paths written by tool calls, accumulated.
+    Files,
+    /// Last assistant intents.
+    Next,
+    /// Later human statements (corrections, facts given by the user), accumulated.
+    Facts,
 }
 
 impl Section {
-    pub const ALL: [Section; 4] = [
+    pub const ALL: [Section; 15] = [
+        Section::SessionIntent,
+        Section::Summary,
+        Section::Artifacts,
+        Section::NextSteps,
+        Section::CurrentState,
+        Section::FilesAndChanges,
+        Section::TechnicalContext,
+        Section::StrategyAndApproach,
+        Section::ExactNextSteps,
+        Section::Task,
+        Section::VerificationAndNextSteps,
+        Section::WhereWeAre,
+        Section::Decisions,
+        Section::FilesTouched,
+        Section::KeyFacts,
+    ];
+    /// deepagents' four: what a prompt that names no known section gets.
+    pub const DEFAULT: [Section; 4] = [
         Section::SessionIntent,
         Section::Summary,
         Section::Artifacts,
@@ -107,12 +155,40 @@ impl Section {
             Section::Summary => "SUMMARY",
             Section::Artifacts => "ARTIFACTS",
             Section::NextSteps => "NEXT STEPS",
+            Section::CurrentState => "Current state",
+            Section::FilesAndChanges => "Files & changes",
+            Section::TechnicalContext => "Technical context",
+            Section::StrategyAndApproach => "Strategy & approach",
+            Section::ExactNextSteps => "Exact next steps",
+            Section::Task => "Task",
+            Section::VerificationAndNextSteps => "Verification & next steps",
+            Section::WhereWeAre => "Where we are",
+            Section::Decisions => "DECISIONS",
+            Section::FilesTouched => "FILES TOUCHED",
+            Section::KeyFacts => "KEY FACTS",
+        }
+    }
+    /// The extractive body that fills it.
+    pub fn body(self) -> Body {
+        match self {
+            Section::SessionIntent | Section::CurrentState | Section::Task => Body::Intent,
+            Section::Summary
+            | Section::TechnicalContext
+            | Section::WhereWeAre
+            | Section::Decisions => Body::Digest,
+            Section::Artifacts | Section::FilesAndChanges | Section::FilesTouched => Body::Files,
+            Section::NextSteps
+            | Section::ExactNextSteps
+            | Section::VerificationAndNextSteps
+            | Section::StrategyAndApproach => Body::Next,
+            Section::KeyFacts => Body::Facts,
         }
     }
 }
 
 /// The sections a prompt asks for, in the prompt's order: a line that is (after an optional
-/// `#`, list marker or number) exactly a section title. A prompt naming none gets all four.
+/// `#`, list marker or number) exactly a section title. A prompt naming none gets deepagents'
+/// four.
 pub fn prompt_sections(prompt: &str) -> Vec<Section> {
     let mut found: Vec<(usize, Section)> = Vec::new();
     for (lineno, line) in prompt.lines().enumerate() {
@@ -132,7 +208,7 @@ pub fn prompt_sections(prompt: &str) -> Vec<Section> {
         }
     }
     if found.is_empty() {
-        return Section::ALL.to_vec();
+        return Section::DEFAULT.to_vec();
     }
     found.sort_by_key(|(l, _)| *l);
     found.into_iter().map(|(_, s)| s).collect()
@@ -189,8 +265,36 @@ impl OfflineSummarizer {
     fn section_body(&self, s: Section, req: &SummaryRequest<'_>) -> String {
         let prev = req.previous_summary.and_then(|p| previous_section(p, s));
         let msgs = req.messages;
-        match s {
-            Section::SessionIntent => {
+        match s.body() {
+            Body::Facts => {
+                // Newest first, so the length cap drops the oldest facts.
+                let mut lines: Vec<String> = Vec::new();
+                // Human statements only (a planted fact is one; harness feedback is not).
+                for m in msgs.iter().rev().filter(|m| {
+                    m.role == Role::User
+                        && !m.is_error
+                        && matches!(m.kind.as_deref(), None | Some("planted"))
+                }) {
+                    for l in m.content.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                        let l = format!("- {}", clip(l, 240));
+                        if !lines.contains(&l) {
+                            lines.push(l);
+                        }
+                        if lines.len() == 12 {
+                            break;
+                        }
+                    }
+                }
+                if let Some(p) = prev {
+                    lines.push(p);
+                }
+                if lines.is_empty() {
+                    "None".into()
+                } else {
+                    lines.join("\n")
+                }
+            }
+            Body::Intent => {
                 if let Some(p) = prev {
                     return p;
                 }
@@ -218,7 +322,7 @@ impl OfflineSummarizer {
                 }
                 out
             }
-            Section::Summary => {
+            Body::Digest => {
                 // Newest first, so the length cap drops the oldest facts.
                 let mut lines: Vec<String> = Vec::new();
                 let count = |r: Role| msgs.iter().filter(|m| m.role == r).count();
@@ -260,7 +364,7 @@ impl OfflineSummarizer {
                 }
                 lines.join("\n")
             }
-            Section::Artifacts => {
+            Body::Files => {
                 let mut paths: Vec<String> = prev
                     .map(|p| {
                         p.lines()
@@ -291,7 +395,7 @@ impl OfflineSummarizer {
                         .join("\n")
                 }
             }
-            Section::NextSteps => {
+            Body::Next => {
                 let intents: Vec<String> = msgs
                     .iter()
                     .rev()

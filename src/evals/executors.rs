@@ -396,7 +396,14 @@ async fn run_eval(
                 return Ok(failed); // no model call for numbers that will not count
             }
             let agent = shared.providers(ctx.no_cache)?.agent.clone();
-            let answers = needle::ask(&prepared, agent.as_ref(), params.max_steps, &nonce).await?;
+            let answers = needle::ask(
+                &prepared,
+                agent.as_ref(),
+                params.max_steps,
+                params.search,
+                &nonce,
+            )
+            .await?;
             let (scores, evidence, _) = needle::score(&prepared, &answers);
             let mut out = replay_output(shared, &s.trace, &resolved, &prepared.replay);
             out.summaries = summaries.of(&prepared.replay)?;

@@ -10,8 +10,10 @@
 
 use super::agent::{self, LoopOutcome};
 use super::fs_tools::Sandbox;
+use super::offline_agent::OfflineProvider;
 use super::plant::{self, Fact, PlantSpec, Planted, Position};
 use super::EvalError;
+use crate::config::suite::NeedleSearch;
 use crate::engine::{self, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer};
 use crate::pricing::PriceTable;
 use crate::providers::Provider;
@@ -41,6 +43,10 @@ pub struct NeedleParams {
     pub distractors: usize,
     pub max_steps: u32,
     pub ask_at: AskAt,
+    /// How the offline agent may search (`auto` when absent).
+    pub search: NeedleSearch,
+    /// Paraphrased questions and key-sharing distractors.
+    pub paraphrase: bool,
 }
 
 impl NeedleParams {
@@ -66,7 +72,17 @@ impl NeedleParams {
                     as usize,
             ),
         };
+        let search = match p.get("search").and_then(Value::as_str) {
+            None => NeedleSearch::Auto,
+            Some(s) => NeedleSearch::parse(s)
+                .ok_or_else(|| bad("search", "expected \"auto\", \"always\" or \"never\""))?,
+        };
         Ok(NeedleParams {
+            search,
+            paraphrase: p
+                .get("paraphrase")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             depth,
             position,
             trigger: f("trigger"),
@@ -121,6 +137,7 @@ pub fn prepare(
             needles: params.needles,
             distractors: params.distractors,
             seed,
+            paraphrase: params.paraphrase,
         },
     )
     .map_err(EvalError::Config)?;
@@ -181,12 +198,23 @@ pub struct Answer {
 }
 
 /// Ask for every needle with the agent. Questions are independent conversations.
+///
+/// `search` steers the offline agent only (a bounded stand-in for a model); any other agent
+/// always gets the search tools.
 pub async fn ask(
     prepared: &Prepared,
     agent: &dyn Provider,
     max_steps: u32,
+    search: NeedleSearch,
     nonce: &str,
 ) -> Result<Vec<Answer>, EvalError> {
+    let bounded;
+    let agent: &dyn Provider = if agent.info().kind == "offline" && search != NeedleSearch::Auto {
+        bounded = OfflineProvider::with_search(search);
+        &bounded
+    } else {
+        agent
+    };
     let sandbox = Sandbox::new(&prepared.store_root).map_err(|e| EvalError::Io(e.to_string()))?;
     let mut answers = Vec::new();
     for fact in prepared.planted.needles() {

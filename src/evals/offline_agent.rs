@@ -13,11 +13,16 @@
 //!   [`super::continuation::offline_next_action`];
 //! - any other question is a recall question: take its key phrase (`What … is the <phrase>?`,
 //!   else its content words); if a line of the context states it, answer from that line; else
-//!   `grep` the store for the phrase (then for its longest word), answer from a matching line,
-//!   and say it does not know when nothing matches.
+//!   `grep` the store for the phrase (then for its longest words), answer from a matching line
+//!   (the phrase verbatim, else the statement sharing most words with it, so a statement about
+//!   a neighbouring key can fool it),
+//!   and say it does not know when nothing matches. A search bound (`[evals.needle] search`)
+//!   changes the order: `never` answers from the context alone, `always` greps the store first
+//!   and falls back to the context only when the store has nothing.
 
 use super::answer_format::{one_line, DriftAnswer, DRIFT_MARKER};
 use super::truth;
+use crate::config::suite::NeedleSearch;
 use crate::engine::layers::truncate::REMINDER_KIND;
 use crate::providers::{
     BoxFuture, ChatRequest, ChatResponse, Provider, ProviderConfig, ProviderError, ProviderInfo,
@@ -43,6 +48,15 @@ pub const DONT_KNOW: &str =
 
 /// Decide the next turn for a conversation. `tool_names` are the tools offered in the request.
 pub fn respond(messages: &[Message], tool_names: &[&str]) -> OfflineReply {
+    respond_with(messages, tool_names, NeedleSearch::Auto)
+}
+
+/// [`respond`] with a search bound for recall questions (`[evals.needle] search`).
+pub fn respond_with(
+    messages: &[Message],
+    tool_names: &[&str],
+    search: NeedleSearch,
+) -> OfflineReply {
     let q = question_index(messages);
     let Some(q) = q else {
         return answer(DONT_KNOW);
@@ -56,7 +70,7 @@ pub fn respond(messages: &[Message], tool_names: &[&str]) -> OfflineReply {
     if question.contains(DRIFT_MARKER) {
         return answer(&drift_answer(context).render());
     }
-    recall(question, context, loop_msgs, tool_names)
+    recall(question, context, loop_msgs, tool_names, search)
 }
 
 fn answer(text: &str) -> OfflineReply {
@@ -132,57 +146,136 @@ fn recall(
     context: &[Message],
     loop_msgs: &[Message],
     tool_names: &[&str],
+    search: NeedleSearch,
 ) -> OfflineReply {
     let phrase = key_phrase(question);
     if phrase.is_empty() {
         return answer(DONT_KNOW);
     }
     let matcher = phrase_matcher(&phrase);
-    // 1. The context itself (newest first: a later statement overrides an earlier one).
-    if let Some(v) = context
-        .iter()
-        .rev()
-        .find_map(|m| find_in_text(&m.content, &matcher))
-    {
-        return answer(&format!("The {phrase} is {v}."));
-    }
-    // 2. What the probe's own tool calls returned.
-    for m in loop_msgs.iter().filter(|m| m.role == Role::Tool) {
-        for line in m.content.lines() {
-            // grep lines are `path:line: text`; read_file lines are `   N\ttext`.
-            let text = line.split_once('\t').map(|(_, t)| t).unwrap_or(line);
-            if let Some(v) = value_after(text, &matcher) {
-                return answer(&format!("The {phrase} is {v}."));
+    let say = |v: String| answer(&format!("The {phrase} is {v}."));
+    let want = stems(&phrase);
+    // The context itself (newest first: a later statement overrides an earlier one); the
+    // phrase verbatim, else the statement sharing most words with it.
+    let from_context = || {
+        context
+            .iter()
+            .rev()
+            .find_map(|m| find_in_text(&m.content, &matcher))
+            .or_else(|| {
+                let lines = context.iter().rev().flat_map(|m| m.content.lines().rev());
+                ranked_value(lines, &want)
+            })
+    };
+    // What the probe's own tool calls returned.
+    let from_tools = || {
+        // grep lines are `path:line: text`; read_file lines are `   N\ttext`.
+        let lines = || {
+            loop_msgs
+                .iter()
+                .filter(|m| m.role == Role::Tool)
+                .flat_map(|m| m.content.lines())
+                .map(|line| line.split_once('\t').map(|(_, t)| t).unwrap_or(line))
+        };
+        lines()
+            .find_map(|text| value_after(text, &matcher))
+            .or_else(|| ranked_value(lines(), &want))
+    };
+    match search {
+        NeedleSearch::Never => return from_context().map_or_else(|| answer(DONT_KNOW), say),
+        NeedleSearch::Auto => {
+            if let Some(v) = from_context().or_else(from_tools) {
+                return say(v);
+            }
+        }
+        NeedleSearch::Always => {
+            if let Some(v) = from_tools() {
+                return say(v);
             }
         }
     }
-    // 3. Search the store: the phrase first, then its longest word.
-    if !tool_names.contains(&"grep") {
-        return answer(DONT_KNOW);
+    // Search the store: the phrase first, then its longest word.
+    let next = next_search(&phrase, loop_msgs).filter(|_| tool_names.contains(&"grep"));
+    match next {
+        Some(call) => OfflineReply {
+            content: String::new(),
+            tool_calls: vec![call],
+        },
+        // `always`: the store had nothing, the view is the last resort.
+        None => from_context().map_or_else(|| answer(DONT_KNOW), say),
     }
+}
+
+/// Words that carry no meaning for matching a question to a statement.
+const STOP: [&str; 24] = [
+    "the", "we", "with", "our", "what", "exactly", "that", "for", "and", "was", "are", "is", "of",
+    "to", "this", "one", "who", "whoever", "goes", "by", "use", "into", "on", "in",
+];
+
+/// Content-word stems of `text` (lowercase, first five letters, words of 3+ characters).
+pub fn stems(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in text.split(|c: char| !c.is_alphanumeric()) {
+        let w = w.to_lowercase();
+        if w.chars().count() < 3 || STOP.contains(&w.as_str()) {
+            continue;
+        }
+        let stem: String = w.chars().take(5).collect();
+        if !out.contains(&stem) {
+            out.push(stem);
+        }
+    }
+    out
+}
+
+/// The value of the statement (`… is <value>`) among `lines` sharing the most stems with
+/// `want` (at least two, or all of them when fewer); ties go to the first line seen. This is
+/// how a careless reader is fooled by a statement about a neighbouring key.
+fn ranked_value<'a>(lines: impl Iterator<Item = &'a str>, want: &[String]) -> Option<String> {
+    static LINK: OnceLock<Regex> = OnceLock::new();
+    let link = LINK.get_or_init(|| Regex::new(r"(?i)\s(?:is|was)\s").unwrap());
+    let need = want.len().min(2);
+    if need == 0 {
+        return None;
+    }
+    let mut best: Option<(usize, String)> = None;
+    for line in lines {
+        if !link.is_match(line) {
+            continue;
+        }
+        let have = stems(line);
+        let score = want.iter().filter(|w| have.contains(w)).count();
+        if score < need || best.as_ref().is_some_and(|(b, _)| *b >= score) {
+            continue;
+        }
+        if let Some(v) = value_after(line, link) {
+            best = Some((score, v));
+        }
+    }
+    best.map(|(_, v)| v)
+}
+
+/// The next `grep` for `phrase` not yet made in this probe (the phrase, then its longest word).
+fn next_search(phrase: &str, loop_msgs: &[Message]) -> Option<ToolCall> {
     let searched: Vec<String> = loop_msgs
         .iter()
         .flat_map(|m| m.tool_calls.iter())
         .filter(|c| c.name == "grep")
         .filter_map(|c| c.arguments.get("pattern")?.as_str().map(str::to_string))
         .collect();
-    let longest_word = phrase
-        .split_whitespace()
-        .max_by_key(|w| w.len())
-        .unwrap_or_default()
-        .to_string();
-    let candidates = [regex::escape(&phrase), regex::escape(&longest_word)];
-    match candidates.into_iter().find(|p| !searched.contains(p)) {
-        Some(pattern) => OfflineReply {
-            content: String::new(),
-            tool_calls: vec![ToolCall {
-                id: format!("offline_call_{}", searched.len() + 1),
-                name: "grep".into(),
-                arguments: json!({"pattern": pattern, "ignore_case": true}),
-            }],
-        },
-        None => answer(DONT_KNOW),
-    }
+    // The phrase, then its words longest first (at most three): a paraphrased question's
+    // phrase matches nothing, one of its words may.
+    let mut words: Vec<&str> = phrase.split_whitespace().collect();
+    words.sort_by_key(|w| std::cmp::Reverse(w.len()));
+    words.dedup();
+    let candidates =
+        std::iter::once(regex::escape(phrase)).chain(words.into_iter().take(3).map(regex::escape));
+    let pattern = candidates.into_iter().find(|p| !searched.contains(p))?;
+    Some(ToolCall {
+        id: format!("offline_call_{}", searched.len() + 1),
+        name: "grep".into(),
+        arguments: json!({"pattern": pattern, "ignore_case": true}),
+    })
 }
 
 const SECTIONS: [&str; 4] = ["SESSION INTENT", "SUMMARY", "ARTIFACTS", "NEXT STEPS"];
@@ -213,12 +306,15 @@ pub fn drift_answer(view: &[Message]) -> DriftAnswer {
     let summary = view
         .iter()
         .rev()
-        .find(|m| m.role == Role::User && m.content.contains("<summary>"));
+        .find(|m| matches!(m.role, Role::User | Role::System) && m.content.contains("<summary>"));
     let mut a = DriftAnswer::default();
+    // deepagents' sections, core-agent's handover / checkpoint and digitorn's recap.
+    let first = |text: &str, names: &[&str]| names.iter().find_map(|n| summary_section(text, n));
     if let Some(s) = summary {
-        a.goal = summary_section(&s.content, "SESSION INTENT").unwrap_or_default();
-        a.done = summary_section(&s.content, "SUMMARY").unwrap_or_default();
-        if let Some(arts) = summary_section(&s.content, "ARTIFACTS") {
+        let c = &s.content;
+        a.goal = first(c, &["SESSION INTENT", "CURRENT STATE", "TASK"]).unwrap_or_default();
+        a.done = first(c, &["SUMMARY", "TECHNICAL CONTEXT", "DECISIONS"]).unwrap_or_default();
+        if let Some(arts) = first(c, &["ARTIFACTS", "FILES & CHANGES", "FILES TOUCHED"]) {
             a.files = arts
                 .lines()
                 .map(|l| l.trim().trim_start_matches(['-', '*', ' ']).trim())
@@ -279,9 +375,18 @@ pub const OFFLINE_MODEL: &str = "offline";
 pub struct OfflineProvider {
     info: ProviderInfo,
     counter: ApproxCounter,
+    search: NeedleSearch,
 }
 
 impl OfflineProvider {
+    /// The offline agent with a search bound for recall questions.
+    pub fn with_search(search: NeedleSearch) -> Self {
+        OfflineProvider {
+            search,
+            ..Self::new()
+        }
+    }
+
     pub fn new() -> Self {
         OfflineProvider {
             info: ProviderInfo {
@@ -292,6 +397,7 @@ impl OfflineProvider {
                 tool_protocol: ToolProtocol::Native,
             },
             counter: ApproxCounter::langchain(),
+            search: NeedleSearch::Auto,
         }
     }
 }
@@ -314,7 +420,7 @@ impl Provider for OfflineProvider {
         Box::pin(async move {
             let started = std::time::Instant::now();
             let tool_names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
-            let reply = respond(&request.messages, &tool_names);
+            let reply = respond_with(&request.messages, &tool_names, self.search);
             let mut message = Message::assistant(reply.content, reply.tool_calls);
             let input: u64 = request
                 .messages
@@ -429,7 +535,7 @@ mod tests {
     #[test]
     fn says_it_does_not_know_when_nothing_is_found() {
         let mut msgs = vec![q("What exactly is the deploy token?")];
-        for (i, pat) in ["deploy token", "deploy"].iter().enumerate() {
+        for (i, pat) in ["deploy token", "deploy", "token"].iter().enumerate() {
             let r = respond(&msgs, &["grep"]);
             assert_eq!(r.tool_calls[0].arguments["pattern"], *pat, "step {i}");
             msgs.push(Message::assistant("", r.tool_calls.clone()));
@@ -447,6 +553,75 @@ mod tests {
             respond(&[q("What is the deploy token?")], &[]).content,
             DONT_KNOW
         );
+    }
+
+    #[test]
+    fn paraphrased_questions_rank_statements_by_shared_words() {
+        let needle = "Note for later: the staging deploy token is teal-otter-7731.";
+        let distractor = "Note for later: the production deploy token is amber-yak-1234.";
+        let question = q("What exactly is the token we deploy staging with?");
+        let both = vec![
+            Message::user(needle),
+            Message::tool("c", "bash", format!("x\n{distractor}\ny")),
+            question.clone(),
+        ];
+        let r = respond(&both, &["grep"]);
+        assert!(r.content.contains("teal-otter-7731"), "{}", r.content);
+        // The needle was compacted away: the neighbouring key fools it.
+        let r = respond(&both[1..], &["grep"]);
+        assert!(r.content.contains("amber-yak-1234"), "{}", r.content);
+        // One shared word is not enough.
+        let r = respond(&[Message::user("the token is x-1."), question], &[]);
+        assert_eq!(r.content, DONT_KNOW);
+    }
+
+    #[test]
+    fn search_bounds_steer_the_order_of_view_and_store() {
+        let ctx = Message::tool(
+            "c1",
+            "bash",
+            "Note for later: the deploy token is old-view-1.",
+        );
+        let question = q("What exactly is the deploy token?");
+        // never: the view alone, no tools even when offered.
+        let r = respond_with(
+            &[ctx.clone(), question.clone()],
+            &["grep"],
+            NeedleSearch::Never,
+        );
+        assert!(r.tool_calls.is_empty() && r.content.contains("old-view-1"));
+        let r = respond_with(
+            std::slice::from_ref(&question),
+            &["grep"],
+            NeedleSearch::Never,
+        );
+        assert_eq!(r.content, DONT_KNOW);
+        // always: greps first although the view states it, then answers from the store.
+        let mut msgs = vec![ctx.clone(), question.clone()];
+        let r = respond_with(&msgs, &["grep"], NeedleSearch::Always);
+        assert_eq!(r.tool_calls[0].arguments["pattern"], "deploy token");
+        msgs.push(Message::assistant("", r.tool_calls.clone()));
+        msgs.push(Message::tool(
+            "offline_call_1",
+            "grep",
+            "/conversation_history/s.md:3: the deploy token is from-store-2.",
+        ));
+        let r = respond_with(&msgs, &["grep"], NeedleSearch::Always);
+        assert!(r.content.contains("from-store-2"), "{}", r.content);
+        // always, nothing in the store: the view is the last resort.
+        let mut msgs = vec![ctx, question];
+        for i in 0..3 {
+            let r = respond_with(&msgs, &["grep"], NeedleSearch::Always);
+            assert_eq!(r.tool_calls.len(), 1, "search {i}");
+            msgs.push(Message::assistant("", r.tool_calls.clone()));
+            msgs.push(Message::tool(
+                format!("offline_call_{}", i + 1),
+                "grep",
+                "No matches.",
+            ));
+        }
+        let r = respond_with(&msgs, &["grep"], NeedleSearch::Always);
+        assert!(r.content.contains("old-view-1"), "{}", r.content);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Needle planting: put an unguessable fact (`deploy token: teal-otter-7731`) at a chosen depth
 //! of a real trace — as a user message, inside a tool result, or inside an assistant message —
-//! with optional distractors of the same shape, all derived from a seed.
+//! with optional distractors of the same shape, all derived from a seed. With `paraphrase`, the
+//! question avoids the key (a seeded paraphrase per fact kind) and the distractors share part
+//! of the needle's key, so matching the question's words is not enough.
 //!
 //! Planting never breaks the trace's structure: a new user message goes only at a boundary where
 //! no tool call is waiting for its result, and facts placed in tool results or assistant text are
@@ -43,6 +45,9 @@ pub struct Fact {
     pub position: Position,
     /// False for distractors.
     pub is_needle: bool,
+    /// The words the question uses instead of the key (`paraphrase = true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_as: Option<String>,
 }
 
 impl Fact {
@@ -51,8 +56,14 @@ impl Fact {
         format!("Note for later: the {} is {}.", self.key, self.value)
     }
 
-    /// The question that asks for it.
+    /// The question that asks for it (in other words than the key when paraphrased).
     pub fn question(&self) -> String {
+        if let Some(p) = &self.asked_as {
+            return format!(
+                "Earlier in this session we noted it down. What exactly is the {p}? \
+                 Answer with the value only."
+            );
+        }
         format!(
             "Earlier in this session a {} was mentioned. What exactly is the {}? \
              Answer with the value only.",
@@ -90,6 +101,81 @@ const ANIMALS: [&str; 24] = [
     "lemur", "moose", "okapi", "puffin",
 ];
 
+/// A fact kind for paraphrased questions: the planted key, ways to ask for it that avoid the
+/// key's words as a phrase, and sibling keys that share part of it (the distractors).
+struct Kind {
+    key: &'static str,
+    paraphrases: [&'static str; 2],
+    siblings: [&'static str; 2],
+}
+
+const KINDS: [Kind; 8] = [
+    Kind {
+        key: "staging deploy token",
+        paraphrases: [
+            "token we deploy staging with",
+            "credential our staging deploys use",
+        ],
+        siblings: ["production deploy token", "staging read token"],
+    },
+    Kind {
+        key: "primary database password",
+        paraphrases: [
+            "password of the main database",
+            "password for logging into our primary db",
+        ],
+        siblings: ["replica database password", "primary cache password"],
+    },
+    Kind {
+        key: "next release codename",
+        paraphrases: [
+            "name we gave the upcoming release",
+            "codename of the release after this one",
+        ],
+        siblings: ["previous release codename", "next sprint codename"],
+    },
+    Kind {
+        key: "on-call pager id",
+        paraphrases: [
+            "id of the pager for whoever is on call",
+            "pager the on-call engineer carries",
+        ],
+        siblings: ["backup pager id", "on-call phone id"],
+    },
+    Kind {
+        key: "backup bucket suffix",
+        paraphrases: [
+            "suffix of the bucket our backups go to",
+            "ending of the backups bucket name",
+        ],
+        siblings: ["logs bucket suffix", "backup volume suffix"],
+    },
+    Kind {
+        key: "canary cluster tag",
+        paraphrases: [
+            "tag on the cluster that runs canaries",
+            "label of the canary deployment cluster",
+        ],
+        siblings: ["main cluster tag", "canary node tag"],
+    },
+    Kind {
+        key: "signing key alias",
+        paraphrases: [
+            "alias of the key we sign releases with",
+            "name the signing key goes by",
+        ],
+        siblings: ["encryption key alias", "signing cert alias"],
+    },
+    Kind {
+        key: "incident bridge code",
+        paraphrases: [
+            "code to join the incident call",
+            "dial-in code for the incident bridge line",
+        ],
+        siblings: ["standup bridge code", "incident room code"],
+    },
+];
+
 /// A deterministic generator of keys and values.
 struct Values(fastrand::Rng);
 
@@ -115,6 +201,11 @@ pub struct PlantSpec {
     /// Distractor facts (same shape, other keys), spread over the trace.
     pub distractors: usize,
     pub seed: u64,
+    /// Ask in other words than the key (a seeded paraphrase per fact kind), with distractors
+    /// whose keys share part of the needle's (`production deploy token` for `staging deploy
+    /// token`).
+    #[serde(default)]
+    pub paraphrase: bool,
 }
 
 /// The planted trace and what was planted where.
@@ -148,6 +239,10 @@ pub fn plant(trace: &Trace, spec: &PlantSpec) -> Result<Planted, String> {
     let mut rng = Values(fastrand::Rng::with_seed(spec.seed));
     let mut keys: Vec<&str> = KEYS.to_vec();
     rng.0.shuffle(&mut keys);
+    let mut asked: Vec<Option<String>> = vec![None; keys.len()];
+    if spec.paraphrase {
+        (keys, asked) = paraphrased_keys(spec, &mut rng.0)?;
+    }
 
     // Depths: needles from `depth` towards the end; distractors evenly over the whole trace.
     let mut wanted: Vec<(f64, Position, bool)> = Vec::new();
@@ -181,9 +276,49 @@ pub fn plant(trace: &Trace, spec: &PlantSpec) -> Result<Planted, String> {
             index,
             position,
             is_needle,
+            asked_as: asked[i].clone(),
         });
     }
     Ok(Planted { trace: out, facts })
+}
+
+/// Keys in planting order (needles, then distractors) for `paraphrase = true`: needle kinds
+/// drawn by the seed, each asked with one of its paraphrases; distractors are the needles'
+/// siblings first (round-robin), then other kinds' keys.
+fn paraphrased_keys(
+    spec: &PlantSpec,
+    rng: &mut fastrand::Rng,
+) -> Result<(Vec<&'static str>, Vec<Option<String>>), String> {
+    if spec.needles > KINDS.len() {
+        return Err(format!(
+            "at most {} paraphrased needles fit in one trace",
+            KINDS.len()
+        ));
+    }
+    let mut order: Vec<usize> = (0..KINDS.len()).collect();
+    rng.shuffle(&mut order);
+    let needles = &order[..spec.needles];
+    let mut keys: Vec<&'static str> = Vec::new();
+    let mut asked: Vec<Option<String>> = Vec::new();
+    for &k in needles {
+        keys.push(KINDS[k].key);
+        asked.push(Some(KINDS[k].paraphrases[rng.usize(..2)].to_string()));
+    }
+    let mut pool: Vec<&'static str> = Vec::new();
+    for j in 0..2 {
+        pool.extend(needles.iter().map(|&k| KINDS[k].siblings[j]));
+    }
+    pool.extend(order[spec.needles..].iter().map(|&k| KINDS[k].key));
+    if spec.distractors > pool.len() {
+        return Err(format!(
+            "at most {} distractors fit with {} paraphrased needles",
+            pool.len(),
+            spec.needles
+        ));
+    }
+    keys.extend(&pool[..spec.distractors]);
+    asked.resize(keys.len(), None);
+    Ok((keys, asked))
 }
 
 /// Put one fact into the trace; returns the index of the message that carries it.
@@ -205,6 +340,7 @@ fn place(
         index: 0,
         position,
         is_needle: true,
+        asked_as: None,
     }
     .line();
     match position {
@@ -325,6 +461,7 @@ mod tests {
             needles: 1,
             distractors: 0,
             seed: 7,
+            paraphrase: false,
         }
     }
 
@@ -391,6 +528,7 @@ mod tests {
                 needles: 2,
                 distractors: 3,
                 seed: 1,
+                paraphrase: false,
             },
         )
         .unwrap();
@@ -404,6 +542,45 @@ mod tests {
                 "fact {f:?} not at its index"
             );
         }
+    }
+
+    #[test]
+    fn paraphrased_questions_avoid_the_key_and_distractors_share_it() {
+        let t = sample_trace();
+        let p = plant(
+            &t,
+            &PlantSpec {
+                distractors: 2,
+                paraphrase: true,
+                ..spec(0.3, Position::Tool)
+            },
+        )
+        .unwrap();
+        let needle = &p.facts[0];
+        let asked = needle.asked_as.as_deref().unwrap();
+        let q = needle.question().to_lowercase();
+        assert!(!q.contains(&needle.key), "{q}");
+        assert!(q.contains(asked), "{q}");
+        for d in &p.facts[1..] {
+            assert!(d.asked_as.is_none());
+            let shared = d
+                .key
+                .split_whitespace()
+                .filter(|w| needle.key.split_whitespace().any(|n| n == *w))
+                .count();
+            assert!(shared >= 1, "{} vs {}", d.key, needle.key);
+            assert_ne!(d.key, needle.key);
+        }
+        let again = plant(
+            &t,
+            &PlantSpec {
+                distractors: 2,
+                paraphrase: true,
+                ..spec(0.3, Position::Tool)
+            },
+        )
+        .unwrap();
+        assert_eq!(p.facts, again.facts);
     }
 
     #[test]

@@ -133,6 +133,13 @@ pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
                     params.insert("distractors".to_string(), n.distractors.into());
                     params.insert("max_steps".to_string(), n.max_steps.into());
                     params.insert("ask_at".to_string(), n.ask_at.to_json());
+                    // Only a non-default bound is a parameter (unit params stay as they were).
+                    if n.search != crate::config::suite::NeedleSearch::Auto {
+                        params.insert("search".to_string(), n.search.as_str().into());
+                    }
+                    if n.paraphrase {
+                        params.insert("paraphrase".to_string(), true.into());
+                    }
                     out.push(EvalSample {
                         eval: "needle".into(),
                         sample: key,

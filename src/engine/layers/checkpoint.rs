@@ -3,16 +3,18 @@
 //! `task_boundary`, or the result of a `mark_task_done` call), the next model call first writes
 //! a six-section completion record: the prior task's raw messages are appended to
 //! `<history_dir>/checkpoints_<hex>.md`, summarized (chained with the previous summary), and
-//! sliced out of every later request, the record naming the history file.
+//! sliced out of every later request, the record naming the history file. With `history =
+//! "none"` (core-agent: its audit log is out of the agent's reach) nothing is written and the
+//! record names no file; `"memory"` appends the record to `<history_dir>/MEMORY.md`.
 
-use super::preview::summary_message;
+use super::preview::{summary_message, summary_message_without_history};
 use super::summarize::{render_history, request_summary, safe_cutoff_point};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
-use crate::engine::layer_config::TextSource;
+use crate::engine::layer_config::{History, TextSource};
 use crate::engine::view::{Item, Source};
 use crate::engine::EngineError;
 use crate::trace::{ContextMarker, Message, Role};
@@ -33,6 +35,10 @@ pub struct Checkpoint {
     pub prompt: Option<TextSource>,
     pub summary_max_tokens: u64,
     pub history_dir: String,
+    /// `offload`: the raw messages go to `<history_dir>/checkpoints_<hex>.md`, named by the
+    /// record; `memory`: the record is appended to `<history_dir>/MEMORY.md`; `none`: nothing.
+    #[serde(default, skip_serializing_if = "History::is_offload")]
+    pub history: History,
 }
 
 impl LayerSpec for Checkpoint {
@@ -151,22 +157,23 @@ impl Layer for CheckpointLayer {
             return Ok(());
         };
 
-        let history = match &self.history_file {
-            Some(h) => h.clone(),
-            None => {
-                let h = format!(
-                    "{}/checkpoints_{}.md",
-                    self.cfg.history_dir.trim_end_matches('/'),
-                    ctx.env.store.uuid4_hex()
-                );
-                self.history_file = Some(h.clone());
-                h
-            }
-        };
-        let write = ctx.env.store.append(
-            &history,
-            render_history(ctx.call_index, &leaving).as_bytes(),
-        )?;
+        let dir = self.cfg.history_dir.trim_end_matches('/').to_string();
+        let mut writes = Vec::new();
+        let mut history = String::new();
+        if self.cfg.history == History::Offload {
+            history = match &self.history_file {
+                Some(h) => h.clone(),
+                None => {
+                    let h = format!("{dir}/checkpoints_{}.md", ctx.env.store.uuid4_hex());
+                    self.history_file = Some(h.clone());
+                    h
+                }
+            };
+            writes.push(ctx.env.store.append(
+                &history,
+                render_history(ctx.call_index, &leaving).as_bytes(),
+            )?);
+        }
         let outcome = request_summary(
             ctx,
             &leaving,
@@ -180,16 +187,31 @@ impl Layer for CheckpointLayer {
                 let mut ev = Event::new(EventKind::Error, ctx.call_index, self.name());
                 ev.call_index = Some(ctx.call_index);
                 ev.tokens_before = Some(before);
-                ev.writes.push(write);
+                ev.writes = writes;
                 ev.detail = EventDetail::Error { message };
                 ctx.env.emit(ev);
                 return Ok(());
             }
         };
-        let content = summary_message(&history, &out.text);
+        let content = match self.cfg.history {
+            History::Offload => summary_message(&history, &out.text),
+            History::Memory => {
+                history = format!("{dir}/MEMORY.md");
+                let note = format!(
+                    "## Checkpoint at model call {}\n\n{}\n\n",
+                    ctx.call_index, out.text
+                );
+                writes.push(ctx.env.store.append(&history, note.as_bytes())?);
+                summary_message_without_history(Some(&history), &out.text)
+            }
+            History::None => summary_message_without_history(None, &out.text),
+        };
         let mut msg = Message::user(content.clone());
         msg.kind = Some("checkpoint".into());
-        let mut item = Item::new(msg, ctx.env.counter).with_pointer(&history, None);
+        let mut item = Item::new(msg, ctx.env.counter);
+        if !history.is_empty() {
+            item = item.with_pointer(&history, None);
+        }
         item.is_summary = true;
         let state_cutoff = ctx.view.cut_before(ctx.state, pos);
         let kept = ctx.view.len();
@@ -204,7 +226,7 @@ impl Layer for CheckpointLayer {
         ev.persistent = true;
         ev.tokens_before = Some(before);
         ev.tokens_after = Some(ctx.request_tokens());
-        ev.writes.push(write);
+        ev.writes = writes;
         ev.detail = EventDetail::Summarized {
             state_len: ctx.state.len(),
             view_cutoff: pos,

@@ -273,6 +273,20 @@ A condensed summary follows:\n\n<summary>\n{summary}\n</summary>"
     )
 }
 
+/// A summary message for a slice whose raw turns the agent cannot reach: `memory` names the
+/// memory file holding the summaries (turn-trimming agent), `None` names nothing (LangChain,
+/// digitorn, core-agent). Same `<summary>` block as deepagents' message.
+pub fn summary_message_without_history(memory_file: Option<&str>, summary: &str) -> String {
+    let saved = match memory_file {
+        Some(f) => format!("Notes of the earlier parts are kept in {f}.\n\n"),
+        None => String::new(),
+    };
+    format!(
+        "You are in the middle of a conversation that has been summarized.\n\n{saved}\
+A condensed summary follows:\n\n<summary>\n{summary}\n</summary>"
+    )
+}
+
 /// deepagents' `_slice_read_file_tm`: a `read_file` result clipped to `slice` characters with a
 /// notice pointing back at the original file (text dropped entirely when it is that short).
 pub fn read_file_clip(content: &str, original_path: &str, slice: usize) -> String {

@@ -4,16 +4,21 @@
 //! `<history_dir>/session_<hex>.md`, ask the [`Summarizer`](crate::engine::summarizer::Summarizer)
 //! for a summary (chained with the previous one), and make `[summary] + kept` the persistent
 //! base. If the request is still over budget, clip the trailing tool results (persistent), then
-//! report a context overflow.
+//! report a context overflow. `history` decides what the agent can still reach: `offload` (the
+//! history file above, named by the summary), `memory` (only the summary, appended to
+//! `<history_dir>/MEMORY.md`) or `none` (nothing written); `summary_role` puts the summary in a
+//! user or a system message.
 
-use super::preview::{read_file_clip, summary_message, tool_stub, PreviewShape};
+use super::preview::{
+    read_file_clip, summary_message, summary_message_without_history, tool_stub, PreviewShape,
+};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::invariants::unusable_summary;
 use crate::engine::layer::{CallCtx, Layer};
-use crate::engine::layer_config::{Keep, TextSource, Trigger};
+use crate::engine::layer_config::{History, Keep, SummaryRole, TextSource, Trigger};
 use crate::engine::store::{sanitize_tool_call_id, LazyBytes};
 use crate::engine::summarizer::DEFAULT_SUMMARY_PROMPT;
 use crate::engine::summarizer::{SummaryOutput, SummaryRequest};
@@ -36,8 +41,14 @@ pub struct Summarize {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<TextSource>,
     pub summary_max_tokens: u64,
-    /// Directory of the history file (`<dir>/session_<hex>.md`).
+    /// Directory of the history file (`<dir>/session_<hex>.md`) or of `MEMORY.md`.
     pub history_dir: String,
+    /// What the agent can still reach of the summarized slice.
+    #[serde(default, skip_serializing_if = "History::is_offload")]
+    pub history: History,
+    /// Role of the summary message.
+    #[serde(default, skip_serializing_if = "SummaryRole::is_user")]
+    pub summary_role: SummaryRole,
     /// After summarizing, clip the trailing tool results while the request is over budget.
     pub clip_tail_over_budget: bool,
     /// `read_file` results clipped over budget keep this many leading characters.
@@ -57,6 +68,12 @@ impl LayerSpec for Summarize {
     fn validate(&self) -> Result<(), ConfigError> {
         if self.summary_max_tokens == 0 {
             return Err(err("summarize.summary_max_tokens", "must be > 0"));
+        }
+        if self.history != History::None && self.history_dir.is_empty() {
+            return Err(err(
+                "summarize.history_dir",
+                "is empty; to keep nothing the agent can reach, set summarize.history = \"none\"",
+            ));
         }
         Ok(())
     }
@@ -298,21 +315,22 @@ impl SummarizeLayer {
         });
         drop(entries);
 
-        // The raw turns are on disk before they leave the context.
-        let history = match &self.history_file {
-            Some(h) => h.clone(),
-            None => {
-                let h = format!(
-                    "{}/session_{}.md",
-                    self.cfg.history_dir.trim_end_matches('/'),
-                    ctx.env.store.uuid4_hex()
-                );
-                self.history_file = Some(h.clone());
-                h
-            }
-        };
-        let section = HistorySection::new(ctx.call_index, leaving.clone());
-        let write = ctx.env.store.append_lazy(&history, Box::new(section))?;
+        // Offload: the raw turns are on disk before they leave the context.
+        let dir = self.cfg.history_dir.trim_end_matches('/').to_string();
+        let mut writes = Vec::new();
+        let mut history = String::new();
+        if self.cfg.history == History::Offload {
+            history = match &self.history_file {
+                Some(h) => h.clone(),
+                None => {
+                    let h = format!("{dir}/session_{}.md", ctx.env.store.uuid4_hex());
+                    self.history_file = Some(h.clone());
+                    h
+                }
+            };
+            let section = HistorySection::new(ctx.call_index, leaving.clone());
+            writes.push(ctx.env.store.append_lazy(&history, Box::new(section))?);
+        }
 
         let outcome = request_summary(
             ctx,
@@ -327,17 +345,36 @@ impl SummarizeLayer {
                 let mut ev = Event::new(EventKind::Error, ctx.call_index, self.name());
                 ev.call_index = Some(ctx.call_index);
                 ev.tokens_before = Some(effective);
-                ev.writes.push(write);
+                ev.writes = writes;
                 ev.detail = EventDetail::Error { message };
                 ctx.env.emit(ev);
                 return Ok(false);
             }
         };
 
-        let content = summary_message(&history, &out.text);
-        let mut msg = Message::user(content.clone());
+        let content = match self.cfg.history {
+            History::Offload => summary_message(&history, &out.text),
+            History::Memory => {
+                // The turn-trimming agent's memory file: the summary, not the raw turns.
+                history = format!("{dir}/MEMORY.md");
+                let note = format!(
+                    "## Summarized at model call {}\n\n{}\n\n",
+                    ctx.call_index, out.text
+                );
+                writes.push(ctx.env.store.append(&history, note.as_bytes())?);
+                summary_message_without_history(Some(&history), &out.text)
+            }
+            History::None => summary_message_without_history(None, &out.text),
+        };
+        let mut msg = match self.cfg.summary_role {
+            SummaryRole::User => Message::user(content.clone()),
+            SummaryRole::System => Message::system(content.clone()),
+        };
         msg.kind = Some("summary".into());
-        let mut item = Item::new(msg, ctx.env.counter).with_pointer(&history, None);
+        let mut item = Item::new(msg, ctx.env.counter);
+        if !history.is_empty() {
+            item = item.with_pointer(&history, None);
+        }
         item.is_summary = true;
         let state_cutoff = ctx.view.cut_before(ctx.state, cutoff);
         let kept = ctx.view.len();
@@ -351,7 +388,7 @@ impl SummarizeLayer {
         ev.call_index = Some(ctx.call_index);
         ev.persistent = true;
         ev.tokens_before = Some(effective);
-        ev.writes.push(write);
+        ev.writes = writes;
         ev.detail = EventDetail::Summarized {
             state_len: ctx.state.len(),
             view_cutoff: cutoff,

@@ -4,6 +4,7 @@
 //!    tail around a truncation notice (persistent, once per result);
 //! 2. over `max_turns` complete turns, the oldest half is dropped — appended to the memory
 //!    history file (and, with `memory_summary`, summarized into `MEMORY.md`), never re-sent;
+//!    `history = "memory"` (the real agent) writes only the `MEMORY.md` note, `"none"` nothing;
 //! 3. still over `max_tokens`: with fewer than `compress_below_turns` complete turns, each is
 //!    text-compressed to its first user text and last reply (tool chains dropped whole);
 //!    otherwise the oldest half is dropped again;
@@ -21,7 +22,7 @@ use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::invariants::unusable_summary;
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
-use crate::engine::layer_config::Trigger;
+use crate::engine::layer_config::{History, Trigger};
 use crate::engine::summarizer::SummaryRequest;
 use crate::engine::view::{Item, Override};
 use crate::engine::EngineError;
@@ -48,6 +49,10 @@ pub struct TurnTrim {
     pub memory_dir: String,
     /// Ask the summarizer for a memory note of the dropped turns (not sent to the model).
     pub memory_summary: bool,
+    /// `offload`: dropped turns are appended to `<memory_dir>/history.md` (and the note to
+    /// `MEMORY.md`); `memory`: only the note is written; `none`: nothing is written.
+    #[serde(default, skip_serializing_if = "History::is_offload")]
+    pub history: History,
     pub overflow_tool_result_chars: usize,
     pub overflow_user_chars: usize,
     pub overflow_max_turns: usize,
@@ -216,12 +221,15 @@ impl TurnTrimLayer {
         }
         let dir = self.cfg.memory_dir.trim_end_matches('/');
         let memory_file = format!("{dir}/history.md");
-        let mut writes = vec![ctx.env.store.append(
-            &memory_file,
-            render_history(ctx.call_index, &messages).as_bytes(),
-        )?];
+        let mut writes = Vec::new();
+        if self.cfg.history == History::Offload {
+            writes.push(ctx.env.store.append(
+                &memory_file,
+                render_history(ctx.call_index, &messages).as_bytes(),
+            )?);
+        }
         let mut usage = None;
-        if self.cfg.memory_summary && !messages.is_empty() {
+        if self.cfg.memory_summary && self.cfg.history != History::None && !messages.is_empty() {
             let req = SummaryRequest {
                 messages: &messages,
                 previous_summary: None,
@@ -265,6 +273,11 @@ impl TurnTrimLayer {
         ctx.base.start = cut;
         ctx.base.generation += 1;
         ctx.view.head_generation = ctx.base.generation;
+        let memory_file = match self.cfg.history {
+            History::Offload => memory_file,
+            History::Memory => format!("{dir}/MEMORY.md"),
+            History::None => String::new(),
+        };
         Ok(Dropped {
             messages,
             writes,
