@@ -354,6 +354,7 @@ fn evaluate_one(
             ),
         );
     };
+    let mut too_few_traces: Option<usize> = None;
     let (value, ci, p_value, significant, what) = match rule.kind {
         RuleKind::Absolute => {
             let Some(s) = aggregate::summarize(
@@ -399,6 +400,9 @@ fn evaluate_one(
                 );
             };
             let significant = c.p_value.is_none_or(|p| p < crate::metrics::stats::ALPHA);
+            if c.too_few_traces {
+                too_few_traces = Some(c.n_traces);
+            }
             if rule.kind == RuleKind::Delta {
                 (
                     c.delta,
@@ -460,6 +464,19 @@ fn evaluate_one(
             Verdict::Fail,
             format!(
                 "{stats}: violates {} {} by {} and the regression is significant",
+                rule.op.as_str(),
+                num(rule.threshold),
+                num(beyond.unwrap_or(0.0))
+            ),
+        )
+    } else if let Some(n) = too_few_traces {
+        // Too few traces to test significance (units of one trace are not independent): a
+        // gate fails closed rather than pass a regression it cannot judge.
+        (
+            Verdict::Fail,
+            format!(
+                "{stats}: violates {} {} by {}; too few traces ({n}) to test significance, so \
+                 the gate fails closed (add traces to the suite to get a verdict)",
                 rule.op.as_str(),
                 num(rule.threshold),
                 num(beyond.unwrap_or(0.0))

@@ -121,10 +121,13 @@ pub fn totals<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> UsageTotals 
         (Some(a), Some(b)) => Some(a + b),
         _ => None,
     };
+    // Rounded to a nano-dollar: float sums depend on the order units finished in, and the
+    // same figure must read the same in run.json, summary.json and every report.
+    let nano = |x: Option<f64>| x.map(|v| (v * 1e9).round() / 1e9);
     t.cost.headline = CostHeadline {
-        modelled_agent_usd: t.cost.agent.usd,
-        spent_usd: spent,
-        total_usd: t.cost.total_usd,
+        modelled_agent_usd: nano(t.cost.agent.usd),
+        spent_usd: nano(spent),
+        total_usd: nano(t.cost.total_usd),
         unknown_units,
     };
     t

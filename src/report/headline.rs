@@ -235,6 +235,7 @@ pub fn item_text(c: &Comparison) -> String {
         Effect::Better => format!("better ({p})"),
         Effect::Worse => format!("WORSE ({p})"),
         Effect::Changed => format!("changed ({p})"),
+        _ if c.too_few_traces => format!("too few traces ({}) to tell", c.n_traces),
         _ => "n.s.".to_string(),
     };
     format!("{} {change} {mark}", c.metric)
@@ -297,7 +298,7 @@ pub fn verdicts(comparisons: &[Comparison], headline: &[String]) -> Vec<VerdictL
 
 /// Legend printed under the verdict lines.
 pub const LEGEND: &str = "better/WORSE: significant at p < 0.05 in the metric's better/worse \
-direction; n.s.: not significant; =: no change. Δ% of the baseline mean, with its 95% CI.";
+direction; n.s.: not significant; too few traces: fewer than 6 traces, no verdict; =: no change. Δ% of the baseline mean, with its 95% CI.";
 
 /// Verdict lines as plain text, wrapped at `width` columns: the variant name, then its items
 /// separated by two spaces; continuation lines are indented under the first item.
