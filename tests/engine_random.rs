@@ -157,3 +157,32 @@ proptest! {
         }
     }
 }
+
+/// Shrunk case from the generated suite: a large `grep` result (message 3) evicted to
+/// `/large_tool_results/call_1`, then summarization offloads the history; the pointer must
+/// still resolve to the exact original content of message 3.
+#[test]
+fn regression_evicted_result_survives_summarize_offload() {
+    let turns = [Turn {
+        user_chars: 20,
+        steps: vec![vec![(3, 108_429, 10), (1, 79_000, 10)]],
+    }];
+    let trace = build(&turns);
+    let sets: Vec<String> = [
+        "window=8000",
+        "preset=\"deepagents\"",
+        "summarize.keep.fraction=0.1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let resolved = EngineConfig::default()
+        .apply_sets(&sets)
+        .unwrap()
+        .resolve(None)
+        .unwrap();
+    let env = ReplayEnv::new(&OfflineSummarizer);
+    let r = engine::replay(&trace, &resolved, &env).unwrap();
+    assert!(r.invariants.passed(), "{:?}", r.invariants.violations);
+    assert!(r.invariants.trace_defects.is_empty());
+}

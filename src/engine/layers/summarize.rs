@@ -484,6 +484,13 @@ impl SummarizeLayer {
                 ),
                 None => {
                     let path = format!("/large_tool_results/{}", sanitize_tool_call_id(&id));
+                    // deepagents' backends refuse to `write` over an existing file, and the
+                    // offload leaves the message unchanged when the write fails. A result
+                    // evicted at tool time already lives there (its message is the stub), so
+                    // it is not clipped again and the file keeps the original content.
+                    if ctx.env.store.file_len(&path).is_some() {
+                        continue;
+                    }
                     (tool_stub(&id, &path, &m.content, shape), Some(path))
                 }
             };
