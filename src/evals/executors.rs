@@ -346,6 +346,14 @@ async fn run_eval(
         config: s.config.clone(),
         run_dir: RunDir::new(&ctx.run_dir),
     };
+    // Tokens, cost, compactions, timeline and summaries of the unit's replay: built once per
+    // unit. When a summary failed (`summary_failed`), the unit ends there: no model call is
+    // made for numbers that will not count.
+    let base = |replay: &engine::Replay| -> Result<UnitOutput, EvalError> {
+        let mut out = replay_output(shared, &s.trace, &resolved, replay);
+        out.summaries = summaries.of(replay)?;
+        Ok(out)
+    };
     match unit.eval.as_str() {
         "replay" | "invariants" => {
             let (trace, config, store, summ) = (s.trace.clone(), s.config, s.store, s.summarizer);
@@ -358,8 +366,7 @@ async fn run_eval(
                 engine::replay(&trace, &config, &env).map_err(|e| EvalError::Engine(e.to_string()))
             })
             .await?;
-            let mut out = replay_output(shared, &s.trace, &resolved, &replay);
-            out.summaries = summaries.of(&replay)?;
+            let mut out = base(&replay)?;
             let inv = &replay.invariants;
             if unit.eval == "invariants" {
                 out.passed = Some(inv.violations.is_empty());
@@ -391,9 +398,9 @@ async fn run_eval(
                 needle::prepare(&trace, &config, &p, summ.as_ref(), &prices, store, seed)
             })
             .await?;
-            let failed = replay_output(shared, &s.trace, &resolved, &prepared.replay);
-            if failed.error.is_some() {
-                return Ok(failed); // no model call for numbers that will not count
+            let mut out = base(&prepared.replay)?;
+            if out.error.is_some() {
+                return Ok(out);
             }
             let agent = shared.providers(ctx.no_cache)?.agent.clone();
             let answers = needle::ask(
@@ -405,8 +412,6 @@ async fn run_eval(
             )
             .await?;
             let (scores, evidence, _) = needle::score(&prepared, &answers);
-            let mut out = replay_output(shared, &s.trace, &resolved, &prepared.replay);
-            out.summaries = summaries.of(&prepared.replay)?;
             out.passed = Some(scores["recall"] >= 1.0);
             out.scores.extend(scores);
             out.evidence = evidence;
@@ -426,9 +431,9 @@ async fn run_eval(
                 drift::prepare(&trace, &config, &p, summ.as_ref(), &prices, store, seed)
             })
             .await?;
-            let failed = replay_output(shared, &s.trace, &resolved, &replay);
-            if failed.error.is_some() {
-                return Ok(failed);
+            let mut out = base(&replay)?;
+            if out.error.is_some() {
+                return Ok(out);
             }
             let providers = shared.providers(ctx.no_cache)?;
             let judge = if params.judge {
@@ -443,8 +448,6 @@ async fn run_eval(
             let (probes, _agent_usage, judge_usage) =
                 drift::ask(&s.trace, &views, providers.agent.as_ref(), judge, &nonce).await?;
             let (scores, evidence) = drift::aggregate(&probes);
-            let mut out = replay_output(shared, &s.trace, &resolved, &replay);
-            out.summaries = summaries.of(&replay)?;
             out.scores.extend(scores);
             out.evidence = evidence;
             if let Some(j) = judge {
@@ -465,15 +468,13 @@ async fn run_eval(
                 probes::prepare(&trace, &config, summ.as_ref(), &prices, store, seed)
             })
             .await?;
-            let failed = replay_output(shared, &s.trace, &resolved, &prepared.replay);
-            if failed.error.is_some() {
-                return Ok(failed);
+            let mut out = base(&prepared.replay)?;
+            if out.error.is_some() {
+                return Ok(out);
             }
             let providers = shared.providers(ctx.no_cache)?;
             let result =
                 probes::ask(&s.trace, &prepared, kind, providers.agent.as_ref(), &nonce).await?;
-            let mut out = replay_output(shared, &s.trace, &resolved, &prepared.replay);
-            out.summaries = summaries.of(&prepared.replay)?;
             out.scores.extend(result.scores);
             out.passed = result.passed;
             out.evidence = result.evidence;
@@ -493,6 +494,10 @@ async fn run_eval(
                 continuation::prepare(&trace, &config, &p, summ.as_ref(), &prices, store, seed)
             })
             .await?;
+            let mut out = base(&replay)?;
+            if out.error.is_some() {
+                return Ok(out);
+            }
             let steps = match &view {
                 Some(v) => {
                     let agent = shared.providers(ctx.no_cache)?.agent.clone();
@@ -504,8 +509,6 @@ async fn run_eval(
             };
             let (scores, evidence) =
                 continuation::score(&params, view.as_ref().map(|v| v.trace_index), &steps);
-            let mut out = replay_output(shared, &s.trace, &resolved, &replay);
-            out.summaries = summaries.of(&replay)?;
             out.scores.extend(scores);
             out.evidence = evidence;
             Ok(out)

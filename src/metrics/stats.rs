@@ -177,6 +177,26 @@ pub struct PairedDelta {
     pub p_value: Option<f64>,
 }
 
+/// Every delta equals `m`: no variability, so the bootstrap would claim certainty from any n.
+/// The exact sign test over `units` independent units (pairs, or traces when pairs cluster):
+/// `units` deltas of one sign have two-sided p = 2·(1/2)^units.
+fn constant_delta(n: usize, m: f64, units: usize) -> PairedDelta {
+    PairedDelta {
+        n,
+        mean_delta: m,
+        ci: Some(Ci {
+            lo: m,
+            hi: m,
+            method: CiMethod::Degenerate,
+        }),
+        p_value: Some(if m == 0.0 {
+            1.0
+        } else {
+            (2.0 * 0.5f64.powi(units.min(1100) as i32)).min(1.0)
+        }),
+    }
+}
+
 /// Paired bootstrap over per-pair deltas. The p-value is the two-sided bootstrap p:
 /// `2·min(P*(mean ≤ 0), P*(mean ≥ 0))` with the +1 correction, capped at 1; for large n it
 /// comes from the normal approximation of the mean delta.
@@ -192,22 +212,7 @@ pub fn paired_delta(deltas: &[f64], seed: u64) -> Option<PairedDelta> {
         });
     }
     if all_equal(deltas) {
-        // No variability: the bootstrap would claim certainty from any n. Use the exact sign
-        // test instead: n deltas of one sign have two-sided p = 2·(1/2)^n.
-        return Some(PairedDelta {
-            n,
-            mean_delta: m,
-            ci: Some(Ci {
-                lo: m,
-                hi: m,
-                method: CiMethod::Degenerate,
-            }),
-            p_value: Some(if m == 0.0 {
-                1.0
-            } else {
-                (2.0 * 0.5f64.powi(n.min(1100) as i32)).min(1.0)
-            }),
-        });
+        return Some(constant_delta(n, m, n));
     }
     if n > BOOTSTRAP_MAX_N {
         let se = std_dev(deltas) / (n as f64).sqrt();
@@ -271,20 +276,7 @@ pub fn cluster_paired_delta(deltas: &[f64], clusters: &[usize], seed: u64) -> Op
         });
     }
     if all_equal(deltas) {
-        return Some(PairedDelta {
-            n,
-            mean_delta: m,
-            ci: Some(Ci {
-                lo: m,
-                hi: m,
-                method: CiMethod::Degenerate,
-            }),
-            p_value: Some(if m == 0.0 {
-                1.0
-            } else {
-                (2.0 * 0.5f64.powi(k.min(1100) as i32)).min(1.0)
-            }),
-        });
+        return Some(constant_delta(n, m, k));
     }
     let mut rng = SplitMix64::new(seed);
     let mut means: Vec<f64> = (0..BOOTSTRAP_ITERS)
