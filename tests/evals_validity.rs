@@ -7,7 +7,7 @@
 //! paraphrased questions with key-sharing distractors recall less than verbatim keys.
 
 use ctxbench::config::suite::NeedleSearch;
-use ctxbench::engine::{EngineConfig, OfflineSummarizer, ResolvedConfig};
+use ctxbench::engine::{EngineConfig, EventKind, OfflineSummarizer, ResolvedConfig};
 use ctxbench::evals::drift::{self, DriftParams};
 use ctxbench::evals::needle::{self, AskAt, NeedleParams};
 use ctxbench::evals::offline_agent::OfflineProvider;
@@ -16,6 +16,7 @@ use ctxbench::metrics::stats::mcnemar;
 use ctxbench::pricing::PriceTable;
 use ctxbench::trace::import::import_file;
 use ctxbench::trace::Trace;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 const TRACES: [&str; 4] = [
@@ -52,18 +53,41 @@ fn needle_recall(variant: &ResolvedConfig, dir: &Path) -> (f64, usize) {
     (hits.iter().sum::<f64>() / hits.len() as f64, hits.len())
 }
 
-/// Per-sample needle recall (traces × depths × positions, in a fixed order so two variants
-/// pair up); `compacted_away` asserts every needle left the view verbatim.
-fn needle_hits(
-    variant: &ResolvedConfig,
-    dir: &Path,
+/// What varies between needle runs.
+#[derive(Clone, Copy)]
+struct Knobs {
     search: NeedleSearch,
     paraphrase: bool,
+    corrected: bool,
+    fold: Option<usize>,
+    /// Assert every needle left the view verbatim (else the sample tests nothing).
     compacted_away: bool,
-) -> Vec<f64> {
+}
+
+impl Knobs {
+    fn new(search: NeedleSearch) -> Self {
+        Knobs {
+            search,
+            paraphrase: false,
+            corrected: false,
+            fold: None,
+            compacted_away: false,
+        }
+    }
+}
+
+/// One needle sample's scores and the summarizations its replay made.
+struct Run {
+    scores: BTreeMap<String, f64>,
+    summarized: usize,
+}
+
+/// Per-sample needle runs over traces × depths × positions, in a fixed order so two variants
+/// pair up.
+fn needle_runs(variant: &ResolvedConfig, dir: &Path, k: Knobs) -> Vec<Run> {
     let rt = runtime();
     let agent = OfflineProvider::new();
-    let mut hits = Vec::new();
+    let mut runs = Vec::new();
     for (ti, path) in TRACES.iter().enumerate() {
         let trace = load(path);
         for depth in [0.15, 0.35, 0.55] {
@@ -76,8 +100,10 @@ fn needle_hits(
                     distractors: 2,
                     max_steps: 6,
                     ask_at: AskAt::End,
-                    search,
-                    paraphrase,
+                    search: k.search,
+                    paraphrase: k.paraphrase,
+                    corrected: k.corrected,
+                    fold: k.fold,
                 };
                 let store = dir.join(format!("{ti}-{depth}-{}", position.as_str()));
                 let prepared = needle::prepare(
@@ -105,17 +131,42 @@ fn needle_hits(
                     ))
                     .unwrap();
                 let (scores, _, _) = needle::score(&prepared, &answers);
-                if compacted_away {
+                if k.compacted_away {
                     assert_eq!(
                         scores["in_view"], 0.0,
                         "{path} depth {depth}: the needle was never compacted away, the sample tests nothing"
                     );
                 }
-                hits.push(scores["recall"]);
+                let summarized = prepared
+                    .replay
+                    .events
+                    .iter()
+                    .filter(|e| e.kind == EventKind::Summarized)
+                    .count();
+                runs.push(Run { scores, summarized });
             }
         }
     }
-    hits
+    runs
+}
+
+/// Per-sample needle recall (see [`needle_runs`]).
+fn needle_hits(
+    variant: &ResolvedConfig,
+    dir: &Path,
+    search: NeedleSearch,
+    paraphrase: bool,
+    compacted_away: bool,
+) -> Vec<f64> {
+    let k = Knobs {
+        paraphrase,
+        compacted_away,
+        ..Knobs::new(search)
+    };
+    needle_runs(variant, dir, k)
+        .iter()
+        .map(|r| r.scores["recall"])
+        .collect()
 }
 
 fn mean(xs: &[f64]) -> f64 {
@@ -128,20 +179,19 @@ fn with_search_always_offloaded_history_beats_a_preset_that_keeps_none() {
     // The needle trigger (0.15) forces repeated folds at this window.
     let deep = config("preset = \"deepagents\"\nwindow = 20000\n");
     let digitorn = config("preset = \"digitorn\"\nwindow = 20000\n");
-    let a = needle_hits(
-        &deep,
-        &dir.path().join("d"),
-        NeedleSearch::Always,
-        false,
-        false,
-    );
-    let b = needle_hits(
-        &digitorn,
-        &dir.path().join("g"),
-        NeedleSearch::Always,
-        false,
-        false,
-    );
+    let always = Knobs::new(NeedleSearch::Always);
+    let deep_runs = needle_runs(&deep, &dir.path().join("d"), always);
+    let digitorn_runs = needle_runs(&digitorn, &dir.path().join("g"), always);
+    for r in deep_runs.iter().chain(&digitorn_runs) {
+        assert!(
+            r.summarized >= 2,
+            "only {} folds: {:?}",
+            r.summarized,
+            r.scores
+        );
+    }
+    let recall = |runs: &[Run]| -> Vec<f64> { runs.iter().map(|r| r.scores["recall"]).collect() };
+    let (a, b) = (recall(&deep_runs), recall(&digitorn_runs));
     assert!(mean(&a) >= 0.9, "deepagents recall {}", mean(&a));
     let lost = a.iter().zip(&b).filter(|(x, y)| **x > **y).count() as u64;
     let won = a.iter().zip(&b).filter(|(x, y)| **x < **y).count() as u64;

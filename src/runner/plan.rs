@@ -118,7 +118,15 @@ pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
         } else {
             n.triggers.iter().copied().map(Some).collect()
         };
-        for trigger in &triggers {
+        let folds: Vec<Option<u32>> = if n.folds.is_empty() {
+            vec![None]
+        } else {
+            n.folds.iter().copied().map(Some).collect()
+        };
+        for (trigger, fold) in triggers
+            .iter()
+            .flat_map(|t| folds.iter().map(move |f| (t, f)))
+        {
             for depth in &n.depths {
                 for pos in &n.positions {
                     let mut key = format!("depth={depth}/pos={}", pos.as_str());
@@ -139,6 +147,13 @@ pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
                     }
                     if n.paraphrase {
                         params.insert("paraphrase".to_string(), true.into());
+                    }
+                    if n.corrected {
+                        params.insert("corrected".to_string(), true.into());
+                    }
+                    if let Some(k) = fold {
+                        key.push_str(&format!("/fold={k}"));
+                        params.insert("fold".to_string(), (*k).into());
                     }
                     out.push(EvalSample {
                         eval: "needle".into(),
