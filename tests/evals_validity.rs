@@ -4,7 +4,11 @@
 //! drop when the summary prompt loses SESSION INTENT; results do not depend on thread count.
 //! With `search = "always"` a preset that offloads the history (deepagents) recalls ≥ 0.9 and
 //! one that keeps none (digitorn, `history = "none"`) significantly less (McNemar p < 0.01);
-//! paraphrased questions with key-sharing distractors recall less than verbatim keys.
+//! paraphrased questions with key-sharing distractors recall less than verbatim keys; with
+//! `search = "never"` a summary prompt that asks for values verbatim (summary-a) recalls
+//! significantly more than one that does not (summary-b); corrected facts come back stale from
+//! a summary that keeps the first value; recall does not grow with folds survived when no
+//! history is kept, and the uncompressed reference answers every question.
 
 use ctxbench::config::suite::NeedleSearch;
 use ctxbench::engine::{EngineConfig, EventKind, OfflineSummarizer, ResolvedConfig};
@@ -288,4 +292,129 @@ fn drift_scores_drop_without_session_intent() {
         totals[0],
         totals[1]
     );
+}
+
+/// A preset (`preset_toml`, then `[summarize]` keys) with the summary prompt of a file.
+fn with_prompt(preset_toml: &str, prompt_file: &str) -> ResolvedConfig {
+    let prompt = std::fs::read_to_string(prompt_file).unwrap();
+    config(&format!(
+        "{preset_toml}\nprompt = {{ text = {prompt:?} }}\n"
+    ))
+}
+
+fn scores_of(runs: &[Run], name: &str) -> Vec<f64> {
+    runs.iter()
+        .filter_map(|r| r.scores.get(name).copied())
+        .collect()
+}
+
+#[test]
+fn with_search_never_a_prompt_asking_for_values_verbatim_beats_one_that_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    // summary-a asks for "identifiers, values, tokens … verbatim" in its ARTIFACTS section;
+    // summary-b only for file paths. The offline summarizer follows the prompt text.
+    let base = "preset = \"deepagents\"\nwindow = 20000\n[summarize]";
+    let a = with_prompt(base, "evals/prompts/summary-a.md");
+    let b = with_prompt(base, "evals/prompts/summary-b.md");
+    let never = Knobs::new(NeedleSearch::Never);
+    let ra = scores_of(&needle_runs(&a, &dir.path().join("a"), never), "recall");
+    let rb = scores_of(&needle_runs(&b, &dir.path().join("b"), never), "recall");
+    let lost = ra.iter().zip(&rb).filter(|(x, y)| **x > **y).count() as u64;
+    let won = ra.iter().zip(&rb).filter(|(x, y)| **x < **y).count() as u64;
+    let test = mcnemar(lost, won);
+    assert!(
+        mean(&ra) > mean(&rb) + 0.5 && test.p_value < 0.01,
+        "summary-a {} vs summary-b {} (b {lost}, c {won}, p {})",
+        mean(&ra),
+        mean(&rb),
+        test.p_value
+    );
+}
+
+#[test]
+fn corrected_facts_come_back_stale_from_a_summary_that_keeps_the_first_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let never = Knobs {
+        corrected: true,
+        ..Knobs::new(NeedleSearch::Never)
+    };
+    // summary-a lists values oldest first after the previous summary's; under a tight cap the
+    // later correction is what gets cut, so the summary keeps the first value.
+    let tight = with_prompt(
+        "preset = \"deepagents\"\nwindow = 20000\n[summarize]\nsummary_max_tokens = 256",
+        "evals/prompts/summary-a.md",
+    );
+    let roomy = with_prompt(
+        "preset = \"deepagents\"\nwindow = 20000\n[summarize]",
+        "evals/prompts/summary-a.md",
+    );
+    let t = needle_runs(&tight, &dir.path().join("t"), never);
+    let r = needle_runs(&roomy, &dir.path().join("r"), never);
+    let stale = |runs: &[Run]| mean(&scores_of(runs, "stale"));
+    assert_eq!(
+        scores_of(&t, "stale").len(),
+        t.len(),
+        "every needle was corrected before the question"
+    );
+    assert!(stale(&t) >= 0.2, "tight summary: stale {}", stale(&t));
+    assert_eq!(stale(&r), 0.0, "a summary with room keeps the update");
+    assert_eq!(mean(&scores_of(&r, "recall")), 1.0);
+    // The uncompressed history has the update: the stale answers are compression's doing.
+    assert_eq!(mean(&scores_of(&t, "reference_recall")), 1.0);
+    for run in &t {
+        let s = &run.scores;
+        assert_eq!(s["recall_delta"], s["recall"] - s["reference_recall"]);
+        assert!(s["stale"] + s["recall"] <= 1.0, "{s:?}");
+    }
+}
+
+#[test]
+fn recall_does_not_grow_with_folds_survived_without_history() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, cfg) in [
+        (
+            "digitorn",
+            config("preset = \"digitorn\"\nwindow = 20000\n"),
+        ),
+        (
+            "deepagents-none",
+            config("preset = \"deepagents\"\nwindow = 20000\n[summarize]\nhistory = \"none\"\n"),
+        ),
+    ] {
+        let mut means = Vec::new();
+        for fold in [1, 2, 3, 5] {
+            let k = Knobs {
+                fold: Some(fold),
+                ..Knobs::new(NeedleSearch::Auto)
+            };
+            let runs = needle_runs(&cfg, &dir.path().join(format!("{name}-{fold}")), k);
+            let recall = scores_of(&runs, "recall");
+            assert!(
+                recall.len() >= 30,
+                "{name} fold {fold}: only {} reached",
+                recall.len()
+            );
+            assert!(runs.iter().all(|r| r.scores["fold"] == fold as f64));
+            // The agent answers every question on the uncompressed history.
+            assert_eq!(mean(&scores_of(&runs, "reference_recall")), 1.0, "{name}");
+            means.push(mean(&recall));
+        }
+        for w in means.windows(2) {
+            assert!(w[1] <= w[0], "{name}: recall by fold {means:?}");
+        }
+        assert!(
+            means[3] < means[0] - 0.2,
+            "{name}: recall by fold {means:?}"
+        );
+    }
+    // A fold the replay never makes is `not_reached`: no recall, no verdict, not an error.
+    let cfg = config("preset = \"digitorn\"\nwindow = 20000\n");
+    let k = Knobs {
+        fold: Some(500),
+        ..Knobs::new(NeedleSearch::Auto)
+    };
+    for r in needle_runs(&cfg, &dir.path().join("far"), k) {
+        assert_eq!(r.scores.get("not_reached"), Some(&1.0));
+        assert!(!r.scores.contains_key("recall"), "{:?}", r.scores);
+    }
 }
