@@ -474,3 +474,23 @@ fn facts_json(prepared: &Prepared) -> Vec<Value> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_read_fold_and_corrected() {
+        let mut p: BTreeMap<String, Value> = BTreeMap::new();
+        p.insert("depth".into(), json!(0.3));
+        let plain = NeedleParams::from_params(&p).unwrap();
+        assert_eq!((plain.fold, plain.corrected), (None, false));
+        p.insert("fold".into(), json!(3));
+        p.insert("corrected".into(), json!(true));
+        let q = NeedleParams::from_params(&p).unwrap();
+        assert_eq!((q.fold, q.corrected), (Some(3), true));
+        p.insert("fold".into(), json!(0));
+        let e = NeedleParams::from_params(&p).unwrap_err().to_string();
+        assert!(e.contains("fold"), "{e}");
+    }
+}

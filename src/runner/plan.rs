@@ -349,6 +349,30 @@ mod tests {
     }
 
     #[test]
+    fn needle_folds_make_one_sample_each_and_corrections_are_a_param() {
+        let s = suite(
+            "[engine]\nbaseline = \"z\"\n[engine.variants.z]\n[evals.replay]\nenabled = false\n[evals.needle]\ndepths = [0.2]\nfolds = [1, 3]\ncorrected = true\n",
+        );
+        let samples = eval_samples(&s);
+        let keys: Vec<&str> = samples.iter().map(|e| e.sample.as_str()).collect();
+        assert_eq!(
+            keys,
+            ["depth=0.2/pos=tool/fold=1", "depth=0.2/pos=tool/fold=3"]
+        );
+        assert_eq!(samples[1].params["fold"], serde_json::json!(3));
+        assert!(samples
+            .iter()
+            .all(|e| e.params["corrected"] == serde_json::json!(true)));
+        // Without folds or corrections the params are what they were.
+        let plain = suite("[engine]\nbaseline = \"z\"\n[engine.variants.z]\n[evals.needle]\n");
+        let needle = eval_samples(&plain)
+            .into_iter()
+            .find(|e| e.eval == "needle")
+            .unwrap();
+        assert!(!needle.params.contains_key("fold") && !needle.params.contains_key("corrected"));
+    }
+
+    #[test]
     fn duplicate_trace_ids_and_limit() {
         let s = suite("");
         let e = build(&s, vec![trace("a"), trace("a")]).unwrap_err();
