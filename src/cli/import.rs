@@ -252,7 +252,7 @@ pub fn warnings_text(traces: &[Trace], verbose: bool) -> String {
             }
         }
     }
-    groups.sort_by(|a, b| b.1.cmp(&a.1));
+    groups.sort_by_key(|g| std::cmp::Reverse(g.1));
     let width = groups[0].1.to_string().len();
     for (kind, n, first) in groups {
         out.push_str(&format!("  {n:>width$}× {kind} (first: {first})\n"));
