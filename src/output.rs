@@ -112,6 +112,87 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// `s` if it fits in `max` characters, else its start and end around a `…`.
+pub fn ellipsize(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max || max < 3 {
+        return s.to_string();
+    }
+    let head = (max - 1) / 2;
+    let tail = max - 1 - head;
+    let mut out: String = s.chars().take(head).collect();
+    out.push('…');
+    out.extend(s.chars().skip(n - tail));
+    out
+}
+
+/// Ids shortened to about `max` characters for a table column, never two different ids the
+/// same way. An id that fits is shown whole; a longer one as its start and end around a `…`;
+/// when that would print two different ids alike (ids that differ only in the middle), the
+/// shortened form keeps its start, a window around where it first differs from the most similar
+/// other id, and its end (`replay__marshm…ault_sys-env_cursors_windo…e-1867`); and if even that
+/// is ambiguous, the whole id. Same order as `ids`; equal ids get equal text.
+pub fn short_ids(ids: &[&str], max: usize) -> Vec<String> {
+    use std::collections::HashMap;
+    let mut out: Vec<String> = ids.iter().map(|id| ellipsize(id, max)).collect();
+    // Rows whose text is shared with a different id.
+    let ambiguous = |out: &[String]| -> Vec<usize> {
+        let mut by_text: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, t) in out.iter().enumerate() {
+            by_text.entry(t.as_str()).or_default().push(i);
+        }
+        let mut bad: Vec<usize> = by_text
+            .values()
+            .filter(|rows| rows.iter().any(|&r| ids[r] != ids[rows[0]]))
+            .flatten()
+            .copied()
+            .collect();
+        bad.sort_unstable();
+        bad
+    };
+    let first = ambiguous(&out);
+    if first.is_empty() {
+        return out;
+    }
+    let chars: Vec<Vec<char>> = ids.iter().map(|id| id.chars().collect()).collect();
+    for &i in &first {
+        let x = &chars[i];
+        // Longest common prefix with any other id: x differs from all of them by x[..=p].
+        let p = chars
+            .iter()
+            .filter(|y| *y != x)
+            .map(|y| x.iter().zip(y.iter()).take_while(|(a, b)| a == b).count())
+            .max()
+            .unwrap_or(0);
+        out[i] = windowed(x, p, max);
+    }
+    for i in ambiguous(&out) {
+        out[i] = ids[i].to_string();
+    }
+    out
+}
+
+/// `x` (longer than `max`) as start…window…end, the window showing `x[p]` with some context.
+fn windowed(x: &[char], p: usize, max: usize) -> String {
+    let n = x.len();
+    let (lead, tail) = (max / 3, max / 8);
+    let win = max.saturating_sub(lead + tail + 2).max(1);
+    let start = p.saturating_sub(win / 2).max(lead);
+    let end = (start + win).min(n);
+    let mut s: String = x[..lead.min(n)].iter().collect();
+    if start > lead {
+        s.push('…');
+    }
+    s.extend(&x[start.min(n)..end]);
+    if end + tail < n {
+        s.push('…');
+        s.extend(&x[n - tail..]);
+    } else {
+        s.extend(&x[end..]);
+    }
+    s
+}
+
 /// `path` lexically normalized (`a/./b/../c` → `a/c`; no file-system access, symlinks are not
 /// resolved) and, when it lies under the current directory, relative to it: what a person
 /// should see (`reports/quickstart-…`, never `evals/../reports/…` or a long absolute path).
@@ -210,6 +291,62 @@ mod tests {
         assert_eq!(h(Duration::from_millis(42_900)), "42s");
         assert_eq!(h(Duration::from_secs(185)), "3m05s");
         assert_eq!(h(Duration::from_secs(7620)), "2h07m");
+    }
+
+    #[test]
+    fn long_ids_are_shortened_in_the_middle() {
+        use super::ellipsize;
+        assert_eq!(ellipsize("short", 8), "short");
+        assert_eq!(ellipsize("abcdefghij", 5), "ab…ij");
+        assert_eq!(ellipsize("abcdefghij", 6), "ab…hij");
+        assert_eq!(ellipsize(&"é".repeat(60), 48).chars().count(), 48);
+    }
+
+    #[test]
+    fn short_ids_never_print_two_ids_alike() {
+        use super::short_ids;
+        let common = "replay__marshmallow-code__marshmallow-1867__";
+        let end = "__install-1__marshmallow-code__marshmallow-1867";
+        let ids: Vec<String> = [
+            "default_sys-env_cursors_window100",
+            "default_sys-env_window100",
+            "function_calling",
+            "function_calling_replace",
+        ]
+        .iter()
+        .map(|m| format!("{common}{m}{end}"))
+        .chain(["short".to_string(), "short".to_string()])
+        .collect();
+        let refs: Vec<&str> = ids.iter().map(|s| s.as_str()).collect();
+        // The plain middle cut prints the four long ids alike.
+        let plain: std::collections::HashSet<String> =
+            refs[..4].iter().map(|i| super::ellipsize(i, 48)).collect();
+        assert_eq!(plain.len(), 1);
+        let short = short_ids(&refs, 48);
+        let distinct: std::collections::HashSet<&String> = short[..5].iter().collect();
+        assert_eq!(distinct.len(), 5, "{short:#?}");
+        assert_eq!(short[4], "short");
+        assert_eq!(short[5], "short", "equal ids print alike");
+        for s in &short[..4] {
+            assert!(s.chars().count() <= 48, "{s}");
+            assert!(
+                s.starts_with("replay__marshm") && s.ends_with("1867"),
+                "{s}"
+            );
+        }
+        assert!(short[0].contains("cursors"), "{}", short[0]);
+        // Unambiguous ids keep the plain cut.
+        let other = ["a".repeat(60), "b".repeat(60)];
+        let refs: Vec<&str> = other.iter().map(|s| s.as_str()).collect();
+        assert_eq!(short_ids(&refs, 48)[0], super::ellipsize(&other[0], 48));
+        // Ids that differ in one character deep inside, with nothing else to go on, still differ.
+        let twins = [
+            format!("{}x{}", "a".repeat(50), "b".repeat(50)),
+            format!("{}y{}", "a".repeat(50), "b".repeat(50)),
+        ];
+        let refs: Vec<&str> = twins.iter().map(|s| s.as_str()).collect();
+        let s = short_ids(&refs, 48);
+        assert_ne!(s[0], s[1]);
     }
 
     #[test]
