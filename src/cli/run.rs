@@ -103,7 +103,8 @@ pub struct Args {
     #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = parse_grace)]
     pub grace_secs: f64,
 
-    /// No progress bar and no summary; print only the run directory
+    /// No progress and no summary; print only the run directory. Without it, progress goes to
+    /// stderr: a bar on a terminal, else a line every CTXBENCH_PROGRESS_SECS seconds (10)
     #[arg(long, short = 'q')]
     pub quiet: bool,
 
@@ -312,7 +313,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         output: args.output.as_deref().map(super::output_dir).transpose()?,
         no_cache: args.no_cache,
         jobs: args.jobs.map(|j| j as usize),
-        show_progress: crate::output::stdout_is_tty() && !args.quiet,
+        progress: crate::output::progress_mode(args.quiet).map_err(UsageError)?,
         executor: if synthetic.is_some() {
             args.executor.clone()
         } else {
