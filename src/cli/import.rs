@@ -62,7 +62,7 @@ pub struct Args {
 }
 
 fn format_parser() -> impl clap::builder::TypedValueParser<Value = SourceFormat> {
-    PossibleValuesParser::new(SourceFormat::ALL.map(|f| f.as_str()))
+    PossibleValuesParser::new(SourceFormat::ALL.iter().map(|f| f.as_str()))
         .map(|s| SourceFormat::parse(&s).expect("the possible values are exactly the format names"))
 }
 
