@@ -273,6 +273,8 @@ fn replay_output(
             .cost(shared.summary_model(), &replay.summarizer_usage)
             .usd()
     };
+    // No judge call yet: a known $0 (an eval that calls a judge replaces it with the price).
+    out.cost_usd.judge = Some(0.0);
     out
 }
 

@@ -25,6 +25,7 @@ pub mod markdown;
 pub mod model;
 pub mod plots;
 pub mod sections;
+pub mod shown;
 pub mod table;
 pub mod terminal;
 
