@@ -142,6 +142,9 @@ fn sort_value(c: &Cell) -> Option<f64> {
 /// A link cell for a row of [`Html::write_table_linked`]: `(href, text)`.
 pub type RowLink = (String, String);
 
+/// The extra link column of [`Html::write_table_linked`]: its header and the link of each row.
+type LinkColumn<'a> = (&'a str, &'a dyn Fn(usize) -> Option<RowLink>);
+
 /// HTML tables: `<table id=… class="data">` (sortable and filterable on the page), a header
 /// row, right-aligned number cells (`class="num"`) carrying their raw value in `data-v`; a
 /// missing value is a plain `–` cell.
@@ -160,12 +163,7 @@ impl Html {
         self.write(out, table, Some((header, link)));
     }
 
-    fn write(
-        &self,
-        out: &mut String,
-        table: &Table,
-        extra: Option<(&str, &dyn Fn(usize) -> Option<RowLink>)>,
-    ) {
+    fn write(&self, out: &mut String, table: &Table, extra: Option<LinkColumn<'_>>) {
         match table.id {
             Some(id) => {
                 let _ = write!(out, "<table id=\"{}\" class=\"data\">", escape(id));

@@ -145,6 +145,6 @@
   }
 
   Array.prototype.forEach.call(document.querySelectorAll("table.data[id]"), setup);
-  applyHash(false);
+  applyHash(true);
   window.addEventListener("hashchange", function () { applyHash(true); });
 })();
