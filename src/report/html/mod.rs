@@ -21,6 +21,7 @@ mod diff;
 mod page;
 mod samples;
 mod timeline;
+mod view;
 
 pub use diff::{side_by_side, word_diff, Op};
 pub use samples::{
