@@ -139,7 +139,7 @@ pub fn summary(imported: &Imported, dir: &Path) -> String {
     s.push_str(&format!(
         "\nimported {} traces into {}",
         imported.traces.len(),
-        dir.display()
+        crate::output::display_path(dir)
     ));
     if !imported.ignored.is_empty() {
         s.push_str(&format!(

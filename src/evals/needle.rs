@@ -189,6 +189,8 @@ pub fn question_point(trace: &Trace, ask_at: AskAt) -> Trace {
 #[derive(Clone, Debug, Serialize)]
 pub struct Answer {
     pub key: String,
+    /// The question as the agent was asked it (the report shows it).
+    pub question: String,
     pub expected: String,
     pub recovered: bool,
     /// The needle's line was still verbatim in the view.
@@ -219,10 +221,8 @@ pub async fn ask(
     let mut answers = Vec::new();
     for fact in prepared.planted.needles() {
         let mut messages = prepared.view.clone();
-        messages.push(Message::user(format!(
-            "{PROBE_PREAMBLE}\n\n{}",
-            fact.question()
-        )));
+        let question = fact.question();
+        messages.push(Message::user(format!("{PROBE_PREAMBLE}\n\n{question}")));
         let outcome = agent::run(
             agent,
             messages,
@@ -234,6 +234,7 @@ pub async fn ask(
         .await?;
         answers.push(Answer {
             key: fact.key.clone(),
+            question,
             expected: fact.value.clone(),
             recovered: plant::recovered(&outcome.answer, &fact.value),
             in_view: line_in_view(&prepared.view, fact),
