@@ -208,6 +208,10 @@ pub(crate) fn read_samples(path: &Path) -> Result<SamplesRead, JournalError> {
     })
 }
 
+/// Values parsed from a journal's lines, each with its line's byte offset, and a torn final
+/// line if any.
+pub type Streamed<T> = (Vec<(T, u64)>, Option<TornLine>);
+
 /// Stream a journal line by line through `parse`, which returns a value and the line's schema
 /// version; each value comes back with the byte offset of its line (for reading that line
 /// again later, e.g. [`read_line_at`]). Blank lines, torn final lines, newer schema versions
@@ -216,7 +220,7 @@ pub(crate) fn read_samples(path: &Path) -> Result<SamplesRead, JournalError> {
 pub fn read_journal_with<T>(
     path: &Path,
     mut parse: impl FnMut(&[u8]) -> Result<(T, u32), String>,
-) -> Result<(Vec<(T, u64)>, Option<TornLine>), JournalError> {
+) -> Result<Streamed<T>, JournalError> {
     let file = File::open(path).map_err(io_err(path))?;
     let mut reader = BufReader::with_capacity(256 * 1024, file);
     let mut out = Vec::new();
