@@ -21,6 +21,7 @@ pub mod headline;
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod load;
 pub mod markdown;
 pub mod model;
 pub mod plots;
