@@ -162,8 +162,8 @@ fn overrides_are_recorded_and_resume_refuses_others() {
     let lines = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
     assert_eq!(
         lines.lines().count(),
-        12,
-        "3 traces × 4 variants × replay, no unit run twice"
+        28,
+        "7 traces × 4 variants × replay, no unit run twice"
     );
 }
 
