@@ -67,6 +67,9 @@ pub fn respond_with(
     if question.contains(super::continuation::CONTINUATION_MARKER) {
         return answer(&super::continuation::offline_next_action(context).render());
     }
+    if question.contains(super::rules::RULES_MARKER) {
+        return answer(&super::rules::offline_answer(context));
+    }
     if question.contains(DRIFT_MARKER) {
         return answer(&drift_answer(context).render());
     }

@@ -91,7 +91,7 @@ fn num(x: f64) -> Value {
 }
 
 /// The eval samples a suite asks for, in stable order: replay, invariants, needle (trigger ×
-/// depth × position), drift, probes (per kind), continuation (per fold).
+/// depth × position), drift, probes (per kind), continuation (per fold), rules (per fold).
 pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
     use ProviderRole::*;
     let evals = &suite.suite.evals;
@@ -194,6 +194,26 @@ pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
                 sample: format!("fold={fold}"),
                 params,
                 providers: vec![Summary, Agent],
+            });
+        }
+    }
+    if let Some(r) = evals.rules.as_ref().filter(|r| r.enabled) {
+        // One sample per fold, like continuation.
+        let kinds: Vec<Value> = r.kinds.iter().map(|k| k.as_str().into()).collect();
+        for fold in 1..=r.after_compactions {
+            let mut params = BTreeMap::new();
+            params.insert("fold".to_string(), fold.into());
+            params.insert("kinds".to_string(), Value::Array(kinds.clone()));
+            params.insert("judge".to_string(), r.judge.into());
+            let mut providers = vec![Summary, Agent];
+            if r.judge {
+                providers.push(Judge);
+            }
+            out.push(EvalSample {
+                eval: "rules".into(),
+                sample: format!("fold={fold}"),
+                params,
+                providers,
             });
         }
     }
