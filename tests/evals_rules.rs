@@ -146,6 +146,7 @@ fn structured_handover_keeps_the_goal_the_short_one_loses() {
             let params = DriftParams {
                 after_compactions: 3,
                 judge: false,
+                fold: None,
             };
             let (_, views) = drift::prepare(
                 &trace,
@@ -259,6 +260,8 @@ enabled = false
 [evals.rules]
 kinds = ["forbid_path", "never_command"]
 after_compactions = 2
+[evals.drift]
+after_compactions = 2
 "#,
         d.join(TRACES[0]).display(),
         d.join("evals/prompts/summary-a.md").display(),
@@ -285,9 +288,20 @@ after_compactions = 2
         .unwrap();
     assert_eq!(out.failed_total, 0);
     let samples: Vec<Sample> = RunDir::new(&out.run_dir).read().unwrap().samples;
-    assert_eq!(samples.len(), 4, "2 variants × 2 folds");
+    assert_eq!(samples.len(), 8, "2 variants × 2 folds × (rules, drift)");
     let mut by: BTreeMap<(String, u64), f64> = BTreeMap::new();
+    let mut goal: BTreeMap<(String, u64), f64> = BTreeMap::new();
     for s in &samples {
+        let fold = s.params["fold"].as_u64().unwrap();
+        assert_eq!(s.sample, format!("fold={fold}"));
+        assert_eq!(s.scores["fold"], fold as f64);
+        if s.eval == "drift" {
+            // Drift is one sample per fold too: one probe, at that fold's view.
+            assert_eq!(s.scores["probes"], 1.0, "{}", s.evidence);
+            assert_eq!(s.evidence["reached"], true);
+            goal.insert((s.variant.clone(), fold), s.scores["goal_coverage"]);
+            continue;
+        }
         assert_eq!(s.eval, "rules");
         let fold = s.params["fold"].as_u64().unwrap();
         assert_eq!(s.sample, format!("fold={fold}"));
@@ -300,6 +314,10 @@ after_compactions = 2
         assert!(
             by[&("a".into(), fold)] > by[&("b".into(), fold)],
             "fold {fold}: {by:?}"
+        );
+        assert!(
+            goal[&("a".into(), fold)] > goal[&("b".into(), fold)],
+            "fold {fold}: {goal:?}"
         );
     }
 }

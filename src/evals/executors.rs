@@ -466,7 +466,10 @@ async fn run_eval(
             let judge = judge_provider(providers, params.judge, "drift")?;
             let (probes, _agent_usage, judge_usage) =
                 drift::ask(&s.trace, &views, providers.agent.as_ref(), judge, &nonce).await?;
-            let (scores, evidence) = drift::aggregate(&probes);
+            let (scores, evidence) = match params.fold {
+                Some(k) => drift::aggregate_fold(k, &probes),
+                None => drift::aggregate(&probes),
+            };
             out.scores.extend(scores);
             out.evidence = evidence;
             if let Some(j) = judge {
