@@ -273,6 +273,7 @@ fn drift_scores_drop_without_session_intent() {
             let params = DriftParams {
                 after_compactions: 2,
                 judge: false,
+                fold: None,
             };
             let (_, views) = drift::prepare(
                 &trace,

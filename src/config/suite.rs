@@ -6,6 +6,7 @@
 //! are valid, so a misspelled key is reported with the nearest valid one.
 
 pub use super::load::LoadedSuite;
+pub use super::rules_eval::{RuleKind, RulesEval};
 use crate::pricing::ModelPrice;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -219,6 +220,8 @@ pub struct EvalsSection {
     pub invariants: Option<InvariantsEval>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continuation: Option<ContinuationEval>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<RulesEval>,
 }
 
 /// `[evals.replay]`

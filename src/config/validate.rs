@@ -137,6 +137,20 @@ impl LoadedSuite {
                 );
             }
         }
+        if let Some(r) = &s.evals.rules {
+            if r.after_compactions == 0 {
+                err(
+                    &["evals", "rules", "after_compactions"],
+                    "`after_compactions` must be at least 1".into(),
+                );
+            }
+            if r.kinds.is_empty() {
+                err(
+                    &["evals", "rules", "kinds"],
+                    "`kinds` must not be empty".into(),
+                );
+            }
+        }
         if let Some(p) = &s.evals.probes {
             if p.kinds.is_empty() {
                 err(

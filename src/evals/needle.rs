@@ -274,6 +274,8 @@ pub fn question_point(trace: &Trace, ask_at: AskAt) -> Trace {
 #[derive(Clone, Debug, Serialize)]
 pub struct Answer {
     pub key: String,
+    /// The question as the agent was asked it (the report shows it).
+    pub question: String,
     pub expected: String,
     pub recovered: bool,
     /// The superseded value of a corrected needle (asked after the correction).
@@ -370,6 +372,7 @@ pub async fn ask(
         let recovered = plant::recovered(&outcome.answer, expected);
         answers.push(Answer {
             key: fact.key.clone(),
+            question: fact.question().to_string(),
             expected: expected.to_string(),
             recovered,
             stale: !recovered && stale_value.is_some_and(|v| plant::recovered(&outcome.answer, v)),

@@ -9,8 +9,10 @@
 //! - a drift probe ([`DRIFT_MARKER`]) is answered extractively from the view: the latest
 //!   summary's sections when there is one, else the first human turn and the recorded actions;
 //! - a continuation question ([`super::continuation::CONTINUATION_MARKER`]) is answered with
-//!   the action seen most often in the view (ties: the most recent), see
-//!   [`super::continuation::offline_next_action`];
+//!   what followed the latest action before in view, else the most frequent action in view
+//!   ([`super::continuation::offline_next_action`]);
+//! - a rules question ([`super::rules::RULES_MARKER`]) with the instruction-like lines of the
+//!   human turns, summaries and reminders in view ([`super::rules::offline_answer`]);
 //! - any other question is a recall question: take its key phrase (`What … is the <phrase>?`,
 //!   else its content words); if a line of the context states it, answer from that line; else
 //!   `grep` the store for the phrase (then for its longest words), answer from a matching line
@@ -69,6 +71,9 @@ pub fn respond_with(
     let loop_msgs = &messages[q + 1..];
     if question.contains(super::continuation::CONTINUATION_MARKER) {
         return answer(&super::continuation::offline_next_action(context).render());
+    }
+    if question.contains(super::rules::RULES_MARKER) {
+        return answer(&super::rules::offline_answer(context));
     }
     if question.contains(DRIFT_MARKER) {
         return answer(&drift_answer(context).render());

@@ -91,7 +91,7 @@ fn num(x: f64) -> Value {
 }
 
 /// The eval samples a suite asks for, in stable order: replay, invariants, needle (trigger ×
-/// depth × position), drift, probes (per kind), continuation (per fold).
+/// depth × position), drift, probes (per kind), continuation (per fold), rules (per fold).
 pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
     use ProviderRole::*;
     let evals = &suite.suite.evals;
@@ -166,19 +166,23 @@ pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
         }
     }
     if let Some(d) = evals.drift.as_ref().filter(|d| d.enabled) {
-        let mut params = BTreeMap::new();
-        params.insert("after_compactions".to_string(), d.after_compactions.into());
-        params.insert("judge".to_string(), d.judge.into());
-        let mut providers = vec![Summary, Agent];
-        if d.judge {
-            providers.push(Judge);
+        // One sample per fold, so reports can plot drift by fold.
+        for fold in 1..=d.after_compactions {
+            let mut params = BTreeMap::new();
+            params.insert("after_compactions".to_string(), d.after_compactions.into());
+            params.insert("fold".to_string(), fold.into());
+            params.insert("judge".to_string(), d.judge.into());
+            let mut providers = vec![Summary, Agent];
+            if d.judge {
+                providers.push(Judge);
+            }
+            out.push(EvalSample {
+                eval: "drift".into(),
+                sample: format!("fold={fold}"),
+                params,
+                providers,
+            });
         }
-        out.push(EvalSample {
-            eval: "drift".into(),
-            sample: "drift".into(),
-            params,
-            providers,
-        });
     }
     if let Some(p) = evals.probes.as_ref().filter(|p| p.enabled) {
         for kind in &p.kinds {
@@ -209,6 +213,26 @@ pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
                 sample: format!("fold={fold}"),
                 params,
                 providers: vec![Summary, Agent],
+            });
+        }
+    }
+    if let Some(r) = evals.rules.as_ref().filter(|r| r.enabled) {
+        // One sample per fold, like continuation.
+        let kinds: Vec<Value> = r.kinds.iter().map(|k| k.as_str().into()).collect();
+        for fold in 1..=r.after_compactions {
+            let mut params = BTreeMap::new();
+            params.insert("fold".to_string(), fold.into());
+            params.insert("kinds".to_string(), Value::Array(kinds.clone()));
+            params.insert("judge".to_string(), r.judge.into());
+            let mut providers = vec![Summary, Agent];
+            if r.judge {
+                providers.push(Judge);
+            }
+            out.push(EvalSample {
+                eval: "rules".into(),
+                sample: format!("fold={fold}"),
+                params,
+                providers,
             });
         }
     }
@@ -329,8 +353,8 @@ mod tests {
             "[engine]\nbaseline = \"z\"\n[engine.variants.a]\n[engine.variants.z]\n[evals.needle]\ndepths = [0.1, 0.9]\npositions = [\"user\", \"tool\"]\ntriggers = [0.15]\n[evals.drift]\n",
         );
         let p = build(&s, vec![trace("t2"), trace("t1")]).unwrap();
-        // 2 traces × 2 variants × (replay + 4 needle + drift) × 2 repeats
-        assert_eq!(p.units.len(), 2 * 2 * 6 * 2);
+        // 2 traces × 2 variants × (replay + 4 needle + 3 drift folds) × 2 repeats
+        assert_eq!(p.units.len(), 2 * 2 * 8 * 2);
         assert_eq!(p.traces[0].id, "t1");
         assert_eq!(p.variants[0].name, "z", "baseline first");
         let u = &p.units[2];
