@@ -108,6 +108,7 @@ fn needle_runs(variant: &ResolvedConfig, dir: &Path, k: Knobs) -> Vec<Run> {
                     paraphrase: k.paraphrase,
                     corrected: k.corrected,
                     fold: k.fold,
+                    plant_seed: None,
                 };
                 let store = dir.join(format!("{ti}-{depth}-{}", position.as_str()));
                 let prepared = needle::prepare(

@@ -61,6 +61,9 @@ pub struct NeedleParams {
     pub corrected: bool,
     /// Ask right after the k-th summarization after the planting (overrides `ask_at`).
     pub fold: Option<usize>,
+    /// Seed of what is planted (the runner gives the units that pair across variants the same
+    /// one, so every variant is asked the same questions); `None`: the unit's seed.
+    pub plant_seed: Option<u64>,
 }
 
 impl NeedleParams {
@@ -104,6 +107,7 @@ impl NeedleParams {
             search,
             corrected: p.get("corrected").and_then(Value::as_bool).unwrap_or(false),
             fold,
+            plant_seed: None,
             paraphrase: p
                 .get("paraphrase")
                 .and_then(Value::as_bool)
@@ -169,7 +173,7 @@ pub fn prepare(
             position: params.position,
             needles: params.needles,
             distractors: params.distractors,
-            seed,
+            seed: params.plant_seed.unwrap_or(seed),
             paraphrase: params.paraphrase,
             corrected: params.corrected,
         },
