@@ -38,8 +38,10 @@ fn csv_is_rectangular_with_flat_columns() {
     for col in [
         "unit_id",
         "params.depth",
-        "scores.recall",
+        "needle.recall",
+        "drift.score",
         "tokens.judge.input",
+        "tokens.total",
         "cost.total",
         "compactions.summarized",
         "error_kind",
@@ -52,7 +54,16 @@ fn csv_is_rectangular_with_flat_columns() {
     let rows: Vec<_> = r.records().map(|r| r.unwrap()).collect();
     assert_eq!(rows.len(), model.samples.len());
     assert!(rows.iter().all(|row| row.len() == header.len()));
+    assert!(
+        !header.iter().any(|h| h.starts_with("scores.")),
+        "scores are namespaced by eval: {header:?}"
+    );
     let idx = |name: &str| header.iter().position(|h| h == name).unwrap();
+    // a row fills only its own eval's score columns; whole scores are written as floats
+    let needle = rows.iter().find(|r| &r[idx("eval")] == "needle").unwrap();
+    assert_eq!(&needle[idx("needle.recall")], "1.0");
+    assert_eq!(&needle[idx("drift.score")], "");
+    assert_eq!(&needle[idx("tokens.total")], "12300");
     // drift units used an unpriced judge: their total cost is empty, not 0
     let drift = rows.iter().find(|r| &r[idx("eval")] == "drift").unwrap();
     assert_eq!(&drift[idx("cost.total")], "");
@@ -74,6 +85,7 @@ fn csv_escapes_formula_cells_and_keeps_negative_numbers() {
         s.trace_id = link.to_string();
     }
     samples[0].scores.insert("delta".into(), -0.25);
+    let delta = format!("{}.delta", samples[0].eval);
     samples[0]
         .params
         .insert("note".into(), serde_json::json!("@SUM(A1:A9)"));
@@ -99,9 +111,9 @@ fn csv_escapes_formula_cells_and_keeps_negative_numbers() {
     }
     let first = rows
         .iter()
-        .find(|r| !r[idx("scores.delta")].is_empty())
+        .find(|r| !r[idx(&delta)].is_empty())
         .expect("the row with a delta");
-    assert_eq!(&first[idx("scores.delta")], "-0.25", "numbers stay numbers");
+    assert_eq!(&first[idx(&delta)], "-0.25", "numbers stay numbers");
     assert_eq!(&first[idx("params.note")], "'@SUM(A1:A9)");
     assert_eq!(&first[idx("error_message")], "'+cmd|' /C calc'!A0");
 }

@@ -21,10 +21,12 @@ pub mod headline;
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod load;
 pub mod markdown;
 pub mod model;
 pub mod plots;
 pub mod sections;
+pub mod shown;
 pub mod table;
 pub mod terminal;
 
