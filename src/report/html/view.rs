@@ -82,6 +82,13 @@ pub fn sample(
         out.push_str(&parts.join(", "));
         out.push_str("</p>\n");
     }
+    if !model.has_detail(i) {
+        out.push_str(
+            "<p class=\"muted\">Timeline, evidence and summaries not loaded for this sample \
+             (see samples.jsonl).</p></div></details>\n",
+        );
+        return;
+    }
     evidence(out, &s.evidence);
     let base = model.baseline.as_deref().filter(|b| *b != s.variant);
     let base_peer = base.and_then(|b| {
