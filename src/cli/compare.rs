@@ -29,13 +29,18 @@ pub struct Args {
     pub out: Option<PathBuf>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct CompareDoc<'a> {
     schema_version: u32,
     baseline_run: &'a str,
     candidate_run: &'a str,
     comparisons: &'a [aggregate::Comparison],
     notes: &'a [String],
+}
+
+/// JSON Schema of `compare.json`, generated from the type it is written from.
+pub fn schema() -> schemars::Schema {
+    schemars::schema_for!(CompareDoc<'static>)
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {

@@ -11,7 +11,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Per-variant summary.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct VariantSummary {
     pub variant: String,
     pub units: usize,
@@ -27,7 +27,7 @@ impl VariantSummary {
 }
 
 /// Failed units of one variant and error kind.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ErrorGroup {
     pub variant: String,
     pub kind: String,
@@ -38,7 +38,7 @@ pub struct ErrorGroup {
 }
 
 /// The report model.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ReportModel {
     pub schema_version: u32,
     pub run_id: String,
