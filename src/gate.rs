@@ -462,17 +462,9 @@ fn evaluate_one(
                         "baseline mean is 0: no percentage change".into(),
                     );
                 };
-                // The CI of the delta scaled by the baseline mean: it treats the baseline mean
-                // as fixed, which is what the percentage is relative to. Significance is the
-                // delta's test, so this CI is for display only.
-                let ci = c.ci.map(|ci| {
-                    let scale = 100.0 / c.baseline_mean.abs();
-                    Ci {
-                        lo: ci.lo * scale,
-                        hi: ci.hi * scale,
-                        method: ci.method,
-                    }
-                });
+                // The relative change's own CI (recomputed per resample, never below −100% for
+                // a non-negative metric). Significance is the delta's test.
+                let ci = c.pct_ci;
                 (
                     pct,
                     ci,

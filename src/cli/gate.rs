@@ -206,7 +206,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if failed == 0 { "passed" } else { "FAILED" },
             outcome.results.len(),
             outcome.skipped(),
-            junit_path.display()
+            crate::output::display_path(&junit_path)
         );
     }
     Ok(ExitCode::from(code))

@@ -69,7 +69,7 @@ pub struct Args {
 }
 
 fn format_parser() -> impl clap::builder::TypedValueParser<Value = SourceFormat> {
-    PossibleValuesParser::new(SourceFormat::ALL.map(|f| f.as_str()))
+    PossibleValuesParser::new(SourceFormat::ALL.iter().map(|f| f.as_str()))
         .map(|s| SourceFormat::parse(&s).expect("the possible values are exactly the format names"))
 }
 
@@ -139,7 +139,7 @@ pub fn summary(imported: &Imported, dir: &Path) -> String {
     s.push_str(&format!(
         "\nimported {} traces into {}",
         imported.traces.len(),
-        dir.display()
+        crate::output::display_path(dir)
     ));
     if !imported.ignored.is_empty() {
         s.push_str(&format!(

@@ -10,6 +10,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+pub mod clean;
 pub mod compare;
 pub mod gate;
 pub mod import;
@@ -63,6 +64,8 @@ pub enum Command {
     Schema(schema::Args),
     /// Move unreadable lines of a run's journal aside so it can be resumed and reported
     Repair(repair::Args),
+    /// Remove old run directories, offload stores and the response cache
+    Clean(clean::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -77,6 +80,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Merge(a) => merge::run(a),
         Command::Schema(a) => schema::run(a),
         Command::Repair(a) => repair::run(a),
+        Command::Clean(a) => clean::run(a),
     }
 }
 

@@ -51,6 +51,11 @@ pub struct StatsArgs {
     /// How many of the largest messages to list, per trace and in total
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub top: usize,
+    /// Tokens the traces left out (system prompt, tool schemas), added to every counted prompt
+    /// in the calibration: a count, or a bundled estimate (`claude-code`, data/overhead.toml);
+    /// the bias is shown before → after
+    #[arg(long, value_name = "TOKENS|NAME")]
+    pub overhead_tokens: Option<tokens::overhead::OverheadTokens>,
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -94,7 +99,14 @@ fn stats_cmd(args: StatsArgs) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
-    let mut report = stats::compute(&imported.traces, counter.as_ref(), args.top);
+    let overhead = match &args.overhead_tokens {
+        Some(o) => o
+            .tokens()
+            .map_err(|e| UsageError(format!("--overhead-tokens: {e}")))?,
+        None => 0,
+    };
+    let mut report =
+        stats::compute_with_overhead(&imported.traces, counter.as_ref(), args.top, overhead);
     report.skipped = skipped;
 
     let text = if args.json {
@@ -200,10 +212,7 @@ pub fn render(r: &StatsReport) -> String {
     }
     out.push_str(&format!("\nCalibration{scope}: "));
     match &t.calibration {
-        Some(c) => out.push_str(&format!(
-            "{} recorded model calls; recorded input {} vs counted {} tokens; mean abs error {:.1}%, bias {:+.1}%\n",
-            c.calls, c.recorded_input, c.counted_input, c.mean_abs_pct_error, c.bias_pct
-        )),
+        Some(c) => out.push_str(&calibration_line(c)),
         None => out.push_str("no recorded usage to compare with\n"),
     }
     for s in &r.skipped {
@@ -213,6 +222,25 @@ pub fn render(r: &StatsReport) -> String {
         ));
     }
     out
+}
+
+/// The calibration sentence; with an overhead, the figures before → after adding it.
+fn calibration_line(c: &Calibration) -> String {
+    let mut line = format!(
+        "{} recorded model calls; recorded input {} vs counted {} tokens",
+        c.calls, c.recorded_input, c.counted_input
+    );
+    match (c.mean_abs_pct_error_without_overhead, c.bias_pct_without_overhead) {
+        (Some(mae), Some(bias)) => line.push_str(&format!(
+            " (with {} overhead tokens per call); mean abs error {:.1}% → {:.1}%, bias {:+.1}% → {:+.1}% (without → with the overhead)\n",
+            c.overhead_tokens, mae, c.mean_abs_pct_error, bias, c.bias_pct
+        )),
+        _ => line.push_str(&format!(
+            "; mean abs error {:.1}%, bias {:+.1}%\n",
+            c.mean_abs_pct_error, c.bias_pct
+        )),
+    }
+    line
 }
 
 fn calibration_cells(c: Option<&Calibration>) -> (String, String) {
