@@ -89,6 +89,7 @@ fn every_command_help_has_examples_of_its_new_flags() {
                 "CTXBENCH_PROGRESS_SECS",
                 "--shard",
                 "--resume",
+                "--keep-stores",
             ],
         ),
         (&["gate"], &["--json", "--junit", "--rule ", "--rules"]),
@@ -96,7 +97,10 @@ fn every_command_help_has_examples_of_its_new_flags() {
             &["import"],
             &["--verbose", " -o ", "--from", "--skip-invalid"],
         ),
-        (&["traces", "stats"], &["--json", "--counter", "--top"]),
+        (
+            &["traces", "stats"],
+            &["--json", "--counter", "--top", "--overhead-tokens"],
+        ),
         (
             &["schema"],
             &["sample", "summary", "compare", "trace", "suite"],
@@ -104,6 +108,10 @@ fn every_command_help_has_examples_of_its_new_flags() {
         (&["report"], &[" -o ", "--no-png"]),
         (&["compare"], &[" -o "]),
         (&["merge"], &[" -o "]),
+        (
+            &["clean"],
+            &["--older-than", "--keep", "--stores", "--cache", "--dry-run"],
+        ),
     ];
     for (cmd, wanted) in flags {
         let ex = examples(cmd);

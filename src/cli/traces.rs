@@ -28,7 +28,8 @@ print alike; --json always has the full ids.
 Examples:
   ctxbench traces stats datasets/
   ctxbench traces stats datasets/swe-agent --counter approx --top 3
-  ctxbench traces stats traces/ --skip-invalid --json > stats.json";
+  ctxbench traces stats traces/ --skip-invalid --json > stats.json
+  ctxbench traces stats datasets/claude-code --overhead-tokens claude-code";
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = STATS_HELP)]
