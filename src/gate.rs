@@ -211,6 +211,8 @@ pub enum Verdict {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RuleResult {
     pub rule: String,
+    /// Absolute (a threshold on the candidate) or a delta against the baseline run.
+    pub kind: RuleKind,
     pub variant: String,
     pub verdict: Verdict,
     /// The measured value (mean, delta or delta %).
@@ -370,6 +372,7 @@ pub fn evaluate(
 fn skipped(rule: &Rule, variant: &str, why: String) -> RuleResult {
     RuleResult {
         rule: rule.text.clone(),
+        kind: rule.kind,
         variant: variant.to_string(),
         verdict: Verdict::Skipped,
         value: None,
@@ -558,6 +561,7 @@ fn evaluate_one(
     };
     RuleResult {
         rule: rule.text.clone(),
+        kind: rule.kind,
         variant: variant.to_string(),
         verdict,
         value: Some(value),
