@@ -1,5 +1,6 @@
-//! `ctxbench schema sample|summary|compare|trace` against real files: a small quickstart run
-//! (bundled traces, offline provider), `compare` of two such runs and an imported trace. Every
+//! `ctxbench schema sample|summary|compare|trace|suite` against real files: a small quickstart
+//! run (bundled traces, offline provider), `compare` of two such runs, an imported trace and the
+//! bundled suites. Every
 //! file must validate against the printed schema, which must also describe every field the file
 //! has (an undeclared field is an error here, stricter than JSON Schema's default).
 
@@ -231,6 +232,22 @@ fn every_schema_validates_real_files_and_catches_wrong_ones() {
     for line in std::fs::read_to_string(file.path()).unwrap().lines() {
         assert_valid(&trace, &serde_json::from_str(line).unwrap(), "trace line");
     }
+
+    // The suite schema, on every bundled suite.
+    let suite = schema("suite");
+    let evals = Path::new(env!("CARGO_MANIFEST_DIR")).join("evals");
+    let mut suites = 0;
+    for entry in std::fs::read_dir(&evals).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let doc: toml::Value =
+                toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let doc = serde_json::to_value(doc).unwrap();
+            assert_valid(&suite, &doc, &path.display().to_string());
+            suites += 1;
+        }
+    }
+    assert!(suites >= 3);
 
     // The check discriminates: a wrong type, a missing required field and an undeclared field
     // are each caught.
