@@ -85,6 +85,46 @@ fn a_run_keeps_only_the_stores_of_samples_shown_in_full_unless_keep_stores() {
             );
         }
     }
+
+    // `clean --stores` prunes a --keep-stores run to the same set, and leaves the run itself.
+    ctxbench()
+        .arg("clean")
+        .arg(tmp.path())
+        .args(["--stores", "--dry-run"])
+        .assert()
+        .success();
+    assert_eq!(stores(&all), every, "a dry run removes nothing");
+    ctxbench()
+        .arg("clean")
+        .arg(tmp.path())
+        .arg("--stores")
+        .assert()
+        .success();
+    assert_eq!(stores(&all), kept);
+    assert!(all.join("samples.jsonl").exists() && all.join("report.html").exists());
+}
+
+#[test]
+fn clean_cache_removes_only_the_response_cache_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    for f in ["responses.sqlite", "responses.sqlite-wal", "notes.txt"] {
+        std::fs::write(cache.join(f), "x").unwrap();
+    }
+    let empty = tmp.path().join("reports");
+    std::fs::create_dir_all(&empty).unwrap();
+    ctxbench()
+        .arg("clean")
+        .arg(&empty)
+        .arg("--cache")
+        .arg("--cache-dir")
+        .arg(&cache)
+        .assert()
+        .success();
+    assert!(!cache.join("responses.sqlite").exists());
+    assert!(!cache.join("responses.sqlite-wal").exists());
+    assert!(cache.join("notes.txt").exists(), "other files stay");
 }
 
 fn set_age(run: &Path, age: Duration) {
