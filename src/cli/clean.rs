@@ -16,9 +16,9 @@ is left alone. A run's age is the time its run.json was last written (the end of
 its last `--resume`).
 
 `--older-than` and `--keep` combine: with both, a run goes when it is older than AGE and not
-among the N newest. `--stores` prunes the offload stores of the runs that stay to the ones
-report.html shows in full (failed and flagged units and the first 3 samples of each variant),
-as `run` does unless `--keep-stores`. `--cache` deletes the provider response cache
+among the N newest. `--stores` prunes the offload stores of the runs that stay to those of
+failed and flagged units and of the first 3 samples of each variant, as `run` does unless
+`--keep-stores`. `--cache` deletes the provider response cache
 (responses.sqlite and its WAL files in --cache-dir); later runs call the models again.
 
 Examples:

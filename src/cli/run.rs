@@ -105,8 +105,7 @@ pub struct Args {
     pub grace_secs: f64,
 
     /// Keep the offload store of every unit under RUN/stores/ (default: only those of failed
-    /// and flagged units and the first 3 samples of each variant, the ones report.html shows
-    /// in full)
+    /// and flagged units and of the first 3 samples of each variant)
     #[arg(long)]
     pub keep_stores: bool,
 

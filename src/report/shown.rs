@@ -1,6 +1,8 @@
 //! Which samples a report shows in full (timeline, summaries, evidence) — and therefore which
-//! units keep their offload store after a run: one rule, used by the HTML report and by the
-//! runner's store pruning, so a sample shown in full can always be inspected on disk.
+//! units keep their offload store after a run: one rule, for the HTML report's per-sample view
+//! and for the runner's store pruning (`runner::stores`), so a sample shown in full can always
+//! be inspected on disk. (The HTML writer does not call it yet: it lists the first
+//! `html::MAX_TIMELINE_SAMPLES` samples with a timeline.)
 //!
 //! The rule: every sample that needs attention (a failed unit, or one whose eval verdict is
 //! `passed = false`), plus the first [`FULL_SAMPLES_PER_VARIANT`] samples of each variant in
