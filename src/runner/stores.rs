@@ -1,5 +1,5 @@
 //! Offload stores after a run: each unit writes its store under `stores/<unit-id>/` (the needle
-//! agent searches it), which adds up (31 MB for the quickstart, 172 MB for the needle sweep).
+//! agent searches it), which adds up (28 MB for the quickstart's 108 units, by `du -sh`).
 //! Once the reports are written, only the stores of the samples `report::shown` selects for a
 //! report's full view (failed and flagged units, and the first few per variant) are kept, unless
 //! `run --keep-stores`. `ctxbench clean --stores` applies the same rule to older runs.
