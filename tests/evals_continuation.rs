@@ -99,3 +99,81 @@ fn continuation_scores_each_fold_against_recorded_calls_and_the_reference() {
     b.sort_by(|x, y| x.0.cmp(&y.0));
     assert_eq!(a, b);
 }
+
+/// Every bundled mini-swe-agent trace, sorted.
+fn all_traces() -> Vec<std::path::PathBuf> {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
+    let mut v: Vec<_> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".traj.json"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn aggressive_summarization_loses_agreement_the_full_history_has() {
+    use ctxbench::engine::{EngineConfig, OfflineSummarizer};
+    use ctxbench::evals::continuation::{self, ContinuationParams};
+    use ctxbench::evals::offline_agent::OfflineProvider;
+    use ctxbench::pricing::PriceTable;
+    use ctxbench::trace::import::import_file;
+    // Summarize at 15% of the window and keep only the last 4 messages.
+    let cfg = EngineConfig::from_toml_str(
+        "preset = \"deepagents\"\nwindow = 20000\n[summarize]\ntrigger = { fraction = 0.15 }\nkeep = { messages = 4 }\n",
+        "t.toml",
+    )
+    .unwrap()
+    .resolve(None)
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let agent = OfflineProvider::new();
+    let (mut agree, mut reference, mut steps, mut worse) = (0.0, 0.0, 0.0, 0);
+    for (ti, path) in all_traces().iter().enumerate() {
+        let trace = import_file(path, None).unwrap().remove(0);
+        let mut delta = 0.0;
+        for fold in 1..=3 {
+            let params = ContinuationParams { fold, steps: 3 };
+            let (_, view) = continuation::prepare(
+                &trace,
+                &cfg,
+                &params,
+                &OfflineSummarizer,
+                PriceTable::bundled(),
+                dir.path().join(format!("{ti}-{fold}")),
+                1,
+            )
+            .unwrap();
+            let Some(v) = view else { continue };
+            let (st, _) = rt
+                .block_on(continuation::ask(&trace, &v, 3, &agent, "t"))
+                .unwrap();
+            let (s, _) = continuation::score(&params, Some(v.trace_index), &st);
+            if s["steps"] > 0.0 {
+                agree += s["agreement"] * s["steps"];
+                reference += s["reference_agreement"] * s["steps"];
+                steps += s["steps"];
+                delta += s["agreement_delta"];
+            }
+        }
+        worse += (delta < 0.0) as usize;
+    }
+    eprintln!(
+        "agreement {:.3} vs reference {:.3} over {steps} steps; {worse} traces lose agreement",
+        agree / steps,
+        reference / steps
+    );
+    assert!(steps >= 100.0, "only {steps} steps asked");
+    assert!(
+        agree < reference,
+        "agreement {} vs reference {} over {steps} steps",
+        agree / steps,
+        reference / steps
+    );
+    assert!(worse >= 3, "only {worse} traces lose agreement");
+}

@@ -56,7 +56,7 @@ pub enum Command {
     Report(report::Args),
     /// Paired A/B comparison of two runs with confidence intervals
     Compare(compare::Args),
-    /// CI gate: exit 10 when a rule regresses significantly against a baseline run
+    /// CI gate: exit 10 when a rule regresses significantly or misses its threshold
     Gate(gate::Args),
     /// Join the outputs of `run --shard i/n` into one run
     Merge(merge::Args),

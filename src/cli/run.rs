@@ -109,7 +109,8 @@ pub struct Args {
     #[arg(long)]
     pub keep_stores: bool,
 
-    /// No progress bar and no summary; print only the run directory
+    /// No progress and no summary; print only the run directory. Without it, progress goes to
+    /// stderr: a bar on a terminal, else a line every CTXBENCH_PROGRESS_SECS seconds (10)
     #[arg(long, short = 'q')]
     pub quiet: bool,
 
@@ -332,7 +333,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         output: args.output.as_deref().map(super::output_dir).transpose()?,
         no_cache: args.no_cache,
         jobs: args.jobs.map(|j| j as usize),
-        show_progress: crate::output::stdout_is_tty() && !args.quiet,
+        progress: crate::output::progress_mode(args.quiet).map_err(UsageError)?,
         executor: if synthetic.is_some() {
             args.executor.clone()
         } else {
