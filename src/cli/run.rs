@@ -110,9 +110,8 @@ pub struct Args {
     #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = parse_grace)]
     pub grace_secs: f64,
 
-    /// Keep the offload store of every unit under RUN/stores/ (default: only those of failed
-    /// and flagged units and the first 3 samples of each variant, the ones report.html shows
-    /// in full)
+    /// Keep the offload store of every unit under RUN/stores/ (default: only those of the
+    /// samples report.html shows in full and of failed units)
     #[arg(long)]
     pub keep_stores: bool,
 
@@ -208,13 +207,12 @@ fn write_reports(run_dir: &std::path::Path, keep_stores: bool) -> anyhow::Result
         out.push_str(&format!("plot skipped: {n}\n"));
     }
     if !keep_stores {
-        match crate::runner::stores::prune(&dir, &model.samples, false) {
+        match crate::runner::stores::prune(&dir, &model, false) {
             Ok(p) if p.removed > 0 => out.push_str(&format!(
-                "stores   kept {} of {} offload stores (failed, flagged and the first {} per \
-                 variant; --keep-stores keeps all)\n",
+                "stores   kept {} of {} offload stores (the samples report.html shows in full \
+                 and failed units; --keep-stores keeps all)\n",
                 p.kept,
-                p.kept + p.removed,
-                crate::report::shown::FULL_SAMPLES_PER_VARIANT
+                p.kept + p.removed
             )),
             Ok(_) => {}
             Err(e) => out.push_str(&format!("warning: offload stores not pruned: {e}\n")),
