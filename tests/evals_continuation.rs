@@ -3,11 +3,10 @@
 //! against the uncompressed reference, deterministic across runs; and compression moves
 //! agreement away from the reference on some fold.
 
-use ctxbench::config::LoadedSuite;
-use ctxbench::record::{RunDir, Sample};
-use ctxbench::runner::session::{self, ImportLoader, RunOptions};
+mod support;
+
+use ctxbench::record::Sample;
 use std::path::Path;
-use std::sync::Arc;
 
 const TRACES: [&str; 4] = [
     "astropy__astropy-12907.traj.json",
@@ -18,27 +17,7 @@ const TRACES: [&str; 4] = [
 
 fn run(text: &str) -> Vec<Sample> {
     let tmp = tempfile::tempdir().unwrap();
-    let p = tmp.path().join("suite.toml");
-    std::fs::write(&p, text).unwrap();
-    let suite = LoadedSuite::load(&p).unwrap();
-    let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
-    assert!(ctxbench::runner::unsupported_evals(&suite, &router).is_empty());
-    let opts = RunOptions {
-        run_id: Some("r".into()),
-        executor: "default".into(),
-        ..RunOptions::default()
-    };
-    let prepared = session::open_run(&suite, &opts, planned).unwrap();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let out = rt
-        .block_on(async {
-            let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            session::execute(prepared, Arc::new(router), &mut rx).await
-        })
-        .unwrap();
-    assert_eq!(out.failed_total, 0);
-    RunDir::new(&out.run_dir).read().unwrap().samples
+    support::run::samples(&support::run::run_ok(tmp.path(), text))
 }
 
 fn suite(extra_variant: &str) -> String {

@@ -106,6 +106,14 @@ impl LoadedSuite {
                     "`max_steps` must be at least 1".into(),
                 );
             }
+            for (i, k) in n.folds.iter().enumerate() {
+                if *k == 0 {
+                    err(
+                        &["evals", "needle", "folds", &i.to_string()],
+                        "fold 0 is not a fold: folds count from 1 (after the first summary)".into(),
+                    );
+                }
+            }
         }
         if let Some(d) = &s.evals.drift {
             if d.after_compactions == 0 {

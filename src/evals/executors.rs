@@ -274,6 +274,8 @@ fn replay_output(
             .cost(shared.summary_model(), &replay.summarizer_usage)
             .usd()
     };
+    // No judge call yet: a known $0 (an eval that calls a judge replaces it with the price).
+    out.cost_usd.judge = Some(0.0);
     out
 }
 
@@ -439,7 +441,8 @@ async fn run_eval(
             )
             .await?;
             let (scores, evidence, _) = needle::score(&prepared, &answers);
-            out.passed = Some(scores["recall"] >= 1.0);
+            // A fold the replay never reached has no recall and no verdict.
+            out.passed = scores.get("recall").map(|r| *r >= 1.0);
             out.scores.extend(scores);
             out.evidence = evidence;
             Ok(out)

@@ -118,7 +118,15 @@ pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
         } else {
             n.triggers.iter().copied().map(Some).collect()
         };
-        for trigger in &triggers {
+        let folds: Vec<Option<u32>> = if n.folds.is_empty() {
+            vec![None]
+        } else {
+            n.folds.iter().copied().map(Some).collect()
+        };
+        for (trigger, fold) in triggers
+            .iter()
+            .flat_map(|t| folds.iter().map(move |f| (t, f)))
+        {
             for depth in &n.depths {
                 for pos in &n.positions {
                     let mut key = format!("depth={depth}/pos={}", pos.as_str());
@@ -139,6 +147,13 @@ pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
                     }
                     if n.paraphrase {
                         params.insert("paraphrase".to_string(), true.into());
+                    }
+                    if n.corrected {
+                        params.insert("corrected".to_string(), true.into());
+                    }
+                    if let Some(k) = fold {
+                        key.push_str(&format!("/fold={k}"));
+                        params.insert("fold".to_string(), (*k).into());
                     }
                     out.push(EvalSample {
                         eval: "needle".into(),
@@ -355,6 +370,30 @@ mod tests {
         // Same input in another order → same plan.
         let q = build(&s, vec![trace("t1"), trace("t2")]).unwrap();
         assert_eq!(p.units, q.units);
+    }
+
+    #[test]
+    fn needle_folds_make_one_sample_each_and_corrections_are_a_param() {
+        let s = suite(
+            "[engine]\nbaseline = \"z\"\n[engine.variants.z]\n[evals.replay]\nenabled = false\n[evals.needle]\ndepths = [0.2]\nfolds = [1, 3]\ncorrected = true\n",
+        );
+        let samples = eval_samples(&s);
+        let keys: Vec<&str> = samples.iter().map(|e| e.sample.as_str()).collect();
+        assert_eq!(
+            keys,
+            ["depth=0.2/pos=tool/fold=1", "depth=0.2/pos=tool/fold=3"]
+        );
+        assert_eq!(samples[1].params["fold"], serde_json::json!(3));
+        assert!(samples
+            .iter()
+            .all(|e| e.params["corrected"] == serde_json::json!(true)));
+        // Without folds or corrections the params are what they were.
+        let plain = suite("[engine]\nbaseline = \"z\"\n[engine.variants.z]\n[evals.needle]\n");
+        let needle = eval_samples(&plain)
+            .into_iter()
+            .find(|e| e.eval == "needle")
+            .unwrap();
+        assert!(!needle.params.contains_key("fold") && !needle.params.contains_key("corrected"));
     }
 
     #[test]
