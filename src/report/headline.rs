@@ -18,7 +18,7 @@ use crate::metrics::format::{fmt_num, fmt_p};
 use serde::Serialize;
 
 /// Which direction of a metric is an improvement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Polarity {
     Higher,
@@ -141,7 +141,7 @@ pub fn select(choice: Option<&[String]>, available: &[&str]) -> (Vec<String>, Ve
 }
 
 /// How a change reads for a person.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Effect {
     /// Significant, in the better direction.
@@ -174,7 +174,7 @@ pub fn effect(c: &Comparison) -> Effect {
 }
 
 /// One metric of a verdict line.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct VerdictItem {
     pub metric: String,
     pub effect: Effect,
@@ -183,7 +183,7 @@ pub struct VerdictItem {
 }
 
 /// One line per variant vs the baseline: its headline metrics in headline order.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct VerdictLine {
     pub variant: String,
     pub baseline: String,

@@ -154,28 +154,12 @@ pub fn load_model(
     Ok((info, model, streamed.torn))
 }
 
-/// Most samples whose heavy part the report loads beyond the plotted timelines.
-pub const MAX_DETAILED: usize = 400;
-
-/// Indices of `model.samples` whose heavy part the HTML shows: every failed or flagged unit,
-/// then the samples with a timeline, in model order, at most [`MAX_DETAILED`] in all.
+/// Indices of `model.samples` whose heavy part the HTML shows in full: the HTML's own rule
+/// (`html::select`: failed and flagged units, the units of a few pairing keys in every variant,
+/// a few failed verdicts per variant with their baseline units), bounded whatever the run's
+/// size.
 pub fn detail_wanted(model: &ReportModel) -> Vec<usize> {
-    let flagged = |s: &Sample| {
-        s.error.is_some()
-            || s.scores.get("summary_failures").is_some_and(|n| *n > 0.0)
-            || s.compactions.get("futile").is_some_and(|n| *n > 0)
-    };
-    let mut out: Vec<usize> = (0..model.samples.len())
-        .filter(|&i| flagged(&model.samples[i]))
-        .take(MAX_DETAILED / 2)
-        .collect();
-    let room = MAX_DETAILED - out.len();
-    let chosen: HashSet<usize> = out.iter().copied().collect();
-    out.extend(
-        (0..model.samples.len())
-            .filter(|i| !chosen.contains(i) && model.detail[*i].timeline_points > 0)
-            .take(room),
-    );
+    let (mut out, _) = super::html::select(&model.samples, model.baseline.as_deref());
     out.sort_unstable();
     out
 }
@@ -251,7 +235,7 @@ mod tests {
         let wanted: HashSet<usize> = detail_wanted(&streamed).into_iter().collect();
         assert!(
             wanted.len() == 24,
-            "every sample has a timeline: {wanted:?}"
+            "12 pairing keys, each shown in both variants: {wanted:?}"
         );
         for (i, (f, s)) in full.samples.iter().zip(&streamed.samples).enumerate() {
             assert_eq!(f.unit_id, s.unit_id);
