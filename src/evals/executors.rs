@@ -482,7 +482,7 @@ async fn run_eval(
             Ok(out)
         }
         "probes" => {
-            let kind = probes::ProbeKind::from_params(&unit.params)?;
+            let params = probes::ProbeParams::from_params(&unit.params)?;
             let (trace, config, store, summ) = (s.trace.clone(), s.config, s.store, s.summarizer);
             let (seed, prices) = (unit.seed, s.prices);
             let prepared = replay_pool(io, move || {
@@ -494,11 +494,23 @@ async fn run_eval(
                 return Ok(out);
             }
             let providers = shared.providers(ctx.no_cache)?;
-            let result =
-                probes::ask(&s.trace, &prepared, kind, providers.agent.as_ref(), &nonce).await?;
+            let judge = judge_provider(providers, params.judge, "probes")?;
+            let result = probes::ask(
+                &s.trace,
+                &prepared,
+                params,
+                providers.agent.as_ref(),
+                judge,
+                unit.seed,
+                &nonce,
+            )
+            .await?;
             out.scores.extend(result.scores);
             out.passed = result.passed;
             out.evidence = result.evidence;
+            if let Some(j) = judge {
+                judge_cost(shared, j, &result.judge_usage, &mut out);
+            }
             Ok(out)
         }
         "continuation" => {
