@@ -21,7 +21,24 @@ pub(super) struct PieceCache {
     /// 4 bits (a piece of at most 15 bytes has at most 15 tokens); 0 = empty.
     front: Box<[u128]>,
     map: rustc_hash::FxHashMap<u128, u8>,
+    /// Pieces of 16..=[`MID_PIECE_MAX`] bytes (emoji runs, CJK words and short clauses): a map
+    /// from the bytes' hash to where their copy sits in `arena` and their count. A lookup
+    /// compares the bytes, so a hash collision only costs a recount, never a wrong count.
+    mid: rustc_hash::FxHashMap<u64, MidEntry>,
+    arena: Vec<u8>,
 }
+
+#[derive(Clone, Copy)]
+struct MidEntry {
+    offset: u32,
+    len: u8,
+    count: u8,
+}
+
+/// Longest piece of the second-level cache (bytes; at most as many tokens, so a `u8` count).
+pub(super) const MID_PIECE_MAX: usize = 96;
+/// Bytes of piece copies kept per thread and encoding before that level is cleared.
+const MID_ARENA_CAPACITY: usize = 4 << 20;
 
 /// Slots of the direct-mapped front cache (16 bytes each).
 const FRONT_SLOTS: usize = 1 << 13;
@@ -32,12 +49,51 @@ impl PieceCache {
         PieceCache {
             front: vec![0u128; FRONT_SLOTS].into_boxed_slice(),
             map: rustc_hash::FxHashMap::default(),
+            mid: rustc_hash::FxHashMap::default(),
+            arena: Vec::new(),
         }
     }
 
     pub(super) fn clear(&mut self) {
         self.front.fill(0);
         self.map.clear();
+        self.mid.clear();
+        self.arena.clear();
+    }
+
+    /// Tokens of a piece of 16..=[`MID_PIECE_MAX`] bytes, memoized by its bytes.
+    #[inline(never)]
+    fn count_mid(
+        &mut self,
+        bpe: &bpe_openai::byte_pair_encoding::BytePairEncoding,
+        piece: &[u8],
+    ) -> u64 {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = rustc_hash::FxBuildHasher.build_hasher();
+        h.write(piece);
+        let h = h.finish();
+        if let Some(e) = self.mid.get(&h) {
+            let at = e.offset as usize;
+            if self.arena.get(at..at + e.len as usize) == Some(piece) {
+                return e.count as u64;
+            }
+            return bpe.count(piece) as u64; // another piece with the same hash: keep it
+        }
+        let count = bpe.count(piece);
+        if self.arena.len() + piece.len() > MID_ARENA_CAPACITY {
+            self.mid.clear();
+            self.arena.clear();
+        }
+        self.mid.insert(
+            h,
+            MidEntry {
+                offset: self.arena.len() as u32,
+                len: piece.len() as u8,
+                count: count as u8, // <= piece.len() <= MID_PIECE_MAX
+            },
+        );
+        self.arena.extend_from_slice(piece);
+        count as u64
     }
 
     /// Tokens of the piece `b[start..end]`.
@@ -54,6 +110,9 @@ impl PieceCache {
             return n as u64; // every single byte is a token
         }
         if n > CACHED_PIECE_MAX {
+            if n <= MID_PIECE_MAX {
+                return self.count_mid(bpe, &b[start..end]);
+            }
             return bpe.count(&b[start..end]) as u64;
         }
         let key = piece_key(b, start, n);
@@ -116,4 +175,53 @@ pub(super) fn with_piece_cache<R>(enc: Encoding, f: impl FnOnce(&mut PieceCache)
         // Only reachable if `f` re-entered counting on this thread; use a fresh cache then.
         Err(_) => f(&mut PieceCache::new()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mid_pieces_count_exactly_through_hits_collisions_and_clears() {
+        let bpe = &Encoding::O200k.tokenizer().bpe;
+        let text = "上下文压缩工具调用结果 👍🏽👍🏽🎉 les cafés très bien 👨‍👩‍👧‍👦👨‍👩‍👧‍👦 ".repeat(4);
+        let b = text.as_bytes();
+        let mut cache = PieceCache::new();
+        let mut checked = 0;
+        for round in 0..3 {
+            for start in (0..b.len()).filter(|&i| text.is_char_boundary(i)) {
+                for end in (start + CACHED_PIECE_MAX + 1..=(start + MID_PIECE_MAX).min(b.len()))
+                    .filter(|&e| text.is_char_boundary(e))
+                    .step_by(3)
+                {
+                    let want = bpe.count(&b[start..end]) as u64;
+                    assert_eq!(cache.count(bpe, b, start, end), want, "round {round}");
+                    checked += 1;
+                }
+            }
+            if round == 1 {
+                // A different piece registered under every hash: lookups must recount.
+                let fake = MidEntry {
+                    offset: 0,
+                    len: 20,
+                    count: 99,
+                };
+                cache.arena = b"zzzzzzzzzzzzzzzzzzzz".to_vec();
+                for e in cache.mid.values_mut() {
+                    *e = fake;
+                }
+            }
+        }
+        assert!(checked > 1000);
+        // Overflowing the arena clears that level and stays exact.
+        let big: String = (0..MID_ARENA_CAPACITY / 20 + 10)
+            .map(|i| format!("{i:020}"))
+            .collect();
+        for k in 0..MID_ARENA_CAPACITY / 20 + 10 {
+            let (s, e) = (k * 20, k * 20 + 20);
+            let piece = &big.as_bytes()[s..e];
+            assert_eq!(cache.count_mid(bpe, piece), bpe.count(piece) as u64);
+        }
+        assert!(cache.arena.len() <= MID_ARENA_CAPACITY);
+    }
 }
