@@ -38,14 +38,32 @@ struct CompareDoc<'a> {
     notes: &'a [String],
 }
 
+/// A run's info and its samples' compact parts (no timelines, evidence or summaries).
+struct Compact {
+    info: crate::record::RunInfo,
+    samples: Vec<crate::record::Sample>,
+    torn: Option<crate::record::TornLine>,
+}
+
+fn read_compact(dir: &std::path::Path) -> Result<Compact, UsageError> {
+    let run_dir = RunDir::new(dir);
+    let info = run_dir
+        .read_run_json()
+        .map_err(|e| UsageError(e.to_string()))?;
+    let streamed = crate::report::load::stream_samples(&run_dir.samples_jsonl())
+        .map_err(|e| UsageError(e.to_string()))?;
+    Ok(Compact {
+        info,
+        samples: streamed.rows.into_iter().map(|(s, _)| s).collect(),
+        torn: streamed.torn,
+    })
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let out = super::output_dir(args.out.as_deref().unwrap_or(&args.run_b))?;
-    let a = RunDir::new(&args.run_a)
-        .read()
-        .map_err(|e| UsageError(e.to_string()))?;
-    let b = RunDir::new(&args.run_b)
-        .read()
-        .map_err(|e| UsageError(e.to_string()))?;
+    // Each run in one streaming pass, keeping only what the statistics read.
+    let a = read_compact(&args.run_a)?;
+    let b = read_compact(&args.run_b)?;
     let mut notes = Vec::new();
     for (run, dir) in [(&a, &args.run_a), (&b, &args.run_b)] {
         if let Some(t) = &run.torn {
