@@ -39,9 +39,15 @@ recorded ones). A `--set` KEY goes to `[engine.base]`, `variant.NAME.KEY` to
 `[engine.variants.NAME]`, and a key starting with a suite section (`suite.`, `evals.`, …) to
 that key; VALUE is a TOML value. Merged with the same rule as the suite's variants.
 
+Progress goes to stderr: a bar on a terminal; otherwise (CI logs, `2> file`) a line such as
+`progress: 12/40 units · 1 error · 1.2M tokens · $0.0345 · elapsed 1m02s · ETA 3m10s` every
+CTXBENCH_PROGRESS_SECS seconds (default 10; 0 = after every unit). `-q` prints neither.
+
 Examples:
   ctxbench run evals/quickstart.toml
   ctxbench run evals/quickstart.toml --dry-run
+  ctxbench run evals/quickstart.toml -o out/ -q        # prints only the run directory
+  CTXBENCH_PROGRESS_SECS=30 ctxbench run suite.toml 2> progress.log
   ctxbench run evals/quickstart.toml --set window=30000
   ctxbench run evals/quickstart.toml --set variant.aggressive.summarize.trigger.fraction=0.3
   ctxbench run evals/quickstart.toml --set evals.needle.depths=[0.5]
