@@ -1,4 +1,5 @@
-//! Link the `ctxbench` executable as a position-dependent (non-PIE) binary.
+//! Optionally link the `ctxbench` executable as a position-dependent (non-PIE) binary:
+//! `CTXBENCH_NO_PIE=1 cargo build --release`. The default stays PIE (address-randomized).
 //!
 //! A PIE executable is relocated by the dynamic loader at every start: ~32,000 relative
 //! relocations in this binary, which also copy-on-write every page of `.data.rel.ro` and `.got`
@@ -6,13 +7,13 @@
 //! only when used, which is most of the start-up cost a short `ctxbench replay` pays beyond the
 //! exec itself (see README, Speed). Only the binary is linked this way (`rustc-link-arg-bins`):
 //! the library, tests and benches are unchanged. The cost is that the executable's own code is
-//! not address-randomized (shared libraries, heap and stack still are). `CTXBENCH_PIE=1` at build
-//! time keeps the default PIE link (for A/B start-up measurements, or if hardening matters more).
+//! not address-randomized (shared libraries, heap and stack still are), a hardening loss that a
+//! tool reading untrusted trace files should not take by default: the fast link is opt-in.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-env-changed=CTXBENCH_PIE");
-    if std::env::var_os("CTXBENCH_PIE").is_some_and(|v| v == "1") {
+    println!("cargo:rerun-if-env-changed=CTXBENCH_NO_PIE");
+    if !std::env::var_os("CTXBENCH_NO_PIE").is_some_and(|v| v == "1") {
         return;
     }
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
