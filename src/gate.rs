@@ -271,15 +271,58 @@ fn ci_text(ci: &Option<Ci>) -> String {
     crate::metrics::format::fmt_ci(ci.as_ref())
 }
 
+/// The suite name recorded in a run (`suite.name` of the resolved suite).
+fn suite_name(run: &Run) -> Option<&str> {
+    run.info
+        .suite
+        .pointer("/suite/name")
+        .and_then(|v| v.as_str())
+}
+
+/// Refuse to gate runs that cannot be compared: runs of differently named suites, or runs
+/// with no variant in common (every rule would compare nothing, or only the candidate with
+/// itself). The error says what each run has.
+pub fn check_related(candidate: &Run, baseline: &Run) -> Result<(), String> {
+    let (c, b) = (&candidate.info.run_id, &baseline.info.run_id);
+    if let (Some(cs), Some(bs)) = (suite_name(candidate), suite_name(baseline)) {
+        if cs != bs {
+            return Err(format!(
+                "unrelated runs: candidate {c} is a run of suite `{cs}`, baseline {b} of suite \
+                 `{bs}`; gate a run against a baseline run of the same suite"
+            ));
+        }
+    }
+    let cv = variants_of(candidate);
+    let bv = variants_of(baseline);
+    if !cv.iter().any(|v| bv.contains(v)) {
+        return Err(format!(
+            "unrelated runs: candidate {c} and baseline {b} share no variant (candidate: {}; \
+             baseline: {}); gate a run against a baseline run of the same suite",
+            list_or_none(&cv),
+            list_or_none(&bv)
+        ));
+    }
+    Ok(())
+}
+
+fn list_or_none(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
 /// Evaluate rules on a candidate run against a baseline run. `seed` fixes the bootstrap.
-/// Errors (exit 2) when a rule names a variant the candidate run lacks, or a metric no variant
-/// of either run has.
+/// Errors (exit 2) when the runs are unrelated ([`check_related`]), when a rule names a
+/// variant the candidate run lacks, or a metric no variant of either run has.
 pub fn evaluate(
     rules: &[Rule],
     candidate: &Run,
     baseline: &Run,
     seed: u64,
 ) -> Result<GateOutcome, String> {
+    check_related(candidate, baseline)?;
     let cand_table: ObsTable = aggregate::observations_with_roles(&candidate.samples);
     let base_table: ObsTable = aggregate::observations_with_roles(&baseline.samples);
     let variants = variants_of(candidate);
@@ -451,6 +494,23 @@ fn evaluate_one(
                 num(rule.threshold)
             ),
         )
+    } else if significant && rule.kind == RuleKind::Absolute {
+        // An absolute rule compares with a threshold, not with the baseline: a miss, not a
+        // regression.
+        (
+            Verdict::Fail,
+            format!(
+                "{stats}: misses the threshold {} {} by {} ({})",
+                rule.op.as_str(),
+                num(rule.threshold),
+                num(beyond.unwrap_or(0.0)),
+                if ci.is_some() {
+                    "the whole 95% CI is beyond it"
+                } else {
+                    "no CI with fewer than two values: the mean decides"
+                }
+            ),
+        )
     } else if significant {
         (
             Verdict::Fail,
@@ -469,6 +529,17 @@ fn evaluate_one(
             format!(
                 "{stats}: violates {} {} by {}; too few traces ({n}) to test significance, so \
                  the gate fails closed (add traces to the suite to get a verdict)",
+                rule.op.as_str(),
+                num(rule.threshold),
+                num(beyond.unwrap_or(0.0))
+            ),
+        )
+    } else if rule.kind == RuleKind::Absolute {
+        (
+            Verdict::Pass,
+            format!(
+                "{stats}: misses the threshold {} {} by {} but not significantly: the 95% CI \
+                 reaches it (passes)",
                 rule.op.as_str(),
                 num(rule.threshold),
                 num(beyond.unwrap_or(0.0))

@@ -20,7 +20,7 @@ fn suite(dir: &Path, name: &str, variant: &str) -> PathBuf {
     let data = repo().join("datasets");
     let text = format!(
         r#"[suite]
-name = "{name}"
+name = "cost-gate"
 seed = 7
 output_dir = "{out}"
 
@@ -93,7 +93,7 @@ fn the_cost_gate_sees_a_regression_over_every_paired_unit() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(10), "{stdout}");
     // Every unit is priced (the offline summarizer is a known $0), so every pair counts.
-    assert!(stdout.contains("Δ% cost over 27 pair(s)"), "{stdout}");
+    assert!(stdout.contains("Δ% cost over 30 pair(s)"), "{stdout}");
     assert!(
         stdout.contains("FAIL  cost.agent.delta_pct <= 5"),
         "{stdout}"
@@ -203,4 +203,96 @@ fn replay_counts_like_run_for_every_counter() {
         seen.insert(from_run.1);
     }
     assert_eq!(seen.len(), 4, "each counter counts differently: {seen:?}");
+}
+
+/// One replay unit of the bundled Claude Code trace under `variant` (TOML lines); returns the
+/// sample's (compactions, input tokens, agent cost) and the run's first sample as JSON.
+fn overhead_unit(dir: &Path, name: &str, variant: &str) -> (f64, f64, f64, serde_json::Value) {
+    let trace = repo().join("datasets/claude-code/coverage-test-fix.jsonl");
+    let text = format!(
+        "[suite]\nname = \"{name}\"\nseed = 7\noutput_dir = \"{out}\"\n\n[traces]\npaths = [\"{trace}\"]\n\n\
+         [engine]\nbaseline = \"v\"\n\n[engine.base]\npreset = \"deepagents\"\nwindow = 25000\n\n\
+         [engine.variants.v]\n{variant}\n\n[evals.replay]\n",
+        out = dir.join("runs").display(),
+        trace = trace.display(),
+    );
+    let suite = dir.join(format!("{name}.toml"));
+    std::fs::write(&suite, text).unwrap();
+    let run_dir = run(&suite, name);
+    let samples = std::fs::read_to_string(run_dir.join("samples.jsonl")).unwrap();
+    let s: serde_json::Value = serde_json::from_str(samples.lines().next().unwrap()).unwrap();
+    assert!(s["error"].is_null(), "{s}");
+    let compactions = s["scores"]["compactions"].as_f64().unwrap_or(0.0);
+    (
+        compactions,
+        s["scores"]["input_tokens"].as_f64().unwrap(),
+        s["cost_usd"]["agent"].as_f64().unwrap(),
+        s,
+    )
+}
+
+#[test]
+fn what_the_trace_left_out_is_counted_in_views_triggers_and_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let (c0, in0, usd0, _) = overhead_unit(dir.path(), "bare", "");
+    let (c1, in1, usd1, s1) =
+        overhead_unit(dir.path(), "claude", "overhead_tokens = \"claude-code\"");
+    assert_eq!(c0, 0.0, "the bare trace never reaches the trigger");
+    assert!(c1 > 0.0, "18,400 more tokens per request compact: {s1}");
+    assert!(in1 > in0 && usd1 > usd0, "{in0} → {in1}, ${usd0} → ${usd1}");
+
+    // Files: a system prompt and tool schemas as the provider receives them, per variant.
+    std::fs::write(
+        dir.path().join("system.md"),
+        "You are a careful coding agent. ".repeat(400),
+    )
+    .unwrap();
+    let tool = serde_json::json!({"name": "Bash", "description": "Run a shell command. ".repeat(300),
+        "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}});
+    std::fs::write(
+        dir.path().join("tools.json"),
+        serde_json::json!([tool]).to_string(),
+    )
+    .unwrap();
+    let (_, in2, usd2, _) = overhead_unit(
+        dir.path(),
+        "files",
+        "system_prompt.file = \"system.md\"\ntools.file = \"tools.json\"",
+    );
+    assert!(in2 > in0 && usd2 > usd0, "{in0} → {in2}");
+
+    // `replay` counts the same overhead as `run`.
+    let trace = repo().join("datasets/claude-code/coverage-test-fix.jsonl");
+    let seed = ctxbench::runner::plan::unit_seed(7, s1["unit_id"].as_str().unwrap()).to_string();
+    let (from_replay, _) = replay_tokens(&[
+        trace.to_str().unwrap(),
+        "--window",
+        "25000",
+        "--set",
+        "overhead_tokens=claude-code",
+        "--seed",
+        &seed,
+    ]);
+    assert_eq!(from_replay as f64, in1);
+
+    // A tools file that is not a JSON array is a config error naming the file.
+    std::fs::write(dir.path().join("bad.json"), "{\"name\": 1}").unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(dir.path().join("bare.toml"))
+            .unwrap()
+            .replace(
+                "[engine.variants.v]\n",
+                "[engine.variants.v]\ntools.file = \"bad.json\"\n",
+            ),
+    )
+    .unwrap();
+    let out = ctxbench().arg("run").arg(&bad).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bad.json") && err.contains("JSON array"),
+        "{err}"
+    );
 }

@@ -203,3 +203,41 @@ fn compare_pairs_two_runs_variant_by_variant_and_writes_files() {
     let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
     assert!(md.contains("# ctxbench compare — `run-b` vs baseline `run-a`"));
 }
+
+#[test]
+fn paths_print_relative_and_normalized() {
+    // As the quickstart writes them: a suite in evals/ with `output_dir = "../reports"`.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("evals")).unwrap();
+    let run = dir.path().join("reports/run-1");
+    report_common::write_run(
+        &run,
+        &report_common::info("run-1"),
+        &report_common::samples(),
+    );
+    let out = ctxbench()
+        .current_dir(dir.path())
+        .args(["report", "--no-png", "evals/../reports/run-1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("open reports/run-1/report.html"),
+        "{stdout}"
+    );
+    let gate = ctxbench()
+        .current_dir(dir.path())
+        .args(["gate", "evals/../reports/run-1", "--baseline"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let gate_out = String::from_utf8(gate.stdout).unwrap();
+    assert!(
+        gate_out.contains("JUnit XML: reports/run-1/gate.xml"),
+        "{gate_out}"
+    );
+    for text in [&stdout, &gate_out] {
+        assert!(!text.contains("../") && !text.contains("/./"), "{text}");
+    }
+}

@@ -60,8 +60,8 @@ fn dry(args: &[&str]) -> std::process::Output {
 #[test]
 fn selection_flags_shape_the_plan() {
     let all = String::from_utf8(dry(&[]).stdout).unwrap();
-    // 3 traces × 4 variants × (replay + invariants + 6 needle + drift) = 108.
-    assert_eq!(units_of(&all), 108, "{all}");
+    // 7 traces × 4 variants × (replay + invariants + 6 needle + 2 drift folds) = 280.
+    assert_eq!(units_of(&all), 280, "{all}");
     let out = dry(&[
         "--variant",
         "aggressive",
@@ -139,7 +139,7 @@ fn overrides_are_recorded_and_resume_refuses_others() {
     assert_eq!(json["overrides"]["sets"][0], "window=30000", "{json}");
     assert_eq!(json["overrides"]["evals"][0], "replay", "{json}");
     let lines = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
-    assert_eq!(lines.lines().count(), 12, "3 traces × 4 variants × replay");
+    assert_eq!(lines.lines().count(), 28, "7 traces × 4 variants × replay");
 
     let d = dir.display().to_string();
     // Other overrides: refused with a usage error.
@@ -162,8 +162,8 @@ fn overrides_are_recorded_and_resume_refuses_others() {
     let lines = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
     assert_eq!(
         lines.lines().count(),
-        12,
-        "3 traces × 4 variants × replay, no unit run twice"
+        28,
+        "7 traces × 4 variants × replay, no unit run twice"
     );
 }
 

@@ -454,3 +454,124 @@ fn cli_stats_over_every_bundled_dataset() {
         .success()
         .stdout(predicate::str::contains("Largest messages"));
 }
+
+#[test]
+fn cli_never_prints_two_different_ids_alike() {
+    // Seven marshmallow traces whose ids differ only in the middle, among others.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/swe-agent");
+    let out = ctxbench()
+        .args(["traces", "stats"])
+        .arg(&dir)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let json = ctxbench()
+        .args(["traces", "stats", "--json"])
+        .arg(&dir)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let report: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let traces = report["traces"].as_array().unwrap();
+    let ids: std::collections::BTreeSet<&str> =
+        traces.iter().map(|t| t["id"].as_str().unwrap()).collect();
+    let marshmallow = ids.iter().filter(|i| i.contains("marshmallow")).count();
+    assert!(marshmallow >= 3, "{ids:?}");
+    // The per-trace table: the rows after the header, up to the first blank line.
+    let shown: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("trace "))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.split("  ").next().unwrap())
+        .collect();
+    assert_eq!(shown.len(), traces.len(), "{text}");
+    let distinct: std::collections::BTreeSet<&str> = shown.iter().copied().collect();
+    assert_eq!(distinct.len(), ids.len(), "two ids print alike:\n{text}");
+    for s in &shown {
+        assert!(s.chars().count() <= 48, "{s}");
+    }
+}
+
+#[test]
+fn an_overhead_is_added_to_every_counted_prompt_and_the_bias_without_it_stays_beside() {
+    let r = stats::compute_with_overhead(&[t1()], &Words, 3, 5);
+    let c = r.traces[0].calibration.as_ref().unwrap();
+    // Calls at 2 and 4 (see `one_trace_by_hand`): prompts 19 + 5 = 24 vs 20 → +20 %, and
+    // 31 + 5 = 36 vs 30 → +20 %.
+    assert_eq!((c.counted_input, c.overhead_tokens), (60, 5));
+    assert!(
+        close(c.bias_pct, 20.0) && close(c.mean_abs_pct_error, 20.0),
+        "{c:?}"
+    );
+    assert!(close(
+        c.bias_pct_without_overhead.unwrap(),
+        (-5.0 + 10.0 / 3.0) / 2.0
+    ));
+    assert!(close(
+        c.mean_abs_pct_error_without_overhead.unwrap(),
+        (5.0 + 10.0 / 3.0) / 2.0
+    ));
+    // Without an overhead nothing changes and the JSON has no new fields.
+    let plain = stats::compute(&[t1()], &Words, 3);
+    let c = plain.total.calibration.as_ref().unwrap();
+    assert_eq!(c.bias_pct_without_overhead, None);
+    let v = serde_json::to_value(c).unwrap();
+    assert!(v.get("overhead_tokens").is_none(), "{v}");
+}
+
+/// The bundled Claude Code sessions record neither system prompt nor tool schemas: counted
+/// prompts are ~95% short. The bundled `claude-code` estimate brings the bias near 0.
+#[test]
+fn cli_claude_code_overhead_moves_the_calibration_bias_toward_zero() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/claude-code");
+    let bias = |extra: &[&str]| -> (f64, Option<f64>) {
+        let out = ctxbench()
+            .args(["traces", "stats", "--json"])
+            .arg(&dir)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let c = &v["total"]["calibration"];
+        (
+            c["bias_pct"].as_f64().unwrap(),
+            c["bias_pct_without_overhead"].as_f64(),
+        )
+    };
+    let (before, none) = bias(&[]);
+    assert!(before < -80.0, "{before}");
+    assert_eq!(none, None);
+    let (after, was) = bias(&["--overhead-tokens", "claude-code"]);
+    assert_eq!(was, Some(before));
+    assert!(after.abs() < 10.0, "{before} → {after}");
+    ctxbench()
+        .args(["traces", "stats"])
+        .arg(&dir)
+        .args(["--overhead-tokens", "claude-code"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "(with 18400 overhead tokens per call)",
+        ))
+        .stdout(predicate::str::contains(format!(
+            "bias {before:+.1}% → {after:+.1}%"
+        )));
+    ctxbench()
+        .args(["traces", "stats"])
+        .arg(&dir)
+        .args(["--overhead-tokens", "codex"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("claude-code"));
+}

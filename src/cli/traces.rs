@@ -2,7 +2,7 @@
 //! `tokens::stats` with the chosen counter (all cores) and prints tables or `--json`.
 
 use super::UsageError;
-use crate::output::table;
+use crate::output::{self, table};
 use crate::tokens::stats::{
     self, Calibration, LargestMessage, RoleStats, SkippedInput, StatsReport, ToolStats,
 };
@@ -41,6 +41,11 @@ pub struct StatsArgs {
     /// How many of the largest messages to list, per trace and in total
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub top: usize,
+    /// Tokens the traces left out (system prompt, tool schemas), added to every counted prompt
+    /// in the calibration: a count, or a bundled estimate (`claude-code`, data/overhead.toml);
+    /// the bias is shown before → after
+    #[arg(long, value_name = "TOKENS|NAME")]
+    pub overhead_tokens: Option<tokens::overhead::OverheadTokens>,
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<ExitCode> {
@@ -84,7 +89,14 @@ fn stats_cmd(args: StatsArgs) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
-    let mut report = stats::compute(&imported.traces, counter.as_ref(), args.top);
+    let overhead = match &args.overhead_tokens {
+        Some(o) => o
+            .tokens()
+            .map_err(|e| UsageError(format!("--overhead-tokens: {e}")))?,
+        None => 0,
+    };
+    let mut report =
+        stats::compute_with_overhead(&imported.traces, counter.as_ref(), args.top, overhead);
     report.skipped = skipped;
 
     let text = if args.json {
@@ -118,6 +130,19 @@ pub fn render(r: &StatsReport) -> String {
     }
     out.push_str("\n\n");
 
+    // Ids as shown: shortened, but never two different ids alike.
+    let ids: Vec<&str> = r.traces.iter().map(|s| s.id.as_str()).collect();
+    let shown: BTreeMap<&str, String> = ids
+        .iter()
+        .copied()
+        .zip(output::short_ids(&ids, ID_WIDTH))
+        .collect();
+    let show = |id: &str| {
+        shown
+            .get(id)
+            .cloned()
+            .unwrap_or_else(|| output::ellipsize(id, ID_WIDTH))
+    };
     let rows: Vec<Vec<String>> = r
         .traces
         .iter()
@@ -125,7 +150,7 @@ pub fn render(r: &StatsReport) -> String {
             let role = |name: &str| s.by_role.get(name).map_or(0, |x| x.messages).to_string();
             let (cal, bias) = calibration_cells(s.calibration.as_ref());
             vec![
-                ellipsize(&s.id, ID_WIDTH),
+                show(&s.id),
                 s.source_format.clone(),
                 s.messages.to_string(),
                 role("user"),
@@ -173,14 +198,11 @@ pub fn render(r: &StatsReport) -> String {
     }
     if !t.largest.is_empty() {
         out.push_str(&format!("\nLargest messages{scope}\n"));
-        out.push_str(&largest_table(&t.largest));
+        out.push_str(&largest_table(&t.largest, &show));
     }
     out.push_str(&format!("\nCalibration{scope}: "));
     match &t.calibration {
-        Some(c) => out.push_str(&format!(
-            "{} recorded model calls; recorded input {} vs counted {} tokens; mean abs error {:.1}%, bias {:+.1}%\n",
-            c.calls, c.recorded_input, c.counted_input, c.mean_abs_pct_error, c.bias_pct
-        )),
+        Some(c) => out.push_str(&calibration_line(c)),
         None => out.push_str("no recorded usage to compare with\n"),
     }
     for s in &r.skipped {
@@ -190,6 +212,25 @@ pub fn render(r: &StatsReport) -> String {
         ));
     }
     out
+}
+
+/// The calibration sentence; with an overhead, the figures before → after adding it.
+fn calibration_line(c: &Calibration) -> String {
+    let mut line = format!(
+        "{} recorded model calls; recorded input {} vs counted {} tokens",
+        c.calls, c.recorded_input, c.counted_input
+    );
+    match (c.mean_abs_pct_error_without_overhead, c.bias_pct_without_overhead) {
+        (Some(mae), Some(bias)) => line.push_str(&format!(
+            " (with {} overhead tokens per call); mean abs error {:.1}% → {:.1}%, bias {:+.1}% → {:+.1}% (without → with the overhead)\n",
+            c.overhead_tokens, mae, c.mean_abs_pct_error, bias, c.bias_pct
+        )),
+        _ => line.push_str(&format!(
+            "; mean abs error {:.1}%, bias {:+.1}%\n",
+            c.mean_abs_pct_error, c.bias_pct
+        )),
+    }
+    line
 }
 
 fn calibration_cells(c: Option<&Calibration>) -> (String, String) {
@@ -242,12 +283,12 @@ fn tool_table(by_tool: &BTreeMap<String, ToolStats>) -> String {
     )
 }
 
-fn largest_table(largest: &[LargestMessage]) -> String {
+fn largest_table(largest: &[LargestMessage], show: &dyn Fn(&str) -> String) -> String {
     let rows: Vec<Vec<String>> = largest
         .iter()
         .map(|l| {
             vec![
-                ellipsize(&l.trace_id, ID_WIDTH),
+                show(&l.trace_id),
                 l.index.to_string(),
                 l.role.as_str().to_string(),
                 l.tool.clone().unwrap_or_else(|| "-".into()),
@@ -264,20 +305,6 @@ fn largest_table(largest: &[LargestMessage]) -> String {
 
 /// Widest trace id shown in tables (`--json` always has the full id).
 const ID_WIDTH: usize = 48;
-
-/// `s` if it fits in `max` characters, else its start and end around a `…`.
-fn ellipsize(s: &str, max: usize) -> String {
-    let n = s.chars().count();
-    if n <= max {
-        return s.to_string();
-    }
-    let head = (max - 1) / 2;
-    let tail = max - 1 - head;
-    let mut out: String = s.chars().take(head).collect();
-    out.push('…');
-    out.extend(s.chars().skip(n - tail));
-    out
-}
 
 fn percent(part: u64, whole: u64) -> String {
     if whole == 0 {
@@ -307,17 +334,6 @@ mod tests {
         for name in COUNTER_NAMES {
             assert!(help.contains(name), "{help} lacks {name}");
         }
-    }
-
-    #[test]
-    fn long_ids_are_shortened_in_the_middle() {
-        assert_eq!(ellipsize("short", 8), "short");
-        assert_eq!(ellipsize("abcdefghij", 5), "ab…ij");
-        assert_eq!(ellipsize("abcdefghij", 6), "ab…hij");
-        assert_eq!(
-            ellipsize(&"é".repeat(60), ID_WIDTH).chars().count(),
-            ID_WIDTH
-        );
     }
 
     #[test]

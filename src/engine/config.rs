@@ -18,6 +18,7 @@
 pub use super::layer_config::*;
 use crate::confcore::merge::merge;
 use crate::confcore::ConfigError;
+use crate::tokens::overhead::OverheadTokens;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -38,6 +39,18 @@ pub struct EngineConfig {
     /// to price a trace as if another model had run it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_model: Option<String>,
+    /// A system prompt the trace did not record, sent with every replayed request
+    /// (`{ file = "…" }` or `{ text = "…" }`). Counted in every view, trigger and cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<TextSource>,
+    /// Tool schemas as the provider receives them (a JSON array, `{ file = "tools.json" }`),
+    /// sent with every replayed request in place of the trace's recorded ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<TextSource>,
+    /// Further tokens sent with every request that the trace left out: a count, or the name of
+    /// a bundled estimate (`"claude-code"`, `data/overhead.toml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_tokens: Option<OverheadTokens>,
     /// The agent model's `max_tokens` (enters deepagents' input budget).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u64>,
@@ -73,13 +86,17 @@ fn known_keys() -> &'static [&'static str] {
     &KEYS
 }
 
-const SCALAR_KEYS: [&str; 6] = [
+const SCALAR_KEYS: [&str; 10] = [
     "preset",
     "window",
     "max_output_tokens",
     "counter",
     "tier",
     "layers",
+    "agent_model",
+    "system_prompt",
+    "tools",
+    "overhead_tokens",
 ];
 
 /// A key of an engine table: one of [`SCALAR_KEYS`] (by index) or a registered layer's name.
@@ -137,7 +154,11 @@ impl<'de> Deserialize<'de> for EngineConfig {
                                 2 => c.max_output_tokens = map.next_value()?,
                                 3 => c.counter = map.next_value()?,
                                 4 => c.tier = map.next_value()?,
-                                _ => c.layers = map.next_value()?,
+                                5 => c.layers = map.next_value()?,
+                                6 => c.agent_model = map.next_value()?,
+                                7 => c.system_prompt = map.next_value()?,
+                                8 => c.tools = map.next_value()?,
+                                _ => c.overhead_tokens = map.next_value()?,
                             }
                         }
                         Key::Table(name) => {
@@ -419,5 +440,37 @@ mod tests {
         .resolve(None)
         .unwrap();
         assert_eq!(r.input_budget(), 17_000);
+    }
+
+    #[test]
+    fn agent_model_and_what_the_trace_left_out_are_engine_keys() {
+        let c = EngineConfig::from_toml_str(
+            "agent_model = \"gpt-4o\"\noverhead_tokens = 500\nsystem_prompt.text = \"Be brief.\"\ntools.text = '[{\"name\": \"ls\"}]'\n",
+            "x.toml",
+        )
+        .unwrap();
+        let r = c.resolve(None).unwrap();
+        assert_eq!(r.agent_model.as_deref(), Some("gpt-4o"));
+        assert_eq!(r.added.overhead_tokens, 500);
+        assert_eq!(r.added.system_prompt.as_deref(), Some("Be brief."));
+        assert_eq!(r.added.tools.as_ref().unwrap().len(), 1);
+        let named = EngineConfig::from_toml_str("overhead_tokens = \"claude-code\"\n", "y")
+            .unwrap()
+            .resolve(None)
+            .unwrap();
+        assert_eq!(named.added.overhead_tokens, 18_400);
+        let e = EngineConfig::from_toml_str("overhead_tokens = \"codex\"\n", "z.toml")
+            .unwrap()
+            .resolve(None)
+            .unwrap_err();
+        assert!(
+            e.message.contains("overhead_tokens") && e.message.contains("claude-code"),
+            "{e}"
+        );
+        let e = EngineConfig::from_toml_str("tools.text = '{}'\n", "t.toml")
+            .unwrap()
+            .resolve(None)
+            .unwrap_err();
+        assert!(e.message.contains("JSON array"), "{e}");
     }
 }

@@ -29,7 +29,7 @@ pub use outcome::SummaryFailures;
 pub use replay::{
     replay, replay_shared, CallRecord, KeepViews, KeptView, Replay, ReplayEnv, StoreTarget,
 };
-pub use resolve::{ResolvedConfig, WindowSource};
+pub use resolve::{AddedContext, ResolvedConfig, WindowSource};
 pub use store::OffloadStore;
 pub use summarizer::{
     FixedSummarizer, OfflineSummarizer, Summarizer, SummaryError, SummaryOutput, SummaryRequest,

@@ -60,9 +60,11 @@ pub struct ReplayEnv<'a> {
     pub store: StoreTarget,
     /// Seed of the store's random names.
     pub seed: u64,
-    /// System prompt sent with every request (counted as a `system` message).
+    /// System prompt sent with every request (counted as a `system` message); `None` = the
+    /// configuration's `system_prompt`, if any.
     pub system_prompt: Option<String>,
-    /// Tool schemas sent with every request; `None` = the trace's recorded tools.
+    /// Tool schemas sent with every request; `None` = the configuration's `tools`, else the
+    /// trace's recorded tools.
     pub tools: Option<Vec<serde_json::Value>>,
     pub keep_views: KeepViews,
     /// Prices the `cost_ceiling` layer charges: the run's table (bundled + the suite's
@@ -134,7 +136,8 @@ pub struct Replay {
     pub window_source: super::WindowSource,
     pub input_budget: u64,
     pub counter: String,
-    /// System prompt + tool schema tokens sent with every call.
+    /// System prompt + tool schema tokens + the configuration's `overhead_tokens`, sent with
+    /// every call.
     pub overhead_tokens: u64,
     pub calls: Vec<CallRecord>,
     pub events: Vec<Event>,
@@ -260,6 +263,37 @@ fn common_prefix_tokens(prev: &PrevView, view: &View, state: &State, dirty: Opti
     head + view.state_range_tokens(state, view.start, limit.max(view.start))
 }
 
+/// Tokens sent with every request besides the messages: the tool schemas (the environment's,
+/// else the configuration's `tools`, else the trace's recorded ones), the system prompt (the
+/// environment's, else the configuration's `system_prompt`) and the configuration's
+/// `overhead_tokens`.
+pub fn request_overhead(
+    meta: &TraceMeta,
+    config: &ResolvedConfig,
+    env: &ReplayEnv<'_>,
+    counter: &dyn TokenCounter,
+) -> u64 {
+    let added = &config.added;
+    let tools = env
+        .tools
+        .as_deref()
+        .or(added.tools.as_deref().map(Vec::as_slice))
+        .unwrap_or(&meta.tools);
+    let mut overhead = if tools.is_empty() {
+        0
+    } else {
+        counter.count_tools(tools)
+    };
+    let system_prompt = env
+        .system_prompt
+        .as_deref()
+        .or(added.system_prompt.as_deref());
+    if let Some(sp) = system_prompt {
+        overhead += counter.count_message(&Message::system(sp.to_string()));
+    }
+    overhead + added.overhead_tokens
+}
+
 /// Replay `trace` through the engine `config`.
 pub fn replay(
     trace: &Trace,
@@ -292,15 +326,7 @@ pub fn replay_shared(
         StoreTarget::Memory => OffloadStore::in_memory(env.seed),
         StoreTarget::Dir(d) => OffloadStore::on_disk(d, env.seed)?,
     };
-    let tools = env.tools.as_deref().unwrap_or(&meta.tools);
-    let mut overhead = if tools.is_empty() {
-        0
-    } else {
-        counter.count_tools(tools)
-    };
-    if let Some(sp) = &env.system_prompt {
-        overhead += counter.count_message(&Message::system(sp.clone()));
-    }
+    let overhead = request_overhead(meta, config, env, counter);
     let window = config.window;
     let budget = config.input_budget();
     let mut checker = Checker::new(messages);

@@ -19,6 +19,66 @@ pub struct ResolvedConfig {
     pub window_source: WindowSource,
     /// `agent_model` of the configuration (None = the trace's recorded model).
     pub agent_model: Option<String>,
+    /// What the suite adds to every request that the trace left out.
+    pub added: AddedContext,
+}
+
+/// Request content the trace did not record, added to every replayed request (the
+/// configuration's `system_prompt`, `tools` and `overhead_tokens`, loaded at resolve).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AddedContext {
+    /// Counted as one `system` message.
+    pub system_prompt: Option<std::sync::Arc<str>>,
+    /// Replace the trace's recorded tool schemas.
+    pub tools: Option<std::sync::Arc<Vec<serde_json::Value>>>,
+    /// Plain tokens added to every request.
+    pub overhead_tokens: u64,
+}
+
+impl AddedContext {
+    fn load(c: &EngineConfig) -> Result<Self, ConfigError> {
+        let src = c.source.as_deref();
+        let system_prompt = match &c.system_prompt {
+            Some(t) => Some(t.load().map_err(|e| {
+                err_in(src, "system_prompt", format!("{} ({})", e.message, e.file))
+            })?),
+            None => None,
+        };
+        let tools = match &c.tools {
+            Some(t) => {
+                let text = t
+                    .load()
+                    .map_err(|e| err_in(src, "tools", format!("{} ({})", e.message, e.file)))?;
+                let where_ = match t {
+                    super::layer_config::TextSource::File(p) => p.display().to_string(),
+                    super::layer_config::TextSource::Text(_) => "tools.text".to_string(),
+                };
+                let v: Vec<serde_json::Value> = serde_json::from_str(&text).map_err(|e| {
+                    err_in(
+                        src,
+                        "tools",
+                        format!(
+                            "{where_}:{}: expected a JSON array of tool schemas as the provider receives them: {e}",
+                            e.line()
+                        ),
+                    )
+                })?;
+                Some(std::sync::Arc::new(v))
+            }
+            None => None,
+        };
+        let overhead_tokens = match &c.overhead_tokens {
+            Some(o) => o
+                .tokens()
+                .map_err(|e| err_in(src, "overhead_tokens", e.to_string()))?,
+            None => 0,
+        };
+        Ok(AddedContext {
+            system_prompt: system_prompt.map(std::sync::Arc::from),
+            tools,
+            overhead_tokens,
+        })
+    }
 }
 
 /// Where a resolved window came from, in the order they are tried: the configuration's own
@@ -245,6 +305,7 @@ impl EngineConfig {
             layers,
             window_source,
             agent_model: self.agent_model.clone(),
+            added: AddedContext::load(self)?,
         };
         let named = |mut e: ConfigError| {
             if let Some(src) = &self.source {

@@ -15,7 +15,8 @@
 //!   report.md       Markdown report (report::markdown)
 //!   report.html     self-contained HTML report with inline SVG plots (report::html)
 //!   plots/*.png|svg plots (report::plots)
-//!   stores/<unit>/  offload store of each unit (evals::executors)
+//!   stores/<unit>/  offload store of a unit (evals::executors); after the run only those of the
+//!                   samples shown in full are kept (runner::stores, report::shown)
 //!   summaries/<sha256>.md  long summary texts a sample's `summaries` point at
 //!   gate.xml        JUnit XML written by `ctxbench gate` (default location)
 //!   compare.md|json written by `ctxbench compare RUN_A RUN_B` into RUN_B (default location)

@@ -28,7 +28,8 @@ pub enum Polarity {
 }
 
 /// The polarity of a metric, from its name. Lower is better for spend and breakage (tokens,
-/// cost, latency, violations, futile compactions); higher is better for quality scores.
+/// cost, latency, violations, futile compactions, stale answers); higher is better for quality
+/// scores.
 pub fn polarity(metric: &str) -> Polarity {
     let leaf = metric.rsplit('.').next().unwrap_or(metric);
     let lower = leaf == "tokens"
@@ -37,7 +38,8 @@ pub fn polarity(metric: &str) -> Polarity {
         || leaf.contains("latency")
         || leaf.contains("violations")
         || leaf.contains("futile")
-        || leaf.ends_with("_usd");
+        || leaf.ends_with("_usd")
+        || leaf == "stale";
     if lower && leaf != "reference_tokens" {
         return Polarity::Lower;
     }
@@ -365,6 +367,8 @@ mod tests {
         assert_eq!(polarity("invariants.violations"), Polarity::Lower);
         assert_eq!(polarity("needle.recall"), Polarity::Higher);
         assert_eq!(polarity("needle.recall_upper"), Polarity::Higher);
+        assert_eq!(polarity("needle.recall_delta"), Polarity::Higher);
+        assert_eq!(polarity("needle.stale"), Polarity::Lower);
         assert_eq!(polarity("drift.score"), Polarity::Higher);
         assert_eq!(polarity("needle.steps"), Polarity::Neutral);
         assert_eq!(polarity("replay.reference_tokens"), Polarity::Neutral);

@@ -5,6 +5,7 @@
 pub mod approx;
 pub mod bpe;
 pub mod cache;
+pub mod overhead;
 pub mod stats;
 
 use crate::trace::Message;

@@ -14,6 +14,9 @@
 //!   recorded tool schemas. Error % = (counted − recorded) / recorded × 100; `bias_pct` is its
 //!   mean (positive: the counter over-counts), `mean_abs_pct_error` the mean of its absolute
 //!   value. Totals pool every compared call of every trace (not a mean of per-trace means).
+//!   With an overhead ([`compute_with_overhead`]: what the trace left out, e.g. the bundled
+//!   `claude-code` estimate) every counted prompt gets it added, and the figures without it stay
+//!   beside (`*_without_overhead`), so the bias before and after can be compared.
 
 use super::bpe::json_text;
 use super::{count_traces, TokenCounter};
@@ -95,6 +98,19 @@ pub struct Calibration {
     pub mean_abs_pct_error: f64,
     /// Mean of (counted − recorded) / recorded × 100: positive means the counter over-counts.
     pub bias_pct: f64,
+    /// Tokens added to every counted prompt (what the trace left out); 0 = none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub overhead_tokens: u64,
+    /// `mean_abs_pct_error` without the overhead (only when there is one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_abs_pct_error_without_overhead: Option<f64>,
+    /// `bias_pct` without the overhead (only when there is one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bias_pct_without_overhead: Option<f64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Statistics of one trace.
@@ -148,8 +164,19 @@ pub struct TotalStats {
 /// Compute statistics of `traces` with `counter`, keeping the `top` largest messages. Message
 /// tokens are counted in parallel across traces and messages.
 pub fn compute(traces: &[Trace], counter: &dyn TokenCounter, top: usize) -> StatsReport {
+    compute_with_overhead(traces, counter, top, 0)
+}
+
+/// [`compute`] with `overhead` tokens added to every counted prompt in the calibration (the
+/// system prompt and tool schemas a trace did not record); the other figures are unchanged.
+pub fn compute_with_overhead(
+    traces: &[Trace],
+    counter: &dyn TokenCounter,
+    top: usize,
+    overhead: u64,
+) -> StatsReport {
     let counts = count_traces(counter, traces);
-    from_counts(traces, &counts, counter, top)
+    from_counts_with_overhead(traces, &counts, counter, top, overhead)
 }
 
 /// [`compute`] with per-message counts already known (`counts[t][m]` = tokens of message `m` of
@@ -161,11 +188,22 @@ pub fn from_counts(
     counter: &dyn TokenCounter,
     top: usize,
 ) -> StatsReport {
+    from_counts_with_overhead(traces, counts, counter, top, 0)
+}
+
+/// [`from_counts`] with an overhead per counted prompt (see [`compute_with_overhead`]).
+pub fn from_counts_with_overhead(
+    traces: &[Trace],
+    counts: &[Vec<u64>],
+    counter: &dyn TokenCounter,
+    top: usize,
+    overhead: u64,
+) -> StatsReport {
     assert_eq!(traces.len(), counts.len(), "one count vector per trace");
     let per_trace: Vec<(TraceStats, CalibrationAcc)> = traces
         .par_iter()
         .zip(counts)
-        .map(|(t, c)| trace_stats(t, c, counter, top))
+        .map(|(t, c)| trace_stats(t, c, counter, top, overhead))
         .collect();
 
     let mut total = TotalStats {
@@ -183,7 +221,10 @@ pub fn from_counts(
         import_warnings: 0,
         largest: Vec::new(),
     };
-    let mut acc = CalibrationAcc::default();
+    let mut acc = CalibrationAcc {
+        overhead,
+        ..Default::default()
+    };
     let mut largest = Vec::new();
     for (s, a) in &per_trace {
         total.messages += s.messages;
@@ -229,21 +270,30 @@ pub fn from_counts(
 /// Running sums for calibration, pooled across traces.
 #[derive(Clone, Debug, Default)]
 struct CalibrationAcc {
+    /// Added to every counted prompt.
+    overhead: u64,
     calls: u64,
     recorded: u64,
     counted: u64,
     sum_pct: f64,
     sum_abs_pct: f64,
+    /// The same sums without the overhead.
+    sum_pct_bare: f64,
+    sum_abs_pct_bare: f64,
 }
 
 impl CalibrationAcc {
+    /// One call: `recorded` input against `counted` prompt tokens (overhead not included).
     fn add(&mut self, recorded: u64, counted: u64) {
-        let pct = (counted as f64 - recorded as f64) / recorded as f64 * 100.0;
+        let pct = |c: u64| (c as f64 - recorded as f64) / recorded as f64 * 100.0;
+        let (with, bare) = (pct(counted + self.overhead), pct(counted));
         self.calls += 1;
         self.recorded += recorded;
-        self.counted += counted;
-        self.sum_pct += pct;
-        self.sum_abs_pct += pct.abs();
+        self.counted += counted + self.overhead;
+        self.sum_pct += with;
+        self.sum_abs_pct += with.abs();
+        self.sum_pct_bare += bare;
+        self.sum_abs_pct_bare += bare.abs();
     }
     fn merge(&mut self, o: &CalibrationAcc) {
         self.calls += o.calls;
@@ -251,14 +301,21 @@ impl CalibrationAcc {
         self.counted += o.counted;
         self.sum_pct += o.sum_pct;
         self.sum_abs_pct += o.sum_abs_pct;
+        self.sum_pct_bare += o.sum_pct_bare;
+        self.sum_abs_pct_bare += o.sum_abs_pct_bare;
     }
     fn finish(&self) -> Option<Calibration> {
+        let n = self.calls as f64;
+        let bare = |x: f64| (self.overhead > 0).then_some(x / n);
         (self.calls > 0).then(|| Calibration {
             calls: self.calls,
             recorded_input: self.recorded,
             counted_input: self.counted,
-            mean_abs_pct_error: self.sum_abs_pct / self.calls as f64,
-            bias_pct: self.sum_pct / self.calls as f64,
+            mean_abs_pct_error: self.sum_abs_pct / n,
+            bias_pct: self.sum_pct / n,
+            overhead_tokens: self.overhead,
+            mean_abs_pct_error_without_overhead: bare(self.sum_abs_pct_bare),
+            bias_pct_without_overhead: bare(self.sum_pct_bare),
         })
     }
 }
@@ -268,6 +325,7 @@ fn trace_stats(
     counts: &[u64],
     counter: &dyn TokenCounter,
     top: usize,
+    overhead: u64,
 ) -> (TraceStats, CalibrationAcc) {
     assert_eq!(
         trace.messages.len(),
@@ -294,7 +352,10 @@ fn trace_stats(
         import_warnings: trace.meta.warnings.len() as u64,
         largest: Vec::new(),
     };
-    let mut acc = CalibrationAcc::default();
+    let mut acc = CalibrationAcc {
+        overhead,
+        ..Default::default()
+    };
     let mut call_tool: HashMap<&str, &str> = HashMap::new();
     let mut prompt = tool_schema_tokens; // tokens of everything before the current message
     let mut sizes: Vec<(u64, u64, usize)> = Vec::with_capacity(trace.messages.len());
