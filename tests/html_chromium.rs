@@ -460,6 +460,18 @@ fn html_report_sorts_filters_links_and_fits_1400_px_in_chromium() {
     let ab = regex::Regex::new(r#"<details class="sample" id="(s\d+)">(?s:.)*?<div class="ab">"#)
         .unwrap();
     let first_ab = ab.captures(&l.dom).expect("a side-by-side summary view")[1].to_string();
+    // A sample's anchor opens its view (the samples table's "view" links).
+    let opened = load_with(&chromium, &page, &format!("#{first_ab}"), &[], work.path());
+    assert!(opened.console.is_empty(), "console: {:#?}", opened.console);
+    assert!(
+        opened.dom.contains(&format!(
+            "<details class=\"sample\" id=\"{first_ab}\" open=\"\">"
+        )),
+        "#{first_ab} did not open its sample view"
+    );
+    assert!(plain
+        .dom
+        .contains(&format!("<a href=\"#{first_ab}\">view</a>")));
     let (sw, cw) = width_at_1400(&chromium, &page, &format!("#{first_ab}"), work.path());
     assert!(
         sw <= cw,

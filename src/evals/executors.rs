@@ -414,7 +414,8 @@ async fn run_eval(
             Ok(out)
         }
         "needle" => {
-            let params = needle::NeedleParams::from_params(&unit.params)?;
+            let mut params = needle::NeedleParams::from_params(&unit.params)?;
+            params.plant_seed = Some(unit.pair_seed);
             let (trace, config, store, summ, p) = (
                 s.trace.clone(),
                 s.config,

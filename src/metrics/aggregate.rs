@@ -157,7 +157,7 @@ pub fn duplicate_units<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> usi
 }
 
 /// Mean and CI of one metric of one variant.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MetricSummary {
     pub metric: String,
     pub n: usize,
@@ -177,7 +177,7 @@ pub fn summarize(metric: &str, obs: &[Obs], seed: u64, label: &str) -> Option<Me
 }
 
 /// Paired comparison of one metric: candidate vs baseline on the units both have.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Comparison {
     pub metric: String,
     /// Candidate variant (and run, for cross-run comparisons: `run/variant`).
@@ -318,7 +318,7 @@ pub fn compare_runs(
 }
 
 /// pass@k and pass^k of one variant and eval.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PassK {
     pub variant: String,
     pub eval: String,

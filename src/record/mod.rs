@@ -45,7 +45,9 @@ pub use summary::SummaryRecord;
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Tokens of one role (agent, summarizer, judge) split by kind. `input` includes `cached`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct TokenSplit {
     pub input: u64,
     pub cached: u64,
@@ -67,7 +69,9 @@ impl TokenSplit {
 }
 
 /// Token usage of a unit by role.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct TokensByRole {
     /// The replayed agent's model calls (views built by the engine) and eval-agent calls.
     pub agent: TokenSplit,
@@ -78,7 +82,7 @@ pub struct TokensByRole {
 }
 
 /// Dollar cost of a unit by role. `None` = price unknown (never reported as $0).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CostByRole {
     pub agent: Option<f64>,
     pub summarizer: Option<f64>,
@@ -95,7 +99,7 @@ impl CostByRole {
 }
 
 /// A unit that failed: recorded as data, the run goes on.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UnitError {
     /// `provider_auth`, `rate_limited`, `timeout`, `context_overflow`, `bad_response`,
     /// `engine`, `eval`, `io`, …
@@ -104,7 +108,7 @@ pub struct UnitError {
 }
 
 /// One point of a context timeline: the view sent at one replayed model call.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TimelinePoint {
     /// Index of the assistant message (model call) in the trace.
     pub trace_index: usize,
@@ -123,7 +127,7 @@ pub struct TimelinePoint {
 }
 
 /// One unit's result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sample {
     pub schema_version: u32,
     /// Stable id of the unit (hash of trace, variant, eval, sample key, repeat).

@@ -154,24 +154,13 @@ pub fn load_model(
     Ok((info, model, streamed.torn))
 }
 
-/// Indices of `model.samples` whose heavy part the report shows: the samples the HTML shows in
-/// full ([`html::select`](super::html::select): failed and flagged units first, then a bounded
-/// set per variant), and the baseline's unit of the same pairing key for each (its summaries
-/// sit beside theirs).
+/// Indices of `model.samples` whose heavy part the HTML shows in full: the HTML's own rule
+/// (`html::select`: failed and flagged units, the units of a few pairing keys in every variant,
+/// a few failed verdicts per variant with their baseline units), bounded whatever the run's
+/// size.
 pub fn detail_wanted(model: &ReportModel) -> Vec<usize> {
-    let (shown, _) = super::html::select(&model.samples, model.baseline.as_deref());
-    let keys: HashSet<u64> = shown
-        .iter()
-        .map(|&i| model.samples[i].pair_hash())
-        .collect();
-    let mut out: Vec<usize> = shown;
-    if let Some(b) = model.baseline.as_deref() {
-        out.extend((0..model.samples.len()).filter(|&i| {
-            model.samples[i].variant == b && keys.contains(&model.samples[i].pair_hash())
-        }));
-    }
+    let (mut out, _) = super::html::select(&model.samples, model.baseline.as_deref());
     out.sort_unstable();
-    out.dedup();
     out
 }
 
@@ -229,7 +218,7 @@ mod tests {
         let mut info = RunInfo::new("r");
         info.variants = vec!["a".into(), "b".into()];
         std::fs::write(run.run_json(), serde_json::to_string(&info).unwrap()).unwrap();
-        let samples: Vec<Sample> = (0..40)
+        let samples: Vec<Sample> = (0..12)
             .flat_map(|i| [sample(i, "a"), sample(i, "b")])
             .collect();
         run.write_samples(&samples).unwrap();
@@ -242,29 +231,18 @@ mod tests {
             serde_json::to_value(&full).unwrap(),
             serde_json::to_value(&streamed).unwrap()
         );
-        // Compact parts equal everywhere; heavy parts loaded for the wanted rows (and the one
-        // plotted timeline per variant × trace), empty for the others.
+        // Compact parts equal; heavy parts loaded for the wanted rows only.
         let wanted: HashSet<usize> = detail_wanted(&streamed).into_iter().collect();
-        assert!(!wanted.is_empty() && wanted.len() <= super::super::html::MAX_PROBLEM_SAMPLES + 40);
+        assert!(
+            wanted.len() == 24,
+            "12 pairing keys, each shown in both variants: {wanted:?}"
+        );
         for (i, (f, s)) in full.samples.iter().zip(&streamed.samples).enumerate() {
             assert_eq!(f.unit_id, s.unit_id);
-            assert_eq!(
-                (&f.scores, &f.tokens, &f.params),
-                (&s.scores, &s.tokens, &s.params)
-            );
-            if wanted.contains(&i) {
-                assert!(streamed.has_detail(i));
-                assert_eq!(f, s, "loaded in full");
-            }
-            if !streamed.has_detail(i) {
-                assert!(s.timeline.is_empty() && s.evidence.is_null());
-                assert_eq!(streamed.detail[i].timeline_points, 3);
-            }
+            assert_eq!((&f.scores, &f.tokens), (&s.scores, &s.tokens));
+            assert!(streamed.has_detail(i));
+            assert_eq!(f, s, "loaded in full");
         }
-        assert!(
-            (0..streamed.samples.len()).any(|i| !streamed.has_detail(i)),
-            "some samples stay compact"
-        );
         // Forget the heavy part of one row, then load it back by offset.
         streamed.samples[3].evidence = serde_json::Value::Null;
         streamed.samples[3].timeline.clear();

@@ -11,6 +11,7 @@ use crate::report::model::ReportModel;
 use crate::report::plots::PlotSpec;
 use crate::report::sections;
 use crate::report::table::TableWriter;
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
 /// Title, provenance, a table of contents and the verdict lines.
@@ -123,10 +124,10 @@ pub fn tables(out: &mut String, model: &ReportModel) {
     out.push_str("</div>\n");
 }
 
-/// The eval a metric belongs to (`needle.recall` → `needle`), when some sample ran it.
-fn eval_of<'a>(model: &ReportModel, metric: &'a str) -> Option<&'a str> {
+/// The eval a metric belongs to (`needle.recall` → `needle`), when it is one of `evals`.
+fn eval_of<'a>(evals: &BTreeSet<&str>, metric: &'a str) -> Option<&'a str> {
     let (eval, _) = metric.split_once('.')?;
-    model.samples.iter().any(|s| s.eval == eval).then_some(eval)
+    evals.contains(eval).then_some(eval)
 }
 
 fn comparison_table(out: &mut String, model: &ReportModel) {
@@ -150,6 +151,7 @@ fn comparison_table(out: &mut String, model: &ReportModel) {
          samples table.</p>\n",
     );
     let (rows, dropped) = headline::ordered(&model.comparisons, &model.headline);
+    let evals: BTreeSet<&str> = model.samples.iter().map(|s| s.eval.as_str()).collect();
     out.push_str("<div class=\"scroll\">");
     Html.write_table_linked(
         out,
@@ -158,7 +160,7 @@ fn comparison_table(out: &mut String, model: &ReportModel) {
         &|r| {
             let c = &rows[r];
             let mut terms = vec![("variant", c.candidate.as_str())];
-            terms.extend(eval_of(model, &c.metric).map(|e| ("eval", e)));
+            terms.extend(eval_of(&evals, &c.metric).map(|e| ("eval", e)));
             Some((filter_link(&terms), "samples".to_string()))
         },
     );

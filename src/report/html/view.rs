@@ -61,6 +61,16 @@ pub fn sample(
         }
     }
     out.push_str("</p>\n");
+    if status == Status::Flagged {
+        let mut why = Vec::new();
+        if let Some(n) = s.scores.get("summary_failures").filter(|n| **n > 0.0) {
+            why.push(format!("{n} summary failure(s) recorded"));
+        }
+        if let Some(n) = s.compactions.get("futile").filter(|n| **n > 0) {
+            why.push(format!("{n} futile compaction(s)"));
+        }
+        let _ = writeln!(out, "<p class=\"alert\">flagged: {}</p>", why.join("; "));
+    }
     if let Some(e) = &s.error {
         let _ = writeln!(
             out,
@@ -81,6 +91,13 @@ pub fn sample(
         }
         out.push_str(&parts.join(", "));
         out.push_str("</p>\n");
+    }
+    if !model.has_detail(i) {
+        out.push_str(
+            "<p class=\"muted\">Timeline, evidence and summaries not loaded for this sample \
+             (see samples.jsonl).</p></div></details>\n",
+        );
+        return;
     }
     evidence(out, &s.evidence);
     let base = model.baseline.as_deref().filter(|b| *b != s.variant);
@@ -236,7 +253,11 @@ fn summaries(out: &mut String, s: &Sample, base: Option<&Sample>, texts: &Summar
         "<h4>Summaries ({} fold(s){})</h4>",
         s.summaries.len(),
         if folds.len() < s.summaries.len() {
-            format!(", {} shown: the first and the last", folds.len())
+            format!(
+                ", {} shown: the first {} and the last",
+                folds.len(),
+                folds.len() - 1
+            )
         } else {
             String::new()
         }
