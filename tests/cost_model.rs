@@ -296,3 +296,45 @@ fn what_the_trace_left_out_is_counted_in_views_triggers_and_cost() {
         "{err}"
     );
 }
+
+/// The evals' own agent calls (needle questions, drift probes) are their own role, summed into
+/// the unit's tokens and `cost.total`: every model call lands in exactly one role.
+#[test]
+fn eval_agent_calls_are_their_own_cost_role() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = run(&suite(dir.path(), "roles", ""), "roles");
+    let samples = std::fs::read_to_string(run_dir.join("samples.jsonl")).unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for line in samples.lines() {
+        let s: serde_json::Value = serde_json::from_str(line).unwrap();
+        let eval = s["eval"].as_str().unwrap().to_string();
+        let t = &s["tokens"]["eval_agent"];
+        let input = t["input"].as_u64().unwrap();
+        match eval.as_str() {
+            "needle" => {
+                // The needle's probe tokens are exactly the eval agent's.
+                assert_eq!(
+                    input as f64,
+                    s["scores"]["probe_input_tokens"].as_f64().unwrap()
+                );
+                assert!(input > 0, "{s}");
+            }
+            "drift" => assert!(input > 0, "{s}"),
+            _ => assert_eq!(input, 0, "{s}"),
+        }
+        // The offline provider is a known $0 (a unit that asks nothing has no eval-agent cost).
+        if input > 0 {
+            assert_eq!(s["cost_usd"]["eval_agent"].as_f64(), Some(0.0), "{s}");
+        }
+        seen.insert(eval);
+    }
+    assert!(
+        seen.contains("needle") && seen.contains("drift"),
+        "{seen:?}"
+    );
+    let md = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("| eval agent |"),
+        "the role table lists the eval agent"
+    );
+}

@@ -127,6 +127,18 @@ impl Shared {
     fn summary_model(&self) -> &str {
         price_model(&self.provider_configs["summary"])
     }
+
+    /// Tokens and cost of the evals' own agent calls (needle questions, probes), priced at the
+    /// agent provider's model (the offline provider is a known $0).
+    fn eval_agent(&self, out: &mut UnitOutput, usage: &Usage) {
+        out.tokens.eval_agent = split(usage);
+        out.cost_usd.eval_agent = if split(usage) == TokenSplit::default() {
+            Some(0.0)
+        } else {
+            let model = price_model(&self.provider_configs["agent"]);
+            self.prices.cost(model, usage).usd()
+        };
+    }
 }
 
 /// The price-table name of a provider's model: `offline` for the built-in offline provider
@@ -411,7 +423,8 @@ async fn run_eval(
                 &nonce,
             )
             .await?;
-            let (scores, evidence, _) = needle::score(&prepared, &answers);
+            let (scores, evidence, usage) = needle::score(&prepared, &answers);
+            shared.eval_agent(&mut out, &usage);
             out.passed = Some(scores["recall"] >= 1.0);
             out.scores.extend(scores);
             out.evidence = evidence;
@@ -445,8 +458,9 @@ async fn run_eval(
             } else {
                 None
             };
-            let (probes, _agent_usage, judge_usage) =
+            let (probes, agent_usage, judge_usage) =
                 drift::ask(&s.trace, &views, providers.agent.as_ref(), judge, &nonce).await?;
+            shared.eval_agent(&mut out, &agent_usage);
             let (scores, evidence) = drift::aggregate(&probes);
             out.scores.extend(scores);
             out.evidence = evidence;
@@ -501,9 +515,11 @@ async fn run_eval(
             let steps = match &view {
                 Some(v) => {
                     let agent = shared.providers(ctx.no_cache)?.agent.clone();
-                    continuation::ask(&s.trace, v, params.steps, agent.as_ref(), &nonce)
-                        .await?
-                        .0
+                    let (steps, usage) =
+                        continuation::ask(&s.trace, v, params.steps, agent.as_ref(), &nonce)
+                            .await?;
+                    shared.eval_agent(&mut out, &usage);
+                    steps
                 }
                 None => Vec::new(),
             };
