@@ -338,3 +338,33 @@ fn eval_agent_calls_are_their_own_cost_role() {
         "the role table lists the eval agent"
     );
 }
+
+/// An agent model with no price is named, with its units and how to add the price; every
+/// variant says where its window came from and which model priced its views.
+#[test]
+fn unknown_prices_are_named_and_windows_and_pricing_models_are_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = run(
+        &suite(dir.path(), "unpriced", "agent_model = \"no-such-model\""),
+        "unpriced",
+    );
+    // report.md escapes Markdown characters in notes; compare the text.
+    let md = std::fs::read_to_string(run_dir.join("report.md"))
+        .unwrap()
+        .replace('\\', "");
+    // 3 traces × (replay + invariants + 6 needle + drift) = 27 units, all unpriced.
+    assert!(
+        md.contains("UNKNOWN PRICE: model `no-such-model` (agent) has no price: 27 unit(s)"),
+        "{md}"
+    );
+    assert!(md.contains("[pricing.\"no-such-model\"]"), "{md}");
+    assert!(
+        md.contains("variant `v`: window 20000 (suite) ×3; agent views priced as `no-such-model` (agent_model) ×3"),
+        "{md}"
+    );
+    // Priced by the trace's model by default, with the window from the suite.
+    let priced = run(&suite(dir.path(), "priced", ""), "priced");
+    let md = std::fs::read_to_string(priced.join("report.md")).unwrap();
+    assert!(!md.contains("UNKNOWN PRICE"), "{md}");
+    assert!(md.contains("(trace's model)"), "{md}");
+}

@@ -333,6 +333,7 @@ fn replay_scores(replay: &engine::Replay, scores: &mut BTreeMap<String, f64>) {
 async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<UnitOutput, EvalError> {
     let s = setup(shared, unit, ctx)?;
     let resolved = s.config.clone();
+    let trace_model = s.trace.meta.model.clone();
     let mut out = run_eval(shared, unit, ctx, s).await?;
     // Which window the views were built against and where it came from (suite, trace, the
     // agent model's entry in the price table, or the preset), and which model priced them.
@@ -340,6 +341,26 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
         obj.insert(
             "window".into(),
             json!({ "tokens": resolved.window, "source": resolved.window_source }),
+        );
+        // The model each role's tokens were priced at (`null`: none known).
+        let agent_from = if resolved.agent_model.is_some() {
+            "agent_model"
+        } else {
+            "trace"
+        };
+        let judge = shared
+            .provider_configs
+            .get("judge")
+            .map(|c| price_model(c).to_string());
+        obj.insert(
+            "priced_as".into(),
+            json!({
+                "agent": resolved.agent_model(trace_model.as_deref()),
+                "agent_from": agent_from,
+                "summarizer": shared.summary_model(),
+                "judge": judge,
+                "eval_agent": price_model(&shared.provider_configs["agent"]),
+            }),
         );
     }
     Ok(out)

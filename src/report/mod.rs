@@ -24,6 +24,7 @@ pub mod junit;
 pub mod markdown;
 pub mod model;
 pub mod plots;
+pub mod pricing_notes;
 pub mod sections;
 pub mod table;
 pub mod terminal;
