@@ -7,6 +7,75 @@ pub fn stdout_is_tty() -> bool {
     std::io::stdout().is_terminal()
 }
 
+/// True when stderr is an interactive terminal (where the progress bar is drawn).
+pub fn stderr_is_tty() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// Environment variable setting the seconds between progress lines when stderr is not a
+/// terminal (CI logs); a decimal number, `0` prints a line after every unit.
+pub const PROGRESS_SECS_ENV: &str = "CTXBENCH_PROGRESS_SECS";
+
+/// Seconds between progress lines when nothing overrides them.
+pub const DEFAULT_PROGRESS_SECS: f64 = 10.0;
+
+/// How a long-running command shows its progress on stderr.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum ProgressMode {
+    /// Nothing (`--quiet`, or tests).
+    #[default]
+    Hidden,
+    /// A redrawn bar (stderr is a terminal).
+    Bar,
+    /// A plain line at most every `every` (stderr is a file or a pipe, e.g. a CI log).
+    Lines { every: std::time::Duration },
+}
+
+/// The progress mode for this process: hidden with `quiet`, a bar when stderr is a terminal,
+/// otherwise lines every [`PROGRESS_SECS_ENV`] seconds (default [`DEFAULT_PROGRESS_SECS`]).
+/// A value that is not a non-negative number is an error naming the variable.
+pub fn progress_mode(quiet: bool) -> Result<ProgressMode, String> {
+    let env = std::env::var(PROGRESS_SECS_ENV).ok();
+    progress_mode_from(quiet, stderr_is_tty(), env.as_deref())
+}
+
+/// [`progress_mode`] from its inputs (pure, for tests).
+pub fn progress_mode_from(
+    quiet: bool,
+    stderr_tty: bool,
+    secs: Option<&str>,
+) -> Result<ProgressMode, String> {
+    if quiet {
+        return Ok(ProgressMode::Hidden);
+    }
+    if stderr_tty {
+        return Ok(ProgressMode::Bar);
+    }
+    let secs = match secs.map(str::trim).filter(|s| !s.is_empty()) {
+        None => DEFAULT_PROGRESS_SECS,
+        Some(s) => s
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0 && *x < 1e9)
+            .ok_or_else(|| {
+                format!("{PROGRESS_SECS_ENV}={s}: expected seconds between progress lines (a number >= 0)")
+            })?,
+    };
+    Ok(ProgressMode::Lines {
+        every: std::time::Duration::from_secs_f64(secs),
+    })
+}
+
+/// `42s`, `3m05s`, `2h07m`: a duration for a person (whole seconds).
+pub fn human_duration(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
 /// Render rows as a left-aligned text table with a header line. Pure: returns the text.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
@@ -41,6 +110,87 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         line(&mut row.iter().map(|s| s.as_str()), &mut out);
     }
     out
+}
+
+/// `s` if it fits in `max` characters, else its start and end around a `…`.
+pub fn ellipsize(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max || max < 3 {
+        return s.to_string();
+    }
+    let head = (max - 1) / 2;
+    let tail = max - 1 - head;
+    let mut out: String = s.chars().take(head).collect();
+    out.push('…');
+    out.extend(s.chars().skip(n - tail));
+    out
+}
+
+/// Ids shortened to about `max` characters for a table column, never two different ids the
+/// same way. An id that fits is shown whole; a longer one as its start and end around a `…`;
+/// when that would print two different ids alike (ids that differ only in the middle), the
+/// shortened form keeps its start, a window around where it first differs from the most similar
+/// other id, and its end (`replay__marshm…ault_sys-env_cursors_windo…e-1867`); and if even that
+/// is ambiguous, the whole id. Same order as `ids`; equal ids get equal text.
+pub fn short_ids(ids: &[&str], max: usize) -> Vec<String> {
+    use std::collections::HashMap;
+    let mut out: Vec<String> = ids.iter().map(|id| ellipsize(id, max)).collect();
+    // Rows whose text is shared with a different id.
+    let ambiguous = |out: &[String]| -> Vec<usize> {
+        let mut by_text: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, t) in out.iter().enumerate() {
+            by_text.entry(t.as_str()).or_default().push(i);
+        }
+        let mut bad: Vec<usize> = by_text
+            .values()
+            .filter(|rows| rows.iter().any(|&r| ids[r] != ids[rows[0]]))
+            .flatten()
+            .copied()
+            .collect();
+        bad.sort_unstable();
+        bad
+    };
+    let first = ambiguous(&out);
+    if first.is_empty() {
+        return out;
+    }
+    let chars: Vec<Vec<char>> = ids.iter().map(|id| id.chars().collect()).collect();
+    for &i in &first {
+        let x = &chars[i];
+        // Longest common prefix with any other id: x differs from all of them by x[..=p].
+        let p = chars
+            .iter()
+            .filter(|y| *y != x)
+            .map(|y| x.iter().zip(y.iter()).take_while(|(a, b)| a == b).count())
+            .max()
+            .unwrap_or(0);
+        out[i] = windowed(x, p, max);
+    }
+    for i in ambiguous(&out) {
+        out[i] = ids[i].to_string();
+    }
+    out
+}
+
+/// `x` (longer than `max`) as start…window…end, the window showing `x[p]` with some context.
+fn windowed(x: &[char], p: usize, max: usize) -> String {
+    let n = x.len();
+    let (lead, tail) = (max / 3, max / 8);
+    let win = max.saturating_sub(lead + tail + 2).max(1);
+    let start = p.saturating_sub(win / 2).max(lead);
+    let end = (start + win).min(n);
+    let mut s: String = x[..lead.min(n)].iter().collect();
+    if start > lead {
+        s.push('…');
+    }
+    s.extend(&x[start.min(n)..end]);
+    if end + tail < n {
+        s.push('…');
+        s.extend(&x[n - tail..]);
+    } else {
+        s.extend(&x[end..]);
+    }
+    s
 }
 
 /// `path` lexically normalized (`a/./b/../c` → `a/c`; no file-system access, symlinks are not
@@ -108,6 +258,95 @@ mod tests {
         assert_eq!(d(Path::new("../other/a"), cwd), "../other/a");
         assert_eq!(d(Path::new("../other/a"), None), "../other/a");
         assert_eq!(d(Path::new("/w/repo"), cwd), ".");
+    }
+
+    #[test]
+    fn progress_mode_follows_quiet_tty_and_the_interval_variable() {
+        use super::{progress_mode_from as m, ProgressMode};
+        use std::time::Duration;
+        assert_eq!(m(true, false, Some("1")), Ok(ProgressMode::Hidden));
+        assert_eq!(m(true, true, None), Ok(ProgressMode::Hidden));
+        assert_eq!(m(false, true, Some("1")), Ok(ProgressMode::Bar));
+        assert_eq!(
+            m(false, false, None),
+            Ok(ProgressMode::Lines {
+                every: Duration::from_secs(10)
+            })
+        );
+        assert_eq!(
+            m(false, false, Some("0.5")),
+            Ok(ProgressMode::Lines {
+                every: Duration::from_millis(500)
+            })
+        );
+        let e = m(false, false, Some("-1")).unwrap_err();
+        assert!(e.contains("CTXBENCH_PROGRESS_SECS=-1"), "{e}");
+        assert!(m(false, false, Some("soon")).is_err());
+    }
+
+    #[test]
+    fn durations_for_people() {
+        use super::human_duration as h;
+        use std::time::Duration;
+        assert_eq!(h(Duration::from_millis(42_900)), "42s");
+        assert_eq!(h(Duration::from_secs(185)), "3m05s");
+        assert_eq!(h(Duration::from_secs(7620)), "2h07m");
+    }
+
+    #[test]
+    fn long_ids_are_shortened_in_the_middle() {
+        use super::ellipsize;
+        assert_eq!(ellipsize("short", 8), "short");
+        assert_eq!(ellipsize("abcdefghij", 5), "ab…ij");
+        assert_eq!(ellipsize("abcdefghij", 6), "ab…hij");
+        assert_eq!(ellipsize(&"é".repeat(60), 48).chars().count(), 48);
+    }
+
+    #[test]
+    fn short_ids_never_print_two_ids_alike() {
+        use super::short_ids;
+        let common = "replay__marshmallow-code__marshmallow-1867__";
+        let end = "__install-1__marshmallow-code__marshmallow-1867";
+        let ids: Vec<String> = [
+            "default_sys-env_cursors_window100",
+            "default_sys-env_window100",
+            "function_calling",
+            "function_calling_replace",
+        ]
+        .iter()
+        .map(|m| format!("{common}{m}{end}"))
+        .chain(["short".to_string(), "short".to_string()])
+        .collect();
+        let refs: Vec<&str> = ids.iter().map(|s| s.as_str()).collect();
+        // The plain middle cut prints the four long ids alike.
+        let plain: std::collections::HashSet<String> =
+            refs[..4].iter().map(|i| super::ellipsize(i, 48)).collect();
+        assert_eq!(plain.len(), 1);
+        let short = short_ids(&refs, 48);
+        let distinct: std::collections::HashSet<&String> = short[..5].iter().collect();
+        assert_eq!(distinct.len(), 5, "{short:#?}");
+        assert_eq!(short[4], "short");
+        assert_eq!(short[5], "short", "equal ids print alike");
+        for s in &short[..4] {
+            assert!(s.chars().count() <= 48, "{s}");
+            assert!(
+                s.starts_with("replay__marshm") && s.ends_with("1867"),
+                "{s}"
+            );
+        }
+        assert!(short[0].contains("cursors"), "{}", short[0]);
+        // Unambiguous ids keep the plain cut.
+        let other = ["a".repeat(60), "b".repeat(60)];
+        let refs: Vec<&str> = other.iter().map(|s| s.as_str()).collect();
+        assert_eq!(short_ids(&refs, 48)[0], super::ellipsize(&other[0], 48));
+        // Ids that differ in one character deep inside, with nothing else to go on, still differ.
+        let twins = [
+            format!("{}x{}", "a".repeat(50), "b".repeat(50)),
+            format!("{}y{}", "a".repeat(50), "b".repeat(50)),
+        ];
+        let refs: Vec<&str> = twins.iter().map(|s| s.as_str()).collect();
+        let s = short_ids(&refs, 48);
+        assert_ne!(s[0], s[1]);
     }
 
     #[test]

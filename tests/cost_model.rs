@@ -20,7 +20,7 @@ fn suite(dir: &Path, name: &str, variant: &str) -> PathBuf {
     let data = repo().join("datasets");
     let text = format!(
         r#"[suite]
-name = "{name}"
+name = "cost-gate"
 seed = 7
 output_dir = "{out}"
 
@@ -93,7 +93,7 @@ fn the_cost_gate_sees_a_regression_over_every_paired_unit() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(10), "{stdout}");
     // Every unit is priced (the offline summarizer is a known $0), so every pair counts.
-    assert!(stdout.contains("Δ% cost over 27 pair(s)"), "{stdout}");
+    assert!(stdout.contains("Δ% cost over 30 pair(s)"), "{stdout}");
     assert!(
         stdout.contains("FAIL  cost.agent.delta_pct <= 5"),
         "{stdout}"

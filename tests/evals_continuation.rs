@@ -3,11 +3,10 @@
 //! against the uncompressed reference, deterministic across runs; and compression moves
 //! agreement away from the reference on some fold.
 
-use ctxbench::config::LoadedSuite;
-use ctxbench::record::{RunDir, Sample};
-use ctxbench::runner::session::{self, ImportLoader, RunOptions};
+mod support;
+
+use ctxbench::record::Sample;
 use std::path::Path;
-use std::sync::Arc;
 
 const TRACES: [&str; 4] = [
     "astropy__astropy-12907.traj.json",
@@ -18,27 +17,7 @@ const TRACES: [&str; 4] = [
 
 fn run(text: &str) -> Vec<Sample> {
     let tmp = tempfile::tempdir().unwrap();
-    let p = tmp.path().join("suite.toml");
-    std::fs::write(&p, text).unwrap();
-    let suite = LoadedSuite::load(&p).unwrap();
-    let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
-    assert!(ctxbench::runner::unsupported_evals(&suite, &router).is_empty());
-    let opts = RunOptions {
-        run_id: Some("r".into()),
-        executor: "default".into(),
-        ..RunOptions::default()
-    };
-    let prepared = session::open_run(&suite, &opts, planned).unwrap();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let out = rt
-        .block_on(async {
-            let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            session::execute(prepared, Arc::new(router), &mut rx).await
-        })
-        .unwrap();
-    assert_eq!(out.failed_total, 0);
-    RunDir::new(&out.run_dir).read().unwrap().samples
+    support::run::samples(&support::run::run_ok(tmp.path(), text))
 }
 
 fn suite(extra_variant: &str) -> String {
@@ -119,4 +98,82 @@ fn continuation_scores_each_fold_against_recorded_calls_and_the_reference() {
     a.sort_by(|x, y| x.0.cmp(&y.0));
     b.sort_by(|x, y| x.0.cmp(&y.0));
     assert_eq!(a, b);
+}
+
+/// Every bundled mini-swe-agent trace, sorted.
+fn all_traces() -> Vec<std::path::PathBuf> {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
+    let mut v: Vec<_> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".traj.json"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn aggressive_summarization_loses_agreement_the_full_history_has() {
+    use ctxbench::engine::{EngineConfig, OfflineSummarizer};
+    use ctxbench::evals::continuation::{self, ContinuationParams};
+    use ctxbench::evals::offline_agent::OfflineProvider;
+    use ctxbench::pricing::PriceTable;
+    use ctxbench::trace::import::import_file;
+    // Summarize at 15% of the window and keep only the last 4 messages.
+    let cfg = EngineConfig::from_toml_str(
+        "preset = \"deepagents\"\nwindow = 20000\n[summarize]\ntrigger = { fraction = 0.15 }\nkeep = { messages = 4 }\n",
+        "t.toml",
+    )
+    .unwrap()
+    .resolve(None)
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let agent = OfflineProvider::new();
+    let (mut agree, mut reference, mut steps, mut worse) = (0.0, 0.0, 0.0, 0);
+    for (ti, path) in all_traces().iter().enumerate() {
+        let trace = import_file(path, None).unwrap().remove(0);
+        let mut delta = 0.0;
+        for fold in 1..=3 {
+            let params = ContinuationParams { fold, steps: 3 };
+            let (_, view) = continuation::prepare(
+                &trace,
+                &cfg,
+                &params,
+                &OfflineSummarizer,
+                PriceTable::bundled(),
+                dir.path().join(format!("{ti}-{fold}")),
+                1,
+            )
+            .unwrap();
+            let Some(v) = view else { continue };
+            let (st, _) = rt
+                .block_on(continuation::ask(&trace, &v, 3, &agent, "t"))
+                .unwrap();
+            let (s, _) = continuation::score(&params, Some(v.trace_index), &st);
+            if s["steps"] > 0.0 {
+                agree += s["agreement"] * s["steps"];
+                reference += s["reference_agreement"] * s["steps"];
+                steps += s["steps"];
+                delta += s["agreement_delta"];
+            }
+        }
+        worse += (delta < 0.0) as usize;
+    }
+    eprintln!(
+        "agreement {:.3} vs reference {:.3} over {steps} steps; {worse} traces lose agreement",
+        agree / steps,
+        reference / steps
+    );
+    assert!(steps >= 100.0, "only {steps} steps asked");
+    assert!(
+        agree < reference,
+        "agreement {} vs reference {} over {steps} steps",
+        agree / steps,
+        reference / steps
+    );
+    assert!(worse >= 3, "only {worse} traces lose agreement");
 }

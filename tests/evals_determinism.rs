@@ -86,8 +86,8 @@ fn per_sample_results_do_not_depend_on_thread_count() {
     let out = dir.path().join("reports");
     let one = run(&suite, &out, "one", "1", "1");
     let many = run(&suite, &out, "many", "4", "2");
-    // 2 traces × 2 variants × (replay + invariants + 4 needle + drift + 4 probes).
-    assert_eq!(one.len(), 2 * 2 * 11);
+    // 2 traces × 2 variants × (replay + invariants + 4 needle + 2 drift folds + 4 probes).
+    assert_eq!(one.len(), 2 * 2 * 12);
     let errors: Vec<_> = one.iter().filter(|s| !s["error"].is_null()).collect();
     assert!(errors.is_empty(), "failed units: {errors:?}");
     for (a, b) in one.iter().zip(&many) {

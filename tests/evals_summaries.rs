@@ -2,34 +2,14 @@
 //! tokens, text), so two summary prompts' summaries of the same fold can be put side by side
 //! from the run directory alone, without the offload stores.
 
-use ctxbench::config::LoadedSuite;
+mod support;
+
 use ctxbench::record::summary::text_digest;
 use ctxbench::record::RunDir;
-use ctxbench::runner::session::{self, ImportLoader, RunOptions};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 fn run(dir: &Path, text: &str) -> PathBuf {
-    let p = dir.join("suite.toml");
-    std::fs::write(&p, text).unwrap();
-    let suite = LoadedSuite::load(&p).unwrap();
-    let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
-    let opts = RunOptions {
-        run_id: Some("r".into()),
-        executor: "default".into(),
-        ..RunOptions::default()
-    };
-    let prepared = session::open_run(&suite, &opts, planned).unwrap();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let out = rt
-        .block_on(async {
-            let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            session::execute(prepared, Arc::new(router), &mut rx).await
-        })
-        .unwrap();
-    assert_eq!(out.failed_total, 0);
-    out.run_dir
+    support::run::run_ok(dir, text)
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! `ctxbench gate` exit codes on synthetic runs written to disk: pass (0), significant
-//! regression (10), insignificant change (0), bad rules (2); JUnit XML and the GitHub step
-//! summary.
+//! regression or threshold miss (10), insignificant change (0), bad rules and unrelated runs
+//! (2); JUnit XML (never into the baseline), `--json` and the GitHub step summary.
 
 mod report_common;
 
@@ -94,6 +94,7 @@ fn significant_regression_fails_with_exit_10_junit_and_step_summary() {
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains("failures=\"1\""), "{xml}");
     assert!(xml.contains("<failure message="), "{xml}");
+    assert!(xml.contains("type=\"regression\""), "{xml}");
     let md = std::fs::read_to_string(&summary).unwrap();
     assert!(
         md.starts_with("previous step\n### ctxbench gate: FAILED"),
@@ -146,7 +147,9 @@ fn absolute_rule_fails_only_when_the_ci_is_beyond_the_threshold() {
         .arg(&rules)
         .assert()
         .code(10)
-        .stdout(predicate::str::contains("mean needle.recall = 0.375"));
+        .stdout(predicate::str::contains("mean needle.recall = 0.375"))
+        .stdout(predicate::str::contains("misses the threshold >= 0.950"))
+        .stdout(predicate::str::contains("regression").not());
     // mean 15/16 = 0.9375 < 0.95, but the CI reaches above 0.95
     ctxbench()
         .arg("gate")
@@ -233,4 +236,187 @@ fn bad_rules_and_missing_rules_are_usage_errors() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("no gate rules"));
+}
+
+/// A run whose suite has a name (`suite.name` in run.json) and these variants.
+fn write_named(
+    dir: &Path,
+    id: &str,
+    suite: &str,
+    variants: &[&str],
+    samples: &[Sample],
+) -> PathBuf {
+    let mut info = report_common::info(id);
+    info.suite["suite"] = serde_json::json!({ "name": suite });
+    info.variants = variants.iter().map(|v| v.to_string()).collect();
+    let p = dir.join(id);
+    report_common::write_run(&p, &info, samples);
+    p
+}
+
+#[test]
+fn an_absolute_rule_that_fails_is_a_threshold_miss_not_a_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let far = write(dir.path(), "far", &run_losing(10));
+    // Gated against itself: no regression is possible, only a threshold miss.
+    let out = ctxbench()
+        .arg("gate")
+        .arg(&far)
+        .arg("--baseline")
+        .arg(&far)
+        .args(["--rule", "aggressive: needle.recall >= 0.95"])
+        .assert()
+        .code(10)
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.contains("misses the threshold >= 0.950 by 0.575 (the whole 95% CI is beyond it)"),
+        "{out}"
+    );
+    assert!(!out.contains("regression"), "{out}");
+    // The candidate is also the baseline here: its own directory gets the JUnit XML.
+    let xml = std::fs::read_to_string(far.join("gate.xml")).unwrap();
+    assert!(xml.contains("type=\"threshold_miss\""), "{xml}");
+}
+
+#[test]
+fn unrelated_runs_are_a_usage_error_not_a_silent_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = run_losing(0);
+    let base = write_named(
+        dir.path(),
+        "base",
+        "nightly",
+        &["baseline", "aggressive"],
+        &samples,
+    );
+    let other_suite = write_named(
+        dir.path(),
+        "other",
+        "quickstart",
+        &["baseline", "aggressive"],
+        &samples,
+    );
+    ctxbench()
+        .arg("gate")
+        .arg(&other_suite)
+        .arg("--baseline")
+        .arg(&base)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "unrelated runs: candidate other is a run of suite `quickstart`, baseline base of suite `nightly`",
+        ));
+    // Same suite, but no variant in common (the samples carry other variant names too).
+    let renamed: Vec<Sample> = samples
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            s.variant = format!("new-{}", s.variant);
+            s
+        })
+        .collect();
+    let cand = write_named(
+        dir.path(),
+        "cand",
+        "nightly",
+        &["new-baseline", "new-aggressive"],
+        &renamed,
+    );
+    ctxbench()
+        .arg("gate")
+        .arg(&cand)
+        .arg("--baseline")
+        .arg(&base)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "share no variant (candidate: new-baseline, new-aggressive; baseline: baseline, aggressive)",
+        ));
+    // Nothing was written for a refused gate.
+    assert!(!cand.join("gate.xml").exists());
+    // The same suite and variants: the gate runs.
+    let same = write_named(
+        dir.path(),
+        "same",
+        "nightly",
+        &["baseline", "aggressive"],
+        &samples,
+    );
+    ctxbench()
+        .arg("gate")
+        .arg(&same)
+        .arg("--baseline")
+        .arg(&base)
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn junit_goes_to_the_candidate_and_never_into_the_baseline() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base", &run_losing(0));
+    let cand = write(dir.path(), "cand", &run_losing(0));
+    ctxbench()
+        .arg("gate")
+        .arg(&cand)
+        .arg("--baseline")
+        .arg(&base)
+        .assert()
+        .code(0);
+    assert!(cand.join("gate.xml").exists());
+    assert!(!base.join("gate.xml").exists());
+    // An explicit path inside the baseline run (also through `..`) is refused.
+    for junit in [base.join("gate.xml"), cand.join("../base/sub/gate.xml")] {
+        ctxbench()
+            .arg("gate")
+            .arg(&cand)
+            .arg("--baseline")
+            .arg(&base)
+            .arg("--junit")
+            .arg(&junit)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("is inside the baseline run"));
+    }
+    assert!(!base.join("gate.xml").exists() && !base.join("sub").exists());
+}
+
+#[test]
+fn json_output_is_the_machine_readable_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base", &run_losing(0));
+    let cand = write(dir.path(), "cand", &run_losing(8));
+    let out = ctxbench()
+        .arg("gate")
+        .arg(&cand)
+        .arg("--baseline")
+        .arg(&base)
+        .args(["--rule", "needle.recall.delta >= -0.05", "--json"])
+        .assert()
+        .code(10)
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).expect("stdout is only JSON");
+    assert_eq!(v["passed"], false);
+    assert_eq!(v["exit_code"], 10);
+    assert_eq!(v["failed"], 1);
+    assert_eq!(v["candidate_run"], "cand");
+    assert_eq!(v["baseline_run"], "base");
+    assert!(v["junit"].as_str().unwrap().ends_with("gate.xml"));
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    let aggr = results
+        .iter()
+        .find(|r| r["variant"] == "aggressive")
+        .unwrap();
+    assert_eq!(aggr["verdict"], "fail");
+    assert_eq!(aggr["kind"], "delta");
+    assert_eq!(aggr["value"], -0.5);
+    assert!((aggr["p_value"].as_f64().unwrap() - 2.0 / 256.0).abs() < 1e-12);
+    let base_v = results.iter().find(|r| r["variant"] == "baseline").unwrap();
+    assert_eq!(base_v["verdict"], "pass");
 }

@@ -10,6 +10,13 @@
 //! the network isolation key that tells the page's requests from Chromium's own background
 //! traffic). A control page with a `console.error` and a remote image proves that both
 //! detectors see what they are meant to see.
+//!
+//! The interactive parts are driven through the page's own deep links: the page applies
+//! `#sort=TABLE:COLUMN:DIR&filter=TABLE:TEXT` on load, so `--dump-dom` of such a URL shows the
+//! sorted and filtered DOM (a script blocked by the CSP would leave it unsorted and log a
+//! violation). Layout is measured in a wrapper page that frames the report at 1,400 px and
+//! writes the report's `scrollWidth` and `clientWidth` into its own DOM (a control page that is
+//! too wide proves the measure).
 
 mod report_common;
 
@@ -34,6 +41,8 @@ fn chromium() -> Option<PathBuf> {
     None
 }
 
+static NET_LOGS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 struct Load {
     dom: String,
     console: Vec<String>,
@@ -42,12 +51,21 @@ struct Load {
 }
 
 fn load(chromium: &Path, page: &Path, work: &Path) -> Load {
+    load_with(chromium, page, "", &[], work)
+}
+
+/// Load `page` with `fragment` appended to its URL (`#sort=…`) and `extra` Chromium flags.
+fn load_with(chromium: &Path, page: &Path, fragment: &str, extra: &[&str], work: &Path) -> Load {
     let profile = tempfile::tempdir_in(work).unwrap();
     let net_log = work.join(format!(
-        "net-{}.json",
-        page.file_stem().unwrap().to_string_lossy()
+        "net-{}-{}.json",
+        page.file_stem().unwrap().to_string_lossy(),
+        NET_LOGS.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
     ));
-    let url = format!("file://{}", page.canonicalize().unwrap().display());
+    let url = format!(
+        "file://{}{fragment}",
+        page.canonicalize().unwrap().display()
+    );
     let mut child = Command::new(chromium)
         .args([
             "--headless",
@@ -63,6 +81,7 @@ fn load(chromium: &Path, page: &Path, work: &Path) -> Load {
             // Nothing resolves: even a request that slipped through could not leave the machine.
             "--host-resolver-rules=MAP * ~NOTFOUND",
         ])
+        .args(extra)
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg(format!("--log-net-log={}", net_log.display()))
         .arg("--dump-dom")
@@ -211,10 +230,253 @@ fn html_report_renders_in_chromium_without_console_errors_or_network() {
         "timeline SVGs are in the DOM too"
     );
     assert!(r.dom.contains("<td>aggressive</td>"));
-    // The hostile text stayed text: no script element exists in the parsed DOM.
-    assert!(
-        !r.dom.contains("<script"),
+    // The hostile text stayed text: the only script element is the page's own.
+    assert_eq!(
+        r.dom.matches("<script").count(),
+        1,
         "a script element was created from trace text"
     );
     assert!(r.dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+}
+
+fn chromium_or_skip() -> Option<PathBuf> {
+    let found = chromium();
+    if found.is_none() {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("CI=true but chromium is missing: run .ci/setup-chromium");
+        }
+        eprintln!(
+            "\n!!!!! SKIPPED html_chromium: no chromium found (run .ci/setup-chromium or set \
+             CHROMIUM_BIN) !!!!!\n"
+        );
+    }
+    found
+}
+
+/// The rows of table `id` in a dumped DOM: `(hidden, cell texts)`, and its header texts.
+fn table_rows(dom: &str, id: &str) -> (Vec<String>, Vec<(bool, Vec<String>)>) {
+    let start = dom
+        .find(&format!("<table id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no table {id}"));
+    let table = &dom[start..start + dom[start..].find("</table>").unwrap()];
+    let tag = regex::Regex::new(r"<[^>]+>").unwrap();
+    let text = |html: &str| tag.replace_all(html, "").trim().to_string();
+    let th = regex::Regex::new(r"<th[^>]*>(.*?)</th>").unwrap();
+    let heads = th.captures_iter(table).map(|c| text(&c[1])).collect();
+    let body = &table[table.find("<tbody>").unwrap()..];
+    let tr = regex::Regex::new(r#"<tr( hidden="")?>(.*?)</tr>"#).unwrap();
+    let td = regex::Regex::new(r"<td[^>]*>(.*?)</td>").unwrap();
+    let rows = tr
+        .captures_iter(body)
+        .map(|c| {
+            (
+                c.get(1).is_some(),
+                td.captures_iter(&c[2]).map(|d| text(&d[1])).collect(),
+            )
+        })
+        .collect();
+    (heads, rows)
+}
+
+fn column(heads: &[String], name: &str) -> usize {
+    heads
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name} in {heads:?}"))
+}
+
+/// `(scrollWidth, clientWidth)` of `page` framed 1,400 px wide (`fragment` appended to its URL).
+fn width_at_1400(chromium: &Path, page: &Path, fragment: &str, work: &Path) -> (u64, u64) {
+    // Beside the page: a relative `src`, same directory.
+    let wrapper = page.parent().unwrap().join(format!(
+        "frame-{}.html",
+        NET_LOGS.load(std::sync::atomic::Ordering::SeqCst)
+    ));
+    std::fs::write(
+        &wrapper,
+        format!(
+            "<!DOCTYPE html><html><body style=\"margin:0\"><iframe id=\"f\" src=\"{}{fragment}\" \
+             style=\"width:1400px;height:900px;border:0\"></iframe><pre id=\"out\">pending</pre>\
+             <script>window.addEventListener(\"load\",function(){{var d=document.getElementById(\"f\")\
+             .contentDocument.documentElement;document.getElementById(\"out\").textContent=\
+             \"scroll=\"+d.scrollWidth+\" client=\"+d.clientWidth;}});</script></body></html>",
+            page.canonicalize().unwrap().file_name().unwrap().to_string_lossy()
+        ),
+    )
+    .unwrap();
+    let l = load_with(
+        chromium,
+        &wrapper,
+        "",
+        &["--allow-file-access-from-files", "--window-size=1400,900"],
+        work,
+    );
+    let re = regex::Regex::new(r#"<pre id="out">scroll=(\d+) client=(\d+)</pre>"#).unwrap();
+    let c = re
+        .captures(&l.dom)
+        .unwrap_or_else(|| panic!("the wrapper measured nothing: {}", l.dom));
+    (c[1].parse().unwrap(), c[2].parse().unwrap())
+}
+
+/// Screenshot `page` in a 1400×900 window; returns the PNG's width.
+fn screenshot_width(chromium: &Path, page: &Path, png: &Path, work: &Path) -> u32 {
+    let profile = tempfile::tempdir_in(work).unwrap();
+    let mut child = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--window-size=1400,900",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", page.canonicalize().unwrap().display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("cannot start chromium");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("chromium did not take the screenshot within 90 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let bytes = std::fs::read(png).expect("chromium wrote no screenshot");
+    assert_eq!(&bytes[1..4], b"PNG");
+    u32::from_be_bytes(bytes[16..20].try_into().unwrap())
+}
+
+#[test]
+fn html_report_sorts_filters_links_and_fits_1400_px_in_chromium() {
+    let Some(chromium) = chromium_or_skip() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let run = work.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let info = report_common::info("chromium-run");
+    let mut samples = report_common::samples();
+    report_common::add_summaries(&mut samples);
+    let model = ReportModel::build(&info, samples);
+    write_run_reports(&run, &info, &model, WriteOptions { png: false }).unwrap();
+    let page = run.join("report.html");
+
+    // As rendered: failures first, and not already in the order the test will ask for.
+    let plain = load(&chromium, &page, work.path());
+    assert!(plain.console.is_empty(), "console: {:#?}", plain.console);
+    let (heads, rows) = table_rows(&plain.dom, "samples-table");
+    let (status, variant, eval, tokens) = (
+        column(&heads, "status"),
+        column(&heads, "variant"),
+        column(&heads, "eval"),
+        column(&heads, "tokens"),
+    );
+    assert_eq!(rows[0].1[status], "error", "failures first");
+    assert!(rows.iter().all(|(hidden, _)| !hidden));
+    let tok = |rows: &[(bool, Vec<String>)]| -> Vec<u64> {
+        rows.iter().map(|r| r.1[tokens].parse().unwrap()).collect()
+    };
+    assert!(
+        !tok(&rows).windows(2).all(|w| w[0] >= w[1]),
+        "precondition: the default order is not already by tokens, descending"
+    );
+
+    // A comparison row's link to its samples, plus two sorts, applied on load.
+    let link =
+        regex::Regex::new(r#"href="(#filter=samples-table:variant=aggressive%20eval=needle)""#)
+            .unwrap()
+            .captures(&plain.dom)
+            .expect("a comparison row links to its samples")[1]
+            .to_string();
+    let fragment = format!("{link}&sort=samples-table:tokens:desc&sort=comparison-table:p:asc");
+    let l = load_with(&chromium, &page, &fragment, &[], work.path());
+    assert!(l.console.is_empty(), "console: {:#?}", l.console);
+    let (_, sorted) = table_rows(&l.dom, "samples-table");
+    assert_eq!(
+        sorted.len(),
+        rows.len(),
+        "filtering hides rows, never drops them"
+    );
+    let t = tok(&sorted);
+    assert!(
+        t.windows(2).all(|w| w[0] >= w[1]),
+        "not sorted by tokens: {t:?}"
+    );
+    let visible: Vec<&Vec<String>> = sorted.iter().filter(|r| !r.0).map(|r| &r.1).collect();
+    assert!(!visible.is_empty() && visible.len() < sorted.len());
+    for r in &visible {
+        assert_eq!(
+            (r[variant].as_str(), r[eval].as_str()),
+            ("aggressive", "needle")
+        );
+    }
+    let expected = rows
+        .iter()
+        .filter(|r| r.1[variant] == "aggressive" && r.1[eval] == "needle")
+        .count();
+    assert_eq!(visible.len(), expected, "every matching row stays visible");
+    assert!(l
+        .dom
+        .contains(&format!("{expected} of {} rows", rows.len())));
+    assert!(l.dom.contains("aria-sort=\"descending\">tokens"));
+    // p-values sort as numbers (`<0.001` first), rows without one last.
+    let (cheads, crow) = table_rows(&l.dom, "comparison-table");
+    let p = column(&cheads, "p");
+    let ps: Vec<&str> = crow.iter().map(|r| r.1[p].as_str()).collect();
+    let key = |s: &str| match s {
+        "–" => f64::INFINITY,
+        "<0.001" => 0.0,
+        x => x.parse().unwrap(),
+    };
+    assert!(
+        ps.windows(2).all(|w| key(w[0]) <= key(w[1])),
+        "p not ascending: {ps:?}"
+    );
+    assert!(ps.iter().any(|s| *s != "–") && ps.len() > 2);
+
+    // 1,400 px: no horizontal scroll, closed and with a sample's side-by-side view open.
+    let wide = work.path().join("wide.html");
+    std::fs::write(
+        &wide,
+        "<!DOCTYPE html><div style=\"width:3000px\">wide</div>",
+    )
+    .unwrap();
+    let (sw, cw) = width_at_1400(&chromium, &wide, "", work.path());
+    assert!(
+        sw > cw,
+        "the width measure sees an over-wide page ({sw} vs {cw})"
+    );
+    let (sw, cw) = width_at_1400(&chromium, &page, "", work.path());
+    assert!(
+        sw <= cw,
+        "report.html scrolls sideways at 1,400 px: {sw} > {cw}"
+    );
+    let ab = regex::Regex::new(r#"<details class="sample" id="(s\d+)">(?s:.)*?<div class="ab">"#)
+        .unwrap();
+    let first_ab = ab.captures(&l.dom).expect("a side-by-side summary view")[1].to_string();
+    // A sample's anchor opens its view (the samples table's "view" links).
+    let opened = load_with(&chromium, &page, &format!("#{first_ab}"), &[], work.path());
+    assert!(opened.console.is_empty(), "console: {:#?}", opened.console);
+    assert!(
+        opened.dom.contains(&format!(
+            "<details class=\"sample\" id=\"{first_ab}\" open=\"\">"
+        )),
+        "#{first_ab} did not open its sample view"
+    );
+    assert!(plain
+        .dom
+        .contains(&format!("<a href=\"#{first_ab}\">view</a>")));
+    let (sw, cw) = width_at_1400(&chromium, &page, &format!("#{first_ab}"), work.path());
+    assert!(
+        sw <= cw,
+        "an open sample view scrolls sideways: {sw} > {cw}"
+    );
+    let png = work.path().join("report-1400.png");
+    assert_eq!(screenshot_width(&chromium, &page, &png, work.path()), 1400);
 }

@@ -220,7 +220,7 @@ fn mutated_dataset_files_never_panic_under_any_format() {
                 src.file_name().unwrap().to_string_lossy()
             ));
             std::fs::write(&path, &b).unwrap();
-            for from in std::iter::once(None).chain(SourceFormat::ALL.into_iter().map(Some)) {
+            for from in std::iter::once(None).chain(SourceFormat::ALL.iter().copied().map(Some)) {
                 if let Err(e) = import_file_content(&path, from) {
                     assert!(!e.location.is_empty(), "{e}");
                 }

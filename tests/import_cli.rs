@@ -111,3 +111,59 @@ fn help_teaches() {
         ))
         .stdout(predicate::str::contains("Examples:"));
 }
+
+#[test]
+fn warnings_are_printed_grouped_and_counted_and_all_with_verbose() {
+    let imported = ctxbench::trace::import::import_paths(&[datasets()], None, false).unwrap();
+    let all: Vec<&String> = imported
+        .traces
+        .iter()
+        .flat_map(|t| &t.meta.warnings)
+        .collect();
+    let reused = all
+        .iter()
+        .filter(|w| w.contains("was already used in this trace"))
+        .count();
+    assert!(
+        reused > 1 && reused < all.len(),
+        "the datasets have several kinds"
+    );
+    let out = tempfile::tempdir().unwrap();
+    let run = |verbose: bool| {
+        let mut c = cmd();
+        c.args(["import", "-o"]).arg(out.path()).arg(datasets());
+        if verbose {
+            c.arg("--verbose");
+        }
+        let o = c.assert().success().get_output().stdout.clone();
+        String::from_utf8(o).unwrap()
+    };
+    let grouped = run(false);
+    assert!(
+        grouped.contains(&format!("{} import warning(s) in ", all.len())),
+        "{grouped}"
+    );
+    // One line for every reused id, whatever the id and the place, with the first place.
+    let line = grouped
+        .lines()
+        .find(|l| l.contains("× tool call id \"…\" was already used in this trace"))
+        .unwrap_or_else(|| panic!("{grouped}"));
+    assert!(
+        line.trim_start().starts_with(&format!("{reused}× ")),
+        "{line}"
+    );
+    assert!(line.contains("(first: "), "{line}");
+    assert!(line.contains(".tool_calls[0])"), "{line}");
+    assert!(grouped.contains("× tool call \"…\" (finish) has no result"));
+    assert!(grouped.lines().count() < all.len(), "grouped, not listed");
+    // --verbose: every warning, verbatim.
+    let listed = run(true);
+    let lines: Vec<&str> = listed
+        .lines()
+        .filter(|l| l.contains("was already used in this trace"))
+        .collect();
+    assert_eq!(lines.len(), reused, "{listed}");
+    for w in &all {
+        assert!(listed.contains(w.as_str()), "missing {w}");
+    }
+}

@@ -38,8 +38,10 @@ fn csv_is_rectangular_with_flat_columns() {
     for col in [
         "unit_id",
         "params.depth",
-        "scores.recall",
+        "needle.recall",
+        "drift.score",
         "tokens.judge.input",
+        "tokens.total",
         "cost.total",
         "compactions.summarized",
         "error_kind",
@@ -52,7 +54,16 @@ fn csv_is_rectangular_with_flat_columns() {
     let rows: Vec<_> = r.records().map(|r| r.unwrap()).collect();
     assert_eq!(rows.len(), model.samples.len());
     assert!(rows.iter().all(|row| row.len() == header.len()));
+    assert!(
+        !header.iter().any(|h| h.starts_with("scores.")),
+        "scores are namespaced by eval: {header:?}"
+    );
     let idx = |name: &str| header.iter().position(|h| h == name).unwrap();
+    // a row fills only its own eval's score columns; whole scores are written as floats
+    let needle = rows.iter().find(|r| &r[idx("eval")] == "needle").unwrap();
+    assert_eq!(&needle[idx("needle.recall")], "1.0");
+    assert_eq!(&needle[idx("drift.score")], "");
+    assert_eq!(&needle[idx("tokens.total")], "12300");
     // drift units used an unpriced judge: their total cost is empty, not 0
     let drift = rows.iter().find(|r| &r[idx("eval")] == "drift").unwrap();
     assert_eq!(&drift[idx("cost.total")], "");
@@ -74,6 +85,7 @@ fn csv_escapes_formula_cells_and_keeps_negative_numbers() {
         s.trace_id = link.to_string();
     }
     samples[0].scores.insert("delta".into(), -0.25);
+    let delta = format!("{}.delta", samples[0].eval);
     samples[0]
         .params
         .insert("note".into(), serde_json::json!("@SUM(A1:A9)"));
@@ -99,25 +111,37 @@ fn csv_escapes_formula_cells_and_keeps_negative_numbers() {
     }
     let first = rows
         .iter()
-        .find(|r| !r[idx("scores.delta")].is_empty())
+        .find(|r| !r[idx(&delta)].is_empty())
         .expect("the row with a delta");
-    assert_eq!(&first[idx("scores.delta")], "-0.25", "numbers stay numbers");
+    assert_eq!(&first[idx(&delta)], "-0.25", "numbers stay numbers");
     assert_eq!(&first[idx("params.note")], "'@SUM(A1:A9)");
     assert_eq!(&first[idx("error_message")], "'+cmd|' /C calc'!A0");
 }
 
 #[test]
-fn html_escapes_hostile_trace_text_and_has_no_script_or_external_reference() {
-    let (info, model) = model();
+fn html_escapes_hostile_trace_text_and_has_no_script_but_its_own_or_external_reference() {
+    let info = report_common::info("run-fixed");
+    let mut samples = report_common::samples();
+    report_common::add_summaries(&mut samples);
+    let model = ReportModel::build(&info, samples);
     let page = html::render(&info, &model);
-    assert!(
-        !page.to_lowercase().contains("<script"),
-        "unescaped script tag in the HTML"
-    );
-    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    // One script element: the page's own, allowed by its hash in the CSP.
+    assert_eq!(page.to_lowercase().matches("<script").count(), 1);
+    let own = format!("<script>{}</script>", html::SCRIPT);
+    assert!(page.contains(&own));
+    // (in the attribute, quotes are escaped like any text)
+    assert!(page.contains(&format!(
+        "{}\"",
+        html::escape(&format!("script-src {}", html::script_hash(html::SCRIPT)))
+    )));
+    assert!(!page.contains("unsafe-inline'; script") && !page.contains("'unsafe-eval'"));
+    let without_script = page.replace(&own, "");
+    assert!(without_script.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    // Hostile summary text inside the word diff stays text.
+    assert!(without_script.contains("<ins>ship &lt;script&gt;alert(1)&lt;/script&gt;</ins>"));
     for needle in ["http://", "https://", "src=", "@import", "url("] {
-        for (i, _) in page.match_indices(needle) {
-            let around = &page[i.saturating_sub(60)..(i + 80).min(page.len())];
+        for (i, _) in without_script.match_indices(needle) {
+            let around = &without_script[i.saturating_sub(60)..(i + 80).min(without_script.len())];
             // The only URLs allowed are XML namespace declarations of inline SVG.
             assert!(
                 around.contains("xmlns"),
@@ -134,6 +158,41 @@ fn html_escapes_hostile_trace_text_and_has_no_script_or_external_reference() {
         page.matches("<svg").count() >= 5,
         "plots and timelines are inline SVG"
     );
+}
+
+/// The page's outline: headings, tables with their ids and headers, the samples table's rows,
+/// and the sample views (anchor, status, variant, side-by-side folds). Plots are left out
+/// (their SVG is plotters' business).
+fn outline(page: &str) -> String {
+    let tag = regex::Regex::new(
+        r##"<h[1-4][^>]*>.*?</h[1-4]>|<table[^>]*>|<th[^>]*>.*?</th>|<details class="(sample|fold)"[^>]*>|<div class="ab">|<a href="#[^"]*">[^<]*</a>"##,
+    )
+    .unwrap();
+    let strip = regex::Regex::new(r"<[^>]+>").unwrap();
+    let mut out = String::new();
+    for m in tag.find_iter(page) {
+        let t = m.as_str();
+        let line = if t.starts_with("<h") && !t.starts_with("<html") {
+            format!("{} {}", &t[..3], strip.replace_all(t, ""))
+        } else if t.starts_with("<th") {
+            format!("  th {}", strip.replace_all(t, ""))
+        } else {
+            t.to_string()
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn html_structure_snapshot() {
+    let info = report_common::info("run-fixed");
+    let mut samples = report_common::samples();
+    report_common::add_summaries(&mut samples);
+    let model = ReportModel::build(&info, samples);
+    let page = html::render(&info, &model);
+    insta::assert_snapshot!("report_html_outline", outline(&page));
 }
 
 #[test]

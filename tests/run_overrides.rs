@@ -60,8 +60,8 @@ fn dry(args: &[&str]) -> std::process::Output {
 #[test]
 fn selection_flags_shape_the_plan() {
     let all = String::from_utf8(dry(&[]).stdout).unwrap();
-    // 7 traces × 4 variants × (replay + invariants + 6 needle + drift) = 252.
-    assert_eq!(units_of(&all), 252, "{all}");
+    // 7 traces × 4 variants × (replay + invariants + 6 needle + 2 drift folds) = 280.
+    assert_eq!(units_of(&all), 280, "{all}");
     let out = dry(&[
         "--variant",
         "aggressive",

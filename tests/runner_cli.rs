@@ -417,3 +417,58 @@ fn a_corrupt_journal_line_is_moved_aside_and_the_run_resumes() {
         2
     );
 }
+
+#[test]
+fn progress_lines_without_a_terminal_and_none_with_quiet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = suite(tmp.path());
+    let run = |quiet: bool| {
+        let mut args = run_args(&suite, &[]);
+        if !quiet {
+            args.retain(|a| a != "--quiet");
+        }
+        // stderr is a pipe here, as in CI: progress comes as lines; 0 s = one per unit.
+        let out = Command::new(bin())
+            .args(&args)
+            .env("CTXBENCH_PROGRESS_SECS", "0")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let err = run(false);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("progress: "))
+        .collect();
+    assert_eq!(lines.len(), UNITS, "one line per unit:\n{err}");
+    for l in &lines {
+        for field in [
+            " units · ",
+            " error",
+            " tokens · $",
+            " · elapsed ",
+            " · ETA ",
+        ] {
+            assert!(l.contains(field), "`{field}` missing in {l}");
+        }
+    }
+    assert!(
+        lines[0].starts_with("progress: 1/40 units · 0 errors · "),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[UNITS - 1].starts_with("progress: 40/40 units"));
+    assert!(lines[UNITS - 1].ends_with("ETA 0s"));
+    let quiet = run(true);
+    assert!(!quiet.contains("progress"), "{quiet}");
+    // A bad interval is a usage error naming the variable, before anything runs.
+    let mut args = run_args(&suite, &[]);
+    args.retain(|a| a != "--quiet");
+    Command::new(bin())
+        .args(&args)
+        .env("CTXBENCH_PROGRESS_SECS", "soon")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("CTXBENCH_PROGRESS_SECS=soon"));
+}

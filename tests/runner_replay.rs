@@ -2,12 +2,12 @@
 //! trigger compacts more and sends fewer tokens than the baseline; invariants hold; bad engine
 //! tables and unwired summary providers are configuration errors at their line.
 
-use ctxbench::config::LoadedSuite;
+mod support;
+
 use ctxbench::record::Sample;
-use ctxbench::runner::session::{self, ImportLoader, RunOptions};
+use ctxbench::runner::session::{self, ImportLoader};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 
 fn suite_text(extra: &str) -> String {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
@@ -34,32 +34,13 @@ summarize.trigger.fraction = 0.15
     )
 }
 
-fn load(dir: &Path, text: &str) -> Result<LoadedSuite, ctxbench::config::ConfigError> {
-    let p = dir.join("suite.toml");
-    std::fs::write(&p, text).unwrap();
-    LoadedSuite::load(&p)
-}
+use support::run::load;
 
 #[test]
 fn aggressive_trigger_compacts_more_and_sends_less() {
     let tmp = tempfile::tempdir().unwrap();
     let suite = load(tmp.path(), &suite_text("")).unwrap();
-    let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
-    assert!(ctxbench::runner::unsupported_evals(&suite, &router).is_empty());
-    let opts = RunOptions {
-        run_id: Some("r".into()),
-        executor: "default".into(),
-        ..RunOptions::default()
-    };
-    let prepared = session::open_run(&suite, &opts, planned).unwrap();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let out = rt
-        .block_on(async {
-            let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            session::execute(prepared, Arc::new(router), &mut rx).await
-        })
-        .unwrap();
+    let out = support::run::run(&suite);
     assert_eq!(out.failed_total, 0);
     let text = std::fs::read_to_string(out.run_dir.join("samples.jsonl")).unwrap();
     let samples: Vec<Sample> = text
@@ -132,26 +113,8 @@ fn engine_errors_name_the_variant_and_line() {
 /// Run `text` as a suite with the real executors; the samples it journaled.
 fn run_samples(text: &str) -> Vec<Sample> {
     let tmp = tempfile::tempdir().unwrap();
-    let suite = load(tmp.path(), text).unwrap();
-    let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
-    let opts = RunOptions {
-        run_id: Some("r".into()),
-        executor: "default".into(),
-        ..RunOptions::default()
-    };
-    let prepared = session::open_run(&suite, &opts, planned).unwrap();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let out = rt
-        .block_on(async {
-            let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            session::execute(prepared, Arc::new(router), &mut rx).await
-        })
-        .unwrap();
-    let text = std::fs::read_to_string(out.run_dir.join("samples.jsonl")).unwrap();
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    let out = support::run::run(&load(tmp.path(), text).unwrap());
+    support::run::samples(&out.run_dir)
 }
 
 #[test]

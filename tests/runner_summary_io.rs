@@ -5,9 +5,8 @@
 
 mod support;
 
-use ctxbench::config::LoadedSuite;
 use ctxbench::runner::execute::StopReason;
-use ctxbench::runner::session::{self, ImportLoader, RunOptions};
+use ctxbench::runner::session::{self};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -48,17 +47,8 @@ cache = false
 }
 
 fn prepare(dir: &Path, text: &str) -> (session::Prepared, ctxbench::runner::Router) {
-    let p = dir.join("suite.toml");
-    std::fs::write(&p, text).unwrap();
-    let suite = LoadedSuite::load(&p).unwrap();
-    let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
-    let opts = RunOptions {
-        run_id: Some("r".into()),
-        executor: "default".into(),
-        ..RunOptions::default()
-    };
-    (session::open_run(&suite, &opts, planned).unwrap(), router)
+    let suite = support::run::load(dir, text).unwrap();
+    support::run::prepare(&suite, &support::run::options())
 }
 
 #[test]

@@ -4,13 +4,11 @@
 
 mod support;
 
-use ctxbench::config::LoadedSuite;
 use ctxbench::record::{RunDir, Sample};
-use ctxbench::runner::session::{self, ImportLoader, RunOptions};
+use ctxbench::runner::session::RunOptions;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use support::mock_llm::{openai_error, openai_text, MockLlm, Recorded, Reply};
 
 const HEALTHY: &str = "SESSION INTENT: fix the separability matrix. SUMMARY: read the \
@@ -76,11 +74,8 @@ impl Harness {
         retry: bool,
     ) -> BTreeMap<String, Sample> {
         self.server.respond_with(responder);
-        let p = dir.join("suite.toml");
-        std::fs::write(&p, suite_text(&self.server.openai_base_url(), policy)).unwrap();
-        let suite = LoadedSuite::load(&p).unwrap();
-        let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-        let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
+        let suite =
+            support::run::load(dir, &suite_text(&self.server.openai_base_url(), policy)).unwrap();
         let opts = RunOptions {
             run_id: (!retry).then(|| "r".into()),
             resume: retry.then(|| dir.join("out/r")),
@@ -88,14 +83,8 @@ impl Harness {
             executor: "default".into(),
             ..RunOptions::default()
         };
-        let prepared = session::open_run(&suite, &opts, planned).unwrap();
-        let out = self
-            .rt
-            .block_on(async {
-                let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-                session::execute(prepared, Arc::new(router), &mut rx).await
-            })
-            .unwrap();
+        let (prepared, router) = support::run::prepare(&suite, &opts);
+        let out = support::run::execute(&self.rt, prepared, router);
         let samples = RunDir::new(&out.run_dir).read().unwrap().samples;
         samples
             .into_iter()

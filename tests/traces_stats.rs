@@ -456,6 +456,49 @@ fn cli_stats_over_every_bundled_dataset() {
 }
 
 #[test]
+fn cli_never_prints_two_different_ids_alike() {
+    // Seven marshmallow traces whose ids differ only in the middle, among others.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/swe-agent");
+    let out = ctxbench()
+        .args(["traces", "stats"])
+        .arg(&dir)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let json = ctxbench()
+        .args(["traces", "stats", "--json"])
+        .arg(&dir)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let report: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let traces = report["traces"].as_array().unwrap();
+    let ids: std::collections::BTreeSet<&str> =
+        traces.iter().map(|t| t["id"].as_str().unwrap()).collect();
+    let marshmallow = ids.iter().filter(|i| i.contains("marshmallow")).count();
+    assert!(marshmallow >= 3, "{ids:?}");
+    // The per-trace table: the rows after the header, up to the first blank line.
+    let shown: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("trace "))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.split("  ").next().unwrap())
+        .collect();
+    assert_eq!(shown.len(), traces.len(), "{text}");
+    let distinct: std::collections::BTreeSet<&str> = shown.iter().copied().collect();
+    assert_eq!(distinct.len(), ids.len(), "two ids print alike:\n{text}");
+    for s in &shown {
+        assert!(s.chars().count() <= 48, "{s}");
+    }
+}
+
+#[test]
 fn an_overhead_is_added_to_every_counted_prompt_and_the_bias_without_it_stays_beside() {
     let r = stats::compute_with_overhead(&[t1()], &Words, 3, 5);
     let c = r.traces[0].calibration.as_ref().unwrap();

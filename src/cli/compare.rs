@@ -13,10 +13,17 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+const AFTER_HELP: &str = "\
+Examples:
+  ctxbench compare reports/main reports/pr-123         # compare.md, compare.json into pr-123
+  ctxbench compare reports/main reports/pr-123 -o out/ # into out/ instead
+  ctxbench schema compare                              # the JSON Schema of compare.json";
+
 /// Compare run B against run A: for every variant both runs have, every metric, paired by
 /// trace/eval/sample/repeat, with a 95% paired-bootstrap CI of B − A and a p-value (McNemar for
 /// pass/fail metrics). Prints the table and writes compare.md and compare.json.
 #[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// Baseline run directory (A)
     #[arg(value_name = "RUN_A")]
@@ -29,7 +36,7 @@ pub struct Args {
     pub out: Option<PathBuf>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct CompareDoc<'a> {
     schema_version: u32,
     baseline_run: &'a str,
@@ -38,14 +45,37 @@ struct CompareDoc<'a> {
     notes: &'a [String],
 }
 
+/// JSON Schema of `compare.json`, generated from the type it is written from.
+pub fn schema() -> schemars::Schema {
+    schemars::schema_for!(CompareDoc<'static>)
+}
+
+/// A run's info and its samples' compact parts (no timelines, evidence or summaries).
+struct Compact {
+    info: crate::record::RunInfo,
+    samples: Vec<crate::record::Sample>,
+    torn: Option<crate::record::TornLine>,
+}
+
+fn read_compact(dir: &std::path::Path) -> Result<Compact, UsageError> {
+    let run_dir = RunDir::new(dir);
+    let info = run_dir
+        .read_run_json()
+        .map_err(|e| UsageError(e.to_string()))?;
+    let streamed = crate::report::load::stream_samples(&run_dir.samples_jsonl())
+        .map_err(|e| UsageError(e.to_string()))?;
+    Ok(Compact {
+        info,
+        samples: streamed.rows.into_iter().map(|(s, _)| s).collect(),
+        torn: streamed.torn,
+    })
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let out = super::output_dir(args.out.as_deref().unwrap_or(&args.run_b))?;
-    let a = RunDir::new(&args.run_a)
-        .read()
-        .map_err(|e| UsageError(e.to_string()))?;
-    let b = RunDir::new(&args.run_b)
-        .read()
-        .map_err(|e| UsageError(e.to_string()))?;
+    // Each run in one streaming pass, keeping only what the statistics read.
+    let a = read_compact(&args.run_a)?;
+    let b = read_compact(&args.run_b)?;
     let mut notes = Vec::new();
     for (run, dir) in [(&a, &args.run_a), (&b, &args.run_b)] {
         if let Some(t) = &run.torn {

@@ -22,18 +22,36 @@ Rule grammar:  [VARIANT:] METRIC[.delta|.delta_pct] OP NUMBER    (OP: >= > <= <)
   aggressive: needle.pass >= 0.5   only for variant `aggressive`
 
 METRIC is a report metric: <eval>.<score>, <eval>.pass, cost (USD per unit) or tokens.
-A rule fails only when its value is beyond the threshold AND the difference is significant
-where a CI exists: for an absolute rule the whole 95% CI of the mean lies beyond the threshold;
-for a delta rule the change is significant at p < 0.05 (McNemar for pass/fail metrics, paired
-bootstrap otherwise). A metric with no value for a variant (e.g. cost at an unknown price) is
+A delta rule fails only when its value is beyond the threshold AND the change is significant
+(p < 0.05: McNemar for pass/fail metrics, paired bootstrap otherwise); it is then a regression.
+An absolute rule compares the candidate with the threshold, not with the baseline: it is a
+threshold miss when the whole 95% CI of the mean lies beyond the threshold (the mean alone
+decides without a CI). A metric with no value for a variant (e.g. cost at an unknown price) is
 reported as skipped. A rules file holds one rule per line (# starts a comment), or, as *.toml,
 rules = [...] at the top level or under [gates].
 
-Writes JUnit XML (--junit, default RUN/gate.xml) and, when GITHUB_STEP_SUMMARY is set, appends
-a Markdown summary to that file. Exit codes: 0 every rule passed, 10 a rule failed, 2 bad
-rule, run directory or metric name.";
+The candidate and the baseline must be runs of the same suite (same suite name) with at least
+one variant in common; otherwise the gate stops with exit code 2 rather than compare nothing.
 
-/// Fail (exit 10) when a rule regresses significantly against a baseline run.
+Writes JUnit XML (--junit, default RUN/gate.xml in the candidate run; never into the baseline
+run) and, when GITHUB_STEP_SUMMARY is set, appends a Markdown summary to that file. --json
+prints the verdicts as JSON on stdout instead of the text lines.
+
+Exit codes:
+  0   every rule passed (skipped rules do not fail the gate)
+  10  a rule failed: a significant regression or a threshold miss
+  2   bad usage: bad rule or rules file, unknown metric or variant, unreadable run directory,
+      unrelated runs (different suites or no shared variant), --junit inside the baseline run
+  1   the JUnit XML or the step summary could not be written
+
+Examples:
+  ctxbench gate reports/pr-123 --baseline reports/main
+  ctxbench gate reports/pr-123 --baseline reports/main --rule 'needle.recall.delta >= -0.02'
+  ctxbench gate reports/pr-123 --baseline reports/main --rules gates.txt --junit out/gate.xml
+  ctxbench gate reports/pr-123 --baseline reports/main --json | jq .passed";
+
+/// Fail (exit 10) when a rule regresses significantly against a baseline run or misses its
+/// threshold.
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = RULES_HELP)]
 pub struct Args {
@@ -49,9 +67,67 @@ pub struct Args {
     /// A rule given on the command line (repeatable), instead of the suite's [gates]
     #[arg(long = "rule", value_name = "RULE")]
     pub rule: Vec<String>,
-    /// Where to write JUnit XML [default: RUN/gate.xml]
+    /// Where to write JUnit XML [default: RUN/gate.xml, in the candidate run]
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
+    /// Print the result as JSON on stdout (verdicts, values, CIs, p-values) instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `ctxbench gate --json`: the outcome with its totals and where the JUnit XML went.
+#[derive(serde::Serialize)]
+struct GateJson<'a> {
+    schema_version: u32,
+    passed: bool,
+    exit_code: u8,
+    failed: usize,
+    skipped: usize,
+    junit: String,
+    #[serde(flatten)]
+    outcome: &'a gate::GateOutcome,
+}
+
+/// `path`, made absolute and normalized without touching the file system beyond its existing
+/// ancestors (so a JUnit file that does not exist yet can be compared with a directory).
+fn resolved(path: &std::path::Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    // Canonicalize the longest existing ancestor, then re-append the rest.
+    let mut head = abs.clone();
+    let mut tail = Vec::new();
+    while !head.exists() {
+        match (head.file_name().map(|n| n.to_os_string()), head.parent()) {
+            (Some(name), Some(parent)) => {
+                tail.push(name);
+                head = parent.to_path_buf();
+            }
+            _ => return abs,
+        }
+    }
+    let mut out = head.canonicalize().unwrap_or(head);
+    for part in tail.into_iter().rev() {
+        out.push(part);
+    }
+    out
+}
+
+/// The gate never writes into the baseline run (unless it is also the candidate run).
+fn check_junit_path(
+    junit: &std::path::Path,
+    run: &std::path::Path,
+    baseline: &std::path::Path,
+) -> Result<(), UsageError> {
+    let (j, r, b) = (resolved(junit), resolved(run), resolved(baseline));
+    if r != b && j.starts_with(&b) {
+        return Err(UsageError(format!(
+            "--junit {}: is inside the baseline run {}; the gate never writes into the baseline \
+             (default: gate.xml in the candidate run {})",
+            junit.display(),
+            baseline.display(),
+            run.display()
+        )));
+    }
+    Ok(())
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -84,10 +160,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
+    let junit_path = args.junit.clone().unwrap_or_else(|| cand_dir.gate_xml());
+    check_junit_path(&junit_path, &args.run, &args.baseline)?;
     let outcome = gate::evaluate(&rules, &cand, &base, cand.info.seed).map_err(UsageError)?;
 
-    print!("{}", crate::report::terminal::gate_lines(&outcome));
-    let junit_path = args.junit.unwrap_or_else(|| cand_dir.gate_xml());
+    if !args.json {
+        print!("{}", crate::report::terminal::gate_lines(&outcome));
+    }
     std::fs::write(&junit_path, crate::report::junit::render(&outcome))
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", junit_path.display()))?;
     if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
@@ -105,16 +184,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             })?;
     }
     let failed = outcome.failed();
-    println!(
-        "gate {}: {} rule check(s), {failed} failed, {} skipped; JUnit XML: {}",
-        if failed == 0 { "passed" } else { "FAILED" },
-        outcome.results.len(),
-        outcome.skipped(),
-        junit_path.display()
-    );
-    Ok(if failed == 0 {
-        ExitCode::SUCCESS
+    let code = if failed == 0 {
+        super::EXIT_OK
     } else {
-        ExitCode::from(EXIT_GATE_FAILED)
-    })
+        EXIT_GATE_FAILED
+    };
+    if args.json {
+        let doc = GateJson {
+            schema_version: crate::record::SCHEMA_VERSION,
+            passed: failed == 0,
+            exit_code: code,
+            failed,
+            skipped: outcome.skipped(),
+            junit: junit_path.display().to_string(),
+            outcome: &outcome,
+        };
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!(
+            "gate {}: {} rule check(s), {failed} failed, {} skipped; JUnit XML: {}",
+            if failed == 0 { "passed" } else { "FAILED" },
+            outcome.results.len(),
+            outcome.skipped(),
+            crate::output::display_path(&junit_path)
+        );
+    }
+    Ok(ExitCode::from(code))
 }

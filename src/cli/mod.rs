@@ -10,6 +10,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+pub mod clean;
 pub mod compare;
 pub mod gate;
 pub mod import;
@@ -55,7 +56,7 @@ pub enum Command {
     Report(report::Args),
     /// Paired A/B comparison of two runs with confidence intervals
     Compare(compare::Args),
-    /// CI gate: exit 10 when a rule regresses significantly against a baseline run
+    /// CI gate: exit 10 when a rule regresses significantly or misses its threshold
     Gate(gate::Args),
     /// Join the outputs of `run --shard i/n` into one run
     Merge(merge::Args),
@@ -63,6 +64,8 @@ pub enum Command {
     Schema(schema::Args),
     /// Move unreadable lines of a run's journal aside so it can be resumed and reported
     Repair(repair::Args),
+    /// Remove old run directories, offload stores and the response cache
+    Clean(clean::Args),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -77,6 +80,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Merge(a) => merge::run(a),
         Command::Schema(a) => schema::run(a),
         Command::Repair(a) => repair::run(a),
+        Command::Clean(a) => clean::run(a),
     }
 }
 

@@ -31,17 +31,17 @@ pub fn repair(run: &Path) -> anyhow::Result<Repaired> {
     if r.moved.is_empty() {
         eprintln!(
             "{}: every line is readable ({} samples); nothing moved",
-            dir.samples_jsonl().display(),
+            crate::output::display_path(&dir.samples_jsonl()),
             r.kept
         );
     } else {
         let lines: Vec<String> = r.moved.iter().map(usize::to_string).collect();
         eprintln!(
             "{}: moved {} unreadable line(s) (line {}) to {}; {} samples kept; `run --resume` runs their units again",
-            dir.samples_jsonl().display(),
+            crate::output::display_path(&dir.samples_jsonl()),
             r.moved.len(),
             lines.join(", "),
-            dir.rejected_jsonl().display(),
+            crate::output::display_path(&dir.rejected_jsonl()),
             r.kept
         );
     }

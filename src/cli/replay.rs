@@ -14,7 +14,15 @@ use crate::trace::Trace;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+const AFTER_HELP: &str = "\
+Examples:
+  ctxbench replay datasets/mini-swe-agent/astropy__astropy-12907.traj.json
+  ctxbench replay datasets/mini-swe-agent/astropy__astropy-12907.traj.json --preset digitorn \\
+      --window 30000 --set summarize.trigger.fraction=0.5
+  ctxbench replay traces/t.jsonl --config engine.toml --store out/ --json";
+
 #[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// Trace file (any importable format; canonical or fixture-style JSONL always works)
     #[arg(required_unless_present = "fixture", conflicts_with = "fixture")]

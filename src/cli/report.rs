@@ -7,9 +7,15 @@ use crate::report::{write_run_reports, ReportModel, WriteOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+const AFTER_HELP: &str = "\
+Examples:
+  ctxbench report reports/nightly                      # rewrite the files inside the run
+  ctxbench report reports/nightly -o /tmp/nightly-report --no-png";
+
 /// Re-render results.csv, summary.json, report.md, report.html and plots/ from a saved run
 /// directory (its run.json and samples.jsonl). No model or provider is called.
 #[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// Run directory holding run.json and samples.jsonl (e.g. reports/<run-id>)
     #[arg(value_name = "RUN_DIR")]
@@ -25,8 +31,11 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let out = super::output_dir(args.out.as_deref().unwrap_or(&args.run_dir))?;
     let run_dir = RunDir::new(&args.run_dir);
-    let run = run_dir.read().map_err(|e| UsageError(e.to_string()))?;
-    if let Some(t) = &run.torn {
+    // One streaming pass keeps each sample's compact part; the heavy parts (timelines,
+    // evidence, summaries) are read for the samples the report shows in full only.
+    let (info, model, torn) =
+        crate::report::load::load_model(&run_dir).map_err(|e| UsageError(e.to_string()))?;
+    if let Some(t) = &torn {
         eprintln!(
             "warning: {}: line {} is a torn final write ({} bytes, the run was interrupted); ignored",
             display_path(&run_dir.samples_jsonl()),
@@ -36,8 +45,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     std::fs::create_dir_all(&out)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
-    let model = ReportModel::build(&run.info, run.samples);
-    let written = write_run_reports(&out, &run.info, &model, WriteOptions { png: !args.no_png })?;
+    let written = write_run_reports(&out, &info, &model, WriteOptions { png: !args.no_png })?;
     print!("{}", summary_text(&model));
     for n in &written.plot_notes {
         println!("plot skipped: {n}");

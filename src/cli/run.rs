@@ -39,15 +39,22 @@ recorded ones). A `--set` KEY goes to `[engine.base]`, `variant.NAME.KEY` to
 `[engine.variants.NAME]`, and a key starting with a suite section (`suite.`, `evals.`, …) to
 that key; VALUE is a TOML value. Merged with the same rule as the suite's variants.
 
+Progress goes to stderr: a bar on a terminal; otherwise (CI logs, `2> file`) a line such as
+`progress: 12/40 units · 1 error · 1.2M tokens · $0.0345 · elapsed 1m02s · ETA 3m10s` every
+CTXBENCH_PROGRESS_SECS seconds (default 10; 0 = after every unit). `-q` prints neither.
+
 Examples:
   ctxbench run evals/quickstart.toml
   ctxbench run evals/quickstart.toml --dry-run
+  ctxbench run evals/quickstart.toml -o out/ -q        # prints only the run directory
+  CTXBENCH_PROGRESS_SECS=30 ctxbench run suite.toml 2> progress.log
   ctxbench run evals/quickstart.toml --set window=30000
   ctxbench run evals/quickstart.toml --set variant.aggressive.summarize.trigger.fraction=0.3
   ctxbench run evals/quickstart.toml --set evals.needle.depths=[0.5]
   ctxbench run evals/quickstart.toml --variant baseline --variant aggressive
   ctxbench run evals/quickstart.toml --trace 'astropy*' --eval needle --limit 1
   ctxbench run suite.toml --max-cost-usd 5 --run-id nightly
+  ctxbench run evals/quickstart.toml --keep-stores   # keep every unit's offload store
   ctxbench run suite.toml --resume reports/nightly
   ctxbench run suite.toml --resume reports/nightly --retry-failed
   # CI matrix: one shard per job, then join them
@@ -103,7 +110,13 @@ pub struct Args {
     #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = parse_grace)]
     pub grace_secs: f64,
 
-    /// No progress bar and no summary; print only the run directory
+    /// Keep the offload store of every unit under RUN/stores/ (default: only those of the
+    /// samples report.html shows in full and of failed units)
+    #[arg(long)]
+    pub keep_stores: bool,
+
+    /// No progress and no summary; print only the run directory. Without it, progress goes to
+    /// stderr: a bar on a terminal, else a line every CTXBENCH_PROGRESS_SECS seconds (10)
     #[arg(long, short = 'q')]
     pub quiet: bool,
 
@@ -182,7 +195,8 @@ fn forward_signals(tx: tokio::sync::mpsc::UnboundedSender<()>, terminated: Arc<A
 
 /// Render results.csv, summary.json, report.md, report.html and plots into the run directory.
 /// Returns the per-variant summary table.
-fn write_reports(run_dir: &std::path::Path) -> anyhow::Result<String> {
+/// Then, unless `keep_stores`, prune the offload stores (`runner::stores`).
+fn write_reports(run_dir: &std::path::Path, keep_stores: bool) -> anyhow::Result<String> {
     use crate::report::{write_run_reports, ReportModel, WriteOptions};
     let dir = crate::record::RunDir::new(run_dir);
     let run = dir.read()?;
@@ -191,6 +205,18 @@ fn write_reports(run_dir: &std::path::Path) -> anyhow::Result<String> {
     let mut out = super::report::summary_text(&model);
     for n in &written.plot_notes {
         out.push_str(&format!("plot skipped: {n}\n"));
+    }
+    if !keep_stores {
+        match crate::runner::stores::prune(&dir, &model, false) {
+            Ok(p) if p.removed > 0 => out.push_str(&format!(
+                "stores   kept {} of {} offload stores (the samples report.html shows in full \
+                 and failed units; --keep-stores keeps all)\n",
+                p.kept,
+                p.kept + p.removed
+            )),
+            Ok(_) => {}
+            Err(e) => out.push_str(&format!("warning: offload stores not pruned: {e}\n")),
+        }
     }
     out.push_str(&format!(
         "report   {}\n",
@@ -312,7 +338,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         output: args.output.as_deref().map(super::output_dir).transpose()?,
         no_cache: args.no_cache,
         jobs: args.jobs.map(|j| j as usize),
-        show_progress: crate::output::stdout_is_tty() && !args.quiet,
+        progress: crate::output::progress_mode(args.quiet).map_err(UsageError)?,
         executor: if synthetic.is_some() {
             args.executor.clone()
         } else {
@@ -366,7 +392,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let outcome = outcome?;
 
     // Reports from what was recorded — also after Ctrl-C or a budget stop (a partial report).
-    let report = write_reports(&outcome.run_dir);
+    let report = write_reports(&outcome.run_dir, args.keep_stores);
     let m = &outcome.manifest;
     let dir = crate::output::display_path(&outcome.run_dir);
     if args.quiet {

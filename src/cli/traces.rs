@@ -2,7 +2,7 @@
 //! `tokens::stats` with the chosen counter (all cores) and prints tables or `--json`.
 
 use super::UsageError;
-use crate::output::table;
+use crate::output::{self, table};
 use crate::tokens::stats::{
     self, Calibration, LargestMessage, RoleStats, SkippedInput, StatsReport, ToolStats,
 };
@@ -21,7 +21,18 @@ pub enum Command {
     Stats(StatsArgs),
 }
 
+const STATS_HELP: &str = "\
+Long trace ids are shortened in the middle of the table, but never so that two different ids
+print alike; --json always has the full ids.
+
+Examples:
+  ctxbench traces stats datasets/
+  ctxbench traces stats datasets/swe-agent --counter approx --top 3
+  ctxbench traces stats traces/ --skip-invalid --json > stats.json
+  ctxbench traces stats datasets/claude-code --overhead-tokens claude-code";
+
 #[derive(Debug, clap::Args)]
+#[command(after_help = STATS_HELP)]
 pub struct StatsArgs {
     /// Trace files or directories (walked recursively)
     #[arg(required = true, value_name = "PATH")]
@@ -130,6 +141,19 @@ pub fn render(r: &StatsReport) -> String {
     }
     out.push_str("\n\n");
 
+    // Ids as shown: shortened, but never two different ids alike.
+    let ids: Vec<&str> = r.traces.iter().map(|s| s.id.as_str()).collect();
+    let shown: BTreeMap<&str, String> = ids
+        .iter()
+        .copied()
+        .zip(output::short_ids(&ids, ID_WIDTH))
+        .collect();
+    let show = |id: &str| {
+        shown
+            .get(id)
+            .cloned()
+            .unwrap_or_else(|| output::ellipsize(id, ID_WIDTH))
+    };
     let rows: Vec<Vec<String>> = r
         .traces
         .iter()
@@ -137,7 +161,7 @@ pub fn render(r: &StatsReport) -> String {
             let role = |name: &str| s.by_role.get(name).map_or(0, |x| x.messages).to_string();
             let (cal, bias) = calibration_cells(s.calibration.as_ref());
             vec![
-                ellipsize(&s.id, ID_WIDTH),
+                show(&s.id),
                 s.source_format.clone(),
                 s.messages.to_string(),
                 role("user"),
@@ -185,7 +209,7 @@ pub fn render(r: &StatsReport) -> String {
     }
     if !t.largest.is_empty() {
         out.push_str(&format!("\nLargest messages{scope}\n"));
-        out.push_str(&largest_table(&t.largest));
+        out.push_str(&largest_table(&t.largest, &show));
     }
     out.push_str(&format!("\nCalibration{scope}: "));
     match &t.calibration {
@@ -270,12 +294,12 @@ fn tool_table(by_tool: &BTreeMap<String, ToolStats>) -> String {
     )
 }
 
-fn largest_table(largest: &[LargestMessage]) -> String {
+fn largest_table(largest: &[LargestMessage], show: &dyn Fn(&str) -> String) -> String {
     let rows: Vec<Vec<String>> = largest
         .iter()
         .map(|l| {
             vec![
-                ellipsize(&l.trace_id, ID_WIDTH),
+                show(&l.trace_id),
                 l.index.to_string(),
                 l.role.as_str().to_string(),
                 l.tool.clone().unwrap_or_else(|| "-".into()),
@@ -292,20 +316,6 @@ fn largest_table(largest: &[LargestMessage]) -> String {
 
 /// Widest trace id shown in tables (`--json` always has the full id).
 const ID_WIDTH: usize = 48;
-
-/// `s` if it fits in `max` characters, else its start and end around a `…`.
-fn ellipsize(s: &str, max: usize) -> String {
-    let n = s.chars().count();
-    if n <= max {
-        return s.to_string();
-    }
-    let head = (max - 1) / 2;
-    let tail = max - 1 - head;
-    let mut out: String = s.chars().take(head).collect();
-    out.push('…');
-    out.extend(s.chars().skip(n - tail));
-    out
-}
 
 fn percent(part: u64, whole: u64) -> String {
     if whole == 0 {
@@ -335,17 +345,6 @@ mod tests {
         for name in COUNTER_NAMES {
             assert!(help.contains(name), "{help} lacks {name}");
         }
-    }
-
-    #[test]
-    fn long_ids_are_shortened_in_the_middle() {
-        assert_eq!(ellipsize("short", 8), "short");
-        assert_eq!(ellipsize("abcdefghij", 5), "ab…ij");
-        assert_eq!(ellipsize("abcdefghij", 6), "ab…hij");
-        assert_eq!(
-            ellipsize(&"é".repeat(60), ID_WIDTH).chars().count(),
-            ID_WIDTH
-        );
     }
 
     #[test]

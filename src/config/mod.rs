@@ -15,6 +15,7 @@ pub mod discover;
 pub mod keys;
 pub mod load;
 pub mod overrides;
+pub mod rules_eval;
 pub mod source;
 pub mod suite;
 #[cfg(test)]

@@ -21,7 +21,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The evals a suite can enable, in plan order.
-pub const EVAL_NAMES: [&str; 5] = ["replay", "invariants", "needle", "drift", "probes"];
+pub const EVAL_NAMES: [&str; 7] = [
+    "replay",
+    "invariants",
+    "needle",
+    "drift",
+    "probes",
+    "continuation",
+    "rules",
+];
 
 const SECTIONS: [&str; 7] = [
     "suite",
@@ -141,6 +149,8 @@ pub fn select_evals(suite: &mut Suite, names: &[String]) -> Result<(), ConfigErr
             "invariants" => e.invariants.as_ref().is_some_and(|i| i.enabled),
             "needle" => e.needle.is_some(),
             "drift" => e.drift.is_some(),
+            "continuation" => e.continuation.is_some(),
+            "rules" => e.rules.is_some(),
             _ => e.probes.is_some(),
         })
         .collect();
@@ -173,6 +183,12 @@ pub fn select_evals(suite: &mut Suite, names: &[String]) -> Result<(), ConfigErr
     }
     if !keep("probes") {
         e.probes = None;
+    }
+    if !keep("continuation") {
+        e.continuation = None;
+    }
+    if !keep("rules") {
+        e.rules = None;
     }
     Ok(())
 }

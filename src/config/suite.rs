@@ -6,6 +6,7 @@
 //! are valid, so a misspelled key is reported with the nearest valid one.
 
 pub use super::load::LoadedSuite;
+pub use super::rules_eval::{RuleKind, RulesEval};
 use crate::pricing::ModelPrice;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -219,6 +220,8 @@ pub struct EvalsSection {
     pub invariants: Option<InvariantsEval>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continuation: Option<ContinuationEval>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<RulesEval>,
 }
 
 /// `[evals.replay]`
@@ -280,6 +283,14 @@ pub struct NeedleEval {
     /// with distractors that share part of the key.
     #[serde(default)]
     pub paraphrase: bool,
+    /// Correct every needle later in the trace (`Update: the … is now …`, at a seeded depth
+    /// after it): the latest value is the answer, the first one scores as `stale`.
+    #[serde(default)]
+    pub corrected: bool,
+    /// Ask right after the k-th summarization that followed the planting, one sample per k
+    /// (`params.fold`); a replay with fewer folds records `not_reached`. Empty: ask at `ask_at`.
+    #[serde(default)]
+    pub folds: Vec<u32>,
 }
 
 /// `search = "auto" | "always" | "never"`: the bounds of what an agent can recover. Steers the

@@ -106,6 +106,14 @@ impl LoadedSuite {
                     "`max_steps` must be at least 1".into(),
                 );
             }
+            for (i, k) in n.folds.iter().enumerate() {
+                if *k == 0 {
+                    err(
+                        &["evals", "needle", "folds", &i.to_string()],
+                        "fold 0 is not a fold: folds count from 1 (after the first summary)".into(),
+                    );
+                }
+            }
         }
         if let Some(d) = &s.evals.drift {
             if d.after_compactions == 0 {
@@ -126,6 +134,20 @@ impl LoadedSuite {
                 err(
                     &["evals", "continuation", "steps"],
                     "`steps` must be at least 1".into(),
+                );
+            }
+        }
+        if let Some(r) = &s.evals.rules {
+            if r.after_compactions == 0 {
+                err(
+                    &["evals", "rules", "after_compactions"],
+                    "`after_compactions` must be at least 1".into(),
+                );
+            }
+            if r.kinds.is_empty() {
+                err(
+                    &["evals", "rules", "kinds"],
+                    "`kinds` must not be empty".into(),
                 );
             }
         }

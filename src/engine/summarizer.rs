@@ -190,6 +190,15 @@ impl Section {
 /// `#`, list marker or number) exactly a section title. A prompt naming none gets deepagents'
 /// four.
 pub fn prompt_sections(prompt: &str) -> Vec<Section> {
+    let found = title_lines(prompt);
+    if found.is_empty() {
+        return Section::DEFAULT.to_vec();
+    }
+    found.into_iter().map(|(_, s)| s).collect()
+}
+
+/// The line index of each section title the prompt names (first occurrence).
+fn title_lines(prompt: &str) -> Vec<(usize, Section)> {
     let mut found: Vec<(usize, Section)> = Vec::new();
     for (lineno, line) in prompt.lines().enumerate() {
         let t = line
@@ -207,11 +216,43 @@ pub fn prompt_sections(prompt: &str) -> Vec<Section> {
             }
         }
     }
-    if found.is_empty() {
-        return Section::DEFAULT.to_vec();
-    }
     found.sort_by_key(|(l, _)| *l);
-    found.into_iter().map(|(_, s)| s).collect()
+    found
+}
+
+/// Whether the prompt's description of section `s` (the lines after its title, up to the next
+/// title or a blank line) asks for values verbatim: it says `verbatim` and names values,
+/// identifiers or tokens. Such a section also lists the value statements (`the <key> is
+/// <value>`) of the summarized turns, oldest first after the previous summary's.
+pub fn asks_for_values(prompt: &str, s: Section) -> bool {
+    let titles = title_lines(prompt);
+    let Some(i) = titles.iter().position(|(_, t)| *t == s) else {
+        return false;
+    };
+    let lines: Vec<&str> = prompt.lines().collect();
+    let end = titles.get(i + 1).map_or(lines.len(), |(l, _)| *l);
+    let desc = lines[titles[i].0 + 1..end]
+        .iter()
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.to_lowercase())
+        .collect::<Vec<_>>()
+        .join(" ");
+    desc.contains("verbatim")
+        && ["value", "identifier", "token"]
+            .iter()
+            .any(|w| desc.contains(w))
+}
+
+/// A line that states a value: `the <key words> is [now] <token with a digit>` (how a note,
+/// a log line or a user states a token, id or code), clipped to 240 characters.
+fn value_statement(line: &str) -> Option<String> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(r"(?i)\bthe [a-z][a-z -]{1,60} is (?:now )?`?[a-z0-9][\w.-]*\d[\w.-]*")
+            .unwrap()
+    });
+    let l = line.trim();
+    (l.len() <= 400 && re.is_match(l)).then(|| clip(l, 240))
 }
 
 /// Body of `## TITLE` in a previous summary (up to the next `## ` heading).
@@ -262,9 +303,52 @@ const PATH_ARGS: [&str; 5] = ["file_path", "path", "filename", "file", "target_f
 pub struct OfflineSummarizer;
 
 impl OfflineSummarizer {
-    fn section_body(&self, s: Section, req: &SummaryRequest<'_>) -> String {
-        let prev = req.previous_summary.and_then(|p| previous_section(p, s));
+    /// The value statements a section that asks for them keeps: the previous summary's first
+    /// (oldest first), then the summarized turns' in order, each once; and the rest of the
+    /// previous section without them.
+    fn values(prev: Option<&str>, msgs: &[Arc<Message>]) -> (Vec<String>, Option<String>) {
+        let mut values: Vec<String> = Vec::new();
+        let mut rest: Vec<&str> = Vec::new();
+        for l in prev.map(str::lines).into_iter().flatten() {
+            match l.trim().strip_prefix("- ").and_then(value_statement) {
+                Some(v) if !values.contains(&v) => values.push(v),
+                Some(_) => {}
+                None => rest.push(l),
+            }
+        }
+        for m in msgs {
+            for v in m.content.lines().filter_map(value_statement) {
+                if !values.contains(&v) {
+                    values.push(v);
+                }
+            }
+        }
+        let rest = rest.join("\n");
+        let rest = (!rest.trim().is_empty()).then_some(rest);
+        (values, rest)
+    }
+
+    fn section_body(&self, s: Section, req: &SummaryRequest<'_>, with_values: bool) -> String {
+        let mut prev = req.previous_summary.and_then(|p| previous_section(p, s));
         let msgs = req.messages;
+        if with_values {
+            let (values, rest) = Self::values(prev.as_deref(), msgs);
+            prev = rest;
+            let body = self.body(s, prev, msgs);
+            if values.is_empty() {
+                return body;
+            }
+            let values: Vec<String> = values.iter().map(|v| format!("- {v}")).collect();
+            return if body == "None" {
+                values.join("\n")
+            } else {
+                format!("{}\n{body}", values.join("\n"))
+            };
+        }
+        self.body(s, prev, msgs)
+    }
+
+    fn body(&self, s: Section, prev: Option<String>, msgs: &[Arc<Message>]) -> String {
         match s.body() {
             Body::Facts => {
                 // Newest first, so the length cap drops the oldest facts.
@@ -440,7 +524,8 @@ impl Summarizer for OfflineSummarizer {
             if room == 0 {
                 continue;
             }
-            let body = clip(&self.section_body(*s, req), room);
+            let with_values = asks_for_values(req.prompt, *s);
+            let body = clip(&self.section_body(*s, req, with_values), room);
             parts.push(format!("{heading}{body}"));
         }
         let text = parts.join("\n\n");
@@ -564,6 +649,66 @@ mod tests {
         let new = out.find("messages summarized").unwrap();
         let old = out.find("Earlier:\n- old fact").unwrap();
         assert!(new < old, "{out}");
+    }
+
+    #[test]
+    fn a_section_asked_for_values_verbatim_lists_them_oldest_first() {
+        let a = "Write:\n## SUMMARY\nWhat was done.\n\n## ARTIFACTS\nEvery file, and any \
+                 identifiers, values or tokens later steps need verbatim.\n\n## NEXT STEPS\nNext.";
+        let b = "Write:\n## SUMMARY\nWhat was done.\n\n## ARTIFACTS\nEvery file.\n\n\
+                 ## NEXT STEPS\nNext. Keep values verbatim.";
+        assert!(asks_for_values(a, Section::Artifacts));
+        assert!(!asks_for_values(a, Section::Summary));
+        // Only a section's own description counts; `b`'s NEXT STEPS asks, its ARTIFACTS not.
+        assert!(!asks_for_values(b, Section::Artifacts));
+        assert!(!asks_for_values(DEFAULT_SUMMARY_PROMPT, Section::Artifacts));
+        let mut msgs = turns();
+        msgs.insert(
+            1,
+            Arc::new(Message::tool(
+                "c0",
+                "bash",
+                "log\nNote for later: the deploy token is teal-otter-7731.\nthe file is ok",
+            )),
+        );
+        let summarize = |prompt: &str, prev: Option<&str>, max_tokens: u64| {
+            OfflineSummarizer
+                .summarize(&SummaryRequest {
+                    messages: &msgs,
+                    previous_summary: prev,
+                    prompt,
+                    max_tokens,
+                })
+                .unwrap()
+                .text
+        };
+        let out = summarize(a, None, 2000);
+        assert!(
+            out.contains("## ARTIFACTS\n- Note for later: the deploy token is teal-otter-7731.\n- /src/tokenizer.py"),
+            "{out}"
+        );
+        assert!(!out.contains("the file is ok"), "{out}");
+        let out = summarize(b, None, 2000);
+        let (before, next) = out.split_once("## NEXT STEPS").unwrap();
+        assert!(
+            !before.contains("teal-otter") && next.contains("teal-otter"),
+            "{out}"
+        );
+        // Chained: the previous summary's values come first and stay once; a tight cap keeps
+        // the oldest, so an update made later is the one that is lost.
+        let prev = "## ARTIFACTS\n- Note: the build id is b-100.\n- /old.py";
+        let out = summarize(a, Some(prev), 2000);
+        let art = out.split("## ARTIFACTS\n").nth(1).unwrap();
+        assert!(
+            art.starts_with("- Note: the build id is b-100.\n- Note for later: the deploy token"),
+            "{out}"
+        );
+        assert!(art.contains("- /old.py\n- /src/tokenizer.py"), "{out}");
+        let out = summarize(a, Some(prev), 60);
+        assert!(
+            out.contains("b-100") && !out.contains("teal-otter"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -23,14 +23,14 @@ use crate::engine::{
 };
 use crate::pricing::PriceTable;
 use crate::providers::Provider;
-use crate::trace::{Message, Trace, Usage};
+use crate::trace::{Message, ToolCall, Trace, Usage};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// The question asked after the (teacher-forced) context. Its `NEXT TOOL:` line is also what
-/// the offline agent recognises (it answers with the last action in view).
+/// The question asked after the (teacher-forced) context; the offline agent recognises it by
+/// [`CONTINUATION_MARKER`] and answers with [`offline_next_action`].
 pub const CONTINUATION_QUESTION: &str = "Pause before your next action. Do not run anything. State the single tool call you would make next, in exactly this format, one line each:
 NEXT TOOL: <the name of the tool>
 NEXT TARGET: <the file path, URL or test it acts on; for a shell tool, the full command>";
@@ -38,36 +38,51 @@ NEXT TARGET: <the file path, URL or test it acts on; for a shell tool, the full 
 /// Text of [`CONTINUATION_QUESTION`] the offline agent recognises it by.
 pub const CONTINUATION_MARKER: &str = "State the single tool call you would make next";
 
-/// Recent tool calls the offline agent weighs.
-const OFFLINE_WINDOW: usize = 10;
+/// The action a call performs, as the offline agent compares them: tool, and program plus
+/// first path's file name (else the program, else the target text).
+fn action_key(c: &ToolCall) -> (String, String) {
+    let t = actions::call_target(c);
+    let what = match (t.program.is_empty(), t.paths.iter().next()) {
+        (_, Some(p)) => format!("{} {}", t.program, p.rsplit('/').next().unwrap_or(p)),
+        (false, None) => t.program.clone(),
+        (true, None) => t.text.clone(),
+    };
+    (c.name.to_lowercase(), what)
+}
 
-/// The offline agent's answer: of the last [`OFFLINE_WINDOW`] tool calls in `view`, the action
-/// (tool, program and first path, else the target text) seen most often, ties going to the
-/// most recent; its
-/// latest call is the prediction. A lexical stand-in for "the agent goes back to its working
-/// loop" (edit, re-run the reproduction): it moves with how much of the recorded work the view
-/// still shows, which is what the eval measures. No calls in view: no prediction.
-pub fn offline_next_action(view: &[Message]) -> DriftAnswer {
-    let all: Vec<&crate::trace::ToolCall> = view.iter().flat_map(|m| m.tool_calls.iter()).collect();
-    let calls = &all[all.len().saturating_sub(OFFLINE_WINDOW)..];
-    // action key → (count, index of latest call)
-    let mut seen: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
-    for (i, c) in calls.iter().enumerate() {
-        let t = actions::call_target(c);
-        let what = match (t.program.is_empty(), t.paths.iter().next()) {
-            (_, Some(p)) => format!("{} {}", t.program, p.rsplit('/').next().unwrap_or(p)),
-            (false, None) => t.program.clone(),
-            (true, None) => t.text.clone(),
-        };
-        let e = seen.entry((c.name.to_lowercase(), what)).or_default();
+/// Of `candidates` (indexes into `keys`), the index of the most frequent action, ties going to
+/// the most recent.
+fn most_frequent(
+    keys: &[(String, String)],
+    candidates: impl Iterator<Item = usize>,
+) -> Option<usize> {
+    let mut seen: BTreeMap<&(String, String), (usize, usize)> = BTreeMap::new();
+    for i in candidates {
+        let e = seen.entry(&keys[i]).or_default();
         e.0 += 1;
-        e.1 = i;
+        e.1 = e.1.max(i);
     }
+    seen.into_values().max().map(|(_, last)| last)
+}
+
+/// The offline agent's answer: an action model of the agent learned from the view alone.
+/// What followed the latest action each time it was taken before in view (the most frequent
+/// successor; ties: the most recent) — an agent loops (edit, re-run the reproduction, edit) —
+/// else the action taken most often in view. A deterministic baseline, no canned answer: the
+/// more of the recorded work the view still shows, the more it has to learn from, so a view
+/// that lost the history loses agreement. No calls in view: no prediction.
+pub fn offline_next_action(view: &[Message]) -> DriftAnswer {
+    let calls: Vec<&ToolCall> = view.iter().flat_map(|m| m.tool_calls.iter()).collect();
+    let keys: Vec<(String, String)> = calls.iter().map(|c| action_key(c)).collect();
     let mut a = DriftAnswer::default();
-    if let Some((_, (_, last))) = seen.into_iter().max_by_key(|(_, (n, last))| (*n, *last)) {
-        let c = calls[last];
-        a.next_tool = c.name.clone();
-        a.next_target = super::answer_format::one_line(&super::truth::call_target(c));
+    let Some(last) = keys.last() else {
+        return a;
+    };
+    let successors = (1..keys.len()).filter(|&i| keys[i - 1] == *last);
+    let pick = most_frequent(&keys, successors).or_else(|| most_frequent(&keys, 0..keys.len()));
+    if let Some(i) = pick {
+        a.next_tool = calls[i].name.clone();
+        a.next_target = super::answer_format::one_line(&super::truth::call_target(calls[i]));
     }
     a
 }
@@ -143,12 +158,28 @@ pub struct StepResult {
     pub reference_target_ok: bool,
 }
 
+/// The question with the agent's tools named: the tools the recorded agent called anywhere in
+/// the trace, in first-use order (an agent knows its tools whatever its context lost).
+pub fn question(trace: &Trace) -> String {
+    let mut tools: Vec<&str> = Vec::new();
+    for c in trace.messages.iter().flat_map(|m| m.tool_calls.iter()) {
+        if !tools.contains(&c.name.as_str()) {
+            tools.push(&c.name);
+        }
+    }
+    if tools.is_empty() {
+        return CONTINUATION_QUESTION.to_string();
+    }
+    format!("{CONTINUATION_QUESTION}\nYour tools: {}.", tools.join(", "))
+}
+
 async fn predict(
     agent: &dyn Provider,
     mut messages: Vec<Message>,
+    question: &str,
     nonce: &str,
 ) -> Result<(DriftAnswer, Usage), EvalError> {
-    messages.push(Message::user(CONTINUATION_QUESTION));
+    messages.push(Message::user(question));
     let out = agent::run(agent, messages, None, 1, Some(300), nonce).await?;
     Ok((DriftAnswer::parse(&out.answer), out.usage))
 }
@@ -164,14 +195,15 @@ pub async fn ask(
     let mut usage = Usage::default();
     let mut out = Vec::new();
     let from = view.trace_index.min(trace.messages.len());
+    let q = question(trace);
     for at in recorded_steps(trace, from, steps) {
         let recorded = &trace.messages[at].tool_calls[0];
         let mut forced = view.messages.clone();
         forced.extend(trace.messages[from..at].iter().cloned());
-        let (a, u) = predict(agent, forced, &format!("{nonce}/cont@{at}")).await?;
+        let (a, u) = predict(agent, forced, &q, &format!("{nonce}/cont@{at}")).await?;
         usage.add(&u);
         let reference = trace.messages[..at].to_vec();
-        let (r, u) = predict(agent, reference, &format!("{nonce}/cont-ref@{at}")).await?;
+        let (r, u) = predict(agent, reference, &q, &format!("{nonce}/cont-ref@{at}")).await?;
         usage.add(&u);
         let (tool, target) = actions::agreement(&a.next_tool, &a.next_target, recorded);
         let (rt, rg) = actions::agreement(&r.next_tool, &r.next_target, recorded);
@@ -268,6 +300,35 @@ mod tests {
         assert_eq!(s["steps"], 0.0);
         assert!(!s.contains_key("agreement"));
         assert_eq!(e["reached"], false);
+    }
+
+    #[test]
+    fn offline_prediction_learns_the_loop_from_the_view() {
+        let bash = |cmd: &str| {
+            Message::assistant(
+                "",
+                vec![ToolCall {
+                    id: "c".into(),
+                    name: "bash".into(),
+                    arguments: json!({ "command": cmd }),
+                }],
+            )
+        };
+        let edit = "sed -i 's/a/b/' src/x.py";
+        let run = "python reproduce.py";
+        let full = vec![
+            bash("cat > reproduce.py"),
+            bash(run),
+            bash(edit),
+            bash(run),
+            bash("grep -n foo src/x.py"),
+            bash(edit),
+        ];
+        // After an edit this agent re-ran its reproduction: predicted from the history.
+        assert_eq!(offline_next_action(&full).next_target, run);
+        // A view that lost the history has only the edit to go on.
+        assert_eq!(offline_next_action(&full[4..]).next_target, edit);
+        assert_eq!(offline_next_action(&[]), DriftAnswer::default());
     }
 
     #[test]

@@ -14,8 +14,10 @@
 //! With `judge = true` a judge provider also grades each answer 0–5 with a fixed rubric
 //! (`judge_score`); its tokens are the sample's judge tokens, separate from the agent's.
 //!
-//! A variant that never compacts is probed once, at its last call, so every variant has a
-//! comparable drift score.
+//! The suite plans one sample per fold (`params.fold` = k, the k-th compaction; `score`s by
+//! fold make the degradation curve). A variant that never compacts is probed once, at its last
+//! call, as fold 1, so every variant has a comparable drift score; its later folds, and folds a
+//! variant does not reach, have `probes` = 0 and no scores.
 
 use super::actions;
 use super::agent;
@@ -39,6 +41,9 @@ pub struct DriftParams {
     /// Probe after the first N compactions (0 = after every one).
     pub after_compactions: usize,
     pub judge: bool,
+    /// Probe only fold k (1-based compaction index; the suite plans one sample per fold).
+    /// `None`: every fold up to `after_compactions`, averaged in one sample.
+    pub fold: Option<usize>,
 }
 
 impl DriftParams {
@@ -49,11 +54,17 @@ impl DriftParams {
                 .and_then(Value::as_u64)
                 .unwrap_or(3) as usize,
             judge: p.get("judge").and_then(Value::as_bool).unwrap_or(false),
+            fold: p
+                .get("fold")
+                .and_then(Value::as_u64)
+                .map(|f| f.max(1) as usize),
         }
     }
 }
 
 /// Replay and keep the views to probe: after each compaction (first N), else the last call.
+/// With `params.fold = Some(k)`: the view of the k-th compaction only — or, for a variant that
+/// never compacts, the last call's view as fold 1 — and none when fold k is not reached.
 pub fn prepare(
     trace: &Trace,
     config: &ResolvedConfig,
@@ -73,6 +84,13 @@ pub fn prepare(
     };
     let mut replay = run(KeepViews::AfterCompaction)?;
     let mut views = std::mem::take(&mut replay.views);
+    if let Some(k) = params.fold.filter(|_| !views.is_empty()) {
+        let view: Vec<KeptView> = views.into_iter().nth(k - 1).into_iter().collect();
+        return Ok((replay, view));
+    }
+    if params.fold.is_some_and(|k| k > 1) {
+        return Ok((replay, Vec::new())); // never compacts: only fold 1 is probed
+    }
     if views.is_empty() {
         // No compaction: probe the uncompressed view at the last call instead.
         let _ = std::fs::remove_dir_all(&store_root);
@@ -289,6 +307,16 @@ pub async fn ask(
         });
     }
     Ok((out, agent_usage, judge_usage))
+}
+
+/// Scores of one fold's sample: [`aggregate`] plus `fold`; `evidence.reached` says whether
+/// the fold was probed (a variant with fewer compactions has `probes` = 0 and no scores).
+pub fn aggregate_fold(fold: usize, probes: &[ProbeResult]) -> (BTreeMap<String, f64>, Value) {
+    let (mut scores, mut evidence) = aggregate(probes);
+    scores.insert("fold".into(), fold as f64);
+    evidence["fold"] = json!(fold);
+    evidence["reached"] = json!(!probes.is_empty());
+    (scores, evidence)
 }
 
 /// Mean of every score over the probes, plus `probes` (how many were asked).

@@ -1,5 +1,5 @@
-//! Runner executors for the evals: `replay`, `invariants`, `needle`, `drift`, `probes` and
-//! `continuation` units
+//! Runner executors for the evals: `replay`, `invariants`, `needle`, `drift`, `probes`,
+//! `continuation` and `rules` units
 //! turned into samples. Replays run on the rayon pool through [`runner::cpu`] when their
 //! summarizer is offline (pure CPU), and on tokio's blocking pool through
 //! [`runner::blocking_io`] when it is a model (the replay waits on the network; see
@@ -13,7 +13,7 @@
 //! compression costs, not what measuring it costs.
 
 use super::offline_agent::build_provider;
-use super::{continuation, drift, needle, probes, EvalError};
+use super::{continuation, drift, needle, probes, rules, EvalError};
 use crate::config::suite::{OnSummaryError, ProviderRole};
 use crate::config::LoadedSuite;
 use crate::engine::{self, EngineConfig, OfflineSummarizer, ResolvedConfig, Summarizer};
@@ -31,13 +31,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 /// The eval names this module executes.
-pub const EVALS: [&str; 6] = [
+pub const EVALS: [&str; 7] = [
     "replay",
     "invariants",
     "needle",
     "drift",
     "probes",
     "continuation",
+    "rules",
 ];
 
 /// Register every eval executor on `router`.
@@ -285,6 +286,8 @@ fn replay_output(
             .cost(shared.summary_model(), &replay.summarizer_usage)
             .usd()
     };
+    // No judge call yet: a known $0 (an eval that calls a judge replaces it with the price).
+    out.cost_usd.judge = Some(0.0);
     out
 }
 
@@ -328,6 +331,32 @@ fn replay_scores(replay: &engine::Replay, scores: &mut BTreeMap<String, f64>) {
         "invariant_violations".into(),
         replay.invariants.violations.len() as f64,
     );
+}
+
+/// The judge provider when an eval asks for one (`judge = true`), else `None`.
+fn judge_provider<'a>(
+    providers: &'a Providers,
+    wanted: bool,
+    eval: &str,
+) -> Result<Option<&'a dyn Provider>, EvalError> {
+    if !wanted {
+        return Ok(None);
+    }
+    providers.judge.as_deref().map(Some).ok_or_else(|| {
+        EvalError::Config(format!(
+            "{eval} asks for a judge but [providers.judge] is not set"
+        ))
+    })
+}
+
+/// The judge's tokens and cost in the sample (separate from the agent's).
+fn judge_cost(shared: &Shared, judge: &dyn Provider, usage: &Usage, out: &mut UnitOutput) {
+    out.tokens.judge = split(usage);
+    let model = match price_model(&shared.provider_configs["judge"]) {
+        "offline" => "offline",
+        _ => judge.info().model.as_str(),
+    };
+    out.cost_usd.judge = shared.prices.cost(model, usage).usd();
 }
 
 async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<UnitOutput, EvalError> {
@@ -418,7 +447,8 @@ async fn run_eval(
             Ok(out)
         }
         "needle" => {
-            let params = needle::NeedleParams::from_params(&unit.params)?;
+            let mut params = needle::NeedleParams::from_params(&unit.params)?;
+            params.plant_seed = Some(unit.pair_seed);
             let (trace, config, store, summ, p) = (
                 s.trace.clone(),
                 s.config,
@@ -446,7 +476,8 @@ async fn run_eval(
             .await?;
             let (scores, evidence, usage) = needle::score(&prepared, &answers);
             shared.eval_agent(&mut out, &usage);
-            out.passed = Some(scores["recall"] >= 1.0);
+            // A fold the replay never reached has no recall and no verdict.
+            out.passed = scores.get("recall").map(|r| *r >= 1.0);
             out.scores.extend(scores);
             out.evidence = evidence;
             Ok(out)
@@ -470,28 +501,18 @@ async fn run_eval(
                 return Ok(out);
             }
             let providers = shared.providers(ctx.no_cache)?;
-            let judge = if params.judge {
-                Some(providers.judge.as_deref().ok_or_else(|| {
-                    EvalError::Config(
-                        "drift asks for a judge but [providers.judge] is not set".into(),
-                    )
-                })?)
-            } else {
-                None
-            };
+            let judge = judge_provider(providers, params.judge, "drift")?;
             let (probes, agent_usage, judge_usage) =
                 drift::ask(&s.trace, &views, providers.agent.as_ref(), judge, &nonce).await?;
             shared.eval_agent(&mut out, &agent_usage);
-            let (scores, evidence) = drift::aggregate(&probes);
+            let (scores, evidence) = match params.fold {
+                Some(k) => drift::aggregate_fold(k, &probes),
+                None => drift::aggregate(&probes),
+            };
             out.scores.extend(scores);
             out.evidence = evidence;
             if let Some(j) = judge {
-                out.tokens.judge = split(&judge_usage);
-                let model = match price_model(&shared.provider_configs["judge"]) {
-                    "offline" => "offline",
-                    _ => j.info().model.as_str(),
-                };
-                out.cost_usd.judge = shared.prices.cost(model, &judge_usage).usd();
+                judge_cost(shared, j, &judge_usage, &mut out);
             }
             Ok(out)
         }
@@ -548,6 +569,36 @@ async fn run_eval(
                 continuation::score(&params, view.as_ref().map(|v| v.trace_index), &steps);
             out.scores.extend(scores);
             out.evidence = evidence;
+            Ok(out)
+        }
+        "rules" => {
+            let params = rules::RulesParams::from_params(&unit.params)?;
+            let (trace, config, store, summ, p) = (
+                s.trace.clone(),
+                s.config,
+                s.store,
+                s.summarizer,
+                params.clone(),
+            );
+            let (seed, prices) = (unit.seed, s.prices);
+            let prepared = replay_pool(io, move || {
+                rules::prepare(&trace, &config, &p, summ.as_ref(), &prices, store, seed)
+            })
+            .await?;
+            let mut out = base(&prepared.replay)?;
+            if out.error.is_some() {
+                return Ok(out);
+            }
+            let providers = shared.providers(ctx.no_cache)?;
+            let judge = judge_provider(providers, params.judge, "rules")?;
+            let answer =
+                rules::ask(&prepared.probe, providers.agent.as_ref(), judge, &nonce).await?;
+            let (scores, evidence) = rules::score(&params, &prepared.probe, answer.as_ref());
+            out.scores.extend(scores);
+            out.evidence = evidence;
+            if let (Some(j), Some(a)) = (judge, &answer) {
+                judge_cost(shared, j, &a.judge_usage, &mut out);
+            }
             Ok(out)
         }
         other => Err(EvalError::Config(format!("unknown eval `{other}`"))),

@@ -6,7 +6,15 @@
 //! `recall` (fraction of needles recovered exactly, normalized), `steps` (model calls per
 //! question), `tool_calls`, `searched` (1 when any tool was used), `in_view` (fraction of needle
 //! lines still verbatim in the final view: 1 means compaction never removed them), and the
-//! probe's own `probe_input_tokens` / `probe_output_tokens`.
+//! probe's own `probe_input_tokens` / `probe_output_tokens` (and `reference_input_tokens` /
+//! `reference_output_tokens` for the reference questions).
+//!
+//! Every question is also asked on the uncompressed history up to the same point (same agent,
+//! same question, no tools: nothing was offloaded): `reference_recall`, and `recall_delta` = `recall − reference_recall`, the
+//! part of a miss that compression caused. With `corrected`, `stale` is the fraction of
+//! corrected needles answered with the superseded first value. With `fold = k` the question
+//! comes right after the k-th summarization that followed the planting; a replay with fewer
+//! such folds is `not_reached` (score 1, no recall: not a failure, left out of recall means).
 
 use super::agent::{self, LoopOutcome};
 use super::fs_tools::Sandbox;
@@ -14,7 +22,9 @@ use super::offline_agent::OfflineProvider;
 use super::plant::{self, Fact, PlantSpec, Planted, Position};
 use super::EvalError;
 use crate::config::suite::NeedleSearch;
-use crate::engine::{self, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer};
+use crate::engine::{
+    self, EventKind, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
+};
 use crate::pricing::PriceTable;
 use crate::providers::Provider;
 use crate::trace::{Message, Role, Trace, Usage};
@@ -47,6 +57,13 @@ pub struct NeedleParams {
     pub search: NeedleSearch,
     /// Paraphrased questions and key-sharing distractors.
     pub paraphrase: bool,
+    /// Correct every needle later in the trace; the latest value is the answer.
+    pub corrected: bool,
+    /// Ask right after the k-th summarization after the planting (overrides `ask_at`).
+    pub fold: Option<usize>,
+    /// Seed of what is planted (the runner gives the units that pair across variants the same
+    /// one, so every variant is asked the same questions); `None`: the unit's seed.
+    pub plant_seed: Option<u64>,
 }
 
 impl NeedleParams {
@@ -77,8 +94,20 @@ impl NeedleParams {
             Some(s) => NeedleSearch::parse(s)
                 .ok_or_else(|| bad("search", "expected \"auto\", \"always\" or \"never\""))?,
         };
+        let fold = match p.get("fold") {
+            None => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .filter(|k| *k >= 1)
+                    .ok_or_else(|| bad("fold", "expected a fold number of at least 1"))?
+                    as usize,
+            ),
+        };
         Ok(NeedleParams {
             search,
+            corrected: p.get("corrected").and_then(Value::as_bool).unwrap_or(false),
+            fold,
+            plant_seed: None,
             paraphrase: p
                 .get("paraphrase")
                 .and_then(Value::as_bool)
@@ -107,7 +136,15 @@ pub struct Prepared {
     pub replay: engine::Replay,
     /// The request the agent would have been sent at the question point.
     pub view: Vec<Message>,
+    /// The same point with no compression: the planted trace up to the question.
+    pub reference: Vec<Message>,
     pub store_root: PathBuf,
+    /// Summarizations after the (last) needle that the view went through; with `fold = k`,
+    /// `Some(k)` when reached.
+    pub folds: usize,
+    /// False when `fold = k` asked for more folds than the replay made (nothing is asked).
+    pub reached: bool,
+    pub fold: Option<usize>,
 }
 
 /// Plant, cut at the question point, and replay. `store_root` is this unit's offload store.
@@ -136,16 +173,42 @@ pub fn prepare(
             position: params.position,
             needles: params.needles,
             distractors: params.distractors,
-            seed,
+            seed: params.plant_seed.unwrap_or(seed),
             paraphrase: params.paraphrase,
+            corrected: params.corrected,
         },
     )
     .map_err(EvalError::Config)?;
-    let probe_trace = question_point(&planted.trace, params.ask_at);
     let mut env = ReplayEnv::new(summarizer);
     env.prices = prices;
-    env.store = StoreTarget::Dir(store_root.clone());
     env.seed = seed;
+    let after = planted.needles().map(|f| f.index).max().unwrap_or(0);
+    let ask_at = match params.fold {
+        None => params.ask_at,
+        Some(k) => {
+            // A first replay (store in memory) finds the model call of the k-th fold.
+            let full = engine::replay(&planted.trace, &config, &env)
+                .map_err(|e| EvalError::Engine(e.to_string()))?;
+            let folds = fold_calls(&full, after);
+            match folds.get(k - 1) {
+                Some(&call) => AskAt::Call(assistants_before(&planted.trace, call)),
+                None => {
+                    return Ok(Prepared {
+                        planted,
+                        replay: full,
+                        view: Vec::new(),
+                        reference: Vec::new(),
+                        store_root,
+                        folds: folds.len(),
+                        reached: false,
+                        fold: Some(k),
+                    })
+                }
+            }
+        }
+    };
+    let probe_trace = question_point(&planted.trace, ask_at);
+    env.store = StoreTarget::Dir(store_root.clone());
     env.keep_views = KeepViews::Last;
     let replay = engine::replay(&probe_trace, &config, &env)
         .map_err(|e| EvalError::Engine(e.to_string()))?;
@@ -154,12 +217,38 @@ pub fn prepare(
         .last()
         .map(|v| v.messages.clone())
         .ok_or_else(|| EvalError::Engine("the replay kept no view to ask from".into()))?;
+    let mut reference = probe_trace.messages;
+    reference.pop(); // the synthetic probe call
     Ok(Prepared {
+        folds: fold_calls(&replay, after).len(),
         planted,
         replay,
         view,
+        reference,
         store_root,
+        reached: true,
+        fold: params.fold,
     })
+}
+
+/// Model calls (trace indexes) at which a summarization happened after trace index `after`.
+pub fn fold_calls(replay: &engine::Replay, after: usize) -> Vec<usize> {
+    let mut calls: Vec<usize> = replay
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Summarized && e.trace_index > after)
+        .map(|e| e.trace_index)
+        .collect();
+    calls.dedup();
+    calls
+}
+
+/// Number of assistant messages (model calls) before trace index `index`.
+fn assistants_before(trace: &Trace, index: usize) -> usize {
+    trace.messages[..index.min(trace.messages.len())]
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .count()
 }
 
 /// The trace up to the question point, ending in a synthetic assistant message: the engine
@@ -189,12 +278,34 @@ pub fn question_point(trace: &Trace, ask_at: AskAt) -> Trace {
 #[derive(Clone, Debug, Serialize)]
 pub struct Answer {
     pub key: String,
+    /// The question as the agent was asked it (the report shows it).
+    pub question: String,
     pub expected: String,
     pub recovered: bool,
-    /// The needle's line was still verbatim in the view.
+    /// The superseded value of a corrected needle (asked after the correction).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale_value: Option<String>,
+    /// The answer states the superseded value and not the latest one.
+    pub stale: bool,
+    /// The line stating the expected value was still verbatim in the view.
     pub in_view: bool,
     #[serde(flatten)]
     pub outcome: LoopOutcome,
+    /// The same question on the uncompressed history.
+    pub reference: Option<ReferenceAnswer>,
+}
+
+/// The answer on the uncompressed history; `error` when it could not be had (a model whose
+/// context the full history overflows): the reference is then missing, never counted as 0.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReferenceAnswer {
+    pub recovered: bool,
+    pub answer: String,
+    /// What the reference question cost (it is spent on top of the probe's own tokens).
+    #[serde(skip)]
+    pub usage: Usage,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Ask for every needle with the agent. Questions are independent conversations.
@@ -215,14 +326,17 @@ pub async fn ask(
     } else {
         agent
     };
+    if !prepared.reached {
+        return Ok(Vec::new());
+    }
     let sandbox = Sandbox::new(&prepared.store_root).map_err(|e| EvalError::Io(e.to_string()))?;
+    let cut = prepared.reference.len();
     let mut answers = Vec::new();
     for fact in prepared.planted.needles() {
+        let (expected, stale_value) = fact.expected_before(cut);
+        let question = Message::user(format!("{PROBE_PREAMBLE}\n\n{}", fact.question()));
         let mut messages = prepared.view.clone();
-        messages.push(Message::user(format!(
-            "{PROBE_PREAMBLE}\n\n{}",
-            fact.question()
-        )));
+        messages.push(question.clone());
         let outcome = agent::run(
             agent,
             messages,
@@ -232,19 +346,55 @@ pub async fn ask(
             &format!("{nonce}/{}", fact.key),
         )
         .await?;
+        // The uncompressed history offloaded nothing: the reference has no store to search,
+        // so its agent gets no tools (a search bound would only spend steps on nothing).
+        let mut messages = prepared.reference.clone();
+        messages.push(question);
+        let reference = match agent::run(
+            agent,
+            messages,
+            None,
+            max_steps,
+            Some(200),
+            &format!("{nonce}/reference/{}", fact.key),
+        )
+        .await
+        {
+            Ok(r) => ReferenceAnswer {
+                recovered: plant::recovered(&r.answer, expected),
+                answer: r.answer,
+                usage: r.usage,
+                error: None,
+            },
+            Err(e) => ReferenceAnswer {
+                recovered: false,
+                answer: String::new(),
+                usage: Usage::default(),
+                error: Some(e.to_string()),
+            },
+        };
+        let recovered = plant::recovered(&outcome.answer, expected);
         answers.push(Answer {
             key: fact.key.clone(),
-            expected: fact.value.clone(),
-            recovered: plant::recovered(&outcome.answer, &fact.value),
-            in_view: line_in_view(&prepared.view, fact),
+            question: fact.question().to_string(),
+            expected: expected.to_string(),
+            recovered,
+            stale: !recovered && stale_value.is_some_and(|v| plant::recovered(&outcome.answer, v)),
+            stale_value: stale_value.map(str::to_string),
+            in_view: line_in_view(&prepared.view, fact, cut),
             outcome,
+            reference: Some(reference),
         });
     }
     Ok(answers)
 }
 
-fn line_in_view(view: &[Message], fact: &Fact) -> bool {
-    let line = fact.line();
+/// The line stating the value a question at `cut` expects is verbatim in the view.
+fn line_in_view(view: &[Message], fact: &Fact, cut: usize) -> bool {
+    let line = match fact.expected_before(cut) {
+        (_, Some(_)) => fact.correction_line().unwrap_or_else(|| fact.line()),
+        _ => fact.line(),
+    };
     view.iter().any(|m| m.content.contains(&line))
 }
 
@@ -257,7 +407,35 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
     }
     let mean = |f: &dyn Fn(&Answer) -> f64| answers.iter().map(f).sum::<f64>() / n;
     let mut scores = BTreeMap::new();
+    if let Some(k) = prepared.fold {
+        scores.insert("fold".into(), k as f64);
+        scores.insert("not_reached".into(), (!prepared.reached) as u8 as f64);
+    }
+    if !prepared.reached {
+        let evidence = json!({
+            "reached": false,
+            "folds_after_needle": prepared.folds,
+            "facts": facts_json(prepared),
+        });
+        return (scores, evidence, usage);
+    }
     scores.insert("recall".into(), mean(&|a| a.recovered as u8 as f64));
+    let refs: Vec<bool> = answers
+        .iter()
+        .filter_map(|a| a.reference.as_ref().filter(|r| r.error.is_none()))
+        .map(|r| r.recovered)
+        .collect();
+    // Only when every question has its reference: a partial one would not pair with recall.
+    if !answers.is_empty() && refs.len() == answers.len() {
+        let reference = refs.iter().filter(|r| **r).count() as f64 / n;
+        scores.insert("reference_recall".into(), reference);
+        scores.insert("recall_delta".into(), scores["recall"] - reference);
+    }
+    let corrected: Vec<&Answer> = answers.iter().filter(|a| a.stale_value.is_some()).collect();
+    if !corrected.is_empty() {
+        let stale = corrected.iter().filter(|a| a.stale).count() as f64;
+        scores.insert("stale".into(), stale / corrected.len() as f64);
+    }
     scores.insert("in_view".into(), mean(&|a| a.in_view as u8 as f64));
     scores.insert("steps".into(), mean(&|a| a.outcome.steps as f64));
     scores.insert(
@@ -273,20 +451,62 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
     );
     scores.insert("probe_input_tokens".into(), usage.input as f64);
     scores.insert("probe_output_tokens".into(), usage.output as f64);
-    let facts: Vec<Value> = prepared
+    let mut reference_usage = Usage::default();
+    for r in answers.iter().filter_map(|a| a.reference.as_ref()) {
+        reference_usage.add(&r.usage);
+    }
+    scores.insert(
+        "reference_input_tokens".into(),
+        reference_usage.input as f64,
+    );
+    scores.insert(
+        "reference_output_tokens".into(),
+        reference_usage.output as f64,
+    );
+    let evidence = json!({
+        "facts": facts_json(prepared),
+        "answers": answers,
+        "view_messages": prepared.view.len(),
+        "reference_messages": prepared.reference.len(),
+        "folds_after_needle": prepared.folds,
+        "store_files": prepared.replay.store.writes().len(),
+    });
+    (scores, evidence, usage)
+}
+
+fn facts_json(prepared: &Prepared) -> Vec<Value> {
+    prepared
         .planted
         .facts
         .iter()
         .map(|f| {
-            json!({"key": f.key, "value": f.value, "trace_index": f.index,
-                   "position": f.position.as_str(), "needle": f.is_needle})
+            let mut v = json!({"key": f.key, "value": f.value, "trace_index": f.index,
+                   "position": f.position.as_str(), "needle": f.is_needle});
+            if let (Some(old), Some(at)) = (&f.stale, f.corrected_at) {
+                v["first_value"] = json!(old);
+                v["corrected_at"] = json!(at);
+            }
+            v
         })
-        .collect();
-    let evidence = json!({
-        "facts": facts,
-        "answers": answers,
-        "view_messages": prepared.view.len(),
-        "store_files": prepared.replay.store.writes().len(),
-    });
-    (scores, evidence, usage)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_read_fold_and_corrected() {
+        let mut p: BTreeMap<String, Value> = BTreeMap::new();
+        p.insert("depth".into(), json!(0.3));
+        let plain = NeedleParams::from_params(&p).unwrap();
+        assert_eq!((plain.fold, plain.corrected), (None, false));
+        p.insert("fold".into(), json!(3));
+        p.insert("corrected".into(), json!(true));
+        let q = NeedleParams::from_params(&p).unwrap();
+        assert_eq!((q.fold, q.corrected), (Some(3), true));
+        p.insert("fold".into(), json!(0));
+        let e = NeedleParams::from_params(&p).unwrap_err().to_string();
+        assert!(e.contains("fold"), "{e}");
+    }
 }

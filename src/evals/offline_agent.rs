@@ -9,14 +9,19 @@
 //! - a drift probe ([`DRIFT_MARKER`]) is answered extractively from the view: the latest
 //!   summary's sections when there is one, else the first human turn and the recorded actions;
 //! - a continuation question ([`super::continuation::CONTINUATION_MARKER`]) is answered with
-//!   the action seen most often in the view (ties: the most recent), see
-//!   [`super::continuation::offline_next_action`];
+//!   what followed the latest action before in view, else the most frequent action in view
+//!   ([`super::continuation::offline_next_action`]);
+//! - a rules question ([`super::rules::RULES_MARKER`]) with the instruction-like lines of the
+//!   human turns, summaries and reminders in view ([`super::rules::offline_answer`]);
 //! - any other question is a recall question: take its key phrase (`What … is the <phrase>?`,
 //!   else its content words); if a line of the context states it, answer from that line; else
 //!   `grep` the store for the phrase (then for its longest words), answer from a matching line
 //!   (the phrase verbatim, else the statement sharing most words with it, so a statement about
 //!   a neighbouring key can fool it),
-//!   and say it does not know when nothing matches. A search bound (`[evals.needle] search`)
+//!   and say it does not know when nothing matches. Among statements of the same key, an
+//!   update (`… is now …`) wins over an earlier statement, as it would for a careful reader;
+//!   an update that was compacted away cannot win, so the first value comes back (`stale`).
+//!   A search bound (`[evals.needle] search`)
 //!   changes the order: `never` answers from the context alone, `always` greps the store first
 //!   and falls back to the context only when the store has nothing.
 
@@ -67,6 +72,9 @@ pub fn respond_with(
     if question.contains(super::continuation::CONTINUATION_MARKER) {
         return answer(&super::continuation::offline_next_action(context).render());
     }
+    if question.contains(super::rules::RULES_MARKER) {
+        return answer(&super::rules::offline_answer(context));
+    }
     if question.contains(DRIFT_MARKER) {
         return answer(&drift_answer(context).render());
     }
@@ -116,6 +124,7 @@ pub fn value_after(line: &str, phrase: &Regex) -> Option<String> {
             break;
         }
     }
+    rest = rest.strip_prefix("now ").unwrap_or(rest).trim_start();
     let rest = rest.trim_start_matches(['"', '\'', '`']);
     let end = rest
         .char_indices()
@@ -138,7 +147,25 @@ fn find_in_text(text: &str, phrase: &Regex) -> Option<String> {
     if !phrase.is_match(text) {
         return None;
     }
-    text.lines().find_map(|l| value_after(l, phrase))
+    stated(text.lines(), phrase)
+}
+
+/// The value `lines` state for the phrase: an update (`<phrase> is now <value>`) over an
+/// earlier statement, else the first statement.
+fn stated<'a>(lines: impl Iterator<Item = &'a str>, phrase: &Regex) -> Option<String> {
+    let mut first = None;
+    for line in lines {
+        if let Some(v) = value_after(line, phrase) {
+            let update = phrase
+                .find(line)
+                .is_some_and(|m| line[m.end()..].trim_start().starts_with("is now "));
+            if update {
+                return Some(v);
+            }
+            first.get_or_insert(v);
+        }
+    }
+    first
 }
 
 fn recall(
@@ -177,9 +204,7 @@ fn recall(
                 .flat_map(|m| m.content.lines())
                 .map(|line| line.split_once('\t').map(|(_, t)| t).unwrap_or(line))
         };
-        lines()
-            .find_map(|text| value_after(text, &matcher))
-            .or_else(|| ranked_value(lines(), &want))
+        stated(lines(), &matcher).or_else(|| ranked_value(lines(), &want))
     };
     match search {
         NeedleSearch::Never => return from_context().map_or_else(|| answer(DONT_KNOW), say),
@@ -573,6 +598,32 @@ mod tests {
         // One shared word is not enough.
         let r = respond(&[Message::user("the token is x-1."), question], &[]);
         assert_eq!(r.content, DONT_KNOW);
+    }
+
+    #[test]
+    fn an_update_wins_over_the_first_statement_wherever_it_is() {
+        let q = q("What exactly is the deploy token?");
+        let first = "Note for later: the deploy token is teal-otter-7731.";
+        let update = "Update: the deploy token is now amber-yak-1234.";
+        // In one message, in either order (a newest-first summary lists the update first).
+        for text in [format!("{first}\n{update}"), format!("{update}\n{first}")] {
+            let r = respond(&[Message::user(text), q.clone()], &[]);
+            assert!(r.content.contains("amber-yak-1234"), "{}", r.content);
+        }
+        // The update was compacted away: the first value comes back.
+        let r = respond(&[Message::user(first), q.clone()], &[]);
+        assert!(r.content.contains("teal-otter-7731"), "{}", r.content);
+        // In grep output (history in order): the update, not the first hit.
+        let mut msgs = vec![q.clone()];
+        let r = respond_with(&msgs, &["grep"], NeedleSearch::Always);
+        msgs.push(Message::assistant("", r.tool_calls));
+        msgs.push(Message::tool(
+            "offline_call_1",
+            "grep",
+            format!("/h.md:3: {first}\n/h.md:90: {update}"),
+        ));
+        let r = respond_with(&msgs, &["grep"], NeedleSearch::Always);
+        assert_eq!(r.content, "The deploy token is amber-yak-1234.");
     }
 
     #[test]

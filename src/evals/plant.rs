@@ -2,7 +2,9 @@
 //! of a real trace — as a user message, inside a tool result, or inside an assistant message —
 //! with optional distractors of the same shape, all derived from a seed. With `paraphrase`, the
 //! question avoids the key (a seeded paraphrase per fact kind) and the distractors share part
-//! of the needle's key, so matching the question's words is not enough.
+//! of the needle's key, so matching the question's words is not enough. With `corrected`, a
+//! later message corrects each needle (`Update: the deploy token is now amber-yak-1234.`) at a
+//! seeded depth after it, so the expected answer is the latest value and the first one is stale.
 //!
 //! Planting never breaks the trace's structure: a new user message goes only at a boundary where
 //! no tool call is waiting for its result, and facts placed in tool results or assistant text are
@@ -10,6 +12,9 @@
 
 use crate::trace::{Message, Role, Trace};
 use serde::{Deserialize, Serialize};
+use vocab::{ADJECTIVES, ANIMALS, KEYS, KINDS};
+
+mod vocab;
 
 /// Where a needle goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -48,12 +53,44 @@ pub struct Fact {
     /// The words the question uses instead of the key (`paraphrase = true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asked_as: Option<String>,
+    /// The first value, when a later correction replaced it (`corrected = true`): `value` is
+    /// then the corrected, latest one, and answering this one is a stale answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale: Option<String>,
+    /// Index of the message that carries the correction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrected_at: Option<usize>,
 }
 
 impl Fact {
-    /// The text line that carries the fact.
+    /// The value first planted (the stale one when the fact was corrected).
+    pub fn first_value(&self) -> &str {
+        self.stale.as_deref().unwrap_or(&self.value)
+    }
+
+    /// The text line that first states the fact.
     pub fn line(&self) -> String {
-        format!("Note for later: the {} is {}.", self.key, self.value)
+        format!(
+            "Note for later: the {} is {}.",
+            self.key,
+            self.first_value()
+        )
+    }
+
+    /// The text line that corrects it, when it was corrected.
+    pub fn correction_line(&self) -> Option<String> {
+        self.stale
+            .as_ref()
+            .map(|_| format!("Update: the {} is now {}.", self.key, self.value))
+    }
+
+    /// What a question asked before trace index `cut` expects: the latest value stated before
+    /// it, and the superseded one when the correction came before `cut`.
+    pub fn expected_before(&self, cut: usize) -> (&str, Option<&str>) {
+        match (self.corrected_at, self.stale.as_deref()) {
+            (Some(at), Some(old)) if at < cut => (&self.value, Some(old)),
+            _ => (self.first_value(), None),
+        }
     }
 
     /// The question that asks for it (in other words than the key when paraphrased).
@@ -71,110 +108,6 @@ impl Fact {
         )
     }
 }
-
-const KEYS: [&str; 16] = [
-    "deploy token",
-    "staging database password",
-    "release codename",
-    "on-call pager id",
-    "feature flag secret",
-    "backup bucket suffix",
-    "license activation code",
-    "vpn pre-shared phrase",
-    "canary cluster tag",
-    "audit ticket handle",
-    "build cache salt",
-    "signing key alias",
-    "metrics namespace tag",
-    "migration batch label",
-    "incident bridge code",
-    "vault unseal hint",
-];
-const ADJECTIVES: [&str; 24] = [
-    "teal", "amber", "crimson", "silent", "brisk", "hollow", "velvet", "frosty", "gilded",
-    "rustic", "lunar", "mellow", "nimble", "obsidian", "placid", "quartz", "rapid", "sable",
-    "tawny", "umber", "vivid", "woolly", "zesty", "cobalt",
-];
-const ANIMALS: [&str; 24] = [
-    "otter", "heron", "lynx", "marmot", "ibis", "gecko", "bison", "falcon", "newt", "tapir",
-    "walrus", "yak", "quokka", "raven", "stoat", "viper", "wombat", "egret", "ferret", "koala",
-    "lemur", "moose", "okapi", "puffin",
-];
-
-/// A fact kind for paraphrased questions: the planted key, ways to ask for it that avoid the
-/// key's words as a phrase, and sibling keys that share part of it (the distractors).
-struct Kind {
-    key: &'static str,
-    paraphrases: [&'static str; 2],
-    siblings: [&'static str; 2],
-}
-
-const KINDS: [Kind; 8] = [
-    Kind {
-        key: "staging deploy token",
-        paraphrases: [
-            "token we deploy staging with",
-            "credential our staging deploys use",
-        ],
-        siblings: ["production deploy token", "staging read token"],
-    },
-    Kind {
-        key: "primary database password",
-        paraphrases: [
-            "password of the main database",
-            "password for logging into our primary db",
-        ],
-        siblings: ["replica database password", "primary cache password"],
-    },
-    Kind {
-        key: "next release codename",
-        paraphrases: [
-            "name we gave the upcoming release",
-            "codename of the release after this one",
-        ],
-        siblings: ["previous release codename", "next sprint codename"],
-    },
-    Kind {
-        key: "on-call pager id",
-        paraphrases: [
-            "id of the pager for whoever is on call",
-            "pager the on-call engineer carries",
-        ],
-        siblings: ["backup pager id", "on-call phone id"],
-    },
-    Kind {
-        key: "backup bucket suffix",
-        paraphrases: [
-            "suffix of the bucket our backups go to",
-            "ending of the backups bucket name",
-        ],
-        siblings: ["logs bucket suffix", "backup volume suffix"],
-    },
-    Kind {
-        key: "canary cluster tag",
-        paraphrases: [
-            "tag on the cluster that runs canaries",
-            "label of the canary deployment cluster",
-        ],
-        siblings: ["main cluster tag", "canary node tag"],
-    },
-    Kind {
-        key: "signing key alias",
-        paraphrases: [
-            "alias of the key we sign releases with",
-            "name the signing key goes by",
-        ],
-        siblings: ["encryption key alias", "signing cert alias"],
-    },
-    Kind {
-        key: "incident bridge code",
-        paraphrases: [
-            "code to join the incident call",
-            "dial-in code for the incident bridge line",
-        ],
-        siblings: ["standup bridge code", "incident room code"],
-    },
-];
 
 /// A deterministic generator of keys and values.
 struct Values(fastrand::Rng);
@@ -206,6 +139,9 @@ pub struct PlantSpec {
     /// token`).
     #[serde(default)]
     pub paraphrase: bool,
+    /// Correct every needle later in the trace (at a seeded depth after it).
+    #[serde(default)]
+    pub corrected: bool,
 }
 
 /// The planted trace and what was planted where.
@@ -261,14 +197,10 @@ pub fn plant(trace: &Trace, spec: &PlantSpec) -> Result<Planted, String> {
     for (i, (depth, position, is_needle)) in wanted.into_iter().enumerate() {
         let key = keys[i].to_string();
         let value = rng.value();
-        let index = place(&mut out, depth, position, &key, &value)?;
-        // Later insertions shift earlier facts' indexes.
+        let line = format!("Note for later: the {key} is {value}.");
+        let index = place(&mut out, depth, position, &line, None)?;
         if position == Position::User {
-            for f in facts.iter_mut() {
-                if f.index >= index {
-                    f.index += 1;
-                }
-            }
+            shift(&mut facts, index);
         }
         facts.push(Fact {
             key,
@@ -277,9 +209,62 @@ pub fn plant(trace: &Trace, spec: &PlantSpec) -> Result<Planted, String> {
             position,
             is_needle,
             asked_as: asked[i].clone(),
+            stale: None,
+            corrected_at: None,
         });
     }
+    if spec.corrected {
+        correct(&mut out, &mut facts, spec, &mut rng)?;
+    }
     Ok(Planted { trace: out, facts })
+}
+
+/// A message inserted at `at` shifts the facts (and corrections) at or after it.
+fn shift(facts: &mut [Fact], at: usize) {
+    for f in facts.iter_mut() {
+        if f.index >= at {
+            f.index += 1;
+        }
+        if let Some(c) = f.corrected_at.as_mut().filter(|c| **c >= at) {
+            *c += 1;
+        }
+    }
+}
+
+/// Correct every needle: a new value, stated in the same kind of message at a seeded depth
+/// between a fifth and seven tenths of the way from the needle to the end of the trace.
+fn correct(
+    out: &mut Trace,
+    facts: &mut [Fact],
+    spec: &PlantSpec,
+    rng: &mut Values,
+) -> Result<(), String> {
+    for i in 0..facts.len() {
+        if !facts[i].is_needle {
+            continue;
+        }
+        let mut value = rng.value();
+        while value == facts[i].value {
+            value = rng.value();
+        }
+        let n = out.messages.len().max(1) as f64;
+        let from = facts[i].index as f64 / n;
+        let depth = from + (1.0 - from) * (0.2 + 0.5 * rng.0.f64());
+        let line = format!("Update: the {} is now {value}.", facts[i].key);
+        let at = place(out, depth, spec.position, &line, Some(facts[i].index)).map_err(|e| {
+            format!(
+                "no place for the correction of the needle at depth {}: {e}",
+                spec.depth
+            )
+        })?;
+        if spec.position == Position::User {
+            shift(facts, at);
+        }
+        let f = &mut facts[i];
+        f.stale = Some(std::mem::replace(&mut f.value, value));
+        f.corrected_at = Some(at);
+    }
+    Ok(())
 }
 
 /// Keys in planting order (needles, then distractors) for `paraphrase = true`: needle kinds
@@ -321,31 +306,24 @@ fn paraphrased_keys(
     Ok((keys, asked))
 }
 
-/// Put one fact into the trace; returns the index of the message that carries it.
+/// Put one line into the trace (in a message after index `after`, when given); returns the
+/// index of the message that carries it.
 fn place(
     trace: &mut Trace,
     depth: f64,
     position: Position,
-    key: &str,
-    value: &str,
+    line: &str,
+    after: Option<usize>,
 ) -> Result<usize, String> {
     let n = trace.messages.len();
     if n == 0 {
         return Err("cannot plant a needle in an empty trace".into());
     }
     let target = ((depth * n as f64).round() as usize).min(n - 1);
-    let line = Fact {
-        key: key.into(),
-        value: value.into(),
-        index: 0,
-        position,
-        is_needle: true,
-        asked_as: None,
-    }
-    .line();
+    let later = |i: usize| after.is_none_or(|a| i > a);
     match position {
         Position::User => {
-            let at = nearest(n + 1, target, |i| is_safe_boundary(trace, i))
+            let at = nearest(n + 1, target, |i| later(i) && is_safe_boundary(trace, i))
                 .ok_or("the trace has no boundary where a user message can go")?;
             let mut m = Message::user(line);
             m.kind = Some("planted".into());
@@ -363,10 +341,10 @@ fn place(
             } else {
                 Role::Assistant
             };
-            let at = nearest(n, target, |i| trace.messages[i].role == role)
-                .ok_or_else(|| format!("the trace has no {} message", role.as_str()))?;
+            let at = nearest(n, target, |i| later(i) && trace.messages[i].role == role)
+                .ok_or_else(|| format!("the trace has no {} message there", role.as_str()))?;
             let content = &mut trace.messages[at].content;
-            insert_line_in_middle(content, &line);
+            insert_line_in_middle(content, line);
             Ok(at)
         }
     }
@@ -428,177 +406,4 @@ pub fn recovered(answer: &str, value: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::trace::{SourceFormat, ToolCall, TraceMeta};
-    use serde_json::json;
-
-    fn sample_trace() -> Trace {
-        let mut t = Trace::new(TraceMeta::new("t", SourceFormat::Canonical));
-        t.messages.push(Message::system("sys"));
-        t.messages.push(Message::user("fix the bug"));
-        for k in 0..10 {
-            let id = format!("c{k}");
-            t.messages.push(Message::assistant(
-                format!("step {k}"),
-                vec![ToolCall {
-                    id: id.clone(),
-                    name: "bash".into(),
-                    arguments: json!({"command": "ls"}),
-                }],
-            ));
-            t.messages
-                .push(Message::tool(id, "bash", format!("out {k}\nmore {k}\nend")));
-        }
-        t.messages.push(Message::assistant("done", vec![]));
-        t
-    }
-
-    fn spec(depth: f64, position: Position) -> PlantSpec {
-        PlantSpec {
-            depth,
-            position,
-            needles: 1,
-            distractors: 0,
-            seed: 7,
-            paraphrase: false,
-        }
-    }
-
-    #[test]
-    fn same_seed_same_plant_and_different_seed_differs() {
-        let t = sample_trace();
-        let a = plant(&t, &spec(0.3, Position::Tool)).unwrap();
-        let b = plant(&t, &spec(0.3, Position::Tool)).unwrap();
-        assert_eq!(a.facts, b.facts);
-        assert_eq!(a.trace, b.trace);
-        let c = plant(
-            &t,
-            &PlantSpec {
-                seed: 8,
-                ..spec(0.3, Position::Tool)
-            },
-        )
-        .unwrap();
-        assert_ne!(a.facts[0].value, c.facts[0].value);
-        let re = regex::Regex::new(r"^[a-z]+-[a-z]+-\d{4}$").unwrap();
-        assert!(re.is_match(&a.facts[0].value), "{}", a.facts[0].value);
-    }
-
-    #[test]
-    fn tool_position_goes_into_a_tool_result_near_depth() {
-        let t = sample_trace();
-        let p = plant(&t, &spec(0.5, Position::Tool)).unwrap();
-        let f = &p.facts[0];
-        let m = &p.trace.messages[f.index];
-        assert_eq!(m.role, Role::Tool);
-        assert!(m.content.contains(&f.line()));
-        assert!(f.index.abs_diff(t.messages.len() / 2) <= 1);
-        assert_eq!(p.trace.messages.len(), t.messages.len());
-        // The content around it is intact.
-        assert!(m.content.starts_with("out ") && m.content.ends_with("end"));
-    }
-
-    #[test]
-    fn user_position_inserts_at_a_safe_boundary() {
-        let t = sample_trace();
-        for depth in [0.0, 0.1, 0.33, 0.5, 0.9, 1.0] {
-            let p = plant(&t, &spec(depth, Position::User)).unwrap();
-            let f = &p.facts[0];
-            assert_eq!(p.trace.messages.len(), t.messages.len() + 1);
-            let m = &p.trace.messages[f.index];
-            assert_eq!(m.role, Role::User);
-            assert_eq!(m.content, f.line());
-            let prev = &p.trace.messages[f.index - 1];
-            assert!(
-                prev.role != Role::Assistant || prev.tool_calls.is_empty(),
-                "depth {depth}: planted between a call and its result"
-            );
-        }
-    }
-
-    #[test]
-    fn assistant_position_and_distractors() {
-        let t = sample_trace();
-        let p = plant(
-            &t,
-            &PlantSpec {
-                depth: 0.2,
-                position: Position::Assistant,
-                needles: 2,
-                distractors: 3,
-                seed: 1,
-                paraphrase: false,
-            },
-        )
-        .unwrap();
-        assert_eq!(p.needles().count(), 2);
-        assert_eq!(p.facts.len(), 5);
-        let keys: std::collections::HashSet<_> = p.facts.iter().map(|f| &f.key).collect();
-        assert_eq!(keys.len(), 5, "every fact has its own key");
-        for f in &p.facts {
-            assert!(
-                p.trace.messages[f.index].content.contains(&f.line()),
-                "fact {f:?} not at its index"
-            );
-        }
-    }
-
-    #[test]
-    fn paraphrased_questions_avoid_the_key_and_distractors_share_it() {
-        let t = sample_trace();
-        let p = plant(
-            &t,
-            &PlantSpec {
-                distractors: 2,
-                paraphrase: true,
-                ..spec(0.3, Position::Tool)
-            },
-        )
-        .unwrap();
-        let needle = &p.facts[0];
-        let asked = needle.asked_as.as_deref().unwrap();
-        let q = needle.question().to_lowercase();
-        assert!(!q.contains(&needle.key), "{q}");
-        assert!(q.contains(asked), "{q}");
-        for d in &p.facts[1..] {
-            assert!(d.asked_as.is_none());
-            let shared = d
-                .key
-                .split_whitespace()
-                .filter(|w| needle.key.split_whitespace().any(|n| n == *w))
-                .count();
-            assert!(shared >= 1, "{} vs {}", d.key, needle.key);
-            assert_ne!(d.key, needle.key);
-        }
-        let again = plant(
-            &t,
-            &PlantSpec {
-                distractors: 2,
-                paraphrase: true,
-                ..spec(0.3, Position::Tool)
-            },
-        )
-        .unwrap();
-        assert_eq!(p.facts, again.facts);
-    }
-
-    #[test]
-    fn bad_specs_are_errors() {
-        let t = sample_trace();
-        assert!(plant(&t, &spec(1.5, Position::Tool)).is_err());
-        let empty = Trace::new(TraceMeta::new("e", SourceFormat::Canonical));
-        assert!(plant(&empty, &spec(0.5, Position::Tool)).is_err());
-    }
-
-    #[test]
-    fn recovery_is_normalized_containment() {
-        assert!(recovered(
-            "The deploy token is `Teal-Otter-7731`.",
-            "teal-otter-7731"
-        ));
-        assert!(!recovered("teal-otter-7732", "teal-otter-7731"));
-        assert!(!recovered("I don't know", "teal-otter-7731"));
-        assert!(!recovered("anything", ""));
-    }
-}
+mod tests;

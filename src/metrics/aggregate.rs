@@ -158,7 +158,7 @@ pub fn duplicate_units<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> usi
 }
 
 /// Mean and CI of one metric of one variant.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MetricSummary {
     pub metric: String,
     pub n: usize,
@@ -178,7 +178,7 @@ pub fn summarize(metric: &str, obs: &[Obs], seed: u64, label: &str) -> Option<Me
 }
 
 /// Paired comparison of one metric: candidate vs baseline on the units both have.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Comparison {
     pub metric: String,
     /// Candidate variant (and run, for cross-run comparisons: `run/variant`).
@@ -195,6 +195,10 @@ pub struct Comparison {
     pub delta_pct: Option<f64>,
     /// Paired-bootstrap 95% CI of the delta.
     pub ci: Option<Ci>,
+    /// 95% CI of `delta_pct` (percent): the relative change recomputed on each resample of
+    /// `ci` ([`stats::relative_change_ci`]), so for a non-negative metric it never goes below
+    /// −100%. `None` when `delta_pct` is, or when a resample's baseline mean is 0.
+    pub pct_ci: Option<Ci>,
     /// p-value of the test that decides significance (McNemar for pass/fail metrics,
     /// paired bootstrap otherwise).
     pub p_value: Option<f64>,
@@ -239,7 +243,9 @@ pub fn compare(
     let clustered = n_traces < b.len();
     let deltas: Vec<f64> = c.iter().zip(&b).map(|(c, b)| c - b).collect();
     let label = format!("{metric}\u{1f}{candidate}\u{1f}{baseline}");
-    let paired = stats::cluster_paired_delta(&deltas, &clusters, stats::sub_seed(seed, &label))?;
+    let bootstrap_seed = stats::sub_seed(seed, &label);
+    let paired = stats::cluster_paired_delta(&deltas, &clusters, bootstrap_seed)?;
+    let pct_ci = stats::relative_change_ci(&b, &c, &clusters, bootstrap_seed);
     let baseline_mean = stats::mean(&b)?;
     let candidate_mean = stats::mean(&c)?;
     let binary = b.iter().chain(&c).all(|&v| v == 0.0 || v == 1.0);
@@ -272,6 +278,7 @@ pub fn compare(
         delta: paired.mean_delta,
         delta_pct: (baseline_mean != 0.0).then(|| 100.0 * paired.mean_delta / baseline_mean.abs()),
         ci: paired.ci,
+        pct_ci,
         p_value,
         mcnemar,
         clustered,
@@ -312,7 +319,7 @@ pub fn compare_runs(
 }
 
 /// pass@k and pass^k of one variant and eval.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PassK {
     pub variant: String,
     pub eval: String,

@@ -6,7 +6,7 @@ use crate::record::{Sample, TokenSplit, TokensByRole};
 use serde::Serialize;
 
 /// Dollars of one role over many units.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RoleCost {
     /// Total, or `None` when any unit used this role with an unknown price.
     pub usd: Option<f64>,
@@ -30,7 +30,7 @@ impl RoleCost {
 }
 
 /// Dollars by role and in total.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CostTotals {
     pub agent: RoleCost,
     pub summarizer: RoleCost,
@@ -52,7 +52,9 @@ pub struct CostTotals {
 ///
 /// A figure is `None` ("unknown") when a unit used that role with a model that has no price;
 /// `unknown_units` counts those units, whose known part is never shown as the whole.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct CostHeadline {
     pub modelled_agent_usd: Option<f64>,
     pub spent_usd: Option<f64>,
@@ -81,7 +83,7 @@ impl CostHeadline {
 }
 
 /// Token and cost totals of a set of units.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct UsageTotals {
     pub units: usize,
     pub tokens: TokensByRole,

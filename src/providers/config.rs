@@ -25,41 +25,18 @@ use std::time::Duration;
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
-use super::anthropic::{self, AnthropicWire};
 use super::cache::{CachedProvider, ResponseCache};
-use super::http::{ApiKey, HttpProvider, HttpSettings};
+use super::http::{ApiKey, HttpSettings};
 use super::limits::Limits;
-use super::openai::{self, OpenAiWire};
 use super::retry::RetryPolicy;
 use super::text_tools::{TextToolOptions, TextToolProvider};
-use super::{Provider, ProviderError, ProviderInfo, Sampling};
+use super::{Provider, ProviderError, ProviderInfo, ProviderKind, Sampling};
 
 /// Environment variable that overrides the default cache directory.
 pub const CACHE_DIR_ENV: &str = "CTXBENCH_CACHE_DIR";
 /// Cache directory used when neither the configuration nor [`CACHE_DIR_ENV`] names one
 /// (relative to the current directory).
 pub const DEFAULT_CACHE_DIR: &str = ".cache/ctxbench";
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ProviderKind {
-    /// OpenAI chat completions and every compatible server.
-    Openai,
-    /// Anthropic Messages API.
-    Anthropic,
-    /// The built-in deterministic baseline (no network).
-    Offline,
-}
-
-impl ProviderKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderKind::Openai => "openai",
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::Offline => "offline",
-        }
-    }
-}
 
 /// How tool calls travel: the API's own tool fields, or described in the prompt and parsed from
 /// the reply text (for small local models whose server leaves `tool_calls` empty).
@@ -231,17 +208,8 @@ impl ProviderConfig {
 
     /// The API root actually used.
     pub fn effective_base_url(&self) -> Option<&str> {
-        match self.kind {
-            ProviderKind::Openai => {
-                Some(self.base_url.as_deref().unwrap_or(openai::DEFAULT_BASE_URL))
-            }
-            ProviderKind::Anthropic => Some(
-                self.base_url
-                    .as_deref()
-                    .unwrap_or(anthropic::DEFAULT_BASE_URL),
-            ),
-            ProviderKind::Offline => None,
-        }
+        let default = self.kind.default_base_url()?;
+        Some(self.base_url.as_deref().unwrap_or(default))
     }
 
     /// The cache directory: `cache_dir`, else `$CTXBENCH_CACHE_DIR`, else `.cache/ctxbench`.
@@ -370,19 +338,21 @@ fn public_endpoint(url: &Url) -> String {
     u.as_str().trim_end_matches('/').to_string()
 }
 
+fn offline_is_not_http() -> ProviderError {
+    ProviderError::Config {
+        message: "the offline provider is built by `evals::offline_agent::build_provider` \
+                  (it answers the evals' questions)"
+            .into(),
+    }
+}
+
 /// Builds the HTTP provider a configuration describes (the offline agent is built by
 /// `evals::offline_agent::build_provider`): validated, limits and retries in place, and
 /// wrapped in the response cache when `cache = true`.
 pub fn build_provider(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError> {
     config.validate()?;
     let base = match config.kind {
-        ProviderKind::Offline => {
-            return Err(ProviderError::Config {
-                message: "the offline provider is built by `evals::offline_agent::build_provider` \
-                          (it answers the evals' questions)"
-                    .into(),
-            })
-        }
+        ProviderKind::Offline => return Err(offline_is_not_http()),
         _ => parse_base_url(config.effective_base_url().unwrap_or_default())?,
     };
     let key = config
@@ -404,10 +374,9 @@ pub fn build_provider(config: &ProviderConfig) -> Result<Arc<dyn Provider>, Prov
         timeout: Duration::from_secs_f64(config.timeout_secs),
         limits: Limits::new(config.concurrency, config.rpm, config.tpm),
     };
-    let provider: Arc<dyn Provider> = match config.kind {
-        ProviderKind::Openai => Arc::new(HttpProvider::new(OpenAiWire, settings)?),
-        ProviderKind::Anthropic => Arc::new(HttpProvider::new(AnthropicWire, settings)?),
-        ProviderKind::Offline => unreachable!("returned above"),
+    let provider = match config.kind.http_provider(settings) {
+        Some(p) => p?,
+        None => return Err(offline_is_not_http()),
     };
     let provider: Arc<dyn Provider> = if config.cache {
         let cache = ResponseCache::open(&config.cache_dir())?;

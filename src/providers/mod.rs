@@ -14,13 +14,11 @@
 //! Requests use the canonical trace types ([`Message`], [`ToolCall`]) so an engine's view goes
 //! straight in; responses carry normalized [`Usage`] (input **includes** cache reads and writes).
 
-pub mod anthropic;
 pub mod cache;
 pub mod config;
 pub mod cost;
 pub mod http;
 pub mod limits;
-pub mod openai;
 pub mod retry;
 pub mod secrets;
 pub mod summarizer;
@@ -36,10 +34,66 @@ use serde::{Deserialize, Serialize};
 pub use crate::pricing::{Price, PriceTable};
 pub use crate::trace::{Message, Role, ToolCall, Usage};
 pub use cache::CachedProvider;
-pub use config::{build_provider, ProviderConfig, ProviderKind, ToolProtocol};
+pub use config::{build_provider, ProviderConfig, ToolProtocol};
 pub use cost::cost_of_response;
 pub use summarizer::{ProviderSummarizer, SummaryCancel};
 pub use text_tools::{TextToolOptions, TextToolProvider, TextToolTelemetry};
+
+/// Declares the HTTP wire protocols and [`ProviderKind`]: one line per protocol,
+/// `Variant => "kind", module::Wire` (the module implements [`http::Wire`] and exports
+/// `DEFAULT_BASE_URL`). `offline` is built in.
+macro_rules! wire_protocols {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal, $module:ident::$wire:ident,)+) => {
+        $(pub mod $module;)+
+
+        /// `kind` of a provider table.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+        pub enum ProviderKind {
+            $($(#[$doc])* #[serde(rename = $name)] $variant,)+
+            /// The built-in deterministic baseline (no network).
+            #[serde(rename = "offline")]
+            Offline,
+        }
+
+        impl ProviderKind {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ProviderKind::$variant => $name,)+
+                    ProviderKind::Offline => "offline",
+                }
+            }
+
+            /// The vendor's public API root (`None` for the offline provider).
+            pub fn default_base_url(self) -> Option<&'static str> {
+                match self {
+                    $(ProviderKind::$variant => Some($module::DEFAULT_BASE_URL),)+
+                    ProviderKind::Offline => None,
+                }
+            }
+
+            /// An HTTP provider speaking this kind's wire protocol (`None` for offline).
+            pub(crate) fn http_provider(
+                self,
+                settings: http::HttpSettings,
+            ) -> Option<Result<std::sync::Arc<dyn Provider>, ProviderError>> {
+                match self {
+                    $(ProviderKind::$variant => Some(
+                        http::HttpProvider::new($module::$wire, settings)
+                            .map(|p| std::sync::Arc::new(p) as std::sync::Arc<dyn Provider>),
+                    ),)+
+                    ProviderKind::Offline => None,
+                }
+            }
+        }
+    };
+}
+
+wire_protocols! {
+    /// OpenAI chat completions and every compatible server.
+    Openai => "openai", openai::OpenAiWire,
+    /// Anthropic Messages API.
+    Anthropic => "anthropic", anthropic::AnthropicWire,
+}
 
 /// A boxed, sendable future: the return type of [`Provider::chat`] (keeps the trait usable as
 /// `dyn Provider` without an extra crate).

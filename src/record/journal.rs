@@ -196,36 +196,65 @@ fn cut_torn_tail(file: &mut File) -> std::io::Result<Option<TornLine>> {
 /// that does not parse is a torn write: reported in `torn`, not an error. Any other bad line
 /// is an error naming the file, line and what was expected.
 pub(crate) fn read_samples(path: &Path) -> Result<SamplesRead, JournalError> {
+    let (rows, torn) = read_journal_with(path, |text| {
+        parse_sample(text).map(|s| {
+            let v = s.schema_version;
+            (s, v)
+        })
+    })?;
+    Ok(SamplesRead {
+        samples: rows.into_iter().map(|(s, _)| s).collect(),
+        torn,
+    })
+}
+
+/// Values parsed from a journal's lines, each with its line's byte offset, and a torn final
+/// line if any.
+pub type Streamed<T> = (Vec<(T, u64)>, Option<TornLine>);
+
+/// Stream a journal line by line through `parse`, which returns a value and the line's schema
+/// version; each value comes back with the byte offset of its line (for reading that line
+/// again later, e.g. [`read_line_at`]). Blank lines, torn final lines, newer schema versions
+/// and bad lines are handled as in [`RunDir::read_samples`](super::RunDir::read_samples). One
+/// line is in memory at a time.
+pub fn read_journal_with<T>(
+    path: &Path,
+    mut parse: impl FnMut(&[u8]) -> Result<(T, u32), String>,
+) -> Result<Streamed<T>, JournalError> {
     let file = File::open(path).map_err(io_err(path))?;
     let mut reader = BufReader::with_capacity(256 * 1024, file);
-    let mut out = SamplesRead::default();
+    let mut out = Vec::new();
+    let mut torn = None;
     let mut line = Vec::new();
     let mut number = 0usize;
+    let mut offset = 0u64;
     loop {
         line.clear();
         let n = reader.read_until(b'\n', &mut line).map_err(io_err(path))?;
         if n == 0 {
             break;
         }
+        let at = offset;
+        offset += n as u64;
         number += 1;
         let complete = line.last() == Some(&b'\n');
         let text = trim_ascii(&line);
         if text.is_empty() {
             continue;
         }
-        match parse_sample(text) {
-            Ok(sample) => {
-                if sample.schema_version > SCHEMA_VERSION {
+        match parse(text) {
+            Ok((value, version)) => {
+                if version > SCHEMA_VERSION {
                     return Err(JournalError::FutureVersion {
                         path: path.to_path_buf(),
                         line: number,
-                        found: sample.schema_version,
+                        found: version,
                     });
                 }
-                out.samples.push(sample)
+                out.push((value, at))
             }
             Err(_) if !complete => {
-                out.torn = Some(TornLine {
+                torn = Some(TornLine {
                     line: number,
                     bytes: line.len(),
                 });
@@ -239,7 +268,22 @@ pub(crate) fn read_samples(path: &Path) -> Result<SamplesRead, JournalError> {
             }
         }
     }
-    Ok(out)
+    Ok((out, torn))
+}
+
+/// The sample on the line starting at byte `offset` of a journal (an offset from
+/// [`read_journal_with`]).
+pub fn read_line_at(file: &mut File, path: &Path, offset: u64) -> Result<Sample, JournalError> {
+    file.seek(SeekFrom::Start(offset)).map_err(io_err(path))?;
+    let mut line = Vec::new();
+    BufReader::new(&mut *file)
+        .read_until(b'\n', &mut line)
+        .map_err(io_err(path))?;
+    parse_sample(trim_ascii(&line)).map_err(|message| JournalError::BadLine {
+        path: path.to_path_buf(),
+        line: 0,
+        message: format!("at byte {offset}: {message}"),
+    })
 }
 
 /// What [`repair`] did.

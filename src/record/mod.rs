@@ -15,7 +15,8 @@
 //!   report.md       Markdown report (report::markdown)
 //!   report.html     self-contained HTML report with inline SVG plots (report::html)
 //!   plots/*.png|svg plots (report::plots)
-//!   stores/<unit>/  offload store of each unit (evals::executors)
+//!   stores/<unit>/  offload store of a unit (evals::executors); after the run only those of the
+//!                   samples shown in full are kept (runner::stores, report::shown)
 //!   summaries/<sha256>.md  long summary texts a sample's `summaries` point at
 //!   gate.xml        JUnit XML written by `ctxbench gate` (default location)
 //!   compare.md|json written by `ctxbench compare RUN_A RUN_B` into RUN_B (default location)
@@ -44,7 +45,9 @@ pub use summary::SummaryRecord;
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Tokens of one role (agent, summarizer, judge) split by kind. `input` includes `cached`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct TokenSplit {
     pub input: u64,
     pub cached: u64,
@@ -66,7 +69,9 @@ impl TokenSplit {
 }
 
 /// Token usage of a unit by role.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct TokensByRole {
     /// The replayed agent's model calls (views built by the engine; modelled, not made).
     pub agent: TokenSplit,
@@ -81,7 +86,7 @@ pub struct TokensByRole {
 }
 
 /// Dollar cost of a unit by role. `None` = price unknown (never reported as $0).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CostByRole {
     pub agent: Option<f64>,
     pub summarizer: Option<f64>,
@@ -106,7 +111,7 @@ impl CostByRole {
 }
 
 /// A unit that failed: recorded as data, the run goes on.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UnitError {
     /// `provider_auth`, `rate_limited`, `timeout`, `context_overflow`, `bad_response`,
     /// `engine`, `eval`, `io`, …
@@ -115,7 +120,7 @@ pub struct UnitError {
 }
 
 /// One point of a context timeline: the view sent at one replayed model call.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TimelinePoint {
     /// Index of the assistant message (model call) in the trace.
     pub trace_index: usize,
@@ -134,7 +139,7 @@ pub struct TimelinePoint {
 }
 
 /// One unit's result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sample {
     pub schema_version: u32,
     /// Stable id of the unit (hash of trace, variant, eval, sample key, repeat).

@@ -103,7 +103,12 @@ impl RunDir {
 
     /// `stores/<unit-id>/`: the offload store of one unit (stable, so evidence can point at it).
     pub fn unit_store(&self, unit_id: &str) -> PathBuf {
-        self.root.join(STORES).join(unit_id)
+        self.stores_dir().join(unit_id)
+    }
+
+    /// `stores/`: one offload store per unit (pruned after a run: `runner::stores`).
+    pub fn stores_dir(&self) -> PathBuf {
+        self.root.join(STORES)
     }
 
     /// `summaries/<hex>.md`: a long summary text, named by the sha256 of its bytes

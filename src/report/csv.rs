@@ -1,11 +1,19 @@
-//! `results.csv`: one flat row per sample, readable as-is by pandas, polars and DuckDB.
+//! `results.csv`: one flat row per sample, typed so that pandas, polars and DuckDB infer the
+//! right column types with no options (`tests/dataframes.rs` loads it with all three).
 //!
-//! Columns: `unit_id, trace_id, variant, eval, sample, repeat, passed`, then `params.<k>` and
-//! `scores.<k>` for every key seen in the run (sorted), `tokens.<role>.<kind>` for the roles
-//! agent/summarizer/judge and kinds input/cached/cache_write/output, `cost.<role>` and
-//! `cost.total` in USD (empty = price unknown, never 0), `compactions.<k>` (missing = 0),
-//! `latency_ms`, `error_kind`, `error_message`. Missing values are empty cells; booleans are
-//! `true`/`false`; nested parameter values are written as compact JSON text in one cell.
+//! Columns: `unit_id, trace_id, variant, eval, sample, repeat, passed`, then `params.<k>` for
+//! every parameter seen in the run and `<eval>.<k>` for every score (`needle.recall`,
+//! `drift.score`: the same names as the report's metrics; a row fills only its own eval's
+//! columns), `tokens.<role>.<kind>` for the roles agent/summarizer/judge and kinds
+//! input/cached/cache_write/output, `tokens.total` (input + output of every role),
+//! `cost.<role>` and `cost.total` in USD, `compactions.<k>` (missing = 0), `latency_ms`,
+//! `error_kind`, `error_message`.
+//!
+//! Types: counts are integers; scores and dollars are floats and always written as floats
+//! (`1.0`, never `1`, so a column of whole scores is not typed as an integer); booleans are
+//! `true`/`false`; an empty cell means missing (a score of another eval, an unknown price — a
+//! role that used no tokens costs a known `0.0`); nested parameter values are written as
+//! compact JSON text in one cell.
 //!
 //! Also [`Csv`], the CSV writer of report tables (`sections`): raw values in full precision,
 //! quoting by the csv crate.
@@ -42,10 +50,15 @@ fn kind(t: &TokenSplit, kind: &str) -> u64 {
     }
 }
 
-/// Shortest representation that round-trips; non-finite values stay empty.
+/// A float: the shortest representation that round-trips, always with a decimal point (`1.0`,
+/// `-0.25`, `0.0000001`) so readers type the column as a float; non-finite values stay empty.
 fn num(out: &mut String, x: f64) {
     if x.is_finite() {
+        let start = out.len();
         let _ = write!(out, "{x}");
+        if !out[start..].contains('.') {
+            out.push_str(".0");
+        }
     }
 }
 
@@ -145,11 +158,12 @@ impl TableWriter for Csv {
 /// Render `results.csv`.
 pub fn render(_info: &RunInfo, model: &ReportModel) -> String {
     let mut params = BTreeSet::new();
+    // (eval, score key): one column per pair, `<eval>.<key>`.
     let mut scores = BTreeSet::new();
     let mut compactions = BTreeSet::new();
     for s in &model.samples {
         params.extend(s.params.keys().map(String::as_str));
-        scores.extend(s.scores.keys().map(String::as_str));
+        scores.extend(s.scores.keys().map(|k| (s.eval.as_str(), k.as_str())));
         compactions.extend(s.compactions.keys().map(String::as_str));
     }
     let mut header: Vec<String> = [
@@ -159,12 +173,13 @@ pub fn render(_info: &RunInfo, model: &ReportModel) -> String {
     .map(|s| s.to_string())
     .collect();
     header.extend(params.iter().map(|k| format!("params.{k}")));
-    header.extend(scores.iter().map(|k| format!("scores.{k}")));
+    header.extend(scores.iter().map(|(e, k)| format!("{e}.{k}")));
     for r in ROLES {
         for k in KINDS {
             header.push(format!("tokens.{r}.{k}"));
         }
     }
+    header.push("tokens.total".into());
     for r in ROLES {
         header.push(format!("cost.{r}"));
     }
@@ -206,10 +221,12 @@ pub fn render(_info: &RunInfo, model: &ReportModel) -> String {
                 }
             }
         }
-        for k in &scores {
+        for (e, k) in &scores {
             cell(&mut w, &|b| {
-                if let Some(v) = s.scores.get(*k) {
-                    num(b, *v)
+                if *e == s.eval {
+                    if let Some(v) = s.scores.get(*k) {
+                        num(b, *v)
+                    }
                 }
             });
         }
@@ -221,10 +238,17 @@ pub fn render(_info: &RunInfo, model: &ReportModel) -> String {
                 });
             }
         }
+        cell(&mut w, &|b| {
+            let _ = write!(b, "{}", s.tokens_total());
+        });
+        // A role that used no tokens costs a known 0 (as in the report's metrics); a role
+        // with tokens and no price stays empty.
+        let known =
+            |tokens: &TokenSplit, c: Option<f64>| c.or((tokens.total() == 0).then_some(0.0));
         for c in [
-            s.cost_usd.agent,
-            s.cost_usd.summarizer,
-            s.cost_usd.judge,
+            known(&s.tokens.agent, s.cost_usd.agent),
+            known(&s.tokens.summarizer, s.cost_usd.summarizer),
+            known(&s.tokens.judge, s.cost_usd.judge),
             s.cost_total(),
         ] {
             cell(&mut w, &|b| {
@@ -283,6 +307,87 @@ mod tests {
         let mut t = Table::new(None, vec![Column::text("id"), Column::num("delta")]);
         t.push(vec![Cell::text("=1+1"), Cell::Num(-0.5)]);
         assert_eq!(Csv.render(&t), "id,delta\n'=1+1,-0.5\n");
+    }
+
+    #[test]
+    fn floats_always_have_a_decimal_point() {
+        for (x, text) in [
+            (1.0, "1.0"),
+            (0.0, "0.0"),
+            (-3.0, "-3.0"),
+            (0.25, "0.25"),
+            (1e-7, "0.0000001"),
+            (204679.0, "204679.0"),
+            (1e21, "1000000000000000000000.0"),
+        ] {
+            let mut out = String::new();
+            num(&mut out, x);
+            assert_eq!(out, text);
+            assert_eq!(out.parse::<f64>().unwrap(), x, "round-trips");
+        }
+        let mut out = String::new();
+        num(&mut out, f64::NAN);
+        assert_eq!(out, "", "non-finite is missing");
+    }
+
+    #[test]
+    fn scores_are_namespaced_by_eval_and_unpriced_roles_without_tokens_cost_zero() {
+        use crate::record::{CostByRole, TokensByRole};
+        let tokens = TokensByRole {
+            agent: TokenSplit {
+                input: 10,
+                output: 2,
+                ..TokenSplit::default()
+            },
+            ..TokensByRole::default()
+        };
+        let cost = CostByRole {
+            agent: Some(0.5),
+            summarizer: None,
+            judge: None,
+        };
+        let samples = vec![
+            Sample::builder()
+                .unit_id("a")
+                .eval("needle")
+                .score("recall", 1.0)
+                .tokens(tokens)
+                .cost(cost)
+                .build(),
+            Sample::builder()
+                .unit_id("b")
+                .eval("drift")
+                .score("score", 2.5)
+                .tokens(tokens)
+                .cost(CostByRole {
+                    agent: None,
+                    ..cost
+                })
+                .build(),
+        ];
+        let info = RunInfo::new("r");
+        let model = ReportModel::build(&info, samples);
+        let text = render(&info, &model);
+        let mut r = ::csv::Reader::from_reader(text.as_bytes());
+        let h = r.headers().unwrap().clone();
+        let rows: Vec<_> = r.records().map(Result::unwrap).collect();
+        let get = |row: usize, col: &str| {
+            let i = h
+                .iter()
+                .position(|c| c == col)
+                .unwrap_or_else(|| panic!("{col}"));
+            rows[row][i].to_string()
+        };
+        let row = |id: &str| rows.iter().position(|r| &r[0] == id).unwrap();
+        let (a, b) = (row("a"), row("b"));
+        assert_eq!(get(a, "needle.recall"), "1.0");
+        assert_eq!(get(a, "drift.score"), "");
+        assert_eq!(get(b, "drift.score"), "2.5");
+        assert_eq!(get(a, "tokens.total"), "12");
+        assert_eq!(get(a, "cost.summarizer"), "0.0", "no tokens: a known $0");
+        assert_eq!(get(a, "cost.total"), "0.5");
+        assert_eq!(get(b, "cost.agent"), "", "tokens and no price: unknown");
+        assert_eq!(get(b, "cost.total"), "");
     }
 
     #[test]

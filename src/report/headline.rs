@@ -18,7 +18,7 @@ use crate::metrics::format::{fmt_num, fmt_p};
 use serde::Serialize;
 
 /// Which direction of a metric is an improvement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Polarity {
     Higher,
@@ -28,7 +28,8 @@ pub enum Polarity {
 }
 
 /// The polarity of a metric, from its name. Lower is better for spend and breakage (tokens,
-/// cost, latency, violations, futile compactions); higher is better for quality scores.
+/// cost, latency, violations, futile compactions, stale answers); higher is better for quality
+/// scores.
 pub fn polarity(metric: &str) -> Polarity {
     let leaf = metric.rsplit('.').next().unwrap_or(metric);
     let lower = leaf == "tokens"
@@ -37,7 +38,8 @@ pub fn polarity(metric: &str) -> Polarity {
         || leaf.contains("latency")
         || leaf.contains("violations")
         || leaf.contains("futile")
-        || leaf.ends_with("_usd");
+        || leaf.ends_with("_usd")
+        || leaf == "stale";
     if lower && leaf != "reference_tokens" {
         return Polarity::Lower;
     }
@@ -139,7 +141,7 @@ pub fn select(choice: Option<&[String]>, available: &[&str]) -> (Vec<String>, Ve
 }
 
 /// How a change reads for a person.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Effect {
     /// Significant, in the better direction.
@@ -172,7 +174,7 @@ pub fn effect(c: &Comparison) -> Effect {
 }
 
 /// One metric of a verdict line.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct VerdictItem {
     pub metric: String,
     pub effect: Effect,
@@ -181,15 +183,11 @@ pub struct VerdictItem {
 }
 
 /// One line per variant vs the baseline: its headline metrics in headline order.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct VerdictLine {
     pub variant: String,
     pub baseline: String,
     pub items: Vec<VerdictItem>,
-}
-
-fn pct_of(x: f64, base: f64) -> f64 {
-    100.0 * x / base.abs()
 }
 
 /// The text of one verdict item.
@@ -203,17 +201,16 @@ pub fn item_text(c: &Comparison) -> String {
             fmt_num(c.baseline_mean)
         );
     }
+    // A difference metric (`needle.recall_delta`) is centred on 0: a percent of it means nothing.
+    let difference = c.metric.ends_with("_delta");
     let change = match c.delta_pct {
-        Some(p) if p.is_finite() && c.baseline_mean != 0.0 => {
-            let ci =
-                c.ci.map(|ci| {
-                    format!(
-                        " [{:+.1}, {:+.1}]",
-                        pct_of(ci.lo, c.baseline_mean),
-                        pct_of(ci.hi, c.baseline_mean)
-                    )
-                })
-                .unwrap_or_default();
+        Some(p) if p.is_finite() && c.baseline_mean != 0.0 && !difference => {
+            let ci = match (c.pct_ci, c.ci) {
+                (Some(ci), _) => format!(" [{:+.1}, {:+.1}]", ci.lo, ci.hi),
+                // Some resamples have a zero baseline: say so rather than print no interval.
+                (None, Some(_)) => " [CI unbounded]".to_string(),
+                (None, None) => String::new(),
+            };
             format!("{p:+.1}%{ci}")
         }
         _ => {
@@ -353,6 +350,11 @@ mod tests {
                 hi,
                 method: CiMethod::Bootstrap,
             }),
+            pct_ci: (base != 0.0).then(|| Ci {
+                lo: 100.0 * lo / base.abs(),
+                hi: 100.0 * hi / base.abs(),
+                method: CiMethod::Bootstrap,
+            }),
             p_value: Some(p),
             mcnemar: None,
             significant: p < 0.05,
@@ -367,6 +369,8 @@ mod tests {
         assert_eq!(polarity("invariants.violations"), Polarity::Lower);
         assert_eq!(polarity("needle.recall"), Polarity::Higher);
         assert_eq!(polarity("needle.recall_upper"), Polarity::Higher);
+        assert_eq!(polarity("needle.recall_delta"), Polarity::Higher);
+        assert_eq!(polarity("needle.stale"), Polarity::Lower);
         assert_eq!(polarity("drift.score"), Polarity::Higher);
         assert_eq!(polarity("needle.steps"), Polarity::Neutral);
         assert_eq!(polarity("replay.reference_tokens"), Polarity::Neutral);
@@ -415,10 +419,21 @@ mod tests {
         let recall = cmp("needle.recall", 1.0, -0.5, -0.7, -0.3, 0.01);
         assert_eq!(effect(&recall), Effect::Worse);
         assert!(item_text(&recall).ends_with("WORSE (p=0.010)"));
+        let delta = cmp("needle.recall_delta", 0.024, -0.143, -0.3, -0.05, 0.01);
+        assert_eq!(
+            item_text(&delta),
+            "needle.recall_delta -0.143 [-0.300, -0.050] WORSE (p=0.010)"
+        );
         let same = cmp("needle.recall", 1.0, 0.0, 0.0, 0.0, 1.0);
         assert_eq!(item_text(&same), "needle.recall = (1.000 vs 1.000)");
         let ns = cmp("drift.score", 3.5, 0.7, 0.0, 1.26, 0.066);
         assert_eq!(item_text(&ns), "drift.score +20.0% [+0.0, +36.0] n.s.");
+        let mut zero_base = cmp("drift.score", 0.5, 0.2, -0.1, 0.4, 0.3);
+        zero_base.pct_ci = None;
+        assert_eq!(
+            item_text(&zero_base),
+            "drift.score +40.0% [CI unbounded] n.s."
+        );
         let steps = cmp("needle.steps", 0.0, 0.2, 0.1, 0.4, 0.01);
         assert_eq!(
             item_text(&steps),

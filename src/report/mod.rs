@@ -21,11 +21,13 @@ pub mod headline;
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod load;
 pub mod markdown;
 pub mod model;
 pub mod plots;
 pub mod pricing_notes;
 pub mod sections;
+pub mod shown;
 pub mod table;
 pub mod terminal;
 
@@ -115,7 +117,13 @@ pub fn write_run_reports(
             }
         }
     }
-    let html = html::render_with_plots(info, model, &svgs, &written.plot_notes);
+    // Summary texts kept in files, for the samples the page shows in full (a text that cannot
+    // be read is named by its file on the page).
+    let texts: html::SummaryTexts = html::summaries_in_files(model)
+        .into_iter()
+        .filter_map(|r| Some((r.text_digest.clone(), dir.summary_text(r).ok()?)))
+        .collect();
+    let html = html::render_page(info, model, &svgs, &written.plot_notes, &texts);
     write(dir.report_html(), html.as_bytes(), &mut written)?;
     Ok(written)
 }

@@ -9,9 +9,24 @@ use crate::metrics::cost::{self, UsageTotals};
 use crate::record::{RunInfo, Sample};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Where the heavy part (timeline, evidence, summaries) of one sample of the model is. A model
+/// built from samples in memory has every part loaded; one streamed from a journal
+/// (`report::load`) has the compact part of every sample and the heavy part of a bounded set
+/// ([`ReportModel::load_detail`] reads more).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RowDetail {
+    /// Byte offset of the sample's line in the journal, when it came from one.
+    pub offset: Option<u64>,
+    /// Points of its timeline (known even when the timeline is not loaded).
+    pub timeline_points: usize,
+    /// Its timeline, evidence and summaries are in `ReportModel::samples`.
+    pub loaded: bool,
+}
 
 /// Per-variant summary.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct VariantSummary {
     pub variant: String,
     pub units: usize,
@@ -27,7 +42,7 @@ impl VariantSummary {
 }
 
 /// Failed units of one variant and error kind.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ErrorGroup {
     pub variant: String,
     pub kind: String,
@@ -38,7 +53,7 @@ pub struct ErrorGroup {
 }
 
 /// The report model.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ReportModel {
     pub schema_version: u32,
     pub run_id: String,
@@ -57,9 +72,17 @@ pub struct ReportModel {
     pub verdicts: Vec<super::headline::VerdictLine>,
     /// Things the reader should know (torn journal line, missing baseline, …).
     pub notes: Vec<String>,
-    /// The raw samples, sorted by (variant order, trace, eval, sample, repeat).
+    /// The raw samples, sorted by (variant order, trace, eval, sample, repeat). In a streamed
+    /// model only the samples whose `detail` says `loaded` carry their timeline, evidence and
+    /// summaries; the others have them empty.
     #[serde(skip)]
     pub samples: Vec<Sample>,
+    /// Parallel to `samples`: where each one's heavy part is.
+    #[serde(skip)]
+    pub detail: Vec<RowDetail>,
+    /// The journal the samples were streamed from (for [`ReportModel::load_detail`]).
+    #[serde(skip)]
+    pub journal: Option<PathBuf>,
 }
 
 /// Metric display order: eval metrics by name, then `cost`, then `tokens`.
@@ -72,13 +95,66 @@ fn metric_rank(m: &str) -> (u8, &str) {
 }
 
 impl ReportModel {
-    /// Compute the model. `seed` fixes every bootstrap (use `RunInfo::seed`).
-    pub fn build(info: &RunInfo, mut samples: Vec<Sample>) -> ReportModel {
+    /// Compute the model from samples in memory (every part loaded). Every bootstrap is
+    /// seeded by `RunInfo::seed`.
+    pub fn build(info: &RunInfo, samples: Vec<Sample>) -> ReportModel {
+        let rows = samples
+            .into_iter()
+            .map(|s| {
+                let d = RowDetail {
+                    offset: None,
+                    timeline_points: s.timeline.len(),
+                    loaded: true,
+                };
+                (s, d)
+            })
+            .collect();
+        Self::build_rows(info, rows, None)
+    }
+
+    /// Whether sample `i` carries its timeline, evidence and summaries.
+    pub fn has_detail(&self, i: usize) -> bool {
+        self.detail.get(i).is_some_and(|d| d.loaded)
+    }
+
+    /// Load the heavy part of the samples at `indices` from the journal (a second pass that
+    /// seeks to their lines); samples already loaded are skipped.
+    pub fn load_detail(&mut self, indices: &[usize]) -> Result<(), crate::record::JournalError> {
+        let Some(path) = self.journal.clone() else {
+            return Ok(());
+        };
+        let todo: Vec<(usize, u64)> = indices
+            .iter()
+            .filter_map(|&i| {
+                let d = self.detail.get(i)?;
+                (!d.loaded).then_some(())?;
+                Some((i, d.offset?))
+            })
+            .collect();
+        let offsets: Vec<u64> = todo.iter().map(|t| t.1).collect();
+        let full = super::load::read_full(&path, &offsets)?;
+        for ((i, _), f) in todo.into_iter().zip(full) {
+            let s = &mut self.samples[i];
+            s.timeline = f.timeline;
+            s.evidence = f.evidence;
+            s.summaries = f.summaries;
+            self.detail[i].loaded = true;
+        }
+        Ok(())
+    }
+
+    /// Compute the model from samples, each with where its heavy part is (`journal`: the file
+    /// the offsets point into).
+    pub fn build_rows(
+        info: &RunInfo,
+        rows: Vec<(Sample, RowDetail)>,
+        journal: Option<PathBuf>,
+    ) -> ReportModel {
         let mut notes = Vec::new();
         let mut order: Vec<String> = info.variants.clone();
-        let mut extra: Vec<&str> = samples
+        let mut extra: Vec<&str> = rows
             .iter()
-            .map(|s| s.variant.as_str())
+            .map(|(s, _)| s.variant.as_str())
             .filter(|v| !info.variants.iter().any(|x| x == v))
             .collect();
         extra.sort_unstable();
@@ -90,16 +166,17 @@ impl ReportModel {
             .map(|(i, v)| (v.as_str(), i))
             .collect();
         // Rank looked up once per sample, not once per comparison.
-        let mut keyed: Vec<(usize, Sample)> = std::mem::take(&mut samples)
+        let mut keyed: Vec<(usize, Sample, RowDetail)> = rows
             .into_iter()
-            .map(|s| {
+            .map(|(s, d)| {
                 (
                     rank.get(s.variant.as_str()).copied().unwrap_or(usize::MAX),
                     s,
+                    d,
                 )
             })
             .collect();
-        keyed.sort_by(|(ra, a), (rb, b)| {
+        keyed.sort_by(|(ra, a, _), (rb, b, _)| {
             (ra, &a.trace_id, &a.eval, &a.sample, a.repeat).cmp(&(
                 rb,
                 &b.trace_id,
@@ -108,7 +185,8 @@ impl ReportModel {
                 b.repeat,
             ))
         });
-        samples = keyed.into_iter().map(|(_, s)| s).collect();
+        let (samples, detail): (Vec<Sample>, Vec<RowDetail>) =
+            keyed.into_iter().map(|(_, s, d)| (s, d)).unzip();
 
         let dups = aggregate::duplicate_units(&samples);
         if dups > 0 {
@@ -243,6 +321,8 @@ impl ReportModel {
             variants,
             notes,
             samples,
+            detail,
+            journal,
         }
     }
 

@@ -4,7 +4,7 @@
 //! the same [`Table`]s; headings and prose around them stay with each format.
 //!
 //! To add a report section: declare its table here, then place it in `markdown::render` and
-//! `html::render_with_plots` (and in a terminal command if it belongs there).
+//! `html/page.rs` (and in a terminal command if it belongs there).
 
 use super::headline::{self, Effect};
 use super::model::ReportModel;

@@ -6,6 +6,7 @@
 //! - [`resume`], [`budget`], [`progress`], [`manifest`] (`run.json`'s runner fields), [`merge`].
 //!   The run directory itself (paths, `run.json`, the `samples.jsonl` journal) is
 //!   `record::RunDir`'s.
+//! - [`stores`]: offload stores pruned after a run (kept for the samples shown in full).
 //! - [`session`]: one `ctxbench run` from suite to finished run directory.
 //! - [`synthetic`]: a deterministic executor for harness tests.
 
@@ -18,6 +19,7 @@ pub mod progress;
 pub mod resume;
 pub mod session;
 pub mod shard;
+pub mod stores;
 pub mod synthetic;
 
 pub use execute::{

@@ -56,6 +56,9 @@ pub struct Unit {
     pub repeat: u32,
     /// Seed for anything random in this unit (derived from the suite seed and the unit id).
     pub seed: u64,
+    /// Seed shared by the units that pair up across variants (same trace, eval, sample and
+    /// repeat): what the needle eval plants, so every variant is asked the same questions.
+    pub pair_seed: u64,
     pub providers: Vec<ProviderRole>,
 }
 
@@ -91,7 +94,7 @@ fn num(x: f64) -> Value {
 }
 
 /// The eval samples a suite asks for, in stable order: replay, invariants, needle (trigger ×
-/// depth × position), drift, probes (per kind), continuation (per fold).
+/// depth × position), drift, probes (per kind), continuation (per fold), rules (per fold).
 pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
     use ProviderRole::*;
     let evals = &suite.suite.evals;
@@ -118,7 +121,15 @@ pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
         } else {
             n.triggers.iter().copied().map(Some).collect()
         };
-        for trigger in &triggers {
+        let folds: Vec<Option<u32>> = if n.folds.is_empty() {
+            vec![None]
+        } else {
+            n.folds.iter().copied().map(Some).collect()
+        };
+        for (trigger, fold) in triggers
+            .iter()
+            .flat_map(|t| folds.iter().map(move |f| (t, f)))
+        {
             for depth in &n.depths {
                 for pos in &n.positions {
                     let mut key = format!("depth={depth}/pos={}", pos.as_str());
@@ -140,6 +151,13 @@ pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
                     if n.paraphrase {
                         params.insert("paraphrase".to_string(), true.into());
                     }
+                    if n.corrected {
+                        params.insert("corrected".to_string(), true.into());
+                    }
+                    if let Some(k) = fold {
+                        key.push_str(&format!("/fold={k}"));
+                        params.insert("fold".to_string(), (*k).into());
+                    }
                     out.push(EvalSample {
                         eval: "needle".into(),
                         sample: key,
@@ -151,19 +169,23 @@ pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
         }
     }
     if let Some(d) = evals.drift.as_ref().filter(|d| d.enabled) {
-        let mut params = BTreeMap::new();
-        params.insert("after_compactions".to_string(), d.after_compactions.into());
-        params.insert("judge".to_string(), d.judge.into());
-        let mut providers = vec![Summary, Agent];
-        if d.judge {
-            providers.push(Judge);
+        // One sample per fold, so reports can plot drift by fold.
+        for fold in 1..=d.after_compactions {
+            let mut params = BTreeMap::new();
+            params.insert("after_compactions".to_string(), d.after_compactions.into());
+            params.insert("fold".to_string(), fold.into());
+            params.insert("judge".to_string(), d.judge.into());
+            let mut providers = vec![Summary, Agent];
+            if d.judge {
+                providers.push(Judge);
+            }
+            out.push(EvalSample {
+                eval: "drift".into(),
+                sample: format!("fold={fold}"),
+                params,
+                providers,
+            });
         }
-        out.push(EvalSample {
-            eval: "drift".into(),
-            sample: "drift".into(),
-            params,
-            providers,
-        });
     }
     if let Some(p) = evals.probes.as_ref().filter(|p| p.enabled) {
         for kind in &p.kinds {
@@ -194,6 +216,26 @@ pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
                 sample: format!("fold={fold}"),
                 params,
                 providers: vec![Summary, Agent],
+            });
+        }
+    }
+    if let Some(r) = evals.rules.as_ref().filter(|r| r.enabled) {
+        // One sample per fold, like continuation.
+        let kinds: Vec<Value> = r.kinds.iter().map(|k| k.as_str().into()).collect();
+        for fold in 1..=r.after_compactions {
+            let mut params = BTreeMap::new();
+            params.insert("fold".to_string(), fold.into());
+            params.insert("kinds".to_string(), Value::Array(kinds.clone()));
+            params.insert("judge".to_string(), r.judge.into());
+            let mut providers = vec![Summary, Agent];
+            if r.judge {
+                providers.push(Judge);
+            }
+            out.push(EvalSample {
+                eval: "rules".into(),
+                sample: format!("fold={fold}"),
+                params,
+                providers,
             });
         }
     }
@@ -240,8 +282,10 @@ pub fn build(suite: &LoadedSuite, mut traces: Vec<TraceEntry>) -> Result<Plan, P
             for s in &samples {
                 for repeat in 0..repeats {
                     let id = unit_id(&t.id, &v.name, &s.eval, &s.sample, repeat);
+                    let pair = unit_id(&t.id, "", &s.eval, &s.sample, repeat);
                     units.push(Unit {
                         seed: unit_seed(seed, &id),
+                        pair_seed: unit_seed(seed, &pair),
                         id,
                         index: units.len(),
                         trace_id: t.id.clone(),
@@ -314,8 +358,8 @@ mod tests {
             "[engine]\nbaseline = \"z\"\n[engine.variants.a]\n[engine.variants.z]\n[evals.needle]\ndepths = [0.1, 0.9]\npositions = [\"user\", \"tool\"]\ntriggers = [0.15]\n[evals.drift]\n",
         );
         let p = build(&s, vec![trace("t2"), trace("t1")]).unwrap();
-        // 2 traces × 2 variants × (replay + 4 needle + drift) × 2 repeats
-        assert_eq!(p.units.len(), 2 * 2 * 6 * 2);
+        // 2 traces × 2 variants × (replay + 4 needle + 3 drift folds) × 2 repeats
+        assert_eq!(p.units.len(), 2 * 2 * 8 * 2);
         assert_eq!(p.traces[0].id, "t1");
         assert_eq!(p.variants[0].name, "z", "baseline first");
         let u = &p.units[2];
@@ -331,6 +375,30 @@ mod tests {
         // Same input in another order → same plan.
         let q = build(&s, vec![trace("t1"), trace("t2")]).unwrap();
         assert_eq!(p.units, q.units);
+    }
+
+    #[test]
+    fn needle_folds_make_one_sample_each_and_corrections_are_a_param() {
+        let s = suite(
+            "[engine]\nbaseline = \"z\"\n[engine.variants.z]\n[evals.replay]\nenabled = false\n[evals.needle]\ndepths = [0.2]\nfolds = [1, 3]\ncorrected = true\n",
+        );
+        let samples = eval_samples(&s);
+        let keys: Vec<&str> = samples.iter().map(|e| e.sample.as_str()).collect();
+        assert_eq!(
+            keys,
+            ["depth=0.2/pos=tool/fold=1", "depth=0.2/pos=tool/fold=3"]
+        );
+        assert_eq!(samples[1].params["fold"], serde_json::json!(3));
+        assert!(samples
+            .iter()
+            .all(|e| e.params["corrected"] == serde_json::json!(true)));
+        // Without folds or corrections the params are what they were.
+        let plain = suite("[engine]\nbaseline = \"z\"\n[engine.variants.z]\n[evals.needle]\n");
+        let needle = eval_samples(&plain)
+            .into_iter()
+            .find(|e| e.eval == "needle")
+            .unwrap();
+        assert!(!needle.params.contains_key("fold") && !needle.params.contains_key("corrected"));
     }
 
     #[test]
@@ -357,5 +425,14 @@ mod tests {
         let p2 = build(&s2, vec![trace("a")]).unwrap();
         assert_eq!(p.units[0].id, p2.units[0].id);
         assert_ne!(p.units[0].seed, p2.units[0].seed);
+        // Units that pair across variants share a pair seed, and only those.
+        let s3 = suite("[engine]\nbaseline = \"z\"\n[engine.variants.a]\n[engine.variants.z]\n[evals.needle]\ndepths = [0.1, 0.9]\n");
+        let p3 = build(&s3, vec![trace("a")]).unwrap();
+        for u in &p3.units {
+            for v in &p3.units {
+                let pairs = (&u.eval, &u.sample, u.repeat) == (&v.eval, &v.sample, v.repeat);
+                assert_eq!(u.pair_seed == v.pair_seed, pairs, "{} vs {}", u.id, v.id);
+            }
+        }
     }
 }

@@ -40,7 +40,8 @@ pub struct RunOptions {
     pub no_cache: bool,
     /// Overrides `suite.concurrency`.
     pub jobs: Option<usize>,
-    pub show_progress: bool,
+    /// How progress is shown (`output::progress_mode`); hidden by default.
+    pub progress: crate::output::ProgressMode,
     /// Recorded in run.json (`default`, `synthetic`).
     pub executor: String,
     /// With `resume`: run the failed units again (their old samples are dropped).
@@ -94,7 +95,7 @@ pub struct Prepared {
     pub previous: Vec<Sample>,
     pub dispatch: DispatchOptions,
     pub max_cost_usd: Option<f64>,
-    pub show_progress: bool,
+    pub progress: crate::output::ProgressMode,
 }
 
 /// How a run ended.
@@ -456,7 +457,7 @@ pub fn open_run(
             interrupt_grace: super::execute::DEFAULT_INTERRUPT_GRACE,
         },
         max_cost_usd,
-        show_progress: opts.show_progress,
+        progress: opts.progress,
     })
 }
 
@@ -474,12 +475,12 @@ pub async fn execute(
         previous,
         dispatch: dopts,
         max_cost_usd,
-        show_progress,
+        progress: progress_mode,
         ..
     } = prepared;
     let spent_before = Totals::of(&previous).spent_usd;
     let mut budget = Budget::new(max_cost_usd, spent_before);
-    let mut progress = Progress::new(manifest.units.planned, previous.len() as u64, show_progress);
+    let mut progress = Progress::new(manifest.units.planned, previous.len() as u64, progress_mode);
     let report = dispatch(
         todo,
         exec,

@@ -157,51 +157,46 @@ pub struct Outcome {
     pub status: Option<String>,
 }
 
-/// The formats ctxbench reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum SourceFormat {
-    Canonical,
-    Openai,
-    Anthropic,
-    ClaudeCode,
-    MiniSwe,
-    SweAgent,
-    Openhands,
-    Tau,
-    Tau2,
-    Atif,
+/// Declares [`SourceFormat`]: one line per format, `Variant => "name"` (the name used by
+/// `--from`, `[traces] from` and `meta.source_format`). A format other than `canonical` also
+/// needs its importer in `trace::import`'s `importers!` list (a test checks both agree).
+macro_rules! source_formats {
+    ($($variant:ident => $name:literal,)+) => {
+        /// The formats ctxbench reads.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+        pub enum SourceFormat {
+            $(#[serde(rename = $name)] $variant,)+
+        }
+
+        impl SourceFormat {
+            /// Every format, canonical first, in the order `--help` lists them.
+            pub const ALL: &'static [SourceFormat] = &[$(SourceFormat::$variant,)+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(SourceFormat::$variant => $name,)+
+                }
+            }
+        }
+    };
+}
+
+source_formats! {
+    Canonical => "canonical",
+    Openai => "openai",
+    Anthropic => "anthropic",
+    ClaudeCode => "claude-code",
+    MiniSwe => "mini-swe",
+    SweAgent => "swe-agent",
+    Openhands => "openhands",
+    Tau => "tau",
+    Tau2 => "tau2",
+    Atif => "atif",
 }
 
 impl SourceFormat {
-    pub const ALL: [SourceFormat; 10] = [
-        SourceFormat::Canonical,
-        SourceFormat::Openai,
-        SourceFormat::Anthropic,
-        SourceFormat::ClaudeCode,
-        SourceFormat::MiniSwe,
-        SourceFormat::SweAgent,
-        SourceFormat::Openhands,
-        SourceFormat::Tau,
-        SourceFormat::Tau2,
-        SourceFormat::Atif,
-    ];
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SourceFormat::Canonical => "canonical",
-            SourceFormat::Openai => "openai",
-            SourceFormat::Anthropic => "anthropic",
-            SourceFormat::ClaudeCode => "claude-code",
-            SourceFormat::MiniSwe => "mini-swe",
-            SourceFormat::SweAgent => "swe-agent",
-            SourceFormat::Openhands => "openhands",
-            SourceFormat::Tau => "tau",
-            SourceFormat::Tau2 => "tau2",
-            SourceFormat::Atif => "atif",
-        }
-    }
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|f| f.as_str() == s)
+        Self::ALL.iter().copied().find(|f| f.as_str() == s)
     }
 }
 

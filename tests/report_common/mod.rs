@@ -180,3 +180,36 @@ pub fn write_run(dir: &Path, info: &RunInfo, samples: &[Sample]) {
     run_dir.write_run_json(info).unwrap();
     run_dir.write_samples(samples).unwrap();
 }
+
+/// Give the baseline's and the aggressive variant's units two summaries each (inline texts that
+/// differ by a few words, one of them hostile), so the HTML's side-by-side view has folds to
+/// show.
+pub fn add_summaries(samples: &mut [Sample]) {
+    use ctxbench::record::SummaryRecord;
+    for s in samples.iter_mut().filter(|s| s.error.is_none()) {
+        let aggressive = s.variant == "aggressive";
+        s.summaries = (1..=2)
+            .map(|fold| {
+                let text = if aggressive {
+                    format!("## SUMMARY fold {fold}\nfixed the parser; next: ship {HOSTILE}")
+                } else {
+                    format!(
+                        "## SESSION INTENT\nfix the parser\n## SUMMARY fold {fold}\nfixed the parser; next: run the tests"
+                    )
+                };
+                SummaryRecord {
+                    fold,
+                    trace_index: 2 * fold + 3,
+                    prompt_digest: format!("sha256:{}", if aggressive { "bb" } else { "aa" }),
+                    model: "offline".into(),
+                    tokens_in: 4000,
+                    tokens_out: 250,
+                    text_digest: format!("sha256:{fold}{aggressive}"),
+                    chars: text.chars().count(),
+                    text: Some(text),
+                    file: None,
+                }
+            })
+            .collect();
+    }
+}

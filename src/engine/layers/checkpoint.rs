@@ -7,15 +7,15 @@
 //! "none"` (core-agent: its audit log is out of the agent's reach) nothing is written and the
 //! record names no file; `"memory"` appends the record to `<history_dir>/MEMORY.md`.
 
-use super::preview::{summary_message, summary_message_without_history};
-use super::summarize::{render_history, request_summary, safe_cutoff_point};
+use super::fold::{emit_summary_error, install_record, record_text, request_summary};
+use super::summarize::{render_history, safe_cutoff_point};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::{History, TextSource};
-use crate::engine::view::{Item, Source};
+use crate::engine::view::Source;
 use crate::engine::EngineError;
 use crate::trace::{ContextMarker, Message, Role};
 use serde::{Deserialize, Serialize};
@@ -184,42 +184,22 @@ impl Layer for CheckpointLayer {
         let out = match outcome {
             Ok(o) => o,
             Err(message) => {
-                let mut ev = Event::new(EventKind::Error, ctx.call_index, self.name());
-                ev.call_index = Some(ctx.call_index);
-                ev.tokens_before = Some(before);
-                ev.writes = writes;
-                ev.detail = EventDetail::Error { message };
-                ctx.env.emit(ev);
+                emit_summary_error(ctx, self.name(), before, writes, message);
                 return Ok(());
             }
         };
-        let content = match self.cfg.history {
-            History::Offload => summary_message(&history, &out.text),
-            History::Memory => {
-                history = format!("{dir}/MEMORY.md");
-                let note = format!(
-                    "## Checkpoint at model call {}\n\n{}\n\n",
-                    ctx.call_index, out.text
-                );
-                writes.push(ctx.env.store.append(&history, note.as_bytes())?);
-                summary_message_without_history(Some(&history), &out.text)
-            }
-            History::None => summary_message_without_history(None, &out.text),
-        };
+        let content = record_text(
+            ctx,
+            self.cfg.history,
+            &dir,
+            &mut history,
+            "Checkpoint",
+            &out.text,
+            &mut writes,
+        )?;
         let mut msg = Message::user(content.clone());
         msg.kind = Some("checkpoint".into());
-        let mut item = Item::new(msg, ctx.env.counter);
-        if !history.is_empty() {
-            item = item.with_pointer(&history, None);
-        }
-        item.is_summary = true;
-        let state_cutoff = ctx.view.cut_before(ctx.state, pos);
-        let kept = ctx.view.len();
-        ctx.view.head.insert(0, item);
-        ctx.base.head = ctx.view.head.clone();
-        ctx.base.start = state_cutoff;
-        ctx.base.generation += 1;
-        ctx.view.head_generation = ctx.base.generation;
+        let (state_cutoff, kept) = install_record(ctx, msg, &history, pos);
 
         let mut ev = Event::new(EventKind::Checkpoint, ctx.call_index, self.name());
         ev.call_index = Some(ctx.call_index);

@@ -10,6 +10,7 @@ pub mod cost_ceiling;
 pub mod emergency;
 pub mod evict;
 pub mod evict_user;
+mod fold;
 pub mod preview;
 pub mod summarize;
 pub mod trim;

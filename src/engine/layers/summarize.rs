@@ -9,20 +9,17 @@
 //! `<history_dir>/MEMORY.md`) or `none` (nothing written); `summary_role` puts the summary in a
 //! user or a system message.
 
-use super::preview::{
-    read_file_clip, summary_message, summary_message_without_history, tool_stub, PreviewShape,
-};
+use super::fold::{emit_summary_error, install_record, record_text, request_summary};
+use super::preview::{read_file_clip, tool_stub, PreviewShape};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
 use crate::engine::cooldown::Cooldown;
 use crate::engine::event::{Event, EventDetail, EventKind};
-use crate::engine::invariants::unusable_summary;
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::{History, Keep, SummaryRole, TextSource, Trigger};
 use crate::engine::store::{sanitize_tool_call_id, LazyBytes};
 use crate::engine::summarizer::DEFAULT_SUMMARY_PROMPT;
-use crate::engine::summarizer::{SummaryOutput, SummaryRequest};
 use crate::engine::view::{with_content, Entry, Item, Source};
 use crate::engine::EngineError;
 use crate::tokens::approx::code_points;
@@ -114,32 +111,6 @@ pub struct SummarizeLayer {
     prompt: String,
     history_file: Option<String>,
     cooldown: Cooldown,
-}
-
-/// Ask the summarizer for a summary of `leaving` (chained after the current one) and reject
-/// error strings and placeholders: `Err` carries the message for the `error` event. Shared by
-/// every layer that replaces history with a model-written record (summarize, checkpoint).
-pub(crate) fn request_summary(
-    ctx: &CallCtx<'_>,
-    leaving: &[Arc<Message>],
-    prompt: &str,
-    max_tokens: u64,
-    what: &str,
-) -> Result<SummaryOutput, String> {
-    let req = SummaryRequest {
-        messages: leaving,
-        previous_summary: ctx.base.summary_text.as_deref(),
-        prompt,
-        max_tokens,
-    };
-    ctx.env
-        .summarizer
-        .summarize(&req)
-        .map_err(|e| e.to_string())
-        .and_then(|o| match unusable_summary(&o.text) {
-            Some(why) => Err(format!("{what} rejected: {why}")),
-            None => Ok(o),
-        })
 }
 
 impl SummarizeLayer {
@@ -358,47 +329,26 @@ impl SummarizeLayer {
         let out = match outcome {
             Ok(o) => o,
             Err(message) => {
-                let mut ev = Event::new(EventKind::Error, ctx.call_index, self.name());
-                ev.call_index = Some(ctx.call_index);
-                ev.tokens_before = Some(effective);
-                ev.writes = writes;
-                ev.detail = EventDetail::Error { message };
-                ctx.env.emit(ev);
+                emit_summary_error(ctx, self.name(), effective, writes, message);
                 return Ok(false);
             }
         };
 
-        let content = match self.cfg.history {
-            History::Offload => summary_message(&history, &out.text),
-            History::Memory => {
-                // The turn-trimming agent's memory file: the summary, not the raw turns.
-                history = format!("{dir}/MEMORY.md");
-                let note = format!(
-                    "## Summarized at model call {}\n\n{}\n\n",
-                    ctx.call_index, out.text
-                );
-                writes.push(ctx.env.store.append(&history, note.as_bytes())?);
-                summary_message_without_history(Some(&history), &out.text)
-            }
-            History::None => summary_message_without_history(None, &out.text),
-        };
+        let content = record_text(
+            ctx,
+            self.cfg.history,
+            &dir,
+            &mut history,
+            "Summarized",
+            &out.text,
+            &mut writes,
+        )?;
         let mut msg = match self.cfg.summary_role {
             SummaryRole::User => Message::user(content.clone()),
             SummaryRole::System => Message::system(content.clone()),
         };
         msg.kind = Some("summary".into());
-        let mut item = Item::new(msg, ctx.env.counter);
-        if !history.is_empty() {
-            item = item.with_pointer(&history, None);
-        }
-        item.is_summary = true;
-        let state_cutoff = ctx.view.cut_before(ctx.state, cutoff);
-        let kept = ctx.view.len();
-        ctx.view.head.insert(0, item);
-        ctx.base.head = ctx.view.head.clone();
-        ctx.base.start = state_cutoff;
-        ctx.base.generation += 1;
-        ctx.view.head_generation = ctx.base.generation;
+        let (state_cutoff, kept) = install_record(ctx, msg, &history, cutoff);
 
         let mut ev = Event::new(EventKind::Summarized, ctx.call_index, self.name());
         ev.call_index = Some(ctx.call_index);

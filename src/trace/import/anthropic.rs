@@ -11,6 +11,16 @@ use super::json::{content_text, Node, Res};
 use super::openai::import_shapes;
 use super::{Calls, Input};
 use crate::trace::model::{Message, SourceFormat, ToolCall, Trace, Usage};
+use super::detect::chat_flavor;
+use super::Importer;
+
+/// Anthropic Messages conversations (content blocks `tool_use`, `tool_result`, `thinking`, or a
+/// top-level `system`).
+pub const IMPORTER: Importer = Importer {
+    format: SourceFormat::Anthropic,
+    detect: |shape| chat_flavor(shape) == Some(SourceFormat::Anthropic),
+    import,
+};
 
 pub fn import(input: &Input, stem: &str) -> Res<Vec<Trace>> {
     import_shapes(input, stem, SourceFormat::Anthropic, convert)

@@ -21,10 +21,26 @@ use crate::trace::model::{
     ContextMarker, Message, Role, SourceFormat, ToolCall, Trace, TraceMeta, Usage,
 };
 use serde_json::{json, Map, Value};
+use super::detect::{arr_of, str_of};
+use super::Importer;
 
 pub const EXPORT_SCHEMA_VERSION: &str = "ATIF-v1.4";
 
 // ---------------------------------------------------------------- import
+
+/// Agent Trajectory Interchange Format: `schema_version: "ATIF…"` or `{session_id, agent, steps}`.
+pub const IMPORTER: Importer = Importer {
+    format: SourceFormat::Atif,
+    detect: |shape| {
+        shape.object().is_some_and(|o| {
+            str_of(o, "schema_version").is_some_and(|f| f.starts_with("ATIF"))
+                || (arr_of(o, "steps").is_some()
+                    && o.contains_key("agent")
+                    && o.contains_key("session_id"))
+        })
+    },
+    import: |input, stem| super::each_document(input, stem, |n, id| import(n, id).map(|t| vec![t])),
+};
 
 pub fn import(root: &Node<'_>, stem: &str) -> Res<Trace> {
     root.obj()?;

@@ -20,6 +20,37 @@ use super::Calls;
 use crate::trace::model::{ContextMarker, Role, SourceFormat, Trace, TraceMeta};
 use serde_json::Value;
 use std::collections::HashMap;
+use super::detect::str_of;
+use super::{Importer, Input};
+
+/// Claude Code sessions: JSON Lines of records typed `user|assistant|system|summary|…` carrying
+/// a `uuid` or `sessionId`.
+pub const IMPORTER: Importer = Importer {
+    format: SourceFormat::ClaudeCode,
+    detect: |shape| {
+        shape.first_line().is_some_and(|o| {
+            str_of(o, "type").is_some_and(|t| RECORD_TYPES.contains(&t))
+                && (o.contains_key("uuid")
+                    || o.contains_key("sessionId")
+                    || o.contains_key("leafUuid"))
+        })
+    },
+    import: |input, stem| match input {
+        Input::Lines(lines) => import(lines, stem),
+        // A one-record session is valid JSON as a whole.
+        Input::Json(v) => import(&[(1, v.clone())], stem),
+    },
+};
+
+const RECORD_TYPES: [&str; 7] = [
+    "user",
+    "assistant",
+    "system",
+    "summary",
+    "queue-operation",
+    "file-history-snapshot",
+    "progress",
+];
 
 pub fn import(lines: &[(usize, Value)], stem: &str) -> Res<Vec<Trace>> {
     let mut t = Trace::new(TraceMeta::new(stem, SourceFormat::ClaudeCode));

@@ -1,25 +1,25 @@
 //! Format auto-detection from content (never from the file extension alone).
 //!
-//! Rules, in order (first match wins):
-//! - canonical: the first non-blank line is `{"type":"header", "schema_version":…}`;
-//! - JSON object: `trajectory_format: "mini-swe-agent…"` → mini-swe; `schema_version: "ATIF…"`
-//!   or `{session_id, agent, steps}` → atif; `simulations[]` → tau2; `history[]` of
-//!   `{role…}` → swe-agent, of `{action|observation…}` → openhands; `trajectory[]` → swe-agent;
-//!   `messages[]` → openai or anthropic (see below);
-//! - JSON array: of `{task_id, traj}` → tau; of events `{action|observation…}` → openhands; of
-//!   `{role…}` messages or `{messages…}` conversations → openai or anthropic;
-//! - JSON Lines: records `{type: user|assistant|system|summary|queue-operation…, uuid|sessionId}`
-//!   → claude-code; messages or conversations → openai or anthropic; otherwise the first line
-//!   is detected as a document (e.g. OpenHands eval rows with `history`).
-//!
-//! OpenAI vs Anthropic: any `role: tool|function|developer`, `tool_calls` or `function_call`
-//! means openai; any content block of type `tool_use`, `tool_result`, `thinking` or a top-level
-//! `system` field means anthropic; plain text conversations are read as openai (the two agree).
+//! Canonical traces are recognised by their first line (`{"type":"header", "schema_version":…}`).
+//! Every other format's rule lives beside its importer (`IMPORTER.detect` in each module) and
+//! answers for one [`Shape`]: an object document, an array document (by its first item) or
+//! JSON Lines (by its first line). The first importer in `importers!` order whose rule says yes
+//! wins; JSON Lines that no line-level rule claims are detected by their first line read as a
+//! document (e.g. OpenHands evaluation rows). Today's rules, in that order:
+//! - claude-code: JSON Lines of `{type: user|assistant|system|summary|…, uuid|sessionId}`;
+//! - mini-swe: `trajectory_format: "mini-swe-agent…"`; atif: `schema_version: "ATIF…"` or
+//!   `{session_id, agent, steps}`; tau2: `simulations[]`;
+//! - swe-agent: `history[]` of `{role…}` or `{trajectory[], info}`; openhands: `history[]` of
+//!   `{action|observation…}`, or an array of such events; tau: an array of `{task_id, traj}`;
+//! - anthropic, then openai: chat messages (see [`chat_flavor`]): any `role: tool|function|
+//!   developer`, `tool_calls` or `function_call` means openai; any content block of type
+//!   `tool_use`, `tool_result`, `thinking` or a top-level `system` field means anthropic; plain
+//!   text conversations are read as openai (the two agree).
 
 use super::Input;
 use crate::trace::model::SourceFormat;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// True when the first non-blank line is a canonical trace header.
 pub fn looks_canonical(bytes: &[u8]) -> bool {
@@ -38,56 +38,84 @@ pub fn looks_canonical(bytes: &[u8]) -> bool {
     }
 }
 
+/// What detection looks at: a JSON object, a JSON array whose first item is an object, or JSON
+/// Lines whose first line is an object. Each importer's `detect` rule answers for one shape;
+/// the first importer in `importers!` order that says yes wins.
+#[derive(Clone, Copy, Debug)]
+pub enum Shape<'a> {
+    Object(&'a Map<String, Value>),
+    Array(&'a [Value], &'a Map<String, Value>),
+    Lines(&'a [(usize, Value)], &'a Map<String, Value>),
+}
+
+impl<'a> Shape<'a> {
+    /// The object of an object document.
+    pub fn object(self) -> Option<&'a Map<String, Value>> {
+        match self {
+            Shape::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// The first item of an array document.
+    pub fn array_first(self) -> Option<&'a Map<String, Value>> {
+        match self {
+            Shape::Array(_, first) => Some(first),
+            _ => None,
+        }
+    }
+
+    /// The first line of a JSON Lines input.
+    pub fn first_line(self) -> Option<&'a Map<String, Value>> {
+        match self {
+            Shape::Lines(_, first) => Some(first),
+            _ => None,
+        }
+    }
+}
+
+/// `o[k]` as a string.
+pub fn str_of<'a>(o: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
+    o.get(k).and_then(|x| x.as_str())
+}
+
+/// `o[k]` as an array.
+pub fn arr_of<'a>(o: &'a Map<String, Value>, k: &str) -> Option<&'a Vec<Value>> {
+    o.get(k).and_then(|x| x.as_array())
+}
+
 /// The format of a parsed input, or why it is not a trace.
 pub fn detect(input: &Input) -> Result<SourceFormat, String> {
     match input {
         Input::Json(v) => detect_doc(v),
-        Input::Lines(lines) => detect_lines(lines),
-    }
-}
-
-const CLAUDE_CODE_TYPES: [&str; 7] = [
-    "user",
-    "assistant",
-    "system",
-    "summary",
-    "queue-operation",
-    "file-history-snapshot",
-    "progress",
-];
-
-fn detect_lines(lines: &[(usize, Value)]) -> Result<SourceFormat, String> {
-    let Some((_, first)) = lines.first() else {
-        return Err("no JSON lines".into());
-    };
-    let Some(o) = first.as_object() else {
-        return Err(format!(
-            "JSON Lines whose first line is {}, not an object",
-            super::json::type_name(first)
-        ));
-    };
-    let ty = o.get("type").and_then(|t| t.as_str());
-    if ty.is_some_and(|t| CLAUDE_CODE_TYPES.contains(&t))
-        && (o.contains_key("uuid") || o.contains_key("sessionId") || o.contains_key("leafUuid"))
-    {
-        return Ok(SourceFormat::ClaudeCode);
-    }
-    if o.contains_key("role") {
-        return Ok(chat_flavor(lines.iter().map(|(_, v)| v), None));
-    }
-    if let Some(Value::Array(ms)) = o.get("messages") {
-        if ms.first().is_some_and(|m| m.get("role").is_some()) || ms.is_empty() {
-            let all = lines
-                .iter()
-                .filter_map(|(_, v)| v.get("messages").and_then(|m| m.as_array()))
-                .flatten();
-            return Ok(chat_flavor(all, Some(first)));
+        Input::Lines(lines) => {
+            let Some((_, first)) = lines.first() else {
+                return Err("no JSON lines".into());
+            };
+            let Some(o) = first.as_object() else {
+                return Err(format!(
+                    "JSON Lines whose first line is {}, not an object",
+                    super::json::type_name(first)
+                ));
+            };
+            // Line-level rules first, then the first line read as a document (e.g. OpenHands
+            // evaluation rows with `history`).
+            first_match(Shape::Lines(lines, o)).map_or_else(
+                || detect_doc(first).map_err(|why| format!("JSON Lines whose first line is {why}")),
+                Ok,
+            )
         }
     }
-    detect_doc(first).map_err(|why| format!("JSON Lines whose first line is {why}"))
 }
 
-fn keys_of(o: &serde_json::Map<String, Value>) -> String {
+fn first_match(shape: Shape<'_>) -> Option<SourceFormat> {
+    super::IMPORTERS
+        .iter()
+        .find(|i| (i.detect)(shape))
+        .map(|i| i.format)
+}
+
+fn keys_of(o: &Map<String, Value>) -> String {
     let mut k: Vec<&str> = o.keys().map(|k| k.as_str()).take(8).collect();
     if o.len() > 8 {
         k.push("…");
@@ -97,45 +125,8 @@ fn keys_of(o: &serde_json::Map<String, Value>) -> String {
 
 fn detect_doc(v: &Value) -> Result<SourceFormat, String> {
     match v {
-        Value::Object(o) => {
-            let s = |k: &str| o.get(k).and_then(|x| x.as_str());
-            let arr = |k: &str| o.get(k).and_then(|x| x.as_array());
-            if s("trajectory_format").is_some_and(|f| f.starts_with("mini-swe-agent")) {
-                return Ok(SourceFormat::MiniSwe);
-            }
-            if s("schema_version").is_some_and(|f| f.starts_with("ATIF"))
-                || (arr("steps").is_some()
-                    && o.contains_key("agent")
-                    && o.contains_key("session_id"))
-            {
-                return Ok(SourceFormat::Atif);
-            }
-            if arr("simulations").is_some() {
-                return Ok(SourceFormat::Tau2);
-            }
-            if let Some(h) = arr("history") {
-                match h.first().and_then(|e| e.as_object()) {
-                    Some(e) if e.contains_key("role") => return Ok(SourceFormat::SweAgent),
-                    Some(e) if e.contains_key("action") || e.contains_key("observation") => {
-                        return Ok(SourceFormat::Openhands)
-                    }
-                    None if o.contains_key("trajectory") => return Ok(SourceFormat::SweAgent),
-                    None if o.contains_key("instance_id") || o.contains_key("metrics") => {
-                        return Ok(SourceFormat::Openhands)
-                    }
-                    _ => {}
-                }
-            }
-            if arr("trajectory").is_some() && o.contains_key("info") {
-                return Ok(SourceFormat::SweAgent);
-            }
-            if let Some(ms) = arr("messages") {
-                if ms.iter().all(|m| m.get("role").is_some()) {
-                    return Ok(chat_flavor(ms.iter(), Some(v)));
-                }
-            }
-            Err(format!("a JSON object with keys {}", keys_of(o)))
-        }
+        Value::Object(o) => first_match(Shape::Object(o))
+            .ok_or_else(|| format!("a JSON object with keys {}", keys_of(o))),
         Value::Array(a) => {
             let Some(first) = a.first() else {
                 return Err("an empty JSON array".into());
@@ -143,25 +134,8 @@ fn detect_doc(v: &Value) -> Result<SourceFormat, String> {
             let Some(o) = first.as_object() else {
                 return Err(format!("a JSON array of {}", super::json::type_name(first)));
             };
-            if o.contains_key("task_id") && o.contains_key("traj") {
-                return Ok(SourceFormat::Tau);
-            }
-            if (o.contains_key("action") || o.contains_key("observation"))
-                && (o.contains_key("source") || o.contains_key("id"))
-            {
-                return Ok(SourceFormat::Openhands);
-            }
-            if o.contains_key("role") {
-                return Ok(chat_flavor(a.iter(), None));
-            }
-            if o.get("messages").is_some_and(|m| m.is_array()) {
-                let all = a
-                    .iter()
-                    .filter_map(|c| c.get("messages").and_then(|m| m.as_array()))
-                    .flatten();
-                return Ok(chat_flavor(all, Some(first)));
-            }
-            Err(format!("a JSON array of objects with keys {}", keys_of(o)))
+            first_match(Shape::Array(a, o))
+                .ok_or_else(|| format!("a JSON array of objects with keys {}", keys_of(o)))
         }
         other => Err(format!(
             "a JSON document that is {}",
@@ -170,10 +144,51 @@ fn detect_doc(v: &Value) -> Result<SourceFormat, String> {
     }
 }
 
-/// OpenAI or Anthropic, from the messages (and the enclosing object, if any).
-fn chat_flavor<'a>(
+/// A chat conversation (messages with roles, in any of the shapes chat exports take) and its
+/// flavor: `Some(Anthropic)` or `Some(Openai)`; `None` when the input is not a conversation.
+pub fn chat_flavor(shape: Shape<'_>) -> Option<SourceFormat> {
+    match shape {
+        Shape::Lines(lines, first) => {
+            if first.contains_key("role") {
+                return Some(flavor(lines.iter().map(|(_, v)| v), None));
+            }
+            let ms = arr_of(first, "messages")?;
+            if !(ms.first().is_some_and(|m| m.get("role").is_some()) || ms.is_empty()) {
+                return None;
+            }
+            let all = lines.iter().filter_map(|(_, v)| messages(v)).flatten();
+            Some(flavor(all, lines.first().map(|(_, v)| v)))
+        }
+        Shape::Object(o) => {
+            let ms = arr_of(o, "messages")?;
+            if !ms.iter().all(|m| m.get("role").is_some()) {
+                return None;
+            }
+            Some(flavor_with_system(ms.iter(), o.get("system")))
+        }
+        Shape::Array(a, first) => {
+            if first.contains_key("role") {
+                return Some(flavor(a.iter(), None));
+            }
+            first.get("messages").filter(|m| m.is_array())?;
+            let all = a.iter().filter_map(messages).flatten();
+            Some(flavor_with_system(all, first.get("system")))
+        }
+    }
+}
+
+fn flavor<'a>(messages: impl Iterator<Item = &'a Value>, root: Option<&Value>) -> SourceFormat {
+    flavor_with_system(messages, root.and_then(|r| r.get("system")))
+}
+
+fn messages(v: &Value) -> Option<&Vec<Value>> {
+    v.get("messages").and_then(|m| m.as_array())
+}
+
+/// OpenAI or Anthropic, from the messages (and the enclosing object's `system` field, if any).
+fn flavor_with_system<'a>(
     messages: impl Iterator<Item = &'a Value>,
-    root: Option<&Value>,
+    system: Option<&Value>,
 ) -> SourceFormat {
     for m in messages {
         let role = m.get("role").and_then(|r| r.as_str()).unwrap_or("");
@@ -195,7 +210,7 @@ fn chat_flavor<'a>(
             }
         }
     }
-    if root.is_some_and(|r| r.get("system").is_some_and(|s| !s.is_null())) {
+    if system.is_some_and(|s| !s.is_null()) {
         return SourceFormat::Anthropic;
     }
     SourceFormat::Openai

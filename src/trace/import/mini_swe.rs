@@ -15,6 +15,8 @@ use super::json::{Node, Res};
 use crate::trace::model::{Message, Outcome, SourceFormat, ToolCall, Trace, TraceMeta, Usage};
 use regex::Regex;
 use std::sync::OnceLock;
+use super::detect::str_of;
+use super::Importer;
 
 /// Python's `re` `\s` (Unicode) also matches U+001C..U+001F, which Rust's `\s` does not.
 fn action_regex() -> &'static Regex {
@@ -25,6 +27,18 @@ fn action_regex() -> &'static Regex {
 }
 
 /// Python's `str.strip()` with no arguments: Unicode whitespace plus U+001C..U+001F.
+/// mini-swe-agent `.traj.json`: `trajectory_format: "mini-swe-agent…"`.
+pub const IMPORTER: Importer = Importer {
+    format: SourceFormat::MiniSwe,
+    detect: |shape| {
+        shape
+            .object()
+            .and_then(|o| str_of(o, "trajectory_format"))
+            .is_some_and(|f| f.starts_with("mini-swe-agent"))
+    },
+    import: |input, stem| super::each_document(input, stem, |n, id| import(n, id).map(|t| vec![t])),
+};
+
 pub fn py_strip(s: &str) -> &str {
     s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
 }

@@ -12,18 +12,42 @@
 //! trace format (e.g. mini-swe-agent's `results_summary.json`) is listed in `Imported::ignored`
 //! instead of failing. A file named explicitly is always imported or rejected with an error.
 
-pub mod anthropic;
-pub mod atif;
 mod calls;
-pub mod claude_code;
 pub mod detect;
 pub mod json;
-pub mod mini_swe;
-pub mod openai;
-pub mod openhands;
-pub mod swe_agent;
-pub mod tau;
-pub mod tau2;
+
+/// One trace format's importer: how to recognise it and how to read it. Each importer module
+/// declares `pub const IMPORTER` beside its code.
+pub struct Importer {
+    pub format: SourceFormat,
+    /// Does a parsed input of this shape look like this format? (see [`detect`])
+    pub detect: fn(detect::Shape<'_>) -> bool,
+    /// Read a whole input (one document or JSON Lines) into traces whose ids start with `stem`.
+    pub import: fn(&Input, &str) -> Res<Vec<Trace>>,
+}
+
+/// Declares the importer modules and [`IMPORTERS`], in detection order.
+macro_rules! importers {
+    ($($module:ident,)+) => {
+        $(pub mod $module;)+
+        /// Every importer, in detection order: the first whose rule matches an input wins.
+        pub const IMPORTERS: &[Importer] = &[$($module::IMPORTER,)+];
+    };
+}
+
+// Adding a format: a new `<format>.rs` with its `IMPORTER`, one line here (where its detection
+// rule should take precedence), and its name in `trace::model`'s `source_formats!`.
+importers! {
+    claude_code,
+    mini_swe,
+    atif,
+    tau2,
+    swe_agent,
+    openhands,
+    tau,
+    anthropic,
+    openai,
+}
 
 pub use calls::{tool_calls, CallShape, Calls};
 pub use json::Located;
@@ -306,38 +330,26 @@ pub fn import_bytes(
 
 /// Dispatch a parsed input to the importer of `format`.
 pub fn import_input(input: &Input, stem: &str, format: SourceFormat) -> Res<Vec<Trace>> {
-    use SourceFormat as F;
-    match (format, input) {
-        (F::Canonical, _) => Err(Located::new(
+    match IMPORTERS.iter().find(|i| i.format == format) {
+        Some(i) => (i.import)(input, stem),
+        None => Err(Located::new(
             "line 1",
             "expected a canonical header line {\"type\":\"header\",…}",
         )),
-        (F::Openai, _) => openai::import(input, stem),
-        (F::Anthropic, _) => anthropic::import(input, stem),
-        (F::ClaudeCode, Input::Lines(lines)) => claude_code::import(lines, stem),
-        (F::ClaudeCode, Input::Json(v)) => {
-            // A one-record session is valid JSON as a whole.
-            claude_code::import(&[(1, v.clone())], stem)
-        }
-        (F::Openhands, Input::Lines(lines)) => openhands::import_rows(lines, stem),
-        (F::Openhands, Input::Json(v)) => openhands::import_doc(&json::Node::root(v), stem),
-        (F::Tau, Input::Json(v)) => tau::import(&json::Node::root(v), stem),
-        (F::Tau2, Input::Json(v)) => tau2::import(&json::Node::root(v), stem),
-        (F::MiniSwe, Input::Json(v)) => mini_swe::import(&json::Node::root(v), stem).map(one),
-        (F::SweAgent, Input::Json(v)) => swe_agent::import(&json::Node::root(v), stem).map(one),
-        (F::Atif, Input::Json(v)) => atif::import(&json::Node::root(v), stem).map(one),
-        (f, Input::Lines(lines)) => per_line(lines, stem, |node, id| match f {
-            F::Tau => tau::import(node, id),
-            F::Tau2 => tau2::import(node, id),
-            F::MiniSwe => mini_swe::import(node, id).map(one),
-            F::SweAgent => swe_agent::import(node, id).map(one),
-            _ => atif::import(node, id).map(one),
-        }),
     }
 }
 
-fn one(t: Trace) -> Vec<Trace> {
-    vec![t]
+/// The `import` of a format whose documents hold one trace each: a document is read whole
+/// (trace id `stem`); JSON Lines one document per line (see [`per_line`]).
+pub(crate) fn each_document(
+    input: &Input,
+    stem: &str,
+    f: impl Fn(&json::Node<'_>, &str) -> Res<Vec<Trace>>,
+) -> Res<Vec<Trace>> {
+    match input {
+        Input::Json(v) => f(&json::Node::root(v), stem),
+        Input::Lines(lines) => per_line(lines, stem, f),
+    }
 }
 
 /// A JSON Lines file whose lines are whole documents of a single-document format: one import
@@ -464,6 +476,15 @@ mod tests {
     use super::*;
     use crate::trace::model::{Message, ToolCall, TraceMeta};
     use serde_json::json;
+
+    #[test]
+    fn every_format_but_canonical_has_exactly_one_importer() {
+        for f in SourceFormat::ALL {
+            let n = IMPORTERS.iter().filter(|i| i.format == *f).count();
+            let want = usize::from(*f != SourceFormat::Canonical);
+            assert_eq!(n, want, "{}: {n} importers", f.as_str());
+        }
+    }
 
     #[test]
     fn stems_drop_trace_extensions() {

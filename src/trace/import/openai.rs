@@ -12,6 +12,16 @@ use super::json::{content_text, parse_arguments, Node, Res};
 use super::mini_swe::openai_usage;
 use super::{tool_calls, CallShape, Calls, Input};
 use crate::trace::model::{Message, SourceFormat, ToolCall, Trace, TraceMeta};
+use super::detect::chat_flavor;
+use super::Importer;
+
+/// OpenAI chat conversations: any list of `{role, content}` messages not claimed by another
+/// format (plain-text conversations read the same in both chat formats).
+pub const IMPORTER: Importer = Importer {
+    format: SourceFormat::Openai,
+    detect: |shape| chat_flavor(shape).is_some(),
+    import,
+};
 
 pub fn import(input: &Input, stem: &str) -> Res<Vec<Trace>> {
     import_shapes(input, stem, SourceFormat::Openai, convert)

@@ -25,6 +25,38 @@ use super::{tool_calls as tool_calls_of, CallShape, Calls};
 use crate::trace::model::{Message, Outcome, SourceFormat, ToolCall, Trace, TraceMeta, Usage};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use super::detect::{arr_of, Shape};
+use super::{Importer, Input};
+
+/// OpenHands: an evaluation row whose `history[]` holds `{action|observation…}` events (one
+/// document or JSON Lines of rows), or an array of such events.
+pub const IMPORTER: Importer = Importer {
+    format: SourceFormat::Openhands,
+    detect: |shape| match shape {
+        Shape::Object(o) => match arr_of(o, "history") {
+            Some(h) => match h.first().and_then(|e| e.as_object()) {
+                Some(e) => {
+                    !e.contains_key("role")
+                        && (e.contains_key("action") || e.contains_key("observation"))
+                }
+                None => {
+                    !o.contains_key("trajectory")
+                        && (o.contains_key("instance_id") || o.contains_key("metrics"))
+                }
+            },
+            None => false,
+        },
+        Shape::Array(_, e) => {
+            (e.contains_key("action") || e.contains_key("observation"))
+                && (e.contains_key("source") || e.contains_key("id"))
+        }
+        Shape::Lines(..) => false,
+    },
+    import: |input, stem| match input {
+        Input::Lines(lines) => import_rows(lines, stem),
+        Input::Json(v) => import_doc(&Node::root(v), stem),
+    },
+};
 
 /// JSON Lines of evaluation rows: one trace per row, id `<stem>__<instance_id>` (or the issue
 /// number, or `L<line>`); a single row keeps the plain stem.

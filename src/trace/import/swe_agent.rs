@@ -17,6 +17,34 @@ use super::{tool_calls, CallShape, Calls};
 use crate::trace::model::{
     Message, Outcome, Role, SourceFormat, ToolCall, Trace, TraceMeta, Usage,
 };
+use super::detect::arr_of;
+use super::Importer;
+
+/// SWE-agent `.traj`: `history[]` of `{role…}` messages, or `{trajectory[], info}`.
+pub const IMPORTER: Importer = Importer {
+    format: SourceFormat::SweAgent,
+    detect: |shape| {
+        let Some(o) = shape.object() else {
+            return false;
+        };
+        if let Some(h) = arr_of(o, "history") {
+            match h.first().and_then(|e| e.as_object()) {
+                Some(e) if e.contains_key("role") => return true,
+                // OpenHands' history of events.
+                Some(e) if e.contains_key("action") || e.contains_key("observation") => {
+                    return false
+                }
+                None if o.contains_key("trajectory") => return true,
+                None if o.contains_key("instance_id") || o.contains_key("metrics") => {
+                    return false
+                }
+                _ => {}
+            }
+        }
+        arr_of(o, "trajectory").is_some() && o.contains_key("info")
+    },
+    import: |input, stem| super::each_document(input, stem, |n, id| import(n, id).map(|t| vec![t])),
+};
 
 pub fn import(root: &Node<'_>, id: &str) -> Res<Trace> {
     root.obj()?;

@@ -11,6 +11,18 @@
 use super::json::{Node, Res};
 use super::openai;
 use crate::trace::model::{Outcome, SourceFormat, Trace, TraceMeta};
+use super::Importer;
+
+/// τ-bench `historical_trajectories`: an array of `{task_id, traj}` runs.
+pub const IMPORTER: Importer = Importer {
+    format: SourceFormat::Tau,
+    detect: |shape| {
+        shape
+            .array_first()
+            .is_some_and(|o| o.contains_key("task_id") && o.contains_key("traj"))
+    },
+    import: |input, stem| super::each_document(input, stem, import),
+};
 
 pub fn import(root: &Node<'_>, stem: &str) -> Res<Vec<Trace>> {
     let runs = root.items()?;

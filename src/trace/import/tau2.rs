@@ -17,6 +17,8 @@ use super::{tool_calls, CallShape, Calls};
 use crate::trace::model::{Message, Outcome, SourceFormat, ToolCall, Trace, TraceMeta};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
+use super::detect::arr_of;
+use super::Importer;
 
 fn title(k: &str) -> String {
     let s = k.replace('_', " ");
@@ -46,6 +48,13 @@ fn render_scenario(s: &Node<'_>) -> Option<String> {
     }
     (!parts.is_empty()).then(|| parts.join("\n"))
 }
+
+/// τ²-bench results: an object with `simulations[]`.
+pub const IMPORTER: Importer = Importer {
+    format: SourceFormat::Tau2,
+    detect: |shape| shape.object().is_some_and(|o| arr_of(o, "simulations").is_some()),
+    import: |input, stem| super::each_document(input, stem, import),
+};
 
 pub fn import(root: &Node<'_>, stem: &str) -> Res<Vec<Trace>> {
     root.obj()?;

@@ -38,165 +38,8 @@ use crate::metrics::stats::Ci;
 use crate::record::Run;
 use serde::Serialize;
 
-/// Comparison operator of a rule.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum Op {
-    #[serde(rename = ">=")]
-    Ge,
-    #[serde(rename = ">")]
-    Gt,
-    #[serde(rename = "<=")]
-    Le,
-    #[serde(rename = "<")]
-    Lt,
-}
-
-impl Op {
-    pub fn holds(self, value: f64, threshold: f64) -> bool {
-        match self {
-            Op::Ge => value >= threshold,
-            Op::Gt => value > threshold,
-            Op::Le => value <= threshold,
-            Op::Lt => value < threshold,
-        }
-    }
-    fn lower_bound(self) -> bool {
-        matches!(self, Op::Ge | Op::Gt)
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Op::Ge => ">=",
-            Op::Gt => ">",
-            Op::Le => "<=",
-            Op::Lt => "<",
-        }
-    }
-}
-
-/// What a rule measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RuleKind {
-    Absolute,
-    Delta,
-    DeltaPct,
-}
-
-/// A parsed rule.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Rule {
-    /// The rule as written.
-    pub text: String,
-    pub variant: Option<String>,
-    /// Report metric name (suffix removed).
-    pub metric: String,
-    pub kind: RuleKind,
-    pub op: Op,
-    pub threshold: f64,
-}
-
-/// Parse one rule (see the module docs for the grammar).
-pub fn parse_rule(text: &str) -> Result<Rule, String> {
-    let t = text.trim();
-    let ops = [">=", "<=", ">", "<"];
-    let (pos, op_str) = ops
-        .iter()
-        .filter_map(|o| t.find(o).map(|p| (p, *o)))
-        .min_by_key(|(p, o)| (*p, std::cmp::Reverse(o.len())))
-        .ok_or_else(|| {
-            format!("rule `{t}`: expected `METRIC OP NUMBER` with OP one of >=, >, <=, <")
-        })?;
-    let op = match op_str {
-        ">=" => Op::Ge,
-        "<=" => Op::Le,
-        ">" => Op::Gt,
-        _ => Op::Lt,
-    };
-    let lhs = t[..pos].trim();
-    let rhs = t[pos + op_str.len()..].trim();
-    let threshold: f64 = rhs
-        .parse()
-        .ok()
-        .filter(|x: &f64| x.is_finite())
-        .ok_or_else(|| format!("rule `{t}`: expected a number after `{op_str}`, found `{rhs}`"))?;
-    let (variant, metric_full) = match lhs.split_once(':') {
-        Some((v, m)) => (Some(v.trim().to_string()), m.trim()),
-        None => (None, lhs),
-    };
-    if variant.as_deref() == Some("") {
-        return Err(format!("rule `{t}`: empty variant name before `:`"));
-    }
-    let valid = |s: &str| {
-        !s.is_empty()
-            && s.split('.').all(|part| {
-                !part.is_empty()
-                    && part
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-            })
-    };
-    if !valid(metric_full) {
-        return Err(format!(
-            "rule `{t}`: expected a metric name like `needle.recall` before `{op_str}`, found `{metric_full}`"
-        ));
-    }
-    let (metric, kind) = if let Some(m) = metric_full.strip_suffix(".delta_pct") {
-        (m, RuleKind::DeltaPct)
-    } else if let Some(m) = metric_full.strip_suffix(".delta") {
-        (m, RuleKind::Delta)
-    } else {
-        (metric_full, RuleKind::Absolute)
-    };
-    Ok(Rule {
-        text: t.to_string(),
-        variant,
-        metric: metric.to_string(),
-        kind,
-        op,
-        threshold,
-    })
-}
-
-/// Parse a rules file: one rule per line (`#` comments), or a TOML file (`*.toml`) with
-/// `rules = [...]` at the top level or under `[gates]`. Errors name the file and line.
-pub fn parse_rules_file(path: &std::path::Path) -> Result<Vec<Rule>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if path.extension().is_some_and(|e| e == "toml") {
-        let doc: toml::Table = text
-            .parse()
-            .map_err(|e| format!("{}: not valid TOML: {e}", path.display()))?;
-        let rules = doc
-            .get("gates")
-            .and_then(|g| g.get("rules"))
-            .or_else(|| doc.get("rules"))
-            .and_then(|r| r.as_array())
-            .ok_or_else(|| {
-                format!(
-                    "{}: expected `rules = [\"needle.recall >= 0.95\", …]` at the top level or under [gates]",
-                    path.display()
-                )
-            })?;
-        return rules
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let s = r.as_str().ok_or_else(|| {
-                    format!("{}: rules[{i}]: expected a string rule", path.display())
-                })?;
-                parse_rule(s).map_err(|e| format!("{}: rules[{i}]: {e}", path.display()))
-            })
-            .collect();
-    }
-    let mut rules = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let l = line.trim();
-        if l.is_empty() || l.starts_with('#') {
-            continue;
-        }
-        rules.push(parse_rule(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?);
-    }
-    Ok(rules)
-}
+mod rules;
+pub use rules::{parse_rule, parse_rules_file, Op, Rule, RuleKind};
 
 /// Verdict of one rule for one variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -211,6 +54,8 @@ pub enum Verdict {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RuleResult {
     pub rule: String,
+    /// Absolute (a threshold on the candidate) or a delta against the baseline run.
+    pub kind: RuleKind,
     pub variant: String,
     pub verdict: Verdict,
     /// The measured value (mean, delta or delta %).
@@ -271,15 +116,58 @@ fn ci_text(ci: &Option<Ci>) -> String {
     crate::metrics::format::fmt_ci(ci.as_ref())
 }
 
+/// The suite name recorded in a run (`suite.name` of the resolved suite).
+fn suite_name(run: &Run) -> Option<&str> {
+    run.info
+        .suite
+        .pointer("/suite/name")
+        .and_then(|v| v.as_str())
+}
+
+/// Refuse to gate runs that cannot be compared: runs of differently named suites, or runs
+/// with no variant in common (every rule would compare nothing, or only the candidate with
+/// itself). The error says what each run has.
+pub fn check_related(candidate: &Run, baseline: &Run) -> Result<(), String> {
+    let (c, b) = (&candidate.info.run_id, &baseline.info.run_id);
+    if let (Some(cs), Some(bs)) = (suite_name(candidate), suite_name(baseline)) {
+        if cs != bs {
+            return Err(format!(
+                "unrelated runs: candidate {c} is a run of suite `{cs}`, baseline {b} of suite \
+                 `{bs}`; gate a run against a baseline run of the same suite"
+            ));
+        }
+    }
+    let cv = variants_of(candidate);
+    let bv = variants_of(baseline);
+    if !cv.iter().any(|v| bv.contains(v)) {
+        return Err(format!(
+            "unrelated runs: candidate {c} and baseline {b} share no variant (candidate: {}; \
+             baseline: {}); gate a run against a baseline run of the same suite",
+            list_or_none(&cv),
+            list_or_none(&bv)
+        ));
+    }
+    Ok(())
+}
+
+fn list_or_none(v: &[String]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
 /// Evaluate rules on a candidate run against a baseline run. `seed` fixes the bootstrap.
-/// Errors (exit 2) when a rule names a variant the candidate run lacks, or a metric no variant
-/// of either run has.
+/// Errors (exit 2) when the runs are unrelated ([`check_related`]), when a rule names a
+/// variant the candidate run lacks, or a metric no variant of either run has.
 pub fn evaluate(
     rules: &[Rule],
     candidate: &Run,
     baseline: &Run,
     seed: u64,
 ) -> Result<GateOutcome, String> {
+    check_related(candidate, baseline)?;
     let cand_table: ObsTable = aggregate::observations_with_roles(&candidate.samples);
     let base_table: ObsTable = aggregate::observations_with_roles(&baseline.samples);
     let variants = variants_of(candidate);
@@ -327,6 +215,7 @@ pub fn evaluate(
 fn skipped(rule: &Rule, variant: &str, why: String) -> RuleResult {
     RuleResult {
         rule: rule.text.clone(),
+        kind: rule.kind,
         variant: variant.to_string(),
         verdict: Verdict::Skipped,
         value: None,
@@ -419,17 +308,9 @@ fn evaluate_one(
                         "baseline mean is 0: no percentage change".into(),
                     );
                 };
-                // The CI of the delta scaled by the baseline mean: it treats the baseline mean
-                // as fixed, which is what the percentage is relative to. Significance is the
-                // delta's test, so this CI is for display only.
-                let ci = c.ci.map(|ci| {
-                    let scale = 100.0 / c.baseline_mean.abs();
-                    Ci {
-                        lo: ci.lo * scale,
-                        hi: ci.hi * scale,
-                        method: ci.method,
-                    }
-                });
+                // The relative change's own CI (recomputed per resample, never below −100% for
+                // a non-negative metric). Significance is the delta's test.
+                let ci = c.pct_ci;
                 (
                     pct,
                     ci,
@@ -459,6 +340,23 @@ fn evaluate_one(
                 num(rule.threshold)
             ),
         )
+    } else if significant && rule.kind == RuleKind::Absolute {
+        // An absolute rule compares with a threshold, not with the baseline: a miss, not a
+        // regression.
+        (
+            Verdict::Fail,
+            format!(
+                "{stats}: misses the threshold {} {} by {} ({})",
+                rule.op.as_str(),
+                num(rule.threshold),
+                num(beyond.unwrap_or(0.0)),
+                if ci.is_some() {
+                    "the whole 95% CI is beyond it"
+                } else {
+                    "no CI with fewer than two values: the mean decides"
+                }
+            ),
+        )
     } else if significant {
         (
             Verdict::Fail,
@@ -482,6 +380,17 @@ fn evaluate_one(
                 num(beyond.unwrap_or(0.0))
             ),
         )
+    } else if rule.kind == RuleKind::Absolute {
+        (
+            Verdict::Pass,
+            format!(
+                "{stats}: misses the threshold {} {} by {} but not significantly: the 95% CI \
+                 reaches it (passes)",
+                rule.op.as_str(),
+                num(rule.threshold),
+                num(beyond.unwrap_or(0.0))
+            ),
+        )
     } else {
         (
             Verdict::Pass,
@@ -495,6 +404,7 @@ fn evaluate_one(
     };
     RuleResult {
         rule: rule.text.clone(),
+        kind: rule.kind,
         variant: variant.to_string(),
         verdict,
         value: Some(value),
@@ -502,72 +412,5 @@ fn evaluate_one(
         p_value,
         beyond,
         message,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_the_documented_forms() {
-        let r = parse_rule("needle.recall >= 0.95").unwrap();
-        assert_eq!(
-            (r.metric.as_str(), r.kind, r.op, r.threshold),
-            ("needle.recall", RuleKind::Absolute, Op::Ge, 0.95)
-        );
-        let r = parse_rule("  cost.delta_pct<=5 ").unwrap();
-        assert_eq!(
-            (r.metric.as_str(), r.kind, r.op, r.threshold),
-            ("cost", RuleKind::DeltaPct, Op::Le, 5.0)
-        );
-        let r = parse_rule("needle.recall.delta >= -0.02").unwrap();
-        assert_eq!((r.kind, r.threshold), (RuleKind::Delta, -0.02));
-        let r = parse_rule("aggressive: drift.score > 4").unwrap();
-        assert_eq!(
-            (r.variant.as_deref(), r.metric.as_str(), r.op),
-            (Some("aggressive"), "drift.score", Op::Gt)
-        );
-        assert_eq!(parse_rule("tokens < 1e6").unwrap().threshold, 1e6);
-    }
-
-    #[test]
-    fn rejects_malformed_rules_with_a_reason() {
-        assert!(parse_rule("needle.recall 0.95")
-            .unwrap_err()
-            .contains("expected `METRIC OP NUMBER`"));
-        assert!(parse_rule("needle.recall >= high")
-            .unwrap_err()
-            .contains("expected a number"));
-        assert!(parse_rule(">= 3")
-            .unwrap_err()
-            .contains("expected a metric name"));
-        assert!(parse_rule("needle..recall >= 3")
-            .unwrap_err()
-            .contains("expected a metric name"));
-        assert!(parse_rule(": x >= 3")
-            .unwrap_err()
-            .contains("empty variant"));
-        assert!(parse_rule("x >= nan").is_err());
-    }
-
-    #[test]
-    fn rules_file_reports_line_numbers() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("rules.txt");
-        std::fs::write(
-            &p,
-            "# gates\nneedle.recall >= 0.9\n\ncost.delta_pct <= oops\n",
-        )
-        .unwrap();
-        let err = parse_rules_file(&p).unwrap_err();
-        assert!(err.contains("rules.txt:4:"), "{err}");
-        let t = dir.path().join("g.toml");
-        std::fs::write(
-            &t,
-            "[gates]\nrules = [\"needle.recall >= 0.9\", \"cost.delta_pct <= 5\"]\n",
-        )
-        .unwrap();
-        assert_eq!(parse_rules_file(&t).unwrap().len(), 2);
     }
 }

@@ -1,0 +1,110 @@
+//! What the layers that fold history into a model-written record share (summarize,
+//! checkpoint): asking the summarizer, the `error` event when it fails, the record's text by
+//! history exposure, and installing the record as the new head of the view.
+
+use crate::engine::event::{Event, EventDetail, EventKind, StoreWrite};
+use crate::engine::invariants::unusable_summary;
+use crate::engine::layer::CallCtx;
+use crate::engine::layer_config::History;
+use crate::engine::summarizer::{SummaryOutput, SummaryRequest};
+use crate::engine::view::Item;
+use crate::engine::EngineError;
+use crate::trace::Message;
+use std::sync::Arc;
+
+use super::preview::{summary_message, summary_message_without_history};
+
+/// Ask the summarizer for a summary of `leaving` (chained after the current one) and reject
+/// error strings and placeholders: `Err` carries the message for the `error` event. Shared by
+/// every layer that replaces history with a model-written record (summarize, checkpoint).
+pub(crate) fn request_summary(
+    ctx: &CallCtx<'_>,
+    leaving: &[Arc<Message>],
+    prompt: &str,
+    max_tokens: u64,
+    what: &str,
+) -> Result<SummaryOutput, String> {
+    let req = SummaryRequest {
+        messages: leaving,
+        previous_summary: ctx.base.summary_text.as_deref(),
+        prompt,
+        max_tokens,
+    };
+    ctx.env
+        .summarizer
+        .summarize(&req)
+        .map_err(|e| e.to_string())
+        .and_then(|o| match unusable_summary(&o.text) {
+            Some(why) => Err(format!("{what} rejected: {why}")),
+            None => Ok(o),
+        })
+}
+
+/// The `error` event of a fold whose summary failed: the offload writes already made stay
+/// recorded, the view is left as it was.
+pub(crate) fn emit_summary_error(
+    ctx: &mut CallCtx<'_>,
+    layer: &str,
+    tokens_before: u64,
+    writes: Vec<StoreWrite>,
+    message: String,
+) {
+    let mut ev = Event::new(EventKind::Error, ctx.call_index, layer);
+    ev.call_index = Some(ctx.call_index);
+    ev.tokens_before = Some(tokens_before);
+    ev.writes = writes;
+    ev.detail = EventDetail::Error { message };
+    ctx.env.emit(ev);
+}
+
+/// The record's text by history exposure: `offload` names the raw-history file `history`;
+/// `memory` appends the summary under `heading` to `<dir>/MEMORY.md` (the turn-trimming agent's
+/// memory file: the summary, not the raw turns) and names it, setting `history` to it; `none`
+/// is the summary alone.
+pub(crate) fn record_text(
+    ctx: &mut CallCtx<'_>,
+    exposure: History,
+    dir: &str,
+    history: &mut String,
+    heading: &str,
+    summary: &str,
+    writes: &mut Vec<StoreWrite>,
+) -> Result<String, EngineError> {
+    Ok(match exposure {
+        History::Offload => summary_message(history, summary),
+        History::Memory => {
+            *history = format!("{dir}/MEMORY.md");
+            let note = format!(
+                "## {heading} at model call {}\n\n{summary}\n\n",
+                ctx.call_index
+            );
+            writes.push(ctx.env.store.append(history, note.as_bytes())?);
+            summary_message_without_history(Some(history), summary)
+        }
+        History::None => summary_message_without_history(None, summary),
+    })
+}
+
+/// Put the record `msg` at the head of the view (pointing at `history` when there is one) and
+/// start the new base after the view's `cutoff`. Returns the state cutoff and how many view
+/// entries were kept.
+pub(crate) fn install_record(
+    ctx: &mut CallCtx<'_>,
+    msg: Message,
+    history: &str,
+    cutoff: usize,
+) -> (usize, usize) {
+    let mut item = Item::new(msg, ctx.env.counter);
+    if !history.is_empty() {
+        item = item.with_pointer(history, None);
+    }
+    item.is_summary = true;
+    let state_cutoff = ctx.view.cut_before(ctx.state, cutoff);
+    let kept = ctx.view.len();
+    ctx.view.head.insert(0, item);
+    ctx.base.head = ctx.view.head.clone();
+    ctx.base.start = state_cutoff;
+    ctx.base.generation += 1;
+    ctx.view.head_generation = ctx.base.generation;
+    (state_cutoff, kept)
+}

@@ -1,0 +1,204 @@
+//! Word-level diff of two texts (two summaries of the same fold), rendered as escaped HTML with
+//! `<del>` (words only the first text has) and `<ins>` (words only the second has).
+//!
+//! Words are maximal runs of non-whitespace; the whitespace between them is kept as written
+//! and never marked. The longest common subsequence of the words is computed after stripping
+//! the common prefix and suffix; when what remains is too large for the quadratic table
+//! ([`MAX_CELLS`]), the texts are shown without marks and the caller says so.
+
+use super::escape;
+
+/// Most cells of the LCS table (words left in A × words left in B after the common prefix and
+/// suffix): 4M cells of `u16`, 8 MB.
+pub const MAX_CELLS: usize = 4_000_000;
+
+/// One step of a word diff.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Word `a` of the first text equals word `b` of the second.
+    Same(usize, usize),
+    /// Word of the first text only.
+    Del(usize),
+    /// Word of the second text only.
+    Ins(usize),
+}
+
+/// Byte ranges of the words of `text`.
+fn words(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (c.is_whitespace(), start) {
+            (false, None) => start = Some(i),
+            (true, Some(s)) => {
+                out.push((s, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, text.len()));
+    }
+    out
+}
+
+/// The word diff of `a` and `b`, or `None` when it is too large to compute (see [`MAX_CELLS`]).
+pub fn word_diff(a: &str, b: &str) -> Option<Vec<Op>> {
+    let wa: Vec<&str> = words(a).into_iter().map(|(s, e)| &a[s..e]).collect();
+    let wb: Vec<&str> = words(b).into_iter().map(|(s, e)| &b[s..e]).collect();
+    diff_seq(&wa, &wb)
+}
+
+fn diff_seq(a: &[&str], b: &[&str]) -> Option<Vec<Op>> {
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let suffix = a[prefix..]
+        .iter()
+        .rev()
+        .zip(b[prefix..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let (ma, mb) = (&a[prefix..a.len() - suffix], &b[prefix..b.len() - suffix]);
+    let (n, m) = (ma.len(), mb.len());
+    if n.saturating_mul(m) > MAX_CELLS {
+        return None;
+    }
+    let mut ops: Vec<Op> = (0..prefix).map(|i| Op::Same(i, i)).collect();
+    // lcs[i][j] = LCS length of ma[i..] and mb[j..]; min(n, m) ≤ 2000 here, so u16 holds it.
+    let w = m + 1;
+    let mut lcs = vec![0u16; (n + 1) * w];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            lcs[i * w + j] = if ma[i] == mb[j] {
+                lcs[(i + 1) * w + j + 1] + 1
+            } else {
+                lcs[(i + 1) * w + j].max(lcs[i * w + j + 1])
+            };
+        }
+    }
+    let (mut i, mut j) = (0, 0);
+    while i < n || j < m {
+        if i < n && j < m && ma[i] == mb[j] {
+            ops.push(Op::Same(prefix + i, prefix + j));
+            i += 1;
+            j += 1;
+        } else if j < m && (i == n || lcs[i * w + j + 1] >= lcs[(i + 1) * w + j]) {
+            ops.push(Op::Ins(prefix + j));
+            j += 1;
+        } else {
+            ops.push(Op::Del(prefix + i));
+            i += 1;
+        }
+    }
+    let (ea, eb) = (a.len() - suffix, b.len() - suffix);
+    ops.extend((0..suffix).map(|k| Op::Same(ea + k, eb + k)));
+    Some(ops)
+}
+
+/// `text` as escaped HTML with the words whose index `marked` says wrapped in `<tag>` (runs of
+/// marked words share one element; the whitespace between them goes inside it).
+fn render(text: &str, marked: &[bool], tag: &str) -> String {
+    let ws = words(text);
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut at = 0;
+    let mut open = false;
+    for (k, &(s, e)) in ws.iter().enumerate() {
+        let gap = escape(&text[at..s]);
+        if open && !marked[k] {
+            out.push_str("</");
+            out.push_str(tag);
+            out.push('>');
+            open = false;
+        }
+        out.push_str(&gap);
+        if marked[k] && !open {
+            out.push('<');
+            out.push_str(tag);
+            out.push('>');
+            open = true;
+        }
+        out.push_str(&escape(&text[s..e]));
+        at = e;
+    }
+    if open {
+        out.push_str("</");
+        out.push_str(tag);
+        out.push('>');
+    }
+    out.push_str(&escape(&text[at..]));
+    out
+}
+
+/// Both texts as escaped HTML, words only `a` has in `<del>`, words only `b` has in `<ins>`;
+/// `None` when the diff is too large (render them with [`escape`] and say so).
+pub fn side_by_side(a: &str, b: &str) -> Option<(String, String)> {
+    let ops = word_diff(a, b)?;
+    let mut del = vec![false; words(a).len()];
+    let mut ins = vec![false; words(b).len()];
+    for op in ops {
+        match op {
+            Op::Del(i) => del[i] = true,
+            Op::Ins(j) => ins[j] = true,
+            Op::Same(..) => {}
+        }
+    }
+    Some((render(a, &del, "del"), render(b, &ins, "ins")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_diff_finds_the_changed_words_only() {
+        let ops = word_diff("the goal is to fix the parser", "the goal: fix the lexer").unwrap();
+        // words: a = the goal is to fix the parser; b = the goal: fix the lexer
+        assert_eq!(
+            ops,
+            [
+                Op::Same(0, 0),
+                Op::Ins(1),
+                Op::Del(1),
+                Op::Del(2),
+                Op::Del(3),
+                Op::Same(4, 2),
+                Op::Same(5, 3),
+                Op::Ins(4),
+                Op::Del(6),
+            ]
+        );
+        assert_eq!(word_diff("", "").unwrap(), []);
+        assert_eq!(word_diff("a", "").unwrap(), [Op::Del(0)]);
+        assert_eq!(word_diff("", "  b ").unwrap(), [Op::Ins(0)]);
+    }
+
+    #[test]
+    fn side_by_side_marks_runs_keeps_whitespace_and_escapes() {
+        let (a, b) = side_by_side(
+            "## GOAL\nfix <b> now & then",
+            "## GOAL\nship <script>x</script> now",
+        )
+        .unwrap();
+        assert_eq!(
+            a,
+            "## GOAL\n<del>fix &lt;b&gt;</del> now <del>&amp; then</del>"
+        );
+        assert_eq!(
+            b,
+            "## GOAL\n<ins>ship &lt;script&gt;x&lt;/script&gt;</ins> now"
+        );
+        let same = side_by_side("a  b\n", "a  b\n").unwrap();
+        assert_eq!(same, ("a  b\n".to_string(), "a  b\n".to_string()));
+    }
+
+    #[test]
+    fn too_large_a_diff_is_refused_not_truncated() {
+        let a: String = (0..2100).map(|i| format!("a{i} ")).collect();
+        let b: String = (0..2100).map(|i| format!("b{i} ")).collect();
+        assert!(word_diff(&a, &b).is_none());
+        // A long text with a small change still diffs (common prefix and suffix are free).
+        let c = a.replacen("a7 ", "z7 ", 1);
+        let ops = word_diff(&a, &c).unwrap();
+        assert_eq!(ops.iter().filter(|o| !matches!(o, Op::Same(..))).count(), 2);
+    }
+}

@@ -1,0 +1,387 @@
+//! The per-sample part of the page: which samples are shown in full ([`select`]), their index
+//! table (failures first, sortable and filterable like every table) and one collapsible view
+//! per sample (`view`) — scores, error, the needle questions with the answer and tool calls, the
+//! summaries of each fold (side by side with the baseline's summary of the same unit and fold,
+//! word-level diff), and the context timeline.
+//!
+//! Which samples are shown (the page must stay small for a 100,000-sample run):
+//! 1. every failed unit (error) and every flagged one (a summary failed, or a compaction was
+//!    futile), at most [`MAX_PROBLEM_SAMPLES`];
+//! 2. the units of [`SHOWN_PAIR_KEYS`] pairing keys (trace × eval × sample × repeat) in every
+//!    variant, the keys taken round-robin over traces, each trace's evals first;
+//! 3. up to [`MAX_FAILED_PER_VARIANT`] units per variant whose verdict is fail, each with the
+//!    baseline's unit of the same key.
+//!
+//! Selection reads only the keys, error, verdict, scores and compaction counts of a sample;
+//! timelines, evidence and summaries are read for the selected ones only.
+
+use super::{view, Html, SummaryTexts};
+use crate::record::{Sample, SummaryRecord};
+use crate::report::model::ReportModel;
+use crate::report::table::{Cell, Column, Table};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write;
+
+/// Most failed or flagged units shown in full.
+pub const MAX_PROBLEM_SAMPLES: usize = 200;
+/// Pairing keys whose units are shown in full in every variant.
+pub const SHOWN_PAIR_KEYS: usize = 12;
+/// Most units with a fail verdict shown per variant (beyond rule 1 and 2).
+pub const MAX_FAILED_PER_VARIANT: usize = 5;
+/// Folds whose summaries are shown per sample: the first ones and the last.
+pub const MAX_FOLDS_SHOWN: usize = 5;
+
+/// What a sample's row says first; the index table sorts by it (failures first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    /// The unit failed (no scores).
+    Error,
+    /// It succeeded, but a summary failed or a compaction was futile.
+    Flagged,
+    /// Its verdict is fail.
+    Fail,
+    /// Its verdict is pass.
+    Pass,
+    /// It has scores and no verdict.
+    Done,
+}
+
+impl Status {
+    pub fn of(s: &Sample) -> Status {
+        if s.error.is_some() {
+            Status::Error
+        } else if s.scores.get("summary_failures").is_some_and(|n| *n > 0.0)
+            || s.compactions.get("futile").is_some_and(|n| *n > 0)
+        {
+            Status::Flagged
+        } else {
+            match s.passed {
+                Some(false) => Status::Fail,
+                Some(true) => Status::Pass,
+                None => Status::Done,
+            }
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Error => "error",
+            Status::Flagged => "flagged",
+            Status::Fail => "fail",
+            Status::Pass => "pass",
+            Status::Done => "done",
+        }
+    }
+
+    pub(super) fn cell(self) -> Cell {
+        match self {
+            Status::Error | Status::Fail => Cell::Alert(self.label().into()),
+            Status::Flagged => Cell::Strong(self.label().into()),
+            Status::Pass | Status::Done => Cell::text(self.label()),
+        }
+    }
+}
+
+/// Indices into `samples` of the samples shown in full (rules in the module doc), failures
+/// first, then in `samples`' order; and how many failed or flagged units were left out.
+pub fn select(samples: &[Sample], baseline: Option<&str>) -> (Vec<usize>, usize) {
+    let mut chosen: HashSet<usize> = HashSet::new();
+    let problems: Vec<usize> = (0..samples.len())
+        .filter(|&i| Status::of(&samples[i]) <= Status::Flagged)
+        .collect();
+    let left_out = problems.len().saturating_sub(MAX_PROBLEM_SAMPLES);
+    chosen.extend(problems.into_iter().take(MAX_PROBLEM_SAMPLES));
+
+    // Pairing keys in first-seen order, grouped by trace (traces in first-seen order).
+    let mut traces: Vec<&str> = Vec::new();
+    let mut keys_of: HashMap<&str, Vec<(u64, &str)>> = HashMap::new();
+    let mut seen: HashSet<u64> = HashSet::new();
+    for s in samples {
+        let h = s.pair_hash();
+        if seen.insert(h) {
+            if !keys_of.contains_key(s.trace_id.as_str()) {
+                traces.push(&s.trace_id);
+            }
+            keys_of
+                .entry(&s.trace_id)
+                .or_default()
+                .push((h, s.eval.as_str()));
+        }
+    }
+    // Each trace: the first key of every eval, then the others.
+    let mut queues: Vec<std::collections::VecDeque<u64>> = traces
+        .iter()
+        .map(|t| {
+            let keys = &keys_of[t];
+            let mut evals_seen: HashSet<&str> = HashSet::new();
+            let (first, rest): (Vec<_>, Vec<_>) =
+                keys.iter().partition(|(_, e)| evals_seen.insert(e));
+            first.into_iter().chain(rest).map(|(h, _)| h).collect()
+        })
+        .collect();
+    let mut keys: HashSet<u64> = HashSet::new();
+    while keys.len() < SHOWN_PAIR_KEYS && queues.iter().any(|q| !q.is_empty()) {
+        for q in &mut queues {
+            if keys.len() < SHOWN_PAIR_KEYS {
+                if let Some(h) = q.pop_front() {
+                    keys.insert(h);
+                }
+            }
+        }
+    }
+    let mut failed_per_variant: HashMap<&str, usize> = HashMap::new();
+    let mut fail_keys: HashSet<u64> = HashSet::new();
+    for (i, s) in samples.iter().enumerate() {
+        if keys.contains(&s.pair_hash()) {
+            chosen.insert(i);
+        } else if Status::of(s) == Status::Fail {
+            let n = failed_per_variant.entry(&s.variant).or_default();
+            if *n < MAX_FAILED_PER_VARIANT {
+                *n += 1;
+                chosen.insert(i);
+                fail_keys.insert(s.pair_hash());
+            }
+        }
+    }
+    if let Some(b) = baseline {
+        for (i, s) in samples.iter().enumerate() {
+            if s.variant == b && fail_keys.contains(&s.pair_hash()) {
+                chosen.insert(i);
+            }
+        }
+    }
+    let mut out: Vec<usize> = chosen.into_iter().collect();
+    out.sort_by_key(|&i| (Status::of(&samples[i]), i));
+    (out, left_out)
+}
+
+/// Summary records of the samples [`select`] shows whose text is in a file (the caller reads
+/// them into a [`SummaryTexts`]).
+pub fn summaries_in_files(model: &ReportModel) -> Vec<&SummaryRecord> {
+    let (shown, _) = select(&model.samples, model.baseline.as_deref());
+    shown
+        .into_iter()
+        .flat_map(|i| folds_shown(&model.samples[i].summaries))
+        .filter(|r| r.text.is_none())
+        .collect()
+}
+
+/// The first folds and the last one, at most [`MAX_FOLDS_SHOWN`].
+pub(super) fn folds_shown(all: &[SummaryRecord]) -> Vec<&SummaryRecord> {
+    if all.len() <= MAX_FOLDS_SHOWN {
+        return all.iter().collect();
+    }
+    let mut v: Vec<&SummaryRecord> = all.iter().take(MAX_FOLDS_SHOWN - 1).collect();
+    v.extend(all.last());
+    v
+}
+
+/// Anchor of the sample at `index` of `model.samples`.
+pub fn anchor(index: usize) -> String {
+    format!("s{index}")
+}
+
+/// `#filter=samples-table:…` link that shows the rows of the samples table whose columns
+/// equal the given values (`[("variant", "aggressive"), ("eval", "needle")]`).
+pub fn filter_link(terms: &[(&str, &str)]) -> String {
+    let f: Vec<String> = terms
+        .iter()
+        .map(|(k, v)| format!("{}={}", url_component(k), url_component(v)))
+        .collect();
+    format!("#filter=samples-table:{}", f.join("%20"))
+}
+
+/// Percent-encode everything but unreserved characters (RFC 3986).
+fn url_component(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// The main score of a sample: the first headline metric of its eval it has.
+fn main_score(model: &ReportModel, s: &Sample) -> Option<(String, f64)> {
+    model.headline.iter().find_map(|m| {
+        let key = m.strip_prefix(s.eval.as_str())?.strip_prefix('.')?;
+        s.scores.get(key).map(|v| (key.to_string(), *v))
+    })
+}
+
+/// The "Samples" section.
+pub fn section(out: &mut String, model: &ReportModel, texts: &SummaryTexts) {
+    out.push_str("<h2 id=\"samples\">Samples</h2>\n");
+    if model.samples.is_empty() {
+        out.push_str("<p class=\"muted\">No sample recorded.</p>\n");
+        return;
+    }
+    let (shown, left_out) = select(&model.samples, model.baseline.as_deref());
+    let _ = writeln!(
+        out,
+        "<p>{} of {} sample(s) shown in full: every failed or flagged unit (at most \
+         {MAX_PROBLEM_SAMPLES}), the units of {SHOWN_PAIR_KEYS} trace/eval/sample keys in every \
+         variant, and up to {MAX_FAILED_PER_VARIANT} units per variant whose verdict is fail \
+         (with the baseline's unit of the same key). Failures first; every sample is in \
+         results.csv and samples.jsonl. Filter with words or <code>column=value</code> \
+         (e.g. <code>status=fail variant=aggressive</code>).</p>",
+        shown.len(),
+        model.samples.len()
+    );
+    if left_out > 0 {
+        let _ = writeln!(
+            out,
+            "<p class=\"alert\">{left_out} more failed or flagged unit(s) are not shown in full.</p>"
+        );
+    }
+    let mut t = Table::new(
+        Some("samples-table"),
+        vec![
+            Column::text("status"),
+            Column::text("variant"),
+            Column::text("trace"),
+            Column::text("eval"),
+            Column::text("sample"),
+            Column::num("repeat"),
+            Column::text("score"),
+            Column::num("value"),
+            Column::num("tokens"),
+            Column::text("compactions"),
+        ],
+    );
+    for &i in &shown {
+        let s = &model.samples[i];
+        let score = main_score(model, s);
+        t.push(vec![
+            Status::of(s).cell(),
+            Cell::text(&s.variant),
+            Cell::Code(s.trace_id.clone()),
+            Cell::text(&s.eval),
+            Cell::Code(s.sample.clone()),
+            Cell::Int(s.repeat.into()),
+            score
+                .as_ref()
+                .map_or(Cell::Missing, |(k, _)| Cell::text(k.clone())),
+            score.map_or(Cell::Missing, |(_, v)| Cell::Num(v)),
+            Cell::Int(s.tokens_total()),
+            Cell::text(compactions(s)),
+        ]);
+    }
+    out.push_str("<div class=\"scroll\">");
+    Html.write_table_linked(out, &t, "view", &|row| {
+        Some((format!("#{}", anchor(shown[row])), "view".to_string()))
+    });
+    out.push_str("</div>\n");
+
+    // Shown units by (pairing key, variant), for the links between variants and the A/B view.
+    let mut by_key: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for &i in &shown {
+        by_key
+            .entry(model.samples[i].pair_hash())
+            .or_default()
+            .push(i);
+    }
+    for &i in &shown {
+        let peers = &by_key[&model.samples[i].pair_hash()];
+        view::sample(out, model, i, peers, texts);
+    }
+}
+
+pub(super) fn compactions(s: &Sample) -> String {
+    s.compactions
+        .iter()
+        .map(|(k, v)| format!("{k}×{v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::UnitError;
+
+    fn unit(variant: &str, trace: &str, eval: &str, sample: &str) -> Sample {
+        Sample::builder()
+            .trace(trace)
+            .variant(variant)
+            .eval(eval)
+            .sample(sample)
+            .build()
+    }
+
+    #[test]
+    fn selection_puts_failures_first_and_covers_every_variant_of_a_key() {
+        let mut samples = Vec::new();
+        for v in ["base", "cand"] {
+            for t in 0..10 {
+                for k in 0..5 {
+                    samples.push(unit(v, &format!("t{t}"), "needle", &format!("k{k}")));
+                }
+                samples.push(unit(v, &format!("t{t}"), "drift", "d"));
+            }
+        }
+        let n = samples.len();
+        samples[n - 1].error = Some(UnitError {
+            kind: "timeout".into(),
+            message: "slow".into(),
+        });
+        samples[3].passed = Some(false);
+        samples[7].scores.insert("summary_failures".into(), 1.0);
+        let (shown, left_out) = select(&samples, Some("base"));
+        assert_eq!(left_out, 0);
+        assert_eq!(shown[0], n - 1, "the error first");
+        assert_eq!(shown[1], 7, "then the flagged unit");
+        assert_eq!(shown[2], 3, "then the failed verdict");
+        // 12 keys over 10 traces (each trace's needle key first, then its drift key), both
+        // variants: 24 units, plus the error, the flagged and the failed unit (their peers in
+        // the other variant come only when chosen by key), plus the baseline of the fail.
+        let keys: HashSet<u64> = shown.iter().map(|&i| samples[i].pair_hash()).collect();
+        for &i in &shown {
+            let h = samples[i].pair_hash();
+            if Status::of(&samples[i]) >= Status::Pass {
+                assert!(
+                    shown
+                        .iter()
+                        .filter(|&&j| samples[j].pair_hash() == h)
+                        .count()
+                        == 2,
+                    "a key shown by rule 2 is shown in both variants"
+                );
+            }
+        }
+        let traces: HashSet<&str> = shown
+            .iter()
+            .map(|&i| samples[i].trace_id.as_str())
+            .collect();
+        assert_eq!(traces.len(), 10, "round-robin reaches every trace");
+        assert!(keys.len() >= SHOWN_PAIR_KEYS);
+        assert!(shown.len() <= 2 * SHOWN_PAIR_KEYS + 3 + 1);
+    }
+
+    #[test]
+    fn selection_is_bounded_on_a_big_broken_run() {
+        let mut samples = Vec::new();
+        for i in 0..5000 {
+            let mut s = unit("v", &format!("t{}", i % 50), "needle", &i.to_string());
+            s.error = Some(UnitError {
+                kind: "timeout".into(),
+                message: String::new(),
+            });
+            samples.push(s);
+        }
+        let (shown, left_out) = select(&samples, None);
+        assert_eq!(left_out, 5000 - MAX_PROBLEM_SAMPLES);
+        assert!(shown.len() <= MAX_PROBLEM_SAMPLES + SHOWN_PAIR_KEYS);
+    }
+
+    #[test]
+    fn filter_links_are_url_encoded() {
+        assert_eq!(
+            filter_link(&[("variant", "a b&<"), ("eval", "needle")]),
+            "#filter=samples-table:variant=a%20b%26%3C%20eval=needle"
+        );
+    }
+}

@@ -1,0 +1,275 @@
+//! Streaming load of a saved run for `report` and `compare`: one pass over samples.jsonl keeps
+//! each sample's compact part (keys, params, scores, verdict, tokens, costs, compactions,
+//! error) and skips its heavy part (timeline, evidence, summaries) without building it; a
+//! second, bounded pass reads the heavy part of the samples shown in full by seeking to their
+//! lines ([`ReportModel::load_detail`]).
+//!
+//! Exceptions kept in the first pass: the timeline of the first successful sample with one per
+//! variant × trace (what the context plots draw), a bounded set.
+
+use super::model::{ReportModel, RowDetail};
+use crate::record::journal::{read_journal_with, read_line_at};
+use crate::record::{
+    CostByRole, JournalError, RunDir, RunInfo, Sample, TokensByRole, TornLine, UnitError,
+};
+use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+/// The compact part of a sample line; `timeline` only counts the points.
+#[derive(Deserialize)]
+struct Compact {
+    schema_version: u32,
+    unit_id: String,
+    trace_id: String,
+    variant: String,
+    eval: String,
+    sample: String,
+    #[serde(default)]
+    params: BTreeMap<String, serde_json::Value>,
+    repeat: u32,
+    #[serde(default)]
+    scores: BTreeMap<String, f64>,
+    #[serde(default)]
+    passed: Option<bool>,
+    #[serde(default)]
+    tokens: TokensByRole,
+    #[serde(default)]
+    cost_usd: CostByRole,
+    #[serde(default)]
+    compactions: BTreeMap<String, u64>,
+    #[serde(default)]
+    latency_ms: u64,
+    #[serde(default)]
+    error: Option<UnitError>,
+    #[serde(default, deserialize_with = "count_seq")]
+    timeline: usize,
+}
+
+/// Length of a JSON array, its elements skipped unbuilt.
+fn count_seq<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    struct Count;
+    impl<'de> Visitor<'de> for Count {
+        type Value = usize;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an array")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
+            let mut n = 0;
+            while seq.next_element::<IgnoredAny>()?.is_some() {
+                n += 1;
+            }
+            Ok(n)
+        }
+    }
+    d.deserialize_seq(Count)
+}
+
+impl Compact {
+    fn into_sample(self) -> Sample {
+        Sample {
+            schema_version: self.schema_version,
+            unit_id: self.unit_id,
+            trace_id: self.trace_id,
+            variant: self.variant,
+            eval: self.eval,
+            sample: self.sample,
+            params: self.params,
+            repeat: self.repeat,
+            scores: self.scores,
+            passed: self.passed,
+            tokens: self.tokens,
+            cost_usd: self.cost_usd,
+            compactions: self.compactions,
+            latency_ms: self.latency_ms,
+            error: self.error,
+            evidence: serde_json::Value::Null,
+            timeline: Vec::new(),
+            summaries: Vec::new(),
+        }
+    }
+}
+
+/// The compact samples of a journal, each with where its heavy part is.
+pub struct Streamed {
+    pub rows: Vec<(Sample, RowDetail)>,
+    pub torn: Option<TornLine>,
+}
+
+/// Read `samples.jsonl` in one streaming pass (see the module doc).
+pub fn stream_samples(path: &Path) -> Result<Streamed, JournalError> {
+    let mut plotted: HashSet<(String, String)> = HashSet::new();
+    let (rows, torn) = read_journal_with(path, |text| {
+        let c: Compact = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+        let version = c.schema_version;
+        let points = c.timeline;
+        let mut sample = c.into_sample();
+        let mut loaded = false;
+        if points > 0
+            && sample.error.is_none()
+            && !plotted.contains(&(sample.variant.clone(), sample.trace_id.clone()))
+        {
+            // The one timeline per variant × trace the context plots draw.
+            let full: Sample = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+            plotted.insert((sample.variant.clone(), sample.trace_id.clone()));
+            sample = full;
+            loaded = true;
+        }
+        Ok((
+            (
+                sample,
+                RowDetail {
+                    offset: None,
+                    timeline_points: points,
+                    loaded,
+                },
+            ),
+            version,
+        ))
+    })?;
+    Ok(Streamed {
+        rows: rows
+            .into_iter()
+            .map(|((s, mut d), at)| {
+                d.offset = Some(at);
+                (s, d)
+            })
+            .collect(),
+        torn,
+    })
+}
+
+/// A saved run's report model from one streaming pass, with the heavy part of the samples
+/// [`detail_wanted`] names loaded; and the torn final line of the journal, if any.
+pub fn load_model(
+    run_dir: &RunDir,
+) -> Result<(RunInfo, ReportModel, Option<TornLine>), JournalError> {
+    let info: RunInfo = run_dir.read_run_json()?;
+    let path = run_dir.samples_jsonl();
+    let streamed = stream_samples(&path)?;
+    let mut model = ReportModel::build_rows(&info, streamed.rows, Some(path));
+    let want = detail_wanted(&model);
+    model.load_detail(&want)?;
+    Ok((info, model, streamed.torn))
+}
+
+/// Indices of `model.samples` whose heavy part the HTML shows in full: the HTML's own rule
+/// (`html::select`: failed and flagged units, the units of a few pairing keys in every variant,
+/// a few failed verdicts per variant with their baseline units), bounded whatever the run's
+/// size.
+pub fn detail_wanted(model: &ReportModel) -> Vec<usize> {
+    let (mut out, _) = super::html::select(&model.samples, model.baseline.as_deref());
+    out.sort_unstable();
+    out
+}
+
+/// Re-read the full samples at `offsets` of the journal at `path` (one open file, one seek
+/// each).
+pub(super) fn read_full(path: &Path, offsets: &[u64]) -> Result<Vec<Sample>, JournalError> {
+    let mut file = std::fs::File::open(path).map_err(|source| JournalError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    offsets
+        .iter()
+        .map(|&at| read_line_at(&mut file, path, at))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{TimelinePoint, UnitError};
+
+    fn sample(i: u32, variant: &str) -> Sample {
+        let mut s = Sample::builder()
+            .unit_id(format!("{variant}/u{i}"))
+            .variant(variant)
+            .trace(format!("t{}", i % 3))
+            .sample(format!("s{i}"))
+            .score("recall", f64::from(i % 2))
+            .passed(i % 2 == 1)
+            .evidence(serde_json::json!({"answer": "x\ny", "i": i}))
+            .build();
+        s.tokens.agent.input = 100 + u64::from(i);
+        s.timeline = (0..3)
+            .map(|k| TimelinePoint {
+                trace_index: k,
+                tokens: 10 * (k as u64 + 1),
+                reference_tokens: None,
+                events: vec![],
+                details: vec![],
+            })
+            .collect();
+        if i == 4 {
+            s.error = Some(UnitError {
+                kind: "timeout".into(),
+                message: "slow".into(),
+            });
+        }
+        s
+    }
+
+    #[test]
+    fn streamed_model_equals_the_in_memory_one_and_loads_detail_on_demand() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["a".into(), "b".into()];
+        std::fs::write(run.run_json(), serde_json::to_string(&info).unwrap()).unwrap();
+        let samples: Vec<Sample> = (0..12)
+            .flat_map(|i| [sample(i, "a"), sample(i, "b")])
+            .collect();
+        run.write_samples(&samples).unwrap();
+
+        let full = ReportModel::build(&info, samples.clone());
+        let (_, mut streamed, torn) = load_model(&run).unwrap();
+        assert!(torn.is_none());
+        // Same statistics and JSON summary.
+        assert_eq!(
+            serde_json::to_value(&full).unwrap(),
+            serde_json::to_value(&streamed).unwrap()
+        );
+        // Compact parts equal; heavy parts loaded for the wanted rows only.
+        let wanted: HashSet<usize> = detail_wanted(&streamed).into_iter().collect();
+        assert!(
+            wanted.len() == 24,
+            "12 pairing keys, each shown in both variants: {wanted:?}"
+        );
+        for (i, (f, s)) in full.samples.iter().zip(&streamed.samples).enumerate() {
+            assert_eq!(f.unit_id, s.unit_id);
+            assert_eq!((&f.scores, &f.tokens), (&s.scores, &s.tokens));
+            assert!(streamed.has_detail(i));
+            assert_eq!(f, s, "loaded in full");
+        }
+        // Forget the heavy part of one row, then load it back by offset.
+        streamed.samples[3].evidence = serde_json::Value::Null;
+        streamed.samples[3].timeline.clear();
+        streamed.detail[3].loaded = false;
+        assert!(!streamed.has_detail(3));
+        streamed.load_detail(&[3]).unwrap();
+        assert_eq!(streamed.samples[3], full.samples[3]);
+    }
+
+    #[test]
+    fn the_first_pass_keeps_one_timeline_per_variant_and_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("samples.jsonl");
+        let run = RunDir::new(dir.path());
+        let samples: Vec<Sample> = (0..12).map(|i| sample(i, "a")).collect();
+        run.write_samples(&samples).unwrap();
+        assert_eq!(run.samples_jsonl(), path);
+        let s = stream_samples(&path).unwrap();
+        let loaded: Vec<&str> = s
+            .rows
+            .iter()
+            .filter(|(_, d)| d.loaded)
+            .map(|(s, _)| s.unit_id.as_str())
+            .collect();
+        // Traces t0, t1, t2: their first successful sample (u4 failed, so not t1's u4).
+        assert_eq!(loaded, ["a/u0", "a/u1", "a/u2"]);
+        assert!(s.rows.iter().all(|(_, d)| d.timeline_points == 3));
+        assert!(s.rows[5].0.timeline.is_empty() && s.rows[5].0.evidence.is_null());
+    }
+}
