@@ -70,11 +70,13 @@ fn samples(n: usize) -> (RunInfo, Vec<Sample>) {
                     output: 300 * v as u64,
                 },
                 judge: TokenSplit::default(),
+                eval_agent: TokenSplit::default(),
             })
             .cost(CostByRole {
                 agent: Some(agent_in as f64 * 2.5e-6),
                 summarizer: Some(v as f64 * 1e-3),
                 judge: None,
+                eval_agent: None,
             })
             .compaction("evicted", v as u64)
             .latency_ms(rnd() % 3000)

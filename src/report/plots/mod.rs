@@ -340,6 +340,7 @@ mod render_tests {
                             agent: Some(0.01 * (vi + 1) as f64 + d / 100.0),
                             summarizer: Some(0.0),
                             judge: Some(0.0),
+                            eval_agent: Some(0.0),
                         },
                         compactions: Default::default(),
                         latency_ms: 1,
