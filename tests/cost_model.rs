@@ -367,6 +367,15 @@ fn unknown_prices_are_named_and_windows_and_pricing_models_are_shown() {
         md.contains("variant `v`: window 20000 (suite) ×3; agent views priced as `no-such-model` (agent_model) ×3"),
         "{md}"
     );
+    // run.json states the same, per variant.
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
+    let sources = &manifest["totals"]["sources"]["v"];
+    assert_eq!(sources["window"]["20000 (suite)"], 3, "{sources}");
+    assert_eq!(
+        sources["agent_priced_as"]["`no-such-model` (agent_model)"], 3,
+        "{sources}"
+    );
     // Priced by the trace's model by default, with the window from the suite.
     let priced = run(&suite(dir.path(), "priced", ""), "priced");
     let md = std::fs::read_to_string(priced.join("report.md")).unwrap();
