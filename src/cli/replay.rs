@@ -207,6 +207,10 @@ fn describe(e: &Event) -> String {
             action,
         } => format!(" {bound} ${spent_usd:.4} ≥ ${limit_usd:.4} ({action})"),
         EventDetail::Futile { compaction, reason } => format!(" {compaction} {reason}"),
+        EventDetail::Cooldown {
+            since_secs,
+            cooldown_secs,
+        } => format!(" {since_secs:.1} s since the last compaction (< {cooldown_secs} s)"),
         EventDetail::None => String::new(),
     };
     format!("{k}{tokens}{what}")

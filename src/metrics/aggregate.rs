@@ -61,7 +61,7 @@ pub fn for_each_metric(s: &Sample, mut f: impl FnMut(&str, f64)) {
 }
 
 /// Call `f(metric, value)` for the per-role token and cost metrics of a sample:
-/// `tokens.agent|summarizer|judge` (input + output) and `cost.agent|summarizer|judge` (USD;
+/// `tokens.agent|summarizer|judge|eval_agent` (input + output) and `cost.<role>` (USD;
 /// a role with no tokens costs a known 0, a role with tokens and no price gives no value).
 /// The gate offers these (`cost.agent.delta_pct <= 5`); the report tables do not list them.
 pub fn for_each_role_metric(s: &Sample, mut f: impl FnMut(&str, f64)) {
@@ -72,6 +72,7 @@ pub fn for_each_role_metric(s: &Sample, mut f: impl FnMut(&str, f64)) {
         ("agent", &s.tokens.agent, s.cost_usd.agent),
         ("summarizer", &s.tokens.summarizer, s.cost_usd.summarizer),
         ("judge", &s.tokens.judge, s.cost_usd.judge),
+        ("eval_agent", &s.tokens.eval_agent, s.cost_usd.eval_agent),
     ];
     for (role, tokens, cost) in roles {
         f(&format!("tokens.{role}"), tokens.total() as f64);

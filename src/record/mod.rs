@@ -73,12 +73,16 @@ impl TokenSplit {
     Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
 )]
 pub struct TokensByRole {
-    /// The replayed agent's model calls (views built by the engine) and eval-agent calls.
+    /// The replayed agent's model calls (views built by the engine; modelled, not made).
     pub agent: TokenSplit,
     /// Summarizer calls made by the engine.
     pub summarizer: TokenSplit,
     /// Judge calls made by evals.
     pub judge: TokenSplit,
+    /// Calls the evals make to the agent model (needle questions, drift and continuation
+    /// probes). Absent in records written before this role existed (read as none).
+    #[serde(default)]
+    pub eval_agent: TokenSplit,
 }
 
 /// Dollar cost of a unit by role. `None` = price unknown (never reported as $0).
@@ -87,6 +91,9 @@ pub struct CostByRole {
     pub agent: Option<f64>,
     pub summarizer: Option<f64>,
     pub judge: Option<f64>,
+    /// Eval-agent calls (see [`TokensByRole::eval_agent`]).
+    #[serde(default)]
+    pub eval_agent: Option<f64>,
 }
 
 impl CostByRole {
@@ -94,7 +101,12 @@ impl CostByRole {
     /// are `None` count as 0 here because this type cannot tell whether those roles used tokens;
     /// prefer [`Sample::cost_total`], which can.
     pub fn total(&self) -> Option<f64> {
-        Some(self.agent? + self.summarizer.unwrap_or(0.0) + self.judge.unwrap_or(0.0))
+        Some(
+            self.agent?
+                + self.summarizer.unwrap_or(0.0)
+                + self.judge.unwrap_or(0.0)
+                + self.eval_agent.unwrap_or(0.0),
+        )
     }
 }
 
@@ -173,7 +185,10 @@ pub struct Sample {
 impl Sample {
     /// Tokens of every role and kind summed (input + output; cached is part of input).
     pub fn tokens_total(&self) -> u64 {
-        self.tokens.agent.total() + self.tokens.summarizer.total() + self.tokens.judge.total()
+        self.tokens.agent.total()
+            + self.tokens.summarizer.total()
+            + self.tokens.judge.total()
+            + self.tokens.eval_agent.total()
     }
 
     /// Total dollar cost of the unit, or `None` when a role that used tokens has an unknown
@@ -183,6 +198,7 @@ impl Sample {
             (&self.tokens.agent, self.cost_usd.agent),
             (&self.tokens.summarizer, self.cost_usd.summarizer),
             (&self.tokens.judge, self.cost_usd.judge),
+            (&self.tokens.eval_agent, self.cost_usd.eval_agent),
         ];
         let mut sum = 0.0;
         for (tokens, cost) in roles {

@@ -281,6 +281,7 @@ impl ReportModel {
             ));
         }
         notes.extend(health_notes(&samples));
+        notes.extend(super::pricing_notes::notes(&order, &samples));
         let mut pass_k = aggregate::pass_k(&samples);
         pass_k.sort_by(|a, b| {
             (rank.get(a.variant.as_str()), &a.eval, a.k).cmp(&(

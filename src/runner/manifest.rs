@@ -70,6 +70,11 @@ pub struct Totals {
     /// The run's cost line, as the reports show it (`metrics::cost::CostHeadline`).
     #[serde(default)]
     pub cost: crate::metrics::cost::CostHeadline,
+    /// Per variant: the context windows its units replayed at and where they came from (suite,
+    /// trace, the model's price-table entry, preset default), and which model priced the agent's
+    /// views — the figures the report's notes state.
+    #[serde(default)]
+    pub sources: BTreeMap<String, crate::report::pricing_notes::Sources>,
 }
 
 impl Totals {
@@ -79,6 +84,7 @@ impl Totals {
             t.tokens.agent.add(&s.tokens.agent);
             t.tokens.summarizer.add(&s.tokens.summarizer);
             t.tokens.judge.add(&s.tokens.judge);
+            t.tokens.eval_agent.add(&s.tokens.eval_agent);
             t.spent_usd += super::budget::spend_of(&s.cost_usd);
             // The same rule as the reports: a role with tokens and no price makes it unknown.
             match s.cost_total() {
@@ -87,6 +93,7 @@ impl Totals {
             }
         }
         t.cost = crate::metrics::cost::totals(samples).cost.headline;
+        t.sources = crate::report::pricing_notes::sources(samples);
         t
     }
 }
