@@ -15,8 +15,9 @@ use std::sync::Arc;
 /// Model id the offline provider reports (priced at $0 in `data/pricing.toml`: it is free).
 pub const OFFLINE_MODEL: &str = "offline";
 
-/// The offline provider: [`respond`](super::respond) behind the [`Provider`] interface. Usage is counted with
-/// the `approx` counter (chars/4 + 3 per message) so token totals move with what was sent.
+/// The offline provider: [`respond`](super::respond) behind the [`Provider`] interface. Usage
+/// is counted with the `approx` counter (chars/4 + 3 per message) so token totals move with
+/// what was sent.
 pub struct OfflineProvider {
     info: ProviderInfo,
     counter: ApproxCounter,
