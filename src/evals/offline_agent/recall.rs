@@ -1,101 +1,13 @@
-//! The offline provider's agent: a deterministic, lexical stand-in for a model that answers the
-//! evals' questions by reading the context and calling the same file tools a model would get.
-//!
-//! It is a real baseline, not a canned answer: it only answers from text it actually saw — in
-//! the request's messages or in tool results it asked for — so its score moves with whether the
-//! information survived compaction or is recoverable from the offload store.
-//!
-//! Policy, decided afresh from the request each turn (the agent is stateless, like a model):
-//! - a drift probe ([`DRIFT_MARKER`]) is answered extractively from the view: the latest
-//!   summary's sections when there is one, else the first human turn and the recorded actions;
-//! - a continuation question ([`super::continuation::CONTINUATION_MARKER`]) is answered with
-//!   what followed the latest action before in view, else the most frequent action in view
-//!   ([`super::continuation::offline_next_action`]);
-//! - a rules question ([`super::rules::RULES_MARKER`]) with the instruction-like lines of the
-//!   human turns, summaries and reminders in view ([`super::rules::offline_answer`]); a
-//!   decision probe ([`super::probes::DECISION_MARKER`]) with the choice sentences in view;
-//! - any other question is a recall question: take its key phrase (`What … is the <phrase>?`,
-//!   else its content words); if a line of the context states it, answer from that line; else
-//!   `grep` the store for the phrase (then for its longest words), answer from a matching line
-//!   (the phrase verbatim, else the statement sharing most words with it, so a statement about
-//!   a neighbouring key can fool it),
-//!   and say it does not know when nothing matches. Among statements of the same key, an
-//!   update (`… is now …`) wins over an earlier statement, as it would for a careful reader;
-//!   an update that was compacted away cannot win, so the first value comes back (`stale`).
-//!   A search bound (`[evals.needle] search`)
-//!   changes the order: `never` answers from the context alone, `always` greps the store first
-//!   and falls back to the context only when the store has nothing.
+//! Recall questions: the key phrase a question asks about, the value a line states for it, and
+//! the search of the context and then the store (or the reverse) that finds it.
 
-use super::answer_format::{one_line, DriftAnswer, DRIFT_MARKER};
-use super::truth;
+use super::{answer, OfflineReply, DONT_KNOW};
 use crate::config::suite::NeedleSearch;
-use crate::engine::layers::truncate::REMINDER_KIND;
-use crate::providers::{
-    BoxFuture, ChatRequest, ChatResponse, Provider, ProviderConfig, ProviderError, ProviderInfo,
-    ProviderKind, Sampling, ToolProtocol,
-};
-use crate::tokens::approx::ApproxCounter;
-use crate::tokens::TokenCounter;
-use crate::trace::{Message, Role, ToolCall, Usage};
+use crate::evals::truth;
+use crate::trace::{Message, Role, ToolCall};
 use regex::Regex;
 use serde_json::json;
-use std::sync::{Arc, OnceLock};
-
-/// Reply of the offline agent for one turn.
-#[derive(Clone, Debug, PartialEq)]
-pub struct OfflineReply {
-    pub content: String,
-    pub tool_calls: Vec<ToolCall>,
-}
-
-/// What the agent says when the information is nowhere it can see.
-pub const DONT_KNOW: &str =
-    "I don't know: I could not find it in the conversation or the saved history.";
-
-/// Decide the next turn for a conversation. `tool_names` are the tools offered in the request.
-pub fn respond(messages: &[Message], tool_names: &[&str]) -> OfflineReply {
-    respond_with(messages, tool_names, NeedleSearch::Auto)
-}
-
-/// [`respond`] with a search bound for recall questions (`[evals.needle] search`).
-pub fn respond_with(
-    messages: &[Message],
-    tool_names: &[&str],
-    search: NeedleSearch,
-) -> OfflineReply {
-    let q = question_index(messages);
-    let Some(q) = q else {
-        return answer(DONT_KNOW);
-    };
-    let question = &messages[q].content;
-    let context = &messages[..q];
-    let loop_msgs = &messages[q + 1..];
-    if question.contains(super::continuation::CONTINUATION_MARKER) {
-        return answer(&super::continuation::offline_next_action(context).render());
-    }
-    if question.contains(super::probes::DECISION_MARKER) {
-        return answer(&super::probes::offline_decision_answer(context));
-    }
-    if question.contains(super::rules::RULES_MARKER) {
-        return answer(&super::rules::offline_answer(context));
-    }
-    if question.contains(DRIFT_MARKER) {
-        return answer(&drift_answer(context).render());
-    }
-    recall(question, context, loop_msgs, tool_names, search)
-}
-
-fn answer(text: &str) -> OfflineReply {
-    OfflineReply {
-        content: text.to_string(),
-        tool_calls: Vec::new(),
-    }
-}
-
-/// The question is the last user message; only the probe's own tool loop may follow it.
-fn question_index(messages: &[Message]) -> Option<usize> {
-    messages.iter().rposition(|m| m.role == Role::User)
-}
+use std::sync::OnceLock;
 
 /// The phrase a recall question asks about.
 pub fn key_phrase(question: &str) -> String {
@@ -172,7 +84,7 @@ fn stated<'a>(lines: impl Iterator<Item = &'a str>, phrase: &Regex) -> Option<St
     first
 }
 
-fn recall(
+pub(super) fn recall(
     question: &str,
     context: &[Message],
     loop_msgs: &[Message],
@@ -307,197 +219,10 @@ fn next_search(phrase: &str, loop_msgs: &[Message]) -> Option<ToolCall> {
     })
 }
 
-const SECTIONS: [&str; 4] = ["SESSION INTENT", "SUMMARY", "ARTIFACTS", "NEXT STEPS"];
-
-fn section_title(line: &str) -> String {
-    line.trim()
-        .trim_matches(['#', '*', ' ', ':'])
-        .to_ascii_uppercase()
-}
-
-fn is_section_boundary(line: &str) -> bool {
-    let t = line.trim();
-    t.starts_with('#') || t == "</summary>" || SECTIONS.contains(&section_title(line).as_str())
-}
-
-/// A section of a structured summary (`SESSION INTENT`, `SUMMARY`, `ARTIFACTS`, `NEXT STEPS`):
-/// the lines after its title up to the next title.
-pub fn summary_section(text: &str, name: &str) -> Option<String> {
-    let mut lines = text.lines();
-    lines.find(|l| section_title(l) == name)?;
-    let body: Vec<&str> = lines.take_while(|l| !is_section_boundary(l)).collect();
-    let s = body.join("\n").trim().to_string();
-    (!s.is_empty()).then_some(s)
-}
-
-/// Extractive answer to the drift probe from the view alone.
-pub fn drift_answer(view: &[Message]) -> DriftAnswer {
-    let summary = view
-        .iter()
-        .rev()
-        .find(|m| matches!(m.role, Role::User | Role::System) && m.content.contains("<summary>"));
-    let mut a = DriftAnswer::default();
-    // deepagents' sections, core-agent's handover / checkpoint and digitorn's recap.
-    let first = |text: &str, names: &[&str]| names.iter().find_map(|n| summary_section(text, n));
-    if let Some(s) = summary {
-        let c = &s.content;
-        a.goal = first(c, &["SESSION INTENT", "CURRENT STATE", "TASK"]).unwrap_or_default();
-        a.done = first(c, &["SUMMARY", "TECHNICAL CONTEXT", "DECISIONS"]).unwrap_or_default();
-        if let Some(arts) = first(c, &["ARTIFACTS", "FILES & CHANGES", "FILES TOUCHED"]) {
-            a.files = arts
-                .lines()
-                .map(|l| l.trim().trim_start_matches(['-', '*', ' ']).trim())
-                .filter_map(|l| l.split_whitespace().next())
-                .map(|p| p.trim_matches(['`', ':', ',']).to_string())
-                .filter(|p| p.contains('.') || p.contains('/'))
-                .collect();
-        }
-    }
-    // Every place a preset puts the goal: the summary's SESSION INTENT (above), a context
-    // reminder's `Goal:` line (truncate / emergency layers), and the human turns still in view
-    // — the first one and later corrections, which count as constraints.
-    let mut parts: Vec<String> = Vec::new();
-    if !a.goal.is_empty() {
-        parts.push(std::mem::take(&mut a.goal));
-    }
-    for m in view {
-        for line in m.content.lines() {
-            if let Some(g) = line.trim().strip_prefix("Goal:") {
-                if !g.trim().is_empty() && !parts.iter().any(|p| p.contains(g.trim())) {
-                    parts.push(g.trim().to_string());
-                }
-            }
-        }
-    }
-    let humans = view
-        .iter()
-        .filter(|m| truth::is_human_turn(m) && !m.content.contains("<summary>"))
-        .filter(|m| m.kind.as_deref().is_none_or(|k| k != REMINDER_KIND));
-    for m in humans {
-        parts.push(m.content.clone());
-    }
-    a.goal = parts.join(" ");
-    let calls: Vec<&ToolCall> = view.iter().flat_map(|m| m.tool_calls.iter()).collect();
-    if a.done.is_empty() {
-        a.done = format!("{} tool calls so far", calls.len());
-    }
-    for c in &calls {
-        for p in truth::written_paths(c) {
-            if !a.files.iter().any(|f| truth::same_file(f, &p)) {
-                a.files.push(p);
-            }
-        }
-    }
-    if let Some(last) = calls.last() {
-        a.next_tool = last.name.clone();
-        a.next_target = one_line(&truth::call_target(last));
-    }
-    a.goal = one_line(&a.goal);
-    a
-}
-
-/// Model id the offline provider reports (priced at $0 in `data/pricing.toml`: it is free).
-pub const OFFLINE_MODEL: &str = "offline";
-
-/// The offline provider: [`respond`] behind the [`Provider`] interface. Usage is counted with
-/// the `approx` counter (chars/4 + 3 per message) so token totals move with what was sent.
-pub struct OfflineProvider {
-    info: ProviderInfo,
-    counter: ApproxCounter,
-    search: NeedleSearch,
-}
-
-impl OfflineProvider {
-    /// The offline agent with a search bound for recall questions.
-    pub fn with_search(search: NeedleSearch) -> Self {
-        OfflineProvider {
-            search,
-            ..Self::new()
-        }
-    }
-
-    pub fn new() -> Self {
-        OfflineProvider {
-            info: ProviderInfo {
-                kind: "offline".into(),
-                model: OFFLINE_MODEL.into(),
-                endpoint: None,
-                defaults: Sampling::default(),
-                tool_protocol: ToolProtocol::Native,
-            },
-            counter: ApproxCounter::langchain(),
-            search: NeedleSearch::Auto,
-        }
-    }
-}
-
-impl Default for OfflineProvider {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Provider for OfflineProvider {
-    fn info(&self) -> &ProviderInfo {
-        &self.info
-    }
-
-    fn chat<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(async move {
-            let started = std::time::Instant::now();
-            let tool_names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
-            let reply = respond_with(&request.messages, &tool_names, self.search);
-            let mut message = Message::assistant(reply.content, reply.tool_calls);
-            let input: u64 = request
-                .messages
-                .iter()
-                .map(|m| self.counter.count_message(m))
-                .sum();
-            let output = self.counter.count_message(&message);
-            let usage = Usage {
-                input,
-                output,
-                cache_read: 0,
-                cache_write: 0,
-            };
-            message.usage = Some(usage);
-            let finish = if message.tool_calls.is_empty() {
-                "stop"
-            } else {
-                "tool_calls"
-            };
-            Ok(ChatResponse {
-                message,
-                usage,
-                usage_reported: true,
-                model: OFFLINE_MODEL.into(),
-                finish_reason: Some(finish.into()),
-                latency: started.elapsed(),
-                attempts: 1,
-                from_cache: false,
-                text_tools: None,
-            })
-        })
-    }
-}
-
-/// Builds the provider a configuration describes, the offline agent included. The provider
-/// layer builds every HTTP provider; the offline one answers the evals' questions, so it is
-/// built here, above both (evals → providers, never the reverse).
-pub fn build_provider(config: &ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError> {
-    if config.kind == ProviderKind::Offline {
-        config.validate()?;
-        return Ok(Arc::new(OfflineProvider::new()));
-    }
-    crate::providers::build_provider(config)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evals::offline_agent::*;
 
     fn q(text: &str) -> Message {
         Message::user(text)
@@ -677,63 +402,5 @@ mod tests {
         }
         let r = respond_with(&msgs, &["grep"], NeedleSearch::Always);
         assert!(r.content.contains("old-view-1"), "{}", r.content);
-    }
-
-    #[test]
-    fn drift_answer_uses_summary_sections_or_first_turn() {
-        let summary = "You are in the middle of a conversation that has been summarized.\n\n<summary>\n## SESSION INTENT\nPort the parser to Rust, keep CLI flags.\n\n## SUMMARY\nRead the code.\n\n## ARTIFACTS\n- src/parser.rs: new\n\n## NEXT STEPS\nRun tests.\n</summary>";
-        let view = vec![
-            Message::system("sys"),
-            Message::user(summary),
-            Message::assistant(
-                "",
-                vec![ToolCall {
-                    id: "c".into(),
-                    name: "bash".into(),
-                    arguments: json!({"command": "cargo test"}),
-                }],
-            ),
-        ];
-        let a = drift_answer(&view);
-        assert_eq!(a.goal, "Port the parser to Rust, keep CLI flags.");
-        assert_eq!(a.files, vec!["src/parser.rs"]);
-        assert_eq!(
-            (a.next_tool.as_str(), a.next_target.as_str()),
-            ("bash", "cargo test")
-        );
-        // Without a summary: the first human turn is the goal.
-        let view = vec![
-            Message::system("s"),
-            Message::user("Fix bug 12 in the CSV reader"),
-        ];
-        assert_eq!(drift_answer(&view).goal, "Fix bug 12 in the CSV reader");
-        // A summary without SESSION INTENT loses the goal.
-        let no_intent = summary.replace(
-            "## SESSION INTENT\nPort the parser to Rust, keep CLI flags.\n\n",
-            "",
-        );
-        let a = drift_answer(&[Message::user(no_intent)]);
-        assert!(a.goal.is_empty(), "{}", a.goal);
-        let mut probe = vec![Message::user("Fix bug 12")];
-        probe.push(q(super::super::answer_format::DRIFT_QUESTION));
-        let r = respond(&probe, &[]);
-        assert!(DriftAnswer::parse(&r.content).goal.contains("Fix bug 12"));
-    }
-
-    #[test]
-    fn drift_goal_reads_reminders_and_later_corrections() {
-        let mut reminder = Message::user(
-            "[Context reminder] 12 earlier messages were dropped.\n\nGoal: Fix separability_matrix for nested models\n",
-        );
-        reminder.kind = Some(REMINDER_KIND.into());
-        let view = vec![
-            Message::system("sys"),
-            reminder,
-            Message::user("Also: never touch tests/"),
-        ];
-        let goal = drift_answer(&view).goal;
-        assert!(goal.contains("separability_matrix"), "{goal}");
-        assert!(goal.contains("never touch tests/"), "{goal}");
-        assert!(!goal.contains("Context reminder"), "{goal}");
     }
 }

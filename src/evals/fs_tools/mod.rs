@@ -1,0 +1,254 @@
+//! Sandboxed file tools (`ls`, `glob`, `grep`, `read_file`) over one run's offload store: the
+//! only window the eval agent has onto the history that compaction moved out of its context.
+//!
+//! Paths are *virtual*: `/` is the store root, so the pointers the engine leaves in the context
+//! (`/large_tool_results/call_1`, `/conversation_history/session_….md`) work as they are.
+//! A path never leaves the store: `..` components are refused, symlinks are refused (never
+//! followed, never listed as files), and an absolute host path is read as a path *inside* the
+//! store (so `/etc/passwd` is simply "not found"). Every refusal is an error text the model sees,
+//! not a failure of the run. Output is capped so one call cannot flood the context.
+//!
+//! Only regular files with one link are read (FIFOs, sockets, devices and hardlinks are refused;
+//! see [`super::safe_fs`]), at most [`Limits::max_file_bytes`] of each, and one call stops at
+//! [`Limits::call_timeout`] with an error the model sees. The agent loop runs these calls off the
+//! async worker threads (`spawn_blocking`) under the same limit.
+//!
+//! Listings and search results are sorted, so the same store always gives the same answers.
+
+use std::path::{Path, PathBuf};
+
+mod dispatch;
+mod limits;
+mod paths;
+mod tools;
+
+pub use limits::Limits;
+
+/// The result of one tool call as the model sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub text: String,
+    pub is_error: bool,
+    /// Virtual paths of files whose contents this call returned (for evidence).
+    pub files_read: Vec<String>,
+}
+
+impl ToolOutput {
+    fn ok(text: String) -> Self {
+        ToolOutput {
+            text,
+            is_error: false,
+            files_read: Vec::new(),
+        }
+    }
+    /// A refusal or failure the model sees.
+    pub fn err(text: impl Into<String>) -> Self {
+        ToolOutput {
+            text: text.into(),
+            is_error: true,
+            files_read: Vec::new(),
+        }
+    }
+}
+
+/// The tool names this sandbox serves.
+pub const TOOL_NAMES: [&str; 4] = ["ls", "glob", "grep", "read_file"];
+
+/// File tools confined to one directory.
+#[derive(Clone, Debug)]
+pub struct Sandbox {
+    root: PathBuf,
+    limits: Limits,
+}
+
+impl Sandbox {
+    /// A sandbox over `root`, which must be an existing directory (not a symlink).
+    pub fn new(root: &Path) -> std::io::Result<Self> {
+        Self::with_limits(root, Limits::default())
+    }
+
+    pub fn with_limits(root: &Path, limits: Limits) -> std::io::Result<Self> {
+        let meta = std::fs::symlink_metadata(root)?;
+        if !meta.is_dir() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("offload store {} is not a directory", root.display()),
+            ));
+        }
+        Ok(Sandbox {
+            root: root.canonicalize()?,
+            limits,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn store() -> (tempfile::TempDir, Sandbox) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        std::fs::create_dir_all(root.join("large_tool_results")).unwrap();
+        std::fs::create_dir_all(root.join("conversation_history")).unwrap();
+        std::fs::write(
+            root.join("large_tool_results/call_1"),
+            "line one\nthe deploy token: teal-otter-7731\nline three\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("conversation_history/session_ab.md"),
+            "## Summarized\nuser: fix the parser\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "outside the store").unwrap();
+        let sb = Sandbox::new(&root).unwrap();
+        (dir, sb)
+    }
+
+    #[test]
+    fn ls_lists_sorted_with_dir_markers() {
+        let (_d, sb) = store();
+        let out = sb.call("ls", &json!({}));
+        assert!(!out.is_error, "{}", out.text);
+        assert_eq!(out.text, "/conversation_history/\n/large_tool_results/");
+        let out = sb.call("ls", &json!({"path": "/large_tool_results"}));
+        assert_eq!(out.text, "/large_tool_results/call_1");
+    }
+
+    #[test]
+    fn grep_finds_needle_with_line_numbers() {
+        let (_d, sb) = store();
+        let out = sb.call("grep", &json!({"pattern": "deploy token"}));
+        assert!(!out.is_error);
+        assert_eq!(
+            out.text,
+            "/large_tool_results/call_1:2: the deploy token: teal-otter-7731"
+        );
+        assert_eq!(out.files_read, vec!["/large_tool_results/call_1"]);
+        let none = sb.call("grep", &json!({"pattern": "no-such-thing"}));
+        assert!(none.text.starts_with("No matches"));
+        let ci = sb.call("grep", &json!({"pattern": "DEPLOY", "ignore_case": true}));
+        assert!(ci.text.contains("teal-otter-7731"));
+        let filtered = sb.call("grep", &json!({"pattern": "e", "glob": "**/*.md"}));
+        assert!(filtered.text.contains("session_ab.md") && !filtered.text.contains("call_1"));
+    }
+
+    #[test]
+    fn grep_caps_matches() {
+        let dir = tempfile::tempdir().unwrap();
+        let body: String = (0..500).map(|i| format!("hit {i}\n")).collect();
+        std::fs::write(dir.path().join("f"), body).unwrap();
+        let sb = Sandbox::new(dir.path()).unwrap();
+        let out = sb.call("grep", &json!({"pattern": "hit"}));
+        assert_eq!(
+            out.text.lines().filter(|l| l.starts_with("/f:")).count(),
+            50
+        );
+        assert!(out.text.contains("only the first 50 matches"));
+    }
+
+    #[test]
+    fn read_file_pages_with_line_numbers() {
+        let (_d, sb) = store();
+        let out = sb.call(
+            "read_file",
+            &json!({"path": "/large_tool_results/call_1", "offset": 1, "limit": 1}),
+        );
+        assert_eq!(
+            out.text,
+            "     2\tthe deploy token: teal-otter-7731\n… [1 more lines; read again with offset=2]"
+        );
+        // Relative virtual paths work too.
+        let out = sb.call("read_file", &json!({"path": "large_tool_results/call_1"}));
+        assert!(out.text.contains("     3\tline three"));
+    }
+
+    #[test]
+    fn escapes_are_refused() {
+        let (d, sb) = store();
+        for p in [
+            "../secret.txt",
+            "/large_tool_results/../../secret.txt",
+            "a/../../x",
+        ] {
+            let out = sb.call("read_file", &json!({"path": p}));
+            assert!(out.is_error, "{p} was not refused: {}", out.text);
+            assert!(!out.text.contains("outside the store"));
+        }
+        // A host absolute path is read inside the store: not found, never the host file.
+        let out = sb.call("read_file", &json!({"path": "/etc/passwd"}));
+        assert!(
+            out.is_error && out.text.contains("no such file"),
+            "{}",
+            out.text
+        );
+        let outside = d.path().join("secret.txt");
+        let out = sb.call("read_file", &json!({"path": outside.to_str().unwrap()}));
+        assert!(out.is_error && !out.text.contains("outside the store"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_are_refused_and_not_listed() {
+        let (d, sb) = store();
+        std::os::unix::fs::symlink(d.path().join("secret.txt"), sb.root().join("link")).unwrap();
+        std::os::unix::fs::symlink("/", sb.root().join("rootlink")).unwrap();
+        let out = sb.call("read_file", &json!({"path": "/link"}));
+        assert!(out.is_error && out.text.contains("symlink"), "{}", out.text);
+        let out = sb.call("ls", &json!({"path": "/rootlink"}));
+        assert!(out.is_error);
+        let out = sb.call("grep", &json!({"pattern": "outside"}));
+        assert!(out.text.starts_with("No matches"), "{}", out.text);
+        let out = sb.call("ls", &json!({}));
+        assert!(!out.text.contains("link"));
+    }
+
+    #[test]
+    fn bad_arguments_and_unknown_tools_are_model_visible_errors() {
+        let (_d, sb) = store();
+        assert!(sb.call("grep", &json!({})).text.contains("'pattern'"));
+        assert!(sb
+            .call("grep", &json!({"pattern": "("}))
+            .text
+            .contains("invalid regex"));
+        assert!(sb.call("rm", &json!({})).text.contains("unknown tool 'rm'"));
+        assert!(sb
+            .call("read_file", &json!({"path": "/"}))
+            .text
+            .contains("directory"));
+    }
+
+    #[test]
+    fn output_is_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("big"), "x".repeat(50_000)).unwrap();
+        let limits = Limits {
+            max_output_chars: 1000,
+            max_line_chars: 100_000,
+            ..Limits::default()
+        };
+        let sb = Sandbox::with_limits(dir.path(), limits).unwrap();
+        let out = sb.call("read_file", &json!({"path": "/big"}));
+        assert!(out.text.chars().count() < 1100);
+        assert!(out.text.contains("output cut at 1000 characters"));
+    }
+
+    #[test]
+    fn glob_matches_virtual_paths() {
+        let (_d, sb) = store();
+        let out = sb.call("glob", &json!({"pattern": "**/*.md"}));
+        assert_eq!(out.text, "/conversation_history/session_ab.md");
+        let out = sb.call("glob", &json!({"pattern": "/large_tool_results/*"}));
+        assert_eq!(out.text, "/large_tool_results/call_1");
+    }
+}

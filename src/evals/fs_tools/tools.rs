@@ -1,0 +1,192 @@
+//! The tools themselves: `ls`, `glob`, `grep` and `read_file` over the store, each returning
+//! the sorted, capped text the model sees.
+
+use grep_regex::RegexMatcherBuilder;
+use grep_searcher::{sinks::UTF8, BinaryDetection, SearcherBuilder};
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use super::{Sandbox, ToolOutput};
+use crate::evals::safe_fs;
+
+impl Sandbox {
+    /// List a directory: one entry per line, directories with a trailing `/`.
+    pub fn ls(&self, path: &str) -> Result<ToolOutput, String> {
+        let dir = self.resolve(path)?;
+        if !dir.is_dir() {
+            return Err(format!("not a directory: {path}"));
+        }
+        let mut lines = Vec::new();
+        for (rel, is_dir) in self.read_dir_sorted(&dir)? {
+            let v = self.virtual_path(&rel);
+            lines.push(if is_dir { format!("{v}/") } else { v });
+        }
+        Ok(ToolOutput::ok(
+            self.entries_text(lines, "(empty directory)"),
+        ))
+    }
+
+    /// Files whose virtual path (without the leading `/`) matches a glob.
+    pub fn glob(&self, pattern: &str) -> Result<ToolOutput, String> {
+        let pat = pattern.trim_start_matches('/');
+        let matcher = globset::GlobBuilder::new(pat)
+            .literal_separator(false)
+            .build()
+            .map_err(|e| format!("invalid glob '{pattern}': {e}"))?
+            .compile_matcher();
+        let lines: Vec<String> = self
+            .walk_files(&self.root, self.deadline())?
+            .into_iter()
+            .filter(|rel| matcher.is_match(rel))
+            .map(|rel| self.virtual_path(&rel))
+            .collect();
+        Ok(ToolOutput::ok(self.entries_text(lines, "(no files match)")))
+    }
+
+    /// Regex search over files under `path` (a file or directory), optionally filtered by glob.
+    pub fn grep(
+        &self,
+        pattern: &str,
+        path: &str,
+        glob: Option<&str>,
+        ignore_case: bool,
+    ) -> Result<ToolOutput, String> {
+        let matcher = RegexMatcherBuilder::new()
+            .case_insensitive(ignore_case)
+            .build(pattern)
+            .map_err(|e| format!("invalid regex '{pattern}': {e}"))?;
+        let filter = match glob {
+            Some(g) => Some(
+                globset::Glob::new(g.trim_start_matches('/'))
+                    .map_err(|e| format!("invalid glob '{g}': {e}"))?
+                    .compile_matcher(),
+            ),
+            None => None,
+        };
+        let deadline = self.deadline();
+        let start = self.resolve(path)?;
+        let start_is_dir = std::fs::symlink_metadata(&start).is_ok_and(|m| m.is_dir());
+        let files = if start_is_dir {
+            self.walk_files(&start, deadline)?
+        } else {
+            vec![self.relative(&start)]
+        };
+        let mut searcher = SearcherBuilder::new()
+            .line_number(true)
+            .binary_detection(BinaryDetection::quit(0))
+            .build();
+        let max = self.limits.max_grep_matches;
+        let mut hits: Vec<String> = Vec::new();
+        let mut files_read = Vec::new();
+        let mut truncated = false;
+        for rel in files {
+            if filter.as_ref().is_some_and(|f| !f.is_match(&rel)) {
+                continue;
+            }
+            let vpath = self.virtual_path(&rel);
+            self.check_deadline(deadline)?;
+            let file = match safe_fs::open_regular(&self.root, &self.root.join(&rel), &vpath) {
+                Ok(f) => f,
+                Err(e) => {
+                    hits.push(format!("{vpath}: (not searchable: {e})"));
+                    continue;
+                }
+            };
+            let before = hits.len();
+            let mut late = false;
+            let result = searcher.search_reader(
+                &matcher,
+                std::io::Read::take(file, self.limits.max_file_bytes),
+                UTF8(|line_no, line| {
+                    if Instant::now() >= deadline {
+                        late = true;
+                        return Ok(false);
+                    }
+                    if hits.len() >= max {
+                        truncated = true;
+                        return Ok(false);
+                    }
+                    let text = self.cut_line(line.trim_end_matches(['\n', '\r']));
+                    hits.push(format!("{vpath}:{line_no}: {text}"));
+                    Ok(true)
+                }),
+            );
+            if let Err(e) = result {
+                hits.push(format!("{vpath}: (not searchable: {e})"));
+            }
+            if late {
+                return Err(self.timeout_text());
+            }
+            if hits.len() > before {
+                files_read.push(vpath);
+            }
+            if truncated {
+                break;
+            }
+        }
+        let mut text = if hits.is_empty() {
+            format!("No matches for '{pattern}'.")
+        } else {
+            hits.join("\n")
+        };
+        if truncated {
+            let _ = write!(
+                text,
+                "\n… [only the first {max} matches are shown; narrow the pattern or path]"
+            );
+        }
+        Ok(ToolOutput {
+            text,
+            is_error: false,
+            files_read,
+        })
+    }
+
+    /// Lines `offset..offset+limit` of a file, numbered from 1 like `cat -n`.
+    pub fn read_file(
+        &self,
+        path: &str,
+        offset: usize,
+        limit: Option<usize>,
+    ) -> Result<ToolOutput, String> {
+        let file = self.resolve(path)?;
+        let opened = safe_fs::open_regular(&self.root, &file, path)?;
+        let (bytes, cut) = safe_fs::read_capped(opened, self.limits.max_file_bytes)
+            .map_err(|e| format!("cannot read {path}: {e}"))?;
+        let text = String::from_utf8_lossy(&bytes);
+        let limit = limit
+            .unwrap_or(self.limits.default_read_lines)
+            .clamp(1, self.limits.default_read_lines.max(1));
+        let total = text.lines().count();
+        let mut out = String::new();
+        for (i, line) in text.lines().enumerate().skip(offset).take(limit) {
+            let _ = writeln!(out, "{:>6}\t{}", i + 1, self.cut_line(line));
+        }
+        if out.is_empty() {
+            out = if total == 0 {
+                "(empty file)".to_string()
+            } else {
+                format!("(offset {offset} is past the end: the file has {total} lines)")
+            };
+        } else if offset + limit < total {
+            let _ = write!(
+                out,
+                "… [{} more lines; read again with offset={}]",
+                total - offset - limit,
+                offset + limit
+            );
+        }
+        if cut {
+            let _ = write!(
+                out,
+                "\n… [only the first {} bytes of this file are readable]",
+                self.limits.max_file_bytes
+            );
+        }
+        Ok(ToolOutput {
+            text: out,
+            is_error: false,
+            files_read: vec![self.virtual_path(&self.relative(&file))],
+        })
+    }
+}

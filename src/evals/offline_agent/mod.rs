@@ -1,0 +1,96 @@
+//! The offline provider's agent: a deterministic, lexical stand-in for a model that answers the
+//! evals' questions by reading the context and calling the same file tools a model would get.
+//!
+//! It is a real baseline, not a canned answer: it only answers from text it actually saw — in
+//! the request's messages or in tool results it asked for — so its score moves with whether the
+//! information survived compaction or is recoverable from the offload store.
+//!
+//! Policy, decided afresh from the request each turn (the agent is stateless, like a model):
+//! - a drift probe ([`DRIFT_MARKER`]) is answered extractively from the view: the latest
+//!   summary's sections when there is one, else the first human turn and the recorded actions;
+//! - a continuation question ([`super::continuation::CONTINUATION_MARKER`]) is answered with
+//!   what followed the latest action before in view, else the most frequent action in view
+//!   ([`super::continuation::offline_next_action`]);
+//! - a rules question ([`super::rules::RULES_MARKER`]) with the instruction-like lines of the
+//!   human turns, summaries and reminders in view ([`super::rules::offline_answer`]); a
+//!   decision probe ([`super::probes::DECISION_MARKER`]) with the choice sentences in view;
+//! - any other question is a recall question: take its key phrase (`What … is the <phrase>?`,
+//!   else its content words); if a line of the context states it, answer from that line; else
+//!   `grep` the store for the phrase (then for its longest words), answer from a matching line
+//!   (the phrase verbatim, else the statement sharing most words with it, so a statement about
+//!   a neighbouring key can fool it),
+//!   and say it does not know when nothing matches. Among statements of the same key, an
+//!   update (`… is now …`) wins over an earlier statement, as it would for a careful reader;
+//!   an update that was compacted away cannot win, so the first value comes back (`stale`).
+//!   A search bound (`[evals.needle] search`)
+//!   changes the order: `never` answers from the context alone, `always` greps the store first
+//!   and falls back to the context only when the store has nothing.
+
+use super::answer_format::DRIFT_MARKER;
+use crate::config::suite::NeedleSearch;
+use crate::trace::{Message, Role, ToolCall};
+
+mod drift;
+mod provider;
+mod recall;
+
+pub use drift::{drift_answer, summary_section};
+pub use provider::{build_provider, OfflineProvider, OFFLINE_MODEL};
+use recall::recall;
+pub use recall::{key_phrase, phrase_matcher, stems, value_after};
+
+/// Reply of the offline agent for one turn.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OfflineReply {
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+}
+
+/// What the agent says when the information is nowhere it can see.
+pub const DONT_KNOW: &str =
+    "I don't know: I could not find it in the conversation or the saved history.";
+
+/// Decide the next turn for a conversation. `tool_names` are the tools offered in the request.
+pub fn respond(messages: &[Message], tool_names: &[&str]) -> OfflineReply {
+    respond_with(messages, tool_names, NeedleSearch::Auto)
+}
+
+/// [`respond`] with a search bound for recall questions (`[evals.needle] search`).
+pub fn respond_with(
+    messages: &[Message],
+    tool_names: &[&str],
+    search: NeedleSearch,
+) -> OfflineReply {
+    let q = question_index(messages);
+    let Some(q) = q else {
+        return answer(DONT_KNOW);
+    };
+    let question = &messages[q].content;
+    let context = &messages[..q];
+    let loop_msgs = &messages[q + 1..];
+    if question.contains(super::continuation::CONTINUATION_MARKER) {
+        return answer(&super::continuation::offline_next_action(context).render());
+    }
+    if question.contains(super::probes::DECISION_MARKER) {
+        return answer(&super::probes::offline_decision_answer(context));
+    }
+    if question.contains(super::rules::RULES_MARKER) {
+        return answer(&super::rules::offline_answer(context));
+    }
+    if question.contains(DRIFT_MARKER) {
+        return answer(&drift_answer(context).render());
+    }
+    recall(question, context, loop_msgs, tool_names, search)
+}
+
+fn answer(text: &str) -> OfflineReply {
+    OfflineReply {
+        content: text.to_string(),
+        tool_calls: Vec::new(),
+    }
+}
+
+/// The question is the last user message; only the probe's own tool loop may follow it.
+fn question_index(messages: &[Message]) -> Option<usize> {
+    messages.iter().rposition(|m| m.role == Role::User)
+}
