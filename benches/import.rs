@@ -1,6 +1,7 @@
 //! Import throughput (MB/s) on the largest bundled dataset file (τ-bench gpt-4o-airline.json,
 //! 4.1 MB, 200 runs), on the largest mini-swe-agent file, and canonical JSONL read/write of the
-//! result. Run: `cargo bench --bench import`.
+//! result; canonical read also of the golden `synthetic-s7` agent trace (1.9 MB, long tool
+//! outputs) written as canonical JSONL. Run: `cargo bench --bench import`.
 //!
 //! Canonical read is also shown against parsing every line into a `serde_json::Value` (what the
 //! reader did before its typed fast path, and still does for unusual lines), and after the
@@ -8,6 +9,7 @@
 //! loaded machine criterion's wall times mostly measure waiting for a core.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ctxbench::engine::fixture;
 use ctxbench::trace::import::{import_bytes, FileContent};
 use ctxbench::trace::io;
 use std::hint::black_box;
@@ -63,23 +65,39 @@ fn bench(c: &mut Criterion) {
             out
         })
     });
-    g.finish();
-    let mut cpu: Vec<f64> = (0..15)
-        .map(|_| {
-            let t0 = thread_cpu_s();
-            let t = io::read_traces_from(black_box(&canonical[..]), "bench").expect("reads back");
-            let dt = thread_cpu_s() - t0;
-            drop(black_box(t));
-            dt
+    let golden = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/deepagents-golden/synthetic-s7/trace.jsonl");
+    let golden = fixture::read_jsonl_trace(&golden).expect("golden synthetic-s7 trace");
+    let mut golden_canonical = Vec::new();
+    io::write_traces(&mut golden_canonical, std::slice::from_ref(&golden)).expect("write");
+    g.throughput(Throughput::Bytes(golden_canonical.len() as u64));
+    g.bench_function("canonical read (golden synthetic-s7)", |b| {
+        b.iter(|| {
+            io::read_traces_from(black_box(&golden_canonical[..]), "bench").expect("reads back")
         })
-        .collect();
-    cpu.sort_by(f64::total_cmp);
-    eprintln!(
-        "canonical read (tau-bench airline, {} bytes): {:.0} MB/s on thread CPU time (median of 15: {:.3} ms)",
-        canonical.len(),
-        canonical.len() as f64 / cpu[7] / 1e6,
-        cpu[7] * 1e3
-    );
+    });
+    g.finish();
+    for (name, bytes) in [
+        ("tau-bench airline", &canonical),
+        ("golden synthetic-s7", &golden_canonical),
+    ] {
+        let mut cpu: Vec<f64> = (0..15)
+            .map(|_| {
+                let t0 = thread_cpu_s();
+                let t = io::read_traces_from(black_box(&bytes[..]), "bench").expect("reads back");
+                let dt = thread_cpu_s() - t0;
+                drop(black_box(t));
+                dt
+            })
+            .collect();
+        cpu.sort_by(f64::total_cmp);
+        eprintln!(
+            "canonical read ({name}, {} bytes): {:.0} MB/s on thread CPU time (median of 15: {:.3} ms)",
+            bytes.len(),
+            bytes.len() as f64 / cpu[7] / 1e6,
+            cpu[7] * 1e3
+        );
+    }
 }
 
 /// This thread's CPU time in seconds.

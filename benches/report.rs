@@ -1,7 +1,10 @@
 //! Report rendering at scale: build the report model (statistics) and render every text writer
-//! (CSV, JSON, Markdown, HTML with its SVG plots) for 100,000 synthetic samples. Target ≤ 2 s.
+//! (CSV, JSON, Markdown, HTML with its SVG plots) for 100,000 synthetic samples, and load them
+//! from a samples.jsonl the way `ctxbench report` does (one streaming pass, heavy parts read for
+//! the samples shown in full only). Target ≤ 2 s.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use ctxbench::record::RunDir;
 use ctxbench::record::{CostByRole, RunInfo, Sample, TimelinePoint, TokenSplit, TokensByRole};
 use ctxbench::report::{csv, html, json, markdown, ReportModel};
 use std::hint::black_box;
@@ -67,11 +70,13 @@ fn samples(n: usize) -> (RunInfo, Vec<Sample>) {
                     output: 300 * v as u64,
                 },
                 judge: TokenSplit::default(),
+                eval_agent: TokenSplit::default(),
             })
             .cost(CostByRole {
                 agent: Some(agent_in as f64 * 2.5e-6),
                 summarizer: Some(v as f64 * 1e-3),
                 judge: None,
+                eval_agent: None,
             })
             .compaction("evicted", v as u64)
             .latency_ms(rnd() % 3000)
@@ -130,6 +135,22 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("html only", |b| {
         b.iter(|| black_box(html::render(&info, &model).len()))
+    });
+    // The journal on disk, as `ctxbench report` reads it.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = RunDir::new(dir.path());
+    std::fs::write(
+        run.run_json(),
+        serde_json::to_string(&info).expect("run.json"),
+    )
+    .expect("write run.json");
+    run.write_samples(&samples).expect("write samples.jsonl");
+    drop(samples);
+    g.bench_function("stream samples.jsonl into the model, 100k samples", |b| {
+        b.iter(|| {
+            let (_, model, _) = ctxbench::report::load::load_model(&run).expect("load");
+            black_box(model.samples.len())
+        })
     });
     g.finish();
 }

@@ -8,9 +8,12 @@
 //! Non-ASCII and code corpora (`benches/common/corpora.rs`, generated, 512 KiB each): CJK prose,
 //! emoji-dense chat and minified JavaScript, in groups `count/<encoding>/<corpus>` with
 //! ctxbench (warm and cold piece cache) and tiktoken-rs on one core; counts checked equal first.
+//! These groups are timed on **thread CPU time** (`benches/common/cpu_time.rs`), so their ratios
+//! hold on a loaded machine; their "MiB/s" are per CPU-second.
 //!
 //! Run: `cargo bench --bench tokens` (add `-- o200k` to run one encoding, `-- cjk` one corpus).
 
+use criterion::measurement::Measurement;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use ctxbench::tokens::bpe::{clear_piece_cache, BpeCounter, Encoding};
 use rayon::prelude::*;
@@ -25,6 +28,8 @@ const GENERATED: usize = 512 * 1024;
 
 #[path = "common/corpora.rs"]
 mod corpora;
+#[path = "common/cpu_time.rs"]
+mod cpu_time;
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -94,7 +99,13 @@ fn chunked(text: &str) -> Vec<String> {
 
 /// `full`: also plain bpe-openai and the all-cores cases (the main corpus); the generated corpora
 /// get the one-core comparison only, to keep the bench's run time down.
-fn bench_encoding(c: &mut Criterion, chunks: &[String], enc: Encoding, corpus: &str, full: bool) {
+fn bench_encoding<M: Measurement>(
+    c: &mut Criterion<M>,
+    chunks: &[String],
+    enc: Encoding,
+    corpus: &str,
+    full: bool,
+) {
     let ours = BpeCounter::new(enc);
     let (tiktoken, plain) = match enc {
         Encoding::O200k => (
@@ -174,14 +185,21 @@ fn bench_encoding(c: &mut Criterion, chunks: &[String], enc: Encoding, corpus: &
     g.finish();
 }
 
-fn benches(c: &mut Criterion) {
+/// The bundled-datasets corpus (wall time: it also has all-cores cases).
+fn bench_datasets(c: &mut Criterion) {
     let chunks = corpus();
+    for enc in [Encoding::O200k, Encoding::Cl100k] {
+        bench_encoding(c, &chunks, enc, "", true);
+    }
+}
+
+/// The generated non-ASCII and code corpora, one core, on thread CPU time.
+fn bench_generated(c: &mut Criterion<cpu_time::ThreadCpuTime>) {
     let generated: Vec<(&str, Vec<String>)> = corpora::all(GENERATED)
         .into_iter()
         .map(|(name, text)| (name, chunked(&text)))
         .collect();
     for enc in [Encoding::O200k, Encoding::Cl100k] {
-        bench_encoding(c, &chunks, enc, "", true);
         for (name, chunks) in &generated {
             bench_encoding(c, chunks, enc, name, false);
         }
@@ -192,6 +210,11 @@ criterion_group! {
     name = tokens;
     // Plots need a system font that CI machines lack (criterion's plotters backend panics).
     config = Criterion::default().without_plots();
-    targets = benches
+    targets = bench_datasets
 }
-criterion_main!(tokens);
+criterion_group! {
+    name = tokens_generated;
+    config = Criterion::default().without_plots().with_measurement(cpu_time::ThreadCpuTime);
+    targets = bench_generated
+}
+criterion_main!(tokens, tokens_generated);

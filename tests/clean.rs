@@ -18,7 +18,7 @@ fn quickstart(out: &Path, id: &str, extra: &[&str]) -> std::path::PathBuf {
             "evals/quickstart.toml",
             "-q",
             "--limit",
-            "1",
+            "3",
             "--run-id",
             id,
             "-o",
@@ -46,15 +46,13 @@ fn a_run_keeps_only_the_stores_of_samples_shown_in_full_unless_keep_stores() {
     let tmp = tempfile::tempdir().unwrap();
     let all = quickstart(tmp.path(), "all", &["--keep-stores"]);
     let pruned = quickstart(tmp.path(), "pruned", &[]);
-    let samples = ctxbench::record::RunDir::new(&pruned)
-        .read()
-        .unwrap()
-        .samples;
+    let run = ctxbench::record::RunDir::new(&pruned).read().unwrap();
+    let model = ctxbench::report::ReportModel::build(&run.info, run.samples);
     let kept = stores(&pruned);
     let every = stores(&all);
     assert_eq!(
         every.len(),
-        samples.len(),
+        model.samples.len(),
         "--keep-stores keeps one per unit"
     );
     assert!(
@@ -65,26 +63,63 @@ fn a_run_keeps_only_the_stores_of_samples_shown_in_full_unless_keep_stores() {
     );
     let bytes = |run: &Path| ctxbench::runner::stores::dir_bytes(&run.join("stores"));
     assert!(bytes(&pruned) < bytes(&all));
-    // Exactly the samples the report shows in full keep theirs, flagged ones included.
-    let want: Vec<String> = ctxbench::report::shown::shown_in_full(&samples)
+    // Exactly the samples report.html shows in full (and failed units) keep theirs.
+    let want: Vec<String> = ctxbench::report::shown::shown_in_full(&model)
         .into_iter()
         .filter(|id| all.join("stores").join(id).exists())
         .collect();
     assert_eq!(kept, want);
-    let flagged = samples
-        .iter()
-        .filter(|s| ctxbench::report::shown::needs_attention(s))
-        .count();
-    assert!(flagged > 0, "the quickstart has flagged needle units");
-    for s in samples.iter().filter(|s| s.passed == Some(false)) {
-        if all.join("stores").join(&s.unit_id).exists() {
+    let (html, _) = ctxbench::report::html::select(&model.samples, model.baseline.as_deref());
+    assert!(!html.is_empty());
+    for i in html {
+        let id = &model.samples[i].unit_id;
+        if all.join("stores").join(id).exists() {
             assert!(
-                kept.contains(&s.unit_id),
-                "flagged {} lost its store",
-                s.unit_id
+                kept.contains(id),
+                "{id} is shown in full but lost its store"
             );
         }
     }
+
+    // `clean --stores` prunes a --keep-stores run to the same set, and leaves the run itself.
+    ctxbench()
+        .arg("clean")
+        .arg(tmp.path())
+        .args(["--stores", "--dry-run"])
+        .assert()
+        .success();
+    assert_eq!(stores(&all), every, "a dry run removes nothing");
+    ctxbench()
+        .arg("clean")
+        .arg(tmp.path())
+        .arg("--stores")
+        .assert()
+        .success();
+    assert_eq!(stores(&all), kept);
+    assert!(all.join("samples.jsonl").exists() && all.join("report.html").exists());
+}
+
+#[test]
+fn clean_cache_removes_only_the_response_cache_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    for f in ["responses.sqlite", "responses.sqlite-wal", "notes.txt"] {
+        std::fs::write(cache.join(f), "x").unwrap();
+    }
+    let empty = tmp.path().join("reports");
+    std::fs::create_dir_all(&empty).unwrap();
+    ctxbench()
+        .arg("clean")
+        .arg(&empty)
+        .arg("--cache")
+        .arg("--cache-dir")
+        .arg(&cache)
+        .assert()
+        .success();
+    assert!(!cache.join("responses.sqlite").exists());
+    assert!(!cache.join("responses.sqlite-wal").exists());
+    assert!(cache.join("notes.txt").exists(), "other files stay");
 }
 
 fn set_age(run: &Path, age: Duration) {

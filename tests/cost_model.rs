@@ -296,3 +296,80 @@ fn what_the_trace_left_out_is_counted_in_views_triggers_and_cost() {
         "{err}"
     );
 }
+
+/// The evals' own agent calls (needle questions, drift probes) are their own role, summed into
+/// the unit's tokens and `cost.total`: every model call lands in exactly one role.
+#[test]
+fn eval_agent_calls_are_their_own_cost_role() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = run(&suite(dir.path(), "roles", ""), "roles");
+    let samples = std::fs::read_to_string(run_dir.join("samples.jsonl")).unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for line in samples.lines() {
+        let s: serde_json::Value = serde_json::from_str(line).unwrap();
+        let eval = s["eval"].as_str().unwrap().to_string();
+        let t = &s["tokens"]["eval_agent"];
+        let input = t["input"].as_u64().unwrap();
+        match eval.as_str() {
+            "needle" => {
+                // The needle's probe tokens are exactly the eval agent's.
+                assert_eq!(
+                    input as f64,
+                    s["scores"]["probe_input_tokens"].as_f64().unwrap()
+                );
+                assert!(input > 0, "{s}");
+            }
+            // A drift fold the replay never reached asks nothing.
+            "drift" => assert_eq!(input > 0, s["scores"]["probes"].as_f64() > Some(0.0), "{s}"),
+            _ => assert_eq!(input, 0, "{s}"),
+        }
+        // The offline provider is a known $0 (a unit that asks nothing has no eval-agent cost).
+        if input > 0 {
+            assert_eq!(s["cost_usd"]["eval_agent"].as_f64(), Some(0.0), "{s}");
+        }
+        seen.insert(eval);
+    }
+    assert!(
+        seen.contains("needle") && seen.contains("drift"),
+        "{seen:?}"
+    );
+    let md = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("| eval agent |"),
+        "the role table lists the eval agent"
+    );
+}
+
+/// An agent model with no price is named, with its units and how to add the price; every
+/// variant says where its window came from and which model priced its views.
+#[test]
+fn unknown_prices_are_named_and_windows_and_pricing_models_are_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = run(
+        &suite(dir.path(), "unpriced", "agent_model = \"no-such-model\""),
+        "unpriced",
+    );
+    // report.md escapes Markdown characters in notes; compare the text.
+    let md = std::fs::read_to_string(run_dir.join("report.md"))
+        .unwrap()
+        .replace('\\', "");
+    // Every unit of the run is unpriced.
+    let units = std::fs::read_to_string(run_dir.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    assert!(units >= 27, "{units}");
+    let named =
+        format!("UNKNOWN PRICE: model `no-such-model` (agent) has no price: {units} unit(s)");
+    assert!(md.contains(&named), "{md}");
+    assert!(md.contains("[pricing.\"no-such-model\"]"), "{md}");
+    assert!(
+        md.contains("variant `v`: window 20000 (suite) ×3; agent views priced as `no-such-model` (agent_model) ×3"),
+        "{md}"
+    );
+    // Priced by the trace's model by default, with the window from the suite.
+    let priced = run(&suite(dir.path(), "priced", ""), "priced");
+    let md = std::fs::read_to_string(priced.join("report.md")).unwrap();
+    assert!(!md.contains("UNKNOWN PRICE"), "{md}");
+    assert!(md.contains("(trace's model)"), "{md}");
+}

@@ -758,3 +758,69 @@ fn turn_trim_overflow_clears_a_single_long_turn_down_to_the_in_flight_call() {
         assert!(c.input_tokens <= 8000);
     }
 }
+
+/// [`agent_trace`] with a timestamp on every message, `gap` seconds apart.
+fn timed(steps: usize, chars: usize, gap: u64) -> Trace {
+    let mut t = agent_trace(steps, chars);
+    for (i, m) in t.messages.iter_mut().enumerate() {
+        let s = i as u64 * gap;
+        m.timestamp = Some(format!(
+            "2026-01-21T{:02}:{:02}:{:02}Z",
+            s / 3600,
+            s / 60 % 60,
+            s % 60
+        ));
+    }
+    t
+}
+
+/// digitorn's hook does not compact again within 30 s of its previous compaction: on a trace
+/// whose messages are 1 s apart, compactions due in that time are held back (`cooldown`
+/// events) and the requests are bigger; 60 s apart, or with no timestamps, nothing is held.
+#[test]
+fn digitorn_waits_30_s_between_compactions_by_trace_timestamps() {
+    for preset in ["digitorn", "digitorn-truncate"] {
+        let sets = [&*format!("preset={preset}"), "window=3000"];
+        let compactions = |r: &Replay| r.events.iter().filter(|e| e.persistent).count();
+        let fast = run(&timed(80, 400, 1), &sets);
+        let slow = run(&timed(80, 400, 60), &sets);
+        let untimed = run(&agent_trace(80, 400), &sets);
+        assert!(
+            compactions(&slow) >= 3,
+            "{preset}: {:?}",
+            slow.event_counts()
+        );
+        assert!(events_of(&slow, EventKind::Cooldown).is_empty(), "{preset}");
+        assert_eq!(
+            slow.event_counts(),
+            untimed.event_counts(),
+            "{preset}: no clock, no guard"
+        );
+        let held = events_of(&fast, EventKind::Cooldown);
+        assert!(!held.is_empty(), "{preset}: {:?}", fast.event_counts());
+        assert!(compactions(&fast) < compactions(&slow), "{preset}");
+        assert!(fast.input_tokens() > slow.input_tokens(), "{preset}");
+        for e in &held {
+            let EventDetail::Cooldown {
+                since_secs,
+                cooldown_secs,
+            } = e.detail
+            else {
+                panic!("{e:?}")
+            };
+            assert_eq!(cooldown_secs, 30.0);
+            assert!(since_secs < 30.0 && since_secs > 0.0, "{since_secs}");
+        }
+        // Every compaction of the fast trace is at least 30 s after the previous one.
+        let at: Vec<usize> = fast
+            .events
+            .iter()
+            .filter(|e| e.persistent && e.layer != "emergency")
+            .map(|e| e.trace_index)
+            .collect();
+        assert!(
+            at.windows(2).all(|w| (w[1] - w[0]) * 2 >= 30),
+            "{preset}: {at:?}"
+        );
+    }
+}

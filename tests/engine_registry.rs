@@ -106,6 +106,10 @@ fn engine_keys_are_the_scalar_keys_then_the_registry() {
         "counter",
         "tier",
         "layers",
+        "agent_model",
+        "system_prompt",
+        "tools",
+        "overhead_tokens",
     ];
     let expected: Vec<String> = scalars
         .into_iter()

@@ -125,6 +125,11 @@ fn structured_handover_keeps_standing_rules_the_short_one_loses() {
         let ra = pairs.iter().filter(|p| pick(p.0)).count() as f64 / n;
         let rb = pairs.iter().filter(|p| pick(p.1)).count() as f64 / n;
         let test = mcnemar(lost, won);
+        eprintln!(
+            "rules {name}: summary-a {ra:.3} vs summary-b {rb:.3} over {} checks (p {:.2e})",
+            pairs.len(),
+            test.p_value
+        );
         assert!(
             ra > rb && test.p_value < 0.01,
             "rules {name}: summary-a {ra:.3} vs summary-b {rb:.3} (b {lost}, c {won}, p {})",
@@ -174,6 +179,13 @@ fn structured_handover_keeps_the_goal_the_short_one_loses() {
         .map(|(a, b)| a - b)
         .collect();
     let d = paired_delta(&deltas, 7).unwrap();
+    eprintln!(
+        "goal coverage: summary-a {:.3} vs summary-b {:.3} over {} probes (p {:?})",
+        coverage[0].iter().sum::<f64>() / coverage[0].len() as f64,
+        coverage[1].iter().sum::<f64>() / coverage[1].len() as f64,
+        deltas.len(),
+        d.p_value
+    );
     assert!(
         d.mean_delta > 0.2 && d.p_value.unwrap() < 0.01,
         "goal coverage a − b: {} (p {:?}) over {:?} vs {:?}",

@@ -94,6 +94,7 @@ fn significant_regression_fails_with_exit_10_junit_and_step_summary() {
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains("failures=\"1\""), "{xml}");
     assert!(xml.contains("<failure message="), "{xml}");
+    assert!(xml.contains("type=\"regression\""), "{xml}");
     let md = std::fs::read_to_string(&summary).unwrap();
     assert!(
         md.starts_with("previous step\n### ctxbench gate: FAILED"),
@@ -275,6 +276,9 @@ fn an_absolute_rule_that_fails_is_a_threshold_miss_not_a_regression() {
         "{out}"
     );
     assert!(!out.contains("regression"), "{out}");
+    // The candidate is also the baseline here: its own directory gets the JUnit XML.
+    let xml = std::fs::read_to_string(far.join("gate.xml")).unwrap();
+    assert!(xml.contains("type=\"threshold_miss\""), "{xml}");
 }
 
 #[test]
@@ -410,6 +414,7 @@ fn json_output_is_the_machine_readable_verdict() {
         .find(|r| r["variant"] == "aggressive")
         .unwrap();
     assert_eq!(aggr["verdict"], "fail");
+    assert_eq!(aggr["kind"], "delta");
     assert_eq!(aggr["value"], -0.5);
     assert!((aggr["p_value"].as_f64().unwrap() - 2.0 / 256.0).abs() < 1e-12);
     let base_v = results.iter().find(|r| r["variant"] == "baseline").unwrap();

@@ -1,5 +1,6 @@
 //! `ctxbench report` and `ctxbench compare` end to end on synthetic runs written to disk, and
-//! snapshots of the `--help` of report, compare and gate.
+//! snapshots of the `--help` of report, compare, gate, import, traces stats, schema and replay;
+//! every command's `--help` has examples of its flags.
 
 mod report_common;
 
@@ -11,8 +12,13 @@ fn ctxbench() -> Command {
 }
 
 fn help(sub: &str) -> String {
+    help_of(&[sub])
+}
+
+fn help_of(cmd: &[&str]) -> String {
     let out = ctxbench()
-        .args([sub, "--help"])
+        .args(cmd)
+        .arg("--help")
         .env("COLUMNS", "100")
         .output()
         .unwrap();
@@ -33,6 +39,90 @@ fn compare_help() {
 #[test]
 fn gate_help() {
     insta::assert_snapshot!("gate_help", help("gate"));
+}
+
+#[test]
+fn import_traces_schema_and_replay_help() {
+    insta::assert_snapshot!("import_help", help("import"));
+    insta::assert_snapshot!("traces_stats_help", help_of(&["traces", "stats"]));
+    insta::assert_snapshot!("schema_help", help("schema"));
+    insta::assert_snapshot!("replay_help", help("replay"));
+}
+
+/// The text after `Example` in a command's `--help`.
+fn examples(cmd: &[&str]) -> String {
+    let h = help_of(cmd);
+    let at = h
+        .find("Example")
+        .unwrap_or_else(|| panic!("`ctxbench {} --help` has no examples:\n{h}", cmd.join(" ")));
+    h[at..].to_string()
+}
+
+#[test]
+fn every_command_help_has_examples_of_its_new_flags() {
+    use clap::CommandFactory;
+    // Every subcommand (and `traces stats`) shows examples, including any added later.
+    let cli = ctxbench::cli::Cli::command();
+    for sub in cli.get_subcommands() {
+        let name = sub.get_name();
+        if sub.has_subcommands() {
+            for leaf in sub.get_subcommands() {
+                examples(&[name, leaf.get_name()]);
+            }
+        } else {
+            examples(&[name]);
+        }
+    }
+    // The flags the CLI conventions added, each in an example of its command.
+    let flags: &[(&[&str], &[&str])] = &[
+        (
+            &["run"],
+            &[
+                "--set",
+                "--variant",
+                "--trace",
+                "--eval",
+                "--limit",
+                "--dry-run",
+                " -o ",
+                " -q",
+                "CTXBENCH_PROGRESS_SECS",
+                "--shard",
+                "--resume",
+                "--keep-stores",
+            ],
+        ),
+        (&["gate"], &["--json", "--junit", "--rule ", "--rules"]),
+        (
+            &["import"],
+            &["--verbose", " -o ", "--from", "--skip-invalid"],
+        ),
+        (
+            &["traces", "stats"],
+            &["--json", "--counter", "--top", "--overhead-tokens"],
+        ),
+        (
+            &["schema"],
+            &["sample", "summary", "compare", "trace", "suite"],
+        ),
+        (&["report"], &[" -o ", "--no-png"]),
+        (&["compare"], &[" -o "]),
+        (&["merge"], &[" -o "]),
+        (
+            &["clean"],
+            &["--older-than", "--keep", "--stores", "--cache", "--dry-run"],
+        ),
+    ];
+    for (cmd, wanted) in flags {
+        let ex = examples(cmd);
+        for f in *wanted {
+            assert!(
+                ex.contains(f),
+                "`ctxbench {} --help` has no example with `{f}`:\n{ex}",
+                cmd.join(" ")
+            );
+        }
+    }
 }
 
 #[test]

@@ -60,6 +60,7 @@ impl UnitExecutor for Fake {
                     agent: Some(1000.0),
                     summarizer: Some(self.cost),
                     judge: None,
+                    eval_agent: None,
                 },
                 ..UnitOutput::default()
             }

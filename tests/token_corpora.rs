@@ -1,6 +1,8 @@
 //! Exact counts on the generated non-ASCII corpora of the tokens bench (CJK prose, emoji-dense
 //! chat, minified JS): ctxbench's BPE counter must agree with tiktoken-rs on every chunk, cold
-//! and warm piece cache, for both encodings.
+//! and warm piece cache, for both encodings. Plus random texts glued from units of many scripts
+//! (CJK, Hangul, kana, Cyrillic, Arabic, Devanagari, Thai, combining marks, ZWJ emoji sequences,
+//! numbers in other scripts), long enough to reach every piece-cache level.
 
 #[path = "../benches/common/corpora.rs"]
 mod corpora;
@@ -36,6 +38,95 @@ fn generated_corpora_count_exactly_like_tiktoken() {
             // warm cache: the same again
             for p in pieces.iter().take(50) {
                 assert_eq!(ours.count(p), tk.count_ordinary(p) as u64, "{name} warm");
+            }
+        }
+    }
+}
+
+mod random_unicode {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Units real multilingual chat is made of; each chosen to stress a class of the split
+    /// pattern (letters by case and script, marks, numbers of other scripts, emoji sequences).
+    const UNITS: &[&str] = &[
+        "上下文压缩",
+        "的",
+        "。",
+        "，",
+        "「引用」",
+        "我们今天需要",
+        "東京都",
+        "ひらがな",
+        "カタカナー",
+        "한국어",
+        " 문장입니다",
+        "Привет",
+        " мир",
+        "ΣΊΣΥΦΟΣ",
+        "مرحبا",
+        "١٢٣٤",
+        "नमस्ते",
+        "१२३",
+        "ภาษาไทย",
+        "๑๒",
+        "１２３",
+        "ＡＢＣ",
+        "²³",
+        "Ⅻ",
+        "ǅungla",
+        "e\u{301}",
+        "a\u{300}\u{316}",
+        "\u{20dd}",
+        "ſt",
+        "'S",
+        "'ll",
+        "'ſ",
+        " ",
+        "  ",
+        "\n",
+        "\r\n",
+        "\u{a0}",
+        "\u{3000}",
+        "\u{2028}",
+        "👨‍👩‍👧‍👦",
+        "🧑🏽‍💻",
+        "👍🏿",
+        "🏳️‍🌈",
+        "🇯🇵🇫🇷",
+        "❤️",
+        "✨✨✨",
+        "🫠",
+        "\u{200d}",
+        "\u{fe0f}",
+        "x",
+        "Word",
+        "HTTP",
+        "42",
+        "3.14",
+        "…",
+        "—",
+        "«»",
+        "/",
+        "\t",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn glued_multilingual_units_count_like_tiktoken(
+            picks in prop::collection::vec(0..UNITS.len(), 0..60),
+        ) {
+            let text: String = picks.iter().map(|&i| UNITS[i]).collect();
+            for (enc, tk) in [
+                (Encoding::O200k, tiktoken_rs::o200k_base_singleton()),
+                (Encoding::Cl100k, tiktoken_rs::cl100k_base_singleton()),
+            ] {
+                let want = tk.count_ordinary(&text) as u64;
+                let ours = BpeCounter::new(enc);
+                clear_piece_cache();
+                prop_assert_eq!(ours.count(&text), want, "{} cold {:?}", enc.name(), text);
+                prop_assert_eq!(ours.count(&text), want, "{} warm {:?}", enc.name(), text);
             }
         }
     }

@@ -16,9 +16,9 @@ is left alone. A run's age is the time its run.json was last written (the end of
 its last `--resume`).
 
 `--older-than` and `--keep` combine: with both, a run goes when it is older than AGE and not
-among the N newest. `--stores` prunes the offload stores of the runs that stay to the ones
-report.html shows in full (failed and flagged units and the first 3 samples of each variant),
-as `run` does unless `--keep-stores`. `--cache` deletes the provider response cache
+among the N newest. `--stores` prunes the offload stores of the runs that stay to those of
+the samples report.html shows in full and of failed units, as `run` does unless
+`--keep-stores`. `--cache` deletes the provider response cache
 (responses.sqlite and its WAL files in --cache-dir); later runs call the models again.
 
 Examples:
@@ -191,7 +191,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let rd = RunDir::new(&run.path);
                 match rd.read() {
                     Ok(r) => {
-                        let p = prune(&rd, &r.samples, args.dry_run)?;
+                        let model = crate::report::ReportModel::build(&r.info, r.samples);
+                        let p = prune(&rd, &model, args.dry_run)?;
                         if p.removed > 0 {
                             println!(
                                 "{verb}  {} of {} offload stores of {}  ({})",

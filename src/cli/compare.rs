@@ -13,10 +13,17 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+const AFTER_HELP: &str = "\
+Examples:
+  ctxbench compare reports/main reports/pr-123         # compare.md, compare.json into pr-123
+  ctxbench compare reports/main reports/pr-123 -o out/ # into out/ instead
+  ctxbench schema compare                              # the JSON Schema of compare.json";
+
 /// Compare run B against run A: for every variant both runs have, every metric, paired by
 /// trace/eval/sample/repeat, with a 95% paired-bootstrap CI of B − A and a p-value (McNemar for
 /// pass/fail metrics). Prints the table and writes compare.md and compare.json.
 #[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// Baseline run directory (A)
     #[arg(value_name = "RUN_A")]
@@ -29,13 +36,18 @@ pub struct Args {
     pub out: Option<PathBuf>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct CompareDoc<'a> {
     schema_version: u32,
     baseline_run: &'a str,
     candidate_run: &'a str,
     comparisons: &'a [aggregate::Comparison],
     notes: &'a [String],
+}
+
+/// JSON Schema of `compare.json`, generated from the type it is written from.
+pub fn schema() -> schemars::Schema {
+    schemars::schema_for!(CompareDoc<'static>)
 }
 
 /// A run's info and its samples' compact parts (no timelines, evidence or summaries).

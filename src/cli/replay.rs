@@ -14,7 +14,15 @@ use crate::trace::Trace;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+const AFTER_HELP: &str = "\
+Examples:
+  ctxbench replay datasets/mini-swe-agent/astropy__astropy-12907.traj.json
+  ctxbench replay datasets/mini-swe-agent/astropy__astropy-12907.traj.json --preset digitorn \\
+      --window 30000 --set summarize.trigger.fraction=0.5
+  ctxbench replay traces/t.jsonl --config engine.toml --store out/ --json";
+
 #[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// Trace file (any importable format; canonical or fixture-style JSONL always works)
     #[arg(required_unless_present = "fixture", conflicts_with = "fixture")]
@@ -199,6 +207,10 @@ fn describe(e: &Event) -> String {
             action,
         } => format!(" {bound} ${spent_usd:.4} ≥ ${limit_usd:.4} ({action})"),
         EventDetail::Futile { compaction, reason } => format!(" {compaction} {reason}"),
+        EventDetail::Cooldown {
+            since_secs,
+            cooldown_secs,
+        } => format!(" {since_secs:.1} s since the last compaction (< {cooldown_secs} s)"),
         EventDetail::None => String::new(),
     };
     format!("{k}{tokens}{what}")

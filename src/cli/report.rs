@@ -7,9 +7,15 @@ use crate::report::{write_run_reports, ReportModel, WriteOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+const AFTER_HELP: &str = "\
+Examples:
+  ctxbench report reports/nightly                      # rewrite the files inside the run
+  ctxbench report reports/nightly -o /tmp/nightly-report --no-png";
+
 /// Re-render results.csv, summary.json, report.md, report.html and plots/ from a saved run
 /// directory (its run.json and samples.jsonl). No model or provider is called.
 #[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct Args {
     /// Run directory holding run.json and samples.jsonl (e.g. reports/<run-id>)
     #[arg(value_name = "RUN_DIR")]

@@ -39,9 +39,15 @@ recorded ones). A `--set` KEY goes to `[engine.base]`, `variant.NAME.KEY` to
 `[engine.variants.NAME]`, and a key starting with a suite section (`suite.`, `evals.`, …) to
 that key; VALUE is a TOML value. Merged with the same rule as the suite's variants.
 
+Progress goes to stderr: a bar on a terminal; otherwise (CI logs, `2> file`) a line such as
+`progress: 12/40 units · 1 error · 1.2M tokens · $0.0345 · elapsed 1m02s · ETA 3m10s` every
+CTXBENCH_PROGRESS_SECS seconds (default 10; 0 = after every unit). `-q` prints neither.
+
 Examples:
   ctxbench run evals/quickstart.toml
   ctxbench run evals/quickstart.toml --dry-run
+  ctxbench run evals/quickstart.toml -o out/ -q        # prints only the run directory
+  CTXBENCH_PROGRESS_SECS=30 ctxbench run suite.toml 2> progress.log
   ctxbench run evals/quickstart.toml --set window=30000
   ctxbench run evals/quickstart.toml --set variant.aggressive.summarize.trigger.fraction=0.3
   ctxbench run evals/quickstart.toml --set evals.needle.depths=[0.5]
@@ -104,9 +110,8 @@ pub struct Args {
     #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = parse_grace)]
     pub grace_secs: f64,
 
-    /// Keep the offload store of every unit under RUN/stores/ (default: only those of failed
-    /// and flagged units and the first 3 samples of each variant, the ones report.html shows
-    /// in full)
+    /// Keep the offload store of every unit under RUN/stores/ (default: only those of the
+    /// samples report.html shows in full and of failed units)
     #[arg(long)]
     pub keep_stores: bool,
 
@@ -202,13 +207,12 @@ fn write_reports(run_dir: &std::path::Path, keep_stores: bool) -> anyhow::Result
         out.push_str(&format!("plot skipped: {n}\n"));
     }
     if !keep_stores {
-        match crate::runner::stores::prune(&dir, &model.samples, false) {
+        match crate::runner::stores::prune(&dir, &model, false) {
             Ok(p) if p.removed > 0 => out.push_str(&format!(
-                "stores   kept {} of {} offload stores (failed, flagged and the first {} per \
-                 variant; --keep-stores keeps all)\n",
+                "stores   kept {} of {} offload stores (the samples report.html shows in full \
+                 and failed units; --keep-stores keeps all)\n",
                 p.kept,
-                p.kept + p.removed,
-                crate::report::shown::FULL_SAMPLES_PER_VARIANT
+                p.kept + p.removed
             )),
             Ok(_) => {}
             Err(e) => out.push_str(&format!("warning: offload stores not pruned: {e}\n")),

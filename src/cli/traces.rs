@@ -21,7 +21,18 @@ pub enum Command {
     Stats(StatsArgs),
 }
 
+const STATS_HELP: &str = "\
+Long trace ids are shortened in the middle of the table, but never so that two different ids
+print alike; --json always has the full ids.
+
+Examples:
+  ctxbench traces stats datasets/
+  ctxbench traces stats datasets/swe-agent --counter approx --top 3
+  ctxbench traces stats traces/ --skip-invalid --json > stats.json
+  ctxbench traces stats datasets/claude-code --overhead-tokens claude-code";
+
 #[derive(Debug, clap::Args)]
+#[command(after_help = STATS_HELP)]
 pub struct StatsArgs {
     /// Trace files or directories (walked recursively)
     #[arg(required = true, value_name = "PATH")]

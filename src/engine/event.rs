@@ -40,6 +40,9 @@ pub enum EventKind {
     Error,
     /// A compaction that removed no message or left the request no smaller (flag only).
     Futile,
+    /// A compaction was due but the layer's cooldown (digitorn: 30 s since the previous
+    /// compaction, from trace timestamps) held it back; nothing changed.
+    Cooldown,
 }
 
 impl EventKind {
@@ -61,6 +64,7 @@ impl EventKind {
             EventKind::CostCeiling => "cost_ceiling",
             EventKind::Error => "error",
             EventKind::Futile => "futile",
+            EventKind::Cooldown => "cooldown",
         }
     }
 }
@@ -221,6 +225,11 @@ pub enum EventDetail {
     Futile {
         compaction: String,
         reason: String,
+    },
+    /// A compaction held back: `since_secs` since the previous one, under `cooldown_secs`.
+    Cooldown {
+        since_secs: f64,
+        cooldown_secs: f64,
     },
 }
 

@@ -6,6 +6,7 @@
 //! tools, which views to keep). See `docs/engine.md` for the layer interface.
 
 pub mod config;
+pub mod cooldown;
 pub mod event;
 pub mod fixture;
 pub mod invariants;

@@ -111,6 +111,7 @@ pub fn deepagents() -> Preset {
                 read_file_slice_chars: 4000,
                 stop_on_overflow: true,
                 tier_from_model: false,
+                cooldown_secs: None,
             }),
         ],
     }
@@ -175,6 +176,7 @@ pub fn langchain() -> Preset {
                 read_file_slice_chars: 4000,
                 stop_on_overflow: false,
                 tier_from_model: false,
+                cooldown_secs: None,
             }),
             LayerConfig::ClearToolResults(langchain_clear(Trigger::Tokens(100_000))),
         ],
@@ -200,6 +202,10 @@ a recap the agent will see as a system message, with exactly these sections:\n\n
 ## FILES TOUCHED\nFiles read, created or modified.\n\n\
 ## KEY FACTS\nFacts, identifiers and values the agent still needs.";
 
+/// digitorn's auto-compact hook does not fire again within 30 s of its previous compaction
+/// (`cooldown: 30.0`, `peer-docs/digitorn-context-management.txt`).
+pub const DIGITORN_COOLDOWN_SECS: f64 = 30.0;
+
 /// digitorn `runtime.context` defaults with `strategy: summarize`
 /// (`peer-docs/digitorn-context-management.txt`): compaction at pressure 0.75, keep the 10
 /// most recent messages verbatim, the dropped slice replaced by a single *system* message
@@ -224,6 +230,8 @@ pub fn digitorn() -> Preset {
                 read_file_slice_chars: 4000,
                 stop_on_overflow: false,
                 tier_from_model: false,
+                // The auto-compact hook's `cooldown: 30.0`.
+                cooldown_secs: Some(DIGITORN_COOLDOWN_SECS),
             }),
             digitorn_emergency(),
         ],
@@ -245,6 +253,7 @@ pub fn digitorn_truncate() -> Preset {
                 reminder: true,
                 recent_activity: 5,
                 goal_max_chars: 2000,
+                cooldown_secs: Some(DIGITORN_COOLDOWN_SECS),
             }),
             digitorn_emergency(),
         ],
@@ -299,6 +308,7 @@ pub fn core_agent() -> Preset {
                 read_file_slice_chars: 4000,
                 stop_on_overflow: false,
                 tier_from_model: true,
+                cooldown_secs: None,
             }),
             LayerConfig::Watchdog(Watchdog { threshold: 5 }),
             LayerConfig::CostCeiling(CostCeiling {

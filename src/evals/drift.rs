@@ -342,6 +342,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn goal_keywords_take_in_corrections_made_before_the_probe() {
+        use crate::trace::{SourceFormat, TraceMeta};
+        let mut t = Trace::new(TraceMeta::new("t", SourceFormat::Canonical));
+        t.messages.push(Message::user("Port the tokenizer to Rust"));
+        t.messages.push(Message::assistant("ok", vec![]));
+        t.messages.push(Message::user(
+            "Correction: keep the Python bindings working",
+        ));
+        t.messages.push(Message::assistant("ok", vec![]));
+        t.messages
+            .push(Message::user("Later: benchmark against criterion"));
+        let at3 = Truth::at(&t, 3).goal_keywords;
+        assert!(at3.contains(&"bindings".to_string()), "{at3:?}");
+        assert!(!at3.contains(&"criterion".to_string()), "{at3:?}");
+        let before = Truth::at(&t, 1).goal_keywords;
+        assert!(!before.contains(&"bindings".to_string()), "{before:?}");
+        // An answer with the goal but not the correction covers less.
+        let a = DriftAnswer {
+            goal: "Port the tokenizer to Rust".into(),
+            ..DriftAnswer::default()
+        };
+        let b = DriftAnswer {
+            goal: "Port the tokenizer to Rust; keep the Python bindings working".into(),
+            ..DriftAnswer::default()
+        };
+        let t3 = Truth::at(&t, 3);
+        assert!(score_answer(&a, &t3)["goal_coverage"] < score_answer(&b, &t3)["goal_coverage"]);
+    }
+
+    #[test]
     fn judge_scores_parse() {
         assert_eq!(parse_judge_score("SCORE: 4\nGood."), Some(4.0));
         assert_eq!(parse_judge_score("**Score:** 3.5"), Some(3.5));

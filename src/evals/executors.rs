@@ -128,6 +128,18 @@ impl Shared {
     fn summary_model(&self) -> &str {
         price_model(&self.provider_configs["summary"])
     }
+
+    /// Tokens and cost of the evals' own agent calls (needle questions, probes), priced at the
+    /// agent provider's model (the offline provider is a known $0).
+    fn eval_agent(&self, out: &mut UnitOutput, usage: &Usage) {
+        out.tokens.eval_agent = split(usage);
+        out.cost_usd.eval_agent = if split(usage) == TokenSplit::default() {
+            Some(0.0)
+        } else {
+            let model = price_model(&self.provider_configs["agent"]);
+            self.prices.cost(model, usage).usd()
+        };
+    }
 }
 
 /// The price-table name of a provider's model: `offline` for the built-in offline provider
@@ -350,6 +362,7 @@ fn judge_cost(shared: &Shared, judge: &dyn Provider, usage: &Usage, out: &mut Un
 async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<UnitOutput, EvalError> {
     let s = setup(shared, unit, ctx)?;
     let resolved = s.config.clone();
+    let trace_model = s.trace.meta.model.clone();
     let mut out = run_eval(shared, unit, ctx, s).await?;
     // Which window the views were built against and where it came from (suite, trace, the
     // agent model's entry in the price table, or the preset), and which model priced them.
@@ -357,6 +370,26 @@ async fn run_unit(shared: &Shared, unit: &Unit, ctx: &RunContext) -> Result<Unit
         obj.insert(
             "window".into(),
             json!({ "tokens": resolved.window, "source": resolved.window_source }),
+        );
+        // The model each role's tokens were priced at (`null`: none known).
+        let agent_from = if resolved.agent_model.is_some() {
+            "agent_model"
+        } else {
+            "trace"
+        };
+        let judge = shared
+            .provider_configs
+            .get("judge")
+            .map(|c| price_model(c).to_string());
+        obj.insert(
+            "priced_as".into(),
+            json!({
+                "agent": resolved.agent_model(trace_model.as_deref()),
+                "agent_from": agent_from,
+                "summarizer": shared.summary_model(),
+                "judge": judge,
+                "eval_agent": price_model(&shared.provider_configs["agent"]),
+            }),
         );
     }
     Ok(out)
@@ -414,7 +447,8 @@ async fn run_eval(
             Ok(out)
         }
         "needle" => {
-            let params = needle::NeedleParams::from_params(&unit.params)?;
+            let mut params = needle::NeedleParams::from_params(&unit.params)?;
+            params.plant_seed = Some(unit.pair_seed);
             let (trace, config, store, summ, p) = (
                 s.trace.clone(),
                 s.config,
@@ -440,7 +474,8 @@ async fn run_eval(
                 &nonce,
             )
             .await?;
-            let (scores, evidence, _) = needle::score(&prepared, &answers);
+            let (scores, evidence, usage) = needle::score(&prepared, &answers);
+            shared.eval_agent(&mut out, &usage);
             // A fold the replay never reached has no recall and no verdict.
             out.passed = scores.get("recall").map(|r| *r >= 1.0);
             out.scores.extend(scores);
@@ -467,8 +502,9 @@ async fn run_eval(
             }
             let providers = shared.providers(ctx.no_cache)?;
             let judge = judge_provider(providers, params.judge, "drift")?;
-            let (probes, _agent_usage, judge_usage) =
+            let (probes, agent_usage, judge_usage) =
                 drift::ask(&s.trace, &views, providers.agent.as_ref(), judge, &nonce).await?;
+            shared.eval_agent(&mut out, &agent_usage);
             let (scores, evidence) = match params.fold {
                 Some(k) => drift::aggregate_fold(k, &probes),
                 None => drift::aggregate(&probes),
@@ -481,7 +517,7 @@ async fn run_eval(
             Ok(out)
         }
         "probes" => {
-            let kind = probes::ProbeKind::from_params(&unit.params)?;
+            let params = probes::ProbeParams::from_params(&unit.params)?;
             let (trace, config, store, summ) = (s.trace.clone(), s.config, s.store, s.summarizer);
             let (seed, prices) = (unit.seed, s.prices);
             let prepared = replay_pool(io, move || {
@@ -493,11 +529,23 @@ async fn run_eval(
                 return Ok(out);
             }
             let providers = shared.providers(ctx.no_cache)?;
-            let result =
-                probes::ask(&s.trace, &prepared, kind, providers.agent.as_ref(), &nonce).await?;
+            let judge = judge_provider(providers, params.judge, "probes")?;
+            let result = probes::ask(
+                &s.trace,
+                &prepared,
+                params,
+                providers.agent.as_ref(),
+                judge,
+                unit.seed,
+                &nonce,
+            )
+            .await?;
             out.scores.extend(result.scores);
             out.passed = result.passed;
             out.evidence = result.evidence;
+            if let Some(j) = judge {
+                judge_cost(shared, j, &result.judge_usage, &mut out);
+            }
             Ok(out)
         }
         "continuation" => {
@@ -521,9 +569,11 @@ async fn run_eval(
             let steps = match &view {
                 Some(v) => {
                     let agent = shared.providers(ctx.no_cache)?.agent.clone();
-                    continuation::ask(&s.trace, v, params.steps, agent.as_ref(), &nonce)
-                        .await?
-                        .0
+                    let (steps, usage) =
+                        continuation::ask(&s.trace, v, params.steps, agent.as_ref(), &nonce)
+                            .await?;
+                    shared.eval_agent(&mut out, &usage);
+                    steps
                 }
                 None => Vec::new(),
             };

@@ -15,6 +15,7 @@ pub mod needle;
 pub mod offline_agent;
 pub mod plant;
 pub mod probes;
+pub mod rubric;
 pub mod rules;
 pub mod safe_fs;
 pub mod summaries;

@@ -6,10 +6,11 @@
 //! `recall` (fraction of needles recovered exactly, normalized), `steps` (model calls per
 //! question), `tool_calls`, `searched` (1 when any tool was used), `in_view` (fraction of needle
 //! lines still verbatim in the final view: 1 means compaction never removed them), and the
-//! probe's own `probe_input_tokens` / `probe_output_tokens`.
+//! probe's own `probe_input_tokens` / `probe_output_tokens` (and `reference_input_tokens` /
+//! `reference_output_tokens` for the reference questions).
 //!
 //! Every question is also asked on the uncompressed history up to the same point (same agent,
-//! same question): `reference_recall`, and `recall_delta` = `recall − reference_recall`, the
+//! same question, no tools: nothing was offloaded): `reference_recall`, and `recall_delta` = `recall − reference_recall`, the
 //! part of a miss that compression caused. With `corrected`, `stale` is the fraction of
 //! corrected needles answered with the superseded first value. With `fold = k` the question
 //! comes right after the k-th summarization that followed the planting; a replay with fewer
@@ -61,6 +62,9 @@ pub struct NeedleParams {
     pub corrected: bool,
     /// Ask right after the k-th summarization after the planting (overrides `ask_at`).
     pub fold: Option<usize>,
+    /// Seed of what is planted (the runner gives the units that pair across variants the same
+    /// one, so every variant is asked the same questions); `None`: the unit's seed.
+    pub plant_seed: Option<u64>,
 }
 
 impl NeedleParams {
@@ -104,6 +108,7 @@ impl NeedleParams {
             search,
             corrected: p.get("corrected").and_then(Value::as_bool).unwrap_or(false),
             fold,
+            plant_seed: None,
             paraphrase: p
                 .get("paraphrase")
                 .and_then(Value::as_bool)
@@ -169,7 +174,7 @@ pub fn prepare(
             position: params.position,
             needles: params.needles,
             distractors: params.distractors,
-            seed,
+            seed: params.plant_seed.unwrap_or(seed),
             paraphrase: params.paraphrase,
             corrected: params.corrected,
         },
@@ -309,6 +314,9 @@ pub struct Answer {
 pub struct ReferenceAnswer {
     pub recovered: bool,
     pub answer: String,
+    /// What the reference question cost (it is spent on top of the probe's own tokens).
+    #[serde(skip)]
+    pub usage: Usage,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -335,16 +343,6 @@ pub async fn ask(
         return Ok(Vec::new());
     }
     let sandbox = Sandbox::new(&prepared.store_root).map_err(|e| EvalError::Io(e.to_string()))?;
-    // The uncompressed history offloaded nothing: its agent searches an empty store.
-    let mut name = prepared
-        .store_root
-        .file_name()
-        .unwrap_or_default()
-        .to_owned();
-    name.push(".reference");
-    let empty = prepared.store_root.with_file_name(name);
-    std::fs::create_dir_all(&empty).map_err(|e| EvalError::Io(e.to_string()))?;
-    let no_store = Sandbox::new(&empty).map_err(|e| EvalError::Io(e.to_string()))?;
     let cut = prepared.reference.len();
     let mut answers = Vec::new();
     for fact in prepared.planted.needles() {
@@ -361,12 +359,14 @@ pub async fn ask(
             &format!("{nonce}/{}", fact.key),
         )
         .await?;
+        // The uncompressed history offloaded nothing: the reference has no store to search,
+        // so its agent gets no tools (a search bound would only spend steps on nothing).
         let mut messages = prepared.reference.clone();
         messages.push(question);
         let reference = match agent::run(
             agent,
             messages,
-            Some(&no_store),
+            None,
             max_steps,
             Some(200),
             &format!("{nonce}/reference/{}", fact.key),
@@ -376,11 +376,13 @@ pub async fn ask(
             Ok(r) => ReferenceAnswer {
                 recovered: plant::recovered(&r.answer, expected),
                 answer: r.answer,
+                usage: r.usage,
                 error: None,
             },
             Err(e) => ReferenceAnswer {
                 recovered: false,
                 answer: String::new(),
+                usage: Usage::default(),
                 error: Some(e.to_string()),
             },
         };
@@ -397,7 +399,6 @@ pub async fn ask(
             reference: Some(reference),
         });
     }
-    std::fs::remove_dir(&empty).ok();
     Ok(answers)
 }
 
@@ -463,6 +464,18 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
     );
     scores.insert("probe_input_tokens".into(), usage.input as f64);
     scores.insert("probe_output_tokens".into(), usage.output as f64);
+    let mut reference_usage = Usage::default();
+    for r in answers.iter().filter_map(|a| a.reference.as_ref()) {
+        reference_usage.add(&r.usage);
+    }
+    scores.insert(
+        "reference_input_tokens".into(),
+        reference_usage.input as f64,
+    );
+    scores.insert(
+        "reference_output_tokens".into(),
+        reference_usage.output as f64,
+    );
     let evidence = json!({
         "facts": facts_json(prepared),
         "answers": answers,

@@ -12,7 +12,8 @@
 //!   what followed the latest action before in view, else the most frequent action in view
 //!   ([`super::continuation::offline_next_action`]);
 //! - a rules question ([`super::rules::RULES_MARKER`]) with the instruction-like lines of the
-//!   human turns, summaries and reminders in view ([`super::rules::offline_answer`]);
+//!   human turns, summaries and reminders in view ([`super::rules::offline_answer`]); a
+//!   decision probe ([`super::probes::DECISION_MARKER`]) with the choice sentences in view;
 //! - any other question is a recall question: take its key phrase (`What … is the <phrase>?`,
 //!   else its content words); if a line of the context states it, answer from that line; else
 //!   `grep` the store for the phrase (then for its longest words), answer from a matching line
@@ -71,6 +72,9 @@ pub fn respond_with(
     let loop_msgs = &messages[q + 1..];
     if question.contains(super::continuation::CONTINUATION_MARKER) {
         return answer(&super::continuation::offline_next_action(context).render());
+    }
+    if question.contains(super::probes::DECISION_MARKER) {
+        return answer(&super::probes::offline_decision_answer(context));
     }
     if question.contains(super::rules::RULES_MARKER) {
         return answer(&super::rules::offline_answer(context));

@@ -1,29 +1,37 @@
-//! Factory-style probes, asked at the last recorded tool call of a trace with the view the
-//! variant would have sent there (after all its compaction):
+//! Factory-style probes generated from what the trace contains, asked at the last recorded tool
+//! call with the view the variant would have sent there (after all its compaction):
 //!
-//! - `recall`: an exception a tool reported earlier (`What exactly was the ValueError?`), a
-//!   value answerable only from the history; scored by token overlap with the recorded message
-//!   (`recall_overlap`, pass at ≥ 0.5). Traces without a recorded exception ask for the first
-//!   command run instead.
+//! - `recall`: an exception a tool reported earlier (`What exactly was the ValueError?`);
+//!   scored by token overlap with the recorded message (`recall_overlap`, pass at ≥ 0.5).
+//!   Traces without a recorded exception ask for the first command run instead.
 //! - `artifact`: the files created or edited so far (`artifact_recall`, `artifact_precision`).
 //! - `continuation`: the next tool and its target (`next_tool_match`, `next_target_overlap`).
-//! - `decision`: which file the agent decided to change (the last one it edited): `decision_match`.
+//! - `decision`: a choice between approaches the assistant's own text made ("the fix should use
+//!   X instead of Y"): which approach, over which alternative (`decision_overlap`: the share of
+//!   the recorded sentence's keywords the answer names, pass at ≥ 0.5). A trace whose assistant
+//!   never states such a choice asks which file the agent decided to change (`decision_match`).
 //!
-//! Artifact, continuation and decision questions share the drift probe's structured answer
-//! format, so every provider (the offline agent included) answers them the same way.
+//! With several candidates (exceptions, choices), `per_kind` of them are asked, picked by the
+//! unit's seed (deterministic), and the scores are means (`questions` = how many). With
+//! `judge = true` every answer is also graded by the judge provider on the six dimensions of
+//! [`super::rubric`], each 0–5 and reported separately (`judge_accuracy`, …).
+//!
+//! Artifact and continuation questions share the drift probe's structured answer format, so
+//! every provider (the offline agent included) answers them the same way.
 
 use super::agent;
 use super::answer_format::{DriftAnswer, DRIFT_QUESTION};
 use super::needle::{question_point, AskAt, PROBE_PREAMBLE};
-use super::{plant, truth, EvalError};
+use super::{plant, rubric, truth, EvalError};
 use crate::engine::{self, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer};
 use crate::pricing::PriceTable;
 use crate::providers::Provider;
-use crate::trace::{Message, Role, Trace};
+use crate::trace::{Message, Role, Trace, Usage};
 use regex::Regex;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProbeKind {
@@ -42,6 +50,29 @@ impl ProbeKind {
             Some("decision") => Ok(ProbeKind::Decision),
             other => Err(EvalError::Config(format!("unknown probe kind {other:?}"))),
         }
+    }
+}
+
+/// A probe sample's parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeParams {
+    pub kind: ProbeKind,
+    /// Questions of this kind (when the trace offers that many candidates).
+    pub per_kind: usize,
+    pub judge: bool,
+}
+
+impl ProbeParams {
+    pub fn from_params(p: &BTreeMap<String, Value>) -> Result<Self, EvalError> {
+        Ok(ProbeParams {
+            kind: ProbeKind::from_params(p)?,
+            per_kind: p
+                .get("per_kind")
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+                .max(1) as usize,
+            judge: p.get("judge").and_then(Value::as_bool).unwrap_or(false),
+        })
     }
 }
 
@@ -100,22 +131,111 @@ pub fn prepare(
     })
 }
 
-/// A recall question with its expected answer: (exception name, message), or the first command.
-pub fn recall_question(trace: &Trace, before: usize) -> Option<(String, String)> {
-    let re = Regex::new(r"\b([A-Z][A-Za-z]*(?:Error|Exception)):\s+(\S.{3,200})").ok()?;
+/// Recall candidates before `before`: every distinct (exception name, message) a tool reported,
+/// in order; the first command run when there is none.
+pub fn recall_candidates(trace: &Trace, before: usize) -> Vec<(String, String)> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"\b([A-Z][A-Za-z]*(?:Error|Exception)):\s+(\S.{3,200})").unwrap()
+    });
+    let mut out: Vec<(String, String)> = Vec::new();
     for m in trace.messages[..before.min(trace.messages.len())]
         .iter()
         .filter(|m| m.role == Role::Tool || m.kind.as_deref() == Some("observation"))
     {
-        if let Some(c) = re.captures(&m.content) {
+        for c in re.captures_iter(&m.content) {
             let msg = c[2].lines().next().unwrap_or("").trim().to_string();
-            if msg.len() >= 4 {
-                return Some((c[1].to_string(), msg));
+            let item = (c[1].to_string(), msg);
+            if item.1.len() >= 4 && !out.contains(&item) {
+                out.push(item);
             }
         }
     }
-    let first = truth::next_tool_call(trace, 0)?;
-    Some(("first command".into(), truth::call_target(first)))
+    if out.is_empty() {
+        if let Some(first) = truth::next_tool_call(trace, 0) {
+            out.push(("first command".into(), truth::call_target(first)));
+        }
+    }
+    out
+}
+
+/// The first recall question (kept for callers that want one).
+pub fn recall_question(trace: &Trace, before: usize) -> Option<(String, String)> {
+    recall_candidates(trace, before).into_iter().next()
+}
+
+/// Sentences of the assistant's text before `before` that state a choice between approaches:
+/// a decision word (`should`, `I'll`, `let's`, `better`, …) and a contrast (`instead of`,
+/// `rather than`, `better than`, `alternatively`) in one sentence.
+pub fn decision_candidates(trace: &Trace, before: usize) -> Vec<String> {
+    static SENTENCE: OnceLock<Regex> = OnceLock::new();
+    static DECIDE: OnceLock<Regex> = OnceLock::new();
+    static CONTRAST: OnceLock<Regex> = OnceLock::new();
+    let sentence = SENTENCE.get_or_init(|| Regex::new(r"[^.!?\n]{12,400}[.!?\n]").unwrap());
+    let decide = DECIDE.get_or_init(|| {
+        Regex::new(r"(?i)\b(should|i'll|i will|let's|let me|we can|i can|better|prefer|decided?|choose|chose|go with|the fix is)\b").unwrap()
+    });
+    let contrast = CONTRAST.get_or_init(|| {
+        Regex::new(r"(?i)\b(instead of|rather than|better than|alternatively)\b").unwrap()
+    });
+    let mut out: Vec<String> = Vec::new();
+    for m in trace.messages[..before.min(trace.messages.len())]
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+    {
+        for s in sentence.find_iter(&m.content) {
+            let s = s.as_str().trim().to_string();
+            if decide.is_match(&s) && contrast.is_match(&s) && !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+/// `n` items of `items` chosen by `seed`: a seeded rotation, so the same seed asks the same
+/// questions and another seed starts elsewhere.
+pub fn seeded_pick<T: Clone>(items: &[T], n: usize, seed: u64) -> Vec<T> {
+    if items.is_empty() {
+        return Vec::new();
+    }
+    let start = (seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % items.len();
+    (0..n.min(items.len()))
+        .map(|i| items[(start + i) % items.len()].clone())
+        .collect()
+}
+
+/// Text of the decision question the offline agent recognises it by.
+pub const DECISION_MARKER: &str = "weighed approaches";
+
+/// The offline agent's answer to a decision question: the choice sentences of the assistant
+/// turns (and summaries) still in view, newest first, at most five.
+pub fn offline_decision_answer(context: &[Message]) -> String {
+    let mut t = Trace::new(crate::trace::TraceMeta::new(
+        "view",
+        crate::trace::SourceFormat::Canonical,
+    ));
+    t.messages = context
+        .iter()
+        .map(|m| {
+            let mut m = m.clone();
+            if m.content.contains("<summary>") {
+                m.role = Role::Assistant; // a summary restates the assistant's choices
+            }
+            m
+        })
+        .collect();
+    let found = decision_candidates(&t, t.messages.len());
+    if found.is_empty() {
+        return super::offline_agent::DONT_KNOW.into();
+    }
+    found
+        .iter()
+        .rev()
+        .take(5)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A finished probe.
@@ -123,94 +243,256 @@ pub struct ProbeOutcome {
     pub scores: BTreeMap<String, f64>,
     pub passed: Option<bool>,
     pub evidence: Value,
+    /// The judge's tokens (zero without a judge).
+    pub judge_usage: Usage,
 }
 
+/// One question asked: its text, what the trace says, the answer and its deterministic score.
+struct Asked {
+    question: String,
+    expected: String,
+    answer: String,
+    scores: BTreeMap<String, f64>,
+    evidence: Value,
+}
+
+/// Ask the probe's questions (`per_kind`, seeded), score them, and grade them when a judge is
+/// given.
 pub async fn ask(
+    trace: &Trace,
+    prepared: &Prepared,
+    params: ProbeParams,
+    agent: &dyn Provider,
+    judge: Option<&dyn Provider>,
+    seed: u64,
+    nonce: &str,
+) -> Result<ProbeOutcome, EvalError> {
+    let asked = match params.kind {
+        ProbeKind::Recall => {
+            let picks = seeded_pick(
+                &recall_candidates(trace, prepared.at),
+                params.per_kind,
+                seed,
+            );
+            if picks.is_empty() {
+                return Err(EvalError::Config(
+                    "the trace has no tool call to ask about".into(),
+                ));
+            }
+            let mut v = Vec::new();
+            for (i, (name, expected)) in picks.into_iter().enumerate() {
+                v.push(
+                    ask_recall(prepared, &name, &expected, agent, &format!("{nonce}/{i}")).await?,
+                );
+            }
+            v
+        }
+        ProbeKind::Decision if !decision_candidates(trace, prepared.at).is_empty() => {
+            let picks = seeded_pick(
+                &decision_candidates(trace, prepared.at),
+                params.per_kind,
+                seed,
+            );
+            let mut v = Vec::new();
+            for (i, expected) in picks.into_iter().enumerate() {
+                v.push(ask_decision(prepared, &expected, agent, &format!("{nonce}/{i}")).await?);
+            }
+            v
+        }
+        kind => vec![ask_structured(trace, prepared, kind, agent, nonce).await?],
+    };
+    let n = asked.len() as f64;
+    let mut scores: BTreeMap<String, f64> = BTreeMap::new();
+    for a in &asked {
+        for (k, v) in &a.scores {
+            *scores.entry(k.clone()).or_default() += v / n;
+        }
+    }
+    scores.insert("questions".into(), n);
+    let passed = match params.kind {
+        ProbeKind::Recall => Some(scores["recall_overlap"] >= 0.5),
+        ProbeKind::Artifact => {
+            Some(scores["artifact_recall"] >= 1.0 && scores["artifact_precision"] >= 0.5)
+        }
+        ProbeKind::Continuation => Some(scores["next_tool_match"] >= 1.0),
+        ProbeKind::Decision => Some(
+            scores
+                .get("decision_overlap")
+                .map_or(scores.get("decision_match") == Some(&1.0), |o| *o >= 0.5),
+        ),
+    };
+    let mut judge_usage = Usage::default();
+    let mut evidence: Vec<Value> = Vec::new();
+    for (i, a) in asked.iter().enumerate() {
+        let mut e = a.evidence.clone();
+        if let Some(j) = judge {
+            let g = rubric::grade(
+                j,
+                &a.question,
+                &a.expected,
+                &a.answer,
+                &format!("{nonce}/judge{i}"),
+            )
+            .await?;
+            judge_usage.add(&g.usage);
+            for (d, v) in &g.grades {
+                *scores.entry(format!("judge_{d}")).or_default() += v / n;
+            }
+            e["judge"] = json!({"grades": g.grades, "reply": g.reply});
+        }
+        evidence.push(e);
+    }
+    // A dimension the judge left out of some answer's grades is not a mean over all of them.
+    if judge.is_some() {
+        for d in rubric::DIMENSIONS {
+            let graded = evidence
+                .iter()
+                .filter(|e| e["judge"]["grades"].get(d).is_some())
+                .count();
+            if graded < asked.len() {
+                scores.remove(&format!("judge_{d}"));
+            }
+        }
+    }
+    let evidence = if evidence.len() == 1 {
+        evidence.remove(0)
+    } else {
+        json!({ "questions": evidence })
+    };
+    Ok(ProbeOutcome {
+        scores,
+        passed,
+        evidence,
+        judge_usage,
+    })
+}
+
+async fn ask_recall(
+    prepared: &Prepared,
+    name: &str,
+    expected: &str,
+    agent: &dyn Provider,
+    nonce: &str,
+) -> Result<Asked, EvalError> {
+    let question = format!(
+        "{PROBE_PREAMBLE}\n\nEarlier in this session a tool reported a {name}. What exactly was the {name}?"
+    );
+    let sandbox = super::fs_tools::Sandbox::new(&prepared.store_root)
+        .map_err(|e| EvalError::Io(e.to_string()))?;
+    let mut messages = prepared.view.clone();
+    messages.push(Message::user(question.clone()));
+    let out = agent::run(agent, messages, Some(&sandbox), 6, Some(200), nonce).await?;
+    let overlap = truth::overlap(
+        &truth::target_tokens(expected),
+        &truth::target_tokens(&out.answer),
+    );
+    let exact = plant::normalize(&out.answer).contains(&plant::normalize(expected));
+    let score = if exact { 1.0 } else { overlap };
+    let mut scores = BTreeMap::new();
+    scores.insert("recall_overlap".into(), score);
+    scores.insert("steps".into(), out.steps as f64);
+    let answer = out.answer.clone();
+    Ok(Asked {
+        evidence: json!({"question": question, "expected": expected, "answer": out}),
+        question,
+        expected: expected.to_string(),
+        answer,
+        scores,
+    })
+}
+
+async fn ask_decision(
+    prepared: &Prepared,
+    expected: &str,
+    agent: &dyn Provider,
+    nonce: &str,
+) -> Result<Asked, EvalError> {
+    let question = format!(
+        "{PROBE_PREAMBLE}\n\nAt one point in this session you weighed approaches and chose one over another. Which approach did you choose, and instead of what? Name the specific code, values or commands."
+    );
+    let mut messages = prepared.view.clone();
+    messages.push(Message::user(question.clone()));
+    let out = agent::run(agent, messages, None, 1, Some(300), nonce).await?;
+    let keys = truth::keywords(expected, 12);
+    let mut scores = BTreeMap::new();
+    scores.insert(
+        "decision_overlap".into(),
+        truth::keyword_coverage(&out.answer, &keys),
+    );
+    Ok(Asked {
+        evidence: json!({"question": question, "expected": expected, "keywords": keys,
+                         "answer": out.answer}),
+        question,
+        expected: expected.to_string(),
+        answer: out.answer,
+        scores,
+    })
+}
+
+async fn ask_structured(
     trace: &Trace,
     prepared: &Prepared,
     kind: ProbeKind,
     agent: &dyn Provider,
     nonce: &str,
-) -> Result<ProbeOutcome, EvalError> {
+) -> Result<Asked, EvalError> {
     let mut scores = BTreeMap::new();
-    let passed;
-    let evidence;
-    match kind {
-        ProbeKind::Recall => {
-            let (name, expected) = recall_question(trace, prepared.at).ok_or_else(|| {
-                EvalError::Config("the trace has no tool call to ask about".into())
-            })?;
-            let question = format!(
-                "{PROBE_PREAMBLE}\n\nEarlier in this session a tool reported a {name}. What exactly was the {name}?"
-            );
-            let sandbox = super::fs_tools::Sandbox::new(&prepared.store_root)
-                .map_err(|e| EvalError::Io(e.to_string()))?;
-            let mut messages = prepared.view.clone();
-            messages.push(Message::user(question.clone()));
-            let out = agent::run(agent, messages, Some(&sandbox), 6, Some(200), nonce).await?;
-            let overlap = truth::overlap(
-                &truth::target_tokens(&expected),
-                &truth::target_tokens(&out.answer),
-            );
-            let exact = plant::normalize(&out.answer).contains(&plant::normalize(&expected));
-            let score = if exact { 1.0 } else { overlap };
-            scores.insert("recall_overlap".into(), score);
-            scores.insert("steps".into(), out.steps as f64);
-            passed = Some(score >= 0.5);
-            evidence = json!({"question": question, "expected": expected, "answer": out});
+    let mut messages = prepared.view.clone();
+    messages.push(Message::user(DRIFT_QUESTION));
+    let out = agent::run(agent, messages, None, 1, Some(400), nonce).await?;
+    let answer = DriftAnswer::parse(&out.answer);
+    let artifacts: BTreeSet<String> = truth::artifacts_before(trace, prepared.at);
+    let next = truth::next_tool_call(trace, prepared.at);
+    let expected = match kind {
+        ProbeKind::Artifact => {
+            let (r, p) = truth::artifact_scores(&answer.files, &artifacts);
+            scores.insert("artifact_recall".into(), r);
+            scores.insert("artifact_precision".into(), p);
+            format!(
+                "FILES: {}",
+                artifacts.iter().cloned().collect::<Vec<_>>().join(", ")
+            )
+        }
+        ProbeKind::Continuation => {
+            let tool = next.map(|c| c.name.as_str()).unwrap_or_default();
+            let m = tool.eq_ignore_ascii_case(answer.next_tool.trim());
+            let o = next
+                .map(|c| {
+                    truth::overlap(
+                        &truth::target_tokens(&truth::call_target(c)),
+                        &truth::target_tokens(&answer.next_target),
+                    )
+                })
+                .unwrap_or(1.0);
+            scores.insert("next_tool_match".into(), m as u8 as f64);
+            scores.insert("next_target_overlap".into(), o);
+            format!(
+                "NEXT TOOL: {tool}\nNEXT TARGET: {}",
+                next.map(truth::call_target).unwrap_or_default()
+            )
         }
         _ => {
-            let mut messages = prepared.view.clone();
-            messages.push(Message::user(DRIFT_QUESTION));
-            let out = agent::run(agent, messages, None, 1, Some(400), nonce).await?;
-            let answer = DriftAnswer::parse(&out.answer);
-            let artifacts: BTreeSet<String> = truth::artifacts_before(trace, prepared.at);
-            let next = truth::next_tool_call(trace, prepared.at);
-            match kind {
-                ProbeKind::Artifact => {
-                    let (r, p) = truth::artifact_scores(&answer.files, &artifacts);
-                    scores.insert("artifact_recall".into(), r);
-                    scores.insert("artifact_precision".into(), p);
-                    passed = Some(r >= 1.0 && p >= 0.5);
-                }
-                ProbeKind::Continuation => {
-                    let tool = next.map(|c| c.name.as_str()).unwrap_or_default();
-                    let m = tool.eq_ignore_ascii_case(answer.next_tool.trim());
-                    let o = next
-                        .map(|c| {
-                            truth::overlap(
-                                &truth::target_tokens(&truth::call_target(c)),
-                                &truth::target_tokens(&answer.next_target),
-                            )
-                        })
-                        .unwrap_or(1.0);
-                    scores.insert("next_tool_match".into(), m as u8 as f64);
-                    scores.insert("next_target_overlap".into(), o);
-                    passed = Some(m);
-                }
-                _ => {
-                    // The file the agent last decided to change.
-                    let last_edit = trace.messages[..prepared.at]
-                        .iter()
-                        .flat_map(|m| m.tool_calls.iter())
-                        .flat_map(truth::written_paths)
-                        .next_back();
-                    let m = match &last_edit {
-                        Some(p) => answer.files.iter().any(|f| truth::same_file(f, p)),
-                        None => answer.files.is_empty(),
-                    };
-                    scores.insert("decision_match".into(), m as u8 as f64);
-                    passed = Some(m);
-                }
-            }
-            evidence = json!({"answer": answer, "raw_answer": out.answer,
-                              "truth_files": artifacts, "at": prepared.at});
+            // No choice stated in the assistant's text: the file it last decided to change.
+            let last_edit = trace.messages[..prepared.at]
+                .iter()
+                .flat_map(|m| m.tool_calls.iter())
+                .flat_map(truth::written_paths)
+                .next_back();
+            let m = match &last_edit {
+                Some(p) => answer.files.iter().any(|f| truth::same_file(f, p)),
+                None => answer.files.is_empty(),
+            };
+            scores.insert("decision_match".into(), m as u8 as f64);
+            format!("LAST FILE CHANGED: {}", last_edit.unwrap_or_default())
         }
-    }
-    Ok(ProbeOutcome {
+    };
+    Ok(Asked {
+        evidence: json!({"answer": answer, "raw_answer": out.answer,
+                         "truth_files": artifacts, "at": prepared.at}),
+        question: DRIFT_QUESTION.to_string(),
+        expected,
+        answer: out.answer,
         scores,
-        passed,
-        evidence,
     })
 }
 
@@ -218,6 +500,39 @@ pub async fn ask(
 mod tests {
     use super::*;
     use crate::trace::{SourceFormat, ToolCall, TraceMeta};
+
+    #[test]
+    fn decisions_come_from_the_assistants_own_choices() {
+        let mut t = Trace::new(TraceMeta::new("t", SourceFormat::Canonical));
+        t.messages.push(Message::user("fix it"));
+        t.messages.push(Message::assistant(
+            "The output shows the full number instead of the formatted one. The fix should be to use `right` instead of `1` in the matrix.",
+            vec![],
+        ));
+        t.messages
+            .push(Message::assistant("Let me run the tests.", vec![]));
+        let d = decision_candidates(&t, 3);
+        assert_eq!(
+            d,
+            vec!["The fix should be to use `right` instead of `1` in the matrix.".to_string()]
+        );
+        // The offline agent answers from the view; without the turn it does not know.
+        let a = offline_decision_answer(&t.messages);
+        assert!(a.contains("`right` instead of `1`"), "{a}");
+        assert_eq!(
+            offline_decision_answer(&t.messages[2..]),
+            super::super::offline_agent::DONT_KNOW
+        );
+    }
+
+    #[test]
+    fn seeded_picks_are_deterministic_and_move_with_the_seed() {
+        let items: Vec<u32> = (0..7).collect();
+        assert_eq!(seeded_pick(&items, 3, 5), seeded_pick(&items, 3, 5));
+        assert_eq!(seeded_pick(&items, 9, 5).len(), 7);
+        assert!((0..20).any(|s| seeded_pick(&items, 1, s) != seeded_pick(&items, 1, 0)));
+        assert!(seeded_pick::<u32>(&[], 2, 1).is_empty());
+    }
 
     #[test]
     fn recall_question_finds_the_first_exception() {

@@ -101,6 +101,27 @@ mod tests {
     }
 
     #[test]
+    fn units_recording_the_same_long_summary_at_once_all_succeed() {
+        // Units of one run (drift, rules, continuation of one trace × variant) replay the same
+        // summaries and record them concurrently.
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let long = format!("{round}{}", "x".repeat(200_000));
+            let start = std::sync::Barrier::new(8);
+            std::thread::scope(|s| {
+                for _ in 0..8 {
+                    s.spawn(|| {
+                        start.wait();
+                        let run = RunDir::new(dir.path());
+                        let r = run.keep_summary(record(), &long).unwrap();
+                        assert_eq!(run.summary_text(&r).unwrap(), long);
+                    });
+                }
+            });
+        }
+    }
+
+    #[test]
     fn prompt_digest_follows_the_prompt() {
         let digest = |text: Option<&str>| {
             let sets: Vec<String> = text

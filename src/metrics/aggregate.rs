@@ -61,7 +61,7 @@ pub fn for_each_metric(s: &Sample, mut f: impl FnMut(&str, f64)) {
 }
 
 /// Call `f(metric, value)` for the per-role token and cost metrics of a sample:
-/// `tokens.agent|summarizer|judge` (input + output) and `cost.agent|summarizer|judge` (USD;
+/// `tokens.agent|summarizer|judge|eval_agent` (input + output) and `cost.<role>` (USD;
 /// a role with no tokens costs a known 0, a role with tokens and no price gives no value).
 /// The gate offers these (`cost.agent.delta_pct <= 5`); the report tables do not list them.
 pub fn for_each_role_metric(s: &Sample, mut f: impl FnMut(&str, f64)) {
@@ -72,6 +72,7 @@ pub fn for_each_role_metric(s: &Sample, mut f: impl FnMut(&str, f64)) {
         ("agent", &s.tokens.agent, s.cost_usd.agent),
         ("summarizer", &s.tokens.summarizer, s.cost_usd.summarizer),
         ("judge", &s.tokens.judge, s.cost_usd.judge),
+        ("eval_agent", &s.tokens.eval_agent, s.cost_usd.eval_agent),
     ];
     for (role, tokens, cost) in roles {
         f(&format!("tokens.{role}"), tokens.total() as f64);
@@ -157,7 +158,7 @@ pub fn duplicate_units<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> usi
 }
 
 /// Mean and CI of one metric of one variant.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MetricSummary {
     pub metric: String,
     pub n: usize,
@@ -177,7 +178,7 @@ pub fn summarize(metric: &str, obs: &[Obs], seed: u64, label: &str) -> Option<Me
 }
 
 /// Paired comparison of one metric: candidate vs baseline on the units both have.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Comparison {
     pub metric: String,
     /// Candidate variant (and run, for cross-run comparisons: `run/variant`).
@@ -318,7 +319,7 @@ pub fn compare_runs(
 }
 
 /// pass@k and pass^k of one variant and eval.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PassK {
     pub variant: String,
     pub eval: String,

@@ -1,4 +1,4 @@
-//! Token and dollar totals split by role (agent, summarizer, judge) and kind (input, cached,
+//! Token and dollar totals split by role (agent, summarizer, judge, eval agent) and kind (input, cached,
 //! cache write, output). An unknown price stays unknown: a role's total is `None` as soon as
 //! one unit used that role with no price, and the known part is kept separately.
 
@@ -6,7 +6,7 @@ use crate::record::{Sample, TokenSplit, TokensByRole};
 use serde::Serialize;
 
 /// Dollars of one role over many units.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RoleCost {
     /// Total, or `None` when any unit used this role with an unknown price.
     pub usd: Option<f64>,
@@ -30,11 +30,12 @@ impl RoleCost {
 }
 
 /// Dollars by role and in total.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CostTotals {
     pub agent: RoleCost,
     pub summarizer: RoleCost,
     pub judge: RoleCost,
+    pub eval_agent: RoleCost,
     /// Sum of the roles, `None` when any is unknown.
     pub total_usd: Option<f64>,
     /// The run's one cost line (the terminal, report.md, report.html, run.json and
@@ -45,13 +46,15 @@ pub struct CostTotals {
 /// The cost figures every output shows, under the same labels:
 /// - **modelled agent cost**: the replayed agent views priced at the agent model's price (the
 ///   calls were not made; this is what the agent would have paid);
-/// - **spent on model calls**: summarizer and judge calls actually made (the offline provider
+/// - **spent on model calls**: summarizer, judge and eval-agent calls actually made (the offline provider
 ///   is a known $0);
 /// - **total**: their sum.
 ///
 /// A figure is `None` ("unknown") when a unit used that role with a model that has no price;
 /// `unknown_units` counts those units, whose known part is never shown as the whole.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct CostHeadline {
     pub modelled_agent_usd: Option<f64>,
     pub spent_usd: Option<f64>,
@@ -80,7 +83,7 @@ impl CostHeadline {
 }
 
 /// Token and cost totals of a set of units.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct UsageTotals {
     pub units: usize,
     pub tokens: TokensByRole,
@@ -90,7 +93,10 @@ pub struct UsageTotals {
 impl UsageTotals {
     /// Tokens of all roles, input + output.
     pub fn tokens_total(&self) -> u64 {
-        self.tokens.agent.total() + self.tokens.summarizer.total() + self.tokens.judge.total()
+        self.tokens.agent.total()
+            + self.tokens.summarizer.total()
+            + self.tokens.judge.total()
+            + self.tokens.eval_agent.total()
     }
 }
 
@@ -109,16 +115,22 @@ pub fn totals<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> UsageTotals 
             .summarizer
             .add(&s.tokens.summarizer, s.cost_usd.summarizer);
         t.cost.judge.add(&s.tokens.judge, s.cost_usd.judge);
+        t.tokens.eval_agent.add(&s.tokens.eval_agent);
+        t.cost
+            .eval_agent
+            .add(&s.tokens.eval_agent, s.cost_usd.eval_agent);
     }
     t.cost.agent.finish();
     t.cost.summarizer.finish();
     t.cost.judge.finish();
-    t.cost.total_usd = match (t.cost.agent.usd, t.cost.summarizer.usd, t.cost.judge.usd) {
-        (Some(a), Some(s), Some(j)) => Some(a + s + j),
+    t.cost.eval_agent.finish();
+    let c = &t.cost;
+    let spent = match (c.summarizer.usd, c.judge.usd, c.eval_agent.usd) {
+        (Some(s), Some(j), Some(e)) => Some(s + j + e),
         _ => None,
     };
-    let spent = match (t.cost.summarizer.usd, t.cost.judge.usd) {
-        (Some(a), Some(b)) => Some(a + b),
+    t.cost.total_usd = match (t.cost.agent.usd, spent) {
+        (Some(a), Some(s)) => Some(a + s),
         _ => None,
     };
     // Rounded to a nano-dollar: float sums depend on the order units finished in, and the
@@ -165,6 +177,7 @@ mod tests {
                 agent: agent_cost,
                 summarizer: None,
                 judge: judge_cost,
+                eval_agent: None,
             })
             .build()
     }

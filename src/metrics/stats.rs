@@ -61,7 +61,7 @@ pub fn sub_seed(seed: u64, label: &str) -> u64 {
 }
 
 /// How a confidence interval was computed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CiMethod {
     /// Percentile bootstrap.
@@ -75,7 +75,7 @@ pub enum CiMethod {
 }
 
 /// A 95% confidence interval.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Ci {
     pub lo: f64,
     pub hi: f64,
@@ -424,7 +424,7 @@ fn ratio_normal_ci(base: &[f64], cand: &[f64], mb: f64, mc: f64) -> Ci {
 }
 
 /// McNemar's test on paired pass/fail outcomes.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct McNemar {
     /// Pairs where the baseline passed and the candidate failed.
     pub b: u64,

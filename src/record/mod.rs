@@ -45,7 +45,9 @@ pub use summary::SummaryRecord;
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Tokens of one role (agent, summarizer, judge) split by kind. `input` includes `cached`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct TokenSplit {
     pub input: u64,
     pub cached: u64,
@@ -67,22 +69,31 @@ impl TokenSplit {
 }
 
 /// Token usage of a unit by role.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct TokensByRole {
-    /// The replayed agent's model calls (views built by the engine) and eval-agent calls.
+    /// The replayed agent's model calls (views built by the engine; modelled, not made).
     pub agent: TokenSplit,
     /// Summarizer calls made by the engine.
     pub summarizer: TokenSplit,
     /// Judge calls made by evals.
     pub judge: TokenSplit,
+    /// Calls the evals make to the agent model (needle questions, drift and continuation
+    /// probes). Absent in records written before this role existed (read as none).
+    #[serde(default)]
+    pub eval_agent: TokenSplit,
 }
 
 /// Dollar cost of a unit by role. `None` = price unknown (never reported as $0).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CostByRole {
     pub agent: Option<f64>,
     pub summarizer: Option<f64>,
     pub judge: Option<f64>,
+    /// Eval-agent calls (see [`TokensByRole::eval_agent`]).
+    #[serde(default)]
+    pub eval_agent: Option<f64>,
 }
 
 impl CostByRole {
@@ -90,12 +101,17 @@ impl CostByRole {
     /// are `None` count as 0 here because this type cannot tell whether those roles used tokens;
     /// prefer [`Sample::cost_total`], which can.
     pub fn total(&self) -> Option<f64> {
-        Some(self.agent? + self.summarizer.unwrap_or(0.0) + self.judge.unwrap_or(0.0))
+        Some(
+            self.agent?
+                + self.summarizer.unwrap_or(0.0)
+                + self.judge.unwrap_or(0.0)
+                + self.eval_agent.unwrap_or(0.0),
+        )
     }
 }
 
 /// A unit that failed: recorded as data, the run goes on.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UnitError {
     /// `provider_auth`, `rate_limited`, `timeout`, `context_overflow`, `bad_response`,
     /// `engine`, `eval`, `io`, …
@@ -104,7 +120,7 @@ pub struct UnitError {
 }
 
 /// One point of a context timeline: the view sent at one replayed model call.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TimelinePoint {
     /// Index of the assistant message (model call) in the trace.
     pub trace_index: usize,
@@ -123,7 +139,7 @@ pub struct TimelinePoint {
 }
 
 /// One unit's result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sample {
     pub schema_version: u32,
     /// Stable id of the unit (hash of trace, variant, eval, sample key, repeat).
@@ -169,7 +185,10 @@ pub struct Sample {
 impl Sample {
     /// Tokens of every role and kind summed (input + output; cached is part of input).
     pub fn tokens_total(&self) -> u64 {
-        self.tokens.agent.total() + self.tokens.summarizer.total() + self.tokens.judge.total()
+        self.tokens.agent.total()
+            + self.tokens.summarizer.total()
+            + self.tokens.judge.total()
+            + self.tokens.eval_agent.total()
     }
 
     /// Total dollar cost of the unit, or `None` when a role that used tokens has an unknown
@@ -179,6 +198,7 @@ impl Sample {
             (&self.tokens.agent, self.cost_usd.agent),
             (&self.tokens.summarizer, self.cost_usd.summarizer),
             (&self.tokens.judge, self.cost_usd.judge),
+            (&self.tokens.eval_agent, self.cost_usd.eval_agent),
         ];
         let mut sum = 0.0;
         for (tokens, cost) in roles {

@@ -143,9 +143,13 @@ impl RunDir {
         if !path.exists() {
             let dir = self.root.join(SUMMARIES);
             std::fs::create_dir_all(&dir)?;
-            // Write then rename, so a reader never sees half a file under the final name.
+            // Write then rename, so a reader never sees half a file under the final name. The
+            // temporary name is unique per call: units of one run write the same summary
+            // concurrently (a shared tmp name let one rename it away under the other).
+            static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let tmp = dir.join(format!(
-                ".{}.{}.tmp",
+                ".{}.{}.{n}.tmp",
                 path.file_name()
                     .and_then(|n| n.to_str())
                     .unwrap_or("summary"),

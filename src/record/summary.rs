@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 pub const INLINE_SUMMARY_CHARS: usize = 2000;
 
 /// One summary produced during a replay.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SummaryRecord {
     /// 1-based index of this summary among the replay's summaries (the fold).
     pub fold: usize,

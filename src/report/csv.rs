@@ -345,6 +345,7 @@ mod tests {
             agent: Some(0.5),
             summarizer: None,
             judge: None,
+            eval_agent: None,
         };
         let samples = vec![
             Sample::builder()

@@ -18,7 +18,7 @@ use crate::metrics::format::{fmt_num, fmt_p};
 use serde::Serialize;
 
 /// Which direction of a metric is an improvement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Polarity {
     Higher,
@@ -141,7 +141,7 @@ pub fn select(choice: Option<&[String]>, available: &[&str]) -> (Vec<String>, Ve
 }
 
 /// How a change reads for a person.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Effect {
     /// Significant, in the better direction.
@@ -174,7 +174,7 @@ pub fn effect(c: &Comparison) -> Effect {
 }
 
 /// One metric of a verdict line.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct VerdictItem {
     pub metric: String,
     pub effect: Effect,
@@ -183,7 +183,7 @@ pub struct VerdictItem {
 }
 
 /// One line per variant vs the baseline: its headline metrics in headline order.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct VerdictLine {
     pub variant: String,
     pub baseline: String,
@@ -201,8 +201,10 @@ pub fn item_text(c: &Comparison) -> String {
             fmt_num(c.baseline_mean)
         );
     }
+    // A difference metric (`needle.recall_delta`) is centred on 0: a percent of it means nothing.
+    let difference = c.metric.ends_with("_delta");
     let change = match c.delta_pct {
-        Some(p) if p.is_finite() && c.baseline_mean != 0.0 => {
+        Some(p) if p.is_finite() && c.baseline_mean != 0.0 && !difference => {
             let ci = match (c.pct_ci, c.ci) {
                 (Some(ci), _) => format!(" [{:+.1}, {:+.1}]", ci.lo, ci.hi),
                 // Some resamples have a zero baseline: say so rather than print no interval.
@@ -417,6 +419,11 @@ mod tests {
         let recall = cmp("needle.recall", 1.0, -0.5, -0.7, -0.3, 0.01);
         assert_eq!(effect(&recall), Effect::Worse);
         assert!(item_text(&recall).ends_with("WORSE (p=0.010)"));
+        let delta = cmp("needle.recall_delta", 0.024, -0.143, -0.3, -0.05, 0.01);
+        assert_eq!(
+            item_text(&delta),
+            "needle.recall_delta -0.143 [-0.300, -0.050] WORSE (p=0.010)"
+        );
         let same = cmp("needle.recall", 1.0, 0.0, 0.0, 0.0, 1.0);
         assert_eq!(item_text(&same), "needle.recall = (1.000 vs 1.000)");
         let ns = cmp("drift.score", 3.5, 0.7, 0.0, 1.26, 0.066);

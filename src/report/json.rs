@@ -7,7 +7,7 @@ use super::model::ReportModel;
 use crate::record::RunInfo;
 use serde::Serialize;
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct RunHeader<'a> {
     run_id: &'a str,
     created: &'a str,
@@ -18,11 +18,17 @@ struct RunHeader<'a> {
     seed: u64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Summary<'a> {
     schema_version: u32,
     run: RunHeader<'a>,
     summary: &'a ReportModel,
+}
+
+/// JSON Schema of `summary.json`, generated from the types it is written from (numbers that
+/// may be non-finite are written as `null`: `ctxbench schema summary` allows it).
+pub fn schema() -> schemars::Schema {
+    schemars::schema_for!(Summary<'static>)
 }
 
 /// Render `summary.json` (pretty-printed, trailing newline).

@@ -1,7 +1,7 @@
 //! JUnit XML for `ctxbench gate`: one test case per rule × variant; failures and skips carry
 //! the gate's message. Readable by GitHub, GitLab and Jenkins test reporters.
 
-use crate::gate::{GateOutcome, Verdict};
+use crate::gate::{GateOutcome, RuleKind, Verdict};
 use std::fmt::Write;
 
 /// Escape text for XML content and attribute values (control characters other than tab and
@@ -45,9 +45,15 @@ pub fn render(outcome: &GateOutcome) -> String {
                 );
             }
             Verdict::Fail => {
+                // An absolute rule misses a threshold; a delta rule regresses against the
+                // baseline run.
+                let kind = match r.kind {
+                    RuleKind::Absolute => "threshold_miss",
+                    RuleKind::Delta | RuleKind::DeltaPct => "regression",
+                };
                 let _ = writeln!(
                     out,
-                    ">\n      <failure message=\"{}\" type=\"regression\">{}</failure>\n    </testcase>",
+                    ">\n      <failure message=\"{}\" type=\"{kind}\">{}</failure>\n    </testcase>",
                     xml_escape(&r.message),
                     xml_escape(&format!("rule `{}` on variant `{}`: {}", r.rule, r.variant, r.message))
                 );
@@ -74,6 +80,7 @@ mod tests {
     fn junit_counts_and_escapes() {
         let r = |verdict, variant: &str| RuleResult {
             rule: "needle.recall >= 0.9".into(),
+            kind: RuleKind::Absolute,
             variant: variant.into(),
             verdict,
             value: Some(0.5),
@@ -96,6 +103,7 @@ mod tests {
         assert!(xml.contains("classname=\"ctxbench.gate.&lt;y&gt;\""));
         assert!(xml.contains("name=\"needle.recall &gt;= 0.9\""));
         assert!(xml.contains("<failure message=\"mean &lt; 0.9 &amp; &quot;bad&quot;\""));
+        assert!(xml.contains("type=\"threshold_miss\""), "{xml}");
         assert_eq!(xml.matches("<testcase").count(), 3);
         assert_eq!(xml_escape("a\u{1}b"), "a\u{fffd}b");
     }

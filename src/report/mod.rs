@@ -25,6 +25,7 @@ pub mod load;
 pub mod markdown;
 pub mod model;
 pub mod plots;
+pub mod pricing_notes;
 pub mod sections;
 pub mod shown;
 pub mod table;

@@ -26,7 +26,7 @@ pub struct RowDetail {
 }
 
 /// Per-variant summary.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct VariantSummary {
     pub variant: String,
     pub units: usize,
@@ -42,7 +42,7 @@ impl VariantSummary {
 }
 
 /// Failed units of one variant and error kind.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ErrorGroup {
     pub variant: String,
     pub kind: String,
@@ -53,7 +53,7 @@ pub struct ErrorGroup {
 }
 
 /// The report model.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ReportModel {
     pub schema_version: u32,
     pub run_id: String,
@@ -281,6 +281,7 @@ impl ReportModel {
             ));
         }
         notes.extend(health_notes(&samples));
+        notes.extend(super::pricing_notes::notes(&order, &samples));
         let mut pass_k = aggregate::pass_k(&samples);
         pass_k.sort_by(|a, b| {
             (rank.get(a.variant.as_str()), &a.eval, a.k).cmp(&(

@@ -191,6 +191,7 @@ pub fn usage(model: &ReportModel) -> Table {
             ("agent", &tok.agent, &c.agent),
             ("summarizer", &tok.summarizer, &c.summarizer),
             ("judge", &tok.judge, &c.judge),
+            ("eval agent", &tok.eval_agent, &c.eval_agent),
         ] {
             t.push(token_cells(
                 Cell::text(role),
@@ -202,6 +203,7 @@ pub fn usage(model: &ReportModel) -> Table {
         let mut total = tok.agent;
         total.add(&tok.summarizer);
         total.add(&tok.judge);
+        total.add(&tok.eval_agent);
         t.push(token_cells(
             Cell::Strong("total".into()),
             &v.variant,
@@ -283,7 +285,7 @@ mod tests {
             }
         }
         let u = usage(&model);
-        assert_eq!(u.rows.len(), 4, "3 roles and a total for variant a");
-        assert_eq!(u.rows[3][1], Cell::Strong("total".into()));
+        assert_eq!(u.rows.len(), 5, "4 roles and a total for variant a");
+        assert_eq!(u.rows[4][1], Cell::Strong("total".into()));
     }
 }

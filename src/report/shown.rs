@@ -1,87 +1,64 @@
-//! Which samples a report shows in full (timeline, summaries, evidence) — and therefore which
-//! units keep their offload store after a run: one rule, used by the HTML report and by the
-//! runner's store pruning, so a sample shown in full can always be inspected on disk.
-//!
-//! The rule: every sample that needs attention (a failed unit, or one whose eval verdict is
-//! `passed = false`), plus the first [`FULL_SAMPLES_PER_VARIANT`] samples of each variant in
-//! report order (trace, eval, sample key, repeat, unit id — not the order units finished in,
-//! so the choice is the same on every run and after `--resume`).
+//! Which samples a report shows in full — the HTML report's own selection
+//! ([`super::html::select`]: failed and flagged units, a dozen pairing keys in every variant, a
+//! few failed verdicts per variant) — plus every failed unit, which is what keeps its offload
+//! store after a run (`runner::stores`), so a sample shown in full can always be inspected on
+//! disk.
 
-use crate::record::Sample;
-use std::collections::{BTreeMap, BTreeSet};
+use super::html::{select, Status};
+use super::model::ReportModel;
+use std::collections::BTreeSet;
 
-/// Samples of each variant shown in full besides the ones that need attention.
-pub const FULL_SAMPLES_PER_VARIANT: usize = 3;
-
-/// A failed unit, or a flagged one (its eval's verdict is `passed = false`).
-pub fn needs_attention(s: &Sample) -> bool {
-    s.error.is_some() || s.passed == Some(false)
-}
-
-/// Trace, eval, sample key, repeat, unit id: the report order of samples within a variant.
-type OrderKey<'a> = (&'a str, &'a str, &'a str, u32, &'a str);
-
-fn order_key(s: &Sample) -> OrderKey<'_> {
-    (&s.trace_id, &s.eval, &s.sample, s.repeat, &s.unit_id)
-}
-
-/// Unit ids of the samples shown in full (see the module docs). Memory is bounded by the
-/// samples that need attention plus `FULL_SAMPLES_PER_VARIANT` per variant.
-pub fn shown_in_full<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> BTreeSet<String> {
-    let mut keep = BTreeSet::new();
-    // Per variant, the smallest keys seen so far (at most K of them).
-    let mut first: BTreeMap<&str, BTreeSet<OrderKey>> = BTreeMap::new();
-    for s in samples {
-        if needs_attention(s) {
-            keep.insert(s.unit_id.clone());
-        }
-        let set = first.entry(&s.variant).or_default();
-        set.insert(order_key(s));
-        if set.len() > FULL_SAMPLES_PER_VARIANT {
-            set.pop_last();
-        }
-    }
-    for set in first.values() {
-        keep.extend(set.iter().map(|k| k.4.to_string()));
-    }
+/// Unit ids whose store is kept: the samples the HTML report shows in full, and every failed
+/// or flagged unit (also those past the HTML's cap).
+pub fn shown_in_full(model: &ReportModel) -> BTreeSet<String> {
+    let (shown, _) = select(&model.samples, model.baseline.as_deref());
+    let mut keep: BTreeSet<String> = shown
+        .into_iter()
+        .map(|i| model.samples[i].unit_id.clone())
+        .collect();
+    keep.extend(
+        model
+            .samples
+            .iter()
+            .filter(|s| Status::of(s) <= Status::Flagged)
+            .map(|s| s.unit_id.clone()),
+    );
     keep
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::UnitError;
-
-    fn sample(id: &str, variant: &str, trace: &str) -> Sample {
-        Sample::builder()
-            .unit_id(id)
-            .variant(variant)
-            .trace(trace)
-            .build()
-    }
+    use crate::record::{RunInfo, Sample, UnitError};
 
     #[test]
-    fn failed_and_flagged_samples_plus_the_first_per_variant_in_report_order() {
+    fn the_html_selection_plus_every_failed_unit() {
         let mut samples = Vec::new();
-        for v in ["a", "b"] {
-            // Finished in reverse order: the choice must not depend on it.
-            for t in (0..6).rev() {
-                samples.push(sample(&format!("{v}{t}"), v, &format!("t{t}")));
+        for t in 0..40 {
+            for v in ["base", "b"] {
+                samples.push(
+                    Sample::builder()
+                        .unit_id(format!("{v}{t}"))
+                        .variant(v)
+                        .trace(format!("t{t:02}"))
+                        .passed(true)
+                        .build(),
+                );
             }
         }
-        samples[1].passed = Some(false); // a4
-        samples[2].error = Some(UnitError {
+        samples[79].error = Some(UnitError {
             kind: "eval".into(),
             message: "x".into(),
-        }); // a3
-        samples[7].passed = Some(true); // b4: passing is not flagged
-        let kept = shown_in_full(&samples);
-        let want: BTreeSet<String> = ["a0", "a1", "a2", "a3", "a4", "b0", "b1", "b2"]
-            .map(String::from)
-            .into();
-        assert_eq!(kept, want);
-        // The same set whatever the order the samples come in.
-        samples.reverse();
-        assert_eq!(shown_in_full(&samples), want);
+        });
+        let mut info = RunInfo::new("r");
+        info.baseline = Some("base".into());
+        let model = ReportModel::build(&info, samples);
+        let keep = shown_in_full(&model);
+        let (html, _) = select(&model.samples, Some("base"));
+        assert!(keep.contains("b39"), "the failed unit");
+        for i in html {
+            assert!(keep.contains(&model.samples[i].unit_id));
+        }
+        assert!(keep.len() < model.samples.len(), "not every unit");
     }
 }

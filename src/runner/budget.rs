@@ -23,10 +23,10 @@ pub enum Decision {
     Stop,
 }
 
-/// Dollars a unit actually spent on model calls: summarizer + judge. (`CostByRole` leaves an
-/// unused role `None`, so a `None` here counts $0.)
+/// Dollars a unit actually spent on model calls: summarizer + judge + eval agent.
+/// (`CostByRole` leaves an unused role `None`, so a `None` here counts $0.)
 pub fn spend_of(cost: &crate::record::CostByRole) -> f64 {
-    cost.summarizer.unwrap_or(0.0) + cost.judge.unwrap_or(0.0)
+    cost.summarizer.unwrap_or(0.0) + cost.judge.unwrap_or(0.0) + cost.eval_agent.unwrap_or(0.0)
 }
 
 #[derive(Debug, Clone, Default)]
@@ -169,6 +169,7 @@ mod tests {
             agent: Some(100.0),
             summarizer: Some(0.25),
             judge: None,
+            eval_agent: None,
         };
         assert_eq!(spend_of(&c), 0.25, "modelled agent cost is not spent");
         assert_eq!(b.spent(), 0.0);

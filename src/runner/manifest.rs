@@ -79,6 +79,7 @@ impl Totals {
             t.tokens.agent.add(&s.tokens.agent);
             t.tokens.summarizer.add(&s.tokens.summarizer);
             t.tokens.judge.add(&s.tokens.judge);
+            t.tokens.eval_agent.add(&s.tokens.eval_agent);
             t.spent_usd += super::budget::spend_of(&s.cost_usd);
             // The same rule as the reports: a role with tokens and no price makes it unknown.
             match s.cost_total() {

@@ -56,6 +56,9 @@ pub struct Unit {
     pub repeat: u32,
     /// Seed for anything random in this unit (derived from the suite seed and the unit id).
     pub seed: u64,
+    /// Seed shared by the units that pair up across variants (same trace, eval, sample and
+    /// repeat): what the needle eval plants, so every variant is asked the same questions.
+    pub pair_seed: u64,
     pub providers: Vec<ProviderRole>,
 }
 
@@ -279,8 +282,10 @@ pub fn build(suite: &LoadedSuite, mut traces: Vec<TraceEntry>) -> Result<Plan, P
             for s in &samples {
                 for repeat in 0..repeats {
                     let id = unit_id(&t.id, &v.name, &s.eval, &s.sample, repeat);
+                    let pair = unit_id(&t.id, "", &s.eval, &s.sample, repeat);
                     units.push(Unit {
                         seed: unit_seed(seed, &id),
+                        pair_seed: unit_seed(seed, &pair),
                         id,
                         index: units.len(),
                         trace_id: t.id.clone(),
@@ -420,5 +425,14 @@ mod tests {
         let p2 = build(&s2, vec![trace("a")]).unwrap();
         assert_eq!(p.units[0].id, p2.units[0].id);
         assert_ne!(p.units[0].seed, p2.units[0].seed);
+        // Units that pair across variants share a pair seed, and only those.
+        let s3 = suite("[engine]\nbaseline = \"z\"\n[engine.variants.a]\n[engine.variants.z]\n[evals.needle]\ndepths = [0.1, 0.9]\n");
+        let p3 = build(&s3, vec![trace("a")]).unwrap();
+        for u in &p3.units {
+            for v in &p3.units {
+                let pairs = (&u.eval, &u.sample, u.repeat) == (&v.eval, &v.sample, v.repeat);
+                assert_eq!(u.pair_seed == v.pair_seed, pairs, "{} vs {}", u.id, v.id);
+            }
+        }
     }
 }

@@ -1,11 +1,12 @@
 //! Offload stores after a run: each unit writes its store under `stores/<unit-id>/` (the needle
-//! agent searches it), which adds up (31 MB for the quickstart, 172 MB for the needle sweep).
-//! Once the reports are written, only the stores of the samples a report shows in full
-//! (`report::shown`: failed and flagged units, and the first few per variant) are kept, unless
+//! agent searches it), which adds up (37 MB for the quickstart's 280 units, by `du -sh`).
+//! Once the reports are written, only the stores of the samples report.html shows in full and
+//! of failed units are kept (`report::shown`), unless
 //! `run --keep-stores`. `ctxbench clean --stores` applies the same rule to older runs.
 
-use crate::record::{RunDir, Sample};
+use crate::record::RunDir;
 use crate::report::shown::shown_in_full;
+use crate::report::ReportModel;
 use std::path::Path;
 
 /// What [`prune`] did.
@@ -31,10 +32,11 @@ pub fn dir_bytes(path: &Path) -> u64 {
         .sum()
 }
 
-/// Remove the stores of `dir` whose unit is not shown in full among `samples`; with
-/// `dry_run`, only count what would go. A missing `stores/` is nothing to do.
-pub fn prune(dir: &RunDir, samples: &[Sample], dry_run: bool) -> std::io::Result<Pruned> {
-    let keep = shown_in_full(samples);
+/// Remove the stores of `dir` whose unit the report of `model` does not show in full (and
+/// that did not fail); with `dry_run`, only count what would go. A missing `stores/` is
+/// nothing to do.
+pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Result<Pruned> {
+    let keep = shown_in_full(model);
     let stores = dir.stores_dir();
     let entries = match std::fs::read_dir(&stores) {
         Ok(e) => e,
@@ -74,6 +76,7 @@ pub fn prune(dir: &RunDir, samples: &[Sample], dry_run: bool) -> std::io::Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::{RunInfo, Sample};
 
     #[test]
     fn keeps_the_shown_stores_and_removes_the_rest_without_following_links() {
@@ -83,40 +86,44 @@ mod tests {
         std::fs::write(outside.join("precious"), "x").unwrap();
         let dir = RunDir::new(tmp.path().join("run"));
         let mut samples = Vec::new();
-        for i in 0..6 {
+        for i in 0..30 {
             let id = format!("u{i}");
             std::fs::create_dir_all(dir.unit_store(&id).join("large_tool_results")).unwrap();
             std::fs::write(dir.unit_store(&id).join("large_tool_results/a"), "12345").unwrap();
             samples.push(
                 Sample::builder()
                     .unit_id(&id)
-                    .trace(format!("t{i}"))
+                    .trace(format!("t{i:02}"))
+                    .passed(true)
                     .build(),
             );
         }
-        samples[5].passed = Some(false);
+        samples[29].error = Some(crate::record::UnitError {
+            kind: "eval".into(),
+            message: "x".into(),
+        });
         // A unit with no sample (interrupted) and a link out of the run.
         std::fs::create_dir_all(dir.unit_store("orphan")).unwrap();
         std::os::unix::fs::symlink(&outside, dir.unit_store("link")).unwrap();
+        let model = ReportModel::build(&RunInfo::new("r"), samples);
+        let keep = shown_in_full(&model);
 
-        let dry = prune(&dir, &samples, true).unwrap();
-        assert_eq!((dry.kept, dry.removed), (4, 4));
-        assert!(dir.unit_store("u3").exists(), "a dry run removes nothing");
+        let dry = prune(&dir, &model, true).unwrap();
+        assert_eq!(dry.kept, keep.len());
+        assert_eq!(dry.kept + dry.removed, 32);
+        assert!(dir.unit_store("u28").exists(), "a dry run removes nothing");
 
-        let done = prune(&dir, &samples, false).unwrap();
+        let done = prune(&dir, &model, false).unwrap();
         assert_eq!(done, dry);
+        assert!(done.bytes >= 5, "removed files count: {}", done.bytes);
         assert!(
-            done.bytes >= 2 * 5,
-            "the two removed files count: {}",
-            done.bytes
+            dir.unit_store("u29").join("large_tool_results/a").exists(),
+            "failed unit"
         );
-        for kept in ["u0", "u1", "u2", "u5"] {
-            assert!(
-                dir.unit_store(kept).join("large_tool_results/a").exists(),
-                "{kept}"
-            );
+        for id in &keep {
+            assert!(dir.unit_store(id).exists(), "{id}");
         }
-        for gone in ["u3", "u4", "orphan", "link"] {
+        for gone in ["orphan", "link"] {
             assert!(
                 std::fs::symlink_metadata(dir.unit_store(gone)).is_err(),
                 "{gone}"

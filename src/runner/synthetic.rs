@@ -78,6 +78,7 @@ impl SyntheticExecutor {
                 agent: Some(cost),
                 summarizer: Some(cost / 10.0),
                 judge: Some(0.0),
+                eval_agent: Some(0.0),
             },
             evidence: serde_json::json!({ "synthetic": true }),
             ..Default::default()

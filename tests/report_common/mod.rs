@@ -98,6 +98,7 @@ pub fn needle(
                 TokenSplit::default()
             },
             judge: TokenSplit::default(),
+            eval_agent: TokenSplit::default(),
         })
         .cost(CostByRole {
             agent: Some(agent_in as f64 * 2.5e-6 + 300.0 * 1e-5),
@@ -107,6 +108,7 @@ pub fn needle(
                 0.0
             }),
             judge: None,
+            eval_agent: None,
         })
         .latency_ms(120 + repeat as u64)
         .evidence(serde_json::json!({"answer": if lost { HOSTILE } else { "teal-otter-7731" }, "files_read": ["/large_tool_results/call_1"]}))

@@ -14,8 +14,9 @@ use super::preview::{read_file_clip, tool_stub, PreviewShape};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
+use crate::engine::cooldown::Cooldown;
 use crate::engine::event::{Event, EventDetail, EventKind};
-use crate::engine::layer::{CallCtx, Layer};
+use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::{History, Keep, SummaryRole, TextSource, Trigger};
 use crate::engine::store::{sanitize_tool_call_id, LazyBytes};
 use crate::engine::summarizer::DEFAULT_SUMMARY_PROMPT;
@@ -57,6 +58,10 @@ pub struct Summarize {
     /// `tier` or `summarize.trigger` in the configuration turns this off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tier_from_model: bool,
+    /// Seconds after a compaction during which no other runs (digitorn's hook `cooldown`,
+    /// 30 s), measured on the trace's message timestamps; off when the trace has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown_secs: Option<f64>,
 }
 
 impl LayerSpec for Summarize {
@@ -65,6 +70,15 @@ impl LayerSpec for Summarize {
     fn validate(&self) -> Result<(), ConfigError> {
         if self.summary_max_tokens == 0 {
             return Err(err("summarize.summary_max_tokens", "must be > 0"));
+        }
+        if self
+            .cooldown_secs
+            .is_some_and(|c| !(c.is_finite() && c > 0.0))
+        {
+            return Err(err(
+                "summarize.cooldown_secs",
+                "must be a number of seconds > 0",
+            ));
         }
         if self.history != History::None && self.history_dir.is_empty() {
             return Err(err(
@@ -96,6 +110,7 @@ pub struct SummarizeLayer {
     cfg: Summarize,
     prompt: String,
     history_file: Option<String>,
+    cooldown: Cooldown,
 }
 
 impl SummarizeLayer {
@@ -104,6 +119,7 @@ impl SummarizeLayer {
             cfg,
             prompt,
             history_file: None,
+            cooldown: Cooldown::default(),
         }
     }
 }
@@ -480,6 +496,14 @@ impl Layer for SummarizeLayer {
         "summarize"
     }
 
+    fn on_message(&mut self, ctx: &mut MessageCtx<'_>) -> Result<(), EngineError> {
+        if self.cfg.cooldown_secs.is_some() {
+            let m = &ctx.state.get(ctx.index).msg;
+            self.cooldown.saw(m.timestamp.as_deref());
+        }
+        Ok(())
+    }
+
     fn before_call(&mut self, ctx: &mut CallCtx<'_>) -> Result<(), EngineError> {
         let effective = ctx.effective_tokens();
         let count = ctx.request_tokens();
@@ -489,8 +513,17 @@ impl Layer for SummarizeLayer {
         if !wanted {
             return Ok(());
         }
+        if self
+            .cooldown
+            .hold(self.cfg.cooldown_secs, ctx, "summarize", effective)
+        {
+            return Ok(());
+        }
         let first_event = ctx.env.events.len();
         let summarized = self.summarize(ctx, effective)?;
+        if summarized {
+            self.cooldown.compacted();
+        }
         if self.cfg.clip_tail_over_budget && ctx.request_tokens() > budget {
             self.clip_tail(ctx)?;
         }

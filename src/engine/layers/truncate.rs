@@ -9,6 +9,7 @@ use super::summarize::{message_cutoff, token_cutoff};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
+use crate::engine::cooldown::Cooldown;
 use crate::engine::event::{Event, EventDetail, EventKind};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::{Keep, Trigger};
@@ -33,6 +34,10 @@ pub struct Truncate {
     pub recent_activity: usize,
     /// Cap on the reminder's goal text, in characters.
     pub goal_max_chars: usize,
+    /// Seconds after a compaction during which no other runs (digitorn's hook `cooldown`,
+    /// 30 s), measured on the trace's message timestamps; off when the trace has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cooldown_secs: Option<f64>,
 }
 
 impl LayerSpec for Truncate {
@@ -41,6 +46,15 @@ impl LayerSpec for Truncate {
     fn validate(&self) -> Result<(), ConfigError> {
         if self.keep == Keep::Messages(0) {
             return Err(err("truncate.keep", "must keep at least one message"));
+        }
+        if self
+            .cooldown_secs
+            .is_some_and(|c| !(c.is_finite() && c > 0.0))
+        {
+            return Err(err(
+                "truncate.cooldown_secs",
+                "must be a number of seconds > 0",
+            ));
         }
         Ok(())
     }
@@ -225,6 +239,7 @@ pub fn truncate_view(
 pub struct TruncateLayer {
     cfg: Truncate,
     goal: GoalTracker,
+    cooldown: Cooldown,
 }
 
 impl TruncateLayer {
@@ -232,6 +247,7 @@ impl TruncateLayer {
         TruncateLayer {
             cfg,
             goal: GoalTracker::new(recorded_goal),
+            cooldown: Cooldown::default(),
         }
     }
 }
@@ -242,13 +258,19 @@ impl Layer for TruncateLayer {
     }
 
     fn on_message(&mut self, ctx: &mut MessageCtx<'_>) -> Result<(), EngineError> {
-        self.goal.observe(&ctx.state.get(ctx.index).msg);
+        let m = &ctx.state.get(ctx.index).msg;
+        self.goal.observe(m);
+        self.cooldown.saw(m.timestamp.as_deref());
         Ok(())
     }
 
     fn before_call(&mut self, ctx: &mut CallCtx<'_>) -> Result<(), EngineError> {
         let before = ctx.request_tokens();
-        if before < self.cfg.trigger.tokens(ctx.env.window) {
+        if before < self.cfg.trigger.tokens(ctx.env.window)
+            || self
+                .cooldown
+                .hold(self.cfg.cooldown_secs, ctx, "truncate", before)
+        {
             return Ok(());
         }
         let spec = self.cfg.reminder.then(|| ReminderSpec {
@@ -271,6 +293,7 @@ impl Layer for TruncateLayer {
             reminder: d.reminder,
         };
         ctx.env.emit(ev);
+        self.cooldown.compacted();
         Ok(())
     }
 }

@@ -1,13 +1,13 @@
 //! The drawing of each plot kind with plotters, on any backend (SVG or PNG): context tokens
-//! over model calls, cost vs needle recall with the Pareto front, the needle recall heatmap and
-//! cost per variant. What to draw and when is decided in the parent module.
+//! over model calls, cost vs needle recall with the Pareto front, the needle recall heatmap
+//! (with its colour scale), recall and scores by folds survived, and cost per variant. What to draw and when is decided in the parent module.
 
-use super::{color, e, numeric_param, DrawResult, ReportModel, SIZE};
+use super::data::{FoldCurves, Grid};
+use super::{color, e, DrawResult, ReportModel, SIZE};
 use crate::record::Sample;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{self, HPos, VPos};
-use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn draw_context<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
@@ -213,7 +213,7 @@ pub(super) fn draw_cost_recall<DB: DrawingBackend>(
     chart
         .configure_mesh()
         .x_desc(x_desc)
-        .y_desc("needle recall")
+        .y_desc("needle recall (fraction found)")
         .draw()
         .map_err(e)?;
     let front = pareto_front(&pts);
@@ -263,131 +263,263 @@ pub(super) fn draw_cost_recall<DB: DrawingBackend>(
     Ok(())
 }
 
-fn fmt_axis(x: f64) -> String {
-    let s = format!("{x:.3}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
+/// Viridis-like colour of a value in 0..=1 (dark purple → teal → yellow; readable in grey and
+/// for the common colour-vision deficiencies), and the text colour that reads on it.
+pub fn scale_color(v: f64) -> (RGBColor, &'static RGBColor) {
+    const STOPS: [(f64, (f64, f64, f64)); 5] = [
+        (0.0, (68.0, 1.0, 84.0)),
+        (0.25, (59.0, 82.0, 139.0)),
+        (0.5, (33.0, 145.0, 140.0)),
+        (0.75, (94.0, 201.0, 98.0)),
+        (1.0, (253.0, 231.0, 37.0)),
+    ];
+    let v = if v.is_finite() {
+        v.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let i = STOPS.iter().rposition(|s| s.0 <= v).unwrap_or(0).min(3);
+    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    let f = (v - a.0) / (b.0 - a.0);
+    let mix = |x: f64, y: f64| (x + (y - x) * f).round() as u8;
+    let c = RGBColor(
+        mix(a.1 .0, b.1 .0),
+        mix(a.1 .1, b.1 .1),
+        mix(a.1 .2, b.1 .2),
+    );
+    let text = if v < 0.55 { &WHITE } else { &BLACK };
+    (c, text)
 }
 
-pub(super) fn draw_heatmap<DB: DrawingBackend>(
+/// A heatmap of mean needle recall in pixel space: one cell per (x, y) with its value and
+/// count (font shrunk to fit the cell, never clipped), a white gap between cells, and a
+/// colour scale from 0 to 1 on the right.
+pub(super) fn draw_grid<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
-    model: &ReportModel,
-    variant: &str,
+    g: &Grid,
     title: &str,
 ) -> DrawResult {
-    // (depth, trigger) → (sum, n); keys as bit patterns of the f64 so they sort and dedupe.
-    let mut cells: BTreeMap<(u64, u64), (f64, usize)> = BTreeMap::new();
-    let mut depths = BTreeSet::new();
-    let mut triggers = BTreeSet::new();
-    let key = |x: f64| {
-        x.to_bits()
-            ^ if x.is_sign_negative() {
-                u64::MAX
-            } else {
-                1 << 63
-            }
-    };
-    for s in model
-        .samples
-        .iter()
-        .filter(|s| s.variant == variant && s.eval == "needle" && s.error.is_none())
-    {
-        let (Some(d), Some(t), Some(r)) = (
-            numeric_param(s, "depth"),
-            numeric_param(s, "trigger"),
-            s.scores.get("recall"),
-        ) else {
-            continue;
-        };
-        depths.insert((key(d), d.to_bits()));
-        triggers.insert((key(t), t.to_bits()));
-        let c = cells.entry((key(d), key(t))).or_default();
-        c.0 += r;
-        c.1 += 1;
+    let (w, h) = (SIZE.0 as i32, SIZE.1 as i32);
+    let (left, right, top, bottom) = (130, w - 120, 50, h - 70);
+    fn centre(
+        t: &str,
+        at: (i32, i32),
+        size: f64,
+        c: &'static RGBColor,
+    ) -> Text<'static, (i32, i32), String> {
+        Text::new(
+            t.to_string(),
+            at,
+            TextStyle::from(("sans-serif", size).into_font())
+                .color(c)
+                .pos(text_anchor::Pos::new(HPos::Center, VPos::Center)),
+        )
     }
-    let depths: Vec<(u64, f64)> = depths
-        .into_iter()
-        .map(|(k, b)| (k, f64::from_bits(b)))
-        .collect();
-    let triggers: Vec<(u64, f64)> = triggers
-        .into_iter()
-        .map(|(k, b)| (k, f64::from_bits(b)))
-        .collect();
-    let (nx, ny) = (depths.len() as u32, triggers.len() as u32);
+    root.draw(&centre(title, (w / 2, 22), 20.0, &BLACK))
+        .map_err(e)?;
+    let (nx, ny) = (g.xs.len().max(1) as i32, g.ys.len().max(1) as i32);
+    let (cw, ch) = ((right - left) / nx, (bottom - top) / ny);
+    // Value on the first line, n on the second, sized to the cell.
+    let size = f64::from((cw / 4).min(ch / 3)).clamp(8.0, 16.0);
+    for (j, row) in g.cells.iter().enumerate() {
+        // y from the bottom up, like an axis.
+        let y0 = bottom - (j as i32 + 1) * ch;
+        for (i, cell) in row.iter().enumerate() {
+            let x0 = left + i as i32 * cw;
+            let Some((v, n)) = cell else {
+                root.draw(&Rectangle::new(
+                    [(x0 + 1, y0 + 1), (x0 + cw - 1, y0 + ch - 1)],
+                    RGBColor(235, 235, 235).filled(),
+                ))
+                .map_err(e)?;
+                root.draw(&centre(
+                    "no data",
+                    (x0 + cw / 2, y0 + ch / 2),
+                    size * 0.8,
+                    &BLACK,
+                ))
+                .map_err(e)?;
+                continue;
+            };
+            let (fill, text) = scale_color(*v);
+            root.draw(&Rectangle::new(
+                [(x0 + 1, y0 + 1), (x0 + cw - 1, y0 + ch - 1)],
+                fill.filled(),
+            ))
+            .map_err(e)?;
+            let mid = (x0 + cw / 2, y0 + ch / 2);
+            root.draw(&centre(
+                &format!("{v:.2}"),
+                (mid.0, mid.1 - size as i32 / 2 - 1),
+                size,
+                text,
+            ))
+            .map_err(e)?;
+            root.draw(&centre(
+                &format!("n={n}"),
+                (mid.0, mid.1 + size as i32 / 2 + 2),
+                size * 0.75,
+                text,
+            ))
+            .map_err(e)?;
+        }
+    }
+    for (i, x) in g.xs.iter().enumerate() {
+        root.draw(&centre(
+            x,
+            (left + i as i32 * cw + cw / 2, bottom + 14),
+            13.0,
+            &BLACK,
+        ))
+        .map_err(e)?;
+    }
+    for (j, y) in g.ys.iter().enumerate() {
+        let label: String = y.chars().take(16).collect();
+        root.draw(&Text::new(
+            label,
+            (left - 8, bottom - j as i32 * ch - ch / 2),
+            TextStyle::from(("sans-serif", 13).into_font())
+                .pos(text_anchor::Pos::new(HPos::Right, VPos::Center)),
+        ))
+        .map_err(e)?;
+    }
+    root.draw(&centre(
+        &g.x_desc,
+        ((left + right) / 2, bottom + 38),
+        14.0,
+        &BLACK,
+    ))
+    .map_err(e)?;
+    root.draw(&Text::new(
+        g.y_desc.clone(),
+        (12, top - 22),
+        ("sans-serif", 14),
+    ))
+    .map_err(e)?;
+    // Colour scale: 0 at the bottom, 1 at the top.
+    let (sx, steps) = (right + 30, 50);
+    for k in 0..steps {
+        let v = f64::from(k) / f64::from(steps - 1);
+        let y1 = bottom - (bottom - top) * k / steps;
+        let y0 = bottom - (bottom - top) * (k + 1) / steps;
+        root.draw(&Rectangle::new(
+            [(sx, y0), (sx + 22, y1)],
+            scale_color(v).0.filled(),
+        ))
+        .map_err(e)?;
+    }
+    root.draw(&Rectangle::new(
+        [(sx, top), (sx + 22, bottom)],
+        BLACK.stroke_width(1),
+    ))
+    .map_err(e)?;
+    for (v, label) in [(0.0, "0"), (0.5, "0.5"), (1.0, "1")] {
+        let y = bottom - ((bottom - top) as f64 * v) as i32;
+        root.draw(&Text::new(
+            label,
+            (sx + 28, y),
+            TextStyle::from(("sans-serif", 13).into_font())
+                .pos(text_anchor::Pos::new(HPos::Left, VPos::Center)),
+        ))
+        .map_err(e)?;
+    }
+    root.draw(&centre("recall", (sx + 11, top - 14), 13.0, &BLACK))
+        .map_err(e)?;
+    Ok(())
+}
+
+/// Mean main score by folds survived, one line per variant (distinct colour, marker shape and
+/// dash, so lines that coincide stay visible), n per point in the legend note.
+pub(super) fn draw_folds<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    f: &FoldCurves,
+    title: &str,
+) -> DrawResult {
+    let max_fold = f
+        .curves
+        .iter()
+        .flat_map(|(_, pts)| pts.iter().map(|p| p.0))
+        .max()
+        .unwrap_or(1);
+    let min_fold = f
+        .curves
+        .iter()
+        .flat_map(|(_, pts)| pts.iter().map(|p| p.0))
+        .min()
+        .unwrap_or(0);
+    let ymax = f
+        .curves
+        .iter()
+        .flat_map(|(_, pts)| pts.iter().map(|p| p.1))
+        .fold(if f.eval == "drift" { 5.0 } else { 1.0 }, f64::max);
+    let x0 = f64::from(min_fold) - 0.3;
+    let x1 = f64::from(max_fold.max(min_fold + 1)) + 0.3;
     let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(
-            // plotters' integer ranges are inclusive: 0..n-1 is n segments.
-            (0u32..nx.saturating_sub(1)).into_segmented(),
-            (0u32..ny.saturating_sub(1)).into_segmented(),
-        )
+        .y_label_area_size(60)
+        .build_cartesian_2d(x0..x1, 0f64..ymax * 1.08)
         .map_err(e)?;
-    let dl = depths.clone();
-    let tl = triggers.clone();
     chart
         .configure_mesh()
-        .disable_mesh()
-        .x_desc("needle depth (fraction of the trace)")
-        .y_desc("trigger (fraction of the window)")
-        .x_labels(nx as usize)
-        .y_labels(ny as usize)
-        .x_label_formatter(&move |v| match v {
-            SegmentValue::CenterOf(i) => dl
-                .get(*i as usize)
-                .map(|d| fmt_axis(d.1))
-                .unwrap_or_default(),
-            _ => String::new(),
-        })
-        .y_label_formatter(&move |v| match v {
-            SegmentValue::CenterOf(i) => tl
-                .get(*i as usize)
-                .map(|t| fmt_axis(t.1))
-                .unwrap_or_default(),
-            _ => String::new(),
+        .x_desc("folds survived (summaries before the question)")
+        .y_desc(f.y_desc.as_str())
+        .x_labels((max_fold - min_fold + 1) as usize + 1)
+        .x_label_formatter(&|x| {
+            if (x - x.round()).abs() < 1e-6 {
+                format!("{x:.0}")
+            } else {
+                String::new()
+            }
         })
         .draw()
         .map_err(e)?;
-    for (i, d) in depths.iter().enumerate() {
-        for (j, t) in triggers.iter().enumerate() {
-            let Some(&(sum, n)) = cells.get(&(d.0, t.0)) else {
-                continue;
-            };
-            let r = (sum / n as f64).clamp(0.0, 1.0);
-            // red (0) → yellow (0.5) → green (1)
-            let fill = if r < 0.5 {
-                RGBColor(215, (60.0 + 330.0 * r) as u8, 50)
-            } else {
-                RGBColor((215.0 - 330.0 * (r - 0.5)) as u8, 200, 60)
-            };
-            let (i, j) = (i as u32, j as u32);
+    for (i, (variant, pts)) in f.curves.iter().enumerate() {
+        let c = color(i);
+        let xy: Vec<(f64, f64)> = pts.iter().map(|p| (f64::from(p.0), p.1)).collect();
+        let dash = 4 + 4 * (i as u32 % 3);
+        if i == 0 {
             chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [
-                        (SegmentValue::Exact(i), SegmentValue::Exact(j)),
-                        (SegmentValue::Exact(i + 1), SegmentValue::Exact(j + 1)),
-                    ],
-                    fill.filled(),
-                )))
+                .draw_series(LineSeries::new(xy.clone(), c.stroke_width(3)))
                 .map_err(e)?;
-            // Two short lines centred in the cell, so a narrow cell does not clip them.
-            let cell = EmptyElement::at((SegmentValue::CenterOf(i), SegmentValue::CenterOf(j)))
-                + Text::new(
-                    format!("{r:.2}"),
-                    (0, -8),
-                    TextStyle::from(("sans-serif", 14).into_font())
-                        .pos(text_anchor::Pos::new(HPos::Center, VPos::Center)),
-                )
-                + Text::new(
-                    format!("n={n}"),
-                    (0, 9),
-                    TextStyle::from(("sans-serif", 11).into_font())
-                        .pos(text_anchor::Pos::new(HPos::Center, VPos::Center)),
-                );
-            chart.draw_series(std::iter::once(cell)).map_err(e)?;
+        } else {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    xy.clone(),
+                    dash,
+                    4,
+                    c.stroke_width(2),
+                ))
+                .map_err(e)?;
         }
+        let n: usize = pts.iter().map(|p| p.2).sum();
+        let label = format!("{variant} (n={n})");
+        match i % 3 {
+            0 => chart
+                .draw_series(xy.iter().map(|&p| Circle::new(p, 6, c.filled())))
+                .map_err(e)?
+                .label(label)
+                .legend(move |(x, y)| Circle::new((x + 10, y), 5, c.filled())),
+            1 => chart
+                .draw_series(xy.iter().map(|&p| TriangleMarker::new(p, 8, c.filled())))
+                .map_err(e)?
+                .label(label)
+                .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 6, c.filled())),
+            _ => chart
+                .draw_series(xy.iter().map(|&p| Cross::new(p, 6, c.stroke_width(2))))
+                .map_err(e)?
+                .label(label)
+                .legend(move |(x, y)| Cross::new((x + 10, y), 5, c.stroke_width(2))),
+        };
     }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(e)?;
     Ok(())
 }
 
@@ -434,7 +566,8 @@ pub(super) fn draw_cost_bars<DB: DrawingBackend>(
             SegmentValue::CenterOf(i) => names.get(*i as usize).cloned().unwrap_or_default(),
             _ => String::new(),
         })
-        .y_desc("USD per unit")
+        .x_desc("variant")
+        .y_desc("mean cost per unit (USD)")
         .draw()
         .map_err(e)?;
     for (i, &(_, mean, lo, hi)) in bars.iter().enumerate() {

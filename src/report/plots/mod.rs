@@ -1,15 +1,19 @@
 //! Plots (SVG and PNG, with plotters): context tokens over model calls per variant with
 //! compaction markers; cost vs needle recall with the Pareto front; needle recall heatmap
-//! (depth × trigger) per variant; mean cost per unit per variant with 95% CI bars.
+//! (depth × trigger per variant, or depth × variant when the trigger is not swept) with a
+//! colour scale; mean scores by folds survived per eval (samples with `params.fold`); mean cost
+//! per unit per variant with 95% CI bars. The numbers of the heatmaps and fold curves come
+//! from `data` (tested as data); `draw` only draws them.
 //!
 //! [`plan`] decides, from the model alone, which plots have data and why the others are
 //! skipped; [`render_svg`] / [`render_png`] draw one. PNG text uses the vendored DejaVu Sans
 //! (`assets/fonts`), registered with plotters on first use, so no system font is needed.
 
+pub mod data;
 mod draw;
 
-use draw::{draw_context, draw_cost_bars, draw_cost_recall, draw_heatmap};
-pub use draw::{label_offsets, pareto_front};
+use draw::{draw_context, draw_cost_bars, draw_cost_recall, draw_folds, draw_grid};
+pub use draw::{label_offsets, pareto_front, scale_color};
 
 use super::model::ReportModel;
 use crate::record::Sample;
@@ -45,6 +49,10 @@ pub enum PlotKind {
     CostRecall,
     /// Mean needle recall by depth × trigger for one variant.
     Heatmap { variant: String },
+    /// Mean needle recall by depth × variant (the trigger is not swept).
+    DepthByVariant,
+    /// Mean main score of one eval by folds survived, per variant.
+    Folds { eval: String },
     /// Mean cost per unit per variant with 95% CI.
     CostBars,
 }
@@ -132,37 +140,46 @@ pub fn plan(model: &ReportModel) -> (Vec<PlotSpec>, Vec<String>) {
         });
     }
 
-    let mut heat_variants = Vec::new();
-    for v in &model.variants {
-        let has = model.samples.iter().any(|s| {
-            s.variant == v.variant
-                && s.eval == "needle"
-                && s.error.is_none()
-                && s.scores.contains_key("recall")
-                && numeric_param(s, "depth").is_some()
-                && numeric_param(s, "trigger").is_some()
-        });
-        if has {
-            heat_variants.push(v.variant.clone());
+    if data::triggers_swept(model) {
+        let mut heat_variants = Vec::new();
+        for v in &model.variants {
+            let g = data::depth_trigger_grid(model, &v.variant);
+            if g.cells.iter().flatten().any(Option::is_some) {
+                heat_variants.push(v.variant.clone());
+            }
         }
-    }
-    if heat_variants.is_empty() {
-        skipped.push(
-            "needle heatmap: no needle sample has numeric params.depth and params.trigger"
-                .to_string(),
-        );
-    }
-    if heat_variants.len() > MAX_HEATMAPS {
-        skipped.push(format!(
-            "needle heatmap: {} more variant(s) not plotted",
-            heat_variants.len() - MAX_HEATMAPS
-        ));
-    }
-    for v in heat_variants.into_iter().take(MAX_HEATMAPS) {
+        if heat_variants.len() > MAX_HEATMAPS {
+            skipped.push(format!(
+                "needle heatmap: {} more variant(s) not plotted",
+                heat_variants.len() - MAX_HEATMAPS
+            ));
+        }
+        for v in heat_variants.into_iter().take(MAX_HEATMAPS) {
+            specs.push(PlotSpec {
+                name: format!("needle-heatmap-{}", file_stem(&v)),
+                title: format!("Needle recall by depth × trigger — {v}"),
+                kind: PlotKind::Heatmap { variant: v },
+            });
+        }
+    } else if data::has_depths(model) {
         specs.push(PlotSpec {
-            name: format!("needle-heatmap-{}", file_stem(&v)),
-            title: format!("Needle recall by depth × trigger — {v}"),
-            kind: PlotKind::Heatmap { variant: v },
+            name: "needle-heatmap".into(),
+            title: "Needle recall by depth × variant".into(),
+            kind: PlotKind::DepthByVariant,
+        });
+    } else {
+        skipped.push("needle heatmap: no needle sample has a numeric params.depth".to_string());
+    }
+
+    for f in data::fold_curves(model) {
+        specs.push(PlotSpec {
+            name: format!("folds-{}", file_stem(&f.eval)),
+            title: {
+                let mut t = format!("{} by folds survived", f.y_desc);
+                t[..1].make_ascii_uppercase();
+                t
+            },
+            kind: PlotKind::Folds { eval: f.eval },
         });
     }
 
@@ -223,14 +240,33 @@ fn draw<DB: DrawingBackend>(
     match &spec.kind {
         PlotKind::Context { trace_id } => draw_context(root, model, trace_id, &spec.title),
         PlotKind::CostRecall => draw_cost_recall(root, model, &spec.title),
-        PlotKind::Heatmap { variant } => draw_heatmap(root, model, variant, &spec.title),
+        PlotKind::Heatmap { variant } => {
+            draw_grid(root, &data::depth_trigger_grid(model, variant), &spec.title)
+        }
+        PlotKind::DepthByVariant => draw_grid(root, &data::depth_variant_grid(model), &spec.title),
+        PlotKind::Folds { eval } => match data::fold_curves(model).iter().find(|f| &f.eval == eval)
+        {
+            Some(f) => draw_folds(root, f, &spec.title),
+            None => Err(format!("no sample of {eval} has a fold")),
+        },
         PlotKind::CostBars => draw_cost_bars(root, model, &spec.title),
     }
 }
 
+/// Series colours, all readable on white (contrast ratio ≥ 3:1; no yellow or light cyan).
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),  // blue
+    RGBColor(214, 39, 40),   // red
+    RGBColor(44, 140, 44),   // green
+    RGBColor(148, 103, 189), // purple
+    RGBColor(200, 82, 0),    // dark orange
+    RGBColor(140, 86, 75),   // brown
+    RGBColor(204, 51, 136),  // magenta
+    RGBColor(23, 128, 143),  // dark teal
+];
+
 fn color(i: usize) -> RGBColor {
-    let c = Palette99::pick(i).to_rgba();
-    RGBColor(c.0, c.1, c.2)
+    PALETTE[i % PALETTE.len()]
 }
 
 #[cfg(test)]
@@ -304,6 +340,7 @@ mod render_tests {
                             agent: Some(0.01 * (vi + 1) as f64 + d / 100.0),
                             summarizer: Some(0.0),
                             judge: Some(0.0),
+                            eval_agent: Some(0.0),
                         },
                         compactions: Default::default(),
                         latency_ms: 1,

@@ -1,0 +1,231 @@
+//! Gate rules: the grammar (see the parent module's docs) and its parser, for one rule or a
+//! rules file.
+
+use serde::Serialize;
+
+/// Comparison operator of a rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Op {
+    #[serde(rename = ">=")]
+    Ge,
+    #[serde(rename = ">")]
+    Gt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = "<")]
+    Lt,
+}
+
+impl Op {
+    pub fn holds(self, value: f64, threshold: f64) -> bool {
+        match self {
+            Op::Ge => value >= threshold,
+            Op::Gt => value > threshold,
+            Op::Le => value <= threshold,
+            Op::Lt => value < threshold,
+        }
+    }
+    pub(super) fn lower_bound(self) -> bool {
+        matches!(self, Op::Ge | Op::Gt)
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Ge => ">=",
+            Op::Gt => ">",
+            Op::Le => "<=",
+            Op::Lt => "<",
+        }
+    }
+}
+
+/// What a rule measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleKind {
+    Absolute,
+    Delta,
+    DeltaPct,
+}
+
+/// A parsed rule.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Rule {
+    /// The rule as written.
+    pub text: String,
+    pub variant: Option<String>,
+    /// Report metric name (suffix removed).
+    pub metric: String,
+    pub kind: RuleKind,
+    pub op: Op,
+    pub threshold: f64,
+}
+
+/// Parse one rule (see the module docs for the grammar).
+pub fn parse_rule(text: &str) -> Result<Rule, String> {
+    let t = text.trim();
+    let ops = [">=", "<=", ">", "<"];
+    let (pos, op_str) = ops
+        .iter()
+        .filter_map(|o| t.find(o).map(|p| (p, *o)))
+        .min_by_key(|(p, o)| (*p, std::cmp::Reverse(o.len())))
+        .ok_or_else(|| {
+            format!("rule `{t}`: expected `METRIC OP NUMBER` with OP one of >=, >, <=, <")
+        })?;
+    let op = match op_str {
+        ">=" => Op::Ge,
+        "<=" => Op::Le,
+        ">" => Op::Gt,
+        _ => Op::Lt,
+    };
+    let lhs = t[..pos].trim();
+    let rhs = t[pos + op_str.len()..].trim();
+    let threshold: f64 = rhs
+        .parse()
+        .ok()
+        .filter(|x: &f64| x.is_finite())
+        .ok_or_else(|| format!("rule `{t}`: expected a number after `{op_str}`, found `{rhs}`"))?;
+    let (variant, metric_full) = match lhs.split_once(':') {
+        Some((v, m)) => (Some(v.trim().to_string()), m.trim()),
+        None => (None, lhs),
+    };
+    if variant.as_deref() == Some("") {
+        return Err(format!("rule `{t}`: empty variant name before `:`"));
+    }
+    let valid = |s: &str| {
+        !s.is_empty()
+            && s.split('.').all(|part| {
+                !part.is_empty()
+                    && part
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            })
+    };
+    if !valid(metric_full) {
+        return Err(format!(
+            "rule `{t}`: expected a metric name like `needle.recall` before `{op_str}`, found `{metric_full}`"
+        ));
+    }
+    let (metric, kind) = if let Some(m) = metric_full.strip_suffix(".delta_pct") {
+        (m, RuleKind::DeltaPct)
+    } else if let Some(m) = metric_full.strip_suffix(".delta") {
+        (m, RuleKind::Delta)
+    } else {
+        (metric_full, RuleKind::Absolute)
+    };
+    Ok(Rule {
+        text: t.to_string(),
+        variant,
+        metric: metric.to_string(),
+        kind,
+        op,
+        threshold,
+    })
+}
+
+/// Parse a rules file: one rule per line (`#` comments), or a TOML file (`*.toml`) with
+/// `rules = [...]` at the top level or under `[gates]`. Errors name the file and line.
+pub fn parse_rules_file(path: &std::path::Path) -> Result<Vec<Rule>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if path.extension().is_some_and(|e| e == "toml") {
+        let doc: toml::Table = text
+            .parse()
+            .map_err(|e| format!("{}: not valid TOML: {e}", path.display()))?;
+        let rules = doc
+            .get("gates")
+            .and_then(|g| g.get("rules"))
+            .or_else(|| doc.get("rules"))
+            .and_then(|r| r.as_array())
+            .ok_or_else(|| {
+                format!(
+                    "{}: expected `rules = [\"needle.recall >= 0.95\", …]` at the top level or under [gates]",
+                    path.display()
+                )
+            })?;
+        return rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let s = r.as_str().ok_or_else(|| {
+                    format!("{}: rules[{i}]: expected a string rule", path.display())
+                })?;
+                parse_rule(s).map_err(|e| format!("{}: rules[{i}]: {e}", path.display()))
+            })
+            .collect();
+    }
+    let mut rules = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        rules.push(parse_rule(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?);
+    }
+    Ok(rules)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_forms() {
+        let r = parse_rule("needle.recall >= 0.95").unwrap();
+        assert_eq!(
+            (r.metric.as_str(), r.kind, r.op, r.threshold),
+            ("needle.recall", RuleKind::Absolute, Op::Ge, 0.95)
+        );
+        let r = parse_rule("  cost.delta_pct<=5 ").unwrap();
+        assert_eq!(
+            (r.metric.as_str(), r.kind, r.op, r.threshold),
+            ("cost", RuleKind::DeltaPct, Op::Le, 5.0)
+        );
+        let r = parse_rule("needle.recall.delta >= -0.02").unwrap();
+        assert_eq!((r.kind, r.threshold), (RuleKind::Delta, -0.02));
+        let r = parse_rule("aggressive: drift.score > 4").unwrap();
+        assert_eq!(
+            (r.variant.as_deref(), r.metric.as_str(), r.op),
+            (Some("aggressive"), "drift.score", Op::Gt)
+        );
+        assert_eq!(parse_rule("tokens < 1e6").unwrap().threshold, 1e6);
+    }
+
+    #[test]
+    fn rejects_malformed_rules_with_a_reason() {
+        assert!(parse_rule("needle.recall 0.95")
+            .unwrap_err()
+            .contains("expected `METRIC OP NUMBER`"));
+        assert!(parse_rule("needle.recall >= high")
+            .unwrap_err()
+            .contains("expected a number"));
+        assert!(parse_rule(">= 3")
+            .unwrap_err()
+            .contains("expected a metric name"));
+        assert!(parse_rule("needle..recall >= 3")
+            .unwrap_err()
+            .contains("expected a metric name"));
+        assert!(parse_rule(": x >= 3")
+            .unwrap_err()
+            .contains("empty variant"));
+        assert!(parse_rule("x >= nan").is_err());
+    }
+
+    #[test]
+    fn rules_file_reports_line_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("rules.txt");
+        std::fs::write(
+            &p,
+            "# gates\nneedle.recall >= 0.9\n\ncost.delta_pct <= oops\n",
+        )
+        .unwrap();
+        let err = parse_rules_file(&p).unwrap_err();
+        assert!(err.contains("rules.txt:4:"), "{err}");
+        let t = dir.path().join("g.toml");
+        std::fs::write(
+            &t,
+            "[gates]\nrules = [\"needle.recall >= 0.9\", \"cost.delta_pct <= 5\"]\n",
+        )
+        .unwrap();
+        assert_eq!(parse_rules_file(&t).unwrap().len(), 2);
+    }
+}

@@ -1,0 +1,109 @@
+//! Report notes on where a run's windows and prices came from: per variant, the window and its
+//! source (suite, trace, the agent model's price-table entry, preset default) and the model that
+//! priced the agent's views; and every model with no price, with its role, how many units it
+//! left unpriced, and how to add the price. Read from each sample's evidence (`window`,
+//! `priced_as`, written by the evals' executor).
+
+use crate::record::{Sample, TokenSplit};
+use std::collections::BTreeMap;
+
+/// `window` source of a sample's evidence, worded for a reader.
+fn window_source(v: &serde_json::Value) -> String {
+    match v["from"].as_str() {
+        Some("config") => "suite".into(),
+        Some("trace") => "trace".into(),
+        Some("model") => format!(
+            "price table's context window of `{}`",
+            v["model"].as_str().unwrap_or("?")
+        ),
+        Some("preset") => "preset default".into(),
+        _ => "unknown source".into(),
+    }
+}
+
+/// `key ×n` items joined, most frequent first.
+fn counted(m: &BTreeMap<String, usize>) -> String {
+    let mut v: Vec<(&String, &usize)> = m.iter().collect();
+    v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    v.iter()
+        .map(|(k, n)| format!("{k} ×{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One note per variant (window and pricing model, over its replay units or, without those,
+/// all its units) and one per unpriced model.
+pub fn notes(variants: &[String], samples: &[Sample]) -> Vec<String> {
+    let mut out = Vec::new();
+    for v in variants {
+        let of_v: Vec<&Sample> = samples.iter().filter(|s| &s.variant == v).collect();
+        let replay: Vec<&Sample> = of_v
+            .iter()
+            .copied()
+            .filter(|s| s.eval == "replay")
+            .collect();
+        let units = if replay.is_empty() { of_v } else { replay };
+        let mut windows: BTreeMap<String, usize> = BTreeMap::new();
+        let mut priced: BTreeMap<String, usize> = BTreeMap::new();
+        for s in &units {
+            let w = &s.evidence["window"];
+            if let Some(tokens) = w["tokens"].as_u64() {
+                let k = format!("{tokens} ({})", window_source(&w["source"]));
+                *windows.entry(k).or_default() += 1;
+            }
+            let p = &s.evidence["priced_as"];
+            if p.is_object() {
+                let k = match (p["agent"].as_str(), p["agent_from"].as_str()) {
+                    (Some(m), Some("agent_model")) => format!("`{m}` (agent_model)"),
+                    (Some(m), _) => format!("`{m}` (trace's model)"),
+                    (None, _) => "no model (the trace records none; set agent_model)".into(),
+                };
+                *priced.entry(k).or_default() += 1;
+            }
+        }
+        if windows.is_empty() && priced.is_empty() {
+            continue;
+        }
+        out.push(format!(
+            "variant `{v}`: window {}; agent views priced as {} (per trace)",
+            counted(&windows),
+            counted(&priced)
+        ));
+    }
+    // (role, model) → units with tokens in that role and no price.
+    let mut unknown: BTreeMap<(&str, String), usize> = BTreeMap::new();
+    for s in samples.iter().filter(|s| s.error.is_none()) {
+        let roles: [(&str, &TokenSplit, Option<f64>); 4] = [
+            ("agent", &s.tokens.agent, s.cost_usd.agent),
+            ("summarizer", &s.tokens.summarizer, s.cost_usd.summarizer),
+            ("judge", &s.tokens.judge, s.cost_usd.judge),
+            ("eval_agent", &s.tokens.eval_agent, s.cost_usd.eval_agent),
+        ];
+        for (role, tokens, cost) in roles {
+            if cost.is_none() && tokens.total() > 0 {
+                let model = s.evidence["priced_as"][role]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                *unknown.entry((role, model)).or_default() += 1;
+            }
+        }
+    }
+    for ((role, model), n) in unknown {
+        let (which, key) = if model.is_empty() {
+            (
+                "a model the samples do not name".to_string(),
+                "<model>".to_string(),
+            )
+        } else {
+            (format!("model `{model}`"), model)
+        };
+        out.push(format!(
+            "UNKNOWN PRICE: {which} ({role}) has no price: {n} unit(s) have an unknown \
+             `cost.{role}` and `cost.total`, so cost comparisons leave them out. Add it under the \
+             suite's `[pricing.\"{key}\"]` (input, output, cache_read, cache_write in $ per \
+             million tokens) or to data/pricing.toml"
+        ));
+    }
+    out
+}
