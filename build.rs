@@ -13,7 +13,7 @@
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=CTXBENCH_NO_PIE");
-    if !std::env::var_os("CTXBENCH_NO_PIE").is_some_and(|v| v == "1") {
+    if std::env::var_os("CTXBENCH_NO_PIE").is_none_or(|v| v != "1") {
         return;
     }
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();

@@ -367,9 +367,43 @@ fn unknown_prices_are_named_and_windows_and_pricing_models_are_shown() {
         md.contains("variant `v`: window 20000 (suite) ×3; agent views priced as `no-such-model` (agent_model) ×3"),
         "{md}"
     );
+    // run.json states the same, per variant.
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
+    let sources = &manifest["totals"]["sources"]["v"];
+    assert_eq!(sources["window"]["20000 (suite)"], 3, "{sources}");
+    assert_eq!(
+        sources["agent_priced_as"]["`no-such-model` (agent_model)"], 3,
+        "{sources}"
+    );
     // Priced by the trace's model by default, with the window from the suite.
     let priced = run(&suite(dir.path(), "priced", ""), "priced");
     let md = std::fs::read_to_string(priced.join("report.md")).unwrap();
     assert!(!md.contains("UNKNOWN PRICE"), "{md}");
     assert!(md.contains("(trace's model)"), "{md}");
+}
+
+/// The probes eval's questions are eval-agent calls too (tokens and a known $0 offline).
+#[test]
+fn probe_questions_are_eval_agent_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    // The variant table is followed by the probes section (the suite's other evals stay).
+    let run_dir = run(
+        &suite(dir.path(), "probes", "\n[evals.probes]\nper_kind = 1\n"),
+        "probes",
+    );
+    let samples = std::fs::read_to_string(run_dir.join("samples.jsonl")).unwrap();
+    let probes: Vec<serde_json::Value> = samples
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|s| s["eval"] == "probes" && s["error"].is_null())
+        .collect();
+    assert!(!probes.is_empty(), "no probes sample");
+    for s in &probes {
+        assert!(
+            s["tokens"]["eval_agent"]["input"].as_u64().unwrap() > 0,
+            "{s}"
+        );
+        assert_eq!(s["cost_usd"]["eval_agent"].as_f64(), Some(0.0), "{s}");
+    }
 }

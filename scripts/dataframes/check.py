@@ -153,7 +153,7 @@ def main(run_dir):
 
     src = f"read_json_auto('{jsonl_path}')"
     for col, kind in jsonl_expect + [("tokens.agent", "integer"), ("tokens.summarizer", "integer"),
-                                     ("tokens.judge", "integer")]:
+                                     ("tokens.judge", "integer"), ("tokens.eval_agent", "integer")]:
         rows = duckdb.sql(f"DESCRIBE SELECT unnest({col}) FROM {src}").fetchall()
         for name, got, *_ in rows:
             if got not in KINDS["duckdb"][kind]:

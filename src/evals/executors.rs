@@ -543,6 +543,7 @@ async fn run_eval(
             out.scores.extend(result.scores);
             out.passed = result.passed;
             out.evidence = result.evidence;
+            shared.eval_agent(&mut out, &result.agent_usage);
             if let Some(j) = judge {
                 judge_cost(shared, j, &result.judge_usage, &mut out);
             }

@@ -245,6 +245,8 @@ pub struct ProbeOutcome {
     pub evidence: Value,
     /// The judge's tokens (zero without a judge).
     pub judge_usage: Usage,
+    /// The agent's tokens answering the questions (the `eval_agent` cost role).
+    pub agent_usage: Usage,
 }
 
 /// One question asked: its text, what the trace says, the answer and its deterministic score.
@@ -254,6 +256,8 @@ struct Asked {
     answer: String,
     scores: BTreeMap<String, f64>,
     evidence: Value,
+    /// The agent's tokens for this question.
+    usage: Usage,
 }
 
 /// Ask the probe's questions (`per_kind`, seeded), score them, and grade them when a judge is
@@ -322,6 +326,10 @@ pub async fn ask(
         ),
     };
     let mut judge_usage = Usage::default();
+    let mut agent_usage = Usage::default();
+    for a in &asked {
+        agent_usage.add(&a.usage);
+    }
     let mut evidence: Vec<Value> = Vec::new();
     for (i, a) in asked.iter().enumerate() {
         let mut e = a.evidence.clone();
@@ -364,6 +372,7 @@ pub async fn ask(
         passed,
         evidence,
         judge_usage,
+        agent_usage,
     })
 }
 
@@ -393,6 +402,7 @@ async fn ask_recall(
     scores.insert("steps".into(), out.steps as f64);
     let answer = out.answer.clone();
     Ok(Asked {
+        usage: out.usage,
         evidence: json!({"question": question, "expected": expected, "answer": out}),
         question,
         expected: expected.to_string(),
@@ -420,6 +430,7 @@ async fn ask_decision(
         truth::keyword_coverage(&out.answer, &keys),
     );
     Ok(Asked {
+        usage: out.usage,
         evidence: json!({"question": question, "expected": expected, "keywords": keys,
                          "answer": out.answer}),
         question,
@@ -487,6 +498,7 @@ async fn ask_structured(
         }
     };
     Ok(Asked {
+        usage: out.usage,
         evidence: json!({"answer": answer, "raw_answer": out.answer,
                          "truth_files": artifacts, "at": prepared.at}),
         question: DRIFT_QUESTION.to_string(),

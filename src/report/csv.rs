@@ -4,7 +4,7 @@
 //! Columns: `unit_id, trace_id, variant, eval, sample, repeat, passed`, then `params.<k>` for
 //! every parameter seen in the run and `<eval>.<k>` for every score (`needle.recall`,
 //! `drift.score`: the same names as the report's metrics; a row fills only its own eval's
-//! columns), `tokens.<role>.<kind>` for the roles agent/summarizer/judge and kinds
+//! columns), `tokens.<role>.<kind>` for the roles agent/summarizer/judge/eval_agent and kinds
 //! input/cached/cache_write/output, `tokens.total` (input + output of every role),
 //! `cost.<role>` and `cost.total` in USD, `compactions.<k>` (missing = 0), `latency_ms`,
 //! `error_kind`, `error_message`.
@@ -30,14 +30,15 @@ use crate::record::{RunInfo, Sample, TokenSplit};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-const ROLES: [&str; 3] = ["agent", "summarizer", "judge"];
+const ROLES: [&str; 4] = ["agent", "summarizer", "judge", "eval_agent"];
 const KINDS: [&str; 4] = ["input", "cached", "cache_write", "output"];
 
 fn split(s: &Sample, role: &str) -> TokenSplit {
     match role {
         "agent" => s.tokens.agent,
         "summarizer" => s.tokens.summarizer,
-        _ => s.tokens.judge,
+        "judge" => s.tokens.judge,
+        _ => s.tokens.eval_agent,
     }
 }
 
@@ -249,6 +250,7 @@ pub fn render(_info: &RunInfo, model: &ReportModel) -> String {
             known(&s.tokens.agent, s.cost_usd.agent),
             known(&s.tokens.summarizer, s.cost_usd.summarizer),
             known(&s.tokens.judge, s.cost_usd.judge),
+            known(&s.tokens.eval_agent, s.cost_usd.eval_agent),
             s.cost_total(),
         ] {
             cell(&mut w, &|b| {

@@ -31,25 +31,35 @@ fn counted(m: &BTreeMap<String, usize>) -> String {
         .join(", ")
 }
 
-/// One note per variant (window and pricing model, over its replay units or, without those,
-/// all its units) and one per unpriced model.
-pub fn notes(variants: &[String], samples: &[Sample]) -> Vec<String> {
-    let mut out = Vec::new();
-    for v in variants {
-        let of_v: Vec<&Sample> = samples.iter().filter(|s| &s.variant == v).collect();
+/// Where one variant's windows and agent prices came from, counted over its replay units (or,
+/// without those, all its units): `"20000 (suite)" → 7`, `` "`gpt-4o` (trace's model)" → 7 ``.
+/// Written to run.json (`totals.sources`) and rendered as the report's notes.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Sources {
+    pub window: BTreeMap<String, usize>,
+    pub agent_priced_as: BTreeMap<String, usize>,
+}
+
+/// [`Sources`] of every variant that has samples.
+pub fn sources(samples: &[Sample]) -> BTreeMap<String, Sources> {
+    let mut by_variant: BTreeMap<&str, Vec<&Sample>> = BTreeMap::new();
+    for s in samples {
+        by_variant.entry(&s.variant).or_default().push(s);
+    }
+    let mut out = BTreeMap::new();
+    for (v, of_v) in by_variant {
         let replay: Vec<&Sample> = of_v
             .iter()
             .copied()
             .filter(|s| s.eval == "replay")
             .collect();
         let units = if replay.is_empty() { of_v } else { replay };
-        let mut windows: BTreeMap<String, usize> = BTreeMap::new();
-        let mut priced: BTreeMap<String, usize> = BTreeMap::new();
+        let mut src = Sources::default();
         for s in &units {
             let w = &s.evidence["window"];
             if let Some(tokens) = w["tokens"].as_u64() {
                 let k = format!("{tokens} ({})", window_source(&w["source"]));
-                *windows.entry(k).or_default() += 1;
+                *src.window.entry(k).or_default() += 1;
             }
             let p = &s.evidence["priced_as"];
             if p.is_object() {
@@ -58,16 +68,29 @@ pub fn notes(variants: &[String], samples: &[Sample]) -> Vec<String> {
                     (Some(m), _) => format!("`{m}` (trace's model)"),
                     (None, _) => "no model (the trace records none; set agent_model)".into(),
                 };
-                *priced.entry(k).or_default() += 1;
+                *src.agent_priced_as.entry(k).or_default() += 1;
             }
         }
-        if windows.is_empty() && priced.is_empty() {
-            continue;
+        if !(src.window.is_empty() && src.agent_priced_as.is_empty()) {
+            out.insert(v.to_string(), src);
         }
+    }
+    out
+}
+
+/// One note per variant (window and pricing model, over its replay units or, without those,
+/// all its units) and one per unpriced model.
+pub fn notes(variants: &[String], samples: &[Sample]) -> Vec<String> {
+    let mut out = Vec::new();
+    let sources = sources(samples);
+    for v in variants {
+        let Some(src) = sources.get(v) else {
+            continue;
+        };
         out.push(format!(
             "variant `{v}`: window {}; agent views priced as {} (per trace)",
-            counted(&windows),
-            counted(&priced)
+            counted(&src.window),
+            counted(&src.agent_priced_as)
         ));
     }
     // (role, model) → units with tokens in that role and no price.

@@ -70,6 +70,11 @@ pub struct Totals {
     /// The run's cost line, as the reports show it (`metrics::cost::CostHeadline`).
     #[serde(default)]
     pub cost: crate::metrics::cost::CostHeadline,
+    /// Per variant: the context windows its units replayed at and where they came from (suite,
+    /// trace, the model's price-table entry, preset default), and which model priced the agent's
+    /// views — the figures the report's notes state.
+    #[serde(default)]
+    pub sources: BTreeMap<String, crate::report::pricing_notes::Sources>,
 }
 
 impl Totals {
@@ -88,6 +93,7 @@ impl Totals {
             }
         }
         t.cost = crate::metrics::cost::totals(samples).cost.headline;
+        t.sources = crate::report::pricing_notes::sources(samples);
         t
     }
 }
