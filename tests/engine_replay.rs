@@ -233,3 +233,63 @@ fn orphan_in_the_recorded_trace_is_a_trace_defect_not_a_violation() {
     let r = engine::replay(&t, &config, &env).unwrap();
     assert!(!r.invariants.trace_defects.is_empty());
 }
+
+/// `KeepViews::Last` builds only the last call's view (not every view, to drop all but one):
+/// the replay is the same as with `All`, and the kept view is `All`'s last one.
+fn assert_last_view_is_the_last_of_all(trace: &Trace, sets: &[String]) -> engine::Replay {
+    let config = EngineConfig::default()
+        .apply_sets(sets)
+        .unwrap()
+        .resolve(None)
+        .unwrap();
+    let replay_with = |keep| {
+        let mut env = ReplayEnv::new(&OfflineSummarizer);
+        env.keep_views = keep;
+        engine::replay(trace, &config, &env).unwrap()
+    };
+    let (all, last) = (replay_with(KeepViews::All), replay_with(KeepViews::Last));
+    assert_eq!(all.views.len(), all.calls.len());
+    assert_eq!(last.views.len(), 1);
+    assert_eq!(last.views.last(), all.views.last());
+    assert_eq!(
+        last.views[0].trace_index,
+        all.calls.last().unwrap().trace_index
+    );
+    assert_eq!(last.calls, all.calls);
+    assert_eq!(last.events, all.events);
+    assert_eq!(last.stopped, all.stopped);
+    last
+}
+
+#[test]
+fn keeping_the_last_view_equals_the_last_of_all_views() {
+    // Compaction on the way (summaries change the view).
+    let r = assert_last_view_is_the_last_of_all(&django(), &["window=20000".into()]);
+    assert!(r.events.iter().any(|e| e.kind == EventKind::Summarized));
+    // A replay a layer stops early keeps the view of the call it stopped at.
+    let mut t = django();
+    for m in t.messages.iter_mut().filter(|m| m.role == Role::Assistant) {
+        m.usage = Some(ctxbench::trace::Usage {
+            output: 1_000,
+            ..Default::default()
+        });
+    }
+    let sets: Vec<String> = [
+        "preset=\"core-agent\"",
+        "cost_ceiling.input_usd_per_mtok=0",
+        "cost_ceiling.output_usd_per_mtok=1000",
+        "cost_ceiling.per_session_usd=2.5",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let r = assert_last_view_is_the_last_of_all(&t, &sets);
+    let stop = r.stopped.as_ref().expect("the ceiling stops the replay");
+    let last_assistant = t
+        .messages
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .unwrap();
+    assert!(stop.trace_index < last_assistant);
+    assert_eq!(r.views[0].trace_index, stop.trace_index);
+}

@@ -369,7 +369,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let traces = load_traces(path)?;
         let cfg = load_config(&args)?;
         let summarizer = OfflineSummarizer;
-        for t in &traces {
+        for t in traces {
             let resolved = cfg.resolve_for(&t.meta, crate::pricing::PriceTable::bundled())?;
             let mut env = ReplayEnv::new(&summarizer);
             env.seed = args.seed;
@@ -381,7 +381,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     &resolved.preset,
                 ));
             }
-            replays.push(engine::replay(t, &resolved, &env).map_err(engine_err)?);
+            // By value: the trace's messages move into the replay, not copied (peak memory).
+            replays.push(engine::replay_owned(t, &resolved, &env).map_err(engine_err)?);
         }
     }
     if args.json {

@@ -304,6 +304,23 @@ pub fn replay(
     replay_shared(&trace.meta, &trace.markers, &messages, config, env)
 }
 
+/// [`replay`] taking the trace by value: its messages move into the engine's `Arc`s instead of
+/// being copied, so a replay holds one copy of the trace, not two (peak memory of
+/// `ctxbench replay` on a big trace).
+pub fn replay_owned(
+    trace: Trace,
+    config: &ResolvedConfig,
+    env: &ReplayEnv<'_>,
+) -> Result<Replay, EngineError> {
+    let Trace {
+        meta,
+        markers,
+        messages,
+    } = trace;
+    let messages: Vec<Arc<Message>> = messages.into_iter().map(Arc::new).collect();
+    replay_shared(&meta, &markers, &messages, config, env)
+}
+
 /// [`replay`] over messages already shared behind `Arc`s: one trace replayed under many
 /// variants converts its messages once instead of copying them per replay.
 pub fn replay_shared(
@@ -339,6 +356,9 @@ pub fn replay_shared(
     let mut prev: Option<PrevView> = None;
     let mut reference_sum: u64 = 0;
     let mut stopped = None;
+    // `KeepViews::Last` materializes only the view of the last call (or of the call a layer
+    // stops at): building every call's view only to drop it is quadratic in trace length.
+    let last_call = messages.iter().rposition(|m| m.role == Role::Assistant);
 
     for (i, m) in messages.iter().enumerate() {
         if m.role == Role::Assistant {
@@ -417,7 +437,7 @@ pub fn replay_shared(
             let keep = match env.keep_views {
                 KeepViews::None => false,
                 KeepViews::All => true,
-                KeepViews::Last => true,
+                KeepViews::Last => Some(i) == last_call || notes.stop.is_some(),
                 KeepViews::AfterCompaction => compacted,
             };
             if keep {

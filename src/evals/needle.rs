@@ -32,6 +32,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// When the question is asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,14 +211,26 @@ pub fn prepare(
     let probe_trace = question_point(&planted.trace, ask_at);
     env.store = StoreTarget::Dir(store_root.clone());
     env.keep_views = KeepViews::Last;
-    let replay = engine::replay(&probe_trace, &config, &env)
-        .map_err(|e| EvalError::Engine(e.to_string()))?;
+    // The messages move into the engine's `Arc`s and back out (the replay keeps none of them),
+    // so the probe trace is not copied once more for the replay.
+    let messages: Vec<Arc<Message>> = probe_trace.messages.into_iter().map(Arc::new).collect();
+    let replay = engine::replay_shared(
+        &probe_trace.meta,
+        &probe_trace.markers,
+        &messages,
+        &config,
+        &env,
+    )
+    .map_err(|e| EvalError::Engine(e.to_string()))?;
     let view = replay
         .views
         .last()
         .map(|v| v.messages.clone())
         .ok_or_else(|| EvalError::Engine("the replay kept no view to ask from".into()))?;
-    let mut reference = probe_trace.messages;
+    let mut reference: Vec<Message> = messages
+        .into_iter()
+        .map(|m| Arc::try_unwrap(m).unwrap_or_else(|m| (*m).clone()))
+        .collect();
     reference.pop(); // the synthetic probe call
     Ok(Prepared {
         folds: fold_calls(&replay, after).len(),

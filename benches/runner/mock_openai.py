@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""A minimal OpenAI-compatible chat-completions server for the runner-overhead scenario.
+
+Every POST is answered after a fixed delay (default 50 ms) with a short text answer, no tool
+call, so each question is one model call. Keep-alive HTTP/1.1 on 127.0.0.1; prints the port on
+stdout's first line. Counts requests and prints the count on SIGTERM/SIGINT to stderr.
+Usage: python3 mock_openai.py [--port 0] [--delay-ms 50]
+"""
+import argparse
+import asyncio
+import json
+import signal
+import sys
+
+BODY = json.dumps({
+    "id": "mock", "object": "chat.completion", "model": "mock",
+    "choices": [{"index": 0, "finish_reason": "stop",
+                 "message": {"role": "assistant", "content": "I don't know."}}],
+    "usage": {"prompt_tokens": 100, "completion_tokens": 4, "total_tokens": 104},
+}).encode()
+
+served = 0
+
+
+async def handle(reader, writer, delay):
+    global served
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":", 1)[1])
+            if length:
+                await reader.readexactly(length)
+            await asyncio.sleep(delay)
+            served += 1
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n" % len(BODY) + BODY)
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+
+async def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--delay-ms", type=float, default=50.0)
+    a = ap.parse_args()
+    server = await asyncio.start_server(lambda r, w: handle(r, w, a.delay_ms / 1000), "127.0.0.1", a.port)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for s in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(s, stop.set)
+    await stop.wait()
+    print(f"served {served} requests", file=sys.stderr, flush=True)
+
+
+asyncio.run(main())

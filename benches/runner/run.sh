@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runner-overhead scenario: start the 50 ms mock server, run benches/runner/suite.toml with the
+# release binary under /usr/bin/time -v, print wall/CPU time, calls served, the ideal and the
+# ratio. Usage: bash benches/runner/run.sh [path/to/ctxbench]   (default target/release/ctxbench)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+bin=${1:-target/release/ctxbench}
+delay_ms=50
+log=$(mktemp); tlog=$(mktemp)
+python3 benches/runner/mock_openai.py --delay-ms $delay_ms >"$log.port" 2>"$log" &
+mock=$!
+trap 'kill $mock 2>/dev/null || true' EXIT
+for _ in $(seq 50); do [ -s "$log.port" ] && break; sleep 0.1; done
+port=$(head -1 "$log.port")
+rm -rf target/runner-overhead
+MOCK_OPENAI_KEY=x ${WRAP:-} /usr/bin/time -v "$bin" run benches/runner/suite.toml --no-cache \
+  --set providers.agent.base_url=http://127.0.0.1:$port/v1 >/dev/null 2>"$tlog" || { cat "$tlog"; exit 1; }
+kill $mock; wait $mock 2>/dev/null || true; trap - EXIT
+calls=$(grep -o 'served [0-9]*' "$log" | cut -d' ' -f2)
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+python3 - "$tlog" "$calls" "$delay_ms" "$load" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+calls, delay, load = int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+def f(k): return re.search(re.escape(k) + r":\s*(.*)", t).group(1).strip()
+w = f("Elapsed (wall clock) time (h:mm:ss or m:ss)").split(":")
+wall = sum(float(x) * 60 ** i for i, x in enumerate(reversed(w)))
+cpu = float(f("User time (seconds)")) + float(f("System time (seconds)"))
+units, conc, per_unit = 1000, 32, calls / 1000
+ideal = -(-units // conc) * per_unit * delay / 1000
+print(f"units {units}  calls {calls}  wall {wall:.2f} s  cpu {cpu:.2f} s ({cpu/units*1000:.2f} ms/unit)  "
+      f"max RSS {int(f('Maximum resident set size (kbytes)'))/1024:.1f} MiB")
+print(f"ideal {ideal:.2f} s (ceil({units}/{conc}) x {per_unit:g} calls x {delay:g} ms)  ratio {wall/ideal:.2f}x  load {load}")
+PY
