@@ -38,6 +38,13 @@ fn run_losing(lose: usize) -> Vec<Sample> {
         .collect()
 }
 
+/// `ctxbench gate CANDIDATE --baseline BASELINE`, more arguments to follow.
+fn gate(candidate: &Path, baseline: &Path) -> Command {
+    let mut c = ctxbench();
+    c.arg("gate").arg(candidate).arg("--baseline").arg(baseline);
+    c
+}
+
 fn write(dir: &Path, id: &str, samples: &[Sample]) -> PathBuf {
     let p = dir.join(id);
     report_common::write_run(&p, &report_common::info(id), samples);
@@ -49,11 +56,7 @@ fn unchanged_run_passes_with_the_suite_rules() {
     let dir = tempfile::tempdir().unwrap();
     let base = write(dir.path(), "base", &run_losing(0));
     let cand = write(dir.path(), "cand", &run_losing(0));
-    ctxbench()
-        .arg("gate")
-        .arg(&cand)
-        .arg("--baseline")
-        .arg(&base)
+    gate(&cand, &base)
         .assert()
         .code(0)
         .stdout(predicate::str::contains(
@@ -73,11 +76,7 @@ fn significant_regression_fails_with_exit_10_junit_and_step_summary() {
     std::fs::write(&summary, "previous step\n").unwrap();
     let junit = dir.path().join("out/junit.xml");
     std::fs::create_dir_all(junit.parent().unwrap()).unwrap();
-    ctxbench()
-        .arg("gate")
-        .arg(&cand)
-        .arg("--baseline")
-        .arg(&base)
+    gate(&cand, &base)
         .arg("--junit")
         .arg(&junit)
         .env("GITHUB_STEP_SUMMARY", &summary)
@@ -112,11 +111,7 @@ fn insignificant_change_beyond_the_threshold_passes() {
     let base = write(dir.path(), "base", &run_losing(0));
     // 2 of 16 lost: delta −0.125 is beyond −0.05, but McNemar p = 0.5.
     let cand = write(dir.path(), "cand", &run_losing(2));
-    ctxbench()
-        .arg("gate")
-        .arg(&cand)
-        .arg("--baseline")
-        .arg(&base)
+    gate(&cand, &base)
         .args(["--rule", "needle.recall.delta >= -0.05"])
         .assert()
         .code(0)
@@ -138,11 +133,7 @@ fn absolute_rule_fails_only_when_the_ci_is_beyond_the_threshold() {
     )
     .unwrap();
     // mean 6/16 with a CI well below 0.95
-    ctxbench()
-        .arg("gate")
-        .arg(&far)
-        .arg("--baseline")
-        .arg(&base)
+    gate(&far, &base)
         .arg("--rules")
         .arg(&rules)
         .assert()
@@ -151,11 +142,7 @@ fn absolute_rule_fails_only_when_the_ci_is_beyond_the_threshold() {
         .stdout(predicate::str::contains("misses the threshold >= 0.950"))
         .stdout(predicate::str::contains("regression").not());
     // mean 15/16 = 0.9375 < 0.95, but the CI reaches above 0.95
-    ctxbench()
-        .arg("gate")
-        .arg(&near)
-        .arg("--baseline")
-        .arg(&base)
+    gate(&near, &base)
         .arg("--rules")
         .arg(&rules)
         .assert()
@@ -174,11 +161,7 @@ fn cost_rule_on_an_unpriced_metric_is_skipped_not_passed() {
     let base = write(dir.path(), "base", &samples);
     let cand = write(dir.path(), "cand", &samples);
     // `cost` exists in neither run: a usage error naming the metric.
-    ctxbench()
-        .arg("gate")
-        .arg(&cand)
-        .arg("--baseline")
-        .arg(&base)
+    gate(&cand, &base)
         .args(["--rule", "cost.delta_pct <= 5"])
         .assert()
         .code(2)
@@ -187,11 +170,7 @@ fn cost_rule_on_an_unpriced_metric_is_skipped_not_passed() {
         ));
     // priced in the baseline only: skipped in the candidate
     let base2 = write(dir.path(), "base2", &run_losing(0));
-    ctxbench()
-        .arg("gate")
-        .arg(&cand)
-        .arg("--baseline")
-        .arg(&base2)
+    gate(&cand, &base2)
         .args(["--rule", "cost.delta_pct <= 5"])
         .assert()
         .code(0)
@@ -204,20 +183,12 @@ fn cost_rule_on_an_unpriced_metric_is_skipped_not_passed() {
 fn bad_rules_and_missing_rules_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
     let base = write(dir.path(), "base", &run_losing(0));
-    ctxbench()
-        .arg("gate")
-        .arg(&base)
-        .arg("--baseline")
-        .arg(&base)
+    gate(&base, &base)
         .args(["--rule", "needle.recall >= lots"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("expected a number after `>=`"));
-    ctxbench()
-        .arg("gate")
-        .arg(&base)
-        .arg("--baseline")
-        .arg(&base)
+    gate(&base, &base)
         .args(["--rule", "nope: needle.recall >= 0.5"])
         .assert()
         .code(2)
@@ -228,11 +199,7 @@ fn bad_rules_and_missing_rules_are_usage_errors() {
     info.suite = serde_json::json!({});
     let p = dir.path().join("norules");
     report_common::write_run(&p, &info, &run_losing(0));
-    ctxbench()
-        .arg("gate")
-        .arg(&p)
-        .arg("--baseline")
-        .arg(&base)
+    gate(&p, &base)
         .assert()
         .code(2)
         .stderr(predicate::str::contains("no gate rules"));
@@ -259,11 +226,7 @@ fn an_absolute_rule_that_fails_is_a_threshold_miss_not_a_regression() {
     let dir = tempfile::tempdir().unwrap();
     let far = write(dir.path(), "far", &run_losing(10));
     // Gated against itself: no regression is possible, only a threshold miss.
-    let out = ctxbench()
-        .arg("gate")
-        .arg(&far)
-        .arg("--baseline")
-        .arg(&far)
+    let out = gate(&far, &far)
         .args(["--rule", "aggressive: needle.recall >= 0.95"])
         .assert()
         .code(10)
@@ -299,11 +262,7 @@ fn unrelated_runs_are_a_usage_error_not_a_silent_fail() {
         &["baseline", "aggressive"],
         &samples,
     );
-    ctxbench()
-        .arg("gate")
-        .arg(&other_suite)
-        .arg("--baseline")
-        .arg(&base)
+    gate(&other_suite, &base)
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
@@ -325,11 +284,7 @@ fn unrelated_runs_are_a_usage_error_not_a_silent_fail() {
         &["new-baseline", "new-aggressive"],
         &renamed,
     );
-    ctxbench()
-        .arg("gate")
-        .arg(&cand)
-        .arg("--baseline")
-        .arg(&base)
+    gate(&cand, &base)
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
@@ -345,13 +300,7 @@ fn unrelated_runs_are_a_usage_error_not_a_silent_fail() {
         &["baseline", "aggressive"],
         &samples,
     );
-    ctxbench()
-        .arg("gate")
-        .arg(&same)
-        .arg("--baseline")
-        .arg(&base)
-        .assert()
-        .code(0);
+    gate(&same, &base).assert().code(0);
 }
 
 #[test]
@@ -359,22 +308,12 @@ fn junit_goes_to_the_candidate_and_never_into_the_baseline() {
     let dir = tempfile::tempdir().unwrap();
     let base = write(dir.path(), "base", &run_losing(0));
     let cand = write(dir.path(), "cand", &run_losing(0));
-    ctxbench()
-        .arg("gate")
-        .arg(&cand)
-        .arg("--baseline")
-        .arg(&base)
-        .assert()
-        .code(0);
+    gate(&cand, &base).assert().code(0);
     assert!(cand.join("gate.xml").exists());
     assert!(!base.join("gate.xml").exists());
     // An explicit path inside the baseline run (also through `..`) is refused.
     for junit in [base.join("gate.xml"), cand.join("../base/sub/gate.xml")] {
-        ctxbench()
-            .arg("gate")
-            .arg(&cand)
-            .arg("--baseline")
-            .arg(&base)
+        gate(&cand, &base)
             .arg("--junit")
             .arg(&junit)
             .assert()
@@ -389,11 +328,7 @@ fn json_output_is_the_machine_readable_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let base = write(dir.path(), "base", &run_losing(0));
     let cand = write(dir.path(), "cand", &run_losing(8));
-    let out = ctxbench()
-        .arg("gate")
-        .arg(&cand)
-        .arg("--baseline")
-        .arg(&base)
+    let out = gate(&cand, &base)
         .args(["--rule", "needle.recall.delta >= -0.05", "--json"])
         .assert()
         .code(10)
