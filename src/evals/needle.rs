@@ -26,7 +26,7 @@ use crate::engine::{
     self, EventKind, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
 };
 use crate::pricing::PriceTable;
-use crate::providers::Provider;
+use crate::providers::{Provider, ProviderError};
 use crate::trace::{Message, Role, Trace, Usage};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -379,12 +379,16 @@ pub async fn ask(
                 usage: r.usage,
                 error: None,
             },
-            Err(e) => ReferenceAnswer {
+            // The full history may not fit a small model's context: that reference is missing
+            // (recorded, never 0). Any other failure fails the unit like the question itself,
+            // so `--resume --retry-failed` runs it again.
+            Err(e @ ProviderError::ContextOverflow { .. }) => ReferenceAnswer {
                 recovered: false,
                 answer: String::new(),
                 usage: Usage::default(),
                 error: Some(e.to_string()),
             },
+            Err(e) => return Err(e.into()),
         };
         let recovered = plant::recovered(&outcome.answer, expected);
         answers.push(Answer {

@@ -63,6 +63,24 @@ pub fn code(text: &str, max: usize) -> String {
     out
 }
 
+/// A note line: text between pairs of backticks stays a code span (as the notes write model
+/// names and keys), the rest is escaped like a cell; unpaired backticks are escaped.
+pub fn note(text: &str, max: usize) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    if parts.len() % 2 == 0 {
+        return cell(text, max);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for (i, p) in parts.iter().enumerate() {
+        if i % 2 == 1 {
+            out.push_str(&code(p, max));
+        } else {
+            out.push_str(&cell(p, max));
+        }
+    }
+    out
+}
+
 fn row(out: &mut String, cells: impl Iterator<Item = String>) {
     out.push('|');
     for c in cells {
@@ -220,7 +238,7 @@ pub fn render(info: &RunInfo, model: &ReportModel) -> String {
     if !model.notes.is_empty() {
         out.push_str("## Notes\n\n");
         for n in &model.notes {
-            let _ = writeln!(out, "- {}", cell(n, 500));
+            let _ = writeln!(out, "- {}", note(n, 500));
         }
         out.push('\n');
     }
@@ -301,7 +319,7 @@ pub fn render_compare(
         write_comparison(&mut out, comparisons, headline, "candidate");
     }
     for n in notes {
-        let _ = writeln!(out, "- {}", cell(n, 500));
+        let _ = writeln!(out, "- {}", note(n, 500));
     }
     out
 }
@@ -325,6 +343,17 @@ pub fn gate_summary(outcome: &GateOutcome) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn notes_keep_code_spans_and_escape_the_rest() {
+        assert_eq!(
+            note("model `gpt-4o` has *no* price", 500),
+            "model `gpt-4o` has \\*no\\* price"
+        );
+        // Markup inside a code span stays text; an unpaired backtick is escaped.
+        assert_eq!(note("`<b>` & `x", 500), "\\`&lt;b&gt;\\` &amp; \\`x");
+        assert_eq!(note("a `<b>` c", 500), "a `<b>` c");
+    }
     use super::*;
 
     #[test]
