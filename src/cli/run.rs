@@ -209,8 +209,8 @@ fn write_reports(run_dir: &std::path::Path, keep_stores: bool) -> anyhow::Result
     if !keep_stores {
         match crate::runner::stores::prune(&dir, &model, false) {
             Ok(p) if p.removed > 0 => out.push_str(&format!(
-                "stores   kept {} of {} offload stores (the samples report.html shows in full \
-                 and failed units; --keep-stores keeps all)\n",
+                "stores   kept {} of {} offload stores (failed + shown in report.html; \
+                 --keep-stores: all)\n",
                 p.kept,
                 p.kept + p.removed
             )),
