@@ -7,7 +7,7 @@
 //! "none"` (core-agent: its audit log is out of the agent's reach) nothing is written and the
 //! record names no file; `"memory"` appends the record to `<history_dir>/MEMORY.md`.
 
-use super::fold::{emit_summary_error, install_record, record_text, request_summary};
+use super::fold::{emit_summary_error, history_file, install_record, record_text, request_summary};
 use super::summarize::{render_history, safe_cutoff_point};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
@@ -161,14 +161,7 @@ impl Layer for CheckpointLayer {
         let mut writes = Vec::new();
         let mut history = String::new();
         if self.cfg.history == History::Offload {
-            history = match &self.history_file {
-                Some(h) => h.clone(),
-                None => {
-                    let h = format!("{dir}/checkpoints_{}.md", ctx.env.store.uuid4_hex());
-                    self.history_file = Some(h.clone());
-                    h
-                }
-            };
+            history = history_file(ctx, &mut self.history_file, &dir, "checkpoints");
             writes.push(ctx.env.store.append(
                 &history,
                 render_history(ctx.call_index, &leaving).as_bytes(),

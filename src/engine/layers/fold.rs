@@ -40,6 +40,18 @@ pub(crate) fn request_summary(
         })
 }
 
+/// The layer's raw-history file under `dir`, named `<prefix>_<uuid>.md` on first use and the
+/// same file for every later fold of the replay.
+pub(crate) fn history_file(
+    ctx: &mut CallCtx<'_>,
+    file: &mut Option<String>,
+    dir: &str,
+    prefix: &str,
+) -> String {
+    file.get_or_insert_with(|| format!("{dir}/{prefix}_{}.md", ctx.env.store.uuid4_hex()))
+        .clone()
+}
+
 /// The `error` event of a fold whose summary failed: the offload writes already made stay
 /// recorded, the view is left as it was.
 pub(crate) fn emit_summary_error(

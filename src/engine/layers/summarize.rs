@@ -9,7 +9,7 @@
 //! `<history_dir>/MEMORY.md`) or `none` (nothing written); `summary_role` puts the summary in a
 //! user or a system message.
 
-use super::fold::{emit_summary_error, install_record, record_text, request_summary};
+use super::fold::{emit_summary_error, history_file, install_record, record_text, request_summary};
 use super::preview::{read_file_clip, tool_stub, PreviewShape};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
@@ -307,14 +307,7 @@ impl SummarizeLayer {
         let mut writes = Vec::new();
         let mut history = String::new();
         if self.cfg.history == History::Offload {
-            history = match &self.history_file {
-                Some(h) => h.clone(),
-                None => {
-                    let h = format!("{dir}/session_{}.md", ctx.env.store.uuid4_hex());
-                    self.history_file = Some(h.clone());
-                    h
-                }
-            };
+            history = history_file(ctx, &mut self.history_file, &dir, "session");
             let section = HistorySection::new(ctx.call_index, leaving.clone());
             writes.push(ctx.env.store.append_lazy(&history, Box::new(section))?);
         }
