@@ -2,10 +2,141 @@
 //! markers, the uncompressed reference) and mean scores by folds survived.
 
 use super::super::data::FoldCurves;
+use super::super::style::{line_styles, LineOpts, LineStyle, Marker};
 use super::super::{color, e, DrawResult, ReportModel, SIZE};
 use crate::record::Sample;
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
+
+/// A marker's filled shape and its rim, in pixels.
+type MarkerParts = (Polygon<(i32, i32)>, PathElement<(i32, i32)>);
+
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// [`line_styles`] of owned series.
+fn styled(series: &[(&str, Vec<(f64, f64)>)], opts: &LineOpts) -> Vec<LineStyle> {
+    let refs: Vec<(&str, &[(f64, f64)])> = series.iter().map(|(n, p)| (*n, p.as_slice())).collect();
+    line_styles(&refs, opts)
+}
+
+/// Outline of a marker of radius `r` around (0, 0), in pixels.
+fn marker_outline(m: Marker, r: i32) -> Vec<(i32, i32)> {
+    let rf = f64::from(r);
+    match m {
+        Marker::Circle => (0..16)
+            .map(|k| {
+                let a = f64::from(k) * std::f64::consts::PI / 8.0;
+                ((rf * a.cos()).round() as i32, (rf * a.sin()).round() as i32)
+            })
+            .collect(),
+        Marker::Square => {
+            let h = (rf * 0.85).round() as i32;
+            vec![(-h, -h), (h, -h), (h, h), (-h, h)]
+        }
+        Marker::Diamond => vec![(0, -r - 1), (r + 1, 0), (0, r + 1), (-r - 1, 0)],
+        Marker::Cross => {
+            // A plus of arm `r` and half-thickness `t`, turned 45°.
+            let t = (rf * 0.3).max(1.5);
+            let plus = [
+                (t, rf),
+                (t, t),
+                (rf, t),
+                (rf, -t),
+                (t, -t),
+                (t, -rf),
+                (-t, -rf),
+                (-t, -t),
+                (-rf, -t),
+                (-rf, t),
+                (-t, t),
+                (-t, rf),
+            ];
+            let s = std::f64::consts::FRAC_1_SQRT_2;
+            plus.iter()
+                .map(|&(x, y)| (((x - y) * s).round() as i32, ((x + y) * s).round() as i32))
+                .collect()
+        }
+    }
+}
+
+/// A marker's parts in pixels around (0, 0): its shape filled in `c`, and a white rim so it
+/// reads on a line of its own colour; nothing for no marker.
+fn marker_parts(m: Option<Marker>, r: u32, c: RGBColor) -> MarkerParts {
+    let Some(m) = m else {
+        let none = WHITE.mix(0.0);
+        return (Polygon::new(vec![], none), PathElement::new(vec![], none));
+    };
+    let pts = marker_outline(m, r as i32);
+    let mut rim = pts.clone();
+    rim.push(pts[0]);
+    (
+        Polygon::new(pts, c.filled()),
+        PathElement::new(rim, WHITE.stroke_width(1)),
+    )
+}
+
+/// One line in its style (solid or dashed), named in the legend with its note and drawn there
+/// as a short stroke of the same dash, width (capped) and marker.
+fn draw_line<'c, DB: DrawingBackend + 'c>(
+    chart: &mut Chart<'c, DB>,
+    pts: &[(f64, f64)],
+    st: &LineStyle,
+    c: RGBColor,
+    name: &str,
+    detail: Option<&str>,
+) -> DrawResult {
+    let stroke = c.stroke_width(st.width);
+    let anno = match st.dash {
+        None => chart
+            .draw_series(LineSeries::new(pts.to_vec(), stroke))
+            .map_err(e)?,
+        Some((on, off)) => chart
+            .draw_series(DashedLineSeries::new(pts.to_vec(), on, off, stroke))
+            .map_err(e)?,
+    };
+    let notes: Vec<&str> = detail.into_iter().chain(st.note.as_deref()).collect();
+    let label = if notes.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} ({})", notes.join(", "))
+    };
+    let (dash, marker, width) = (st.dash.unwrap_or((24, 0)), st.marker, st.width.min(7));
+    anno.label(label).legend(move |(x, y)| {
+        let line = DashedPathElement::new(
+            vec![(-12, 0), (12, 0)],
+            dash.0,
+            dash.1,
+            c.stroke_width(width),
+        );
+        let (shape, rim) = marker_parts(marker, 5, c);
+        EmptyElement::at((x + 12, y)) + line + shape + rim
+    });
+    Ok(())
+}
+
+/// The markers of one line, on the points its style marks.
+fn draw_marks<DB: DrawingBackend>(
+    chart: &mut Chart<DB>,
+    pts: &[(f64, f64)],
+    st: &LineStyle,
+    c: RGBColor,
+) -> DrawResult {
+    let Some(m) = st.marker else {
+        return Ok(());
+    };
+    let marks = pts
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| st.marks(*k))
+        .map(|(_, &p)| {
+            let (shape, rim) = marker_parts(Some(m), st.marker_size, c);
+            EmptyElement::at(p) + shape + rim
+        });
+    chart.draw_series(marks).map_err(e)?;
+    Ok(())
+}
 
 pub(in crate::report::plots) fn draw_context<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
@@ -67,52 +198,54 @@ pub(in crate::report::plots) fn draw_context<DB: DrawingBackend>(
         .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()
         .map_err(e)?;
+    let series: Vec<(&str, Vec<(f64, f64)>)> = lines
+        .iter()
+        .map(|(variant, s)| {
+            let pts = s
+                .timeline
+                .iter()
+                .enumerate()
+                .map(|(k, p)| (k as f64 + 1.0, p.tokens as f64))
+                .collect();
+            (*variant, pts)
+        })
+        .collect();
+    // Lines closer than ~5 px (1.2% of the axis) look like one.
+    let styles = styled(
+        &series,
+        &LineOpts {
+            tol: 0.012 * ymax,
+            unit: "calls",
+            mark_all: false,
+        },
+    );
+    for (i, ((variant, pts), st)) in series.iter().zip(&styles).enumerate() {
+        draw_line(&mut chart, pts, st, color(i), variant, None)?;
+    }
+    // Markers and compaction events over every line, nested largest first where lines
+    // coincide.
+    for (i, (((_, pts), st), (_, s))) in series.iter().zip(&styles).zip(&lines).enumerate() {
+        draw_marks(&mut chart, pts, st, color(i))?;
+        let c = color(i);
+        let events = s
+            .timeline
+            .iter()
+            .zip(pts)
+            .filter(|(p, _)| !p.events.is_empty())
+            .map(|(_, &xy)| TriangleMarker::new(xy, st.event_size as i32, c.filled()));
+        chart.draw_series(events).map_err(e)?;
+    }
+    // The uncompressed reference on top, thin and dashed, so it shows where a variant has not
+    // compacted yet and the two coincide.
     if let Some(r) = reference {
+        let grey = RGBColor(90, 90, 90);
         chart
-            .draw_series(DashedLineSeries::new(
-                r,
-                6,
-                4,
-                RGBColor(150, 150, 150).stroke_width(1),
-            ))
+            .draw_series(DashedLineSeries::new(r, 6, 4, grey.stroke_width(1)))
             .map_err(e)?
             .label("no compression")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(150, 150, 150)));
-    }
-    // Lines that coincide stay visible: earlier variants are drawn wider, so a later one on
-    // top leaves the earlier one as an outline; the legend names the overlaps.
-    let n_lines = lines.len() as u32;
-    for (i, (variant, s)) in lines.iter().enumerate() {
-        let c = color(i);
-        let width = 2 + 3 * (n_lines - 1 - i as u32);
-        let pts: Vec<(f64, f64)> = s
-            .timeline
-            .iter()
-            .enumerate()
-            .map(|(k, p)| (k as f64 + 1.0, p.tokens as f64))
-            .collect();
-        let same_as = lines[..i]
-            .iter()
-            .find(|(_, o)| overlaps(o, s))
-            .map(|(name, _)| *name);
-        let label = match same_as {
-            Some(o) => format!("{variant} (≈ {o}, drawn over it)"),
-            None => variant.to_string(),
-        };
-        chart
-            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(width)))
-            .map_err(e)?
-            .label(label)
             .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(width.min(6)))
+                DashedPathElement::new(vec![(x, y), (x + 24, y)], 6, 4, grey.stroke_width(1))
             });
-        let marks = s
-            .timeline
-            .iter()
-            .zip(&pts)
-            .filter(|(p, _)| !p.events.is_empty())
-            .map(|(_, &xy)| TriangleMarker::new(xy, 7, c.filled()));
-        chart.draw_series(marks).map_err(e)?;
     }
     chart
         .configure_series_labels()
@@ -130,18 +263,8 @@ pub(in crate::report::plots) fn draw_context<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Whether two timelines are the same length and within 3% of each other at every call (drawn
-/// one over the other, they would look like one line).
-fn overlaps(a: &Sample, b: &Sample) -> bool {
-    a.timeline.len() == b.timeline.len()
-        && a.timeline.iter().zip(&b.timeline).all(|(x, y)| {
-            let (x, y) = (x.tokens as f64, y.tokens as f64);
-            (x - y).abs() <= 0.03 * x.max(y).max(1.0)
-        })
-}
-
-/// Mean main score by folds survived, one line per variant (distinct colour, marker shape and
-/// dash, so lines that coincide stay visible), n per point in the legend note.
+/// Mean main score by folds survived, one line per variant with a marker on each point (lines
+/// that coincide styled apart and named, see `style`), n in the legend.
 pub(in crate::report::plots) fn draw_folds<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     f: &FoldCurves,
@@ -187,43 +310,37 @@ pub(in crate::report::plots) fn draw_folds<DB: DrawingBackend>(
         })
         .draw()
         .map_err(e)?;
-    for (i, (variant, pts)) in f.curves.iter().enumerate() {
-        let c = color(i);
-        let xy: Vec<(f64, f64)> = pts.iter().map(|p| (f64::from(p.0), p.1)).collect();
-        let dash = 4 + 4 * (i as u32 % 3);
-        if i == 0 {
-            chart
-                .draw_series(LineSeries::new(xy.clone(), c.stroke_width(3)))
-                .map_err(e)?;
-        } else {
-            chart
-                .draw_series(DashedLineSeries::new(
-                    xy.clone(),
-                    dash,
-                    4,
-                    c.stroke_width(2),
-                ))
-                .map_err(e)?;
-        }
+    let series: Vec<(&str, Vec<(f64, f64)>)> = f
+        .curves
+        .iter()
+        .map(|(variant, pts)| {
+            let xy = pts.iter().map(|p| (f64::from(p.0), p.1)).collect();
+            (variant.as_str(), xy)
+        })
+        .collect();
+    let styles = styled(
+        &series,
+        &LineOpts {
+            tol: 0.012 * ymax * 1.08,
+            unit: "folds",
+            mark_all: true,
+        },
+    );
+    for (i, (((variant, xy), st), (_, pts))) in
+        series.iter().zip(&styles).zip(&f.curves).enumerate()
+    {
         let n: usize = pts.iter().map(|p| p.2).sum();
-        let label = format!("{variant} (n={n})");
-        match i % 3 {
-            0 => chart
-                .draw_series(xy.iter().map(|&p| Circle::new(p, 6, c.filled())))
-                .map_err(e)?
-                .label(label)
-                .legend(move |(x, y)| Circle::new((x + 10, y), 5, c.filled())),
-            1 => chart
-                .draw_series(xy.iter().map(|&p| TriangleMarker::new(p, 8, c.filled())))
-                .map_err(e)?
-                .label(label)
-                .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 6, c.filled())),
-            _ => chart
-                .draw_series(xy.iter().map(|&p| Cross::new(p, 6, c.stroke_width(2))))
-                .map_err(e)?
-                .label(label)
-                .legend(move |(x, y)| Cross::new((x + 10, y), 5, c.stroke_width(2))),
-        };
+        draw_line(
+            &mut chart,
+            xy,
+            st,
+            color(i),
+            variant,
+            Some(&format!("n={n}")),
+        )?;
+    }
+    for (i, ((_, xy), st)) in series.iter().zip(&styles).enumerate() {
+        draw_marks(&mut chart, xy, st, color(i))?;
     }
     chart
         .configure_series_labels()
