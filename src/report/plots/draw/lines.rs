@@ -116,12 +116,14 @@ fn draw_line<'c, DB: DrawingBackend + 'c>(
     Ok(())
 }
 
-/// The markers of one line, on the points its style marks.
+/// The markers of one line, on the points its style marks except those `taken` (a compaction
+/// event's triangle is there).
 fn draw_marks<DB: DrawingBackend>(
     chart: &mut Chart<DB>,
     pts: &[(f64, f64)],
     st: &LineStyle,
     c: RGBColor,
+    taken: impl Fn(usize) -> bool,
 ) -> DrawResult {
     let Some(m) = st.marker else {
         return Ok(());
@@ -129,7 +131,7 @@ fn draw_marks<DB: DrawingBackend>(
     let marks = pts
         .iter()
         .enumerate()
-        .filter(|(k, _)| st.marks(*k))
+        .filter(|(k, _)| st.marks(*k) && !taken(*k))
         .map(|(_, &p)| {
             let (shape, rim) = marker_parts(Some(m), st.marker_size, c);
             EmptyElement::at(p) + shape + rim
@@ -225,7 +227,9 @@ pub(in crate::report::plots) fn draw_context<DB: DrawingBackend>(
     // Markers and compaction events over every line, nested largest first where lines
     // coincide.
     for (i, (((_, pts), st), (_, s))) in series.iter().zip(&styles).zip(&lines).enumerate() {
-        draw_marks(&mut chart, pts, st, color(i))?;
+        draw_marks(&mut chart, pts, st, color(i), |k| {
+            s.timeline.get(k).is_some_and(|p| !p.events.is_empty())
+        })?;
         let c = color(i);
         let events = s
             .timeline
@@ -340,7 +344,7 @@ pub(in crate::report::plots) fn draw_folds<DB: DrawingBackend>(
         )?;
     }
     for (i, ((_, xy), st)) in series.iter().zip(&styles).enumerate() {
-        draw_marks(&mut chart, xy, st, color(i))?;
+        draw_marks(&mut chart, xy, st, color(i), |_| false)?;
     }
     chart
         .configure_series_labels()
