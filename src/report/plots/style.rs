@@ -186,6 +186,67 @@ pub fn line_styles(series: &[(&str, &[(f64, f64)])], opts: &LineOpts) -> Vec<Lin
         .collect()
 }
 
+/// A corner of the plot area, for the legend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Corner {
+    UpperLeft,
+    UpperRight,
+    LowerLeft,
+    LowerRight,
+}
+
+/// The corner where a legend box of `size` (fractions of the plot area's width and height)
+/// covers the fewest points of `lines`, each segment sampled at 16 points so a line crossing
+/// the box counts: the legend hides as little as it can. Ties go to the first corner in the
+/// order upper left, upper right, lower left, lower right.
+pub fn legend_corner(
+    lines: &[&[(f64, f64)]],
+    x: (f64, f64),
+    y: (f64, f64),
+    size: (f64, f64),
+) -> Corner {
+    const CORNERS: [Corner; 4] = [
+        Corner::UpperLeft,
+        Corner::UpperRight,
+        Corner::LowerLeft,
+        Corner::LowerRight,
+    ];
+    let span = |v: f64, (a, b): (f64, f64)| if b > a { (v - a) / (b - a) } else { 0.5 };
+    let mut hits = [0usize; 4];
+    let mut count = |p: (f64, f64)| {
+        let (u, v) = (span(p.0, x), span(p.1, y));
+        let left = u <= size.0;
+        let right = u >= 1.0 - size.0;
+        let up = v >= 1.0 - size.1;
+        let down = v <= size.1;
+        for (k, inside) in [up && left, up && right, down && left, down && right]
+            .into_iter()
+            .enumerate()
+        {
+            hits[k] += usize::from(inside);
+        }
+    };
+    for line in lines {
+        if let [only] = line {
+            count(*only);
+        }
+        for w in line.windows(2) {
+            for t in 0..16 {
+                let f = f64::from(t) / 16.0;
+                count((
+                    w[0].0 + (w[1].0 - w[0].0) * f,
+                    w[0].1 + (w[1].1 - w[0].1) * f,
+                ));
+            }
+        }
+        if let Some(&last) = line.last() {
+            count(last);
+        }
+    }
+    let best = (0..4).min_by_key(|&k| (hits[k], k)).unwrap_or(0);
+    CORNERS[best]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,5 +374,23 @@ mod tests {
             (s[0].marker, s[1].marker, s[1].dash),
             (Some(Marker::Circle), Some(Marker::Square), None)
         );
+    }
+
+    #[test]
+    fn the_legend_goes_to_the_emptiest_corner() {
+        let rising = line(&[0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        let r: &[(f64, f64)] = &rising;
+        let (x, y, size) = ((1.0, 6.0), (0.0, 10.0), (0.4, 0.3));
+        // A line from lower left to upper right leaves the upper left free.
+        assert_eq!(legend_corner(&[r], x, y, size), Corner::UpperLeft);
+        // Falling from the upper left: the upper right and lower left are free; upper right
+        // comes first.
+        let falling = line(&[10.0, 8.0, 6.0, 4.0, 2.0, 0.0]);
+        assert_eq!(legend_corner(&[&falling], x, y, size), Corner::UpperRight);
+        // Both: every corner equally covered, so the order decides.
+        assert_eq!(legend_corner(&[r, &falling], x, y, size), Corner::UpperLeft);
+        // Everything high: a lower corner.
+        let high = line(&[9.0, 9.5, 9.0, 9.5, 9.0, 9.5]);
+        assert_eq!(legend_corner(&[&high], x, y, size), Corner::LowerLeft);
     }
 }

@@ -2,7 +2,7 @@
 //! markers, the uncompressed reference) and mean scores by folds survived.
 
 use super::super::data::FoldCurves;
-use super::super::style::{line_styles, LineOpts, LineStyle, Marker};
+use super::super::style::{legend_corner, line_styles, Corner, LineOpts, LineStyle, Marker};
 use super::super::{color, e, DrawResult, ReportModel, SIZE};
 use crate::record::Sample;
 use plotters::coord::types::RangedCoordf64;
@@ -19,6 +19,28 @@ type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoor
 fn styled(series: &[(&str, Vec<(f64, f64)>)], opts: &LineOpts) -> Vec<LineStyle> {
     let refs: Vec<(&str, &[(f64, f64)])> = series.iter().map(|(n, p)| (*n, p.as_slice())).collect();
     line_styles(&refs, opts)
+}
+
+/// Where the legend of these lines hides the least of them, for `labels` (one row each).
+fn legend_position<DB: DrawingBackend>(
+    chart: &Chart<DB>,
+    series: &[(&str, Vec<(f64, f64)>)],
+    labels: &[String],
+) -> SeriesLabelPosition {
+    let (x, y) = (chart.x_range(), chart.y_range());
+    let (w, h) = chart.plotting_area().dim_in_pixel();
+    let chars = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let size = (
+        (chars as f64 * 7.0 + 60.0) / f64::from(w.max(1)),
+        (labels.len() as f64 * 17.0 + 16.0) / f64::from(h.max(1)),
+    );
+    let lines: Vec<&[(f64, f64)]> = series.iter().map(|(_, p)| p.as_slice()).collect();
+    match legend_corner(&lines, (x.start, x.end), (y.start, y.end), size) {
+        Corner::UpperLeft => SeriesLabelPosition::UpperLeft,
+        Corner::UpperRight => SeriesLabelPosition::UpperRight,
+        Corner::LowerLeft => SeriesLabelPosition::LowerLeft,
+        Corner::LowerRight => SeriesLabelPosition::LowerRight,
+    }
 }
 
 /// Outline of a marker of radius `r` around (0, 0), in pixels.
@@ -77,15 +99,24 @@ fn marker_parts(m: Option<Marker>, r: u32, c: RGBColor) -> MarkerParts {
     )
 }
 
-/// One line in its style (solid or dashed), named in the legend with its note and drawn there
-/// as a short stroke of the same dash, width (capped) and marker.
+/// The legend label of a line: its name, then `detail` and its style's note in brackets.
+fn line_label(name: &str, detail: Option<&str>, st: &LineStyle) -> String {
+    let notes: Vec<&str> = detail.into_iter().chain(st.note.as_deref()).collect();
+    if notes.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} ({})", notes.join(", "))
+    }
+}
+
+/// One line in its style (solid or dashed), named `label` in the legend and drawn there as a
+/// short stroke of the same dash, width (capped) and marker.
 fn draw_line<'c, DB: DrawingBackend + 'c>(
     chart: &mut Chart<'c, DB>,
     pts: &[(f64, f64)],
     st: &LineStyle,
     c: RGBColor,
-    name: &str,
-    detail: Option<&str>,
+    label: &str,
 ) -> DrawResult {
     let stroke = c.stroke_width(st.width);
     let anno = match st.dash {
@@ -95,12 +126,6 @@ fn draw_line<'c, DB: DrawingBackend + 'c>(
         Some((on, off)) => chart
             .draw_series(DashedLineSeries::new(pts.to_vec(), on, off, stroke))
             .map_err(e)?,
-    };
-    let notes: Vec<&str> = detail.into_iter().chain(st.note.as_deref()).collect();
-    let label = if notes.is_empty() {
-        name.to_string()
-    } else {
-        format!("{name} ({})", notes.join(", "))
     };
     let (dash, marker, width) = (st.dash.unwrap_or((24, 0)), st.marker, st.width.min(7));
     anno.label(label).legend(move |(x, y)| {
@@ -221,8 +246,13 @@ pub(in crate::report::plots) fn draw_context<DB: DrawingBackend>(
             mark_all: false,
         },
     );
-    for (i, ((variant, pts), st)) in series.iter().zip(&styles).enumerate() {
-        draw_line(&mut chart, pts, st, color(i), variant, None)?;
+    let mut labels: Vec<String> = series
+        .iter()
+        .zip(&styles)
+        .map(|((variant, _), st)| line_label(variant, None, st))
+        .collect();
+    for (i, ((_, pts), st)) in series.iter().zip(&styles).enumerate() {
+        draw_line(&mut chart, pts, st, color(i), &labels[i])?;
     }
     // Markers and compaction events over every line, nested largest first where lines
     // coincide.
@@ -241,8 +271,11 @@ pub(in crate::report::plots) fn draw_context<DB: DrawingBackend>(
     }
     // The uncompressed reference on top, thin and dashed, so it shows where a variant has not
     // compacted yet and the two coincide.
+    let mut all = series.clone();
     if let Some(r) = reference {
         let grey = RGBColor(90, 90, 90);
+        labels.push("no compression".into());
+        all.push(("no compression", r.clone()));
         chart
             .draw_series(DashedLineSeries::new(r, 6, 4, grey.stroke_width(1)))
             .map_err(e)?
@@ -251,9 +284,10 @@ pub(in crate::report::plots) fn draw_context<DB: DrawingBackend>(
                 DashedPathElement::new(vec![(x, y), (x + 24, y)], 6, 4, grey.stroke_width(1))
             });
     }
+    let corner = legend_position(&chart, &all, &labels);
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(corner)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()
@@ -330,25 +364,25 @@ pub(in crate::report::plots) fn draw_folds<DB: DrawingBackend>(
             mark_all: true,
         },
     );
-    for (i, (((variant, xy), st), (_, pts))) in
-        series.iter().zip(&styles).zip(&f.curves).enumerate()
-    {
-        let n: usize = pts.iter().map(|p| p.2).sum();
-        draw_line(
-            &mut chart,
-            xy,
-            st,
-            color(i),
-            variant,
-            Some(&format!("n={n}")),
-        )?;
+    let labels: Vec<String> = series
+        .iter()
+        .zip(&styles)
+        .zip(&f.curves)
+        .map(|(((variant, _), st), (_, pts))| {
+            let n: usize = pts.iter().map(|p| p.2).sum();
+            line_label(variant, Some(&format!("n={n}")), st)
+        })
+        .collect();
+    for (i, ((_, xy), st)) in series.iter().zip(&styles).enumerate() {
+        draw_line(&mut chart, xy, st, color(i), &labels[i])?;
     }
     for (i, ((_, xy), st)) in series.iter().zip(&styles).enumerate() {
         draw_marks(&mut chart, xy, st, color(i), |_| false)?;
     }
+    let corner = legend_position(&chart, &series, &labels);
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerLeft)
+        .position(corner)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()
