@@ -2,10 +2,10 @@
 //! markers, the uncompressed reference) and mean scores by folds survived.
 
 use super::super::data::FoldCurves;
-use super::super::style::{legend_corner, line_styles, Corner, LineOpts, LineStyle, Marker};
+use super::super::style::{line_styles, LineOpts, LineStyle, Marker};
 use super::super::{color, e, DrawResult, ReportModel, SIZE};
+use super::{legend_position, Chart};
 use crate::record::Sample;
-use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -13,34 +13,14 @@ use plotters::prelude::*;
 /// A marker's filled shape and its rim, in pixels.
 type MarkerParts = (Polygon<(i32, i32)>, PathElement<(i32, i32)>);
 
-type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
-
 /// [`line_styles`] of owned series.
 fn styled(series: &[(&str, Vec<(f64, f64)>)], opts: &LineOpts) -> Vec<LineStyle> {
     let refs: Vec<(&str, &[(f64, f64)])> = series.iter().map(|(n, p)| (*n, p.as_slice())).collect();
     line_styles(&refs, opts)
 }
 
-/// Where the legend of these lines hides the least of them, for `labels` (one row each).
-fn legend_position<DB: DrawingBackend>(
-    chart: &Chart<DB>,
-    series: &[(&str, Vec<(f64, f64)>)],
-    labels: &[String],
-) -> SeriesLabelPosition {
-    let (x, y) = (chart.x_range(), chart.y_range());
-    let (w, h) = chart.plotting_area().dim_in_pixel();
-    let chars = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
-    let size = (
-        (chars as f64 * 7.0 + 60.0) / f64::from(w.max(1)),
-        (labels.len() as f64 * 17.0 + 16.0) / f64::from(h.max(1)),
-    );
-    let lines: Vec<&[(f64, f64)]> = series.iter().map(|(_, p)| p.as_slice()).collect();
-    match legend_corner(&lines, (x.start, x.end), (y.start, y.end), size) {
-        Corner::UpperLeft => SeriesLabelPosition::UpperLeft,
-        Corner::UpperRight => SeriesLabelPosition::UpperRight,
-        Corner::LowerLeft => SeriesLabelPosition::LowerLeft,
-        Corner::LowerRight => SeriesLabelPosition::LowerRight,
-    }
+fn lines_of<'a>(series: &'a [(&str, Vec<(f64, f64)>)]) -> Vec<&'a [(f64, f64)]> {
+    series.iter().map(|(_, p)| p.as_slice()).collect()
 }
 
 /// Outline of a marker of radius `r` around (0, 0), in pixels.
@@ -284,7 +264,7 @@ pub(in crate::report::plots) fn draw_context<DB: DrawingBackend>(
                 DashedPathElement::new(vec![(x, y), (x + 24, y)], 6, 4, grey.stroke_width(1))
             });
     }
-    let corner = legend_position(&chart, &all, &labels);
+    let corner = legend_position(&chart, &lines_of(&all), &labels);
     chart
         .configure_series_labels()
         .position(corner)
@@ -379,7 +359,7 @@ pub(in crate::report::plots) fn draw_folds<DB: DrawingBackend>(
     for (i, ((_, xy), st)) in series.iter().zip(&styles).enumerate() {
         draw_marks(&mut chart, xy, st, color(i), |_| false)?;
     }
-    let corner = legend_position(&chart, &series, &labels);
+    let corner = legend_position(&chart, &lines_of(&series), &labels);
     chart
         .configure_series_labels()
         .position(corner)

@@ -14,3 +14,32 @@ pub use grid::scale_color;
 pub(super) use lines::{draw_context, draw_folds};
 pub(super) use points::draw_cost_recall;
 pub use points::{label_offsets, pareto_front};
+
+use super::style::{legend_corner, Corner};
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+
+/// A chart with two numeric axes.
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Where the legend hides the least of `lines` (a point is a line of one), for `labels` (one
+/// row each).
+fn legend_position<DB: DrawingBackend>(
+    chart: &Chart<DB>,
+    lines: &[&[(f64, f64)]],
+    labels: &[String],
+) -> SeriesLabelPosition {
+    let (x, y) = (chart.x_range(), chart.y_range());
+    let (w, h) = chart.plotting_area().dim_in_pixel();
+    let chars = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let size = (
+        (chars as f64 * 7.0 + 60.0) / f64::from(w.max(1)),
+        (labels.len() as f64 * 17.0 + 16.0) / f64::from(h.max(1)),
+    );
+    match legend_corner(lines, (x.start, x.end), (y.start, y.end), size) {
+        Corner::UpperLeft => SeriesLabelPosition::UpperLeft,
+        Corner::UpperRight => SeriesLabelPosition::UpperRight,
+        Corner::LowerLeft => SeriesLabelPosition::LowerLeft,
+        Corner::LowerRight => SeriesLabelPosition::LowerRight,
+    }
+}

@@ -2,6 +2,7 @@
 //! stacked with leader lines, never overprinted) and the Pareto front ringed.
 
 use super::super::{color, e, DrawResult, ReportModel};
+use super::legend_position;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -85,11 +86,12 @@ pub(in crate::report::plots) fn draw_cost_recall<DB: DrawingBackend>(
         .iter()
         .map(|&i| with_recall[i].0.variant.as_str())
         .collect();
+    let legend = format!("Pareto front (ringed): {}", front_names.join(", "));
     // The front is a line through its points and a ring around each (one point has no line).
     chart
         .draw_series(LineSeries::new(front_pts.clone(), BLACK.stroke_width(1)))
         .map_err(e)?
-        .label(format!("Pareto front (ringed): {}", front_names.join(", ")))
+        .label(legend.clone())
         .legend(|(x, y)| {
             EmptyElement::at((x + 10, y)) + Circle::new((0, 0), 6, BLACK.stroke_width(2))
         });
@@ -116,9 +118,11 @@ pub(in crate::report::plots) fn draw_cost_recall<DB: DrawingBackend>(
             );
         chart.draw_series(std::iter::once(point)).map_err(e)?;
     }
+    let singles: Vec<&[(f64, f64)]> = pts.chunks(1).collect();
+    let corner = legend_position(&chart, &singles, &[legend]);
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
+        .position(corner)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()
