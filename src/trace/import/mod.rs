@@ -4,8 +4,8 @@
 //! How inputs are read: an input is first tried as one JSON document; if serde_json stops at
 //! "trailing characters" it is read as JSON Lines instead (canonical JSONL is parsed line by line
 //! by `trace::io`). A file on disk gets the same outcome while holding less: line-based files are
-//! streamed, never held whole beside what is parsed from them (`file`). `detect` then picks the format from the content
-//! (never from the extension alone); `--from` overrides detection.
+//! streamed, never held whole beside what is parsed from them (`file`). `detect` then picks the
+//! format from the content (never from the extension alone); `--from` overrides detection.
 //!
 //! Which files a path selects is [`crate::trace::discover`]'s job (the same rules as `run`):
 //! directories are walked (hidden entries skipped, only `*.json`, `*.jsonl`, `*.ndjson` and
