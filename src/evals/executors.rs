@@ -1,8 +1,8 @@
 //! Runner executors for the evals: `replay`, `invariants`, `needle`, `drift`, `probes`,
 //! `continuation` and `rules` units
-//! turned into samples. Replays run on the rayon pool through [`runner::cpu`] when their
+//! turned into samples. Replays run on the rayon pool through [`crate::runner::cpu`] when their
 //! summarizer is offline (pure CPU), and on tokio's blocking pool through
-//! [`runner::blocking_io`] when it is a model (the replay waits on the network; see
+//! [`crate::runner::blocking_io`] when it is a model (the replay waits on the network; see
 //! `providers::summarizer`); other provider calls are awaited on the runner's tokio runtime.
 //! A cancelled unit cancels its summary calls (they return `SummaryError::Cancelled`).
 //!
