@@ -60,8 +60,8 @@ macro_rules! evals {
 }
 
 // Adding an eval: its section in `config::evals` (typed table, checks, samples), then a new
-// `<name>.rs` here with a type implementing `Eval`, and one line below. A test checks that this
-// list and the suite's sections name the same evals.
+// `<name>.rs` here with a type implementing `Eval`, one line below, and its default headline in
+// `report::headline::EVAL_HEADLINES`. Tests check that the three lists name the same evals.
 evals! {
     replay::Replay,
     invariants::Invariants,
@@ -142,11 +142,20 @@ async fn run_unit<E: Eval>(
 mod tests {
     use super::EVALS;
     use crate::config::evals::EVAL_NAMES;
+    use crate::report::headline::EVAL_HEADLINES;
 
     /// Every eval a suite can enable has a run hook, in the same order (a section registered
     /// in `config::evals` without a line in `evals!`, or the reverse, fails here).
     #[test]
     fn every_suite_eval_has_an_executor() {
         assert_eq!(EVALS, EVAL_NAMES);
+    }
+
+    /// Every registered eval has its default headline choice in the report, and the report
+    /// names no eval that does not exist.
+    #[test]
+    fn every_eval_has_a_headline_choice() {
+        let headlines: Vec<&str> = EVAL_HEADLINES.iter().map(|h| h.eval).collect();
+        assert_eq!(headlines, EVALS);
     }
 }
