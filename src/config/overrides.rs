@@ -263,4 +263,27 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("does not enable `drift`"), "{e}");
     }
+
+    /// `--eval` knows every registered eval; a table with `enabled = false` does not enable
+    /// its eval (for every eval alike, as the plan sees it).
+    #[test]
+    fn eval_selection_uses_the_registry() {
+        let e = load(&Overrides {
+            evals: vec!["needel".into()],
+            ..Overrides::default()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("did you mean `needle`"), "{e}");
+        let e = load(&Overrides {
+            sets: vec!["evals.needle.enabled=false".into()],
+            evals: vec!["needle".into()],
+            ..Overrides::default()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("does not enable `needle`"), "{e}");
+        assert!(
+            e.to_string().contains("it enables: replay, invariants"),
+            "{e}"
+        );
+    }
 }
