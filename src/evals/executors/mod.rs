@@ -1,7 +1,7 @@
 //! Runner executors for the evals, one run hook per eval (`executors/<name>.rs`, an [`Eval`])
-//! registered once in `evals!`. Replays run on the rayon pool through [`runner::cpu`] when their
-//! summarizer is offline (pure CPU), and on tokio's blocking pool through
-//! [`runner::blocking_io`] when it is a model (the replay waits on the network; see
+//! registered once in `evals!`. Replays run on the rayon pool through [`crate::runner::cpu`]
+//! when their summarizer is offline (pure CPU), and on tokio's blocking pool through
+//! [`crate::runner::blocking_io`] when it is a model (the replay waits on the network; see
 //! `providers::summarizer`); other provider calls are awaited on the runner's tokio runtime.
 //! A cancelled unit cancels its summary calls (they return `SummaryError::Cancelled`).
 //!
