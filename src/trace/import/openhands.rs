@@ -53,18 +53,19 @@ pub const IMPORTER: Importer = Importer {
         Shape::Lines(..) => false,
     },
     import: |input, stem| match input {
-        Input::Lines(lines) => import_rows(lines, stem),
+        Input::Lines(lines) => import_rows(std::mem::take(lines), stem),
         Input::Json(v) => import_doc(&Node::root(v), stem),
     },
 };
 
 /// JSON Lines of evaluation rows: one trace per row, id `<stem>__<instance_id>` (or the issue
 /// number, or `L<line>`); a single row keeps the plain stem.
-pub fn import_rows(lines: &[(usize, Value)], stem: &str) -> Res<Vec<Trace>> {
+/// Each row is dropped once imported.
+pub fn import_rows(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     let one = lines.len() == 1;
     let mut out = Vec::new();
     for (n, v) in lines {
-        let r = Node::line_root(v, *n);
+        let r = Node::line_root(&v, n);
         let id = if one {
             stem.to_string()
         } else {
