@@ -81,6 +81,12 @@ enum Format {
     ClaudeCode,
     /// One pretty-printed mini-swe-agent `.traj.json` document.
     MiniSwe,
+    /// A τ-bench results array, one run per copy of the trace.
+    Tau,
+    /// One SWE-agent `.traj` document (`history` of OpenAI messages).
+    SweAgent,
+    /// One ATIF document (tool results in the calling step's observation).
+    Atif,
 }
 
 /// The golden messages, copy `k`, tool-call ids made unique per copy.
@@ -161,6 +167,40 @@ fn mini_swe(m: &Value) -> Value {
     json!({"role": m["role"], "content": content})
 }
 
+/// Fixture-style messages as ATIF steps: tool results become the observation of the agent
+/// step that called them.
+fn atif(msgs: &[Value]) -> Vec<Value> {
+    let mut steps: Vec<Value> = Vec::new();
+    for m in msgs {
+        if m["role"] == "tool" {
+            let step = steps.last_mut().unwrap().as_object_mut().unwrap();
+            let obs = step
+                .entry("observation")
+                .or_insert_with(|| json!({"results": []}));
+            obs["results"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"source_call_id": m["tool_call_id"], "content": m["content"]}));
+            continue;
+        }
+        let source = if m["role"] == "assistant" {
+            "agent".into()
+        } else {
+            m["role"].clone()
+        };
+        let mut step =
+            json!({"step_id": steps.len() + 1, "source": source, "message": m["content"]});
+        if let Some(calls) = m["tool_calls"].as_array() {
+            step["tool_calls"] = calls
+                .iter()
+                .map(|c| json!({"tool_call_id": c["id"], "function_name": c["name"], "arguments": c["args"]}))
+                .collect();
+        }
+        steps.push(step);
+    }
+    steps
+}
+
 /// The golden trace `n` times in `format`, tool-call ids made unique per copy (as
 /// `benches/runner/big_trace.py` does).
 fn big_trace(dir: &Path, n: usize, format: Format) -> (std::path::PathBuf, u64) {
@@ -224,6 +264,25 @@ fn big_trace(dir: &Path, n: usize, format: Format) -> (std::path::PathBuf, u64) 
                 "info": {}, "messages": msgs});
             out = serde_json::to_string_pretty(&doc).unwrap();
         }
+        Format::Tau => {
+            let runs: Vec<Value> = (0..n)
+                .map(|k| {
+                    let traj: Vec<Value> = copy(&lines, k).iter().map(openai).collect();
+                    json!({"task_id": k, "trial": 0, "reward": 1.0, "info": {}, "traj": traj})
+                })
+                .collect();
+            out = serde_json::to_string_pretty(&runs).unwrap();
+        }
+        Format::SweAgent => {
+            let msgs: Vec<Value> = all.iter().map(openai).collect();
+            let doc = json!({"history": msgs, "trajectory": [], "info": {}});
+            out = serde_json::to_string_pretty(&doc).unwrap();
+        }
+        Format::Atif => {
+            let doc = json!({"schema_version": "ATIF-v1.2", "session_id": "s",
+                "agent": {"name": "a", "model_name": "m"}, "steps": atif(&all)});
+            out = serde_json::to_string_pretty(&doc).unwrap();
+        }
         Format::AnthropicDoc => {
             let doc = json!({"model": "claude", "system": "be brief", "messages": anthropic(&all)});
             out = serde_json::to_string_pretty(&doc).unwrap();
@@ -269,6 +328,9 @@ fn replay_holds_about_one_copy_of_the_trace() {
         AnthropicDoc,
         ClaudeCode,
         MiniSwe,
+        Tau,
+        SweAgent,
+        Atif,
     ] {
         let (small, small_len) = big_trace(dir.path(), 2, format);
         let (large, large_len) = big_trace(dir.path(), 8, format);

@@ -10,6 +10,9 @@ synthetic-s7 trace repeated N times (default 14, ~27.6 MB), tool-call ids made u
   openai-lines   OpenAI conversations per line ({"id", "messages":[…]}), one per copy of the trace
   anthropic      one Anthropic Messages document (text/tool_use/tool_result blocks)
   claude-code    a Claude Code session: one JSONL record per message
+  tau            a τ-bench results array, one run ({"task_id", "trial", "traj": OpenAI messages}) per copy
+  swe-agent      one SWE-agent .traj document ({"history": OpenAI messages, "trajectory": [], "info"})
+  atif           one ATIF v1.2 document (agent steps with tool calls and observation results)
   mini-swe       one mini-swe-agent .traj.json document (tool calls as ```bash blocks, results
                  as user observations), pretty-printed
 `--canonical` is kept as a synonym of `--format canonical`.
@@ -25,7 +28,8 @@ if "--format" in argv:
     i = argv.index("--format")
     fmt = argv[i + 1]
     del argv[i : i + 2]
-FORMATS = ["fixture", "canonical", "openai", "openai-lines", "anthropic", "claude-code", "mini-swe"]
+FORMATS = ["fixture", "canonical", "openai", "openai-lines", "anthropic", "claude-code", "mini-swe",
+           "tau", "swe-agent", "atif"]
 if fmt not in FORMATS:
     sys.exit(f"unknown --format {fmt!r}; expected one of {', '.join(FORMATS)}")
 src = "testdata/deepagents-golden/synthetic-s7/trace.jsonl"
@@ -89,6 +93,23 @@ def mini_swe(m):
     return {"role": m["role"], "content": content}
 
 
+def atif(msgs):
+    """ATIF steps: tool results become the observation of the agent step that called them."""
+    steps = []
+    for m in msgs:
+        if m["role"] == "tool":
+            steps[-1].setdefault("observation", {"results": []})["results"].append(
+                {"source_call_id": m["tool_call_id"], "content": m["content"]})
+            continue
+        step = {"step_id": len(steps) + 1, "source": "agent" if m["role"] == "assistant" else m["role"],
+                "message": m["content"]}
+        if m.get("tool_calls"):
+            step["tool_calls"] = [{"tool_call_id": c["id"], "function_name": c["name"],
+                                   "arguments": c.get("args", {})} for c in m["tool_calls"]]
+        steps.append(step)
+    return steps
+
+
 with open(out, "w") as f:
     if fmt in ("fixture", "canonical"):
         if fmt == "canonical":
@@ -119,4 +140,15 @@ with open(out, "w") as f:
     elif fmt == "mini-swe":
         msgs = [mini_swe(m) for k in range(n) for m in copy(k)]
         doc = {"trajectory_format": "mini-swe-agent-1", "instance_id": "big", "info": {}, "messages": msgs}
+        json.dump(doc, f, indent=1)
+    elif fmt == "tau":
+        runs = [{"task_id": k, "trial": 0, "reward": 1.0, "info": {}, "traj": [openai(m) for m in copy(k)]}
+                for k in range(n)]
+        json.dump(runs, f, indent=1)
+    elif fmt == "swe-agent":
+        msgs = [openai(m) for k in range(n) for m in copy(k)]
+        json.dump({"history": msgs, "trajectory": [], "info": {}}, f, indent=1)
+    elif fmt == "atif":
+        doc = {"schema_version": "ATIF-v1.2", "session_id": "s", "agent": {"name": "a", "model_name": "m"},
+               "steps": atif([m for k in range(n) for m in copy(k)])}
         json.dump(doc, f, indent=1)
