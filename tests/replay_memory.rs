@@ -3,11 +3,13 @@
 //!
 //! A counting global allocator records the peak of live heap bytes while the replay command's
 //! library path (`cli::replay::replay_file`: read, import, count, replay) runs on the golden
-//! `synthetic-s7` trace repeated 2× and 8×. The slope between the two sizes (extra peak bytes per
+//! `synthetic-s7` trace repeated 2× and 8×, written in each import format (JSON Lines, one
+//! document, one conversation or run per line or element). The slope between the two sizes (extra peak bytes per
 //! extra file byte) cancels what does not grow with the trace (price table, counter tables).
 //! Holding the trace twice makes the slope ≥ 2: the file read whole beside the parsed trace
 //! (2.07 measured) or the messages copied into the replay instead of moved (2.08); one copy
-//! gives ~1.1. Bytes, not time: nothing here depends on speed.
+//! gives ~1.1. A one-document format whose importer copies text out of the whole parsed tree
+//! while it is alive holds it twice too. Bytes, not time: nothing here depends on speed.
 //! One test in this binary, so no other test allocates while it measures.
 
 use clap::Parser;
