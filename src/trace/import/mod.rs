@@ -359,17 +359,8 @@ pub fn import_input(input: &mut Input, stem: &str, format: SourceFormat) -> Res<
 
 /// The `import` of a format whose documents hold one trace each: a document is read whole
 /// (trace id `stem`); JSON Lines one document per line (see [`per_line`]), each line dropped
-/// once imported.
-pub(crate) fn each_document(
-    input: &mut Input,
-    stem: &str,
-    f: impl Fn(&json::Node<'_>, &str) -> Res<Vec<Trace>>,
-) -> Res<Vec<Trace>> {
-    each_document_mut(input, stem, |v, path, id| f(&json::Node::at(v, path), id))
-}
-
-/// [`each_document`] for importers that move parts out of each document (`path` is the
-/// document's JSON path, `$` or `line N: $`).
+/// once imported. `f` gets the document to move parts out of, and its JSON path (`$` or
+/// `line N: $`).
 pub(crate) fn each_document_mut(
     input: &mut Input,
     stem: &str,
