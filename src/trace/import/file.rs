@@ -11,7 +11,7 @@
 //! `parse_input` switches to JSON Lines.
 
 use super::json::Located;
-use super::{detect, json_error, ImportError, Input};
+use super::{detect, json_error, parse_input, ImportError, Input};
 use crate::trace::io::TraceReader;
 use crate::trace::model::{SourceFormat, Trace};
 use serde_json::Value;
@@ -92,9 +92,15 @@ pub(super) fn read(path: &Path, from: Option<SourceFormat>) -> Result<FileRead, 
     // One document, parsed from the reader, so the file's bytes are never held whole beside
     // the tree. Its first line is not a complete value, so a "trailing characters" error is
     // reported as is, as `parse_input` does on the whole bytes.
-    serde_json::from_reader::<_, Value>(Cursor::new(head).chain(r))
-        .map(|v| FileRead::Parsed(Input::Json(v)))
-        .map_err(|e| located(json_error(&e, None)))
+    // A reader reports some errors at another position than a slice (a number out of range
+    // is seen after the next byte), so a broken document is parsed again whole for the error.
+    match serde_json::from_reader::<_, Value>(Cursor::new(head).chain(r)) {
+        Ok(v) => Ok(FileRead::Parsed(Input::Json(v))),
+        Err(_) => {
+            let bytes = std::fs::read(path).map_err(cannot)?;
+            parse_input(&bytes).map(FileRead::Parsed).map_err(located)
+        }
+    }
 }
 
 /// A line without its `\n` and a `\r` before it (as `parse_lines` splits).
