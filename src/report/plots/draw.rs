@@ -4,7 +4,7 @@
 
 use super::data::{FoldCurves, Grid};
 use super::{color, e, DrawResult, ReportModel, SIZE};
-use crate::record::Sample;
+use crate::record::Row;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{self, HPos, VPos};
@@ -17,7 +17,7 @@ pub(super) fn draw_context<DB: DrawingBackend>(
 ) -> DrawResult {
     // First successful sample with a timeline per variant (the replay is the same for every
     // eval sample of a trace × variant).
-    let mut lines: Vec<(&str, &Sample)> = Vec::new();
+    let mut lines: Vec<(&str, Row<'_>)> = Vec::new();
     for v in &model.variants {
         if let Some(s) = model.samples.iter().find(|s| {
             s.variant == v.variant
@@ -134,9 +134,9 @@ pub(super) fn draw_context<DB: DrawingBackend>(
 
 /// Whether two timelines are the same length and within 3% of each other at every call (drawn
 /// one over the other, they would look like one line).
-fn overlaps(a: &Sample, b: &Sample) -> bool {
+fn overlaps(a: &Row<'_>, b: &Row<'_>) -> bool {
     a.timeline.len() == b.timeline.len()
-        && a.timeline.iter().zip(&b.timeline).all(|(x, y)| {
+        && a.timeline.iter().zip(b.timeline).all(|(x, y)| {
             let (x, y) = (x.tokens as f64, y.tokens as f64);
             (x - y).abs() <= 0.03 * x.max(y).max(1.0)
         })
