@@ -2,7 +2,8 @@
 //! bounded memory. Every short string (variant, trace, eval, sample key, parameter, score and
 //! compaction names) is interned once; parameter values and the pricing part of the evidence
 //! are stored once per distinct value; a row is a fixed-size record of ids, counts and spans
-//! into shared vectors (about 300 bytes plus its unit id). Readers see each row as a
+//! into shared vectors (about 200 bytes, plus its unit id, scores and parameters at 8 to 16
+//! bytes each). Readers see each row as a
 //! [`Row`], the same view a whole [`Sample`] gives.
 //!
 //! The heavy part of a sample (timeline, evidence, summaries) is kept only for the rows pushed
@@ -10,8 +11,8 @@
 
 use super::model::RowDetail;
 use crate::record::{
-    CostByRole, Entries, Interner, Row, Sample, SummaryRecord, TimelinePoint, TokensByRole,
-    UnitError,
+    CostByRole, Entries, Interner, Row, Sample, SummaryRecord, TimelinePoint, TokenSplit,
+    TokensByRole, UnitError,
 };
 use serde_json::Value;
 use std::collections::HashMap;
@@ -51,8 +52,65 @@ struct Rec {
     timeline_points: u32,
     latency_ms: u64,
     offset: u64,
-    tokens: TokensByRole,
-    cost: CostByRole,
+    tokens: Tokens,
+    cost: [f64; 4],
+}
+
+/// Tokens of a row: 16 counts as `u32` (64 bytes instead of 128), or, when one does not fit,
+/// an index into `Rows::big_tokens`.
+#[derive(Clone, Debug)]
+enum Tokens {
+    Small([u32; 16]),
+    Big(u32),
+}
+
+fn splits(t: &TokensByRole) -> [&TokenSplit; 4] {
+    [&t.agent, &t.summarizer, &t.judge, &t.eval_agent]
+}
+
+fn small_tokens(t: &TokensByRole) -> Option<[u32; 16]> {
+    let mut out = [0u32; 16];
+    for (i, s) in splits(t).into_iter().enumerate() {
+        for (j, n) in [s.input, s.cached, s.cache_write, s.output]
+            .into_iter()
+            .enumerate()
+        {
+            out[4 * i + j] = u32::try_from(n).ok()?;
+        }
+    }
+    Some(out)
+}
+
+fn tokens_of(t: &[u32; 16]) -> TokensByRole {
+    let split = |i: usize| TokenSplit {
+        input: t[4 * i].into(),
+        cached: t[4 * i + 1].into(),
+        cache_write: t[4 * i + 2].into(),
+        output: t[4 * i + 3].into(),
+    };
+    TokensByRole {
+        agent: split(0),
+        summarizer: split(1),
+        judge: split(2),
+        eval_agent: split(3),
+    }
+}
+
+/// An unknown price (`None`) in a row's cost: a NaN no journal can hold (JSON has no NaN).
+const NO_PRICE: f64 = f64::NAN;
+
+fn cost_in(c: &CostByRole) -> [f64; 4] {
+    [c.agent, c.summarizer, c.judge, c.eval_agent].map(|x| x.unwrap_or(NO_PRICE))
+}
+
+fn cost_of(c: &[f64; 4]) -> CostByRole {
+    let known = |x: f64| (!x.is_nan()).then_some(x);
+    CostByRole {
+        agent: known(c[0]),
+        summarizer: known(c[1]),
+        judge: known(c[2]),
+        eval_agent: known(c[3]),
+    }
 }
 
 /// The heavy part of a loaded row.
@@ -130,6 +188,7 @@ pub struct Rows {
     counts: Vec<u64>,
     errors: Vec<UnitError>,
     heavy: Vec<Heavy>,
+    big_tokens: Vec<TokensByRole>,
     recs: Vec<Rec>,
 }
 
@@ -199,6 +258,13 @@ impl Rows {
         } else {
             NONE
         };
+        let tokens = match small_tokens(&s.tokens) {
+            Some(t) => Tokens::Small(t),
+            None => {
+                self.big_tokens.push(s.tokens);
+                Tokens::Big(u32_of(self.big_tokens.len() - 1))
+            }
+        };
         let rec = Rec {
             unit: self.units.push(&s.unit_id),
             trace: self.names.intern(&s.trace_id),
@@ -216,8 +282,8 @@ impl Rows {
             timeline_points: u32::try_from(detail.timeline_points).unwrap_or(u32::MAX),
             latency_ms: s.latency_ms,
             offset: detail.offset.unwrap_or(u64::MAX),
-            tokens: s.tokens,
-            cost: s.cost_usd,
+            tokens,
+            cost: cost_in(&s.cost_usd),
         };
         self.recs.push(rec);
     }
@@ -247,8 +313,11 @@ impl Rows {
             repeat: r.repeat,
             scores: self.entries(r.scores, &self.floats),
             passed: r.passed,
-            tokens: r.tokens,
-            cost_usd: r.cost,
+            tokens: match &r.tokens {
+                Tokens::Small(t) => tokens_of(t),
+                Tokens::Big(i) => self.big_tokens[*i as usize],
+            },
+            cost_usd: cost_of(&r.cost),
             compactions: self.entries(r.compactions, &self.counts),
             latency_ms: r.latency_ms,
             error: (r.error != NONE).then(|| &self.errors[r.error as usize]),
@@ -328,13 +397,16 @@ impl Rows {
         let ranks: Vec<usize> = (0..u32_of(self.names.len()))
             .map(|id| rank(self.names.name(id)))
             .collect();
-        self.recs.sort_by_key(|r| {
+        // In place (no copy of the rows); equal keys keep push order through `unit`, which
+        // numbers the rows in the order they were pushed.
+        self.recs.sort_unstable_by_key(|r| {
             (
                 ranks[r.variant as usize],
                 order[r.trace as usize],
                 order[r.eval as usize],
                 order[r.sample as usize],
                 r.repeat,
+                r.unit,
             )
         });
     }
@@ -442,6 +514,22 @@ mod tests {
         let b: Vec<&str> = rows.of_variant("b").map(|r| r.unit_id).collect();
         assert_eq!(b, ["u0", "u2", "u4", "u6", "u8"]);
         assert_eq!(rows.of_variant("nope").count(), 0);
+    }
+
+    #[test]
+    fn token_counts_past_u32_and_unknown_prices_survive_the_compact_form() {
+        let mut s = sample(2);
+        s.tokens.summarizer.cached = u64::from(u32::MAX) + 1;
+        s.cost_usd = CostByRole {
+            agent: Some(0.0),
+            summarizer: None,
+            judge: Some(1.5),
+            eval_agent: None,
+        };
+        let rows: Rows = [sample(1), s.clone()].into_iter().collect();
+        assert_eq!(rows.big_tokens.len(), 1, "only the row that needs it");
+        assert_eq!(rows.get(1).to_sample(), s);
+        assert_eq!(rows.get(0).to_sample(), sample(1));
     }
 
     #[test]
