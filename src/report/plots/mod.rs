@@ -11,6 +11,7 @@
 
 pub mod data;
 mod draw;
+pub mod style;
 
 use draw::{draw_context, draw_cost_bars, draw_cost_recall, draw_folds, draw_grid};
 pub use draw::{label_offsets, pareto_front, scale_color};
@@ -425,5 +426,29 @@ mod render_tests {
             svg.contains(">\nbase\n<") && svg.contains(">\naggr\n<"),
             "{svg}"
         );
+    }
+
+    #[test]
+    fn coinciding_timelines_are_named_in_the_legend() {
+        let m = model();
+        // aggr replays exactly like base: its line lies on base's.
+        let base = m.samples.get(0).timeline.to_vec();
+        let samples = m
+            .samples
+            .iter()
+            .map(|r| {
+                let mut s = r.to_sample();
+                if s.variant == "aggr" {
+                    s.timeline = base.clone();
+                }
+                s
+            })
+            .collect();
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["base".into(), "aggr".into()];
+        let m = ReportModel::build(&info, samples);
+        let (specs, _) = plan(&m);
+        let svg = render_svg(&m, &specs[0]).unwrap();
+        assert!(svg.contains(">\naggr (= base)\n<"), "{svg}");
     }
 }
