@@ -25,6 +25,7 @@
 
 mod ascii;
 mod piece_cache;
+mod split;
 mod unicode;
 
 pub use piece_cache::clear_piece_cache;
