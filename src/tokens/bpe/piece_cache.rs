@@ -109,6 +109,9 @@ impl PieceCache {
     }
 
     fn count_split(&mut self, bpe: &BytePairEncoding, piece: &[u8]) -> u64 {
+        if piece.is_ascii() {
+            return bpe.count(piece) as u64; // only non-ASCII positions are ever cut
+        }
         let mut total = 0;
         split::table(self.enc).for_each_segment(piece, |seg| {
             total += if seg.len() == piece.len() {

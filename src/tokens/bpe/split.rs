@@ -11,8 +11,10 @@
 //! the same holds for any set of such cut points at once.
 //!
 //! [`SplitTable::is_cut`] decides "no token spans `p`" conservatively (it may say no where the
-//! truth is yes, never the reverse) from three tables built once per encoding from the
-//! vocabulary: for every token `t` and every inner position `k` of it,
+//! truth is yes, never the reverse), only where a byte next to `p` is not ASCII (so any token
+//! spanning `p` holds a non-ASCII byte, and ASCII-only tokens, most of the vocabulary, need not
+//! be indexed), from three tables built once per encoding from the tokens that hold a non-ASCII
+//! byte: for every such token `t` and every inner position `k` of it,
 //! - `pairs` holds the byte pair `(t[k-1], t[k])`;
 //! - `short_pairs` holds that pair when `k < 3` or `t.len() - k < 3` (a token that would span
 //!   `p` with fewer than 3 bytes on one side);
@@ -32,7 +34,7 @@ use std::sync::OnceLock;
 const WINDOW_BITS: usize = 1 << 21;
 
 /// Which positions of a piece can be cut (see the module docs). Built from the vocabulary on
-/// first use (a few milliseconds), then shared.
+/// first use (a few milliseconds, only once a long non-ASCII piece is counted), then shared.
 pub(super) struct SplitTable {
     pairs: Box<[u64]>,
     short_pairs: Box<[u64]>,
@@ -83,6 +85,9 @@ impl SplitTable {
         let mut windows = vec![0u64; WINDOW_BITS / 64].into_boxed_slice();
         for id in 0..bpe.num_tokens() as u32 {
             let t = bpe.token_bytes(id);
+            if t.is_ascii() {
+                continue; // cannot span a position next to a non-ASCII byte
+            }
             for k in 1..t.len() {
                 let pair = pair_index(t[k - 1], t[k]);
                 set_bit(&mut pairs, pair);
@@ -103,9 +108,13 @@ impl SplitTable {
     }
 
     /// True when no vocabulary token equals `piece[s..e]` with `s < p < e` (conservative: false
-    /// also for some positions no token spans). `0 < p < piece.len()`.
+    /// also for some positions no token spans, and always between two ASCII bytes).
+    /// `0 < p < piece.len()`.
     #[inline]
     pub(super) fn is_cut(&self, piece: &[u8], p: usize) -> bool {
+        if (piece[p - 1] | piece[p]) < 0x80 {
+            return false; // ASCII-only tokens are not in the tables
+        }
         let pair = pair_index(piece[p - 1], piece[p]);
         if !test_bit(&self.pairs, pair) {
             return true;
@@ -143,13 +152,31 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
-    fn vocabulary(enc: Encoding) -> (HashSet<&'static [u8]>, usize) {
+    /// Every token's bytes (as a set) and the longest token's length, built once per encoding.
+    fn vocabulary(enc: Encoding) -> &'static (HashSet<&'static [u8]>, usize) {
+        static O200K: OnceLock<(HashSet<&[u8]>, usize)> = OnceLock::new();
+        static CL100K: OnceLock<(HashSet<&[u8]>, usize)> = OnceLock::new();
+        let slot = match enc {
+            Encoding::O200k => &O200K,
+            Encoding::Cl100k => &CL100K,
+        };
+        slot.get_or_init(|| {
+            let bpe = &enc.tokenizer().bpe;
+            let set: HashSet<&[u8]> = (0..bpe.num_tokens() as u32)
+                .map(|id| bpe.token_bytes(id))
+                .collect();
+            let longest = set.iter().map(|t| t.len()).max().unwrap_or(0);
+            (set, longest)
+        })
+    }
+
+    /// The tokens holding a non-ASCII byte (the ones the tables index), for building
+    /// adversarial texts out of real token boundaries and fragments.
+    fn non_ascii_tokens(enc: Encoding) -> Vec<u32> {
         let bpe = &enc.tokenizer().bpe;
-        let set: HashSet<&[u8]> = (0..bpe.num_tokens() as u32)
-            .map(|id| bpe.token_bytes(id))
-            .collect();
-        let longest = set.iter().map(|t| t.len()).max().unwrap_or(0);
-        (set, longest)
+        (0..bpe.num_tokens() as u32)
+            .filter(|&id| !bpe.token_bytes(id).is_ascii())
+            .collect()
     }
 
     /// Some vocabulary token spans `p` inside `piece` (the brute-force truth).
@@ -174,6 +201,7 @@ mod tests {
         for enc in [Encoding::O200k, Encoding::Cl100k] {
             let (vocab, longest) = vocabulary(enc);
             let table = table(enc);
+            let longest = *longest;
             // (cuts found, true cuts) in the CJK and emoji texts (the first four).
             let (mut found, mut truths) = (0, 0);
             for (i, text) in TEXTS.iter().enumerate() {
@@ -230,6 +258,42 @@ mod tests {
             assert_eq!(bpe.count(&piece[..6]), 1, "{enc:?}");
             assert!(bpe.count(&piece[..3]) + bpe.count(&piece[3..]) > bpe.count(piece));
             assert!(!table(enc).is_cut(piece, 3));
+        }
+    }
+
+    mod random {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(64))]
+            /// Texts glued from random non-ASCII tokens (whole characters, byte fragments, mixed
+            /// with ASCII), so that many positions are spanned by some token: at every position
+            /// a cut is claimed, brute force finds no spanning token, and the segments' counts
+            /// add up to the whole text's count.
+            #[test]
+            fn claimed_cuts_hold_on_glued_tokens(
+                picks in prop::collection::vec(any::<prop::sample::Index>(), 1..24),
+                o200k in any::<bool>(),
+            ) {
+                let enc = if o200k { Encoding::O200k } else { Encoding::Cl100k };
+                let bpe = &enc.tokenizer().bpe;
+                let ids = non_ascii_tokens(enc);
+                let text: Vec<u8> = picks
+                    .iter()
+                    .flat_map(|i| bpe.token_bytes(ids[i.index(ids.len())]).iter().copied())
+                    .collect();
+                let (vocab, longest) = vocabulary(enc);
+                let table = table(enc);
+                for p in 1..text.len() {
+                    if table.is_cut(&text, p) {
+                        prop_assert!(!spanned(vocab, *longest, &text, p), "{:?} at {}", text, p);
+                    }
+                }
+                let mut sum = 0;
+                table.for_each_segment(&text, |s| sum += bpe.count(s));
+                prop_assert_eq!(sum, bpe.count(&text));
+            }
         }
     }
 }
