@@ -207,7 +207,7 @@ mod tests {
             for (i, text) in TEXTS.iter().enumerate() {
                 let b = text.as_bytes();
                 for p in (1..b.len()).filter(|&p| text.is_char_boundary(p)) {
-                    let truth = !spanned(&vocab, longest, b, p);
+                    let truth = !spanned(vocab, longest, b, p);
                     let cut = table.is_cut(b, p);
                     assert!(
                         !cut || truth,
