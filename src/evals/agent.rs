@@ -132,7 +132,7 @@ pub async fn call_tool(sandbox: &Sandbox, name: &str, arguments: &serde_json::Va
 
 async fn run_loop(
     provider: &dyn Provider,
-    mut messages: Vec<Message>,
+    messages: Vec<Message>,
     sandbox: Option<&Sandbox>,
     max_steps: u32,
     max_tokens: Option<u32>,
@@ -143,12 +143,14 @@ async fn run_loop(
     } else {
         Vec::new()
     };
+    // One request for the whole loop: each step appends the reply and the tool results to its
+    // messages (the conversation is never copied per step).
+    let mut req = ChatRequest::new(messages)
+        .with_tools(tools)
+        .with_nonce(nonce);
+    req.sampling.max_tokens = max_tokens;
     let mut out = LoopOutcome::default();
     for _ in 0..max_steps.max(1) {
-        let mut req = ChatRequest::new(messages.clone())
-            .with_tools(tools.clone())
-            .with_nonce(nonce);
-        req.sampling.max_tokens = max_tokens;
         let resp = provider.chat(&req).await?;
         out.steps += 1;
         out.usage.add(&resp.usage);
@@ -159,7 +161,7 @@ async fn run_loop(
             return Ok(out);
         }
         let calls = reply.tool_calls.clone();
-        messages.push(reply);
+        req.messages.push(reply);
         for call in calls {
             let sandbox = sandbox.expect("tool calls only run with a sandbox");
             let result = call_tool(sandbox, &call.name, &call.arguments).await;
@@ -172,7 +174,7 @@ async fn run_loop(
             });
             let mut m = Message::tool(call.id.clone(), call.name.clone(), result.text);
             m.is_error = result.is_error;
-            messages.push(m);
+            req.messages.push(m);
         }
     }
     out.hit_step_limit = true;
