@@ -133,12 +133,15 @@ answer is not in front of you. Answer with the value only; if you cannot find it
 /// Everything the replay phase of a needle sample produced (CPU work, no model calls except
 /// the summarizer's).
 pub struct Prepared {
+    /// The planted trace (whole) and what was planted where.
     pub planted: Planted,
+    /// The replay up to the question point (its kept view moved out into `view`).
     pub replay: engine::Replay,
     /// The request the agent would have been sent at the question point.
     pub view: Vec<Message>,
-    /// The same point with no compression: the planted trace up to the question.
-    pub reference: Vec<Message>,
+    /// Messages of the planted trace before the question point: [`reference`](Self::reference)
+    /// is the same point with no compression.
+    pub cut: usize,
     pub store_root: PathBuf,
     /// Summarizations after the (last) needle that the view went through; with `fold = k`,
     /// `Some(k)` when reached.
@@ -146,6 +149,13 @@ pub struct Prepared {
     /// False when `fold = k` asked for more folds than the replay made (nothing is asked).
     pub reached: bool,
     pub fold: Option<usize>,
+}
+
+impl Prepared {
+    /// The uncompressed history at the question point: the planted trace up to the question.
+    pub fn reference(&self) -> &[Message] {
+        &self.planted.trace.messages[..self.cut]
+    }
 }
 
 /// Plant, cut at the question point, and replay. `store_root` is this unit's offload store.
@@ -167,7 +177,7 @@ pub fn prepare(
             )));
         }
     }
-    let planted = plant::plant(
+    let mut planted = plant::plant(
         trace,
         &PlantSpec {
             depth: params.depth,
@@ -198,7 +208,7 @@ pub fn prepare(
                         planted,
                         replay: full,
                         view: Vec::new(),
-                        reference: Vec::new(),
+                        cut: 0,
                         store_root,
                         folds: folds.len(),
                         reached: false,
@@ -208,36 +218,44 @@ pub fn prepare(
             }
         }
     };
-    let probe_trace = question_point(&planted.trace, ask_at);
+    let cut = question_cut(&planted.trace, ask_at);
     env.store = StoreTarget::Dir(store_root.clone());
     env.keep_views = KeepViews::Last;
-    // The messages move into the engine's `Arc`s and back out (the replay keeps none of them),
-    // so the probe trace is not copied once more for the replay.
-    let messages: Vec<Arc<Message>> = probe_trace.messages.into_iter().map(Arc::new).collect();
-    let replay = engine::replay_shared(
-        &probe_trace.meta,
-        &probe_trace.markers,
-        &messages,
-        &config,
-        &env,
-    )
-    .map_err(|e| EvalError::Engine(e.to_string()))?;
-    let view = replay
-        .views
-        .last()
-        .map(|v| v.messages.clone())
-        .ok_or_else(|| EvalError::Engine("the replay kept no view to ask from".into()))?;
-    let mut reference: Vec<Message> = messages
+    // The planted messages before the question move into the engine's `Arc`s, followed by the
+    // synthetic probe call (the engine builds the view for that call: exactly what the agent
+    // would be sent next), and back out after the replay (which keeps none of them): the trace
+    // is not copied for the replay, and the reference is the planted trace itself.
+    let trace = &mut planted.trace;
+    let mut before = std::mem::take(&mut trace.messages);
+    let after_cut = before.split_off(cut);
+    let cut_short = !after_cut.is_empty();
+    let mut messages: Vec<Arc<Message>> = before.into_iter().map(Arc::new).collect();
+    messages.push(Arc::new(probe_call()));
+    let markers: Vec<_> = trace
+        .markers
+        .iter()
+        .filter(|m| !cut_short || m.index <= cut)
+        .cloned()
+        .collect();
+    let replay = engine::replay_shared(&trace.meta, &markers, &messages, &config, &env);
+    messages.pop();
+    trace.messages = messages
         .into_iter()
         .map(|m| Arc::try_unwrap(m).unwrap_or_else(|m| (*m).clone()))
+        .chain(after_cut)
         .collect();
-    reference.pop(); // the synthetic probe call
+    let mut replay = replay.map_err(|e| EvalError::Engine(e.to_string()))?;
+    let view = replay
+        .views
+        .pop()
+        .map(|v| v.messages)
+        .ok_or_else(|| EvalError::Engine("the replay kept no view to ask from".into()))?;
     Ok(Prepared {
         folds: fold_calls(&replay, after).len(),
         planted,
         replay,
         view,
-        reference,
+        cut,
         store_root,
         reached: true,
         fold: params.fold,
@@ -264,27 +282,41 @@ fn assistants_before(trace: &Trace, index: usize) -> usize {
         .count()
 }
 
-/// The trace up to the question point, ending in a synthetic assistant message: the engine
-/// builds the view for that call, which is exactly what the agent would be sent next.
-pub fn question_point(trace: &Trace, ask_at: AskAt) -> Trace {
-    let mut t = trace.clone();
-    if let AskAt::Call(n) = ask_at {
-        if let Some(cut) = t
+/// Number of messages of `trace` before the question point: all of them for [`AskAt::End`],
+/// those before the `n`-th assistant message for [`AskAt::Call`] (all when there are fewer).
+pub fn question_cut(trace: &Trace, ask_at: AskAt) -> usize {
+    let all = trace.messages.len();
+    match ask_at {
+        AskAt::End => all,
+        AskAt::Call(n) => trace
             .messages
             .iter()
             .enumerate()
             .filter(|(_, m)| m.role == Role::Assistant)
             .nth(n)
-            .map(|(i, _)| i)
-        {
-            t.messages.truncate(cut);
-            t.markers.retain(|m| m.index <= cut);
-        }
+            .map_or(all, |(i, _)| i),
     }
+}
+
+/// The trace up to the question point, ending in a synthetic assistant message: the engine
+/// builds the view for that call, which is exactly what the agent would be sent next.
+pub fn question_point(trace: &Trace, ask_at: AskAt) -> Trace {
+    let cut = question_cut(trace, ask_at);
+    let mut t = trace.clone();
+    if cut < t.messages.len() {
+        t.messages.truncate(cut);
+        t.markers.retain(|m| m.index <= cut);
+    }
+    t.messages.push(probe_call());
+    t
+}
+
+/// The synthetic assistant message appended at the question point: the engine builds the view
+/// for that call, which is exactly what the agent would be sent next.
+fn probe_call() -> Message {
     let mut probe = Message::assistant("", vec![]);
     probe.kind = Some("probe".into());
-    t.messages.push(probe);
-    t
+    probe
 }
 
 /// One question's result.
@@ -343,12 +375,13 @@ pub async fn ask(
         return Ok(Vec::new());
     }
     let sandbox = Sandbox::new(&prepared.store_root).map_err(|e| EvalError::Io(e.to_string()))?;
-    let cut = prepared.reference.len();
+    let cut = prepared.cut;
     let mut answers = Vec::new();
     for fact in prepared.planted.needles() {
         let (expected, stale_value) = fact.expected_before(cut);
         let question = Message::user(format!("{PROBE_PREAMBLE}\n\n{}", fact.question()));
-        let mut messages = prepared.view.clone();
+        let mut messages = Vec::with_capacity(prepared.view.len() + 1);
+        messages.extend_from_slice(&prepared.view);
         messages.push(question.clone());
         let outcome = agent::run(
             agent,
@@ -361,7 +394,8 @@ pub async fn ask(
         .await?;
         // The uncompressed history offloaded nothing: the reference has no store to search,
         // so its agent gets no tools (a search bound would only spend steps on nothing).
-        let mut messages = prepared.reference.clone();
+        let mut messages = Vec::with_capacity(cut + 1);
+        messages.extend_from_slice(prepared.reference());
         messages.push(question);
         let reference = match agent::run(
             agent,
@@ -484,7 +518,7 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
         "facts": facts_json(prepared),
         "answers": answers,
         "view_messages": prepared.view.len(),
-        "reference_messages": prepared.reference.len(),
+        "reference_messages": prepared.cut,
         "folds_after_needle": prepared.folds,
         "store_files": prepared.replay.store.writes().len(),
     });
