@@ -62,9 +62,8 @@ fn needle_unit(c: &mut Criterion) {
         .expect("needle unit prepares")
     };
     let p = prepare();
-    assert!(p.reached && !p.view.is_empty() && !p.replay.calls.is_empty());
-    assert_eq!(p.replay.views.len(), 1);
-    assert!(p.planted.needles().count() == 1);
+    assert!(p.reached && p.view_len > 0 && !p.replay.calls.is_empty());
+    assert!(p.needles().count() == 1);
     let mut group = c.benchmark_group("runner");
     group.bench_function("needle_unit_replay_phase", |b| {
         b.iter(|| black_box(prepare()))

@@ -19,7 +19,7 @@
 use super::agent::{self, LoopOutcome};
 use super::fs_tools::Sandbox;
 use super::offline_agent::OfflineProvider;
-use super::plant::{self, Fact, PlantSpec, Planted, Position};
+use super::plant::{self, Fact, PlantSpec, Position};
 use super::EvalError;
 use crate::config::suite::NeedleSearch;
 use crate::engine::{
@@ -32,7 +32,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// When the question is asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,14 +133,14 @@ answer is not in front of you. Answer with the value only; if you cannot find it
 /// Everything the replay phase of a needle sample produced (CPU work, no model calls except
 /// the summarizer's).
 pub struct Prepared {
-    /// The planted trace (whole) and what was planted where.
-    pub planted: Planted,
-    /// The replay up to the question point (its kept view moved out into `view`).
+    /// What was planted where: needles first (in planting order), then distractors.
+    pub facts: Vec<Fact>,
+    /// The replay up to the question point (its kept view moved out into the conversations).
     pub replay: engine::Replay,
-    /// The request the agent would have been sent at the question point.
-    pub view: Vec<Message>,
-    /// Messages of the planted trace before the question point: [`reference`](Self::reference)
-    /// is the same point with no compression.
+    conversations: Mutex<Shelf>,
+    /// Messages of the view at the question point.
+    pub view_len: usize,
+    /// Messages of the planted trace before the question point (the reference's length).
     pub cut: usize,
     pub store_root: PathBuf,
     /// Summarizations after the (last) needle that the view went through; with `fold = k`,
@@ -151,10 +151,72 @@ pub struct Prepared {
     pub fold: Option<usize>,
 }
 
+/// The two conversations a sample's questions are asked on. They hold the whole planted
+/// history, so the sample owns them and lends them to each question's requests (moved in and
+/// back by [`agent::run_on`], never copied).
+#[derive(Debug, Default)]
+pub struct Conversations {
+    /// The request the agent would have been sent at the question point.
+    pub view: Vec<Message>,
+    /// The same point with no compression: the planted trace up to the question.
+    pub reference: Vec<Message>,
+}
+
+/// Where the conversations are kept, and whether they are lent out right now.
+#[derive(Default)]
+struct Shelf {
+    conversations: Conversations,
+    lent: bool,
+}
+
+/// Conversations lent out of a [`Prepared`]; put back when dropped (also when `ask` fails).
+struct Lent<'a> {
+    home: &'a Mutex<Shelf>,
+    conversations: Conversations,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        let mut shelf = self.home.lock().unwrap_or_else(|e| e.into_inner());
+        shelf.conversations = std::mem::take(&mut self.conversations);
+        shelf.lent = false;
+    }
+}
+
 impl Prepared {
-    /// The uncompressed history at the question point: the planted trace up to the question.
-    pub fn reference(&self) -> &[Message] {
-        &self.planted.trace.messages[..self.cut]
+    fn new(facts: Vec<Fact>, replay: engine::Replay, conversations: Conversations) -> Self {
+        Prepared {
+            facts,
+            replay,
+            view_len: conversations.view.len(),
+            cut: conversations.reference.len(),
+            conversations: Mutex::new(Shelf {
+                conversations,
+                lent: false,
+            }),
+            store_root: PathBuf::new(),
+            folds: 0,
+            reached: true,
+            fold: None,
+        }
+    }
+
+    pub fn needles(&self) -> impl Iterator<Item = &Fact> {
+        self.facts.iter().filter(|f| f.is_needle)
+    }
+
+    fn lend(&self) -> Result<Lent<'_>, EvalError> {
+        let mut shelf = self.conversations.lock().unwrap_or_else(|e| e.into_inner());
+        if shelf.lent {
+            return Err(EvalError::Config(
+                "a needle sample is being asked twice at once".into(),
+            ));
+        }
+        shelf.lent = true;
+        Ok(Lent {
+            home: &self.conversations,
+            conversations: std::mem::take(&mut shelf.conversations),
+        })
     }
 }
 
@@ -204,16 +266,14 @@ pub fn prepare(
             match folds.get(k - 1) {
                 Some(&call) => AskAt::Call(assistants_before(&planted.trace, call)),
                 None => {
+                    let empty = Conversations::default();
                     return Ok(Prepared {
-                        planted,
-                        replay: full,
-                        view: Vec::new(),
-                        cut: 0,
                         store_root,
                         folds: folds.len(),
                         reached: false,
                         fold: Some(k),
-                    })
+                        ..Prepared::new(planted.facts, full, empty)
+                    });
                 }
             }
         }
@@ -227,8 +287,8 @@ pub fn prepare(
     // is not copied for the replay, and the reference is the planted trace itself.
     let trace = &mut planted.trace;
     let mut before = std::mem::take(&mut trace.messages);
-    let after_cut = before.split_off(cut);
-    let cut_short = !after_cut.is_empty();
+    let cut_short = before.len() > cut;
+    before.truncate(cut);
     let mut messages: Vec<Arc<Message>> = before.into_iter().map(Arc::new).collect();
     messages.push(Arc::new(probe_call()));
     let markers: Vec<_> = trace
@@ -239,10 +299,9 @@ pub fn prepare(
         .collect();
     let replay = engine::replay_shared(&trace.meta, &markers, &messages, &config, &env);
     messages.pop();
-    trace.messages = messages
+    let reference = messages
         .into_iter()
         .map(|m| Arc::try_unwrap(m).unwrap_or_else(|m| (*m).clone()))
-        .chain(after_cut)
         .collect();
     let mut replay = replay.map_err(|e| EvalError::Engine(e.to_string()))?;
     let view = replay
@@ -252,13 +311,9 @@ pub fn prepare(
         .ok_or_else(|| EvalError::Engine("the replay kept no view to ask from".into()))?;
     Ok(Prepared {
         folds: fold_calls(&replay, after).len(),
-        planted,
-        replay,
-        view,
-        cut,
         store_root,
-        reached: true,
         fold: params.fold,
+        ..Prepared::new(planted.facts, replay, Conversations { view, reference })
     })
 }
 
@@ -376,16 +431,21 @@ pub async fn ask(
     }
     let sandbox = Sandbox::new(&prepared.store_root).map_err(|e| EvalError::Io(e.to_string()))?;
     let cut = prepared.cut;
+    // Every question is asked on the two conversations in turn, lent out of the sample.
+    let mut lent = prepared.lend()?;
+    let Conversations {
+        view,
+        reference: history,
+    } = &mut lent.conversations;
     let mut answers = Vec::new();
-    for fact in prepared.planted.needles() {
+    for fact in prepared.needles() {
         let (expected, stale_value) = fact.expected_before(cut);
         let question = Message::user(format!("{PROBE_PREAMBLE}\n\n{}", fact.question()));
-        let mut messages = Vec::with_capacity(prepared.view.len() + 1);
-        messages.extend_from_slice(&prepared.view);
-        messages.push(question.clone());
-        let outcome = agent::run(
+        let in_view = line_in_view(view, fact, cut);
+        let outcome = agent::run_on(
             agent,
-            messages,
+            view,
+            question.clone(),
             Some(&sandbox),
             max_steps,
             Some(200),
@@ -394,12 +454,10 @@ pub async fn ask(
         .await?;
         // The uncompressed history offloaded nothing: the reference has no store to search,
         // so its agent gets no tools (a search bound would only spend steps on nothing).
-        let mut messages = Vec::with_capacity(cut + 1);
-        messages.extend_from_slice(prepared.reference());
-        messages.push(question);
-        let reference = match agent::run(
+        let reference = match agent::run_on(
             agent,
-            messages,
+            history,
+            question,
             None,
             max_steps,
             Some(200),
@@ -432,7 +490,7 @@ pub async fn ask(
             recovered,
             stale: !recovered && stale_value.is_some_and(|v| plant::recovered(&outcome.answer, v)),
             stale_value: stale_value.map(str::to_string),
-            in_view: line_in_view(&prepared.view, fact, cut),
+            in_view,
             outcome,
             reference: Some(reference),
         });
@@ -517,7 +575,7 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
     let evidence = json!({
         "facts": facts_json(prepared),
         "answers": answers,
-        "view_messages": prepared.view.len(),
+        "view_messages": prepared.view_len,
         "reference_messages": prepared.cut,
         "folds_after_needle": prepared.folds,
         "store_files": prepared.replay.store.writes().len(),
@@ -527,7 +585,6 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
 
 fn facts_json(prepared: &Prepared) -> Vec<Value> {
     prepared
-        .planted
         .facts
         .iter()
         .map(|f| {
@@ -545,6 +602,79 @@ fn facts_json(prepared: &Prepared) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::{EngineConfig, OfflineSummarizer};
+
+    /// A bundled trace replayed under a summarizing preset at a small window.
+    fn prepared(needles: usize, dir: &std::path::Path) -> Prepared {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("datasets/mini-swe-agent/astropy__astropy-12907.traj.json");
+        let trace = crate::trace::import::import_file(&path, None)
+            .unwrap()
+            .remove(0);
+        let config = EngineConfig::default()
+            .apply_sets(&["preset=\"deepagents\"".into(), "window=8000".into()])
+            .unwrap()
+            .resolve(None)
+            .unwrap();
+        let mut p: BTreeMap<String, Value> = BTreeMap::new();
+        p.insert("depth".into(), json!(0.2));
+        p.insert("needles".into(), json!(needles));
+        p.insert("position".into(), json!("user"));
+        let params = NeedleParams::from_params(&p).unwrap();
+        let summ = OfflineSummarizer;
+        prepare(
+            &trace,
+            &config,
+            &params,
+            &summ,
+            PriceTable::bundled(),
+            dir.into(),
+            3,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn every_question_gets_the_whole_conversations_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = prepared(3, dir.path());
+        assert!(
+            p.view_len > 0 && p.cut > p.view_len,
+            "{} {}",
+            p.view_len,
+            p.cut
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let agent = OfflineProvider::new();
+        let ask_all = || {
+            rt.block_on(ask(&p, &agent, 4, NeedleSearch::Auto, "n"))
+                .unwrap()
+        };
+        let first = ask_all();
+        assert_eq!(first.len(), 3);
+        // The reference holds every needle, so the offline agent finds each there; a question
+        // asked on a history that was not given back whole would miss it.
+        for a in &first {
+            assert!(a.reference.as_ref().unwrap().recovered, "{}", a.key);
+        }
+        let again = ask_all();
+        let answers = |v: &[Answer]| -> Vec<(String, bool, bool, u32)> {
+            v.iter()
+                .map(|a| {
+                    let r = a.reference.as_ref().unwrap();
+                    (r.answer.clone(), a.recovered, a.in_view, a.outcome.steps)
+                })
+                .collect()
+        };
+        assert_eq!(answers(&first), answers(&again));
+        let (scores, evidence, _) = score(&p, &first);
+        assert_eq!(scores["reference_recall"], 1.0);
+        assert_eq!(evidence["reference_messages"], json!(p.cut));
+        assert_eq!(evidence["view_messages"], json!(p.view_len));
+    }
 
     #[test]
     fn params_read_fold_and_corrected() {
