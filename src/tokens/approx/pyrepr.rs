@@ -1,28 +1,9 @@
 //! Python's `repr()` of JSON-like values and Python's `json.dumps()` with default settings:
 //! the exact strings LangChain's approximate counter measures (tool-call lists, tool schemas).
 
-use super::printable::NON_PRINTABLE;
+pub use super::printable::py_is_printable;
 use serde_json::Value;
 use std::fmt::Write as _;
-
-/// Whether Python's `str.isprintable()` accepts this character (what `repr` keeps as is).
-pub fn py_is_printable(c: char) -> bool {
-    let cp = c as u32;
-    if cp < 0x80 {
-        return (0x20..0x7f).contains(&cp);
-    }
-    NON_PRINTABLE
-        .binary_search_by(|&(lo, hi)| {
-            if hi < cp {
-                std::cmp::Ordering::Less
-            } else if lo > cp {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        })
-        .is_err()
-}
 
 /// Python `repr(str)`: single quotes unless the text holds `'` and no `"`.
 pub fn py_repr_str(s: &str, out: &mut String) {
