@@ -127,6 +127,8 @@ pub struct HttpProvider<W: Wire> {
 
 impl<W: Wire> HttpProvider<W> {
     pub fn new(wire: W, settings: HttpSettings) -> Result<Self, ProviderError> {
+        // The process's TLS provider, once (reqwest is built without one; see Cargo.toml).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let mut builder =
             reqwest::Client::builder().user_agent(concat!("ctxbench/", env!("CARGO_PKG_VERSION")));
         // A server on this machine is never reached through a proxy from the environment.
