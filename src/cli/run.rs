@@ -402,8 +402,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(summary) => print!("{summary}"),
             Err(e) => eprintln!("warning: reports were not written: {e:#}"),
         }
-        let t = &m.totals.tokens;
-        let tokens = t.agent.total() + t.summarizer.total() + t.judge.total();
+        // Every role, eval-agent calls included: the same total as report.md's "Run total".
+        let tokens = m.totals.tokens.total();
         println!("run      {dir}");
         println!(
             "units    {}/{} recorded, {} failed{}",
