@@ -154,6 +154,20 @@ impl LoadedSuite {
         at.extend_from_slice(key);
         let mut base = vec!["engine", "base"];
         base.extend_from_slice(key);
+        // A value that came from `--set` is that argument's fault, not the file line's.
+        let by_variant = self.set_of(&at);
+        let by_base = || {
+            (!self.source.contains(&at))
+                .then(|| self.set_of(&base))
+                .flatten()
+        };
+        if let Some(arg) = by_variant.or_else(by_base) {
+            return ConfigError::new(
+                format!("--set {arg}"),
+                0,
+                format!("engine variant `{}`: {message}", variant.name),
+            );
+        }
         let line = if self.source.contains(&at) {
             self.source.line_of(&at)
         } else if self.source.contains(&base) {
@@ -166,6 +180,17 @@ impl LoadedSuite {
             line,
             format!("engine variant `{}`: {message}", variant.name),
         )
+    }
+
+    /// The last `--set` argument whose suite key path and `path` name the same key or one
+    /// inside the other (`summarize.trigger.fractio` for an error at `summarize.trigger`).
+    fn set_of(&self, path: &[&str]) -> Option<&str> {
+        self.overrides.sets.iter().rev().find_map(|arg| {
+            let (key, _) = crate::engine::config::parse_set(arg).ok()?;
+            let set = super::overrides::set_path(&key);
+            let n = set.len().min(path.len());
+            (n > 2 && set[..n].iter().zip(&path[..n]).all(|(a, b)| a == b)).then_some(arg.as_str())
+        })
     }
 
     /// Run an owner's validation over every variant's merged engine table (e.g. deserializing
