@@ -241,6 +241,12 @@ fn suite_choice_of_headline_metrics_is_followed() {
     let model = ReportModel::build(&info, report_common::samples());
     assert_eq!(model.headline, ["tokens"]);
     assert!(model.notes.iter().any(|n| n.contains("nope")));
+    // report.html shows the notes' code spans as code, as report.md does, not as backticks.
+    let page = html::render(&info, &model);
+    let notes = page.split("id=\"notes\"").nth(1).unwrap();
+    let notes = notes.split("</ul>").next().unwrap();
+    assert!(notes.contains("<code>cost.judge</code>"), "{notes}");
+    assert!(!notes.contains('`'), "{notes}");
     let md = markdown::render(&info, &model);
     let verdict = md.split("## Verdict").nth(1).unwrap();
     let verdict = verdict.split("## Summary").next().unwrap();
