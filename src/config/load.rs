@@ -45,8 +45,17 @@ impl LoadedSuite {
     /// [`LoadedSuite::load`] with command-line overrides applied (see [`super::overrides`]).
     pub fn load_with(path: &Path, overrides: &Overrides) -> Result<LoadedSuite, ConfigError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path)
+        let bytes = std::fs::read(path)
             .map_err(|e| ConfigError::new(&file, 0, format!("cannot read suite file: {e}")))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
+            ConfigError::new(
+                &file,
+                line,
+                "not UTF-8 text: expected a TOML suite file, which is UTF-8",
+            )
+        })?;
         Self::from_str_with(&text, path, overrides)
     }
 
