@@ -330,6 +330,36 @@ fn render_human(r: &Replay) -> String {
     out
 }
 
+/// The replays of every trace in the file `args.trace` (the command without `--fixture`), before
+/// printing. Peak memory is about one copy of the trace: the file is streamed into the trace
+/// model (`trace::import`) and the messages move into the replay (`tests/replay_memory.rs`).
+pub fn replay_file(args: &Args) -> anyhow::Result<Vec<Replay>> {
+    let path = args
+        .trace
+        .as_ref()
+        .ok_or_else(|| UsageError("expected a trace file (or --fixture DIR)".into()))?;
+    let traces = load_traces(path)?;
+    let cfg = load_config(args)?;
+    let summarizer = OfflineSummarizer;
+    let mut replays = Vec::with_capacity(traces.len());
+    for t in traces {
+        let resolved = cfg.resolve_for(&t.meta, crate::pricing::PriceTable::bundled())?;
+        let mut env = ReplayEnv::new(&summarizer);
+        env.seed = args.seed;
+        if let Some(base) = &args.store {
+            env.store = StoreTarget::Dir(OffloadStore::dir_for(
+                base,
+                "replay",
+                &t.meta.id,
+                &resolved.preset,
+            ));
+        }
+        // By value: the trace's messages move into the replay, not copied (peak memory).
+        replays.push(engine::replay_owned(t, &resolved, &env).map_err(engine_err)?);
+    }
+    Ok(replays)
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut replays: Vec<Replay> = Vec::new();
     if let Some(dir) = &args.fixture {
@@ -363,28 +393,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         replays.push(r);
     } else {
-        let path = args
-            .trace
-            .as_ref()
-            .expect("clap requires TRACE without --fixture");
-        let traces = load_traces(path)?;
-        let cfg = load_config(&args)?;
-        let summarizer = OfflineSummarizer;
-        for t in traces {
-            let resolved = cfg.resolve_for(&t.meta, crate::pricing::PriceTable::bundled())?;
-            let mut env = ReplayEnv::new(&summarizer);
-            env.seed = args.seed;
-            if let Some(base) = &args.store {
-                env.store = StoreTarget::Dir(OffloadStore::dir_for(
-                    base,
-                    "replay",
-                    &t.meta.id,
-                    &resolved.preset,
-                ));
-            }
-            // By value: the trace's messages move into the replay, not copied (peak memory).
-            replays.push(engine::replay_owned(t, &resolved, &env).map_err(engine_err)?);
-        }
+        replays = replay_file(&args)?;
     }
     if args.json {
         let text = if replays.len() == 1 {

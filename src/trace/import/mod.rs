@@ -1,10 +1,11 @@
 //! Importers: recorded agent formats → canonical traces, with format auto-detection, directory
 //! walking and the bookkeeping every format shares (stable ids, tool-call pairing, goals).
 //!
-//! How inputs are read: a file is read whole (canonical JSONL is parsed line by line by
-//! `trace::io`). It is first tried as one JSON document; if serde_json stops at "trailing
-//! characters" it is read as JSON Lines instead. `detect` then picks the format from the content
-//! (never from the extension alone); `--from` overrides detection.
+//! How inputs are read: an input is first tried as one JSON document; if serde_json stops at
+//! "trailing characters" it is read as JSON Lines instead (canonical JSONL is parsed line by line
+//! by `trace::io`). A file on disk gets the same outcome while holding less: line-based files are
+//! streamed, never held whole beside what is parsed from them (`file`). `detect` then picks the
+//! format from the content (never from the extension alone); `--from` overrides detection.
 //!
 //! Which files a path selects is [`crate::trace::discover`]'s job (the same rules as `run`):
 //! directories are walked (hidden entries skipped, only `*.json`, `*.jsonl`, `*.ndjson` and
@@ -14,6 +15,7 @@
 
 mod calls;
 pub mod detect;
+mod file;
 pub mod json;
 
 /// One trace format's importer: how to recognise it and how to read it. Each importer module
@@ -148,10 +150,13 @@ pub fn import_file_content(
     path: &Path,
     from: Option<SourceFormat>,
 ) -> Result<FileContent, ImportError> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| ImportError::new(path, "file", format!("cannot read the file: {e}")))?;
-    let stem = file_stem(path);
-    import_bytes(&bytes, &stem, from, Some(path)).map_err(|l| ImportError::located(path, l))
+    let input = match file::read(path, from)? {
+        file::FileRead::Empty => return Ok(FileContent::NotATrace("the file is empty".into())),
+        file::FileRead::Canonical(traces) => return Ok(FileContent::Traces(traces)),
+        file::FileRead::Parsed(input) => input,
+    };
+    import_input_as(&input, &file_stem(path), from, Some(path))
+        .map_err(|l| ImportError::located(path, l))
 }
 
 /// Import files, directories and globs (see [`crate::trace::discover`] for which files they
@@ -315,14 +320,25 @@ pub fn import_bytes(
         return Ok(FileContent::Traces(traces));
     }
     let input = parse_input(bytes)?;
+    import_input_as(&input, stem, from, path)
+}
+
+/// Detect the format of a parsed input (unless `from` names it) and import it; the part of
+/// [`import_bytes`] after parsing.
+fn import_input_as(
+    input: &Input,
+    stem: &str,
+    from: Option<SourceFormat>,
+    path: Option<&Path>,
+) -> Res<FileContent> {
     let format = match from {
         Some(f) => f,
-        None => match detect::detect(&input) {
+        None => match detect::detect(input) {
             Ok(f) => f,
             Err(why) => return Ok(FileContent::NotATrace(why)),
         },
     };
-    let mut traces = import_input(&input, stem, format)?;
+    let mut traces = import_input(input, stem, format)?;
     for t in traces.iter_mut() {
         if let Some(p) = path {
             t.meta.source_path = Some(p.display().to_string());

@@ -1,0 +1,145 @@
+//! Reading one trace file with the least memory: the file is never held whole next to what is
+//! parsed from it when it is line-based.
+//!
+//! The first non-blank line decides. A canonical header streams the file through
+//! `trace::io::TraceReader` (one line buffer). A first line that is a whole JSON value followed
+//! by more text is JSON Lines: each line is parsed as it is read, through one reused buffer.
+//! Anything else is one JSON document, read whole and parsed by [`super::parse_input`], exactly
+//! as before, and the bytes are dropped before the importer runs. The outcome is the same as
+//! [`super::import_bytes`] on the whole file (same traces, same errors): a whole-document parse
+//! of such a file stops after its first value with "trailing characters", which is where
+//! `parse_input` switches to JSON Lines.
+
+use super::json::{Located, Res};
+use super::{detect, json_error, parse_input, ImportError, Input};
+use crate::trace::io::TraceReader;
+use crate::trace::model::{SourceFormat, Trace};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Cursor, Read};
+use std::path::Path;
+
+/// What reading a file gave before any importer ran.
+pub(super) enum FileRead {
+    /// Blank.
+    Empty,
+    /// A canonical file, read completely.
+    Canonical(Vec<Trace>),
+    /// A parsed input for detection and an importer.
+    Parsed(Input),
+}
+
+fn blank(line: &[u8]) -> bool {
+    line.iter().all(|b| b.is_ascii_whitespace())
+}
+
+/// Read `path` as [`super::import_bytes`] would see it, streaming where the format allows.
+pub(super) fn read(path: &Path, from: Option<SourceFormat>) -> Result<FileRead, ImportError> {
+    let cannot =
+        |e: std::io::Error| ImportError::new(path, "file", format!("cannot read the file: {e}"));
+    let f = std::fs::File::open(path).map_err(cannot)?;
+    let mut r = BufReader::with_capacity(1 << 16, f);
+    // Everything read so far (blank lines, then the first non-blank one), kept so a document
+    // or a canonical file is seen from its first byte.
+    let mut head: Vec<u8> = Vec::new();
+    let mut lines_read = 0usize;
+    let first_start = loop {
+        let start = head.len();
+        if r.read_until(b'\n', &mut head).map_err(cannot)? == 0 {
+            return Ok(FileRead::Empty);
+        }
+        lines_read += 1;
+        if !blank(&head[start..]) {
+            break start;
+        }
+    };
+    let canonical = match from {
+        Some(SourceFormat::Canonical) => true,
+        Some(_) => false,
+        None => detect::looks_canonical(&head[first_start..]),
+    };
+    if canonical {
+        let reader = TraceReader::new(Cursor::new(head).chain(r), path.display().to_string());
+        return reader.collect::<Result<_, _>>().map(FileRead::Canonical);
+    }
+    let located = |l: Located| ImportError::located(path, l);
+    let first = trim_eol(&head[first_start..]);
+    if let Ok(v) = serde_json::from_slice::<Value>(first) {
+        // JSON Lines if any non-blank text follows; else a one-line document (below).
+        let mut buf = Vec::new();
+        let mut lines = vec![(lines_read, v)];
+        loop {
+            buf.clear();
+            if r.read_until(b'\n', &mut buf).map_err(cannot)? == 0 {
+                break;
+            }
+            lines_read += 1;
+            let line = trim_eol(&buf);
+            if blank(line) {
+                continue;
+            }
+            let v = serde_json::from_slice::<Value>(line)
+                .map_err(|e| located(json_error(&e, Some(lines_read))))?;
+            lines.push((lines_read, v));
+        }
+        if lines.len() > 1 {
+            return Ok(FileRead::Parsed(Input::Lines(lines)));
+        }
+    }
+    // One document: the whole file, as before.
+    let mut bytes = head;
+    r.read_to_end(&mut bytes).map_err(cannot)?;
+    let input: Res<Input> = parse_input(&bytes);
+    drop(bytes);
+    input.map(FileRead::Parsed).map_err(located)
+}
+
+/// A line without its `\n` and a `\r` before it (as `parse_lines` splits).
+fn trim_eol(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{import_bytes, import_file_content, FileContent};
+    use std::path::Path;
+
+    /// The streamed reading of a file gives what importing its bytes whole gives: the same
+    /// traces or the same error, for documents, JSON Lines, canonical files and broken input.
+    #[test]
+    fn streamed_file_equals_whole_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let canonical = concat!(
+            "{\"type\":\"header\",\"schema_version\":1,\"meta\":{\"id\":\"c\",\"source_format\":\"openai\"}}\n",
+            "{\"type\":\"message\",\"role\":\"user\",\"content\":\"hi\"}\n"
+        );
+        let cases: &[(&str, &[u8])] = &[
+            ("doc", b"{\"messages\":[{\"role\":\"user\",\"content\":\"a\"}]}"),
+            ("pretty", b"\n\n{\n \"messages\": [{\"role\":\"user\",\"content\":\"a\"}]\n}\n\n"),
+            ("lines", b"{\"role\":\"user\",\"content\":\"a\"}\n\n{\"role\":\"assistant\",\"content\":\"b\"}\r\n"),
+            ("one-line", b"\n{\"role\":\"user\",\"content\":\"a\"}\n  \n"),
+            ("canonical", canonical.as_bytes()),
+            ("blank", b"  \n\n"),
+            ("trailing", b"{\n  \"a\": 1\n}\n}"),
+            ("bad-line-3", b"{\"role\":\"user\",\"content\":\"a\"}\n\n{\"role\":\n"),
+            ("truncated", b"{\"a\": [1, 2"),
+            ("huge-number-lines", b"1e400\n2\n"),
+            ("not-a-trace", b"[1, 2]\n"),
+            ("fixture-style", b"{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"x\",\"name\":\"f\",\"args\":{}}]}\n{\"role\":\"tool\",\"content\":\"r\",\"tool_call_id\":\"x\"}\n"),
+        ];
+        for (name, bytes) in cases {
+            let path = dir.path().join(format!("{name}.jsonl"));
+            std::fs::write(&path, bytes).unwrap();
+            let streamed = import_file_content(&path, None);
+            let whole = import_bytes(bytes, name, None, Some(Path::new(&path)))
+                .map_err(|l| format!("{}: {}", l.location, l.message));
+            let streamed = streamed.map_err(|e| format!("{}: {}", e.location, e.message));
+            let show = |r: &Result<FileContent, String>| match r {
+                Ok(FileContent::Traces(t)) => format!("traces {t:?}"),
+                Ok(FileContent::NotATrace(why)) => format!("not a trace: {why}"),
+                Err(e) => format!("error {e}"),
+            };
+            assert_eq!(show(&streamed), show(&whole), "{name}");
+        }
+    }
+}
