@@ -241,9 +241,44 @@ fn suite_choice_of_headline_metrics_is_followed() {
     let model = ReportModel::build(&info, report_common::samples());
     assert_eq!(model.headline, ["tokens"]);
     assert!(model.notes.iter().any(|n| n.contains("nope")));
+    // report.html shows the notes' code spans as code, as report.md does, not as backticks.
+    let page = html::render(&info, &model);
+    let notes = page.split("id=\"notes\"").nth(1).unwrap();
+    let notes = notes.split("</ul>").next().unwrap();
+    assert!(notes.contains("<code>cost.judge</code>"), "{notes}");
+    assert!(!notes.contains('`'), "{notes}");
     let md = markdown::render(&info, &model);
     let verdict = md.split("## Verdict").nth(1).unwrap();
     let verdict = verdict.split("## Summary").next().unwrap();
     assert!(verdict.contains("tokens"));
     assert!(!verdict.contains("recall"), "{verdict}");
+}
+
+/// A unit both flagged (a futile compaction) and failed shows "flagged" as its status and
+/// keeps "fail" in the verdict column, so the filter the page suggests (`verdict=fail`) finds
+/// every failed unit of a variant, flagged or not.
+#[test]
+fn html_samples_table_keeps_the_verdict_of_flagged_units() {
+    let info = report_common::info("run-fixed");
+    let mut samples = report_common::samples();
+    let s = samples
+        .iter_mut()
+        .find(|s| s.variant == "aggressive" && s.passed == Some(false))
+        .unwrap();
+    s.compactions.insert("futile".into(), 2);
+    let id = s.trace_id.clone();
+    let sample = s.sample.clone();
+    let model = ReportModel::build(&info, samples);
+    let page = html::render(&info, &model);
+    let table = page.split("id=\"samples-table\"").nth(1).unwrap();
+    let table = table.split("</table>").next().unwrap();
+    assert!(table.contains(">verdict</th>"), "{table}");
+    assert!(page.contains("<code>verdict=fail variant=aggressive</code>"));
+    let row = table
+        .split("<tr")
+        .find(|r| r.contains(&id) && r.contains(&sample) && r.contains(">flagged<"))
+        .unwrap_or_else(|| panic!("no flagged row for {id} {sample}"));
+    let cells: Vec<&str> = row.split("<td").skip(1).collect();
+    assert!(cells[0].contains("flagged"), "{row}");
+    assert!(cells[1].contains(">fail<"), "{row}");
 }

@@ -1,6 +1,7 @@
 //! `ctxbench run` / `ctxbench merge` as processes: SIGKILL midway then `--resume` yields the same
 //! samples as an uninterrupted run; Ctrl-C (SIGINT) exits 130 with a resumable run; shards
-//! merged on the command line equal an unsharded run; `--help` texts.
+//! merged on the command line equal an unsharded run; `--help` texts; the closing `tokens` line
+//! is the run total of every report.
 //!
 //! The executor is `synthetic` (deterministic, no model calls) unless
 //! `CTXBENCH_HARNESS_EXECUTOR` names another (`default` once the engine and evals are merged):
@@ -471,4 +472,86 @@ fn progress_lines_without_a_terminal_and_none_with_quiet() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("CTXBENCH_PROGRESS_SECS=soon"));
+}
+
+/// The run's closing `tokens` line counts every role — the eval agent's needle questions too —
+/// so it is the same total as report.md's "Run total", results.csv's `tokens.total` column and
+/// run.json's per-role totals (it once left the eval agent out: 65.62M against 72579522 on the
+/// quickstart).
+#[test]
+fn the_closing_tokens_line_is_the_run_total_of_every_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
+    let suite = tmp.path().join("needle.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            r#"[suite]
+name = "footer"
+output_dir = "out"
+
+[traces]
+paths = ["{d}/astropy__astropy-12907.traj.json", "{d}/psf__requests-1142.traj.json"]
+
+[engine]
+baseline = "base"
+[engine.base]
+window = 20000
+[engine.variants.base]
+
+[evals.needle]
+depths = [0.5]
+positions = ["tool"]
+"#,
+            d = d.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(bin())
+        .args(["run", &suite.display().to_string(), "--run-id", "r"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let run = tmp.path().join("out/r");
+
+    let samples = canonical(&run);
+    let eval_agent: u64 = samples.values().map(|s| s.tokens.eval_agent.total()).sum();
+    assert!(eval_agent > 0, "the needle questions used no tokens");
+    let total: u64 = samples.values().map(|s| s.tokens_total()).sum();
+
+    let csv = std::fs::read_to_string(run.join("results.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "tokens.total").unwrap();
+    let csv_total: u64 = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(col).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(csv_total, total);
+
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        md.contains(&format!("Run total: {total} tokens;")),
+        "report.md has no run total of {total}"
+    );
+
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    let roles = &m["totals"]["tokens"];
+    let json_total: u64 = ["agent", "summarizer", "judge", "eval_agent"]
+        .iter()
+        .map(|r| roles[r]["input"].as_u64().unwrap() + roles[r]["output"].as_u64().unwrap())
+        .sum();
+    assert_eq!(json_total, total);
+
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("tokens "))
+        .unwrap_or_else(|| panic!("no closing tokens line in\n{stdout}"));
+    let shown = ctxbench::runner::progress::human_tokens(total);
+    assert!(
+        line.split_whitespace().nth(1) == Some(shown.as_str()),
+        "terminal `{line}` is not the run total {total} ({shown})"
+    );
 }

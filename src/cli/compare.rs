@@ -118,26 +118,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let choice = headline::suite_choice(&b.info.suite);
         headline::select(choice.as_deref(), &names).0
     };
-    println!(
+    outln!(
         "{} (candidate) vs {} (baseline)",
-        b.info.run_id, a.info.run_id
-    );
+        b.info.run_id,
+        a.info.run_id
+    )?;
     if comparisons.is_empty() {
-        println!("the runs share no variant and unit: nothing to compare");
+        outln!("the runs share no variant and unit: nothing to compare")?;
     } else {
         let verdicts = headline::verdicts(&comparisons, &head);
-        print!("{}", headline::render_text(&verdicts, terminal::WIDTH));
+        out!("{}", headline::render_text(&verdicts, terminal::WIDTH))?;
         let (rows, dropped) = headline::ordered(&comparisons, &head);
-        print!(
+        out!(
             "{}",
             Terminal.render(&sections::comparison(&rows, "candidate"))
-        );
+        )?;
         if dropped > 0 {
-            println!("{dropped} other metric(s) with no change on any pair not listed");
+            outln!("{dropped} other metric(s) with no change on any pair not listed")?;
         }
     }
     for n in &notes {
-        println!("note: {n}");
+        outln!("note: {n}")?;
     }
     std::fs::create_dir_all(&out)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
@@ -155,10 +156,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         std::fs::write(&p, text)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
     }
-    println!(
+    outln!(
         "wrote {} and {}",
         display_path(&out_dir.compare_md()),
         display_path(&out_dir.compare_json())
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

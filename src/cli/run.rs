@@ -351,10 +351,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // run leaves no run directory behind.
     let planned = session::plan_run(&suite, loader)?;
     if args.dry_run {
-        print!(
+        out!(
             "{}",
             plan_text(&suite, &planned.plan, planned.skipped.len())
-        );
+        )?;
         return Ok(ExitCode::from(EXIT_OK));
     }
     let exec: Arc<dyn UnitExecutor> = match synthetic {
@@ -397,16 +397,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let m = &outcome.manifest;
     let dir = crate::output::display_path(&outcome.run_dir);
     if args.quiet {
-        println!("{dir}");
+        outln!("{dir}")?;
     } else {
         match &report {
-            Ok(summary) => print!("{summary}"),
+            Ok(summary) => out!("{summary}")?,
             Err(e) => eprintln!("warning: reports were not written: {e:#}"),
         }
-        let t = &m.totals.tokens;
-        let tokens = t.agent.total() + t.summarizer.total() + t.judge.total();
-        println!("run      {dir}");
-        println!(
+        // Every role, eval-agent calls included: the same total as report.md's "Run total".
+        let tokens = m.totals.tokens.total();
+        outln!("run      {dir}")?;
+        outln!(
             "units    {}/{} recorded, {} failed{}",
             m.units.recorded,
             m.units.planned,
@@ -415,12 +415,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Some(s) => format!(" (shard {s} of {} units)", m.units.planned_total),
                 None => String::new(),
             }
-        );
-        println!(
+        )?;
+        outln!(
             "tokens   {}  ·  {}",
             human_tokens(tokens),
             m.totals.cost.line()
-        );
+        )?;
     }
     let code = match m.status {
         RunStatus::Interrupted => {

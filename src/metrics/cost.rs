@@ -95,10 +95,7 @@ pub struct UsageTotals {
 impl UsageTotals {
     /// Tokens of all roles, input + output.
     pub fn tokens_total(&self) -> u64 {
-        self.tokens.agent.total()
-            + self.tokens.summarizer.total()
-            + self.tokens.judge.total()
-            + self.tokens.eval_agent.total()
+        self.tokens.total()
     }
 }
 

@@ -87,6 +87,14 @@ pub struct TokensByRole {
     pub eval_agent: TokenSplit,
 }
 
+impl TokensByRole {
+    /// Tokens of every role, input + output (cached is part of input): the one total the
+    /// terminal, report.md, report.html, results.csv and run.json agree on.
+    pub fn total(&self) -> u64 {
+        self.agent.total() + self.summarizer.total() + self.judge.total() + self.eval_agent.total()
+    }
+}
+
 /// Dollar cost of a unit by role. `None` = price unknown (never reported as $0).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CostByRole {
@@ -187,7 +195,7 @@ pub struct Sample {
 impl Sample {
     /// Tokens of every role and kind summed (input + output; cached is part of input).
     pub fn tokens_total(&self) -> u64 {
-        row::tokens_total(&self.tokens)
+        self.tokens.total()
     }
 
     /// Total dollar cost of the unit, or `None` when a role that used tokens has an unknown

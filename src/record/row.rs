@@ -260,7 +260,7 @@ impl Sample {
 
 /// Tokens of every role and kind summed (input + output; cached is part of input).
 pub(super) fn tokens_total(t: &TokensByRole) -> u64 {
-    t.agent.total() + t.summarizer.total() + t.judge.total() + t.eval_agent.total()
+    t.total()
 }
 
 /// Total dollar cost, or `None` when a role that used tokens has an unknown price.

@@ -212,7 +212,7 @@ pub fn notes(out: &mut String, model: &ReportModel) {
     }
     out.push_str("<h2 id=\"notes\">Notes</h2>\n<ul>");
     for n in &model.notes {
-        let _ = write!(out, "<li>{}</li>", escape(n));
+        let _ = write!(out, "<li>{}</li>", super::note(n));
     }
     out.push_str("</ul>\n");
 }

@@ -224,8 +224,9 @@ pub fn section(out: &mut String, model: &ReportModel, texts: &SummaryTexts) {
          {MAX_PROBLEM_SAMPLES}), the units of {SHOWN_PAIR_KEYS} trace/eval/sample keys in every \
          variant, and up to {MAX_FAILED_PER_VARIANT} units per variant whose verdict is fail \
          (with the baseline's unit of the same key). Failures first; every sample is in \
-         results.csv and samples.jsonl. Filter with words or <code>column=value</code> \
-         (e.g. <code>status=fail variant=aggressive</code>).</p>",
+         results.csv and samples.jsonl. A flagged unit keeps its verdict in the verdict column. \
+         Filter with words or <code>column=value</code> \
+         (e.g. <code>verdict=fail variant=aggressive</code>).</p>",
         shown.len(),
         model.samples.len()
     );
@@ -239,6 +240,7 @@ pub fn section(out: &mut String, model: &ReportModel, texts: &SummaryTexts) {
         Some("samples-table"),
         vec![
             Column::text("status"),
+            Column::text("verdict"),
             Column::text("variant"),
             Column::text("trace"),
             Column::text("eval"),
@@ -255,6 +257,13 @@ pub fn section(out: &mut String, model: &ReportModel, texts: &SummaryTexts) {
         let score = main_score(model, s);
         t.push(vec![
             Status::of(s).cell(),
+            // Its own column: "flagged" (futile compaction, summary failure) outranks "fail" in
+            // the status, and a filter on status=fail would miss those units.
+            match s.passed {
+                Some(true) => Cell::text("pass"),
+                Some(false) => Cell::Alert("fail".into()),
+                None => Cell::Missing,
+            },
             Cell::text(s.variant),
             Cell::Code(s.trace_id.to_string()),
             Cell::text(s.eval),
