@@ -1,4 +1,6 @@
 //! Shared helpers for integration tests (`mod support;` in a test file).
 
+pub mod cli;
 pub mod mock_llm;
 pub mod run;
+pub mod suite;
