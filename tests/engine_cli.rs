@@ -1,19 +1,17 @@
 //! `ctxbench replay` end to end: fixture JSON in the fixture vocabulary, the human timeline,
 //! JSON for traces, and exit codes for bad input.
 
-use assert_cmd::Command;
+mod support;
+
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use support::cli::ctxbench;
 
 fn fixture_dir(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("testdata/deepagents-golden")
         .join(name)
-}
-
-fn ctxbench() -> Command {
-    Command::cargo_bin("ctxbench").unwrap()
 }
 
 #[test]

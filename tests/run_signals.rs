@@ -11,11 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use support::cli::{bin, lines};
 use support::mock_llm::{MockLlm, Reply};
-
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("ctxbench")
-}
 
 fn signal(child: &Child, sig: &str) {
     let status = std::process::Command::new("kill")
@@ -54,50 +51,15 @@ fn wait_within(mut child: Child, limit: Duration) -> (Option<i32>, String, Durat
     }
 }
 
-fn lines(p: &Path) -> usize {
-    std::fs::read_to_string(p)
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
-}
-
 fn run_json(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap()
 }
 
 /// Four real traces, two variants, replay + needle; `providers` is appended verbatim.
 fn suite(dir: &Path, providers: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
-    let text = format!(
-        r#"[suite]
-name = "signals"
-output_dir = "out"
-seed = 1
-
-[traces]
-paths = [
-  "{d}/astropy__astropy-12907.traj.json",
-  "{d}/psf__requests-1142.traj.json",
-  "{d}/django__django-14771.traj.json",
-  "{d}/sympy__sympy-13091.traj.json",
-]
-
-[engine]
-baseline = "base"
-[engine.base]
-window = 20000
-[engine.variants.base]
-[engine.variants.aggressive]
-summarize.trigger.fraction = 0.15
-
-[evals.needle]
-depths = [0.25, 0.75]
-positions = ["tool", "user"]
-{providers}"#,
-        d = d.display()
-    );
-    let p = dir.join("suite.toml");
-    std::fs::write(&p, text).unwrap();
-    p
+    support::suite::harness("signals")
+        .raw(providers)
+        .write(dir, "suite.toml")
 }
 
 #[test]

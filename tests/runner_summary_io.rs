@@ -14,36 +14,10 @@ use support::mock_llm::{MockLlm, Reply};
 
 /// One trace, `repeats` units of `replay`, an early summary trigger, summaries from `base_url`.
 fn suite_text(base_url: &str, repeats: u32) -> String {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
-    format!(
-        r#"[suite]
-name = "summary-io"
-output_dir = "out"
-repeats = {repeats}
-concurrency = 8
-
-[traces]
-paths = ["{d}/astropy__astropy-12907.traj.json"]
-
-[engine]
-baseline = "aggressive"
-[engine.base]
-preset = "deepagents"
-window = 20000
-[engine.variants.aggressive]
-summarize.trigger.fraction = 0.15
-
-[evals.replay]
-
-[providers.summary]
-kind = "openai"
-model = "gpt-4o-mini"
-base_url = "{base_url}"
-concurrency = 8
-cache = false
-"#,
-        d = d.display()
-    )
+    support::suite::remote_summaries("summary-io", base_url, "concurrency = 8")
+        .suite_line(format!("repeats = {repeats}"))
+        .suite_line("concurrency = 8")
+        .text()
 }
 
 fn prepare(dir: &Path, text: &str) -> (session::Prepared, ctxbench::runner::Router) {

@@ -14,6 +14,18 @@ pub fn ctxbench() -> Command {
     c
 }
 
+/// The `ctxbench` binary's path, for tests that spawn and signal it.
+pub fn bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("ctxbench")
+}
+
+/// Lines in a file so far (0 while it does not exist): a journal's progress.
+pub fn lines(p: &Path) -> usize {
+    std::fs::read_to_string(p)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
 /// A JSON file of a run directory.
 pub fn json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

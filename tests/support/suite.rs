@@ -15,6 +15,23 @@ pub fn mini_swe(file: &str) -> PathBuf {
     repo().join("datasets/mini-swe-agent").join(file)
 }
 
+/// Every bundled mini-swe-agent trajectory, sorted.
+pub fn mini_swe_all() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join("datasets/mini-swe-agent"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".traj.json"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A variant line using one of the bundled summary prompts (`summary-a.md`).
+pub fn prompt_file(file: &str) -> String {
+    let path = repo().join("evals/prompts").join(file);
+    format!("summarize.prompt.file = {:?}", path.display().to_string())
+}
+
 /// The variant table that compacts early: summarize at 15% of the window.
 pub const AGGRESSIVE: &str = "summarize.trigger.fraction = 0.15";
 
@@ -213,5 +230,23 @@ pub fn harness(name: &str) -> SuiteBuilder {
         .eval(
             "needle",
             "depths = [0.25, 0.75]\npositions = [\"tool\", \"user\"]",
+        )
+}
+
+/// One real trace (astropy-12907) replayed under `aggressive` alone, its summaries asked of an
+/// OpenAI-compatible server at `base_url` (`gpt-4o-mini`, no response cache); `provider` holds
+/// further `[providers.summary]` lines.
+pub fn remote_summaries(name: &str, base_url: &str, provider: &str) -> SuiteBuilder {
+    SuiteBuilder::new(name)
+        .mini_swe(&["astropy__astropy-12907.traj.json"])
+        .baseline("aggressive")
+        .deepagents(20000)
+        .variant("aggressive", AGGRESSIVE)
+        .eval("replay", "")
+        .table(
+            "providers.summary",
+            format!(
+                "kind = \"openai\"\nmodel = \"gpt-4o-mini\"\nbase_url = {base_url:?}\ncache = false\n{provider}"
+            ),
         )
 }
