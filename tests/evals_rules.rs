@@ -7,36 +7,15 @@
 mod support;
 
 use ctxbench::config::suite::RuleKind;
-use ctxbench::engine::{EngineConfig, OfflineSummarizer, ResolvedConfig};
+use ctxbench::engine::{OfflineSummarizer, ResolvedConfig};
 use ctxbench::evals::drift::{self, DriftParams};
 use ctxbench::evals::offline_agent::OfflineProvider;
 use ctxbench::evals::rules::{self, RulesParams};
 use ctxbench::metrics::stats::{mcnemar, paired_delta};
 use ctxbench::pricing::PriceTable;
-use ctxbench::trace::import::import_file;
-use ctxbench::trace::Trace;
 use std::collections::BTreeMap;
 use std::path::Path;
-
-const TRACES: [&str; 4] = [
-    "datasets/mini-swe-agent/django__django-11138.traj.json",
-    "datasets/mini-swe-agent/sympy__sympy-19495.traj.json",
-    "datasets/mini-swe-agent/pytest-dev__pytest-7571.traj.json",
-    "datasets/mini-swe-agent/astropy__astropy-12907.traj.json",
-];
-
-fn load(path: &str) -> Trace {
-    import_file(Path::new(path), None)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .remove(0)
-}
-
-fn config(toml: &str) -> ResolvedConfig {
-    EngineConfig::from_toml_str(toml, "test.toml")
-        .unwrap()
-        .resolve(None)
-        .unwrap()
-}
+use support::traces::{engine_config as config, import_one as load, EVAL_TRACES as TRACES};
 
 fn prompt_variant(file: &str, extra: &str) -> ResolvedConfig {
     let text = std::fs::read_to_string(Path::new("evals/prompts").join(file)).unwrap();

@@ -6,3 +6,4 @@ pub mod mock_llm;
 pub mod report;
 pub mod run;
 pub mod suite;
+pub mod traces;
