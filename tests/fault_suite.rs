@@ -153,15 +153,10 @@ fn status(dir: &Path) -> serde_json::Value {
 
 #[test]
 fn a_suite_behind_forty_percent_faults_loses_nothing_and_caches_no_error() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
     let tmp = tempfile::tempdir().unwrap();
 
     // One server (the cache key includes the endpoint), switched between healthy and faulty.
-    let server = rt.block_on(MockLlm::start());
+    let (_rt, server) = MockLlm::on_own_runtime(); // the runtime serves the mock
     let suite = suite(tmp.path(), &server.openai_base_url());
     let out = tmp.path().join("out");
 

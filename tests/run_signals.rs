@@ -135,18 +135,9 @@ max_retries = 0
     (child, tmp.join("out").join(run_id))
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn one_ctrl_c_stops_a_hung_run_within_the_grace() {
-    let rt = runtime();
-    let server = rt.block_on(MockLlm::start());
+    let (_rt, server) = MockLlm::on_own_runtime(); // the runtime serves the mock
     let tmp = tempfile::tempdir().unwrap();
     let (child, dir) = hung_run(tmp.path(), &server, "hung", "1");
     std::thread::sleep(Duration::from_millis(300));
@@ -173,8 +164,7 @@ fn one_ctrl_c_stops_a_hung_run_within_the_grace() {
 
 #[test]
 fn a_second_ctrl_c_cancels_at_once_and_never_panics() {
-    let rt = runtime();
-    let server = rt.block_on(MockLlm::start());
+    let (_rt, server) = MockLlm::on_own_runtime(); // the runtime serves the mock
     let tmp = tempfile::tempdir().unwrap();
     // A grace far longer than the test: only the second Ctrl-C can end it in time.
     let (child, dir) = hung_run(tmp.path(), &server, "hung2", "600");

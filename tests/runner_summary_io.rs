@@ -27,12 +27,7 @@ fn prepare(dir: &Path, text: &str) -> (session::Prepared, ctxbench::runner::Rout
 
 #[test]
 fn eight_summary_calls_are_in_flight_at_once() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = rt.block_on(MockLlm::start());
+    let (rt, server) = MockLlm::on_own_runtime();
     server.set_delay(Duration::from_millis(100));
     let tmp = tempfile::tempdir().unwrap();
     let (prepared, router) = prepare(tmp.path(), &suite_text(&server.openai_base_url(), 16));
@@ -63,12 +58,7 @@ fn cancelling_a_run_whose_summarizer_never_answers_does_not_panic() {
         default_hook(info);
     }));
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = rt.block_on(MockLlm::start());
+    let (rt, server) = MockLlm::on_own_runtime();
     server.respond_with(|_| Reply::Hang);
     let tmp = tempfile::tempdir().unwrap();
     let (prepared, router) = prepare(tmp.path(), &suite_text(&server.openai_base_url(), 4));

@@ -49,12 +49,7 @@ fn scan(dir: &Path) -> (usize, Vec<String>, usize) {
 
 #[test]
 fn an_echoed_key_is_stored_and_printed_nowhere() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = rt.block_on(MockLlm::start());
+    let (_rt, server) = MockLlm::on_own_runtime(); // the runtime serves the mock
     server.respond_with(mock::echo_key_responder());
 
     let dir = tempfile::tempdir().unwrap();

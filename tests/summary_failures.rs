@@ -30,12 +30,7 @@ struct Harness {
 
 impl Harness {
     fn new() -> Harness {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let server = rt.block_on(MockLlm::start());
+        let (rt, server) = MockLlm::on_own_runtime();
         Harness { rt, server }
     }
 
