@@ -5,14 +5,8 @@ mod support;
 
 use predicates::prelude::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use support::cli::ctxbench;
-
-fn fixture_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata/deepagents-golden")
-        .join(name)
-}
+use support::traces::golden as fixture_dir;
 
 #[test]
 fn fixture_json_uses_the_fixture_vocabulary() {

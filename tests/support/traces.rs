@@ -5,7 +5,7 @@
 use ctxbench::engine::{EngineConfig, ResolvedConfig};
 use ctxbench::trace::import::import_file;
 use ctxbench::trace::Trace;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The one trace of a file (`datasets/mini-swe-agent/x.traj.json`, relative to the repository
 /// root or absolute); fails when the file holds another number of traces.
@@ -77,4 +77,11 @@ pub fn agent_trace_done_at(steps: usize, chars: usize, done_at: Option<usize>) -
     }
     t.messages.push(Message::assistant("All done.", vec![]));
     t
+}
+
+/// A golden fixture directory under `testdata/deepagents-golden/` (`synthetic-s7`).
+pub fn golden(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/deepagents-golden")
+        .join(name)
 }
