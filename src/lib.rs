@@ -46,7 +46,9 @@
 //! - `gate` computes verdicts; `report` renders them (JUnit, step summary, terminal lines).
 //!
 //! A compression layer is one file in `engine/layers/` plus one line in the registry of
-//! `engine/layers/mod.rs`. The data flow, and how to add a layer, an eval, a provider, an
+//! `engine/layers/mod.rs`. An eval is its suite section in `config/evals/` (one line in
+//! `eval_sections!`, where eval names come from) and its run hook in `evals/executors/` (one
+//! line in `evals!`). The data flow, and how to add a layer, an eval, a provider, an
 //! importer or a report section: `docs/architecture.md` (with `docs/engine.md` for layers and
 //! `docs/report.md` for reports).
 

@@ -54,6 +54,8 @@ Examples:
 /// threshold.
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = RULES_HELP)]
+// `[gates]` in the `--help` text below is the suite's TOML table, not a rustdoc link.
+#[allow(rustdoc::broken_intra_doc_links)]
 pub struct Args {
     /// Run directory to check (holds run.json and samples.jsonl)
     #[arg(value_name = "RUN")]

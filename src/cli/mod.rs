@@ -7,6 +7,10 @@
 //! - 10 a gate rule failed (`ctxbench gate`)
 //! - 130 interrupted (Ctrl-C); a partial report was written
 
+// The doc comments of the argument structs are clap's `--help` text: placeholders such as
+// `<run-id>` are meant literally there, not as rustdoc HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 

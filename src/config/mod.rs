@@ -2,6 +2,7 @@
 //!
 //! - [`suite`]: the `suite.toml` types (and the JSON Schema generated from them).
 //! - [`load`]: [`LoadedSuite`], a parsed suite with typed engine variants and provider roles.
+//! - [`evals`]: the `[evals]` sections, one file per eval, registered once (the eval names).
 //! - [`validate`]: checks the types cannot express; prompt files.
 //! - [`overrides`]: `--set` and the `--variant`/`--trace`/`--eval`/`--limit` selection.
 //! - [`variants`]: `[engine.base]` + variants / grid, merged by [`crate::confcore::merge`].
@@ -12,10 +13,10 @@
 //!   "did you mean" suggestions (Levenshtein).
 
 pub mod discover;
+pub mod evals;
 pub mod keys;
 pub mod load;
 pub mod overrides;
-pub mod rules_eval;
 pub mod source;
 pub mod suite;
 #[cfg(test)]

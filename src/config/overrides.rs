@@ -12,6 +12,8 @@
 //! VALUE is a TOML value (`0.3`, `true`, `[0.2, 0.5]`, `"text"`); anything that does not parse
 //! as one is a string. Relative file paths resolve against the suite file, as in the suite.
 
+/// The evals a suite can enable, in plan order (registered in [`super::evals`]).
+pub use super::evals::EVAL_NAMES;
 use super::suite::Suite;
 use super::ConfigError;
 use crate::confcore::did_you_mean;
@@ -19,17 +21,6 @@ use crate::confcore::merge::merge;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// The evals a suite can enable, in plan order.
-pub const EVAL_NAMES: [&str; 7] = [
-    "replay",
-    "invariants",
-    "needle",
-    "drift",
-    "probes",
-    "continuation",
-    "rules",
-];
 
 const SECTIONS: [&str; 7] = [
     "suite",
@@ -141,25 +132,16 @@ pub fn select_evals(suite: &mut Suite, names: &[String]) -> Result<(), ConfigErr
         return Ok(());
     }
     let e = &mut suite.evals;
-    let enabled: Vec<&str> = EVAL_NAMES
-        .iter()
-        .copied()
-        .filter(|n| match *n {
-            "replay" => e.replay.enabled,
-            "invariants" => e.invariants.as_ref().is_some_and(|i| i.enabled),
-            "needle" => e.needle.is_some(),
-            "drift" => e.drift.is_some(),
-            "continuation" => e.continuation.is_some(),
-            "rules" => e.rules.is_some(),
-            _ => e.probes.is_some(),
-        })
-        .collect();
+    let enabled = e.enabled_names();
     for n in names {
         if !enabled.contains(&n.as_str()) {
             let why = if EVAL_NAMES.contains(&n.as_str()) {
                 format!("the suite does not enable `{n}`")
             } else {
-                format!("no eval is named `{n}`{}", did_you_mean(n, EVAL_NAMES))
+                format!(
+                    "no eval is named `{n}`{}",
+                    did_you_mean(n, EVAL_NAMES.iter().copied())
+                )
             };
             return Err(ConfigError::new(
                 "--eval",
@@ -168,28 +150,7 @@ pub fn select_evals(suite: &mut Suite, names: &[String]) -> Result<(), ConfigErr
             ));
         }
     }
-    let keep = |n: &str| names.iter().any(|x| x == n);
-    if !keep("replay") {
-        e.replay.enabled = false;
-    }
-    if !keep("invariants") {
-        e.invariants = None;
-    }
-    if !keep("needle") {
-        e.needle = None;
-    }
-    if !keep("drift") {
-        e.drift = None;
-    }
-    if !keep("probes") {
-        e.probes = None;
-    }
-    if !keep("continuation") {
-        e.continuation = None;
-    }
-    if !keep("rules") {
-        e.rules = None;
-    }
+    e.keep_only(names);
     Ok(())
 }
 
@@ -301,5 +262,28 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.to_string().contains("does not enable `drift`"), "{e}");
+    }
+
+    /// `--eval` knows every registered eval; a table with `enabled = false` does not enable
+    /// its eval (for every eval alike, as the plan sees it).
+    #[test]
+    fn eval_selection_uses_the_registry() {
+        let e = load(&Overrides {
+            evals: vec!["needel".into()],
+            ..Overrides::default()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("did you mean `needle`"), "{e}");
+        let e = load(&Overrides {
+            sets: vec!["evals.needle.enabled=false".into()],
+            evals: vec!["needle".into()],
+            ..Overrides::default()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("does not enable `needle`"), "{e}");
+        assert!(
+            e.to_string().contains("it enables: replay, invariants"),
+            "{e}"
+        );
     }
 }

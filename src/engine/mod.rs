@@ -1,7 +1,7 @@
 //! The compression engine: ordered layers applied before every replayed model call, the offload
 //! store, the summarizer interface, presets, replay and invariants.
 //!
-//! Entry point for evals and the runner: [`replay`] with a [`ResolvedConfig`] (from
+//! Entry point for evals and the runner: [`replay`](fn@replay) with a [`ResolvedConfig`] (from
 //! [`EngineConfig::resolve`]) and a [`ReplayEnv`] (summarizer, store location, system prompt,
 //! tools, which views to keep). See `docs/engine.md` for the layer interface.
 

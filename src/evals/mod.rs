@@ -1,8 +1,9 @@
 //! Targeted evals: needle recall through the offload store, goal drift, probes and invariants.
 //!
 //! Each eval isolates one mechanism. The pure parts (planting, ground truth, scoring, the
-//! sandboxed file tools) are separate modules; `needle`, `drift`, `probes` and `invariants`
-//! combine them with an engine replay and a provider, and `executors` plugs them into the runner.
+//! sandboxed file tools) are separate modules; `needle`, `drift`, `probes`, `continuation` and
+//! `rules` combine them with an engine replay and a provider, and `executors` plugs them into the
+//! runner: one run hook per eval (`executors/<name>.rs`), registered by one line of its `evals!`.
 
 pub mod actions;
 pub mod agent;

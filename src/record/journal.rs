@@ -286,7 +286,7 @@ pub fn read_line_at(file: &mut File, path: &Path, offset: u64) -> Result<Sample,
     })
 }
 
-/// What [`repair`] did.
+/// What `repair` did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Repaired {
     /// Samples kept in the journal.

@@ -4,7 +4,7 @@
 //!
 //! Short texts are inline (`text`); a text longer than [`INLINE_SUMMARY_CHARS`] is written once
 //! to a content-addressed file under the run directory (`RunDir::summary_file`) and the record
-//! names it (`file`, relative to the run directory). [`RunDir::summary_text`] reads either.
+//! names it (`file`, relative to the run directory). [`RunDir::summary_text`](super::RunDir::summary_text) reads either.
 
 use serde::{Deserialize, Serialize};
 

@@ -4,10 +4,11 @@
 //!
 //! Defaults (issue "a report that answers the question"): needle recall (every
 //! `needle.recall*` score, so both search bounds when a run records them), the drift,
-//! continuation and rules scores, invariants, tokens, cost and futile compactions. A suite picks
-//! its own with `[report] metrics = ["needle.recall", "tokens", …]` (exact names, or `eval.*`
-//! for every metric of an eval); the writers read that list from the suite recorded in
-//! run.json, so `ctxbench report` of an old run uses the same choice.
+//! continuation and rules scores, invariants, tokens, cost and futile compactions (per eval:
+//! [`EVAL_HEADLINES`]). A suite picks its own with `[report] metrics = ["needle.recall",
+//! "tokens", …]` (exact names, or `eval.*` for every metric of an eval); the writers read that
+//! list from the suite recorded in run.json, so `ctxbench report` of an old run uses the same
+//! choice.
 //!
 //! A verdict item is marked in words as well as colour: `better` / `worse` when the change is
 //! significant (p < 0.05) and the metric has a polarity, `changed` when it has none, `n.s.` when
@@ -63,29 +64,81 @@ pub fn polarity(metric: &str) -> Polarity {
     Polarity::Neutral
 }
 
-/// Whether a metric is a headline metric by default.
-pub fn is_default_headline(metric: &str) -> bool {
-    let (eval, leaf) = metric.split_once('.').unwrap_or(("", metric));
-    match eval {
-        "" => matches!(leaf, "tokens" | "cost"),
-        "needle" => leaf.starts_with("recall"),
-        "drift" | "continuation" | "rules" => leaf == "score" || leaf.ends_with("_score"),
-        "invariants" => leaf == "pass",
-        _ => leaf.contains("futile"),
+/// Which leaves of an eval's metrics (`<eval>.<leaf>`) are headline metrics by default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeadlineLeaf {
+    /// Leaves that start with this (`recall`, `recall_search`, …).
+    Prefix(&'static str),
+    /// `score` and every `*_score`.
+    Score,
+    /// Exactly this leaf.
+    Exact(&'static str),
+    /// Leaves that contain this (`futile_compactions`).
+    Containing(&'static str),
+}
+
+impl HeadlineLeaf {
+    fn matches(self, leaf: &str) -> bool {
+        match self {
+            HeadlineLeaf::Prefix(p) => leaf.starts_with(p),
+            HeadlineLeaf::Score => leaf == "score" || leaf.ends_with("_score"),
+            HeadlineLeaf::Exact(e) => leaf == e,
+            HeadlineLeaf::Containing(c) => leaf.contains(c),
+        }
     }
 }
 
-/// Order of the default headline: spend first (tokens, cost), then needle recall, the
-/// quality scores, invariants, futile compactions.
+/// One eval's default headline metrics and where they go in the headline (lower first;
+/// `tokens` and `cost` come first, at 0 and 1).
+#[derive(Clone, Copy, Debug)]
+pub struct EvalHeadline {
+    pub eval: &'static str,
+    pub leaf: HeadlineLeaf,
+    pub rank: u8,
+}
+
+const fn eval(eval: &'static str, leaf: HeadlineLeaf, rank: u8) -> EvalHeadline {
+    EvalHeadline { eval, leaf, rank }
+}
+
+/// Every eval's default headline choice: spend first (tokens, cost), then needle recall, the
+/// quality scores, invariants, futile compactions. A test in `evals::executors` checks that it
+/// names exactly the registered evals.
+pub const EVAL_HEADLINES: &[EvalHeadline] = &[
+    eval("replay", HeadlineLeaf::Containing("futile"), 5),
+    eval("invariants", HeadlineLeaf::Exact("pass"), 4),
+    eval("needle", HeadlineLeaf::Prefix("recall"), 2),
+    eval("drift", HeadlineLeaf::Score, 3),
+    eval("probes", HeadlineLeaf::Containing("futile"), 5),
+    eval("continuation", HeadlineLeaf::Score, 3),
+    eval("rules", HeadlineLeaf::Score, 3),
+];
+
+/// An eval the table does not know (a run made by another version): its futile compactions.
+const OTHER_EVAL: EvalHeadline = eval("", HeadlineLeaf::Containing("futile"), 5);
+
+fn eval_headline(name: &str) -> &'static EvalHeadline {
+    EVAL_HEADLINES
+        .iter()
+        .find(|h| h.eval == name)
+        .unwrap_or(&OTHER_EVAL)
+}
+
+/// Whether a metric is a headline metric by default.
+pub fn is_default_headline(metric: &str) -> bool {
+    match metric.split_once('.') {
+        None => matches!(metric, "tokens" | "cost"),
+        Some((eval, leaf)) => eval_headline(eval).leaf.matches(leaf),
+    }
+}
+
+/// Order of the default headline ([`EVAL_HEADLINES`]).
 fn default_rank(metric: &str) -> u8 {
-    let eval = metric.split_once('.').map_or("", |(e, _)| e);
-    match (metric, eval) {
+    match (metric, metric.split_once('.')) {
         ("tokens", _) => 0,
         ("cost", _) => 1,
-        (_, "needle") => 2,
-        (_, "drift" | "continuation" | "rules") => 3,
-        (_, "invariants") => 4,
-        _ => 5,
+        (_, Some((eval, _))) => eval_headline(eval).rank,
+        (_, None) => 5,
     }
 }
 

@@ -27,16 +27,9 @@ pub struct TraceEntry {
     pub trace: Option<Arc<Trace>>,
 }
 
-/// One eval sample before it is crossed with traces, variants and repeats.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EvalSample {
-    pub eval: String,
-    /// Stable key within the eval, e.g. `depth=0.25/pos=tool/trigger=0.15`.
-    pub sample: String,
-    pub params: BTreeMap<String, Value>,
-    /// Provider roles a unit of this sample may call (for per-provider concurrency).
-    pub providers: Vec<ProviderRole>,
-}
+/// One eval sample before it is crossed with traces, variants and repeats (each eval's
+/// section in `config::evals` expands into them).
+pub use crate::config::evals::EvalSample;
 
 /// One unit of work.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,157 +82,11 @@ pub fn unit_seed(suite_seed: u64, id: &str) -> u64 {
     u64::from_le_bytes(d[..8].try_into().expect("8 bytes"))
 }
 
-fn num(x: f64) -> Value {
-    serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
-}
-
-/// The eval samples a suite asks for, in stable order: replay, invariants, needle (trigger ×
-/// depth × position), drift, probes (per kind), continuation (per fold), rules (per fold).
+/// The eval samples a suite asks for, in stable order: the evals in their registry order
+/// (`config::evals`: replay, invariants, needle (trigger × fold × depth × position), drift,
+/// probes (per kind), continuation (per fold), rules (per fold)), each in its own order.
 pub fn eval_samples(suite: &LoadedSuite) -> Vec<EvalSample> {
-    use ProviderRole::*;
-    let evals = &suite.suite.evals;
-    let mut out = Vec::new();
-    if evals.replay.enabled {
-        out.push(EvalSample {
-            eval: "replay".into(),
-            sample: "replay".into(),
-            params: BTreeMap::new(),
-            providers: vec![Summary],
-        });
-    }
-    if evals.invariants.as_ref().is_some_and(|i| i.enabled) {
-        out.push(EvalSample {
-            eval: "invariants".into(),
-            sample: "invariants".into(),
-            params: BTreeMap::new(),
-            providers: vec![Summary],
-        });
-    }
-    if let Some(n) = evals.needle.as_ref().filter(|n| n.enabled) {
-        let triggers: Vec<Option<f64>> = if n.triggers.is_empty() {
-            vec![None]
-        } else {
-            n.triggers.iter().copied().map(Some).collect()
-        };
-        let folds: Vec<Option<u32>> = if n.folds.is_empty() {
-            vec![None]
-        } else {
-            n.folds.iter().copied().map(Some).collect()
-        };
-        for (trigger, fold) in triggers
-            .iter()
-            .flat_map(|t| folds.iter().map(move |f| (t, f)))
-        {
-            for depth in &n.depths {
-                for pos in &n.positions {
-                    let mut key = format!("depth={depth}/pos={}", pos.as_str());
-                    let mut params = BTreeMap::new();
-                    params.insert("depth".to_string(), num(*depth));
-                    params.insert("position".to_string(), pos.as_str().into());
-                    if let Some(t) = trigger {
-                        key.push_str(&format!("/trigger={t}"));
-                        params.insert("trigger".to_string(), num(*t));
-                    }
-                    params.insert("needles".to_string(), n.needles.into());
-                    params.insert("distractors".to_string(), n.distractors.into());
-                    params.insert("max_steps".to_string(), n.max_steps.into());
-                    params.insert("ask_at".to_string(), n.ask_at.to_json());
-                    // Only a non-default bound is a parameter (unit params stay as they were).
-                    if n.search != crate::config::suite::NeedleSearch::Auto {
-                        params.insert("search".to_string(), n.search.as_str().into());
-                    }
-                    if n.paraphrase {
-                        params.insert("paraphrase".to_string(), true.into());
-                    }
-                    if n.corrected {
-                        params.insert("corrected".to_string(), true.into());
-                    }
-                    if let Some(k) = fold {
-                        key.push_str(&format!("/fold={k}"));
-                        params.insert("fold".to_string(), (*k).into());
-                    }
-                    out.push(EvalSample {
-                        eval: "needle".into(),
-                        sample: key,
-                        params,
-                        providers: vec![Summary, Agent],
-                    });
-                }
-            }
-        }
-    }
-    if let Some(d) = evals.drift.as_ref().filter(|d| d.enabled) {
-        // One sample per fold, so reports can plot drift by fold.
-        for fold in 1..=d.after_compactions {
-            let mut params = BTreeMap::new();
-            params.insert("after_compactions".to_string(), d.after_compactions.into());
-            params.insert("fold".to_string(), fold.into());
-            params.insert("judge".to_string(), d.judge.into());
-            let mut providers = vec![Summary, Agent];
-            if d.judge {
-                providers.push(Judge);
-            }
-            out.push(EvalSample {
-                eval: "drift".into(),
-                sample: format!("fold={fold}"),
-                params,
-                providers,
-            });
-        }
-    }
-    if let Some(p) = evals.probes.as_ref().filter(|p| p.enabled) {
-        for kind in &p.kinds {
-            let mut params = BTreeMap::new();
-            params.insert("kind".to_string(), kind.as_str().into());
-            params.insert("per_kind".to_string(), p.per_kind.into());
-            params.insert("judge".to_string(), p.judge.into());
-            let mut providers = vec![Summary, Agent];
-            if p.judge {
-                providers.push(Judge);
-            }
-            out.push(EvalSample {
-                eval: "probes".into(),
-                sample: format!("kind={}", kind.as_str()),
-                params,
-                providers,
-            });
-        }
-    }
-    if let Some(c) = evals.continuation.as_ref().filter(|c| c.enabled) {
-        // One sample per fold, so reports can plot agreement by fold.
-        for fold in 1..=c.after_compactions {
-            let mut params = BTreeMap::new();
-            params.insert("fold".to_string(), fold.into());
-            params.insert("steps".to_string(), c.steps.into());
-            out.push(EvalSample {
-                eval: "continuation".into(),
-                sample: format!("fold={fold}"),
-                params,
-                providers: vec![Summary, Agent],
-            });
-        }
-    }
-    if let Some(r) = evals.rules.as_ref().filter(|r| r.enabled) {
-        // One sample per fold, like continuation.
-        let kinds: Vec<Value> = r.kinds.iter().map(|k| k.as_str().into()).collect();
-        for fold in 1..=r.after_compactions {
-            let mut params = BTreeMap::new();
-            params.insert("fold".to_string(), fold.into());
-            params.insert("kinds".to_string(), Value::Array(kinds.clone()));
-            params.insert("judge".to_string(), r.judge.into());
-            let mut providers = vec![Summary, Agent];
-            if r.judge {
-                providers.push(Judge);
-            }
-            out.push(EvalSample {
-                eval: "rules".into(),
-                sample: format!("fold={fold}"),
-                params,
-                providers,
-            });
-        }
-    }
-    out
+    suite.suite.evals.samples()
 }
 
 /// A plan problem that is the input's fault (e.g. two files yield the same trace id).

@@ -6,7 +6,7 @@
 //! `BufRead` (one line in memory at a time, plus the trace being built) and every error names the
 //! file, the line, and for a wrong field the JSON path (`line 7: $.tool_calls[0].id`).
 //!
-//! Speed: each line first goes through [`fast`] (typed deserialization straight into the model);
+//! Speed: each line first goes through `fast` (typed deserialization straight into the model);
 //! only lines it does not take go through the general `Value` + path-tracking parse below, so
 //! error messages are unchanged.
 

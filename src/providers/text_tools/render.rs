@@ -227,7 +227,7 @@ text, using these results.";
 
 /// The request sent when the model repeats a call: no tools; the conversation up to the
 /// caller's last user message (the task) rendered as text; then one user message holding the
-/// task, every call made since with its result, and [`FINAL_ANSWER`]. Measured with the 0.5B
+/// task, every call made since with its result, and `FINAL_ANSWER`. Measured with the 0.5B
 /// model: with the calls left in the history as JSON blocks it answered with one more JSON
 /// block, even with the tools withheld; collapsed into evidence, it answered.
 pub fn final_answer_request(request: &ChatRequest) -> ChatRequest {

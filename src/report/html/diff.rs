@@ -43,7 +43,7 @@ fn words(text: &str) -> Vec<(usize, usize)> {
     out
 }
 
-/// The word diff of `a` and `b`, or `None` when it is too large to compute (see [`MAX_CELLS`]).
+/// The word diff of `a` and `b`, or `None` when it is too large to compute (see `MAX_CELLS`).
 pub fn word_diff(a: &str, b: &str) -> Option<Vec<Op>> {
     let wa: Vec<&str> = words(a).into_iter().map(|(s, e)| &a[s..e]).collect();
     let wb: Vec<&str> = words(b).into_iter().map(|(s, e)| &b[s..e]).collect();

@@ -11,6 +11,7 @@
 
 pub mod data;
 mod draw;
+pub mod style;
 
 use draw::{draw_context, draw_cost_bars, draw_cost_recall, draw_folds, draw_grid};
 pub use draw::{label_offsets, pareto_front, scale_color};
@@ -417,5 +418,18 @@ mod render_tests {
             svg.contains(">\nbase\n<") && svg.contains(">\naggr\n<"),
             "{svg}"
         );
+    }
+
+    #[test]
+    fn coinciding_timelines_are_named_in_the_legend() {
+        let mut m = model();
+        // aggr replays exactly like base: its line lies on base's.
+        let base = m.samples[0].timeline.clone();
+        for s in m.samples.iter_mut().filter(|s| s.variant == "aggr") {
+            s.timeline = base.clone();
+        }
+        let (specs, _) = plan(&m);
+        let svg = render_svg(&m, &specs[0]).unwrap();
+        assert!(svg.contains(">\naggr (= base)\n<"), "{svg}");
     }
 }

@@ -1,8 +1,11 @@
-//! `[evals.rules]`: the standing-instruction eval's suite section (kept beside `suite.rs` so
-//! that file stays one screenful per concept).
+//! `[evals.rules]`: the standing-instruction eval's suite section, its checks and its samples
+//! (one per fold).
 
+use super::{after_compactions, yes, EvalSample, EvalSection, Problem};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// Kinds of standing instruction `[evals.rules]` can plant.
 #[derive(
@@ -46,14 +49,6 @@ fn all_kinds() -> Vec<RuleKind> {
     RuleKind::ALL.to_vec()
 }
 
-fn three() -> u32 {
-    3
-}
-
-fn yes() -> bool {
-    true
-}
-
 /// `[evals.rules]`: standing instructions planted early (one user turn per kind, seeded), then
 /// checked after each of the first N compactions: does the compacted view still state each
 /// rule, and does the agent, asked which constraints apply, restate it? One sample per fold.
@@ -66,9 +61,46 @@ pub struct RulesEval {
     #[serde(default = "all_kinds")]
     pub kinds: Vec<RuleKind>,
     /// One sample per fold: after the 1st, 2nd, …, Nth compaction of a replay.
-    #[serde(default = "three")]
+    #[serde(default = "after_compactions")]
     pub after_compactions: u32,
     /// Also grade the agent's restatement with the judge provider (0–5, fixed rubric).
     #[serde(default)]
     pub judge: bool,
+}
+
+impl EvalSection for RulesEval {
+    fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    fn check(&self, err: Problem<'_>) {
+        if self.after_compactions == 0 {
+            err(
+                &["after_compactions"],
+                "`after_compactions` must be at least 1".into(),
+            );
+        }
+        if self.kinds.is_empty() {
+            err(&["kinds"], "`kinds` must not be empty".into());
+        }
+    }
+
+    /// One sample per fold, like continuation.
+    fn samples(&self, name: &str) -> Vec<EvalSample> {
+        let kinds: Vec<Value> = self.kinds.iter().map(|k| k.as_str().into()).collect();
+        (1..=self.after_compactions)
+            .map(|fold| {
+                let mut params = BTreeMap::new();
+                params.insert("fold".to_string(), fold.into());
+                params.insert("kinds".to_string(), Value::Array(kinds.clone()));
+                params.insert("judge".to_string(), self.judge.into());
+                EvalSample {
+                    eval: name.into(),
+                    sample: format!("fold={fold}"),
+                    params,
+                    providers: super::asking(self.judge),
+                }
+            })
+            .collect()
+    }
 }

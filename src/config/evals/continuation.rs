@@ -1,0 +1,60 @@
+//! `[evals.continuation]`: the next recorded tool calls predicted after each fold (one sample
+//! per fold).
+
+use super::{after_compactions, yes, EvalSample, EvalSection, Problem};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+fn default_continuation_steps() -> u32 {
+    3
+}
+
+/// `[evals.continuation]`: after the k-th compaction, the next recorded tool calls predicted
+/// with teacher forcing, against the recorded calls and against the uncompressed view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContinuationEval {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// One sample per fold: after the 1st, 2nd, …, Nth compaction of a replay.
+    #[serde(default = "after_compactions")]
+    pub after_compactions: u32,
+    /// Recorded model calls (with tool calls) predicted after each fold.
+    #[serde(default = "default_continuation_steps")]
+    pub steps: u32,
+}
+impl EvalSection for ContinuationEval {
+    fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    fn check(&self, err: Problem<'_>) {
+        if self.after_compactions == 0 {
+            err(
+                &["after_compactions"],
+                "`after_compactions` must be at least 1".into(),
+            );
+        }
+        if self.steps == 0 {
+            err(&["steps"], "`steps` must be at least 1".into());
+        }
+    }
+
+    /// One sample per fold, so reports can plot agreement by fold.
+    fn samples(&self, name: &str) -> Vec<EvalSample> {
+        (1..=self.after_compactions)
+            .map(|fold| {
+                let mut params = BTreeMap::new();
+                params.insert("fold".to_string(), fold.into());
+                params.insert("steps".to_string(), self.steps.into());
+                EvalSample {
+                    eval: name.into(),
+                    sample: format!("fold={fold}"),
+                    params,
+                    providers: super::asking(false),
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,53 @@
+//! `[evals.drift]`: goal, progress and next step probed after each compaction (one sample
+//! per fold).
+
+use super::{after_compactions, yes, EvalSample, EvalSection, Problem};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// `[evals.drift]`: probe goal, progress and next step after each compaction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DriftEval {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Probe after each of the first N compactions of a replay.
+    #[serde(default = "after_compactions")]
+    pub after_compactions: u32,
+    /// Also score with the judge provider (rubric 0–5); deterministic scores are always kept.
+    #[serde(default)]
+    pub judge: bool,
+}
+impl EvalSection for DriftEval {
+    fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    fn check(&self, err: Problem<'_>) {
+        if self.after_compactions == 0 {
+            err(
+                &["after_compactions"],
+                "`after_compactions` must be at least 1".into(),
+            );
+        }
+    }
+
+    /// One sample per fold, so reports can plot drift by fold.
+    fn samples(&self, name: &str) -> Vec<EvalSample> {
+        (1..=self.after_compactions)
+            .map(|fold| {
+                let mut params = BTreeMap::new();
+                params.insert("after_compactions".to_string(), self.after_compactions.into());
+                params.insert("fold".to_string(), fold.into());
+                params.insert("judge".to_string(), self.judge.into());
+                EvalSample {
+                    eval: name.into(),
+                    sample: format!("fold={fold}"),
+                    params,
+                    providers: super::asking(self.judge),
+                }
+            })
+            .collect()
+    }
+}

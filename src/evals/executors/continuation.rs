@@ -1,0 +1,43 @@
+//! `continuation`: after the k-th compaction, the next recorded tool calls predicted from the
+//! compacted view (teacher forcing), scored against the recorded calls.
+
+use super::{Eval, UnitCx};
+use crate::evals::{continuation, EvalError};
+use crate::runner::UnitOutput;
+
+pub struct Continuation;
+
+impl Eval for Continuation {
+    const NAME: &'static str = "continuation";
+
+    async fn run(cx: &UnitCx<'_>) -> Result<UnitOutput, EvalError> {
+        let params = continuation::ContinuationParams::from_params(&cx.unit.params);
+        let p = params.clone();
+        let (replay, view) = cx
+            .replay(move |r| {
+                let summ = r.summarizer.as_ref();
+                continuation::prepare(&r.trace, &r.config, &p, summ, &r.prices, r.store, r.seed)
+            })
+            .await?;
+        let mut out = cx.base(&replay)?;
+        if out.error.is_some() {
+            return Ok(out);
+        }
+        let steps = match &view {
+            Some(v) => {
+                let agent = cx.providers()?.agent.clone();
+                let (steps, usage) =
+                    continuation::ask(cx.trace(), v, params.steps, agent.as_ref(), &cx.nonce)
+                        .await?;
+                cx.eval_agent(&mut out, &usage);
+                steps
+            }
+            None => Vec::new(),
+        };
+        let (scores, evidence) =
+            continuation::score(&params, view.as_ref().map(|v| v.trace_index), &steps);
+        out.scores.extend(scores);
+        out.evidence = evidence;
+        Ok(out)
+    }
+}

@@ -1,0 +1,42 @@
+//! `drift`: after the k-th compaction, ask the agent for the goal, progress and next step, and
+//! score the answers against the trace (and the judge's rubric when asked for).
+
+use super::{Eval, UnitCx};
+use crate::evals::{drift, EvalError};
+use crate::runner::UnitOutput;
+
+pub struct Drift;
+
+impl Eval for Drift {
+    const NAME: &'static str = "drift";
+
+    async fn run(cx: &UnitCx<'_>) -> Result<UnitOutput, EvalError> {
+        let params = drift::DriftParams::from_params(&cx.unit.params);
+        let p = params.clone();
+        let (replay, views) = cx
+            .replay(move |r| {
+                let summ = r.summarizer.as_ref();
+                drift::prepare(&r.trace, &r.config, &p, summ, &r.prices, r.store, r.seed)
+            })
+            .await?;
+        let mut out = cx.base(&replay)?;
+        if out.error.is_some() {
+            return Ok(out);
+        }
+        let agent = cx.providers()?.agent.as_ref();
+        let judge = cx.judge(params.judge)?;
+        let (probes, agent_usage, judge_usage) =
+            drift::ask(cx.trace(), &views, agent, judge, &cx.nonce).await?;
+        cx.eval_agent(&mut out, &agent_usage);
+        let (scores, evidence) = match params.fold {
+            Some(k) => drift::aggregate_fold(k, &probes),
+            None => drift::aggregate(&probes),
+        };
+        out.scores.extend(scores);
+        out.evidence = evidence;
+        if let Some(j) = judge {
+            cx.judge_cost(j, &judge_usage, &mut out);
+        }
+        Ok(out)
+    }
+}

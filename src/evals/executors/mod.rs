@@ -1,0 +1,161 @@
+//! Runner executors for the evals, one run hook per eval (`executors/<name>.rs`, an [`Eval`])
+//! registered once in `evals!`. Replays run on the rayon pool through [`crate::runner::cpu`]
+//! when their summarizer is offline (pure CPU), and on tokio's blocking pool through
+//! [`crate::runner::blocking_io`] when it is a model (the replay waits on the network; see
+//! `providers::summarizer`); other provider calls are awaited on the runner's tokio runtime.
+//! A cancelled unit cancels its summary calls (they return `SummaryError::Cancelled`).
+//!
+//! Cost model of a sample: the replayed agent's calls (the views the engine built) are priced at
+//! the trace's recorded model (`trace.meta.model`; unknown → "price unknown"); summarizer calls
+//! at the summary provider's model. Probe and judge calls made by the eval itself are reported
+//! in `scores` (`probe_*`) and in `tokens.judge` respectively, so a variant's cost is what its
+//! compression costs, not what measuring it costs.
+//!
+//! [`runner::cpu`]: crate::runner::cpu
+//! [`runner::blocking_io`]: crate::runner::blocking_io
+
+mod shared;
+mod unit;
+
+use super::EvalError;
+use crate::config::LoadedSuite;
+use crate::record::UnitError;
+use crate::runner::{Plan, Router, RunContext, Unit, UnitExecutor, UnitFuture, UnitOutput};
+use serde_json::json;
+pub use shared::Providers;
+use shared::{price_model, Shared};
+use std::future::Future;
+use std::marker::PhantomData;
+use std::sync::Arc;
+pub use unit::{Prep, UnitCx};
+
+/// One eval's run hook. The unit's setup (trace, resolved config, store, summarizer) comes
+/// ready in the [`UnitCx`]; the hook replays (`cx.replay(…)`), takes the replay's tokens and
+/// cost (`cx.base(…)`), asks, scores and prices what it asked. The window and the models the
+/// tokens were priced at are added to the evidence afterwards, for every eval alike.
+pub trait Eval {
+    /// The eval's name: its suite table (`[evals.<name>]`, registered in `config::evals`) and
+    /// the `eval` of its units and samples.
+    const NAME: &'static str;
+
+    /// Run one unit. An error is recorded in the sample (kind + message); the run goes on.
+    fn run(cx: &UnitCx<'_>) -> impl Future<Output = Result<UnitOutput, EvalError>> + Send;
+}
+
+macro_rules! evals {
+    ($($module:ident :: $eval:ident,)+) => {
+        $(mod $module;)+
+
+        /// The eval names this module executes, in registry order.
+        pub const EVALS: &[&str] = &[$(<$module::$eval as Eval>::NAME,)+];
+
+        fn with_every_eval(router: Router, shared: &Arc<Shared>) -> Router {
+            router
+                $(.with(
+                    <$module::$eval as Eval>::NAME,
+                    Arc::new(EvalExecutor::<$module::$eval>(shared.clone(), PhantomData)),
+                ))+
+        }
+    };
+}
+
+// Adding an eval: its section in `config::evals` (typed table, checks, samples), then a new
+// `<name>.rs` here with a type implementing `Eval`, one line below, and its default headline in
+// `report::headline::EVAL_HEADLINES`. Tests check that the three lists name the same evals.
+evals! {
+    replay::Replay,
+    invariants::Invariants,
+    needle::Needle,
+    drift::Drift,
+    probes::Probes,
+    continuation::Continuation,
+    rules::Rules,
+}
+
+/// Register every eval executor on `router`.
+pub fn register(router: Router, plan: &Arc<Plan>, suite: &LoadedSuite) -> anyhow::Result<Router> {
+    let shared = Arc::new(Shared::new(plan.clone(), suite)?);
+    Ok(with_every_eval(router, &shared))
+}
+
+/// Runs the units of eval `E`.
+struct EvalExecutor<E>(Arc<Shared>, PhantomData<fn() -> E>);
+
+impl<E: Eval> UnitExecutor for EvalExecutor<E> {
+    fn execute<'a>(&'a self, unit: &'a Unit, ctx: &'a RunContext) -> UnitFuture<'a> {
+        Box::pin(async move {
+            match run_unit::<E>(&self.0, unit, ctx).await {
+                Ok(out) => out,
+                Err(e) => UnitOutput {
+                    error: Some(UnitError {
+                        kind: e.kind().into(),
+                        message: e.to_string(),
+                    }),
+                    ..UnitOutput::default()
+                },
+            }
+        })
+    }
+}
+
+async fn run_unit<E: Eval>(
+    shared: &Shared,
+    unit: &Unit,
+    ctx: &RunContext,
+) -> Result<UnitOutput, EvalError> {
+    let cx = UnitCx::new(shared, unit, ctx)?;
+    let resolved = cx.config.clone();
+    let trace_model = cx.trace().meta.model.clone();
+    let mut out = E::run(&cx).await?;
+    // Which window the views were built against and where it came from (suite, trace, the
+    // agent model's entry in the price table, or the preset), and which model priced them.
+    if let Some(obj) = out.evidence.as_object_mut() {
+        obj.insert(
+            "window".into(),
+            json!({ "tokens": resolved.window, "source": resolved.window_source }),
+        );
+        // The model each role's tokens were priced at (`null`: none known).
+        let agent_from = if resolved.agent_model.is_some() {
+            "agent_model"
+        } else {
+            "trace"
+        };
+        let judge = shared
+            .provider_configs
+            .get("judge")
+            .map(|c| price_model(c).to_string());
+        obj.insert(
+            "priced_as".into(),
+            json!({
+                "agent": resolved.agent_model(trace_model.as_deref()),
+                "agent_from": agent_from,
+                "summarizer": shared.summary_model(),
+                "judge": judge,
+                "eval_agent": price_model(&shared.provider_configs["agent"]),
+            }),
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EVALS;
+    use crate::config::evals::EVAL_NAMES;
+    use crate::report::headline::EVAL_HEADLINES;
+
+    /// Every eval a suite can enable has a run hook, in the same order (a section registered
+    /// in `config::evals` without a line in `evals!`, or the reverse, fails here).
+    #[test]
+    fn every_suite_eval_has_an_executor() {
+        assert_eq!(EVALS, EVAL_NAMES);
+    }
+
+    /// Every registered eval has its default headline choice in the report, and the report
+    /// names no eval that does not exist.
+    #[test]
+    fn every_eval_has_a_headline_choice() {
+        let headlines: Vec<&str> = EVAL_HEADLINES.iter().map(|h| h.eval).collect();
+        assert_eq!(headlines, EVALS);
+    }
+}

@@ -1,0 +1,44 @@
+//! `needle`: plant facts (seeded per pair of units, so every variant is asked the same), replay,
+//! ask the agent for them back, score recall.
+
+use super::{Eval, UnitCx};
+use crate::evals::{needle, EvalError};
+use crate::runner::UnitOutput;
+
+pub struct Needle;
+
+impl Eval for Needle {
+    const NAME: &'static str = "needle";
+
+    async fn run(cx: &UnitCx<'_>) -> Result<UnitOutput, EvalError> {
+        let mut params = needle::NeedleParams::from_params(&cx.unit.params)?;
+        params.plant_seed = Some(cx.unit.pair_seed);
+        let p = params.clone();
+        let prepared = cx
+            .replay(move |r| {
+                let summ = r.summarizer.as_ref();
+                needle::prepare(&r.trace, &r.config, &p, summ, &r.prices, r.store, r.seed)
+            })
+            .await?;
+        let mut out = cx.base(&prepared.replay)?;
+        if out.error.is_some() {
+            return Ok(out);
+        }
+        let agent = cx.providers()?.agent.clone();
+        let answers = needle::ask(
+            &prepared,
+            agent.as_ref(),
+            params.max_steps,
+            params.search,
+            &cx.nonce,
+        )
+        .await?;
+        let (scores, evidence, usage) = needle::score(&prepared, &answers);
+        cx.eval_agent(&mut out, &usage);
+        // A fold the replay never reached has no recall and no verdict.
+        out.passed = scores.get("recall").map(|r| *r >= 1.0);
+        out.scores.extend(scores);
+        out.evidence = evidence;
+        Ok(out)
+    }
+}

@@ -1,0 +1,39 @@
+//! `probes`: questions of one kind generated from the trace, asked after the replay, scored
+//! deterministically (and by the judge where no check exists, when asked for).
+
+use super::{Eval, UnitCx};
+use crate::evals::{probes, EvalError};
+use crate::runner::UnitOutput;
+
+pub struct Probes;
+
+impl Eval for Probes {
+    const NAME: &'static str = "probes";
+
+    async fn run(cx: &UnitCx<'_>) -> Result<UnitOutput, EvalError> {
+        let params = probes::ProbeParams::from_params(&cx.unit.params)?;
+        let prepared = cx
+            .replay(move |r| {
+                let summ = r.summarizer.as_ref();
+                probes::prepare(&r.trace, &r.config, summ, &r.prices, r.store, r.seed)
+            })
+            .await?;
+        let mut out = cx.base(&prepared.replay)?;
+        if out.error.is_some() {
+            return Ok(out);
+        }
+        let agent = cx.providers()?.agent.as_ref();
+        let judge = cx.judge(params.judge)?;
+        let seed = cx.unit.seed;
+        let result =
+            probes::ask(cx.trace(), &prepared, params, agent, judge, seed, &cx.nonce).await?;
+        out.scores.extend(result.scores);
+        out.passed = result.passed;
+        out.evidence = result.evidence;
+        cx.eval_agent(&mut out, &result.agent_usage);
+        if let Some(j) = judge {
+            cx.judge_cost(j, &result.judge_usage, &mut out);
+        }
+        Ok(out)
+    }
+}

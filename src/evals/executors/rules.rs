@@ -1,0 +1,37 @@
+//! `rules`: standing instructions planted early, checked after the k-th compaction (does the
+//! view still state them, does the agent restate them; the judge grades when asked for).
+
+use super::{Eval, UnitCx};
+use crate::evals::{rules, EvalError};
+use crate::runner::UnitOutput;
+
+pub struct Rules;
+
+impl Eval for Rules {
+    const NAME: &'static str = "rules";
+
+    async fn run(cx: &UnitCx<'_>) -> Result<UnitOutput, EvalError> {
+        let params = rules::RulesParams::from_params(&cx.unit.params)?;
+        let p = params.clone();
+        let prepared = cx
+            .replay(move |r| {
+                let summ = r.summarizer.as_ref();
+                rules::prepare(&r.trace, &r.config, &p, summ, &r.prices, r.store, r.seed)
+            })
+            .await?;
+        let mut out = cx.base(&prepared.replay)?;
+        if out.error.is_some() {
+            return Ok(out);
+        }
+        let agent = cx.providers()?.agent.as_ref();
+        let judge = cx.judge(params.judge)?;
+        let answer = rules::ask(&prepared.probe, agent, judge, &cx.nonce).await?;
+        let (scores, evidence) = rules::score(&params, &prepared.probe, answer.as_ref());
+        out.scores.extend(scores);
+        out.evidence = evidence;
+        if let (Some(j), Some(a)) = (judge, &answer) {
+            cx.judge_cost(j, &a.judge_usage, &mut out);
+        }
+        Ok(out)
+    }
+}

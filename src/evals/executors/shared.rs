@@ -1,0 +1,212 @@
+//! What every eval's units share: the run's providers (built on first use), engine configs and
+//! prices, and the pricing of a unit's tokens (the replayed agent, the summarizer, the evals' own
+//! agent and judge calls).
+
+use super::super::offline_agent::build_provider;
+use super::super::EvalError;
+use crate::config::suite::{OnSummaryError, ProviderRole};
+use crate::config::LoadedSuite;
+use crate::engine::{self, EngineConfig, ResolvedConfig};
+use crate::pricing::PriceTable;
+use crate::providers::{Provider, ProviderConfig};
+use crate::record::{RunDir, TokenSplit, UnitError};
+use crate::runner::{Plan, UnitOutput};
+use crate::trace::{Trace, Usage};
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+/// Providers, built on first use (so `--no-cache` from the run context applies).
+pub struct Providers {
+    pub agent: Arc<dyn Provider>,
+    pub summary: Arc<dyn Provider>,
+    pub judge: Option<Arc<dyn Provider>>,
+}
+
+pub(super) struct Shared {
+    pub(super) plan: Arc<Plan>,
+    /// Per variant index.
+    pub(super) engines: Vec<EngineConfig>,
+    pub(super) provider_configs: BTreeMap<&'static str, ProviderConfig>,
+    has_judge: bool,
+    /// The run's prices (bundled + the suite's `[pricing]`): the reports' costs and the
+    /// engine's cost ceiling both use them.
+    pub(super) prices: Arc<PriceTable>,
+    /// `[engine] on_summary_error`: a failed summary fails its unit, or is only recorded.
+    on_summary_error: OnSummaryError,
+    providers: OnceLock<Result<Providers, String>>,
+}
+
+fn provider_config(suite: &LoadedSuite, role: ProviderRole) -> anyhow::Result<ProviderConfig> {
+    // Typed at load; what is left to check needs the environment (API key variables).
+    let config = suite.provider(role).config.clone();
+    config
+        .validate()
+        .map_err(|e| suite.provider_error(role, &[], &e.to_string()))?;
+    Ok(config)
+}
+
+impl Shared {
+    pub(super) fn new(plan: Arc<Plan>, suite: &LoadedSuite) -> anyhow::Result<Shared> {
+        // Typed and resolved once when the suite was loaded.
+        let engines: Vec<EngineConfig> = plan.variants.iter().map(|v| v.config.clone()).collect();
+        let mut provider_configs = BTreeMap::new();
+        for role in ProviderRole::ALL {
+            provider_configs.insert(role.as_str(), provider_config(suite, role)?);
+        }
+        let prices = Arc::new(PriceTable::bundled().with_overrides(&suite.suite.pricing)?);
+        Ok(Shared {
+            plan,
+            engines,
+            provider_configs,
+            has_judge: suite.provider(ProviderRole::Judge).configured,
+            prices,
+            on_summary_error: suite.suite.engine.on_summary_error,
+            providers: OnceLock::new(),
+        })
+    }
+
+    pub(super) fn providers(&self, no_cache: bool) -> Result<&Providers, EvalError> {
+        let built = self.providers.get_or_init(|| {
+            let build = |role: &str| {
+                let mut c = self.provider_configs[role].clone();
+                if no_cache {
+                    c.cache = false;
+                }
+                build_provider(&c).map_err(|e| format!("provider `{role}`: {e}"))
+            };
+            Ok(Providers {
+                agent: build("agent")?,
+                summary: build("summary")?,
+                judge: if self.has_judge {
+                    Some(build("judge")?)
+                } else {
+                    None
+                },
+            })
+        });
+        built.as_ref().map_err(|e| EvalError::Config(e.clone()))
+    }
+
+    /// The model that prices the summarizer's calls. The offline provider is priced as the
+    /// table's `offline` entry (a known $0), never as an unknown model with an empty name.
+    pub(super) fn summary_model(&self) -> &str {
+        price_model(&self.provider_configs["summary"])
+    }
+
+    /// Tokens and cost of the evals' own agent calls (needle questions, probes), priced at the
+    /// agent provider's model (the offline provider is a known $0).
+    pub(super) fn eval_agent(&self, out: &mut UnitOutput, usage: &Usage) {
+        out.tokens.eval_agent = split(usage);
+        out.cost_usd.eval_agent = if split(usage) == TokenSplit::default() {
+            Some(0.0)
+        } else {
+            let model = price_model(&self.provider_configs["agent"]);
+            self.prices.cost(model, usage).usd()
+        };
+    }
+
+    /// The judge's tokens and cost in the sample (separate from the agent's).
+    pub(super) fn judge_cost(&self, judge: &dyn Provider, usage: &Usage, out: &mut UnitOutput) {
+        out.tokens.judge = split(usage);
+        let model = match price_model(&self.provider_configs["judge"]) {
+            "offline" => "offline",
+            _ => judge.info().model.as_str(),
+        };
+        out.cost_usd.judge = self.prices.cost(model, usage).usd();
+    }
+
+    /// Tokens, cost, compactions and timeline of a replay, as every sample reports them.
+    pub(super) fn replay_output(
+        &self,
+        trace: &Trace,
+        config: &ResolvedConfig,
+        replay: &engine::Replay,
+    ) -> UnitOutput {
+        let mut agent = Usage::default();
+        for c in &replay.calls {
+            agent.input += c.input_tokens;
+            agent.cache_read += c.cached_tokens;
+            agent.output += c.output_tokens.unwrap_or(0);
+        }
+        let mut out = UnitOutput {
+            compactions: replay.event_counts(),
+            timeline: replay.timeline(),
+            ..UnitOutput::default()
+        };
+        let failures = replay.summary_failures();
+        if failures.count > 0 {
+            match self.on_summary_error {
+                OnSummaryError::Error => {
+                    out.error = Some(UnitError {
+                        kind: "summary_failed".into(),
+                        message: format!(
+                            "{} summar{} failed ({}); first: {}. The unit's tokens, cost and \
+                             compactions are not those of a working summarizer (set `[engine] \
+                             on_summary_error = \"record\"` to keep such units, flagged)",
+                            failures.count,
+                            if failures.count == 1 { "y" } else { "ies" },
+                            failures.classes_text(),
+                            failures.first.as_deref().unwrap_or("")
+                        ),
+                    });
+                }
+                OnSummaryError::Record => {}
+            }
+            // In both modes the count is in the sample (an error unit's scores stay out of the
+            // statistics, but the count is there for `--retry-failed` and for readers).
+            out.scores
+                .insert("summary_failures".into(), failures.count as f64);
+        }
+        out.tokens.agent = split(&agent);
+        out.tokens.summarizer = split(&replay.summarizer_usage);
+        out.cost_usd.agent = config
+            .agent_model(trace.meta.model.as_deref())
+            .and_then(|m| self.prices.cost(m, &agent).usd());
+        out.cost_usd.summarizer = if replay.summarizer_calls == 0 {
+            Some(0.0)
+        } else {
+            self.prices
+                .cost(self.summary_model(), &replay.summarizer_usage)
+                .usd()
+        };
+        // No judge call yet: a known $0 (an eval that calls a judge replaces it with the price).
+        out.cost_usd.judge = Some(0.0);
+        out
+    }
+}
+
+/// The price-table name of a provider's model: `offline` for the built-in offline provider
+/// (known to cost $0), else the configured model id.
+pub(super) fn price_model(c: &ProviderConfig) -> &str {
+    if c.kind == crate::providers::ProviderKind::Offline {
+        "offline"
+    } else {
+        &c.model
+    }
+}
+
+fn split(u: &Usage) -> TokenSplit {
+    TokenSplit {
+        input: u.input,
+        cached: u.cache_read,
+        cache_write: u.cache_write,
+        output: u.output,
+    }
+}
+
+/// What `Sample::summaries` needs: the variant's config (prompt digest) and the run directory
+/// (long texts are written there).
+pub(super) struct Summaries {
+    pub(super) config: ResolvedConfig,
+    pub(super) run_dir: RunDir,
+}
+
+impl Summaries {
+    pub(super) fn of(
+        &self,
+        replay: &engine::Replay,
+    ) -> Result<Vec<crate::record::SummaryRecord>, EvalError> {
+        super::super::summaries::recorded(replay, &self.config, &self.run_dir)
+            .map_err(|e| EvalError::Io(format!("recording summaries: {e}")))
+    }
+}

@@ -1,0 +1,157 @@
+//! One unit's context, handed to an eval's run hook: the loaded trace, the variant's resolved
+//! config, the unit's offload store and summarizer, and the shared steps every eval takes
+//! (replay on the right pool → the replay's tokens, cost and summaries → ask → price the asking).
+
+use super::shared::{Providers, Shared, Summaries};
+use crate::engine::{self, OfflineSummarizer, ResolvedConfig, Summarizer};
+use crate::evals::EvalError;
+use crate::pricing::PriceTable;
+use crate::providers::summarizer::{ProviderSummarizer, SummaryCancel};
+use crate::providers::Provider;
+use crate::record::RunDir;
+use crate::runner::{replay_pool, RunContext, Unit, UnitOutput};
+use crate::trace::{Trace, Usage};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// What a replay on the CPU (or blocking) pool gets: owned, so the closure can move it there.
+pub struct Prep {
+    pub trace: Arc<Trace>,
+    pub config: ResolvedConfig,
+    /// The unit's offload store directory (under the run directory; starts empty).
+    pub store: PathBuf,
+    pub summarizer: Arc<dyn Summarizer>,
+    pub prices: Arc<PriceTable>,
+    /// The unit's seed (offload-store names, anything random in the replay).
+    pub seed: u64,
+}
+
+/// A unit being run: what its eval's run hook reads and the steps it shares with every eval.
+pub struct UnitCx<'a> {
+    pub unit: &'a Unit,
+    /// Keys the unit's provider calls in the response cache (`<unit id>/r<repeat>`).
+    pub nonce: String,
+    pub(super) shared: &'a Shared,
+    ctx: &'a RunContext,
+    trace: Arc<Trace>,
+    pub(super) config: ResolvedConfig,
+    store: PathBuf,
+    summarizer: Arc<dyn Summarizer>,
+    /// The summarizer calls a model: the replay must run on a thread that may wait.
+    waits_on_network: bool,
+    /// Cancels the summary calls when the unit ends or is aborted (dropped with the context).
+    _cancel: Option<SummaryCancel>,
+    summaries: Summaries,
+}
+
+impl<'a> UnitCx<'a> {
+    pub(super) fn new(
+        shared: &'a Shared,
+        unit: &'a Unit,
+        ctx: &'a RunContext,
+    ) -> Result<UnitCx<'a>, EvalError> {
+        let entry = shared
+            .plan
+            .traces
+            .get(unit.trace)
+            .ok_or_else(|| EvalError::Config(format!("unit names trace #{}", unit.trace)))?;
+        let trace = entry
+            .trace
+            .clone()
+            .ok_or_else(|| EvalError::Config(format!("trace `{}` was not loaded", entry.id)))?;
+        let config = shared.engines[unit.variant_index]
+            .resolve_for(&trace.meta, &shared.prices)
+            .map_err(|e| EvalError::Config(e.to_string()))?;
+        let providers = shared.providers(ctx.no_cache)?;
+        let nonce = format!("{}/r{}", unit.id, unit.repeat);
+        let (summarizer, cancel): (Arc<dyn Summarizer>, _) =
+            if providers.summary.info().kind == "offline" {
+                (Arc::new(OfflineSummarizer), None)
+            } else {
+                let handle = tokio::runtime::Handle::current();
+                let (summ, cancel) = ProviderSummarizer::new(providers.summary.clone(), handle)
+                    .with_nonce(nonce.clone())
+                    .cancellable();
+                (Arc::new(summ), Some(cancel))
+            };
+        // Stores live under the run directory: stable paths, so evidence can point at them.
+        let store = RunDir::new(&ctx.run_dir).unit_store(&unit.id);
+        let _ = std::fs::remove_dir_all(&store); // a resumed unit starts clean
+        Ok(UnitCx {
+            unit,
+            nonce,
+            shared,
+            ctx,
+            trace,
+            summaries: Summaries {
+                config: config.clone(),
+                run_dir: RunDir::new(&ctx.run_dir),
+            },
+            config,
+            store,
+            summarizer,
+            waits_on_network: cancel.is_some(),
+            _cancel: cancel,
+        })
+    }
+
+    /// The unit's trace (as loaded, before any planting).
+    pub fn trace(&self) -> &Trace {
+        &self.trace
+    }
+
+    /// Run `prepare` (plant, replay, build views) on the pool the replay belongs on: rayon when
+    /// the summarizer is offline, tokio's blocking pool when it calls a model.
+    pub async fn replay<T, F>(&self, prepare: F) -> Result<T, EvalError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Prep) -> Result<T, EvalError> + Send + 'static,
+    {
+        let prep = Prep {
+            trace: self.trace.clone(),
+            config: self.config.clone(),
+            store: self.store.clone(),
+            summarizer: self.summarizer.clone(),
+            prices: self.shared.prices.clone(),
+            seed: self.unit.seed,
+        };
+        replay_pool(self.waits_on_network, move || prepare(prep)).await
+    }
+
+    /// Tokens, cost, compactions, timeline and summaries of the unit's replay: what every
+    /// sample reports. When a summary failed (`summary_failed` in `error`), an eval that asks
+    /// a model returns this output as it is: no call is made for numbers that will not count.
+    pub fn base(&self, replay: &engine::Replay) -> Result<UnitOutput, EvalError> {
+        let mut out = self.shared.replay_output(&self.trace, &self.config, replay);
+        out.summaries = self.summaries.of(replay)?;
+        Ok(out)
+    }
+
+    /// The run's providers (built on the first unit that needs them).
+    pub fn providers(&self) -> Result<&'a Providers, EvalError> {
+        self.shared.providers(self.ctx.no_cache)
+    }
+
+    /// The judge provider when the eval asks for one (`judge = true`), else `None`.
+    pub fn judge(&self, wanted: bool) -> Result<Option<&'a dyn Provider>, EvalError> {
+        if !wanted {
+            return Ok(None);
+        }
+        let eval = &self.unit.eval;
+        self.providers()?.judge.as_deref().map(Some).ok_or_else(|| {
+            EvalError::Config(format!(
+                "{eval} asks for a judge but [providers.judge] is not set"
+            ))
+        })
+    }
+
+    /// Tokens and cost of the eval's own agent calls (needle questions, probes).
+    pub fn eval_agent(&self, out: &mut UnitOutput, usage: &Usage) {
+        self.shared.eval_agent(out, usage);
+    }
+
+    /// The judge's tokens and cost (separate from the agent's).
+    pub fn judge_cost(&self, judge: &dyn Provider, usage: &Usage, out: &mut UnitOutput) {
+        self.shared.judge_cost(judge, usage, out);
+    }
+}
