@@ -1,9 +1,13 @@
 //! The one cost model from the command line: the gate sees a cost regression over every paired
 //! unit, the run's cost line is the same in every output, and `replay --counter X` counts as
-//! `run` does with `counter = "X"`. With the report's relative changes and verdicts, checked on
-//! the same quickstart run (one run per test binary, `support::cli::quickstart`).
+//! `run` does with `counter = "X"`. With the report's relative changes and verdicts, and the
+//! dataframe libraries' column types (`dataframes`), checked on the same quickstart run (one
+//! run per test binary, `support::cli::quickstart`).
 
 mod support;
+
+#[path = "cost_model/dataframes.rs"]
+mod dataframes;
 
 use std::path::{Path, PathBuf};
 use support::cli::{ctxbench, json, quickstart};
