@@ -1,6 +1,7 @@
 //! results.csv and samples.jsonl as the dataframe libraries users load them with: the
-//! quickstart run (shared with the other quickstart tests of this binary) is read by Python polars, pandas and DuckDB with their default options
-//! (`scripts/dataframes/check.py`), and every column must get the type its meaning calls for
+//! quickstart run (shared with the other quickstart tests of this binary) is read by Python
+//! polars, pandas and DuckDB with their default options (`scripts/dataframes/check.py`), and
+//! every column must get the type its meaning calls for
 //! (scores and dollars float, counts integer, `passed` boolean, ids text).
 //!
 //! The libraries come from PyPI through `scripts/dataframes/install` (called by `.ci/setup`).

@@ -246,7 +246,8 @@ pub fn remote_summaries(name: &str, base_url: &str, provider: &str) -> SuiteBuil
         .table(
             "providers.summary",
             format!(
-                "kind = \"openai\"\nmodel = \"gpt-4o-mini\"\nbase_url = {base_url:?}\ncache = false\n{provider}"
+                "kind = \"openai\"\nmodel = \"gpt-4o-mini\"\nbase_url = {base_url:?}\n\
+                 cache = false\n{provider}"
             ),
         )
 }
