@@ -53,7 +53,7 @@ pub fn schema() -> schemars::Schema {
 /// A run's info and its samples' compact parts (no timelines, evidence or summaries).
 struct Compact {
     info: crate::record::RunInfo,
-    samples: Vec<crate::record::Sample>,
+    samples: crate::report::rows::Rows,
     torn: Option<crate::record::TornLine>,
 }
 
@@ -66,7 +66,7 @@ fn read_compact(dir: &std::path::Path) -> Result<Compact, UsageError> {
         .map_err(|e| UsageError(e.to_string()))?;
     Ok(Compact {
         info,
-        samples: streamed.rows.into_iter().map(|(s, _)| s).collect(),
+        samples: streamed.rows,
         torn: streamed.torn,
     })
 }
@@ -99,8 +99,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             list.join(", ")
         ));
     }
-    let comparisons =
-        aggregate::compare_runs(&a.samples, &b.samples, &b.info.variants, b.info.seed);
+    let comparisons = aggregate::compare_runs(
+        a.samples.iter(),
+        b.samples.iter(),
+        &b.info.variants,
+        b.info.seed,
+    );
     let head = {
         let mut names: Vec<&str> = comparisons.iter().map(|c| c.metric.as_str()).collect();
         names.sort_unstable();

@@ -197,11 +197,12 @@ fn forward_signals(tx: tokio::sync::mpsc::UnboundedSender<()>, terminated: Arc<A
 /// Returns the per-variant summary table.
 /// Then, unless `keep_stores`, prune the offload stores (`runner::stores`).
 fn write_reports(run_dir: &std::path::Path, keep_stores: bool) -> anyhow::Result<String> {
-    use crate::report::{write_run_reports, ReportModel, WriteOptions};
+    use crate::report::{write_run_reports, WriteOptions};
     let dir = crate::record::RunDir::new(run_dir);
-    let run = dir.read()?;
-    let model = ReportModel::build(&run.info, run.samples);
-    let written = write_run_reports(run_dir, &run.info, &model, WriteOptions { png: true })?;
+    // The same streaming load as `ctxbench report`: compact rows, heavy parts only for the
+    // samples shown in full, so this step's memory does not grow with whole samples.
+    let (info, model, _) = crate::report::load::load_model(&dir)?;
+    let written = write_run_reports(run_dir, &info, &model, WriteOptions { png: true })?;
     let mut out = super::report::summary_text(&model);
     for n in &written.plot_notes {
         out.push_str(&format!("plot skipped: {n}\n"));

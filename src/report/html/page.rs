@@ -151,7 +151,7 @@ fn comparison_table(out: &mut String, model: &ReportModel) {
          samples table.</p>\n",
     );
     let (rows, dropped) = headline::ordered(&model.comparisons, &model.headline);
-    let evals: BTreeSet<&str> = model.samples.iter().map(|s| s.eval.as_str()).collect();
+    let evals: BTreeSet<&str> = model.samples.iter().map(|s| s.eval).collect();
     out.push_str("<div class=\"scroll\">");
     Html.write_table_linked(
         out,
