@@ -1,13 +1,15 @@
 //! The one cost model from the command line: the gate sees a cost regression over every paired
 //! unit, the run's cost line is the same in every output, and `replay --counter X` counts as
-//! `run` does with `counter = "X"`. With the report's relative changes and verdicts, and the
-//! dataframe libraries' column types (`dataframes`), checked on the same quickstart run (one
-//! run per test binary, `support::cli::quickstart`).
+//! `run` does with `counter = "X"`. With the report's relative changes and verdicts, the
+//! dataframe libraries' column types (`dataframes`) and the streamed report (`report_streaming`),
+//! checked on one shared quickstart run (one per test binary, `support::cli::quickstart`).
 
 mod support;
 
 #[path = "cost_model/dataframes.rs"]
 mod dataframes;
+#[path = "cost_model/report_streaming.rs"]
+mod report_streaming;
 
 use std::path::{Path, PathBuf};
 use support::cli::{ctxbench, json, quickstart};
