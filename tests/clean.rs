@@ -1,15 +1,11 @@
 //! Offload stores are pruned after a run (kept for the samples the HTML shows in full, all of
 //! them with `--keep-stores`), and `ctxbench clean` removes old runs and nothing else.
 
-use assert_cmd::Command;
+mod support;
+
 use std::path::Path;
 use std::time::{Duration, SystemTime};
-
-fn ctxbench() -> Command {
-    let mut c = Command::cargo_bin("ctxbench").unwrap();
-    c.current_dir(env!("CARGO_MANIFEST_DIR"));
-    c
-}
+use support::cli::ctxbench;
 
 fn quickstart(out: &Path, id: &str, extra: &[&str]) -> std::path::PathBuf {
     ctxbench()

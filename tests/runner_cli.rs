@@ -9,57 +9,26 @@
 
 #![cfg(unix)]
 
+mod support;
+
 use assert_cmd::Command;
 use ctxbench::record::Sample;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+use support::cli::{bin, lines};
+use support::suite::base_and_aggressive;
 
 fn executor() -> String {
     std::env::var("CTXBENCH_HARNESS_EXECUTOR").unwrap_or_else(|_| "synthetic:delay_ms=25".into())
-}
-
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("ctxbench")
 }
 
 /// A suite over four bundled real traces: 4 traces × 2 variants × (replay + 4 needle) = 40 units.
 const UNITS: usize = 40;
 
 fn suite(dir: &Path) -> PathBuf {
-    let datasets = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
-    let text = format!(
-        r#"[suite]
-name = "harness"
-output_dir = "out"
-seed = 1
-
-[traces]
-paths = [
-  "{d}/astropy__astropy-12907.traj.json",
-  "{d}/psf__requests-1142.traj.json",
-  "{d}/django__django-14771.traj.json",
-  "{d}/sympy__sympy-13091.traj.json",
-]
-
-[engine]
-baseline = "base"
-[engine.base]
-window = 20000
-[engine.variants.base]
-[engine.variants.aggressive]
-summarize.trigger.fraction = 0.15
-
-[evals.needle]
-depths = [0.25, 0.75]
-positions = ["tool", "user"]
-"#,
-        d = datasets.display()
-    );
-    let p = dir.join("suite.toml");
-    std::fs::write(&p, text).unwrap();
-    p
+    support::suite::harness("harness").write(dir, "suite.toml")
 }
 
 fn run_args(suite: &Path, extra: &[&str]) -> Vec<String> {
@@ -76,25 +45,13 @@ fn run_args(suite: &Path, extra: &[&str]) -> Vec<String> {
     a
 }
 
+/// The journal by unit id, with wall-clock latency removed.
 fn canonical(dir: &Path) -> BTreeMap<String, Sample> {
-    let text = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
-    let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let mut s: Sample = serde_json::from_str(line).unwrap();
+    let mut out = support::run::by_unit(dir);
+    for s in out.values_mut() {
         s.latency_ms = 0;
-        assert!(
-            out.insert(s.unit_id.clone(), s).is_none(),
-            "duplicate unit in {}",
-            dir.display()
-        );
     }
     out
-}
-
-fn lines(p: &Path) -> usize {
-    std::fs::read_to_string(p)
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
 }
 
 fn wait_for_lines(p: &Path, n: usize) {
@@ -113,38 +70,12 @@ fn wait_for_lines(p: &Path, n: usize) {
 /// engine executor runs.
 fn real_suite(dir: &Path) -> (PathBuf, usize) {
     let datasets = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
-    let n = std::fs::read_dir(&datasets)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".traj.json")
-        })
-        .count();
-    let text = format!(
-        r#"[suite]
-name = "harness-real"
-output_dir = "out"
-
-[traces]
-paths = ["{d}/*.traj.json"]
-
-[engine]
-baseline = "base"
-[engine.base]
-window = 20000
-[engine.variants.base]
-[engine.variants.aggressive]
-summarize.trigger.fraction = 0.15
-
-[evals.invariants]
-"#,
-        d = datasets.display()
-    );
-    let p = dir.join("real.toml");
-    std::fs::write(&p, text).unwrap();
+    let n = support::suite::mini_swe_all().len();
+    let p = base_and_aggressive("harness-real")
+        .trace(datasets.join("*.traj.json"))
+        .base("window = 20000")
+        .eval("invariants", "")
+        .write(dir, "real.toml");
     (p, n * 2 * 2)
 }
 

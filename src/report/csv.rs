@@ -1,5 +1,6 @@
 //! `results.csv`: one flat row per sample, typed so that pandas, polars and DuckDB infer the
-//! right column types with no options (`tests/dataframes.rs` loads it with all three).
+//! right column types with no options (`tests/cost_model/dataframes.rs` loads it with all
+//! three).
 //!
 //! Columns: `unit_id, trace_id, variant, eval, sample, repeat, passed`, then `params.<k>` for
 //! every parameter seen in the run and `<eval>.<k>` for every score (`needle.recall`,

@@ -1,30 +1,14 @@
 //! The streaming report path (compact rows, heavy parts only for the samples shown in full)
 //! renders the same report as the whole-samples path on a real run, the quickstart: results.csv
 //! byte for byte (also the file the run itself wrote while streaming), summary.json, report.md
-//! and report.html.
+//! and report.html. On the quickstart run the other quickstart tests of this binary read.
 
-use assert_cmd::Command;
 use ctxbench::record::RunDir;
 use ctxbench::report::{csv, html, json, load, markdown, ReportModel};
-use std::path::PathBuf;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 #[test]
 fn the_streamed_report_of_the_quickstart_equals_the_one_from_whole_samples() {
-    let dir = tempfile::tempdir().unwrap();
-    Command::cargo_bin("ctxbench")
-        .unwrap()
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .arg("run")
-        .arg(repo().join("evals/quickstart.toml"))
-        .args(["-q", "--run-id", "qs", "-o"])
-        .arg(dir.path())
-        .assert()
-        .success();
-    let run_dir = RunDir::new(dir.path().join("qs"));
+    let run_dir = RunDir::new(&crate::support::cli::quickstart().run_dir);
 
     // The old path: every sample read whole.
     let run = run_dir.read().unwrap();
