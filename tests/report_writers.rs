@@ -259,8 +259,8 @@ fn suite_choice_of_headline_metrics_is_followed() {
 /// every failed unit of a variant, flagged or not.
 #[test]
 fn html_samples_table_keeps_the_verdict_of_flagged_units() {
-    let info = report_common::info("run-fixed");
-    let mut samples = report_common::samples();
+    let info = support::report::info("run-fixed");
+    let mut samples = support::report::samples();
     let s = samples
         .iter_mut()
         .find(|s| s.variant == "aggressive" && s.passed == Some(false))
