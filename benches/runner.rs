@@ -1,7 +1,9 @@
 //! Criterion bench of the runner's per-unit CPU work: the replay phase of one needle unit
 //! (`evals::needle::prepare`: plant, cut at the question point, replay with the offload store on
 //! disk and the last view kept), the work a run does for every needle unit before its model
-//! calls. The whole-run scenario (1,000 units against a 50 ms server) is
+//! calls; and the encoding of the unit's larger request, the reference question on the whole
+//! planted history (`runner/encode_reference_request`: the OpenAI chat body written straight
+//! from the borrowed messages). The whole-run scenario (1,000 units against a 50 ms server) is
 //! `bash benches/runner/run.sh`; see README, "Speed".
 //!
 //! ```sh
@@ -18,7 +20,10 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use ctxbench::engine::{EngineConfig, OfflineSummarizer, ResolvedConfig};
 use ctxbench::evals::needle::{self, NeedleParams};
 use ctxbench::pricing::PriceTable;
-use ctxbench::trace::Trace;
+use ctxbench::providers::http::Wire;
+use ctxbench::providers::openai::OpenAiWire;
+use ctxbench::providers::{ChatRequest, ProviderInfo};
+use ctxbench::trace::{Message, Trace};
 use serde_json::json;
 
 /// The bundled trace of the scenario suite (`benches/runner/suite.toml`).
@@ -62,12 +67,37 @@ fn needle_unit(c: &mut Criterion) {
         .expect("needle unit prepares")
     };
     let p = prepare();
-    assert!(p.reached && !p.view.is_empty() && !p.replay.calls.is_empty());
-    assert_eq!(p.replay.views.len(), 1);
-    assert!(p.planted.needles().count() == 1);
+    assert!(p.reached && p.view_len > 0 && !p.replay.calls.is_empty());
+    assert!(p.needles().count() == 1);
     let mut group = c.benchmark_group("runner");
     group.bench_function("needle_unit_replay_phase", |b| {
         b.iter(|| black_box(prepare()))
+    });
+    // The reference question: the planted history up to the question point, plus the question.
+    let mut request = ChatRequest::new(trace.messages.clone());
+    request.messages.push(Message::user(needle::PROBE_PREAMBLE));
+    request.sampling.max_tokens = Some(200);
+    let info = ProviderInfo {
+        kind: "openai".into(),
+        model: "mock".into(),
+        endpoint: None,
+        defaults: Default::default(),
+        tool_protocol: Default::default(),
+    };
+    let mut body = Vec::new();
+    OpenAiWire
+        .encode(&info.outgoing(&request), &mut body)
+        .expect("encodes");
+    assert!(body.len() > 100_000, "{} bytes", body.len());
+    group.throughput(criterion::Throughput::Bytes(body.len() as u64));
+    group.bench_function("encode_reference_request", |b| {
+        b.iter(|| {
+            body.clear();
+            OpenAiWire
+                .encode(&info.outgoing(black_box(&request)), &mut body)
+                .expect("encodes");
+            black_box(body.len())
+        })
     });
     group.finish();
 }

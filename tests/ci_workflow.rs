@@ -3,20 +3,15 @@
 //! passes, shards joined by `merge` equal the unsharded run, and the gate writes the step
 //! summary with the documented exit codes.
 
-use assert_cmd::Command;
+mod support;
+
 use std::path::{Path, PathBuf};
+use support::cli::ctxbench;
 
 const WORKFLOW: &str = ".github/workflows/ctxbench.yml";
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn ctxbench() -> Command {
-    let mut c = Command::cargo_bin("ctxbench").unwrap();
-    c.current_dir(root());
-    c.env_remove("GITHUB_STEP_SUMMARY");
-    c
 }
 
 fn workflow() -> String {

@@ -1,15 +1,11 @@
 //! Offload stores are pruned after a run (kept for the samples the HTML shows in full, all of
 //! them with `--keep-stores`), and `ctxbench clean` removes old runs and nothing else.
 
-use assert_cmd::Command;
+mod support;
+
 use std::path::Path;
 use std::time::{Duration, SystemTime};
-
-fn ctxbench() -> Command {
-    let mut c = Command::cargo_bin("ctxbench").unwrap();
-    c.current_dir(env!("CARGO_MANIFEST_DIR"));
-    c
-}
+use support::cli::ctxbench;
 
 fn quickstart(out: &Path, id: &str, extra: &[&str]) -> std::path::PathBuf {
     ctxbench()
@@ -72,10 +68,10 @@ fn a_run_keeps_only_the_stores_of_samples_shown_in_full_unless_keep_stores() {
     let (html, _) = ctxbench::report::html::select(&model.samples, model.baseline.as_deref());
     assert!(!html.is_empty());
     for i in html {
-        let id = &model.samples[i].unit_id;
-        if all.join("stores").join(id).exists() {
+        let id = model.samples.get(i).unit_id.to_string();
+        if all.join("stores").join(&id).exists() {
             assert!(
-                kept.contains(id),
+                kept.contains(&id),
                 "{id} is shown in full but lost its store"
             );
         }

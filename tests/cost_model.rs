@@ -1,61 +1,44 @@
 //! The one cost model from the command line: the gate sees a cost regression over every paired
 //! unit, the run's cost line is the same in every output, and `replay --counter X` counts as
-//! `run` does with `counter = "X"`.
+//! `run` does with `counter = "X"`. With the report's relative changes and verdicts, the
+//! dataframe libraries' column types (`dataframes`) and the streamed report (`report_streaming`),
+//! checked on one shared quickstart run (one per test binary, `support::cli::quickstart`).
 
-use assert_cmd::Command;
+mod support;
+
+#[path = "cost_model/dataframes.rs"]
+mod dataframes;
+#[path = "cost_model/report_streaming.rs"]
+mod report_streaming;
+
 use std::path::{Path, PathBuf};
-
-fn ctxbench() -> Command {
-    let mut c = Command::cargo_bin("ctxbench").unwrap();
-    c.env_remove("GITHUB_STEP_SUMMARY");
-    c
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use support::cli::{ctxbench, json, quickstart};
+use support::suite::{repo, SuiteBuilder};
 
 /// The quickstart's traces and evals with one variant `v` configured by `variant` (TOML lines).
+fn cost_suite(dir: &Path, variant: &str) -> SuiteBuilder {
+    SuiteBuilder::new("cost-gate")
+        .seed(7)
+        .output_dir(&dir.join("runs"))
+        .mini_swe(&[
+            "astropy__astropy-12907.traj.json",
+            "psf__requests-1142.traj.json",
+        ])
+        .dataset("claude-code/coverage-test-fix.jsonl")
+        .baseline("v")
+        .deepagents(20000)
+        .variant("v", variant)
+        .eval(
+            "needle",
+            "depths = [0.2, 0.5, 0.8]\npositions = [\"tool\", \"user\"]",
+        )
+        .eval("drift", "after_compactions = 2")
+        .eval("invariants", "")
+}
+
+/// [`cost_suite`] written to `dir/<name>.toml`.
 fn suite(dir: &Path, name: &str, variant: &str) -> PathBuf {
-    let data = repo().join("datasets");
-    let text = format!(
-        r#"[suite]
-name = "cost-gate"
-seed = 7
-output_dir = "{out}"
-
-[traces]
-paths = [
-  "{data}/mini-swe-agent/astropy__astropy-12907.traj.json",
-  "{data}/mini-swe-agent/psf__requests-1142.traj.json",
-  "{data}/claude-code/coverage-test-fix.jsonl",
-]
-
-[engine]
-baseline = "v"
-
-[engine.base]
-preset = "deepagents"
-window = 20000
-
-[engine.variants.v]
-{variant}
-
-[evals.needle]
-depths = [0.2, 0.5, 0.8]
-positions = ["tool", "user"]
-
-[evals.drift]
-after_compactions = 2
-
-[evals.invariants]
-"#,
-        out = dir.join("runs").display(),
-        data = data.display(),
-    );
-    let p = dir.join(format!("{name}.toml"));
-    std::fs::write(&p, text).unwrap();
-    p
+    cost_suite(dir, variant).write(dir, &format!("{name}.toml"))
 }
 
 fn run(suite: &Path, id: &str) -> PathBuf {
@@ -102,24 +85,12 @@ fn the_cost_gate_sees_a_regression_over_every_paired_unit() {
 
 #[test]
 fn the_run_cost_line_is_the_same_everywhere_on_the_quickstart() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = ctxbench()
-        .arg("run")
-        .arg(repo().join("evals/quickstart.toml"))
-        .args(["--run-id", "qs", "-o"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let terminal = String::from_utf8(out.stdout).unwrap();
-    let run_dir = dir.path().join("qs");
-    let md = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
-    let html = std::fs::read_to_string(run_dir.join("report.html")).unwrap();
-    let run_json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
-            .unwrap();
+    let qs = quickstart();
+    let terminal = &qs.terminal;
+    let md = qs.read("report.md");
+    let html = qs.read("report.html");
+    let run_json = qs.json("run.json");
+    let summary = qs.json("summary.json");
     let from_run = &run_json["totals"]["cost"];
     let from_summary = &summary["summary"]["totals"]["cost"]["headline"];
     assert_eq!(from_run, from_summary);
@@ -138,7 +109,7 @@ fn the_run_cost_line_is_the_same_everywhere_on_the_quickstart() {
     let line = headline.line();
     assert!(line.starts_with("modelled agent cost $"), "{line}");
     for (name, text) in [
-        ("terminal", &terminal),
+        ("terminal", terminal),
         ("report.md", &md),
         ("report.html", &html),
     ] {
@@ -170,15 +141,17 @@ fn replay_counts_like_run_for_every_counter() {
     let trace = repo().join("datasets/mini-swe-agent/psf__requests-1142.traj.json");
     let mut seen = std::collections::BTreeSet::new();
     for counter in ["o200k", "cl100k", "approx", "approx-anthropic"] {
-        let text = format!(
-            "[suite]\nname = \"c\"\nseed = 7\noutput_dir = \"{out}\"\n\n[traces]\npaths = [\"{trace}\"]\n\n\
-             [engine]\nbaseline = \"v\"\n\n[engine.base]\npreset = \"deepagents\"\nwindow = 20000\ncounter = \"{counter}\"\n\n\
-             [engine.variants.v]\n\n[evals.replay]\n",
-            out = dir.path().join("runs").display(),
-            trace = trace.display(),
-        );
-        let suite = dir.path().join(format!("{counter}.toml"));
-        std::fs::write(&suite, text).unwrap();
+        let suite = SuiteBuilder::new("c")
+            .seed(7)
+            .output_dir(&dir.path().join("runs"))
+            .trace(&trace)
+            .baseline("v")
+            .base(format!(
+                "preset = \"deepagents\"\nwindow = 20000\ncounter = \"{counter}\""
+            ))
+            .variant("v", "")
+            .eval("replay", "")
+            .write(dir.path(), &format!("{counter}.toml"));
         let run_dir = run(&suite, counter);
         let samples = std::fs::read_to_string(run_dir.join("samples.jsonl")).unwrap();
         let s: serde_json::Value = serde_json::from_str(samples.lines().next().unwrap()).unwrap();
@@ -209,15 +182,15 @@ fn replay_counts_like_run_for_every_counter() {
 /// sample's (compactions, input tokens, agent cost) and the run's first sample as JSON.
 fn overhead_unit(dir: &Path, name: &str, variant: &str) -> (f64, f64, f64, serde_json::Value) {
     let trace = repo().join("datasets/claude-code/coverage-test-fix.jsonl");
-    let text = format!(
-        "[suite]\nname = \"{name}\"\nseed = 7\noutput_dir = \"{out}\"\n\n[traces]\npaths = [\"{trace}\"]\n\n\
-         [engine]\nbaseline = \"v\"\n\n[engine.base]\npreset = \"deepagents\"\nwindow = 25000\n\n\
-         [engine.variants.v]\n{variant}\n\n[evals.replay]\n",
-        out = dir.join("runs").display(),
-        trace = trace.display(),
-    );
-    let suite = dir.join(format!("{name}.toml"));
-    std::fs::write(&suite, text).unwrap();
+    let suite = SuiteBuilder::new(name)
+        .seed(7)
+        .output_dir(&dir.join("runs"))
+        .trace(&trace)
+        .baseline("v")
+        .deepagents(25000)
+        .variant("v", variant)
+        .eval("replay", "")
+        .write(dir, &format!("{name}.toml"));
     let run_dir = run(&suite, name);
     let samples = std::fs::read_to_string(run_dir.join("samples.jsonl")).unwrap();
     let s: serde_json::Value = serde_json::from_str(samples.lines().next().unwrap()).unwrap();
@@ -368,8 +341,7 @@ fn unknown_prices_are_named_and_windows_and_pricing_models_are_shown() {
         "{md}"
     );
     // run.json states the same, per variant.
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).unwrap()).unwrap();
+    let manifest = json(&run_dir.join("run.json"));
     let sources = &manifest["totals"]["sources"]["v"];
     assert_eq!(sources["window"]["20000 (suite)"], 3, "{sources}");
     assert_eq!(
@@ -387,11 +359,11 @@ fn unknown_prices_are_named_and_windows_and_pricing_models_are_shown() {
 #[test]
 fn probe_questions_are_eval_agent_calls() {
     let dir = tempfile::tempdir().unwrap();
-    // The variant table is followed by the probes section (the suite's other evals stay).
-    let run_dir = run(
-        &suite(dir.path(), "probes", "\n[evals.probes]\nper_kind = 1\n"),
-        "probes",
-    );
+    // The suite's other evals stay.
+    let suite = cost_suite(dir.path(), "")
+        .eval("probes", "per_kind = 1")
+        .write(dir.path(), "probes.toml");
+    let run_dir = run(&suite, "probes");
     let samples = std::fs::read_to_string(run_dir.join("samples.jsonl")).unwrap();
     let probes: Vec<serde_json::Value> = samples
         .lines()
@@ -406,4 +378,88 @@ fn probe_questions_are_eval_agent_calls() {
         );
         assert_eq!(s["cost_usd"]["eval_agent"].as_f64(), Some(0.0), "{s}");
     }
+}
+
+/// The report's numbers on the quickstart: every relative change's CI is the ratio's own
+/// interval (never below −100% for the quickstart's non-negative metrics, holding the point
+/// estimate), and each verdict item reads the same in the terminal, report.md, report.html and
+/// summary.json.
+#[test]
+fn relative_change_cis_are_bounded_and_the_same_everywhere_on_the_quickstart() {
+    let qs = quickstart();
+    let terminal = &qs.terminal;
+    let summary = qs.json("summary.json");
+    let comparisons = summary["summary"]["comparisons"].as_array().unwrap();
+    let mut checked = 0;
+    let mut wide = 0;
+    let mut unbounded = 0;
+    for c in comparisons {
+        let Some(point) = c["delta_pct"].as_f64() else {
+            continue;
+        };
+        let (b, m) = (c["baseline_mean"].as_f64().unwrap(), &c["metric"]);
+        // A difference (`needle.recall_delta`) is centred on 0, not a non-negative quantity:
+        // its verdict is an absolute change, never a percent.
+        if m.as_str().is_some_and(|m| m.ends_with("_delta")) {
+            continue;
+        }
+        assert!(b >= 0.0, "{m}: the quickstart's metrics are non-negative");
+        let ci = &c["pct_ci"];
+        if ci.is_null() {
+            // Only where a baseline unit scores 0 (few traces): no finite interval.
+            unbounded += 1;
+            continue;
+        }
+        let (lo, hi) = (ci["lo"].as_f64().unwrap(), ci["hi"].as_f64().unwrap());
+        assert!(lo >= -100.0 - 1e-9, "{m} {}: {lo}", c["candidate"]);
+        assert!(
+            lo - 1e-9 <= point && point <= hi + 1e-9,
+            "{m} {}: {point} outside [{lo}, {hi}]",
+            c["candidate"]
+        );
+        // The old scaled interval went below −100% on aggressive tokens; the ratio's own CI
+        // must not be a copy of it.
+        let scaled_lo = 100.0 * c["ci"]["lo"].as_f64().unwrap() / b;
+        if scaled_lo < -100.0 {
+            wide += 1;
+        }
+        checked += 1;
+    }
+    assert!(checked > 30, "{checked} comparisons with a relative change");
+    assert!(
+        unbounded < checked / 2,
+        "{unbounded} of {checked} without a finite CI"
+    );
+    assert!(
+        wide > 0,
+        "the quickstart has a metric whose scaled CI passed −100%"
+    );
+
+    // Markdown escapes brackets and underscores: read it unescaped.
+    let md = unescape_md(&qs.read("report.md"));
+    let html = qs.read("report.html");
+    let mut items = 0;
+    for line in summary["summary"]["verdicts"].as_array().unwrap() {
+        for item in line["items"].as_array().unwrap() {
+            let text = item["text"].as_str().unwrap();
+            let collapsed: String = terminal.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(collapsed.contains(text), "terminal lacks {text:?}");
+            assert!(md.contains(text), "report.md lacks {text:?}");
+            assert!(html.contains(text), "report.html lacks {text:?}");
+            items += 1;
+        }
+    }
+    assert!(items >= 12, "{items}");
+}
+
+fn unescape_md(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek()) {
+            ('\\', Some(n)) if n.is_ascii_punctuation() => {}
+            _ => out.push(c),
+        }
+    }
+    out
 }

@@ -1,20 +1,12 @@
 //! `ctxbench replay` end to end: fixture JSON in the fixture vocabulary, the human timeline,
 //! JSON for traces, and exit codes for bad input.
 
-use assert_cmd::Command;
+mod support;
+
 use predicates::prelude::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-
-fn fixture_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata/deepagents-golden")
-        .join(name)
-}
-
-fn ctxbench() -> Command {
-    Command::cargo_bin("ctxbench").unwrap()
-}
+use support::cli::ctxbench;
+use support::traces::golden as fixture_dir;
 
 #[test]
 fn fixture_json_uses_the_fixture_vocabulary() {

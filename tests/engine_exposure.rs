@@ -2,48 +2,17 @@
 //! "memory" | "none"`): the exposure table of `docs/engine.md`, checked on a hand-built trace
 //! whose first tool result carries a needle that compaction removes from the context.
 
+mod support;
+
 use ctxbench::engine::{
     self, EngineConfig, EventDetail, EventKind, KeepViews, OfflineSummarizer, Replay, ReplayEnv,
 };
-use ctxbench::trace::{Message, Role, SourceFormat, ToolCall, Trace, TraceMeta};
-use serde_json::json;
+use ctxbench::trace::{Message, Role, Trace};
+use support::traces::{agent_trace_done_at, NEEDLE};
 
-const NEEDLE: &str = "NEEDLE-7f3a-the-port-is-8431";
-
-/// system, goal, then `steps` × (assistant calling `bash` + a 2,000-char result); step 0's
-/// result holds [`NEEDLE`]; with `mark_task_done` after step `steps / 2`.
+/// [`agent_trace_done_at`] with 2,000-char results and `mark_task_done` at step `steps / 2`.
 fn trace(steps: usize) -> Trace {
-    let mut t = Trace::new(TraceMeta::new("agent", SourceFormat::Canonical));
-    t.messages.push(Message::system("You are a coding agent."));
-    t.messages
-        .push(Message::user("Fix the failing parser test in src/parse.rs"));
-    for k in 0..steps {
-        let id = format!("c{k}");
-        let tool = if k == steps / 2 {
-            "mark_task_done"
-        } else {
-            "bash"
-        };
-        t.messages.push(Message::assistant(
-            format!("Step {k}: looking."),
-            vec![ToolCall {
-                id: id.clone(),
-                name: tool.into(),
-                arguments: json!({"command": format!("cat part{k}")}),
-            }],
-        ));
-        let mut body = format!("output {k} ");
-        if k == 0 {
-            body.push_str(NEEDLE);
-        }
-        while body.len() < 2_000 {
-            body.push_str("lorem ipsum dolor sit amet ");
-        }
-        body.truncate(2_000);
-        t.messages.push(Message::tool(id, tool, body));
-    }
-    t.messages.push(Message::assistant("All done.", vec![]));
-    t
+    agent_trace_done_at(steps, 2_000, Some(steps / 2))
 }
 
 fn replay(preset: &str, extra: &[&str]) -> Replay {

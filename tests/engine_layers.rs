@@ -2,6 +2,8 @@
 //! checkpoint, watchdog, cost ceiling) and of the presets built from them, on hand-built traces
 //! whose every expected number is derived in the test.
 
+mod support;
+
 use ctxbench::engine::layers::truncate::REMINDER_KIND;
 use ctxbench::engine::{
     self, presets, EngineConfig, Event, EventDetail, EventKind, KeepViews, OfflineSummarizer,
@@ -11,8 +13,7 @@ use ctxbench::trace::{
     ContextMarker, Message, Role, SourceFormat, ToolCall, Trace, TraceMeta, Usage,
 };
 use serde_json::json;
-
-const NEEDLE: &str = "NEEDLE-7f3a-the-port-is-8431";
+use support::traces::{agent_trace, NEEDLE};
 
 fn call(id: &str, tool: &str, args: serde_json::Value) -> ToolCall {
     ToolCall {
@@ -20,37 +21,6 @@ fn call(id: &str, tool: &str, args: serde_json::Value) -> ToolCall {
         name: tool.into(),
         arguments: args,
     }
-}
-
-/// system, goal, then `steps` × (assistant calling `bash` + a `chars`-long result). Step 0's
-/// result holds [`NEEDLE`].
-fn agent_trace(steps: usize, chars: usize) -> Trace {
-    let mut t = Trace::new(TraceMeta::new("agent", SourceFormat::Canonical));
-    t.messages.push(Message::system("You are a coding agent."));
-    t.messages
-        .push(Message::user("Fix the failing parser test in src/parse.rs"));
-    for k in 0..steps {
-        let id = format!("c{k}");
-        t.messages.push(Message::assistant(
-            format!("Step {k}: looking."),
-            vec![call(
-                &id,
-                "bash",
-                json!({"command": format!("cat part{k}")}),
-            )],
-        ));
-        let mut body = format!("output {k} ");
-        if k == 0 {
-            body.push_str(NEEDLE);
-        }
-        while body.len() < chars {
-            body.push_str("lorem ipsum dolor sit amet ");
-        }
-        body.truncate(chars);
-        t.messages.push(Message::tool(id, "bash", body));
-    }
-    t.messages.push(Message::assistant("All done.", vec![]));
-    t
 }
 
 fn run(trace: &Trace, sets: &[&str]) -> Replay {

@@ -2,19 +2,15 @@
 //! failures, summary-prompt A/B with the offline summarizer, the no-compression reference,
 //! cached prefixes, overflow events and `--set`-style overrides.
 
+mod support;
+
 use ctxbench::engine::{
     self, fixture, EngineConfig, EventDetail, EventKind, FixedSummarizer, KeepViews,
     OfflineSummarizer, ReplayEnv, StoreTarget, Summarizer, SummaryError, SummaryOutput,
     SummaryRequest,
 };
 use ctxbench::trace::{Message, Role, Trace};
-use std::path::{Path, PathBuf};
-
-fn fixture_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata/deepagents-golden")
-        .join(name)
-}
+use support::traces::golden as fixture_dir;
 
 fn django() -> Trace {
     fixture::read_jsonl_trace(&fixture_dir("mini-swe-django-11138").join("trace.jsonl")).unwrap()

@@ -6,7 +6,7 @@
 mod support;
 
 use ctxbench::record::Sample;
-use std::path::Path;
+use support::suite::{SuiteBuilder, AGGRESSIVE};
 
 const TRACES: [&str; 4] = [
     "astropy__astropy-12907.traj.json",
@@ -20,41 +20,21 @@ fn run(text: &str) -> Vec<Sample> {
     support::run::samples(&support::run::run_ok(tmp.path(), text))
 }
 
-fn suite(extra_variant: &str) -> String {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
-    let paths: Vec<String> = TRACES
-        .iter()
-        .map(|t| format!("\"{}\"", d.join(t).display()))
-        .collect();
-    format!(
-        r#"[suite]
-name = "continuation-test"
-output_dir = "out"
-[traces]
-paths = [{}]
-[engine]
-baseline = "mild"
-[engine.base]
-preset = "deepagents"
-window = 20000
-[engine.variants.mild]
-summarize.trigger.fraction = 0.5
-[engine.variants.aggressive]
-summarize.trigger.fraction = 0.15
-{extra_variant}
-[evals.replay]
-enabled = false
-[evals.continuation]
-after_compactions = 2
-steps = 3
-"#,
-        paths.join(", ")
-    )
+fn suite() -> String {
+    SuiteBuilder::new("continuation-test")
+        .mini_swe(&TRACES)
+        .baseline("mild")
+        .deepagents(20000)
+        .variant("mild", "summarize.trigger.fraction = 0.5")
+        .variant("aggressive", AGGRESSIVE)
+        .eval("replay", "enabled = false")
+        .eval("continuation", "after_compactions = 2\nsteps = 3")
+        .text()
 }
 
 #[test]
 fn continuation_scores_each_fold_against_recorded_calls_and_the_reference() {
-    let samples = run(&suite(""));
+    let samples = run(&suite());
     // 4 traces × 2 variants × 2 folds
     assert_eq!(samples.len(), 16);
     let mut reached = 0;
@@ -91,25 +71,13 @@ fn continuation_scores_each_fold_against_recorded_calls_and_the_reference() {
     // the agent to different actions.
     assert!(moved >= 1, "no fold's agreement differs from the reference");
     // Deterministic: the same suite gives the same scores.
-    let again = run(&suite(""));
+    let again = run(&suite());
     let key = |s: &Sample| (s.trace_id.clone(), s.variant.clone(), s.sample.clone());
     let mut a: Vec<_> = samples.iter().map(|s| (key(s), s.scores.clone())).collect();
     let mut b: Vec<_> = again.iter().map(|s| (key(s), s.scores.clone())).collect();
     a.sort_by(|x, y| x.0.cmp(&y.0));
     b.sort_by(|x, y| x.0.cmp(&y.0));
     assert_eq!(a, b);
-}
-
-/// Every bundled mini-swe-agent trace, sorted.
-fn all_traces() -> Vec<std::path::PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
-    let mut v: Vec<_> = std::fs::read_dir(d)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".traj.json"))
-        .collect();
-    v.sort();
-    v
 }
 
 #[test]
@@ -134,7 +102,7 @@ fn aggressive_summarization_loses_agreement_the_full_history_has() {
         .unwrap();
     let agent = OfflineProvider::new();
     let (mut agree, mut reference, mut steps, mut worse) = (0.0, 0.0, 0.0, 0);
-    for (ti, path) in all_traces().iter().enumerate() {
+    for (ti, path) in support::suite::mini_swe_all().iter().enumerate() {
         let trace = import_file(path, None).unwrap().remove(0);
         let mut delta = 0.0;
         for fold in 1..=3 {

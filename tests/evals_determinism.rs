@@ -2,53 +2,27 @@
 //! with every eval (needle, drift, probes, invariants, replay) run end to end through the binary
 //! with one worker and with several, and the journals compared sample by sample.
 
+mod support;
+
 use assert_cmd::Command;
 use std::path::Path;
 
 fn suite(dir: &Path) -> std::path::PathBuf {
-    let root = env!("CARGO_MANIFEST_DIR");
-    let text = format!(
-        r#"[suite]
-name = "determinism"
-seed = 11
-
-[traces]
-paths = [
-  "{root}/datasets/mini-swe-agent/astropy__astropy-12907.traj.json",
-  "{root}/datasets/claude-code/coverage-test-fix.jsonl",
-]
-
-[engine]
-baseline = "base"
-
-[engine.base]
-preset = "deepagents"
-window = 20000
-
-[engine.variants.base]
-
-[engine.variants.aggressive]
-summarize.trigger.fraction = 0.15
-
-[evals.replay]
-enabled = true
-
-[evals.needle]
-depths = [0.3, 0.6]
-positions = ["tool", "assistant"]
-distractors = 1
-
-[evals.drift]
-after_compactions = 2
-
-[evals.probes]
-
-[evals.invariants]
-"#
-    );
-    let path = dir.join("suite.toml");
-    std::fs::write(&path, text).unwrap();
-    path
+    support::suite::base_and_aggressive("determinism")
+        .no_output_dir()
+        .seed(11)
+        .mini_swe(&["astropy__astropy-12907.traj.json"])
+        .dataset("claude-code/coverage-test-fix.jsonl")
+        .deepagents(20000)
+        .eval("replay", "enabled = true")
+        .eval(
+            "needle",
+            "depths = [0.3, 0.6]\npositions = [\"tool\", \"assistant\"]\ndistractors = 1",
+        )
+        .eval("drift", "after_compactions = 2")
+        .eval("probes", "")
+        .eval("invariants", "")
+        .write(dir, "suite.toml")
 }
 
 /// The samples of a run, sorted by unit id, with wall-clock latency removed (the only field

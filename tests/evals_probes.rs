@@ -3,7 +3,9 @@
 //! decision recall moves with what compaction kept; with a judge, the six rubric dimensions
 //! are reported as separate scores.
 
-use ctxbench::engine::{EngineConfig, OfflineSummarizer, ResolvedConfig};
+mod support;
+
+use ctxbench::engine::{OfflineSummarizer, ResolvedConfig};
 use ctxbench::evals::offline_agent::OfflineProvider;
 use ctxbench::evals::probes::{self, ProbeKind, ProbeParams};
 use ctxbench::pricing::PriceTable;
@@ -11,21 +13,12 @@ use ctxbench::providers::{
     BoxFuture, ChatRequest, ChatResponse, Message, Provider, ProviderError, ProviderInfo, Sampling,
     ToolProtocol,
 };
-use ctxbench::trace::import::import_file;
 use ctxbench::trace::{Trace, Usage};
 use std::path::Path;
+use support::traces::engine_config as config;
 
 fn load(name: &str) -> Trace {
-    import_file(&Path::new("datasets/mini-swe-agent").join(name), None)
-        .unwrap()
-        .remove(0)
-}
-
-fn config(toml: &str) -> ResolvedConfig {
-    EngineConfig::from_toml_str(toml, "t.toml")
-        .unwrap()
-        .resolve(None)
-        .unwrap()
+    support::traces::import_one(Path::new("datasets/mini-swe-agent").join(name))
 }
 
 fn runtime() -> tokio::runtime::Runtime {

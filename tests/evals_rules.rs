@@ -4,37 +4,18 @@
 //! per-fold rule retention never rises again once lost when the history is not kept; and a
 //! suite with `[evals.rules]` runs end to end with one sample per fold.
 
+mod support;
+
 use ctxbench::config::suite::RuleKind;
-use ctxbench::engine::{EngineConfig, OfflineSummarizer, ResolvedConfig};
+use ctxbench::engine::{OfflineSummarizer, ResolvedConfig};
 use ctxbench::evals::drift::{self, DriftParams};
 use ctxbench::evals::offline_agent::OfflineProvider;
 use ctxbench::evals::rules::{self, RulesParams};
 use ctxbench::metrics::stats::{mcnemar, paired_delta};
 use ctxbench::pricing::PriceTable;
-use ctxbench::trace::import::import_file;
-use ctxbench::trace::Trace;
 use std::collections::BTreeMap;
 use std::path::Path;
-
-const TRACES: [&str; 4] = [
-    "datasets/mini-swe-agent/django__django-11138.traj.json",
-    "datasets/mini-swe-agent/sympy__sympy-19495.traj.json",
-    "datasets/mini-swe-agent/pytest-dev__pytest-7571.traj.json",
-    "datasets/mini-swe-agent/astropy__astropy-12907.traj.json",
-];
-
-fn load(path: &str) -> Trace {
-    import_file(Path::new(path), None)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .remove(0)
-}
-
-fn config(toml: &str) -> ResolvedConfig {
-    EngineConfig::from_toml_str(toml, "test.toml")
-        .unwrap()
-        .resolve(None)
-        .unwrap()
-}
+use support::traces::{engine_config as config, import_one as load, EVAL_TRACES as TRACES};
 
 fn prompt_variant(file: &str, extra: &str) -> ResolvedConfig {
     let text = std::fs::read_to_string(Path::new("evals/prompts").join(file)).unwrap();
@@ -246,60 +227,23 @@ fn without_kept_history_rule_retention_never_recovers_across_folds() {
 
 #[test]
 fn a_rules_suite_runs_one_sample_per_fold() {
-    use ctxbench::record::{RunDir, Sample};
-    use ctxbench::runner::session::{self, ImportLoader, RunOptions};
-    use std::sync::Arc;
+    use ctxbench::record::Sample;
+    use support::suite::prompt_file;
     let tmp = tempfile::tempdir().unwrap();
-    let d = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let text = format!(
-        r#"[suite]
-name = "rules-test"
-output_dir = "out"
-[traces]
-paths = ["{}"]
-[engine]
-baseline = "a"
-[engine.base]
-preset = "deepagents"
-window = 20000
-summarize.trigger.fraction = 0.3
-[engine.variants.a]
-summarize.prompt.file = "{}"
-[engine.variants.b]
-summarize.prompt.file = "{}"
-[evals.replay]
-enabled = false
-[evals.rules]
-kinds = ["forbid_path", "never_command"]
-after_compactions = 2
-[evals.drift]
-after_compactions = 2
-"#,
-        d.join(TRACES[0]).display(),
-        d.join("evals/prompts/summary-a.md").display(),
-        d.join("evals/prompts/summary-b.md").display(),
-    );
-    let p = tmp.path().join("suite.toml");
-    std::fs::write(&p, text).unwrap();
-    let suite = ctxbench::config::LoadedSuite::load(&p).unwrap();
-    let planned = session::plan_run(&suite, &ImportLoader).unwrap();
-    let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
-    assert!(ctxbench::runner::unsupported_evals(&suite, &router).is_empty());
-    let opts = RunOptions {
-        run_id: Some("r".into()),
-        executor: "default".into(),
-        ..RunOptions::default()
-    };
-    let prepared = session::open_run(&suite, &opts, planned).unwrap();
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let out = rt
-        .block_on(async {
-            let (_tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-            session::execute(prepared, Arc::new(router), &mut rx).await
-        })
-        .unwrap();
-    assert_eq!(out.failed_total, 0);
-    let samples: Vec<Sample> = RunDir::new(&out.run_dir).read().unwrap().samples;
+    let text = support::suite::SuiteBuilder::new("rules-test")
+        .dataset(TRACES[0].trim_start_matches("datasets/"))
+        .baseline("a")
+        .base("preset = \"deepagents\"\nwindow = 20000\nsummarize.trigger.fraction = 0.3")
+        .variant("a", prompt_file("summary-a.md"))
+        .variant("b", prompt_file("summary-b.md"))
+        .eval("replay", "enabled = false")
+        .eval(
+            "rules",
+            "kinds = [\"forbid_path\", \"never_command\"]\nafter_compactions = 2",
+        )
+        .eval("drift", "after_compactions = 2")
+        .text();
+    let samples: Vec<Sample> = support::run::samples(&support::run::run_ok(tmp.path(), &text));
     assert_eq!(samples.len(), 8, "2 variants × 2 folds × (rules, drift)");
     let mut by: BTreeMap<(String, u64), f64> = BTreeMap::new();
     let mut goal: BTreeMap<(String, u64), f64> = BTreeMap::new();

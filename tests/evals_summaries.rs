@@ -7,6 +7,7 @@ mod support;
 use ctxbench::record::summary::text_digest;
 use ctxbench::record::RunDir;
 use std::path::{Path, PathBuf};
+use support::suite::{prompt_file, SuiteBuilder, AGGRESSIVE};
 
 fn run(dir: &Path, text: &str) -> PathBuf {
     support::run::run_ok(dir, text)
@@ -14,33 +15,16 @@ fn run(dir: &Path, text: &str) -> PathBuf {
 
 #[test]
 fn samples_keep_their_summaries_and_reports_need_no_store() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().unwrap();
-    let prompts = root.join("evals/prompts");
-    let text = format!(
-        r#"[suite]
-name = "summaries-test"
-output_dir = "out"
-
-[traces]
-paths = ["{t}"]
-
-[engine]
-baseline = "prompt-a"
-[engine.base]
-preset = "deepagents"
-window = 20000
-summarize.trigger.fraction = 0.15
-[engine.variants.prompt-a]
-summarize.prompt.file = "{p}/summary-a.md"
-[engine.variants.prompt-b]
-summarize.prompt.file = "{p}/summary-b.md"
-"#,
-        t = root
-            .join("datasets/mini-swe-agent/astropy__astropy-12907.traj.json")
-            .display(),
-        p = prompts.display()
-    );
+    let text = SuiteBuilder::new("summaries-test")
+        .mini_swe(&["astropy__astropy-12907.traj.json"])
+        .baseline("prompt-a")
+        .base(format!(
+            "preset = \"deepagents\"\nwindow = 20000\n{AGGRESSIVE}"
+        ))
+        .variant("prompt-a", prompt_file("summary-a.md"))
+        .variant("prompt-b", prompt_file("summary-b.md"))
+        .text();
     let run_dir = run(tmp.path(), &text);
     // The report reads the run directory only.
     let _ = std::fs::remove_dir_all(run_dir.join("stores"));
@@ -54,7 +38,10 @@ summarize.prompt.file = "{p}/summary-b.md"
         } else {
             "summary-b.md"
         };
-        let digest = text_digest(&std::fs::read_to_string(prompts.join(prompt)).unwrap());
+        let digest = text_digest(
+            &std::fs::read_to_string(support::suite::repo().join("evals/prompts").join(prompt))
+                .unwrap(),
+        );
         // One record per `summarized` point of the timeline, at that point, in fold order.
         let at: Vec<usize> = s
             .timeline

@@ -10,38 +10,19 @@
 //! a summary that keeps the first value; recall does not grow with folds survived when no
 //! history is kept, and the uncompressed reference answers every question.
 
+mod support;
+
 use ctxbench::config::suite::NeedleSearch;
-use ctxbench::engine::{EngineConfig, EventKind, OfflineSummarizer, ResolvedConfig};
+use ctxbench::engine::{EventKind, OfflineSummarizer, ResolvedConfig};
 use ctxbench::evals::drift::{self, DriftParams};
 use ctxbench::evals::needle::{self, AskAt, NeedleParams};
 use ctxbench::evals::offline_agent::OfflineProvider;
 use ctxbench::evals::plant::Position;
 use ctxbench::metrics::stats::mcnemar;
 use ctxbench::pricing::PriceTable;
-use ctxbench::trace::import::import_file;
-use ctxbench::trace::Trace;
 use std::collections::BTreeMap;
 use std::path::Path;
-
-const TRACES: [&str; 4] = [
-    "datasets/mini-swe-agent/django__django-11138.traj.json",
-    "datasets/mini-swe-agent/sympy__sympy-19495.traj.json",
-    "datasets/mini-swe-agent/pytest-dev__pytest-7571.traj.json",
-    "datasets/mini-swe-agent/astropy__astropy-12907.traj.json",
-];
-
-fn load(path: &str) -> Trace {
-    import_file(Path::new(path), None)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .remove(0)
-}
-
-fn config(toml: &str) -> ResolvedConfig {
-    EngineConfig::from_toml_str(toml, "test.toml")
-        .unwrap()
-        .resolve(None)
-        .unwrap()
-}
+use support::traces::{engine_config as config, import_one as load, EVAL_TRACES as TRACES};
 
 fn runtime() -> tokio::runtime::Runtime {
     // Timers: the agent loop and its tool calls have time limits.

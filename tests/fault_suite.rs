@@ -16,18 +16,16 @@ use std::time::Duration;
 
 use ctxbench::record::Sample;
 use support::mock_llm::{self as mock, MockLlm, Recorded, Reply};
+use support::suite::base_and_aggressive;
 
 const CANARY: &str = "sk-faults-3b9d71c0e5a2";
 const CANARY_TAIL: &str = "faults-3b9d71c0e5a2";
 const KEY_VAR: &str = "CTXBENCH_TEST_FAULT_KEY";
 
 fn suite(dir: &Path, base_url: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
     let provider = |role: &str| {
         format!(
-            r#"
-[providers.{role}]
-kind = "openai"
+            r#"kind = "openai"
 model = "m-{role}"
 base_url = "{base_url}"
 api_key_env = "{KEY_VAR}"
@@ -38,40 +36,22 @@ timeout_secs = 1
 "#
         )
     };
-    let text = format!(
-        r#"[suite]
-name = "faults"
-output_dir = "out"
-seed = 3
-concurrency = 6
-
-[traces]
-paths = ["{d}/astropy__astropy-12907.traj.json", "{d}/sympy__sympy-13091.traj.json"]
-
-[engine]
-baseline = "base"
-[engine.base]
-preset = "deepagents"
-window = 20000
-[engine.variants.base]
-[engine.variants.aggressive]
-summarize.trigger.fraction = 0.15
-
-[evals.needle]
-depths = [0.25, 0.75]
-positions = ["tool"]
-max_steps = 3
-
-[evals.drift]
-after_compactions = 1
-{}{}"#,
-        provider("agent"),
-        provider("summary"),
-        d = d.display()
-    );
-    let p = dir.join("suite.toml");
-    std::fs::write(&p, text).unwrap();
-    p
+    base_and_aggressive("faults")
+        .seed(3)
+        .suite_line("concurrency = 6")
+        .mini_swe(&[
+            "astropy__astropy-12907.traj.json",
+            "sympy__sympy-13091.traj.json",
+        ])
+        .deepagents(20000)
+        .eval(
+            "needle",
+            "depths = [0.25, 0.75]\npositions = [\"tool\"]\nmax_steps = 3",
+        )
+        .eval("drift", "after_compactions = 1")
+        .table("providers.agent", provider("agent"))
+        .table("providers.summary", provider("summary"))
+        .write(dir, "suite.toml")
 }
 
 /// The healthy answer: deterministic, and it echoes the key (which must be redacted).
@@ -128,7 +108,7 @@ fn faulty() -> impl Fn(&Recorded) -> Reply + Send + Sync + 'static {
 }
 
 fn run(suite: &Path, cache: &Path, run_id: &str) -> (Option<i32>, String) {
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("ctxbench"))
+    let out = std::process::Command::new(support::cli::bin())
         .args(["run", suite.to_str().unwrap(), "--run-id", run_id])
         .env(KEY_VAR, CANARY)
         .env("CTXBENCH_CACHE_DIR", cache)
@@ -144,17 +124,7 @@ fn run(suite: &Path, cache: &Path, run_id: &str) -> (Option<i32>, String) {
 }
 
 fn samples(dir: &Path) -> BTreeMap<String, Sample> {
-    let text = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
-    let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let s: Sample = serde_json::from_str(line).unwrap();
-        assert!(
-            out.insert(s.unit_id.clone(), s).is_none(),
-            "duplicate unit in {}",
-            dir.display()
-        );
-    }
-    out
+    support::run::by_unit(dir)
 }
 
 /// What a unit measured (not how long it took or whether its answers came from the cache).
@@ -174,15 +144,7 @@ fn flagged(s: &Sample) -> bool {
 }
 
 fn leaks(dir: &Path) -> Vec<String> {
-    walkdir::WalkDir::new(dir)
-        .into_iter()
-        .map(Result::unwrap)
-        .filter(|e| e.file_type().is_file())
-        .filter(|e| {
-            String::from_utf8_lossy(&std::fs::read(e.path()).unwrap()).contains(CANARY_TAIL)
-        })
-        .map(|e| e.path().display().to_string())
-        .collect()
+    support::leaks::scan(dir, CANARY_TAIL).1
 }
 
 fn status(dir: &Path) -> serde_json::Value {
@@ -191,15 +153,10 @@ fn status(dir: &Path) -> serde_json::Value {
 
 #[test]
 fn a_suite_behind_forty_percent_faults_loses_nothing_and_caches_no_error() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
     let tmp = tempfile::tempdir().unwrap();
 
     // One server (the cache key includes the endpoint), switched between healthy and faulty.
-    let server = rt.block_on(MockLlm::start());
+    let (_rt, server) = MockLlm::on_own_runtime(); // the runtime serves the mock
     let suite = suite(tmp.path(), &server.openai_base_url());
     let out = tmp.path().join("out");
 

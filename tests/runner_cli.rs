@@ -1,6 +1,7 @@
 //! `ctxbench run` / `ctxbench merge` as processes: SIGKILL midway then `--resume` yields the same
 //! samples as an uninterrupted run; Ctrl-C (SIGINT) exits 130 with a resumable run; shards
-//! merged on the command line equal an unsharded run; `--help` texts.
+//! merged on the command line equal an unsharded run; `--help` texts; the closing `tokens` line
+//! is the run total of every report.
 //!
 //! The executor is `synthetic` (deterministic, no model calls) unless
 //! `CTXBENCH_HARNESS_EXECUTOR` names another (`default` once the engine and evals are merged):
@@ -8,57 +9,26 @@
 
 #![cfg(unix)]
 
+mod support;
+
 use assert_cmd::Command;
 use ctxbench::record::Sample;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+use support::cli::{bin, lines};
+use support::suite::base_and_aggressive;
 
 fn executor() -> String {
     std::env::var("CTXBENCH_HARNESS_EXECUTOR").unwrap_or_else(|_| "synthetic:delay_ms=25".into())
-}
-
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("ctxbench")
 }
 
 /// A suite over four bundled real traces: 4 traces × 2 variants × (replay + 4 needle) = 40 units.
 const UNITS: usize = 40;
 
 fn suite(dir: &Path) -> PathBuf {
-    let datasets = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
-    let text = format!(
-        r#"[suite]
-name = "harness"
-output_dir = "out"
-seed = 1
-
-[traces]
-paths = [
-  "{d}/astropy__astropy-12907.traj.json",
-  "{d}/psf__requests-1142.traj.json",
-  "{d}/django__django-14771.traj.json",
-  "{d}/sympy__sympy-13091.traj.json",
-]
-
-[engine]
-baseline = "base"
-[engine.base]
-window = 20000
-[engine.variants.base]
-[engine.variants.aggressive]
-summarize.trigger.fraction = 0.15
-
-[evals.needle]
-depths = [0.25, 0.75]
-positions = ["tool", "user"]
-"#,
-        d = datasets.display()
-    );
-    let p = dir.join("suite.toml");
-    std::fs::write(&p, text).unwrap();
-    p
+    support::suite::harness("harness").write(dir, "suite.toml")
 }
 
 fn run_args(suite: &Path, extra: &[&str]) -> Vec<String> {
@@ -75,25 +45,13 @@ fn run_args(suite: &Path, extra: &[&str]) -> Vec<String> {
     a
 }
 
+/// The journal by unit id, with wall-clock latency removed.
 fn canonical(dir: &Path) -> BTreeMap<String, Sample> {
-    let text = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
-    let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let mut s: Sample = serde_json::from_str(line).unwrap();
+    let mut out = support::run::by_unit(dir);
+    for s in out.values_mut() {
         s.latency_ms = 0;
-        assert!(
-            out.insert(s.unit_id.clone(), s).is_none(),
-            "duplicate unit in {}",
-            dir.display()
-        );
     }
     out
-}
-
-fn lines(p: &Path) -> usize {
-    std::fs::read_to_string(p)
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
 }
 
 fn wait_for_lines(p: &Path, n: usize) {
@@ -112,38 +70,12 @@ fn wait_for_lines(p: &Path, n: usize) {
 /// engine executor runs.
 fn real_suite(dir: &Path) -> (PathBuf, usize) {
     let datasets = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
-    let n = std::fs::read_dir(&datasets)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".traj.json")
-        })
-        .count();
-    let text = format!(
-        r#"[suite]
-name = "harness-real"
-output_dir = "out"
-
-[traces]
-paths = ["{d}/*.traj.json"]
-
-[engine]
-baseline = "base"
-[engine.base]
-window = 20000
-[engine.variants.base]
-[engine.variants.aggressive]
-summarize.trigger.fraction = 0.15
-
-[evals.invariants]
-"#,
-        d = datasets.display()
-    );
-    let p = dir.join("real.toml");
-    std::fs::write(&p, text).unwrap();
+    let n = support::suite::mini_swe_all().len();
+    let p = base_and_aggressive("harness-real")
+        .trace(datasets.join("*.traj.json"))
+        .base("window = 20000")
+        .eval("invariants", "")
+        .write(dir, "real.toml");
     (p, n * 2 * 2)
 }
 
@@ -471,4 +403,86 @@ fn progress_lines_without_a_terminal_and_none_with_quiet() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("CTXBENCH_PROGRESS_SECS=soon"));
+}
+
+/// The run's closing `tokens` line counts every role — the eval agent's needle questions too —
+/// so it is the same total as report.md's "Run total", results.csv's `tokens.total` column and
+/// run.json's per-role totals (it once left the eval agent out: 65.62M against 72579522 on the
+/// quickstart).
+#[test]
+fn the_closing_tokens_line_is_the_run_total_of_every_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
+    let suite = tmp.path().join("needle.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            r#"[suite]
+name = "footer"
+output_dir = "out"
+
+[traces]
+paths = ["{d}/astropy__astropy-12907.traj.json", "{d}/psf__requests-1142.traj.json"]
+
+[engine]
+baseline = "base"
+[engine.base]
+window = 20000
+[engine.variants.base]
+
+[evals.needle]
+depths = [0.5]
+positions = ["tool"]
+"#,
+            d = d.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(bin())
+        .args(["run", &suite.display().to_string(), "--run-id", "r"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let run = tmp.path().join("out/r");
+
+    let samples = canonical(&run);
+    let eval_agent: u64 = samples.values().map(|s| s.tokens.eval_agent.total()).sum();
+    assert!(eval_agent > 0, "the needle questions used no tokens");
+    let total: u64 = samples.values().map(|s| s.tokens_total()).sum();
+
+    let csv = std::fs::read_to_string(run.join("results.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "tokens.total").unwrap();
+    let csv_total: u64 = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(col).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(csv_total, total);
+
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        md.contains(&format!("Run total: {total} tokens;")),
+        "report.md has no run total of {total}"
+    );
+
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    let roles = &m["totals"]["tokens"];
+    let json_total: u64 = ["agent", "summarizer", "judge", "eval_agent"]
+        .iter()
+        .map(|r| roles[r]["input"].as_u64().unwrap() + roles[r]["output"].as_u64().unwrap())
+        .sum();
+    assert_eq!(json_total, total);
+
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("tokens "))
+        .unwrap_or_else(|| panic!("no closing tokens line in\n{stdout}"));
+    let shown = ctxbench::runner::progress::human_tokens(total);
+    assert!(
+        line.split_whitespace().nth(1) == Some(shown.as_str()),
+        "terminal `{line}` is not the run total {total} ({shown})"
+    );
 }

@@ -7,31 +7,27 @@ mod support;
 use ctxbench::record::Sample;
 use ctxbench::runner::session::{self, ImportLoader};
 use std::collections::BTreeMap;
-use std::path::Path;
+use support::suite::{SuiteBuilder, AGGRESSIVE};
 
+/// Two real traces, `baseline` and `aggressive`, invariants; `extra` is appended verbatim.
 fn suite_text(extra: &str) -> String {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
-    format!(
-        r#"[suite]
-name = "replay-test"
-output_dir = "out"
+    SuiteBuilder::new("replay-test")
+        .mini_swe(&[
+            "astropy__astropy-12907.traj.json",
+            "psf__requests-1142.traj.json",
+        ])
+        .baseline("baseline")
+        .deepagents(20000)
+        .variant("baseline", "")
+        .variant("aggressive", AGGRESSIVE)
+        .eval("invariants", "")
+        .raw(extra)
+        .text()
+}
 
-[traces]
-paths = ["{d}/astropy__astropy-12907.traj.json", "{d}/psf__requests-1142.traj.json"]
-
-[engine]
-baseline = "baseline"
-[engine.base]
-preset = "deepagents"
-window = 20000
-[engine.variants.baseline]
-[engine.variants.aggressive]
-summarize.trigger.fraction = 0.15
-
-[evals.invariants]
-{extra}"#,
-        d = d.display()
-    )
+/// The 1-based line of `text` that starts with `start`.
+fn line_of(text: &str, start: &str) -> usize {
+    1 + text.lines().position(|l| l.starts_with(start)).unwrap()
 }
 
 use support::run::load;
@@ -83,10 +79,11 @@ fn engine_errors_name_the_variant_and_line() {
     let err = anyhow::Error::from(load(tmp.path(), &text).err().unwrap());
     assert_eq!(ctxbench::cli::exit_code_for(&err), 2);
     let msg = err.to_string();
+    let line = line_of(&text, "sumarize");
     assert!(
-        msg.contains(
-            "suite.toml:16: engine variant `aggressive`: `sumarize`: unknown field `sumarize`"
-        ),
+        msg.contains(&format!(
+            "suite.toml:{line}: engine variant `aggressive`: `sumarize`: unknown field `sumarize`"
+        )),
         "{msg}"
     );
     assert!(msg.ends_with("(did you mean `summarize`?)"), "{msg}");
@@ -103,8 +100,11 @@ fn engine_errors_name_the_variant_and_line() {
     let text = suite_text("[providers.summary]\nkind = \"openai\"\nmodle = \"gpt-4o-mini\"\n");
     // Provider roles are typed at load too.
     let msg = load(tmp.path(), &text).err().unwrap().to_string();
+    let line = line_of(&text, "modle");
     assert!(
-        msg.contains("suite.toml:20: provider `summary`: `modle`: unknown field `modle`"),
+        msg.contains(&format!(
+            "suite.toml:{line}: provider `summary`: `modle`: unknown field `modle`"
+        )),
         "{msg}"
     );
     assert!(msg.contains("did you mean `model`?"), "{msg}");
@@ -122,29 +122,18 @@ fn the_cost_ceiling_prices_calls_with_the_suites_pricing() {
     // A $1000 session ceiling priced as gpt-4o: the bundled price ($2.50/Mtok input) never
     // reaches it on a short trace; the suite's `[pricing]` override ($1e9/Mtok) trips it at the
     // first call, so the replay stops.
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
     let text = |pricing: &str| {
-        format!(
-            r#"[suite]
-name = "ceiling-test"
-output_dir = "out"
-
-[traces]
-paths = ["{d}/psf__requests-1142.traj.json"]
-
-[engine]
-baseline = "ceiling"
-[engine.base]
-preset = "core-agent"
-window = 20000
-[engine.variants.ceiling]
-cost_ceiling.per_session_usd = 1000.0
-cost_ceiling.model = "gpt-4o"
-
-[evals.invariants]
-{pricing}"#,
-            d = d.display()
-        )
+        SuiteBuilder::new("ceiling-test")
+            .mini_swe(&["psf__requests-1142.traj.json"])
+            .baseline("ceiling")
+            .base("preset = \"core-agent\"\nwindow = 20000")
+            .variant(
+                "ceiling",
+                "cost_ceiling.per_session_usd = 1000.0\ncost_ceiling.model = \"gpt-4o\"",
+            )
+            .eval("invariants", "")
+            .raw(pricing)
+            .text()
     };
     let stopped = |samples: &[Sample]| -> Vec<serde_json::Value> {
         samples

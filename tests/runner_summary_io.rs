@@ -14,36 +14,10 @@ use support::mock_llm::{MockLlm, Reply};
 
 /// One trace, `repeats` units of `replay`, an early summary trigger, summaries from `base_url`.
 fn suite_text(base_url: &str, repeats: u32) -> String {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
-    format!(
-        r#"[suite]
-name = "summary-io"
-output_dir = "out"
-repeats = {repeats}
-concurrency = 8
-
-[traces]
-paths = ["{d}/astropy__astropy-12907.traj.json"]
-
-[engine]
-baseline = "aggressive"
-[engine.base]
-preset = "deepagents"
-window = 20000
-[engine.variants.aggressive]
-summarize.trigger.fraction = 0.15
-
-[evals.replay]
-
-[providers.summary]
-kind = "openai"
-model = "gpt-4o-mini"
-base_url = "{base_url}"
-concurrency = 8
-cache = false
-"#,
-        d = d.display()
-    )
+    support::suite::remote_summaries("summary-io", base_url, "concurrency = 8")
+        .suite_line(format!("repeats = {repeats}"))
+        .suite_line("concurrency = 8")
+        .text()
 }
 
 fn prepare(dir: &Path, text: &str) -> (session::Prepared, ctxbench::runner::Router) {
@@ -53,12 +27,7 @@ fn prepare(dir: &Path, text: &str) -> (session::Prepared, ctxbench::runner::Rout
 
 #[test]
 fn eight_summary_calls_are_in_flight_at_once() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = rt.block_on(MockLlm::start());
+    let (rt, server) = MockLlm::on_own_runtime();
     server.set_delay(Duration::from_millis(100));
     let tmp = tempfile::tempdir().unwrap();
     let (prepared, router) = prepare(tmp.path(), &suite_text(&server.openai_base_url(), 16));
@@ -89,12 +58,7 @@ fn cancelling_a_run_whose_summarizer_never_answers_does_not_panic() {
         default_hook(info);
     }));
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = rt.block_on(MockLlm::start());
+    let (rt, server) = MockLlm::on_own_runtime();
     server.respond_with(|_| Reply::Hang);
     let tmp = tempfile::tempdir().unwrap();
     let (prepared, router) = prepare(tmp.path(), &suite_text(&server.openai_base_url(), 4));

@@ -4,15 +4,11 @@
 //! file must validate against the printed schema, which must also describe every field the file
 //! has (an undeclared field is an error here, stricter than JSON Schema's default).
 
-use assert_cmd::Command;
+mod support;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-fn ctxbench() -> Command {
-    let mut c = Command::cargo_bin("ctxbench").unwrap();
-    c.current_dir(env!("CARGO_MANIFEST_DIR"));
-    c
-}
+use support::cli::ctxbench;
 
 fn schema(kind: &str) -> Value {
     let out = ctxbench()

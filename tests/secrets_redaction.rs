@@ -10,6 +10,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use support::mock_llm::{self as mock, MockLlm};
+use support::suite::base_and_aggressive;
 
 const CANARY: &str = "sk-canary-7f3a9c2e41d8b6";
 /// The key without its first character: also catches a JSON-escaped first character.
@@ -17,92 +18,44 @@ const CANARY_TAIL: &str = "canary-7f3a9c2e41d8b6";
 const KEY_VAR: &str = "CTXBENCH_TEST_CANARY_KEY";
 
 fn suite(dir: &Path, base_url: &str) -> PathBuf {
-    let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("datasets/mini-swe-agent/astropy__astropy-12907.traj.json");
-    let text = format!(
-        r#"[suite]
-name = "canary"
-output_dir = "out"
-seed = 1
-concurrency = 2
-
-[traces]
-paths = ["{trace}"]
-
-[engine]
-baseline = "base"
-[engine.base]
-preset = "deepagents"
-window = 20000
-[engine.variants.base]
-[engine.variants.aggressive]
-summarize.trigger.fraction = 0.15
-
-[evals.needle]
-depths = [0.5]
-positions = ["tool"]
-max_steps = 3
-
-[evals.drift]
-after_compactions = 1
-
-[providers.agent]
-kind = "openai"
-model = "m-agent"
-base_url = "{base_url}"
-api_key_env = "{KEY_VAR}"
-max_retries = 0
-
-[providers.summary]
-kind = "openai"
-model = "m-summary"
-base_url = "{base_url}"
-api_key_env = "{KEY_VAR}"
-max_retries = 2
-retry_initial_ms = 1
-"#,
-        trace = trace.display()
-    );
-    let p = dir.join("suite.toml");
-    std::fs::write(&p, text).unwrap();
-    p
+    let provider = |role: &str, retries: &str| {
+        format!(
+            "kind = \"openai\"\nmodel = \"m-{role}\"\nbase_url = \"{base_url}\"\n\
+             api_key_env = \"{KEY_VAR}\"\n{retries}"
+        )
+    };
+    base_and_aggressive("canary")
+        .seed(1)
+        .suite_line("concurrency = 2")
+        .mini_swe(&["astropy__astropy-12907.traj.json"])
+        .deepagents(20000)
+        .eval(
+            "needle",
+            "depths = [0.5]\npositions = [\"tool\"]\nmax_steps = 3",
+        )
+        .eval("drift", "after_compactions = 1")
+        .table("providers.agent", provider("agent", "max_retries = 0"))
+        .table(
+            "providers.summary",
+            provider("summary", "max_retries = 2\nretry_initial_ms = 1"),
+        )
+        .write(dir, "suite.toml")
 }
 
-/// (files scanned, occurrences of the canary, occurrences of the mask) under `dir`.
+/// (files scanned, files holding the canary, occurrences of the mask) under `dir`.
 fn scan(dir: &Path) -> (usize, Vec<String>, usize) {
-    let mut files = 0;
-    let mut leaks = Vec::new();
-    let mut masks = 0;
-    for entry in walkdir::WalkDir::new(dir) {
-        let entry = entry.unwrap();
-        if !entry.file_type().is_file() {
-            continue;
-        }
-        files += 1;
-        let bytes = std::fs::read(entry.path()).unwrap();
-        let text = String::from_utf8_lossy(&bytes);
-        if text.contains(CANARY_TAIL) {
-            leaks.push(entry.path().display().to_string());
-        }
-        masks += text.matches("***").count();
-    }
-    (files, leaks, masks)
+    support::leaks::scan(dir, CANARY_TAIL)
 }
 
 #[test]
 fn an_echoed_key_is_stored_and_printed_nowhere() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = rt.block_on(MockLlm::start());
+    let (_rt, server) = MockLlm::on_own_runtime(); // the runtime serves the mock
     server.respond_with(mock::echo_key_responder());
 
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path(), &server.openai_base_url());
     let cache = dir.path().join("cache");
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("ctxbench"))
+    let out = std::process::Command::new(support::cli::bin())
         .args(["run", suite.to_str().unwrap(), "--run-id", "canary"])
         .env(KEY_VAR, CANARY)
         .env("CTXBENCH_CACHE_DIR", &cache)

@@ -15,36 +15,11 @@ const HEALTHY: &str = "SESSION INTENT: fix the separability matrix. SUMMARY: rea
                        modeling code, ran the tests, edited separable.py.";
 
 fn suite_text(base_url: &str, policy: &str) -> String {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
-    format!(
-        r#"[suite]
-name = "summary-faults"
-output_dir = "out"
-repeats = 6
-concurrency = 2
-
-[traces]
-paths = ["{d}/astropy__astropy-12907.traj.json"]
-
-[engine]
-baseline = "aggressive"
-on_summary_error = "{policy}"
-[engine.base]
-preset = "deepagents"
-window = 20000
-[engine.variants.aggressive]
-summarize.trigger.fraction = 0.15
-
-[evals.replay]
-
-[providers.summary]
-kind = "openai"
-model = "gpt-4o-mini"
-base_url = "{base_url}"
-cache = false
-"#,
-        d = d.display()
-    )
+    support::suite::remote_summaries("summary-faults", base_url, "")
+        .suite_line("repeats = 6")
+        .suite_line("concurrency = 2")
+        .engine_line(format!("on_summary_error = {policy:?}"))
+        .text()
 }
 
 /// A mock server on its own runtime; runs of the suite against it.
@@ -55,12 +30,7 @@ struct Harness {
 
 impl Harness {
     fn new() -> Harness {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let server = rt.block_on(MockLlm::start());
+        let (rt, server) = MockLlm::on_own_runtime();
         Harness { rt, server }
     }
 

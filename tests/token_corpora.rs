@@ -43,6 +43,32 @@ fn generated_corpora_count_exactly_like_tiktoken() {
     }
 }
 
+/// Pieces far past the caches' reach (the splitter's cut points decide these counts): unbroken
+/// runs of CJK words and of emoji, at every length from 1 to 200 characters, cold and warm.
+#[test]
+fn long_unbroken_cjk_and_emoji_runs_count_exactly_like_tiktoken() {
+    let runs = [
+        "上下文压缩工具调用结果我们今天需要東京都ひらがなカタカナ한국어문장입니다的的的",
+        "👨‍👩‍👧‍👦🧑🏽‍💻👍🏿🏳️‍🌈🇯🇵🇫🇷❤️✨✨✨🫠🎉🎉👍🏽",
+    ];
+    for (enc, tk) in [
+        (Encoding::O200k, tiktoken_rs::o200k_base_singleton()),
+        (Encoding::Cl100k, tiktoken_rs::cl100k_base_singleton()),
+    ] {
+        let ours = BpeCounter::new(enc);
+        for run in runs {
+            let long: String = run.repeat(8);
+            for n in 1..=200 {
+                let text: String = long.chars().cycle().skip(n * 7).take(n).collect();
+                let want = tk.count_ordinary(&text) as u64;
+                clear_piece_cache();
+                assert_eq!(ours.count(&text), want, "{} cold {text:?}", enc.name());
+                assert_eq!(ours.count(&text), want, "{} warm {text:?}", enc.name());
+            }
+        }
+    }
+}
+
 mod random_unicode {
     use super::*;
     use proptest::prelude::*;

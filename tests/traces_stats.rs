@@ -1,12 +1,14 @@
 //! `tokens::stats` on hand-built traces (every expected number worked out by hand below) and the
 //! `ctxbench traces stats` command line.
 
-use assert_cmd::Command;
+mod support;
+
 use ctxbench::tokens::stats::{self, StatsReport, UNKNOWN_TOOL};
 use ctxbench::tokens::{counter, TokenCounter};
 use ctxbench::trace::{Message, Role, SourceFormat, ToolCall, Trace, TraceLine, TraceMeta, Usage};
 use predicates::prelude::*;
 use serde_json::json;
+use support::cli::ctxbench;
 
 /// A counter simple enough to add up by hand: a word is a token; a message costs 2 + the words
 /// of its content + 1 per tool call; every tool schema costs 10.
@@ -279,10 +281,6 @@ fn json_shape() {
 // ---------------------------------------------------------------------------------------------
 // Command line
 // ---------------------------------------------------------------------------------------------
-
-fn ctxbench() -> Command {
-    Command::cargo_bin("ctxbench").unwrap()
-}
 
 #[test]
 fn cli_unknown_counter_is_a_usage_error_listing_valid_names() {

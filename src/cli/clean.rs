@@ -174,12 +174,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let beyond_keep = args.keep.is_none_or(|k| i >= k);
             if selecting && old && beyond_keep {
                 let size = dir_bytes(&run.path);
-                println!(
+                outln!(
                     "{verb}  {}  ({} old, {})",
                     display_path(&run.path),
                     age_text(age),
                     mb(size)
-                );
+                )?;
                 if !args.dry_run {
                     std::fs::remove_dir_all(&run.path).map_err(|e| {
                         anyhow::anyhow!("cannot remove {}: {e}", display_path(&run.path))
@@ -194,13 +194,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         let model = crate::report::ReportModel::build(&r.info, r.samples);
                         let p = prune(&rd, &model, args.dry_run)?;
                         if p.removed > 0 {
-                            println!(
+                            outln!(
                                 "{verb}  {} of {} offload stores of {}  ({})",
                                 p.removed,
                                 p.kept + p.removed,
                                 display_path(&run.path),
                                 mb(p.bytes)
-                            );
+                            )?;
                         }
                         stores_removed += p.removed;
                         bytes += p.bytes;
@@ -225,7 +225,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let f = cache_dir.join(name);
             if let Ok(m) = std::fs::symlink_metadata(&f) {
                 if m.is_file() {
-                    println!("{verb}  {}  ({})", display_path(&f), mb(m.len()));
+                    outln!("{verb}  {}  ({})", display_path(&f), mb(m.len()))?;
                     bytes += m.len();
                     if !args.dry_run {
                         std::fs::remove_file(&f)
@@ -235,7 +235,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    println!(
+    outln!(
         "{verb} {runs_removed} run(s){}, {} in all{}",
         if args.stores {
             format!(" and {stores_removed} offload store(s)")
@@ -248,7 +248,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             ""
         }
-    );
+    )?;
     Ok(ExitCode::from(crate::cli::EXIT_OK))
 }
 

@@ -53,7 +53,7 @@ pub fn schema() -> schemars::Schema {
 /// A run's info and its samples' compact parts (no timelines, evidence or summaries).
 struct Compact {
     info: crate::record::RunInfo,
-    samples: Vec<crate::record::Sample>,
+    samples: crate::report::rows::Rows,
     torn: Option<crate::record::TornLine>,
 }
 
@@ -66,7 +66,7 @@ fn read_compact(dir: &std::path::Path) -> Result<Compact, UsageError> {
         .map_err(|e| UsageError(e.to_string()))?;
     Ok(Compact {
         info,
-        samples: streamed.rows.into_iter().map(|(s, _)| s).collect(),
+        samples: streamed.rows,
         torn: streamed.torn,
     })
 }
@@ -99,8 +99,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             list.join(", ")
         ));
     }
-    let comparisons =
-        aggregate::compare_runs(&a.samples, &b.samples, &b.info.variants, b.info.seed);
+    let comparisons = aggregate::compare_runs(
+        a.samples.iter(),
+        b.samples.iter(),
+        &b.info.variants,
+        b.info.seed,
+    );
     let head = {
         let mut names: Vec<&str> = comparisons.iter().map(|c| c.metric.as_str()).collect();
         names.sort_unstable();
@@ -114,26 +118,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let choice = headline::suite_choice(&b.info.suite);
         headline::select(choice.as_deref(), &names).0
     };
-    println!(
+    outln!(
         "{} (candidate) vs {} (baseline)",
-        b.info.run_id, a.info.run_id
-    );
+        b.info.run_id,
+        a.info.run_id
+    )?;
     if comparisons.is_empty() {
-        println!("the runs share no variant and unit: nothing to compare");
+        outln!("the runs share no variant and unit: nothing to compare")?;
     } else {
         let verdicts = headline::verdicts(&comparisons, &head);
-        print!("{}", headline::render_text(&verdicts, terminal::WIDTH));
+        out!("{}", headline::render_text(&verdicts, terminal::WIDTH))?;
         let (rows, dropped) = headline::ordered(&comparisons, &head);
-        print!(
+        out!(
             "{}",
             Terminal.render(&sections::comparison(&rows, "candidate"))
-        );
+        )?;
         if dropped > 0 {
-            println!("{dropped} other metric(s) with no change on any pair not listed");
+            outln!("{dropped} other metric(s) with no change on any pair not listed")?;
         }
     }
     for n in &notes {
-        println!("note: {n}");
+        outln!("note: {n}")?;
     }
     std::fs::create_dir_all(&out)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
@@ -151,10 +156,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         std::fs::write(&p, text)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
     }
-    println!(
+    outln!(
         "wrote {} and {}",
         display_path(&out_dir.compare_md()),
         display_path(&out_dir.compare_json())
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -167,7 +167,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let outcome = gate::evaluate(&rules, &cand, &base, cand.info.seed).map_err(UsageError)?;
 
     if !args.json {
-        print!("{}", crate::report::terminal::gate_lines(&outcome));
+        out!("{}", crate::report::terminal::gate_lines(&outcome))?;
     }
     std::fs::write(&junit_path, crate::report::junit::render(&outcome))
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", junit_path.display()))?;
@@ -201,15 +201,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             junit: junit_path.display().to_string(),
             outcome: &outcome,
         };
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
-        println!(
+        outln!(
             "gate {}: {} rule check(s), {failed} failed, {} skipped; JUnit XML: {}",
             if failed == 0 { "passed" } else { "FAILED" },
             outcome.results.len(),
             outcome.skipped(),
             crate::output::display_path(&junit_path)
-        );
+        )?;
     }
     Ok(ExitCode::from(code))
 }

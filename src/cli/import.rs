@@ -36,7 +36,8 @@ extension, plus the run key for files holding several traces (gpt-4o-airline__ta
 
 Bad input: without --skip-invalid the first file that fails stops the command with exit code 2
 and a message naming the file, the line or JSON path, and what was expected. With it, failing
-files are listed and everything else is imported (exit code 0).";
+files are listed and everything else is imported (exit code 0). Inputs that yield no trace at
+all (an empty directory, nothing but invalid files) are an error (exit code 2).";
 
 const AFTER_HELP: &str = "\
 Warnings (odd but importable input, e.g. a reused tool call id) are grouped by kind and counted,
@@ -260,12 +261,40 @@ pub fn warnings_text(traces: &[Trace], verbose: bool) -> String {
     out
 }
 
+/// The error of an import that found no trace: what was given, what was passed over and why.
+fn nothing_imported(inputs: &[PathBuf], imported: &Imported) -> super::UsageError {
+    let given: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+    let mut msg = format!(
+        "no trace found in {}: a directory is searched for *.{} files",
+        given.join(", "),
+        crate::trace::import::TRACE_EXTENSIONS.join(", *.")
+    );
+    if !imported.ignored.is_empty() || !imported.skipped.is_empty() {
+        msg.push_str(&format!(
+            "; {} non-trace file(s) ignored, {} skipped as invalid",
+            imported.ignored.len(),
+            imported.skipped.len()
+        ));
+    }
+    for (p, why) in imported.ignored.iter().take(5) {
+        msg.push_str(&format!("\n  ignored {}: {why}", p.display()));
+    }
+    for e in imported.skipped.iter().take(5) {
+        msg.push_str(&format!("\n  skipped {e}"));
+    }
+    super::UsageError(msg)
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     super::output_dir(&args.out)?;
     let imported = import_paths(&args.inputs, args.from, args.skip_invalid)?;
+    if imported.traces.is_empty() {
+        // An empty dataset directory is a mistake to report, not a success with nothing in it.
+        return Err(nothing_imported(&args.inputs, &imported).into());
+    }
     write_each(&args.out, &imported.traces)?;
-    print!("{}", summary(&imported, &args.out));
-    print!("{}", warnings_text(&imported.traces, args.verbose));
+    out!("{}", summary(&imported, &args.out))?;
+    out!("{}", warnings_text(&imported.traces, args.verbose))?;
     Ok(ExitCode::from(super::EXIT_OK))
 }
 

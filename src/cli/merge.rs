@@ -30,14 +30,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     super::output_dir(&args.output)?;
     let merged = crate::runner::merge::merge(&args.runs, &args.output)?;
     let m = &merged.manifest;
-    println!(
+    outln!(
         "merged {} run(s) into {}: {} samples ({} failed) of {} planned units",
         args.runs.len(),
         args.output.display(),
         m.units.recorded,
         m.units.failed,
         m.units.planned_total
-    );
+    )?;
     if merged.missing > 0 {
         eprintln!(
             "warning: {} planned unit(s) are in none of the inputs; the merged run is incomplete",

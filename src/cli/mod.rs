@@ -14,6 +14,20 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// `print!` through [`emit`] (a closed stdout is not a panic); evaluates to `io::Result<()>`.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::emit(&format!($($arg)*))
+    };
+}
+
+/// `println!` through [`emit`]; evaluates to `io::Result<()>`.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::emit(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 pub mod clean;
 pub mod compare;
 pub mod gate;
@@ -85,6 +99,21 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Schema(a) => schema::run(a),
         Command::Repair(a) => repair::run(a),
         Command::Clean(a) => clean::run(a),
+    }
+}
+
+/// Write to stdout. A closed stdout (`ctxbench compare A B | head`) means the reader has seen
+/// enough: the command goes on silently (its files and exit code stay the same) instead of
+/// panicking as `print!` does. Any other write error is returned.
+pub fn emit(text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|_| stdout.flush())
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
     }
 }
 

@@ -95,15 +95,29 @@ fn load_traces(path: &Path) -> anyhow::Result<Vec<Trace>> {
         Ok(_) => Err(UsageError(format!("{}: no trace found", path.display())).into()),
         Err(import_err) => match fixture::read_jsonl_trace(path) {
             Ok(t) => Ok(vec![t]),
-            Err(jsonl_err) => {
-                let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-                Err(if ext == "jsonl" {
-                    jsonl_err.into()
-                } else {
-                    import_err.into()
-                })
-            }
+            // The fixture reader's error only for a file of fixture lines; any other file (a
+            // truncated Claude Code session, a broken canonical trace) gets the importer's,
+            // which names the format it detected and the line that broke.
+            Err(jsonl_err) if fixture_lines(path) => Err(jsonl_err.into()),
+            Err(_) => Err(import_err.into()),
         },
+    }
+}
+
+/// True when the first non-blank line of `path` is a golden-fixture message line: a JSON object
+/// with no `type` (canonical and Claude Code lines have one).
+fn fixture_lines(path: &Path) -> bool {
+    use std::io::BufRead as _;
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let first = std::io::BufReader::new(f)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| !l.trim().is_empty());
+    match first.and_then(|l| serde_json::from_str::<serde_json::Value>(&l).ok()) {
+        Some(serde_json::Value::Object(o)) => !o.contains_key("type"),
+        _ => false,
     }
 }
 
@@ -316,19 +330,6 @@ fn render_human(r: &Replay) -> String {
     out
 }
 
-/// Print, treating a closed pipe (`| head`) as success.
-fn emit(text: &str) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|_| stdout.flush())
-    {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
-    }
-}
-
 /// The replays of every trace in the file `args.trace` (the command without `--fixture`), before
 /// printing. Peak memory is about one copy of the trace: the file is streamed into the trace
 /// model (`trace::import`) and the messages move into the replay (`tests/replay_memory.rs`).
@@ -380,7 +381,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         let r = fixture::run(dir, &args.sets, store).map_err(engine_err)?;
         if args.json {
-            emit(&format!(
+            super::emit(&format!(
                 "{}\n",
                 serde_json::to_string(&fixture::to_fixture_json(&r))?
             ))?;
@@ -400,10 +401,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             serde_json::to_string_pretty(&replays)?
         };
-        emit(&format!("{text}\n"))?;
+        super::emit(&format!("{text}\n"))?;
     } else {
         let text: String = replays.iter().map(render_human).collect();
-        emit(&text)?;
+        super::emit(&text)?;
     }
     let ok = replays.iter().all(|r| r.invariants.passed());
     Ok(ExitCode::from(if ok { EXIT_OK } else { EXIT_FAILURE }))

@@ -46,16 +46,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&out)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
     let written = write_run_reports(&out, &info, &model, WriteOptions { png: !args.no_png })?;
-    print!("{}", summary_text(&model));
+    out!("{}", summary_text(&model))?;
     for n in &written.plot_notes {
-        println!("plot skipped: {n}");
+        outln!("plot skipped: {n}")?;
     }
-    println!(
+    outln!(
         "wrote {} file(s) to {} (open {})",
         written.files.len(),
         display_path(&out),
         display_path(&RunDir::new(&out).report_html())
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

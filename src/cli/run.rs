@@ -197,11 +197,12 @@ fn forward_signals(tx: tokio::sync::mpsc::UnboundedSender<()>, terminated: Arc<A
 /// Returns the per-variant summary table.
 /// Then, unless `keep_stores`, prune the offload stores (`runner::stores`).
 fn write_reports(run_dir: &std::path::Path, keep_stores: bool) -> anyhow::Result<String> {
-    use crate::report::{write_run_reports, ReportModel, WriteOptions};
+    use crate::report::{write_run_reports, WriteOptions};
     let dir = crate::record::RunDir::new(run_dir);
-    let run = dir.read()?;
-    let model = ReportModel::build(&run.info, run.samples);
-    let written = write_run_reports(run_dir, &run.info, &model, WriteOptions { png: true })?;
+    // The same streaming load as `ctxbench report`: compact rows, heavy parts only for the
+    // samples shown in full, so this step's memory does not grow with whole samples.
+    let (info, model, _) = crate::report::load::load_model(&dir)?;
+    let written = write_run_reports(run_dir, &info, &model, WriteOptions { png: true })?;
     let mut out = super::report::summary_text(&model);
     for n in &written.plot_notes {
         out.push_str(&format!("plot skipped: {n}\n"));
@@ -350,10 +351,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // run leaves no run directory behind.
     let planned = session::plan_run(&suite, loader)?;
     if args.dry_run {
-        print!(
+        out!(
             "{}",
             plan_text(&suite, &planned.plan, planned.skipped.len())
-        );
+        )?;
         return Ok(ExitCode::from(EXIT_OK));
     }
     let exec: Arc<dyn UnitExecutor> = match synthetic {
@@ -396,16 +397,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let m = &outcome.manifest;
     let dir = crate::output::display_path(&outcome.run_dir);
     if args.quiet {
-        println!("{dir}");
+        outln!("{dir}")?;
     } else {
         match &report {
-            Ok(summary) => print!("{summary}"),
+            Ok(summary) => out!("{summary}")?,
             Err(e) => eprintln!("warning: reports were not written: {e:#}"),
         }
-        let t = &m.totals.tokens;
-        let tokens = t.agent.total() + t.summarizer.total() + t.judge.total();
-        println!("run      {dir}");
-        println!(
+        // Every role, eval-agent calls included: the same total as report.md's "Run total".
+        let tokens = m.totals.tokens.total();
+        outln!("run      {dir}")?;
+        outln!(
             "units    {}/{} recorded, {} failed{}",
             m.units.recorded,
             m.units.planned,
@@ -414,12 +415,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Some(s) => format!(" (shard {s} of {} units)", m.units.planned_total),
                 None => String::new(),
             }
-        );
-        println!(
+        )?;
+        outln!(
             "tokens   {}  ·  {}",
             human_tokens(tokens),
             m.totals.cost.line()
-        );
+        )?;
     }
     let code = match m.status {
         RunStatus::Interrupted => {

@@ -78,14 +78,9 @@ fn allow_null_numbers(v: &mut Value) {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    use std::io::Write;
     let text = serde_json::to_string_pretty(&schema(args.kind))?;
     // `ctxbench schema sample | head` closes the pipe early: not an error.
-    if let Err(e) = writeln!(std::io::stdout().lock(), "{text}") {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            return Err(e.into());
-        }
-    }
+    super::emit(&format!("{text}\n"))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -10,7 +10,6 @@ use crate::tokens::{self, DEFAULT_COUNTER};
 use crate::trace::import::import_paths;
 use crate::trace::SourceFormat;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -117,13 +116,7 @@ fn stats_cmd(args: StatsArgs) -> anyhow::Result<ExitCode> {
     } else {
         render(&report)
     };
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        // A closed pipe (`| head`) is not a failure of ours.
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            return Err(e.into());
-        }
-    }
+    super::emit(&text)?;
     Ok(ExitCode::from(super::EXIT_OK))
 }
 

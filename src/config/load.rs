@@ -45,8 +45,17 @@ impl LoadedSuite {
     /// [`LoadedSuite::load`] with command-line overrides applied (see [`super::overrides`]).
     pub fn load_with(path: &Path, overrides: &Overrides) -> Result<LoadedSuite, ConfigError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path)
+        let bytes = std::fs::read(path)
             .map_err(|e| ConfigError::new(&file, 0, format!("cannot read suite file: {e}")))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
+            ConfigError::new(
+                &file,
+                line,
+                "not UTF-8 text: expected a TOML suite file, which is UTF-8",
+            )
+        })?;
         Self::from_str_with(&text, path, overrides)
     }
 
@@ -154,6 +163,20 @@ impl LoadedSuite {
         at.extend_from_slice(key);
         let mut base = vec!["engine", "base"];
         base.extend_from_slice(key);
+        // A value that came from `--set` is that argument's fault, not the file line's.
+        let by_variant = self.set_of(&at);
+        let by_base = || {
+            (!self.source.contains(&at))
+                .then(|| self.set_of(&base))
+                .flatten()
+        };
+        if let Some(arg) = by_variant.or_else(by_base) {
+            return ConfigError::new(
+                format!("--set {arg}"),
+                0,
+                format!("engine variant `{}`: {message}", variant.name),
+            );
+        }
         let line = if self.source.contains(&at) {
             self.source.line_of(&at)
         } else if self.source.contains(&base) {
@@ -166,6 +189,17 @@ impl LoadedSuite {
             line,
             format!("engine variant `{}`: {message}", variant.name),
         )
+    }
+
+    /// The last `--set` argument whose suite key path and `path` name the same key or one
+    /// inside the other (`summarize.trigger.fractio` for an error at `summarize.trigger`).
+    fn set_of(&self, path: &[&str]) -> Option<&str> {
+        self.overrides.sets.iter().rev().find_map(|arg| {
+            let (key, _) = crate::engine::config::parse_set(arg).ok()?;
+            let set = super::overrides::set_path(&key);
+            let n = set.len().min(path.len());
+            (n > 2 && set[..n].iter().zip(&path[..n]).all(|(a, b)| a == b)).then_some(arg.as_str())
+        })
     }
 
     /// Run an owner's validation over every variant's merged engine table (e.g. deserializing

@@ -234,6 +234,36 @@ mod tests {
         assert!(load(&sets(&["window"])).is_err());
     }
 
+    /// An engine key given by `--set` is blamed on the argument, not on the suite line that
+    /// happens to hold the same key (`s.toml:7` for `window = 20000`) or the variant's header.
+    #[test]
+    fn bad_engine_sets_name_the_argument_not_a_file_line() {
+        for (arg, says) in [
+            ("window=abc", "`window`: invalid type"),
+            ("windw=3", "did you mean `window`?"),
+            (
+                "variant.aggressive.summarize.trigger.fractio=0.5",
+                "unknown variant `fractio`",
+            ),
+        ] {
+            let e = load(&sets(&[arg])).unwrap_err().to_string();
+            for line in e.lines() {
+                assert!(
+                    line.starts_with(&format!("--set {arg}: engine variant `")),
+                    "{e}"
+                );
+                assert!(!line.contains("s.toml"), "{e}");
+            }
+            assert!(e.contains(says), "{e}");
+        }
+        // An error in the file itself keeps pointing at its line.
+        let bad = SUITE.replace("window = 20000", "window = 0");
+        let e = LoadedSuite::from_str_with(&bad, Path::new("s.toml"), &sets(&["suite.repeats=2"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("s.toml:7: engine variant `"), "{e}");
+    }
+
     #[test]
     fn selection_filters_variants_and_evals_and_changes_the_digest() {
         let plain = load(&Overrides::default()).unwrap();

@@ -40,6 +40,20 @@ mod tests {
     }
 
     #[test]
+    fn a_suite_file_that_is_not_utf8_names_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("latin1.toml");
+        let mut bytes = MIN.as_bytes().to_vec();
+        bytes.extend_from_slice(b"# caf\xe9\n");
+        std::fs::write(&p, bytes).unwrap();
+        let e = LoadedSuite::load(&p).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("{}:5: not UTF-8 text", p.display())),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn engine_errors_point_at_the_variant_or_base_at_load() {
         let e = load(&format!(
             "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\nwindow = 0\n[engine.variants.a]\n[engine.variants.b]\nsumarize.trigger = 1\n[engine.variants.c]\nwindow = 5\nsummarize.trigger.fraction = 1.5\n"

@@ -229,9 +229,30 @@ impl EngineConfig {
         let mut c: Self = toml::from_str(text).map_err(|e| {
             let line = e
                 .span()
-                .map(|s| text[..s.start.min(text.len())].lines().count().max(1))
+                // Newlines before the span + 1 (`lines()` would be one short at a line start).
+                .map(|s| {
+                    text.as_bytes()[..s.start.min(text.len())]
+                        .iter()
+                        .filter(|b| **b == b'\n')
+                        .count()
+                        + 1
+                })
                 .unwrap_or(0);
-            ConfigError::new(file, line, e.message().to_string())
+            // TOML's message does not name the key of a wrong value ("invalid type: string
+            // \"x\", expected u64"); the typed pass over the parsed table does.
+            let key = toml::from_str::<toml::Table>(text)
+                .ok()
+                .and_then(|t| serde_json::to_value(t).ok())
+                .and_then(|v| Self::from_value(v).err())
+                .map(|k| k.key)
+                .unwrap_or_default();
+            let message = e.message().trim_end();
+            match key.join(".") {
+                k if k.is_empty() || message.contains(&format!("`{k}`")) => {
+                    ConfigError::new(file, line, message)
+                }
+                k => ConfigError::new(file, line, format!("`{k}`: {message}")),
+            }
         })?;
         c.source = Some(file.to_string());
         Ok(c)
@@ -286,6 +307,18 @@ impl EngineConfig {
 mod tests {
     use super::*;
     use crate::engine::resolve::ResolvedConfig;
+
+    #[test]
+    fn a_wrong_value_in_a_config_file_names_its_key_and_line() {
+        let e = EngineConfig::from_toml_str("preset = \"deepagents\"\nwindow = \"x\"\n", "e.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("e.toml:2: `window`: invalid type"), "{e}");
+        let e = EngineConfig::from_toml_str("\nwindw = 3\n", "e.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("e.toml:2: unknown field `windw`"), "{e}");
+    }
 
     fn summarize_of(r: &ResolvedConfig) -> &Summarize {
         r.layers

@@ -11,6 +11,7 @@ use crate::providers::{ChatRequest, Provider, ProviderError, ToolDef};
 use crate::trace::{Message, Usage};
 use serde::Serialize;
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 /// Wall-time limit of one question's whole tool loop (model calls and tool calls).
@@ -61,16 +62,19 @@ impl LoopOutcome {
 
 const RESULT_HEAD_CHARS: usize = 300;
 
-/// The tool definitions of the sandbox, as providers take them.
+/// The tool definitions of the sandbox, as providers take them (built once, copied per question).
 pub fn sandbox_tools() -> Vec<ToolDef> {
-    Sandbox::tool_schemas()
-        .iter()
-        .map(|s| ToolDef {
-            name: s["name"].as_str().unwrap_or_default().to_string(),
-            description: s["description"].as_str().unwrap_or_default().to_string(),
-            parameters: s["parameters"].clone(),
-        })
-        .collect()
+    static TOOLS: LazyLock<Vec<ToolDef>> = LazyLock::new(|| {
+        Sandbox::tool_schemas()
+            .iter()
+            .map(|s| ToolDef {
+                name: s["name"].as_str().unwrap_or_default().to_string(),
+                description: s["description"].as_str().unwrap_or_default().to_string(),
+                parameters: s["parameters"].clone(),
+            })
+            .collect()
+    });
+    TOOLS.clone()
 }
 
 /// Ask `messages` (view + question, the question last) and run the tool loop.
@@ -110,8 +114,60 @@ pub async fn run_with_limit(
     nonce: &str,
     limit: Duration,
 ) -> Result<LoopOutcome, ProviderError> {
-    let tool_loop = run_loop(provider, messages, sandbox, max_steps, max_tokens, nonce);
-    match tokio::time::timeout(limit, tool_loop).await {
+    let mut req = request(messages, sandbox, max_tokens, nonce);
+    limited(provider, &mut req, sandbox, max_steps, limit).await
+}
+
+/// [`run`] on `history` followed by `question`, lending `history` to the loop's requests instead
+/// of copying it: it is moved into the request and moved back, as it was, when the loop ends
+/// (also on an error or a timeout). One history can so be asked many questions in turn.
+pub async fn run_on(
+    provider: &dyn Provider,
+    history: &mut Vec<Message>,
+    question: Message,
+    sandbox: Option<&Sandbox>,
+    max_steps: u32,
+    max_tokens: Option<u32>,
+    nonce: &str,
+) -> Result<LoopOutcome, ProviderError> {
+    let len = history.len();
+    let mut req = request(std::mem::take(history), sandbox, max_tokens, nonce);
+    req.messages.push(question);
+    let out = limited(provider, &mut req, sandbox, max_steps, LOOP_TIME_LIMIT).await;
+    *history = std::mem::take(&mut req.messages);
+    history.truncate(len);
+    out
+}
+
+/// The loop's request: the sandbox's tools when there is a sandbox, the answer's length limit.
+fn request(
+    messages: Vec<Message>,
+    sandbox: Option<&Sandbox>,
+    max_tokens: Option<u32>,
+    nonce: &str,
+) -> ChatRequest {
+    let tools = if sandbox.is_some() {
+        sandbox_tools()
+    } else {
+        Vec::new()
+    };
+    let mut req = ChatRequest::new(messages)
+        .with_tools(tools)
+        .with_nonce(nonce);
+    req.sampling.max_tokens = max_tokens;
+    req
+}
+
+/// [`run_loop`] under a wall-time limit (the request outlives the loop, so a timeout leaves it
+/// with its caller).
+async fn limited(
+    provider: &dyn Provider,
+    req: &mut ChatRequest,
+    sandbox: Option<&Sandbox>,
+    max_steps: u32,
+    limit: Duration,
+) -> Result<LoopOutcome, ProviderError> {
+    match tokio::time::timeout(limit, run_loop(provider, req, sandbox, max_steps)).await {
         Ok(r) => r,
         Err(_) => Err(ProviderError::Timeout { after: limit }),
     }
@@ -130,26 +186,17 @@ pub async fn call_tool(sandbox: &Sandbox, name: &str, arguments: &serde_json::Va
     }
 }
 
+/// The tool loop on `req` (the conversation so far, the question last): each step appends the
+/// reply and the tool results to the request's messages, so the conversation is never copied.
 async fn run_loop(
     provider: &dyn Provider,
-    mut messages: Vec<Message>,
+    req: &mut ChatRequest,
     sandbox: Option<&Sandbox>,
     max_steps: u32,
-    max_tokens: Option<u32>,
-    nonce: &str,
 ) -> Result<LoopOutcome, ProviderError> {
-    let tools = if sandbox.is_some() {
-        sandbox_tools()
-    } else {
-        Vec::new()
-    };
     let mut out = LoopOutcome::default();
     for _ in 0..max_steps.max(1) {
-        let mut req = ChatRequest::new(messages.clone())
-            .with_tools(tools.clone())
-            .with_nonce(nonce);
-        req.sampling.max_tokens = max_tokens;
-        let resp = provider.chat(&req).await?;
+        let resp = provider.chat(req).await?;
         out.steps += 1;
         out.usage.add(&resp.usage);
         out.model = resp.model.clone();
@@ -159,7 +206,7 @@ async fn run_loop(
             return Ok(out);
         }
         let calls = reply.tool_calls.clone();
-        messages.push(reply);
+        req.messages.push(reply);
         for call in calls {
             let sandbox = sandbox.expect("tool calls only run with a sandbox");
             let result = call_tool(sandbox, &call.name, &call.arguments).await;
@@ -172,9 +219,91 @@ async fn run_loop(
             });
             let mut m = Message::tool(call.id.clone(), call.name.clone(), result.text);
             m.is_error = result.is_error;
-            messages.push(m);
+            req.messages.push(m);
         }
     }
     out.hit_step_limit = true;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::{BoxFuture, ChatResponse, ProviderInfo};
+    use std::sync::Mutex;
+
+    /// Answers (or fails) every call, recording how many messages it was sent.
+    struct Recorder {
+        info: ProviderInfo,
+        fail: bool,
+        seen: Mutex<Vec<usize>>,
+    }
+
+    impl Recorder {
+        fn new(fail: bool) -> Self {
+            Recorder {
+                info: ProviderInfo {
+                    kind: "test".into(),
+                    model: "m".into(),
+                    endpoint: None,
+                    defaults: Default::default(),
+                    tool_protocol: Default::default(),
+                },
+                fail,
+                seen: Mutex::new(Vec::new()),
+            }
+        }
+    }
+
+    impl Provider for Recorder {
+        fn info(&self) -> &ProviderInfo {
+            &self.info
+        }
+        fn chat<'a>(
+            &'a self,
+            request: &'a ChatRequest,
+        ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+            self.seen.lock().unwrap().push(request.messages.len());
+            let last = request.messages.last().map(|m| m.content.clone());
+            let fail = self.fail;
+            Box::pin(async move {
+                if fail {
+                    return Err(ProviderError::bad_response("no"));
+                }
+                Ok(ChatResponse {
+                    message: Message::assistant(
+                        format!("re: {}", last.unwrap_or_default()),
+                        vec![],
+                    ),
+                    usage: Usage::default(),
+                    usage_reported: true,
+                    model: "m".into(),
+                    finish_reason: None,
+                    latency: Duration::ZERO,
+                    attempts: 1,
+                    from_cache: false,
+                    text_tools: None,
+                })
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_lent_history_comes_back_as_it_was() {
+        let history = vec![Message::user("a"), Message::assistant("b", vec![])];
+        let mut lent = history.clone();
+        let ok = Recorder::new(false);
+        for q in ["first?", "second?"] {
+            let out = run_on(&ok, &mut lent, Message::user(q), None, 2, None, "n")
+                .await
+                .unwrap();
+            assert_eq!(out.answer, format!("re: {q}"));
+            assert_eq!(lent, history);
+        }
+        assert_eq!(*ok.seen.lock().unwrap(), [3, 3]);
+        let failing = Recorder::new(true);
+        let e = run_on(&failing, &mut lent, Message::user("q"), None, 2, None, "n").await;
+        assert!(e.is_err());
+        assert_eq!(lent, history, "an error gives the history back too");
+    }
 }

@@ -19,7 +19,7 @@
 use super::agent::{self, LoopOutcome};
 use super::fs_tools::Sandbox;
 use super::offline_agent::OfflineProvider;
-use super::plant::{self, Fact, PlantSpec, Planted, Position};
+use super::plant::{self, Fact, PlantSpec, Position};
 use super::EvalError;
 use crate::config::suite::NeedleSearch;
 use crate::engine::{
@@ -32,7 +32,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// When the question is asked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,12 +133,15 @@ answer is not in front of you. Answer with the value only; if you cannot find it
 /// Everything the replay phase of a needle sample produced (CPU work, no model calls except
 /// the summarizer's).
 pub struct Prepared {
-    pub planted: Planted,
+    /// What was planted where: needles first (in planting order), then distractors.
+    pub facts: Vec<Fact>,
+    /// The replay up to the question point (its kept view moved out into the conversations).
     pub replay: engine::Replay,
-    /// The request the agent would have been sent at the question point.
-    pub view: Vec<Message>,
-    /// The same point with no compression: the planted trace up to the question.
-    pub reference: Vec<Message>,
+    conversations: Mutex<Shelf>,
+    /// Messages of the view at the question point.
+    pub view_len: usize,
+    /// Messages of the planted trace before the question point (the reference's length).
+    pub cut: usize,
     pub store_root: PathBuf,
     /// Summarizations after the (last) needle that the view went through; with `fold = k`,
     /// `Some(k)` when reached.
@@ -146,6 +149,75 @@ pub struct Prepared {
     /// False when `fold = k` asked for more folds than the replay made (nothing is asked).
     pub reached: bool,
     pub fold: Option<usize>,
+}
+
+/// The two conversations a sample's questions are asked on. They hold the whole planted
+/// history, so the sample owns them and lends them to each question's requests (moved in and
+/// back by [`agent::run_on`], never copied).
+#[derive(Debug, Default)]
+pub struct Conversations {
+    /// The request the agent would have been sent at the question point.
+    pub view: Vec<Message>,
+    /// The same point with no compression: the planted trace up to the question.
+    pub reference: Vec<Message>,
+}
+
+/// Where the conversations are kept, and whether they are lent out right now.
+#[derive(Default)]
+struct Shelf {
+    conversations: Conversations,
+    lent: bool,
+}
+
+/// Conversations lent out of a [`Prepared`]; put back when dropped (also when `ask` fails).
+struct Lent<'a> {
+    home: &'a Mutex<Shelf>,
+    conversations: Conversations,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        let mut shelf = self.home.lock().unwrap_or_else(|e| e.into_inner());
+        shelf.conversations = std::mem::take(&mut self.conversations);
+        shelf.lent = false;
+    }
+}
+
+impl Prepared {
+    fn new(facts: Vec<Fact>, replay: engine::Replay, conversations: Conversations) -> Self {
+        Prepared {
+            facts,
+            replay,
+            view_len: conversations.view.len(),
+            cut: conversations.reference.len(),
+            conversations: Mutex::new(Shelf {
+                conversations,
+                lent: false,
+            }),
+            store_root: PathBuf::new(),
+            folds: 0,
+            reached: true,
+            fold: None,
+        }
+    }
+
+    pub fn needles(&self) -> impl Iterator<Item = &Fact> {
+        self.facts.iter().filter(|f| f.is_needle)
+    }
+
+    fn lend(&self) -> Result<Lent<'_>, EvalError> {
+        let mut shelf = self.conversations.lock().unwrap_or_else(|e| e.into_inner());
+        if shelf.lent {
+            return Err(EvalError::Config(
+                "a needle sample is being asked twice at once".into(),
+            ));
+        }
+        shelf.lent = true;
+        Ok(Lent {
+            home: &self.conversations,
+            conversations: std::mem::take(&mut shelf.conversations),
+        })
+    }
 }
 
 /// Plant, cut at the question point, and replay. `store_root` is this unit's offload store.
@@ -167,7 +239,7 @@ pub fn prepare(
             )));
         }
     }
-    let planted = plant::plant(
+    let mut planted = plant::plant(
         trace,
         &PlantSpec {
             depth: params.depth,
@@ -194,53 +266,54 @@ pub fn prepare(
             match folds.get(k - 1) {
                 Some(&call) => AskAt::Call(assistants_before(&planted.trace, call)),
                 None => {
+                    let empty = Conversations::default();
                     return Ok(Prepared {
-                        planted,
-                        replay: full,
-                        view: Vec::new(),
-                        reference: Vec::new(),
                         store_root,
                         folds: folds.len(),
                         reached: false,
                         fold: Some(k),
-                    })
+                        ..Prepared::new(planted.facts, full, empty)
+                    });
                 }
             }
         }
     };
-    let probe_trace = question_point(&planted.trace, ask_at);
+    let cut = question_cut(&planted.trace, ask_at);
     env.store = StoreTarget::Dir(store_root.clone());
     env.keep_views = KeepViews::Last;
-    // The messages move into the engine's `Arc`s and back out (the replay keeps none of them),
-    // so the probe trace is not copied once more for the replay.
-    let messages: Vec<Arc<Message>> = probe_trace.messages.into_iter().map(Arc::new).collect();
-    let replay = engine::replay_shared(
-        &probe_trace.meta,
-        &probe_trace.markers,
-        &messages,
-        &config,
-        &env,
-    )
-    .map_err(|e| EvalError::Engine(e.to_string()))?;
-    let view = replay
-        .views
-        .last()
-        .map(|v| v.messages.clone())
-        .ok_or_else(|| EvalError::Engine("the replay kept no view to ask from".into()))?;
-    let mut reference: Vec<Message> = messages
+    // The planted messages before the question move into the engine's `Arc`s, followed by the
+    // synthetic probe call (the engine builds the view for that call: exactly what the agent
+    // would be sent next), and back out after the replay (which keeps none of them): the trace
+    // is not copied for the replay, and the reference is the planted trace itself.
+    let trace = &mut planted.trace;
+    let mut before = std::mem::take(&mut trace.messages);
+    let cut_short = before.len() > cut;
+    before.truncate(cut);
+    let mut messages: Vec<Arc<Message>> = before.into_iter().map(Arc::new).collect();
+    messages.push(Arc::new(probe_call()));
+    let markers: Vec<_> = trace
+        .markers
+        .iter()
+        .filter(|m| !cut_short || m.index <= cut)
+        .cloned()
+        .collect();
+    let replay = engine::replay_shared(&trace.meta, &markers, &messages, &config, &env);
+    messages.pop();
+    let reference = messages
         .into_iter()
         .map(|m| Arc::try_unwrap(m).unwrap_or_else(|m| (*m).clone()))
         .collect();
-    reference.pop(); // the synthetic probe call
+    let mut replay = replay.map_err(|e| EvalError::Engine(e.to_string()))?;
+    let view = replay
+        .views
+        .pop()
+        .map(|v| v.messages)
+        .ok_or_else(|| EvalError::Engine("the replay kept no view to ask from".into()))?;
     Ok(Prepared {
         folds: fold_calls(&replay, after).len(),
-        planted,
-        replay,
-        view,
-        reference,
         store_root,
-        reached: true,
         fold: params.fold,
+        ..Prepared::new(planted.facts, replay, Conversations { view, reference })
     })
 }
 
@@ -264,27 +337,41 @@ fn assistants_before(trace: &Trace, index: usize) -> usize {
         .count()
 }
 
-/// The trace up to the question point, ending in a synthetic assistant message: the engine
-/// builds the view for that call, which is exactly what the agent would be sent next.
-pub fn question_point(trace: &Trace, ask_at: AskAt) -> Trace {
-    let mut t = trace.clone();
-    if let AskAt::Call(n) = ask_at {
-        if let Some(cut) = t
+/// Number of messages of `trace` before the question point: all of them for [`AskAt::End`],
+/// those before the `n`-th assistant message for [`AskAt::Call`] (all when there are fewer).
+pub fn question_cut(trace: &Trace, ask_at: AskAt) -> usize {
+    let all = trace.messages.len();
+    match ask_at {
+        AskAt::End => all,
+        AskAt::Call(n) => trace
             .messages
             .iter()
             .enumerate()
             .filter(|(_, m)| m.role == Role::Assistant)
             .nth(n)
-            .map(|(i, _)| i)
-        {
-            t.messages.truncate(cut);
-            t.markers.retain(|m| m.index <= cut);
-        }
+            .map_or(all, |(i, _)| i),
     }
+}
+
+/// The trace up to the question point, ending in a synthetic assistant message: the engine
+/// builds the view for that call, which is exactly what the agent would be sent next.
+pub fn question_point(trace: &Trace, ask_at: AskAt) -> Trace {
+    let cut = question_cut(trace, ask_at);
+    let mut t = trace.clone();
+    if cut < t.messages.len() {
+        t.messages.truncate(cut);
+        t.markers.retain(|m| m.index <= cut);
+    }
+    t.messages.push(probe_call());
+    t
+}
+
+/// The synthetic assistant message appended at the question point: the engine builds the view
+/// for that call, which is exactly what the agent would be sent next.
+fn probe_call() -> Message {
     let mut probe = Message::assistant("", vec![]);
     probe.kind = Some("probe".into());
-    t.messages.push(probe);
-    t
+    probe
 }
 
 /// One question's result.
@@ -343,16 +430,22 @@ pub async fn ask(
         return Ok(Vec::new());
     }
     let sandbox = Sandbox::new(&prepared.store_root).map_err(|e| EvalError::Io(e.to_string()))?;
-    let cut = prepared.reference.len();
+    let cut = prepared.cut;
+    // Every question is asked on the two conversations in turn, lent out of the sample.
+    let mut lent = prepared.lend()?;
+    let Conversations {
+        view,
+        reference: history,
+    } = &mut lent.conversations;
     let mut answers = Vec::new();
-    for fact in prepared.planted.needles() {
+    for fact in prepared.needles() {
         let (expected, stale_value) = fact.expected_before(cut);
         let question = Message::user(format!("{PROBE_PREAMBLE}\n\n{}", fact.question()));
-        let mut messages = prepared.view.clone();
-        messages.push(question.clone());
-        let outcome = agent::run(
+        let in_view = line_in_view(view, fact, cut);
+        let outcome = agent::run_on(
             agent,
-            messages,
+            view,
+            question.clone(),
             Some(&sandbox),
             max_steps,
             Some(200),
@@ -361,11 +454,10 @@ pub async fn ask(
         .await?;
         // The uncompressed history offloaded nothing: the reference has no store to search,
         // so its agent gets no tools (a search bound would only spend steps on nothing).
-        let mut messages = prepared.reference.clone();
-        messages.push(question);
-        let reference = match agent::run(
+        let reference = match agent::run_on(
             agent,
-            messages,
+            history,
+            question,
             None,
             max_steps,
             Some(200),
@@ -398,7 +490,7 @@ pub async fn ask(
             recovered,
             stale: !recovered && stale_value.is_some_and(|v| plant::recovered(&outcome.answer, v)),
             stale_value: stale_value.map(str::to_string),
-            in_view: line_in_view(&prepared.view, fact, cut),
+            in_view,
             outcome,
             reference: Some(reference),
         });
@@ -483,8 +575,8 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
     let evidence = json!({
         "facts": facts_json(prepared),
         "answers": answers,
-        "view_messages": prepared.view.len(),
-        "reference_messages": prepared.reference.len(),
+        "view_messages": prepared.view_len,
+        "reference_messages": prepared.cut,
         "folds_after_needle": prepared.folds,
         "store_files": prepared.replay.store.writes().len(),
     });
@@ -493,7 +585,6 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
 
 fn facts_json(prepared: &Prepared) -> Vec<Value> {
     prepared
-        .planted
         .facts
         .iter()
         .map(|f| {
@@ -511,6 +602,79 @@ fn facts_json(prepared: &Prepared) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::{EngineConfig, OfflineSummarizer};
+
+    /// A bundled trace replayed under a summarizing preset at a small window.
+    fn prepared(needles: usize, dir: &std::path::Path) -> Prepared {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("datasets/mini-swe-agent/astropy__astropy-12907.traj.json");
+        let trace = crate::trace::import::import_file(&path, None)
+            .unwrap()
+            .remove(0);
+        let config = EngineConfig::default()
+            .apply_sets(&["preset=\"deepagents\"".into(), "window=8000".into()])
+            .unwrap()
+            .resolve(None)
+            .unwrap();
+        let mut p: BTreeMap<String, Value> = BTreeMap::new();
+        p.insert("depth".into(), json!(0.2));
+        p.insert("needles".into(), json!(needles));
+        p.insert("position".into(), json!("user"));
+        let params = NeedleParams::from_params(&p).unwrap();
+        let summ = OfflineSummarizer;
+        prepare(
+            &trace,
+            &config,
+            &params,
+            &summ,
+            PriceTable::bundled(),
+            dir.into(),
+            3,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn every_question_gets_the_whole_conversations_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = prepared(3, dir.path());
+        assert!(
+            p.view_len > 0 && p.cut > p.view_len,
+            "{} {}",
+            p.view_len,
+            p.cut
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let agent = OfflineProvider::new();
+        let ask_all = || {
+            rt.block_on(ask(&p, &agent, 4, NeedleSearch::Auto, "n"))
+                .unwrap()
+        };
+        let first = ask_all();
+        assert_eq!(first.len(), 3);
+        // The reference holds every needle, so the offline agent finds each there; a question
+        // asked on a history that was not given back whole would miss it.
+        for a in &first {
+            assert!(a.reference.as_ref().unwrap().recovered, "{}", a.key);
+        }
+        let again = ask_all();
+        let answers = |v: &[Answer]| -> Vec<(String, bool, bool, u32)> {
+            v.iter()
+                .map(|a| {
+                    let r = a.reference.as_ref().unwrap();
+                    (r.answer.clone(), a.recovered, a.in_view, a.outcome.steps)
+                })
+                .collect()
+        };
+        assert_eq!(answers(&first), answers(&again));
+        let (scores, evidence, _) = score(&p, &first);
+        assert_eq!(scores["reference_recall"], 1.0);
+        assert_eq!(evidence["reference_messages"], json!(p.cut));
+        assert_eq!(evidence["view_messages"], json!(p.view_len));
+    }
 
     #[test]
     fn params_read_fold_and_corrected() {

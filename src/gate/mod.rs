@@ -168,8 +168,11 @@ pub fn evaluate(
     seed: u64,
 ) -> Result<GateOutcome, String> {
     check_related(candidate, baseline)?;
-    let cand_table: ObsTable = aggregate::observations_with_roles(&candidate.samples);
-    let base_table: ObsTable = aggregate::observations_with_roles(&baseline.samples);
+    let cand_table: ObsTable = aggregate::observations_with_roles(
+        candidate.samples.iter().map(crate::record::Sample::row),
+    );
+    let base_table: ObsTable =
+        aggregate::observations_with_roles(baseline.samples.iter().map(crate::record::Sample::row));
     let variants = variants_of(candidate);
     let mut results = Vec::new();
     for rule in rules {

@@ -13,6 +13,8 @@
 //! in which units finished.
 
 use super::stats::{self, Ci, McNemar};
+use crate::record::Row;
+#[cfg(test)]
 use crate::record::Sample;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -34,7 +36,7 @@ fn cluster_of(trace_id: &str) -> u64 {
 }
 
 /// Call `f(metric, value)` for every metric of a sample (nothing for a failed unit).
-pub fn for_each_metric(s: &Sample, mut f: impl FnMut(&str, f64)) {
+pub fn for_each_metric(s: &Row<'_>, mut f: impl FnMut(&str, f64)) {
     if s.error.is_some() {
         return;
     }
@@ -42,7 +44,7 @@ pub fn for_each_metric(s: &Sample, mut f: impl FnMut(&str, f64)) {
     for (k, v) in &s.scores {
         if v.is_finite() {
             name.clear();
-            name.push_str(&s.eval);
+            name.push_str(s.eval);
             name.push('.');
             name.push_str(k);
             f(&name, *v);
@@ -50,7 +52,7 @@ pub fn for_each_metric(s: &Sample, mut f: impl FnMut(&str, f64)) {
     }
     if let Some(p) = s.passed {
         name.clear();
-        name.push_str(&s.eval);
+        name.push_str(s.eval);
         name.push_str(".pass");
         f(&name, if p { 1.0 } else { 0.0 });
     }
@@ -64,7 +66,7 @@ pub fn for_each_metric(s: &Sample, mut f: impl FnMut(&str, f64)) {
 /// `tokens.agent|summarizer|judge|eval_agent` (input + output) and `cost.<role>` (USD;
 /// a role with no tokens costs a known 0, a role with tokens and no price gives no value).
 /// The gate offers these (`cost.agent.delta_pct <= 5`); the report tables do not list them.
-pub fn for_each_role_metric(s: &Sample, mut f: impl FnMut(&str, f64)) {
+pub fn for_each_role_metric(s: &Row<'_>, mut f: impl FnMut(&str, f64)) {
     if s.error.is_some() {
         return;
     }
@@ -85,15 +87,13 @@ pub fn for_each_role_metric(s: &Sample, mut f: impl FnMut(&str, f64)) {
 }
 
 /// [`observations`] plus the per-role metrics of [`for_each_role_metric`] (what the gate reads).
-pub fn observations_with_roles<'a>(
-    samples: impl IntoIterator<Item = &'a Sample> + Clone,
-) -> ObsTable {
+pub fn observations_with_roles<'a>(samples: impl IntoIterator<Item = Row<'a>> + Clone) -> ObsTable {
     let mut table = observations(samples.clone());
     for s in samples {
         let key = s.pair_hash();
-        let cluster = cluster_of(&s.trace_id);
-        let per_metric = table.entry(s.variant.clone()).or_default();
-        for_each_role_metric(s, |metric, value| {
+        let cluster = cluster_of(s.trace_id);
+        let per_metric = table.entry(s.variant.to_string()).or_default();
+        for_each_role_metric(&s, |metric, value| {
             let list = per_metric.entry(metric.to_string()).or_default();
             if !list.iter().any(|o| o.key == key) {
                 list.push(Obs {
@@ -116,16 +116,16 @@ pub fn observations_with_roles<'a>(
 pub type ObsTable = BTreeMap<String, BTreeMap<String, Vec<Obs>>>;
 
 /// Collect the observations of every variant and metric.
-pub fn observations<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> ObsTable {
+pub fn observations<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> ObsTable {
     let mut table: ObsTable = BTreeMap::new();
     for s in samples {
         let key = s.pair_hash();
-        let cluster = cluster_of(&s.trace_id);
-        let per_metric = match table.get_mut(&s.variant) {
+        let cluster = cluster_of(s.trace_id);
+        let per_metric = match table.get_mut(s.variant) {
             Some(m) => m,
-            None => table.entry(s.variant.clone()).or_default(),
+            None => table.entry(s.variant.to_string()).or_default(),
         };
-        for_each_metric(s, |metric, value| {
+        for_each_metric(&s, |metric, value| {
             let list = match per_metric.get_mut(metric) {
                 Some(l) => l,
                 None => per_metric.entry(metric.to_string()).or_default(),
@@ -149,11 +149,11 @@ pub fn observations<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> ObsTab
 }
 
 /// Number of units that appear more than once (same variant and pair key).
-pub fn duplicate_units<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> usize {
+pub fn duplicate_units<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> usize {
     let mut seen = std::collections::HashSet::new();
     samples
         .into_iter()
-        .filter(|s| !seen.insert((s.variant.as_str(), s.pair_hash())))
+        .filter(|s| !seen.insert((s.variant, s.pair_hash())))
         .count()
 }
 
@@ -290,9 +290,9 @@ pub fn compare(
 /// Compare two runs variant by variant: for every variant of `candidate` that `baseline` also
 /// has, every metric both have, paired by trace/eval/sample/repeat. `order` lists the variants
 /// in display order (others follow by name).
-pub fn compare_runs(
-    baseline: &[Sample],
-    candidate: &[Sample],
+pub fn compare_runs<'a, 'b>(
+    baseline: impl IntoIterator<Item = Row<'a>>,
+    candidate: impl IntoIterator<Item = Row<'b>>,
     order: &[String],
     seed: u64,
 ) -> Vec<Comparison> {
@@ -339,7 +339,7 @@ pub const MAX_K: u64 = 10;
 /// pass@k and pass^k for every variant × eval with a repeated task (k = 1..=max attempts, at
 /// most [`MAX_K`]; each k over the tasks with at least k attempts). Failed units count as
 /// failed attempts.
-pub fn pass_k<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> Vec<PassK> {
+pub fn pass_k<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> Vec<PassK> {
     // (variant, eval) → task → (attempts, passes)
     let mut tasks: BTreeMap<(&str, &str), TaskAttempts> = BTreeMap::new();
     for s in samples {
@@ -349,9 +349,9 @@ pub fn pass_k<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> Vec<PassK> {
             (None, None) => continue,
         };
         let e = tasks
-            .entry((&s.variant, &s.eval))
+            .entry((s.variant, s.eval))
             .or_default()
-            .entry((&s.trace_id, &s.sample))
+            .entry((s.trace_id, s.sample))
             .or_default();
         e.0 += 1;
         e.1 += u64::from(verdict);
@@ -408,7 +408,7 @@ mod tests {
         x.tokens.agent.input = 10;
         x.tokens.agent.output = 2;
         let mut seen = vec![];
-        for_each_metric(&x, |m, v| seen.push((m.to_string(), v)));
+        for_each_metric(&x.row(), |m, v| seen.push((m.to_string(), v)));
         // Agent used tokens with an unknown price: no cost metric.
         assert_eq!(
             seen,
@@ -423,7 +423,7 @@ mod tests {
             message: "m".into(),
         });
         let mut n = 0;
-        for_each_metric(&x, |_, _| n += 1);
+        for_each_metric(&x.row(), |_, _| n += 1);
         assert_eq!(n, 0);
     }
 
@@ -439,8 +439,8 @@ mod tests {
         samples.push(s("cand", "extra", 0, 0.0));
         // a unit journaled twice counts once
         samples.push(s("cand", "0", 0, 1.0));
-        assert_eq!(duplicate_units(&samples), 1);
-        let t = observations(&samples);
+        assert_eq!(duplicate_units(samples.iter().map(Sample::row)), 1);
+        let t = observations(samples.iter().map(Sample::row));
         let c = compare(
             "needle.recall",
             "cand",
@@ -528,7 +528,7 @@ mod tests {
             samples.push(s("cand", &i.to_string(), 0, f64::from(i % 3) / 2.0));
         }
         let run = |v: &[Sample]| {
-            let t = observations(v);
+            let t = observations(v.iter().map(Sample::row));
             compare(
                 "needle.recall",
                 "cand",
@@ -552,7 +552,7 @@ mod tests {
             samples.push(s("v", "1", r, if r < 2 { 1.0 } else { 0.0 }));
             samples.push(s("v", "2", r, 0.0));
         }
-        let pk = pass_k(&samples);
+        let pk = pass_k(samples.iter().map(Sample::row));
         assert_eq!(pk.len(), 3);
         assert_eq!(pk[0].k, 1);
         assert!((pk[0].pass_at_k - (2.0 / 3.0) / 2.0).abs() < 1e-12);
@@ -560,10 +560,10 @@ mod tests {
         assert!((pk[1].pass_at_k - 0.5).abs() < 1e-12);
         assert!((pk[1].pass_hat_k - 1.0 / 6.0).abs() < 1e-12);
         // No repeats → nothing reported.
-        assert!(pass_k(&[s("v", "1", 0, 1.0)]).is_empty());
+        assert!(pass_k([s("v", "1", 0, 1.0)].iter().map(Sample::row)).is_empty());
         // A task with a single attempt is left out at k = 2 but counted at k = 1.
         samples.push(s("v", "3", 0, 1.0));
-        let pk = pass_k(&samples);
+        let pk = pass_k(samples.iter().map(Sample::row));
         assert_eq!((pk[0].tasks, pk[1].tasks), (3, 2));
     }
 }

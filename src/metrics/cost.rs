@@ -2,7 +2,9 @@
 //! cache write, output). An unknown price stays unknown: a role's total is `None` as soon as
 //! one unit used that role with no price, and the known part is kept separately.
 
-use crate::record::{Sample, TokenSplit, TokensByRole};
+#[cfg(test)]
+use crate::record::Sample;
+use crate::record::{Row, TokenSplit, TokensByRole};
 use serde::Serialize;
 
 /// Dollars of one role over many units.
@@ -93,15 +95,12 @@ pub struct UsageTotals {
 impl UsageTotals {
     /// Tokens of all roles, input + output.
     pub fn tokens_total(&self) -> u64 {
-        self.tokens.agent.total()
-            + self.tokens.summarizer.total()
-            + self.tokens.judge.total()
-            + self.tokens.eval_agent.total()
+        self.tokens.total()
     }
 }
 
 /// Sum tokens and cost over units.
-pub fn totals<'a>(samples: impl IntoIterator<Item = &'a Sample>) -> UsageTotals {
+pub fn totals<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> UsageTotals {
     let mut t = UsageTotals::default();
     let mut unknown_units = 0;
     for s in samples {
@@ -184,7 +183,11 @@ mod tests {
 
     #[test]
     fn totals_split_by_role_and_kind() {
-        let t = totals(&[unit(100, Some(0.5), 0, None), unit(300, Some(1.0), 0, None)]);
+        let t = totals(
+            [unit(100, Some(0.5), 0, None), unit(300, Some(1.0), 0, None)]
+                .iter()
+                .map(Sample::row),
+        );
         assert_eq!(t.units, 2);
         assert_eq!(t.tokens.agent.input, 400);
         assert_eq!(t.tokens.agent.cached, 200);
@@ -198,10 +201,14 @@ mod tests {
 
     #[test]
     fn unknown_price_is_never_zero() {
-        let t = totals(&[
-            unit(100, Some(0.5), 50, None),
-            unit(100, Some(0.5), 50, Some(0.1)),
-        ]);
+        let t = totals(
+            [
+                unit(100, Some(0.5), 50, None),
+                unit(100, Some(0.5), 50, Some(0.1)),
+            ]
+            .iter()
+            .map(Sample::row),
+        );
         assert_eq!(t.cost.judge.usd, None);
         assert_eq!(t.cost.judge.unknown_units, 1);
         assert!((t.cost.judge.known_usd - 0.1).abs() < 1e-12);

@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 use super::http::{bad_at, secret_header, ApiKey, HttpProvider, Parsed, Wire};
 use super::openai::{decode, lenient_str};
-use super::{ChatRequest, Message, ProviderError, Role, ToolCall, Usage};
+use super::{Message, Outgoing, ProviderError, Role, ToolCall, Usage};
 
 /// Default endpoint when the configuration gives no `base_url`.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -95,7 +95,7 @@ impl Wire for AnthropicWire {
         Ok(h)
     }
 
-    fn body(&self, r: &ChatRequest) -> Result<Value, ProviderError> {
+    fn body(&self, r: &Outgoing<'_>) -> Result<Value, ProviderError> {
         let lead = r
             .messages
             .iter()
@@ -117,7 +117,7 @@ impl Wire for AnthropicWire {
             }
         }
         let mut b = Map::new();
-        b.insert("model".into(), json!(r.model.clone().unwrap_or_default()));
+        b.insert("model".into(), json!(r.model));
         if !system.is_empty() {
             b.insert("system".into(), json!(system.join("\n\n")));
         }
@@ -268,6 +268,7 @@ pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers::ChatRequest;
     use crate::providers::ToolDef;
 
     fn call(id: &str) -> ToolCall {
@@ -299,7 +300,7 @@ mod tests {
             parameters: json!({"type": "object"}),
         }]);
         req.model = Some("claude-sonnet-4-5".into());
-        let b = AnthropicWire.body(&req).unwrap();
+        let b = AnthropicWire.body(&(&req).into()).unwrap();
         assert_eq!(b["system"], "be brief\n\nuse tools");
         assert_eq!(b["max_tokens"], DEFAULT_MAX_TOKENS);
         let msgs = b["messages"].as_array().unwrap();
@@ -323,7 +324,7 @@ mod tests {
         let mut req = ChatRequest::new(vec![Message::user("x")]);
         req.sampling.seed = Some(1);
         assert!(matches!(
-            AnthropicWire.body(&req),
+            AnthropicWire.body(&(&req).into()),
             Err(ProviderError::Config { .. })
         ));
     }

@@ -12,8 +12,8 @@ use reqwest::Url;
 use super::limits::Limits;
 use super::retry::{parse_retry_after, RetryPolicy};
 use super::{
-    classify_overflow, clip, redact, BoxFuture, ChatRequest, ChatResponse, Message, Provider,
-    ProviderError, ProviderInfo, Usage,
+    classify_overflow, clip, redact, BoxFuture, ChatRequest, ChatResponse, Message, Outgoing,
+    Provider, ProviderError, ProviderInfo, Usage,
 };
 
 /// Longest server error text kept in a [`ProviderError`] message.
@@ -77,7 +77,14 @@ pub trait Wire: Send + Sync + fmt::Debug + 'static {
     /// Authentication and version headers.
     fn headers(&self, key: Option<&ApiKey>) -> Result<HeaderMap, ProviderError>;
     /// The JSON body of a (resolved) request.
-    fn body(&self, request: &ChatRequest) -> Result<serde_json::Value, ProviderError>;
+    fn body(&self, request: &Outgoing<'_>) -> Result<serde_json::Value, ProviderError>;
+    /// The body's bytes, appended to `out`: what is sent. The default prints [`body`](Self::body);
+    /// a wire format may write them straight from the borrowed request (the same bytes) to save
+    /// building a JSON tree of the whole conversation for every call.
+    fn encode(&self, request: &Outgoing<'_>, out: &mut Vec<u8>) -> Result<(), ProviderError> {
+        serde_json::to_writer(out, &self.body(request)?)
+            .map_err(|e| ProviderError::config(format!("cannot encode request: {e}")))
+    }
     /// Decodes a 2xx body.
     fn parse(&self, body: &[u8]) -> Result<Parsed, ProviderError>;
 }
@@ -120,6 +127,8 @@ pub struct HttpProvider<W: Wire> {
 
 impl<W: Wire> HttpProvider<W> {
     pub fn new(wire: W, settings: HttpSettings) -> Result<Self, ProviderError> {
+        // The process's TLS provider, once (reqwest is built without one; see Cargo.toml).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let mut builder =
             reqwest::Client::builder().user_agent(concat!("ctxbench/", env!("CARGO_PKG_VERSION")));
         // A server on this machine is never reached through a proxy from the environment.
@@ -149,16 +158,14 @@ impl<W: Wire> HttpProvider<W> {
 
     async fn attempt(
         &self,
-        url: &Url,
-        headers: &HeaderMap,
-        body: &[u8],
+        request: &reqwest::Request,
         estimate: u64,
     ) -> Result<(Parsed, Duration), ProviderError> {
         let limits = &self.settings.limits;
         let slot = limits.acquire(estimate).await;
         let start = Instant::now();
         let timeout = self.settings.timeout;
-        let outcome = tokio::time::timeout(timeout, self.exchange(url, headers, body)).await;
+        let outcome = tokio::time::timeout(timeout, self.exchange(request)).await;
         drop(slot);
         let result = match outcome {
             Err(_) => Err(ProviderError::Timeout { after: timeout }),
@@ -177,18 +184,15 @@ impl<W: Wire> HttpProvider<W> {
         result.map(|p| (p, start.elapsed()))
     }
 
-    async fn exchange(
-        &self,
-        url: &Url,
-        headers: &HeaderMap,
-        body: &[u8],
-    ) -> Result<Parsed, ProviderError> {
+    /// One HTTP exchange of `request` (a copy of it: its body is shared, never copied).
+    async fn exchange(&self, request: &reqwest::Request) -> Result<Parsed, ProviderError> {
+        let url = request.url();
+        let request = request
+            .try_clone()
+            .ok_or_else(|| ProviderError::config("the request body cannot be sent twice"))?;
         let response = self
             .client
-            .post(url.clone())
-            .headers(headers.clone())
-            .body(body.to_vec())
-            .send()
+            .execute(request)
             .await
             .map_err(|e| self.transport_error(e))?;
         let status = response.status().as_u16();
@@ -246,22 +250,39 @@ impl<W: Wire> Provider for HttpProvider<W> {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
-            let resolved = self.settings.info.resolve(request);
-            // HOOK(tool_protocol = "text"): the adapter rewrites the request here …
-            let sent = match &self.tool_adapter {
-                Some(a) => a.prepare(&resolved)?,
-                None => resolved.clone(),
+            // HOOK(tool_protocol = "text"): the adapter rewrites the (resolved) request here …
+            let adapted = match &self.tool_adapter {
+                Some(a) => {
+                    let resolved = self.settings.info.resolve(request);
+                    let sent = a.prepare(&resolved)?;
+                    Some((a, resolved, sent))
+                }
+                None => None,
+            };
+            // Without an adapter the conversation is encoded from the caller's request as it
+            // is (borrowed), with the provider's defaults applied.
+            let sent = match &adapted {
+                Some((_, _, sent)) => Outgoing::from(sent),
+                None => self.settings.info.outgoing(request),
             };
             let url = self.wire.endpoint(&self.settings.base_url)?;
             let mut headers = self.wire.headers(self.settings.key.as_ref())?;
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            let body = serde_json::to_vec(&self.wire.body(&sent)?)
-                .map_err(|e| ProviderError::config(format!("cannot encode request: {e}")))?;
+            let mut body = Vec::with_capacity(encoded_size_hint(&sent));
+            self.wire.encode(&sent, &mut body)?;
             let estimate = sent.estimated_tokens();
+            // Built once; every attempt sends a copy whose body shares these bytes.
+            let template = self
+                .client
+                .post(url)
+                .headers(headers)
+                .body(body)
+                .build()
+                .map_err(|e| ProviderError::config(format!("cannot build the request: {e}")))?;
             let ((parsed, latency), attempts) = self
                 .settings
                 .retry
-                .run(|_| self.attempt(&url, &headers, &body, estimate))
+                .run(|_| self.attempt(&template, estimate))
                 .await?;
             let mut message = parsed.message;
             message.usage = Some(parsed.usage);
@@ -277,12 +298,19 @@ impl<W: Wire> Provider for HttpProvider<W> {
                 text_tools: None,
             };
             // … and reads the tool call back out of the reply here.
-            match &self.tool_adapter {
-                Some(a) => a.interpret(&resolved, response),
+            match &adapted {
+                Some((a, resolved, _)) => a.interpret(resolved, response),
                 None => Ok(response),
             }
         })
     }
+}
+
+/// Capacity to reserve for an encoded body: the texts it carries plus room for the JSON around
+/// each message (escapes may still grow it).
+fn encoded_size_hint(r: &Outgoing<'_>) -> usize {
+    let texts: usize = r.messages.iter().map(|m| m.content.len() + 64).sum();
+    texts + 1024 * (1 + r.tools.len())
 }
 
 fn is_loopback(url: &Url) -> bool {

@@ -29,7 +29,7 @@ mod request;
 
 pub use error::{classify_overflow, ProviderError, OVERFLOW_PATTERNS};
 pub(crate) use error::{clip, redact};
-pub use request::{ChatRequest, ChatResponse, ProviderInfo, Sampling, ToolDef};
+pub use request::{ChatRequest, ChatResponse, Outgoing, ProviderInfo, Sampling, ToolDef};
 
 use std::future::Future;
 use std::pin::Pin;

@@ -13,12 +13,15 @@
 
 use reqwest::header::{HeaderMap, AUTHORIZATION};
 use reqwest::Url;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use serde::Deserialize;
 
 use super::http::{bad_at as bad, secret_header, ApiKey, HttpProvider, Parsed, Wire};
-use super::{ChatRequest, Message, ProviderError, Role, ToolCall, Usage};
+use super::{Message, Outgoing, ProviderError, ToolCall, Usage};
+use encode::ChatBody;
+
+mod encode;
 
 /// Default endpoint when the configuration gives no `base_url`.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -34,38 +37,6 @@ fn wants_max_completion_tokens(model: &str) -> bool {
     let m = model.rsplit('/').next().unwrap_or(model);
     m.starts_with("gpt-5")
         || (m.len() >= 2 && m.starts_with('o') && m.as_bytes()[1].is_ascii_digit())
-}
-
-fn message_json(m: &Message) -> Value {
-    match m.role {
-        Role::Tool => json!({
-            "role": "tool",
-            "tool_call_id": m.tool_call_id.clone().unwrap_or_default(),
-            "content": m.content,
-        }),
-        Role::Assistant if !m.tool_calls.is_empty() => {
-            let calls: Vec<Value> = m
-                .tool_calls
-                .iter()
-                .map(|c| {
-                    let args = match &c.arguments {
-                        // Malformed arguments recorded as raw text go back verbatim.
-                        Value::String(s) => s.clone(),
-                        v => v.to_string(),
-                    };
-                    json!({"id": c.id, "type": "function",
-                           "function": {"name": c.name, "arguments": args}})
-                })
-                .collect();
-            let content = if m.content.is_empty() {
-                Value::Null
-            } else {
-                Value::String(m.content.clone())
-            };
-            json!({"role": "assistant", "content": content, "tool_calls": calls})
-        }
-        role => json!({"role": role.as_str(), "content": m.content}),
-    }
 }
 
 impl Wire for OpenAiWire {
@@ -87,56 +58,14 @@ impl Wire for OpenAiWire {
         Ok(h)
     }
 
-    fn body(&self, r: &ChatRequest) -> Result<Value, ProviderError> {
-        let model = r.model.clone().unwrap_or_default();
-        let mut b = Map::new();
-        b.insert("model".into(), json!(model));
-        b.insert(
-            "messages".into(),
-            Value::Array(r.messages.iter().map(message_json).collect()),
-        );
-        if !r.tools.is_empty() {
-            let tools: Vec<Value> = r
-                .tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.parameters}})
-                })
-                .collect();
-            b.insert("tools".into(), Value::Array(tools));
-        }
-        let s = &r.sampling;
-        if let Some(t) = s.temperature {
-            b.insert("temperature".into(), json!(t));
-        }
-        if let Some(m) = s.max_tokens {
-            let field = if wants_max_completion_tokens(&model) {
-                "max_completion_tokens"
-            } else {
-                "max_tokens"
-            };
-            b.insert(field.into(), json!(m));
-        }
-        if let Some(p) = s.top_p {
-            b.insert("top_p".into(), json!(p));
-        }
-        if !s.stop.is_empty() {
-            b.insert("stop".into(), json!(s.stop));
-        }
-        if let Some(seed) = s.seed {
-            b.insert("seed".into(), json!(seed));
-        }
-        if let Some(p) = s.frequency_penalty {
-            b.insert("frequency_penalty".into(), json!(p));
-        }
-        if let Some(p) = s.presence_penalty {
-            b.insert("presence_penalty".into(), json!(p));
-        }
-        for (k, v) in &s.extra {
-            b.insert(k.clone(), v.clone());
-        }
-        Ok(Value::Object(b))
+    fn body(&self, r: &Outgoing<'_>) -> Result<Value, ProviderError> {
+        serde_json::to_value(ChatBody::new(r))
+            .map_err(|e| ProviderError::config(format!("cannot encode request: {e}")))
+    }
+
+    fn encode(&self, r: &Outgoing<'_>, out: &mut Vec<u8>) -> Result<(), ProviderError> {
+        serde_json::to_writer(out, &ChatBody::new(r))
+            .map_err(|e| ProviderError::config(format!("cannot encode request: {e}")))
     }
 
     fn parse(&self, body: &[u8]) -> Result<Parsed, ProviderError> {
@@ -317,7 +246,7 @@ pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::{Sampling, ToolDef};
+    use crate::providers::{ChatRequest, Sampling, ToolDef};
 
     #[test]
     fn encodes_tool_turns_and_sampling() {
@@ -347,7 +276,7 @@ mod tests {
             extra: [("repeat_penalty".to_string(), json!(1.15))].into(),
             ..Default::default()
         };
-        let b = OpenAiWire.body(&req).unwrap();
+        let b = OpenAiWire.body(&(&req).into()).unwrap();
         assert_eq!(b["messages"][2]["content"], Value::Null);
         assert_eq!(
             b["messages"][2]["tool_calls"][0]["function"]["arguments"],
@@ -366,7 +295,7 @@ mod tests {
             "the nonce is never sent"
         );
         req.model = Some("o4-mini".into());
-        let b = OpenAiWire.body(&req).unwrap();
+        let b = OpenAiWire.body(&(&req).into()).unwrap();
         assert_eq!(b["max_completion_tokens"], 64);
         assert!(b.get("max_tokens").is_none());
     }

@@ -1,6 +1,9 @@
 //! The data a provider call carries: [`ChatRequest`] (messages, tools, sampling), the
-//! [`ChatResponse`] it returns, and the static [`ProviderInfo`] that fills request defaults.
+//! [`ChatResponse`] it returns, the static [`ProviderInfo`] that fills request defaults, and
+//! [`Outgoing`], a request with those defaults applied that borrows the conversation (so sending
+//! a long history never copies it).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -32,12 +35,92 @@ impl ProviderInfo {
     /// defaults and one that spells them out share a key.
     pub fn resolve(&self, request: &ChatRequest) -> ChatRequest {
         let mut r = request.clone();
-        if r.model.as_deref().is_none_or(str::is_empty) {
-            r.model = Some(self.model.clone());
-        }
+        r.model = Some(self.model_for(request).to_string());
         r.sampling = r.sampling.or(&self.defaults);
         r
     }
+
+    /// The request's model, else the provider's.
+    fn model_for<'a>(&'a self, request: &'a ChatRequest) -> &'a str {
+        match request.model.as_deref() {
+            Some(m) if !m.is_empty() => m,
+            _ => &self.model,
+        }
+    }
+
+    /// The same resolution as [`resolve`](Self::resolve), borrowing the request's messages and
+    /// tools instead of copying them: what a wire format encodes.
+    pub fn outgoing<'a>(&'a self, request: &'a ChatRequest) -> Outgoing<'a> {
+        Outgoing {
+            model: self.model_for(request),
+            messages: &request.messages,
+            tools: &request.tools,
+            sampling: Cow::Owned(request.sampling.or(&self.defaults)),
+        }
+    }
+}
+
+/// A request as a wire format encodes it: the model and sampling as they will be sent (the
+/// provider's defaults applied, see [`ProviderInfo::outgoing`]), the conversation and the tool
+/// definitions borrowed from the caller's [`ChatRequest`]. The repeat nonce is never sent, so it
+/// is not here.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outgoing<'a> {
+    pub model: &'a str,
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolDef],
+    pub sampling: Cow<'a, Sampling>,
+}
+
+impl<'a> From<&'a ChatRequest> for Outgoing<'a> {
+    /// The request as it stands (no provider defaults applied; no model = an empty one).
+    fn from(r: &'a ChatRequest) -> Self {
+        Outgoing {
+            model: r.model.as_deref().unwrap_or_default(),
+            messages: &r.messages,
+            tools: &r.tools,
+            sampling: Cow::Borrowed(&r.sampling),
+        }
+    }
+}
+
+impl Outgoing<'_> {
+    /// Rough size in tokens (`ceil(bytes / 4)` of contents, tool calls and tool schemas, plus
+    /// 2 tokens of overhead per message) plus `max_tokens`: what tokens-per-minute limits are
+    /// charged before the real usage is known (and corrected after it). Computed without
+    /// building any text (JSON values are measured, not printed).
+    pub fn estimated_tokens(&self) -> u64 {
+        let mut chars = 0usize;
+        for m in self.messages {
+            chars += m.content.len() + 8;
+            for c in &m.tool_calls {
+                chars += c.name.len() + json_len(&c.arguments);
+            }
+        }
+        for t in self.tools {
+            chars += t.name.len() + t.description.len() + json_len(&t.parameters);
+        }
+        (chars as u64).div_ceil(4) + u64::from(self.sampling.max_tokens.unwrap_or(0))
+    }
+}
+
+/// Length in bytes of `v`'s compact JSON text (what `v.to_string()` would print), without
+/// printing it.
+fn json_len(v: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    // Writing a `Value` to a sink that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut n, v);
+    n.0
 }
 
 /// A tool the model may call.
@@ -164,17 +247,7 @@ impl ChatRequest {
     /// 2 tokens of overhead per message) plus `max_tokens`: what tokens-per-minute limits are
     /// charged before the real usage is known (and corrected after it).
     pub fn estimated_tokens(&self) -> u64 {
-        let mut chars = 0usize;
-        for m in &self.messages {
-            chars += m.content.len() + 8;
-            for c in &m.tool_calls {
-                chars += c.name.len() + c.arguments.to_string().len();
-            }
-        }
-        for t in &self.tools {
-            chars += t.name.len() + t.description.len() + t.parameters.to_string().len();
-        }
-        (chars as u64).div_ceil(4) + u64::from(self.sampling.max_tokens.unwrap_or(0))
+        Outgoing::from(self).estimated_tokens()
     }
 }
 
@@ -262,6 +335,39 @@ mod tests {
         assert_eq!(r.sampling.extra["repeat_penalty"], serde_json::json!(1.15));
         req.model = Some("other".into());
         assert_eq!(info.resolve(&req).model.as_deref(), Some("other"));
+        // The borrowed resolution agrees with the copied one, field by field.
+        for model in [None, Some(""), Some("other")] {
+            req.model = model.map(str::to_string);
+            let (r, o) = (info.resolve(&req), info.outgoing(&req));
+            assert_eq!(Outgoing::from(&r), o);
+        }
+    }
+
+    #[test]
+    fn estimate_measures_json_without_printing_it() {
+        use crate::trace::ToolCall;
+        let args = serde_json::json!({"b": [1, 2.5, null], "a": "x\"y\u{1F600}\n"});
+        let mut req = ChatRequest::new(vec![
+            Message::user("héllo"),
+            Message::assistant(
+                "",
+                vec![ToolCall {
+                    id: "c".into(),
+                    name: "grep".into(),
+                    arguments: args.clone(),
+                }],
+            ),
+        ])
+        .with_tools(vec![ToolDef {
+            name: "grep".into(),
+            description: "search".into(),
+            parameters: args.clone(),
+        }]);
+        req.sampling.max_tokens = Some(10);
+        let printed = args.to_string().len();
+        assert_eq!(json_len(&args), printed);
+        let chars = "héllo".len() + 8 + 8 + "grep".len() + printed + "grepsearch".len() + printed;
+        assert_eq!(req.estimated_tokens(), (chars as u64).div_ceil(4) + 10);
     }
 
     #[test]

@@ -221,9 +221,23 @@ pub fn read_journal_with<T>(
     path: &Path,
     mut parse: impl FnMut(&[u8]) -> Result<(T, u32), String>,
 ) -> Result<Streamed<T>, JournalError> {
+    let mut out = Vec::new();
+    let torn = read_journal_each(path, |text, at| {
+        let (value, version) = parse(text)?;
+        out.push((value, at));
+        Ok(version)
+    })?;
+    Ok((out, torn))
+}
+
+/// [`read_journal_with`] without collecting: `each` gets every line and its byte offset, keeps
+/// what it needs and returns the line's schema version.
+pub fn read_journal_each(
+    path: &Path,
+    mut each: impl FnMut(&[u8], u64) -> Result<u32, String>,
+) -> Result<Option<TornLine>, JournalError> {
     let file = File::open(path).map_err(io_err(path))?;
     let mut reader = BufReader::with_capacity(256 * 1024, file);
-    let mut out = Vec::new();
     let mut torn = None;
     let mut line = Vec::new();
     let mut number = 0usize;
@@ -242,8 +256,8 @@ pub fn read_journal_with<T>(
         if text.is_empty() {
             continue;
         }
-        match parse(text) {
-            Ok((value, version)) => {
+        match each(text, at) {
+            Ok(version) => {
                 if version > SCHEMA_VERSION {
                     return Err(JournalError::FutureVersion {
                         path: path.to_path_buf(),
@@ -251,7 +265,6 @@ pub fn read_journal_with<T>(
                         found: version,
                     });
                 }
-                out.push((value, at))
             }
             Err(_) if !complete => {
                 torn = Some(TornLine {
@@ -268,7 +281,7 @@ pub fn read_journal_with<T>(
             }
         }
     }
-    Ok((out, torn))
+    Ok(torn)
 }
 
 /// The sample on the line starting at byte `offset` of a journal (an offset from

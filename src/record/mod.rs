@@ -31,12 +31,14 @@ use std::collections::BTreeMap;
 
 pub mod builder;
 pub mod journal;
+pub mod row;
 pub mod run_dir;
 pub mod run_info;
 pub mod summary;
 
 pub use builder::SampleBuilder;
 pub use journal::{Journal, JournalError, Repaired, SamplesRead, TornLine};
+pub use row::{Entries, Interner, Row};
 pub use run_dir::{Run, RunDir};
 pub use run_info::{ProviderProvenance, RunInfo};
 pub use summary::SummaryRecord;
@@ -83,6 +85,14 @@ pub struct TokensByRole {
     /// probes). Absent in records written before this role existed (read as none).
     #[serde(default)]
     pub eval_agent: TokenSplit,
+}
+
+impl TokensByRole {
+    /// Tokens of every role, input + output (cached is part of input): the one total the
+    /// terminal, report.md, report.html, results.csv and run.json agree on.
+    pub fn total(&self) -> u64 {
+        self.agent.total() + self.summarizer.total() + self.judge.total() + self.eval_agent.total()
+    }
 }
 
 /// Dollar cost of a unit by role. `None` = price unknown (never reported as $0).
@@ -185,54 +195,20 @@ pub struct Sample {
 impl Sample {
     /// Tokens of every role and kind summed (input + output; cached is part of input).
     pub fn tokens_total(&self) -> u64 {
-        self.tokens.agent.total()
-            + self.tokens.summarizer.total()
-            + self.tokens.judge.total()
-            + self.tokens.eval_agent.total()
+        self.tokens.total()
     }
 
     /// Total dollar cost of the unit, or `None` when a role that used tokens has an unknown
     /// price (an unknown price is never reported as $0).
     pub fn cost_total(&self) -> Option<f64> {
-        let roles = [
-            (&self.tokens.agent, self.cost_usd.agent),
-            (&self.tokens.summarizer, self.cost_usd.summarizer),
-            (&self.tokens.judge, self.cost_usd.judge),
-            (&self.tokens.eval_agent, self.cost_usd.eval_agent),
-        ];
-        let mut sum = 0.0;
-        for (tokens, cost) in roles {
-            match cost {
-                Some(c) => sum += c,
-                None if tokens.total() > 0 => return None,
-                None => {}
-            }
-        }
-        Some(sum)
+        row::cost_total(&self.tokens, &self.cost_usd)
     }
 
     /// 64-bit digest of [`Sample::pair_key`]'s parts (FNV-1a, then the SplitMix64 finalizer):
     /// stable across platforms and versions, cheap to compare and sort. Two distinct keys
     /// collide with probability about n²/2⁶⁵ (3·10⁻¹⁰ for 100,000 units).
     pub fn pair_hash(&self) -> u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut eat = |bytes: &[u8]| {
-            for &b in bytes {
-                h ^= u64::from(b);
-                h = h.wrapping_mul(0x0100_0000_01b3);
-            }
-            // Separator, so ("ab", "c") and ("a", "bc") differ.
-            h ^= 0x1f;
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        };
-        eat(self.trace_id.as_bytes());
-        eat(self.eval.as_bytes());
-        eat(self.sample.as_bytes());
-        eat(&self.repeat.to_le_bytes());
-        let mut z = h;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        row::pair_hash(&self.trace_id, &self.eval, &self.sample, self.repeat)
     }
 
     /// Key that pairs this unit with the same unit of another variant in the same run.

@@ -1,5 +1,6 @@
 //! `results.csv`: one flat row per sample, typed so that pandas, polars and DuckDB infer the
-//! right column types with no options (`tests/dataframes.rs` loads it with all three).
+//! right column types with no options (`tests/cost_model/dataframes.rs` loads it with all
+//! three).
 //!
 //! Columns: `unit_id, trace_id, variant, eval, sample, repeat, passed`, then `params.<k>` for
 //! every parameter seen in the run and `<eval>.<k>` for every score (`needle.recall`,
@@ -26,14 +27,14 @@
 
 use super::model::ReportModel;
 use super::table::{Cell, Table, TableWriter};
-use crate::record::{RunInfo, Sample, TokenSplit};
+use crate::record::{Row, RunInfo, TokenSplit};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 const ROLES: [&str; 4] = ["agent", "summarizer", "judge", "eval_agent"];
 const KINDS: [&str; 4] = ["input", "cached", "cache_write", "output"];
 
-fn split(s: &Sample, role: &str) -> TokenSplit {
+fn split(s: &Row<'_>, role: &str) -> TokenSplit {
     match role {
         "agent" => s.tokens.agent,
         "summarizer" => s.tokens.summarizer,
@@ -157,15 +158,28 @@ impl TableWriter for Csv {
 }
 
 /// Render `results.csv`.
-pub fn render(_info: &RunInfo, model: &ReportModel) -> String {
+pub fn render(info: &RunInfo, model: &ReportModel) -> String {
+    let mut out = Vec::with_capacity(model.samples.len() * 256 + 4096);
+    // Writing to a Vec cannot fail.
+    let _ = write(info, model, &mut out);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Write `results.csv` to `out` row by row, each line a function of its row alone (nothing
+/// of the file is held in memory; [`render`] gives the same bytes as a string).
+pub fn write(
+    _info: &RunInfo,
+    model: &ReportModel,
+    out: impl std::io::Write,
+) -> std::io::Result<()> {
     let mut params = BTreeSet::new();
     // (eval, score key): one column per pair, `<eval>.<key>`.
     let mut scores = BTreeSet::new();
     let mut compactions = BTreeSet::new();
     for s in &model.samples {
-        params.extend(s.params.keys().map(String::as_str));
-        scores.extend(s.scores.keys().map(|k| (s.eval.as_str(), k.as_str())));
-        compactions.extend(s.compactions.keys().map(String::as_str));
+        params.extend(s.params.keys());
+        scores.extend(s.scores.keys().map(|k| (s.eval, k)));
+        compactions.extend(s.compactions.keys());
     }
     let mut header: Vec<String> = [
         "unit_id", "trace_id", "variant", "eval", "sample", "repeat", "passed",
@@ -188,16 +202,22 @@ pub fn render(_info: &RunInfo, model: &ReportModel) -> String {
     header.extend(compactions.iter().map(|k| format!("compactions.{k}")));
     header.extend(["latency_ms", "error_kind", "error_message"].map(String::from));
 
-    let mut w = ::csv::WriterBuilder::new()
-        .from_writer(Vec::with_capacity(model.samples.len() * 256 + 4096));
-    // Writing to a Vec cannot fail: the results of the writes below are ignored.
-    let _ = w.write_record(&header);
-    // One reusable buffer for formatted cells: no allocation per cell.
+    let mut w = ::csv::WriterBuilder::new().from_writer(out);
+    let io = |e: ::csv::Error| match e.into_kind() {
+        ::csv::ErrorKind::Io(e) => e,
+        other => std::io::Error::other(format!("{other:?}")),
+    };
+    w.write_record(&header).map_err(io)?;
+    // One reusable buffer for formatted cells: no allocation per cell. The csv writer buffers
+    // its output and reports a failed write at the next flush; the first error is kept.
     let mut buf = String::with_capacity(64);
-    let mut cell = |w: &mut ::csv::Writer<Vec<u8>>, f: &dyn Fn(&mut String)| {
+    let mut failed: Option<::csv::Error> = None;
+    let mut cell = |w: &mut ::csv::Writer<_>, f: &dyn Fn(&mut String)| {
         buf.clear();
         f(&mut buf);
-        let _ = w.write_field(buf.as_bytes());
+        if let Err(e) = w.write_field(buf.as_bytes()) {
+            failed.get_or_insert(e);
+        }
     };
     for s in &model.samples {
         for text in [&s.unit_id, &s.trace_id, &s.variant, &s.eval, &s.sample] {
@@ -212,7 +232,7 @@ pub fn render(_info: &RunInfo, model: &ReportModel) -> String {
             None => "",
         });
         for k in &params {
-            match s.params.get(*k) {
+            match s.params.get(k) {
                 Some(serde_json::Value::String(t)) => {
                     let _ = w.write_field(escape_formula(t).as_bytes());
                 }
@@ -225,14 +245,14 @@ pub fn render(_info: &RunInfo, model: &ReportModel) -> String {
         for (e, k) in &scores {
             cell(&mut w, &|b| {
                 if *e == s.eval {
-                    if let Some(v) = s.scores.get(*k) {
+                    if let Some(v) = s.scores.get(k) {
                         num(b, *v)
                     }
                 }
             });
         }
         for r in ROLES {
-            let t = split(s, r);
+            let t = split(&s, r);
             for k in KINDS {
                 cell(&mut w, &|b| {
                     let _ = write!(b, "{}", kind(&t, k));
@@ -261,7 +281,7 @@ pub fn render(_info: &RunInfo, model: &ReportModel) -> String {
         }
         for k in &compactions {
             cell(&mut w, &|b| {
-                let _ = write!(b, "{}", s.compactions.get(*k).copied().unwrap_or(0));
+                let _ = write!(b, "{}", s.compactions.get(k).copied().unwrap_or(0));
             });
         }
         cell(&mut w, &|b| {
@@ -274,15 +294,18 @@ pub fn render(_info: &RunInfo, model: &ReportModel) -> String {
         let _ = w.write_field(escape_formula(error_kind).as_bytes());
         let _ = w.write_field(escape_formula(message).as_bytes());
         // An empty record ends the current row.
-        let _ = w.write_record(std::iter::empty::<&[u8]>());
+        w.write_record(std::iter::empty::<&[u8]>()).map_err(io)?;
     }
-    let bytes = w.into_inner().unwrap_or_default();
-    String::from_utf8(bytes).unwrap_or_default()
+    if let Some(e) = failed {
+        return Err(io(e));
+    }
+    w.flush()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::Sample;
     use crate::report::table::Column;
 
     #[test]

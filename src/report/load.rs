@@ -1,18 +1,21 @@
 //! Streaming load of a saved run for `report` and `compare`: one pass over samples.jsonl keeps
 //! each sample's compact part (keys, params, scores, verdict, tokens, costs, compactions,
-//! error) and skips its heavy part (timeline, evidence, summaries) without building it; a
-//! second, bounded pass reads the heavy part of the samples shown in full by seeking to their
-//! lines ([`ReportModel::load_detail`]).
+//! error, the pricing part of its evidence) as a compact row ([`Rows`]: strings interned, no
+//! per-sample maps) and skips its heavy part (timeline, evidence, summaries) without building
+//! it; a second, bounded pass reads the heavy part of the samples shown in full by seeking to
+//! their lines ([`ReportModel::load_detail`]). Memory is that of the compact rows, not of the
+//! samples.
 //!
 //! Exceptions kept in the first pass: the timeline of the first successful sample with one per
 //! variant × trace (what the context plots draw), a bounded set.
 
 use super::model::{ReportModel, RowDetail};
-use crate::record::journal::{read_journal_with, read_line_at};
+use super::rows::Rows;
+use crate::record::journal::{read_journal_each, read_line_at};
 use crate::record::{
     CostByRole, JournalError, RunDir, RunInfo, Sample, TokensByRole, TornLine, UnitError,
 };
-use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -45,6 +48,58 @@ struct Compact {
     error: Option<UnitError>,
     #[serde(default, deserialize_with = "count_seq")]
     timeline: usize,
+    #[serde(default, deserialize_with = "price_part")]
+    evidence: serde_json::Value,
+}
+
+/// The pricing part of an evidence object (`window`, `priced_as`; see
+/// `rows::price_evidence`), the rest skipped unbuilt.
+fn price_part<'de, D: Deserializer<'de>>(d: D) -> Result<serde_json::Value, D::Error> {
+    struct Price;
+    impl<'de> Visitor<'de> for Price {
+        type Value = serde_json::Value;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut out = serde_json::Map::new();
+            while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if k == "window" || k == "priced_as" {
+                    out.insert(k.into_owned(), map.next_value()?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(if out.is_empty() {
+                serde_json::Value::Null
+            } else {
+                serde_json::Value::Object(out)
+            })
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(serde_json::Value::Null)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(serde_json::Value::Null)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(serde_json::Value::Null)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(serde_json::Value::Null)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(serde_json::Value::Null)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(serde_json::Value::Null)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(serde_json::Value::Null)
+        }
+    }
+    d.deserialize_any(Price)
 }
 
 /// Length of a JSON array, its elements skipped unbuilt.
@@ -84,23 +139,24 @@ impl Compact {
             compactions: self.compactions,
             latency_ms: self.latency_ms,
             error: self.error,
-            evidence: serde_json::Value::Null,
+            evidence: self.evidence,
             timeline: Vec::new(),
             summaries: Vec::new(),
         }
     }
 }
 
-/// The compact samples of a journal, each with where its heavy part is.
+/// The compact rows of a journal, each with where its heavy part is.
 pub struct Streamed {
-    pub rows: Vec<(Sample, RowDetail)>,
+    pub rows: Rows,
     pub torn: Option<TornLine>,
 }
 
 /// Read `samples.jsonl` in one streaming pass (see the module doc).
 pub fn stream_samples(path: &Path) -> Result<Streamed, JournalError> {
     let mut plotted: HashSet<(String, String)> = HashSet::new();
-    let (rows, torn) = read_journal_with(path, |text| {
+    let mut rows = Rows::default();
+    let torn = read_journal_each(path, |text, at| {
         let c: Compact = serde_json::from_slice(text).map_err(|e| e.to_string())?;
         let version = c.schema_version;
         let points = c.timeline;
@@ -116,28 +172,19 @@ pub fn stream_samples(path: &Path) -> Result<Streamed, JournalError> {
             sample = full;
             loaded = true;
         }
-        Ok((
-            (
+        if version <= crate::record::SCHEMA_VERSION {
+            rows.push(
                 sample,
                 RowDetail {
-                    offset: None,
+                    offset: Some(at),
                     timeline_points: points,
                     loaded,
                 },
-            ),
-            version,
-        ))
+            );
+        }
+        Ok(version)
     })?;
-    Ok(Streamed {
-        rows: rows
-            .into_iter()
-            .map(|((s, mut d), at)| {
-                d.offset = Some(at);
-                (s, d)
-            })
-            .collect(),
-        torn,
-    })
+    Ok(Streamed { rows, torn })
 }
 
 /// A saved run's report model from one streaming pass, with the heavy part of the samples
@@ -239,17 +286,20 @@ mod tests {
         );
         for (i, (f, s)) in full.samples.iter().zip(&streamed.samples).enumerate() {
             assert_eq!(f.unit_id, s.unit_id);
-            assert_eq!((&f.scores, &f.tokens), (&s.scores, &s.tokens));
+            assert_eq!(f.scores.to_map(), s.scores.to_map());
+            assert_eq!(f.tokens, s.tokens);
             assert!(streamed.has_detail(i));
-            assert_eq!(f, s, "loaded in full");
+            assert_eq!(f.to_sample(), s.to_sample(), "loaded in full");
         }
         // Forget the heavy part of one row, then load it back by offset.
-        streamed.samples[3].evidence = serde_json::Value::Null;
-        streamed.samples[3].timeline.clear();
-        streamed.detail[3].loaded = false;
+        streamed.samples.forget_detail(3);
         assert!(!streamed.has_detail(3));
+        assert!(streamed.samples.get(3).timeline.is_empty());
         streamed.load_detail(&[3]).unwrap();
-        assert_eq!(streamed.samples[3], full.samples[3]);
+        assert_eq!(
+            streamed.samples.get(3).to_sample(),
+            full.samples.get(3).to_sample()
+        );
     }
 
     #[test]
@@ -261,15 +311,14 @@ mod tests {
         run.write_samples(&samples).unwrap();
         assert_eq!(run.samples_jsonl(), path);
         let s = stream_samples(&path).unwrap();
-        let loaded: Vec<&str> = s
-            .rows
-            .iter()
-            .filter(|(_, d)| d.loaded)
-            .map(|(s, _)| s.unit_id.as_str())
+        let rows = &s.rows;
+        let loaded: Vec<&str> = (0..rows.len())
+            .filter(|&i| rows.has_detail(i))
+            .map(|i| rows.get(i).unit_id)
             .collect();
         // Traces t0, t1, t2: their first successful sample (u4 failed, so not t1's u4).
         assert_eq!(loaded, ["a/u0", "a/u1", "a/u2"]);
-        assert!(s.rows.iter().all(|(_, d)| d.timeline_points == 3));
-        assert!(s.rows[5].0.timeline.is_empty() && s.rows[5].0.evidence.is_null());
+        assert!((0..rows.len()).all(|i| rows.detail(i).timeline_points == 3));
+        assert!(rows.get(5).timeline.is_empty() && rows.get(5).evidence.is_null());
     }
 }

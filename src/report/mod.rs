@@ -1,4 +1,5 @@
-//! Report writers: one result model (`model`), the report's tables declared once (`sections`,
+//! Report writers: one result model (`model`, its samples as compact rows in `rows`, loaded
+//! from a journal in one streaming pass by `load`), the report's tables declared once (`sections`,
 //! over the table model of `table`), pure writers per format (`csv`, `json`, `markdown`,
 //! `html`, `terminal`, `junit`) and plots (`plots`), plus [`write_run_reports`], which renders
 //! them all into a run directory.
@@ -26,6 +27,7 @@ pub mod markdown;
 pub mod model;
 pub mod plots;
 pub mod pricing_notes;
+pub mod rows;
 pub mod sections;
 pub mod shown;
 pub mod table;
@@ -74,11 +76,16 @@ pub fn write_run_reports(
 ) -> anyhow::Result<Written> {
     let mut written = Written::default();
     let dir = RunDir::new(dir);
-    write(
-        dir.results_csv(),
-        csv::render(info, model).as_bytes(),
-        &mut written,
-    )?;
+    // results.csv goes to the file row by row (a big run's CSV is never in memory).
+    let path = dir.results_csv();
+    std::fs::File::create(&path)
+        .and_then(|f| {
+            let mut w = std::io::BufWriter::with_capacity(256 * 1024, f);
+            csv::write(info, model, &mut w)?;
+            std::io::Write::flush(&mut w)
+        })
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    written.files.push(path);
     write(
         dir.summary_json(),
         json::render(info, model).as_bytes(),

@@ -4,6 +4,7 @@
 //! the raw samples) as `summary.json`.
 
 use super::headline;
+use super::rows::Rows;
 use crate::metrics::aggregate::{self, Comparison, MetricSummary, PassK};
 use crate::metrics::cost::{self, UsageTotals};
 use crate::record::{RunInfo, Sample};
@@ -72,14 +73,11 @@ pub struct ReportModel {
     pub verdicts: Vec<super::headline::VerdictLine>,
     /// Things the reader should know (torn journal line, missing baseline, …).
     pub notes: Vec<String>,
-    /// The raw samples, sorted by (variant order, trace, eval, sample, repeat). In a streamed
-    /// model only the samples whose `detail` says `loaded` carry their timeline, evidence and
-    /// summaries; the others have them empty.
+    /// The samples as compact rows, sorted by (variant order, trace, eval, sample, repeat).
+    /// In a streamed model only the rows loaded in full ([`ReportModel::has_detail`]) carry
+    /// their timeline, evidence and summaries; the others have them empty.
     #[serde(skip)]
-    pub samples: Vec<Sample>,
-    /// Parallel to `samples`: where each one's heavy part is.
-    #[serde(skip)]
-    pub detail: Vec<RowDetail>,
+    pub samples: Rows,
     /// The journal the samples were streamed from (for [`ReportModel::load_detail`]).
     #[serde(skip)]
     pub journal: Option<PathBuf>,
@@ -98,23 +96,12 @@ impl ReportModel {
     /// Compute the model from samples in memory (every part loaded). Every bootstrap is
     /// seeded by `RunInfo::seed`.
     pub fn build(info: &RunInfo, samples: Vec<Sample>) -> ReportModel {
-        let rows = samples
-            .into_iter()
-            .map(|s| {
-                let d = RowDetail {
-                    offset: None,
-                    timeline_points: s.timeline.len(),
-                    loaded: true,
-                };
-                (s, d)
-            })
-            .collect();
-        Self::build_rows(info, rows, None)
+        Self::build_rows(info, samples.into_iter().collect(), None)
     }
 
     /// Whether sample `i` carries its timeline, evidence and summaries.
     pub fn has_detail(&self, i: usize) -> bool {
-        self.detail.get(i).is_some_and(|d| d.loaded)
+        self.samples.has_detail(i)
     }
 
     /// Load the heavy part of the samples at `indices` from the journal (a second pass that
@@ -125,8 +112,9 @@ impl ReportModel {
         };
         let todo: Vec<(usize, u64)> = indices
             .iter()
+            .filter(|&&i| i < self.samples.len())
             .filter_map(|&i| {
-                let d = self.detail.get(i)?;
+                let d = self.samples.detail(i);
                 (!d.loaded).then_some(())?;
                 Some((i, d.offset?))
             })
@@ -134,74 +122,44 @@ impl ReportModel {
         let offsets: Vec<u64> = todo.iter().map(|t| t.1).collect();
         let full = super::load::read_full(&path, &offsets)?;
         for ((i, _), f) in todo.into_iter().zip(full) {
-            let s = &mut self.samples[i];
-            s.timeline = f.timeline;
-            s.evidence = f.evidence;
-            s.summaries = f.summaries;
-            self.detail[i].loaded = true;
+            self.samples.set_detail(i, f);
         }
         Ok(())
     }
 
-    /// Compute the model from samples, each with where its heavy part is (`journal`: the file
-    /// the offsets point into).
-    pub fn build_rows(
-        info: &RunInfo,
-        rows: Vec<(Sample, RowDetail)>,
-        journal: Option<PathBuf>,
-    ) -> ReportModel {
+    /// Compute the model from compact rows (`journal`: the file their offsets point into).
+    pub fn build_rows(info: &RunInfo, mut samples: Rows, journal: Option<PathBuf>) -> ReportModel {
         let mut notes = Vec::new();
         let mut order: Vec<String> = info.variants.clone();
-        let mut extra: Vec<&str> = rows
+        let mut extra: Vec<&str> = samples
             .iter()
-            .map(|(s, _)| s.variant.as_str())
+            .map(|s| s.variant)
             .filter(|v| !info.variants.iter().any(|x| x == v))
             .collect();
         extra.sort_unstable();
         extra.dedup();
-        order.extend(extra.into_iter().map(str::to_string));
+        let extra: Vec<String> = extra.into_iter().map(str::to_string).collect();
+        order.extend(extra);
         let rank: BTreeMap<&str, usize> = order
             .iter()
             .enumerate()
             .map(|(i, v)| (v.as_str(), i))
             .collect();
-        // Rank looked up once per sample, not once per comparison.
-        let mut keyed: Vec<(usize, Sample, RowDetail)> = rows
-            .into_iter()
-            .map(|(s, d)| {
-                (
-                    rank.get(s.variant.as_str()).copied().unwrap_or(usize::MAX),
-                    s,
-                    d,
-                )
-            })
-            .collect();
-        keyed.sort_by(|(ra, a, _), (rb, b, _)| {
-            (ra, &a.trace_id, &a.eval, &a.sample, a.repeat).cmp(&(
-                rb,
-                &b.trace_id,
-                &b.eval,
-                &b.sample,
-                b.repeat,
-            ))
-        });
-        let (samples, detail): (Vec<Sample>, Vec<RowDetail>) =
-            keyed.into_iter().map(|(_, s, d)| (s, d)).unzip();
+        samples.sort(|v| rank.get(v).copied().unwrap_or(usize::MAX));
 
-        let dups = aggregate::duplicate_units(&samples);
+        let dups = aggregate::duplicate_units(samples.iter());
         if dups > 0 {
             notes.push(format!(
                 "{dups} unit(s) appear more than once in the journal (same variant, trace, eval, \
                  sample and repeat); only the first of each counts in the statistics"
             ));
         }
-        let table = aggregate::observations(&samples);
+        let table = aggregate::observations(samples.iter());
         let seed = info.seed;
         let empty = BTreeMap::new();
         let mut variants = Vec::new();
         let mut errors = Vec::new();
         for v in &order {
-            let of_v: Vec<&Sample> = samples.iter().filter(|s| &s.variant == v).collect();
             let per_metric = table.get(v).unwrap_or(&empty);
             let mut names: Vec<&String> = per_metric.keys().collect();
             names.sort_by_key(|m| metric_rank(m));
@@ -212,8 +170,10 @@ impl ReportModel {
                 })
                 .collect();
             let mut groups: BTreeMap<&str, ErrorGroup> = BTreeMap::new();
-            for s in &of_v {
-                if let Some(e) = &s.error {
+            let mut units = 0;
+            for s in samples.of_variant(v) {
+                units += 1;
+                if let Some(e) = s.error {
                     groups
                         .entry(e.kind.as_str())
                         .or_insert_with(|| ErrorGroup {
@@ -221,7 +181,7 @@ impl ReportModel {
                             kind: e.kind.clone(),
                             count: 0,
                             example: e.message.clone(),
-                            example_unit: s.unit_id.clone(),
+                            example_unit: s.unit_id.to_string(),
                         })
                         .count += 1;
                 }
@@ -230,10 +190,10 @@ impl ReportModel {
             errors.extend(groups.into_values());
             variants.push(VariantSummary {
                 variant: v.clone(),
-                units: of_v.len(),
+                units,
                 errors: n_err,
                 metrics,
-                usage: cost::totals(of_v.iter().copied()),
+                usage: cost::totals(samples.of_variant(v)),
             });
         }
 
@@ -281,8 +241,8 @@ impl ReportModel {
             ));
         }
         notes.extend(health_notes(&samples));
-        notes.extend(super::pricing_notes::notes(&order, &samples));
-        let mut pass_k = aggregate::pass_k(&samples);
+        notes.extend(super::pricing_notes::notes(&order, samples.iter()));
+        let mut pass_k = aggregate::pass_k(samples.iter());
         pass_k.sort_by(|a, b| {
             (rank.get(a.variant.as_str()), &a.eval, a.k).cmp(&(
                 rank.get(b.variant.as_str()),
@@ -317,11 +277,10 @@ impl ReportModel {
             verdicts,
             pass_k,
             errors,
-            totals: cost::totals(&samples),
+            totals: cost::totals(samples.iter()),
             variants,
             notes,
             samples,
-            detail,
             journal,
         }
     }
@@ -349,18 +308,18 @@ pub use crate::metrics::format::{fmt_ci, fmt_delta, fmt_num, fmt_p};
 
 /// Flags for units whose numbers a broken or useless compaction shaped: successful units that
 /// recorded failed summaries (`[engine] on_summary_error = "record"`) and futile compactions.
-fn health_notes(samples: &[Sample]) -> Vec<String> {
+fn health_notes(samples: &Rows) -> Vec<String> {
     let mut flagged: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
     let mut futile: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
     for s in samples.iter().filter(|s| s.error.is_none()) {
         if let Some(&n) = s.scores.get("summary_failures").filter(|n| **n > 0.0) {
-            let e = flagged.entry(s.variant.as_str()).or_default();
+            let e = flagged.entry(s.variant).or_default();
             e.0 += 1;
             e.1 += n as u64;
         }
         if s.eval == "replay" {
             if let Some(&n) = s.compactions.get("futile").filter(|n| **n > 0) {
-                let e = futile.entry(s.variant.as_str()).or_default();
+                let e = futile.entry(s.variant).or_default();
                 e.0 += 1;
                 e.1 += n;
             }
@@ -446,7 +405,7 @@ mod tests {
         // No tokens used: a known cost of $0.
         assert_eq!(m.metric_names(), ["needle.recall", "cost", "tokens"]);
         // samples sorted by variant order
-        assert_eq!(m.samples[0].variant, "base");
+        assert_eq!(m.samples.get(0).variant, "base");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! left unpriced, and how to add the price. Read from each sample's evidence (`window`,
 //! `priced_as`, written by the evals' executor).
 
-use crate::record::{Sample, TokenSplit};
+use crate::record::{Row, TokenSplit};
 use std::collections::BTreeMap;
 
 /// `window` source of a sample's evidence, worded for a reader.
@@ -41,36 +41,22 @@ pub struct Sources {
 }
 
 /// [`Sources`] of every variant that has samples.
-pub fn sources(samples: &[Sample]) -> BTreeMap<String, Sources> {
-    let mut by_variant: BTreeMap<&str, Vec<&Sample>> = BTreeMap::new();
+pub fn sources<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> BTreeMap<String, Sources> {
+    // Per variant: the sources over its replay units, over all its units, and whether it has
+    // replay units (one pass, no list of units kept).
+    let mut by_variant: BTreeMap<&str, (Sources, Sources, bool)> = BTreeMap::new();
     for s in samples {
-        by_variant.entry(&s.variant).or_default().push(s);
+        let e = by_variant.entry(s.variant).or_default();
+        let replay = s.eval == "replay";
+        e.2 |= replay;
+        count_sources(&mut e.1, &s);
+        if replay {
+            count_sources(&mut e.0, &s);
+        }
     }
     let mut out = BTreeMap::new();
-    for (v, of_v) in by_variant {
-        let replay: Vec<&Sample> = of_v
-            .iter()
-            .copied()
-            .filter(|s| s.eval == "replay")
-            .collect();
-        let units = if replay.is_empty() { of_v } else { replay };
-        let mut src = Sources::default();
-        for s in &units {
-            let w = &s.evidence["window"];
-            if let Some(tokens) = w["tokens"].as_u64() {
-                let k = format!("{tokens} ({})", window_source(&w["source"]));
-                *src.window.entry(k).or_default() += 1;
-            }
-            let p = &s.evidence["priced_as"];
-            if p.is_object() {
-                let k = match (p["agent"].as_str(), p["agent_from"].as_str()) {
-                    (Some(m), Some("agent_model")) => format!("`{m}` (agent_model)"),
-                    (Some(m), _) => format!("`{m}` (trace's model)"),
-                    (None, _) => "no model (the trace records none; set agent_model)".into(),
-                };
-                *src.agent_priced_as.entry(k).or_default() += 1;
-            }
-        }
+    for (v, (replay, all, has_replay)) in by_variant {
+        let src = if has_replay { replay } else { all };
         if !(src.window.is_empty() && src.agent_priced_as.is_empty()) {
             out.insert(v.to_string(), src);
         }
@@ -78,11 +64,31 @@ pub fn sources(samples: &[Sample]) -> BTreeMap<String, Sources> {
     out
 }
 
+fn count_sources(src: &mut Sources, s: &Row<'_>) {
+    let w = &s.evidence["window"];
+    if let Some(tokens) = w["tokens"].as_u64() {
+        let k = format!("{tokens} ({})", window_source(&w["source"]));
+        *src.window.entry(k).or_default() += 1;
+    }
+    let p = &s.evidence["priced_as"];
+    if p.is_object() {
+        let k = match (p["agent"].as_str(), p["agent_from"].as_str()) {
+            (Some(m), Some("agent_model")) => format!("`{m}` (agent_model)"),
+            (Some(m), _) => format!("`{m}` (trace's model)"),
+            (None, _) => "no model (the trace records none; set agent_model)".into(),
+        };
+        *src.agent_priced_as.entry(k).or_default() += 1;
+    }
+}
+
 /// One note per variant (window and pricing model, over its replay units or, without those,
 /// all its units) and one per unpriced model.
-pub fn notes(variants: &[String], samples: &[Sample]) -> Vec<String> {
+pub fn notes<'a>(
+    variants: &[String],
+    samples: impl IntoIterator<Item = Row<'a>> + Clone,
+) -> Vec<String> {
     let mut out = Vec::new();
-    let sources = sources(samples);
+    let sources = sources(samples.clone());
     for v in variants {
         let Some(src) = sources.get(v) else {
             continue;
@@ -95,7 +101,7 @@ pub fn notes(variants: &[String], samples: &[Sample]) -> Vec<String> {
     }
     // (role, model) → units with tokens in that role and no price.
     let mut unknown: BTreeMap<(&str, String), usize> = BTreeMap::new();
-    for s in samples.iter().filter(|s| s.error.is_none()) {
+    for s in samples.into_iter().filter(|s| s.error.is_none()) {
         let roles: [(&str, &TokenSplit, Option<f64>); 4] = [
             ("agent", &s.tokens.agent, s.cost_usd.agent),
             ("summarizer", &s.tokens.summarizer, s.cost_usd.summarizer),

@@ -327,11 +327,7 @@ pub async fn dispatch(
                 }
                 let cost = sample.cost_usd.total();
                 budget.record(&sample.eval, Some(super::budget::spend_of(&sample.cost_usd)));
-                let t = &sample.tokens;
-                let tokens = t.agent.total()
-                    + t.summarizer.total()
-                    + t.judge.total()
-                    + t.eval_agent.total();
+                let tokens = sample.tokens_total();
                 let failed = sample.error.is_some();
                 progress.record(tokens, cost, failed);
                 if failed {

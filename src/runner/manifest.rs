@@ -9,7 +9,7 @@
 
 use super::shard::Shard;
 use crate::config::suite::PromptFile;
-use crate::record::{RunInfo, Sample, TokensByRole};
+use crate::record::{Row, RunInfo, TokensByRole};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -78,9 +78,9 @@ pub struct Totals {
 }
 
 impl Totals {
-    pub fn of(samples: &[Sample]) -> Totals {
+    pub fn of<'a>(samples: impl IntoIterator<Item = Row<'a>> + Clone) -> Totals {
         let mut t = Totals::default();
-        for s in samples {
+        for s in samples.clone() {
             t.tokens.agent.add(&s.tokens.agent);
             t.tokens.summarizer.add(&s.tokens.summarizer);
             t.tokens.judge.add(&s.tokens.judge);
@@ -92,7 +92,7 @@ impl Totals {
                 None => t.cost_unknown_samples += 1,
             }
         }
-        t.cost = crate::metrics::cost::totals(samples).cost.headline;
+        t.cost = crate::metrics::cost::totals(samples.clone()).cost.headline;
         t.sources = crate::report::pricing_notes::sources(samples);
         t
     }

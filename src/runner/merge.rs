@@ -157,7 +157,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
         not_run_budget: manifests.iter().map(|m| m.units.not_run_budget).sum(),
         not_run_interrupted: manifests.iter().map(|m| m.units.not_run_interrupted).sum(),
     };
-    m.totals = Totals::of(&samples);
+    m.totals = Totals::of(samples.iter().map(Sample::row));
     let mut skipped = Vec::new();
     for mm in &manifests {
         for s in &mm.skipped_traces {

@@ -435,7 +435,7 @@ pub fn open_run(
         not_run_budget: 0,
         not_run_interrupted: 0,
     };
-    manifest.totals = Totals::of(&previous);
+    manifest.totals = Totals::of(previous.iter().map(Sample::row));
     let dir = RunDir::new(&run_dir);
     dir.write_run_json(&manifest)
         .with_context(|| format!("cannot write {}", dir.run_json().display()))?;
@@ -478,7 +478,7 @@ pub async fn execute(
         progress: progress_mode,
         ..
     } = prepared;
-    let spent_before = Totals::of(&previous).spent_usd;
+    let spent_before = Totals::of(previous.iter().map(Sample::row)).spent_usd;
     let mut budget = Budget::new(max_cost_usd, spent_before);
     let mut progress = Progress::new(manifest.units.planned, previous.len() as u64, progress_mode);
     let report = dispatch(
@@ -495,15 +495,22 @@ pub async fn execute(
     progress.finish();
     journal.sync().ok();
     let dir = RunDir::new(&run_dir);
-    let all = dir
-        .read_samples_or_empty()
-        .map_err(|e| UsageError(e.to_string()))?
-        .samples;
+    // The journal streamed into compact rows (bounded by the run's size in rows, not in whole
+    // samples), the same path `ctxbench report` reads.
+    let path = dir.samples_jsonl();
+    let all = if path.exists() {
+        crate::report::load::stream_samples(&path)
+            .map_err(|e| UsageError(e.to_string()))?
+            .rows
+    } else {
+        Default::default()
+    };
     manifest.units.recorded = all.len() as u64;
     manifest.units.failed = all.iter().filter(|s| s.error.is_some()).count() as u64;
     manifest.units.not_run_budget = report.not_run_budget;
     manifest.units.not_run_interrupted = report.not_run_interrupted;
-    manifest.totals = Totals::of(&all);
+    manifest.totals = Totals::of(all.iter());
+    drop(all);
     manifest.finished_at = Some(now_rfc3339());
     manifest.status = match report.stop {
         StopReason::Interrupted => RunStatus::Interrupted,

@@ -138,6 +138,18 @@ impl MockLlm {
         }
     }
 
+    /// A server on a runtime of its own (two workers), for tests that are not async: keep the
+    /// runtime alive as long as the server.
+    pub fn on_own_runtime() -> (tokio::runtime::Runtime, Self) {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = rt.block_on(Self::start());
+        (rt, server)
+    }
+
     /// `http://127.0.0.1:PORT` (Anthropic base URL).
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)

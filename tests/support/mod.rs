@@ -1,4 +1,9 @@
 //! Shared helpers for integration tests (`mod support;` in a test file).
 
+pub mod cli;
+pub mod leaks;
 pub mod mock_llm;
+pub mod report;
 pub mod run;
+pub mod suite;
+pub mod traces;

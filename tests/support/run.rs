@@ -6,6 +6,7 @@ use ctxbench::config::{ConfigError, LoadedSuite};
 use ctxbench::record::{RunDir, Sample};
 use ctxbench::runner::session::{self, ImportLoader, Outcome, Prepared, RunOptions};
 use ctxbench::runner::Router;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -71,4 +72,20 @@ pub fn run_ok(dir: &Path, text: &str) -> PathBuf {
 /// The samples a run journaled.
 pub fn samples(run_dir: &Path) -> Vec<Sample> {
     RunDir::new(run_dir).read().unwrap().samples
+}
+
+/// The journal's lines (samples.jsonl as written, not deduplicated) keyed by unit id; fails on
+/// a unit journaled twice.
+pub fn by_unit(run_dir: &Path) -> BTreeMap<String, Sample> {
+    let text = std::fs::read_to_string(run_dir.join("samples.jsonl")).unwrap();
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let s: Sample = serde_json::from_str(line).unwrap();
+        assert!(
+            out.insert(s.unit_id.clone(), s).is_none(),
+            "duplicate unit in {}",
+            run_dir.display()
+        );
+    }
+    out
 }

@@ -80,6 +80,26 @@ pub fn escape(text: &str) -> String {
     escape_markup(text, Markup::Html)
 }
 
+/// A note line (written with Markdown code spans, as report.md shows it): text between pairs
+/// of backticks becomes `<code>`, everything escaped; unpaired backticks stay literal.
+pub fn note(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    if parts.len() % 2 == 0 {
+        return escape(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, p) in parts.iter().enumerate() {
+        if i % 2 == 1 {
+            out.push_str("<code>");
+            out.push_str(&escape(p));
+            out.push_str("</code>");
+        } else {
+            out.push_str(&escape(p));
+        }
+    }
+    out
+}
+
 /// Standard base64 with padding (RFC 4648), for the CSP hash source.
 fn base64(bytes: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -294,6 +314,16 @@ mod tests {
             escape(r#"<script>alert("x")</script> & 'y'"#),
             "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;y&#39;"
         );
+    }
+
+    #[test]
+    fn notes_show_code_spans_as_code_not_backticks() {
+        assert_eq!(
+            note("variant `aggressive`: priced as `<m>` & more"),
+            "variant <code>aggressive</code>: priced as <code>&lt;m&gt;</code> &amp; more"
+        );
+        // An odd backtick is text, and nothing becomes markup.
+        assert_eq!(note("a ` b <i>"), "a ` b &lt;i&gt;");
     }
 
     #[test]

@@ -151,7 +151,7 @@ fn comparison_table(out: &mut String, model: &ReportModel) {
          samples table.</p>\n",
     );
     let (rows, dropped) = headline::ordered(&model.comparisons, &model.headline);
-    let evals: BTreeSet<&str> = model.samples.iter().map(|s| s.eval.as_str()).collect();
+    let evals: BTreeSet<&str> = model.samples.iter().map(|s| s.eval).collect();
     out.push_str("<div class=\"scroll\">");
     Html.write_table_linked(
         out,
@@ -212,7 +212,7 @@ pub fn notes(out: &mut String, model: &ReportModel) {
     }
     out.push_str("<h2 id=\"notes\">Notes</h2>\n<ul>");
     for n in &model.notes {
-        let _ = write!(out, "<li>{}</li>", escape(n));
+        let _ = write!(out, "<li>{}</li>", super::note(n));
     }
     out.push_str("</ul>\n");
 }

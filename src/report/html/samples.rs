@@ -16,8 +16,9 @@
 //! timelines, evidence and summaries are read for the selected ones only.
 
 use super::{view, Html, SummaryTexts};
-use crate::record::{Sample, SummaryRecord};
+use crate::record::{Row, SummaryRecord};
 use crate::report::model::ReportModel;
+use crate::report::rows::Rows;
 use crate::report::table::{Cell, Column, Table};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
@@ -47,7 +48,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn of(s: &Sample) -> Status {
+    pub fn of(s: &Row<'_>) -> Status {
         if s.error.is_some() {
             Status::Error
         } else if s.scores.get("summary_failures").is_some_and(|n| *n > 0.0)
@@ -84,10 +85,10 @@ impl Status {
 
 /// Indices into `samples` of the samples shown in full (rules in the module doc), failures
 /// first, then in `samples`' order; and how many failed or flagged units were left out.
-pub fn select(samples: &[Sample], baseline: Option<&str>) -> (Vec<usize>, usize) {
+pub fn select(samples: &Rows, baseline: Option<&str>) -> (Vec<usize>, usize) {
     let mut chosen: HashSet<usize> = HashSet::new();
     let problems: Vec<usize> = (0..samples.len())
-        .filter(|&i| Status::of(&samples[i]) <= Status::Flagged)
+        .filter(|&i| Status::of(&samples.get(i)) <= Status::Flagged)
         .collect();
     let left_out = problems.len().saturating_sub(MAX_PROBLEM_SAMPLES);
     chosen.extend(problems.into_iter().take(MAX_PROBLEM_SAMPLES));
@@ -99,13 +100,10 @@ pub fn select(samples: &[Sample], baseline: Option<&str>) -> (Vec<usize>, usize)
     for s in samples {
         let h = s.pair_hash();
         if seen.insert(h) {
-            if !keys_of.contains_key(s.trace_id.as_str()) {
-                traces.push(&s.trace_id);
+            if !keys_of.contains_key(s.trace_id) {
+                traces.push(s.trace_id);
             }
-            keys_of
-                .entry(&s.trace_id)
-                .or_default()
-                .push((h, s.eval.as_str()));
+            keys_of.entry(s.trace_id).or_default().push((h, s.eval));
         }
     }
     // Each trace: the first key of every eval, then the others.
@@ -134,8 +132,8 @@ pub fn select(samples: &[Sample], baseline: Option<&str>) -> (Vec<usize>, usize)
     for (i, s) in samples.iter().enumerate() {
         if keys.contains(&s.pair_hash()) {
             chosen.insert(i);
-        } else if Status::of(s) == Status::Fail {
-            let n = failed_per_variant.entry(&s.variant).or_default();
+        } else if Status::of(&s) == Status::Fail {
+            let n = failed_per_variant.entry(s.variant).or_default();
             if *n < MAX_FAILED_PER_VARIANT {
                 *n += 1;
                 chosen.insert(i);
@@ -151,7 +149,7 @@ pub fn select(samples: &[Sample], baseline: Option<&str>) -> (Vec<usize>, usize)
         }
     }
     let mut out: Vec<usize> = chosen.into_iter().collect();
-    out.sort_by_key(|&i| (Status::of(&samples[i]), i));
+    out.sort_by_key(|&i| (Status::of(&samples.get(i)), i));
     (out, left_out)
 }
 
@@ -161,7 +159,7 @@ pub fn summaries_in_files(model: &ReportModel) -> Vec<&SummaryRecord> {
     let (shown, _) = select(&model.samples, model.baseline.as_deref());
     shown
         .into_iter()
-        .flat_map(|i| folds_shown(&model.samples[i].summaries))
+        .flat_map(|i| folds_shown(model.samples.get(i).summaries))
         .filter(|r| r.text.is_none())
         .collect()
 }
@@ -205,9 +203,9 @@ fn url_component(s: &str) -> String {
 }
 
 /// The main score of a sample: the first headline metric of its eval it has.
-fn main_score(model: &ReportModel, s: &Sample) -> Option<(String, f64)> {
+fn main_score(model: &ReportModel, s: &Row<'_>) -> Option<(String, f64)> {
     model.headline.iter().find_map(|m| {
-        let key = m.strip_prefix(s.eval.as_str())?.strip_prefix('.')?;
+        let key = m.strip_prefix(s.eval)?.strip_prefix('.')?;
         s.scores.get(key).map(|v| (key.to_string(), *v))
     })
 }
@@ -226,8 +224,9 @@ pub fn section(out: &mut String, model: &ReportModel, texts: &SummaryTexts) {
          {MAX_PROBLEM_SAMPLES}), the units of {SHOWN_PAIR_KEYS} trace/eval/sample keys in every \
          variant, and up to {MAX_FAILED_PER_VARIANT} units per variant whose verdict is fail \
          (with the baseline's unit of the same key). Failures first; every sample is in \
-         results.csv and samples.jsonl. Filter with words or <code>column=value</code> \
-         (e.g. <code>status=fail variant=aggressive</code>).</p>",
+         results.csv and samples.jsonl. A flagged unit keeps its verdict in the verdict column. \
+         Filter with words or <code>column=value</code> \
+         (e.g. <code>verdict=fail variant=aggressive</code>).</p>",
         shown.len(),
         model.samples.len()
     );
@@ -241,6 +240,7 @@ pub fn section(out: &mut String, model: &ReportModel, texts: &SummaryTexts) {
         Some("samples-table"),
         vec![
             Column::text("status"),
+            Column::text("verdict"),
             Column::text("variant"),
             Column::text("trace"),
             Column::text("eval"),
@@ -253,14 +253,21 @@ pub fn section(out: &mut String, model: &ReportModel, texts: &SummaryTexts) {
         ],
     );
     for &i in &shown {
-        let s = &model.samples[i];
+        let s = &model.samples.get(i);
         let score = main_score(model, s);
         t.push(vec![
             Status::of(s).cell(),
-            Cell::text(&s.variant),
-            Cell::Code(s.trace_id.clone()),
-            Cell::text(&s.eval),
-            Cell::Code(s.sample.clone()),
+            // Its own column: "flagged" (futile compaction, summary failure) outranks "fail" in
+            // the status, and a filter on status=fail would miss those units.
+            match s.passed {
+                Some(true) => Cell::text("pass"),
+                Some(false) => Cell::Alert("fail".into()),
+                None => Cell::Missing,
+            },
+            Cell::text(s.variant),
+            Cell::Code(s.trace_id.to_string()),
+            Cell::text(s.eval),
+            Cell::Code(s.sample.to_string()),
             Cell::Int(s.repeat.into()),
             score
                 .as_ref()
@@ -280,17 +287,17 @@ pub fn section(out: &mut String, model: &ReportModel, texts: &SummaryTexts) {
     let mut by_key: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     for &i in &shown {
         by_key
-            .entry(model.samples[i].pair_hash())
+            .entry(model.samples.get(i).pair_hash())
             .or_default()
             .push(i);
     }
     for &i in &shown {
-        let peers = &by_key[&model.samples[i].pair_hash()];
+        let peers = &by_key[&model.samples.get(i).pair_hash()];
         view::sample(out, model, i, peers, texts);
     }
 }
 
-pub(super) fn compactions(s: &Sample) -> String {
+pub(super) fn compactions(s: &Row<'_>) -> String {
     s.compactions
         .iter()
         .map(|(k, v)| format!("{k}×{v}"))
@@ -301,7 +308,7 @@ pub(super) fn compactions(s: &Sample) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::UnitError;
+    use crate::record::{Sample, UnitError};
 
     fn unit(variant: &str, trace: &str, eval: &str, sample: &str) -> Sample {
         Sample::builder()
@@ -330,7 +337,7 @@ mod tests {
         });
         samples[3].passed = Some(false);
         samples[7].scores.insert("summary_failures".into(), 1.0);
-        let (shown, left_out) = select(&samples, Some("base"));
+        let (shown, left_out) = select(&samples.iter().cloned().collect(), Some("base"));
         assert_eq!(left_out, 0);
         assert_eq!(shown[0], n - 1, "the error first");
         assert_eq!(shown[1], 7, "then the flagged unit");
@@ -341,7 +348,7 @@ mod tests {
         let keys: HashSet<u64> = shown.iter().map(|&i| samples[i].pair_hash()).collect();
         for &i in &shown {
             let h = samples[i].pair_hash();
-            if Status::of(&samples[i]) >= Status::Pass {
+            if Status::of(&samples[i].row()) >= Status::Pass {
                 assert!(
                     shown
                         .iter()
@@ -372,7 +379,7 @@ mod tests {
             });
             samples.push(s);
         }
-        let (shown, left_out) = select(&samples, None);
+        let (shown, left_out) = select(&samples.into_iter().collect(), None);
         assert_eq!(left_out, 5000 - MAX_PROBLEM_SAMPLES);
         assert!(shown.len() <= MAX_PROBLEM_SAMPLES + SHOWN_PAIR_KEYS);
     }

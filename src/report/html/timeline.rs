@@ -3,7 +3,7 @@
 //! at each call.
 
 use super::{escape, th_row};
-use crate::record::Sample;
+use crate::record::Row;
 use std::fmt::Write;
 
 /// Top of a sparkline's scale: the largest value, unless a few outliers would flatten every
@@ -26,7 +26,7 @@ pub fn sparkline_scale(values: &[u64]) -> (f64, bool) {
 }
 
 /// The bar chart of `s.timeline` (empty timeline: an empty chart).
-pub fn svg(s: &Sample) -> String {
+pub fn svg(s: &Row<'_>) -> String {
     let (w, h) = (720.0f64, 120.0f64);
     let n = s.timeline.len().max(1) as f64;
     let values: Vec<u64> = s
@@ -97,7 +97,7 @@ pub fn svg(s: &Sample) -> String {
 }
 
 /// The per-call table of `s.timeline`, in a collapsed `<details>`.
-pub fn table(out: &mut String, s: &Sample) {
+pub fn table(out: &mut String, s: &Row<'_>) {
     let events = s.timeline.iter().filter(|p| !p.events.is_empty()).count();
     let _ = write!(
         out,

@@ -5,7 +5,7 @@
 
 use super::samples::{anchor, compactions, folds_shown, Status};
 use super::{diff, escape, timeline, SummaryTexts};
-use crate::record::{Sample, SummaryRecord};
+use crate::record::{Row, SummaryRecord};
 use crate::report::model::{fmt_num, ReportModel};
 use std::fmt::Write;
 
@@ -14,7 +14,7 @@ const MAX_EVIDENCE_CHARS: usize = 4000;
 /// Summary text longer than this is cut (the full text is in the run directory).
 const MAX_SUMMARY_CHARS: usize = 20_000;
 
-/// The collapsible full view of `model.samples[i]`; `peers` are the shown units of the same
+/// The collapsible full view of `model.samples.get(i)`; `peers` are the shown units of the same
 /// pairing key (this one included).
 pub fn sample(
     out: &mut String,
@@ -23,7 +23,7 @@ pub fn sample(
     peers: &[usize],
     texts: &SummaryTexts,
 ) {
-    let s = &model.samples[i];
+    let s = &model.samples.get(i);
     let status = Status::of(s);
     let _ = writeln!(
         out,
@@ -32,10 +32,10 @@ pub fn sample(
         anchor(i),
         status.label(),
         status.label(),
-        escape(&s.variant),
-        escape(&s.trace_id),
-        escape(&s.eval),
-        escape(&s.sample),
+        escape(s.variant),
+        escape(s.trace_id),
+        escape(s.eval),
+        escape(s.sample),
         s.repeat,
         match compactions(s) {
             c if c.is_empty() => String::new(),
@@ -45,7 +45,7 @@ pub fn sample(
     let _ = write!(
         out,
         "<p class=\"muted\">unit <code>{}</code>",
-        escape(&s.unit_id)
+        escape(s.unit_id)
     );
     let others: Vec<&usize> = peers.iter().filter(|&&j| j != i).collect();
     if !others.is_empty() {
@@ -56,7 +56,7 @@ pub fn sample(
                 "{}<a href=\"#{}\">{}</a>",
                 if k > 0 { ", " } else { "" },
                 anchor(j),
-                escape(&model.samples[j].variant)
+                escape(model.samples.get(j).variant)
             );
         }
     }
@@ -99,15 +99,15 @@ pub fn sample(
         );
         return;
     }
-    evidence(out, &s.evidence);
+    evidence(out, s.evidence);
     let base = model.baseline.as_deref().filter(|b| *b != s.variant);
     let base_peer = base.and_then(|b| {
         peers
             .iter()
-            .map(|&j| &model.samples[j])
+            .map(|&j| model.samples.get(j))
             .find(|p| p.variant == b)
     });
-    summaries(out, s, base_peer, texts);
+    summaries(out, s, base_peer.as_ref(), texts);
     if !s.timeline.is_empty() {
         out.push_str(
             "<h4>Context timeline</h4><p class=\"muted\">Tokens sent at each model call (red: a \
@@ -242,12 +242,12 @@ fn missing_text(r: &SummaryRecord) -> String {
 
 /// The summaries of `s`, fold by fold; beside the baseline's of the same unit and fold, with a
 /// word diff, when the baseline's unit is shown too.
-fn summaries(out: &mut String, s: &Sample, base: Option<&Sample>, texts: &SummaryTexts) {
+fn summaries(out: &mut String, s: &Row<'_>, base: Option<&Row<'_>>, texts: &SummaryTexts) {
     let base = base.filter(|b| !b.summaries.is_empty());
     if s.summaries.is_empty() && base.is_none() {
         return;
     }
-    let folds = folds_shown(&s.summaries);
+    let folds = folds_shown(s.summaries);
     let _ = write!(
         out,
         "<h4>Summaries ({} fold(s){})</h4>",
@@ -270,7 +270,7 @@ fn summaries(out: &mut String, s: &Sample, base: Option<&Sample>, texts: &Summar
         );
         let mut fold_nums: Vec<usize> = folds.iter().map(|r| r.fold).collect();
         if s.summaries.is_empty() {
-            fold_nums = folds_shown(&b.summaries).iter().map(|r| r.fold).collect();
+            fold_nums = folds_shown(b.summaries).iter().map(|r| r.fold).collect();
         }
         for (k, f) in fold_nums.into_iter().enumerate() {
             let ra = b.summaries.iter().find(|r| r.fold == f);
@@ -319,8 +319,8 @@ fn summaries(out: &mut String, s: &Sample, base: Option<&Sample>, texts: &Summar
                 out,
                 "<details class=\"fold\"{}><summary>fold {f}</summary>{note}<div class=\"ab\">{}{}</div></details>",
                 if k == 0 { " open" } else { "" },
-                side(ra, &b.variant, &ha),
-                side(rb, &s.variant, &hb)
+                side(ra, b.variant, &ha),
+                side(rb, s.variant, &hb)
             );
         }
         return;
@@ -335,7 +335,7 @@ fn summaries(out: &mut String, s: &Sample, base: Option<&Sample>, texts: &Summar
             "<details class=\"fold\"{}><summary>fold {}</summary><p>{}</p>{body}</details>",
             if k == 0 { " open" } else { "" },
             r.fold,
-            summary_head(&s.variant, r)
+            summary_head(s.variant, r)
         );
     }
 }

@@ -3,7 +3,7 @@
 //! trigger is not swept) and per-fold curves (mean score by folds survived, per variant).
 
 use super::{numeric_param, ReportModel};
-use crate::record::Sample;
+use crate::record::Row;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A heatmap: mean value and count per (x, y) cell; `cells[y][x]`, `None` where no sample.
@@ -27,7 +27,7 @@ fn fmt_axis(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-fn needle_recall(s: &Sample) -> Option<f64> {
+fn needle_recall(s: &Row<'_>) -> Option<f64> {
     (s.eval == "needle" && s.error.is_none())
         .then(|| s.scores.get("recall").copied())
         .flatten()
@@ -39,7 +39,7 @@ fn distinct(model: &ReportModel, param: &str) -> BTreeMap<i64, f64> {
         .samples
         .iter()
         .filter(|s| needle_recall(s).is_some())
-        .filter_map(|s| numeric_param(s, param))
+        .filter_map(|s| numeric_param(&s, param))
         .map(|v| (key(v), v))
         .collect()
 }
@@ -84,9 +84,9 @@ pub fn depth_trigger_grid(model: &ReportModel, variant: &str) -> Grid {
     let (mut xs, mut ys) = (BTreeMap::new(), BTreeMap::new());
     for s in model.samples.iter().filter(|s| s.variant == variant) {
         let (Some(r), Some(d), Some(t)) = (
-            needle_recall(s),
-            numeric_param(s, "depth"),
-            numeric_param(s, "trigger"),
+            needle_recall(&s),
+            numeric_param(&s, "depth"),
+            numeric_param(&s, "trigger"),
         ) else {
             continue;
         };
@@ -119,9 +119,9 @@ pub fn depth_variant_grid(model: &ReportModel) -> Grid {
     let mut ys = BTreeSet::new();
     for s in &model.samples {
         let (Some(r), Some(d), Some(&vi)) = (
-            needle_recall(s),
-            numeric_param(s, "depth"),
-            rank.get(s.variant.as_str()),
+            needle_recall(&s),
+            numeric_param(&s, "depth"),
+            rank.get(s.variant),
         ) else {
             continue;
         };
@@ -167,7 +167,7 @@ fn main_score(eval: &str) -> (&'static str, &'static str) {
     }
 }
 
-fn fold_of(s: &Sample) -> Option<u32> {
+fn fold_of(s: &Row<'_>) -> Option<u32> {
     numeric_param(s, "fold")
         .or_else(|| s.scores.get("fold").copied())
         .filter(|f| f.is_finite() && *f >= 0.0)
@@ -188,10 +188,10 @@ pub fn fold_curves(model: &ReportModel) -> Vec<FoldCurves> {
         .map(|(i, v)| (v.variant.as_str(), i))
         .collect();
     for s in model.samples.iter().filter(|s| s.error.is_none()) {
-        let (Some(fold), Some(&vi)) = (fold_of(s), rank.get(s.variant.as_str())) else {
+        let (Some(fold), Some(&vi)) = (fold_of(&s), rank.get(s.variant)) else {
             continue;
         };
-        let (score, _) = main_score(&s.eval);
+        let (score, _) = main_score(s.eval);
         let value = if score == "pass" {
             s.passed.map(|p| if p { 1.0 } else { 0.0 })
         } else {
@@ -201,7 +201,7 @@ pub fn fold_curves(model: &ReportModel) -> Vec<FoldCurves> {
             continue;
         };
         let c = acc
-            .entry(&s.eval)
+            .entry(s.eval)
             .or_default()
             .entry(vi)
             .or_default()
@@ -237,7 +237,7 @@ pub fn fold_curves(model: &ReportModel) -> Vec<FoldCurves> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::RunInfo;
+    use crate::record::{RunInfo, Sample};
 
     fn needle(v: &str, depth: f64, fold: Option<u32>, recall: f64, i: usize) -> Sample {
         let mut b = Sample::builder()

@@ -17,7 +17,7 @@ use draw::{draw_context, draw_cost_bars, draw_cost_recall, draw_folds, draw_grid
 pub use draw::{label_offsets, pareto_front, scale_color};
 
 use super::model::ReportModel;
-use crate::record::Sample;
+use crate::record::Row;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::collections::BTreeSet;
@@ -89,13 +89,13 @@ fn timeline_traces(model: &ReportModel) -> Vec<&str> {
     let mut traces: BTreeSet<&str> = BTreeSet::new();
     for s in &model.samples {
         if !s.timeline.is_empty() && s.error.is_none() {
-            traces.insert(&s.trace_id);
+            traces.insert(s.trace_id);
         }
     }
     traces.into_iter().collect()
 }
 
-fn numeric_param(s: &Sample, key: &str) -> Option<f64> {
+fn numeric_param(s: &Row<'_>, key: &str) -> Option<f64> {
     let v = s.params.get(key)?;
     v.as_f64()
         .or_else(|| v.as_str().and_then(|t| t.parse().ok()))
@@ -310,7 +310,7 @@ mod tests {
 #[cfg(test)]
 mod render_tests {
     use super::*;
-    use crate::record::{RunInfo, TimelinePoint, TokensByRole, SCHEMA_VERSION};
+    use crate::record::{RunInfo, Sample, TimelinePoint, TokensByRole, SCHEMA_VERSION};
 
     fn model() -> ReportModel {
         let mut info = RunInfo::new("r");
@@ -386,11 +386,19 @@ mod render_tests {
 
     #[test]
     fn plan_skips_plots_without_data_with_a_note() {
-        let mut m = model();
-        for s in &mut m.samples {
-            s.timeline.clear();
-            s.params.clear();
-        }
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["base".into(), "aggr".into()];
+        let samples = model()
+            .samples
+            .iter()
+            .map(|r| {
+                let mut s = r.to_sample();
+                s.timeline.clear();
+                s.params.clear();
+                s
+            })
+            .collect();
+        let m = ReportModel::build(&info, samples);
         let (specs, skipped) = plan(&m);
         assert!(specs
             .iter()
@@ -422,12 +430,23 @@ mod render_tests {
 
     #[test]
     fn coinciding_timelines_are_named_in_the_legend() {
-        let mut m = model();
+        let m = model();
         // aggr replays exactly like base: its line lies on base's.
-        let base = m.samples[0].timeline.clone();
-        for s in m.samples.iter_mut().filter(|s| s.variant == "aggr") {
-            s.timeline = base.clone();
-        }
+        let base = m.samples.get(0).timeline.to_vec();
+        let samples = m
+            .samples
+            .iter()
+            .map(|r| {
+                let mut s = r.to_sample();
+                if s.variant == "aggr" {
+                    s.timeline = base.clone();
+                }
+                s
+            })
+            .collect();
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["base".into(), "aggr".into()];
+        let m = ReportModel::build(&info, samples);
         let (specs, _) = plan(&m);
         let svg = render_svg(&m, &specs[0]).unwrap();
         assert!(svg.contains(">\naggr (= base)\n<"), "{svg}");

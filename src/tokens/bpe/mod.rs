@@ -6,7 +6,8 @@
 //! hand-written ASCII pre-tokenizer (`ascii.rs`) that hands over to a Unicode one (`unicode.rs`,
 //! table-driven character classes) wherever a non-ASCII character could change a decision (both
 //! simulate the split regex instead of running it), per-thread caches of short pieces' counts
-//! (`piece_cache.rs`), and parallel chunks for texts of 1 MiB or more.
+//! (`piece_cache.rs`), cuts inside long non-ASCII pieces where no token can span (`split.rs`), and
+//! parallel chunks for texts of 1 MiB or more.
 //!
 //! ## Message framing (what [`BpeCounter::count_message`] adds)
 //! OpenAI wraps each chat message in special tokens around its role and content, and its
@@ -25,6 +26,7 @@
 
 mod ascii;
 mod piece_cache;
+mod split;
 mod unicode;
 
 pub use piece_cache::clear_piece_cache;

@@ -1,6 +1,7 @@
 //! Per-thread memo of short BPE pieces' token counts (keyed by the bytes packed into a u128).
 
-use super::Encoding;
+use super::{split, Encoding};
+use bpe_openai::byte_pair_encoding::BytePairEncoding;
 use std::cell::RefCell;
 
 // ---------------------------------------------------------------------------------------------
@@ -17,6 +18,7 @@ pub(super) const CACHED_PIECE_MAX: usize = 15;
 pub(super) const CACHE_CAPACITY: usize = 1 << 17;
 
 pub(super) struct PieceCache {
+    enc: Encoding,
     /// Small direct-mapped front (fits in L2): each slot holds a key with the count in its top
     /// 4 bits (a piece of at most 15 bytes has at most 15 tokens); 0 = empty.
     front: Box<[u128]>,
@@ -45,8 +47,9 @@ const FRONT_SLOTS: usize = 1 << 13;
 pub(super) const COUNT_SHIFT: u32 = 124;
 
 impl PieceCache {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(enc: Encoding) -> Self {
         PieceCache {
+            enc,
             front: vec![0u128; FRONT_SLOTS].into_boxed_slice(),
             map: rustc_hash::FxHashMap::default(),
             mid: rustc_hash::FxHashMap::default(),
@@ -61,13 +64,10 @@ impl PieceCache {
         self.arena.clear();
     }
 
-    /// Tokens of a piece of 16..=[`MID_PIECE_MAX`] bytes, memoized by its bytes.
+    /// Tokens of a piece of 16..=[`MID_PIECE_MAX`] bytes, memoized by its bytes; on a miss,
+    /// `count` computes it.
     #[inline(never)]
-    fn count_mid(
-        &mut self,
-        bpe: &bpe_openai::byte_pair_encoding::BytePairEncoding,
-        piece: &[u8],
-    ) -> u64 {
+    fn count_mid(&mut self, piece: &[u8], count: impl FnOnce(&mut Self) -> u64) -> u64 {
         use std::hash::{BuildHasher, Hasher};
         let mut h = rustc_hash::FxBuildHasher.build_hasher();
         h.write(piece);
@@ -77,9 +77,9 @@ impl PieceCache {
             if self.arena.get(at..at + e.len as usize) == Some(piece) {
                 return e.count as u64;
             }
-            return bpe.count(piece) as u64; // another piece with the same hash: keep it
+            return count(self); // another piece with the same hash: keep it
         }
-        let count = bpe.count(piece);
+        let n = count(self);
         if self.arena.len() + piece.len() > MID_ARENA_CAPACITY {
             self.mid.clear();
             self.arena.clear();
@@ -89,18 +89,57 @@ impl PieceCache {
             MidEntry {
                 offset: self.arena.len() as u32,
                 len: piece.len() as u8,
-                count: count as u8, // <= piece.len() <= MID_PIECE_MAX
+                count: n as u8, // <= piece.len() <= MID_PIECE_MAX
             },
         );
         self.arena.extend_from_slice(piece);
-        count as u64
+        n
+    }
+
+    /// Tokens of a piece longer than [`CACHED_PIECE_MAX`]: cut where no token can span
+    /// (`split.rs`) and each segment counted through the caches; pieces up to
+    /// [`MID_PIECE_MAX`] bytes are also memoized whole.
+    #[inline(never)]
+    fn count_long(&mut self, bpe: &BytePairEncoding, piece: &[u8]) -> u64 {
+        if piece.len() <= MID_PIECE_MAX {
+            self.count_mid(piece, |cache| cache.count_split(bpe, piece))
+        } else {
+            self.count_split(bpe, piece)
+        }
+    }
+
+    fn count_split(&mut self, bpe: &BytePairEncoding, piece: &[u8]) -> u64 {
+        if piece.is_ascii() {
+            return bpe.count(piece) as u64; // only non-ASCII positions are ever cut
+        }
+        let mut total = 0;
+        split::table(self.enc).for_each_segment(piece, |seg| {
+            total += if seg.len() == piece.len() {
+                bpe.count(seg) as u64 // no cut: the whole piece, already missed in the caches
+            } else {
+                self.count_segment(bpe, seg)
+            };
+        });
+        total
+    }
+
+    /// Tokens of a segment with no cut point inside (so it is not cut again).
+    fn count_segment(&mut self, bpe: &BytePairEncoding, seg: &[u8]) -> u64 {
+        let n = seg.len();
+        if n <= CACHED_PIECE_MAX {
+            self.count(bpe, seg, 0, n)
+        } else if n <= MID_PIECE_MAX {
+            self.count_mid(seg, |_| bpe.count(seg) as u64)
+        } else {
+            bpe.count(seg) as u64
+        }
     }
 
     /// Tokens of the piece `b[start..end]`.
     #[inline]
     pub(super) fn count(
         &mut self,
-        bpe: &bpe_openai::byte_pair_encoding::BytePairEncoding,
+        bpe: &BytePairEncoding,
         b: &[u8],
         start: usize,
         end: usize,
@@ -110,10 +149,7 @@ impl PieceCache {
             return n as u64; // every single byte is a token
         }
         if n > CACHED_PIECE_MAX {
-            if n <= MID_PIECE_MAX {
-                return self.count_mid(bpe, &b[start..end]);
-            }
-            return bpe.count(&b[start..end]) as u64;
+            return self.count_long(bpe, &b[start..end]);
         }
         let key = piece_key(b, start, n);
         let h =
@@ -155,8 +191,8 @@ pub(super) fn piece_key(b: &[u8], start: usize, n: usize) -> u128 {
 }
 
 thread_local! {
-    static O200K_PIECES: RefCell<PieceCache> = RefCell::new(PieceCache::new());
-    static CL100K_PIECES: RefCell<PieceCache> = RefCell::new(PieceCache::new());
+    static O200K_PIECES: RefCell<PieceCache> = RefCell::new(PieceCache::new(Encoding::O200k));
+    static CL100K_PIECES: RefCell<PieceCache> = RefCell::new(PieceCache::new(Encoding::Cl100k));
 }
 
 /// Empty this thread's piece caches (for cold-cache benchmarks; counts never depend on them).
@@ -173,7 +209,7 @@ pub(super) fn with_piece_cache<R>(enc: Encoding, f: impl FnOnce(&mut PieceCache)
     slot.with(|cell| match cell.try_borrow_mut() {
         Ok(mut cache) => f(&mut cache),
         // Only reachable if `f` re-entered counting on this thread; use a fresh cache then.
-        Err(_) => f(&mut PieceCache::new()),
+        Err(_) => f(&mut PieceCache::new(enc)),
     })
 }
 
@@ -186,7 +222,7 @@ mod tests {
         let bpe = &Encoding::O200k.tokenizer().bpe;
         let text = "上下文压缩工具调用结果 👍🏽👍🏽🎉 les cafés très bien 👨‍👩‍👧‍👦👨‍👩‍👧‍👦 ".repeat(4);
         let b = text.as_bytes();
-        let mut cache = PieceCache::new();
+        let mut cache = PieceCache::new(Encoding::O200k);
         let mut checked = 0;
         for round in 0..3 {
             for start in (0..b.len()).filter(|&i| text.is_char_boundary(i)) {
@@ -220,7 +256,7 @@ mod tests {
         for k in 0..MID_ARENA_CAPACITY / 20 + 10 {
             let (s, e) = (k * 20, k * 20 + 20);
             let piece = &big.as_bytes()[s..e];
-            assert_eq!(cache.count_mid(bpe, piece), bpe.count(piece) as u64);
+            assert_eq!(cache.count(bpe, piece, 0, 20), bpe.count(piece) as u64);
         }
         assert!(cache.arena.len() <= MID_ARENA_CAPACITY);
     }

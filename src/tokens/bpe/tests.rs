@@ -283,7 +283,7 @@ fn piece_keys_are_distinct_for_distinct_pieces() {
 
 #[test]
 fn front_cache_collisions_and_clears_keep_counts_exact() {
-    let mut cache = PieceCache::new();
+    let mut cache = PieceCache::new(Encoding::O200k);
     let bpe = &Encoding::O200k.tokenizer().bpe;
     let text = "the quick brown fox jumps over the lazy dog 0123456789 !? ".repeat(3);
     let b = text.as_bytes();

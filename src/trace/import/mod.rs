@@ -288,6 +288,10 @@ pub fn json_error(e: &serde_json::Error, line: Option<usize>) -> Located {
         serde_json::error::Category::Eof => {
             "; expected a complete JSON value (is the file truncated?)"
         }
+        // serde_json's words for a byte that is not UTF-8 inside a string.
+        serde_json::error::Category::Syntax if what == "invalid unicode code point" => {
+            "; expected UTF-8 text (this byte is not UTF-8: is the file in another encoding?)"
+        }
         serde_json::error::Category::Syntax => "; expected valid JSON",
         _ => "",
     };

@@ -5,7 +5,7 @@ use super::super::data::FoldCurves;
 use super::super::style::{line_styles, LineOpts, LineStyle, Marker};
 use super::super::{color, e, DrawResult, ReportModel, SIZE};
 use super::{legend_position, Chart};
-use crate::record::Sample;
+use crate::record::Row;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -153,7 +153,7 @@ pub(in crate::report::plots) fn draw_context<DB: DrawingBackend>(
 ) -> DrawResult {
     // First successful sample with a timeline per variant (the replay is the same for every
     // eval sample of a trace × variant).
-    let mut lines: Vec<(&str, &Sample)> = Vec::new();
+    let mut lines: Vec<(&str, Row<'_>)> = Vec::new();
     for v in &model.variants {
         if let Some(s) = model.samples.iter().find(|s| {
             s.variant == v.variant

@@ -1,6 +1,7 @@
-//! results.csv and samples.jsonl as the dataframe libraries users load them with: a fresh
-//! quickstart run is read by Python polars, pandas and DuckDB with their default options
-//! (`scripts/dataframes/check.py`), and every column must get the type its meaning calls for
+//! results.csv and samples.jsonl as the dataframe libraries users load them with: the
+//! quickstart run (shared with the other quickstart tests of this binary) is read by Python
+//! polars, pandas and DuckDB with their default options (`scripts/dataframes/check.py`), and
+//! every column must get the type its meaning calls for
 //! (scores and dollars float, counts integer, `passed` boolean, ids text).
 //!
 //! The libraries come from PyPI through `scripts/dataframes/install` (called by `.ci/setup`).
@@ -69,22 +70,10 @@ fn polars_pandas_and_duckdb_type_every_column_of_a_quickstart_run() {
         );
         return;
     };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().unwrap();
-    let run = Command::new(env!("CARGO_BIN_EXE_ctxbench"))
-        .current_dir(root)
-        .args(["run", "evals/quickstart.toml", "-q", "--run-id", "q", "-o"])
-        .arg(tmp.path())
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "quickstart failed: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let dir = tmp.path().join("q");
+    let dir = crate::support::cli::quickstart().run_dir.as_path();
 
-    let out = check(&python, &dir);
+    let out = check(&python, dir);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -101,7 +90,7 @@ fn polars_pandas_and_duckdb_type_every_column_of_a_quickstart_run() {
 
     // Control: whole floats written as integers are caught, by every library.
     let untyped = tmp.path().join("untyped");
-    untyped_copy(&dir, &untyped);
+    untyped_copy(dir, &untyped);
     let out = check(&python, &untyped);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");

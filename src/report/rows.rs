@@ -1,0 +1,579 @@
+//! [`Rows`]: the samples of a report as compact rows, so a report of a million samples fits in
+//! bounded memory. Every short string (variant, trace, eval, sample key, parameter, score and
+//! compaction names) is interned once; parameter values and the pricing part of the evidence
+//! are stored once per distinct value; a row is a fixed-size record of ids, counts and spans
+//! into shared vectors (about 200 bytes, plus its unit id, scores and parameters at 8 to 16
+//! bytes each). Readers see each row as a
+//! [`Row`], the same view a whole [`Sample`] gives.
+//!
+//! The heavy part of a sample (timeline, evidence, summaries) is kept only for the rows pushed
+//! with it (`RowDetail::loaded`); the others carry where their line is in the journal.
+
+use super::model::RowDetail;
+use crate::record::{
+    CostByRole, Entries, Interner, Row, Sample, SummaryRecord, TimelinePoint, TokenSplit,
+    TokensByRole, UnitError,
+};
+use serde_json::Value;
+use std::collections::HashMap;
+
+const NONE: u32 = u32::MAX;
+
+/// `start..start + len` of a shared vector.
+#[derive(Clone, Copy, Debug, Default)]
+struct Span {
+    start: u32,
+    len: u32,
+}
+
+impl Span {
+    fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..(self.start + self.len) as usize
+    }
+}
+
+/// One compact row.
+#[derive(Clone, Debug)]
+struct Rec {
+    unit: u32,
+    trace: u32,
+    variant: u32,
+    eval: u32,
+    sample: u32,
+    repeat: u32,
+    params: Span,
+    scores: Span,
+    compactions: Span,
+    passed: Option<bool>,
+    error: u32,
+    /// Value id of the pricing part of the evidence (`window`, `priced_as`).
+    priced: u32,
+    heavy: u32,
+    timeline_points: u32,
+    latency_ms: u64,
+    offset: u64,
+    tokens: Tokens,
+    cost: [f64; 4],
+}
+
+/// Tokens of a row: 16 counts as `u32` (64 bytes instead of 128), or, when one does not fit,
+/// an index into `Rows::big_tokens`.
+#[derive(Clone, Debug)]
+enum Tokens {
+    Small([u32; 16]),
+    Big(u32),
+}
+
+fn splits(t: &TokensByRole) -> [&TokenSplit; 4] {
+    [&t.agent, &t.summarizer, &t.judge, &t.eval_agent]
+}
+
+fn small_tokens(t: &TokensByRole) -> Option<[u32; 16]> {
+    let mut out = [0u32; 16];
+    for (i, s) in splits(t).into_iter().enumerate() {
+        for (j, n) in [s.input, s.cached, s.cache_write, s.output]
+            .into_iter()
+            .enumerate()
+        {
+            out[4 * i + j] = u32::try_from(n).ok()?;
+        }
+    }
+    Some(out)
+}
+
+fn tokens_of(t: &[u32; 16]) -> TokensByRole {
+    let split = |i: usize| TokenSplit {
+        input: t[4 * i].into(),
+        cached: t[4 * i + 1].into(),
+        cache_write: t[4 * i + 2].into(),
+        output: t[4 * i + 3].into(),
+    };
+    TokensByRole {
+        agent: split(0),
+        summarizer: split(1),
+        judge: split(2),
+        eval_agent: split(3),
+    }
+}
+
+/// An unknown price (`None`) in a row's cost: a NaN no journal can hold (JSON has no NaN).
+const NO_PRICE: f64 = f64::NAN;
+
+fn cost_in(c: &CostByRole) -> [f64; 4] {
+    [c.agent, c.summarizer, c.judge, c.eval_agent].map(|x| x.unwrap_or(NO_PRICE))
+}
+
+fn cost_of(c: &[f64; 4]) -> CostByRole {
+    let known = |x: f64| (!x.is_nan()).then_some(x);
+    CostByRole {
+        agent: known(c[0]),
+        summarizer: known(c[1]),
+        judge: known(c[2]),
+        eval_agent: known(c[3]),
+    }
+}
+
+/// The heavy part of a loaded row.
+#[derive(Clone, Debug)]
+struct Heavy {
+    evidence: Value,
+    timeline: Vec<TimelinePoint>,
+    summaries: Vec<SummaryRecord>,
+}
+
+/// Distinct JSON values, each stored once.
+#[derive(Clone, Debug, Default)]
+struct Values {
+    ids: HashMap<String, u32>,
+    values: Vec<Value>,
+}
+
+impl Values {
+    fn intern(&mut self, v: Value) -> u32 {
+        let key = v.to_string();
+        if let Some(&id) = self.ids.get(&key) {
+            return id;
+        }
+        let id = u32::try_from(self.values.len()).expect("fewer than 2^32 distinct values");
+        self.values.push(v);
+        self.ids.insert(key, id);
+        id
+    }
+}
+
+/// Unit ids (each distinct, so stored end to end rather than interned).
+#[derive(Clone, Debug, Default)]
+struct Texts {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Texts {
+    fn push(&mut self, s: &str) -> u32 {
+        self.text.push_str(s);
+        self.ends.push(self.text.len());
+        u32::try_from(self.ends.len() - 1).expect("fewer than 2^32 rows")
+    }
+    fn get(&self, i: u32) -> &str {
+        let i = i as usize;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+}
+
+/// The pricing part of a sample's evidence (what `pricing_notes` reads): its `window` and
+/// `priced_as` keys, or null.
+pub fn price_evidence(evidence: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    for k in ["window", "priced_as"] {
+        if let Some(v) = evidence.get(k) {
+            out.insert(k.to_string(), v.clone());
+        }
+    }
+    if out.is_empty() {
+        Value::Null
+    } else {
+        Value::Object(out)
+    }
+}
+
+/// The compact rows of a report (see the module doc).
+#[derive(Clone, Debug, Default)]
+pub struct Rows {
+    names: Interner,
+    units: Texts,
+    values: Values,
+    entries: Vec<(u32, u32)>,
+    floats: Vec<f64>,
+    counts: Vec<u64>,
+    errors: Vec<UnitError>,
+    heavy: Vec<Heavy>,
+    big_tokens: Vec<TokensByRole>,
+    recs: Vec<Rec>,
+}
+
+fn u32_of(n: usize) -> u32 {
+    u32::try_from(n).expect("fewer than 2^32 entries")
+}
+
+impl Rows {
+    pub fn len(&self) -> usize {
+        self.recs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.recs.is_empty()
+    }
+
+    /// Add a sample; its heavy part is kept when `detail.loaded`. The pricing part of its
+    /// evidence is always kept.
+    pub fn push(&mut self, s: Sample, detail: RowDetail) {
+        let priced = match price_evidence(&s.evidence) {
+            Value::Null => NONE,
+            v => self.values.intern(v),
+        };
+        let start = u32_of(self.entries.len());
+        for (k, v) in s.params {
+            let (k, v) = (self.names.intern(&k), self.values.intern(v));
+            self.entries.push((k, v));
+        }
+        let params = Span {
+            start,
+            len: u32_of(self.entries.len()) - start,
+        };
+        let start = u32_of(self.entries.len());
+        for (k, v) in &s.scores {
+            let k = self.names.intern(k);
+            self.entries.push((k, u32_of(self.floats.len())));
+            self.floats.push(*v);
+        }
+        let scores = Span {
+            start,
+            len: u32_of(self.entries.len()) - start,
+        };
+        let start = u32_of(self.entries.len());
+        for (k, v) in &s.compactions {
+            let k = self.names.intern(k);
+            self.entries.push((k, u32_of(self.counts.len())));
+            self.counts.push(*v);
+        }
+        let compactions = Span {
+            start,
+            len: u32_of(self.entries.len()) - start,
+        };
+        let error = match s.error {
+            Some(e) => {
+                self.errors.push(e);
+                u32_of(self.errors.len() - 1)
+            }
+            None => NONE,
+        };
+        let heavy = if detail.loaded {
+            self.heavy.push(Heavy {
+                evidence: s.evidence,
+                timeline: s.timeline,
+                summaries: s.summaries,
+            });
+            u32_of(self.heavy.len() - 1)
+        } else {
+            NONE
+        };
+        let tokens = match small_tokens(&s.tokens) {
+            Some(t) => Tokens::Small(t),
+            None => {
+                self.big_tokens.push(s.tokens);
+                Tokens::Big(u32_of(self.big_tokens.len() - 1))
+            }
+        };
+        let rec = Rec {
+            unit: self.units.push(&s.unit_id),
+            trace: self.names.intern(&s.trace_id),
+            variant: self.names.intern(&s.variant),
+            eval: self.names.intern(&s.eval),
+            sample: self.names.intern(&s.sample),
+            repeat: s.repeat,
+            params,
+            scores,
+            compactions,
+            passed: s.passed,
+            error,
+            priced,
+            heavy,
+            timeline_points: u32::try_from(detail.timeline_points).unwrap_or(u32::MAX),
+            latency_ms: s.latency_ms,
+            offset: detail.offset.unwrap_or(u64::MAX),
+            tokens,
+            cost: cost_in(&s.cost_usd),
+        };
+        self.recs.push(rec);
+    }
+
+    fn entries<'a, V>(&'a self, span: Span, values: &'a [V]) -> Entries<'a, V> {
+        Entries::Ids {
+            ids: &self.entries[span.range()],
+            names: &self.names,
+            values,
+        }
+    }
+
+    fn row_of<'a>(&'a self, r: &'a Rec) -> Row<'a> {
+        let heavy = (r.heavy != NONE).then(|| &self.heavy[r.heavy as usize]);
+        let evidence = match (heavy, r.priced) {
+            (Some(h), _) => &h.evidence,
+            (None, NONE) => &crate::record::row::NO_EVIDENCE,
+            (None, id) => &self.values.values[id as usize],
+        };
+        Row {
+            unit_id: self.units.get(r.unit),
+            trace_id: self.names.name(r.trace),
+            variant: self.names.name(r.variant),
+            eval: self.names.name(r.eval),
+            sample: self.names.name(r.sample),
+            params: self.entries(r.params, &self.values.values),
+            repeat: r.repeat,
+            scores: self.entries(r.scores, &self.floats),
+            passed: r.passed,
+            tokens: match &r.tokens {
+                Tokens::Small(t) => tokens_of(t),
+                Tokens::Big(i) => self.big_tokens[*i as usize],
+            },
+            cost_usd: cost_of(&r.cost),
+            compactions: self.entries(r.compactions, &self.counts),
+            latency_ms: r.latency_ms,
+            error: (r.error != NONE).then(|| &self.errors[r.error as usize]),
+            evidence,
+            timeline: heavy.map_or(&[], |h| &h.timeline),
+            summaries: heavy.map_or(&[], |h| &h.summaries),
+        }
+    }
+
+    /// Row `i` (panics past the end, like indexing).
+    pub fn get(&self, i: usize) -> Row<'_> {
+        self.row_of(&self.recs[i])
+    }
+
+    pub fn iter(&self) -> RowsIter<'_> {
+        RowsIter {
+            rows: self,
+            recs: self.recs.iter(),
+        }
+    }
+
+    /// The rows of one variant.
+    pub fn of_variant<'a>(&'a self, variant: &str) -> impl Iterator<Item = Row<'a>> + Clone {
+        let id = self.names.get(variant).unwrap_or(NONE);
+        self.recs
+            .iter()
+            .filter(move |r| r.variant == id)
+            .map(|r| self.row_of(r))
+    }
+
+    /// Whether row `i` carries its timeline, evidence and summaries.
+    pub fn has_detail(&self, i: usize) -> bool {
+        self.recs.get(i).is_some_and(|r| r.heavy != NONE)
+    }
+
+    /// Where row `i`'s heavy part is.
+    pub fn detail(&self, i: usize) -> RowDetail {
+        let r = &self.recs[i];
+        RowDetail {
+            offset: (r.offset != u64::MAX).then_some(r.offset),
+            timeline_points: r.timeline_points as usize,
+            loaded: r.heavy != NONE,
+        }
+    }
+
+    /// Give row `i` the heavy part of `full` (the same sample read in full).
+    pub fn set_detail(&mut self, i: usize, full: Sample) {
+        let h = Heavy {
+            evidence: full.evidence,
+            timeline: full.timeline,
+            summaries: full.summaries,
+        };
+        match self.recs[i].heavy {
+            NONE => {
+                self.heavy.push(h);
+                self.recs[i].heavy = u32_of(self.heavy.len() - 1);
+            }
+            at => self.heavy[at as usize] = h,
+        }
+    }
+
+    /// Drop row `i`'s heavy part (kept in the store, no longer shown).
+    pub fn forget_detail(&mut self, i: usize) {
+        self.recs[i].heavy = NONE;
+    }
+
+    /// Sort the rows by (variant rank, trace, eval, sample, repeat), stably (rows with equal
+    /// keys keep their order). `rank` gives a variant's rank; strings compare as strings.
+    pub fn sort(&mut self, rank: impl Fn(&str) -> usize) {
+        // Order of every name id, so the sort compares integers.
+        let mut ids: Vec<u32> = (0..u32_of(self.names.len())).collect();
+        ids.sort_unstable_by(|a, b| self.names.name(*a).cmp(self.names.name(*b)));
+        let mut order = vec![0u32; ids.len()];
+        for (pos, id) in ids.into_iter().enumerate() {
+            order[id as usize] = u32_of(pos);
+        }
+        let ranks: Vec<usize> = (0..u32_of(self.names.len()))
+            .map(|id| rank(self.names.name(id)))
+            .collect();
+        // In place (no copy of the rows); equal keys keep push order through `unit`, which
+        // numbers the rows in the order they were pushed.
+        self.recs.sort_unstable_by_key(|r| {
+            (
+                ranks[r.variant as usize],
+                order[r.trace as usize],
+                order[r.eval as usize],
+                order[r.sample as usize],
+                r.repeat,
+                r.unit,
+            )
+        });
+    }
+}
+
+/// Iterator of [`Rows::iter`].
+#[derive(Clone)]
+pub struct RowsIter<'a> {
+    rows: &'a Rows,
+    recs: std::slice::Iter<'a, Rec>,
+}
+
+impl<'a> Iterator for RowsIter<'a> {
+    type Item = Row<'a>;
+    fn next(&mut self) -> Option<Row<'a>> {
+        self.recs.next().map(|r| self.rows.row_of(r))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.recs.size_hint()
+    }
+}
+
+impl ExactSizeIterator for RowsIter<'_> {}
+
+impl<'a> DoubleEndedIterator for RowsIter<'a> {
+    fn next_back(&mut self) -> Option<Row<'a>> {
+        self.recs.next_back().map(|r| self.rows.row_of(r))
+    }
+}
+
+impl<'a> IntoIterator for &'a Rows {
+    type Item = Row<'a>;
+    type IntoIter = RowsIter<'a>;
+    fn into_iter(self) -> RowsIter<'a> {
+        self.iter()
+    }
+}
+
+impl FromIterator<Sample> for Rows {
+    /// Rows of whole samples, every heavy part kept.
+    fn from_iter<I: IntoIterator<Item = Sample>>(samples: I) -> Rows {
+        let mut rows = Rows::default();
+        for s in samples {
+            let d = RowDetail {
+                offset: None,
+                timeline_points: s.timeline.len(),
+                loaded: true,
+            };
+            rows.push(s, d);
+        }
+        rows
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(i: u32) -> Sample {
+        let mut s = Sample::builder()
+            .unit_id(format!("u{i}"))
+            .variant(if i % 2 == 0 { "b" } else { "a" })
+            .trace(format!("t{}", i % 3))
+            .eval(if i % 4 == 0 { "drift" } else { "needle" })
+            .sample(format!("depth={}", i % 2))
+            .param("depth", f64::from(i % 2))
+            .param("pos", "tool")
+            .score("recall", f64::from(i % 2))
+            .score("steps", f64::from(i))
+            .passed(i % 2 == 1)
+            .evidence(serde_json::json!({
+                "answer": "long text",
+                "window": {"tokens": 20000, "source": {"from": "config"}},
+            }))
+            .build();
+        s.tokens.agent.input = 100 + u64::from(i);
+        s.cost_usd.agent = Some(0.001 * f64::from(i));
+        s.compactions.insert("evicted".into(), u64::from(i));
+        if i == 5 {
+            s.error = Some(UnitError {
+                kind: "timeout".into(),
+                message: "slow".into(),
+            });
+        }
+        s
+    }
+
+    #[test]
+    fn compact_rows_read_back_as_the_samples_they_were_built_from() {
+        let samples: Vec<Sample> = (0..10).map(sample).collect();
+        let rows: Rows = samples.iter().cloned().collect();
+        assert_eq!(rows.len(), 10);
+        for (i, s) in samples.iter().enumerate() {
+            assert_eq!(rows.get(i).to_sample(), *s, "row {i}");
+            assert!(rows.has_detail(i));
+        }
+        // Names are stored once: 2 variants, 3 traces, 2 evals, 2 sample keys, 2 params, 2
+        // scores, 1 compaction key.
+        assert_eq!(rows.names.len(), 14);
+        assert_eq!(
+            rows.values.values.len(),
+            4,
+            "depth 0, depth 1, tool, one window"
+        );
+        let b: Vec<&str> = rows.of_variant("b").map(|r| r.unit_id).collect();
+        assert_eq!(b, ["u0", "u2", "u4", "u6", "u8"]);
+        assert_eq!(rows.of_variant("nope").count(), 0);
+    }
+
+    #[test]
+    fn token_counts_past_u32_and_unknown_prices_survive_the_compact_form() {
+        let mut s = sample(2);
+        s.tokens.summarizer.cached = u64::from(u32::MAX) + 1;
+        s.cost_usd = CostByRole {
+            agent: Some(0.0),
+            summarizer: None,
+            judge: Some(1.5),
+            eval_agent: None,
+        };
+        let rows: Rows = [sample(1), s.clone()].into_iter().collect();
+        assert_eq!(rows.big_tokens.len(), 1, "only the row that needs it");
+        assert_eq!(rows.get(1).to_sample(), s);
+        assert_eq!(rows.get(0).to_sample(), sample(1));
+    }
+
+    #[test]
+    fn rows_without_their_heavy_part_keep_the_pricing_evidence() {
+        let mut rows = Rows::default();
+        let s = sample(1);
+        let d = RowDetail {
+            offset: Some(42),
+            timeline_points: 7,
+            loaded: false,
+        };
+        rows.push(s.clone(), d.clone());
+        assert_eq!(rows.detail(0), d);
+        let r = rows.get(0);
+        assert_eq!(r.evidence["window"]["tokens"], 20000);
+        assert!(r.evidence.get("answer").is_none());
+        assert_eq!(r.scores.get("steps"), Some(&1.0));
+        rows.set_detail(0, s.clone());
+        assert_eq!(rows.get(0).to_sample(), s);
+        rows.forget_detail(0);
+        assert!(!rows.has_detail(0));
+    }
+
+    #[test]
+    fn sort_orders_by_variant_rank_then_keys_and_is_stable() {
+        let mut samples: Vec<Sample> = (0..10).map(sample).collect();
+        // A duplicate of u3 journaled later keeps its place after u3.
+        let mut dup = sample(3);
+        dup.unit_id = "u3-again".into();
+        samples.push(dup);
+        let mut rows: Rows = samples.iter().cloned().collect();
+        rows.sort(|v| if v == "b" { 0 } else { 1 });
+        let mut want = samples.clone();
+        want.sort_by(|x, y| {
+            (x.variant != "b", &x.trace_id, &x.eval, &x.sample, x.repeat).cmp(&(
+                y.variant != "b",
+                &y.trace_id,
+                &y.eval,
+                &y.sample,
+                y.repeat,
+            ))
+        });
+        let got: Vec<String> = rows.iter().map(|r| r.unit_id.to_string()).collect();
+        let want: Vec<String> = want.into_iter().map(|s| s.unit_id).collect();
+        assert_eq!(got, want);
+    }
+}
