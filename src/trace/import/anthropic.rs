@@ -22,8 +22,8 @@ pub const IMPORTER: Importer = Importer {
     import,
 };
 
-pub fn import(input: &Input, stem: &str) -> Res<Vec<Trace>> {
-    import_shapes(input, stem, SourceFormat::Anthropic, convert)
+pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
+    import_shapes(input, stem, SourceFormat::Anthropic, convert_message)
 }
 
 /// Anthropic `usage`, normalized so `input` includes cache reads and writes.
@@ -151,14 +151,13 @@ pub fn user_blocks(
     Ok(out)
 }
 
-/// Convert a list of Anthropic messages into `t`.
-pub fn convert(msgs: &[Node<'_>], t: &mut Trace) -> Res<()> {
-    let mut calls = Calls::default();
-    for m in msgs {
+/// Convert one Anthropic message into `t`.
+pub fn convert_message(m: &Node<'_>, t: &mut Trace, calls: &mut Calls) -> Res<()> {
+    {
         m.obj()?;
         match m.key("role").str()? {
             "user" => {
-                let ms = user_blocks(&m.key("content"), &mut calls, &mut t.meta.warnings)?;
+                let ms = user_blocks(&m.key("content"), calls, &mut t.meta.warnings)?;
                 t.messages.extend(ms);
             }
             "assistant" => {
@@ -166,7 +165,7 @@ pub fn convert(msgs: &[Node<'_>], t: &mut Trace) -> Res<()> {
                 assistant_blocks(
                     &m.key("content"),
                     &mut parts,
-                    &mut calls,
+                    calls,
                     &mut t.meta.warnings,
                 )?;
                 let mut a = parts.into_message();
@@ -208,7 +207,7 @@ mod tests {
                 {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "out"}], "is_error": true},
                 {"type": "text", "text": "and then?"}]}
         ]});
-        let t = import(&Input::Json(v), "s").unwrap().remove(0);
+        let t = import(&mut Input::Json(v), "s").unwrap().remove(0);
         let roles: Vec<_> = t.messages.iter().map(|m| m.role).collect();
         assert_eq!(
             roles,
@@ -242,7 +241,7 @@ mod tests {
     fn bad_block_names_path() {
         let v =
             json!([{"role": "assistant", "content": [{"type": "tool_use", "id": "x", "name": 7}]}]);
-        let e = import(&Input::Json(v), "s").unwrap_err();
+        let e = import(&mut Input::Json(v), "s").unwrap_err();
         assert_eq!(e.location, "$[0].content[0].name");
     }
 }

@@ -39,10 +39,20 @@ pub const IMPORTER: Importer = Importer {
                     && o.contains_key("session_id"))
         })
     },
-    import: |input, stem| super::each_document(input, stem, |n, id| import(n, id).map(|t| vec![t])),
+    import: |input, stem| {
+        super::each_document_mut(input, stem, |v, path, id| {
+            import_value(v, path, id).map(|t| vec![t])
+        })
+    },
 };
 
 pub fn import(root: &Node<'_>, stem: &str) -> Res<Trace> {
+    import_value(&mut root.v.clone(), root.path.clone(), stem)
+}
+
+/// Import the document `v` at `path`, moving its steps out and dropping each once converted.
+pub fn import_value(v: &mut Value, path: String, stem: &str) -> Res<Trace> {
+    let root = Node::at(v, path.clone());
     root.obj()?;
     let version = root.key("schema_version").str()?;
     if !version.starts_with("ATIF-v1") {
@@ -82,7 +92,8 @@ pub fn import(root: &Node<'_>, stem: &str) -> Res<Trace> {
     };
     let mut t = Trace::new(meta);
     let mut calls = Calls::default();
-    for s in root.key("steps").items()? {
+    for (s_value, s_path) in Node::take_items(v, path, "steps")? {
+        let s = Node::at(&s_value, s_path);
         s.obj()?;
         let source = s.key("source").str()?;
         let extra = s.key("extra");

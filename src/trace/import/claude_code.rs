@@ -36,9 +36,9 @@ pub const IMPORTER: Importer = Importer {
         })
     },
     import: |input, stem| match input {
-        Input::Lines(lines) => import(lines, stem),
+        Input::Lines(lines) => import(std::mem::take(lines), stem),
         // A one-record session is valid JSON as a whole.
-        Input::Json(v) => import(&[(1, v.clone())], stem),
+        Input::Json(v) => import(vec![(1, std::mem::take(v))], stem),
     },
 };
 
@@ -52,13 +52,14 @@ const RECORD_TYPES: [&str; 7] = [
     "progress",
 ];
 
-pub fn import(lines: &[(usize, Value)], stem: &str) -> Res<Vec<Trace>> {
+/// Each record is dropped once converted, so the parsed lines and the trace never coexist whole.
+pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     let mut t = Trace::new(TraceMeta::new(stem, SourceFormat::ClaudeCode));
     let mut calls = Calls::default();
     let mut by_id: HashMap<String, usize> = HashMap::new();
     let mut sidechain = 0usize;
     for (n, v) in lines {
-        let r = Node::line_root(v, *n);
+        let r = Node::line_root(&v, n);
         r.obj()?;
         let ty = r.key("type").str()?;
         if matches!(ty, "user" | "assistant") && r.key("isSidechain").opt_bool()? == Some(true) {
@@ -184,7 +185,7 @@ mod tests {
             json!({"type": "system", "subtype": "compact_boundary", "compactMetadata": {"trigger": "auto", "preTokens": 155000}}),
             json!({"type": "user", "isMeta": true, "message": {"content": "Stop hook feedback"}}),
         ]);
-        let t = import(&recs, "cc").unwrap().remove(0);
+        let t = import(recs, "cc").unwrap().remove(0);
         assert_eq!(t.messages.len(), 5);
         assert_eq!(t.messages[1].content, "a");
         assert_eq!(t.messages[1].tool_calls.len(), 2);
@@ -210,7 +211,7 @@ mod tests {
         let recs = lines(vec![
             json!({"type": "user", "message": {"content": [{"type": "tool_result"}]}}),
         ]);
-        let e = import(&recs, "cc").unwrap_err();
+        let e = import(recs, "cc").unwrap_err();
         assert_eq!(e.location, "line 1: $.message.content[0].tool_use_id");
     }
 }

@@ -4,13 +4,13 @@
 //! The first non-blank line decides. A canonical header streams the file through
 //! `trace::io::TraceReader` (one line buffer). A first line that is a whole JSON value followed
 //! by more text is JSON Lines: each line is parsed as it is read, through one reused buffer.
-//! Anything else is one JSON document, read whole and parsed by [`super::parse_input`], exactly
-//! as before, and the bytes are dropped before the importer runs. The outcome is the same as
+//! Anything else is one JSON document, parsed straight from the reader (never held whole as
+//! bytes beside the tree), with the errors [`super::parse_input`] gives on the whole bytes. The outcome is the same as
 //! [`super::import_bytes`] on the whole file (same traces, same errors): a whole-document parse
 //! of such a file stops after its first value with "trailing characters", which is where
 //! `parse_input` switches to JSON Lines.
 
-use super::json::{Located, Res};
+use super::json::Located;
 use super::{detect, json_error, parse_input, ImportError, Input};
 use crate::trace::io::TraceReader;
 use crate::trace::model::{SourceFormat, Trace};
@@ -84,13 +84,23 @@ pub(super) fn read(path: &Path, from: Option<SourceFormat>) -> Result<FileRead, 
         if lines.len() > 1 {
             return Ok(FileRead::Parsed(Input::Lines(lines)));
         }
+        // One line and only blank text after it: that line is the whole document.
+        if let Some((_, v)) = lines.pop() {
+            return Ok(FileRead::Parsed(Input::Json(v)));
+        }
     }
-    // One document: the whole file, as before.
-    let mut bytes = head;
-    r.read_to_end(&mut bytes).map_err(cannot)?;
-    let input: Res<Input> = parse_input(&bytes);
-    drop(bytes);
-    input.map(FileRead::Parsed).map_err(located)
+    // One document, parsed from the reader, so the file's bytes are never held whole beside
+    // the tree. Its first line is not a complete value, so a "trailing characters" error is
+    // reported as is, as `parse_input` does on the whole bytes.
+    // A reader reports some errors at another position than a slice (a number out of range
+    // is seen after the next byte), so a broken document is parsed again whole for the error.
+    match serde_json::from_reader::<_, Value>(Cursor::new(head).chain(r)) {
+        Ok(v) => Ok(FileRead::Parsed(Input::Json(v))),
+        Err(_) => {
+            let bytes = std::fs::read(path).map_err(cannot)?;
+            parse_input(&bytes).map(FileRead::Parsed).map_err(located)
+        }
+    }
 }
 
 /// A line without its `\n` and a `\r` before it (as `parse_lines` splits).

@@ -71,6 +71,16 @@ impl<'a> Node<'a> {
         }
     }
 
+    /// A present value at a path built by the caller (for values moved out of their parent, so
+    /// their paths read as if reached with [`Node::key`] and [`Node::idx`]).
+    pub fn at(v: &'a Value, path: String) -> Self {
+        Node {
+            v,
+            path,
+            present: true,
+        }
+    }
+
     /// Child field `k` (a null node when absent or when `self` is not an object).
     pub fn key(&self, k: &str) -> Node<'a> {
         let child = self.v.as_object().and_then(|o| o.get(k));
@@ -94,6 +104,26 @@ impl<'a> Node<'a> {
             path: format!("{}[{i}]", self.path),
             present: child.is_some(),
         }
+    }
+
+    /// Child field `k`, which must be an array (else the error [`Node::items`] gives), moved
+    /// out of `v` (the value this node was made from) with the path of each element, so each can
+    /// be dropped once converted.
+    pub fn take_items(v: &mut Value, path: String, k: &str) -> Res<Vec<(Value, String)>> {
+        let field = Node::at(v, path).key(k);
+        if !field.v.is_array() {
+            return Err(field.expected("an array"));
+        }
+        let base = field.path;
+        let items = match v.get_mut(k) {
+            Some(Value::Array(a)) => std::mem::take(a),
+            _ => Vec::new(),
+        };
+        Ok(items
+            .into_iter()
+            .enumerate()
+            .map(|(i, x)| (x, format!("{base}[{i}]")))
+            .collect())
     }
 
     /// Missing or `null`.

@@ -12,6 +12,7 @@
 //!   tokens); reasoning from `extra.response.choices[0].message.reasoning`.
 
 use super::json::{Node, Res};
+use serde_json::Value;
 use crate::trace::model::{Message, Outcome, SourceFormat, ToolCall, Trace, TraceMeta, Usage};
 use regex::Regex;
 use std::sync::OnceLock;
@@ -36,7 +37,11 @@ pub const IMPORTER: Importer = Importer {
             .and_then(|o| str_of(o, "trajectory_format"))
             .is_some_and(|f| f.starts_with("mini-swe-agent"))
     },
-    import: |input, stem| super::each_document(input, stem, |n, id| import(n, id).map(|t| vec![t])),
+    import: |input, stem| {
+        super::each_document_mut(input, stem, |v, path, id| {
+            import_value(v, path, id).map(|t| vec![t])
+        })
+    },
 };
 
 pub fn py_strip(s: &str) -> &str {
@@ -79,6 +84,12 @@ pub fn openai_usage(u: &Node<'_>) -> Res<Option<Usage>> {
 }
 
 pub fn import(root: &Node<'_>, id: &str) -> Res<Trace> {
+    import_value(&mut root.v.clone(), root.path.clone(), id)
+}
+
+/// Import the document `v` at `path`, moving its messages out and dropping each once converted.
+pub fn import_value(v: &mut Value, path: String, id: &str) -> Res<Trace> {
+    let root = Node::at(v, path.clone());
     root.obj()?;
     let mut meta = TraceMeta::new(id, SourceFormat::MiniSwe);
     meta.task_id = root.key("instance_id").opt_str()?.map(String::from);
@@ -101,7 +112,8 @@ pub fn import(root: &Node<'_>, id: &str) -> Res<Trace> {
     let mut k = 0usize;
     let mut pending: Option<String> = None;
     let mut after_rejected = false;
-    for m in root.key("messages").items()? {
+    for (m, m_path) in Node::take_items(v, path, "messages")? {
+        let m = Node::at(&m, m_path);
         m.obj()?;
         let role = m.key("role").str()?;
         let content = m.key("content").str()?;

@@ -25,7 +25,9 @@ pub struct Importer {
     /// Does a parsed input of this shape look like this format? (see [`detect`])
     pub detect: fn(detect::Shape<'_>) -> bool,
     /// Read a whole input (one document or JSON Lines) into traces whose ids start with `stem`.
-    pub import: fn(&Input, &str) -> Res<Vec<Trace>>,
+    /// The input is the importer's to consume: moving each line or message out and dropping it
+    /// once converted keeps the parsed tree and the trace from coexisting whole.
+    pub import: fn(&mut Input, &str) -> Res<Vec<Trace>>,
 }
 
 /// Declares the importer modules and [`IMPORTERS`], in detection order.
@@ -155,7 +157,7 @@ pub fn import_file_content(
         file::FileRead::Canonical(traces) => return Ok(FileContent::Traces(traces)),
         file::FileRead::Parsed(input) => input,
     };
-    import_input_as(&input, &file_stem(path), from, Some(path))
+    import_input_as(input, &file_stem(path), from, Some(path))
         .map_err(|l| ImportError::located(path, l))
 }
 
@@ -320,25 +322,25 @@ pub fn import_bytes(
         return Ok(FileContent::Traces(traces));
     }
     let input = parse_input(bytes)?;
-    import_input_as(&input, stem, from, path)
+    import_input_as(input, stem, from, path)
 }
 
 /// Detect the format of a parsed input (unless `from` names it) and import it; the part of
 /// [`import_bytes`] after parsing.
 fn import_input_as(
-    input: &Input,
+    mut input: Input,
     stem: &str,
     from: Option<SourceFormat>,
     path: Option<&Path>,
 ) -> Res<FileContent> {
     let format = match from {
         Some(f) => f,
-        None => match detect::detect(input) {
+        None => match detect::detect(&input) {
             Ok(f) => f,
             Err(why) => return Ok(FileContent::NotATrace(why)),
         },
     };
-    let mut traces = import_input(input, stem, format)?;
+    let mut traces = import_input(&mut input, stem, format)?;
     for t in traces.iter_mut() {
         if let Some(p) = path {
             t.meta.source_path = Some(p.display().to_string());
@@ -348,8 +350,8 @@ fn import_input_as(
     Ok(FileContent::Traces(traces))
 }
 
-/// Dispatch a parsed input to the importer of `format`.
-pub fn import_input(input: &Input, stem: &str, format: SourceFormat) -> Res<Vec<Trace>> {
+/// Dispatch a parsed input to the importer of `format` (which may consume it).
+pub fn import_input(input: &mut Input, stem: &str, format: SourceFormat) -> Res<Vec<Trace>> {
     match IMPORTERS.iter().find(|i| i.format == format) {
         Some(i) => (i.import)(input, stem),
         None => Err(Located::new(
@@ -360,33 +362,37 @@ pub fn import_input(input: &Input, stem: &str, format: SourceFormat) -> Res<Vec<
 }
 
 /// The `import` of a format whose documents hold one trace each: a document is read whole
-/// (trace id `stem`); JSON Lines one document per line (see [`per_line`]).
-pub(crate) fn each_document(
-    input: &Input,
+/// (trace id `stem`); JSON Lines one document per line (see [`per_line`]), each line dropped
+/// once imported. `f` gets the document to move parts out of, and its JSON path (`$` or
+/// `line N: $`).
+pub(crate) fn each_document_mut(
+    input: &mut Input,
     stem: &str,
-    f: impl Fn(&json::Node<'_>, &str) -> Res<Vec<Trace>>,
+    f: impl Fn(&mut Value, String, &str) -> Res<Vec<Trace>>,
 ) -> Res<Vec<Trace>> {
     match input {
-        Input::Json(v) => f(&json::Node::root(v), stem),
-        Input::Lines(lines) => per_line(lines, stem, f),
+        Input::Json(v) => f(v, "$".into(), stem),
+        Input::Lines(lines) => per_line(std::mem::take(lines), stem, f),
     }
 }
 
 /// A JSON Lines file whose lines are whole documents of a single-document format: one import
 /// per line, ids `<stem>__L<line>` (just `<stem>` when there is one line).
 fn per_line(
-    lines: &[(usize, Value)],
+    lines: Vec<(usize, Value)>,
     stem: &str,
-    f: impl Fn(&json::Node<'_>, &str) -> Res<Vec<Trace>>,
+    f: impl Fn(&mut Value, String, &str) -> Res<Vec<Trace>>,
 ) -> Res<Vec<Trace>> {
+    let one = lines.len() == 1;
     let mut out = Vec::new();
-    for (n, v) in lines {
-        let id = if lines.len() == 1 {
+    for (n, mut v) in lines {
+        let id = if one {
             stem.to_string()
         } else {
             format!("{stem}__L{n}")
         };
-        out.extend(f(&json::Node::line_root(v, *n), &id)?);
+        let path = json::Node::line_root(&v, n).path;
+        out.extend(f(&mut v, path, &id)?);
     }
     Ok(out)
 }

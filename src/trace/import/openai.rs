@@ -11,6 +11,7 @@
 use super::json::{content_text, parse_arguments, Node, Res};
 use super::mini_swe::openai_usage;
 use super::{tool_calls, CallShape, Calls, Input};
+use serde_json::Value;
 use crate::trace::model::{Message, SourceFormat, ToolCall, Trace, TraceMeta};
 use super::detect::chat_flavor;
 use super::Importer;
@@ -23,68 +24,85 @@ pub const IMPORTER: Importer = Importer {
     import,
 };
 
-pub fn import(input: &Input, stem: &str) -> Res<Vec<Trace>> {
-    import_shapes(input, stem, SourceFormat::Openai, convert)
+pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
+    import_shapes(input, stem, SourceFormat::Openai, convert_message)
 }
 
-/// Message-list converter of one chat format.
-pub type Convert = fn(&[Node<'_>], &mut Trace) -> Res<()>;
+/// Converter of one message of a chat format into `t`; `calls` carries the open tool calls
+/// from one message to the next.
+pub type Convert = fn(&Node<'_>, &mut Trace, &mut Calls) -> Res<()>;
 
 /// The container shapes shared by OpenAI and Anthropic message lists (see the module docs).
+/// Conversations and messages are moved out of the input and each is dropped once converted,
+/// so the parsed tree shrinks while the trace grows.
 pub fn import_shapes(
-    input: &Input,
+    input: &mut Input,
     stem: &str,
     format: SourceFormat,
     convert: Convert,
 ) -> Res<Vec<Trace>> {
     match input {
         Input::Json(v) => {
-            let root = Node::root(v);
-            if v.is_array() {
-                let items = root.items()?;
-                if items.first().is_some_and(|c| c.has("messages")) {
+            if let Value::Array(items) = v {
+                let items = std::mem::take(items);
+                if items.first().is_some_and(|c| Node::root(c).has("messages")) {
                     return items
-                        .iter()
+                        .into_iter()
                         .enumerate()
                         .map(|(i, c)| {
-                            conversation(c, &conv_id(c, stem, &format!("{i}"))?, format, convert)
+                            let path = format!("$[{i}]");
+                            let id = conv_id(&Node::at(&c, path.clone()), stem, &format!("{i}"))?;
+                            conversation(c, path, &id, format, convert)
                         })
                         .collect();
                 }
                 let mut t = Trace::new(TraceMeta::new(stem, format));
-                convert(&items, &mut t)?;
+                messages(items, "$", &mut t, convert)?;
                 Ok(vec![t])
             } else {
-                Ok(vec![conversation(&root, stem, format, convert)?])
+                let v = std::mem::take(v);
+                Ok(vec![conversation(v, "$".into(), stem, format, convert)?])
             }
         }
         Input::Lines(lines) => {
+            let lines = std::mem::take(lines);
             if lines
                 .first()
                 .is_some_and(|(_, v)| v.get("messages").is_some())
             {
                 let one = lines.len() == 1;
                 lines
-                    .iter()
+                    .into_iter()
                     .map(|(n, v)| {
-                        let node = Node::line_root(v, *n);
+                        let node = Node::line_root(&v, n);
                         let id = if one {
                             stem.to_string()
                         } else {
                             conv_id(&node, stem, &format!("L{n}"))?
                         };
-                        conversation(&node, &id, format, convert)
+                        let path = node.path;
+                        conversation(v, path, &id, format, convert)
                     })
                     .collect()
             } else {
-                let nodes: Vec<Node<'_>> =
-                    lines.iter().map(|(n, v)| Node::line_root(v, *n)).collect();
                 let mut t = Trace::new(TraceMeta::new(stem, format));
-                convert(&nodes, &mut t)?;
+                let mut calls = Calls::default();
+                for (n, v) in lines {
+                    convert(&Node::line_root(&v, n), &mut t, &mut calls)?;
+                }
                 Ok(vec![t])
             }
         }
     }
+}
+
+/// Convert the messages of the array at `path` one by one, dropping each once converted.
+fn messages(items: Vec<Value>, path: &str, t: &mut Trace, convert: Convert) -> Res<()> {
+    let mut calls = Calls::default();
+    for (i, m) in items.into_iter().enumerate() {
+        convert(&Node::at(&m, format!("{path}[{i}]")), t, &mut calls)?;
+    }
+    Ok(())
 }
 
 /// `<stem>__<id field>` when the conversation has an id, else `<stem>__<fallback>`.
@@ -96,24 +114,40 @@ fn conv_id(c: &Node<'_>, stem: &str, fallback: &str) -> Res<String> {
     ))
 }
 
-/// One `{messages, model?, tools?, system?}` object (`system`, Anthropic's top-level system
-/// prompt, becomes the first message).
-fn conversation(c: &Node<'_>, id: &str, format: SourceFormat, convert: Convert) -> Res<Trace> {
-    c.obj()?;
+/// One `{messages, model?, tools?, system?}` object at `path` (`system`, Anthropic's top-level
+/// system prompt, becomes the first message).
+fn conversation(
+    mut c: Value,
+    path: String,
+    id: &str,
+    format: SourceFormat,
+    convert: Convert,
+) -> Res<Trace> {
+    let node = Node::at(&c, path);
+    node.obj()?;
     let mut meta = TraceMeta::new(id, format);
-    meta.model = c.key("model").opt_str()?.map(String::from);
-    meta.tools = c
+    meta.model = node.key("model").opt_str()?.map(String::from);
+    meta.tools = node
         .key("tools")
         .opt_items()?
         .into_iter()
         .map(|n| n.v.clone())
         .collect();
     let mut t = Trace::new(meta);
-    let system = c.key("system");
+    let system = node.key("system");
     if !system.is_null() {
         t.messages.push(Message::system(content_text(&system)?));
     }
-    convert(&c.key("messages").items()?, &mut t)?;
+    let msgs = node.key("messages");
+    if !msgs.v.is_array() {
+        return Err(msgs.expected("an array"));
+    }
+    let msgs_path = msgs.path;
+    let items = match c.get_mut("messages") {
+        Some(Value::Array(a)) => std::mem::take(a),
+        _ => Vec::new(),
+    };
+    messages(items, &msgs_path, &mut t, convert)?;
     Ok(t)
 }
 
@@ -121,6 +155,14 @@ fn conversation(c: &Node<'_>, id: &str, format: SourceFormat, convert: Convert) 
 pub fn convert(msgs: &[Node<'_>], t: &mut Trace) -> Res<()> {
     let mut calls = Calls::default();
     for m in msgs {
+        convert_message(m, t, &mut calls)?;
+    }
+    Ok(())
+}
+
+/// Convert one OpenAI message into `t`.
+pub fn convert_message(m: &Node<'_>, t: &mut Trace, calls: &mut Calls) -> Res<()> {
+    {
         m.obj()?;
         let role = m.key("role").str()?;
         let content = content_text(&m.key("content"))?;
@@ -131,7 +173,7 @@ pub fn convert(msgs: &[Node<'_>], t: &mut Trace) -> Res<()> {
                 let mut tool_calls: Vec<ToolCall> = tool_calls(
                     &m.key("tool_calls"),
                     CallShape::OpenAi,
-                    &mut calls,
+                    calls,
                     &mut t.meta.warnings,
                 )?
                 .into_iter()
@@ -200,7 +242,7 @@ mod tests {
     use serde_json::json;
 
     fn one(v: serde_json::Value) -> Trace {
-        import(&Input::Json(v), "s").unwrap().remove(0)
+        import(&mut Input::Json(v), "s").unwrap().remove(0)
     }
 
     #[test]
@@ -226,13 +268,13 @@ mod tests {
     fn conversations_split_with_ids() {
         let v =
             json!([{"id": "c7", "messages": []}, {"messages": [{"role": "user", "content": "x"}]}]);
-        let ts = import(&Input::Json(v), "s").unwrap();
+        let ts = import(&mut Input::Json(v), "s").unwrap();
         assert_eq!(
             ts.iter().map(|t| t.meta.id.as_str()).collect::<Vec<_>>(),
             ["s__c7", "s__1"]
         );
         let lines = vec![(1, json!({"messages": []})), (3, json!({"messages": []}))];
-        let ts = import(&Input::Lines(lines), "s").unwrap();
+        let ts = import(&mut Input::Lines(lines), "s").unwrap();
         assert_eq!(ts[1].meta.id, "s__L3");
     }
 
@@ -240,7 +282,7 @@ mod tests {
     fn wrong_function_type_names_path() {
         let v = json!({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "",
             "tool_calls": [{"id": "a", "function": "oops"}]}]});
-        let e = import(&Input::Json(v), "s").unwrap_err();
+        let e = import(&mut Input::Json(v), "s").unwrap_err();
         assert_eq!(e.location, "$.messages[1].tool_calls[0].function");
         assert_eq!(e.message, "expected an object, found a string");
     }

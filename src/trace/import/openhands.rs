@@ -53,18 +53,19 @@ pub const IMPORTER: Importer = Importer {
         Shape::Lines(..) => false,
     },
     import: |input, stem| match input {
-        Input::Lines(lines) => import_rows(lines, stem),
-        Input::Json(v) => import_doc(&Node::root(v), stem),
+        Input::Lines(lines) => import_rows(std::mem::take(lines), stem),
+        Input::Json(v) => import_doc_value(v, "$".into(), stem),
     },
 };
 
 /// JSON Lines of evaluation rows: one trace per row, id `<stem>__<instance_id>` (or the issue
 /// number, or `L<line>`); a single row keeps the plain stem.
-pub fn import_rows(lines: &[(usize, Value)], stem: &str) -> Res<Vec<Trace>> {
+/// Each row is dropped once imported.
+pub fn import_rows(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     let one = lines.len() == 1;
     let mut out = Vec::new();
-    for (n, v) in lines {
-        let r = Node::line_root(v, *n);
+    for (n, mut v) in lines {
+        let r = Node::line_root(&v, n);
         let id = if one {
             stem.to_string()
         } else {
@@ -77,23 +78,36 @@ pub fn import_rows(lines: &[(usize, Value)], stem: &str) -> Res<Vec<Trace>> {
             };
             format!("{stem}__{key}")
         };
-        out.push(row(&r, &id)?);
+        let path = r.path;
+        out.push(row(&mut v, path, &id)?);
     }
     Ok(out)
 }
 
 /// One JSON document: an event array or one evaluation row.
 pub fn import_doc(root: &Node<'_>, stem: &str) -> Res<Vec<Trace>> {
-    if root.v.is_array() {
+    import_doc_value(&mut root.v.clone(), root.path.clone(), stem)
+}
+
+/// [`import_doc`] of the document `v` at `path`, moving its events out and dropping each once
+/// converted.
+fn import_doc_value(v: &mut Value, path: String, stem: &str) -> Res<Vec<Trace>> {
+    if let Value::Array(a) = v {
         let mut t = Trace::new(TraceMeta::new(stem, SourceFormat::Openhands));
-        events(&root.items()?, &mut t)?;
+        let evs = std::mem::take(a)
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| (e, format!("{path}[{i}]")))
+            .collect();
+        events(evs, &mut t)?;
         Ok(vec![t])
     } else {
-        Ok(vec![row(root, stem)?])
+        Ok(vec![row(v, path, stem)?])
     }
 }
 
-fn row(r: &Node<'_>, id: &str) -> Res<Trace> {
+fn row(v: &mut Value, path: String, id: &str) -> Res<Trace> {
+    let r = Node::at(v, path.clone());
     r.obj()?;
     let mut meta = TraceMeta::new(id, SourceFormat::Openhands);
     meta.task_id = r.key("instance_id").scalar_text()?;
@@ -130,7 +144,8 @@ fn row(r: &Node<'_>, id: &str) -> Res<Trace> {
         });
     }
     let mut t = Trace::new(meta);
-    events(&r.key("history").items()?, &mut t)?;
+    events(Node::take_items(v, path.clone(), "history")?, &mut t)?;
+    let r = Node::at(v, path);
     if t.meta.goal.is_none() {
         if let Some(instr) = r.key("instruction").opt_str()? {
             t.meta.goal = Some(super::extract_goal(instr));
@@ -139,10 +154,12 @@ fn row(r: &Node<'_>, id: &str) -> Res<Trace> {
     Ok(t)
 }
 
-fn events(evs: &[Node<'_>], t: &mut Trace) -> Res<()> {
-    let old_schema = evs
-        .iter()
-        .all(|e| !e.has("id") && !e.has("source") && (e.has("action") || e.has("observation")));
+/// Events moved out of their document with their paths; each is dropped once converted.
+fn events(evs: Vec<(Value, String)>, t: &mut Trace) -> Res<()> {
+    let has = |e: &Value, k: &str| e.get(k).is_some_and(|x| !x.is_null());
+    let old_schema = evs.iter().all(|(e, _)| {
+        !has(e, "id") && !has(e, "source") && (has(e, "action") || has(e, "observation"))
+    });
     if old_schema && !evs.is_empty() {
         old_events(evs, t)
     } else {
@@ -155,7 +172,7 @@ fn skipped(action: Option<&str>, obs: Option<&str>) -> bool {
         || matches!(obs, Some("recall" | "agent_state_changed" | "null"))
 }
 
-fn new_events(evs: &[Node<'_>], t: &mut Trace) -> Res<()> {
+fn new_events(evs: Vec<(Value, String)>, t: &mut Trace) -> Res<()> {
     let mut calls = Calls::default();
     // model_response.id → index of its assistant message
     let mut responses: HashMap<String, usize> = HashMap::new();
@@ -163,7 +180,8 @@ fn new_events(evs: &[Node<'_>], t: &mut Trace) -> Res<()> {
     let mut call_ids: HashMap<(String, String), String> = HashMap::new();
     // action event id → (canonical call id, tool name), until its observation arrives
     let mut action_calls: HashMap<String, (String, String)> = HashMap::new();
-    for e in evs {
+    for (e_value, e_path) in evs {
+        let e = &Node::at(&e_value, e_path);
         e.obj()?;
         let action = e.key("action").opt_str()?;
         let obs = e.key("observation").opt_str()?;
@@ -292,11 +310,12 @@ const BOOKKEEPING_KEYS: [&str; 9] = [
     "wait_for_response",
 ];
 
-fn old_events(evs: &[Node<'_>], t: &mut Trace) -> Res<()> {
+fn old_events(evs: Vec<(Value, String)>, t: &mut Trace) -> Res<()> {
     let mut calls = Calls::default();
     let mut pending: Option<(String, String)> = None;
     let mut seen_assistant = false;
-    for e in evs {
+    for (e_value, e_path) in evs {
+        let e = &Node::at(&e_value, e_path);
         let o = e.obj()?;
         let action = e.key("action").opt_str()?;
         let obs = e.key("observation").opt_str()?;

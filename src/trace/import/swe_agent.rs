@@ -13,6 +13,7 @@
 //!   `instance_cost`) go to `meta.total_usage` / `meta.cost_usd` when non-zero.
 
 use super::json::{content_text, Node, Res};
+use serde_json::Value;
 use super::{tool_calls, CallShape, Calls};
 use crate::trace::model::{
     Message, Outcome, Role, SourceFormat, ToolCall, Trace, TraceMeta, Usage,
@@ -43,10 +44,26 @@ pub const IMPORTER: Importer = Importer {
         }
         arr_of(o, "trajectory").is_some() && o.contains_key("info")
     },
-    import: |input, stem| super::each_document(input, stem, |n, id| import(n, id).map(|t| vec![t])),
+    import: |input, stem| {
+        super::each_document_mut(input, stem, |v, path, id| {
+            import_value(v, path, id).map(|t| vec![t])
+        })
+    },
 };
 
 pub fn import(root: &Node<'_>, id: &str) -> Res<Trace> {
+    import_value(&mut root.v.clone(), root.path.clone(), id)
+}
+
+/// Import the document `v` at `path`, moving its history out and dropping each message once
+/// converted. Of the trajectory (which repeats the history's text) only the last step is read,
+/// so the others are dropped first.
+pub fn import_value(v: &mut Value, path: String, id: &str) -> Res<Trace> {
+    if let Some(Value::Array(steps)) = v.get_mut("trajectory") {
+        let keep = steps.len().saturating_sub(1);
+        steps[..keep].iter_mut().for_each(|s| *s = Value::Null);
+    }
+    let root = Node::at(v, path.clone());
     root.obj()?;
     let mut meta = TraceMeta::new(id, SourceFormat::SweAgent);
     let info = root.key("info");
@@ -73,7 +90,10 @@ pub fn import(root: &Node<'_>, id: &str) -> Res<Trace> {
     let mut calls = Calls::default();
     // 0.x: the text-action call waiting for its observation.
     let mut pending: Option<(String, String)> = None;
-    for m in root.key("history").items()? {
+    // The last history message, kept for its `action` after the loop.
+    let mut last_history: Option<Value> = None;
+    for (m_value, m_path) in Node::take_items(v, path.clone(), "history")? {
+        let m = Node::at(&m_value, m_path);
         m.obj()?;
         let role = m.key("role").str()?;
         let content = content_text(&m.key("content"))?;
@@ -155,7 +175,9 @@ pub fn import(root: &Node<'_>, id: &str) -> Res<Trace> {
             }
         };
         t.messages.push(msg);
+        last_history = Some(m_value);
     }
+    let root = Node::at(v, path);
     // History ending on an action: its observation is in the last trajectory step.
     if let Some(last) = t
         .messages
@@ -163,11 +185,10 @@ pub fn import(root: &Node<'_>, id: &str) -> Res<Trace> {
         .filter(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
     {
         let call = last.tool_calls[0].clone();
-        let history_action = root
-            .key("history")
-            .items()?
-            .last()
-            .and_then(|h| h.key("action").v.as_str().map(|s| s.trim().to_string()));
+        let history_action = last_history
+            .as_ref()
+            .and_then(|h| h.get("action"))
+            .and_then(|a| a.as_str().map(|s| s.trim().to_string()));
         let steps = root.key("trajectory").opt_items()?;
         if let Some(step) = steps.last() {
             let step_action = step.key("action").opt_str()?.map(|s| s.trim().to_string());

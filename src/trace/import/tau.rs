@@ -10,6 +10,7 @@
 
 use super::json::{Node, Res};
 use super::openai;
+use serde_json::Value;
 use crate::trace::model::{Outcome, SourceFormat, Trace, TraceMeta};
 use super::Importer;
 
@@ -21,13 +22,22 @@ pub const IMPORTER: Importer = Importer {
             .array_first()
             .is_some_and(|o| o.contains_key("task_id") && o.contains_key("traj"))
     },
-    import: |input, stem| super::each_document(input, stem, import),
+    import: |input, stem| super::each_document_mut(input, stem, import_value),
 };
 
 pub fn import(root: &Node<'_>, stem: &str) -> Res<Vec<Trace>> {
-    let runs = root.items()?;
+    import_value(&mut root.v.clone(), root.path.clone(), stem)
+}
+
+/// Import the runs of the array `v` at `path`, moving each out and dropping it once converted.
+pub fn import_value(v: &mut Value, path: String, stem: &str) -> Res<Vec<Trace>> {
+    let runs = match v {
+        Value::Array(a) => std::mem::take(a),
+        _ => return Err(Node::at(v, path).expected("an array")),
+    };
     let mut out = Vec::with_capacity(runs.len());
-    for r in runs {
+    for (i, r_value) in runs.into_iter().enumerate() {
+        let r = Node::at(&r_value, format!("{path}[{i}]"));
         r.obj()?;
         let task = r.key("task_id").scalar_text()?;
         let trial = r.key("trial").scalar_text()?;

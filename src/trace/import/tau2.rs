@@ -53,21 +53,32 @@ fn render_scenario(s: &Node<'_>) -> Option<String> {
 pub const IMPORTER: Importer = Importer {
     format: SourceFormat::Tau2,
     detect: |shape| shape.object().is_some_and(|o| arr_of(o, "simulations").is_some()),
-    import: |input, stem| super::each_document(input, stem, import),
+    import: |input, stem| super::each_document_mut(input, stem, import_value),
 };
 
 pub fn import(root: &Node<'_>, stem: &str) -> Res<Vec<Trace>> {
+    import_value(&mut root.v.clone(), root.path.clone(), stem)
+}
+
+/// Import the document `v` at `path`, moving its simulations out and dropping each once
+/// converted.
+pub fn import_value(v: &mut Value, path: String, stem: &str) -> Res<Vec<Trace>> {
+    let root = Node::at(v, path.clone());
     root.obj()?;
     let info = root.key("info");
     let env = info.key("environment_info");
-    let policy = env.key("policy").opt_str()?;
+    let policy = env.key("policy").opt_str()?.map(String::from);
     let tools: Vec<Value> = env
         .key("tool_defs")
         .opt_items()?
         .into_iter()
         .map(|n| n.v.clone())
         .collect();
-    let model = info.key("agent_info").key("llm").opt_str()?;
+    let model = info
+        .key("agent_info")
+        .key("llm")
+        .opt_str()?
+        .map(String::from);
     let mut scenarios: HashMap<String, String> = HashMap::new();
     for task in root.key("tasks").opt_items()? {
         if let (Some(id), Some(text)) = (
@@ -79,7 +90,8 @@ pub fn import(root: &Node<'_>, stem: &str) -> Res<Vec<Trace>> {
     }
     let mut out = Vec::new();
     let mut ids = HashSet::new();
-    for s in root.key("simulations").items()? {
+    for (s_value, s_path) in Node::take_items(v, path, "simulations")? {
+        let s = Node::at(&s_value, s_path);
         s.obj()?;
         let task = s.key("task_id").scalar_text()?;
         let trial = s.key("trial").scalar_text()?;
@@ -97,7 +109,7 @@ pub fn import(root: &Node<'_>, stem: &str) -> Res<Vec<Trace>> {
             ids.insert(id.clone());
         }
         let mut meta = TraceMeta::new(id, SourceFormat::Tau2);
-        meta.model = model.map(String::from);
+        meta.model = model.clone();
         meta.tools = tools.clone();
         meta.instruction = task.as_ref().and_then(|t| scenarios.get(t).cloned());
         meta.task_id = task;
@@ -112,8 +124,8 @@ pub fn import(root: &Node<'_>, stem: &str) -> Res<Vec<Trace>> {
             });
         }
         let mut t = Trace::new(meta);
-        if let Some(p) = policy {
-            t.messages.push(Message::system(p));
+        if let Some(p) = &policy {
+            t.messages.push(Message::system(p.as_str()));
         }
         convert(&s.key("messages").items()?, &mut t)?;
         out.push(t);
