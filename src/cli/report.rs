@@ -48,7 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let written = write_run_reports(&out, &info, &model, WriteOptions { png: !args.no_png })?;
     out!("{}", summary_text(&model))?;
     for n in &written.plot_notes {
-        outln!("plot skipped: {n}")?;
+        outln!("plot note: {n}")?;
     }
     outln!(
         "wrote {} file(s) to {} (open {})",

@@ -205,7 +205,7 @@ fn write_reports(run_dir: &std::path::Path, keep_stores: bool) -> anyhow::Result
     let written = write_run_reports(run_dir, &info, &model, WriteOptions { png: true })?;
     let mut out = super::report::summary_text(&model);
     for n in &written.plot_notes {
-        out.push_str(&format!("plot skipped: {n}\n"));
+        out.push_str(&format!("plot note: {n}\n"));
     }
     if !keep_stores {
         match crate::runner::stores::prune(&dir, &model, false) {
