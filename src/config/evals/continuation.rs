@@ -30,12 +30,7 @@ impl EvalSection for ContinuationEval {
     }
 
     fn check(&self, err: Problem<'_>) {
-        if self.after_compactions == 0 {
-            err(
-                &["after_compactions"],
-                "`after_compactions` must be at least 1".into(),
-            );
-        }
+        super::check_folds(self.after_compactions, &mut *err);
         if self.steps == 0 {
             err(&["steps"], "`steps` must be at least 1".into());
         }
@@ -43,18 +38,7 @@ impl EvalSection for ContinuationEval {
 
     /// One sample per fold, so reports can plot agreement by fold.
     fn samples(&self, name: &str) -> Vec<EvalSample> {
-        (1..=self.after_compactions)
-            .map(|fold| {
-                let mut params = BTreeMap::new();
-                params.insert("fold".to_string(), fold.into());
-                params.insert("steps".to_string(), self.steps.into());
-                EvalSample {
-                    eval: name.into(),
-                    sample: format!("fold={fold}"),
-                    params,
-                    providers: super::asking(false),
-                }
-            })
-            .collect()
+        let params = BTreeMap::from([("steps".to_string(), self.steps.into())]);
+        super::per_fold(name, self.after_compactions, params, false)
     }
 }

@@ -25,29 +25,15 @@ impl EvalSection for DriftEval {
     }
 
     fn check(&self, err: Problem<'_>) {
-        if self.after_compactions == 0 {
-            err(
-                &["after_compactions"],
-                "`after_compactions` must be at least 1".into(),
-            );
-        }
+        super::check_folds(self.after_compactions, &mut *err);
     }
 
     /// One sample per fold, so reports can plot drift by fold.
     fn samples(&self, name: &str) -> Vec<EvalSample> {
-        (1..=self.after_compactions)
-            .map(|fold| {
-                let mut params = BTreeMap::new();
-                params.insert("after_compactions".to_string(), self.after_compactions.into());
-                params.insert("fold".to_string(), fold.into());
-                params.insert("judge".to_string(), self.judge.into());
-                EvalSample {
-                    eval: name.into(),
-                    sample: format!("fold={fold}"),
-                    params,
-                    providers: super::asking(self.judge),
-                }
-            })
-            .collect()
+        let params = BTreeMap::from([
+            ("after_compactions".to_string(), self.after_compactions.into()),
+            ("judge".to_string(), self.judge.into()),
+        ]);
+        super::per_fold(name, self.after_compactions, params, self.judge)
     }
 }

@@ -194,6 +194,38 @@ fn asking(judge: bool) -> Vec<ProviderRole> {
     roles
 }
 
+/// The check every per-fold eval (drift, continuation, rules) makes of `after_compactions`.
+fn check_folds(after_compactions: u32, err: Problem<'_>) {
+    if after_compactions == 0 {
+        err(
+            &["after_compactions"],
+            "`after_compactions` must be at least 1".into(),
+        );
+    }
+}
+
+/// One sample per fold `1..=after_compactions` (`sample = "fold=K"`, param `fold`), each with
+/// the eval's own `params` beside it; `judge` adds the judge to the providers it asks.
+fn per_fold(
+    name: &str,
+    after_compactions: u32,
+    params: BTreeMap<String, Value>,
+    judge: bool,
+) -> Vec<EvalSample> {
+    (1..=after_compactions)
+        .map(|fold| {
+            let mut params = params.clone();
+            params.insert("fold".to_string(), fold.into());
+            EvalSample {
+                eval: name.into(),
+                sample: format!("fold={fold}"),
+                params,
+                providers: asking(judge),
+            }
+        })
+        .collect()
+}
+
 fn yes() -> bool {
     true
 }

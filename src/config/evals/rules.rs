@@ -74,12 +74,7 @@ impl EvalSection for RulesEval {
     }
 
     fn check(&self, err: Problem<'_>) {
-        if self.after_compactions == 0 {
-            err(
-                &["after_compactions"],
-                "`after_compactions` must be at least 1".into(),
-            );
-        }
+        super::check_folds(self.after_compactions, &mut *err);
         if self.kinds.is_empty() {
             err(&["kinds"], "`kinds` must not be empty".into());
         }
@@ -88,19 +83,10 @@ impl EvalSection for RulesEval {
     /// One sample per fold, like continuation.
     fn samples(&self, name: &str) -> Vec<EvalSample> {
         let kinds: Vec<Value> = self.kinds.iter().map(|k| k.as_str().into()).collect();
-        (1..=self.after_compactions)
-            .map(|fold| {
-                let mut params = BTreeMap::new();
-                params.insert("fold".to_string(), fold.into());
-                params.insert("kinds".to_string(), Value::Array(kinds.clone()));
-                params.insert("judge".to_string(), self.judge.into());
-                EvalSample {
-                    eval: name.into(),
-                    sample: format!("fold={fold}"),
-                    params,
-                    providers: super::asking(self.judge),
-                }
-            })
-            .collect()
+        let params = BTreeMap::from([
+            ("kinds".to_string(), Value::Array(kinds)),
+            ("judge".to_string(), self.judge.into()),
+        ]);
+        super::per_fold(name, self.after_compactions, params, self.judge)
     }
 }
