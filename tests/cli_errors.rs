@@ -9,9 +9,8 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-fn bin() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("ctxbench")
-}
+mod support;
+use support::cli::bin;
 
 fn dataset(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -122,36 +121,15 @@ fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
 fn a_closed_stdout_is_no_panic_and_keeps_the_exit_code() {
     let tmp = tempfile::tempdir().unwrap();
     let d = dataset("mini-swe-agent");
-    let suite = tmp.path().join("s.toml");
-    std::fs::write(
-        &suite,
-        format!(
-            r#"[suite]
-name = "pipe"
-output_dir = "out"
-
-[traces]
-paths = ["{d}/astropy__astropy-12907.traj.json", "{d}/psf__requests-1142.traj.json"]
-
-[engine]
-baseline = "base"
-[engine.base]
-window = 20000
-[engine.variants.base]
-[engine.variants.aggressive]
-summarize.trigger.fraction = 0.15
-
-[evals.needle]
-depths = [0.5]
-positions = ["tool"]
-
-[gates]
-rules = ["needle.recall >= 2"]
-"#,
-            d = d.display()
-        ),
-    )
-    .unwrap();
+    let suite = support::suite::base_and_aggressive("pipe")
+        .mini_swe(&[
+            "astropy__astropy-12907.traj.json",
+            "psf__requests-1142.traj.json",
+        ])
+        .base("window = 20000")
+        .eval("needle", "depths = [0.5]\npositions = [\"tool\"]")
+        .table("gates", "rules = [\"needle.recall >= 2\"]")
+        .write(tmp.path(), "s.toml");
     let s = suite.display().to_string();
     let run = tmp.path().join("out/r").display().to_string();
     let (code, err) = with_closed_stdout(&["run", &s, "--run-id", "r"]);

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use support::cli::{bin, lines};
-use support::suite::base_and_aggressive;
+use support::suite::{base_and_aggressive, SuiteBuilder};
 
 fn executor() -> String {
     std::env::var("CTXBENCH_HARNESS_EXECUTOR").unwrap_or_else(|_| "synthetic:delay_ms=25".into())
@@ -412,32 +412,16 @@ fn progress_lines_without_a_terminal_and_none_with_quiet() {
 #[test]
 fn the_closing_tokens_line_is_the_run_total_of_every_report() {
     let tmp = tempfile::tempdir().unwrap();
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
-    let suite = tmp.path().join("needle.toml");
-    std::fs::write(
-        &suite,
-        format!(
-            r#"[suite]
-name = "footer"
-output_dir = "out"
-
-[traces]
-paths = ["{d}/astropy__astropy-12907.traj.json", "{d}/psf__requests-1142.traj.json"]
-
-[engine]
-baseline = "base"
-[engine.base]
-window = 20000
-[engine.variants.base]
-
-[evals.needle]
-depths = [0.5]
-positions = ["tool"]
-"#,
-            d = d.display()
-        ),
-    )
-    .unwrap();
+    let suite = SuiteBuilder::new("footer")
+        .mini_swe(&[
+            "astropy__astropy-12907.traj.json",
+            "psf__requests-1142.traj.json",
+        ])
+        .baseline("base")
+        .base("window = 20000")
+        .variant("base", "")
+        .eval("needle", "depths = [0.5]\npositions = [\"tool\"]")
+        .write(tmp.path(), "needle.toml");
     let out = Command::new(bin())
         .args(["run", &suite.display().to_string(), "--run-id", "r"])
         .output()
