@@ -210,21 +210,53 @@ impl LoadedSuite {
         &self,
         check: impl Fn(&Variant) -> Result<(), (Vec<String>, String)>,
     ) -> Result<(), ConfigError> {
-        let errs: Vec<ConfigError> = self
+        let problems = self
             .variants
             .iter()
             .filter_map(|v| check(v).err().map(|(key, msg)| (v, key, msg)))
-            .map(|(v, key, msg)| {
-                let key: Vec<&str> = key.iter().map(|s| s.as_str()).collect();
-                self.variant_error(v, &key, &msg)
-            })
             .collect();
-        match ConfigError::combine(errs) {
+        match self.variant_errors(problems) {
             Some(e) => Err(e),
             None => Ok(()),
         }
     }
 
+    /// The errors of [`Self::variant_error`] for several variants' problems, combined; a bad
+    /// `--set` is the same problem in every variant it reaches, so it is one error naming them.
+    pub(super) fn variant_errors(
+        &self,
+        problems: Vec<(&Variant, Vec<String>, String)>,
+    ) -> Option<ConfigError> {
+        let mut errs: Vec<ConfigError> = Vec::new();
+        let mut by_set: Vec<(ConfigError, String, Vec<&str>)> = Vec::new();
+        for (v, key, msg) in problems {
+            let key: Vec<&str> = key.iter().map(|s| s.as_str()).collect();
+            let e = self.variant_error(v, &key, &msg);
+            let prefix = format!("engine variant `{}`: ", v.name);
+            let rest = e
+                .file
+                .starts_with("--set ")
+                .then(|| e.message.strip_prefix(&prefix));
+            match rest.flatten().map(str::to_string) {
+                Some(rest) => match by_set
+                    .iter_mut()
+                    .find(|(f, r, _)| f.file == e.file && *r == rest)
+                {
+                    Some((_, _, names)) => names.push(&v.name),
+                    None => by_set.push((e, rest, vec![&v.name])),
+                },
+                None => errs.push(e),
+            }
+        }
+        for (mut e, rest, names) in by_set {
+            if names.len() > 1 {
+                let list: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+                e.message = format!("engine variants {}: {rest}", list.join(", "));
+            }
+            errs.push(e);
+        }
+        ConfigError::combine(errs)
+    }
     /// An error about a provider table (e.g. from the providers module's validation).
     pub fn provider_error(&self, role: ProviderRole, key: &[&str], message: &str) -> ConfigError {
         let message = with_hint(message);

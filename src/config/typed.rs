@@ -29,15 +29,14 @@ impl LoadedSuite {
 
     /// Deserialize every variant's engine table and resolve it once (without a trace window).
     pub(super) fn type_variants(&mut self) -> Result<(), ConfigError> {
-        let mut errs = Vec::new();
+        let mut problems = Vec::new();
         let mut typed = Vec::with_capacity(self.variants.len());
         for v in &self.variants {
             // JSON has no NaN or infinity: name such a value here rather than let it turn
             // into `null` ("invalid type: null") on the way to the typed config.
             if let Some((key, x)) = non_finite(&v.engine) {
                 let message = format!("`{}`: expected a finite number, got {x}", key.join("."));
-                let key: Vec<&str> = key.iter().map(String::as_str).collect();
-                errs.push(self.variant_error(v, &key, &message));
+                problems.push((v, key, message));
                 typed.push(EngineConfig::default());
                 continue;
             }
@@ -49,13 +48,12 @@ impl LoadedSuite {
             match result {
                 Ok(c) => typed.push(c),
                 Err(e) => {
-                    let key: Vec<&str> = e.key.iter().map(String::as_str).collect();
-                    errs.push(self.variant_error(v, &key, &e.message));
+                    problems.push((v, e.key, e.message));
                     typed.push(EngineConfig::default());
                 }
             }
         }
-        if let Some(e) = ConfigError::combine(errs) {
+        if let Some(e) = self.variant_errors(problems) {
             return Err(e);
         }
         for (v, c) in self.variants.iter_mut().zip(typed) {
