@@ -4,7 +4,7 @@
 use super::super::data::FoldCurves;
 use super::super::style::{line_styles, LineOpts, LineStyle, Marker};
 use super::super::{color, e, DrawResult, ReportModel, SIZE};
-use super::{legend_position, Chart};
+use super::{draw_legend, Chart};
 use crate::record::Row;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
@@ -264,14 +264,7 @@ pub(in crate::report::plots) fn draw_context<DB: DrawingBackend>(
                 DashedPathElement::new(vec![(x, y), (x + 24, y)], 6, 4, grey.stroke_width(1))
             });
     }
-    let corner = legend_position(&chart, &lines_of(&all), &labels);
-    chart
-        .configure_series_labels()
-        .position(corner)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(e)?;
+    draw_legend(&mut chart, &lines_of(&all), &labels)?;
     root.draw(&Text::new(
         "▲ = compaction event (evicted, cleared, summarized, …)",
         (90, SIZE.1 as i32 - 16),
@@ -288,18 +281,8 @@ pub(in crate::report::plots) fn draw_folds<DB: DrawingBackend>(
     f: &FoldCurves,
     title: &str,
 ) -> DrawResult {
-    let max_fold = f
-        .curves
-        .iter()
-        .flat_map(|(_, pts)| pts.iter().map(|p| p.0))
-        .max()
-        .unwrap_or(1);
-    let min_fold = f
-        .curves
-        .iter()
-        .flat_map(|(_, pts)| pts.iter().map(|p| p.0))
-        .min()
-        .unwrap_or(0);
+    let folds = || f.curves.iter().flat_map(|(_, pts)| pts.iter().map(|p| p.0));
+    let (min_fold, max_fold) = (folds().min().unwrap_or(0), folds().max().unwrap_or(1));
     let ymax = f
         .curves
         .iter()
@@ -359,13 +342,6 @@ pub(in crate::report::plots) fn draw_folds<DB: DrawingBackend>(
     for (i, ((_, xy), st)) in series.iter().zip(&styles).enumerate() {
         draw_marks(&mut chart, xy, st, color(i), |_| false)?;
     }
-    let corner = legend_position(&chart, &lines_of(&series), &labels);
-    chart
-        .configure_series_labels()
-        .position(corner)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(e)?;
+    draw_legend(&mut chart, &lines_of(&series), &labels)?;
     Ok(())
 }

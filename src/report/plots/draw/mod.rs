@@ -22,6 +22,22 @@ use plotters::prelude::*;
 /// A chart with two numeric axes.
 type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
+/// The series legend, boxed, in the corner where it hides the least of `lines`.
+fn draw_legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    lines: &[&[(f64, f64)]],
+    labels: &[String],
+) -> super::DrawResult {
+    let corner = legend_position(chart, lines, labels);
+    chart
+        .configure_series_labels()
+        .position(corner)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(super::e)
+}
+
 /// Where the legend hides the least of `lines` (a point is a line of one), for `labels` (one
 /// row each).
 fn legend_position<DB: DrawingBackend>(

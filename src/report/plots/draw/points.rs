@@ -2,7 +2,7 @@
 //! stacked with leader lines, never overprinted) and the Pareto front ringed.
 
 use super::super::{color, e, DrawResult, ReportModel};
-use super::legend_position;
+use super::draw_legend;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -119,13 +119,6 @@ pub(in crate::report::plots) fn draw_cost_recall<DB: DrawingBackend>(
         chart.draw_series(std::iter::once(point)).map_err(e)?;
     }
     let singles: Vec<&[(f64, f64)]> = pts.chunks(1).collect();
-    let corner = legend_position(&chart, &singles, &[legend]);
-    chart
-        .configure_series_labels()
-        .position(corner)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(e)?;
+    draw_legend(&mut chart, &singles, &[legend])?;
     Ok(())
 }
