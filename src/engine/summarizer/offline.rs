@@ -342,10 +342,13 @@ mod tests {
     }
 
     fn run(prompt: &str, max_tokens: u64, prev: Option<&str>) -> String {
-        let msgs = turns();
+        run_on(&turns(), prompt, max_tokens, prev)
+    }
+
+    fn run_on(msgs: &[Arc<Message>], prompt: &str, max_tokens: u64, prev: Option<&str>) -> String {
         OfflineSummarizer
             .summarize(&SummaryRequest {
-                messages: &msgs,
+                messages: msgs,
                 previous_summary: prev,
                 prompt,
                 max_tokens,
@@ -439,15 +442,7 @@ mod tests {
             )),
         );
         let summarize = |prompt: &str, prev: Option<&str>, max_tokens: u64| {
-            OfflineSummarizer
-                .summarize(&SummaryRequest {
-                    messages: &msgs,
-                    previous_summary: prev,
-                    prompt,
-                    max_tokens,
-                })
-                .unwrap()
-                .text
+            run_on(&msgs, prompt, max_tokens, prev)
         };
         let out = summarize(a, None, 2000);
         assert!(
