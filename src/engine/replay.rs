@@ -68,8 +68,9 @@ pub struct ReplayEnv<'a> {
     pub tools: Option<Vec<serde_json::Value>>,
     pub keep_views: KeepViews,
     /// Prices the `cost_ceiling` layer charges: the run's table (bundled + the suite's
-    /// `[pricing]`), so the ceiling and the reports agree. Default: the bundled table.
-    pub prices: &'a PriceTable,
+    /// `[pricing]`), so the ceiling and the reports agree. `None`: the bundled table, parsed
+    /// only if a `cost_ceiling` layer asks (a replay without one does not pay for the TOML).
+    pub prices: Option<&'a PriceTable>,
 }
 
 impl<'a> ReplayEnv<'a> {
@@ -82,7 +83,7 @@ impl<'a> ReplayEnv<'a> {
             system_prompt: None,
             tools: None,
             keep_views: KeepViews::None,
-            prices: PriceTable::bundled(),
+            prices: None,
         }
     }
 }

@@ -117,7 +117,7 @@ pub fn prepare(
     seed: u64,
 ) -> Result<(engine::Replay, Option<KeptView>), EvalError> {
     let mut env = ReplayEnv::new(summarizer);
-    env.prices = prices;
+    env.prices = Some(prices);
     env.store = StoreTarget::Dir(store_root);
     env.seed = seed;
     env.keep_views = KeepViews::AfterCompaction;

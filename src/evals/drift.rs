@@ -76,7 +76,7 @@ pub fn prepare(
 ) -> Result<(engine::Replay, Vec<KeptView>), EvalError> {
     let run = |keep| {
         let mut env = ReplayEnv::new(summarizer);
-        env.prices = prices;
+        env.prices = Some(prices);
         env.store = StoreTarget::Dir(store_root.clone());
         env.seed = seed;
         env.keep_views = keep;

@@ -253,7 +253,7 @@ pub fn prepare(
     )
     .map_err(EvalError::Config)?;
     let mut env = ReplayEnv::new(summarizer);
-    env.prices = prices;
+    env.prices = Some(prices);
     env.seed = seed;
     let after = planted.needles().map(|f| f.index).max().unwrap_or(0);
     let ask_at = match params.fold {

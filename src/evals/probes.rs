@@ -113,7 +113,7 @@ pub fn prepare(
         .count();
     let t = question_point(trace, AskAt::Call(nth));
     let mut env = ReplayEnv::new(summarizer);
-    env.prices = prices;
+    env.prices = Some(prices);
     env.store = StoreTarget::Dir(store_root.clone());
     env.seed = seed;
     env.keep_views = KeepViews::Last;

@@ -266,7 +266,7 @@ pub fn prepare(
     let rules = rules_for(&params.kinds, seed);
     let (planted, planted_at) = plant(trace, &rules);
     let mut env = ReplayEnv::new(summarizer);
-    env.prices = prices;
+    env.prices = Some(prices);
     env.store = StoreTarget::Dir(store_root);
     env.seed = seed;
     env.keep_views = KeepViews::AfterCompaction;

@@ -77,7 +77,7 @@ impl LayerSpec for CostCeiling {
             cfg,
             ctx.meta,
             ctx.messages,
-            ctx.prices,
+            ctx.prices(),
         )?))
     }
 }

@@ -67,9 +67,20 @@ pub struct BuildCtx<'a> {
     pub meta: &'a TraceMeta,
     pub markers: &'a [ContextMarker],
     pub messages: &'a [std::sync::Arc<crate::trace::Message>],
-    pub prices: &'a crate::pricing::PriceTable,
+    /// `None`: the bundled table (see [`BuildCtx::prices`]).
+    pub prices: Option<&'a crate::pricing::PriceTable>,
     /// `[engine] agent_model`: the model that prices the agent's views (default: the trace's).
     pub agent_model: Option<&'a str>,
+}
+
+impl<'a> BuildCtx<'a> {
+    /// The run's prices, else the bundled table (parsed on first use).
+    pub fn prices(&self) -> &'a crate::pricing::PriceTable {
+        match self.prices {
+            Some(p) => p,
+            None => crate::pricing::PriceTable::bundled(),
+        }
+    }
 }
 
 /// A deserialization error carrying the key path inside the layer's table.
@@ -193,7 +204,7 @@ pub fn build(
     meta: &TraceMeta,
     markers: &[ContextMarker],
     messages: &[std::sync::Arc<crate::trace::Message>],
-    prices: &crate::pricing::PriceTable,
+    prices: Option<&crate::pricing::PriceTable>,
 ) -> Result<Vec<Box<dyn Layer>>, ConfigError> {
     let ctx = BuildCtx {
         meta,

@@ -26,7 +26,7 @@ pub(super) async fn plain(cx: &UnitCx<'_>) -> Result<(engine::Replay, UnitOutput
     let replay = cx
         .replay(|p| {
             let mut env = engine::ReplayEnv::new(p.summarizer.as_ref());
-            env.prices = &p.prices;
+            env.prices = Some(&p.prices);
             env.store = engine::StoreTarget::Dir(p.store);
             env.seed = p.seed;
             engine::replay(&p.trace, &p.config, &env).map_err(|e| EvalError::Engine(e.to_string()))
