@@ -8,6 +8,7 @@ use super::model::ReportModel;
 use super::sections;
 use super::table::{Cell, Table, TableWriter};
 use crate::gate::{GateOutcome, Verdict};
+use crate::output::wrap;
 
 /// Plain-text tables for a terminal. Every column is left-aligned, as the terminal summary
 /// has always been (the model's alignment is for document formats); detail columns are left
@@ -80,28 +81,6 @@ pub fn summary(model: &ReportModel, width: usize) -> String {
             ),
             width,
         ));
-    }
-    out
-}
-
-/// `text` wrapped at word boundaries to `width` columns, each line ending in a newline.
-fn wrap(text: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
-            out.push_str(&line);
-            out.push('\n');
-            line.clear();
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
-    }
-    if !line.is_empty() {
-        out.push_str(&line);
-        out.push('\n');
     }
     out
 }
