@@ -5,15 +5,16 @@
 
 #![cfg(unix)]
 
+mod support;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ctxbench::evals::agent;
 use ctxbench::evals::fs_tools::{Limits, Sandbox};
-use ctxbench::providers::{
-    BoxFuture, ChatRequest, ChatResponse, Message, Provider, ProviderError, ProviderInfo, Usage,
-};
+use ctxbench::providers::{Message, ProviderError, ToolCall};
 use serde_json::json;
+use support::providers::Mock;
 
 fn store() -> (tempfile::TempDir, Sandbox) {
     let dir = tempfile::tempdir().unwrap();
@@ -188,64 +189,19 @@ fn a_call_stops_at_its_time_limit() {
     }
 }
 
-/// A provider that never answers.
-struct Silent(ProviderInfo);
-
-impl Provider for Silent {
-    fn info(&self) -> &ProviderInfo {
-        &self.0
-    }
-    fn chat<'a>(
-        &'a self,
-        _: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(std::future::pending())
-    }
-}
-
 /// A provider that always asks to read `path`.
-struct Reader(ProviderInfo, String);
-
-impl Provider for Reader {
-    fn info(&self) -> &ProviderInfo {
-        &self.0
-    }
-    fn chat<'a>(
-        &'a self,
-        _: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        let message = Message::assistant(
+fn reader(path: &str) -> Mock {
+    let path = path.to_string();
+    Mock::new(move |_| {
+        Message::assistant(
             "",
-            vec![ctxbench::providers::ToolCall {
+            vec![ToolCall {
                 id: "c1".into(),
                 name: "read_file".into(),
-                arguments: json!({"path": self.1}),
+                arguments: json!({"path": path}),
             }],
-        );
-        Box::pin(async move {
-            Ok(ChatResponse {
-                message,
-                usage: Usage::default(),
-                usage_reported: true,
-                model: "m".into(),
-                finish_reason: None,
-                latency: Duration::ZERO,
-                attempts: 1,
-                from_cache: false,
-                text_tools: None,
-            })
-        })
-    }
-}
-
-fn info() -> ProviderInfo {
-    ProviderInfo {
-        kind: "test".into(),
-        model: "m".into(),
-        endpoint: None,
-        defaults: Default::default(),
-        tool_protocol: Default::default(),
-    }
+        )
+    })
 }
 
 #[tokio::test]
@@ -253,7 +209,7 @@ async fn an_agent_loop_stops_at_its_time_limit() {
     let (_d, sb) = store();
     let started = Instant::now();
     let r = agent::run_with_limit(
-        &Silent(info()),
+        &Mock::hanging(),
         vec![Message::user("where is the token?")],
         Some(&sb),
         8,
@@ -272,7 +228,7 @@ async fn an_agent_reading_a_fifo_gets_an_error_and_goes_on() {
     mkfifo(&sb.root().join("pipe"));
     let started = Instant::now();
     let out = agent::run(
-        &Reader(info(), "/pipe".into()),
+        &reader("/pipe"),
         vec![Message::user("read it")],
         Some(&sb),
         3,
