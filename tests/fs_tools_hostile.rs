@@ -8,7 +8,7 @@
 mod support;
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ctxbench::evals::agent;
 use ctxbench::evals::fs_tools::{Limits, Sandbox};
@@ -47,6 +47,13 @@ fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     });
     rx.recv_timeout(Duration::from_secs(20))
         .expect("the tool call hung")
+}
+
+/// `fut`'s output; panics if it has not finished after 20 s (a hang guard, not a speed check).
+async fn not_hung<T>(fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), fut)
+        .await
+        .expect("the agent loop hung")
 }
 
 #[test]
@@ -145,7 +152,6 @@ fn huge_files_are_read_only_up_to_the_cap() {
         ..Limits::default()
     };
     let sb = Sandbox::with_limits(dir.path(), limits).unwrap();
-    let started = Instant::now();
     let s = sb.clone();
     let out = bounded(move || s.call("read_file", &json!({"path": "/huge"})));
     assert!(!out.is_error, "{}", out.text);
@@ -161,7 +167,6 @@ fn huge_files_are_read_only_up_to_the_cap() {
     let s = sb.clone();
     let out = bounded(move || s.call("grep", &json!({"pattern": "zzz"})));
     assert!(out.text.starts_with("No matches"), "{}", out.text);
-    assert!(started.elapsed() < Duration::from_secs(15));
 }
 
 #[test]
@@ -207,8 +212,7 @@ fn reader(path: &str) -> Mock {
 #[tokio::test]
 async fn an_agent_loop_stops_at_its_time_limit() {
     let (_d, sb) = store();
-    let started = Instant::now();
-    let r = agent::run_with_limit(
+    let r = not_hung(agent::run_with_limit(
         &Mock::hanging(),
         vec![Message::user("where is the token?")],
         Some(&sb),
@@ -216,25 +220,23 @@ async fn an_agent_loop_stops_at_its_time_limit() {
         None,
         "n",
         Duration::from_millis(300),
-    )
+    ))
     .await;
     assert!(matches!(r, Err(ProviderError::Timeout { .. })), "{r:?}");
-    assert!(started.elapsed() < Duration::from_secs(10));
 }
 
 #[tokio::test]
 async fn an_agent_reading_a_fifo_gets_an_error_and_goes_on() {
     let (_d, sb) = store();
     mkfifo(&sb.root().join("pipe"));
-    let started = Instant::now();
-    let out = agent::run(
+    let out = not_hung(agent::run(
         &reader("/pipe"),
         vec![Message::user("read it")],
         Some(&sb),
         3,
         None,
         "n",
-    )
+    ))
     .await
     .unwrap();
     assert!(out.hit_step_limit);
@@ -243,5 +245,4 @@ async fn an_agent_reading_a_fifo_gets_an_error_and_goes_on() {
         .tool_uses
         .iter()
         .all(|u| u.is_error && u.result_head.contains("not a regular file")));
-    assert!(started.elapsed() < Duration::from_secs(10));
 }
