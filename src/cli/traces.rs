@@ -120,7 +120,7 @@ fn stats_cmd(args: StatsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(super::EXIT_OK))
 }
 
-/// Human rendering, every line at most [`WIDTH`] columns: one summary row per trace, then the
+/// Human rendering, every line at most `WIDTH` (100) columns: one summary row per trace, then the
 /// pooled breakdowns, then the calibration (per trace when several record usage). With a single
 /// trace the breakdowns are that trace's. Per-role counts are in the "By role" table (per
 /// trace in `--json`), recorded usage in the calibration table.
