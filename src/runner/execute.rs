@@ -63,7 +63,7 @@ impl UnitOutput {
             variant: unit.variant.clone(),
             eval: unit.eval.clone(),
             sample: unit.sample.clone(),
-            params: unit.params.clone(),
+            params: (*unit.params).clone(),
             repeat: unit.repeat,
             scores: self.scores,
             passed: self.passed,

@@ -45,7 +45,8 @@ pub struct Unit {
     pub variant_index: usize,
     pub eval: String,
     pub sample: String,
-    pub params: BTreeMap<String, Value>,
+    /// Shared by every unit of the same eval sample (one map per sample, not per unit).
+    pub params: Arc<BTreeMap<String, Value>>,
     pub repeat: u32,
     /// Seed for anything random in this unit (derived from the suite seed and the unit id).
     pub seed: u64,
@@ -62,7 +63,8 @@ pub struct Plan {
     /// Baseline first, then the other variants in suite order.
     pub variants: Vec<Variant>,
     pub baseline: String,
-    pub units: Vec<Unit>,
+    /// Shared with the dispatcher's queue (`session::Prepared::todo`), never copied.
+    pub units: Vec<Arc<Unit>>,
 }
 
 /// sha256 hex-16 of the canonical key.
@@ -123,14 +125,16 @@ pub fn build(suite: &LoadedSuite, mut traces: Vec<TraceEntry>) -> Result<Plan, P
     let samples = eval_samples(suite);
     let repeats = suite.suite.suite.repeats;
     let seed = suite.suite.suite.seed;
+    let params: Vec<Arc<BTreeMap<String, Value>>> =
+        samples.iter().map(|s| Arc::new(s.params.clone())).collect();
     let mut units = Vec::with_capacity(traces.len() * variants.len() * samples.len());
     for (ti, t) in traces.iter().enumerate() {
         for (vi, v) in variants.iter().enumerate() {
-            for s in &samples {
+            for (s, params) in samples.iter().zip(&params) {
                 for repeat in 0..repeats {
                     let id = unit_id(&t.id, &v.name, &s.eval, &s.sample, repeat);
                     let pair = unit_id(&t.id, "", &s.eval, &s.sample, repeat);
-                    units.push(Unit {
+                    units.push(Arc::new(Unit {
                         seed: unit_seed(seed, &id),
                         pair_seed: unit_seed(seed, &pair),
                         id,
@@ -141,10 +145,10 @@ pub fn build(suite: &LoadedSuite, mut traces: Vec<TraceEntry>) -> Result<Plan, P
                         variant_index: vi,
                         eval: s.eval.clone(),
                         sample: s.sample.clone(),
-                        params: s.params.clone(),
+                        params: params.clone(),
                         repeat,
                         providers: s.providers.clone(),
-                    });
+                    }));
                 }
             }
         }
