@@ -147,7 +147,9 @@ fn measure(dir: &Path, repeats: u32) -> Peaks {
     assert_eq!(outcome.manifest.units.recorded, units as u64);
     let run_dir: PathBuf = outcome.run_dir.clone();
     drop(outcome);
-    let journal_bytes = std::fs::metadata(run_dir.join("samples.jsonl")).unwrap().len();
+    let journal_bytes = std::fs::metadata(run_dir.join("samples.jsonl"))
+        .unwrap()
+        .len();
 
     // `--resume` of the finished run: nothing left to do.
     let planned = session::plan_run(&suite, &ImportLoader).unwrap();
@@ -218,7 +220,10 @@ fn a_runs_peak_memory_does_not_grow_with_its_units() {
     );
     assert!(plan <= 512.0, "the plan grows {plan:.0} bytes a unit");
     assert!(run <= 64.0, "a run's peak grows {run:.0} bytes a unit");
-    assert!(resume <= 96.0, "--resume's peak grows {resume:.0} bytes a unit");
+    assert!(
+        resume <= 96.0,
+        "--resume's peak grows {resume:.0} bytes a unit"
+    );
     assert!(merge <= 320.0, "merge's peak grows {merge:.0} bytes a unit");
     assert!(
         gate <= line,

@@ -136,7 +136,8 @@ fn check_junit_path(
 /// gate's observations built from them, the rows dropped. A torn final line is ignored, as
 /// before.
 fn gate_run(dir: &RunDir) -> Result<gate::GateRun, UsageError> {
-    let info: crate::record::RunInfo = dir.read_run_json().map_err(|e| UsageError(e.to_string()))?;
+    let info: crate::record::RunInfo =
+        dir.read_run_json().map_err(|e| UsageError(e.to_string()))?;
     let path = dir.samples_jsonl();
     let streamed =
         crate::report::load::stream_samples(&path).map_err(|e| UsageError(e.to_string()))?;

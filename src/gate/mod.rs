@@ -220,7 +220,7 @@ pub fn evaluate(
             None => variants.clone(),
         };
         for v in targets {
-            results.push(evaluate_one(rule, &v, &cand_table, &base_table, seed));
+            results.push(evaluate_one(rule, &v, cand_table, base_table, seed));
         }
     }
     Ok(GateOutcome {

@@ -60,7 +60,8 @@ pub struct SourcesSum {
 impl SourcesSum {
     pub fn add(&mut self, s: &Row<'_>) {
         if !self.by_variant.contains_key(s.variant) {
-            self.by_variant.insert(s.variant.to_string(), Default::default());
+            self.by_variant
+                .insert(s.variant.to_string(), Default::default());
         }
         let e = self.by_variant.get_mut(s.variant).expect("inserted");
         let replay = s.eval == "replay";

@@ -175,8 +175,9 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
     std::fs::create_dir_all(out)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
     let out_dir = RunDir::new(out);
-    let cannot_write =
-        |e: crate::record::JournalError| anyhow::anyhow!("cannot write {}: {e}", out_dir.samples_jsonl().display());
+    let cannot_write = |e: crate::record::JournalError| {
+        anyhow::anyhow!("cannot write {}: {e}", out_dir.samples_jsonl().display())
+    };
     let mut journal = out_dir.create_journal().map_err(cannot_write)?;
     let mut files = Vec::new();
     for dir in inputs {

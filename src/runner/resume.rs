@@ -163,7 +163,8 @@ pub fn open(
     }
     let (journal, torn) =
         Journal::open_append(&run_dir.samples_jsonl()).map_err(|e| UsageError(e.to_string()))?;
-    let recorded = Recorded::read(&run_dir.samples_jsonl()).map_err(|e| UsageError(e.to_string()))?;
+    let recorded =
+        Recorded::read(&run_dir.samples_jsonl()).map_err(|e| UsageError(e.to_string()))?;
     Ok(Resumed {
         manifest,
         journal,
