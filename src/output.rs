@@ -112,6 +112,29 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// `text` wrapped at word boundaries to `width` columns, each line ending in a newline (a word
+/// longer than `width` gets a line of its own).
+pub fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
 /// `s` if it fits in `max` characters, else its start and end around a `…`.
 pub fn ellipsize(s: &str, max: usize) -> String {
     let n = s.chars().count();

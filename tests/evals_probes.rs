@@ -9,12 +9,10 @@ use ctxbench::engine::{OfflineSummarizer, ResolvedConfig};
 use ctxbench::evals::offline_agent::OfflineProvider;
 use ctxbench::evals::probes::{self, ProbeKind, ProbeParams};
 use ctxbench::pricing::PriceTable;
-use ctxbench::providers::{
-    BoxFuture, ChatRequest, ChatResponse, Message, Provider, ProviderError, ProviderInfo, Sampling,
-    ToolProtocol,
-};
+use ctxbench::providers::{Message, Provider};
 use ctxbench::trace::{Trace, Usage};
 use std::path::Path;
+use support::providers::Mock;
 use support::traces::engine_config as config;
 
 fn load(name: &str) -> Trace {
@@ -29,47 +27,19 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// A judge that always gives the same six grades.
-struct FixedJudge(ProviderInfo);
-
-impl Provider for FixedJudge {
-    fn info(&self) -> &ProviderInfo {
-        &self.0
-    }
-    fn chat<'a>(
-        &'a self,
-        req: &'a ChatRequest,
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(async move {
-            assert!(req.messages[0].content.contains("ARTIFACT_TRAIL"));
-            let text = "ACCURACY: 4\nCONTEXT_AWARENESS: 3\nARTIFACT_TRAIL: 2\nCOMPLETENESS: 5\nCONTINUITY: 1\nINSTRUCTION_FOLLOWING: 0\nFine.";
-            let usage = Usage {
-                input: 100,
-                output: 20,
-                ..Usage::default()
-            };
-            Ok(ChatResponse {
-                message: Message::assistant(text, vec![]),
-                usage,
-                usage_reported: true,
-                model: "fixed".into(),
-                finish_reason: Some("stop".into()),
-                latency: std::time::Duration::ZERO,
-                attempts: 1,
-                from_cache: false,
-                text_tools: None,
-            })
-        })
-    }
-}
-
-fn judge() -> FixedJudge {
-    FixedJudge(ProviderInfo {
-        kind: "fixed".into(),
-        model: "fixed".into(),
-        endpoint: None,
-        defaults: Sampling::default(),
-        tool_protocol: ToolProtocol::Native,
+fn judge() -> Mock {
+    let usage = Usage {
+        input: 100,
+        output: 20,
+        ..Usage::default()
+    };
+    Mock::new(|req| {
+        assert!(req.messages[0].content.contains("ARTIFACT_TRAIL"));
+        let text = "ACCURACY: 4\nCONTEXT_AWARENESS: 3\nARTIFACT_TRAIL: 2\nCOMPLETENESS: 5\nCONTINUITY: 1\nINSTRUCTION_FOLLOWING: 0\nFine.";
+        Message::assistant(text, vec![])
     })
+    .with_model("fixed")
+    .with_usage(usage)
 }
 
 fn run(

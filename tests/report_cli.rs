@@ -254,7 +254,7 @@ fn compare_pairs_two_runs_variant_by_variant_and_writes_files() {
         .collect();
     support::report::write_run(&b, &support::report::info("run-b"), &fixed);
     let out = dir.path().join("cmp");
-    ctxbench()
+    let stdout = ctxbench()
         .args(["compare"])
         .arg(&a)
         .arg(&b)
@@ -265,7 +265,16 @@ fn compare_pairs_two_runs_variant_by_variant_and_writes_files() {
         .stdout(predicate::str::contains(
             "run-b (candidate) vs run-a (baseline)",
         ))
-        .stdout(predicate::str::contains("needle.recall"));
+        .stdout(predicate::str::contains("needle.recall"))
+        .get_output()
+        .stdout
+        .clone();
+    // The comparison table fits a 100-column terminal (columns left out are named).
+    let text = String::from_utf8(stdout).unwrap();
+    for line in text.lines() {
+        assert!(line.chars().count() <= 100, "{line}\n{text}");
+    }
+    assert!(text.contains("(not shown for width: pairs"), "{text}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
     let comps = json["comparisons"].as_array().unwrap();

@@ -573,3 +573,61 @@ fn cli_claude_code_overhead_moves_the_calibration_bias_toward_zero() {
         .code(2)
         .stderr(predicate::str::contains("claude-code"));
 }
+
+/// `traces stats` on every bundled dataset folder (and all of them at once), as a person reads it.
+fn human_stats(path: &str) -> String {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    let out = ctxbench()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("COLUMNS", "100")
+        .args(["traces", "stats"])
+        .arg(&dir)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn cli_tables_fit_100_columns_on_every_bundled_dataset() {
+    let mut folders: Vec<String> =
+        std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .map(|p| format!("datasets/{}", p.file_name().unwrap().to_str().unwrap()))
+            .collect();
+    folders.sort();
+    assert!(folders.len() >= 6, "{folders:?}");
+    folders.push("datasets".into());
+    let mut calibration_tables = 0;
+    for folder in &folders {
+        let text = human_stats(folder);
+        for line in text.lines() {
+            let n = line.chars().count();
+            assert!(n <= 100, "{folder}: a line of {n} columns:\n{line}");
+        }
+        // The sections are all there (no table was dropped to make room).
+        for section in ["trace  ", "By role", "Largest messages", "Calibration"] {
+            assert!(text.contains(section), "{folder} lacks {section}:\n{text}");
+        }
+        calibration_tables += usize::from(text.contains("Calibration by trace"));
+    }
+    // claude-code, openhands, tau2-bench, mini-swe-agent and the whole lot record usage.
+    assert!(calibration_tables >= 4, "{calibration_tables}");
+}
+
+#[test]
+fn cli_table_on_the_claude_code_dataset() {
+    insta::assert_snapshot!(
+        "traces_stats_claude_code",
+        human_stats("datasets/claude-code")
+    );
+}
+
+#[test]
+fn cli_table_on_the_swe_agent_dataset_shortens_long_ids() {
+    insta::assert_snapshot!("traces_stats_swe_agent", human_stats("datasets/swe-agent"));
+}

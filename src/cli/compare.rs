@@ -7,8 +7,7 @@ use crate::record::RunDir;
 use crate::report::headline;
 use crate::report::markdown;
 use crate::report::sections;
-use crate::report::table::TableWriter;
-use crate::report::terminal::{self, Terminal};
+use crate::report::terminal;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -46,6 +45,11 @@ struct CompareDoc<'a> {
 }
 
 /// JSON Schema of `compare.json`, generated from the type it is written from.
+/// Comparison columns the terminal leaves out, in this order, while the table is wider than
+/// `terminal::WIDTH` (counts first, then the means the Δ column already relates): compare.md has
+/// them all.
+const FOR_WIDTH: [&str; 4] = ["pairs", "traces", "baseline", "candidate"];
+
 pub fn schema() -> schemars::Schema {
     schemars::schema_for!(CompareDoc<'static>)
 }
@@ -129,10 +133,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let verdicts = headline::verdicts(&comparisons, &head);
         out!("{}", headline::render_text(&verdicts, terminal::WIDTH))?;
         let (rows, dropped) = headline::ordered(&comparisons, &head);
-        out!(
-            "{}",
-            Terminal.render(&sections::comparison(&rows, "candidate"))
-        )?;
+        let table = sections::comparison(&rows, "candidate");
+        let (text, left_out) = terminal::render_within(&table, terminal::WIDTH, &FOR_WIDTH);
+        out!("{text}")?;
+        if !left_out.is_empty() {
+            outln!(
+                "(not shown for width: {}; see compare.md)",
+                left_out.join(", ")
+            )?;
+        }
         if dropped > 0 {
             outln!("{dropped} other metric(s) with no change on any pair not listed")?;
         }

@@ -21,8 +21,8 @@ pub enum Command {
 }
 
 const STATS_HELP: &str = "\
-Long trace ids are shortened in the middle of the table, but never so that two different ids
-print alike; --json always has the full ids.
+The tables fit 100 columns: long trace ids and tool names are shortened in the middle, never
+so that two different ids print alike. --json has the full ids and each trace's roles.
 
 Examples:
   ctxbench traces stats datasets/
@@ -120,74 +120,61 @@ fn stats_cmd(args: StatsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(super::EXIT_OK))
 }
 
-/// Human rendering: one summary row per trace, then the pooled breakdowns. With a single trace
-/// the breakdowns are that trace's.
+/// Human rendering, every line at most [`WIDTH`] columns: one summary row per trace, then the
+/// pooled breakdowns, then the calibration (per trace when several record usage). With a single
+/// trace the breakdowns are that trace's. Per-role counts are in the "By role" table (per
+/// trace in `--json`), recorded usage in the calibration table.
 pub fn render(r: &StatsReport) -> String {
     let mut out = String::new();
     let t = &r.total;
-    out.push_str(&format!(
+    let mut head = format!(
         "{} trace(s), {} messages, {} tokens ({} counter), {} import warning(s)",
         t.traces, t.messages, t.tokens, r.counter, t.import_warnings
-    ));
+    );
     if !r.skipped.is_empty() {
-        out.push_str(&format!(", {} input(s) skipped", r.skipped.len()));
+        head.push_str(&format!(", {} input(s) skipped", r.skipped.len()));
     }
-    out.push_str("\n\n");
+    out.push_str(&output::wrap(&head, WIDTH));
+    out.push('\n');
 
-    // Ids as shown: shortened, but never two different ids alike.
+    let header = [
+        "trace", "format", "msgs", "calls", "tokens", "largest", "warn",
+    ];
+    let cells: Vec<Vec<String>> = r
+        .traces
+        .iter()
+        .map(|s| {
+            vec![
+                s.source_format.clone(),
+                s.messages.to_string(),
+                s.tool_calls.to_string(),
+                s.tokens.to_string(),
+                s.largest.first().map_or(0, |l| l.tokens).to_string(),
+                s.import_warnings.to_string(),
+            ]
+        })
+        .collect();
+    // Ids as shown: as wide as the other columns leave room for, never two different ids alike.
+    let id_width = room(&header[1..], &cells).clamp(MIN_ID_WIDTH, MAX_ID_WIDTH);
     let ids: Vec<&str> = r.traces.iter().map(|s| s.id.as_str()).collect();
     let shown: BTreeMap<&str, String> = ids
         .iter()
         .copied()
-        .zip(output::short_ids(&ids, ID_WIDTH))
+        .zip(output::short_ids(&ids, id_width))
         .collect();
     let show = |id: &str| {
         shown
             .get(id)
             .cloned()
-            .unwrap_or_else(|| output::ellipsize(id, ID_WIDTH))
+            .unwrap_or_else(|| output::ellipsize(id, id_width))
     };
     let rows: Vec<Vec<String>> = r
         .traces
         .iter()
-        .map(|s| {
-            let role = |name: &str| s.by_role.get(name).map_or(0, |x| x.messages).to_string();
-            let (cal, bias) = calibration_cells(s.calibration.as_ref());
-            vec![
-                show(&s.id),
-                s.source_format.clone(),
-                s.messages.to_string(),
-                role("user"),
-                role("assistant"),
-                role("tool"),
-                s.tool_calls.to_string(),
-                s.tokens.to_string(),
-                s.largest.first().map_or(0, |l| l.tokens).to_string(),
-                s.recorded_usage.input.to_string(),
-                cal,
-                bias,
-                s.import_warnings.to_string(),
-            ]
-        })
+        .zip(cells)
+        .map(|(s, rest)| std::iter::once(show(&s.id)).chain(rest).collect())
         .collect();
-    out.push_str(&table(
-        &[
-            "trace",
-            "format",
-            "msgs",
-            "user",
-            "asst",
-            "tool",
-            "calls",
-            "tokens",
-            "largest",
-            "rec.input",
-            "calib.err",
-            "bias",
-            "warn",
-        ],
-        &rows,
-    ));
+    out.push_str(&table(&header, &rows));
 
     let scope = if r.traces.len() == 1 {
         ""
@@ -204,18 +191,45 @@ pub fn render(r: &StatsReport) -> String {
         out.push_str(&format!("\nLargest messages{scope}\n"));
         out.push_str(&largest_table(&t.largest, &show));
     }
-    out.push_str(&format!("\nCalibration{scope}: "));
-    match &t.calibration {
-        Some(c) => out.push_str(&calibration_line(c)),
-        None => out.push_str("no recorded usage to compare with\n"),
+    let calibrated: Vec<(String, &Calibration)> = r
+        .traces
+        .iter()
+        .filter_map(|s| Some((show(&s.id), s.calibration.as_ref()?)))
+        .collect();
+    if r.traces.len() > 1 && !calibrated.is_empty() {
+        out.push_str("\nCalibration by trace (traces with recorded usage)\n");
+        out.push_str(&calibration_table(&calibrated));
     }
+    let line = match &t.calibration {
+        Some(c) => calibration_line(c),
+        None => "no recorded usage to compare with".to_string(),
+    };
+    out.push('\n');
+    out.push_str(&output::wrap(&format!("Calibration{scope}: {line}"), WIDTH));
     for s in &r.skipped {
-        out.push_str(&format!(
-            "skipped: {}: {}: {}\n",
-            s.file, s.location, s.message
+        out.push_str(&output::wrap(
+            &format!("skipped: {}: {}: {}", s.file, s.location, s.message),
+            WIDTH,
         ));
     }
     out
+}
+
+/// Columns left for a first column when a table's other columns (`header`, `rows`) take
+/// their width and the two-space gaps: `WIDTH` minus all that (0 when nothing is left).
+fn room(header: &[&str], rows: &[Vec<String>]) -> usize {
+    let taken: usize = header
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let cells = rows.iter().filter_map(|r| r.get(i));
+            cells
+                .map(|c| c.chars().count())
+                .fold(h.chars().count(), usize::max)
+                + 2
+        })
+        .sum();
+    WIDTH.saturating_sub(taken)
 }
 
 /// The calibration sentence; with an overhead, the figures before → after adding it.
@@ -226,25 +240,37 @@ fn calibration_line(c: &Calibration) -> String {
     );
     match (c.mean_abs_pct_error_without_overhead, c.bias_pct_without_overhead) {
         (Some(mae), Some(bias)) => line.push_str(&format!(
-            " (with {} overhead tokens per call); mean abs error {:.1}% → {:.1}%, bias {:+.1}% → {:+.1}% (without → with the overhead)\n",
+            " (with {} overhead tokens per call); mean abs error {:.1}% → {:.1}%, bias {:+.1}% → {:+.1}% (without → with the overhead)",
             c.overhead_tokens, mae, c.mean_abs_pct_error, bias, c.bias_pct
         )),
         _ => line.push_str(&format!(
-            "; mean abs error {:.1}%, bias {:+.1}%\n",
+            "; mean abs error {:.1}%, bias {:+.1}%",
             c.mean_abs_pct_error, c.bias_pct
         )),
     }
     line
 }
 
-fn calibration_cells(c: Option<&Calibration>) -> (String, String) {
-    match c {
-        Some(c) => (
-            format!("{:.1}%", c.mean_abs_pct_error),
-            format!("{:+.1}%", c.bias_pct),
-        ),
-        None => ("-".into(), "-".into()),
-    }
+/// One row per trace that records usage: its model calls, recorded against counted input, the
+/// mean absolute error and the bias (with the overhead, if one was given).
+fn calibration_table(rows: &[(String, &Calibration)]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(id, c)| {
+            vec![
+                id.clone(),
+                c.calls.to_string(),
+                c.recorded_input.to_string(),
+                c.counted_input.to_string(),
+                format!("{:.1}%", c.mean_abs_pct_error),
+                format!("{:+.1}%", c.bias_pct),
+            ]
+        })
+        .collect();
+    table(
+        &["trace", "calls", "recorded", "counted", "abs.err", "bias"],
+        &rows,
+    )
 }
 
 fn role_table(by_role: &BTreeMap<String, RoleStats>, total_tokens: u64) -> String {
@@ -281,10 +307,8 @@ fn tool_table(by_tool: &BTreeMap<String, ToolStats>) -> String {
             ]
         })
         .collect();
-    table(
-        &["tool", "calls", "call tokens", "results", "result tokens"],
-        &rows,
-    )
+    let header = ["tool", "calls", "call tokens", "results", "result tokens"];
+    table(&header, &fit_column(rows, 0, &header, MIN_NAME_WIDTH))
 }
 
 fn largest_table(largest: &[LargestMessage], show: &dyn Fn(&str) -> String) -> String {
@@ -301,14 +325,49 @@ fn largest_table(largest: &[LargestMessage], show: &dyn Fn(&str) -> String) -> S
             ]
         })
         .collect();
-    table(
-        &["trace", "index", "role", "tool", "tokens", "chars"],
-        &rows,
-    )
+    let header = ["trace", "index", "role", "tool", "tokens", "chars"];
+    table(&header, &fit_column(rows, 3, &header, MIN_NAME_WIDTH))
 }
 
-/// Widest trace id shown in tables (`--json` always has the full id).
-const ID_WIDTH: usize = 48;
+/// `rows` with column `col` shortened in the middle (`output::ellipsize`) to the room the
+/// other columns leave in [`WIDTH`], but never below `min` characters.
+fn fit_column(
+    mut rows: Vec<Vec<String>>,
+    col: usize,
+    header: &[&str],
+    min: usize,
+) -> Vec<Vec<String>> {
+    let others: Vec<&str> = header
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != col)
+        .map(|(_, h)| *h)
+        .collect();
+    let rest: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .enumerate()
+                .filter(|&(i, _)| i != col)
+                .map(|(_, c)| c.clone())
+                .collect()
+        })
+        .collect();
+    let width = room(&others, &rest).max(min);
+    for r in &mut rows {
+        r[col] = output::ellipsize(&r[col], width);
+    }
+    rows
+}
+
+/// Every line of the human rendering fits this many columns (the run summary's width).
+const WIDTH: usize = crate::report::terminal::WIDTH;
+/// Widest trace id shown in tables (`--json` always has the full id)...
+const MAX_ID_WIDTH: usize = 48;
+/// ...and the narrowest, however wide the other columns are.
+const MIN_ID_WIDTH: usize = 20;
+/// Tool names are shortened to fit, but not below this.
+const MIN_NAME_WIDTH: usize = 12;
 
 fn percent(part: u64, whole: u64) -> String {
     if whole == 0 {
@@ -383,7 +442,9 @@ mod tests {
         assert!(out.contains("\nBy role\n"), "{out}");
         assert!(out.contains("\nBy tool\n"), "{out}");
         assert!(out.contains("\nLargest messages\n"), "{out}");
-        assert!(out.contains("mean abs error 40.0%, bias -40.0%"), "{out}");
+        // Sentences are wrapped at WIDTH: compare them with the line breaks as spaces.
+        let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains("mean abs error 40.0%, bias -40.0%"), "{out}");
         assert!(
             out.contains("skipped: bad.json: line 3: expected an object"),
             "{out}"
@@ -392,6 +453,64 @@ mod tests {
             .lines()
             .find(|l| l.starts_with("demo "))
             .expect("trace row");
-        assert!(demo.contains("40.0%") && demo.contains("-40.0%"), "{demo}");
+        // One trace: its calibration is the pooled line, no per-trace calibration table.
+        assert!(!out.contains("Calibration by trace"), "{out}");
+        // trace, format, msgs, calls, tokens, largest, warn: no per-role or calibration cells.
+        let cells: Vec<&str> = demo.split_whitespace().collect();
+        assert_eq!(cells.len(), 7, "{demo}");
+        assert_eq!(cells[..4], ["demo", "openai", "3", "1"], "{demo}");
+        for line in out.lines() {
+            assert!(line.chars().count() <= WIDTH, "{line}");
+        }
+    }
+
+    #[test]
+    fn several_traces_get_a_calibration_table_of_those_that_record_usage() {
+        use crate::trace::{Message, SourceFormat, Trace, TraceMeta, Usage};
+        let mut with_usage = Message::assistant("ok", vec![]);
+        with_usage.usage = Some(Usage {
+            input: 50,
+            ..Usage::default()
+        });
+        let long = "x".repeat(80);
+        let mut a = Trace::new(TraceMeta::new(&long, SourceFormat::Openai));
+        a.messages = vec![Message::user("hello"), with_usage];
+        let mut b = Trace::new(TraceMeta::new("quiet", SourceFormat::Openai));
+        b.messages = vec![Message::user("hi"), Message::assistant("yes", vec![])];
+        let o200k = tokens::counter("o200k").unwrap();
+        let out = render(&crate::tokens::stats::compute(&[a, b], o200k.as_ref(), 3));
+        let cal: Vec<&str> = out
+            .lines()
+            .skip_while(|l| !l.starts_with("Calibration by trace"))
+            .skip(2)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert_eq!(cal.len(), 1, "{out}");
+        let id = cal[0].split("  ").next().unwrap();
+        assert!(
+            id.contains('…') && id.chars().count() <= MAX_ID_WIDTH,
+            "{out}"
+        );
+        // trace, calls, recorded, counted, abs.err, bias
+        let cells: Vec<&str> = cal[0].split_whitespace().collect();
+        assert_eq!(cells.len(), 6, "{out}");
+        assert_eq!(cells[1..3], ["1", "50"], "{out}");
+    }
+
+    #[test]
+    fn fit_column_shortens_only_the_named_column_and_not_below_the_minimum() {
+        let long = "t".repeat(200);
+        let rows = vec![vec!["a".to_string(), long.clone(), "b".into()]];
+        let fit = fit_column(rows, 1, &["x", "name", "y"], 12);
+        // Columns x and y take 1 + 2 each (their widths and gaps): 100 - 6 = 94 left.
+        assert_eq!(fit[0][1].chars().count(), 94);
+        assert_eq!((fit[0][0].as_str(), fit[0][2].as_str()), ("a", "b"));
+        let wide = vec![vec!["w".repeat(120), long, "b".into()]];
+        assert_eq!(
+            fit_column(wide, 1, &["x", "name", "y"], 12)[0][1]
+                .chars()
+                .count(),
+            12
+        );
     }
 }

@@ -229,70 +229,24 @@ async fn run_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::{BoxFuture, ChatResponse, ProviderInfo};
-    use std::sync::Mutex;
+    use crate::providers::testing::MockProvider;
 
-    /// Answers (or fails) every call, recording how many messages it was sent.
-    struct Recorder {
-        info: ProviderInfo,
-        fail: bool,
-        seen: Mutex<Vec<usize>>,
-    }
-
-    impl Recorder {
-        fn new(fail: bool) -> Self {
-            Recorder {
-                info: ProviderInfo {
-                    kind: "test".into(),
-                    model: "m".into(),
-                    endpoint: None,
-                    defaults: Default::default(),
-                    tool_protocol: Default::default(),
-                },
-                fail,
-                seen: Mutex::new(Vec::new()),
+    /// Answers (or fails) every call with `re: <last message>`.
+    fn recorder(fail: bool) -> MockProvider {
+        MockProvider::new(move |request| {
+            if fail {
+                return Err(ProviderError::bad_response("no"));
             }
-        }
-    }
-
-    impl Provider for Recorder {
-        fn info(&self) -> &ProviderInfo {
-            &self.info
-        }
-        fn chat<'a>(
-            &'a self,
-            request: &'a ChatRequest,
-        ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-            self.seen.lock().unwrap().push(request.messages.len());
             let last = request.messages.last().map(|m| m.content.clone());
-            let fail = self.fail;
-            Box::pin(async move {
-                if fail {
-                    return Err(ProviderError::bad_response("no"));
-                }
-                Ok(ChatResponse {
-                    message: Message::assistant(
-                        format!("re: {}", last.unwrap_or_default()),
-                        vec![],
-                    ),
-                    usage: Usage::default(),
-                    usage_reported: true,
-                    model: "m".into(),
-                    finish_reason: None,
-                    latency: Duration::ZERO,
-                    attempts: 1,
-                    from_cache: false,
-                    text_tools: None,
-                })
-            })
-        }
+            Ok(format!("re: {}", last.unwrap_or_default()))
+        })
     }
 
     #[tokio::test]
     async fn a_lent_history_comes_back_as_it_was() {
         let history = vec![Message::user("a"), Message::assistant("b", vec![])];
         let mut lent = history.clone();
-        let ok = Recorder::new(false);
+        let ok = recorder(false);
         for q in ["first?", "second?"] {
             let out = run_on(&ok, &mut lent, Message::user(q), None, 2, None, "n")
                 .await
@@ -300,8 +254,9 @@ mod tests {
             assert_eq!(out.answer, format!("re: {q}"));
             assert_eq!(lent, history);
         }
-        assert_eq!(*ok.seen.lock().unwrap(), [3, 3]);
-        let failing = Recorder::new(true);
+        let sent: Vec<usize> = ok.seen().iter().map(|r| r.messages.len()).collect();
+        assert_eq!(sent, [3, 3]);
+        let failing = recorder(true);
         let e = run_on(&failing, &mut lent, Message::user("q"), None, 2, None, "n").await;
         assert!(e.is_err());
         assert_eq!(lent, history, "an error gives the history back too");

@@ -4,14 +4,21 @@
 
 use super::stats::Ci;
 
-/// Number formatting shared by the text writers: up to 4 significant decimals, no `-0`.
+/// Number formatting shared by the text writers: up to 4 significant decimals, no `-0`, never
+/// e-notation. Magnitudes below 0.001 keep 3 significant digits as a plain decimal
+/// (`-0.000931`); below [`TINY`] they are `≈0` (`-≈0` when negative): the exact value is in the
+/// JSON and CSV outputs.
 pub fn fmt_num(x: f64) -> String {
     if !x.is_finite() {
         return "n/a".to_string();
     }
     let a = x.abs();
-    let s = if a != 0.0 && a < 0.001 {
-        format!("{x:.2e}")
+    let s = if a == 0.0 {
+        "0.000".to_string()
+    } else if a < TINY {
+        return if x < 0.0 { "-≈0" } else { "≈0" }.to_string();
+    } else if a < 0.001 {
+        format!("{x:.*}", significant(a, 3))
     } else if a >= 1000.0 {
         format!("{x:.0}")
     } else if a >= 100.0 {
@@ -23,6 +30,41 @@ pub fn fmt_num(x: f64) -> String {
         s[1..].to_string()
     } else {
         s
+    }
+}
+
+/// Nonzero magnitudes below this print as `≈0` in [`fmt_num`].
+pub const TINY: f64 = 1e-6;
+
+/// Decimals that show `digits` significant digits of `a` (0 < `a` < 1).
+fn significant(a: f64, digits: i32) -> usize {
+    (digits - 1 - a.log10().floor() as i32).max(0) as usize
+}
+
+/// A signed relative change in percent, without the `%` sign: `+12.5`, `-0.4`; below 0.1 in
+/// magnitude two significant digits (`+0.050`, `-0.0012`), below 0.001 `+<0.001` / `-<0.001`,
+/// and `0.0` for no change. Never e-notation.
+pub fn fmt_pct_value(p: f64) -> String {
+    let a = p.abs();
+    if !p.is_finite() {
+        "n/a".to_string()
+    } else if a == 0.0 {
+        "0.0".to_string()
+    } else if a < 0.001 {
+        format!("{}<0.001", if p < 0.0 { '-' } else { '+' })
+    } else if a < 0.1 {
+        format!("{p:+.*}", significant(a, 2))
+    } else {
+        format!("{p:+.1}")
+    }
+}
+
+/// [`fmt_pct_value`] with its `%`: how every text output shows a relative change (`Δ%`).
+pub fn fmt_pct(p: f64) -> String {
+    if p.is_finite() {
+        format!("{}%", fmt_pct_value(p))
+    } else {
+        "n/a".to_string()
     }
 }
 
@@ -48,7 +90,7 @@ pub fn fmt_delta(delta: f64, pct: Option<f64>) -> String {
     let d = fmt_num(delta);
     let d = if delta > 0.0 { format!("+{d}") } else { d };
     match pct {
-        Some(p) if p.is_finite() => format!("{d} ({p:+.1}%)"),
+        Some(p) if p.is_finite() => format!("{d} ({})", fmt_pct(p)),
         _ => d,
     }
 }
@@ -60,8 +102,44 @@ mod tests {
     #[test]
     fn deltas_carry_a_sign_and_a_percentage() {
         assert_eq!(fmt_delta(0.25, Some(50.0)), "+0.250 (+50.0%)");
+        assert_eq!(fmt_delta(0.0, Some(0.0)), "0.000 (0.0%)");
         assert_eq!(fmt_delta(-0.5, None), "-0.500");
         assert_eq!(fmt_ci(None), "–");
         assert_eq!(fmt_p(None), "–");
+    }
+
+    #[test]
+    fn tiny_values_are_plain_decimals_never_e_notation() {
+        // A cost delta of under a thousandth of a dollar, and the CI bound beside it.
+        assert_eq!(fmt_num(-0.0009306571428571346), "-0.000931");
+        assert_eq!(fmt_num(0.00023701385059195421), "0.000237");
+        assert_eq!(fmt_num(1.2e-5), "0.0000120");
+        assert_eq!(fmt_num(TINY), "0.00000100");
+        assert_eq!(fmt_num(4e-9), "≈0");
+        assert_eq!(fmt_num(-4e-9), "-≈0");
+        assert_eq!(fmt_delta(4e-9, None), "+≈0");
+        assert_eq!(
+            fmt_delta(-0.0009306571428571346, Some(-0.36)),
+            "-0.000931 (-0.4%)"
+        );
+        for x in [1e-4, -3.3e-5, 7.77e-7, 123.456, 0.5, -2e-12] {
+            let s = fmt_num(x);
+            assert!(!s.contains('e'), "{x} → {s}");
+        }
+    }
+
+    #[test]
+    fn tiny_relative_changes_are_readable_and_keep_their_sign() {
+        assert_eq!(fmt_pct(0.0), "0.0%");
+        assert_eq!(fmt_pct(12.345), "+12.3%");
+        assert_eq!(fmt_pct(-0.36), "-0.4%");
+        // Below 0.1%: two significant digits, where `{:+.1}` printed +0.0% / -0.0%.
+        assert_eq!(fmt_pct(0.05), "+0.050%");
+        assert_eq!(fmt_pct(-0.0012), "-0.0012%");
+        // Below 0.001%: a bound, with the sign of the change.
+        assert_eq!(fmt_pct(1.2e-5), "+<0.001%");
+        assert_eq!(fmt_pct(-1.2e-5), "-<0.001%");
+        assert_eq!(fmt_delta(1.2e-5, Some(1.2e-5)), "+0.0000120 (+<0.001%)");
+        assert_eq!(fmt_pct(f64::NAN), "n/a");
     }
 }

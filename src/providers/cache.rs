@@ -312,13 +312,12 @@ mod tests {
     fn info() -> ProviderInfo {
         ProviderInfo {
             kind: "openai".into(),
-            model: "m".into(),
             endpoint: Some("http://127.0.0.1:1/v1".into()),
-            tool_protocol: crate::providers::ToolProtocol::Native,
             defaults: Sampling {
                 temperature: Some(0.0),
                 ..Default::default()
             },
+            ..ProviderInfo::for_test("m")
         }
     }
 

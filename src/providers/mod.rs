@@ -22,6 +22,8 @@ pub mod limits;
 pub mod retry;
 pub mod secrets;
 pub mod summarizer;
+#[cfg(test)]
+pub mod testing;
 pub mod text_tools;
 
 mod error;

@@ -309,22 +309,18 @@ mod duration_ms {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::ToolProtocol;
     use crate::trace::Message;
 
     #[test]
     fn resolve_fills_only_unset_fields() {
         let info = ProviderInfo {
-            kind: "openai".into(),
-            model: "m-default".into(),
-            endpoint: None,
-            tool_protocol: ToolProtocol::Native,
             defaults: Sampling {
                 temperature: Some(0.0),
                 max_tokens: Some(100),
                 extra: [("repeat_penalty".to_string(), serde_json::json!(1.15))].into(),
                 ..Default::default()
             },
+            ..ProviderInfo::for_test("m-default")
         };
         let mut req = ChatRequest::new(vec![Message::user("hi")]);
         req.sampling.max_tokens = Some(7);

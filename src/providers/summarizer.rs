@@ -216,97 +216,31 @@ impl Summarizer for ProviderSummarizer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::{
-        BoxFuture, ChatResponse, ProviderError, ProviderInfo, Sampling, ToolCall, ToolProtocol,
-        Usage,
-    };
-    use std::sync::Mutex;
+    use crate::providers::testing::MockProvider;
+    use crate::providers::{ProviderError, ToolCall, Usage};
     use std::time::Duration;
 
-    /// Answers with a fixed text (or error) and records what it was asked.
-    #[derive(Debug)]
-    struct Canned {
-        info: ProviderInfo,
-        answer: Result<String, ProviderError>,
-        seen: Mutex<Vec<ChatRequest>>,
-    }
-
-    impl Canned {
-        fn new(answer: Result<String, ProviderError>) -> Arc<Self> {
-            Arc::new(Canned {
-                info: ProviderInfo {
-                    kind: "test".into(),
-                    model: "canned".into(),
-                    endpoint: None,
-                    defaults: Sampling::default(),
-                    tool_protocol: ToolProtocol::Native,
-                },
-                answer,
-                seen: Mutex::new(Vec::new()),
-            })
-        }
-    }
-
-    impl Provider for Canned {
-        fn info(&self) -> &ProviderInfo {
-            &self.info
-        }
-        fn chat<'a>(
-            &'a self,
-            request: &'a ChatRequest,
-        ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-            Box::pin(async move {
-                self.seen.lock().unwrap().push(request.clone());
-                tokio::time::sleep(Duration::from_millis(1)).await;
-                let text = self.answer.clone()?;
-                Ok(ChatResponse {
-                    message: Message::assistant(text, vec![]),
-                    usage: Usage {
-                        input: 120,
-                        output: 30,
-                        cache_read: 100,
-                        cache_write: 0,
-                    },
-                    usage_reported: true,
-                    model: "canned-1".into(),
-                    finish_reason: Some("stop".into()),
-                    latency: Duration::from_millis(1),
-                    attempts: 1,
-                    from_cache: false,
-                    text_tools: None,
-                })
-            })
-        }
-    }
-
-    /// Never answers; says on `started` when a call begins.
-    #[derive(Debug)]
-    struct Never {
-        info: ProviderInfo,
-        started: Mutex<std::sync::mpsc::Sender<()>>,
-    }
-
-    fn never() -> (Arc<Never>, std::sync::mpsc::Receiver<()>) {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let info = Canned::new(Ok(String::new())).info.clone();
-        let p = Never {
-            info,
-            started: Mutex::new(tx),
+    /// Answers with a fixed text (or error) after a real suspension, reporting usage.
+    fn canned(answer: Result<&str, ProviderError>) -> Arc<MockProvider> {
+        let usage = Usage {
+            input: 120,
+            output: 30,
+            cache_read: 100,
+            cache_write: 0,
         };
-        (Arc::new(p), rx)
+        Arc::new(
+            MockProvider::text(answer)
+                .with_model("canned-1")
+                .with_usage(usage)
+                .with_delay(Duration::from_millis(1)),
+        )
     }
 
-    impl Provider for Never {
-        fn info(&self) -> &ProviderInfo {
-            &self.info
-        }
-        fn chat<'a>(
-            &'a self,
-            _: &'a ChatRequest,
-        ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-            let _ = self.started.lock().unwrap().send(());
-            Box::pin(std::future::pending())
-        }
+    /// Never answers; says on the channel when a call begins.
+    fn never() -> (Arc<MockProvider>, std::sync::mpsc::Receiver<()>) {
+        let p = MockProvider::hanging();
+        let started = p.started();
+        (Arc::new(p), started)
     }
 
     fn messages() -> Vec<Arc<Message>> {
@@ -354,14 +288,14 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let p = Canned::new(Ok("## SESSION INTENT\nfix the parser".into()));
+        let p = canned(Ok("## SESSION INTENT\nfix the parser"));
         let s = ProviderSummarizer::new(p.clone(), rt.handle().clone()).with_nonce("repeat-3");
         let msgs = messages();
         let out = s.summarize(&request(&msgs, None)).unwrap();
         assert_eq!(out.text, "## SESSION INTENT\nfix the parser");
         assert_eq!(out.model, "canned-1");
         assert_eq!(out.usage.cache_read, 100);
-        let seen = p.seen.lock().unwrap();
+        let seen = p.seen();
         assert_eq!(
             seen[0].messages[0].content,
             "Summarize with ## SESSION INTENT"
@@ -375,7 +309,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn summarizes_from_inside_a_multi_thread_runtime() {
-        let p = Canned::new(Ok("summary".into()));
+        let p = canned(Ok("summary"));
         let s = ProviderSummarizer::new(p, Handle::current());
         let msgs = messages();
         assert_eq!(s.summarize(&request(&msgs, None)).unwrap().text, "summary");
@@ -383,7 +317,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_current_thread_runtime_is_an_error_not_a_deadlock() {
-        let p = Canned::new(Ok("summary".into()));
+        let p = canned(Ok("summary"));
         let s = ProviderSummarizer::new(p, Handle::current());
         let msgs = messages();
         let e = s.summarize(&request(&msgs, None)).unwrap_err();
@@ -394,7 +328,7 @@ mod tests {
     fn provider_errors_and_empty_texts_are_reported() {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let msgs = messages();
-        let overflow = Canned::new(Err(ProviderError::ContextOverflow {
+        let overflow = canned(Err(ProviderError::ContextOverflow {
             status: 400,
             message: "prompt is too long".into(),
         }));
@@ -405,7 +339,7 @@ mod tests {
             matches!(&e, SummaryError::Failed(m) if m.starts_with("context_overflow:")),
             "{e}"
         );
-        let empty = Canned::new(Ok("  \n".into()));
+        let empty = canned(Ok("  \n"));
         let e = ProviderSummarizer::new(empty, rt.handle().clone())
             .summarize(&request(&msgs, None))
             .unwrap_err();
@@ -476,7 +410,7 @@ mod tests {
     #[test]
     fn refuses_to_wait_on_rayons_cpu_pool() {
         let rt = tokio::runtime::Runtime::new().unwrap();
-        let p = Canned::new(Ok("summary".into()));
+        let p = canned(Ok("summary"));
         let s = ProviderSummarizer::new(p.clone(), rt.handle().clone());
         let msgs = messages();
         let pool = rayon::ThreadPoolBuilder::new()
@@ -490,6 +424,6 @@ mod tests {
             matches!(&e, SummaryError::Failed(m) if m.contains("rayon")),
             "{e}"
         );
-        assert!(p.seen.lock().unwrap().is_empty(), "no request was sent");
+        assert!(p.seen().is_empty(), "no request was sent");
     }
 }

@@ -15,7 +15,7 @@
 //! the change is not significant, and `=` with both means when nothing changed at all.
 
 use crate::metrics::aggregate::Comparison;
-use crate::metrics::format::{fmt_num, fmt_p};
+use crate::metrics::format::{fmt_num, fmt_p, fmt_pct, fmt_pct_value};
 use serde::Serialize;
 
 /// Which direction of a metric is an improvement.
@@ -259,12 +259,14 @@ pub fn item_text(c: &Comparison) -> String {
     let change = match c.delta_pct {
         Some(p) if p.is_finite() && c.baseline_mean != 0.0 && !difference => {
             let ci = match (c.pct_ci, c.ci) {
-                (Some(ci), _) => format!(" [{:+.1}, {:+.1}]", ci.lo, ci.hi),
+                (Some(ci), _) => {
+                    format!(" [{}, {}]", fmt_pct_value(ci.lo), fmt_pct_value(ci.hi))
+                }
                 // Some resamples have a zero baseline: say so rather than print no interval.
                 (None, Some(_)) => " [CI unbounded]".to_string(),
                 (None, None) => String::new(),
             };
-            format!("{p:+.1}%{ci}")
+            format!("{}{ci}", fmt_pct(p))
         }
         _ => {
             let d = fmt_num(c.delta);
@@ -480,7 +482,7 @@ mod tests {
         let same = cmp("needle.recall", 1.0, 0.0, 0.0, 0.0, 1.0);
         assert_eq!(item_text(&same), "needle.recall = (1.000 vs 1.000)");
         let ns = cmp("drift.score", 3.5, 0.7, 0.0, 1.26, 0.066);
-        assert_eq!(item_text(&ns), "drift.score +20.0% [+0.0, +36.0] n.s.");
+        assert_eq!(item_text(&ns), "drift.score +20.0% [0.0, +36.0] n.s.");
         let mut zero_base = cmp("drift.score", 0.5, 0.2, -0.1, 0.4, 0.3);
         zero_base.pct_ci = None;
         assert_eq!(

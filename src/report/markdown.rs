@@ -106,7 +106,7 @@ impl Markdown {
             Cell::MeanCi { mean, ci, n } => {
                 format!("{} {} (n={n})", fmt_num(*mean), fmt_ci(ci.as_ref()))
             }
-            // Formatted numbers hold digits, signs, `.`, `,`, `%`, `e`, `<`, brackets, `–` or
+            // Formatted numbers hold digits, signs, `.`, `,`, `%`, `<`, `≈`, brackets, `–` or
             // `n/a`: nothing that ends a cell or a line, so they are written as they are.
             other => other.plain(),
         }

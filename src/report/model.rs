@@ -411,7 +411,7 @@ mod tests {
     #[test]
     fn number_formatting() {
         assert_eq!(fmt_num(0.5), "0.500");
-        assert_eq!(fmt_num(-0.0001), "-1.00e-4");
+        assert_eq!(fmt_num(-0.0001), "-0.000100");
         assert_eq!(fmt_num(-0.0), "0.000");
         assert_eq!(fmt_num(12345.6), "12346");
         assert_eq!(fmt_num(f64::NAN), "n/a");

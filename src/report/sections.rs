@@ -288,4 +288,62 @@ mod tests {
         assert_eq!(u.rows.len(), 5, "4 roles and a total for variant a");
         assert_eq!(u.rows[4][1], Cell::Strong("total".into()));
     }
+
+    #[test]
+    fn a_tiny_relative_change_reads_the_same_in_every_writer() {
+        use crate::metrics::stats::{Ci, CiMethod};
+        use crate::report::table::TableWriter;
+        use crate::report::{csv::Csv, html::Html, markdown::Markdown, terminal::Terminal};
+        // Cost: 2.4 millionths of a dollar on 0.2567 (-0.00093%); tokens: +3 on 250,000.
+        let cmp = |metric: &str, base: f64, delta: f64| Comparison {
+            metric: metric.into(),
+            candidate: "b".into(),
+            baseline: "a".into(),
+            n_pairs: 10,
+            n_traces: 10,
+            clustered: false,
+            too_few_traces: false,
+            baseline_mean: base,
+            candidate_mean: base + delta,
+            delta,
+            delta_pct: Some(100.0 * delta / base),
+            ci: Some(Ci {
+                lo: 2.0 * delta,
+                hi: delta / 2.0,
+                method: CiMethod::Bootstrap,
+            }),
+            pct_ci: None,
+            p_value: Some(0.5),
+            mcnemar: None,
+            significant: false,
+        };
+        let cs = [cmp("cost", 0.2567, -2.4e-6), cmp("tokens", 250_000.0, 3.0)];
+        let t = comparison(&cs, "candidate");
+        let terminal = Terminal.render(&t);
+        let markdown = Markdown.render(&t);
+        let html = Html.render(&t);
+        for (cost, tokens) in [
+            ("-0.00000240 (-<0.001%)", "+3.000 (+0.0012%)"),
+            ("[-0.00000480, -0.00000120]", "[6.000, 1.500]"),
+        ] {
+            assert!(
+                terminal.contains(cost) && terminal.contains(tokens),
+                "{terminal}"
+            );
+            assert!(
+                markdown.contains(cost) && markdown.contains(tokens),
+                "{markdown}"
+            );
+            assert!(html.contains(&cost.replace('<', "&lt;")), "{html}");
+            assert!(html.contains(tokens), "{html}");
+        }
+        for text in [&terminal, &markdown, &html] {
+            assert!(!text.contains("e-"), "e-notation in\n{text}");
+        }
+        // Machine formats keep the exact values.
+        let csv = Csv.render(&t);
+        assert!(csv.contains(",-0.0000024,"), "{csv}");
+        let json = serde_json::to_value(&cs[0]).unwrap();
+        assert_eq!(json["delta_pct"].as_f64(), cs[0].delta_pct);
+    }
 }

@@ -8,6 +8,7 @@ use super::model::ReportModel;
 use super::sections;
 use super::table::{Cell, Table, TableWriter};
 use crate::gate::{GateOutcome, Verdict};
+use crate::output::wrap;
 
 /// Plain-text tables for a terminal. Every column is left-aligned, as the terminal summary
 /// has always been (the model's alignment is for document formats); detail columns are left
@@ -84,26 +85,27 @@ pub fn summary(model: &ReportModel, width: usize) -> String {
     out
 }
 
-/// `text` wrapped at word boundaries to `width` columns, each line ending in a newline.
-fn wrap(text: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
-            out.push_str(&line);
-            out.push('\n');
-            line.clear();
+/// `table` for a terminal `width` columns wide: while a line is wider, the columns named in
+/// `droppable` are left out, in that order. Returns the text and the headers left out (to be
+/// named to the reader, who finds them in the documents).
+pub fn render_within(table: &Table, width: usize, droppable: &[&str]) -> (String, Vec<String>) {
+    let mut t = table.clone();
+    let mut left_out = Vec::new();
+    let mut text = Terminal.render(&t);
+    for name in droppable {
+        if !text.lines().any(|l| l.chars().count() > width) {
+            break;
         }
-        if !line.is_empty() {
-            line.push(' ');
+        let Some(i) = t.columns.iter().position(|c| c.header == *name) else {
+            continue;
+        };
+        left_out.push(t.columns.remove(i).header);
+        for row in &mut t.rows {
+            row.remove(i);
         }
-        line.push_str(word);
+        text = Terminal.render(&t);
     }
-    if !line.is_empty() {
-        out.push_str(&line);
-        out.push('\n');
-    }
-    out
+    (text, left_out)
 }
 
 /// One line per gate rule × variant: `pass|FAIL|skip  RULE  [VARIANT]  MESSAGE`.
@@ -145,5 +147,30 @@ mod tests {
             Cell::Missing,
         ]);
         assert_eq!(Terminal.render(&t), "a    bbb\nx y  3\nyes  –\n");
+    }
+
+    #[test]
+    fn render_within_drops_the_named_columns_in_order_only_while_too_wide() {
+        let mut t = Table::new(
+            None,
+            vec![Column::text("name"), Column::num("n"), Column::num("wide")],
+        );
+        t.push(vec![
+            Cell::text("a"),
+            Cell::Int(1),
+            Cell::text("w".repeat(20)),
+        ]);
+        // name(4) n(1) wide(20) + 2 gaps = 29 columns.
+        let (text, out) = render_within(&t, 29, &["n", "wide"]);
+        assert_eq!(
+            (text.lines().next().unwrap(), out.len()),
+            ("name  n  wide", 0)
+        );
+        let (text, out) = render_within(&t, 28, &["n", "wide"]);
+        assert_eq!(out, ["n"]);
+        assert!(text.starts_with("name  wide\n"), "{text}");
+        let (text, out) = render_within(&t, 10, &["n", "absent", "wide"]);
+        assert_eq!(out, ["n", "wide"]);
+        assert_eq!(text, "name\na\n");
     }
 }

@@ -267,63 +267,22 @@ mod tests {
     use super::fixtures::{conversation, tools};
     use super::render::FINAL_ANSWER;
     use super::*;
+    use crate::providers::testing::MockProvider;
     use serde_json::json;
-    use std::sync::Mutex;
 
-    /// A provider that answers from a script and records what it was sent.
-    struct Scripted {
-        info: ProviderInfo,
-        replies: Mutex<Vec<&'static str>>,
-        seen: Mutex<Vec<ChatRequest>>,
-    }
-
-    impl Scripted {
-        fn new(replies: &[&'static str]) -> Arc<Self> {
-            Arc::new(Scripted {
-                info: ProviderInfo {
-                    kind: "openai".into(),
-                    model: "m".into(),
-                    endpoint: None,
-                    defaults: Default::default(),
-                    tool_protocol: ToolProtocol::Native,
-                },
-                replies: Mutex::new(replies.iter().rev().copied().collect()),
-                seen: Mutex::new(Vec::new()),
-            })
-        }
-    }
-
-    impl Provider for Scripted {
-        fn info(&self) -> &ProviderInfo {
-            &self.info
-        }
-        fn chat<'a>(
-            &'a self,
-            request: &'a ChatRequest,
-        ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-            self.seen.lock().unwrap().push(request.clone());
-            let reply = self.replies.lock().unwrap().pop();
-            Box::pin(async move {
-                let text = reply.ok_or_else(|| ProviderError::bad_response("script exhausted"))?;
-                let usage = Usage {
-                    input: 100,
-                    output: 10,
-                    cache_read: 40,
-                    cache_write: 0,
-                };
-                Ok(ChatResponse {
-                    message: Message::assistant(text, Vec::new()),
-                    usage,
-                    usage_reported: true,
-                    model: "m".into(),
-                    finish_reason: Some("stop".into()),
-                    latency: Duration::from_millis(5),
-                    attempts: 1,
-                    from_cache: false,
-                    text_tools: None,
-                })
-            })
-        }
+    /// A provider that answers from a script (then fails) and records what it was sent.
+    fn scripted(replies: &[&str]) -> Arc<MockProvider> {
+        let usage = Usage {
+            input: 100,
+            output: 10,
+            cache_read: 40,
+            cache_write: 0,
+        };
+        Arc::new(
+            MockProvider::script(replies)
+                .with_usage(usage)
+                .with_latency(Duration::from_millis(5)),
+        )
     }
 
     fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -339,7 +298,7 @@ mod tests {
 
     #[test]
     fn a_usable_call_comes_back_as_a_native_tool_call() {
-        let inner = Scripted::new(&["I'll search.\n```json\n{\"tool\": \"grep\", \"arguments\": {\"pattern\": \"staging\"}}\n```"]);
+        let inner = scripted(&["I'll search.\n```json\n{\"tool\": \"grep\", \"arguments\": {\"pattern\": \"staging\"}}\n```"]);
         let p = TextToolProvider::new(inner.clone(), TextToolOptions::default());
         assert_eq!(p.info().tool_protocol, ToolProtocol::Text);
         let r = block_on(p.chat(&first_turn())).unwrap();
@@ -361,14 +320,14 @@ mod tests {
                 repeated: 0
             })
         );
-        let seen = inner.seen.lock().unwrap();
+        let seen = inner.seen();
         assert!(seen[0].tools.is_empty(), "tools travel in the prompt");
         assert!(seen[0].messages[0].content.starts_with("# Tools"));
     }
 
     #[test]
     fn malformed_calls_are_reported_back_counted_and_summed() {
-        let inner = Scripted::new(&[
+        let inner = scripted(&[
             "```json\n{\"tool\": \"grep\", \"arguments\": {\"pattern\": \"port\": \"1\"}}\n```",
             "```json\n{\"tool\": \"grep\", \"arguments\": {\"pattern\": \"port\"}}\n```",
         ]);
@@ -387,7 +346,7 @@ mod tests {
         assert_eq!(r.latency, Duration::from_millis(10));
         assert_eq!(r.attempts, 2);
         // The second request carries the bad reply and the correction.
-        let seen = inner.seen.lock().unwrap();
+        let seen = inner.seen();
         let second = &seen[1].messages;
         assert_eq!(second.len(), 4);
         assert_eq!(second[2].role, Role::Assistant);
@@ -405,7 +364,7 @@ mod tests {
     #[test]
     fn out_of_corrections_the_reply_stands_as_the_answer() {
         let bad = "```json\n{\"tool\": \"nope\"}\n```";
-        let inner = Scripted::new(&[bad, bad, bad]);
+        let inner = scripted(&[bad, bad, bad]);
         let p = TextToolProvider::new(inner.clone(), TextToolOptions::default());
         let r = block_on(p.chat(&first_turn())).unwrap();
         assert!(r.message.tool_calls.is_empty());
@@ -414,7 +373,7 @@ mod tests {
         let tel = r.text_tools.unwrap();
         assert_eq!((tel.model_calls, tel.malformed), (3, 3));
         let p0 = TextToolProvider::new(
-            Scripted::new(&[bad]),
+            scripted(&[bad]),
             TextToolOptions {
                 max_corrections: 0,
                 reject_repeats: true,
@@ -445,7 +404,7 @@ mod tests {
     #[test]
     fn a_repeated_call_gets_the_final_answer_asked_for_without_tools() {
         let again = "```json\n{\"tool\": \"grep\", \"arguments\": {\"pattern\": \"staging\"}}\n```";
-        let inner = Scripted::new(&[again, "  The staging database port is 6117.\n"]);
+        let inner = scripted(&[again, "  The staging database port is 6117.\n"]);
         let p = TextToolProvider::new(inner.clone(), TextToolOptions::default());
         let mut req = after_one_grep();
         req.messages
@@ -456,7 +415,7 @@ mod tests {
         assert_eq!(r.finish_reason.as_deref(), Some("stop"));
         let tel = r.text_tools.unwrap();
         assert_eq!((tel.model_calls, tel.malformed, tel.repeated), (2, 0, 1));
-        let seen = inner.seen.lock().unwrap();
+        let seen = inner.seen();
         assert!(seen[0].messages[0].content.contains("# Tools"));
         let last = &seen[1].messages;
         assert!(seen[1].tools.is_empty());
@@ -509,13 +468,13 @@ mod tests {
             max_corrections: 2,
             reject_repeats: false,
         };
-        let p = TextToolProvider::new(Scripted::new(&[again]), allow);
+        let p = TextToolProvider::new(scripted(&[again]), allow);
         let r = block_on(p.chat(&after_one_grep())).unwrap();
         assert_eq!(r.message.tool_calls[0].id, "text_call_2");
         assert_eq!(r.text_tools.unwrap().repeated, 0);
 
         // Asked for the answer, the model calls again anyway: that text is the answer.
-        let p = TextToolProvider::new(Scripted::new(&[again, again]), TextToolOptions::default());
+        let p = TextToolProvider::new(scripted(&[again, again]), TextToolOptions::default());
         let r = block_on(p.chat(&after_one_grep())).unwrap();
         assert!(r.message.tool_calls.is_empty());
         assert_eq!(r.message.content, again);
@@ -523,7 +482,7 @@ mod tests {
         assert_eq!((tel.model_calls, tel.repeated), (2, 1));
 
         let other = "```json\n{\"tool\": \"grep\", \"arguments\": {\"pattern\": \"port\"}}\n```";
-        let p = TextToolProvider::new(Scripted::new(&[other]), TextToolOptions::default());
+        let p = TextToolProvider::new(scripted(&[other]), TextToolOptions::default());
         let r = block_on(p.chat(&after_one_grep())).unwrap();
         assert_eq!(r.text_tools.unwrap().repeated, 0);
         assert_eq!(
@@ -536,13 +495,13 @@ mod tests {
     fn malformed_then_repeated_counts_both() {
         let bad = "```json\n{\"tool\": \"grep\"}\n```";
         let again = "```json\n{\"tool\": \"grep\", \"arguments\": {\"pattern\": \"staging\"}}\n```";
-        let inner = Scripted::new(&[bad, again, "6117"]);
+        let inner = scripted(&[bad, again, "6117"]);
         let p = TextToolProvider::new(inner.clone(), TextToolOptions::default());
         let r = block_on(p.chat(&after_one_grep())).unwrap();
         assert_eq!(r.message.content, "6117");
         let tel = r.text_tools.unwrap();
         assert_eq!((tel.model_calls, tel.malformed, tel.repeated), (3, 1, 1));
-        let seen = inner.seen.lock().unwrap();
+        let seen = inner.seen();
         assert!(seen[1]
             .messages
             .last()
@@ -557,7 +516,7 @@ mod tests {
 
     #[test]
     fn without_tools_the_reply_is_passed_through() {
-        let inner = Scripted::new(&["```json\n{\"tool\": \"grep\"}\n```"]);
+        let inner = scripted(&["```json\n{\"tool\": \"grep\"}\n```"]);
         let p = TextToolProvider::new(inner.clone(), TextToolOptions::default());
         let mut req = after_one_grep();
         req.tools.clear();
@@ -566,13 +525,13 @@ mod tests {
         assert!(r.message.tool_calls.is_empty());
         assert_eq!(r.message.content, "```json\n{\"tool\": \"grep\"}\n```");
         // The history was still rendered as text for the model.
-        let seen = inner.seen.lock().unwrap();
+        let seen = inner.seen();
         assert!(seen[0].messages.iter().all(|m| m.role != Role::Tool));
     }
 
     #[test]
     fn errors_of_the_wrapped_provider_propagate() {
-        let p = TextToolProvider::new(Scripted::new(&[]), TextToolOptions::default());
+        let p = TextToolProvider::new(scripted(&[]), TextToolOptions::default());
         let e = block_on(p.chat(&first_turn())).unwrap_err();
         assert_eq!(e.kind(), "bad_response");
     }
