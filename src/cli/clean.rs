@@ -189,9 +189,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 bytes += size;
             } else if args.stores {
                 let rd = RunDir::new(&run.path);
-                match rd.read() {
-                    Ok(r) => {
-                        let model = crate::report::ReportModel::build(&r.info, r.samples);
+                // The report's own streaming load (compact rows, the heavy part only of the
+                // samples shown in full): what `run` prunes by, without whole samples.
+                match crate::report::load::load_model(&rd) {
+                    Ok((_, model, _)) => {
                         let p = prune(&rd, &model, args.dry_run)?;
                         if p.removed > 0 {
                             outln!(

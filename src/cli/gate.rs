@@ -132,12 +132,22 @@ fn check_junit_path(
     Ok(())
 }
 
+/// A run as the gate reads it: samples.jsonl streamed into compact rows (`report::load`), the
+/// gate's observations built from them, the rows dropped. A torn final line is ignored, as
+/// before.
+fn gate_run(dir: &RunDir) -> Result<gate::GateRun, UsageError> {
+    let info: crate::record::RunInfo =
+        dir.read_run_json().map_err(|e| UsageError(e.to_string()))?;
+    let path = dir.samples_jsonl();
+    let streamed =
+        crate::report::load::stream_samples(&path).map_err(|e| UsageError(e.to_string()))?;
+    Ok(gate::GateRun::new(info, streamed.rows.iter()))
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cand_dir = RunDir::new(&args.run);
-    let cand = cand_dir.read().map_err(|e| UsageError(e.to_string()))?;
-    let base = RunDir::new(&args.baseline)
-        .read()
-        .map_err(|e| UsageError(e.to_string()))?;
+    let cand = gate_run(&cand_dir)?;
+    let base = gate_run(&RunDir::new(&args.baseline))?;
     let mut rules = Vec::new();
     if let Some(path) = &args.rules {
         rules.extend(gate::parse_rules_file(path).map_err(UsageError)?);

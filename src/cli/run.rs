@@ -251,8 +251,8 @@ pub fn plan_text(suite: &LoadedSuite, plan: &Plan, skipped: usize) -> String {
     use std::collections::BTreeMap;
     let mut per_eval: BTreeMap<&str, (std::collections::BTreeSet<&str>, usize)> = BTreeMap::new();
     for u in &plan.units {
-        let e = per_eval.entry(u.eval.as_str()).or_default();
-        e.0.insert(u.sample.as_str());
+        let e = per_eval.entry(&*u.eval).or_default();
+        e.0.insert(&*u.sample);
         e.1 += 1;
     }
     let repeats = suite.suite.suite.repeats;

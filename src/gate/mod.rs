@@ -35,7 +35,7 @@
 
 use crate::metrics::aggregate::{self, ObsTable};
 use crate::metrics::stats::Ci;
-use crate::record::Run;
+use crate::record::{Row, RunInfo};
 use serde::Serialize;
 
 mod rules;
@@ -94,17 +94,37 @@ impl GateOutcome {
     }
 }
 
-fn variants_of(run: &Run) -> Vec<String> {
-    let mut v = run.info.variants.clone();
-    let mut extra: Vec<&String> = run
-        .samples
-        .iter()
-        .map(|s| &s.variant)
-        .filter(|x| !run.info.variants.contains(x))
+/// What the gate reads of a run: its info, its variants and the observations of every variant
+/// and metric. Built from one pass over the run's rows, so a caller can stream the journal into
+/// compact rows, build this and drop them.
+pub struct GateRun {
+    pub info: RunInfo,
+    variants: Vec<String>,
+    table: ObsTable,
+}
+
+impl GateRun {
+    pub fn new<'a>(info: RunInfo, rows: impl IntoIterator<Item = Row<'a>> + Clone) -> GateRun {
+        let variants = variants_of(&info, rows.clone());
+        let table = aggregate::observations_with_roles(rows);
+        GateRun {
+            info,
+            variants,
+            table,
+        }
+    }
+}
+
+fn variants_of<'a>(info: &RunInfo, rows: impl IntoIterator<Item = Row<'a>>) -> Vec<String> {
+    let mut v = info.variants.clone();
+    let mut extra: Vec<&str> = rows
+        .into_iter()
+        .map(|s| s.variant)
+        .filter(|x| !info.variants.iter().any(|v| v.as_str() == *x))
         .collect();
-    extra.sort();
+    extra.sort_unstable();
     extra.dedup();
-    v.extend(extra.into_iter().cloned());
+    v.extend(extra.into_iter().map(str::to_string));
     v
 }
 
@@ -117,7 +137,7 @@ fn ci_text(ci: &Option<Ci>) -> String {
 }
 
 /// The suite name recorded in a run (`suite.name` of the resolved suite).
-fn suite_name(run: &Run) -> Option<&str> {
+fn suite_name(run: &GateRun) -> Option<&str> {
     run.info
         .suite
         .pointer("/suite/name")
@@ -127,7 +147,7 @@ fn suite_name(run: &Run) -> Option<&str> {
 /// Refuse to gate runs that cannot be compared: runs of differently named suites, or runs
 /// with no variant in common (every rule would compare nothing, or only the candidate with
 /// itself). The error says what each run has.
-pub fn check_related(candidate: &Run, baseline: &Run) -> Result<(), String> {
+pub fn check_related(candidate: &GateRun, baseline: &GateRun) -> Result<(), String> {
     let (c, b) = (&candidate.info.run_id, &baseline.info.run_id);
     if let (Some(cs), Some(bs)) = (suite_name(candidate), suite_name(baseline)) {
         if cs != bs {
@@ -137,14 +157,13 @@ pub fn check_related(candidate: &Run, baseline: &Run) -> Result<(), String> {
             ));
         }
     }
-    let cv = variants_of(candidate);
-    let bv = variants_of(baseline);
+    let (cv, bv) = (&candidate.variants, &baseline.variants);
     if !cv.iter().any(|v| bv.contains(v)) {
         return Err(format!(
             "unrelated runs: candidate {c} and baseline {b} share no variant (candidate: {}; \
              baseline: {}); gate a run against a baseline run of the same suite",
-            list_or_none(&cv),
-            list_or_none(&bv)
+            list_or_none(cv),
+            list_or_none(bv)
         ));
     }
     Ok(())
@@ -163,17 +182,13 @@ fn list_or_none(v: &[String]) -> String {
 /// variant the candidate run lacks, or a metric no variant of either run has.
 pub fn evaluate(
     rules: &[Rule],
-    candidate: &Run,
-    baseline: &Run,
+    candidate: &GateRun,
+    baseline: &GateRun,
     seed: u64,
 ) -> Result<GateOutcome, String> {
     check_related(candidate, baseline)?;
-    let cand_table: ObsTable = aggregate::observations_with_roles(
-        candidate.samples.iter().map(crate::record::Sample::row),
-    );
-    let base_table: ObsTable =
-        aggregate::observations_with_roles(baseline.samples.iter().map(crate::record::Sample::row));
-    let variants = variants_of(candidate);
+    let (cand_table, base_table) = (&candidate.table, &baseline.table);
+    let variants = &candidate.variants;
     let mut results = Vec::new();
     for rule in rules {
         let known = cand_table
@@ -205,7 +220,7 @@ pub fn evaluate(
             None => variants.clone(),
         };
         for v in targets {
-            results.push(evaluate_one(rule, &v, &cand_table, &base_table, seed));
+            results.push(evaluate_one(rule, &v, cand_table, base_table, seed));
         }
     }
     Ok(GateOutcome {

@@ -101,11 +101,26 @@ impl UsageTotals {
 
 /// Sum tokens and cost over units.
 pub fn totals<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> UsageTotals {
-    let mut t = UsageTotals::default();
-    let mut unknown_units = 0;
+    let mut t = UsageSum::default();
     for s in samples {
+        t.add(&s);
+    }
+    t.finish()
+}
+
+/// [`totals`] one unit at a time (a journal streamed line by line): [`UsageSum::add`] each unit,
+/// then [`UsageSum::finish`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UsageSum {
+    t: UsageTotals,
+    unknown_units: usize,
+}
+
+impl UsageSum {
+    pub fn add(&mut self, s: &Row<'_>) {
+        let t = &mut self.t;
         t.units += 1;
-        unknown_units += usize::from(s.cost_total().is_none());
+        self.unknown_units += usize::from(s.cost_total().is_none());
         t.tokens.agent.add(&s.tokens.agent);
         t.tokens.summarizer.add(&s.tokens.summarizer);
         t.tokens.judge.add(&s.tokens.judge);
@@ -119,29 +134,33 @@ pub fn totals<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> UsageTotals {
             .eval_agent
             .add(&s.tokens.eval_agent, s.cost_usd.eval_agent);
     }
-    t.cost.agent.finish();
-    t.cost.summarizer.finish();
-    t.cost.judge.finish();
-    t.cost.eval_agent.finish();
-    let c = &t.cost;
-    let spent = match (c.summarizer.usd, c.judge.usd, c.eval_agent.usd) {
-        (Some(s), Some(j), Some(e)) => Some(s + j + e),
-        _ => None,
-    };
-    t.cost.total_usd = match (t.cost.agent.usd, spent) {
-        (Some(a), Some(s)) => Some(a + s),
-        _ => None,
-    };
-    // Rounded to a nano-dollar: float sums depend on the order units finished in, and the
-    // same figure must read the same in run.json, summary.json and every report.
-    let nano = |x: Option<f64>| x.map(|v| (v * 1e9).round() / 1e9);
-    t.cost.headline = CostHeadline {
-        modelled_agent_usd: nano(t.cost.agent.usd),
-        spent_usd: nano(spent),
-        total_usd: nano(t.cost.total_usd),
-        unknown_units,
-    };
-    t
+
+    pub fn finish(self) -> UsageTotals {
+        let (mut t, unknown_units) = (self.t, self.unknown_units);
+        t.cost.agent.finish();
+        t.cost.summarizer.finish();
+        t.cost.judge.finish();
+        t.cost.eval_agent.finish();
+        let c = &t.cost;
+        let spent = match (c.summarizer.usd, c.judge.usd, c.eval_agent.usd) {
+            (Some(s), Some(j), Some(e)) => Some(s + j + e),
+            _ => None,
+        };
+        t.cost.total_usd = match (t.cost.agent.usd, spent) {
+            (Some(a), Some(s)) => Some(a + s),
+            _ => None,
+        };
+        // Rounded to a nano-dollar: float sums depend on the order units finished in, and the
+        // same figure must read the same in run.json, summary.json and every report.
+        let nano = |x: Option<f64>| x.map(|v| (v * 1e9).round() / 1e9);
+        t.cost.headline = CostHeadline {
+            modelled_agent_usd: nano(t.cost.agent.usd),
+            spent_usd: nano(spent),
+            total_usd: nano(t.cost.total_usd),
+            unknown_units,
+        };
+        t
+    }
 }
 
 /// `$1.2345` with enough digits for small amounts, or `unknown`.

@@ -187,6 +187,31 @@ pub fn stream_samples(path: &Path) -> Result<Streamed, JournalError> {
     Ok(Streamed { rows, torn })
 }
 
+/// The compact part of one journal line (timeline, summaries and all but the pricing part of
+/// the evidence skipped unbuilt) and its schema version.
+pub fn parse_light(text: &[u8]) -> Result<(Sample, u32), String> {
+    let c: Compact = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+    let version = c.schema_version;
+    Ok((c.into_sample(), version))
+}
+
+/// Stream `samples.jsonl` one line at a time: `each` gets the compact part of every sample
+/// ([`parse_light`]) and its line's byte offset, and keeps what it needs (totals, counts, an
+/// index); nothing else stays in memory. Lines of a newer schema version are an error, as in
+/// every reader; a torn final line is returned.
+pub fn each_light(
+    path: &Path,
+    mut each: impl FnMut(Sample, u64),
+) -> Result<Option<TornLine>, JournalError> {
+    read_journal_each(path, |text, at| {
+        let (sample, version) = parse_light(text)?;
+        if version <= crate::record::SCHEMA_VERSION {
+            each(sample, at);
+        }
+        Ok(version)
+    })
+}
+
 /// A saved run's report model from one streaming pass, with the heavy part of the samples
 /// [`detail_wanted`] names loaded; and the torn final line of the journal, if any.
 pub fn load_model(

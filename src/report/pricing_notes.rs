@@ -42,26 +42,46 @@ pub struct Sources {
 
 /// [`Sources`] of every variant that has samples.
 pub fn sources<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> BTreeMap<String, Sources> {
-    // Per variant: the sources over its replay units, over all its units, and whether it has
-    // replay units (one pass, no list of units kept).
-    let mut by_variant: BTreeMap<&str, (Sources, Sources, bool)> = BTreeMap::new();
+    let mut acc = SourcesSum::default();
     for s in samples {
-        let e = by_variant.entry(s.variant).or_default();
+        acc.add(&s);
+    }
+    acc.finish()
+}
+
+/// [`sources`] one sample at a time (a journal streamed line by line). Per variant: the sources
+/// over its replay units, over all its units, and whether it has replay units (no list of units
+/// kept).
+#[derive(Clone, Debug, Default)]
+pub struct SourcesSum {
+    by_variant: BTreeMap<String, (Sources, Sources, bool)>,
+}
+
+impl SourcesSum {
+    pub fn add(&mut self, s: &Row<'_>) {
+        if !self.by_variant.contains_key(s.variant) {
+            self.by_variant
+                .insert(s.variant.to_string(), Default::default());
+        }
+        let e = self.by_variant.get_mut(s.variant).expect("inserted");
         let replay = s.eval == "replay";
         e.2 |= replay;
-        count_sources(&mut e.1, &s);
+        count_sources(&mut e.1, s);
         if replay {
-            count_sources(&mut e.0, &s);
+            count_sources(&mut e.0, s);
         }
     }
-    let mut out = BTreeMap::new();
-    for (v, (replay, all, has_replay)) in by_variant {
-        let src = if has_replay { replay } else { all };
-        if !(src.window.is_empty() && src.agent_priced_as.is_empty()) {
-            out.insert(v.to_string(), src);
+
+    pub fn finish(self) -> BTreeMap<String, Sources> {
+        let mut out = BTreeMap::new();
+        for (v, (replay, all, has_replay)) in self.by_variant {
+            let src = if has_replay { replay } else { all };
+            if !(src.window.is_empty() && src.agent_priced_as.is_empty()) {
+                out.insert(v, src);
+            }
         }
+        out
     }
-    out
 }
 
 fn count_sources(src: &mut Sources, s: &Row<'_>) {

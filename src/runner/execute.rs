@@ -59,11 +59,11 @@ impl UnitOutput {
         Sample {
             schema_version: crate::record::SCHEMA_VERSION,
             unit_id: unit.id.clone(),
-            trace_id: unit.trace_id.clone(),
-            variant: unit.variant.clone(),
-            eval: unit.eval.clone(),
-            sample: unit.sample.clone(),
-            params: unit.params.clone(),
+            trace_id: unit.trace_id.to_string(),
+            variant: unit.variant.to_string(),
+            eval: unit.eval.to_string(),
+            sample: unit.sample.to_string(),
+            params: (*unit.params).clone(),
             repeat: unit.repeat,
             scores: self.scores,
             passed: self.passed,
@@ -120,7 +120,7 @@ impl Router {
 
 impl UnitExecutor for Router {
     fn execute<'a>(&'a self, unit: &'a Unit, ctx: &'a RunContext) -> UnitFuture<'a> {
-        match self.by_eval.get(&unit.eval) {
+        match self.by_eval.get(&*unit.eval) {
             Some(e) => e.execute(unit, ctx),
             None => {
                 let msg = format!("no executor for eval `{}` in this build", unit.eval);

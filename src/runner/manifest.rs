@@ -78,22 +78,51 @@ pub struct Totals {
 }
 
 impl Totals {
-    pub fn of<'a>(samples: impl IntoIterator<Item = Row<'a>> + Clone) -> Totals {
-        let mut t = Totals::default();
-        for s in samples.clone() {
-            t.tokens.agent.add(&s.tokens.agent);
-            t.tokens.summarizer.add(&s.tokens.summarizer);
-            t.tokens.judge.add(&s.tokens.judge);
-            t.tokens.eval_agent.add(&s.tokens.eval_agent);
-            t.spent_usd += super::budget::spend_of(&s.cost_usd);
-            // The same rule as the reports: a role with tokens and no price makes it unknown.
-            match s.cost_total() {
-                Some(c) => t.cost_usd += c,
-                None => t.cost_unknown_samples += 1,
-            }
+    pub fn of<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> Totals {
+        let mut t = TotalsSum::default();
+        for s in samples {
+            t.add(&s);
         }
-        t.cost = crate::metrics::cost::totals(samples.clone()).cost.headline;
-        t.sources = crate::report::pricing_notes::sources(samples);
+        t.finish()
+    }
+}
+
+/// [`Totals`] and the unit counts of a journal, one sample at a time (the journal is streamed,
+/// nothing per sample is kept): [`TotalsSum::add`] each, then [`TotalsSum::finish`].
+#[derive(Clone, Debug, Default)]
+pub struct TotalsSum {
+    totals: Totals,
+    usage: crate::metrics::cost::UsageSum,
+    sources: crate::report::pricing_notes::SourcesSum,
+    /// Samples added.
+    pub recorded: u64,
+    /// Of which failed.
+    pub failed: u64,
+}
+
+impl TotalsSum {
+    pub fn add(&mut self, s: &Row<'_>) {
+        let t = &mut self.totals;
+        t.tokens.agent.add(&s.tokens.agent);
+        t.tokens.summarizer.add(&s.tokens.summarizer);
+        t.tokens.judge.add(&s.tokens.judge);
+        t.tokens.eval_agent.add(&s.tokens.eval_agent);
+        t.spent_usd += super::budget::spend_of(&s.cost_usd);
+        // The same rule as the reports: a role with tokens and no price makes it unknown.
+        match s.cost_total() {
+            Some(c) => t.cost_usd += c,
+            None => t.cost_unknown_samples += 1,
+        }
+        self.usage.add(s);
+        self.sources.add(s);
+        self.recorded += 1;
+        self.failed += u64::from(s.error.is_some());
+    }
+
+    pub fn finish(self) -> Totals {
+        let mut t = self.totals;
+        t.cost = self.usage.finish().cost.headline;
+        t.sources = self.sources.finish();
         t
     }
 }

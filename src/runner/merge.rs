@@ -1,11 +1,18 @@
 //! `ctxbench merge`: join the run directories of `run --shard i/n` (or any runs of the same
 //! suite) into one. Runs must share the suite digest and the trace and prompt digests; a unit
 //! recorded in two inputs must be identical apart from latency, otherwise it is an error.
+//!
+//! Streamed: each input journal is read one line at a time, and what stays in memory per unit is
+//! an index entry (interned sort key, which input and where its line is, a digest of the sample
+//! without its latency: ~60 bytes), never the sample. The output is then written in plan order
+//! by seeking to each kept line, and its totals are summed as it is written.
 
-use super::manifest::{now_rfc3339, RunManifest, RunStatus, Totals, UnitCounts};
+use super::manifest::{now_rfc3339, RunManifest, RunStatus, TotalsSum, UnitCounts};
 use crate::error::UsageError;
-use crate::record::{RunDir, Sample};
-use std::collections::BTreeMap;
+use crate::record::journal::read_line_at;
+use crate::record::{Interner, RunDir, Sample};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// What a merge produced.
@@ -15,10 +22,31 @@ pub struct Merged {
     pub missing: u64,
 }
 
-fn same_apart_from_latency(a: &Sample, b: &Sample) -> bool {
-    let mut b = b.clone();
-    b.latency_ms = a.latency_ms;
-    *a == b
+/// Digest of a sample with its latency set aside: two samples of a unit are the same result
+/// when their digests are equal (the sample's own serialization, so no second copy of the
+/// journal's format lives here).
+fn digest_apart_from_latency(s: &mut Sample) -> [u8; 16] {
+    let latency = std::mem::take(&mut s.latency_ms);
+    let bytes = serde_json::to_vec(&*s).unwrap_or_default();
+    s.latency_ms = latency;
+    let d = Sha256::digest(&bytes);
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&d[..16]);
+    out
+}
+
+/// Where a unit's kept line is, and what it sorts by (interned names).
+struct Entry {
+    /// Sort key: trace, variant position, eval, sample (ids into the interner), repeat.
+    trace: u32,
+    /// Position in the first run's variants; a variant it does not list sorts first.
+    variant: Option<usize>,
+    eval: u32,
+    sample: u32,
+    repeat: u32,
+    input: usize,
+    offset: u64,
+    digest: [u8; 16],
 }
 
 /// Merge `inputs` into the new directory `out` (which must not exist, or be empty).
@@ -54,23 +82,33 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
             .into());
         }
     }
-    let mut by_id: BTreeMap<String, (Sample, usize)> = BTreeMap::new();
+    let variant_pos: HashMap<&str, usize> = first
+        .info
+        .variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v.as_str(), i))
+        .collect();
+    let mut names = Interner::default();
+    let mut by_id: HashMap<String, usize> = HashMap::new();
+    let mut entries: Vec<Entry> = Vec::new();
     for (i, dir) in inputs.iter().enumerate() {
         let run_dir = RunDir::new(dir);
-        let read = run_dir
-            .read_samples_or_empty()
-            .map_err(|e| UsageError(e.to_string()))?;
-        if let Some(t) = read.torn {
-            let line = t.line;
-            eprintln!(
-                "warning: {}:{line}: ignoring a torn last line (the run was killed mid-write)",
-                run_dir.samples_jsonl().display()
-            );
+        let path = run_dir.samples_jsonl();
+        if !path.exists() {
+            continue; // a run killed before its first unit, or a shard with no units
         }
-        for s in read.samples {
+        let mut conflict: Option<String> = None;
+        let torn = crate::record::journal::read_journal_each(&path, |text, at| {
+            let mut s: Sample = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+            let version = s.schema_version;
+            if conflict.is_some() || version > crate::record::SCHEMA_VERSION {
+                return Ok(version);
+            }
+            let digest = digest_apart_from_latency(&mut s);
             match by_id.get(&s.unit_id) {
-                Some((prev, j)) if !same_apart_from_latency(prev, &s) => {
-                    return Err(UsageError(format!(
+                Some(&k) if entries[k].digest != digest => {
+                    conflict = Some(format!(
                         "unit {} ({} / {} / {} / {} / repeat {}) is recorded differently in {} and {}",
                         s.unit_id,
                         s.trace_id,
@@ -78,41 +116,49 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
                         s.eval,
                         s.sample,
                         s.repeat,
-                        inputs[*j].display(),
+                        inputs[entries[k].input].display(),
                         dir.display()
-                    ))
-                    .into())
+                    ));
                 }
                 Some(_) => {}
                 None => {
-                    by_id.insert(s.unit_id.clone(), (s, i));
+                    by_id.insert(s.unit_id.clone(), entries.len());
+                    entries.push(Entry {
+                        trace: names.intern(&s.trace_id),
+                        variant: variant_pos.get(s.variant.as_str()).copied(),
+                        eval: names.intern(&s.eval),
+                        sample: names.intern(&s.sample),
+                        repeat: s.repeat,
+                        input: i,
+                        offset: at,
+                        digest,
+                    });
                 }
             }
+            Ok(version)
+        })
+        .map_err(|e| UsageError(e.to_string()))?;
+        if let Some(c) = conflict {
+            return Err(UsageError(c).into());
+        }
+        if let Some(t) = torn {
+            let line = t.line;
+            eprintln!(
+                "warning: {}:{line}: ignoring a torn last line (the run was killed mid-write)",
+                path.display()
+            );
         }
     }
-    let variant_pos: BTreeMap<&str, usize> = first
-        .info
-        .variants
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (v.as_str(), i))
-        .collect();
-    let mut samples: Vec<Sample> = by_id.into_values().map(|(s, _)| s).collect();
-    samples.sort_by(|a, b| {
-        (
-            &a.trace_id,
-            variant_pos.get(a.variant.as_str()),
-            &a.eval,
-            &a.sample,
-            a.repeat,
-        )
-            .cmp(&(
-                &b.trace_id,
-                variant_pos.get(b.variant.as_str()),
-                &b.eval,
-                &b.sample,
-                b.repeat,
-            ))
+    drop(by_id);
+    entries.sort_by(|a, b| {
+        let n = |id: u32| names.name(id);
+        (n(a.trace), a.variant, n(a.eval), n(a.sample), a.repeat).cmp(&(
+            n(b.trace),
+            b.variant,
+            n(b.eval),
+            n(b.sample),
+            b.repeat,
+        ))
     });
 
     if out.exists()
@@ -129,12 +175,33 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
     std::fs::create_dir_all(out)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
     let out_dir = RunDir::new(out);
-    out_dir
-        .write_samples(&samples)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out_dir.samples_jsonl().display()))?;
+    let cannot_write = |e: crate::record::JournalError| {
+        anyhow::anyhow!("cannot write {}: {e}", out_dir.samples_jsonl().display())
+    };
+    let mut journal = out_dir.create_journal().map_err(cannot_write)?;
+    let mut files = Vec::new();
+    for dir in inputs {
+        let path = RunDir::new(dir).samples_jsonl();
+        files.push(std::fs::File::open(&path).ok().map(|f| (f, path)));
+    }
+    let mut sum = TotalsSum::default();
+    for e in &entries {
+        let Some((file, path)) = files[e.input].as_mut() else {
+            return Err(UsageError(format!(
+                "{}: samples.jsonl disappeared during the merge",
+                inputs[e.input].display()
+            ))
+            .into());
+        };
+        let s = read_line_at(file, path, e.offset).map_err(|e| UsageError(e.to_string()))?;
+        sum.add(&s.row());
+        journal.append(&s).map_err(cannot_write)?;
+    }
+    journal.sync().map_err(cannot_write)?;
+    drop(entries);
 
     let planned_total = first.units.planned_total;
-    let recorded = samples.len() as u64;
+    let recorded = sum.recorded;
     let missing = planned_total.saturating_sub(recorded);
     let mut m = first.clone();
     m.info.run_id = out
@@ -153,11 +220,11 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
         planned_total,
         planned: planned_total,
         recorded,
-        failed: samples.iter().filter(|s| s.error.is_some()).count() as u64,
+        failed: sum.failed,
         not_run_budget: manifests.iter().map(|m| m.units.not_run_budget).sum(),
         not_run_interrupted: manifests.iter().map(|m| m.units.not_run_interrupted).sum(),
     };
-    m.totals = Totals::of(samples.iter().map(Sample::row));
+    m.totals = sum.finish();
     let mut skipped = Vec::new();
     for mm in &manifests {
         for s in &mm.skipped_traces {

@@ -37,15 +37,18 @@ pub struct Unit {
     pub id: String,
     /// Position in the full (unsharded) plan.
     pub index: usize,
-    pub trace_id: String,
+    /// The names are shared by the units that have them (one allocation per trace, variant,
+    /// eval and sample, not per unit).
+    pub trace_id: Arc<str>,
     /// Index into [`Plan::traces`].
     pub trace: usize,
-    pub variant: String,
+    pub variant: Arc<str>,
     /// Index into [`Plan::variants`].
     pub variant_index: usize,
-    pub eval: String,
-    pub sample: String,
-    pub params: BTreeMap<String, Value>,
+    pub eval: Arc<str>,
+    pub sample: Arc<str>,
+    /// Shared by every unit of the same eval sample (one map per sample, not per unit).
+    pub params: Arc<BTreeMap<String, Value>>,
     pub repeat: u32,
     /// Seed for anything random in this unit (derived from the suite seed and the unit id).
     pub seed: u64,
@@ -62,7 +65,8 @@ pub struct Plan {
     /// Baseline first, then the other variants in suite order.
     pub variants: Vec<Variant>,
     pub baseline: String,
-    pub units: Vec<Unit>,
+    /// Shared with the dispatcher's queue (`session::Prepared::todo`), never copied.
+    pub units: Vec<Arc<Unit>>,
 }
 
 /// sha256 hex-16 of the canonical key.
@@ -123,28 +127,37 @@ pub fn build(suite: &LoadedSuite, mut traces: Vec<TraceEntry>) -> Result<Plan, P
     let samples = eval_samples(suite);
     let repeats = suite.suite.suite.repeats;
     let seed = suite.suite.suite.seed;
+    let params: Vec<Arc<BTreeMap<String, Value>>> =
+        samples.iter().map(|s| Arc::new(s.params.clone())).collect();
+    let names = |s: &str| -> Arc<str> { Arc::from(s) };
+    let sample_names: Vec<(Arc<str>, Arc<str>)> = samples
+        .iter()
+        .map(|s| (names(&s.eval), names(&s.sample)))
+        .collect();
     let mut units = Vec::with_capacity(traces.len() * variants.len() * samples.len());
     for (ti, t) in traces.iter().enumerate() {
+        let trace_id = names(&t.id);
         for (vi, v) in variants.iter().enumerate() {
-            for s in &samples {
+            let variant = names(&v.name);
+            for ((s, params), (eval, sample)) in samples.iter().zip(&params).zip(&sample_names) {
                 for repeat in 0..repeats {
                     let id = unit_id(&t.id, &v.name, &s.eval, &s.sample, repeat);
                     let pair = unit_id(&t.id, "", &s.eval, &s.sample, repeat);
-                    units.push(Unit {
+                    units.push(Arc::new(Unit {
                         seed: unit_seed(seed, &id),
                         pair_seed: unit_seed(seed, &pair),
                         id,
                         index: units.len(),
-                        trace_id: t.id.clone(),
+                        trace_id: trace_id.clone(),
                         trace: ti,
-                        variant: v.name.clone(),
+                        variant: variant.clone(),
                         variant_index: vi,
-                        eval: s.eval.clone(),
-                        sample: s.sample.clone(),
-                        params: s.params.clone(),
+                        eval: eval.clone(),
+                        sample: sample.clone(),
+                        params: params.clone(),
                         repeat,
                         providers: s.providers.clone(),
-                    });
+                    }));
                 }
             }
         }
@@ -210,11 +223,8 @@ mod tests {
         assert_eq!(p.traces[0].id, "t1");
         assert_eq!(p.variants[0].name, "z", "baseline first");
         let u = &p.units[2];
-        assert_eq!(
-            (u.trace_id.as_str(), u.variant.as_str(), u.eval.as_str()),
-            ("t1", "z", "needle")
-        );
-        assert_eq!(u.sample, "depth=0.1/pos=user/trigger=0.15");
+        assert_eq!((&*u.trace_id, &*u.variant, &*u.eval), ("t1", "z", "needle"));
+        assert_eq!(&*u.sample, "depth=0.1/pos=user/trigger=0.15");
         assert_eq!(u.params["trigger"], serde_json::json!(0.15));
         let ids: std::collections::HashSet<_> = p.units.iter().map(|u| &u.id).collect();
         assert_eq!(ids.len(), p.units.len());

@@ -3,21 +3,99 @@
 //! skipped (failed ones too: a failure is a result, unless `--retry-failed` asks to run them
 //! again: their samples are then removed from `samples.jsonl` before the run continues); a torn
 //! last line from a killed run is cut.
+//!
+//! The journal is streamed (one line at a time, heavy parts skipped unbuilt: `report::load`):
+//! what stays in memory is the set of finished unit ids (8 bytes each) and running totals, not
+//! the samples.
 
-use super::manifest::RunManifest;
+use super::manifest::{RunManifest, Totals, TotalsSum};
 use super::shard::Shard;
 use crate::config::Overrides;
 use crate::error::UsageError;
-use crate::record::{Journal, RunDir, Sample, TornLine};
+use crate::record::{Journal, JournalError, RunDir, TornLine};
 use std::collections::HashSet;
+use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
+
+/// Ids of the units that have a sample. Plan ids are 16 hex digits (`plan::unit_id`), kept as
+/// a `u64`; any other id (a hand-edited journal) is kept as text.
+#[derive(Clone, Debug, Default)]
+pub struct DoneIds {
+    hex: HashSet<u64>,
+    other: HashSet<String>,
+}
+
+fn hex_id(id: &str) -> Option<u64> {
+    (id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| u64::from_str_radix(id, 16).ok())
+        .flatten()
+        // Upper-case digits would alias lower-case ones: keep those as text.
+        .filter(|_| !id.bytes().any(|b| b.is_ascii_uppercase()))
+}
+
+impl DoneIds {
+    pub fn insert(&mut self, id: &str) {
+        match hex_id(id) {
+            Some(h) => {
+                self.hex.insert(h);
+            }
+            None => {
+                self.other.insert(id.to_string());
+            }
+        }
+    }
+    pub fn contains(&self, id: &str) -> bool {
+        match hex_id(id) {
+            Some(h) => self.hex.contains(&h),
+            None => self.other.contains(id),
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.hex.len() + self.other.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What a journal already holds, read in one streaming pass: the finished unit ids, the
+/// sample counts and the totals.
+#[derive(Clone, Debug, Default)]
+pub struct Recorded {
+    pub done: DoneIds,
+    /// Samples in the journal (ok + failed).
+    pub recorded: u64,
+    pub failed: u64,
+    pub totals: Totals,
+}
+
+impl Recorded {
+    /// Stream the journal at `path` (a missing file is an empty journal).
+    pub fn read(path: &Path) -> Result<Recorded, JournalError> {
+        if !path.exists() {
+            return Ok(Recorded::default());
+        }
+        let mut done = DoneIds::default();
+        let mut sum = TotalsSum::default();
+        crate::report::load::each_light(path, |s, _| {
+            done.insert(&s.unit_id);
+            sum.add(&s.row());
+        })?;
+        Ok(Recorded {
+            done,
+            recorded: sum.recorded,
+            failed: sum.failed,
+            totals: sum.finish(),
+        })
+    }
+}
 
 /// An opened run directory ready to continue.
 pub struct Resumed {
     pub manifest: RunManifest,
     pub journal: Journal,
-    /// Samples already recorded.
-    pub samples: Vec<Sample>,
+    /// What the journal already holds.
+    pub recorded: Recorded,
     /// A torn last line that was cut off (the run was killed mid-write).
     pub torn: Option<TornLine>,
 }
@@ -83,48 +161,72 @@ pub fn open(
             ))
         })?;
     }
-    let (journal, samples, torn) = run_dir
-        .resume_journal()
-        .map_err(|e| UsageError(e.to_string()))?;
+    let (journal, torn) =
+        Journal::open_append(&run_dir.samples_jsonl()).map_err(|e| UsageError(e.to_string()))?;
+    let recorded =
+        Recorded::read(&run_dir.samples_jsonl()).map_err(|e| UsageError(e.to_string()))?;
     Ok(Resumed {
         manifest,
         journal,
-        samples,
+        recorded,
         torn,
     })
 }
 
 /// Rewrite `samples.jsonl` without the samples of failed units (atomically: a temporary file
-/// renamed over it), so they are planned again. Lines that do not parse stay for the journal
-/// reader to judge (a torn last line is cut there).
+/// renamed over it), so they are planned again; one line in memory at a time. Lines that do not
+/// parse stay for the journal reader to judge (a torn last line is cut there).
 fn drop_failed(run_dir: &RunDir) -> std::io::Result<usize> {
     let path = run_dir.samples_jsonl();
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
+    let file = match std::fs::File::open(&path) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
         Err(e) => return Err(e),
     };
-    let mut kept = String::with_capacity(text.len());
+    let tmp = path.with_extension("jsonl.retry-tmp");
+    let mut out = BufWriter::new(std::fs::File::create(&tmp)?);
+    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    let mut line = Vec::new();
     let mut dropped = 0;
-    for line in text.split_inclusive('\n') {
-        let failed = serde_json::from_str::<Sample>(line.trim_end())
-            .map(|s| s.error.is_some())
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        let failed = crate::report::load::parse_light(line.trim_ascii_end())
+            .map(|(s, _)| s.error.is_some())
             .unwrap_or(false);
         if failed {
             dropped += 1;
         } else {
-            kept.push_str(line);
+            out.write_all(&line)?;
         }
     }
+    let out = out.into_inner().map_err(|e| e.into_error())?;
     if dropped > 0 {
-        let tmp = path.with_extension("jsonl.retry-tmp");
-        std::fs::write(&tmp, kept)?;
+        out.sync_all()?;
+        drop(out);
         std::fs::rename(&tmp, &path)?;
+    } else {
+        drop(out);
+        std::fs::remove_file(&tmp)?;
     }
     Ok(dropped)
 }
 
-/// Ids that already have a sample.
-pub fn done_ids(samples: &[Sample]) -> HashSet<String> {
-    samples.iter().map(|s| s.unit_id.clone()).collect()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn done_ids_keep_plan_ids_as_numbers_and_anything_else_as_text() {
+        let mut d = DoneIds::default();
+        let id = crate::runner::plan::unit_id("t", "v", "needle", "s", 0);
+        d.insert(&id);
+        d.insert("hand-made");
+        d.insert("ABCDEF0123456789");
+        assert!(d.contains(&id) && d.contains("hand-made") && d.contains("ABCDEF0123456789"));
+        assert!(!d.contains("abcdef0123456789") && !d.contains("0000000000000000"));
+        assert_eq!((d.hex.len(), d.other.len()), (1, 2));
+    }
 }

@@ -12,12 +12,12 @@ use super::manifest::{
 };
 use super::plan::{self, Plan, TraceEntry, Unit};
 use super::progress::Progress;
-use super::resume;
+use super::resume::{self, Recorded};
 use super::shard::Shard;
 use crate::config::suite::{ProviderRole, TraceFile};
 use crate::config::LoadedSuite;
 use crate::error::UsageError;
-use crate::record::{Journal, ProviderProvenance, RunDir, RunInfo, Sample};
+use crate::record::{Journal, ProviderProvenance, RunDir, RunInfo};
 use crate::trace::{ImportError, SourceFormat, Trace};
 use anyhow::Context;
 use rayon::prelude::*;
@@ -91,8 +91,8 @@ pub struct Prepared {
     pub todo: Vec<Arc<Unit>>,
     pub journal: Journal,
     pub manifest: RunManifest,
-    /// Samples already recorded (resume).
-    pub previous: Vec<Sample>,
+    /// What the journal already held (resume): finished unit ids, counts, totals.
+    pub previous: Recorded,
     pub dispatch: DispatchOptions,
     pub max_cost_usd: Option<f64>,
     pub progress: crate::output::ProgressMode,
@@ -307,7 +307,7 @@ pub fn open_run(
                     t.bytes
                 );
             }
-            (dir.clone(), r.journal, r.samples, m, shard)
+            (dir.clone(), r.journal, r.recorded, m, shard)
         }
         None => {
             let run_id = match &opts.run_id {
@@ -411,31 +411,28 @@ pub fn open_run(
                 totals: Totals::default(),
                 options,
             };
-            (dir, journal, Vec::new(), manifest, opts.shard)
+            (dir, journal, Recorded::default(), manifest, opts.shard)
         }
     };
 
-    let done = resume::done_ids(&previous);
-    let in_shard: Vec<&Unit> = plan
+    let mut planned = 0u64;
+    let todo: Vec<Arc<Unit>> = plan
         .units
         .iter()
         .filter(|u| shard.is_none_or(|s| s.contains(&u.id)))
-        .collect();
-    let planned = in_shard.len() as u64;
-    let todo: Vec<Arc<Unit>> = in_shard
-        .into_iter()
-        .filter(|u| !done.contains(&u.id))
-        .map(|u| Arc::new(u.clone()))
+        .inspect(|_| planned += 1)
+        .filter(|u| !previous.done.contains(&u.id))
+        .cloned()
         .collect();
     manifest.units = UnitCounts {
         planned_total,
         planned,
-        recorded: previous.len() as u64,
-        failed: previous.iter().filter(|s| s.error.is_some()).count() as u64,
+        recorded: previous.recorded,
+        failed: previous.failed,
         not_run_budget: 0,
         not_run_interrupted: 0,
     };
-    manifest.totals = Totals::of(previous.iter().map(Sample::row));
+    manifest.totals = previous.totals.clone();
     let dir = RunDir::new(&run_dir);
     dir.write_run_json(&manifest)
         .with_context(|| format!("cannot write {}", dir.run_json().display()))?;
@@ -478,9 +475,9 @@ pub async fn execute(
         progress: progress_mode,
         ..
     } = prepared;
-    let spent_before = Totals::of(previous.iter().map(Sample::row)).spent_usd;
-    let mut budget = Budget::new(max_cost_usd, spent_before);
-    let mut progress = Progress::new(manifest.units.planned, previous.len() as u64, progress_mode);
+    let mut budget = Budget::new(max_cost_usd, previous.totals.spent_usd);
+    let mut progress = Progress::new(manifest.units.planned, previous.recorded, progress_mode);
+    drop(previous);
     let report = dispatch(
         todo,
         exec,
@@ -495,22 +492,13 @@ pub async fn execute(
     progress.finish();
     journal.sync().ok();
     let dir = RunDir::new(&run_dir);
-    // The journal streamed into compact rows (bounded by the run's size in rows, not in whole
-    // samples), the same path `ctxbench report` reads.
-    let path = dir.samples_jsonl();
-    let all = if path.exists() {
-        crate::report::load::stream_samples(&path)
-            .map_err(|e| UsageError(e.to_string()))?
-            .rows
-    } else {
-        Default::default()
-    };
-    manifest.units.recorded = all.len() as u64;
-    manifest.units.failed = all.iter().filter(|s| s.error.is_some()).count() as u64;
+    // The journal streamed one line at a time into running totals: nothing per sample is kept.
+    let all = Recorded::read(&dir.samples_jsonl()).map_err(|e| UsageError(e.to_string()))?;
+    manifest.units.recorded = all.recorded;
+    manifest.units.failed = all.failed;
     manifest.units.not_run_budget = report.not_run_budget;
     manifest.units.not_run_interrupted = report.not_run_interrupted;
-    manifest.totals = Totals::of(all.iter());
-    drop(all);
+    manifest.totals = all.totals;
     manifest.finished_at = Some(now_rfc3339());
     manifest.status = match report.stop {
         StopReason::Interrupted => RunStatus::Interrupted,

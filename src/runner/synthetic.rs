@@ -84,7 +84,7 @@ impl SyntheticExecutor {
             ..Default::default()
         };
         let pass = (h >> 32) % 100 < 80;
-        match unit.eval.as_str() {
+        match &*unit.eval {
             "needle" => {
                 out.scores
                     .insert("recall".into(), f64::from(u8::from(pass)));

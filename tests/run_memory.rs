@@ -1,0 +1,234 @@
+//! Peak memory of a whole run, `--resume`, `merge` and `gate` does not grow with the number of
+//! units beyond a few bytes per unit.
+//!
+//! A counting global allocator records the peak of live heap bytes above what was live when each
+//! step started. The same suite (offline providers, one small bundled trace, `replay` and
+//! `needle` units, one unit in flight so the peak of a unit's own work is the same every time) is
+//! run with `repeats = R` and `2R`: the extra peak bytes per extra unit is the slope. What does
+//! not grow with the run (trace, price table, runtime, one unit's replay) cancels.
+//!
+//! Bounds, with what this test measured here (120 → 240 units; a journal line is ~1.8 KB) and
+//! what the code before this change measured (every bound failed):
+//! - the plan, bytes it keeps: ≤ 320 a unit (210; was 863: every unit copied into the queue,
+//!   its parameter map and names per unit instead of per eval sample, trace and variant);
+//! - executing the units (dispatch, journal, the end-of-run totals): ≤ 64 a unit (0). A
+//!   dispatcher that keeps each sample measures 7,363. The end-of-run totals are the same
+//!   streaming read as `--resume` (`runner::resume::Recorded::read`), bounded below;
+//! - `--resume` opening a finished run: ≤ 96 a unit (29: the finished ids, 8 bytes each in a
+//!   hash set; was 7,671, the samples read whole);
+//! - `merge` of the run with itself: ≤ 320 a unit (188: an index entry per unit, digest, sort
+//!   key, line offset, id; was 15,575);
+//! - `gate` of the run against itself: ≤ one journal line a unit (994: the compact rows and the
+//!   per-metric observations the statistics need, for both runs; was 15,473).
+//!
+//! Bytes, not time: nothing here depends on speed. One test in this binary, so no other test
+//! allocates while it measures.
+
+mod support;
+
+use clap::Parser;
+use ctxbench::cli::Cli;
+use ctxbench::runner::session::{self, ImportLoader, RunOptions};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use support::suite::SuiteBuilder;
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(n: usize) {
+    let now = LIVE.fetch_add(n, Ordering::Relaxed) + n;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let p = System.alloc(l);
+        if !p.is_null() {
+            grew(l.size());
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        let p = System.alloc_zeroed(l);
+        if !p.is_null() {
+            grew(l.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        System.dealloc(p, l);
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        let q = System.realloc(p, l, new);
+        if !q.is_null() {
+            if new >= l.size() {
+                grew(new - l.size());
+            } else {
+                LIVE.fetch_sub(l.size() - new, Ordering::Relaxed);
+            }
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// Peak live bytes above those live when `f` started.
+fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let base = LIVE.load(Ordering::SeqCst);
+    PEAK.store(base, Ordering::SeqCst);
+    let out = f();
+    (out, PEAK.load(Ordering::SeqCst).saturating_sub(base))
+}
+
+/// Live bytes `f` leaves behind (what it returns holds).
+fn kept_by<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let base = LIVE.load(Ordering::SeqCst);
+    let out = f();
+    (out, LIVE.load(Ordering::SeqCst).saturating_sub(base))
+}
+
+const TRACE: &str = "claude-code/stop-hook-reflection-first-stop.jsonl";
+
+fn suite_text(repeats: u32) -> String {
+    SuiteBuilder::new("runmem")
+        .suite_line(format!("repeats = {repeats}"))
+        .suite_line("concurrency = 1")
+        .dataset(TRACE)
+        .deepagents(4000)
+        .eval("replay", "")
+        .eval("needle", "depths = [0.5]\npositions = [\"user\"]")
+        .text()
+}
+
+/// Peaks of one run size (bytes above the start of each step; for the plan, the bytes it keeps
+/// for the whole run), and its journal's size.
+#[derive(Debug)]
+struct Peaks {
+    units: usize,
+    plan: usize,
+    run: usize,
+    resume: usize,
+    merge: usize,
+    gate: usize,
+    journal_bytes: u64,
+}
+
+fn cli(args: &[&str]) {
+    let code = ctxbench::cli::run(Cli::parse_from(args)).unwrap();
+    assert_eq!(code, std::process::ExitCode::SUCCESS, "{args:?}");
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn measure(dir: &Path, repeats: u32) -> Peaks {
+    std::fs::create_dir_all(dir).unwrap();
+    let suite = support::run::load(dir, &suite_text(repeats)).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+
+    // The plan (the trace loaded once, a shared `Unit` per unit), then the run: dispatch every
+    // unit, journal it, sum the totals into run.json.
+    let (planned, plan) = kept_by(|| session::plan_run(&suite, &ImportLoader).unwrap());
+    let router = ctxbench::cli::run::default_router(&planned.plan, &suite).unwrap();
+    let prepared = session::open_run(&suite, &support::run::options(), planned).unwrap();
+    let units = prepared.todo.len();
+    let (outcome, run) = peak_of(|| support::run::execute(&rt, prepared, router));
+    assert_eq!(outcome.failed_total, 0);
+    assert_eq!(outcome.manifest.units.recorded, units as u64);
+    let run_dir: PathBuf = outcome.run_dir.clone();
+    drop(outcome);
+    let journal_bytes = std::fs::metadata(run_dir.join("samples.jsonl"))
+        .unwrap()
+        .len();
+
+    // `--resume` of the finished run: nothing left to do.
+    let planned = session::plan_run(&suite, &ImportLoader).unwrap();
+    let opts = RunOptions {
+        resume: Some(run_dir.clone()),
+        executor: "default".into(),
+        ..RunOptions::default()
+    };
+    let (prepared, resume) = peak_of(|| session::open_run(&suite, &opts, planned).unwrap());
+    assert!(prepared.todo.is_empty());
+    assert_eq!(prepared.manifest.units.recorded, units as u64);
+    drop(prepared);
+
+    // `merge` of the run with itself (every unit twice, identical).
+    let merged = dir.join("merged");
+    let (m, merge) =
+        peak_of(|| ctxbench::runner::merge::merge(&[run_dir.clone(), run_dir.clone()], &merged));
+    assert_eq!(m.unwrap().manifest.units.recorded, units as u64);
+
+    // `gate` of the run against itself.
+    let junit = dir.join("gate.xml");
+    let ((), gate) = peak_of(|| {
+        cli(&[
+            "ctxbench",
+            "gate",
+            s(&run_dir),
+            "--baseline",
+            s(&run_dir),
+            "--rule",
+            "tokens >= 0",
+            "--junit",
+            s(&junit),
+        ])
+    });
+    rt.shutdown_background();
+    Peaks {
+        units,
+        plan,
+        run,
+        resume,
+        merge,
+        gate,
+        journal_bytes,
+    }
+}
+
+#[test]
+fn a_runs_peak_memory_does_not_grow_with_its_units() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Warm-up: one-time allocations (lazy statics, the offline agent's tables) are not a slope.
+    measure(&tmp.path().join("warm"), 2);
+    let small = measure(&tmp.path().join("small"), 60);
+    let big = measure(&tmp.path().join("big"), 120);
+    assert_eq!(big.units, 2 * small.units);
+    let extra = (big.units - small.units) as f64;
+    let slope = |a: usize, b: usize| (b as f64 - a as f64) / extra;
+    let line = (big.journal_bytes - small.journal_bytes) as f64 / extra;
+    let (plan, run, resume, merge, gate) = (
+        slope(small.plan, big.plan),
+        slope(small.run, big.run),
+        slope(small.resume, big.resume),
+        slope(small.merge, big.merge),
+        slope(small.gate, big.gate),
+    );
+    eprintln!(
+        "extra peak bytes per extra unit: plan {plan:.0}, run {run:.0}, resume {resume:.0}, merge {merge:.0}, \
+         gate {gate:.0} (a journal line: {line:.0} bytes)\nsmall {small:?}\nbig {big:?}"
+    );
+    assert!(plan <= 320.0, "the plan grows {plan:.0} bytes a unit");
+    assert!(run <= 64.0, "a run's peak grows {run:.0} bytes a unit");
+    assert!(
+        resume <= 96.0,
+        "--resume's peak grows {resume:.0} bytes a unit"
+    );
+    assert!(merge <= 320.0, "merge's peak grows {merge:.0} bytes a unit");
+    assert!(
+        gate <= line,
+        "gate's peak grows {gate:.0} bytes a unit (a journal line is {line:.0})"
+    );
+}
