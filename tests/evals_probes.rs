@@ -9,10 +9,10 @@ use ctxbench::engine::{OfflineSummarizer, ResolvedConfig};
 use ctxbench::evals::offline_agent::OfflineProvider;
 use ctxbench::evals::probes::{self, ProbeKind, ProbeParams};
 use ctxbench::pricing::PriceTable;
+use ctxbench::providers::testing::MockProvider;
 use ctxbench::providers::{Message, Provider};
 use ctxbench::trace::{Trace, Usage};
 use std::path::Path;
-use support::providers::Mock;
 use support::traces::engine_config as config;
 
 fn load(name: &str) -> Trace {
@@ -27,13 +27,13 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// A judge that always gives the same six grades.
-fn judge() -> Mock {
+fn judge() -> MockProvider {
     let usage = Usage {
         input: 100,
         output: 20,
         ..Usage::default()
     };
-    Mock::new(|req| {
+    MockProvider::replying(|req| {
         assert!(req.messages[0].content.contains("ARTIFACT_TRAIL"));
         let text = "ACCURACY: 4\nCONTEXT_AWARENESS: 3\nARTIFACT_TRAIL: 2\nCOMPLETENESS: 5\nCONTINUITY: 1\nINSTRUCTION_FOLLOWING: 0\nFine.";
         Message::assistant(text, vec![])

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use ctxbench::evals::agent;
 use ctxbench::evals::fs_tools::{Limits, Sandbox};
+use ctxbench::providers::testing::MockProvider;
 use ctxbench::providers::{Message, ProviderError, ToolCall};
 use serde_json::json;
-use support::providers::Mock;
 
 fn store() -> (tempfile::TempDir, Sandbox) {
     let dir = tempfile::tempdir().unwrap();
@@ -195,9 +195,9 @@ fn a_call_stops_at_its_time_limit() {
 }
 
 /// A provider that always asks to read `path`.
-fn reader(path: &str) -> Mock {
+fn reader(path: &str) -> MockProvider {
     let path = path.to_string();
-    Mock::new(move |_| {
+    MockProvider::replying(move |_| {
         Message::assistant(
             "",
             vec![ToolCall {
@@ -213,7 +213,7 @@ fn reader(path: &str) -> Mock {
 async fn an_agent_loop_stops_at_its_time_limit() {
     let (_d, sb) = store();
     let r = not_hung(agent::run_with_limit(
-        &Mock::hanging(),
+        &MockProvider::hanging(),
         vec![Message::user("where is the token?")],
         Some(&sb),
         8,

@@ -22,7 +22,7 @@ pub mod limits;
 pub mod retry;
 pub mod secrets;
 pub mod summarizer;
-#[cfg(test)]
+#[doc(hidden)]
 pub mod testing;
 pub mod text_tools;
 

@@ -1,5 +1,6 @@
-//! Test-only providers for unit tests: [`ProviderInfo::for_test`] and [`MockProvider`], one
-//! builder for the canned, scripted, failing and never-answering providers the tests need.
+//! Test providers for the crate's unit tests and the integration tests: [`ProviderInfo::for_test`]
+//! and [`MockProvider`], one builder for the canned, scripted, failing, tool-calling and
+//! never-answering providers the tests need. Not a stable API (hidden from the docs).
 
 use super::{
     BoxFuture, ChatRequest, ChatResponse, Message, Provider, ProviderError, ProviderInfo, Usage,
@@ -11,6 +12,7 @@ use std::time::Duration;
 impl ProviderInfo {
     /// A provider description for tests: kind `test`, model `model`, no endpoint, default
     /// sampling, native tool calls.
+    #[doc(hidden)]
     pub fn for_test(model: &str) -> ProviderInfo {
         ProviderInfo {
             kind: "test".into(),
@@ -22,12 +24,12 @@ impl ProviderInfo {
     }
 }
 
-type Answer = Box<dyn Fn(&ChatRequest) -> Result<String, ProviderError> + Send + Sync>;
+type Answer = Box<dyn Fn(&ChatRequest) -> Result<Message, ProviderError> + Send + Sync>;
 
 /// A provider that answers each request with the text a closure gives (or its error), in a
 /// response shaped like a real one (usage, model, latency settable), and records every request.
-/// Build it with [`new`](Self::new), [`text`](Self::text), [`script`](Self::script) or
-/// [`hanging`](Self::hanging), then adjust with the `with_…` methods.
+/// Build it with [`new`](Self::new), [`replying`](Self::replying), [`text`](Self::text),
+/// [`script`](Self::script) or [`hanging`](Self::hanging), then adjust with the `with_…` methods.
 pub struct MockProvider {
     info: ProviderInfo,
     /// `None`: the call never completes.
@@ -44,6 +46,19 @@ impl MockProvider {
     /// Answers every request with `answer(request)`; model `m`, no usage, no latency.
     pub fn new(
         answer: impl Fn(&ChatRequest) -> Result<String, ProviderError> + Send + Sync + 'static,
+    ) -> MockProvider {
+        MockProvider::answering(move |r| answer(r).map(|text| Message::assistant(text, vec![])))
+    }
+
+    /// Answers every request with the message `reply(request)` gives (tool calls included).
+    pub fn replying(
+        reply: impl Fn(&ChatRequest) -> Message + Send + Sync + 'static,
+    ) -> MockProvider {
+        MockProvider::answering(move |r| Ok(reply(r)))
+    }
+
+    fn answering(
+        answer: impl Fn(&ChatRequest) -> Result<Message, ProviderError> + Send + Sync + 'static,
     ) -> MockProvider {
         MockProvider {
             info: ProviderInfo::for_test("m"),
@@ -135,13 +150,13 @@ impl Provider for MockProvider {
         let Some(answer) = &self.answer else {
             return Box::pin(std::future::pending());
         };
-        let text = answer(request);
+        let message = answer(request);
         Box::pin(async move {
             if !self.delay.is_zero() {
                 tokio::time::sleep(self.delay).await;
             }
             Ok(ChatResponse {
-                message: Message::assistant(text?, vec![]),
+                message: message?,
                 usage: self.usage,
                 usage_reported: true,
                 model: self.info.model.clone(),

@@ -3,7 +3,6 @@
 pub mod cli;
 pub mod leaks;
 pub mod mock_llm;
-pub mod providers;
 pub mod report;
 pub mod run;
 pub mod suite;
