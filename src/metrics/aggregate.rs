@@ -214,6 +214,41 @@ pub struct Comparison {
     pub significant: bool,
 }
 
+#[cfg(test)]
+impl Comparison {
+    /// A comparison for writer tests: `base` → `base + delta` of candidate `aggr` against `base`
+    /// over 10 pairs of 10 traces, delta CI `[lo, hi]` (and its percent form), p-value `p`.
+    pub fn for_test(metric: &str, base: f64, delta: f64, (lo, hi): (f64, f64), p: f64) -> Self {
+        let pct = |x: f64| 100.0 * x / base.abs();
+        Comparison {
+            metric: metric.into(),
+            candidate: "aggr".into(),
+            baseline: "base".into(),
+            n_pairs: 10,
+            n_traces: 10,
+            clustered: false,
+            too_few_traces: false,
+            baseline_mean: base,
+            candidate_mean: base + delta,
+            delta,
+            delta_pct: (base != 0.0).then(|| pct(delta)),
+            ci: Some(Ci {
+                lo,
+                hi,
+                method: stats::CiMethod::Bootstrap,
+            }),
+            pct_ci: (base != 0.0).then(|| Ci {
+                lo: pct(lo),
+                hi: pct(hi),
+                method: stats::CiMethod::Bootstrap,
+            }),
+            p_value: Some(p),
+            mcnemar: None,
+            significant: p < 0.05,
+        }
+    }
+}
+
 /// Pair observations by key and compare. `None` when no key is shared.
 pub fn compare(
     metric: &str,

@@ -385,35 +385,9 @@ pub fn render_text(lines: &[VerdictLine], width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::stats::{Ci, CiMethod};
 
     fn cmp(metric: &str, base: f64, delta: f64, lo: f64, hi: f64, p: f64) -> Comparison {
-        Comparison {
-            metric: metric.into(),
-            candidate: "aggr".into(),
-            baseline: "base".into(),
-            n_pairs: 10,
-            n_traces: 10,
-            clustered: false,
-            too_few_traces: false,
-            baseline_mean: base,
-            candidate_mean: base + delta,
-            delta,
-            delta_pct: (base != 0.0).then(|| 100.0 * delta / base.abs()),
-            ci: Some(Ci {
-                lo,
-                hi,
-                method: CiMethod::Bootstrap,
-            }),
-            pct_ci: (base != 0.0).then(|| Ci {
-                lo: 100.0 * lo / base.abs(),
-                hi: 100.0 * hi / base.abs(),
-                method: CiMethod::Bootstrap,
-            }),
-            p_value: Some(p),
-            mcnemar: None,
-            significant: p < 0.05,
-        }
+        Comparison::for_test(metric, base, delta, (lo, hi), p)
     }
 
     #[test]

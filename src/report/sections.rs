@@ -291,31 +291,14 @@ mod tests {
 
     #[test]
     fn a_tiny_relative_change_reads_the_same_in_every_writer() {
-        use crate::metrics::stats::{Ci, CiMethod};
         use crate::report::table::TableWriter;
         use crate::report::{csv::Csv, html::Html, markdown::Markdown, terminal::Terminal};
         // Cost: 2.4 millionths of a dollar on 0.2567 (-0.00093%); tokens: +3 on 250,000.
         let cmp = |metric: &str, base: f64, delta: f64| Comparison {
-            metric: metric.into(),
             candidate: "b".into(),
             baseline: "a".into(),
-            n_pairs: 10,
-            n_traces: 10,
-            clustered: false,
-            too_few_traces: false,
-            baseline_mean: base,
-            candidate_mean: base + delta,
-            delta,
-            delta_pct: Some(100.0 * delta / base),
-            ci: Some(Ci {
-                lo: 2.0 * delta,
-                hi: delta / 2.0,
-                method: CiMethod::Bootstrap,
-            }),
             pct_ci: None,
-            p_value: Some(0.5),
-            mcnemar: None,
-            significant: false,
+            ..Comparison::for_test(metric, base, delta, (2.0 * delta, delta / 2.0), 0.5)
         };
         let cs = [cmp("cost", 0.2567, -2.4e-6), cmp("tokens", 250_000.0, 3.0)];
         let t = comparison(&cs, "candidate");
