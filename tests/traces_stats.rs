@@ -456,24 +456,8 @@ fn cli_stats_over_every_bundled_dataset() {
 #[test]
 fn cli_never_prints_two_different_ids_alike() {
     // Seven marshmallow traces whose ids differ only in the middle, among others.
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/swe-agent");
-    let out = ctxbench()
-        .args(["traces", "stats"])
-        .arg(&dir)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
-    let json = ctxbench()
-        .args(["traces", "stats", "--json"])
-        .arg(&dir)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
+    let text = human_stats("datasets/swe-agent");
+    let json = stats_output(&["--json"], "datasets/swe-agent");
     let report: serde_json::Value = serde_json::from_slice(&json).unwrap();
     let traces = report["traces"].as_array().unwrap();
     let ids: std::collections::BTreeSet<&str> =
@@ -576,18 +560,23 @@ fn cli_claude_code_overhead_moves_the_calibration_bias_toward_zero() {
 
 /// `traces stats` on every bundled dataset folder (and all of them at once), as a person reads it.
 fn human_stats(path: &str) -> String {
+    String::from_utf8(stats_output(&[], path)).unwrap()
+}
+
+/// What `traces stats ARGS DIR` prints (at 100 columns), `path` relative to the repository.
+fn stats_output(args: &[&str], path: &str) -> Vec<u8> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
-    let out = ctxbench()
+    ctxbench()
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("COLUMNS", "100")
         .args(["traces", "stats"])
+        .args(args)
         .arg(&dir)
         .assert()
         .success()
         .get_output()
         .stdout
-        .clone();
-    String::from_utf8(out).unwrap()
+        .clone()
 }
 
 #[test]
