@@ -12,57 +12,13 @@
 //! while it is alive holds it twice too. Bytes, not time: nothing here depends on speed.
 //! One test in this binary, so no other test allocates while it measures.
 
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+
 use clap::Parser;
 use ctxbench::cli::{replay, Cli, Command};
 use serde_json::{json, Value};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn grew(n: usize) {
-    let now = LIVE.fetch_add(n, Ordering::Relaxed) + n;
-    PEAK.fetch_max(now, Ordering::Relaxed);
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = System.alloc(l);
-        if !p.is_null() {
-            grew(l.size());
-        }
-        p
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        let p = System.alloc_zeroed(l);
-        if !p.is_null() {
-            grew(l.size());
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        System.dealloc(p, l);
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        let q = System.realloc(p, l, new);
-        if !q.is_null() {
-            if new >= l.size() {
-                grew(new - l.size());
-            } else {
-                LIVE.fetch_sub(l.size() - new, Ordering::Relaxed);
-            }
-        }
-        q
-    }
-}
-
-#[global_allocator]
-static ALLOC: Counting = Counting;
 
 const GOLDEN: &str = "testdata/deepagents-golden/synthetic-s7/trace.jsonl";
 
@@ -309,10 +265,7 @@ fn replay_peak(path: &Path) -> (u64, usize) {
     let Command::Replay(args) = cli.command else {
         panic!("expected the replay command")
     };
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let replays = replay::replay_file(&args).unwrap();
-    let peak = PEAK.load(Ordering::Relaxed) - base;
+    let (replays, peak) = counting_alloc::peak_of(|| replay::replay_file(&args).unwrap());
     let calls = replays.iter().map(|r| r.calls.len()).sum();
     drop(replays);
     (peak as u64, calls)
