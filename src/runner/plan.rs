@@ -95,17 +95,35 @@ impl Plan {
         self.len() == 0
     }
 
-    /// The unit at position `index` (order: trace, variant, eval sample, repeat).
-    /// Panics if `index >= len()`.
-    pub fn unit(&self, index: usize) -> Unit {
+    /// (trace, variant, sample, repeat) of position `index`. Panics if `index >= len()`.
+    fn position(&self, index: usize) -> (usize, usize, usize, u32) {
         assert!(index < self.len(), "unit {index} of {}", self.len());
         let r = self.repeats as usize;
-        let repeat = (index % r) as u32;
         let rest = index / r;
         let si = rest % self.samples.len();
         let rest = rest / self.samples.len();
         let vi = rest % self.variants.len();
         let ti = rest / self.variants.len();
+        (ti, vi, si, (index % r) as u32)
+    }
+
+    /// The id of the unit at position `index` (cheaper than building the unit).
+    pub fn id(&self, index: usize) -> String {
+        let (ti, vi, si, repeat) = self.position(index);
+        let s = &self.samples[si];
+        unit_id(
+            &self.traces[ti].id,
+            &self.variants[vi].name,
+            &s.eval,
+            &s.sample,
+            repeat,
+        )
+    }
+
+    /// The unit at position `index` (order: trace, variant, eval sample, repeat).
+    /// Panics if `index >= len()`.
+    pub fn unit(&self, index: usize) -> Unit {
+        let (ti, vi, si, repeat) = self.position(index);
         let (t, v, s) = (&self.traces[ti], &self.variants[vi], &self.samples[si]);
         let id = unit_id(&t.id, &v.name, &s.eval, &s.sample, repeat);
         let pair = unit_id(&t.id, "", &s.eval, &s.sample, repeat);
@@ -270,7 +288,10 @@ mod tests {
         assert_eq!(u.params["trigger"], serde_json::json!(0.15));
         let ids: std::collections::HashSet<_> = p_units.iter().map(|u| &u.id).collect();
         assert_eq!(ids.len(), p_units.len());
-        assert!(p_units.iter().enumerate().all(|(i, u)| u.index == i));
+        assert!(p_units
+            .iter()
+            .enumerate()
+            .all(|(i, u)| u.index == i && p.id(i) == u.id));
         // Same input in another order → same plan.
         let q = build(&s, vec![trace("t1"), trace("t2")]).unwrap();
         assert_eq!(p_units, q.units().collect::<Vec<_>>());

@@ -20,7 +20,7 @@ impl Todo {
     pub fn new(plan: Arc<Plan>, shard: Option<Shard>, done: DoneIds) -> (Todo, u64) {
         let (mut planned, mut len) = (0u64, 0usize);
         for i in 0..plan.len() {
-            let id = plan.unit(i).id;
+            let id = plan.id(i);
             if shard.is_none_or(|s| s.contains(&id)) {
                 planned += 1;
                 if !done.contains(&id) {
@@ -72,11 +72,12 @@ impl Iterator for TodoIter {
     fn next(&mut self) -> Option<Arc<Unit>> {
         let t = &self.todo;
         while self.next < t.plan.len() {
-            let u = t.plan.unit(self.next);
+            let i = self.next;
             self.next += 1;
-            if t.shard.is_none_or(|s| s.contains(&u.id)) && !t.done.contains(&u.id) {
+            let id = t.plan.id(i);
+            if t.shard.is_none_or(|s| s.contains(&id)) && !t.done.contains(&id) {
                 self.left = self.left.saturating_sub(1);
-                return Some(Arc::new(u));
+                return Some(Arc::new(t.plan.unit(i)));
             }
         }
         None
