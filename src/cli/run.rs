@@ -250,10 +250,11 @@ fn overrides(args: &Args) -> anyhow::Result<Overrides> {
 pub fn plan_text(suite: &LoadedSuite, plan: &Plan, skipped: usize) -> String {
     use std::collections::BTreeMap;
     let mut per_eval: BTreeMap<&str, (std::collections::BTreeSet<&str>, usize)> = BTreeMap::new();
-    for u in &plan.units {
-        let e = per_eval.entry(&*u.eval).or_default();
-        e.0.insert(&*u.sample);
-        e.1 += 1;
+    let per_sample = plan.traces.len() * plan.variants.len() * plan.repeats as usize;
+    for s in &plan.samples {
+        let e = per_eval.entry(&*s.eval).or_default();
+        e.0.insert(&*s.sample);
+        e.1 += per_sample;
     }
     let repeats = suite.suite.suite.repeats;
     let mut out = format!(
@@ -263,7 +264,7 @@ pub fn plan_text(suite: &LoadedSuite, plan: &Plan, skipped: usize) -> String {
         plan.variants.len(),
         per_eval.values().map(|(s, _)| s.len()).sum::<usize>(),
         repeats,
-        plan.units.len()
+        plan.len()
     );
     out.push_str("variants ");
     let names: Vec<String> = plan

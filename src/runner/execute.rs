@@ -17,7 +17,7 @@ use super::progress::Progress;
 use crate::config::suite::ProviderRole;
 use crate::record::journal::{Journal, JournalError};
 use crate::record::{CostByRole, Sample, TimelinePoint, TokensByRole, UnitError};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -229,15 +229,19 @@ pub struct DispatchReport {
 /// which they are cancelled; a second cancels them at once. A cancelled unit is not recorded
 /// (it counts as not run and runs again on `--resume`). Returns an error only
 /// when the journal cannot be written (running units are cancelled first).
-pub async fn dispatch(
-    units: Vec<Arc<Unit>>,
+pub async fn dispatch<I>(
+    units: I,
     exec: Arc<dyn UnitExecutor>,
     journal: &mut Journal,
     opts: &DispatchOptions,
     budget: &mut Budget,
     progress: &mut Progress,
     interrupts: &mut mpsc::UnboundedReceiver<()>,
-) -> Result<DispatchReport, JournalError> {
+) -> Result<DispatchReport, JournalError>
+where
+    I: IntoIterator<Item = Arc<Unit>>,
+    I::IntoIter: ExactSizeIterator,
+{
     let concurrency = opts.concurrency.max(1);
     let ctx = Arc::new(opts.context.clone());
     let sems: BTreeMap<ProviderRole, Arc<Semaphore>> = opts
@@ -245,7 +249,7 @@ pub async fn dispatch(
         .iter()
         .map(|(r, n)| (*r, Arc::new(Semaphore::new((*n).max(1)))))
         .collect();
-    let mut pending: VecDeque<Arc<Unit>> = units.into();
+    let mut pending = units.into_iter().peekable();
     let mut running: JoinSet<(Arc<Unit>, UnitOutput, u64)> = JoinSet::new();
     let mut by_task: HashMap<tokio::task::Id, Arc<Unit>> = HashMap::new();
     let mut report = DispatchReport {
@@ -265,7 +269,7 @@ pub async fn dispatch(
     loop {
         // Fill free slots.
         while stopping.is_none() && running.len() < concurrency {
-            let Some(next) = pending.front() else { break };
+            let Some(next) = pending.peek() else { break };
             match budget.decide(&next.eval, running.len()) {
                 Decision::Go => {}
                 Decision::Wait => break,
@@ -274,7 +278,7 @@ pub async fn dispatch(
                     break;
                 }
             }
-            let unit = pending.pop_front().expect("peeked");
+            let unit = pending.next().expect("peeked");
             let exec = exec.clone();
             let ctx = ctx.clone();
             // Acquire provider permits in a fixed role order (no deadlock between units).

@@ -21,6 +21,7 @@ pub mod session;
 pub mod shard;
 pub mod stores;
 pub mod synthetic;
+pub mod todo;
 
 pub use execute::{
     blocking_io, cpu, replay_pool, Router, RunContext, UnitExecutor, UnitFuture, UnitOutput,

@@ -58,15 +58,96 @@ pub struct Unit {
     pub providers: Vec<ProviderRole>,
 }
 
-/// Everything a run executes.
+/// One eval sample of the grid, with its names shared by every unit that has it.
+#[derive(Debug, Clone)]
+pub struct GridSample {
+    pub eval: Arc<str>,
+    pub sample: Arc<str>,
+    pub params: Arc<BTreeMap<String, Value>>,
+    pub providers: Vec<ProviderRole>,
+}
+
+/// Everything a run executes: the grid (traces × variants × eval samples × repeats). Units are
+/// not stored: [`Plan::unit`] builds the unit at a grid position on demand (its id and seeds
+/// are pure functions of the position), so the plan's size does not grow with the units.
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub traces: Vec<TraceEntry>,
     /// Baseline first, then the other variants in suite order.
     pub variants: Vec<Variant>,
     pub baseline: String,
-    /// Shared with the dispatcher's queue (`session::Prepared::todo`), never copied.
-    pub units: Vec<Arc<Unit>>,
+    /// The eval samples, in [`eval_samples`] order.
+    pub samples: Vec<GridSample>,
+    pub repeats: u32,
+    /// The suite seed the unit seeds derive from.
+    pub seed: u64,
+    trace_names: Vec<Arc<str>>,
+    variant_names: Vec<Arc<str>>,
+}
+
+impl Plan {
+    /// Units in the full (unsharded) plan.
+    pub fn len(&self) -> usize {
+        self.traces.len() * self.variants.len() * self.samples.len() * self.repeats as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// (trace, variant, sample, repeat) of position `index`. Panics if `index >= len()`.
+    fn position(&self, index: usize) -> (usize, usize, usize, u32) {
+        assert!(index < self.len(), "unit {index} of {}", self.len());
+        let r = self.repeats as usize;
+        let rest = index / r;
+        let si = rest % self.samples.len();
+        let rest = rest / self.samples.len();
+        let vi = rest % self.variants.len();
+        let ti = rest / self.variants.len();
+        (ti, vi, si, (index % r) as u32)
+    }
+
+    /// The id of the unit at position `index` (cheaper than building the unit).
+    pub fn id(&self, index: usize) -> String {
+        let (ti, vi, si, repeat) = self.position(index);
+        let s = &self.samples[si];
+        unit_id(
+            &self.traces[ti].id,
+            &self.variants[vi].name,
+            &s.eval,
+            &s.sample,
+            repeat,
+        )
+    }
+
+    /// The unit at position `index` (order: trace, variant, eval sample, repeat).
+    /// Panics if `index >= len()`.
+    pub fn unit(&self, index: usize) -> Unit {
+        let (ti, vi, si, repeat) = self.position(index);
+        let (t, v, s) = (&self.traces[ti], &self.variants[vi], &self.samples[si]);
+        let id = unit_id(&t.id, &v.name, &s.eval, &s.sample, repeat);
+        let pair = unit_id(&t.id, "", &s.eval, &s.sample, repeat);
+        Unit {
+            seed: unit_seed(self.seed, &id),
+            pair_seed: unit_seed(self.seed, &pair),
+            id,
+            index,
+            trace_id: self.trace_names[ti].clone(),
+            trace: ti,
+            variant: self.variant_names[vi].clone(),
+            variant_index: vi,
+            eval: s.eval.clone(),
+            sample: s.sample.clone(),
+            params: s.params.clone(),
+            repeat,
+            providers: s.providers.clone(),
+        }
+    }
+
+    /// Every unit in plan order, built as it is pulled.
+    pub fn units(&self) -> impl Iterator<Item = Unit> + '_ {
+        (0..self.len()).map(|i| self.unit(i))
+    }
 }
 
 /// sha256 hex-16 of the canonical key.
@@ -124,49 +205,27 @@ pub fn build(suite: &LoadedSuite, mut traces: Vec<TraceEntry>) -> Result<Plan, P
         traces.truncate(limit);
     }
     let variants: Vec<Variant> = suite.ordered_variants().into_iter().cloned().collect();
-    let samples = eval_samples(suite);
-    let repeats = suite.suite.suite.repeats;
-    let seed = suite.suite.suite.seed;
-    let params: Vec<Arc<BTreeMap<String, Value>>> =
-        samples.iter().map(|s| Arc::new(s.params.clone())).collect();
-    let names = |s: &str| -> Arc<str> { Arc::from(s) };
-    let sample_names: Vec<(Arc<str>, Arc<str>)> = samples
-        .iter()
-        .map(|s| (names(&s.eval), names(&s.sample)))
+    let samples = eval_samples(suite)
+        .into_iter()
+        .map(|s| GridSample {
+            eval: Arc::from(s.eval.as_str()),
+            sample: Arc::from(s.sample.as_str()),
+            params: Arc::new(s.params),
+            providers: s.providers,
+        })
         .collect();
-    let mut units = Vec::with_capacity(traces.len() * variants.len() * samples.len());
-    for (ti, t) in traces.iter().enumerate() {
-        let trace_id = names(&t.id);
-        for (vi, v) in variants.iter().enumerate() {
-            let variant = names(&v.name);
-            for ((s, params), (eval, sample)) in samples.iter().zip(&params).zip(&sample_names) {
-                for repeat in 0..repeats {
-                    let id = unit_id(&t.id, &v.name, &s.eval, &s.sample, repeat);
-                    let pair = unit_id(&t.id, "", &s.eval, &s.sample, repeat);
-                    units.push(Arc::new(Unit {
-                        seed: unit_seed(seed, &id),
-                        pair_seed: unit_seed(seed, &pair),
-                        id,
-                        index: units.len(),
-                        trace_id: trace_id.clone(),
-                        trace: ti,
-                        variant: variant.clone(),
-                        variant_index: vi,
-                        eval: eval.clone(),
-                        sample: sample.clone(),
-                        params: params.clone(),
-                        repeat,
-                        providers: s.providers.clone(),
-                    }));
-                }
-            }
-        }
-    }
     Ok(Plan {
+        trace_names: traces.iter().map(|t| Arc::from(t.id.as_str())).collect(),
+        variant_names: variants
+            .iter()
+            .map(|v| Arc::from(v.name.as_str()))
+            .collect(),
         traces,
         variants,
         baseline: suite.baseline.clone(),
-        units,
+        samples,
+        repeats: suite.suite.suite.repeats,
+        seed: suite.suite.suite.seed,
     })
 }
 
@@ -218,20 +277,24 @@ mod tests {
             "[engine]\nbaseline = \"z\"\n[engine.variants.a]\n[engine.variants.z]\n[evals.needle]\ndepths = [0.1, 0.9]\npositions = [\"user\", \"tool\"]\ntriggers = [0.15]\n[evals.drift]\n",
         );
         let p = build(&s, vec![trace("t2"), trace("t1")]).unwrap();
+        let p_units: Vec<Unit> = p.units().collect();
         // 2 traces × 2 variants × (replay + 4 needle + 3 drift folds) × 2 repeats
-        assert_eq!(p.units.len(), 2 * 2 * 8 * 2);
+        assert_eq!(p_units.len(), 2 * 2 * 8 * 2);
         assert_eq!(p.traces[0].id, "t1");
         assert_eq!(p.variants[0].name, "z", "baseline first");
-        let u = &p.units[2];
+        let u = &p_units[2];
         assert_eq!((&*u.trace_id, &*u.variant, &*u.eval), ("t1", "z", "needle"));
         assert_eq!(&*u.sample, "depth=0.1/pos=user/trigger=0.15");
         assert_eq!(u.params["trigger"], serde_json::json!(0.15));
-        let ids: std::collections::HashSet<_> = p.units.iter().map(|u| &u.id).collect();
-        assert_eq!(ids.len(), p.units.len());
-        assert!(p.units.iter().enumerate().all(|(i, u)| u.index == i));
+        let ids: std::collections::HashSet<_> = p_units.iter().map(|u| &u.id).collect();
+        assert_eq!(ids.len(), p_units.len());
+        assert!(p_units
+            .iter()
+            .enumerate()
+            .all(|(i, u)| u.index == i && p.id(i) == u.id));
         // Same input in another order → same plan.
         let q = build(&s, vec![trace("t1"), trace("t2")]).unwrap();
-        assert_eq!(p.units, q.units);
+        assert_eq!(p_units, q.units().collect::<Vec<_>>());
     }
 
     #[test]
@@ -273,20 +336,21 @@ mod tests {
     fn seeds_differ_per_repeat_and_follow_the_suite_seed() {
         let s = suite("");
         let p = build(&s, vec![trace("a")]).unwrap();
-        assert_ne!(p.units[0].seed, p.units[1].seed);
+        assert_ne!(p.unit(0).seed, p.unit(1).seed);
         let s2 = LoadedSuite::from_str(
             "[suite]\nname = \"t\"\nrepeats = 2\nseed = 7\n[traces]\npaths = [\"x\"]\n",
             Path::new("s.toml"),
         )
         .unwrap();
         let p2 = build(&s2, vec![trace("a")]).unwrap();
-        assert_eq!(p.units[0].id, p2.units[0].id);
-        assert_ne!(p.units[0].seed, p2.units[0].seed);
+        assert_eq!(p.unit(0).id, p2.unit(0).id);
+        assert_ne!(p.unit(0).seed, p2.unit(0).seed);
         // Units that pair across variants share a pair seed, and only those.
         let s3 = suite("[engine]\nbaseline = \"z\"\n[engine.variants.a]\n[engine.variants.z]\n[evals.needle]\ndepths = [0.1, 0.9]\n");
         let p3 = build(&s3, vec![trace("a")]).unwrap();
-        for u in &p3.units {
-            for v in &p3.units {
+        let p3_units: Vec<Unit> = p3.units().collect();
+        for u in &p3_units {
+            for v in &p3_units {
                 let pairs = (&u.eval, &u.sample, u.repeat) == (&v.eval, &v.sample, v.repeat);
                 assert_eq!(u.pair_seed == v.pair_seed, pairs, "{} vs {}", u.id, v.id);
             }

@@ -10,10 +10,11 @@ use super::manifest::{
     now_compact, now_rfc3339, InvocationOptions, RunManifest, RunStatus, SkippedTrace, Totals,
     TraceDigest, UnitCounts,
 };
-use super::plan::{self, Plan, TraceEntry, Unit};
+use super::plan::{self, Plan, TraceEntry};
 use super::progress::Progress;
 use super::resume::{self, Recorded};
 use super::shard::Shard;
+use super::todo::Todo;
 use crate::config::suite::{ProviderRole, TraceFile};
 use crate::config::LoadedSuite;
 use crate::error::UsageError;
@@ -87,8 +88,8 @@ impl TraceLoader for ImportLoader {
 pub struct Prepared {
     pub plan: Arc<Plan>,
     pub run_dir: PathBuf,
-    /// Units of this shard that have no sample yet, in plan order.
-    pub todo: Vec<Arc<Unit>>,
+    /// Units of this shard that have no sample yet, in plan order (built as they are pulled).
+    pub todo: Todo,
     pub journal: Journal,
     pub manifest: RunManifest,
     /// What the journal already held (resume): finished unit ids, counts, totals.
@@ -245,7 +246,7 @@ pub fn open_run(
     planned: Planned,
 ) -> anyhow::Result<Prepared> {
     let Planned { plan, skipped } = planned;
-    let planned_total = plan.units.len() as u64;
+    let planned_total = plan.len() as u64;
     let trace_digests: Vec<TraceDigest> = plan
         .traces
         .iter()
@@ -274,7 +275,7 @@ pub fn open_run(
         executor: opts.executor.clone(),
     };
 
-    let (run_dir, journal, previous, mut manifest, shard) = match &opts.resume {
+    let (run_dir, journal, mut previous, mut manifest, shard) = match &opts.resume {
         Some(dir) => {
             let r = resume::open(
                 dir,
@@ -415,15 +416,7 @@ pub fn open_run(
         }
     };
 
-    let mut planned = 0u64;
-    let todo: Vec<Arc<Unit>> = plan
-        .units
-        .iter()
-        .filter(|u| shard.is_none_or(|s| s.contains(&u.id)))
-        .inspect(|_| planned += 1)
-        .filter(|u| !previous.done.contains(&u.id))
-        .cloned()
-        .collect();
+    let (todo, planned) = Todo::new(plan.clone(), shard, std::mem::take(&mut previous.done));
     manifest.units = UnitCounts {
         planned_total,
         planned,
