@@ -33,24 +33,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProbeKind {
-    Recall,
-    Artifact,
-    Continuation,
-    Decision,
-}
+/// The probe kinds are the suite's (`[evals.probes] kinds`), typed once in `config`.
+pub use crate::config::evals::ProbeKind;
 
-impl ProbeKind {
-    pub fn from_params(p: &BTreeMap<String, Value>) -> Result<Self, EvalError> {
-        match p.get("kind").and_then(Value::as_str) {
-            Some("recall") => Ok(ProbeKind::Recall),
-            Some("artifact") => Ok(ProbeKind::Artifact),
-            Some("continuation") => Ok(ProbeKind::Continuation),
-            Some("decision") => Ok(ProbeKind::Decision),
-            other => Err(EvalError::Config(format!("unknown probe kind {other:?}"))),
-        }
-    }
+/// The kind a probe sample's parameters name.
+fn kind_of(p: &BTreeMap<String, Value>) -> Result<ProbeKind, EvalError> {
+    let kind = p.get("kind").cloned().unwrap_or(Value::Null);
+    serde_json::from_value(kind.clone())
+        .map_err(|_| EvalError::Config(format!("unknown probe kind {kind}")))
 }
 
 /// A probe sample's parameters.
@@ -65,7 +55,7 @@ pub struct ProbeParams {
 impl ProbeParams {
     pub fn from_params(p: &BTreeMap<String, Value>) -> Result<Self, EvalError> {
         Ok(ProbeParams {
-            kind: ProbeKind::from_params(p)?,
+            kind: kind_of(p)?,
             per_kind: p
                 .get("per_kind")
                 .and_then(Value::as_u64)
@@ -512,6 +502,20 @@ async fn ask_structured(
 mod tests {
     use super::*;
     use crate::trace::{SourceFormat, ToolCall, TraceMeta};
+
+    #[test]
+    fn params_name_a_kind_of_the_suite() {
+        let params = |kind: Value| BTreeMap::from([("kind".to_string(), kind)]);
+        let p = ProbeParams::from_params(&params(json!("decision"))).unwrap();
+        assert_eq!(
+            (p.kind, p.per_kind, p.judge),
+            (ProbeKind::Decision, 1, false)
+        );
+        for bad in [json!("bogus"), json!(3), Value::Null] {
+            let e = ProbeParams::from_params(&params(bad.clone())).unwrap_err();
+            assert!(e.to_string().contains("unknown probe kind"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn decisions_come_from_the_assistants_own_choices() {
