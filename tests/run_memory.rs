@@ -24,7 +24,7 @@
 //!
 //! Resident memory, not only the heap: when a run returns, the pages its units freed are given
 //! back (`runner::memory`), so what is resident beyond the live heap is the process's fixed
-//! overhead (≤ 20 MiB; 12–14 measured, 32–35 without the release). Peak RSS of the
+//! overhead (≤ 22 MiB; 12–15 measured, 32–35 without the release). Peak RSS of the
 //! whole `ctxbench run` at 1,000 / 5,000 / 20,000 units is in README ("Speed").
 //!
 //! Bytes, not time: nothing here depends on speed. One test in this binary, so no other test
@@ -221,7 +221,7 @@ fn rss_anon() -> usize {
 /// high-water mark. Units of the largest bundled trace (2 MB), 16 in flight on 2 workers, each
 /// holding its replay or planted copy: when the run returns, what is resident beyond the live
 /// heap must be the process's fixed overhead (threads, tables), not the units' freed memory.
-/// Measured here: 12–14 MiB (the run's heap peaked ~21 MiB above its start); without the
+/// Measured here: 12–15 MiB (the run's heap peaked ~21 MiB above its start); without the
 /// release, 32–35 MiB.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn a_run_gives_its_free_pages_back(tmp: &Path) {
@@ -257,7 +257,7 @@ fn a_run_gives_its_free_pages_back(tmp: &Path) {
         peak >> 10
     );
     assert!(
-        extra <= 20 << 20,
+        extra <= 22 << 20,
         "{} KiB resident beyond the live heap after the run (its heap peaked {} KiB higher)",
         extra >> 10,
         peak >> 10
