@@ -22,6 +22,11 @@
 //! - `gate` of the run against itself: ≤ one journal line a unit (994: the compact rows and the
 //!   per-metric observations the statistics need, for both runs; was 15,473).
 //!
+//! Resident memory, not only the heap: when a run returns, the pages its units freed are given
+//! back (`runner::memory`), so what is resident beyond the live heap is the process's fixed
+//! overhead (≤ 22 MiB; 12–15 measured, 32–35 without the release). Peak RSS of the
+//! whole `ctxbench run` at 1,000 / 5,000 / 20,000 units is in README ("Speed").
+//!
 //! Bytes, not time: nothing here depends on speed. One test in this binary, so no other test
 //! allocates while it measures.
 
@@ -146,6 +151,7 @@ fn a_runs_peak_memory_does_not_grow_with_its_units() {
     // Warm-up: one-time allocations (lazy statics, the offline agent's tables) are not a slope.
     measure(&tmp.path().join("warm"), 2);
     the_plan_keeps_no_bytes_per_unit(tmp.path());
+    a_run_gives_its_free_pages_back(tmp.path());
     let small = measure(&tmp.path().join("small"), 60);
     let big = measure(&tmp.path().join("big"), 120);
     assert_eq!(big.units, 2 * small.units);
@@ -196,3 +202,67 @@ fn the_plan_keeps_no_bytes_per_unit(tmp: &Path) {
     eprintln!("plan: {small} bytes ({small_units} units), {big} bytes ({big_units} units): {slope:.2} a unit");
     assert!(slope <= 16.0, "the plan grows {slope:.0} bytes a unit");
 }
+
+/// Resident anonymous memory of this process (`RssAnon` in /proc/self/status), in bytes.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn rss_anon() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("RssAnon:")).unwrap();
+    line.split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<usize>()
+        .unwrap()
+        * 1024
+}
+
+/// The end of a run gives the pages its units freed back to the OS (`runner::memory`), so the
+/// end-of-run passes and the reports (one row a unit) are not allocated on top of the run's
+/// high-water mark. Units of the largest bundled trace (2 MB), 16 in flight on 2 workers, each
+/// holding its replay or planted copy: when the run returns, what is resident beyond the live
+/// heap must be the process's fixed overhead (threads, tables), not the units' freed memory.
+/// Measured here: 12–15 MiB (the run's heap peaked ~21 MiB above its start); without the
+/// release, 32–35 MiB.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn a_run_gives_its_free_pages_back(tmp: &Path) {
+    let dir = tmp.join("pages");
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = SuiteBuilder::new("pages")
+        .suite_line("repeats = 4")
+        .suite_line("concurrency = 16")
+        .dataset("mini-swe-agent/psf__requests-1142.traj.json")
+        .deepagents(30000)
+        .eval("replay", "")
+        .eval(
+            "needle",
+            "depths = [0.25, 0.75]\npositions = [\"user\", \"tool\"]",
+        )
+        .text();
+    let suite = support::run::load(&dir, &text).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (prepared, router) = support::run::prepare(&suite, &support::run::options());
+    let (outcome, peak) = peak_of(|| support::run::execute(&rt, prepared, router));
+    assert_eq!(outcome.failed_total, 0);
+    let (rss, live) = (rss_anon(), counting_alloc::live());
+    rt.shutdown_background();
+    let extra = rss.saturating_sub(live);
+    eprintln!(
+        "after the run: {} KiB resident (anon), {} KiB live heap; the run's heap peaked {} KiB higher",
+        rss >> 10,
+        live >> 10,
+        peak >> 10
+    );
+    assert!(
+        extra <= 22 << 20,
+        "{} KiB resident beyond the live heap after the run (its heap peaked {} KiB higher)",
+        extra >> 10,
+        peak >> 10
+    );
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn a_run_gives_its_free_pages_back(_: &Path) {}

@@ -66,3 +66,8 @@ pub fn kept_by<T>(f: impl FnOnce() -> T) -> (T, usize) {
     let out = f();
     (out, LIVE.load(Ordering::SeqCst).saturating_sub(base))
 }
+
+/// Live heap bytes now.
+pub fn live() -> usize {
+    LIVE.load(Ordering::SeqCst)
+}
