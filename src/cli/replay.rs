@@ -385,10 +385,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         crate::runner::memory::prefault_heap(usize::try_from(len / 4 * 5).unwrap_or(0));
         let r = fixture::run(dir, &args.sets, store).map_err(engine_err)?;
         if args.json {
-            super::emit(&format!(
-                "{}\n",
-                serde_json::to_string(&fixture::to_fixture_json(&r))?
-            ))?;
+            let mut text = serde_json::to_string(&fixture::FixtureOutput::of(&r))?;
+            text.push('\n');
+            super::emit(&text)?;
             let code = if r.invariants.passed() {
                 EXIT_OK
             } else {
