@@ -29,9 +29,12 @@ fn main() {
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
     let linux_gnu = os == "linux" && env == "gnu";
+    println!("cargo::rustc-check-cfg=cfg(ctxbench_static_unwinder)");
     if linux_gnu && !opted("CTXBENCH_SHARED_LIBGCC") && static_unwinder_available() {
         // A `-l` of this crate comes before the standard library's `-lgcc_s` on the link line.
         println!("cargo:rustc-link-lib=static:+whole-archive,-bundle=gcc_eh");
+        // For tests/startup_link.rs.
+        println!("cargo:rustc-cfg=ctxbench_static_unwinder");
     }
     // gcc/clang driving GNU ld or lld on Linux understand `-no-pie`; elsewhere keep the default.
     if linux_gnu && opted("CTXBENCH_NO_PIE") {
