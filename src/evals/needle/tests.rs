@@ -1,0 +1,91 @@
+//! Unit tests of the needle eval: preparing, asking and scoring on a bundled trace.
+
+use super::*;
+use crate::engine::{EngineConfig, OfflineSummarizer};
+
+/// A bundled trace replayed under a summarizing preset at a small window.
+fn prepared(needles: usize, dir: &std::path::Path) -> Prepared {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets/mini-swe-agent/astropy__astropy-12907.traj.json");
+    let trace = crate::trace::import::import_file(&path, None)
+        .unwrap()
+        .remove(0);
+    let config = EngineConfig::default()
+        .apply_sets(&["preset=\"deepagents\"".into(), "window=8000".into()])
+        .unwrap()
+        .resolve(None)
+        .unwrap();
+    let mut p: BTreeMap<String, Value> = BTreeMap::new();
+    p.insert("depth".into(), json!(0.2));
+    p.insert("needles".into(), json!(needles));
+    p.insert("position".into(), json!("user"));
+    let params = NeedleParams::from_params(&p).unwrap();
+    let summ = OfflineSummarizer;
+    prepare(
+        &trace,
+        &config,
+        &params,
+        &summ,
+        PriceTable::bundled(),
+        dir.into(),
+        3,
+    )
+    .unwrap()
+}
+
+#[test]
+fn every_question_gets_the_whole_conversations_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = prepared(3, dir.path());
+    assert!(
+        p.view_len > 0 && p.cut > p.view_len,
+        "{} {}",
+        p.view_len,
+        p.cut
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let agent = OfflineProvider::new();
+    let ask_all = || {
+        rt.block_on(ask(&p, &agent, 4, NeedleSearch::Auto, "n"))
+            .unwrap()
+    };
+    let first = ask_all();
+    assert_eq!(first.len(), 3);
+    // The reference holds every needle, so the offline agent finds each there; a question
+    // asked on a history that was not given back whole would miss it.
+    for a in &first {
+        assert!(a.reference.as_ref().unwrap().recovered, "{}", a.key);
+    }
+    let again = ask_all();
+    let answers = |v: &[Answer]| -> Vec<(String, bool, bool, u32)> {
+        v.iter()
+            .map(|a| {
+                let r = a.reference.as_ref().unwrap();
+                (r.answer.clone(), a.recovered, a.in_view, a.outcome.steps)
+            })
+            .collect()
+    };
+    assert_eq!(answers(&first), answers(&again));
+    let (scores, evidence, _) = score(&p, &first);
+    assert_eq!(scores["reference_recall"], 1.0);
+    assert_eq!(evidence["reference_messages"], json!(p.cut));
+    assert_eq!(evidence["view_messages"], json!(p.view_len));
+}
+
+#[test]
+fn params_read_fold_and_corrected() {
+    let mut p: BTreeMap<String, Value> = BTreeMap::new();
+    p.insert("depth".into(), json!(0.3));
+    let plain = NeedleParams::from_params(&p).unwrap();
+    assert_eq!((plain.fold, plain.corrected), (None, false));
+    p.insert("fold".into(), json!(3));
+    p.insert("corrected".into(), json!(true));
+    let q = NeedleParams::from_params(&p).unwrap();
+    assert_eq!((q.fold, q.corrected), (Some(3), true));
+    p.insert("fold".into(), json!(0));
+    let e = NeedleParams::from_params(&p).unwrap_err().to_string();
+    assert!(e.contains("fold"), "{e}");
+}
