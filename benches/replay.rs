@@ -7,13 +7,15 @@
 //! cargo bench --bench replay -- synthetic-s7 # one group
 //! ```
 //!
-//! Only `engine::replay` is timed: traces, fixtures and configurations are loaded before.
+//! Only the engine is timed (`engine::replay_shared`): traces, fixtures and configurations are
+//! loaded, and the messages put behind `Arc`s, before.
 //! Each replay uses an in-memory offload store. Before a case is timed it is replayed once and
 //! checked (no error, invariants hold, the expected number of model calls), so a bench can never
 //! time a replay that silently did nothing.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -21,7 +23,7 @@ use ctxbench::engine::{
     self, fixture, EngineConfig, FixedSummarizer, OfflineSummarizer, Replay, ReplayEnv,
     ResolvedConfig, Summarizer,
 };
-use ctxbench::trace::Trace;
+use ctxbench::trace::{Message, Trace};
 
 #[path = "common/synth.rs"]
 mod synth;
@@ -40,6 +42,9 @@ fn root() -> PathBuf {
 struct Case {
     name: String,
     trace: Trace,
+    /// The trace's messages behind `Arc`s, made once before timing (as the peer builds its
+    /// message list before its clock starts), so a timed replay does not copy the trace.
+    messages: Vec<Arc<Message>>,
     base: EngineConfig,
     system_prompt: Option<String>,
     tools: Option<Vec<serde_json::Value>>,
@@ -58,7 +63,8 @@ impl Case {
         let mut env = ReplayEnv::new(self.summarizer.as_ref());
         env.system_prompt = self.system_prompt.clone();
         env.tools = self.tools.clone();
-        match engine::replay(&self.trace, config, &env) {
+        let t = &self.trace;
+        match engine::replay_shared(&t.meta, &t.markers, &self.messages, config, &env) {
             Ok(r) => r,
             Err(e) => panic!("{}: replay failed: {e}", self.name),
         }
@@ -86,12 +92,18 @@ impl Case {
     }
 }
 
+/// `trace`'s messages behind `Arc`s, the form `engine::replay_shared` takes.
+fn shared(trace: &Trace) -> Vec<Arc<Message>> {
+    trace.messages.iter().cloned().map(Arc::new).collect()
+}
+
 /// The golden fixture with its own settings (window, counter, system prompt, tool schemas,
 /// fixed summary), exactly what `ctxbench replay --fixture` and the deepagents peer run.
 fn fixture_case(dir: &Path) -> Case {
     let fx = fixture::load(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     Case {
         name: dir.file_name().unwrap().to_string_lossy().into_owned(),
+        messages: shared(&fx.trace),
         trace: fx.trace,
         base: fx.config,
         system_prompt: Some(fx.system_prompt),
@@ -115,6 +127,7 @@ fn longest_real_case() -> Result<Case, String> {
     let trace = traces.remove(0);
     Ok(Case {
         name: "mini-swe-requests-1142".into(),
+        messages: shared(&trace),
         trace,
         base: EngineConfig {
             window: Some(REAL_TRACE_WINDOW),
@@ -265,6 +278,7 @@ fn linearity(c: &mut Criterion) {
     let long = synth::repeat(&short, TIMES);
     let case = |name: &str, trace: Trace, window: u64| Case {
         name: name.into(),
+        messages: shared(&trace),
         trace,
         base: EngineConfig {
             preset: Some("deepagents".into()),
