@@ -79,7 +79,7 @@ fn load_traces(path: &Path) -> anyhow::Result<Vec<Trace>> {
         return Err(UsageError(format!("{}: no such file", path.display())).into());
     }
     if path.is_dir() {
-        let hint = if path.join("trace.jsonl").is_file() {
+        let hint = if path.join(fixture::TRACE_FILE).is_file() {
             " (a golden-fixture folder: use --fixture DIR)"
         } else {
             ""
@@ -363,13 +363,16 @@ pub fn replay_file(args: &Args) -> anyhow::Result<Vec<Replay>> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut replays: Vec<Replay> = Vec::new();
     if let Some(dir) = &args.fixture {
-        if !dir.join("trace.jsonl").is_file() {
-            return Err(UsageError(format!(
-                "{}: not a fixture folder (expected trace.jsonl, config.json, system_prompt.txt, tools.json, summary_text.txt)",
-                dir.display()
-            ))
-            .into());
-        }
+        let trace_len = match std::fs::metadata(dir.join(fixture::TRACE_FILE)) {
+            Ok(m) if m.is_file() => m.len(),
+            _ => {
+                return Err(UsageError(format!(
+                    "{}: not a fixture folder (expected trace.jsonl, config.json, system_prompt.txt, tools.json, summary_text.txt)",
+                    dir.display()
+                ))
+                .into())
+            }
+        };
         let store = match &args.store {
             Some(base) => StoreTarget::Dir(OffloadStore::dir_for(
                 base,
@@ -381,8 +384,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         // The decoded trace takes about the file's size: one `madvise` makes that much heap
         // resident instead of ~500 page faults as it fills (README, Speed).
-        let len = std::fs::metadata(dir.join("trace.jsonl")).map_or(0, |m| m.len());
-        crate::runner::memory::prefault_heap(usize::try_from(len / 4 * 5).unwrap_or(0));
+        crate::runner::memory::prefault_heap(usize::try_from(trace_len / 4 * 5).unwrap_or(0));
         let r = fixture::run(dir, &args.sets, store).map_err(engine_err)?;
         if args.json {
             let mut text = serde_json::to_string(&fixture::FixtureOutput::of(&r))?;
