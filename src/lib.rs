@@ -6,7 +6,7 @@
 //! # Layout and layering
 //!
 //! Each top-level module has a rank; a module imports (`crate::…`) only modules of a lower rank,
-//! so dependencies run one way and the module graph has no cycles. `tests/layering.rs` scans
+//! so dependencies run one way and the module graph has no cycles. `tests/it/layering.rs` scans
 //! `src/` and fails on an import against this table (keep the two in step).
 //!
 //! | rank | module | owns |

@@ -12,7 +12,7 @@
 //! while it is alive holds it twice too. Bytes, not time: nothing here depends on speed.
 //! One test in this binary, so no other test allocates while it measures.
 
-#[path = "support/counting_alloc.rs"]
+#[path = "it/support/counting_alloc.rs"]
 mod counting_alloc;
 
 use clap::Parser;

@@ -30,8 +30,9 @@
 //! Bytes, not time: nothing here depends on speed. One test in this binary, so no other test
 //! allocates while it measures.
 
-#[path = "support/counting_alloc.rs"]
+#[path = "it/support/counting_alloc.rs"]
 mod counting_alloc;
+#[path = "it/support/mod.rs"]
 mod support;
 
 use clap::Parser;

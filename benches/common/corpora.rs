@@ -2,7 +2,7 @@
 //! minified JavaScript. Deterministic (a fixed xorshift seed), so every run, bench and test sees
 //! the same text; generated rather than copied so no licence question arises.
 //!
-//! Shared by `benches/tokens.rs` and `tests/token_corpora.rs` (included with `#[path]`).
+//! Shared by `benches/tokens.rs` and `tests/it/token_corpora.rs` (included with `#[path]`).
 
 /// Small deterministic PRNG (xorshift64*); no dependency, stable across crate versions.
 struct Rng(u64);

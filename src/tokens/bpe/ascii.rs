@@ -14,7 +14,7 @@ use super::Encoding;
 // is non-ASCII (whose Unicode class could change the decision) it returns `NonAscii` and the
 // caller asks the Unicode pre-tokenizer for that one piece, then carries on here. Equality with
 // the regex is tested piece by piece on crafted and random text (`tests.rs`,
-// `tests/tokens_exact.rs`).
+// `tests/it/tokens_exact.rs`).
 // ---------------------------------------------------------------------------------------------
 
 /// Character classes of ASCII bytes for the pre-tokenization patterns.

@@ -7,7 +7,7 @@
 //! Each alternative of the pattern is simulated in priority order with the backtracking
 //! leftmost-first matching implies (greedy runs that give characters back one at a time). Tested
 //! piece by piece against the real regex on crafted and random text (`tests.rs`,
-//! `tests/tokens_exact.rs`).
+//! `tests/it/tokens_exact.rs`).
 
 use super::Encoding;
 use std::sync::OnceLock;

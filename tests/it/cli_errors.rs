@@ -1,0 +1,178 @@
+//! What a new user sees when the input is wrong or the output goes away: every error names the
+//! file (and line where there is one) and what was expected, exits 2, and never panics; a
+//! closed stdout (`| head`) stops no command with a panic.
+
+#![cfg(unix)]
+
+use assert_cmd::Command;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use crate::support;
+use crate::support::cli::bin;
+
+fn dataset(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets")
+        .join(rel)
+}
+
+/// Run the binary; (exit code, stdout, stderr).
+fn ctxbench(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(bin()).args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn no_panic(stderr: &str) {
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("stack backtrace"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn importing_an_empty_directory_is_an_error_not_zero_traces() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("dataset");
+    std::fs::create_dir(&empty).unwrap();
+    std::fs::write(empty.join("README.md"), "not a trace").unwrap();
+    let out = tmp.path().join("out");
+    let (code, _, err) = ctxbench(&[
+        "import",
+        &empty.display().to_string(),
+        "-o",
+        &out.display().to_string(),
+    ]);
+    no_panic(&err);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!("no trace found in {}", empty.display())),
+        "{err}"
+    );
+    assert!(err.contains("*.jsonl"), "says what it looked for: {err}");
+    assert!(!out.exists(), "nothing imported, nothing written");
+
+    // `traces stats` said so already; `import` agrees.
+    let (code, _, err) = ctxbench(&["traces", "stats", &empty.display().to_string()]);
+    assert_eq!(code, Some(2), "{err}");
+}
+
+/// `replay` reads any importable format: a Claude Code session cut short names its last line
+/// and the truncation, like `import` does, not "not a canonical trace line" about line 1.
+#[test]
+fn replay_of_a_truncated_session_names_the_line_that_broke() {
+    let tmp = tempfile::tempdir().unwrap();
+    let full = std::fs::read(dataset("claude-code/coverage-test-fix.jsonl")).unwrap();
+    let cut = tmp.path().join("session.jsonl");
+    std::fs::write(&cut, &full[..full.len() - 500]).unwrap();
+    let lines = full[..full.len() - 500]
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .count();
+    let (code, _, err) = ctxbench(&["replay", &cut.display().to_string()]);
+    no_panic(&err);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!("session.jsonl: line {lines}, column")),
+        "{err}"
+    );
+    assert!(err.contains("truncated"), "{err}");
+    assert!(!err.contains("not a canonical trace line"), "{err}");
+
+    // The same bytes through `import` give the same message.
+    let (_, _, import_err) = ctxbench(&[
+        "import",
+        &cut.display().to_string(),
+        "-o",
+        &tmp.path().join("o").display().to_string(),
+    ]);
+    assert_eq!(err, import_err);
+}
+
+/// Run with stdout a pipe nobody reads (its read end closed before the start): (exit code,
+/// stderr).
+fn with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
+    let mut fds = [0; 2];
+    // SAFETY: `pipe` fills both descriptors on success; each is owned exactly once below.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    let out = std::process::Command::new(bin())
+        .args(args)
+        .stdout(Stdio::from(write))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `ctxbench compare A B | head` once panicked with a stack trace ("failed printing to stdout:
+/// Broken pipe"); so did `import`. Every printing command now goes on quietly, with the exit
+/// code it has with a reader (gate: 10 on a failed rule) and its files written.
+#[test]
+fn a_closed_stdout_is_no_panic_and_keeps_the_exit_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = dataset("mini-swe-agent");
+    let suite = support::suite::base_and_aggressive("pipe")
+        .mini_swe(&[
+            "astropy__astropy-12907.traj.json",
+            "psf__requests-1142.traj.json",
+        ])
+        .base("window = 20000")
+        .eval("needle", "depths = [0.5]\npositions = [\"tool\"]")
+        .table("gates", "rules = [\"needle.recall >= 2\"]")
+        .write(tmp.path(), "s.toml");
+    let s = suite.display().to_string();
+    let run = tmp.path().join("out/r").display().to_string();
+    let (code, err) = with_closed_stdout(&["run", &s, "--run-id", "r"]);
+    no_panic(&err);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(Path::new(&run).join("report.md").is_file());
+
+    let o = |name: &str| tmp.path().join(name).display().to_string();
+    let (cmp, rep, imp) = (o("cmp"), o("rep"), o("imp"));
+    let cc = dataset("claude-code").display().to_string();
+    let trace = format!("{}/astropy__astropy-12907.traj.json", d.display());
+    let cases: Vec<(Vec<&str>, i32, Option<String>)> = vec![
+        (
+            vec!["compare", &run, &run, "-o", &cmp],
+            0,
+            Some(format!("{cmp}/compare.md")),
+        ),
+        (
+            vec!["gate", "--baseline", &run, &run],
+            10,
+            Some(format!("{run}/gate.xml")),
+        ),
+        (
+            vec!["report", &run, "-o", &rep, "--no-png"],
+            0,
+            Some(format!("{rep}/report.html")),
+        ),
+        (
+            vec!["import", &cc, "-o", &imp],
+            0,
+            Some(format!("{imp}/coverage-test-fix.jsonl")),
+        ),
+        (vec!["traces", "stats", &cc], 0, None),
+        (vec!["schema", "sample"], 0, None),
+        (vec!["replay", &trace], 0, None),
+        (vec!["run", &s, "--dry-run"], 0, None),
+    ];
+    for (args, want, file) in cases {
+        let (code, err) = with_closed_stdout(&args);
+        no_panic(&err);
+        assert_eq!(code, Some(want), "{args:?}: {err}");
+        if let Some(f) = file {
+            assert!(Path::new(&f).is_file(), "{args:?} did not write {f}");
+        }
+    }
+}

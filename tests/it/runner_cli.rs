@@ -1,0 +1,472 @@
+//! `ctxbench run` / `ctxbench merge` as processes: SIGKILL midway then `--resume` yields the same
+//! samples as an uninterrupted run; Ctrl-C (SIGINT) exits 130 with a resumable run; shards
+//! merged on the command line equal an unsharded run; `--help` texts; the closing `tokens` line
+//! is the run total of every report.
+//!
+//! The executor is `synthetic` (deterministic, no model calls) unless
+//! `CTXBENCH_HARNESS_EXECUTOR` names another (`default` once the engine and evals are merged):
+//! the harness itself does not depend on what the units do, only that they are deterministic.
+
+#![cfg(unix)]
+
+use crate::support;
+
+use assert_cmd::Command;
+use ctxbench::record::Sample;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use crate::support::cli::{bin, lines};
+use crate::support::suite::{base_and_aggressive, SuiteBuilder};
+
+fn executor() -> String {
+    std::env::var("CTXBENCH_HARNESS_EXECUTOR").unwrap_or_else(|_| "synthetic:delay_ms=25".into())
+}
+
+/// A suite over four bundled real traces: 4 traces × 2 variants × (replay + 4 needle) = 40 units.
+const UNITS: usize = 40;
+
+fn suite(dir: &Path) -> PathBuf {
+    support::suite::harness("harness").write(dir, "suite.toml")
+}
+
+fn run_args(suite: &Path, extra: &[&str]) -> Vec<String> {
+    let mut a = vec![
+        "run".to_string(),
+        suite.display().to_string(),
+        "--quiet".into(),
+        "--jobs".into(),
+        "2".into(),
+        "--executor".into(),
+        executor(),
+    ];
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+/// The journal by unit id, with wall-clock latency removed.
+fn canonical(dir: &Path) -> BTreeMap<String, Sample> {
+    let mut out = support::run::by_unit(dir);
+    for s in out.values_mut() {
+        s.latency_ms = 0;
+    }
+    out
+}
+
+fn wait_for_lines(p: &Path, n: usize) {
+    let start = Instant::now();
+    while lines(p) < n {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{} never reached {n} lines",
+            p.display()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Every bundled mini-swe-agent trace × 2 variants × (replay + invariants): units the real
+/// engine executor runs.
+fn real_suite(dir: &Path) -> (PathBuf, usize) {
+    let datasets = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
+    let n = support::suite::mini_swe_all().len();
+    let p = base_and_aggressive("harness-real")
+        .trace(datasets.join("*.traj.json"))
+        .base("window = 20000")
+        .eval("invariants", "")
+        .write(dir, "real.toml");
+    (p, n * 2 * 2)
+}
+
+#[test]
+fn sigkill_midway_then_resume_gives_the_same_samples() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = suite(tmp.path());
+    kill_and_resume(&suite, &tmp.path().join("out"), UNITS, &executor(), "2");
+}
+
+#[test]
+fn sigkill_midway_then_resume_gives_the_same_samples_with_the_real_executor() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (suite, units) = real_suite(tmp.path());
+    kill_and_resume(&suite, &tmp.path().join("out"), units, "default", "1");
+}
+
+fn kill_and_resume(suite: &Path, out: &Path, units: usize, executor: &str, jobs: &str) {
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "run".to_string(),
+            suite.display().to_string(),
+            "--quiet".into(),
+            "--jobs".into(),
+            jobs.into(),
+            "--executor".into(),
+            executor.into(),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    Command::new(bin())
+        .args(args(&["--run-id", "reference"]))
+        .assert()
+        .success();
+    let reference = canonical(&out.join("reference"));
+    assert_eq!(reference.len(), units);
+
+    let mut child = std::process::Command::new(bin())
+        .args(args(&["--run-id", "killed"]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal = out.join("killed/samples.jsonl");
+    wait_for_lines(&journal, 5);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let at_kill = lines(&journal);
+    assert!(at_kill < units, "the run finished before it was killed");
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("killed/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(m["status"], "running", "a killed run never wrote its end");
+
+    Command::new(bin())
+        .args(args(&["--resume", out.join("killed").to_str().unwrap()]))
+        .assert()
+        .success();
+    assert_eq!(canonical(&out.join("killed")), reference);
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("killed/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(m["status"], "complete");
+}
+
+#[test]
+fn ctrl_c_exits_130_and_the_run_resumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = suite(tmp.path());
+    let out = tmp.path().join("out");
+    let child = std::process::Command::new(bin())
+        .args(run_args(&suite, &["--run-id", "interrupted"]))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_lines(&out.join("interrupted/samples.jsonl"), 3);
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--resume"), "{stderr}");
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("interrupted/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(m["status"], "interrupted");
+    // A partial report is written from what finished.
+    let md = std::fs::read_to_string(out.join("interrupted/report.md")).unwrap();
+    assert!(md.contains("aggressive") || md.contains("base"), "{md}");
+    assert!(out.join("interrupted/results.csv").is_file());
+    let recorded = m["units"]["recorded"].as_u64().unwrap();
+    assert!(
+        recorded >= 3 && recorded < UNITS as u64,
+        "recorded {recorded}"
+    );
+    assert_eq!(
+        recorded + m["units"]["not_run_interrupted"].as_u64().unwrap(),
+        UNITS as u64
+    );
+
+    Command::new(bin())
+        .args(run_args(
+            &suite,
+            &["--resume", out.join("interrupted").to_str().unwrap()],
+        ))
+        .assert()
+        .success();
+    assert_eq!(canonical(&out.join("interrupted")).len(), UNITS);
+}
+
+#[test]
+fn cli_shards_merge_to_the_unsharded_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = suite(tmp.path());
+    let out = tmp.path().join("out");
+    let fast = |extra: &[&str]| {
+        let mut a = run_args(&suite, extra);
+        let i = a.iter().position(|x| x == "--executor").unwrap();
+        if a[i + 1].starts_with("synthetic") {
+            a[i + 1] = "synthetic".into();
+        }
+        a
+    };
+    Command::new(bin())
+        .args(fast(&["--run-id", "whole"]))
+        .assert()
+        .success();
+    Command::new(bin())
+        .args(fast(&["--run-id", "p1", "--shard", "1/2"]))
+        .assert()
+        .success();
+    Command::new(bin())
+        .args(fast(&["--run-id", "p2", "--shard", "2/2"]))
+        .assert()
+        .success();
+    let merged = out.join("merged");
+    Command::new(bin())
+        .arg("merge")
+        .arg(out.join("p1"))
+        .arg(out.join("p2"))
+        .arg("-o")
+        .arg(&merged)
+        .assert()
+        .success();
+    assert_eq!(canonical(&merged), canonical(&out.join("whole")));
+    assert!(canonical(&out.join("p1")).len() < UNITS);
+
+    // Bad shard spec and a non-run directory are usage errors.
+    Command::new(bin())
+        .args(fast(&["--shard", "3/2"]))
+        .assert()
+        .code(2);
+    Command::new(bin())
+        .arg("merge")
+        .arg(tmp.path())
+        .arg("-o")
+        .arg(out.join("never"))
+        .assert()
+        .code(2);
+}
+
+fn help(args: &[&str]) -> String {
+    let out = Command::new(bin())
+        .args(args)
+        .env("COLUMNS", "100")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn help_texts_teach_with_examples() {
+    insta::assert_snapshot!("run_help", help(&["run", "--help"]));
+    insta::assert_snapshot!("merge_help", help(&["merge", "--help"]));
+}
+
+#[test]
+fn a_suite_this_build_cannot_run_leaves_no_run_directory() {
+    // With the default executor, units need importers, the engine and the evals. Until they are
+    // all in the build, the run must fail before creating anything; once they are, it runs.
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = suite(tmp.path());
+    let out = Command::new(bin())
+        .args(["run", suite.to_str().unwrap(), "--quiet", "--run-id", "d"])
+        .output()
+        .unwrap();
+    if out.status.success() {
+        assert!(tmp.path().join("out/d/run.json").is_file());
+    } else {
+        assert!(!tmp.path().join("out").exists(), "{:?}", out);
+        assert!(!out.stderr.is_empty());
+    }
+}
+
+#[test]
+fn a_corrupt_journal_line_is_moved_aside_and_the_run_resumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = suite(tmp.path());
+    let out = tmp.path().join("out");
+    Command::new(bin())
+        .args(run_args(&suite, &["--run-id", "full"]))
+        .assert()
+        .success();
+    let reference = canonical(&out.join("full"));
+    let dir = out.join("full");
+    let journal = dir.join("samples.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let lost = lines[7].to_string();
+    let garbage = format!("{}\u{0}#garbage", &lost[..lost.len() / 2]);
+    lines[7] = &garbage;
+    std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
+
+    // Unreadable: resume and report stop, naming the line and the way on.
+    for args in [
+        run_args(&suite, &["--resume", dir.to_str().unwrap()]),
+        vec!["report".into(), dir.display().to_string()],
+    ] {
+        let o = Command::new(bin()).args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("samples.jsonl:8:") && err.contains("ctxbench repair"),
+            "{err}"
+        );
+    }
+
+    let o = Command::new(bin())
+        .args(["repair", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("samples.rejected.jsonl") && err.contains("line 8"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("samples.rejected.jsonl")).unwrap(),
+        garbage.clone() + "\n"
+    );
+    assert_eq!(canonical(&dir).len(), UNITS - 1);
+    Command::new(bin())
+        .args(run_args(&suite, &["--resume", dir.to_str().unwrap()]))
+        .assert()
+        .success();
+    assert_eq!(canonical(&dir), reference, "the lost unit ran again");
+
+    // `--resume --repair` does both in one step.
+    let text = std::fs::read_to_string(&journal).unwrap();
+    std::fs::write(&journal, text.replacen('{', "{{", 1)).unwrap();
+    Command::new(bin())
+        .args(run_args(
+            &suite,
+            &["--resume", dir.to_str().unwrap(), "--repair"],
+        ))
+        .assert()
+        .success();
+    assert_eq!(canonical(&dir), reference);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("samples.rejected.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn progress_lines_without_a_terminal_and_none_with_quiet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = suite(tmp.path());
+    let run = |quiet: bool| {
+        let mut args = run_args(&suite, &[]);
+        if !quiet {
+            args.retain(|a| a != "--quiet");
+        }
+        // stderr is a pipe here, as in CI: progress comes as lines; 0 s = one per unit.
+        let out = Command::new(bin())
+            .args(&args)
+            .env("CTXBENCH_PROGRESS_SECS", "0")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let err = run(false);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("progress: "))
+        .collect();
+    assert_eq!(lines.len(), UNITS, "one line per unit:\n{err}");
+    for l in &lines {
+        for field in [
+            " units · ",
+            " error",
+            " tokens · $",
+            " · elapsed ",
+            " · ETA ",
+        ] {
+            assert!(l.contains(field), "`{field}` missing in {l}");
+        }
+    }
+    assert!(
+        lines[0].starts_with("progress: 1/40 units · 0 errors · "),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[UNITS - 1].starts_with("progress: 40/40 units"));
+    assert!(lines[UNITS - 1].ends_with("ETA 0s"));
+    let quiet = run(true);
+    assert!(!quiet.contains("progress"), "{quiet}");
+    // A bad interval is a usage error naming the variable, before anything runs.
+    let mut args = run_args(&suite, &[]);
+    args.retain(|a| a != "--quiet");
+    Command::new(bin())
+        .args(&args)
+        .env("CTXBENCH_PROGRESS_SECS", "soon")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("CTXBENCH_PROGRESS_SECS=soon"));
+}
+
+/// The run's closing `tokens` line counts every role — the eval agent's needle questions too —
+/// so it is the same total as report.md's "Run total", results.csv's `tokens.total` column and
+/// run.json's per-role totals (it once left the eval agent out: 65.62M against 72579522 on the
+/// quickstart).
+#[test]
+fn the_closing_tokens_line_is_the_run_total_of_every_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = SuiteBuilder::new("footer")
+        .mini_swe(&[
+            "astropy__astropy-12907.traj.json",
+            "psf__requests-1142.traj.json",
+        ])
+        .baseline("base")
+        .base("window = 20000")
+        .variant("base", "")
+        .eval("needle", "depths = [0.5]\npositions = [\"tool\"]")
+        .write(tmp.path(), "needle.toml");
+    let out = Command::new(bin())
+        .args(["run", &suite.display().to_string(), "--run-id", "r"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let run = tmp.path().join("out/r");
+
+    let samples = canonical(&run);
+    let eval_agent: u64 = samples.values().map(|s| s.tokens.eval_agent.total()).sum();
+    assert!(eval_agent > 0, "the needle questions used no tokens");
+    let total: u64 = samples.values().map(|s| s.tokens_total()).sum();
+
+    let csv = std::fs::read_to_string(run.join("results.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "tokens.total").unwrap();
+    let csv_total: u64 = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(col).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(csv_total, total);
+
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        md.contains(&format!("Run total: {total} tokens;")),
+        "report.md has no run total of {total}"
+    );
+
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    let roles = &m["totals"]["tokens"];
+    let json_total: u64 = ["agent", "summarizer", "judge", "eval_agent"]
+        .iter()
+        .map(|r| roles[r]["input"].as_u64().unwrap() + roles[r]["output"].as_u64().unwrap())
+        .sum();
+    assert_eq!(json_total, total);
+
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("tokens "))
+        .unwrap_or_else(|| panic!("no closing tokens line in\n{stdout}"));
+    let shown = ctxbench::runner::progress::human_tokens(total);
+    assert!(
+        line.split_whitespace().nth(1) == Some(shown.as_str()),
+        "terminal `{line}` is not the run total {total} ({shown})"
+    );
+}
