@@ -1,6 +1,6 @@
 //! The README stays a front door and the documentation's links resolve: README.md is at most
 //! 300 lines and not a lab notebook again; every relative link in README.md, docs/*.md and
-//! benches/README.md points at a file that exists (and, for `#anchor`s into Markdown, at a
+//! benches/{,peers/}README.md points at a file that exists (and, for `#anchor`s into Markdown, at a
 //! heading that exists); the exit codes documented in docs/reliability.md and src/cli/mod.rs are
 //! exactly the ones src/error.rs defines; every command the README's command list shows exists.
 
@@ -20,7 +20,11 @@ fn read(rel: &str) -> String {
 
 /// The Markdown files whose links are checked, relative to the crate root.
 fn checked_files() -> Vec<PathBuf> {
-    let mut files = vec![PathBuf::from("README.md"), PathBuf::from("benches/README.md")];
+    let mut files = vec![
+        PathBuf::from("README.md"),
+        PathBuf::from("benches/README.md"),
+        PathBuf::from("benches/peers/README.md"),
+    ];
     let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -115,7 +119,10 @@ fn broken_links(base: &Path, file: &Path) -> Vec<String> {
             let full = base.join(&resolved);
             let here = format!("{}:{n}", file.display());
             if !full.exists() {
-                broken.push(format!("{here}: `{target}` -> {} is missing", resolved.display()));
+                broken.push(format!(
+                    "{here}: `{target}` -> {} is missing",
+                    resolved.display()
+                ));
                 continue;
             }
             if let Some(anchor) = anchor {
@@ -164,7 +171,11 @@ fn every_relative_link_in_the_docs_resolves() {
 fn the_link_checker_finds_a_missing_file_and_a_missing_anchor() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("docs")).unwrap();
-    std::fs::write(dir.path().join("other.md"), "# Title\n\n## A `code` heading, here\n").unwrap();
+    std::fs::write(
+        dir.path().join("other.md"),
+        "# Title\n\n## A `code` heading, here\n",
+    )
+    .unwrap();
     std::fs::write(
         dir.path().join("docs/page.md"),
         "[ok](../other.md#a-code-heading-here) [top](#page) [web](https://example.com/x)\n\
@@ -187,7 +198,14 @@ fn documented_codes(markdown: &str) -> BTreeSet<u8> {
     let section = section.split("\n## ").next().unwrap();
     section
         .lines()
-        .filter_map(|l| l.strip_prefix("| ")?.split(" |").next()?.trim().parse().ok())
+        .filter_map(|l| {
+            l.strip_prefix("| ")?
+                .split(" |")
+                .next()?
+                .trim()
+                .parse()
+                .ok()
+        })
         .collect()
 }
 
@@ -208,11 +226,21 @@ fn defined_codes() -> BTreeSet<u8> {
 #[test]
 fn documented_exit_codes_are_the_defined_ones() {
     let defined = defined_codes();
-    assert_eq!(documented_codes(&read("docs/reliability.md")), defined, "docs/reliability.md");
+    assert_eq!(
+        documented_codes(&read("docs/reliability.md")),
+        defined,
+        "docs/reliability.md"
+    );
     for src in ["src/cli/mod.rs", "src/error.rs"] {
         let listed: BTreeSet<u8> = read(src)
             .lines()
-            .filter_map(|l| l.strip_prefix("//! - ")?.split_whitespace().next()?.parse().ok())
+            .filter_map(|l| {
+                l.strip_prefix("//! - ")?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
             .collect();
         assert_eq!(listed, defined, "the exit-code list in {src}'s module docs");
     }
@@ -244,5 +272,8 @@ fn every_command_in_the_readme_exists() {
         );
         seen += 1;
     }
-    assert!(seen >= 8, "only {seen} commands found in the README's command list");
+    assert!(
+        seen >= 8,
+        "only {seen} commands found in the README's command list"
+    );
 }
