@@ -363,16 +363,13 @@ pub fn replay_file(args: &Args) -> anyhow::Result<Vec<Replay>> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut replays: Vec<Replay> = Vec::new();
     if let Some(dir) = &args.fixture {
-        let trace_len = match std::fs::metadata(dir.join(fixture::TRACE_FILE)) {
-            Ok(m) if m.is_file() => m.len(),
-            _ => {
-                return Err(UsageError(format!(
-                    "{}: not a fixture folder (expected trace.jsonl, config.json, system_prompt.txt, tools.json, summary_text.txt)",
-                    dir.display()
-                ))
-                .into())
-            }
-        };
+        if !std::fs::metadata(dir.join(fixture::TRACE_FILE)).is_ok_and(|m| m.is_file()) {
+            return Err(UsageError(format!(
+                "{}: not a fixture folder (expected trace.jsonl, config.json, system_prompt.txt, tools.json, summary_text.txt)",
+                dir.display()
+            ))
+            .into());
+        }
         let store = match &args.store {
             Some(base) => StoreTarget::Dir(OffloadStore::dir_for(
                 base,
@@ -382,9 +379,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             )),
             None => StoreTarget::Memory,
         };
-        // The decoded trace takes about the file's size: one `madvise` makes that much heap
-        // resident instead of ~500 page faults as it fills (README, Speed).
-        crate::runner::memory::prefault_heap(usize::try_from(trace_len / 4 * 5).unwrap_or(0));
         let r = fixture::run(dir, &args.sets, store).map_err(engine_err)?;
         if args.json {
             let mut text = serde_json::to_string(&fixture::FixtureOutput::of(&r))?;
