@@ -12,7 +12,7 @@ use super::summarize::{render_history, safe_cutoff_point};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
-use crate::engine::event::{Event, EventDetail, EventKind};
+use crate::engine::event::{EventDetail, Summary};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::{History, TextSource};
 use crate::engine::view::Source;
@@ -194,13 +194,8 @@ impl Layer for CheckpointLayer {
         msg.kind = Some("checkpoint".into());
         let (state_cutoff, kept) = install_record(ctx, msg, &history, pos);
 
-        let mut ev = Event::new(EventKind::Checkpoint, ctx.call_index, self.name());
-        ev.call_index = Some(ctx.call_index);
-        ev.persistent = true;
-        ev.tokens_before = Some(before);
-        ev.tokens_after = Some(ctx.request_tokens());
-        ev.writes = writes;
-        ev.detail = EventDetail::Summarized {
+        let after = ctx.request_tokens();
+        let detail = EventDetail::Checkpoint(Summary {
             state_len: ctx.state.len(),
             view_cutoff: pos,
             state_cutoff,
@@ -213,8 +208,11 @@ impl Layer for CheckpointLayer {
             summary_message: content,
             summarizer_model: out.model,
             summarizer_usage: out.usage,
-        };
-        ctx.env.emit(ev);
+        });
+        let ev = ctx.emit(self.name(), detail);
+        ev.tokens_before = Some(before);
+        ev.tokens_after = Some(after);
+        ev.writes = writes;
         ctx.base.summary_text = Some(out.text);
         Ok(())
     }

@@ -2,7 +2,7 @@
 //! checkpoint): asking the summarizer, the `error` event when it fails, the record's text by
 //! history exposure, and installing the record as the new head of the view.
 
-use crate::engine::event::{Event, EventDetail, EventKind, StoreWrite};
+use crate::engine::event::{EventDetail, StoreWrite};
 use crate::engine::invariants::unusable_summary;
 use crate::engine::layer::CallCtx;
 use crate::engine::layer_config::History;
@@ -61,12 +61,9 @@ pub(crate) fn emit_summary_error(
     writes: Vec<StoreWrite>,
     message: String,
 ) {
-    let mut ev = Event::new(EventKind::Error, ctx.call_index, layer);
-    ev.call_index = Some(ctx.call_index);
+    let ev = ctx.emit(layer, EventDetail::Error { message });
     ev.tokens_before = Some(tokens_before);
     ev.writes = writes;
-    ev.detail = EventDetail::Error { message };
-    ctx.env.emit(ev);
 }
 
 /// The record's text by history exposure: `offload` names the raw-history file `history`;
