@@ -601,6 +601,70 @@ mod tests {
         ]
     }
 
+    /// The position of `d`'s variant in [`one_of_each`]: a new variant does not compile until
+    /// it is numbered here, and then [`one_of_each_has_every_kind`] wants a sample of it.
+    fn position(d: &EventDetail) -> usize {
+        use EventDetail::*;
+        match d {
+            Evicted { .. } => 0,
+            EvictionSkipped { .. } => 1,
+            UserMessageEvicted { .. } => 2,
+            ArgsTruncated { .. } => 3,
+            Cleared { .. } => 4,
+            Summarized(_) => 5,
+            Truncated { .. } => 6,
+            Trimmed { .. } => 7,
+            OverBudgetClipped { .. } => 8,
+            Overflow { .. } => 9,
+            Emergency { .. } => 10,
+            Checkpoint(_) => 11,
+            Watchdog { .. } => 12,
+            CostCeiling { .. } => 13,
+            Error { .. } => 14,
+            Futile { .. } => 15,
+            Cooldown { .. } => 16,
+        }
+    }
+
+    #[test]
+    fn one_of_each_has_every_kind() {
+        let at: Vec<usize> = one_of_each().iter().map(position).collect();
+        assert_eq!(at, (0..at.len()).collect::<Vec<_>>());
+        assert_eq!(at.len(), 17, "a new kind: add its sample to one_of_each");
+    }
+
+    #[test]
+    fn detail_type_is_the_kind_but_for_two_aliases() {
+        for d in one_of_each() {
+            let v = serde_json::to_value(&d).unwrap();
+            let ty = v["type"].as_str().unwrap().to_string();
+            let want = match d.name() {
+                "over_budget_clipped" => "clipped",
+                "checkpoint" => "summarized",
+                n => n,
+            };
+            assert_eq!(ty, want);
+        }
+    }
+
+    #[test]
+    fn every_kind_is_documented() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/engine.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let events = text
+            .split("## Events")
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .expect("docs/engine.md has an Events section");
+        for d in one_of_each() {
+            assert!(
+                events.contains(&format!("`{}`", d.name())),
+                "event kind {} is not listed under Events in docs/engine.md",
+                d.name()
+            );
+        }
+    }
+
     /// Serialized by the two-enum `Event` (`kind: EventKind` + `detail: EventDetail`, derived
     /// `Serialize`) before the enums became one: run.json, samples.jsonl and `replay --json`
     /// read the same bytes.

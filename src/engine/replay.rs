@@ -219,6 +219,33 @@ impl Replay {
     }
 }
 
+/// The read-only services of one replay; each layer hook gets them as an [`Env`] with the
+/// replay's store and event list lent to it.
+struct Services<'a> {
+    counter: &'a dyn TokenCounter,
+    summarizer: &'a dyn Summarizer,
+    window: u64,
+    budget: u64,
+    overhead: u64,
+}
+
+impl<'a> Services<'a> {
+    fn lend<'b>(&self, store: &'b mut OffloadStore, events: &'b mut Vec<Event>) -> Env<'b>
+    where
+        'a: 'b,
+    {
+        Env {
+            counter: self.counter,
+            summarizer: self.summarizer,
+            store,
+            events,
+            window: self.window,
+            budget: self.budget,
+            overhead: self.overhead,
+        }
+    }
+}
+
 /// Identity of what the previous call sent, for the cached-prefix computation.
 struct PrevView {
     head_generation: u64,
@@ -348,6 +375,13 @@ pub fn replay_shared(
     let window = config.window;
     let budget = config.input_budget();
     let mut checker = Checker::new(messages);
+    let services = Services {
+        counter,
+        summarizer: env.summarizer,
+        window,
+        budget,
+        overhead,
+    };
 
     let mut state = State::new();
     let mut base = Base::default();
@@ -372,15 +406,7 @@ pub fn replay_shared(
                     state: &mut state,
                     base: &mut base,
                     view: &mut view,
-                    env: Env {
-                        counter,
-                        summarizer: env.summarizer,
-                        store: &mut store,
-                        events: &mut events,
-                        window,
-                        budget,
-                        overhead,
-                    },
+                    env: services.lend(&mut store, &mut events),
                     notes: &mut notes,
                 };
                 layer.before_call(&mut ctx)?;
@@ -472,15 +498,7 @@ pub fn replay_shared(
             let mut ctx = MessageCtx {
                 index: i,
                 state: &mut state,
-                env: Env {
-                    counter,
-                    summarizer: env.summarizer,
-                    store: &mut store,
-                    events: &mut events,
-                    window,
-                    budget,
-                    overhead,
-                },
+                env: services.lend(&mut store, &mut events),
             };
             layer.on_message(&mut ctx)?;
         }

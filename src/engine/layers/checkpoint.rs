@@ -7,7 +7,9 @@
 //! "none"` (core-agent: its audit log is out of the agent's reach) nothing is written and the
 //! record names no file; `"memory"` appends the record to `<history_dir>/MEMORY.md`.
 
-use super::fold::{emit_summary_error, history_file, install_record, record_text, request_summary};
+use super::fold::{
+    emit_summary_error, history_file, install_record, leaving, record_text, request_summary,
+};
 use super::summarize::{render_history, safe_cutoff_point};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
@@ -19,7 +21,6 @@ use crate::engine::view::Source;
 use crate::engine::EngineError;
 use crate::trace::{ContextMarker, Message, Role};
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 /// Task-boundary checkpoints (core-agent Mechanism C): at a boundary marker in the trace (or
 /// after a `tools` call such as `mark_task_done`), the prior task is summarized into a
@@ -143,15 +144,7 @@ impl Layer for CheckpointLayer {
             .position(|e| matches!(e.source, Source::State(i) if i >= b))
             .unwrap_or(entries.len());
         let pos = safe_cutoff_point(&entries, pos);
-        let leaving: Vec<Arc<Message>> = entries[..pos]
-            .iter()
-            .filter(|e| !e.item.is_summary)
-            .map(|e| e.item.msg.clone())
-            .collect();
-        let summarized_from = entries[..pos].iter().find_map(|e| match e.source {
-            Source::State(i) => Some(i),
-            Source::Head(_) => None,
-        });
+        let (leaving, summarized_from) = leaving(&entries, pos);
         drop(entries);
         let Some(summarized_from) = summarized_from else {
             return Ok(());

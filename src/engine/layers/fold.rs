@@ -7,7 +7,7 @@ use crate::engine::invariants::unusable_summary;
 use crate::engine::layer::CallCtx;
 use crate::engine::layer_config::History;
 use crate::engine::summarizer::{SummaryOutput, SummaryRequest};
-use crate::engine::view::Item;
+use crate::engine::view::{Entry, Item, Source};
 use crate::engine::EngineError;
 use crate::trace::Message;
 use std::sync::Arc;
@@ -38,6 +38,24 @@ pub(crate) fn request_summary(
             Some(why) => Err(format!("{what} rejected: {why}")),
             None => Ok(o),
         })
+}
+
+/// What a fold that cuts the request before position `cut` takes out: the raw messages before
+/// the cut (the previous record, a summary item, is chained through `previous_summary`, not
+/// re-sent as history) and the first state (trace) index among them (`None`: nothing but the
+/// head is before the cut).
+pub(crate) fn leaving(entries: &[Entry<'_>], cut: usize) -> (Vec<Arc<Message>>, Option<usize>) {
+    let before = &entries[..cut];
+    let messages = before
+        .iter()
+        .filter(|e| !e.item.is_summary)
+        .map(|e| e.item.msg.clone())
+        .collect();
+    let from = before.iter().find_map(|e| match e.source {
+        Source::State(i) => Some(i),
+        Source::Head(_) => None,
+    });
+    (messages, from)
 }
 
 /// The layer's raw-history file under `dir`, named `<prefix>_<uuid>.md` on first use and the

@@ -9,7 +9,9 @@
 //! `<history_dir>/MEMORY.md`) or `none` (nothing written); `summary_role` puts the summary in a
 //! user or a system message.
 
-use super::fold::{emit_summary_error, history_file, install_record, record_text, request_summary};
+use super::fold::{
+    emit_summary_error, history_file, install_record, leaving, record_text, request_summary,
+};
 use super::preview::{read_file_clip, tool_stub, PreviewShape};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
@@ -291,15 +293,7 @@ impl SummarizeLayer {
         if cutoff == 0 {
             return Ok(false);
         }
-        let leaving: Vec<Arc<Message>> = entries[..cutoff]
-            .iter()
-            .filter(|e| !e.item.is_summary)
-            .map(|e| e.item.msg.clone())
-            .collect();
-        let summarized_from = entries[..cutoff].iter().find_map(|e| match e.source {
-            Source::State(i) => Some(i),
-            Source::Head(_) => None,
-        });
+        let (leaving, summarized_from) = leaving(&entries, cutoff);
         drop(entries);
 
         // Offload: the raw turns are on disk before they leave the context.
