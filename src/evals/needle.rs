@@ -23,7 +23,7 @@ use super::plant::{self, Fact, PlantSpec, Position};
 use super::EvalError;
 use crate::config::suite::NeedleSearch;
 use crate::engine::{
-    self, EventKind, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
+    self, EventDetail, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
 };
 use crate::pricing::PriceTable;
 use crate::providers::{Provider, ProviderError};
@@ -322,7 +322,7 @@ pub fn fold_calls(replay: &engine::Replay, after: usize) -> Vec<usize> {
     let mut calls: Vec<usize> = replay
         .events
         .iter()
-        .filter(|e| e.kind == EventKind::Summarized && e.trace_index > after)
+        .filter(|e| matches!(e.detail, EventDetail::Summarized(_)) && e.trace_index > after)
         .map(|e| e.trace_index)
         .collect();
     calls.dedup();

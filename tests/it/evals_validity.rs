@@ -12,7 +12,7 @@
 
 use crate::support::traces::{engine_config as config, import_one as load, EVAL_TRACES as TRACES};
 use ctxbench::config::suite::NeedleSearch;
-use ctxbench::engine::{EventKind, OfflineSummarizer, ResolvedConfig};
+use ctxbench::engine::{OfflineSummarizer, ResolvedConfig};
 use ctxbench::evals::drift::{self, DriftParams};
 use ctxbench::evals::needle::{self, AskAt, NeedleParams};
 use ctxbench::evals::offline_agent::OfflineProvider;
@@ -125,7 +125,7 @@ fn needle_runs(variant: &ResolvedConfig, dir: &Path, k: Knobs) -> Vec<Run> {
                     .replay
                     .events
                     .iter()
-                    .filter(|e| e.kind == EventKind::Summarized)
+                    .filter(|e| e.kind() == "summarized")
                     .count();
                 runs.push(Run { scores, summarized });
             }
