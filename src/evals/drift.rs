@@ -80,7 +80,7 @@ pub fn prepare(
         env.store = StoreTarget::Dir(store_root.clone());
         env.seed = seed;
         env.keep_views = keep;
-        engine::replay(trace, config, &env).map_err(|e| EvalError::Engine(e.to_string()))
+        engine::replay(trace, config, &env).map_err(EvalError::Engine)
     };
     let mut replay = run(KeepViews::AfterCompaction)?;
     let mut views = std::mem::take(&mut replay.views);

@@ -260,8 +260,7 @@ pub fn prepare(
         None => params.ask_at,
         Some(k) => {
             // A first replay (store in memory) finds the model call of the k-th fold.
-            let full = engine::replay(&planted.trace, &config, &env)
-                .map_err(|e| EvalError::Engine(e.to_string()))?;
+            let full = engine::replay(&planted.trace, &config, &env).map_err(EvalError::Engine)?;
             let folds = fold_calls(&full, after);
             match folds.get(k - 1) {
                 Some(&call) => AskAt::Call(assistants_before(&planted.trace, call)),
@@ -303,12 +302,12 @@ pub fn prepare(
         .into_iter()
         .map(|m| Arc::try_unwrap(m).unwrap_or_else(|m| (*m).clone()))
         .collect();
-    let mut replay = replay.map_err(|e| EvalError::Engine(e.to_string()))?;
+    let mut replay = replay.map_err(EvalError::Engine)?;
     let view = replay
         .views
         .pop()
         .map(|v| v.messages)
-        .ok_or_else(|| EvalError::Engine("the replay kept no view to ask from".into()))?;
+        .ok_or_else(|| EvalError::Replay("the replay kept no view to ask from"))?;
     Ok(Prepared {
         folds: fold_calls(&replay, after).len(),
         store_root,
@@ -429,7 +428,7 @@ pub async fn ask(
     if !prepared.reached {
         return Ok(Vec::new());
     }
-    let sandbox = Sandbox::new(&prepared.store_root).map_err(|e| EvalError::Io(e.to_string()))?;
+    let sandbox = Sandbox::new(&prepared.store_root).map_err(EvalError::from)?;
     let cut = prepared.cut;
     // Every question is asked on the two conversations in turn, lent out of the sample.
     let mut lent = prepared.lend()?;

@@ -107,12 +107,12 @@ pub fn prepare(
     env.store = StoreTarget::Dir(store_root.clone());
     env.seed = seed;
     env.keep_views = KeepViews::Last;
-    let replay = engine::replay(&t, config, &env).map_err(|e| EvalError::Engine(e.to_string()))?;
+    let replay = engine::replay(&t, config, &env).map_err(EvalError::Engine)?;
     let view = replay
         .views
         .last()
         .map(|v| v.messages.clone())
-        .ok_or_else(|| EvalError::Engine("the replay kept no view".into()))?;
+        .ok_or_else(|| EvalError::Replay("the replay kept no view"))?;
     Ok(Prepared {
         replay,
         view,
@@ -376,8 +376,7 @@ async fn ask_recall(
     let question = format!(
         "{PROBE_PREAMBLE}\n\nEarlier in this session a tool reported a {name}. What exactly was the {name}?"
     );
-    let sandbox = super::fs_tools::Sandbox::new(&prepared.store_root)
-        .map_err(|e| EvalError::Io(e.to_string()))?;
+    let sandbox = super::fs_tools::Sandbox::new(&prepared.store_root).map_err(EvalError::from)?;
     let mut messages = prepared.view.clone();
     messages.push(Message::user(question.clone()));
     let out = agent::run(agent, messages, Some(&sandbox), 6, Some(200), nonce).await?;

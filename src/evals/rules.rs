@@ -270,8 +270,7 @@ pub fn prepare(
     env.store = StoreTarget::Dir(store_root);
     env.seed = seed;
     env.keep_views = KeepViews::AfterCompaction;
-    let mut replay =
-        engine::replay(&planted, config, &env).map_err(|e| EvalError::Engine(e.to_string()))?;
+    let mut replay = engine::replay(&planted, config, &env).map_err(EvalError::Engine)?;
     let views = std::mem::take(&mut replay.views);
     let view = views.into_iter().nth(params.fold - 1);
     Ok(Prepared {
