@@ -16,6 +16,7 @@
 //! | 0 | [`confcore`] | `ConfigError` (file, line, key path), the one deep-merge rule, constrained-value newtypes |
 //! | 1 | [`trace`] | the canonical trace model, its JSONL format, discovery, the importers |
 //! | 1 | [`record`] | on-disk records: per-sample results, run info; `RunDir` owns the run directory |
+//! | 1 | [`evalspec`] | each eval declared once: its typed params and its metrics (polarity, kind, headline) |
 //! | 2 | [`tokens`] | token counters (BPE, approximate), count caches, trace statistics |
 //! | 2 | [`pricing`] | model prices: bundled table, suite overrides, cost of a call |
 //! | 2 | [`metrics`] | statistics over results (CIs, paired deltas, McNemar, pass@k), number formats |
@@ -58,6 +59,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod evals;
+pub mod evalspec;
 pub mod gate;
 pub mod metrics;
 pub mod output;
