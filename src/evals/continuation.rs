@@ -97,12 +97,18 @@ pub struct ContinuationParams {
 }
 
 impl ContinuationParams {
-    pub fn from_params(p: &BTreeMap<String, Value>) -> Self {
-        let get = |k: &str, d: u64| p.get(k).and_then(Value::as_u64).unwrap_or(d) as usize;
-        ContinuationParams {
-            fold: get("fold", 1).max(1),
-            steps: get("steps", 3).max(1),
-        }
+    /// Read a unit's params (typed once in
+    /// [`crate::evalspec::continuation::ContinuationParams`]).
+    pub fn from_params(p: &BTreeMap<String, Value>) -> Result<Self, EvalError> {
+        let t: crate::evalspec::continuation::ContinuationParams = crate::evalspec::from_params(p)
+            .map_err(|source| EvalError::Params {
+                eval: "continuation",
+                source,
+            })?;
+        Ok(ContinuationParams {
+            fold: t.fold.max(1) as usize,
+            steps: t.steps.max(1) as usize,
+        })
     }
 }
 
@@ -230,7 +236,6 @@ pub fn score(
     steps: &[StepResult],
 ) -> (BTreeMap<String, f64>, Value) {
     let mut s = BTreeMap::new();
-    s.insert("fold".into(), params.fold as f64);
     s.insert("steps".into(), steps.len() as f64);
     if !steps.is_empty() {
         let n = steps.len() as f64;
@@ -293,7 +298,7 @@ mod tests {
         assert_eq!(s["tool_agreement"], 1.0);
         assert_eq!(s["reference_agreement"], 1.0);
         assert_eq!(s["agreement_delta"], -0.5);
-        assert_eq!(s["fold"], 2.0);
+        assert!(!s.contains_key("fold"), "a parameter is not a score");
         assert_eq!(e["reached"], true);
         let (s, e) = score(&p, None, &[]);
         assert_eq!(s["steps"], 0.0);
@@ -332,13 +337,13 @@ mod tests {
 
     #[test]
     fn params_default_and_clamp() {
-        let p = ContinuationParams::from_params(&BTreeMap::new());
+        let p = ContinuationParams::from_params(&BTreeMap::new()).unwrap();
         assert_eq!(p, ContinuationParams { fold: 1, steps: 3 });
         let mut m = BTreeMap::new();
         m.insert("fold".to_string(), json!(0));
         m.insert("steps".to_string(), json!(5));
         assert_eq!(
-            ContinuationParams::from_params(&m),
+            ContinuationParams::from_params(&m).unwrap(),
             ContinuationParams { fold: 1, steps: 5 }
         );
     }

@@ -47,18 +47,18 @@ pub struct DriftParams {
 }
 
 impl DriftParams {
-    pub fn from_params(p: &BTreeMap<String, Value>) -> Self {
-        DriftParams {
-            after_compactions: p
-                .get("after_compactions")
-                .and_then(Value::as_u64)
-                .unwrap_or(3) as usize,
-            judge: p.get("judge").and_then(Value::as_bool).unwrap_or(false),
-            fold: p
-                .get("fold")
-                .and_then(Value::as_u64)
-                .map(|f| f.max(1) as usize),
-        }
+    /// Read a unit's params (typed once in [`crate::evalspec::drift::DriftParams`]).
+    pub fn from_params(p: &BTreeMap<String, Value>) -> Result<Self, EvalError> {
+        let t: crate::evalspec::drift::DriftParams =
+            crate::evalspec::from_params(p).map_err(|source| EvalError::Params {
+                eval: "drift",
+                source,
+            })?;
+        Ok(DriftParams {
+            after_compactions: t.after_compactions as usize,
+            judge: t.judge,
+            fold: t.fold.map(|f| f.max(1) as usize),
+        })
     }
 }
 
@@ -312,8 +312,7 @@ pub async fn ask(
 /// Scores of one fold's sample: [`aggregate`] plus `fold`; `evidence.reached` says whether
 /// the fold was probed (a variant with fewer compactions has `probes` = 0 and no scores).
 pub fn aggregate_fold(fold: usize, probes: &[ProbeResult]) -> (BTreeMap<String, f64>, Value) {
-    let (mut scores, mut evidence) = aggregate(probes);
-    scores.insert("fold".into(), fold as f64);
+    let (scores, mut evidence) = aggregate(probes);
     evidence["fold"] = json!(fold);
     evidence["reached"] = json!(!probes.is_empty());
     (scores, evidence)

@@ -34,14 +34,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// The probe kinds are the suite's (`[evals.probes] kinds`), typed once in `config`.
-pub use crate::config::evals::ProbeKind;
-
-/// The kind a probe sample's parameters name.
-fn kind_of(p: &BTreeMap<String, Value>) -> Result<ProbeKind, EvalError> {
-    let kind = p.get("kind").cloned().unwrap_or(Value::Null);
-    serde_json::from_value(kind.clone())
-        .map_err(|_| EvalError::Config(format!("unknown probe kind {kind}")))
-}
+pub use crate::evalspec::probes::ProbeKind;
 
 /// A probe sample's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,15 +46,17 @@ pub struct ProbeParams {
 }
 
 impl ProbeParams {
+    /// Read a unit's params (typed once in [`crate::evalspec::probes::ProbeParams`]).
     pub fn from_params(p: &BTreeMap<String, Value>) -> Result<Self, EvalError> {
+        let t: crate::evalspec::probes::ProbeParams =
+            crate::evalspec::from_params(p).map_err(|source| EvalError::Params {
+                eval: "probes",
+                source,
+            })?;
         Ok(ProbeParams {
-            kind: kind_of(p)?,
-            per_kind: p
-                .get("per_kind")
-                .and_then(Value::as_u64)
-                .unwrap_or(1)
-                .max(1) as usize,
-            judge: p.get("judge").and_then(Value::as_bool).unwrap_or(false),
+            kind: t.kind,
+            per_kind: t.per_kind.max(1) as usize,
+            judge: t.judge,
         })
     }
 }
@@ -512,7 +507,12 @@ mod tests {
         );
         for bad in [json!("bogus"), json!(3), Value::Null] {
             let e = ProbeParams::from_params(&params(bad.clone())).unwrap_err();
-            assert!(e.to_string().contains("unknown probe kind"), "{bad}: {e}");
+            assert!(e.to_string().starts_with("probes params: "), "{bad}: {e}");
+            assert_eq!(e.kind(), "eval_config");
+            assert!(
+                std::error::Error::source(&e).is_some(),
+                "the serde error is kept"
+            );
         }
     }
 

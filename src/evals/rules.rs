@@ -22,11 +22,11 @@ use super::agent;
 use super::drift::parse_judge_score;
 use super::truth;
 use super::EvalError;
-use crate::config::suite::RuleKind;
 use crate::engine::layers::truncate::REMINDER_KIND;
 use crate::engine::{
     self, KeepViews, KeptView, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
 };
+use crate::evalspec::rules::RuleKind;
 use crate::pricing::PriceTable;
 use crate::providers::{ChatRequest, Provider};
 use crate::trace::{Message, Role, Trace, Usage};
@@ -220,22 +220,17 @@ pub struct RulesParams {
 }
 
 impl RulesParams {
+    /// Read a unit's params (typed once in [`crate::evalspec::rules::RulesParams`]).
     pub fn from_params(p: &BTreeMap<String, Value>) -> Result<Self, EvalError> {
-        let kinds = match p.get("kinds").and_then(Value::as_array) {
-            None => RuleKind::ALL.to_vec(),
-            Some(list) => list
-                .iter()
-                .map(|v| {
-                    v.as_str().and_then(RuleKind::parse).ok_or_else(|| {
-                        EvalError::Config(format!("unknown rule kind {v} in [evals.rules] kinds"))
-                    })
-                })
-                .collect::<Result<_, _>>()?,
-        };
+        let t: crate::evalspec::rules::RulesParams =
+            crate::evalspec::from_params(p).map_err(|source| EvalError::Params {
+                eval: "rules",
+                source,
+            })?;
         Ok(RulesParams {
-            fold: p.get("fold").and_then(Value::as_u64).unwrap_or(1).max(1) as usize,
-            kinds,
-            judge: p.get("judge").and_then(Value::as_bool).unwrap_or(false),
+            fold: t.fold.max(1) as usize,
+            kinds: t.kinds,
+            judge: t.judge,
         })
     }
 }
@@ -360,7 +355,6 @@ pub fn score(
     answer: Option<&Answer>,
 ) -> (BTreeMap<String, f64>, Value) {
     let mut s = BTreeMap::new();
-    s.insert("fold".into(), params.fold as f64);
     s.insert("rules".into(), prepared.rules.len() as f64);
     let mut per_rule = Vec::new();
     if let Some(view) = &prepared.view {

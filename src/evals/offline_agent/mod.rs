@@ -27,7 +27,7 @@
 //!   and falls back to the context only when the store has nothing.
 
 use super::answer_format::DRIFT_MARKER;
-use crate::config::suite::NeedleSearch;
+use crate::evalspec::needle::NeedleSearch;
 use crate::trace::{Message, Role, ToolCall};
 
 mod drift;

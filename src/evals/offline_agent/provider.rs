@@ -2,7 +2,7 @@
 //! builder that adds it to the HTTP ones.
 
 use super::respond_with;
-use crate::config::suite::NeedleSearch;
+use crate::evalspec::needle::NeedleSearch;
 use crate::providers::{
     BoxFuture, ChatRequest, ChatResponse, Provider, ProviderConfig, ProviderError, ProviderInfo,
     ProviderKind, Sampling, ToolProtocol,
