@@ -21,6 +21,7 @@ use super::EvalError;
 use crate::engine::{
     self, KeepViews, KeptView, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
 };
+use crate::evalspec::Asking;
 use crate::pricing::PriceTable;
 use crate::providers::Provider;
 use crate::trace::{Message, ToolCall, Trace, Usage};
@@ -29,14 +30,11 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// The question asked after the (teacher-forced) context; the offline agent recognises it by
-/// [`CONTINUATION_MARKER`] and answers with [`offline_next_action`].
+/// The question asked after the (teacher-forced) context; the request says it asks
+/// `Asking::Continuation`, and the offline agent answers with [`offline_next_action`].
 pub const CONTINUATION_QUESTION: &str = "Pause before your next action. Do not run anything. State the single tool call you would make next, in exactly this format, one line each:
 NEXT TOOL: <the name of the tool>
 NEXT TARGET: <the file path, URL or test it acts on; for a shell tool, the full command>";
-
-/// Text of [`CONTINUATION_QUESTION`] the offline agent recognises it by.
-pub const CONTINUATION_MARKER: &str = "State the single tool call you would make next";
 
 /// The action a call performs, as the offline agent compares them: tool, and program plus
 /// first path's file name (else the program, else the target text).
@@ -185,7 +183,16 @@ async fn predict(
     nonce: &str,
 ) -> Result<(DriftAnswer, Usage), EvalError> {
     messages.push(Message::user(question));
-    let out = agent::run(agent, messages, None, 1, Some(300), nonce).await?;
+    let out = agent::run(
+        agent,
+        Asking::Continuation,
+        messages,
+        None,
+        1,
+        Some(300),
+        nonce,
+    )
+    .await?;
     Ok((DriftAnswer::parse(&out.answer), out.usage))
 }
 

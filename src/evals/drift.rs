@@ -27,6 +27,7 @@ use super::EvalError;
 use crate::engine::{
     self, KeepViews, KeptView, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
 };
+use crate::evalspec::Asking;
 use crate::pricing::PriceTable;
 use crate::providers::{ChatRequest, Provider};
 use crate::trace::{Message, ToolCall, Trace, Usage};
@@ -269,6 +270,7 @@ pub async fn ask(
         messages.push(Message::user(DRIFT_QUESTION));
         let outcome = agent::run(
             agent,
+            Asking::Drift,
             messages,
             None,
             1,

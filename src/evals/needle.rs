@@ -25,6 +25,7 @@ use crate::engine::{
     self, EventKind, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
 };
 use crate::evalspec::needle::NeedleSearch;
+use crate::evalspec::Asking;
 use crate::pricing::PriceTable;
 use crate::providers::{Provider, ProviderError};
 use crate::trace::{Message, Role, Trace, Usage};
@@ -425,6 +426,7 @@ pub async fn ask(
         let in_view = line_in_view(view, fact, cut);
         let outcome = agent::run_on(
             agent,
+            Asking::Recall,
             view,
             question.clone(),
             Some(&sandbox),
@@ -437,6 +439,7 @@ pub async fn ask(
         // so its agent gets no tools (a search bound would only spend steps on nothing).
         let reference = match agent::run_on(
             agent,
+            Asking::Recall,
             history,
             question,
             None,

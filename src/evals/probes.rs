@@ -24,6 +24,7 @@ use super::answer_format::{DriftAnswer, DRIFT_QUESTION};
 use super::needle::{question_point, AskAt, PROBE_PREAMBLE};
 use super::{plant, rubric, truth, EvalError};
 use crate::engine::{self, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer};
+use crate::evalspec::Asking;
 use crate::pricing::PriceTable;
 use crate::providers::Provider;
 use crate::trace::{Message, Role, Trace, Usage};
@@ -189,9 +190,6 @@ pub fn seeded_pick<T: Clone>(items: &[T], n: usize, seed: u64) -> Vec<T> {
         .map(|i| items[(start + i) % items.len()].clone())
         .collect()
 }
-
-/// Text of the decision question the offline agent recognises it by.
-pub const DECISION_MARKER: &str = "weighed approaches";
 
 /// The offline agent's answer to a decision question: the choice sentences of the assistant
 /// turns (and summaries) still in view, newest first, at most five.
@@ -374,7 +372,16 @@ async fn ask_recall(
     let sandbox = super::fs_tools::Sandbox::new(&prepared.store_root).map_err(EvalError::from)?;
     let mut messages = prepared.view.clone();
     messages.push(Message::user(question.clone()));
-    let out = agent::run(agent, messages, Some(&sandbox), 6, Some(200), nonce).await?;
+    let out = agent::run(
+        agent,
+        Asking::Recall,
+        messages,
+        Some(&sandbox),
+        6,
+        Some(200),
+        nonce,
+    )
+    .await?;
     let overlap = truth::overlap(
         &truth::target_tokens(expected),
         &truth::target_tokens(&out.answer),
@@ -406,7 +413,7 @@ async fn ask_decision(
     );
     let mut messages = prepared.view.clone();
     messages.push(Message::user(question.clone()));
-    let out = agent::run(agent, messages, None, 1, Some(300), nonce).await?;
+    let out = agent::run(agent, Asking::Decision, messages, None, 1, Some(300), nonce).await?;
     let keys = truth::keywords(expected, 12);
     let mut scores = BTreeMap::new();
     scores.insert(
@@ -434,7 +441,7 @@ async fn ask_structured(
     let mut scores = BTreeMap::new();
     let mut messages = prepared.view.clone();
     messages.push(Message::user(DRIFT_QUESTION));
-    let out = agent::run(agent, messages, None, 1, Some(400), nonce).await?;
+    let out = agent::run(agent, Asking::Drift, messages, None, 1, Some(400), nonce).await?;
     let answer = DriftAnswer::parse(&out.answer);
     let artifacts: BTreeSet<String> = truth::artifacts_before(trace, prepared.at);
     let next = truth::next_tool_call(trace, prepared.at);

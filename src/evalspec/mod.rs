@@ -24,6 +24,24 @@ pub enum Polarity {
     Neutral,
 }
 
+/// What an eval's question to the agent asks for: set on the request
+/// (`providers::ChatRequest::asking`, never sent to a model, not part of the cache key) so the
+/// offline agent knows what it is asked without reading the prompt.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Asking {
+    /// A fact to recall (needle questions, recall probes); also a request that says nothing.
+    #[default]
+    Recall,
+    /// Goal, progress and next step in the drift answer format (drift, structured probes).
+    Drift,
+    /// The next tool call (continuation).
+    Continuation,
+    /// The standing instructions that still apply (rules).
+    Rules,
+    /// The approach chosen over another (decision probes).
+    Decision,
+}
+
 /// What a metric's number is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
