@@ -40,6 +40,8 @@
 //! - the offline agent answers the evals' questions, so it lives in `evals::offline_agent`
 //!   (which also builds it: `providers::build_provider` builds the HTTP providers only);
 //! - `tokens` counts trace messages (tokens → trace); `trace` never imports `tokens`.
+//! - [`evalspec`] sits low (rank 1) so that `metrics`, `report` and `config` can read what
+//!   each eval declares (params, metric polarity, headlines) without importing `evals`.
 //!
 //! - `config` sits above `engine`, `providers` and `gate` because it types their sections at
 //!   load (nothing past `config/` reads raw TOML); what they need of configuration errors and
@@ -47,7 +49,8 @@
 //! - `gate` computes verdicts; `report` renders them (JUnit, step summary, terminal lines).
 //!
 //! A compression layer is one file in `engine/layers/` plus one line in the registry of
-//! `engine/layers/mod.rs`. An eval is its suite section in `config/evals/` (one line in
+//! `engine/layers/mod.rs`. An eval is its spec in `evalspec/` (typed params and declared
+//! metrics, one line in `eval_specs!`), its suite section in `config/evals/` (one line in
 //! `eval_sections!`, where eval names come from) and its run hook in `evals/executors/` (one
 //! line in `evals!`). The data flow, and how to add a layer, an eval, a provider, an
 //! importer or a report section: `docs/architecture.md` (with `docs/engine.md` for layers and

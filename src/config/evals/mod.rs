@@ -50,9 +50,10 @@ macro_rules! eval_sections {
     };
 }
 
-// Adding an eval: a new `<name>.rs` with its section type implementing `EvalSection`, its field
-// in `EvalsSection` below, and one line here (its position is its place in the plan). Its run
-// hook is one file and one line in `evals::executors`.
+// Adding an eval: its spec (typed params, metrics) in `evalspec`, then a new `<name>.rs` here
+// with its section type implementing `EvalSection`, its field in `EvalsSection` below, and one
+// line here (its position is its place in the plan). Its run hook is one file and one line in
+// `evals::executors` (docs/architecture.md, "How to add…").
 eval_sections! {
     replay,
     invariants,
