@@ -108,6 +108,7 @@ pub async fn run(
 
 /// [`run`] with an explicit wall-time limit for the whole loop; running out is a
 /// [`ProviderError::Timeout`] naming the limit.
+#[allow(clippy::too_many_arguments)] // the loop's knobs, each a plain value
 pub async fn run_with_limit(
     provider: &dyn Provider,
     asking: Asking,
@@ -126,6 +127,7 @@ pub async fn run_with_limit(
 /// [`run`] on `history` followed by `question`, lending `history` to the loop's requests instead
 /// of copying it: it is moved into the request and moved back, as it was, when the loop ends
 /// (also on an error or a timeout). One history can so be asked many questions in turn.
+#[allow(clippy::too_many_arguments)] // the loop's knobs, each a plain value
 pub async fn run_on(
     provider: &dyn Provider,
     asking: Asking,

@@ -290,7 +290,7 @@ pub fn prepare(
         .views
         .pop()
         .map(|v| v.messages)
-        .ok_or_else(|| EvalError::Replay("the replay kept no view to ask from"))?;
+        .ok_or(EvalError::Replay("the replay kept no view to ask from"))?;
     Ok(Prepared {
         folds: fold_calls(&replay, after).len(),
         store_root,

@@ -108,7 +108,7 @@ pub fn prepare(
         .views
         .last()
         .map(|v| v.messages.clone())
-        .ok_or_else(|| EvalError::Replay("the replay kept no view"))?;
+        .ok_or(EvalError::Replay("the replay kept no view"))?;
     Ok(Prepared {
         replay,
         view,
