@@ -321,7 +321,11 @@ fn html_escapes_hostile_text_in_every_place_it_reaches_the_page() {
     support::report::add_summaries(&mut samples);
     for s in &mut samples {
         let aggressive = s.variant == "aggressive";
-        s.variant = if aggressive { cand.clone() } else { base.clone() };
+        s.variant = if aggressive {
+            cand.clone()
+        } else {
+            base.clone()
+        };
         s.trace_id = format!("{}{}", s.trace_id, evil("trace"));
         s.sample = format!("{}{}", s.sample, evil("sample"));
         if s.eval == "drift" {
@@ -383,7 +387,13 @@ fn html_escapes_hostile_text_in_every_place_it_reaches_the_page() {
     assert_eq!(page.matches(&own).count(), 1);
     let rest = page.replace(&own, "");
     let lower = rest.to_lowercase();
-    for markup in ["<script", "</textarea", "</title><style", "<style>*", "<img"] {
+    for markup in [
+        "<script",
+        "</textarea",
+        "</title><style",
+        "<style>*",
+        "<img",
+    ] {
         if let Some(at) = lower.find(markup) {
             panic!(
                 "raw `{markup}` on the page near: {}",
@@ -393,7 +403,10 @@ fn html_escapes_hostile_text_in_every_place_it_reaches_the_page() {
     }
     let head = page.split("</head>").next().unwrap();
     assert_eq!(head.matches("<title>").count(), 1, "one title in the head");
-    assert!(head.contains(&format!("<title>ctxbench report — {}</title>", escaped(&info.run_id))));
+    assert!(head.contains(&format!(
+        "<title>ctxbench report — {}</title>",
+        escaped(&info.run_id)
+    )));
     assert_eq!(page.matches("<style>").count(), 1, "one style element");
     for place in [
         "run_id",

@@ -198,10 +198,16 @@ mod tests {
             "## GOAL\n<ins>ship &lt;script&gt;x&lt;/script&gt;</ins> now"
         );
         let (x, y) = side_by_side("a  b\n", "a  b\n").unwrap();
-        assert_eq!((x.into_string(), y.into_string()), ("a  b\n".into(), "a  b\n".into()));
+        assert_eq!(
+            (x.into_string(), y.into_string()),
+            ("a  b\n".into(), "a  b\n".into())
+        );
         // Runs separated by an unmarked word are two elements; leading/trailing marks too.
         let (x, y) = side_by_side("x a y b z", "a b").unwrap();
-        assert_eq!(x.into_string(), "<del>x</del> a <del>y</del> b <del>z</del>");
+        assert_eq!(
+            x.into_string(),
+            "<del>x</del> a <del>y</del> b <del>z</del>"
+        );
         assert_eq!(y.into_string(), "a b");
     }
 
