@@ -49,6 +49,7 @@ importers! {
     swe_agent,
     openhands,
     tau,
+    golden,
     anthropic,
     openai,
 }
@@ -155,6 +156,11 @@ pub fn import_file_content(
     let input = match file::read(path, from)? {
         file::FileRead::Empty => return Ok(FileContent::NotATrace("the file is empty".into())),
         file::FileRead::Canonical(traces) => return Ok(FileContent::Traces(traces)),
+        file::FileRead::Golden(mut t) => {
+            t.meta.source_path = Some(path.display().to_string());
+            finalize(&mut t);
+            return Ok(FileContent::Traces(vec![t]));
+        }
         file::FileRead::Parsed(input) => input,
     };
     import_input_as(input, &file_stem(path), from, Some(path))
