@@ -252,7 +252,8 @@ struct AnyLine {
     ty: Option<String>,
     // header
     schema_version: Option<u64>,
-    meta: Option<TraceMeta>,
+    /// Read as a tree first (one line per trace), so the version is checked before the meta.
+    meta: Option<Value>,
     // message and role line
     role: Option<Role>,
     #[serde(default, deserialize_with = "present")]
@@ -359,9 +360,18 @@ pub(crate) fn parse_line(bytes: &[u8], line: usize) -> Result<Line, Located> {
                     ),
                 ));
             }
-            let meta = l
-                .meta
-                .ok_or_else(|| missing(line, "meta", "missing field `meta`"))?;
+            let meta = l.meta.unwrap_or(Value::Null);
+            let meta = serde_path_to_error::deserialize(meta).map_err(
+                |e: serde_path_to_error::Error<serde_json::Error>| {
+                    let p = e.path().to_string();
+                    let location = if p == "." {
+                        format!("line {line}: $.meta")
+                    } else {
+                        format!("line {line}: $.meta.{p}")
+                    };
+                    Located::new(location, e.into_inner().to_string())
+                },
+            )?;
             Ok(Line::Header(meta))
         }
         // A struct literal (not `..`): a new `Message` field must be handled here too.
