@@ -26,7 +26,7 @@ pub(super) enum FileRead {
     Canonical(Vec<Trace>),
     /// A file of golden-fixture role lines, streamed through `trace::io` (its id and
     /// `source_path` still to set, and `finalize` to run).
-    Golden(Trace),
+    Golden(Box<Trace>),
     /// A parsed input for detection and an importer.
     Parsed(Input),
 }
@@ -96,7 +96,7 @@ fn read_as(
         );
         match read {
             Ok(t) if from.is_some() || t.messages.iter().any(|m| !m.tool_calls.is_empty()) => {
-                return Ok(FileRead::Golden(t))
+                return Ok(FileRead::Golden(Box::new(t)))
             }
             Err(e) if from.is_some() => return Err(e),
             // Not golden after all: the whole file again, as any other JSON Lines.

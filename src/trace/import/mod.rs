@@ -161,7 +161,7 @@ pub fn import_file_content(
         file::FileRead::Golden(mut t) => {
             t.meta.source_path = Some(path.display().to_string());
             finalize(&mut t);
-            return Ok(FileContent::Traces(vec![t]));
+            return Ok(FileContent::Traces(vec![*t]));
         }
         file::FileRead::Parsed(input) => input,
     };
