@@ -24,7 +24,7 @@ Examples:
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// Trace file (any importable format; canonical or fixture-style JSONL always works)
+    /// Trace file (any importable format: canonical JSONL, golden-fixture role lines, …)
     #[arg(required_unless_present = "fixture", conflicts_with = "fixture")]
     pub trace: Option<PathBuf>,
     /// Golden-fixture folder (trace.jsonl, config.json, system_prompt.txt, tools.json,
@@ -90,34 +90,10 @@ fn load_traces(path: &Path) -> anyhow::Result<Vec<Trace>> {
         ))
         .into());
     }
-    match crate::trace::import::import_file(path, None) {
-        Ok(t) if !t.is_empty() => Ok(t),
-        Ok(_) => Err(UsageError(format!("{}: no trace found", path.display())).into()),
-        Err(import_err) => match fixture::read_jsonl_trace(path) {
-            Ok(t) => Ok(vec![t]),
-            // The fixture reader's error only for a file of fixture lines; any other file (a
-            // truncated Claude Code session, a broken canonical trace) gets the importer's,
-            // which names the format it detected and the line that broke.
-            Err(jsonl_err) if fixture_lines(path) => Err(jsonl_err.into()),
-            Err(_) => Err(import_err.into()),
-        },
-    }
-}
-
-/// True when the first non-blank line of `path` is a golden-fixture message line: a JSON object
-/// with no `type` (canonical and Claude Code lines have one).
-fn fixture_lines(path: &Path) -> bool {
-    use std::io::BufRead as _;
-    let Ok(f) = std::fs::File::open(path) else {
-        return false;
-    };
-    let first = std::io::BufReader::new(f)
-        .lines()
-        .map_while(Result::ok)
-        .find(|l| !l.trim().is_empty());
-    match first.and_then(|l| serde_json::from_str::<serde_json::Value>(&l).ok()) {
-        Some(serde_json::Value::Object(o)) => !o.contains_key("type"),
-        _ => false,
+    // Every format, golden-fixture role lines included (`trace::import::golden`).
+    match crate::trace::import::import_file(path, None)? {
+        t if !t.is_empty() => Ok(t),
+        _ => Err(UsageError(format!("{}: no trace found", path.display())).into()),
     }
 }
 
@@ -304,15 +280,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut text = serde_json::to_string(&fixture::FixtureOutput::of(&r))?;
             text.push('\n');
             super::emit(&text)?;
-            let code = if r.invariants.passed() {
+            return Ok(ExitCode::from(if r.invariants.passed() {
                 EXIT_OK
             } else {
                 EXIT_FAILURE
-            };
-            // The process ends here: freeing the trace and the replay piece by piece would cost
-            // ~0.1 ms and ~45 page faults for nothing.
-            std::mem::forget(r);
-            return Ok(ExitCode::from(code));
+            }));
         }
         replays.push(r);
     } else {

@@ -10,7 +10,12 @@ use ctxbench::engine::{
 use ctxbench::trace::{Message, Role, Trace};
 
 fn django() -> Trace {
-    fixture::read_jsonl_trace(&fixture_dir("mini-swe-django-11138").join("trace.jsonl")).unwrap()
+    ctxbench::trace::import::import_file(
+        &fixture_dir("mini-swe-django-11138").join("trace.jsonl"),
+        Some(ctxbench::trace::SourceFormat::Golden),
+    )
+    .unwrap()
+    .remove(0)
 }
 
 #[test]

@@ -11,6 +11,8 @@
 //!   `{session_id, agent, steps}`; tau2: `simulations[]`;
 //! - swe-agent: `history[]` of `{role…}` or `{trajectory[], info}`; openhands: `history[]` of
 //!   `{action|observation…}`, or an array of such events; tau: an array of `{task_id, traj}`;
+//! - golden: JSON Lines of role lines (`{role, content}`, no `type`) with a LangChain-shaped
+//!   tool call `{id, name, args}` somewhere (a deepagents golden fixture's `trace.jsonl`);
 //! - anthropic, then openai: chat messages (see [`chat_flavor`]): any `role: tool|function|
 //!   developer`, `tool_calls` or `function_call` means openai; any content block of type
 //!   `tool_use`, `tool_result`, `thinking` or a top-level `system` field means anthropic; plain
