@@ -116,7 +116,9 @@ pub struct ProviderConfig {
     /// Backoff before the first retry, doubling each time (with jitter).
     #[serde(default = "default_retry_initial_ms")]
     pub retry_initial_ms: u64,
-    /// Cap on one backoff wait; a server `Retry-After` longer than this fails the call instead.
+    /// Cap on one backoff wait and on the total time one call waits out rate limits (429s are
+    /// retried past `max_retries` while their waits fit in it); a server wait (`Retry-After`,
+    /// `retry-after-ms`, a rate-limit reset header) longer than this fails the call instead.
     #[serde(
         default = "default_retry_max_secs",
         deserialize_with = "crate::confcore::newtypes::secs"

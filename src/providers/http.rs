@@ -6,11 +6,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::Url;
 
 use super::limits::Limits;
-use super::retry::{parse_retry_after, RetryPolicy};
+use super::retry::{server_wait, should_retry, RetryPolicy};
 use super::{
     classify_overflow, clip, redact, BoxFuture, ChatRequest, ChatResponse, Message, Outgoing,
     Provider, ProviderError, ProviderInfo, Usage,
@@ -196,11 +196,10 @@ impl<W: Wire> HttpProvider<W> {
             .await
             .map_err(|e| self.transport_error(e))?;
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        let headers = response.headers();
+        let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
+        let retry_after = server_wait(header, status, SystemTime::now());
+        let retry_verdict = should_retry(header);
         let raw = response
             .bytes()
             .await
@@ -219,12 +218,13 @@ impl<W: Wire> HttpProvider<W> {
                 other => other,
             });
         }
-        Err(classify_status(
+        let error = classify_status(
             status,
             retry_after,
             &String::from_utf8_lossy(&bytes),
             self.key(),
-        ))
+        );
+        Err(apply_retry_verdict(error, retry_verdict))
     }
 
     fn transport_error(&self, e: reqwest::Error) -> ProviderError {
@@ -391,8 +391,45 @@ pub(crate) fn classify_status(
         },
         // Anthropic's "overloaded" is a 529, which is inside 500..=599 above.
         s if classify_overflow(s, body) => ProviderError::ContextOverflow { status, message },
+        // Request timeout and conflict: the SDKs of both vendors retry them.
+        408 | 409 => ProviderError::Transient {
+            status,
+            retry_after,
+            message,
+        },
         400..=499 => ProviderError::InvalidRequest { status, message },
         _ => ProviderError::bad_response(format!("unexpected HTTP status {status}: {message}")),
+    }
+}
+
+/// The server's `x-should-retry` verdict over the status class: `false` makes any error final,
+/// `true` makes a client error retryable (what the vendors' SDKs do).
+fn apply_retry_verdict(error: ProviderError, verdict: Option<bool>) -> ProviderError {
+    match (verdict, error) {
+        (Some(false), e) if e.is_retryable() => {
+            let status = match &e {
+                ProviderError::RateLimited { .. } => 429,
+                ProviderError::Server { status, .. } | ProviderError::Transient { status, .. } => {
+                    *status
+                }
+                _ => 0,
+            };
+            let message = match e {
+                ProviderError::RateLimited { message, .. }
+                | ProviderError::Server { message, .. }
+                | ProviderError::Transient { message, .. } => message,
+                other => other.to_string(),
+            };
+            ProviderError::NotRetryable { status, message }
+        }
+        (Some(true), ProviderError::InvalidRequest { status, message }) => {
+            ProviderError::Transient {
+                status,
+                retry_after: None,
+                message,
+            }
+        }
+        (_, e) => e,
     }
 }
 

@@ -1,17 +1,16 @@
 //! The OpenAI and Anthropic providers against a local fault-injecting server: wire format,
 //! usage and cost, retries and their timing, timeouts, broken bodies, error classes, limits.
 
-
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::support::mock_llm::{self as mock, MockLlm, Reply};
 use ctxbench::pricing::{self, Price};
 use ctxbench::providers::{
     build_provider, ChatRequest, Message, Provider, ProviderConfig, ProviderError, ProviderKind,
     ToolCall, ToolDef, Usage,
 };
 use serde_json::json;
-use crate::support::mock_llm::{self as mock, MockLlm, Reply};
 
 fn openai(server: &MockLlm) -> ProviderConfig {
     let mut c = ProviderConfig::new(ProviderKind::Openai, "gpt-4o");
@@ -207,6 +206,125 @@ async fn retry_after_seconds_is_honoured() {
         "no extra backoff on top: {gap:?}"
     );
     assert!(start.elapsed() >= Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn retry_after_ms_alone_is_waited_out() {
+    let server = MockLlm::start().await;
+    server.push([
+        Reply::status(
+            429,
+            mock::openai_error("Rate limit reached", "requests", "rate_limit_exceeded"),
+        )
+        .header("retry-after-ms", "3000"),
+        Reply::ok(mock::openai_text("4", 20, 1)),
+    ]);
+    let r = build(&openai(&server)).chat(&ask()).await.unwrap();
+    assert_eq!((r.message.content.as_str(), r.attempts), ("4", 2));
+    let reqs = server.requests();
+    let gap = reqs[1].at - reqs[0].at;
+    assert!(
+        gap >= Duration::from_secs(3) && gap < Duration::from_millis(3600),
+        "retried after {gap:?}, server asked for 3 s"
+    );
+}
+
+#[tokio::test]
+async fn rate_limit_reset_headers_are_waited_out() {
+    let server = MockLlm::start().await;
+    let reset = record_rfc3339(SystemTime::now() + Duration::from_millis(1500));
+    server.push([
+        Reply::status(
+            429,
+            mock::openai_error("Rate limit reached", "tokens", "rate_limit_exceeded"),
+        )
+        .header("x-ratelimit-remaining-tokens", "0")
+        .header("x-ratelimit-reset-tokens", "1s250ms")
+        .header("x-ratelimit-remaining-requests", "10")
+        .header("x-ratelimit-reset-requests", "20ms"),
+        Reply::ok(mock::openai_text("4", 20, 1)),
+    ]);
+    build(&openai(&server)).chat(&ask()).await.unwrap();
+    let reqs = server.requests();
+    let gap = reqs[1].at - reqs[0].at;
+    assert!(gap >= Duration::from_millis(1250), "{gap:?}");
+    // Anthropic: an RFC 3339 reset time for the exhausted limit.
+    let server = MockLlm::start().await;
+    server.push([
+        Reply::status(429, mock::anthropic_error("rate_limit_error", "slow down"))
+            .header("anthropic-ratelimit-input-tokens-remaining", "0")
+            .header("anthropic-ratelimit-input-tokens-reset", reset.clone()),
+        Reply::ok(mock::anthropic_text("4", 20, 1)),
+    ]);
+    build(&anthropic(&server)).chat(&ask()).await.unwrap();
+    let second = server.requests()[1].at_wall;
+    let until = SystemTime::UNIX_EPOCH
+        + Duration::from_secs_f64(ctxbench::engine::cooldown::rfc3339_secs(&reset).unwrap());
+    assert!(second >= until, "retried before the reset time {reset}");
+}
+
+/// `2026-01-02T03:04:05.678Z` for `t` (millisecond precision, rounded up).
+fn record_rfc3339(t: SystemTime) -> String {
+    let ms = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 1;
+    let secs = (ms / 1000) as u64;
+    let base =
+        ctxbench::record::run_info::rfc3339_utc(SystemTime::UNIX_EPOCH + Duration::from_secs(secs));
+    format!("{}.{:03}Z", base.trim_end_matches('Z'), ms % 1000)
+}
+
+#[tokio::test]
+async fn request_timeout_and_conflict_are_retried_should_retry_false_is_not() {
+    let server = MockLlm::start().await;
+    server.push([
+        Reply::status(408, mock::openai_error("timeout", "server", "timeout")),
+        Reply::status(409, mock::openai_error("conflict", "server", "conflict")),
+        Reply::ok(mock::openai_text("4", 20, 1)),
+    ]);
+    let mut cfg = openai(&server);
+    cfg.retry_initial_ms = 5;
+    let r = build(&cfg).chat(&ask()).await.unwrap();
+    assert_eq!(r.attempts, 3);
+    let server = MockLlm::start().await;
+    server.push([Reply::status(
+        429,
+        mock::openai_error(
+            "You exceeded your current quota",
+            "insufficient_quota",
+            "insufficient_quota",
+        ),
+    )
+    .header("x-should-retry", "false")]);
+    let mut cfg = openai(&server);
+    cfg.retry_initial_ms = 5;
+    let e = build(&cfg).chat(&ask()).await.unwrap_err();
+    assert!(
+        matches!(e, ProviderError::NotRetryable { status: 429, .. }),
+        "{e:?}"
+    );
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn a_per_minute_limit_outlasts_the_retry_count() {
+    // Five 429s without any header, max_retries 2: still retried while the waits fit the cap.
+    let server = MockLlm::start().await;
+    server.push((0..5).map(|_| {
+        Reply::status(
+            429,
+            mock::openai_error("Rate limit reached", "requests", "rate_limit_exceeded"),
+        )
+    }));
+    server.push([Reply::ok(mock::openai_text("4", 20, 1))]);
+    let mut cfg = openai(&server);
+    cfg.max_retries = 2;
+    cfg.retry_initial_ms = 10;
+    cfg.retry_max_secs = 5.0;
+    let r = build(&cfg).chat(&ask()).await.unwrap();
+    assert_eq!(r.attempts, 6);
 }
 
 #[tokio::test]
