@@ -40,6 +40,7 @@ mod providers_http;
 mod providers_summarizer;
 mod report_cli;
 mod report_writers;
+mod run_lock;
 mod run_overrides;
 mod run_signals;
 mod runner_cli;
