@@ -114,6 +114,61 @@ pub struct HttpSettings {
     pub retry: RetryPolicy,
     pub timeout: Duration,
     pub limits: Limits,
+    /// What the wire format needs beyond the sampling (from the configuration).
+    pub traits: WireTraits,
+}
+
+/// Facts about the model that change how a request is written (from
+/// `ProviderConfig::wire_traits`): applied to every request after the provider's defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WireTraits {
+    /// OpenAI-compatible: the output limit goes in `max_completion_tokens` (else `max_tokens`).
+    pub max_completion_tokens: bool,
+    /// Anthropic extended thinking budget: `max_tokens` must exceed it, so an eval's own
+    /// output limit is granted on top of it.
+    pub thinking_budget: Option<u32>,
+}
+
+impl WireTraits {
+    /// Rewrites `o`'s output limit for the wire of `kind`. An OpenAI-compatible request whose
+    /// field differs from the one the model name implies carries the limit in `extra` under the
+    /// configured name (the encoder writes `extra` keys verbatim); an Anthropic request with a
+    /// thinking budget gets `max_tokens` = budget + the answer's own limit when it would not
+    /// exceed the budget.
+    pub fn apply(&self, kind: &str, o: &mut Outgoing<'_>) {
+        let Some(limit) = o.sampling.max_tokens else {
+            if let (Some(b), "anthropic") = (self.thinking_budget, kind) {
+                let answer = super::anthropic::DEFAULT_MAX_TOKENS;
+                o.sampling.to_mut().max_tokens = Some(b.saturating_add(answer));
+            }
+            return;
+        };
+        match kind {
+            "openai" => {
+                let by_name = super::openai::wants_max_completion_tokens(o.model);
+                if by_name != self.max_completion_tokens {
+                    let key = if self.max_completion_tokens {
+                        "max_completion_tokens"
+                    } else {
+                        "max_tokens"
+                    };
+                    let s = o.sampling.to_mut();
+                    s.max_tokens = None;
+                    s.extra
+                        .entry(key.to_string())
+                        .or_insert_with(|| serde_json::json!(limit));
+                }
+            }
+            "anthropic" => {
+                if let Some(b) = self.thinking_budget {
+                    if limit <= b {
+                        o.sampling.to_mut().max_tokens = Some(b.saturating_add(limit));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// A provider speaking one [`Wire`] format over HTTP.
@@ -261,10 +316,11 @@ impl<W: Wire> Provider for HttpProvider<W> {
             };
             // Without an adapter the conversation is encoded from the caller's request as it
             // is (borrowed), with the provider's defaults applied.
-            let sent = match &adapted {
+            let mut sent = match &adapted {
                 Some((_, _, sent)) => Outgoing::from(sent),
                 None => self.settings.info.outgoing(request),
             };
+            self.settings.traits.apply(self.wire.kind(), &mut sent);
             let url = self.wire.endpoint(&self.settings.base_url)?;
             let mut headers = self.wire.headers(self.settings.key.as_ref())?;
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));

@@ -32,8 +32,9 @@ pub type OpenAiProvider = HttpProvider<OpenAiWire>;
 #[derive(Debug, Clone, Default)]
 pub struct OpenAiWire;
 
-/// OpenAI's reasoning models reject `max_tokens` and want `max_completion_tokens`.
-fn wants_max_completion_tokens(model: &str) -> bool {
+/// OpenAI's reasoning models reject `max_tokens` and want `max_completion_tokens` (the field a
+/// model name implies; `max_tokens_field` overrides it, see `http::WireTraits`).
+pub(crate) fn wants_max_completion_tokens(model: &str) -> bool {
     let m = model.rsplit('/').next().unwrap_or(model);
     m.starts_with("gpt-5")
         || (m.len() >= 2 && m.starts_with('o') && m.as_bytes()[1].is_ascii_digit())

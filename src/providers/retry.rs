@@ -66,7 +66,7 @@ impl RetryPolicy {
         } else {
             self.max_delay
         };
-        if retry >= self.max_retries && !(rate_limited && !budget.is_zero()) {
+        if retry >= self.max_retries && (!rate_limited || budget.is_zero()) {
             return None;
         }
         if let Some(wait) = error.retry_after() {

@@ -816,6 +816,7 @@ async fn the_tool_adapter_hook_rewrites_request_and_response() {
         retry: RetryPolicy::none(),
         timeout: Duration::from_secs(5),
         limits: Limits::unlimited(),
+        traits: Default::default(),
     };
     let p = HttpProvider::new(OpenAiWire, settings)
         .unwrap()
@@ -838,4 +839,47 @@ async fn the_tool_adapter_hook_rewrites_request_and_response() {
         json!({"pattern": "token"})
     );
     assert_eq!(r.usage.output, 9);
+}
+
+#[tokio::test]
+async fn the_output_limit_field_and_vendor_parameters_reach_the_wire() {
+    let server = MockLlm::start().await;
+    let mut req = ask();
+    req.sampling.max_tokens = Some(200);
+    // codex-mini is a reasoning model its name does not give away to the encoder's prefix test.
+    let mut c = openai(&server);
+    c.model = "codex-mini-latest".into();
+    c.reasoning_effort = Some("low".into());
+    build(&c).chat(&req).await.unwrap();
+    // An Azure deployment name with the explicit override.
+    let mut c = openai(&server);
+    c.model = "prod-deployment".into();
+    c.max_tokens_field = Some(ctxbench::providers::config::MaxTokensField::MaxCompletionTokens);
+    build(&c).chat(&req).await.unwrap();
+    // A compatible server that only knows max_tokens, serving a model named like gpt-5.
+    let mut c = openai(&server);
+    c.model = "gpt-5-local".into();
+    c.reasoning = Some(false);
+    c.max_tokens_field = Some(ctxbench::providers::config::MaxTokensField::MaxTokens);
+    build(&c).chat(&req).await.unwrap();
+    let bodies: Vec<serde_json::Value> = server.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies[0]["max_completion_tokens"], 200, "{}", bodies[0]);
+    assert!(bodies[0].get("max_tokens").is_none());
+    assert_eq!(bodies[0]["reasoning_effort"], "low");
+    assert_eq!(bodies[1]["max_completion_tokens"], 200);
+    assert!(bodies[1].get("max_tokens").is_none());
+    assert_eq!(bodies[2]["max_tokens"], 200, "{}", bodies[2]);
+    assert!(bodies[2].get("max_completion_tokens").is_none());
+
+    // Anthropic extended thinking: an eval's 200-token limit is granted on top of the budget.
+    let server = MockLlm::start().await;
+    let mut c = anthropic(&server);
+    c.thinking = Some(2048);
+    build(&c).chat(&req).await.unwrap();
+    let b = &server.requests()[0].body;
+    assert_eq!(
+        b["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2048})
+    );
+    assert_eq!(b["max_tokens"], 2248, "{b}");
 }

@@ -84,7 +84,7 @@ pub fn escape(text: &str) -> String {
 /// of backticks becomes `<code>`, everything escaped; unpaired backticks stay literal.
 pub fn note(text: &str) -> String {
     let parts: Vec<&str> = text.split('`').collect();
-    if parts.len() % 2 == 0 {
+    if parts.len().is_multiple_of(2) {
         return escape(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
