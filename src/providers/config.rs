@@ -67,7 +67,8 @@ pub enum MaxTokensField {
 
 /// `reasoning_effort` values OpenAI documents (`ReasoningEffort` in openai-openapi; see
 /// tests/data/openai-openapi/).
-pub const REASONING_EFFORTS: [&str; 5] = ["none", "minimal", "low", "medium", "high"];
+pub const REASONING_EFFORTS: [&str; 7] =
+    ["none", "minimal", "low", "medium", "high", "xhigh", "max"];
 
 /// The smallest extended-thinking budget Anthropic accepts.
 pub const MIN_THINKING_BUDGET: u32 = 1024;
@@ -207,7 +208,7 @@ pub struct ProviderConfig {
     /// OpenAI-compatible: the request field carrying the output limit (see [`MaxTokensField`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens_field: Option<MaxTokensField>,
-    /// OpenAI reasoning models: `none`, `minimal`, `low`, `medium`, `high`.
+    /// OpenAI reasoning models: `none`, `minimal`, `low`, `medium`, `high`, `xhigh`, `max`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<String>,
     /// Anthropic extended thinking: the budget in tokens (≥ 1024, below `max_tokens`).

@@ -470,7 +470,11 @@ mod tests {
             .unit_id(format!("u{i}"))
             .variant(if i.is_multiple_of(2) { "b" } else { "a" })
             .trace(format!("t{}", i % 3))
-            .eval(if i.is_multiple_of(4) { "drift" } else { "needle" })
+            .eval(if i.is_multiple_of(4) {
+                "drift"
+            } else {
+                "needle"
+            })
             .sample(format!("depth={}", i % 2))
             .param("depth", f64::from(i % 2))
             .param("pos", "tool")

@@ -49,6 +49,7 @@ mod runner_replay;
 mod runner_summary_io;
 mod schemas;
 mod secrets_redaction;
+mod strict_providers;
 mod suite_config;
 mod summary_failures;
 mod token_corpora;
