@@ -364,7 +364,7 @@ pub fn openai_violations(b: &Value) -> Vec<String> {
     number_in(b, "presence_penalty", -2.0, 2.0, &mut out);
     for key in ["max_tokens", "max_completion_tokens"] {
         if let Some(v) = b.get(key).filter(|v| !v.is_null()) {
-            if !v.as_u64().is_some_and(|n| n >= 1) {
+            if v.as_u64().is_none_or(|n| n < 1) {
                 out.push(format!("Invalid '{key}': expected an integer ≥ 1, got {v}"));
             }
         }
@@ -539,7 +539,7 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
         out.push("model: Field required".into());
     }
     let max_tokens = b["max_tokens"].as_u64();
-    if !max_tokens.is_some_and(|n| n >= 1) {
+    if max_tokens.is_none_or(|n| n < 1) {
         out.push("max_tokens: Field required (an integer ≥ 1)".into());
     }
     // MessageCreateParams docs: temperature "Ranges from 0.0 to 1.0", top_p likewise.
@@ -671,12 +671,10 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
                             pending.push(id.to_string());
                         }
                         "text" => text_block_rules(bl, &format!("messages.{i}"), &mut out),
-                        "thinking" => {
-                            if bl["signature"].as_str().is_none_or(str::is_empty) {
-                                out.push(format!(
-                                    "messages.{i}.content: thinking.signature: Field required"
-                                ));
-                            }
+                        "thinking" if bl["signature"].as_str().is_none_or(str::is_empty) => {
+                            out.push(format!(
+                                "messages.{i}.content: thinking.signature: Field required"
+                            ));
                         }
                         "tool_result" => out.push(format!(
                             "messages.{i}: `tool_result` blocks are only allowed in user messages"
