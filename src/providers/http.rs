@@ -321,6 +321,25 @@ impl<W: Wire> Provider for HttpProvider<W> {
                 None => self.settings.info.outgoing(request),
             };
             self.settings.traits.apply(self.wire.kind(), &mut sent);
+            // A history with tool calls or results must come with tool definitions (Anthropic
+            // answers 400 without them; strict OpenAI-compatible servers too): when the caller
+            // sent none, the tools the history used are defined, and not offered.
+            let history_tools = match adapted {
+                None if sent.tools.is_empty() => tools_of_history(sent.messages),
+                _ => Vec::new(),
+            };
+            if !history_tools.is_empty() {
+                sent.tools = &history_tools;
+                let choice = match self.wire.kind() {
+                    "anthropic" => serde_json::json!({"type": "none"}),
+                    _ => serde_json::json!("none"),
+                };
+                sent.sampling
+                    .to_mut()
+                    .extra
+                    .entry("tool_choice".into())
+                    .or_insert(choice);
+            }
             let url = self.wire.endpoint(&self.settings.base_url)?;
             let mut headers = self.wire.headers(self.settings.key.as_ref())?;
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -360,6 +379,37 @@ impl<W: Wire> Provider for HttpProvider<W> {
             }
         })
     }
+}
+
+/// Definitions for the tools a history's calls and results name (in order of first use), for
+/// a request that carries tool blocks but no tools. Their schemas accept any object: the model
+/// is not offered them (`tool_choice: none`), the API only needs them declared.
+pub(crate) fn tools_of_history(messages: &[Message]) -> Vec<super::ToolDef> {
+    let mut names: Vec<&str> = Vec::new();
+    for m in messages {
+        let used = m
+            .tool_calls
+            .iter()
+            .map(|c| c.name.as_str())
+            .chain(m.tool_call_id.as_ref().and(m.name.as_deref()));
+        for n in used {
+            if !n.is_empty() && !names.contains(&n) {
+                names.push(n);
+            }
+        }
+    }
+    // Tool results whose call named no tool still need some tool declared.
+    if names.is_empty() && messages.iter().any(|m| m.tool_call_id.is_some()) {
+        names.push("tool");
+    }
+    names
+        .into_iter()
+        .map(|name| super::ToolDef {
+            name: name.to_string(),
+            description: "A tool the conversation used earlier (not available now).".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        })
+        .collect()
 }
 
 /// Capacity to reserve for an encoded body: the texts it carries plus room for the JSON around

@@ -163,6 +163,33 @@ async fn what_ctxbench_sends_passes_both_apis() {
 }
 
 #[tokio::test]
+async fn a_history_with_tool_blocks_and_no_tools_still_passes() {
+    // The needle's reference question and the drift probes ask about a replayed history with
+    // no tools of their own: the tools it used are declared, and not offered.
+    let server = StrictLlm::start().await;
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        let p = build(&config(&server, kind));
+        let r = p.chat(&ChatRequest::new(history())).await.unwrap();
+        assert_eq!(r.message.content, "ok", "{kind:?}");
+        let body = server.requests().last().unwrap().body.clone();
+        let tools = body["tools"].as_array().expect("tools declared");
+        assert_eq!(tools.len(), 1, "{body}");
+        let none = if kind == ProviderKind::Openai {
+            json!("none")
+        } else {
+            json!({"type": "none"})
+        };
+        assert_eq!(body["tool_choice"], none);
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
+    // Without the declaration the Anthropic rule fires (the 400 the real API gives).
+    let mut body = server.requests().last().unwrap().body.clone();
+    body.as_object_mut().unwrap().remove("tools");
+    let v = anthropic_body_violations(&body);
+    assert!(v.iter().any(|m| m.contains("must define tools")), "{v:?}");
+}
+
+#[tokio::test]
 async fn rate_limits_with_each_header_are_waited_out() {
     let server = StrictLlm::start().await;
     // An RFC 3339 reset 1-2 s ahead (whole seconds), made when its case runs.
