@@ -214,6 +214,12 @@ pub struct ProviderConfig {
     /// Anthropic extended thinking: the budget in tokens (≥ 1024, below `max_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<u32>,
+    /// Anthropic: ask for prompt caching (`cache_control` breakpoints on the tools, the system
+    /// prompt and the history before the last turn), so the needle's and drift's questions,
+    /// which re-send one long prefix, read it from the cache. Cache writes and reads are
+    /// recorded and priced. (OpenAI caches long prefixes without being asked.)
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prompt_cache: bool,
 }
 
 impl ProviderConfig {
@@ -245,6 +251,7 @@ impl ProviderConfig {
             max_tokens_field: None,
             reasoning_effort: None,
             thinking: None,
+            prompt_cache: false,
         }
     }
 
@@ -263,6 +270,7 @@ impl ProviderConfig {
                 None => self.is_reasoning(),
             },
             thinking_budget: self.thinking,
+            prompt_cache: self.prompt_cache,
         }
     }
 
@@ -363,6 +371,14 @@ impl ProviderConfig {
                         "thinking",
                         "`thinking` is Anthropic's extended thinking; for an \
                         OpenAI reasoning model use `reasoning_effort`"
+                            .into(),
+                    ));
+                }
+                if self.prompt_cache {
+                    out.push((
+                        "prompt_cache",
+                        "`prompt_cache` asks Anthropic for caching; OpenAI-compatible APIs \
+                         cache long prefixes without being asked (remove it)"
                             .into(),
                     ));
                 }

@@ -127,6 +127,8 @@ pub struct WireTraits {
     /// Anthropic extended thinking budget: `max_tokens` must exceed it, so an eval's own
     /// output limit is granted on top of it.
     pub thinking_budget: Option<u32>,
+    /// Anthropic: mark the stable prefix for prompt caching (see `Outgoing::prompt_cache`).
+    pub prompt_cache: bool,
 }
 
 impl WireTraits {
@@ -136,6 +138,7 @@ impl WireTraits {
     /// thinking budget gets `max_tokens` = budget + the answer's own limit when it would not
     /// exceed the budget.
     pub fn apply(&self, kind: &str, o: &mut Outgoing<'_>) {
+        o.prompt_cache = self.prompt_cache;
         let Some(limit) = o.sampling.max_tokens else {
             if let (Some(b), "anthropic") = (self.thinking_budget, kind) {
                 let answer = super::anthropic::DEFAULT_MAX_TOKENS;

@@ -56,6 +56,7 @@ impl ProviderInfo {
             messages: &request.messages,
             tools: &request.tools,
             sampling: Cow::Owned(request.sampling.or(&self.defaults)),
+            prompt_cache: false,
         }
     }
 }
@@ -70,6 +71,10 @@ pub struct Outgoing<'a> {
     pub messages: &'a [Message],
     pub tools: &'a [ToolDef],
     pub sampling: Cow<'a, Sampling>,
+    /// Mark the stable prefix (tools, system, the history before the last turn) for the API's
+    /// prompt cache where it must be asked for (Anthropic `cache_control`; set from the
+    /// provider's `prompt_cache`). Never changes the answer, so not part of cache keys.
+    pub prompt_cache: bool,
 }
 
 impl<'a> From<&'a ChatRequest> for Outgoing<'a> {
@@ -80,6 +85,7 @@ impl<'a> From<&'a ChatRequest> for Outgoing<'a> {
             messages: &r.messages,
             tools: &r.tools,
             sampling: Cow::Borrowed(&r.sampling),
+            prompt_cache: false,
         }
     }
 }

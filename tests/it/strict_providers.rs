@@ -306,3 +306,50 @@ async fn failures_are_classified_for_both_apis() {
     }
     assert!(server.rejected().is_empty(), "{:?}", server.rejected());
 }
+
+#[tokio::test]
+async fn prompt_cache_marks_the_stable_prefix_anthropic_only() {
+    let server = StrictLlm::start().await;
+    let mut c = config(&server, ProviderKind::Anthropic);
+    c.prompt_cache = true;
+    let p = build(&c);
+    let req = ChatRequest::new(history()).with_tools(vec![grep_tool()]);
+    p.chat(&req).await.unwrap();
+    let body = server.requests().last().unwrap().body.clone();
+    assert_eq!(
+        body["system"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    assert_eq!(
+        body["tools"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    let turns = body["messages"].as_array().unwrap();
+    let before_last = &turns[turns.len() - 2]["content"];
+    let last_block = before_last.as_array().unwrap().last().unwrap();
+    assert_eq!(
+        last_block["cache_control"],
+        json!({"type": "ephemeral"}),
+        "{body}"
+    );
+    assert!(
+        turns
+            .last()
+            .unwrap()
+            .to_string()
+            .find("cache_control")
+            .is_none(),
+        "the question itself is not cached"
+    );
+    assert!(server.rejected().is_empty(), "{:?}", server.rejected());
+    // Without prompt_cache nothing is marked.
+    let plain = build(&config(&server, ProviderKind::Anthropic));
+    plain.chat(&req).await.unwrap();
+    let body = server.requests().last().unwrap().body.to_string();
+    assert!(!body.contains("cache_control"), "{body}");
+    // OpenAI caches unasked: the key is refused there.
+    let mut o = config(&server, ProviderKind::Openai);
+    o.prompt_cache = true;
+    let keys: Vec<&str> = o.check_parameters().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, ["prompt_cache"]);
+}

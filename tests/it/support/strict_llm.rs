@@ -705,12 +705,44 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
             pending.join(", ")
         ));
     }
+    // Prompt caching: at most 4 `cache_control` breakpoints, each `{"type": "ephemeral"}`.
+    let mut breakpoints = Vec::new();
+    collect_cache_control(b, &mut breakpoints);
+    if breakpoints.len() > 4 {
+        out.push(format!(
+            "A maximum of 4 blocks with cache_control may be provided. Found {}.",
+            breakpoints.len()
+        ));
+    }
+    for c in breakpoints {
+        if c["type"] != "ephemeral" {
+            out.push(format!(
+                "cache_control.type: Input should be 'ephemeral' (got {c})"
+            ));
+        }
+    }
     if uses_tools && !has_tools {
         out.push(
             "Requests which include `tool_use` or `tool_result` blocks must define tools.".into(),
         );
     }
     out
+}
+
+fn collect_cache_control(v: &Value, out: &mut Vec<Value>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                if k == "cache_control" {
+                    out.push(x.clone());
+                } else {
+                    collect_cache_control(x, out);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_cache_control(x, out)),
+        _ => {}
+    }
 }
 
 /// `TextBlockParam`: a string `text` with something besides whitespace in it.
