@@ -50,6 +50,7 @@ mod runner_summary_io;
 mod schemas;
 mod secrets_redaction;
 mod strict_providers;
+mod strict_quickstart;
 mod suite_config;
 mod summary_failures;
 mod token_corpora;

@@ -1,0 +1,78 @@
+//! The quickstart's needle and drift units through both real-API kinds against the strict fake
+//! servers (#26 "Tests the project owns"): Anthropic `claude-sonnet-4-5` and OpenAI `gpt-5-mini`
+//! (a reasoning model) as agent and summarizer. Every request must pass the APIs' rules (0
+//! answered 400) and every unit must finish (0 failed); the server answers plain text, so the
+//! scores themselves say nothing.
+
+use std::path::Path;
+
+use crate::support::cli::{ctxbench, json};
+use crate::support::strict_llm::StrictLlm;
+
+/// evals/quickstart.toml with its paths made absolute, its output in `out`, and `providers`
+/// instead of its offline ones.
+fn quickstart_with(out: &Path, providers: &str) -> String {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(repo.join("evals/quickstart.toml")).unwrap();
+    let head = text.split("[providers.agent]").next().unwrap();
+    let head = head
+        .replace("\"../datasets/", &format!("\"{}/datasets/", repo.display()))
+        .replace("\"prompts/", &format!("\"{}/evals/prompts/", repo.display()))
+        .replace(
+            "output_dir = \"../reports\"",
+            &format!("output_dir = {:?}", out.display().to_string()),
+        );
+    format!("{head}\n{providers}")
+}
+
+fn run_kind(kind: &str, model: &str, base_url: &str) -> (serde_json::Value, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let provider = |role: &str| {
+        format!(
+            "[providers.{role}]\nkind = \"{kind}\"\nmodel = \"{model}\"\nbase_url = \"{base_url}\"\n\
+             cache = false\nmax_retries = 0\ntimeout_secs = 30\n"
+        )
+    };
+    let suite = tmp.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        quickstart_with(&out, &format!("{}\n{}", provider("agent"), provider("summary"))),
+    )
+    .unwrap();
+    let run = ctxbench()
+        .args(["run", suite.to_str().unwrap(), "--quiet", "--run-id", "strict"])
+        .args(["--eval", "needle", "--eval", "drift"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr).to_string();
+    assert!(
+        run.status.code().is_some_and(|c| c == 0 || c == 1),
+        "{kind}: {stderr}"
+    );
+    (json(&out.join("strict/run.json")), stderr)
+}
+
+#[test]
+fn quickstart_needle_and_drift_pass_the_strict_servers_for_both_kinds() {
+    let (_rt, server) = StrictLlm::on_own_runtime();
+    for (kind, model, base) in [
+        ("anthropic", "claude-sonnet-4-5", server.base_url()),
+        ("openai", "gpt-5-mini", server.openai_base_url()),
+    ] {
+        let before = server.accepted();
+        let (m, stderr) = run_kind(kind, model, &base);
+        let rejected = server.rejected();
+        assert!(
+            rejected.is_empty(),
+            "{kind}: {} request(s) rejected, first: {}",
+            rejected.len(),
+            rejected[0]
+        );
+        let units = &m["units"];
+        assert_eq!(units["failed"], 0, "{kind}: {units}\n{stderr}");
+        assert_eq!(units["recorded"], units["planned"], "{kind}: {units}");
+        assert!(units["planned"].as_u64().unwrap() > 100, "{units}");
+        assert!(server.accepted() - before > 200, "{kind}: the model was asked");
+    }
+}
