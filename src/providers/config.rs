@@ -271,6 +271,8 @@ impl ProviderConfig {
             },
             thinking_budget: self.thinking,
             prompt_cache: self.prompt_cache,
+            max_tokens: self.max_tokens,
+            reasoning: self.kind == ProviderKind::Openai && self.is_reasoning(),
         }
     }
 

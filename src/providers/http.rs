@@ -129,7 +129,19 @@ pub struct WireTraits {
     pub thinking_budget: Option<u32>,
     /// Anthropic: mark the stable prefix for prompt caching (see `Outgoing::prompt_cache`).
     pub prompt_cache: bool,
+    /// The provider's configured `max_tokens`: it wins over a request's smaller limit (an eval's
+    /// answer limit must not cut a model the user gave more room).
+    pub max_tokens: Option<u32>,
+    /// An OpenAI reasoning model: its output limit covers its hidden reasoning, so a request's
+    /// answer limit gets [`REASONING_ALLOWANCE`] on top when the provider sets no `max_tokens`.
+    pub reasoning: bool,
 }
+
+/// Tokens added to an answer limit for a reasoning model's hidden reasoning (OpenAI's reasoning
+/// guide suggests reserving at least 25,000 tokens for reasoning and outputs); only what is
+/// used is billed. Without it an eval's 200-token answer limit is spent on reasoning and the
+/// answer comes back empty with `finish_reason: "length"`.
+pub const REASONING_ALLOWANCE: u32 = 25_000;
 
 impl WireTraits {
     /// Rewrites `o`'s output limit for the wire of `kind`. An OpenAI-compatible request whose
@@ -139,6 +151,18 @@ impl WireTraits {
     /// exceed the budget.
     pub fn apply(&self, kind: &str, o: &mut Outgoing<'_>) {
         o.prompt_cache = self.prompt_cache;
+        if let Some(asked) = o.sampling.max_tokens {
+            let limit = match self.max_tokens {
+                Some(configured) => asked.max(configured),
+                None if self.reasoning && kind == "openai" => {
+                    asked.saturating_add(REASONING_ALLOWANCE)
+                }
+                None => asked,
+            };
+            if limit != asked {
+                o.sampling.to_mut().max_tokens = Some(limit);
+            }
+        }
         let Some(limit) = o.sampling.max_tokens else {
             if let (Some(b), "anthropic") = (self.thinking_budget, kind) {
                 let answer = super::anthropic::DEFAULT_MAX_TOKENS;

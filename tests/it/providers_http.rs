@@ -863,7 +863,13 @@ async fn the_output_limit_field_and_vendor_parameters_reach_the_wire() {
     c.max_tokens_field = Some(ctxbench::providers::config::MaxTokensField::MaxTokens);
     build(&c).chat(&req).await.unwrap();
     let bodies: Vec<serde_json::Value> = server.requests().into_iter().map(|r| r.body).collect();
-    assert_eq!(bodies[0]["max_completion_tokens"], 200, "{}", bodies[0]);
+    // A reasoning model's answer limit gets the reasoning allowance on top.
+    assert_eq!(
+        bodies[0]["max_completion_tokens"],
+        200 + 25_000,
+        "{}",
+        bodies[0]
+    );
     assert!(bodies[0].get("max_tokens").is_none());
     assert_eq!(bodies[0]["reasoning_effort"], "low");
     assert_eq!(bodies[1]["max_completion_tokens"], 200);
@@ -882,4 +888,19 @@ async fn the_output_limit_field_and_vendor_parameters_reach_the_wire() {
         json!({"type": "enabled", "budget_tokens": 2048})
     );
     assert_eq!(b["max_tokens"], 2248, "{b}");
+
+    // The provider's own max_tokens wins over an eval's smaller limit, not over a larger one.
+    let server = MockLlm::start().await;
+    let mut c = openai(&server);
+    c.max_tokens = Some(1000);
+    let p = build(&c);
+    p.chat(&req).await.unwrap();
+    req.sampling.max_tokens = Some(5000);
+    p.chat(&req).await.unwrap();
+    let sent: Vec<serde_json::Value> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["max_tokens"].clone())
+        .collect();
+    assert_eq!(sent, [json!(1000), json!(5000)]);
 }

@@ -17,7 +17,10 @@ fn quickstart_with(out: &Path, providers: &str) -> String {
     let head = text.split("[providers.agent]").next().unwrap();
     let head = head
         .replace("\"../datasets/", &format!("\"{}/datasets/", repo.display()))
-        .replace("\"prompts/", &format!("\"{}/evals/prompts/", repo.display()))
+        .replace(
+            "\"prompts/",
+            &format!("\"{}/evals/prompts/", repo.display()),
+        )
         .replace(
             "output_dir = \"../reports\"",
             &format!("output_dir = {:?}", out.display().to_string()),
@@ -37,11 +40,20 @@ fn run_kind(kind: &str, model: &str, base_url: &str) -> (serde_json::Value, Stri
     let suite = tmp.path().join("suite.toml");
     std::fs::write(
         &suite,
-        quickstart_with(&out, &format!("{}\n{}", provider("agent"), provider("summary"))),
+        quickstart_with(
+            &out,
+            &format!("{}\n{}", provider("agent"), provider("summary")),
+        ),
     )
     .unwrap();
     let run = ctxbench()
-        .args(["run", suite.to_str().unwrap(), "--quiet", "--run-id", "strict"])
+        .args([
+            "run",
+            suite.to_str().unwrap(),
+            "--quiet",
+            "--run-id",
+            "strict",
+        ])
         .args(["--eval", "needle", "--eval", "drift"])
         .output()
         .unwrap();
@@ -73,6 +85,9 @@ fn quickstart_needle_and_drift_pass_the_strict_servers_for_both_kinds() {
         assert_eq!(units["failed"], 0, "{kind}: {units}\n{stderr}");
         assert_eq!(units["recorded"], units["planned"], "{kind}: {units}");
         assert!(units["planned"].as_u64().unwrap() > 100, "{units}");
-        assert!(server.accepted() - before > 200, "{kind}: the model was asked");
+        assert!(
+            server.accepted() - before > 200,
+            "{kind}: the model was asked"
+        );
     }
 }
