@@ -7,8 +7,8 @@
 
 use super::{UsageError, EXIT_FAILURE, EXIT_OK};
 use crate::engine::{
-    self, fixture, EngineConfig, EngineError, Event, EventDetail, OfflineSummarizer, OffloadStore,
-    Replay, ReplayEnv, StoreTarget,
+    self, fixture, EngineConfig, EngineError, OfflineSummarizer, OffloadStore, Replay, ReplayEnv,
+    StoreTarget,
 };
 use crate::trace::Trace;
 use std::path::{Path, PathBuf};
@@ -150,86 +150,6 @@ fn load_config(args: &Args) -> anyhow::Result<EngineConfig> {
     Ok(cfg.apply_sets(&args.sets)?)
 }
 
-fn describe(e: &Event) -> String {
-    let k = e.kind.as_str();
-    let tokens = match (e.tokens_before, e.tokens_after) {
-        (Some(b), Some(a)) => format!(" {b}→{a}"),
-        _ => String::new(),
-    };
-    let what = match &e.detail {
-        EventDetail::Evicted { path, .. } => format!(" #{} → {path}", e.trace_index),
-        EventDetail::EvictionSkipped { tool, .. } => {
-            format!(" #{} ({tool} excluded)", e.trace_index)
-        }
-        EventDetail::UserMessageEvicted {
-            evicted_index,
-            path,
-            ..
-        } => format!(" #{evicted_index} → {path}"),
-        EventDetail::ArgsTruncated { calls, .. } => format!(" {} calls", calls.len()),
-        EventDetail::Summarized {
-            state_cutoff,
-            newly_summarized,
-            history_file,
-            ..
-        } => format!(" {newly_summarized} msgs, keep from #{state_cutoff}, history {history_file}"),
-        EventDetail::Clipped {
-            clipped_index,
-            path,
-            ..
-        } => format!(
-            " #{clipped_index}{}",
-            path.as_ref().map(|p| format!(" → {p}")).unwrap_or_default()
-        ),
-        EventDetail::Overflow { message, .. } | EventDetail::Error { message } => {
-            format!(": {message}")
-        }
-        EventDetail::Cleared {
-            cleared, excluded, ..
-        } => format!(" {cleared} results ({excluded} excluded)"),
-        EventDetail::Truncated {
-            dropped,
-            state_cutoff,
-            ..
-        } => format!(" {dropped} msgs dropped, keep from #{state_cutoff}"),
-        EventDetail::Trimmed {
-            stage,
-            indexes,
-            turns,
-            state_cutoff,
-            ..
-        } => match state_cutoff {
-            Some(c) => format!(" {stage}: {turns} turns, keep from #{c}"),
-            None => format!(" {stage}: {} msgs", indexes.len()),
-        },
-        EventDetail::Emergency {
-            keep_recent,
-            dropped,
-            fits,
-            ..
-        } => format!(
-            " keep {keep_recent}, {dropped} msgs dropped{}",
-            if *fits { "" } else { ", still over" }
-        ),
-        EventDetail::Watchdog { tool, repeats, .. } => {
-            format!(" {tool} ×{repeats} with identical arguments")
-        }
-        EventDetail::CostCeiling {
-            bound,
-            spent_usd,
-            limit_usd,
-            action,
-        } => format!(" {bound} ${spent_usd:.4} ≥ ${limit_usd:.4} ({action})"),
-        EventDetail::Futile { compaction, reason } => format!(" {compaction} {reason}"),
-        EventDetail::Cooldown {
-            since_secs,
-            cooldown_secs,
-        } => format!(" {since_secs:.1} s since the last compaction (< {cooldown_secs} s)"),
-        EventDetail::None => String::new(),
-    };
-    format!("{k}{tokens}{what}")
-}
-
 fn render_human(r: &Replay) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
@@ -255,11 +175,11 @@ fn render_human(r: &Replay) -> String {
                 && r.events[next_event].call_index.is_none()
                 && r.events[next_event].trace_index < c.trace_index
             {
-                pending.push(describe(&r.events[next_event]));
+                pending.push(r.events[next_event].describe());
                 next_event += 1;
             }
             let mut evs: Vec<String> = std::mem::take(&mut pending);
-            evs.extend(c.events.iter().map(|&k| describe(&r.events[k])));
+            evs.extend(c.events.iter().map(|&k| r.events[k].describe()));
             if let Some(&last) = c.events.last() {
                 next_event = next_event.max(last + 1);
             }
@@ -363,16 +283,13 @@ pub fn replay_file(args: &Args) -> anyhow::Result<Vec<Replay>> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut replays: Vec<Replay> = Vec::new();
     if let Some(dir) = &args.fixture {
-        let trace_len = match std::fs::metadata(dir.join(fixture::TRACE_FILE)) {
-            Ok(m) if m.is_file() => m.len(),
-            _ => {
-                return Err(UsageError(format!(
-                    "{}: not a fixture folder (expected trace.jsonl, config.json, system_prompt.txt, tools.json, summary_text.txt)",
-                    dir.display()
-                ))
-                .into())
-            }
-        };
+        if !std::fs::metadata(dir.join(fixture::TRACE_FILE)).is_ok_and(|m| m.is_file()) {
+            return Err(UsageError(format!(
+                "{}: not a fixture folder (expected trace.jsonl, config.json, system_prompt.txt, tools.json, summary_text.txt)",
+                dir.display()
+            ))
+            .into());
+        }
         let store = match &args.store {
             Some(base) => StoreTarget::Dir(OffloadStore::dir_for(
                 base,
@@ -382,9 +299,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             )),
             None => StoreTarget::Memory,
         };
-        // The decoded trace takes about the file's size: one `madvise` makes that much heap
-        // resident instead of ~500 page faults as it fills (README, Speed).
-        crate::runner::memory::prefault_heap(usize::try_from(trace_len / 4 * 5).unwrap_or(0));
         let r = fixture::run(dir, &args.sets, store).map_err(engine_err)?;
         if args.json {
             let mut text = serde_json::to_string(&fixture::FixtureOutput::of(&r))?;

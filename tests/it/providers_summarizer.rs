@@ -6,19 +6,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::support::mock_llm::{self as mock, MockLlm, Reply};
-use ctxbench::engine::{self, fixture, EngineConfig, EventDetail, ReplayEnv};
+use ctxbench::engine::{self, fixture, EngineConfig, ReplayEnv};
 use ctxbench::providers::{build_provider, ProviderConfig, ProviderKind, ProviderSummarizer};
 use ctxbench::trace::Usage;
 
 fn summaries(r: &engine::Replay) -> Vec<String> {
     r.events
         .iter()
-        .filter_map(|e| match &e.detail {
-            EventDetail::Summarized {
-                summary_message, ..
-            } => Some(summary_message.clone()),
-            _ => None,
-        })
+        .filter_map(|e| Some(e.detail.summary()?.summary_message.clone()))
         .collect()
 }
 
