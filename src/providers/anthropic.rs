@@ -285,7 +285,9 @@ pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
         },
         usage_reported,
         model: r.model.unwrap_or_default(),
+        refusal: (r.stop_reason.as_deref() == Some("refusal")).then(String::new),
         finish_reason: r.stop_reason,
+        reasoning_tokens: None,
     })
 }
 

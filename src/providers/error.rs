@@ -43,6 +43,23 @@ pub enum ProviderError {
         retry_after: Option<Duration>,
         message: String,
     },
+    /// The model refused to answer (OpenAI's `refusal`, Anthropic's `stop_reason: "refusal"`).
+    /// Raised by the eval agent, never retried: a refusal is not a wrong answer.
+    #[error("the model refused to answer{}", if .message.is_empty() { String::new() } else { format!(": {}", .message) })]
+    Refused { message: String },
+    /// The answer stopped at its output limit (`finish_reason: "length"`, `stop_reason:
+    /// "max_tokens"`), possibly empty because a reasoning model spent the limit thinking. Raised
+    /// by the eval agent: a cut-off answer is not scored as a miss.
+    #[error(
+        "the answer was cut off at its output limit (finish reason `{finish_reason}`, {output_tokens} output tokens{}, {answer_chars} characters of answer); raise the provider's `max_tokens`",
+        .reasoning_tokens.map(|r| format!(", {r} of them reasoning")).unwrap_or_default()
+    )]
+    AnswerCutOff {
+        finish_reason: String,
+        output_tokens: u64,
+        reasoning_tokens: Option<u64>,
+        answer_chars: usize,
+    },
     /// An error the server marked `x-should-retry: false` (e.g. a 429 for an exhausted quota):
     /// not retried, whatever its status.
     #[error("HTTP {status}, not retried (the server sent x-should-retry: false): {message}")]
@@ -81,6 +98,8 @@ impl ProviderError {
             ProviderError::InvalidRequest { .. } => "invalid_request",
             ProviderError::Transient { .. } => "provider_transient",
             ProviderError::NotRetryable { .. } => "provider_not_retryable",
+            ProviderError::Refused { .. } => "answer_refused",
+            ProviderError::AnswerCutOff { .. } => "answer_cut_off",
             ProviderError::BadResponse { .. } => "bad_response",
             ProviderError::Connection { .. } => "connection",
             ProviderError::Cache { .. } => "cache",

@@ -65,6 +65,10 @@ pub struct Parsed {
     pub usage_reported: bool,
     pub model: String,
     pub finish_reason: Option<String>,
+    /// See [`ChatResponse::refusal`].
+    pub refusal: Option<String>,
+    /// See [`ChatResponse::reasoning_tokens`].
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// One API's wire format: where to post, which headers, how to encode a request and decode a
@@ -398,6 +402,10 @@ impl<W: Wire> Provider for HttpProvider<W> {
                 attempts,
                 from_cache: false,
                 text_tools: None,
+                refusal: parsed.refusal,
+                reasoning_tokens: parsed.reasoning_tokens,
+                prompt_truncated: parsed.usage_reported
+                    && prompt_truncated(parsed.usage.input, || counted_prompt(&sent)),
             };
             // … and reads the tool call back out of the reply here.
             match &adapted {
@@ -406,6 +414,27 @@ impl<W: Wire> Provider for HttpProvider<W> {
             }
         })
     }
+}
+
+/// ctxbench's count of a prompt: the o200k tokens of every message as sent (tool schemas not
+/// counted, so the count is a lower bound of what the server sees).
+fn counted_prompt(sent: &Outgoing<'_>) -> u64 {
+    match crate::tokens::counter(crate::tokens::DEFAULT_COUNTER) {
+        Ok(c) => sent.messages.iter().map(|m| c.count_message(m)).sum(),
+        Err(_) => 0,
+    }
+}
+
+/// True when `reported` prompt tokens are below [`PROMPT_TRUNCATION_RATIO`] of ctxbench's own
+/// count (computed only when the report is small enough to matter).
+pub(crate) fn prompt_truncated(reported: u64, counted: impl FnOnce() -> u64) -> bool {
+    use super::request::{PROMPT_TRUNCATION_MIN_TOKENS, PROMPT_TRUNCATION_RATIO};
+    if reported == 0 {
+        return false;
+    }
+    let counted = counted();
+    counted >= PROMPT_TRUNCATION_MIN_TOKENS
+        && (reported as f64) < PROMPT_TRUNCATION_RATIO * counted as f64
 }
 
 /// Definitions for the tools a history's calls and results name (in order of first use), for

@@ -105,6 +105,9 @@ struct ChoiceMessage {
     reasoning_content: Option<String>,
     #[serde(default, deserialize_with = "lenient_str")]
     reasoning: Option<String>,
+    /// The refusal text (the `content` is null then).
+    #[serde(default, deserialize_with = "lenient_str")]
+    refusal: Option<String>,
 }
 
 /// `content`: a string, or (some servers) parts `[{"type":"text","text":…}]`.
@@ -140,6 +143,14 @@ struct CompletionUsage {
     /// DeepSeek's name for cached prompt tokens.
     #[serde(default)]
     prompt_cache_hit_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -225,6 +236,10 @@ pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
     if cache_read == 0 {
         cache_read = field(|u| u.prompt_cache_hit_tokens);
     }
+    let reasoning_tokens = u
+        .as_ref()
+        .and_then(|u| u.completion_tokens_details.as_ref()?.reasoning_tokens);
+    let refusal = msg.refusal.filter(|s| !s.is_empty());
     let mut message = Message::assistant(content, tool_calls);
     message.reasoning = msg
         .reasoning_content
@@ -241,6 +256,8 @@ pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
         usage_reported,
         model: r.model.unwrap_or_default(),
         finish_reason,
+        refusal,
+        reasoning_tokens,
     })
 }
 

@@ -353,3 +353,46 @@ async fn prompt_cache_marks_the_stable_prefix_anthropic_only() {
     let keys: Vec<&str> = o.check_parameters().into_iter().map(|(k, _)| k).collect();
     assert_eq!(keys, ["prompt_cache"]);
 }
+
+#[tokio::test]
+async fn replayed_tool_arguments_are_always_json_objects() {
+    // Recorded traces hold arguments that are invalid JSON (kept as raw text), a bare number,
+    // and an object's text in recorded key order: vLLM refuses anything but an object.
+    let server = StrictLlm::start().await;
+    let history = vec![
+        Message::user("go"),
+        Message::assistant(
+            "",
+            vec![
+                call("c1", json!("{bad json")),
+                call("c2", json!(7)),
+                call("c3", json!("{\"z\": 1, \"a\": 2}")),
+            ],
+        ),
+        Message::tool("c1", "grep", "x"),
+        Message::tool("c2", "grep", "y"),
+        Message::tool("c3", "grep", "z"),
+        Message::user("so?"),
+    ];
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        let p = build(&config(&server, kind));
+        let req = ChatRequest::new(history.clone()).with_tools(vec![grep_tool()]);
+        p.chat(&req).await.unwrap();
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
+    let openai = &server.requests()[0].body;
+    let args: Vec<&str> = openai["messages"][1]["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["function"]["arguments"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        args,
+        [
+            r#"{"_raw":"{bad json"}"#,
+            r#"{"_raw":7}"#,
+            r#"{"z": 1, "a": 2}"#
+        ]
+    );
+}

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use crate::support::cli::{ctxbench, json};
-use crate::support::strict_llm::StrictLlm;
+use crate::support::strict_llm::{Scenario, StrictLlm};
 
 /// evals/quickstart.toml with its paths made absolute, its output in `out`, and `providers`
 /// instead of its offline ones.
@@ -28,24 +28,32 @@ fn quickstart_with(out: &Path, providers: &str) -> String {
     format!("{head}\n{providers}")
 }
 
+fn provider(role: &str, kind: &str, model: &str, base_url: &str) -> String {
+    format!(
+        "[providers.{role}]\nkind = \"{kind}\"\nmodel = \"{model}\"\nbase_url = \"{base_url}\"\n\
+         cache = false\nmax_retries = 0\ntimeout_secs = 30\n"
+    )
+}
+
 fn run_kind(kind: &str, model: &str, base_url: &str) -> (serde_json::Value, String) {
+    let providers = format!(
+        "{}\n{}",
+        provider("agent", kind, model, base_url),
+        provider("summary", kind, model, base_url)
+    );
+    let (m, stderr, _) = run_suite(&providers, &["--eval", "needle", "--eval", "drift"]);
+    (m, stderr)
+}
+
+/// The quickstart with `providers` and `flags`: its run.json, stderr and samples.
+fn run_suite(
+    providers: &str,
+    flags: &[&str],
+) -> (serde_json::Value, String, Vec<serde_json::Value>) {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let provider = |role: &str| {
-        format!(
-            "[providers.{role}]\nkind = \"{kind}\"\nmodel = \"{model}\"\nbase_url = \"{base_url}\"\n\
-             cache = false\nmax_retries = 0\ntimeout_secs = 30\n"
-        )
-    };
     let suite = tmp.path().join("suite.toml");
-    std::fs::write(
-        &suite,
-        quickstart_with(
-            &out,
-            &format!("{}\n{}", provider("agent"), provider("summary")),
-        ),
-    )
-    .unwrap();
+    std::fs::write(&suite, quickstart_with(&out, providers)).unwrap();
     let run = ctxbench()
         .args([
             "run",
@@ -54,15 +62,20 @@ fn run_kind(kind: &str, model: &str, base_url: &str) -> (serde_json::Value, Stri
             "--run-id",
             "strict",
         ])
-        .args(["--eval", "needle", "--eval", "drift"])
+        .args(flags)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr).to_string();
     assert!(
         run.status.code().is_some_and(|c| c == 0 || c == 1),
-        "{kind}: {stderr}"
+        "{stderr}"
     );
-    (json(&out.join("strict/run.json")), stderr)
+    let samples = std::fs::read_to_string(out.join("strict/samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (json(&out.join("strict/run.json")), stderr, samples)
 }
 
 #[test]
@@ -90,4 +103,41 @@ fn quickstart_needle_and_drift_pass_the_strict_servers_for_both_kinds() {
             "{kind}: the model was asked"
         );
     }
+}
+
+#[test]
+fn a_reasoning_model_cut_off_at_its_limit_scores_no_plain_miss() {
+    // Every agent answer comes back "" with finish_reason length (a reasoning model that spent
+    // its limit thinking); the summarizer is a normal server.
+    let (_rt, agent) = StrictLlm::on_own_runtime();
+    agent.always(Scenario::LengthEmpty);
+    let summary = {
+        let (rt, s) = StrictLlm::on_own_runtime();
+        (rt, s)
+    };
+    let providers = format!(
+        "{}\n{}",
+        provider("agent", "openai", "gpt-5-mini", &agent.openai_base_url()),
+        provider(
+            "summary",
+            "openai",
+            "gpt-5-mini",
+            &summary.1.openai_base_url()
+        )
+    );
+    let (m, stderr, samples) = run_suite(
+        &providers,
+        &["--eval", "needle", "--trace", "astropy__astropy-12907*"],
+    );
+    assert!(agent.rejected().is_empty(), "{:?}", agent.rejected());
+    let needle: Vec<&serde_json::Value> =
+        samples.iter().filter(|s| s["eval"] == "needle").collect();
+    assert!(!needle.is_empty(), "{m}\n{stderr}");
+    for s in &needle {
+        assert_eq!(
+            s["error"]["kind"], "answer_cut_off",
+            "a cut-off answer must be an error, not a scored miss: {s}"
+        );
+    }
+    assert_eq!(m["units"]["failed"].as_u64(), Some(needle.len() as u64));
 }

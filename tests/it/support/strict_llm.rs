@@ -47,6 +47,8 @@ pub enum Scenario {
 #[derive(Default)]
 struct State {
     queue: VecDeque<Scenario>,
+    /// Played when the queue is empty (else a plain "ok").
+    default: Option<Scenario>,
     rejected: Vec<String>,
     accepted: usize,
 }
@@ -86,6 +88,10 @@ impl StrictLlm {
     pub fn play(&self, scenarios: impl IntoIterator<Item = Scenario>) {
         self.state.lock().unwrap().queue.extend(scenarios);
     }
+    /// Plays `s` for every accepted request the queue does not cover.
+    pub fn always(&self, s: Scenario) {
+        self.state.lock().unwrap().default = Some(s);
+    }
     /// The reasons of every 400 given for a rule broken.
     pub fn rejected(&self) -> Vec<String> {
         self.state.lock().unwrap().rejected.clone()
@@ -112,7 +118,7 @@ fn respond(state: &Mutex<State>, r: &Recorded) -> Reply {
         return Reply::status(400, error_body(anthropic, "invalid_request_error", first));
     }
     st.accepted += 1;
-    let scenario = st.queue.pop_front();
+    let scenario = st.queue.pop_front().or_else(|| st.default.clone());
     drop(st);
     let prompt = prompt_tokens(r);
     match scenario {
