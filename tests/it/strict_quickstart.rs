@@ -55,17 +55,16 @@ fn run_suite(
     let suite = tmp.path().join("suite.toml");
     std::fs::write(&suite, quickstart_with(&out, providers)).unwrap();
     let run = ctxbench()
-        .args([
-            "run",
-            suite.to_str().unwrap(),
-            "--quiet",
-            "--run-id",
-            "strict",
-        ])
+        .args(["run", suite.to_str().unwrap(), "--run-id", "strict"])
         .args(flags)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&run.stderr).to_string();
+    // The terminal's end-of-run summary (stdout) with stderr, for the assertions.
+    let stderr = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&run.stderr),
+        String::from_utf8_lossy(&run.stdout)
+    );
     assert!(
         run.status.code().is_some_and(|c| c == 0 || c == 1),
         "{stderr}"
@@ -140,4 +139,38 @@ fn a_reasoning_model_cut_off_at_its_limit_scores_no_plain_miss() {
         );
     }
     assert_eq!(m["units"]["failed"].as_u64(), Some(needle.len() as u64));
+}
+
+#[test]
+fn a_server_that_truncates_prompts_silently_is_flagged() {
+    // The agent's server reports a quarter of the prompt tokens it was sent (an Ollama cutting
+    // the view to its context); the summarizer is a normal server.
+    let (_rt, agent) = StrictLlm::on_own_runtime();
+    agent.always(Scenario::UnderReportedPrompt(0.25));
+    let (_rt2, summary) = StrictLlm::on_own_runtime();
+    let providers = format!(
+        "{}\n{}",
+        provider("agent", "openai", "qwen3-8b", &agent.openai_base_url()),
+        provider("summary", "openai", "qwen3-8b", &summary.openai_base_url())
+    );
+    let (m, out, samples) = run_suite(
+        &providers,
+        &["--eval", "needle", "--trace", "astropy__astropy-12907*"],
+    );
+    let needle: Vec<&serde_json::Value> =
+        samples.iter().filter(|s| s["eval"] == "needle").collect();
+    assert!(!needle.is_empty(), "{m}");
+    for s in &needle {
+        assert!(
+            s["scores"]["prompt_truncated"]
+                .as_f64()
+                .is_some_and(|n| n >= 1.0),
+            "{}",
+            s["scores"]
+        );
+    }
+    assert!(
+        out.contains("FLAGGED") && out.contains("prompt_truncated"),
+        "{out}"
+    );
 }
