@@ -23,7 +23,8 @@ impl Eval for Drift {
         if out.error.is_some() {
             return Ok(out);
         }
-        let agent = cx.providers()?.agent.as_ref();
+        let agent = cx.agent()?;
+        let agent = agent.as_ref();
         let judge = cx.judge(params.judge)?;
         let (probes, agent_usage, judge_usage) =
             drift::ask(cx.trace(), &views, agent, judge, &cx.nonce).await?;

@@ -24,7 +24,7 @@ impl Eval for Needle {
         if out.error.is_some() {
             return Ok(out);
         }
-        let agent = cx.providers()?.agent.clone();
+        let agent = cx.agent()?;
         let answers = needle::ask(
             &prepared,
             agent.as_ref(),

@@ -22,7 +22,8 @@ impl Eval for Probes {
         if out.error.is_some() {
             return Ok(out);
         }
-        let agent = cx.providers()?.agent.as_ref();
+        let agent = cx.agent()?;
+        let agent = agent.as_ref();
         let judge = cx.judge(params.judge)?;
         let seed = cx.unit.seed;
         let result =

@@ -5,5 +5,6 @@ pub mod leaks;
 pub mod mock_llm;
 pub mod report;
 pub mod run;
+pub mod strict_llm;
 pub mod suite;
 pub mod traces;
