@@ -357,35 +357,40 @@ pub fn turn_trim() -> Preset {
     }
 }
 
-/// The summary prompt of the `openhands` preset: what OpenHands' `summarizing_prompt.j2`
-/// asks for (user context, completed and pending tasks, current state; the events to forget
-/// follow, after the previous summary).
+/// The summary prompt of the `openhands` preset: the instructions of OpenHands'
+/// `summarizing_system.j2` (openhands-sdk 1.58.2, MIT), shortened to their tracked sections.
 pub const OPENHANDS_SUMMARY_PROMPT: &str = "You are maintaining a context-aware state summary \
 for an interactive agent. You will be given a list of events corresponding to actions taken \
-by the agent, and the most recent previous summary if one exists. Track:\n\n\
-USER_CONTEXT: essential user requirements, goals and clarifications.\n\
-COMPLETED: tasks completed so far, with brief results.\n\
-PENDING: tasks that still need to be done.\n\
-CURRENT_STATE: current variables, data structures or relevant state.\n\
-CODE_STATE: file paths, function signatures, data structures.\n\
-TESTS: failing cases, error messages, outputs.\n\
-CHANGES: code edits, variable updates.\n\
-DEPS: dependencies, imports, external calls.\n\
-VERSION_CONTROL_STATUS: repository state, current branch, PR status, commit history.";
+by the agent, which will include previous summaries. Track:\n\n\
+USER_CONTEXT: (Preserve essential user requirements, goals, and clarifications in concise form)\n\
+TASK_TRACKING: {Active tasks, their IDs and statuses - PRESERVE TASK IDs}\n\
+COMPLETED: (Tasks completed so far, with brief results)\n\
+PENDING: (Tasks that still need to be done)\n\
+CURRENT_STATE: (Current variables, data structures, or relevant state)\n\n\
+For code-specific tasks, also include:\n\
+CODE_STATE: {File paths, function signatures, data structures}\n\
+TESTS: {Failing cases, error messages, outputs}\n\
+CHANGES: {Code edits, variable updates}\n\
+DEPS: {Dependencies, imports, external calls}\n\
+VERSION_CONTROL_STATUS: {Repository state, current branch, PR status, commit history}";
 
-/// OpenHands' `LLMSummarizingCondenser` (openhands-sdk, MIT,
-/// `openhands/sdk/context/condenser/llm_summarizing_condenser.py`) at its defaults:
-/// `max_size = 120` events, `keep_first = 4`, no `max_tokens`; the condensation request a
-/// context-window error raises halves the view. See `docs/engine.md` for the sources.
+/// OpenHands' `LLMSummarizingCondenser` (openhands-sdk 1.58.2, MIT,
+/// `openhands/sdk/context/condenser/llm_summarizing_condenser.py`) at its class defaults:
+/// `max_size = 240` events, `keep_first = 2`, `minimum_progress = 0.1`, no `max_tokens`; a
+/// request over the window is a condensation request (half the view, else a hard context
+/// reset). The SDK's `default_condenser()` for its default agent uses `max_size = 80`,
+/// `keep_first = 4` (`--set condense.max_size=80 --set condense.keep_first=4`). Checked
+/// against the real SDK by `testdata/openhands-golden/`.
 pub fn openhands() -> Preset {
     Preset {
         name: "openhands",
         default_window: 200_000,
         counter: "approx",
         layers: vec![LayerConfig::Condense(Condense {
-            max_size: 120,
+            max_size: 240,
             max_tokens: None,
-            keep_first: 4,
+            keep_first: 2,
+            minimum_progress: 0.1,
             on_context_overflow: true,
             prompt: TextSource::Text(OPENHANDS_SUMMARY_PROMPT.into()),
             summary_max_tokens: 2048,

@@ -13,6 +13,7 @@ mod docs;
 mod engine_cli;
 mod engine_exposure;
 mod engine_layers;
+mod engine_openhands_golden;
 mod engine_presets_datasets;
 mod engine_props;
 mod engine_random;
