@@ -5,9 +5,9 @@
 //! `docs/engine.md`.
 
 use super::layer_config::{
-    CeilingAction, Checkpoint, ClearToolResults, Compact, Condense, CostCeiling, Emergency, EvictToolResults,
-    EvictUserMessages, History, Keep, LayerConfig, Size, Summarize, SummaryRole, TextSource,
-    Trigger, Truncate, TruncateArgs, TurnTrim, Watchdog,
+    CeilingAction, Checkpoint, ClearToolResults, Compact, Condense, CostCeiling, Emergency,
+    EvictToolResults, EvictUserMessages, History, Keep, LayerConfig, Size, Summarize, SummaryRole,
+    TextSource, Trigger, Truncate, TruncateArgs, TurnTrim, Watchdog,
 };
 
 /// A preset: default window and counter, and its layers in order.
@@ -460,16 +460,17 @@ conversation that ran out of context. The conversation is summarized below:";
 
 /// Claude Code's auto-compact (closed source): at the threshold the whole conversation is
 /// replaced by one user message, [`CLAUDE_CODE_SUMMARY_PREFIX`] and a nine-section summary.
-/// The threshold, 0.78 of the window, is calibrated on the recorded session (its
-/// `compact_boundary` fired at `preTokens` 155,979 of a 200,000 window); docs/engine.md has
-/// the calibration.
+/// The threshold, 0.779 of the window, is calibrated on the recorded session: its last call
+/// before the `compact_boundary` sent 155,741 tokens without compacting and the boundary
+/// fired at `preTokens` 155,979 of a 200,000 window, so the threshold lies in
+/// (155,741, 155,979]; docs/engine.md has the calibration.
 pub fn claude_code() -> Preset {
     Preset {
         name: "claude-code",
         default_window: 200_000,
         counter: "approx-anthropic",
         layers: vec![LayerConfig::Compact(Compact {
-            trigger: Trigger::Fraction(0.78),
+            trigger: Trigger::Fraction(0.779),
             prompt: TextSource::Text(CLAUDE_CODE_COMPACT_PROMPT.into()),
             summary_prefix: CLAUDE_CODE_SUMMARY_PREFIX.into(),
             keep_user_tokens: 0,

@@ -121,9 +121,8 @@ pub fn compare(rec: &RecordedCalls, replay: &Replay) -> RecordedComparison {
             .iter()
             .any(|r| near(p.call_ordinal, r.call_ordinal));
     }
-    let agreement = (!recorded.is_empty()).then(|| {
-        recorded.iter().filter(|r| r.matched).count() as f64 / recorded.len() as f64
-    });
+    let agreement = (!recorded.is_empty())
+        .then(|| recorded.iter().filter(|r| r.matched).count() as f64 / recorded.len() as f64);
     RecordedComparison {
         trace_id: replay.trace_id.clone(),
         preset: replay.preset.clone(),

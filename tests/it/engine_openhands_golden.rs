@@ -28,8 +28,8 @@ fn shown(view: &[Message], trace: &Trace) -> Vec<Value> {
 
 #[test]
 fn openhands_preset_matches_the_real_sdk_view_for_view() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata/openhands-golden/fixtures.json");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata/openhands-golden/fixtures.json");
     let fixtures: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let cases = fixtures["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 3);

@@ -11,6 +11,7 @@ mod cli_errors;
 mod cost_model;
 mod docs;
 mod engine_cli;
+mod engine_compare_recorded;
 mod engine_exposure;
 mod engine_layers;
 mod engine_openhands_golden;
