@@ -19,7 +19,8 @@ Examples:
   ctxbench replay datasets/mini-swe-agent/astropy__astropy-12907.traj.json
   ctxbench replay datasets/mini-swe-agent/astropy__astropy-12907.traj.json --preset digitorn \\
       --window 30000 --set summarize.trigger.fraction=0.5
-  ctxbench replay traces/t.jsonl --config engine.toml --store out/ --json";
+  ctxbench replay traces/t.jsonl --config engine.toml --store out/ --json
+  ctxbench replay session.jsonl --preset claude-code --compare-recorded";
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
