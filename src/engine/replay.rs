@@ -382,10 +382,11 @@ pub fn replay_shared(
                 input_budget: budget,
                 counter: counter.name().to_string(),
                 overhead_tokens: overhead,
-                system_prompt: env
+                system_prompt: env.system_prompt.clone().or(config
+                    .added
                     .system_prompt
-                    .clone()
-                    .or(config.added.system_prompt.as_deref().map(str::to_string)),
+                    .as_deref()
+                    .map(str::to_string)),
                 tools: env
                     .tools
                     .clone()

@@ -214,7 +214,9 @@ impl ExternalLayer {
     }
 
     fn proc(&mut self) -> &mut Process {
-        self.process.as_mut().expect("the process lives as long as the layer")
+        self.process
+            .as_mut()
+            .expect("the process lives as long as the layer")
     }
 
     fn send(&mut self, line: &str) -> Result<(), ExternalError> {
@@ -225,8 +227,15 @@ impl ExternalLayer {
     fn exchange(
         &mut self,
         ctx: &mut CallCtx<'_>,
-    ) -> Result<(Vec<Message>, Vec<WireEvent>, BTreeMap<String, String>, Vec<Summarized>), ExternalError>
-    {
+    ) -> Result<
+        (
+            Vec<Message>,
+            Vec<WireEvent>,
+            BTreeMap<String, String>,
+            Vec<Summarized>,
+        ),
+        ExternalError,
+    > {
         let mut summaries = Vec::new();
         let call = ctx.call_index;
         loop {
@@ -482,7 +491,8 @@ impl Layer for ExternalLayer {
             .iter()
             .map(|m| {
                 let mut item = Item::counted(m.clone(), counter.count_message(m));
-                item.is_summary = summary_text.is_some_and(|t| !t.is_empty() && m.content.contains(t));
+                item.is_summary =
+                    summary_text.is_some_and(|t| !t.is_empty() && m.content.contains(t));
                 item
             })
             .collect();

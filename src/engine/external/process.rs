@@ -31,6 +31,8 @@ pub struct Process {
     stdin: Option<ChildStdin>,
     lines: Receiver<Out>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
+    /// Set by the stderr reader at EOF (everything the engine wrote is in `stderr`).
+    stderr_done: Arc<std::sync::atomic::AtomicBool>,
     /// Set once the process misbehaved: it is not reused.
     pub broken: bool,
 }
@@ -87,6 +89,8 @@ impl Process {
             })?;
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
         let tail = stderr.clone();
+        let stderr_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let done = stderr_done.clone();
         std::thread::Builder::new()
             .name("ctxbench-engine-err".into())
             .spawn(move || {
@@ -101,6 +105,7 @@ impl Process {
                     let over = t.len().saturating_sub(STDERR_TAIL);
                     t.drain(..over);
                 }
+                done.store(true, std::sync::atomic::Ordering::Release);
             })
             .map_err(|source| ExternalError::Spawn {
                 command: shown.clone(),
@@ -112,6 +117,7 @@ impl Process {
             stdin,
             lines,
             stderr,
+            stderr_done,
             broken: false,
         })
     }
@@ -125,7 +131,7 @@ impl Process {
         String::from_utf8_lossy(&t).trim().to_string()
     }
 
-    /// Give the stderr reader a moment to collect what a dying process wrote.
+    /// Give a dying process a moment to exit (for its exit status).
     fn settle(&mut self) {
         for _ in 0..20 {
             if matches!(self.child.try_wait(), Ok(Some(_))) {
@@ -133,7 +139,17 @@ impl Process {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    /// After the process is gone: let the stderr reader drain the pipe (bounded: a
+    /// grandchild may hold it open).
+    fn drain_stderr(&self) {
+        for _ in 0..100 {
+            if self.stderr_done.load(std::sync::atomic::Ordering::Acquire) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// An error of this process (marks it broken and kills it).
@@ -146,6 +162,7 @@ impl Process {
         };
         let _ = self.child.kill();
         let _ = self.child.wait();
+        self.drain_stderr();
         ExternalError::Engine {
             command: self.shown.clone(),
             problem,

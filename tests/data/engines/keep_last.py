@@ -7,6 +7,7 @@ Configuration (`external.config`): keep (messages kept, default 6), trigger (tok
 request, by chars/4, above which it compacts; default 0.5 x window).
 """
 import json
+import os
 import sys
 
 
@@ -39,6 +40,7 @@ def main():
                 new_cut -= 1
             if size > trigger and new_cut > cut:
                 asked += 1
+                previous = summary
                 send({"type": "summarize", "id": str(asked), "messages": msgs[cut:new_cut],
                       "prompt": "Summarize the conversation so far.",
                       "previous_summary": summary})
@@ -48,6 +50,8 @@ def main():
                 path = "/conversation_history/%s.md" % begin["trace_id"]
                 files[path] = "\n".join(x.get("content", "") for x in msgs[cut:new_cut])
                 events.append({"detail": {"type": "summarized", "state_cutoff": new_cut,
+                                          "summarized_from": cut,
+                                          "chained": previous is not None,
                                           "newly_summarized": new_cut - cut,
                                           "kept": len(msgs) - new_cut,
                                           "history_file": path,
@@ -57,6 +61,9 @@ def main():
             if summary is not None:
                 view = [{"role": "user", "content": "Summary of earlier work:\n" + summary}] + view
             send({"type": "view", "messages": view, "events": events, "files": files})
+            if os.environ.get("KEEP_LAST_LOG"):  # tests compare ctxbench's views with these
+                with open(os.environ["KEEP_LAST_LOG"], "a") as log:
+                    log.write(json.dumps({"index": m["index"], "messages": view}) + "\n")
         elif t == "end":
             pass
         else:
