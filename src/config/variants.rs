@@ -64,7 +64,7 @@ impl LoadedSuite {
                 // An external engine replaces the base's preset and layers for this variant
                 // (window, counter, system prompt and tools still apply).
                 merged.retain(|k, _| {
-                    !matches!(&k[..], "preset" | "layers" | "tier")
+                    !matches!(k, "preset" | "layers" | "tier")
                         && crate::engine::layers::entry(k).is_none()
                 });
             }

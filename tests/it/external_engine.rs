@@ -302,3 +302,43 @@ fn the_engine_protocol_schema_describes_both_directions() {
     assert!(v["properties"]["to_engine"].is_object());
     assert!(v["properties"]["from_engine"].is_object());
 }
+
+#[test]
+fn the_forty_line_example_of_the_docs_runs_as_written() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/engines.md"))
+            .unwrap();
+    let start = doc.find("```python\n").expect("a python block") + "```python\n".len();
+    let code = &doc[start..start + doc[start..].find("```").unwrap()];
+    assert!(code.lines().count() <= 40, "{} lines", code.lines().count());
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("example.py"), code).unwrap();
+    let cfg = tmp.path().join("engine.toml");
+    std::fs::write(
+        &cfg,
+        "window = 30000\nexternal.command = [\"python3\", \"example.py\"]\nexternal.config = { keep = 8, trigger = 6000 }\n",
+    )
+    .unwrap();
+    let out = ctxbench()
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--json")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let r = if v.is_array() { &v[0] } else { &v };
+    let summarized = r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "summarized")
+        .count();
+    assert!(summarized >= 5, "{summarized}");
+    assert_eq!(r["summarizer_calls"].as_u64(), Some(summarized as u64));
+    assert!(r["invariants"]["violations"].as_array().unwrap().is_empty());
+}

@@ -224,18 +224,7 @@ impl ExternalLayer {
     }
 
     /// Read lines until a `view`, answering `summarize` requests on the way.
-    fn exchange(
-        &mut self,
-        ctx: &mut CallCtx<'_>,
-    ) -> Result<
-        (
-            Vec<Message>,
-            Vec<WireEvent>,
-            BTreeMap<String, String>,
-            Vec<Summarized>,
-        ),
-        ExternalError,
-    > {
+    fn exchange(&mut self, ctx: &mut CallCtx<'_>) -> Result<Answer, ExternalError> {
         let mut summaries = Vec::new();
         let call = ctx.call_index;
         loop {
@@ -257,7 +246,14 @@ impl ExternalLayer {
                     messages,
                     events,
                     files,
-                } => return Ok((messages, events, files, summaries)),
+                } => {
+                    return Ok(Answer {
+                        messages,
+                        events,
+                        files,
+                        summaries,
+                    })
+                }
                 FromEngine::Summarize {
                     id,
                     messages,
@@ -311,6 +307,14 @@ impl ExternalLayer {
             }
         }
     }
+}
+
+/// The engine's answer to one `call`: its view and the summaries it asked for on the way.
+struct Answer {
+    messages: Vec<Message>,
+    events: Vec<WireEvent>,
+    files: BTreeMap<String, String>,
+    summaries: Vec<Summarized>,
 }
 
 /// One summary produced through `summarize` during a call.
@@ -464,7 +468,12 @@ impl Layer for ExternalLayer {
     fn before_call(&mut self, ctx: &mut CallCtx<'_>) -> Result<(), EngineError> {
         let call = ctx.call_index;
         self.send(&serialize_line(&ToEngine::Call { index: call }))?;
-        let (messages, wire_events, files, summaries) = self.exchange(ctx)?;
+        let Answer {
+            messages,
+            events: wire_events,
+            files,
+            summaries,
+        } = self.exchange(ctx)?;
         let counter = ctx.env.counter;
         let end = ctx.view.end;
         let (head, start, overrides) = map_view(messages, ctx.state, end, counter);
