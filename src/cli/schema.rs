@@ -11,7 +11,7 @@ Examples:
   ctxbench schema sample > sample.schema.json     # one line of RUN/samples.jsonl
   ctxbench schema summary                         # RUN/summary.json
   ctxbench schema compare                         # compare.json of `ctxbench compare`
-  ctxbench schema engine-protocol                 # the JSON lines an external engine reads and writes
+  ctxbench schema engine-protocol                 # JSON lines of an external engine
 
 In summary.json and compare.json a number that is not finite (a mean over no value) is written
 as null; their schemas allow null wherever a number is expected.";

@@ -133,6 +133,17 @@ fn take_process(spec: &ExternalSpec) -> Result<Process, ExternalError> {
     }
 }
 
+/// Stop every external engine: idle ones in the pool and those a replay still waits on (whose
+/// replay then fails at once). Called when a run ends or is interrupted.
+pub fn shutdown() {
+    let idle: Vec<Process> = match POOL.lock() {
+        Ok(mut pool) => pool.drain().flat_map(|(_, v)| v).collect(),
+        Err(_) => Vec::new(),
+    };
+    drop(idle);
+    process::kill_all();
+}
+
 fn give_back(spec_key: String, p: Process) {
     if let Ok(mut pool) = POOL.lock() {
         pool.entry(spec_key).or_default().push(p);

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Duration;
 
 /// Bytes of stderr kept for error messages.
@@ -23,11 +23,28 @@ enum Out {
     Eof,
 }
 
+/// Every engine process alive, so [`kill_all`] can stop them (Ctrl-C, end of a run).
+static LIVE: LazyLock<Mutex<Vec<Weak<Mutex<Child>>>>> = LazyLock::new(|| Mutex::new(Vec::new()));
+
+/// Kill every engine process still running; a replay waiting on one fails at once (its
+/// stdout closes). Processes of this ctxbench only, by their handles.
+pub fn kill_all() {
+    let live = match LIVE.lock() {
+        Ok(mut l) => std::mem::take(&mut *l),
+        Err(_) => return,
+    };
+    for c in live.iter().filter_map(Weak::upgrade) {
+        if let Ok(mut c) = c.lock() {
+            let _ = c.kill();
+        }
+    }
+}
+
 /// A running engine.
 pub struct Process {
     /// The command as the user wrote it (argv joined), for error messages.
     pub shown: String,
-    child: Child,
+    child: Arc<Mutex<Child>>,
     stdin: Option<ChildStdin>,
     lines: Receiver<Out>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
@@ -111,6 +128,11 @@ impl Process {
                 command: shown.clone(),
                 source,
             })?;
+        let child = Arc::new(Mutex::new(child));
+        if let Ok(mut live) = LIVE.lock() {
+            live.retain(|w| w.strong_count() > 0);
+            live.push(Arc::downgrade(&child));
+        }
         Ok(Process {
             shown,
             child,
@@ -131,10 +153,14 @@ impl Process {
         String::from_utf8_lossy(&t).trim().to_string()
     }
 
+    fn with_child<T>(&self, f: impl FnOnce(&mut Child) -> T) -> Option<T> {
+        self.child.lock().ok().map(|mut c| f(&mut c))
+    }
+
     /// Give a dying process a moment to exit (for its exit status).
     fn settle(&mut self) {
         for _ in 0..20 {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
+            if matches!(self.with_child(Child::try_wait), Some(Ok(Some(_)))) {
                 break;
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -156,12 +182,14 @@ impl Process {
     pub fn fail(&mut self, problem: String, line: Option<String>) -> ExternalError {
         self.broken = true;
         self.settle();
-        let status = match self.child.try_wait() {
-            Ok(Some(s)) => Some(s.to_string()),
+        let status = match self.with_child(Child::try_wait) {
+            Some(Ok(Some(s))) => Some(s.to_string()),
             _ => None,
         };
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.with_child(|c| {
+            let _ = c.kill();
+            let _ = c.wait();
+        });
         self.drain_stderr();
         ExternalError::Engine {
             command: self.shown.clone(),
@@ -208,7 +236,9 @@ impl Drop for Process {
     fn drop(&mut self) {
         // Closing stdin lets a well-behaved engine exit; kill it anyway so nothing lingers.
         self.stdin.take();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.with_child(|c| {
+            let _ = c.kill();
+            let _ = c.wait();
+        });
     }
 }

@@ -60,10 +60,10 @@ def main():
             view = msgs[cut:]
             if summary is not None:
                 view = [{"role": "user", "content": "Summary of earlier work:\n" + summary}] + view
-            send({"type": "view", "messages": view, "events": events, "files": files})
             if os.environ.get("KEEP_LAST_LOG"):  # tests compare ctxbench's views with these
-                with open(os.environ["KEEP_LAST_LOG"], "a") as log:
+                with open(os.environ["KEEP_LAST_LOG"], "a") as log:  # (logged before it is sent)
                     log.write(json.dumps({"index": m["index"], "messages": view}) + "\n")
+            send({"type": "view", "messages": view, "events": events, "files": files})
         elif t == "end":
             pass
         else:
