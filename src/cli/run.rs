@@ -388,6 +388,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         forward_signals(tx, terminated.clone());
         session::execute(prepared, exec, &mut rx).await
     });
+    // External engines still running (a cancelled unit's, or idle in the pool) are killed: a
+    // replay blocked on one returns at once, and none outlives the run.
+    crate::engine::external::shutdown();
     // Cancelled units may leave a replay finishing on a blocking thread (its model calls already
     // cancelled): do not wait for it past a short bound; nothing it does is recorded any more.
     rt.shutdown_timeout(Duration::from_secs(2));

@@ -11,6 +11,7 @@ Examples:
   ctxbench schema sample > sample.schema.json     # one line of RUN/samples.jsonl
   ctxbench schema summary                         # RUN/summary.json
   ctxbench schema compare                         # compare.json of `ctxbench compare`
+  ctxbench schema engine-protocol                 # JSON lines of an external engine
 
 In summary.json and compare.json a number that is not finite (a mean over no value) is written
 as null; their schemas allow null wherever a number is expected.";
@@ -35,6 +36,9 @@ pub enum SchemaKind {
     Summary,
     /// compare.json written by `ctxbench compare`
     Compare,
+    /// The external-engine protocol: the JSON lines ctxbench writes to an engine
+    /// (`to_engine`) and those it reads back (`from_engine`); see docs/engines.md
+    EngineProtocol,
 }
 
 /// The schema of `kind` as JSON.
@@ -45,6 +49,7 @@ pub fn schema(kind: SchemaKind) -> Value {
         SchemaKind::Sample => (schemars::schema_for!(crate::record::Sample), false),
         SchemaKind::Summary => (crate::report::json::schema(), true),
         SchemaKind::Compare => (super::compare::schema(), true),
+        SchemaKind::EngineProtocol => (crate::engine::external::protocol::schema(), false),
     };
     let mut v = schema.to_value();
     if non_finite_as_null {

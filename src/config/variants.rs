@@ -28,15 +28,50 @@ impl LoadedSuite {
         }
     }
 
+    /// Resolve the relative paths of `external.command` against the suite's folder.
+    fn absolutize_external(&self, engine: &mut toml::Value) {
+        let Some(cmd) = engine
+            .get_mut("external")
+            .and_then(|e| e.get_mut("command"))
+            .and_then(toml::Value::as_array_mut)
+        else {
+            return;
+        };
+        let Some(argv) = cmd
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect::<Option<Vec<String>>>()
+        else {
+            return; // not strings: the typed pass names the error
+        };
+        let mut spec = crate::engine::external::ExternalSpec {
+            command: argv,
+            timeout_secs: None,
+            env: Default::default(),
+            config: None,
+        };
+        spec.absolutize(&self.dir);
+        *cmd = spec.command.into_iter().map(toml::Value::String).collect();
+    }
+
     pub(super) fn expand_variants(&self) -> Result<Vec<Variant>, ConfigError> {
         let e = &self.suite.engine;
         let mut out = Vec::new();
         let mut errs = Vec::new();
         let make = |name: String, overrides: toml::Table, defined_at: Vec<String>| {
             let mut merged = e.base.clone();
+            if overrides.contains_key("external") {
+                // An external engine replaces the base's preset and layers for this variant
+                // (window, counter, system prompt and tools still apply).
+                merged.retain(|k, _| {
+                    !matches!(k, "preset" | "layers" | "tier")
+                        && crate::engine::layers::entry(k).is_none()
+                });
+            }
             crate::confcore::merge::merge_toml(&mut merged, &overrides);
             let mut merged = toml::Value::Table(merged);
             self.absolutize_files(&mut merged, false);
+            self.absolutize_external(&mut merged);
             let toml::Value::Table(engine) = merged else {
                 unreachable!("merging tables yields a table")
             };

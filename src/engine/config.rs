@@ -65,6 +65,10 @@ pub struct EngineConfig {
     /// are disabled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layers: Option<Vec<String>>,
+    /// An external engine (`engine::external`) instead of a preset: `command` (argv; relative
+    /// paths resolved against the configuration file), `timeout_secs`, `env`, `config`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<super::external::ExternalSpec>,
     /// Override tables by layer name (`[summarize]`, `[turn_trim]`…): one per registered
     /// layer (`engine::layers::REGISTRY`), each merged into that layer's preset configuration
     /// and checked against its own struct at resolve.
@@ -86,7 +90,7 @@ fn known_keys() -> &'static [&'static str] {
     &KEYS
 }
 
-const SCALAR_KEYS: [&str; 10] = [
+const SCALAR_KEYS: [&str; 11] = [
     "preset",
     "window",
     "max_output_tokens",
@@ -97,6 +101,7 @@ const SCALAR_KEYS: [&str; 10] = [
     "system_prompt",
     "tools",
     "overhead_tokens",
+    "external",
 ];
 
 /// A key of an engine table: one of [`SCALAR_KEYS`] (by index) or a registered layer's name.
@@ -158,7 +163,8 @@ impl<'de> Deserialize<'de> for EngineConfig {
                                 6 => c.agent_model = map.next_value()?,
                                 7 => c.system_prompt = map.next_value()?,
                                 8 => c.tools = map.next_value()?,
-                                _ => c.overhead_tokens = map.next_value()?,
+                                9 => c.overhead_tokens = map.next_value()?,
+                                _ => c.external = map.next_value()?,
                             }
                         }
                         Key::Table(name) => {
@@ -255,7 +261,19 @@ impl EngineConfig {
             }
         })?;
         c.source = Some(file.to_string());
+        c.absolutize_external(file);
         Ok(c)
+    }
+
+    /// Resolve the relative paths of `external.command` against the folder of `file`.
+    fn absolutize_external(&mut self, file: &str) {
+        if let Some(ext) = &mut self.external {
+            let dir = std::path::Path::new(file)
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."));
+            ext.absolutize(dir);
+        }
     }
 
     /// Parse JSON; errors carry the file name and line.
@@ -263,6 +281,7 @@ impl EngineConfig {
         let mut c: Self = serde_json::from_str(text)
             .map_err(|e| ConfigError::new(file, e.line(), e.to_string()))?;
         c.source = Some(file.to_string());
+        c.absolutize_external(file);
         Ok(c)
     }
 

@@ -2,7 +2,7 @@
 //! offload-store writes it made.
 
 use crate::trace::Usage;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One write into the offload store.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -16,7 +16,8 @@ pub struct StoreWrite {
 }
 
 /// One truncated tool call of an `args_truncated` event.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TruncatedCall {
     pub trace_index: usize,
     pub tool_call_id: String,
@@ -24,8 +25,10 @@ pub struct TruncatedCall {
     pub args: Vec<String>,
 }
 
-/// The facts of a summary record (`summarized` and `checkpoint` events).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// The facts of a summary record (`summarized` and `checkpoint` events). Deserialized from
+/// external engines' events, where missing facts take their defaults.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Summary {
     /// State messages at this call (= the call's trace index).
     pub state_len: usize,
@@ -56,7 +59,11 @@ pub struct Summary {
 /// Serialized as an event's `detail`, `{"type": …, facts}`: `type` is the kind's name except
 /// for `over_budget_clipped` (`clipped`) and `checkpoint` (`summarized`: a checkpoint is a
 /// summary record).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+///
+/// Deserialized from the events external engines report (`engine::external`); a missing fact
+/// is an error there, except in a summary record (defaults), and `summarized` always reads as
+/// [`EventDetail::Summarized`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventDetail {
     /// A large tool result was offloaded and replaced by a stub (persistent).
@@ -160,7 +167,7 @@ pub enum EventDetail {
         summarizer_usage: Option<Usage>,
     },
     /// Task-boundary checkpoint: a summary record installed at a boundary marker.
-    #[serde(rename = "summarized")]
+    #[serde(rename = "summarized", skip_deserializing)]
     Checkpoint(Summary),
     /// The same tool call with identical arguments repeated `repeats` times in a row.
     Watchdog {

@@ -8,6 +8,7 @@
 pub mod config;
 pub mod cooldown;
 pub mod event;
+pub mod external;
 pub mod fixture;
 pub mod invariants;
 pub mod layer;
@@ -47,4 +48,7 @@ pub enum EngineError {
     Store(#[from] store::StoreError),
     #[error(transparent)]
     Input(#[from] crate::trace::ImportError),
+    /// The external engine failed (died, hung, wrote an unexpected line).
+    #[error(transparent)]
+    External(#[from] external::ExternalError),
 }

@@ -366,7 +366,6 @@ pub fn replay_shared(
             own_counter.as_ref()
         }
     };
-    let mut layers = super::layers::build(config, meta, markers, messages, env.prices)?;
     let mut store = match &env.store {
         StoreTarget::Memory => OffloadStore::in_memory(env.seed),
         StoreTarget::Dir(d) => OffloadStore::on_disk(d, env.seed)?,
@@ -374,6 +373,33 @@ pub fn replay_shared(
     let overhead = request_overhead(meta, config, env, counter);
     let window = config.window;
     let budget = config.input_budget();
+    let mut layers = match &config.external {
+        // An external engine is the replay's only layer (it replaces the preset's).
+        Some(spec) => {
+            let info = super::external::BeginInfo {
+                trace_id: meta.id.clone(),
+                window,
+                input_budget: budget,
+                counter: counter.name().to_string(),
+                overhead_tokens: overhead,
+                system_prompt: env.system_prompt.clone().or(config
+                    .added
+                    .system_prompt
+                    .as_deref()
+                    .map(str::to_string)),
+                tools: env
+                    .tools
+                    .clone()
+                    .or(config.added.tools.as_deref().cloned())
+                    .unwrap_or_else(|| meta.tools.clone()),
+                model: meta.model.clone(),
+            };
+            let layer: Box<dyn super::layer::Layer> =
+                Box::new(super::external::ExternalLayer::begin(spec, info)?);
+            vec![layer]
+        }
+        None => super::layers::build(config, meta, markers, messages, env.prices)?,
+    };
     let mut checker = Checker::new(messages);
     let services = Services {
         counter,

@@ -21,6 +21,8 @@ pub struct ResolvedConfig {
     pub agent_model: Option<String>,
     /// What the suite adds to every request that the trace left out.
     pub added: AddedContext,
+    /// The external engine that replaces the layers (`preset` is then `"external"`).
+    pub external: Option<super::external::ExternalSpec>,
 }
 
 /// Request content the trace did not record, added to every replayed request (the
@@ -208,7 +210,27 @@ impl EngineConfig {
         trace_window: Option<u64>,
         model_window: Option<(&str, u64)>,
     ) -> Result<ResolvedConfig, ConfigError> {
-        let preset_name = self.preset.as_deref().unwrap_or("deepagents");
+        if let Some(ext) = &self.external {
+            let src = self.source.as_deref();
+            if self.preset.is_some()
+                || self.layers.is_some()
+                || self.tier.is_some()
+                || !self.tables.is_empty()
+            {
+                return Err(err_in(
+                    src,
+                    "external",
+                    "an external engine replaces the preset and its layers: drop `preset`, `layers`, `tier` and layer tables from this configuration",
+                ));
+            }
+            ext.check().map_err(|m| err_in(src, "external", m))?;
+        }
+        // An external engine runs no preset layers; the `none` preset gives the defaults
+        // (window, counter).
+        let preset_name = match (&self.external, self.preset.as_deref()) {
+            (Some(_), _) => "none",
+            (None, p) => p.unwrap_or("deepagents"),
+        };
         let preset = super::presets::preset(preset_name).ok_or_else(|| {
             err_in(
                 self.source.as_deref(),
@@ -295,7 +317,10 @@ impl EngineConfig {
             return Err(err_in(self.source.as_deref(), "window", "must be > 0"));
         }
         let resolved = ResolvedConfig {
-            preset: preset_name.to_string(),
+            preset: match self.external {
+                Some(_) => "external".to_string(),
+                None => preset_name.to_string(),
+            },
             window,
             max_output_tokens: self.max_output_tokens,
             counter: self
@@ -306,6 +331,7 @@ impl EngineConfig {
             window_source,
             agent_model: self.agent_model.clone(),
             added: AddedContext::load(self)?,
+            external: self.external.clone(),
         };
         let named = |mut e: ConfigError| {
             if let Some(src) = &self.source {

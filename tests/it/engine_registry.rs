@@ -110,6 +110,7 @@ fn engine_keys_are_the_scalar_keys_then_the_registry() {
         "system_prompt",
         "tools",
         "overhead_tokens",
+        "external",
     ];
     let expected: Vec<String> = scalars
         .into_iter()

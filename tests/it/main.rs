@@ -26,6 +26,7 @@ mod evals_probes;
 mod evals_rules;
 mod evals_summaries;
 mod evals_validity;
+mod external_engine;
 mod fault_suite;
 mod fs_tools_hostile;
 mod gate_exit;

@@ -1,0 +1,691 @@
+//! External engines: a compactor written in any language, run as a child process that speaks
+//! JSON lines ([`protocol`]) on its stdin/stdout. A variant names one with
+//! `external.command = ["python3", "my_compactor.py"]` (plus `timeout_secs`, `env`, `config`);
+//! it replaces the preset's layers for that variant.
+//!
+//! The engine is driven as one [`Layer`]: every trace message is forwarded as it enters the
+//! state, and before each replayed call the engine's `view` becomes the request. The view is
+//! mapped back onto the replay's state where it can be (kept trace messages, replaced tool
+//! results, dropped ranges, synthetic messages first), so spans, cached prefixes, invariants,
+//! pointers and evals treat it like a built-in view; its tokens are counted by ctxbench.
+//!
+//! One process per worker: a replay takes an idle process of the same command from a pool (or
+//! spawns one) and gives it back after `end`. A process that dies, hangs past its timeout or
+//! writes an unexpected line is killed and the replay fails with an [`ExternalError`] naming the
+//! command, the line and the tail of its stderr.
+
+pub mod process;
+pub mod protocol;
+
+use super::event::{Event, EventDetail, Summary};
+use super::layer::{CallCtx, Layer, MessageCtx};
+use super::summarizer::SummaryRequest;
+use super::view::{Item, Override, State};
+use super::EngineError;
+use crate::trace::{Message, Role, Usage};
+use process::Process;
+use protocol::{FromEngine, ToEngine, WireEvent, PROTOCOL_VERSION};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+/// Seconds an engine may take to answer one exchange, unless `external.timeout_secs` says.
+pub const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
+
+/// `external = { … }` of an engine configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExternalSpec {
+    /// argv of the engine; relative paths are resolved against the configuration file.
+    pub command: Vec<String>,
+    /// Seconds the engine may take to answer one `call` (and each `summarize` exchange).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<f64>,
+    /// Environment variables added to ctxbench's for the engine process.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Free-form table passed to the engine in `begin.config`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Value>,
+}
+
+impl ExternalSpec {
+    /// Check the values (non-empty command, positive finite timeout).
+    pub fn check(&self) -> Result<(), String> {
+        if self.command.is_empty() || self.command[0].trim().is_empty() {
+            return Err("`external.command` must name a program (an argv list)".into());
+        }
+        if let Some(t) = self.timeout_secs {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(format!("`external.timeout_secs` must be > 0, got {t}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Resolve relative paths of the command against `dir` (the configuration file's folder):
+    /// an argument that is not absolute and names an existing file or folder there. The program
+    /// itself is resolved only when it contains a `/` (`python3` stays a `PATH` lookup).
+    pub fn absolutize(&mut self, dir: &Path) {
+        for (k, arg) in self.command.iter_mut().enumerate() {
+            let p = Path::new(arg.as_str());
+            if p.is_absolute() || arg.is_empty() || (k == 0 && !arg.contains('/')) {
+                continue;
+            }
+            let joined = dir.join(p);
+            if joined.exists() {
+                *arg = joined.display().to_string();
+            }
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_secs_f64(self.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS))
+    }
+
+    /// Pool key: processes are reused only for the same command and environment.
+    fn key(&self) -> String {
+        serde_json::to_string(&(&self.command, &self.env)).unwrap_or_default()
+    }
+}
+
+/// An external engine failed; always names the command.
+#[derive(Debug, thiserror::Error)]
+pub enum ExternalError {
+    #[error("external engine `{command}` could not be started: {source}")]
+    Spawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "external engine `{command}`: {problem}{}{}{}",
+        line.as_ref().map(|l| format!("\n  line: {l}")).unwrap_or_default(),
+        status.as_ref().map(|s| format!("\n  exit: {s}")).unwrap_or_default(),
+        if stderr.is_empty() { "\n  stderr: (empty)".to_string() } else { format!("\n  stderr (tail): {stderr}") }
+    )]
+    Engine {
+        command: String,
+        problem: String,
+        /// The offending line (clipped), if a line was the problem.
+        line: Option<String>,
+        /// Exit status, if it had exited.
+        status: Option<String>,
+        /// The tail of its stderr.
+        stderr: String,
+    },
+}
+
+/// Idle engine processes by command (one per worker that used it).
+static POOL: LazyLock<Mutex<HashMap<String, Vec<Process>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+fn take_process(spec: &ExternalSpec) -> Result<Process, ExternalError> {
+    let idle = POOL
+        .lock()
+        .ok()
+        .and_then(|mut p| p.get_mut(&spec.key()).and_then(Vec::pop));
+    match idle {
+        Some(p) => Ok(p),
+        None => Process::spawn(&spec.command, &spec.env),
+    }
+}
+
+/// Stop every external engine: idle ones in the pool and those a replay still waits on (whose
+/// replay then fails at once). Called when a run ends or is interrupted.
+pub fn shutdown() {
+    let idle: Vec<Process> = match POOL.lock() {
+        Ok(mut pool) => pool.drain().flat_map(|(_, v)| v).collect(),
+        Err(_) => Vec::new(),
+    };
+    drop(idle);
+    process::kill_all();
+}
+
+fn give_back(spec_key: String, p: Process) {
+    if let Ok(mut pool) = POOL.lock() {
+        pool.entry(spec_key).or_default().push(p);
+    }
+}
+
+/// What `begin` tells the engine besides the spec's own `config`.
+pub struct BeginInfo {
+    pub trace_id: String,
+    pub window: u64,
+    pub input_budget: u64,
+    pub counter: String,
+    pub overhead_tokens: u64,
+    pub system_prompt: Option<String>,
+    pub tools: Vec<serde_json::Value>,
+    pub model: Option<String>,
+}
+
+/// The external engine of one replay, as the replay's only layer.
+pub struct ExternalLayer {
+    process: Option<Process>,
+    key: String,
+    timeout: Duration,
+    /// Head of the previous call's view and its generation (cached-prefix identity).
+    prev_head: Vec<Arc<Message>>,
+    generation: u64,
+    /// Text of the last summary produced through `summarize` (marks summary messages).
+    last_summary: Option<String>,
+}
+
+/// Longest offending line shown in an error.
+const SHOWN_LINE: usize = 300;
+
+fn clip(line: &str) -> String {
+    let line = line.trim_end();
+    match line.char_indices().nth(SHOWN_LINE) {
+        Some((b, _)) => format!("{}… ({} bytes)", &line[..b], line.len()),
+        None => line.to_string(),
+    }
+}
+
+impl ExternalLayer {
+    /// Take (or start) a process for `spec` and send `begin`. A pooled process that died
+    /// since its last replay is replaced by a fresh one.
+    pub fn begin(spec: &ExternalSpec, info: BeginInfo) -> Result<Self, ExternalError> {
+        spec.check().map_err(|problem| ExternalError::Engine {
+            command: spec.command.join(" "),
+            problem,
+            line: None,
+            status: None,
+            stderr: String::new(),
+        })?;
+        let begin = ToEngine::Begin {
+            protocol: PROTOCOL_VERSION,
+            trace_id: info.trace_id,
+            window: info.window,
+            input_budget: info.input_budget,
+            counter: info.counter,
+            overhead_tokens: info.overhead_tokens,
+            system_prompt: info.system_prompt,
+            tools: info.tools,
+            model: info.model,
+            config: spec.config.clone().unwrap_or(serde_json::json!({})),
+        };
+        let line = serde_json::to_string(&begin).expect("protocol lines serialize");
+        let mut p = take_process(spec)?;
+        if p.send(&line).is_err() {
+            p = Process::spawn(&spec.command, &spec.env)?;
+            p.send(&line)?;
+        }
+        Ok(ExternalLayer {
+            process: Some(p),
+            key: spec.key(),
+            timeout: spec.timeout(),
+            prev_head: Vec::new(),
+            generation: 0,
+            last_summary: None,
+        })
+    }
+
+    fn proc(&mut self) -> &mut Process {
+        self.process
+            .as_mut()
+            .expect("the process lives as long as the layer")
+    }
+
+    fn send(&mut self, line: &str) -> Result<(), ExternalError> {
+        self.proc().send(line)
+    }
+
+    /// Read lines until a `view`, answering `summarize` requests on the way.
+    fn exchange(&mut self, ctx: &mut CallCtx<'_>) -> Result<Answer, ExternalError> {
+        let mut summaries = Vec::new();
+        let call = ctx.call_index;
+        loop {
+            let timeout = self.timeout;
+            let line = self
+                .proc()
+                .recv(timeout, &format!("the view of call {call}"))?;
+            let parsed: FromEngine = match serde_json::from_str(line.trim()) {
+                Ok(p) => p,
+                Err(e) => {
+                    let problem = format!(
+                        "wrote a line that is not a `view` or `summarize` object ({e}) while ctxbench waited for the view of call {call}"
+                    );
+                    return Err(self.proc().fail(problem, Some(clip(&line))));
+                }
+            };
+            match parsed {
+                FromEngine::View {
+                    messages,
+                    events,
+                    files,
+                } => {
+                    return Ok(Answer {
+                        messages,
+                        events,
+                        files,
+                        summaries,
+                    })
+                }
+                FromEngine::Summarize {
+                    id,
+                    messages,
+                    prompt,
+                    previous_summary,
+                    max_tokens,
+                } => {
+                    let msgs: Vec<Arc<Message>> = messages.into_iter().map(Arc::new).collect();
+                    let req = SummaryRequest {
+                        messages: &msgs,
+                        previous_summary: previous_summary.as_deref(),
+                        prompt: &prompt,
+                        max_tokens: max_tokens.unwrap_or(2048),
+                    };
+                    let answer = match ctx.env.summarizer.summarize(&req) {
+                        Ok(out) => {
+                            summaries.push(Summarized {
+                                text: out.text.clone(),
+                                usage: out.usage,
+                                model: out.model.clone(),
+                                error: None,
+                            });
+                            self.last_summary = Some(out.text.clone());
+                            ToEngine::Summary {
+                                id,
+                                text: out.text,
+                                usage: out.usage,
+                                model: out.model,
+                                error: None,
+                            }
+                        }
+                        Err(e) => {
+                            summaries.push(Summarized {
+                                text: String::new(),
+                                usage: Usage::default(),
+                                model: String::new(),
+                                error: Some(e.to_string()),
+                            });
+                            ToEngine::Summary {
+                                id,
+                                text: String::new(),
+                                usage: Usage::default(),
+                                model: String::new(),
+                                error: Some(e.to_string()),
+                            }
+                        }
+                    };
+                    let line = serde_json::to_string(&answer).expect("protocol lines serialize");
+                    self.send(&line)?;
+                }
+            }
+        }
+    }
+}
+
+/// The engine's answer to one `call`: its view and the summaries it asked for on the way.
+struct Answer {
+    messages: Vec<Message>,
+    events: Vec<WireEvent>,
+    files: BTreeMap<String, String>,
+    summaries: Vec<Summarized>,
+}
+
+/// One summary produced through `summarize` during a call.
+struct Summarized {
+    text: String,
+    usage: Usage,
+    model: String,
+    error: Option<String>,
+}
+
+impl Drop for ExternalLayer {
+    fn drop(&mut self) {
+        let Some(mut p) = self.process.take() else {
+            return;
+        };
+        if p.broken {
+            return;
+        }
+        let line = serde_json::to_string(&ToEngine::End).expect("protocol lines serialize");
+        if p.send(&line).is_ok() {
+            give_back(std::mem::take(&mut self.key), p);
+        }
+    }
+}
+
+/// Same message, or the same tool result with another content (a replacement).
+enum Match {
+    Same,
+    Replaced,
+}
+
+fn matches(sent: &Message, orig: &Message) -> Option<Match> {
+    if sent == orig {
+        return Some(Match::Same);
+    }
+    if sent.role == Role::Tool
+        && orig.role == Role::Tool
+        && sent.tool_call_id.is_some()
+        && sent.tool_call_id == orig.tool_call_id
+    {
+        return Some(Match::Replaced);
+    }
+    None
+}
+
+/// The engine's view as ctxbench's view: leading messages not found in the state become the
+/// head; the rest must be state messages in order (kept as they are, tool results replaced,
+/// gaps dropped). A view that cannot be mapped (e.g. messages reordered or edited otherwise) is
+/// sent as a head of synthetic messages: exactly the same messages, only without spans.
+fn map_view(
+    sent: Vec<Message>,
+    state: &State,
+    end: usize,
+    counter: &dyn crate::tokens::TokenCounter,
+) -> (Vec<Message>, usize, BTreeMap<usize, (Override, bool)>) {
+    let mut head = Vec::new();
+    let mut start = None;
+    let mut cursor = 0;
+    let mut overrides = BTreeMap::new();
+    let mut rest = sent.into_iter();
+    let mut unmapped: Option<Vec<Message>> = None;
+    for m in rest.by_ref() {
+        let found = (cursor..end).find_map(|i| matches(&m, &state.get(i).msg).map(|k| (i, k)));
+        match found {
+            Some((i, kind)) => {
+                if start.is_none() {
+                    start = Some(i);
+                } else {
+                    for j in cursor..i {
+                        overrides.insert(j, (Override::Drop, false));
+                    }
+                }
+                if let Match::Replaced = kind {
+                    overrides.insert(i, (Override::Replace(Item::new(m, counter)), true));
+                }
+                cursor = i + 1;
+            }
+            None if start.is_none() => head.push(m),
+            None => {
+                unmapped = Some(vec![m]);
+                break;
+            }
+        }
+    }
+    if let Some(mut tail) = unmapped {
+        // Rebuild the whole view as synthetic messages, in order.
+        let mut all = head;
+        if let Some(s) = start {
+            for i in s..cursor {
+                match overrides.remove(&i) {
+                    Some((Override::Drop, _)) => {}
+                    Some((Override::Replace(item), _)) => all.push((*item.msg).clone()),
+                    None => all.push((*state.get(i).msg).clone()),
+                }
+            }
+        }
+        all.append(&mut tail);
+        all.extend(rest);
+        return (all, end, BTreeMap::new());
+    }
+    match start {
+        Some(_) => {
+            for j in cursor..end {
+                overrides.insert(j, (Override::Drop, false));
+            }
+        }
+        None => return (head, end, BTreeMap::new()),
+    }
+    (head, start.unwrap_or(end), overrides)
+}
+
+/// The store path an event's facts point at, if any.
+fn event_path(d: &EventDetail) -> Option<&str> {
+    match d {
+        EventDetail::Evicted { path, .. } | EventDetail::UserMessageEvicted { path, .. } => {
+            Some(path)
+        }
+        EventDetail::Summarized(s) | EventDetail::Checkpoint(s) => Some(&s.history_file),
+        EventDetail::OverBudgetClipped { path, .. } => path.as_deref(),
+        EventDetail::Trimmed { memory_file, .. } => memory_file.as_deref(),
+        _ => None,
+    }
+}
+
+fn serialize_line<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).expect("protocol lines serialize")
+}
+
+#[derive(Serialize)]
+struct MessageLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    index: usize,
+    message: &'a Message,
+}
+
+impl Layer for ExternalLayer {
+    fn name(&self) -> &'static str {
+        "external"
+    }
+
+    fn on_message(&mut self, ctx: &mut MessageCtx<'_>) -> Result<(), EngineError> {
+        let line = serialize_line(&MessageLine {
+            kind: "message",
+            index: ctx.index,
+            message: &ctx.state.get(ctx.index).msg,
+        });
+        Ok(self.send(&line)?)
+    }
+
+    fn before_call(&mut self, ctx: &mut CallCtx<'_>) -> Result<(), EngineError> {
+        let call = ctx.call_index;
+        self.send(&serialize_line(&ToEngine::Call { index: call }))?;
+        let Answer {
+            messages,
+            events: wire_events,
+            files,
+            summaries,
+        } = self.exchange(ctx)?;
+        let counter = ctx.env.counter;
+        let end = ctx.view.end;
+        let (head, start, overrides) = map_view(messages, ctx.state, end, counter);
+
+        // Pointers: a replaced tool result that an `evicted` event points at must be
+        // backed by its file (checked by the invariants).
+        let mut evicted_paths: HashMap<usize, String> = HashMap::new();
+        for w in &wire_events {
+            if let EventDetail::Evicted { path, .. } = &w.detail {
+                evicted_paths.insert(w.trace_index.unwrap_or(call), path.clone());
+            }
+        }
+        let head_arcs: Vec<Arc<Message>> = head.into_iter().map(Arc::new).collect();
+        if head_arcs.len() != self.prev_head.len()
+            || head_arcs
+                .iter()
+                .zip(&self.prev_head)
+                .any(|(a, b)| **a != **b)
+        {
+            self.generation += 1;
+        }
+        let summary_text = self.last_summary.as_deref();
+        ctx.view.head = head_arcs
+            .iter()
+            .map(|m| {
+                let mut item = Item::counted(m.clone(), counter.count_message(m));
+                item.is_summary =
+                    summary_text.is_some_and(|t| !t.is_empty() && m.content.contains(t));
+                item
+            })
+            .collect();
+        self.prev_head = head_arcs;
+        ctx.view.head_generation = self.generation;
+        ctx.view.start = start;
+        ctx.view.overrides = overrides
+            .into_iter()
+            .map(|(i, (o, _))| match o {
+                Override::Replace(item) => match evicted_paths.get(&i) {
+                    Some(p) => (i, Override::Replace(item.with_pointer(p.clone(), Some(i)))),
+                    None => (i, Override::Replace(item)),
+                },
+                drop => (i, drop),
+            })
+            .collect();
+
+        // Files land in the unit's offload store before the events that point at them.
+        let mut writes: Vec<(String, crate::engine::StoreWrite)> = Vec::new();
+        for (path, content) in &files {
+            let w = ctx
+                .env
+                .store
+                .write(path, content.as_bytes())
+                .map_err(EngineError::Store)?;
+            writes.push((path.clone(), w));
+        }
+
+        let sent = ctx.request_tokens();
+        let first = ctx.env.events.len();
+        let mut summaries = summaries.into_iter();
+        for w in wire_events {
+            let at = w.trace_index.unwrap_or(call);
+            let mut detail = w.detail;
+            let layer = w.layer.unwrap_or_else(|| "external".to_string());
+            // A summary the engine asked for carries its usage (cost accounting).
+            if let EventDetail::Summarized(s) = &mut detail {
+                if let Some(got) = summaries.next() {
+                    fill_summary(s, &got, call);
+                }
+            }
+            let mut ev = if at >= call {
+                Event::at_call(call, &layer, detail)
+            } else {
+                Event::new(at, &layer, detail)
+            };
+            ev.tokens_before = w.tokens_before;
+            ev.tokens_after = w.tokens_after;
+            if at >= call {
+                ev.tokens_after = Some(sent);
+            } else if let Some(Override::Replace(item)) = ctx.view.overrides.get(&at) {
+                if at < ctx.state.len() {
+                    ev.tokens_before = Some(ctx.state.get(at).tokens);
+                    ev.tokens_after = Some(item.tokens);
+                }
+            }
+            ctx.env.emit(ev);
+        }
+        // Summaries no event reported: recorded anyway, so their cost is counted.
+        for got in summaries {
+            let detail = match &got.error {
+                Some(message) => EventDetail::Error {
+                    message: message.clone(),
+                },
+                None => {
+                    let mut s = Summary::default();
+                    fill_summary(&mut s, &got, call);
+                    EventDetail::Summarized(s)
+                }
+            };
+            let mut ev = Event::at_call(call, "external", detail);
+            ev.tokens_after = Some(sent);
+            ctx.env.emit(ev);
+        }
+        // Attach each write to the event pointing at its file, else to the call's first event.
+        for (path, w) in writes {
+            let events = &mut ctx.env.events[first..];
+            let target = events
+                .iter()
+                .position(|e| event_path(&e.detail) == Some(path.as_str()))
+                .or(if events.is_empty() { None } else { Some(0) });
+            if let Some(k) = target {
+                events[k].writes.push(w);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn fill_summary(s: &mut Summary, got: &Summarized, call: usize) {
+    s.summarizer_usage = got.usage;
+    if s.summarizer_model.is_empty() {
+        s.summarizer_model = got.model.clone();
+    }
+    if s.summary_chars == 0 {
+        s.summary_chars = got.text.chars().count() as u64;
+    }
+    if s.state_len == 0 {
+        s.state_len = call;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::approx::ApproxCounter;
+
+    fn state(msgs: &[Message]) -> State {
+        let c = ApproxCounter::langchain();
+        let mut s = State::new();
+        for m in msgs {
+            s.push(Item::new(m.clone(), &c));
+        }
+        s
+    }
+
+    fn tool(id: &str, text: &str) -> Message {
+        let mut m = Message::new(Role::Tool, text);
+        m.tool_call_id = Some(id.into());
+        m
+    }
+
+    #[test]
+    fn views_map_onto_the_state_or_fall_back_to_synthetic_messages() {
+        let c = ApproxCounter::langchain();
+        let msgs = vec![
+            Message::user("a"),
+            Message::new(Role::Assistant, "b"),
+            tool("t1", "long result"),
+            Message::user("d"),
+            Message::user("e"),
+        ];
+        let s = state(&msgs);
+        // summary + keep 2..5 with the tool result replaced and #3 dropped
+        let sent = vec![
+            Message::user("summary"),
+            tool("t1", "stub"),
+            Message::user("e"),
+        ];
+        let (head, start, ov) = map_view(sent, &s, 5, &c);
+        assert_eq!(head, vec![Message::user("summary")]);
+        assert_eq!(start, 2);
+        assert!(matches!(ov.get(&2), Some((Override::Replace(_), true))));
+        assert!(matches!(ov.get(&3), Some((Override::Drop, false))));
+        assert_eq!(ov.len(), 2);
+        // reordered: everything synthetic, in the order sent
+        let sent = vec![Message::user("d"), Message::user("a")];
+        let (head, start, ov) = map_view(sent.clone(), &s, 5, &c);
+        assert_eq!((head, start, ov.len()), (sent, 5, 0));
+        // the last messages dropped
+        let (head, start, ov) = map_view(vec![Message::user("a")], &s, 5, &c);
+        assert!(head.is_empty());
+        assert_eq!(start, 0);
+        assert_eq!(ov.len(), 4);
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_config_folder_but_not_path_programs() {
+        let dir = std::env::temp_dir().join(format!("ctxbench-ext-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("e")).unwrap();
+        std::fs::write(dir.join("e/x.py"), "").unwrap();
+        let mut s = ExternalSpec {
+            command: vec!["python3".into(), "e/x.py".into(), "--keep".into()],
+            timeout_secs: None,
+            env: BTreeMap::new(),
+            config: None,
+        };
+        s.absolutize(&dir);
+        assert_eq!(s.command[0], "python3");
+        assert_eq!(s.command[1], dir.join("e/x.py").display().to_string());
+        assert_eq!(s.command[2], "--keep");
+        std::fs::remove_dir_all(&dir).ok();
+        s.timeout_secs = Some(0.0);
+        assert!(s.check().is_err());
+    }
+}

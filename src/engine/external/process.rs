@@ -1,0 +1,244 @@
+//! One external engine process: spawned with piped stdin/stdout/stderr, a reader thread per
+//! output stream (stdout lines into a channel, stderr into a bounded tail kept for error
+//! messages), line writes to stdin and line reads with a timeout. Dropping a process kills it
+//! (and reaps it), so a replay that fails, a unit that is cancelled or a run that ends never
+//! leaves one behind; one that outlives ctxbench sees EOF on its stdin.
+
+use super::ExternalError;
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::time::Duration;
+
+/// Bytes of stderr kept for error messages.
+const STDERR_TAIL: usize = 2000;
+
+/// What the stdout reader thread sends.
+enum Out {
+    Line(String),
+    /// Not UTF-8, or a read error.
+    Bad(String),
+    Eof,
+}
+
+/// Every engine process alive, so [`kill_all`] can stop them (Ctrl-C, end of a run).
+static LIVE: LazyLock<Mutex<Vec<Weak<Mutex<Child>>>>> = LazyLock::new(|| Mutex::new(Vec::new()));
+
+/// Kill every engine process still running; a replay waiting on one fails at once (its
+/// stdout closes). Processes of this ctxbench only, by their handles.
+pub fn kill_all() {
+    let live = match LIVE.lock() {
+        Ok(mut l) => std::mem::take(&mut *l),
+        Err(_) => return,
+    };
+    for c in live.iter().filter_map(Weak::upgrade) {
+        if let Ok(mut c) = c.lock() {
+            let _ = c.kill();
+        }
+    }
+}
+
+/// A running engine.
+pub struct Process {
+    /// The command as the user wrote it (argv joined), for error messages.
+    pub shown: String,
+    child: Arc<Mutex<Child>>,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Out>,
+    stderr: Arc<Mutex<VecDeque<u8>>>,
+    /// Set by the stderr reader at EOF (everything the engine wrote is in `stderr`).
+    stderr_done: Arc<std::sync::atomic::AtomicBool>,
+    /// Set once the process misbehaved: it is not reused.
+    pub broken: bool,
+}
+
+impl Process {
+    /// Spawn `argv` with `env` added to ctxbench's environment.
+    pub fn spawn(argv: &[String], env: &BTreeMap<String, String>) -> Result<Self, ExternalError> {
+        let shown = argv.join(" ");
+        let (program, args) = argv.split_first().ok_or_else(|| ExternalError::Spawn {
+            command: shown.clone(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command"),
+        })?;
+        let mut child = Command::new(program)
+            .args(args)
+            .envs(env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| ExternalError::Spawn {
+                command: shown.clone(),
+                source,
+            })?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr_pipe = child.stderr.take().expect("stderr is piped");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("ctxbench-engine-out".into())
+            .spawn(move || {
+                let mut r = BufReader::new(stdout);
+                loop {
+                    let mut buf = Vec::new();
+                    let msg = match r.read_until(b'\n', &mut buf) {
+                        Ok(0) => Out::Eof,
+                        Ok(_) => match String::from_utf8(buf) {
+                            Ok(s) => Out::Line(s),
+                            Err(e) => Out::Bad(format!(
+                                "a line that is not UTF-8: {}",
+                                String::from_utf8_lossy(e.as_bytes())
+                            )),
+                        },
+                        Err(e) => Out::Bad(format!("reading its stdout failed: {e}")),
+                    };
+                    let last = !matches!(msg, Out::Line(_));
+                    if tx.send(msg).is_err() || last {
+                        break;
+                    }
+                }
+            })
+            .map_err(|source| ExternalError::Spawn {
+                command: shown.clone(),
+                source,
+            })?;
+        let stderr = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = stderr.clone();
+        let stderr_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let done = stderr_done.clone();
+        std::thread::Builder::new()
+            .name("ctxbench-engine-err".into())
+            .spawn(move || {
+                let mut r = stderr_pipe;
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = r.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let Ok(mut t) = tail.lock() else { break };
+                    t.extend(&buf[..n]);
+                    let over = t.len().saturating_sub(STDERR_TAIL);
+                    t.drain(..over);
+                }
+                done.store(true, std::sync::atomic::Ordering::Release);
+            })
+            .map_err(|source| ExternalError::Spawn {
+                command: shown.clone(),
+                source,
+            })?;
+        let child = Arc::new(Mutex::new(child));
+        if let Ok(mut live) = LIVE.lock() {
+            live.retain(|w| w.strong_count() > 0);
+            live.push(Arc::downgrade(&child));
+        }
+        Ok(Process {
+            shown,
+            child,
+            stdin,
+            lines,
+            stderr,
+            stderr_done,
+            broken: false,
+        })
+    }
+
+    /// The last bytes the engine wrote to stderr (lossy UTF-8, trimmed).
+    pub fn stderr_tail(&self) -> String {
+        let t = match self.stderr.lock() {
+            Ok(t) => t.iter().copied().collect::<Vec<u8>>(),
+            Err(_) => Vec::new(),
+        };
+        String::from_utf8_lossy(&t).trim().to_string()
+    }
+
+    fn with_child<T>(&self, f: impl FnOnce(&mut Child) -> T) -> Option<T> {
+        self.child.lock().ok().map(|mut c| f(&mut c))
+    }
+
+    /// Give a dying process a moment to exit (for its exit status).
+    fn settle(&mut self) {
+        for _ in 0..20 {
+            if matches!(self.with_child(Child::try_wait), Some(Ok(Some(_)))) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// After the process is gone: let the stderr reader drain the pipe (bounded: a
+    /// grandchild may hold it open).
+    fn drain_stderr(&self) {
+        for _ in 0..100 {
+            if self.stderr_done.load(std::sync::atomic::Ordering::Acquire) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// An error of this process (marks it broken and kills it).
+    pub fn fail(&mut self, problem: String, line: Option<String>) -> ExternalError {
+        self.broken = true;
+        self.settle();
+        let status = match self.with_child(Child::try_wait) {
+            Some(Ok(Some(s))) => Some(s.to_string()),
+            _ => None,
+        };
+        self.with_child(|c| {
+            let _ = c.kill();
+            let _ = c.wait();
+        });
+        self.drain_stderr();
+        ExternalError::Engine {
+            command: self.shown.clone(),
+            problem,
+            line,
+            status,
+            stderr: self.stderr_tail(),
+        }
+    }
+
+    /// Write one JSON line.
+    pub fn send(&mut self, line: &str) -> Result<(), ExternalError> {
+        let result = match self.stdin.as_mut() {
+            Some(w) => w
+                .write_all(line.as_bytes())
+                .and_then(|_| w.write_all(b"\n"))
+                .and_then(|_| w.flush()),
+            None => Err(std::io::Error::other("stdin closed")),
+        };
+        result.map_err(|e| self.fail(format!("it stopped reading its stdin ({e})"), None))
+    }
+
+    /// Read one line within `timeout`.
+    pub fn recv(&mut self, timeout: Duration, waiting_for: &str) -> Result<String, ExternalError> {
+        match self.lines.recv_timeout(timeout) {
+            Ok(Out::Line(l)) => Ok(l),
+            Ok(Out::Bad(why)) => Err(self.fail(why, None)),
+            Ok(Out::Eof) | Err(RecvTimeoutError::Disconnected) => Err(self.fail(
+                format!("it exited while ctxbench waited for {waiting_for}"),
+                None,
+            )),
+            Err(RecvTimeoutError::Timeout) => Err(self.fail(
+                format!(
+                    "no answer within {:.1} s while ctxbench waited for {waiting_for} (external.timeout_secs)",
+                    timeout.as_secs_f64()
+                ),
+                None,
+            )),
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        // Closing stdin lets a well-behaved engine exit; kill it anyway so nothing lingers.
+        self.stdin.take();
+        self.with_child(|c| {
+            let _ = c.kill();
+            let _ = c.wait();
+        });
+    }
+}

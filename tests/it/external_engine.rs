@@ -1,0 +1,346 @@
+//! External engines (issue 28 §1): a compactor the team never saw, written in Python and
+//! speaking only the protocol of `docs/engines.md` (`tests/data/engines/keep_last.py`), runs
+//! through `replay --config` and as a suite variant beside deepagents; engines that exit at
+//! once, write garbage, hang or send orphan tool results give clean errors naming them.
+
+use crate::support::cli::ctxbench;
+use crate::support::traces::golden as fixture_dir;
+use ctxbench::engine::{self, EngineConfig, KeepViews, OfflineSummarizer, ReplayEnv};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn engines_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/engines")
+}
+
+/// Copy the test engines next to a config in `dir`, so relative paths are exercised.
+fn with_engines(dir: &Path) {
+    for f in ["keep_last.py", "broken.py"] {
+        std::fs::copy(engines_dir().join(f), dir.join(f)).unwrap();
+    }
+}
+
+fn django() -> PathBuf {
+    fixture_dir("mini-swe-django-11138").join("trace.jsonl")
+}
+
+#[test]
+fn every_replayed_call_sends_exactly_the_view_the_engine_returned() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let log = tmp.path().join("views.jsonl");
+    let cfg_path = tmp.path().join("engine.toml");
+    std::fs::write(
+        &cfg_path,
+        format!(
+            "window = 30000\nexternal.command = [\"python3\", \"keep_last.py\"]\nexternal.config = {{ keep = 8, trigger = 6000 }}\nexternal.env = {{ KEEP_LAST_LOG = {:?} }}\n",
+            log.display().to_string()
+        ),
+    )
+    .unwrap();
+    let cfg = EngineConfig::from_toml_str(
+        &std::fs::read_to_string(&cfg_path).unwrap(),
+        &cfg_path.display().to_string(),
+    )
+    .unwrap();
+    let trace = ctxbench::trace::import::import_file(&django(), None)
+        .unwrap()
+        .remove(0);
+    let resolved = cfg.resolve(trace.meta.window).unwrap();
+    assert_eq!(resolved.preset, "external");
+    assert!(resolved.layers.is_empty());
+    let summarizer = OfflineSummarizer;
+    let mut env = ReplayEnv::new(&summarizer);
+    env.keep_views = KeepViews::All;
+    let counter = resolved.make_counter().unwrap();
+    // Twice: the second replay reuses the pooled process (`begin` resets it).
+    for round in 0..2 {
+        std::fs::remove_file(&log).ok();
+        let r = engine::replay(&trace, &resolved, &env).unwrap();
+        let sent: Vec<Value> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(r.calls.len(), 115, "round {round}");
+        assert_eq!(sent.len(), r.calls.len(), "round {round}");
+        assert_eq!(r.views.len(), r.calls.len());
+        for ((view, call), returned) in r.views.iter().zip(&r.calls).zip(&sent) {
+            assert_eq!(
+                returned["index"].as_u64().unwrap() as usize,
+                call.trace_index
+            );
+            let returned: Vec<ctxbench::trace::Message> =
+                serde_json::from_value(returned["messages"].clone()).unwrap();
+            assert_eq!(view.messages, returned, "call {}", call.trace_index);
+            // Counted by ctxbench's counter.
+            let tokens: u64 = returned.iter().map(|m| counter.count_message(m)).sum();
+            assert_eq!(call.input_tokens, r.overhead_tokens + tokens);
+        }
+        // It compacted, asked ctxbench for its summaries, and every invariant holds.
+        let summaries = r.event_counts().get("summarized").copied().unwrap_or(0);
+        assert!(summaries >= 5, "{:?}", r.event_counts());
+        assert_eq!(r.summarizer_calls, summaries);
+        assert!(r.summarizer_usage.input > 0);
+        assert!(r.invariants.passed(), "{:?}", r.invariants.violations);
+        // The summarized history landed in the offload store.
+        let ev = r.events.iter().find(|e| e.kind() == "summarized").unwrap();
+        assert_eq!(ev.writes.len(), 1);
+        assert!(r.store.contents(&ev.writes[0].path).is_some());
+        // Views map onto the trace: a summary, then a range of trace messages.
+        let compacted = r
+            .calls
+            .iter()
+            .find(|c| c.trace_index > ev.trace_index)
+            .unwrap();
+        let spans = serde_json::to_value(&compacted.sent_view).unwrap();
+        assert_eq!(spans[0], "summary", "{spans}");
+        assert!(spans[1].is_array(), "{spans}");
+    }
+}
+
+#[test]
+fn replay_config_runs_an_external_engine_from_the_command_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let cfg = tmp.path().join("engine.toml");
+    std::fs::write(
+        &cfg,
+        "window = 30000\nexternal.command = [\"python3\", \"keep_last.py\"]\nexternal.config = { keep = 8, trigger = 6000 }\n",
+    )
+    .unwrap();
+    let out = ctxbench()
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--json")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let r = if v.is_array() { &v[0] } else { &v };
+    assert_eq!(r["preset"], "external");
+    let events = r["events"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["kind"] == "summarized"));
+    assert!(events.iter().all(|e| e["layer"] == "external"));
+    assert!(r["invariants"]["violations"].as_array().unwrap().is_empty());
+}
+
+/// `(mode, what the error must say)` for the misbehaving engines of `broken.py`.
+/// (The hang gets a short timeout; the others a long one, so a slow Python start on a busy
+/// machine is not mistaken for a hang.)
+const BROKEN: [(&str, &str, f64); 3] = [
+    ("exit", "cannot load my model weights", 30.0),
+    ("garbage", "line: this is not json", 30.0),
+    ("hang", "no answer within 1.0 s", 1.0),
+];
+
+#[test]
+fn engines_that_exit_write_garbage_or_hang_are_clean_errors_naming_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    for (mode, says, timeout) in BROKEN {
+        let cfg = tmp.path().join(format!("{mode}.toml"));
+        std::fs::write(
+            &cfg,
+            format!("window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"{mode}\"]\nexternal.timeout_secs = {timeout}\n"),
+        )
+        .unwrap();
+        let started = std::time::Instant::now();
+        let out = ctxbench()
+            .arg("replay")
+            .arg(django())
+            .arg("--config")
+            .arg(&cfg)
+            .timeout(std::time::Duration::from_secs(60))
+            .assert()
+            .failure()
+            .get_output()
+            .clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{mode}: {err}");
+        let named = format!(
+            "`python3 {} {mode}`",
+            tmp.path().join("broken.py").display()
+        );
+        assert!(err.contains(&named), "{mode}: {err}");
+        assert!(err.contains(says), "{mode}: {err}");
+        assert!(err.contains("stderr"), "{mode}: {err}");
+        assert!(
+            started.elapsed().as_secs() < 50,
+            "{mode} took {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+#[test]
+fn an_orphan_tool_result_in_an_external_view_is_a_reported_violation() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let cfg = tmp.path().join("orphan.toml");
+    std::fs::write(
+        &cfg,
+        "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"orphan\"]\n",
+    )
+    .unwrap();
+    let out = ctxbench()
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--json")
+        .assert()
+        .code(1) // a replay with violated invariants exits 1
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let r = if v.is_array() { &v[0] } else { &v };
+    let violations = r["invariants"]["violations"].as_array().unwrap();
+    assert!(!violations.is_empty());
+    assert!(violations
+        .iter()
+        .all(|x| x["rule"] == "tool_pairing" && x["message"].as_str().unwrap().contains("orphan")));
+}
+
+#[test]
+fn an_external_variant_runs_beside_deepagents_in_a_suite_with_needle_recall_and_unit_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let datasets = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
+    let suite = crate::support::suite::SuiteBuilder::new("external")
+        .suite_line("concurrency = 2")
+        .trace(datasets.join("astropy__astropy-12907.traj.json"))
+        .trace(datasets.join("psf__requests-1142.traj.json"))
+        .baseline("deepagents")
+        .base("preset = \"deepagents\"\nwindow = 20000\nsummarize.trigger.fraction = 0.5")
+        .variant("deepagents", "")
+        .variant(
+            "keep-last",
+            "external.command = [\"python3\", \"keep_last.py\"]\nexternal.config = { keep = 8, trigger = 5000 }",
+        )
+        .variant("garbage", "external.command = [\"python3\", \"broken.py\", \"garbage\"]")
+        .eval("needle", "depths = [0.2, 0.8]\npositions = [\"tool\"]\nneedles = 1\nmax_steps = 8")
+        .eval("invariants", "")
+        .table("providers.agent", "kind = \"offline\"")
+        .table("providers.summary", "kind = \"offline\"")
+        .write(tmp.path(), "suite.toml");
+    ctxbench()
+        .args(["run"])
+        .arg(&suite)
+        .args(["--run-id", "ext", "-o"])
+        .arg(tmp.path().join("out"))
+        .timeout(std::time::Duration::from_secs(300))
+        .assert()
+        .success();
+    let run = tmp.path().join("out/ext");
+    let samples: Vec<Value> = std::fs::read_to_string(run.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |variant: &str| -> Vec<&Value> {
+        samples.iter().filter(|s| s["variant"] == variant).collect()
+    };
+    // The same units for every variant (2 traces × needle samples, invariants, replay).
+    let units = of("deepagents").len();
+    assert!(units >= 6, "{units}");
+    for v in ["keep-last", "garbage"] {
+        assert_eq!(of(v).len(), units, "{v}");
+    }
+    // The external engine's units ran: needle recall and invariants are in the report.
+    let summary = crate::support::cli::json(&run.join("summary.json"));
+    let variants = summary["summary"]["variants"].as_array().unwrap();
+    let keep_last = variants
+        .iter()
+        .find(|v| v["variant"] == "keep-last")
+        .unwrap();
+    assert_eq!(keep_last["errors"], 0);
+    let recall = keep_last["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "needle.recall")
+        .unwrap();
+    assert_eq!(recall["n"], 4);
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("keep-last"));
+    // Every unit of the broken engine is an error of that unit, naming it and its line.
+    let garbage = variants.iter().find(|v| v["variant"] == "garbage").unwrap();
+    assert_eq!(garbage["errors"].as_u64(), Some(units as u64));
+    for s in of("garbage") {
+        let message = s["error"]["message"].as_str().unwrap();
+        assert!(message.contains("broken.py garbage"), "{message}");
+        assert!(message.contains("this is not json"), "{message}");
+    }
+}
+
+#[test]
+fn the_engine_protocol_schema_describes_both_directions() {
+    let out = ctxbench()
+        .args(["schema", "engine-protocol"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    for shape in [
+        "begin",
+        "message",
+        "call",
+        "end",
+        "summary",
+        "view",
+        "summarize",
+    ] {
+        assert!(text.contains(&format!("\"{shape}\"")), "{shape} missing");
+    }
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert!(v["properties"]["to_engine"].is_object());
+    assert!(v["properties"]["from_engine"].is_object());
+}
+
+#[test]
+fn the_forty_line_example_of_the_docs_runs_as_written() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/engines.md"))
+            .unwrap();
+    let start = doc.find("```python\n").expect("a python block") + "```python\n".len();
+    let code = &doc[start..start + doc[start..].find("```").unwrap()];
+    assert!(code.lines().count() <= 40, "{} lines", code.lines().count());
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("example.py"), code).unwrap();
+    let cfg = tmp.path().join("engine.toml");
+    std::fs::write(
+        &cfg,
+        "window = 30000\nexternal.command = [\"python3\", \"example.py\"]\nexternal.config = { keep = 8, trigger = 6000 }\n",
+    )
+    .unwrap();
+    let out = ctxbench()
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--json")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    let r = if v.is_array() { &v[0] } else { &v };
+    let summarized = r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "summarized")
+        .count();
+    assert!(summarized >= 5, "{summarized}");
+    assert_eq!(r["summarizer_calls"].as_u64(), Some(summarized as u64));
+    assert!(r["invariants"]["violations"].as_array().unwrap().is_empty());
+}
