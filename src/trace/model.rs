@@ -192,6 +192,9 @@ source_formats! {
     Tau => "tau",
     Tau2 => "tau2",
     Atif => "atif",
+    Codex => "codex",
+    OpenaiResponses => "openai-responses",
+    Langchain => "langchain",
 }
 
 impl SourceFormat {

@@ -3,9 +3,8 @@
 //! passes, shards joined by `merge` equal the unsharded run, and the gate writes the step
 //! summary with the documented exit codes.
 
-
-use std::path::{Path, PathBuf};
 use crate::support::cli::ctxbench;
+use std::path::{Path, PathBuf};
 
 const WORKFLOW: &str = ".github/workflows/ctxbench.yml";
 

@@ -1,10 +1,9 @@
 //! Offload stores are pruned after a run (kept for the samples the HTML shows in full, all of
 //! them with `--keep-stores`), and `ctxbench clean` removes old runs and nothing else.
 
-
+use crate::support::cli::ctxbench;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
-use crate::support::cli::ctxbench;
 
 fn quickstart(out: &Path, id: &str, extra: &[&str]) -> std::path::PathBuf {
     ctxbench()

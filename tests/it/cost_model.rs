@@ -4,15 +4,14 @@
 //! dataframe libraries' column types (`dataframes`) and the streamed report (`report_streaming`),
 //! checked on one shared quickstart run (one per test binary, `support::cli::quickstart`).
 
-
 #[path = "cost_model/dataframes.rs"]
 mod dataframes;
 #[path = "cost_model/report_streaming.rs"]
 mod report_streaming;
 
-use std::path::{Path, PathBuf};
 use crate::support::cli::{ctxbench, json, quickstart};
 use crate::support::suite::{repo, SuiteBuilder};
+use std::path::{Path, PathBuf};
 
 /// The quickstart's traces and evals with one variant `v` configured by `variant` (TOML lines).
 fn cost_suite(dir: &Path, variant: &str) -> SuiteBuilder {

@@ -1,11 +1,10 @@
 //! `ctxbench replay` end to end: fixture JSON in the fixture vocabulary, the human timeline,
 //! JSON for traces, and exit codes for bad input.
 
-
-use predicates::prelude::*;
-use serde_json::Value;
 use crate::support::cli::ctxbench;
 use crate::support::traces::golden as fixture_dir;
+use predicates::prelude::*;
+use serde_json::Value;
 
 #[test]
 fn fixture_json_uses_the_fixture_vocabulary() {

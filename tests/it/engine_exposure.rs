@@ -2,12 +2,11 @@
 //! "memory" | "none"`): the exposure table of `docs/engine.md`, checked on a hand-built trace
 //! whose first tool result carries a needle that compaction removes from the context.
 
-
+use crate::support::traces::{agent_trace_done_at, NEEDLE};
 use ctxbench::engine::{
     self, EngineConfig, EventDetail, EventKind, KeepViews, OfflineSummarizer, Replay, ReplayEnv,
 };
 use ctxbench::trace::{Message, Role, Trace};
-use crate::support::traces::{agent_trace_done_at, NEEDLE};
 
 /// [`agent_trace_done_at`] with 2,000-char results and `mark_task_done` at step `steps / 2`.
 fn trace(steps: usize) -> Trace {

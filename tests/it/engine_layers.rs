@@ -2,7 +2,7 @@
 //! checkpoint, watchdog, cost ceiling) and of the presets built from them, on hand-built traces
 //! whose every expected number is derived in the test.
 
-
+use crate::support::traces::{agent_trace, NEEDLE};
 use ctxbench::engine::layers::truncate::REMINDER_KIND;
 use ctxbench::engine::{
     self, presets, EngineConfig, Event, EventDetail, EventKind, KeepViews, OfflineSummarizer,
@@ -12,7 +12,6 @@ use ctxbench::trace::{
     ContextMarker, Message, Role, SourceFormat, ToolCall, Trace, TraceMeta, Usage,
 };
 use serde_json::json;
-use crate::support::traces::{agent_trace, NEEDLE};
 
 fn call(id: &str, tool: &str, args: serde_json::Value) -> ToolCall {
     ToolCall {

@@ -2,14 +2,13 @@
 //! failures, summary-prompt A/B with the offline summarizer, the no-compression reference,
 //! cached prefixes, overflow events and `--set`-style overrides.
 
-
+use crate::support::traces::golden as fixture_dir;
 use ctxbench::engine::{
     self, fixture, EngineConfig, EventDetail, EventKind, FixedSummarizer, KeepViews,
     OfflineSummarizer, ReplayEnv, StoreTarget, Summarizer, SummaryError, SummaryOutput,
     SummaryRequest,
 };
 use ctxbench::trace::{Message, Role, Trace};
-use crate::support::traces::golden as fixture_dir;
 
 fn django() -> Trace {
     fixture::read_jsonl_trace(&fixture_dir("mini-swe-django-11138").join("trace.jsonl")).unwrap()

@@ -5,8 +5,8 @@
 
 use crate::support;
 
-use ctxbench::record::Sample;
 use crate::support::suite::{SuiteBuilder, AGGRESSIVE};
+use ctxbench::record::Sample;
 
 const TRACES: [&str; 4] = [
     "astropy__astropy-12907.traj.json",

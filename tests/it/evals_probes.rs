@@ -5,6 +5,7 @@
 
 use crate::support;
 
+use crate::support::traces::engine_config as config;
 use ctxbench::engine::{OfflineSummarizer, ResolvedConfig};
 use ctxbench::evals::offline_agent::OfflineProvider;
 use ctxbench::evals::probes::{self, ProbeKind, ProbeParams};
@@ -13,7 +14,6 @@ use ctxbench::providers::testing::MockProvider;
 use ctxbench::providers::{Message, Provider};
 use ctxbench::trace::{Trace, Usage};
 use std::path::Path;
-use crate::support::traces::engine_config as config;
 
 fn load(name: &str) -> Trace {
     support::traces::import_one(Path::new("datasets/mini-swe-agent").join(name))

@@ -6,6 +6,7 @@
 
 use crate::support;
 
+use crate::support::traces::{engine_config as config, import_one as load, EVAL_TRACES as TRACES};
 use ctxbench::config::suite::RuleKind;
 use ctxbench::engine::{OfflineSummarizer, ResolvedConfig};
 use ctxbench::evals::drift::{self, DriftParams};
@@ -15,7 +16,6 @@ use ctxbench::metrics::stats::{mcnemar, paired_delta};
 use ctxbench::pricing::PriceTable;
 use std::collections::BTreeMap;
 use std::path::Path;
-use crate::support::traces::{engine_config as config, import_one as load, EVAL_TRACES as TRACES};
 
 fn prompt_variant(file: &str, extra: &str) -> ResolvedConfig {
     let text = std::fs::read_to_string(Path::new("evals/prompts").join(file)).unwrap();

@@ -4,10 +4,10 @@
 
 use crate::support;
 
+use crate::support::suite::{prompt_file, SuiteBuilder, AGGRESSIVE};
 use ctxbench::record::summary::text_digest;
 use ctxbench::record::RunDir;
 use std::path::{Path, PathBuf};
-use crate::support::suite::{prompt_file, SuiteBuilder, AGGRESSIVE};
 
 fn run(dir: &Path, text: &str) -> PathBuf {
     support::run::run_ok(dir, text)

@@ -10,7 +10,7 @@
 //! a summary that keeps the first value; recall does not grow with folds survived when no
 //! history is kept, and the uncompressed reference answers every question.
 
-
+use crate::support::traces::{engine_config as config, import_one as load, EVAL_TRACES as TRACES};
 use ctxbench::config::suite::NeedleSearch;
 use ctxbench::engine::{EventKind, OfflineSummarizer, ResolvedConfig};
 use ctxbench::evals::drift::{self, DriftParams};
@@ -21,7 +21,6 @@ use ctxbench::metrics::stats::mcnemar;
 use ctxbench::pricing::PriceTable;
 use std::collections::BTreeMap;
 use std::path::Path;
-use crate::support::traces::{engine_config as config, import_one as load, EVAL_TRACES as TRACES};
 
 fn runtime() -> tokio::runtime::Runtime {
     // Timers: the agent loop and its tool calls have time limits.

@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use ctxbench::record::Sample;
 use crate::support::mock_llm::{self as mock, MockLlm, Recorded, Reply};
 use crate::support::suite::base_and_aggressive;
+use ctxbench::record::Sample;
 
 const CANARY: &str = "sk-faults-3b9d71c0e5a2";
 const CANARY_TAIL: &str = "faults-3b9d71c0e5a2";

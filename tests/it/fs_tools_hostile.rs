@@ -5,7 +5,6 @@
 
 #![cfg(unix)]
 
-
 use std::path::Path;
 use std::time::Duration;
 

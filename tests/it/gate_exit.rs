@@ -4,11 +4,11 @@
 
 use crate::support;
 
+use crate::support::cli::ctxbench;
 use assert_cmd::Command;
 use ctxbench::record::Sample;
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
-use crate::support::cli::ctxbench;
 
 /// The fixture with every needle recovered, except in the `lose` first needle units of the
 /// aggressive variant. Each needle unit stands for its own trace here (independent pairs), so

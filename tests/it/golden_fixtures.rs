@@ -2,7 +2,7 @@
 //! events (types, indexes, counts, texts), model calls (tokens, message counts, views) and
 //! per-message token counts, with only the random UUID names normalised.
 
-
+use crate::support::traces::golden as dir;
 use ctxbench::engine::fixture;
 use ctxbench::engine::StoreTarget;
 use ctxbench::tokens::approx::ApproxCounter;
@@ -10,7 +10,6 @@ use ctxbench::tokens::TokenCounter;
 use regex::Regex;
 use serde_json::Value;
 use std::path::Path;
-use crate::support::traces::golden as dir;
 
 const FIXTURES: [&str; 7] = [
     "mini-swe-django-11138",

@@ -59,7 +59,7 @@ fn every_dataset_file_imports_and_only_non_traces_are_ignored() {
         assert!(t.meta.source_path.is_some());
     }
     let expected: BTreeMap<&str, usize> = [
-        ("claude-code", 5),
+        ("claude-code", 7),
         ("mini-swe", 20),
         ("openhands", 7),
         ("swe-agent", 17),

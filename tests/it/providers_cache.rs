@@ -2,14 +2,13 @@
 //! independent repeats, `cache = false`, nothing erroneous or empty stored, persistence across
 //! providers, and no API key in any file the run writes.
 
-
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::support::mock_llm::{self as mock, MockLlm, Reply};
 use ctxbench::providers::{
     build_provider, ChatRequest, Message, Provider, ProviderConfig, ProviderError, ProviderKind,
 };
-use crate::support::mock_llm::{self as mock, MockLlm, Reply};
 
 fn cached_openai(server: &MockLlm, dir: &Path) -> ProviderConfig {
     let mut c = ProviderConfig::new(ProviderKind::Openai, "gpt-4o-mini");

@@ -1,17 +1,16 @@
 //! The OpenAI and Anthropic providers against a local fault-injecting server: wire format,
 //! usage and cost, retries and their timing, timeouts, broken bodies, error classes, limits.
 
-
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::support::mock_llm::{self as mock, MockLlm, Reply};
 use ctxbench::pricing::{self, Price};
 use ctxbench::providers::{
     build_provider, ChatRequest, Message, Provider, ProviderConfig, ProviderError, ProviderKind,
     ToolCall, ToolDef, Usage,
 };
 use serde_json::json;
-use crate::support::mock_llm::{self as mock, MockLlm, Reply};
 
 fn openai(server: &MockLlm) -> ProviderConfig {
     let mut c = ProviderConfig::new(ProviderKind::Openai, "gpt-4o");

@@ -2,14 +2,13 @@
 //! every summary is a model call, its usage is recorded, and a second replay is served from the
 //! response cache with identical summaries.
 
-
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::support::mock_llm::{self as mock, MockLlm, Reply};
 use ctxbench::engine::{self, fixture, EngineConfig, EventDetail, ReplayEnv};
 use ctxbench::providers::{build_provider, ProviderConfig, ProviderKind, ProviderSummarizer};
 use ctxbench::trace::Usage;
-use crate::support::mock_llm::{self as mock, MockLlm, Reply};
 
 fn summaries(r: &engine::Replay) -> Vec<String> {
     r.events

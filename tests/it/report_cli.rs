@@ -4,8 +4,8 @@
 
 use crate::support;
 
-use predicates::prelude::*;
 use crate::support::cli::ctxbench;
+use predicates::prelude::*;
 
 fn help(sub: &str) -> String {
     help_of(&[sub])

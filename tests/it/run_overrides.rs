@@ -4,9 +4,8 @@
 
 #![cfg(unix)]
 
-
-use std::path::{Path, PathBuf};
 use crate::support::cli::ctxbench;
+use std::path::{Path, PathBuf};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

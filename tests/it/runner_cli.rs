@@ -11,14 +11,14 @@
 
 use crate::support;
 
+use crate::support::cli::{bin, lines};
+use crate::support::suite::{base_and_aggressive, SuiteBuilder};
 use assert_cmd::Command;
 use ctxbench::record::Sample;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use crate::support::cli::{bin, lines};
-use crate::support::suite::{base_and_aggressive, SuiteBuilder};
 
 fn executor() -> String {
     std::env::var("CTXBENCH_HARNESS_EXECUTOR").unwrap_or_else(|_| "synthetic:delay_ms=25".into())

@@ -4,10 +4,10 @@
 
 use crate::support;
 
+use crate::support::suite::{SuiteBuilder, AGGRESSIVE};
 use ctxbench::record::Sample;
 use ctxbench::runner::session::{self, ImportLoader};
 use std::collections::BTreeMap;
-use crate::support::suite::{SuiteBuilder, AGGRESSIVE};
 
 /// Two real traces, `baseline` and `aggressive`, invariants; `extra` is appended verbatim.
 fn suite_text(extra: &str) -> String {

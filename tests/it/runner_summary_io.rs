@@ -5,12 +5,12 @@
 
 use crate::support;
 
+use crate::support::mock_llm::{MockLlm, Reply};
 use ctxbench::runner::execute::StopReason;
 use ctxbench::runner::session::{self};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use crate::support::mock_llm::{MockLlm, Reply};
 
 /// One trace, `repeats` units of `replay`, an early summary trigger, summaries from `base_url`.
 fn suite_text(base_url: &str, repeats: u32) -> String {

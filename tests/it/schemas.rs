@@ -4,10 +4,9 @@
 //! file must validate against the printed schema, which must also describe every field the file
 //! has (an undeclared field is an error here, stricter than JSON Schema's default).
 
-
+use crate::support::cli::ctxbench;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use crate::support::cli::ctxbench;
 
 fn schema(kind: &str) -> Value {
     let out = ctxbench()

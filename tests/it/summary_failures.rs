@@ -4,12 +4,12 @@
 
 use crate::support;
 
+use crate::support::mock_llm::{openai_error, openai_text, MockLlm, Recorded, Reply};
 use ctxbench::record::{RunDir, Sample};
 use ctxbench::runner::session::RunOptions;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use crate::support::mock_llm::{openai_error, openai_text, MockLlm, Recorded, Reply};
 
 const HEALTHY: &str = "SESSION INTENT: fix the separability matrix. SUMMARY: read the \
                        modeling code, ran the tests, edited separable.py.";

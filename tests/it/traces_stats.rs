@@ -1,13 +1,12 @@
 //! `tokens::stats` on hand-built traces (every expected number worked out by hand below) and the
 //! `ctxbench traces stats` command line.
 
-
+use crate::support::cli::ctxbench;
 use ctxbench::tokens::stats::{self, StatsReport, UNKNOWN_TOOL};
 use ctxbench::tokens::{counter, TokenCounter};
 use ctxbench::trace::{Message, Role, SourceFormat, ToolCall, Trace, TraceLine, TraceMeta, Usage};
 use predicates::prelude::*;
 use serde_json::json;
-use crate::support::cli::ctxbench;
 
 /// A counter simple enough to add up by hand: a word is a token; a message costs 2 + the words
 /// of its content + 1 per tool call; every tool schema costs 10.

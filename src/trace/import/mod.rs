@@ -43,12 +43,15 @@ macro_rules! importers {
 // rule should take precedence), and its name in `trace::model`'s `source_formats!`.
 importers! {
     claude_code,
+    codex,
     mini_swe,
     atif,
     tau2,
     swe_agent,
     openhands,
     tau,
+    langchain,
+    responses,
     anthropic,
     openai,
 }
@@ -137,6 +140,10 @@ pub fn import_found(
 }
 
 fn not_a_trace(path: &Path, why: &str) -> ImportError {
+    if why.starts_with(NO_MESSAGE) {
+        // Detected, but nothing in it: forcing another format would not help.
+        return ImportError::new(path, "file", why);
+    }
     ImportError::new(
         path,
         "file",
@@ -146,6 +153,9 @@ fn not_a_trace(path: &Path, why: &str) -> ImportError {
         ),
     )
 }
+
+/// How the reason of a detected input that yields a trace without messages starts.
+const NO_MESSAGE: &str = "no message";
 
 /// Import one file, telling "not a trace" apart from a broken trace.
 pub fn import_file_content(
@@ -340,7 +350,36 @@ fn import_input_as(
             Err(why) => return Ok(FileContent::NotATrace(why)),
         },
     };
+    // What the input looks like, kept for the error should it yield nothing.
+    let looks = match from {
+        Some(_) => Some(detect::detect(&input)),
+        None => None,
+    };
     let mut traces = import_input(&mut input, stem, format)?;
+    if let Some(why) = empty_traces(&traces, format) {
+        return match looks {
+            // Nothing dropped silently: a forced format that reads nothing is an error.
+            Some(looks) => Err(Located::new(
+                "file",
+                format!(
+                    "--from {} read {why}; {}",
+                    format.as_str(),
+                    match looks {
+                        Ok(f) if f != format => format!(
+                            "the input looks like {} (drop --from to detect it)",
+                            f.as_str()
+                        ),
+                        Ok(_) => "the input holds no message this format reads".to_string(),
+                        Err(what) => format!("the input is {what}"),
+                    }
+                ),
+            )),
+            None => Ok(FileContent::NotATrace(format!(
+                "{NO_MESSAGE}: detected as {} but {why}",
+                format.as_str()
+            ))),
+        };
+    }
     for t in traces.iter_mut() {
         if let Some(p) = path {
             t.meta.source_path = Some(p.display().to_string());
@@ -348,6 +387,29 @@ fn import_input_as(
         finalize(t);
     }
     Ok(FileContent::Traces(traces))
+}
+
+/// Why `traces` must not be taken as an import: no trace at all, or a trace without messages
+/// (every trace of a format holds at least one message).
+fn empty_traces(traces: &[Trace], format: SourceFormat) -> Option<String> {
+    if traces.is_empty() {
+        return Some(format!("no {} trace", format.as_str()));
+    }
+    let empty: Vec<&str> = traces
+        .iter()
+        .filter(|t| t.messages.is_empty())
+        .map(|t| t.meta.id.as_str())
+        .collect();
+    match empty.as_slice() {
+        [] => None,
+        [one] if traces.len() == 1 => Some(format!("a trace with no message ({one})")),
+        some => Some(format!(
+            "{} trace(s) with no message ({}{})",
+            some.len(),
+            some.iter().take(3).copied().collect::<Vec<_>>().join(", "),
+            if some.len() > 3 { ", …" } else { "" }
+        )),
+    }
 }
 
 /// Dispatch a parsed input to the importer of `format` (which may consume it).
