@@ -195,6 +195,9 @@ source_formats! {
     Codex => "codex",
     OpenaiResponses => "openai-responses",
     Langchain => "langchain",
+    Inspect => "inspect",
+    GeminiCli => "gemini-cli",
+    Gemini => "gemini",
 }
 
 impl SourceFormat {

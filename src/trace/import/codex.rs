@@ -146,7 +146,10 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                     conv.compaction(None, Some("codex".into()));
                     let before = conv.t.messages.len();
                     for it in history.items()? {
-                        conv.item_at(&it, ts)?;
+                        // The opaque compaction item itself is not a second compaction.
+                        if !matches!(it.key("type").v.as_str(), Some("compaction" | "compaction_summary")) {
+                            conv.item_at(&it, ts)?;
+                        }
                     }
                     conv.end_call();
                     for m in &mut conv.t.messages[before..] {

@@ -47,11 +47,14 @@ importers! {
     mini_swe,
     atif,
     tau2,
+    inspect,
+    gemini_cli,
     swe_agent,
     openhands,
     tau,
     langchain,
     responses,
+    gemini,
     anthropic,
     openai,
 }
@@ -162,6 +165,19 @@ pub fn import_file_content(
     path: &Path,
     from: Option<SourceFormat>,
 ) -> Result<FileContent, ImportError> {
+    if let Some(kind) = file::sniff(path) {
+        return match kind {
+            file::Sniffed::Zip => import_zip(path, from),
+            file::Sniffed::Unsupported(what) => Err(ImportError::new(
+                path,
+                "file",
+                format!(
+                    "{what}: not supported; expected one of the formats {}",
+                    format_names()
+                ),
+            )),
+        };
+    }
     let input = match file::read(path, from)? {
         file::FileRead::Empty => return Ok(FileContent::NotATrace("the file is empty".into())),
         file::FileRead::Canonical(traces) => return Ok(FileContent::Traces(traces)),
@@ -169,6 +185,24 @@ pub fn import_file_content(
     };
     import_input_as(input, &file_stem(path), from, Some(path))
         .map_err(|l| ImportError::located(path, l))
+}
+
+/// A zip archive: an Inspect `.eval` log is the only trace format that is one.
+fn import_zip(path: &Path, from: Option<SourceFormat>) -> Result<FileContent, ImportError> {
+    if let Some(f) = from.filter(|f| *f != SourceFormat::Inspect) {
+        return Err(ImportError::new(
+            path,
+            "file",
+            format!(
+                "--from {}: the file is a zip archive, which only the inspect format (an Inspect .eval log) is",
+                f.as_str()
+            ),
+        ));
+    }
+    let traces = inspect::import_zip(path, &file_stem(path))
+        .and_then(|t| finish(t, SourceFormat::Inspect, None, Some(path)))
+        .map_err(|l| ImportError::located(path, l))?;
+    Ok(traces)
 }
 
 /// Import files, directories and globs (see [`crate::trace::discover`] for which files they
@@ -222,7 +256,7 @@ pub fn file_stem(path: &Path) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "trace".into());
     let mut s = name.as_str();
-    for ext in [".jsonl", ".ndjson", ".json", ".traj"] {
+    for ext in [".jsonl", ".ndjson", ".json", ".traj", ".eval"] {
         if let Some(x) = s.strip_suffix(ext) {
             s = x;
             if let Some(y) = s.strip_suffix(".traj") {
@@ -355,7 +389,19 @@ fn import_input_as(
         Some(_) => Some(detect::detect(&input)),
         None => None,
     };
-    let mut traces = import_input(&mut input, stem, format)?;
+    let traces = import_input(&mut input, stem, format)?;
+    finish(traces, format, looks, path)
+}
+
+/// The checks and bookkeeping after an importer ran: a trace without messages makes the input
+/// an error (`looks`, what detection said of an input read with a forced format) or, when
+/// detected, not a trace; otherwise each trace gets its source path, goal and pairing warnings.
+fn finish(
+    mut traces: Vec<Trace>,
+    format: SourceFormat,
+    looks: Option<Result<SourceFormat, String>>,
+    path: Option<&Path>,
+) -> Res<FileContent> {
     if let Some(why) = empty_traces(&traces, format) {
         return match looks {
             // Nothing dropped silently: a forced format that reads nothing is an error.
