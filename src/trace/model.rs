@@ -198,6 +198,7 @@ source_formats! {
     Inspect => "inspect",
     GeminiCli => "gemini-cli",
     Gemini => "gemini",
+    Cline => "cline",
 }
 
 impl SourceFormat {

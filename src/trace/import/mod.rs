@@ -55,6 +55,7 @@ importers! {
     langchain,
     responses,
     gemini,
+    cline,
     anthropic,
     openai,
 }
