@@ -19,13 +19,13 @@
 //!   `compaction_summary` user message.
 //!
 //! User messages Codex injects (`<environment_context>`, AGENTS.md, `<user_instructions>`) get
-//! `kind: "meta"`, so the goal is the person's first request.
+//! `kind: "meta"` (in the shared item conversion), so the goal is the person's first request.
 
 use super::detect::{str_of, Shape};
 use super::json::{Node, Res};
 use super::responses::Conv;
 use super::{Importer, Input};
-use crate::trace::model::{Message, Role, SourceFormat, Trace, Usage};
+use crate::trace::model::{Message, SourceFormat, Trace, Usage};
 use serde_json::Value;
 
 /// Codex rollouts: JSON Lines of `{type: session_meta|response_item|turn_context|event_msg|
@@ -47,14 +47,6 @@ pub const IMPORTER: Importer = Importer {
         Input::Json(v) => import(vec![(1, std::mem::take(v))], stem),
     },
 };
-
-/// Prefixes of the user messages Codex writes itself.
-const INJECTED: [&str; 4] = [
-    "<environment_context>",
-    "# AGENTS.md instructions",
-    "<user_instructions>",
-    "<INSTRUCTIONS>",
-];
 
 pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     let mut conv = Conv::new(stem, SourceFormat::Codex);
@@ -83,17 +75,7 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                     }
                 }
             }
-            "response_item" => {
-                let before = conv.t.messages.len();
-                conv.item_at(&p, ts)?;
-                for m in &mut conv.t.messages[before..] {
-                    if m.role == Role::User
-                        && INJECTED.iter().any(|x| m.content.trim_start().starts_with(x))
-                    {
-                        m.kind = Some("meta".into());
-                    }
-                }
-            }
+            "response_item" => conv.item_at(&p, ts)?,
             "event_msg" if p.key("type").opt_str()? == Some("token_count") => {
                 let info = p.key("info");
                 if info.is_null() {

@@ -92,12 +92,35 @@ pub fn import_zip(path: &Path, stem: &str) -> Res<Vec<Trace>> {
         ));
     }
     let mut read = |name: &str| -> Res<Value> {
-        let mut e = zip
-            .by_name(name)
-            .map_err(|e| Located::new(name, format!("cannot open the archive member: {e}")))?;
+        let open = |e: zip::result::ZipError| {
+            Located::new(name, format!("cannot open the archive member: {e}"))
+        };
+        let cannot = |e: std::io::Error| {
+            Located::new(name, format!("cannot read the archive member: {e}"))
+        };
+        let idx = zip
+            .index_for_name(name)
+            .ok_or_else(|| Located::new(name, "the archive member is missing"))?;
         let mut bytes = Vec::new();
-        e.read_to_end(&mut bytes)
-            .map_err(|e| Located::new(name, format!("cannot read the archive member: {e}")))?;
+        // Inspect writes members with zstd (method 93) since 2025; the zip crate reads deflate,
+        // and ruzstd (pure Rust) decodes zstd from the raw member.
+        #[allow(deprecated)]
+        let zstd = matches!(
+            zip.by_index_raw(idx).map_err(open)?.compression(),
+            zip::CompressionMethod::Unsupported(93)
+        );
+        if zstd {
+            let raw = zip.by_index_raw(idx).map_err(open)?;
+            let mut d = ruzstd::decoding::StreamingDecoder::new(raw).map_err(|e| {
+                Located::new(name, format!("cannot read the archive member: zstd: {e}"))
+            })?;
+            d.read_to_end(&mut bytes).map_err(cannot)?;
+        } else {
+            zip.by_index(idx)
+                .map_err(open)?
+                .read_to_end(&mut bytes)
+                .map_err(cannot)?;
+        }
         serde_json::from_slice(&bytes).map_err(|e| {
             let l = super::json_error(&e, None);
             Located::new(format!("{name}: {}", l.location), l.message)

@@ -25,6 +25,15 @@ use super::{Calls, Importer, Input};
 use crate::trace::model::{ContextMarker, Message, Role, SourceFormat, ToolCall, Trace, TraceMeta};
 use serde_json::{json, Map, Value};
 
+/// Prefixes of the user messages Codex (and agents built like it) write themselves, marked
+/// `kind: "meta"` so the goal is the person's first request.
+const INJECTED: [&str; 4] = [
+    "<environment_context>",
+    "# AGENTS.md instructions",
+    "<user_instructions>",
+    "<INSTRUCTIONS>",
+];
+
 /// Item types only the Responses API writes (a chat message never has them).
 const ITEM_TYPES: [&str; 16] = [
     "function_call",
@@ -246,7 +255,12 @@ impl Conv {
                     }
                     "user" | "system" | "developer" => {
                         let mut m = if role == "user" {
-                            Message::user(text)
+                            let injected = INJECTED.iter().any(|x| text.trim_start().starts_with(x));
+                            let mut m = Message::user(text);
+                            if injected {
+                                m.kind = Some("meta".into());
+                            }
+                            m
                         } else {
                             Message::system(text)
                         };
