@@ -381,3 +381,35 @@ fn the_four_langchain_shapes_give_the_same_trace() {
         assert_eq!(t.messages, base.messages, "{rel}");
     }
 }
+
+#[test]
+fn cli_forced_format_that_finds_nothing_exits_2_and_says_what_the_file_is() {
+    let out = tempfile::tempdir().unwrap();
+    let rollout = ds("codex/rollout-2026-05-11T11-26-55-019e1625.jsonl");
+    assert_cmd::Command::cargo_bin("ctxbench")
+        .unwrap()
+        .args(["import", "--from", "claude-code", "-o"])
+        .arg(out.path())
+        .arg(&rollout)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "--from claude-code read a trace with no message",
+        ))
+        .stderr(predicates::str::contains("looks like codex"));
+    // A folder whose files all yield nothing: listed, exit 2.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("empty-session.jsonl"),
+        "{\"type\":\"queue-operation\",\"sessionId\":\"s\"}\n{\"type\":\"summary\",\"summary\":\"x\",\"leafUuid\":\"u\"}\n",
+    )
+    .unwrap();
+    assert_cmd::Command::cargo_bin("ctxbench")
+        .unwrap()
+        .args(["import", "-o"])
+        .arg(out.path())
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("empty-session.jsonl: no message"));
+}
