@@ -156,10 +156,11 @@ fn codex_rollouts_keep_every_call_usage_and_compaction() {
         let mut totals = Vec::new();
         for r in &recs {
             let info = &r["payload"]["info"];
-            if r["payload"]["type"] == "token_count" && info.is_object() {
-                if totals.last() != Some(&info["total_token_usage"]) {
-                    totals.push(info["total_token_usage"].clone());
-                }
+            if r["payload"]["type"] == "token_count"
+                && info.is_object()
+                && totals.last() != Some(&info["total_token_usage"])
+            {
+                totals.push(info["total_token_usage"].clone());
             }
         }
         let mut ts = import_file(&path, None).unwrap();

@@ -236,8 +236,11 @@ fn metrics(m: &Node<'_>) -> Res<Option<Usage>> {
     }))
 }
 
-/// Split an assistant text into (text without tool elements, [(tool, arguments)], thinking).
-fn split_xml(text: &str) -> (String, Vec<(String, Map<String, Value>)>, Vec<String>) {
+/// A tool call written in XML: (tool name, arguments).
+type XmlCall = (String, Map<String, Value>);
+
+/// Split an assistant text into (text without tool elements, its calls, thinking).
+fn split_xml(text: &str) -> (String, Vec<XmlCall>, Vec<String>) {
     let mut rest = String::new();
     let mut calls = Vec::new();
     let mut thinking = Vec::new();

@@ -149,6 +149,7 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
 mod tests {
     use super::*;
     use crate::trace::import::detect::detect;
+    use crate::trace::model::Role;
     use serde_json::json;
 
     fn rollout() -> Vec<(usize, Value)> {

@@ -386,10 +386,7 @@ fn import_input_as(
         },
     };
     // What the input looks like, kept for the error should it yield nothing.
-    let looks = match from {
-        Some(_) => Some(detect::detect(&input)),
-        None => None,
-    };
+    let looks = from.map(|_| detect::detect(&input));
     let traces = import_input(&mut input, stem, format)?;
     finish(traces, format, looks, path)
 }
