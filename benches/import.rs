@@ -9,7 +9,7 @@
 //! loaded machine criterion's wall times mostly measure waiting for a core.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ctxbench::engine::fixture;
+use ctxbench::trace::import;
 use ctxbench::trace::import::{import_bytes, FileContent};
 use ctxbench::trace::io;
 use std::hint::black_box;
@@ -69,10 +69,13 @@ fn bench(c: &mut Criterion) {
         .join("testdata/deepagents-golden/synthetic-s7/trace.jsonl");
     let golden_len = std::fs::metadata(&golden_path).expect("golden trace").len();
     g.throughput(Throughput::Bytes(golden_len));
-    g.bench_function("fixture read (golden synthetic-s7 trace.jsonl)", |b| {
-        b.iter(|| fixture::read_jsonl_trace(black_box(&golden_path)).expect("golden trace"))
-    });
-    let golden = fixture::read_jsonl_trace(&golden_path).expect("golden synthetic-s7 trace");
+    g.bench_function(
+        "golden read (synthetic-s7 trace.jsonl, as `replay TRACE`)",
+        |b| b.iter(|| import::import_file(black_box(&golden_path), None).expect("golden trace")),
+    );
+    let golden = import::import_file(&golden_path, None)
+        .expect("golden synthetic-s7 trace")
+        .remove(0);
     let mut golden_canonical = Vec::new();
     io::write_traces(&mut golden_canonical, std::slice::from_ref(&golden)).expect("write");
     g.throughput(Throughput::Bytes(golden_canonical.len() as u64));
@@ -85,7 +88,7 @@ fn bench(c: &mut Criterion) {
     let mut cpu: Vec<f64> = (0..15)
         .map(|_| {
             let t0 = thread_cpu_s();
-            let t = fixture::read_jsonl_trace(black_box(&golden_path)).expect("golden trace");
+            let t = import::import_file(black_box(&golden_path), None).expect("golden trace");
             let dt = thread_cpu_s() - t0;
             drop(black_box(t));
             dt
@@ -93,7 +96,7 @@ fn bench(c: &mut Criterion) {
         .collect();
     cpu.sort_by(f64::total_cmp);
     eprintln!(
-        "fixture read (golden synthetic-s7 trace.jsonl, {golden_len} bytes, from the page cache): {:.0} MB/s on thread CPU time (median of 15: {:.3} ms)",
+        "golden read (synthetic-s7 trace.jsonl, {golden_len} bytes, from the page cache): {:.0} MB/s on thread CPU time (median of 15: {:.3} ms)",
         golden_len as f64 / cpu[7] / 1e6,
         cpu[7] * 1e3
     );

@@ -4,7 +4,7 @@
 //! calls; and the encoding of the unit's larger request, the reference question on the whole
 //! planted history (`runner/encode_reference_request`: the OpenAI chat body written straight
 //! from the borrowed messages). The whole-run scenario (1,000 units against a 50 ms server) is
-//! `bash benches/runner/run.sh`; see README, "Speed".
+//! `bash benches/runner/run.sh`; see benches/README.md, "Runner overhead".
 //!
 //! ```sh
 //! cargo bench --bench runner

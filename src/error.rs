@@ -1,6 +1,6 @@
 //! Errors and exit codes shared by every layer: the lowest module, imported by `runner` and `cli`.
 //!
-//! Exit codes (documented in README.md, stable for CI use):
+//! Exit codes (documented in docs/reliability.md, stable for CI use):
 //! - 0  success
 //! - 1  runtime failure (I/O, provider failure that the run was told to treat as fatal, …)
 //! - 2  bad usage, bad configuration or bad input (file, line and what was expected are printed)

@@ -16,6 +16,7 @@
 //! | 0 | [`confcore`] | `ConfigError` (file, line, key path), the one deep-merge rule, constrained-value newtypes |
 //! | 1 | [`trace`] | the canonical trace model, its JSONL format, discovery, the importers |
 //! | 1 | [`record`] | on-disk records: per-sample results, run info; `RunDir` owns the run directory |
+//! | 1 | [`evalspec`] | each eval declared once: its typed params and its metrics (polarity, kind, headline) |
 //! | 2 | [`tokens`] | token counters (BPE, approximate), count caches, trace statistics |
 //! | 2 | [`pricing`] | model prices: bundled table, suite overrides, cost of a call |
 //! | 2 | [`metrics`] | statistics over results (CIs, paired deltas, McNemar, pass@k), number formats |
@@ -39,6 +40,8 @@
 //! - the offline agent answers the evals' questions, so it lives in `evals::offline_agent`
 //!   (which also builds it: `providers::build_provider` builds the HTTP providers only);
 //! - `tokens` counts trace messages (tokens → trace); `trace` never imports `tokens`.
+//! - [`evalspec`] sits low (rank 1) so that `metrics`, `report` and `config` can read what
+//!   each eval declares (params, metric polarity, headlines) without importing `evals`.
 //!
 //! - `config` sits above `engine`, `providers` and `gate` because it types their sections at
 //!   load (nothing past `config/` reads raw TOML); what they need of configuration errors and
@@ -46,7 +49,8 @@
 //! - `gate` computes verdicts; `report` renders them (JUnit, step summary, terminal lines).
 //!
 //! A compression layer is one file in `engine/layers/` plus one line in the registry of
-//! `engine/layers/mod.rs`. An eval is its suite section in `config/evals/` (one line in
+//! `engine/layers/mod.rs`. An eval is its spec in `evalspec/` (typed params and declared
+//! metrics, one line in `eval_specs!`), its suite section in `config/evals/` (one line in
 //! `eval_sections!`, where eval names come from) and its run hook in `evals/executors/` (one
 //! line in `evals!`). The data flow, and how to add a layer, an eval, a provider, an
 //! importer or a report section: `docs/architecture.md` (with `docs/engine.md` for layers and
@@ -58,6 +62,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod evals;
+pub mod evalspec;
 pub mod gate;
 pub mod metrics;
 pub mod output;

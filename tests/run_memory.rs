@@ -25,7 +25,7 @@
 //! Resident memory, not only the heap: when a run returns, the pages its units freed are given
 //! back (`runner::memory`), so what is resident beyond the live heap is the process's fixed
 //! overhead (≤ 22 MiB; 12–15 measured, 32–35 without the release). Peak RSS of the
-//! whole `ctxbench run` at 1,000 / 5,000 / 20,000 units is in README ("Speed").
+//! whole `ctxbench run` at 1,000 / 5,000 / 20,000 units is in benches/README.md ("Memory of a whole run").
 //!
 //! Bytes, not time: nothing here depends on speed. One test in this binary, so no other test
 //! allocates while it measures.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write a big trace for the replay-memory measurement (README, "Speed"): the golden
+"""Write a big trace for the replay-memory measurement (benches/README.md, "Memory of a replay"): the golden
 synthetic-s7 trace repeated N times (default 14, ~27.6 MB), tool-call ids made unique.
 
 --format picks how it is written (default `fixture`):

@@ -1,11 +1,15 @@
 //! Command-line surface: one file per subcommand, each with its `Args` and a `run` function.
 //!
-//! Exit codes (documented in README.md, stable for CI use):
+//! Exit codes (the constants are in `crate::error`; documented in docs/reliability.md, stable
+//! for CI use):
 //! - 0  success
-//! - 1  runtime failure (I/O, provider failure that the run was told to treat as fatal, …)
+//! - 1  runtime failure (I/O, provider failure that the run was told to treat as fatal, …); also
+//!   a run stopped by its budget, failed units with `fail_on_errors = true`, a `replay` whose
+//!   invariants were violated
 //! - 2  bad usage, bad configuration or bad input (file, line and what was expected are printed)
 //! - 10 a gate rule failed (`ctxbench gate`)
 //! - 130 interrupted (Ctrl-C); a partial report was written
+//! - 143 terminated (SIGTERM), handled like Ctrl-C; a partial report was written
 
 // The doc comments of the argument structs are clap's `--help` text: placeholders such as
 // `<run-id>` are meant literally there, not as rustdoc HTML.

@@ -7,8 +7,8 @@
 
 use super::{UsageError, EXIT_FAILURE, EXIT_OK};
 use crate::engine::{
-    self, fixture, EngineConfig, EngineError, Event, EventDetail, OfflineSummarizer, OffloadStore,
-    Replay, ReplayEnv, StoreTarget,
+    self, fixture, EngineConfig, EngineError, OfflineSummarizer, OffloadStore, Replay, ReplayEnv,
+    StoreTarget,
 };
 use crate::trace::Trace;
 use std::path::{Path, PathBuf};
@@ -24,7 +24,7 @@ Examples:
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct Args {
-    /// Trace file (any importable format; canonical or fixture-style JSONL always works)
+    /// Trace file (any importable format: canonical JSONL, golden-fixture role lines, …)
     #[arg(required_unless_present = "fixture", conflicts_with = "fixture")]
     pub trace: Option<PathBuf>,
     /// Golden-fixture folder (trace.jsonl, config.json, system_prompt.txt, tools.json,
@@ -90,34 +90,10 @@ fn load_traces(path: &Path) -> anyhow::Result<Vec<Trace>> {
         ))
         .into());
     }
-    match crate::trace::import::import_file(path, None) {
-        Ok(t) if !t.is_empty() => Ok(t),
-        Ok(_) => Err(UsageError(format!("{}: no trace found", path.display())).into()),
-        Err(import_err) => match fixture::read_jsonl_trace(path) {
-            Ok(t) => Ok(vec![t]),
-            // The fixture reader's error only for a file of fixture lines; any other file (a
-            // truncated Claude Code session, a broken canonical trace) gets the importer's,
-            // which names the format it detected and the line that broke.
-            Err(jsonl_err) if fixture_lines(path) => Err(jsonl_err.into()),
-            Err(_) => Err(import_err.into()),
-        },
-    }
-}
-
-/// True when the first non-blank line of `path` is a golden-fixture message line: a JSON object
-/// with no `type` (canonical and Claude Code lines have one).
-fn fixture_lines(path: &Path) -> bool {
-    use std::io::BufRead as _;
-    let Ok(f) = std::fs::File::open(path) else {
-        return false;
-    };
-    let first = std::io::BufReader::new(f)
-        .lines()
-        .map_while(Result::ok)
-        .find(|l| !l.trim().is_empty());
-    match first.and_then(|l| serde_json::from_str::<serde_json::Value>(&l).ok()) {
-        Some(serde_json::Value::Object(o)) => !o.contains_key("type"),
-        _ => false,
+    // Every format, golden-fixture role lines included (`trace::import::golden`).
+    match crate::trace::import::import_file(path, None)? {
+        t if !t.is_empty() => Ok(t),
+        _ => Err(UsageError(format!("{}: no trace found", path.display())).into()),
     }
 }
 
@@ -150,86 +126,6 @@ fn load_config(args: &Args) -> anyhow::Result<EngineConfig> {
     Ok(cfg.apply_sets(&args.sets)?)
 }
 
-fn describe(e: &Event) -> String {
-    let k = e.kind.as_str();
-    let tokens = match (e.tokens_before, e.tokens_after) {
-        (Some(b), Some(a)) => format!(" {b}→{a}"),
-        _ => String::new(),
-    };
-    let what = match &e.detail {
-        EventDetail::Evicted { path, .. } => format!(" #{} → {path}", e.trace_index),
-        EventDetail::EvictionSkipped { tool, .. } => {
-            format!(" #{} ({tool} excluded)", e.trace_index)
-        }
-        EventDetail::UserMessageEvicted {
-            evicted_index,
-            path,
-            ..
-        } => format!(" #{evicted_index} → {path}"),
-        EventDetail::ArgsTruncated { calls, .. } => format!(" {} calls", calls.len()),
-        EventDetail::Summarized {
-            state_cutoff,
-            newly_summarized,
-            history_file,
-            ..
-        } => format!(" {newly_summarized} msgs, keep from #{state_cutoff}, history {history_file}"),
-        EventDetail::Clipped {
-            clipped_index,
-            path,
-            ..
-        } => format!(
-            " #{clipped_index}{}",
-            path.as_ref().map(|p| format!(" → {p}")).unwrap_or_default()
-        ),
-        EventDetail::Overflow { message, .. } | EventDetail::Error { message } => {
-            format!(": {message}")
-        }
-        EventDetail::Cleared {
-            cleared, excluded, ..
-        } => format!(" {cleared} results ({excluded} excluded)"),
-        EventDetail::Truncated {
-            dropped,
-            state_cutoff,
-            ..
-        } => format!(" {dropped} msgs dropped, keep from #{state_cutoff}"),
-        EventDetail::Trimmed {
-            stage,
-            indexes,
-            turns,
-            state_cutoff,
-            ..
-        } => match state_cutoff {
-            Some(c) => format!(" {stage}: {turns} turns, keep from #{c}"),
-            None => format!(" {stage}: {} msgs", indexes.len()),
-        },
-        EventDetail::Emergency {
-            keep_recent,
-            dropped,
-            fits,
-            ..
-        } => format!(
-            " keep {keep_recent}, {dropped} msgs dropped{}",
-            if *fits { "" } else { ", still over" }
-        ),
-        EventDetail::Watchdog { tool, repeats, .. } => {
-            format!(" {tool} ×{repeats} with identical arguments")
-        }
-        EventDetail::CostCeiling {
-            bound,
-            spent_usd,
-            limit_usd,
-            action,
-        } => format!(" {bound} ${spent_usd:.4} ≥ ${limit_usd:.4} ({action})"),
-        EventDetail::Futile { compaction, reason } => format!(" {compaction} {reason}"),
-        EventDetail::Cooldown {
-            since_secs,
-            cooldown_secs,
-        } => format!(" {since_secs:.1} s since the last compaction (< {cooldown_secs} s)"),
-        EventDetail::None => String::new(),
-    };
-    format!("{k}{tokens}{what}")
-}
-
 fn render_human(r: &Replay) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
@@ -255,11 +151,11 @@ fn render_human(r: &Replay) -> String {
                 && r.events[next_event].call_index.is_none()
                 && r.events[next_event].trace_index < c.trace_index
             {
-                pending.push(describe(&r.events[next_event]));
+                pending.push(r.events[next_event].describe());
                 next_event += 1;
             }
             let mut evs: Vec<String> = std::mem::take(&mut pending);
-            evs.extend(c.events.iter().map(|&k| describe(&r.events[k])));
+            evs.extend(c.events.iter().map(|&k| r.events[k].describe()));
             if let Some(&last) = c.events.last() {
                 next_event = next_event.max(last + 1);
             }
@@ -363,16 +259,13 @@ pub fn replay_file(args: &Args) -> anyhow::Result<Vec<Replay>> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut replays: Vec<Replay> = Vec::new();
     if let Some(dir) = &args.fixture {
-        let trace_len = match std::fs::metadata(dir.join(fixture::TRACE_FILE)) {
-            Ok(m) if m.is_file() => m.len(),
-            _ => {
-                return Err(UsageError(format!(
-                    "{}: not a fixture folder (expected trace.jsonl, config.json, system_prompt.txt, tools.json, summary_text.txt)",
-                    dir.display()
-                ))
-                .into())
-            }
-        };
+        if !std::fs::metadata(dir.join(fixture::TRACE_FILE)).is_ok_and(|m| m.is_file()) {
+            return Err(UsageError(format!(
+                "{}: not a fixture folder (expected trace.jsonl, config.json, system_prompt.txt, tools.json, summary_text.txt)",
+                dir.display()
+            ))
+            .into());
+        }
         let store = match &args.store {
             Some(base) => StoreTarget::Dir(OffloadStore::dir_for(
                 base,
@@ -382,23 +275,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             )),
             None => StoreTarget::Memory,
         };
-        // The decoded trace takes about the file's size: one `madvise` makes that much heap
-        // resident instead of ~500 page faults as it fills (README, Speed).
-        crate::runner::memory::prefault_heap(usize::try_from(trace_len / 4 * 5).unwrap_or(0));
         let r = fixture::run(dir, &args.sets, store).map_err(engine_err)?;
         if args.json {
             let mut text = serde_json::to_string(&fixture::FixtureOutput::of(&r))?;
             text.push('\n');
             super::emit(&text)?;
-            let code = if r.invariants.passed() {
+            return Ok(ExitCode::from(if r.invariants.passed() {
                 EXIT_OK
             } else {
                 EXIT_FAILURE
-            };
-            // The process ends here: freeing the trace and the replay piece by piece would cost
-            // ~0.1 ms and ~45 page faults for nothing.
-            std::mem::forget(r);
-            return Ok(ExitCode::from(code));
+            }));
         }
         replays.push(r);
     } else {

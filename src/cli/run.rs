@@ -365,7 +365,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let missing = crate::runner::unsupported_evals(&suite, &router);
             if !missing.is_empty() {
                 anyhow::bail!(
-                    "this build has no executor for eval(s) {} (the engine and evals are not merged yet); \
+                    "no executor is registered for eval(s) {} (see `evals::executors::register`); \
                      `--executor synthetic` exercises the runner without them",
                     missing
                         .iter()

@@ -111,15 +111,11 @@ impl Cooldown {
         let Some(since_secs) = self.holds(cooldown_secs) else {
             return false;
         };
-        let mut ev =
-            super::event::Event::new(super::event::EventKind::Cooldown, ctx.call_index, layer);
-        ev.call_index = Some(ctx.call_index);
-        ev.tokens_before = Some(tokens);
-        ev.detail = super::event::EventDetail::Cooldown {
+        let detail = super::event::EventDetail::Cooldown {
             since_secs,
             cooldown_secs,
         };
-        ctx.env.emit(ev);
+        ctx.emit(layer, detail).tokens_before = Some(tokens);
         true
     }
 }

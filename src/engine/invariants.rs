@@ -7,7 +7,7 @@
 //! pairing is precomputed once per trace. Problems already present in the recorded trace (a
 //! result with no call, a call never answered) are reported as `trace_defects`, not failures.
 
-use super::event::{Event, EventDetail, EventKind};
+use super::event::{Event, EventDetail, Summary};
 use super::store::OffloadStore;
 use super::view::{Item, Override, State, View};
 use crate::trace::{Message, Role};
@@ -188,7 +188,11 @@ impl Checker {
     ) {
         self.report.calls_checked += 1;
         self.check_pairing(call, view, state);
-        if sent > window && !call_events.iter().any(|e| e.kind == EventKind::Overflow) {
+        if sent > window
+            && !call_events
+                .iter()
+                .any(|e| matches!(e.detail, EventDetail::Overflow { .. }))
+        {
             self.violate(
                 call,
                 Rule::FitsWindow,
@@ -220,12 +224,12 @@ impl Checker {
             }
         }
         for e in call_events {
-            if let EventDetail::Summarized {
+            if let Some(Summary {
                 state_cutoff,
                 summarized_from,
                 chained,
                 ..
-            } = &e.detail
+            }) = e.detail.summary()
             {
                 if let Some(prev) = self.last_summary_cutoff {
                     if *summarized_from < prev {

@@ -10,7 +10,7 @@
 //! Layers emit [`Event`]s through the context and write removed content to the offload store
 //! **before** it leaves the context.
 
-use super::event::Event;
+use super::event::{Event, EventDetail};
 use super::store::OffloadStore;
 use super::summarizer::Summarizer;
 use super::view::{Base, State, View};
@@ -68,6 +68,15 @@ impl CallCtx<'_> {
         self.env.overhead + self.view.message_tokens(self.state)
     }
 
+    /// Record an event of this call (`trace_index` = `call_index` = this call) emitted by
+    /// `layer`; returns it for the token counts and store writes.
+    pub fn emit(&mut self, layer: &str, detail: EventDetail) -> &mut Event {
+        let at = self
+            .env
+            .emit(Event::at_call(self.call_index, layer, detail));
+        &mut self.env.events[at]
+    }
+
     /// The request size the compaction layers compare against their triggers; fixed by the
     /// first layer that asks (later per-request edits do not change it).
     pub fn effective_tokens(&mut self) -> u64 {
@@ -86,6 +95,15 @@ pub struct MessageCtx<'a> {
     pub index: usize,
     pub state: &'a mut State,
     pub env: Env<'a>,
+}
+
+impl MessageCtx<'_> {
+    /// Record an event about the arriving message (no model call) emitted by `layer`;
+    /// returns it for the token counts and store writes.
+    pub fn emit(&mut self, layer: &str, detail: EventDetail) -> &mut Event {
+        let at = self.env.emit(Event::new(self.index, layer, detail));
+        &mut self.env.events[at]
+    }
 }
 
 /// One compression layer.

@@ -22,7 +22,7 @@ pub mod summarizer;
 pub mod view;
 
 pub use config::EngineConfig;
-pub use event::{Event, EventDetail, EventKind, StoreWrite};
+pub use event::{Event, EventDetail, StoreWrite, Summary};
 pub use invariants::{InvariantReport, Rule, Violation};
 pub use layer::{CallCtx, Layer, MessageCtx};
 pub use layer_config::LayerConfig;

@@ -2,7 +2,7 @@
 //! (`futile`) and summaries that failed (`error` events of the summarizing layers), so a unit
 //! whose numbers come from a broken or useless compaction is never reported as a healthy one.
 
-use super::event::{Event, EventDetail, EventKind};
+use super::event::{Event, EventDetail};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -12,44 +12,27 @@ use std::collections::BTreeMap;
 pub fn futile_events(events: &[Event]) -> Vec<Event> {
     events
         .iter()
-        .filter(|e| e.persistent)
+        .filter(|e| e.is_compaction())
         .filter_map(|e| {
-            let removed = match &e.detail {
-                EventDetail::Summarized {
-                    newly_summarized, ..
-                } => Some(*newly_summarized),
-                EventDetail::Truncated { dropped, .. } | EventDetail::Emergency { dropped, .. } => {
-                    Some(*dropped)
-                }
-                _ => None,
-            };
-            let no_message = removed == Some(0);
+            let no_message = e.detail.removed_messages() == Some(0);
             let not_smaller =
                 matches!((e.tokens_before, e.tokens_after), (Some(b), Some(a)) if a >= b);
-            let compaction = matches!(
-                e.kind,
-                EventKind::Summarized
-                    | EventKind::Truncated
-                    | EventKind::Trimmed
-                    | EventKind::Emergency
-                    | EventKind::Checkpoint
-            );
-            if !compaction || !(no_message || not_smaller) {
+            if !(no_message || not_smaller) {
                 return None;
             }
-            let mut f = Event::new(EventKind::Futile, e.trace_index, &e.layer);
-            f.call_index = e.call_index;
-            f.tokens_before = e.tokens_before;
-            f.tokens_after = e.tokens_after;
             let why = if no_message {
                 "removed no message".to_string()
             } else {
                 "left the request no smaller".to_string()
             };
-            f.detail = EventDetail::Futile {
-                compaction: e.kind.as_str().to_string(),
+            let detail = EventDetail::Futile {
+                compaction: e.kind().to_string(),
                 reason: why,
             };
+            let mut f = Event::new(e.trace_index, &e.layer, detail);
+            f.call_index = e.call_index;
+            f.tokens_before = e.tokens_before;
+            f.tokens_after = e.tokens_after;
             Some(f)
         })
         .collect()
@@ -69,10 +52,9 @@ pub struct SummaryFailures {
 impl SummaryFailures {
     pub fn of(events: &[Event]) -> SummaryFailures {
         let mut out = SummaryFailures::default();
-        for e in events.iter().filter(|e| e.kind == EventKind::Error) {
-            let message = match &e.detail {
-                EventDetail::Error { message } => message.as_str(),
-                _ => "",
+        for e in events {
+            let EventDetail::Error { message } = &e.detail else {
+                continue;
             };
             out.count += 1;
             *out.classes.entry(error_class(message)).or_insert(0) += 1;
@@ -117,12 +99,7 @@ mod tests {
     use super::*;
 
     fn summarized(newly: usize, before: u64, after: u64) -> Event {
-        let mut e = Event::new(EventKind::Summarized, 9, "summarize");
-        e.call_index = Some(9);
-        e.persistent = true;
-        e.tokens_before = Some(before);
-        e.tokens_after = Some(after);
-        e.detail = EventDetail::Summarized {
+        let detail = EventDetail::Summarized(crate::engine::event::Summary {
             state_len: 9,
             view_cutoff: 1,
             state_cutoff: 3,
@@ -135,7 +112,25 @@ mod tests {
             summary_message: "s".into(),
             summarizer_model: "m".into(),
             summarizer_usage: Default::default(),
+        });
+        let mut e = Event::at_call(9, "summarize", detail);
+        e.tokens_before = Some(before);
+        e.tokens_after = Some(after);
+        e
+    }
+
+    fn clipped(before: u64, after: u64) -> Event {
+        let detail = EventDetail::OverBudgetClipped {
+            clipped_index: 4,
+            tool: "read_file".into(),
+            chars_before: 900,
+            chars_after: 90,
+            replacement: "…".into(),
+            path: None,
         };
+        let mut e = Event::at_call(9, "summarize", detail);
+        e.tokens_before = Some(before);
+        e.tokens_after = Some(after);
         e
     }
 
@@ -144,13 +139,20 @@ mod tests {
         assert!(futile_events(&[summarized(3, 5000, 2000)]).is_empty());
         let f = futile_events(&[summarized(0, 4226, 4100)]);
         assert_eq!(f.len(), 1);
-        assert_eq!(f[0].kind, EventKind::Futile);
+        assert_eq!(f[0].kind(), "futile");
         assert!(!f[0].persistent);
         let g = futile_events(&[summarized(2, 4226, 4244)]);
         assert_eq!(g.len(), 1);
         assert!(
             matches!(&g[0].detail, EventDetail::Futile { reason, .. } if reason.contains("no smaller"))
         );
+        // The over-budget clip is a compaction, judged like the others: it counts no
+        // messages, so only a clip that left the request no smaller (which the layer never
+        // emits) would be futile.
+        let c = clipped(900, 90);
+        assert!(c.is_compaction());
+        assert!(futile_events(&[c]).is_empty());
+        assert_eq!(futile_events(&[clipped(90, 90)]).len(), 1);
     }
 
     #[test]
@@ -161,10 +163,13 @@ mod tests {
         );
         assert_eq!(error_class("summary rejected: empty"), "unusable");
         assert_eq!(error_class("summarizer call cancelled: x"), "cancelled");
-        let mut e = Event::new(EventKind::Error, 3, "summarize");
-        e.detail = EventDetail::Error {
-            message: "summarizer failed: timeout: no response".into(),
-        };
+        let e = Event::new(
+            3,
+            "summarize",
+            EventDetail::Error {
+                message: "summarizer failed: timeout: no response".into(),
+            },
+        );
         let f = SummaryFailures::of(&[e.clone(), e]);
         assert_eq!(f.count, 2);
         assert_eq!(f.classes_text(), "timeout ×2");

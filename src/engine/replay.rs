@@ -14,7 +14,7 @@
 //! # Ok(()) }
 //! ```
 
-use super::event::{Event, EventDetail, EventKind};
+use super::event::{Event, EventDetail};
 use super::invariants::{Checker, InvariantReport};
 use super::layer::{CallCtx, CallNotes, Env, MessageCtx};
 use super::resolve::ResolvedConfig;
@@ -171,8 +171,8 @@ impl Replay {
                 let mut kinds: Vec<String> = Vec::new();
                 let mut details: Vec<String> = Vec::new();
                 let mut take = |e: &Event| {
-                    kinds.push(e.kind.as_str().to_string());
-                    details.push(describe(e));
+                    kinds.push(e.kind().to_string());
+                    details.push(e.timeline_note());
                 };
                 while next < self.events.len()
                     && self.events[next].call_index.is_none()
@@ -200,7 +200,7 @@ impl Replay {
     pub fn futile_compactions(&self) -> u64 {
         self.events
             .iter()
-            .filter(|e| e.kind == EventKind::Futile)
+            .filter(|e| matches!(e.detail, EventDetail::Futile { .. }))
             .count() as u64
     }
 
@@ -213,9 +213,36 @@ impl Replay {
     pub fn event_counts(&self) -> std::collections::BTreeMap<String, u64> {
         let mut m = std::collections::BTreeMap::new();
         for e in &self.events {
-            *m.entry(e.kind.as_str().to_string()).or_insert(0) += 1;
+            *m.entry(e.kind().to_string()).or_insert(0) += 1;
         }
         m
+    }
+}
+
+/// The read-only services of one replay; each layer hook gets them as an [`Env`] with the
+/// replay's store and event list lent to it.
+struct Services<'a> {
+    counter: &'a dyn TokenCounter,
+    summarizer: &'a dyn Summarizer,
+    window: u64,
+    budget: u64,
+    overhead: u64,
+}
+
+impl<'a> Services<'a> {
+    fn lend<'b>(&self, store: &'b mut OffloadStore, events: &'b mut Vec<Event>) -> Env<'b>
+    where
+        'a: 'b,
+    {
+        Env {
+            counter: self.counter,
+            summarizer: self.summarizer,
+            store,
+            events,
+            window: self.window,
+            budget: self.budget,
+            overhead: self.overhead,
+        }
     }
 }
 
@@ -348,6 +375,13 @@ pub fn replay_shared(
     let window = config.window;
     let budget = config.input_budget();
     let mut checker = Checker::new(messages);
+    let services = Services {
+        counter,
+        summarizer: env.summarizer,
+        window,
+        budget,
+        overhead,
+    };
 
     let mut state = State::new();
     let mut base = Base::default();
@@ -372,15 +406,7 @@ pub fn replay_shared(
                     state: &mut state,
                     base: &mut base,
                     view: &mut view,
-                    env: Env {
-                        counter,
-                        summarizer: env.summarizer,
-                        store: &mut store,
-                        events: &mut events,
-                        window,
-                        budget,
-                        overhead,
-                    },
+                    env: services.lend(&mut store, &mut events),
                     notes: &mut notes,
                 };
                 layer.before_call(&mut ctx)?;
@@ -396,16 +422,15 @@ pub fn replay_shared(
             if sent > window
                 && !events[first_event..]
                     .iter()
-                    .any(|e| e.kind == EventKind::Overflow)
+                    .any(|e| matches!(e.detail, EventDetail::Overflow { .. }))
             {
-                let mut ev = Event::new(EventKind::Overflow, i, "engine");
-                ev.call_index = Some(i);
-                ev.tokens_after = Some(sent);
-                ev.detail = EventDetail::Overflow {
+                let detail = EventDetail::Overflow {
                     tokens: sent,
                     limit: window,
                     message: format!("request of {sent} tokens exceeds the {window}-token window"),
                 };
+                let mut ev = Event::at_call(i, "engine", detail);
+                ev.tokens_after = Some(sent);
                 events.push(ev);
             }
             let dirty = state.take_dirty();
@@ -423,18 +448,7 @@ pub fn replay_shared(
                 window,
                 messages,
             );
-            let compacted = events[first_event..].iter().any(|e| {
-                e.persistent
-                    && matches!(
-                        e.kind,
-                        EventKind::Summarized
-                            | EventKind::OverBudgetClipped
-                            | EventKind::Truncated
-                            | EventKind::Trimmed
-                            | EventKind::Emergency
-                            | EventKind::Checkpoint
-                    )
-            });
+            let compacted = events[first_event..].iter().any(Event::is_compaction);
             let keep = match env.keep_views {
                 KeepViews::None => false,
                 KeepViews::All => true,
@@ -484,15 +498,7 @@ pub fn replay_shared(
             let mut ctx = MessageCtx {
                 index: i,
                 state: &mut state,
-                env: Env {
-                    counter,
-                    summarizer: env.summarizer,
-                    store: &mut store,
-                    events: &mut events,
-                    window,
-                    budget,
-                    overhead,
-                },
+                env: services.lend(&mut store, &mut events),
             };
             layer.on_message(&mut ctx)?;
         }
@@ -500,25 +506,9 @@ pub fn replay_shared(
 
     let mut summarizer_usage = Usage::default();
     let mut summarizer_calls = 0;
-    for e in &events {
-        match &e.detail {
-            EventDetail::Summarized {
-                summarizer_usage: u,
-                ..
-            }
-            | EventDetail::Trimmed {
-                summarizer_usage: Some(u),
-                ..
-            }
-            | EventDetail::Emergency {
-                summarizer_usage: Some(u),
-                ..
-            } => {
-                summarizer_usage.add(u);
-                summarizer_calls += 1;
-            }
-            _ => {}
-        }
+    for u in events.iter().filter_map(|e| e.detail.summarizer_usage()) {
+        summarizer_usage.add(u);
+        summarizer_calls += 1;
     }
     Ok(Replay {
         trace_id: meta.id.clone(),
@@ -537,18 +527,4 @@ pub fn replay_shared(
         stopped,
         store,
     })
-}
-
-/// One line for a timeline: what happened at which message, the token change, where the removed
-/// content went.
-fn describe(e: &Event) -> String {
-    let mut d = format!("{} at message {}", e.kind.as_str(), e.trace_index);
-    if let (Some(b), Some(a)) = (e.tokens_before, e.tokens_after) {
-        d.push_str(&format!(": {b} → {a} tokens"));
-    }
-    let paths: Vec<&str> = e.writes.iter().map(|w| w.path.as_str()).collect();
-    if !paths.is_empty() {
-        d.push_str(&format!("; wrote {}", paths.join(", ")));
-    }
-    d
 }

@@ -7,6 +7,7 @@
 //! whole loop of one question stops after [`LOOP_TIME_LIMIT`] with a `timeout` error.
 
 use super::fs_tools::{Sandbox, ToolOutput};
+use crate::evalspec::Asking;
 use crate::providers::{ChatRequest, Provider, ProviderError, ToolDef};
 use crate::trace::{Message, Usage};
 use serde::Serialize;
@@ -85,6 +86,7 @@ pub fn sandbox_tools() -> Vec<ToolDef> {
 /// repeats independent in the response cache.
 pub async fn run(
     provider: &dyn Provider,
+    asking: Asking,
     messages: Vec<Message>,
     sandbox: Option<&Sandbox>,
     max_steps: u32,
@@ -93,6 +95,7 @@ pub async fn run(
 ) -> Result<LoopOutcome, ProviderError> {
     run_with_limit(
         provider,
+        asking,
         messages,
         sandbox,
         max_steps,
@@ -105,8 +108,10 @@ pub async fn run(
 
 /// [`run`] with an explicit wall-time limit for the whole loop; running out is a
 /// [`ProviderError::Timeout`] naming the limit.
+#[allow(clippy::too_many_arguments)] // the loop's knobs, each a plain value
 pub async fn run_with_limit(
     provider: &dyn Provider,
+    asking: Asking,
     messages: Vec<Message>,
     sandbox: Option<&Sandbox>,
     max_steps: u32,
@@ -115,14 +120,17 @@ pub async fn run_with_limit(
     limit: Duration,
 ) -> Result<LoopOutcome, ProviderError> {
     let mut req = request(messages, sandbox, max_tokens, nonce);
+    req.asking = asking;
     limited(provider, &mut req, sandbox, max_steps, limit).await
 }
 
 /// [`run`] on `history` followed by `question`, lending `history` to the loop's requests instead
 /// of copying it: it is moved into the request and moved back, as it was, when the loop ends
 /// (also on an error or a timeout). One history can so be asked many questions in turn.
+#[allow(clippy::too_many_arguments)] // the loop's knobs, each a plain value
 pub async fn run_on(
     provider: &dyn Provider,
+    asking: Asking,
     history: &mut Vec<Message>,
     question: Message,
     sandbox: Option<&Sandbox>,
@@ -132,6 +140,7 @@ pub async fn run_on(
 ) -> Result<LoopOutcome, ProviderError> {
     let len = history.len();
     let mut req = request(std::mem::take(history), sandbox, max_tokens, nonce);
+    req.asking = asking;
     req.messages.push(question);
     let out = limited(provider, &mut req, sandbox, max_steps, LOOP_TIME_LIMIT).await;
     *history = std::mem::take(&mut req.messages);
@@ -248,16 +257,35 @@ mod tests {
         let mut lent = history.clone();
         let ok = recorder(false);
         for q in ["first?", "second?"] {
-            let out = run_on(&ok, &mut lent, Message::user(q), None, 2, None, "n")
-                .await
-                .unwrap();
+            let out = run_on(
+                &ok,
+                Asking::Recall,
+                &mut lent,
+                Message::user(q),
+                None,
+                2,
+                None,
+                "n",
+            )
+            .await
+            .unwrap();
             assert_eq!(out.answer, format!("re: {q}"));
             assert_eq!(lent, history);
         }
         let sent: Vec<usize> = ok.seen().iter().map(|r| r.messages.len()).collect();
         assert_eq!(sent, [3, 3]);
         let failing = recorder(true);
-        let e = run_on(&failing, &mut lent, Message::user("q"), None, 2, None, "n").await;
+        let e = run_on(
+            &failing,
+            Asking::Recall,
+            &mut lent,
+            Message::user("q"),
+            None,
+            2,
+            None,
+            "n",
+        )
+        .await;
         assert!(e.is_err());
         assert_eq!(lent, history, "an error gives the history back too");
     }

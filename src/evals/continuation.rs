@@ -21,6 +21,7 @@ use super::EvalError;
 use crate::engine::{
     self, KeepViews, KeptView, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
 };
+use crate::evalspec::Asking;
 use crate::pricing::PriceTable;
 use crate::providers::Provider;
 use crate::trace::{Message, ToolCall, Trace, Usage};
@@ -29,14 +30,11 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// The question asked after the (teacher-forced) context; the offline agent recognises it by
-/// [`CONTINUATION_MARKER`] and answers with [`offline_next_action`].
+/// The question asked after the (teacher-forced) context; the request says it asks
+/// `Asking::Continuation`, and the offline agent answers with [`offline_next_action`].
 pub const CONTINUATION_QUESTION: &str = "Pause before your next action. Do not run anything. State the single tool call you would make next, in exactly this format, one line each:
 NEXT TOOL: <the name of the tool>
 NEXT TARGET: <the file path, URL or test it acts on; for a shell tool, the full command>";
-
-/// Text of [`CONTINUATION_QUESTION`] the offline agent recognises it by.
-pub const CONTINUATION_MARKER: &str = "State the single tool call you would make next";
 
 /// The action a call performs, as the offline agent compares them: tool, and program plus
 /// first path's file name (else the program, else the target text).
@@ -97,12 +95,18 @@ pub struct ContinuationParams {
 }
 
 impl ContinuationParams {
-    pub fn from_params(p: &BTreeMap<String, Value>) -> Self {
-        let get = |k: &str, d: u64| p.get(k).and_then(Value::as_u64).unwrap_or(d) as usize;
-        ContinuationParams {
-            fold: get("fold", 1).max(1),
-            steps: get("steps", 3).max(1),
-        }
+    /// Read a unit's params (typed once in
+    /// [`crate::evalspec::continuation::ContinuationParams`]).
+    pub fn from_params(p: &BTreeMap<String, Value>) -> Result<Self, EvalError> {
+        let t: crate::evalspec::continuation::ContinuationParams = crate::evalspec::from_params(p)
+            .map_err(|source| EvalError::Params {
+                eval: "continuation",
+                source,
+            })?;
+        Ok(ContinuationParams {
+            fold: t.fold.max(1) as usize,
+            steps: t.steps.max(1) as usize,
+        })
     }
 }
 
@@ -121,8 +125,7 @@ pub fn prepare(
     env.store = StoreTarget::Dir(store_root);
     env.seed = seed;
     env.keep_views = KeepViews::AfterCompaction;
-    let mut replay =
-        engine::replay(trace, config, &env).map_err(|e| EvalError::Engine(e.to_string()))?;
+    let mut replay = engine::replay(trace, config, &env).map_err(EvalError::Engine)?;
     let views = std::mem::take(&mut replay.views);
     let view = views.into_iter().nth(params.fold - 1);
     Ok((replay, view))
@@ -180,7 +183,16 @@ async fn predict(
     nonce: &str,
 ) -> Result<(DriftAnswer, Usage), EvalError> {
     messages.push(Message::user(question));
-    let out = agent::run(agent, messages, None, 1, Some(300), nonce).await?;
+    let out = agent::run(
+        agent,
+        Asking::Continuation,
+        messages,
+        None,
+        1,
+        Some(300),
+        nonce,
+    )
+    .await?;
     Ok((DriftAnswer::parse(&out.answer), out.usage))
 }
 
@@ -231,7 +243,6 @@ pub fn score(
     steps: &[StepResult],
 ) -> (BTreeMap<String, f64>, Value) {
     let mut s = BTreeMap::new();
-    s.insert("fold".into(), params.fold as f64);
     s.insert("steps".into(), steps.len() as f64);
     if !steps.is_empty() {
         let n = steps.len() as f64;
@@ -294,7 +305,7 @@ mod tests {
         assert_eq!(s["tool_agreement"], 1.0);
         assert_eq!(s["reference_agreement"], 1.0);
         assert_eq!(s["agreement_delta"], -0.5);
-        assert_eq!(s["fold"], 2.0);
+        assert!(!s.contains_key("fold"), "a parameter is not a score");
         assert_eq!(e["reached"], true);
         let (s, e) = score(&p, None, &[]);
         assert_eq!(s["steps"], 0.0);
@@ -333,13 +344,13 @@ mod tests {
 
     #[test]
     fn params_default_and_clamp() {
-        let p = ContinuationParams::from_params(&BTreeMap::new());
+        let p = ContinuationParams::from_params(&BTreeMap::new()).unwrap();
         assert_eq!(p, ContinuationParams { fold: 1, steps: 3 });
         let mut m = BTreeMap::new();
         m.insert("fold".to_string(), json!(0));
         m.insert("steps".to_string(), json!(5));
         assert_eq!(
-            ContinuationParams::from_params(&m),
+            ContinuationParams::from_params(&m).unwrap(),
             ContinuationParams { fold: 1, steps: 5 }
         );
     }

@@ -27,6 +27,7 @@ use super::EvalError;
 use crate::engine::{
     self, KeepViews, KeptView, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
 };
+use crate::evalspec::Asking;
 use crate::pricing::PriceTable;
 use crate::providers::{ChatRequest, Provider};
 use crate::trace::{Message, ToolCall, Trace, Usage};
@@ -47,18 +48,18 @@ pub struct DriftParams {
 }
 
 impl DriftParams {
-    pub fn from_params(p: &BTreeMap<String, Value>) -> Self {
-        DriftParams {
-            after_compactions: p
-                .get("after_compactions")
-                .and_then(Value::as_u64)
-                .unwrap_or(3) as usize,
-            judge: p.get("judge").and_then(Value::as_bool).unwrap_or(false),
-            fold: p
-                .get("fold")
-                .and_then(Value::as_u64)
-                .map(|f| f.max(1) as usize),
-        }
+    /// Read a unit's params (typed once in [`crate::evalspec::drift::DriftParams`]).
+    pub fn from_params(p: &BTreeMap<String, Value>) -> Result<Self, EvalError> {
+        let t: crate::evalspec::drift::DriftParams =
+            crate::evalspec::from_params(p).map_err(|source| EvalError::Params {
+                eval: "drift",
+                source,
+            })?;
+        Ok(DriftParams {
+            after_compactions: t.after_compactions as usize,
+            judge: t.judge,
+            fold: t.fold.map(|f| f.max(1) as usize),
+        })
     }
 }
 
@@ -80,7 +81,7 @@ pub fn prepare(
         env.store = StoreTarget::Dir(store_root.clone());
         env.seed = seed;
         env.keep_views = keep;
-        engine::replay(trace, config, &env).map_err(|e| EvalError::Engine(e.to_string()))
+        engine::replay(trace, config, &env).map_err(EvalError::Engine)
     };
     let mut replay = run(KeepViews::AfterCompaction)?;
     let mut views = std::mem::take(&mut replay.views);
@@ -269,6 +270,7 @@ pub async fn ask(
         messages.push(Message::user(DRIFT_QUESTION));
         let outcome = agent::run(
             agent,
+            Asking::Drift,
             messages,
             None,
             1,
@@ -312,8 +314,7 @@ pub async fn ask(
 /// Scores of one fold's sample: [`aggregate`] plus `fold`; `evidence.reached` says whether
 /// the fold was probed (a variant with fewer compactions has `probes` = 0 and no scores).
 pub fn aggregate_fold(fold: usize, probes: &[ProbeResult]) -> (BTreeMap<String, f64>, Value) {
-    let (mut scores, mut evidence) = aggregate(probes);
-    scores.insert("fold".into(), fold as f64);
+    let (scores, mut evidence) = aggregate(probes);
     evidence["fold"] = json!(fold);
     evidence["reached"] = json!(!probes.is_empty());
     (scores, evidence)

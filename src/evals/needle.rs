@@ -21,10 +21,11 @@ use super::fs_tools::Sandbox;
 use super::offline_agent::OfflineProvider;
 use super::plant::{self, Fact, PlantSpec, Position};
 use super::EvalError;
-use crate::config::suite::NeedleSearch;
 use crate::engine::{
-    self, EventKind, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
+    self, EventDetail, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
 };
+use crate::evalspec::needle::NeedleSearch;
+use crate::evalspec::Asking;
 use crate::pricing::PriceTable;
 use crate::providers::{Provider, ProviderError};
 use crate::trace::{Message, Role, Trace, Usage};
@@ -68,58 +69,40 @@ pub struct NeedleParams {
 }
 
 impl NeedleParams {
-    /// Read the unit's params map (`depth`, `position`, `trigger`, `needles`, `distractors`,
-    /// `max_steps`, `ask_at`).
+    /// Read a unit's params (typed once in [`crate::evalspec::needle::NeedleParams`], with its
+    /// defaults: `position` tool, `max_steps` 8, `ask_at` end, …).
     pub fn from_params(p: &BTreeMap<String, Value>) -> Result<Self, EvalError> {
-        let bad = |k: &str, what: &str| EvalError::Config(format!("needle param `{k}`: {what}"));
-        let f = |k: &str| p.get(k).and_then(Value::as_f64);
-        let u = |k: &str, d: u64| p.get(k).and_then(Value::as_u64).unwrap_or(d);
-        let depth = f("depth").ok_or_else(|| bad("depth", "expected a number in 0..=1"))?;
-        let position = match p.get("position").and_then(Value::as_str) {
-            Some("user") => Position::User,
-            Some("tool") | None => Position::Tool,
-            Some("assistant") => Position::Assistant,
-            Some(other) => return Err(bad("position", &format!("unknown position {other:?}"))),
-        };
-        let ask_at = match p.get("ask_at") {
-            None => AskAt::End,
-            Some(Value::String(s)) if s == "end" => AskAt::End,
-            Some(v) => AskAt::Call(
-                v.as_u64()
-                    .ok_or_else(|| bad("ask_at", "expected \"end\" or a call index"))?
-                    as usize,
-            ),
-        };
-        let search = match p.get("search").and_then(Value::as_str) {
-            None => NeedleSearch::Auto,
-            Some(s) => NeedleSearch::parse(s)
-                .ok_or_else(|| bad("search", "expected \"auto\", \"always\" or \"never\""))?,
-        };
-        let fold = match p.get("fold") {
-            None => None,
-            Some(v) => Some(
-                v.as_u64()
-                    .filter(|k| *k >= 1)
-                    .ok_or_else(|| bad("fold", "expected a fold number of at least 1"))?
-                    as usize,
-            ),
-        };
+        use crate::evalspec::needle::{self as spec, NeedlePosition};
+        let t: spec::NeedleParams =
+            crate::evalspec::from_params(p).map_err(|source| EvalError::Params {
+                eval: "needle",
+                source,
+            })?;
+        if t.fold == Some(0) {
+            return Err(EvalError::Config(
+                "needle param `fold`: expected a fold number of at least 1".into(),
+            ));
+        }
         Ok(NeedleParams {
-            search,
-            corrected: p.get("corrected").and_then(Value::as_bool).unwrap_or(false),
-            fold,
+            depth: t.depth,
+            position: match t.position {
+                NeedlePosition::User => Position::User,
+                NeedlePosition::Tool => Position::Tool,
+                NeedlePosition::Assistant => Position::Assistant,
+            },
+            trigger: t.trigger,
+            needles: t.needles as usize,
+            distractors: t.distractors as usize,
+            max_steps: t.max_steps,
+            ask_at: match t.ask_at {
+                spec::AskAt::End => AskAt::End,
+                spec::AskAt::Call(i) => AskAt::Call(i as usize),
+            },
+            search: t.search,
+            paraphrase: t.paraphrase,
+            corrected: t.corrected,
+            fold: t.fold.map(|k| k as usize),
             plant_seed: None,
-            paraphrase: p
-                .get("paraphrase")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-            depth,
-            position,
-            trigger: f("trigger"),
-            needles: u("needles", 1) as usize,
-            distractors: u("distractors", 0) as usize,
-            max_steps: u("max_steps", 8) as u32,
-            ask_at,
         })
     }
 }
@@ -260,8 +243,7 @@ pub fn prepare(
         None => params.ask_at,
         Some(k) => {
             // A first replay (store in memory) finds the model call of the k-th fold.
-            let full = engine::replay(&planted.trace, &config, &env)
-                .map_err(|e| EvalError::Engine(e.to_string()))?;
+            let full = engine::replay(&planted.trace, &config, &env).map_err(EvalError::Engine)?;
             let folds = fold_calls(&full, after);
             match folds.get(k - 1) {
                 Some(&call) => AskAt::Call(assistants_before(&planted.trace, call)),
@@ -303,12 +285,12 @@ pub fn prepare(
         .into_iter()
         .map(|m| Arc::try_unwrap(m).unwrap_or_else(|m| (*m).clone()))
         .collect();
-    let mut replay = replay.map_err(|e| EvalError::Engine(e.to_string()))?;
+    let mut replay = replay.map_err(EvalError::Engine)?;
     let view = replay
         .views
         .pop()
         .map(|v| v.messages)
-        .ok_or_else(|| EvalError::Engine("the replay kept no view to ask from".into()))?;
+        .ok_or(EvalError::Replay("the replay kept no view to ask from"))?;
     Ok(Prepared {
         folds: fold_calls(&replay, after).len(),
         store_root,
@@ -322,7 +304,7 @@ pub fn fold_calls(replay: &engine::Replay, after: usize) -> Vec<usize> {
     let mut calls: Vec<usize> = replay
         .events
         .iter()
-        .filter(|e| e.kind == EventKind::Summarized && e.trace_index > after)
+        .filter(|e| matches!(e.detail, EventDetail::Summarized(_)) && e.trace_index > after)
         .map(|e| e.trace_index)
         .collect();
     calls.dedup();
@@ -429,7 +411,7 @@ pub async fn ask(
     if !prepared.reached {
         return Ok(Vec::new());
     }
-    let sandbox = Sandbox::new(&prepared.store_root).map_err(|e| EvalError::Io(e.to_string()))?;
+    let sandbox = Sandbox::new(&prepared.store_root).map_err(EvalError::from)?;
     let cut = prepared.cut;
     // Every question is asked on the two conversations in turn, lent out of the sample.
     let mut lent = prepared.lend()?;
@@ -444,6 +426,7 @@ pub async fn ask(
         let in_view = line_in_view(view, fact, cut);
         let outcome = agent::run_on(
             agent,
+            Asking::Recall,
             view,
             question.clone(),
             Some(&sandbox),
@@ -456,6 +439,7 @@ pub async fn ask(
         // so its agent gets no tools (a search bound would only spend steps on nothing).
         let reference = match agent::run_on(
             agent,
+            Asking::Recall,
             history,
             question,
             None,
@@ -516,8 +500,7 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
     }
     let mean = |f: &dyn Fn(&Answer) -> f64| answers.iter().map(f).sum::<f64>() / n;
     let mut scores = BTreeMap::new();
-    if let Some(k) = prepared.fold {
-        scores.insert("fold".into(), k as f64);
+    if prepared.fold.is_some() {
         scores.insert("not_reached".into(), (!prepared.reached) as u8 as f64);
     }
     if !prepared.reached {

@@ -24,6 +24,7 @@ use super::answer_format::{DriftAnswer, DRIFT_QUESTION};
 use super::needle::{question_point, AskAt, PROBE_PREAMBLE};
 use super::{plant, rubric, truth, EvalError};
 use crate::engine::{self, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer};
+use crate::evalspec::Asking;
 use crate::pricing::PriceTable;
 use crate::providers::Provider;
 use crate::trace::{Message, Role, Trace, Usage};
@@ -34,14 +35,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// The probe kinds are the suite's (`[evals.probes] kinds`), typed once in `config`.
-pub use crate::config::evals::ProbeKind;
-
-/// The kind a probe sample's parameters name.
-fn kind_of(p: &BTreeMap<String, Value>) -> Result<ProbeKind, EvalError> {
-    let kind = p.get("kind").cloned().unwrap_or(Value::Null);
-    serde_json::from_value(kind.clone())
-        .map_err(|_| EvalError::Config(format!("unknown probe kind {kind}")))
-}
+pub use crate::evalspec::probes::ProbeKind;
 
 /// A probe sample's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,15 +47,17 @@ pub struct ProbeParams {
 }
 
 impl ProbeParams {
+    /// Read a unit's params (typed once in [`crate::evalspec::probes::ProbeParams`]).
     pub fn from_params(p: &BTreeMap<String, Value>) -> Result<Self, EvalError> {
+        let t: crate::evalspec::probes::ProbeParams =
+            crate::evalspec::from_params(p).map_err(|source| EvalError::Params {
+                eval: "probes",
+                source,
+            })?;
         Ok(ProbeParams {
-            kind: kind_of(p)?,
-            per_kind: p
-                .get("per_kind")
-                .and_then(Value::as_u64)
-                .unwrap_or(1)
-                .max(1) as usize,
-            judge: p.get("judge").and_then(Value::as_bool).unwrap_or(false),
+            kind: t.kind,
+            per_kind: t.per_kind.max(1) as usize,
+            judge: t.judge,
         })
     }
 }
@@ -107,12 +103,12 @@ pub fn prepare(
     env.store = StoreTarget::Dir(store_root.clone());
     env.seed = seed;
     env.keep_views = KeepViews::Last;
-    let replay = engine::replay(&t, config, &env).map_err(|e| EvalError::Engine(e.to_string()))?;
+    let replay = engine::replay(&t, config, &env).map_err(EvalError::Engine)?;
     let view = replay
         .views
         .last()
         .map(|v| v.messages.clone())
-        .ok_or_else(|| EvalError::Engine("the replay kept no view".into()))?;
+        .ok_or(EvalError::Replay("the replay kept no view"))?;
     Ok(Prepared {
         replay,
         view,
@@ -194,9 +190,6 @@ pub fn seeded_pick<T: Clone>(items: &[T], n: usize, seed: u64) -> Vec<T> {
         .map(|i| items[(start + i) % items.len()].clone())
         .collect()
 }
-
-/// Text of the decision question the offline agent recognises it by.
-pub const DECISION_MARKER: &str = "weighed approaches";
 
 /// The offline agent's answer to a decision question: the choice sentences of the assistant
 /// turns (and summaries) still in view, newest first, at most five.
@@ -376,11 +369,19 @@ async fn ask_recall(
     let question = format!(
         "{PROBE_PREAMBLE}\n\nEarlier in this session a tool reported a {name}. What exactly was the {name}?"
     );
-    let sandbox = super::fs_tools::Sandbox::new(&prepared.store_root)
-        .map_err(|e| EvalError::Io(e.to_string()))?;
+    let sandbox = super::fs_tools::Sandbox::new(&prepared.store_root).map_err(EvalError::from)?;
     let mut messages = prepared.view.clone();
     messages.push(Message::user(question.clone()));
-    let out = agent::run(agent, messages, Some(&sandbox), 6, Some(200), nonce).await?;
+    let out = agent::run(
+        agent,
+        Asking::Recall,
+        messages,
+        Some(&sandbox),
+        6,
+        Some(200),
+        nonce,
+    )
+    .await?;
     let overlap = truth::overlap(
         &truth::target_tokens(expected),
         &truth::target_tokens(&out.answer),
@@ -412,7 +413,7 @@ async fn ask_decision(
     );
     let mut messages = prepared.view.clone();
     messages.push(Message::user(question.clone()));
-    let out = agent::run(agent, messages, None, 1, Some(300), nonce).await?;
+    let out = agent::run(agent, Asking::Decision, messages, None, 1, Some(300), nonce).await?;
     let keys = truth::keywords(expected, 12);
     let mut scores = BTreeMap::new();
     scores.insert(
@@ -440,7 +441,7 @@ async fn ask_structured(
     let mut scores = BTreeMap::new();
     let mut messages = prepared.view.clone();
     messages.push(Message::user(DRIFT_QUESTION));
-    let out = agent::run(agent, messages, None, 1, Some(400), nonce).await?;
+    let out = agent::run(agent, Asking::Drift, messages, None, 1, Some(400), nonce).await?;
     let answer = DriftAnswer::parse(&out.answer);
     let artifacts: BTreeSet<String> = truth::artifacts_before(trace, prepared.at);
     let next = truth::next_tool_call(trace, prepared.at);
@@ -513,7 +514,12 @@ mod tests {
         );
         for bad in [json!("bogus"), json!(3), Value::Null] {
             let e = ProbeParams::from_params(&params(bad.clone())).unwrap_err();
-            assert!(e.to_string().contains("unknown probe kind"), "{bad}: {e}");
+            assert!(e.to_string().starts_with("probes params: "), "{bad}: {e}");
+            assert_eq!(e.kind(), "eval_config");
+            assert!(
+                std::error::Error::source(&e).is_some(),
+                "the serde error is kept"
+            );
         }
     }
 

@@ -22,11 +22,12 @@ use super::agent;
 use super::drift::parse_judge_score;
 use super::truth;
 use super::EvalError;
-use crate::config::suite::RuleKind;
 use crate::engine::layers::truncate::REMINDER_KIND;
 use crate::engine::{
     self, KeepViews, KeptView, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
 };
+use crate::evalspec::rules::RuleKind;
+use crate::evalspec::Asking;
 use crate::pricing::PriceTable;
 use crate::providers::{ChatRequest, Provider};
 use crate::trace::{Message, Role, Trace, Usage};
@@ -37,9 +38,6 @@ use std::path::PathBuf;
 
 /// The question asked after the compacted view.
 pub const RULES_QUESTION: &str = "Pause the task. List every standing instruction or constraint the user has given in this session that still applies to your work (paths you must not touch, commands you must not run, language or format requirements). One per line, each starting with `RULE:`. If there are none, answer `RULE: none`.";
-
-/// Text of [`RULES_QUESTION`] the offline agent recognises it by.
-pub const RULES_MARKER: &str = "List every standing instruction or constraint";
 
 /// Words that make a line an instruction rather than a mention.
 const CUES: [&str; 10] = [
@@ -220,22 +218,17 @@ pub struct RulesParams {
 }
 
 impl RulesParams {
+    /// Read a unit's params (typed once in [`crate::evalspec::rules::RulesParams`]).
     pub fn from_params(p: &BTreeMap<String, Value>) -> Result<Self, EvalError> {
-        let kinds = match p.get("kinds").and_then(Value::as_array) {
-            None => RuleKind::ALL.to_vec(),
-            Some(list) => list
-                .iter()
-                .map(|v| {
-                    v.as_str().and_then(RuleKind::parse).ok_or_else(|| {
-                        EvalError::Config(format!("unknown rule kind {v} in [evals.rules] kinds"))
-                    })
-                })
-                .collect::<Result<_, _>>()?,
-        };
+        let t: crate::evalspec::rules::RulesParams =
+            crate::evalspec::from_params(p).map_err(|source| EvalError::Params {
+                eval: "rules",
+                source,
+            })?;
         Ok(RulesParams {
-            fold: p.get("fold").and_then(Value::as_u64).unwrap_or(1).max(1) as usize,
-            kinds,
-            judge: p.get("judge").and_then(Value::as_bool).unwrap_or(false),
+            fold: t.fold.max(1) as usize,
+            kinds: t.kinds,
+            judge: t.judge,
         })
     }
 }
@@ -270,8 +263,7 @@ pub fn prepare(
     env.store = StoreTarget::Dir(store_root);
     env.seed = seed;
     env.keep_views = KeepViews::AfterCompaction;
-    let mut replay =
-        engine::replay(&planted, config, &env).map_err(|e| EvalError::Engine(e.to_string()))?;
+    let mut replay = engine::replay(&planted, config, &env).map_err(EvalError::Engine)?;
     let views = std::mem::take(&mut replay.views);
     let view = views.into_iter().nth(params.fold - 1);
     Ok(Prepared {
@@ -316,6 +308,7 @@ pub async fn ask(
     messages.push(Message::user(RULES_QUESTION));
     let out = agent::run(
         agent,
+        Asking::Rules,
         messages,
         None,
         1,
@@ -361,7 +354,6 @@ pub fn score(
     answer: Option<&Answer>,
 ) -> (BTreeMap<String, f64>, Value) {
     let mut s = BTreeMap::new();
-    s.insert("fold".into(), params.fold as f64);
     s.insert("rules".into(), prepared.rules.len() as f64);
     let mut per_rule = Vec::new();
     if let Some(view) = &prepared.view {

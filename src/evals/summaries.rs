@@ -6,7 +6,7 @@
 //! history file), so an A/B of two summary prompts can show both summaries of the same fold.
 
 use crate::engine::summarizer::DEFAULT_SUMMARY_PROMPT;
-use crate::engine::{self, EventDetail, LayerConfig, ResolvedConfig};
+use crate::engine::{self, LayerConfig, ResolvedConfig, Summary};
 use crate::record::summary::text_digest;
 use crate::record::{RunDir, SummaryRecord};
 
@@ -32,12 +32,12 @@ pub fn recorded(
     let digest = prompt_digest(config).unwrap_or_default();
     let mut out = Vec::new();
     for e in &replay.events {
-        let EventDetail::Summarized {
+        let Some(Summary {
             summary_message,
             summarizer_model,
             summarizer_usage,
             ..
-        } = &e.detail
+        }) = e.detail.summary()
         else {
             continue;
         };

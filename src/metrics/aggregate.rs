@@ -161,6 +161,8 @@ pub fn duplicate_units<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> usize 
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MetricSummary {
     pub metric: String,
+    /// Which direction is better, as the metric's eval declares it (`crate::evalspec`).
+    pub polarity: crate::evalspec::Polarity,
     pub n: usize,
     pub mean: f64,
     pub ci: Option<Ci>,
@@ -171,6 +173,7 @@ pub fn summarize(metric: &str, obs: &[Obs], seed: u64, label: &str) -> Option<Me
     let mean = stats::mean(&values)?;
     Some(MetricSummary {
         metric: metric.to_string(),
+        polarity: crate::evalspec::polarity(metric),
         n: values.len(),
         mean,
         ci: stats::mean_ci(&values, stats::sub_seed(seed, label)),

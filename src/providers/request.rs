@@ -225,6 +225,10 @@ pub struct ChatRequest {
     /// sent to the model. Use e.g. `format!("repeat-{n}")`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat_nonce: Option<String>,
+    /// What an eval asks with this request (the offline agent reads it; never sent, not part
+    /// of the cache key).
+    #[serde(skip)]
+    pub asking: crate::evalspec::Asking,
 }
 
 impl ChatRequest {

@@ -2,10 +2,9 @@
 //! baseline", which direction is better for each metric (its polarity), and the one line per
 //! variant that every report format opens with.
 //!
-//! Defaults (issue "a report that answers the question"): needle recall (every
-//! `needle.recall*` score, so both search bounds when a run records them), the drift,
-//! continuation and rules scores, invariants, tokens, cost and futile compactions (per eval:
-//! [`EVAL_HEADLINES`]). A suite picks its own with `[report] metrics = ["needle.recall",
+//! Defaults (issue "a report that answers the question"): tokens, cost, needle recall, the
+//! drift and rules scores, invariants and futile compactions: the metrics each eval declares
+//! `headline` in `crate::evalspec`, where its polarity is declared too. A suite picks its own with `[report] metrics = ["needle.recall",
 //! "tokens", …]` (exact names, or `eval.*` for every metric of an eval); the writers read that
 //! list from the suite recorded in run.json, so `ctxbench report` of an old run uses the same
 //! choice.
@@ -18,128 +17,22 @@ use crate::metrics::aggregate::Comparison;
 use crate::metrics::format::{fmt_num, fmt_p, fmt_pct, fmt_pct_value};
 use serde::Serialize;
 
-/// Which direction of a metric is an improvement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Polarity {
-    Higher,
-    Lower,
-    /// Neither direction is better (counts of steps, calls, …).
-    Neutral,
-}
+pub use crate::evalspec::Polarity;
 
-/// The polarity of a metric, from its name. Lower is better for spend and breakage (tokens,
-/// cost, latency, violations, futile compactions, stale answers); higher is better for quality
-/// scores.
+/// The polarity of a metric, as its eval declares it (`crate::evalspec`); neutral for a metric
+/// nobody declares (a run recorded by another version).
 pub fn polarity(metric: &str) -> Polarity {
-    let leaf = metric.rsplit('.').next().unwrap_or(metric);
-    let lower = leaf == "tokens"
-        || leaf == "cost"
-        || leaf.ends_with("_tokens")
-        || leaf.contains("latency")
-        || leaf.contains("violations")
-        || leaf.contains("futile")
-        || leaf.ends_with("_usd")
-        || leaf == "stale";
-    if lower && leaf != "reference_tokens" {
-        return Polarity::Lower;
-    }
-    let higher = [
-        "recall",
-        "pass",
-        "score",
-        "precision",
-        "coverage",
-        "match",
-        "overlap",
-        "savings",
-        "accuracy",
-    ];
-    if higher
-        .iter()
-        .any(|h| leaf == *h || leaf.starts_with(&format!("{h}_")) || leaf.ends_with(h))
-    {
-        return Polarity::Higher;
-    }
-    Polarity::Neutral
+    crate::evalspec::polarity(metric)
 }
 
-/// Which leaves of an eval's metrics (`<eval>.<leaf>`) are headline metrics by default.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HeadlineLeaf {
-    /// Leaves that start with this (`recall`, `recall_search`, …).
-    Prefix(&'static str),
-    /// `score` and every `*_score`.
-    Score,
-    /// Exactly this leaf.
-    Exact(&'static str),
-    /// Leaves that contain this (`futile_compactions`).
-    Containing(&'static str),
-}
-
-impl HeadlineLeaf {
-    fn matches(self, leaf: &str) -> bool {
-        match self {
-            HeadlineLeaf::Prefix(p) => leaf.starts_with(p),
-            HeadlineLeaf::Score => leaf == "score" || leaf.ends_with("_score"),
-            HeadlineLeaf::Exact(e) => leaf == e,
-            HeadlineLeaf::Containing(c) => leaf.contains(c),
-        }
-    }
-}
-
-/// One eval's default headline metrics and where they go in the headline (lower first;
-/// `tokens` and `cost` come first, at 0 and 1).
-#[derive(Clone, Copy, Debug)]
-pub struct EvalHeadline {
-    pub eval: &'static str,
-    pub leaf: HeadlineLeaf,
-    pub rank: u8,
-}
-
-const fn eval(eval: &'static str, leaf: HeadlineLeaf, rank: u8) -> EvalHeadline {
-    EvalHeadline { eval, leaf, rank }
-}
-
-/// Every eval's default headline choice: spend first (tokens, cost), then needle recall, the
-/// quality scores, invariants, futile compactions. A test in `evals::executors` checks that it
-/// names exactly the registered evals.
-pub const EVAL_HEADLINES: &[EvalHeadline] = &[
-    eval("replay", HeadlineLeaf::Containing("futile"), 5),
-    eval("invariants", HeadlineLeaf::Exact("pass"), 4),
-    eval("needle", HeadlineLeaf::Prefix("recall"), 2),
-    eval("drift", HeadlineLeaf::Score, 3),
-    eval("probes", HeadlineLeaf::Containing("futile"), 5),
-    eval("continuation", HeadlineLeaf::Score, 3),
-    eval("rules", HeadlineLeaf::Score, 3),
-];
-
-/// An eval the table does not know (a run made by another version): its futile compactions.
-const OTHER_EVAL: EvalHeadline = eval("", HeadlineLeaf::Containing("futile"), 5);
-
-fn eval_headline(name: &str) -> &'static EvalHeadline {
-    EVAL_HEADLINES
-        .iter()
-        .find(|h| h.eval == name)
-        .unwrap_or(&OTHER_EVAL)
-}
-
-/// Whether a metric is a headline metric by default.
+/// Whether a metric is a headline metric by default (declared `headline` in its eval's spec).
 pub fn is_default_headline(metric: &str) -> bool {
-    match metric.split_once('.') {
-        None => matches!(metric, "tokens" | "cost"),
-        Some((eval, leaf)) => eval_headline(eval).leaf.matches(leaf),
-    }
+    crate::evalspec::headline_rank(metric).is_some()
 }
 
-/// Order of the default headline ([`EVAL_HEADLINES`]).
+/// Order of the default headline (`tokens`, `cost`, then each eval's `headline_rank`).
 fn default_rank(metric: &str) -> u8 {
-    match (metric, metric.split_once('.')) {
-        ("tokens", _) => 0,
-        ("cost", _) => 1,
-        (_, Some((eval, _))) => eval_headline(eval).rank,
-        (_, None) => 5,
-    }
+    crate::evalspec::headline_rank(metric).unwrap_or(5)
 }
 
 fn matches(pattern: &str, metric: &str) -> bool {
@@ -397,7 +290,9 @@ mod tests {
         assert_eq!(polarity("replay.futile_compactions"), Polarity::Lower);
         assert_eq!(polarity("invariants.violations"), Polarity::Lower);
         assert_eq!(polarity("needle.recall"), Polarity::Higher);
-        assert_eq!(polarity("needle.recall_upper"), Polarity::Higher);
+        // Declared, no longer guessed: failure counts read "worse" when they grow.
+        assert_eq!(polarity("needle.summary_failures"), Polarity::Lower);
+        assert_eq!(polarity("continuation.agreement"), Polarity::Higher);
         assert_eq!(polarity("needle.recall_delta"), Polarity::Higher);
         assert_eq!(polarity("needle.stale"), Polarity::Lower);
         assert_eq!(polarity("drift.score"), Polarity::Higher);

@@ -1,5 +1,5 @@
 //! The process's heap: giving the allocator's free pages back to the operating system once a
-//! run's units are done, and making it resident up front for a short replay.
+//! run's units are done.
 //!
 //! Units run on tokio's workers and rayon's threads, and glibc gives each thread group its own
 //! arena: the pages those units freed stay resident in their arenas after the dispatch, and the
@@ -13,60 +13,16 @@ pub fn release_free_pages() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: malloc_trim only walks the allocator's own free lists; no pointer is passed.
+        // PAYS: peak RSS of a whole `ctxbench run` of benches/runner/suite.toml (README, Speed:
+        // `/usr/bin/time -v`, 2026-11-24) 87 -> 83 MiB at 20,000 units and 105 -> 84 MiB at
+        // 40,000 (RSS before the reports 72 -> 29 MiB at 20,000); tests/run_memory.rs: resident
+        // beyond the live heap after a run 12-15 MiB, 32-35 without.
         unsafe { libc::malloc_trim(0) != 0 }
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     {
         false
     }
-}
-
-/// Make the next `bytes` of heap resident in one call, before a short process fills them (a
-/// `ctxbench replay` reading a trace of about that size): the kernel maps them in one pass
-/// instead of one page fault per 4 KiB page on first touch. On glibc only: big allocations come
-/// from the heap (not one `mmap` each) and the heap grows and shrinks by at least `bytes`.
-pub fn prefault_heap(bytes: usize) {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // Below a megabyte the faults saved are not worth changing the allocator's thresholds.
-        let Ok(pad) = libc::c_int::try_from(bytes) else {
-            return;
-        };
-        if bytes < 1 << 20 {
-            return;
-        }
-        // SAFETY: mallopt only sets the allocator's parameters; the block is freed once; the
-        // range handed to madvise is checked to be the block's, inside the main heap below the
-        // break, and populating pages never changes their contents.
-        unsafe {
-            // Blocks up to `bytes` from the heap, not one `mmap` each; free space at its top
-            // kept up to twice that, not trimmed as the replay frees.
-            libc::mallopt(libc::M_MMAP_THRESHOLD, pad.saturating_add(1 << 20));
-            libc::mallopt(libc::M_TRIM_THRESHOLD, pad.saturating_mul(2));
-            // One block of `bytes` grows the heap by that much; free it (the space returns to
-            // the heap's top for what the replay allocates next) and populate it.
-            let before = libc::sbrk(0) as usize;
-            let p = libc::malloc(bytes);
-            if p.is_null() {
-                return;
-            }
-            let start = (p as usize).next_multiple_of(4096);
-            let end = libc::sbrk(0) as usize;
-            libc::free(p);
-            // From the main heap (which grew to hold it), not an `mmap` or a thread's arena:
-            // both lie above the break.
-            if end > before && (p as usize).saturating_add(bytes) <= end && start < end {
-                // Fails harmlessly (EINVAL) on kernels before 5.14.
-                libc::madvise(
-                    start as *mut libc::c_void,
-                    end - start,
-                    libc::MADV_POPULATE_WRITE,
-                );
-            }
-        }
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    let _ = bytes;
 }
 
 #[cfg(all(test, target_os = "linux", target_env = "gnu"))]

@@ -6,16 +6,18 @@
 //! `BufRead` (one line in memory at a time, plus the trace being built) and every error names the
 //! file, the line, and for a wrong field the JSON path (`line 7: $.tool_calls[0].id`).
 //!
-//! Speed: each line first goes through `fast` (typed deserialization straight into the model);
-//! only lines it does not take go through the general `Value` + path-tracking parse below, so
-//! error messages are unchanged.
+//! One reader for every JSONL trace ctxbench reads line by line: canonical lines (above) and
+//! golden-fixture role lines (`{"role", "content", "tool_calls"?: [{"id", "name", "args"}],
+//! "tool_call_id"?, "name"?}`, the `golden` input format, one trace per file, see
+//! [`read_role_lines`]). Each line is deserialized once, typed, straight into the trace model
+//! ([`parse_line`]); only a line that fails is parsed again with path tracking, to name the
+//! JSON path of the bad field in the error.
 
-mod fast;
-pub(crate) use fast::parse_line as parse_line_fast;
-
-use super::import::{json_error, ImportError};
-use super::model::{ContextMarker, Message, Trace, TraceLine, TraceMeta, SCHEMA_VERSION};
-use serde::Serialize;
+use super::import::{json_error, ImportError, Located};
+use super::model::{
+    ContextMarker, Message, Role, SourceFormat, ToolCall, Trace, TraceMeta, Usage, SCHEMA_VERSION,
+};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use std::io::{BufRead, BufWriter, Write};
 use std::path::Path;
@@ -131,85 +133,8 @@ impl<R: BufRead> TraceReader<R> {
         }
     }
 
-    /// Deserialize `v` into `T`, naming the JSON path of a wrong field (`prefix` is the path of
-    /// `v` inside the line, e.g. `meta.`).
-    fn typed<T: serde::de::DeserializeOwned>(
-        &self,
-        v: Value,
-        prefix: &str,
-    ) -> Result<T, ImportError> {
-        serde_path_to_error::deserialize(v).map_err(|e: serde_path_to_error::Error<_>| {
-            let p = e.path().to_string();
-            let path = if p == "." {
-                format!("line {}: $.{prefix}", self.line)
-            } else {
-                format!("line {}: $.{prefix}{p}", self.line)
-            };
-            self.err(path.trim_end_matches('.'), e.into_inner().to_string())
-        })
-    }
-
-    fn parse_line(&self) -> Result<TraceLine, ImportError> {
-        match fast::parse_line(&self.buf) {
-            Some(TraceLine::Header { schema_version, .. })
-                if schema_version == 0 || schema_version > SCHEMA_VERSION => {}
-            Some(l) => return Ok(l),
-            None => {}
-        }
-        let line = self.line;
-        let mut v: Value = serde_json::from_slice(&self.buf).map_err(|e| {
-            let l = json_error(&e, Some(line));
-            self.err(l.location, l.message)
-        })?;
-        let Some(obj) = v.as_object_mut() else {
-            return Err(self.err(
-                format!("line {line}: $"),
-                "expected an object with \"type\": \"header\", \"message\" or \"marker\"",
-            ));
-        };
-        let ty = match obj.remove("type") {
-            Some(Value::String(s)) => s,
-            _ => {
-                return Err(self.err(
-                    format!("line {line}: $.type"),
-                    "expected \"header\", \"message\" or \"marker\"",
-                ))
-            }
-        };
-        match ty.as_str() {
-            "header" => {
-                let version = obj.remove("schema_version");
-                let version = match version.as_ref().and_then(|v| v.as_u64()) {
-                    Some(n) => n,
-                    None => {
-                        return Err(self.err(
-                            format!("line {line}: $.schema_version"),
-                            "expected a schema version number",
-                        ))
-                    }
-                };
-                if version == 0 || version > u64::from(SCHEMA_VERSION) {
-                    return Err(self.err(
-                        format!("line {line}: $.schema_version"),
-                        format!(
-                            "unsupported schema_version {version}; this build reads versions 1..={SCHEMA_VERSION}"
-                        ),
-                    ));
-                }
-                let meta_v = obj.remove("meta").unwrap_or(Value::Null);
-                let meta: TraceMeta = self.typed(meta_v, "meta.")?;
-                Ok(TraceLine::Header {
-                    schema_version: version as u32,
-                    meta,
-                })
-            }
-            "message" => Ok(TraceLine::Message(self.typed(v, "")?)),
-            "marker" => Ok(TraceLine::Marker(self.typed(v, "")?)),
-            other => Err(self.err(
-                format!("line {line}: $.type"),
-                format!("expected \"header\", \"message\" or \"marker\", found {other:?}"),
-            )),
-        }
+    fn parse_line(&self) -> Result<Line, ImportError> {
+        parse_line(&self.buf, self.line).map_err(|l| self.err(l.location, l.message))
     }
 
     fn next_trace(&mut self) -> Result<Option<Trace>, ImportError> {
@@ -232,18 +157,24 @@ impl<R: BufRead> TraceReader<R> {
                 continue;
             }
             match self.parse_line()? {
-                TraceLine::Header { meta, .. } => {
+                Line::Header(meta) => {
                     if current.is_some() {
                         self.next_header = Some(meta);
                         break;
                     }
                     current = Some(Trace::new(meta));
                 }
-                TraceLine::Message(m) => match current.as_mut() {
+                Line::Message(m) => match current.as_mut() {
                     Some(t) => t.messages.push(m),
                     None => return Err(self.before_header()),
                 },
-                TraceLine::Marker(k) => match current.as_mut() {
+                Line::Role(_) => {
+                    return Err(self.err(
+                        format!("line {}: $.type", self.line),
+                        "expected \"header\", \"message\" or \"marker\"",
+                    ))
+                }
+                Line::Marker(k) => match current.as_mut() {
                     Some(t) => {
                         marker_lines.push((k.index, self.line));
                         t.markers.push(k);
@@ -293,6 +224,261 @@ impl<R: BufRead> Iterator for TraceReader<R> {
             }
         }
     }
+}
+
+/// One line of a JSONL trace.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Line {
+    /// A canonical header (its `schema_version` checked).
+    Header(TraceMeta),
+    /// A canonical message line.
+    Message(Message),
+    /// A canonical marker line.
+    Marker(ContextMarker),
+    /// A golden-fixture role line (no `type`).
+    Role(Message),
+}
+
+/// A field that must not be `null` when present (the model's type has no `Option` there):
+/// present → `Some`, absent → `None` via `#[serde(default)]`.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// Every field a line of either kind may carry; unknown fields are ignored.
+#[derive(Deserialize)]
+struct AnyLine {
+    #[serde(rename = "type")]
+    ty: Option<String>,
+    // header
+    schema_version: Option<u64>,
+    /// Read as a tree first (one line per trace), so the version is checked before the meta.
+    meta: Option<Value>,
+    // message and role line
+    role: Option<Role>,
+    #[serde(default, deserialize_with = "present")]
+    content: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    tool_calls: Option<Vec<LineCall>>,
+    tool_call_id: Option<String>,
+    name: Option<String>,
+    usage: Option<Usage>,
+    reasoning: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    is_error: Option<bool>,
+    /// A message's optional `kind`, or a marker's required one.
+    kind: Option<String>,
+    timestamp: Option<String>,
+    // marker
+    #[serde(default, deserialize_with = "present")]
+    index: Option<usize>,
+    detail: Option<String>,
+    tokens_before: Option<u64>,
+}
+
+/// A tool call: canonical `{id, name, arguments}`, or a role line's `{id, name, args}`
+/// (LangChain's name; `arguments` also accepted there, `{}` when neither is given).
+#[derive(Deserialize)]
+struct LineCall {
+    id: String,
+    name: String,
+    #[serde(default, deserialize_with = "present")]
+    arguments: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    args: Option<Value>,
+}
+
+fn missing(line: usize, field: &str, what: &str) -> Located {
+    Located::new(format!("line {line}: $.{field}"), what.to_string())
+}
+
+/// Parse one non-blank line (`line` is its 1-based number, for errors). Typed, in one pass;
+/// a line that fails is parsed again with path tracking so the error names the bad field.
+pub(crate) fn parse_line(bytes: &[u8], line: usize) -> Result<Line, Located> {
+    let l: AnyLine = match serde_json::from_slice(bytes) {
+        Ok(l) => l,
+        Err(e) => return Err(line_error(bytes, line, e)),
+    };
+    let calls = |calls: Option<Vec<LineCall>>, role_line: bool| -> Result<Vec<ToolCall>, Located> {
+        let mut out = Vec::with_capacity(calls.as_ref().map_or(0, Vec::len));
+        for (k, c) in calls.unwrap_or_default().into_iter().enumerate() {
+            let arguments = if role_line {
+                c.args
+                    .or(c.arguments)
+                    .unwrap_or_else(|| Value::Object(Default::default()))
+            } else {
+                c.arguments.ok_or_else(|| {
+                    missing(
+                        line,
+                        &format!("tool_calls[{k}].arguments"),
+                        "missing field `arguments`",
+                    )
+                })?
+            };
+            out.push(ToolCall {
+                id: c.id,
+                name: c.name,
+                arguments,
+            });
+        }
+        Ok(out)
+    };
+    let Some(ty) = l.ty else {
+        // A golden-fixture role line.
+        let role = l.role.ok_or_else(|| {
+            missing(
+                line,
+                "role",
+                "expected system|user|assistant|tool, found None",
+            )
+        })?;
+        let content = l
+            .content
+            .ok_or_else(|| missing(line, "content", "missing field"))?;
+        let mut m = Message::new(role, content);
+        m.tool_calls = calls(l.tool_calls, true)?;
+        if role == Role::Tool {
+            m.tool_call_id = Some(
+                l.tool_call_id
+                    .ok_or_else(|| missing(line, "tool_call_id", "missing field"))?,
+            );
+        }
+        m.name = l.name;
+        return Ok(Line::Role(m));
+    };
+    match ty.as_str() {
+        "header" => {
+            let version = l.schema_version.ok_or_else(|| {
+                missing(line, "schema_version", "expected a schema version number")
+            })?;
+            if version == 0 || version > u64::from(SCHEMA_VERSION) {
+                return Err(missing(
+                    line,
+                    "schema_version",
+                    &format!(
+                        "unsupported schema_version {version}; this build reads versions 1..={SCHEMA_VERSION}"
+                    ),
+                ));
+            }
+            let meta = l.meta.unwrap_or(Value::Null);
+            let meta = serde_path_to_error::deserialize(meta).map_err(
+                |e: serde_path_to_error::Error<serde_json::Error>| {
+                    let p = e.path().to_string();
+                    let location = if p == "." {
+                        format!("line {line}: $.meta")
+                    } else {
+                        format!("line {line}: $.meta.{p}")
+                    };
+                    Located::new(location, e.into_inner().to_string())
+                },
+            )?;
+            Ok(Line::Header(meta))
+        }
+        // A struct literal (not `..`): a new `Message` field must be handled here too.
+        "message" => Ok(Line::Message(Message {
+            role: l
+                .role
+                .ok_or_else(|| missing(line, "role", "missing field `role`"))?,
+            content: l.content.unwrap_or_default(),
+            tool_calls: calls(l.tool_calls, false)?,
+            tool_call_id: l.tool_call_id,
+            name: l.name,
+            usage: l.usage,
+            reasoning: l.reasoning,
+            is_error: l.is_error.unwrap_or(false),
+            kind: l.kind,
+            timestamp: l.timestamp,
+        })),
+        "marker" => Ok(Line::Marker(ContextMarker {
+            index: l
+                .index
+                .ok_or_else(|| missing(line, "index", "missing field `index`"))?,
+            kind: l
+                .kind
+                .ok_or_else(|| missing(line, "kind", "missing field `kind`"))?,
+            detail: l.detail,
+            tokens_before: l.tokens_before,
+        })),
+        other => Err(missing(
+            line,
+            "type",
+            &format!("expected \"header\", \"message\" or \"marker\", found {other:?}"),
+        )),
+    }
+}
+
+/// The error of a line that does not deserialize: invalid JSON where it breaks, a line that is
+/// not an object, or the JSON path of the wrong field (found by parsing again, tracking paths).
+fn line_error(bytes: &[u8], line: usize, e: serde_json::Error) -> Located {
+    if e.is_syntax() || e.is_eof() || e.is_io() {
+        return json_error(&e, Some(line));
+    }
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'{') {
+        return Located::new(
+            format!("line {line}: $"),
+            "expected an object: a canonical line with \"type\": \"header\", \"message\" or \"marker\", or a role line with \"role\"",
+        );
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match serde_path_to_error::deserialize::<_, AnyLine>(&mut de) {
+        Err(pe) => {
+            let p = pe.path().to_string();
+            let location = if p == "." {
+                format!("line {line}: $")
+            } else {
+                format!("line {line}: $.{p}")
+            };
+            Located::new(location, pe.into_inner().to_string())
+        }
+        Ok(_) => Located::new(format!("line {line}"), e.to_string()),
+    }
+}
+
+/// Read a file of golden-fixture role lines as one trace (id `stem`, format `golden`). Blank
+/// lines are skipped; a canonical line is an error (a file is one format or the other).
+pub(crate) fn read_role_lines<R: BufRead>(
+    mut r: R,
+    file: &str,
+    stem: &str,
+) -> Result<Trace, ImportError> {
+    let err = |l: Located| ImportError {
+        file: file.to_string(),
+        location: l.location,
+        message: l.message,
+    };
+    let mut t = Trace::new(TraceMeta::new(stem, SourceFormat::Golden));
+    let mut buf = Vec::new();
+    let mut line = 0usize;
+    loop {
+        buf.clear();
+        let n = r.read_until(b'\n', &mut buf).map_err(|e| {
+            err(Located::new(
+                format!("line {}", line + 1),
+                format!("read error: {e}"),
+            ))
+        })?;
+        if n == 0 {
+            break;
+        }
+        line += 1;
+        if buf.iter().all(|b| b.is_ascii_whitespace()) {
+            continue;
+        }
+        match parse_line(&buf, line).map_err(err)? {
+            Line::Role(m) => t.messages.push(m),
+            _ => {
+                return Err(err(Located::new(
+                    format!("line {line}: $.type"),
+                    "a canonical line in a file of role lines; expected {\"role\", \"content\", …} without \"type\"",
+                )))
+            }
+        }
+    }
+    if t.messages.is_empty() {
+        return Err(err(Located::new("file", "no messages")));
+    }
+    Ok(t)
 }
 
 #[cfg(test)]

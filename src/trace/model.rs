@@ -192,6 +192,7 @@ source_formats! {
     Tau => "tau",
     Tau2 => "tau2",
     Atif => "atif",
+    Golden => "golden",
     Codex => "codex",
     OpenaiResponses => "openai-responses",
     Langchain => "langchain",

@@ -4,7 +4,7 @@
 
 use crate::support::traces::{agent_trace_done_at, NEEDLE};
 use ctxbench::engine::{
-    self, EngineConfig, EventDetail, EventKind, KeepViews, OfflineSummarizer, Replay, ReplayEnv,
+    self, EngineConfig, KeepViews, OfflineSummarizer, Replay, ReplayEnv, Summary,
 };
 use ctxbench::trace::{Message, Role, Trace};
 
@@ -42,13 +42,9 @@ fn store_text(r: &Replay) -> Vec<(String, String)> {
 }
 
 fn compacted(r: &Replay) -> bool {
-    r.events.iter().any(|e| {
-        e.persistent
-            && matches!(
-                e.kind,
-                EventKind::Summarized | EventKind::Trimmed | EventKind::Checkpoint
-            )
-    })
+    r.events
+        .iter()
+        .any(|e| e.persistent && matches!(e.kind(), "summarized" | "trimmed" | "checkpoint"))
 }
 
 fn last_view(r: &Replay) -> &[Message] {
@@ -96,7 +92,7 @@ fn none_presets_leave_nothing_the_agent_can_reach() {
             "{preset}: {files:?}"
         );
         for e in &r.events {
-            if let EventDetail::Summarized { history_file, .. } = &e.detail {
+            if let Some(Summary { history_file, .. }) = e.detail.summary() {
                 assert!(history_file.is_empty(), "{preset}: {history_file}");
             }
         }
@@ -127,7 +123,7 @@ fn digitorn_recap_is_a_capped_system_message_with_its_own_sections() {
     }
     assert!(!recap.content.contains("SESSION INTENT"));
     for e in &r.events {
-        if let EventDetail::Summarized { summary_chars, .. } = &e.detail {
+        if let Some(Summary { summary_chars, .. }) = e.detail.summary() {
             // 1,024 tokens at the offline summarizer's 4 chars/token, plus the wrapper text.
             assert!(*summary_chars <= 1024 * 4 + 200, "{summary_chars}");
         }
@@ -137,19 +133,14 @@ fn digitorn_recap_is_a_capped_system_message_with_its_own_sections() {
 #[test]
 fn core_agent_writes_its_handover_and_checkpoint_sections() {
     let r = replay("core-agent", &[]);
-    let texts: Vec<(&EventKind, &String)> = r
+    let texts: Vec<(&str, &String)> = r
         .events
         .iter()
-        .filter_map(|e| match &e.detail {
-            EventDetail::Summarized {
-                summary_message, ..
-            } => Some((&e.kind, summary_message)),
-            _ => None,
-        })
+        .filter_map(|e| Some((e.kind(), &e.detail.summary()?.summary_message)))
         .collect();
     let checkpoint = texts
         .iter()
-        .find(|(k, _)| **k == EventKind::Checkpoint)
+        .find(|(k, _)| *k == "checkpoint")
         .expect("a checkpoint at mark_task_done");
     for s in [
         "## Task",
@@ -163,7 +154,7 @@ fn core_agent_writes_its_handover_and_checkpoint_sections() {
     }
     let handover = texts
         .iter()
-        .find(|(k, _)| **k == EventKind::Summarized)
+        .find(|(k, _)| *k == "summarized")
         .expect("a compaction");
     for s in [
         "## Current state",

@@ -5,8 +5,8 @@
 use crate::support::traces::{agent_trace, NEEDLE};
 use ctxbench::engine::layers::truncate::REMINDER_KIND;
 use ctxbench::engine::{
-    self, presets, EngineConfig, Event, EventDetail, EventKind, KeepViews, OfflineSummarizer,
-    Replay, ReplayEnv, StoreTarget,
+    self, presets, EngineConfig, Event, EventDetail, KeepViews, OfflineSummarizer, Replay,
+    ReplayEnv, StoreTarget, Summary,
 };
 use ctxbench::trace::{
     ContextMarker, Message, Role, SourceFormat, ToolCall, Trace, TraceMeta, Usage,
@@ -39,8 +39,8 @@ fn run_with(trace: &Trace, sets: &[&str], keep: KeepViews) -> Replay {
     r
 }
 
-fn events_of(r: &Replay, kind: EventKind) -> Vec<&Event> {
-    r.events.iter().filter(|e| e.kind == kind).collect()
+fn events_of<'a>(r: &'a Replay, kind: &str) -> Vec<&'a Event> {
+    r.events.iter().filter(|e| e.kind() == kind).collect()
 }
 
 fn view_at(r: &Replay, call: usize) -> &[Message] {
@@ -91,7 +91,7 @@ fn every_documented_preset_resolves() {
 fn truncate_drops_old_turns_injects_a_reminder_and_offloads_nothing() {
     let t = agent_trace(30, 2_000);
     let r = run(&t, &["preset=\"digitorn-truncate\"", "window=12000"]);
-    let truncs = events_of(&r, EventKind::Truncated);
+    let truncs = events_of(&r, "truncated");
     assert!(!truncs.is_empty());
     assert!(
         r.store.paths().is_empty(),
@@ -173,7 +173,7 @@ fn truncate_cut_moves_back_to_the_call_of_parallel_results() {
             "truncate.keep.messages=2",
         ],
     );
-    let e = events_of(&r, EventKind::Truncated)[0];
+    let e = events_of(&r, "truncated")[0];
     let view = view_at(&r, e.trace_index);
     assert_eq!(view[0].kind.as_deref(), Some(REMINDER_KIND));
     assert_eq!(view[1].role, Role::Assistant);
@@ -206,7 +206,7 @@ fn clear_keeps_the_last_k_results_and_excluded_tools_per_request() {
         [true, false, true, true, true, false, false, false],
         "excluded tool and the last 3 stay"
     );
-    let e = events_of(&r, EventKind::Cleared);
+    let e = events_of(&r, "cleared");
     let final_ev = e.last().unwrap();
     assert!(!final_ev.persistent, "a per-request view");
     assert_eq!(final_ev.trace_index, last);
@@ -270,7 +270,7 @@ fn emergency_halves_keep_until_the_request_fits() {
             "truncate.trigger.tokens=1000000",
         ],
     );
-    let em = events_of(&r, EventKind::Emergency);
+    let em = events_of(&r, "emergency");
     assert!(!em.is_empty());
     let EventDetail::Emergency {
         keep_recent,
@@ -290,7 +290,7 @@ fn emergency_halves_keep_until_the_request_fits() {
     assert_eq!((*keep_recent, *attempts), (5, 1));
     assert!(em[0].tokens_before.unwrap() > 9000);
     assert!(em[0].tokens_after.unwrap() <= 9000);
-    assert!(events_of(&r, EventKind::Overflow).is_empty());
+    assert!(events_of(&r, "overflow").is_empty());
     let view = view_at(&r, em[0].trace_index);
     assert_eq!(view[1].kind.as_deref(), Some(REMINDER_KIND));
 }
@@ -300,7 +300,7 @@ fn emergency_that_cannot_fit_leaves_an_overflow_event() {
     // One result alone is bigger than the window.
     let t = agent_trace(3, 60_000);
     let r = run(&t, &["preset=\"digitorn-truncate\"", "window=9000"]);
-    let em = events_of(&r, EventKind::Emergency);
+    let em = events_of(&r, "emergency");
     assert!(em.iter().any(|e| matches!(
         e.detail,
         EventDetail::Emergency {
@@ -309,7 +309,7 @@ fn emergency_that_cannot_fit_leaves_an_overflow_event() {
             ..
         }
     )));
-    assert!(!events_of(&r, EventKind::Overflow).is_empty());
+    assert!(!events_of(&r, "overflow").is_empty());
 }
 
 fn with_calls(calls: &[(&str, &str)]) -> Trace {
@@ -335,7 +335,7 @@ fn watchdog_alerts_once_per_run_of_identical_calls() {
         &with_calls(&[a, a, a, a, a, a, a]),
         &["preset=\"core-agent\""],
     );
-    let w = events_of(&r, EventKind::Watchdog);
+    let w = events_of(&r, "watchdog");
     assert_eq!(w.len(), 1);
     assert_eq!(w[0].trace_index, 1 + 2 * 4, "the 5th call");
     let EventDetail::Watchdog {
@@ -354,17 +354,17 @@ fn watchdog_alerts_once_per_run_of_identical_calls() {
         &with_calls(&[a, b, a, b, a, b, a, b]),
         &["preset=\"core-agent\""],
     );
-    assert!(events_of(&r, EventKind::Watchdog).is_empty());
+    assert!(events_of(&r, "watchdog").is_empty());
     let r = run(
         &with_calls(&[a, a, a, a, b, a, a, a, a, a]),
         &["preset=\"core-agent\""],
     );
-    assert_eq!(events_of(&r, EventKind::Watchdog).len(), 1);
+    assert_eq!(events_of(&r, "watchdog").len(), 1);
     let r = run(
         &with_calls(&[a, a, a, a, a, b, b, b, b, b]),
         &["preset=\"core-agent\""],
     );
-    assert_eq!(events_of(&r, EventKind::Watchdog).len(), 2);
+    assert_eq!(events_of(&r, "watchdog").len(), 2);
 }
 
 /// Two user turns of three model calls each; every call has 1,000 recorded output tokens.
@@ -399,7 +399,7 @@ fn cost_ceiling_stops_after_the_call_that_reaches_it() {
     let mut sets = base.to_vec();
     sets.push("cost_ceiling.per_session_usd=2.5");
     let r = run(&t, &sets);
-    let c = events_of(&r, EventKind::CostCeiling);
+    let c = events_of(&r, "cost_ceiling");
     assert_eq!(c.len(), 1);
     // Calls at 1, 3, 5: the third reaches $3 ≥ $2.5 and is the last replayed.
     assert_eq!(c[0].trace_index, 5);
@@ -421,7 +421,7 @@ fn cost_ceiling_stops_after_the_call_that_reaches_it() {
         "cost_ceiling.action=\"alert\"",
     ]);
     let r = run(&t, &sets);
-    let c = events_of(&r, EventKind::CostCeiling);
+    let c = events_of(&r, "cost_ceiling");
     let at: Vec<usize> = c.iter().map(|e| e.trace_index).collect();
     assert_eq!(at, [3, 10]);
     assert!(r.stopped.is_none());
@@ -494,16 +494,16 @@ fn checkpoints_slice_finished_tasks_at_markers_and_chain() {
     env.store = StoreTarget::Dir(dir.path().to_path_buf());
     let r = engine::replay(&t, &config, &env).unwrap();
     assert!(r.invariants.passed(), "{:?}", r.invariants.violations);
-    let cps = events_of(&r, EventKind::Checkpoint);
+    let cps = events_of(&r, "checkpoint");
     assert_eq!(cps.len(), 2);
     // Marker: applied at the first call after it.
     assert_eq!(cps[0].trace_index, boundary + 1);
-    let EventDetail::Summarized {
+    let EventDetail::Checkpoint(Summary {
         state_cutoff,
         chained,
         history_file,
         ..
-    } = &cps[0].detail
+    }) = &cps[0].detail
     else {
         panic!()
     };
@@ -518,11 +518,11 @@ fn checkpoints_slice_finished_tasks_at_markers_and_chain() {
     // mark_task_done: the next call starts after its result, chained with the first record.
     let done_result = boundary + 4;
     assert_eq!(cps[1].trace_index, done_result + 2);
-    let EventDetail::Summarized {
+    let EventDetail::Checkpoint(Summary {
         state_cutoff,
         chained,
         ..
-    } = &cps[1].detail
+    }) = &cps[1].detail
     else {
         panic!()
     };
@@ -559,7 +559,7 @@ fn turn_trim_drops_the_oldest_half_of_complete_turns_to_memory() {
             "turn_trim.history=\"offload\"",
         ],
     );
-    let trims: Vec<&Event> = events_of(&r, EventKind::Trimmed)
+    let trims: Vec<&Event> = events_of(&r, "trimmed")
         .into_iter()
         .filter(|e| matches!(&e.detail, EventDetail::Trimmed { stage, .. } if stage == "turns"))
         .collect();
@@ -598,7 +598,7 @@ fn turn_trim_drops_the_oldest_half_of_complete_turns_to_memory() {
 fn turn_trim_clips_only_historical_tool_results_and_compresses_few_turns() {
     let t = chat_trace(3, 30_000);
     let r = run(&t, &["preset=\"turn-trim\""]);
-    let clipped: Vec<&Event> = events_of(&r, EventKind::Trimmed)
+    let clipped: Vec<&Event> = events_of(&r, "trimmed")
         .into_iter()
         .filter(
             |e| matches!(&e.detail, EventDetail::Trimmed { stage, .. } if stage == "tool_results"),
@@ -626,7 +626,7 @@ fn turn_trim_clips_only_historical_tool_results_and_compresses_few_turns() {
         &t,
         &["preset=\"turn-trim\"", "turn_trim.max_tokens.tokens=1000"],
     );
-    let comp = events_of(&r, EventKind::Trimmed)
+    let comp = events_of(&r, "trimmed")
         .into_iter()
         .find(|e| matches!(&e.detail, EventDetail::Trimmed { stage, .. } if stage == "compressed"))
         .expect("compression");
@@ -643,9 +643,7 @@ fn core_agent_trigger_follows_the_model_tier_unless_set_explicitly() {
         let mut all = vec!["preset=\"core-agent\"", "window=20000"];
         all.extend_from_slice(sets);
         let r = run_with(&t, &all, KeepViews::None);
-        events_of(&r, EventKind::Summarized)[0]
-            .tokens_before
-            .unwrap()
+        events_of(&r, "summarized")[0].tokens_before.unwrap()
     };
     let small = first_summary("claude-haiku-4-5", &[]);
     let frontier = first_summary("claude-opus-4-1", &[]);
@@ -698,9 +696,9 @@ fn turn_trim_overflow_clears_a_single_long_turn_down_to_the_in_flight_call() {
             "turn_trim.history=\"offload\"",
         ],
     );
-    let em = events_of(&r, EventKind::Emergency);
+    let em = events_of(&r, "emergency");
     assert!(!em.is_empty());
-    assert!(events_of(&r, EventKind::Overflow).is_empty());
+    assert!(events_of(&r, "overflow").is_empty());
     let e = em[0];
     assert!(e.tokens_before.unwrap() > 8000 && e.tokens_after.unwrap() <= 8000);
     let view = view_at(&r, e.trace_index);
@@ -758,13 +756,13 @@ fn digitorn_waits_30_s_between_compactions_by_trace_timestamps() {
             "{preset}: {:?}",
             slow.event_counts()
         );
-        assert!(events_of(&slow, EventKind::Cooldown).is_empty(), "{preset}");
+        assert!(events_of(&slow, "cooldown").is_empty(), "{preset}");
         assert_eq!(
             slow.event_counts(),
             untimed.event_counts(),
             "{preset}: no clock, no guard"
         );
-        let held = events_of(&fast, EventKind::Cooldown);
+        let held = events_of(&fast, "cooldown");
         assert!(!held.is_empty(), "{preset}: {:?}", fast.event_counts());
         assert!(compactions(&fast) < compactions(&slow), "{preset}");
         assert!(fast.input_tokens() > slow.input_tokens(), "{preset}");

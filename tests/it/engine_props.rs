@@ -7,8 +7,8 @@
 //! no summary is an error string or placeholder, no raw turn is summarized twice.
 
 use ctxbench::engine::{
-    self, presets, EngineConfig, EventDetail, EventKind, OfflineSummarizer, ReplayEnv, Summarizer,
-    SummaryError, SummaryOutput, SummaryRequest,
+    self, presets, EngineConfig, OfflineSummarizer, ReplayEnv, Summarizer, Summary, SummaryError,
+    SummaryOutput, SummaryRequest,
 };
 use ctxbench::trace::{ContextMarker, Message, Role, SourceFormat, ToolCall, Trace, TraceMeta};
 use proptest::prelude::*;
@@ -301,7 +301,7 @@ proptest! {
             prop_assert_eq!(r.calls.len(), assistants);
         }
         for c in &r.calls {
-            let over = c.events.iter().any(|&k| r.events[k].kind == EventKind::Overflow);
+            let over = c.events.iter().any(|&k| r.events[k].kind() == "overflow");
             prop_assert!(c.input_tokens <= r.window || over);
             prop_assert!(c.cached_tokens <= c.input_tokens);
             if preset == "none" {
@@ -310,7 +310,10 @@ proptest! {
         }
         for e in &r.events {
             // Failed summaries never became summaries: each is an error event.
-            if let EventDetail::Summarized { summary_message, .. } = &e.detail {
+            if let Some(Summary {
+                summary_message, ..
+            }) = e.detail.summary()
+            {
                 prop_assert!(!summary_message.contains("Error generating summary"));
             }
             // Every write an event reports is in the store.
@@ -320,7 +323,7 @@ proptest! {
             }
         }
         if flaky.is_none() {
-            prop_assert!(!r.events.iter().any(|e| e.kind == EventKind::Error));
+            prop_assert!(!r.events.iter().any(|e| e.kind() == "error"));
         }
         // The truncate baseline offloads nothing at all.
         if preset == "digitorn-truncate" {

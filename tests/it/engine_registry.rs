@@ -150,3 +150,49 @@ fn every_layer_file_is_registered() {
     }
     assert_eq!(checked, REGISTRY.len(), "one file per registered layer");
 }
+
+#[test]
+fn every_built_layer_emits_under_its_registered_name() {
+    // `LayerSpec::NAME` (the table name) and `Layer::name` (the `layer` of its events and
+    // of error messages) are written in the layer's file twice; they must agree.
+    let meta = ctxbench::trace::TraceMeta::new("t", ctxbench::trace::SourceFormat::Canonical);
+    let mut built = BTreeSet::new();
+    for name in NAMES {
+        let config = EngineConfig {
+            preset: Some(name.to_string()),
+            ..Default::default()
+        }
+        .resolve(Some(100_000))
+        .unwrap();
+        let layers = ctxbench::engine::layers::build(&config, &meta, &[], &[], None)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(layers.len(), config.layers.len(), "{name}");
+        for (l, c) in layers.iter().zip(&config.layers) {
+            assert_eq!(
+                l.name(),
+                c.name(),
+                "preset {name}: built layer named differently"
+            );
+            built.insert(c.name());
+        }
+    }
+    let registered: BTreeSet<&str> = REGISTRY.iter().map(|e| e.name).collect();
+    assert_eq!(
+        built, registered,
+        "every registered layer is built by some preset"
+    );
+}
+
+#[test]
+fn every_registered_layer_is_documented() {
+    // docs/engine.md's "How to add a layer" asks for a paragraph per layer.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/engine.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    for e in REGISTRY {
+        assert!(
+            text.contains(&format!("`{}`", e.name)) || text.contains(&format!("[{}]", e.name)),
+            "layer {} is not described in docs/engine.md",
+            e.name
+        );
+    }
+}

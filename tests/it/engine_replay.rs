@@ -4,14 +4,18 @@
 
 use crate::support::traces::golden as fixture_dir;
 use ctxbench::engine::{
-    self, fixture, EngineConfig, EventDetail, EventKind, FixedSummarizer, KeepViews,
-    OfflineSummarizer, ReplayEnv, StoreTarget, Summarizer, SummaryError, SummaryOutput,
-    SummaryRequest,
+    self, fixture, EngineConfig, EventDetail, FixedSummarizer, KeepViews, OfflineSummarizer,
+    ReplayEnv, StoreTarget, Summarizer, Summary, SummaryError, SummaryOutput, SummaryRequest,
 };
 use ctxbench::trace::{Message, Role, Trace};
 
 fn django() -> Trace {
-    fixture::read_jsonl_trace(&fixture_dir("mini-swe-django-11138").join("trace.jsonl")).unwrap()
+    ctxbench::trace::import::import_file(
+        &fixture_dir("mini-swe-django-11138").join("trace.jsonl"),
+        Some(ctxbench::trace::SourceFormat::Golden),
+    )
+    .unwrap()
+    .remove(0)
 }
 
 #[test]
@@ -37,7 +41,7 @@ fn store_on_disk_holds_exactly_what_was_removed() {
                 assert_eq!(disk, fx.trace.messages[*evicted_index].content.as_bytes());
                 checked += 1;
             }
-            EventDetail::Summarized { history_file, .. } => {
+            EventDetail::Summarized(Summary { history_file, .. }) => {
                 let disk =
                     std::fs::read_to_string(dir.path().join("store").join(&history_file[1..]))
                         .unwrap();
@@ -93,8 +97,8 @@ fn failed_or_error_text_summaries_are_error_events_never_summaries() {
     ] {
         let env = ReplayEnv::new(s.as_ref());
         let r = engine::replay(&trace, &config, &env).unwrap();
-        assert!(r.events.iter().any(|e| e.kind == EventKind::Error));
-        assert!(!r.events.iter().any(|e| e.kind == EventKind::Summarized));
+        assert!(r.events.iter().any(|e| e.kind() == "error"));
+        assert!(!r.events.iter().any(|e| e.kind() == "summarized"));
         assert!(r.invariants.passed(), "{:?}", r.invariants.violations);
     }
 }
@@ -111,12 +115,7 @@ fn summaries_with_prompt(prompt: &str) -> Vec<String> {
     assert!(r.invariants.passed(), "{:?}", r.invariants.violations);
     r.events
         .iter()
-        .filter_map(|e| match &e.detail {
-            EventDetail::Summarized {
-                summary_message, ..
-            } => Some(summary_message.clone()),
-            _ => None,
-        })
+        .filter_map(|e| Some(e.detail.summary()?.summary_message.clone()))
         .collect()
 }
 
@@ -177,10 +176,7 @@ fn requests_over_the_window_are_overflow_events() {
     let over = r.calls.iter().filter(|c| c.input_tokens > 5_000).count();
     assert!(over > 0);
     assert_eq!(
-        r.events
-            .iter()
-            .filter(|e| e.kind == EventKind::Overflow)
-            .count(),
+        r.events.iter().filter(|e| e.kind() == "overflow").count(),
         over
     );
     assert!(r.invariants.passed());
@@ -197,11 +193,7 @@ fn small_window_forces_compaction_and_views_are_kept() {
     let mut env = ReplayEnv::new(&OfflineSummarizer);
     env.keep_views = KeepViews::AfterCompaction;
     let r = engine::replay(&trace, &config, &env).unwrap();
-    let summaries = r
-        .events
-        .iter()
-        .filter(|e| e.kind == EventKind::Summarized)
-        .count();
+    let summaries = r.events.iter().filter(|e| e.kind() == "summarized").count();
     assert!(summaries >= 3);
     assert_eq!(r.views.len(), summaries);
     for v in &r.views {
@@ -259,7 +251,7 @@ fn assert_last_view_is_the_last_of_all(trace: &Trace, sets: &[String]) -> engine
 fn keeping_the_last_view_equals_the_last_of_all_views() {
     // Compaction on the way (summaries change the view).
     let r = assert_last_view_is_the_last_of_all(&django(), &["window=20000".into()]);
-    assert!(r.events.iter().any(|e| e.kind == EventKind::Summarized));
+    assert!(r.events.iter().any(|e| e.kind() == "summarized"));
     // A replay a layer stops early keeps the view of the call it stopped at.
     let mut t = django();
     for m in t.messages.iter_mut().filter(|m| m.role == Role::Assistant) {

@@ -212,6 +212,7 @@ async fn an_agent_loop_stops_at_its_time_limit() {
     let (_d, sb) = store();
     let r = not_hung(agent::run_with_limit(
         &MockProvider::hanging(),
+        ctxbench::evalspec::Asking::Recall,
         vec![Message::user("where is the token?")],
         Some(&sb),
         8,
@@ -229,6 +230,7 @@ async fn an_agent_reading_a_fifo_gets_an_error_and_goes_on() {
     mkfifo(&sb.root().join("pipe"));
     let out = not_hung(agent::run(
         &reader("/pipe"),
+        ctxbench::evalspec::Asking::Recall,
         vec![Message::user("read it")],
         Some(&sb),
         3,

@@ -14,6 +14,7 @@ const RANKS: &[(&str, u32)] = &[
     ("confcore", 0),
     ("trace", 1),
     ("record", 1),
+    ("evalspec", 1),
     ("tokens", 2),
     ("pricing", 2),
     ("metrics", 2),

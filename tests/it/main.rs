@@ -9,6 +9,7 @@ mod ci_workflow;
 mod clean;
 mod cli_errors;
 mod cost_model;
+mod docs;
 mod engine_cli;
 mod engine_exposure;
 mod engine_layers;

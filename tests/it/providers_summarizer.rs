@@ -6,19 +6,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::support::mock_llm::{self as mock, MockLlm, Reply};
-use ctxbench::engine::{self, fixture, EngineConfig, EventDetail, ReplayEnv};
+use ctxbench::engine::{self, EngineConfig, ReplayEnv};
 use ctxbench::providers::{build_provider, ProviderConfig, ProviderKind, ProviderSummarizer};
 use ctxbench::trace::Usage;
 
 fn summaries(r: &engine::Replay) -> Vec<String> {
     r.events
         .iter()
-        .filter_map(|e| match &e.detail {
-            EventDetail::Summarized {
-                summary_message, ..
-            } => Some(summary_message.clone()),
-            _ => None,
-        })
+        .filter_map(|e| Some(e.detail.summary()?.summary_message.clone()))
         .collect()
 }
 
@@ -44,11 +39,13 @@ fn replay_summarizes_through_the_openai_provider_and_the_cache() {
     cfg.cache_dir = Some(cache.path().to_path_buf());
     let provider = build_provider(&cfg).unwrap();
 
-    let trace = fixture::read_jsonl_trace(
+    let trace = ctxbench::trace::import::import_file(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("testdata/deepagents-golden/mini-swe-django-11138/trace.jsonl"),
+        Some(ctxbench::trace::SourceFormat::Golden),
     )
-    .unwrap();
+    .unwrap()
+    .remove(0);
     let config = EngineConfig::default().resolve(Some(30_000)).unwrap();
     let summarizer = ProviderSummarizer::new(Arc::clone(&provider), rt.handle().clone());
     let env = ReplayEnv::new(&summarizer);

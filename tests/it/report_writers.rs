@@ -129,10 +129,10 @@ fn html_escapes_hostile_trace_text_and_has_no_script_but_its_own_or_external_ref
     assert_eq!(page.to_lowercase().matches("<script").count(), 1);
     let own = format!("<script>{}</script>", html::SCRIPT);
     assert!(page.contains(&own));
-    // (in the attribute, quotes are escaped like any text)
+    // The CSP attribute is double-quoted; its single quotes need no escaping there.
     assert!(page.contains(&format!(
-        "{}\"",
-        html::escape(&format!("script-src {}", html::script_hash(html::SCRIPT)))
+        "script-src {}\">",
+        html::script_hash(html::SCRIPT)
     )));
     assert!(!page.contains("unsafe-inline'; script") && !page.contains("'unsafe-eval'"));
     let without_script = page.replace(&own, "");
@@ -281,4 +281,178 @@ fn html_samples_table_keeps_the_verdict_of_flagged_units() {
     let cells: Vec<&str> = row.split("<td").skip(1).collect();
     assert!(cells[0].contains("flagged"), "{row}");
     assert!(cells[1].contains(">fail<"), "{row}");
+}
+
+/// Hostile text for one place a trace, a sample or the suite reaches the page: script and
+/// style openers, both quotes, a closing `</textarea>`, an event-handler attribute and an
+/// entity, tagged with the place so each place is checked on its own.
+fn evil(place: &str) -> String {
+    format!(
+        "<script>alert('{place}')</script>\"'></textarea></title><style>*{{}}</style>\
+         <img src=x onerror=alert(1)>&amp;{place}"
+    )
+}
+
+/// What `evil` must look like on the page: `&`, `<`, `>` and `"` as entities (every attribute
+/// value is double-quoted, so a single quote needs none).
+fn escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Every place trace, sample or suite text reaches report.html gets hostile text: it shows up
+/// on the page (so the place was really exercised) escaped, and no markup of it survives.
+#[test]
+fn html_escapes_hostile_text_in_every_place_it_reaches_the_page() {
+    use ctxbench::record::{SummaryRecord, UnitError};
+    let (base, cand) = (evil("baseline"), evil("candidate"));
+    let mut info = support::report::info(&evil("run_id"));
+    info.created = evil("created");
+    info.ctxbench_version = evil("version");
+    info.providers[0].role = evil("role");
+    info.providers[0].provider = evil("provider");
+    info.providers[0].model = evil("model");
+    info.variants = vec![base.clone(), cand.clone()];
+    info.baseline = Some(base.clone());
+    info.suite = serde_json::json!({"report": {"metrics": [evil("metric"), "tokens"]}});
+    let mut samples = support::report::samples();
+    support::report::add_summaries(&mut samples);
+    for s in &mut samples {
+        let aggressive = s.variant == "aggressive";
+        s.variant = if aggressive {
+            cand.clone()
+        } else {
+            base.clone()
+        };
+        s.trace_id = format!("{}{}", s.trace_id, evil("trace"));
+        s.sample = format!("{}{}", s.sample, evil("sample"));
+        if s.eval == "drift" {
+            s.eval = evil("eval");
+        }
+        s.scores.insert(evil("score"), 1.0);
+        if aggressive {
+            s.compactions.insert(evil("compaction"), 1);
+        }
+        for p in &mut s.timeline {
+            p.events.push(evil("event"));
+            p.details.push(evil("detail"));
+        }
+        for (k, r) in s.summaries.iter_mut().enumerate() {
+            r.prompt_digest = evil("prompt");
+            if let Some(t) = &mut r.text {
+                t.push_str(&evil(if aggressive { "summary-b" } else { "summary-a" }));
+            }
+            if k == 1 {
+                // A summary kept in a file that is not loaded: the page names the file.
+                r.text = None;
+                r.file = Some(evil("file"));
+            }
+        }
+        if s.error.is_none() {
+            s.evidence = serde_json::json!({"answers": [{
+                "question": evil("question"),
+                "expected": evil("expected"),
+                "answer": evil("answer"),
+                "recovered": false,
+                "tool_uses": [{
+                    "name": evil("tool"),
+                    "arguments": evil("arguments"),
+                    "result_head": evil("result"),
+                    "is_error": true,
+                }],
+            }, {"key": evil("key")}], "other": evil("json")});
+        }
+    }
+    let failed = samples.iter_mut().find(|s| s.error.is_some()).unwrap();
+    failed.unit_id = evil("unit_id");
+    failed.error = Some(UnitError {
+        kind: evil("error_kind"),
+        message: evil("error_message"),
+    });
+    // One summary the baseline lacks, so the page says the baseline "has no fold".
+    let extra = samples
+        .iter_mut()
+        .find(|s| s.summaries.len() == 2 && s.variant == cand)
+        .unwrap();
+    extra.summaries.push(SummaryRecord {
+        fold: 3,
+        ..extra.summaries[0].clone()
+    });
+    let model = ReportModel::build(&info, samples);
+    let page = html::render(&info, &model);
+
+    let own = format!("<script>{}</script>", html::SCRIPT);
+    assert_eq!(page.matches(&own).count(), 1);
+    let rest = page.replace(&own, "");
+    let lower = rest.to_lowercase();
+    for markup in [
+        "<script",
+        "</textarea",
+        "</title><style",
+        "<style>*",
+        "<img",
+    ] {
+        if let Some(at) = lower.find(markup) {
+            panic!(
+                "raw `{markup}` on the page near: {}",
+                &rest[at.saturating_sub(80)..(at + 80).min(rest.len())]
+            );
+        }
+    }
+    let head = page.split("</head>").next().unwrap();
+    assert_eq!(head.matches("<title>").count(), 1, "one title in the head");
+    assert!(head.contains(&format!(
+        "<title>ctxbench report — {}</title>",
+        escaped(&info.run_id)
+    )));
+    assert_eq!(page.matches("<style>").count(), 1, "one style element");
+    for place in [
+        "run_id",
+        "created",
+        "version",
+        "role",
+        "provider",
+        "model",
+        "baseline",
+        "candidate",
+        "metric",
+        "trace",
+        "sample",
+        "eval",
+        "score",
+        "compaction",
+        "event",
+        "detail",
+        "summary-a",
+        "summary-b",
+        "file",
+        "question",
+        "expected",
+        "answer",
+        "tool",
+        "arguments",
+        "result",
+        "key",
+        "unit_id",
+        "error_kind",
+        "error_message",
+    ] {
+        assert!(
+            page.contains(&escaped(&evil(place))),
+            "the hostile text of `{place}` is not on the page, escaped"
+        );
+    }
+    // The prompt digest is shown cut to 12 characters.
+    assert!(page.contains("prompt <code>&lt;script&gt;aler</code>"));
+    // Evidence as JSON: the text is JSON-quoted first, then escaped.
+    assert!(page.contains(&escaped(&serde_json::to_string(&evil("json")).unwrap())));
+    // The baseline lacks fold 3; the variant names stay text in that note too.
+    assert!(page.contains(&format!("{} has no fold 3", escaped(&base))));
+    // The variant names reach the plots (drawn by plotters, not by our templates): escaped too.
+    let plots = rest.split("id=\"plots\"").nth(1).unwrap();
+    let plots = plots.split("id=\"samples\"").next().unwrap();
+    assert!(plots.contains("<svg"), "plots drawn");
+    assert!(!plots.to_lowercase().contains("<script"));
 }

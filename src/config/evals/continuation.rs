@@ -4,11 +4,7 @@
 use super::{after_compactions, yes, EvalSample, EvalSection, Problem};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-
-fn default_continuation_steps() -> u32 {
-    3
-}
+use crate::evalspec::continuation::{default_steps as default_continuation_steps, ContinuationParams};
 
 /// `[evals.continuation]`: after the k-th compaction, the next recorded tool calls predicted
 /// with teacher forcing, against the recorded calls and against the uncompressed view.
@@ -38,7 +34,10 @@ impl EvalSection for ContinuationEval {
 
     /// One sample per fold, so reports can plot agreement by fold.
     fn samples(&self, name: &str) -> Vec<EvalSample> {
-        let params = BTreeMap::from([("steps".to_string(), self.steps.into())]);
+        let params = |fold| ContinuationParams {
+            fold,
+            steps: self.steps,
+        };
         super::per_fold(name, self.after_compactions, params, false)
     }
 }

@@ -4,7 +4,7 @@
 use super::{after_compactions, yes, EvalSample, EvalSection, Problem};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use crate::evalspec::drift::DriftParams;
 
 /// `[evals.drift]`: probe goal, progress and next step after each compaction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -30,10 +30,11 @@ impl EvalSection for DriftEval {
 
     /// One sample per fold, so reports can plot drift by fold.
     fn samples(&self, name: &str) -> Vec<EvalSample> {
-        let params = BTreeMap::from([
-            ("after_compactions".to_string(), self.after_compactions.into()),
-            ("judge".to_string(), self.judge.into()),
-        ]);
+        let params = |fold| DriftParams {
+            after_compactions: self.after_compactions,
+            judge: self.judge,
+            fold: Some(fold),
+        };
         super::per_fold(name, self.after_compactions, params, self.judge)
     }
 }

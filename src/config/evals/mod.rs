@@ -15,13 +15,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+pub use crate::evalspec::needle::{AskAt, NeedlePosition, NeedleSearch};
+pub use crate::evalspec::probes::ProbeKind;
+pub use crate::evalspec::rules::RuleKind;
 pub use continuation::ContinuationEval;
 pub use drift::DriftEval;
 pub use invariants::InvariantsEval;
-pub use needle::{AskAt, NeedleEval, NeedlePosition, NeedleSearch};
-pub use probes::{ProbeKind, ProbesEval};
+pub use needle::NeedleEval;
+pub use probes::ProbesEval;
 pub use replay::ReplayEval;
-pub use rules::{RuleKind, RulesEval};
+pub use rules::RulesEval;
 
 macro_rules! eval_sections {
     ($($name:ident,)+) => {
@@ -47,9 +50,10 @@ macro_rules! eval_sections {
     };
 }
 
-// Adding an eval: a new `<name>.rs` with its section type implementing `EvalSection`, its field
-// in `EvalsSection` below, and one line here (its position is its place in the plan). Its run
-// hook is one file and one line in `evals::executors`.
+// Adding an eval: its spec (typed params, metrics) in `evalspec`, then a new `<name>.rs` here
+// with its section type implementing `EvalSection`, its field in `EvalsSection` below, and one
+// line here (its position is its place in the plan). Its run hook is one file and one line in
+// `evals::executors` (docs/architecture.md, "How to add…").
 eval_sections! {
     replay,
     invariants,
@@ -204,24 +208,20 @@ fn check_folds(after_compactions: u32, err: Problem<'_>) {
     }
 }
 
-/// One sample per fold `1..=after_compactions` (`sample = "fold=K"`, param `fold`), each with
-/// the eval's own `params` beside it; `judge` adds the judge to the providers it asks.
-fn per_fold(
+/// One sample per fold `1..=after_compactions` (`sample = "fold=K"`), its params the eval's
+/// typed params for fold K; `judge` adds the judge to the providers it asks.
+fn per_fold<P: Serialize>(
     name: &str,
     after_compactions: u32,
-    params: BTreeMap<String, Value>,
+    params: impl Fn(u32) -> P,
     judge: bool,
 ) -> Vec<EvalSample> {
     (1..=after_compactions)
-        .map(|fold| {
-            let mut params = params.clone();
-            params.insert("fold".to_string(), fold.into());
-            EvalSample {
-                eval: name.into(),
-                sample: format!("fold={fold}"),
-                params,
-                providers: asking(judge),
-            }
+        .map(|fold| EvalSample {
+            eval: name.into(),
+            sample: format!("fold={fold}"),
+            params: crate::evalspec::to_params(&params(fold)),
+            providers: asking(judge),
         })
         .collect()
 }
@@ -234,13 +234,7 @@ fn one() -> u32 {
     1
 }
 
-fn after_compactions() -> u32 {
-    3
-}
-
-fn num(x: f64) -> Value {
-    serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
-}
+use crate::evalspec::drift::default_after_compactions as after_compactions;
 
 #[cfg(test)]
 mod tests {

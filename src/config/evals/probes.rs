@@ -3,7 +3,7 @@
 use super::{one, yes, EvalSample, EvalSection, Problem};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use crate::evalspec::probes::{ProbeKind, ProbeParams};
 
 fn default_probe_kinds() -> Vec<ProbeKind> {
     vec![
@@ -30,25 +30,6 @@ pub struct ProbesEval {
     pub judge: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ProbeKind {
-    Recall,
-    Artifact,
-    Continuation,
-    Decision,
-}
-
-impl ProbeKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProbeKind::Recall => "recall",
-            ProbeKind::Artifact => "artifact",
-            ProbeKind::Continuation => "continuation",
-            ProbeKind::Decision => "decision",
-        }
-    }
-}
 impl EvalSection for ProbesEval {
     fn enabled(&self) -> bool {
         self.enabled
@@ -68,10 +49,11 @@ impl EvalSection for ProbesEval {
         self.kinds
             .iter()
             .map(|kind| {
-                let mut params = BTreeMap::new();
-                params.insert("kind".to_string(), kind.as_str().into());
-                params.insert("per_kind".to_string(), self.per_kind.into());
-                params.insert("judge".to_string(), self.judge.into());
+                let params = crate::evalspec::to_params(&ProbeParams {
+                    kind: *kind,
+                    per_kind: self.per_kind,
+                    judge: self.judge,
+                });
                 EvalSample {
                     eval: name.into(),
                     sample: format!("kind={}", kind.as_str()),

@@ -4,46 +4,7 @@
 use super::{after_compactions, yes, EvalSample, EvalSection, Problem};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use std::collections::BTreeMap;
-
-/// Kinds of standing instruction `[evals.rules]` can plant.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum RuleKind {
-    /// "Never modify anything under `vendor/legacy/`."
-    ForbidPath,
-    /// "Always write your explanations to me in French."
-    Language,
-    /// "Never run `git push`."
-    NeverCommand,
-    /// "Always end your final report with a markdown table."
-    AlwaysFormat,
-}
-
-impl RuleKind {
-    pub const ALL: [RuleKind; 4] = [
-        RuleKind::ForbidPath,
-        RuleKind::Language,
-        RuleKind::NeverCommand,
-        RuleKind::AlwaysFormat,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RuleKind::ForbidPath => "forbid_path",
-            RuleKind::Language => "language",
-            RuleKind::NeverCommand => "never_command",
-            RuleKind::AlwaysFormat => "always_format",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<RuleKind> {
-        RuleKind::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-}
+use crate::evalspec::rules::{RuleKind, RulesParams};
 
 fn all_kinds() -> Vec<RuleKind> {
     RuleKind::ALL.to_vec()
@@ -82,11 +43,11 @@ impl EvalSection for RulesEval {
 
     /// One sample per fold, like continuation.
     fn samples(&self, name: &str) -> Vec<EvalSample> {
-        let kinds: Vec<Value> = self.kinds.iter().map(|k| k.as_str().into()).collect();
-        let params = BTreeMap::from([
-            ("kinds".to_string(), Value::Array(kinds)),
-            ("judge".to_string(), self.judge.into()),
-        ]);
+        let params = |fold| RulesParams {
+            fold,
+            kinds: self.kinds.clone(),
+            judge: self.judge,
+        };
         super::per_fold(name, self.after_compactions, params, self.judge)
     }
 }

@@ -7,19 +7,20 @@
 //! "none"` (core-agent: its audit log is out of the agent's reach) nothing is written and the
 //! record names no file; `"memory"` appends the record to `<history_dir>/MEMORY.md`.
 
-use super::fold::{emit_summary_error, history_file, install_record, record_text, request_summary};
+use super::fold::{
+    emit_summary_error, history_file, install_record, leaving, record_text, request_summary,
+};
 use super::summarize::{render_history, safe_cutoff_point};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
-use crate::engine::event::{Event, EventDetail, EventKind};
+use crate::engine::event::{EventDetail, Summary};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::{History, TextSource};
 use crate::engine::view::Source;
 use crate::engine::EngineError;
 use crate::trace::{ContextMarker, Message, Role};
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 /// Task-boundary checkpoints (core-agent Mechanism C): at a boundary marker in the trace (or
 /// after a `tools` call such as `mark_task_done`), the prior task is summarized into a
@@ -143,15 +144,7 @@ impl Layer for CheckpointLayer {
             .position(|e| matches!(e.source, Source::State(i) if i >= b))
             .unwrap_or(entries.len());
         let pos = safe_cutoff_point(&entries, pos);
-        let leaving: Vec<Arc<Message>> = entries[..pos]
-            .iter()
-            .filter(|e| !e.item.is_summary)
-            .map(|e| e.item.msg.clone())
-            .collect();
-        let summarized_from = entries[..pos].iter().find_map(|e| match e.source {
-            Source::State(i) => Some(i),
-            Source::Head(_) => None,
-        });
+        let (leaving, summarized_from) = leaving(&entries, pos);
         drop(entries);
         let Some(summarized_from) = summarized_from else {
             return Ok(());
@@ -194,13 +187,8 @@ impl Layer for CheckpointLayer {
         msg.kind = Some("checkpoint".into());
         let (state_cutoff, kept) = install_record(ctx, msg, &history, pos);
 
-        let mut ev = Event::new(EventKind::Checkpoint, ctx.call_index, self.name());
-        ev.call_index = Some(ctx.call_index);
-        ev.persistent = true;
-        ev.tokens_before = Some(before);
-        ev.tokens_after = Some(ctx.request_tokens());
-        ev.writes = writes;
-        ev.detail = EventDetail::Summarized {
+        let after = ctx.request_tokens();
+        let detail = EventDetail::Checkpoint(Summary {
             state_len: ctx.state.len(),
             view_cutoff: pos,
             state_cutoff,
@@ -213,8 +201,11 @@ impl Layer for CheckpointLayer {
             summary_message: content,
             summarizer_model: out.model,
             summarizer_usage: out.usage,
-        };
-        ctx.env.emit(ev);
+        });
+        let ev = ctx.emit(self.name(), detail);
+        ev.tokens_before = Some(before);
+        ev.tokens_after = Some(after);
+        ev.writes = writes;
         ctx.base.summary_text = Some(out.text);
         Ok(())
     }

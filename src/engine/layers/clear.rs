@@ -7,7 +7,7 @@
 
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
-use crate::engine::event::{Event, EventDetail, EventKind};
+use crate::engine::event::EventDetail;
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::Trigger;
 use crate::engine::store::sanitize_tool_call_id;
@@ -251,18 +251,17 @@ impl Layer for ClearToolResultsLayer {
         if cleared == 0 {
             return Ok(());
         }
-        let mut ev = Event::new(EventKind::Cleared, ctx.call_index, self.name());
-        ev.call_index = Some(ctx.call_index);
-        ev.tokens_before = Some(before);
-        ev.tokens_after = Some(ctx.request_tokens());
-        ev.detail = EventDetail::Cleared {
+        let after = ctx.request_tokens();
+        let detail = EventDetail::Cleared {
             cleared,
             newly_cleared: newly,
             kept: self.cfg.keep.min(present.len()),
             excluded,
             placeholder: self.cfg.placeholder.clone(),
         };
-        ctx.env.emit(ev);
+        let ev = ctx.emit(self.name(), detail);
+        ev.tokens_before = Some(before);
+        ev.tokens_after = Some(after);
         Ok(())
     }
 }

@@ -10,7 +10,7 @@
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
-use crate::engine::event::{Event, EventDetail, EventKind};
+use crate::engine::event::EventDetail;
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 
 use crate::engine::EngineError;
@@ -153,16 +153,14 @@ impl CostCeilingLayer {
             CeilingAction::Stop => "stop",
             CeilingAction::Alert => "alert",
         };
-        let mut ev = Event::new(EventKind::CostCeiling, ctx.call_index, self.name());
-        ev.call_index = Some(ctx.call_index);
-        ev.tokens_after = Some(ctx.request_tokens());
-        ev.detail = EventDetail::CostCeiling {
+        let after = ctx.request_tokens();
+        let detail = EventDetail::CostCeiling {
             bound: bound.into(),
             spent_usd: spent,
             limit_usd: limit,
             action: action.into(),
         };
-        ctx.env.emit(ev);
+        ctx.emit(self.name(), detail).tokens_after = Some(after);
         if self.cfg.action == CeilingAction::Stop && ctx.notes.stop.is_none() {
             ctx.notes.stop = Some(format!(
                 "cost ceiling: {bound} spend ${spent:.4} reached the ${limit:.4} limit; later calls are refused"

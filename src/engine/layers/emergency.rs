@@ -8,7 +8,7 @@ use super::truncate::{truncate_view, GoalTracker, ReminderSpec};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
-use crate::engine::event::{Event, EventDetail, EventKind};
+use crate::engine::event::EventDetail;
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::{Keep, Trigger};
 use crate::engine::EngineError;
@@ -102,12 +102,7 @@ impl Layer for EmergencyLayer {
             }
         }
         let after = ctx.request_tokens();
-        let mut ev = Event::new(EventKind::Emergency, ctx.call_index, self.name());
-        ev.call_index = Some(ctx.call_index);
-        ev.persistent = dropped > 0;
-        ev.tokens_before = Some(before);
-        ev.tokens_after = Some(after);
-        ev.detail = EventDetail::Emergency {
+        let detail = EventDetail::Emergency {
             keep_recent: keep,
             attempts,
             state_cutoff,
@@ -116,7 +111,9 @@ impl Layer for EmergencyLayer {
             limit,
             summarizer_usage: None,
         };
-        ctx.env.emit(ev);
+        let ev = ctx.emit(self.name(), detail);
+        ev.tokens_before = Some(before);
+        ev.tokens_after = Some(after);
         Ok(())
     }
 }

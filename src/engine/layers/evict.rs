@@ -6,7 +6,7 @@ use super::preview::{tool_stub, PreviewShape};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
-use crate::engine::event::{Event, EventDetail, EventKind};
+use crate::engine::event::EventDetail;
 use crate::engine::layer::{Layer, MessageCtx};
 use crate::engine::layer_config::Size;
 use crate::engine::store::sanitize_tool_call_id;
@@ -82,13 +82,12 @@ impl Layer for EvictToolResultsLayer {
         let chars = code_points(&msg.content) as u64;
         let tool = msg.name.clone().unwrap_or_default();
         if self.cfg.excluded_tools.contains(&tool) {
-            let mut ev = Event::new(EventKind::EvictionSkipped, ctx.index, self.name());
-            ev.detail = EventDetail::EvictionSkipped {
+            let detail = EventDetail::EvictionSkipped {
                 tool,
                 chars,
                 reason: "excluded tool".into(),
             };
-            ctx.env.emit(ev);
+            ctx.emit(self.name(), detail);
             return Ok(());
         }
         let id = msg.tool_call_id.clone().unwrap_or_default();
@@ -115,12 +114,7 @@ impl Layer for EvictToolResultsLayer {
         let new_item = Item::new(replaced, ctx.env.counter).with_pointer(&path, Some(ctx.index));
         let tokens_after = new_item.tokens;
         ctx.state.replace(ctx.index, new_item);
-        let mut ev = Event::new(EventKind::Evicted, ctx.index, self.name());
-        ev.persistent = true;
-        ev.tokens_before = Some(tokens_before);
-        ev.tokens_after = Some(tokens_after);
-        ev.writes.push(write);
-        ev.detail = EventDetail::Evicted {
+        let detail = EventDetail::Evicted {
             tool,
             tool_call_id: id,
             chars_before: chars,
@@ -128,7 +122,10 @@ impl Layer for EvictToolResultsLayer {
             path,
             replacement: stub,
         };
-        ctx.env.emit(ev);
+        let ev = ctx.emit(self.name(), detail);
+        ev.tokens_before = Some(tokens_before);
+        ev.tokens_after = Some(tokens_after);
+        ev.writes.push(write);
         Ok(())
     }
 }

@@ -5,7 +5,7 @@
 use super::preview::{human_preview, PreviewShape};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
-use crate::engine::event::{Event, EventDetail, EventKind};
+use crate::engine::event::EventDetail;
 use crate::engine::layer::{CallCtx, Layer};
 use crate::engine::layer_config::Size;
 use crate::engine::view::{with_content, Item, Override};
@@ -93,19 +93,18 @@ impl Layer for EvictUserMessagesLayer {
             let preview = human_preview(&path, &original.msg.content, shape);
             let m = with_content(&original.msg, preview.clone());
             let item = Item::new(m, ctx.env.counter).with_pointer(&path, Some(idx));
-            let mut ev = Event::new(EventKind::UserMessageEvicted, ctx.call_index, self.name());
-            ev.call_index = Some(ctx.call_index);
-            ev.tokens_before = Some(original.tokens);
-            ev.tokens_after = Some(item.tokens);
-            ev.writes.push(write);
-            ev.detail = EventDetail::UserMessageEvicted {
+            let (tokens_before, tokens_after) = (original.tokens, item.tokens);
+            let detail = EventDetail::UserMessageEvicted {
                 evicted_index: idx,
                 path,
                 chars_before: code_points(&original.msg.content) as u64,
                 chars_after: code_points(&preview) as u64,
                 preview,
             };
-            ctx.env.emit(ev);
+            let ev = ctx.emit(self.name(), detail);
+            ev.tokens_before = Some(tokens_before);
+            ev.tokens_after = Some(tokens_after);
+            ev.writes.push(write);
             self.tagged.insert(idx, item);
         }
         for (&idx, item) in self.tagged.range(ctx.view.start..end) {

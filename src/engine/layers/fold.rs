@@ -2,12 +2,12 @@
 //! checkpoint): asking the summarizer, the `error` event when it fails, the record's text by
 //! history exposure, and installing the record as the new head of the view.
 
-use crate::engine::event::{Event, EventDetail, EventKind, StoreWrite};
+use crate::engine::event::{EventDetail, StoreWrite};
 use crate::engine::invariants::unusable_summary;
 use crate::engine::layer::CallCtx;
 use crate::engine::layer_config::History;
 use crate::engine::summarizer::{SummaryOutput, SummaryRequest};
-use crate::engine::view::Item;
+use crate::engine::view::{Entry, Item, Source};
 use crate::engine::EngineError;
 use crate::trace::Message;
 use std::sync::Arc;
@@ -40,6 +40,24 @@ pub(crate) fn request_summary(
         })
 }
 
+/// What a fold that cuts the request before position `cut` takes out: the raw messages before
+/// the cut (the previous record, a summary item, is chained through `previous_summary`, not
+/// re-sent as history) and the first state (trace) index among them (`None`: nothing but the
+/// head is before the cut).
+pub(crate) fn leaving(entries: &[Entry<'_>], cut: usize) -> (Vec<Arc<Message>>, Option<usize>) {
+    let before = &entries[..cut];
+    let messages = before
+        .iter()
+        .filter(|e| !e.item.is_summary)
+        .map(|e| e.item.msg.clone())
+        .collect();
+    let from = before.iter().find_map(|e| match e.source {
+        Source::State(i) => Some(i),
+        Source::Head(_) => None,
+    });
+    (messages, from)
+}
+
 /// The layer's raw-history file under `dir`, named `<prefix>_<uuid>.md` on first use and the
 /// same file for every later fold of the replay.
 pub(crate) fn history_file(
@@ -61,12 +79,9 @@ pub(crate) fn emit_summary_error(
     writes: Vec<StoreWrite>,
     message: String,
 ) {
-    let mut ev = Event::new(EventKind::Error, ctx.call_index, layer);
-    ev.call_index = Some(ctx.call_index);
+    let ev = ctx.emit(layer, EventDetail::Error { message });
     ev.tokens_before = Some(tokens_before);
     ev.writes = writes;
-    ev.detail = EventDetail::Error { message };
-    ctx.env.emit(ev);
 }
 
 /// The record's text by history exposure: `offload` names the raw-history file `history`;

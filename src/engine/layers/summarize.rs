@@ -9,13 +9,15 @@
 //! `<history_dir>/MEMORY.md`) or `none` (nothing written); `summary_role` puts the summary in a
 //! user or a system message.
 
-use super::fold::{emit_summary_error, history_file, install_record, record_text, request_summary};
+use super::fold::{
+    emit_summary_error, history_file, install_record, leaving, record_text, request_summary,
+};
 use super::preview::{read_file_clip, tool_stub, PreviewShape};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
 use crate::engine::cooldown::Cooldown;
-use crate::engine::event::{Event, EventDetail, EventKind};
+use crate::engine::event::{EventDetail, Summary};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::{History, Keep, SummaryRole, TextSource, Trigger};
 use crate::engine::store::{sanitize_tool_call_id, LazyBytes};
@@ -291,15 +293,7 @@ impl SummarizeLayer {
         if cutoff == 0 {
             return Ok(false);
         }
-        let leaving: Vec<Arc<Message>> = entries[..cutoff]
-            .iter()
-            .filter(|e| !e.item.is_summary)
-            .map(|e| e.item.msg.clone())
-            .collect();
-        let summarized_from = entries[..cutoff].iter().find_map(|e| match e.source {
-            Source::State(i) => Some(i),
-            Source::Head(_) => None,
-        });
+        let (leaving, summarized_from) = leaving(&entries, cutoff);
         drop(entries);
 
         // Offload: the raw turns are on disk before they leave the context.
@@ -343,12 +337,7 @@ impl SummarizeLayer {
         msg.kind = Some("summary".into());
         let (state_cutoff, kept) = install_record(ctx, msg, &history, cutoff);
 
-        let mut ev = Event::new(EventKind::Summarized, ctx.call_index, self.name());
-        ev.call_index = Some(ctx.call_index);
-        ev.persistent = true;
-        ev.tokens_before = Some(effective);
-        ev.writes = writes;
-        ev.detail = EventDetail::Summarized {
+        let detail = EventDetail::Summarized(Summary {
             state_len: ctx.state.len(),
             view_cutoff: cutoff,
             state_cutoff,
@@ -361,8 +350,10 @@ impl SummarizeLayer {
             summary_message: content,
             summarizer_model: out.model,
             summarizer_usage: out.usage,
-        };
-        ctx.env.emit(ev);
+        });
+        let ev = ctx.emit(self.name(), detail);
+        ev.tokens_before = Some(effective);
+        ev.writes = writes;
         ctx.base.summary_text = Some(out.text);
         if let Some(at) = ctx.notes.args_truncated_event {
             if let EventDetail::ArgsTruncated {
@@ -459,16 +450,13 @@ impl SummarizeLayer {
             if candidate >= current {
                 continue;
             }
-            let mut ev = Event::new(EventKind::OverBudgetClipped, ctx.call_index, self.name());
+            let mut writes = Vec::new();
             if let Some(path) = &write_to {
-                ev.writes.push(ctx.env.store.write_content(path, m)?);
+                writes.push(ctx.env.store.write_content(path, m)?);
                 item = item.with_pointer(path, Some(t.idx));
             }
-            ev.call_index = Some(ctx.call_index);
-            ev.persistent = true;
-            ev.tokens_before = Some(t.item.tokens);
-            ev.tokens_after = Some(item.tokens);
-            ev.detail = EventDetail::Clipped {
+            let (tokens_before, tokens_after) = (t.item.tokens, item.tokens);
+            let detail = EventDetail::OverBudgetClipped {
                 clipped_index: t.idx,
                 tool: m.name.clone().unwrap_or_default(),
                 chars_before: code_points(&m.content) as u64,
@@ -478,7 +466,10 @@ impl SummarizeLayer {
             };
             ctx.state.replace(t.idx, item);
             current = candidate;
-            ctx.env.emit(ev);
+            let ev = ctx.emit(self.name(), detail);
+            ev.tokens_before = Some(tokens_before);
+            ev.tokens_after = Some(tokens_after);
+            ev.writes = writes;
         }
         Ok(())
     }
@@ -524,7 +515,7 @@ impl Layer for SummarizeLayer {
         if summarized {
             if let Some(ev) = ctx.env.events[first_event..]
                 .iter_mut()
-                .find(|e| e.kind == EventKind::Summarized)
+                .find(|e| matches!(e.detail, EventDetail::Summarized(_)))
             {
                 ev.tokens_after = Some(sent);
             }
@@ -533,16 +524,14 @@ impl Layer for SummarizeLayer {
             let message = format!(
                 "request of {sent} tokens still exceeds the input budget of {budget} tokens after compaction"
             );
-            let mut ev = Event::new(EventKind::Overflow, ctx.call_index, self.name());
-            ev.call_index = Some(ctx.call_index);
-            ev.tokens_before = Some(effective);
-            ev.tokens_after = Some(sent);
-            ev.detail = EventDetail::Overflow {
+            let detail = EventDetail::Overflow {
                 tokens: sent,
                 limit: budget,
                 message: message.clone(),
             };
-            ctx.env.emit(ev);
+            let ev = ctx.emit(self.name(), detail);
+            ev.tokens_before = Some(effective);
+            ev.tokens_after = Some(sent);
             ctx.notes.stop = Some(message);
         }
         Ok(())

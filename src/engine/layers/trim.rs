@@ -19,7 +19,7 @@ use super::summarize::render_history;
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
-use crate::engine::event::{Event, EventDetail, EventKind};
+use crate::engine::event::EventDetail;
 use crate::engine::invariants::unusable_summary;
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::{History, Trigger};
@@ -259,10 +259,7 @@ impl TurnTrimLayer {
                     usage = Some(o.usage);
                 }
                 Err(message) => {
-                    let mut ev = Event::new(EventKind::Error, ctx.call_index, self.name());
-                    ev.call_index = Some(ctx.call_index);
-                    ev.detail = EventDetail::Error { message };
-                    ctx.env.emit(ev);
+                    ctx.emit(self.name(), EventDetail::Error { message });
                 }
             }
         }
@@ -298,13 +295,8 @@ impl TurnTrimLayer {
         let cut = complete.get(n).copied().unwrap_or(cur);
         let before = ctx.request_tokens();
         let d = self.drop_before(ctx, cut)?;
-        let mut ev = Event::new(EventKind::Trimmed, ctx.call_index, self.name());
-        ev.call_index = Some(ctx.call_index);
-        ev.persistent = true;
-        ev.tokens_before = Some(before);
-        ev.tokens_after = Some(ctx.request_tokens());
-        ev.writes = d.writes;
-        ev.detail = EventDetail::Trimmed {
+        let after = ctx.request_tokens();
+        let detail = EventDetail::Trimmed {
             stage: stage.into(),
             indexes: Vec::new(),
             state_cutoff: Some(cut),
@@ -312,7 +304,10 @@ impl TurnTrimLayer {
             memory_file: Some(d.memory_file),
             summarizer_usage: d.usage,
         };
-        ctx.env.emit(ev);
+        let ev = ctx.emit(self.name(), detail);
+        ev.tokens_before = Some(before);
+        ev.tokens_after = Some(after);
+        ev.writes = d.writes;
         Ok(true)
     }
 
@@ -376,12 +371,8 @@ impl Layer for TurnTrimLayer {
             let clipped = self.clip_range(ctx, from, cur, self.cfg.tool_result_max_chars, None);
             self.clipped_upto = cur;
             if !clipped.is_empty() {
-                let mut ev = Event::new(EventKind::Trimmed, ctx.call_index, self.name());
-                ev.call_index = Some(ctx.call_index);
-                ev.persistent = true;
-                ev.tokens_before = Some(before);
-                ev.tokens_after = Some(ctx.request_tokens());
-                ev.detail = EventDetail::Trimmed {
+                let after = ctx.request_tokens();
+                let detail = EventDetail::Trimmed {
                     stage: "tool_results".into(),
                     indexes: clipped,
                     state_cutoff: None,
@@ -389,7 +380,9 @@ impl Layer for TurnTrimLayer {
                     memory_file: None,
                     summarizer_usage: None,
                 };
-                ctx.env.emit(ev);
+                let ev = ctx.emit(self.name(), detail);
+                ev.tokens_before = Some(before);
+                ev.tokens_after = Some(after);
             }
         }
 
@@ -411,12 +404,8 @@ impl Layer for TurnTrimLayer {
                 let before = ctx.request_tokens();
                 let dropped = self.compress(ctx);
                 if !dropped.is_empty() {
-                    let mut ev = Event::new(EventKind::Trimmed, ctx.call_index, self.name());
-                    ev.call_index = Some(ctx.call_index);
-                    ev.persistent = true;
-                    ev.tokens_before = Some(before);
-                    ev.tokens_after = Some(ctx.request_tokens());
-                    ev.detail = EventDetail::Trimmed {
+                    let after = ctx.request_tokens();
+                    let detail = EventDetail::Trimmed {
                         stage: "compressed".into(),
                         indexes: dropped,
                         state_cutoff: None,
@@ -424,7 +413,9 @@ impl Layer for TurnTrimLayer {
                         memory_file: None,
                         summarizer_usage: None,
                     };
-                    ctx.env.emit(ev);
+                    let ev = ctx.emit(self.name(), detail);
+                    ev.tokens_before = Some(before);
+                    ev.tokens_after = Some(after);
                 }
                 break;
             }
@@ -498,13 +489,7 @@ impl Layer for TurnTrimLayer {
             }
         }
         let after = ctx.request_tokens();
-        let mut ev = Event::new(EventKind::Emergency, ctx.call_index, self.name());
-        ev.call_index = Some(ctx.call_index);
-        ev.persistent = true;
-        ev.tokens_before = Some(before);
-        ev.tokens_after = Some(after);
-        ev.writes = writes;
-        ev.detail = EventDetail::Emergency {
+        let detail = EventDetail::Emergency {
             keep_recent: self.cfg.overflow_max_turns,
             attempts,
             state_cutoff: ctx.view.start,
@@ -513,7 +498,13 @@ impl Layer for TurnTrimLayer {
             limit: window,
             summarizer_usage: usage,
         };
-        ctx.env.emit(ev);
+        let ev = ctx.emit(self.name(), detail);
+        // Persistent even when no message was dropped: the overflow clip above replaced
+        // results in the state.
+        ev.persistent = true;
+        ev.tokens_before = Some(before);
+        ev.tokens_after = Some(after);
+        ev.writes = writes;
         Ok(())
     }
 }

@@ -10,7 +10,7 @@ use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
 use crate::engine::cooldown::Cooldown;
-use crate::engine::event::{Event, EventDetail, EventKind};
+use crate::engine::event::EventDetail;
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::{Keep, Trigger};
 use crate::engine::view::{Item, Source};
@@ -281,18 +281,16 @@ impl Layer for TruncateLayer {
         let Some(d) = truncate_view(ctx, self.cfg.keep, spec) else {
             return Ok(());
         };
-        let mut ev = Event::new(EventKind::Truncated, ctx.call_index, self.name());
-        ev.call_index = Some(ctx.call_index);
-        ev.persistent = true;
-        ev.tokens_before = Some(before);
-        ev.tokens_after = Some(ctx.request_tokens());
-        ev.detail = EventDetail::Truncated {
+        let after = ctx.request_tokens();
+        let detail = EventDetail::Truncated {
             state_cutoff: d.state_cutoff,
             dropped: d.dropped,
             kept: d.kept,
             reminder: d.reminder,
         };
-        ctx.env.emit(ev);
+        let ev = ctx.emit(self.name(), detail);
+        ev.tokens_before = Some(before);
+        ev.tokens_after = Some(after);
         self.cooldown.compacted();
         Ok(())
     }

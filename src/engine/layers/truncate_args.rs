@@ -5,7 +5,7 @@
 
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
-use crate::engine::event::{Event, EventDetail, EventKind, TruncatedCall};
+use crate::engine::event::{EventDetail, TruncatedCall};
 use crate::engine::layer::{CallCtx, Layer};
 use crate::engine::layer_config::{Keep, Trigger};
 use crate::engine::view::{Item, Override, Source};
@@ -189,16 +189,14 @@ impl Layer for TruncateArgsLayer {
             ctx.view.overrides.insert(idx, Override::Replace(item));
         }
         let after = ctx.request_tokens();
-        let mut ev = Event::new(EventKind::ArgsTruncated, ctx.call_index, self.name());
-        ev.call_index = Some(ctx.call_index);
-        ev.tokens_before = Some(effective);
-        ev.tokens_after = Some(after);
-        ev.detail = EventDetail::ArgsTruncated {
+        let detail = EventDetail::ArgsTruncated {
             calls: truncated_calls,
             summarized_in_same_call: false,
         };
-        let at = ctx.env.emit(ev);
-        ctx.notes.args_truncated_event = Some(at);
+        ctx.notes.args_truncated_event = Some(ctx.env.events.len());
+        let ev = ctx.emit(self.name(), detail);
+        ev.tokens_before = Some(effective);
+        ev.tokens_after = Some(after);
         Ok(())
     }
 }

@@ -7,7 +7,7 @@
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
-use crate::engine::event::{Event, EventDetail, EventKind};
+use crate::engine::event::EventDetail;
 use crate::engine::layer::{Layer, MessageCtx};
 
 use crate::engine::EngineError;
@@ -82,14 +82,13 @@ impl Layer for WatchdogLayer {
             if self.run >= self.cfg.threshold && !self.alerted {
                 self.alerted = true;
                 let (tool, arguments) = self.last.clone().unwrap_or_default();
-                let mut ev = Event::new(EventKind::Watchdog, ctx.index, self.name());
-                ev.detail = EventDetail::Watchdog {
+                let detail = EventDetail::Watchdog {
                     tool,
                     arguments,
                     repeats: self.run,
                     first_index: self.run_start,
                 };
-                ctx.env.emit(ev);
+                ctx.emit(self.name(), detail);
             }
         }
         Ok(())

@@ -11,7 +11,7 @@ impl Eval for Continuation {
     const NAME: &'static str = "continuation";
 
     async fn run(cx: &UnitCx<'_>) -> Result<UnitOutput, EvalError> {
-        let params = continuation::ContinuationParams::from_params(&cx.unit.params);
+        let params = continuation::ContinuationParams::from_params(&cx.unit.params)?;
         let p = params.clone();
         let (replay, view) = cx
             .replay(move |r| {

@@ -11,7 +11,7 @@ impl Eval for Drift {
     const NAME: &'static str = "drift";
 
     async fn run(cx: &UnitCx<'_>) -> Result<UnitOutput, EvalError> {
-        let params = drift::DriftParams::from_params(&cx.unit.params);
+        let params = drift::DriftParams::from_params(&cx.unit.params)?;
         let p = params.clone();
         let (replay, views) = cx
             .replay(move |r| {

@@ -59,9 +59,9 @@ macro_rules! evals {
     };
 }
 
-// Adding an eval: its section in `config::evals` (typed table, checks, samples), then a new
-// `<name>.rs` here with a type implementing `Eval`, one line below, and its default headline in
-// `report::headline::EVAL_HEADLINES`. Tests check that the three lists name the same evals.
+// Adding an eval: its spec in `evalspec` (typed params, metrics), its section in
+// `config::evals` (table, checks, samples), then a new `<name>.rs` here with a type
+// implementing `Eval` and one line below. Tests check that the three lists name the same evals.
 evals! {
     replay::Replay,
     invariants::Invariants,
@@ -142,7 +142,6 @@ async fn run_unit<E: Eval>(
 mod tests {
     use super::EVALS;
     use crate::config::evals::EVAL_NAMES;
-    use crate::report::headline::EVAL_HEADLINES;
 
     /// Every eval a suite can enable has a run hook, in the same order (a section registered
     /// in `config::evals` without a line in `evals!`, or the reverse, fails here).
@@ -151,11 +150,11 @@ mod tests {
         assert_eq!(EVALS, EVAL_NAMES);
     }
 
-    /// Every registered eval has its default headline choice in the report, and the report
-    /// names no eval that does not exist.
+    /// Every eval has its spec (typed params, declared metrics) in `evalspec`, in the same
+    /// order, and the spec list names no eval without a suite section and a run hook.
     #[test]
-    fn every_eval_has_a_headline_choice() {
-        let headlines: Vec<&str> = EVAL_HEADLINES.iter().map(|h| h.eval).collect();
-        assert_eq!(headlines, EVALS);
+    fn every_eval_has_a_spec() {
+        let specs: Vec<&str> = crate::evalspec::EVALS.iter().map(|s| s.name).collect();
+        assert_eq!(specs, EVALS);
     }
 }

@@ -29,7 +29,7 @@ pub(super) async fn plain(cx: &UnitCx<'_>) -> Result<(engine::Replay, UnitOutput
             env.prices = Some(&p.prices);
             env.store = engine::StoreTarget::Dir(p.store);
             env.seed = p.seed;
-            engine::replay(&p.trace, &p.config, &env).map_err(|e| EvalError::Engine(e.to_string()))
+            engine::replay(&p.trace, &p.config, &env).map_err(EvalError::Engine)
         })
         .await?;
     let out = cx.base(&replay)?;

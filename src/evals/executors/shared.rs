@@ -8,7 +8,7 @@ use crate::config::suite::{OnSummaryError, ProviderRole};
 use crate::config::LoadedSuite;
 use crate::engine::{self, EngineConfig, ResolvedConfig};
 use crate::pricing::PriceTable;
-use crate::providers::{Provider, ProviderConfig};
+use crate::providers::{Provider, ProviderConfig, ProviderError};
 use crate::record::{RunDir, TokenSplit, UnitError};
 use crate::runner::{Plan, UnitOutput};
 use crate::trace::{Trace, Usage};
@@ -33,7 +33,7 @@ pub(super) struct Shared {
     pub(super) prices: Arc<PriceTable>,
     /// `[engine] on_summary_error`: a failed summary fails its unit, or is only recorded.
     on_summary_error: OnSummaryError,
-    providers: OnceLock<Result<Providers, String>>,
+    providers: OnceLock<Result<Providers, (&'static str, Arc<ProviderError>)>>,
 }
 
 fn provider_config(suite: &LoadedSuite, role: ProviderRole) -> anyhow::Result<ProviderConfig> {
@@ -67,12 +67,12 @@ impl Shared {
 
     pub(super) fn providers(&self, no_cache: bool) -> Result<&Providers, EvalError> {
         let built = self.providers.get_or_init(|| {
-            let build = |role: &str| {
+            let build = |role: &'static str| {
                 let mut c = self.provider_configs[role].clone();
                 if no_cache {
                     c.cache = false;
                 }
-                build_provider(&c).map_err(|e| format!("provider `{role}`: {e}"))
+                build_provider(&c).map_err(|e| (role, Arc::new(e)))
             };
             Ok(Providers {
                 agent: build("agent")?,
@@ -84,7 +84,12 @@ impl Shared {
                 },
             })
         });
-        built.as_ref().map_err(|e| EvalError::Config(e.clone()))
+        built
+            .as_ref()
+            .map_err(|(role, source)| EvalError::ProviderSetup {
+                role,
+                source: source.clone(),
+            })
     }
 
     /// The model that prices the summarizer's calls. The offline provider is priced as the
@@ -206,7 +211,11 @@ impl Summaries {
         &self,
         replay: &engine::Replay,
     ) -> Result<Vec<crate::record::SummaryRecord>, EvalError> {
-        super::super::summaries::recorded(replay, &self.config, &self.run_dir)
-            .map_err(|e| EvalError::Io(format!("recording summaries: {e}")))
+        super::super::summaries::recorded(replay, &self.config, &self.run_dir).map_err(|source| {
+            EvalError::Io {
+                context: "recording summaries: ",
+                source,
+            }
+        })
     }
 }

@@ -59,9 +59,7 @@ impl<'a> UnitCx<'a> {
             .trace
             .clone()
             .ok_or_else(|| EvalError::Config(format!("trace `{}` was not loaded", entry.id)))?;
-        let config = shared.engines[unit.variant_index]
-            .resolve_for(&trace.meta, &shared.prices)
-            .map_err(|e| EvalError::Config(e.to_string()))?;
+        let config = shared.engines[unit.variant_index].resolve_for(&trace.meta, &shared.prices)?;
         let providers = shared.providers(ctx.no_cache)?;
         let nonce = format!("{}/r{}", unit.id, unit.repeat);
         let (summarizer, cancel): (Arc<dyn Summarizer>, _) =

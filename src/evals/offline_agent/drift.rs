@@ -141,7 +141,23 @@ mod tests {
         assert!(a.goal.is_empty(), "{}", a.goal);
         let mut probe = vec![Message::user("Fix bug 12")];
         probe.push(q(crate::evals::answer_format::DRIFT_QUESTION));
+        let r = super::super::respond_to(
+            crate::evalspec::Asking::Drift,
+            &probe,
+            &[],
+            crate::evalspec::needle::NeedleSearch::Auto,
+        );
+        assert!(DriftAnswer::parse(&r.content).goal.contains("Fix bug 12"));
+        // Asked as a recall question, the same prompt is not answered in the drift format:
+        // the kind comes from the request, not from the prompt's text.
         let r = respond(&probe, &[]);
+        assert!(!DriftAnswer::parse(&r.content).goal.contains("Fix bug 12"));
+        let r = super::super::respond_to(
+            crate::evalspec::Asking::Drift,
+            &probe,
+            &[],
+            crate::evalspec::needle::NeedleSearch::Auto,
+        );
         assert!(DriftAnswer::parse(&r.content).goal.contains("Fix bug 12"));
     }
 

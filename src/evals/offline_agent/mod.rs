@@ -5,16 +5,18 @@
 //! the request's messages or in tool results it asked for — so its score moves with whether the
 //! information survived compaction or is recoverable from the offload store.
 //!
-//! Policy, decided afresh from the request each turn (the agent is stateless, like a model):
-//! - a drift probe ([`DRIFT_MARKER`]) is answered extractively from the view: the latest
+//! Policy, decided afresh from the request each turn (the agent is stateless, like a model), by
+//! what the request says it asks (`ChatRequest::asking`, an [`Asking`]; never by reading the
+//! prompt):
+//! - a drift probe ([`Asking::Drift`]) is answered extractively from the view: the latest
 //!   summary's sections when there is one, else the first human turn and the recorded actions;
-//! - a continuation question ([`super::continuation::CONTINUATION_MARKER`]) is answered with
+//! - a continuation question ([`Asking::Continuation`]) is answered with
 //!   what followed the latest action before in view, else the most frequent action in view
 //!   ([`super::continuation::offline_next_action`]);
-//! - a rules question ([`super::rules::RULES_MARKER`]) with the instruction-like lines of the
+//! - a rules question ([`Asking::Rules`]) with the instruction-like lines of the
 //!   human turns, summaries and reminders in view ([`super::rules::offline_answer`]); a
-//!   decision probe ([`super::probes::DECISION_MARKER`]) with the choice sentences in view;
-//! - any other question is a recall question: take its key phrase (`What … is the <phrase>?`,
+//!   decision probe ([`Asking::Decision`]) with the choice sentences in view;
+//! - a recall question ([`Asking::Recall`], also a request that says nothing): take its key phrase (`What … is the <phrase>?`,
 //!   else its content words); if a line of the context states it, answer from that line; else
 //!   `grep` the store for the phrase (then for its longest words), answer from a matching line
 //!   (the phrase verbatim, else the statement sharing most words with it, so a statement about
@@ -26,8 +28,8 @@
 //!   changes the order: `never` answers from the context alone, `always` greps the store first
 //!   and falls back to the context only when the store has nothing.
 
-use super::answer_format::DRIFT_MARKER;
-use crate::config::suite::NeedleSearch;
+use crate::evalspec::needle::NeedleSearch;
+use crate::evalspec::Asking;
 use crate::trace::{Message, Role, ToolCall};
 
 mod drift;
@@ -50,13 +52,25 @@ pub struct OfflineReply {
 pub const DONT_KNOW: &str =
     "I don't know: I could not find it in the conversation or the saved history.";
 
-/// Decide the next turn for a conversation. `tool_names` are the tools offered in the request.
+/// Decide the next turn for a recall question. `tool_names` are the tools offered in the
+/// request.
 pub fn respond(messages: &[Message], tool_names: &[&str]) -> OfflineReply {
     respond_with(messages, tool_names, NeedleSearch::Auto)
 }
 
 /// [`respond`] with a search bound for recall questions (`[evals.needle] search`).
 pub fn respond_with(
+    messages: &[Message],
+    tool_names: &[&str],
+    search: NeedleSearch,
+) -> OfflineReply {
+    respond_to(Asking::Recall, messages, tool_names, search)
+}
+
+/// Decide the next turn for a conversation whose question asks for `asking` (the request's
+/// typed field: the prompt text is never searched to find out).
+pub fn respond_to(
+    asking: Asking,
     messages: &[Message],
     tool_names: &[&str],
     search: NeedleSearch,
@@ -68,19 +82,13 @@ pub fn respond_with(
     let question = &messages[q].content;
     let context = &messages[..q];
     let loop_msgs = &messages[q + 1..];
-    if question.contains(super::continuation::CONTINUATION_MARKER) {
-        return answer(&super::continuation::offline_next_action(context).render());
+    match asking {
+        Asking::Continuation => answer(&super::continuation::offline_next_action(context).render()),
+        Asking::Decision => answer(&super::probes::offline_decision_answer(context)),
+        Asking::Rules => answer(&super::rules::offline_answer(context)),
+        Asking::Drift => answer(&drift_answer(context).render()),
+        Asking::Recall => recall(question, context, loop_msgs, tool_names, search),
     }
-    if question.contains(super::probes::DECISION_MARKER) {
-        return answer(&super::probes::offline_decision_answer(context));
-    }
-    if question.contains(super::rules::RULES_MARKER) {
-        return answer(&super::rules::offline_answer(context));
-    }
-    if question.contains(DRIFT_MARKER) {
-        return answer(&drift_answer(context).render());
-    }
-    recall(question, context, loop_msgs, tool_names, search)
 }
 
 fn answer(text: &str) -> OfflineReply {

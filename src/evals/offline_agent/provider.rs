@@ -1,8 +1,8 @@
 //! The offline provider: the agent behind the [`Provider`] interface, and the provider
 //! builder that adds it to the HTTP ones.
 
-use super::respond_with;
-use crate::config::suite::NeedleSearch;
+use super::respond_to;
+use crate::evalspec::needle::NeedleSearch;
 use crate::providers::{
     BoxFuture, ChatRequest, ChatResponse, Provider, ProviderConfig, ProviderError, ProviderInfo,
     ProviderKind, Sampling, ToolProtocol,
@@ -66,7 +66,7 @@ impl Provider for OfflineProvider {
         Box::pin(async move {
             let started = std::time::Instant::now();
             let tool_names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
-            let reply = respond_with(&request.messages, &tool_names, self.search);
+            let reply = respond_to(request.asking, &request.messages, &tool_names, self.search);
             let mut message = Message::assistant(reply.content, reply.tool_calls);
             let input: u64 = request
                 .messages

@@ -2,8 +2,8 @@
 //! the search of the context and then the store (or the reverse) that finds it.
 
 use super::{answer, OfflineReply, DONT_KNOW};
-use crate::config::suite::NeedleSearch;
 use crate::evals::truth;
+use crate::evalspec::needle::NeedleSearch;
 use crate::trace::{Message, Role, ToolCall};
 use regex::Regex;
 use serde_json::json;

@@ -1,240 +1,193 @@
-//! The chat-completions request body, written straight from the borrowed [`Outgoing`] request:
-//! no JSON tree of the conversation is built, so a call that sends a long history costs one pass
-//! over its text. The bytes are those of the JSON tree the format describes (checked against
-//! such a tree in the tests below).
+//! The chat-completions request body: serde-derived structs that borrow the resolved
+//! [`Outgoing`] request (no JSON tree of the conversation is built). The bytes are those of the
+//! JSON tree the format describes (checked against such a tree in the tests below).
 
-use serde::ser::{Error as _, SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
 use serde_json::Value;
-use std::cell::RefCell;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::wants_max_completion_tokens;
 use crate::providers::{Message, Outgoing, Role, ToolCall, ToolDef};
 
-/// The chat-completions body of a request, serialized straight from the borrowed request (no
-/// JSON tree of the conversation is built). Keys come in this order: `model`, `messages`,
-/// `tools`, the sampling fields that are set, then `Sampling::extra`; an `extra` key that names
-/// one of those fields replaces its value in place.
-pub(super) struct ChatBody<'r, 'a> {
-    r: &'r Outgoing<'a>,
-    /// Text of tool-call arguments that are not a string (reused for every call).
-    scratch: RefCell<Vec<u8>>,
+/// The body of a request. Keys come in this order: `model`, `messages`, `tools`, the sampling
+/// fields that are set, then the other `Sampling::extra` entries; an `extra` key that names a
+/// field that is sent replaces its value in place.
+#[derive(Serialize)]
+pub(super) struct ChatBody<'a> {
+    model: Field<'a, &'a str>,
+    messages: Field<'a, Vec<WireMessage<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Field<'a, Vec<WireTool<'a>>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<Field<'a, f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<Field<'a, u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<Field<'a, u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<Field<'a, f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop: Option<Field<'a, &'a [String]>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<Field<'a, u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frequency_penalty: Option<Field<'a, f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    presence_penalty: Option<Field<'a, f64>>,
+    /// The `extra` entries that name no field above that is sent.
+    #[serde(flatten)]
+    extra: BTreeMap<&'a str, &'a Value>,
 }
 
-impl<'r, 'a> ChatBody<'r, 'a> {
-    pub(super) fn new(r: &'r Outgoing<'a>) -> Self {
-        ChatBody {
-            r,
-            scratch: RefCell::new(Vec::new()),
-        }
+/// A body field: its own value, or the `Sampling::extra` value of the same name.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Field<'a, T> {
+    Own(T),
+    Extra(&'a Value),
+}
+
+/// `value` under `key`, unless `extra` (the entries not placed yet) names `key`.
+fn field<'a, T>(extra: &mut BTreeMap<&'a str, &'a Value>, key: &str, value: T) -> Field<'a, T> {
+    match extra.remove(key) {
+        Some(v) => Field::Extra(v),
+        None => Field::Own(value),
     }
 }
 
-/// One body field: its value, or the `extra` value of the same name.
-fn field<M: SerializeMap, T: Serialize + ?Sized>(
-    map: &mut M,
-    extra: &BTreeMap<String, Value>,
-    key: &str,
-    value: &T,
-) -> Result<(), M::Error> {
-    match extra.get(key) {
-        Some(v) => map.serialize_entry(key, v),
-        None => map.serialize_entry(key, value),
-    }
-}
-
-impl Serialize for ChatBody<'_, '_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let r = self.r;
+impl<'a> ChatBody<'a> {
+    pub(super) fn new(r: &'a Outgoing<'_>) -> Self {
         let s = &*r.sampling;
-        let extra = &s.extra;
-        let mut map = serializer.serialize_map(None)?;
-        let mut sent: Vec<&str> = vec!["model", "messages"];
-        field(&mut map, extra, "model", r.model)?;
-        let messages = Messages {
-            messages: r.messages,
-            scratch: &self.scratch,
-        };
-        field(&mut map, extra, "messages", &messages)?;
-        if !r.tools.is_empty() {
-            sent.push("tools");
-            field(&mut map, extra, "tools", &Tools(r.tools))?;
-        }
-        if let Some(t) = s.temperature {
-            sent.push("temperature");
-            field(&mut map, extra, "temperature", &t)?;
-        }
-        if let Some(m) = s.max_tokens {
-            let key = if wants_max_completion_tokens(r.model) {
-                "max_completion_tokens"
-            } else {
-                "max_tokens"
-            };
-            sent.push(key);
-            field(&mut map, extra, key, &m)?;
-        }
-        if let Some(p) = s.top_p {
-            sent.push("top_p");
-            field(&mut map, extra, "top_p", &p)?;
-        }
-        if !s.stop.is_empty() {
-            sent.push("stop");
-            field(&mut map, extra, "stop", &s.stop)?;
-        }
-        if let Some(seed) = s.seed {
-            sent.push("seed");
-            field(&mut map, extra, "seed", &seed)?;
-        }
-        if let Some(p) = s.frequency_penalty {
-            sent.push("frequency_penalty");
-            field(&mut map, extra, "frequency_penalty", &p)?;
-        }
-        if let Some(p) = s.presence_penalty {
-            sent.push("presence_penalty");
-            field(&mut map, extra, "presence_penalty", &p)?;
-        }
-        for (k, v) in extra {
-            if !sent.contains(&k.as_str()) {
-                map.serialize_entry(k, v)?;
+        let mut extra: BTreeMap<&str, &Value> =
+            s.extra.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        let x = &mut extra;
+        let model = field(x, "model", r.model);
+        let messages = field(x, "messages", r.messages.iter().map(WireMessage::of).collect());
+        let tools = (!r.tools.is_empty())
+            .then(|| field(x, "tools", r.tools.iter().map(WireTool::of).collect()));
+        let temperature = s.temperature.map(|t| field(x, "temperature", t));
+        let (max_tokens, max_completion_tokens) = match s.max_tokens {
+            Some(m) if wants_max_completion_tokens(r.model) => {
+                (None, Some(field(x, "max_completion_tokens", m)))
             }
+            Some(m) => (Some(field(x, "max_tokens", m)), None),
+            None => (None, None),
+        };
+        let top_p = s.top_p.map(|p| field(x, "top_p", p));
+        let stop = (!s.stop.is_empty()).then(|| field(x, "stop", s.stop.as_slice()));
+        let seed = s.seed.map(|v| field(x, "seed", v));
+        let frequency_penalty = s.frequency_penalty.map(|p| field(x, "frequency_penalty", p));
+        let presence_penalty = s.presence_penalty.map(|p| field(x, "presence_penalty", p));
+        ChatBody {
+            model,
+            messages,
+            tools,
+            temperature,
+            max_tokens,
+            max_completion_tokens,
+            top_p,
+            stop,
+            seed,
+            frequency_penalty,
+            presence_penalty,
+            extra,
         }
-        map.end()
-    }
-}
-
-struct Messages<'a> {
-    messages: &'a [Message],
-    scratch: &'a RefCell<Vec<u8>>,
-}
-
-impl Serialize for Messages<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(self.messages.len()))?;
-        for m in self.messages {
-            seq.serialize_element(&WireMessage {
-                m,
-                scratch: self.scratch,
-            })?;
-        }
-        seq.end()
     }
 }
 
 /// One message as the API takes it: tool results with their call id, assistant tool calls with
 /// JSON-encoded arguments (`content` null when empty), else role and content.
+#[derive(Serialize)]
 struct WireMessage<'a> {
-    m: &'a Message,
-    scratch: &'a RefCell<Vec<u8>>,
+    role: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<WireCall<'a>>,
 }
 
-impl Serialize for WireMessage<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let m = self.m;
-        match m.role {
-            Role::Tool => {
-                let mut o = serializer.serialize_map(Some(3))?;
-                o.serialize_entry("role", "tool")?;
-                o.serialize_entry("tool_call_id", m.tool_call_id.as_deref().unwrap_or(""))?;
-                o.serialize_entry("content", &m.content)?;
-                o.end()
-            }
+impl<'a> WireMessage<'a> {
+    fn of(m: &'a Message) -> Self {
+        let (tool_call_id, content) = match m.role {
+            Role::Tool => (Some(m.tool_call_id.as_deref().unwrap_or("")), Some(&*m.content)),
             Role::Assistant if !m.tool_calls.is_empty() => {
-                let mut o = serializer.serialize_map(Some(3))?;
-                o.serialize_entry("role", "assistant")?;
-                let content = (!m.content.is_empty()).then_some(m.content.as_str());
-                o.serialize_entry("content", &content)?;
-                let calls = WireCalls {
-                    calls: &m.tool_calls,
-                    scratch: self.scratch,
-                };
-                o.serialize_entry("tool_calls", &calls)?;
-                o.end()
+                (None, (!m.content.is_empty()).then_some(&*m.content))
             }
-            role => {
-                let mut o = serializer.serialize_map(Some(2))?;
-                o.serialize_entry("role", role.as_str())?;
-                o.serialize_entry("content", &m.content)?;
-                o.end()
-            }
+            _ => (None, Some(&*m.content)),
+        };
+        let tool_calls = match m.role {
+            Role::Assistant => m.tool_calls.iter().map(WireCall::of).collect(),
+            _ => Vec::new(),
+        };
+        WireMessage {
+            role: m.role.as_str(),
+            tool_call_id,
+            content,
+            tool_calls,
         }
-    }
-}
-
-struct WireCalls<'a> {
-    calls: &'a [ToolCall],
-    scratch: &'a RefCell<Vec<u8>>,
-}
-
-impl Serialize for WireCalls<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(self.calls.len()))?;
-        for c in self.calls {
-            let mut text = self.scratch.borrow_mut();
-            let arguments: &str = match &c.arguments {
-                // Malformed arguments recorded as raw text go back verbatim.
-                Value::String(s) => s,
-                v => {
-                    text.clear();
-                    serde_json::to_writer(&mut *text, v).map_err(S::Error::custom)?;
-                    std::str::from_utf8(&text).map_err(S::Error::custom)?
-                }
-            };
-            seq.serialize_element(&json_call(c, arguments))?;
-        }
-        seq.end()
     }
 }
 
 /// `{"id", "type": "function", "function": {"name", "arguments"}}`.
-fn json_call<'a>(c: &'a ToolCall, arguments: &'a str) -> impl Serialize + 'a {
-    #[derive(Serialize)]
-    struct Function<'a> {
-        name: &'a str,
-        arguments: &'a str,
-    }
-    #[derive(Serialize)]
-    struct Call<'a> {
-        id: &'a str,
-        #[serde(rename = "type")]
-        kind: &'static str,
-        function: Function<'a>,
-    }
-    Call {
-        id: &c.id,
-        kind: "function",
-        function: Function {
-            name: &c.name,
-            arguments,
-        },
+#[derive(Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: CallFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct CallFunction<'a> {
+    name: &'a str,
+    /// JSON text; malformed arguments recorded as raw text go back verbatim.
+    arguments: Cow<'a, str>,
+}
+
+impl<'a> WireCall<'a> {
+    fn of(c: &'a ToolCall) -> Self {
+        let arguments = match &c.arguments {
+            Value::String(s) => Cow::Borrowed(s.as_str()),
+            v => Cow::Owned(v.to_string()),
+        };
+        WireCall {
+            id: &c.id,
+            kind: "function",
+            function: CallFunction {
+                name: &c.name,
+                arguments,
+            },
+        }
     }
 }
 
-/// `{"type": "function", "function": {"name", "description", "parameters"}}` per tool.
-struct Tools<'a>(&'a [ToolDef]);
+/// `{"type": "function", "function": {"name", "description", "parameters"}}`.
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: ToolFunction<'a>,
+}
 
-impl Serialize for Tools<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Function<'a> {
-            name: &'a str,
-            description: &'a str,
-            parameters: &'a Value,
-        }
-        #[derive(Serialize)]
-        struct Tool<'a> {
-            #[serde(rename = "type")]
-            kind: &'static str,
-            function: Function<'a>,
-        }
-        serializer.collect_seq(self.0.iter().map(|t| Tool {
+#[derive(Serialize)]
+struct ToolFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+impl<'a> WireTool<'a> {
+    fn of(t: &'a ToolDef) -> Self {
+        WireTool {
             kind: "function",
-            function: Function {
+            function: ToolFunction {
                 name: &t.name,
                 description: &t.description,
                 parameters: &t.parameters,
             },
-        }))
+        }
     }
 }
 

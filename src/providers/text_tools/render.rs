@@ -205,6 +205,7 @@ pub fn render_request(request: &ChatRequest) -> ChatRequest {
         tools: Vec::new(),
         sampling: request.sampling.clone(),
         repeat_nonce: request.repeat_nonce.clone(),
+        asking: request.asking,
     }
 }
 

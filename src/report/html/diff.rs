@@ -1,4 +1,4 @@
-//! Word-level diff of two texts (two summaries of the same fold), rendered as escaped HTML with
+//! Word-level diff of two texts (two summaries of the same fold), rendered as page markup with
 //! `<del>` (words only the first text has) and `<ins>` (words only the second has).
 //!
 //! Words are maximal runs of non-whitespace; the whitespace between them is kept as written
@@ -6,7 +6,8 @@
 //! the common prefix and suffix; when what remains is too large for the quadratic table
 //! ([`MAX_CELLS`]), the texts are shown without marks and the caller says so.
 
-use super::escape;
+use super::Fragment;
+use maud::html;
 
 /// Most cells of the LCS table (words left in A × words left in B after the common prefix and
 /// suffix): 4M cells of `u16`, 8 MB.
@@ -95,43 +96,51 @@ fn diff_seq(a: &[&str], b: &[&str]) -> Option<Vec<Op>> {
     Some(ops)
 }
 
-/// `text` as escaped HTML with the words whose index `marked` says wrapped in `<tag>` (runs of
-/// marked words share one element; the whitespace between them goes inside it).
-fn render(text: &str, marked: &[bool], tag: &str) -> String {
-    let ws = words(text);
-    let mut out = String::with_capacity(text.len() + 64);
-    let mut at = 0;
-    let mut open = false;
-    for (k, &(s, e)) in ws.iter().enumerate() {
-        let gap = escape(&text[at..s]);
-        if open && !marked[k] {
-            out.push_str("</");
-            out.push_str(tag);
-            out.push('>');
-            open = false;
-        }
-        out.push_str(&gap);
-        if marked[k] && !open {
-            out.push('<');
-            out.push_str(tag);
-            out.push('>');
-            open = true;
-        }
-        out.push_str(&escape(&text[s..e]));
-        at = e;
-    }
-    if open {
-        out.push_str("</");
-        out.push_str(tag);
-        out.push('>');
-    }
-    out.push_str(&escape(&text[at..]));
-    out
+/// How [`render`] marks words: `<del>` or `<ins>`.
+#[derive(Clone, Copy)]
+enum Mark {
+    Del,
+    Ins,
 }
 
-/// Both texts as escaped HTML, words only `a` has in `<del>`, words only `b` has in `<ins>`;
-/// `None` when the diff is too large (render them with [`escape`] and say so).
-pub fn side_by_side(a: &str, b: &str) -> Option<(String, String)> {
+/// `text` with the words whose index `marked` says wrapped in `<del>` or `<ins>` (runs of marked
+/// words share one element; the whitespace between them goes inside it, the whitespace around
+/// a run stays outside).
+fn render(text: &str, marked: &[bool], mark: Mark) -> Fragment {
+    // Byte ranges of `text` in order, each plain or marked.
+    let mut spans: Vec<(usize, usize, bool)> = Vec::new();
+    let mut at = 0;
+    for (&(s, e), &m) in words(text).iter().zip(marked) {
+        match spans.last_mut() {
+            // A marked word right after a marked run (only whitespace between): extend it.
+            Some(last) if m && last.2 && last.1 == at => last.1 = e,
+            _ if m => {
+                spans.push((at, s, false));
+                spans.push((s, e, true));
+            }
+            _ => spans.push((at, e, false)),
+        }
+        at = e;
+    }
+    spans.push((at, text.len(), false));
+    html! {
+        @for &(s, e, m) in &spans {
+            @let t = &text[s..e];
+            @if !m {
+                (t)
+            } @else {
+                @match mark {
+                    Mark::Del => del { (t) },
+                    Mark::Ins => ins { (t) },
+                }
+            }
+        }
+    }
+}
+
+/// Both texts as page markup, words only `a` has in `<del>`, words only `b` has in `<ins>`;
+/// `None` when the diff is too large (show them as plain text and say so).
+pub fn side_by_side(a: &str, b: &str) -> Option<(Fragment, Fragment)> {
     let ops = word_diff(a, b)?;
     let mut del = vec![false; words(a).len()];
     let mut ins = vec![false; words(b).len()];
@@ -142,7 +151,7 @@ pub fn side_by_side(a: &str, b: &str) -> Option<(String, String)> {
             Op::Same(..) => {}
         }
     }
-    Some((render(a, &del, "del"), render(b, &ins, "ins")))
+    Some((render(a, &del, Mark::Del), render(b, &ins, Mark::Ins)))
 }
 
 #[cfg(test)]
@@ -179,6 +188,7 @@ mod tests {
             "## GOAL\nship <script>x</script> now",
         )
         .unwrap();
+        let (a, b) = (a.into_string(), b.into_string());
         assert_eq!(
             a,
             "## GOAL\n<del>fix &lt;b&gt;</del> now <del>&amp; then</del>"
@@ -187,8 +197,18 @@ mod tests {
             b,
             "## GOAL\n<ins>ship &lt;script&gt;x&lt;/script&gt;</ins> now"
         );
-        let same = side_by_side("a  b\n", "a  b\n").unwrap();
-        assert_eq!(same, ("a  b\n".to_string(), "a  b\n".to_string()));
+        let (x, y) = side_by_side("a  b\n", "a  b\n").unwrap();
+        assert_eq!(
+            (x.into_string(), y.into_string()),
+            ("a  b\n".into(), "a  b\n".into())
+        );
+        // Runs separated by an unmarked word are two elements; leading/trailing marks too.
+        let (x, y) = side_by_side("x a y b z", "a b").unwrap();
+        assert_eq!(
+            x.into_string(),
+            "<del>x</del> a <del>y</del> b <del>z</del>"
+        );
+        assert_eq!(y.into_string(), "a b");
     }
 
     #[test]

@@ -12,10 +12,13 @@
 //! (`docs/report.md`). The script (`script.js`) only moves, hides and annotates existing
 //! elements and writes text with `textContent`; it never parses data into markup.
 //!
-//! Every piece of text from a trace, a sample or the suite goes through [`escape`], the only
-//! escaping of this format; tables (declared in `report::sections`) are rendered by [`Html`],
-//! which escapes every header and cell, numbers included. Plot SVG comes from plotters, which
-//! escapes its text itself.
+//! The page is built with `maud::html!` templates, which escape every value spliced into them
+//! (`&`, `<`, `>`, `"`; every attribute value is double-quoted), so text from a trace, a sample
+//! or the suite cannot become markup by construction: there is no escaping function to forget.
+//! The only unescaped insertions are `PreEscaped`, each commented where it stands: the page's
+//! own style sheet and script (constants of this crate) and the plot SVG (drawn by plotters
+//! from the run's numbers, which escapes its text itself). Tables (declared in
+//! `report::sections`) are rendered by [`Html`], header and cell alike, numbers included.
 
 mod diff;
 mod page;
@@ -34,8 +37,12 @@ use super::model::{fmt_ci, fmt_num, ReportModel};
 use super::plots::{self, PlotSpec};
 use super::table::{Align, Cell, Table, TableWriter};
 use crate::record::RunInfo;
+use maud::{html, PreEscaped, Render, DOCTYPE};
 use std::collections::BTreeMap;
-use std::fmt::Write;
+
+/// A piece of the page: markup built by `maud::html!`, which escapes every value spliced into
+/// it; the only unescaped text is what this module marks `PreEscaped` (style, script, plot SVG).
+pub type Fragment = maud::Markup;
 
 /// The page's one script (sorting, filtering, deep links).
 pub const SCRIPT: &str = include_str!("script.js");
@@ -54,8 +61,8 @@ pub enum Markup {
     Xml,
 }
 
-/// Escape text for element content and quoted attribute values of HTML or XML: the one
-/// escaping function of the HTML report and of the JUnit XML.
+/// Escape text for element content and quoted attribute values of HTML or XML. The JUnit XML
+/// writer's escaping; the HTML page does not use it (its templates escape, see the module doc).
 pub fn escape_markup(text: &str, markup: Markup) -> String {
     let xml = markup == Markup::Xml;
     let mut out = String::with_capacity(text.len() + 8);
@@ -75,29 +82,19 @@ pub fn escape_markup(text: &str, markup: Markup) -> String {
     out
 }
 
-/// Escape text for HTML element content and quoted attribute values.
-pub fn escape(text: &str) -> String {
-    escape_markup(text, Markup::Html)
-}
-
 /// A note line (written with Markdown code spans, as report.md shows it): text between pairs
-/// of backticks becomes `<code>`, everything escaped; unpaired backticks stay literal.
-pub fn note(text: &str) -> String {
+/// of backticks becomes `<code>`, everything else text; unpaired backticks stay literal.
+pub fn note(text: &str) -> Fragment {
     let parts: Vec<&str> = text.split('`').collect();
-    if parts.len() % 2 == 0 {
-        return escape(text);
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for (i, p) in parts.iter().enumerate() {
-        if i % 2 == 1 {
-            out.push_str("<code>");
-            out.push_str(&escape(p));
-            out.push_str("</code>");
-        } else {
-            out.push_str(&escape(p));
+    html! {
+        @if parts.len() % 2 == 0 {
+            (text)
+        } @else {
+            @for (i, p) in parts.iter().enumerate() {
+                @if i % 2 == 1 { code { (p) } } @else { (p) }
+            }
         }
     }
-    out
 }
 
 /// Standard base64 with padding (RFC 4648), for the CSP hash source.
@@ -137,13 +134,9 @@ pub fn csp() -> String {
     )
 }
 
-/// `<thead>` with one escaped header cell per item.
-fn th_row<'a>(out: &mut String, cells: impl IntoIterator<Item = &'a str>) {
-    out.push_str("<thead><tr>");
-    for c in cells {
-        let _ = write!(out, "<th>{}</th>", escape(c));
-    }
-    out.push_str("</tr></thead>");
+/// `<thead>` with one header cell per item.
+fn th_row<'a>(cells: impl IntoIterator<Item = &'a str>) -> Fragment {
+    html! { thead { tr { @for c in cells { th { (c) } } } } }
 }
 
 /// Sort key of a cell for the page's script: the raw number behind a number cell.
@@ -160,10 +153,10 @@ fn sort_value(c: &Cell) -> Option<f64> {
     .filter(|v| v.is_finite())
 }
 
-/// A link cell for a row of [`Html::write_table_linked`]: `(href, text)`.
+/// A link cell for a row of [`Html::table_linked`]: `(href, text)`.
 pub type RowLink = (String, String);
 
-/// The extra link column of [`Html::write_table_linked`]: its header and the link of each row.
+/// The extra link column of [`Html::table_linked`]: its header and the link of each row.
 type LinkColumn<'a> = (&'a str, &'a dyn Fn(usize) -> Option<RowLink>);
 
 /// HTML tables: `<table id=… class="data">` (sortable and filterable on the page), a header
@@ -173,81 +166,72 @@ type LinkColumn<'a> = (&'a str, &'a dyn Fn(usize) -> Option<RowLink>);
 pub struct Html;
 
 impl Html {
+    /// `table` as a fragment of the page.
+    pub fn table(table: &Table) -> Fragment {
+        Self::markup(table, None)
+    }
+
     /// `table` with one more column, `header`, holding `link(row)` (an empty cell for `None`).
-    pub fn write_table_linked(
-        &self,
-        out: &mut String,
+    pub fn table_linked(
         table: &Table,
         header: &str,
         link: &dyn Fn(usize) -> Option<RowLink>,
-    ) {
-        self.write(out, table, Some((header, link)));
+    ) -> Fragment {
+        Self::markup(table, Some((header, link)))
     }
 
-    fn write(&self, out: &mut String, table: &Table, extra: Option<LinkColumn<'_>>) {
-        match table.id {
-            Some(id) => {
-                let _ = write!(out, "<table id=\"{}\" class=\"data\">", escape(id));
-            }
-            None => out.push_str("<table>"),
-        }
-        th_row(
-            out,
-            table
-                .columns
-                .iter()
-                .map(|c| c.header.as_str())
-                .chain(extra.map(|(h, _)| h)),
-        );
-        out.push_str("<tbody>");
-        for (r, row) in table.rows.iter().enumerate() {
-            out.push_str("<tr>");
-            for (col, c) in table.columns.iter().zip(row) {
-                let class = match col.align {
-                    Align::Right => " class=\"num\"",
-                    Align::Left => "",
-                };
-                let v = match sort_value(c) {
-                    Some(x) => format!(" data-v=\"{}\"", escape(&x.to_string())),
-                    None => String::new(),
-                };
-                let _ = match c {
-                    Cell::Missing => write!(out, "<td>–</td>"),
-                    Cell::Strong(s) => write!(out, "<td{class}><b>{}</b></td>", escape(s)),
-                    Cell::Alert(s) => write!(out, "<td class=\"sig\">{}</td>", escape(s)),
-                    Cell::Good(s) => write!(out, "<td class=\"good\">{}</td>", escape(s)),
-                    Cell::Code(s) => write!(out, "<td{class}><code>{}</code></td>", escape(s)),
-                    Cell::MeanCi { mean, ci, n } => write!(
-                        out,
-                        "<td{class}{v}>{} <span class=\"muted\">{} n={n}</span></td>",
-                        escape(&fmt_num(*mean)),
-                        escape(&fmt_ci(ci.as_ref()))
-                    ),
-                    other => write!(out, "<td{class}{v}>{}</td>", escape(&other.plain())),
-                };
-            }
-            if let Some((_, link)) = extra {
-                match link(r) {
-                    Some((href, text)) => {
-                        let _ = write!(
-                            out,
-                            "<td><a href=\"{}\">{}</a></td>",
-                            escape(&href),
-                            escape(&text)
-                        );
+    fn markup(table: &Table, extra: Option<LinkColumn<'_>>) -> Fragment {
+        let headers = table
+            .columns
+            .iter()
+            .map(|c| c.header.as_str())
+            .chain(extra.map(|(h, _)| h));
+        html! {
+            table id=[table.id] class=[table.id.map(|_| "data")] {
+                (th_row(headers))
+                tbody {
+                    @for (r, row) in table.rows.iter().enumerate() {
+                        tr {
+                            @for (col, c) in table.columns.iter().zip(row) {
+                                (cell(col.align, c))
+                            }
+                            @if let Some((_, link)) = extra {
+                                @match link(r) {
+                                    Some((href, text)) => td { a href=(href) { (text) } },
+                                    None => td {},
+                                }
+                            }
+                        }
                     }
-                    None => out.push_str("<td></td>"),
                 }
             }
-            out.push_str("</tr>");
+            "\n"
         }
-        out.push_str("</tbody></table>\n");
+    }
+}
+
+/// One `<td>`: number cells right-aligned (`class="num"`) with their raw value in `data-v`.
+fn cell(align: Align, c: &Cell) -> Fragment {
+    let num = (align == Align::Right).then_some("num");
+    let v = sort_value(c).map(|x| x.to_string());
+    html! {
+        @match c {
+            Cell::Missing => td { "–" },
+            Cell::Strong(s) => td class=[num] { b { (s) } },
+            Cell::Alert(s) => td class="sig" { (s) },
+            Cell::Good(s) => td class="good" { (s) },
+            Cell::Code(s) => td class=[num] { code { (s) } },
+            Cell::MeanCi { mean, ci, n } => td class=[num] data-v=[v] {
+                (fmt_num(*mean)) " " span class="muted" { (fmt_ci(ci.as_ref())) " n=" (n) }
+            },
+            other => td class=[num] data-v=[v] { (other.plain()) },
+        }
     }
 }
 
 impl TableWriter for Html {
     fn write_table(&self, out: &mut String, table: &Table) {
-        self.write(out, table, None);
+        Html::table(table).render_to(out);
     }
 }
 
@@ -284,24 +268,37 @@ pub fn render_page(
     plot_notes: &[String],
     texts: &SummaryTexts,
 ) -> String {
-    let mut out = String::with_capacity(64 * 1024);
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"{}\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>ctxbench report — {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
-        escape(&csp()),
-        escape(&info.run_id)
-    );
-    page::top(&mut out, info, model);
-    page::notes(&mut out, model);
-    page::tables(&mut out, model);
-    page::plots(&mut out, svgs, plot_notes);
-    samples::section(&mut out, model, texts);
-    // The script text goes in verbatim: its hash is in the CSP, and it holds no `</script`.
-    let _ = write!(out, "<script>{SCRIPT}</script>\n</body>\n</html>\n");
-    out
+    let page = html! {
+        (DOCTYPE) "\n"
+        html lang="en" {
+            "\n"
+            head {
+                "\n" meta charset="utf-8";
+                "\n" meta http-equiv="Content-Security-Policy" content=(csp());
+                "\n" meta name="viewport" content="width=device-width, initial-scale=1";
+                "\n" title { "ctxbench report — " (info.run_id) }
+                // PreEscaped: the page's own style sheet, a constant of this crate (style.css).
+                "\n" style { (PreEscaped(STYLE)) }
+                "\n"
+            }
+            "\n"
+            body {
+                "\n"
+                (page::top(info, model))
+                (page::notes(model))
+                (page::tables(model))
+                (page::plots(svgs, plot_notes))
+                (samples::section(model, texts))
+                // PreEscaped: the page's own script, a constant of this crate (script.js); its
+                // hash is in the CSP, and it holds no `</script` (tested below).
+                script { (PreEscaped(SCRIPT)) }
+                "\n"
+            }
+            "\n"
+        }
+        "\n"
+    };
+    page.into_string()
 }
 
 #[cfg(test)]
@@ -309,21 +306,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn escape_covers_markup_and_quotes() {
+    fn spliced_text_is_escaped_and_junit_escaping_is_unchanged() {
+        let hostile = r#"<script>alert("x")</script> & 'y'"#;
         assert_eq!(
-            escape(r#"<script>alert("x")</script> & 'y'"#),
-            "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;y&#39;"
+            html! { p title=(hostile) { (hostile) } }.into_string(),
+            "<p title=\"&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; 'y'\">\
+             &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; 'y'</p>"
+        );
+        assert_eq!(
+            escape_markup(hostile, Markup::Xml),
+            "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &apos;y&apos;"
         );
     }
 
     #[test]
     fn notes_show_code_spans_as_code_not_backticks() {
         assert_eq!(
-            note("variant `aggressive`: priced as `<m>` & more"),
+            note("variant `aggressive`: priced as `<m>` & more").into_string(),
             "variant <code>aggressive</code>: priced as <code>&lt;m&gt;</code> &amp; more"
         );
         // An odd backtick is text, and nothing becomes markup.
-        assert_eq!(note("a ` b <i>"), "a ` b &lt;i&gt;");
+        assert_eq!(note("a ` b <i>").into_string(), "a ` b &lt;i&gt;");
     }
 
     #[test]
@@ -362,13 +365,10 @@ mod tests {
              <tbody><tr><td><b>&lt;b&gt;</b></td><td class=\"num\" data-v=\"0.0001\">&lt;0.001</td></tr>\
              <tr><td class=\"sig\">yes</td><td>–</td></tr></tbody></table>\n"
         );
-        let linked = {
-            let mut out = String::new();
-            Html.write_table_linked(&mut out, &t, "go", &|r| {
-                (r == 0).then(|| ("#a\"<".to_string(), "<x>".to_string()))
-            });
-            out
-        };
+        let linked = Html::table_linked(&t, "go", &|r| {
+            (r == 0).then(|| ("#a\"<".to_string(), "<x>".to_string()))
+        })
+        .into_string();
         assert!(linked.contains("<th>go</th>"));
         assert!(linked.contains("<td><a href=\"#a&quot;&lt;\">&lt;x&gt;</a></td></tr>"));
         assert!(linked.contains("<td>–</td><td></td></tr>"));

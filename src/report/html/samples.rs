@@ -15,11 +15,12 @@
 //! Selection reads only the keys, error, verdict, scores and compaction counts of a sample;
 //! timelines, evidence and summaries are read for the selected ones only.
 
-use super::{view, Html, SummaryTexts};
+use super::{view, Fragment, Html, SummaryTexts};
 use crate::record::{Row, SummaryRecord};
 use crate::report::model::ReportModel;
 use crate::report::rows::Rows;
 use crate::report::table::{Cell, Column, Table};
+use maud::html;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 
@@ -211,31 +212,14 @@ fn main_score(model: &ReportModel, s: &Row<'_>) -> Option<(String, f64)> {
 }
 
 /// The "Samples" section.
-pub fn section(out: &mut String, model: &ReportModel, texts: &SummaryTexts) {
-    out.push_str("<h2 id=\"samples\">Samples</h2>\n");
+pub fn section(model: &ReportModel, texts: &SummaryTexts) -> Fragment {
     if model.samples.is_empty() {
-        out.push_str("<p class=\"muted\">No sample recorded.</p>\n");
-        return;
+        return html! {
+            h2 id="samples" { "Samples" } "\n"
+            p class="muted" { "No sample recorded." } "\n"
+        };
     }
     let (shown, left_out) = select(&model.samples, model.baseline.as_deref());
-    let _ = writeln!(
-        out,
-        "<p>{} of {} sample(s) shown in full: every failed or flagged unit (at most \
-         {MAX_PROBLEM_SAMPLES}), the units of {SHOWN_PAIR_KEYS} trace/eval/sample keys in every \
-         variant, and up to {MAX_FAILED_PER_VARIANT} units per variant whose verdict is fail \
-         (with the baseline's unit of the same key). Failures first; every sample is in \
-         results.csv and samples.jsonl. A flagged unit keeps its verdict in the verdict column. \
-         Filter with words or <code>column=value</code> \
-         (e.g. <code>verdict=fail variant=aggressive</code>).</p>",
-        shown.len(),
-        model.samples.len()
-    );
-    if left_out > 0 {
-        let _ = writeln!(
-            out,
-            "<p class=\"alert\">{left_out} more failed or flagged unit(s) are not shown in full.</p>"
-        );
-    }
     let mut t = Table::new(
         Some("samples-table"),
         vec![
@@ -277,12 +261,6 @@ pub fn section(out: &mut String, model: &ReportModel, texts: &SummaryTexts) {
             Cell::text(compactions(s)),
         ]);
     }
-    out.push_str("<div class=\"scroll\">");
-    Html.write_table_linked(out, &t, "view", &|row| {
-        Some((format!("#{}", anchor(shown[row])), "view".to_string()))
-    });
-    out.push_str("</div>\n");
-
     // Shown units by (pairing key, variant), for the links between variants and the A/B view.
     let mut by_key: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     for &i in &shown {
@@ -291,9 +269,33 @@ pub fn section(out: &mut String, model: &ReportModel, texts: &SummaryTexts) {
             .or_default()
             .push(i);
     }
-    for &i in &shown {
-        let peers = &by_key[&model.samples.get(i).pair_hash()];
-        view::sample(out, model, i, peers, texts);
+    html! {
+        h2 id="samples" { "Samples" } "\n"
+        p {
+            (shown.len()) " of " (model.samples.len()) " sample(s) shown in full: every failed or \
+            flagged unit (at most " (MAX_PROBLEM_SAMPLES) "), the units of " (SHOWN_PAIR_KEYS)
+            " trace/eval/sample keys in every variant, and up to " (MAX_FAILED_PER_VARIANT)
+            " units per variant whose verdict is fail (with the baseline's unit of the same key). \
+            Failures first; every sample is in results.csv and samples.jsonl. A flagged unit \
+            keeps its verdict in the verdict column. Filter with words or "
+            code { "column=value" } " (e.g. " code { "verdict=fail variant=aggressive" } ")."
+        }
+        "\n"
+        @if left_out > 0 {
+            p class="alert" {
+                (left_out) " more failed or flagged unit(s) are not shown in full."
+            }
+            "\n"
+        }
+        div class="scroll" {
+            (Html::table_linked(&t, "view", &|row| {
+                Some((format!("#{}", anchor(shown[row])), "view".to_string()))
+            }))
+        }
+        "\n"
+        @for &i in &shown {
+            (view::sample(model, i, &by_key[&model.samples.get(i).pair_hash()], texts))
+        }
     }
 }
 

@@ -2,8 +2,9 @@
 //! compaction calls in red, the uncompressed reference dashed) and the table of what happened
 //! at each call.
 
-use super::{escape, th_row};
+use super::{th_row, Fragment};
 use crate::record::Row;
+use maud::html;
 use std::fmt::Write;
 
 /// Top of a sparkline's scale: the largest value, unless a few outliers would flatten every
@@ -25,8 +26,9 @@ pub fn sparkline_scale(values: &[u64]) -> (f64, bool) {
     }
 }
 
-/// The bar chart of `s.timeline` (empty timeline: an empty chart).
-pub fn svg(s: &Row<'_>) -> String {
+/// The bar chart of `s.timeline` (empty timeline: an empty chart), as inline SVG written with
+/// the same templates as the rest of the page (so the event names in its tooltips are escaped).
+pub fn svg(s: &Row<'_>) -> Fragment {
     let (w, h) = (720.0f64, 120.0f64);
     let n = s.timeline.len().max(1) as f64;
     let values: Vec<u64> = s
@@ -36,117 +38,89 @@ pub fn svg(s: &Row<'_>) -> String {
         .collect();
     let (max, clipped) = sparkline_scale(&values);
     let bw = w / n;
-    let mut svg = format!(
-        "<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" \
-         viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"context tokens per model call\">"
-    );
+    let bar_w = format!("{:.2}", (bw - 0.5).max(0.5));
     let mut reference = String::new();
     for (i, p) in s.timeline.iter().enumerate() {
-        let x = i as f64 * bw;
-        let over = p.tokens as f64 > max;
-        let bh = (p.tokens as f64).min(max) / max * (h - 4.0);
-        let fill = if p.events.is_empty() {
-            "#4c78a8"
-        } else {
-            "#d62728"
-        };
-        let _ = write!(
-            svg,
-            "<rect x=\"{x:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{bh:.2}\" fill=\"{fill}\"><title>call {} (message {}): {} tokens{}{}</title></rect>",
-            h - bh,
-            (bw - 0.5).max(0.5),
-            i + 1,
-            p.trace_index,
-            p.tokens,
-            if over { " (bar clipped)" } else { "" },
-            if p.events.is_empty() {
-                String::new()
-            } else {
-                format!("; {}", escape(&p.events.join(", ")))
-            }
-        );
-        if over {
-            let _ = write!(
-                svg,
-                "<rect x=\"{x:.2}\" y=\"0\" width=\"{:.2}\" height=\"4\" fill=\"#000\"/>",
-                (bw - 0.5).max(0.5)
-            );
-        }
         if let Some(r) = p.reference_tokens {
+            let x = i as f64 * bw;
             let y = h - (r as f64).min(max) / max * (h - 4.0);
             let _ = write!(reference, "{:.2},{y:.2} {:.2},{y:.2} ", x, x + bw);
         }
     }
-    if !reference.is_empty() {
-        let _ = write!(
-            svg,
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"#555\" stroke-dasharray=\"4 3\"/>",
-            reference.trim_end()
-        );
+    html! {
+        svg class="timeline" xmlns="http://www.w3.org/2000/svg" width=(w) height=(h)
+            viewBox=(format!("0 0 {w} {h}")) role="img" aria-label="context tokens per model call" {
+            @for (i, p) in s.timeline.iter().enumerate() {
+                @let x = format!("{:.2}", i as f64 * bw);
+                @let over = p.tokens as f64 > max;
+                @let bh = (p.tokens as f64).min(max) / max * (h - 4.0);
+                rect x=(x) y=(format!("{:.2}", h - bh)) width=(bar_w) height=(format!("{bh:.2}"))
+                    fill=(if p.events.is_empty() { "#4c78a8" } else { "#d62728" }) {
+                    title {
+                        "call " (i + 1) " (message " (p.trace_index) "): " (p.tokens) " tokens"
+                        @if over { " (bar clipped)" }
+                        @if !p.events.is_empty() { "; " (p.events.join(", ")) }
+                    }
+                }
+                @if over {
+                    rect x=(x) y="0" width=(bar_w) height="4" fill="#000" {}
+                }
+            }
+            @if !reference.is_empty() {
+                polyline points=(reference.trim_end()) fill="none" stroke="#555"
+                    stroke-dasharray="4 3" {}
+            }
+            @if clipped {
+                text x=(format!("{:.0}", w - 4.0)) y="14" text-anchor="end" font-size="11"
+                    fill="#000" {
+                    "scale clipped at " (format!("{max:.0}")) " tokens; black caps mark taller calls"
+                }
+            }
+        }
     }
-    if clipped {
-        let _ = write!(
-            svg,
-            "<text x=\"{:.0}\" y=\"14\" text-anchor=\"end\" font-size=\"11\" fill=\"#000\">scale \
-             clipped at {max:.0} tokens; black caps mark taller calls</text>",
-            w - 4.0
-        );
-    }
-    svg.push_str("</svg>");
-    svg
 }
 
 /// The per-call table of `s.timeline`, in a collapsed `<details>`.
-pub fn table(out: &mut String, s: &Row<'_>) {
+pub fn table(s: &Row<'_>) -> Fragment {
     let events = s.timeline.iter().filter(|p| !p.events.is_empty()).count();
-    let _ = write!(
-        out,
-        "<details class=\"calls\"><summary>{} model call(s), {events} with a compaction event\
-         </summary><div class=\"scroll\"><table class=\"timeline-table\">",
-        s.timeline.len()
-    );
-    th_row(
-        out,
-        [
-            "call",
-            "message",
-            "tokens",
-            "no compression",
-            "events",
-            "what happened",
-        ],
-    );
-    out.push_str("<tbody>");
-    for (i, p) in s.timeline.iter().enumerate() {
-        let _ = write!(
-            out,
-            "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
-            i + 1,
-            p.trace_index,
-            p.tokens
-        );
-        match p.reference_tokens {
-            Some(r) => {
-                let _ = write!(out, "<td class=\"num\">{r}</td>");
+    let heads = [
+        "call",
+        "message",
+        "tokens",
+        "no compression",
+        "events",
+        "what happened",
+    ];
+    html! {
+        details class="calls" {
+            summary { (s.timeline.len()) " model call(s), " (events) " with a compaction event" }
+            div class="scroll" {
+                table class="timeline-table" {
+                    (th_row(heads))
+                    tbody {
+                        @for (i, p) in s.timeline.iter().enumerate() {
+                            tr {
+                                td class="num" { (i + 1) }
+                                td class="num" { (p.trace_index) }
+                                td class="num" { (p.tokens) }
+                                @match p.reference_tokens {
+                                    Some(r) => td class="num" { (r) },
+                                    None => td { "–" },
+                                }
+                                @if p.events.is_empty() {
+                                    td {}
+                                } @else {
+                                    td class="ev" { (p.events.join(", ")) }
+                                }
+                                td class="pre" { (p.details.join("\n")) }
+                            }
+                        }
+                    }
+                }
             }
-            None => out.push_str("<td>–</td>"),
         }
-        if p.events.is_empty() {
-            out.push_str("<td></td>");
-        } else {
-            let _ = write!(
-                out,
-                "<td class=\"ev\">{}</td>",
-                escape(&p.events.join(", "))
-            );
-        }
-        let _ = write!(
-            out,
-            "<td class=\"pre\">{}</td></tr>",
-            escape(&p.details.join("\n"))
-        );
+        "\n"
     }
-    out.push_str("</tbody></table></div></details>\n");
 }
 
 #[cfg(test)]

@@ -4,10 +4,10 @@
 //! the baseline's of the same unit and fold, with a word diff) and the context timeline.
 
 use super::samples::{anchor, compactions, folds_shown, Status};
-use super::{diff, escape, timeline, SummaryTexts};
+use super::{diff, timeline, Fragment, SummaryTexts};
 use crate::record::{Row, SummaryRecord};
 use crate::report::model::{fmt_num, ReportModel};
-use std::fmt::Write;
+use maud::{display, html};
 
 /// Evidence JSON longer than this is cut.
 const MAX_EVIDENCE_CHARS: usize = 4000;
@@ -16,107 +16,93 @@ const MAX_SUMMARY_CHARS: usize = 20_000;
 
 /// The collapsible full view of `model.samples.get(i)`; `peers` are the shown units of the same
 /// pairing key (this one included).
-pub fn sample(
-    out: &mut String,
-    model: &ReportModel,
-    i: usize,
-    peers: &[usize],
-    texts: &SummaryTexts,
-) {
+pub fn sample(model: &ReportModel, i: usize, peers: &[usize], texts: &SummaryTexts) -> Fragment {
     let s = &model.samples.get(i);
     let status = Status::of(s);
-    let _ = writeln!(
-        out,
-        "<details class=\"sample\" id=\"{}\"><summary><span class=\"st st-{}\">{}</span> \
-         <b>{}</b> · trace <code>{}</code> · {} <code>{}</code> #{}{}</summary><div class=\"body\">",
-        anchor(i),
-        status.label(),
-        status.label(),
-        escape(s.variant),
-        escape(s.trace_id),
-        escape(s.eval),
-        escape(s.sample),
-        s.repeat,
-        match compactions(s) {
-            c if c.is_empty() => String::new(),
-            c => format!(" · {}", escape(&c)),
-        }
-    );
-    let _ = write!(
-        out,
-        "<p class=\"muted\">unit <code>{}</code>",
-        escape(s.unit_id)
-    );
-    let others: Vec<&usize> = peers.iter().filter(|&&j| j != i).collect();
-    if !others.is_empty() {
-        out.push_str(" · same unit in ");
-        for (k, &&j) in others.iter().enumerate() {
-            let _ = write!(
-                out,
-                "{}<a href=\"#{}\">{}</a>",
-                if k > 0 { ", " } else { "" },
-                anchor(j),
-                escape(model.samples.get(j).variant)
-            );
-        }
-    }
-    out.push_str("</p>\n");
+    let compact = compactions(s);
+    let others: Vec<usize> = peers.iter().copied().filter(|&j| j != i).collect();
+    let mut why = Vec::new();
     if status == Status::Flagged {
-        let mut why = Vec::new();
         if let Some(n) = s.scores.get("summary_failures").filter(|n| **n > 0.0) {
             why.push(format!("{n} summary failure(s) recorded"));
         }
         if let Some(n) = s.compactions.get("futile").filter(|n| **n > 0) {
             why.push(format!("{n} futile compaction(s)"));
         }
-        let _ = writeln!(out, "<p class=\"alert\">flagged: {}</p>", why.join("; "));
     }
-    if let Some(e) = &s.error {
-        let _ = writeln!(
-            out,
-            "<p class=\"alert\">error {}: <span class=\"pre\">{}</span></p>",
-            escape(&e.kind),
-            escape(&e.message)
-        );
-    }
-    if !s.scores.is_empty() || s.passed.is_some() {
-        out.push_str("<p>scores: ");
-        let mut parts: Vec<String> = s
-            .scores
-            .iter()
-            .map(|(k, v)| format!("{} = {}", escape(k), escape(&fmt_num(*v))))
-            .collect();
-        if let Some(p) = s.passed {
-            parts.push(format!("passed = {p}"));
+    html! {
+        details class="sample" id=(anchor(i)) {
+            summary {
+                span class=(format!("st st-{}", status.label())) { (status.label()) } " "
+                b { (s.variant) } " · trace " code { (s.trace_id) } " · " (s.eval) " "
+                code { (s.sample) } " #" (s.repeat)
+                @if !compact.is_empty() { " · " (compact) }
+            }
+            div class="body" {
+                "\n"
+                p class="muted" {
+                    "unit " code { (s.unit_id) }
+                    @if !others.is_empty() {
+                        " · same unit in "
+                        @for (k, &j) in others.iter().enumerate() {
+                            @if k > 0 { ", " }
+                            a href=(format!("#{}", anchor(j))) { (model.samples.get(j).variant) }
+                        }
+                    }
+                }
+                "\n"
+                @if status == Status::Flagged {
+                    p class="alert" { "flagged: " (why.join("; ")) } "\n"
+                }
+                @if let Some(e) = &s.error {
+                    p class="alert" { "error " (e.kind) ": " span class="pre" { (e.message) } }
+                    "\n"
+                }
+                @if !s.scores.is_empty() || s.passed.is_some() {
+                    p {
+                        "scores: "
+                        @for (k, (name, v)) in s.scores.iter().enumerate() {
+                            @if k > 0 { ", " }
+                            (name) " = " (fmt_num(*v))
+                        }
+                        @if let Some(p) = s.passed {
+                            @if !s.scores.is_empty() { ", " }
+                            "passed = " (display(p))
+                        }
+                    }
+                    "\n"
+                }
+                @if !model.has_detail(i) {
+                    p class="muted" {
+                        "Timeline, evidence and summaries not loaded for this sample (see \
+                         samples.jsonl)."
+                    }
+                } @else {
+                    (evidence(s.evidence))
+                    (summaries(s, base_peer(model, s, peers).as_ref(), texts))
+                    @if !s.timeline.is_empty() {
+                        h4 { "Context timeline" }
+                        p class="muted" {
+                            "Tokens sent at each model call (red: a compaction happened at that \
+                             call; dashed: the same call with no compression)."
+                        }
+                        (timeline::svg(s))
+                        (timeline::table(s))
+                    }
+                }
+            }
         }
-        out.push_str(&parts.join(", "));
-        out.push_str("</p>\n");
+        "\n"
     }
-    if !model.has_detail(i) {
-        out.push_str(
-            "<p class=\"muted\">Timeline, evidence and summaries not loaded for this sample \
-             (see samples.jsonl).</p></div></details>\n",
-        );
-        return;
-    }
-    evidence(out, s.evidence);
-    let base = model.baseline.as_deref().filter(|b| *b != s.variant);
-    let base_peer = base.and_then(|b| {
-        peers
-            .iter()
-            .map(|&j| model.samples.get(j))
-            .find(|p| p.variant == b)
-    });
-    summaries(out, s, base_peer.as_ref(), texts);
-    if !s.timeline.is_empty() {
-        out.push_str(
-            "<h4>Context timeline</h4><p class=\"muted\">Tokens sent at each model call (red: a \
-             compaction happened at that call; dashed: the same call with no compression).</p>",
-        );
-        out.push_str(&timeline::svg(s));
-        timeline::table(out, s);
-    }
-    out.push_str("</div></details>\n");
+}
+
+/// The baseline's unit among `peers`, when `s` is not the baseline's own.
+fn base_peer<'a>(model: &'a ReportModel, s: &Row<'_>, peers: &[usize]) -> Option<Row<'a>> {
+    let b = model.baseline.as_deref().filter(|b| *b != s.variant)?;
+    peers
+        .iter()
+        .map(|&j| model.samples.get(j))
+        .find(|p| p.variant == b)
 }
 
 fn json_text(v: &serde_json::Value, max: usize) -> String {
@@ -132,78 +118,74 @@ fn json_text(v: &serde_json::Value, max: usize) -> String {
 
 /// Needle answers (question, expected value, answer, tool calls) as a table; any other
 /// evidence as JSON.
-fn evidence(out: &mut String, ev: &serde_json::Value) {
+fn evidence(ev: &serde_json::Value) -> Fragment {
     if ev.is_null() {
-        return;
+        return html! {};
     }
-    if let Some(answers) = ev.get("answers").and_then(|a| a.as_array()) {
-        for a in answers {
-            let field = |k: &str| a.get(k).map(|v| json_text(v, 2000)).unwrap_or_default();
-            let question = match a.get("question") {
-                Some(q) => json_text(q, 2000),
-                None => format!("(key) {}", field("key")),
-            };
-            let recovered = a.get("recovered").and_then(|v| v.as_bool());
-            let _ = write!(
-                out,
-                "<table class=\"qa\"><tbody><tr><th>question</th><td class=\"pre\">{}</td></tr>\
-                 <tr><th>expected</th><td><code>{}</code></td></tr><tr><th>answer</th>\
-                 <td class=\"pre\">{}</td></tr><tr><th>recovered</th><td{}>{}</td></tr>",
-                escape(&question),
-                escape(&field("expected")),
-                escape(&field("answer")),
-                if recovered == Some(false) {
-                    " class=\"alert\""
-                } else {
-                    ""
-                },
-                match recovered {
-                    Some(true) => "yes",
-                    Some(false) => "no",
-                    None => "–",
+    let answers = ev
+        .get("answers")
+        .and_then(|a| a.as_array())
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    html! {
+        @for a in answers {
+            (answer(a))
+        }
+        details { summary { "evidence (JSON)" } pre { (json_text(ev, MAX_EVIDENCE_CHARS)) } }
+        "\n"
+    }
+}
+
+/// One needle answer: question, expected value, answer, whether it was recovered, tool calls.
+fn answer(a: &serde_json::Value) -> Fragment {
+    let field = |k: &str| a.get(k).map(|v| json_text(v, 2000)).unwrap_or_default();
+    let question = match a.get("question") {
+        Some(q) => json_text(q, 2000),
+        None => format!("(key) {}", field("key")),
+    };
+    let recovered = a.get("recovered").and_then(|v| v.as_bool());
+    let tools = a.get("tool_uses").and_then(|t| t.as_array());
+    html! {
+        table class="qa" {
+            tbody {
+                tr { th { "question" } td class="pre" { (question) } }
+                tr { th { "expected" } td { code { (field("expected")) } } }
+                tr { th { "answer" } td class="pre" { (field("answer")) } }
+                tr {
+                    th { "recovered" }
+                    td class=[(recovered == Some(false)).then_some("alert")] {
+                        (match recovered {
+                            Some(true) => "yes",
+                            Some(false) => "no",
+                            None => "–",
+                        })
+                    }
                 }
-            );
-            if let Some(tools) = a.get("tool_uses").and_then(|t| t.as_array()) {
-                let _ = write!(
-                    out,
-                    "<tr><th>tool calls</th><td>{} call(s)<ol class=\"tools\">",
-                    tools.len()
-                );
-                for t in tools {
-                    let name = t.get("name").map(|v| json_text(v, 200)).unwrap_or_default();
-                    let args = t
-                        .get("arguments")
-                        .map(|v| json_text(v, 1000))
-                        .unwrap_or_default();
-                    let result = t
-                        .get("result_head")
-                        .map(|v| json_text(v, 2000))
-                        .unwrap_or_default();
-                    let err = t.get("is_error").and_then(|v| v.as_bool()) == Some(true);
-                    let _ = write!(
-                        out,
-                        "<li><code>{}</code> <code class=\"pre\">{}</code>{}<div class=\"pre \
-                         result\">{}</div></li>",
-                        escape(&name),
-                        escape(&args),
-                        if err {
-                            " <span class=\"alert\">(error)</span>"
-                        } else {
-                            ""
-                        },
-                        escape(&result)
-                    );
+                @if let Some(tools) = tools {
+                    tr {
+                        th { "tool calls" }
+                        td {
+                            (tools.len()) " call(s)"
+                            ol class="tools" { @for t in tools { (tool_call(t)) } }
+                        }
+                    }
                 }
-                out.push_str("</ol></td></tr>");
             }
-            out.push_str("</tbody></table>\n");
+        }
+        "\n"
+    }
+}
+
+fn tool_call(t: &serde_json::Value) -> Fragment {
+    let text = |k: &str, max: usize| t.get(k).map(|v| json_text(v, max)).unwrap_or_default();
+    let err = t.get("is_error").and_then(|v| v.as_bool()) == Some(true);
+    html! {
+        li {
+            code { (text("name", 200)) } " " code class="pre" { (text("arguments", 1000)) }
+            @if err { " " span class="alert" { "(error)" } }
+            div class="pre result" { (text("result_head", 2000)) }
         }
     }
-    let _ = writeln!(
-        out,
-        "<details><summary>evidence (JSON)</summary><pre>{}</pre></details>",
-        escape(&json_text(ev, MAX_EVIDENCE_CHARS))
-    );
 }
 
 /// The text of a summary record: inline, or read from its file into `texts`.
@@ -216,16 +198,11 @@ fn summary_text<'a>(r: &'a SummaryRecord, texts: &'a SummaryTexts) -> Option<Str
     })
 }
 
-fn summary_head(variant: &str, r: &SummaryRecord) -> String {
-    format!(
-        "<b>{}</b> fold {} at message {} · {} → {} tokens · prompt <code>{}</code>",
-        escape(variant),
-        r.fold,
-        r.trace_index,
-        r.tokens_in,
-        r.tokens_out,
-        escape(short_digest(&r.prompt_digest))
-    )
+fn summary_head(variant: &str, r: &SummaryRecord) -> Fragment {
+    html! {
+        b { (variant) } " fold " (r.fold) " at message " (r.trace_index) " · " (r.tokens_in)
+        " → " (r.tokens_out) " tokens · prompt " code { (short_digest(&r.prompt_digest)) }
+    }
 }
 
 fn short_digest(d: &str) -> &str {
@@ -233,109 +210,107 @@ fn short_digest(d: &str) -> &str {
     hex.get(..12).unwrap_or(hex)
 }
 
-fn missing_text(r: &SummaryRecord) -> String {
-    format!(
-        "<span class=\"muted\">(text not loaded: {})</span>",
-        escape(r.file.as_deref().unwrap_or(&r.text_digest))
-    )
+fn missing_text(r: &SummaryRecord) -> Fragment {
+    html! {
+        span class="muted" {
+            "(text not loaded: " (r.file.as_deref().unwrap_or(&r.text_digest)) ")"
+        }
+    }
+}
+
+/// One side of a fold's A/B view: the summary of `variant` (`r`), or a note that it has none.
+fn side(
+    r: Option<&SummaryRecord>,
+    variant: &str,
+    fold: usize,
+    text: Fragment,
+    texts: &SummaryTexts,
+) -> Fragment {
+    html! {
+        div {
+            @match r {
+                None => p class="muted" { (variant) " has no fold " (fold) },
+                Some(r) if r.text.is_none() && !texts.contains_key(&r.text_digest) => {
+                    p { (summary_head(variant, r)) }
+                    (missing_text(r))
+                }
+                Some(r) => {
+                    p { (summary_head(variant, r)) }
+                    div class="pre summary" { (text) }
+                }
+            }
+        }
+    }
 }
 
 /// The summaries of `s`, fold by fold; beside the baseline's of the same unit and fold, with a
 /// word diff, when the baseline's unit is shown too.
-fn summaries(out: &mut String, s: &Row<'_>, base: Option<&Row<'_>>, texts: &SummaryTexts) {
+fn summaries(s: &Row<'_>, base: Option<&Row<'_>>, texts: &SummaryTexts) -> Fragment {
     let base = base.filter(|b| !b.summaries.is_empty());
     if s.summaries.is_empty() && base.is_none() {
-        return;
+        return html! {};
     }
     let folds = folds_shown(s.summaries);
-    let _ = write!(
-        out,
-        "<h4>Summaries ({} fold(s){})</h4>",
-        s.summaries.len(),
-        if folds.len() < s.summaries.len() {
-            format!(
-                ", {} shown: the first {} and the last",
-                folds.len(),
-                folds.len() - 1
-            )
-        } else {
-            String::new()
+    let heading = html! {
+        h4 {
+            "Summaries (" (s.summaries.len()) " fold(s)"
+            @if folds.len() < s.summaries.len() {
+                ", " (folds.len()) " shown: the first " (folds.len() - 1) " and the last"
+            }
+            ")"
         }
-    );
-    if let Some(b) = base {
-        out.push_str(
-            "<p class=\"muted\">Side by side with the baseline's summary of the same unit and \
-             fold: <del>struck</del> words only the baseline's has, <ins>underlined</ins> words \
-             only this variant's has.</p>",
-        );
-        let mut fold_nums: Vec<usize> = folds.iter().map(|r| r.fold).collect();
-        if s.summaries.is_empty() {
-            fold_nums = folds_shown(b.summaries).iter().map(|r| r.fold).collect();
-        }
-        for (k, f) in fold_nums.into_iter().enumerate() {
-            let ra = b.summaries.iter().find(|r| r.fold == f);
-            let rb = s.summaries.iter().find(|r| r.fold == f);
-            let (ta, tb) = (
-                ra.and_then(|r| summary_text(r, texts)),
-                rb.and_then(|r| summary_text(r, texts)),
-            );
-            let (ha, hb, note) = match (&ta, &tb) {
-                (Some(a), Some(b)) => match diff::side_by_side(a, b) {
-                    Some((ha, hb)) => (ha, hb, ""),
-                    None => (
-                        escape(a),
-                        escape(b),
-                        "<p class=\"muted\">too long to diff word by word</p>",
-                    ),
-                },
-                _ => (
-                    ta.as_deref().map(escape).unwrap_or_default(),
-                    tb.as_deref().map(escape).unwrap_or_default(),
-                    "",
-                ),
-            };
-            let side = |r: Option<&SummaryRecord>, v: &str, html: &str| match r {
-                None => format!(
-                    "<div><p class=\"muted\">{} has no fold {f}</p></div>",
-                    escape(v)
-                ),
-                Some(r)
-                    if html.is_empty()
-                        && r.text.is_none()
-                        && !texts.contains_key(&r.text_digest) =>
-                {
-                    format!(
-                        "<div><p>{}</p>{}</div>",
-                        summary_head(v, r),
-                        missing_text(r)
-                    )
+    };
+    let Some(b) = base else {
+        return html! {
+            (heading)
+            @for (k, r) in folds.into_iter().enumerate() {
+                details class="fold" open[k == 0] {
+                    summary { "fold " (r.fold) }
+                    p { (summary_head(s.variant, r)) }
+                    @match summary_text(r, texts) {
+                        Some(t) => div class="pre summary" { (t) },
+                        None => (missing_text(r)),
+                    }
                 }
-                Some(r) => format!(
-                    "<div><p>{}</p><div class=\"pre summary\">{html}</div></div>",
-                    summary_head(v, r)
-                ),
-            };
-            let _ = writeln!(
-                out,
-                "<details class=\"fold\"{}><summary>fold {f}</summary>{note}<div class=\"ab\">{}{}</div></details>",
-                if k == 0 { " open" } else { "" },
-                side(ra, b.variant, &ha),
-                side(rb, s.variant, &hb)
-            );
-        }
-        return;
-    }
-    for (k, r) in folds.into_iter().enumerate() {
-        let body = match summary_text(r, texts) {
-            Some(t) => format!("<div class=\"pre summary\">{}</div>", escape(&t)),
-            None => missing_text(r),
+                "\n"
+            }
         };
-        let _ = writeln!(
-            out,
-            "<details class=\"fold\"{}><summary>fold {}</summary><p>{}</p>{body}</details>",
-            if k == 0 { " open" } else { "" },
-            r.fold,
-            summary_head(s.variant, r)
-        );
+    };
+    let fold_nums: Vec<usize> = if s.summaries.is_empty() {
+        folds_shown(b.summaries).iter().map(|r| r.fold).collect()
+    } else {
+        folds.iter().map(|r| r.fold).collect()
+    };
+    html! {
+        (heading)
+        p class="muted" {
+            "Side by side with the baseline's summary of the same unit and fold: " del { "struck" }
+            " words only the baseline's has, " ins { "underlined" } " words only this variant's has."
+        }
+        @for (k, f) in fold_nums.into_iter().enumerate() {
+            @let ra = b.summaries.iter().find(|r| r.fold == f);
+            @let rb = s.summaries.iter().find(|r| r.fold == f);
+            @let ta = ra.and_then(|r| summary_text(r, texts));
+            @let tb = rb.and_then(|r| summary_text(r, texts));
+            // Marked words when both texts are there and the diff is small enough; else text.
+            @let marked = match (&ta, &tb) {
+                (Some(a), Some(b)) => Some(diff::side_by_side(a, b)),
+                _ => None,
+            };
+            @let too_long = matches!(marked, Some(None));
+            @let (ha, hb) = match marked.flatten() {
+                Some(pair) => pair,
+                None => (html! { (ta.unwrap_or_default()) }, html! { (tb.unwrap_or_default()) }),
+            };
+            details class="fold" open[k == 0] {
+                summary { "fold " (f) }
+                @if too_long { p class="muted" { "too long to diff word by word" } }
+                div class="ab" {
+                    (side(ra, b.variant, f, ha, texts))
+                    (side(rb, s.variant, f, hb, texts))
+                }
+            }
+            "\n"
+        }
     }
 }

@@ -11,10 +11,22 @@
 //! - codex: JSON Lines of `{type: session_meta|response_item|…, payload}`;
 //! - mini-swe: `trajectory_format: "mini-swe-agent…"`; atif: `schema_version: "ATIF…"` or
 //!   `{session_id, agent, steps}`; tau2: `simulations[]`;
+//! - inspect: `{eval: {task…}, samples[]|plan|results}` or one sample `{epoch, input, messages}`
+//!   (an `.eval` zip is recognised by its bytes before any JSON is read);
+//! - gemini-cli: `{sessionId, messages: [{type: user|gemini, …}]}`;
 //! - swe-agent: `history[]` of `{role…}` or `{trajectory[], info}`; openhands: `history[]` of
 //!   `{action|observation…}`, or an array of such events; tau: an array of `{task_id, traj}`;
+//! - golden: JSON Lines of role lines (`{role, content}`, no `type`) with a LangChain-shaped
+//!   tool call `{id, name, args}` somewhere (a deepagents golden fixture's `trace.jsonl`);
+//! - langchain: `messages_to_dict` (`{type: human|ai|tool|system, data}`), `dumpd` (`{lc: 1,
+//!   type: "constructor", id: [..., "AIMessage"]}`) or `model_dump` items, as an array, JSON
+//!   Lines or a LangGraph state `{messages|values.messages|channel_values.messages}`;
 //! - openai-responses: Responses items (`type: function_call|reasoning|message…`) as an array,
 //!   JSON Lines or `{input: [items]}`;
+//! - gemini: every item a Gemini `Content` (`role: "model"`, or `parts` without `content`), as
+//!   an array, JSON Lines or `{contents: [...]}`;
+//! - cline: an array of `{role, content}` whose user text has a `[tool…] Result:` header or
+//!   `<environment_details>`;
 //! - anthropic, then openai: chat messages (see [`chat_flavor`]), never Responses items or
 //!   Gemini `Content` (`role: "model"`, `parts`), which they cannot read: any `role: tool|function|
 //!   developer`, `tool_calls` or `function_call` means openai; any content block of type

@@ -24,6 +24,9 @@ pub(super) enum FileRead {
     Empty,
     /// A canonical file, read completely.
     Canonical(Vec<Trace>),
+    /// A file of golden-fixture role lines, streamed through `trace::io` (its id and
+    /// `source_path` still to set, and `finalize` to run).
+    Golden(Box<Trace>),
     /// A parsed input for detection and an importer.
     Parsed(Input),
 }
@@ -34,6 +37,15 @@ fn blank(line: &[u8]) -> bool {
 
 /// Read `path` as [`super::import_bytes`] would see it, streaming where the format allows.
 pub(super) fn read(path: &Path, from: Option<SourceFormat>) -> Result<FileRead, ImportError> {
+    read_as(path, from, true)
+}
+
+/// [`read`]; `try_golden` false once a file of role lines turned out not to be golden.
+fn read_as(
+    path: &Path,
+    from: Option<SourceFormat>,
+    try_golden: bool,
+) -> Result<FileRead, ImportError> {
     let cannot =
         |e: std::io::Error| ImportError::new(path, "file", format!("cannot read the file: {e}"));
     let f = std::fs::File::open(path).map_err(cannot)?;
@@ -63,6 +75,34 @@ pub(super) fn read(path: &Path, from: Option<SourceFormat>) -> Result<FileRead, 
     }
     let located = |l: Located| ImportError::located(path, l);
     let first = trim_eol(&head[first_start..]);
+    // Golden role lines: streamed through the line reader, no `Value` per line. Taken when a
+    // tool call shows the LangChain shape (`detect`'s rule for the format) or `--from golden`;
+    // else the file is read again below, as JSON Lines for detection.
+    let role_line = || {
+        serde_json::from_slice::<serde_json::Map<String, Value>>(first)
+            .is_ok_and(|o| super::golden::is_role_line(&o))
+    };
+    let golden = match from {
+        Some(SourceFormat::Golden) => true,
+        Some(_) => false,
+        None => try_golden && role_line(),
+    };
+    if golden {
+        let stem = super::file_stem(path);
+        let read = crate::trace::io::read_role_lines(
+            Cursor::new(head).chain(r),
+            &path.display().to_string(),
+            &stem,
+        );
+        match read {
+            Ok(t) if from.is_some() || t.messages.iter().any(|m| !m.tool_calls.is_empty()) => {
+                return Ok(FileRead::Golden(Box::new(t)))
+            }
+            Err(e) if from.is_some() => return Err(e),
+            // Not golden after all: the whole file again, as any other JSON Lines.
+            _ => return read_as(path, None, false),
+        }
+    }
     if let Ok(v) = serde_json::from_slice::<Value>(first) {
         // JSON Lines if any non-blank text follows; else a one-line document (below).
         let mut buf = Vec::new();

@@ -40,7 +40,9 @@ macro_rules! importers {
 }
 
 // Adding a format: a new `<format>.rs` with its `IMPORTER`, one line here (where its detection
-// rule should take precedence), and its name in `trace::model`'s `source_formats!`.
+// rule should take precedence), its name in `trace::model`'s `source_formats!`, its rule in
+// `detect`'s list and a sample in `tests::DETECTION_SAMPLES` (docs/architecture.md; the test
+// `every_importer_is_registered_at_every_site` checks all of them).
 importers! {
     claude_code,
     codex,
@@ -52,6 +54,7 @@ importers! {
     swe_agent,
     openhands,
     tau,
+    golden,
     langchain,
     responses,
     gemini,
@@ -182,6 +185,11 @@ pub fn import_file_content(
     let input = match file::read(path, from)? {
         file::FileRead::Empty => return Ok(FileContent::NotATrace("the file is empty".into())),
         file::FileRead::Canonical(traces) => return Ok(FileContent::Traces(traces)),
+        file::FileRead::Golden(mut t) => {
+            t.meta.source_path = Some(path.display().to_string());
+            finalize(&mut t);
+            return Ok(FileContent::Traces(vec![*t]));
+        }
         file::FileRead::Parsed(input) => input,
     };
     import_input_as(input, &file_stem(path), from, Some(path))
@@ -615,6 +623,65 @@ mod tests {
             let n = IMPORTERS.iter().filter(|i| i.format == *f).count();
             let want = usize::from(*f != SourceFormat::Canonical);
             assert_eq!(n, want, "{}: {n} importers", f.as_str());
+        }
+    }
+
+    /// One small input per importer that detection must attribute to it (through its `detect`
+    /// rule and its place in `importers!`).
+    const DETECTION_SAMPLES: &[(SourceFormat, &str)] = &[
+        (SourceFormat::ClaudeCode, "{\"type\":\"user\",\"sessionId\":\"s\",\"uuid\":\"u\"}\n{\"type\":\"assistant\",\"sessionId\":\"s\",\"uuid\":\"v\"}\n"),
+        (SourceFormat::MiniSwe, r#"{"trajectory_format": "mini-swe-agent-1", "messages": []}"#),
+        (SourceFormat::Atif, r#"{"schema_version": "ATIF-v1.2", "steps": []}"#),
+        (SourceFormat::Tau2, r#"{"info": {}, "simulations": []}"#),
+        (SourceFormat::SweAgent, r#"{"history": [{"role": "system"}], "info": {}}"#),
+        (SourceFormat::Openhands, r#"{"history": [{"action": "run"}]}"#),
+        (SourceFormat::Tau, r#"[{"task_id": 1, "traj": []}]"#),
+        (SourceFormat::Golden, "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"c\",\"name\":\"ls\",\"args\":{}}]}\n"),
+        (SourceFormat::Codex, "{\"type\":\"session_meta\",\"payload\":{\"id\":\"s\"}}\n{\"type\":\"response_item\",\"payload\":{\"type\":\"message\",\"role\":\"user\",\"content\":\"hi\"}}\n"),
+        (SourceFormat::Inspect, r#"{"version": 2, "eval": {"task": "t"}, "samples": []}"#),
+        (SourceFormat::GeminiCli, r#"{"sessionId": "s", "messages": [{"type": "user", "content": "hi"}]}"#),
+        (SourceFormat::Langchain, r#"[{"type": "human", "data": {"content": "hi"}}]"#),
+        (SourceFormat::Langchain, r#"{"messages": [{"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "AIMessage"], "kwargs": {"content": "x"}}]}"#),
+        (SourceFormat::OpenaiResponses, r#"[{"role": "user", "content": "hi"}, {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]"#),
+        (SourceFormat::Gemini, r#"[{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [{"text": "yo"}]}]"#),
+        (SourceFormat::Cline, r#"[{"role": "user", "content": [{"type": "text", "text": "<task>x</task>"}, {"type": "text", "text": "<environment_details>
+</environment_details>"}]}]"#),
+        (SourceFormat::Anthropic, r#"{"system": "s", "messages": [{"role": "user", "content": "hi"}]}"#),
+        (SourceFormat::Openai, r#"[{"role": "user", "content": "hi"}]"#),
+    ];
+
+    /// Every site an importer needs (docs/architecture.md, "an importer"): its `IMPORTER` in
+    /// `importers!` (checked above), its name in `source_formats!` (parsed back, offered by
+    /// `--from`), its rule in `detect`'s documented list, and a sample its `detect` rule claims.
+    #[test]
+    fn every_importer_is_registered_at_every_site() {
+        let detect_doc = include_str!("detect.rs");
+        for i in IMPORTERS {
+            let name = i.format.as_str();
+            assert_eq!(
+                SourceFormat::parse(name),
+                Some(i.format),
+                "{name}: source_formats!"
+            );
+            assert!(
+                ["- {}:", "- {},", "; {}:", "then {}:"]
+                    .iter()
+                    .any(|p| detect_doc.contains(&p.replace("{}", name))),
+                "{name}: its detection rule is not in detect.rs's list of rules"
+            );
+            let samples: Vec<&str> = DETECTION_SAMPLES
+                .iter()
+                .filter(|(f, _)| *f == i.format)
+                .map(|(_, s)| *s)
+                .collect();
+            assert!(
+                !samples.is_empty(),
+                "{name}: no sample in DETECTION_SAMPLES"
+            );
+            for s in samples {
+                let input = parse_input(s.as_bytes()).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+                assert_eq!(detect::detect(&input), Ok(i.format), "{name}: {s}");
+            }
         }
     }
 

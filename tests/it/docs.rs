@@ -1,0 +1,279 @@
+//! The README stays a front door and the documentation's links resolve: README.md is at most
+//! 300 lines and not a lab notebook again; every relative link in README.md, docs/*.md and
+//! benches/{,peers/}README.md points at a file that exists (and, for `#anchor`s into Markdown, at a
+//! heading that exists); the exit codes documented in docs/reliability.md and src/cli/mod.rs are
+//! exactly the ones src/error.rs defines; every command the README's command list shows exists.
+
+use crate::support::cli::ctxbench;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+const README_MAX_LINES: usize = 300;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// The Markdown files whose links are checked, relative to the crate root.
+fn checked_files() -> Vec<PathBuf> {
+    let mut files = vec![
+        PathBuf::from("README.md"),
+        PathBuf::from("benches/README.md"),
+        PathBuf::from("benches/peers/README.md"),
+    ];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .map(|p| p.strip_prefix(root()).unwrap().to_path_buf())
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    files
+}
+
+/// Lines outside fenced code blocks, with their 1-based numbers.
+fn prose_lines(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if !fenced {
+            out.push((i + 1, line));
+        }
+    }
+    out
+}
+
+/// Inline link targets `](target)` of a line (not inside inline code).
+fn link_targets(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_code = false;
+    let bytes = line.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'`' => in_code = !in_code,
+            b']' if !in_code && bytes.get(i + 1) == Some(&b'(') => {
+                if let Some(end) = line[i + 2..].find(')') {
+                    out.push(line[i + 2..i + 2 + end].to_string());
+                    i += 2 + end;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// GitHub's anchor for a heading: lower case, punctuation other than `-` and `_` dropped,
+/// spaces turned into `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == '-' || *c == '_' || *c == ' ')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+fn anchors(text: &str) -> BTreeSet<String> {
+    prose_lines(text)
+        .into_iter()
+        .filter_map(|(_, l)| {
+            let t = l.trim_start_matches('#');
+            (l.starts_with('#') && t.starts_with(' ')).then(|| slug(t))
+        })
+        .collect()
+}
+
+/// Every broken relative link of `file` (relative to `base`), as "file:line: message".
+fn broken_links(base: &Path, file: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(base.join(file)).unwrap();
+    let dir = file.parent().unwrap_or(Path::new(""));
+    let mut broken = Vec::new();
+    for (n, line) in prose_lines(&text) {
+        for target in link_targets(line) {
+            let target = target.split_whitespace().next().unwrap_or("").to_string();
+            if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (path, anchor) = match target.split_once('#') {
+                Some((p, a)) => (p, Some(a)),
+                None => (target.as_str(), None),
+            };
+            let resolved = if path.is_empty() {
+                file.to_path_buf()
+            } else {
+                dir.join(path)
+            };
+            let full = base.join(&resolved);
+            let here = format!("{}:{n}", file.display());
+            if !full.exists() {
+                broken.push(format!(
+                    "{here}: `{target}` -> {} is missing",
+                    resolved.display()
+                ));
+                continue;
+            }
+            if let Some(anchor) = anchor {
+                if full.extension().is_some_and(|x| x == "md") {
+                    let headings = anchors(&std::fs::read_to_string(&full).unwrap());
+                    if !headings.contains(anchor) {
+                        broken.push(format!(
+                            "{here}: `{target}`: no heading with anchor #{anchor} in {}",
+                            resolved.display()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    broken
+}
+
+#[test]
+fn readme_is_a_front_door_of_at_most_300_lines() {
+    let readme = read("README.md");
+    let n = readme.lines().count();
+    assert!(
+        n <= README_MAX_LINES,
+        "README.md has {n} lines (at most {README_MAX_LINES}): move reference material to docs/ \
+         and speed figures to benches/README.md"
+    );
+    // Dated measurements belong in benches/README.md beside their commands, not here.
+    for word in ["load average", " UTC"] {
+        assert!(
+            !readme.contains(word),
+            "README.md mentions `{word}`: measurements go to benches/README.md"
+        );
+    }
+}
+
+#[test]
+fn every_relative_link_in_the_docs_resolves() {
+    let files = checked_files();
+    assert!(files.len() >= 10, "{files:?}");
+    let broken: Vec<String> = files.iter().flat_map(|f| broken_links(root(), f)).collect();
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn the_link_checker_finds_a_missing_file_and_a_missing_anchor() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("docs")).unwrap();
+    std::fs::write(
+        dir.path().join("other.md"),
+        "# Title\n\n## A `code` heading, here\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("docs/page.md"),
+        "[ok](../other.md#a-code-heading-here) [top](#page) [web](https://example.com/x)\n\
+         [gone](missing.md) [bad anchor](../other.md#nope) `[in code](missing-too.md)`\n\
+         ```\n[fenced](missing-three.md)\n```\n# Page\n",
+    )
+    .unwrap();
+    let broken = broken_links(dir.path(), Path::new("docs/page.md"));
+    assert_eq!(broken.len(), 2, "{broken:#?}");
+    assert!(broken[0].contains("missing.md"), "{broken:#?}");
+    assert!(broken[1].contains("#nope"), "{broken:#?}");
+}
+
+/// The codes of a Markdown table's first column under `## Exit codes`.
+fn documented_codes(markdown: &str) -> BTreeSet<u8> {
+    let section = markdown
+        .split("## Exit codes")
+        .nth(1)
+        .expect("an `## Exit codes` section");
+    let section = section.split("\n## ").next().unwrap();
+    section
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("| ")?
+                .split(" |")
+                .next()?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
+fn defined_codes() -> BTreeSet<u8> {
+    use ctxbench::error::*;
+    [
+        EXIT_OK,
+        EXIT_FAILURE,
+        EXIT_USAGE,
+        EXIT_GATE_FAILED,
+        EXIT_INTERRUPTED,
+        EXIT_TERMINATED,
+    ]
+    .into_iter()
+    .collect()
+}
+
+#[test]
+fn documented_exit_codes_are_the_defined_ones() {
+    let defined = defined_codes();
+    assert_eq!(
+        documented_codes(&read("docs/reliability.md")),
+        defined,
+        "docs/reliability.md"
+    );
+    for src in ["src/cli/mod.rs", "src/error.rs"] {
+        let listed: BTreeSet<u8> = read(src)
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("//! - ")?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        assert_eq!(listed, defined, "the exit-code list in {src}'s module docs");
+    }
+}
+
+#[test]
+fn every_command_in_the_readme_exists() {
+    let readme = read("README.md");
+    let block = readme
+        .split("## Commands")
+        .nth(1)
+        .and_then(|s| s.split("```").nth(1))
+        .expect("a code block under `## Commands`");
+    let mut seen = 0;
+    for line in block.lines().filter(|l| l.starts_with("ctxbench ")) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        // `traces stats` is a subcommand of a subcommand.
+        let cmd: Vec<&str> = if words[1] == "traces" {
+            words[1..3].to_vec()
+        } else {
+            words[1..2].to_vec()
+        };
+        let out = ctxbench().args(&cmd).arg("--help").output().unwrap();
+        assert!(
+            out.status.success(),
+            "`ctxbench {} --help` failed: {}",
+            cmd.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        seen += 1;
+    }
+    assert!(
+        seen >= 8,
+        "only {seen} commands found in the README's command list"
+    );
+}
