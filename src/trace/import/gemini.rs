@@ -325,4 +325,29 @@ mod tests {
         let e = import(&mut Input::Json(v), "g").unwrap_err();
         assert_eq!(e.location, "$[0].parts[0].functionCall.name");
     }
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Without ids, responses to calls of distinct names pair by name whatever their order.
+        #[test]
+        fn responses_pair_by_name_in_any_order(
+            names in proptest::collection::btree_set("[a-z]{1,8}", 1..8),
+            seed in any::<u64>(),
+        ) {
+            let names: Vec<String> = names.into_iter().collect();
+            let calls: Vec<Value> = names.iter().map(|n| json!({"functionCall": {"name": n, "args": {}}})).collect();
+            let mut order: Vec<usize> = (0..names.len()).collect();
+            fastrand::Rng::with_seed(seed).shuffle(&mut order);
+            let responses: Vec<Value> = order.iter().map(|&k| json!({"functionResponse": {"name": names[k], "response": {"output": format!("r{k}")}}})).collect();
+            let v = json!([{"role": "user", "parts": [{"text": "go"}]}, {"role": "model", "parts": calls}, {"role": "user", "parts": responses}]);
+            let t = import(&mut Input::Json(v), "g").unwrap().remove(0);
+            prop_assert!(crate::trace::import::pairing_problems(&t).is_empty());
+            for m in &t.messages[2..] {
+                let k = names.iter().position(|n| Some(n.as_str()) == m.name.as_deref()).unwrap();
+                prop_assert_eq!(&m.content, &format!("r{k}"));
+                let call = t.messages[1].tool_calls.iter().find(|c| Some(&c.id) == m.tool_call_id.as_ref()).unwrap();
+                prop_assert_eq!(&call.name, &names[k]);
+            }
+        }
+    }
 }

@@ -644,8 +644,7 @@ mod tests {
         (SourceFormat::Langchain, r#"{"messages": [{"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "AIMessage"], "kwargs": {"content": "x"}}]}"#),
         (SourceFormat::OpenaiResponses, r#"[{"role": "user", "content": "hi"}, {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]"#),
         (SourceFormat::Gemini, r#"[{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [{"text": "yo"}]}]"#),
-        (SourceFormat::Cline, r#"[{"role": "user", "content": [{"type": "text", "text": "<task>x</task>"}, {"type": "text", "text": "<environment_details>
-</environment_details>"}]}]"#),
+        (SourceFormat::Cline, r#"[{"role": "user", "content": [{"type": "text", "text": "<task>x</task>"}, {"type": "text", "text": "<environment_details>\n</environment_details>"}]}]"#),
         (SourceFormat::Anthropic, r#"{"system": "s", "messages": [{"role": "user", "content": "hi"}]}"#),
         (SourceFormat::Openai, r#"[{"role": "user", "content": "hi"}]"#),
     ];

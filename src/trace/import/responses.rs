@@ -476,4 +476,35 @@ mod tests {
         let e = import(&mut Input::Json(v), "r").unwrap_err();
         assert_eq!(e.location, "$[0].name");
     }
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Parallel calls answered in any order: every output pairs with its own call (by
+        /// `call_id`), the calls stay in one assistant message, and nothing is left open.
+        #[test]
+        fn outputs_in_any_order_pair_with_their_calls(
+            names in proptest::collection::vec("[a-z]{1,8}", 1..8),
+            seed in any::<u64>(),
+        ) {
+            let mut items = vec![json!({"role": "user", "content": "go"})];
+            for (k, n) in names.iter().enumerate() {
+                items.push(json!({"type": "function_call", "call_id": format!("c{k}"), "name": n, "arguments": "{}"}));
+            }
+            let mut order: Vec<usize> = (0..names.len()).collect();
+            let mut rng = fastrand::Rng::with_seed(seed);
+            rng.shuffle(&mut order);
+            for &k in &order {
+                items.push(json!({"type": "function_call_output", "call_id": format!("c{k}"), "output": format!("r{k}")}));
+            }
+            let mut t = import(&mut Input::Json(Value::Array(items)), "p").unwrap().remove(0);
+            crate::trace::import::finalize(&mut t);
+            prop_assert_eq!(t.messages[1].tool_calls.len(), names.len());
+            prop_assert!(crate::trace::import::pairing_problems(&t).is_empty());
+            for m in &t.messages[2..] {
+                let k: usize = m.tool_call_id.as_deref().unwrap()[1..].parse().unwrap();
+                prop_assert_eq!(&m.content, &format!("r{k}"));
+                prop_assert_eq!(m.name.as_deref(), Some(names[k].as_str()));
+            }
+        }
+    }
 }
