@@ -133,6 +133,11 @@ pub struct Conv {
     open: Option<usize>,
     /// Server-side calls left without a result (named in one warning at the end).
     server_calls: usize,
+    /// Input messages recorded between calls and their outputs (e.g. a Codex developer
+    /// message), placed after the outputs so results follow their calls.
+    deferred: Vec<Message>,
+    /// Client-side calls of the current model call still waiting for their output.
+    awaiting: std::collections::HashSet<String>,
 }
 
 impl Conv {
@@ -142,10 +147,18 @@ impl Conv {
             calls: Calls::default(),
             open: None,
             server_calls: 0,
+            deferred: Vec::new(),
+            awaiting: Default::default(),
         }
     }
 
+    /// Place the deferred input messages (see `deferred`).
+    fn flush(&mut self) {
+        self.t.messages.append(&mut self.deferred);
+    }
+
     pub fn finish(mut self) -> Trace {
+        self.flush();
         if self.server_calls > 0 {
             self.t.meta.warnings.push(format!(
                 "{} server-side tool call(s) (web search, file search, …) have no recorded result",
@@ -165,6 +178,9 @@ impl Conv {
         let i = match self.open {
             Some(i) => i,
             None => {
+                // Calls never answered do not hold later input back past the next model call.
+                self.awaiting.clear();
+                self.flush();
                 let mut m = Message::assistant("", Vec::new());
                 m.timestamp = timestamp.map(String::from);
                 self.t.messages.push(m);
@@ -187,12 +203,20 @@ impl Conv {
 
     fn push_input(&mut self, m: Message) {
         self.open = None;
+        if m.role != Role::Tool && !self.awaiting.is_empty() {
+            self.deferred.push(m);
+            return;
+        }
         self.t.messages.push(m);
+        if self.awaiting.is_empty() {
+            self.flush();
+        }
     }
 
     /// A compaction recorded by the source: a marker before the summary, if there is one.
     pub fn compaction(&mut self, summary: Option<String>, detail: Option<String>) {
         self.open = None;
+        self.flush();
         self.t.markers.push(ContextMarker {
             index: self.t.messages.len(),
             kind: "compaction".into(),
@@ -206,10 +230,15 @@ impl Conv {
         }
     }
 
-    fn call(&mut self, item: &Node<'_>, name: &str, recorded: &str, arguments: Value, ts: Option<&str>) {
+    /// Issue a call on the current assistant message; a client-side call is awaited (its
+    /// output is a later item), a server-side one is not.
+    fn call(&mut self, item: &Node<'_>, name: &str, recorded: &str, arguments: Value, ts: Option<&str>, client: bool) {
         let id = self
             .calls
             .issue(recorded, name, &item.path, &mut self.t.meta.warnings);
+        if client {
+            self.awaiting.insert(id.clone());
+        }
         self.assistant(ts).tool_calls.push(ToolCall {
             id,
             name: name.to_string(),
@@ -228,6 +257,7 @@ impl Conv {
                 (recorded.to_string(), String::new())
             }
         };
+        self.awaiting.remove(&id);
         let mut m = Message::tool(id, name, content);
         m.timestamp = ts.map(String::from);
         self.push_input(m);
@@ -298,19 +328,19 @@ impl Conv {
                 let name = it.key("name").str()?;
                 let recorded = call_id(it)?;
                 let args = parse_arguments(&it.key("arguments"), &mut self.t.meta.warnings)?;
-                self.call(it, name, &recorded, args, timestamp);
+                self.call(it, name, &recorded, args, timestamp, true);
             }
             "custom_tool_call" => {
                 let name = it.key("name").str()?;
                 let recorded = call_id(it)?;
                 let input = it.key("input").opt_str()?.unwrap_or("");
-                self.call(it, name, &recorded, json!({ "input": input }), timestamp);
+                self.call(it, name, &recorded, json!({ "input": input }), timestamp, true);
             }
             "local_shell_call" | "computer_call" => {
                 let recorded = call_id(it)?;
                 let name = ty.trim_end_matches("_call");
                 let action = it.key("action").v.clone();
-                self.call(it, name, &recorded, action, timestamp);
+                self.call(it, name, &recorded, action, timestamp, true);
             }
             "function_call_output"
             | "custom_tool_call_output"
@@ -324,7 +354,7 @@ impl Conv {
                 let name = it.key("name").str()?;
                 let recorded = call_id(it)?;
                 let args = parse_arguments(&it.key("arguments"), &mut self.t.meta.warnings)?;
-                self.call(it, name, &recorded, args, timestamp);
+                self.call(it, name, &recorded, args, timestamp, false);
                 let out = it.key("output");
                 let err = it.key("error");
                 let content = if out.is_null() { output_text(&err)? } else { output_text(&out)? };
@@ -346,7 +376,7 @@ impl Conv {
                         q => json!({ "queries": q }),
                     };
                 }
-                self.call(it, name, &recorded, args, timestamp);
+                self.call(it, name, &recorded, args, timestamp, false);
                 let results = match ty {
                     "file_search_call" => it.key("results"),
                     "code_interpreter_call" => it.key("outputs"),
