@@ -14,14 +14,22 @@ pub const LONG_ABOUT: &str = "\
 Convert recorded agent traces into canonical ctxbench JSONL (one file per trace).
 
 Inputs may be files or directories. Directories are walked recursively in sorted order; only
-*.json, *.jsonl, *.ndjson and *.traj files are read there, and files that are valid JSON but not
-a trace (e.g. mini-swe-agent's results_summary.json) are listed as ignored. SOURCE.txt, *.md and
-other files are never opened.
+*.json, *.jsonl, *.ndjson, *.traj and *.eval files are read there, and files that are valid JSON
+but not a trace (e.g. mini-swe-agent's results_summary.json), or whose import holds no message,
+are listed as ignored. SOURCE.txt, *.md and other files are never opened. A Claude Code project
+folder (~/.claude/projects/<project>) imports every session and every subagent transcript.
 
 The format is detected from the content of each file:
   openai       OpenAI chat messages: an array, {messages:[…]}, or JSON Lines
   anthropic    Anthropic Messages (content blocks text/tool_use/tool_result/thinking)
-  claude-code  Claude Code session JSONL (records merged by message.id)
+  claude-code  Claude Code sessions and subagent transcripts (~/.claude/projects)
+  codex        Codex CLI rollouts (~/.codex/sessions/**/rollout-*.jsonl)
+  openai-responses  OpenAI Responses API / Agents SDK items: array, JSONL or {model, input}
+  langchain    LangChain messages_to_dict, dumpd, model_dump lists; LangGraph {messages} state
+  inspect      Inspect AI logs, .json and .eval (one trace per sample and epoch)
+  gemini-cli   Gemini CLI sessions (~/.gemini/tmp/<project>/chats/session-*.json)
+  gemini       Gemini API Content[] history ({role: user|model, parts})
+  cline        Cline / Roo Code api_conversation_history.json
   mini-swe     mini-swe-agent .traj.json (bash blocks become tool calls)
   swe-agent    SWE-agent .traj (0.x text actions and 1.x function calling)
   openhands    OpenHands event arrays, evaluation rows, the 2024 resolver output
@@ -29,7 +37,8 @@ The format is detected from the content of each file:
   tau2         τ²-bench simulation results (one trace per simulation)
   atif         Harbor ATIF v1.x trajectories
   canonical    ctxbench's own JSONL (re-import, e.g. to split or rename)
-Use --from FORMAT when detection picks the wrong one.
+Use --from FORMAT when detection picks the wrong one. An import that yields a trace with no
+message is an error for that file (a forced --from says what the file looks like instead).
 
 Each trace is written to DIR/<trace id>.jsonl. Ids are stable: the input file name without its
 extension, plus the run key for files holding several traces (gpt-4o-airline__task3_trial1).

@@ -14,6 +14,9 @@
 //!   recorded tool schemas. Error % = (counted − recorded) / recorded × 100; `bias_pct` is its
 //!   mean (positive: the counter over-counts), `mean_abs_pct_error` the mean of its absolute
 //!   value. Totals pool every compared call of every trace (not a mean of per-trace means).
+//!   A recorded compaction (a `compaction` marker) restarts the counted prompt: after it the
+//!   model saw the tool schemas, the trace's leading system messages (which a compaction keeps)
+//!   and the messages from the marker on, not the history it replaced.
 //!   With an overhead ([`compute_with_overhead`]: what the trace left out, e.g. the bundled
 //!   `claude-code` estimate) every counted prompt gets it added, and the figures without it stay
 //!   beside (`*_without_overhead`), so the bias before and after can be compared.
@@ -359,8 +362,26 @@ fn trace_stats(
     let mut call_tool: HashMap<&str, &str> = HashMap::new();
     let mut prompt = tool_schema_tokens; // tokens of everything before the current message
     let mut sizes: Vec<(u64, u64, usize)> = Vec::with_capacity(trace.messages.len());
+    // What a compaction keeps: the tool schemas and the leading system messages.
+    let kept = tool_schema_tokens
+        + trace
+            .messages
+            .iter()
+            .zip(counts)
+            .take_while(|(m, _)| m.role == Role::System)
+            .map(|(_, &c)| c)
+            .sum::<u64>();
+    let compactions: std::collections::HashSet<usize> = trace
+        .markers
+        .iter()
+        .filter(|mk| mk.kind == "compaction")
+        .map(|mk| mk.index)
+        .collect();
 
     for (index, (m, &tokens)) in trace.messages.iter().zip(counts).enumerate() {
+        if compactions.contains(&index) && index > 0 {
+            prompt = kept;
+        }
         let chars = message_chars(m);
         s.tokens += tokens;
         s.chars += chars;

@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 
 /// Extensions kept when walking a directory.
-pub const TRACE_EXTENSIONS: [&str; 4] = ["json", "jsonl", "ndjson", "traj"];
+pub const TRACE_EXTENSIONS: [&str; 5] = ["json", "jsonl", "ndjson", "traj", "eval"];
 
 /// A file a pattern selects. Its identity (equality, order) is its path: the same file selected
 /// twice is one file (a set keeps the first selection's `walked`), and a sorted set of

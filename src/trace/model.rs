@@ -193,6 +193,13 @@ source_formats! {
     Tau2 => "tau2",
     Atif => "atif",
     Golden => "golden",
+    Codex => "codex",
+    OpenaiResponses => "openai-responses",
+    Langchain => "langchain",
+    Inspect => "inspect",
+    GeminiCli => "gemini-cli",
+    Gemini => "gemini",
+    Cline => "cline",
 }
 
 impl SourceFormat {

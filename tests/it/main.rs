@@ -36,6 +36,7 @@ mod import_bad_input;
 mod import_cli;
 mod import_datasets;
 mod import_formats;
+mod import_real;
 mod import_roundtrip;
 mod layering;
 mod local_llm;

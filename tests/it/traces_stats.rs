@@ -618,3 +618,34 @@ fn cli_table_on_the_claude_code_dataset() {
 fn cli_table_on_the_swe_agent_dataset_shortens_long_ids() {
     insta::assert_snapshot!("traces_stats_swe_agent", human_stats("datasets/swe-agent"));
 }
+
+/// A recorded compaction restarts the counted prompt: after the marker the model saw the
+/// leading system message and what follows the marker, not the replaced history.
+/// 0 system "be brief" (4), 1 user "a b c d" (6), 2 assistant "x", input 10: counted 4 + 6 = 10;
+/// marker before 3; 3 user "s s" (4), 4 assistant "y", input 8: counted 4 + 4 = 8 (17 without
+/// the restart: 4 + 6 + 3 + 4, +112.5%).
+#[test]
+fn calibration_restarts_at_compaction_markers() {
+    let mut t = Trace::new(TraceMeta::new("c", SourceFormat::ClaudeCode));
+    t.messages = vec![
+        Message::system("be brief"),
+        Message::user("a b c d"),
+        with_usage(Message::assistant("x", vec![]), 10, 1, 0),
+        Message::user("s s"),
+        with_usage(Message::assistant("y", vec![]), 8, 1, 0),
+    ];
+    t.markers = vec![ctxbench::trace::ContextMarker {
+        index: 3,
+        kind: "compaction".into(),
+        detail: None,
+        tokens_before: Some(17),
+    }];
+    let r = stats::compute(std::slice::from_ref(&t), &Words, 0);
+    let c = r.traces[0].calibration.as_ref().unwrap();
+    assert_eq!((c.calls, c.recorded_input, c.counted_input), (2, 18, 18));
+    assert_eq!(c.bias_pct, 0.0);
+    // another kind of marker does not restart anything
+    t.markers[0].kind = "task_boundary".into();
+    let r = stats::compute(&[t], &Words, 0);
+    assert_eq!(r.traces[0].calibration.as_ref().unwrap().counted_input, 27);
+}

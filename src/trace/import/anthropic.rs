@@ -178,10 +178,10 @@ pub fn convert_message(m: &Node<'_>, t: &mut Trace, calls: &mut Calls) -> Res<()
             "system" => t
                 .messages
                 .push(Message::system(content_text(&m.key("content"))?)),
-            _ => {
-                return Err(m
-                    .key("role")
-                    .expected("\"user\", \"assistant\" or \"system\""))
+            other => {
+                return Err(m.key("role").error(format!(
+                    "expected \"user\", \"assistant\" or \"system\", found {other:?}"
+                )))
             }
         }
     }

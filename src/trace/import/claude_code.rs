@@ -1,5 +1,9 @@
-//! Claude Code session JSONL → canonical trace.
+//! Claude Code session JSONL → canonical traces.
 //!
+//! - Detection reads the records a session holds, not its first line: interactive sessions
+//!   start with a `file-history-snapshot`, `summary` or `queue-operation` record, so any
+//!   `user`/`assistant` record with a `message` and a `uuid` or `sessionId` makes the file a
+//!   Claude Code session.
 //! - Assistant records that share `message.id` are one API response split per content block:
 //!   they are merged into one assistant message, and its usage is taken once (from the last
 //!   record of that id, the latest streaming snapshot). Usage is normalized Anthropic usage, so
@@ -7,33 +11,44 @@
 //!   size of that call.
 //! - Tool results come from `message.content` (`tool_result` blocks: what the model saw), never
 //!   from the UI copy in `toolUseResult`.
-//! - `isMeta: true` user records (hook feedback, command caveats) get `kind: "meta"`; the summary
-//!   written after a compaction (`isCompactSummary`) gets `kind: "compaction_summary"`.
+//! - `isMeta: true` user records (hook feedback, command caveats) get `kind: "meta"`; slash
+//!   commands and their output (`<command-name>`, `<local-command-stdout>`) `kind: "command"`;
+//!   the summary written after a compaction (`isCompactSummary`) `kind: "compaction_summary"`.
 //! - `system` records with `subtype: "compact_boundary"` become `compaction` markers
-//!   (`tokens_before` from `compactMetadata.preTokens`); other bookkeeping records
-//!   (`queue-operation`, `file-history-snapshot`, `summary`, `progress`, other `system`) are
-//!   skipped. Sidechain (subagent) records are skipped with a warning: they are another context.
+//!   (`tokens_before` from `compactMetadata.preTokens`, `detail` the trigger) placed before the
+//!   summary that follows; other bookkeeping records (`queue-operation`,
+//!   `file-history-snapshot`, `summary`, `progress`, other `system`) are skipped.
+//! - Subagents are contexts of their own. A subagent transcript (`<session>/subagents/
+//!   agent-<id>.jsonl`, every record `isSidechain`) is one trace with id
+//!   `<sessionId>__agent-<agentId>` and `task_id` the parent's `sessionId` (the parent session's
+//!   file is `<sessionId>.jsonl`, so its trace id is that `sessionId`). Sidechain records inside
+//!   a main session file (older versions) become their own traces too, `<stem>__agent-<agentId>`
+//!   (or `<stem>__sidechain-<n>`, grouped by their `parentUuid` chain).
 
 use super::anthropic::{anthropic_usage, assistant_blocks, user_blocks, AssistantParts};
+use super::detect::str_of;
 use super::json::{Node, Res};
 use super::Calls;
-use crate::trace::model::{ContextMarker, Role, SourceFormat, Trace, TraceMeta};
-use serde_json::Value;
-use std::collections::HashMap;
-use super::detect::str_of;
 use super::{Importer, Input};
+use crate::trace::model::{ContextMarker, Role, SourceFormat, Trace, TraceMeta};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
 
-/// Claude Code sessions: JSON Lines of records typed `user|assistant|system|summary|…` carrying
-/// a `uuid` or `sessionId`.
+/// Claude Code sessions: JSON Lines holding a `user`/`assistant` record with a `message` and a
+/// `uuid` or `sessionId` (wherever it is: interactive sessions start with bookkeeping records),
+/// or whose first record is a Claude Code record type with a `uuid`, `sessionId` or `leafUuid`.
 pub const IMPORTER: Importer = Importer {
     format: SourceFormat::ClaudeCode,
-    detect: |shape| {
-        shape.first_line().is_some_and(|o| {
-            str_of(o, "type").is_some_and(|t| RECORD_TYPES.contains(&t))
-                && (o.contains_key("uuid")
-                    || o.contains_key("sessionId")
-                    || o.contains_key("leafUuid"))
-        })
+    detect: |shape| match shape {
+        super::detect::Shape::Lines(lines, first) => {
+            (is_record_type(first) && has_session_ids(first))
+                || (str_of(first, "type").is_some()
+                    && lines
+                        .iter()
+                        .filter_map(|(_, v)| v.as_object())
+                        .any(is_message_record))
+        }
+        _ => false,
     },
     import: |input, stem| match input {
         Input::Lines(lines) => import(std::mem::take(lines), stem),
@@ -52,20 +67,41 @@ const RECORD_TYPES: [&str; 7] = [
     "progress",
 ];
 
-/// Each record is dropped once converted, so the parsed lines and the trace never coexist whole.
-pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
-    let mut t = Trace::new(TraceMeta::new(stem, SourceFormat::ClaudeCode));
-    let mut calls = Calls::default();
-    let mut by_id: HashMap<String, usize> = HashMap::new();
-    let mut sidechain = 0usize;
-    for (n, v) in lines {
-        let r = Node::line_root(&v, n);
-        r.obj()?;
-        let ty = r.key("type").str()?;
-        if matches!(ty, "user" | "assistant") && r.key("isSidechain").opt_bool()? == Some(true) {
-            sidechain += 1;
-            continue;
+fn is_record_type(o: &Map<String, Value>) -> bool {
+    str_of(o, "type").is_some_and(|t| RECORD_TYPES.contains(&t))
+}
+
+fn has_session_ids(o: &Map<String, Value>) -> bool {
+    o.contains_key("uuid") || o.contains_key("sessionId") || o.contains_key("leafUuid")
+}
+
+/// A `user` or `assistant` record of a session: `{type, message: {…}, uuid | sessionId}`.
+fn is_message_record(o: &Map<String, Value>) -> bool {
+    matches!(str_of(o, "type"), Some("user" | "assistant"))
+        && o.get("message").is_some_and(|m| m.is_object())
+        && (o.contains_key("uuid") || o.contains_key("sessionId"))
+}
+
+/// One context being rebuilt: the main session, or one subagent (sidechain).
+struct Session {
+    t: Trace,
+    calls: Calls,
+    /// `message.id` → index of its merged assistant message.
+    by_id: HashMap<String, usize>,
+}
+
+impl Session {
+    fn new(id: String) -> Self {
+        Session {
+            t: Trace::new(TraceMeta::new(id, SourceFormat::ClaudeCode)),
+            calls: Calls::default(),
+            by_id: HashMap::new(),
         }
+    }
+
+    /// Add one `user`, `assistant` or `system` record.
+    fn record(&mut self, r: &Node<'_>, ty: &str) -> Res<()> {
+        let t = &mut self.t;
         if t.meta.task_id.is_none() {
             t.meta.task_id = r.key("sessionId").opt_str()?.map(String::from);
         }
@@ -74,11 +110,14 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
             "user" => {
                 let msg = r.key("message");
                 msg.obj()?;
-                let mut ms = user_blocks(&msg.key("content"), &mut calls, &mut t.meta.warnings)?;
+                let content = msg.key("content");
+                let mut ms = user_blocks(&content, &mut self.calls, &mut t.meta.warnings)?;
                 let kind = if r.key("isCompactSummary").opt_bool()? == Some(true) {
                     Some("compaction_summary")
                 } else if r.key("isMeta").opt_bool()? == Some(true) {
                     Some("meta")
+                } else if content.v.as_str().is_some_and(is_command_text) {
+                    Some("command")
                 } else {
                     None
                 };
@@ -98,7 +137,7 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                 assistant_blocks(
                     &msg.key("content"),
                     &mut parts,
-                    &mut calls,
+                    &mut self.calls,
                     &mut t.meta.warnings,
                 )?;
                 let usage = anthropic_usage(&msg.key("usage"))?;
@@ -109,7 +148,7 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                         .filter(|m| !m.starts_with('<'))
                         .map(String::from);
                 }
-                match by_id.get(&id).copied().filter(|_| !id.is_empty()) {
+                match self.by_id.get(&id).copied().filter(|_| !id.is_empty()) {
                     Some(i) => {
                         let m = &mut t.messages[i];
                         for text in parts.texts {
@@ -137,7 +176,7 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                         if r.key("isApiErrorMessage").opt_bool()? == Some(true) {
                             m.kind = Some("api_error".into());
                         }
-                        by_id.insert(id, t.messages.len());
+                        self.by_id.insert(id, t.messages.len());
                         t.messages.push(m);
                     }
                 }
@@ -153,13 +192,97 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
             }
             _ => {}
         }
+        Ok(())
     }
-    if sidechain > 0 {
-        t.meta.warnings.push(format!(
-            "{sidechain} sidechain (subagent) records skipped: they belong to another context"
-        ));
+}
+
+/// A slash command or its local output, as Claude Code records them in user turns.
+fn is_command_text(s: &str) -> bool {
+    let s = s.trim_start();
+    s.starts_with("<command-name>")
+        || s.starts_with("<command-message>")
+        || s.starts_with("<local-command-stdout>")
+        || s.starts_with("<local-command-stderr>")
+}
+
+/// The sidechains (subagent contexts) of one file, grouped by `agentId` or, without one, by
+/// their `parentUuid` chain.
+#[derive(Default)]
+struct Sidechains {
+    /// (agent id if recorded, session), in order of first appearance.
+    groups: Vec<(Option<String>, Session)>,
+    by_agent: HashMap<String, usize>,
+    by_uuid: HashMap<String, usize>,
+}
+
+impl Sidechains {
+    fn group_of(&mut self, r: &Node<'_>) -> Res<usize> {
+        let agent = r.key("agentId").opt_str()?;
+        let parent = match r.key("parentUuid").opt_str()? {
+            Some(p) => Some(p),
+            None => r.key("logicalParentUuid").opt_str()?,
+        };
+        let g = match (agent, parent) {
+            (Some(a), _) if self.by_agent.contains_key(a) => self.by_agent[a],
+            (None, Some(p)) if self.by_uuid.contains_key(p) => self.by_uuid[p],
+            _ => {
+                self.groups
+                    .push((agent.map(String::from), Session::new(String::new())));
+                let g = self.groups.len() - 1;
+                if let Some(a) = agent {
+                    self.by_agent.insert(a.to_string(), g);
+                }
+                g
+            }
+        };
+        if let Some(u) = r.key("uuid").opt_str()? {
+            self.by_uuid.insert(u.to_string(), g);
+        }
+        Ok(g)
     }
-    Ok(vec![t])
+}
+
+/// Each record is dropped once converted, so the parsed lines and the trace never coexist whole.
+pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
+    let mut main = Session::new(stem.to_string());
+    let mut side = Sidechains::default();
+    let mut main_records = 0usize;
+    for (n, v) in lines {
+        let r = Node::line_root(&v, n);
+        r.obj()?;
+        let ty = r.key("type").str()?;
+        if !matches!(ty, "user" | "assistant" | "system") {
+            continue;
+        }
+        if r.key("isSidechain").opt_bool()? == Some(true) {
+            let g = side.group_of(&r)?;
+            side.groups[g].1.record(&r, ty)?;
+        } else {
+            main_records += 1;
+            main.record(&r, ty)?;
+        }
+    }
+    let subagent_file = main_records == 0 && !side.groups.is_empty();
+    let mut out = Vec::new();
+    if !subagent_file {
+        out.push(main.t);
+    }
+    let n_groups = side.groups.len();
+    for (i, (agent, mut s)) in side.groups.into_iter().enumerate() {
+        let session = s.t.meta.task_id.clone();
+        s.t.meta.id = match (&agent, subagent_file) {
+            // The parent session's trace id is its file stem, its `sessionId`.
+            (Some(a), true) => match &session {
+                Some(sid) => format!("{sid}__agent-{a}"),
+                None => format!("{stem}__agent-{a}"),
+            },
+            (Some(a), false) => format!("{stem}__agent-{a}"),
+            (None, true) if n_groups == 1 => stem.to_string(),
+            (None, _) => format!("{stem}__sidechain-{}", i + 1),
+        };
+        out.push(s.t);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -213,5 +336,64 @@ mod tests {
         ]);
         let e = import(recs, "cc").unwrap_err();
         assert_eq!(e.location, "line 1: $.message.content[0].tool_use_id");
+    }
+    #[test]
+    fn detection_reads_the_records_not_the_first_line() {
+        use super::super::detect::detect;
+        let session = Input::Lines(lines(vec![
+            json!({"type": "file-history-snapshot", "messageId": "m", "snapshot": {}}),
+            json!({"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "hi"}}),
+        ]));
+        assert_eq!(detect(&session), Ok(SourceFormat::ClaudeCode));
+        // Records with a `type` but no session record are not claimed.
+        let other = Input::Lines(lines(vec![
+            json!({"type": "session_meta", "payload": {}}),
+            json!({"type": "response_item", "payload": {"type": "message"}}),
+        ]));
+        assert_ne!(detect(&other), Ok(SourceFormat::ClaudeCode));
+    }
+
+    #[test]
+    fn subagent_transcripts_and_inline_sidechains_are_their_own_traces() {
+        let rec = |ty: &str, uuid: &str, parent: Option<&str>, agent: Option<&str>, content: Value| {
+            let mut r = json!({"type": ty, "uuid": uuid, "parentUuid": parent, "sessionId": "S",
+                "isSidechain": true, "message": {"role": ty, "id": uuid, "content": content}});
+            if let Some(a) = agent {
+                r["agentId"] = json!(a);
+            }
+            r
+        };
+        let call = json!([{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]);
+        let result = json!([{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]);
+        // A transcript of its own: id from the parent session and the agent id.
+        let file = lines(vec![
+            rec("user", "a", None, Some("ab12"), json!("do the task")),
+            rec("assistant", "b", Some("a"), Some("ab12"), call.clone()),
+            rec("user", "c", Some("b"), Some("ab12"), result.clone()),
+        ]);
+        let ts = import(file, "agent-ab12").unwrap();
+        assert_eq!(ts.len(), 1);
+        assert_eq!(ts[0].meta.id, "S__agent-ab12");
+        assert_eq!(ts[0].meta.task_id.as_deref(), Some("S"));
+        assert_eq!(ts[0].messages.len(), 3);
+        assert_eq!(ts[0].messages[2].tool_call_id.as_deref(), Some("t1"));
+        // Inside a main session without agent ids: grouped by their parentUuid chains.
+        let mut main = vec![
+            json!({"type": "user", "uuid": "m1", "sessionId": "S", "message": {"content": "<command-name>/clear</command-name>"}}),
+            json!({"type": "user", "uuid": "m2", "sessionId": "S", "message": {"content": "real goal"}}),
+        ];
+        main.push(rec("user", "x1", None, None, json!("first sub")));
+        main.push(rec("user", "y1", None, None, json!("second sub")));
+        main.push(rec("assistant", "x2", Some("x1"), None, call));
+        main.push(rec("user", "x3", Some("x2"), None, result));
+        let ts = import(lines(main), "S").unwrap();
+        let ids: Vec<_> = ts.iter().map(|t| t.meta.id.as_str()).collect();
+        assert_eq!(ids, ["S", "S__sidechain-1", "S__sidechain-2"]);
+        assert_eq!(ts[1].messages.len(), 3);
+        assert_eq!(ts[2].messages.len(), 1);
+        assert_eq!(ts[0].messages[0].kind.as_deref(), Some("command"));
+        let mut main = ts[0].clone();
+        super::super::finalize(&mut main);
+        assert_eq!(main.meta.goal.as_deref(), Some("real goal"));
     }
 }

@@ -6,14 +6,29 @@
 //! JSON Lines (by its first line). The first importer in `importers!` order whose rule says yes
 //! wins; JSON Lines that no line-level rule claims are detected by their first line read as a
 //! document (e.g. OpenHands evaluation rows). Today's rules, in that order:
-//! - claude-code: JSON Lines of `{type: user|assistant|system|summary|…, uuid|sessionId}`;
+//! - claude-code: JSON Lines holding a `{type: user|assistant, message, uuid|sessionId}` record
+//!   (anywhere: interactive sessions start with bookkeeping records);
+//! - codex: JSON Lines of `{type: session_meta|response_item|…, payload}`;
 //! - mini-swe: `trajectory_format: "mini-swe-agent…"`; atif: `schema_version: "ATIF…"` or
 //!   `{session_id, agent, steps}`; tau2: `simulations[]`;
+//! - inspect: `{eval: {task…}, samples[]|plan|results}` or one sample `{epoch, input, messages}`
+//!   (an `.eval` zip is recognised by its bytes before any JSON is read);
+//! - gemini-cli: `{sessionId, messages: [{type: user|gemini, …}]}`;
 //! - swe-agent: `history[]` of `{role…}` or `{trajectory[], info}`; openhands: `history[]` of
 //!   `{action|observation…}`, or an array of such events; tau: an array of `{task_id, traj}`;
 //! - golden: JSON Lines of role lines (`{role, content}`, no `type`) with a LangChain-shaped
 //!   tool call `{id, name, args}` somewhere (a deepagents golden fixture's `trace.jsonl`);
-//! - anthropic, then openai: chat messages (see [`chat_flavor`]): any `role: tool|function|
+//! - langchain: `messages_to_dict` (`{type: human|ai|tool|system, data}`), `dumpd` (`{lc: 1,
+//!   type: "constructor", id: [..., "AIMessage"]}`) or `model_dump` items, as an array, JSON
+//!   Lines or a LangGraph state `{messages|values.messages|channel_values.messages}`;
+//! - openai-responses: Responses items (`type: function_call|reasoning|message…`) as an array,
+//!   JSON Lines or `{input: [items]}`;
+//! - gemini: every item a Gemini `Content` (`role: "model"`, or `parts` without `content`), as
+//!   an array, JSON Lines or `{contents: [...]}`;
+//! - cline: an array of `{role, content}` whose user text has a `[tool…] Result:` header or
+//!   `<environment_details>`;
+//! - anthropic, then openai: chat messages (see [`chat_flavor`]), never Responses items or
+//!   Gemini `Content` (`role: "model"`, `parts`), which they cannot read: any `role: tool|function|
 //!   developer`, `tool_calls` or `function_call` means openai; any content block of type
 //!   `tool_use`, `tool_result`, `thinking` or a top-level `system` field means anthropic; plain
 //!   text conversations are read as openai (the two agree).
@@ -149,6 +164,21 @@ fn detect_doc(v: &Value) -> Result<SourceFormat, String> {
 /// A chat conversation (messages with roles, in any of the shapes chat exports take) and its
 /// flavor: `Some(Anthropic)` or `Some(Openai)`; `None` when the input is not a conversation.
 pub fn chat_flavor(shape: Shape<'_>) -> Option<SourceFormat> {
+    let refused = match shape {
+        Shape::Lines(lines, _) => foreign(
+            lines
+                .iter()
+                .flat_map(|(_, v)| messages(v).map_or(std::slice::from_ref(v), |m| m.as_slice())),
+        ),
+        Shape::Object(o) => arr_of(o, "messages").is_some_and(|m| foreign(m.iter())),
+        Shape::Array(a, _) => foreign(
+            a.iter()
+                .flat_map(|v| messages(v).map_or(std::slice::from_ref(v), |m| m.as_slice())),
+        ),
+    };
+    if refused {
+        return None;
+    }
     match shape {
         Shape::Lines(lines, first) => {
             if first.contains_key("role") {
@@ -185,6 +215,19 @@ fn flavor<'a>(messages: impl Iterator<Item = &'a Value>, root: Option<&Value>) -
 
 fn messages(v: &Value) -> Option<&Vec<Value>> {
     v.get("messages").and_then(|m| m.as_array())
+}
+
+/// Messages another format wrote, which neither chat importer can read: OpenAI Responses
+/// items (`type: function_call|reasoning|…`, or `message` items) and Gemini `Content`
+/// (`role: "model"` or `parts`).
+fn foreign<'a>(mut messages: impl Iterator<Item = &'a Value>) -> bool {
+    messages.any(|m| {
+        m.as_object().is_some_and(|o| {
+            super::responses::is_item(o)
+                || str_of(o, "role") == Some("model")
+                || (o.contains_key("parts") && !o.contains_key("content"))
+        })
+    })
 }
 
 /// OpenAI or Anthropic, from the messages (and the enclosing object's `system` field, if any).

@@ -143,6 +143,41 @@ fn read_as(
     }
 }
 
+/// What the first bytes of a file say before any JSON parsing.
+pub(super) enum Sniffed {
+    /// A zip archive (an Inspect `.eval` log).
+    Zip,
+    /// A known kind of file no importer reads: what it looks like.
+    Unsupported(&'static str),
+}
+
+/// Recognise a file by its first bytes: a zip archive, or a known unsupported kind (an Aider
+/// chat history, an SQLite database, HTML). `None` for anything else (read as JSON).
+pub(super) fn sniff(path: &Path) -> Option<Sniffed> {
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .ok()?;
+    let head = &head[..n];
+    if head.starts_with(b"PK\x03\x04") {
+        return Some(Sniffed::Zip);
+    }
+    let text = String::from_utf8_lossy(head);
+    let t = text.trim_start();
+    if t.starts_with("# aider chat started at") {
+        return Some(Sniffed::Unsupported("an Aider chat history (.md)"));
+    }
+    if head.starts_with(b"SQLite format 3\0") {
+        return Some(Sniffed::Unsupported(
+            "an SQLite database (a Codex state index or a LangGraph checkpointer: export the messages as JSON)",
+        ));
+    }
+    if t.starts_with("<!DOCTYPE") || t.starts_with("<html") {
+        return Some(Sniffed::Unsupported("an HTML page"));
+    }
+    None
+}
+
 /// A line without its `\n` and a `\r` before it (as `parse_lines` splits).
 fn trim_eol(line: &[u8]) -> &[u8] {
     let line = line.strip_suffix(b"\n").unwrap_or(line);

@@ -45,13 +45,20 @@ macro_rules! importers {
 // `every_importer_is_registered_at_every_site` checks all of them).
 importers! {
     claude_code,
+    codex,
     mini_swe,
     atif,
     tau2,
+    inspect,
+    gemini_cli,
     swe_agent,
     openhands,
     tau,
     golden,
+    langchain,
+    responses,
+    gemini,
+    cline,
     anthropic,
     openai,
 }
@@ -140,6 +147,10 @@ pub fn import_found(
 }
 
 fn not_a_trace(path: &Path, why: &str) -> ImportError {
+    if why.starts_with(NO_MESSAGE) {
+        // Detected, but nothing in it: forcing another format would not help.
+        return ImportError::new(path, "file", why);
+    }
     ImportError::new(
         path,
         "file",
@@ -150,11 +161,27 @@ fn not_a_trace(path: &Path, why: &str) -> ImportError {
     )
 }
 
+/// How the reason of a detected input that yields a trace without messages starts.
+const NO_MESSAGE: &str = "no message";
+
 /// Import one file, telling "not a trace" apart from a broken trace.
 pub fn import_file_content(
     path: &Path,
     from: Option<SourceFormat>,
 ) -> Result<FileContent, ImportError> {
+    if let Some(kind) = file::sniff(path) {
+        return match kind {
+            file::Sniffed::Zip => import_zip(path, from),
+            file::Sniffed::Unsupported(what) => Err(ImportError::new(
+                path,
+                "file",
+                format!(
+                    "{what}: not supported; expected one of the formats {}",
+                    format_names()
+                ),
+            )),
+        };
+    }
     let input = match file::read(path, from)? {
         file::FileRead::Empty => return Ok(FileContent::NotATrace("the file is empty".into())),
         file::FileRead::Canonical(traces) => return Ok(FileContent::Traces(traces)),
@@ -167,6 +194,24 @@ pub fn import_file_content(
     };
     import_input_as(input, &file_stem(path), from, Some(path))
         .map_err(|l| ImportError::located(path, l))
+}
+
+/// A zip archive: an Inspect `.eval` log is the only trace format that is one.
+fn import_zip(path: &Path, from: Option<SourceFormat>) -> Result<FileContent, ImportError> {
+    if let Some(f) = from.filter(|f| *f != SourceFormat::Inspect) {
+        return Err(ImportError::new(
+            path,
+            "file",
+            format!(
+                "--from {}: the file is a zip archive, which only the inspect format (an Inspect .eval log) is",
+                f.as_str()
+            ),
+        ));
+    }
+    let traces = inspect::import_zip(path, &file_stem(path))
+        .and_then(|t| finish(t, SourceFormat::Inspect, None, Some(path)))
+        .map_err(|l| ImportError::located(path, l))?;
+    Ok(traces)
 }
 
 /// Import files, directories and globs (see [`crate::trace::discover`] for which files they
@@ -220,7 +265,7 @@ pub fn file_stem(path: &Path) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "trace".into());
     let mut s = name.as_str();
-    for ext in [".jsonl", ".ndjson", ".json", ".traj"] {
+    for ext in [".jsonl", ".ndjson", ".json", ".traj", ".eval"] {
         if let Some(x) = s.strip_suffix(ext) {
             s = x;
             if let Some(y) = s.strip_suffix(".traj") {
@@ -348,7 +393,45 @@ fn import_input_as(
             Err(why) => return Ok(FileContent::NotATrace(why)),
         },
     };
-    let mut traces = import_input(&mut input, stem, format)?;
+    // What the input looks like, kept for the error should it yield nothing.
+    let looks = from.map(|_| detect::detect(&input));
+    let traces = import_input(&mut input, stem, format)?;
+    finish(traces, format, looks, path)
+}
+
+/// The checks and bookkeeping after an importer ran: a trace without messages makes the input
+/// an error (`looks`, what detection said of an input read with a forced format) or, when
+/// detected, not a trace; otherwise each trace gets its source path, goal and pairing warnings.
+fn finish(
+    mut traces: Vec<Trace>,
+    format: SourceFormat,
+    looks: Option<Result<SourceFormat, String>>,
+    path: Option<&Path>,
+) -> Res<FileContent> {
+    if let Some(why) = empty_traces(&traces, format) {
+        return match looks {
+            // Nothing dropped silently: a forced format that reads nothing is an error.
+            Some(looks) => Err(Located::new(
+                "file",
+                format!(
+                    "--from {} read {why}; {}",
+                    format.as_str(),
+                    match looks {
+                        Ok(f) if f != format => format!(
+                            "the input looks like {} (drop --from to detect it)",
+                            f.as_str()
+                        ),
+                        Ok(_) => "the input holds no message this format reads".to_string(),
+                        Err(what) => format!("the input is {what}"),
+                    }
+                ),
+            )),
+            None => Ok(FileContent::NotATrace(format!(
+                "{NO_MESSAGE}: detected as {} but {why}",
+                format.as_str()
+            ))),
+        };
+    }
     for t in traces.iter_mut() {
         if let Some(p) = path {
             t.meta.source_path = Some(p.display().to_string());
@@ -356,6 +439,29 @@ fn import_input_as(
         finalize(t);
     }
     Ok(FileContent::Traces(traces))
+}
+
+/// Why `traces` must not be taken as an import: no trace at all, or a trace without messages
+/// (every trace of a format holds at least one message).
+fn empty_traces(traces: &[Trace], format: SourceFormat) -> Option<String> {
+    if traces.is_empty() {
+        return Some(format!("no {} trace", format.as_str()));
+    }
+    let empty: Vec<&str> = traces
+        .iter()
+        .filter(|t| t.messages.is_empty())
+        .map(|t| t.meta.id.as_str())
+        .collect();
+    match empty.as_slice() {
+        [] => None,
+        [one] if traces.len() == 1 => Some(format!("a trace with no message ({one})")),
+        some => Some(format!(
+            "{} trace(s) with no message ({}{})",
+            some.len(),
+            some.iter().take(3).copied().collect::<Vec<_>>().join(", "),
+            if some.len() > 3 { ", …" } else { "" }
+        )),
+    }
 }
 
 /// Dispatch a parsed input to the importer of `format` (which may consume it).
@@ -531,6 +637,14 @@ mod tests {
         (SourceFormat::Openhands, r#"{"history": [{"action": "run"}]}"#),
         (SourceFormat::Tau, r#"[{"task_id": 1, "traj": []}]"#),
         (SourceFormat::Golden, "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"c\",\"name\":\"ls\",\"args\":{}}]}\n"),
+        (SourceFormat::Codex, "{\"type\":\"session_meta\",\"payload\":{\"id\":\"s\"}}\n{\"type\":\"response_item\",\"payload\":{\"type\":\"message\",\"role\":\"user\",\"content\":\"hi\"}}\n"),
+        (SourceFormat::Inspect, r#"{"version": 2, "eval": {"task": "t"}, "samples": []}"#),
+        (SourceFormat::GeminiCli, r#"{"sessionId": "s", "messages": [{"type": "user", "content": "hi"}]}"#),
+        (SourceFormat::Langchain, r#"[{"type": "human", "data": {"content": "hi"}}]"#),
+        (SourceFormat::Langchain, r#"{"messages": [{"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "AIMessage"], "kwargs": {"content": "x"}}]}"#),
+        (SourceFormat::OpenaiResponses, r#"[{"role": "user", "content": "hi"}, {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]"#),
+        (SourceFormat::Gemini, r#"[{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [{"text": "yo"}]}]"#),
+        (SourceFormat::Cline, r#"[{"role": "user", "content": [{"type": "text", "text": "<task>x</task>"}, {"type": "text", "text": "<environment_details>\n</environment_details>"}]}]"#),
         (SourceFormat::Anthropic, r#"{"system": "s", "messages": [{"role": "user", "content": "hi"}]}"#),
         (SourceFormat::Openai, r#"[{"role": "user", "content": "hi"}]"#),
     ];

@@ -224,10 +224,10 @@ pub fn convert_message(m: &Node<'_>, t: &mut Trace, calls: &mut Calls) -> Res<()
                 let name = m.key("name").opt_str()?.map(String::from).unwrap_or(name);
                 Message::tool(id, name, content)
             }
-            _ => {
-                return Err(m.key("role").expected(
-                    "\"system\", \"developer\", \"user\", \"assistant\", \"tool\" or \"function\"",
-                ))
+            other => {
+                return Err(m.key("role").error(format!(
+                    "expected \"system\", \"developer\", \"user\", \"assistant\", \"tool\" or \"function\", found {other:?}"
+                )))
             }
         };
         t.messages.push(msg);

@@ -1,0 +1,196 @@
+//! Codex CLI session rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`) → one canonical
+//! trace.
+//!
+//! Each line is `{timestamp, type, payload}`:
+//! - `session_meta`: `payload.id` → `task_id`, `payload.base_instructions.text` (the
+//!   instructions the model got) → the first, system message;
+//! - `turn_context`: `payload.model` → `meta.model`;
+//! - `response_item`: an OpenAI Responses item, converted as the `openai-responses` importer
+//!   does (consecutive output items are one model call; reasoning kept as reasoning);
+//! - `event_msg` with `payload.type: "token_count"`: `info.last_token_usage` is the usage of the
+//!   model call just made (`input_tokens` includes `cached_input_tokens`, `output_tokens`
+//!   includes `reasoning_output_tokens`); it is set on the latest assistant message and ends
+//!   that call. A repeated event (same `total_token_usage`) is counted once;
+//!   `info.model_context_window` → `meta.window`. Other events repeat what the response items
+//!   hold (`user_message`, `agent_message`, `exec_command_end`) and are skipped;
+//! - `compacted` (Codex's own compaction): a `compaction` marker, followed by the context that
+//!   replaced the history: `payload.replacement_history` (items, each message marked
+//!   `kind: "compaction_summary"`) when recorded, else the summary `payload.message` as one
+//!   `compaction_summary` user message.
+//!
+//! User messages Codex injects (`<environment_context>`, AGENTS.md, `<user_instructions>`) get
+//! `kind: "meta"` (in the shared item conversion), so the goal is the person's first request.
+
+use super::detect::{str_of, Shape};
+use super::json::{Node, Res};
+use super::responses::Conv;
+use super::{Importer, Input};
+use crate::trace::model::{Message, SourceFormat, Trace, Usage};
+use serde_json::Value;
+
+/// Codex rollouts: JSON Lines of `{type: session_meta|response_item|turn_context|event_msg|
+/// compacted, payload}` with a `session_meta` or `response_item` record.
+pub const IMPORTER: Importer = Importer {
+    format: SourceFormat::Codex,
+    detect: |shape| match shape {
+        Shape::Lines(lines, _) => lines.iter().filter_map(|(_, v)| v.as_object()).any(|o| {
+            matches!(str_of(o, "type"), Some("session_meta" | "response_item"))
+                && o.get("payload").is_some_and(|p| p.is_object())
+        }),
+        Shape::Object(o) => {
+            str_of(o, "type") == Some("session_meta") && o.contains_key("payload")
+        }
+        Shape::Array(..) => false,
+    },
+    import: |input, stem| match input {
+        Input::Lines(lines) => import(std::mem::take(lines), stem),
+        Input::Json(v) => import(vec![(1, std::mem::take(v))], stem),
+    },
+};
+
+pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
+    let mut conv = Conv::new(stem, SourceFormat::Codex);
+    let mut last_total: Option<Value> = None;
+    for (n, v) in lines {
+        let r = Node::line_root(&v, n);
+        r.obj()?;
+        let ts = r.key("timestamp").opt_str()?;
+        let p = r.key("payload");
+        match r.key("type").str()? {
+            "session_meta" => {
+                if conv.t.meta.task_id.is_none() {
+                    conv.t.meta.task_id = p.key("id").opt_str()?.map(String::from);
+                }
+                let instr = p.key("base_instructions").key("text");
+                if let Some(text) = instr.opt_str()? {
+                    if conv.t.messages.is_empty() {
+                        conv.t.messages.push(Message::system(text));
+                    }
+                }
+            }
+            "turn_context" => {
+                if let Some(m) = p.key("model").opt_str()? {
+                    if conv.t.meta.model.is_none() {
+                        conv.t.meta.model = Some(m.to_string());
+                    }
+                }
+            }
+            "response_item" => conv.item_at(&p, ts)?,
+            "event_msg" if p.key("type").opt_str()? == Some("token_count") => {
+                let info = p.key("info");
+                if info.is_null() {
+                    continue;
+                }
+                if let Some(w) = info.key("model_context_window").opt_u64()? {
+                    conv.t.meta.window = Some(w);
+                }
+                let total = info.key("total_token_usage").v.clone();
+                if !total.is_null() && last_total.as_ref() == Some(&total) {
+                    continue;
+                }
+                last_total = Some(total);
+                let u = info.key("last_token_usage");
+                if u.is_null() {
+                    continue;
+                }
+                let usage = Usage {
+                    input: u.key("input_tokens").opt_u64()?.unwrap_or(0),
+                    output: u.key("output_tokens").opt_u64()?.unwrap_or(0),
+                    cache_read: u.key("cached_input_tokens").opt_u64()?.unwrap_or(0),
+                    cache_write: 0,
+                };
+                match conv.last_assistant() {
+                    Some(m) if m.usage.is_none() => m.usage = Some(usage),
+                    Some(m) => {
+                        // A second call with no new item between (e.g. a retried request).
+                        let mut sum = m.usage.unwrap_or_default();
+                        sum.add(&usage);
+                        m.usage = Some(sum);
+                        conv.t.meta.warnings.push(format!(
+                            "{}: token_count for a model call that already has usage; added",
+                            r.path
+                        ));
+                    }
+                    None => conv.t.meta.warnings.push(format!(
+                        "{}: token_count before any model output; skipped",
+                        r.path
+                    )),
+                }
+                conv.end_call();
+            }
+            "compacted" => {
+                let history = p.key("replacement_history");
+                if history.is_null() {
+                    let summary = p.key("message").opt_str()?.map(String::from);
+                    conv.compaction(summary, Some("codex".into()));
+                } else {
+                    // The whole context after the compaction: converted, each message marked.
+                    conv.compaction(None, Some("codex".into()));
+                    let before = conv.t.messages.len();
+                    for it in history.items()? {
+                        // The opaque compaction item itself is not a second compaction.
+                        if !matches!(it.key("type").v.as_str(), Some("compaction" | "compaction_summary")) {
+                            conv.item_at(&it, ts)?;
+                        }
+                    }
+                    conv.end_call();
+                    for m in &mut conv.t.messages[before..] {
+                        m.kind = Some("compaction_summary".into());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(vec![conv.finish()])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::import::detect::detect;
+    use crate::trace::model::Role;
+    use serde_json::json;
+
+    fn rollout() -> Vec<(usize, Value)> {
+        let usage = |i: u64, t: u64| json!({"type": "token_count", "info": {
+            "total_token_usage": {"input_tokens": t}, "model_context_window": 258400,
+            "last_token_usage": {"input_tokens": i, "cached_input_tokens": 10, "output_tokens": 5}}});
+        let v = vec![
+            json!({"type": "session_meta", "payload": {"id": "S", "base_instructions": {"text": "You are Codex"}}}),
+            json!({"type": "turn_context", "payload": {"model": "gpt-5.5"}}),
+            json!({"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>x</environment_context>"}]}}),
+            json!({"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix it"}]}}),
+            json!({"type": "response_item", "payload": {"type": "reasoning", "summary": [], "encrypted_content": "gAAA"}}),
+            json!({"type": "response_item", "payload": {"type": "function_call", "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}", "call_id": "c1"}}),
+            json!({"type": "event_msg", "payload": usage(100, 100)}),
+            json!({"type": "event_msg", "payload": usage(100, 100)}),
+            json!({"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "a\nb"}}),
+            json!({"type": "compacted", "payload": {"message": "summary of the work"}}),
+            json!({"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}}),
+            json!({"type": "event_msg", "payload": usage(40, 140)}),
+        ];
+        v.into_iter().enumerate().map(|(i, v)| (i + 1, v)).collect()
+    }
+
+    #[test]
+    fn rollout_items_usage_and_compaction() {
+        assert_eq!(detect(&Input::Lines(rollout())), Ok(SourceFormat::Codex));
+        let t = import(rollout(), "r").unwrap().remove(0);
+        let roles: Vec<_> = t.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::System, Role::User, Role::User, Role::Assistant, Role::Tool, Role::User, Role::Assistant]
+        );
+        assert_eq!(t.messages[1].kind.as_deref(), Some("meta"));
+        assert_eq!(t.meta.task_id.as_deref(), Some("S"));
+        assert_eq!(t.meta.model.as_deref(), Some("gpt-5.5"));
+        assert_eq!(t.meta.window, Some(258400));
+        // the repeated token_count is counted once
+        assert_eq!(t.recorded_usage().input, 140);
+        assert_eq!(t.messages[3].usage.unwrap().cache_read, 10);
+        assert_eq!(t.markers[0].index, 5);
+        assert_eq!(t.messages[5].kind.as_deref(), Some("compaction_summary"));
+        assert_eq!(t.messages[4].tool_call_id.as_deref(), Some("c1"));
+    }
+}

@@ -1,0 +1,353 @@
+//! Gemini API `Content[]` history → one canonical trace. Accepted shapes: an array of
+//! `Content`, JSON Lines of `Content`, or a request body `{contents: [...],
+//! systemInstruction?: Content, model?}` (also snake_case `system_instruction`).
+//!
+//! A `Content` is `{role: "user" | "model" | "function"?, parts: [...]}`. Parts: `text` (with
+//! `thought: true` it is the model's reasoning, never its text), `functionCall {name, args,
+//! id?}` → a tool call, `functionResponse {name, response, id?}` → a tool result (its
+//! `response.output` / `response.content` when that is the whole answer, else the JSON of
+//! `response`; `response.error` → `is_error`), `executableCode` / `codeExecutionResult`
+//! (the model's own code execution) → a call and its result, `inlineData` / `fileData` →
+//! `[mime type]`. A result pairs with the call of its `id`, else with the oldest open call of
+//! the same name (the API records no ids by default). Usage is not part of `Content`.
+
+use super::detect::{arr_of, str_of, Shape};
+use super::json::{Node, Res};
+use super::{Importer, Input};
+use crate::trace::model::{Message, SourceFormat, ToolCall, Trace, TraceMeta};
+use serde_json::{json, Map, Value};
+use std::collections::HashSet;
+
+/// Is this object a Gemini `Content` (`parts` and a role `user`/`model`/`function`, or
+/// `role: "model"` alone)?
+pub fn is_content(o: &Map<String, Value>) -> bool {
+    let role = str_of(o, "role");
+    role == Some("model")
+        || (arr_of(o, "parts").is_some()
+            && !o.contains_key("content")
+            && matches!(role, Some("user" | "function") | None))
+}
+
+/// Gemini `Content[]`: an array or JSON Lines of `{role, parts}` holding a `role: "model"`
+/// content or a `functionCall`/`functionResponse` part, or `{contents: [...]}`.
+pub const IMPORTER: Importer = Importer {
+    format: SourceFormat::Gemini,
+    detect: |shape| match shape {
+        Shape::Array(items, _) => gemini_history(items.iter()),
+        Shape::Lines(lines, _) => gemini_history(lines.iter().map(|(_, v)| v)),
+        Shape::Object(o) => arr_of(o, "contents").is_some_and(|c| gemini_history(c.iter())),
+    },
+    import,
+};
+
+fn gemini_history<'a>(items: impl Iterator<Item = &'a Value>) -> bool {
+    let mut any = false;
+    for v in items {
+        let Some(o) = v.as_object() else { return false };
+        if !is_content(o) {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
+pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
+    let mut c = Conv::new(stem, SourceFormat::Gemini);
+    match input {
+        Input::Json(Value::Array(items)) => {
+            for (i, v) in std::mem::take(items).into_iter().enumerate() {
+                c.content(&Node::at(&v, format!("$[{i}]")))?;
+            }
+        }
+        Input::Json(v) => {
+            let root = Node::root(v);
+            root.obj()?;
+            c.t.meta.model = root.key("model").opt_str()?.map(String::from);
+            for key in ["systemInstruction", "system_instruction"] {
+                let s = root.key(key);
+                if !s.is_null() {
+                    let (text, _) = texts(&s.key("parts"))?;
+                    c.t.messages.push(Message::system(text));
+                }
+            }
+            let mut v = std::mem::take(v);
+            for (x, path) in Node::take_items(&mut v, "$".into(), "contents")? {
+                c.content(&Node::at(&x, path))?;
+            }
+        }
+        Input::Lines(lines) => {
+            for (n, v) in std::mem::take(lines) {
+                c.content(&Node::line_root(&v, n))?;
+            }
+        }
+    }
+    Ok(vec![c.finish()])
+}
+
+/// Text and thought parts of a part list, as (text, reasoning).
+fn texts(parts: &Node<'_>) -> Res<(String, Vec<String>)> {
+    let mut text = Vec::new();
+    let mut thoughts = Vec::new();
+    for p in parts.opt_items()? {
+        if let Some(t) = p.key("text").opt_str()? {
+            if p.key("thought").opt_bool()? == Some(true) {
+                thoughts.push(t.to_string());
+            } else {
+                text.push(t.to_string());
+            }
+        }
+    }
+    Ok((text.join("\n"), thoughts))
+}
+
+/// Tool calls waiting for results, paired by id or else by name (oldest first).
+#[derive(Default)]
+pub struct Pairs {
+    used: HashSet<String>,
+    /// (recorded id, canonical id, name)
+    open: Vec<(Option<String>, String, String)>,
+    n: usize,
+}
+
+impl Pairs {
+    /// Register a call: its canonical id (the recorded one if unused, else a fresh one).
+    pub fn issue(&mut self, recorded: Option<&str>, name: &str, warnings: &mut Vec<String>, at: &str) -> String {
+        let id = match recorded.filter(|r| !r.is_empty()) {
+            Some(r) if !self.used.contains(r) => r.to_string(),
+            other => loop {
+                self.n += 1;
+                let c = match other {
+                    Some(r) => format!("{r}__{}", self.n),
+                    None => format!("call_{}", self.n),
+                };
+                if !self.used.contains(&c) {
+                    if let Some(r) = other {
+                        warnings.push(format!(
+                            "{at}: tool call id {r:?} was already used in this trace; renamed to {c:?}"
+                        ));
+                    }
+                    break c;
+                }
+            },
+        };
+        self.used.insert(id.clone());
+        self.open
+            .push((recorded.map(String::from), id.clone(), name.to_string()));
+        id
+    }
+
+    /// The call a result answers: by recorded id, else the oldest open call of `name`.
+    pub fn answer(&mut self, recorded: Option<&str>, name: &str) -> Option<(String, String)> {
+        let pos = recorded
+            .and_then(|r| self.open.iter().position(|(x, _, _)| x.as_deref() == Some(r)))
+            .or_else(|| self.open.iter().position(|(_, _, n)| n == name))?;
+        let (_, id, n) = self.open.remove(pos);
+        Some((id, n))
+    }
+}
+
+/// Builds a trace from `Content`s.
+pub struct Conv {
+    pub t: Trace,
+    pub pairs: Pairs,
+}
+
+impl Conv {
+    pub fn new(id: &str, format: SourceFormat) -> Self {
+        Conv {
+            t: Trace::new(TraceMeta::new(id, format)),
+            pairs: Pairs::default(),
+        }
+    }
+
+    pub fn finish(self) -> Trace {
+        self.t
+    }
+
+    /// A `functionResponse` part's tool message.
+    pub fn response(&mut self, fr: &Node<'_>) -> Res<Message> {
+        fr.obj()?;
+        let name = fr.key("name").opt_str()?.unwrap_or("");
+        let id = fr.key("id").opt_str()?;
+        let (cid, cname) = match self.pairs.answer(id, name) {
+            Some(x) => x,
+            None => {
+                self.t.meta.warnings.push(format!(
+                    "{}: function response {name:?} answers no open call",
+                    fr.path
+                ));
+                (id.unwrap_or("").to_string(), name.to_string())
+            }
+        };
+        let r = fr.key("response");
+        let text = response_text(&r);
+        let mut m = Message::tool(cid, if name.is_empty() { cname } else { name.to_string() }, text);
+        m.is_error = r.has("error");
+        Ok(m)
+    }
+
+    /// One `Content`.
+    fn content(&mut self, c: &Node<'_>) -> Res<()> {
+        c.obj()?;
+        let role = c.key("role").opt_str()?.unwrap_or("user");
+        let parts = c.key("parts");
+        match role {
+            "model" => {
+                let (text, thoughts) = texts(&parts)?;
+                let mut calls = Vec::new();
+                let mut results = Vec::new();
+                for p in parts.opt_items()? {
+                    let fc = p.key("functionCall");
+                    if !fc.is_null() {
+                        let name = fc.key("name").str()?;
+                        let id = self.pairs.issue(fc.key("id").opt_str()?, name, &mut self.t.meta.warnings, &fc.path);
+                        let args = fc.key("args");
+                        calls.push(ToolCall {
+                            id,
+                            name: name.to_string(),
+                            arguments: if args.is_null() { json!({}) } else { args.v.clone() },
+                        });
+                    }
+                    let code = p.key("executableCode");
+                    if !code.is_null() {
+                        let id = self.pairs.issue(None, "code_execution", &mut self.t.meta.warnings, &code.path);
+                        calls.push(ToolCall {
+                            id,
+                            name: "code_execution".into(),
+                            arguments: code.v.clone(),
+                        });
+                    }
+                    let out = p.key("codeExecutionResult");
+                    if !out.is_null() {
+                        if let Some((id, name)) = self.pairs.answer(None, "code_execution") {
+                            let text = out.key("output").opt_str()?.unwrap_or("").to_string();
+                            let mut m = Message::tool(id, name, text);
+                            m.is_error = out.key("outcome").v.as_str().is_some_and(|o| o != "OUTCOME_OK");
+                            results.push(m);
+                        }
+                    }
+                }
+                let mut m = Message::assistant(text, calls);
+                if !thoughts.is_empty() {
+                    m.reasoning = Some(thoughts.join("\n"));
+                }
+                self.t.messages.push(m);
+                self.t.messages.extend(results);
+            }
+            "user" | "function" | "tool" => {
+                let mut text = Vec::new();
+                for p in parts.opt_items()? {
+                    let fr = p.key("functionResponse");
+                    if !fr.is_null() {
+                        if !text.is_empty() {
+                            self.t.messages.push(Message::user(std::mem::take(&mut text).join("\n")));
+                        }
+                        let m = self.response(&fr)?;
+                        self.t.messages.push(m);
+                    } else if let Some(t) = p.key("text").opt_str()? {
+                        text.push(t.to_string());
+                    } else if let Some(mime) = p.key("inlineData").key("mimeType").v.as_str().or(p.key("fileData").key("mimeType").v.as_str()) {
+                        text.push(format!("[{mime}]"));
+                    }
+                }
+                if !text.is_empty() {
+                    self.t.messages.push(Message::user(text.join("\n")));
+                }
+            }
+            other => {
+                return Err(c.key("role").error(format!(
+                    "expected \"user\", \"model\" or \"function\", found {other:?}"
+                )))
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A function response as the model read it: its `output` / `content` / `result` string when
+/// that is all it holds, else its JSON.
+pub fn response_text(r: &Node<'_>) -> String {
+    if let Some(s) = r.v.as_str() {
+        return s.to_string();
+    }
+    if let Some(o) = r.v.as_object() {
+        if o.len() == 1 {
+            for k in ["output", "content", "result", "error"] {
+                if let Some(s) = o.get(k).and_then(|v| v.as_str()) {
+                    return s.to_string();
+                }
+            }
+        }
+    }
+    serde_json::to_string(r.v).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::import::detect::detect;
+    use crate::trace::model::Role;
+
+    fn history() -> Value {
+        json!([
+            {"role": "user", "parts": [{"text": "weather and time in Paris?"}]},
+            {"role": "model", "parts": [{"text": "plan", "thought": true},
+                {"functionCall": {"name": "weather", "args": {"city": "Paris"}}},
+                {"functionCall": {"name": "time", "args": {"tz": "CET"}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "time", "response": {"output": "10:00"}}},
+                {"functionResponse": {"name": "weather", "response": {"temp": 18}}}]},
+            {"role": "model", "parts": [{"text": "18C, 10:00"}]}
+        ])
+    }
+
+    #[test]
+    fn calls_pair_by_name_and_thoughts_are_reasoning() {
+        assert_eq!(detect(&Input::Json(history())), Ok(SourceFormat::Gemini));
+        let t = import(&mut Input::Json(history()), "g").unwrap().remove(0);
+        let roles: Vec<_> = t.messages.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::Tool, Role::Assistant]);
+        let a = &t.messages[1];
+        assert_eq!((a.content.as_str(), a.reasoning.as_deref()), ("", Some("plan")));
+        assert_eq!(t.messages[2].tool_call_id.as_deref(), Some(a.tool_calls[1].id.as_str()));
+        assert_eq!(t.messages[2].content, "10:00");
+        assert_eq!(t.messages[3].content, "{\"temp\":18}");
+        let body = json!({"systemInstruction": {"parts": [{"text": "be brief"}]}, "contents": history()});
+        assert_eq!(detect(&Input::Json(body.clone())), Ok(SourceFormat::Gemini));
+        let b = import(&mut Input::Json(body), "g").unwrap().remove(0);
+        assert_eq!(b.messages[0].content, "be brief");
+        assert_eq!(&b.messages[1..], &t.messages[..]);
+    }
+
+    #[test]
+    fn a_bad_part_names_its_path() {
+        let v = json!([{"role": "model", "parts": [{"functionCall": {"name": 1}}]}]);
+        let e = import(&mut Input::Json(v), "g").unwrap_err();
+        assert_eq!(e.location, "$[0].parts[0].functionCall.name");
+    }
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Without ids, responses to calls of distinct names pair by name whatever their order.
+        #[test]
+        fn responses_pair_by_name_in_any_order(
+            names in proptest::collection::btree_set("[a-z]{1,8}", 1..8),
+            seed in any::<u64>(),
+        ) {
+            let names: Vec<String> = names.into_iter().collect();
+            let calls: Vec<Value> = names.iter().map(|n| json!({"functionCall": {"name": n, "args": {}}})).collect();
+            let mut order: Vec<usize> = (0..names.len()).collect();
+            fastrand::Rng::with_seed(seed).shuffle(&mut order);
+            let responses: Vec<Value> = order.iter().map(|&k| json!({"functionResponse": {"name": names[k], "response": {"output": format!("r{k}")}}})).collect();
+            let v = json!([{"role": "user", "parts": [{"text": "go"}]}, {"role": "model", "parts": calls}, {"role": "user", "parts": responses}]);
+            let t = import(&mut Input::Json(v), "g").unwrap().remove(0);
+            prop_assert!(crate::trace::import::pairing_problems(&t).is_empty());
+            for m in &t.messages[2..] {
+                let k = names.iter().position(|n| Some(n.as_str()) == m.name.as_deref()).unwrap();
+                prop_assert_eq!(&m.content, &format!("r{k}"));
+                let call = t.messages[1].tool_calls.iter().find(|c| Some(&c.id) == m.tool_call_id.as_ref()).unwrap();
+                prop_assert_eq!(&call.name, &names[k]);
+            }
+        }
+    }
+}

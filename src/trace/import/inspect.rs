@@ -1,0 +1,433 @@
+//! Inspect AI eval logs → one canonical trace per sample and epoch (id
+//! `<stem>__<sample id>_epoch_<n>`).
+//!
+//! Two files: the `.json` log (`{version, eval, plan, results, stats, samples: [...]}`) and the
+//! `.eval` log, a zip archive holding `header.json` (the same minus `samples`) and one
+//! `samples/<id>_epoch_<n>.json` per sample (recognised by its bytes, `PK\3\4`, never by its
+//! name). A bare sample (`{id, epoch, input, messages, …}`, e.g. extracted from an archive) is
+//! read too.
+//!
+//! A sample's `messages` is a chat history: roles `system`/`user`/`assistant`/`tool`; content a
+//! string or a list of parts (`text`; `reasoning` parts → reasoning, never text; images and
+//! other media as `[type]`); assistant `tool_calls` are `{id, function: "<name>", arguments:
+//! {…}}` (the name is a string, the arguments an object); a tool message carries `tool_call_id`,
+//! `function` and `error` (→ `is_error`). Content stored as `attachment://<hash>` is resolved
+//! from the sample's `attachments`. Per-call usage comes from the sample's `model` events
+//! (`output.usage`, matched to the assistant message by `output.choices[0].message.id`, else in
+//! order): `input_tokens` includes the cache reads for OpenAI models but not for Anthropic ones,
+//! told apart by `total_tokens`. `eval.model` → model; the first score → outcome (`C`/`I` →
+//! success, a number → reward).
+
+use super::detect::{arr_of, Shape};
+use super::json::{content_text, Node, Res};
+use super::{tool_calls, CallShape, Calls, Importer, Input, Located};
+use crate::trace::model::{Message, Outcome, SourceFormat, Trace, TraceMeta, Usage};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+
+/// Inspect logs: `{eval: {…}, samples: [...]}` (or a header `{eval, plan, …}` alone), or one
+/// sample `{id, epoch, input, messages}`.
+pub const IMPORTER: Importer = Importer {
+    format: SourceFormat::Inspect,
+    detect: |shape| shape.object().is_some_and(|o| is_log(o) || is_sample(o)),
+    import,
+};
+
+fn is_log(o: &Map<String, Value>) -> bool {
+    o.get("eval").is_some_and(|e| e.get("task").is_some() || e.get("eval_id").is_some())
+        && (arr_of(o, "samples").is_some() || o.contains_key("plan") || o.contains_key("results"))
+}
+
+fn is_sample(o: &Map<String, Value>) -> bool {
+    o.contains_key("epoch") && o.contains_key("input") && arr_of(o, "messages").is_some()
+}
+
+/// Is this shape an Inspect log (for callers outside detection)?
+pub fn detects(shape: Shape<'_>) -> bool {
+    (IMPORTER.detect)(shape)
+}
+
+pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
+    super::each_document_mut(input, stem, |v, path, id| {
+        let root = Node::at(v, path.clone());
+        root.obj()?;
+        if root.has("samples") || root.has("eval") {
+            let model = root.key("eval").key("model").opt_str()?.map(String::from);
+            let samples = if root.key("samples").is_null() {
+                Vec::new()
+            } else {
+                Node::take_items(v, path, "samples")?
+            };
+            samples
+                .into_iter()
+                .map(|(s, p)| sample(&Node::at(&s, p), id, model.as_deref()))
+                .collect()
+        } else {
+            Ok(vec![sample(&root, id, None)?])
+        }
+    })
+}
+
+/// The traces of a `.eval` archive. Errors name the archive member.
+pub fn import_zip(path: &Path, stem: &str) -> Res<Vec<Trace>> {
+    let f = std::fs::File::open(path)
+        .map_err(|e| Located::new("file", format!("cannot read the file: {e}")))?;
+    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(f)).map_err(|e| {
+        Located::new(
+            "file",
+            format!("a zip archive that cannot be read ({e}); expected an Inspect .eval log"),
+        )
+    })?;
+    let mut names: Vec<String> = zip.file_names().map(String::from).collect();
+    if !names.iter().any(|n| n == "header.json" || n.starts_with("samples/")) {
+        names.truncate(5);
+        return Err(Located::new(
+            "file",
+            format!(
+                "a zip archive without header.json or samples/ (holds {}); expected an Inspect .eval log",
+                names.join(", ")
+            ),
+        ));
+    }
+    let mut read = |name: &str| -> Res<Value> {
+        let open = |e: zip::result::ZipError| {
+            Located::new(name, format!("cannot open the archive member: {e}"))
+        };
+        let cannot = |e: std::io::Error| {
+            Located::new(name, format!("cannot read the archive member: {e}"))
+        };
+        let idx = zip
+            .index_for_name(name)
+            .ok_or_else(|| Located::new(name, "the archive member is missing"))?;
+        let mut bytes = Vec::new();
+        // Inspect writes members with zstd (method 93) since 2025; the zip crate reads deflate,
+        // and ruzstd (pure Rust) decodes zstd from the raw member.
+        #[allow(deprecated)]
+        let zstd = matches!(
+            zip.by_index_raw(idx).map_err(open)?.compression(),
+            zip::CompressionMethod::Unsupported(93)
+        );
+        if zstd {
+            let raw = zip.by_index_raw(idx).map_err(open)?;
+            let mut d = ruzstd::decoding::StreamingDecoder::new(raw).map_err(|e| {
+                Located::new(name, format!("cannot read the archive member: zstd: {e}"))
+            })?;
+            d.read_to_end(&mut bytes).map_err(cannot)?;
+        } else {
+            zip.by_index(idx)
+                .map_err(open)?
+                .read_to_end(&mut bytes)
+                .map_err(cannot)?;
+        }
+        serde_json::from_slice(&bytes).map_err(|e| {
+            let l = super::json_error(&e, None);
+            Located::new(format!("{name}: {}", l.location), l.message)
+        })
+    };
+    let model = if names.iter().any(|n| n == "header.json") {
+        let h = read("header.json")?;
+        Node::root(&h)
+            .key("eval")
+            .key("model")
+            .opt_str()?
+            .map(String::from)
+    } else {
+        None
+    };
+    let mut samples: Vec<&String> = names
+        .iter()
+        .filter(|n| n.starts_with("samples/") && n.ends_with(".json"))
+        .collect();
+    // Sample order: by sample id then epoch, numerically where the names are numbers.
+    samples.sort_by_key(|n| sample_key(n));
+    let mut out = Vec::new();
+    for name in samples {
+        let v = read(name)?;
+        let node = Node::at(&v, format!("{name}: $"));
+        out.push(sample(&node, stem, model.as_deref())?);
+    }
+    Ok(out)
+}
+
+/// `samples/12_epoch_3.json` → (12, "12", 3) for numeric-aware ordering.
+fn sample_key(name: &str) -> (u64, String, u64) {
+    let base = name
+        .trim_start_matches("samples/")
+        .trim_end_matches(".json");
+    let (id, epoch) = base.rsplit_once("_epoch_").unwrap_or((base, "0"));
+    (
+        id.parse().unwrap_or(u64::MAX),
+        id.to_string(),
+        epoch.parse().unwrap_or(0),
+    )
+}
+
+/// One sample (and epoch) as a trace.
+fn sample(s: &Node<'_>, stem: &str, model: Option<&str>) -> Res<Trace> {
+    s.obj()?;
+    let sid = s.key("id").scalar_text()?.unwrap_or_default();
+    let epoch = s.key("epoch").opt_u64()?.unwrap_or(1);
+    let mut meta = TraceMeta::new(format!("{stem}__{sid}_epoch_{epoch}"), SourceFormat::Inspect);
+    meta.task_id = Some(sid);
+    meta.model = model.map(String::from);
+    meta.outcome = outcome(&s.key("scores"))?;
+    let mut t = Trace::new(meta);
+    let attachments = s.key("attachments");
+    let resolve = |text: String| -> String {
+        match text.strip_prefix("attachment://") {
+            Some(h) => attachments
+                .key(h)
+                .v
+                .as_str()
+                .map(String::from)
+                .unwrap_or(text),
+            None => text,
+        }
+    };
+    // Per-call usage from the model events, by output message id and in order.
+    let mut by_id: HashMap<String, Usage> = HashMap::new();
+    let mut in_order: Vec<Usage> = Vec::new();
+    for e in s.key("events").opt_items()? {
+        if e.key("event").v.as_str() != Some("model") {
+            continue;
+        }
+        let out = e.key("output");
+        if let Some(u) = usage(&out.key("usage"))? {
+            if let Some(id) = out.key("choices").idx(0).key("message").key("id").v.as_str() {
+                by_id.insert(id.to_string(), u);
+            }
+            in_order.push(u);
+        }
+        if t.meta.model.is_none() {
+            t.meta.model = e.key("model").v.as_str().map(String::from);
+        }
+    }
+    let generated = s
+        .key("messages")
+        .opt_items()?
+        .iter()
+        .filter(|m| m.key("role").v.as_str() == Some("assistant"))
+        .count();
+    let order_usable = by_id.is_empty() && in_order.len() == generated;
+    let mut calls = Calls::default();
+    let mut k = 0usize;
+    for m in s.key("messages").items()? {
+        m.obj()?;
+        let (text, reasoning) = parts(&m.key("content"))?;
+        let text = resolve(text);
+        let msg = match m.key("role").str()? {
+            "system" => Message::system(text),
+            "user" => Message::user(text),
+            "assistant" => {
+                let shape = CallShape::Flat {
+                    id: "id",
+                    name: "function",
+                };
+                let tc = tool_calls(&m.key("tool_calls"), shape, &mut calls, &mut t.meta.warnings)?
+                    .into_iter()
+                    .map(|(_, c)| c)
+                    .collect();
+                let mut a = Message::assistant(text, tc);
+                a.reasoning = reasoning;
+                a.usage = match m.key("id").v.as_str().and_then(|id| by_id.get(id)) {
+                    Some(u) => Some(*u),
+                    None if order_usable => in_order.get(k).copied(),
+                    None => None,
+                };
+                k += 1;
+                a
+            }
+            "tool" => {
+                let recorded = m.key("tool_call_id").opt_str()?;
+                let answered = match recorded {
+                    Some(r) => calls.answer(r),
+                    None => calls.answer_next(),
+                };
+                let (id, name) = match answered {
+                    Some(x) => x,
+                    None => {
+                        t.meta.warnings.push(format!(
+                            "{}: tool result for {:?} follows no open tool call",
+                            m.path,
+                            recorded.unwrap_or("")
+                        ));
+                        (recorded.unwrap_or("").to_string(), String::new())
+                    }
+                };
+                let name = m.key("function").opt_str()?.map(String::from).unwrap_or(name);
+                let mut r = Message::tool(id, name, text);
+                r.is_error = m.has("error");
+                r
+            }
+            other => {
+                return Err(m.key("role").error(format!(
+                    "expected \"system\", \"user\", \"assistant\" or \"tool\", found {other:?}"
+                )))
+            }
+        };
+        t.messages.push(msg);
+    }
+    Ok(t)
+}
+
+/// Content as (text, reasoning): reasoning parts apart, media as `[type]` placeholders.
+fn parts(c: &Node<'_>) -> Res<(String, Option<String>)> {
+    let Some(items) = c.v.as_array() else {
+        return Ok((content_text(c)?, None));
+    };
+    let mut text = Vec::new();
+    let mut reasoning = Vec::new();
+    for i in 0..items.len() {
+        let p = c.idx(i);
+        match p.key("type").opt_str()? {
+            Some("reasoning") => {
+                let r = p.key("reasoning").opt_str()?.unwrap_or("");
+                let summary = p.key("summary").opt_str()?.unwrap_or("");
+                // Redacted reasoning holds an opaque blob: its summary is the readable part.
+                let redacted = p.key("redacted").opt_bool()? == Some(true);
+                let keep = if redacted || r.is_empty() { summary } else { r };
+                if !keep.is_empty() {
+                    reasoning.push(keep.to_string());
+                }
+            }
+            _ => text.push(content_text(&Node::at(
+                &Value::Array(vec![p.v.clone()]),
+                p.path.clone(),
+            ))?),
+        }
+    }
+    let r = if reasoning.is_empty() {
+        None
+    } else {
+        Some(reasoning.join("\n"))
+    };
+    Ok((text.join("\n"), r))
+}
+
+/// Inspect `ModelUsage`. `input_tokens` includes cache reads when `total_tokens` is input +
+/// output (OpenAI); otherwise the cache tokens are disjoint (Anthropic) and are added.
+fn usage(u: &Node<'_>) -> Res<Option<Usage>> {
+    if u.is_null() {
+        return Ok(None);
+    }
+    u.obj()?;
+    let input = u.key("input_tokens").opt_u64()?.unwrap_or(0);
+    let output = u.key("output_tokens").opt_u64()?.unwrap_or(0);
+    let cache_read = u.key("input_tokens_cache_read").opt_u64()?.unwrap_or(0);
+    let cache_write = u.key("input_tokens_cache_write").opt_u64()?.unwrap_or(0);
+    let total = u.key("total_tokens").opt_u64()?;
+    let disjoint = cache_read + cache_write > 0
+        && total == Some(input + output + cache_read + cache_write);
+    Ok(Some(Usage {
+        input: if disjoint {
+            input + cache_read + cache_write
+        } else {
+            input
+        },
+        output,
+        cache_read,
+        cache_write,
+    }))
+}
+
+/// The first score: `C`/`I` (Inspect's CORRECT/INCORRECT) → success, a number → reward.
+fn outcome(scores: &Node<'_>) -> Res<Option<Outcome>> {
+    let Some(o) = scores.v.as_object() else {
+        return Ok(None);
+    };
+    let Some((_, first)) = o.iter().next() else {
+        return Ok(None);
+    };
+    let value = first.get("value").unwrap_or(&Value::Null);
+    Ok(match value {
+        Value::String(s) if s == "C" || s == "I" => Some(Outcome {
+            success: Some(s == "C"),
+            reward: None,
+            status: None,
+        }),
+        Value::Number(n) => Some(Outcome {
+            success: None,
+            reward: n.as_f64(),
+            status: None,
+        }),
+        Value::Bool(b) => Some(Outcome {
+            success: Some(*b),
+            reward: None,
+            status: None,
+        }),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn log() -> Value {
+        json!({"version": 2, "eval": {"task": "t", "model": "openai/gpt-4o"}, "samples": [
+            {"id": 1, "epoch": 1, "input": "go", "scores": {"includes": {"value": "C"}},
+             "messages": [
+                {"id": "u", "role": "user", "content": "go"},
+                {"id": "a1", "role": "assistant", "content": [{"type": "reasoning", "reasoning": "think"}, {"type": "text", "text": "ok"}],
+                 "tool_calls": [{"id": "c1", "function": "bash", "arguments": {"cmd": "ls"}}]},
+                {"id": "r", "role": "tool", "tool_call_id": "c1", "function": "bash", "content": "attachment://h1", "error": null}],
+             "attachments": {"h1": "file.txt"},
+             "events": [{"event": "model", "model": "gpt-4o", "output": {"choices": [{"message": {"id": "a1"}}],
+                 "usage": {"input_tokens": 100, "output_tokens": 5, "total_tokens": 105, "input_tokens_cache_read": 40}}}]},
+            {"id": 1, "epoch": 2, "input": "go", "messages": [{"role": "user", "content": "go"}]}
+        ]})
+    }
+
+    #[test]
+    fn samples_calls_attachments_usage() {
+        let ts = import(&mut Input::Json(log()), "log").unwrap();
+        assert_eq!(ts.len(), 2);
+        assert_eq!(ts[0].meta.id, "log__1_epoch_1");
+        assert_eq!(ts[1].meta.id, "log__1_epoch_2");
+        let t = &ts[0];
+        let a = &t.messages[1];
+        assert_eq!((a.content.as_str(), a.reasoning.as_deref()), ("ok", Some("think")));
+        assert_eq!(a.tool_calls[0].name, "bash");
+        assert_eq!(a.tool_calls[0].arguments, json!({"cmd": "ls"}));
+        assert_eq!(a.usage.unwrap().input, 100, "OpenAI input includes the cache");
+        assert_eq!(t.messages[2].content, "file.txt");
+        assert_eq!(t.messages[2].name.as_deref(), Some("bash"));
+        assert!(!t.messages[2].is_error);
+        assert_eq!(t.meta.model.as_deref(), Some("openai/gpt-4o"));
+        assert_eq!(t.meta.outcome.as_ref().unwrap().success, Some(true));
+        assert!(detects(Shape::Object(log().as_object().unwrap())));
+    }
+
+    #[test]
+    fn anthropic_usage_adds_the_disjoint_cache() {
+        let u = json!({"input_tokens": 10, "output_tokens": 5, "input_tokens_cache_read": 100,
+            "input_tokens_cache_write": 20, "total_tokens": 135});
+        assert_eq!(usage(&Node::root(&u)).unwrap().unwrap().input, 130);
+    }
+
+    #[test]
+    fn zip_archives_read_header_and_samples() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.eval");
+        let mut z = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        let mut l = log();
+        let samples = l["samples"].take();
+        l.as_object_mut().unwrap().remove("samples");
+        z.start_file("header.json", opts).unwrap();
+        z.write_all(l.to_string().as_bytes()).unwrap();
+        for (i, s) in samples.as_array().unwrap().iter().enumerate().rev() {
+            z.start_file(format!("samples/1_epoch_{}.json", i + 1), opts).unwrap();
+            z.write_all(s.to_string().as_bytes()).unwrap();
+        }
+        z.finish().unwrap();
+        let from_zip = import_zip(&path, "log").unwrap();
+        let from_json = import(&mut Input::Json(log()), "log").unwrap();
+        assert_eq!(from_zip, from_json);
+    }
+}

@@ -1,0 +1,416 @@
+//! Real files of the formats people record their agents with, imported by auto-detection: every
+//! tool call their own format holds is kept, and (nearly) all are matched with a result. The
+//! expected figures are computed here from the source JSON, independently of the importers.
+
+use ctxbench::trace::import::{import_file, import_paths, pairing_problems};
+use ctxbench::trace::{Role, SourceFormat, Trace};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn ds(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets")
+        .join(rel)
+}
+
+fn jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn count(t: &Trace, role: Role) -> usize {
+    t.messages.iter().filter(|m| m.role == role).count()
+}
+
+fn calls(t: &Trace) -> usize {
+    t.messages.iter().map(|m| m.tool_calls.len()).sum()
+}
+
+/// Share of tool calls answered by a result, in percent.
+fn matched(t: &Trace) -> f64 {
+    let n = calls(t);
+    if n == 0 {
+        return 100.0;
+    }
+    let open = pairing_problems(t)
+        .iter()
+        .filter(|p| p.contains("has no result"))
+        .count();
+    100.0 * (n - open) as f64 / n as f64
+}
+
+#[test]
+fn claude_code_project_folder_imports_every_session_and_subagent() {
+    let got = import_paths(&[ds("claude-code-interactive")], None, false).unwrap();
+    assert!(got.ignored.is_empty(), "{:?}", got.ignored);
+    let ids: Vec<&str> = got.traces.iter().map(|t| t.meta.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "session-624a4a58",
+            "e9fb405b-169f-40eb-9396-7e75076f045d__agent-a485154"
+        ]
+    );
+    let path = ds("claude-code-interactive/session-624a4a58.jsonl");
+    let recs = jsonl(&path);
+    let src_calls = recs
+        .iter()
+        .filter(|r| r["type"] == "assistant")
+        .filter_map(|r| r["message"]["content"].as_array())
+        .flatten()
+        .filter(|b| b["type"] == "tool_use")
+        .count();
+    let t = &got.traces[0];
+    assert_eq!(t.meta.source_format, SourceFormat::ClaudeCode);
+    assert_eq!(t.messages.len(), 124);
+    assert_eq!((calls(t), count(t, Role::Tool)), (src_calls, 48));
+    assert_eq!(matched(t), 100.0);
+    // The compaction: a marker before the summary that follows it, with its pre-compaction size.
+    let boundary = recs
+        .iter()
+        .find(|r| r["subtype"] == "compact_boundary")
+        .unwrap();
+    assert_eq!(t.markers.len(), 1);
+    let m = &t.markers[0];
+    assert_eq!(m.kind, "compaction");
+    assert_eq!(
+        m.tokens_before,
+        boundary["compactMetadata"]["preTokens"].as_u64()
+    );
+    assert_eq!(
+        t.messages[m.index].kind.as_deref(),
+        Some("compaction_summary")
+    );
+    // The goal is the person's first request, not a slash command.
+    assert!(!t.meta.goal.as_deref().unwrap().contains("<command-name>"));
+
+    let sub = &got.traces[1];
+    let src = jsonl(&ds("claude-code-interactive/subagents/agent-a485154.jsonl"));
+    let sub_calls = src
+        .iter()
+        .filter_map(|r| r["message"]["content"].as_array())
+        .flatten()
+        .filter(|b| b["type"] == "tool_use")
+        .count();
+    assert_eq!(sub_calls, 20);
+    assert_eq!(calls(sub), sub_calls);
+    assert_eq!(matched(sub), 100.0);
+    assert_eq!(
+        sub.meta.task_id.as_deref(),
+        src[0]["sessionId"].as_str(),
+        "linked to the parent session"
+    );
+}
+
+#[test]
+fn a_forced_format_that_reads_nothing_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("only-snapshots.jsonl");
+    std::fs::write(
+        &p,
+        "{\"type\":\"queue-operation\",\"sessionId\":\"s\"}\n\
+         {\"type\":\"summary\",\"summary\":\"x\",\"leafUuid\":\"u\"}\n",
+    )
+    .unwrap();
+    let e = import_file(&p, None).unwrap_err();
+    assert!(e.message.starts_with("no message"), "{e}");
+    let e = import_file(&p, Some(SourceFormat::ClaudeCode)).unwrap_err();
+    assert!(e.message.contains("no message"), "{e}");
+    // Walked, it is listed, not imported.
+    let got = import_paths(&[dir.path()], None, false).unwrap();
+    assert!(got.traces.is_empty());
+    assert_eq!(got.ignored.len(), 1);
+}
+
+/// (file, format, tool calls counted in the source by the test itself).
+fn one(rel: &str, format: SourceFormat) -> Trace {
+    let mut ts = import_file(&ds(rel), None).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ts.len(), 1, "{rel}");
+    let t = ts.remove(0);
+    assert_eq!(t.meta.source_format, format, "{rel}: detected format");
+    assert!(!t.messages.is_empty());
+    t
+}
+
+#[test]
+fn codex_rollouts_keep_every_call_usage_and_compaction() {
+    for entry in std::fs::read_dir(ds("codex")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+            continue;
+        }
+        let recs = jsonl(&path);
+        let payload_types = |ty: &str| {
+            recs.iter()
+                .filter(|r| r["type"] == "response_item" && r["payload"]["type"] == ty)
+                .count()
+        };
+        let src_calls = payload_types("function_call")
+            + payload_types("custom_tool_call")
+            + payload_types("web_search_call");
+        // token_count events with usage, a repeated total counted once
+        let mut totals = Vec::new();
+        for r in &recs {
+            let info = &r["payload"]["info"];
+            if r["payload"]["type"] == "token_count"
+                && info.is_object()
+                && totals.last() != Some(&info["total_token_usage"])
+            {
+                totals.push(info["total_token_usage"].clone());
+            }
+        }
+        let mut ts = import_file(&path, None).unwrap();
+        let t = ts.remove(0);
+        let name = path.display().to_string();
+        assert_eq!(t.meta.source_format, SourceFormat::Codex, "{name}");
+        assert_eq!(calls(&t), src_calls, "{name}");
+        assert!(matched(&t) >= 90.0, "{name}: {}", matched(&t));
+        let with_usage = t.messages.iter().filter(|m| m.usage.is_some()).count();
+        assert_eq!(with_usage, totals.len(), "{name}");
+        let compactions = recs.iter().filter(|r| r["type"] == "compacted").count();
+        assert_eq!(t.markers.len(), compactions, "{name}");
+        // reasoning stays out of the text
+        assert!(t
+            .messages
+            .iter()
+            .all(|m| m.reasoning.is_none() || m.role == Role::Assistant));
+    }
+}
+
+#[test]
+fn gemini_cli_session_calls_results_and_tokens() {
+    let t = one(
+        "gemini-cli/session-2025-12-01T21-45-5b959dae.json",
+        SourceFormat::GeminiCli,
+    );
+    let src: Value = serde_json::from_slice(
+        &std::fs::read(ds("gemini-cli/session-2025-12-01T21-45-5b959dae.json")).unwrap(),
+    )
+    .unwrap();
+    let ms = src["messages"].as_array().unwrap();
+    let src_calls: usize = ms
+        .iter()
+        .filter_map(|m| m["toolCalls"].as_array())
+        .map(|c| c.len())
+        .sum();
+    assert_eq!(calls(&t), src_calls);
+    assert_eq!(matched(&t), 100.0);
+    let tokens = ms.iter().filter(|m| m["tokens"].is_object()).count();
+    assert_eq!(
+        t.messages.iter().filter(|m| m.usage.is_some()).count(),
+        tokens
+    );
+    let input: u64 = ms
+        .iter()
+        .filter_map(|m| m["tokens"]["input"].as_u64())
+        .sum();
+    assert_eq!(t.recorded_usage().input, input);
+    assert!(t.messages.iter().any(|m| m.reasoning.is_some()));
+}
+
+#[test]
+fn inspect_json_log_one_trace_per_sample_with_usage() {
+    let rel = "inspect/2025-05-12T20-27-36-04-00_browser.json";
+    let t = one(rel, SourceFormat::Inspect);
+    let src: Value = serde_json::from_slice(&std::fs::read(ds(rel)).unwrap()).unwrap();
+    let s = &src["samples"][0];
+    assert_eq!(t.meta.id, "2025-05-12T20-27-36-04-00_browser__1_epoch_1");
+    let src_calls: usize = s["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .map(|c| c.len())
+        .sum();
+    assert_eq!(calls(&t), src_calls);
+    assert_eq!(matched(&t), 100.0);
+    let model_in: u64 = s["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "model")
+        .filter_map(|e| e["output"]["usage"]["input_tokens"].as_u64())
+        .sum();
+    assert_eq!(t.recorded_usage().input, model_in);
+    assert_eq!(
+        t.recorded_usage().input,
+        s["model_usage"]["openai/gpt-4o-mini"]["input_tokens"]
+            .as_u64()
+            .unwrap()
+    );
+}
+
+#[test]
+fn langchain_messages_to_dict_with_reasoning_and_usage() {
+    let t = one(
+        "langchain/react-agent.messages_to_dict.json",
+        SourceFormat::Langchain,
+    );
+    assert_eq!(calls(&t), 2);
+    assert_eq!(matched(&t), 100.0);
+    assert_eq!(count(&t, Role::Assistant), 2);
+    assert!(t.messages[1]
+        .reasoning
+        .as_deref()
+        .unwrap()
+        .contains("Getting weather"));
+    assert!(t.messages[1].content.is_empty(), "reasoning is not text");
+    assert_eq!(t.messages[1].usage.unwrap().input, 346);
+}
+
+#[test]
+fn openai_responses_items_array_and_jsonl_are_detected_not_taken_for_chat() {
+    for rel in [
+        "openai-responses/codex-019e1625.items.json",
+        "openai-responses/codex-019c8a4d.items.jsonl",
+    ] {
+        let t = one(rel, SourceFormat::OpenaiResponses);
+        let text = std::fs::read_to_string(ds(rel)).unwrap();
+        let items: Vec<Value> = if rel.ends_with(".json") {
+            serde_json::from_str(&text).unwrap()
+        } else {
+            text.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect()
+        };
+        let src_calls = items
+            .iter()
+            .filter(|i| {
+                matches!(
+                    i["type"].as_str(),
+                    Some("function_call" | "custom_tool_call" | "web_search_call")
+                )
+            })
+            .count();
+        assert_eq!(calls(&t), src_calls, "{rel}");
+        assert!(matched(&t) >= 90.0, "{rel}: {}", matched(&t));
+        // the same items inside a rollout give the same messages (minus Codex's own fields)
+        assert!(count(&t, Role::Assistant) > 0);
+    }
+    // forced as OpenAI chat, Responses items are an error, not an empty or half-read trace
+    let e = import_file(
+        &ds("openai-responses/codex-019e1625.items.json"),
+        Some(SourceFormat::Openai),
+    )
+    .unwrap_err();
+    assert!(e.location.starts_with("$["), "{e}");
+}
+
+#[test]
+fn gemini_content_history_pairs_function_responses() {
+    let rel = "gemini/session-5b959dae.contents.json";
+    let t = one(rel, SourceFormat::Gemini);
+    let src: Vec<Value> = serde_json::from_slice(&std::fs::read(ds(rel)).unwrap()).unwrap();
+    let parts = |k: &str| {
+        src.iter()
+            .flat_map(|c| c["parts"].as_array().unwrap())
+            .filter(|p| p.get(k).is_some())
+            .count()
+    };
+    assert_eq!(calls(&t), parts("functionCall"));
+    assert_eq!(count(&t, Role::Tool), parts("functionResponse"));
+    assert_eq!(matched(&t), 100.0);
+    assert!(t.messages.iter().any(|m| m.reasoning.is_some()));
+    // and the Gemini CLI session it was rebuilt from gives the same calls and results
+    let cli = one(
+        "gemini-cli/session-2025-12-01T21-45-5b959dae.json",
+        SourceFormat::GeminiCli,
+    );
+    let strip = |t: &Trace| -> Vec<(Role, String, usize)> {
+        t.messages
+            .iter()
+            .map(|m| (m.role, m.content.clone(), m.tool_calls.len()))
+            .collect()
+    };
+    assert_eq!(strip(&t), strip(&cli));
+}
+
+#[test]
+fn inspect_eval_archives_deflate_and_zstd_read_as_their_json_form() {
+    // Written by inspect-ai (zstd members) from the .json log: the same messages and usage.
+    let json = one(
+        "inspect/2025-05-12T20-27-36-04-00_browser.json",
+        SourceFormat::Inspect,
+    );
+    let eval = one(
+        "inspect/2025-05-12T20-27-36-04-00_browser.converted.eval",
+        SourceFormat::Inspect,
+    );
+    assert_eq!(eval.messages, json.messages);
+    assert_eq!(
+        eval.meta.id,
+        "2025-05-12T20-27-36-04-00_browser.converted__1_epoch_1"
+    );
+    // A real .eval from Inspect's own tests (deflate members): one trace per sample, in order.
+    let ts = import_file(
+        &ds("inspect/2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval"),
+        None,
+    )
+    .unwrap();
+    assert_eq!(ts.len(), 10);
+    assert!(ts[0].meta.id.ends_with("__1_epoch_1"), "{}", ts[0].meta.id);
+    for t in &ts {
+        assert_eq!(t.meta.source_format, SourceFormat::Inspect);
+        assert_eq!(count(t, Role::Assistant), 1);
+        assert!(t.messages[2].usage.is_some(), "{}", t.meta.id);
+    }
+    // Forced as another format, a zip is refused with what it is.
+    let e = import_file(
+        &ds("inspect/2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval"),
+        Some(SourceFormat::Openai),
+    )
+    .unwrap_err();
+    assert!(e.message.contains("zip archive"), "{e}");
+}
+
+#[test]
+fn the_four_langchain_shapes_give_the_same_trace() {
+    let base = one(
+        "langchain/react-agent.messages_to_dict.json",
+        SourceFormat::Langchain,
+    );
+    for rel in [
+        "langchain/react-agent.dumpd.json",
+        "langchain/react-agent.langgraph-state.json",
+        "langchain/react-agent.model_dump.json",
+    ] {
+        let t = one(rel, SourceFormat::Langchain);
+        assert_eq!(t.messages, base.messages, "{rel}");
+    }
+}
+
+#[test]
+fn cli_forced_format_that_finds_nothing_exits_2_and_says_what_the_file_is() {
+    let out = tempfile::tempdir().unwrap();
+    let rollout = ds("codex/rollout-2026-05-11T11-26-55-019e1625.jsonl");
+    assert_cmd::Command::cargo_bin("ctxbench")
+        .unwrap()
+        .args(["import", "--from", "claude-code", "-o"])
+        .arg(out.path())
+        .arg(&rollout)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "--from claude-code read a trace with no message",
+        ))
+        .stderr(predicates::str::contains("looks like codex"));
+    // A folder whose files all yield nothing: listed, exit 2.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("empty-session.jsonl"),
+        "{\"type\":\"queue-operation\",\"sessionId\":\"s\"}\n{\"type\":\"summary\",\"summary\":\"x\",\"leafUuid\":\"u\"}\n",
+    )
+    .unwrap();
+    assert_cmd::Command::cargo_bin("ctxbench")
+        .unwrap()
+        .args(["import", "-o"])
+        .arg(out.path())
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("empty-session.jsonl: no message"));
+}
