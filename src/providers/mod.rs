@@ -22,8 +22,8 @@ pub mod limits;
 pub mod retry;
 pub mod secrets;
 pub mod summarizer;
-#[doc(hidden)]
-pub mod testing;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod text_tools;
 
 mod error;

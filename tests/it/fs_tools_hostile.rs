@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ctxbench::evals::agent;
 use ctxbench::evals::fs_tools::{Limits, Sandbox};
-use ctxbench::providers::testing::MockProvider;
+use crate::support::mock_provider::MockProvider;
 use ctxbench::providers::{Message, ProviderError, ToolCall};
 use serde_json::json;
 
