@@ -6,7 +6,7 @@
 //! `providers` without a cycle.
 
 pub mod merge;
-pub mod newtypes;
+pub(crate) mod newtypes;
 
 use std::fmt;
 

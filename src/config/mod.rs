@@ -12,7 +12,7 @@
 //! - [`keys`]: unknown-key detection against the JSON Schema generated from the types, with
 //!   "did you mean" suggestions (Levenshtein).
 
-pub mod discover;
+pub(crate) mod discover;
 pub mod evals;
 pub mod keys;
 pub mod load;

@@ -11,7 +11,7 @@ pub mod event;
 pub mod fixture;
 pub mod invariants;
 pub mod layer;
-pub mod layer_config;
+pub(crate) mod layer_config;
 pub mod layers;
 pub mod outcome;
 pub mod presets;

@@ -20,7 +20,7 @@ pub mod cost;
 pub mod http;
 pub mod limits;
 pub mod retry;
-pub mod secrets;
+pub(crate) mod secrets;
 pub mod summarizer;
 #[cfg(test)]
 pub(crate) mod testing;

@@ -33,7 +33,7 @@ pub mod builder;
 pub mod journal;
 pub mod row;
 pub mod run_dir;
-pub mod run_info;
+pub(crate) mod run_info;
 pub mod summary;
 
 pub use builder::SampleBuilder;

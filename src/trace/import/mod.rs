@@ -14,7 +14,7 @@
 //! instead of failing. A file named explicitly is always imported or rejected with an error.
 
 mod calls;
-pub mod detect;
+pub(crate) mod detect;
 mod file;
 pub mod json;
 

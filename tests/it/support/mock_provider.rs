@@ -2,6 +2,8 @@
 //! own `providers::testing::MockProvider` is `#[cfg(test)]` (it does not ship), so the
 //! integration tests build theirs here, on the public `Provider` trait.
 
+#![allow(dead_code)] // each test binary uses a different part of this module
+
 use ctxbench::providers::{
     BoxFuture, ChatRequest, ChatResponse, Message, Provider, ProviderError, ProviderInfo, Usage,
 };
