@@ -733,7 +733,9 @@ mod tests {
         let e = role_err(&format!("{sys}{{\"content\": \"no role\"}}\n"));
         assert_eq!(e.file, "t.jsonl");
         assert_eq!(e.location, "line 2: $.role");
-        let e = role_err(&format!("{sys}{{\"role\": \"robot\", \"content\": \"x\"}}\n"));
+        let e = role_err(&format!(
+            "{sys}{{\"role\": \"robot\", \"content\": \"x\"}}\n"
+        ));
         assert_eq!(e.location, "line 2: $.role");
         let e = role_err(&format!("{sys}\n{{\"role\": \"user\"}}\n"));
         assert_eq!(e.location, "line 3: $.content");
@@ -763,7 +765,8 @@ mod tests {
             let e = role_err(&format!("{sys}{canonical}\n"));
             assert_eq!(e.location, "line 2: $.type", "{canonical}");
             assert!(
-                e.message.contains("a canonical line in a file of role lines"),
+                e.message
+                    .contains("a canonical line in a file of role lines"),
                 "{}",
                 e.message
             );

@@ -296,7 +296,10 @@ fn test_helpers_are_cfg_test_only() {
             }
         }
     }
-    assert!(shipped.is_empty(), "test helpers without #[cfg(test)]: {shipped:?}");
+    assert!(
+        shipped.is_empty(),
+        "test helpers without #[cfg(test)]: {shipped:?}"
+    );
     assert!(
         found.iter().any(|f| f.starts_with("providers/mod.rs")),
         "the scan did not see `providers::testing` (renamed? update this test): {found:?}"

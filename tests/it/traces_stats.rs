@@ -288,9 +288,8 @@ fn json_shape() {
         "import_warnings",
         "largest",
     ];
-    let keys = |o: &serde_json::Value| -> Vec<String> {
-        o.as_object().unwrap().keys().cloned().collect()
-    };
+    let keys =
+        |o: &serde_json::Value| -> Vec<String> { o.as_object().unwrap().keys().cloned().collect() };
     let head = ["id", "source_format", "source_path", "model"];
     let want: Vec<&str> = head.iter().chain(&figures).copied().collect();
     assert_eq!(keys(t), want);
