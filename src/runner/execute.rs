@@ -434,6 +434,19 @@ fn panic_message(e: tokio::task::JoinError) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_verbose_failure_shows_the_message_then_each_cause() {
+        let e = UnitError {
+            kind: "io".into(),
+            message: "io: offload: cannot write the store".into(),
+        };
+        assert_eq!(
+            failure_text("u1", &e, &["disk full".into(), "quota".into()]),
+            "unit u1 failed (io): io: offload: cannot write the store\n  caused by: disk full\n  caused by: quota"
+        );
+        assert_eq!(failure_text("u1", &e, &[]).lines().count(), 1);
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn replays_go_to_rayon_for_cpu_and_to_the_blocking_pool_for_io() {
         let on_rayon = || rayon::current_thread_index().is_some();

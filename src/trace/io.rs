@@ -676,7 +676,7 @@ mod tests {
         let text = concat!(
             "{\"role\": \"system\", \"content\": \"be brief\"}\n",
             "\n",
-            "{\"role\": \"user\", \"content\": \"hi\", \"usage\": {\"input\": 9}}\n",
+            "{\"role\": \"user\", \"content\": \"hi\", \"reasoning\": \"r\", \"kind\": \"k\"}\n",
             "{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [",
             "{\"id\": \"c1\", \"name\": \"ls\", \"args\": {\"z\": 1, \"a\": [2]}},",
             "{\"id\": \"c2\", \"name\": \"cat\", \"arguments\": {\"path\": \"x\"}},",
@@ -694,7 +694,7 @@ mod tests {
             [Role::System, Role::User, Role::Assistant, Role::Tool]
         );
         // A role line carries role, content, tool calls, tool_call_id and name only: the
-        // user line's `usage` is not read.
+        // user line's canonical `reasoning` and `kind` are not read.
         assert_eq!(t.messages[1], Message::user("hi"));
         assert_eq!(
             t.messages[2],
