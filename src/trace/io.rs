@@ -9,8 +9,8 @@
 //! One reader for every JSONL trace ctxbench reads line by line: canonical lines (above) and
 //! golden-fixture role lines (`{"role", "content", "tool_calls"?: [{"id", "name", "args"}],
 //! "tool_call_id"?, "name"?}`, the `golden` input format, one trace per file, see
-//! [`read_role_lines`]). Each line is deserialized once, typed, straight into the trace model
-//! ([`parse_line`]); only a line that fails is parsed again with path tracking, to name the
+//! `read_role_lines`). Each line is deserialized once, typed, straight into the trace model
+//! (`parse_line`); only a line that fails is parsed again with path tracking, to name the
 //! JSON path of the bad field in the error.
 
 use super::import::{json_error, ImportError, Located};
