@@ -32,7 +32,11 @@ fn samples(n: usize) -> (RunInfo, Vec<Sample>) {
         let depth = [0.1, 0.3, 0.5, 0.7, 0.9][(unit / 50) % 5];
         let trigger = [0.3, 0.5, 0.7, 0.85, 0.95][(unit / 250) % 5];
         let repeat = (unit / 1250) as u32;
-        let eval = if unit % 7 == 0 { "drift" } else { "needle" };
+        let eval = if unit.is_multiple_of(7) {
+            "drift"
+        } else {
+            "needle"
+        };
         let recall = if (rnd() % 100) < (95 - 10 * v as u64) {
             1.0
         } else {

@@ -59,10 +59,13 @@ struct Compact {
     info: crate::record::RunInfo,
     samples: crate::report::rows::Rows,
     torn: Option<crate::record::TornLine>,
+    /// Pid of the process still writing the run, if any.
+    live: Option<u32>,
 }
 
 fn read_compact(dir: &std::path::Path) -> Result<Compact, UsageError> {
     let run_dir = RunDir::new(dir);
+    let live = run_dir.writer();
     let info = run_dir
         .read_run_json()
         .map_err(|e| UsageError(e.to_string()))?;
@@ -72,6 +75,7 @@ fn read_compact(dir: &std::path::Path) -> Result<Compact, UsageError> {
         info,
         samples: streamed.rows,
         torn: streamed.torn,
+        live,
     })
 }
 
@@ -82,7 +86,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let b = read_compact(&args.run_b)?;
     let mut notes = Vec::new();
     for (run, dir) in [(&a, &args.run_a), (&b, &args.run_b)] {
-        if let Some(t) = &run.torn {
+        if let Some(pid) = run.live {
+            let note = RunDir::new(dir).in_progress_note(pid);
+            eprintln!("{note}");
+            notes.push(note.trim_start_matches("note: ").to_string());
+        } else if let Some(t) = &run.torn {
             notes.push(format!(
                 "{}: torn final line {} ignored (the run was interrupted)",
                 display_path(&RunDir::new(dir).samples_jsonl()),

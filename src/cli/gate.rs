@@ -136,6 +136,9 @@ fn check_junit_path(
 /// gate's observations built from them, the rows dropped. A torn final line is ignored, as
 /// before.
 fn gate_run(dir: &RunDir) -> Result<gate::GateRun, UsageError> {
+    if let Some(pid) = dir.writer() {
+        eprintln!("{}", dir.in_progress_note(pid));
+    }
     let info: crate::record::RunInfo =
         dir.read_run_json().map_err(|e| UsageError(e.to_string()))?;
     let path = dir.samples_jsonl();

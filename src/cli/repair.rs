@@ -27,6 +27,11 @@ pub struct Args {
 /// Repair the journal of `run` and say what was done on stderr (stdout stays `run --quiet`'s one line).
 pub fn repair(run: &Path) -> anyhow::Result<Repaired> {
     let dir = RunDir::new(run);
+    // Rewrites the journal: never while a run writes it. Released before `run --resume
+    // --repair` takes the directory for the run.
+    let _lock = dir
+        .lock()
+        .map_err(|e| crate::error::UsageError(e.to_string()))?;
     let r = dir.repair_journal()?;
     if r.moved.is_empty() {
         eprintln!(

@@ -19,7 +19,8 @@ Examples:
   ctxbench replay datasets/mini-swe-agent/astropy__astropy-12907.traj.json
   ctxbench replay datasets/mini-swe-agent/astropy__astropy-12907.traj.json --preset digitorn \\
       --window 30000 --set summarize.trigger.fraction=0.5
-  ctxbench replay traces/t.jsonl --config engine.toml --store out/ --json";
+  ctxbench replay traces/t.jsonl --config engine.toml --store out/ --json
+  ctxbench replay session.jsonl --preset claude-code --compare-recorded";
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]
@@ -32,7 +33,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub fixture: Option<PathBuf>,
     /// Engine preset: deepagents (default), seed-layered, langchain, digitorn, digitorn-truncate,
-    /// core-agent, turn-trim, none
+    /// core-agent, turn-trim, openhands, codex, claude-code, anthropic-context-editing, none
     #[arg(long, short = 'p')]
     pub preset: Option<String>,
     /// Engine config file (TOML, or JSON by extension); --preset/--window/--set override it
@@ -63,6 +64,12 @@ pub struct Args {
     /// Print JSON instead of the human timeline
     #[arg(long)]
     pub json: bool,
+    /// Also list where the real system compacted (the trace's `compaction` markers: Claude
+    /// Code compact_boundary, Codex compacted, ATIF) beside where the preset did, with the
+    /// fraction of recorded compactions reproduced within ±1 model call. With --json, prints
+    /// `{"replay": …, "compare_recorded": …}` per trace
+    #[arg(long, conflicts_with = "fixture")]
+    pub compare_recorded: bool,
 }
 
 /// Unwrap engine errors so input/config errors keep their type (exit code 2).
@@ -230,6 +237,17 @@ fn render_human(r: &Replay) -> String {
 /// printing. Peak memory is about one copy of the trace: the file is streamed into the trace
 /// model (`trace::import`) and the messages move into the replay (`tests/replay_memory.rs`).
 pub fn replay_file(args: &Args) -> anyhow::Result<Vec<Replay>> {
+    Ok(replay_file_recorded(args)?
+        .into_iter()
+        .map(|(r, _)| r)
+        .collect())
+}
+
+/// [`replay_file`], each replay with what `--compare-recorded` needs of its trace (its model
+/// calls and compaction markers, taken before the replay consumes the trace).
+pub fn replay_file_recorded(
+    args: &Args,
+) -> anyhow::Result<Vec<(Replay, engine::recorded::RecordedCalls)>> {
     let path = args
         .trace
         .as_ref()
@@ -250,8 +268,14 @@ pub fn replay_file(args: &Args) -> anyhow::Result<Vec<Replay>> {
                 &resolved.preset,
             ));
         }
+        let recorded = if args.compare_recorded {
+            engine::recorded::RecordedCalls::of(&t)
+        } else {
+            Default::default()
+        };
         // By value: the trace's messages move into the replay, not copied (peak memory).
-        replays.push(engine::replay_owned(t, &resolved, &env).map_err(engine_err)?);
+        let r = engine::replay_owned(t, &resolved, &env).map_err(engine_err)?;
+        replays.push((r, recorded));
     }
     Ok(replays)
 }
@@ -287,6 +311,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }));
         }
         replays.push(r);
+    } else if args.compare_recorded {
+        return run_compare_recorded(&args);
     } else {
         replays = replay_file(&args)?;
     }
@@ -302,5 +328,37 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         super::emit(&text)?;
     }
     let ok = replays.iter().all(|r| r.invariants.passed());
+    Ok(ExitCode::from(if ok { EXIT_OK } else { EXIT_FAILURE }))
+}
+
+/// `replay --compare-recorded`: the timeline (or the replay's JSON) and, per trace, the
+/// recorded compactions beside the preset's (`engine::recorded`).
+fn run_compare_recorded(args: &Args) -> anyhow::Result<ExitCode> {
+    let pairs = replay_file_recorded(args)?;
+    let ok = pairs.iter().all(|(r, _)| r.invariants.passed());
+    if args.json {
+        let items: Vec<serde_json::Value> = pairs
+            .iter()
+            .map(|(r, rec)| {
+                Ok(serde_json::json!({
+                    "replay": serde_json::to_value(r)?,
+                    "compare_recorded": serde_json::to_value(engine::recorded::compare(rec, r))?,
+                }))
+            })
+            .collect::<Result<_, serde_json::Error>>()?;
+        let text = if items.len() == 1 {
+            serde_json::to_string_pretty(&items[0])?
+        } else {
+            serde_json::to_string_pretty(&items)?
+        };
+        super::emit(&format!("{text}\n"))?;
+    } else {
+        let mut text = String::new();
+        for (r, rec) in &pairs {
+            text.push_str(&render_human(r));
+            text.push_str(&engine::recorded::compare(rec, r).render());
+        }
+        super::emit(&text)?;
+    }
     Ok(ExitCode::from(if ok { EXIT_OK } else { EXIT_FAILURE }))
 }

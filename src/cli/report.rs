@@ -33,9 +33,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let run_dir = RunDir::new(&args.run_dir);
     // One streaming pass keeps each sample's compact part; the heavy parts (timelines,
     // evidence, summaries) are read for the samples the report shows in full only.
+    let live = run_dir.writer();
     let (info, model, torn) =
         crate::report::load::load_model(&run_dir).map_err(|e| UsageError(e.to_string()))?;
-    if let Some(t) = &torn {
+    if let Some(pid) = live {
+        // The line being written is not read; that is no fault of the journal.
+        eprintln!("{}", run_dir.in_progress_note(pid));
+    } else if let Some(t) = &torn {
         eprintln!(
             "warning: {}: line {} is a torn final write ({} bytes, the run was interrupted); ignored",
             display_path(&run_dir.samples_jsonl()),

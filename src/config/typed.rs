@@ -93,6 +93,10 @@ impl LoadedSuite {
             let json = serde_json::to_value(table).expect("TOML tables are JSON");
             match serde_path_to_error::deserialize::<_, ProviderConfig>(json) {
                 Ok(config) => {
+                    // Values the provider's API refuses: each names its key and line.
+                    for (key, message) in config.check_parameters() {
+                        errs.push(self.provider_error(role, &[key], &message));
+                    }
                     let concurrency_limit = table
                         .contains_key("concurrency")
                         .then_some(config.concurrency.max(1));

@@ -12,6 +12,8 @@ use std::path::PathBuf;
 // here so `engine::layer_config::Summarize` and `engine::config::Summarize` keep working.
 pub use super::layers::checkpoint::Checkpoint;
 pub use super::layers::clear::ClearToolResults;
+pub use super::layers::compact::Compact;
+pub use super::layers::condense::Condense;
 pub use super::layers::cost_ceiling::{CeilingAction, CostCeiling};
 pub use super::layers::emergency::Emergency;
 pub use super::layers::evict::EvictToolResults;

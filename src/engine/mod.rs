@@ -15,6 +15,7 @@ pub(crate) mod layer_config;
 pub mod layers;
 pub mod outcome;
 pub mod presets;
+pub mod recorded;
 pub mod replay;
 pub mod resolve;
 pub mod store;

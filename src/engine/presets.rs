@@ -5,9 +5,9 @@
 //! `docs/engine.md`.
 
 use super::layer_config::{
-    CeilingAction, Checkpoint, ClearToolResults, CostCeiling, Emergency, EvictToolResults,
-    EvictUserMessages, History, Keep, LayerConfig, Size, Summarize, SummaryRole, TextSource,
-    Trigger, Truncate, TruncateArgs, TurnTrim, Watchdog,
+    CeilingAction, Checkpoint, ClearToolResults, Compact, Condense, CostCeiling, Emergency,
+    EvictToolResults, EvictUserMessages, History, Keep, LayerConfig, Size, Summarize, SummaryRole,
+    TextSource, Trigger, Truncate, TruncateArgs, TurnTrim, Watchdog,
 };
 
 /// A preset: default window and counter, and its layers in order.
@@ -29,6 +29,10 @@ pub const NAMES: &[&str] = &[
     "digitorn-truncate",
     "core-agent",
     "turn-trim",
+    "openhands",
+    "codex",
+    "claude-code",
+    "anthropic-context-editing",
     "none",
 ];
 
@@ -42,6 +46,10 @@ pub fn preset(name: &str) -> Option<Preset> {
         "digitorn-truncate" => Some(digitorn_truncate()),
         "core-agent" => Some(core_agent()),
         "turn-trim" => Some(turn_trim()),
+        "openhands" => Some(openhands()),
+        "codex" => Some(codex()),
+        "claude-code" => Some(claude_code()),
+        "anthropic-context-editing" => Some(anthropic_context_editing()),
         "none" => Some(Preset {
             name: "none",
             default_window: 200_000,
@@ -127,6 +135,7 @@ pub fn langchain_clear(trigger: Trigger) -> ClearToolResults {
         placeholder: "[cleared]".into(),
         clear_tool_inputs: false,
         clear_at_least: 0,
+        clear_at_least_is_minimum: false,
         offload: false,
         path_prefix: "/cleared_tool_results".into(),
     }
@@ -344,6 +353,155 @@ pub fn turn_trim() -> Preset {
             overflow_tool_result_chars: 10_000,
             overflow_user_chars: 10_000,
             overflow_max_turns: 5,
+        })],
+    }
+}
+
+/// The summary prompt of the `openhands` preset: the instructions of OpenHands'
+/// `summarizing_system.j2` (openhands-sdk 1.58.2, MIT), shortened to their tracked sections.
+pub const OPENHANDS_SUMMARY_PROMPT: &str = "You are maintaining a context-aware state summary \
+for an interactive agent. You will be given a list of events corresponding to actions taken \
+by the agent, which will include previous summaries. Track:\n\n\
+USER_CONTEXT: (Preserve essential user requirements, goals, and clarifications in concise form)\n\
+TASK_TRACKING: {Active tasks, their IDs and statuses - PRESERVE TASK IDs}\n\
+COMPLETED: (Tasks completed so far, with brief results)\n\
+PENDING: (Tasks that still need to be done)\n\
+CURRENT_STATE: (Current variables, data structures, or relevant state)\n\n\
+For code-specific tasks, also include:\n\
+CODE_STATE: {File paths, function signatures, data structures}\n\
+TESTS: {Failing cases, error messages, outputs}\n\
+CHANGES: {Code edits, variable updates}\n\
+DEPS: {Dependencies, imports, external calls}\n\
+VERSION_CONTROL_STATUS: {Repository state, current branch, PR status, commit history}";
+
+/// OpenHands' `LLMSummarizingCondenser` (openhands-sdk 1.58.2, MIT,
+/// `openhands/sdk/context/condenser/llm_summarizing_condenser.py`) at its class defaults:
+/// `max_size = 240` events, `keep_first = 2`, `minimum_progress = 0.1`, no `max_tokens`; a
+/// request over the window is a condensation request (half the view, else a hard context
+/// reset). The SDK's `default_condenser()` for its default agent uses `max_size = 80`,
+/// `keep_first = 4` (`--set condense.max_size=80 --set condense.keep_first=4`). Checked
+/// against the real SDK by `testdata/openhands-golden/`.
+pub fn openhands() -> Preset {
+    Preset {
+        name: "openhands",
+        default_window: 200_000,
+        counter: "approx",
+        layers: vec![LayerConfig::Condense(Condense {
+            max_size: 240,
+            max_tokens: None,
+            keep_first: 2,
+            minimum_progress: 0.1,
+            on_context_overflow: true,
+            prompt: TextSource::Text(OPENHANDS_SUMMARY_PROMPT.into()),
+            summary_max_tokens: 2048,
+        })],
+    }
+}
+
+/// Codex CLI's compaction prompt (`codex-rs/core/templates/compact/prompt.md`, Apache-2.0).
+pub const CODEX_COMPACT_PROMPT: &str = "You are performing a CONTEXT CHECKPOINT COMPACTION. \
+Create a handoff summary for another LLM that will resume the task.\n\n\
+Include:\n\
+- Goal / user objective\n\
+- Current progress and key decisions made\n\
+- Important context, constraints, or user preferences\n\
+- What remains to be done (clear next steps)\n\
+- Any critical data, examples, or references needed to continue\n\n\
+Be concise, structured, and focused on helping the next LLM seamlessly continue the work.\n";
+
+/// Codex CLI's `SUMMARY_PREFIX` (`codex-rs/core/templates/compact/summary_prefix.md`).
+pub const CODEX_SUMMARY_PREFIX: &str = "Another language model started to solve this problem \
+and produced a summary of its thinking process. You also have access to the state of the tools \
+that were used by that language model. Use this to build on the work that has already been \
+done and avoid duplicating work. Here is the summary produced by the other language model, \
+use the information in this summary to  assist with your own analysis:";
+
+/// Codex CLI auto-compaction (`codex-rs/core/src/compact.rs`): at the auto-compact token
+/// limit (90% of the context window, the default of the OpenAI model families; set
+/// `compact.trigger.tokens` to a `model_auto_compact_token_limit`) the whole history is
+/// summarized with [`CODEX_COMPACT_PROMPT`] and rebuilt as initial context + the most recent
+/// user messages within 20,000 tokens + [`CODEX_SUMMARY_PREFIX`] and the summary.
+pub fn codex() -> Preset {
+    Preset {
+        name: "codex",
+        default_window: 272_000,
+        counter: "approx",
+        layers: vec![LayerConfig::Compact(Compact {
+            trigger: Trigger::Fraction(0.9),
+            prompt: TextSource::Text(CODEX_COMPACT_PROMPT.into()),
+            summary_prefix: CODEX_SUMMARY_PREFIX.into(),
+            keep_user_tokens: 20_000,
+            keep_initial_context: true,
+            summary_max_tokens: 4096,
+        })],
+    }
+}
+
+/// The sections Claude Code's compact summaries hold (read off the summary message following
+/// the `compact_boundary` of `shared/datasets/claude-code-interactive`).
+pub const CLAUDE_CODE_COMPACT_PROMPT: &str = "Your task is to create a detailed summary of the \
+conversation so far, paying close attention to the user's explicit requests and your previous \
+actions. Start with an Analysis of the conversation in chronological order, then a Summary with \
+these sections:\n\n\
+1. Primary Request and Intent\n\
+2. Key Technical Concepts\n\
+3. Files and Code Sections\n\
+4. Errors and fixes\n\
+5. Problem Solving\n\
+6. All user messages\n\
+7. Pending Tasks\n\
+8. Current Work\n\
+9. Optional Next Step";
+
+/// The text Claude Code puts before the summary in the message that starts the compacted
+/// context (verbatim from the recorded session).
+pub const CLAUDE_CODE_SUMMARY_PREFIX: &str = "This session is being continued from a previous \
+conversation that ran out of context. The conversation is summarized below:";
+
+/// Claude Code's auto-compact (closed source): at the threshold the whole conversation is
+/// replaced by one user message, [`CLAUDE_CODE_SUMMARY_PREFIX`] and a nine-section summary.
+/// The threshold, 0.779 of the window, is calibrated on the recorded session: its last call
+/// before the `compact_boundary` sent 155,741 tokens without compacting and the boundary
+/// fired at `preTokens` 155,979 of a 200,000 window, so the threshold lies in
+/// (155,741, 155,979]; docs/engine.md has the calibration.
+pub fn claude_code() -> Preset {
+    Preset {
+        name: "claude-code",
+        default_window: 200_000,
+        counter: "approx-anthropic",
+        layers: vec![LayerConfig::Compact(Compact {
+            trigger: Trigger::Fraction(0.779),
+            prompt: TextSource::Text(CLAUDE_CODE_COMPACT_PROMPT.into()),
+            summary_prefix: CLAUDE_CODE_SUMMARY_PREFIX.into(),
+            keep_user_tokens: 0,
+            keep_initial_context: false,
+            summary_max_tokens: 8192,
+        })],
+    }
+}
+
+/// Anthropic Messages API context editing, `clear_tool_uses_20250919` at its documented
+/// defaults: when the input exceeds 100,000 tokens, every tool result but the 3 most recent is
+/// replaced by a placeholder in the request (the server edits the prompt; the client's history
+/// is untouched: a per-request view); `clear_at_least` is a minimum (the edit is skipped when
+/// it would free less), `exclude_tools` and `clear_tool_inputs` as documented.
+/// `clear_thinking_20251015` has nothing to clear here: ctxbench's views never carry the
+/// recorded reasoning (see docs/engine.md).
+pub fn anthropic_context_editing() -> Preset {
+    Preset {
+        name: "anthropic-context-editing",
+        default_window: 200_000,
+        counter: "approx-anthropic",
+        layers: vec![LayerConfig::ClearToolResults(ClearToolResults {
+            trigger: Trigger::Tokens(100_000),
+            keep: 3,
+            excluded_tools: Vec::new(),
+            placeholder: "[cleared]".into(),
+            clear_tool_inputs: false,
+            clear_at_least: 0,
+            clear_at_least_is_minimum: true,
+            offload: false,
+            path_prefix: "/cleared_tool_results".into(),
         })],
     }
 }

@@ -52,6 +52,20 @@ pub struct LoopOutcome {
     pub model: String,
     /// True when `max_steps` ran out before a final answer.
     pub hit_step_limit: bool,
+    /// The API's finish reason of the last call (`stop`, `end_turn`, `tool_calls`…).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// Output tokens the calls spent on hidden reasoning, where the API reports them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    /// Calls whose server reported far fewer prompt tokens than were sent (a prompt cut to the
+    /// server's context without an error: `ChatResponse::prompt_truncated`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub prompt_truncated: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl LoopOutcome {
@@ -209,6 +223,26 @@ async fn run_loop(
         out.steps += 1;
         out.usage.add(&resp.usage);
         out.model = resp.model.clone();
+        out.finish_reason = resp.finish_reason.clone();
+        if let Some(r) = resp.reasoning_tokens {
+            *out.reasoning_tokens.get_or_insert(0) += r;
+        }
+        out.prompt_truncated += u32::from(resp.prompt_truncated);
+        // A refused or cut-off answer is no answer: scoring it would count a miss the model
+        // never made (a reasoning model that spent its limit thinking returns "").
+        if let Some(why) = &resp.refusal {
+            return Err(ProviderError::Refused {
+                message: crate::providers::clip(why, 300),
+            });
+        }
+        if resp.cut_off() {
+            return Err(ProviderError::AnswerCutOff {
+                finish_reason: resp.finish_reason.clone().unwrap_or_default(),
+                output_tokens: resp.usage.output,
+                reasoning_tokens: resp.reasoning_tokens,
+                answer_chars: resp.message.content.chars().count(),
+            });
+        }
         let reply = resp.message;
         if reply.tool_calls.is_empty() || sandbox.is_none() {
             out.answer = reply.content.clone();

@@ -127,8 +127,13 @@ pub struct EvalSpec {
 
 use MetricKind::{Count, Dollars, Fraction, Tokens};
 
-/// Metrics of every sample of every eval (`<eval>.summary_failures`, `<eval>.pass`).
-pub const COMMON_METRICS: &[Metric] = &[lower("summary_failures", Count), higher("pass", Fraction)];
+/// Metrics of every sample of every eval (`<eval>.summary_failures`, `<eval>.prompt_truncated`,
+/// `<eval>.pass`).
+pub const COMMON_METRICS: &[Metric] = &[
+    lower("summary_failures", Count),
+    lower("prompt_truncated", Count),
+    higher("pass", Fraction),
+];
 
 /// Metrics of the run, not of one eval: `tokens`, `cost` and their per-role splits
 /// (`tokens.agent`, `cost.judge`, …).

@@ -26,6 +26,9 @@ pub const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` when neither the request nor the configuration sets one (the API requires it).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
+/// The `cache_control` of a prompt-cache breakpoint (5-minute cache).
+const EPHEMERAL: &str = "ephemeral";
+
 /// An Anthropic Messages API provider.
 pub type AnthropicProvider = HttpProvider<AnthropicWire>;
 
@@ -119,7 +122,23 @@ impl Wire for AnthropicWire {
         let mut b = Map::new();
         b.insert("model".into(), json!(r.model));
         if !system.is_empty() {
-            b.insert("system".into(), json!(system.join("\n\n")));
+            let text = system.join("\n\n");
+            if r.prompt_cache && !text.trim().is_empty() {
+                b.insert(
+                    "system".into(),
+                    json!([{"type": "text", "text": text, "cache_control": {"type": EPHEMERAL}}]),
+                );
+            } else {
+                b.insert("system".into(), json!(text));
+            }
+        }
+        if r.prompt_cache && turns.len() >= 2 {
+            // The end of the history before the question: everything up to here is the prefix
+            // the next question about the same history sends again.
+            let at = turns.len() - 2;
+            if let Some(last) = turns[at].1.last_mut() {
+                last["cache_control"] = json!({"type": EPHEMERAL});
+            }
         }
         b.insert(
             "messages".into(),
@@ -131,11 +150,16 @@ impl Wire for AnthropicWire {
             ),
         );
         if !r.tools.is_empty() {
-            let tools: Vec<Value> = r
+            let mut tools: Vec<Value> = r
                 .tools
                 .iter()
                 .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
                 .collect();
+            if r.prompt_cache {
+                if let Some(last) = tools.last_mut() {
+                    last["cache_control"] = json!({"type": EPHEMERAL});
+                }
+            }
             b.insert("tools".into(), Value::Array(tools));
         }
         let s = &r.sampling;
@@ -261,7 +285,9 @@ pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
         },
         usage_reported,
         model: r.model.unwrap_or_default(),
+        refusal: (r.stop_reason.as_deref() == Some("refusal")).then(String::new),
         finish_reason: r.stop_reason,
+        reasoning_tokens: None,
     })
 }
 

@@ -408,6 +408,9 @@ mod tests {
             attempts: 2,
             from_cache: false,
             text_tools: None,
+            refusal: None,
+            reasoning_tokens: None,
+            prompt_truncated: false,
         };
         cache.put("k", &resp).await.unwrap();
         assert_eq!(cache.get("k").await.unwrap(), Some(resp));

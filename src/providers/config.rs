@@ -15,6 +15,11 @@
 //! max_tokens = 1024
 //! cache = true                         # false = `--no-cache`
 //! tool_protocol = "native"             # native | text
+//! # reasoning models (see `ProviderConfig::check_parameters`):
+//! reasoning = true                     # default: guessed from the model name (o3, gpt-5, …)
+//! max_tokens_field = "max_completion_tokens"  # openai: which field carries the limit
+//! reasoning_effort = "low"             # openai reasoning models
+//! thinking = 2048                      # anthropic extended thinking budget (≥ 1024)
 //! ```
 
 use std::collections::BTreeMap;
@@ -26,7 +31,7 @@ use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
 use super::cache::{CachedProvider, ResponseCache};
-use super::http::{ApiKey, HttpSettings};
+use super::http::{ApiKey, HttpSettings, WireTraits};
 use super::limits::Limits;
 use super::retry::RetryPolicy;
 use super::text_tools::{TextToolOptions, TextToolProvider};
@@ -48,6 +53,37 @@ pub enum ToolProtocol {
     #[default]
     Native,
     Text,
+}
+
+/// Which request field carries the output limit on an OpenAI-compatible API: reasoning models
+/// (and every newer OpenAI model) take `max_completion_tokens`, many compatible servers only
+/// `max_tokens`. Default: `max_completion_tokens` for reasoning models, else `max_tokens`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MaxTokensField {
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
+/// `reasoning_effort` values OpenAI documents (`ReasoningEffort` in openai-openapi; see
+/// tests/data/openai-openapi/).
+pub const REASONING_EFFORTS: [&str; 7] =
+    ["none", "minimal", "low", "medium", "high", "xhigh", "max"];
+
+/// The smallest extended-thinking budget Anthropic accepts.
+pub const MIN_THINKING_BUDGET: u32 = 1024;
+
+/// True when `model` names an OpenAI reasoning model by its public name: the o-series (`o1`,
+/// `o3-mini`, `o4-mini`…), `gpt-5*` except the `gpt-5*-chat*` models, `codex-mini*`. A
+/// deployment with another name (Azure) says so with `reasoning = true`.
+pub fn is_reasoning_model_name(model: &str) -> bool {
+    let m = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    let o_series = m.len() >= 2 && m.starts_with('o') && m.as_bytes()[1].is_ascii_digit();
+    o_series || (m.starts_with("gpt-5") && !m.contains("-chat")) || m.starts_with("codex-mini")
 }
 
 fn default_max_retries() -> u32 {
@@ -116,7 +152,9 @@ pub struct ProviderConfig {
     /// Backoff before the first retry, doubling each time (with jitter).
     #[serde(default = "default_retry_initial_ms")]
     pub retry_initial_ms: u64,
-    /// Cap on one backoff wait; a server `Retry-After` longer than this fails the call instead.
+    /// Cap on one backoff wait and on the total time one call waits out rate limits (429s are
+    /// retried past `max_retries` while their waits fit in it); a server wait (`Retry-After`,
+    /// `retry-after-ms`, a rate-limit reset header) longer than this fails the call instead.
     #[serde(
         default = "default_retry_max_secs",
         deserialize_with = "crate::confcore::newtypes::secs"
@@ -162,6 +200,26 @@ pub struct ProviderConfig {
     pub cache_dir: Option<PathBuf>,
     #[serde(default)]
     pub tool_protocol: ToolProtocol,
+    /// The model is a reasoning model (only the default temperature/top_p; its output limit
+    /// covers its reasoning). Default: guessed from the model name
+    /// ([`is_reasoning_model_name`]); set it for deployments with other names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<bool>,
+    /// OpenAI-compatible: the request field carrying the output limit (see [`MaxTokensField`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens_field: Option<MaxTokensField>,
+    /// OpenAI reasoning models: `none`, `minimal`, `low`, `medium`, `high`, `xhigh`, `max`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// Anthropic extended thinking: the budget in tokens (≥ 1024, below `max_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<u32>,
+    /// Anthropic: ask for prompt caching (`cache_control` breakpoints on the tools, the system
+    /// prompt and the history before the last turn), so the needle's and drift's questions,
+    /// which re-send one long prefix, read it from the cache. Cache writes and reads are
+    /// recorded and priced. (OpenAI caches long prefixes without being asked.)
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prompt_cache: bool,
 }
 
 impl ProviderConfig {
@@ -189,11 +247,242 @@ impl ProviderConfig {
             cache: true,
             cache_dir: None,
             tool_protocol: ToolProtocol::Native,
+            reasoning: None,
+            max_tokens_field: None,
+            reasoning_effort: None,
+            thinking: None,
+            prompt_cache: false,
         }
+    }
+
+    /// Whether the model is a reasoning model: `reasoning`, else its name.
+    pub fn is_reasoning(&self) -> bool {
+        self.reasoning.unwrap_or_else(|| {
+            self.kind == ProviderKind::Openai && is_reasoning_model_name(&self.model)
+        })
+    }
+
+    /// What the wire format needs beyond the sampling defaults.
+    pub fn wire_traits(&self) -> WireTraits {
+        WireTraits {
+            max_completion_tokens: match self.max_tokens_field {
+                Some(f) => f == MaxTokensField::MaxCompletionTokens,
+                None => self.is_reasoning(),
+            },
+            thinking_budget: self.thinking,
+            prompt_cache: self.prompt_cache,
+            max_tokens: self.max_tokens,
+            reasoning: self.kind == ProviderKind::Openai && self.is_reasoning(),
+        }
+    }
+
+    /// Parameters this provider's API refuses, each with the key to fix: ranges per kind
+    /// (Anthropic's temperature is 0..=1, OpenAI's 0..=2), the sampling a reasoning model does
+    /// not take, keys of the other vendor, the thinking budget's bounds. Checked at load (each
+    /// problem names its key and line) and again by [`validate`](Self::validate).
+    pub fn check_parameters(&self) -> Vec<(&'static str, String)> {
+        let mut out: Vec<(&'static str, String)> = Vec::new();
+        let model = &self.model;
+        let range = |out: &mut Vec<(&'static str, String)>,
+                     key,
+                     v: Option<f64>,
+                     lo: f64,
+                     hi: f64,
+                     api: &str| {
+            if let Some(x) = v {
+                if !(lo..=hi).contains(&x) {
+                    out.push((key, format!("`{key}` = {x}: {api} accepts {lo}..={hi}")));
+                }
+            }
+        };
+        match self.kind {
+            ProviderKind::Offline => {}
+            ProviderKind::Openai => {
+                range(
+                    &mut out,
+                    "temperature",
+                    self.temperature,
+                    0.0,
+                    2.0,
+                    "the OpenAI API",
+                );
+                range(&mut out, "top_p", self.top_p, 0.0, 1.0, "the OpenAI API");
+                range(
+                    &mut out,
+                    "frequency_penalty",
+                    self.frequency_penalty,
+                    -2.0,
+                    2.0,
+                    "the OpenAI API",
+                );
+                range(
+                    &mut out,
+                    "presence_penalty",
+                    self.presence_penalty,
+                    -2.0,
+                    2.0,
+                    "the OpenAI API",
+                );
+                if self.is_reasoning() {
+                    let defaults = [
+                        ("temperature", self.temperature, 1.0),
+                        ("top_p", self.top_p, 1.0),
+                        ("frequency_penalty", self.frequency_penalty, 0.0),
+                        ("presence_penalty", self.presence_penalty, 0.0),
+                    ];
+                    for (key, v, default) in defaults {
+                        if v.is_some_and(|x| x != default) {
+                            out.push((
+                                key,
+                                format!(
+                                "`{key}`: `{model}` is a reasoning model, which accepts only the \
+                                 default ({default}); remove `{key}` (or set `reasoning = false` \
+                                 if this deployment is not a reasoning model)"
+                            ),
+                            ));
+                        }
+                    }
+                    if self.max_tokens_field == Some(MaxTokensField::MaxTokens) {
+                        out.push(("max_tokens_field", format!(
+                            "`max_tokens_field` = \"max_tokens\": reasoning models such as `{model}` \
+                             refuse `max_tokens` and take `max_completion_tokens`"
+                        )));
+                    }
+                } else if self.reasoning_effort.is_some() {
+                    out.push((
+                        "reasoning_effort",
+                        format!(
+                        "`reasoning_effort`: `{model}` is not a reasoning model (set `reasoning = \
+                         true` if this deployment is one)"
+                    ),
+                    ));
+                }
+                if let Some(e) = &self.reasoning_effort {
+                    if !REASONING_EFFORTS.contains(&e.as_str()) {
+                        out.push((
+                            "reasoning_effort",
+                            format!(
+                                "`reasoning_effort` = {e:?}: expected one of {}",
+                                REASONING_EFFORTS.join(", ")
+                            ),
+                        ));
+                    }
+                }
+                if self.thinking.is_some() {
+                    out.push((
+                        "thinking",
+                        "`thinking` is Anthropic's extended thinking; for an \
+                        OpenAI reasoning model use `reasoning_effort`"
+                            .into(),
+                    ));
+                }
+                if self.prompt_cache {
+                    out.push((
+                        "prompt_cache",
+                        "`prompt_cache` asks Anthropic for caching; OpenAI-compatible APIs \
+                         cache long prefixes without being asked (remove it)"
+                            .into(),
+                    ));
+                }
+            }
+            ProviderKind::Anthropic => {
+                range(
+                    &mut out,
+                    "temperature",
+                    self.temperature,
+                    0.0,
+                    1.0,
+                    "the Anthropic Messages API",
+                );
+                range(
+                    &mut out,
+                    "top_p",
+                    self.top_p,
+                    0.0,
+                    1.0,
+                    "the Anthropic Messages API",
+                );
+                for (key, set) in [
+                    ("seed", self.seed.is_some()),
+                    ("frequency_penalty", self.frequency_penalty.is_some()),
+                    ("presence_penalty", self.presence_penalty.is_some()),
+                ] {
+                    if set {
+                        out.push((
+                            key,
+                            format!("`{key}`: the Anthropic Messages API has no {key}; remove it"),
+                        ));
+                    }
+                }
+                if self.reasoning_effort.is_some() {
+                    out.push((
+                        "reasoning_effort",
+                        "`reasoning_effort` is OpenAI's; for Anthropic \
+                        extended thinking set `thinking = <budget tokens>`"
+                            .into(),
+                    ));
+                }
+                if self.max_tokens_field.is_some() {
+                    out.push((
+                        "max_tokens_field",
+                        "`max_tokens_field` is for OpenAI-compatible \
+                        APIs; the Messages API always takes `max_tokens`"
+                            .into(),
+                    ));
+                }
+                if let Some(b) = self.thinking {
+                    if b < MIN_THINKING_BUDGET {
+                        out.push(("thinking", format!(
+                            "`thinking` = {b}: the budget must be at least {MIN_THINKING_BUDGET} tokens"
+                        )));
+                    }
+                    if let Some(m) = self.max_tokens {
+                        if m <= b {
+                            out.push((
+                                "max_tokens",
+                                format!(
+                                "`max_tokens` = {m}: with `thinking` = {b} it must be larger than \
+                                 the thinking budget (the budget is part of max_tokens)"
+                            ),
+                            ));
+                        }
+                    }
+                    if self.temperature.is_some_and(|t| t != 1.0) {
+                        out.push((
+                            "temperature",
+                            "`temperature`: extended thinking (`thinking`) \
+                            accepts only the default temperature; remove it"
+                                .into(),
+                        ));
+                    }
+                    if self.top_p.is_some_and(|p| !(0.95..=1.0).contains(&p)) {
+                        out.push((
+                            "top_p",
+                            "`top_p`: with extended thinking (`thinking`) top_p \
+                            must be within 0.95..=1"
+                                .into(),
+                        ));
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// The default sampling parameters requests inherit.
     pub fn sampling(&self) -> Sampling {
+        let mut extra = self.extra_body.clone();
+        // Vendor parameters travel as body fields (they are part of the cache key there too).
+        if let Some(e) = &self.reasoning_effort {
+            extra
+                .entry("reasoning_effort".into())
+                .or_insert_with(|| serde_json::json!(e));
+        }
+        if let Some(b) = self.thinking {
+            extra
+                .entry("thinking".into())
+                .or_insert_with(|| serde_json::json!({"type": "enabled", "budget_tokens": b}));
+        }
         Sampling {
             temperature: self.temperature,
             max_tokens: self.max_tokens,
@@ -202,7 +491,7 @@ impl ProviderConfig {
             seed: self.seed,
             frequency_penalty: self.frequency_penalty,
             presence_penalty: self.presence_penalty,
-            extra: self.extra_body.clone(),
+            extra,
         }
     }
 
@@ -259,10 +548,8 @@ impl ProviderConfig {
         if self.rpm == Some(0) || self.tpm == Some(0) {
             return err("rpm and tpm must be ≥ 1 when set (leave them out for no limit)".into());
         }
-        if let Some(t) = self.temperature {
-            if !(0.0..=2.0).contains(&t) {
-                return err(format!("temperature must be within 0..=2, got {t}"));
-            }
+        if let Some((_, message)) = self.check_parameters().into_iter().next() {
+            return err(message);
         }
         if let Some(base) = self.effective_base_url() {
             let url = parse_base_url(base)?;
@@ -274,17 +561,6 @@ impl ProviderConfig {
                     self.kind.as_str()
                 ));
             }
-        }
-        if self.kind == ProviderKind::Anthropic
-            && (self.seed.is_some()
-                || self.frequency_penalty.is_some()
-                || self.presence_penalty.is_some())
-        {
-            return err(
-                "the Anthropic Messages API has no seed, frequency_penalty or \
-                        presence_penalty; remove them from this provider"
-                    .into(),
-            );
         }
         if let Some(var) = &self.api_key_env {
             ApiKey::from_env(var)?;
@@ -373,6 +649,7 @@ pub fn build_provider(config: &ProviderConfig) -> Result<Arc<dyn Provider>, Prov
         retry: config.retry_policy(),
         timeout: Duration::from_secs_f64(config.timeout_secs),
         limits: Limits::new(config.concurrency, config.rpm, config.tpm),
+        traits: config.wire_traits(),
     };
     let provider = match config.kind.http_provider(settings) {
         Some(p) => p?,
@@ -485,5 +762,69 @@ mod tests {
         );
         let u = parse_base_url("http://127.0.0.1:8080/v1/").unwrap();
         assert_eq!(public_endpoint(&u), "http://127.0.0.1:8080/v1");
+    }
+
+    #[test]
+    fn parameters_are_checked_per_kind() {
+        let keys = |c: &ProviderConfig| -> Vec<&'static str> {
+            c.check_parameters().into_iter().map(|(k, _)| k).collect()
+        };
+        let mut a = ProviderConfig::new(ProviderKind::Anthropic, "claude-sonnet-4-5");
+        a.temperature = Some(1.5);
+        assert_eq!(keys(&a), ["temperature"], "Anthropic takes 0..=1");
+        let mut o = ProviderConfig::new(ProviderKind::Openai, "gpt-4.1-mini");
+        o.temperature = Some(1.5);
+        assert!(keys(&o).is_empty(), "OpenAI takes 0..=2");
+        o.temperature = Some(2.5);
+        assert_eq!(keys(&o), ["temperature"]);
+        // Reasoning models: only the defaults; by name or by `reasoning = true`.
+        for model in [
+            "o3",
+            "o4-mini",
+            "gpt-5-mini",
+            "openai/gpt-5",
+            "codex-mini-latest",
+        ] {
+            let mut r = ProviderConfig::new(ProviderKind::Openai, model);
+            r.temperature = Some(0.0);
+            assert_eq!(keys(&r), ["temperature"], "{model}");
+            r.temperature = Some(1.0);
+            assert!(keys(&r).is_empty(), "{model}: the default is accepted");
+        }
+        let mut azure = ProviderConfig::new(ProviderKind::Openai, "my-deployment");
+        azure.temperature = Some(0.0);
+        azure.reasoning_effort = Some("low".into());
+        assert_eq!(keys(&azure), ["reasoning_effort"]);
+        azure.reasoning = Some(true);
+        assert_eq!(keys(&azure), ["temperature"]);
+        assert!(azure.wire_traits().max_completion_tokens);
+        let chat = ProviderConfig::new(ProviderKind::Openai, "gpt-5-chat-latest");
+        assert!(!chat.is_reasoning());
+        azure.temperature = None;
+        azure.reasoning_effort = Some("extreme".into());
+        assert_eq!(keys(&azure), ["reasoning_effort"]);
+        azure.reasoning_effort = None;
+        azure.max_tokens_field = Some(MaxTokensField::MaxTokens);
+        assert_eq!(keys(&azure), ["max_tokens_field"]);
+        // Extended thinking: ≥ 1024, below max_tokens, default temperature.
+        let mut t = ProviderConfig::new(ProviderKind::Anthropic, "claude-sonnet-4-5");
+        t.thinking = Some(512);
+        assert_eq!(keys(&t), ["thinking"]);
+        t.thinking = Some(2048);
+        t.max_tokens = Some(1024);
+        t.temperature = Some(0.0);
+        assert_eq!(keys(&t), ["max_tokens", "temperature"]);
+        t.max_tokens = Some(4096);
+        t.temperature = None;
+        assert!(keys(&t).is_empty());
+        assert_eq!(
+            t.sampling().extra["thinking"],
+            serde_json::json!({"type": "enabled", "budget_tokens": 2048})
+        );
+        t.reasoning_effort = Some("low".into());
+        t.seed = Some(1);
+        assert_eq!(keys(&t), ["seed", "reasoning_effort"]);
+        let e = t.validate().unwrap_err().to_string();
+        assert!(e.contains("no seed"), "{e}");
     }
 }

@@ -61,6 +61,9 @@ mod tests {
             attempts: 1,
             from_cache: false,
             text_tools: None,
+            refusal: None,
+            reasoning_tokens: None,
+            prompt_truncated: false,
         };
         let t = PriceTable::bundled();
         assert_eq!(

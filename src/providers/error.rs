@@ -35,6 +35,35 @@ pub enum ProviderError {
     /// Any other 4xx: the request was rejected (unknown model, bad tool schema, …).
     #[error("request rejected (HTTP {status}): {message}")]
     InvalidRequest { status: u16, message: String },
+    /// A client error worth repeating: 408 (request timeout), 409 (conflict, e.g. a lock held by
+    /// another request), or any 4xx the server marked `x-should-retry: true`.
+    #[error("transient error (HTTP {status}{}): {message}", fmt_retry_after(*.retry_after))]
+    Transient {
+        status: u16,
+        retry_after: Option<Duration>,
+        message: String,
+    },
+    /// The model refused to answer (OpenAI's `refusal`, Anthropic's `stop_reason: "refusal"`).
+    /// Raised by the eval agent, never retried: a refusal is not a wrong answer.
+    #[error("the model refused to answer{}", if .message.is_empty() { String::new() } else { format!(": {}", .message) })]
+    Refused { message: String },
+    /// The answer stopped at its output limit (`finish_reason: "length"`, `stop_reason:
+    /// "max_tokens"`), possibly empty because a reasoning model spent the limit thinking. Raised
+    /// by the eval agent: a cut-off answer is not scored as a miss.
+    #[error(
+        "the answer was cut off at its output limit (finish reason `{finish_reason}`, {output_tokens} output tokens{}, {answer_chars} characters of answer); raise the provider's `max_tokens`",
+        .reasoning_tokens.map(|r| format!(", {r} of them reasoning")).unwrap_or_default()
+    )]
+    AnswerCutOff {
+        finish_reason: String,
+        output_tokens: u64,
+        reasoning_tokens: Option<u64>,
+        answer_chars: usize,
+    },
+    /// An error the server marked `x-should-retry: false` (e.g. a 429 for an exhausted quota):
+    /// not retried, whatever its status.
+    #[error("HTTP {status}, not retried (the server sent x-should-retry: false): {message}")]
+    NotRetryable { status: u16, message: String },
     /// A 2xx response that is not what the API documents (truncated or invalid JSON, missing
     /// fields); `message` names the JSON path.
     #[error("bad response: {message}")]
@@ -67,6 +96,10 @@ impl ProviderError {
             ProviderError::Timeout { .. } => "timeout",
             ProviderError::ContextOverflow { .. } => "context_overflow",
             ProviderError::InvalidRequest { .. } => "invalid_request",
+            ProviderError::Transient { .. } => "provider_transient",
+            ProviderError::NotRetryable { .. } => "provider_not_retryable",
+            ProviderError::Refused { .. } => "answer_refused",
+            ProviderError::AnswerCutOff { .. } => "answer_cut_off",
             ProviderError::BadResponse { .. } => "bad_response",
             ProviderError::Connection { .. } => "connection",
             ProviderError::Cache { .. } => "cache",
@@ -74,12 +107,14 @@ impl ProviderError {
         }
     }
 
-    /// Worth another attempt: 429, 5xx, timeouts and broken connections.
+    /// Worth another attempt: 408, 409, 429, 5xx, timeouts and broken connections (and what the
+    /// server marked `x-should-retry: true`).
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
             ProviderError::RateLimited { .. }
                 | ProviderError::Server { .. }
+                | ProviderError::Transient { .. }
                 | ProviderError::Timeout { .. }
                 | ProviderError::Connection { .. }
         )
@@ -89,7 +124,8 @@ impl ProviderError {
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             ProviderError::RateLimited { retry_after, .. }
-            | ProviderError::Server { retry_after, .. } => *retry_after,
+            | ProviderError::Server { retry_after, .. }
+            | ProviderError::Transient { retry_after, .. } => *retry_after,
             _ => None,
         }
     }

@@ -6,11 +6,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::Url;
 
 use super::limits::Limits;
-use super::retry::{parse_retry_after, RetryPolicy};
+use super::retry::{server_wait, should_retry, RetryPolicy};
 use super::{
     classify_overflow, clip, redact, BoxFuture, ChatRequest, ChatResponse, Message, Outgoing,
     Provider, ProviderError, ProviderInfo, Usage,
@@ -65,6 +65,10 @@ pub struct Parsed {
     pub usage_reported: bool,
     pub model: String,
     pub finish_reason: Option<String>,
+    /// See [`ChatResponse::refusal`].
+    pub refusal: Option<String>,
+    /// See [`ChatResponse::reasoning_tokens`].
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// One API's wire format: where to post, which headers, how to encode a request and decode a
@@ -114,6 +118,88 @@ pub struct HttpSettings {
     pub retry: RetryPolicy,
     pub timeout: Duration,
     pub limits: Limits,
+    /// What the wire format needs beyond the sampling (from the configuration).
+    pub traits: WireTraits,
+}
+
+/// Facts about the model that change how a request is written (from
+/// `ProviderConfig::wire_traits`): applied to every request after the provider's defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WireTraits {
+    /// OpenAI-compatible: the output limit goes in `max_completion_tokens` (else `max_tokens`).
+    pub max_completion_tokens: bool,
+    /// Anthropic extended thinking budget: `max_tokens` must exceed it, so an eval's own
+    /// output limit is granted on top of it.
+    pub thinking_budget: Option<u32>,
+    /// Anthropic: mark the stable prefix for prompt caching (see `Outgoing::prompt_cache`).
+    pub prompt_cache: bool,
+    /// The provider's configured `max_tokens`: it wins over a request's smaller limit (an eval's
+    /// answer limit must not cut a model the user gave more room).
+    pub max_tokens: Option<u32>,
+    /// An OpenAI reasoning model: its output limit covers its hidden reasoning, so a request's
+    /// answer limit gets [`REASONING_ALLOWANCE`] on top when the provider sets no `max_tokens`.
+    pub reasoning: bool,
+}
+
+/// Tokens added to an answer limit for a reasoning model's hidden reasoning (OpenAI's reasoning
+/// guide suggests reserving at least 25,000 tokens for reasoning and outputs); only what is
+/// used is billed. Without it an eval's 200-token answer limit is spent on reasoning and the
+/// answer comes back empty with `finish_reason: "length"`.
+pub const REASONING_ALLOWANCE: u32 = 25_000;
+
+impl WireTraits {
+    /// Rewrites `o`'s output limit for the wire of `kind`. An OpenAI-compatible request whose
+    /// field differs from the one the model name implies carries the limit in `extra` under the
+    /// configured name (the encoder writes `extra` keys verbatim); an Anthropic request with a
+    /// thinking budget gets `max_tokens` = budget + the answer's own limit when it would not
+    /// exceed the budget.
+    pub fn apply(&self, kind: &str, o: &mut Outgoing<'_>) {
+        o.prompt_cache = self.prompt_cache;
+        if let Some(asked) = o.sampling.max_tokens {
+            let limit = match self.max_tokens {
+                Some(configured) => asked.max(configured),
+                None if self.reasoning && kind == "openai" => {
+                    asked.saturating_add(REASONING_ALLOWANCE)
+                }
+                None => asked,
+            };
+            if limit != asked {
+                o.sampling.to_mut().max_tokens = Some(limit);
+            }
+        }
+        let Some(limit) = o.sampling.max_tokens else {
+            if let (Some(b), "anthropic") = (self.thinking_budget, kind) {
+                let answer = super::anthropic::DEFAULT_MAX_TOKENS;
+                o.sampling.to_mut().max_tokens = Some(b.saturating_add(answer));
+            }
+            return;
+        };
+        match kind {
+            "openai" => {
+                let by_name = super::openai::wants_max_completion_tokens(o.model);
+                if by_name != self.max_completion_tokens {
+                    let key = if self.max_completion_tokens {
+                        "max_completion_tokens"
+                    } else {
+                        "max_tokens"
+                    };
+                    let s = o.sampling.to_mut();
+                    s.max_tokens = None;
+                    s.extra
+                        .entry(key.to_string())
+                        .or_insert_with(|| serde_json::json!(limit));
+                }
+            }
+            "anthropic" => {
+                if let Some(b) = self.thinking_budget {
+                    if limit <= b {
+                        o.sampling.to_mut().max_tokens = Some(b.saturating_add(limit));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// A provider speaking one [`Wire`] format over HTTP.
@@ -196,11 +282,10 @@ impl<W: Wire> HttpProvider<W> {
             .await
             .map_err(|e| self.transport_error(e))?;
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        let headers = response.headers();
+        let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok());
+        let retry_after = server_wait(header, status, SystemTime::now());
+        let retry_verdict = should_retry(header);
         let raw = response
             .bytes()
             .await
@@ -219,12 +304,13 @@ impl<W: Wire> HttpProvider<W> {
                 other => other,
             });
         }
-        Err(classify_status(
+        let error = classify_status(
             status,
             retry_after,
             &String::from_utf8_lossy(&bytes),
             self.key(),
-        ))
+        );
+        Err(apply_retry_verdict(error, retry_verdict))
     }
 
     fn transport_error(&self, e: reqwest::Error) -> ProviderError {
@@ -261,10 +347,30 @@ impl<W: Wire> Provider for HttpProvider<W> {
             };
             // Without an adapter the conversation is encoded from the caller's request as it
             // is (borrowed), with the provider's defaults applied.
-            let sent = match &adapted {
+            let mut sent = match &adapted {
                 Some((_, _, sent)) => Outgoing::from(sent),
                 None => self.settings.info.outgoing(request),
             };
+            self.settings.traits.apply(self.wire.kind(), &mut sent);
+            // A history with tool calls or results must come with tool definitions (Anthropic
+            // answers 400 without them; strict OpenAI-compatible servers too): when the caller
+            // sent none, the tools the history used are defined, and not offered.
+            let history_tools = match adapted {
+                None if sent.tools.is_empty() => tools_of_history(sent.messages),
+                _ => Vec::new(),
+            };
+            if !history_tools.is_empty() {
+                sent.tools = &history_tools;
+                let choice = match self.wire.kind() {
+                    "anthropic" => serde_json::json!({"type": "none"}),
+                    _ => serde_json::json!("none"),
+                };
+                sent.sampling
+                    .to_mut()
+                    .extra
+                    .entry("tool_choice".into())
+                    .or_insert(choice);
+            }
             let url = self.wire.endpoint(&self.settings.base_url)?;
             let mut headers = self.wire.headers(self.settings.key.as_ref())?;
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -296,6 +402,10 @@ impl<W: Wire> Provider for HttpProvider<W> {
                 attempts,
                 from_cache: false,
                 text_tools: None,
+                refusal: parsed.refusal,
+                reasoning_tokens: parsed.reasoning_tokens,
+                prompt_truncated: parsed.usage_reported
+                    && prompt_truncated(parsed.usage.input, || counted_prompt(&sent)),
             };
             // … and reads the tool call back out of the reply here.
             match &adapted {
@@ -304,6 +414,58 @@ impl<W: Wire> Provider for HttpProvider<W> {
             }
         })
     }
+}
+
+/// ctxbench's count of a prompt: the o200k tokens of every message as sent (tool schemas not
+/// counted, so the count is a lower bound of what the server sees).
+fn counted_prompt(sent: &Outgoing<'_>) -> u64 {
+    match crate::tokens::counter(crate::tokens::DEFAULT_COUNTER) {
+        Ok(c) => sent.messages.iter().map(|m| c.count_message(m)).sum(),
+        Err(_) => 0,
+    }
+}
+
+/// True when `reported` prompt tokens are below [`PROMPT_TRUNCATION_RATIO`] of ctxbench's own
+/// count (computed only when the report is small enough to matter).
+pub(crate) fn prompt_truncated(reported: u64, counted: impl FnOnce() -> u64) -> bool {
+    use super::request::{PROMPT_TRUNCATION_MIN_TOKENS, PROMPT_TRUNCATION_RATIO};
+    if reported == 0 {
+        return false;
+    }
+    let counted = counted();
+    counted >= PROMPT_TRUNCATION_MIN_TOKENS
+        && (reported as f64) < PROMPT_TRUNCATION_RATIO * counted as f64
+}
+
+/// Definitions for the tools a history's calls and results name (in order of first use), for
+/// a request that carries tool blocks but no tools. Their schemas accept any object: the model
+/// is not offered them (`tool_choice: none`), the API only needs them declared.
+pub(crate) fn tools_of_history(messages: &[Message]) -> Vec<super::ToolDef> {
+    let mut names: Vec<&str> = Vec::new();
+    for m in messages {
+        let used = m
+            .tool_calls
+            .iter()
+            .map(|c| c.name.as_str())
+            .chain(m.tool_call_id.as_ref().and(m.name.as_deref()));
+        for n in used {
+            if !n.is_empty() && !names.contains(&n) {
+                names.push(n);
+            }
+        }
+    }
+    // Tool results whose call named no tool still need some tool declared.
+    if names.is_empty() && messages.iter().any(|m| m.tool_call_id.is_some()) {
+        names.push("tool");
+    }
+    names
+        .into_iter()
+        .map(|name| super::ToolDef {
+            name: name.to_string(),
+            description: "A tool the conversation used earlier (not available now).".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        })
+        .collect()
 }
 
 /// Capacity to reserve for an encoded body: the texts it carries plus room for the JSON around
@@ -391,8 +553,45 @@ pub(crate) fn classify_status(
         },
         // Anthropic's "overloaded" is a 529, which is inside 500..=599 above.
         s if classify_overflow(s, body) => ProviderError::ContextOverflow { status, message },
+        // Request timeout and conflict: the SDKs of both vendors retry them.
+        408 | 409 => ProviderError::Transient {
+            status,
+            retry_after,
+            message,
+        },
         400..=499 => ProviderError::InvalidRequest { status, message },
         _ => ProviderError::bad_response(format!("unexpected HTTP status {status}: {message}")),
+    }
+}
+
+/// The server's `x-should-retry` verdict over the status class: `false` makes any error final,
+/// `true` makes a client error retryable (what the vendors' SDKs do).
+fn apply_retry_verdict(error: ProviderError, verdict: Option<bool>) -> ProviderError {
+    match (verdict, error) {
+        (Some(false), e) if e.is_retryable() => {
+            let status = match &e {
+                ProviderError::RateLimited { .. } => 429,
+                ProviderError::Server { status, .. } | ProviderError::Transient { status, .. } => {
+                    *status
+                }
+                _ => 0,
+            };
+            let message = match e {
+                ProviderError::RateLimited { message, .. }
+                | ProviderError::Server { message, .. }
+                | ProviderError::Transient { message, .. } => message,
+                other => other.to_string(),
+            };
+            ProviderError::NotRetryable { status, message }
+        }
+        (Some(true), ProviderError::InvalidRequest { status, message }) => {
+            ProviderError::Transient {
+                status,
+                retry_after: None,
+                message,
+            }
+        }
+        (_, e) => e,
     }
 }
 

@@ -31,7 +31,10 @@ mod request;
 
 pub use error::{classify_overflow, ProviderError, OVERFLOW_PATTERNS};
 pub(crate) use error::{clip, redact};
-pub use request::{ChatRequest, ChatResponse, Outgoing, ProviderInfo, Sampling, ToolDef};
+pub use request::{
+    ChatRequest, ChatResponse, Outgoing, ProviderInfo, Sampling, ToolDef,
+    PROMPT_TRUNCATION_MIN_TOKENS, PROMPT_TRUNCATION_RATIO,
+};
 
 use std::future::Future;
 use std::pin::Pin;

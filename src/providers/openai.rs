@@ -32,8 +32,9 @@ pub type OpenAiProvider = HttpProvider<OpenAiWire>;
 #[derive(Debug, Clone, Default)]
 pub struct OpenAiWire;
 
-/// OpenAI's reasoning models reject `max_tokens` and want `max_completion_tokens`.
-fn wants_max_completion_tokens(model: &str) -> bool {
+/// OpenAI's reasoning models reject `max_tokens` and want `max_completion_tokens` (the field a
+/// model name implies; `max_tokens_field` overrides it, see `http::WireTraits`).
+pub(crate) fn wants_max_completion_tokens(model: &str) -> bool {
     let m = model.rsplit('/').next().unwrap_or(model);
     m.starts_with("gpt-5")
         || (m.len() >= 2 && m.starts_with('o') && m.as_bytes()[1].is_ascii_digit())
@@ -104,6 +105,9 @@ struct ChoiceMessage {
     reasoning_content: Option<String>,
     #[serde(default, deserialize_with = "lenient_str")]
     reasoning: Option<String>,
+    /// The refusal text (the `content` is null then).
+    #[serde(default, deserialize_with = "lenient_str")]
+    refusal: Option<String>,
 }
 
 /// `content`: a string, or (some servers) parts `[{"type":"text","text":…}]`.
@@ -139,6 +143,14 @@ struct CompletionUsage {
     /// DeepSeek's name for cached prompt tokens.
     #[serde(default)]
     prompt_cache_hit_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -224,6 +236,10 @@ pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
     if cache_read == 0 {
         cache_read = field(|u| u.prompt_cache_hit_tokens);
     }
+    let reasoning_tokens = u
+        .as_ref()
+        .and_then(|u| u.completion_tokens_details.as_ref()?.reasoning_tokens);
+    let refusal = msg.refusal.filter(|s| !s.is_empty());
     let mut message = Message::assistant(content, tool_calls);
     message.reasoning = msg
         .reasoning_content
@@ -240,6 +256,8 @@ pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
         usage_reported,
         model: r.model.unwrap_or_default(),
         finish_reason,
+        refusal,
+        reasoning_tokens,
     })
 }
 

@@ -56,6 +56,7 @@ impl ProviderInfo {
             messages: &request.messages,
             tools: &request.tools,
             sampling: Cow::Owned(request.sampling.or(&self.defaults)),
+            prompt_cache: false,
         }
     }
 }
@@ -70,6 +71,10 @@ pub struct Outgoing<'a> {
     pub messages: &'a [Message],
     pub tools: &'a [ToolDef],
     pub sampling: Cow<'a, Sampling>,
+    /// Mark the stable prefix (tools, system, the history before the last turn) for the API's
+    /// prompt cache where it must be asked for (Anthropic `cache_control`; set from the
+    /// provider's `prompt_cache`). Never changes the answer, so not part of cache keys.
+    pub prompt_cache: bool,
 }
 
 impl<'a> From<&'a ChatRequest> for Outgoing<'a> {
@@ -80,6 +85,7 @@ impl<'a> From<&'a ChatRequest> for Outgoing<'a> {
             messages: &r.messages,
             tools: &r.tools,
             sampling: Cow::Borrowed(&r.sampling),
+            prompt_cache: false,
         }
     }
 }
@@ -285,7 +291,27 @@ pub struct ChatResponse {
     /// repeated tool calls reported back to the model. `None` under the native protocol.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_tools: Option<TextToolTelemetry>,
+    /// The model refused: OpenAI's `refusal` text, or `""` for Anthropic's
+    /// `stop_reason: "refusal"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
+    /// Output tokens spent on hidden reasoning, where the API reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    /// The server reported far fewer prompt tokens than were sent (below
+    /// [`PROMPT_TRUNCATION_RATIO`] of ctxbench's count): it probably cut the prompt to its
+    /// context without saying so (Ollama, some llama.cpp setups).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prompt_truncated: bool,
 }
+
+/// Below this fraction of ctxbench's own count of a prompt, a server's reported prompt tokens
+/// mean the prompt was cut ([`ChatResponse::prompt_truncated`]).
+pub const PROMPT_TRUNCATION_RATIO: f64 = 0.8;
+
+/// Prompts shorter than this (ctxbench's count) are not checked for truncation: a chat
+/// template's own tokens and tokenizer differences dominate there.
+pub const PROMPT_TRUNCATION_MIN_TOKENS: u64 = 512;
 
 fn yes() -> bool {
     true
@@ -296,6 +322,11 @@ impl ChatResponse {
     /// answers are never cached.
     pub fn is_empty(&self) -> bool {
         self.message.content.trim().is_empty() && self.message.tool_calls.is_empty()
+    }
+
+    /// True when the answer stopped at the output limit (`length`, `max_tokens`), not on its own.
+    pub fn cut_off(&self) -> bool {
+        matches!(self.finish_reason.as_deref(), Some("length" | "max_tokens"))
     }
 }
 

@@ -31,13 +31,15 @@ use std::collections::BTreeMap;
 
 pub mod builder;
 pub mod journal;
+pub mod lock;
 pub mod row;
 pub mod run_dir;
-pub(crate) mod run_info;
+pub mod run_info;
 pub mod summary;
 
 pub use builder::SampleBuilder;
 pub use journal::{Journal, JournalError, Repaired, SamplesRead, TornLine};
+pub use lock::{LockError, RunLock};
 pub use row::{Entries, Interner, Row};
 pub use run_dir::{Run, RunDir};
 pub use run_info::{ProviderProvenance, RunInfo};

@@ -13,7 +13,7 @@ use super::journal::{
     read_samples, repair, Journal, JournalError, Repaired, SamplesRead, TornLine,
 };
 use super::summary::{SummaryRecord, INLINE_SUMMARY_CHARS};
-use super::{RunInfo, Sample, SCHEMA_VERSION};
+use super::{LockError, RunInfo, RunLock, Sample, SCHEMA_VERSION};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -227,6 +227,32 @@ impl RunDir {
             });
         }
         serde_json::from_str(&text).map_err(bad)
+    }
+
+    /// Take ownership of the run directory for this process's life (see [`super::lock`]): a
+    /// second writer gets [`LockError::Held`] naming the holder's pid.
+    pub fn lock(&self) -> Result<RunLock, LockError> {
+        super::lock::acquire(&self.root)
+    }
+
+    /// The pid of the live process writing this run, if one is (a run in progress): readers
+    /// then see only the samples journaled so far.
+    pub fn writer(&self) -> Option<u32> {
+        super::lock::holder(&self.root)
+    }
+
+    /// What a reader prints about a run still being written by `pid`.
+    pub fn in_progress_note(&self, pid: u32) -> String {
+        let who = if pid == 0 {
+            "another process".to_string()
+        } else {
+            format!("process {pid}")
+        };
+        format!(
+            "note: {} is still being written by {who} (a run in progress): only the samples \
+             journaled so far are read (complete lines only); the figures are partial",
+            self.root.display()
+        )
     }
 
     /// Start the journal of a new run; fails if it exists (never clobbers a run).

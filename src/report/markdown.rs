@@ -67,7 +67,7 @@ pub fn code(text: &str, max: usize) -> String {
 /// names and keys), the rest is escaped like a cell; unpaired backticks are escaped.
 pub fn note(text: &str, max: usize) -> String {
     let parts: Vec<&str> = text.split('`').collect();
-    if parts.len() % 2 == 0 {
+    if parts.len().is_multiple_of(2) {
         return cell(text, max);
     }
     let mut out = String::with_capacity(text.len() + 8);

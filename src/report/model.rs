@@ -311,7 +311,13 @@ pub use crate::metrics::format::{fmt_ci, fmt_delta, fmt_num, fmt_p};
 fn health_notes(samples: &Rows) -> Vec<String> {
     let mut flagged: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
     let mut futile: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
+    let mut truncated: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
     for s in samples.iter().filter(|s| s.error.is_none()) {
+        if let Some(&n) = s.scores.get("prompt_truncated").filter(|n| **n > 0.0) {
+            let e = truncated.entry(s.variant).or_default();
+            e.0 += 1;
+            e.1 += n as u64;
+        }
         if let Some(&n) = s.scores.get("summary_failures").filter(|n| **n > 0.0) {
             let e = flagged.entry(s.variant).or_default();
             e.0 += 1;
@@ -326,6 +332,14 @@ fn health_notes(samples: &Rows) -> Vec<String> {
         }
     }
     let mut notes = Vec::new();
+    for (v, (units, n)) in truncated {
+        notes.push(format!(
+            "FLAGGED: variant `{v}`: {units} unit(s) had {n} model call(s) whose server reported \
+             under 80% of the prompt tokens sent: it probably cut the prompt to its context \
+             without an error (Ollama, llama.cpp); their answers did not see the whole view \
+             (see `prompt_truncated` in samples.jsonl; raise the server's context size)"
+        ));
+    }
     for (v, (units, n)) in flagged {
         notes.push(format!(
             "FLAGGED: variant `{v}`: {units} unit(s) succeeded although {n} summaries failed \

@@ -468,9 +468,13 @@ mod tests {
     fn sample(i: u32) -> Sample {
         let mut s = Sample::builder()
             .unit_id(format!("u{i}"))
-            .variant(if i % 2 == 0 { "b" } else { "a" })
+            .variant(if i.is_multiple_of(2) { "b" } else { "a" })
             .trace(format!("t{}", i % 3))
-            .eval(if i % 4 == 0 { "drift" } else { "needle" })
+            .eval(if i.is_multiple_of(4) {
+                "drift"
+            } else {
+                "needle"
+            })
             .sample(format!("depth={}", i % 2))
             .param("depth", f64::from(i % 2))
             .param("pos", "tool")

@@ -82,6 +82,15 @@ pub fn summary(model: &ReportModel, width: usize) -> String {
             width,
         ));
     }
+    // Prompts a server cut silently: the numbers above are of answers that did not see the
+    // whole view, which the reader must hear at the end of the run, not only in report.md.
+    for n in model
+        .notes
+        .iter()
+        .filter(|n| n.contains("`prompt_truncated`"))
+    {
+        out.push_str(&wrap(n, width));
+    }
     out
 }
 

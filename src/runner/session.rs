@@ -99,6 +99,8 @@ pub struct Prepared {
     pub dispatch: DispatchOptions,
     pub max_cost_usd: Option<f64>,
     pub progress: crate::output::ProgressMode,
+    /// This process owns the run directory until the run ends (see `record::lock`).
+    pub lock: crate::record::RunLock,
 }
 
 /// How a run ended.
@@ -277,8 +279,11 @@ pub fn open_run(
         executor: opts.executor.clone(),
     };
 
-    let (run_dir, journal, mut previous, mut manifest, shard) = match &opts.resume {
+    let (run_dir, journal, mut previous, mut manifest, shard, lock) = match &opts.resume {
         Some(dir) => {
+            // Owned before anything in it is read or rewritten (`--retry-failed` rewrites the
+            // journal): a run still writing it refuses this one.
+            let lock = take_lock(dir)?;
             let r = resume::open(
                 dir,
                 &suite.digest,
@@ -310,7 +315,7 @@ pub fn open_run(
                     t.bytes
                 );
             }
-            (dir.clone(), r.journal, r.recorded, m, shard)
+            (dir.clone(), r.journal, r.recorded, m, shard, lock)
         }
         None => {
             let run_id = match &opts.run_id {
@@ -364,6 +369,7 @@ pub fn open_run(
                     }
                 }
             };
+            let lock = take_lock(&dir)?;
             let journal = RunDir::new(&dir).create_journal().with_context(|| {
                 format!(
                     "cannot create {}",
@@ -414,7 +420,14 @@ pub fn open_run(
                 totals: Totals::default(),
                 options,
             };
-            (dir, journal, Recorded::default(), manifest, opts.shard)
+            (
+                dir,
+                journal,
+                Recorded::default(),
+                manifest,
+                opts.shard,
+                lock,
+            )
         }
     };
 
@@ -451,7 +464,26 @@ pub fn open_run(
         },
         max_cost_usd,
         progress: opts.progress,
+        lock,
     })
+}
+
+/// Owns run directory `dir` for this process; a second writer is a usage error (exit 2) naming
+/// the holder's pid.
+fn take_lock(dir: &Path) -> anyhow::Result<crate::record::RunLock> {
+    match RunDir::new(dir).lock() {
+        Ok(lock) => {
+            if let Some(pid) = lock.took_over {
+                eprintln!(
+                    "note: {}: took over the lock of process {pid}, which is no longer running",
+                    dir.display()
+                );
+            }
+            Ok(lock)
+        }
+        Err(e @ crate::record::LockError::Held { .. }) => Err(UsageError(e.to_string()).into()),
+        Err(e) => Err(anyhow::Error::new(e)),
+    }
 }
 
 /// Dispatch the prepared units and finalize `run.json`.
@@ -469,6 +501,7 @@ pub async fn execute(
         dispatch: dopts,
         max_cost_usd,
         progress: progress_mode,
+        lock,
         ..
     } = prepared;
     let mut budget = Budget::new(max_cost_usd, previous.totals.spent_usd);
@@ -509,6 +542,8 @@ pub async fn execute(
     };
     dir.write_run_json(&manifest)
         .with_context(|| format!("cannot write {}", dir.run_json().display()))?;
+    // The run is written: readers from here on see a finished run.
+    drop(lock);
     let failed_total = manifest.units.failed;
     Ok(Outcome {
         run_dir,

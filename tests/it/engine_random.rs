@@ -37,7 +37,7 @@ fn text(n: usize, seed: usize) -> String {
     while s.len() < n {
         s.push_str(words[k % words.len()]);
         k = k.wrapping_mul(31).wrapping_add(7);
-        s.push(if k % 9 == 0 { '\n' } else { ' ' });
+        s.push(if k.is_multiple_of(9) { '\n' } else { ' ' });
     }
     s.truncate(n);
     s

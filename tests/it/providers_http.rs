@@ -209,6 +209,125 @@ async fn retry_after_seconds_is_honoured() {
 }
 
 #[tokio::test]
+async fn retry_after_ms_alone_is_waited_out() {
+    let server = MockLlm::start().await;
+    server.push([
+        Reply::status(
+            429,
+            mock::openai_error("Rate limit reached", "requests", "rate_limit_exceeded"),
+        )
+        .header("retry-after-ms", "3000"),
+        Reply::ok(mock::openai_text("4", 20, 1)),
+    ]);
+    let r = build(&openai(&server)).chat(&ask()).await.unwrap();
+    assert_eq!((r.message.content.as_str(), r.attempts), ("4", 2));
+    let reqs = server.requests();
+    let gap = reqs[1].at - reqs[0].at;
+    assert!(
+        gap >= Duration::from_secs(3) && gap < Duration::from_millis(3600),
+        "retried after {gap:?}, server asked for 3 s"
+    );
+}
+
+#[tokio::test]
+async fn rate_limit_reset_headers_are_waited_out() {
+    let server = MockLlm::start().await;
+    let reset = record_rfc3339(SystemTime::now() + Duration::from_millis(1500));
+    server.push([
+        Reply::status(
+            429,
+            mock::openai_error("Rate limit reached", "tokens", "rate_limit_exceeded"),
+        )
+        .header("x-ratelimit-remaining-tokens", "0")
+        .header("x-ratelimit-reset-tokens", "1s250ms")
+        .header("x-ratelimit-remaining-requests", "10")
+        .header("x-ratelimit-reset-requests", "20ms"),
+        Reply::ok(mock::openai_text("4", 20, 1)),
+    ]);
+    build(&openai(&server)).chat(&ask()).await.unwrap();
+    let reqs = server.requests();
+    let gap = reqs[1].at - reqs[0].at;
+    assert!(gap >= Duration::from_millis(1250), "{gap:?}");
+    // Anthropic: an RFC 3339 reset time for the exhausted limit.
+    let server = MockLlm::start().await;
+    server.push([
+        Reply::status(429, mock::anthropic_error("rate_limit_error", "slow down"))
+            .header("anthropic-ratelimit-input-tokens-remaining", "0")
+            .header("anthropic-ratelimit-input-tokens-reset", reset.clone()),
+        Reply::ok(mock::anthropic_text("4", 20, 1)),
+    ]);
+    build(&anthropic(&server)).chat(&ask()).await.unwrap();
+    let second = server.requests()[1].at_wall;
+    let until = SystemTime::UNIX_EPOCH
+        + Duration::from_secs_f64(ctxbench::engine::cooldown::rfc3339_secs(&reset).unwrap());
+    assert!(second >= until, "retried before the reset time {reset}");
+}
+
+/// `2026-01-02T03:04:05.678Z` for `t` (millisecond precision, rounded up).
+fn record_rfc3339(t: SystemTime) -> String {
+    let ms = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        + 1;
+    let secs = (ms / 1000) as u64;
+    let base =
+        ctxbench::record::run_info::rfc3339_utc(SystemTime::UNIX_EPOCH + Duration::from_secs(secs));
+    format!("{}.{:03}Z", base.trim_end_matches('Z'), ms % 1000)
+}
+
+#[tokio::test]
+async fn request_timeout_and_conflict_are_retried_should_retry_false_is_not() {
+    let server = MockLlm::start().await;
+    server.push([
+        Reply::status(408, mock::openai_error("timeout", "server", "timeout")),
+        Reply::status(409, mock::openai_error("conflict", "server", "conflict")),
+        Reply::ok(mock::openai_text("4", 20, 1)),
+    ]);
+    let mut cfg = openai(&server);
+    cfg.retry_initial_ms = 5;
+    let r = build(&cfg).chat(&ask()).await.unwrap();
+    assert_eq!(r.attempts, 3);
+    let server = MockLlm::start().await;
+    server.push([Reply::status(
+        429,
+        mock::openai_error(
+            "You exceeded your current quota",
+            "insufficient_quota",
+            "insufficient_quota",
+        ),
+    )
+    .header("x-should-retry", "false")]);
+    let mut cfg = openai(&server);
+    cfg.retry_initial_ms = 5;
+    let e = build(&cfg).chat(&ask()).await.unwrap_err();
+    assert!(
+        matches!(e, ProviderError::NotRetryable { status: 429, .. }),
+        "{e:?}"
+    );
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn a_per_minute_limit_outlasts_the_retry_count() {
+    // Five 429s without any header, max_retries 2: still retried while the waits fit the cap.
+    let server = MockLlm::start().await;
+    server.push((0..5).map(|_| {
+        Reply::status(
+            429,
+            mock::openai_error("Rate limit reached", "requests", "rate_limit_exceeded"),
+        )
+    }));
+    server.push([Reply::ok(mock::openai_text("4", 20, 1))]);
+    let mut cfg = openai(&server);
+    cfg.max_retries = 2;
+    cfg.retry_initial_ms = 10;
+    cfg.retry_max_secs = 5.0;
+    let r = build(&cfg).chat(&ask()).await.unwrap();
+    assert_eq!(r.attempts, 6);
+}
+
+#[tokio::test]
 async fn retry_after_http_date_is_honoured() {
     let server = MockLlm::start().await;
     let until = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(2));
@@ -697,6 +816,7 @@ async fn the_tool_adapter_hook_rewrites_request_and_response() {
         retry: RetryPolicy::none(),
         timeout: Duration::from_secs(5),
         limits: Limits::unlimited(),
+        traits: Default::default(),
     };
     let p = HttpProvider::new(OpenAiWire, settings)
         .unwrap()
@@ -719,4 +839,68 @@ async fn the_tool_adapter_hook_rewrites_request_and_response() {
         json!({"pattern": "token"})
     );
     assert_eq!(r.usage.output, 9);
+}
+
+#[tokio::test]
+async fn the_output_limit_field_and_vendor_parameters_reach_the_wire() {
+    let server = MockLlm::start().await;
+    let mut req = ask();
+    req.sampling.max_tokens = Some(200);
+    // codex-mini is a reasoning model its name does not give away to the encoder's prefix test.
+    let mut c = openai(&server);
+    c.model = "codex-mini-latest".into();
+    c.reasoning_effort = Some("low".into());
+    build(&c).chat(&req).await.unwrap();
+    // An Azure deployment name with the explicit override.
+    let mut c = openai(&server);
+    c.model = "prod-deployment".into();
+    c.max_tokens_field = Some(ctxbench::providers::config::MaxTokensField::MaxCompletionTokens);
+    build(&c).chat(&req).await.unwrap();
+    // A compatible server that only knows max_tokens, serving a model named like gpt-5.
+    let mut c = openai(&server);
+    c.model = "gpt-5-local".into();
+    c.reasoning = Some(false);
+    c.max_tokens_field = Some(ctxbench::providers::config::MaxTokensField::MaxTokens);
+    build(&c).chat(&req).await.unwrap();
+    let bodies: Vec<serde_json::Value> = server.requests().into_iter().map(|r| r.body).collect();
+    // A reasoning model's answer limit gets the reasoning allowance on top.
+    assert_eq!(
+        bodies[0]["max_completion_tokens"],
+        200 + 25_000,
+        "{}",
+        bodies[0]
+    );
+    assert!(bodies[0].get("max_tokens").is_none());
+    assert_eq!(bodies[0]["reasoning_effort"], "low");
+    assert_eq!(bodies[1]["max_completion_tokens"], 200);
+    assert!(bodies[1].get("max_tokens").is_none());
+    assert_eq!(bodies[2]["max_tokens"], 200, "{}", bodies[2]);
+    assert!(bodies[2].get("max_completion_tokens").is_none());
+
+    // Anthropic extended thinking: an eval's 200-token limit is granted on top of the budget.
+    let server = MockLlm::start().await;
+    let mut c = anthropic(&server);
+    c.thinking = Some(2048);
+    build(&c).chat(&req).await.unwrap();
+    let b = &server.requests()[0].body;
+    assert_eq!(
+        b["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2048})
+    );
+    assert_eq!(b["max_tokens"], 2248, "{b}");
+
+    // The provider's own max_tokens wins over an eval's smaller limit, not over a larger one.
+    let server = MockLlm::start().await;
+    let mut c = openai(&server);
+    c.max_tokens = Some(1000);
+    let p = build(&c);
+    p.chat(&req).await.unwrap();
+    req.sampling.max_tokens = Some(5000);
+    p.chat(&req).await.unwrap();
+    let sent: Vec<serde_json::Value> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["max_tokens"].clone())
+        .collect();
+    assert_eq!(sent, [json!(1000), json!(5000)]);
 }

@@ -53,7 +53,7 @@ impl UnitExecutor for Fake {
             scores.insert("index".to_string(), unit.index as f64);
             UnitOutput {
                 scores,
-                passed: Some(unit.index % 2 == 0),
+                passed: Some(unit.index.is_multiple_of(2)),
                 // `cost` is real spend (a summarizer call); the modelled agent cost is large
                 // and must not count against the budget.
                 cost_usd: CostByRole {

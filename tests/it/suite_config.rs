@@ -151,3 +151,21 @@ fn bad_suite_exits_2_with_the_message() {
 fn missing_section_and_wrong_bool() {
     insta::assert_snapshot!("missing_section", load_err("missing_section.toml"));
 }
+
+#[test]
+fn parameters_the_api_refuses_exit_2_naming_key_and_line() {
+    let out = Command::cargo_bin("ctxbench")
+        .unwrap()
+        .args(["run", "tests/fixtures/suites/provider_params.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for want in [
+        "provider_params.toml:13: provider `agent`: `temperature` = 1.2: the Anthropic Messages API accepts 0..=1",
+        "provider_params.toml:15: provider `agent`: `max_tokens` = 1000: with `thinking` = 2048",
+        "provider_params.toml:21: provider `summary`: `temperature`: `o3` is a reasoning model",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in:\n{err}");
+    }
+}

@@ -35,6 +35,10 @@ pub struct ClearToolResults {
     pub clear_tool_inputs: bool,
     /// Stop clearing once this many tokens were freed (0 = clear all candidates).
     pub clear_at_least: u64,
+    /// Anthropic's reading of `clear_at_least`: clear every candidate, but only when that
+    /// frees at least `clear_at_least` tokens (otherwise the request is left as it is).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clear_at_least_is_minimum: bool,
     /// Write each cleared result to `<path_prefix>/<id>` first and point at it. Off in the
     /// LangChain semantics: the placeholder names no file and nothing is recoverable.
     pub offload: bool,
@@ -210,6 +214,8 @@ impl Layer for ClearToolResultsLayer {
         let mut newly = Vec::new();
         let mut freed = 0u64;
         let mut inputs: HashMap<usize, Vec<String>> = HashMap::new();
+        let minimum = self.cfg.clear_at_least_is_minimum;
+        let saved = minimum.then(|| ctx.view.overrides.clone());
         for &k in candidates {
             if self.cfg.excluded_tools.contains(&self.tools[k].tool) {
                 excluded += 1;
@@ -236,8 +242,14 @@ impl Layer for ClearToolResultsLayer {
                     inputs.entry(caller).or_default().push(id);
                 }
             }
-            if self.cfg.clear_at_least > 0 && freed >= self.cfg.clear_at_least {
+            if !minimum && self.cfg.clear_at_least > 0 && freed >= self.cfg.clear_at_least {
                 break;
+            }
+        }
+        if let Some(saved) = saved {
+            if freed < self.cfg.clear_at_least {
+                ctx.view.overrides = saved;
+                return Ok(());
             }
         }
         for (caller, ids) in inputs {

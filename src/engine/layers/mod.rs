@@ -6,6 +6,8 @@
 
 pub mod checkpoint;
 pub mod clear;
+pub mod compact;
+pub mod condense;
 pub mod cost_ceiling;
 pub mod emergency;
 pub mod evict;
@@ -194,6 +196,8 @@ registry! {
     checkpoint::Checkpoint,
     watchdog::Watchdog,
     cost_ceiling::CostCeiling,
+    condense::Condense,
+    compact::Compact,
 }
 
 /// Build the layer pipeline of a resolved configuration for `trace` (loads prompt files).

@@ -18,7 +18,7 @@ impl Eval for Continuation {
         };
         let steps = match &view {
             Some(v) => {
-                let agent = cx.providers()?.agent.clone();
+                let agent = cx.agent()?;
                 let (steps, usage) =
                     continuation::ask(cx.trace(), v, params.steps, agent.as_ref(), &cx.nonce)
                         .await?;

@@ -16,7 +16,8 @@ impl Eval for Drift {
             Ready::Ask(prepared, out) => (prepared, out),
             Ready::Done(out) => return Ok(out),
         };
-        let agent = cx.providers()?.agent.as_ref();
+        let agent = cx.agent()?;
+        let agent = agent.as_ref();
         let judge = cx.judge(params.judge)?;
         let (probes, agent_usage, judge_usage) =
             drift::ask(cx.trace(), &views, agent, judge, &cx.nonce).await?;

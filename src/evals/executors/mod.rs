@@ -125,6 +125,13 @@ async fn run_unit<E: Eval>(
     let resolved = cx.config.clone();
     let trace_model = cx.trace().meta.model.clone();
     let mut out = E::run(&cx).await?;
+    // A server that cut prompts to its context without an error makes the answers meaningless:
+    // the sample is flagged with the count (the report and the run's end say so).
+    let truncated = cx.truncated_prompts();
+    if truncated > 0 {
+        out.scores
+            .insert("prompt_truncated".into(), f64::from(truncated));
+    }
     // Which window the views were built against and where it came from (suite, trace, the
     // agent model's entry in the price table, or the preset), and which model priced them.
     if let Some(obj) = out.evidence.as_object_mut() {

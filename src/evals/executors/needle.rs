@@ -17,7 +17,7 @@ impl Eval for Needle {
             Ready::Ask(prepared, out) => (prepared, out),
             Ready::Done(out) => return Ok(out),
         };
-        let agent = cx.providers()?.agent.clone();
+        let agent = cx.agent()?;
         let answers = needle::ask(
             &prepared,
             agent.as_ref(),

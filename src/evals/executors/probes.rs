@@ -22,7 +22,8 @@ impl Eval for Probes {
             Ready::Ask(prepared, out) => (prepared, out),
             Ready::Done(out) => return Ok(out),
         };
-        let agent = cx.providers()?.agent.as_ref();
+        let agent = cx.agent()?;
+        let agent = agent.as_ref();
         let judge = cx.judge(params.judge)?;
         let seed = cx.unit.seed;
         let result =

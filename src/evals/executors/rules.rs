@@ -16,7 +16,8 @@ impl Eval for Rules {
             Ready::Ask(prepared, out) => (prepared, out),
             Ready::Done(out) => return Ok(out),
         };
-        let agent = cx.providers()?.agent.as_ref();
+        let agent = cx.agent()?;
+        let agent = agent.as_ref();
         let judge = cx.judge(params.judge)?;
         let answer = rules::ask(&prepared.probe, agent, judge, &cx.nonce).await?;
         let (scores, evidence) = rules::score(&params, &prepared.probe, answer.as_ref());

@@ -12,6 +12,7 @@ use crate::record::RunDir;
 use crate::runner::{replay_pool, RunContext, Unit, UnitOutput};
 use crate::trace::{Trace, Usage};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 /// What a replay on the CPU (or blocking) pool gets: owned, so the closure can move it there.
@@ -91,6 +92,42 @@ pub struct UnitCx<'a> {
     /// Cancels the summary calls when the unit ends or is aborted (dropped with the context).
     _cancel: Option<SummaryCancel>,
     summaries: Summaries,
+    /// The unit's agent calls whose prompt the server reported truncated (see
+    /// [`UnitCx::agent`]).
+    truncated: Arc<AtomicU32>,
+}
+
+/// The agent provider as one unit sees it: counts the calls whose server reported far fewer
+/// prompt tokens than were sent (`ChatResponse::prompt_truncated`), so the sample is flagged.
+struct TruncationCounter {
+    inner: Arc<dyn Provider>,
+    truncated: Arc<AtomicU32>,
+}
+
+impl Provider for TruncationCounter {
+    fn info(&self) -> &crate::providers::ProviderInfo {
+        self.inner.info()
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a crate::providers::ChatRequest,
+    ) -> crate::providers::BoxFuture<
+        'a,
+        Result<crate::providers::ChatResponse, crate::providers::ProviderError>,
+    > {
+        Box::pin(async move {
+            let r = self.inner.chat(request).await?;
+            if r.prompt_truncated {
+                self.truncated.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(r)
+        })
+    }
+
+    fn cache_stats(&self) -> Option<crate::providers::cache::CacheStats> {
+        self.inner.cache_stats()
+    }
 }
 
 impl<'a> UnitCx<'a> {
@@ -125,6 +162,7 @@ impl<'a> UnitCx<'a> {
         let store = RunDir::new(&ctx.run_dir).unit_store(&unit.id);
         let _ = std::fs::remove_dir_all(&store); // a resumed unit starts clean
         Ok(UnitCx {
+            truncated: Arc::default(),
             unit,
             nonce,
             shared,
@@ -198,6 +236,20 @@ impl<'a> UnitCx<'a> {
         let mut out = self.shared.replay_output(&self.trace, &self.config, replay);
         out.summaries = self.summaries.of(replay)?;
         Ok(out)
+    }
+
+    /// The eval agent for this unit: the run's agent provider, its truncated prompts counted
+    /// for the sample ([`UnitCx::truncated_prompts`]).
+    pub fn agent(&self) -> Result<Arc<dyn Provider>, EvalError> {
+        Ok(Arc::new(TruncationCounter {
+            inner: self.providers()?.agent.clone(),
+            truncated: self.truncated.clone(),
+        }))
+    }
+
+    /// Agent calls of this unit whose server reported far fewer prompt tokens than were sent.
+    pub fn truncated_prompts(&self) -> u32 {
+        self.truncated.load(Ordering::Relaxed)
     }
 
     /// The run's providers (built on the first unit that needs them).

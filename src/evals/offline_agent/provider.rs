@@ -96,6 +96,9 @@ impl Provider for OfflineProvider {
                 attempts: 1,
                 from_cache: false,
                 text_tools: None,
+                refusal: None,
+                reasoning_tokens: None,
+                prompt_truncated: false,
             })
         })
     }

@@ -142,16 +142,31 @@ struct WireCall<'a> {
 #[derive(Serialize)]
 struct CallFunction<'a> {
     name: &'a str,
-    /// JSON text; malformed arguments recorded as raw text go back verbatim.
+    /// The JSON text of an object (see [`object_arguments`]).
     arguments: Cow<'a, str>,
+}
+
+/// Tool-call arguments as the JSON text of an object, which strict servers require (vLLM
+/// renders them into its chat template as an object and answers 400 otherwise): an object as it
+/// is; a string holding an object's JSON text verbatim (the recorded key order kept); anything
+/// else — invalid JSON recorded as raw text, a number, an array — wrapped as `{"_raw": …}`, as
+/// the Anthropic wire does.
+pub(super) fn object_arguments(v: &Value) -> Cow<'_, str> {
+    match v {
+        Value::Object(_) => Cow::Owned(v.to_string()),
+        Value::String(s)
+            if s.trim_start().starts_with('{')
+                && serde_json::from_str::<Value>(s).is_ok_and(|x| x.is_object()) =>
+        {
+            Cow::Borrowed(s.as_str())
+        }
+        other => Cow::Owned(serde_json::json!({ "_raw": other }).to_string()),
+    }
 }
 
 impl<'a> WireCall<'a> {
     fn of(c: &'a ToolCall) -> Self {
-        let arguments = match &c.arguments {
-            Value::String(s) => Cow::Borrowed(s.as_str()),
-            v => Cow::Owned(v.to_string()),
-        };
+        let arguments = object_arguments(&c.arguments);
         WireCall {
             id: &c.id,
             kind: "function",
@@ -214,9 +229,19 @@ mod tests {
                         .tool_calls
                         .iter()
                         .map(|c| {
+                            // Always an object's JSON text (an independent statement of
+                            // `object_arguments`).
                             let args = match &c.arguments {
-                                Value::String(s) => s.clone(),
-                                v => v.to_string(),
+                                Value::Object(_) => c.arguments.to_string(),
+                                Value::String(s)
+                                    if matches!(
+                                        serde_json::from_str::<Value>(s),
+                                        Ok(Value::Object(_))
+                                    ) =>
+                                {
+                                    s.clone()
+                                }
+                                v => json!({"_raw": v}).to_string(),
                             };
                             json!({"id": c.id, "type": "function",
                                    "function": {"name": c.name, "arguments": args}})

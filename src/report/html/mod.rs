@@ -87,7 +87,7 @@ pub fn escape_markup(text: &str, markup: Markup) -> String {
 pub fn note(text: &str) -> Fragment {
     let parts: Vec<&str> = text.split('`').collect();
     html! {
-        @if parts.len() % 2 == 0 {
+        @if parts.len().is_multiple_of(2) {
             (text)
         } @else {
             @for (i, p) in parts.iter().enumerate() {

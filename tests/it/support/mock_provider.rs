@@ -81,6 +81,7 @@ impl Provider for MockProvider {
                 attempts: 1,
                 from_cache: false,
                 text_tools: None,
+                prompt_truncated: false,
             })
         })
     }

@@ -6,5 +6,6 @@ pub mod mock_llm;
 pub mod mock_provider;
 pub mod report;
 pub mod run;
+pub mod strict_llm;
 pub mod suite;
 pub mod traces;

@@ -1,0 +1,398 @@
+//! The strict fake servers (support/strict_llm.rs): their rules reject what the real APIs
+//! reject, what ctxbench sends passes them, and the scenarios real APIs play (rate limits with
+//! each header, 529, 500, context length, truncated JSON, an error inside a 200, a cut-off
+//! answer, a refusal) reach the caller classified.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ctxbench::providers::{
+    build_provider, ChatRequest, Message, Provider, ProviderConfig, ProviderError, ProviderKind,
+    ToolCall, ToolDef,
+};
+use serde_json::{json, Value};
+
+use crate::support::strict_llm::{
+    anthropic_body_violations, openai_violations, Scenario, StrictLlm,
+};
+
+fn config(server: &StrictLlm, kind: ProviderKind) -> ProviderConfig {
+    let mut c = match kind {
+        ProviderKind::Anthropic => {
+            let mut c = ProviderConfig::new(kind, "claude-sonnet-4-5");
+            c.base_url = Some(server.base_url());
+            c
+        }
+        _ => {
+            let mut c = ProviderConfig::new(kind, "gpt-5-mini");
+            c.base_url = Some(server.openai_base_url());
+            c
+        }
+    };
+    c.cache = false;
+    c.retry_initial_ms = 10;
+    c.retry_max_secs = 10.0;
+    c.timeout_secs = 10.0;
+    c
+}
+
+fn build(c: &ProviderConfig) -> Arc<dyn Provider> {
+    build_provider(c).unwrap()
+}
+
+fn grep_tool() -> ToolDef {
+    ToolDef {
+        name: "grep".into(),
+        description: "Search files".into(),
+        parameters: json!({"type": "object", "properties": {"pattern": {"type": "string"}}}),
+    }
+}
+
+fn call(id: &str, args: Value) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: "grep".into(),
+        arguments: args,
+    }
+}
+
+/// A replayed agent history: system, user, parallel tool calls answered in order, text.
+fn history() -> Vec<Message> {
+    vec![
+        Message::system("You are a coding agent."),
+        Message::user("Find the token."),
+        Message::assistant(
+            "Searching.",
+            vec![
+                call("call_1", json!({"pattern": "token"})),
+                call("call_2", json!({"pattern": "secret"})),
+            ],
+        ),
+        Message::tool("call_1", "grep", "a.py:1: token = 42"),
+        Message::tool("call_2", "grep", "no match"),
+        Message::assistant("The token is 42.", vec![]),
+        Message::user("And where is it defined?"),
+    ]
+}
+
+#[test]
+fn the_rules_reject_what_the_real_apis_reject() {
+    // Anthropic: tool blocks without tools.
+    let b = json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "grep", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}]}]});
+    let v = anthropic_body_violations(&b);
+    assert!(v.iter().any(|m| m.contains("must define tools")), "{v:?}");
+    // Tool result after text; whitespace text; temperature 1.5; thinking budget too small.
+    let b = json!({"model": "m", "max_tokens": 1000, "temperature": 1.5,
+        "thinking": {"type": "enabled", "budget_tokens": 512},
+        "tools": [{"name": "grep", "input_schema": {"type": "object"}}], "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "grep", "input": {}}]},
+        {"role": "user", "content": [{"type": "text", "text": "  "},
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}]}]});
+    let v = anthropic_body_violations(&b).join("\n");
+    for want in [
+        "must come first",
+        "non-whitespace",
+        "0..=1",
+        "budget_tokens",
+        "may only be set to 1",
+    ] {
+        assert!(v.contains(want), "{want}: {v}");
+    }
+    // An unanswered tool_use; an unknown tool_use_id.
+    let b = json!({"model": "m", "max_tokens": 10,
+        "tools": [{"name": "grep", "input_schema": {"type": "object"}}], "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "grep", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "x"}]}]});
+    let v = anthropic_body_violations(&b).join("\n");
+    assert!(
+        v.contains("unexpected `tool_use_id`") && v.contains("without `tool_result`"),
+        "{v}"
+    );
+    // OpenAI: max_tokens and temperature on a reasoning model; unanswered tool call; string args
+    // that are not an object; a tool message answering nothing; an unknown key.
+    let b = json!({"model": "o3", "max_tokens": 10, "temperature": 0, "foo": 1, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": "not json"}},
+            {"id": "c2", "type": "function", "function": {"name": "grep", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x"},
+        {"role": "tool", "tool_call_id": "c7", "content": "y"}]});
+    let v = openai_violations(&b).join("\n");
+    for want in [
+        "Use 'max_completion_tokens'",
+        "Only the default (1)",
+        "Unrecognized request argument supplied: foo",
+        "not a JSON object",
+        "preceeding message with 'tool_calls'",
+        "did not have response messages: c2",
+    ] {
+        assert!(v.contains(want), "{want}: {v}");
+    }
+    assert!(openai_violations(&json!({"model": "gpt-4o", "messages": [
+        {"role": "user", "content": "hi"}], "temperature": 1.7}))
+    .is_empty());
+}
+
+#[tokio::test]
+async fn what_ctxbench_sends_passes_both_apis() {
+    let server = StrictLlm::start().await;
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        let p = build(&config(&server, kind));
+        let mut req = ChatRequest::new(history()).with_tools(vec![grep_tool()]);
+        req.sampling.max_tokens = Some(200);
+        let r = p.chat(&req).await.unwrap();
+        assert_eq!(r.message.content, "ok");
+        // The plain question too, and parallel tool calls coming back.
+        server.play([Scenario::ToolCalls(vec![
+            ("grep".into(), json!({"pattern": "a"})),
+            ("grep".into(), json!({"pattern": "b"})),
+        ])]);
+        let r = p
+            .chat(&ChatRequest::new(vec![Message::user("go")]).with_tools(vec![grep_tool()]))
+            .await
+            .unwrap();
+        assert_eq!(r.message.tool_calls.len(), 2, "{kind:?}");
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
+    assert_eq!(server.accepted(), 4);
+}
+
+#[tokio::test]
+async fn a_history_with_tool_blocks_and_no_tools_still_passes() {
+    // The needle's reference question and the drift probes ask about a replayed history with
+    // no tools of their own: the tools it used are declared, and not offered.
+    let server = StrictLlm::start().await;
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        let p = build(&config(&server, kind));
+        let r = p.chat(&ChatRequest::new(history())).await.unwrap();
+        assert_eq!(r.message.content, "ok", "{kind:?}");
+        let body = server.requests().last().unwrap().body.clone();
+        let tools = body["tools"].as_array().expect("tools declared");
+        assert_eq!(tools.len(), 1, "{body}");
+        let none = if kind == ProviderKind::Openai {
+            json!("none")
+        } else {
+            json!({"type": "none"})
+        };
+        assert_eq!(body["tool_choice"], none);
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
+    // Without the declaration the Anthropic rule fires (the 400 the real API gives).
+    let mut body = server.requests().last().unwrap().body.clone();
+    body.as_object_mut().unwrap().remove("tools");
+    let v = anthropic_body_violations(&body);
+    assert!(v.iter().any(|m| m.contains("must define tools")), "{v:?}");
+}
+
+#[tokio::test]
+async fn rate_limits_with_each_header_are_waited_out() {
+    let server = StrictLlm::start().await;
+    // An RFC 3339 reset 1-2 s ahead (whole seconds), made when its case runs.
+    let reset = || {
+        let at = std::time::SystemTime::now() + Duration::from_millis(1000);
+        let secs = at.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 1;
+        ctxbench::record::run_info::rfc3339_utc(std::time::UNIX_EPOCH + Duration::from_secs(secs))
+    };
+    let cases: Vec<(ProviderKind, &'static str, Option<&str>, Duration)> = vec![
+        (
+            ProviderKind::Openai,
+            "retry-after",
+            Some("1"),
+            Duration::from_secs(1),
+        ),
+        (
+            ProviderKind::Openai,
+            "retry-after-ms",
+            Some("1500"),
+            Duration::from_millis(1500),
+        ),
+        (
+            ProviderKind::Openai,
+            "x-ratelimit-reset-requests",
+            Some("1s200ms"),
+            Duration::from_millis(1200),
+        ),
+        (
+            ProviderKind::Anthropic,
+            "anthropic-ratelimit-requests-reset",
+            None,
+            Duration::from_millis(1000),
+        ),
+    ];
+    for (kind, name, value, at_least) in cases {
+        let value = value.map_or_else(reset, str::to_string);
+        let p = build(&config(&server, kind));
+        server.play([
+            Scenario::RateLimited(name, value.clone()),
+            Scenario::Text("4".into()),
+        ]);
+        let start = Instant::now();
+        let r = p
+            .chat(&ChatRequest::new(vec![Message::user("2+2?")]))
+            .await
+            .unwrap();
+        assert_eq!((r.message.content.as_str(), r.attempts), ("4", 2), "{name}");
+        assert!(
+            start.elapsed() >= at_least,
+            "{name}: {value}: {:?}",
+            start.elapsed()
+        );
+    }
+    assert!(server.rejected().is_empty());
+}
+
+#[tokio::test]
+async fn failures_are_classified_for_both_apis() {
+    let server = StrictLlm::start().await;
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        let mut c = config(&server, kind);
+        c.max_retries = 1;
+        let p = build(&c);
+        let ask = ChatRequest::new(vec![Message::user("2+2?")]);
+        // 529 (Anthropic) / 503, and 500: retried, then answered.
+        server.play([Scenario::Overloaded, Scenario::Text("a".into())]);
+        assert_eq!(p.chat(&ask).await.unwrap().attempts, 2);
+        server.play([Scenario::ServerError, Scenario::Text("b".into())]);
+        assert_eq!(p.chat(&ask).await.unwrap().attempts, 2);
+        server.play([Scenario::ContextLength]);
+        let e = p.chat(&ask).await.unwrap_err();
+        assert!(
+            matches!(e, ProviderError::ContextOverflow { .. }),
+            "{kind:?}: {e:?}"
+        );
+        server.play([Scenario::TruncatedJson]);
+        let e = p.chat(&ask).await.unwrap_err();
+        assert!(
+            matches!(e, ProviderError::BadResponse { .. }),
+            "{kind:?}: {e:?}"
+        );
+        server.play([Scenario::ErrorIn200, Scenario::ErrorIn200]);
+        let e = p.chat(&ask).await.unwrap_err();
+        assert!(
+            matches!(e, ProviderError::Server { status: 502, .. }),
+            "{kind:?}: {e:?}"
+        );
+        // A cut-off answer and a refusal come back with their finish reason.
+        server.play([Scenario::LengthEmpty]);
+        let r = p.chat(&ask).await.unwrap();
+        assert!(r.message.content.is_empty());
+        let want = if kind == ProviderKind::Openai {
+            "length"
+        } else {
+            "max_tokens"
+        };
+        assert_eq!(r.finish_reason.as_deref(), Some(want));
+        server.play([Scenario::Refusal("I can't help with that.".into())]);
+        let r = p.chat(&ask).await.unwrap();
+        let want = if kind == ProviderKind::Openai {
+            "stop"
+        } else {
+            "refusal"
+        };
+        assert_eq!(r.finish_reason.as_deref(), Some(want));
+        // A server that reports fewer prompt tokens than it was sent.
+        server.play([Scenario::UnderReportedPrompt(0.25)]);
+        let r = p.chat(&ask).await.unwrap();
+        let sent = server.requests().last().unwrap().raw_body.len() as u64;
+        assert_eq!(
+            r.usage.input,
+            (sent.div_ceil(4) as f64 * 0.25).round() as u64
+        );
+    }
+    assert!(server.rejected().is_empty(), "{:?}", server.rejected());
+}
+
+#[tokio::test]
+async fn prompt_cache_marks_the_stable_prefix_anthropic_only() {
+    let server = StrictLlm::start().await;
+    let mut c = config(&server, ProviderKind::Anthropic);
+    c.prompt_cache = true;
+    let p = build(&c);
+    let req = ChatRequest::new(history()).with_tools(vec![grep_tool()]);
+    p.chat(&req).await.unwrap();
+    let body = server.requests().last().unwrap().body.clone();
+    assert_eq!(
+        body["system"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    assert_eq!(
+        body["tools"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    let turns = body["messages"].as_array().unwrap();
+    let before_last = &turns[turns.len() - 2]["content"];
+    let last_block = before_last.as_array().unwrap().last().unwrap();
+    assert_eq!(
+        last_block["cache_control"],
+        json!({"type": "ephemeral"}),
+        "{body}"
+    );
+    assert!(
+        turns
+            .last()
+            .unwrap()
+            .to_string()
+            .find("cache_control")
+            .is_none(),
+        "the question itself is not cached"
+    );
+    assert!(server.rejected().is_empty(), "{:?}", server.rejected());
+    // Without prompt_cache nothing is marked.
+    let plain = build(&config(&server, ProviderKind::Anthropic));
+    plain.chat(&req).await.unwrap();
+    let body = server.requests().last().unwrap().body.to_string();
+    assert!(!body.contains("cache_control"), "{body}");
+    // OpenAI caches unasked: the key is refused there.
+    let mut o = config(&server, ProviderKind::Openai);
+    o.prompt_cache = true;
+    let keys: Vec<&str> = o.check_parameters().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, ["prompt_cache"]);
+}
+
+#[tokio::test]
+async fn replayed_tool_arguments_are_always_json_objects() {
+    // Recorded traces hold arguments that are invalid JSON (kept as raw text), a bare number,
+    // and an object's text in recorded key order: vLLM refuses anything but an object.
+    let server = StrictLlm::start().await;
+    let history = vec![
+        Message::user("go"),
+        Message::assistant(
+            "",
+            vec![
+                call("c1", json!("{bad json")),
+                call("c2", json!(7)),
+                call("c3", json!("{\"z\": 1, \"a\": 2}")),
+            ],
+        ),
+        Message::tool("c1", "grep", "x"),
+        Message::tool("c2", "grep", "y"),
+        Message::tool("c3", "grep", "z"),
+        Message::user("so?"),
+    ];
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        let p = build(&config(&server, kind));
+        let req = ChatRequest::new(history.clone()).with_tools(vec![grep_tool()]);
+        p.chat(&req).await.unwrap();
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
+    let openai = &server.requests()[0].body;
+    let args: Vec<&str> = openai["messages"][1]["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["function"]["arguments"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        args,
+        [
+            r#"{"_raw":"{bad json"}"#,
+            r#"{"_raw":7}"#,
+            r#"{"z": 1, "a": 2}"#
+        ]
+    );
+}

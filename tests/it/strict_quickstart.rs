@@ -1,0 +1,176 @@
+//! The quickstart's needle and drift units through both real-API kinds against the strict fake
+//! servers (#26 "Tests the project owns"): Anthropic `claude-sonnet-4-5` and OpenAI `gpt-5-mini`
+//! (a reasoning model) as agent and summarizer. Every request must pass the APIs' rules (0
+//! answered 400) and every unit must finish (0 failed); the server answers plain text, so the
+//! scores themselves say nothing.
+
+use std::path::Path;
+
+use crate::support::cli::{ctxbench, json};
+use crate::support::strict_llm::{Scenario, StrictLlm};
+
+/// evals/quickstart.toml with its paths made absolute, its output in `out`, and `providers`
+/// instead of its offline ones.
+fn quickstart_with(out: &Path, providers: &str) -> String {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(repo.join("evals/quickstart.toml")).unwrap();
+    let head = text.split("[providers.agent]").next().unwrap();
+    let head = head
+        .replace("\"../datasets/", &format!("\"{}/datasets/", repo.display()))
+        .replace(
+            "\"prompts/",
+            &format!("\"{}/evals/prompts/", repo.display()),
+        )
+        .replace(
+            "output_dir = \"../reports\"",
+            &format!("output_dir = {:?}", out.display().to_string()),
+        );
+    format!("{head}\n{providers}")
+}
+
+fn provider(role: &str, kind: &str, model: &str, base_url: &str) -> String {
+    format!(
+        "[providers.{role}]\nkind = \"{kind}\"\nmodel = \"{model}\"\nbase_url = \"{base_url}\"\n\
+         cache = false\nmax_retries = 0\ntimeout_secs = 30\n"
+    )
+}
+
+fn run_kind(kind: &str, model: &str, base_url: &str) -> (serde_json::Value, String) {
+    let providers = format!(
+        "{}\n{}",
+        provider("agent", kind, model, base_url),
+        provider("summary", kind, model, base_url)
+    );
+    let (m, stderr, _) = run_suite(&providers, &["--eval", "needle", "--eval", "drift"]);
+    (m, stderr)
+}
+
+/// The quickstart with `providers` and `flags`: its run.json, stderr and samples.
+fn run_suite(
+    providers: &str,
+    flags: &[&str],
+) -> (serde_json::Value, String, Vec<serde_json::Value>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let suite = tmp.path().join("suite.toml");
+    std::fs::write(&suite, quickstart_with(&out, providers)).unwrap();
+    let run = ctxbench()
+        .args(["run", suite.to_str().unwrap(), "--run-id", "strict"])
+        .args(flags)
+        .output()
+        .unwrap();
+    // The terminal's end-of-run summary (stdout) with stderr, for the assertions.
+    let stderr = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&run.stderr),
+        String::from_utf8_lossy(&run.stdout)
+    );
+    assert!(
+        run.status.code().is_some_and(|c| c == 0 || c == 1),
+        "{stderr}"
+    );
+    let samples = std::fs::read_to_string(out.join("strict/samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (json(&out.join("strict/run.json")), stderr, samples)
+}
+
+#[test]
+fn quickstart_needle_and_drift_pass_the_strict_servers_for_both_kinds() {
+    let (_rt, server) = StrictLlm::on_own_runtime();
+    for (kind, model, base) in [
+        ("anthropic", "claude-sonnet-4-5", server.base_url()),
+        ("openai", "gpt-5-mini", server.openai_base_url()),
+    ] {
+        let before = server.accepted();
+        let (m, stderr) = run_kind(kind, model, &base);
+        let rejected = server.rejected();
+        assert!(
+            rejected.is_empty(),
+            "{kind}: {} request(s) rejected, first: {}",
+            rejected.len(),
+            rejected[0]
+        );
+        let units = &m["units"];
+        assert_eq!(units["failed"], 0, "{kind}: {units}\n{stderr}");
+        assert_eq!(units["recorded"], units["planned"], "{kind}: {units}");
+        assert!(units["planned"].as_u64().unwrap() > 100, "{units}");
+        assert!(
+            server.accepted() - before > 200,
+            "{kind}: the model was asked"
+        );
+    }
+}
+
+#[test]
+fn a_reasoning_model_cut_off_at_its_limit_scores_no_plain_miss() {
+    // Every agent answer comes back "" with finish_reason length (a reasoning model that spent
+    // its limit thinking); the summarizer is a normal server.
+    let (_rt, agent) = StrictLlm::on_own_runtime();
+    agent.always(Scenario::LengthEmpty);
+    let summary = {
+        let (rt, s) = StrictLlm::on_own_runtime();
+        (rt, s)
+    };
+    let providers = format!(
+        "{}\n{}",
+        provider("agent", "openai", "gpt-5-mini", &agent.openai_base_url()),
+        provider(
+            "summary",
+            "openai",
+            "gpt-5-mini",
+            &summary.1.openai_base_url()
+        )
+    );
+    let (m, stderr, samples) = run_suite(
+        &providers,
+        &["--eval", "needle", "--trace", "astropy__astropy-12907*"],
+    );
+    assert!(agent.rejected().is_empty(), "{:?}", agent.rejected());
+    let needle: Vec<&serde_json::Value> =
+        samples.iter().filter(|s| s["eval"] == "needle").collect();
+    assert!(!needle.is_empty(), "{m}\n{stderr}");
+    for s in &needle {
+        assert_eq!(
+            s["error"]["kind"], "answer_cut_off",
+            "a cut-off answer must be an error, not a scored miss: {s}"
+        );
+    }
+    assert_eq!(m["units"]["failed"].as_u64(), Some(needle.len() as u64));
+}
+
+#[test]
+fn a_server_that_truncates_prompts_silently_is_flagged() {
+    // The agent's server reports a quarter of the prompt tokens it was sent (an Ollama cutting
+    // the view to its context); the summarizer is a normal server.
+    let (_rt, agent) = StrictLlm::on_own_runtime();
+    agent.always(Scenario::UnderReportedPrompt(0.25));
+    let (_rt2, summary) = StrictLlm::on_own_runtime();
+    let providers = format!(
+        "{}\n{}",
+        provider("agent", "openai", "qwen3-8b", &agent.openai_base_url()),
+        provider("summary", "openai", "qwen3-8b", &summary.openai_base_url())
+    );
+    let (m, out, samples) = run_suite(
+        &providers,
+        &["--eval", "needle", "--trace", "astropy__astropy-12907*"],
+    );
+    let needle: Vec<&serde_json::Value> =
+        samples.iter().filter(|s| s["eval"] == "needle").collect();
+    assert!(!needle.is_empty(), "{m}");
+    for s in &needle {
+        assert!(
+            s["scores"]["prompt_truncated"]
+                .as_f64()
+                .is_some_and(|n| n >= 1.0),
+            "{}",
+            s["scores"]
+        );
+    }
+    assert!(
+        out.contains("FLAGGED") && out.contains("prompt_truncated"),
+        "{out}"
+    );
+}
