@@ -81,6 +81,8 @@ impl Provider for MockProvider {
                 attempts: 1,
                 from_cache: false,
                 text_tools: None,
+                refusal: None,
+                reasoning_tokens: None,
                 prompt_truncated: false,
             })
         })
