@@ -120,6 +120,11 @@ pub struct Args {
     #[arg(long, short = 'q')]
     pub quiet: bool,
 
+    /// Print each failed unit's error on stderr as it fails, with the chain of errors behind
+    /// it (samples.jsonl records the first line)
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+
     /// Override a suite key, e.g. `--set window=30000`, `--set variant.NAME.KEY=V`,
     /// `--set suite.repeats=3` (repeatable; later ones win)
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -339,6 +344,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         run_id: args.run_id.clone(),
         output: args.output.as_deref().map(super::output_dir).transpose()?,
         no_cache: args.no_cache,
+        verbose: args.verbose,
         jobs: args.jobs.map(|j| j as usize),
         progress: crate::output::progress_mode(args.quiet).map_err(UsageError)?,
         executor: if synthetic.is_some() {

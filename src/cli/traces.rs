@@ -126,10 +126,10 @@ fn stats_cmd(args: StatsArgs) -> anyhow::Result<ExitCode> {
 /// trace in `--json`), recorded usage in the calibration table.
 pub fn render(r: &StatsReport) -> String {
     let mut out = String::new();
-    let t = &r.total;
+    let t = &r.total.figures;
     let mut head = format!(
         "{} trace(s), {} messages, {} tokens ({} counter), {} import warning(s)",
-        t.traces, t.messages, t.tokens, r.counter, t.import_warnings
+        r.total.traces, t.messages, t.tokens, r.counter, t.import_warnings
     );
     if !r.skipped.is_empty() {
         head.push_str(&format!(", {} input(s) skipped", r.skipped.len()));
@@ -144,13 +144,14 @@ pub fn render(r: &StatsReport) -> String {
         .traces
         .iter()
         .map(|s| {
+            let f = &s.figures;
             vec![
                 s.source_format.clone(),
-                s.messages.to_string(),
-                s.tool_calls.to_string(),
-                s.tokens.to_string(),
-                s.largest.first().map_or(0, |l| l.tokens).to_string(),
-                s.import_warnings.to_string(),
+                f.messages.to_string(),
+                f.tool_calls.to_string(),
+                f.tokens.to_string(),
+                f.largest.first().map_or(0, |l| l.tokens).to_string(),
+                f.import_warnings.to_string(),
             ]
         })
         .collect();
@@ -194,7 +195,7 @@ pub fn render(r: &StatsReport) -> String {
     let calibrated: Vec<(String, &Calibration)> = r
         .traces
         .iter()
-        .filter_map(|s| Some((show(&s.id), s.calibration.as_ref()?)))
+        .filter_map(|s| Some((show(&s.id), s.figures.calibration.as_ref()?)))
         .collect();
     if r.traces.len() > 1 && !calibrated.is_empty() {
         out.push_str("\nCalibration by trace (traces with recorded usage)\n");

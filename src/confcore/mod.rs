@@ -1,12 +1,12 @@
 //! The leaf of configuration handling, used by every module that reads configuration
 //! (`config`, `engine`, `providers`): the [`ConfigError`] type (file, line, key, message),
 //! "did you mean" suggestions, the one deep-merge rule ([`merge`]) and the constrained value
-//! types ([`newtypes`]). It depends on nothing else in the crate, so `config` (which loads a
+//! types (`newtypes`). It depends on nothing else in the crate, so `config` (which loads a
 //! suite into the engine's and providers' typed configurations) can depend on `engine` and
 //! `providers` without a cycle.
 
 pub mod merge;
-pub mod newtypes;
+pub(crate) mod newtypes;
 
 use std::fmt;
 

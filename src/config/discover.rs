@@ -7,7 +7,7 @@ use super::{ConfigError, LoadedSuite};
 
 impl LoadedSuite {
     /// Expand `traces.paths` into files, sorted and de-duplicated, with the rules `import`
-    /// uses ([`crate::trace::discover`]). A pattern that matches nothing is an error at its line.
+    /// uses (`crate::trace::discover`). A pattern that matches nothing is an error at its line.
     pub fn trace_files(&self) -> Result<Vec<TraceFile>, ConfigError> {
         let mut out = std::collections::BTreeSet::new();
         let mut errs = Vec::new();

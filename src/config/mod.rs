@@ -6,13 +6,13 @@
 //! - [`validate`]: checks the types cannot express; prompt files.
 //! - [`overrides`]: `--set` and the `--variant`/`--trace`/`--eval`/`--limit` selection.
 //! - [`variants`]: `[engine.base]` + variants / grid, merged by [`crate::confcore::merge`].
-//! - [`discover`]: `traces.paths` expanded into trace files.
+//! - `discover`: `traces.paths` expanded into trace files.
 //! - [`source`]: a map from TOML key paths to line numbers, built from `toml`'s spans, so any
 //!   later validation (engine, providers) can point at the line it rejects.
 //! - [`keys`]: unknown-key detection against the JSON Schema generated from the types, with
 //!   "did you mean" suggestions (Levenshtein).
 
-pub mod discover;
+pub(crate) mod discover;
 pub mod evals;
 pub mod keys;
 pub mod load;

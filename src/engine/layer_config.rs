@@ -26,7 +26,7 @@ pub use super::layers::watchdog::Watchdog;
 pub use super::layers::LayerConfig;
 
 /// When a layer fires: a fraction of the window or an absolute token count. A fraction is
-/// checked to be in (0, 1] when deserialized ([`Fraction`]).
+/// checked to be in (0, 1] when deserialized (`confcore::newtypes::Fraction`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields, from = "TriggerRepr")]
 pub enum Trigger {

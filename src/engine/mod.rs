@@ -12,7 +12,7 @@ pub mod external;
 pub mod fixture;
 pub mod invariants;
 pub mod layer;
-pub mod layer_config;
+pub(crate) mod layer_config;
 pub mod layers;
 pub mod outcome;
 pub mod presets;

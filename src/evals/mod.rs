@@ -7,7 +7,7 @@
 
 pub mod actions;
 pub mod agent;
-pub mod answer_format;
+pub(crate) mod answer_format;
 pub mod continuation;
 pub mod drift;
 pub mod executors;
@@ -18,9 +18,9 @@ pub mod plant;
 pub mod probes;
 pub mod rubric;
 pub mod rules;
-pub mod safe_fs;
+pub(crate) mod safe_fs;
 pub mod summaries;
-pub mod truth;
+pub(crate) mod truth;
 
 use crate::providers::ProviderError;
 

@@ -178,7 +178,7 @@ pub fn classify_overflow(status: u16, body: &str) -> bool {
     OVERFLOW_PATTERNS.iter().any(|p| lower.contains(p))
 }
 
-/// Replaces every registered key and `secret` in `text` with `***` (see [`secrets`]).
+/// Replaces every registered key and `secret` in `text` with `***` (see `providers::secrets`).
 pub(crate) fn redact(text: &str, secret: Option<&str>) -> String {
     secrets::redact(text, secret)
 }

@@ -20,10 +20,10 @@ pub mod cost;
 pub mod http;
 pub mod limits;
 pub mod retry;
-pub mod secrets;
+pub(crate) mod secrets;
 pub mod summarizer;
-#[doc(hidden)]
-pub mod testing;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod text_tools;
 
 mod error;

@@ -1,6 +1,7 @@
-//! Test providers for the crate's unit tests and the integration tests: [`ProviderInfo::for_test`]
-//! and [`MockProvider`], one builder for the canned, scripted, failing, tool-calling and
-//! never-answering providers the tests need. Not a stable API (hidden from the docs).
+//! Test providers for the crate's unit tests: [`ProviderInfo::for_test`] and [`MockProvider`],
+//! one builder for the canned, scripted, failing, tool-calling and never-answering providers the
+//! tests need. `#[cfg(test)]`: not in any build of the library (the integration tests have
+//! their own, `tests/it/support/mock_provider.rs`; `tests/it/layering.rs` checks this stays so).
 
 use super::{
     BoxFuture, ChatRequest, ChatResponse, Message, Provider, ProviderError, ProviderInfo, Usage,
@@ -48,13 +49,6 @@ impl MockProvider {
         answer: impl Fn(&ChatRequest) -> Result<String, ProviderError> + Send + Sync + 'static,
     ) -> MockProvider {
         MockProvider::answering(move |r| answer(r).map(|text| Message::assistant(text, vec![])))
-    }
-
-    /// Answers every request with the message `reply(request)` gives (tool calls included).
-    pub fn replying(
-        reply: impl Fn(&ChatRequest) -> Message + Send + Sync + 'static,
-    ) -> MockProvider {
-        MockProvider::answering(move |r| Ok(reply(r)))
     }
 
     fn answering(

@@ -26,7 +26,7 @@ pub mod load;
 pub mod markdown;
 pub mod model;
 pub mod plots;
-pub mod pricing_notes;
+pub(crate) mod pricing_notes;
 pub mod rows;
 pub mod sections;
 pub mod shown;

@@ -40,6 +40,9 @@ pub struct UnitOutput {
     pub summaries: Vec<crate::record::SummaryRecord>,
     /// Set when the unit failed; tokens and cost spent before the failure still count.
     pub error: Option<UnitError>,
+    /// The failed unit's error chain below `error.message`, outermost first (not recorded:
+    /// `ctxbench run --verbose` prints it as the unit fails).
+    pub causes: Vec<String>,
 }
 
 impl UnitOutput {
@@ -206,6 +209,19 @@ pub struct DispatchOptions {
     /// cancelled (their in-flight model calls with them). [`DEFAULT_INTERRUPT_GRACE`] unless
     /// the caller says otherwise (`ctxbench run --grace-secs`).
     pub interrupt_grace: Duration,
+    /// Print each failed unit's error with its chain of causes (`run --verbose`).
+    pub verbose: bool,
+}
+
+/// A failed unit as `run --verbose` prints it: `unit ID failed (kind): message`, then one
+/// `  caused by: …` line per cause.
+fn failure_text(unit: &str, e: &UnitError, causes: &[String]) -> String {
+    let mut s = format!("unit {unit} failed ({}): {}", e.kind, e.message);
+    for c in causes {
+        s.push_str("\n  caused by: ");
+        s.push_str(c);
+    }
+    s
 }
 
 /// How long running units may take to finish after the first interrupt.
@@ -323,6 +339,11 @@ where
                         (unit, UnitOutput::failed("panic", msg), 0)
                     }
                 };
+                if opts.verbose {
+                    if let Some(e) = &out.error {
+                        progress.println(&failure_text(&unit.id, e, &out.causes));
+                    }
+                }
                 let sample = out.into_sample(&unit, ms);
                 if let Err(e) = journal.append(&sample) {
                     running.abort_all();
@@ -412,6 +433,19 @@ fn panic_message(e: tokio::task::JoinError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_verbose_failure_shows_the_message_then_each_cause() {
+        let e = UnitError {
+            kind: "io".into(),
+            message: "io: offload: cannot write the store".into(),
+        };
+        assert_eq!(
+            failure_text("u1", &e, &["disk full".into(), "quota".into()]),
+            "unit u1 failed (io): io: offload: cannot write the store\n  caused by: disk full\n  caused by: quota"
+        );
+        assert_eq!(failure_text("u1", &e, &[]).lines().count(), 1);
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn replays_go_to_rayon_for_cpu_and_to_the_blocking_pool_for_io() {

@@ -217,6 +217,15 @@ impl Progress {
         }
     }
 
+    /// Print a line on stderr, above the bar when there is one; also when progress is hidden
+    /// (`--quiet`): the caller asked for the line.
+    pub fn println(&self, msg: &str) {
+        match &self.view {
+            View::Bar(b) => b.println(msg),
+            View::Hidden | View::Lines { .. } => eprintln!("{msg}"),
+        }
+    }
+
     pub fn tally(&self) -> Tally {
         self.tally
     }

@@ -47,6 +47,8 @@ pub struct RunOptions {
     pub executor: String,
     /// With `resume`: run the failed units again (their old samples are dropped).
     pub retry_failed: bool,
+    /// Print each failed unit's error chain on stderr (`run --verbose`).
+    pub verbose: bool,
 }
 
 /// A trace id and, when the loader keeps it, the imported trace.
@@ -458,6 +460,7 @@ pub fn open_run(
                 no_cache: opts.no_cache,
             },
             interrupt_grace: super::execute::DEFAULT_INTERRUPT_GRACE,
+            verbose: opts.verbose,
         },
         max_cost_usd,
         progress: opts.progress,

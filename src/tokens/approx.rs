@@ -8,7 +8,7 @@
 //! the division is an IEEE-754 double division, as in Python.
 
 mod printable;
-pub mod pyrepr;
+pub(crate) mod pyrepr;
 
 use super::TokenCounter;
 use crate::trace::{Message, Role};

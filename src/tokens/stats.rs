@@ -123,6 +123,23 @@ pub struct TraceStats {
     pub source_format: String,
     pub source_path: Option<String>,
     pub model: Option<String>,
+    /// Flat in the JSON, beside the trace's identity.
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+/// Statistics pooled over every trace.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TotalStats {
+    pub traces: u64,
+    /// Flat in the JSON, beside the trace count.
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+/// The figures of one trace, or of every trace pooled.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Figures {
     pub messages: u64,
     /// Tokens of all messages (framing included), without tool schemas.
     pub tokens: u64,
@@ -141,27 +158,36 @@ pub struct TraceStats {
     /// `None` when no assistant message records `usage.input > 0`.
     pub calibration: Option<Calibration>,
     pub import_warnings: u64,
-    /// The `top` largest messages by tokens (ties: earlier message first).
+    /// The `top` largest messages by tokens (ties: earlier trace, then earlier message first).
     pub largest: Vec<LargestMessage>,
 }
 
-/// Statistics pooled over every trace.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct TotalStats {
-    pub traces: u64,
-    pub messages: u64,
-    pub tokens: u64,
-    pub tool_schema_tokens: u64,
-    pub chars: u64,
-    pub by_role: BTreeMap<String, RoleStats>,
-    pub tool_calls: u64,
-    pub by_tool: BTreeMap<String, ToolStats>,
-    pub model_calls: u64,
-    pub recorded_usage: Usage,
-    pub calibration: Option<Calibration>,
-    pub import_warnings: u64,
-    /// The `top` largest messages across all traces.
-    pub largest: Vec<LargestMessage>,
+impl Figures {
+    /// Add another trace's counts (calibration and largest messages are pooled by the caller:
+    /// they are not sums).
+    fn add_counts(&mut self, o: &Figures) {
+        self.messages += o.messages;
+        self.tokens += o.tokens;
+        self.tool_schema_tokens += o.tool_schema_tokens;
+        self.chars += o.chars;
+        for (role, r) in &o.by_role {
+            let e = self.by_role.entry(role.clone()).or_default();
+            e.messages += r.messages;
+            e.tokens += r.tokens;
+            e.chars += r.chars;
+        }
+        self.tool_calls += o.tool_calls;
+        for (tool, ts) in &o.by_tool {
+            let e = self.by_tool.entry(tool.clone()).or_default();
+            e.calls += ts.calls;
+            e.call_tokens += ts.call_tokens;
+            e.results += ts.results;
+            e.result_tokens += ts.result_tokens;
+        }
+        self.model_calls += o.model_calls;
+        self.recorded_usage.add(&o.recorded_usage);
+        self.import_warnings += o.import_warnings;
+    }
 }
 
 /// Compute statistics of `traces` with `counter`, keeping the `top` largest messages. Message
@@ -209,50 +235,16 @@ pub fn from_counts_with_overhead(
         .map(|(t, c)| trace_stats(t, c, counter, top, overhead))
         .collect();
 
-    let mut total = TotalStats {
-        traces: traces.len() as u64,
-        messages: 0,
-        tokens: 0,
-        tool_schema_tokens: 0,
-        chars: 0,
-        by_role: BTreeMap::new(),
-        tool_calls: 0,
-        by_tool: BTreeMap::new(),
-        model_calls: 0,
-        recorded_usage: Usage::default(),
-        calibration: None,
-        import_warnings: 0,
-        largest: Vec::new(),
-    };
+    let mut total = Figures::default();
     let mut acc = CalibrationAcc {
         overhead,
         ..Default::default()
     };
     let mut largest = Vec::new();
     for (s, a) in &per_trace {
-        total.messages += s.messages;
-        total.tokens += s.tokens;
-        total.tool_schema_tokens += s.tool_schema_tokens;
-        total.chars += s.chars;
-        for (role, r) in &s.by_role {
-            let e = total.by_role.entry(role.clone()).or_default();
-            e.messages += r.messages;
-            e.tokens += r.tokens;
-            e.chars += r.chars;
-        }
-        total.tool_calls += s.tool_calls;
-        for (tool, ts) in &s.by_tool {
-            let e = total.by_tool.entry(tool.clone()).or_default();
-            e.calls += ts.calls;
-            e.call_tokens += ts.call_tokens;
-            e.results += ts.results;
-            e.result_tokens += ts.result_tokens;
-        }
-        total.model_calls += s.model_calls;
-        total.recorded_usage.add(&s.recorded_usage);
-        total.import_warnings += s.import_warnings;
+        total.add_counts(&s.figures);
         acc.merge(a);
-        largest.extend(s.largest.iter().cloned());
+        largest.extend(s.figures.largest.iter().cloned());
     }
     total.calibration = acc.finish();
     // Each trace's list holds its own top N, so the global top N is among them. Stable sort keeps
@@ -266,7 +258,10 @@ pub fn from_counts_with_overhead(
         counter: counter.name().to_string(),
         skipped: Vec::new(),
         traces: per_trace.into_iter().map(|(s, _)| s).collect(),
-        total,
+        total: TotalStats {
+            traces: traces.len() as u64,
+            figures: total,
+        },
     }
 }
 
@@ -337,23 +332,12 @@ fn trace_stats(
         trace.meta.id
     );
     let tool_schema_tokens = counter.count_tools(&trace.meta.tools);
-    let mut s = TraceStats {
-        id: trace.meta.id.clone(),
-        source_format: trace.meta.source_format.as_str().to_string(),
-        source_path: trace.meta.source_path.clone(),
-        model: trace.meta.model.clone(),
+    let mut s = Figures {
         messages: trace.messages.len() as u64,
-        tokens: 0,
         tool_schema_tokens,
-        chars: 0,
-        by_role: BTreeMap::new(),
-        tool_calls: 0,
-        by_tool: BTreeMap::new(),
-        model_calls: 0,
         recorded_usage: trace.recorded_usage(),
-        calibration: None,
         import_warnings: trace.meta.warnings.len() as u64,
-        largest: Vec::new(),
+        ..Figures::default()
     };
     let mut acc = CalibrationAcc {
         overhead,
@@ -448,7 +432,14 @@ fn trace_stats(
             }
         })
         .collect();
-    (s, acc)
+    let stats = TraceStats {
+        id: trace.meta.id.clone(),
+        source_format: trace.meta.source_format.as_str().to_string(),
+        source_path: trace.meta.source_path.clone(),
+        model: trace.meta.model.clone(),
+        figures: s,
+    };
+    (stats, acc)
 }
 
 /// The tool a tool-result message belongs to (see the module docs).

@@ -664,6 +664,120 @@ mod tests {
         assert!(e.location.starts_with("line 2"), "{}", e.location);
     }
 
+    fn role_err(text: &str) -> ImportError {
+        match read_role_lines(text.as_bytes(), "t.jsonl", "t") {
+            Err(e) => e,
+            Ok(t) => panic!("expected an error, got {} messages", t.messages.len()),
+        }
+    }
+
+    #[test]
+    fn role_lines_read_as_one_golden_trace() {
+        let text = concat!(
+            "{\"role\": \"system\", \"content\": \"be brief\"}\n",
+            "\n",
+            "{\"role\": \"user\", \"content\": \"hi\", \"reasoning\": \"r\", \"kind\": \"k\"}\n",
+            "{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [",
+            "{\"id\": \"c1\", \"name\": \"ls\", \"args\": {\"z\": 1, \"a\": [2]}},",
+            "{\"id\": \"c2\", \"name\": \"cat\", \"arguments\": {\"path\": \"x\"}},",
+            "{\"id\": \"c3\", \"name\": \"pwd\"}]}\n",
+            "{\"role\": \"tool\", \"content\": \"a b\", \"tool_call_id\": \"c1\", \"name\": \"ls\"}\n",
+            "   \n",
+        );
+        let t = read_role_lines(text.as_bytes(), "t.jsonl", "s7").unwrap();
+        assert_eq!(t.meta.id, "s7");
+        assert_eq!(t.meta.source_format, SourceFormat::Golden);
+        assert!(t.markers.is_empty());
+        let roles: Vec<Role> = t.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::System, Role::User, Role::Assistant, Role::Tool]
+        );
+        // A role line carries role, content, tool calls, tool_call_id and name only: the
+        // user line's canonical `reasoning` and `kind` are not read.
+        assert_eq!(t.messages[1], Message::user("hi"));
+        assert_eq!(
+            t.messages[2],
+            Message::assistant(
+                "",
+                vec![
+                    ToolCall {
+                        id: "c1".into(),
+                        name: "ls".into(),
+                        arguments: json!({"z": 1, "a": [2]}),
+                    },
+                    ToolCall {
+                        id: "c2".into(),
+                        name: "cat".into(),
+                        arguments: json!({"path": "x"}),
+                    },
+                    ToolCall {
+                        id: "c3".into(),
+                        name: "pwd".into(),
+                        arguments: json!({}),
+                    },
+                ]
+            )
+        );
+        // `args` keeps its key order (what the engine counts).
+        assert_eq!(
+            serde_json::to_string(&t.messages[2].tool_calls[0].arguments).unwrap(),
+            r#"{"z":1,"a":[2]}"#
+        );
+        assert_eq!(t.messages[3], Message::tool("c1", "ls", "a b"));
+    }
+
+    #[test]
+    fn role_line_errors_name_line_and_field() {
+        let sys = "{\"role\": \"system\", \"content\": \"s\"}\n";
+        let e = role_err(&format!("{sys}{{\"content\": \"no role\"}}\n"));
+        assert_eq!(e.file, "t.jsonl");
+        assert_eq!(e.location, "line 2: $.role");
+        let e = role_err(&format!(
+            "{sys}{{\"role\": \"robot\", \"content\": \"x\"}}\n"
+        ));
+        assert_eq!(e.location, "line 2: $.role");
+        let e = role_err(&format!("{sys}\n{{\"role\": \"user\"}}\n"));
+        assert_eq!(e.location, "line 3: $.content");
+        let e = role_err(&format!(
+            "{sys}{{\"role\": \"tool\", \"content\": \"r\", \"name\": \"ls\"}}\n"
+        ));
+        assert_eq!(e.location, "line 2: $.tool_call_id");
+        let e = role_err(&format!(
+            "{sys}{{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{{\"id\": \"c\"}}]}}\n"
+        ));
+        assert_eq!(e.location, "line 2: $.tool_calls[0]");
+        let e = role_err(&format!("{sys}{{\"role\": \"user\", \"content\": \"x"));
+        assert!(e.location.starts_with("line 2, column"), "{}", e.location);
+        let e = role_err("\n  \n");
+        assert_eq!(e.location, "file");
+        assert_eq!(e.message, "no messages");
+    }
+
+    #[test]
+    fn a_canonical_line_in_a_role_line_file_is_an_error() {
+        let sys = "{\"role\": \"system\", \"content\": \"s\"}\n";
+        for canonical in [
+            r#"{"type":"header","schema_version":1,"meta":{"id":"x","source_format":"openai"}}"#,
+            r#"{"type":"message","role":"user","content":"hi"}"#,
+            r#"{"type":"marker","index":0,"kind":"compaction"}"#,
+        ] {
+            let e = role_err(&format!("{sys}{canonical}\n"));
+            assert_eq!(e.location, "line 2: $.type", "{canonical}");
+            assert!(
+                e.message
+                    .contains("a canonical line in a file of role lines"),
+                "{}",
+                e.message
+            );
+        }
+        // And the other way round: a role line in a canonical file.
+        let h =
+            r#"{"type":"header","schema_version":1,"meta":{"id":"x","source_format":"openai"}}"#;
+        let e = read_err(&format!("{h}\n{sys}"));
+        assert_eq!(e.location, "line 2: $.type");
+    }
+
     #[test]
     fn reader_streams_trace_by_trace() {
         let mut buf = Vec::new();

@@ -1,6 +1,6 @@
 //! Traces: the canonical model, its JSONL wire format, and importers for recorded formats.
 
-pub mod discover;
+pub(crate) mod discover;
 pub mod import;
 pub mod io;
 pub mod model;

@@ -5,12 +5,12 @@
 
 use crate::support;
 
+use crate::support::mock_provider::MockProvider;
 use crate::support::traces::engine_config as config;
 use ctxbench::engine::{OfflineSummarizer, ResolvedConfig};
 use ctxbench::evals::offline_agent::OfflineProvider;
 use ctxbench::evals::probes::{self, ProbeKind, ProbeParams};
 use ctxbench::pricing::PriceTable;
-use ctxbench::providers::testing::MockProvider;
 use ctxbench::providers::{Message, Provider};
 use ctxbench::trace::{Trace, Usage};
 use std::path::Path;

@@ -8,9 +8,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::support::mock_provider::MockProvider;
 use ctxbench::evals::agent;
 use ctxbench::evals::fs_tools::{Limits, Sandbox};
-use ctxbench::providers::testing::MockProvider;
 use ctxbench::providers::{Message, ProviderError, ToolCall};
 use serde_json::json;
 

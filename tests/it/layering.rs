@@ -258,3 +258,50 @@ fn upward_imports_unranked_modules_stale_exceptions_and_cycles_are_reported() {
     // Excusing one edge removes both reports.
     assert!(problems(&cyc, &ranks, &[("mid", "high", "why")]).is_empty());
 }
+
+/// Test helpers do not ship: every module of `src/` named `testing`, `test_support` or
+/// `mock…` is declared under `#[cfg(test)]` (so no build of the library has it, and nothing
+/// outside the crate's own tests can use it). The integration tests keep theirs in
+/// `tests/it/support/`.
+#[test]
+fn test_helpers_are_cfg_test_only() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rs_files(&src, &mut files);
+    let mut found = Vec::new();
+    let mut shipped = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for (i, line) in lines.iter().enumerate() {
+            let decl = ["mod ", "pub mod ", "pub(crate) mod ", "pub(super) mod "]
+                .iter()
+                .find_map(|p| line.strip_prefix(p));
+            let Some(name) = decl.map(|d| d.trim_end_matches([';', '{', ' '])) else {
+                continue;
+            };
+            if !(name == "testing" || name == "test_support" || name.starts_with("mock")) {
+                continue;
+            }
+            let at = format!("{}:{}", f.strip_prefix(&src).unwrap().display(), i + 1);
+            // The attributes right above the declaration.
+            let attrs = lines[..i]
+                .iter()
+                .rev()
+                .take_while(|l| l.starts_with("#[") || l.starts_with("///"));
+            if attrs.clone().any(|l| *l == "#[cfg(test)]") {
+                found.push(at);
+            } else {
+                shipped.push(at);
+            }
+        }
+    }
+    assert!(
+        shipped.is_empty(),
+        "test helpers without #[cfg(test)]: {shipped:?}"
+    );
+    assert!(
+        found.iter().any(|f| f.starts_with("providers/mod.rs")),
+        "the scan did not see `providers::testing` (renamed? update this test): {found:?}"
+    );
+}

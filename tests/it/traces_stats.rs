@@ -110,10 +110,10 @@ fn one_trace_by_hand() {
     let r = stats::compute(&[t1()], &Words, 3);
     assert_eq!(r.schema_version, stats::STATS_SCHEMA_VERSION);
     assert_eq!(r.counter, "words");
-    let s = &r.traces[0];
-    assert_eq!(s.id, "t1");
-    assert_eq!(s.source_format, "canonical");
-    assert_eq!(s.model.as_deref(), Some("gpt-4o"));
+    assert_eq!(r.traces[0].id, "t1");
+    assert_eq!(r.traces[0].source_format, "canonical");
+    assert_eq!(r.traces[0].model.as_deref(), Some("gpt-4o"));
+    let s = &r.traces[0].figures;
     assert_eq!(s.messages, 8);
     assert_eq!(s.tokens, 4 + 5 + 4 + 8 + 5 + 5 + 2 + 3);
     assert_eq!(s.chars, 8 + 17 + 18 + 17 + 29 + 15 + 2 + 3);
@@ -184,8 +184,8 @@ fn one_trace_by_hand() {
 fn totals_pool_every_trace() {
     let r = stats::compute(&[t1(), t2()], &Words, 3);
     assert_eq!(r.traces.len(), 2);
-    let t = &r.total;
-    assert_eq!(t.traces, 2);
+    assert_eq!(r.total.traces, 2);
+    let t = &r.total.figures;
     assert_eq!(t.messages, 10);
     assert_eq!(t.tokens, 36 + 6);
     assert_eq!(t.chars, 109 + 4);
@@ -216,13 +216,13 @@ fn no_recorded_usage_means_no_calibration_and_top_zero_lists_nothing() {
     let mut t = t2();
     t.messages[1].usage = None;
     let r = stats::compute(&[t], &Words, 0);
-    assert!(r.traces[0].calibration.is_none());
-    assert!(r.total.calibration.is_none());
-    assert!(r.traces[0].largest.is_empty());
-    assert!(r.total.largest.is_empty());
+    assert!(r.traces[0].figures.calibration.is_none());
+    assert!(r.total.figures.calibration.is_none());
+    assert!(r.traces[0].figures.largest.is_empty());
+    assert!(r.total.figures.largest.is_empty());
     let empty = stats::compute(&[], &Words, 5);
     assert_eq!(empty.total.traces, 0);
-    assert_eq!(empty.total.tokens, 0);
+    assert_eq!(empty.total.figures.tokens, 0);
 }
 
 #[test]
@@ -235,8 +235,8 @@ fn exact_counter_figures_add_up() {
     ];
     let r = stats::compute(&[t], o200k.as_ref(), 5);
     // 3 framing + 1 role + 2 content, twice.
-    assert_eq!(r.total.tokens, 12);
-    assert_eq!(r.total.by_role["assistant"].tokens, 6);
+    assert_eq!(r.total.figures.tokens, 12);
+    assert_eq!(r.total.figures.by_role["assistant"].tokens, 6);
     assert_eq!(r.counter, "o200k");
 }
 
@@ -273,6 +273,28 @@ fn json_shape() {
     assert_eq!(t["calibration"]["calls"], 2);
     assert!(v["traces"][1]["largest"][0]["tool"].is_null());
     assert_eq!(v["total"]["traces"], 2);
+    // The shared figures are flat, in one order, beside each trace's identity and the count.
+    let figures = [
+        "messages",
+        "tokens",
+        "tool_schema_tokens",
+        "chars",
+        "by_role",
+        "tool_calls",
+        "by_tool",
+        "model_calls",
+        "recorded_usage",
+        "calibration",
+        "import_warnings",
+        "largest",
+    ];
+    let keys =
+        |o: &serde_json::Value| -> Vec<String> { o.as_object().unwrap().keys().cloned().collect() };
+    let head = ["id", "source_format", "source_path", "model"];
+    let want: Vec<&str> = head.iter().chain(&figures).copied().collect();
+    assert_eq!(keys(t), want);
+    let want: Vec<&str> = ["traces"].iter().chain(&figures).copied().collect();
+    assert_eq!(keys(&v["total"]), want);
     assert!(v["total"]["calibration"]["bias_pct"].as_f64().unwrap() < 0.0);
 }
 
@@ -481,7 +503,7 @@ fn cli_never_prints_two_different_ids_alike() {
 #[test]
 fn an_overhead_is_added_to_every_counted_prompt_and_the_bias_without_it_stays_beside() {
     let r = stats::compute_with_overhead(&[t1()], &Words, 3, 5);
-    let c = r.traces[0].calibration.as_ref().unwrap();
+    let c = r.traces[0].figures.calibration.as_ref().unwrap();
     // Calls at 2 and 4 (see `one_trace_by_hand`): prompts 19 + 5 = 24 vs 20 → +20 %, and
     // 31 + 5 = 36 vs 30 → +20 %.
     assert_eq!((c.counted_input, c.overhead_tokens), (60, 5));
@@ -499,7 +521,7 @@ fn an_overhead_is_added_to_every_counted_prompt_and_the_bias_without_it_stays_be
     ));
     // Without an overhead nothing changes and the JSON has no new fields.
     let plain = stats::compute(&[t1()], &Words, 3);
-    let c = plain.total.calibration.as_ref().unwrap();
+    let c = plain.total.figures.calibration.as_ref().unwrap();
     assert_eq!(c.bias_pct_without_overhead, None);
     let v = serde_json::to_value(c).unwrap();
     assert!(v.get("overhead_tokens").is_none(), "{v}");

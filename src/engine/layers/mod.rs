@@ -11,7 +11,7 @@ pub mod condense;
 pub mod cost_ceiling;
 pub mod emergency;
 pub mod evict;
-pub mod evict_user;
+pub(crate) mod evict_user;
 mod fold;
 pub mod preview;
 pub mod summarize;

@@ -1,7 +1,7 @@
 //! `continuation`: after the k-th compaction, the next recorded tool calls predicted from the
 //! compacted view (teacher forcing), scored against the recorded calls.
 
-use super::{Eval, UnitCx};
+use super::{Eval, Ready, UnitCx};
 use crate::evals::{continuation, EvalError};
 use crate::runner::UnitOutput;
 
@@ -12,17 +12,10 @@ impl Eval for Continuation {
 
     async fn run(cx: &UnitCx<'_>) -> Result<UnitOutput, EvalError> {
         let params = continuation::ContinuationParams::from_params(&cx.unit.params)?;
-        let p = params.clone();
-        let (replay, view) = cx
-            .replay(move |r| {
-                let summ = r.summarizer.as_ref();
-                continuation::prepare(&r.trace, &r.config, &p, summ, &r.prices, r.store, r.seed)
-            })
-            .await?;
-        let mut out = cx.base(&replay)?;
-        if out.error.is_some() {
-            return Ok(out);
-        }
+        let ((_, view), mut out) = match cx.prepare(&params, continuation::prepare).await? {
+            Ready::Ask(prepared, out) => (prepared, out),
+            Ready::Done(out) => return Ok(out),
+        };
         let steps = match &view {
             Some(v) => {
                 let agent = cx.agent()?;

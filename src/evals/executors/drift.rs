@@ -1,7 +1,7 @@
 //! `drift`: after the k-th compaction, ask the agent for the goal, progress and next step, and
 //! score the answers against the trace (and the judge's rubric when asked for).
 
-use super::{Eval, UnitCx};
+use super::{Eval, Ready, UnitCx};
 use crate::evals::{drift, EvalError};
 use crate::runner::UnitOutput;
 
@@ -12,17 +12,10 @@ impl Eval for Drift {
 
     async fn run(cx: &UnitCx<'_>) -> Result<UnitOutput, EvalError> {
         let params = drift::DriftParams::from_params(&cx.unit.params)?;
-        let p = params.clone();
-        let (replay, views) = cx
-            .replay(move |r| {
-                let summ = r.summarizer.as_ref();
-                drift::prepare(&r.trace, &r.config, &p, summ, &r.prices, r.store, r.seed)
-            })
-            .await?;
-        let mut out = cx.base(&replay)?;
-        if out.error.is_some() {
-            return Ok(out);
-        }
+        let ((_, views), mut out) = match cx.prepare(&params, drift::prepare).await? {
+            Ready::Ask(prepared, out) => (prepared, out),
+            Ready::Done(out) => return Ok(out),
+        };
         let agent = cx.agent()?;
         let agent = agent.as_ref();
         let judge = cx.judge(params.judge)?;

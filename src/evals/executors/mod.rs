@@ -27,7 +27,7 @@ use shared::{price_model, Shared};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
-pub use unit::{Prep, UnitCx};
+pub use unit::{HoldsReplay, Prep, PrepareFn, Ready, UnitCx};
 
 /// One eval's run hook. The unit's setup (trace, resolved config, store, summarizer) comes
 /// ready in the [`UnitCx`]; the hook replays (`cx.replay(…)`), takes the replay's tokens and
@@ -91,11 +91,29 @@ impl<E: Eval> UnitExecutor for EvalExecutor<E> {
                         kind: e.kind().into(),
                         message: e.to_string(),
                     }),
+                    causes: causes(&e),
                     ..UnitOutput::default()
                 },
             }
         })
     }
+}
+
+/// The errors behind `e`, outermost first; a cause whose text its parent's message already
+/// ends with (`io: {source}`, `needle params: {source}`) is not repeated.
+fn causes(e: &EvalError) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut shown = e.to_string();
+    let mut next = std::error::Error::source(e);
+    while let Some(c) = next {
+        let text = c.to_string();
+        if !shown.ends_with(&text) {
+            out.push(text.clone());
+        }
+        shown = text;
+        next = c.source();
+    }
+    out
 }
 
 async fn run_unit<E: Eval>(
@@ -147,7 +165,7 @@ async fn run_unit<E: Eval>(
 
 #[cfg(test)]
 mod tests {
-    use super::EVALS;
+    use super::{causes, EvalError, EVALS};
     use crate::config::evals::EVAL_NAMES;
 
     /// Every eval a suite can enable has a run hook, in the same order (a section registered
@@ -159,6 +177,23 @@ mod tests {
 
     /// Every eval has its spec (typed params, declared metrics) in `evalspec`, in the same
     /// order, and the spec list names no eval without a suite section and a run hook.
+    #[test]
+    fn causes_list_the_chain_without_repeating_a_message() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("cannot write the store")]
+        struct Outer(#[source] std::io::Error);
+        let root = std::io::Error::new(std::io::ErrorKind::StorageFull, "disk full");
+        let e = EvalError::Io {
+            context: "offload: ",
+            source: std::io::Error::other(Outer(root)),
+        };
+        // `io: offload: cannot write the store` already shows the io error's text; below it
+        // comes what `Outer` wraps.
+        assert_eq!(e.to_string(), "io: offload: cannot write the store");
+        assert_eq!(causes(&e), ["disk full"]);
+        assert!(causes(&EvalError::Config("x".into())).is_empty());
+    }
+
     #[test]
     fn every_eval_has_a_spec() {
         let specs: Vec<&str> = crate::evalspec::EVALS.iter().map(|s| s.name).collect();

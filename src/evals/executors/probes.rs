@@ -1,7 +1,7 @@
 //! `probes`: questions of one kind generated from the trace, asked after the replay, scored
 //! deterministically (and by the judge where no check exists, when asked for).
 
-use super::{Eval, UnitCx};
+use super::{Eval, Ready, UnitCx};
 use crate::evals::{probes, EvalError};
 use crate::runner::UnitOutput;
 
@@ -12,16 +12,16 @@ impl Eval for Probes {
 
     async fn run(cx: &UnitCx<'_>) -> Result<UnitOutput, EvalError> {
         let params = probes::ProbeParams::from_params(&cx.unit.params)?;
-        let prepared = cx
-            .replay(move |r| {
-                let summ = r.summarizer.as_ref();
-                probes::prepare(&r.trace, &r.config, summ, &r.prices, r.store, r.seed)
+        // `probes::prepare` takes no params (they only shape the asking).
+        let (prepared, mut out) = match cx
+            .prepare(&(), |trace, config, _, summ, prices, store, seed| {
+                probes::prepare(trace, config, summ, prices, store, seed)
             })
-            .await?;
-        let mut out = cx.base(&prepared.replay)?;
-        if out.error.is_some() {
-            return Ok(out);
-        }
+            .await?
+        {
+            Ready::Ask(prepared, out) => (prepared, out),
+            Ready::Done(out) => return Ok(out),
+        };
         let agent = cx.agent()?;
         let agent = agent.as_ref();
         let judge = cx.judge(params.judge)?;

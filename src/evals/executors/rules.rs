@@ -1,7 +1,7 @@
 //! `rules`: standing instructions planted early, checked after the k-th compaction (does the
 //! view still state them, does the agent restate them; the judge grades when asked for).
 
-use super::{Eval, UnitCx};
+use super::{Eval, Ready, UnitCx};
 use crate::evals::{rules, EvalError};
 use crate::runner::UnitOutput;
 
@@ -12,17 +12,10 @@ impl Eval for Rules {
 
     async fn run(cx: &UnitCx<'_>) -> Result<UnitOutput, EvalError> {
         let params = rules::RulesParams::from_params(&cx.unit.params)?;
-        let p = params.clone();
-        let prepared = cx
-            .replay(move |r| {
-                let summ = r.summarizer.as_ref();
-                rules::prepare(&r.trace, &r.config, &p, summ, &r.prices, r.store, r.seed)
-            })
-            .await?;
-        let mut out = cx.base(&prepared.replay)?;
-        if out.error.is_some() {
-            return Ok(out);
-        }
+        let (prepared, mut out) = match cx.prepare(&params, rules::prepare).await? {
+            Ready::Ask(prepared, out) => (prepared, out),
+            Ready::Done(out) => return Ok(out),
+        };
         let agent = cx.agent()?;
         let agent = agent.as_ref();
         let judge = cx.judge(params.judge)?;

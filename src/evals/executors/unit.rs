@@ -4,7 +4,7 @@
 
 use super::shared::{Providers, Shared, Summaries};
 use crate::engine::{self, OfflineSummarizer, ResolvedConfig, Summarizer};
-use crate::evals::EvalError;
+use crate::evals::{self, EvalError};
 use crate::pricing::PriceTable;
 use crate::providers::summarizer::{ProviderSummarizer, SummaryCancel};
 use crate::providers::Provider;
@@ -25,6 +25,55 @@ pub struct Prep {
     pub prices: Arc<PriceTable>,
     /// The unit's seed (offload-store names, anything random in the replay).
     pub seed: u64,
+}
+
+/// An eval's `prepare` (plant, replay, build views): the unit's setup and the eval's params in,
+/// the prepared value (which holds the replay) out.
+pub type PrepareFn<P, T> = fn(
+    &Trace,
+    &ResolvedConfig,
+    &P,
+    &dyn Summarizer,
+    &PriceTable,
+    PathBuf,
+    u64,
+) -> Result<T, EvalError>;
+
+/// A prepared value's replay (what [`UnitCx::base`] reads).
+pub trait HoldsReplay {
+    fn replay(&self) -> &engine::Replay;
+}
+
+impl HoldsReplay for evals::needle::Prepared {
+    fn replay(&self) -> &engine::Replay {
+        &self.replay
+    }
+}
+
+impl HoldsReplay for evals::rules::Prepared {
+    fn replay(&self) -> &engine::Replay {
+        &self.replay
+    }
+}
+
+impl HoldsReplay for evals::probes::Prepared {
+    fn replay(&self) -> &engine::Replay {
+        &self.replay
+    }
+}
+
+impl<V> HoldsReplay for (engine::Replay, V) {
+    fn replay(&self) -> &engine::Replay {
+        &self.0
+    }
+}
+
+/// What [`UnitCx::prepare`] gives an eval: the prepared value and the replay's base output to
+/// ask with, or the base output alone when a summary failed (returned as it is: no call is made
+/// for numbers that will not count).
+pub enum Ready<T> {
+    Ask(T, UnitOutput),
+    Done(UnitOutput),
 }
 
 /// A unit being run: what its eval's run hook reads and the steps it shares with every eval.
@@ -152,6 +201,32 @@ impl<'a> UnitCx<'a> {
             seed: self.unit.seed,
         };
         replay_pool(self.waits_on_network, move || prepare(prep)).await
+    }
+
+    /// The opening every asking eval shares: run its `prepare` with a copy of `params` on the
+    /// replay's pool ([`UnitCx::replay`]), then take the replay's base output ([`UnitCx::base`]).
+    pub async fn prepare<P, T>(
+        &self,
+        params: &P,
+        prepare: PrepareFn<P, T>,
+    ) -> Result<Ready<T>, EvalError>
+    where
+        P: Clone + Send + 'static,
+        T: HoldsReplay + Send + 'static,
+    {
+        let p = params.clone();
+        let prepared = self
+            .replay(move |r| {
+                let summ = r.summarizer.as_ref();
+                prepare(&r.trace, &r.config, &p, summ, &r.prices, r.store, r.seed)
+            })
+            .await?;
+        let out = self.base(prepared.replay())?;
+        Ok(if out.error.is_some() {
+            Ready::Done(out)
+        } else {
+            Ready::Ask(prepared, out)
+        })
     }
 
     /// Tokens, cost, compactions, timeline and summaries of the unit's replay: what every

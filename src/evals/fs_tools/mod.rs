@@ -9,7 +9,7 @@
 //! not a failure of the run. Output is capped so one call cannot flood the context.
 //!
 //! Only regular files with one link are read (FIFOs, sockets, devices and hardlinks are refused;
-//! see [`super::safe_fs`]), at most [`Limits::max_file_bytes`] of each, and one call stops at
+//! see `evals::safe_fs`), at most [`Limits::max_file_bytes`] of each, and one call stops at
 //! [`Limits::call_timeout`] with an error the model sees. The agent loop runs these calls off the
 //! async worker threads (`spawn_blocking`) under the same limit.
 //!

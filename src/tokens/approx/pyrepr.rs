@@ -185,11 +185,43 @@ pub fn py_repr_float(f: f64, out: &mut String) {
 
 /// Python `repr()` of the value `json.loads` would produce.
 pub fn py_repr_value(v: &Value, out: &mut String) {
-    match v {
-        Value::Null => out.push_str("None"),
-        Value::Bool(true) => out.push_str("True"),
-        Value::Bool(false) => out.push_str("False"),
-        Value::Number(n) => {
+    write_value(v, Py::Repr, out);
+}
+
+/// Python `json.dumps(value)` with default settings: `", "` / `": "` separators, ASCII-escaped,
+/// keys in insertion order.
+pub fn py_json_dumps(v: &Value, out: &mut String) {
+    write_value(v, Py::JsonDumps, out);
+}
+
+/// The two renderings of a JSON value: they differ in scalars and strings, and walk containers
+/// alike (`", "` between items, `": "` after a key, keys in insertion order).
+#[derive(Clone, Copy)]
+enum Py {
+    /// `repr()` of what `json.loads` gives.
+    Repr,
+    /// `json.dumps()` with default settings.
+    JsonDumps,
+}
+
+impl Py {
+    fn string(self, s: &str, out: &mut String) {
+        match self {
+            Py::Repr => py_repr_str(s, out),
+            Py::JsonDumps => json_str(s, out),
+        }
+    }
+}
+
+fn write_value(v: &Value, py: Py, out: &mut String) {
+    match (v, py) {
+        (Value::Null, Py::Repr) => out.push_str("None"),
+        (Value::Null, Py::JsonDumps) => out.push_str("null"),
+        (Value::Bool(true), Py::Repr) => out.push_str("True"),
+        (Value::Bool(false), Py::Repr) => out.push_str("False"),
+        (Value::Bool(true), Py::JsonDumps) => out.push_str("true"),
+        (Value::Bool(false), Py::JsonDumps) => out.push_str("false"),
+        (Value::Number(n), Py::Repr) => {
             if let Some(i) = n.as_i64() {
                 let _ = write!(out, "{i}");
             } else if let Some(u) = n.as_u64() {
@@ -198,40 +230,7 @@ pub fn py_repr_value(v: &Value, out: &mut String) {
                 py_repr_float(n.as_f64().unwrap_or(f64::NAN), out);
             }
         }
-        Value::String(s) => py_repr_str(s, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (k, item) in items.iter().enumerate() {
-                if k > 0 {
-                    out.push_str(", ");
-                }
-                py_repr_value(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (k, (key, val)) in map.iter().enumerate() {
-                if k > 0 {
-                    out.push_str(", ");
-                }
-                py_repr_str(key, out);
-                out.push_str(": ");
-                py_repr_value(val, out);
-            }
-            out.push('}');
-        }
-    }
-}
-
-/// Python `json.dumps(value)` with default settings: `", "` / `": "` separators, ASCII-escaped,
-/// keys in insertion order.
-pub fn py_json_dumps(v: &Value, out: &mut String) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(true) => out.push_str("true"),
-        Value::Bool(false) => out.push_str("false"),
-        Value::Number(n) => {
+        (Value::Number(n), Py::JsonDumps) => {
             if n.is_f64() {
                 py_repr_float(n.as_f64().unwrap_or(f64::NAN), out);
                 // json.dumps writes inf/nan as Infinity/NaN; JSON input never holds them.
@@ -239,26 +238,26 @@ pub fn py_json_dumps(v: &Value, out: &mut String) {
                 let _ = write!(out, "{n}");
             }
         }
-        Value::String(s) => json_str(s, out),
-        Value::Array(items) => {
+        (Value::String(s), _) => py.string(s, out),
+        (Value::Array(items), _) => {
             out.push('[');
             for (k, item) in items.iter().enumerate() {
                 if k > 0 {
                     out.push_str(", ");
                 }
-                py_json_dumps(item, out);
+                write_value(item, py, out);
             }
             out.push(']');
         }
-        Value::Object(map) => {
+        (Value::Object(map), _) => {
             out.push('{');
             for (k, (key, val)) in map.iter().enumerate() {
                 if k > 0 {
                     out.push_str(", ");
                 }
-                json_str(key, out);
+                py.string(key, out);
                 out.push_str(": ");
-                py_json_dumps(val, out);
+                write_value(val, py, out);
             }
             out.push('}');
         }
@@ -368,5 +367,17 @@ mod tests {
         let mut s = String::new();
         py_json_dumps(&json!({"k": ["é", 1, "\u{1F600}"]}), &mut s);
         assert_eq!(s, "{\"k\": [\"\\u00e9\", 1, \"\\ud83d\\ude00\"]}");
+        // The same value both ways: scalars and strings differ, the container walk does not.
+        let v = json!({"b": [1, -2, true, false, null, 2.5, "it's"], "a": {}, "c": []});
+        assert_eq!(
+            repr(&v),
+            "{'b': [1, -2, True, False, None, 2.5, \"it's\"], 'a': {}, 'c': []}"
+        );
+        let mut s = String::new();
+        py_json_dumps(&v, &mut s);
+        assert_eq!(
+            s,
+            "{\"b\": [1, -2, true, false, null, 2.5, \"it's\"], \"a\": {}, \"c\": []}"
+        );
     }
 }

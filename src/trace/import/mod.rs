@@ -7,14 +7,14 @@
 //! streamed, never held whole beside what is parsed from them (`file`). `detect` then picks the
 //! format from the content (never from the extension alone); `--from` overrides detection.
 //!
-//! Which files a path selects is [`crate::trace::discover`]'s job (the same rules as `run`):
+//! Which files a path selects is `crate::trace::discover`'s job (the same rules as `run`):
 //! directories are walked (hidden entries skipped, only `*.json`, `*.jsonl`, `*.ndjson` and
 //! `*.traj` kept) and quoted globs are expanded. A walked file that parses as JSON but matches no
 //! trace format (e.g. mini-swe-agent's `results_summary.json`) is listed in `Imported::ignored`
 //! instead of failing. A file named explicitly is always imported or rejected with an error.
 
 mod calls;
-pub mod detect;
+pub(crate) mod detect;
 mod file;
 pub mod json;
 
@@ -22,7 +22,7 @@ pub mod json;
 /// declares `pub const IMPORTER` beside its code.
 pub struct Importer {
     pub format: SourceFormat,
-    /// Does a parsed input of this shape look like this format? (see [`detect`])
+    /// Does a parsed input of this shape look like this format? (see `detect`)
     pub detect: fn(detect::Shape<'_>) -> bool,
     /// Read a whole input (one document or JSON Lines) into traces whose ids start with `stem`.
     /// The input is the importer's to consume: moving each line or message out and dropping it
@@ -214,7 +214,7 @@ fn import_zip(path: &Path, from: Option<SourceFormat>) -> Result<FileContent, Im
     Ok(traces)
 }
 
-/// Import files, directories and globs (see [`crate::trace::discover`] for which files they
+/// Import files, directories and globs (see `crate::trace::discover` for which files they
 /// select). Files are imported in parallel (rayon) and the result keeps input
 /// order. With `skip_invalid`, a file that fails is recorded in `Imported::skipped` and the rest
 /// go on; without it the first failure (in input order) is returned.

@@ -3,6 +3,7 @@
 pub mod cli;
 pub mod leaks;
 pub mod mock_llm;
+pub mod mock_provider;
 pub mod report;
 pub mod run;
 pub mod strict_llm;
