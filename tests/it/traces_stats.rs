@@ -663,11 +663,11 @@ fn calibration_restarts_at_compaction_markers() {
         tokens_before: Some(17),
     }];
     let r = stats::compute(std::slice::from_ref(&t), &Words, 0);
-    let c = r.traces[0].calibration.as_ref().unwrap();
+    let c = r.traces[0].figures.calibration.as_ref().unwrap();
     assert_eq!((c.calls, c.recorded_input, c.counted_input), (2, 18, 18));
     assert_eq!(c.bias_pct, 0.0);
     // another kind of marker does not restart anything
     t.markers[0].kind = "task_boundary".into();
     let r = stats::compute(&[t], &Words, 0);
-    assert_eq!(r.traces[0].calibration.as_ref().unwrap().counted_input, 27);
+    assert_eq!(r.traces[0].figures.calibration.as_ref().unwrap().counted_input, 27);
 }
