@@ -129,8 +129,8 @@ struct Values {
 }
 
 impl Values {
-    fn intern(&mut self, v: Value) -> u32 {
-        let key = v.to_string();
+    /// The id of `v`, whose JSON text is `key` (`v.to_string()`).
+    fn intern(&mut self, key: String, v: Value) -> u32 {
         if let Some(&id) = self.ids.get(&key) {
             return id;
         }
@@ -177,6 +177,36 @@ pub fn price_evidence(evidence: &Value) -> Value {
     }
 }
 
+/// A sample ready for [`Rows::push_prepared`]: the JSON texts its values are interned by are
+/// computed here, so that part of the work can run in parallel (`report::load` prepares each
+/// block of journal lines on the rayon pool and pushes in file order).
+pub struct Prepared {
+    sample: Sample,
+    /// The pricing part of the evidence and its JSON text (absent when null).
+    priced: Option<(String, Value)>,
+    /// JSON text of each parameter value, in the order of `sample.params`.
+    param_keys: Vec<String>,
+}
+
+impl Prepared {
+    pub fn new(sample: Sample) -> Prepared {
+        let priced = match price_evidence(&sample.evidence) {
+            Value::Null => None,
+            v => Some((v.to_string(), v)),
+        };
+        let param_keys = sample.params.values().map(Value::to_string).collect();
+        Prepared {
+            sample,
+            priced,
+            param_keys,
+        }
+    }
+
+    pub fn sample(&self) -> &Sample {
+        &self.sample
+    }
+}
+
 /// The compact rows of a report (see the module doc).
 #[derive(Clone, Debug, Default)]
 pub struct Rows {
@@ -208,13 +238,23 @@ impl Rows {
     /// Add a sample; its heavy part is kept when `detail.loaded`. The pricing part of its
     /// evidence is always kept.
     pub fn push(&mut self, s: Sample, detail: RowDetail) {
-        let priced = match price_evidence(&s.evidence) {
-            Value::Null => NONE,
-            v => self.values.intern(v),
+        self.push_prepared(Prepared::new(s), detail);
+    }
+
+    /// [`Rows::push`] of a sample prepared beforehand.
+    pub fn push_prepared(&mut self, p: Prepared, detail: RowDetail) {
+        let Prepared {
+            sample: s,
+            priced,
+            param_keys,
+        } = p;
+        let priced = match priced {
+            None => NONE,
+            Some((key, v)) => self.values.intern(key, v),
         };
         let start = u32_of(self.entries.len());
-        for (k, v) in s.params {
-            let (k, v) = (self.names.intern(&k), self.values.intern(v));
+        for ((k, v), key) in s.params.into_iter().zip(param_keys) {
+            let (k, v) = (self.names.intern(&k), self.values.intern(key, v));
             self.entries.push((k, v));
         }
         let params = Span {
