@@ -230,76 +230,17 @@ pub fn read_journal_with<T>(
     Ok((out, torn))
 }
 
+/// Bytes read from the journal at a time by [`read_journal_each`]; a line longer than this
+/// grows the buffer to hold it.
+const BLOCK: usize = 1 << 20;
+
 /// [`read_journal_with`] without collecting: `each` gets every line and its byte offset, keeps
-/// what it needs and returns the line's schema version.
+/// what it needs and returns the line's schema version. The file is read in blocks of
+/// [`BLOCK`] bytes and each line is handed over as a slice of its block (no copy per line).
 pub fn read_journal_each(
     path: &Path,
     mut each: impl FnMut(&[u8], u64) -> Result<u32, String>,
 ) -> Result<Option<TornLine>, JournalError> {
-    let file = File::open(path).map_err(io_err(path))?;
-    let mut reader = BufReader::with_capacity(256 * 1024, file);
-    let mut torn = None;
-    let mut line = Vec::new();
-    let mut number = 0usize;
-    let mut offset = 0u64;
-    loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line).map_err(io_err(path))?;
-        if n == 0 {
-            break;
-        }
-        let at = offset;
-        offset += n as u64;
-        number += 1;
-        let complete = line.last() == Some(&b'\n');
-        let text = trim_ascii(&line);
-        if text.is_empty() {
-            continue;
-        }
-        match each(text, at) {
-            Ok(version) => {
-                if version > SCHEMA_VERSION {
-                    return Err(JournalError::FutureVersion {
-                        path: path.to_path_buf(),
-                        line: number,
-                        found: version,
-                    });
-                }
-            }
-            Err(_) if !complete => {
-                torn = Some(TornLine {
-                    line: number,
-                    bytes: line.len(),
-                });
-            }
-            Err(e) => {
-                return Err(JournalError::BadLine {
-                    path: path.to_path_buf(),
-                    line: number,
-                    message: e,
-                })
-            }
-        }
-    }
-    Ok(torn)
-}
-
-/// Bytes read from the journal at a time by [`read_journal_par`]; a line longer than this
-/// grows the buffer to hold it.
-const BLOCK: usize = 4 << 20;
-
-/// [`read_journal_each`] with the parsing spread over the rayon pool: the file is read in
-/// blocks of [`BLOCK`] bytes (no copy per line), `parse` runs on every line of a block in
-/// parallel and gives a value and the line's schema version, then `each` gets the values in
-/// file order with their line's text and byte offset. Errors, blank lines, newer schema
-/// versions and a torn final line are handled exactly as in [`read_journal_each`] (an error
-/// from `each` counts as the line's). Memory: one block and its parsed values.
-pub fn read_journal_par<T: Send>(
-    path: &Path,
-    parse: impl Fn(&[u8]) -> Result<(T, u32), String> + Sync,
-    mut each: impl FnMut(T, &[u8], u64) -> Result<(), String>,
-) -> Result<Option<TornLine>, JournalError> {
-    use rayon::prelude::*;
     let mut file = File::open(path).map_err(io_err(path))?;
     let mut buf: Vec<u8> = Vec::new();
     // `buf[..filled]` holds bytes read and not yet handed over; they start at `offset`.
@@ -308,8 +249,6 @@ pub fn read_journal_par<T: Send>(
     let mut number = 0usize;
     let mut torn = None;
     let mut eof = false;
-    // (start, end, complete) of each line of the current block.
-    let mut lines: Vec<(usize, usize, bool)> = Vec::new();
     while !eof {
         if buf.len() < filled + BLOCK {
             buf.resize(filled + BLOCK, 0);
@@ -327,46 +266,36 @@ pub fn read_journal_par<T: Send>(
             }
             filled += n;
         }
-        lines.clear();
-        let mut start = 0usize;
-        for end in memchr::memchr_iter(b'\n', &buf[..filled]) {
-            lines.push((start, end + 1, true));
-            start = end + 1;
-        }
-        if eof && start < filled {
-            lines.push((start, filled, false));
-            start = filled;
-        }
         let block = &buf[..filled];
-        let parsed: Vec<Option<Result<(T, u32), String>>> = lines
-            .par_iter()
-            .map(|&(a, b, _)| {
-                let text = trim_ascii(&block[a..b]);
-                (!text.is_empty()).then(|| parse(text))
-            })
-            .collect();
-        for (&(a, b, complete), result) in lines.iter().zip(parsed) {
+        let mut start = 0usize;
+        let ends = memchr::memchr_iter(b'\n', block).map(|end| (end + 1, true));
+        // At the end of the file, a last line without a newline.
+        let tail = (eof && block.len() > start).then_some((block.len(), false));
+        for (end, complete) in ends.chain(tail) {
+            let (a, line) = (start, &block[start..end]);
+            if a == end {
+                break;
+            }
+            start = end;
             number += 1;
-            let at = offset + a as u64;
-            let Some(result) = result else { continue };
-            let text = trim_ascii(&block[a..b]);
-            let outcome = match result {
-                Ok((_, version)) if version > SCHEMA_VERSION => {
-                    return Err(JournalError::FutureVersion {
-                        path: path.to_path_buf(),
-                        line: number,
-                        found: version,
-                    })
+            let text = trim_ascii(line);
+            if text.is_empty() {
+                continue;
+            }
+            match each(text, offset + a as u64) {
+                Ok(version) => {
+                    if version > SCHEMA_VERSION {
+                        return Err(JournalError::FutureVersion {
+                            path: path.to_path_buf(),
+                            line: number,
+                            found: version,
+                        });
+                    }
                 }
-                Ok((value, _)) => each(value, text, at),
-                Err(e) => Err(e),
-            };
-            match outcome {
-                Ok(()) => {}
                 Err(_) if !complete => {
                     torn = Some(TornLine {
                         line: number,
-                        bytes: b - a,
+                        bytes: line.len(),
                     });
                 }
                 Err(e) => {

@@ -10,8 +10,8 @@
 //! variant × trace (what the context plots draw), a bounded set.
 
 use super::model::{ReportModel, RowDetail};
-use super::rows::{Prepared, Rows};
-use crate::record::journal::{read_journal_each, read_journal_par, read_line_at};
+use super::rows::Rows;
+use crate::record::journal::{read_journal_each, read_line_at};
 use crate::record::{
     CostByRole, JournalError, RunDir, RunInfo, Sample, TokensByRole, TornLine, UnitError,
 };
@@ -152,39 +152,37 @@ pub struct Streamed {
     pub torn: Option<TornLine>,
 }
 
-/// Read `samples.jsonl` in one streaming pass (see the module doc). Lines are parsed in
-/// parallel, block by block ([`read_journal_par`]), and pushed in file order.
+/// Read `samples.jsonl` in one streaming pass (see the module doc).
 pub fn stream_samples(path: &Path) -> Result<Streamed, JournalError> {
     let mut plotted: HashSet<(String, String)> = HashSet::new();
     let mut rows = Rows::default();
-    let parse = |text: &[u8]| -> Result<((Prepared, usize), u32), String> {
+    let torn = read_journal_each(path, |text, at| {
         let c: Compact = serde_json::from_slice(text).map_err(|e| e.to_string())?;
         let version = c.schema_version;
         let points = c.timeline;
-        Ok(((Prepared::new(c.into_sample()), points), version))
-    };
-    let torn = read_journal_par(path, parse, |(mut prepared, points), text, at| {
+        let mut sample = c.into_sample();
         let mut loaded = false;
-        let s = prepared.sample();
         if points > 0
-            && s.error.is_none()
-            && !plotted.contains(&(s.variant.clone(), s.trace_id.clone()))
+            && sample.error.is_none()
+            && !plotted.contains(&(sample.variant.clone(), sample.trace_id.clone()))
         {
             // The one timeline per variant × trace the context plots draw.
             let full: Sample = serde_json::from_slice(text).map_err(|e| e.to_string())?;
-            plotted.insert((s.variant.clone(), s.trace_id.clone()));
-            prepared = Prepared::new(full);
+            plotted.insert((sample.variant.clone(), sample.trace_id.clone()));
+            sample = full;
             loaded = true;
         }
-        rows.push_prepared(
-            prepared,
-            RowDetail {
-                offset: Some(at),
-                timeline_points: points,
-                loaded,
-            },
-        );
-        Ok(())
+        if version <= crate::record::SCHEMA_VERSION {
+            rows.push(
+                sample,
+                RowDetail {
+                    offset: Some(at),
+                    timeline_points: points,
+                    loaded,
+                },
+            );
+        }
+        Ok(version)
     })?;
     Ok(Streamed { rows, torn })
 }
