@@ -235,8 +235,8 @@ pub fn read_journal_with<T>(
 const BLOCK: usize = 1 << 20;
 
 /// [`read_journal_with`] without collecting: `each` gets every line and its byte offset, keeps
-/// what it needs and returns the line's schema version. The file is read in blocks of
-/// [`BLOCK`] bytes and each line is handed over as a slice of its block (no copy per line).
+/// what it needs and returns the line's schema version. The file is read in blocks of 1 MiB
+/// and each line is handed over as a slice of its block (no copy per line).
 pub fn read_journal_each(
     path: &Path,
     mut each: impl FnMut(&[u8], u64) -> Result<u32, String>,
