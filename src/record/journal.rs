@@ -455,6 +455,44 @@ mod tests {
     }
 
     #[test]
+    fn lines_across_and_longer_than_a_block_keep_their_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("samples.jsonl");
+        let mut j = Journal::create(&path).unwrap();
+        // Lines of ~0.3, ~2.5 (longer than a block) and ~0.7 MiB, then a blank line and a
+        // torn final line: the lines straddle block ends.
+        let sizes = [300_000, 2_500_000, 700_000];
+        let samples: Vec<Sample> = (0..3)
+            .map(|i| {
+                let mut s = sample(i);
+                s.evidence = serde_json::json!({"answer": "a".repeat(sizes[i as usize])});
+                s
+            })
+            .collect();
+        for s in &samples {
+            j.append(s).unwrap();
+        }
+        drop(j);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"\n{\"schema_version\":1,\"unit").unwrap();
+        drop(f);
+        let (read, torn) = read_journal_with(&path, |t| {
+            parse_sample(t).map(|s| {
+                let v = s.schema_version;
+                (s, v)
+            })
+        })
+        .unwrap();
+        assert_eq!(torn, Some(TornLine { line: 5, bytes: 25 }));
+        let mut file = File::open(&path).unwrap();
+        assert_eq!(read.len(), 3);
+        for ((s, at), want) in read.iter().zip(&samples) {
+            assert_eq!(s, want);
+            assert_eq!(&read_line_at(&mut file, &path, *at).unwrap(), want);
+        }
+    }
+
+    #[test]
     fn torn_final_line_is_reported_and_cut_before_appending() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("samples.jsonl");
