@@ -150,7 +150,7 @@ pub fn observations<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> ObsTable 
 
 /// Number of units that appear more than once (same variant and pair key).
 pub fn duplicate_units<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> usize {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = rustc_hash::FxHashSet::default();
     samples
         .into_iter()
         .filter(|s| !seen.insert((s.variant, s.pair_hash())))

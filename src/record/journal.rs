@@ -230,56 +230,87 @@ pub fn read_journal_with<T>(
     Ok((out, torn))
 }
 
+/// Bytes read from the journal at a time by [`read_journal_each`]; a line longer than this
+/// grows the buffer to hold it.
+const BLOCK: usize = 1 << 20;
+
 /// [`read_journal_with`] without collecting: `each` gets every line and its byte offset, keeps
-/// what it needs and returns the line's schema version.
+/// what it needs and returns the line's schema version. The file is read in blocks of 1 MiB
+/// and each line is handed over as a slice of its block (no copy per line).
 pub fn read_journal_each(
     path: &Path,
     mut each: impl FnMut(&[u8], u64) -> Result<u32, String>,
 ) -> Result<Option<TornLine>, JournalError> {
-    let file = File::open(path).map_err(io_err(path))?;
-    let mut reader = BufReader::with_capacity(256 * 1024, file);
-    let mut torn = None;
-    let mut line = Vec::new();
-    let mut number = 0usize;
+    let mut file = File::open(path).map_err(io_err(path))?;
+    let mut buf: Vec<u8> = Vec::new();
+    // `buf[..filled]` holds bytes read and not yet handed over; they start at `offset`.
+    let mut filled = 0usize;
     let mut offset = 0u64;
-    loop {
-        line.clear();
-        let n = reader.read_until(b'\n', &mut line).map_err(io_err(path))?;
-        if n == 0 {
-            break;
+    let mut number = 0usize;
+    let mut torn = None;
+    let mut eof = false;
+    while !eof {
+        if buf.len() < filled + BLOCK {
+            buf.resize(filled + BLOCK, 0);
         }
-        let at = offset;
-        offset += n as u64;
-        number += 1;
-        let complete = line.last() == Some(&b'\n');
-        let text = trim_ascii(&line);
-        if text.is_empty() {
-            continue;
+        // Fill the block (a short read is not the end of the file).
+        while filled < buf.len() {
+            let n = match file.read(&mut buf[filled..]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io_err(path)(e)),
+            };
+            if n == 0 {
+                eof = true;
+                break;
+            }
+            filled += n;
         }
-        match each(text, at) {
-            Ok(version) => {
-                if version > SCHEMA_VERSION {
-                    return Err(JournalError::FutureVersion {
-                        path: path.to_path_buf(),
+        let block = &buf[..filled];
+        let mut start = 0usize;
+        let ends = memchr::memchr_iter(b'\n', block).map(|end| (end + 1, true));
+        // At the end of the file, a last line without a newline.
+        let tail = (eof && block.len() > start).then_some((block.len(), false));
+        for (end, complete) in ends.chain(tail) {
+            let (a, line) = (start, &block[start..end]);
+            if a == end {
+                break;
+            }
+            start = end;
+            number += 1;
+            let text = trim_ascii(line);
+            if text.is_empty() {
+                continue;
+            }
+            match each(text, offset + a as u64) {
+                Ok(version) => {
+                    if version > SCHEMA_VERSION {
+                        return Err(JournalError::FutureVersion {
+                            path: path.to_path_buf(),
+                            line: number,
+                            found: version,
+                        });
+                    }
+                }
+                Err(_) if !complete => {
+                    torn = Some(TornLine {
                         line: number,
-                        found: version,
+                        bytes: line.len(),
                     });
                 }
-            }
-            Err(_) if !complete => {
-                torn = Some(TornLine {
-                    line: number,
-                    bytes: line.len(),
-                });
-            }
-            Err(e) => {
-                return Err(JournalError::BadLine {
-                    path: path.to_path_buf(),
-                    line: number,
-                    message: e,
-                })
+                Err(e) => {
+                    return Err(JournalError::BadLine {
+                        path: path.to_path_buf(),
+                        line: number,
+                        message: e,
+                    })
+                }
             }
         }
+        // Keep the partial last line for the next block.
+        buf.copy_within(start..filled, 0);
+        filled -= start;
+        offset += start as u64;
     }
     Ok(torn)
 }
@@ -421,6 +452,44 @@ mod tests {
         assert_eq!(read.torn, None);
         // create never clobbers
         assert!(Journal::create(&path).is_err());
+    }
+
+    #[test]
+    fn lines_across_and_longer_than_a_block_keep_their_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("samples.jsonl");
+        let mut j = Journal::create(&path).unwrap();
+        // Lines of ~0.3, ~2.5 (longer than a block) and ~0.7 MiB, then a blank line and a
+        // torn final line: the lines straddle block ends.
+        let sizes = [300_000, 2_500_000, 700_000];
+        let samples: Vec<Sample> = (0..3)
+            .map(|i| {
+                let mut s = sample(i);
+                s.evidence = serde_json::json!({"answer": "a".repeat(sizes[i as usize])});
+                s
+            })
+            .collect();
+        for s in &samples {
+            j.append(s).unwrap();
+        }
+        drop(j);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"\n{\"schema_version\":1,\"unit").unwrap();
+        drop(f);
+        let (read, torn) = read_journal_with(&path, |t| {
+            parse_sample(t).map(|s| {
+                let v = s.schema_version;
+                (s, v)
+            })
+        })
+        .unwrap();
+        assert_eq!(torn, Some(TornLine { line: 5, bytes: 25 }));
+        let mut file = File::open(&path).unwrap();
+        assert_eq!(read.len(), 3);
+        for ((s, at), want) in read.iter().zip(&samples) {
+            assert_eq!(s, want);
+            assert_eq!(&read_line_at(&mut file, &path, *at).unwrap(), want);
+        }
     }
 
     #[test]

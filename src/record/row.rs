@@ -6,14 +6,14 @@
 
 use super::{CostByRole, Sample, SummaryRecord, TimelinePoint, TokensByRole, UnitError};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Strings stored once, each named by a dense `u32` id (variants, traces, evals, sample keys,
 /// parameter, score and compaction names).
 #[derive(Clone, Debug, Default)]
 pub struct Interner {
-    ids: HashMap<Arc<str>, u32>,
+    ids: rustc_hash::FxHashMap<Arc<str>, u32>,
     names: Vec<Arc<str>>,
 }
 

@@ -15,7 +15,6 @@ use crate::record::{
     TokensByRole, UnitError,
 };
 use serde_json::Value;
-use std::collections::HashMap;
 
 const NONE: u32 = u32::MAX;
 
@@ -124,11 +123,56 @@ struct Heavy {
 /// Distinct JSON values, each stored once.
 #[derive(Clone, Debug, Default)]
 struct Values {
-    ids: HashMap<String, u32>,
+    ids: rustc_hash::FxHashMap<String, u32>,
     values: Vec<Value>,
 }
 
+/// Whether `a` and `b` serialize to the same JSON text (`Value`'s `==` would also equate
+/// `0.0` and `-0.0`, and numbers of different kinds).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Number(x), Value::Number(y)) => {
+            match (x.as_u64(), y.as_u64(), x.as_i64(), y.as_i64()) {
+                (Some(p), Some(q), _, _) => p == q,
+                (None, None, Some(p), Some(q)) => p == q,
+                (None, None, None, None) => {
+                    x.is_f64()
+                        && y.is_f64()
+                        && x.as_f64().map(f64::to_bits) == y.as_f64().map(f64::to_bits)
+                }
+                _ => false,
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((ka, a), (kb, b))| ka == kb && same(a, b))
+        }
+        _ => false,
+    }
+}
+
 impl Values {
+    /// The id of `v`; `hint` is the id a value in the same place had last time (a big run
+    /// repeats the same parameter values and pricing evidence row after row): when `v` is
+    /// that value, its id comes without serializing `v`.
+    fn intern_near(&mut self, hint: &mut u32, v: Value) -> u32 {
+        if let Some(last) = self.values.get(*hint as usize) {
+            if same(last, &v) {
+                return *hint;
+            }
+        }
+        *hint = self.intern(v);
+        *hint
+    }
+
     fn intern(&mut self, v: Value) -> u32 {
         let key = v.to_string();
         if let Some(&id) = self.ids.get(&key) {
@@ -190,6 +234,10 @@ pub struct Rows {
     heavy: Vec<Heavy>,
     big_tokens: Vec<TokensByRole>,
     recs: Vec<Rec>,
+    /// Value id of the last row's pricing evidence (see `Values::intern_near`).
+    last_priced: u32,
+    /// Value id of each parameter (by name id) in the last row that had it.
+    last_param: Vec<u32>,
 }
 
 fn u32_of(n: usize) -> u32 {
@@ -210,11 +258,16 @@ impl Rows {
     pub fn push(&mut self, s: Sample, detail: RowDetail) {
         let priced = match price_evidence(&s.evidence) {
             Value::Null => NONE,
-            v => self.values.intern(v),
+            v => self.values.intern_near(&mut self.last_priced, v),
         };
         let start = u32_of(self.entries.len());
         for (k, v) in s.params {
-            let (k, v) = (self.names.intern(&k), self.values.intern(v));
+            let k = self.names.intern(&k);
+            // The id of this parameter's value in the previous row that had it.
+            if self.last_param.len() <= k as usize {
+                self.last_param.resize(k as usize + 1, NONE);
+            }
+            let v = self.values.intern_near(&mut self.last_param[k as usize], v);
             self.entries.push((k, v));
         }
         let params = Span {
@@ -518,6 +571,36 @@ mod tests {
         let b: Vec<&str> = rows.of_variant("b").map(|r| r.unit_id).collect();
         assert_eq!(b, ["u0", "u2", "u4", "u6", "u8"]);
         assert_eq!(rows.of_variant("nope").count(), 0);
+    }
+
+    #[test]
+    fn values_reused_by_hint_are_those_with_the_same_json_text() {
+        use serde_json::json;
+        let mut v = Values::default();
+        let mut hint = 0;
+        let a = v.intern_near(&mut hint, json!(0.0));
+        // Equal as `Value`s, different texts: never merged.
+        let b = v.intern_near(&mut hint, json!(-0.0));
+        let c = v.intern_near(&mut hint, json!(0));
+        assert_eq!(v.values.len(), 3, "{a} {b} {c}");
+        assert_eq!(v.intern_near(&mut hint, json!(0)), c);
+        assert_eq!(v.intern_near(&mut hint, json!(0.0)), a, "found by text");
+        let o = json!({"window": {"tokens": 20000}, "priced_as": {"agent": "m"}});
+        let id = v.intern_near(&mut hint, o.clone());
+        assert_eq!(v.intern_near(&mut hint, o), id);
+        let reordered = json!({"priced_as": {"agent": "m"}, "window": {"tokens": 20000}});
+        assert_ne!(
+            v.intern_near(&mut hint, reordered),
+            id,
+            "key order is part of the text"
+        );
+        for (x, y) in [
+            (json!(1), json!(-1)),
+            (json!(1), json!(1.0)),
+            (json!([1]), json!([1, 2])),
+        ] {
+            assert!(!same(&x, &y) && same(&x, &x.clone()), "{x} {y}");
+        }
     }
 
     #[test]

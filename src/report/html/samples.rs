@@ -21,6 +21,7 @@ use crate::report::model::ReportModel;
 use crate::report::rows::Rows;
 use crate::report::table::{Cell, Column, Table};
 use maud::html;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 
@@ -87,19 +88,21 @@ impl Status {
 /// Indices into `samples` of the samples shown in full (rules in the module doc), failures
 /// first, then in `samples`' order; and how many failed or flagged units were left out.
 pub fn select(samples: &Rows, baseline: Option<&str>) -> (Vec<usize>, usize) {
-    let mut chosen: HashSet<usize> = HashSet::new();
+    // Each row's status and pairing key, computed once (FxHash: the keys are digests already).
+    let status: Vec<Status> = samples.iter().map(|s| Status::of(&s)).collect();
+    let hashes: Vec<u64> = samples.iter().map(|s| s.pair_hash()).collect();
+    let mut chosen: FxHashSet<usize> = FxHashSet::default();
     let problems: Vec<usize> = (0..samples.len())
-        .filter(|&i| Status::of(&samples.get(i)) <= Status::Flagged)
+        .filter(|&i| status[i] <= Status::Flagged)
         .collect();
     let left_out = problems.len().saturating_sub(MAX_PROBLEM_SAMPLES);
     chosen.extend(problems.into_iter().take(MAX_PROBLEM_SAMPLES));
 
     // Pairing keys in first-seen order, grouped by trace (traces in first-seen order).
     let mut traces: Vec<&str> = Vec::new();
-    let mut keys_of: HashMap<&str, Vec<(u64, &str)>> = HashMap::new();
-    let mut seen: HashSet<u64> = HashSet::new();
-    for s in samples {
-        let h = s.pair_hash();
+    let mut keys_of: FxHashMap<&str, Vec<(u64, &str)>> = FxHashMap::default();
+    let mut seen: FxHashSet<u64> = FxHashSet::default();
+    for (s, &h) in samples.iter().zip(&hashes) {
         if seen.insert(h) {
             if !keys_of.contains_key(s.trace_id) {
                 traces.push(s.trace_id);
@@ -118,7 +121,7 @@ pub fn select(samples: &Rows, baseline: Option<&str>) -> (Vec<usize>, usize) {
             first.into_iter().chain(rest).map(|(h, _)| h).collect()
         })
         .collect();
-    let mut keys: HashSet<u64> = HashSet::new();
+    let mut keys: FxHashSet<u64> = FxHashSet::default();
     while keys.len() < SHOWN_PAIR_KEYS && queues.iter().any(|q| !q.is_empty()) {
         for q in &mut queues {
             if keys.len() < SHOWN_PAIR_KEYS {
@@ -129,28 +132,30 @@ pub fn select(samples: &Rows, baseline: Option<&str>) -> (Vec<usize>, usize) {
         }
     }
     let mut failed_per_variant: HashMap<&str, usize> = HashMap::new();
-    let mut fail_keys: HashSet<u64> = HashSet::new();
+    let mut fail_keys: FxHashSet<u64> = FxHashSet::default();
     for (i, s) in samples.iter().enumerate() {
-        if keys.contains(&s.pair_hash()) {
+        if keys.contains(&hashes[i]) {
             chosen.insert(i);
-        } else if Status::of(&s) == Status::Fail {
+        } else if status[i] == Status::Fail {
             let n = failed_per_variant.entry(s.variant).or_default();
             if *n < MAX_FAILED_PER_VARIANT {
                 *n += 1;
                 chosen.insert(i);
-                fail_keys.insert(s.pair_hash());
+                fail_keys.insert(hashes[i]);
             }
         }
     }
     if let Some(b) = baseline {
-        for (i, s) in samples.iter().enumerate() {
-            if s.variant == b && fail_keys.contains(&s.pair_hash()) {
-                chosen.insert(i);
+        if !fail_keys.is_empty() {
+            for (i, s) in samples.iter().enumerate() {
+                if s.variant == b && fail_keys.contains(&hashes[i]) {
+                    chosen.insert(i);
+                }
             }
         }
     }
     let mut out: Vec<usize> = chosen.into_iter().collect();
-    out.sort_by_key(|&i| (Status::of(&samples.get(i)), i));
+    out.sort_by_key(|&i| (status[i], i));
     (out, left_out)
 }
 
