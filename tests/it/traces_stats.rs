@@ -669,5 +669,13 @@ fn calibration_restarts_at_compaction_markers() {
     // another kind of marker does not restart anything
     t.markers[0].kind = "task_boundary".into();
     let r = stats::compute(&[t], &Words, 0);
-    assert_eq!(r.traces[0].figures.calibration.as_ref().unwrap().counted_input, 27);
+    assert_eq!(
+        r.traces[0]
+            .figures
+            .calibration
+            .as_ref()
+            .unwrap()
+            .counted_input,
+        27
+    );
 }
