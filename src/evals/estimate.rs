@@ -291,3 +291,88 @@ fn add(acc: &mut (u64, u64), (a, b): (u64, u64)) {
     acc.0 += a;
     acc.1 += b;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Overrides;
+    use crate::runner::session::{plan_run, ImportLoader};
+    use std::path::Path;
+
+    /// The quickstart limited to its first trace and the `replay` and `needle` evals, with
+    /// `providers` in place of its offline ones.
+    fn small(providers: &str) -> (Plan, LoadedSuite) {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("evals/quickstart.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let head = text.split("[providers.agent]").next().unwrap();
+        let overrides = Overrides {
+            evals: vec!["replay".into(), "needle".into()],
+            limit: Some(1),
+            ..Overrides::default()
+        };
+        let suite =
+            LoadedSuite::from_str_with(&format!("{head}\n{providers}"), &path, &overrides)
+                .unwrap();
+        let planned = plan_run(&suite, &ImportLoader).unwrap();
+        ((*planned.plan).clone(), suite)
+    }
+
+    fn role<'a>(e: &'a Estimate, name: &str) -> &'a RoleEstimate {
+        e.roles.iter().find(|r| r.role == name).unwrap()
+    }
+
+    #[test]
+    fn offline_providers_spend_nothing_and_calls_follow_the_plan() {
+        let (plan, suite) = small("");
+        let e = estimate(&plan, &suite).unwrap();
+        assert_eq!(e.spend(), (Some(0.0), Some(0.0)));
+        assert!(e.roles.iter().all(|r| r.role != "judge"), "no judge set");
+        // Eval-agent calls: needle samples × traces × variants × repeats × (2, 4); replay 0.
+        let needle = plan.samples.iter().filter(|s| &*s.eval == "needle").count() as u64;
+        assert!(needle > 0 && plan.samples.len() as u64 > needle);
+        let n = needle * (plan.traces.len() * plan.variants.len()) as u64 * u64::from(plan.repeats);
+        assert_eq!(role(&e, "eval agent").calls, (2 * n, 4 * n));
+        // The replayed agent: one replay per unit, every unit of the plan.
+        let agent = role(&e, "agent");
+        assert!(!agent.spent);
+        assert_eq!(agent.calls.0 % plan.len() as u64, 0);
+        assert!(agent.calls.0 > 0);
+        // The summarizer's calls are what the offline replays made (the quickstart compacts).
+        assert!(role(&e, "summarizer").calls.0 > 0);
+        for r in &e.roles {
+            assert!(r.calls.0 <= r.calls.1, "{r:?}");
+            assert!(r.input.0 <= r.input.1, "{r:?}");
+            assert!(r.output.0 <= r.output.1, "{r:?}");
+        }
+        assert!(e.table().contains("agent (modelled)"));
+    }
+
+    #[test]
+    fn real_models_are_priced_as_a_range_and_a_judge_adds_its_row() {
+        let offline = {
+            let (plan, suite) = small("");
+            estimate(&plan, &suite).unwrap()
+        };
+        let providers = "[providers.agent]\nkind = \"openai\"\nmodel = \"gpt-4o-mini\"\n\
+            [providers.summary]\nkind = \"openai\"\nmodel = \"gpt-4o-mini\"\nmax_tokens = 500\n\
+            [providers.judge]\nkind = \"openai\"\nmodel = \"gpt-4o-mini\"\n";
+        let (plan, suite) = small(providers);
+        let e = estimate(&plan, &suite).unwrap();
+        let (lo, hi) = e.spend();
+        let (lo, hi) = (lo.unwrap(), hi.unwrap());
+        assert!(0.0 < lo && lo < hi, "{lo} {hi}");
+        // Same replays, so the same calls and inputs; the summary limit bounds the high end.
+        let (s, so) = (role(&e, "summarizer"), role(&offline, "summarizer"));
+        assert_eq!((s.calls, s.input), (so.calls, so.input));
+        // (per replay the larger of the offline summaries and calls × 500)
+        assert!(s.output.1 >= so.output.0.max(s.calls.0 * 500), "{s:?} {so:?}");
+        assert!(s.output.1 <= so.output.0 + s.calls.0 * 500, "{s:?} {so:?}");
+        // gpt-4o-mini: $0.15 / $0.60 per million tokens in the bundled table.
+        let p = PriceTable::bundled().lookup("gpt-4o-mini").unwrap().1;
+        let want = (s.input.1 as f64 * p.input + s.output.1 as f64 * p.output) / 1e6;
+        assert!((s.usd.1.unwrap() - want).abs() < 1e-9, "{:?} {want}", s.usd);
+        // needle is not judged: a judge row with nothing in it.
+        assert_eq!(role(&e, "judge").calls, (0, 0));
+        assert!(e.table().contains("total spent"));
+    }
+}
