@@ -127,7 +127,8 @@ impl Estimate {
             range(sum_spent(&self.roles, |r| r.output)),
             format!("{}–{}", usd(lo), usd(hi)),
         ]);
-        let mut out = String::from("estimate (offline replay; answers and tool steps as a low–high range)\n");
+        let mut out =
+            String::from("estimate (offline replay; answers and tool steps as a low–high range)\n");
         out.push_str(&crate::output::table(
             &["role", "calls", "input tok", "output tok", "cost"],
             &rows,
@@ -311,8 +312,7 @@ mod tests {
             ..Overrides::default()
         };
         let suite =
-            LoadedSuite::from_str_with(&format!("{head}\n{providers}"), &path, &overrides)
-                .unwrap();
+            LoadedSuite::from_str_with(&format!("{head}\n{providers}"), &path, &overrides).unwrap();
         let planned = plan_run(&suite, &ImportLoader).unwrap();
         ((*planned.plan).clone(), suite)
     }
@@ -365,7 +365,10 @@ mod tests {
         let (s, so) = (role(&e, "summarizer"), role(&offline, "summarizer"));
         assert_eq!((s.calls, s.input), (so.calls, so.input));
         // (per replay the larger of the offline summaries and calls × 500)
-        assert!(s.output.1 >= so.output.0.max(s.calls.0 * 500), "{s:?} {so:?}");
+        assert!(
+            s.output.1 >= so.output.0.max(s.calls.0 * 500),
+            "{s:?} {so:?}"
+        );
         assert!(s.output.1 <= so.output.0 + s.calls.0 * 500, "{s:?} {so:?}");
         // gpt-4o-mini: $0.15 / $0.60 per million tokens in the bundled table.
         let p = PriceTable::bundled().lookup("gpt-4o-mini").unwrap().1;
