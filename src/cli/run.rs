@@ -30,8 +30,14 @@ cancels them with their model calls (a second Ctrl-C cancels at once); it writes
 partial report and exits 130. SIGTERM does the same and exits 143. `--resume RUN_DIR` continues
 the same run, skipping finished units.
 
+Cost: `--dry-run` prints an estimate per role (agent modelled, summarizer, eval agent, judge)
+from an offline replay of every trace × variant; what real models answer is a low–high range
+(docs/providers.md). A fresh run whose estimate's upper end exceeds `max_cost_usd` /
+`--max-cost-usd` is refused (exit 2) unless `--ignore-estimate`.
+
 Exit codes: 0 ok · 1 failed units with `fail_on_errors = true`, or stopped by the budget, or a
-runtime error · 2 bad suite, traces or arguments · 130 interrupted · 143 terminated (SIGTERM).
+runtime error · 2 bad suite, traces or arguments, or an estimate above the budget · 130
+interrupted · 143 terminated (SIGTERM).
 
 Overrides and selection (recorded in run.json under `overrides` and in the suite digest, so
 `--resume` and `merge` refuse a run made with other ones; `--resume` without them reuses the
@@ -54,6 +60,7 @@ Examples:
   ctxbench run evals/quickstart.toml --variant baseline --variant aggressive
   ctxbench run evals/quickstart.toml --trace 'astropy*' --eval needle --limit 1
   ctxbench run suite.toml --max-cost-usd 5 --run-id nightly
+  ctxbench run suite.toml --max-cost-usd 5 --ignore-estimate   # start above the estimate
   ctxbench run evals/quickstart.toml --keep-stores   # keep every unit's offload store
   ctxbench run suite.toml --resume reports/nightly
   ctxbench run suite.toml --resume reports/nightly --retry-failed
@@ -85,6 +92,11 @@ pub struct Args {
     /// Stop before the estimated spend would exceed this many dollars (overrides the suite)
     #[arg(long, value_name = "USD")]
     pub max_cost_usd: Option<f64>,
+
+    /// Start even when the dry-run estimate's upper end exceeds the budget (`--max-cost-usd` or
+    /// the suite's `max_cost_usd`); the budget still stops the run while it spends
+    #[arg(long)]
+    pub ignore_estimate: bool,
 
     /// Name of the run directory [default: <suite-name>-<UTC timestamp>]
     #[arg(long, value_name = "ID")]
@@ -147,7 +159,9 @@ pub struct Args {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub limit: Option<u64>,
 
-    /// Print the plan (units per trace × variant × eval) and exit 0 without running anything
+    /// Print the plan (units per trace × variant × eval) and the cost estimate per role (an
+    /// offline replay; answers and tool steps as a low–high range), and exit 0 without running
+    /// anything
     #[arg(long)]
     pub dry_run: bool,
 
@@ -311,6 +325,33 @@ pub fn plan_text(suite: &LoadedSuite, plan: &Plan, skipped: usize) -> String {
     out
 }
 
+/// Refuse to start a fresh run whose estimated spend (upper end, this shard's share) exceeds
+/// the budget `limit`.
+fn check_estimate(
+    plan: &crate::runner::Plan,
+    suite: &LoadedSuite,
+    limit: f64,
+    shard: Option<Shard>,
+) -> anyhow::Result<()> {
+    let est = crate::evals::estimate::estimate(plan, suite)?;
+    let share = shard.map_or(1.0, |s| 1.0 / f64::from(s.count.max(1)));
+    let (lo, hi) = est.spend();
+    let (lo, hi) = (lo.map(|x| x * share), hi.map(|x| x * share));
+    let Some(hi) = hi else {
+        // An unknown price: the estimate cannot decide; the budget still watches the run.
+        return Ok(());
+    };
+    if hi > limit {
+        return Err(UsageError(format!(
+            "the estimated spend on model calls is ${:.4}–${hi:.4}{}, above the budget              max_cost_usd = ${limit}; raise --max-cost-usd, narrow the run (--limit, --eval,              --variant), or start anyway with --ignore-estimate (the budget still stops the run              while it spends). `ctxbench run SUITE --dry-run` shows the estimate per role",
+            lo.unwrap_or(0.0),
+            if share < 1.0 { " for this shard" } else { "" }
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let (true, Some(dir)) = (args.repair, &args.resume) {
         super::repair::repair(dir)?;
@@ -362,7 +403,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "{}",
             plan_text(&suite, &planned.plan, planned.skipped.len())
         )?;
+        if synthetic.is_none() {
+            let est = crate::evals::estimate::estimate(&planned.plan, &suite)?;
+            out!("{}", est.table())?;
+        }
         return Ok(ExitCode::from(EXIT_OK));
+    }
+    let limit = args.max_cost_usd.or(suite.suite.suite.max_cost_usd);
+    if let (Some(limit), None, false, None) =
+        (limit, &args.resume, args.ignore_estimate, &synthetic)
+    {
+        check_estimate(&planned.plan, &suite, limit, args.shard)?;
     }
     let exec: Arc<dyn UnitExecutor> = match synthetic {
         Some(s) => Arc::new(s),

@@ -10,6 +10,7 @@ pub mod agent;
 pub(crate) mod answer_format;
 pub mod continuation;
 pub mod drift;
+pub mod estimate;
 pub mod executors;
 pub mod fs_tools;
 pub mod needle;

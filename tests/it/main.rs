@@ -8,6 +8,7 @@ mod bench_synth;
 mod ci_workflow;
 mod clean;
 mod cli_errors;
+mod cost_estimate;
 mod cost_model;
 mod docs;
 mod engine_cli;

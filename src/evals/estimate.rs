@@ -1,0 +1,381 @@
+//! `run --dry-run`'s cost estimate: model calls, tokens and dollars per role, before any model
+//! is called.
+//!
+//! Method. Every (trace, variant) pair is replayed offline through the engine with the offline
+//! summarizer: that gives, exactly, the replayed agent's calls and input tokens (its modelled
+//! cost, never spent), the summarizer's calls and input tokens, and the size of the last view
+//! (what an eval's questions are asked over). What only a real model decides is a range:
+//! - summarizer output: low = the offline summaries' length, high = the provider's
+//!   `max_tokens` (default [`SUMMARY_OUTPUT_HIGH`]) per call;
+//! - eval agent: per unit, [`eval_calls`] gives a low/high number of calls (questions, tool
+//!   steps); each sends the last view (low: the variant's, high: the uncompressed reference's)
+//!   and answers between a tenth of its output limit and the whole limit (the provider's
+//!   `max_tokens` wins when larger);
+//! - judge (when configured): per judged unit one to [`eval_calls`]' high calls of
+//!   [`JUDGE_INPUT`] tokens in, [`JUDGE_OUTPUT`] out.
+//!
+//! Dollars use the run's price table (bundled + the suite's `[pricing]`); the offline provider
+//! is a known $0; an unknown price is shown as `?` and makes the spend unknown.
+
+use crate::config::suite::ProviderRole;
+use crate::config::LoadedSuite;
+use crate::engine::{self, summarizer::OfflineSummarizer};
+use crate::pricing::PriceTable;
+use crate::providers::{ProviderConfig, ProviderKind};
+use crate::runner::Plan;
+use crate::trace::Usage;
+
+/// Summary output tokens per call, high end, when the summary provider sets no `max_tokens`.
+pub const SUMMARY_OUTPUT_HIGH: u64 = 1024;
+/// Judge input tokens per call (rubric + question + answer), low and high.
+pub const JUDGE_INPUT: (u64, u64) = (400, 2_000);
+/// Judge output tokens per call, low and high.
+pub const JUDGE_OUTPUT: (u64, u64) = (20, 300);
+
+/// Eval-agent calls per unit (low, high) and the eval's own output limit per call.
+pub fn eval_calls(eval: &str) -> ((u64, u64), u64) {
+    match eval {
+        "replay" | "invariants" => ((0, 0), 0),
+        // the compressed and the reference question, per planted needle
+        "needle" => ((2, 4), 200),
+        // probes per checkpoint, a few tool steps each
+        "drift" => ((1, 6), 400),
+        "rules" => ((1, 6), 400),
+        "continuation" => ((1, 4), 300),
+        "probes" => ((1, 4), 300),
+        _ => ((1, 4), 400),
+    }
+}
+
+/// Evals whose answers a configured judge scores.
+fn judged(eval: &str) -> bool {
+    matches!(eval, "probes" | "continuation" | "drift" | "rules")
+}
+
+/// One role's estimate.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RoleEstimate {
+    pub role: &'static str,
+    /// Model calls, low and high.
+    pub calls: (u64, u64),
+    pub input: (u64, u64),
+    pub output: (u64, u64),
+    /// Dollars, low and high (`None`: price unknown).
+    pub usd: (Option<f64>, Option<f64>),
+    /// Whether these calls are made (and spent): false for the replayed agent (modelled cost).
+    pub spent: bool,
+}
+
+/// The whole estimate.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Estimate {
+    pub roles: Vec<RoleEstimate>,
+    /// Traces the loader did not keep (not estimated).
+    pub skipped_traces: usize,
+}
+
+impl Estimate {
+    /// Dollars the run would spend (summarizer + judge + eval agent), low and high; `None`
+    /// when a spending role's price is unknown.
+    pub fn spend(&self) -> (Option<f64>, Option<f64>) {
+        let sum = |f: fn(&RoleEstimate) -> Option<f64>| {
+            self.roles
+                .iter()
+                .filter(|r| r.spent)
+                .map(f)
+                .sum::<Option<f64>>()
+        };
+        (sum(|r| r.usd.0), sum(|r| r.usd.1))
+    }
+
+    /// The table `--dry-run` prints.
+    pub fn table(&self) -> String {
+        let usd = |x: Option<f64>| x.map_or("?".to_string(), |v| format!("${v:.4}"));
+        let range = |(a, b): (u64, u64)| {
+            if a == b {
+                crate::runner::progress::human_tokens(a)
+            } else {
+                format!(
+                    "{}–{}",
+                    crate::runner::progress::human_tokens(a),
+                    crate::runner::progress::human_tokens(b)
+                )
+            }
+        };
+        let mut rows: Vec<Vec<String>> = self
+            .roles
+            .iter()
+            .map(|r| {
+                vec![
+                    if r.spent {
+                        r.role.to_string()
+                    } else {
+                        format!("{} (modelled)", r.role)
+                    },
+                    range(r.calls),
+                    range(r.input),
+                    range(r.output),
+                    format!("{}–{}", usd(r.usd.0), usd(r.usd.1)),
+                ]
+            })
+            .collect();
+        let (lo, hi) = self.spend();
+        rows.push(vec![
+            "total spent".into(),
+            range(sum_spent(&self.roles, |r| r.calls)),
+            range(sum_spent(&self.roles, |r| r.input)),
+            range(sum_spent(&self.roles, |r| r.output)),
+            format!("{}–{}", usd(lo), usd(hi)),
+        ]);
+        let mut out =
+            String::from("estimate (offline replay; answers and tool steps as a low–high range)\n");
+        out.push_str(&crate::output::table(
+            &["role", "calls", "input tok", "output tok", "cost"],
+            &rows,
+        ));
+        if self.skipped_traces > 0 {
+            out.push_str(&format!(
+                "not estimated: {} trace(s) not loaded\n",
+                self.skipped_traces
+            ));
+        }
+        out
+    }
+}
+
+fn sum_spent(roles: &[RoleEstimate], f: fn(&RoleEstimate) -> (u64, u64)) -> (u64, u64) {
+    roles
+        .iter()
+        .filter(|r| r.spent)
+        .map(f)
+        .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+}
+
+fn price_model(c: &ProviderConfig) -> &str {
+    if c.kind == ProviderKind::Offline {
+        "offline"
+    } else {
+        &c.model
+    }
+}
+
+fn price(prices: &PriceTable, model: &str, input: u64, output: u64) -> Option<f64> {
+    if input == 0 && output == 0 {
+        return Some(0.0);
+    }
+    let u = Usage {
+        input,
+        output,
+        ..Usage::default()
+    };
+    prices.cost(model, &u).usd()
+}
+
+/// Estimate what running `plan` costs per role.
+pub fn estimate(plan: &Plan, suite: &LoadedSuite) -> anyhow::Result<Estimate> {
+    let prices = PriceTable::bundled().with_overrides(&suite.suite.pricing)?;
+    let agent_cfg = &suite.provider(ProviderRole::Agent).config;
+    let summary_cfg = &suite.provider(ProviderRole::Summary).config;
+    let judge = suite.provider(ProviderRole::Judge);
+    let summary_high = summary_cfg
+        .max_tokens
+        .map_or(SUMMARY_OUTPUT_HIGH, u64::from);
+    let agent_max = agent_cfg.max_tokens.map(u64::from);
+
+    let mut modelled = RoleEstimate {
+        role: "agent",
+        usd: (Some(0.0), Some(0.0)),
+        ..RoleEstimate::default()
+    };
+    let mut summ = RoleEstimate {
+        role: "summarizer",
+        spent: true,
+        ..RoleEstimate::default()
+    };
+    let mut eval_agent = RoleEstimate {
+        role: "eval agent",
+        spent: true,
+        ..RoleEstimate::default()
+    };
+    let mut judge_e = RoleEstimate {
+        role: "judge",
+        spent: true,
+        ..RoleEstimate::default()
+    };
+    let mut modelled_usd = Some(0.0);
+    let mut skipped = 0;
+    let repeats = u64::from(plan.repeats);
+    let summarizer = OfflineSummarizer;
+    for t in &plan.traces {
+        let Some(trace) = &t.trace else {
+            skipped += 1;
+            continue;
+        };
+        for v in &plan.variants {
+            let config = v.config.resolve_for(&trace.meta, &prices)?;
+            let mut env = engine::ReplayEnv::new(&summarizer);
+            env.prices = Some(&prices);
+            let replay = engine::replay(trace, &config, &env)?;
+            // Units of this (trace, variant) pair that replay it: every sample × repeat.
+            let units = plan.samples.len() as u64 * repeats;
+            let input = replay.input_tokens();
+            let output: u64 = replay.calls.iter().filter_map(|c| c.output_tokens).sum();
+            let calls = replay.calls.len() as u64;
+            add(&mut modelled.calls, (calls * units, calls * units));
+            add(&mut modelled.input, (input * units, input * units));
+            add(&mut modelled.output, (output * units, output * units));
+            let m = config.agent_model(trace.meta.model.as_deref());
+            let c = m.and_then(|m| price(&prices, m, input, output));
+            modelled_usd = modelled_usd.zip(c).map(|(a, c)| a + c * units as f64);
+
+            let sc = replay.summarizer_calls;
+            add(&mut summ.calls, (sc * units, sc * units));
+            let si = replay.summarizer_usage.input;
+            add(&mut summ.input, (si * units, si * units));
+            let so = replay.summarizer_usage.output;
+            add(
+                &mut summ.output,
+                (so * units, so.max(sc * summary_high) * units),
+            );
+
+            let view = replay.calls.last().map_or(0, |c| c.input_tokens);
+            let reference = replay.calls.last().map_or(0, |c| c.reference_tokens);
+            for s in &plan.samples {
+                let ((lo, hi), limit) = eval_calls(&s.eval);
+                let limit = agent_max.map_or(limit, |m| m.max(limit));
+                add(&mut eval_agent.calls, (lo * repeats, hi * repeats));
+                add(
+                    &mut eval_agent.input,
+                    (lo * view * repeats, hi * reference.max(view) * repeats),
+                );
+                add(
+                    &mut eval_agent.output,
+                    (lo * (limit / 10) * repeats, hi * limit * repeats),
+                );
+                if judge.configured && judged(&s.eval) {
+                    let (jl, jh) = (1, hi.max(1));
+                    add(&mut judge_e.calls, (jl * repeats, jh * repeats));
+                    add(
+                        &mut judge_e.input,
+                        (jl * JUDGE_INPUT.0 * repeats, jh * JUDGE_INPUT.1 * repeats),
+                    );
+                    add(
+                        &mut judge_e.output,
+                        (jl * JUDGE_OUTPUT.0 * repeats, jh * JUDGE_OUTPUT.1 * repeats),
+                    );
+                }
+            }
+        }
+    }
+    modelled.usd = (modelled_usd, modelled_usd);
+    let priced = |r: &mut RoleEstimate, c: &ProviderConfig| {
+        let m = price_model(c);
+        r.usd = (
+            price(&prices, m, r.input.0, r.output.0),
+            price(&prices, m, r.input.1, r.output.1),
+        );
+    };
+    priced(&mut summ, summary_cfg);
+    priced(&mut eval_agent, agent_cfg);
+    priced(&mut judge_e, &judge.config);
+    let mut roles = vec![modelled, summ, eval_agent];
+    if judge.configured {
+        roles.push(judge_e);
+    }
+    Ok(Estimate {
+        roles,
+        skipped_traces: skipped,
+    })
+}
+
+fn add(acc: &mut (u64, u64), (a, b): (u64, u64)) {
+    acc.0 += a;
+    acc.1 += b;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Overrides;
+    use crate::runner::session::{plan_run, ImportLoader};
+    use std::path::Path;
+
+    /// The quickstart limited to its first trace and the `replay` and `needle` evals, with
+    /// `providers` in place of its offline ones.
+    fn small(providers: &str) -> (Plan, LoadedSuite) {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("evals/quickstart.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let head = text.split("[providers.agent]").next().unwrap();
+        let overrides = Overrides {
+            evals: vec!["replay".into(), "needle".into()],
+            limit: Some(1),
+            ..Overrides::default()
+        };
+        let suite =
+            LoadedSuite::from_str_with(&format!("{head}\n{providers}"), &path, &overrides).unwrap();
+        let planned = plan_run(&suite, &ImportLoader).unwrap();
+        ((*planned.plan).clone(), suite)
+    }
+
+    fn role<'a>(e: &'a Estimate, name: &str) -> &'a RoleEstimate {
+        e.roles.iter().find(|r| r.role == name).unwrap()
+    }
+
+    #[test]
+    fn offline_providers_spend_nothing_and_calls_follow_the_plan() {
+        let (plan, suite) = small("");
+        let e = estimate(&plan, &suite).unwrap();
+        assert_eq!(e.spend(), (Some(0.0), Some(0.0)));
+        assert!(e.roles.iter().all(|r| r.role != "judge"), "no judge set");
+        // Eval-agent calls: needle samples × traces × variants × repeats × (2, 4); replay 0.
+        let needle = plan.samples.iter().filter(|s| &*s.eval == "needle").count() as u64;
+        assert!(needle > 0 && plan.samples.len() as u64 > needle);
+        let n = needle * (plan.traces.len() * plan.variants.len()) as u64 * u64::from(plan.repeats);
+        assert_eq!(role(&e, "eval agent").calls, (2 * n, 4 * n));
+        // The replayed agent: one replay per unit, every unit of the plan.
+        let agent = role(&e, "agent");
+        assert!(!agent.spent);
+        assert_eq!(agent.calls.0 % plan.len() as u64, 0);
+        assert!(agent.calls.0 > 0);
+        // The summarizer's calls are what the offline replays made (the quickstart compacts).
+        assert!(role(&e, "summarizer").calls.0 > 0);
+        for r in &e.roles {
+            assert!(r.calls.0 <= r.calls.1, "{r:?}");
+            assert!(r.input.0 <= r.input.1, "{r:?}");
+            assert!(r.output.0 <= r.output.1, "{r:?}");
+        }
+        assert!(e.table().contains("agent (modelled)"));
+    }
+
+    #[test]
+    fn real_models_are_priced_as_a_range_and_a_judge_adds_its_row() {
+        let offline = {
+            let (plan, suite) = small("");
+            estimate(&plan, &suite).unwrap()
+        };
+        let providers = "[providers.agent]\nkind = \"openai\"\nmodel = \"gpt-4o-mini\"\n\
+            [providers.summary]\nkind = \"openai\"\nmodel = \"gpt-4o-mini\"\nmax_tokens = 500\n\
+            [providers.judge]\nkind = \"openai\"\nmodel = \"gpt-4o-mini\"\n";
+        let (plan, suite) = small(providers);
+        let e = estimate(&plan, &suite).unwrap();
+        let (lo, hi) = e.spend();
+        let (lo, hi) = (lo.unwrap(), hi.unwrap());
+        assert!(0.0 < lo && lo < hi, "{lo} {hi}");
+        // Same replays, so the same calls and inputs; the summary limit bounds the high end.
+        let (s, so) = (role(&e, "summarizer"), role(&offline, "summarizer"));
+        assert_eq!((s.calls, s.input), (so.calls, so.input));
+        // (per replay the larger of the offline summaries and calls × 500)
+        assert!(
+            s.output.1 >= so.output.0.max(s.calls.0 * 500),
+            "{s:?} {so:?}"
+        );
+        assert!(s.output.1 <= so.output.0 + s.calls.0 * 500, "{s:?} {so:?}");
+        // gpt-4o-mini: $0.15 / $0.60 per million tokens in the bundled table.
+        let p = PriceTable::bundled().lookup("gpt-4o-mini").unwrap().1;
+        let want = (s.input.1 as f64 * p.input + s.output.1 as f64 * p.output) / 1e6;
+        assert!((s.usd.1.unwrap() - want).abs() < 1e-9, "{:?} {want}", s.usd);
+        // needle is not judged: a judge row with nothing in it.
+        assert_eq!(role(&e, "judge").calls, (0, 0));
+        assert!(e.table().contains("total spent"));
+    }
+}

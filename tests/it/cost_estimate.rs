@@ -1,0 +1,133 @@
+//! `run --dry-run` prints a cost estimate per role, and `run` refuses to start when the
+//! estimate's upper end exceeds the budget unless `--ignore-estimate` (#26 point 7).
+
+use std::path::Path;
+
+use crate::support::cli::ctxbench;
+use crate::support::strict_llm::StrictLlm;
+
+/// evals/quickstart.toml with absolute paths, its output in `out`, and `providers`.
+fn quickstart_with(out: &Path, providers: &str) -> String {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(repo.join("evals/quickstart.toml")).unwrap();
+    let head = text.split("[providers.agent]").next().unwrap();
+    let head = head
+        .replace("\"../datasets/", &format!("\"{}/datasets/", repo.display()))
+        .replace(
+            "\"prompts/",
+            &format!("\"{}/evals/prompts/", repo.display()),
+        )
+        .replace(
+            "output_dir = \"../reports\"",
+            &format!("output_dir = {:?}", out.display().to_string()),
+        );
+    format!("{head}\n{providers}")
+}
+
+fn openai(base_url: &str) -> String {
+    ["agent", "summary"]
+        .iter()
+        .map(|role| {
+            format!(
+                "[providers.{role}]\nkind = \"openai\"\nmodel = \"gpt-4o-mini\"\n\
+                 base_url = \"{base_url}\"\ncache = false\nmax_retries = 0\ntimeout_secs = 30\n"
+            )
+        })
+        .collect()
+}
+
+const SELECT: [&str; 6] = ["--limit", "1", "--eval", "replay", "--eval", "needle"];
+
+fn run(suite: &Path, flags: &[&str]) -> (Option<i32>, String, String) {
+    run_as("est", suite, flags)
+}
+
+fn run_as(id: &str, suite: &Path, flags: &[&str]) -> (Option<i32>, String, String) {
+    let o = ctxbench()
+        .args(["run", suite.to_str().unwrap(), "--run-id", id, "-q"])
+        .args(SELECT)
+        .args(flags)
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The `$lo–$hi` of the `total spent` row.
+fn total_spent(stdout: &str) -> (f64, f64) {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("total spent"))
+        .unwrap_or_else(|| panic!("no total row:\n{stdout}"));
+    let cost = line.split_whitespace().last().unwrap();
+    let (lo, hi) = cost.split_once('–').unwrap();
+    let num = |s: &str| s.trim_start_matches('$').parse::<f64>().unwrap();
+    (num(lo), num(hi))
+}
+
+#[test]
+fn dry_run_prints_the_estimate_per_role_offline_at_zero() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("suite.toml");
+    std::fs::write(&suite, quickstart_with(&tmp.path().join("out"), "")).unwrap();
+    let (code, stdout, stderr) = run(&suite, &["--dry-run"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    for role in [
+        "agent (modelled)",
+        "summarizer",
+        "eval agent",
+        "total spent",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(role)),
+            "{role}:\n{stdout}"
+        );
+    }
+    assert_eq!(total_spent(&stdout), (0.0, 0.0), "{stdout}");
+    assert!(!tmp.path().join("out").exists(), "a dry run writes nothing");
+}
+
+#[test]
+fn an_estimate_above_the_budget_refuses_to_start_unless_ignored() {
+    let (_rt, server) = StrictLlm::on_own_runtime();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let suite = tmp.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        quickstart_with(&out, &openai(&server.openai_base_url())),
+    )
+    .unwrap();
+
+    let (code, stdout, stderr) = run(&suite, &["--dry-run"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (lo, hi) = total_spent(&stdout);
+    assert!(0.0 < lo && lo < hi, "{stdout}");
+    assert_eq!(server.accepted(), 0, "a dry run calls no model");
+
+    // Below the low end: refused before anything is written or asked, naming the flag.
+    let budget = format!("{}", lo / 2.0);
+    let set = format!("suite.max_cost_usd={budget}");
+    for flags in [["--max-cost-usd", budget.as_str()], ["--set", set.as_str()]] {
+        let (code, _, stderr) = run(&suite, &flags);
+        assert_eq!(code, Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains("estimated spend"), "{stderr}");
+        assert!(stderr.contains("--ignore-estimate"), "{stderr}");
+        assert!(!out.join("est").exists(), "{flags:?}: nothing written");
+    }
+    assert_eq!(server.accepted(), 0);
+
+    // Above the high end: it starts.
+    let enough = format!("{}", hi * 2.0);
+    let (code, _, stderr) = run_as("ok", &suite, &["--max-cost-usd", &enough]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(server.accepted() > 0);
+
+    // The override: the same low budget starts; the budget then stops it while it spends.
+    let (code, _, stderr) = run(&suite, &["--max-cost-usd", &budget, "--ignore-estimate"]);
+    assert!(matches!(code, Some(0 | 1)), "{code:?}: {stderr}");
+    assert!(out.join("est/run.json").exists(), "{stderr}");
+}
