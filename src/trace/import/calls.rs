@@ -63,6 +63,28 @@ impl Calls {
         Some((c, n))
     }
 
+    /// The call a tool result answers: by its recorded id, or the oldest open call when it
+    /// records none. A result that answers no open call keeps its recorded id, and a warning
+    /// naming `at` (the message's JSON path) says so.
+    pub fn answer_or_warn(
+        &mut self,
+        recorded: Option<&str>,
+        at: impl std::fmt::Display,
+        warnings: &mut Vec<String>,
+    ) -> (String, String) {
+        let answered = match recorded {
+            Some(r) => self.answer(r),
+            None => self.answer_next(),
+        };
+        answered.unwrap_or_else(|| {
+            let recorded = recorded.unwrap_or("");
+            warnings.push(format!(
+                "{at}: tool result for {recorded:?} follows no open tool call"
+            ));
+            (recorded.to_string(), String::new())
+        })
+    }
+
     /// The oldest open call (for formats that pair results by position).
     pub fn answer_next(&mut self) -> Option<(String, String)> {
         if self.open.is_empty() {

@@ -270,21 +270,8 @@ impl Conv {
             }
             Role::Tool => {
                 let recorded = data.key("tool_call_id").opt_str()?;
-                let answered = match recorded {
-                    Some(r) => self.calls.answer(r),
-                    None => self.calls.answer_next(),
-                };
-                let (cid, name) = match answered {
-                    Some(x) => x,
-                    None => {
-                        self.t.meta.warnings.push(format!(
-                            "{}: tool result for {:?} follows no open tool call",
-                            m.path,
-                            recorded.unwrap_or("")
-                        ));
-                        (recorded.unwrap_or("").to_string(), String::new())
-                    }
-                };
+                let (cid, name) =
+                    self.calls.answer_or_warn(recorded, &m.path, &mut self.t.meta.warnings);
                 let name = data.key("name").opt_str()?.map(String::from).unwrap_or(name);
                 let mut t = Message::tool(cid, name, parts.text.join("\n"));
                 t.is_error = data.key("status").opt_str()? == Some("error");

@@ -206,21 +206,8 @@ pub fn convert_message(m: &Node<'_>, t: &mut Trace, calls: &mut Calls) -> Res<()
             }
             "tool" | "function" => {
                 let recorded = m.key("tool_call_id").opt_str()?;
-                let answered = match recorded {
-                    Some(r) => calls.answer(r),
-                    None => calls.answer_next(),
-                };
-                let (id, name) = match answered {
-                    Some(x) => x,
-                    None => {
-                        t.meta.warnings.push(format!(
-                            "{}: tool result for {:?} follows no open tool call",
-                            m.path,
-                            recorded.unwrap_or("")
-                        ));
-                        (recorded.unwrap_or("").to_string(), String::new())
-                    }
-                };
+                let (id, name) =
+                    calls.answer_or_warn(recorded, &m.path, &mut t.meta.warnings);
                 let name = m.key("name").opt_str()?.map(String::from).unwrap_or(name);
                 Message::tool(id, name, content)
             }
