@@ -414,3 +414,59 @@ fn cli_forced_format_that_finds_nothing_exits_2_and_says_what_the_file_is() {
         .code(2)
         .stderr(predicates::str::contains("empty-session.jsonl: no message"));
 }
+
+/// A `.jsonl` of nothing but `summary` records (Claude Code writes such files beside the
+/// sessions: titles of earlier conversations) is never a silent empty trace: imported alone it
+/// is exit 2 naming what it is; in a project folder it is skipped with that note while every
+/// real session beside it imports.
+#[test]
+fn claude_code_summary_only_file_is_named_alone_and_skipped_in_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("-home-me-proj");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::copy(
+        ds("claude-code-interactive/session-624a4a58.jsonl"),
+        project.join("session-624a4a58.jsonl"),
+    )
+    .unwrap();
+    let summaries = project.join("0b9f3c1e-aaaa-4bbb-8ccc-000000000001.jsonl");
+    std::fs::write(
+        &summaries,
+        "{\"type\":\"summary\",\"summary\":\"Fix the parser\",\"leafUuid\":\"8f0e4f7a-1111-4222-8333-444455556666\"}\n\
+         {\"type\":\"summary\",\"summary\":\"Add tests\",\"leafUuid\":\"9a0e4f7a-1111-4222-8333-444455556666\"}\n",
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    assert_cmd::Command::cargo_bin("ctxbench")
+        .unwrap()
+        .args(["import", "-o"])
+        .arg(out.path())
+        .arg(&summaries)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "a Claude Code summary-only file: 2 `summary` record(s)",
+        ));
+    let got = import_paths(&[project.as_path()], None, false).unwrap();
+    assert_eq!(got.traces.len(), 1);
+    assert_eq!(got.traces[0].meta.id, "session-624a4a58");
+    assert_eq!(got.ignored.len(), 1);
+    assert!(
+        format!("{:?}", got.ignored[0]).contains("summary-only"),
+        "{:?}",
+        got.ignored
+    );
+    let cli = assert_cmd::Command::cargo_bin("ctxbench")
+        .unwrap()
+        .args(["import", "-o"])
+        .arg(out.path())
+        .arg(&project)
+        .assert()
+        .code(0);
+    let stdout = String::from_utf8_lossy(&cli.get_output().stdout).to_string();
+    let stderr = String::from_utf8_lossy(&cli.get_output().stderr).to_string();
+    assert!(
+        format!("{stdout}{stderr}").contains("summary-only"),
+        "{stdout}{stderr}"
+    );
+}

@@ -454,7 +454,11 @@ fn empty_traces(traces: &[Trace], format: SourceFormat) -> Option<String> {
         .collect();
     match empty.as_slice() {
         [] => None,
-        [one] if traces.len() == 1 => Some(format!("a trace with no message ({one})")),
+        // The importer may say why (its first warning), e.g. a Claude Code summary-only file.
+        [one] if traces.len() == 1 => Some(match traces[0].meta.warnings.first() {
+            Some(why) => format!("a trace with no message ({one}): {why}"),
+            None => format!("a trace with no message ({one})"),
+        }),
         some => Some(format!(
             "{} trace(s) with no message ({}{})",
             some.len(),
