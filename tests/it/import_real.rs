@@ -470,3 +470,57 @@ fn claude_code_summary_only_file_is_named_alone_and_skipped_in_a_folder() {
         "{stdout}{stderr}"
     );
 }
+
+/// The interactive session's calibration gap is not an import loss: the trace holds every
+/// character of the transcript's text, tool results, call arguments and thinking (the figures
+/// docs/tokens.md quotes).
+#[test]
+fn claude_code_interactive_import_keeps_every_transcript_character() {
+    let path = ds("claude-code-interactive/session-624a4a58.jsonl");
+    let (mut text, mut args, mut thinking) = (0usize, 0usize, 0usize);
+    for r in jsonl(&path) {
+        if !matches!(r["type"].as_str(), Some("user" | "assistant")) {
+            continue;
+        }
+        let c = &r["message"]["content"];
+        if let Some(s) = c.as_str() {
+            text += s.chars().count();
+            continue;
+        }
+        for b in c.as_array().unwrap() {
+            match b["type"].as_str().unwrap() {
+                "text" => text += b["text"].as_str().unwrap().chars().count(),
+                "tool_result" => match &b["content"] {
+                    Value::String(s) => text += s.chars().count(),
+                    Value::Array(parts) => {
+                        for p in parts {
+                            text += p["text"].as_str().unwrap_or("").chars().count();
+                        }
+                    }
+                    _ => {}
+                },
+                "tool_use" => args += serde_json::to_string(&b["input"]).unwrap().chars().count(),
+                "thinking" => thinking += b["thinking"].as_str().unwrap().chars().count(),
+                other => panic!("unexpected block {other}"),
+            }
+        }
+    }
+    let t = one(
+        "claude-code-interactive/session-624a4a58.jsonl",
+        SourceFormat::ClaudeCode,
+    );
+    let content: usize = t.messages.iter().map(|m| m.content.chars().count()).sum();
+    let call_args: usize = t
+        .messages
+        .iter()
+        .flat_map(|m| &m.tool_calls)
+        .map(|c| serde_json::to_string(&c.arguments).unwrap().chars().count())
+        .sum();
+    let reasoning: usize = t
+        .messages
+        .iter()
+        .map(|m| m.reasoning.as_deref().map_or(0, |r| r.chars().count()))
+        .sum();
+    assert_eq!((content, call_args, reasoning), (text, args, thinking));
+    assert!(text > 300_000 && args > 100_000 && thinking > 40_000);
+}
