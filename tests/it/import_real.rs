@@ -524,3 +524,41 @@ fn claude_code_interactive_import_keeps_every_transcript_character() {
     assert_eq!((content, call_args, reasoning), (text, args, thinking));
     assert!(text > 300_000 && args > 100_000 && thinking > 40_000);
 }
+
+/// Every real file of the formats people record their agents with (each folder under
+/// `datasets/` with its SOURCE.txt) imports by auto-detection as its folder's format, into
+/// traces with messages, with at least 90% of the tool calls matched with a result; and the
+/// formats whose files all hold tool calls keep some.
+#[test]
+fn every_real_file_imports_by_detection_with_its_calls_matched() {
+    let dirs = [
+        ("claude-code-interactive", SourceFormat::ClaudeCode, true),
+        ("codex", SourceFormat::Codex, true),
+        ("openai-responses", SourceFormat::OpenaiResponses, true),
+        ("langchain", SourceFormat::Langchain, true),
+        ("inspect", SourceFormat::Inspect, false),
+        ("gemini-cli", SourceFormat::GeminiCli, true),
+        ("gemini", SourceFormat::Gemini, true),
+    ];
+    let mut files = 0;
+    for (dir, format, all_have_calls) in dirs {
+        assert!(ds(dir).join("SOURCE.txt").is_file(), "{dir}: provenance");
+        let got = import_paths(&[ds(dir)], None, false).unwrap();
+        assert!(got.ignored.is_empty(), "{dir}: {:?}", got.ignored);
+        assert!(got.skipped.is_empty(), "{dir}");
+        let mut sources = std::collections::BTreeSet::new();
+        for t in &got.traces {
+            let id = &t.meta.id;
+            assert_eq!(t.meta.source_format, format, "{dir}/{id}: detected");
+            assert!(!t.messages.is_empty(), "{dir}/{id}");
+            assert!(matched(t) >= 90.0, "{dir}/{id}: {:.1}% matched", matched(t));
+            if all_have_calls {
+                assert!(calls(t) > 0, "{dir}/{id}: no tool call");
+            }
+            sources.insert(t.meta.source_path.clone().unwrap());
+        }
+        files += sources.len();
+    }
+    // 2 + 3 + 2 + 4 + 4 + 1 + 1 real files.
+    assert_eq!(files, 17);
+}
