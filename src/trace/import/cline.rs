@@ -142,6 +142,10 @@ pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
         Input::Lines(lines) => std::mem::take(lines).into_iter().map(|(_, v)| v).collect(),
     };
     let mut t = Trace::new(TraceMeta::new(stem, SourceFormat::Cline));
+    // Read from `tasks/<task id>/api_conversation_history.json`, the stem is the task id.
+    if !stem.is_empty() && stem.bytes().all(|b| b.is_ascii_digit()) {
+        t.meta.task_id = Some(stem.to_string());
+    }
     let mut calls = Calls::default();
     for (i, v) in items.into_iter().enumerate() {
         let m = Node::at(&v, format!("$[{i}]"));
@@ -369,7 +373,8 @@ mod tests {
             {"role": "user", "content": [{"type": "text", "text": "[attempt_completion] Result:\nThe user denied this operation."}]}
         ]);
         assert_eq!(detect(&Input::Json(v.clone())), Ok(SourceFormat::Cline));
-        let t = import(&mut Input::Json(v), "c").unwrap().remove(0);
+        let t = import(&mut Input::Json(v), "1700000000000").unwrap().remove(0);
+        assert_eq!(t.meta.task_id.as_deref(), Some("1700000000000"));
         let roles: Vec<_> = t.messages.iter().map(|m| m.role).collect();
         assert_eq!(
             roles,

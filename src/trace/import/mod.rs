@@ -275,10 +275,16 @@ pub fn file_stem(path: &Path) -> String {
         }
     }
     if s.is_empty() {
-        "trace".into()
-    } else {
-        s.to_string()
+        return "trace".into();
     }
+    // Names a tool gives every session's file alike: the folder is the session (Cline / Roo Code
+    // `tasks/<task id>/api_conversation_history.json`), so it names the trace.
+    if s == "api_conversation_history" {
+        if let Some(dir) = path.parent().and_then(|d| d.file_name()) {
+            return dir.to_string_lossy().into_owned();
+        }
+    }
+    s.to_string()
 }
 
 fn format_names() -> String {
@@ -690,6 +696,16 @@ mod tests {
 
     #[test]
     fn stems_drop_trace_extensions() {
+        assert_eq!(
+            file_stem(Path::new(
+                "tasks/1769064454592/api_conversation_history.json"
+            )),
+            "1769064454592"
+        );
+        assert_eq!(
+            file_stem(Path::new("api_conversation_history.json")),
+            "api_conversation_history"
+        );
         assert_eq!(file_stem(Path::new("a/x.traj.json")), "x");
         assert_eq!(file_stem(Path::new("x.traj")), "x");
         assert_eq!(file_stem(Path::new("x.jsonl")), "x");
