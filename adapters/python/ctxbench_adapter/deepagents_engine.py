@@ -88,10 +88,10 @@ class DeepAgentsEngine(Replayed):
         self.effective_cutoff: int | None = None
         self.sent: Any = None
 
-    def _count(self, messages: list[Any], with_overhead: bool = True) -> int:
-        if with_overhead:
-            return self.summ._count_tokens(messages, self.system_message, self.tools)
-        return self.summ._lc_helper._partial_token_counter(messages)
+    def _count_alone(self, message: Any) -> int:
+        """One message counted alone, as deepagents' summarization counts it (no system
+        message, no tools)."""
+        return self.summ._lc_helper._partial_token_counter([message])
 
     # -- the protocol ----------------------------------------------------------------------------
 
@@ -147,8 +147,8 @@ class DeepAgentsEngine(Replayed):
             {
                 "trace_index": index,
                 "layer": "evict_tool_results",
-                "tokens_before": self._count([original], with_overhead=False),
-                "tokens_after": self._count([result], with_overhead=False),
+                "tokens_before": self._count_alone(original),
+                "tokens_after": self._count_alone(result),
                 "detail": {
                     "type": "evicted",
                     "tool": original.name or "",
@@ -269,7 +269,7 @@ class DeepAgentsEngine(Replayed):
                     "layer": "truncate_args",
                     "tokens_before": tokens_before,
                     # The recount of the truncated request: before any summary of this call.
-                    "tokens_after": self._count(msgs_after),
+                    "tokens_after": self.summ._count_tokens(msgs_after, req.system_message, req.tools),
                     "detail": {"type": "args_truncated", "calls": truncated, "summarized_in_same_call": new_event is not None},
                 }
             )
