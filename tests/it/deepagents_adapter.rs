@@ -202,3 +202,56 @@ fn real_deepagents_through_the_adapter_matches_the_preset_on_every_golden_fixtur
     }
     assert!(problems.is_empty(), "\n{}", problems.join("\n"));
 }
+
+/// LangChain's `SummarizationMiddleware` and `ContextEditingMiddleware` through the adapter on
+/// the django trace: both act, every summary is asked of ctxbench's summarizer, the cleared
+/// tool results are sent as LangChain's placeholder, and every view passes the invariants.
+#[test]
+fn langchain_summarization_and_context_editing_run_through_the_adapter() {
+    let Some(python) = adapter_python() else {
+        return;
+    };
+    let mut spec = spec(&python);
+    spec.command[3] = "langchain".into();
+    spec.config = Some(serde_json::json!({
+        "summarization": {"trigger": ["tokens", 12000], "keep": ["messages", 12]},
+        "context_editing": {"trigger": 6000, "keep": 2, "placeholder": "[cleared by LangChain]"},
+    }));
+    let config = ctxbench::engine::EngineConfig {
+        window: Some(30_000),
+        external: Some(spec),
+        ..Default::default()
+    };
+    let resolved = config.resolve(None).unwrap();
+    let trace = ctxbench::trace::import::import_file(
+        &fixture_dir("mini-swe-django-11138").join("trace.jsonl"),
+        None,
+    )
+    .unwrap()
+    .remove(0);
+    let summarizer = ctxbench::engine::OfflineSummarizer;
+    let mut env = ReplayEnv::new(&summarizer);
+    env.keep_views = ctxbench::engine::KeepViews::All;
+    let r = ctxbench::engine::replay(&trace, &resolved, &env).expect("langchain replay");
+    let counts = r.event_counts();
+    let summaries = counts.get("summarized").copied().unwrap_or(0);
+    assert!(summaries >= 2, "{counts:?}");
+    assert!(counts.get("cleared").copied().unwrap_or(0) >= 10, "{counts:?}");
+    assert_eq!(r.summarizer_calls, summaries);
+    assert!(r.invariants.passed(), "{:?}", r.invariants.violations);
+    let placeholders = r
+        .views
+        .iter()
+        .flat_map(|v| &v.messages)
+        .filter(|m| m.content == "[cleared by LangChain]")
+        .count();
+    assert!(placeholders > 0);
+    // After a summary the request starts with LangChain's summary message, then trace spans.
+    let ev = r.events.iter().find(|e| e.kind() == "summarized").unwrap();
+    let after = r.calls.iter().find(|c| c.trace_index > ev.trace_index).unwrap();
+    let spans = serde_json::to_value(&after.sent_view).unwrap();
+    assert_eq!(spans[0], "summary", "{spans}");
+    let s = ev.detail.summary().unwrap();
+    assert!(s.summary_message.starts_with("Here is a summary of the conversation to date:"));
+    assert!(s.newly_summarized > 0 && s.state_cutoff > 0);
+}
