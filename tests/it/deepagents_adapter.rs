@@ -135,16 +135,19 @@ fn diff(fixture: &str, what: &str, got: &[Value], want: &[Value], limit: usize) 
     out
 }
 
-/// Replay `name` with the built-in preset and through the adapter; the differences.
-fn compare(name: &str, python: &Path) -> Vec<String> {
+/// Replay `name` with the built-in preset and through the adapter (`config`: its
+/// `external.config`); the differences.
+fn compare(name: &str, python: &Path, config: Option<Value>) -> Vec<String> {
     let dir = fixture_dir(name);
     let builtin = fixture::run(&dir, &[], StoreTarget::Memory).expect("built-in replay");
 
     let fx = fixture::load(&dir).expect("fixture loads");
-    let mut config = fx.config.clone();
-    config.preset = None;
-    config.external = Some(spec(python));
-    let resolved = config.resolve(None).expect("external variant resolves");
+    let mut spec = spec(python);
+    spec.config = config;
+    let mut engine = fx.config.clone();
+    engine.preset = None;
+    engine.external = Some(spec);
+    let resolved = engine.resolve(None).expect("external variant resolves");
     let summarizer = FixedSummarizer(fx.summary_text.clone());
     let mut env = ReplayEnv::new(&summarizer);
     env.system_prompt = Some(fx.system_prompt.clone());
@@ -190,11 +193,18 @@ fn real_deepagents_through_the_adapter_matches_the_preset_on_every_golden_fixtur
         return;
     };
     let mut problems = Vec::new();
-    for name in FIXTURES {
+    // Default: the request's tools are the suite's (here the fixture's tools.json); and once
+    // with deepagents' own FilesystemMiddleware tool objects, which the fixtures counted.
+    let runs = FIXTURES
+        .iter()
+        .map(|n| (*n, None))
+        .chain([("synthetic-s7", Some(serde_json::json!({"tools": "deepagents"})))]);
+    for (name, config) in runs {
         let t = Instant::now();
-        let p = compare(name, &python);
+        let shown = config.as_ref().map(|c| format!(" {c}")).unwrap_or_default();
+        let p = compare(name, &python, config);
         eprintln!(
-            "deepagents_adapter: {name}: {} in {:.1} s",
+            "deepagents_adapter: {name}{shown}: {} in {:.1} s",
             if p.is_empty() { "same" } else { "DIFFERS" },
             t.elapsed().as_secs_f64()
         );

@@ -63,7 +63,8 @@ class Replayed:
         self.channel = channel
         self.originals: dict[int, dict[str, Any]] = {}
         self.id_to_index: dict[str, int] = {}
-        self.pending_summary: tuple[list[dict[str, Any]], str] | None = None
+        self.pending_summary: tuple[list[dict[str, Any]], str, str | None] | None = None
+        self.last_summary: str | None = None
         self.summaries = 0
         self.pending_events: list[dict[str, Any]] = []
         self.tmp = tempfile.TemporaryDirectory(prefix="ctxbench-adapter-")
@@ -102,7 +103,11 @@ class Replayed:
         def spy(messages):  # noqa: ANN001, ANN202
             template = getattr(helper, "summary_prompt", "") or ""
             prompt = template.replace("{messages}", "(the messages to summarize follow)").strip()
-            self.pending_summary = (self.canonical(list(messages))[0], prompt)
+            # A previous summary message among them (LangChain and deepagents tag theirs with
+            # `lc_source = "summarization"`) goes as `previous_summary`, the text ctxbench gave.
+            fresh = [m for m in messages if m.additional_kwargs.get("lc_source") != "summarization"]
+            previous = self.last_summary if len(fresh) < len(messages) else None
+            self.pending_summary = (self.canonical(fresh)[0], prompt, previous)
             return orig(messages)
 
         helper._format_summary_prompt = spy

@@ -156,9 +156,9 @@ def make_summary_bridge(channel: Channel, engine: Any):  # noqa: ANN201
     """A LangChain chat model whose every call is a `summarize` request to ctxbench.
 
     It receives the middleware's fully formatted summary prompt (as a real summary model
-    would). ctxbench is sent the messages being summarized (`engine.pending_summary`, set by the
-    engine just before the middleware calls the model) and the prompt, and its answer is the
-    model's reply."""
+    would). ctxbench is sent the messages being summarized, the previous summary's text apart,
+    and the middleware's prompt template (`engine.pending_summary`, set just before the
+    middleware calls the model); its answer is the model's reply."""
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
@@ -172,11 +172,12 @@ def make_summary_bridge(channel: Channel, engine: Any):  # noqa: ANN201
             pending = engine.pending_summary
             engine.pending_summary = None
             if pending is not None:
-                msgs, prompt = pending
+                msgs, prompt, previous = pending
             else:  # called some other way: send the prompt as one message
-                msgs, prompt = [to_canonical(m, None) for m in messages], ""
-            text = channel.summarize(msgs, prompt)
+                msgs, prompt, previous = [to_canonical(m, None) for m in messages], "", None
+            text = channel.summarize(msgs, prompt, previous)
             engine.summaries += 1
+            engine.last_summary = text
             return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
 
     return CtxbenchSummaryModel()

@@ -48,7 +48,7 @@ class DeepAgentsEngine(Replayed):
         self.composed = _chain_model_call_handlers([self.fs.wrap_model_call, self.summ.wrap_model_call])
         prompt = begin.get("system_prompt")
         self.system_message = SystemMessage(content=prompt) if prompt else None
-        tools_mode = cfg.get("tools", "deepagents")
+        tools_mode = cfg.get("tools", "suite")
         if tools_mode == "deepagents":
             self.tools = list(self.fs.tools)
         elif tools_mode == "suite":
