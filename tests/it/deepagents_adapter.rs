@@ -195,10 +195,10 @@ fn real_deepagents_through_the_adapter_matches_the_preset_on_every_golden_fixtur
     let mut problems = Vec::new();
     // Default: the request's tools are the suite's (here the fixture's tools.json); and once
     // with deepagents' own FilesystemMiddleware tool objects, which the fixtures counted.
-    let runs = FIXTURES
-        .iter()
-        .map(|n| (*n, None))
-        .chain([("synthetic-s7", Some(serde_json::json!({"tools": "deepagents"})))]);
+    let runs = FIXTURES.iter().map(|n| (*n, None)).chain([(
+        "synthetic-s7",
+        Some(serde_json::json!({"tools": "deepagents"})),
+    )]);
     for (name, config) in runs {
         let t = Instant::now();
         let shown = config.as_ref().map(|c| format!(" {c}")).unwrap_or_default();
@@ -246,7 +246,10 @@ fn langchain_summarization_and_context_editing_run_through_the_adapter() {
     let counts = r.event_counts();
     let summaries = counts.get("summarized").copied().unwrap_or(0);
     assert!(summaries >= 2, "{counts:?}");
-    assert!(counts.get("cleared").copied().unwrap_or(0) >= 10, "{counts:?}");
+    assert!(
+        counts.get("cleared").copied().unwrap_or(0) >= 10,
+        "{counts:?}"
+    );
     assert_eq!(r.summarizer_calls, summaries);
     assert!(r.invariants.passed(), "{:?}", r.invariants.violations);
     let placeholders = r
@@ -258,10 +261,16 @@ fn langchain_summarization_and_context_editing_run_through_the_adapter() {
     assert!(placeholders > 0);
     // After a summary the request starts with LangChain's summary message, then trace spans.
     let ev = r.events.iter().find(|e| e.kind() == "summarized").unwrap();
-    let after = r.calls.iter().find(|c| c.trace_index > ev.trace_index).unwrap();
+    let after = r
+        .calls
+        .iter()
+        .find(|c| c.trace_index > ev.trace_index)
+        .unwrap();
     let spans = serde_json::to_value(&after.sent_view).unwrap();
     assert_eq!(spans[0], "summary", "{spans}");
     let s = ev.detail.summary().unwrap();
-    assert!(s.summary_message.starts_with("Here is a summary of the conversation to date:"));
+    assert!(s
+        .summary_message
+        .starts_with("Here is a summary of the conversation to date:"));
     assert!(s.newly_summarized > 0 && s.state_cutoff > 0);
 }

@@ -769,6 +769,56 @@ mod tests {
     }
 
     #[test]
+    fn views_with_indexes_map_edited_messages_of_any_role_as_replacements() {
+        let c = ApproxCounter::langchain();
+        let mut call = Message::new(Role::Assistant, "b");
+        call.tool_calls.push(crate::trace::ToolCall {
+            id: "t1".into(),
+            name: "write_file".into(),
+            arguments: serde_json::json!({"content": "long text"}),
+        });
+        let msgs = vec![
+            Message::user("a"),
+            call.clone(),
+            tool("t1", "ok"),
+            Message::user("huge paste"),
+            Message::user("e"),
+        ];
+        let s = state(&msgs);
+        let mut truncated = call;
+        truncated.tool_calls[0].arguments = serde_json::json!({"content": "long...(truncated)"});
+        let sent = vec![
+            Message::user("summary"),
+            truncated.clone(),
+            tool("t1", "ok"),
+            Message::user("preview"),
+        ];
+        let ix = [None, Some(1), Some(2), Some(3)];
+        assert_eq!(check_indexes(&ix, sent.len(), 5), None);
+        let (head, start, ov) = map_view_indexed(sent, &ix, &s, 5, &c);
+        assert_eq!(head, vec![Message::user("summary")]);
+        assert_eq!(start, 1);
+        assert!(matches!(ov.get(&1), Some((Override::Replace(i), true)) if *i.msg == truncated));
+        assert!(
+            !ov.contains_key(&2),
+            "an unchanged message is kept as it is"
+        );
+        assert!(
+            matches!(ov.get(&3), Some((Override::Replace(i), true)) if i.msg.content == "preview")
+        );
+        assert!(matches!(ov.get(&4), Some((Override::Drop, false))));
+        // Bad indexes are named.
+        let e = check_indexes(&[Some(1), Some(1)], 2, 5).unwrap();
+        assert!(e.contains("indexes must increase"), "{e}");
+        let e = check_indexes(&[Some(1), None], 2, 5).unwrap();
+        assert!(e.contains("null after a trace message"), "{e}");
+        let e = check_indexes(&[Some(5)], 1, 5).unwrap();
+        assert!(e.contains("not a message before call 5"), "{e}");
+        let e = check_indexes(&[None], 2, 5).unwrap();
+        assert!(e.contains("2 messages but 1 `indexes`"), "{e}");
+    }
+
+    #[test]
     fn relative_paths_resolve_against_the_config_folder_but_not_path_programs() {
         let dir = std::env::temp_dir().join(format!("ctxbench-ext-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("e")).unwrap();
