@@ -274,3 +274,32 @@ fn langchain_summarization_and_context_editing_run_through_the_adapter() {
         .starts_with("Here is a summary of the conversation to date:"));
     assert!(s.newly_summarized > 0 && s.state_cutoff > 0);
 }
+
+/// A bad `external.config` is a clean error of the unit: it names the command and shows the
+/// adapter's own message from its stderr.
+#[test]
+fn a_bad_adapter_config_is_an_error_naming_the_command_and_the_key() {
+    let Some(python) = adapter_python() else {
+        return;
+    };
+    let mut spec = spec(&python);
+    spec.config = Some(serde_json::json!({"tools": "bogus"}));
+    let config = ctxbench::engine::EngineConfig {
+        window: Some(30_000),
+        external: Some(spec),
+        ..Default::default()
+    };
+    let resolved = config.resolve(None).unwrap();
+    let trace = fixture::load(&fixture_dir("synthetic-s7")).unwrap().trace;
+    let summarizer = ctxbench::engine::OfflineSummarizer;
+    let env = ReplayEnv::new(&summarizer);
+    let e = ctxbench::engine::replay(&trace, &resolved, &env)
+        .err()
+        .expect("a bad config fails the replay")
+        .to_string();
+    assert!(e.contains("-m ctxbench_adapter deepagents"), "{e}");
+    assert!(
+        e.contains("external.config.tools: expected 'deepagents' or 'suite', got 'bogus'"),
+        "{e}"
+    );
+}
