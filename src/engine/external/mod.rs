@@ -668,6 +668,13 @@ impl Layer for ExternalLayer {
                     ev.tokens_after = Some(item.tokens);
                 }
             }
+            // An engine that reports an overflow ends the replay after this call, as a
+            // built-in layer's overflow does (the agent would have stopped there).
+            if let EventDetail::Overflow { message, .. } = &ev.detail {
+                if at >= call && ctx.notes.stop.is_none() {
+                    ctx.notes.stop = Some(message.clone());
+                }
+            }
             ctx.env.emit(ev);
         }
         // Summaries no event reported: recorded anyway, so their cost is counted.
