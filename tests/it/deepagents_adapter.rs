@@ -332,10 +332,10 @@ fn a_bad_adapter_config_is_an_error_naming_the_command_and_the_key() {
     let trace = fixture::load(&fixture_dir("synthetic-s7")).unwrap().trace;
     let summarizer = ctxbench::engine::OfflineSummarizer;
     let env = ReplayEnv::new(&summarizer);
-    let e = ctxbench::engine::replay(&trace, &resolved, &env)
-        .err()
-        .expect("a bad config fails the replay")
-        .to_string();
+    let e = match ctxbench::engine::replay(&trace, &resolved, &env) {
+        Ok(_) => panic!("a bad config must fail the replay"),
+        Err(e) => e.to_string(),
+    };
     assert!(e.contains("-m ctxbench_adapter deepagents"), "{e}");
     assert!(
         e.contains("external.config.tools: expected 'deepagents' or 'suite', got 'bogus'"),
