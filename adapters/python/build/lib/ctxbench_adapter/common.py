@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .protocol import Channel, ProtocolError, make_summary_bridge, to_canonical, to_langchain, trace_id
+from .protocol import Channel, ProtocolError, make_summary_bridge, to_canonical, to_langchain
 
 
 def fake_main_model(llm_type: str, window: int, max_tokens: int | None):  # noqa: ANN201
@@ -142,5 +142,3 @@ class Replayed:
         self.pending_events = []
         return out
 
-    def trace_id(self, index: int) -> str:
-        return trace_id(index)

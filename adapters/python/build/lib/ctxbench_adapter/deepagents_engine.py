@@ -12,8 +12,8 @@ uses: trigger 0.85, keep 0.10 of the window, args truncation, budget clipping) i
 * `llm_type`: the main model's `_llm_type` (default `anthropic-chat…` when ctxbench counts with
   `approx-anthropic`, so LangChain counts 3.3 characters per token, else a generic name: 4);
 * `tool_token_limit_before_evict`: FilesystemMiddleware's eviction limit (default 20000);
-* `tools`: `"deepagents"` (default: the FilesystemMiddleware's own tools are the request's
-  tools, as in a deep agent) or `"suite"` (the tool schemas ctxbench sends in `begin`);
+* `tools`: `"suite"` (default: the tool schemas ctxbench sends in `begin`, which it counts in
+  every request) or `"deepagents"` (the FilesystemMiddleware's own tools, as in a deep agent);
 * `trim_tokens_to_summarize`: passed to the factory (default None: no trimming).
 """
 
