@@ -28,6 +28,7 @@ pub mod model;
 pub mod plots;
 pub(crate) mod pricing_notes;
 pub mod rows;
+mod scan;
 pub mod sections;
 pub mod shown;
 pub mod table;
