@@ -213,6 +213,7 @@ pub fn stream_samples(path: &Path) -> Result<Streamed, JournalError> {
         }
         Ok(version)
     })?;
+    rows.shrink_to_fit();
     Ok(Streamed { rows, torn })
 }
 

@@ -476,6 +476,19 @@ impl Rows {
         self.recs.push(rec);
     }
 
+    /// Give back the spare capacity of the shared vectors (grown by doubling while a journal
+    /// is streamed, they hold up to twice what they need): called once the last row is in,
+    /// before the statistics allocate their own tables.
+    pub fn shrink_to_fit(&mut self) {
+        self.units.text.shrink_to_fit();
+        self.units.ends.shrink_to_fit();
+        self.entries.shrink_to_fit();
+        self.floats.shrink_to_fit();
+        self.counts.shrink_to_fit();
+        self.errors.shrink_to_fit();
+        self.recs.shrink_to_fit();
+    }
+
     fn entries<'a, V>(&'a self, span: Span, values: &'a [V]) -> Entries<'a, V> {
         Entries::Ids {
             ids: &self.entries[span.range()],
