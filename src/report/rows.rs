@@ -241,6 +241,9 @@ pub fn price_evidence(evidence: &Value) -> Value {
     }
 }
 
+/// The raw `window` and `priced_as` texts of a pricing evidence, and its value id.
+type RawPriced = (Option<Vec<u8>>, Option<Vec<u8>>, u32);
+
 /// The scalar and string fields of a row being pushed.
 struct Head<'s> {
     unit_id: &'s str,
@@ -273,7 +276,7 @@ pub struct Rows {
     /// Value id of each parameter (by name id) in the last row that had it.
     last_param: Vec<u32>,
     /// The raw `window` and `priced_as` texts [`Rows::priced_raw`] saw last, and their id.
-    last_priced_raw: Option<(Option<Vec<u8>>, Option<Vec<u8>>, u32)>,
+    last_priced_raw: Option<RawPriced>,
 }
 
 fn u32_of(n: usize) -> u32 {
