@@ -8,7 +8,9 @@
 # benches/report_big/replicate.py, then times RUNS (default 5) `ctxbench report RUN -o OUT`
 # under /usr/bin/time and perf stat (instructions, when perf can count them). Prints each run
 # (wall, user, sys, peak RSS, instructions) and the medians, with the load average before and
-# after. Set WORK=DIR to keep (and reuse) the generated run; BIG=DIR to time an existing run.
+# after. Set WORK=DIR to keep (and reuse) the generated run; BIG=DIR to time an existing run;
+# REF=BINARY to render the same run once with another binary (say main's) and check that every
+# timed run's files are byte-identical to its (`diff -r`; the script fails if they differ).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${1:-./target/release/ctxbench}
@@ -29,6 +31,10 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 perf_ok=0
 # Virtual machines often have no hardware counters: perf then says "<not supported>".
 perf stat -x, -e instructions true 2>&1 | grep -q "^[0-9]*,,instructions" && perf_ok=1
+if [[ -n ${REF:-} ]]; then
+  rm -rf "$work/ref"
+  "$REF" report "$big" -o "$work/ref" "$@" >/dev/null
+fi
 rows=()
 for i in $(seq "$runs"); do
   out=$work/out-$i
@@ -42,6 +48,9 @@ for i in $(seq "$runs"); do
     ins=0
   fi
   [[ $ins =~ ^[0-9]+$ ]] || ins=0
+  if [[ -n ${REF:-} ]]; then
+    diff -r "$work/ref" "$out" >/dev/null || { echo "run $i: files differ from $REF's" >&2; exit 1; }
+  fi
   read -r wall user sys rss < <(tail -1 "$work/time-$i")
   printf 'run %d: wall %ss user %ss sys %ss peak %s MiB instructions %s\n' \
     "$i" "$wall" "$user" "$sys" "$((rss / 1024))" "$ins"

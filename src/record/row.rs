@@ -75,10 +75,13 @@ impl<'a, V> Entries<'a, V> {
     pub fn get(&self, key: &str) -> Option<&'a V> {
         match *self {
             Entries::Map(m) => m.get(key),
-            Entries::Ids { ids, names, values } => ids
-                .iter()
-                .find(|(n, _)| names.name(*n) == key)
-                .map(|&(_, v)| &values[v as usize]),
+            Entries::Ids { ids, names, values } => {
+                // One hash of `key` instead of a string comparison per entry.
+                let id = names.get(key)?;
+                ids.iter()
+                    .find(|(n, _)| *n == id)
+                    .map(|&(_, v)| &values[v as usize])
+            }
         }
     }
 

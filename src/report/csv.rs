@@ -54,6 +54,22 @@ fn kind(t: &TokenSplit, kind: &str) -> u64 {
 
 /// A float: the shortest representation that round-trips, always with a decimal point (`1.0`,
 /// `-0.25`, `0.0000001`) so readers type the column as a float; non-finite values stay empty.
+/// `n` in decimal, as `Display` writes it (without the formatting machinery: a big run's
+/// CSV has some twenty integers a row).
+fn uint(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+}
+
 fn num(out: &mut String, x: f64) {
     if x.is_finite() {
         let start = out.len();
@@ -224,7 +240,7 @@ pub fn write(
             let _ = w.write_field(escape_formula(text).as_bytes());
         }
         cell(&mut w, &|b| {
-            let _ = write!(b, "{}", s.repeat);
+            uint(b, u64::from(s.repeat));
         });
         let _ = w.write_field(match s.passed {
             Some(true) => "true",
@@ -255,12 +271,12 @@ pub fn write(
             let t = split(&s, r);
             for k in KINDS {
                 cell(&mut w, &|b| {
-                    let _ = write!(b, "{}", kind(&t, k));
+                    uint(b, kind(&t, k));
                 });
             }
         }
         cell(&mut w, &|b| {
-            let _ = write!(b, "{}", s.tokens_total());
+            uint(b, s.tokens_total());
         });
         // A role that used no tokens costs a known 0 (as in the report's metrics); a role
         // with tokens and no price stays empty.
@@ -281,11 +297,11 @@ pub fn write(
         }
         for k in &compactions {
             cell(&mut w, &|b| {
-                let _ = write!(b, "{}", s.compactions.get(k).copied().unwrap_or(0));
+                uint(b, s.compactions.get(k).copied().unwrap_or(0));
             });
         }
         cell(&mut w, &|b| {
-            let _ = write!(b, "{}", s.latency_ms);
+            uint(b, s.latency_ms);
         });
         let (error_kind, message) = s
             .error
@@ -307,6 +323,15 @@ mod tests {
     use super::*;
     use crate::record::Sample;
     use crate::report::table::Column;
+
+    #[test]
+    fn integers_are_written_as_display_writes_them() {
+        for n in [0, 1, 9, 10, 99, 100, 12_345, u64::from(u32::MAX), u64::MAX] {
+            let mut b = String::from("x");
+            uint(&mut b, n);
+            assert_eq!(b, format!("x{n}"));
+        }
+    }
 
     #[test]
     fn formula_cells_are_escaped_and_numbers_are_not() {

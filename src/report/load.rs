@@ -17,7 +17,7 @@ use crate::record::{
 };
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 /// The compact part of a sample line; `timeline` only counts the points.
@@ -152,11 +152,35 @@ pub struct Streamed {
     pub torn: Option<TornLine>,
 }
 
-/// Read `samples.jsonl` in one streaming pass (see the module doc).
+/// Read `samples.jsonl` in one streaming pass (see the module doc). Each line is read by
+/// `scan::light` (borrowing its strings, skipping the heavy part with a fast scanner); a line
+/// it leaves to serde_json, and the lines whose timeline is kept, are read as before.
 pub fn stream_samples(path: &Path) -> Result<Streamed, JournalError> {
-    let mut plotted: HashSet<(String, String)> = HashSet::new();
+    // variant → traces whose timeline is kept.
+    let mut plotted: HashMap<String, HashSet<String>> = HashMap::new();
     let mut rows = Rows::default();
     let torn = read_journal_each(path, |text, at| {
+        if let Some(light) = super::scan::light(text) {
+            let keep = light.timeline > 0
+                && light.error.is_none()
+                && !plotted
+                    .get(light.variant.as_ref())
+                    .is_some_and(|t| t.contains(light.trace_id.as_ref()));
+            if !keep {
+                if let Some(priced) = rows.priced_raw(light.window, light.priced_as) {
+                    let version = light.schema_version;
+                    if version <= crate::record::SCHEMA_VERSION {
+                        let detail = RowDetail {
+                            offset: Some(at),
+                            timeline_points: light.timeline,
+                            loaded: false,
+                        };
+                        rows.push_light(light, priced, detail);
+                    }
+                    return Ok(version);
+                }
+            }
+        }
         let c: Compact = serde_json::from_slice(text).map_err(|e| e.to_string())?;
         let version = c.schema_version;
         let points = c.timeline;
@@ -164,11 +188,16 @@ pub fn stream_samples(path: &Path) -> Result<Streamed, JournalError> {
         let mut loaded = false;
         if points > 0
             && sample.error.is_none()
-            && !plotted.contains(&(sample.variant.clone(), sample.trace_id.clone()))
+            && !plotted
+                .get(&sample.variant)
+                .is_some_and(|t| t.contains(&sample.trace_id))
         {
             // The one timeline per variant × trace the context plots draw.
             let full: Sample = serde_json::from_slice(text).map_err(|e| e.to_string())?;
-            plotted.insert((sample.variant.clone(), sample.trace_id.clone()));
+            plotted
+                .entry(sample.variant.clone())
+                .or_default()
+                .insert(sample.trace_id.clone());
             sample = full;
             loaded = true;
         }
@@ -184,6 +213,7 @@ pub fn stream_samples(path: &Path) -> Result<Streamed, JournalError> {
         }
         Ok(version)
     })?;
+    rows.shrink_to_fit();
     Ok(Streamed { rows, torn })
 }
 

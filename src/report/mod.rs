@@ -30,6 +30,7 @@ pub mod model;
 pub mod plots;
 pub(crate) mod pricing_notes;
 pub mod rows;
+mod scan;
 pub mod sections;
 pub mod shown;
 pub mod table;
@@ -78,25 +79,48 @@ pub fn write_run_reports(
 ) -> anyhow::Result<Written> {
     let mut written = Written::default();
     let dir = RunDir::new(dir);
-    // results.csv goes to the file row by row (a big run's CSV is never in memory).
+    // results.csv goes to the file row by row (a big run's CSV is never in memory), on a
+    // thread of its own while the other files are drawn: on a machine with a free core the
+    // report is ready that much sooner (the CPU time is the same).
     let path = dir.results_csv();
-    std::fs::File::create(&path)
-        .and_then(|f| {
-            let mut w = std::io::BufWriter::with_capacity(256 * 1024, f);
-            csv::write(info, model, &mut w)?;
-            std::io::Write::flush(&mut w)
-        })
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
-    written.files.push(path);
+    let write_csv = || {
+        std::fs::File::create(&path)
+            .and_then(|f| {
+                let mut w = std::io::BufWriter::with_capacity(256 * 1024, f);
+                csv::write(info, model, &mut w)?;
+                std::io::Write::flush(&mut w)
+            })
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+    };
+    let (csv_done, rest) = std::thread::scope(|scope| {
+        let csv = scope.spawn(write_csv);
+        let rest = write_the_rest(&dir, info, model, opts, &mut written);
+        (csv.join(), rest)
+    });
+    // A panic on the CSV thread is a bug: resume it here, as if it had happened on this one.
+    csv_done.unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+    rest?;
+    written.files.insert(0, path);
+    Ok(written)
+}
+
+/// Everything `write_run_reports` writes but results.csv, in order.
+fn write_the_rest(
+    dir: &RunDir,
+    info: &RunInfo,
+    model: &ReportModel,
+    opts: WriteOptions,
+    written: &mut Written,
+) -> anyhow::Result<()> {
     write(
         dir.summary_json(),
         json::render(info, model).as_bytes(),
-        &mut written,
+        written,
     )?;
     write(
         dir.report_md(),
         markdown::render(info, model).as_bytes(),
-        &mut written,
+        written,
     )?;
 
     let (specs, skipped) = plots::plan(model);
@@ -110,7 +134,7 @@ pub fn write_run_reports(
     for spec in &specs {
         match plots::render_svg(model, spec) {
             Ok(svg) => {
-                write(dir.plot(&spec.name, "svg"), svg.as_bytes(), &mut written)?;
+                write(dir.plot(&spec.name, "svg"), svg.as_bytes(), written)?;
                 svgs.push((spec.clone(), svg));
             }
             Err(err) => written
@@ -119,7 +143,7 @@ pub fn write_run_reports(
         }
         if opts.png {
             match plots::render_png(model, spec) {
-                Ok(png) => write(dir.plot(&spec.name, "png"), &png, &mut written)?,
+                Ok(png) => write(dir.plot(&spec.name, "png"), &png, written)?,
                 Err(err) => written
                     .plot_notes
                     .push(format!("{}: cannot draw PNG: {err}", spec.name)),
@@ -133,8 +157,8 @@ pub fn write_run_reports(
         .filter_map(|r| Some((r.text_digest.clone(), dir.summary_text(r).ok()?)))
         .collect();
     let html = html::render_page(info, model, &svgs, &written.plot_notes, &texts);
-    write(dir.report_html(), html.as_bytes(), &mut written)?;
-    Ok(written)
+    write(dir.report_html(), html.as_bytes(), written)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -173,6 +173,26 @@ impl Values {
         *hint
     }
 
+    /// [`Values::intern_near`] of a borrowed value (cloned only when it is new).
+    fn intern_near_ref(&mut self, hint: &mut u32, v: &Value) -> u32 {
+        if let Some(last) = self.values.get(*hint as usize) {
+            if same(last, v) {
+                return *hint;
+            }
+        }
+        let key = v.to_string();
+        *hint = match self.ids.get(&key) {
+            Some(&id) => id,
+            None => {
+                let id = u32::try_from(self.values.len()).expect("fewer than 2^32 distinct values");
+                self.values.push(v.clone());
+                self.ids.insert(key, id);
+                id
+            }
+        };
+        *hint
+    }
+
     fn intern(&mut self, v: Value) -> u32 {
         let key = v.to_string();
         if let Some(&id) = self.ids.get(&key) {
@@ -221,6 +241,23 @@ pub fn price_evidence(evidence: &Value) -> Value {
     }
 }
 
+/// The raw `window` and `priced_as` texts of a pricing evidence, and its value id.
+type RawPriced = (Option<Vec<u8>>, Option<Vec<u8>>, u32);
+
+/// The scalar and string fields of a row being pushed.
+struct Head<'s> {
+    unit_id: &'s str,
+    trace_id: &'s str,
+    variant: &'s str,
+    eval: &'s str,
+    sample: &'s str,
+    repeat: u32,
+    passed: Option<bool>,
+    latency_ms: u64,
+    tokens: &'s TokensByRole,
+    cost_usd: &'s CostByRole,
+}
+
 /// The compact rows of a report (see the module doc).
 #[derive(Clone, Debug, Default)]
 pub struct Rows {
@@ -238,6 +275,8 @@ pub struct Rows {
     last_priced: u32,
     /// Value id of each parameter (by name id) in the last row that had it.
     last_param: Vec<u32>,
+    /// The raw `window` and `priced_as` texts [`Rows::priced_raw`] saw last, and their id.
+    last_priced_raw: Option<RawPriced>,
 }
 
 fn u32_of(n: usize) -> u32 {
@@ -260,47 +299,6 @@ impl Rows {
             Value::Null => NONE,
             v => self.values.intern_near(&mut self.last_priced, v),
         };
-        let start = u32_of(self.entries.len());
-        for (k, v) in s.params {
-            let k = self.names.intern(&k);
-            // The id of this parameter's value in the previous row that had it.
-            if self.last_param.len() <= k as usize {
-                self.last_param.resize(k as usize + 1, NONE);
-            }
-            let v = self.values.intern_near(&mut self.last_param[k as usize], v);
-            self.entries.push((k, v));
-        }
-        let params = Span {
-            start,
-            len: u32_of(self.entries.len()) - start,
-        };
-        let start = u32_of(self.entries.len());
-        for (k, v) in &s.scores {
-            let k = self.names.intern(k);
-            self.entries.push((k, u32_of(self.floats.len())));
-            self.floats.push(*v);
-        }
-        let scores = Span {
-            start,
-            len: u32_of(self.entries.len()) - start,
-        };
-        let start = u32_of(self.entries.len());
-        for (k, v) in &s.compactions {
-            let k = self.names.intern(k);
-            self.entries.push((k, u32_of(self.counts.len())));
-            self.counts.push(*v);
-        }
-        let compactions = Span {
-            start,
-            len: u32_of(self.entries.len()) - start,
-        };
-        let error = match s.error {
-            Some(e) => {
-                self.errors.push(e);
-                u32_of(self.errors.len() - 1)
-            }
-            None => NONE,
-        };
         let heavy = if detail.loaded {
             self.heavy.push(Heavy {
                 evidence: s.evidence,
@@ -311,34 +309,187 @@ impl Rows {
         } else {
             NONE
         };
-        let tokens = match small_tokens(&s.tokens) {
+        let head = Head {
+            unit_id: &s.unit_id,
+            trace_id: &s.trace_id,
+            variant: &s.variant,
+            eval: &s.eval,
+            sample: &s.sample,
+            repeat: s.repeat,
+            passed: s.passed,
+            latency_ms: s.latency_ms,
+            tokens: &s.tokens,
+            cost_usd: &s.cost_usd,
+        };
+        self.push_parts(
+            head,
+            s.params.iter().map(|(k, v)| (k.as_str(), v)),
+            s.scores.iter().map(|(k, v)| (k.as_str(), *v)),
+            s.compactions.iter().map(|(k, v)| (k.as_str(), *v)),
+            s.error.clone(),
+            priced,
+            heavy,
+            &detail,
+        );
+    }
+
+    /// Add the compact part of a sample read by `scan::light`, its heavy part not kept;
+    /// `priced` is the id [`Rows::priced_raw`] gave its pricing evidence.
+    pub(super) fn push_light(&mut self, s: super::scan::Light<'_>, priced: u32, detail: RowDetail) {
+        let head = Head {
+            unit_id: &s.unit_id,
+            trace_id: &s.trace_id,
+            variant: &s.variant,
+            eval: &s.eval,
+            sample: &s.sample,
+            repeat: s.repeat,
+            passed: s.passed,
+            latency_ms: s.latency_ms,
+            tokens: &s.tokens,
+            cost_usd: &s.cost_usd,
+        };
+        self.push_parts(
+            head,
+            s.params.iter().map(|(k, v)| (*k, v)),
+            s.scores.iter().copied(),
+            s.compactions.iter().copied(),
+            s.error,
+            priced,
+            NONE,
+            &detail,
+        );
+    }
+
+    /// The value id of a pricing evidence given as the raw JSON of its `window` and
+    /// `priced_as` values (`NONE` when both are absent), as [`price_evidence`] would build it;
+    /// `None` when a text is not a value serde_json reads (nothing is stored then). A text
+    /// equal to the previous one's gets the previous id without being parsed.
+    pub(super) fn priced_raw(
+        &mut self,
+        window: Option<&[u8]>,
+        priced_as: Option<&[u8]>,
+    ) -> Option<u32> {
+        if window.is_none() && priced_as.is_none() {
+            return Some(NONE);
+        }
+        if let Some((w, p, id)) = &self.last_priced_raw {
+            if w.as_deref() == window && p.as_deref() == priced_as {
+                return Some(*id);
+            }
+        }
+        let mut out = serde_json::Map::new();
+        for (k, raw) in [("window", window), ("priced_as", priced_as)] {
+            if let Some(raw) = raw {
+                out.insert(k.to_string(), serde_json::from_slice(raw).ok()?);
+            }
+        }
+        let id = self
+            .values
+            .intern_near(&mut self.last_priced, Value::Object(out));
+        self.last_priced_raw = Some((
+            window.map(<[u8]>::to_vec),
+            priced_as.map(<[u8]>::to_vec),
+            id,
+        ));
+        Some(id)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_parts<'k>(
+        &mut self,
+        h: Head<'_>,
+        params: impl Iterator<Item = (&'k str, &'k Value)>,
+        scores: impl Iterator<Item = (&'k str, f64)>,
+        compactions: impl Iterator<Item = (&'k str, u64)>,
+        error: Option<UnitError>,
+        priced: u32,
+        heavy: u32,
+        detail: &RowDetail,
+    ) {
+        let start = u32_of(self.entries.len());
+        for (k, v) in params {
+            let k = self.names.intern(k);
+            // The id of this parameter's value in the previous row that had it.
+            if self.last_param.len() <= k as usize {
+                self.last_param.resize(k as usize + 1, NONE);
+            }
+            let v = self
+                .values
+                .intern_near_ref(&mut self.last_param[k as usize], v);
+            self.entries.push((k, v));
+        }
+        let params = Span {
+            start,
+            len: u32_of(self.entries.len()) - start,
+        };
+        let start = u32_of(self.entries.len());
+        for (k, v) in scores {
+            let k = self.names.intern(k);
+            self.entries.push((k, u32_of(self.floats.len())));
+            self.floats.push(v);
+        }
+        let scores = Span {
+            start,
+            len: u32_of(self.entries.len()) - start,
+        };
+        let start = u32_of(self.entries.len());
+        for (k, v) in compactions {
+            let k = self.names.intern(k);
+            self.entries.push((k, u32_of(self.counts.len())));
+            self.counts.push(v);
+        }
+        let compactions = Span {
+            start,
+            len: u32_of(self.entries.len()) - start,
+        };
+        let error = match error {
+            Some(e) => {
+                self.errors.push(e);
+                u32_of(self.errors.len() - 1)
+            }
+            None => NONE,
+        };
+        let tokens = match small_tokens(h.tokens) {
             Some(t) => Tokens::Small(t),
             None => {
-                self.big_tokens.push(s.tokens);
+                self.big_tokens.push(*h.tokens);
                 Tokens::Big(u32_of(self.big_tokens.len() - 1))
             }
         };
         let rec = Rec {
-            unit: self.units.push(&s.unit_id),
-            trace: self.names.intern(&s.trace_id),
-            variant: self.names.intern(&s.variant),
-            eval: self.names.intern(&s.eval),
-            sample: self.names.intern(&s.sample),
-            repeat: s.repeat,
+            unit: self.units.push(h.unit_id),
+            trace: self.names.intern(h.trace_id),
+            variant: self.names.intern(h.variant),
+            eval: self.names.intern(h.eval),
+            sample: self.names.intern(h.sample),
+            repeat: h.repeat,
             params,
             scores,
             compactions,
-            passed: s.passed,
+            passed: h.passed,
             error,
             priced,
             heavy,
             timeline_points: u32::try_from(detail.timeline_points).unwrap_or(u32::MAX),
-            latency_ms: s.latency_ms,
+            latency_ms: h.latency_ms,
             offset: detail.offset.unwrap_or(u64::MAX),
             tokens,
-            cost: cost_in(&s.cost_usd),
+            cost: cost_in(h.cost_usd),
         };
         self.recs.push(rec);
+    }
+
+    /// Give back the spare capacity of the shared vectors (grown by doubling while a journal
+    /// is streamed, they hold up to twice what they need): called once the last row is in,
+    /// before the statistics allocate their own tables.
+    pub fn shrink_to_fit(&mut self) {
+        self.units.text.shrink_to_fit();
+        self.units.ends.shrink_to_fit();
+        self.entries.shrink_to_fit();
+        self.floats.shrink_to_fit();
+        self.counts.shrink_to_fit();
+        self.errors.shrink_to_fit();
+        self.recs.shrink_to_fit();
     }
 
     fn entries<'a, V>(&'a self, span: Span, values: &'a [V]) -> Entries<'a, V> {
