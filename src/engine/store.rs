@@ -9,7 +9,7 @@
 
 use super::event::StoreWrite;
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -318,10 +318,114 @@ impl OffloadStore {
         )
     }
 
+    /// Every file's bytes, keyed by its path relative to the root as the directory would hold
+    /// it (`large_tool_results/call_1`: components joined by `/`, no leading `/`).
+    pub fn materialize(&self) -> BTreeMap<String, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        for (vpath, f) in &self.files {
+            let Ok(rel) = validate(vpath) else { continue };
+            let key = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
+            let mut bytes = Vec::with_capacity(f.len as usize);
+            for seg in &f.segments {
+                match seg.borrowed() {
+                    Some(b) => bytes.extend_from_slice(b),
+                    // Writing into a Vec cannot fail.
+                    None => {
+                        let _ = seg.write_to(&mut bytes);
+                    }
+                }
+            }
+            out.insert(key, bytes);
+        }
+        out
+    }
+
     /// `uuid4().hex`: 32 lowercase hex digits.
     pub fn uuid4_hex(&mut self) -> String {
         self.uuid4().replace('-', "")
     }
+}
+
+/// The one file a store held in memory is packed into while its run goes on (`<dir>.pack`
+/// beside the directory `dir` it unpacks to): one file written per unit instead of a directory
+/// tree, and one removed when the run prunes it ([`unpack`] restores the directory exactly as
+/// an on-disk store would have written it).
+pub fn pack_path(dir: &Path) -> PathBuf {
+    let mut p = dir.as_os_str().to_owned();
+    p.push(".pack");
+    PathBuf::from(p)
+}
+
+const PACK_MAGIC: &[u8] = b"ctxbench-store-pack 1\n";
+
+/// Write `files` (from [`OffloadStore::materialize`]) as one pack file at `path`: a header
+/// line, then per file `<path bytes> <content bytes>\n`, the path and the content.
+pub fn write_pack(path: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(), StoreError> {
+    let io = |source| StoreError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let total: usize = files.iter().map(|(k, v)| k.len() + v.len() + 24).sum();
+    let mut buf = Vec::with_capacity(PACK_MAGIC.len() + total);
+    buf.extend_from_slice(PACK_MAGIC);
+    for (k, v) in files {
+        buf.extend_from_slice(format!("{} {}\n", k.len(), v.len()).as_bytes());
+        buf.extend_from_slice(k.as_bytes());
+        buf.extend_from_slice(v);
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    std::fs::write(path, buf).map_err(io)
+}
+
+/// Unpack the pack at `pack` into directory `dir` (created, also for an empty store): the
+/// files an on-disk store would have written there. Paths are checked as every store path is
+/// (no `..`, no absolute path out of `dir`).
+pub fn unpack(pack: &Path, dir: &Path) -> Result<(), StoreError> {
+    let bad = |what: &str| StoreError::Io {
+        path: pack.display().to_string(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string()),
+    };
+    let io = |p: &Path| {
+        let shown = p.display().to_string();
+        move |source| StoreError::Io {
+            path: shown,
+            source,
+        }
+    };
+    let bytes = std::fs::read(pack).map_err(io(pack))?;
+    let mut rest = bytes
+        .strip_prefix(PACK_MAGIC)
+        .ok_or_else(|| bad("not a store pack (header)"))?;
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    while !rest.is_empty() {
+        let nl = rest
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or_else(|| bad("truncated entry header"))?;
+        let header = std::str::from_utf8(&rest[..nl]).map_err(|_| bad("entry header"))?;
+        let (klen, vlen) = header
+            .split_once(' ')
+            .and_then(|(a, b)| Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?)))
+            .ok_or_else(|| bad("entry header"))?;
+        rest = &rest[nl + 1..];
+        if rest.len() < klen.saturating_add(vlen) {
+            return Err(bad("truncated entry"));
+        }
+        let key = std::str::from_utf8(&rest[..klen]).map_err(|_| bad("entry path"))?;
+        let full = dir.join(validate(key)?);
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent).map_err(io(parent))?;
+        }
+        std::fs::write(&full, &rest[klen..klen + vlen]).map_err(io(&full))?;
+        rest = &rest[klen + vlen..];
+    }
+    Ok(())
 }
 
 fn validate(vpath: &str) -> Result<&Path, StoreError> {
@@ -422,6 +526,60 @@ mod tests {
         m.append_lazy("/h.md", Box::new(Repeat(b'y', 2))).unwrap();
         assert_eq!(m.file_len("/h.md"), Some(2));
         assert_eq!(&*m.contents("/h.md").unwrap(), b"yy");
+    }
+
+    #[test]
+    fn a_pack_unpacks_to_the_files_an_on_disk_store_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut disk = OffloadStore::on_disk(dir.path().join("disk"), 5).unwrap();
+        let mut mem = OffloadStore::in_memory(5);
+        for s in [&mut disk, &mut mem] {
+            s.write("/large_tool_results/a", "héllo\n".as_bytes())
+                .unwrap();
+            s.append("/conversation_history/s.md", b"one\n").unwrap();
+            s.append_lazy("/conversation_history/s.md", Box::new(Repeat(b'z', 3)))
+                .unwrap();
+            s.write("/large_tool_results/a", b"replaced").unwrap();
+            s.write("/top", b"").unwrap();
+        }
+        let files = mem.materialize();
+        assert_eq!(files["conversation_history/s.md"], b"one\nzzz");
+        let pack = pack_path(&dir.path().join("mem"));
+        assert!(pack.to_string_lossy().ends_with("mem.pack"));
+        write_pack(&pack, &files).unwrap();
+        unpack(&pack, &dir.path().join("mem")).unwrap();
+        let tree = |root: &Path| -> Vec<(String, Vec<u8>)> {
+            let mut v: Vec<_> = walkdir::WalkDir::new(root)
+                .into_iter()
+                .map(Result::unwrap)
+                .map(|e| {
+                    let rel = e.path().strip_prefix(root).unwrap().display().to_string();
+                    let bytes = if e.file_type().is_file() {
+                        std::fs::read(e.path()).unwrap()
+                    } else {
+                        b"<dir>".to_vec()
+                    };
+                    (rel, bytes)
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            tree(&dir.path().join("mem")),
+            tree(&dir.path().join("disk"))
+        );
+        // An empty store still unpacks to its (empty) directory.
+        let empty = dir.path().join("empty");
+        write_pack(&pack_path(&empty), &BTreeMap::new()).unwrap();
+        unpack(&pack_path(&empty), &empty).unwrap();
+        assert!(empty.is_dir());
+        // A damaged pack is an error naming the file, never a panic.
+        std::fs::write(&pack, b"ctxbench-store-pack 1\n9 9\nab").unwrap();
+        let e = unpack(&pack, &dir.path().join("bad"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("mem.pack") && e.contains("truncated"), "{e}");
     }
 
     #[test]

@@ -3,7 +3,13 @@
 //! Once the reports are written, only the stores of the samples report.html shows in full and
 //! of failed units are kept (`report::shown`), unless
 //! `run --keep-stores`. `ctxbench clean --stores` applies the same rule to older runs.
+//!
+//! A needle unit holds its store in memory while it runs and writes it as one pack file,
+//! `stores/<unit-id>.pack` (`engine::store::pack_path`): pruning unpacks the packs of the
+//! stores it keeps into their directories (the files an on-disk store would have written) and
+//! removes the others, so a run writes one file per unit instead of a directory tree.
 
+use crate::engine::store::{pack_path, unpack};
 use crate::record::RunDir;
 use crate::report::shown::shown_in_full;
 use crate::report::ReportModel;
@@ -47,12 +53,28 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
     for entry in entries {
         let entry = entry?;
         let name = entry.file_name();
-        if keep.contains(name.to_string_lossy().as_ref()) {
+        let name = name.to_string_lossy();
+        let path = entry.path();
+        let meta = std::fs::symlink_metadata(&path)?;
+        if let Some(unit) = name.strip_suffix(".pack").filter(|_| meta.is_file()) {
+            if keep.contains(unit) {
+                out.kept += 1;
+                if !dry_run {
+                    unpack_one(&stores.join(unit))?;
+                }
+            } else {
+                out.removed += 1;
+                out.bytes += meta.len();
+                if !dry_run {
+                    std::fs::remove_file(&path)?;
+                }
+            }
+            continue;
+        }
+        if keep.contains(name.as_ref()) {
             out.kept += 1;
             continue;
         }
-        let path = entry.path();
-        let meta = std::fs::symlink_metadata(&path)?;
         out.removed += 1;
         if meta.is_dir() {
             out.bytes += dir_bytes(&path);
@@ -71,6 +93,40 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
         let _ = std::fs::remove_dir(&stores);
     }
     Ok(out)
+}
+
+/// Unpack the pack of the store directory `dir` into it and remove the pack.
+fn unpack_one(dir: &Path) -> std::io::Result<()> {
+    let pack = pack_path(dir);
+    unpack(&pack, dir).map_err(std::io::Error::other)?;
+    std::fs::remove_file(&pack)
+}
+
+/// Unpack every store pack of `dir` (`run --keep-stores`: every store is kept as a directory).
+pub fn unpack_all(dir: &RunDir) -> std::io::Result<usize> {
+    let stores = dir.stores_dir();
+    let entries = match std::fs::read_dir(&stores) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let mut n = 0;
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(unit) = name
+            .to_string_lossy()
+            .strip_suffix(".pack")
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        if std::fs::symlink_metadata(entry.path())?.is_file() {
+            unpack_one(&stores.join(unit))?;
+            n += 1;
+        }
+    }
+    Ok(n)
 }
 
 #[cfg(test)]
@@ -102,6 +158,25 @@ mod tests {
             kind: "eval".into(),
             message: "x".into(),
         });
+        // Units whose store was held in memory: one pack each.
+        for i in 30..34 {
+            let id = format!("u{i}");
+            let mut files = std::collections::BTreeMap::new();
+            files.insert("large_tool_results/a".to_string(), b"12345".to_vec());
+            crate::engine::store::write_pack(&pack_path(&dir.unit_store(&id)), &files).unwrap();
+            let mut s = Sample::builder()
+                .unit_id(&id)
+                .trace(format!("t{i:02}"))
+                .passed(true)
+                .build();
+            if i == 33 {
+                s.error = Some(crate::record::UnitError {
+                    kind: "eval".into(),
+                    message: "x".into(),
+                });
+            }
+            samples.push(s);
+        }
         // A unit with no sample (interrupted) and a link out of the run.
         std::fs::create_dir_all(dir.unit_store("orphan")).unwrap();
         std::os::unix::fs::symlink(&outside, dir.unit_store("link")).unwrap();
@@ -110,7 +185,7 @@ mod tests {
 
         let dry = prune(&dir, &model, true).unwrap();
         assert_eq!(dry.kept, keep.len());
-        assert_eq!(dry.kept + dry.removed, 32);
+        assert_eq!(dry.kept + dry.removed, 36);
         assert!(dir.unit_store("u28").exists(), "a dry run removes nothing");
 
         let done = prune(&dir, &model, false).unwrap();
@@ -120,6 +195,14 @@ mod tests {
             dir.unit_store("u29").join("large_tool_results/a").exists(),
             "failed unit"
         );
+        assert_eq!(
+            std::fs::read(dir.unit_store("u33").join("large_tool_results/a")).unwrap(),
+            b"12345",
+            "a failed unit's pack is unpacked"
+        );
+        for i in 30..34 {
+            assert!(!pack_path(&dir.unit_store(&format!("u{i}"))).exists());
+        }
         for id in &keep {
             assert!(dir.unit_store(id).exists(), "{id}");
         }

@@ -13,6 +13,8 @@ impl Eval for Needle {
     async fn run(cx: &UnitCx<'_>) -> Result<UnitOutput, EvalError> {
         let mut params = needle::NeedleParams::from_params(&cx.unit.params)?;
         params.plant_seed = Some(cx.unit.pair_seed);
+        // The store stays in memory while the unit runs; the run's end unpacks the kept ones.
+        params.pack_store = true;
         let p = params.clone();
         let prepared = cx
             .replay(move |r| {

@@ -74,7 +74,9 @@ impl<'a> UnitCx<'a> {
             };
         // Stores live under the run directory: stable paths, so evidence can point at them.
         let store = RunDir::new(&ctx.run_dir).unit_store(&unit.id);
-        let _ = std::fs::remove_dir_all(&store); // a resumed unit starts clean
+        // A resumed unit starts clean (its store as a directory or as a pack).
+        let _ = std::fs::remove_dir_all(&store);
+        let _ = std::fs::remove_file(engine::store::pack_path(&store));
         Ok(UnitCx {
             unit,
             nonce,

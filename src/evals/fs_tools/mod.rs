@@ -15,7 +15,9 @@
 //!
 //! Listings and search results are sorted, so the same store always gives the same answers.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 mod dispatch;
 mod limits;
@@ -54,11 +56,18 @@ impl ToolOutput {
 /// The tool names this sandbox serves.
 pub const TOOL_NAMES: [&str; 4] = ["ls", "glob", "grep", "read_file"];
 
-/// File tools confined to one directory.
+/// A store's files held in memory: relative path (no leading `/`) → bytes.
+pub type MemFiles = BTreeMap<String, Vec<u8>>;
+
+/// File tools confined to one directory, on disk or held in memory.
 #[derive(Clone, Debug)]
 pub struct Sandbox {
     root: PathBuf,
     limits: Limits,
+    /// The store's files when it is held in memory (the unit's store was not written to disk
+    /// while it ran): the tools answer from these, under the same rules, and `root` is only
+    /// the directory the store would have on disk (a real path into it names the same file).
+    files: Option<Arc<MemFiles>>,
 }
 
 impl Sandbox {
@@ -78,7 +87,19 @@ impl Sandbox {
         Ok(Sandbox {
             root: root.canonicalize()?,
             limits,
+            files: None,
         })
+    }
+
+    /// A sandbox over a store held in memory. `root` is where the store would be on disk
+    /// (never read). Nothing in memory is a link, a FIFO or a device, so the tools' answers
+    /// are those they give over the same files written under a directory.
+    pub fn in_memory(root: &Path, files: Arc<MemFiles>, limits: Limits) -> Self {
+        Sandbox {
+            root: root.to_path_buf(),
+            limits,
+            files: Some(files),
+        }
     }
 
     pub fn root(&self) -> &Path {
