@@ -362,13 +362,9 @@ pub fn pack_path(dir: &Path) -> PathBuf {
 
 const PACK_MAGIC: &[u8] = b"ctxbench-store-pack 1\n";
 
-/// Write `files` (from [`OffloadStore::materialize`]) as one pack file at `path`: a header
-/// line, then per file `<path bytes> <content bytes>\n`, the path and the content.
-pub fn write_pack(path: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(), StoreError> {
-    let io = |source| StoreError::Io {
-        path: path.display().to_string(),
-        source,
-    };
+/// `files` (from [`OffloadStore::materialize`]) as one pack: a header line, then per file
+/// `<path bytes> <content bytes>\n`, the path and the content.
+pub fn pack_bytes(files: &BTreeMap<String, Vec<u8>>) -> Vec<u8> {
     let total: usize = files.iter().map(|(k, v)| k.len() + v.len() + 24).sum();
     let mut buf = Vec::with_capacity(PACK_MAGIC.len() + total);
     buf.extend_from_slice(PACK_MAGIC);
@@ -377,18 +373,136 @@ pub fn write_pack(path: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(), 
         buf.extend_from_slice(k.as_bytes());
         buf.extend_from_slice(v);
     }
+    buf
+}
+
+/// Write `files` as one pack file at `path` ([`pack_bytes`]).
+pub fn write_pack(path: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(), StoreError> {
+    let io = |source| StoreError::Io {
+        path: path.display().to_string(),
+        source,
+    };
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(io)?;
     }
-    std::fs::write(path, buf).map_err(io)
+    std::fs::write(path, pack_bytes(files)).map_err(io)
+}
+
+/// Many stores' packs appended to one file, each under a key (a run's unit id): a unit writes
+/// one record (one `write`) instead of creating a file per store file — creating files is what
+/// a sweep's system time went to. Record: `<key bytes> <pack bytes>\n`, the key, the pack.
+#[derive(Debug)]
+pub struct PackFile {
+    path: PathBuf,
+    file: std::sync::Mutex<Option<std::fs::File>>,
+}
+
+impl PackFile {
+    /// Records are appended to `path` (created on the first one; an existing file is kept, so
+    /// a resumed run adds to it: the last record of a key is the one that counts).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        PackFile {
+            path: path.into(),
+            file: std::sync::Mutex::new(None),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Append the pack of `files` under `key`.
+    pub fn append(&self, key: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<(), StoreError> {
+        let io = |source| StoreError::Io {
+            path: self.path.display().to_string(),
+            source,
+        };
+        let body = pack_bytes(files);
+        let mut rec = format!("{} {}\n{key}", key.len(), body.len()).into_bytes();
+        rec.extend_from_slice(&body);
+        drop(body);
+        let mut guard = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            if let Some(parent) = self.path.parent() {
+                std::fs::create_dir_all(parent).map_err(io)?;
+            }
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)
+                .map_err(io)?;
+            *guard = Some(f);
+        }
+        match guard.as_mut() {
+            Some(f) => f.write_all(&rec).map_err(io),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Read the records of the pack file at `path` in order, calling `f(key, read)` for each:
+/// `read()` gives the record's pack bytes (read only when asked; skipped otherwise), so a
+/// pass over a big file holds one record at most. A missing file has no records.
+pub fn for_each_pack(
+    path: &Path,
+    mut f: impl FnMut(&str, &mut dyn FnMut() -> std::io::Result<Vec<u8>>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    use std::io::BufRead;
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let bad = |what: &str| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: {what}", path.display()),
+        )
+    };
+    let mut r = std::io::BufReader::new(file);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if r.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let (klen, blen) = line
+            .trim_end_matches('\n')
+            .split_once(' ')
+            .and_then(|(a, b)| Some((a.parse::<usize>().ok()?, b.parse::<u64>().ok()?)))
+            .ok_or_else(|| bad("bad record header"))?;
+        let mut key = vec![0u8; klen];
+        r.read_exact(&mut key)?;
+        let key = String::from_utf8(key).map_err(|_| bad("record key"))?;
+        let mut taken = false;
+        let mut read = || {
+            taken = true;
+            let mut body = vec![0u8; blen as usize];
+            r.read_exact(&mut body)?;
+            Ok(body)
+        };
+        f(&key, &mut read)?;
+        if !taken {
+            r.seek_relative(blen as i64)?;
+        }
+    }
 }
 
 /// Unpack the pack at `pack` into directory `dir` (created, also for an empty store): the
 /// files an on-disk store would have written there. Paths are checked as every store path is
 /// (no `..`, no absolute path out of `dir`).
 pub fn unpack(pack: &Path, dir: &Path) -> Result<(), StoreError> {
-    let bad = |what: &str| StoreError::Io {
+    let bytes = std::fs::read(pack).map_err(|source| StoreError::Io {
         path: pack.display().to_string(),
+        source,
+    })?;
+    unpack_bytes(&bytes, &pack.display().to_string(), dir)
+}
+
+/// [`unpack`] of pack bytes already read (`shown` names them in errors).
+pub fn unpack_bytes(bytes: &[u8], shown: &str, dir: &Path) -> Result<(), StoreError> {
+    let bad = |what: &str| StoreError::Io {
+        path: shown.to_string(),
         source: std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string()),
     };
     let io = |p: &Path| {
@@ -398,7 +512,6 @@ pub fn unpack(pack: &Path, dir: &Path) -> Result<(), StoreError> {
             source,
         }
     };
-    let bytes = std::fs::read(pack).map_err(io(pack))?;
     let mut rest = bytes
         .strip_prefix(PACK_MAGIC)
         .ok_or_else(|| bad("not a store pack (header)"))?;
@@ -580,6 +693,30 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("mem.pack") && e.contains("truncated"), "{e}");
+        // Many packs in one file: each record read back by key, a later one replacing.
+        let pf = PackFile::new(dir.path().join("all.pack"));
+        pf.append("u1", &files).unwrap();
+        pf.append("u2", &BTreeMap::new()).unwrap();
+        pf.append("u1", &BTreeMap::new()).unwrap();
+        let mut seen = Vec::new();
+        for_each_pack(pf.path(), |key, read| {
+            if key == "u2" {
+                seen.push((key.to_string(), 0));
+            } else {
+                seen.push((key.to_string(), read()?.len()));
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            seen,
+            vec![
+                ("u1".to_string(), pack_bytes(&files).len()),
+                ("u2".to_string(), 0),
+                ("u1".to_string(), PACK_MAGIC.len())
+            ]
+        );
+        for_each_pack(&dir.path().join("missing"), |_, _| unreachable!()).unwrap();
     }
 
     #[test]

@@ -66,10 +66,9 @@ pub struct NeedleParams {
     /// Seed of what is planted (the runner gives the units that pair across variants the same
     /// one, so every variant is asked the same questions); `None`: the unit's seed.
     pub plant_seed: Option<u64>,
-    /// Hold the offload store in memory while the unit runs (the agent's tools read it there)
-    /// and write it as one pack file beside the store directory (`engine::store::pack_path`),
-    /// which the end of the run unpacks for the stores it keeps and removes for the others
-    /// (`runner::stores`). False: the store is written as a directory as the replay goes.
+    /// Hold the offload store in memory (the agent's tools read it there; [`Prepared::store_files`]
+    /// holds its files, for the caller to keep: the runner appends them to the run's pack file,
+    /// `runner::stores`). False: the store is written under `store_root` as the replay goes.
     pub pack_store: bool,
 }
 
@@ -304,14 +303,9 @@ pub fn prepare(
         .pop()
         .map(|v| v.messages)
         .ok_or(EvalError::Replay("the replay kept no view to ask from"))?;
-    let store_files = if params.pack_store {
-        let files = replay.store.materialize();
-        engine::store::write_pack(&engine::store::pack_path(&store_root), &files)
-            .map_err(|e| EvalError::Engine(e.into()))?;
-        Some(Arc::new(files))
-    } else {
-        None
-    };
+    let store_files = params
+        .pack_store
+        .then(|| Arc::new(replay.store.materialize()));
     Ok(Prepared {
         folds: fold_calls(&replay, after).len(),
         store_root,

@@ -19,7 +19,14 @@ impl Eval for Needle {
         let prepared = cx
             .replay(move |r| {
                 let summ = r.summarizer.as_ref();
-                needle::prepare(&r.trace, &r.config, &p, summ, &r.prices, r.store, r.seed)
+                let prepared =
+                    needle::prepare(&r.trace, &r.config, &p, summ, &r.prices, r.store, r.seed)?;
+                if let Some(files) = &prepared.store_files {
+                    r.packs
+                        .append(&r.unit_id, files)
+                        .map_err(|e| EvalError::Engine(e.into()))?;
+                }
+                Ok(prepared)
             })
             .await?;
         let mut out = cx.base(&prepared.replay)?;

@@ -3,6 +3,7 @@
 //! (replay on the right pool → the replay's tokens, cost and summaries → ask → price the asking).
 
 use super::shared::{Providers, Shared, Summaries};
+use crate::engine::store::PackFile;
 use crate::engine::{self, OfflineSummarizer, ResolvedConfig, Summarizer};
 use crate::evals::EvalError;
 use crate::pricing::PriceTable;
@@ -24,6 +25,9 @@ pub struct Prep {
     pub prices: Arc<PriceTable>,
     /// The unit's seed (offload-store names, anything random in the replay).
     pub seed: u64,
+    /// The run's pack file, for a store held in memory (`runner::stores`).
+    pub packs: Arc<PackFile>,
+    pub unit_id: String,
 }
 
 /// A unit being run: what its eval's run hook reads and the steps it shares with every eval.
@@ -74,9 +78,7 @@ impl<'a> UnitCx<'a> {
             };
         // Stores live under the run directory: stable paths, so evidence can point at them.
         let store = RunDir::new(&ctx.run_dir).unit_store(&unit.id);
-        // A resumed unit starts clean (its store as a directory or as a pack).
-        let _ = std::fs::remove_dir_all(&store);
-        let _ = std::fs::remove_file(engine::store::pack_path(&store));
+        let _ = std::fs::remove_dir_all(&store); // a resumed unit starts clean
         Ok(UnitCx {
             unit,
             nonce,
@@ -114,6 +116,8 @@ impl<'a> UnitCx<'a> {
             summarizer: self.summarizer.clone(),
             prices: self.shared.prices.clone(),
             seed: self.unit.seed,
+            packs: self.shared.packs(&self.ctx.run_dir),
+            unit_id: self.unit.id.clone(),
         };
         replay_pool(self.waits_on_network, move || prepare(prep)).await
     }

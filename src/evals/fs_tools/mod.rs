@@ -136,6 +136,66 @@ mod tests {
         (dir, sb)
     }
 
+    /// The same files as a directory and in memory give the same answer to every call.
+    #[test]
+    fn a_store_in_memory_answers_as_the_same_store_on_disk() {
+        let (d, disk) = store();
+        std::fs::create_dir_all(disk.root().join("a/b")).unwrap();
+        std::fs::write(disk.root().join("a/b/deep.txt"), "teal\nx\n").unwrap();
+        std::fs::write(disk.root().join("a/top"), "").unwrap();
+        let mut files = MemFiles::new();
+        for e in walkdir::WalkDir::new(disk.root()) {
+            let e = e.unwrap();
+            if e.file_type().is_file() {
+                let rel = e.path().strip_prefix(disk.root()).unwrap();
+                files.insert(rel.display().to_string(), std::fs::read(e.path()).unwrap());
+            }
+        }
+        let mem = Sandbox::in_memory(disk.root(), Arc::new(files), Limits::default());
+        let calls = [
+            ("ls", json!({})),
+            ("ls", json!({"path": "/a"})),
+            ("ls", json!({"path": "/a/b/"})),
+            ("ls", json!({"path": "/a/top"})),
+            ("ls", json!({"path": "/nope"})),
+            ("ls", json!({"path": "/../secret.txt"})),
+            ("glob", json!({"pattern": "**/*.md"})),
+            ("glob", json!({"pattern": "*"})),
+            ("grep", json!({"pattern": "teal"})),
+            (
+                "grep",
+                json!({"pattern": "TEAL", "ignore_case": true, "path": "/a"}),
+            ),
+            (
+                "grep",
+                json!({"pattern": "line", "path": "/large_tool_results/call_1"}),
+            ),
+            ("grep", json!({"pattern": "e", "glob": "*.md"})),
+            ("grep", json!({"pattern": "(", "path": "/"})),
+            ("read_file", json!({"path": "/large_tool_results/call_1"})),
+            (
+                "read_file",
+                json!({"path": "large_tool_results/call_1", "offset": 1, "limit": 1}),
+            ),
+            ("read_file", json!({"path": "/a/top"})),
+            ("read_file", json!({"path": "/a"})),
+            ("read_file", json!({"path": "/etc/passwd"})),
+            ("read_file", json!({"path": "/a/top/x"})),
+            (
+                "read_file",
+                json!({"path": disk.root().join("a/b/deep.txt").display().to_string()}),
+            ),
+        ];
+        for (name, args) in calls {
+            assert_eq!(
+                mem.call(name, &args),
+                disk.call(name, &args),
+                "{name} {args}"
+            );
+        }
+        drop(d);
+    }
+
     #[test]
     fn ls_lists_sorted_with_dir_markers() {
         let (_d, sb) = store();
