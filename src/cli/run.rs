@@ -226,7 +226,12 @@ fn write_reports(run_dir: &std::path::Path, keep_stores: bool) -> anyhow::Result
     for n in &written.plot_notes {
         out.push_str(&format!("plot note: {n}\n"));
     }
-    if !keep_stores {
+    if keep_stores {
+        // Stores held in memory while their unit ran were packed: every one is kept.
+        if let Err(e) = crate::runner::stores::unpack_all(&dir) {
+            out.push_str(&format!("warning: offload stores not unpacked: {e}\n"));
+        }
+    } else {
         match crate::runner::stores::prune(&dir, &model, false) {
             Ok(p) if p.removed > 0 => out.push_str(&format!(
                 "stores   kept {} of {} offload stores (failed + shown in report.html; \

@@ -29,6 +29,7 @@ const REPORT_MD: &str = "report.md";
 const REPORT_HTML: &str = "report.html";
 const PLOTS: &str = "plots";
 const STORES: &str = "stores";
+const STORES_PACK: &str = "stores.pack";
 const SUMMARIES: &str = "summaries";
 const GATE_XML: &str = "gate.xml";
 const COMPARE_MD: &str = "compare.md";
@@ -106,6 +107,12 @@ impl RunDir {
         self.stores_dir().join(unit_id)
     }
 
+    /// `stores.pack`: the stores units held in memory, one record each (`engine::store::PackFile`),
+    /// until the end of the run unpacks the kept ones under `stores/` and removes it.
+    pub fn stores_pack(&self) -> PathBuf {
+        self.root.join(STORES_PACK)
+    }
+
     /// `stores/`: one offload store per unit (pruned after a run: `runner::stores`).
     pub fn stores_dir(&self) -> PathBuf {
         self.root.join(STORES)
@@ -142,20 +149,27 @@ impl RunDir {
         let path = self.summary_file(&record.text_digest);
         if !path.exists() {
             let dir = self.root.join(SUMMARIES);
-            std::fs::create_dir_all(&dir)?;
             // Write then rename, so a reader never sees half a file under the final name. The
             // temporary name is unique per call: units of one run write the same summary
             // concurrently (a shared tmp name let one rename it away under the other).
             static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
             let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let tmp = dir.join(format!(
                 ".{}.{}.{n}.tmp",
                 path.file_name()
                     .and_then(|n| n.to_str())
                     .unwrap_or("summary"),
-                std::process::id()
+                PID.get_or_init(std::process::id)
             ));
-            std::fs::write(&tmp, text)?;
+            // The folder is made on the first summary only (a sweep writes thousands).
+            match std::fs::write(&tmp, text) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    std::fs::create_dir_all(&dir)?;
+                    std::fs::write(&tmp, text)?;
+                }
+                r => r?,
+            }
             std::fs::rename(&tmp, &path)?;
         }
         let name = path

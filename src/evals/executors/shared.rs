@@ -6,6 +6,7 @@ use super::super::offline_agent::build_provider;
 use super::super::EvalError;
 use crate::config::suite::{OnSummaryError, ProviderRole};
 use crate::config::LoadedSuite;
+use crate::engine::store::PackFile;
 use crate::engine::{self, EngineConfig, ResolvedConfig};
 use crate::pricing::PriceTable;
 use crate::providers::{Provider, ProviderConfig, ProviderError};
@@ -34,6 +35,8 @@ pub(super) struct Shared {
     /// `[engine] on_summary_error`: a failed summary fails its unit, or is only recorded.
     on_summary_error: OnSummaryError,
     providers: OnceLock<Result<Providers, (&'static str, Arc<ProviderError>)>>,
+    /// The run's pack file (`RunDir::stores_pack`), opened by the first unit that packs.
+    packs: OnceLock<Arc<PackFile>>,
 }
 
 fn provider_config(suite: &LoadedSuite, role: ProviderRole) -> anyhow::Result<ProviderConfig> {
@@ -62,6 +65,7 @@ impl Shared {
             prices,
             on_summary_error: suite.suite.engine.on_summary_error,
             providers: OnceLock::new(),
+            packs: OnceLock::new(),
         })
     }
 
@@ -90,6 +94,13 @@ impl Shared {
                 role,
                 source: source.clone(),
             })
+    }
+
+    /// The run's pack file for stores held in memory (one per run directory).
+    pub(super) fn packs(&self, run_dir: &std::path::Path) -> Arc<PackFile> {
+        self.packs
+            .get_or_init(|| Arc::new(PackFile::new(RunDir::new(run_dir).stores_pack())))
+            .clone()
     }
 
     /// The model that prices the summarizer's calls. The offline provider is priced as the
