@@ -221,7 +221,7 @@ fn write_reports(run_dir: &std::path::Path, keep_stores: bool) -> anyhow::Result
     // The same streaming load as `ctxbench report`: compact rows, heavy parts only for the
     // samples shown in full, so this step's memory does not grow with whole samples.
     let (info, model, _) = crate::report::load::load_model(&dir)?;
-    let written = write_run_reports(run_dir, &info, &model, WriteOptions { png: true })?;
+    let written = write_run_reports(run_dir, &dir, &info, &model, WriteOptions { png: true })?;
     let mut out = super::report::summary_text(&model);
     for n in &written.plot_notes {
         out.push_str(&format!("plot note: {n}\n"));

@@ -43,7 +43,7 @@ pub use lock::{LockError, RunLock};
 pub use row::{Entries, Interner, Row};
 pub use run_dir::{Run, RunDir};
 pub use run_info::{ProviderProvenance, RunInfo};
-pub use summary::SummaryRecord;
+pub use summary::{SummaryPack, SummaryRecord};
 
 /// Version of `samples.jsonl` / `run.json`. Bump on incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;

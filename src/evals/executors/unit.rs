@@ -174,7 +174,7 @@ impl<'a> UnitCx<'a> {
             trace,
             summaries: Summaries {
                 config: config.clone(),
-                run_dir: RunDir::new(&ctx.run_dir),
+                pack: shared.summary_pack(&ctx.run_dir),
             },
             config,
             store,
