@@ -17,7 +17,10 @@
 //!   plots/*.png|svg plots (report::plots)
 //!   stores/<unit>/  offload store of a unit (evals::executors); after the run only those of the
 //!                   samples shown in full are kept (runner::stores, report::shown)
-//!   summaries/<sha256>.md  long summary texts a sample's `summaries` point at
+//!   stores.pack     while the run goes: the stores needle units held in memory, one record a
+//!                   unit (engine::store::PackFile); the kept ones are unpacked into stores/
+//!   summaries.pack  long summary texts a sample's `summaries` name, appended per unit
+//!                   (summary::SummaryPack; runs before it hold summaries/<sha256>.md files)
 //!   gate.xml        JUnit XML written by `ctxbench gate` (default location)
 //!   compare.md|json written by `ctxbench compare RUN_A RUN_B` into RUN_B (default location)
 //! ```

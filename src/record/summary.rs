@@ -2,9 +2,10 @@
 //! tokens, text), kept in the sample so reports can show two prompts' summaries of the same
 //! fold side by side without the offload stores.
 //!
-//! Short texts are inline (`text`); a text longer than [`INLINE_SUMMARY_CHARS`] is written once
-//! to a content-addressed file under the run directory (`RunDir::summary_file`) and the record
-//! names it (`file`, relative to the run directory). [`RunDir::summary_text`](super::RunDir::summary_text) reads either.
+//! Short texts are inline (`text`); a text longer than [`INLINE_SUMMARY_CHARS`] is appended to
+//! the run's `summaries.pack` ([`SummaryPack`], the one writer and reader of that file) and the
+//! record names it by content (`file`: [`member_name`]).
+//! [`RunDir::summary_texts`](super::RunDir::summary_texts) reads them.
 
 use serde::{Deserialize, Serialize};
 
@@ -32,7 +33,8 @@ pub struct SummaryRecord {
     /// The text, when short.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    /// Path of the text file relative to the run directory, when long.
+    /// Name of the text in the run's `summaries.pack` ([`member_name`]), when long (in runs
+    /// written before the pack: the text's file, relative to the run directory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
 }
