@@ -411,16 +411,34 @@ impl PackFile {
         &self.path
     }
 
-    /// Append the pack of `files` under `key`.
+    /// Append the pack of `files` under `key`: one record, written from the files' own bytes
+    /// (vectored writes, no copy of the store into a buffer: those copies were most of a
+    /// sweep's page faults).
     pub fn append(&self, key: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<(), StoreError> {
         let io = |source| StoreError::Io {
             path: self.path.display().to_string(),
             source,
         };
-        let body = pack_bytes(files);
-        let mut rec = format!("{} {}\n{key}", key.len(), body.len()).into_bytes();
-        rec.extend_from_slice(&body);
-        drop(body);
+        let heads: Vec<String> = files
+            .iter()
+            .map(|(k, v)| format!("{} {}\n", k.len(), v.len()))
+            .collect();
+        let body_len = PACK_MAGIC.len()
+            + files
+                .iter()
+                .zip(&heads)
+                .map(|((k, v), h)| h.len() + k.len() + v.len())
+                .sum::<usize>();
+        let rec_head = format!("{} {body_len}\n", key.len());
+        let mut parts: Vec<std::io::IoSlice<'_>> = Vec::with_capacity(3 + 3 * files.len());
+        parts.push(std::io::IoSlice::new(rec_head.as_bytes()));
+        parts.push(std::io::IoSlice::new(key.as_bytes()));
+        parts.push(std::io::IoSlice::new(PACK_MAGIC));
+        for ((k, v), h) in files.iter().zip(&heads) {
+            parts.push(std::io::IoSlice::new(h.as_bytes()));
+            parts.push(std::io::IoSlice::new(k.as_bytes()));
+            parts.push(std::io::IoSlice::new(v));
+        }
         let mut guard = self.file.lock().unwrap_or_else(|e| e.into_inner());
         if guard.is_none() {
             if let Some(parent) = self.path.parent() {
@@ -434,10 +452,28 @@ impl PackFile {
             *guard = Some(f);
         }
         match guard.as_mut() {
-            Some(f) => f.write_all(&rec).map_err(io),
+            Some(f) => write_all_vectored(f, &mut parts).map_err(io),
             None => Ok(()),
         }
     }
+}
+
+/// `Write::write_all_vectored` (unstable in std): write every slice, in order, however many
+/// calls the writer takes (the system's limit on slices per call included).
+fn write_all_vectored(
+    w: &mut impl Write,
+    mut parts: &mut [std::io::IoSlice<'_>],
+) -> std::io::Result<()> {
+    std::io::IoSlice::advance_slices(&mut parts, 0);
+    while !parts.is_empty() {
+        match w.write_vectored(parts) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => std::io::IoSlice::advance_slices(&mut parts, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Read the records of the pack file at `path` in order, calling `f(key, read)` for each:
@@ -701,9 +737,9 @@ mod tests {
         let mut seen = Vec::new();
         for_each_pack(pf.path(), |key, read| {
             if key == "u2" {
-                seen.push((key.to_string(), 0));
+                seen.push((key.to_string(), Vec::new()));
             } else {
-                seen.push((key.to_string(), read()?.len()));
+                seen.push((key.to_string(), read()?));
             }
             Ok(())
         })
@@ -711,9 +747,9 @@ mod tests {
         assert_eq!(
             seen,
             vec![
-                ("u1".to_string(), pack_bytes(&files).len()),
-                ("u2".to_string(), 0),
-                ("u1".to_string(), PACK_MAGIC.len())
+                ("u1".to_string(), pack_bytes(&files)),
+                ("u2".to_string(), Vec::new()),
+                ("u1".to_string(), PACK_MAGIC.to_vec())
             ]
         );
         for_each_pack(&dir.path().join("missing"), |_, _| unreachable!()).unwrap();
