@@ -64,6 +64,15 @@ fn a_store_held_in_memory_changes_nothing() {
     let (mem, pm) = run(true);
     assert!(pd.store_files.is_none() && pm.store_files.is_some());
     assert_eq!(disk, mem);
+    // The invariants (pointers resolve to the removed bytes, among others) are checked against
+    // the store held in memory as against the one on disk, call for call.
+    assert!(pm.replay.invariants.calls_checked > 0);
+    assert!(pm
+        .replay
+        .events
+        .iter()
+        .any(|e| e.detail.summary().is_some()));
+    assert_eq!(pd.replay.invariants, pm.replay.invariants);
     assert!(disk.contains("\"tool_uses\""), "{disk}");
     assert!(
         !dir.path().join("mem").exists(),
