@@ -3,7 +3,8 @@
 
 Every POST is answered after a fixed delay (default 50 ms) with a short text answer, no tool
 call, so each question is one model call. Keep-alive HTTP/1.1 on 127.0.0.1; prints the port on
-stdout's first line. Counts requests and prints the count on SIGTERM/SIGINT to stderr.
+stdout's first line. Counts requests and connections (a client that reuses its connections opens
+about as many as it has calls in flight) and prints both on SIGTERM/SIGINT to stderr.
 Usage: python3 mock_openai.py [--port 0] [--delay-ms 50]
 """
 import argparse
@@ -20,10 +21,12 @@ BODY = json.dumps({
 }).encode()
 
 served = 0
+connections = 0
 
 
 async def handle(reader, writer, delay):
-    global served
+    global served, connections
+    connections += 1
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -56,7 +59,7 @@ async def main():
     for s in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(s, stop.set)
     await stop.wait()
-    print(f"served {served} requests", file=sys.stderr, flush=True)
+    print(f"served {served} requests on {connections} connections", file=sys.stderr, flush=True)
 
 
 asyncio.run(main())

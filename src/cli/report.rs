@@ -49,7 +49,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     std::fs::create_dir_all(&out)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;
-    let written = write_run_reports(&out, &info, &model, WriteOptions { png: !args.no_png })?;
+    let written = write_run_reports(
+        &out,
+        &run_dir,
+        &info,
+        &model,
+        WriteOptions { png: !args.no_png },
+    )?;
     out!("{}", summary_text(&model))?;
     for n in &written.plot_notes {
         outln!("plot note: {n}")?;

@@ -221,12 +221,17 @@ fn write_reports(run_dir: &std::path::Path, keep_stores: bool) -> anyhow::Result
     // The same streaming load as `ctxbench report`: compact rows, heavy parts only for the
     // samples shown in full, so this step's memory does not grow with whole samples.
     let (info, model, _) = crate::report::load::load_model(&dir)?;
-    let written = write_run_reports(run_dir, &info, &model, WriteOptions { png: true })?;
+    let written = write_run_reports(run_dir, &dir, &info, &model, WriteOptions { png: true })?;
     let mut out = super::report::summary_text(&model);
     for n in &written.plot_notes {
         out.push_str(&format!("plot note: {n}\n"));
     }
-    if !keep_stores {
+    if keep_stores {
+        // Stores held in memory while their unit ran were packed: every one is kept.
+        if let Err(e) = crate::runner::stores::unpack_all(&dir) {
+            out.push_str(&format!("warning: offload stores not unpacked: {e}\n"));
+        }
+    } else {
         match crate::runner::stores::prune(&dir, &model, false) {
             Ok(p) if p.removed > 0 => out.push_str(&format!(
                 "stores   kept {} of {} offload stores (failed + shown in report.html; \

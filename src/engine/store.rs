@@ -9,7 +9,7 @@
 
 use super::event::StoreWrite;
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -318,10 +318,263 @@ impl OffloadStore {
         )
     }
 
+    /// Every file's bytes, keyed by its path relative to the root as the directory would hold
+    /// it (`large_tool_results/call_1`: components joined by `/`, no leading `/`).
+    pub fn materialize(&self) -> BTreeMap<String, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        for (vpath, f) in &self.files {
+            let Ok(rel) = validate(vpath) else { continue };
+            let key = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
+            let mut bytes = Vec::with_capacity(f.len as usize);
+            for seg in &f.segments {
+                match seg.borrowed() {
+                    Some(b) => bytes.extend_from_slice(b),
+                    // Writing into a Vec cannot fail.
+                    None => {
+                        let _ = seg.write_to(&mut bytes);
+                    }
+                }
+            }
+            out.insert(key, bytes);
+        }
+        out
+    }
+
     /// `uuid4().hex`: 32 lowercase hex digits.
     pub fn uuid4_hex(&mut self) -> String {
         self.uuid4().replace('-', "")
     }
+}
+
+/// The one file a store held in memory is packed into while its run goes on (`<dir>.pack`
+/// beside the directory `dir` it unpacks to): one file written per unit instead of a directory
+/// tree, and one removed when the run prunes it ([`unpack`] restores the directory exactly as
+/// an on-disk store would have written it).
+pub fn pack_path(dir: &Path) -> PathBuf {
+    let mut p = dir.as_os_str().to_owned();
+    p.push(".pack");
+    PathBuf::from(p)
+}
+
+const PACK_MAGIC: &[u8] = b"ctxbench-store-pack 1\n";
+
+/// `files` (from [`OffloadStore::materialize`]) as one pack: a header line, then per file
+/// `<path bytes> <content bytes>\n`, the path and the content.
+pub fn pack_bytes(files: &BTreeMap<String, Vec<u8>>) -> Vec<u8> {
+    let total: usize = files.iter().map(|(k, v)| k.len() + v.len() + 24).sum();
+    let mut buf = Vec::with_capacity(PACK_MAGIC.len() + total);
+    buf.extend_from_slice(PACK_MAGIC);
+    for (k, v) in files {
+        buf.extend_from_slice(format!("{} {}\n", k.len(), v.len()).as_bytes());
+        buf.extend_from_slice(k.as_bytes());
+        buf.extend_from_slice(v);
+    }
+    buf
+}
+
+/// Write `files` as one pack file at `path` ([`pack_bytes`]).
+pub fn write_pack(path: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(), StoreError> {
+    let io = |source| StoreError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io)?;
+    }
+    std::fs::write(path, pack_bytes(files)).map_err(io)
+}
+
+/// Many stores' packs appended to one file, each under a key (a run's unit id): a unit writes
+/// one record (one `write`) instead of creating a file per store file — creating files is what
+/// a sweep's system time went to. Record: `<key bytes> <pack bytes>\n`, the key, the pack.
+#[derive(Debug)]
+pub struct PackFile {
+    path: PathBuf,
+    file: std::sync::Mutex<Option<std::fs::File>>,
+}
+
+impl PackFile {
+    /// Records are appended to `path` (created on the first one; an existing file is kept, so
+    /// a resumed run adds to it: the last record of a key is the one that counts).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        PackFile {
+            path: path.into(),
+            file: std::sync::Mutex::new(None),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Append the pack of `files` under `key`: one record, written from the files' own bytes
+    /// (vectored writes, no copy of the store into a buffer: those copies were most of a
+    /// sweep's page faults).
+    pub fn append(&self, key: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<(), StoreError> {
+        let io = |source| StoreError::Io {
+            path: self.path.display().to_string(),
+            source,
+        };
+        let heads: Vec<String> = files
+            .iter()
+            .map(|(k, v)| format!("{} {}\n", k.len(), v.len()))
+            .collect();
+        let body_len = PACK_MAGIC.len()
+            + files
+                .iter()
+                .zip(&heads)
+                .map(|((k, v), h)| h.len() + k.len() + v.len())
+                .sum::<usize>();
+        let rec_head = format!("{} {body_len}\n", key.len());
+        let mut parts: Vec<std::io::IoSlice<'_>> = Vec::with_capacity(3 + 3 * files.len());
+        parts.push(std::io::IoSlice::new(rec_head.as_bytes()));
+        parts.push(std::io::IoSlice::new(key.as_bytes()));
+        parts.push(std::io::IoSlice::new(PACK_MAGIC));
+        for ((k, v), h) in files.iter().zip(&heads) {
+            parts.push(std::io::IoSlice::new(h.as_bytes()));
+            parts.push(std::io::IoSlice::new(k.as_bytes()));
+            parts.push(std::io::IoSlice::new(v));
+        }
+        let mut guard = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            if let Some(parent) = self.path.parent() {
+                std::fs::create_dir_all(parent).map_err(io)?;
+            }
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.path)
+                .map_err(io)?;
+            *guard = Some(f);
+        }
+        match guard.as_mut() {
+            Some(f) => write_all_vectored(f, &mut parts).map_err(io),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `Write::write_all_vectored` (unstable in std): write every slice, in order, however many
+/// calls the writer takes (the system's limit on slices per call included).
+fn write_all_vectored(
+    w: &mut impl Write,
+    mut parts: &mut [std::io::IoSlice<'_>],
+) -> std::io::Result<()> {
+    std::io::IoSlice::advance_slices(&mut parts, 0);
+    while !parts.is_empty() {
+        match w.write_vectored(parts) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => std::io::IoSlice::advance_slices(&mut parts, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Read the records of the pack file at `path` in order, calling `f(key, read)` for each:
+/// `read()` gives the record's pack bytes (read only when asked; skipped otherwise), so a
+/// pass over a big file holds one record at most. A missing file has no records.
+pub fn for_each_pack(
+    path: &Path,
+    mut f: impl FnMut(&str, &mut dyn FnMut() -> std::io::Result<Vec<u8>>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    use std::io::BufRead;
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let bad = |what: &str| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: {what}", path.display()),
+        )
+    };
+    let mut r = std::io::BufReader::new(file);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if r.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let (klen, blen) = line
+            .trim_end_matches('\n')
+            .split_once(' ')
+            .and_then(|(a, b)| Some((a.parse::<usize>().ok()?, b.parse::<u64>().ok()?)))
+            .ok_or_else(|| bad("bad record header"))?;
+        let mut key = vec![0u8; klen];
+        r.read_exact(&mut key)?;
+        let key = String::from_utf8(key).map_err(|_| bad("record key"))?;
+        let mut taken = false;
+        let mut read = || {
+            taken = true;
+            let mut body = vec![0u8; blen as usize];
+            r.read_exact(&mut body)?;
+            Ok(body)
+        };
+        f(&key, &mut read)?;
+        if !taken {
+            r.seek_relative(blen as i64)?;
+        }
+    }
+}
+
+/// Unpack the pack at `pack` into directory `dir` (created, also for an empty store): the
+/// files an on-disk store would have written there. Paths are checked as every store path is
+/// (no `..`, no absolute path out of `dir`).
+pub fn unpack(pack: &Path, dir: &Path) -> Result<(), StoreError> {
+    let bytes = std::fs::read(pack).map_err(|source| StoreError::Io {
+        path: pack.display().to_string(),
+        source,
+    })?;
+    unpack_bytes(&bytes, &pack.display().to_string(), dir)
+}
+
+/// [`unpack`] of pack bytes already read (`shown` names them in errors).
+pub fn unpack_bytes(bytes: &[u8], shown: &str, dir: &Path) -> Result<(), StoreError> {
+    let bad = |what: &str| StoreError::Io {
+        path: shown.to_string(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string()),
+    };
+    let io = |p: &Path| {
+        let shown = p.display().to_string();
+        move |source| StoreError::Io {
+            path: shown,
+            source,
+        }
+    };
+    let mut rest = bytes
+        .strip_prefix(PACK_MAGIC)
+        .ok_or_else(|| bad("not a store pack (header)"))?;
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    while !rest.is_empty() {
+        let nl = rest
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or_else(|| bad("truncated entry header"))?;
+        let header = std::str::from_utf8(&rest[..nl]).map_err(|_| bad("entry header"))?;
+        let (klen, vlen) = header
+            .split_once(' ')
+            .and_then(|(a, b)| Some((a.parse::<usize>().ok()?, b.parse::<usize>().ok()?)))
+            .ok_or_else(|| bad("entry header"))?;
+        rest = &rest[nl + 1..];
+        if rest.len() < klen.saturating_add(vlen) {
+            return Err(bad("truncated entry"));
+        }
+        let key = std::str::from_utf8(&rest[..klen]).map_err(|_| bad("entry path"))?;
+        let full = dir.join(validate(key)?);
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent).map_err(io(parent))?;
+        }
+        std::fs::write(&full, &rest[klen..klen + vlen]).map_err(io(&full))?;
+        rest = &rest[klen + vlen..];
+    }
+    Ok(())
 }
 
 fn validate(vpath: &str) -> Result<&Path, StoreError> {
@@ -422,6 +675,84 @@ mod tests {
         m.append_lazy("/h.md", Box::new(Repeat(b'y', 2))).unwrap();
         assert_eq!(m.file_len("/h.md"), Some(2));
         assert_eq!(&*m.contents("/h.md").unwrap(), b"yy");
+    }
+
+    #[test]
+    fn a_pack_unpacks_to_the_files_an_on_disk_store_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut disk = OffloadStore::on_disk(dir.path().join("disk"), 5).unwrap();
+        let mut mem = OffloadStore::in_memory(5);
+        for s in [&mut disk, &mut mem] {
+            s.write("/large_tool_results/a", "héllo\n".as_bytes())
+                .unwrap();
+            s.append("/conversation_history/s.md", b"one\n").unwrap();
+            s.append_lazy("/conversation_history/s.md", Box::new(Repeat(b'z', 3)))
+                .unwrap();
+            s.write("/large_tool_results/a", b"replaced").unwrap();
+            s.write("/top", b"").unwrap();
+        }
+        let files = mem.materialize();
+        assert_eq!(files["conversation_history/s.md"], b"one\nzzz");
+        let pack = pack_path(&dir.path().join("mem"));
+        assert!(pack.to_string_lossy().ends_with("mem.pack"));
+        write_pack(&pack, &files).unwrap();
+        unpack(&pack, &dir.path().join("mem")).unwrap();
+        let tree = |root: &Path| -> Vec<(String, Vec<u8>)> {
+            let mut v: Vec<_> = walkdir::WalkDir::new(root)
+                .into_iter()
+                .map(Result::unwrap)
+                .map(|e| {
+                    let rel = e.path().strip_prefix(root).unwrap().display().to_string();
+                    let bytes = if e.file_type().is_file() {
+                        std::fs::read(e.path()).unwrap()
+                    } else {
+                        b"<dir>".to_vec()
+                    };
+                    (rel, bytes)
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            tree(&dir.path().join("mem")),
+            tree(&dir.path().join("disk"))
+        );
+        // An empty store still unpacks to its (empty) directory.
+        let empty = dir.path().join("empty");
+        write_pack(&pack_path(&empty), &BTreeMap::new()).unwrap();
+        unpack(&pack_path(&empty), &empty).unwrap();
+        assert!(empty.is_dir());
+        // A damaged pack is an error naming the file, never a panic.
+        std::fs::write(&pack, b"ctxbench-store-pack 1\n9 9\nab").unwrap();
+        let e = unpack(&pack, &dir.path().join("bad"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("mem.pack") && e.contains("truncated"), "{e}");
+        // Many packs in one file: each record read back by key, a later one replacing.
+        let pf = PackFile::new(dir.path().join("all.pack"));
+        pf.append("u1", &files).unwrap();
+        pf.append("u2", &BTreeMap::new()).unwrap();
+        pf.append("u1", &BTreeMap::new()).unwrap();
+        let mut seen = Vec::new();
+        for_each_pack(pf.path(), |key, read| {
+            if key == "u2" {
+                seen.push((key.to_string(), Vec::new()));
+            } else {
+                seen.push((key.to_string(), read()?));
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            seen,
+            vec![
+                ("u1".to_string(), pack_bytes(&files)),
+                ("u2".to_string(), Vec::new()),
+                ("u1".to_string(), PACK_MAGIC.to_vec())
+            ]
+        );
+        for_each_pack(&dir.path().join("missing"), |_, _| unreachable!()).unwrap();
     }
 
     #[test]

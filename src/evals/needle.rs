@@ -17,7 +17,7 @@
 //! such folds is `not_reached` (score 1, no recall: not a failure, left out of recall means).
 
 use super::agent::{self, LoopOutcome};
-use super::fs_tools::Sandbox;
+use super::fs_tools::{Limits, MemFiles, Sandbox};
 use super::offline_agent::OfflineProvider;
 use super::plant::{self, Fact, PlantSpec, Position};
 use super::EvalError;
@@ -66,6 +66,10 @@ pub struct NeedleParams {
     /// Seed of what is planted (the runner gives the units that pair across variants the same
     /// one, so every variant is asked the same questions); `None`: the unit's seed.
     pub plant_seed: Option<u64>,
+    /// Hold the offload store in memory (the agent's tools read it there; [`Prepared::store_files`]
+    /// holds its files, for the caller to keep: the runner appends them to the run's pack file,
+    /// `runner::stores`). False: the store is written under `store_root` as the replay goes.
+    pub pack_store: bool,
 }
 
 impl NeedleParams {
@@ -103,6 +107,7 @@ impl NeedleParams {
             corrected: t.corrected,
             fold: t.fold.map(|k| k as usize),
             plant_seed: None,
+            pack_store: false,
         })
     }
 }
@@ -126,6 +131,8 @@ pub struct Prepared {
     /// Messages of the planted trace before the question point (the reference's length).
     pub cut: usize,
     pub store_root: PathBuf,
+    /// The store's files when it was held in memory (`NeedleParams::pack_store`).
+    pub store_files: Option<Arc<MemFiles>>,
     /// Summarizations after the (last) needle that the view went through; with `fold = k`,
     /// `Some(k)` when reached.
     pub folds: usize,
@@ -178,6 +185,7 @@ impl Prepared {
                 lent: false,
             }),
             store_root: PathBuf::new(),
+            store_files: None,
             folds: 0,
             reached: true,
             fold: None,
@@ -261,7 +269,11 @@ pub fn prepare(
         }
     };
     let cut = question_cut(&planted.trace, ask_at);
-    env.store = StoreTarget::Dir(store_root.clone());
+    env.store = if params.pack_store {
+        StoreTarget::Memory
+    } else {
+        StoreTarget::Dir(store_root.clone())
+    };
     env.keep_views = KeepViews::Last;
     // The planted messages before the question move into the engine's `Arc`s, followed by the
     // synthetic probe call (the engine builds the view for that call: exactly what the agent
@@ -291,9 +303,13 @@ pub fn prepare(
         .pop()
         .map(|v| v.messages)
         .ok_or(EvalError::Replay("the replay kept no view to ask from"))?;
+    let store_files = params
+        .pack_store
+        .then(|| Arc::new(replay.store.materialize()));
     Ok(Prepared {
         folds: fold_calls(&replay, after).len(),
         store_root,
+        store_files,
         fold: params.fold,
         ..Prepared::new(planted.facts, replay, Conversations { view, reference })
     })
@@ -411,7 +427,10 @@ pub async fn ask(
     if !prepared.reached {
         return Ok(Vec::new());
     }
-    let sandbox = Sandbox::new(&prepared.store_root).map_err(EvalError::from)?;
+    let sandbox = match &prepared.store_files {
+        Some(files) => Sandbox::in_memory(&prepared.store_root, files.clone(), Limits::default()),
+        None => Sandbox::new(&prepared.store_root).map_err(EvalError::from)?,
+    };
     let cut = prepared.cut;
     // Every question is asked on the two conversations in turn, lent out of the sample.
     let mut lent = prepared.lend()?;
@@ -424,31 +443,36 @@ pub async fn ask(
         let (expected, stale_value) = fact.expected_before(cut);
         let question = Message::user(format!("{PROBE_PREAMBLE}\n\n{}", fact.question()));
         let in_view = line_in_view(view, fact, cut);
-        let outcome = agent::run_on(
-            agent,
-            Asking::Recall,
-            view,
-            question.clone(),
-            Some(&sandbox),
-            max_steps,
-            Some(200),
-            &format!("{nonce}/{}", fact.key),
-        )
-        .await?;
+        // The reference question does not depend on the compacted one (its own conversation,
+        // no tools): both are asked at once, so a unit waits on one round of calls, not two.
+        let question_nonce = format!("{nonce}/{}", fact.key);
+        let reference_nonce = format!("{nonce}/reference/{}", fact.key);
+        let (outcome, reference) = tokio::join!(
+            agent::run_on(
+                agent,
+                Asking::Recall,
+                view,
+                question.clone(),
+                Some(&sandbox),
+                max_steps,
+                Some(200),
+                &question_nonce,
+            ),
+            agent::run_on(
+                agent,
+                Asking::Recall,
+                history,
+                question,
+                None,
+                max_steps,
+                Some(200),
+                &reference_nonce,
+            )
+        );
+        let outcome = outcome?;
         // The uncompressed history offloaded nothing: the reference has no store to search,
         // so its agent gets no tools (a search bound would only spend steps on nothing).
-        let reference = match agent::run_on(
-            agent,
-            Asking::Recall,
-            history,
-            question,
-            None,
-            max_steps,
-            Some(200),
-            &format!("{nonce}/reference/{}", fact.key),
-        )
-        .await
-        {
+        let reference = match reference {
             Ok(r) => ReferenceAnswer {
                 recovered: plant::recovered(&r.answer, expected),
                 answer: r.answer,

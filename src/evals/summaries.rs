@@ -1,6 +1,6 @@
 //! The summaries a unit's replay produced, as the sample records them (`Sample::summaries`):
 //! one [`SummaryRecord`] per `summarized` event — fold index, trace index, prompt digest, tokens
-//! in and out, and the text (inline, or a content-addressed file under the run directory).
+//! in and out, and the text (inline, or named by its content in the run's `summaries.pack`).
 //!
 //! The text recorded is the summary message as the agent saw it (with its pointer to the
 //! history file), so an A/B of two summary prompts can show both summaries of the same fold.
@@ -8,7 +8,7 @@
 use crate::engine::summarizer::DEFAULT_SUMMARY_PROMPT;
 use crate::engine::{self, LayerConfig, ResolvedConfig, Summary};
 use crate::record::summary::text_digest;
-use crate::record::{RunDir, SummaryRecord};
+use crate::record::{SummaryPack, SummaryRecord};
 
 /// `sha256:<hex>` of the summary prompt `config` gives its summarize layer (the built-in
 /// default when none is set); `None` when it has no summarize layer or its prompt file cannot
@@ -23,14 +23,14 @@ pub fn prompt_digest(config: &ResolvedConfig) -> Option<String> {
     })
 }
 
-/// Every summary of `replay`, in order; long texts are written under `run_dir`.
+/// Every summary of `replay`, in order; long texts are appended to `pack` (one write).
 pub fn recorded(
     replay: &engine::Replay,
     config: &ResolvedConfig,
-    run_dir: &RunDir,
+    pack: &SummaryPack,
 ) -> std::io::Result<Vec<SummaryRecord>> {
     let digest = prompt_digest(config).unwrap_or_default();
-    let mut out = Vec::new();
+    let mut out: Vec<(SummaryRecord, &str)> = Vec::new();
     for e in &replay.events {
         let Some(Summary {
             summary_message,
@@ -53,15 +53,19 @@ pub fn recorded(
             text: None,
             file: None,
         };
-        out.push(run_dir.keep_summary(record, summary_message)?);
+        out.push((record, summary_message));
     }
-    Ok(out)
+    if out.is_empty() {
+        return Ok(Vec::new());
+    }
+    pack.keep(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::record::summary::INLINE_SUMMARY_CHARS;
+    use crate::record::RunDir;
 
     fn record() -> SummaryRecord {
         SummaryRecord {
@@ -79,23 +83,26 @@ mod tests {
     }
 
     #[test]
-    fn short_texts_stay_inline_long_ones_go_to_one_content_addressed_file() {
+    fn short_texts_stay_inline_long_ones_go_to_the_pack_by_content() {
         let dir = tempfile::tempdir().unwrap();
         let run = RunDir::new(dir.path());
-        let short = run.keep_summary(record(), "## SUMMARY\nshort").unwrap();
+        let pack = run.summary_pack();
+        let keep = |text: &str| pack.keep(vec![(record(), text)]).unwrap().remove(0);
+        let short = keep("## SUMMARY\nshort");
         assert_eq!(short.text.as_deref(), Some("## SUMMARY\nshort"));
         assert!(short.file.is_none());
         assert_eq!(run.summary_text(&short).unwrap(), "## SUMMARY\nshort");
 
         let long = "é".repeat(INLINE_SUMMARY_CHARS + 1);
-        let a = run.keep_summary(record(), &long).unwrap();
-        let b = run.keep_summary(record(), &long).unwrap();
+        let a = keep(&long);
+        let b = keep(&long);
         assert!(a.text.is_none());
         assert_eq!(a.chars, INLINE_SUMMARY_CHARS + 1);
         assert_eq!(a.file, b.file, "same text, same file");
         let file = a.file.clone().unwrap();
         assert!(file.starts_with("summaries/") && file.ends_with(".md"));
         assert_eq!(run.summary_text(&a).unwrap(), long);
+        assert!(!dir.path().join(&file).exists(), "no file per text");
         // Read back from another RunDir value over the same directory: no store needed.
         assert_eq!(RunDir::new(dir.path()).summary_text(&b).unwrap(), long);
     }
@@ -108,13 +115,19 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let long = format!("{round}{}", "x".repeat(200_000));
             let start = std::sync::Barrier::new(8);
+            let run = RunDir::new(dir.path());
+            let pack = run.summary_pack();
             std::thread::scope(|s| {
-                for _ in 0..8 {
-                    s.spawn(|| {
+                for i in 0..8 {
+                    let (start, run, pack, long) = (&start, &run, &pack, &long);
+                    s.spawn(move || {
                         start.wait();
-                        let run = RunDir::new(dir.path());
-                        let r = run.keep_summary(record(), &long).unwrap();
-                        assert_eq!(run.summary_text(&r).unwrap(), long);
+                        let other = format!("{i}{long}");
+                        let r = pack
+                            .keep(vec![(record(), long.as_str()), (record(), &other)])
+                            .unwrap();
+                        assert_eq!(run.summary_text(&r[0]).unwrap(), *long);
+                        assert_eq!(run.summary_text(&r[1]).unwrap(), other);
                     });
                 }
             });

@@ -17,7 +17,10 @@
 //!   plots/*.png|svg plots (report::plots)
 //!   stores/<unit>/  offload store of a unit (evals::executors); after the run only those of the
 //!                   samples shown in full are kept (runner::stores, report::shown)
-//!   summaries/<sha256>.md  long summary texts a sample's `summaries` point at
+//!   stores.pack     while the run goes: the stores needle units held in memory, one record a
+//!                   unit (engine::store::PackFile); the kept ones are unpacked into stores/
+//!   summaries.pack  long summary texts a sample's `summaries` name, appended per unit
+//!                   (summary::SummaryPack; runs before it hold summaries/<sha256>.md files)
 //!   gate.xml        JUnit XML written by `ctxbench gate` (default location)
 //!   compare.md|json written by `ctxbench compare RUN_A RUN_B` into RUN_B (default location)
 //! ```
@@ -43,7 +46,7 @@ pub use lock::{LockError, RunLock};
 pub use row::{Entries, Interner, Row};
 pub use run_dir::{Run, RunDir};
 pub use run_info::{ProviderProvenance, RunInfo};
-pub use summary::SummaryRecord;
+pub use summary::{SummaryPack, SummaryRecord};
 
 /// Version of `samples.jsonl` / `run.json`. Bump on incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;

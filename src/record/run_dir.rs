@@ -12,10 +12,11 @@
 use super::journal::{
     read_samples, repair, Journal, JournalError, Repaired, SamplesRead, TornLine,
 };
-use super::summary::{SummaryRecord, INLINE_SUMMARY_CHARS};
+use super::summary::{member_name, read_pack, SummaryPack, SummaryRecord};
 use super::{LockError, RunInfo, RunLock, Sample, SCHEMA_VERSION};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 const RUN_JSON: &str = "run.json";
@@ -29,7 +30,8 @@ const REPORT_MD: &str = "report.md";
 const REPORT_HTML: &str = "report.html";
 const PLOTS: &str = "plots";
 const STORES: &str = "stores";
-const SUMMARIES: &str = "summaries";
+const STORES_PACK: &str = "stores.pack";
+const SUMMARIES_PACK: &str = "summaries.pack";
 const GATE_XML: &str = "gate.xml";
 const COMPARE_MD: &str = "compare.md";
 const COMPARE_JSON: &str = "compare.json";
@@ -106,73 +108,80 @@ impl RunDir {
         self.stores_dir().join(unit_id)
     }
 
+    /// `stores.pack`: the stores units held in memory, one record each (`engine::store::PackFile`),
+    /// until the end of the run unpacks the kept ones under `stores/` and removes it.
+    pub fn stores_pack(&self) -> PathBuf {
+        self.root.join(STORES_PACK)
+    }
+
     /// `stores/`: one offload store per unit (pruned after a run: `runner::stores`).
     pub fn stores_dir(&self) -> PathBuf {
         self.root.join(STORES)
     }
 
-    /// `summaries/<hex>.md`: a long summary text, named by the sha256 of its bytes
-    /// (`text_digest` is `sha256:<hex>`; any other form is hashed again, so no name escapes).
-    pub fn summary_file(&self, text_digest: &str) -> PathBuf {
-        let hex = text_digest.strip_prefix("sha256:").unwrap_or(text_digest);
-        let name =
-            if !hex.is_empty() && hex.len() <= 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                hex.to_string()
-            } else {
-                super::summary::text_digest(hex)["sha256:".len()..].to_string()
-            };
-        self.root.join(SUMMARIES).join(format!("{name}.md"))
+    /// `summaries.pack`: the run's long summary texts, appended as units finish
+    /// ([`SummaryPack`] writes and reads it).
+    pub fn summaries_pack(&self) -> PathBuf {
+        self.root.join(SUMMARIES_PACK)
     }
 
-    /// Record one summary text: inline when short, else written once to its content-addressed
-    /// file (an existing file with that name already holds the same bytes). Fills `text_digest`,
-    /// `chars`, and `text` or `file`.
-    pub fn keep_summary(
+    /// The writer of [`RunDir::summaries_pack`] (one per run: units share it).
+    pub fn summary_pack(&self) -> SummaryPack {
+        SummaryPack::new(self.summaries_pack())
+    }
+
+    /// The texts of `records` by `text_digest`: inline ones as they are, long ones read from
+    /// [`RunDir::summaries_pack`] in one pass (or, in a run written before the pack, from the
+    /// file the record names under this directory). A text that cannot be read is left out.
+    pub fn summary_texts<'r>(
         &self,
-        mut record: SummaryRecord,
-        text: &str,
-    ) -> std::io::Result<SummaryRecord> {
-        record.text_digest = super::summary::text_digest(text);
-        record.chars = text.chars().count();
-        if record.chars <= INLINE_SUMMARY_CHARS {
-            record.text = Some(text.to_string());
-            record.file = None;
-            return Ok(record);
+        records: impl IntoIterator<Item = &'r SummaryRecord>,
+    ) -> std::io::Result<BTreeMap<String, String>> {
+        let mut out = BTreeMap::new();
+        let mut wanted = BTreeMap::new();
+        for r in records {
+            match (&r.text, &r.file) {
+                (Some(t), _) => {
+                    out.insert(r.text_digest.clone(), t.clone());
+                }
+                (None, Some(_)) => {
+                    wanted.insert(member_name(&r.text_digest), r.text_digest.clone());
+                }
+                (None, None) => {}
+            }
         }
-        let path = self.summary_file(&record.text_digest);
-        if !path.exists() {
-            let dir = self.root.join(SUMMARIES);
-            std::fs::create_dir_all(&dir)?;
-            // Write then rename, so a reader never sees half a file under the final name. The
-            // temporary name is unique per call: units of one run write the same summary
-            // concurrently (a shared tmp name let one rename it away under the other).
-            static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let tmp = dir.join(format!(
-                ".{}.{}.{n}.tmp",
-                path.file_name()
-                    .and_then(|n| n.to_str())
-                    .unwrap_or("summary"),
-                std::process::id()
-            ));
-            std::fs::write(&tmp, text)?;
-            std::fs::rename(&tmp, &path)?;
+        if wanted.is_empty() {
+            return Ok(out);
         }
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        record.file = Some(format!("{SUMMARIES}/{name}"));
-        record.text = None;
-        Ok(record)
+        let names = wanted.keys().cloned().collect();
+        let mut found = read_pack(&self.summaries_pack(), &names)?;
+        for (name, digest) in wanted {
+            let text = match found.remove(&name) {
+                Some(t) => t,
+                None => match std::fs::read_to_string(self.root.join(&name)) {
+                    Ok(t) => t,
+                    Err(_) => continue,
+                },
+            };
+            out.insert(digest, text);
+        }
+        Ok(out)
     }
 
-    /// The text of a recorded summary: inline, or read from its file under this directory.
+    /// The text of one recorded summary ([`RunDir::summary_texts`]).
     pub fn summary_text(&self, record: &SummaryRecord) -> std::io::Result<String> {
-        if let Some(t) = &record.text {
-            return Ok(t.clone());
-        }
-        std::fs::read_to_string(self.summary_file(&record.text_digest))
+        self.summary_texts([record])?
+            .remove(&record.text_digest)
+            .ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!(
+                        "{}: no text {}",
+                        self.summaries_pack().display(),
+                        record.file.as_deref().unwrap_or(&record.text_digest)
+                    ),
+                )
+            })
     }
 
     /// `gate.xml`: default place of `ctxbench gate`'s JUnit XML.
@@ -370,6 +379,8 @@ mod tests {
             REPORT_HTML,
             PLOTS,
             STORES,
+            STORES_PACK,
+            SUMMARIES_PACK,
             GATE_XML,
             COMPARE_MD,
             COMPARE_JSON,

@@ -2,9 +2,10 @@
 //! tokens, text), kept in the sample so reports can show two prompts' summaries of the same
 //! fold side by side without the offload stores.
 //!
-//! Short texts are inline (`text`); a text longer than [`INLINE_SUMMARY_CHARS`] is written once
-//! to a content-addressed file under the run directory (`RunDir::summary_file`) and the record
-//! names it (`file`, relative to the run directory). [`RunDir::summary_text`](super::RunDir::summary_text) reads either.
+//! Short texts are inline (`text`); a text longer than [`INLINE_SUMMARY_CHARS`] is appended to
+//! the run's `summaries.pack` ([`SummaryPack`], the one writer and reader of that file) and the
+//! record names it by content (`file`: [`member_name`]).
+//! [`RunDir::summary_texts`](super::RunDir::summary_texts) reads them.
 
 use serde::{Deserialize, Serialize};
 
@@ -32,7 +33,8 @@ pub struct SummaryRecord {
     /// The text, when short.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    /// Path of the text file relative to the run directory, when long.
+    /// Name of the text in the run's `summaries.pack` ([`member_name`]), when long (in runs
+    /// written before the pack: the text's file, relative to the run directory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
 }
@@ -41,4 +43,260 @@ pub struct SummaryRecord {
 pub fn text_digest(text: &str) -> String {
     use sha2::{Digest, Sha256};
     format!("sha256:{:x}", Sha256::digest(text.as_bytes()))
+}
+
+/// Name a long text is recorded under (`SummaryRecord::file`): `summaries/<hex>.md`, the hex
+/// of its `text_digest` (`sha256:<hex>`; any other form is hashed again, so no name escapes).
+pub fn member_name(text_digest: &str) -> String {
+    let hex = text_digest.strip_prefix("sha256:").unwrap_or(text_digest);
+    let name = if !hex.is_empty() && hex.len() <= 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        hex.to_string()
+    } else {
+        text_digest_hex(hex)
+    };
+    format!("{MEMBER_DIR}/{name}.md")
+}
+
+fn text_digest_hex(text: &str) -> String {
+    text_digest(text)["sha256:".len()..].to_string()
+}
+
+/// Folder of [`member_name`]s; runs written before `summaries.pack` hold each text as a file
+/// there, under its member name.
+pub(crate) const MEMBER_DIR: &str = "summaries";
+
+/// The long summary texts of a run, appended to one file while the run goes on
+/// (`RunDir::summaries_pack`): the one writer and reader of that file's format.
+///
+/// A record is a header line `<member name> <byte length>\n` ([`member_name`]) and the text's
+/// bytes. A unit's long texts go in one `write` (a sample is journaled after its texts, so every
+/// name a journaled sample records is whole in the file); creating a file per text was what a
+/// needle sweep's system time went to (~15 distinct texts a unit). Records are keyed by content,
+/// so samples stay the same whatever order units finish in; a text may be recorded twice (the
+/// reader takes the first).
+#[derive(Debug)]
+pub struct SummaryPack {
+    path: std::path::PathBuf,
+    file: std::sync::Mutex<Option<std::fs::File>>,
+}
+
+impl SummaryPack {
+    /// Texts are appended to `path`, opened on the first long text. An existing file is kept
+    /// (a resumed run adds to it) after cutting a torn last record, if a crash left one.
+    pub fn new(path: impl Into<std::path::PathBuf>) -> Self {
+        SummaryPack {
+            path: path.into(),
+            file: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Record `texts`: fills each record's `text_digest`, `chars`, and `text` (short) or `file`
+    /// (long: appended here, all of them in one write).
+    pub fn keep(&self, texts: Vec<(SummaryRecord, &str)>) -> std::io::Result<Vec<SummaryRecord>> {
+        let mut buf = Vec::new();
+        let mut out = Vec::with_capacity(texts.len());
+        for (mut record, text) in texts {
+            record.text_digest = text_digest(text);
+            record.chars = text.chars().count();
+            if record.chars <= INLINE_SUMMARY_CHARS {
+                record.text = Some(text.to_string());
+                record.file = None;
+            } else {
+                let name = member_name(&record.text_digest);
+                buf.extend_from_slice(format!("{name} {}\n", text.len()).as_bytes());
+                buf.extend_from_slice(text.as_bytes());
+                record.file = Some(name);
+                record.text = None;
+            }
+            out.push(record);
+        }
+        if !buf.is_empty() {
+            self.append(&buf)?;
+        }
+        Ok(out)
+    }
+
+    fn append(&self, bytes: &[u8]) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut guard = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        let file = match guard.as_mut() {
+            Some(f) => f,
+            None => guard.insert(self.open()?),
+        };
+        file.write_all(bytes)
+    }
+
+    fn open(&self) -> std::io::Result<std::fs::File> {
+        if let Some(parent) = self.path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(&self.path)?;
+        let whole = scan(&file, |_| false, |_, _| {})?;
+        if whole < file.metadata()?.len() {
+            file.set_len(whole)?;
+        }
+        Ok(file)
+    }
+}
+
+/// Read the records of the summaries pack `file` from the start (`file` at offset 0): the text of each record whose name
+/// `want`s it is given to `got(name, text)`; the others are skipped. Returns the length of the
+/// whole records (a torn or damaged tail ends the scan).
+fn scan(
+    file: &std::fs::File,
+    mut want: impl FnMut(&str) -> bool,
+    mut got: impl FnMut(&str, String),
+) -> std::io::Result<u64> {
+    use std::io::{BufRead, Read};
+    let total = file.metadata()?.len();
+    let mut r = std::io::BufReader::with_capacity(64 * 1024, file);
+    let mut whole = 0u64;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = match r.read_line(&mut line) {
+            Ok(n) => n as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => return Ok(whole),
+            Err(e) => return Err(e),
+        };
+        let Some((name, len)) = line
+            .strip_suffix('\n')
+            .and_then(|l| l.rsplit_once(' '))
+            .and_then(|(name, len)| Some((name, len.parse::<u64>().ok()?)))
+        else {
+            return Ok(whole);
+        };
+        if whole + n + len > total {
+            return Ok(whole);
+        }
+        if want(name) {
+            let mut bytes = Vec::with_capacity(len as usize);
+            (&mut r).take(len).read_to_end(&mut bytes)?;
+            match String::from_utf8(bytes) {
+                Ok(text) => got(name, text),
+                Err(_) => return Ok(whole),
+            }
+        } else {
+            // Within the buffer when the text is short: no system call.
+            r.seek_relative(len as i64)?;
+        }
+        whole += n + len;
+    }
+}
+
+/// The texts of `wanted` member names ([`member_name`]) in the summaries pack at `path`, in one
+/// pass that reads only those texts (a missing pack holds none). Each text is checked against
+/// its name's digest.
+pub fn read_pack(
+    path: &std::path::Path,
+    wanted: &std::collections::BTreeSet<String>,
+) -> std::io::Result<std::collections::BTreeMap<String, String>> {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
+        Err(e) => return Err(e),
+    };
+    let mut found = std::collections::BTreeMap::new();
+    scan(
+        &file,
+        |name| wanted.contains(name),
+        |name, text| {
+            if !found.contains_key(name) && member_name(&text_digest(&text)) == name {
+                found.insert(name.to_string(), text);
+            }
+        },
+    )?;
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> SummaryRecord {
+        SummaryRecord {
+            fold: 1,
+            trace_index: 3,
+            prompt_digest: "sha256:p".into(),
+            model: "offline".into(),
+            tokens_in: 10,
+            tokens_out: 2,
+            text_digest: String::new(),
+            chars: 0,
+            text: None,
+            file: None,
+        }
+    }
+
+    #[test]
+    fn long_texts_go_to_the_pack_under_their_content_name_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run").join("s.pack");
+        let pack = SummaryPack::new(&path);
+        let a = "é".repeat(INLINE_SUMMARY_CHARS + 1);
+        let b = format!("{a} and more\nlines");
+        let kept = pack
+            .keep(vec![(record(), "short"), (record(), &a), (record(), &b)])
+            .unwrap();
+        assert_eq!(kept[0].text.as_deref(), Some("short"));
+        assert_eq!(kept[0].file, None);
+        assert_eq!(kept[1].chars, INLINE_SUMMARY_CHARS + 1);
+        let name = member_name(&text_digest(&a));
+        assert_eq!(kept[1].file.as_deref(), Some(name.as_str()));
+        assert!(name.starts_with("summaries/") && name.ends_with(".md"));
+        // The same text again (another unit): recorded under the same name.
+        let again = pack.keep(vec![(record(), &a)]).unwrap();
+        assert_eq!(again[0], kept[1]);
+        let wanted = [kept[1].file.clone().unwrap(), kept[2].file.clone().unwrap()]
+            .into_iter()
+            .chain(["summaries/absent.md".to_string()])
+            .collect();
+        let texts = read_pack(&path, &wanted).unwrap();
+        assert_eq!(texts.len(), 2);
+        assert_eq!(texts[&name], a);
+        assert_eq!(texts[kept[2].file.as_ref().unwrap()], b);
+        assert!(read_pack(&dir.path().join("none"), &wanted)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_before_appending_and_a_damaged_text_is_not_returned() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.pack");
+        let long = "x".repeat(INLINE_SUMMARY_CHARS + 5);
+        let first = SummaryPack::new(&path)
+            .keep(vec![(record(), &long)])
+            .unwrap();
+        let whole = std::fs::metadata(&path).unwrap().len();
+        // A crash mid-write: half a record at the end.
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(b"summaries/abc.md 100\nxyz");
+        std::fs::write(&path, &bytes).unwrap();
+        let name = first[0].file.clone().unwrap();
+        let wanted = [name.clone()].into_iter().collect();
+        assert_eq!(read_pack(&path, &wanted).unwrap()[&name], long);
+        let long2 = "y".repeat(INLINE_SUMMARY_CHARS + 5);
+        let second = SummaryPack::new(&path)
+            .keep(vec![(record(), &long2)])
+            .unwrap();
+        let name2 = second[0].file.clone().unwrap();
+        let wanted = [name.clone(), name2.clone()].into_iter().collect();
+        let texts = read_pack(&path, &wanted).unwrap();
+        assert_eq!(
+            (texts[&name].as_str(), texts[&name2].as_str()),
+            (&*long, &*long2)
+        );
+        assert!(std::fs::metadata(&path).unwrap().len() > whole);
+        // Bytes that do not match their name's digest are not shown as that text.
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replacen('x', "z", 1);
+        std::fs::write(&path, text).unwrap();
+        assert!(!read_pack(&path, &wanted).unwrap().contains_key(&name));
+    }
 }

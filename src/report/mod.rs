@@ -70,9 +70,12 @@ fn write(path: PathBuf, bytes: &[u8], written: &mut Written) -> anyhow::Result<(
 }
 
 /// Render every report file of a run into `dir`: results.csv, summary.json, report.md,
-/// report.html and plots/. Plot drawing failures become notes, not errors.
+/// report.html and plots/. The long summary texts the page shows are read from the run
+/// directory `source` (the same as `dir` unless the files go elsewhere: `report RUN -o OUT`).
+/// Plot drawing failures become notes, not errors.
 pub fn write_run_reports(
     dir: &Path,
+    source: &RunDir,
     info: &RunInfo,
     model: &ReportModel,
     opts: WriteOptions,
@@ -152,10 +155,9 @@ fn write_the_rest(
     }
     // Summary texts kept in files, for the samples the page shows in full (a text that cannot
     // be read is named by its file on the page).
-    let texts: html::SummaryTexts = html::summaries_in_files(model)
-        .into_iter()
-        .filter_map(|r| Some((r.text_digest.clone(), dir.summary_text(r).ok()?)))
-        .collect();
+    let texts: html::SummaryTexts = source
+        .summary_texts(html::summaries_in_files(model))
+        .unwrap_or_default();
     let html = html::render_page(info, model, &svgs, &written.plot_notes, &texts);
     write(dir.report_html(), html.as_bytes(), written)?;
     Ok(())
@@ -171,7 +173,14 @@ mod tests {
         let mut info = RunInfo::new("empty");
         info.variants = vec!["a".into(), "b".into()];
         let model = ReportModel::build(&info, vec![]);
-        let w = write_run_reports(dir.path(), &info, &model, WriteOptions::default()).unwrap();
+        let w = write_run_reports(
+            dir.path(),
+            &RunDir::new(dir.path()),
+            &info,
+            &model,
+            WriteOptions::default(),
+        )
+        .unwrap();
         assert_eq!(w.files.len(), 4, "{:?}", w.files);
         assert_eq!(w.plot_notes.len(), 4, "{:?}", w.plot_notes);
         let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();

@@ -3,7 +3,13 @@
 //! Once the reports are written, only the stores of the samples report.html shows in full and
 //! of failed units are kept (`report::shown`), unless
 //! `run --keep-stores`. `ctxbench clean --stores` applies the same rule to older runs.
+//!
+//! A needle unit holds its store in memory while it runs and appends it as one record to the
+//! run's `stores.pack` (`engine::store::PackFile`): pruning unpacks the records of the stores
+//! it keeps into their directories under `stores/` (the files an on-disk store would have
+//! written) and removes the pack file, so a run creates no file per unit for its stores.
 
+use crate::engine::store::{for_each_pack, unpack_bytes};
 use crate::record::RunDir;
 use crate::report::shown::shown_in_full;
 use crate::report::ReportModel;
@@ -38,21 +44,22 @@ pub fn dir_bytes(path: &Path) -> u64 {
 pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Result<Pruned> {
     let keep = shown_in_full(model);
     let stores = dir.stores_dir();
+    let mut out = Pruned::default();
     let entries = match std::fs::read_dir(&stores) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Pruned::default()),
+        Ok(e) => Some(e),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(e),
     };
-    let mut out = Pruned::default();
-    for entry in entries {
+    for entry in entries.into_iter().flatten() {
         let entry = entry?;
         let name = entry.file_name();
-        if keep.contains(name.to_string_lossy().as_ref()) {
+        let name = name.to_string_lossy();
+        let path = entry.path();
+        let meta = std::fs::symlink_metadata(&path)?;
+        if keep.contains(name.as_ref()) {
             out.kept += 1;
             continue;
         }
-        let path = entry.path();
-        let meta = std::fs::symlink_metadata(&path)?;
         out.removed += 1;
         if meta.is_dir() {
             out.bytes += dir_bytes(&path);
@@ -67,10 +74,57 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
             }
         }
     }
-    if !dry_run && out.kept == 0 {
-        let _ = std::fs::remove_dir(&stores);
+    // The stores held in memory: the kept ones unpacked (a later record of a unit replaces an
+    // earlier one: a resumed unit ran again), the pack file removed.
+    let pack = dir.stores_pack();
+    let mut unpacked = std::collections::BTreeSet::new();
+    for_each_pack(&pack, |unit, read| {
+        if keep.contains(unit) {
+            if unpacked.insert(unit.to_string()) {
+                out.kept += 1;
+            }
+            if !dry_run {
+                unpack_into(&stores.join(unit), &read()?, &pack)?;
+            }
+        } else {
+            out.removed += 1;
+            out.bytes += read()?.len() as u64;
+        }
+        Ok(())
+    })?;
+    if !dry_run {
+        match std::fs::remove_file(&pack) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        if out.kept == 0 {
+            let _ = std::fs::remove_dir(&stores);
+        }
     }
     Ok(out)
+}
+
+/// Unpack one record of the pack file `pack` into the store directory `dir` (replacing it).
+fn unpack_into(dir: &Path, bytes: &[u8], pack: &Path) -> std::io::Result<()> {
+    let _ = std::fs::remove_dir_all(dir);
+    unpack_bytes(bytes, &pack.display().to_string(), dir).map_err(std::io::Error::other)
+}
+
+/// Unpack every store of the run's pack file and remove it (`run --keep-stores`: every store is
+/// kept as a directory). Returns how many records were unpacked.
+pub fn unpack_all(dir: &RunDir) -> std::io::Result<usize> {
+    let pack = dir.stores_pack();
+    let stores = dir.stores_dir();
+    let mut n = 0;
+    for_each_pack(&pack, |unit, read| {
+        unpack_into(&stores.join(unit), &read()?, &pack)?;
+        n += 1;
+        Ok(())
+    })?;
+    match std::fs::remove_file(&pack) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(n),
+    }
 }
 
 #[cfg(test)]
@@ -102,6 +156,26 @@ mod tests {
             kind: "eval".into(),
             message: "x".into(),
         });
+        // Units whose store was held in memory: one record each in the run's pack file.
+        let packs = crate::engine::store::PackFile::new(dir.stores_pack());
+        for i in 30..34 {
+            let id = format!("u{i}");
+            let mut files = std::collections::BTreeMap::new();
+            files.insert("large_tool_results/a".to_string(), b"12345".to_vec());
+            packs.append(&id, &files).unwrap();
+            let mut s = Sample::builder()
+                .unit_id(&id)
+                .trace(format!("t{i:02}"))
+                .passed(true)
+                .build();
+            if i == 33 {
+                s.error = Some(crate::record::UnitError {
+                    kind: "eval".into(),
+                    message: "x".into(),
+                });
+            }
+            samples.push(s);
+        }
         // A unit with no sample (interrupted) and a link out of the run.
         std::fs::create_dir_all(dir.unit_store("orphan")).unwrap();
         std::os::unix::fs::symlink(&outside, dir.unit_store("link")).unwrap();
@@ -110,7 +184,7 @@ mod tests {
 
         let dry = prune(&dir, &model, true).unwrap();
         assert_eq!(dry.kept, keep.len());
-        assert_eq!(dry.kept + dry.removed, 32);
+        assert_eq!(dry.kept + dry.removed, 36);
         assert!(dir.unit_store("u28").exists(), "a dry run removes nothing");
 
         let done = prune(&dir, &model, false).unwrap();
@@ -120,6 +194,12 @@ mod tests {
             dir.unit_store("u29").join("large_tool_results/a").exists(),
             "failed unit"
         );
+        assert_eq!(
+            std::fs::read(dir.unit_store("u33").join("large_tool_results/a")).unwrap(),
+            b"12345",
+            "a failed unit's pack is unpacked"
+        );
+        assert!(!dir.stores_pack().exists(), "the pack file is removed");
         for id in &keep {
             assert!(dir.unit_store(id).exists(), "{id}");
         }

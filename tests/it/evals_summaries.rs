@@ -70,3 +70,57 @@ fn samples_keep_their_summaries_and_reports_need_no_store() {
     // The two prompts' first summaries of the same fold differ.
     assert_ne!(texts[0], texts[1]);
 }
+
+/// Long texts go to the run's one `summaries.pack` (no file per text), and `report RUN -o OUT`
+/// reads them from RUN (it once looked under OUT and showed "text not loaded").
+#[test]
+fn long_texts_live_in_the_runs_pack_and_report_elsewhere_reads_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = SuiteBuilder::new("summaries-pack")
+        .mini_swe(&["astropy__astropy-12907.traj.json"])
+        .baseline("prompt-a")
+        .base(format!(
+            "preset = \"deepagents\"\nwindow = 20000\n{AGGRESSIVE}"
+        ))
+        .variant("prompt-a", prompt_file("summary-a.md"))
+        .variant("prompt-b", prompt_file("summary-b.md"))
+        .text();
+    let run_dir = run(tmp.path(), &text);
+    let dir = RunDir::new(&run_dir);
+    let samples = dir.read().unwrap().samples;
+    let long: Vec<_> = samples
+        .iter()
+        .flat_map(|s| &s.summaries)
+        .filter(|r| r.file.is_some())
+        .collect();
+    assert!(!long.is_empty(), "the suite records long summaries");
+    assert!(dir.summaries_pack().is_file());
+    for r in &long {
+        let name = r.file.as_deref().unwrap();
+        assert!(!run_dir.join(name).exists(), "no file per text: {name}");
+    }
+    let texts = dir.summary_texts(long.iter().copied()).unwrap();
+    assert_eq!(
+        texts.len(),
+        long.iter()
+            .map(|r| &r.text_digest)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    );
+    let out = tmp.path().join("elsewhere");
+    let report = |out: &Path| {
+        crate::support::cli::ctxbench()
+            .args(["report", "--no-png", "-o"])
+            .arg(out)
+            .arg(&run_dir)
+            .assert()
+            .success();
+        std::fs::read_to_string(out.join("report.html")).unwrap()
+    };
+    let html = report(&out);
+    assert!(!html.contains("text not loaded"), "texts read from RUN");
+    assert!(!out.join("summaries.pack").exists());
+    // Without the pack the page says which text it could not load: the check above can fail.
+    std::fs::remove_file(dir.summaries_pack()).unwrap();
+    assert!(report(&tmp.path().join("again")).contains("text not loaded"));
+}

@@ -88,6 +88,7 @@ fn needle_runs(variant: &ResolvedConfig, dir: &Path, k: Knobs) -> Vec<Run> {
                     corrected: k.corrected,
                     fold: k.fold,
                     plant_seed: None,
+                    pack_store: false,
                 };
                 let store = dir.join(format!("{ti}-{depth}-{}", position.as_str()));
                 let prepared = needle::prepare(

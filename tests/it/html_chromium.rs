@@ -192,7 +192,14 @@ fn html_report_renders_in_chromium_without_console_errors_or_network() {
     std::fs::create_dir_all(&run).unwrap();
     let info = support::report::info("chromium-run");
     let model = ReportModel::build(&info, support::report::samples());
-    let written = write_run_reports(&run, &info, &model, WriteOptions { png: false }).unwrap();
+    let written = write_run_reports(
+        &run,
+        &ctxbench::record::RunDir::new(&run),
+        &info,
+        &model,
+        WriteOptions { png: false },
+    )
+    .unwrap();
     let svg_plots = written
         .files
         .iter()
@@ -364,7 +371,14 @@ fn html_report_sorts_filters_links_and_fits_1400_px_in_chromium() {
     let mut samples = support::report::samples();
     support::report::add_summaries(&mut samples);
     let model = ReportModel::build(&info, samples);
-    write_run_reports(&run, &info, &model, WriteOptions { png: false }).unwrap();
+    write_run_reports(
+        &run,
+        &ctxbench::record::RunDir::new(&run),
+        &info,
+        &model,
+        WriteOptions { png: false },
+    )
+    .unwrap();
     let page = run.join("report.html");
 
     // As rendered: failures first, and not already in the order the test will ask for.

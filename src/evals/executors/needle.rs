@@ -1,7 +1,7 @@
 //! `needle`: plant facts (seeded per pair of units, so every variant is asked the same), replay,
 //! ask the agent for them back, score recall.
 
-use super::{Eval, Ready, UnitCx};
+use super::{Eval, UnitCx};
 use crate::evals::{needle, EvalError};
 use crate::runner::UnitOutput;
 
@@ -13,10 +13,26 @@ impl Eval for Needle {
     async fn run(cx: &UnitCx<'_>) -> Result<UnitOutput, EvalError> {
         let mut params = needle::NeedleParams::from_params(&cx.unit.params)?;
         params.plant_seed = Some(cx.unit.pair_seed);
-        let (prepared, mut out) = match cx.prepare(&params, needle::prepare).await? {
-            Ready::Ask(prepared, out) => (prepared, out),
-            Ready::Done(out) => return Ok(out),
-        };
+        // The store stays in memory while the unit runs; the run's end unpacks the kept ones.
+        params.pack_store = true;
+        let p = params.clone();
+        let prepared = cx
+            .replay(move |r| {
+                let summ = r.summarizer.as_ref();
+                let prepared =
+                    needle::prepare(&r.trace, &r.config, &p, summ, &r.prices, r.store, r.seed)?;
+                if let Some(files) = &prepared.store_files {
+                    r.packs
+                        .append(&r.unit_id, files)
+                        .map_err(|e| EvalError::Engine(e.into()))?;
+                }
+                Ok(prepared)
+            })
+            .await?;
+        let mut out = cx.base(&prepared.replay)?;
+        if out.error.is_some() {
+            return Ok(out);
+        }
         let agent = cx.agent()?;
         let answers = needle::ask(
             &prepared,

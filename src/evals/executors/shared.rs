@@ -6,10 +6,11 @@ use super::super::offline_agent::build_provider;
 use super::super::EvalError;
 use crate::config::suite::{OnSummaryError, ProviderRole};
 use crate::config::LoadedSuite;
+use crate::engine::store::PackFile;
 use crate::engine::{self, EngineConfig, ResolvedConfig};
 use crate::pricing::PriceTable;
 use crate::providers::{Provider, ProviderConfig, ProviderError};
-use crate::record::{RunDir, TokenSplit, UnitError};
+use crate::record::{RunDir, SummaryPack, TokenSplit, UnitError};
 use crate::runner::{Plan, UnitOutput};
 use crate::trace::{Trace, Usage};
 use std::collections::BTreeMap;
@@ -34,6 +35,10 @@ pub(super) struct Shared {
     /// `[engine] on_summary_error`: a failed summary fails its unit, or is only recorded.
     on_summary_error: OnSummaryError,
     providers: OnceLock<Result<Providers, (&'static str, Arc<ProviderError>)>>,
+    /// The run's pack file (`RunDir::stores_pack`), opened by the first unit that packs.
+    packs: OnceLock<Arc<PackFile>>,
+    /// The run's long summary texts (`RunDir::summaries_pack`), opened by the first unit.
+    summaries: OnceLock<Arc<SummaryPack>>,
 }
 
 fn provider_config(suite: &LoadedSuite, role: ProviderRole) -> anyhow::Result<ProviderConfig> {
@@ -62,6 +67,8 @@ impl Shared {
             prices,
             on_summary_error: suite.suite.engine.on_summary_error,
             providers: OnceLock::new(),
+            packs: OnceLock::new(),
+            summaries: OnceLock::new(),
         })
     }
 
@@ -90,6 +97,20 @@ impl Shared {
                 role,
                 source: source.clone(),
             })
+    }
+
+    /// The run's pack file for stores held in memory (one per run directory).
+    pub(super) fn packs(&self, run_dir: &std::path::Path) -> Arc<PackFile> {
+        self.packs
+            .get_or_init(|| Arc::new(PackFile::new(RunDir::new(run_dir).stores_pack())))
+            .clone()
+    }
+
+    /// The run's summaries pack (one writer per run directory, shared by its units).
+    pub(super) fn summary_pack(&self, run_dir: &std::path::Path) -> Arc<SummaryPack> {
+        self.summaries
+            .get_or_init(|| Arc::new(RunDir::new(run_dir).summary_pack()))
+            .clone()
     }
 
     /// The model that prices the summarizer's calls. The offline provider is priced as the
@@ -199,11 +220,11 @@ fn split(u: &Usage) -> TokenSplit {
     }
 }
 
-/// What `Sample::summaries` needs: the variant's config (prompt digest) and the run directory
-/// (long texts are written there).
+/// What `Sample::summaries` needs: the variant's config (prompt digest) and the run's
+/// summaries pack (long texts are appended there).
 pub(super) struct Summaries {
     pub(super) config: ResolvedConfig,
-    pub(super) run_dir: RunDir,
+    pub(super) pack: Arc<SummaryPack>,
 }
 
 impl Summaries {
@@ -211,7 +232,7 @@ impl Summaries {
         &self,
         replay: &engine::Replay,
     ) -> Result<Vec<crate::record::SummaryRecord>, EvalError> {
-        super::super::summaries::recorded(replay, &self.config, &self.run_dir).map_err(|source| {
+        super::super::summaries::recorded(replay, &self.config, &self.pack).map_err(|source| {
             EvalError::Io {
                 context: "recording summaries: ",
                 source,

@@ -3,6 +3,7 @@
 //! (replay on the right pool → the replay's tokens, cost and summaries → ask → price the asking).
 
 use super::shared::{Providers, Shared, Summaries};
+use crate::engine::store::PackFile;
 use crate::engine::{self, OfflineSummarizer, ResolvedConfig, Summarizer};
 use crate::evals::{self, EvalError};
 use crate::pricing::PriceTable;
@@ -25,6 +26,9 @@ pub struct Prep {
     pub prices: Arc<PriceTable>,
     /// The unit's seed (offload-store names, anything random in the replay).
     pub seed: u64,
+    /// The run's pack file, for a store held in memory (`runner::stores`).
+    pub packs: Arc<PackFile>,
+    pub unit_id: String,
 }
 
 /// An eval's `prepare` (plant, replay, build views): the unit's setup and the eval's params in,
@@ -170,7 +174,7 @@ impl<'a> UnitCx<'a> {
             trace,
             summaries: Summaries {
                 config: config.clone(),
-                run_dir: RunDir::new(&ctx.run_dir),
+                pack: shared.summary_pack(&ctx.run_dir),
             },
             config,
             store,
@@ -199,6 +203,8 @@ impl<'a> UnitCx<'a> {
             summarizer: self.summarizer.clone(),
             prices: self.shared.prices.clone(),
             seed: self.unit.seed,
+            packs: self.shared.packs(&self.ctx.run_dir),
+            unit_id: self.unit.id.clone(),
         };
         replay_pool(self.waits_on_network, move || prepare(prep)).await
     }

@@ -15,7 +15,9 @@
 //!
 //! Listings and search results are sorted, so the same store always gives the same answers.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 mod dispatch;
 mod limits;
@@ -54,11 +56,18 @@ impl ToolOutput {
 /// The tool names this sandbox serves.
 pub const TOOL_NAMES: [&str; 4] = ["ls", "glob", "grep", "read_file"];
 
-/// File tools confined to one directory.
+/// A store's files held in memory: relative path (no leading `/`) → bytes.
+pub type MemFiles = BTreeMap<String, Vec<u8>>;
+
+/// File tools confined to one directory, on disk or held in memory.
 #[derive(Clone, Debug)]
 pub struct Sandbox {
     root: PathBuf,
     limits: Limits,
+    /// The store's files when it is held in memory (the unit's store was not written to disk
+    /// while it ran): the tools answer from these, under the same rules, and `root` is only
+    /// the directory the store would have on disk (a real path into it names the same file).
+    files: Option<Arc<MemFiles>>,
 }
 
 impl Sandbox {
@@ -78,7 +87,19 @@ impl Sandbox {
         Ok(Sandbox {
             root: root.canonicalize()?,
             limits,
+            files: None,
         })
+    }
+
+    /// A sandbox over a store held in memory. `root` is where the store would be on disk
+    /// (never read). Nothing in memory is a link, a FIFO or a device, so the tools' answers
+    /// are those they give over the same files written under a directory.
+    pub fn in_memory(root: &Path, files: Arc<MemFiles>, limits: Limits) -> Self {
+        Sandbox {
+            root: root.to_path_buf(),
+            limits,
+            files: Some(files),
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -113,6 +134,66 @@ mod tests {
         std::fs::write(dir.path().join("secret.txt"), "outside the store").unwrap();
         let sb = Sandbox::new(&root).unwrap();
         (dir, sb)
+    }
+
+    /// The same files as a directory and in memory give the same answer to every call.
+    #[test]
+    fn a_store_in_memory_answers_as_the_same_store_on_disk() {
+        let (d, disk) = store();
+        std::fs::create_dir_all(disk.root().join("a/b")).unwrap();
+        std::fs::write(disk.root().join("a/b/deep.txt"), "teal\nx\n").unwrap();
+        std::fs::write(disk.root().join("a/top"), "").unwrap();
+        let mut files = MemFiles::new();
+        for e in walkdir::WalkDir::new(disk.root()) {
+            let e = e.unwrap();
+            if e.file_type().is_file() {
+                let rel = e.path().strip_prefix(disk.root()).unwrap();
+                files.insert(rel.display().to_string(), std::fs::read(e.path()).unwrap());
+            }
+        }
+        let mem = Sandbox::in_memory(disk.root(), Arc::new(files), Limits::default());
+        let calls = [
+            ("ls", json!({})),
+            ("ls", json!({"path": "/a"})),
+            ("ls", json!({"path": "/a/b/"})),
+            ("ls", json!({"path": "/a/top"})),
+            ("ls", json!({"path": "/nope"})),
+            ("ls", json!({"path": "/../secret.txt"})),
+            ("glob", json!({"pattern": "**/*.md"})),
+            ("glob", json!({"pattern": "*"})),
+            ("grep", json!({"pattern": "teal"})),
+            (
+                "grep",
+                json!({"pattern": "TEAL", "ignore_case": true, "path": "/a"}),
+            ),
+            (
+                "grep",
+                json!({"pattern": "line", "path": "/large_tool_results/call_1"}),
+            ),
+            ("grep", json!({"pattern": "e", "glob": "*.md"})),
+            ("grep", json!({"pattern": "(", "path": "/"})),
+            ("read_file", json!({"path": "/large_tool_results/call_1"})),
+            (
+                "read_file",
+                json!({"path": "large_tool_results/call_1", "offset": 1, "limit": 1}),
+            ),
+            ("read_file", json!({"path": "/a/top"})),
+            ("read_file", json!({"path": "/a"})),
+            ("read_file", json!({"path": "/etc/passwd"})),
+            ("read_file", json!({"path": "/a/top/x"})),
+            (
+                "read_file",
+                json!({"path": disk.root().join("a/b/deep.txt").display().to_string()}),
+            ),
+        ];
+        for (name, args) in calls {
+            assert_eq!(
+                mem.call(name, &args),
+                disk.call(name, &args),
+                "{name} {args}"
+            );
+        }
+        drop(d);
     }
 
     #[test]

@@ -26,6 +26,13 @@ impl Sandbox {
                 }
                 Component::Normal(part) => {
                     real.push(part);
+                    if let Some(files) = &self.files {
+                        let rel = self.relative(&real);
+                        if !files.contains_key(&rel) && !mem_is_dir(files, &rel) {
+                            return Err(format!("no such file or directory: {path}"));
+                        }
+                        continue;
+                    }
                     match std::fs::symlink_metadata(&real) {
                         Ok(m) if m.file_type().is_symlink() => {
                             return Err(format!(
@@ -55,6 +62,9 @@ impl Sandbox {
     /// Direct children of `dir` as (relative path, is_dir), sorted; symlinks, FIFOs, sockets
     /// and devices skipped.
     pub(super) fn read_dir_sorted(&self, dir: &Path) -> Result<Vec<(String, bool)>, String> {
+        if let Some(files) = &self.files {
+            return Ok(mem_children(files, &self.relative(dir)));
+        }
         let rd = std::fs::read_dir(dir).map_err(|e| format!("cannot list: {e}"))?;
         let mut out = Vec::new();
         for entry in rd.flatten() {
@@ -85,4 +95,64 @@ impl Sandbox {
         files.sort();
         Ok(files)
     }
+
+    /// `real` (a path [`resolve`](Self::resolve) returned) is a directory of the store.
+    pub(super) fn is_dir(&self, real: &Path) -> bool {
+        match &self.files {
+            Some(files) => mem_is_dir(files, &self.relative(real)),
+            None => std::fs::symlink_metadata(real).is_ok_and(|m| m.is_dir()),
+        }
+    }
+
+    /// The bytes of the store file `rel` when the store is in memory.
+    pub(super) fn mem_file(&self, rel: &str) -> Option<Result<&[u8], String>> {
+        let files = self.files.as_ref()?;
+        Some(
+            files
+                .get(rel)
+                .map(Vec::as_slice)
+                .ok_or_else(|| format!("not a regular file: /{rel}")),
+        )
+    }
+}
+
+/// `rel` is the root (`""`) or a directory of the in-memory store: some file lies under it.
+fn mem_is_dir(files: &super::MemFiles, rel: &str) -> bool {
+    if rel.is_empty() {
+        return true;
+    }
+    let prefix = format!("{rel}/");
+    files
+        .range(prefix.clone()..)
+        .next()
+        .is_some_and(|(k, _)| k.starts_with(&prefix))
+}
+
+/// Direct children of directory `rel` of the in-memory store as (relative path, is_dir), sorted.
+fn mem_children(files: &super::MemFiles, rel: &str) -> Vec<(String, bool)> {
+    let prefix = if rel.is_empty() {
+        String::new()
+    } else {
+        format!("{rel}/")
+    };
+    let mut out: Vec<(String, bool)> = Vec::new();
+    for (k, _) in files.range(prefix.clone()..) {
+        let Some(rest) = k.strip_prefix(&prefix) else {
+            break;
+        };
+        let (name, is_dir) = match rest.split_once('/') {
+            Some((dir, _)) => (dir, true),
+            None => (rest, false),
+        };
+        let child = format!("{prefix}{name}");
+        if out
+            .last()
+            .is_none_or(|(last, d)| (last, *d) != (&child, is_dir))
+        {
+            out.push((child, is_dir));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }

@@ -13,7 +13,7 @@ impl Sandbox {
     /// List a directory: one entry per line, directories with a trailing `/`.
     pub fn ls(&self, path: &str) -> Result<ToolOutput, String> {
         let dir = self.resolve(path)?;
-        if !dir.is_dir() {
+        if !self.is_dir(&dir) {
             return Err(format!("not a directory: {path}"));
         }
         let mut lines = Vec::new();
@@ -65,7 +65,7 @@ impl Sandbox {
         };
         let deadline = self.deadline();
         let start = self.resolve(path)?;
-        let start_is_dir = std::fs::symlink_metadata(&start).is_ok_and(|m| m.is_dir());
+        let start_is_dir = self.is_dir(&start);
         let files = if start_is_dir {
             self.walk_files(&start, deadline)?
         } else {
@@ -85,12 +85,19 @@ impl Sandbox {
             }
             let vpath = self.virtual_path(&rel);
             self.check_deadline(deadline)?;
-            let file = match safe_fs::open_regular(&self.root, &self.root.join(&rel), &vpath) {
-                Ok(f) => f,
-                Err(e) => {
+            let file: Box<dyn std::io::Read> = match self.mem_file(&rel) {
+                Some(Ok(bytes)) => Box::new(bytes),
+                Some(Err(e)) => {
                     hits.push(format!("{vpath}: (not searchable: {e})"));
                     continue;
                 }
+                None => match safe_fs::open_regular(&self.root, &self.root.join(&rel), &vpath) {
+                    Ok(f) => Box::new(f),
+                    Err(e) => {
+                        hits.push(format!("{vpath}: (not searchable: {e})"));
+                        continue;
+                    }
+                },
             };
             let before = hits.len();
             let mut late = false;
@@ -150,9 +157,20 @@ impl Sandbox {
         limit: Option<usize>,
     ) -> Result<ToolOutput, String> {
         let file = self.resolve(path)?;
-        let opened = safe_fs::open_regular(&self.root, &file, path)?;
-        let (bytes, cut) = safe_fs::read_capped(opened, self.limits.max_file_bytes)
-            .map_err(|e| format!("cannot read {path}: {e}"))?;
+        let (bytes, cut) = match self.mem_file(&self.relative(&file)) {
+            Some(Ok(b)) => {
+                let max = self.limits.max_file_bytes;
+                let n = b.len().min(usize::try_from(max).unwrap_or(usize::MAX));
+                (b[..n].to_vec(), b.len() as u64 > max)
+            }
+            // Resolved but not a file: a directory.
+            Some(Err(_)) => return Err(format!("{path} is a directory; use ls")),
+            None => {
+                let opened = safe_fs::open_regular(&self.root, &file, path)?;
+                safe_fs::read_capped(opened, self.limits.max_file_bytes)
+                    .map_err(|e| format!("cannot read {path}: {e}"))?
+            }
+        };
         let text = String::from_utf8_lossy(&bytes);
         let limit = limit
             .unwrap_or(self.limits.default_read_lines)

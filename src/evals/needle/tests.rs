@@ -5,6 +5,10 @@ use crate::engine::{EngineConfig, OfflineSummarizer};
 
 /// A bundled trace replayed under a summarizing preset at a small window.
 fn prepared(needles: usize, dir: &std::path::Path) -> Prepared {
+    prepared_with(needles, dir, false)
+}
+
+fn prepared_with(needles: usize, dir: &std::path::Path, pack_store: bool) -> Prepared {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("datasets/mini-swe-agent/astropy__astropy-12907.traj.json");
     let trace = crate::trace::import::import_file(&path, None)
@@ -19,7 +23,8 @@ fn prepared(needles: usize, dir: &std::path::Path) -> Prepared {
     p.insert("depth".into(), json!(0.2));
     p.insert("needles".into(), json!(needles));
     p.insert("position".into(), json!("user"));
-    let params = NeedleParams::from_params(&p).unwrap();
+    let mut params = NeedleParams::from_params(&p).unwrap();
+    params.pack_store = pack_store;
     let summ = OfflineSummarizer;
     prepare(
         &trace,
@@ -31,6 +36,67 @@ fn prepared(needles: usize, dir: &std::path::Path) -> Prepared {
         3,
     )
     .unwrap()
+}
+
+/// A store held in memory (packed) gives byte-identical answers, scores and evidence to the
+/// same store written as a directory, and unpacks to the same files.
+#[test]
+fn a_store_held_in_memory_changes_nothing() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let agent = OfflineProvider::new();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |pack: bool| {
+        let root = dir.path().join(if pack { "mem" } else { "disk" });
+        let p = prepared_with(3, &root, pack);
+        let answers = rt
+            .block_on(ask(&p, &agent, 4, NeedleSearch::Auto, "n"))
+            .unwrap();
+        let (scores, evidence, usage) = score(&p, &answers);
+        (
+            serde_json::to_string(&(scores, evidence, usage.input)).unwrap(),
+            p,
+        )
+    };
+    let (disk, pd) = run(false);
+    let (mem, pm) = run(true);
+    assert!(pd.store_files.is_none() && pm.store_files.is_some());
+    assert_eq!(disk, mem);
+    // The invariants (pointers resolve to the removed bytes, among others) are checked against
+    // the store held in memory as against the one on disk, call for call.
+    assert!(pm.replay.invariants.calls_checked > 0);
+    assert!(pm
+        .replay
+        .events
+        .iter()
+        .any(|e| e.detail.summary().is_some()));
+    assert_eq!(pd.replay.invariants, pm.replay.invariants);
+    assert!(disk.contains("\"tool_uses\""), "{disk}");
+    assert!(
+        !dir.path().join("mem").exists(),
+        "nothing written while held in memory"
+    );
+    let pack = crate::engine::store::pack_path(&dir.path().join("mem"));
+    crate::engine::store::write_pack(&pack, pm.store_files.as_ref().unwrap()).unwrap();
+    crate::engine::store::unpack(&pack, &dir.path().join("mem")).unwrap();
+    let tree = |root: std::path::PathBuf| -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<_> = walkdir::WalkDir::new(&root)
+            .into_iter()
+            .map(Result::unwrap)
+            .filter(|e| e.file_type().is_file())
+            .map(|e| {
+                let rel = e.path().strip_prefix(&root).unwrap().display().to_string();
+                (rel, std::fs::read(e.path()).unwrap())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let files = tree(dir.path().join("disk"));
+    assert!(!files.is_empty());
+    assert_eq!(files, tree(dir.path().join("mem")));
 }
 
 #[test]
