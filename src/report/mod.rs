@@ -97,7 +97,7 @@ pub fn write_run_reports(
     };
     let (csv_done, rest) = std::thread::scope(|scope| {
         let csv = scope.spawn(write_csv);
-        let rest = write_the_rest(&dir, info, model, opts, &mut written);
+        let rest = write_the_rest(&dir, source, info, model, opts, &mut written);
         (csv.join(), rest)
     });
     // A panic on the CSV thread is a bug: resume it here, as if it had happened on this one.
@@ -110,6 +110,7 @@ pub fn write_run_reports(
 /// Everything `write_run_reports` writes but results.csv, in order.
 fn write_the_rest(
     dir: &RunDir,
+    source: &RunDir,
     info: &RunInfo,
     model: &ReportModel,
     opts: WriteOptions,
