@@ -105,6 +105,79 @@ fn quickstart_needle_and_drift_pass_the_strict_servers_for_both_kinds() {
 }
 
 #[test]
+fn quickstart_with_anthropic_extended_thinking_passes_the_thinking_rule() {
+    // `thinking` on for the agent: every needle and drift question about a replayed history
+    // (recorded without thinking) and every step of the agent's own tool loop must pass the
+    // rule that a last assistant turn with tool calls begins with its thinking.
+    let (_rt, server) = StrictLlm::on_own_runtime();
+    let (_rt2, summary) = StrictLlm::on_own_runtime();
+    // The agent's first steps call a tool, so its own loop replays a thinking turn too.
+    server.play((0..3).map(|_| {
+        Scenario::ToolCalls(vec![(
+            "grep".into(),
+            serde_json::json!({"pattern": "needle"}),
+        )])
+    }));
+    let providers = format!(
+        "{}thinking = 1024\n\n{}",
+        provider(
+            "agent",
+            "anthropic",
+            "claude-sonnet-4-5",
+            &server.base_url()
+        ),
+        provider(
+            "summary",
+            "anthropic",
+            "claude-sonnet-4-5",
+            &summary.base_url()
+        )
+    );
+    let (m, stderr, _) = run_suite(
+        &providers,
+        &[
+            "--eval",
+            "needle",
+            "--eval",
+            "drift",
+            "--trace",
+            "astropy__astropy-12907*",
+        ],
+    );
+    let rejected = server.rejected();
+    assert!(
+        rejected.is_empty(),
+        "{} rejected: {rejected:?}",
+        rejected.len()
+    );
+    let units = &m["units"];
+    assert_eq!(units["failed"], 0, "{units}\n{stderr}");
+    let thinking_requests = server
+        .requests()
+        .iter()
+        .filter(|r| r.body["thinking"]["type"] == "enabled")
+        .count();
+    assert!(thinking_requests > 10, "{thinking_requests}");
+    // A step after a tool call sent the model's signed thinking back first.
+    let replayed = server.requests().iter().any(|r| {
+        r.body["messages"].as_array().is_some_and(|ms| {
+            ms.iter().any(|m| {
+                m["content"][0]["signature"]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with("strict-sig-"))
+            })
+        })
+    });
+    assert!(replayed, "no thinking block sent back");
+    // And a history's last tool turn, recorded without thinking, went as text.
+    assert!(server
+        .requests()
+        .iter()
+        .any(|r| r.raw_body.contains("[tool call ")));
+    assert!(summary.rejected().is_empty(), "{:?}", summary.rejected());
+}
+
+#[test]
 fn a_reasoning_model_cut_off_at_its_limit_scores_no_plain_miss() {
     // Every agent answer comes back "" with finish_reason length (a reasoning model that spent
     // its limit thinking); the summarizer is a normal server.
