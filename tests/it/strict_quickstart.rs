@@ -178,6 +178,60 @@ fn quickstart_with_anthropic_extended_thinking_passes_the_thinking_rule() {
 }
 
 #[test]
+fn each_evals_max_output_tokens_is_the_limit_its_calls_send() {
+    // needle 1234 and drift 777 instead of their defaults (200, 400); a reasoning model gets its
+    // reasoning allowance on top of the eval's limit.
+    for (model, extra) in [("gpt-4o-mini", 0), ("gpt-5-mini", 25_000)] {
+        let (_rt, agent) = StrictLlm::on_own_runtime();
+        let (_rt2, summary) = StrictLlm::on_own_runtime();
+        let providers = format!(
+            "{}\n{}",
+            provider("agent", "openai", model, &agent.openai_base_url()),
+            provider("summary", "openai", model, &summary.openai_base_url())
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        let suite = tmp.path().join("suite.toml");
+        let text = quickstart_with(&out, &providers)
+            .replace(
+                "[evals.needle]\n",
+                "[evals.needle]\nmax_output_tokens = 1234\n",
+            )
+            .replace(
+                "[evals.drift]\n",
+                "[evals.drift]\nmax_output_tokens = 777\n",
+            );
+        assert!(text.contains("= 1234") && text.contains("= 777"));
+        std::fs::write(&suite, text).unwrap();
+        let run = ctxbench()
+            .args(["run", suite.to_str().unwrap(), "--run-id", "limits"])
+            .args(["--eval", "needle", "--eval", "drift"])
+            .args(["--trace", "astropy__astropy-12907*"])
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let field = if extra > 0 {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        let mut limits: Vec<u64> = agent
+            .requests()
+            .iter()
+            .filter_map(|r| r.body[field].as_u64())
+            .collect();
+        limits.sort_unstable();
+        limits.dedup();
+        assert_eq!(limits, [777 + extra, 1234 + extra], "{model}");
+        assert!(agent.rejected().is_empty(), "{:?}", agent.rejected());
+    }
+}
+
+#[test]
 fn a_reasoning_model_cut_off_at_its_limit_scores_no_plain_miss() {
     // Every agent answer comes back "" with finish_reason length (a reasoning model that spent
     // its limit thinking); the summarizer is a normal server.

@@ -49,7 +49,7 @@ fn every_question_gets_the_whole_conversations_back() {
         .unwrap();
     let agent = OfflineProvider::new();
     let ask_all = || {
-        rt.block_on(ask(&p, &agent, 4, NeedleSearch::Auto, "n"))
+        rt.block_on(ask(&p, &agent, 4, 200, NeedleSearch::Auto, "n"))
             .unwrap()
     };
     let first = ask_all();
