@@ -51,6 +51,8 @@ struct State {
     default: Option<Scenario>,
     rejected: Vec<String>,
     accepted: usize,
+    /// Every accepted 200 answer arrives in two pieces this far apart (a slow model).
+    delay: Option<std::time::Duration>,
 }
 
 /// The running strict server (both APIs on one port: `/v1/chat/completions`, `/v1/messages`).
@@ -92,6 +94,10 @@ impl StrictLlm {
     pub fn always(&self, s: Scenario) {
         self.state.lock().unwrap().default = Some(s);
     }
+    /// Makes every accepted answer take about `d` (its body arrives in two pieces `d` apart).
+    pub fn slow(&self, d: std::time::Duration) {
+        self.state.lock().unwrap().delay = Some(d);
+    }
     /// The reasons of every 400 given for a rule broken.
     pub fn rejected(&self) -> Vec<String> {
         self.state.lock().unwrap().rejected.clone()
@@ -119,6 +125,7 @@ fn respond(state: &Mutex<State>, r: &Recorded) -> Reply {
     }
     st.accepted += 1;
     let scenario = st.queue.pop_front().or_else(|| st.default.clone());
+    let delay = st.delay;
     drop(st);
     let prompt = prompt_tokens(r);
     let reply = match scenario {
@@ -126,10 +133,23 @@ fn respond(state: &Mutex<State>, r: &Recorded) -> Reply {
         Some(s) => play(anthropic, s, prompt),
     };
     let thinking = anthropic && r.body["thinking"]["type"] == "enabled";
-    if thinking {
+    let reply = if thinking {
         with_thinking(reply)
     } else {
         reply
+    };
+    match (delay, reply) {
+        (
+            Some(delay),
+            Reply::Full {
+                status: 200, body, ..
+            },
+        ) => Reply::Slow {
+            body,
+            chunks: 2,
+            delay,
+        },
+        (_, reply) => reply,
     }
 }
 
