@@ -55,6 +55,10 @@
 //! line in `evals!`). The data flow, and how to add a layer, an eval, a provider, an
 //! importer or a report section: `docs/architecture.md` (with `docs/engine.md` for layers and
 //! `docs/report.md` for reports).
+// An exception needs `#[allow(unsafe_code)]` with `// SAFETY:` and `// PAYS:` lines (a criterion
+// bench of a user workload); `cli`, `engine`, `report` and `runner` forbid it
+// (docs/architecture.md, "No `unsafe`").
+#![deny(unsafe_code)]
 
 pub mod cli;
 pub mod confcore;

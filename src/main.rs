@@ -1,4 +1,5 @@
 //! The `ctxbench` binary: parse the command line, run the library, map errors to exit codes.
+#![forbid(unsafe_code)]
 
 use clap::Parser;
 use std::process::ExitCode;

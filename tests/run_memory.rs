@@ -22,10 +22,10 @@
 //! - `gate` of the run against itself: ≤ one journal line a unit (994: the compact rows and the
 //!   per-metric observations the statistics need, for both runs; was 15,473).
 //!
-//! Resident memory, not only the heap: when a run returns, the pages its units freed are given
-//! back (`runner::memory`), so what is resident beyond the live heap is the process's fixed
-//! overhead (≤ 22 MiB; 12–15 measured, 32–35 without the release). Peak RSS of the
-//! whole `ctxbench run` at 1,000 / 5,000 / 20,000 units is in benches/README.md ("Memory of a whole run").
+//! Units in flight, not units run: with several units in flight on the largest bundled trace,
+//! the run's heap peak is the same at 4× the units, and the run leaves nothing live behind
+//! (`a_runs_heap_is_bounded_by_its_units_in_flight`). Peak RSS of the whole `ctxbench run` at
+//! 1,000 / 5,000 / 20,000 units is in benches/README.md ("Memory of a whole run").
 //!
 //! Bytes, not time: nothing here depends on speed. One test in this binary, so no other test
 //! allocates while it measures.
@@ -152,7 +152,7 @@ fn a_runs_peak_memory_does_not_grow_with_its_units() {
     // Warm-up: one-time allocations (lazy statics, the offline agent's tables) are not a slope.
     measure(&tmp.path().join("warm"), 2);
     the_plan_keeps_no_bytes_per_unit(tmp.path());
-    a_run_gives_its_free_pages_back(tmp.path());
+    a_runs_heap_is_bounded_by_its_units_in_flight(tmp.path());
     let small = measure(&tmp.path().join("small"), 60);
     let big = measure(&tmp.path().join("big"), 120);
     assert_eq!(big.units, 2 * small.units);
@@ -204,33 +204,14 @@ fn the_plan_keeps_no_bytes_per_unit(tmp: &Path) {
     assert!(slope <= 16.0, "the plan grows {slope:.0} bytes a unit");
 }
 
-/// Resident anonymous memory of this process (`RssAnon` in /proc/self/status), in bytes.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn rss_anon() -> usize {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("RssAnon:")).unwrap();
-    line.split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse::<usize>()
-        .unwrap()
-        * 1024
-}
-
-/// The end of a run gives the pages its units freed back to the OS (`runner::memory`), so the
-/// end-of-run passes and the reports (one row a unit) are not allocated on top of the run's
-/// high-water mark. Units of the largest bundled trace (2 MB), 16 in flight on 2 workers, each
-/// holding its replay or planted copy: when the run returns, what is resident beyond the live
-/// heap must be the process's fixed overhead (threads, tables), not the units' freed memory.
-/// Measured here: 12–15 MiB (the run's heap peaked ~21 MiB above its start); without the
-/// release, 32–35 MiB.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn a_run_gives_its_free_pages_back(tmp: &Path) {
-    let dir = tmp.join("pages");
-    std::fs::create_dir_all(&dir).unwrap();
-    let text = SuiteBuilder::new("pages")
-        .suite_line("repeats = 4")
-        .suite_line("concurrency = 16")
+/// Peak live heap of a run of the largest bundled trace (2 MB), `concurrency = 4` on 2 workers,
+/// each unit holding its replay or planted copy; and the live bytes the run leaves behind once
+/// its outcome is dropped. Returns (units, peak, kept).
+fn heavy_run(dir: &Path, repeats: u32) -> (usize, usize, usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    let text = SuiteBuilder::new("inflight")
+        .suite_line(format!("repeats = {repeats}"))
+        .suite_line("concurrency = 4")
         .dataset("mini-swe-agent/psf__requests-1142.traj.json")
         .deepagents(30000)
         .eval("replay", "")
@@ -239,31 +220,53 @@ fn a_run_gives_its_free_pages_back(tmp: &Path) {
             "depths = [0.25, 0.75]\npositions = [\"user\", \"tool\"]",
         )
         .text();
-    let suite = support::run::load(&dir, &text).unwrap();
+    let suite = support::run::load(dir, &text).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
     let (prepared, router) = support::run::prepare(&suite, &support::run::options());
-    let (outcome, peak) = peak_of(|| support::run::execute(&rt, prepared, router));
-    assert_eq!(outcome.failed_total, 0);
-    let (rss, live) = (rss_anon(), counting_alloc::live());
+    let units = prepared.todo.len();
+    let (((), peak), kept) = kept_by(|| {
+        peak_of(|| {
+            let outcome = support::run::execute(&rt, prepared, router);
+            assert_eq!(outcome.failed_total, 0);
+            assert_eq!(outcome.manifest.units.recorded, units as u64);
+        })
+    });
     rt.shutdown_background();
-    let extra = rss.saturating_sub(live);
-    eprintln!(
-        "after the run: {} KiB resident (anon), {} KiB live heap; the run's heap peaked {} KiB higher",
-        rss >> 10,
-        live >> 10,
-        peak >> 10
-    );
-    assert!(
-        extra <= 22 << 20,
-        "{} KiB resident beyond the live heap after the run (its heap peaked {} KiB higher)",
-        extra >> 10,
-        peak >> 10
-    );
+    (units, peak, kept)
 }
 
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn a_run_gives_its_free_pages_back(_: &Path) {}
+/// While a run progresses, its heap is bounded by the units in flight, not by the units it has
+/// run: at 4× the units (same trace, same concurrency) the peak stays within a quarter of the
+/// smaller run's, and neither run leaves more than 1 MiB live once its outcome is dropped. A
+/// dispatcher that starts units past `concurrency`, or a unit whose conversation outlives it,
+/// fails this. Part of the one test (the counter is process-wide).
+fn a_runs_heap_is_bounded_by_its_units_in_flight(tmp: &Path) {
+    let (small_units, small, small_kept) = heavy_run(&tmp.join("inflight-small"), 2);
+    let (big_units, big, big_kept) = heavy_run(&tmp.join("inflight-big"), 8);
+    assert_eq!(big_units, 4 * small_units);
+    eprintln!(
+        "heap peak of the run: {} KiB at {small_units} units, {} KiB at {big_units} units; \
+         left live: {} KiB, {} KiB",
+        small >> 10,
+        big >> 10,
+        small_kept >> 10,
+        big_kept >> 10
+    );
+    assert!(
+        big <= small + small / 4,
+        "the run's heap peak grows with its units: {} KiB at {small_units}, {} KiB at {big_units}",
+        small >> 10,
+        big >> 10
+    );
+    for kept in [small_kept, big_kept] {
+        assert!(
+            kept <= 1 << 20,
+            "a finished run left {} KiB live",
+            kept >> 10
+        );
+    }
+}

@@ -10,7 +10,8 @@
 //! - 10 a gate rule failed (`ctxbench gate`)
 //! - 130 interrupted (Ctrl-C); a partial report was written
 //! - 143 terminated (SIGTERM), handled like Ctrl-C; a partial report was written
-
+// No `unsafe` here, not even with a bench behind it (docs/architecture.md, "No `unsafe`").
+#![forbid(unsafe_code)]
 // The doc comments of the argument structs are clap's `--help` text: placeholders such as
 // `<run-id>` are meant literally there, not as rustdoc HTML.
 #![allow(rustdoc::invalid_html_tags)]

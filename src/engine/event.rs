@@ -718,13 +718,16 @@ mod tests {
 
     #[test]
     fn classifications() {
-        let persistent: Vec<&str> = one_of_each()
-            .iter()
-            .filter(|d| d.persistent())
-            .map(EventDetail::name)
-            .collect();
+        // The kinds, in `one_of_each` order, whose sample `is` holds for.
+        let kinds = |is: fn(&EventDetail) -> bool| -> Vec<&'static str> {
+            one_of_each()
+                .iter()
+                .filter(|d| is(d))
+                .map(EventDetail::name)
+                .collect()
+        };
         assert_eq!(
-            persistent,
+            kinds(EventDetail::persistent),
             [
                 "evicted",
                 "summarized",
@@ -735,13 +738,8 @@ mod tests {
                 "checkpoint"
             ]
         );
-        let compactions: Vec<&str> = one_of_each()
-            .iter()
-            .filter(|d| d.is_compaction())
-            .map(EventDetail::name)
-            .collect();
         assert_eq!(
-            compactions,
+            kinds(EventDetail::is_compaction),
             [
                 "summarized",
                 "truncated",
@@ -769,12 +767,10 @@ mod tests {
         for d in one_of_each() {
             assert!(!d.describe(7).is_empty(), "{}", d.name());
         }
-        let u = one_of_each()
-            .iter()
-            .filter(|d| d.summarizer_usage().is_some())
-            .map(EventDetail::name)
-            .collect::<Vec<_>>();
-        assert_eq!(u, ["summarized", "trimmed", "checkpoint"]);
+        assert_eq!(
+            kinds(|d| d.summarizer_usage().is_some()),
+            ["summarized", "trimmed", "checkpoint"]
+        );
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! Entry point for evals and the runner: [`replay`](fn@replay) with a [`ResolvedConfig`] (from
 //! [`EngineConfig::resolve`]) and a [`ReplayEnv`] (summarizer, store location, system prompt,
 //! tools, which views to keep). See `docs/engine.md` for the layer interface.
+// No `unsafe` here, not even with a bench behind it (docs/architecture.md, "No `unsafe`").
+#![forbid(unsafe_code)]
 
 pub mod config;
 pub mod cooldown;

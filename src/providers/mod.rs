@@ -56,6 +56,10 @@ macro_rules! wire_protocols {
     ($($(#[$doc:meta])* $variant:ident => $name:literal, $module:ident::$wire:ident,)+) => {
         $(pub mod $module;)+
 
+        /// Each registered wire protocol's `kind` and module (for the registry test).
+        #[cfg(test)]
+        const WIRE_MODULES: &[(&str, &str)] = &[$(($name, stringify!($module)),)+];
+
         /// `kind` of a provider table.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
         pub enum ProviderKind {
@@ -135,5 +139,58 @@ impl std::fmt::Debug for dyn Provider {
         f.debug_struct("Provider")
             .field("info", self.info())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ProviderKind, WIRE_MODULES};
+
+    /// Every site of a provider (docs/architecture.md, "a provider"): a file of this directory
+    /// implementing `http::Wire` is registered in `wire_protocols!` (a file whose line was
+    /// forgotten is not even compiled: it fails here), its `kind` parses back to its variant,
+    /// and docs/providers.md's provider table lists it.
+    #[test]
+    fn every_wire_protocol_is_registered_at_every_site() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/providers");
+        let mut files = Vec::new();
+        for f in std::fs::read_dir(&dir).unwrap() {
+            let path = f.unwrap().path();
+            if path.ends_with("mod.rs") {
+                continue; // the registry itself (and this test's markers)
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue; // a directory: a registered module's submodules
+            };
+            if text.contains("impl Wire for ") || text.contains("impl http::Wire for ") {
+                files.push(path.file_stem().unwrap().to_string_lossy().into_owned());
+            }
+        }
+        files.sort_unstable();
+        let mut modules: Vec<&str> = WIRE_MODULES.iter().map(|(_, m)| *m).collect();
+        modules.sort_unstable();
+        assert_eq!(
+            files, modules,
+            "src/providers: the files implementing `Wire` are not those in wire_protocols!"
+        );
+
+        let docs = include_str!("../../docs/providers.md");
+        let listed: Vec<&str> = docs
+            .lines()
+            .find_map(|l| l.strip_prefix("kind = \"openai\""))
+            .and_then(|l| l.split('#').nth(1))
+            .expect("docs/providers.md: the provider table's `kind = \"openai\"  # …` line")
+            .split('|')
+            .map(str::trim)
+            .collect();
+        for (name, _) in WIRE_MODULES.iter().chain(&[("offline", "")]) {
+            let kind: ProviderKind = serde_json::from_value(serde_json::json!(name)).unwrap();
+            assert_eq!(kind.as_str(), *name);
+            assert!(
+                listed.contains(name),
+                "{name}: not in docs/providers.md's list of kinds ({listed:?})"
+            );
+        }
+        assert_eq!(listed.len(), WIRE_MODULES.len() + 1, "{listed:?}");
     }
 }

@@ -16,6 +16,8 @@
 //!   report.md  report.html           rendered here (HTML is self-contained, plots inline)
 //!   plots/<name>.svg  plots/<name>.png
 //! ```
+// No `unsafe` here, not even with a bench behind it (docs/architecture.md, "No `unsafe`").
+#![forbid(unsafe_code)]
 
 pub mod csv;
 pub mod headline;

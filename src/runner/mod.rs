@@ -7,14 +7,14 @@
 //!   The run directory itself (paths, `run.json`, the `samples.jsonl` journal) is
 //!   `record::RunDir`'s.
 //! - [`stores`]: offload stores pruned after a run (kept for the samples shown in full).
-//! - [`memory`]: the pages the units freed given back to the OS when the dispatch ends.
 //! - [`session`]: one `ctxbench run` from suite to finished run directory.
 //! - [`synthetic`]: a deterministic executor for harness tests.
+// No `unsafe` here, not even with a bench behind it (docs/architecture.md, "No `unsafe`").
+#![forbid(unsafe_code)]
 
 pub mod budget;
 pub mod execute;
 pub mod manifest;
-pub mod memory;
 pub mod merge;
 pub mod plan;
 pub mod progress;

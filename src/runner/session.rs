@@ -520,9 +520,6 @@ pub async fn execute(
     .context("the run journal could not be written; finished units up to here are saved")?;
     progress.finish();
     journal.sync().ok();
-    // Every unit's memory is free now, but resident in the arenas of the threads that ran them;
-    // the end-of-run passes below and the reports would otherwise be allocated on top of it.
-    super::memory::release_free_pages();
     let dir = RunDir::new(&run_dir);
     // The journal streamed one line at a time into running totals: nothing per sample is kept.
     let all = Recorded::read(&dir.samples_jsonl()).map_err(|e| UsageError(e.to_string()))?;

@@ -165,8 +165,11 @@ impl<R: BufRead> TraceReader<R> {
                     }
                     current = Some(Trace::new(meta));
                 }
-                Line::Message(m) => match current.as_mut() {
-                    Some(t) => t.messages.push(m),
+                Line::Message(m, note) => match current.as_mut() {
+                    Some(t) => {
+                        t.messages.push(m);
+                        t.meta.warnings.extend(note);
+                    }
                     None => return Err(self.before_header()),
                 },
                 Line::Role(_) => {
@@ -232,8 +235,8 @@ impl<R: BufRead> Iterator for TraceReader<R> {
 pub(crate) enum Line {
     /// A canonical header (its `schema_version` checked).
     Header(TraceMeta),
-    /// A canonical message line.
-    Message(Message),
+    /// A canonical message line, with what reading it noted (a partial `usage` read as none).
+    Message(Message, Option<String>),
     /// A canonical marker line.
     Marker(ContextMarker),
     /// A golden-fixture role line (no `type`).
@@ -263,7 +266,8 @@ struct AnyLine {
     tool_calls: Option<Vec<LineCall>>,
     tool_call_id: Option<String>,
     name: Option<String>,
-    usage: Option<Usage>,
+    /// Kept as a tree: read (and checked) on message lines only; a role line carries no usage.
+    usage: Option<Value>,
     reasoning: Option<String>,
     #[serde(default)]
     thinking_blocks: Vec<ThinkingBlock>,
@@ -289,6 +293,66 @@ struct LineCall {
     arguments: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     args: Option<Value>,
+}
+
+/// A message line's `usage` as written: any count may be missing.
+#[derive(Deserialize)]
+struct LineUsage {
+    input: Option<u64>,
+    output: Option<u64>,
+    #[serde(default)]
+    cache_read: u64,
+    #[serde(default)]
+    cache_write: u64,
+}
+
+/// A message line's usage: `input` and `output` both given → the usage (the cache counts default
+/// to 0: they are breakdowns of `input`). With either missing the line is accepted but the
+/// message has no usage, and the returned note says so: a count that was not recorded is not
+/// zero, and a usage without the prompt or the completion size can neither be compared with
+/// counted tokens nor priced.
+fn line_usage(v: Option<Value>, line: usize) -> Result<(Option<Usage>, Option<String>), Located> {
+    let Some(v) = v.filter(|v| !v.is_null()) else {
+        return Ok((None, None));
+    };
+    let u: LineUsage = serde_path_to_error::deserialize(v).map_err(
+        |e: serde_path_to_error::Error<serde_json::Error>| {
+            let p = e.path().to_string();
+            let location = if p == "." {
+                format!("line {line}: $.usage")
+            } else {
+                format!("line {line}: $.usage.{p}")
+            };
+            Located::new(location, e.into_inner().to_string())
+        },
+    )?;
+    match (u.input, u.output) {
+        (Some(input), Some(output)) => Ok((
+            Some(Usage {
+                input,
+                output,
+                cache_read: u.cache_read,
+                cache_write: u.cache_write,
+            }),
+            None,
+        )),
+        (input, output) => {
+            let absent: Vec<&str> = [("input", input), ("output", output)]
+                .into_iter()
+                .filter(|(_, v)| v.is_none())
+                .map(|(k, _)| k)
+                .collect();
+            Ok((
+                None,
+                Some(format!(
+                    "line {line}: usage without `{}` (input {}, output {}); read as no usage: a count that was not recorded is not zero",
+                    absent.join("` or `"),
+                    input.map_or("absent".into(), |x| x.to_string()),
+                    output.map_or("absent".into(), |x| x.to_string()),
+                )),
+            ))
+        }
+    }
 }
 
 fn missing(line: usize, field: &str, what: &str) -> Located {
@@ -378,21 +442,27 @@ pub(crate) fn parse_line(bytes: &[u8], line: usize) -> Result<Line, Located> {
             Ok(Line::Header(meta))
         }
         // A struct literal (not `..`): a new `Message` field must be handled here too.
-        "message" => Ok(Line::Message(Message {
-            role: l
-                .role
-                .ok_or_else(|| missing(line, "role", "missing field `role`"))?,
-            content: l.content.unwrap_or_default(),
-            tool_calls: calls(l.tool_calls, false)?,
-            tool_call_id: l.tool_call_id,
-            name: l.name,
-            usage: l.usage,
-            reasoning: l.reasoning,
-            thinking_blocks: l.thinking_blocks,
-            is_error: l.is_error.unwrap_or(false),
-            kind: l.kind,
-            timestamp: l.timestamp,
-        })),
+        "message" => {
+            let (usage, note) = line_usage(l.usage, line)?;
+            Ok(Line::Message(
+                Message {
+                    role: l
+                        .role
+                        .ok_or_else(|| missing(line, "role", "missing field `role`"))?,
+                    content: l.content.unwrap_or_default(),
+                    tool_calls: calls(l.tool_calls, false)?,
+                    tool_call_id: l.tool_call_id,
+                    name: l.name,
+                    usage,
+                    reasoning: l.reasoning,
+                    thinking_blocks: l.thinking_blocks,
+                    is_error: l.is_error.unwrap_or(false),
+                    kind: l.kind,
+                    timestamp: l.timestamp,
+                },
+                note,
+            ))
+        }
         "marker" => Ok(Line::Marker(ContextMarker {
             index: l
                 .index
@@ -666,6 +736,61 @@ mod tests {
         );
         let e = read_traces_from(&bytes[..], "bad").unwrap_err();
         assert!(e.location.starts_with("line 2"), "{}", e.location);
+    }
+
+    /// A partial usage object: accepted everywhere. On a role line it is not read (role lines
+    /// carry no usage); on a message line the message has no usage (a missing count is not
+    /// zero) and the trace notes which line and count; a complete one reads as before, its
+    /// cache counts defaulting to 0; a wrong type is still an error at its path.
+    #[test]
+    fn partial_usage_is_accepted_and_read_as_absent() {
+        let role = concat!(
+            "{\"role\": \"user\", \"content\": \"hi\", \"usage\": {\"input_tokens\": 5}}\n",
+            "{\"role\": \"assistant\", \"content\": \"ok\", \"usage\": {\"output\": 3}}\n",
+        );
+        let t = read_role_lines(role.as_bytes(), "t.jsonl", "g").unwrap();
+        assert_eq!(t.messages[1], Message::assistant("ok", vec![]));
+        assert!(t.meta.warnings.is_empty());
+
+        let header =
+            r#"{"type":"header","schema_version":1,"meta":{"id":"x","source_format":"openai"}}"#;
+        let text = format!(
+            "{header}\n{}\n{}\n{}\n",
+            r#"{"type":"message","role":"assistant","content":"a","usage":{"input":1200}}"#,
+            r#"{"type":"message","role":"assistant","content":"b","usage":{"input":10,"output":2}}"#,
+            r#"{"type":"message","role":"assistant","content":"c","usage":{"cache_read":7}}"#,
+        );
+        let t = read_traces_from(text.as_bytes(), "f").unwrap().remove(0);
+        assert_eq!(t.messages[0].usage, None);
+        assert_eq!(
+            t.messages[1].usage,
+            Some(Usage {
+                input: 10,
+                output: 2,
+                cache_read: 0,
+                cache_write: 0
+            })
+        );
+        assert_eq!(t.messages[2].usage, None);
+        assert_eq!(t.meta.warnings.len(), 2, "{:?}", t.meta.warnings);
+        assert!(
+            t.meta.warnings[0]
+                .starts_with("line 2: usage without `output` (input 1200, output absent)"),
+            "{}",
+            t.meta.warnings[0]
+        );
+        assert!(t.meta.warnings[1].contains("without `input` or `output`"));
+        // Round trip: the partial object is not rewritten as zeros.
+        let mut out = Vec::new();
+        write_trace(&mut out, &t).unwrap();
+        assert!(!String::from_utf8(out).unwrap().contains("\"output\":0"));
+
+        let bad = format!(
+            "{header}\n{}\n",
+            r#"{"type":"message","role":"assistant","content":"a","usage":{"input":"many"}}"#
+        );
+        let e = read_traces_from(bad.as_bytes(), "f").unwrap_err();
+        assert_eq!(e.location, "line 2: $.usage.input");
     }
 
     fn role_err(text: &str) -> ImportError {

@@ -42,7 +42,10 @@ pub struct ToolCall {
 }
 
 /// Token usage of one model call, normalized: `input` **includes** `cache_read` and
-/// `cache_write` (Anthropic reports them disjoint; importers add them up).
+/// `cache_write` (Anthropic reports them disjoint; importers add them up). Reading canonical
+/// JSONL, a message's usage without `input` or `output` is read as no usage (a count that was
+/// not recorded is not zero; the trace's warnings name the line), and a golden-fixture role
+/// line's usage is not read at all.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Usage {
     pub input: u64,

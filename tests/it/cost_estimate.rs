@@ -5,34 +5,12 @@ use std::path::Path;
 
 use crate::support::cli::ctxbench;
 use crate::support::strict_llm::StrictLlm;
-
-/// evals/quickstart.toml with absolute paths, its output in `out`, and `providers`.
-fn quickstart_with(out: &Path, providers: &str) -> String {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(repo.join("evals/quickstart.toml")).unwrap();
-    let head = text.split("[providers.agent]").next().unwrap();
-    let head = head
-        .replace("\"../datasets/", &format!("\"{}/datasets/", repo.display()))
-        .replace(
-            "\"prompts/",
-            &format!("\"{}/evals/prompts/", repo.display()),
-        )
-        .replace(
-            "output_dir = \"../reports\"",
-            &format!("output_dir = {:?}", out.display().to_string()),
-        );
-    format!("{head}\n{providers}")
-}
+use crate::support::suite::{provider_table, quickstart_with};
 
 fn openai(base_url: &str) -> String {
     ["agent", "summary"]
         .iter()
-        .map(|role| {
-            format!(
-                "[providers.{role}]\nkind = \"openai\"\nmodel = \"gpt-4o-mini\"\n\
-                 base_url = \"{base_url}\"\ncache = false\nmax_retries = 0\ntimeout_secs = 30\n"
-            )
-        })
+        .map(|role| provider_table(role, "openai", "gpt-4o-mini", base_url))
         .collect()
 }
 

@@ -24,6 +24,30 @@ fn django() -> PathBuf {
     fixture_dir("mini-swe-django-11138").join("trace.jsonl")
 }
 
+/// `ctxbench replay <django> --config <dir>/<name>.toml --json` with `config` written there,
+/// exiting with `code` (1: a replay with violated invariants): the replay's JSON object.
+fn replay_json(dir: &Path, name: &str, config: &str, code: i32) -> Value {
+    let cfg = dir.join(format!("{name}.toml"));
+    std::fs::write(&cfg, config).unwrap();
+    let out = ctxbench()
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--json")
+        .assert()
+        .code(code)
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    if v.is_array() {
+        v[0].clone()
+    } else {
+        v
+    }
+}
+
 #[test]
 fn every_replayed_call_sends_exactly_the_view_the_engine_returned() {
     let tmp = tempfile::tempdir().unwrap();
@@ -103,25 +127,12 @@ fn every_replayed_call_sends_exactly_the_view_the_engine_returned() {
 fn replay_config_runs_an_external_engine_from_the_command_line() {
     let tmp = tempfile::tempdir().unwrap();
     with_engines(tmp.path());
-    let cfg = tmp.path().join("engine.toml");
-    std::fs::write(
-        &cfg,
+    let r = replay_json(
+        tmp.path(),
+        "engine",
         "window = 30000\nexternal.command = [\"python3\", \"keep_last.py\"]\nexternal.config = { keep = 8, trigger = 6000 }\n",
-    )
-    .unwrap();
-    let out = ctxbench()
-        .arg("replay")
-        .arg(django())
-        .arg("--config")
-        .arg(&cfg)
-        .arg("--json")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: Value = serde_json::from_slice(&out).unwrap();
-    let r = if v.is_array() { &v[0] } else { &v };
+        0,
+    );
     assert_eq!(r["preset"], "external");
     let events = r["events"].as_array().unwrap();
     assert!(events.iter().any(|e| e["kind"] == "summarized"));
@@ -181,25 +192,13 @@ fn engines_that_exit_write_garbage_or_hang_are_clean_errors_naming_them() {
 fn an_orphan_tool_result_in_an_external_view_is_a_reported_violation() {
     let tmp = tempfile::tempdir().unwrap();
     with_engines(tmp.path());
-    let cfg = tmp.path().join("orphan.toml");
-    std::fs::write(
-        &cfg,
+    // A replay with violated invariants exits 1.
+    let r = replay_json(
+        tmp.path(),
+        "orphan",
         "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"orphan\"]\n",
-    )
-    .unwrap();
-    let out = ctxbench()
-        .arg("replay")
-        .arg(django())
-        .arg("--config")
-        .arg(&cfg)
-        .arg("--json")
-        .assert()
-        .code(1) // a replay with violated invariants exits 1
-        .get_output()
-        .stdout
-        .clone();
-    let v: Value = serde_json::from_slice(&out).unwrap();
-    let r = if v.is_array() { &v[0] } else { &v };
+        1,
+    );
     let violations = r["invariants"]["violations"].as_array().unwrap();
     assert!(!violations.is_empty());
     assert!(violations
@@ -315,25 +314,12 @@ fn the_forty_line_example_of_the_docs_runs_as_written() {
     assert!(code.lines().count() <= 40, "{} lines", code.lines().count());
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("example.py"), code).unwrap();
-    let cfg = tmp.path().join("engine.toml");
-    std::fs::write(
-        &cfg,
+    let r = replay_json(
+        tmp.path(),
+        "engine",
         "window = 30000\nexternal.command = [\"python3\", \"example.py\"]\nexternal.config = { keep = 8, trigger = 6000 }\n",
-    )
-    .unwrap();
-    let out = ctxbench()
-        .arg("replay")
-        .arg(django())
-        .arg("--config")
-        .arg(&cfg)
-        .arg("--json")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: Value = serde_json::from_slice(&out).unwrap();
-    let r = if v.is_array() { &v[0] } else { &v };
+        0,
+    );
     let summarized = r["events"]
         .as_array()
         .unwrap()

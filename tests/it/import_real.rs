@@ -445,3 +445,151 @@ fn cli_forced_format_that_finds_nothing_exits_2_and_says_what_the_file_is() {
         .code(2)
         .stderr(predicates::str::contains("empty-session.jsonl: no message"));
 }
+
+/// A `.jsonl` of nothing but `summary` records (Claude Code writes such files beside the
+/// sessions: titles of earlier conversations) is never a silent empty trace: imported alone it
+/// is exit 2 naming what it is; in a project folder it is skipped with that note while every
+/// real session beside it imports.
+#[test]
+fn claude_code_summary_only_file_is_named_alone_and_skipped_in_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("-home-me-proj");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::copy(
+        ds("claude-code-interactive/session-624a4a58.jsonl"),
+        project.join("session-624a4a58.jsonl"),
+    )
+    .unwrap();
+    let summaries = project.join("0b9f3c1e-aaaa-4bbb-8ccc-000000000001.jsonl");
+    std::fs::write(
+        &summaries,
+        "{\"type\":\"summary\",\"summary\":\"Fix the parser\",\"leafUuid\":\"8f0e4f7a-1111-4222-8333-444455556666\"}\n\
+         {\"type\":\"summary\",\"summary\":\"Add tests\",\"leafUuid\":\"9a0e4f7a-1111-4222-8333-444455556666\"}\n",
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    assert_cmd::Command::cargo_bin("ctxbench")
+        .unwrap()
+        .args(["import", "-o"])
+        .arg(out.path())
+        .arg(&summaries)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "a Claude Code summary-only file: 2 `summary` record(s)",
+        ));
+    let got = import_paths(&[project.as_path()], None, false).unwrap();
+    assert_eq!(got.traces.len(), 1);
+    assert_eq!(got.traces[0].meta.id, "session-624a4a58");
+    assert_eq!(got.ignored.len(), 1);
+    assert!(
+        format!("{:?}", got.ignored[0]).contains("summary-only"),
+        "{:?}",
+        got.ignored
+    );
+    let cli = assert_cmd::Command::cargo_bin("ctxbench")
+        .unwrap()
+        .args(["import", "-o"])
+        .arg(out.path())
+        .arg(&project)
+        .assert()
+        .code(0);
+    let stdout = String::from_utf8_lossy(&cli.get_output().stdout).to_string();
+    let stderr = String::from_utf8_lossy(&cli.get_output().stderr).to_string();
+    assert!(
+        format!("{stdout}{stderr}").contains("summary-only"),
+        "{stdout}{stderr}"
+    );
+}
+
+/// The interactive session's calibration gap is not an import loss: the trace holds every
+/// character of the transcript's text, tool results, call arguments and thinking (the figures
+/// docs/tokens.md quotes).
+#[test]
+fn claude_code_interactive_import_keeps_every_transcript_character() {
+    let path = ds("claude-code-interactive/session-624a4a58.jsonl");
+    let (mut text, mut args, mut thinking) = (0usize, 0usize, 0usize);
+    for r in jsonl(&path) {
+        if !matches!(r["type"].as_str(), Some("user" | "assistant")) {
+            continue;
+        }
+        let c = &r["message"]["content"];
+        if let Some(s) = c.as_str() {
+            text += s.chars().count();
+            continue;
+        }
+        for b in c.as_array().unwrap() {
+            match b["type"].as_str().unwrap() {
+                "text" => text += b["text"].as_str().unwrap().chars().count(),
+                "tool_result" => match &b["content"] {
+                    Value::String(s) => text += s.chars().count(),
+                    Value::Array(parts) => {
+                        for p in parts {
+                            text += p["text"].as_str().unwrap_or("").chars().count();
+                        }
+                    }
+                    _ => {}
+                },
+                "tool_use" => args += serde_json::to_string(&b["input"]).unwrap().chars().count(),
+                "thinking" => thinking += b["thinking"].as_str().unwrap().chars().count(),
+                other => panic!("unexpected block {other}"),
+            }
+        }
+    }
+    let t = one(
+        "claude-code-interactive/session-624a4a58.jsonl",
+        SourceFormat::ClaudeCode,
+    );
+    let content: usize = t.messages.iter().map(|m| m.content.chars().count()).sum();
+    let call_args: usize = t
+        .messages
+        .iter()
+        .flat_map(|m| &m.tool_calls)
+        .map(|c| serde_json::to_string(&c.arguments).unwrap().chars().count())
+        .sum();
+    let reasoning: usize = t
+        .messages
+        .iter()
+        .map(|m| m.reasoning.as_deref().map_or(0, |r| r.chars().count()))
+        .sum();
+    assert_eq!((content, call_args, reasoning), (text, args, thinking));
+    assert!(text > 300_000 && args > 100_000 && thinking > 40_000);
+}
+
+/// Every real file of the formats people record their agents with (each folder under
+/// `datasets/` with its SOURCE.txt) imports by auto-detection as its folder's format, into
+/// traces with messages, with at least 90% of the tool calls matched with a result; and the
+/// formats whose files all hold tool calls keep some.
+#[test]
+fn every_real_file_imports_by_detection_with_its_calls_matched() {
+    let dirs = [
+        ("claude-code-interactive", SourceFormat::ClaudeCode, true),
+        ("codex", SourceFormat::Codex, true),
+        ("openai-responses", SourceFormat::OpenaiResponses, true),
+        ("langchain", SourceFormat::Langchain, true),
+        ("inspect", SourceFormat::Inspect, false),
+        ("gemini-cli", SourceFormat::GeminiCli, true),
+        ("gemini", SourceFormat::Gemini, true),
+    ];
+    let mut files = 0;
+    for (dir, format, all_have_calls) in dirs {
+        assert!(ds(dir).join("SOURCE.txt").is_file(), "{dir}: provenance");
+        let got = import_paths(&[ds(dir)], None, false).unwrap();
+        assert!(got.ignored.is_empty(), "{dir}: {:?}", got.ignored);
+        assert!(got.skipped.is_empty(), "{dir}");
+        let mut sources = std::collections::BTreeSet::new();
+        for t in &got.traces {
+            let id = &t.meta.id;
+            assert_eq!(t.meta.source_format, format, "{dir}/{id}: detected");
+            assert!(!t.messages.is_empty(), "{dir}/{id}");
+            assert!(matched(t) >= 90.0, "{dir}/{id}: {:.1}% matched", matched(t));
+            if all_have_calls {
+                assert!(calls(t) > 0, "{dir}/{id}: no tool call");
+            }
+            sources.insert(t.meta.source_path.clone().unwrap());
+        }
+        files += sources.len();
+    }
+    // 2 + 3 + 2 + 4 + 4 + 1 + 1 real files.
+    assert_eq!(files, 17);
+}

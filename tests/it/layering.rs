@@ -305,3 +305,40 @@ fn test_helpers_are_cfg_test_only() {
         "the scan did not see `providers::testing` (renamed? update this test): {found:?}"
     );
 }
+
+/// `cargo test` links the whole library into every test binary, on a 2-core CI: the library's
+/// unit tests, the binary's, this one (`tests/it/`, a module per topic) and the two
+/// counting-allocator tests that replace the global allocator. A new `tests/x.rs` or
+/// `tests/x/main.rs` is a new binary: add a module under `tests/it/` instead (at most 12).
+#[test]
+fn at_most_a_dozen_test_binaries() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut binaries = vec!["src/lib.rs".to_string(), "src/main.rs".to_string()];
+    let bins = root.join("src/bin");
+    for dir in [root.join("tests"), bins.clone()] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            let is_target = if p.is_dir() {
+                p.join("main.rs").is_file()
+            } else {
+                p.extension().is_some_and(|x| x == "rs")
+            };
+            if is_target {
+                binaries.push(p.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    binaries.sort();
+    assert!(
+        binaries.iter().any(|b| b == "tests/it"),
+        "the scan sees tests/it: {binaries:?}"
+    );
+    assert!(
+        binaries.len() <= 12,
+        "{} test binaries: {binaries:?}",
+        binaries.len()
+    );
+}

@@ -10,6 +10,7 @@ mod clean;
 mod cli_errors;
 mod cost_estimate;
 mod cost_model;
+mod deepagents_adapter;
 mod docs;
 mod engine_cli;
 mod engine_compare_recorded;

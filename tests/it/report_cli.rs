@@ -336,3 +336,61 @@ fn paths_print_relative_and_normalized() {
         assert!(!text.contains("../") && !text.contains("/./"), "{text}");
     }
 }
+
+/// summary.json of the quickstart (needle, drift and invariants over four engine variants):
+/// every metric it summarizes or compares is one an eval declares (`ctxbench::evalspec`), with
+/// the declared polarity written beside it; no parameter (fold, depth, …) is reported as a
+/// metric; failure, error, overflow and violation counts read lower-is-better.
+#[test]
+fn summary_json_metrics_are_declared_with_their_polarity() {
+    use ctxbench::evalspec::{metric, Polarity};
+    let summary = support::cli::quickstart().json("summary.json");
+    let variants = summary["summary"]["variants"].as_array().unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for v in variants {
+        for m in v["metrics"].as_array().unwrap() {
+            let name = m["metric"].as_str().unwrap();
+            let decl = metric(name)
+                .unwrap_or_else(|| panic!("{name} is in summary.json but no eval declares it"));
+            assert_eq!(
+                m["polarity"],
+                serde_json::to_value(decl.polarity).unwrap(),
+                "{name}"
+            );
+            let leaf = name.rsplit('.').next().unwrap();
+            assert!(
+                ![
+                    "fold",
+                    "after_compactions",
+                    "depth",
+                    "position",
+                    "trigger",
+                    "judge"
+                ]
+                .contains(&leaf),
+                "{name} is a parameter, reported as a metric"
+            );
+            if ["failure", "error", "overflow", "violation"]
+                .iter()
+                .any(|w| name.contains(w))
+            {
+                assert_eq!(decl.polarity, Polarity::Lower, "{name}");
+            }
+            seen.insert(name.to_string());
+        }
+    }
+    // The quickstart's evals all reach summary.json, drift (whose fold was once a metric) too.
+    for eval in ["needle.", "drift.", "invariants."] {
+        assert!(
+            seen.iter().any(|m| m.starts_with(eval)),
+            "no {eval}* metric in {seen:?}"
+        );
+    }
+    assert!(seen.contains("tokens") && seen.contains("cost"), "{seen:?}");
+    let comparisons = summary["summary"]["comparisons"].as_array().unwrap();
+    assert!(!comparisons.is_empty());
+    for c in comparisons {
+        let name = c["metric"].as_str().unwrap();
+        assert!(seen.contains(name), "{name} compared but not summarized");
+    }
+}

@@ -4,42 +4,15 @@
 //! answered 400) and every unit must finish (0 failed); the server answers plain text, so the
 //! scores themselves say nothing.
 
-use std::path::Path;
-
 use crate::support::cli::{ctxbench, json};
 use crate::support::strict_llm::{Scenario, StrictLlm};
-
-/// evals/quickstart.toml with its paths made absolute, its output in `out`, and `providers`
-/// instead of its offline ones.
-fn quickstart_with(out: &Path, providers: &str) -> String {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(repo.join("evals/quickstart.toml")).unwrap();
-    let head = text.split("[providers.agent]").next().unwrap();
-    let head = head
-        .replace("\"../datasets/", &format!("\"{}/datasets/", repo.display()))
-        .replace(
-            "\"prompts/",
-            &format!("\"{}/evals/prompts/", repo.display()),
-        )
-        .replace(
-            "output_dir = \"../reports\"",
-            &format!("output_dir = {:?}", out.display().to_string()),
-        );
-    format!("{head}\n{providers}")
-}
-
-fn provider(role: &str, kind: &str, model: &str, base_url: &str) -> String {
-    format!(
-        "[providers.{role}]\nkind = \"{kind}\"\nmodel = \"{model}\"\nbase_url = \"{base_url}\"\n\
-         cache = false\nmax_retries = 0\ntimeout_secs = 30\n"
-    )
-}
+use crate::support::suite::{provider_table, quickstart_with};
 
 fn run_kind(kind: &str, model: &str, base_url: &str) -> (serde_json::Value, String) {
     let providers = format!(
         "{}\n{}",
-        provider("agent", kind, model, base_url),
-        provider("summary", kind, model, base_url)
+        provider_table("agent", kind, model, base_url),
+        provider_table("summary", kind, model, base_url)
     );
     let (m, stderr, _) = run_suite(&providers, &["--eval", "needle", "--eval", "drift"]);
     (m, stderr)
@@ -120,13 +93,13 @@ fn quickstart_with_anthropic_extended_thinking_passes_the_thinking_rule() {
     }));
     let providers = format!(
         "{}thinking = 1024\n\n{}",
-        provider(
+        provider_table(
             "agent",
             "anthropic",
             "claude-sonnet-4-5",
             &server.base_url()
         ),
-        provider(
+        provider_table(
             "summary",
             "anthropic",
             "claude-sonnet-4-5",
@@ -186,8 +159,8 @@ fn each_evals_max_output_tokens_is_the_limit_its_calls_send() {
         let (_rt2, summary) = StrictLlm::on_own_runtime();
         let providers = format!(
             "{}\n{}",
-            provider("agent", "openai", model, &agent.openai_base_url()),
-            provider("summary", "openai", model, &summary.openai_base_url())
+            provider_table("agent", "openai", model, &agent.openai_base_url()),
+            provider_table("summary", "openai", model, &summary.openai_base_url())
         );
         let tmp = tempfile::tempdir().unwrap();
         let out = tmp.path().join("out");
@@ -243,8 +216,8 @@ fn a_reasoning_model_cut_off_at_its_limit_scores_no_plain_miss() {
     };
     let providers = format!(
         "{}\n{}",
-        provider("agent", "openai", "gpt-5-mini", &agent.openai_base_url()),
-        provider(
+        provider_table("agent", "openai", "gpt-5-mini", &agent.openai_base_url()),
+        provider_table(
             "summary",
             "openai",
             "gpt-5-mini",
@@ -277,8 +250,8 @@ fn a_server_that_truncates_prompts_silently_is_flagged() {
     let (_rt2, summary) = StrictLlm::on_own_runtime();
     let providers = format!(
         "{}\n{}",
-        provider("agent", "openai", "qwen3-8b", &agent.openai_base_url()),
-        provider("summary", "openai", "qwen3-8b", &summary.openai_base_url())
+        provider_table("agent", "openai", "qwen3-8b", &agent.openai_base_url()),
+        provider_table("summary", "openai", "qwen3-8b", &summary.openai_base_url())
     );
     let (m, out, samples) = run_suite(
         &providers,

@@ -257,13 +257,22 @@ impl ExternalLayer {
                     messages,
                     events,
                     files,
+                    indexes,
+                    effective_tokens,
                 } => {
+                    if let Some(ix) = &indexes {
+                        if let Some(problem) = check_indexes(ix, messages.len(), call) {
+                            return Err(self.proc().fail(problem, Some(clip(&line))));
+                        }
+                    }
                     return Ok(Answer {
                         messages,
                         events,
                         files,
+                        indexes,
+                        effective_tokens,
                         summaries,
-                    })
+                    });
                 }
                 FromEngine::Summarize {
                     id,
@@ -325,7 +334,43 @@ struct Answer {
     messages: Vec<Message>,
     events: Vec<WireEvent>,
     files: BTreeMap<String, String>,
+    indexes: Option<Vec<Option<usize>>>,
+    effective_tokens: Option<u64>,
     summaries: Vec<Summarized>,
+}
+
+/// A view's `indexes` must give one entry per message, increasing trace indexes below the call,
+/// and no message of the engine's own after a trace message.
+fn check_indexes(ix: &[Option<usize>], messages: usize, call: usize) -> Option<String> {
+    if ix.len() != messages {
+        return Some(format!(
+            "the view of call {call} has {messages} messages but {} `indexes`",
+            ix.len()
+        ));
+    }
+    let mut last: Option<usize> = None;
+    for (k, i) in ix.iter().enumerate() {
+        match (i, last) {
+            (Some(i), _) if *i >= call => {
+                return Some(format!(
+                    "`indexes[{k}]` = {i} is not a message before call {call}"
+                ))
+            }
+            (Some(i), Some(l)) if *i <= l => {
+                return Some(format!(
+                    "`indexes[{k}]` = {i} does not follow {l}: indexes must increase"
+                ))
+            }
+            (None, Some(_)) => {
+                return Some(format!(
+                    "`indexes[{k}]` is null after a trace message: the engine's own messages come first"
+                ))
+            }
+            _ => {}
+        }
+        last = i.or(last);
+    }
+    None
 }
 
 /// One summary produced through `summarize` during a call.
@@ -437,6 +482,48 @@ fn map_view(
     (head, start.unwrap_or(end), overrides)
 }
 
+/// The engine's view as ctxbench's view when the engine said which trace message each message
+/// stands for (`indexes`, checked by [`check_indexes`]): leading `null`s are the head, a trace
+/// message that differs from the state's is a replacement (of any role), skipped ones dropped.
+fn map_view_indexed(
+    sent: Vec<Message>,
+    indexes: &[Option<usize>],
+    state: &State,
+    end: usize,
+    counter: &dyn crate::tokens::TokenCounter,
+) -> (Vec<Message>, usize, BTreeMap<usize, (Override, bool)>) {
+    let mut head = Vec::new();
+    let mut start = None;
+    let mut cursor = 0;
+    let mut overrides = BTreeMap::new();
+    for (m, ix) in sent.into_iter().zip(indexes) {
+        let Some(i) = *ix else {
+            head.push(m);
+            continue;
+        };
+        if start.is_none() {
+            start = Some(i);
+        } else {
+            for j in cursor..i {
+                overrides.insert(j, (Override::Drop, false));
+            }
+        }
+        if m != *state.get(i).msg {
+            overrides.insert(i, (Override::Replace(Item::new(m, counter)), true));
+        }
+        cursor = i + 1;
+    }
+    match start {
+        Some(s) => {
+            for j in cursor..end {
+                overrides.insert(j, (Override::Drop, false));
+            }
+            (head, s, overrides)
+        }
+        None => (head, end, BTreeMap::new()),
+    }
+}
+
 /// The store path an event's facts point at, if any.
 fn event_path(d: &EventDetail) -> Option<&str> {
     match d {
@@ -483,11 +570,19 @@ impl Layer for ExternalLayer {
             messages,
             events: wire_events,
             files,
+            indexes,
+            effective_tokens,
             summaries,
         } = self.exchange(ctx)?;
         let counter = ctx.env.counter;
         let end = ctx.view.end;
-        let (head, start, overrides) = map_view(messages, ctx.state, end, counter);
+        let (head, start, overrides) = match &indexes {
+            Some(ix) => map_view_indexed(messages, ix, ctx.state, end, counter),
+            None => map_view(messages, ctx.state, end, counter),
+        };
+        if effective_tokens.is_some() {
+            ctx.notes.effective_tokens = effective_tokens;
+        }
 
         // Pointers: a replaced tool result that an `evicted` event points at must be
         // backed by its file (checked by the invariants).
@@ -562,11 +657,22 @@ impl Layer for ExternalLayer {
             ev.tokens_before = w.tokens_before;
             ev.tokens_after = w.tokens_after;
             if at >= call {
-                ev.tokens_after = Some(sent);
+                // What ctxbench sent, unless the engine reports the state after a step that a
+                // later compaction of the same call changed again (ctxbench never sees it).
+                if ev.detail.is_compaction() || ev.tokens_after.is_none() {
+                    ev.tokens_after = Some(sent);
+                }
             } else if let Some(Override::Replace(item)) = ctx.view.overrides.get(&at) {
                 if at < ctx.state.len() {
                     ev.tokens_before = Some(ctx.state.get(at).tokens);
                     ev.tokens_after = Some(item.tokens);
+                }
+            }
+            // An engine that reports an overflow ends the replay after this call, as a
+            // built-in layer's overflow does (the agent would have stopped there).
+            if let EventDetail::Overflow { message, .. } = &ev.detail {
+                if at >= call && ctx.notes.stop.is_none() {
+                    ctx.notes.stop = Some(message.clone());
                 }
             }
             ctx.env.emit(ev);
@@ -667,6 +773,56 @@ mod tests {
         assert!(head.is_empty());
         assert_eq!(start, 0);
         assert_eq!(ov.len(), 4);
+    }
+
+    #[test]
+    fn views_with_indexes_map_edited_messages_of_any_role_as_replacements() {
+        let c = ApproxCounter::langchain();
+        let mut call = Message::new(Role::Assistant, "b");
+        call.tool_calls.push(crate::trace::ToolCall {
+            id: "t1".into(),
+            name: "write_file".into(),
+            arguments: serde_json::json!({"content": "long text"}),
+        });
+        let msgs = vec![
+            Message::user("a"),
+            call.clone(),
+            tool("t1", "ok"),
+            Message::user("huge paste"),
+            Message::user("e"),
+        ];
+        let s = state(&msgs);
+        let mut truncated = call;
+        truncated.tool_calls[0].arguments = serde_json::json!({"content": "long...(truncated)"});
+        let sent = vec![
+            Message::user("summary"),
+            truncated.clone(),
+            tool("t1", "ok"),
+            Message::user("preview"),
+        ];
+        let ix = [None, Some(1), Some(2), Some(3)];
+        assert_eq!(check_indexes(&ix, sent.len(), 5), None);
+        let (head, start, ov) = map_view_indexed(sent, &ix, &s, 5, &c);
+        assert_eq!(head, vec![Message::user("summary")]);
+        assert_eq!(start, 1);
+        assert!(matches!(ov.get(&1), Some((Override::Replace(i), true)) if *i.msg == truncated));
+        assert!(
+            !ov.contains_key(&2),
+            "an unchanged message is kept as it is"
+        );
+        assert!(
+            matches!(ov.get(&3), Some((Override::Replace(i), true)) if i.msg.content == "preview")
+        );
+        assert!(matches!(ov.get(&4), Some((Override::Drop, false))));
+        // Bad indexes are named.
+        let e = check_indexes(&[Some(1), Some(1)], 2, 5).unwrap();
+        assert!(e.contains("indexes must increase"), "{e}");
+        let e = check_indexes(&[Some(1), None], 2, 5).unwrap();
+        assert!(e.contains("null after a trace message"), "{e}");
+        let e = check_indexes(&[Some(5)], 1, 5).unwrap();
+        assert!(e.contains("not a message before call 5"), "{e}");
+        let e = check_indexes(&[None], 2, 5).unwrap();
+        assert!(e.contains("2 messages but 1 `indexes`"), "{e}");
     }
 
     #[test]

@@ -74,6 +74,17 @@ pub enum FromEngine {
         /// or the summarized history; they land in the unit's offload store.
         #[serde(default)]
         files: BTreeMap<String, String>,
+        /// Optional, one per message: the trace index the message stands for (kept as it is,
+        /// or edited: a replacement), `null` for a message of the engine's own (a summary).
+        /// Without it ctxbench maps the view by comparing messages, which only recognises
+        /// unchanged messages and replaced tool results.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        indexes: Option<Vec<Option<usize>>>,
+        /// Optional: the request size the engine compared against its triggers at this call,
+        /// before its edits (deepagents' `effective_tokens`); default: ctxbench's count of the
+        /// view sent.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        effective_tokens: Option<u64>,
     },
     /// Ask ctxbench's summary provider for a summary (answered by one `summary` line).
     Summarize {
@@ -91,8 +102,12 @@ pub enum FromEngine {
     },
 }
 
-/// An event as the engine reports it. Token counts are ctxbench's: `tokens_after` of an event
-/// of the current call is replaced by ctxbench's count of the view sent.
+/// An event as the engine reports it. Token counts are ctxbench's where it can count them:
+/// `tokens_after` of a compaction event of the current call is ctxbench's count of the view
+/// sent, and a tool-time replacement's `tokens_before`/`tokens_after` are ctxbench's counts of
+/// the original and the replacement. `tokens_before` of an event of the call, and `tokens_after`
+/// of another event of the call (e.g. an argument truncation followed by a summary in the same
+/// call: a state ctxbench never sees), are the engine's figures when it gives them.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct WireEvent {
     /// The message concerned; default: the current call's index. An index below the call's

@@ -8,13 +8,13 @@
 //! record names no file; `"memory"` appends the record to `<history_dir>/MEMORY.md`.
 
 use super::fold::{
-    emit_summary_error, history_file, install_record, leaving, record_text, request_summary,
+    emit_summary_error, history_file, install_record, leaving, record_text, request_summary, Record,
 };
 use super::summarize::{render_history, safe_cutoff_point};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
-use crate::engine::event::{EventDetail, Summary};
+use crate::engine::event::EventDetail;
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::{History, TextSource};
 use crate::engine::view::Source;
@@ -188,25 +188,18 @@ impl Layer for CheckpointLayer {
         let (state_cutoff, kept) = install_record(ctx, msg, &history, pos);
 
         let after = ctx.request_tokens();
-        let detail = EventDetail::Checkpoint(Summary {
-            state_len: ctx.state.len(),
+        let record = Record {
             view_cutoff: pos,
             state_cutoff,
-            summarized_from,
-            chained: ctx.base.summary_text.is_some(),
+            summarized_from: Some(summarized_from),
             newly_summarized: leaving.len(),
             kept,
             history_file: history,
-            summary_chars: content.chars().count() as u64,
-            summary_message: content,
-            summarizer_model: out.model,
-            summarizer_usage: out.usage,
-        });
-        let ev = ctx.emit(self.name(), detail);
-        ev.tokens_before = Some(before);
+            content,
+        };
+        let ev = ctx.emit_record(self.name(), EventDetail::Checkpoint, record, out, before);
         ev.tokens_after = Some(after);
         ev.writes = writes;
-        ctx.base.summary_text = Some(out.text);
         Ok(())
     }
 }

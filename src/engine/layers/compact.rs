@@ -11,16 +11,15 @@
 //! Claude Code: the `/compact` summary replaces everything (`keep_user_tokens = 0`), its
 //! message starts "This session is being continued from a previous conversation…".
 
-use super::fold::{emit_summary_error, request_summary};
+use super::fold::{emit_summary_error, request_summary, Record};
 use super::{is_user_turn, BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
-use crate::engine::event::{EventDetail, Summary};
+use crate::engine::event::EventDetail;
 use crate::engine::layer::{CallCtx, Layer};
 use crate::engine::layer_config::{TextSource, Trigger};
 use crate::engine::view::{Item, Source};
 use crate::engine::EngineError;
-use crate::tokens::approx::code_points;
 use crate::trace::{Message, Role};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -172,25 +171,18 @@ impl CompactLayer {
         ctx.base.generation += 1;
         ctx.view.head_generation = ctx.base.generation;
 
-        let detail = EventDetail::Summarized(Summary {
-            state_len: ctx.state.len(),
+        let after = ctx.request_tokens();
+        let record = Record {
             view_cutoff: view_len,
             state_cutoff: end,
-            summarized_from: summarized_from.unwrap_or(end),
-            chained: ctx.base.summary_text.is_some(),
+            summarized_from,
             newly_summarized: leaving.len(),
             kept,
             history_file: String::new(),
-            summary_chars: code_points(&content) as u64,
-            summary_message: content,
-            summarizer_model: out.model,
-            summarizer_usage: out.usage,
-        });
-        let after = ctx.request_tokens();
-        let ev = ctx.emit(self.name(), detail);
-        ev.tokens_before = Some(effective);
+            content,
+        };
+        let ev = ctx.emit_record(self.name(), EventDetail::Summarized, record, out, effective);
         ev.tokens_after = Some(after);
-        ctx.base.summary_text = Some(out.text);
         Ok(())
     }
 }

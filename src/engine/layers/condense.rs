@@ -15,16 +15,15 @@
 //! everything after the system prompt is summarized. Nothing is written the agent could read
 //! back.
 
-use super::fold::{emit_summary_error, request_summary};
+use super::fold::{emit_summary_error, request_summary, Record};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
-use crate::engine::event::{EventDetail, Summary};
+use crate::engine::event::EventDetail;
 use crate::engine::layer::{CallCtx, Layer};
 use crate::engine::layer_config::TextSource;
 use crate::engine::view::{Item, Source};
 use crate::engine::EngineError;
-use crate::tokens::approx::code_points;
 use crate::trace::{Message, Role};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -258,25 +257,18 @@ impl CondenseLayer {
         ctx.base.generation += 1;
         ctx.view.head_generation = ctx.base.generation;
 
-        let detail = EventDetail::Summarized(Summary {
-            state_len: ctx.state.len(),
+        let after = ctx.request_tokens();
+        let record = Record {
             view_cutoff: end,
             state_cutoff,
-            summarized_from: summarized_from.unwrap_or(state_cutoff),
-            chained: ctx.base.summary_text.is_some(),
+            summarized_from,
             newly_summarized: leaving.len(),
             kept,
             history_file: String::new(),
-            summary_chars: code_points(&out.text) as u64,
-            summary_message: out.text.clone(),
-            summarizer_model: out.model,
-            summarizer_usage: out.usage,
-        });
-        let after = ctx.request_tokens();
-        let ev = ctx.emit(self.name(), detail);
-        ev.tokens_before = Some(effective);
+            content: out.text.clone(),
+        };
+        let ev = ctx.emit_record(self.name(), EventDetail::Summarized, record, out, effective);
         ev.tokens_after = Some(after);
-        ctx.base.summary_text = Some(out.text);
         Ok(())
     }
 }

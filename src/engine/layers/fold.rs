@@ -1,14 +1,16 @@
 //! What the layers that fold history into a model-written record share (summarize,
-//! checkpoint): asking the summarizer, the `error` event when it fails, the record's text by
-//! history exposure, and installing the record as the new head of the view.
+//! checkpoint, compact, condense): asking the summarizer, the `error` event when it fails, the
+//! record's text by history exposure, installing the record as the new head of the view, and
+//! the record's event ([`CallCtx::emit_record`]).
 
-use crate::engine::event::{EventDetail, StoreWrite};
+use crate::engine::event::{Event, EventDetail, StoreWrite, Summary};
 use crate::engine::invariants::unusable_summary;
 use crate::engine::layer::CallCtx;
 use crate::engine::layer_config::History;
 use crate::engine::summarizer::{SummaryOutput, SummaryRequest};
 use crate::engine::view::{Entry, Item, Source};
 use crate::engine::EngineError;
+use crate::tokens::approx::code_points;
 use crate::trace::Message;
 use std::sync::Arc;
 
@@ -82,6 +84,59 @@ pub(crate) fn emit_summary_error(
     let ev = ctx.emit(layer, EventDetail::Error { message });
     ev.tokens_before = Some(tokens_before);
     ev.writes = writes;
+}
+
+/// A fold's record as its event reports it: where the request was cut, what left it and what
+/// stayed, and the record's text as installed (the summary, with its history note if any).
+pub(crate) struct Record {
+    /// Cutoff in the request as it was.
+    pub view_cutoff: usize,
+    /// First state (trace) index kept after the record.
+    pub state_cutoff: usize,
+    /// First raw state index folded (`None`: `state_cutoff`).
+    pub summarized_from: Option<usize>,
+    /// Raw messages folded.
+    pub newly_summarized: usize,
+    /// Entries kept beside the record.
+    pub kept: usize,
+    /// The raw-history file the record names (empty: none).
+    pub history_file: String,
+    /// The record's message text.
+    pub content: String,
+}
+
+impl CallCtx<'_> {
+    /// Record a fold's event — `kind` is [`EventDetail::Summarized`] or
+    /// [`EventDetail::Checkpoint`] — with the request's tokens before it, and chain its summary:
+    /// the next fold sends `out.text` as the previous summary. Returns the event for the
+    /// layer's store writes and `tokens_after`.
+    pub(crate) fn emit_record(
+        &mut self,
+        layer: &str,
+        kind: fn(Summary) -> EventDetail,
+        record: Record,
+        out: SummaryOutput,
+        tokens_before: u64,
+    ) -> &mut Event {
+        let detail = kind(Summary {
+            state_len: self.state.len(),
+            view_cutoff: record.view_cutoff,
+            state_cutoff: record.state_cutoff,
+            summarized_from: record.summarized_from.unwrap_or(record.state_cutoff),
+            chained: self.base.summary_text.is_some(),
+            newly_summarized: record.newly_summarized,
+            kept: record.kept,
+            history_file: record.history_file,
+            summary_chars: code_points(&record.content) as u64,
+            summary_message: record.content,
+            summarizer_model: out.model,
+            summarizer_usage: out.usage,
+        });
+        self.base.summary_text = Some(out.text);
+        let ev = self.emit(layer, detail);
+        ev.tokens_before = Some(tokens_before);
+        ev
+    }
 }
 
 /// The record's text by history exposure: `offload` names the raw-history file `history`;

@@ -10,14 +10,14 @@
 //! user or a system message.
 
 use super::fold::{
-    emit_summary_error, history_file, install_record, leaving, record_text, request_summary,
+    emit_summary_error, history_file, install_record, leaving, record_text, request_summary, Record,
 };
 use super::preview::{read_file_clip, tool_stub, PreviewShape};
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
 use crate::engine::config::err;
 use crate::engine::cooldown::Cooldown;
-use crate::engine::event::{EventDetail, Summary};
+use crate::engine::event::EventDetail;
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::{History, Keep, SummaryRole, TextSource, Trigger};
 use crate::engine::store::{sanitize_tool_call_id, LazyBytes};
@@ -337,24 +337,17 @@ impl SummarizeLayer {
         msg.kind = Some("summary".into());
         let (state_cutoff, kept) = install_record(ctx, msg, &history, cutoff);
 
-        let detail = EventDetail::Summarized(Summary {
-            state_len: ctx.state.len(),
+        let record = Record {
             view_cutoff: cutoff,
             state_cutoff,
-            summarized_from: summarized_from.unwrap_or(state_cutoff),
-            chained: ctx.base.summary_text.is_some(),
+            summarized_from,
             newly_summarized: leaving.len(),
             kept,
             history_file: history,
-            summary_chars: code_points(&content) as u64,
-            summary_message: content,
-            summarizer_model: out.model,
-            summarizer_usage: out.usage,
-        });
-        let ev = ctx.emit(self.name(), detail);
-        ev.tokens_before = Some(effective);
+            content,
+        };
+        let ev = ctx.emit_record(self.name(), EventDetail::Summarized, record, out, effective);
         ev.writes = writes;
-        ctx.base.summary_text = Some(out.text);
         if let Some(at) = ctx.notes.args_truncated_event {
             if let EventDetail::ArgsTruncated {
                 summarized_in_same_call,

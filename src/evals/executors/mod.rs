@@ -175,8 +175,6 @@ mod tests {
         assert_eq!(EVALS, EVAL_NAMES);
     }
 
-    /// Every eval has its spec (typed params, declared metrics) in `evalspec`, in the same
-    /// order, and the spec list names no eval without a suite section and a run hook.
     #[test]
     fn causes_list_the_chain_without_repeating_a_message() {
         #[derive(Debug, thiserror::Error)]
@@ -194,9 +192,45 @@ mod tests {
         assert!(causes(&EvalError::Config("x".into())).is_empty());
     }
 
+    /// Every eval has its spec (typed params, declared metrics) in `evalspec`, in the same
+    /// order, and the spec list names no eval without a suite section and a run hook.
     #[test]
     fn every_eval_has_a_spec() {
         let specs: Vec<&str> = crate::evalspec::EVALS.iter().map(|s| s.name).collect();
         assert_eq!(specs, EVALS);
+    }
+
+    /// The three files of an eval (docs/architecture.md, "an eval") are each registered: a
+    /// file declaring an eval's spec, suite section or run hook whose registration line was
+    /// forgotten is not even compiled, so the lists above cannot see it; it fails here. Each
+    /// directory holds exactly one such file per registered eval, named after it.
+    #[test]
+    fn every_eval_file_is_registered() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut names = EVALS.to_vec();
+        names.sort_unstable();
+        for (dir, marker, list) in [
+            ("evalspec", "pub const SPEC: EvalSpec", "eval_specs!"),
+            ("config/evals", "impl EvalSection for ", "eval_sections!"),
+            ("evals/executors", "impl Eval for ", "evals!"),
+        ] {
+            let mut files = Vec::new();
+            for f in std::fs::read_dir(src.join(dir)).unwrap() {
+                let path = f.unwrap().path();
+                // mod.rs holds the registry (and this test's markers), never an eval.
+                if path.extension().is_some_and(|e| e == "rs")
+                    && !path.ends_with("mod.rs")
+                    && std::fs::read_to_string(&path).unwrap().contains(marker)
+                {
+                    let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+                    files.push(stem);
+                }
+            }
+            files.sort_unstable();
+            assert_eq!(
+                files, names,
+                "src/{dir}: the files with `{marker}` are not the evals registered in {list}"
+            );
+        }
     }
 }

@@ -95,6 +95,19 @@ impl Calls {
         }
     }
 
+    /// The oldest open call named `name` (for formats that pair results by tool name).
+    pub fn answer_named(&mut self, name: &str) -> Option<(String, String)> {
+        let pos = self.open.iter().position(|(_, _, n)| n == name)?;
+        let (_, c, n) = self.open.remove(pos);
+        Some((c, n))
+    }
+
+    /// Forget every open call: they stay unanswered in the trace (pairing reports them), and no
+    /// later result is paired with them.
+    pub fn close_open(&mut self) {
+        self.open.clear();
+    }
+
     pub fn has_open(&self) -> bool {
         !self.open.is_empty()
     }

@@ -248,10 +248,14 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     let mut main = Session::new(stem.to_string());
     let mut side = Sidechains::default();
     let mut main_records = 0usize;
+    let mut summaries = 0usize;
     for (n, v) in lines {
         let r = Node::line_root(&v, n);
         r.obj()?;
         let ty = r.key("type").str()?;
+        if ty == "summary" {
+            summaries += 1;
+        }
         if !matches!(ty, "user" | "assistant" | "system") {
             continue;
         }
@@ -264,6 +268,15 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
         }
     }
     let subagent_file = main_records == 0 && !side.groups.is_empty();
+    if main.t.messages.is_empty() && side.groups.is_empty() && summaries > 0 {
+        // Claude Code writes such files beside the sessions: the titles of earlier
+        // conversations, each `leafUuid` pointing into another session file. Said here so the
+        // "no message" error or skip note says what the file is.
+        main.t.meta.warnings.push(format!(
+            "a Claude Code summary-only file: {summaries} `summary` record(s) (titles of \
+             sessions kept in other files), no conversation"
+        ));
+    }
     let mut out = Vec::new();
     if !subagent_file {
         out.push(main.t);

@@ -48,23 +48,64 @@ const TOOLS: [&str; 22] = [
     "update_todo_list",
 ];
 
-/// A user text block that carries a tool's output: `[name…] Result:` / `Error:`.
-fn result_header(text: &str) -> Option<(&str, bool)> {
+/// A user text block that carries a tool's output, `[name] Result:` or
+/// `[name for '<args>'] Result:` (also `… Error:`): (tool name, is error, the text after the
+/// header). The arguments may hold `]`, quotes and newlines (a multi-line command), so the header
+/// ends at the first `'] Result:` after ` for '`. With `known_only`, the name must be one of
+/// [`TOOLS`]; otherwise any identifier is accepted (newer Cline versions call tools natively and
+/// still return their output this way, under names such as `subagents` or `use_mcp_tool`).
+fn result_header(text: &str, known_only: bool) -> Option<(&str, bool, &str)> {
     let rest = text.strip_prefix('[')?;
-    let end = rest.find(']')?;
-    let head = &rest[..end];
-    let name = head.split(' ').next()?;
-    if !TOOLS.contains(&name) {
+    let len = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .unwrap_or(rest.len());
+    let name = &rest[..len];
+    if name.is_empty() || (known_only && !TOOLS.contains(&name)) {
         return None;
     }
-    let after = rest[end + 1..].trim_start();
-    if after.starts_with("Result:") {
-        Some((name, false))
-    } else if after.starts_with("Error:") {
-        Some((name, true))
+    let after_name = &rest[len..];
+    let close = if let Some(t) = after_name.strip_prefix(']') {
+        t
+    } else if after_name.starts_with(" for ") {
+        // The arguments are quoted; the header closes at the first quote-bracket followed by
+        // the verdict.
+        let (mut best, mut err) = (None, false);
+        for (marker, is_err) in [("'] Result:", false), ("'] Error:", true)] {
+            if let Some(i) = after_name.find(marker) {
+                if best.is_none_or(|b| i < b) {
+                    best = Some(i);
+                    err = is_err;
+                }
+            }
+        }
+        let i = best?;
+        let marker = if err { "'] Error:" } else { "'] Result:" };
+        return Some((name, err, body_after(&after_name[i + marker.len()..])));
+    } else {
+        return None;
+    };
+    let close = close.trim_start_matches(' ');
+    if let Some(b) = close.strip_prefix("Result:") {
+        Some((name, false, body_after(b)))
+    } else if let Some(b) = close.strip_prefix("Error:") {
+        Some((name, true, body_after(b)))
     } else {
         None
     }
+}
+
+/// Cline's answer to a call it skipped (one tool per message):
+/// `Tool [name] was not executed because …` → the tool's name.
+fn not_executed(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("Tool [")?;
+    let (name, after) = rest.split_once(']')?;
+    after.starts_with(" was not executed").then_some(name)
+}
+
+/// The body after a result header: the rest of the header line is dropped if blank.
+fn body_after(s: &str) -> &str {
+    let t = s.trim_start_matches([' ', '\t']);
+    t.strip_prefix("\r\n").or_else(|| t.strip_prefix('\n')).unwrap_or(t)
 }
 
 fn texts_of(o: &Map<String, Value>) -> impl Iterator<Item = &str> {
@@ -85,7 +126,7 @@ pub const IMPORTER: Importer = Importer {
                 && items.iter().filter_map(|v| v.as_object()).any(|o| {
                     str_of(o, "role") == Some("user")
                         && texts_of(o).any(|t| {
-                            result_header(t).is_some() || t.contains("<environment_details>")
+                            result_header(t, true).is_some() || t.contains("<environment_details>")
                         })
                 })
         }
@@ -101,6 +142,10 @@ pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
         Input::Lines(lines) => std::mem::take(lines).into_iter().map(|(_, v)| v).collect(),
     };
     let mut t = Trace::new(TraceMeta::new(stem, SourceFormat::Cline));
+    // Read from `tasks/<task id>/api_conversation_history.json`, the stem is the task id.
+    if !stem.is_empty() && stem.bytes().all(|b| b.is_ascii_digit()) {
+        t.meta.task_id = Some(stem.to_string());
+    }
     let mut calls = Calls::default();
     for (i, v) in items.into_iter().enumerate() {
         let m = Node::at(&v, format!("$[{i}]"));
@@ -108,6 +153,10 @@ pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
         let ts = m.key("ts").v.as_u64().map(|x| x.to_string());
         match m.key("role").str()? {
             "assistant" => {
+                // A call's result comes in the user message right after it: calls still open
+                // now were never answered (the task was interrupted and resumed), and must not
+                // take the results of the calls that follow.
+                calls.close_open();
                 let mut parts = AssistantParts::default();
                 assistant_blocks(&m.key("content"), &mut parts, &mut calls, &mut t.meta.warnings)?;
                 let mut texts = Vec::new();
@@ -142,10 +191,10 @@ pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
                 let content = m.key("content");
                 // Text blocks: split at result headers; other blocks as Anthropic's.
                 let mut pending: Vec<String> = Vec::new();
-                let mut result: Option<(bool, Vec<String>)> = None;
-                let flush_result = |t: &mut Trace, calls: &mut Calls, r: Option<(bool, Vec<String>)>| {
-                    if let Some((err, body)) = r {
-                        match calls.answer_next() {
+                let mut result: Option<(String, bool, Vec<String>)> = None;
+                let flush_result = |t: &mut Trace, calls: &mut Calls, r: Option<(String, bool, Vec<String>)>| {
+                    if let Some((name, err, body)) = r {
+                        match calls.answer_named(&name).or_else(|| calls.answer_next()) {
                             Some((id, name)) => {
                                 let mut msg = Message::tool(id, name, body.join("\n"));
                                 msg.is_error = err;
@@ -163,14 +212,18 @@ pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
                     let text = b.key("text").v.as_str();
                     match (b.key("type").v.as_str(), text) {
                         (Some("text"), Some(text)) => {
-                            if let Some((_, err)) = result_header(text) {
+                            if let Some((name, err, body)) = result_header(text, !calls.has_open()) {
                                 flush_result(&mut t, &mut calls, result.take());
-                                let body = text.split_once('\n').map(|x| x.1).unwrap_or("");
-                                result = Some((err, vec![body.to_string()].into_iter().filter(|s| !s.is_empty()).collect()));
+                                let body = (!body.is_empty()).then(|| body.to_string());
+                                result = Some((name.to_string(), err, body.into_iter().collect()));
+                            } else if let Some(name) = not_executed(text).filter(|_| calls.has_open()) {
+                                // Cline runs one tool per message and answers the others so.
+                                flush_result(&mut t, &mut calls, result.take());
+                                flush_result(&mut t, &mut calls, Some((name.to_string(), true, vec![text.to_string()])));
                             } else if text.trim_start().starts_with("<environment_details>") || result.is_none() {
                                 flush_result(&mut t, &mut calls, result.take());
                                 pending.push(text.to_string());
-                            } else if let Some((_, body)) = result.as_mut() {
+                            } else if let Some((_, _, body)) = result.as_mut() {
                                 body.push(text.to_string());
                             }
                         }
@@ -320,7 +373,8 @@ mod tests {
             {"role": "user", "content": [{"type": "text", "text": "[attempt_completion] Result:\nThe user denied this operation."}]}
         ]);
         assert_eq!(detect(&Input::Json(v.clone())), Ok(SourceFormat::Cline));
-        let t = import(&mut Input::Json(v), "c").unwrap().remove(0);
+        let t = import(&mut Input::Json(v), "1700000000000").unwrap().remove(0);
+        assert_eq!(t.meta.task_id.as_deref(), Some("1700000000000"));
         let roles: Vec<_> = t.messages.iter().map(|m| m.role).collect();
         assert_eq!(
             roles,
@@ -336,6 +390,70 @@ mod tests {
         assert_eq!(t.messages[2].tool_call_id.as_deref(), Some(a.tool_calls[0].id.as_str()));
         assert!(t.messages[3].content.starts_with("<environment_details>"));
         assert_eq!(t.messages[5].content, "The user denied this operation.");
+    }
+
+    /// The shape of newer Cline histories (seen in real task folders): native `tool_use` calls
+    /// whose output still comes back as `[name for '…'] Result:` text; arguments holding `]`
+    /// and newlines; a header name that differs from the call's (`subagents` for
+    /// `use_subagents`); skipped calls answered "Tool [x] was not executed"; and a call left
+    /// open by an interrupted task, which must not take the next call's result.
+    #[test]
+    fn native_calls_with_text_results_as_newer_cline_writes_them() {
+        let env = "<environment_details>\n# Current Mode\nACT MODE\n</environment_details>";
+        let call = |id: &str, name: &str, input: Value| {
+            json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": name, "input": input}],
+                   "metrics": {"tokens": {"prompt": 10, "completion": 5, "cached": 90}}, "ts": 1})
+        };
+        let v = json!([
+            {"role": "user", "content": [{"type": "text", "text": "<task>\nfix\n</task>"}, {"type": "text", "text": env}]},
+            call("t1", "execute_command", json!({"command": "node -e \"x[0]\"\necho 'a'"})),
+            {"role": "user", "content": [{"type": "text", "text": "[execute_command for 'node -e \"x[0]\"\necho 'a''] Result:\nok"}, {"type": "text", "text": env}]},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "t2", "name": "read_file", "input": {"path": "a"}},
+                {"type": "tool_use", "id": "t3", "name": "read_file", "input": {"path": "b"}}]},
+            {"role": "user", "content": [
+                {"type": "text", "text": "[read_file for 'a'] Result:\nA"},
+                {"type": "text", "text": "Tool [read_file] was not executed because a tool has already been used in this message."},
+                {"type": "text", "text": env}]},
+            call("t4", "ask_followup_question", json!({"question": "?"})),
+            {"role": "user", "content": [{"type": "text", "text": "[TASK RESUMPTION] This task was interrupted 3 days ago."}, {"type": "text", "text": env}]},
+            call("t5", "use_subagents", json!({"prompt_1": "look"})),
+            {"role": "user", "content": [{"type": "text", "text": "[subagents] Result:\nSubagent results"}, {"type": "text", "text": env}]}
+        ]);
+        assert_eq!(detect(&Input::Json(v.clone())), Ok(SourceFormat::Cline));
+        let t = import(&mut Input::Json(v), "c").unwrap().remove(0);
+        let answers: Vec<(&str, &str, bool)> = t
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Tool)
+            .map(|m| (m.tool_call_id.as_deref().unwrap(), m.content.as_str(), m.is_error))
+            .collect();
+        assert_eq!(answers.len(), 4, "{answers:?}");
+        assert_eq!(answers[0], ("t1", "ok", false));
+        assert_eq!(answers[1], ("t2", "A", false));
+        assert_eq!(answers[2].0, "t3");
+        assert!(answers[2].2, "a skipped call is an error result");
+        assert_eq!(answers[3], ("t5", "Subagent results", false));
+        // t4 stays unanswered: the resumption notice is the person's message.
+        let problems = crate::trace::import::pairing_problems(&t);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("has no result"));
+        assert!(t.messages.iter().any(|m| m.role == Role::User && m.content.starts_with("[TASK RESUMPTION]")));
+        let u = t.messages[1].usage.unwrap();
+        assert_eq!((u.input, u.cache_read, u.output), (100, 90, 5));
+    }
+
+    #[test]
+    fn headers_close_at_the_quote_bracket_before_the_verdict() {
+        assert_eq!(
+            result_header("[search_files for 'a]b' in '*.rs'] Result:\nx", true),
+            Some(("search_files", false, "x"))
+        );
+        assert_eq!(result_header("[subagents] Result:", true), None);
+        assert_eq!(result_header("[subagents] Result:", false), Some(("subagents", false, "")));
+        assert_eq!(result_header("[read_file for 'a'] Error: gone", true), Some(("read_file", true, "gone")));
+        assert_eq!(result_header("[read_file for 'a'] said", true), None);
+        assert_eq!(result_header("[TASK RESUMPTION] This task", false), None);
     }
 
     #[test]

@@ -18,25 +18,40 @@
 //!   `kind: "compaction_summary"`) when recorded, else the summary `payload.message` as one
 //!   `compaction_summary` user message.
 //!
+//! Rollouts written before `session_meta` existed (Codex CLI until about September 2025) have
+//! no envelope: line 1 is a bare header `{id, timestamp, instructions, git?}` (also with `cwd`,
+//! `originator`, `cli_version` in later ones), then `{"record_type": "state"}` lines (Codex's
+//! bookkeeping, skipped) and bare Responses items with no `payload` and usually no timestamp.
+//! The header's `id` → `task_id`; its `instructions` are the person's instructions (AGENTS.md),
+//! which Codex also sent as a `<user_instructions>` message item, so they are not added again.
+//! No usage was recorded in these files.
+//!
 //! User messages Codex injects (`<environment_context>`, AGENTS.md, `<user_instructions>`) get
 //! `kind: "meta"` (in the shared item conversion), so the goal is the person's first request.
 
 use super::detect::{str_of, Shape};
 use super::json::{Node, Res};
-use super::responses::Conv;
+use super::responses::{is_item, Conv};
 use super::{Importer, Input};
 use crate::trace::model::{Message, SourceFormat, Trace, Usage};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Codex rollouts: JSON Lines of `{type: session_meta|response_item|turn_context|event_msg|
-/// compacted, payload}` with a `session_meta` or `response_item` record.
+/// compacted, payload}` with a `session_meta` or `response_item` record; or the older shape, a
+/// bare `{id, timestamp, …}` header followed by `record_type: state` lines or bare Responses
+/// items.
 pub const IMPORTER: Importer = Importer {
     format: SourceFormat::Codex,
     detect: |shape| match shape {
-        Shape::Lines(lines, _) => lines.iter().filter_map(|(_, v)| v.as_object()).any(|o| {
-            matches!(str_of(o, "type"), Some("session_meta" | "response_item"))
-                && o.get("payload").is_some_and(|p| p.is_object())
-        }),
+        Shape::Lines(lines, first) => {
+            lines.iter().filter_map(|(_, v)| v.as_object()).any(|o| {
+                matches!(str_of(o, "type"), Some("session_meta" | "response_item"))
+                    && o.get("payload").is_some_and(|p| p.is_object())
+            }) || (is_legacy_header(first)
+                && lines.iter().skip(1).filter_map(|(_, v)| v.as_object()).any(|o| {
+                    o.contains_key("record_type") || is_item(o)
+                }))
+        }
         Shape::Object(o) => {
             str_of(o, "type") == Some("session_meta") && o.contains_key("payload")
         }
@@ -48,13 +63,39 @@ pub const IMPORTER: Importer = Importer {
     },
 };
 
+/// Line 1 of a rollout written before `session_meta`: `{id, timestamp, …}` with no `type`,
+/// `payload` or `record_type`.
+fn is_legacy_header(o: &Map<String, Value>) -> bool {
+    str_of(o, "id").is_some_and(|id| !id.is_empty())
+        && str_of(o, "timestamp").is_some()
+        && !o.contains_key("type")
+        && !o.contains_key("payload")
+        && !o.contains_key("record_type")
+}
+
 pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     let mut conv = Conv::new(stem, SourceFormat::Codex);
     let mut last_total: Option<Value> = None;
-    for (n, v) in lines {
+    let mut legacy = false;
+    for (i, (n, v)) in lines.into_iter().enumerate() {
         let r = Node::line_root(&v, n);
-        r.obj()?;
+        let o = r.obj()?;
         let ts = r.key("timestamp").opt_str()?;
+        if i == 0 && is_legacy_header(o) {
+            legacy = true;
+            conv.t.meta.task_id = Some(r.key("id").str()?.to_string());
+            continue;
+        }
+        if legacy {
+            // Codex's bookkeeping, and the bare items of the older shape.
+            if o.contains_key("record_type") {
+                continue;
+            }
+            if !o.contains_key("payload") && is_item(o) {
+                conv.item_at(&r, ts)?;
+                continue;
+            }
+        }
         let p = r.key("payload");
         match r.key("type").str()? {
             "session_meta" => {
@@ -171,6 +212,44 @@ mod tests {
             json!({"type": "event_msg", "payload": usage(40, 140)}),
         ];
         v.into_iter().enumerate().map(|(i, v)| (i + 1, v)).collect()
+    }
+
+    /// The shape Codex wrote before `session_meta` (as documented by the tools that read old
+    /// `~/.codex/sessions`; no licensed real file of it was found).
+    #[test]
+    fn pre_session_meta_rollouts_read_their_bare_items() {
+        let lines: Vec<(usize, Value)> = [
+            json!({"id": "c27a914d", "timestamp": "2025-08-20T13:20:47.060Z", "instructions": "Follow AGENTS.md", "git": {"branch": "main"}}),
+            json!({"record_type": "state"}),
+            json!({"type": "message", "id": null, "role": "user", "content": [{"type": "input_text", "text": "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"}]}),
+            json!({"type": "message", "id": null, "role": "user", "content": [{"type": "input_text", "text": "list the files"}]}),
+            json!({"record_type": "state"}),
+            json!({"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Listing"}], "encrypted_content": "opaque"}),
+            json!({"type": "function_call", "id": "fc_1", "name": "shell", "arguments": "{\"command\":[\"ls\"]}", "call_id": "call_1"}),
+            json!({"type": "function_call_output", "call_id": "call_1", "output": "README.md"}),
+            json!({"type": "ghost_snapshot", "ghost_commit": {"id": "g1"}}),
+            json!({"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": "One file"}]}),
+            json!({"record_type": "state"}),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| (i + 1, v))
+        .collect();
+        assert_eq!(detect(&Input::Lines(lines.clone())), Ok(SourceFormat::Codex));
+        let t = import(lines, "r").unwrap().remove(0);
+        let roles: Vec<_> = t.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::User, Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+        );
+        assert_eq!(t.meta.task_id.as_deref(), Some("c27a914d"));
+        assert_eq!(t.messages[0].kind.as_deref(), Some("meta"));
+        assert_eq!(t.messages[2].reasoning.as_deref(), Some("Listing"));
+        assert_eq!(t.messages[3].tool_call_id.as_deref(), Some("call_1"));
+        assert!(crate::trace::import::pairing_problems(&t).is_empty());
+        // A header alone, or a header followed by unrelated lines, is not a rollout.
+        let lone = vec![(1, json!({"id": "x", "timestamp": "t"})), (2, json!({"a": 1}))];
+        assert_ne!(detect(&Input::Lines(lone)), Ok(SourceFormat::Codex));
     }
 
     #[test]

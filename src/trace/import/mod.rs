@@ -275,10 +275,16 @@ pub fn file_stem(path: &Path) -> String {
         }
     }
     if s.is_empty() {
-        "trace".into()
-    } else {
-        s.to_string()
+        return "trace".into();
     }
+    // Names a tool gives every session's file alike: the folder is the session (Cline / Roo Code
+    // `tasks/<task id>/api_conversation_history.json`), so it names the trace.
+    if s == "api_conversation_history" {
+        if let Some(dir) = path.parent().and_then(|d| d.file_name()) {
+            return dir.to_string_lossy().into_owned();
+        }
+    }
+    s.to_string()
 }
 
 fn format_names() -> String {
@@ -454,7 +460,11 @@ fn empty_traces(traces: &[Trace], format: SourceFormat) -> Option<String> {
         .collect();
     match empty.as_slice() {
         [] => None,
-        [one] if traces.len() == 1 => Some(format!("a trace with no message ({one})")),
+        // The importer may say why (its first warning), e.g. a Claude Code summary-only file.
+        [one] if traces.len() == 1 => Some(match traces[0].meta.warnings.first() {
+            Some(why) => format!("a trace with no message ({one}): {why}"),
+            None => format!("a trace with no message ({one})"),
+        }),
         some => Some(format!(
             "{} trace(s) with no message ({}{})",
             some.len(),
@@ -686,6 +696,16 @@ mod tests {
 
     #[test]
     fn stems_drop_trace_extensions() {
+        assert_eq!(
+            file_stem(Path::new(
+                "tasks/1769064454592/api_conversation_history.json"
+            )),
+            "1769064454592"
+        );
+        assert_eq!(
+            file_stem(Path::new("api_conversation_history.json")),
+            "api_conversation_history"
+        );
         assert_eq!(file_stem(Path::new("a/x.traj.json")), "x");
         assert_eq!(file_stem(Path::new("x.traj")), "x");
         assert_eq!(file_stem(Path::new("x.jsonl")), "x");

@@ -26,6 +26,33 @@ pub fn mini_swe_all() -> Vec<PathBuf> {
     v
 }
 
+/// evals/quickstart.toml with its paths made absolute, its output in `out`, and `providers`
+/// (provider tables, e.g. from [`provider_table`]) instead of its offline ones.
+pub fn quickstart_with(out: &Path, providers: &str) -> String {
+    let repo = repo();
+    let text = std::fs::read_to_string(repo.join("evals/quickstart.toml")).unwrap();
+    let head = text.split("[providers.agent]").next().unwrap();
+    let head = head
+        .replace("\"../datasets/", &format!("\"{}/datasets/", repo.display()))
+        .replace(
+            "\"prompts/",
+            &format!("\"{}/evals/prompts/", repo.display()),
+        )
+        .replace(
+            "output_dir = \"../reports\"",
+            &format!("output_dir = {:?}", out.display().to_string()),
+        );
+    format!("{head}\n{providers}")
+}
+
+/// A `[providers.<role>]` table of a real-API `kind` at `base_url`, uncached, without retries.
+pub fn provider_table(role: &str, kind: &str, model: &str, base_url: &str) -> String {
+    format!(
+        "[providers.{role}]\nkind = \"{kind}\"\nmodel = \"{model}\"\nbase_url = \"{base_url}\"\n\
+         cache = false\nmax_retries = 0\ntimeout_secs = 30\n"
+    )
+}
+
 /// A variant line using one of the bundled summary prompts (`summary-a.md`).
 pub fn prompt_file(file: &str) -> String {
     let path = repo().join("evals/prompts").join(file);
