@@ -68,6 +68,7 @@ pub fn with_content(m: &Message, content: String) -> Message {
         name: m.name.clone(),
         usage: m.usage,
         reasoning: m.reasoning.clone(),
+        thinking_blocks: m.thinking_blocks.clone(),
         is_error: m.is_error,
         kind: m.kind.clone(),
         timestamp: m.timestamp.clone(),

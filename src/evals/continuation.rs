@@ -92,6 +92,8 @@ pub struct ContinuationParams {
     pub fold: usize,
     /// Recorded tool-calling model calls predicted after the fold.
     pub steps: usize,
+    /// Output limit of each predicted step (the section's `max_output_tokens`, else 300).
+    pub max_output_tokens: u32,
 }
 
 impl ContinuationParams {
@@ -106,6 +108,10 @@ impl ContinuationParams {
         Ok(ContinuationParams {
             fold: t.fold.max(1) as usize,
             steps: t.steps.max(1) as usize,
+            max_output_tokens: crate::evalspec::output_limit(
+                t.max_output_tokens,
+                crate::evalspec::continuation::MAX_OUTPUT_TOKENS,
+            ),
         })
     }
 }
@@ -180,6 +186,7 @@ async fn predict(
     agent: &dyn Provider,
     mut messages: Vec<Message>,
     question: &str,
+    max_output_tokens: u32,
     nonce: &str,
 ) -> Result<(DriftAnswer, Usage), EvalError> {
     messages.push(Message::user(question));
@@ -189,7 +196,7 @@ async fn predict(
         messages,
         None,
         1,
-        Some(300),
+        Some(max_output_tokens),
         nonce,
     )
     .await?;
@@ -202,6 +209,7 @@ pub async fn ask(
     view: &KeptView,
     steps: usize,
     agent: &dyn Provider,
+    max_output_tokens: u32,
     nonce: &str,
 ) -> Result<(Vec<StepResult>, Usage), EvalError> {
     let mut usage = Usage::default();
@@ -212,10 +220,24 @@ pub async fn ask(
         let recorded = &trace.messages[at].tool_calls[0];
         let mut forced = view.messages.clone();
         forced.extend(trace.messages[from..at].iter().cloned());
-        let (a, u) = predict(agent, forced, &q, &format!("{nonce}/cont@{at}")).await?;
+        let (a, u) = predict(
+            agent,
+            forced,
+            &q,
+            max_output_tokens,
+            &format!("{nonce}/cont@{at}"),
+        )
+        .await?;
         usage.add(&u);
         let reference = trace.messages[..at].to_vec();
-        let (r, u) = predict(agent, reference, &q, &format!("{nonce}/cont-ref@{at}")).await?;
+        let (r, u) = predict(
+            agent,
+            reference,
+            &q,
+            max_output_tokens,
+            &format!("{nonce}/cont-ref@{at}"),
+        )
+        .await?;
         usage.add(&u);
         let (tool, target) = actions::agreement(&a.next_tool, &a.next_target, recorded);
         let (rt, rg) = actions::agreement(&r.next_tool, &r.next_target, recorded);
@@ -295,7 +317,11 @@ mod tests {
 
     #[test]
     fn scores_are_means_and_the_delta_is_against_the_reference() {
-        let p = ContinuationParams { fold: 2, steps: 3 };
+        let p = ContinuationParams {
+            fold: 2,
+            steps: 3,
+            max_output_tokens: 300,
+        };
         let (s, e) = score(
             &p,
             Some(10),
@@ -345,13 +371,24 @@ mod tests {
     #[test]
     fn params_default_and_clamp() {
         let p = ContinuationParams::from_params(&BTreeMap::new()).unwrap();
-        assert_eq!(p, ContinuationParams { fold: 1, steps: 3 });
+        assert_eq!(
+            p,
+            ContinuationParams {
+                fold: 1,
+                steps: 3,
+                max_output_tokens: 300
+            }
+        );
         let mut m = BTreeMap::new();
         m.insert("fold".to_string(), json!(0));
         m.insert("steps".to_string(), json!(5));
         assert_eq!(
             ContinuationParams::from_params(&m).unwrap(),
-            ContinuationParams { fold: 1, steps: 5 }
+            ContinuationParams {
+                fold: 1,
+                steps: 5,
+                max_output_tokens: 300
+            }
         );
     }
 }

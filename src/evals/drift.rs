@@ -45,6 +45,8 @@ pub struct DriftParams {
     /// Probe only fold k (1-based compaction index; the suite plans one sample per fold).
     /// `None`: every fold up to `after_compactions`, averaged in one sample.
     pub fold: Option<usize>,
+    /// Output limit of each answer (the section's `max_output_tokens`, else 400).
+    pub max_output_tokens: u32,
 }
 
 impl DriftParams {
@@ -59,6 +61,10 @@ impl DriftParams {
             after_compactions: t.after_compactions as usize,
             judge: t.judge,
             fold: t.fold.map(|f| f.max(1) as usize),
+            max_output_tokens: crate::evalspec::output_limit(
+                t.max_output_tokens,
+                crate::evalspec::drift::MAX_OUTPUT_TOKENS,
+            ),
         })
     }
 }
@@ -259,6 +265,7 @@ pub async fn ask(
     views: &[KeptView],
     agent: &dyn Provider,
     judge: Option<&dyn Provider>,
+    max_output_tokens: u32,
     nonce: &str,
 ) -> Result<(Vec<ProbeResult>, Usage, Usage), EvalError> {
     let goal = truth::goal(trace);
@@ -274,7 +281,7 @@ pub async fn ask(
             messages,
             None,
             1,
-            Some(400),
+            Some(max_output_tokens),
             &format!("{nonce}/drift@{}", v.trace_index),
         )
         .await?;

@@ -7,11 +7,13 @@
 //! (what an eval's questions are asked over). What only a real model decides is a range:
 //! - summarizer output: low = the offline summaries' length, high = the provider's
 //!   `max_tokens` (default [`SUMMARY_OUTPUT_HIGH`]) per call;
-//! - eval agent: per unit, [`eval_calls`] gives a low/high number of calls (questions, tool
-//!   steps); each sends the last view (low: the variant's, high: the uncompressed reference's)
-//!   and answers between a tenth of its output limit and the whole limit (the provider's
-//!   `max_tokens` wins when larger);
-//! - judge (when configured): per judged unit one to [`eval_calls`]' high calls of
+//! - eval agent: per unit, [`eval_calls`] reads the sample's typed params (`needles`,
+//!   `max_steps`, `steps`, `per_kind`, `after_compactions`/`fold`, `max_output_tokens`) into a
+//!   low/high number of calls (questions × tool steps); each sends the last view (low: the
+//!   variant's, high: the uncompressed reference's) and answers between a tenth of the eval's
+//!   output limit (low) and the limit the request carries on the wire (high: the provider's
+//!   `max_tokens` when larger, plus a reasoning model's allowance or the thinking budget);
+//! - judge (when configured, for a sample with `judge = true`): one call per answer judged, of
 //!   [`JUDGE_INPUT`] tokens in, [`JUDGE_OUTPUT`] out.
 //!
 //! Dollars use the run's price table (bundled + the suite's `[pricing]`); the offline provider
@@ -24,6 +26,8 @@ use crate::pricing::PriceTable;
 use crate::providers::{ProviderConfig, ProviderKind};
 use crate::runner::Plan;
 use crate::trace::Usage;
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// Summary output tokens per call, high end, when the summary provider sets no `max_tokens`.
 pub const SUMMARY_OUTPUT_HIGH: u64 = 1024;
@@ -32,24 +36,109 @@ pub const JUDGE_INPUT: (u64, u64) = (400, 2_000);
 /// Judge output tokens per call, low and high.
 pub const JUDGE_OUTPUT: (u64, u64) = (20, 300);
 
-/// Eval-agent calls per unit (low, high) and the eval's own output limit per call.
-pub fn eval_calls(eval: &str) -> ((u64, u64), u64) {
-    match eval {
-        "replay" | "invariants" => ((0, 0), 0),
-        // the compressed and the reference question, per planted needle
-        "needle" => ((2, 4), 200),
-        // probes per checkpoint, a few tool steps each
-        "drift" => ((1, 6), 400),
-        "rules" => ((1, 6), 400),
-        "continuation" => ((1, 4), 300),
-        "probes" => ((1, 4), 300),
-        _ => ((1, 4), 400),
-    }
+/// What one eval sample asks per unit, read from its typed params (`evalspec`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EvalCalls {
+    /// Eval-agent calls, low and high.
+    pub calls: (u64, u64),
+    /// The eval's own output limit per call (`max_output_tokens`, else its default).
+    pub limit: u64,
+    /// Judge calls, low and high (zero when the sample is not judged).
+    pub judge: (u64, u64),
 }
 
-/// Evals whose answers a configured judge scores.
-fn judged(eval: &str) -> bool {
-    matches!(eval, "probes" | "continuation" | "drift" | "rules")
+/// The eval-agent and judge calls of one unit of `eval` with `params`, and each call's output
+/// limit, from the eval's typed params:
+/// - needle: per planted needle (`needles`) a question on the compacted view, answered in 1 to
+///   `max_steps` tool-loop steps, and one on the uncompressed reference (no tools, 1 call);
+/// - drift: one probe per probed fold (`fold` set: 1; else up to `after_compactions`);
+/// - rules: one question; continuation: 1 to `steps` recorded steps, each asked on the
+///   compacted and the uncompressed context;
+/// - probes: `per_kind` questions (recall: 1 to 6 tool steps each; the other kinds one call);
+/// - a judged sample (`judge = true`) adds one judge call per answer.
+///
+/// Params that do not read (a plan written by another version) count as the eval's defaults.
+pub fn eval_calls(eval: &str, params: &BTreeMap<String, Value>) -> EvalCalls {
+    use crate::evalspec::{self as spec, output_limit};
+    let limit = |set: Option<u32>, default: u32| u64::from(output_limit(set, default));
+    match eval {
+        "needle" => {
+            let (needles, steps, set) = spec::from_params::<spec::needle::NeedleParams>(params)
+                .map_or((1, spec::needle::default_max_steps(), None), |p| {
+                    (p.needles, p.max_steps, p.max_output_tokens)
+                });
+            let n = u64::from(needles.max(1));
+            EvalCalls {
+                calls: (2 * n, n * (u64::from(steps.max(1)) + 1)),
+                limit: limit(set, spec::needle::MAX_OUTPUT_TOKENS),
+                judge: (0, 0),
+            }
+        }
+        "drift" => {
+            let p = spec::from_params::<spec::drift::DriftParams>(params).ok();
+            let views = p.as_ref().map_or(1, |p| match p.fold {
+                Some(_) => 1,
+                None => u64::from(p.after_compactions.max(1)),
+            });
+            let judged = p.as_ref().is_some_and(|p| p.judge);
+            EvalCalls {
+                calls: (1, views),
+                limit: limit(
+                    p.and_then(|p| p.max_output_tokens),
+                    spec::drift::MAX_OUTPUT_TOKENS,
+                ),
+                judge: if judged { (1, views) } else { (0, 0) },
+            }
+        }
+        "rules" => {
+            let p = spec::from_params::<spec::rules::RulesParams>(params).ok();
+            let judged = p.as_ref().is_some_and(|p| p.judge);
+            EvalCalls {
+                calls: (1, 1),
+                limit: limit(
+                    p.and_then(|p| p.max_output_tokens),
+                    spec::rules::MAX_OUTPUT_TOKENS,
+                ),
+                judge: if judged { (1, 1) } else { (0, 0) },
+            }
+        }
+        "continuation" => {
+            let p = spec::from_params::<spec::continuation::ContinuationParams>(params).ok();
+            let steps = p.as_ref().map_or(3, |p| u64::from(p.steps.max(1)));
+            EvalCalls {
+                calls: (2, 2 * steps),
+                limit: limit(
+                    p.and_then(|p| p.max_output_tokens),
+                    spec::continuation::MAX_OUTPUT_TOKENS,
+                ),
+                judge: (0, 0),
+            }
+        }
+        "probes" => {
+            use spec::probes::{ProbeKind, ProbeParams};
+            let Ok(p) = spec::from_params::<ProbeParams>(params) else {
+                return EvalCalls {
+                    calls: (1, 6),
+                    limit: 400,
+                    judge: (0, 0),
+                };
+            };
+            let q = u64::from(p.per_kind.max(1));
+            let (calls, questions) = match p.kind {
+                ProbeKind::Recall => ((q, 6 * q), (1, q)),
+                // (a trace without a decision to ask about gets the structured question)
+                ProbeKind::Decision => ((1, q), (1, q)),
+                ProbeKind::Artifact | ProbeKind::Continuation => ((1, 1), (1, 1)),
+            };
+            EvalCalls {
+                calls,
+                limit: limit(p.max_output_tokens, spec::probes::max_output_tokens(p.kind)),
+                judge: if p.judge { questions } else { (0, 0) },
+            }
+        }
+        // replay, invariants: no model is asked.
+        _ => EvalCalls::default(),
+    }
 }
 
 /// One role's estimate.
@@ -180,7 +269,7 @@ pub fn estimate(plan: &Plan, suite: &LoadedSuite) -> anyhow::Result<Estimate> {
     let summary_high = summary_cfg
         .max_tokens
         .map_or(SUMMARY_OUTPUT_HIGH, u64::from);
-    let agent_max = agent_cfg.max_tokens.map(u64::from);
+    let agent_traits = agent_cfg.wire_traits();
 
     let mut modelled = RoleEstimate {
         role: "agent",
@@ -241,8 +330,16 @@ pub fn estimate(plan: &Plan, suite: &LoadedSuite) -> anyhow::Result<Estimate> {
             let view = replay.calls.last().map_or(0, |c| c.input_tokens);
             let reference = replay.calls.last().map_or(0, |c| c.reference_tokens);
             for s in &plan.samples {
-                let ((lo, hi), limit) = eval_calls(&s.eval);
-                let limit = agent_max.map_or(limit, |m| m.max(limit));
+                let EvalCalls {
+                    calls: (lo, hi),
+                    limit,
+                    judge: (jl, jh),
+                } = eval_calls(&s.eval, &s.params);
+                // The limit the request carries on the wire (the provider's `max_tokens` when
+                // larger, a reasoning model's allowance, a thinking budget): the most a call
+                // is billed for output.
+                let asked = u32::try_from(limit).unwrap_or(u32::MAX);
+                let wire = u64::from(agent_traits.answer_limit(agent_cfg.kind.as_str(), asked));
                 add(&mut eval_agent.calls, (lo * repeats, hi * repeats));
                 add(
                     &mut eval_agent.input,
@@ -250,10 +347,9 @@ pub fn estimate(plan: &Plan, suite: &LoadedSuite) -> anyhow::Result<Estimate> {
                 );
                 add(
                     &mut eval_agent.output,
-                    (lo * (limit / 10) * repeats, hi * limit * repeats),
+                    (lo * (limit / 10) * repeats, hi * wire * repeats),
                 );
-                if judge.configured && judged(&s.eval) {
-                    let (jl, jh) = (1, hi.max(1));
+                if judge.configured && jh > 0 {
                     add(&mut judge_e.calls, (jl * repeats, jh * repeats));
                     add(
                         &mut judge_e.input,
@@ -327,11 +423,12 @@ mod tests {
         let e = estimate(&plan, &suite).unwrap();
         assert_eq!(e.spend(), (Some(0.0), Some(0.0)));
         assert!(e.roles.iter().all(|r| r.role != "judge"), "no judge set");
-        // Eval-agent calls: needle samples × traces × variants × repeats × (2, 4); replay 0.
+        // Eval-agent calls: needle samples × traces × variants × repeats × (2, max_steps + 1)
+        // per needle (the quickstart's `max_steps` is the default 8, one needle); replay 0.
         let needle = plan.samples.iter().filter(|s| &*s.eval == "needle").count() as u64;
         assert!(needle > 0 && plan.samples.len() as u64 > needle);
         let n = needle * (plan.traces.len() * plan.variants.len()) as u64 * u64::from(plan.repeats);
-        assert_eq!(role(&e, "eval agent").calls, (2 * n, 4 * n));
+        assert_eq!(role(&e, "eval agent").calls, (2 * n, 9 * n));
         // The replayed agent: one replay per unit, every unit of the plan.
         let agent = role(&e, "agent");
         assert!(!agent.spent);
@@ -377,5 +474,77 @@ mod tests {
         // needle is not judged: a judge row with nothing in it.
         assert_eq!(role(&e, "judge").calls, (0, 0));
         assert!(e.table().contains("total spent"));
+    }
+
+    fn params(v: serde_json::Value) -> BTreeMap<String, Value> {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn calls_and_limits_come_from_the_eval_params() {
+        let c = eval_calls(
+            "needle",
+            &params(
+                serde_json::json!({"depth": 0.5, "needles": 2, "max_steps": 3,
+                                       "max_output_tokens": 1000}),
+            ),
+        );
+        assert_eq!(
+            c,
+            EvalCalls {
+                calls: (4, 8),
+                limit: 1000,
+                judge: (0, 0)
+            }
+        );
+        // Defaults: one needle, 8 steps, 200 tokens.
+        let c = eval_calls("needle", &params(serde_json::json!({"depth": 0.5})));
+        assert_eq!((c.calls, c.limit), ((2, 9), 200));
+        let c = eval_calls(
+            "drift",
+            &params(serde_json::json!({"after_compactions": 3, "judge": true})),
+        );
+        assert_eq!((c.calls, c.limit, c.judge), ((1, 3), 400, (1, 3)));
+        let c = eval_calls(
+            "drift",
+            &params(serde_json::json!({"after_compactions": 3, "fold": 2})),
+        );
+        assert_eq!((c.calls, c.judge), ((1, 1), (0, 0)));
+        let c = eval_calls(
+            "continuation",
+            &params(serde_json::json!({"fold": 1, "steps": 5, "max_output_tokens": 64})),
+        );
+        assert_eq!((c.calls, c.limit), ((2, 10), 64));
+        let c = eval_calls(
+            "probes",
+            &params(serde_json::json!({"kind": "recall", "per_kind": 2, "judge": true})),
+        );
+        assert_eq!((c.calls, c.limit, c.judge), ((2, 12), 200, (1, 2)));
+        let c = eval_calls("probes", &params(serde_json::json!({"kind": "decision"})));
+        assert_eq!((c.calls, c.limit), ((1, 1), 300));
+        assert_eq!(eval_calls("replay", &BTreeMap::new()), EvalCalls::default());
+    }
+
+    #[test]
+    fn the_high_end_bills_the_limit_the_request_carries() {
+        // A reasoning model without `max_tokens` is sent the eval's limit + its reasoning
+        // allowance; gpt-4o-mini the eval's limit. Same calls and inputs either way.
+        let plain = {
+            let p = "[providers.agent]\nkind = \"openai\"\nmodel = \"gpt-4o-mini\"\n";
+            let (plan, suite) = small(p);
+            estimate(&plan, &suite).unwrap()
+        };
+        let reasoning = {
+            let p = "[providers.agent]\nkind = \"openai\"\nmodel = \"gpt-5-mini\"\n";
+            let (plan, suite) = small(p);
+            estimate(&plan, &suite).unwrap()
+        };
+        let (a, r) = (role(&plain, "eval agent"), role(&reasoning, "eval agent"));
+        assert_eq!((a.calls, a.input), (r.calls, r.input));
+        assert_eq!(a.output.0, r.output.0);
+        let allowance = u64::from(crate::providers::http::REASONING_ALLOWANCE);
+        assert_eq!(r.output.1, a.output.1 + a.calls.1 * allowance);
+        // needle's 200 per call at the high end for gpt-4o-mini.
+        assert_eq!(a.output.1, a.calls.1 * 200);
     }
 }

@@ -54,6 +54,8 @@ pub struct NeedleParams {
     pub needles: usize,
     pub distractors: usize,
     pub max_steps: u32,
+    /// Output limit of each answer (the section's `max_output_tokens`, else 200).
+    pub max_output_tokens: u32,
     pub ask_at: AskAt,
     /// How the offline agent may search (`auto` when absent).
     pub search: NeedleSearch,
@@ -98,6 +100,10 @@ impl NeedleParams {
             needles: t.needles as usize,
             distractors: t.distractors as usize,
             max_steps: t.max_steps,
+            max_output_tokens: crate::evalspec::output_limit(
+                t.max_output_tokens,
+                spec::MAX_OUTPUT_TOKENS,
+            ),
             ask_at: match t.ask_at {
                 spec::AskAt::End => AskAt::End,
                 spec::AskAt::Call(i) => AskAt::Call(i as usize),
@@ -414,6 +420,7 @@ pub async fn ask(
     prepared: &Prepared,
     agent: &dyn Provider,
     max_steps: u32,
+    max_output_tokens: u32,
     search: NeedleSearch,
     nonce: &str,
 ) -> Result<Vec<Answer>, EvalError> {
@@ -455,7 +462,7 @@ pub async fn ask(
                 question.clone(),
                 Some(&sandbox),
                 max_steps,
-                Some(200),
+                Some(max_output_tokens),
                 &question_nonce,
             ),
             agent::run_on(
@@ -465,7 +472,7 @@ pub async fn ask(
                 question,
                 None,
                 max_steps,
-                Some(200),
+                Some(max_output_tokens),
                 &reference_nonce,
             )
         );

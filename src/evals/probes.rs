@@ -44,6 +44,9 @@ pub struct ProbeParams {
     /// Questions of this kind (when the trace offers that many candidates).
     pub per_kind: usize,
     pub judge: bool,
+    /// The section's `max_output_tokens`: the output limit of each answer (`None`: 200 for a
+    /// recalled value, 300 for a decision, 400 for the structured answer).
+    pub max_output_tokens: Option<u32>,
 }
 
 impl ProbeParams {
@@ -58,6 +61,7 @@ impl ProbeParams {
             kind: t.kind,
             per_kind: t.per_kind.max(1) as usize,
             judge: t.judge,
+            max_output_tokens: t.max_output_tokens,
         })
     }
 }
@@ -269,7 +273,15 @@ pub async fn ask(
             let mut v = Vec::new();
             for (i, (name, expected)) in picks.into_iter().enumerate() {
                 v.push(
-                    ask_recall(prepared, &name, &expected, agent, &format!("{nonce}/{i}")).await?,
+                    ask_recall(
+                        prepared,
+                        &name,
+                        &expected,
+                        agent,
+                        output_limit(params.max_output_tokens, ProbeKind::Recall),
+                        &format!("{nonce}/{i}"),
+                    )
+                    .await?,
                 );
             }
             v
@@ -282,11 +294,24 @@ pub async fn ask(
             );
             let mut v = Vec::new();
             for (i, expected) in picks.into_iter().enumerate() {
-                v.push(ask_decision(prepared, &expected, agent, &format!("{nonce}/{i}")).await?);
+                v.push(
+                    ask_decision(
+                        prepared,
+                        &expected,
+                        agent,
+                        output_limit(params.max_output_tokens, ProbeKind::Decision),
+                        &format!("{nonce}/{i}"),
+                    )
+                    .await?,
+                );
             }
             v
         }
-        kind => vec![ask_structured(trace, prepared, kind, agent, nonce).await?],
+        // A decision probe without a decision to ask about asks the structured question.
+        kind => {
+            let limit = output_limit(params.max_output_tokens, ProbeKind::Artifact);
+            vec![ask_structured(trace, prepared, kind, agent, limit, nonce).await?]
+        }
     };
     let n = asked.len() as f64;
     let mut scores: BTreeMap<String, f64> = BTreeMap::new();
@@ -359,11 +384,17 @@ pub async fn ask(
     })
 }
 
+/// The output limit of a probe answer: the section's, else `kind`'s default.
+fn output_limit(set: Option<u32>, kind: ProbeKind) -> u32 {
+    crate::evalspec::output_limit(set, crate::evalspec::probes::max_output_tokens(kind))
+}
+
 async fn ask_recall(
     prepared: &Prepared,
     name: &str,
     expected: &str,
     agent: &dyn Provider,
+    max_output_tokens: u32,
     nonce: &str,
 ) -> Result<Asked, EvalError> {
     let question = format!(
@@ -378,7 +409,7 @@ async fn ask_recall(
         messages,
         Some(&sandbox),
         6,
-        Some(200),
+        Some(max_output_tokens),
         nonce,
     )
     .await?;
@@ -406,6 +437,7 @@ async fn ask_decision(
     prepared: &Prepared,
     expected: &str,
     agent: &dyn Provider,
+    max_output_tokens: u32,
     nonce: &str,
 ) -> Result<Asked, EvalError> {
     let question = format!(
@@ -413,7 +445,16 @@ async fn ask_decision(
     );
     let mut messages = prepared.view.clone();
     messages.push(Message::user(question.clone()));
-    let out = agent::run(agent, Asking::Decision, messages, None, 1, Some(300), nonce).await?;
+    let out = agent::run(
+        agent,
+        Asking::Decision,
+        messages,
+        None,
+        1,
+        Some(max_output_tokens),
+        nonce,
+    )
+    .await?;
     let keys = truth::keywords(expected, 12);
     let mut scores = BTreeMap::new();
     scores.insert(
@@ -436,12 +477,22 @@ async fn ask_structured(
     prepared: &Prepared,
     kind: ProbeKind,
     agent: &dyn Provider,
+    max_output_tokens: u32,
     nonce: &str,
 ) -> Result<Asked, EvalError> {
     let mut scores = BTreeMap::new();
     let mut messages = prepared.view.clone();
     messages.push(Message::user(DRIFT_QUESTION));
-    let out = agent::run(agent, Asking::Drift, messages, None, 1, Some(400), nonce).await?;
+    let out = agent::run(
+        agent,
+        Asking::Drift,
+        messages,
+        None,
+        1,
+        Some(max_output_tokens),
+        nonce,
+    )
+    .await?;
     let answer = DriftAnswer::parse(&out.answer);
     let artifacts: BTreeSet<String> = truth::artifacts_before(trace, prepared.at);
     let next = truth::next_tool_call(trace, prepared.at);

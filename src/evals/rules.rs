@@ -215,6 +215,8 @@ pub struct RulesParams {
     pub fold: usize,
     pub kinds: Vec<RuleKind>,
     pub judge: bool,
+    /// Output limit of the answer (the section's `max_output_tokens`, else 400).
+    pub max_output_tokens: u32,
 }
 
 impl RulesParams {
@@ -229,6 +231,10 @@ impl RulesParams {
             fold: t.fold.max(1) as usize,
             kinds: t.kinds,
             judge: t.judge,
+            max_output_tokens: crate::evalspec::output_limit(
+                t.max_output_tokens,
+                crate::evalspec::rules::MAX_OUTPUT_TOKENS,
+            ),
         })
     }
 }
@@ -299,6 +305,7 @@ pub async fn ask(
     prepared: &Probe,
     agent: &dyn Provider,
     judge: Option<&dyn Provider>,
+    max_output_tokens: u32,
     nonce: &str,
 ) -> Result<Option<Answer>, EvalError> {
     let Some(view) = &prepared.view else {
@@ -312,7 +319,7 @@ pub async fn ask(
         messages,
         None,
         1,
-        Some(400),
+        Some(max_output_tokens),
         &format!("{nonce}/rules"),
     )
     .await?;
@@ -454,6 +461,7 @@ mod tests {
             fold: 2,
             kinds: vec![],
             judge: false,
+            max_output_tokens: 400,
         };
         let answer = Answer {
             text: format!("RULE: never run {}", rules[1].key),

@@ -28,6 +28,9 @@ pub fn default_steps() -> u32 {
     3
 }
 
+/// Output limit of each predicted step when the section sets no `max_output_tokens`.
+pub const MAX_OUTPUT_TOKENS: u32 = 300;
+
 /// One continuation sample's params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ContinuationParams {
@@ -36,4 +39,7 @@ pub struct ContinuationParams {
     pub fold: u32,
     #[serde(default = "default_steps")]
     pub steps: u32,
+    /// Output limit of each answer (`None`: the eval's default, [`MAX_OUTPUT_TOKENS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
 }

@@ -26,6 +26,9 @@ pub fn default_after_compactions() -> u32 {
     3
 }
 
+/// Output limit of each drift answer when the section sets no `max_output_tokens`.
+pub const MAX_OUTPUT_TOKENS: u32 = 400;
+
 /// One drift sample's params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DriftParams {
@@ -36,4 +39,7 @@ pub struct DriftParams {
     /// The compaction this sample probes after (from 1); `None`: every one of the first N.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fold: Option<u32>,
+    /// Output limit of each answer (`None`: the eval's default, [`MAX_OUTPUT_TOKENS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
 }

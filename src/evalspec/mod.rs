@@ -198,6 +198,17 @@ pub fn headline_rank(full: &str) -> Option<u8> {
     spec(eval).map(|s| s.headline_rank).filter(|_| m.headline)
 }
 
+/// The largest `max_output_tokens` a section may set (GPT-5's output limit, the largest of the
+/// APIs ctxbench speaks).
+pub const MAX_OUTPUT_TOKENS_CAP: u32 = 128_000;
+
+/// An eval call's output limit: the section's `max_output_tokens` when set, else the eval's own
+/// default. Either way the provider's `max_tokens` wins when larger, and an OpenAI reasoning
+/// model without one gets its reasoning allowance on top (`providers::http::WireTraits`).
+pub fn output_limit(set: Option<u32>, default: u32) -> u32 {
+    set.unwrap_or(default)
+}
+
 /// A typed params struct as a sample's params map (what the plan and the records carry).
 pub fn to_params<P: Serialize>(p: &P) -> BTreeMap<String, Value> {
     match serde_json::to_value(p) {

@@ -34,6 +34,9 @@ fn tool() -> NeedlePosition {
 fn one() -> u32 {
     1
 }
+/// Output limit of each needle answer when the section sets no `max_output_tokens`.
+pub const MAX_OUTPUT_TOKENS: u32 = 200;
+
 /// Tool-call budget of the answering agent when the section does not set one.
 pub fn default_max_steps() -> u32 {
     8
@@ -74,6 +77,9 @@ pub struct NeedleParams {
     /// Ask right after the k-th summarization after the planting (from 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fold: Option<u32>,
+    /// Output limit of each answer (`None`: the eval's default, [`MAX_OUTPUT_TOKENS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
 }
 
 /// `search = "auto" | "always" | "never"`: the bounds of what an agent can recover. Steers the

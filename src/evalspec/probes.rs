@@ -37,6 +37,19 @@ pub struct ProbeParams {
     pub per_kind: u32,
     #[serde(default)]
     pub judge: bool,
+    /// Output limit of each answer (`None`: the kind's default, [`max_output_tokens`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+}
+
+/// Output limit of a probe answer when the section sets no `max_output_tokens`: a recalled
+/// value 200, a decision 300, the structured goal/progress/next-step answer 400.
+pub fn max_output_tokens(kind: ProbeKind) -> u32 {
+    match kind {
+        ProbeKind::Recall => 200,
+        ProbeKind::Decision => 300,
+        ProbeKind::Artifact | ProbeKind::Continuation => 400,
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -26,6 +26,9 @@ fn all_kinds() -> Vec<RuleKind> {
     RuleKind::ALL.to_vec()
 }
 
+/// Output limit of the rules answer when the section sets no `max_output_tokens`.
+pub const MAX_OUTPUT_TOKENS: u32 = 400;
+
 /// One rules sample's params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RulesParams {
@@ -36,6 +39,9 @@ pub struct RulesParams {
     pub kinds: Vec<RuleKind>,
     #[serde(default)]
     pub judge: bool,
+    /// Output limit of each answer (`None`: the eval's default, [`MAX_OUTPUT_TOKENS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
 }
 
 /// Kinds of standing instruction `[evals.rules]` can plant.

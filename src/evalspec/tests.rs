@@ -110,6 +110,7 @@ fn params_round_trip_through_the_map() {
         paraphrase: true,
         corrected: false,
         fold: Some(2),
+        max_output_tokens: None,
     };
     let map = to_params(&p);
     let keys: Vec<&str> = map.keys().map(String::as_str).collect();

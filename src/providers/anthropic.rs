@@ -6,8 +6,22 @@
 //! consecutive same-role turns merged, as the API requires alternation; `max_tokens` is mandatory
 //! (default [`DEFAULT_MAX_TOKENS`]). Responses (decoded into serde structs; errors name the JSON
 //! path): text and `tool_use` blocks, `thinking` kept as
-//! reasoning; usage normalized: `input = input_tokens + cache_read_input_tokens +
+//! reasoning and, whole with its `signature` (and `redacted_thinking`), in the message's
+//! `thinking_blocks`; usage normalized: `input = input_tokens + cache_read_input_tokens +
 //! cache_creation_input_tokens` (Anthropic reports the three disjoint).
+//!
+//! Thinking blocks on replay. With extended thinking on (`thinking` in the request), an assistant
+//! turn's recorded `thinking`/`redacted_thinking` blocks are sent back first in its content,
+//! unchanged. The API requires it of the turn a tool loop continues from: "During tool use, you
+//! must pass `thinking` and `redacted_thinking` blocks back to the API, and you must include the
+//! complete unmodified block" (docs.claude.com, build-with-claude/extended-thinking, "Preserving
+//! thinking blocks"); a request breaking it gets 400 "When `thinking` is enabled, a final
+//! `assistant` message must start with a thinking block (preceeding the lastmost set of
+//! `tool_use` and `tool_result` blocks)". A recorded history has no thinking for turns another
+//! model or vendor wrote; when its last assistant turn has tool calls and no thinking blocks, that
+//! turn's calls and their results go as text (`[tool call …]`, `[tool result …]`), which the rule
+//! does not concern, so thinking stays on and nothing is lost. With thinking off, no thinking
+//! block is sent (the API refuses them in a final assistant turn then, and needs none).
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::Url;
@@ -17,7 +31,7 @@ use serde::Deserialize;
 
 use super::http::{bad_at, secret_header, ApiKey, HttpProvider, Parsed, Wire};
 use super::openai::{decode, lenient_str};
-use super::{Message, Outgoing, ProviderError, Role, ToolCall, Usage};
+use super::{Message, Outgoing, ProviderError, Role, ThinkingBlock, ToolCall, Usage};
 
 /// Default endpoint when the configuration gives no `base_url`.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -35,8 +49,74 @@ pub type AnthropicProvider = HttpProvider<AnthropicWire>;
 #[derive(Debug, Clone, Default)]
 pub struct AnthropicWire;
 
-/// The content blocks one canonical message becomes, and the API role they go under.
-fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
+/// A recorded thinking block as the API returned it.
+fn thinking_block(b: &ThinkingBlock) -> Value {
+    match b {
+        ThinkingBlock::Thinking {
+            thinking,
+            signature,
+        } => json!({"type": "thinking", "thinking": thinking, "signature": signature}),
+        ThinkingBlock::RedactedThinking { data } => {
+            json!({"type": "redacted_thinking", "data": data})
+        }
+    }
+}
+
+/// Whether a request turns extended thinking on (`thinking` other than `{"type": "disabled"}`).
+fn thinking_on(r: &Outgoing<'_>) -> bool {
+    r.sampling
+        .extra
+        .get("thinking")
+        .is_some_and(|t| !t.is_null() && t["type"] != "disabled")
+}
+
+/// With thinking on, the last assistant turn of an unfinished tool loop must begin with its
+/// thinking (see the module doc). When it has tool calls and no thinking (a history recorded
+/// without it), its `tool_use` blocks and the `tool_result` blocks answering them become text.
+fn unblock_last_tool_turn(turns: &mut [(&'static str, Vec<Value>)]) {
+    let Some(at) = turns.iter().rposition(|(role, _)| *role == "assistant") else {
+        return;
+    };
+    let blocks = &mut turns[at].1;
+    let starts_with_thinking = blocks.first().is_some_and(|b| {
+        matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking"))
+    });
+    if starts_with_thinking || !blocks.iter().any(|b| b["type"] == "tool_use") {
+        return;
+    }
+    let mut ids = Vec::new();
+    for b in blocks.iter_mut() {
+        if b["type"] == "tool_use" {
+            ids.push(b["id"].as_str().unwrap_or_default().to_string());
+            let text = format!(
+                "[tool call {} (id {}): {}]",
+                b["name"].as_str().unwrap_or_default(),
+                b["id"].as_str().unwrap_or_default(),
+                b["input"]
+            );
+            *b = json!({"type": "text", "text": text});
+        }
+    }
+    if let Some((_, next)) = turns.get_mut(at + 1) {
+        for b in next.iter_mut() {
+            let answers = b["type"] == "tool_result"
+                && ids.iter().any(|id| b["tool_use_id"] == id.as_str());
+            if answers {
+                let error = if b["is_error"] == true { " error" } else { "" };
+                let content = b["content"].as_str().unwrap_or_default();
+                let text = format!(
+                    "[tool result{error} (id {}): {content}]",
+                    b["tool_use_id"].as_str().unwrap_or_default()
+                );
+                *b = json!({"type": "text", "text": text});
+            }
+        }
+    }
+}
+
+/// The content blocks one canonical message becomes, and the API role they go under; an
+/// assistant turn's thinking blocks lead its content when `thinking` is on.
+fn blocks(m: &Message, thinking: bool) -> (&'static str, Vec<Value>) {
     match m.role {
         Role::Tool => {
             let mut b = json!({
@@ -51,6 +131,9 @@ fn blocks(m: &Message) -> (&'static str, Vec<Value>) {
         }
         Role::Assistant => {
             let mut out = Vec::new();
+            if thinking {
+                out.extend(m.thinking_blocks.iter().map(thinking_block));
+            }
             if !m.content.is_empty() {
                 out.push(json!({"type": "text", "text": m.content}));
             }
@@ -108,9 +191,10 @@ impl Wire for AnthropicWire {
             .iter()
             .map(|m| m.content.as_str())
             .collect();
+        let thinking = thinking_on(r);
         let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
         for m in &r.messages[lead..] {
-            let (role, content) = blocks(m);
+            let (role, content) = blocks(m, thinking);
             if content.is_empty() {
                 continue;
             }
@@ -118,6 +202,9 @@ impl Wire for AnthropicWire {
                 Some((last, blocks)) if *last == role => blocks.extend(content),
                 _ => turns.push((role, content)),
             }
+        }
+        if thinking {
+            unblock_last_tool_turn(&mut turns);
         }
         let mut b = Map::new();
         b.insert("model".into(), json!(r.model));
@@ -217,6 +304,11 @@ struct Block {
     #[serde(default, deserialize_with = "lenient_str")]
     thinking: Option<String>,
     #[serde(default, deserialize_with = "lenient_str")]
+    signature: Option<String>,
+    /// A `redacted_thinking` block's encrypted thinking.
+    #[serde(default, deserialize_with = "lenient_str")]
+    data: Option<String>,
+    #[serde(default, deserialize_with = "lenient_str")]
     id: Option<String>,
     #[serde(default, deserialize_with = "lenient_str")]
     name: Option<String>,
@@ -245,6 +337,7 @@ pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
         .ok_or_else(|| bad_at("$.content", "an array of content blocks"))?;
     let mut text = String::new();
     let mut thinking = String::new();
+    let mut thinking_blocks = Vec::new();
     let mut tool_calls = Vec::new();
     for (i, block) in content.into_iter().enumerate() {
         let path = format!("$.content[{i}]");
@@ -253,13 +346,28 @@ pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
         };
         match block.kind.as_deref() {
             Some("text") => text.push_str(&need(block.text, "text")?),
-            Some("thinking") => thinking.push_str(block.thinking.as_deref().unwrap_or("")),
+            Some("thinking") => {
+                let text = block.thinking.unwrap_or_default();
+                thinking.push_str(&text);
+                // Kept whole: a tool loop sends it back unchanged (see the module doc).
+                if let Some(signature) = block.signature {
+                    thinking_blocks.push(ThinkingBlock::Thinking {
+                        thinking: text,
+                        signature,
+                    });
+                }
+            }
+            Some("redacted_thinking") => {
+                if let Some(data) = block.data {
+                    thinking_blocks.push(ThinkingBlock::RedactedThinking { data });
+                }
+            }
             Some("tool_use") => tool_calls.push(ToolCall {
                 id: need(block.id, "id")?,
                 name: need(block.name, "name")?,
                 arguments: block.input.unwrap_or_else(|| json!({})),
             }),
-            // redacted_thinking, server tool blocks, …: not part of the answer.
+            // server tool blocks, …: not part of the answer.
             Some(_) => {}
             None => return Err(bad_at(&format!("{path}.type"), "a string")),
         }
@@ -275,6 +383,7 @@ pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
     if !thinking.is_empty() {
         message.reasoning = Some(thinking);
     }
+    message.thinking_blocks = thinking_blocks;
     Ok(Parsed {
         message,
         usage: Usage {
@@ -345,6 +454,101 @@ mod tests {
         assert_eq!(b["tools"][0]["input_schema"], json!({"type":"object"}));
     }
 
+    fn thinking_history(blocks: Vec<ThinkingBlock>) -> Vec<Message> {
+        let mut a = Message::assistant("Looking.", vec![call("toolu_1")]);
+        a.thinking_blocks = blocks;
+        vec![
+            Message::user("where is the token?"),
+            a,
+            Message::tool("toolu_1", "grep", "a:1: token"),
+        ]
+    }
+
+    fn body_with_thinking(messages: Vec<Message>, on: bool) -> Value {
+        let mut req = ChatRequest::new(messages).with_tools(vec![ToolDef {
+            name: "grep".into(),
+            description: "search".into(),
+            parameters: json!({"type": "object"}),
+        }]);
+        req.model = Some("claude-sonnet-4-5".into());
+        if on {
+            req.sampling.extra.insert(
+                "thinking".into(),
+                json!({"type": "enabled", "budget_tokens": 1024}),
+            );
+        }
+        AnthropicWire.body(&(&req).into()).unwrap()
+    }
+
+    #[test]
+    fn thinking_blocks_lead_a_replayed_turn_unchanged_when_thinking_is_on() {
+        let signed = ThinkingBlock::Thinking {
+            thinking: "grep first".into(),
+            signature: "EpMCsig==".into(),
+        };
+        let redacted = ThinkingBlock::RedactedThinking {
+            data: "EmwKAhidden".into(),
+        };
+        let b = body_with_thinking(thinking_history(vec![signed, redacted]), true);
+        let content = &b["messages"][1]["content"];
+        assert_eq!(
+            content[0],
+            json!({"type": "thinking", "thinking": "grep first", "signature": "EpMCsig=="})
+        );
+        assert_eq!(
+            content[1],
+            json!({"type": "redacted_thinking", "data": "EmwKAhidden"})
+        );
+        assert_eq!(content[2]["type"], "text");
+        assert_eq!(content[3]["type"], "tool_use");
+        assert_eq!(b["messages"][2]["content"][0]["type"], "tool_result");
+        // Thinking off: no thinking block is sent.
+        let off = body_with_thinking(
+            thinking_history(vec![ThinkingBlock::RedactedThinking { data: "x".into() }]),
+            false,
+        );
+        let types: Vec<&str> = off["messages"][1]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(types, ["text", "tool_use"]);
+    }
+
+    #[test]
+    fn a_last_tool_turn_recorded_without_thinking_goes_as_text_when_thinking_is_on() {
+        let mut messages = thinking_history(Vec::new());
+        messages.push(Message::user("so where?"));
+        let b = body_with_thinking(messages.clone(), true);
+        let msgs = b["messages"].as_array().unwrap();
+        assert_eq!(
+            msgs[1]["content"][1],
+            json!({"type": "text", "text": "[tool call grep (id toolu_1): {\"pattern\":\"token\"}]"})
+        );
+        assert_eq!(
+            msgs[2]["content"][0],
+            json!({"type": "text", "text": "[tool result (id toolu_1): a:1: token]"})
+        );
+        assert_eq!(msgs[2]["content"][1]["text"], "so where?");
+        // An earlier tool turn keeps its blocks; thinking off changes nothing.
+        let mut longer = thinking_history(Vec::new());
+        longer.extend(thinking_history(Vec::new()).into_iter().skip(1).map(|mut m| {
+            if let Some(c) = m.tool_calls.first_mut() {
+                c.id = "toolu_2".into();
+            }
+            if m.tool_call_id.is_some() {
+                m.tool_call_id = Some("toolu_2".into());
+            }
+            m
+        }));
+        let b = body_with_thinking(longer, true);
+        assert_eq!(b["messages"][1]["content"][1]["type"], "tool_use");
+        assert_eq!(b["messages"][3]["content"][1]["type"], "text");
+        let off = body_with_thinking(messages, false);
+        assert_eq!(off["messages"][1]["content"][1]["type"], "tool_use");
+    }
+
     #[test]
     fn seed_is_rejected_not_dropped() {
         let mut req = ChatRequest::new(vec![Message::user("x")]);
@@ -361,6 +565,23 @@ mod tests {
         let p = parse_response(body).unwrap();
         assert_eq!(p.message.content, "Let me look.");
         assert_eq!(p.message.reasoning.as_deref(), Some("hmm"));
+        assert_eq!(
+            p.message.thinking_blocks,
+            [ThinkingBlock::Thinking {
+                thinking: "hmm".into(),
+                signature: "s".into()
+            }]
+        );
+        let redacted = parse_response(
+            br#"{"content":[{"type":"redacted_thinking","data":"EmwK"},{"type":"text","text":"hi"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            redacted.message.thinking_blocks,
+            [ThinkingBlock::RedactedThinking {
+                data: "EmwK".into()
+            }]
+        );
         assert_eq!(p.message.tool_calls[0].name, "read_file");
         assert_eq!(p.message.tool_calls[0].arguments["limit"], 10);
         assert_eq!(p.finish_reason.as_deref(), Some("tool_use"));

@@ -148,6 +148,23 @@ pub struct WireTraits {
 pub const REASONING_ALLOWANCE: u32 = 25_000;
 
 impl WireTraits {
+    /// The output limit a request asking for `asked` tokens gets on the wire of `kind`: the
+    /// provider's `max_tokens` when larger; else, for an OpenAI reasoning model,
+    /// [`REASONING_ALLOWANCE`] on top; for Anthropic with a thinking budget `b` and
+    /// `asked <= b`, `b + asked` (the budget is part of `max_tokens`). What [`apply`](Self::apply)
+    /// writes, and the most a call can be billed for output.
+    pub fn answer_limit(&self, kind: &str, asked: u32) -> u32 {
+        let limit = match self.max_tokens {
+            Some(configured) => asked.max(configured),
+            None if self.reasoning && kind == "openai" => asked.saturating_add(REASONING_ALLOWANCE),
+            None => asked,
+        };
+        match (self.thinking_budget, kind) {
+            (Some(b), "anthropic") if limit <= b => b.saturating_add(limit),
+            _ => limit,
+        }
+    }
+
     /// Rewrites `o`'s output limit for the wire of `kind`. An OpenAI-compatible request whose
     /// field differs from the one the model name implies carries the limit in `extra` under the
     /// configured name (the encoder writes `extra` keys verbatim); an Anthropic request with a
@@ -156,13 +173,7 @@ impl WireTraits {
     pub fn apply(&self, kind: &str, o: &mut Outgoing<'_>) {
         o.prompt_cache = self.prompt_cache;
         if let Some(asked) = o.sampling.max_tokens {
-            let limit = match self.max_tokens {
-                Some(configured) => asked.max(configured),
-                None if self.reasoning && kind == "openai" => {
-                    asked.saturating_add(REASONING_ALLOWANCE)
-                }
-                None => asked,
-            };
+            let limit = self.answer_limit(kind, asked);
             if limit != asked {
                 o.sampling.to_mut().max_tokens = Some(limit);
             }
@@ -174,30 +185,21 @@ impl WireTraits {
             }
             return;
         };
-        match kind {
-            "openai" => {
-                let by_name = super::openai::wants_max_completion_tokens(o.model);
-                if by_name != self.max_completion_tokens {
-                    let key = if self.max_completion_tokens {
-                        "max_completion_tokens"
-                    } else {
-                        "max_tokens"
-                    };
-                    let s = o.sampling.to_mut();
-                    s.max_tokens = None;
-                    s.extra
-                        .entry(key.to_string())
-                        .or_insert_with(|| serde_json::json!(limit));
-                }
+        // (Anthropic's thinking budget is in `answer_limit` above.)
+        if kind == "openai" {
+            let by_name = super::openai::wants_max_completion_tokens(o.model);
+            if by_name != self.max_completion_tokens {
+                let key = if self.max_completion_tokens {
+                    "max_completion_tokens"
+                } else {
+                    "max_tokens"
+                };
+                let s = o.sampling.to_mut();
+                s.max_tokens = None;
+                s.extra
+                    .entry(key.to_string())
+                    .or_insert_with(|| serde_json::json!(limit));
             }
-            "anthropic" => {
-                if let Some(b) = self.thinking_budget {
-                    if limit <= b {
-                        o.sampling.to_mut().max_tokens = Some(b.saturating_add(limit));
-                    }
-                }
-            }
-            _ => {}
         }
     }
 }

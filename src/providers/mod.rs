@@ -42,7 +42,7 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 
 pub use crate::pricing::{Price, PriceTable};
-pub use crate::trace::{Message, Role, ToolCall, Usage};
+pub use crate::trace::{Message, Role, ThinkingBlock, ToolCall, Usage};
 pub use cache::CachedProvider;
 pub use config::{build_provider, ProviderConfig, ToolProtocol};
 pub use cost::cost_of_response;

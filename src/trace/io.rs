@@ -15,7 +15,8 @@
 
 use super::import::{json_error, ImportError, Located};
 use super::model::{
-    ContextMarker, Message, Role, SourceFormat, ToolCall, Trace, TraceMeta, Usage, SCHEMA_VERSION,
+    ContextMarker, Message, Role, SourceFormat, ThinkingBlock, ToolCall, Trace, TraceMeta, Usage,
+    SCHEMA_VERSION,
 };
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -268,6 +269,8 @@ struct AnyLine {
     /// Kept as a tree: read (and checked) on message lines only; a role line carries no usage.
     usage: Option<Value>,
     reasoning: Option<String>,
+    #[serde(default)]
+    thinking_blocks: Vec<ThinkingBlock>,
     #[serde(default, deserialize_with = "present")]
     is_error: Option<bool>,
     /// A message's optional `kind`, or a marker's required one.
@@ -452,6 +455,7 @@ pub(crate) fn parse_line(bytes: &[u8], line: usize) -> Result<Line, Located> {
                     name: l.name,
                     usage,
                     reasoning: l.reasoning,
+                    thinking_blocks: l.thinking_blocks,
                     is_error: l.is_error.unwrap_or(false),
                     kind: l.kind,
                     timestamp: l.timestamp,

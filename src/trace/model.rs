@@ -65,6 +65,19 @@ impl Usage {
     }
 }
 
+/// A thinking block of an Anthropic assistant turn, exactly as the API returned it (the
+/// `signature` is the API's own check of the block). Kept so a replayed assistant turn can send
+/// it back unchanged: with extended thinking on, the API refuses a tool loop whose last
+/// assistant turn lost its thinking (see `providers::anthropic`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ThinkingBlock {
+    /// `{"type": "thinking", "thinking": …, "signature": …}`.
+    Thinking { thinking: String, signature: String },
+    /// `{"type": "redacted_thinking", "data": …}`: thinking the API encrypted.
+    RedactedThinking { data: String },
+}
+
 /// One message of the conversation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Message {
@@ -87,6 +100,10 @@ pub struct Message {
     /// Model reasoning recorded beside the content (never part of what later calls saw).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
+    /// An assistant message's Anthropic thinking blocks with their signatures, in order (what
+    /// `reasoning` holds as text, kept as the API needs it back). Empty for other sources.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking_blocks: Vec<ThinkingBlock>,
     /// True when a tool result was an error, or a user message is harness-injected (not human).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
@@ -108,6 +125,7 @@ impl Message {
             name: None,
             usage: None,
             reasoning: None,
+            thinking_blocks: Vec::new(),
             is_error: false,
             kind: None,
             timestamp: None,

@@ -277,3 +277,42 @@ fn every_command_in_the_readme_exists() {
         "only {seen} commands found in the README's command list"
     );
 }
+
+/// The README's first real use shows `evals/real-provider.toml`'s estimate: the suite loads
+/// (no key, no network: `--dry-run`) and its printed estimate is, line for line, the one the
+/// README shows, so neither can drift from the other.
+#[test]
+fn the_readmes_real_api_estimate_is_what_dry_run_prints() {
+    let out = ctxbench()
+        .args(["run", "evals/real-provider.toml", "--dry-run"])
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let block = |text: &str| -> Vec<String> {
+        text.lines()
+            .skip_while(|l| !l.starts_with("estimate (offline replay"))
+            .take_while(|l| !l.starts_with("```") && !l.trim().is_empty())
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    };
+    let printed = block(&stdout);
+    assert!(
+        printed.len() >= 6 && printed.iter().any(|l| l.starts_with("total spent")),
+        "{stdout}"
+    );
+    let readme = read("README.md");
+    assert!(readme.contains("ctxbench run evals/real-provider.toml --dry-run"));
+    assert_eq!(
+        block(&readme),
+        printed,
+        "README.md's estimate of evals/real-provider.toml is stale: paste what \
+         `ctxbench run evals/real-provider.toml --dry-run` prints"
+    );
+}

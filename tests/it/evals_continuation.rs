@@ -106,7 +106,11 @@ fn aggressive_summarization_loses_agreement_the_full_history_has() {
         let trace = import_file(path, None).unwrap().remove(0);
         let mut delta = 0.0;
         for fold in 1..=3 {
-            let params = ContinuationParams { fold, steps: 3 };
+            let params = ContinuationParams {
+                fold,
+                steps: 3,
+                max_output_tokens: 300,
+            };
             let (_, view) = continuation::prepare(
                 &trace,
                 &cfg,
@@ -119,7 +123,7 @@ fn aggressive_summarization_loses_agreement_the_full_history_has() {
             .unwrap();
             let Some(v) = view else { continue };
             let (st, _) = rt
-                .block_on(continuation::ask(&trace, &v, 3, &agent, "t"))
+                .block_on(continuation::ask(&trace, &v, 3, &agent, 300, "t"))
                 .unwrap();
             let (s, _) = continuation::score(&params, Some(v.trace_index), &st);
             if s["steps"] > 0.0 {

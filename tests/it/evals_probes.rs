@@ -83,6 +83,7 @@ fn decision_probes_ask_about_the_assistants_own_choices() {
         kind: ProbeKind::Decision,
         per_kind: 3,
         judge: false,
+        max_output_tokens: None,
     };
     let full = run(
         &trace,
@@ -128,6 +129,7 @@ fn a_judge_grades_six_dimensions_reported_separately() {
             kind,
             per_kind: 2,
             judge: true,
+            max_output_tokens: None,
         };
         let out = run(
             &trace,

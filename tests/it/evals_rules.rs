@@ -45,6 +45,7 @@ fn rule_outcomes(variant: &ResolvedConfig, dir: &Path, folds: usize) -> Vec<Opti
                     fold,
                     kinds: RuleKind::ALL.to_vec(),
                     judge: false,
+                    max_output_tokens: 400,
                 };
                 let prepared = rules::prepare(
                     &trace,
@@ -57,7 +58,7 @@ fn rule_outcomes(variant: &ResolvedConfig, dir: &Path, folds: usize) -> Vec<Opti
                 )
                 .unwrap();
                 let answer = rt
-                    .block_on(rules::ask(&prepared.probe, &agent, None, "t"))
+                    .block_on(rules::ask(&prepared.probe, &agent, None, 400, "t"))
                     .unwrap();
                 let (scores, _) = rules::score(&params, &prepared.probe, answer.as_ref());
                 for kind in RuleKind::ALL {
@@ -133,6 +134,7 @@ fn structured_handover_keeps_the_goal_the_short_one_loses() {
                 after_compactions: 3,
                 judge: false,
                 fold: None,
+                max_output_tokens: 400,
             };
             let (_, views) = drift::prepare(
                 &trace,
@@ -145,7 +147,7 @@ fn structured_handover_keeps_the_goal_the_short_one_loses() {
             )
             .unwrap();
             let (probes, _, _) = rt
-                .block_on(drift::ask(&trace, &views, &agent, None, "t"))
+                .block_on(drift::ask(&trace, &views, &agent, None, 400, "t"))
                 .unwrap();
             for p in &probes {
                 coverage[vi].push(p.scores["goal_coverage"]);

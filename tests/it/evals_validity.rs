@@ -82,6 +82,7 @@ fn needle_runs(variant: &ResolvedConfig, dir: &Path, k: Knobs) -> Vec<Run> {
                     needles: 1,
                     distractors: 2,
                     max_steps: 6,
+                    max_output_tokens: 200,
                     ask_at: AskAt::End,
                     search: k.search,
                     paraphrase: k.paraphrase,
@@ -111,6 +112,7 @@ fn needle_runs(variant: &ResolvedConfig, dir: &Path, k: Knobs) -> Vec<Run> {
                         &prepared,
                         &agent,
                         params.max_steps,
+                        params.max_output_tokens,
                         params.search,
                         "t",
                     ))
@@ -255,6 +257,7 @@ fn drift_scores_drop_without_session_intent() {
                 after_compactions: 2,
                 judge: false,
                 fold: None,
+                max_output_tokens: 400,
             };
             let (_, views) = drift::prepare(
                 &trace,
@@ -267,7 +270,7 @@ fn drift_scores_drop_without_session_intent() {
             )
             .unwrap();
             let (probes, _, _) = rt
-                .block_on(drift::ask(&trace, &views, &agent, None, "t"))
+                .block_on(drift::ask(&trace, &views, &agent, None, 400, "t"))
                 .unwrap();
             let (scores, _) = drift::aggregate(&probes);
             assert!(scores["probes"] >= 1.0);

@@ -3,7 +3,7 @@
 //! expected figures are computed here from the source JSON, independently of the importers.
 
 use ctxbench::trace::import::{import_file, import_paths, pairing_problems};
-use ctxbench::trace::{Role, SourceFormat, Trace};
+use ctxbench::trace::{Role, SourceFormat, ThinkingBlock, Trace};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -85,6 +85,37 @@ fn claude_code_project_folder_imports_every_session_and_subagent() {
         t.messages[m.index].kind.as_deref(),
         Some("compaction_summary")
     );
+    // Every signed thinking block is kept whole, in order, so a replay can send it back.
+    let src_signed: Vec<(String, String)> = recs
+        .iter()
+        .filter(|r| r["type"] == "assistant")
+        .filter_map(|r| r["message"]["content"].as_array())
+        .flatten()
+        .filter(|b| b["type"] == "thinking" && b["signature"].is_string())
+        .map(|b| {
+            let s = |k: &str| b[k].as_str().unwrap().to_string();
+            (s("thinking"), s("signature"))
+        })
+        .collect();
+    let kept: Vec<(String, String)> = t
+        .messages
+        .iter()
+        .flat_map(|m| &m.thinking_blocks)
+        .map(|b| match b {
+            ThinkingBlock::Thinking {
+                thinking,
+                signature,
+            } => (thinking.clone(), signature.clone()),
+            other => panic!("no redacted block in the source: {other:?}"),
+        })
+        .collect();
+    assert_eq!(src_signed.len(), 55);
+    assert_eq!(kept, src_signed);
+    // Only assistant messages carry them.
+    assert!(t
+        .messages
+        .iter()
+        .all(|m| m.thinking_blocks.is_empty() || m.role == Role::Assistant));
     // The goal is the person's first request, not a slash command.
     assert!(!t.meta.goal.as_deref().unwrap().contains("<command-name>"));
 

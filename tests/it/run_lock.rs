@@ -99,3 +99,115 @@ fn a_second_writer_is_refused_and_the_live_run_finishes_intact() {
         String::from_utf8_lossy(&resumed.stderr)
     );
 }
+
+/// The same with units that call a (slow) strict fake provider: the run is genuinely live
+/// (its needle units wait on the model) when a second `run --resume` starts on its directory;
+/// `report`, `compare` and `gate` on it read complete lines and say it is in progress; the
+/// live run finishes normally, every line of its journal whole, its report written, and the
+/// strict server refused nothing.
+#[test]
+fn a_second_writer_on_a_run_calling_a_slow_provider_is_refused() {
+    use crate::support::strict_llm::StrictLlm;
+    let (_rt, server) = StrictLlm::on_own_runtime();
+    server.slow(Duration::from_millis(250));
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = support::suite::harness("live-provider")
+        .table(
+            "providers.agent",
+            format!(
+                "kind = \"openai\"\nmodel = \"gpt-4o-mini\"\nbase_url = {:?}\ncache = false\n\
+                 max_retries = 0\ntimeout_secs = 30\n",
+                server.openai_base_url()
+            ),
+        )
+        .write(tmp.path(), "suite.toml");
+    let out = tmp.path().join("out");
+    let mut child = std::process::Command::new(bin())
+        .args(["run", suite.to_str().unwrap(), "--quiet", "--jobs", "2"])
+        .args(["--run-id", "live"])
+        .current_dir(tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dir = out.join("live");
+    let journal = dir.join("samples.jsonl");
+    let start = Instant::now();
+    while lines(&journal) < 1 || server.accepted() < 2 {
+        assert!(start.elapsed() < Duration::from_secs(120), "no samples");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let pid = child.id().to_string();
+    let text = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).to_string();
+
+    let second = ctxbench()
+        .current_dir(tmp.path())
+        .args(["run", suite.to_str().unwrap(), "--quiet", "--resume"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(2), "{}", text(&second));
+    assert!(
+        text(&second).contains(&format!("pid {pid}")),
+        "{}",
+        text(&second)
+    );
+
+    let live_note = format!("still being written by process {pid}");
+    let report = ctxbench()
+        .current_dir(tmp.path())
+        .arg("report")
+        .arg(&dir)
+        .arg("-o")
+        .arg(tmp.path().join("partial"))
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", text(&report));
+    assert!(text(&report).contains(&live_note), "{}", text(&report));
+    let compare = ctxbench()
+        .current_dir(tmp.path())
+        .arg("compare")
+        .args([&dir, &dir])
+        .arg("-o")
+        .arg(tmp.path().join("cmp"))
+        .output()
+        .unwrap();
+    assert!(compare.status.success(), "{}", text(&compare));
+    assert!(text(&compare).contains(&live_note), "{}", text(&compare));
+    let gate = ctxbench()
+        .current_dir(tmp.path())
+        .arg("gate")
+        .arg(&dir)
+        .arg("--baseline")
+        .arg(&dir)
+        .args(["--rule", "tokens >= 0"])
+        .arg("--junit")
+        .arg(tmp.path().join("gate.xml"))
+        .output()
+        .unwrap();
+    assert!(
+        matches!(gate.status.code(), Some(0 | 10)),
+        "{}",
+        text(&gate)
+    );
+    assert!(text(&gate).contains(&live_note), "{}", text(&gate));
+    for o in [&report, &compare, &gate] {
+        assert!(!text(o).contains("torn"), "{}", text(o));
+    }
+
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(status.success(), "{stderr}");
+    let journal_text = std::fs::read_to_string(&journal).unwrap();
+    assert_eq!(journal_text.lines().count(), 40, "every unit once");
+    for (i, line) in journal_text.lines().enumerate() {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("line {}: {e}", i + 1));
+        assert!(v["error"].is_null(), "line {}: {v}", i + 1);
+    }
+    assert!(journal_text.ends_with('\n'));
+    assert!(dir.join("report.md").is_file() && dir.join("summary.json").is_file());
+    assert!(server.rejected().is_empty(), "{:?}", server.rejected());
+    assert!(server.accepted() >= 32, "{}", server.accepted());
+}

@@ -13,7 +13,7 @@ use ctxbench::providers::{
 use serde_json::{json, Value};
 
 use crate::support::strict_llm::{
-    anthropic_body_violations, openai_violations, Scenario, StrictLlm,
+    anthropic_body_violations, openai_violations, signature_of, Scenario, StrictLlm,
 };
 
 fn config(server: &StrictLlm, kind: ProviderKind) -> ProviderConfig {
@@ -102,6 +102,38 @@ fn the_rules_reject_what_the_real_apis_reject() {
     ] {
         assert!(v.contains(want), "{want}: {v}");
     }
+    // Thinking on: the last assistant turn with a tool call must begin with its thinking, and a
+    // block the server signed must come back unmodified.
+    let thought = "I should grep.";
+    let with = |first: Value| {
+        json!({"model": "m", "max_tokens": 2048,
+            "thinking": {"type": "enabled", "budget_tokens": 1024},
+            "tools": [{"name": "grep", "input_schema": {"type": "object"}}], "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [first,
+                {"type": "tool_use", "id": "toolu_1", "name": "grep", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}]}]})
+    };
+    let v = anthropic_body_violations(&with(json!({"type": "text", "text": "Searching."})));
+    assert!(
+        v.iter()
+            .any(|m| m.contains("must start with a thinking block")),
+        "{v:?}"
+    );
+    let signed =
+        json!({"type": "thinking", "thinking": thought, "signature": signature_of(thought)});
+    assert_eq!(
+        anthropic_body_violations(&with(signed)),
+        Vec::<String>::new()
+    );
+    let edited = json!({"type": "thinking", "thinking": "I should grep!", "signature": signature_of(thought)});
+    let v = anthropic_body_violations(&with(edited));
+    assert!(v.iter().any(|m| m.contains("Invalid `signature`")), "{v:?}");
+    let v = anthropic_body_violations(&with(json!({"type": "redacted_thinking"})));
+    assert!(
+        v.iter().any(|m| m.contains("redacted_thinking.data")),
+        "{v:?}"
+    );
     // An unanswered tool_use; an unknown tool_use_id.
     let b = json!({"model": "m", "max_tokens": 10,
         "tools": [{"name": "grep", "input_schema": {"type": "object"}}], "messages": [
@@ -395,4 +427,73 @@ async fn replayed_tool_arguments_are_always_json_objects() {
             r#"{"z": 1, "a": 2}"#
         ]
     );
+}
+
+#[tokio::test]
+async fn thinking_and_tool_use_loop_sends_the_thinking_back_unchanged() {
+    // Extended thinking on, the model calls a tool: the next request (history + the model's
+    // turn + the tool result) must start that turn with the thinking block it came with, signed
+    // as it was. Before the blocks were kept, every second step of a thinking agent was a 400.
+    let server = StrictLlm::start().await;
+    let mut c = config(&server, ProviderKind::Anthropic);
+    c.thinking = Some(1024);
+    let p = build(&c);
+    server.play([Scenario::ToolCalls(vec![(
+        "grep".into(),
+        json!({"pattern": "token"}),
+    )])]);
+    let mut messages = vec![Message::user("Find the token.")];
+    let first = p
+        .chat(&ChatRequest::new(messages.clone()).with_tools(vec![grep_tool()]))
+        .await
+        .unwrap();
+    let turn = first.message.clone();
+    assert_eq!(turn.thinking_blocks.len(), 1, "{turn:?}");
+    let call_id = turn.tool_calls[0].id.clone();
+    messages.push(turn.clone());
+    messages.push(Message::tool(call_id, "grep", "a.py:1: token = 42"));
+    let second = p
+        .chat(&ChatRequest::new(messages.clone()).with_tools(vec![grep_tool()]))
+        .await
+        .unwrap();
+    assert_eq!(second.message.content, "ok");
+    assert_eq!(server.rejected(), Vec::<String>::new());
+    let sent = server.requests().last().unwrap().body.clone();
+    let content = &sent["messages"][1]["content"];
+    assert_eq!(content[0]["type"], "thinking", "{sent:#}");
+    let thought = content[0]["thinking"].as_str().unwrap();
+    assert_eq!(content[0]["signature"], signature_of(thought));
+    assert_eq!(content[1]["type"], "tool_use");
+
+    // The same turn recorded without its thinking (another vendor's history): its call and
+    // result go as text, thinking stays on, and the API's rule holds.
+    messages[1].thinking_blocks.clear();
+    p.chat(&ChatRequest::new(messages).with_tools(vec![grep_tool()]))
+        .await
+        .unwrap();
+    assert_eq!(server.rejected(), Vec::<String>::new());
+    let sent = server.requests().last().unwrap().body.clone();
+    assert_eq!(sent["thinking"]["type"], "enabled");
+    assert_eq!(
+        sent["messages"][1]["content"][0]["type"], "text",
+        "{sent:#}"
+    );
+
+    // Thinking off: the OpenAI-compatible and the Anthropic encoders send no thinking block.
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        let p = build(&config(&server, kind));
+        let history = vec![Message::user("Find the token."), turn.clone()];
+        let mut history = history;
+        history.push(Message::tool(
+            turn.tool_calls[0].id.clone(),
+            "grep",
+            "a.py:1: token = 42",
+        ));
+        p.chat(&ChatRequest::new(history).with_tools(vec![grep_tool()]))
+            .await
+            .unwrap();
+        let raw = server.requests().last().unwrap().raw_body.clone();
+        assert!(!raw.contains("strict-sig-"), "{kind:?}: {raw}");
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
 }

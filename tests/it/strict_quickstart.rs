@@ -78,6 +78,133 @@ fn quickstart_needle_and_drift_pass_the_strict_servers_for_both_kinds() {
 }
 
 #[test]
+fn quickstart_with_anthropic_extended_thinking_passes_the_thinking_rule() {
+    // `thinking` on for the agent: every needle and drift question about a replayed history
+    // (recorded without thinking) and every step of the agent's own tool loop must pass the
+    // rule that a last assistant turn with tool calls begins with its thinking.
+    let (_rt, server) = StrictLlm::on_own_runtime();
+    let (_rt2, summary) = StrictLlm::on_own_runtime();
+    // The agent's first steps call a tool, so its own loop replays a thinking turn too.
+    server.play((0..3).map(|_| {
+        Scenario::ToolCalls(vec![(
+            "grep".into(),
+            serde_json::json!({"pattern": "needle"}),
+        )])
+    }));
+    let providers = format!(
+        "{}thinking = 1024\n\n{}",
+        provider_table(
+            "agent",
+            "anthropic",
+            "claude-sonnet-4-5",
+            &server.base_url()
+        ),
+        provider_table(
+            "summary",
+            "anthropic",
+            "claude-sonnet-4-5",
+            &summary.base_url()
+        )
+    );
+    let (m, stderr, _) = run_suite(
+        &providers,
+        &[
+            "--eval",
+            "needle",
+            "--eval",
+            "drift",
+            "--trace",
+            "astropy__astropy-12907*",
+        ],
+    );
+    let rejected = server.rejected();
+    assert!(
+        rejected.is_empty(),
+        "{} rejected: {rejected:?}",
+        rejected.len()
+    );
+    let units = &m["units"];
+    assert_eq!(units["failed"], 0, "{units}\n{stderr}");
+    let thinking_requests = server
+        .requests()
+        .iter()
+        .filter(|r| r.body["thinking"]["type"] == "enabled")
+        .count();
+    assert!(thinking_requests > 10, "{thinking_requests}");
+    // A step after a tool call sent the model's signed thinking back first.
+    let replayed = server.requests().iter().any(|r| {
+        r.body["messages"].as_array().is_some_and(|ms| {
+            ms.iter().any(|m| {
+                m["content"][0]["signature"]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with("strict-sig-"))
+            })
+        })
+    });
+    assert!(replayed, "no thinking block sent back");
+    // And a history's last tool turn, recorded without thinking, went as text.
+    assert!(server
+        .requests()
+        .iter()
+        .any(|r| r.raw_body.contains("[tool call ")));
+    assert!(summary.rejected().is_empty(), "{:?}", summary.rejected());
+}
+
+#[test]
+fn each_evals_max_output_tokens_is_the_limit_its_calls_send() {
+    // needle 1234 and drift 777 instead of their defaults (200, 400); a reasoning model gets its
+    // reasoning allowance on top of the eval's limit.
+    for (model, extra) in [("gpt-4o-mini", 0), ("gpt-5-mini", 25_000)] {
+        let (_rt, agent) = StrictLlm::on_own_runtime();
+        let (_rt2, summary) = StrictLlm::on_own_runtime();
+        let providers = format!(
+            "{}\n{}",
+            provider_table("agent", "openai", model, &agent.openai_base_url()),
+            provider_table("summary", "openai", model, &summary.openai_base_url())
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        let suite = tmp.path().join("suite.toml");
+        let text = quickstart_with(&out, &providers)
+            .replace(
+                "[evals.needle]\n",
+                "[evals.needle]\nmax_output_tokens = 1234\n",
+            )
+            .replace(
+                "[evals.drift]\n",
+                "[evals.drift]\nmax_output_tokens = 777\n",
+            );
+        assert!(text.contains("= 1234") && text.contains("= 777"));
+        std::fs::write(&suite, text).unwrap();
+        let run = ctxbench()
+            .args(["run", suite.to_str().unwrap(), "--run-id", "limits"])
+            .args(["--eval", "needle", "--eval", "drift"])
+            .args(["--trace", "astropy__astropy-12907*"])
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let field = if extra > 0 {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        let mut limits: Vec<u64> = agent
+            .requests()
+            .iter()
+            .filter_map(|r| r.body[field].as_u64())
+            .collect();
+        limits.sort_unstable();
+        limits.dedup();
+        assert_eq!(limits, [777 + extra, 1234 + extra], "{model}");
+        assert!(agent.rejected().is_empty(), "{:?}", agent.rejected());
+    }
+}
+
+#[test]
 fn a_reasoning_model_cut_off_at_its_limit_scores_no_plain_miss() {
     // Every agent answer comes back "" with finish_reason length (a reasoning model that spent
     // its limit thinking); the summarizer is a normal server.

@@ -153,6 +153,50 @@ fn missing_section_and_wrong_bool() {
 }
 
 #[test]
+fn output_limits_out_of_range_exit_2_naming_key_and_line() {
+    let out = Command::cargo_bin("ctxbench")
+        .unwrap()
+        .args([
+            "run",
+            "tests/fixtures/suites/output_limits.toml",
+            "--dry-run",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("output_limits.toml:14") && err.contains("max_output_tokens"),
+        "a string is a type error at its line:\n{err}"
+    );
+    // With the type right, the ranges are checked, each at its line.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string("tests/fixtures/suites/output_limits.toml")
+        .unwrap()
+        .replace("\"lots\"", "300")
+        .replace(
+            "../../../datasets",
+            &format!("{}/datasets", env!("CARGO_MANIFEST_DIR")),
+        );
+    let suite = dir.path().join("output_limits.toml");
+    std::fs::write(&suite, text).unwrap();
+    let out = Command::cargo_bin("ctxbench")
+        .unwrap()
+        .args(["run", suite.to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for want in [
+        "output_limits.toml:8: `max_output_tokens` = 0: expected 1 to 128000 tokens per answer",
+        "output_limits.toml:11: `max_output_tokens` = 200000: expected 1 to 128000",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in:\n{err}");
+    }
+    assert!(!err.contains(":14:"), "{err}");
+}
+
+#[test]
 fn parameters_the_api_refuses_exit_2_naming_key_and_line() {
     let out = Command::cargo_bin("ctxbench")
         .unwrap()

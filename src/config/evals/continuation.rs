@@ -19,6 +19,11 @@ pub struct ContinuationEval {
     /// Recorded model calls (with tool calls) predicted after each fold.
     #[serde(default = "default_continuation_steps")]
     pub steps: u32,
+    /// Output limit (tokens) of each of this eval's answers; default 300. The agent
+    /// provider's `max_tokens` wins when larger, and an OpenAI reasoning model without one gets
+    /// 25,000 more for its hidden reasoning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
 }
 impl EvalSection for ContinuationEval {
     fn enabled(&self) -> bool {
@@ -30,6 +35,7 @@ impl EvalSection for ContinuationEval {
         if self.steps == 0 {
             err(&["steps"], "`steps` must be at least 1".into());
         }
+        super::check_output_limit(self.max_output_tokens, &mut *err);
     }
 
     /// One sample per fold, so reports can plot agreement by fold.
@@ -37,6 +43,7 @@ impl EvalSection for ContinuationEval {
         let params = |fold| ContinuationParams {
             fold,
             steps: self.steps,
+            max_output_tokens: self.max_output_tokens,
         };
         super::per_fold(name, self.after_compactions, params, false)
     }

@@ -18,6 +18,11 @@ pub struct DriftEval {
     /// Also score with the judge provider (rubric 0–5); deterministic scores are always kept.
     #[serde(default)]
     pub judge: bool,
+    /// Output limit (tokens) of each of this eval's answers; default 400. The agent
+    /// provider's `max_tokens` wins when larger, and an OpenAI reasoning model without one gets
+    /// 25,000 more for its hidden reasoning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
 }
 impl EvalSection for DriftEval {
     fn enabled(&self) -> bool {
@@ -26,6 +31,7 @@ impl EvalSection for DriftEval {
 
     fn check(&self, err: Problem<'_>) {
         super::check_folds(self.after_compactions, &mut *err);
+        super::check_output_limit(self.max_output_tokens, &mut *err);
     }
 
     /// One sample per fold, so reports can plot drift by fold.
@@ -34,6 +40,7 @@ impl EvalSection for DriftEval {
             after_compactions: self.after_compactions,
             judge: self.judge,
             fold: Some(fold),
+            max_output_tokens: self.max_output_tokens,
         };
         super::per_fold(name, self.after_compactions, params, self.judge)
     }

@@ -199,6 +199,17 @@ fn asking(judge: bool) -> Vec<ProviderRole> {
 }
 
 /// The check every per-fold eval (drift, continuation, rules) makes of `after_compactions`.
+/// `max_output_tokens`, when set: 1 to [`crate::evalspec::MAX_OUTPUT_TOKENS_CAP`].
+fn check_output_limit(limit: Option<u32>, err: Problem<'_>) {
+    let cap = crate::evalspec::MAX_OUTPUT_TOKENS_CAP;
+    if let Some(n) = limit.filter(|n| *n == 0 || *n > cap) {
+        err(
+            &["max_output_tokens"],
+            format!("`max_output_tokens` = {n}: expected 1 to {cap} tokens per answer"),
+        );
+    }
+}
+
 fn check_folds(after_compactions: u32, err: Problem<'_>) {
     if after_compactions == 0 {
         err(

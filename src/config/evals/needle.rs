@@ -57,6 +57,11 @@ pub struct NeedleEval {
     /// (`params.fold`); a replay with fewer folds records `not_reached`. Empty: ask at `ask_at`.
     #[serde(default)]
     pub folds: Vec<u32>,
+    /// Output limit (tokens) of each of this eval's answers; default 200. The agent
+    /// provider's `max_tokens` wins when larger, and an OpenAI reasoning model without one gets
+    /// 25,000 more for its hidden reasoning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
 }
 
 impl EvalSection for NeedleEval {
@@ -93,6 +98,7 @@ impl EvalSection for NeedleEval {
         if self.max_steps == 0 {
             err(&["max_steps"], "`max_steps` must be at least 1".into());
         }
+        super::check_output_limit(self.max_output_tokens, &mut *err);
         for (i, k) in self.folds.iter().enumerate() {
             if *k == 0 {
                 err(
@@ -142,6 +148,7 @@ impl EvalSection for NeedleEval {
                         paraphrase: n.paraphrase,
                         corrected: n.corrected,
                         fold: *fold,
+                        max_output_tokens: n.max_output_tokens,
                     };
                     out.push(EvalSample {
                         eval: name.into(),

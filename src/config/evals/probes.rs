@@ -28,6 +28,11 @@ pub struct ProbesEval {
     /// Score with the judge provider (0–5) where no deterministic check exists.
     #[serde(default)]
     pub judge: bool,
+    /// Output limit (tokens) of each of this eval's answers; default 200 for a recalled value, 300 for a decision, 400 for the structured answer. The agent
+    /// provider's `max_tokens` wins when larger, and an OpenAI reasoning model without one gets
+    /// 25,000 more for its hidden reasoning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
 }
 
 impl EvalSection for ProbesEval {
@@ -42,6 +47,7 @@ impl EvalSection for ProbesEval {
         if self.per_kind == 0 {
             err(&["per_kind"], "`per_kind` must be at least 1".into());
         }
+        super::check_output_limit(self.max_output_tokens, &mut *err);
     }
 
     /// One sample per probe kind.
@@ -53,6 +59,7 @@ impl EvalSection for ProbesEval {
                     kind: *kind,
                     per_kind: self.per_kind,
                     judge: self.judge,
+                    max_output_tokens: self.max_output_tokens,
                 });
                 EvalSample {
                     eval: name.into(),

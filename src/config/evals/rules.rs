@@ -27,6 +27,11 @@ pub struct RulesEval {
     /// Also grade the agent's restatement with the judge provider (0–5, fixed rubric).
     #[serde(default)]
     pub judge: bool,
+    /// Output limit (tokens) of each of this eval's answers; default 400. The agent
+    /// provider's `max_tokens` wins when larger, and an OpenAI reasoning model without one gets
+    /// 25,000 more for its hidden reasoning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
 }
 
 impl EvalSection for RulesEval {
@@ -39,6 +44,7 @@ impl EvalSection for RulesEval {
         if self.kinds.is_empty() {
             err(&["kinds"], "`kinds` must not be empty".into());
         }
+        super::check_output_limit(self.max_output_tokens, &mut *err);
     }
 
     /// One sample per fold, like continuation.
@@ -47,6 +53,7 @@ impl EvalSection for RulesEval {
             fold,
             kinds: self.kinds.clone(),
             judge: self.judge,
+            max_output_tokens: self.max_output_tokens,
         };
         super::per_fold(name, self.after_compactions, params, self.judge)
     }

@@ -20,7 +20,14 @@ impl Eval for Continuation {
             Some(v) => {
                 let agent = cx.agent()?;
                 let (steps, usage) =
-                    continuation::ask(cx.trace(), v, params.steps, agent.as_ref(), &cx.nonce)
+                    continuation::ask(
+                        cx.trace(),
+                        v,
+                        params.steps,
+                        agent.as_ref(),
+                        params.max_output_tokens,
+                        &cx.nonce,
+                    )
                         .await?;
                 cx.eval_agent(&mut out, &usage);
                 steps

@@ -20,7 +20,14 @@ impl Eval for Drift {
         let agent = agent.as_ref();
         let judge = cx.judge(params.judge)?;
         let (probes, agent_usage, judge_usage) =
-            drift::ask(cx.trace(), &views, agent, judge, &cx.nonce).await?;
+            drift::ask(
+                cx.trace(),
+                &views,
+                agent,
+                judge,
+                params.max_output_tokens,
+                &cx.nonce,
+            ).await?;
         cx.eval_agent(&mut out, &agent_usage);
         let (scores, evidence) = match params.fold {
             Some(k) => drift::aggregate_fold(k, &probes),

@@ -38,6 +38,7 @@ impl Eval for Needle {
             &prepared,
             agent.as_ref(),
             params.max_steps,
+            params.max_output_tokens,
             params.search,
             &cx.nonce,
         )

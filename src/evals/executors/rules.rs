@@ -19,7 +19,13 @@ impl Eval for Rules {
         let agent = cx.agent()?;
         let agent = agent.as_ref();
         let judge = cx.judge(params.judge)?;
-        let answer = rules::ask(&prepared.probe, agent, judge, &cx.nonce).await?;
+        let answer = rules::ask(
+            &prepared.probe,
+            agent,
+            judge,
+            params.max_output_tokens,
+            &cx.nonce,
+        ).await?;
         let (scores, evidence) = rules::score(&params, &prepared.probe, answer.as_ref());
         out.scores.extend(scores);
         out.evidence = evidence;

@@ -52,7 +52,7 @@ fn a_store_held_in_memory_changes_nothing() {
         let root = dir.path().join(if pack { "mem" } else { "disk" });
         let p = prepared_with(3, &root, pack);
         let answers = rt
-            .block_on(ask(&p, &agent, 4, NeedleSearch::Auto, "n"))
+            .block_on(ask(&p, &agent, 4, 200, NeedleSearch::Auto, "n"))
             .unwrap();
         let (scores, evidence, usage) = score(&p, &answers);
         (
@@ -115,7 +115,7 @@ fn every_question_gets_the_whole_conversations_back() {
         .unwrap();
     let agent = OfflineProvider::new();
     let ask_all = || {
-        rt.block_on(ask(&p, &agent, 4, NeedleSearch::Auto, "n"))
+        rt.block_on(ask(&p, &agent, 4, 200, NeedleSearch::Auto, "n"))
             .unwrap()
     };
     let first = ask_all();

@@ -2,7 +2,8 @@
 //! `{system?, messages, model?, tools?}`, conversations, JSON Lines).
 //!
 //! Content blocks: `text` → content, `tool_use` → tool call (`input` kept as the arguments),
-//! `thinking` → reasoning, `tool_result` (in user turns) → one `role: tool` message each, with
+//! `thinking` → reasoning (and, with its `signature`, kept whole in `thinking_blocks` beside
+//! `redacted_thinking`, so a replay can send them back), `tool_result` (in user turns) → one `role: tool` message each, with
 //! `is_error`. Usage is normalized: `input = input_tokens + cache_read_input_tokens +
 //! cache_creation_input_tokens` (Anthropic reports the three disjoint). The block helpers here
 //! are shared with the Claude Code importer.
@@ -10,7 +11,7 @@
 use super::json::{content_text, Node, Res};
 use super::openai::import_shapes;
 use super::{Calls, Input};
-use crate::trace::model::{Message, SourceFormat, ToolCall, Trace, Usage};
+use crate::trace::model::{Message, SourceFormat, ThinkingBlock, ToolCall, Trace, Usage};
 use super::detect::chat_flavor;
 use super::Importer;
 
@@ -49,6 +50,8 @@ pub struct AssistantParts {
     pub texts: Vec<String>,
     pub calls: Vec<ToolCall>,
     pub thinking: Vec<String>,
+    /// The signed `thinking` and the `redacted_thinking` blocks, in order.
+    pub blocks: Vec<ThinkingBlock>,
 }
 
 impl AssistantParts {
@@ -57,6 +60,7 @@ impl AssistantParts {
         if !self.thinking.is_empty() {
             m.reasoning = Some(self.thinking.join("\n"));
         }
+        m.thinking_blocks = self.blocks;
         m
     }
 }
@@ -95,9 +99,21 @@ pub fn assistant_blocks(
             "thinking" => {
                 if let Some(t) = b.key("thinking").opt_str()? {
                     parts.thinking.push(t.to_string());
+                    if let Some(sig) = b.key("signature").opt_str()? {
+                        parts.blocks.push(ThinkingBlock::Thinking {
+                            thinking: t.to_string(),
+                            signature: sig.to_string(),
+                        });
+                    }
                 }
             }
-            "redacted_thinking" => {}
+            "redacted_thinking" => {
+                if let Some(data) = b.key("data").opt_str()? {
+                    parts.blocks.push(ThinkingBlock::RedactedThinking {
+                        data: data.to_string(),
+                    });
+                }
+            }
             other => warnings.push(format!(
                 "{}: content block of type {other:?} skipped",
                 b.path
@@ -200,6 +216,8 @@ mod tests {
             {"role": "user", "content": "do it"},
             {"role": "assistant", "content": [
                 {"type": "thinking", "thinking": "plan"},
+                {"type": "thinking", "thinking": "signed plan", "signature": "EpMCsig"},
+                {"type": "redacted_thinking", "data": "EmwKAhiddenxyz"},
                 {"type": "text", "text": "ok"},
                 {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls", "a": 1}}],
              "usage": {"input_tokens": 3, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20, "output_tokens": 9}},
@@ -221,7 +239,21 @@ mod tests {
         );
         let a = &t.messages[2];
         assert_eq!(a.content, "ok");
-        assert_eq!(a.reasoning.as_deref(), Some("plan"));
+        assert_eq!(a.reasoning.as_deref(), Some("plan\nsigned plan"));
+        // Signed and redacted blocks are kept whole, in order (an unsigned one cannot be sent
+        // back, so it lives in `reasoning` only).
+        assert_eq!(
+            a.thinking_blocks,
+            [
+                ThinkingBlock::Thinking {
+                    thinking: "signed plan".into(),
+                    signature: "EpMCsig".into()
+                },
+                ThinkingBlock::RedactedThinking {
+                    data: "EmwKAhiddenxyz".into()
+                }
+            ]
+        );
         assert_eq!(
             a.usage,
             Some(Usage {

@@ -10,7 +10,8 @@
 //! markers. `final_metrics` → `meta.total_usage` / `meta.cost_usd`.
 //!
 //! Export (`to_atif`) writes `ATIF-v1.4` and keeps what ATIF has no field for (trace metadata,
-//! message kinds, error flags, tool-result names and timestamps, markers) under `extra.ctxbench`,
+//! message kinds, error flags, tool-result names and timestamps, thinking blocks with their
+//! signatures, markers) under `extra.ctxbench`,
 //! so export → import gives back the identical trace. Tool messages that directly follow an
 //! assistant message become its step's observation; any other tool message becomes a `system`
 //! step holding only an observation.
@@ -241,6 +242,11 @@ fn apply_extras(m: &mut Message, e: &Node<'_>) -> Res<()> {
     if let Some(r) = e.key("reasoning").opt_str()? {
         m.reasoning = Some(r.to_string());
     }
+    let blocks = e.key("thinking_blocks");
+    if !blocks.is_null() {
+        m.thinking_blocks = serde_json::from_value(blocks.v.clone())
+            .map_err(|err| blocks.error(format!("expected thinking blocks: {err}")))?;
+    }
     Ok(())
 }
 
@@ -270,6 +276,10 @@ fn extras_of(m: &Message, in_step_timestamp: bool, call_name: Option<&str>) -> M
         if let Some(ts) = &m.timestamp {
             e.insert("timestamp".into(), json!(ts));
         }
+    }
+    // Anthropic thinking blocks with their signatures (ATIF's `reasoning_content` is text only).
+    if !m.thinking_blocks.is_empty() {
+        e.insert("thinking_blocks".into(), json!(m.thinking_blocks));
     }
     e
 }

@@ -158,6 +158,7 @@ impl Session {
                             m.content.push_str(&text);
                         }
                         m.tool_calls.extend(parts.calls);
+                        m.thinking_blocks.extend(parts.blocks);
                         if !parts.thinking.is_empty() {
                             let more = parts.thinking.join("\n");
                             m.reasoning = Some(match m.reasoning.take() {

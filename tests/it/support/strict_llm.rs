@@ -51,6 +51,8 @@ struct State {
     default: Option<Scenario>,
     rejected: Vec<String>,
     accepted: usize,
+    /// Every accepted 200 answer arrives in two pieces this far apart (a slow model).
+    delay: Option<std::time::Duration>,
 }
 
 /// The running strict server (both APIs on one port: `/v1/chat/completions`, `/v1/messages`).
@@ -92,6 +94,10 @@ impl StrictLlm {
     pub fn always(&self, s: Scenario) {
         self.state.lock().unwrap().default = Some(s);
     }
+    /// Makes every accepted answer take about `d` (its body arrives in two pieces `d` apart).
+    pub fn slow(&self, d: std::time::Duration) {
+        self.state.lock().unwrap().delay = Some(d);
+    }
     /// The reasons of every 400 given for a rule broken.
     pub fn rejected(&self) -> Vec<String> {
         self.state.lock().unwrap().rejected.clone()
@@ -119,11 +125,78 @@ fn respond(state: &Mutex<State>, r: &Recorded) -> Reply {
     }
     st.accepted += 1;
     let scenario = st.queue.pop_front().or_else(|| st.default.clone());
+    let delay = st.delay;
     drop(st);
     let prompt = prompt_tokens(r);
-    match scenario {
+    let reply = match scenario {
         None => Reply::ok(text(anthropic, "ok", prompt)),
         Some(s) => play(anthropic, s, prompt),
+    };
+    let thinking = anthropic && r.body["thinking"]["type"] == "enabled";
+    let reply = if thinking {
+        with_thinking(reply)
+    } else {
+        reply
+    };
+    match (delay, reply) {
+        (
+            Some(delay),
+            Reply::Full {
+                status: 200, body, ..
+            },
+        ) => Reply::Slow {
+            body,
+            chunks: 2,
+            delay,
+        },
+        (_, reply) => reply,
+    }
+}
+
+/// The signature this server gives the thinking text it issues (the real API's is opaque; a
+/// fixed digest lets the server tell a block sent back unchanged from one that was edited).
+pub fn signature_of(thinking: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in thinking.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{SIGNED}{h:016x}")
+}
+
+/// Prefix of the signatures this server issues (others, e.g. from recorded sessions, cannot be
+/// checked here and are taken as they come).
+const SIGNED: &str = "strict-sig-";
+
+/// A 200 Anthropic answer made as the API makes it with thinking on: a signed thinking block
+/// first (unless the scenario already has one).
+fn with_thinking(reply: Reply) -> Reply {
+    let Reply::Full {
+        status: 200,
+        headers,
+        body,
+    } = &reply
+    else {
+        return reply;
+    };
+    let Ok(mut v) = serde_json::from_str::<Value>(body) else {
+        return reply;
+    };
+    let Some(content) = v["content"].as_array_mut() else {
+        return reply;
+    };
+    if content.first().is_some_and(|b| b["type"] == "thinking") {
+        return reply;
+    }
+    let n = content.len();
+    let thought = format!("Thinking before {n} block(s).");
+    content.insert(
+        0,
+        json!({"type": "thinking", "thinking": thought, "signature": signature_of(&thought)}),
+    );
+    Reply::Full {
+        status: 200,
+        headers: headers.clone(),
+        body: v.to_string(),
     }
 }
 
@@ -677,9 +750,25 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
                             pending.push(id.to_string());
                         }
                         "text" => text_block_rules(bl, &format!("messages.{i}"), &mut out),
-                        "thinking" if bl["signature"].as_str().is_none_or(str::is_empty) => {
-                            out.push(format!(
+                        "thinking" => match bl["signature"].as_str() {
+                            None | Some("") => out.push(format!(
                                 "messages.{i}.content: thinking.signature: Field required"
+                            )),
+                            // A block this server issued must come back unmodified.
+                            Some(sig)
+                                if sig.starts_with(SIGNED)
+                                    && signature_of(bl["thinking"].as_str().unwrap_or(""))
+                                        != sig =>
+                            {
+                                out.push(format!(
+                                    "messages.{i}.content: Invalid `signature` in `thinking` block"
+                                ))
+                            }
+                            Some(_) => {}
+                        },
+                        "redacted_thinking" if bl["data"].as_str().is_none_or(str::is_empty) => {
+                            out.push(format!(
+                                "messages.{i}.content: redacted_thinking.data: Field required"
                             ));
                         }
                         "tool_result" => out.push(format!(
@@ -688,8 +777,17 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
                         _ => {}
                     }
                 }
-                // With thinking on, the assistant turn of an unfinished tool loop must start
-                // with its thinking block.
+                // With thinking on, the last assistant turn, when it holds tool calls, must start
+                // with its thinking block. The API's 400: "messages.1.content.0.type: Expected
+                // `thinking` or `redacted_thinking`, but found `tool_use`. When `thinking` is
+                // enabled, a final `assistant` message must start with a thinking block
+                // (preceeding the lastmost set of `tool_use` and `tool_result` blocks)"; the
+                // extended-thinking guide ("Preserving thinking blocks"): "During tool use, you
+                // must pass `thinking` and `redacted_thinking` blocks back to the API, and you
+                // must include the complete unmodified block back to the API", while they "can
+                // [be omitted] from prior assistant role turns". Enforced here whenever the last
+                // assistant turn has a `tool_use` (the strictest reading of "final"), and a
+                // thinking block this server signed must come back unmodified.
                 if thinking.is_some() && has_tool_use && Some(i) == last_assistant {
                     let first = blocks
                         .first()
