@@ -2,6 +2,7 @@
 //! ask the agent for them back, score recall.
 
 use super::{Eval, Ready, UnitCx};
+use crate::evals::prefixes::WalkKey;
 use crate::evals::{needle, EvalError};
 use crate::runner::UnitOutput;
 
@@ -13,7 +14,30 @@ impl Eval for Needle {
     async fn run(cx: &UnitCx<'_>) -> Result<UnitOutput, EvalError> {
         let mut params = needle::NeedleParams::from_params(&cx.unit.params)?;
         params.plant_seed = Some(cx.unit.pair_seed);
-        let (prepared, mut out) = match cx.prepare(&params, needle::prepare).await? {
+        let share = cx.prefixes().map(|p| {
+            let key = WalkKey {
+                trace: cx.unit.trace,
+                variant: cx.unit.variant_index,
+                extra: params.trigger.map(f64::to_bits),
+            };
+            (p, key)
+        });
+        let p = params.clone();
+        let ready = cx
+            .prepare_by(move |r| {
+                needle::prepare_shared(
+                    &r.trace,
+                    &r.config,
+                    &p,
+                    r.summarizer.as_ref(),
+                    &r.prices,
+                    r.store,
+                    r.seed,
+                    share.as_ref().map(|(p, k)| (p.as_ref(), k)),
+                )
+            })
+            .await?;
+        let (prepared, mut out) = match ready {
             Ready::Ask(prepared, out) => (prepared, out),
             Ready::Done(out) => return Ok(out),
         };

@@ -3,6 +3,7 @@
 //! agent and judge calls).
 
 use super::super::offline_agent::build_provider;
+use super::super::prefixes::Prefixes;
 use super::super::EvalError;
 use crate::config::suite::{OnSummaryError, ProviderRole};
 use crate::config::LoadedSuite;
@@ -34,6 +35,8 @@ pub(super) struct Shared {
     /// `[engine] on_summary_error`: a failed summary fails its unit, or is only recorded.
     on_summary_error: OnSummaryError,
     providers: OnceLock<Result<Providers, (&'static str, Arc<ProviderError>)>>,
+    /// Replay prefixes shared by the units of a trace × variant (needle sweeps).
+    pub(super) prefixes: Arc<Prefixes>,
 }
 
 fn provider_config(suite: &LoadedSuite, role: ProviderRole) -> anyhow::Result<ProviderConfig> {
@@ -62,6 +65,7 @@ impl Shared {
             prices,
             on_summary_error: suite.suite.engine.on_summary_error,
             providers: OnceLock::new(),
+            prefixes: Arc::new(Prefixes::from_env()),
         })
     }
 
