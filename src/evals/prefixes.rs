@@ -13,6 +13,7 @@
 
 use crate::engine::{self, Prefix, ReplayEnv, ResolvedConfig};
 use crate::trace::{Message, Trace};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Trace × variant walks kept at once (units are dispatched in plan order, trace by trace and
@@ -37,6 +38,8 @@ pub struct WalkKey {
 pub struct Prefixes {
     enabled: bool,
     walks: Mutex<Vec<(WalkKey, Arc<Mutex<Walk>>)>>,
+    /// Replays forked so far.
+    forked: AtomicUsize,
 }
 
 /// One trace × variant: the states kept, ordered by length; `None` when its replays cannot
@@ -57,6 +60,7 @@ impl Prefixes {
         Prefixes {
             enabled,
             walks: Mutex::new(Vec::new()),
+            forked: AtomicUsize::new(0),
         }
     }
 
@@ -69,6 +73,11 @@ impl Prefixes {
 
     pub fn enabled(&self) -> bool {
         self.enabled
+    }
+
+    /// Replays forked so far (the others were replayed whole).
+    pub fn forked(&self) -> usize {
+        self.forked.load(Ordering::Relaxed)
     }
 
     fn walk(&self, key: &WalkKey) -> Arc<Mutex<Walk>> {
@@ -140,6 +149,10 @@ impl Prefixes {
             }
         }
         let k = states.iter().rposition(|p| p.len() <= at).unwrap_or(0);
-        states[k].fork(&trace.meta.id, messages, config, seed)
+        let fork = states[k].fork(&trace.meta.id, messages, config, seed)?;
+        if fork.is_some() {
+            self.forked.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(fork)
     }
 }
