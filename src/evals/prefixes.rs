@@ -37,6 +37,8 @@ pub struct WalkKey {
 /// The walks of one run.
 pub struct Prefixes {
     enabled: bool,
+    /// Say on stderr when the first replay is forked (`CTXBENCH_SHARE_PREFIXES=log`).
+    log: bool,
     walks: Mutex<Vec<(WalkKey, Arc<Mutex<Walk>>)>>,
     /// Replays forked so far.
     forked: AtomicUsize,
@@ -59,16 +61,20 @@ impl Prefixes {
     pub fn new(enabled: bool) -> Self {
         Prefixes {
             enabled,
+            log: false,
             walks: Mutex::new(Vec::new()),
             forked: AtomicUsize::new(0),
         }
     }
 
     /// Sharing on unless the environment says `CTXBENCH_SHARE_PREFIXES=0` (an internal switch
-    /// for tests and benches that compare shared and unshared runs).
+    /// for tests and benches that compare shared and unshared runs; `log` says on stderr when
+    /// the first replay is forked).
     pub fn from_env() -> Self {
-        let off = std::env::var("CTXBENCH_SHARE_PREFIXES").is_ok_and(|v| v.trim() == "0");
-        Prefixes::new(!off)
+        let v = std::env::var("CTXBENCH_SHARE_PREFIXES").unwrap_or_default();
+        let mut p = Prefixes::new(v.trim() != "0");
+        p.log = v.trim() == "log";
+        p
     }
 
     pub fn enabled(&self) -> bool {
@@ -150,8 +156,8 @@ impl Prefixes {
         }
         let k = states.iter().rposition(|p| p.len() <= at).unwrap_or(0);
         let fork = states[k].fork(&trace.meta.id, messages, config, seed)?;
-        if fork.is_some() {
-            self.forked.fetch_add(1, Ordering::Relaxed);
+        if fork.is_some() && self.forked.fetch_add(1, Ordering::Relaxed) == 0 && self.log {
+            eprintln!("prefix sharing: a replay was forked at message {at}");
         }
         Ok(fork)
     }

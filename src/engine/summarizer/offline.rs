@@ -277,20 +277,44 @@ impl OfflineSummarizer {
     }
 }
 
+/// The sections a summary prompt asks for, each with whether it asks for values verbatim.
+/// Parsing the prompt is most of a short summary's cost and a replay asks with one prompt
+/// throughout, so the last prompt's plan is kept per thread.
+fn prompt_plan(prompt: &str) -> Arc<[(Section, bool)]> {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(String, Arc<[(Section, bool)]>)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some((p, plan)) = last.as_ref() {
+            if p == prompt {
+                return plan.clone();
+            }
+        }
+        let plan: Arc<[(Section, bool)]> = prompt_sections(prompt)
+            .into_iter()
+            .map(|s| (s, asks_for_values(prompt, s)))
+            .collect();
+        *last = Some((prompt.to_string(), plan.clone()));
+        plan
+    })
+}
+
 impl Summarizer for OfflineSummarizer {
     fn summarize(&self, req: &SummaryRequest<'_>) -> Result<SummaryOutput, SummaryError> {
-        let sections = prompt_sections(req.prompt);
+        let sections = prompt_plan(req.prompt);
         let budget_chars = (req.max_tokens as usize).saturating_mul(4);
         // Each section gets an equal share of the budget (minus its heading).
         let share = budget_chars / sections.len().max(1);
         let mut parts: Vec<String> = Vec::new();
-        for s in &sections {
+        for &(s, with_values) in sections.iter() {
+            let s = &s;
             let heading = format!("## {}\n", s.title());
             let room = share.saturating_sub(heading.chars().count() + 2);
             if room == 0 {
                 continue;
             }
-            let with_values = asks_for_values(req.prompt, *s);
             let body = clip(&self.section_body(*s, req, with_values), room);
             parts.push(format!("{heading}{body}"));
         }
