@@ -278,11 +278,14 @@ impl OfflineSummarizer {
 }
 
 /// The sections a summary prompt asks for, each with whether it asks for values verbatim.
+type Plan = Arc<[(Section, bool)]>;
+
+/// The [`Plan`] of `prompt`.
 /// Parsing the prompt is most of a short summary's cost and a replay asks with one prompt
 /// throughout, so the last prompt's plan is kept per thread.
-fn prompt_plan(prompt: &str) -> Arc<[(Section, bool)]> {
+fn prompt_plan(prompt: &str) -> Plan {
     thread_local! {
-        static LAST: std::cell::RefCell<Option<(String, Arc<[(Section, bool)]>)>> =
+        static LAST: std::cell::RefCell<Option<(String, Plan)>> =
             const { std::cell::RefCell::new(None) };
     }
     LAST.with(|last| {
@@ -292,7 +295,7 @@ fn prompt_plan(prompt: &str) -> Arc<[(Section, bool)]> {
                 return plan.clone();
             }
         }
-        let plan: Arc<[(Section, bool)]> = prompt_sections(prompt)
+        let plan: Plan = prompt_sections(prompt)
             .into_iter()
             .map(|s| (s, asks_for_values(prompt, s)))
             .collect();

@@ -158,7 +158,8 @@ fn forked_replays_are_the_whole_replays() {
         extra: None,
     };
     let dir = tempfile::tempdir().unwrap();
-    let cases: &[(f64, &str, u64, Option<(&str, Value)>)] = &[
+    type Case<'a> = (f64, &'a str, u64, Option<(&'a str, Value)>);
+    let cases: &[Case] = &[
         (0.6, "tool", 11, None),
         (0.2, "user", 12, None),
         (0.9, "assistant", 13, None),
