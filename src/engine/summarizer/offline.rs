@@ -41,13 +41,40 @@ fn first_line(s: &str, max_chars: usize) -> String {
 }
 
 fn clip(s: &str, max_chars: usize) -> String {
-    if s.chars().count() <= max_chars {
-        s.to_string()
-    } else {
-        let mut out: String = s.chars().take(max_chars.saturating_sub(1)).collect();
-        out.push('…');
-        out
+    match clip_at(s, max_chars) {
+        None => s.to_string(),
+        Some(cut) => clipped(&s[..cut]),
     }
+}
+
+/// [`clip`] of an owned text (returned as it is when it fits).
+fn clip_owned(s: String, max_chars: usize) -> String {
+    match clip_at(&s, max_chars) {
+        None => s,
+        Some(cut) => clipped(&s[..cut]),
+    }
+}
+
+/// `None` when `s` has at most `max_chars` characters, else the byte offset of its character
+/// `max_chars − 1` (where the clipped text ends, before its `…`). Stops counting there.
+fn clip_at(s: &str, max_chars: usize) -> Option<usize> {
+    // A character is at least one byte.
+    if s.len() <= max_chars {
+        return None;
+    }
+    s.char_indices().nth(max_chars)?;
+    Some(
+        s.char_indices()
+            .nth(max_chars.saturating_sub(1))
+            .map_or(s.len(), |(i, _)| i),
+    )
+}
+
+fn clipped(head: &str) -> String {
+    let mut out = String::with_capacity(head.len() + '…'.len_utf8());
+    out.push_str(head);
+    out.push('…');
+    out
 }
 
 /// Tool names that write files: their path arguments are artifacts.
@@ -318,7 +345,7 @@ impl Summarizer for OfflineSummarizer {
             if room == 0 {
                 continue;
             }
-            let body = clip(&self.section_body(*s, req, with_values), room);
+            let body = clip_owned(self.section_body(*s, req, with_values), room);
             parts.push(format!("{heading}{body}"));
         }
         let text = parts.join("\n\n");
@@ -344,6 +371,27 @@ impl Summarizer for OfflineSummarizer {
 mod tests {
     use super::*;
     use crate::engine::summarizer::*;
+
+    /// `clip` keeps texts of at most `max` characters and cuts longer ones to `max − 1`
+    /// characters and `…`, counting characters, not bytes.
+    #[test]
+    fn clip_counts_characters() {
+        let naive = |s: &str, max: usize| -> String {
+            if s.chars().count() <= max {
+                s.to_string()
+            } else {
+                let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+                out.push('…');
+                out
+            }
+        };
+        for s in ["", "abc", "héllo wörld", "日本語のテキスト", "a…b"] {
+            for max in 0..14 {
+                assert_eq!(clip(s, max), naive(s, max), "{s:?} {max}");
+                assert_eq!(clip_owned(s.to_string(), max), naive(s, max), "{s:?} {max}");
+            }
+        }
+    }
     use crate::trace::ToolCall;
     use serde_json::json;
 
