@@ -28,7 +28,7 @@ pub fn key_phrase(question: &str) -> String {
 ///
 /// Compiling a case-insensitive phrase builds a DFA over Unicode case folds (~2 M instructions,
 /// more than the rest of a needle question), and a sweep asks about the same few key phrases
-/// over and over: compiled matchers are kept (cleared past [`MATCHERS_KEPT`]).
+/// over and over: compiled matchers are kept (cleared past `MATCHERS_KEPT` phrases).
 pub fn phrase_matcher(phrase: &str) -> Regex {
     static KEPT: OnceLock<std::sync::Mutex<std::collections::HashMap<String, Regex>>> =
         OnceLock::new();
