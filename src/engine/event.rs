@@ -1,6 +1,7 @@
 //! Typed compression events: what each layer did, where, with tokens before/after and the
 //! offload-store writes it made.
 
+use super::store::Rename;
 use crate::trace::Usage;
 use serde::{Deserialize, Serialize};
 
@@ -195,7 +196,102 @@ pub enum EventDetail {
     Cooldown { since_secs: f64, cooldown_secs: f64 },
 }
 
+impl Summary {
+    fn rename(&mut self, r: &Rename) {
+        r.apply(&mut self.history_file);
+        r.apply(&mut self.summary_message);
+    }
+}
+
+impl Event {
+    /// Replace the store names of `r` in every text of the event (see
+    /// [`crate::engine::store::OffloadStore::fork`]).
+    pub fn rename(&mut self, r: &Rename) {
+        if r.is_empty() {
+            return;
+        }
+        for w in &mut self.writes {
+            r.apply(&mut w.path);
+        }
+        self.detail.rename(r);
+    }
+}
+
 impl EventDetail {
+    /// Replace the store names of `r` in every text of the detail.
+    pub fn rename(&mut self, r: &Rename) {
+        use EventDetail::*;
+        match self {
+            Evicted {
+                tool,
+                tool_call_id,
+                path,
+                replacement,
+                ..
+            } => {
+                for s in [tool, tool_call_id, path, replacement] {
+                    r.apply(s);
+                }
+            }
+            EvictionSkipped { tool, reason, .. } => {
+                r.apply(tool);
+                r.apply(reason);
+            }
+            UserMessageEvicted { path, preview, .. } => {
+                r.apply(path);
+                r.apply(preview);
+            }
+            ArgsTruncated { calls, .. } => {
+                for c in calls {
+                    r.apply(&mut c.tool_call_id);
+                    r.apply(&mut c.tool);
+                    for a in &mut c.args {
+                        r.apply(a);
+                    }
+                }
+            }
+            Cleared { placeholder, .. } => r.apply(placeholder),
+            Summarized(s) | Checkpoint(s) => s.rename(r),
+            Truncated { reminder, .. } => r.apply(reminder),
+            Trimmed {
+                stage, memory_file, ..
+            } => {
+                r.apply(stage);
+                if let Some(f) = memory_file {
+                    r.apply(f);
+                }
+            }
+            OverBudgetClipped {
+                tool,
+                replacement,
+                path,
+                ..
+            } => {
+                r.apply(tool);
+                r.apply(replacement);
+                if let Some(p) = path {
+                    r.apply(p);
+                }
+            }
+            Overflow { message, .. } | Error { message } => r.apply(message),
+            Emergency { .. } | Cooldown { .. } => {}
+            Watchdog {
+                tool, arguments, ..
+            } => {
+                r.apply(tool);
+                r.apply(arguments);
+            }
+            CostCeiling { bound, action, .. } => {
+                r.apply(bound);
+                r.apply(action);
+            }
+            Futile { compaction, reason } => {
+                r.apply(compaction);
+                r.apply(reason);
+            }
+        }
+    }
+
     /// The kind's name: an event's `kind` in JSON, timelines and event counts.
     pub fn name(&self) -> &'static str {
         use EventDetail::*;

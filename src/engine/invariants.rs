@@ -8,7 +8,7 @@
 //! result with no call, a call never answered) are reported as `trace_defects`, not failures.
 
 use super::event::{Event, EventDetail, Summary};
-use super::store::OffloadStore;
+use super::store::{OffloadStore, Rename};
 use super::view::{Item, Override, State, View};
 use crate::trace::{Message, Role};
 use serde::Serialize;
@@ -101,6 +101,7 @@ fn inner_summary(content: &str) -> &str {
 const NONE: usize = usize::MAX;
 
 /// Per-replay checker.
+#[derive(Clone)]
 pub(crate) struct Checker {
     /// For tool messages: index of the assistant message that issued the call (`NONE` if none).
     caller_of: Vec<usize>,
@@ -120,6 +121,60 @@ pub(crate) struct Checker {
 
 impl Checker {
     pub fn new(messages: &[Arc<Message>]) -> Self {
+        let (caller_of, last_result_of) = Self::pairing(messages);
+        Checker {
+            caller_of,
+            last_result_of,
+            reported: HashSet::new(),
+            verified: HashMap::new(),
+            last_summary_cutoff: None,
+            checked_head: None,
+            paired: None,
+            report: InvariantReport::default(),
+        }
+    }
+
+    /// This checker, part way through a replay, for the rest of the replay over `messages`,
+    /// whose first `at` are those it checked so far: its pairing is recomputed over
+    /// `messages`, and `None` when that pairing differs from the old one before `at` (what
+    /// was checked would then have been checked differently). Store names in `rename` are
+    /// replaced in what it remembers.
+    pub fn fork(&self, messages: &[Arc<Message>], at: usize, rename: &Rename) -> Option<Checker> {
+        let (caller_of, last_result_of) = Self::pairing(messages);
+        let n = at.min(caller_of.len());
+        if at > caller_of.len()
+            || at > self.caller_of.len()
+            || caller_of[..n] != self.caller_of[..n]
+            || last_result_of[..n] != self.last_result_of[..n]
+        {
+            return None;
+        }
+        let mut out = Checker {
+            caller_of,
+            last_result_of,
+            ..self.clone()
+        };
+        if !rename.is_empty() {
+            out.verified = self
+                .verified
+                .iter()
+                .map(|(k, &v)| (rename.text(k).unwrap_or_else(|| k.clone()), v))
+                .collect();
+            for v in out
+                .report
+                .violations
+                .iter_mut()
+                .chain(out.report.trace_defects.iter_mut())
+            {
+                rename.apply(&mut v.message);
+            }
+        }
+        Some(out)
+    }
+
+    /// For each message, the assistant message that issued it (tool results) and the last
+    /// result of its calls (assistant messages with calls).
+    fn pairing(messages: &[Arc<Message>]) -> (Vec<usize>, Vec<usize>) {
         let n = messages.len();
         let mut caller_of = vec![NONE; n];
         let mut last_result_of = vec![NONE; n];
@@ -146,16 +201,7 @@ impl Checker {
                 _ => {}
             }
         }
-        Checker {
-            caller_of,
-            last_result_of,
-            reported: HashSet::new(),
-            verified: HashMap::new(),
-            last_summary_cutoff: None,
-            checked_head: None,
-            paired: None,
-            report: InvariantReport::default(),
-        }
+        (caller_of, last_result_of)
     }
 
     fn violate(&mut self, call: usize, rule: Rule, key: usize, in_trace: bool, msg: String) {

@@ -11,7 +11,7 @@
 //! **before** it leaves the context.
 
 use super::event::{Event, EventDetail};
-use super::store::OffloadStore;
+use super::store::{OffloadStore, Rename};
 use super::summarizer::Summarizer;
 use super::view::{Base, State, View};
 use super::EngineError;
@@ -119,5 +119,13 @@ pub trait Layer: Send {
     /// Before a model call: adjust the request view (and, for persistent layers, the state).
     fn before_call(&mut self, _ctx: &mut CallCtx<'_>) -> Result<(), EngineError> {
         Ok(())
+    }
+
+    /// A copy of this layer's state for a replay forked at the current message (see
+    /// [`crate::engine::Prefix`]), with the store names in `rename` replaced; `None` when the
+    /// layer cannot be forked (it read the trace ahead when it was built, or runs elsewhere):
+    /// the fork is then not made and the replay runs whole.
+    fn fork(&self, _rename: &Rename) -> Option<Box<dyn Layer>> {
+        None
     }
 }

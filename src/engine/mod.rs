@@ -32,8 +32,8 @@ pub use layer::{CallCtx, Layer, MessageCtx};
 pub use layer_config::LayerConfig;
 pub use outcome::SummaryFailures;
 pub use replay::{
-    replay, replay_owned, replay_shared, CallRecord, KeepViews, KeptView, Replay, ReplayEnv,
-    StoreTarget,
+    replay, replay_owned, replay_shared, CallRecord, Fork, KeepViews, KeptView, Prefix, Replay,
+    ReplayEnv, StoreTarget,
 };
 pub use resolve::{AddedContext, ResolvedConfig, WindowSource};
 pub use store::OffloadStore;

@@ -247,6 +247,7 @@ impl<'a> Services<'a> {
 }
 
 /// Identity of what the previous call sent, for the cached-prefix computation.
+#[derive(Clone)]
 struct PrevView {
     head_generation: u64,
     start: usize,
@@ -366,191 +367,509 @@ pub fn replay_shared(
             own_counter.as_ref()
         }
     };
-    let mut store = match &env.store {
+    let store = match &env.store {
         StoreTarget::Memory => OffloadStore::in_memory(env.seed),
         StoreTarget::Dir(d) => OffloadStore::on_disk(d, env.seed)?,
     };
-    let overhead = request_overhead(meta, config, env, counter);
-    let window = config.window;
-    let budget = config.input_budget();
-    let mut layers = match &config.external {
-        // An external engine is the replay's only layer (it replaces the preset's).
-        Some(spec) => {
-            let info = super::external::BeginInfo {
-                trace_id: meta.id.clone(),
-                window,
-                input_budget: budget,
-                counter: counter.name().to_string(),
-                overhead_tokens: overhead,
-                system_prompt: env.system_prompt.clone().or(config
-                    .added
-                    .system_prompt
-                    .as_deref()
-                    .map(str::to_string)),
-                tools: env
-                    .tools
-                    .clone()
-                    .or(config.added.tools.as_deref().cloned())
-                    .unwrap_or_else(|| meta.tools.clone()),
-                model: meta.model.clone(),
-            };
-            let layer: Box<dyn super::layer::Layer> =
-                Box::new(super::external::ExternalLayer::begin(spec, info)?);
-            vec![layer]
-        }
-        None => super::layers::build(config, meta, markers, messages, env.prices)?,
-    };
-    let mut checker = Checker::new(messages);
-    let services = Services {
-        counter,
-        summarizer: env.summarizer,
-        window,
-        budget,
-        overhead,
-    };
-
-    let mut state = State::new();
-    let mut base = Base::default();
-    let mut events: Vec<Event> = Vec::new();
-    let mut calls: Vec<CallRecord> = Vec::new();
-    let mut views: Vec<KeptView> = Vec::new();
-    let mut prev: Option<PrevView> = None;
-    let mut reference_sum: u64 = 0;
-    let mut stopped = None;
-    // `KeepViews::Last` materializes only the view of the last call (or of the call a layer
-    // stops at): building every call's view only to drop it is quadratic in trace length.
+    let mut run = Run::begin(meta, markers, messages, config, env, counter, store)?;
     let last_call = messages.iter().rposition(|m| m.role == Role::Assistant);
+    run.advance(messages, messages.len(), env, counter, last_call)?;
+    Ok(run.finish(meta, config, counter))
+}
 
-    for (i, m) in messages.iter().enumerate() {
-        if m.role == Role::Assistant {
-            let mut view = View::from_base(&base, state.len());
-            let mut notes = CallNotes::default();
-            let first_event = events.len();
-            for layer in layers.iter_mut() {
-                let mut ctx = CallCtx {
-                    call_index: i,
-                    state: &mut state,
-                    base: &mut base,
-                    view: &mut view,
-                    env: services.lend(&mut store, &mut events),
-                    notes: &mut notes,
+/// A replay between two messages: everything the walk over the trace carries from one message
+/// to the next. Owns all it holds (the messages are shared `Arc`s), so a [`Prefix`] can keep
+/// one and fork it.
+struct Run {
+    layers: Vec<Box<dyn super::layer::Layer>>,
+    checker: Checker,
+    store: OffloadStore,
+    overhead: u64,
+    window: u64,
+    budget: u64,
+    state: State,
+    base: Base,
+    events: Vec<Event>,
+    calls: Vec<CallRecord>,
+    views: Vec<KeptView>,
+    prev: Option<PrevView>,
+    reference_sum: u64,
+    stopped: Option<Stop>,
+    /// Index of the next message to take.
+    next: usize,
+}
+
+impl Run {
+    fn begin(
+        meta: &TraceMeta,
+        markers: &[ContextMarker],
+        messages: &[Arc<Message>],
+        config: &ResolvedConfig,
+        env: &ReplayEnv<'_>,
+        counter: &dyn TokenCounter,
+        store: OffloadStore,
+    ) -> Result<Run, EngineError> {
+        let overhead = request_overhead(meta, config, env, counter);
+        let window = config.window;
+        let budget = config.input_budget();
+        let layers = match &config.external {
+            // An external engine is the replay's only layer (it replaces the preset's).
+            Some(spec) => {
+                let info = super::external::BeginInfo {
+                    trace_id: meta.id.clone(),
+                    window,
+                    input_budget: budget,
+                    counter: counter.name().to_string(),
+                    overhead_tokens: overhead,
+                    system_prompt: env.system_prompt.clone().or(config
+                        .added
+                        .system_prompt
+                        .as_deref()
+                        .map(str::to_string)),
+                    tools: env
+                        .tools
+                        .clone()
+                        .or(config.added.tools.as_deref().cloned())
+                        .unwrap_or_else(|| meta.tools.clone()),
+                    model: meta.model.clone(),
                 };
-                layer.before_call(&mut ctx)?;
-                if notes.stop.is_some() {
+                let layer: Box<dyn super::layer::Layer> =
+                    Box::new(super::external::ExternalLayer::begin(spec, info)?);
+                vec![layer]
+            }
+            None => super::layers::build(config, meta, markers, messages, env.prices)?,
+        };
+        Ok(Run {
+            layers,
+            checker: Checker::new(messages),
+            store,
+            overhead,
+            window,
+            budget,
+            state: State::new(),
+            base: Base::default(),
+            events: Vec::new(),
+            calls: Vec::new(),
+            views: Vec::new(),
+            prev: None,
+            reference_sum: 0,
+            stopped: None,
+            next: 0,
+        })
+    }
+
+    /// Take messages `self.next..to` (fewer when a layer stops the replay). `last_call` is the
+    /// trace index of the replay's last model call (the one `KeepViews::Last` keeps).
+    fn advance(
+        &mut self,
+        messages: &[Arc<Message>],
+        to: usize,
+        env: &ReplayEnv<'_>,
+        counter: &dyn TokenCounter,
+        last_call: Option<usize>,
+    ) -> Result<(), EngineError> {
+        let services = Services {
+            counter,
+            summarizer: env.summarizer,
+            window: self.window,
+            budget: self.budget,
+            overhead: self.overhead,
+        };
+        let (overhead, window) = (self.overhead, self.window);
+        let Run {
+            layers,
+            checker,
+            store,
+            state,
+            base,
+            events,
+            calls,
+            views,
+            prev,
+            reference_sum,
+            stopped,
+            next,
+            ..
+        } = self;
+        while *next < to.min(messages.len()) && stopped.is_none() {
+            let i = *next;
+            let m = &messages[i];
+            *next += 1;
+            if m.role == Role::Assistant {
+                let mut view = View::from_base(base, state.len());
+                let mut notes = CallNotes::default();
+                let first_event = events.len();
+                for layer in layers.iter_mut() {
+                    let mut ctx = CallCtx {
+                        call_index: i,
+                        state: &mut *state,
+                        base: &mut *base,
+                        view: &mut view,
+                        env: services.lend(store, events),
+                        notes: &mut notes,
+                    };
+                    layer.before_call(&mut ctx)?;
+                    if notes.stop.is_some() {
+                        break;
+                    }
+                }
+                // Flag compactions of this call that achieved nothing (after the layers ran, so
+                // `tokens_after` is final).
+                let futile = super::outcome::futile_events(&events[first_event..]);
+                events.extend(futile);
+                let sent = overhead + view.message_tokens(state);
+                if sent > window
+                    && !events[first_event..]
+                        .iter()
+                        .any(|e| matches!(e.detail, EventDetail::Overflow { .. }))
+                {
+                    let detail = EventDetail::Overflow {
+                        tokens: sent,
+                        limit: window,
+                        message: format!(
+                            "request of {sent} tokens exceeds the {window}-token window"
+                        ),
+                    };
+                    let mut ev = Event::at_call(i, "engine", detail);
+                    ev.tokens_after = Some(sent);
+                    events.push(ev);
+                }
+                let dirty = state.take_dirty();
+                let cached = match &*prev {
+                    None => 0,
+                    Some(p) => overhead + common_prefix_tokens(p, &view, state, dirty),
+                };
+                checker.check_call(
+                    i,
+                    &view,
+                    state,
+                    store,
+                    &events[first_event..],
+                    sent,
+                    window,
+                    messages,
+                );
+                let compacted = events[first_event..].iter().any(Event::is_compaction);
+                let keep = match env.keep_views {
+                    KeepViews::None => false,
+                    KeepViews::All => true,
+                    KeepViews::Last => Some(i) == last_call || notes.stop.is_some(),
+                    KeepViews::AfterCompaction => compacted,
+                };
+                if keep {
+                    if env.keep_views == KeepViews::Last {
+                        views.clear();
+                    }
+                    views.push(KeptView {
+                        trace_index: i,
+                        tokens: sent,
+                        messages: view.messages(state),
+                    });
+                }
+                calls.push(CallRecord {
+                    trace_index: i,
+                    state_msgs: state.len(),
+                    effective_tokens: notes.effective_tokens.unwrap_or(sent),
+                    input_tokens: sent,
+                    cached_tokens: cached,
+                    reference_tokens: overhead + *reference_sum,
+                    output_tokens: m.usage.map(|u| u.output),
+                    sent_msgs: view.len(),
+                    sent_view: view.spans(),
+                    events: (first_event..events.len()).collect(),
+                });
+                *prev = Some(PrevView {
+                    head_generation: view.head_generation,
+                    start: view.start,
+                    end: view.end,
+                    overrides: view.overrides,
+                });
+                if let Some(reason) = notes.stop {
+                    *stopped = Some(Stop {
+                        trace_index: i,
+                        reason,
+                    });
                     break;
                 }
             }
-            // Flag compactions of this call that achieved nothing (after the layers ran, so
-            // `tokens_after` is final).
-            let futile = super::outcome::futile_events(&events[first_event..]);
-            events.extend(futile);
-            let sent = overhead + view.message_tokens(&state);
-            if sent > window
-                && !events[first_event..]
-                    .iter()
-                    .any(|e| matches!(e.detail, EventDetail::Overflow { .. }))
-            {
-                let detail = EventDetail::Overflow {
-                    tokens: sent,
-                    limit: window,
-                    message: format!("request of {sent} tokens exceeds the {window}-token window"),
+            let tokens = counter.count_message(m);
+            *reference_sum += tokens;
+            state.push(Item::counted(m.clone(), tokens));
+            for layer in layers.iter_mut() {
+                let mut ctx = MessageCtx {
+                    index: i,
+                    state: &mut *state,
+                    env: services.lend(store, events),
                 };
-                let mut ev = Event::at_call(i, "engine", detail);
-                ev.tokens_after = Some(sent);
-                events.push(ev);
-            }
-            let dirty = state.take_dirty();
-            let cached = match &prev {
-                None => 0,
-                Some(p) => overhead + common_prefix_tokens(p, &view, &state, dirty),
-            };
-            checker.check_call(
-                i,
-                &view,
-                &state,
-                &store,
-                &events[first_event..],
-                sent,
-                window,
-                messages,
-            );
-            let compacted = events[first_event..].iter().any(Event::is_compaction);
-            let keep = match env.keep_views {
-                KeepViews::None => false,
-                KeepViews::All => true,
-                KeepViews::Last => Some(i) == last_call || notes.stop.is_some(),
-                KeepViews::AfterCompaction => compacted,
-            };
-            if keep {
-                if env.keep_views == KeepViews::Last {
-                    views.clear();
-                }
-                views.push(KeptView {
-                    trace_index: i,
-                    tokens: sent,
-                    messages: view.messages(&state),
-                });
-            }
-            calls.push(CallRecord {
-                trace_index: i,
-                state_msgs: state.len(),
-                effective_tokens: notes.effective_tokens.unwrap_or(sent),
-                input_tokens: sent,
-                cached_tokens: cached,
-                reference_tokens: overhead + reference_sum,
-                output_tokens: m.usage.map(|u| u.output),
-                sent_msgs: view.len(),
-                sent_view: view.spans(),
-                events: (first_event..events.len()).collect(),
-            });
-            prev = Some(PrevView {
-                head_generation: view.head_generation,
-                start: view.start,
-                end: view.end,
-                overrides: view.overrides,
-            });
-            if let Some(reason) = notes.stop {
-                stopped = Some(Stop {
-                    trace_index: i,
-                    reason,
-                });
-                break;
+                layer.on_message(&mut ctx)?;
             }
         }
-        let tokens = counter.count_message(m);
-        reference_sum += tokens;
-        state.push(Item::counted(m.clone(), tokens));
-        for layer in layers.iter_mut() {
-            let mut ctx = MessageCtx {
-                index: i,
-                state: &mut state,
-                env: services.lend(&mut store, &mut events),
-            };
-            layer.on_message(&mut ctx)?;
+        Ok(())
+    }
+
+    fn finish(
+        self,
+        meta: &TraceMeta,
+        config: &ResolvedConfig,
+        counter: &dyn TokenCounter,
+    ) -> Replay {
+        let mut summarizer_usage = Usage::default();
+        let mut summarizer_calls = 0;
+        for u in self
+            .events
+            .iter()
+            .filter_map(|e| e.detail.summarizer_usage())
+        {
+            summarizer_usage.add(u);
+            summarizer_calls += 1;
+        }
+        Replay {
+            trace_id: meta.id.clone(),
+            preset: config.preset.clone(),
+            window: self.window,
+            window_source: config.window_source.clone(),
+            input_budget: self.budget,
+            counter: counter.name().to_string(),
+            overhead_tokens: self.overhead,
+            calls: self.calls,
+            events: self.events,
+            views: self.views,
+            invariants: self.checker.report,
+            summarizer_calls,
+            summarizer_usage,
+            stopped: self.stopped,
+            store: self.store,
         }
     }
 
-    let mut summarizer_usage = Usage::default();
-    let mut summarizer_calls = 0;
-    for u in events.iter().filter_map(|e| e.detail.summarizer_usage()) {
-        summarizer_usage.add(u);
-        summarizer_calls += 1;
+    /// This run as the replay of `messages` (equal to the ones taken so far up to `next`)
+    /// under store `seed` would be at the same point, its store under `root`; `None` when it
+    /// cannot be forked (a layer or the checker says so, or a drawn store name could change a
+    /// count or cannot be renamed).
+    fn fork(
+        &self,
+        messages: &[Arc<Message>],
+        seed: u64,
+        counter: &dyn TokenCounter,
+    ) -> Option<Run> {
+        let (store, rename) = self.store.fork(seed)?;
+        // A drawn name is renamed in the texts that hold it; a counter that counts more than
+        // characters could count the renamed text differently, and every count after it too.
+        if !rename.is_empty() && !counter.counts_characters_only() {
+            return None;
+        }
+        let checker = self.checker.fork(messages, self.next, &rename)?;
+        let layers = self
+            .layers
+            .iter()
+            .map(|l| l.fork(&rename))
+            .collect::<Option<Vec<_>>>()?;
+        let mut state = self.state.clone();
+        let mut base = self.base.clone();
+        let mut events = self.events.clone();
+        let mut views = self.views.clone();
+        let mut prev = self.prev.clone();
+        if !rename.is_empty() {
+            state.rename(&rename);
+            base.head = base.head.iter().map(|i| rename.item(i)).collect();
+            if let Some(t) = &mut base.summary_text {
+                rename.apply(t);
+            }
+            for e in &mut events {
+                e.rename(&rename);
+            }
+            for v in &mut views {
+                for m in &mut v.messages {
+                    rename.apply(&mut m.content);
+                }
+            }
+            if let Some(p) = &mut prev {
+                for o in p.overrides.values_mut() {
+                    if let Override::Replace(item) = o {
+                        *item = rename.item(item);
+                    }
+                }
+            }
+        }
+        Some(Run {
+            layers,
+            checker,
+            store,
+            overhead: self.overhead,
+            window: self.window,
+            budget: self.budget,
+            state,
+            base,
+            events,
+            calls: self.calls.clone(),
+            views,
+            prev,
+            reference_sum: self.reference_sum,
+            stopped: self.stopped.clone(),
+            next: self.next,
+        })
     }
-    Ok(Replay {
-        trace_id: meta.id.clone(),
-        preset: config.preset.clone(),
-        window,
-        window_source: config.window_source.clone(),
-        input_budget: budget,
-        counter: counter.name().to_string(),
-        overhead_tokens: overhead,
-        calls,
-        events,
-        views,
-        invariants: checker.report,
-        summarizer_calls,
-        summarizer_usage,
-        stopped,
-        store,
-    })
+}
+
+/// The first messages of a replay, taken once and forked for every replay of a trace that
+/// starts with the same messages (the units of a needle sweep differ only from where the
+/// needle is planted on). A fork is exactly the replay the other trace would have had up to
+/// that point: same layer states, events, counts and store files, its store's random names
+/// drawn from its own seed (and renamed wherever the prefix used them).
+///
+/// Only when every layer can be forked ([`Layer::fork`](super::layer::Layer::fork)); the
+/// replay's environment (summarizer, counter, prices, system prompt, tools, views kept) must
+/// be the same for the prefix and every fork.
+pub struct Prefix {
+    run: Run,
+    /// The id of the trace the prefix walks.
+    trace_id: String,
+    /// Messages of the trace the prefix walks (the forks' traces start with them).
+    messages: Arc<[Arc<Message>]>,
+}
+
+impl Prefix {
+    /// A prefix of no messages over `messages` (with a memory store), or `None` when the
+    /// configuration's layers cannot be forked.
+    pub fn start(
+        meta: &TraceMeta,
+        markers: &[ContextMarker],
+        messages: Arc<[Arc<Message>]>,
+        config: &ResolvedConfig,
+        env: &ReplayEnv<'_>,
+    ) -> Result<Option<Prefix>, EngineError> {
+        if config.external.is_some() {
+            return Ok(None);
+        }
+        let counter = config.make_counter()?;
+        let counter = env.counter.unwrap_or(counter.as_ref());
+        let store = OffloadStore::in_memory(env.seed);
+        let run = Run::begin(meta, markers, &messages, config, env, counter, store)?;
+        if run
+            .layers
+            .iter()
+            .any(|l| l.fork(&Default::default()).is_none())
+        {
+            return Ok(None);
+        }
+        Ok(Some(Prefix {
+            run,
+            trace_id: meta.id.clone(),
+            messages,
+        }))
+    }
+
+    /// Messages taken so far.
+    pub fn len(&self) -> usize {
+        self.run.next
+    }
+
+    /// No message was taken yet.
+    pub fn is_empty(&self) -> bool {
+        self.run.next == 0
+    }
+
+    /// A layer stopped the replay within the prefix (it takes no more messages).
+    pub fn stopped(&self) -> bool {
+        self.run.stopped.is_some()
+    }
+
+    /// The messages this prefix walks.
+    pub fn messages(&self) -> &[Arc<Message>] {
+        &self.messages
+    }
+
+    /// Take the messages up to `to` (a model call among them is replayed as in a replay that
+    /// goes on past `to`: its view is kept only if a layer stops there).
+    pub fn advance(
+        &mut self,
+        to: usize,
+        config: &ResolvedConfig,
+        env: &ReplayEnv<'_>,
+    ) -> Result<(), EngineError> {
+        let own = config.make_counter()?;
+        let counter = env.counter.unwrap_or(own.as_ref());
+        let messages = self.messages.clone();
+        self.run.advance(&messages, to, env, counter, None)
+    }
+
+    /// An independent copy at the same point (same store seed: nothing is renamed).
+    pub fn try_clone(&self, config: &ResolvedConfig) -> Result<Option<Prefix>, EngineError> {
+        let own = config.make_counter()?;
+        let seed = self.run.store.seed();
+        Ok(self
+            .run
+            .fork(&self.messages, seed, own.as_ref())
+            .map(|run| Prefix {
+                run,
+                trace_id: self.trace_id.clone(),
+                messages: self.messages.clone(),
+            }))
+    }
+
+    /// The replay of `messages` (whose first [`len`](Self::len) messages equal the prefix's)
+    /// forked at this point for store seed `seed`, in memory ([`Fork::finish`] writes its store
+    /// out and goes on); `None` when it cannot be forked (then replay it whole).
+    pub fn fork(
+        &self,
+        trace_id: &str,
+        messages: &[Arc<Message>],
+        config: &ResolvedConfig,
+        seed: u64,
+    ) -> Result<Option<Fork>, EngineError> {
+        let at = self.run.next;
+        if trace_id != self.trace_id
+            || messages.len() < at
+            || messages[..at]
+                .iter()
+                .zip(&self.messages[..at])
+                .any(|(a, b)| !Arc::ptr_eq(a, b) && a != b)
+        {
+            return Ok(None);
+        }
+        let last_call = messages.iter().rposition(|m| m.role == Role::Assistant);
+        // A call the prefix took was replayed as one that is not the last (its view not kept).
+        if last_call.is_some_and(|l| l < at) && self.run.stopped.is_none() {
+            return Ok(None);
+        }
+        let own = config.make_counter()?;
+        Ok(self
+            .run
+            .fork(messages, seed, own.as_ref())
+            .map(|run| Fork { run, last_call }))
+    }
+}
+
+/// A replay forked from a [`Prefix`], to be finished over its own messages.
+pub struct Fork {
+    run: Run,
+    last_call: Option<usize>,
+}
+
+impl Fork {
+    /// The rest of the replay: its store goes to `env.store` (the files so far are written
+    /// there), then the messages after the fork point are taken, as [`replay_shared`] would.
+    /// `env` is the replay's own, but for its store the same as the prefix's.
+    pub fn finish(
+        mut self,
+        meta: &TraceMeta,
+        messages: &[Arc<Message>],
+        config: &ResolvedConfig,
+        env: &ReplayEnv<'_>,
+    ) -> Result<Replay, EngineError> {
+        if let StoreTarget::Dir(d) = &env.store {
+            self.run.store.write_out(d)?;
+        }
+        let own;
+        let counter: &dyn TokenCounter = match env.counter {
+            Some(c) => c,
+            None => {
+                own = config.make_counter()?;
+                own.as_ref()
+            }
+        };
+        self.run
+            .advance(messages, messages.len(), env, counter, self.last_call)?;
+        Ok(self.run.finish(meta, config, counter))
+    }
 }

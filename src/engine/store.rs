@@ -40,6 +40,9 @@ pub trait LazyBytes: Send + Sync + std::fmt::Debug {
         self.len() == 0
     }
     fn write_to(&self, out: &mut dyn Write) -> std::io::Result<()>;
+    /// These bytes with `rename` applied (see [`OffloadStore::fork`]), or `None` when they
+    /// name nothing renamed.
+    fn renamed(&self, rename: &Rename) -> Option<Box<dyn LazyBytes>>;
 }
 
 /// Bytes of one write, kept in memory: owned, shared with the message they came from (an
@@ -75,6 +78,24 @@ impl Segment {
             },
         }
     }
+    /// This segment with `rename` applied, or `None` when it names nothing renamed.
+    fn renamed(&self, rename: &Rename) -> Option<Segment> {
+        if rename.is_empty() {
+            return None;
+        }
+        match self {
+            Segment::Owned(v) => {
+                let text = std::str::from_utf8(v).ok()?;
+                rename.text(text).map(|t| Segment::Owned(t.into_bytes()))
+            }
+            Segment::Content(m) => {
+                let renamed = rename.message(m);
+                (!Arc::ptr_eq(&renamed, m)).then_some(Segment::Content(renamed))
+            }
+            Segment::Lazy(l) => l.renamed(rename).map(Segment::Lazy),
+        }
+    }
+
     fn to_vec(&self) -> Vec<u8> {
         match self.borrowed() {
             Some(b) => b.to_vec(),
@@ -88,10 +109,11 @@ impl Segment {
     }
 }
 
-/// One file's bytes: the segments written, in order.
-#[derive(Debug, Default)]
+/// One file's bytes: the segments written, in order (shared with the stores forked from this
+/// one: a fork copies the list, not the bytes).
+#[derive(Clone, Debug, Default)]
 struct FileData {
-    segments: Vec<Segment>,
+    segments: Vec<Arc<Segment>>,
     len: u64,
     /// Number of times the file was replaced (not appended to).
     rewrites: u64,
@@ -102,8 +124,77 @@ struct FileData {
 pub struct OffloadStore {
     root: Option<PathBuf>,
     files: HashMap<String, FileData>,
+    /// The RNG's seed.
+    seed: u64,
     rng: fastrand::Rng,
     writes: Vec<StoreWrite>,
+    /// The random names drawn so far, in order (what [`OffloadStore::fork`] renames).
+    draws: Vec<Draw>,
+    /// A name was drawn whose uses a fork cannot rename (only a part of it was used).
+    opaque_draws: bool,
+}
+
+/// One random name drawn from the store's RNG.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Draw {
+    Uuid4(String),
+    Hex(String),
+}
+
+/// Texts to replace by others (each `from` a random name drawn from a seeded RNG, so it
+/// occurs nowhere else): what a replay state forked to another seed renames.
+#[derive(Clone, Debug, Default)]
+pub struct Rename {
+    pairs: Vec<(String, String)>,
+}
+
+impl Rename {
+    /// Nothing to rename.
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    /// `text` with every name replaced, or `None` when it holds none.
+    pub fn text(&self, text: &str) -> Option<String> {
+        if self.pairs.is_empty() {
+            return None;
+        }
+        let mut out: Option<String> = None;
+        for (from, to) in &self.pairs {
+            let cur = out.as_deref().unwrap_or(text);
+            if memchr::memmem::find(cur.as_bytes(), from.as_bytes()).is_some() {
+                out = Some(cur.replace(from.as_str(), to));
+            }
+        }
+        out
+    }
+
+    /// Rename inside `s` in place (a shared borrow: the pairs are only read).
+    pub fn apply(&self, s: &mut String) {
+        if let Some(t) = self.text(s) {
+            *s = t;
+        }
+    }
+
+    /// `item` with its message and pointer renamed.
+    pub fn item(&self, item: &super::view::Item) -> super::view::Item {
+        let mut out = item.clone();
+        if !self.is_empty() {
+            out.msg = self.message(&item.msg);
+            if let Some(p) = &mut out.pointer {
+                self.apply(p);
+            }
+        }
+        out
+    }
+
+    /// `m` with its content renamed; the same `Arc` when there is nothing to rename.
+    pub fn message(&self, m: &Arc<Message>) -> Arc<Message> {
+        match self.text(&m.content) {
+            Some(content) => Arc::new(super::view::with_content(m, content)),
+            None => m.clone(),
+        }
+    }
 }
 
 impl OffloadStore {
@@ -117,8 +208,11 @@ impl OffloadStore {
         Ok(OffloadStore {
             root: Some(root),
             files: HashMap::new(),
+            seed,
             rng: fastrand::Rng::with_seed(seed),
             writes: Vec::new(),
+            draws: Vec::new(),
+            opaque_draws: false,
         })
     }
 
@@ -127,9 +221,101 @@ impl OffloadStore {
         OffloadStore {
             root: None,
             files: HashMap::new(),
+            seed,
             rng: fastrand::Rng::with_seed(seed),
             writes: Vec::new(),
+            draws: Vec::new(),
+            opaque_draws: false,
         }
+    }
+
+    /// The seed of the store's random names.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Names were drawn from the RNG so far.
+    pub fn has_draws(&self) -> bool {
+        !self.draws.is_empty()
+    }
+
+    /// A name was drawn that [`fork`](Self::fork) could not rename everywhere.
+    pub fn has_opaque_draws(&self) -> bool {
+        self.opaque_draws
+    }
+
+    /// This store as the replay of another seed would have it at the same point, in memory:
+    /// the same files (their bytes shared, not copied; [`write_out`](Self::write_out) puts
+    /// them on disk), the RNG of `seed` advanced past as many draws, and the [`Rename`] from
+    /// this store's drawn names to that seed's, which the caller applies to everything else
+    /// that names them. `None` when a draw cannot be renamed
+    /// ([`has_opaque_draws`](Self::has_opaque_draws)).
+    pub fn fork(&self, seed: u64) -> Option<(OffloadStore, Rename)> {
+        if self.opaque_draws {
+            return None;
+        }
+        let mut out = OffloadStore::in_memory(seed);
+        let mut rename = Rename::default();
+        for d in &self.draws {
+            let (from, to) = match d {
+                Draw::Uuid4(from) => (from, out.uuid4()),
+                Draw::Hex(from) => (from, out.uuid4_hex()),
+            };
+            if *from != to {
+                rename.pairs.push((from.clone(), to));
+            }
+        }
+        out.writes = self.writes.clone();
+        out.files.reserve(self.files.len());
+        for (path, data) in &self.files {
+            let mut data = data.clone();
+            let mut vpath = path.clone();
+            if !rename.is_empty() {
+                for seg in &mut data.segments {
+                    if let Some(renamed) = seg.renamed(&rename) {
+                        *seg = Arc::new(renamed);
+                    }
+                }
+                rename.apply(&mut vpath);
+            }
+            out.files.insert(vpath, data);
+        }
+        if !rename.is_empty() {
+            for w in &mut out.writes {
+                rename.apply(&mut w.path);
+            }
+        }
+        Some((out, rename))
+    }
+
+    /// Put this memory store's files under directory `root` (created if missing) and keep
+    /// writing there, as if it had been made with [`on_disk`](Self::on_disk).
+    pub fn write_out(&mut self, root: impl Into<PathBuf>) -> Result<(), StoreError> {
+        let root = root.into();
+        std::fs::create_dir_all(&root).map_err(|source| StoreError::Io {
+            path: root.display().to_string(),
+            source,
+        })?;
+        let mut paths: Vec<&String> = self.files.keys().collect();
+        paths.sort_unstable();
+        for path in paths {
+            let full = root.join(validate(path)?);
+            let io = |source| StoreError::Io {
+                path: full.display().to_string(),
+                source,
+            };
+            if let Some(parent) = full.parent() {
+                std::fs::create_dir_all(parent).map_err(io)?;
+            }
+            let f = std::fs::File::create(&full).map_err(io)?;
+            let mut w = std::io::BufWriter::new(f);
+            for seg in &self.files[path].segments {
+                seg.write_to(&mut w).map_err(io)?;
+            }
+            w.flush().map_err(io)?;
+        }
+        self.root = Some(root);
+        Ok(())
     }
 
     /// The conventional directory of one (run, trace, variant): `<base>/<run>/<trace>/<variant>`
@@ -215,7 +401,7 @@ impl OffloadStore {
         }
         let offset = file.len;
         file.len += n;
-        file.segments.push(seg);
+        file.segments.push(Arc::new(seg));
         let w = StoreWrite {
             path: vpath.to_string(),
             offset,
@@ -301,6 +487,12 @@ impl OffloadStore {
 
     /// A random UUID version 4 string (`8-4-4-4-12` lowercase hex), from the seeded RNG.
     pub fn uuid4(&mut self) -> String {
+        let u = self.draw_uuid4();
+        self.draws.push(Draw::Uuid4(u.clone()));
+        u
+    }
+
+    fn draw_uuid4(&mut self) -> String {
         let mut b = [0u8; 16];
         for x in &mut b {
             *x = self.rng.u8(..);
@@ -346,7 +538,19 @@ impl OffloadStore {
 
     /// `uuid4().hex`: 32 lowercase hex digits.
     pub fn uuid4_hex(&mut self) -> String {
-        self.uuid4().replace('-', "")
+        let u = self.draw_uuid4();
+        let h = u.replace('-', "");
+        self.draws.push(Draw::Hex(h.clone()));
+        h
+    }
+
+    /// The first 8 hex digits of a [`uuid4_hex`](Self::uuid4_hex) (a short unique name); a
+    /// fork of this store cannot rename it.
+    pub fn short_hex(&mut self) -> String {
+        self.opaque_draws = true;
+        let mut h = self.uuid4_hex();
+        h.truncate(8);
+        h
     }
 }
 
@@ -658,6 +862,9 @@ mod tests {
         }
         fn write_to(&self, out: &mut dyn Write) -> std::io::Result<()> {
             out.write_all(&vec![self.0; self.1])
+        }
+        fn renamed(&self, _: &Rename) -> Option<Box<dyn LazyBytes>> {
+            None
         }
     }
 

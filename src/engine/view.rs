@@ -76,7 +76,7 @@ pub fn with_content(m: &Message, content: String) -> Message {
 }
 
 /// The messages seen so far, as the agent's state holds them (persistent replacements applied).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct State {
     entries: Vec<Item>,
     /// Indexes of entries that carry a pointer (stubs, previews).
@@ -85,6 +85,8 @@ pub struct State {
     prefix: Vec<u64>,
     /// Lowest index persistently replaced since [`State::take_dirty`] was last called.
     dirty_from: Option<usize>,
+    /// Indexes ever persistently replaced (what [`State::rename`] looks at).
+    replaced: std::collections::BTreeSet<usize>,
 }
 
 impl State {
@@ -94,6 +96,7 @@ impl State {
             pointers: std::collections::BTreeSet::new(),
             prefix: vec![0],
             dirty_from: None,
+            replaced: std::collections::BTreeSet::new(),
         }
     }
     pub fn len(&self) -> usize {
@@ -121,11 +124,22 @@ impl State {
             self.pointers.remove(&index);
         }
         self.entries[index] = item;
+        self.replaced.insert(index);
         for k in index..self.entries.len() {
             self.prefix[k + 1] = self.prefix[k] + self.entries[k].tokens;
         }
         self.dirty_from = Some(self.dirty_from.map_or(index, |d| d.min(index)));
     }
+    /// Replace the store names of `rename` in the entries replaced so far (the others are the
+    /// trace's own messages, which name none). Counts are kept: a name is replaced by one of
+    /// the same length.
+    pub(crate) fn rename(&mut self, rename: &crate::engine::store::Rename) {
+        for &i in &self.replaced {
+            let item = &mut self.entries[i];
+            *item = rename.item(item);
+        }
+    }
+
     /// Indexes in `a..b` whose entry carries a pointer.
     pub fn pointer_indexes(&self, a: usize, b: usize) -> impl Iterator<Item = usize> + '_ {
         self.pointers.range(a..b).copied()

@@ -16,6 +16,7 @@ pub mod fs_tools;
 pub mod needle;
 pub mod offline_agent;
 pub mod plant;
+pub mod prefixes;
 pub mod probes;
 pub mod rubric;
 pub mod rules;

@@ -20,6 +20,7 @@ use super::agent::{self, LoopOutcome};
 use super::fs_tools::{Limits, MemFiles, Sandbox};
 use super::offline_agent::OfflineProvider;
 use super::plant::{self, Fact, PlantSpec, Position};
+use super::prefixes::{Prefixes, WalkKey};
 use super::EvalError;
 use crate::engine::{
     self, EventDetail, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
@@ -227,6 +228,25 @@ pub fn prepare(
     store_root: PathBuf,
     seed: u64,
 ) -> Result<Prepared, EvalError> {
+    prepare_shared(
+        trace, config, params, summarizer, prices, store_root, seed, None,
+    )
+}
+
+/// [`prepare`], the replay forked from the walk of `share` at the planting point when it can
+/// be (the part before it is the same for every unit of the trace × variant; see
+/// [`crate::evals::prefixes`]); the result is the same either way.
+#[allow(clippy::too_many_arguments)]
+pub fn prepare_shared(
+    trace: &Trace,
+    config: &ResolvedConfig,
+    params: &NeedleParams,
+    summarizer: &dyn Summarizer,
+    prices: &PriceTable,
+    store_root: PathBuf,
+    seed: u64,
+    share: Option<(&Prefixes, &WalkKey)>,
+) -> Result<Prepared, EvalError> {
     let mut config = config.clone();
     if let Some(t) = params.trigger {
         if !config.set_compaction_trigger(t) {
@@ -275,6 +295,7 @@ pub fn prepare(
         }
     };
     let cut = question_cut(&planted.trace, ask_at);
+    let original = trace;
     env.store = if params.pack_store {
         StoreTarget::Memory
     } else {
@@ -297,7 +318,41 @@ pub fn prepare(
         .filter(|m| !cut_short || m.index <= cut)
         .cloned()
         .collect();
-    let replay = engine::replay_shared(&trace.meta, &markers, &messages, &config, &env);
+    // Messages before the first one planting changed are the loaded trace's.
+    let planted_from = planted
+        .facts
+        .iter()
+        .flat_map(|f| [Some(f.index), f.corrected_at])
+        .flatten()
+        .min()
+        .unwrap_or(cut)
+        .min(cut);
+    let forked = match share {
+        Some((prefixes, key)) if params.fold.is_none() => {
+            let walk_env = ReplayEnv {
+                store: StoreTarget::Memory,
+                keep_views: KeepViews::Last,
+                prices: Some(prices),
+                ..ReplayEnv::new(summarizer)
+            };
+            prefixes
+                .fork(
+                    key,
+                    original,
+                    &messages,
+                    planted_from,
+                    &config,
+                    &walk_env,
+                    seed,
+                )
+                .map_err(EvalError::Engine)?
+        }
+        _ => None,
+    };
+    let replay = match forked {
+        Some(f) => f.finish(&trace.meta, &messages, &config, &env),
+        None => engine::replay_shared(&trace.meta, &markers, &messages, &config, &env),
+    };
     messages.pop();
     let reference = messages
         .into_iter()

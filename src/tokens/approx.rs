@@ -138,6 +138,9 @@ impl TokenCounter for ApproxCounter {
             .sum();
         self.ceil_div(chars)
     }
+    fn counts_characters_only(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,11 @@ pub trait TokenCounter: Send + Sync {
     fn count_message(&self, message: &Message) -> u64;
     /// Tokens of the tool schemas sent with every request.
     fn count_tools(&self, tools: &[serde_json::Value]) -> u64;
+    /// A text's count depends only on how many characters it has (so a random name replaced
+    /// by another of the same length counts the same); false unless the counter says so.
+    fn counts_characters_only(&self) -> bool {
+        false
+    }
 }
 
 /// Every name [`counter`] accepts, in the order they are listed to users.

@@ -24,6 +24,7 @@ mod engine_registry;
 mod engine_replay;
 mod evals_continuation;
 mod evals_determinism;
+mod evals_prefix_sharing;
 mod evals_probes;
 mod evals_rules;
 mod evals_summaries;

@@ -65,6 +65,10 @@ impl Layer for EvictToolResultsLayer {
         "evict_tool_results"
     }
 
+    fn fork(&self, _: &crate::engine::store::Rename) -> Option<Box<dyn Layer>> {
+        Some(Box::new(EvictToolResultsLayer::new(self.cfg.clone())))
+    }
+
     fn on_message(&mut self, ctx: &mut MessageCtx<'_>) -> Result<(), EngineError> {
         let item = ctx.state.get(ctx.index);
         let msg = item.msg.clone();
@@ -92,7 +96,7 @@ impl Layer for EvictToolResultsLayer {
         }
         let id = msg.tool_call_id.clone().unwrap_or_default();
         let sanitized = if id.is_empty() {
-            format!("unknown-{}", &ctx.env.store.uuid4_hex()[..8])
+            format!("unknown-{}", ctx.env.store.short_hex())
         } else {
             sanitize_tool_call_id(&id)
         };

@@ -67,6 +67,18 @@ impl Layer for EvictUserMessagesLayer {
         "evict_user_messages"
     }
 
+    fn fork(&self, rename: &crate::engine::store::Rename) -> Option<Box<dyn Layer>> {
+        let tagged = self
+            .tagged
+            .iter()
+            .map(|(&k, item)| (k, rename.item(item)))
+            .collect();
+        Some(Box::new(EvictUserMessagesLayer {
+            cfg: self.cfg.clone(),
+            tagged,
+        }))
+    }
+
     fn before_call(&mut self, ctx: &mut CallCtx<'_>) -> Result<(), EngineError> {
         let end = ctx.view.end;
         let candidates: Vec<usize> = if self.cfg.only_last_message {

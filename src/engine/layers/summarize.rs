@@ -20,7 +20,7 @@ use crate::engine::cooldown::Cooldown;
 use crate::engine::event::EventDetail;
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::{History, Keep, SummaryRole, TextSource, Trigger};
-use crate::engine::store::{sanitize_tool_call_id, LazyBytes};
+use crate::engine::store::{sanitize_tool_call_id, LazyBytes, Rename};
 use crate::engine::summarizer::DEFAULT_SUMMARY_PROMPT;
 use crate::engine::view::{with_content, Entry, Item, Source};
 use crate::engine::EngineError;
@@ -269,6 +269,15 @@ impl LazyBytes for HistorySection {
     fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         self.render(out)
     }
+    fn renamed(&self, rename: &Rename) -> Option<Box<dyn LazyBytes>> {
+        let messages: Vec<Arc<Message>> = self.messages.iter().map(|m| rename.message(m)).collect();
+        let changed = messages
+            .iter()
+            .zip(&self.messages)
+            .any(|(a, b)| !Arc::ptr_eq(a, b));
+        changed
+            .then(|| Box::new(HistorySection::new(self.call_index, messages)) as Box<dyn LazyBytes>)
+    }
 }
 
 /// Markdown of the messages appended to a history file (the same rendering as the summarize
@@ -471,6 +480,19 @@ impl SummarizeLayer {
 impl Layer for SummarizeLayer {
     fn name(&self) -> &'static str {
         "summarize"
+    }
+
+    fn fork(&self, rename: &Rename) -> Option<Box<dyn Layer>> {
+        let mut history_file = self.history_file.clone();
+        if let Some(f) = &mut history_file {
+            rename.apply(f);
+        }
+        Some(Box::new(SummarizeLayer {
+            cfg: self.cfg.clone(),
+            prompt: self.prompt.clone(),
+            history_file,
+            cooldown: self.cooldown.clone(),
+        }))
     }
 
     fn on_message(&mut self, ctx: &mut MessageCtx<'_>) -> Result<(), EngineError> {

@@ -49,6 +49,7 @@ pub struct TruncateArgsLayer {
     pruned_at: usize,
 }
 
+#[derive(Clone)]
 struct Cached {
     source: Arc<Message>,
     result: Option<(Item, Vec<TruncatedCall>)>,
@@ -126,6 +127,31 @@ pub fn keep_window_cutoff(tokens: &[u64], keep: Keep, window: u64) -> usize {
 impl Layer for TruncateArgsLayer {
     fn name(&self) -> &'static str {
         "truncate_args"
+    }
+
+    fn fork(&self, rename: &crate::engine::store::Rename) -> Option<Box<dyn Layer>> {
+        let cache = self
+            .cache
+            .iter()
+            .map(|(&k, c)| {
+                let result = c
+                    .result
+                    .as_ref()
+                    .map(|(item, calls)| (rename.item(item), calls.clone()));
+                (
+                    k,
+                    Cached {
+                        source: c.source.clone(),
+                        result,
+                    },
+                )
+            })
+            .collect();
+        Some(Box::new(TruncateArgsLayer {
+            cfg: self.cfg.clone(),
+            cache,
+            pruned_at: self.pruned_at,
+        }))
     }
 
     fn before_call(&mut self, ctx: &mut CallCtx<'_>) -> Result<(), EngineError> {

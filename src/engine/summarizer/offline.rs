@@ -41,13 +41,40 @@ fn first_line(s: &str, max_chars: usize) -> String {
 }
 
 fn clip(s: &str, max_chars: usize) -> String {
-    if s.chars().count() <= max_chars {
-        s.to_string()
-    } else {
-        let mut out: String = s.chars().take(max_chars.saturating_sub(1)).collect();
-        out.push('…');
-        out
+    match clip_at(s, max_chars) {
+        None => s.to_string(),
+        Some(cut) => clipped(&s[..cut]),
     }
+}
+
+/// [`clip`] of an owned text (returned as it is when it fits).
+fn clip_owned(s: String, max_chars: usize) -> String {
+    match clip_at(&s, max_chars) {
+        None => s,
+        Some(cut) => clipped(&s[..cut]),
+    }
+}
+
+/// `None` when `s` has at most `max_chars` characters, else the byte offset of its character
+/// `max_chars − 1` (where the clipped text ends, before its `…`). Stops counting there.
+fn clip_at(s: &str, max_chars: usize) -> Option<usize> {
+    // A character is at least one byte.
+    if s.len() <= max_chars {
+        return None;
+    }
+    s.char_indices().nth(max_chars)?;
+    Some(
+        s.char_indices()
+            .nth(max_chars.saturating_sub(1))
+            .map_or(s.len(), |(i, _)| i),
+    )
+}
+
+fn clipped(head: &str) -> String {
+    let mut out = String::with_capacity(head.len() + '…'.len_utf8());
+    out.push_str(head);
+    out.push('…');
+    out
 }
 
 /// Tool names that write files: their path arguments are artifacts.
@@ -277,21 +304,48 @@ impl OfflineSummarizer {
     }
 }
 
+/// The sections a summary prompt asks for, each with whether it asks for values verbatim.
+type Plan = Arc<[(Section, bool)]>;
+
+/// The [`Plan`] of `prompt`.
+/// Parsing the prompt is most of a short summary's cost and a replay asks with one prompt
+/// throughout, so the last prompt's plan is kept per thread.
+fn prompt_plan(prompt: &str) -> Plan {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(String, Plan)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some((p, plan)) = last.as_ref() {
+            if p == prompt {
+                return plan.clone();
+            }
+        }
+        let plan: Plan = prompt_sections(prompt)
+            .into_iter()
+            .map(|s| (s, asks_for_values(prompt, s)))
+            .collect();
+        *last = Some((prompt.to_string(), plan.clone()));
+        plan
+    })
+}
+
 impl Summarizer for OfflineSummarizer {
     fn summarize(&self, req: &SummaryRequest<'_>) -> Result<SummaryOutput, SummaryError> {
-        let sections = prompt_sections(req.prompt);
+        let sections = prompt_plan(req.prompt);
         let budget_chars = (req.max_tokens as usize).saturating_mul(4);
         // Each section gets an equal share of the budget (minus its heading).
         let share = budget_chars / sections.len().max(1);
         let mut parts: Vec<String> = Vec::new();
-        for s in &sections {
+        for &(s, with_values) in sections.iter() {
+            let s = &s;
             let heading = format!("## {}\n", s.title());
             let room = share.saturating_sub(heading.chars().count() + 2);
             if room == 0 {
                 continue;
             }
-            let with_values = asks_for_values(req.prompt, *s);
-            let body = clip(&self.section_body(*s, req, with_values), room);
+            let body = clip_owned(self.section_body(*s, req, with_values), room);
             parts.push(format!("{heading}{body}"));
         }
         let text = parts.join("\n\n");
@@ -317,6 +371,27 @@ impl Summarizer for OfflineSummarizer {
 mod tests {
     use super::*;
     use crate::engine::summarizer::*;
+
+    /// `clip` keeps texts of at most `max` characters and cuts longer ones to `max − 1`
+    /// characters and `…`, counting characters, not bytes.
+    #[test]
+    fn clip_counts_characters() {
+        let naive = |s: &str, max: usize| -> String {
+            if s.chars().count() <= max {
+                s.to_string()
+            } else {
+                let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+                out.push('…');
+                out
+            }
+        };
+        for s in ["", "abc", "héllo wörld", "日本語のテキスト", "a…b"] {
+            for max in 0..14 {
+                assert_eq!(clip(s, max), naive(s, max), "{s:?} {max}");
+                assert_eq!(clip_owned(s.to_string(), max), naive(s, max), "{s:?} {max}");
+            }
+        }
+    }
     use crate::trace::ToolCall;
     use serde_json::json;
 

@@ -1,7 +1,8 @@
 //! `needle`: plant facts (seeded per pair of units, so every variant is asked the same), replay,
 //! ask the agent for them back, score recall.
 
-use super::{Eval, UnitCx};
+use super::{Eval, Ready, UnitCx};
+use crate::evals::prefixes::WalkKey;
 use crate::evals::{needle, EvalError};
 use crate::runner::UnitOutput;
 
@@ -15,12 +16,27 @@ impl Eval for Needle {
         params.plant_seed = Some(cx.unit.pair_seed);
         // The store stays in memory while the unit runs; the run's end unpacks the kept ones.
         params.pack_store = true;
+        let share = cx.prefixes().map(|p| {
+            let key = WalkKey {
+                trace: cx.unit.trace,
+                variant: cx.unit.variant_index,
+                extra: params.trigger.map(f64::to_bits),
+            };
+            (p, key)
+        });
         let p = params.clone();
-        let prepared = cx
-            .replay(move |r| {
-                let summ = r.summarizer.as_ref();
-                let prepared =
-                    needle::prepare(&r.trace, &r.config, &p, summ, &r.prices, r.store, r.seed)?;
+        let ready = cx
+            .prepare_by(move |r| {
+                let prepared = needle::prepare_shared(
+                    &r.trace,
+                    &r.config,
+                    &p,
+                    r.summarizer.as_ref(),
+                    &r.prices,
+                    r.store,
+                    r.seed,
+                    share.as_ref().map(|(p, k)| (p.as_ref(), k)),
+                )?;
                 if let Some(files) = &prepared.store_files {
                     r.packs
                         .append(&r.unit_id, files)
@@ -29,10 +45,10 @@ impl Eval for Needle {
                 Ok(prepared)
             })
             .await?;
-        let mut out = cx.base(&prepared.replay)?;
-        if out.error.is_some() {
-            return Ok(out);
-        }
+        let (prepared, mut out) = match ready {
+            Ready::Ask(prepared, out) => (prepared, out),
+            Ready::Done(out) => return Ok(out),
+        };
         let agent = cx.agent()?;
         let answers = needle::ask(
             &prepared,

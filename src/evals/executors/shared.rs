@@ -3,6 +3,7 @@
 //! agent and judge calls).
 
 use super::super::offline_agent::build_provider;
+use super::super::prefixes::Prefixes;
 use super::super::EvalError;
 use crate::config::suite::{OnSummaryError, ProviderRole};
 use crate::config::LoadedSuite;
@@ -39,6 +40,8 @@ pub(super) struct Shared {
     packs: OnceLock<Arc<PackFile>>,
     /// The run's long summary texts (`RunDir::summaries_pack`), opened by the first unit.
     summaries: OnceLock<Arc<SummaryPack>>,
+    /// Replay prefixes shared by the units of a trace × variant (needle sweeps).
+    pub(super) prefixes: Arc<Prefixes>,
 }
 
 fn provider_config(suite: &LoadedSuite, role: ProviderRole) -> anyhow::Result<ProviderConfig> {
@@ -69,6 +72,7 @@ impl Shared {
             providers: OnceLock::new(),
             packs: OnceLock::new(),
             summaries: OnceLock::new(),
+            prefixes: Arc::new(Prefixes::from_env()),
         })
     }
 

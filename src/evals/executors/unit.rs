@@ -5,6 +5,7 @@
 use super::shared::{Providers, Shared, Summaries};
 use crate::engine::store::PackFile;
 use crate::engine::{self, OfflineSummarizer, ResolvedConfig, Summarizer};
+use crate::evals::prefixes::Prefixes;
 use crate::evals::{self, EvalError};
 use crate::pricing::PriceTable;
 use crate::providers::summarizer::{ProviderSummarizer, SummaryCancel};
@@ -233,6 +234,28 @@ impl<'a> UnitCx<'a> {
         } else {
             Ready::Ask(prepared, out)
         })
+    }
+
+    /// [`UnitCx::prepare`] with a `prepare` closure that gets the whole [`Prep`].
+    pub async fn prepare_by<T, F>(&self, prepare: F) -> Result<Ready<T>, EvalError>
+    where
+        T: HoldsReplay + Send + 'static,
+        F: FnOnce(Prep) -> Result<T, EvalError> + Send + 'static,
+    {
+        let prepared = self.replay(prepare).await?;
+        let out = self.base(prepared.replay())?;
+        Ok(if out.error.is_some() {
+            Ready::Done(out)
+        } else {
+            Ready::Ask(prepared, out)
+        })
+    }
+
+    /// The replay prefixes the run's units share, when this unit's replay may fork from one:
+    /// its summarizer is offline (a model's summaries are asked per unit).
+    pub fn prefixes(&self) -> Option<Arc<Prefixes>> {
+        (!self.waits_on_network && self.shared.prefixes.enabled())
+            .then(|| self.shared.prefixes.clone())
     }
 
     /// Tokens, cost, compactions, timeline and summaries of the unit's replay: what every

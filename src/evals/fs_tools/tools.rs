@@ -1,13 +1,40 @@
 //! The tools themselves: `ls`, `glob`, `grep` and `read_file` over the store, each returning
 //! the sorted, capped text the model sees.
 
-use grep_regex::RegexMatcherBuilder;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{sinks::UTF8, BinaryDetection, SearcherBuilder};
 use std::fmt::Write as _;
 use std::time::Instant;
 
 use super::{Sandbox, ToolOutput};
 use crate::evals::safe_fs;
+
+/// Compiled grep patterns kept at most (cleared when full).
+const MATCHERS_KEPT: usize = 1024;
+
+/// The matcher of a grep pattern. Compiling one (a DFA, case folds included) costs more than
+/// searching a store of a few hundred kilobytes, and agents grep the same patterns over and
+/// over (a needle sweep's offline agent asks about the same key phrases), so compiled matchers
+/// are kept, keyed by pattern and case flag.
+fn matcher(pattern: &str, ignore_case: bool) -> Result<RegexMatcher, String> {
+    type Kept = std::collections::HashMap<(String, bool), RegexMatcher>;
+    static KEPT: std::sync::OnceLock<std::sync::Mutex<Kept>> = std::sync::OnceLock::new();
+    let kept = KEPT.get_or_init(Default::default);
+    let key = (pattern.to_string(), ignore_case);
+    if let Some(m) = kept.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(m.clone());
+    }
+    let m = RegexMatcherBuilder::new()
+        .case_insensitive(ignore_case)
+        .build(pattern)
+        .map_err(|e| format!("invalid regex '{pattern}': {e}"))?;
+    let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+    if kept.len() >= MATCHERS_KEPT {
+        kept.clear();
+    }
+    kept.insert(key, m.clone());
+    Ok(m)
+}
 
 impl Sandbox {
     /// List a directory: one entry per line, directories with a trailing `/`.
@@ -51,10 +78,7 @@ impl Sandbox {
         glob: Option<&str>,
         ignore_case: bool,
     ) -> Result<ToolOutput, String> {
-        let matcher = RegexMatcherBuilder::new()
-            .case_insensitive(ignore_case)
-            .build(pattern)
-            .map_err(|e| format!("invalid regex '{pattern}': {e}"))?;
+        let matcher = matcher(pattern, ignore_case)?;
         let filter = match glob {
             Some(g) => Some(
                 globset::Glob::new(g.trim_start_matches('/'))

@@ -155,3 +155,174 @@ fn params_read_fold_and_corrected() {
     let e = NeedleParams::from_params(&p).unwrap_err().to_string();
     assert!(e.contains("fold"), "{e}");
 }
+
+/// Every file under `dir` (relative path, bytes), sorted.
+fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().display().to_string();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Everything a prepared sample holds, as text: the replay (calls, events, kept views,
+/// invariants), its store (writes, files in memory), the conversations and the facts.
+fn fingerprint(p: &Prepared) -> String {
+    let mut store = String::new();
+    for path in p.replay.store.paths() {
+        let bytes = p.replay.store.contents(path).unwrap();
+        store.push_str(&format!("{path} {}\n", String::from_utf8_lossy(&bytes)));
+    }
+    let lent = p.lend().unwrap();
+    format!(
+        "{}\n{:?}\n{store}\n{:?}\n{:?}\n{:?} {} {} {}",
+        serde_json::to_string(&p.replay).unwrap(),
+        p.replay.store.writes(),
+        lent.conversations.view,
+        lent.conversations.reference,
+        p.facts,
+        p.view_len,
+        p.cut,
+        p.folds,
+    )
+}
+
+/// A needle replay forked from the trace × variant's walk at the planting point is the whole
+/// replay, byte for byte (events, views, invariants, store in memory and on disk), for every
+/// position, with distractors and corrections, in any order of planting points, and after
+/// the store drew its history file's random name (renamed to the unit's own).
+#[test]
+fn forked_replays_are_the_whole_replays() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets/mini-swe-agent/astropy__astropy-12907.traj.json");
+    let trace = crate::trace::import::import_file(&path, None)
+        .unwrap()
+        .remove(0);
+    let config = EngineConfig::default()
+        .apply_sets(&["preset=\"deepagents\"".into(), "window=8000".into()])
+        .unwrap()
+        .resolve(None)
+        .unwrap();
+    let summ = OfflineSummarizer;
+    let prefixes = Prefixes::new(true);
+    let key = WalkKey {
+        trace: 0,
+        variant: 0,
+        extra: None,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    type Case<'a> = (f64, &'a str, u64, Option<(&'a str, Value)>);
+    let cases: &[Case] = &[
+        (0.6, "tool", 11, None),
+        (0.2, "user", 12, None),
+        (0.9, "assistant", 13, None),
+        (0.6, "user", 14, Some(("distractors", json!(2)))),
+        (0.4, "tool", 15, Some(("corrected", json!(true)))),
+        (0.7, "user", 16, None),
+        (0.0, "tool", 17, None),
+    ];
+    let mut renamed = 0;
+    for (k, (depth, position, seed, extra)) in cases.iter().enumerate() {
+        let mut p: BTreeMap<String, Value> = BTreeMap::new();
+        p.insert("depth".into(), json!(depth));
+        p.insert("position".into(), json!(position));
+        if let Some((name, v)) = extra {
+            p.insert((*name).into(), v.clone());
+        }
+        let mut params = NeedleParams::from_params(&p).unwrap();
+        params.plant_seed = Some(99);
+        let whole_dir = dir.path().join(format!("whole{k}"));
+        let fork_dir = dir.path().join(format!("fork{k}"));
+        let prices = PriceTable::bundled();
+        let whole = prepare(
+            &trace,
+            &config,
+            &params,
+            &summ,
+            prices,
+            whole_dir.clone(),
+            *seed,
+        )
+        .unwrap();
+        let before = prefixes.forked();
+        let forked = prepare_shared(
+            &trace,
+            &config,
+            &params,
+            &summ,
+            prices,
+            fork_dir.clone(),
+            *seed,
+            Some((&prefixes, &key)),
+        )
+        .unwrap();
+        assert_eq!(prefixes.forked(), before + 1, "case {k} was not forked");
+        assert_eq!(fingerprint(&whole), fingerprint(&forked), "case {k}");
+        assert_eq!(
+            files(&whole_dir),
+            files(&fork_dir),
+            "case {k}: store on disk"
+        );
+        // The fork point came after a summary named the history file (drawn from the seed).
+        let first_fact = forked.facts.iter().map(|f| f.index).min().unwrap();
+        if forked
+            .replay
+            .events
+            .iter()
+            .any(|e| matches!(e.detail, EventDetail::Summarized(_)) && e.trace_index < first_fact)
+        {
+            renamed += 1;
+        }
+    }
+    assert!(renamed >= 3, "only {renamed} forks came after a summary");
+}
+
+/// With sharing off, nothing is forked.
+#[test]
+fn sharing_off_replays_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefixes = Prefixes::new(false);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets/mini-swe-agent/astropy__astropy-12907.traj.json");
+    let trace = crate::trace::import::import_file(&path, None)
+        .unwrap()
+        .remove(0);
+    let config = EngineConfig::default()
+        .apply_sets(&["preset=\"deepagents\"".into(), "window=8000".into()])
+        .unwrap()
+        .resolve(None)
+        .unwrap();
+    let mut p: BTreeMap<String, Value> = BTreeMap::new();
+    p.insert("depth".into(), json!(0.5));
+    let params = NeedleParams::from_params(&p).unwrap();
+    let key = WalkKey {
+        trace: 0,
+        variant: 0,
+        extra: None,
+    };
+    prepare_shared(
+        &trace,
+        &config,
+        &params,
+        &OfflineSummarizer,
+        PriceTable::bundled(),
+        dir.path().into(),
+        1,
+        Some((&prefixes, &key)),
+    )
+    .unwrap();
+    assert_eq!(prefixes.forked(), 0);
+}

@@ -25,9 +25,29 @@ pub fn key_phrase(question: &str) -> String {
 }
 
 /// A case-insensitive matcher for a key phrase (byte offsets stay valid for any text).
+///
+/// Compiling a case-insensitive phrase builds a DFA over Unicode case folds (~2 M instructions,
+/// more than the rest of a needle question), and a sweep asks about the same few key phrases
+/// over and over: compiled matchers are kept (cleared past `MATCHERS_KEPT` phrases).
 pub fn phrase_matcher(phrase: &str) -> Regex {
-    Regex::new(&format!("(?i){}", regex::escape(phrase))).expect("escaped phrase is a valid regex")
+    static KEPT: OnceLock<std::sync::Mutex<std::collections::HashMap<String, Regex>>> =
+        OnceLock::new();
+    let kept = KEPT.get_or_init(Default::default);
+    if let Some(re) = kept.lock().unwrap_or_else(|e| e.into_inner()).get(phrase) {
+        return re.clone();
+    }
+    let re = Regex::new(&format!("(?i){}", regex::escape(phrase)))
+        .expect("escaped phrase is a valid regex");
+    let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+    if kept.len() >= MATCHERS_KEPT {
+        kept.clear();
+    }
+    kept.insert(phrase.to_string(), re.clone());
+    re
 }
+
+/// Compiled phrase matchers kept at most.
+pub const MATCHERS_KEPT: usize = 1024;
 
 /// The value a line states for the phrase: the text after it (and a linking `is`/`:`/`=`) up
 /// to the end of the sentence.
