@@ -116,6 +116,62 @@ impl SummaryPack {
         Ok(out)
     }
 
+    /// Append every long text another run directory holds (`ctxbench merge`): the whole
+    /// records of its pack `pack` and, for a run written before the pack, each file of its
+    /// `summaries/` folder under `root` whose content matches its name. Returns how many texts
+    /// were carried; a text recorded twice is read once (the reader takes the first).
+    pub fn carry(&self, root: &std::path::Path, pack: &std::path::Path) -> std::io::Result<usize> {
+        const FLUSH_AT: usize = 4 << 20;
+        let mut carried = 0;
+        let mut buf = Vec::new();
+        let mut failed = None;
+        let mut push = |name: &str, text: &str, buf: &mut Vec<u8>| {
+            buf.extend_from_slice(format!("{name} {}\n", text.len()).as_bytes());
+            buf.extend_from_slice(text.as_bytes());
+            carried += 1;
+        };
+        match std::fs::File::open(pack) {
+            Ok(file) => {
+                scan(
+                    &file,
+                    |_| true,
+                    |name, text| {
+                        push(name, &text, &mut buf);
+                        if buf.len() >= FLUSH_AT && failed.is_none() {
+                            failed = self.append(&buf).err();
+                            buf.clear();
+                        }
+                    },
+                )?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if let Ok(dir) = std::fs::read_dir(root.join(MEMBER_DIR)) {
+            for entry in dir {
+                let entry = entry?;
+                let name = format!("{MEMBER_DIR}/{}", entry.file_name().to_string_lossy());
+                let Ok(text) = std::fs::read_to_string(entry.path()) else {
+                    continue;
+                };
+                if member_name(&text_digest(&text)) == name {
+                    push(&name, &text, &mut buf);
+                }
+                if buf.len() >= FLUSH_AT {
+                    self.append(&buf)?;
+                    buf.clear();
+                }
+            }
+        }
+        if !buf.is_empty() {
+            self.append(&buf)?;
+        }
+        Ok(carried)
+    }
+
     fn append(&self, bytes: &[u8]) -> std::io::Result<()> {
         use std::io::Write;
         let mut guard = self.file.lock().unwrap_or_else(|e| e.into_inner());
@@ -230,6 +286,39 @@ mod tests {
             text: None,
             file: None,
         }
+    }
+
+    /// `ctxbench merge`: the texts of a packed run and of a run written before the pack (a
+    /// `summaries/` folder) are both readable from the merged run's pack.
+    #[test]
+    fn carry_copies_a_pack_and_a_summaries_folder_into_another_pack() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = "a".repeat(INLINE_SUMMARY_CHARS + 5);
+        let b = "b".repeat(INLINE_SUMMARY_CHARS + 7);
+        let packed = dir.path().join("one");
+        let recs = SummaryPack::new(packed.join("summaries.pack"))
+            .keep(vec![(record(), a.as_str())])
+            .unwrap();
+        let old = dir.path().join("two");
+        let b_name = member_name(&text_digest(&b));
+        std::fs::create_dir_all(old.join(MEMBER_DIR)).unwrap();
+        std::fs::write(old.join(&b_name), &b).unwrap();
+        // A file whose content does not match its name is not carried.
+        std::fs::write(old.join(MEMBER_DIR).join("0000.md"), "x").unwrap();
+        let out = dir.path().join("merged").join("summaries.pack");
+        let merged = SummaryPack::new(&out);
+        assert_eq!(
+            merged
+                .carry(&packed, &packed.join("summaries.pack"))
+                .unwrap(),
+            1
+        );
+        assert_eq!(merged.carry(&old, &old.join("summaries.pack")).unwrap(), 1);
+        let a_name = recs[0].file.clone().unwrap();
+        let wanted = [a_name.clone(), b_name.clone()].into_iter().collect();
+        let found = read_pack(&out, &wanted).unwrap();
+        assert_eq!(found.get(&a_name), Some(&a));
+        assert_eq!(found.get(&b_name), Some(&b));
     }
 
     #[test]

@@ -199,6 +199,19 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
     }
     journal.sync().map_err(cannot_write)?;
     drop(entries);
+    // The long summary texts the samples name live beside them in each input: carry them over,
+    // so the merged run's report shows them as each input's would.
+    let pack = out_dir.summary_pack();
+    for dir in inputs {
+        let from = RunDir::new(dir);
+        pack.carry(dir, &from.summaries_pack()).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot carry the summary texts of {} into {}: {e}",
+                dir.display(),
+                out_dir.summaries_pack().display()
+            )
+        })?;
+    }
 
     let planned_total = first.units.planned_total;
     let recorded = sum.recorded;

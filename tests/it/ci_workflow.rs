@@ -215,6 +215,25 @@ fn shards_merge_to_the_unsharded_run_and_the_gate_writes_the_step_summary() {
         "merged shards = unsharded run"
     );
     assert_eq!(csv_without_latency(&merged), csv_without_latency(&full));
+    // The long summary texts the samples name came along from both shards (report.html
+    // shows them as each shard's own report would).
+    let merged_samples = samples(&merged);
+    let long: Vec<_> = merged_samples
+        .iter()
+        .flat_map(|s| &s.summaries)
+        .filter(|r| r.file.is_some())
+        .collect();
+    assert!(!long.is_empty(), "the quickstart records long summaries");
+    let texts = ctxbench::record::RunDir::new(&merged)
+        .summary_texts(long.iter().copied())
+        .unwrap();
+    for r in &long {
+        assert!(
+            texts.contains_key(&r.text_digest),
+            "{} not carried",
+            r.text_digest
+        );
+    }
 
     // The gate step: exit 0 and its verdict appended to the step summary.
     let summary = tmp.path().join("step-summary.md");
