@@ -3,12 +3,8 @@
 use super::*;
 use crate::engine::{EngineConfig, OfflineSummarizer};
 
-/// A bundled trace replayed under a summarizing preset at a small window.
-fn prepared(needles: usize, dir: &std::path::Path) -> Prepared {
-    prepared_with(needles, dir, false)
-}
-
-fn prepared_with(needles: usize, dir: &std::path::Path, pack_store: bool) -> Prepared {
+/// The bundled astropy trace and the deepagents preset at a window of 8,000 tokens.
+fn astropy_deepagents() -> (crate::trace::Trace, ResolvedConfig) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("datasets/mini-swe-agent/astropy__astropy-12907.traj.json");
     let trace = crate::trace::import::import_file(&path, None)
@@ -19,6 +15,16 @@ fn prepared_with(needles: usize, dir: &std::path::Path, pack_store: bool) -> Pre
         .unwrap()
         .resolve(None)
         .unwrap();
+    (trace, config)
+}
+
+/// A bundled trace replayed under a summarizing preset at a small window.
+fn prepared(needles: usize, dir: &std::path::Path) -> Prepared {
+    prepared_with(needles, dir, false)
+}
+
+fn prepared_with(needles: usize, dir: &std::path::Path, pack_store: bool) -> Prepared {
+    let (trace, config) = astropy_deepagents();
     let mut p: BTreeMap<String, Value> = BTreeMap::new();
     p.insert("depth".into(), json!(0.2));
     p.insert("needles".into(), json!(needles));
@@ -206,16 +212,7 @@ fn fingerprint(p: &Prepared) -> String {
 /// the store drew its history file's random name (renamed to the unit's own).
 #[test]
 fn forked_replays_are_the_whole_replays() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("datasets/mini-swe-agent/astropy__astropy-12907.traj.json");
-    let trace = crate::trace::import::import_file(&path, None)
-        .unwrap()
-        .remove(0);
-    let config = EngineConfig::default()
-        .apply_sets(&["preset=\"deepagents\"".into(), "window=8000".into()])
-        .unwrap()
-        .resolve(None)
-        .unwrap();
+    let (trace, config) = astropy_deepagents();
     let summ = OfflineSummarizer;
     let prefixes = Prefixes::new(true);
     let key = WalkKey {
@@ -295,16 +292,7 @@ fn forked_replays_are_the_whole_replays() {
 fn sharing_off_replays_whole() {
     let dir = tempfile::tempdir().unwrap();
     let prefixes = Prefixes::new(false);
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("datasets/mini-swe-agent/astropy__astropy-12907.traj.json");
-    let trace = crate::trace::import::import_file(&path, None)
-        .unwrap()
-        .remove(0);
-    let config = EngineConfig::default()
-        .apply_sets(&["preset=\"deepagents\"".into(), "window=8000".into()])
-        .unwrap()
-        .resolve(None)
-        .unwrap();
+    let (trace, config) = astropy_deepagents();
     let mut p: BTreeMap<String, Value> = BTreeMap::new();
     p.insert("depth".into(), json!(0.5));
     let params = NeedleParams::from_params(&p).unwrap();
