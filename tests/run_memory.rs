@@ -65,6 +65,7 @@ struct Peaks {
     resume: usize,
     merge: usize,
     gate: usize,
+    report: usize,
     journal_bytes: u64,
 }
 
@@ -134,6 +135,10 @@ fn measure(dir: &Path, repeats: u32) -> Peaks {
             s(&junit),
         ])
     });
+    // `report` of the run into another directory (every file, PNGs too).
+    let out = dir.join("report");
+    let ((), report) = peak_of(|| cli(&["ctxbench", "report", s(&run_dir), "-o", s(&out)]));
+    assert!(out.join("report.html").is_file());
     rt.shutdown_background();
     Peaks {
         units,
@@ -142,6 +147,7 @@ fn measure(dir: &Path, repeats: u32) -> Peaks {
         resume,
         merge,
         gate,
+        report,
         journal_bytes,
     }
 }
@@ -159,6 +165,7 @@ fn a_runs_peak_memory_does_not_grow_with_its_units() {
     let extra = (big.units - small.units) as f64;
     let slope = |a: usize, b: usize| (b as f64 - a as f64) / extra;
     let line = (big.journal_bytes - small.journal_bytes) as f64 / extra;
+    let report = slope(small.report, big.report);
     let (plan, run, resume, merge, gate) = (
         slope(small.plan, big.plan),
         slope(small.run, big.run),
@@ -168,7 +175,7 @@ fn a_runs_peak_memory_does_not_grow_with_its_units() {
     );
     eprintln!(
         "extra peak bytes per extra unit: plan {plan:.0}, run {run:.0}, resume {resume:.0}, merge {merge:.0}, \
-         gate {gate:.0} (a journal line: {line:.0} bytes)\nsmall {small:?}\nbig {big:?}"
+         gate {gate:.0}, report {report:.0} (a journal line: {line:.0} bytes)\nsmall {small:?}\nbig {big:?}"
     );
     // The plan's bound is checked on a larger grid (`the_plan_keeps_no_bytes_per_unit` above): at
     // 120 extra units, a few KB freed by another thread moves this slope by ±124.
@@ -182,7 +189,16 @@ fn a_runs_peak_memory_does_not_grow_with_its_units() {
         gate <= line,
         "gate's peak grows {gate:.0} bytes a unit (a journal line is {line:.0})"
     );
+    assert!(
+        report <= REPORT_BYTES_A_UNIT,
+        "report's peak grows {report:.0} bytes a unit (bound {REPORT_BYTES_A_UNIT})"
+    );
 }
+
+/// What `report` may keep per unit: its compact row and the per-metric observations the
+/// statistics pair and sum in key order (docs/architecture.md, "Report memory"). A reader
+/// that kept the samples whole would keep a journal line and more a unit.
+const REPORT_BYTES_A_UNIT: f64 = 1_200.0;
 
 /// Bytes the plan keeps, for a suite of `repeats` repeats.
 fn plan_bytes(dir: &Path, repeats: u32) -> (usize, usize) {

@@ -191,6 +191,7 @@ fn stream_split(path: &Path, split_at_least: u64) -> Result<Streamed, JournalErr
             });
             let plotted = first.plotted;
             let mut rows = first.rows;
+            rows.shrink_to_fit();
             // A timeline the first half already kept for its variant × trace is not kept
             // again.
             rows.append(second.rows, |r| {

@@ -517,6 +517,14 @@ impl Rows {
             .iter()
             .map(|v| self.values.intern_ref(v))
             .collect();
+        // Exact sizes: the two halves and the merged vectors are live together here, the
+        // peak of a big report's load.
+        self.units.text.reserve_exact(other.units.text.len());
+        self.units.ends.reserve_exact(other.units.ends.len());
+        self.entries.reserve_exact(other.entries.len());
+        self.floats.reserve_exact(other.floats.len());
+        self.counts.reserve_exact(other.counts.len());
+        self.recs.reserve_exact(other.recs.len());
         let units = u32_of(self.units.ends.len());
         let text = self.units.text.len();
         self.units.text.push_str(&other.units.text);
@@ -580,7 +588,6 @@ impl Rows {
             len: span.len,
         };
         let some = |id: u32, f: &dyn Fn(u32) -> u32| if id == NONE { NONE } else { f(id) };
-        self.recs.reserve(other.recs.len());
         for (r, keep) in other.recs.into_iter().zip(kept) {
             self.recs.push(Rec {
                 unit: r.unit + units,
