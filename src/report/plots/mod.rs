@@ -212,13 +212,12 @@ pub fn render_png(model: &ReportModel, spec: &PlotSpec) -> Result<Vec<u8>, Strin
     png_of(model, spec, &Data::of(model, spec))
 }
 
+/// A plot drawn as SVG and, when asked, as PNG ([`render_both`]).
+pub type Drawn = (Result<String, String>, Option<Result<Vec<u8>, String>>);
+
 /// Draw one plot as SVG and, when `png`, as PNG bytes: the numbers it draws are computed once
 /// for both.
-pub fn render_both(
-    model: &ReportModel,
-    spec: &PlotSpec,
-    png: bool,
-) -> (Result<String, String>, Option<Result<Vec<u8>, String>>) {
+pub fn render_both(model: &ReportModel, spec: &PlotSpec, png: bool) -> Drawn {
     let data = Data::of(model, spec);
     let svg = svg_of(model, spec, &data);
     (svg, png.then(|| png_of(model, spec, &data)))
