@@ -20,7 +20,9 @@
 //! - `merge` of the run with itself: ≤ 320 a unit (188: an index entry per unit, digest, sort
 //!   key, line offset, id; was 15,575);
 //! - `gate` of the run against itself: ≤ one journal line a unit (994: the compact rows and the
-//!   per-metric observations the statistics need, for both runs; was 15,473).
+//!   per-metric observations the statistics need, for both runs; was 15,473);
+//! - `report` of the run (every file): ≤ 640 a unit (376: the compact rows and the per-metric
+//!   observations; linear, not bounded: docs/report.md says why).
 //!
 //! Units in flight, not units run: with several units in flight on the largest bundled trace,
 //! the run's heap peak is the same at 4× the units, and the run leaves nothing live behind
@@ -65,6 +67,7 @@ struct Peaks {
     resume: usize,
     merge: usize,
     gate: usize,
+    report: usize,
     journal_bytes: u64,
 }
 
@@ -134,6 +137,10 @@ fn measure(dir: &Path, repeats: u32) -> Peaks {
             s(&junit),
         ])
     });
+    // `report` of the run into another directory (every file, PNGs too).
+    let out = dir.join("report");
+    let ((), report) = peak_of(|| cli(&["ctxbench", "report", s(&run_dir), "-o", s(&out)]));
+    assert!(out.join("report.html").is_file());
     rt.shutdown_background();
     Peaks {
         units,
@@ -142,6 +149,7 @@ fn measure(dir: &Path, repeats: u32) -> Peaks {
         resume,
         merge,
         gate,
+        report,
         journal_bytes,
     }
 }
@@ -159,6 +167,7 @@ fn a_runs_peak_memory_does_not_grow_with_its_units() {
     let extra = (big.units - small.units) as f64;
     let slope = |a: usize, b: usize| (b as f64 - a as f64) / extra;
     let line = (big.journal_bytes - small.journal_bytes) as f64 / extra;
+    let report = slope(small.report, big.report);
     let (plan, run, resume, merge, gate) = (
         slope(small.plan, big.plan),
         slope(small.run, big.run),
@@ -168,7 +177,7 @@ fn a_runs_peak_memory_does_not_grow_with_its_units() {
     );
     eprintln!(
         "extra peak bytes per extra unit: plan {plan:.0}, run {run:.0}, resume {resume:.0}, merge {merge:.0}, \
-         gate {gate:.0} (a journal line: {line:.0} bytes)\nsmall {small:?}\nbig {big:?}"
+         gate {gate:.0}, report {report:.0} (a journal line: {line:.0} bytes)\nsmall {small:?}\nbig {big:?}"
     );
     // The plan's bound is checked on a larger grid (`the_plan_keeps_no_bytes_per_unit` above): at
     // 120 extra units, a few KB freed by another thread moves this slope by ±124.
@@ -182,7 +191,16 @@ fn a_runs_peak_memory_does_not_grow_with_its_units() {
         gate <= line,
         "gate's peak grows {gate:.0} bytes a unit (a journal line is {line:.0})"
     );
+    assert!(
+        report <= REPORT_BYTES_A_UNIT,
+        "report's peak grows {report:.0} bytes a unit (bound {REPORT_BYTES_A_UNIT})"
+    );
 }
+
+/// What `report` may keep per unit: its compact row and the per-metric observations the
+/// statistics pair and sum in key order (docs/report.md, "Reports of big runs"; measured 376
+/// here). A reader that kept the samples whole would keep more than a journal line a unit.
+const REPORT_BYTES_A_UNIT: f64 = 640.0;
 
 /// Bytes the plan keeps, for a suite of `repeats` repeats.
 fn plan_bytes(dir: &Path, repeats: u32) -> (usize, usize) {

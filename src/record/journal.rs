@@ -54,6 +54,30 @@ pub enum JournalError {
     },
 }
 
+impl JournalError {
+    /// The same error with its line number moved past `lines` earlier lines (an error of
+    /// [`read_journal_range`] on a range that starts after them).
+    pub fn after_lines(self, lines: usize) -> JournalError {
+        match self {
+            JournalError::BadLine {
+                path,
+                line,
+                message,
+            } => JournalError::BadLine {
+                path,
+                line: line + lines,
+                message,
+            },
+            JournalError::FutureVersion { path, line, found } => JournalError::FutureVersion {
+                path,
+                line: line + lines,
+                found,
+            },
+            other => other,
+        }
+    }
+}
+
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> JournalError + '_ {
     move |source| JournalError::Io {
         path: path.to_path_buf(),
@@ -239,13 +263,31 @@ const BLOCK: usize = 1 << 20;
 /// and each line is handed over as a slice of its block (no copy per line).
 pub fn read_journal_each(
     path: &Path,
-    mut each: impl FnMut(&[u8], u64) -> Result<u32, String>,
+    each: impl FnMut(&[u8], u64) -> Result<u32, String>,
 ) -> Result<Option<TornLine>, JournalError> {
+    read_journal_range(path, 0..u64::MAX, each).map(|(torn, _)| torn)
+}
+
+/// [`read_journal_each`] of the bytes `range` of the journal only (`range.start` the start of
+/// a line; the lines that end past `range.end` are not read unless the file ends first), with
+/// the number of lines read. Offsets are the file's; line numbers (in errors and the torn
+/// line) count from the range's first line: a caller that reads a journal in pieces adds the
+/// lines of the pieces before (see [`JournalError::after_lines`]).
+pub fn read_journal_range(
+    path: &Path,
+    range: std::ops::Range<u64>,
+    mut each: impl FnMut(&[u8], u64) -> Result<u32, String>,
+) -> Result<(Option<TornLine>, usize), JournalError> {
     let mut file = File::open(path).map_err(io_err(path))?;
+    if range.start > 0 {
+        file.seek(SeekFrom::Start(range.start))
+            .map_err(io_err(path))?;
+    }
+    let mut file = file.take(range.end.saturating_sub(range.start));
     let mut buf: Vec<u8> = Vec::new();
     // `buf[..filled]` holds bytes read and not yet handed over; they start at `offset`.
     let mut filled = 0usize;
-    let mut offset = 0u64;
+    let mut offset = range.start;
     let mut number = 0usize;
     let mut torn = None;
     let mut eof = false;
@@ -312,7 +354,7 @@ pub fn read_journal_each(
         filled -= start;
         offset += start as u64;
     }
-    Ok(torn)
+    Ok((torn, number))
 }
 
 /// The sample on the line starting at byte `offset` of a journal (an offset from

@@ -197,6 +197,12 @@ pub fn write(
         scores.extend(s.scores.keys().map(|k| (s.eval, k)));
         compactions.extend(s.compactions.keys());
     }
+    let scores: Vec<(&str, &str)> = scores.into_iter().collect();
+    let mut score_range: rustc_hash::FxHashMap<&str, std::ops::Range<usize>> =
+        rustc_hash::FxHashMap::default();
+    for (i, (e, _)) in scores.iter().enumerate() {
+        score_range.entry(e).or_insert(i..i).end = i + 1;
+    }
     let mut header: Vec<String> = [
         "unit_id", "trace_id", "variant", "eval", "sample", "repeat", "passed",
     ]
@@ -258,14 +264,19 @@ pub fn write(
                 }
             }
         }
-        for (e, k) in &scores {
-            cell(&mut w, &|b| {
-                if *e == s.eval {
+        // Only the columns of the row's own eval can hold a value (one range: the columns
+        // are sorted by eval); the others are empty without a look-up.
+        let own = score_range.get(s.eval).cloned().unwrap_or(0..0);
+        for (i, (_, k)) in scores.iter().enumerate() {
+            if own.contains(&i) {
+                cell(&mut w, &|b| {
                     if let Some(v) = s.scores.get(k) {
                         num(b, *v)
                     }
-                }
-            });
+                });
+            } else {
+                let _ = w.write_field("");
+            }
         }
         for r in ROLES {
             let t = split(&s, r);

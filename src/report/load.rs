@@ -11,7 +11,7 @@
 
 use super::model::{ReportModel, RowDetail};
 use super::rows::Rows;
-use crate::record::journal::{read_journal_each, read_line_at};
+use crate::record::journal::{read_journal_each, read_journal_range, read_line_at};
 use crate::record::{
     CostByRole, JournalError, RunDir, RunInfo, Sample, TokensByRole, TornLine, UnitError,
 };
@@ -152,14 +152,119 @@ pub struct Streamed {
     pub torn: Option<TornLine>,
 }
 
+/// Journals smaller than this are read on one thread (a second one would not pay for itself).
+const SPLIT_AT_LEAST: u64 = 8 << 20;
+
 /// Read `samples.jsonl` in one streaming pass (see the module doc). Each line is read by
 /// `scan::light` (borrowing its strings, skipping the heavy part with a fast scanner); a line
 /// it leaves to serde_json, and the lines whose timeline is kept, are read as before.
+///
+/// A big journal is read in two halves on two threads (split at the first line that starts
+/// past the middle), the second half's rows appended to the first's: the rows, their order,
+/// the timelines kept (the first of each variant × trace in the file) and the errors (the
+/// first bad line of the file, numbered in the file) are those of one pass.
 pub fn stream_samples(path: &Path) -> Result<Streamed, JournalError> {
+    stream_split(path, SPLIT_AT_LEAST)
+}
+
+/// [`stream_samples`], splitting journals of at least `split_at_least` bytes.
+fn stream_split(path: &Path, split_at_least: u64) -> Result<Streamed, JournalError> {
+    let split = split_point(path, split_at_least)?;
+    let mut rows = match split {
+        None => {
+            let part = stream_range(path, 0..u64::MAX)?;
+            part.finish()
+        }
+        Some(at) => {
+            let (first, second) = std::thread::scope(|scope| {
+                let second = scope.spawn(|| stream_range(path, at..u64::MAX));
+                let first = stream_range(path, 0..at);
+                (first, second.join())
+            });
+            let first = first?;
+            let second = second
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+                .map_err(|e| e.after_lines(first.lines))?;
+            let torn = second.torn.map(|t| TornLine {
+                line: t.line + first.lines,
+                ..t
+            });
+            let plotted = first.plotted;
+            let mut rows = first.rows;
+            rows.shrink_to_fit();
+            // A timeline the first half already kept for its variant × trace is not kept
+            // again.
+            rows.append(second.rows, |r| {
+                !plotted
+                    .get(r.variant)
+                    .is_some_and(|t| t.contains(r.trace_id))
+            });
+            Streamed { rows, torn }
+        }
+    };
+    rows.rows.shrink_to_fit();
+    Ok(rows)
+}
+
+/// Where to split a journal for [`stream_samples`]: the start of the first line past its
+/// middle; `None` for a small journal or one without such a line.
+fn split_point(path: &Path, split_at_least: u64) -> Result<Option<u64>, JournalError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let io = |source| JournalError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    if len < split_at_least.max(1) {
+        return Ok(None);
+    }
+    let mid = len / 2;
+    file.seek(SeekFrom::Start(mid)).map_err(io)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut at = mid;
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e)),
+        };
+        if n == 0 {
+            return Ok(None);
+        }
+        if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
+            let next = at + i as u64 + 1;
+            return Ok((next < len).then_some(next));
+        }
+        at += n as u64;
+    }
+}
+
+/// What [`stream_range`] read of one part of a journal.
+struct Part {
+    rows: Rows,
+    torn: Option<TornLine>,
+    /// Lines read (blank ones too).
+    lines: usize,
+    /// variant → traces whose timeline is kept.
+    plotted: HashMap<String, HashSet<String>>,
+}
+
+impl Part {
+    fn finish(self) -> Streamed {
+        Streamed {
+            rows: self.rows,
+            torn: self.torn,
+        }
+    }
+}
+
+/// The rows of the lines of `range` of a journal (see [`read_journal_range`]).
+fn stream_range(path: &Path, range: std::ops::Range<u64>) -> Result<Part, JournalError> {
     // variant → traces whose timeline is kept.
     let mut plotted: HashMap<String, HashSet<String>> = HashMap::new();
     let mut rows = Rows::default();
-    let torn = read_journal_each(path, |text, at| {
+    let (torn, lines) = read_journal_range(path, range, |text, at| {
         if let Some(light) = super::scan::light(text) {
             let keep = light.timeline > 0
                 && light.error.is_none()
@@ -213,8 +318,12 @@ pub fn stream_samples(path: &Path) -> Result<Streamed, JournalError> {
         }
         Ok(version)
     })?;
-    rows.shrink_to_fit();
-    Ok(Streamed { rows, torn })
+    Ok(Part {
+        rows,
+        torn,
+        lines,
+        plotted,
+    })
 }
 
 /// The compact part of one journal line (timeline, summaries and all but the pricing part of
@@ -261,7 +370,7 @@ pub fn load_model(
 /// a few failed verdicts per variant with their baseline units), bounded whatever the run's
 /// size.
 pub fn detail_wanted(model: &ReportModel) -> Vec<usize> {
-    let (mut out, _) = super::html::select(&model.samples, model.baseline.as_deref());
+    let mut out = model.shown().0.to_vec();
     out.sort_unstable();
     out
 }
@@ -355,6 +464,50 @@ mod tests {
             streamed.samples.get(3).to_sample(),
             full.samples.get(3).to_sample()
         );
+    }
+
+    #[test]
+    fn a_journal_read_in_two_halves_gives_the_rows_of_one_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        // Traces t0..t2 in both halves, so the second half's first timelines are not kept.
+        let mut samples: Vec<Sample> = (0..40)
+            .map(|i| sample(i, if i % 3 == 0 { "b" } else { "a" }))
+            .collect();
+        samples[25]
+            .params
+            .insert("late".into(), serde_json::json!({"x": [1, 2]}));
+        samples[31].tokens.judge.output = u64::from(u32::MAX) + 7;
+        run.write_samples(&samples).unwrap();
+        let path = run.samples_jsonl();
+        let one = stream_split(&path, u64::MAX).unwrap();
+        let two = stream_split(&path, 1).unwrap();
+        assert!(split_point(&path, 1).unwrap().is_some());
+        assert_eq!(one.rows.len(), 40);
+        assert_eq!(two.rows.len(), 40);
+        for i in 0..40 {
+            let (a, b) = (one.rows.get(i), two.rows.get(i));
+            assert_eq!(a.to_sample(), b.to_sample(), "row {i}");
+            assert_eq!(one.rows.detail(i), two.rows.detail(i), "row {i}");
+        }
+        let mut sorted = (one.rows.clone(), two.rows.clone());
+        sorted.0.sort(|v| usize::from(v == "a"));
+        sorted.1.sort(|v| usize::from(v == "a"));
+        let ids = |r: &Rows| r.iter().map(|s| s.unit_id.to_string()).collect::<Vec<_>>();
+        assert_eq!(ids(&sorted.0), ids(&sorted.1));
+
+        // A bad line in the second half is reported with its line number in the file, and a
+        // torn last line likewise.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[33] = "{not json";
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let err = stream_split(&path, 1).err().unwrap().to_string();
+        assert!(err.contains("samples.jsonl:34:"), "{err}");
+        lines[33] = lines[32];
+        std::fs::write(&path, lines.join("\n") + "\n{\"torn").unwrap();
+        let torn = stream_split(&path, 1).unwrap().torn.unwrap();
+        assert_eq!(torn.line, 41);
     }
 
     #[test]

@@ -136,7 +136,8 @@ fn write_the_rest(
     }
     let mut svgs = Vec::new();
     for spec in &specs {
-        match plots::render_svg(model, spec) {
+        let (svg, png) = plots::render_both(model, spec, opts.png);
+        match svg {
             Ok(svg) => {
                 write(dir.plot(&spec.name, "svg"), svg.as_bytes(), written)?;
                 svgs.push((spec.clone(), svg));
@@ -145,13 +146,12 @@ fn write_the_rest(
                 .plot_notes
                 .push(format!("{}: cannot draw SVG: {err}", spec.name)),
         }
-        if opts.png {
-            match plots::render_png(model, spec) {
-                Ok(png) => write(dir.plot(&spec.name, "png"), &png, written)?,
-                Err(err) => written
-                    .plot_notes
-                    .push(format!("{}: cannot draw PNG: {err}", spec.name)),
-            }
+        match png {
+            Some(Ok(png)) => write(dir.plot(&spec.name, "png"), &png, written)?,
+            Some(Err(err)) => written
+                .plot_notes
+                .push(format!("{}: cannot draw PNG: {err}", spec.name)),
+            None => {}
         }
     }
     // Summary texts kept in files, for the samples the page shows in full (a text that cannot

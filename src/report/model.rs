@@ -81,6 +81,9 @@ pub struct ReportModel {
     /// The journal the samples were streamed from (for [`ReportModel::load_detail`]).
     #[serde(skip)]
     pub journal: Option<PathBuf>,
+    /// [`ReportModel::shown`], computed on first use.
+    #[serde(skip)]
+    shown: std::sync::OnceLock<(Vec<usize>, usize)>,
 }
 
 /// Metric display order: eval metrics by name, then `cost`, then `tokens`.
@@ -147,89 +150,96 @@ impl ReportModel {
             .collect();
         samples.sort(|v| rank.get(v).copied().unwrap_or(usize::MAX));
 
-        let dups = aggregate::duplicate_units(samples.iter());
+        // What only reads the rows runs on a second thread while the observations are
+        // collected, then the comparisons while the variants are summarized: each part is a
+        // function of the rows alone (every bootstrap seeded by its label), so the numbers do
+        // not depend on which thread computed them.
+        let ((table, (dups, health, pricing, mut pass_k, totals)), variant_usage) =
+            std::thread::scope(|scope| {
+                let side = scope.spawn(|| {
+                    (
+                        aggregate::duplicate_units(samples.iter()),
+                        health_notes(&samples),
+                        super::pricing_notes::notes(&order, samples.iter()),
+                        aggregate::pass_k(samples.iter()),
+                        cost::totals(samples.iter()),
+                    )
+                });
+                let usage: Vec<UsageTotals> = order
+                    .iter()
+                    .map(|v| cost::totals(samples.of_variant(v)))
+                    .collect();
+                let table = aggregate::observations(samples.iter());
+                let side = side.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                ((table, side), usage)
+            });
         if dups > 0 {
             notes.push(format!(
                 "{dups} unit(s) appear more than once in the journal (same variant, trace, eval, \
                  sample and repeat); only the first of each counts in the statistics"
             ));
         }
-        let table = aggregate::observations(samples.iter());
         let seed = info.seed;
-        let empty = BTreeMap::new();
-        let mut variants = Vec::new();
-        let mut errors = Vec::new();
-        for v in &order {
-            let per_metric = table.get(v).unwrap_or(&empty);
-            let mut names: Vec<&String> = per_metric.keys().collect();
-            names.sort_by_key(|m| metric_rank(m));
-            let metrics = names
-                .into_iter()
-                .filter_map(|m| {
-                    aggregate::summarize(m, &per_metric[m], seed, &format!("{v}\u{1f}{m}"))
-                })
-                .collect();
-            let mut groups: BTreeMap<&str, ErrorGroup> = BTreeMap::new();
-            let mut units = 0;
-            for s in samples.of_variant(v) {
-                units += 1;
-                if let Some(e) = s.error {
-                    groups
-                        .entry(e.kind.as_str())
-                        .or_insert_with(|| ErrorGroup {
-                            variant: v.clone(),
-                            kind: e.kind.clone(),
-                            count: 0,
-                            example: e.message.clone(),
-                            example_unit: s.unit_id.to_string(),
-                        })
-                        .count += 1;
-                }
-            }
-            let n_err: usize = groups.values().map(|g| g.count).sum();
-            errors.extend(groups.into_values());
-            variants.push(VariantSummary {
-                variant: v.clone(),
-                units,
-                errors: n_err,
-                metrics,
-                usage: cost::totals(samples.of_variant(v)),
-            });
-        }
-
         let baseline = info
             .baseline_variant()
             .map(str::to_string)
             .or_else(|| order.first().cloned());
-        let mut comparisons = Vec::new();
-        if let Some(base) = &baseline {
-            match table.get(base) {
-                None => notes.push(format!(
-                    "baseline variant `{base}` has no successful units: no paired comparison"
-                )),
-                Some(base_metrics) => {
-                    for v in order.iter().filter(|v| *v != base) {
-                        let Some(cand_metrics) = table.get(v) else {
-                            continue;
-                        };
-                        let mut names: Vec<&String> = cand_metrics.keys().collect();
-                        names.sort_by_key(|m| metric_rank(m));
-                        for m in names {
-                            if let Some(base_obs) = base_metrics.get(m) {
-                                comparisons.extend(aggregate::compare(
-                                    m,
-                                    v,
-                                    base,
-                                    &cand_metrics[m],
-                                    base_obs,
-                                    seed,
-                                ));
-                            }
-                        }
+        let table = &table;
+        let (mut variants, mut errors) = (Vec::new(), Vec::new());
+        let comparisons = std::thread::scope(|scope| {
+            let comparisons = scope.spawn(|| compare_all(table, baseline.as_deref(), &order, seed));
+            let empty = BTreeMap::new();
+            for (v, usage) in order.iter().zip(variant_usage) {
+                let per_metric = table.get(v).unwrap_or(&empty);
+                let mut names: Vec<&String> = per_metric.keys().collect();
+                names.sort_by_key(|m| metric_rank(m));
+                let metrics = names
+                    .into_iter()
+                    .filter_map(|m| {
+                        aggregate::summarize(m, &per_metric[m], seed, &format!("{v}\u{1f}{m}"))
+                    })
+                    .collect();
+                let mut groups: BTreeMap<&str, ErrorGroup> = BTreeMap::new();
+                let mut units = 0;
+                for s in samples.of_variant(v) {
+                    units += 1;
+                    if let Some(e) = s.error {
+                        groups
+                            .entry(e.kind.as_str())
+                            .or_insert_with(|| ErrorGroup {
+                                variant: v.clone(),
+                                kind: e.kind.clone(),
+                                count: 0,
+                                example: e.message.clone(),
+                                example_unit: s.unit_id.to_string(),
+                            })
+                            .count += 1;
                     }
                 }
+                let n_err: usize = groups.values().map(|g| g.count).sum();
+                errors.extend(groups.into_values());
+                variants.push(VariantSummary {
+                    variant: v.clone(),
+                    units,
+                    errors: n_err,
+                    metrics,
+                    usage,
+                });
             }
-        }
+            comparisons
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        });
+        let comparisons = match comparisons {
+            Some(c) => c,
+            None => {
+                notes.push(format!(
+                    "baseline variant `{}` has no successful units: no paired comparison",
+                    baseline.as_deref().unwrap_or_default()
+                ));
+                Vec::new()
+            }
+        };
         let unknown: usize = variants
             .iter()
             .filter(|v| v.usage.cost.total_usd.is_none())
@@ -240,9 +250,8 @@ impl ReportModel {
                  as `unknown`, never $0 (add the model to the suite's pricing overrides)"
             ));
         }
-        notes.extend(health_notes(&samples));
-        notes.extend(super::pricing_notes::notes(&order, samples.iter()));
-        let mut pass_k = aggregate::pass_k(samples.iter());
+        notes.extend(health);
+        notes.extend(pricing);
         pass_k.sort_by(|a, b| {
             (rank.get(a.variant.as_str()), &a.eval, a.k).cmp(&(
                 rank.get(b.variant.as_str()),
@@ -277,12 +286,24 @@ impl ReportModel {
             verdicts,
             pass_k,
             errors,
-            totals: cost::totals(samples.iter()),
+            totals,
             variants,
             notes,
             samples,
             journal,
+            shown: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Indices of the samples report.html shows in full and how many failed or flagged units
+    /// it leaves out ([`super::html::select`] of the samples), computed once: the second pass
+    /// of the load, the summary texts and the page's "Samples" section ask for the same
+    /// selection.
+    pub fn shown(&self) -> (&[usize], usize) {
+        let (shown, left_out) = self
+            .shown
+            .get_or_init(|| super::html::select(&self.samples, self.baseline.as_deref()));
+        (shown, *left_out)
     }
 
     /// All metric names in display order.
@@ -300,6 +321,42 @@ impl ReportModel {
     pub fn variant(&self, name: &str) -> Option<&VariantSummary> {
         self.variants.iter().find(|v| v.variant == name)
     }
+}
+
+/// Every non-baseline variant × metric against the baseline (variants in `order`, metrics in
+/// display order); `None` when the baseline has no observations (no successful unit), an
+/// empty list when there is no baseline.
+fn compare_all(
+    table: &aggregate::ObsTable,
+    baseline: Option<&str>,
+    order: &[String],
+    seed: u64,
+) -> Option<Vec<Comparison>> {
+    let mut comparisons = Vec::new();
+    let Some(base) = baseline else {
+        return Some(comparisons);
+    };
+    let base_metrics = table.get(base)?;
+    for v in order.iter().filter(|v| *v != base) {
+        let Some(cand_metrics) = table.get(v) else {
+            continue;
+        };
+        let mut names: Vec<&String> = cand_metrics.keys().collect();
+        names.sort_by_key(|m| metric_rank(m));
+        for m in names {
+            if let Some(base_obs) = base_metrics.get(m) {
+                comparisons.extend(aggregate::compare(
+                    m,
+                    v,
+                    base,
+                    &cand_metrics[m],
+                    base_obs,
+                    seed,
+                ));
+            }
+        }
+    }
+    Some(comparisons)
 }
 
 // The number formatters live in `metrics::format` (a leaf, so the gate can word its verdicts

@@ -193,6 +193,18 @@ impl Values {
         *hint
     }
 
+    /// The id of a borrowed value (cloned only when it is new).
+    fn intern_ref(&mut self, v: &Value) -> u32 {
+        let key = v.to_string();
+        if let Some(&id) = self.ids.get(&key) {
+            return id;
+        }
+        let id = u32::try_from(self.values.len()).expect("fewer than 2^32 distinct values");
+        self.values.push(v.clone());
+        self.ids.insert(key, id);
+        id
+    }
+
     fn intern(&mut self, v: Value) -> u32 {
         let key = v.to_string();
         if let Some(&id) = self.ids.get(&key) {
@@ -490,6 +502,116 @@ impl Rows {
         self.counts.shrink_to_fit();
         self.errors.shrink_to_fit();
         self.recs.shrink_to_fit();
+    }
+
+    /// Append the rows of `other` (read from a later part of the same journal) after these,
+    /// as if they had been pushed here: names and values are re-interned, every id and span
+    /// moved. Rows whose heavy part `keep_heavy` refuses lose it (`forget_detail`).
+    pub fn append(&mut self, other: Rows, mut keep_heavy: impl FnMut(Row<'_>) -> bool) {
+        let names: Vec<u32> = (0..u32_of(other.names.len()))
+            .map(|id| self.names.intern(other.names.name(id)))
+            .collect();
+        let values: Vec<u32> = other
+            .values
+            .values
+            .iter()
+            .map(|v| self.values.intern_ref(v))
+            .collect();
+        // Exact sizes: the two halves and the merged vectors are live together here, the
+        // peak of a big report's load.
+        self.units.text.reserve_exact(other.units.text.len());
+        self.units.ends.reserve_exact(other.units.ends.len());
+        self.entries.reserve_exact(other.entries.len());
+        self.floats.reserve_exact(other.floats.len());
+        self.counts.reserve_exact(other.counts.len());
+        self.recs.reserve_exact(other.recs.len());
+        let units = u32_of(self.units.ends.len());
+        let text = self.units.text.len();
+        self.units.text.push_str(&other.units.text);
+        self.units
+            .ends
+            .extend(other.units.ends.iter().map(|e| e + text));
+        let entries = u32_of(self.entries.len());
+        let floats = u32_of(self.floats.len());
+        let counts = u32_of(self.counts.len());
+        let errors = u32_of(self.errors.len());
+        let big = u32_of(self.big_tokens.len());
+        let kept: Vec<bool> = other
+            .recs
+            .iter()
+            .map(|r| r.heavy != NONE && keep_heavy(other.row_of(r)))
+            .collect();
+        let mut wanted = vec![false; other.heavy.len()];
+        for (r, &keep) in other.recs.iter().zip(&kept) {
+            if keep {
+                wanted[r.heavy as usize] = true;
+            }
+        }
+        let mut heavy_ids = vec![NONE; other.heavy.len()];
+        for ((h, want), id) in other
+            .heavy
+            .into_iter()
+            .zip(wanted)
+            .zip(heavy_ids.iter_mut())
+        {
+            if want {
+                self.heavy.push(h);
+                *id = u32_of(self.heavy.len() - 1);
+            }
+        }
+        let mut entry_kind = vec![0u8; other.entries.len()];
+        for r in &other.recs {
+            for (span, kind) in [(r.params, 0), (r.scores, 1), (r.compactions, 2)] {
+                entry_kind[span.range()].fill(kind);
+            }
+        }
+        self.entries.extend(
+            other
+                .entries
+                .iter()
+                .zip(&entry_kind)
+                .map(|(&(k, v), kind)| {
+                    let v = match kind {
+                        0 => values[v as usize],
+                        1 => v + floats,
+                        _ => v + counts,
+                    };
+                    (names[k as usize], v)
+                }),
+        );
+        self.floats.extend_from_slice(&other.floats);
+        self.counts.extend_from_slice(&other.counts);
+        self.errors.extend(other.errors);
+        self.big_tokens.extend_from_slice(&other.big_tokens);
+        let moved = |span: Span| Span {
+            start: span.start + entries,
+            len: span.len,
+        };
+        let some = |id: u32, f: &dyn Fn(u32) -> u32| if id == NONE { NONE } else { f(id) };
+        for (r, keep) in other.recs.into_iter().zip(kept) {
+            self.recs.push(Rec {
+                unit: r.unit + units,
+                trace: names[r.trace as usize],
+                variant: names[r.variant as usize],
+                eval: names[r.eval as usize],
+                sample: names[r.sample as usize],
+                params: moved(r.params),
+                scores: moved(r.scores),
+                compactions: moved(r.compactions),
+                error: some(r.error, &|e| e + errors),
+                priced: some(r.priced, &|p| values[p as usize]),
+                heavy: if keep {
+                    heavy_ids[r.heavy as usize]
+                } else {
+                    NONE
+                },
+                tokens: match r.tokens {
+                    Tokens::Big(i) => Tokens::Big(i + big),
+                    small => small,
+                },
+                ..r
+            });
+        }
     }
 
     fn entries<'a, V>(&'a self, span: Span, values: &'a [V]) -> Entries<'a, V> {

@@ -162,10 +162,11 @@ pub fn select(samples: &Rows, baseline: Option<&str>) -> (Vec<usize>, usize) {
 /// Summary records of the samples [`select`] shows whose text is in a file (the caller reads
 /// them into a [`SummaryTexts`]).
 pub fn summaries_in_files(model: &ReportModel) -> Vec<&SummaryRecord> {
-    let (shown, _) = select(&model.samples, model.baseline.as_deref());
-    shown
-        .into_iter()
-        .flat_map(|i| folds_shown(model.samples.get(i).summaries))
+    model
+        .shown()
+        .0
+        .iter()
+        .flat_map(|&i| folds_shown(model.samples.get(i).summaries))
         .filter(|r| r.text.is_none())
         .collect()
 }
@@ -224,7 +225,7 @@ pub fn section(model: &ReportModel, texts: &SummaryTexts) -> Fragment {
             p class="muted" { "No sample recorded." } "\n"
         };
     }
-    let (shown, left_out) = select(&model.samples, model.baseline.as_deref());
+    let (shown, left_out) = model.shown();
     let mut t = Table::new(
         Some("samples-table"),
         vec![
@@ -241,7 +242,7 @@ pub fn section(model: &ReportModel, texts: &SummaryTexts) -> Fragment {
             Column::text("compactions"),
         ],
     );
-    for &i in &shown {
+    for &i in shown {
         let s = &model.samples.get(i);
         let score = main_score(model, s);
         t.push(vec![
@@ -268,7 +269,7 @@ pub fn section(model: &ReportModel, texts: &SummaryTexts) -> Fragment {
     }
     // Shown units by (pairing key, variant), for the links between variants and the A/B view.
     let mut by_key: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
-    for &i in &shown {
+    for &i in shown {
         by_key
             .entry(model.samples.get(i).pair_hash())
             .or_default()
@@ -298,7 +299,7 @@ pub fn section(model: &ReportModel, texts: &SummaryTexts) -> Fragment {
             }))
         }
         "\n"
-        @for &i in &shown {
+        @for &i in shown {
             (view::sample(model, i, &by_key[&model.samples.get(i).pair_hash()], texts))
         }
     }

@@ -204,24 +204,66 @@ fn e<E: std::fmt::Debug>(err: E) -> String {
 
 /// Draw one plot as an SVG document.
 pub fn render_svg(model: &ReportModel, spec: &PlotSpec) -> Result<String, String> {
+    svg_of(model, spec, &Data::of(model, spec))
+}
+
+/// Draw one plot as PNG bytes.
+pub fn render_png(model: &ReportModel, spec: &PlotSpec) -> Result<Vec<u8>, String> {
+    png_of(model, spec, &Data::of(model, spec))
+}
+
+/// A plot drawn as SVG and, when asked, as PNG ([`render_both`]).
+pub type Drawn = (Result<String, String>, Option<Result<Vec<u8>, String>>);
+
+/// Draw one plot as SVG and, when `png`, as PNG bytes: the numbers it draws are computed once
+/// for both.
+pub fn render_both(model: &ReportModel, spec: &PlotSpec, png: bool) -> Drawn {
+    let data = Data::of(model, spec);
+    let svg = svg_of(model, spec, &data);
+    (svg, png.then(|| png_of(model, spec, &data)))
+}
+
+/// The numbers a plot draws that take a pass over every sample (the grids and fold curves);
+/// the other plots read the model's summaries as they draw.
+enum Data {
+    None,
+    Grid(data::Grid),
+    Folds(Option<data::FoldCurves>),
+}
+
+impl Data {
+    fn of(model: &ReportModel, spec: &PlotSpec) -> Data {
+        match &spec.kind {
+            PlotKind::Heatmap { variant } => Data::Grid(data::depth_trigger_grid(model, variant)),
+            PlotKind::DepthByVariant => Data::Grid(data::depth_variant_grid(model)),
+            PlotKind::Folds { eval } => Data::Folds(
+                data::fold_curves(model)
+                    .into_iter()
+                    .find(|f| &f.eval == eval),
+            ),
+            PlotKind::Context { .. } | PlotKind::CostRecall | PlotKind::CostBars => Data::None,
+        }
+    }
+}
+
+fn svg_of(model: &ReportModel, spec: &PlotSpec, data: &Data) -> Result<String, String> {
     register_font();
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, SIZE).into_drawing_area();
-        draw(&root, model, spec)?;
+        draw(&root, model, spec, data)?;
         root.present().map_err(e)?;
     }
     Ok(buf)
 }
 
-/// Draw one plot as PNG bytes.
-pub fn render_png(model: &ReportModel, spec: &PlotSpec) -> Result<Vec<u8>, String> {
+fn png_of(model: &ReportModel, spec: &PlotSpec, data: &Data) -> Result<Vec<u8>, String> {
     register_font();
     let (w, h) = SIZE;
     let mut rgb = vec![0u8; (w * h * 3) as usize];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area();
-        draw(&root, model, spec)?;
+        draw(&root, model, spec, data)?;
         root.present().map_err(e)?;
     }
     let mut png = Vec::new();
@@ -236,21 +278,21 @@ fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     model: &ReportModel,
     spec: &PlotSpec,
+    data: &Data,
 ) -> DrawResult {
     root.fill(&WHITE).map_err(e)?;
-    match &spec.kind {
-        PlotKind::Context { trace_id } => draw_context(root, model, trace_id, &spec.title),
-        PlotKind::CostRecall => draw_cost_recall(root, model, &spec.title),
-        PlotKind::Heatmap { variant } => {
-            draw_grid(root, &data::depth_trigger_grid(model, variant), &spec.title)
+    match (&spec.kind, data) {
+        (PlotKind::Context { trace_id }, _) => draw_context(root, model, trace_id, &spec.title),
+        (PlotKind::CostRecall, _) => draw_cost_recall(root, model, &spec.title),
+        (PlotKind::Heatmap { .. } | PlotKind::DepthByVariant, Data::Grid(g)) => {
+            draw_grid(root, g, &spec.title)
         }
-        PlotKind::DepthByVariant => draw_grid(root, &data::depth_variant_grid(model), &spec.title),
-        PlotKind::Folds { eval } => match data::fold_curves(model).iter().find(|f| &f.eval == eval)
-        {
+        (PlotKind::Folds { eval }, Data::Folds(f)) => match f {
             Some(f) => draw_folds(root, f, &spec.title),
             None => Err(format!("no sample of {eval} has a fold")),
         },
-        PlotKind::CostBars => draw_cost_bars(root, model, &spec.title),
+        (PlotKind::CostBars, _) => draw_cost_bars(root, model, &spec.title),
+        (_, _) => Err("plot data of another kind".to_string()),
     }
 }
 
