@@ -43,6 +43,9 @@ pub struct UnitOutput {
     /// The failed unit's error chain below `error.message`, outermost first (not recorded:
     /// `ctxbench run --verbose` prints it as the unit fails).
     pub causes: Vec<String>,
+    /// The unit's offload store when it was held in memory (not recorded in the sample): the
+    /// runner writes it to the run's pack file when it may be kept (`stores::StorePolicy`).
+    pub store: Option<Arc<BTreeMap<String, Vec<u8>>>>,
 }
 
 impl UnitOutput {
@@ -211,6 +214,9 @@ pub struct DispatchOptions {
     pub interrupt_grace: Duration,
     /// Print each failed unit's error with its chain of causes (`run --verbose`).
     pub verbose: bool,
+    /// Which offload stores held in memory are written to the run's pack file as their unit
+    /// ends (`stores::StorePolicy`; `run --keep-stores`: all).
+    pub stores: super::stores::StorePolicy,
 }
 
 /// A failed unit as `run --verbose` prints it: `unit ID failed (kind): message`, then one
@@ -266,6 +272,10 @@ where
         .map(|(r, n)| (*r, Arc::new(Semaphore::new((*n).max(1)))))
         .collect();
     let mut pending = units.into_iter().peekable();
+    let packs = crate::engine::store::PackFile::new(
+        crate::record::RunDir::new(&opts.context.run_dir).stores_pack(),
+    );
+    let mut pack_warned = false;
     let mut running: JoinSet<(Arc<Unit>, UnitOutput, u64)> = JoinSet::new();
     let mut by_task: HashMap<tokio::task::Id, Arc<Unit>> = HashMap::new();
     let mut report = DispatchReport {
@@ -324,7 +334,7 @@ where
         tokio::select! {
             joined = running.join_next_with_id() => {
                 let Some(joined) = joined else { continue };
-                let (unit, out, ms) = match joined {
+                let (unit, mut out, ms) = match joined {
                     Ok((id, (u, out, ms))) => {
                         by_task.remove(&id);
                         (u, out, ms)
@@ -344,11 +354,30 @@ where
                         progress.println(&failure_text(&unit.id, e, &out.causes));
                     }
                 }
+                let store = out.store.take();
                 let sample = out.into_sample(&unit, ms);
                 if let Err(e) = journal.append(&sample) {
                     running.abort_all();
                     while running.join_next().await.is_some() {}
                     return Err(e);
+                }
+                // The store the unit held in memory: written if pruning may keep it, else a
+                // marker that says it was not (`stores::prune` counts a missing one).
+                if let Some(files) = store {
+                    let written = if opts.stores.wants(&sample) {
+                        packs.append(&sample.unit_id, &files)
+                    } else {
+                        packs.skip(&sample.unit_id)
+                    };
+                    if let Err(e) = written {
+                        if !pack_warned {
+                            pack_warned = true;
+                            progress.println(&format!(
+                                "warning: offload store of unit {} not written: {e}",
+                                sample.unit_id
+                            ));
+                        }
+                    }
                 }
                 let cost = sample.cost_usd.total();
                 budget.record(&sample.eval, Some(super::budget::spend_of(&sample.cost_usd)));

@@ -4,16 +4,83 @@
 //! of failed units are kept (`report::shown`), unless
 //! `run --keep-stores`. `ctxbench clean --stores` applies the same rule to older runs.
 //!
-//! A needle unit holds its store in memory while it runs and appends it as one record to the
-//! run's `stores.pack` (`engine::store::PackFile`): pruning unpacks the records of the stores
-//! it keeps into their directories under `stores/` (the files an on-disk store would have
-//! written) and removes the pack file, so a run creates no file per unit for its stores.
+//! A needle unit holds its store in memory while it runs and hands it to the runner with its
+//! output. As the unit ends, the runner writes it as one record to the run's `stores.pack`
+//! (`engine::store::PackFile`) only if pruning may keep it ([`StorePolicy`]); a store it does
+//! not write leaves a marker record (the unit's id, no files), so pruning can say when a store
+//! it would keep was not written. Pruning unpacks the records of the stores it keeps into
+//! their directories under `stores/` (the files an on-disk store would have written) and
+//! removes the pack file, so a run creates no file per unit for its stores and writes only
+//! those it may keep.
 
 use crate::engine::store::{for_each_pack, unpack_bytes};
-use crate::record::RunDir;
+use crate::record::{RunDir, RunInfo, Sample};
+use crate::report::html::Status;
 use crate::report::shown::shown_in_full;
 use crate::report::ReportModel;
+use std::collections::HashSet;
 use std::path::Path;
+
+/// Which stores held in memory the runner writes to the run's pack file as each unit ends.
+#[derive(Debug, Clone, Default)]
+pub enum StorePolicy {
+    /// Every one (`run --keep-stores`; resumed and sharded runs, whose final selection depends
+    /// on samples this process does not see).
+    #[default]
+    All,
+    /// Those [`prune`] may keep: a unit that errored, is flagged or failed its verdict; a unit
+    /// of the pairing keys report.html shows (a function of the plan: computed from it before
+    /// the run, see [`StorePolicy::for_plan`]); and a unit of the baseline variant (report.html
+    /// also shows the baseline of a failed verdict, which is known only once that unit ends).
+    Kept {
+        shown: HashSet<String>,
+        baseline: Option<String>,
+    },
+}
+
+impl StorePolicy {
+    /// The policy of a run that executes every unit of `plan` (one process, nothing recorded
+    /// before): the units [`shown_in_full`] picks when every unit passes, i.e. those of the
+    /// pairing keys the HTML report shows (which keys does not depend on the outcomes).
+    pub fn for_plan(plan: &super::Plan) -> StorePolicy {
+        let samples: Vec<Sample> = plan
+            .units()
+            .map(|u| {
+                Sample::builder()
+                    .unit_id(u.id)
+                    .trace(&*u.trace_id)
+                    .variant(&*u.variant)
+                    .eval(&*u.eval)
+                    .sample(&*u.sample)
+                    .repeat(u.repeat)
+                    .passed(true)
+                    .build()
+            })
+            .collect();
+        let mut info = RunInfo::new("plan");
+        info.variants = plan.variants.iter().map(|v| v.name.clone()).collect();
+        info.baseline = Some(plan.baseline.clone());
+        let shown = shown_in_full(&ReportModel::build(&info, samples))
+            .into_iter()
+            .collect();
+        StorePolicy::Kept {
+            shown,
+            baseline: (plan.variants.len() > 1).then(|| plan.baseline.clone()),
+        }
+    }
+
+    /// Whether the store of the unit that recorded `sample` is written.
+    pub fn wants(&self, sample: &Sample) -> bool {
+        match self {
+            StorePolicy::All => true,
+            StorePolicy::Kept { shown, baseline } => {
+                Status::of(&sample.row()) <= Status::Fail
+                    || shown.contains(&sample.unit_id)
+                    || baseline.as_deref() == Some(sample.variant.as_str())
+            }
+        }
+    }
+}
 
 /// What [`prune`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -24,6 +91,9 @@ pub struct Pruned {
     pub removed: usize,
     /// Bytes of the files removed.
     pub bytes: u64,
+    /// Stores to keep that the run did not write (counted in `kept`): the selection changed
+    /// after the unit ended, e.g. because units of an interrupted run have no sample.
+    pub missing: usize,
 }
 
 /// Bytes of the regular files under `path` (symbolic links are not followed).
@@ -78,20 +148,30 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
     // earlier one: a resumed unit ran again), the pack file removed.
     let pack = dir.stores_pack();
     let mut unpacked = std::collections::BTreeSet::new();
+    let mut unwritten = std::collections::BTreeSet::new();
     for_each_pack(&pack, |unit, read| {
-        if keep.contains(unit) {
+        if read.len() == 0 {
+            // A store the run did not write.
+            if keep.contains(unit) {
+                unwritten.insert(unit.to_string());
+            } else {
+                out.removed += 1;
+            }
+        } else if keep.contains(unit) {
             if unpacked.insert(unit.to_string()) {
                 out.kept += 1;
             }
             if !dry_run {
-                unpack_into(&stores.join(unit), &read()?, &pack)?;
+                unpack_into(&stores.join(unit), &read.read()?, &pack)?;
             }
         } else {
             out.removed += 1;
-            out.bytes += read()?.len() as u64;
+            out.bytes += read.len();
         }
         Ok(())
     })?;
+    out.missing = unwritten.difference(&unpacked).count();
+    out.kept += out.missing;
     if !dry_run {
         match std::fs::remove_file(&pack) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
@@ -117,8 +197,10 @@ pub fn unpack_all(dir: &RunDir) -> std::io::Result<usize> {
     let stores = dir.stores_dir();
     let mut n = 0;
     for_each_pack(&pack, |unit, read| {
-        unpack_into(&stores.join(unit), &read()?, &pack)?;
-        n += 1;
+        if read.len() > 0 {
+            unpack_into(&stores.join(unit), &read.read()?, &pack)?;
+            n += 1;
+        }
         Ok(())
     })?;
     match std::fs::remove_file(&pack) {
