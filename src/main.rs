@@ -4,9 +4,6 @@
 use clap::Parser;
 use std::process::ExitCode;
 
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = ctxbench::cli::Cli::parse();
     match ctxbench::cli::run(cli) {

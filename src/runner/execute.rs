@@ -230,6 +230,16 @@ fn failure_text(unit: &str, e: &UnitError, causes: &[String]) -> String {
     s
 }
 
+/// A finished unit as its task hands it to the dispatcher.
+struct Done {
+    unit: Arc<Unit>,
+    sample: Sample,
+    /// The error chain below the sample's error (`run --verbose`).
+    causes: Vec<String>,
+    /// Why the unit's offload store could not be written, if it could not.
+    store_error: Option<String>,
+}
+
 /// How long running units may take to finish after the first interrupt.
 pub const DEFAULT_INTERRUPT_GRACE: Duration = Duration::from_secs(10);
 
@@ -272,11 +282,12 @@ where
         .map(|(r, n)| (*r, Arc::new(Semaphore::new((*n).max(1)))))
         .collect();
     let mut pending = units.into_iter().peekable();
-    let packs = crate::engine::store::PackFile::new(
+    let packs = Arc::new(crate::engine::store::PackFile::new(
         crate::record::RunDir::new(&opts.context.run_dir).stores_pack(),
-    );
+    ));
+    let stores = Arc::new(opts.stores.clone());
     let mut pack_warned = false;
-    let mut running: JoinSet<(Arc<Unit>, UnitOutput, u64)> = JoinSet::new();
+    let mut running: JoinSet<Done> = JoinSet::new();
     let mut by_task: HashMap<tokio::task::Id, Arc<Unit>> = HashMap::new();
     let mut report = DispatchReport {
         completed: 0,
@@ -315,16 +326,39 @@ where
                 roles.iter().filter_map(|r| sems.get(r).cloned()).collect()
             };
             let u = unit.clone();
+            let packs = packs.clone();
+            let stores = stores.clone();
             let handle = running.spawn(async move {
                 let mut permits = Vec::with_capacity(unit_sems.len());
                 for s in &unit_sems {
                     permits.push(s.acquire().await.expect("semaphore never closed"));
                 }
                 let started = Instant::now();
-                let out = exec.execute(&u, &ctx).await;
+                let mut out = exec.execute(&u, &ctx).await;
                 let ms = started.elapsed().as_millis() as u64;
                 drop(permits);
-                (u, out, ms)
+                // The sample, and the store the unit held in memory written here (on the
+                // unit's thread, where its buffers were allocated and are freed) if pruning may
+                // keep it, else a marker that says it was not (`stores::prune` counts a missing
+                // one). A store written before its sample is journaled is harmless: a unit
+                // without a sample runs again on `--resume`, and its later record counts.
+                let store = out.store.take();
+                let causes = std::mem::take(&mut out.causes);
+                let sample = out.into_sample(&u, ms);
+                let store_error = store.and_then(|files| {
+                    let written = if stores.wants(&sample) {
+                        packs.append(&sample.unit_id, &files)
+                    } else {
+                        packs.skip(&sample.unit_id)
+                    };
+                    written.err().map(|e| e.to_string())
+                });
+                Done {
+                    unit: u,
+                    sample,
+                    causes,
+                    store_error,
+                }
             });
             by_task.insert(handle.id(), unit);
         }
@@ -334,10 +368,10 @@ where
         tokio::select! {
             joined = running.join_next_with_id() => {
                 let Some(joined) = joined else { continue };
-                let (unit, mut out, ms) = match joined {
-                    Ok((id, (u, out, ms))) => {
+                let done = match joined {
+                    Ok((id, done)) => {
                         by_task.remove(&id);
-                        (u, out, ms)
+                        done
                     }
                     Err(e) => {
                         let Some(unit) = by_task.remove(&e.id()) else { continue };
@@ -346,38 +380,39 @@ where
                             continue;
                         }
                         let msg = panic_message(e);
-                        (unit, UnitOutput::failed("panic", msg), 0)
+                        let sample = UnitOutput::failed("panic", msg).into_sample(&unit, 0);
+                        Done {
+                            unit,
+                            sample,
+                            causes: Vec::new(),
+                            store_error: None,
+                        }
                     }
                 };
+                let Done {
+                    unit,
+                    sample,
+                    causes,
+                    store_error,
+                } = done;
                 if opts.verbose {
-                    if let Some(e) = &out.error {
-                        progress.println(&failure_text(&unit.id, e, &out.causes));
+                    if let Some(e) = &sample.error {
+                        progress.println(&failure_text(&unit.id, e, &causes));
                     }
                 }
-                let store = out.store.take();
-                let sample = out.into_sample(&unit, ms);
+                if let Some(e) = store_error {
+                    if !pack_warned {
+                        pack_warned = true;
+                        progress.println(&format!(
+                            "warning: offload store of unit {} not written: {e}",
+                            unit.id
+                        ));
+                    }
+                }
                 if let Err(e) = journal.append(&sample) {
                     running.abort_all();
                     while running.join_next().await.is_some() {}
                     return Err(e);
-                }
-                // The store the unit held in memory: written if pruning may keep it, else a
-                // marker that says it was not (`stores::prune` counts a missing one).
-                if let Some(files) = store {
-                    let written = if opts.stores.wants(&sample) {
-                        packs.append(&sample.unit_id, &files)
-                    } else {
-                        packs.skip(&sample.unit_id)
-                    };
-                    if let Err(e) = written {
-                        if !pack_warned {
-                            pack_warned = true;
-                            progress.println(&format!(
-                                "warning: offload store of unit {} not written: {e}",
-                                sample.unit_id
-                            ));
-                        }
-                    }
                 }
                 let cost = sample.cost_usd.total();
                 budget.record(&sample.eval, Some(super::budget::spend_of(&sample.cost_usd)));

@@ -212,7 +212,38 @@ pub fn unpack_all(dir: &RunDir) -> std::io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{RunInfo, Sample};
+
+    #[test]
+    fn the_policy_writes_problems_shown_keys_and_the_baseline() {
+        let policy = StorePolicy::Kept {
+            shown: ["shown".to_string()].into_iter().collect(),
+            baseline: Some("base".into()),
+        };
+        let unit = |id: &str, variant: &str, passed: bool| {
+            Sample::builder()
+                .unit_id(id)
+                .variant(variant)
+                .passed(passed)
+                .build()
+        };
+        assert!(policy.wants(&unit("shown", "b", true)));
+        assert!(policy.wants(&unit("x", "base", true)), "baseline");
+        assert!(policy.wants(&unit("x", "b", false)), "failed verdict");
+        let mut flagged = unit("x", "b", true);
+        flagged.compactions.insert("futile".into(), 1);
+        assert!(policy.wants(&flagged));
+        let mut errored = unit("x", "b", true);
+        errored.error = Some(crate::record::UnitError {
+            kind: "eval".into(),
+            message: "x".into(),
+        });
+        assert!(policy.wants(&errored));
+        assert!(
+            !policy.wants(&unit("x", "b", true)),
+            "a passed unit not shown"
+        );
+        assert!(StorePolicy::All.wants(&unit("x", "b", true)));
+    }
 
     #[test]
     fn keeps_the_shown_stores_and_removes_the_rest_without_following_links() {
@@ -258,6 +289,23 @@ mod tests {
             }
             samples.push(s);
         }
+        // Stores the run did not write: a failed unit's (to keep: missing) and a passed one's.
+        for (i, failed) in [(34, true), (35, false)] {
+            let id = format!("u{i}");
+            packs.skip(&id).unwrap();
+            let mut s = Sample::builder()
+                .unit_id(&id)
+                .trace(format!("t{i:02}"))
+                .passed(!failed)
+                .build();
+            if failed {
+                s.error = Some(crate::record::UnitError {
+                    kind: "eval".into(),
+                    message: "x".into(),
+                });
+            }
+            samples.push(s);
+        }
         // A unit with no sample (interrupted) and a link out of the run.
         std::fs::create_dir_all(dir.unit_store("orphan")).unwrap();
         std::os::unix::fs::symlink(&outside, dir.unit_store("link")).unwrap();
@@ -266,7 +314,8 @@ mod tests {
 
         let dry = prune(&dir, &model, true).unwrap();
         assert_eq!(dry.kept, keep.len());
-        assert_eq!(dry.kept + dry.removed, 36);
+        assert_eq!(dry.kept + dry.removed, 38);
+        assert_eq!(dry.missing, 1, "u34 is kept but was not written");
         assert!(dir.unit_store("u28").exists(), "a dry run removes nothing");
 
         let done = prune(&dir, &model, false).unwrap();
@@ -282,9 +331,10 @@ mod tests {
             "a failed unit's pack is unpacked"
         );
         assert!(!dir.stores_pack().exists(), "the pack file is removed");
-        for id in &keep {
+        for id in keep.iter().filter(|id| *id != "u34") {
             assert!(dir.unit_store(id).exists(), "{id}");
         }
+        assert!(!dir.unit_store("u34").exists() && !dir.unit_store("u35").exists());
         for gone in ["orphan", "link"] {
             assert!(
                 std::fs::symlink_metadata(dir.unit_store(gone)).is_err(),
