@@ -150,7 +150,7 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
     let mut unpacked = std::collections::BTreeSet::new();
     let mut unwritten = std::collections::BTreeSet::new();
     for_each_pack(&pack, |unit, read| {
-        if read.len() == 0 {
+        if read.is_empty() {
             // A store the run did not write.
             if keep.contains(unit) {
                 unwritten.insert(unit.to_string());
@@ -197,7 +197,7 @@ pub fn unpack_all(dir: &RunDir) -> std::io::Result<usize> {
     let stores = dir.stores_dir();
     let mut n = 0;
     for_each_pack(&pack, |unit, read| {
-        if read.len() > 0 {
+        if !read.is_empty() {
             unpack_into(&stores.join(unit), &read.read()?, &pack)?;
             n += 1;
         }
