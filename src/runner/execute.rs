@@ -230,15 +230,9 @@ fn failure_text(unit: &str, e: &UnitError, causes: &[String]) -> String {
     s
 }
 
-/// A finished unit as its task hands it to the dispatcher.
-struct Done {
-    unit: Arc<Unit>,
-    sample: Sample,
-    /// The error chain below the sample's error (`run --verbose`).
-    causes: Vec<String>,
-    /// Why the unit's offload store could not be written, if it could not.
-    store_error: Option<String>,
-}
+/// A finished unit as its task hands it to the dispatcher: the unit, its output, its latency
+/// in ms, and why its offload store could not be written if it could not.
+type Done = (Arc<Unit>, UnitOutput, u64, Option<String>);
 
 /// How long running units may take to finish after the first interrupt.
 pub const DEFAULT_INTERRUPT_GRACE: Duration = Duration::from_secs(10);
@@ -337,28 +331,21 @@ where
                 let mut out = exec.execute(&u, &ctx).await;
                 let ms = started.elapsed().as_millis() as u64;
                 drop(permits);
-                // The sample, and the store the unit held in memory written here (on the
-                // unit's thread, where its buffers were allocated and are freed) if pruning may
-                // keep it, else a marker that says it was not (`stores::prune` counts a missing
-                // one). A store written before its sample is journaled is harmless: a unit
-                // without a sample runs again on `--resume`, and its later record counts.
-                let store = out.store.take();
-                let causes = std::mem::take(&mut out.causes);
-                let sample = out.into_sample(&u, ms);
-                let store_error = store.and_then(|files| {
-                    let written = if stores.wants(&sample) {
-                        packs.append(&sample.unit_id, &files)
+                // The store the unit held in memory, written here (on the unit's thread, so
+                // its buffers are freed where the unit's other buffers are; the sample is made
+                // and freed on the dispatcher's) if pruning may keep it, else a marker that
+                // says it was not (`stores::prune` counts a missing one). A store written
+                // before its sample is journaled is harmless: a unit without a sample runs
+                // again on `--resume`, and its later record counts.
+                let store_error = out.store.take().and_then(|files| {
+                    let written = if stores.wants_output(&u, &out) {
+                        packs.append(&u.id, &files)
                     } else {
-                        packs.skip(&sample.unit_id)
+                        packs.skip(&u.id)
                     };
                     written.err().map(|e| e.to_string())
                 });
-                Done {
-                    unit: u,
-                    sample,
-                    causes,
-                    store_error,
-                }
+                (u, out, ms, store_error)
             });
             by_task.insert(handle.id(), unit);
         }
@@ -368,7 +355,7 @@ where
         tokio::select! {
             joined = running.join_next_with_id() => {
                 let Some(joined) = joined else { continue };
-                let done = match joined {
+                let (unit, out, ms, store_error) = match joined {
                     Ok((id, done)) => {
                         by_task.remove(&id);
                         done
@@ -380,24 +367,12 @@ where
                             continue;
                         }
                         let msg = panic_message(e);
-                        let sample = UnitOutput::failed("panic", msg).into_sample(&unit, 0);
-                        Done {
-                            unit,
-                            sample,
-                            causes: Vec::new(),
-                            store_error: None,
-                        }
+                        (unit, UnitOutput::failed("panic", msg), 0, None)
                     }
                 };
-                let Done {
-                    unit,
-                    sample,
-                    causes,
-                    store_error,
-                } = done;
                 if opts.verbose {
-                    if let Some(e) = &sample.error {
-                        progress.println(&failure_text(&unit.id, e, &causes));
+                    if let Some(e) = &out.error {
+                        progress.println(&failure_text(&unit.id, e, &out.causes));
                     }
                 }
                 if let Some(e) = store_error {
@@ -409,6 +384,7 @@ where
                         ));
                     }
                 }
+                let sample = out.into_sample(&unit, ms);
                 if let Err(e) = journal.append(&sample) {
                     running.abort_all();
                     while running.join_next().await.is_some() {}

@@ -69,6 +69,23 @@ impl StorePolicy {
         }
     }
 
+    /// [`StorePolicy::wants`] of the sample `out` will make for `unit`, from the few fields
+    /// the decision reads (the unit's thread decides; the sample is made on the dispatcher's).
+    pub fn wants_output(&self, unit: &super::Unit, out: &super::UnitOutput) -> bool {
+        if matches!(self, StorePolicy::All) {
+            return true;
+        }
+        let mut probe = Sample::builder()
+            .unit_id(&unit.id)
+            .variant(&*unit.variant)
+            .build();
+        probe.passed = out.passed;
+        probe.error = out.error.clone();
+        probe.scores = out.scores.clone();
+        probe.compactions = out.compactions.clone();
+        self.wants(&probe)
+    }
+
     /// Whether the store of the unit that recorded `sample` is written.
     pub fn wants(&self, sample: &Sample) -> bool {
         match self {
@@ -243,6 +260,49 @@ mod tests {
             "a passed unit not shown"
         );
         assert!(StorePolicy::All.wants(&unit("x", "b", true)));
+        // The unit's thread decides from its output: the same as from the sample it makes.
+        let plan_unit = |id: &str, variant: &str| crate::runner::Unit {
+            id: id.into(),
+            index: 0,
+            trace_id: "t".into(),
+            trace: 0,
+            variant: variant.into(),
+            variant_index: 0,
+            eval: "needle".into(),
+            sample: "s".into(),
+            params: Default::default(),
+            repeat: 0,
+            seed: 0,
+            pair_seed: 0,
+            providers: Vec::new(),
+        };
+        let mut outs = Vec::new();
+        for passed in [Some(true), Some(false), None] {
+            for (score, futile) in [(0.0, 0), (1.0, 0), (0.0, 2)] {
+                let mut out = crate::runner::UnitOutput {
+                    passed,
+                    ..Default::default()
+                };
+                out.scores.insert("summary_failures".into(), score);
+                out.compactions.insert("futile".into(), futile);
+                outs.push(out);
+            }
+        }
+        outs.push(crate::runner::UnitOutput::failed("eval", "x"));
+        let mut wanted = 0;
+        for (id, variant) in [("shown", "b"), ("x", "base"), ("x", "b")] {
+            let u = plan_unit(id, variant);
+            for out in &outs {
+                let w = policy.wants_output(&u, out);
+                wanted += usize::from(w);
+                assert_eq!(
+                    w,
+                    policy.wants(&out.clone().into_sample(&u, 0)),
+                    "{id} {variant} {out:?}"
+                );
+            }
+        }
+        assert!(0 < wanted && wanted < 3 * outs.len());
     }
 
     #[test]
