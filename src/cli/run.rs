@@ -233,13 +233,24 @@ fn write_reports(run_dir: &std::path::Path, keep_stores: bool) -> anyhow::Result
         }
     } else {
         match crate::runner::stores::prune(&dir, &model, false) {
-            Ok(p) if p.removed > 0 => out.push_str(&format!(
-                "stores   kept {} of {} offload stores (failed + shown in report.html; \
-                 --keep-stores: all)\n",
-                p.kept,
-                p.kept + p.removed
-            )),
-            Ok(_) => {}
+            Ok(p) => {
+                if p.removed > 0 {
+                    out.push_str(&format!(
+                        "stores   kept {} of {} offload stores (failed + shown in report.html; \
+                         --keep-stores: all)\n",
+                        p.kept,
+                        p.kept + p.removed
+                    ));
+                }
+                if p.missing > 0 {
+                    out.push_str(&format!(
+                        "note: {} offload store(s) of samples report.html shows were not \
+                         written: they were not to be kept when their unit ended (an \
+                         interrupted run shows other samples)\n",
+                        p.missing
+                    ));
+                }
+            }
             Err(e) => out.push_str(&format!("warning: offload stores not pruned: {e}\n")),
         }
     }
@@ -441,6 +452,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let mut prepared = session::open_run(&suite, &opts, planned)?;
     prepared.dispatch.interrupt_grace = Duration::from_secs_f64(args.grace_secs);
+    if args.keep_stores {
+        prepared.dispatch.stores = crate::runner::stores::StorePolicy::All;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

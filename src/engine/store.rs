@@ -619,10 +619,6 @@ impl PackFile {
     /// (vectored writes, no copy of the store into a buffer: those copies were most of a
     /// sweep's page faults).
     pub fn append(&self, key: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<(), StoreError> {
-        let io = |source| StoreError::Io {
-            path: self.path.display().to_string(),
-            source,
-        };
         let heads: Vec<String> = files
             .iter()
             .map(|(k, v)| format!("{} {}\n", k.len(), v.len()))
@@ -643,6 +639,15 @@ impl PackFile {
             parts.push(std::io::IoSlice::new(k.as_bytes()));
             parts.push(std::io::IoSlice::new(v));
         }
+        self.write_parts(&mut parts)
+    }
+
+    /// Write one record's `parts` (opening the file on the first record).
+    fn write_parts(&self, parts: &mut [std::io::IoSlice<'_>]) -> Result<(), StoreError> {
+        let io = |source| StoreError::Io {
+            path: self.path.display().to_string(),
+            source,
+        };
         let mut guard = self.file.lock().unwrap_or_else(|e| e.into_inner());
         if guard.is_none() {
             if let Some(parent) = self.path.parent() {
@@ -656,9 +661,23 @@ impl PackFile {
             *guard = Some(f);
         }
         match guard.as_mut() {
-            Some(f) => write_all_vectored(f, &mut parts).map_err(io),
+            Some(f) => write_all_vectored(f, parts).map_err(io),
             None => Ok(()),
         }
+    }
+}
+
+impl PackFile {
+    /// Append a marker for `key`: its store exists but was not written (an empty record; a
+    /// store with no files still has the pack header). Pruning reads it to tell a store that
+    /// is not kept from one that is missing.
+    pub fn skip(&self, key: &str) -> Result<(), StoreError> {
+        let head = format!("{} 0\n", key.len());
+        let mut parts = [
+            std::io::IoSlice::new(head.as_bytes()),
+            std::io::IoSlice::new(key.as_bytes()),
+        ];
+        self.write_parts(&mut parts)
     }
 }
 
@@ -680,12 +699,44 @@ fn write_all_vectored(
     Ok(())
 }
 
-/// Read the records of the pack file at `path` in order, calling `f(key, read)` for each:
-/// `read()` gives the record's pack bytes (read only when asked; skipped otherwise), so a
-/// pass over a big file holds one record at most. A missing file has no records.
+/// One record of a pack file as [`for_each_pack`] passes it: its length, and its bytes when
+/// asked for (skipped otherwise). An empty record is a marker ([`PackFile::skip`]).
+pub struct PackRecord<'r> {
+    len: u64,
+    taken: bool,
+    r: &'r mut std::io::BufReader<std::fs::File>,
+}
+
+impl PackRecord<'_> {
+    /// Length of the record's pack bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// A marker: a store the run did not write ([`PackFile::skip`]).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The record's pack bytes (read once).
+    pub fn read(&mut self) -> std::io::Result<Vec<u8>> {
+        if self.taken {
+            return Err(std::io::Error::other("pack record read twice"));
+        }
+        self.taken = true;
+        let mut body = vec![0u8; self.len as usize];
+        self.r.read_exact(&mut body)?;
+        Ok(body)
+    }
+}
+
+/// Read the records of the pack file at `path` in order, calling `f(key, record)` for each:
+/// [`PackRecord::read`] gives the record's pack bytes (read only when asked; skipped
+/// otherwise), so a pass over a big file holds one record at most. A missing file has no
+/// records.
 pub fn for_each_pack(
     path: &Path,
-    mut f: impl FnMut(&str, &mut dyn FnMut() -> std::io::Result<Vec<u8>>) -> std::io::Result<()>,
+    mut f: impl FnMut(&str, &mut PackRecord<'_>) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     use std::io::BufRead;
     let file = match std::fs::File::open(path) {
@@ -714,15 +765,13 @@ pub fn for_each_pack(
         let mut key = vec![0u8; klen];
         r.read_exact(&mut key)?;
         let key = String::from_utf8(key).map_err(|_| bad("record key"))?;
-        let mut taken = false;
-        let mut read = || {
-            taken = true;
-            let mut body = vec![0u8; blen as usize];
-            r.read_exact(&mut body)?;
-            Ok(body)
+        let mut rec = PackRecord {
+            len: blen,
+            taken: false,
+            r: &mut r,
         };
-        f(&key, &mut read)?;
-        if !taken {
+        f(&key, &mut rec)?;
+        if !rec.taken {
             r.seek_relative(blen as i64)?;
         }
     }
@@ -941,22 +990,30 @@ mod tests {
         pf.append("u1", &files).unwrap();
         pf.append("u2", &BTreeMap::new()).unwrap();
         pf.append("u1", &BTreeMap::new()).unwrap();
+        pf.skip("u3").unwrap();
         let mut seen = Vec::new();
-        for_each_pack(pf.path(), |key, read| {
+        for_each_pack(pf.path(), |key, rec| {
+            let len = rec.len();
             if key == "u2" {
-                seen.push((key.to_string(), Vec::new()));
+                seen.push((key.to_string(), Vec::new(), len));
             } else {
-                seen.push((key.to_string(), read()?));
+                seen.push((key.to_string(), rec.read()?, len));
             }
             Ok(())
         })
         .unwrap();
+        let magic = PACK_MAGIC.len() as u64;
         assert_eq!(
             seen,
             vec![
-                ("u1".to_string(), pack_bytes(&files)),
-                ("u2".to_string(), Vec::new()),
-                ("u1".to_string(), PACK_MAGIC.to_vec())
+                (
+                    "u1".to_string(),
+                    pack_bytes(&files),
+                    pack_bytes(&files).len() as u64
+                ),
+                ("u2".to_string(), Vec::new(), magic),
+                ("u1".to_string(), PACK_MAGIC.to_vec(), magic),
+                ("u3".to_string(), Vec::new(), 0),
             ]
         );
         for_each_pack(&dir.path().join("missing"), |_, _| unreachable!()).unwrap();

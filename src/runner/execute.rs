@@ -43,6 +43,9 @@ pub struct UnitOutput {
     /// The failed unit's error chain below `error.message`, outermost first (not recorded:
     /// `ctxbench run --verbose` prints it as the unit fails).
     pub causes: Vec<String>,
+    /// The unit's offload store when it was held in memory (not recorded in the sample): the
+    /// runner writes it to the run's pack file when it may be kept (`stores::StorePolicy`).
+    pub store: Option<Arc<BTreeMap<String, Vec<u8>>>>,
 }
 
 impl UnitOutput {
@@ -211,6 +214,9 @@ pub struct DispatchOptions {
     pub interrupt_grace: Duration,
     /// Print each failed unit's error with its chain of causes (`run --verbose`).
     pub verbose: bool,
+    /// Which offload stores held in memory are written to the run's pack file as their unit
+    /// ends (`stores::StorePolicy`; `run --keep-stores`: all).
+    pub stores: super::stores::StorePolicy,
 }
 
 /// A failed unit as `run --verbose` prints it: `unit ID failed (kind): message`, then one
@@ -223,6 +229,10 @@ fn failure_text(unit: &str, e: &UnitError, causes: &[String]) -> String {
     }
     s
 }
+
+/// A finished unit as its task hands it to the dispatcher: the unit, its output, its latency
+/// in ms, and why its offload store could not be written if it could not.
+type Done = (Arc<Unit>, UnitOutput, u64, Option<String>);
 
 /// How long running units may take to finish after the first interrupt.
 pub const DEFAULT_INTERRUPT_GRACE: Duration = Duration::from_secs(10);
@@ -266,7 +276,12 @@ where
         .map(|(r, n)| (*r, Arc::new(Semaphore::new((*n).max(1)))))
         .collect();
     let mut pending = units.into_iter().peekable();
-    let mut running: JoinSet<(Arc<Unit>, UnitOutput, u64)> = JoinSet::new();
+    let packs = Arc::new(crate::engine::store::PackFile::new(
+        crate::record::RunDir::new(&opts.context.run_dir).stores_pack(),
+    ));
+    let stores = Arc::new(opts.stores.clone());
+    let mut pack_warned = false;
+    let mut running: JoinSet<Done> = JoinSet::new();
     let mut by_task: HashMap<tokio::task::Id, Arc<Unit>> = HashMap::new();
     let mut report = DispatchReport {
         completed: 0,
@@ -305,16 +320,32 @@ where
                 roles.iter().filter_map(|r| sems.get(r).cloned()).collect()
             };
             let u = unit.clone();
+            let packs = packs.clone();
+            let stores = stores.clone();
             let handle = running.spawn(async move {
                 let mut permits = Vec::with_capacity(unit_sems.len());
                 for s in &unit_sems {
                     permits.push(s.acquire().await.expect("semaphore never closed"));
                 }
                 let started = Instant::now();
-                let out = exec.execute(&u, &ctx).await;
+                let mut out = exec.execute(&u, &ctx).await;
                 let ms = started.elapsed().as_millis() as u64;
                 drop(permits);
-                (u, out, ms)
+                // The store the unit held in memory, written here (on the unit's thread, so
+                // its buffers are freed where the unit's other buffers are; the sample is made
+                // and freed on the dispatcher's) if pruning may keep it, else a marker that
+                // says it was not (`stores::prune` counts a missing one). A store written
+                // before its sample is journaled is harmless: a unit without a sample runs
+                // again on `--resume`, and its later record counts.
+                let store_error = out.store.take().and_then(|files| {
+                    let written = if stores.wants_output(&u, &out) {
+                        packs.append(&u.id, &files)
+                    } else {
+                        packs.skip(&u.id)
+                    };
+                    written.err().map(|e| e.to_string())
+                });
+                (u, out, ms, store_error)
             });
             by_task.insert(handle.id(), unit);
         }
@@ -324,10 +355,10 @@ where
         tokio::select! {
             joined = running.join_next_with_id() => {
                 let Some(joined) = joined else { continue };
-                let (unit, out, ms) = match joined {
-                    Ok((id, (u, out, ms))) => {
+                let (unit, out, ms, store_error) = match joined {
+                    Ok((id, done)) => {
                         by_task.remove(&id);
-                        (u, out, ms)
+                        done
                     }
                     Err(e) => {
                         let Some(unit) = by_task.remove(&e.id()) else { continue };
@@ -336,12 +367,21 @@ where
                             continue;
                         }
                         let msg = panic_message(e);
-                        (unit, UnitOutput::failed("panic", msg), 0)
+                        (unit, UnitOutput::failed("panic", msg), 0, None)
                     }
                 };
                 if opts.verbose {
                     if let Some(e) = &out.error {
                         progress.println(&failure_text(&unit.id, e, &out.causes));
+                    }
+                }
+                if let Some(e) = store_error {
+                    if !pack_warned {
+                        pack_warned = true;
+                        progress.println(&format!(
+                            "warning: offload store of unit {} not written: {e}",
+                            unit.id
+                        ));
                     }
                 }
                 let sample = out.into_sample(&unit, ms);

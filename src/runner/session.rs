@@ -432,6 +432,14 @@ pub fn open_run(
     };
 
     let (todo, planned) = Todo::new(plan.clone(), shard, std::mem::take(&mut previous.done));
+    // A run of the whole plan in one process writes only the stores pruning may keep; a
+    // resumed or sharded one writes every store (its final selection depends on samples this
+    // process does not see).
+    let stores = if shard.is_none() && previous.recorded == 0 && planned == planned_total {
+        super::stores::StorePolicy::for_plan(&plan)
+    } else {
+        super::stores::StorePolicy::All
+    };
     manifest.units = UnitCounts {
         planned_total,
         planned,
@@ -461,6 +469,7 @@ pub fn open_run(
             },
             interrupt_grace: super::execute::DEFAULT_INTERRUPT_GRACE,
             verbose: opts.verbose,
+            stores,
         },
         max_cost_usd,
         progress: opts.progress,

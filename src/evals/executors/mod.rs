@@ -84,7 +84,8 @@ struct EvalExecutor<E>(Arc<Shared>, PhantomData<fn() -> E>);
 impl<E: Eval> UnitExecutor for EvalExecutor<E> {
     fn execute<'a>(&'a self, unit: &'a Unit, ctx: &'a RunContext) -> UnitFuture<'a> {
         Box::pin(async move {
-            match run_unit::<E>(&self.0, unit, ctx).await {
+            let held = unit::StoreSlot::default();
+            let mut out = match run_unit::<E>(&self.0, unit, ctx, held.clone()).await {
                 Ok(out) => out,
                 Err(e) => UnitOutput {
                     error: Some(UnitError {
@@ -94,7 +95,9 @@ impl<E: Eval> UnitExecutor for EvalExecutor<E> {
                     causes: causes(&e),
                     ..UnitOutput::default()
                 },
-            }
+            };
+            out.store = held.take();
+            out
         })
     }
 }
@@ -120,8 +123,9 @@ async fn run_unit<E: Eval>(
     shared: &Shared,
     unit: &Unit,
     ctx: &RunContext,
+    held: unit::StoreSlot,
 ) -> Result<UnitOutput, EvalError> {
-    let cx = UnitCx::new(shared, unit, ctx)?;
+    let cx = UnitCx::new(shared, unit, ctx, held)?;
     let resolved = cx.config.clone();
     let trace_model = cx.trace().meta.model.clone();
     let mut out = E::run(&cx).await?;

@@ -14,7 +14,7 @@ impl Eval for Needle {
     async fn run(cx: &UnitCx<'_>) -> Result<UnitOutput, EvalError> {
         let mut params = needle::NeedleParams::from_params(&cx.unit.params)?;
         params.plant_seed = Some(cx.unit.pair_seed);
-        // The store stays in memory while the unit runs; the run's end unpacks the kept ones.
+        // The store stays in memory while the unit runs; the runner writes it if it may be kept.
         params.pack_store = true;
         let share = cx.prefixes().map(|p| {
             let key = WalkKey {
@@ -38,9 +38,7 @@ impl Eval for Needle {
                     share.as_ref().map(|(p, k)| (p.as_ref(), k)),
                 )?;
                 if let Some(files) = &prepared.store_files {
-                    r.packs
-                        .append(&r.unit_id, files)
-                        .map_err(|e| EvalError::Engine(e.into()))?;
+                    r.held.hold(files.clone());
                 }
                 Ok(prepared)
             })

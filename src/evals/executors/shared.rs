@@ -7,7 +7,6 @@ use super::super::prefixes::Prefixes;
 use super::super::EvalError;
 use crate::config::suite::{OnSummaryError, ProviderRole};
 use crate::config::LoadedSuite;
-use crate::engine::store::PackFile;
 use crate::engine::{self, EngineConfig, ResolvedConfig};
 use crate::pricing::PriceTable;
 use crate::providers::{Provider, ProviderConfig, ProviderError};
@@ -36,8 +35,6 @@ pub(super) struct Shared {
     /// `[engine] on_summary_error`: a failed summary fails its unit, or is only recorded.
     on_summary_error: OnSummaryError,
     providers: OnceLock<Result<Providers, (&'static str, Arc<ProviderError>)>>,
-    /// The run's pack file (`RunDir::stores_pack`), opened by the first unit that packs.
-    packs: OnceLock<Arc<PackFile>>,
     /// The run's long summary texts (`RunDir::summaries_pack`), opened by the first unit.
     summaries: OnceLock<Arc<SummaryPack>>,
     /// Replay prefixes shared by the units of a trace × variant (needle sweeps).
@@ -70,7 +67,6 @@ impl Shared {
             prices,
             on_summary_error: suite.suite.engine.on_summary_error,
             providers: OnceLock::new(),
-            packs: OnceLock::new(),
             summaries: OnceLock::new(),
             prefixes: Arc::new(Prefixes::from_env()),
         })
@@ -101,13 +97,6 @@ impl Shared {
                 role,
                 source: source.clone(),
             })
-    }
-
-    /// The run's pack file for stores held in memory (one per run directory).
-    pub(super) fn packs(&self, run_dir: &std::path::Path) -> Arc<PackFile> {
-        self.packs
-            .get_or_init(|| Arc::new(PackFile::new(RunDir::new(run_dir).stores_pack())))
-            .clone()
     }
 
     /// The run's summaries pack (one writer per run directory, shared by its units).

@@ -3,8 +3,8 @@
 //! (replay on the right pool → the replay's tokens, cost and summaries → ask → price the asking).
 
 use super::shared::{Providers, Shared, Summaries};
-use crate::engine::store::PackFile;
 use crate::engine::{self, OfflineSummarizer, ResolvedConfig, Summarizer};
+use crate::evals::fs_tools::MemFiles;
 use crate::evals::prefixes::Prefixes;
 use crate::evals::{self, EvalError};
 use crate::pricing::PriceTable;
@@ -27,9 +27,8 @@ pub struct Prep {
     pub prices: Arc<PriceTable>,
     /// The unit's seed (offload-store names, anything random in the replay).
     pub seed: u64,
-    /// The run's pack file, for a store held in memory (`runner::stores`).
-    pub packs: Arc<PackFile>,
-    pub unit_id: String,
+    /// Where a store held in memory is left for the runner (`runner::stores::StorePolicy`).
+    pub held: StoreSlot,
 }
 
 /// An eval's `prepare` (plant, replay, build views): the unit's setup and the eval's params in,
@@ -100,6 +99,26 @@ pub struct UnitCx<'a> {
     /// The unit's agent calls whose prompt the server reported truncated (see
     /// [`UnitCx::agent`]).
     truncated: Arc<AtomicU32>,
+    /// The offload store the unit held in memory, handed to the runner with its output.
+    held: StoreSlot,
+}
+
+/// Where a unit's replay leaves the offload store it held in memory: the executor hands it to
+/// the runner with the unit's output ([`UnitOutput::store`]) — also when the unit fails after
+/// the replay — and the runner writes it to the run's pack file if it may be kept.
+#[derive(Clone, Default)]
+pub struct StoreSlot(Arc<std::sync::Mutex<Option<Arc<MemFiles>>>>);
+
+impl StoreSlot {
+    /// Leave `files` for the runner (replacing any earlier store of the unit).
+    pub fn hold(&self, files: Arc<MemFiles>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(files);
+    }
+
+    /// The store left, if any.
+    pub fn take(&self) -> Option<Arc<MemFiles>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
 }
 
 /// The agent provider as one unit sees it: counts the calls whose server reported far fewer
@@ -140,6 +159,7 @@ impl<'a> UnitCx<'a> {
         shared: &'a Shared,
         unit: &'a Unit,
         ctx: &'a RunContext,
+        held: StoreSlot,
     ) -> Result<UnitCx<'a>, EvalError> {
         let entry = shared
             .plan
@@ -168,6 +188,7 @@ impl<'a> UnitCx<'a> {
         let _ = std::fs::remove_dir_all(&store); // a resumed unit starts clean
         Ok(UnitCx {
             truncated: Arc::default(),
+            held,
             unit,
             nonce,
             shared,
@@ -204,8 +225,7 @@ impl<'a> UnitCx<'a> {
             summarizer: self.summarizer.clone(),
             prices: self.shared.prices.clone(),
             seed: self.unit.seed,
-            packs: self.shared.packs(&self.ctx.run_dir),
-            unit_id: self.unit.id.clone(),
+            held: self.held.clone(),
         };
         replay_pool(self.waits_on_network, move || prepare(prep)).await
     }
