@@ -34,6 +34,9 @@ pub struct WalkKey {
     pub extra: Option<u64>,
 }
 
+/// A trace's messages behind `Arc`s, shared by its walks and units.
+pub type SharedMessages = Arc<[Arc<Message>]>;
+
 /// The walks of one run.
 pub struct Prefixes {
     enabled: bool,
@@ -42,7 +45,7 @@ pub struct Prefixes {
     walks: Mutex<Vec<(WalkKey, Arc<Mutex<Walk>>)>>,
     /// The loaded traces' messages behind `Arc`s (the most recently used [`MAX_TRACES`]), by
     /// trace index, id and length: the walks walk them and the units plant into them.
-    messages: Mutex<Vec<(usize, String, Arc<[Arc<Message>]>)>>,
+    messages: Mutex<Vec<(usize, String, SharedMessages)>>,
     /// Replays forked so far.
     forked: AtomicUsize,
 }
@@ -93,9 +96,9 @@ impl Prefixes {
     /// The messages of `trace` (trace `index` of the plan) behind `Arc`s, the same list for
     /// every caller while it is kept: a fork compares the prefix's messages with its own by
     /// pointer, and a unit planting into them copies only the messages it changes.
-    pub fn messages(&self, index: usize, trace: &Trace) -> Arc<[Arc<Message>]> {
+    pub fn messages(&self, index: usize, trace: &Trace) -> SharedMessages {
         let mut kept = self.messages.lock().unwrap_or_else(|e| e.into_inner());
-        let same = |(i, id, m): &(usize, String, Arc<[Arc<Message>]>)| {
+        let same = |(i, id, m): &(usize, String, SharedMessages)| {
             *i == index && *id == trace.meta.id && m.len() == trace.messages.len()
         };
         if let Some(k) = kept.iter().position(same) {
@@ -104,7 +107,7 @@ impl Prefixes {
             kept.push(entry);
             return messages;
         }
-        let messages: Arc<[Arc<Message>]> = trace.messages.iter().cloned().map(Arc::new).collect();
+        let messages: SharedMessages = trace.messages.iter().cloned().map(Arc::new).collect();
         kept.retain(|(i, _, _)| *i != index);
         if kept.len() >= MAX_TRACES {
             kept.remove(0);
