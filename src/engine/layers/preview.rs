@@ -52,9 +52,15 @@ fn break_len(bytes: &[u8], i: usize) -> Option<usize> {
 }
 
 /// A line break other than `\n` occurs in `s` (exact: [`scan_breaks`] only says one may).
+/// Vectorized searches, not a byte loop: it runs over whole tool results.
 fn rare_break_in(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    (0..bytes.len()).any(|i| bytes[i] != b'\n' && break_len(bytes, i).is_some())
+    use memchr::{memchr3, memmem};
+    let b = s.as_bytes();
+    memchr3(b'\r', 0x0b, 0x0c, b).is_some()
+        || memchr3(0x1c, 0x1d, 0x1e, b).is_some()
+        || ["\u{85}", "\u{2028}", "\u{2029}"]
+            .iter()
+            .any(|p| memmem::find(b, p.as_bytes()).is_some())
 }
 
 /// One pass over the bytes: the number of `\n`, and whether a line break other than `\n` may
@@ -343,6 +349,22 @@ mod tests {
             py_splitlines("a\u{0b}b\u{1c}c\u{1d}d\u{1e}e\u{2029}f\r\rg\u{85}\u{2027}h\r"),
             ["a", "b", "c", "d", "e", "f", "", "g", "\u{2027}h"]
         );
+        // The vectorized check says what a byte-by-byte one says.
+        for text in [
+            "",
+            "a\nb",
+            "x\ry",
+            "\u{0b}",
+            "\u{1d}",
+            "é\u{85}",
+            "—\u{2028}",
+            "\u{2029}",
+            "\u{2027}é—",
+        ] {
+            let b = text.as_bytes();
+            let bytewise = (0..b.len()).any(|i| b[i] != b'\n' && break_len(b, i).is_some());
+            assert_eq!(rare_break_in(text), bytewise, "{text:?}");
+        }
         // Lead bytes of rare breaks without one: no rare break.
         for text in ["a — b ─ “q”\n", "\u{80}\u{2027}\u{202a}", "x\u{a0}"] {
             assert!(!rare_break_in(text), "{text:?}");
