@@ -151,9 +151,10 @@ fn read_as(
     }
 }
 
-/// Largest JSON document parsed from its bytes read whole (larger ones are parsed from the
-/// reader, so their bytes are never held beside the tree).
-const SLICE_PARSE_MAX: u64 = 16 << 20;
+/// Largest JSON document parsed from its bytes read whole: at most 1 MiB is held beside the
+/// tree (larger ones are parsed from the reader, so a big trace's bytes are never held beside
+/// its tree: `tests/replay_memory.rs`).
+const SLICE_PARSE_MAX: u64 = 1 << 20;
 
 /// What the first bytes of a file say before any JSON parsing.
 pub(super) enum Sniffed {
