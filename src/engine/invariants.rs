@@ -12,7 +12,9 @@ use super::store::{OffloadStore, Rename};
 use super::view::{Item, Override, State, View};
 use crate::trace::{Message, Role};
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
+// Fx hashing: the keys are the replay's own ids and texts, and the maps are rebuilt per
+// unit (pairing at every fork): SipHash's DoS resistance buys nothing here.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 
 /// The rules.
@@ -125,8 +127,8 @@ impl Checker {
         Checker {
             caller_of,
             last_result_of,
-            reported: HashSet::new(),
-            verified: HashMap::new(),
+            reported: HashSet::default(),
+            verified: HashMap::default(),
             last_summary_cutoff: None,
             checked_head: None,
             paired: None,
@@ -178,7 +180,7 @@ impl Checker {
         let n = messages.len();
         let mut caller_of = vec![NONE; n];
         let mut last_result_of = vec![NONE; n];
-        let mut open: HashMap<&str, usize> = HashMap::new();
+        let mut open: HashMap<&str, usize> = HashMap::default();
         let mut pending: Vec<usize> = vec![0; n];
         for (i, m) in messages.iter().enumerate() {
             match m.role {

@@ -256,8 +256,16 @@ pub fn prepare_shared(
             )));
         }
     }
-    let mut planted = plant::plant(
-        trace,
+    // The loaded trace's messages behind `Arc`s: with shared prefixes, the same list for every
+    // unit of the trace (and its walks), so planting copies only the messages it changes and a
+    // fork recognizes the prefix's messages by pointer.
+    let shared: Arc<[Arc<Message>]> = match share {
+        Some((prefixes, key)) if prefixes.enabled() => prefixes.messages(key.trace, trace),
+        _ => trace.messages.iter().cloned().map(Arc::new).collect(),
+    };
+    let planted = plant::plant_shared(
+        &shared,
+        &trace.markers,
         &PlantSpec {
             depth: params.depth,
             position: params.position,
@@ -269,18 +277,37 @@ pub fn prepare_shared(
         },
     )
     .map_err(EvalError::Config)?;
+    // A list of this unit's own: its messages are now the planted list's alone.
+    drop(shared);
+    let plant::PlantedMessages {
+        messages: mut planted_messages,
+        markers: planted_markers,
+        facts,
+    } = planted;
     let mut env = ReplayEnv::new(summarizer);
     env.prices = Some(prices);
     env.seed = seed;
-    let after = planted.needles().map(|f| f.index).max().unwrap_or(0);
+    let after = facts
+        .iter()
+        .filter(|f| f.is_needle)
+        .map(|f| f.index)
+        .max()
+        .unwrap_or(0);
     let ask_at = match params.fold {
         None => params.ask_at,
         Some(k) => {
             // A first replay (store in memory) finds the model call of the k-th fold.
-            let full = engine::replay(&planted.trace, &config, &env).map_err(EvalError::Engine)?;
+            let full = engine::replay_shared(
+                &trace.meta,
+                &planted_markers,
+                &planted_messages,
+                &config,
+                &env,
+            )
+            .map_err(EvalError::Engine)?;
             let folds = fold_calls(&full, after);
             match folds.get(k - 1) {
-                Some(&call) => AskAt::Call(assistants_before(&planted.trace, call)),
+                Some(&call) => AskAt::Call(assistants_before(&planted_messages, call)),
                 None => {
                     let empty = Conversations::default();
                     return Ok(Prepared {
@@ -288,39 +315,33 @@ pub fn prepare_shared(
                         folds: folds.len(),
                         reached: false,
                         fold: Some(k),
-                        ..Prepared::new(planted.facts, full, empty)
+                        ..Prepared::new(facts, full, empty)
                     });
                 }
             }
         }
     };
-    let cut = question_cut(&planted.trace, ask_at);
-    let original = trace;
+    let cut = cut_at(&planted_messages, ask_at);
     env.store = if params.pack_store {
         StoreTarget::Memory
     } else {
         StoreTarget::Dir(store_root.clone())
     };
     env.keep_views = KeepViews::Last;
-    // The planted messages before the question move into the engine's `Arc`s, followed by the
-    // synthetic probe call (the engine builds the view for that call: exactly what the agent
-    // would be sent next), and back out after the replay (which keeps none of them): the trace
-    // is not copied for the replay, and the reference is the planted trace itself.
-    let trace = &mut planted.trace;
-    let mut before = std::mem::take(&mut trace.messages);
-    let cut_short = before.len() > cut;
-    before.truncate(cut);
-    let mut messages: Vec<Arc<Message>> = before.into_iter().map(Arc::new).collect();
+    // The planted messages before the question, followed by the synthetic probe call (the
+    // engine builds the view for that call: exactly what the agent would be sent next); the
+    // reference is the planted trace itself, taken back out of the `Arc`s after the replay.
+    let cut_short = planted_messages.len() > cut;
+    planted_messages.truncate(cut);
+    let mut messages = planted_messages;
     messages.push(Arc::new(probe_call()));
-    let markers: Vec<_> = trace
-        .markers
+    let markers: Vec<_> = planted_markers
         .iter()
         .filter(|m| !cut_short || m.index <= cut)
         .cloned()
         .collect();
     // Messages before the first one planting changed are the loaded trace's.
-    let planted_from = planted
-        .facts
+    let planted_from = facts
         .iter()
         .flat_map(|f| [Some(f.index), f.corrected_at])
         .flatten()
@@ -338,7 +359,7 @@ pub fn prepare_shared(
             prefixes
                 .fork(
                     key,
-                    original,
+                    trace,
                     &messages,
                     planted_from,
                     &config,
@@ -372,7 +393,7 @@ pub fn prepare_shared(
         store_root,
         store_files,
         fold: params.fold,
-        ..Prepared::new(planted.facts, replay, Conversations { view, reference })
+        ..Prepared::new(facts, replay, Conversations { view, reference })
     })
 }
 
@@ -389,8 +410,8 @@ pub fn fold_calls(replay: &engine::Replay, after: usize) -> Vec<usize> {
 }
 
 /// Number of assistant messages (model calls) before trace index `index`.
-fn assistants_before(trace: &Trace, index: usize) -> usize {
-    trace.messages[..index.min(trace.messages.len())]
+fn assistants_before(messages: &[Arc<Message>], index: usize) -> usize {
+    messages[..index.min(messages.len())]
         .iter()
         .filter(|m| m.role == Role::Assistant)
         .count()
@@ -399,12 +420,17 @@ fn assistants_before(trace: &Trace, index: usize) -> usize {
 /// Number of messages of `trace` before the question point: all of them for [`AskAt::End`],
 /// those before the `n`-th assistant message for [`AskAt::Call`] (all when there are fewer).
 pub fn question_cut(trace: &Trace, ask_at: AskAt) -> usize {
-    let all = trace.messages.len();
+    cut_at(&trace.messages, ask_at)
+}
+
+/// [`question_cut`] of a list of messages.
+fn cut_at<M: std::borrow::Borrow<Message>>(messages: &[M], ask_at: AskAt) -> usize {
+    let all = messages.len();
     match ask_at {
         AskAt::End => all,
-        AskAt::Call(n) => trace
-            .messages
+        AskAt::Call(n) => messages
             .iter()
+            .map(|m| m.borrow())
             .enumerate()
             .filter(|(_, m)| m.role == Role::Assistant)
             .nth(n)

@@ -10,8 +10,9 @@
 //! no tool call is waiting for its result, and facts placed in tool results or assistant text are
 //! added as a line of that message, so call/result pairing is untouched.
 
-use crate::trace::{Message, Role, Trace};
+use crate::trace::{ContextMarker, Message, Role, Trace};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use vocab::{ADJECTIVES, ANIMALS, KEYS, KINDS};
 
 mod vocab;
@@ -158,8 +159,44 @@ impl Planted {
     }
 }
 
+/// A planted trace's messages, those planting left alone shared with the trace planted into
+/// ([`plant_shared`]).
+#[derive(Clone, Debug)]
+pub struct PlantedMessages {
+    pub messages: Vec<Arc<Message>>,
+    pub markers: Vec<ContextMarker>,
+    /// Needles first (in planting order), then distractors.
+    pub facts: Vec<Fact>,
+}
+
 /// Plant needles and distractors into a copy of `trace`.
 pub fn plant(trace: &Trace, spec: &PlantSpec) -> Result<Planted, String> {
+    let messages: Vec<Arc<Message>> = trace.messages.iter().cloned().map(Arc::new).collect();
+    let p = plant_shared(&messages, &trace.markers, spec)?;
+    drop(messages);
+    let messages = p
+        .messages
+        .into_iter()
+        .map(|m| Arc::try_unwrap(m).unwrap_or_else(|m| (*m).clone()))
+        .collect();
+    Ok(Planted {
+        trace: Trace {
+            meta: trace.meta.clone(),
+            markers: p.markers,
+            messages,
+        },
+        facts: p.facts,
+    })
+}
+
+/// [`plant`] over a trace's messages behind `Arc`s: the planted list shares every message
+/// planting does not change (a needle sweep plants each unit into the same loaded trace; only
+/// the few messages that carry a fact are copied).
+pub fn plant_shared(
+    messages: &[Arc<Message>],
+    markers: &[ContextMarker],
+    spec: &PlantSpec,
+) -> Result<PlantedMessages, String> {
     if !(0.0..=1.0).contains(&spec.depth) {
         return Err(format!("needle depth {} is not within 0..=1", spec.depth));
     }
@@ -192,7 +229,10 @@ pub fn plant(trace: &Trace, spec: &PlantSpec) -> Result<Planted, String> {
         wanted.push((d, pos, false));
     }
 
-    let mut out = trace.clone();
+    let mut out = Msgs {
+        messages: messages.to_vec(),
+        markers: markers.to_vec(),
+    };
     let mut facts: Vec<Fact> = Vec::new();
     for (i, (depth, position, is_needle)) in wanted.into_iter().enumerate() {
         let key = keys[i].to_string();
@@ -216,7 +256,17 @@ pub fn plant(trace: &Trace, spec: &PlantSpec) -> Result<Planted, String> {
     if spec.corrected {
         correct(&mut out, &mut facts, spec, &mut rng)?;
     }
-    Ok(Planted { trace: out, facts })
+    Ok(PlantedMessages {
+        messages: out.messages,
+        markers: out.markers,
+        facts,
+    })
+}
+
+/// The messages and markers being planted into.
+struct Msgs {
+    messages: Vec<Arc<Message>>,
+    markers: Vec<ContextMarker>,
 }
 
 /// A message inserted at `at` shifts the facts (and corrections) at or after it.
@@ -234,7 +284,7 @@ fn shift(facts: &mut [Fact], at: usize) {
 /// Correct every needle: a new value, stated in the same kind of message at a seeded depth
 /// between a fifth and seven tenths of the way from the needle to the end of the trace.
 fn correct(
-    out: &mut Trace,
+    out: &mut Msgs,
     facts: &mut [Fact],
     spec: &PlantSpec,
     rng: &mut Values,
@@ -309,7 +359,7 @@ fn paraphrased_keys(
 /// Put one line into the trace (in a message after index `after`, when given); returns the
 /// index of the message that carries it.
 fn place(
-    trace: &mut Trace,
+    trace: &mut Msgs,
     depth: f64,
     position: Position,
     line: &str,
@@ -327,7 +377,7 @@ fn place(
                 .ok_or("the trace has no boundary where a user message can go")?;
             let mut m = Message::user(line);
             m.kind = Some("planted".into());
-            trace.messages.insert(at, m);
+            trace.messages.insert(at, Arc::new(m));
             for marker in trace.markers.iter_mut() {
                 if marker.index >= at {
                     marker.index += 1;
@@ -343,7 +393,7 @@ fn place(
             };
             let at = nearest(n, target, |i| later(i) && trace.messages[i].role == role)
                 .ok_or_else(|| format!("the trace has no {} message there", role.as_str()))?;
-            let content = &mut trace.messages[at].content;
+            let content = &mut Arc::make_mut(&mut trace.messages[at]).content;
             insert_line_in_middle(content, line);
             Ok(at)
         }
@@ -351,7 +401,7 @@ fn place(
 }
 
 /// A user message may be inserted before index `i` when every tool call so far has its result.
-fn is_safe_boundary(trace: &Trace, i: usize) -> bool {
+fn is_safe_boundary(trace: &Msgs, i: usize) -> bool {
     if i == 0 {
         return false; // keep the system prompt / task first
     }

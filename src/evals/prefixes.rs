@@ -34,12 +34,18 @@ pub struct WalkKey {
     pub extra: Option<u64>,
 }
 
+/// A trace's messages behind `Arc`s, shared by its walks and units.
+pub type SharedMessages = Arc<[Arc<Message>]>;
+
 /// The walks of one run.
 pub struct Prefixes {
     enabled: bool,
     /// Say on stderr when the first replay is forked (`CTXBENCH_SHARE_PREFIXES=log`).
     log: bool,
     walks: Mutex<Vec<(WalkKey, Arc<Mutex<Walk>>)>>,
+    /// The loaded traces' messages behind `Arc`s (the most recently used [`MAX_TRACES`]), by
+    /// trace index, id and length: the walks walk them and the units plant into them.
+    messages: Mutex<Vec<(usize, String, SharedMessages)>>,
     /// Replays forked so far.
     forked: AtomicUsize,
 }
@@ -63,6 +69,7 @@ impl Prefixes {
             enabled,
             log: false,
             walks: Mutex::new(Vec::new()),
+            messages: Mutex::new(Vec::new()),
             forked: AtomicUsize::new(0),
         }
     }
@@ -84,6 +91,29 @@ impl Prefixes {
     /// Replays forked so far (the others were replayed whole).
     pub fn forked(&self) -> usize {
         self.forked.load(Ordering::Relaxed)
+    }
+
+    /// The messages of `trace` (trace `index` of the plan) behind `Arc`s, the same list for
+    /// every caller while it is kept: a fork compares the prefix's messages with its own by
+    /// pointer, and a unit planting into them copies only the messages it changes.
+    pub fn messages(&self, index: usize, trace: &Trace) -> SharedMessages {
+        let mut kept = self.messages.lock().unwrap_or_else(|e| e.into_inner());
+        let same = |(i, id, m): &(usize, String, SharedMessages)| {
+            *i == index && *id == trace.meta.id && m.len() == trace.messages.len()
+        };
+        if let Some(k) = kept.iter().position(same) {
+            let entry = kept.remove(k);
+            let messages = entry.2.clone();
+            kept.push(entry);
+            return messages;
+        }
+        let messages: SharedMessages = trace.messages.iter().cloned().map(Arc::new).collect();
+        kept.retain(|(i, _, _)| *i != index);
+        if kept.len() >= MAX_TRACES {
+            kept.remove(0);
+        }
+        kept.push((index, trace.meta.id.clone(), messages.clone()));
+        messages
     }
 
     fn walk(&self, key: &WalkKey) -> Arc<Mutex<Walk>> {
@@ -129,8 +159,7 @@ impl Prefixes {
             return Ok(None);
         };
         if states.is_empty() {
-            let walked: Arc<[Arc<Message>]> =
-                trace.messages.iter().cloned().map(Arc::new).collect();
+            let walked = self.messages(key.trace, trace);
             match Prefix::start(&trace.meta, &trace.markers, walked, config, env)? {
                 Some(p) => states.push(p),
                 None => {

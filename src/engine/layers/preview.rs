@@ -15,38 +15,52 @@ pub fn py_splitlines(s: &str) -> Vec<&str> {
         return v;
     }
     let mut out = Vec::new();
-    let mut start = 0;
-    let mut it = s.char_indices().peekable();
-    while let Some((i, c)) = it.next() {
-        let is_break = matches!(
-            c,
-            '\n' | '\r'
-                | '\u{0b}'
-                | '\u{0c}'
-                | '\u{1c}'
-                | '\u{1d}'
-                | '\u{1e}'
-                | '\u{85}'
-                | '\u{2028}'
-                | '\u{2029}'
-        );
-        if !is_break {
-            continue;
-        }
-        out.push(&s[start..i]);
-        let mut next = i + c.len_utf8();
-        if c == '\r' {
-            if let Some(&(j, '\n')) = it.peek() {
-                it.next();
-                next = j + 1;
+    let bytes = s.as_bytes();
+    let (mut start, mut i) = (0, 0);
+    while i < bytes.len() {
+        match break_len(bytes, i) {
+            Some(len) => {
+                out.push(&s[start..i]);
+                i += len;
+                start = i;
             }
+            None => i += 1,
         }
-        start = next;
     }
     if start < s.len() {
         out.push(&s[start..]);
     }
     out
+}
+
+/// The length in bytes of the line break starting at byte `i` of UTF-8 text (`\r\n` is one
+/// break), `None` when none starts there. UTF-8 is self-synchronizing: `C2 85` is always
+/// U+0085 and `E2 80 A8`/`A9` always U+2028/U+2029, so bytes need no decoding.
+#[inline]
+fn break_len(bytes: &[u8], i: usize) -> Option<usize> {
+    match bytes[i] {
+        b'\r' if bytes.get(i + 1) == Some(&b'\n') => Some(2),
+        b'\n' | b'\r' | 0x0b | 0x0c | 0x1c..=0x1e => Some(1),
+        0xc2 if bytes.get(i + 1) == Some(&0x85) => Some(2),
+        0xe2 if bytes.get(i + 1) == Some(&0x80)
+            && matches!(bytes.get(i + 2), Some(0xa8 | 0xa9)) =>
+        {
+            Some(3)
+        }
+        _ => None,
+    }
+}
+
+/// A line break other than `\n` occurs in `s` (exact: [`scan_breaks`] only says one may).
+/// Vectorized searches, not a byte loop: it runs over whole tool results.
+fn rare_break_in(s: &str) -> bool {
+    use memchr::{memchr3, memmem};
+    let b = s.as_bytes();
+    memchr3(b'\r', 0x0b, 0x0c, b).is_some()
+        || memchr3(0x1c, 0x1d, 0x1e, b).is_some()
+        || ["\u{85}", "\u{2028}", "\u{2029}"]
+            .iter()
+            .any(|p| memmem::find(b, p.as_bytes()).is_some())
 }
 
 /// One pass over the bytes: the number of `\n`, and whether a line break other than `\n` may
@@ -79,7 +93,7 @@ fn scan_breaks(s: &str) -> (usize, bool) {
 }
 
 fn has_rare_breaks(s: &str) -> bool {
-    scan_breaks(s).1
+    scan_breaks(s).1 && rare_break_in(s)
 }
 
 /// A rendered preview plus what it left out.
@@ -115,8 +129,9 @@ fn numbered(lines: &[&str], start: usize, max_chars: usize, out: &mut String) ->
 /// `_create_content_preview`: all lines when they fit in `head + tail`, else head, a
 /// `... [N lines truncated] ...` marker and tail; every line cut at `max_chars`.
 pub fn content_preview(content: &str, head: usize, tail: usize, max_chars: usize) -> Preview {
-    let (newlines, rare) = scan_breaks(content);
-    if !rare {
+    let (newlines, maybe_rare) = scan_breaks(content);
+    // Text with `C2`/`E2` lead bytes (`—`, box drawing, quotes) seldom holds a rare break.
+    if !maybe_rare || !rare_break_in(content) {
         return preview_lf(content, newlines, head, tail, max_chars);
     }
     let lines = py_splitlines(content);
@@ -330,6 +345,36 @@ mod tests {
         assert_eq!(py_splitlines("a\n\nb\n"), ["a", "", "b"]);
         assert_eq!(py_splitlines("\n"), [""]);
         assert_eq!(py_splitlines("é—\nx"), ["é—", "x"]);
+        assert_eq!(
+            py_splitlines("a\u{0b}b\u{1c}c\u{1d}d\u{1e}e\u{2029}f\r\rg\u{85}\u{2027}h\r"),
+            ["a", "b", "c", "d", "e", "f", "", "g", "\u{2027}h"]
+        );
+        // The vectorized check says what a byte-by-byte one says.
+        for text in [
+            "",
+            "a\nb",
+            "x\ry",
+            "\u{0b}",
+            "\u{1d}",
+            "é\u{85}",
+            "—\u{2028}",
+            "\u{2029}",
+            "\u{2027}é—",
+        ] {
+            let b = text.as_bytes();
+            let bytewise = (0..b.len()).any(|i| b[i] != b'\n' && break_len(b, i).is_some());
+            assert_eq!(rare_break_in(text), bytewise, "{text:?}");
+        }
+        // Lead bytes of rare breaks without one: no rare break.
+        for text in ["a — b ─ “q”\n", "\u{80}\u{2027}\u{202a}", "x\u{a0}"] {
+            assert!(!rare_break_in(text), "{text:?}");
+            assert_eq!(
+                py_splitlines(text),
+                text.split('\n')
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+            );
+        }
         for (text, rare) in [
             ("a\rb", true),
             ("\u{0b}", true),

@@ -24,9 +24,9 @@ fn value_statement(line: &str) -> Option<String> {
 /// Body of `## TITLE` in a previous summary (up to the next `## ` heading).
 fn previous_section(summary: &str, s: Section) -> Option<String> {
     let heading = format!("## {}", s.title());
-    let start = summary.find(&heading)? + heading.len();
+    let start = memchr::memmem::find(summary.as_bytes(), heading.as_bytes())? + heading.len();
     let rest = &summary[start..];
-    let end = rest.find("\n## ").unwrap_or(rest.len());
+    let end = memchr::memmem::find(rest.as_bytes(), b"\n## ").unwrap_or(rest.len());
     let body = rest[..end].trim().trim_end_matches("</summary>").trim();
     (!body.is_empty()).then(|| body.to_string())
 }
@@ -61,6 +61,10 @@ fn clip_at(s: &str, max_chars: usize) -> Option<usize> {
     // A character is at least one byte.
     if s.len() <= max_chars {
         return None;
+    }
+    // The first `max_chars + 1` bytes are ASCII (most text): character k is byte k.
+    if s.as_bytes()[..=max_chars].is_ascii() {
+        return Some(max_chars.saturating_sub(1));
     }
     s.char_indices().nth(max_chars)?;
     Some(
@@ -385,7 +389,15 @@ mod tests {
                 out
             }
         };
-        for s in ["", "abc", "héllo wörld", "日本語のテキスト", "a…b"] {
+        for s in [
+            "",
+            "abc",
+            "héllo wörld",
+            "日本語のテキスト",
+            "a…b",
+            "abcdefghijklmnopq",
+            "abcdefé",
+        ] {
             for max in 0..14 {
                 assert_eq!(clip(s, max), naive(s, max), "{s:?} {max}");
                 assert_eq!(clip_owned(s.to_string(), max), naive(s, max), "{s:?} {max}");

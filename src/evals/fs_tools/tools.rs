@@ -4,6 +4,7 @@
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{sinks::UTF8, BinaryDetection, SearcherBuilder};
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::{Sandbox, ToolOutput};
@@ -15,9 +16,10 @@ const MATCHERS_KEPT: usize = 1024;
 /// The matcher of a grep pattern. Compiling one (a DFA, case folds included) costs more than
 /// searching a store of a few hundred kilobytes, and agents grep the same patterns over and
 /// over (a needle sweep's offline agent asks about the same key phrases), so compiled matchers
-/// are kept, keyed by pattern and case flag.
-fn matcher(pattern: &str, ignore_case: bool) -> Result<RegexMatcher, String> {
-    type Kept = std::collections::HashMap<(String, bool), RegexMatcher>;
+/// are kept, keyed by pattern and case flag, and shared rather than cloned (a clone starts with
+/// an empty cache: its lazy DFA would be built again at every search).
+fn matcher(pattern: &str, ignore_case: bool) -> Result<Arc<RegexMatcher>, String> {
+    type Kept = std::collections::HashMap<(String, bool), Arc<RegexMatcher>>;
     static KEPT: std::sync::OnceLock<std::sync::Mutex<Kept>> = std::sync::OnceLock::new();
     let kept = KEPT.get_or_init(Default::default);
     let key = (pattern.to_string(), ignore_case);
@@ -27,6 +29,7 @@ fn matcher(pattern: &str, ignore_case: bool) -> Result<RegexMatcher, String> {
     let m = RegexMatcherBuilder::new()
         .case_insensitive(ignore_case)
         .build(pattern)
+        .map(Arc::new)
         .map_err(|e| format!("invalid regex '{pattern}': {e}"))?;
     let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
     if kept.len() >= MATCHERS_KEPT {
@@ -126,7 +129,7 @@ impl Sandbox {
             let before = hits.len();
             let mut late = false;
             let result = searcher.search_reader(
-                &matcher,
+                matcher.as_ref(),
                 std::io::Read::take(file, self.limits.max_file_bytes),
                 UTF8(|line_no, line| {
                     if Instant::now() >= deadline {

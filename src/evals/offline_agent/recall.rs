@@ -7,7 +7,8 @@ use crate::evalspec::needle::NeedleSearch;
 use crate::trace::{Message, Role, ToolCall};
 use regex::Regex;
 use serde_json::json;
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The phrase a recall question asks about.
 pub fn key_phrase(question: &str) -> String {
@@ -28,16 +29,19 @@ pub fn key_phrase(question: &str) -> String {
 ///
 /// Compiling a case-insensitive phrase builds a DFA over Unicode case folds (~2 M instructions,
 /// more than the rest of a needle question), and a sweep asks about the same few key phrases
-/// over and over: compiled matchers are kept (cleared past `MATCHERS_KEPT` phrases).
-pub fn phrase_matcher(phrase: &str) -> Regex {
-    static KEPT: OnceLock<std::sync::Mutex<std::collections::HashMap<String, Regex>>> =
-        OnceLock::new();
+/// over and over: compiled matchers are kept (cleared past `MATCHERS_KEPT` phrases). They are
+/// shared, not cloned: a cloned `Regex` starts with an empty cache, so its lazy DFA would be
+/// built again at every question.
+pub fn phrase_matcher(phrase: &str) -> Arc<Regex> {
+    static KEPT: OnceLock<Mutex<HashMap<String, Arc<Regex>>>> = OnceLock::new();
     let kept = KEPT.get_or_init(Default::default);
     if let Some(re) = kept.lock().unwrap_or_else(|e| e.into_inner()).get(phrase) {
         return re.clone();
     }
-    let re = Regex::new(&format!("(?i){}", regex::escape(phrase)))
-        .expect("escaped phrase is a valid regex");
+    let re = Arc::new(
+        Regex::new(&format!("(?i){}", regex::escape(phrase)))
+            .expect("escaped phrase is a valid regex"),
+    );
     let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
     if kept.len() >= MATCHERS_KEPT {
         kept.clear();
@@ -176,17 +180,56 @@ const STOP: [&str; 24] = [
 /// Content-word stems of `text` (lowercase, first five letters, words of 3+ characters).
 pub fn stems(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    for_each_stem(text, &mut String::new(), |stem| {
+        if !out.iter().any(|s| s == stem) {
+            out.push(stem.to_string());
+        }
+    });
+    out
+}
+
+/// Calls `f` with the stem of every content word of `text` ([`stems`] without the list:
+/// duplicates included), lowercasing into `lower` (a buffer kept across calls).
+fn for_each_stem(text: &str, lower: &mut String, mut f: impl FnMut(&str)) {
     for w in text.split(|c: char| !c.is_alphanumeric()) {
-        let w = w.to_lowercase();
-        if w.chars().count() < 3 || STOP.contains(&w.as_str()) {
+        if w.len() < 3 {
+            // Fewer than 3 bytes: fewer than 3 characters, also once lowercased (an ASCII
+            // word keeps its length; a shorter one has at most 2 characters to map).
+            if w.is_ascii() {
+                continue;
+            }
+        }
+        lower.clear();
+        if w.is_ascii() {
+            lower.extend(w.chars().map(|c| c.to_ascii_lowercase()));
+        } else {
+            // `str::to_lowercase` (final sigma and the like), as the words were always mapped.
+            lower.push_str(&w.to_lowercase());
+        }
+        let w = lower.as_str();
+        if w.chars().count() < 3 || STOP.contains(&w) {
             continue;
         }
-        let stem: String = w.chars().take(5).collect();
-        if !out.contains(&stem) {
-            out.push(stem);
-        }
+        let end = w.char_indices().nth(5).map_or(w.len(), |(i, _)| i);
+        f(&w[..end]);
     }
-    out
+}
+
+/// How many of the (distinct) stems `want` occur among the stems of `line`: what
+/// `want.iter().filter(|w| stems(line).contains(w)).count()` says, without building the list.
+fn shared_stems(line: &str, want: &[String], lower: &mut String, seen: &mut Vec<bool>) -> usize {
+    seen.clear();
+    seen.resize(want.len(), false);
+    let mut count = 0;
+    for_each_stem(line, lower, |stem| {
+        for (k, w) in want.iter().enumerate() {
+            if !seen[k] && w == stem {
+                seen[k] = true;
+                count += 1;
+            }
+        }
+    });
+    count
 }
 
 /// The value of the statement (`… is <value>`) among `lines` sharing the most stems with
@@ -199,13 +242,13 @@ fn ranked_value<'a>(lines: impl Iterator<Item = &'a str>, want: &[String]) -> Op
     if need == 0 {
         return None;
     }
+    let (mut lower, mut seen) = (String::new(), Vec::new());
     let mut best: Option<(usize, String)> = None;
     for line in lines {
         if !link.is_match(line) {
             continue;
         }
-        let have = stems(line);
-        let score = want.iter().filter(|w| have.contains(w)).count();
+        let score = shared_stems(line, want, &mut lower, &mut seen);
         if score < need || best.as_ref().is_some_and(|(b, _)| *b >= score) {
             continue;
         }
@@ -266,6 +309,30 @@ mod tests {
         assert_eq!(value_after("nothing here", &p), None);
         // Case folding that changes byte lengths must not shift the slice.
         assert_eq!(value_after("İİİ deploy token is x", &p), Some("x".into()));
+    }
+
+    #[test]
+    fn shared_stems_counts_as_the_stem_lists_do() {
+        let want = stems("staging deploy token of the ΟΔΥΣΣΕΥΣ build");
+        let lines = [
+            "the staging deploy token is teal-otter-7731.",
+            "Deploying TOKENS: production STAGE stagingarea is x",
+            "ΟΔΥΣΣΕΥΣ odysseus ΣΣΣ is ς; İİİ is x, ﬀ ǅ is y",
+            "",
+            "a b c is d",
+            "Builds built builder is tokenized by staging",
+        ];
+        let (mut lower, mut seen) = (String::new(), Vec::new());
+        for line in lines {
+            let have = stems(line);
+            let old = want.iter().filter(|w| have.contains(w)).count();
+            assert_eq!(
+                shared_stems(line, &want, &mut lower, &mut seen),
+                old,
+                "{line}"
+            );
+        }
+        assert_eq!(stems("The deploy token, DEPLOY tokens"), ["deplo", "token"]);
     }
 
     #[test]
