@@ -407,7 +407,9 @@ impl<W: Wire> Provider for HttpProvider<W> {
                 refusal: parsed.refusal,
                 reasoning_tokens: parsed.reasoning_tokens,
                 prompt_truncated: parsed.usage_reported
-                    && prompt_truncated(parsed.usage.input, || counted_prompt(&sent)),
+                    && prompt_truncated(parsed.usage.input, |at_least| {
+                        counted_prompt(&sent, at_least)
+                    }),
             };
             // … and reads the tool call back out of the reply here.
             match &adapted {
@@ -419,24 +421,55 @@ impl<W: Wire> Provider for HttpProvider<W> {
 }
 
 /// ctxbench's count of a prompt: the o200k tokens of every message as sent (tool schemas not
-/// counted, so the count is a lower bound of what the server sees).
-fn counted_prompt(sent: &Outgoing<'_>) -> u64 {
-    match crate::tokens::counter(crate::tokens::DEFAULT_COUNTER) {
-        Ok(c) => sent.messages.iter().map(|m| c.count_message(m)).sum(),
-        Err(_) => 0,
+/// counted, so the count is a lower bound of what the server sees), message by message until the
+/// sum reaches `at_least` (the rest cannot change a comparison with `at_least`).
+fn counted_prompt(sent: &Outgoing<'_>, at_least: u64) -> u64 {
+    let Ok(c) = crate::tokens::counter(crate::tokens::DEFAULT_COUNTER) else {
+        return 0;
+    };
+    let mut sum = 0;
+    for m in sent.messages {
+        if sum >= at_least {
+            break;
+        }
+        sum += c.count_message(m);
     }
+    sum
 }
 
 /// True when `reported` prompt tokens are below [`PROMPT_TRUNCATION_RATIO`] of ctxbench's own
-/// count (computed only when the report is small enough to matter).
-pub(crate) fn prompt_truncated(reported: u64, counted: impl FnOnce() -> u64) -> bool {
+/// count (computed only when the report is small enough to matter). `counted(at_least)` may
+/// stop counting once its count reaches `at_least`: the answer is the same for every count from
+/// there on (counting a long prompt costs ~1 ms of CPU; a server that reports far fewer tokens
+/// than a long prompt has is known to have cut it after the first messages).
+pub(crate) fn prompt_truncated(reported: u64, counted: impl FnOnce(u64) -> u64) -> bool {
     use super::request::{PROMPT_TRUNCATION_MIN_TOKENS, PROMPT_TRUNCATION_RATIO};
     if reported == 0 {
         return false;
     }
-    let counted = counted();
+    let counted = counted(truncation_threshold(reported));
     counted >= PROMPT_TRUNCATION_MIN_TOKENS
         && (reported as f64) < PROMPT_TRUNCATION_RATIO * counted as f64
+}
+
+/// The smallest count of a prompt at which `reported` prompt tokens mean it was cut: every count
+/// at or above it answers [`prompt_truncated`] with true, every count below with false.
+fn truncation_threshold(reported: u64) -> u64 {
+    use super::request::{PROMPT_TRUNCATION_MIN_TOKENS, PROMPT_TRUNCATION_RATIO};
+    let cut = |n: u64| (reported as f64) < PROMPT_TRUNCATION_RATIO * n as f64;
+    if reported > 1 << 40 {
+        // Past f64's exact integers the stepping below may not move: count everything.
+        return u64::MAX;
+    }
+    // reported / ratio, then stepped to the exact boundary of the float comparison.
+    let mut n = ((reported as f64) / PROMPT_TRUNCATION_RATIO) as u64;
+    while n > 0 && cut(n - 1) {
+        n -= 1;
+    }
+    while !cut(n) {
+        n += 1;
+    }
+    n.max(PROMPT_TRUNCATION_MIN_TOKENS)
 }
 
 /// Definitions for the tools a history's calls and results name (in order of first use), for
@@ -634,6 +667,56 @@ mod tests {
         ] {
             assert_eq!(is_loopback(&Url::parse(u).unwrap()), want, "{u}");
         }
+    }
+
+    #[test]
+    fn truncation_answer_is_the_same_with_a_count_stopped_at_the_threshold() {
+        use crate::providers::request::{PROMPT_TRUNCATION_MIN_TOKENS, PROMPT_TRUNCATION_RATIO};
+        let full = |reported: u64, counted: u64| {
+            reported > 0
+                && counted >= PROMPT_TRUNCATION_MIN_TOKENS
+                && (reported as f64) < PROMPT_TRUNCATION_RATIO * counted as f64
+        };
+        for reported in (0..3000).chain([9_999, 16_000, 123_457, 1 << 41]) {
+            for counted in (0..4000).step_by(7).chain([20_000, 155_555, 1 << 42]) {
+                // A counter that stops once it reaches the limit it is given, overshooting by
+                // up to one message.
+                let stopped = |at_least: u64| {
+                    if counted >= at_least {
+                        at_least.saturating_add(counted % 13).min(counted)
+                    } else {
+                        counted
+                    }
+                };
+                assert_eq!(
+                    prompt_truncated(reported, stopped),
+                    full(reported, counted),
+                    "reported {reported}, counted {counted}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_prompt_is_counted_only_up_to_the_threshold() {
+        let messages: Vec<Message> = (0..200)
+            .map(|i| Message::user(format!("message {i} ").repeat(40)))
+            .collect();
+        let sent = Outgoing {
+            model: "m",
+            messages: &messages,
+            tools: &[],
+            sampling: std::borrow::Cow::Owned(Default::default()),
+            prompt_cache: false,
+        };
+        let whole = counted_prompt(&sent, u64::MAX);
+        let first = counted_prompt(&sent, 1);
+        assert!(whole > 20_000 && first > 0 && first < 200, "{whole} {first}");
+        let stopped = counted_prompt(&sent, 512);
+        assert!((512..512 + first + 10).contains(&stopped), "{stopped}");
+        // A server reporting 100 tokens cut this prompt; one reporting most of it did not.
+        assert!(prompt_truncated(100, |n| counted_prompt(&sent, n)));
+        assert!(!prompt_truncated(whole, |n| counted_prompt(&sent, n)));
     }
 
     #[test]
