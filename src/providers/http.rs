@@ -502,10 +502,18 @@ pub(crate) fn tools_of_history(messages: &[Message]) -> Vec<super::ToolDef> {
         .collect()
 }
 
-/// Capacity to reserve for an encoded body: the texts it carries plus room for the JSON around
-/// each message (escapes may still grow it).
+/// Capacity to reserve for an encoded body: the texts it carries, an eighth more for escapes
+/// (newlines and quotes: ~8% of the needle sweep's ~75 KB bodies), room for the JSON around
+/// each message and tool call. Too small a guess costs a doubling copy of the whole body.
 fn encoded_size_hint(r: &Outgoing<'_>) -> usize {
-    let texts: usize = r.messages.iter().map(|m| m.content.len() + 64).sum();
+    let texts: usize = r
+        .messages
+        .iter()
+        .map(|m| {
+            let calls: usize = m.tool_calls.iter().map(|c| c.name.len() + 256).sum();
+            m.content.len() + m.content.len() / 8 + 64 + calls
+        })
+        .sum();
     texts + 1024 * (1 + r.tools.len())
 }
 
