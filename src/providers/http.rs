@@ -722,7 +722,10 @@ mod tests {
         let by_default: u64 = messages.iter().map(|m| default.count_message(m)).sum();
         assert_eq!(whole, by_default);
         let first = counted_prompt(&sent, 1);
-        assert!(whole > 20_000 && first > 0 && first < 200, "{whole} {first}");
+        assert!(
+            whole > 20_000 && first > 0 && first < 200,
+            "{whole} {first}"
+        );
         let stopped = counted_prompt(&sent, 512);
         assert!((512..530).contains(&stopped), "{stopped}");
         // A server reporting 100 tokens cut this prompt; one reporting most of it did not.

@@ -90,12 +90,27 @@ fn counts_up_to_a_limit_are_exact_below_it_and_reach_it_otherwise() {
     for m in &messages {
         let whole = c.count_message(m);
         assert_eq!(c.count_message_up_to(m, u64::MAX), whole);
-        for limit in [0, 1, 2, 5, 17, 100, 511, whole / 2, whole - 1, whole, whole + 1] {
+        for limit in [
+            0,
+            1,
+            2,
+            5,
+            17,
+            100,
+            511,
+            whole / 2,
+            whole - 1,
+            whole,
+            whole + 1,
+        ] {
             let n = c.count_message_up_to(m, limit);
             if whole < limit {
                 assert_eq!(n, whole, "limit {limit}");
             } else {
-                assert!((limit..=whole).contains(&n), "limit {limit}: {n} of {whole}");
+                assert!(
+                    (limit..=whole).contains(&n),
+                    "limit {limit}: {n} of {whole}"
+                );
             }
         }
     }
