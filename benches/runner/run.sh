@@ -22,11 +22,13 @@ if [ -n "${NEEDLE_SWEEP:-}" ]; then
 fi
 MOCK_OPENAI_KEY=x ${WRAP:-} /usr/bin/time -v "$bin" run "${suite[@]}" --no-cache -q \
   --set "providers.agent.base_url=\"http://127.0.0.1:$port/v1\"" >/dev/null 2>"$tlog" || { cat "$tlog"; exit 1; }
+# The mock's own CPU (it shares the cores): utime + stime of its process, in clock ticks.
+mock_cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' /proc/$mock/stat)
 kill $mock; wait $mock 2>/dev/null || true; trap - EXIT
 calls=$(grep -o 'served [0-9]*' "$log" | cut -d' ' -f2)
 conns=$(grep -o 'on [0-9]* connections' "$log" | cut -d' ' -f2)
 load=$(cut -d' ' -f1-3 /proc/loadavg)
-python3 - "$tlog" "$calls" "$delay_ms" "$load" "$conns" <<'PY'
+python3 - "$tlog" "$calls" "$delay_ms" "$load" "$conns" "$mock_cpu" <<'PY'
 import re, sys
 t = open(sys.argv[1]).read()
 calls, delay, load = int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
@@ -41,6 +43,8 @@ ideal = -(-units // conc) * per_unit * delay / 1000
 rounds = -(-units // conc) * delay / 1000
 print(f"units {units}  calls {calls} on {sys.argv[5]} connections  wall {wall:.2f} s  cpu {cpu:.2f} s ({cpu/units*1000:.2f} ms/unit)  "
       f"max RSS {int(f('Maximum resident set size (kbytes)'))/1024:.1f} MiB")
+mock = float(sys.argv[6])
+print(f"mock server cpu {mock:.2f} s ({mock/units*1000:.2f} ms/unit); both {cpu+mock:.2f} s")
 print(f"ideal {ideal:.2f} s (ceil({units}/{conc}) x {per_unit:g} calls x {delay:g} ms)  ratio {wall/ideal:.2f}x  "
       f"(one round a unit: {rounds:.2f} s, {wall/rounds:.2f}x)  load {load}")
 PY

@@ -407,7 +407,9 @@ impl<W: Wire> Provider for HttpProvider<W> {
                 refusal: parsed.refusal,
                 reasoning_tokens: parsed.reasoning_tokens,
                 prompt_truncated: parsed.usage_reported
-                    && prompt_truncated(parsed.usage.input, || counted_prompt(&sent)),
+                    && prompt_truncated(parsed.usage.input, |at_least| {
+                        counted_prompt(&sent, at_least)
+                    }),
             };
             // … and reads the tool call back out of the reply here.
             match &adapted {
@@ -419,24 +421,54 @@ impl<W: Wire> Provider for HttpProvider<W> {
 }
 
 /// ctxbench's count of a prompt: the o200k tokens of every message as sent (tool schemas not
-/// counted, so the count is a lower bound of what the server sees).
-fn counted_prompt(sent: &Outgoing<'_>) -> u64 {
-    match crate::tokens::counter(crate::tokens::DEFAULT_COUNTER) {
-        Ok(c) => sent.messages.iter().map(|m| c.count_message(m)).sum(),
-        Err(_) => 0,
+/// counted, so the count is a lower bound of what the server sees), until the sum reaches
+/// `at_least` (the rest cannot change a comparison with `at_least`).
+fn counted_prompt(sent: &Outgoing<'_>, at_least: u64) -> u64 {
+    // DEFAULT_COUNTER (o200k), as the BPE counter itself: it can stop inside a message.
+    let c = crate::tokens::BpeCounter::o200k();
+    let mut sum = 0u64;
+    for m in sent.messages {
+        if sum >= at_least {
+            break;
+        }
+        sum += c.count_message_up_to(m, at_least - sum);
     }
+    sum
 }
 
 /// True when `reported` prompt tokens are below [`PROMPT_TRUNCATION_RATIO`] of ctxbench's own
-/// count (computed only when the report is small enough to matter).
-pub(crate) fn prompt_truncated(reported: u64, counted: impl FnOnce() -> u64) -> bool {
+/// count (computed only when the report is small enough to matter). `counted(at_least)` may
+/// stop counting once its count reaches `at_least`: the answer is the same for every count from
+/// there on (counting a long prompt costs ~1 ms of CPU; a server that reports far fewer tokens
+/// than a long prompt has is known to have cut it after the first messages).
+pub(crate) fn prompt_truncated(reported: u64, counted: impl FnOnce(u64) -> u64) -> bool {
     use super::request::{PROMPT_TRUNCATION_MIN_TOKENS, PROMPT_TRUNCATION_RATIO};
     if reported == 0 {
         return false;
     }
-    let counted = counted();
+    let counted = counted(truncation_threshold(reported));
     counted >= PROMPT_TRUNCATION_MIN_TOKENS
         && (reported as f64) < PROMPT_TRUNCATION_RATIO * counted as f64
+}
+
+/// The smallest count of a prompt at which `reported` prompt tokens mean it was cut: every count
+/// at or above it answers [`prompt_truncated`] with true, every count below with false.
+fn truncation_threshold(reported: u64) -> u64 {
+    use super::request::{PROMPT_TRUNCATION_MIN_TOKENS, PROMPT_TRUNCATION_RATIO};
+    let cut = |n: u64| (reported as f64) < PROMPT_TRUNCATION_RATIO * n as f64;
+    if reported > 1 << 40 {
+        // Past f64's exact integers the stepping below may not move: count everything.
+        return u64::MAX;
+    }
+    // reported / ratio, then stepped to the exact boundary of the float comparison.
+    let mut n = ((reported as f64) / PROMPT_TRUNCATION_RATIO) as u64;
+    while n > 0 && cut(n - 1) {
+        n -= 1;
+    }
+    while !cut(n) {
+        n += 1;
+    }
+    n.max(PROMPT_TRUNCATION_MIN_TOKENS)
 }
 
 /// Definitions for the tools a history's calls and results name (in order of first use), for
@@ -470,10 +502,18 @@ pub(crate) fn tools_of_history(messages: &[Message]) -> Vec<super::ToolDef> {
         .collect()
 }
 
-/// Capacity to reserve for an encoded body: the texts it carries plus room for the JSON around
-/// each message (escapes may still grow it).
+/// Capacity to reserve for an encoded body: the texts it carries, an eighth more for escapes
+/// (newlines and quotes: ~8% of the needle sweep's ~75 KB bodies), room for the JSON around
+/// each message and tool call. Too small a guess costs a doubling copy of the whole body.
 fn encoded_size_hint(r: &Outgoing<'_>) -> usize {
-    let texts: usize = r.messages.iter().map(|m| m.content.len() + 64).sum();
+    let texts: usize = r
+        .messages
+        .iter()
+        .map(|m| {
+            let calls: usize = m.tool_calls.iter().map(|c| c.name.len() + 256).sum();
+            m.content.len() + m.content.len() / 8 + 64 + calls
+        })
+        .sum();
     texts + 1024 * (1 + r.tools.len())
 }
 
@@ -634,6 +674,63 @@ mod tests {
         ] {
             assert_eq!(is_loopback(&Url::parse(u).unwrap()), want, "{u}");
         }
+    }
+
+    #[test]
+    fn truncation_answer_is_the_same_with_a_count_stopped_at_the_threshold() {
+        use crate::providers::request::{PROMPT_TRUNCATION_MIN_TOKENS, PROMPT_TRUNCATION_RATIO};
+        let full = |reported: u64, counted: u64| {
+            reported > 0
+                && counted >= PROMPT_TRUNCATION_MIN_TOKENS
+                && (reported as f64) < PROMPT_TRUNCATION_RATIO * counted as f64
+        };
+        for reported in (0..3000).chain([9_999, 16_000, 123_457, 1 << 41]) {
+            for counted in (0..4000).step_by(7).chain([20_000, 155_555, 1 << 42]) {
+                // A counter that stops once it reaches the limit it is given, overshooting by
+                // up to one message.
+                let stopped = |at_least: u64| {
+                    if counted >= at_least {
+                        at_least.saturating_add(counted % 13).min(counted)
+                    } else {
+                        counted
+                    }
+                };
+                assert_eq!(
+                    prompt_truncated(reported, stopped),
+                    full(reported, counted),
+                    "reported {reported}, counted {counted}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_prompt_is_counted_only_up_to_the_threshold() {
+        let messages: Vec<Message> = (0..200)
+            .map(|i| Message::user(format!("message {i} ").repeat(40)))
+            .collect();
+        let sent = Outgoing {
+            model: "m",
+            messages: &messages,
+            tools: &[],
+            sampling: std::borrow::Cow::Owned(Default::default()),
+            prompt_cache: false,
+        };
+        let whole = counted_prompt(&sent, u64::MAX);
+        // The whole count is the default counter's, message by message.
+        let default = crate::tokens::counter(crate::tokens::DEFAULT_COUNTER).unwrap();
+        let by_default: u64 = messages.iter().map(|m| default.count_message(m)).sum();
+        assert_eq!(whole, by_default);
+        let first = counted_prompt(&sent, 1);
+        assert!(
+            whole > 20_000 && first > 0 && first < 200,
+            "{whole} {first}"
+        );
+        let stopped = counted_prompt(&sent, 512);
+        assert!((512..530).contains(&stopped), "{stopped}");
+        // A server reporting 100 tokens cut this prompt; one reporting most of it did not.
+        assert!(prompt_truncated(100, |n| counted_prompt(&sent, n)));
+        assert!(!prompt_truncated(whole, |n| counted_prompt(&sent, n)));
     }
 
     #[test]

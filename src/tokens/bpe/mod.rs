@@ -181,6 +181,56 @@ pub fn safe_splits(b: &[u8], chunk: usize) -> Vec<std::ops::Range<usize>> {
     out
 }
 
+/// Counts that may stop early, for a caller that only compares a count with a limit (the
+/// provider's check that a server did not cut a prompt).
+impl BpeCounter {
+    /// [`Self::count`] of `text` if it is below `limit`; else a count at least `limit` and at
+    /// most the whole count (the walk stops at the first piece that reaches `limit`).
+    pub fn count_up_to(&self, text: &str, limit: u64) -> u64 {
+        if text.len() >= PARALLEL_MIN_BYTES {
+            return self.count(text);
+        }
+        let enc = self.encoding;
+        let bpe = &enc.tokenizer().bpe;
+        let b = text.as_bytes();
+        let mut total = 0u64;
+        with_piece_cache(enc, |cache| {
+            let mut i = 0;
+            while i < b.len() && total < limit {
+                let end = piece_end(enc, b, i);
+                total += cache.count(bpe, b, i, end);
+                i = end;
+            }
+        });
+        total
+    }
+
+    /// [`TokenCounter::count_message`] of `message` if it is below `limit`; else a count at
+    /// least `limit` and at most the whole count.
+    pub fn count_message_up_to(&self, message: &Message, limit: u64) -> u64 {
+        let left = |n: u64| limit.saturating_sub(n);
+        let mut n = TOKENS_PER_MESSAGE + self.count(message.role.as_str());
+        n += self.count_up_to(&message.content, left(n));
+        if n >= limit {
+            return n;
+        }
+        if let Some(name) = &message.name {
+            n += self.count_up_to(name, left(n)) + TOKENS_PER_NAME;
+        }
+        if let Some(id) = &message.tool_call_id {
+            n += self.count_up_to(id, left(n));
+        }
+        for call in &message.tool_calls {
+            if n >= limit {
+                break;
+            }
+            n += self.count_up_to(&call.name, left(n));
+            n += self.count_up_to(&json_text(&call.arguments), left(n));
+        }
+        n
+    }
+}
+
 impl TokenCounter for BpeCounter {
     fn name(&self) -> &str {
         self.encoding.name()

@@ -70,6 +70,57 @@ fn message_framing_follows_the_cookbook_recipe() {
 }
 
 #[test]
+fn counts_up_to_a_limit_are_exact_below_it_and_reach_it_otherwise() {
+    let c = BpeCounter::o200k();
+    let call = ToolCall {
+        id: "call_1".into(),
+        name: "read_file".into(),
+        arguments: serde_json::json!({"path": "/a.txt", "limit": 10, "note": "x ".repeat(300)}),
+    };
+    let long = "Some prose, numbers 12345 and \u{4f60}\u{597d} text.\n".repeat(40);
+    let mut named = Message::user(long.clone());
+    named.name = Some("alice".into());
+    let messages = [
+        Message::user(long.clone()),
+        named,
+        Message::assistant(long.clone(), vec![call.clone(), call]),
+        Message::tool("call_1", "read_file", long.clone()),
+        Message::system(""),
+    ];
+    for m in &messages {
+        let whole = c.count_message(m);
+        assert_eq!(c.count_message_up_to(m, u64::MAX), whole);
+        for limit in [
+            0,
+            1,
+            2,
+            5,
+            17,
+            100,
+            511,
+            whole / 2,
+            whole - 1,
+            whole,
+            whole + 1,
+        ] {
+            let n = c.count_message_up_to(m, limit);
+            if whole < limit {
+                assert_eq!(n, whole, "limit {limit}");
+            } else {
+                assert!(
+                    (limit..=whole).contains(&n),
+                    "limit {limit}: {n} of {whole}"
+                );
+            }
+        }
+    }
+    let whole = c.count(&long);
+    assert_eq!(c.count_up_to(&long, whole + 1), whole);
+    let n = c.count_up_to(&long, 50);
+    assert!((50..60).contains(&n), "{n}");
+}
+
+#[test]
 fn unparsed_string_arguments_count_as_raw_text() {
     let c = BpeCounter::o200k();
     let raw = ToolCall {
