@@ -3,6 +3,9 @@
 # traces x 5 variants x 10 needle samples, offline agent and summarizer), N runs of each binary
 # given, interleaved (A B A B ...), under /usr/bin/time. Prints per run and the median: CPU ms
 # per unit (user+sys), the system share, wall, peak RSS, load average.
+# Each run writes its own run directory, all removed at the end: on ext4, creating files right
+# after deleting many (the previous run) scans the recently freed inodes, which puts the
+# benchmark's own clean-up into the next run's system time.
 # Usage: bash benches/needle/offline.sh [-n RUNS] BINARY [BINARY...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -10,11 +13,12 @@ runs=5
 if [ "${1:-}" = "-n" ]; then runs=$2; shift 2; fi
 [ $# -ge 1 ] || set -- target/release/ctxbench
 out=$(mktemp -d)
+n=0
 trap 'rm -rf "$out"' EXIT
 for i in $(seq "$runs"); do
   for bin in "$@"; do
-    rm -rf "$out/run"
-    /usr/bin/time -v "$bin" run benches/needle-sweep.toml -q -o "$out/run" >/dev/null 2>"$out/time"
+    n=$((n + 1))
+    /usr/bin/time -v "$bin" run benches/needle-sweep.toml -q -o "$out/run$n" >/dev/null 2>"$out/time"
     python3 - "$out/time" "$bin" "$(cut -d' ' -f1 /proc/loadavg)" >>"$out/rows" <<'PY'
 import re, sys
 t = open(sys.argv[1]).read()
