@@ -12,6 +12,7 @@ import asyncio
 import json
 import signal
 import sys
+import time
 
 BODY = json.dumps({
     "id": "mock", "object": "chat.completion", "model": "mock",
@@ -22,6 +23,23 @@ BODY = json.dumps({
 
 served = 0
 connections = 0
+# When the first call arrived and the last answer left (wall clock), and the integral of calls in
+# flight over that span: its mean says how well the client kept its call slots busy.
+first = last = mark = None
+in_flight = 0
+busy = 0.0
+
+
+def account(delta):
+    global first, last, mark, in_flight, busy
+    now = time.time()
+    if first is None:
+        first = now
+    if mark is not None:
+        busy += in_flight * (now - mark)
+    mark = now
+    in_flight += delta
+    last = now
 
 
 async def handle(reader, writer, delay):
@@ -36,7 +54,9 @@ async def handle(reader, writer, delay):
                     length = int(line.split(b":", 1)[1])
             if length:
                 await reader.readexactly(length)
+            account(+1)
             await asyncio.sleep(delay)
+            account(-1)
             served += 1
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                          b"Content-Length: %d\r\n\r\n" % len(BODY) + BODY)
@@ -60,6 +80,10 @@ async def main():
         loop.add_signal_handler(s, stop.set)
     await stop.wait()
     print(f"served {served} requests on {connections} connections", file=sys.stderr, flush=True)
+    if first is not None:
+        span = last - first
+        print(f"calls from {first:.3f} to {last:.3f}, mean in flight "
+              f"{busy / span if span > 0 else 0:.2f} (epoch seconds)", file=sys.stderr, flush=True)
 
 
 asyncio.run(main())

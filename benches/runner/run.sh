@@ -20,15 +20,18 @@ if [ -n "${NEEDLE_SWEEP:-}" ]; then
          --set 'providers.agent.model="mock"' --set 'providers.agent.api_key_env="MOCK_OPENAI_KEY"'
          --set providers.agent.max_retries=0 --set providers.agent.concurrency=32)
 fi
+started=$(date +%s.%N)
 MOCK_OPENAI_KEY=x ${WRAP:-} /usr/bin/time -v "$bin" run "${suite[@]}" --no-cache -q \
   --set "providers.agent.base_url=\"http://127.0.0.1:$port/v1\"" >/dev/null 2>"$tlog" || { cat "$tlog"; exit 1; }
+ended=$(date +%s.%N)
 # The mock's own CPU (it shares the cores): utime + stime of its process, in clock ticks.
 mock_cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' /proc/$mock/stat)
 kill $mock; wait $mock 2>/dev/null || true; trap - EXIT
 calls=$(grep -o 'served [0-9]*' "$log" | cut -d' ' -f2)
 conns=$(grep -o 'on [0-9]* connections' "$log" | cut -d' ' -f2)
 load=$(cut -d' ' -f1-3 /proc/loadavg)
-python3 - "$tlog" "$calls" "$delay_ms" "$load" "$conns" "$mock_cpu" <<'PY'
+span=$(grep -o 'calls from [0-9.]* to [0-9.]*, mean in flight [0-9.]*' "$log" | awk '{sub(",", "", $5); print $3, $5, $9}' || true)
+python3 - "$tlog" "$calls" "$delay_ms" "$load" "$conns" "$mock_cpu" "$started $ended $span" <<'PY'
 import re, sys
 t = open(sys.argv[1]).read()
 calls, delay, load = int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
@@ -47,4 +50,12 @@ mock = float(sys.argv[6])
 print(f"mock server cpu {mock:.2f} s ({mock/units*1000:.2f} ms/unit); both {cpu+mock:.2f} s")
 print(f"ideal {ideal:.2f} s (ceil({units}/{conc}) x {per_unit:g} calls x {delay:g} ms)  ratio {wall/ideal:.2f}x  "
       f"(one round a unit: {rounds:.2f} s, {wall/rounds:.2f}x)  load {load}")
+# Where the wall time went: before the first call reached the server (start-up, trace loading,
+# the first replays), the calls (and how many of the call slots were busy on average), and after
+# the last answer (the last units' scoring, run.json, the reports, the stores' pruning).
+t = sys.argv[7].split()
+if len(t) == 5:
+    started, ended, first, last, busy = map(float, t)
+    print(f"before the first call {first - started:.2f} s, calls {last - first:.2f} s "
+          f"(mean {busy:.1f} of {conc} slots busy), after the last {ended - last:.2f} s")
 PY
