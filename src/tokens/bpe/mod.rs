@@ -113,13 +113,19 @@ impl BpeCounter {
     }
 
     fn count_serial(&self, text: &str) -> u64 {
+        self.count_serial_up_to(text, u64::MAX)
+    }
+
+    /// The pieces of `text` counted on this thread, in order, until the count reaches `limit`
+    /// (`u64::MAX`: all of them).
+    fn count_serial_up_to(&self, text: &str, limit: u64) -> u64 {
         let enc = self.encoding;
         let bpe = &enc.tokenizer().bpe;
         let b = text.as_bytes();
         let mut total = 0u64;
         with_piece_cache(enc, |cache| {
             let mut i = 0;
-            while i < b.len() {
+            while i < b.len() && total < limit {
                 let end = piece_end(enc, b, i);
                 total += cache.count(bpe, b, i, end);
                 i = end;
@@ -190,19 +196,7 @@ impl BpeCounter {
         if text.len() >= PARALLEL_MIN_BYTES {
             return self.count(text);
         }
-        let enc = self.encoding;
-        let bpe = &enc.tokenizer().bpe;
-        let b = text.as_bytes();
-        let mut total = 0u64;
-        with_piece_cache(enc, |cache| {
-            let mut i = 0;
-            while i < b.len() && total < limit {
-                let end = piece_end(enc, b, i);
-                total += cache.count(bpe, b, i, end);
-                i = end;
-            }
-        });
-        total
+        self.count_serial_up_to(text, limit)
     }
 
     /// [`TokenCounter::count_message`] of `message` if it is below `limit`; else a count at
@@ -241,18 +235,8 @@ impl TokenCounter for BpeCounter {
     }
 
     fn count_message(&self, message: &Message) -> u64 {
-        let mut n =
-            TOKENS_PER_MESSAGE + self.count(message.role.as_str()) + self.count(&message.content);
-        if let Some(name) = &message.name {
-            n += self.count(name) + TOKENS_PER_NAME;
-        }
-        if let Some(id) = &message.tool_call_id {
-            n += self.count(id);
-        }
-        for call in &message.tool_calls {
-            n += self.count(&call.name) + self.count(&json_text(&call.arguments));
-        }
-        n
+        // With no limit, every part is counted whole (`count_up_to` is `count` then).
+        self.count_message_up_to(message, u64::MAX)
     }
 
     fn count_tools(&self, tools: &[serde_json::Value]) -> u64 {

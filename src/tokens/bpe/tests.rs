@@ -88,8 +88,9 @@ fn counts_up_to_a_limit_are_exact_below_it_and_reach_it_otherwise() {
         Message::system(""),
     ];
     for m in &messages {
+        // `count_message` is `count_message_up_to` without a limit, pinned to the cookbook's
+        // recipe by `message_framing_follows_the_cookbook_recipe`.
         let whole = c.count_message(m);
-        assert_eq!(c.count_message_up_to(m, u64::MAX), whole);
         for limit in [
             0,
             1,
