@@ -44,7 +44,8 @@ pub struct UnitOutput {
     /// `ctxbench run --verbose` prints it as the unit fails).
     pub causes: Vec<String>,
     /// The unit's offload store when it was held in memory (not recorded in the sample): the
-    /// runner writes it to the run's pack file when it may be kept (`stores::StorePolicy`).
+    /// runner writes it when it may be kept (`stores::StorePolicy`: to its directory or the
+    /// run's pack file).
     pub store: Option<Arc<BTreeMap<String, Vec<u8>>>>,
 }
 
@@ -214,8 +215,8 @@ pub struct DispatchOptions {
     pub interrupt_grace: Duration,
     /// Print each failed unit's error with its chain of causes (`run --verbose`).
     pub verbose: bool,
-    /// Which offload stores held in memory are written to the run's pack file as their unit
-    /// ends (`stores::StorePolicy`; `run --keep-stores`: all).
+    /// Which offload stores held in memory are written as their unit ends, and where
+    /// (`stores::StorePolicy`; `run --keep-stores`: all, as directories).
     pub stores: super::stores::StorePolicy,
 }
 
@@ -231,8 +232,15 @@ fn failure_text(unit: &str, e: &UnitError, causes: &[String]) -> String {
 }
 
 /// A finished unit as its task hands it to the dispatcher: the unit, its output, its latency
-/// in ms, and why its offload store could not be written if it could not.
-type Done = (Arc<Unit>, UnitOutput, u64, Option<String>);
+/// in ms, why its offload store could not be written if it could not, and the store when the
+/// dispatcher holds it (`stores::Route::Hold`).
+type Done = (
+    Arc<Unit>,
+    UnitOutput,
+    u64,
+    Option<String>,
+    Option<super::stores::HeldStore>,
+);
 
 /// How long running units may take to finish after the first interrupt.
 pub const DEFAULT_INTERRUPT_GRACE: Duration = Duration::from_secs(10);
@@ -280,6 +288,9 @@ where
         crate::record::RunDir::new(&opts.context.run_dir).stores_pack(),
     ));
     let stores = Arc::new(opts.stores.clone());
+    let run_dir = crate::record::RunDir::new(&opts.context.run_dir);
+    // Baseline stores waiting for the rest of their pairing key: about one per unit in flight.
+    let mut held = super::stores::HeldStores::new(&opts.stores, concurrency.max(8));
     let mut pack_warned = false;
     let mut running: JoinSet<Done> = JoinSet::new();
     let mut by_task: HashMap<tokio::task::Id, Arc<Unit>> = HashMap::new();
@@ -322,6 +333,7 @@ where
             let u = unit.clone();
             let packs = packs.clone();
             let stores = stores.clone();
+            let store_dir = run_dir.unit_store(&unit.id);
             let handle = running.spawn(async move {
                 let mut permits = Vec::with_capacity(unit_sems.len());
                 for s in &unit_sems {
@@ -333,19 +345,28 @@ where
                 drop(permits);
                 // The store the unit held in memory, written here (on the unit's thread, so
                 // its buffers are freed where the unit's other buffers are; the sample is made
-                // and freed on the dispatcher's) if pruning may keep it, else a marker that
-                // says it was not (`stores::prune` counts a missing one). A store written
-                // before its sample is journaled is harmless: a unit without a sample runs
-                // again on `--resume`, and its later record counts.
+                // and freed on the dispatcher's) where `stores::StorePolicy::route` says: its
+                // directory when pruning keeps it whatever the other units do, the pack file
+                // when pruning may keep it, else a marker that says it was not written
+                // (`stores::prune` counts a missing one; a held store's marker comes first,
+                // so a store lost with the process counts too). A store written before its
+                // sample is journaled is harmless: a unit without a sample runs again on
+                // `--resume` (its directory removed as it starts), and its later store counts.
+                use super::stores::Route;
+                let mut hold = None;
                 let store_error = out.store.take().and_then(|files| {
-                    let written = if stores.wants_output(&u, &out) {
-                        packs.append(&u.id, &files)
-                    } else {
-                        packs.skip(&u.id)
+                    let written = match stores.route_output(&u, &out) {
+                        Route::Dir => crate::engine::store::write_files(&files, &store_dir),
+                        Route::Pack => packs.append(&u.id, &files),
+                        Route::Skip => packs.skip(&u.id),
+                        Route::Hold => {
+                            hold = Some((u.id.clone(), files));
+                            packs.skip(&u.id)
+                        }
                     };
                     written.err().map(|e| e.to_string())
                 });
-                (u, out, ms, store_error)
+                (u, out, ms, store_error, hold)
             });
             by_task.insert(handle.id(), unit);
         }
@@ -355,7 +376,7 @@ where
         tokio::select! {
             joined = running.join_next_with_id() => {
                 let Some(joined) = joined else { continue };
-                let (unit, out, ms, store_error) = match joined {
+                let (unit, out, ms, mut store_error, hold) = match joined {
                     Ok((id, done)) => {
                         by_task.remove(&id);
                         done
@@ -367,12 +388,18 @@ where
                             continue;
                         }
                         let msg = panic_message(e);
-                        (unit, UnitOutput::failed("panic", msg), 0, None)
+                        (unit, UnitOutput::failed("panic", msg), 0, None, None)
                     }
                 };
                 if opts.verbose {
                     if let Some(e) = &out.error {
                         progress.println(&failure_text(&unit.id, e, &out.causes));
+                    }
+                }
+                let sample = out.into_sample(&unit, ms);
+                for (id, files) in held.ended(&sample, hold) {
+                    if let Err(e) = packs.append(&id, &files) {
+                        store_error.get_or_insert(e.to_string());
                     }
                 }
                 if let Some(e) = store_error {
@@ -384,7 +411,6 @@ where
                         ));
                     }
                 }
-                let sample = out.into_sample(&unit, ms);
                 if let Err(e) = journal.append(&sample) {
                     running.abort_all();
                     while running.join_next().await.is_some() {}
@@ -430,6 +456,17 @@ where
                     running.len()
                 ));
                 running.abort_all();
+            }
+        }
+    }
+    // Stores whose key did not end in this process: pruning decides from the whole run.
+    for (id, files) in held.rest() {
+        if let Err(e) = packs.append(&id, &files) {
+            if !pack_warned {
+                pack_warned = true;
+                progress.println(&format!(
+                    "warning: offload store of unit {id} not written: {e}"
+                ));
             }
         }
     }

@@ -18,23 +18,48 @@ use crate::record::{RunDir, RunInfo, Sample};
 use crate::report::html::Status;
 use crate::report::shown::shown_in_full;
 use crate::report::ReportModel;
-use std::collections::HashSet;
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 
-/// Which stores held in memory the runner writes to the run's pack file as each unit ends.
+/// Where the store a unit held in memory goes as the unit ends ([`StorePolicy::route`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// Straight into its directory `stores/<unit-id>/`: pruning keeps it whatever the other
+    /// units do (or the run keeps every store).
+    Dir,
+    /// A record of the run's pack file: pruning may keep it, which only the whole run's
+    /// samples tell; the end of the run unpacks it if kept.
+    Pack,
+    /// Held by the runner ([`HeldStores`]) until every unit of its pairing key has ended: a
+    /// baseline's store is kept when a unit of its key fails its verdict. A marker record
+    /// is written as the unit ends, so a store lost with the process still counts as missing.
+    Hold,
+    /// Not written (a marker record: pruning can tell a store it would keep was not written).
+    Skip,
+}
+
+/// Which stores held in memory the runner writes as each unit ends, and where ([`Route`]).
 #[derive(Debug, Clone, Default)]
 pub enum StorePolicy {
-    /// Every one (`run --keep-stores`; resumed and sharded runs, whose final selection depends
-    /// on samples this process does not see).
+    /// Every one, those pruning keeps whatever the other units do as directories, the rest to
+    /// the pack file (resumed and sharded runs, whose final selection depends on samples this
+    /// process does not see).
     #[default]
     All,
+    /// Every one, as a directory (`run --keep-stores`: every store is kept).
+    Dirs,
     /// Those [`prune`] may keep: a unit that errored, is flagged or failed its verdict; a unit
     /// of the pairing keys report.html shows (a function of the plan: computed from it before
     /// the run, see [`StorePolicy::for_plan`]); and a unit of the baseline variant (report.html
-    /// also shows the baseline of a failed verdict, which is known only once that unit ends).
+    /// also shows the baseline of a failed verdict, which is known only once every unit of
+    /// its key has ended).
     Kept {
         shown: HashSet<String>,
         baseline: Option<String>,
+        /// Units of a pairing key: one a variant.
+        variants: usize,
     },
 }
 
@@ -66,14 +91,15 @@ impl StorePolicy {
         StorePolicy::Kept {
             shown,
             baseline: (plan.variants.len() > 1).then(|| plan.baseline.clone()),
+            variants: plan.variants.len(),
         }
     }
 
-    /// [`StorePolicy::wants`] of the sample `out` will make for `unit`, from the few fields
+    /// [`StorePolicy::route`] of the sample `out` will make for `unit`, from the few fields
     /// the decision reads (the unit's thread decides; the sample is made on the dispatcher's).
-    pub fn wants_output(&self, unit: &super::Unit, out: &super::UnitOutput) -> bool {
-        if matches!(self, StorePolicy::All) {
-            return true;
+    pub fn route_output(&self, unit: &super::Unit, out: &super::UnitOutput) -> Route {
+        if matches!(self, StorePolicy::Dirs) {
+            return Route::Dir;
         }
         let mut probe = Sample::builder()
             .unit_id(&unit.id)
@@ -83,19 +109,144 @@ impl StorePolicy {
         probe.error = out.error.clone();
         probe.scores = out.scores.clone();
         probe.compactions = out.compactions.clone();
-        self.wants(&probe)
+        self.route(&probe)
     }
 
-    /// Whether the store of the unit that recorded `sample` is written.
-    pub fn wants(&self, sample: &Sample) -> bool {
+    /// Where the store of the unit that recorded `sample` goes. Pruning keeps every unit that
+    /// errored or is flagged, and the units of the keys report.html shows: those go to their
+    /// directory at once. A failed verdict is kept only among the first few of its variant,
+    /// so it goes to the pack; so does a baseline's store when its key's other units are not
+    /// all known to this process.
+    pub fn route(&self, sample: &Sample) -> Route {
+        let status = Status::of(&sample.row());
         match self {
-            StorePolicy::All => true,
-            StorePolicy::Kept { shown, baseline } => {
-                Status::of(&sample.row()) <= Status::Fail
-                    || shown.contains(&sample.unit_id)
-                    || baseline.as_deref() == Some(sample.variant.as_str())
+            StorePolicy::Dirs => Route::Dir,
+            StorePolicy::All if status <= Status::Flagged => Route::Dir,
+            StorePolicy::All => Route::Pack,
+            StorePolicy::Kept {
+                shown, baseline, ..
+            } => {
+                if status <= Status::Flagged || shown.contains(&sample.unit_id) {
+                    Route::Dir
+                } else if status == Status::Fail {
+                    Route::Pack
+                } else if baseline.as_deref() == Some(sample.variant.as_str()) {
+                    Route::Hold
+                } else {
+                    Route::Skip
+                }
             }
         }
+    }
+
+    /// Whether the store of the unit that recorded `sample` is written (now or later).
+    pub fn wants(&self, sample: &Sample) -> bool {
+        self.route(sample) != Route::Skip
+    }
+}
+
+/// A held store: its unit's id and files.
+pub type HeldStore = (String, Arc<BTreeMap<String, Vec<u8>>>);
+
+/// The baseline stores the runner holds ([`Route::Hold`]) until every unit of their pairing key
+/// has ended: a key with a failed verdict sends its baseline's store to the pack file (pruning
+/// may show it), any other drops it (its marker record says it was not written). At most
+/// `cap` stores are held (the oldest go to the pack beyond that), so a plan whose variants of
+/// a key run far apart holds no more than about its units in flight; whatever is still held
+/// when dispatching ends (units not run: budget, interrupt) goes to the pack.
+#[derive(Debug, Default)]
+pub struct HeldStores {
+    /// Units of a key (0: nothing is held, nothing tracked).
+    variants: usize,
+    cap: usize,
+    /// Keys with some but not all units ended.
+    open: FxHashMap<u64, OpenKey>,
+    /// Held stores by age: sequence number → key.
+    order: BTreeMap<u64, u64>,
+    next: u64,
+}
+
+#[derive(Debug, Default)]
+struct OpenKey {
+    ended: usize,
+    failed: bool,
+    store: Option<(u64, HeldStore)>,
+}
+
+impl HeldStores {
+    /// What `policy` holds, at most `cap` stores at once.
+    pub fn new(policy: &StorePolicy, cap: usize) -> HeldStores {
+        let variants = match policy {
+            StorePolicy::Kept {
+                baseline: Some(_),
+                variants,
+                ..
+            } => *variants,
+            _ => 0,
+        };
+        HeldStores {
+            variants,
+            cap: cap.max(1),
+            ..HeldStores::default()
+        }
+    }
+
+    /// Stores held now.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// The unit that recorded `sample` ended, holding `store` when routed [`Route::Hold`].
+    /// Returns the stores to append to the pack file now.
+    pub fn ended(&mut self, sample: &Sample, store: Option<HeldStore>) -> Vec<HeldStore> {
+        let mut out = Vec::new();
+        if self.variants == 0 {
+            out.extend(store);
+            return out;
+        }
+        let key = sample.pair_hash();
+        let entry = self.open.entry(key).or_default();
+        entry.ended += 1;
+        entry.failed |= Status::of(&sample.row()) == Status::Fail;
+        if let Some(store) = store {
+            let seq = self.next;
+            self.next += 1;
+            if let Some((old, prev)) = entry.store.replace((seq, store)) {
+                self.order.remove(&old);
+                out.push(prev);
+            }
+            self.order.insert(seq, key);
+        }
+        if entry.ended >= self.variants {
+            let done = self.open.remove(&key).unwrap_or_default();
+            if let Some((seq, store)) = done.store {
+                self.order.remove(&seq);
+                if done.failed {
+                    out.push(store);
+                }
+            }
+        }
+        while self.order.len() > self.cap {
+            let Some((_, key)) = self.order.pop_first() else { break };
+            if let Some((_, store)) = self.open.get_mut(&key).and_then(|k| k.store.take()) {
+                out.push(store);
+            }
+        }
+        out
+    }
+
+    /// Every store still held (dispatching ended before all units of their key ran).
+    pub fn rest(self) -> Vec<HeldStore> {
+        let mut open = self.open;
+        self.order
+            .into_values()
+            .filter_map(|key| open.get_mut(&key).and_then(|k| k.store.take()))
+            .map(|(_, s)| s)
+            .collect()
     }
 }
 
@@ -137,6 +288,9 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(e),
     };
+    // Kept stores already in their directory (written as their unit ended, or by an earlier
+    // prune).
+    let mut in_dirs = std::collections::BTreeSet::new();
     for entry in entries.into_iter().flatten() {
         let entry = entry?;
         let name = entry.file_name();
@@ -145,6 +299,9 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
         let meta = std::fs::symlink_metadata(&path)?;
         if keep.contains(name.as_ref()) {
             out.kept += 1;
+            if meta.is_dir() {
+                in_dirs.insert(name.into_owned());
+            }
             continue;
         }
         out.removed += 1;
@@ -174,6 +331,9 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
             } else {
                 out.removed += 1;
             }
+        } else if in_dirs.contains(unit) {
+            // Its directory came later (a unit that runs again starts with its directory
+            // removed, so a directory left is the last run's): the record is stale.
         } else if keep.contains(unit) {
             if unpacked.insert(unit.to_string()) {
                 out.kept += 1;
@@ -187,7 +347,10 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
         }
         Ok(())
     })?;
-    out.missing = unwritten.difference(&unpacked).count();
+    out.missing = unwritten
+        .difference(&unpacked)
+        .filter(|u| !in_dirs.contains(*u))
+        .count();
     out.kept += out.missing;
     if !dry_run {
         match std::fs::remove_file(&pack) {
@@ -235,6 +398,7 @@ mod tests {
         let policy = StorePolicy::Kept {
             shown: ["shown".to_string()].into_iter().collect(),
             baseline: Some("base".into()),
+            variants: 2,
         };
         let unit = |id: &str, variant: &str, passed: bool| {
             Sample::builder()
@@ -293,11 +457,11 @@ mod tests {
         for (id, variant) in [("shown", "b"), ("x", "base"), ("x", "b")] {
             let u = plan_unit(id, variant);
             for out in &outs {
-                let w = policy.wants_output(&u, out);
-                wanted += usize::from(w);
+                let r = policy.route_output(&u, out);
+                wanted += usize::from(r != Route::Skip);
                 assert_eq!(
-                    w,
-                    policy.wants(&out.clone().into_sample(&u, 0)),
+                    r,
+                    policy.route(&out.clone().into_sample(&u, 0)),
                     "{id} {variant} {out:?}"
                 );
             }
