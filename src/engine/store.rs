@@ -994,7 +994,8 @@ mod tests {
                 .unwrap();
             s.write("/large_tool_results/a", b"replaced").unwrap();
             s.write("/top", b"").unwrap();
-            s.write("/large_tool_results/b", b"two in one folder").unwrap();
+            s.write("/large_tool_results/b", b"two in one folder")
+                .unwrap();
         }
         let files = mem.materialize();
         assert_eq!(files["conversation_history/s.md"], b"one\nzzz");

@@ -231,7 +231,9 @@ impl HeldStores {
             }
         }
         while self.order.len() > self.cap {
-            let Some((_, key)) = self.order.pop_first() else { break };
+            let Some((_, key)) = self.order.pop_first() else {
+                break;
+            };
             if let Some((_, store)) = self.open.get_mut(&key).and_then(|k| k.store.take()) {
                 out.push(store);
             }
@@ -470,6 +472,100 @@ mod tests {
     }
 
     #[test]
+    fn routes_kept_stores_to_their_directory_and_undecided_ones_to_the_pack() {
+        let policy = StorePolicy::Kept {
+            shown: ["shown".to_string()].into_iter().collect(),
+            baseline: Some("base".into()),
+            variants: 2,
+        };
+        let unit = |id: &str, variant: &str, passed: bool| {
+            Sample::builder()
+                .unit_id(id)
+                .variant(variant)
+                .passed(passed)
+                .build()
+        };
+        let mut flagged = unit("x", "b", true);
+        flagged.compactions.insert("futile".into(), 1);
+        let mut errored = unit("x", "base", true);
+        errored.error = Some(crate::record::UnitError {
+            kind: "eval".into(),
+            message: "x".into(),
+        });
+        assert_eq!(policy.route(&unit("shown", "b", true)), Route::Dir);
+        assert_eq!(policy.route(&flagged), Route::Dir);
+        assert_eq!(policy.route(&errored), Route::Dir, "even the baseline's");
+        assert_eq!(
+            policy.route(&unit("x", "b", false)),
+            Route::Pack,
+            "a failed verdict is kept only among the first few"
+        );
+        assert_eq!(policy.route(&unit("x", "base", false)), Route::Pack);
+        assert_eq!(policy.route(&unit("x", "base", true)), Route::Hold);
+        assert_eq!(policy.route(&unit("x", "b", true)), Route::Skip);
+        // Resumed or sharded: every store, the certainly kept ones as directories.
+        assert_eq!(StorePolicy::All.route(&flagged), Route::Dir);
+        assert_eq!(StorePolicy::All.route(&unit("x", "b", true)), Route::Pack);
+        // --keep-stores: every store is a directory.
+        assert_eq!(StorePolicy::Dirs.route(&unit("x", "b", true)), Route::Dir);
+    }
+
+    #[test]
+    fn a_held_baseline_store_goes_to_the_pack_only_when_its_key_failed() {
+        let policy = StorePolicy::Kept {
+            shown: HashSet::new(),
+            baseline: Some("base".into()),
+            variants: 3,
+        };
+        let sample = |variant: &str, key: &str, passed: bool| {
+            Sample::builder()
+                .unit_id(format!("{variant}-{key}"))
+                .variant(variant)
+                .trace("t")
+                .eval("needle")
+                .sample(key)
+                .passed(passed)
+                .build()
+        };
+        let files = |id: &str| -> HeldStore {
+            let mut f = BTreeMap::new();
+            f.insert("a".to_string(), id.as_bytes().to_vec());
+            (id.to_string(), Arc::new(f))
+        };
+        let ids = |v: Vec<HeldStore>| v.into_iter().map(|(id, _)| id).collect::<Vec<_>>();
+        let mut held = HeldStores::new(&policy, 8);
+        // Key k1 passes everywhere: its baseline's store is dropped when the key ends.
+        assert!(held
+            .ended(&sample("base", "k1", true), Some(files("base-k1")))
+            .is_empty());
+        assert_eq!(held.len(), 1);
+        assert!(held.ended(&sample("b", "k1", true), None).is_empty());
+        assert!(held.ended(&sample("c", "k1", true), None).is_empty());
+        assert!(held.is_empty(), "dropped");
+        // Key k2 fails in variant c, which ends first: the baseline goes to the pack at the end.
+        assert!(held.ended(&sample("c", "k2", false), None).is_empty());
+        assert!(held
+            .ended(&sample("base", "k2", true), Some(files("base-k2")))
+            .is_empty());
+        assert_eq!(ids(held.ended(&sample("b", "k2", true), None)), ["base-k2"]);
+        // Beyond the cap, the oldest held store goes to the pack at once.
+        let mut small = HeldStores::new(&policy, 2);
+        for k in ["k3", "k4", "k5"] {
+            let out = small.ended(&sample("base", k, true), Some(files(&format!("base-{k}"))));
+            assert_eq!(ids(out), if k == "k5" { vec!["base-k3"] } else { vec![] });
+        }
+        assert_eq!(small.len(), 2);
+        // Keys that did not end (units not run) go to the pack when dispatching ends.
+        assert_eq!(ids(small.rest()), ["base-k4", "base-k5"]);
+        // A policy that holds nothing hands any store straight back.
+        let mut none = HeldStores::new(&StorePolicy::All, 8);
+        assert_eq!(
+            ids(none.ended(&sample("base", "k1", true), Some(files("x")))),
+            ["x"]
+        );
+    }
+
+    #[test]
     fn keeps_the_shown_stores_and_removes_the_rest_without_following_links() {
         let tmp = tempfile::tempdir().unwrap();
         let outside = tmp.path().join("outside");
@@ -530,6 +626,24 @@ mod tests {
             }
             samples.push(s);
         }
+        // A failed unit whose store went to its directory as it ended, after a stale record
+        // and a marker of an earlier attempt: counted once, kept as written, not missing.
+        std::fs::create_dir_all(dir.unit_store("u36")).unwrap();
+        std::fs::write(dir.unit_store("u36").join("a"), "fresh").unwrap();
+        let mut stale = std::collections::BTreeMap::new();
+        stale.insert("a".to_string(), b"stale".to_vec());
+        packs.append("u36", &stale).unwrap();
+        packs.skip("u36").unwrap();
+        let mut s = Sample::builder()
+            .unit_id("u36")
+            .trace("t36")
+            .passed(true)
+            .build();
+        s.error = Some(crate::record::UnitError {
+            kind: "eval".into(),
+            message: "x".into(),
+        });
+        samples.push(s);
         // A unit with no sample (interrupted) and a link out of the run.
         std::fs::create_dir_all(dir.unit_store("orphan")).unwrap();
         std::os::unix::fs::symlink(&outside, dir.unit_store("link")).unwrap();
@@ -538,7 +652,7 @@ mod tests {
 
         let dry = prune(&dir, &model, true).unwrap();
         assert_eq!(dry.kept, keep.len());
-        assert_eq!(dry.kept + dry.removed, 38);
+        assert_eq!(dry.kept + dry.removed, 39);
         assert_eq!(dry.missing, 1, "u34 is kept but was not written");
         assert!(dir.unit_store("u28").exists(), "a dry run removes nothing");
 
@@ -555,6 +669,11 @@ mod tests {
             "a failed unit's pack is unpacked"
         );
         assert!(!dir.stores_pack().exists(), "the pack file is removed");
+        assert_eq!(
+            std::fs::read(dir.unit_store("u36").join("a")).unwrap(),
+            b"fresh",
+            "a directory is never replaced by an older record"
+        );
         for id in keep.iter().filter(|id| *id != "u34") {
             assert!(dir.unit_store(id).exists(), "{id}");
         }
