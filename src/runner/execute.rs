@@ -103,6 +103,13 @@ pub type UnitFuture<'a> = Pin<Box<dyn Future<Output = UnitOutput> + Send + 'a>>;
 /// [`UnitOutput::error`].
 pub trait UnitExecutor: Send + Sync {
     fn execute<'a>(&'a self, unit: &'a Unit, ctx: &'a RunContext) -> UnitFuture<'a>;
+
+    /// `unit` waits on nothing outside the process (every provider it calls is offline): the
+    /// dispatcher then runs the whole unit on one rayon thread ([`on_one_thread`]) instead of
+    /// hopping between tokio's workers, rayon and back.
+    fn is_offline(&self, _unit: &Unit) -> bool {
+        false
+    }
 }
 
 /// Routes units to executors by eval name (`replay`, `needle`, …), so each eval plugs in on
@@ -126,6 +133,12 @@ impl Router {
 }
 
 impl UnitExecutor for Router {
+    fn is_offline(&self, unit: &Unit) -> bool {
+        self.by_eval
+            .get(&*unit.eval)
+            .is_some_and(|e| e.is_offline(unit))
+    }
+
     fn execute<'a>(&'a self, unit: &'a Unit, ctx: &'a RunContext) -> UnitFuture<'a> {
         match self.by_eval.get(&*unit.eval) {
             Some(e) => e.execute(unit, ctx),
@@ -138,12 +151,16 @@ impl UnitExecutor for Router {
 }
 
 /// Run CPU-bound work on rayon's global pool (all cores) and await its result. A panic in `f`
-/// is resumed in the awaiting task (where the dispatcher records it as a failed unit).
+/// is resumed in the awaiting task (where the dispatcher records it as a failed unit). Called
+/// on a rayon thread (a unit run there whole, [`on_one_thread`]), `f` runs in place.
 pub async fn cpu<T, F>(f: F) -> T
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
+    if rayon::current_thread_index().is_some() {
+        return f();
+    }
     let (tx, rx) = tokio::sync::oneshot::channel();
     rayon::spawn(move || {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
@@ -153,6 +170,50 @@ where
         Ok(Ok(v)) => v,
         Ok(Err(panic)) => std::panic::resume_unwind(panic),
         Err(_) => panic!("rayon worker dropped its result"),
+    }
+}
+
+/// Run the unit `exec` makes of `unit` on one rayon thread, start to end (its replay in place,
+/// [`cpu`]), inside the runtime of the caller (timers and tasks it starts work as on a worker).
+/// For units that wait on nothing outside the process: their allocations are made and freed
+/// on one thread, and the unit costs one hop to rayon and one back instead of one per step.
+/// A unit that does wait parks its rayon thread until woken.
+pub async fn on_one_thread(
+    exec: Arc<dyn UnitExecutor>,
+    unit: Arc<Unit>,
+    ctx: Arc<RunContext>,
+) -> UnitOutput {
+    let runtime = tokio::runtime::Handle::current();
+    cpu(move || {
+        let _entered = runtime.enter();
+        block_on(exec.execute(&unit, &ctx))
+    })
+    .await
+}
+
+/// Wakes the thread that [`block_on`] parked.
+struct Unparker(std::thread::Thread);
+
+impl std::task::Wake for Unparker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Poll `fut` to completion on this thread, parking it while the future waits.
+fn block_on<F: Future>(fut: F) -> F::Output {
+    let waker = std::task::Waker::from(Arc::new(Unparker(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        match fut.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(v) => return v,
+            std::task::Poll::Pending => std::thread::park(),
+        }
     }
 }
 
@@ -331,6 +392,7 @@ where
                 roles.iter().filter_map(|r| sems.get(r).cloned()).collect()
             };
             let u = unit.clone();
+            let offline = exec.is_offline(&unit);
             let packs = packs.clone();
             let stores = stores.clone();
             let store_dir = run_dir.unit_store(&unit.id);
@@ -340,7 +402,11 @@ where
                     permits.push(s.acquire().await.expect("semaphore never closed"));
                 }
                 let started = Instant::now();
-                let mut out = exec.execute(&u, &ctx).await;
+                let mut out = if offline {
+                    on_one_thread(exec, u.clone(), ctx).await
+                } else {
+                    exec.execute(&u, &ctx).await
+                };
                 let ms = started.elapsed().as_millis() as u64;
                 drop(permits);
                 // The store the unit held in memory, written here (on the unit's thread, so
@@ -522,6 +588,55 @@ mod tests {
             "unit u1 failed (io): io: offload: cannot write the store\n  caused by: disk full\n  caused by: quota"
         );
         assert_eq!(failure_text("u1", &e, &[]).lines().count(), 1);
+    }
+
+    /// Scores whether the unit ran on one rayon thread throughout (a timer of the runtime and
+    /// a `cpu` step included).
+    struct OneThreadProbe;
+
+    impl UnitExecutor for OneThreadProbe {
+        fn execute<'a>(&'a self, _unit: &'a Unit, _ctx: &'a RunContext) -> UnitFuture<'a> {
+            Box::pin(async move {
+                let before = rayon::current_thread_index();
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                let inside = cpu(rayon::current_thread_index).await;
+                let after = rayon::current_thread_index();
+                let mut out = UnitOutput::default();
+                let same = before.is_some() && before == inside && inside == after;
+                out.scores
+                    .insert("one_thread".into(), f64::from(u8::from(same)));
+                out
+            })
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn an_offline_unit_runs_whole_on_one_rayon_thread() {
+        let unit = Unit {
+            id: "u".into(),
+            index: 0,
+            trace_id: "t".into(),
+            trace: 0,
+            variant: "v".into(),
+            variant_index: 0,
+            eval: "needle".into(),
+            sample: "s".into(),
+            params: Default::default(),
+            repeat: 0,
+            seed: 0,
+            pair_seed: 0,
+            providers: Vec::new(),
+        };
+        let exec: Arc<dyn UnitExecutor> = Arc::new(OneThreadProbe);
+        let ctx = Arc::new(RunContext::default());
+        let out = on_one_thread(exec.clone(), Arc::new(unit.clone()), ctx.clone()).await;
+        assert_eq!(out.scores["one_thread"], 1.0);
+        // Run as usual, the same unit starts on a tokio worker.
+        assert_eq!(exec.execute(&unit, &ctx).await.scores["one_thread"], 0.0);
+        assert!(
+            !exec.is_offline(&unit),
+            "not offline unless the executor says so"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
