@@ -7,7 +7,9 @@
 //! through [`cpu`], which runs it on rayon's pool (all cores) without blocking the runtime.
 //! Synchronous work that waits on the network (a replay whose summarizer is a model) goes
 //! through [`blocking_io`] instead, on tokio's blocking pool: a rayon thread never waits on the
-//! network, so rayon's few threads (one per core) do not cap the requests in flight.
+//! network, so rayon's few threads (one per core) do not cap the requests in flight. A unit
+//! that waits on nothing outside the process ([`UnitExecutor::is_offline`]) runs whole on one
+//! rayon thread ([`on_one_thread`]).
 //! A failed unit — an error the executor reports, or a panic — is recorded as a sample with
 //! `error` set, and the run goes on.
 

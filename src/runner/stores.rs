@@ -5,13 +5,18 @@
 //! `run --keep-stores`. `ctxbench clean --stores` applies the same rule to older runs.
 //!
 //! A needle unit holds its store in memory while it runs and hands it to the runner with its
-//! output. As the unit ends, the runner writes it as one record to the run's `stores.pack`
-//! (`engine::store::PackFile`) only if pruning may keep it ([`StorePolicy`]); a store it does
-//! not write leaves a marker record (the unit's id, no files), so pruning can say when a store
-//! it would keep was not written. Pruning unpacks the records of the stores it keeps into
-//! their directories under `stores/` (the files an on-disk store would have written) and
-//! removes the pack file, so a run creates no file per unit for its stores and writes only
-//! those it may keep.
+//! output. As the unit ends, the runner writes it where [`StorePolicy::route`] says
+//! ([`Route`]): a store pruning keeps whatever the other units do (the unit errored or is
+//! flagged, or report.html shows its pairing key) goes straight into its directory under
+//! `stores/` (the files an on-disk store would have written); one pruning may keep (a failed
+//! verdict: only the first few of a variant are shown) is a record of the run's `stores.pack`
+//! (`engine::store::PackFile`); a baseline's store waits in memory until every unit of its
+//! pairing key has ended ([`HeldStores`]: the page shows the baseline of a failed verdict), then
+//! goes to the pack or nowhere; and any store not written leaves a marker record (the unit's
+//! id, no files), so pruning can say when a store it would keep was not written. Pruning
+//! unpacks the records of the stores it keeps into their directories and removes the pack
+//! file. A run of the whole plan thus writes each kept store once, where it stays, and
+//! nothing of the others.
 
 use crate::engine::store::{for_each_pack, unpack_bytes};
 use crate::record::{RunDir, RunInfo, Sample};
