@@ -453,7 +453,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut prepared = session::open_run(&suite, &opts, planned)?;
     prepared.dispatch.interrupt_grace = Duration::from_secs_f64(args.grace_secs);
     if args.keep_stores {
-        prepared.dispatch.stores = crate::runner::stores::StorePolicy::All;
+        prepared.dispatch.stores = crate::runner::stores::StorePolicy::Dirs;
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

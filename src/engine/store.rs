@@ -804,7 +804,7 @@ pub fn unpack_bytes(bytes: &[u8], shown: &str, dir: &Path) -> Result<(), StoreEr
     let mut rest = bytes
         .strip_prefix(PACK_MAGIC)
         .ok_or_else(|| bad("not a store pack (header)"))?;
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let mut dirs = DirMaker::new(dir)?;
     while !rest.is_empty() {
         let nl = rest
             .iter()
@@ -820,14 +820,62 @@ pub fn unpack_bytes(bytes: &[u8], shown: &str, dir: &Path) -> Result<(), StoreEr
             return Err(bad("truncated entry"));
         }
         let key = std::str::from_utf8(&rest[..klen]).map_err(|_| bad("entry path"))?;
-        let full = dir.join(validate(key)?);
-        if let Some(parent) = full.parent() {
-            std::fs::create_dir_all(parent).map_err(io(parent))?;
-        }
+        let full = dirs.parent_of(key)?;
         std::fs::write(&full, &rest[klen..klen + vlen]).map_err(io(&full))?;
         rest = &rest[klen + vlen..];
     }
     Ok(())
+}
+
+/// Write `files` (from [`OffloadStore::materialize`]) into directory `dir` (created, also for an
+/// empty store): the files an on-disk store would have written there, byte for byte, as
+/// [`unpack`] of their pack would (the same path checks). `dir` should not hold other files
+/// (the runner starts each unit's store directory clean).
+pub fn write_files(files: &BTreeMap<String, Vec<u8>>, dir: &Path) -> Result<(), StoreError> {
+    let mut dirs = DirMaker::new(dir)?;
+    for (vpath, bytes) in files {
+        let full = dirs.parent_of(vpath)?;
+        std::fs::write(&full, bytes).map_err(|source| StoreError::Io {
+            path: full.display().to_string(),
+            source,
+        })?;
+    }
+    Ok(())
+}
+
+/// Creates a store directory and the folders its files go in, each once (one `mkdir` a
+/// folder: a store's files share a few folders).
+struct DirMaker<'a> {
+    dir: &'a Path,
+    made: Vec<PathBuf>,
+}
+
+impl<'a> DirMaker<'a> {
+    fn new(dir: &'a Path) -> Result<DirMaker<'a>, StoreError> {
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        Ok(DirMaker {
+            dir,
+            made: Vec::new(),
+        })
+    }
+
+    /// The path of the store file `vpath` (checked), its folder created.
+    fn parent_of(&mut self, vpath: &str) -> Result<PathBuf, StoreError> {
+        let full = self.dir.join(validate(vpath)?);
+        if let Some(parent) = full.parent() {
+            if parent != self.dir && !self.made.iter().any(|m| m == parent) {
+                std::fs::create_dir_all(parent).map_err(|source| StoreError::Io {
+                    path: parent.display().to_string(),
+                    source,
+                })?;
+                self.made.push(parent.to_path_buf());
+            }
+        }
+        Ok(full)
+    }
 }
 
 fn validate(vpath: &str) -> Result<&Path, StoreError> {
@@ -946,6 +994,8 @@ mod tests {
                 .unwrap();
             s.write("/large_tool_results/a", b"replaced").unwrap();
             s.write("/top", b"").unwrap();
+            s.write("/large_tool_results/b", b"two in one folder")
+                .unwrap();
         }
         let files = mem.materialize();
         assert_eq!(files["conversation_history/s.md"], b"one\nzzz");
@@ -974,6 +1024,18 @@ mod tests {
             tree(&dir.path().join("mem")),
             tree(&dir.path().join("disk"))
         );
+        // Written straight from the files: the same tree.
+        write_files(&files, &dir.path().join("direct")).unwrap();
+        assert_eq!(
+            tree(&dir.path().join("direct")),
+            tree(&dir.path().join("disk"))
+        );
+        write_files(&BTreeMap::new(), &dir.path().join("direct-empty")).unwrap();
+        assert!(dir.path().join("direct-empty").is_dir());
+        let mut escaping = BTreeMap::new();
+        escaping.insert("../out".to_string(), b"x".to_vec());
+        assert!(write_files(&escaping, &dir.path().join("esc")).is_err());
+        assert!(!dir.path().join("out").exists());
         // An empty store still unpacks to its (empty) directory.
         let empty = dir.path().join("empty");
         write_pack(&pack_path(&empty), &BTreeMap::new()).unwrap();

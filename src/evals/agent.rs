@@ -2,8 +2,9 @@
 //! tool calls it makes against the sandboxed offload store, feed the results back, and stop at
 //! a final answer or after `max_steps` model calls. Everything it did is kept as evidence.
 //!
-//! Time limits: each tool call runs on the blocking pool (never on an async worker thread) and
-//! is abandoned with a model-visible error after the sandbox's `call_timeout` plus a grace; the
+//! Time limits: each tool call that reads the disk runs on the blocking pool (never on an async
+//! worker thread) and is abandoned with a model-visible error after the sandbox's `call_timeout`
+//! plus a grace (a store held in memory is answered in place, under its own deadline); the
 //! whole loop of one question stops after [`LOOP_TIME_LIMIT`] with a `timeout` error.
 
 use super::fs_tools::{Sandbox, ToolOutput};
@@ -196,8 +197,14 @@ async fn limited(
     }
 }
 
-/// One tool call on the blocking pool, abandoned after the sandbox's limit plus a grace.
+/// One tool call on the blocking pool, abandoned after the sandbox's limit plus a grace. A
+/// store held in memory is answered in place: nothing there can block (no disk, no FIFO), the
+/// call keeps its own deadline, and a hop to the blocking pool and back cost more than most
+/// of these calls (a wake-up and a context switch each way).
 pub async fn call_tool(sandbox: &Sandbox, name: &str, arguments: &serde_json::Value) -> ToolOutput {
+    if sandbox.is_in_memory() {
+        return sandbox.call(name, arguments);
+    }
     let sb = sandbox.clone();
     let (n, a) = (name.to_string(), arguments.clone());
     let limit = sandbox.limits().call_timeout + TOOL_CALL_GRACE;
@@ -273,6 +280,28 @@ async fn run_loop(
 mod tests {
     use super::*;
     use crate::providers::testing::MockProvider;
+
+    #[test]
+    fn a_store_in_memory_is_answered_in_place() {
+        use std::future::Future;
+        let mut files = crate::evals::fs_tools::MemFiles::new();
+        files.insert("large_tool_results/a".into(), b"the token: teal\n".to_vec());
+        let sb = Sandbox::in_memory(
+            std::path::Path::new("/nowhere"),
+            std::sync::Arc::new(files),
+            Default::default(),
+        );
+        let args = serde_json::json!({"path": "/large_tool_results/a"});
+        let mut call = std::pin::pin!(call_tool(&sb, "read_file", &args));
+        // Polled once, outside any runtime: a hop to the blocking pool would panic or wait.
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match call.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(out) => {
+                assert!(!out.is_error && out.text.contains("teal"), "{out:?}")
+            }
+            std::task::Poll::Pending => panic!("the call left the thread"),
+        }
+    }
 
     /// Answers (or fails) every call with `re: <last message>`.
     fn recorder(fail: bool) -> MockProvider {

@@ -18,8 +18,9 @@
 //!   stores/<unit>/  offload store of a unit (evals::executors); after the run only those of the
 //!                   samples shown in full are kept (runner::stores, report::shown)
 //!   stores.pack     while the run goes: the stores needle units held in memory that the run may
-//!                   keep, one record a unit (engine::store::PackFile, runner::stores::StorePolicy);
-//!                   the kept ones are unpacked into stores/
+//!                   keep but cannot tell yet, one record a unit, and a marker per store not
+//!                   written (engine::store::PackFile, runner::stores::StorePolicy); the kept
+//!                   ones are unpacked into stores/ (stores surely kept go there at once)
 //!   summaries.pack  long summary texts a sample's `summaries` name, appended per unit
 //!                   (summary::SummaryPack; runs before it hold summaries/<sha256>.md files)
 //!   gate.xml        JUnit XML written by `ctxbench gate` (default location)

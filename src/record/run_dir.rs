@@ -108,9 +108,9 @@ impl RunDir {
         self.stores_dir().join(unit_id)
     }
 
-    /// `stores.pack`: the stores units held in memory that the run may keep, one record each
-    /// (`engine::store::PackFile`), until the end of the run unpacks the kept ones under
-    /// `stores/` and removes it.
+    /// `stores.pack`: the stores units held in memory that the run may keep (but cannot tell
+    /// yet), one record each, and a marker per store not written (`engine::store::PackFile`),
+    /// until the end of the run unpacks the kept ones under `stores/` and removes it.
     pub fn stores_pack(&self) -> PathBuf {
         self.root.join(STORES_PACK)
     }

@@ -91,9 +91,10 @@ impl SummaryPack {
     }
 
     /// Record `texts`: fills each record's `text_digest`, `chars`, and `text` (short) or `file`
-    /// (long: appended here, all of them in one write).
+    /// (long: appended here, all of them in one vectored write from the texts themselves, not
+    /// copied into a buffer first).
     pub fn keep(&self, texts: Vec<(SummaryRecord, &str)>) -> std::io::Result<Vec<SummaryRecord>> {
-        let mut buf = Vec::new();
+        let mut long: Vec<(String, &str)> = Vec::new();
         let mut out = Vec::with_capacity(texts.len());
         for (mut record, text) in texts {
             record.text_digest = text_digest(text);
@@ -103,15 +104,23 @@ impl SummaryPack {
                 record.file = None;
             } else {
                 let name = member_name(&record.text_digest);
-                buf.extend_from_slice(format!("{name} {}\n", text.len()).as_bytes());
-                buf.extend_from_slice(text.as_bytes());
+                long.push((format!("{name} {}\n", text.len()), text));
                 record.file = Some(name);
                 record.text = None;
             }
             out.push(record);
         }
-        if !buf.is_empty() {
-            self.append(&buf)?;
+        if !long.is_empty() {
+            let mut parts: Vec<std::io::IoSlice<'_>> = long
+                .iter()
+                .flat_map(|(head, text)| {
+                    [
+                        std::io::IoSlice::new(head.as_bytes()),
+                        std::io::IoSlice::new(text.as_bytes()),
+                    ]
+                })
+                .collect();
+            self.append_parts(&mut parts)?;
         }
         Ok(out)
     }
@@ -173,13 +182,27 @@ impl SummaryPack {
     }
 
     fn append(&self, bytes: &[u8]) -> std::io::Result<()> {
+        self.append_parts(&mut [std::io::IoSlice::new(bytes)])
+    }
+
+    /// Append `parts`, in order, however many calls the file takes.
+    fn append_parts(&self, mut parts: &mut [std::io::IoSlice<'_>]) -> std::io::Result<()> {
         use std::io::Write;
         let mut guard = self.file.lock().unwrap_or_else(|e| e.into_inner());
         let file = match guard.as_mut() {
             Some(f) => f,
             None => guard.insert(self.open()?),
         };
-        file.write_all(bytes)
+        std::io::IoSlice::advance_slices(&mut parts, 0);
+        while !parts.is_empty() {
+            match file.write_vectored(parts) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => std::io::IoSlice::advance_slices(&mut parts, n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     fn open(&self) -> std::io::Result<std::fs::File> {

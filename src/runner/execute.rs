@@ -7,7 +7,9 @@
 //! through [`cpu`], which runs it on rayon's pool (all cores) without blocking the runtime.
 //! Synchronous work that waits on the network (a replay whose summarizer is a model) goes
 //! through [`blocking_io`] instead, on tokio's blocking pool: a rayon thread never waits on the
-//! network, so rayon's few threads (one per core) do not cap the requests in flight.
+//! network, so rayon's few threads (one per core) do not cap the requests in flight. A unit
+//! that waits on nothing outside the process ([`UnitExecutor::is_offline`]) runs whole on one
+//! rayon thread ([`on_one_thread`]).
 //! A failed unit — an error the executor reports, or a panic — is recorded as a sample with
 //! `error` set, and the run goes on.
 
@@ -44,7 +46,8 @@ pub struct UnitOutput {
     /// `ctxbench run --verbose` prints it as the unit fails).
     pub causes: Vec<String>,
     /// The unit's offload store when it was held in memory (not recorded in the sample): the
-    /// runner writes it to the run's pack file when it may be kept (`stores::StorePolicy`).
+    /// runner writes it when it may be kept (`stores::StorePolicy`: to its directory or the
+    /// run's pack file).
     pub store: Option<Arc<BTreeMap<String, Vec<u8>>>>,
 }
 
@@ -102,6 +105,13 @@ pub type UnitFuture<'a> = Pin<Box<dyn Future<Output = UnitOutput> + Send + 'a>>;
 /// [`UnitOutput::error`].
 pub trait UnitExecutor: Send + Sync {
     fn execute<'a>(&'a self, unit: &'a Unit, ctx: &'a RunContext) -> UnitFuture<'a>;
+
+    /// `unit` waits on nothing outside the process (every provider it calls is offline): the
+    /// dispatcher then runs the whole unit on one rayon thread ([`on_one_thread`]) instead of
+    /// hopping between tokio's workers, rayon and back.
+    fn is_offline(&self, _unit: &Unit) -> bool {
+        false
+    }
 }
 
 /// Routes units to executors by eval name (`replay`, `needle`, …), so each eval plugs in on
@@ -125,6 +135,12 @@ impl Router {
 }
 
 impl UnitExecutor for Router {
+    fn is_offline(&self, unit: &Unit) -> bool {
+        self.by_eval
+            .get(&*unit.eval)
+            .is_some_and(|e| e.is_offline(unit))
+    }
+
     fn execute<'a>(&'a self, unit: &'a Unit, ctx: &'a RunContext) -> UnitFuture<'a> {
         match self.by_eval.get(&*unit.eval) {
             Some(e) => e.execute(unit, ctx),
@@ -137,12 +153,16 @@ impl UnitExecutor for Router {
 }
 
 /// Run CPU-bound work on rayon's global pool (all cores) and await its result. A panic in `f`
-/// is resumed in the awaiting task (where the dispatcher records it as a failed unit).
+/// is resumed in the awaiting task (where the dispatcher records it as a failed unit). Called
+/// on a rayon thread (a unit run there whole, [`on_one_thread`]), `f` runs in place.
 pub async fn cpu<T, F>(f: F) -> T
 where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
+    if rayon::current_thread_index().is_some() {
+        return f();
+    }
     let (tx, rx) = tokio::sync::oneshot::channel();
     rayon::spawn(move || {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
@@ -152,6 +172,50 @@ where
         Ok(Ok(v)) => v,
         Ok(Err(panic)) => std::panic::resume_unwind(panic),
         Err(_) => panic!("rayon worker dropped its result"),
+    }
+}
+
+/// Run the unit `exec` makes of `unit` on one rayon thread, start to end (its replay in place,
+/// [`cpu`]), inside the runtime of the caller (timers and tasks it starts work as on a worker).
+/// For units that wait on nothing outside the process: their allocations are made and freed
+/// on one thread, and the unit costs one hop to rayon and one back instead of one per step.
+/// A unit that does wait parks its rayon thread until woken.
+pub async fn on_one_thread(
+    exec: Arc<dyn UnitExecutor>,
+    unit: Arc<Unit>,
+    ctx: Arc<RunContext>,
+) -> UnitOutput {
+    let runtime = tokio::runtime::Handle::current();
+    cpu(move || {
+        let _entered = runtime.enter();
+        block_on(exec.execute(&unit, &ctx))
+    })
+    .await
+}
+
+/// Wakes the thread that [`block_on`] parked.
+struct Unparker(std::thread::Thread);
+
+impl std::task::Wake for Unparker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Poll `fut` to completion on this thread, parking it while the future waits.
+fn block_on<F: Future>(fut: F) -> F::Output {
+    let waker = std::task::Waker::from(Arc::new(Unparker(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        match fut.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(v) => return v,
+            std::task::Poll::Pending => std::thread::park(),
+        }
     }
 }
 
@@ -214,8 +278,8 @@ pub struct DispatchOptions {
     pub interrupt_grace: Duration,
     /// Print each failed unit's error with its chain of causes (`run --verbose`).
     pub verbose: bool,
-    /// Which offload stores held in memory are written to the run's pack file as their unit
-    /// ends (`stores::StorePolicy`; `run --keep-stores`: all).
+    /// Which offload stores held in memory are written as their unit ends, and where
+    /// (`stores::StorePolicy`; `run --keep-stores`: all, as directories).
     pub stores: super::stores::StorePolicy,
 }
 
@@ -231,8 +295,15 @@ fn failure_text(unit: &str, e: &UnitError, causes: &[String]) -> String {
 }
 
 /// A finished unit as its task hands it to the dispatcher: the unit, its output, its latency
-/// in ms, and why its offload store could not be written if it could not.
-type Done = (Arc<Unit>, UnitOutput, u64, Option<String>);
+/// in ms, why its offload store could not be written if it could not, and the store when the
+/// dispatcher holds it (`stores::Route::Hold`).
+type Done = (
+    Arc<Unit>,
+    UnitOutput,
+    u64,
+    Option<String>,
+    Option<super::stores::HeldStore>,
+);
 
 /// How long running units may take to finish after the first interrupt.
 pub const DEFAULT_INTERRUPT_GRACE: Duration = Duration::from_secs(10);
@@ -280,6 +351,9 @@ where
         crate::record::RunDir::new(&opts.context.run_dir).stores_pack(),
     ));
     let stores = Arc::new(opts.stores.clone());
+    let run_dir = crate::record::RunDir::new(&opts.context.run_dir);
+    // Baseline stores waiting for the rest of their pairing key: about one per unit in flight.
+    let mut held = super::stores::HeldStores::new(&opts.stores, concurrency.max(8));
     let mut pack_warned = false;
     let mut running: JoinSet<Done> = JoinSet::new();
     let mut by_task: HashMap<tokio::task::Id, Arc<Unit>> = HashMap::new();
@@ -320,32 +394,47 @@ where
                 roles.iter().filter_map(|r| sems.get(r).cloned()).collect()
             };
             let u = unit.clone();
+            let offline = exec.is_offline(&unit);
             let packs = packs.clone();
             let stores = stores.clone();
+            let store_dir = run_dir.unit_store(&unit.id);
             let handle = running.spawn(async move {
                 let mut permits = Vec::with_capacity(unit_sems.len());
                 for s in &unit_sems {
                     permits.push(s.acquire().await.expect("semaphore never closed"));
                 }
                 let started = Instant::now();
-                let mut out = exec.execute(&u, &ctx).await;
+                let mut out = if offline {
+                    on_one_thread(exec, u.clone(), ctx).await
+                } else {
+                    exec.execute(&u, &ctx).await
+                };
                 let ms = started.elapsed().as_millis() as u64;
                 drop(permits);
                 // The store the unit held in memory, written here (on the unit's thread, so
                 // its buffers are freed where the unit's other buffers are; the sample is made
-                // and freed on the dispatcher's) if pruning may keep it, else a marker that
-                // says it was not (`stores::prune` counts a missing one). A store written
-                // before its sample is journaled is harmless: a unit without a sample runs
-                // again on `--resume`, and its later record counts.
+                // and freed on the dispatcher's) where `stores::StorePolicy::route` says: its
+                // directory when pruning keeps it whatever the other units do, the pack file
+                // when pruning may keep it, else a marker that says it was not written
+                // (`stores::prune` counts a missing one; a held store's marker comes first,
+                // so a store lost with the process counts too). A store written before its
+                // sample is journaled is harmless: a unit without a sample runs again on
+                // `--resume` (its directory removed as it starts), and its later store counts.
+                use super::stores::Route;
+                let mut hold = None;
                 let store_error = out.store.take().and_then(|files| {
-                    let written = if stores.wants_output(&u, &out) {
-                        packs.append(&u.id, &files)
-                    } else {
-                        packs.skip(&u.id)
+                    let written = match stores.route_output(&u, &out) {
+                        Route::Dir => crate::engine::store::write_files(&files, &store_dir),
+                        Route::Pack => packs.append(&u.id, &files),
+                        Route::Skip => packs.skip(&u.id),
+                        Route::Hold => {
+                            hold = Some((u.id.clone(), files));
+                            packs.skip(&u.id)
+                        }
                     };
                     written.err().map(|e| e.to_string())
                 });
-                (u, out, ms, store_error)
+                (u, out, ms, store_error, hold)
             });
             by_task.insert(handle.id(), unit);
         }
@@ -355,7 +444,7 @@ where
         tokio::select! {
             joined = running.join_next_with_id() => {
                 let Some(joined) = joined else { continue };
-                let (unit, out, ms, store_error) = match joined {
+                let (unit, out, ms, mut store_error, hold) = match joined {
                     Ok((id, done)) => {
                         by_task.remove(&id);
                         done
@@ -367,12 +456,18 @@ where
                             continue;
                         }
                         let msg = panic_message(e);
-                        (unit, UnitOutput::failed("panic", msg), 0, None)
+                        (unit, UnitOutput::failed("panic", msg), 0, None, None)
                     }
                 };
                 if opts.verbose {
                     if let Some(e) = &out.error {
                         progress.println(&failure_text(&unit.id, e, &out.causes));
+                    }
+                }
+                let sample = out.into_sample(&unit, ms);
+                for (id, files) in held.ended(&sample, hold) {
+                    if let Err(e) = packs.append(&id, &files) {
+                        store_error.get_or_insert(e.to_string());
                     }
                 }
                 if let Some(e) = store_error {
@@ -384,7 +479,6 @@ where
                         ));
                     }
                 }
-                let sample = out.into_sample(&unit, ms);
                 if let Err(e) = journal.append(&sample) {
                     running.abort_all();
                     while running.join_next().await.is_some() {}
@@ -430,6 +524,17 @@ where
                     running.len()
                 ));
                 running.abort_all();
+            }
+        }
+    }
+    // Stores whose key did not end in this process: pruning decides from the whole run.
+    for (id, files) in held.rest() {
+        if let Err(e) = packs.append(&id, &files) {
+            if !pack_warned {
+                pack_warned = true;
+                progress.println(&format!(
+                    "warning: offload store of unit {id} not written: {e}"
+                ));
             }
         }
     }
@@ -485,6 +590,55 @@ mod tests {
             "unit u1 failed (io): io: offload: cannot write the store\n  caused by: disk full\n  caused by: quota"
         );
         assert_eq!(failure_text("u1", &e, &[]).lines().count(), 1);
+    }
+
+    /// Scores whether the unit ran on one rayon thread throughout (a timer of the runtime and
+    /// a `cpu` step included).
+    struct OneThreadProbe;
+
+    impl UnitExecutor for OneThreadProbe {
+        fn execute<'a>(&'a self, _unit: &'a Unit, _ctx: &'a RunContext) -> UnitFuture<'a> {
+            Box::pin(async move {
+                let before = rayon::current_thread_index();
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                let inside = cpu(rayon::current_thread_index).await;
+                let after = rayon::current_thread_index();
+                let mut out = UnitOutput::default();
+                let same = before.is_some() && before == inside && inside == after;
+                out.scores
+                    .insert("one_thread".into(), f64::from(u8::from(same)));
+                out
+            })
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn an_offline_unit_runs_whole_on_one_rayon_thread() {
+        let unit = Unit {
+            id: "u".into(),
+            index: 0,
+            trace_id: "t".into(),
+            trace: 0,
+            variant: "v".into(),
+            variant_index: 0,
+            eval: "needle".into(),
+            sample: "s".into(),
+            params: Default::default(),
+            repeat: 0,
+            seed: 0,
+            pair_seed: 0,
+            providers: Vec::new(),
+        };
+        let exec: Arc<dyn UnitExecutor> = Arc::new(OneThreadProbe);
+        let ctx = Arc::new(RunContext::default());
+        let out = on_one_thread(exec.clone(), Arc::new(unit.clone()), ctx.clone()).await;
+        assert_eq!(out.scores["one_thread"], 1.0);
+        // Run as usual, the same unit starts on a tokio worker.
+        assert_eq!(exec.execute(&unit, &ctx).await.scores["one_thread"], 0.0);
+        assert!(
+            !exec.is_offline(&unit),
+            "not offline unless the executor says so"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]

@@ -5,36 +5,66 @@
 //! `run --keep-stores`. `ctxbench clean --stores` applies the same rule to older runs.
 //!
 //! A needle unit holds its store in memory while it runs and hands it to the runner with its
-//! output. As the unit ends, the runner writes it as one record to the run's `stores.pack`
-//! (`engine::store::PackFile`) only if pruning may keep it ([`StorePolicy`]); a store it does
-//! not write leaves a marker record (the unit's id, no files), so pruning can say when a store
-//! it would keep was not written. Pruning unpacks the records of the stores it keeps into
-//! their directories under `stores/` (the files an on-disk store would have written) and
-//! removes the pack file, so a run creates no file per unit for its stores and writes only
-//! those it may keep.
+//! output. As the unit ends, the runner writes it where [`StorePolicy::route`] says
+//! ([`Route`]): a store pruning keeps whatever the other units do (the unit errored or is
+//! flagged, or report.html shows its pairing key) goes straight into its directory under
+//! `stores/` (the files an on-disk store would have written); one pruning may keep (a failed
+//! verdict: only the first few of a variant are shown) is a record of the run's `stores.pack`
+//! (`engine::store::PackFile`); a baseline's store waits in memory until every unit of its
+//! pairing key has ended ([`HeldStores`]: the page shows the baseline of a failed verdict), then
+//! goes to the pack or nowhere; and any store not written leaves a marker record (the unit's
+//! id, no files), so pruning can say when a store it would keep was not written. Pruning
+//! unpacks the records of the stores it keeps into their directories and removes the pack
+//! file. A run of the whole plan thus writes each kept store once, where it stays, and
+//! nothing of the others.
 
 use crate::engine::store::{for_each_pack, unpack_bytes};
 use crate::record::{RunDir, RunInfo, Sample};
 use crate::report::html::Status;
 use crate::report::shown::shown_in_full;
 use crate::report::ReportModel;
-use std::collections::HashSet;
+use rustc_hash::FxHashMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 
-/// Which stores held in memory the runner writes to the run's pack file as each unit ends.
+/// Where the store a unit held in memory goes as the unit ends ([`StorePolicy::route`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// Straight into its directory `stores/<unit-id>/`: pruning keeps it whatever the other
+    /// units do (or the run keeps every store).
+    Dir,
+    /// A record of the run's pack file: pruning may keep it, which only the whole run's
+    /// samples tell; the end of the run unpacks it if kept.
+    Pack,
+    /// Held by the runner ([`HeldStores`]) until every unit of its pairing key has ended: a
+    /// baseline's store is kept when a unit of its key fails its verdict. A marker record
+    /// is written as the unit ends, so a store lost with the process still counts as missing.
+    Hold,
+    /// Not written (a marker record: pruning can tell a store it would keep was not written).
+    Skip,
+}
+
+/// Which stores held in memory the runner writes as each unit ends, and where ([`Route`]).
 #[derive(Debug, Clone, Default)]
 pub enum StorePolicy {
-    /// Every one (`run --keep-stores`; resumed and sharded runs, whose final selection depends
-    /// on samples this process does not see).
+    /// Every one, those pruning keeps whatever the other units do as directories, the rest to
+    /// the pack file (resumed and sharded runs, whose final selection depends on samples this
+    /// process does not see).
     #[default]
     All,
+    /// Every one, as a directory (`run --keep-stores`: every store is kept).
+    Dirs,
     /// Those [`prune`] may keep: a unit that errored, is flagged or failed its verdict; a unit
     /// of the pairing keys report.html shows (a function of the plan: computed from it before
     /// the run, see [`StorePolicy::for_plan`]); and a unit of the baseline variant (report.html
-    /// also shows the baseline of a failed verdict, which is known only once that unit ends).
+    /// also shows the baseline of a failed verdict, which is known only once every unit of
+    /// its key has ended).
     Kept {
         shown: HashSet<String>,
         baseline: Option<String>,
+        /// Units of a pairing key: one a variant.
+        variants: usize,
     },
 }
 
@@ -66,14 +96,15 @@ impl StorePolicy {
         StorePolicy::Kept {
             shown,
             baseline: (plan.variants.len() > 1).then(|| plan.baseline.clone()),
+            variants: plan.variants.len(),
         }
     }
 
-    /// [`StorePolicy::wants`] of the sample `out` will make for `unit`, from the few fields
+    /// [`StorePolicy::route`] of the sample `out` will make for `unit`, from the few fields
     /// the decision reads (the unit's thread decides; the sample is made on the dispatcher's).
-    pub fn wants_output(&self, unit: &super::Unit, out: &super::UnitOutput) -> bool {
-        if matches!(self, StorePolicy::All) {
-            return true;
+    pub fn route_output(&self, unit: &super::Unit, out: &super::UnitOutput) -> Route {
+        if matches!(self, StorePolicy::Dirs) {
+            return Route::Dir;
         }
         let mut probe = Sample::builder()
             .unit_id(&unit.id)
@@ -83,19 +114,146 @@ impl StorePolicy {
         probe.error = out.error.clone();
         probe.scores = out.scores.clone();
         probe.compactions = out.compactions.clone();
-        self.wants(&probe)
+        self.route(&probe)
     }
 
-    /// Whether the store of the unit that recorded `sample` is written.
-    pub fn wants(&self, sample: &Sample) -> bool {
+    /// Where the store of the unit that recorded `sample` goes. Pruning keeps every unit that
+    /// errored or is flagged, and the units of the keys report.html shows: those go to their
+    /// directory at once. A failed verdict is kept only among the first few of its variant,
+    /// so it goes to the pack; so does a baseline's store when its key's other units are not
+    /// all known to this process.
+    pub fn route(&self, sample: &Sample) -> Route {
+        let status = Status::of(&sample.row());
         match self {
-            StorePolicy::All => true,
-            StorePolicy::Kept { shown, baseline } => {
-                Status::of(&sample.row()) <= Status::Fail
-                    || shown.contains(&sample.unit_id)
-                    || baseline.as_deref() == Some(sample.variant.as_str())
+            StorePolicy::Dirs => Route::Dir,
+            StorePolicy::All if status <= Status::Flagged => Route::Dir,
+            StorePolicy::All => Route::Pack,
+            StorePolicy::Kept {
+                shown, baseline, ..
+            } => {
+                if status <= Status::Flagged || shown.contains(&sample.unit_id) {
+                    Route::Dir
+                } else if status == Status::Fail {
+                    Route::Pack
+                } else if baseline.as_deref() == Some(sample.variant.as_str()) {
+                    Route::Hold
+                } else {
+                    Route::Skip
+                }
             }
         }
+    }
+
+    /// Whether the store of the unit that recorded `sample` is written (now or later).
+    pub fn wants(&self, sample: &Sample) -> bool {
+        self.route(sample) != Route::Skip
+    }
+}
+
+/// A held store: its unit's id and files.
+pub type HeldStore = (String, Arc<BTreeMap<String, Vec<u8>>>);
+
+/// The baseline stores the runner holds ([`Route::Hold`]) until every unit of their pairing key
+/// has ended: a key with a failed verdict sends its baseline's store to the pack file (pruning
+/// may show it), any other drops it (its marker record says it was not written). At most
+/// `cap` stores are held (the oldest go to the pack beyond that), so a plan whose variants of
+/// a key run far apart holds no more than about its units in flight; whatever is still held
+/// when dispatching ends (units not run: budget, interrupt) goes to the pack.
+#[derive(Debug, Default)]
+pub struct HeldStores {
+    /// Units of a key (0: nothing is held, nothing tracked).
+    variants: usize,
+    cap: usize,
+    /// Keys with some but not all units ended.
+    open: FxHashMap<u64, OpenKey>,
+    /// Held stores by age: sequence number → key.
+    order: BTreeMap<u64, u64>,
+    next: u64,
+}
+
+#[derive(Debug, Default)]
+struct OpenKey {
+    ended: usize,
+    failed: bool,
+    store: Option<(u64, HeldStore)>,
+}
+
+impl HeldStores {
+    /// What `policy` holds, at most `cap` stores at once.
+    pub fn new(policy: &StorePolicy, cap: usize) -> HeldStores {
+        let variants = match policy {
+            StorePolicy::Kept {
+                baseline: Some(_),
+                variants,
+                ..
+            } => *variants,
+            _ => 0,
+        };
+        HeldStores {
+            variants,
+            cap: cap.max(1),
+            ..HeldStores::default()
+        }
+    }
+
+    /// Stores held now.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// The unit that recorded `sample` ended, holding `store` when routed [`Route::Hold`].
+    /// Returns the stores to append to the pack file now.
+    pub fn ended(&mut self, sample: &Sample, store: Option<HeldStore>) -> Vec<HeldStore> {
+        let mut out = Vec::new();
+        if self.variants == 0 {
+            out.extend(store);
+            return out;
+        }
+        let key = sample.pair_hash();
+        let entry = self.open.entry(key).or_default();
+        entry.ended += 1;
+        entry.failed |= Status::of(&sample.row()) == Status::Fail;
+        if let Some(store) = store {
+            let seq = self.next;
+            self.next += 1;
+            if let Some((old, prev)) = entry.store.replace((seq, store)) {
+                self.order.remove(&old);
+                out.push(prev);
+            }
+            self.order.insert(seq, key);
+        }
+        if entry.ended >= self.variants {
+            let done = self.open.remove(&key).unwrap_or_default();
+            if let Some((seq, store)) = done.store {
+                self.order.remove(&seq);
+                if done.failed {
+                    out.push(store);
+                }
+            }
+        }
+        while self.order.len() > self.cap {
+            let Some((_, key)) = self.order.pop_first() else {
+                break;
+            };
+            if let Some((_, store)) = self.open.get_mut(&key).and_then(|k| k.store.take()) {
+                out.push(store);
+            }
+        }
+        out
+    }
+
+    /// Every store still held (dispatching ended before all units of their key ran).
+    pub fn rest(self) -> Vec<HeldStore> {
+        let mut open = self.open;
+        self.order
+            .into_values()
+            .filter_map(|key| open.get_mut(&key).and_then(|k| k.store.take()))
+            .map(|(_, s)| s)
+            .collect()
     }
 }
 
@@ -137,6 +295,9 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(e),
     };
+    // Kept stores already in their directory (written as their unit ended, or by an earlier
+    // prune).
+    let mut in_dirs = std::collections::BTreeSet::new();
     for entry in entries.into_iter().flatten() {
         let entry = entry?;
         let name = entry.file_name();
@@ -145,6 +306,9 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
         let meta = std::fs::symlink_metadata(&path)?;
         if keep.contains(name.as_ref()) {
             out.kept += 1;
+            if meta.is_dir() {
+                in_dirs.insert(name.into_owned());
+            }
             continue;
         }
         out.removed += 1;
@@ -174,6 +338,9 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
             } else {
                 out.removed += 1;
             }
+        } else if in_dirs.contains(unit) {
+            // Its directory came later (a unit that runs again starts with its directory
+            // removed, so a directory left is the last run's): the record is stale.
         } else if keep.contains(unit) {
             if unpacked.insert(unit.to_string()) {
                 out.kept += 1;
@@ -187,7 +354,10 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
         }
         Ok(())
     })?;
-    out.missing = unwritten.difference(&unpacked).count();
+    out.missing = unwritten
+        .difference(&unpacked)
+        .filter(|u| !in_dirs.contains(*u))
+        .count();
     out.kept += out.missing;
     if !dry_run {
         match std::fs::remove_file(&pack) {
@@ -235,6 +405,7 @@ mod tests {
         let policy = StorePolicy::Kept {
             shown: ["shown".to_string()].into_iter().collect(),
             baseline: Some("base".into()),
+            variants: 2,
         };
         let unit = |id: &str, variant: &str, passed: bool| {
             Sample::builder()
@@ -293,16 +464,110 @@ mod tests {
         for (id, variant) in [("shown", "b"), ("x", "base"), ("x", "b")] {
             let u = plan_unit(id, variant);
             for out in &outs {
-                let w = policy.wants_output(&u, out);
-                wanted += usize::from(w);
+                let r = policy.route_output(&u, out);
+                wanted += usize::from(r != Route::Skip);
                 assert_eq!(
-                    w,
-                    policy.wants(&out.clone().into_sample(&u, 0)),
+                    r,
+                    policy.route(&out.clone().into_sample(&u, 0)),
                     "{id} {variant} {out:?}"
                 );
             }
         }
         assert!(0 < wanted && wanted < 3 * outs.len());
+    }
+
+    #[test]
+    fn routes_kept_stores_to_their_directory_and_undecided_ones_to_the_pack() {
+        let policy = StorePolicy::Kept {
+            shown: ["shown".to_string()].into_iter().collect(),
+            baseline: Some("base".into()),
+            variants: 2,
+        };
+        let unit = |id: &str, variant: &str, passed: bool| {
+            Sample::builder()
+                .unit_id(id)
+                .variant(variant)
+                .passed(passed)
+                .build()
+        };
+        let mut flagged = unit("x", "b", true);
+        flagged.compactions.insert("futile".into(), 1);
+        let mut errored = unit("x", "base", true);
+        errored.error = Some(crate::record::UnitError {
+            kind: "eval".into(),
+            message: "x".into(),
+        });
+        assert_eq!(policy.route(&unit("shown", "b", true)), Route::Dir);
+        assert_eq!(policy.route(&flagged), Route::Dir);
+        assert_eq!(policy.route(&errored), Route::Dir, "even the baseline's");
+        assert_eq!(
+            policy.route(&unit("x", "b", false)),
+            Route::Pack,
+            "a failed verdict is kept only among the first few"
+        );
+        assert_eq!(policy.route(&unit("x", "base", false)), Route::Pack);
+        assert_eq!(policy.route(&unit("x", "base", true)), Route::Hold);
+        assert_eq!(policy.route(&unit("x", "b", true)), Route::Skip);
+        // Resumed or sharded: every store, the certainly kept ones as directories.
+        assert_eq!(StorePolicy::All.route(&flagged), Route::Dir);
+        assert_eq!(StorePolicy::All.route(&unit("x", "b", true)), Route::Pack);
+        // --keep-stores: every store is a directory.
+        assert_eq!(StorePolicy::Dirs.route(&unit("x", "b", true)), Route::Dir);
+    }
+
+    #[test]
+    fn a_held_baseline_store_goes_to_the_pack_only_when_its_key_failed() {
+        let policy = StorePolicy::Kept {
+            shown: HashSet::new(),
+            baseline: Some("base".into()),
+            variants: 3,
+        };
+        let sample = |variant: &str, key: &str, passed: bool| {
+            Sample::builder()
+                .unit_id(format!("{variant}-{key}"))
+                .variant(variant)
+                .trace("t")
+                .eval("needle")
+                .sample(key)
+                .passed(passed)
+                .build()
+        };
+        let files = |id: &str| -> HeldStore {
+            let mut f = BTreeMap::new();
+            f.insert("a".to_string(), id.as_bytes().to_vec());
+            (id.to_string(), Arc::new(f))
+        };
+        let ids = |v: Vec<HeldStore>| v.into_iter().map(|(id, _)| id).collect::<Vec<_>>();
+        let mut held = HeldStores::new(&policy, 8);
+        // Key k1 passes everywhere: its baseline's store is dropped when the key ends.
+        assert!(held
+            .ended(&sample("base", "k1", true), Some(files("base-k1")))
+            .is_empty());
+        assert_eq!(held.len(), 1);
+        assert!(held.ended(&sample("b", "k1", true), None).is_empty());
+        assert!(held.ended(&sample("c", "k1", true), None).is_empty());
+        assert!(held.is_empty(), "dropped");
+        // Key k2 fails in variant c, which ends first: the baseline goes to the pack at the end.
+        assert!(held.ended(&sample("c", "k2", false), None).is_empty());
+        assert!(held
+            .ended(&sample("base", "k2", true), Some(files("base-k2")))
+            .is_empty());
+        assert_eq!(ids(held.ended(&sample("b", "k2", true), None)), ["base-k2"]);
+        // Beyond the cap, the oldest held store goes to the pack at once.
+        let mut small = HeldStores::new(&policy, 2);
+        for k in ["k3", "k4", "k5"] {
+            let out = small.ended(&sample("base", k, true), Some(files(&format!("base-{k}"))));
+            assert_eq!(ids(out), if k == "k5" { vec!["base-k3"] } else { vec![] });
+        }
+        assert_eq!(small.len(), 2);
+        // Keys that did not end (units not run) go to the pack when dispatching ends.
+        assert_eq!(ids(small.rest()), ["base-k4", "base-k5"]);
+        // A policy that holds nothing hands any store straight back.
+        let mut none = HeldStores::new(&StorePolicy::All, 8);
+        assert_eq!(
+            ids(none.ended(&sample("base", "k1", true), Some(files("x")))),
+            ["x"]
+        );
     }
 
     #[test]
@@ -366,6 +631,24 @@ mod tests {
             }
             samples.push(s);
         }
+        // A failed unit whose store went to its directory as it ended, after a stale record
+        // and a marker of an earlier attempt: counted once, kept as written, not missing.
+        std::fs::create_dir_all(dir.unit_store("u36")).unwrap();
+        std::fs::write(dir.unit_store("u36").join("a"), "fresh").unwrap();
+        let mut stale = std::collections::BTreeMap::new();
+        stale.insert("a".to_string(), b"stale".to_vec());
+        packs.append("u36", &stale).unwrap();
+        packs.skip("u36").unwrap();
+        let mut s = Sample::builder()
+            .unit_id("u36")
+            .trace("t36")
+            .passed(true)
+            .build();
+        s.error = Some(crate::record::UnitError {
+            kind: "eval".into(),
+            message: "x".into(),
+        });
+        samples.push(s);
         // A unit with no sample (interrupted) and a link out of the run.
         std::fs::create_dir_all(dir.unit_store("orphan")).unwrap();
         std::os::unix::fs::symlink(&outside, dir.unit_store("link")).unwrap();
@@ -374,7 +657,7 @@ mod tests {
 
         let dry = prune(&dir, &model, true).unwrap();
         assert_eq!(dry.kept, keep.len());
-        assert_eq!(dry.kept + dry.removed, 38);
+        assert_eq!(dry.kept + dry.removed, 39);
         assert_eq!(dry.missing, 1, "u34 is kept but was not written");
         assert!(dir.unit_store("u28").exists(), "a dry run removes nothing");
 
@@ -391,6 +674,11 @@ mod tests {
             "a failed unit's pack is unpacked"
         );
         assert!(!dir.stores_pack().exists(), "the pack file is removed");
+        assert_eq!(
+            std::fs::read(dir.unit_store("u36").join("a")).unwrap(),
+            b"fresh",
+            "a directory is never replaced by an older record"
+        );
         for id in keep.iter().filter(|id| *id != "u34") {
             assert!(dir.unit_store(id).exists(), "{id}");
         }

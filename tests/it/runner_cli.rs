@@ -86,6 +86,42 @@ fn sigkill_midway_then_resume_gives_the_same_samples() {
     kill_and_resume(&suite, &tmp.path().join("out"), UNITS, &executor(), "2");
 }
 
+/// With needle units, whose offload stores are written as each unit ends (kept ones straight
+/// into `stores/<unit-id>/`): a run killed midway and resumed keeps the same stores as an
+/// uninterrupted run, byte for byte.
+#[test]
+fn sigkill_midway_then_resume_keeps_the_same_offload_stores() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = suite(tmp.path());
+    let out = tmp.path().join("out");
+    kill_and_resume(&suite, &out, UNITS, "default", "1");
+    let kept = store_tree(&out.join("reference"));
+    assert!(!kept.is_empty(), "the reference run keeps some stores");
+    assert!(!out.join("killed/stores.pack").exists());
+}
+
+/// Every path under `run/stores` with its bytes (directories: `None`).
+fn store_tree(run: &Path) -> Vec<(String, Option<Vec<u8>>)> {
+    let root = run.join("stores");
+    if !root.exists() {
+        return Vec::new();
+    }
+    let mut v: Vec<_> = walkdir::WalkDir::new(&root)
+        .into_iter()
+        .map(Result::unwrap)
+        .map(|e| {
+            let rel = e.path().strip_prefix(&root).unwrap().display().to_string();
+            let bytes = e
+                .file_type()
+                .is_file()
+                .then(|| std::fs::read(e.path()).unwrap());
+            (rel, bytes)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 #[test]
 fn sigkill_midway_then_resume_gives_the_same_samples_with_the_real_executor() {
     let tmp = tempfile::tempdir().unwrap();
@@ -136,6 +172,10 @@ fn kill_and_resume(suite: &Path, out: &Path, units: usize, executor: &str, jobs:
         .assert()
         .success();
     assert_eq!(canonical(&out.join("killed")), reference);
+    assert!(
+        store_tree(&out.join("killed")) == store_tree(&out.join("reference")),
+        "the resumed run keeps other offload stores"
+    );
     let m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("killed/run.json")).unwrap())
             .unwrap();

@@ -82,6 +82,10 @@ pub fn register(router: Router, plan: &Arc<Plan>, suite: &LoadedSuite) -> anyhow
 struct EvalExecutor<E>(Arc<Shared>, PhantomData<fn() -> E>);
 
 impl<E: Eval> UnitExecutor for EvalExecutor<E> {
+    fn is_offline(&self, _unit: &Unit) -> bool {
+        self.0.offline()
+    }
+
     fn execute<'a>(&'a self, unit: &'a Unit, ctx: &'a RunContext) -> UnitFuture<'a> {
         Box::pin(async move {
             let held = unit::StoreSlot::default();

@@ -100,6 +100,15 @@ impl Shared {
     }
 
     /// The run's summaries pack (one writer per run directory, shared by its units).
+    /// Every provider a unit may call is offline (agent, summarizer, judge if any): units wait
+    /// on nothing outside the process.
+    pub(super) fn offline(&self) -> bool {
+        let offline = |role: &str| {
+            self.provider_configs[role].kind == crate::providers::ProviderKind::Offline
+        };
+        offline("agent") && offline("summary") && (!self.has_judge || offline("judge"))
+    }
+
     pub(super) fn summary_pack(&self, run_dir: &std::path::Path) -> Arc<SummaryPack> {
         self.summaries
             .get_or_init(|| Arc::new(RunDir::new(run_dir).summary_pack()))

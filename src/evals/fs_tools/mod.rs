@@ -10,8 +10,9 @@
 //!
 //! Only regular files with one link are read (FIFOs, sockets, devices and hardlinks are refused;
 //! see `evals::safe_fs`), at most [`Limits::max_file_bytes`] of each, and one call stops at
-//! [`Limits::call_timeout`] with an error the model sees. The agent loop runs these calls off the
-//! async worker threads (`spawn_blocking`) under the same limit.
+//! [`Limits::call_timeout`] with an error the model sees. The agent loop runs the calls that read
+//! the disk off the async worker threads (`spawn_blocking`) under the same limit; a store held in
+//! memory is answered in place.
 //!
 //! Listings and search results are sorted, so the same store always gives the same answers.
 
@@ -104,6 +105,11 @@ impl Sandbox {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The store is held in memory ([`Sandbox::in_memory`]): a call reads no file.
+    pub fn is_in_memory(&self) -> bool {
+        self.files.is_some()
     }
 
     pub fn limits(&self) -> &Limits {
