@@ -4,7 +4,8 @@
 //! A counting global allocator records the peak of live heap bytes above what was live when each
 //! step started. The same suite (offline providers, one small bundled trace, `replay` and
 //! `needle` units, one unit in flight so the peak of a unit's own work is the same every time) is
-//! run with `repeats = R` and `2R`: the extra peak bytes per extra unit is the slope. What does
+//! run with `repeats = R` and `2R`, three times each (the smallest peak of each step: a late free
+//! on another thread only adds to a peak): the extra peak bytes per extra unit is the slope. What does
 //! not grow with the run (trace, price table, runtime, one unit's replay) cancels.
 //!
 //! Bounds, with what this test measured here (120 → 240 units; a journal line is ~1.8 KB) and
@@ -70,6 +71,35 @@ struct Peaks {
     report: usize,
     journal_bytes: u64,
 }
+
+impl Peaks {
+    /// Each step's smaller peak of two measurements of the same suite: a peak only grows
+    /// when another thread frees late (timing, load), so the smaller one is the suite's.
+    fn min(self, o: Peaks) -> Peaks {
+        assert_eq!((self.units, self.journal_bytes), (o.units, o.journal_bytes));
+        Peaks {
+            plan: self.plan.min(o.plan),
+            run: self.run.min(o.run),
+            resume: self.resume.min(o.resume),
+            merge: self.merge.min(o.merge),
+            gate: self.gate.min(o.gate),
+            report: self.report.min(o.report),
+            ..self
+        }
+    }
+}
+
+/// [`measure`] `TRIES` times (in `dir/0`, `dir/1`, …), each step's smallest peak.
+fn measure_min(dir: &Path, repeats: u32) -> Peaks {
+    (0..TRIES)
+        .map(|i| measure(&dir.join(i.to_string()), repeats))
+        .reduce(Peaks::min)
+        .unwrap()
+}
+
+/// Measurements of each size: under load a late free on another thread moved a single
+/// measurement's run slope by up to ~2,000 bytes a unit; the smallest of three does not.
+const TRIES: usize = 3;
 
 fn cli(args: &[&str]) {
     let code = ctxbench::cli::run(Cli::parse_from(args)).unwrap();
@@ -161,8 +191,8 @@ fn a_runs_peak_memory_does_not_grow_with_its_units() {
     measure(&tmp.path().join("warm"), 2);
     the_plan_keeps_no_bytes_per_unit(tmp.path());
     a_runs_heap_is_bounded_by_its_units_in_flight(tmp.path());
-    let small = measure(&tmp.path().join("small"), 60);
-    let big = measure(&tmp.path().join("big"), 120);
+    let small = measure_min(&tmp.path().join("small"), 60);
+    let big = measure_min(&tmp.path().join("big"), 120);
     assert_eq!(big.units, 2 * small.units);
     let extra = (big.units - small.units) as f64;
     let slope = |a: usize, b: usize| (b as f64 - a as f64) / extra;
@@ -263,8 +293,14 @@ fn heavy_run(dir: &Path, repeats: u32) -> (usize, usize, usize) {
 /// dispatcher that starts units past `concurrency`, or a unit whose conversation outlives it,
 /// fails this. Part of the one test (the counter is process-wide).
 fn a_runs_heap_is_bounded_by_its_units_in_flight(tmp: &Path) {
-    let (small_units, small, small_kept) = heavy_run(&tmp.join("inflight-small"), 2);
-    let (big_units, big, big_kept) = heavy_run(&tmp.join("inflight-big"), 8);
+    let heavy = |name: &str, repeats| {
+        (0..TRIES)
+            .map(|i| heavy_run(&tmp.join(format!("{name}-{i}")), repeats))
+            .reduce(|a, b| (a.0, a.1.min(b.1), a.2.max(b.2)))
+            .unwrap()
+    };
+    let (small_units, small, small_kept) = heavy("inflight-small", 2);
+    let (big_units, big, big_kept) = heavy("inflight-big", 8);
     assert_eq!(big_units, 4 * small_units);
     eprintln!(
         "heap peak of the run: {} KiB at {small_units} units, {} KiB at {big_units} units; \
