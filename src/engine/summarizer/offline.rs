@@ -66,12 +66,47 @@ fn clip_at(s: &str, max_chars: usize) -> Option<usize> {
     if s.as_bytes()[..=max_chars].is_ascii() {
         return Some(max_chars.saturating_sub(1));
     }
-    s.char_indices().nth(max_chars)?;
-    Some(
-        s.char_indices()
-            .nth(max_chars.saturating_sub(1))
-            .map_or(s.len(), |(i, _)| i),
-    )
+    // One pass to where character `max_chars` starts (the text has more characters than
+    // fit), then back over the continuation bytes to the start of the one before it.
+    let past = char_start(s, max_chars)?;
+    let b = s.as_bytes();
+    let mut cut = past.saturating_sub(1);
+    while cut > 0 && is_continuation(b[cut]) {
+        cut -= 1;
+    }
+    Some(cut)
+}
+
+/// A UTF-8 byte that continues a character (`10xxxxxx`).
+fn is_continuation(b: u8) -> bool {
+    (b as i8) < -0x40
+}
+
+/// Byte offset where character `k` of `s` starts; `None` when `s` has at most `k` characters.
+/// Counts the bytes that start a character 64 at a time (a sum that vectorizes), then byte by
+/// byte in the block where character `k` is.
+fn char_start(s: &str, k: usize) -> Option<usize> {
+    let b = s.as_bytes();
+    let (mut seen, mut i) = (0usize, 0usize);
+    for chunk in b.chunks_exact(64) {
+        let n = chunk
+            .iter()
+            .fold(0u8, |n, &x| n + (!is_continuation(x)) as u8) as usize;
+        if seen + n > k {
+            break;
+        }
+        seen += n;
+        i += 64;
+    }
+    for (j, &x) in b[i..].iter().enumerate() {
+        if !is_continuation(x) {
+            if seen == k {
+                return Some(i + j);
+            }
+            seen += 1;
+        }
+    }
+    None
 }
 
 fn clipped(head: &str) -> String {
@@ -399,6 +434,19 @@ mod tests {
             "abcdefé",
         ] {
             for max in 0..14 {
+                assert_eq!(clip(s, max), naive(s, max), "{s:?} {max}");
+                assert_eq!(clip_owned(s.to_string(), max), naive(s, max), "{s:?} {max}");
+            }
+        }
+        // Long texts: whole 64-byte blocks counted at once, the cut in any block.
+        let long = [
+            format!("{}é{}", "a".repeat(70), "ü×".repeat(80)),
+            "日本語".repeat(60),
+            format!("{}…", "x".repeat(200)),
+            "é".repeat(130),
+        ];
+        for s in &long {
+            for max in (0..300).step_by(7).chain([63, 64, 65, 127, 128, 129]) {
                 assert_eq!(clip(s, max), naive(s, max), "{s:?} {max}");
                 assert_eq!(clip_owned(s.to_string(), max), naive(s, max), "{s:?} {max}");
             }
