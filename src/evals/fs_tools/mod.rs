@@ -208,10 +208,19 @@ mod tests {
             .collect();
         let files: Vec<(&str, Vec<u8>)> = vec![
             ("long.txt", long.clone().into_bytes()),
-            ("crlf.txt", b"the key is a\r\nnothing\r\nthe KEY is b".to_vec()),
-            ("nul_late.txt", [long.as_bytes(), b"\0the key is z\n"].concat()),
+            (
+                "crlf.txt",
+                b"the key is a\r\nnothing\r\nthe KEY is b".to_vec(),
+            ),
+            (
+                "nul_late.txt",
+                [long.as_bytes(), b"\0the key is z\n"].concat(),
+            ),
             ("nul_early.txt", b"the key is q\n\0the key is r\n".to_vec()),
-            ("bad_utf8.txt", b"the key is \xff\xfe\nthe key is ok\n".to_vec()),
+            (
+                "bad_utf8.txt",
+                b"the key is \xff\xfe\nthe key is ok\n".to_vec(),
+            ),
             ("empty.txt", Vec::new()),
         ];
         let mut mem = MemFiles::new();
