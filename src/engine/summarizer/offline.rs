@@ -376,18 +376,25 @@ impl Summarizer for OfflineSummarizer {
         let budget_chars = (req.max_tokens as usize).saturating_mul(4);
         // Each section gets an equal share of the budget (minus its heading).
         let share = budget_chars / sections.len().max(1);
-        let mut parts: Vec<String> = Vec::new();
+        // The sections `## TITLE\n<body>`, separated by blank lines.
+        let mut text = String::new();
         for &(s, with_values) in sections.iter() {
-            let s = &s;
-            let heading = format!("## {}\n", s.title());
-            let room = share.saturating_sub(heading.chars().count() + 2);
+            let title = s.title();
+            let heading_chars = "## ".len() + title.chars().count() + 1;
+            let room = share.saturating_sub(heading_chars + 2);
             if room == 0 {
                 continue;
             }
-            let body = clip_owned(self.section_body(*s, req, with_values), room);
-            parts.push(format!("{heading}{body}"));
+            let body = clip_owned(self.section_body(s, req, with_values), room);
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            text.reserve(heading_chars + body.len());
+            text.push_str("## ");
+            text.push_str(title);
+            text.push('\n');
+            text.push_str(&body);
         }
-        let text = parts.join("\n\n");
         if text.trim().is_empty() {
             return Err(SummaryError::Unusable(format!(
                 "max_tokens {} leaves no room for any section",
