@@ -45,43 +45,47 @@ enum Source<'a> {
     File(std::fs::File),
 }
 
-/// Search the first `max_bytes` of `source` with this thread's searcher (line numbers on, binary
-/// data ends a file's search at its first NUL byte). Building a searcher allocates and zeroes
-/// its 64 KiB line buffer, so each thread keeps one. A file of the in-memory store is searched
-/// in place (read through the line buffer it was copied there first) unless it holds a NUL
-/// byte: where a search stops on binary data depends on how the bytes were read, so such a
-/// file is read as a file on disk would be.
+/// Searchers kept for reuse at most (one per grep running at once).
+const SEARCHERS_KEPT: usize = 8;
+
+/// Search the first `max_bytes` of `source` (line numbers on, binary data ends a file's search
+/// at its first NUL byte). Building a searcher allocates and zeroes its 64 KiB line buffer, so
+/// searchers are kept for the next search: a few, shared by all threads (kept per thread, every
+/// blocking-pool thread that ever ran a grep would hold one). A file of the in-memory store is
+/// searched in place (read through the line buffer it was copied there first) unless it holds
+/// a NUL byte: where a search stops on binary data depends on how the bytes were read, so such
+/// a file is read as a file on disk would be.
 fn search<S: grep_searcher::Sink>(
     matcher: &RegexMatcher,
     source: Source<'_>,
     max_bytes: u64,
     sink: S,
 ) -> Result<(), S::Error> {
-    thread_local! {
-        static SEARCHER: std::cell::RefCell<grep_searcher::Searcher> = std::cell::RefCell::new(
-            SearcherBuilder::new()
-                .line_number(true)
-                .binary_detection(BinaryDetection::quit(0))
-                .build(),
-        );
-    }
-    SEARCHER.with(|s| {
-        let mut searcher = s.borrow_mut();
-        match source {
-            Source::Memory(bytes) => {
-                let cut = usize::try_from(max_bytes).map_or(bytes.len(), |m| m.min(bytes.len()));
-                let bytes = &bytes[..cut];
-                if memchr::memchr(0, bytes).is_none() {
-                    searcher.search_slice(matcher, bytes, sink)
-                } else {
-                    searcher.search_reader(matcher, bytes, sink)
-                }
-            }
-            Source::File(f) => {
-                searcher.search_reader(matcher, std::io::Read::take(f, max_bytes), sink)
+    static KEPT: std::sync::Mutex<Vec<grep_searcher::Searcher>> = std::sync::Mutex::new(Vec::new());
+    let kept = KEPT.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    let mut searcher = kept.unwrap_or_else(|| {
+        SearcherBuilder::new()
+            .line_number(true)
+            .binary_detection(BinaryDetection::quit(0))
+            .build()
+    });
+    let result = match source {
+        Source::Memory(bytes) => {
+            let cut = usize::try_from(max_bytes).map_or(bytes.len(), |m| m.min(bytes.len()));
+            let bytes = &bytes[..cut];
+            if memchr::memchr(0, bytes).is_none() {
+                searcher.search_slice(matcher, bytes, sink)
+            } else {
+                searcher.search_reader(matcher, bytes, sink)
             }
         }
-    })
+        Source::File(f) => searcher.search_reader(matcher, std::io::Read::take(f, max_bytes), sink),
+    };
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    if kept.len() < SEARCHERS_KEPT {
+        kept.push(searcher);
+    }
+    result
 }
 
 impl Sandbox {
