@@ -146,6 +146,8 @@ enum Draw {
 #[derive(Clone, Debug, Default)]
 pub struct Rename {
     pairs: Vec<(String, String)>,
+    /// A searcher for each pair's `from`, built once: a fork renames every text it shares.
+    finders: Vec<memchr::memmem::Finder<'static>>,
 }
 
 impl Rename {
@@ -154,17 +156,39 @@ impl Rename {
         self.pairs.is_empty()
     }
 
-    /// `text` with every name replaced, or `None` when it holds none.
+    /// Replace `from` by `to` (after the pairs already added).
+    pub fn push(&mut self, from: String, to: String) {
+        self.finders
+            .push(memchr::memmem::Finder::new(from.as_bytes()).into_owned());
+        self.pairs.push((from, to));
+    }
+
+    /// `text` with every name replaced, or `None` when it holds none: each pair in turn
+    /// replaces every occurrence (left to right, not overlapping) of its `from`, as
+    /// `str::replace` does.
     pub fn text(&self, text: &str) -> Option<String> {
-        if self.pairs.is_empty() {
-            return None;
-        }
         let mut out: Option<String> = None;
-        for (from, to) in &self.pairs {
+        for ((from, to), finder) in self.pairs.iter().zip(&self.finders) {
             let cur = out.as_deref().unwrap_or(text);
-            if memchr::memmem::find(cur.as_bytes(), from.as_bytes()).is_some() {
-                out = Some(cur.replace(from.as_str(), to));
+            if from.is_empty() {
+                // Never a drawn name; matches between bytes, not only between characters.
+                out = Some(cur.replace("", to));
+                continue;
             }
+            let mut found = finder.find_iter(cur.as_bytes()).peekable();
+            if found.peek().is_none() {
+                continue;
+            }
+            let mut next = String::with_capacity(cur.len());
+            let mut done = 0;
+            for at in found {
+                // `from` is UTF-8 found in UTF-8: it starts and ends on character boundaries.
+                next.push_str(&cur[done..at]);
+                next.push_str(to);
+                done = at + from.len();
+            }
+            next.push_str(&cur[done..]);
+            out = Some(next);
         }
         out
     }
@@ -262,7 +286,7 @@ impl OffloadStore {
                 Draw::Hex(from) => (from, out.uuid4_hex()),
             };
             if *from != to {
-                rename.pairs.push((from.clone(), to));
+                rename.push(from.clone(), to);
             }
         }
         out.writes = self.writes.clone();
@@ -915,6 +939,52 @@ pub fn sanitize_tool_call_id(id: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// [`Rename::text`] replaces as `str::replace` pair after pair does: every occurrence,
+    /// left to right without overlaps, a later pair seeing the earlier pairs' output.
+    #[test]
+    fn rename_text_replaces_as_str_replace() {
+        let pairs = [
+            ("aa", "b"),
+            ("b", "ccc"),
+            ("0f3e", "ééé"),
+            ("", "|"),
+            ("ccc", "aa"),
+        ];
+        let texts = [
+            "",
+            "a",
+            "aaa",
+            "aaaa b aa",
+            "x0f3e0f3e0f3ey",
+            "é0f3eé",
+            "nothing here",
+            "ccc0f3ebaa",
+        ];
+        for n in 0..=pairs.len() {
+            let mut rename = super::Rename::default();
+            for (from, to) in &pairs[..n] {
+                rename.push(from.to_string(), to.to_string());
+            }
+            for t in texts {
+                let mut want = t.to_string();
+                let mut changed = false;
+                for (from, to) in &pairs[..n] {
+                    if want.contains(from) {
+                        want = want.replace(from, to);
+                        changed = true;
+                    }
+                }
+                let got = rename.text(t);
+                assert_eq!(got.is_some(), changed, "{t:?} with {n} pairs");
+                assert_eq!(
+                    got.unwrap_or_else(|| t.to_string()),
+                    want,
+                    "{t:?} with {n} pairs"
+                );
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -9,6 +9,22 @@ use crate::engine::summarizer::DEFAULT_SUMMARY_PROMPT;
 use crate::engine::{self, LayerConfig, ResolvedConfig, Summary};
 use crate::record::summary::text_digest;
 use crate::record::{SummaryPack, SummaryRecord};
+use std::sync::Mutex;
+
+/// `text_digest(prompt)`, kept for the last prompt asked about: every unit of a variant
+/// records the digest of the same summary prompt.
+fn prompt_text_digest(prompt: &str) -> String {
+    static LAST: Mutex<Option<(String, String)>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    match last.as_ref() {
+        Some((p, d)) if p == prompt => d.clone(),
+        _ => {
+            let d = text_digest(prompt);
+            *last = Some((prompt.to_string(), d.clone()));
+            d
+        }
+    }
+}
 
 /// `sha256:<hex>` of the summary prompt `config` gives its summarize layer (the built-in
 /// default when none is set); `None` when it has no summarize layer or its prompt file cannot
@@ -16,8 +32,8 @@ use crate::record::{SummaryPack, SummaryRecord};
 pub fn prompt_digest(config: &ResolvedConfig) -> Option<String> {
     config.layers.iter().find_map(|l| match l {
         LayerConfig::Summarize(c) => match &c.prompt {
-            Some(src) => src.load().ok().map(|p| text_digest(&p)),
-            None => Some(text_digest(DEFAULT_SUMMARY_PROMPT)),
+            Some(src) => src.load().ok().map(|p| prompt_text_digest(&p)),
+            None => Some(prompt_text_digest(DEFAULT_SUMMARY_PROMPT)),
         },
         _ => None,
     })
@@ -150,5 +166,11 @@ mod tests {
         assert_eq!(digest(None), text_digest(DEFAULT_SUMMARY_PROMPT));
         assert_ne!(digest(Some("A")), digest(Some("B")));
         assert_eq!(digest(Some("A")), text_digest("A"));
+        // Asked again, in turns: the digest kept is that of the prompt asked about.
+        for _ in 0..2 {
+            assert_eq!(digest(Some("A")), text_digest("A"));
+            assert_eq!(digest(Some("B")), text_digest("B"));
+            assert_eq!(digest(None), text_digest(DEFAULT_SUMMARY_PROMPT));
+        }
     }
 }

@@ -255,7 +255,15 @@ impl HistorySection {
             out.write_all(m.content.as_bytes())?;
             out.write_all(b"\n")?;
             for c in &m.tool_calls {
-                writeln!(out, "Tool call {} ({}): {}", c.name, c.id, c.arguments)?;
+                // `Tool call {name} ({id}): {arguments}`; the arguments written as their
+                // `Display` writes them (compact JSON), without a formatter between.
+                out.write_all(b"Tool call ")?;
+                out.write_all(c.name.as_bytes())?;
+                out.write_all(b" (")?;
+                out.write_all(c.id.as_bytes())?;
+                out.write_all(b"): ")?;
+                serde_json::to_writer(&mut *out, &c.arguments).map_err(std::io::Error::other)?;
+                out.write_all(b"\n")?;
             }
         }
         out.write_all(b"\n")
@@ -550,5 +558,48 @@ impl Layer for SummarizeLayer {
             ctx.notes.stop = Some(message);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod history_tests {
+    use super::*;
+    use crate::trace::ToolCall;
+    use serde_json::json;
+
+    /// The history section is the text its `Display`-based recipe gives, tool arguments
+    /// (escapes, non-ASCII, nesting, numbers) included, and its length is that text's.
+    #[test]
+    fn history_section_renders_tool_calls_as_their_display() {
+        let args = [
+            json!({"command": "grep -n \"x\\ty\" a.py\nécho ✓", "n": 1.5, "k": [1, null, true]}),
+            json!("plain"),
+            json!({}),
+            json!({"nested": {"a": {"b": "\u{1}\u{7f}"}}, "big": 12345678901234567890u64}),
+        ];
+        let mut m = Message::assistant(
+            "calling",
+            args.iter()
+                .enumerate()
+                .map(|(i, a)| ToolCall {
+                    id: format!("call_{i}"),
+                    name: "bash".into(),
+                    arguments: a.clone(),
+                })
+                .collect(),
+        );
+        m.content.push_str(" now");
+        let msgs = vec![Arc::new(Message::user("hi")), Arc::new(m.clone())];
+        let mut want =
+            String::from("## Summarized at model call 7\n\nHuman: hi\nAI: calling now\n");
+        for c in &m.tool_calls {
+            want.push_str(&format!(
+                "Tool call {} ({}): {}\n",
+                c.name, c.id, c.arguments
+            ));
+        }
+        want.push('\n');
+        assert_eq!(render_history(7, &msgs), want);
+        assert_eq!(HistorySection::new(7, msgs).len, want.len() as u64);
     }
 }

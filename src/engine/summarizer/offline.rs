@@ -66,12 +66,47 @@ fn clip_at(s: &str, max_chars: usize) -> Option<usize> {
     if s.as_bytes()[..=max_chars].is_ascii() {
         return Some(max_chars.saturating_sub(1));
     }
-    s.char_indices().nth(max_chars)?;
-    Some(
-        s.char_indices()
-            .nth(max_chars.saturating_sub(1))
-            .map_or(s.len(), |(i, _)| i),
-    )
+    // One pass to where character `max_chars` starts (the text has more characters than
+    // fit), then back over the continuation bytes to the start of the one before it.
+    let past = char_start(s, max_chars)?;
+    let b = s.as_bytes();
+    let mut cut = past.saturating_sub(1);
+    while cut > 0 && is_continuation(b[cut]) {
+        cut -= 1;
+    }
+    Some(cut)
+}
+
+/// A UTF-8 byte that continues a character (`10xxxxxx`).
+fn is_continuation(b: u8) -> bool {
+    (b as i8) < -0x40
+}
+
+/// Byte offset where character `k` of `s` starts; `None` when `s` has at most `k` characters.
+/// Counts the bytes that start a character 64 at a time (a sum that vectorizes), then byte by
+/// byte in the block where character `k` is.
+fn char_start(s: &str, k: usize) -> Option<usize> {
+    let b = s.as_bytes();
+    let (mut seen, mut i) = (0usize, 0usize);
+    for chunk in b.chunks_exact(64) {
+        let n = chunk
+            .iter()
+            .fold(0u8, |n, &x| n + (!is_continuation(x)) as u8) as usize;
+        if seen + n > k {
+            break;
+        }
+        seen += n;
+        i += 64;
+    }
+    for (j, &x) in b[i..].iter().enumerate() {
+        if !is_continuation(x) {
+            if seen == k {
+                return Some(i + j);
+            }
+            seen += 1;
+        }
+    }
+    None
 }
 
 fn clipped(head: &str) -> String {
@@ -341,18 +376,25 @@ impl Summarizer for OfflineSummarizer {
         let budget_chars = (req.max_tokens as usize).saturating_mul(4);
         // Each section gets an equal share of the budget (minus its heading).
         let share = budget_chars / sections.len().max(1);
-        let mut parts: Vec<String> = Vec::new();
+        // The sections `## TITLE\n<body>`, separated by blank lines.
+        let mut text = String::new();
         for &(s, with_values) in sections.iter() {
-            let s = &s;
-            let heading = format!("## {}\n", s.title());
-            let room = share.saturating_sub(heading.chars().count() + 2);
+            let title = s.title();
+            let heading_chars = "## ".len() + title.chars().count() + 1;
+            let room = share.saturating_sub(heading_chars + 2);
             if room == 0 {
                 continue;
             }
-            let body = clip_owned(self.section_body(*s, req, with_values), room);
-            parts.push(format!("{heading}{body}"));
+            let body = clip_owned(self.section_body(s, req, with_values), room);
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            text.reserve(heading_chars + body.len());
+            text.push_str("## ");
+            text.push_str(title);
+            text.push('\n');
+            text.push_str(&body);
         }
-        let text = parts.join("\n\n");
         if text.trim().is_empty() {
             return Err(SummaryError::Unusable(format!(
                 "max_tokens {} leaves no room for any section",
@@ -399,6 +441,19 @@ mod tests {
             "abcdefé",
         ] {
             for max in 0..14 {
+                assert_eq!(clip(s, max), naive(s, max), "{s:?} {max}");
+                assert_eq!(clip_owned(s.to_string(), max), naive(s, max), "{s:?} {max}");
+            }
+        }
+        // Long texts: whole 64-byte blocks counted at once, the cut in any block.
+        let long = [
+            format!("{}é{}", "a".repeat(70), "ü×".repeat(80)),
+            "日本語".repeat(60),
+            format!("{}…", "x".repeat(200)),
+            "é".repeat(130),
+        ];
+        for s in &long {
+            for max in (0..300).step_by(7).chain([63, 64, 65, 127, 128, 129]) {
                 assert_eq!(clip(s, max), naive(s, max), "{s:?} {max}");
                 assert_eq!(clip_owned(s.to_string(), max), naive(s, max), "{s:?} {max}");
             }

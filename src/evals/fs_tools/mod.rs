@@ -202,6 +202,64 @@ mod tests {
         drop(d);
     }
 
+    /// grep over the in-memory store (searched in place) finds what it finds in the same files
+    /// on disk (read through the searcher's buffer): long files, CRLF, no final newline, binary
+    /// data, invalid UTF-8, and files cut at the byte limit.
+    #[test]
+    fn grep_in_memory_matches_grep_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let long: String = (0..20_000)
+            .map(|i| format!("row {i} the key is v{}\n", i * 7))
+            .collect();
+        let files: Vec<(&str, Vec<u8>)> = vec![
+            ("long.txt", long.clone().into_bytes()),
+            (
+                "crlf.txt",
+                b"the key is a\r\nnothing\r\nthe KEY is b".to_vec(),
+            ),
+            (
+                "nul_late.txt",
+                [long.as_bytes(), b"\0the key is z\n"].concat(),
+            ),
+            ("nul_early.txt", b"the key is q\n\0the key is r\n".to_vec()),
+            (
+                "bad_utf8.txt",
+                b"the key is \xff\xfe\nthe key is ok\n".to_vec(),
+            ),
+            ("empty.txt", Vec::new()),
+        ];
+        let mut mem = MemFiles::new();
+        for (name, bytes) in &files {
+            std::fs::create_dir_all(&root).unwrap();
+            std::fs::write(root.join(name), bytes).unwrap();
+            mem.insert(name.to_string(), bytes.clone());
+        }
+        let mem = Arc::new(mem);
+        for max_file_bytes in [Limits::default().max_file_bytes, 1_000, 13, 0] {
+            let limits = Limits {
+                max_file_bytes,
+                ..Limits::default()
+            };
+            let disk = Sandbox::with_limits(&root, limits.clone()).unwrap();
+            let in_mem = Sandbox::in_memory(&root, mem.clone(), limits);
+            for args in [
+                json!({"pattern": "key is"}),
+                json!({"pattern": "KEY", "ignore_case": true}),
+                json!({"pattern": "v1399[0-9]"}),
+                json!({"pattern": "^the", "path": "/crlf.txt"}),
+                json!({"pattern": "z$"}),
+                json!({"pattern": "absent"}),
+            ] {
+                assert_eq!(
+                    in_mem.call("grep", &args),
+                    disk.call("grep", &args),
+                    "{args} limit {max_file_bytes}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn ls_lists_sorted_with_dir_markers() {
         let (_d, sb) = store();

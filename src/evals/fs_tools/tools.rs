@@ -39,6 +39,55 @@ fn matcher(pattern: &str, ignore_case: bool) -> Result<Arc<RegexMatcher>, String
     Ok(m)
 }
 
+/// What `grep` searches: a file of the in-memory store, or one on disk.
+enum Source<'a> {
+    Memory(&'a [u8]),
+    File(std::fs::File),
+}
+
+/// Searchers kept for reuse at most (one per grep running at once).
+const SEARCHERS_KEPT: usize = 8;
+
+/// Search the first `max_bytes` of `source` (line numbers on, binary data ends a file's search
+/// at its first NUL byte). Building a searcher allocates and zeroes its 64 KiB line buffer, so
+/// searchers are kept for the next search: a few, shared by all threads (kept per thread, every
+/// blocking-pool thread that ever ran a grep would hold one). A file of the in-memory store is
+/// searched in place (read through the line buffer it was copied there first) unless it holds
+/// a NUL byte: where a search stops on binary data depends on how the bytes were read, so such
+/// a file is read as a file on disk would be.
+fn search<S: grep_searcher::Sink>(
+    matcher: &RegexMatcher,
+    source: Source<'_>,
+    max_bytes: u64,
+    sink: S,
+) -> Result<(), S::Error> {
+    static KEPT: std::sync::Mutex<Vec<grep_searcher::Searcher>> = std::sync::Mutex::new(Vec::new());
+    let kept = KEPT.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    let mut searcher = kept.unwrap_or_else(|| {
+        SearcherBuilder::new()
+            .line_number(true)
+            .binary_detection(BinaryDetection::quit(0))
+            .build()
+    });
+    let result = match source {
+        Source::Memory(bytes) => {
+            let cut = usize::try_from(max_bytes).map_or(bytes.len(), |m| m.min(bytes.len()));
+            let bytes = &bytes[..cut];
+            if memchr::memchr(0, bytes).is_none() {
+                searcher.search_slice(matcher, bytes, sink)
+            } else {
+                searcher.search_reader(matcher, bytes, sink)
+            }
+        }
+        Source::File(f) => searcher.search_reader(matcher, std::io::Read::take(f, max_bytes), sink),
+    };
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    if kept.len() < SEARCHERS_KEPT {
+        kept.push(searcher);
+    }
+    result
+}
+
 impl Sandbox {
     /// List a directory: one entry per line, directories with a trailing `/`.
     pub fn ls(&self, path: &str) -> Result<ToolOutput, String> {
@@ -98,10 +147,6 @@ impl Sandbox {
         } else {
             vec![self.relative(&start)]
         };
-        let mut searcher = SearcherBuilder::new()
-            .line_number(true)
-            .binary_detection(BinaryDetection::quit(0))
-            .build();
         let max = self.limits.max_grep_matches;
         let mut hits: Vec<String> = Vec::new();
         let mut files_read = Vec::new();
@@ -112,14 +157,14 @@ impl Sandbox {
             }
             let vpath = self.virtual_path(&rel);
             self.check_deadline(deadline)?;
-            let file: Box<dyn std::io::Read> = match self.mem_file(&rel) {
-                Some(Ok(bytes)) => Box::new(bytes),
+            let file: Source<'_> = match self.mem_file(&rel) {
+                Some(Ok(bytes)) => Source::Memory(bytes),
                 Some(Err(e)) => {
                     hits.push(format!("{vpath}: (not searchable: {e})"));
                     continue;
                 }
                 None => match safe_fs::open_regular(&self.root, &self.root.join(&rel), &vpath) {
-                    Ok(f) => Box::new(f),
+                    Ok(f) => Source::File(f),
                     Err(e) => {
                         hits.push(format!("{vpath}: (not searchable: {e})"));
                         continue;
@@ -128,23 +173,20 @@ impl Sandbox {
             };
             let before = hits.len();
             let mut late = false;
-            let result = searcher.search_reader(
-                matcher.as_ref(),
-                std::io::Read::take(file, self.limits.max_file_bytes),
-                UTF8(|line_no, line| {
-                    if Instant::now() >= deadline {
-                        late = true;
-                        return Ok(false);
-                    }
-                    if hits.len() >= max {
-                        truncated = true;
-                        return Ok(false);
-                    }
-                    let text = self.cut_line(line.trim_end_matches(['\n', '\r']));
-                    hits.push(format!("{vpath}:{line_no}: {text}"));
-                    Ok(true)
-                }),
-            );
+            let sink = UTF8(|line_no, line| {
+                if Instant::now() >= deadline {
+                    late = true;
+                    return Ok(false);
+                }
+                if hits.len() >= max {
+                    truncated = true;
+                    return Ok(false);
+                }
+                let text = self.cut_line(line.trim_end_matches(['\n', '\r']));
+                hits.push(format!("{vpath}:{line_no}: {text}"));
+                Ok(true)
+            });
+            let result = search(matcher.as_ref(), file, self.limits.max_file_bytes, sink);
             if let Err(e) = result {
                 hits.push(format!("{vpath}: (not searchable: {e})"));
             }
