@@ -46,12 +46,28 @@ fn words(text: &str) -> Vec<(usize, usize)> {
 
 /// The word diff of `a` and `b`, or `None` when it is too large to compute (see `MAX_CELLS`).
 pub fn word_diff(a: &str, b: &str) -> Option<Vec<Op>> {
-    let wa: Vec<&str> = words(a).into_iter().map(|(s, e)| &a[s..e]).collect();
-    let wb: Vec<&str> = words(b).into_iter().map(|(s, e)| &b[s..e]).collect();
-    diff_seq(&wa, &wb)
+    diff_words(a, &words(a), b, &words(b))
 }
 
-fn diff_seq(a: &[&str], b: &[&str]) -> Option<Vec<Op>> {
+/// [`word_diff`] of texts whose words ([`words`]) are `wa` and `wb`. Each distinct word becomes
+/// a number first, so the quadratic table compares numbers, not strings.
+fn diff_words<'t>(
+    a: &'t str,
+    wa: &[(usize, usize)],
+    b: &'t str,
+    wb: &[(usize, usize)],
+) -> Option<Vec<Op>> {
+    let mut ids: rustc_hash::FxHashMap<&'t str, u32> = rustc_hash::FxHashMap::default();
+    let mut id = |w: &'t str| {
+        let next = ids.len() as u32;
+        *ids.entry(w).or_insert(next)
+    };
+    let ia: Vec<u32> = wa.iter().map(|&(s, e)| id(&a[s..e])).collect();
+    let ib: Vec<u32> = wb.iter().map(|&(s, e)| id(&b[s..e])).collect();
+    diff_seq(&ia, &ib)
+}
+
+fn diff_seq(a: &[u32], b: &[u32]) -> Option<Vec<Op>> {
     let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
     let suffix = a[prefix..]
         .iter()
@@ -69,11 +85,14 @@ fn diff_seq(a: &[&str], b: &[&str]) -> Option<Vec<Op>> {
     let w = m + 1;
     let mut lcs = vec![0u16; (n + 1) * w];
     for i in (0..n).rev() {
+        // Row i from row i + 1 (below it in the table).
+        let (row, below) = lcs[i * w..(i + 2) * w].split_at_mut(w);
+        let x = ma[i];
         for j in (0..m).rev() {
-            lcs[i * w + j] = if ma[i] == mb[j] {
-                lcs[(i + 1) * w + j + 1] + 1
+            row[j] = if x == mb[j] {
+                below[j + 1] + 1
             } else {
-                lcs[(i + 1) * w + j].max(lcs[i * w + j + 1])
+                below[j].max(row[j + 1])
             };
         }
     }
@@ -106,11 +125,11 @@ enum Mark {
 /// `text` with the words whose index `marked` says wrapped in `<del>` or `<ins>` (runs of marked
 /// words share one element; the whitespace between them goes inside it, the whitespace around
 /// a run stays outside).
-fn render(text: &str, marked: &[bool], mark: Mark) -> Fragment {
+fn render(text: &str, words: &[(usize, usize)], marked: &[bool], mark: Mark) -> Fragment {
     // Byte ranges of `text` in order, each plain or marked.
     let mut spans: Vec<(usize, usize, bool)> = Vec::new();
     let mut at = 0;
-    for (&(s, e), &m) in words(text).iter().zip(marked) {
+    for (&(s, e), &m) in words.iter().zip(marked) {
         match spans.last_mut() {
             // A marked word right after a marked run (only whitespace between): extend it.
             Some(last) if m && last.2 && last.1 == at => last.1 = e,
@@ -141,9 +160,10 @@ fn render(text: &str, marked: &[bool], mark: Mark) -> Fragment {
 /// Both texts as page markup, words only `a` has in `<del>`, words only `b` has in `<ins>`;
 /// `None` when the diff is too large (show them as plain text and say so).
 pub fn side_by_side(a: &str, b: &str) -> Option<(Fragment, Fragment)> {
-    let ops = word_diff(a, b)?;
-    let mut del = vec![false; words(a).len()];
-    let mut ins = vec![false; words(b).len()];
+    let (wa, wb) = (words(a), words(b));
+    let ops = diff_words(a, &wa, b, &wb)?;
+    let mut del = vec![false; wa.len()];
+    let mut ins = vec![false; wb.len()];
     for op in ops {
         match op {
             Op::Del(i) => del[i] = true,
@@ -151,7 +171,10 @@ pub fn side_by_side(a: &str, b: &str) -> Option<(Fragment, Fragment)> {
             Op::Same(..) => {}
         }
     }
-    Some((render(a, &del, Mark::Del), render(b, &ins, Mark::Ins)))
+    Some((
+        render(a, &wa, &del, Mark::Del),
+        render(b, &wb, &ins, Mark::Ins),
+    ))
 }
 
 #[cfg(test)]
@@ -209,6 +232,77 @@ mod tests {
             "<del>x</del> a <del>y</del> b <del>z</del>"
         );
         assert_eq!(y.into_string(), "a b");
+    }
+
+    /// The table over the words themselves (as before the words became numbers): the same ops
+    /// on texts with repeated, shared and unshared words.
+    #[test]
+    fn numbered_words_give_the_ops_of_the_words_themselves() {
+        // The function as it was, on the words themselves.
+        fn reference(a: &[&str], b: &[&str]) -> Vec<Op> {
+            let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+            let suffix = a[prefix..]
+                .iter()
+                .rev()
+                .zip(b[prefix..].iter().rev())
+                .take_while(|(x, y)| x == y)
+                .count();
+            let (ma, mb) = (&a[prefix..a.len() - suffix], &b[prefix..b.len() - suffix]);
+            let (n, m) = (ma.len(), mb.len());
+            let mut ops: Vec<Op> = (0..prefix).map(|i| Op::Same(i, i)).collect();
+            let w = m + 1;
+            let mut lcs = vec![0u16; (n + 1) * w];
+            for i in (0..n).rev() {
+                for j in (0..m).rev() {
+                    lcs[i * w + j] = if ma[i] == mb[j] {
+                        lcs[(i + 1) * w + j + 1] + 1
+                    } else {
+                        lcs[(i + 1) * w + j].max(lcs[i * w + j + 1])
+                    };
+                }
+            }
+            let (mut i, mut j) = (0, 0);
+            while i < n || j < m {
+                if i < n && j < m && ma[i] == mb[j] {
+                    ops.push(Op::Same(prefix + i, prefix + j));
+                    (i, j) = (i + 1, j + 1);
+                } else if j < m && (i == n || lcs[i * w + j + 1] >= lcs[(i + 1) * w + j]) {
+                    ops.push(Op::Ins(prefix + j));
+                    j += 1;
+                } else {
+                    ops.push(Op::Del(prefix + i));
+                    i += 1;
+                }
+            }
+            let (ea, eb) = (a.len() - suffix, b.len() - suffix);
+            ops.extend((0..suffix).map(|k| Op::Same(ea + k, eb + k)));
+            ops
+        }
+        let vocab = [
+            "the", "goal", "fix", "parser", "lexer", "a", "b", "## GOAL", "x",
+        ];
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize
+        };
+        for _ in 0..300 {
+            let (la, lb) = (next() % 30, next() % 30);
+            let a: Vec<&str> = (0..la).map(|_| vocab[next() % vocab.len()]).collect();
+            let b: Vec<&str> = (0..lb).map(|_| vocab[next() % vocab.len()]).collect();
+            let (ta, tb) = (a.join(" "), b.join("\n "));
+            let (wa, wb): (Vec<&str>, Vec<&str>) = (
+                ta.split_whitespace().collect(),
+                tb.split_whitespace().collect(),
+            );
+            assert_eq!(
+                word_diff(&ta, &tb).unwrap(),
+                reference(&wa, &wb),
+                "{ta:?} / {tb:?}"
+            );
+        }
     }
 
     #[test]

@@ -268,6 +268,24 @@ pub fn render_page(
     plot_notes: &[String],
     texts: &SummaryTexts,
 ) -> String {
+    render_page_with(info, model, svgs, plot_notes, samples_section(model, texts))
+}
+
+/// The page's "Samples" section (the table of the samples shown in full and their views),
+/// rendered apart from the page so that it can be drawn while the plots are
+/// ([`render_page_with`]); each sample's view is drawn on rayon's pool.
+pub fn samples_section(model: &ReportModel, texts: &SummaryTexts) -> Fragment {
+    samples::section(model, texts)
+}
+
+/// [`render_page`] with its "Samples" section already rendered ([`samples_section`]).
+pub fn render_page_with(
+    info: &RunInfo,
+    model: &ReportModel,
+    svgs: &[(PlotSpec, String)],
+    plot_notes: &[String],
+    samples: Fragment,
+) -> String {
     let page = html! {
         (DOCTYPE) "\n"
         html lang="en" {
@@ -288,7 +306,7 @@ pub fn render_page(
                 (page::notes(model))
                 (page::tables(model))
                 (page::plots(svgs, plot_notes))
-                (samples::section(model, texts))
+                (samples)
                 // PreEscaped: the page's own script, a constant of this crate (script.js); its
                 // hash is in the CSP, and it holds no `</script` (tested below).
                 script { (PreEscaped(SCRIPT)) }

@@ -275,6 +275,15 @@ pub fn section(model: &ReportModel, texts: &SummaryTexts) -> Fragment {
             .or_default()
             .push(i);
     }
+    // Each view on its own (rayon's pool: the word diffs and timelines are most of the page's
+    // work), spliced in order.
+    let views: Vec<Fragment> = {
+        use rayon::prelude::*;
+        shown
+            .par_iter()
+            .map(|&i| view::sample(model, i, &by_key[&model.samples.get(i).pair_hash()], texts))
+            .collect()
+    };
     html! {
         h2 id="samples" { "Samples" } "\n"
         p {
@@ -299,8 +308,8 @@ pub fn section(model: &ReportModel, texts: &SummaryTexts) -> Fragment {
             }))
         }
         "\n"
-        @for &i in shown {
-            (view::sample(model, i, &by_key[&model.samples.get(i).pair_hash()], texts))
+        @for view in &views {
+            (view)
         }
     }
 }
