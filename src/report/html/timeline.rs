@@ -45,7 +45,24 @@ fn push_fixed2(out: &mut String, x: f64) {
         let frac = y - k;
         if (frac - 0.5).abs() > 1e-6 {
             let k = (if frac > 0.5 { k + 1.0 } else { k }) as u64;
-            let _ = write!(out, "{}.{:02}", k / 100, k % 100);
+            // The digits of k / 100, written by hand (this runs for every bar of every timeline).
+            let mut digits = [0u8; 20];
+            let (mut at, mut int) = (digits.len(), k / 100);
+            loop {
+                at -= 1;
+                digits[at] = b'0' + (int % 10) as u8;
+                int /= 10;
+                if int == 0 {
+                    break;
+                }
+            }
+            let cents = (k % 100) as u8;
+            for &d in &digits[at..] {
+                out.push(char::from(d));
+            }
+            out.push('.');
+            out.push(char::from(b'0' + cents / 10));
+            out.push(char::from(b'0' + cents % 10));
             return;
         }
     }
