@@ -6,7 +6,7 @@
 //! the common prefix and suffix; when what remains is too large for the quadratic table
 //! ([`MAX_CELLS`]), the texts are shown without marks and the caller says so.
 
-use super::Fragment;
+use super::{Esc, Fragment};
 use maud::html;
 
 /// Most cells of the LCS table (words left in A × words left in B after the common prefix and
@@ -208,11 +208,11 @@ fn render(text: &str, words: &[(usize, usize)], marked: &[bool], mark: Mark) -> 
         @for &(s, e, m) in &spans {
             @let t = &text[s..e];
             @if !m {
-                (t)
+                (Esc(t))
             } @else {
                 @match mark {
-                    Mark::Del => del { (t) },
-                    Mark::Ins => ins { (t) },
+                    Mark::Del => del { (Esc(t)) },
+                    Mark::Ins => ins { (Esc(t)) },
                 }
             }
         }

@@ -52,6 +52,32 @@ const STYLE: &str = include_str!("style.css");
 /// text digest (`sha256:…`) → text. Inline texts need no entry.
 pub type SummaryTexts = BTreeMap<String, String>;
 
+/// Text spliced into the page escaped exactly as maud escapes it (`&`, `<`, `>`, `"`), copying
+/// the runs between those bytes whole instead of one byte at a time: for the long texts of the
+/// samples' views (summaries, evidence, the per-call details).
+pub struct Esc<'a>(pub &'a str);
+
+impl maud::Render for Esc<'_> {
+    fn render_to(&self, out: &mut String) {
+        let text = self.0;
+        let mut start = 0;
+        for (i, &b) in text.as_bytes().iter().enumerate() {
+            let entity = match b {
+                b'&' => "&amp;",
+                b'<' => "&lt;",
+                b'>' => "&gt;",
+                b'"' => "&quot;",
+                _ => continue,
+            };
+            // `i` is an ASCII byte's position: a character boundary.
+            out.push_str(&text[start..i]);
+            out.push_str(entity);
+            start = i + 1;
+        }
+        out.push_str(&text[start..]);
+    }
+}
+
 /// The markup language [`escape_markup`] writes for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Markup {
@@ -322,6 +348,23 @@ pub fn render_page_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn esc_escapes_as_maud_does() {
+        for t in [
+            "",
+            "plain",
+            r#"<script>alert("x")</script> & 'y'"#,
+            "&&<<>>\"\"",
+            "naïve → ü <é> & ✓\n\ttabs",
+            "ends with &",
+        ] {
+            assert_eq!(
+                html! { p title=(Esc(t)) { (Esc(t)) } }.into_string(),
+                html! { p title=(t) { (t) } }.into_string()
+            );
+        }
+    }
 
     #[test]
     fn spliced_text_is_escaped_and_junit_escaping_is_unchanged() {

@@ -2,9 +2,9 @@
 //! compaction calls in red, the uncompressed reference dashed) and the table of what happened
 //! at each call.
 
-use super::{th_row, Fragment};
+use super::{th_row, Esc, Fragment};
 use crate::record::Row;
-use maud::html;
+use maud::{html, PreEscaped};
 use std::fmt::Write;
 
 /// Top of a sparkline's scale: the largest value, unless a few outliers would flatten every
@@ -100,7 +100,9 @@ pub fn svg(s: &Row<'_>) -> Fragment {
                 @let x = fixed2(i as f64 * bw);
                 @let over = p.tokens as f64 > max;
                 @let bh = (p.tokens as f64).min(max) / max * (h - 4.0);
-                rect x=(x) y=(fixed2(h - bh)) width=(bar_w) height=(fixed2(bh))
+                // Digits only: nothing to escape.
+                rect x=(PreEscaped(&x)) y=(PreEscaped(fixed2(h - bh))) width=(PreEscaped(&bar_w))
+                    height=(PreEscaped(fixed2(bh)))
                     fill=(if p.events.is_empty() { "#4c78a8" } else { "#d62728" }) {
                     title {
                         "call " (i + 1) " (message " (p.trace_index) "): " (p.tokens) " tokens"
@@ -109,7 +111,7 @@ pub fn svg(s: &Row<'_>) -> Fragment {
                     }
                 }
                 @if over {
-                    rect x=(x) y="0" width=(bar_w) height="4" fill="#000" {}
+                    rect x=(PreEscaped(&x)) y="0" width=(PreEscaped(&bar_w)) height="4" fill="#000" {}
                 }
             }
             @if !reference.is_empty() {
@@ -158,7 +160,7 @@ pub fn table(s: &Row<'_>) -> Fragment {
                                 } @else {
                                     td class="ev" { (p.events.join(", ")) }
                                 }
-                                td class="pre" { (p.details.join("\n")) }
+                                td class="pre" { (Esc(&p.details.join("\n"))) }
                             }
                         }
                     }
