@@ -134,29 +134,12 @@ fn write_the_rest(
         std::fs::create_dir_all(&plot_dir)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", plot_dir.display()))?;
     }
-    // The plots, and the page's "Samples" section (its summary texts read first), drawn at the
-    // same time on rayon's pool: each plot and each sample's view is a task, so both cores
-    // stay busy until the last one is done. Files are written afterwards in the same order as
-    // one thread would (the outputs are the same bytes).
-    let (drawn, samples) = rayon::join(
-        || {
-            use rayon::prelude::*;
-            specs
-                .par_iter()
-                .map(|spec| plots::render_both(model, spec, opts.png))
-                .collect::<Vec<_>>()
-        },
-        || {
-            // Summary texts kept in files, for the samples the page shows in full (a text that
-            // cannot be read is named by its file on the page).
-            let texts: html::SummaryTexts = source
-                .summary_texts(html::summaries_in_files(model))
-                .unwrap_or_default();
-            html::samples_section(model, &texts)
-        },
-    );
+    // One plot at a time: drawing them at the same time on the pool put two PNG rasters beside
+    // each other at the report's heap peak, or not, by the threads' timing (tests/run_memory.rs
+    // measures that peak per unit).
     let mut svgs = Vec::new();
-    for (spec, (svg, png)) in specs.iter().zip(drawn) {
+    for spec in &specs {
+        let (svg, png) = plots::render_both(model, spec, opts.png);
         match svg {
             Ok(svg) => {
                 write(dir.plot(&spec.name, "svg"), svg.as_bytes(), written)?;
@@ -174,7 +157,12 @@ fn write_the_rest(
             None => {}
         }
     }
-    let html = html::render_page_with(info, model, &svgs, &written.plot_notes, samples);
+    // Summary texts kept in files, for the samples the page shows in full (a text that cannot
+    // be read is named by its file on the page).
+    let texts: html::SummaryTexts = source
+        .summary_texts(html::summaries_in_files(model))
+        .unwrap_or_default();
+    let html = html::render_page(info, model, &svgs, &written.plot_notes, &texts);
     write(dir.report_html(), html.as_bytes(), written)?;
     Ok(())
 }
