@@ -134,6 +134,9 @@ fn write_the_rest(
         std::fs::create_dir_all(&plot_dir)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", plot_dir.display()))?;
     }
+    // One plot at a time: drawing them at the same time on the pool put two PNG rasters beside
+    // each other at the report's heap peak, or not, by the threads' timing (tests/run_memory.rs
+    // measures that peak per unit).
     let mut svgs = Vec::new();
     for spec in &specs {
         let (svg, png) = plots::render_both(model, spec, opts.png);

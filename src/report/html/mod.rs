@@ -52,6 +52,32 @@ const STYLE: &str = include_str!("style.css");
 /// text digest (`sha256:…`) → text. Inline texts need no entry.
 pub type SummaryTexts = BTreeMap<String, String>;
 
+/// Text spliced into the page escaped exactly as maud escapes it (`&`, `<`, `>`, `"`), copying
+/// the runs between those bytes whole instead of one byte at a time: for the long texts of the
+/// samples' views (summaries, evidence, the per-call details).
+pub struct Esc<'a>(pub &'a str);
+
+impl maud::Render for Esc<'_> {
+    fn render_to(&self, out: &mut String) {
+        let text = self.0;
+        let mut start = 0;
+        for (i, &b) in text.as_bytes().iter().enumerate() {
+            let entity = match b {
+                b'&' => "&amp;",
+                b'<' => "&lt;",
+                b'>' => "&gt;",
+                b'"' => "&quot;",
+                _ => continue,
+            };
+            // `i` is an ASCII byte's position: a character boundary.
+            out.push_str(&text[start..i]);
+            out.push_str(entity);
+            start = i + 1;
+        }
+        out.push_str(&text[start..]);
+    }
+}
+
 /// The markup language [`escape_markup`] writes for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Markup {
@@ -268,6 +294,24 @@ pub fn render_page(
     plot_notes: &[String],
     texts: &SummaryTexts,
 ) -> String {
+    render_page_with(info, model, svgs, plot_notes, samples_section(model, texts))
+}
+
+/// The page's "Samples" section (the table of the samples shown in full and their views),
+/// rendered apart from the page so that it can be drawn while the plots are
+/// ([`render_page_with`]); each sample's view is drawn on rayon's pool.
+pub fn samples_section(model: &ReportModel, texts: &SummaryTexts) -> Fragment {
+    samples::section(model, texts)
+}
+
+/// [`render_page`] with its "Samples" section already rendered ([`samples_section`]).
+pub fn render_page_with(
+    info: &RunInfo,
+    model: &ReportModel,
+    svgs: &[(PlotSpec, String)],
+    plot_notes: &[String],
+    samples: Fragment,
+) -> String {
     let page = html! {
         (DOCTYPE) "\n"
         html lang="en" {
@@ -288,7 +332,7 @@ pub fn render_page(
                 (page::notes(model))
                 (page::tables(model))
                 (page::plots(svgs, plot_notes))
-                (samples::section(model, texts))
+                (samples)
                 // PreEscaped: the page's own script, a constant of this crate (script.js); its
                 // hash is in the CSP, and it holds no `</script` (tested below).
                 script { (PreEscaped(SCRIPT)) }
@@ -304,6 +348,23 @@ pub fn render_page(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn esc_escapes_as_maud_does() {
+        for t in [
+            "",
+            "plain",
+            r#"<script>alert("x")</script> & 'y'"#,
+            "&&<<>>\"\"",
+            "naïve → ü <é> & ✓\n\ttabs",
+            "ends with &",
+        ] {
+            assert_eq!(
+                html! { p title=(Esc(t)) { (Esc(t)) } }.into_string(),
+                html! { p title=(t) { (t) } }.into_string()
+            );
+        }
+    }
 
     #[test]
     fn spliced_text_is_escaped_and_junit_escaping_is_unchanged() {

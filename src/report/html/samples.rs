@@ -275,6 +275,21 @@ pub fn section(model: &ReportModel, texts: &SummaryTexts) -> Fragment {
             .or_default()
             .push(i);
     }
+    // The views (the word diffs and timelines are most of the page's work) drawn a few at a time
+    // on rayon's pool and spliced in order: at most VIEWS_AT_ONCE of them wait beside the page.
+    const VIEWS_AT_ONCE: usize = 8;
+    let mut views = String::new();
+    for chunk in shown.chunks(VIEWS_AT_ONCE) {
+        use rayon::prelude::*;
+        let drawn: Vec<Fragment> = chunk
+            .par_iter()
+            .map(|&i| view::sample(model, i, &by_key[&model.samples.get(i).pair_hash()], texts))
+            .collect();
+        for v in drawn {
+            views.push_str(&v.into_string());
+        }
+    }
+    let views = maud::PreEscaped(views);
     html! {
         h2 id="samples" { "Samples" } "\n"
         p {
@@ -299,9 +314,7 @@ pub fn section(model: &ReportModel, texts: &SummaryTexts) -> Fragment {
             }))
         }
         "\n"
-        @for &i in shown {
-            (view::sample(model, i, &by_key[&model.samples.get(i).pair_hash()], texts))
-        }
+        (views)
     }
 }
 

@@ -2,9 +2,9 @@
 //! compaction calls in red, the uncompressed reference dashed) and the table of what happened
 //! at each call.
 
-use super::{th_row, Fragment};
+use super::{th_row, Esc, Fragment};
 use crate::record::Row;
-use maud::html;
+use maud::{html, PreEscaped};
 use std::fmt::Write;
 
 /// Top of a sparkline's scale: the largest value, unless a few outliers would flatten every
@@ -26,6 +26,49 @@ pub fn sparkline_scale(values: &[u64]) -> (f64, bool) {
     }
 }
 
+/// `x` with two decimals, as `format!("{x:.2}")` writes it. That goes through exact decimal
+/// conversion, the largest part of drawing the timelines; for a non-negative `x` below 10^7
+/// whose hundredths are not within 10^-6 of a tie, rounding `x * 100` to the nearest integer
+/// decides the same digits (the product is off by at most 2^-23 there), and the rest goes to
+/// `format!`.
+fn fixed2(x: f64) -> String {
+    let mut out = String::with_capacity(12);
+    push_fixed2(&mut out, x);
+    out
+}
+
+/// [`fixed2`], appended to `out`.
+fn push_fixed2(out: &mut String, x: f64) {
+    if x.is_sign_positive() && x < 1e7 {
+        let y = x * 100.0;
+        let k = y.floor();
+        let frac = y - k;
+        if (frac - 0.5).abs() > 1e-6 {
+            let k = (if frac > 0.5 { k + 1.0 } else { k }) as u64;
+            // The digits of k / 100, written by hand (this runs for every bar of every timeline).
+            let mut digits = [0u8; 20];
+            let (mut at, mut int) = (digits.len(), k / 100);
+            loop {
+                at -= 1;
+                digits[at] = b'0' + (int % 10) as u8;
+                int /= 10;
+                if int == 0 {
+                    break;
+                }
+            }
+            let cents = (k % 100) as u8;
+            for &d in &digits[at..] {
+                out.push(char::from(d));
+            }
+            out.push('.');
+            out.push(char::from(b'0' + cents / 10));
+            out.push(char::from(b'0' + cents % 10));
+            return;
+        }
+    }
+    let _ = write!(out, "{x:.2}");
+}
+
 /// The bar chart of `s.timeline` (empty timeline: an empty chart), as inline SVG written with
 /// the same templates as the rest of the page (so the event names in its tooltips are escaped).
 pub fn svg(s: &Row<'_>) -> Fragment {
@@ -38,23 +81,28 @@ pub fn svg(s: &Row<'_>) -> Fragment {
         .collect();
     let (max, clipped) = sparkline_scale(&values);
     let bw = w / n;
-    let bar_w = format!("{:.2}", (bw - 0.5).max(0.5));
+    let bar_w = fixed2((bw - 0.5).max(0.5));
     let mut reference = String::new();
     for (i, p) in s.timeline.iter().enumerate() {
         if let Some(r) = p.reference_tokens {
             let x = i as f64 * bw;
-            let y = h - (r as f64).min(max) / max * (h - 4.0);
-            let _ = write!(reference, "{:.2},{y:.2} {:.2},{y:.2} ", x, x + bw);
+            let y = fixed2(h - (r as f64).min(max) / max * (h - 4.0));
+            push_fixed2(&mut reference, x);
+            let _ = write!(reference, ",{y} ");
+            push_fixed2(&mut reference, x + bw);
+            let _ = write!(reference, ",{y} ");
         }
     }
     html! {
         svg class="timeline" xmlns="http://www.w3.org/2000/svg" width=(w) height=(h)
             viewBox=(format!("0 0 {w} {h}")) role="img" aria-label="context tokens per model call" {
             @for (i, p) in s.timeline.iter().enumerate() {
-                @let x = format!("{:.2}", i as f64 * bw);
+                @let x = fixed2(i as f64 * bw);
                 @let over = p.tokens as f64 > max;
                 @let bh = (p.tokens as f64).min(max) / max * (h - 4.0);
-                rect x=(x) y=(format!("{:.2}", h - bh)) width=(bar_w) height=(format!("{bh:.2}"))
+                // Digits only: nothing to escape.
+                rect x=(PreEscaped(&x)) y=(PreEscaped(fixed2(h - bh))) width=(PreEscaped(&bar_w))
+                    height=(PreEscaped(fixed2(bh)))
                     fill=(if p.events.is_empty() { "#4c78a8" } else { "#d62728" }) {
                     title {
                         "call " (i + 1) " (message " (p.trace_index) "): " (p.tokens) " tokens"
@@ -63,7 +111,7 @@ pub fn svg(s: &Row<'_>) -> Fragment {
                     }
                 }
                 @if over {
-                    rect x=(x) y="0" width=(bar_w) height="4" fill="#000" {}
+                    rect x=(PreEscaped(&x)) y="0" width=(PreEscaped(&bar_w)) height="4" fill="#000" {}
                 }
             }
             @if !reference.is_empty() {
@@ -112,7 +160,7 @@ pub fn table(s: &Row<'_>) -> Fragment {
                                 } @else {
                                     td class="ev" { (p.events.join(", ")) }
                                 }
-                                td class="pre" { (p.details.join("\n")) }
+                                td class="pre" { (Esc(&p.details.join("\n"))) }
                             }
                         }
                     }
@@ -126,6 +174,49 @@ pub fn table(s: &Row<'_>) -> Fragment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fixed2_writes_what_format_writes() {
+        let mut seed = 11u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 11
+        };
+        let mut xs: Vec<f64> = vec![
+            0.0,
+            -0.0,
+            0.005,
+            0.015,
+            0.125,
+            0.375,
+            1.005,
+            2.675,
+            119.995,
+            9_999_999.995,
+            1e7,
+            -1.5,
+            f64::NAN,
+            f64::INFINITY,
+            0.5 / 3.0,
+            720.0 / 7.0,
+            116.0,
+        ];
+        for _ in 0..200_000 {
+            let r = next();
+            let x = match r % 4 {
+                0 => (r % 72_000) as f64 / 100.0 + 0.005,
+                1 => (r as f64 / (1u64 << 53) as f64) * 720.0,
+                2 => 720.0 / ((r % 5000) as f64 + 1.0) * ((r >> 20) % 300) as f64,
+                _ => 116.0 - (r % 1_000_000) as f64 / 1_000_000.0 * 116.0,
+            };
+            xs.push(x);
+        }
+        for x in xs {
+            assert_eq!(fixed2(x), format!("{x:.2}"), "{x:e}");
+        }
+    }
 
     #[test]
     fn sparkline_scale_clips_a_lone_spike_only() {

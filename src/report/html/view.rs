@@ -4,7 +4,7 @@
 //! the baseline's of the same unit and fold, with a word diff) and the context timeline.
 
 use super::samples::{anchor, compactions, folds_shown, Status};
-use super::{diff, timeline, Fragment, SummaryTexts};
+use super::{diff, timeline, Esc, Fragment, SummaryTexts};
 use crate::record::{Row, SummaryRecord};
 use crate::report::model::{fmt_num, ReportModel};
 use maud::{display, html};
@@ -131,7 +131,7 @@ fn evidence(ev: &serde_json::Value) -> Fragment {
         @for a in answers {
             (answer(a))
         }
-        details { summary { "evidence (JSON)" } pre { (json_text(ev, MAX_EVIDENCE_CHARS)) } }
+        details { summary { "evidence (JSON)" } pre { (Esc(&json_text(ev, MAX_EVIDENCE_CHARS))) } }
         "\n"
     }
 }
@@ -148,9 +148,9 @@ fn answer(a: &serde_json::Value) -> Fragment {
     html! {
         table class="qa" {
             tbody {
-                tr { th { "question" } td class="pre" { (question) } }
-                tr { th { "expected" } td { code { (field("expected")) } } }
-                tr { th { "answer" } td class="pre" { (field("answer")) } }
+                tr { th { "question" } td class="pre" { (Esc(&question)) } }
+                tr { th { "expected" } td { code { (Esc(&field("expected"))) } } }
+                tr { th { "answer" } td class="pre" { (Esc(&field("answer"))) } }
                 tr {
                     th { "recovered" }
                     td class=[(recovered == Some(false)).then_some("alert")] {
@@ -181,9 +181,9 @@ fn tool_call(t: &serde_json::Value) -> Fragment {
     let err = t.get("is_error").and_then(|v| v.as_bool()) == Some(true);
     html! {
         li {
-            code { (text("name", 200)) } " " code class="pre" { (text("arguments", 1000)) }
+            code { (Esc(&text("name", 200))) } " " code class="pre" { (Esc(&text("arguments", 1000))) }
             @if err { " " span class="alert" { "(error)" } }
-            div class="pre result" { (text("result_head", 2000)) }
+            div class="pre result" { (Esc(&text("result_head", 2000))) }
         }
     }
 }
@@ -268,7 +268,7 @@ fn summaries(s: &Row<'_>, base: Option<&Row<'_>>, texts: &SummaryTexts) -> Fragm
                     summary { "fold " (r.fold) }
                     p { (summary_head(s.variant, r)) }
                     @match summary_text(r, texts) {
-                        Some(t) => div class="pre summary" { (t) },
+                        Some(t) => div class="pre summary" { (Esc(&t)) },
                         None => (missing_text(r)),
                     }
                 }
@@ -300,7 +300,10 @@ fn summaries(s: &Row<'_>, base: Option<&Row<'_>>, texts: &SummaryTexts) -> Fragm
             @let too_long = matches!(marked, Some(None));
             @let (ha, hb) = match marked.flatten() {
                 Some(pair) => pair,
-                None => (html! { (ta.unwrap_or_default()) }, html! { (tb.unwrap_or_default()) }),
+                None => (
+                    html! { (Esc(&ta.unwrap_or_default())) },
+                    html! { (Esc(&tb.unwrap_or_default())) },
+                ),
             };
             details class="fold" open[k == 0] {
                 summary { "fold " (f) }
