@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${1:-target/release/ctxbench}
+shift || true  # further arguments go to `ctxbench run` (e.g. --jobs 48)
 delay_ms=50
 log=$(mktemp); tlog=$(mktemp)
 python3 benches/runner/mock_openai.py --delay-ms $delay_ms >"$log.port" 2>"$log" &
@@ -21,7 +22,7 @@ if [ -n "${NEEDLE_SWEEP:-}" ]; then
          --set providers.agent.max_retries=0 --set providers.agent.concurrency=32)
 fi
 started=$(date +%s.%N)
-MOCK_OPENAI_KEY=x ${WRAP:-} /usr/bin/time -v "$bin" run "${suite[@]}" --no-cache -q \
+MOCK_OPENAI_KEY=x ${WRAP:-} /usr/bin/time -v "$bin" run "${suite[@]}" --no-cache -q "$@" \
   --set "providers.agent.base_url=\"http://127.0.0.1:$port/v1\"" >/dev/null 2>"$tlog" || { cat "$tlog"; exit 1; }
 ended=$(date +%s.%N)
 # The mock's own CPU (it shares the cores): utime + stime of its process, in clock ticks.
