@@ -20,7 +20,7 @@
 
 use crate::engine::store::{for_each_pack, unpack_bytes};
 use crate::record::{RunDir, RunInfo, Sample};
-use crate::report::html::Status;
+use crate::report::html::{Status, MAX_FAILED_PER_VARIANT};
 use crate::report::shown::shown_in_full;
 use crate::report::ReportModel;
 use rustc_hash::FxHashMap;
@@ -65,7 +65,41 @@ pub enum StorePolicy {
         baseline: Option<String>,
         /// Units of a pairing key: one a variant.
         variants: usize,
+        /// The first failed verdicts of each variant known so far ([`FailWindow`]).
+        fails: Arc<FailWindow>,
     },
+}
+
+/// The first failed verdicts of each variant in the report's order, as far as the units ended
+/// so far tell. report.html shows, besides the shown keys, only the first
+/// [`MAX_FAILED_PER_VARIANT`] failed verdicts of a variant in its sample order (trace, eval,
+/// sample, repeat: `report::html::select` over the sorted rows), so a failed verdict with that
+/// many failed verdicts of its variant before it is not shown, whatever the units still
+/// running do, and its store need not be written. Holds at most that many keys a variant.
+#[derive(Debug, Default)]
+pub struct FailWindow {
+    first: std::sync::Mutex<FxHashMap<String, std::collections::BTreeSet<FailKey>>>,
+}
+
+/// A unit's place in the report's order within its variant: trace, eval, sample, repeat.
+pub type FailKey = (Arc<str>, Arc<str>, Arc<str>, u32);
+
+impl FailWindow {
+    /// Record a failed verdict of `variant` at `key` (outside the shown keys) and say whether
+    /// report.html may still show it: fewer than [`MAX_FAILED_PER_VARIANT`] failed verdicts
+    /// of the variant known before it.
+    pub fn may_show(&self, variant: &str, key: FailKey) -> bool {
+        let mut first = self.first.lock().unwrap_or_else(|e| e.into_inner());
+        let known = first.entry(variant.to_string()).or_default();
+        if known.len() >= MAX_FAILED_PER_VARIANT && known.last().is_some_and(|l| *l < key) {
+            return false;
+        }
+        known.insert(key);
+        while known.len() > MAX_FAILED_PER_VARIANT {
+            known.pop_last();
+        }
+        true
+    }
 }
 
 impl StorePolicy {
@@ -97,6 +131,7 @@ impl StorePolicy {
             shown,
             baseline: (plan.variants.len() > 1).then(|| plan.baseline.clone()),
             variants: plan.variants.len(),
+            fails: Arc::default(),
         }
     }
 
@@ -114,7 +149,31 @@ impl StorePolicy {
         probe.error = out.error.clone();
         probe.scores = out.scores.clone();
         probe.compactions = out.compactions.clone();
-        self.route(&probe)
+        match (self.route(&probe), self) {
+            // A failed verdict with enough failed verdicts of its variant before it is not
+            // shown: not written (its marker record says so).
+            // (A baseline's failed verdict is also shown beside another variant's shown
+            // failure of its key, so it stays undecided.)
+            (
+                Route::Pack,
+                StorePolicy::Kept {
+                    fails, baseline, ..
+                },
+            ) if baseline.as_deref() != Some(&*unit.variant) => {
+                let key = (
+                    unit.trace_id.clone(),
+                    unit.eval.clone(),
+                    unit.sample.clone(),
+                    unit.repeat,
+                );
+                if fails.may_show(&unit.variant, key) {
+                    Route::Pack
+                } else {
+                    Route::Skip
+                }
+            }
+            (route, _) => route,
+        }
     }
 
     /// Where the store of the unit that recorded `sample` goes. Pruning keeps every unit that
@@ -406,6 +465,7 @@ mod tests {
             shown: ["shown".to_string()].into_iter().collect(),
             baseline: Some("base".into()),
             variants: 2,
+            fails: Arc::default(),
         };
         let unit = |id: &str, variant: &str, passed: bool| {
             Sample::builder()
@@ -482,6 +542,7 @@ mod tests {
             shown: ["shown".to_string()].into_iter().collect(),
             baseline: Some("base".into()),
             variants: 2,
+            fails: Arc::default(),
         };
         let unit = |id: &str, variant: &str, passed: bool| {
             Sample::builder()
@@ -516,11 +577,78 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_verdict_after_the_first_few_of_its_variant_is_not_written() {
+        let w = FailWindow::default();
+        let key = |t: &str, r: u32| -> FailKey { (t.into(), "needle".into(), "s".into(), r) };
+        // Failures arrive out of order: each may be shown while fewer than five come before it.
+        for t in ["t5", "t3", "t9", "t1", "t7"] {
+            assert!(w.may_show("v", key(t, 0)), "{t}");
+        }
+        assert!(!w.may_show("v", key("t9", 1)), "five failures before it");
+        assert!(
+            w.may_show("v", key("t2", 0)),
+            "before t9: it may be among the first five"
+        );
+        // t9 is now sixth: a failure after it is not shown, one between t5 and t7 still may be.
+        assert!(!w.may_show("v", key("t8", 0)));
+        assert!(w.may_show("v", key("t6", 0)));
+        assert!(!w.may_show("v", key("t7", 1)), "t1 t2 t3 t5 t6 come before");
+        // Repeats order after the sample they repeat; variants are counted apart.
+        assert!(w.may_show("v", key("t1", 1)));
+        assert!(w.may_show("other", key("t9", 9)));
+        // Through the policy: past the first five, a failed verdict of a variant is skipped,
+        // one of the baseline is not (report.html shows it beside another variant's failure).
+        let policy = StorePolicy::Kept {
+            shown: HashSet::new(),
+            baseline: Some("base".into()),
+            variants: 2,
+            fails: Arc::default(),
+        };
+        let failed = crate::runner::UnitOutput {
+            passed: Some(false),
+            ..Default::default()
+        };
+        for variant in ["base", "b"] {
+            let routes: Vec<Route> = (0..7)
+                .map(|i| {
+                    let u = crate::runner::Unit {
+                        id: format!("{variant}{i}"),
+                        index: i,
+                        trace_id: format!("t{i}").into(),
+                        trace: i,
+                        variant: variant.into(),
+                        variant_index: 0,
+                        eval: "needle".into(),
+                        sample: "s".into(),
+                        params: Default::default(),
+                        repeat: 0,
+                        seed: 0,
+                        pair_seed: 0,
+                        providers: Vec::new(),
+                    };
+                    policy.route_output(&u, &failed)
+                })
+                .collect();
+            let packed = routes.iter().filter(|r| **r == Route::Pack).count();
+            assert_eq!(packed, if variant == "base" { 7 } else { 5 }, "{variant}");
+        }
+        // The same order as report.html's selection: the first five failures of the variant in
+        // the sorted rows are exactly the keys the window said may be shown and kept.
+        let first = w.first.lock().unwrap();
+        let kept: Vec<String> = first["v"]
+            .iter()
+            .map(|k| format!("{}/{}", k.0, k.3))
+            .collect();
+        assert_eq!(kept, ["t1/0", "t1/1", "t2/0", "t3/0", "t5/0"]);
+    }
+
+    #[test]
     fn a_held_baseline_store_goes_to_the_pack_only_when_its_key_failed() {
         let policy = StorePolicy::Kept {
             shown: HashSet::new(),
             baseline: Some("base".into()),
             variants: 3,
+            fails: Arc::default(),
         };
         let sample = |variant: &str, key: &str, passed: bool| {
             Sample::builder()
