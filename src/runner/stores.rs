@@ -9,7 +9,8 @@
 //! ([`Route`]): a store pruning keeps whatever the other units do (the unit errored or is
 //! flagged, or report.html shows its pairing key) goes straight into its directory under
 //! `stores/` (the files an on-disk store would have written); one pruning may keep (a failed
-//! verdict: only the first few of a variant are shown) is a record of the run's `stores.pack`
+//! verdict: only the first five of a variant are shown, [`FailWindow`]; one with five before it
+//! is not written) is a record of the run's `stores.pack`
 //! (`engine::store::PackFile`); a baseline's store waits in memory until every unit of its
 //! pairing key has ended ([`HeldStores`]: the page shows the baseline of a failed verdict), then
 //! goes to the pack or nowhere; and any store not written leaves a marker record (the unit's
