@@ -321,7 +321,8 @@ pub struct DispatchReport {
 }
 
 /// Dispatch `units` in order. Each finished unit's sample is appended to `journal` (and flushed)
-/// before the next decision. Each message on `interrupts` is one Ctrl-C (or SIGTERM): the first
+/// before the next decision, and its line, read back as a journal reader reads it, added to
+/// `totals` (set to `None` if a line cannot be read back: the caller then reads the journal). Each message on `interrupts` is one Ctrl-C (or SIGTERM): the first
 /// stops dispatching and lets running units finish for at most `opts.interrupt_grace`, after
 /// which they are cancelled; a second cancels them at once. A cancelled unit is not recorded
 /// (it counts as not run and runs again on `--resume`). Returns an error only
@@ -330,6 +331,7 @@ pub async fn dispatch<I>(
     units: I,
     exec: Arc<dyn UnitExecutor>,
     journal: &mut Journal,
+    totals: &mut Option<super::manifest::TotalsSum>,
     opts: &DispatchOptions,
     budget: &mut Budget,
     progress: &mut Progress,
@@ -483,6 +485,15 @@ where
                     running.abort_all();
                     while running.join_next().await.is_some() {}
                     return Err(e);
+                }
+                // The totals of run.json from the line just written, parsed as the journal's
+                // readers parse it (`resume::Recorded::read`): the same numbers as reading the
+                // whole journal again at the end of the run, without that pass.
+                if let Some(sum) = totals {
+                    match crate::report::load::parse_light(journal.last_line()) {
+                        Ok((s, _)) => sum.add(&s.row()),
+                        Err(_) => *totals = None,
+                    }
                 }
                 let cost = sample.cost_usd.total();
                 budget.record(&sample.eval, Some(super::budget::spend_of(&sample.cost_usd)));

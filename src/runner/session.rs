@@ -506,7 +506,7 @@ pub async fn execute(
         todo,
         mut journal,
         mut manifest,
-        previous,
+        mut previous,
         dispatch: dopts,
         max_cost_usd,
         progress: progress_mode,
@@ -515,11 +515,13 @@ pub async fn execute(
     } = prepared;
     let mut budget = Budget::new(max_cost_usd, previous.totals.spent_usd);
     let mut progress = Progress::new(manifest.units.planned, previous.recorded, progress_mode);
+    let mut totals = Some(std::mem::take(&mut previous.sum));
     drop(previous);
     let report = dispatch(
         todo,
         exec,
         &mut journal,
+        &mut totals,
         &dopts,
         &mut budget,
         &mut progress,
@@ -530,13 +532,21 @@ pub async fn execute(
     progress.finish();
     journal.sync().ok();
     let dir = RunDir::new(&run_dir);
-    // The journal streamed one line at a time into running totals: nothing per sample is kept.
-    let all = Recorded::read(&dir.samples_jsonl()).map_err(|e| UsageError(e.to_string()))?;
-    manifest.units.recorded = all.recorded;
-    manifest.units.failed = all.failed;
+    // The journal's lines were added to running totals as they were written (what was there
+    // before, read when the run was opened); nothing per sample is kept. Only if a line could
+    // not be read back is the journal streamed again.
+    let all = match totals {
+        Some(sum) => (sum.recorded, sum.failed, sum.finish()),
+        None => {
+            let r = Recorded::read(&dir.samples_jsonl()).map_err(|e| UsageError(e.to_string()))?;
+            (r.recorded, r.failed, r.totals)
+        }
+    };
+    manifest.units.recorded = all.0;
+    manifest.units.failed = all.1;
     manifest.units.not_run_budget = report.not_run_budget;
     manifest.units.not_run_interrupted = report.not_run_interrupted;
-    manifest.totals = all.totals;
+    manifest.totals = all.2;
     manifest.finished_at = Some(now_rfc3339());
     manifest.status = match report.stop {
         StopReason::Interrupted => RunStatus::Interrupted,
