@@ -13,9 +13,12 @@
 //! - the plan, bytes it keeps: ≤ 16 a unit, measured on its own at 120 → 12,120 units (0: the
 //!   plan is the grid and units are built as the dispatcher pulls them; 210 when every unit was
 //!   kept, 863 before that);
-//! - executing the units (dispatch, journal, the end-of-run totals): ≤ 64 a unit (0). A
-//!   dispatcher that keeps each sample measures 7,363. The end-of-run totals are the same
-//!   streaming read as `--resume` (`runner::resume::Recorded::read`), bounded below;
+//! - executing the units (dispatch, journal, run.json's totals added up as each line is
+//!   written): ≤ 64 a unit (0: ~76 KB at 120 and at 240 units in every measurement; streaming
+//!   the journal again after the last unit peaked at ~1.1-1.3 MB; at 120 → 960 units the
+//!   smallest of three is 76 KB at both, while single measurements ranged 76-921 KB at one size:
+//!   the 779 bytes a unit once read here was one measurement each, not growth). A dispatcher
+//!   that keeps each sample measures 7,363;
 //! - `--resume` opening a finished run: ≤ 96 a unit (29: the finished ids, 8 bytes each in a
 //!   hash set; was 7,671, the samples read whole);
 //! - `merge` of the run with itself: ≤ 320 a unit (188: an index entry per unit, digest, sort

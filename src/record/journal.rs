@@ -106,6 +106,8 @@ pub struct SamplesRead {
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
+    /// The last line written (its buffer reused by the next).
+    line: Vec<u8>,
     file: File,
 }
 
@@ -119,6 +121,7 @@ impl Journal {
             .map_err(io_err(path))?;
         Ok(Journal {
             path: path.to_path_buf(),
+            line: Vec::new(),
             file,
         })
     }
@@ -138,6 +141,7 @@ impl Journal {
         Ok((
             Journal {
                 path: path.to_path_buf(),
+                line: Vec::new(),
                 file,
             },
             torn,
@@ -146,13 +150,22 @@ impl Journal {
 
     /// Append one sample as a single line and flush it to the operating system.
     pub fn append(&mut self, sample: &Sample) -> Result<(), JournalError> {
-        let mut line = serde_json::to_vec(sample).map_err(|e| JournalError::Io {
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, sample).map_err(|e| JournalError::Io {
             path: self.path.clone(),
             source: std::io::Error::other(e),
         })?;
-        line.push(b'\n');
-        self.file.write_all(&line).map_err(io_err(&self.path))?;
+        self.line.push(b'\n');
+        self.file
+            .write_all(&self.line)
+            .map_err(io_err(&self.path))?;
         self.file.flush().map_err(io_err(&self.path))
+    }
+
+    /// The line the last [`Journal::append`] wrote, without its newline (empty before the
+    /// first): what a reader of the journal reads for that sample.
+    pub fn last_line(&self) -> &[u8] {
+        self.line.strip_suffix(b"\n").unwrap_or(&self.line)
     }
 
     /// Force the journal to stable storage (call at the end of a run; per-line `append` only

@@ -320,8 +320,16 @@ pub struct DispatchReport {
     pub stop: StopReason,
 }
 
-/// Dispatch `units` in order. Each finished unit's sample is appended to `journal` (and flushed)
-/// before the next decision. Each message on `interrupts` is one Ctrl-C (or SIGTERM): the first
+/// Where finished units are recorded: the journal, and the running totals of its lines.
+pub struct Ledger {
+    pub journal: Journal,
+    /// Each line written, read back as a journal reader reads it, is added here; `None` once
+    /// a line could not be read back (the caller then reads the journal).
+    pub totals: Option<super::manifest::TotalsSum>,
+}
+
+/// Dispatch `units` in order. Each finished unit's sample is appended to `ledger`'s journal (and
+/// flushed) before the next decision, and added to its totals. Each message on `interrupts` is one Ctrl-C (or SIGTERM): the first
 /// stops dispatching and lets running units finish for at most `opts.interrupt_grace`, after
 /// which they are cancelled; a second cancels them at once. A cancelled unit is not recorded
 /// (it counts as not run and runs again on `--resume`). Returns an error only
@@ -329,7 +337,7 @@ pub struct DispatchReport {
 pub async fn dispatch<I>(
     units: I,
     exec: Arc<dyn UnitExecutor>,
-    journal: &mut Journal,
+    ledger: &mut Ledger,
     opts: &DispatchOptions,
     budget: &mut Budget,
     progress: &mut Progress,
@@ -479,10 +487,19 @@ where
                         ));
                     }
                 }
-                if let Err(e) = journal.append(&sample) {
+                if let Err(e) = ledger.journal.append(&sample) {
                     running.abort_all();
                     while running.join_next().await.is_some() {}
                     return Err(e);
+                }
+                // The totals of run.json from the line just written, parsed as the journal's
+                // readers parse it (`resume::Recorded::read`): the same numbers as reading the
+                // whole journal again at the end of the run, without that pass.
+                if let Some(sum) = &mut ledger.totals {
+                    match crate::report::load::parse_light(ledger.journal.last_line()) {
+                        Ok((s, _)) => sum.add(&s.row()),
+                        Err(_) => ledger.totals = None,
+                    }
                 }
                 let cost = sample.cost_usd.total();
                 budget.record(&sample.eval, Some(super::budget::spend_of(&sample.cost_usd)));

@@ -67,6 +67,9 @@ pub struct Recorded {
     pub recorded: u64,
     pub failed: u64,
     pub totals: Totals,
+    /// The running sums `totals` was finished from: a run that goes on adds its new samples to
+    /// them ([`super::execute::dispatch`]) instead of reading the journal again at its end.
+    pub sum: TotalsSum,
 }
 
 impl Recorded {
@@ -85,7 +88,8 @@ impl Recorded {
             done,
             recorded: sum.recorded,
             failed: sum.failed,
-            totals: sum.finish(),
+            totals: sum.clone().finish(),
+            sum,
         })
     }
 }

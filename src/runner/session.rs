@@ -4,7 +4,7 @@
 
 use super::budget::Budget;
 use super::execute::{
-    dispatch, DispatchOptions, DispatchReport, RunContext, StopReason, UnitExecutor,
+    dispatch, DispatchOptions, DispatchReport, Ledger, RunContext, StopReason, UnitExecutor,
 };
 use super::manifest::{
     now_compact, now_rfc3339, InvocationOptions, RunManifest, RunStatus, SkippedTrace, Totals,
@@ -504,9 +504,9 @@ pub async fn execute(
     let Prepared {
         run_dir,
         todo,
-        mut journal,
+        journal,
         mut manifest,
-        previous,
+        mut previous,
         dispatch: dopts,
         max_cost_usd,
         progress: progress_mode,
@@ -515,11 +515,15 @@ pub async fn execute(
     } = prepared;
     let mut budget = Budget::new(max_cost_usd, previous.totals.spent_usd);
     let mut progress = Progress::new(manifest.units.planned, previous.recorded, progress_mode);
+    let mut ledger = Ledger {
+        journal,
+        totals: Some(std::mem::take(&mut previous.sum)),
+    };
     drop(previous);
     let report = dispatch(
         todo,
         exec,
-        &mut journal,
+        &mut ledger,
         &dopts,
         &mut budget,
         &mut progress,
@@ -528,15 +532,23 @@ pub async fn execute(
     .await
     .context("the run journal could not be written; finished units up to here are saved")?;
     progress.finish();
-    journal.sync().ok();
+    ledger.journal.sync().ok();
     let dir = RunDir::new(&run_dir);
-    // The journal streamed one line at a time into running totals: nothing per sample is kept.
-    let all = Recorded::read(&dir.samples_jsonl()).map_err(|e| UsageError(e.to_string()))?;
-    manifest.units.recorded = all.recorded;
-    manifest.units.failed = all.failed;
+    // The journal's lines were added to running totals as they were written (what was there
+    // before, read when the run was opened); nothing per sample is kept. Only if a line could
+    // not be read back is the journal streamed again.
+    let all = match ledger.totals {
+        Some(sum) => (sum.recorded, sum.failed, sum.finish()),
+        None => {
+            let r = Recorded::read(&dir.samples_jsonl()).map_err(|e| UsageError(e.to_string()))?;
+            (r.recorded, r.failed, r.totals)
+        }
+    };
+    manifest.units.recorded = all.0;
+    manifest.units.failed = all.1;
     manifest.units.not_run_budget = report.not_run_budget;
     manifest.units.not_run_interrupted = report.not_run_interrupted;
-    manifest.totals = all.totals;
+    manifest.totals = all.2;
     manifest.finished_at = Some(now_rfc3339());
     manifest.status = match report.stop {
         StopReason::Interrupted => RunStatus::Interrupted,

@@ -236,6 +236,56 @@ fn resume_skips_recorded_units_and_cuts_a_torn_last_line() {
     assert_eq!(canonical(samples(&killed)), reference);
 }
 
+/// run.json's counts and totals, added up as the lines were written (and, on resume, from what
+/// the journal held), are those of reading the whole journal back.
+fn assert_totals_are_the_journals(out: &Outcome) {
+    use ctxbench::runner::resume::Recorded;
+    let read = Recorded::read(&RunDir::new(&out.run_dir).samples_jsonl()).unwrap();
+    let m = &out.manifest;
+    assert_eq!(
+        (m.units.recorded, m.units.failed),
+        (read.recorded, read.failed)
+    );
+    assert_eq!(
+        serde_json::to_string(&m.totals).unwrap(),
+        serde_json::to_string(&read.totals).unwrap()
+    );
+}
+
+#[test]
+fn run_totals_added_as_lines_are_written_equal_the_journal_read_back() {
+    let env = env(3, "");
+    // Costs that do not add up exactly in binary, and failed units among them.
+    let fake = || {
+        Arc::new(Fake {
+            cost: 0.1 / 3.0,
+            fail: [1, 4].into(),
+            ..Fake::default()
+        })
+    };
+    let full = run_with(&env, &opts("sums"), fake(), None).unwrap();
+    assert!(full.manifest.totals.cost_usd > 0.0 && full.manifest.units.failed == 2);
+    assert_totals_are_the_journals(&full);
+    // Resumed: what the journal held, then the new lines.
+    let killed = env.root.join("out/sums-killed");
+    std::fs::create_dir(&killed).unwrap();
+    let mut m: RunManifest = RunDir::new(&full.run_dir).read_run_json().unwrap();
+    m.info.run_id = "sums-killed".into();
+    m.status = RunStatus::Running;
+    RunDir::new(&killed).write_run_json(&m).unwrap();
+    let text = std::fs::read_to_string(full.run_dir.join("samples.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    std::fs::write(killed.join("samples.jsonl"), lines[..5].join("\n") + "\n").unwrap();
+    let o = RunOptions {
+        resume: Some(killed.clone()),
+        executor: "fake".into(),
+        ..RunOptions::default()
+    };
+    let out = run_with(&env, &o, fake(), None).unwrap();
+    assert_eq!(out.manifest.units.recorded, UNITS as u64);
+    assert_totals_are_the_journals(&out);
+}
+
 #[test]
 fn failed_and_panicking_units_are_data_and_the_run_goes_on() {
     let env = env(3, "");
