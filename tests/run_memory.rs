@@ -291,7 +291,9 @@ fn heavy_run(dir: &Path, repeats: u32) -> (usize, usize, usize) {
 }
 
 /// While a run progresses, its heap is bounded by the units in flight, not by the units it has
-/// run: at 4× the units (same trace, same concurrency) the peak stays within a quarter of the
+/// run: at 4× the units (same trace, same concurrency; 20 → 80 units, so the smaller run has
+/// four slow replay units and can reach four in flight too — with 10 units it had two, and its
+/// peak fell short of what 40 units reach 1 time in 4) the peak stays within a quarter of the
 /// smaller run's, and neither run leaves more than 1 MiB live once its outcome is dropped. A
 /// dispatcher that starts units past `concurrency`, or a unit whose conversation outlives it,
 /// fails this. Part of the one test (the counter is process-wide).
@@ -302,8 +304,8 @@ fn a_runs_heap_is_bounded_by_its_units_in_flight(tmp: &Path) {
             .reduce(|a, b| (a.0, a.1.min(b.1), a.2.max(b.2)))
             .unwrap()
     };
-    let (small_units, small, small_kept) = heavy("inflight-small", 2);
-    let (big_units, big, big_kept) = heavy("inflight-big", 8);
+    let (small_units, small, small_kept) = heavy("inflight-small", 4);
+    let (big_units, big, big_kept) = heavy("inflight-big", 16);
     assert_eq!(big_units, 4 * small_units);
     eprintln!(
         "heap peak of the run: {} KiB at {small_units} units, {} KiB at {big_units} units; \
