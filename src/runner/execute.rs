@@ -295,14 +295,15 @@ fn failure_text(unit: &str, e: &UnitError, causes: &[String]) -> String {
 }
 
 /// A finished unit as its task hands it to the dispatcher: the unit, its output, its latency
-/// in ms, why its offload store could not be written if it could not, and the store when the
-/// dispatcher holds it (`stores::Route::Hold`).
+/// in ms, why its offload store could not be written if it could not, the store when the
+/// dispatcher holds it (`stores::Route::Hold`), and where its store went.
 type Done = (
     Arc<Unit>,
     UnitOutput,
     u64,
     Option<String>,
     Option<super::stores::HeldStore>,
+    Option<super::stores::Route>,
 );
 
 /// How long running units may take to finish after the first interrupt.
@@ -430,8 +431,11 @@ where
                 // `--resume` (its directory removed as it starts), and its later store counts.
                 use super::stores::Route;
                 let mut hold = None;
+                let mut routed = None;
                 let store_error = out.store.take().and_then(|files| {
-                    let written = match stores.route_output(&u, &out) {
+                    let route = stores.route_output(&u, &out);
+                    routed = Some(route);
+                    let written = match route {
                         Route::Dir => crate::engine::store::write_files(&files, &store_dir),
                         Route::Pack => packs.append(&u.id, &files),
                         Route::Skip => packs.skip(&u.id),
@@ -442,7 +446,7 @@ where
                     };
                     written.err().map(|e| e.to_string())
                 });
-                (u, out, ms, store_error, hold)
+                (u, out, ms, store_error, hold, routed)
             });
             by_task.insert(handle.id(), unit);
         }
@@ -452,7 +456,7 @@ where
         tokio::select! {
             joined = running.join_next_with_id() => {
                 let Some(joined) = joined else { continue };
-                let (unit, out, ms, mut store_error, hold) = match joined {
+                let (unit, out, ms, mut store_error, hold, routed) = match joined {
                     Ok((id, done)) => {
                         by_task.remove(&id);
                         done
@@ -464,7 +468,7 @@ where
                             continue;
                         }
                         let msg = panic_message(e);
-                        (unit, UnitOutput::failed("panic", msg), 0, None, None)
+                        (unit, UnitOutput::failed("panic", msg), 0, None, None, None)
                     }
                 };
                 if opts.verbose {
@@ -473,7 +477,7 @@ where
                     }
                 }
                 let sample = out.into_sample(&unit, ms);
-                for (id, files) in held.ended(&sample, hold) {
+                for (id, files) in held.ended(&sample, hold, routed) {
                     if let Err(e) = packs.append(&id, &files) {
                         store_error.get_or_insert(e.to_string());
                     }

@@ -265,9 +265,16 @@ impl HeldStores {
         self.order.is_empty()
     }
 
-    /// The unit that recorded `sample` ended, holding `store` when routed [`Route::Hold`].
-    /// Returns the stores to append to the pack file now.
-    pub fn ended(&mut self, sample: &Sample, store: Option<HeldStore>) -> Vec<HeldStore> {
+    /// The unit that recorded `sample` ended, holding `store` when routed [`Route::Hold`];
+    /// `route`: where its own store went (a failed verdict routed [`Route::Skip`] is past the
+    /// first five of its variant, so report.html shows neither it nor, for it, its key's
+    /// baseline). Returns the stores to append to the pack file now.
+    pub fn ended(
+        &mut self,
+        sample: &Sample,
+        store: Option<HeldStore>,
+        route: Option<Route>,
+    ) -> Vec<HeldStore> {
         let mut out = Vec::new();
         if self.variants == 0 {
             out.extend(store);
@@ -276,7 +283,7 @@ impl HeldStores {
         let key = sample.pair_hash();
         let entry = self.open.entry(key).or_default();
         entry.ended += 1;
-        entry.failed |= Status::of(&sample.row()) == Status::Fail;
+        entry.failed |= route != Some(Route::Skip) && Status::of(&sample.row()) == Status::Fail;
         if let Some(store) = store {
             let seq = self.next;
             self.next += 1;
@@ -670,22 +677,39 @@ mod tests {
         let mut held = HeldStores::new(&policy, 8);
         // Key k1 passes everywhere: its baseline's store is dropped when the key ends.
         assert!(held
-            .ended(&sample("base", "k1", true), Some(files("base-k1")))
+            .ended(&sample("base", "k1", true), Some(files("base-k1")), None)
             .is_empty());
         assert_eq!(held.len(), 1);
-        assert!(held.ended(&sample("b", "k1", true), None).is_empty());
-        assert!(held.ended(&sample("c", "k1", true), None).is_empty());
+        assert!(held.ended(&sample("b", "k1", true), None, None).is_empty());
+        assert!(held.ended(&sample("c", "k1", true), None, None).is_empty());
         assert!(held.is_empty(), "dropped");
         // Key k2 fails in variant c, which ends first: the baseline goes to the pack at the end.
-        assert!(held.ended(&sample("c", "k2", false), None).is_empty());
+        assert!(held.ended(&sample("c", "k2", false), None, None).is_empty());
         assert!(held
-            .ended(&sample("base", "k2", true), Some(files("base-k2")))
+            .ended(&sample("base", "k2", true), Some(files("base-k2")), None)
             .is_empty());
-        assert_eq!(ids(held.ended(&sample("b", "k2", true), None)), ["base-k2"]);
+        assert_eq!(
+            ids(held.ended(&sample("b", "k2", true), None, None)),
+            ["base-k2"]
+        );
+        // Key k6 fails in variant c past the first five of c (its store routed Skip): report.html
+        // shows neither that failure nor, beside it, the baseline: dropped.
+        assert!(held
+            .ended(&sample("c", "k6", false), None, Some(Route::Skip))
+            .is_empty());
+        assert!(held
+            .ended(&sample("base", "k6", true), Some(files("base-k6")), None)
+            .is_empty());
+        assert!(held.ended(&sample("b", "k6", true), None, None).is_empty());
+        assert!(held.is_empty(), "dropped");
         // Beyond the cap, the oldest held store goes to the pack at once.
         let mut small = HeldStores::new(&policy, 2);
         for k in ["k3", "k4", "k5"] {
-            let out = small.ended(&sample("base", k, true), Some(files(&format!("base-{k}"))));
+            let out = small.ended(
+                &sample("base", k, true),
+                Some(files(&format!("base-{k}"))),
+                None,
+            );
             assert_eq!(ids(out), if k == "k5" { vec!["base-k3"] } else { vec![] });
         }
         assert_eq!(small.len(), 2);
@@ -694,7 +718,7 @@ mod tests {
         // A policy that holds nothing hands any store straight back.
         let mut none = HeldStores::new(&StorePolicy::All, 8);
         assert_eq!(
-            ids(none.ended(&sample("base", "k1", true), Some(files("x")))),
+            ids(none.ended(&sample("base", "k1", true), Some(files("x")), None)),
             ["x"]
         );
     }
