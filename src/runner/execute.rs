@@ -635,21 +635,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn an_offline_unit_runs_whole_on_one_rayon_thread() {
-        let unit = Unit {
-            id: "u".into(),
-            index: 0,
-            trace_id: "t".into(),
-            trace: 0,
-            variant: "v".into(),
-            variant_index: 0,
-            eval: "needle".into(),
-            sample: "s".into(),
-            params: Default::default(),
-            repeat: 0,
-            seed: 0,
-            pair_seed: 0,
-            providers: Vec::new(),
-        };
+        let unit = Unit::for_test("u", "v");
         let exec: Arc<dyn UnitExecutor> = Arc::new(OneThreadProbe);
         let ctx = Arc::new(RunContext::default());
         let out = on_one_thread(exec.clone(), Arc::new(unit.clone()), ctx.clone()).await;

@@ -58,6 +58,28 @@ pub struct Unit {
     pub providers: Vec<ProviderRole>,
 }
 
+#[cfg(test)]
+impl Unit {
+    /// A needle unit `id` of `variant` on trace `t`, sample `s`, repeat 0, seeds 0 (tests).
+    pub(crate) fn for_test(id: &str, variant: &str) -> Unit {
+        Unit {
+            id: id.into(),
+            index: 0,
+            trace_id: "t".into(),
+            trace: 0,
+            variant: variant.into(),
+            variant_index: 0,
+            eval: "needle".into(),
+            sample: "s".into(),
+            params: Default::default(),
+            repeat: 0,
+            seed: 0,
+            pair_seed: 0,
+            providers: Vec::new(),
+        }
+    }
+}
+
 /// One eval sample of the grid, with its names shared by every unit that has it.
 #[derive(Debug, Clone)]
 pub struct GridSample {

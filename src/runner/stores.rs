@@ -467,21 +467,28 @@ pub fn unpack_all(dir: &RunDir) -> std::io::Result<usize> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_policy_writes_problems_shown_keys_and_the_baseline() {
-        let policy = StorePolicy::Kept {
+    /// Two variants, baseline `base`; unit `shown` is of a key report.html shows.
+    fn shown_and_base() -> StorePolicy {
+        StorePolicy::Kept {
             shown: ["shown".to_string()].into_iter().collect(),
             baseline: Some("base".into()),
             variants: 2,
             fails: Arc::default(),
-        };
-        let unit = |id: &str, variant: &str, passed: bool| {
-            Sample::builder()
-                .unit_id(id)
-                .variant(variant)
-                .passed(passed)
-                .build()
-        };
+        }
+    }
+
+    fn sample_of(id: &str, variant: &str, passed: bool) -> Sample {
+        Sample::builder()
+            .unit_id(id)
+            .variant(variant)
+            .passed(passed)
+            .build()
+    }
+
+    #[test]
+    fn the_policy_writes_problems_shown_keys_and_the_baseline() {
+        let policy = shown_and_base();
+        let unit = sample_of;
         assert!(policy.wants(&unit("shown", "b", true)));
         assert!(policy.wants(&unit("x", "base", true)), "baseline");
         assert!(policy.wants(&unit("x", "b", false)), "failed verdict");
@@ -500,21 +507,7 @@ mod tests {
         );
         assert!(StorePolicy::All.wants(&unit("x", "b", true)));
         // The unit's thread decides from its output: the same as from the sample it makes.
-        let plan_unit = |id: &str, variant: &str| crate::runner::Unit {
-            id: id.into(),
-            index: 0,
-            trace_id: "t".into(),
-            trace: 0,
-            variant: variant.into(),
-            variant_index: 0,
-            eval: "needle".into(),
-            sample: "s".into(),
-            params: Default::default(),
-            repeat: 0,
-            seed: 0,
-            pair_seed: 0,
-            providers: Vec::new(),
-        };
+        let plan_unit = crate::runner::Unit::for_test;
         let mut outs = Vec::new();
         for passed in [Some(true), Some(false), None] {
             for (score, futile) in [(0.0, 0), (1.0, 0), (0.0, 2)] {
@@ -546,19 +539,8 @@ mod tests {
 
     #[test]
     fn routes_kept_stores_to_their_directory_and_undecided_ones_to_the_pack() {
-        let policy = StorePolicy::Kept {
-            shown: ["shown".to_string()].into_iter().collect(),
-            baseline: Some("base".into()),
-            variants: 2,
-            fails: Arc::default(),
-        };
-        let unit = |id: &str, variant: &str, passed: bool| {
-            Sample::builder()
-                .unit_id(id)
-                .variant(variant)
-                .passed(passed)
-                .build()
-        };
+        let policy = shown_and_base();
+        let unit = sample_of;
         let mut flagged = unit("x", "b", true);
         flagged.compactions.insert("futile".into(), 1);
         let mut errored = unit("x", "base", true);
@@ -620,19 +602,10 @@ mod tests {
             let routes: Vec<Route> = (0..7)
                 .map(|i| {
                     let u = crate::runner::Unit {
-                        id: format!("{variant}{i}"),
                         index: i,
                         trace_id: format!("t{i}").into(),
                         trace: i,
-                        variant: variant.into(),
-                        variant_index: 0,
-                        eval: "needle".into(),
-                        sample: "s".into(),
-                        params: Default::default(),
-                        repeat: 0,
-                        seed: 0,
-                        pair_seed: 0,
-                        providers: Vec::new(),
+                        ..crate::runner::Unit::for_test(&format!("{variant}{i}"), variant)
                     };
                     policy.route_output(&u, &failed)
                 })

@@ -35,24 +35,6 @@ fn stores(run: &Path) -> Vec<String> {
     v
 }
 
-/// Every directory and file under `root`, with the files' bytes.
-fn tree(root: &Path) -> Vec<(String, Option<Vec<u8>>)> {
-    let mut v: Vec<_> = walkdir::WalkDir::new(root)
-        .into_iter()
-        .map(Result::unwrap)
-        .map(|e| {
-            let rel = e.path().strip_prefix(root).unwrap().display().to_string();
-            let bytes = e
-                .file_type()
-                .is_file()
-                .then(|| std::fs::read(e.path()).unwrap());
-            (rel, bytes)
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn a_run_keeps_only_the_stores_of_samples_shown_in_full_unless_keep_stores() {
     let tmp = tempfile::tempdir().unwrap();
@@ -110,7 +92,10 @@ fn a_run_keeps_only_the_stores_of_samples_shown_in_full_unless_keep_stores() {
     assert_eq!(stores(&all), kept);
     // The run wrote only the stores it could keep (decided as each unit ended): the kept ones
     // are byte for byte those of the run that wrote every store.
-    assert_eq!(tree(&pruned.join("stores")), tree(&all.join("stores")));
+    assert_eq!(
+        crate::support::run::file_tree(&pruned.join("stores")),
+        crate::support::run::file_tree(&all.join("stores"))
+    );
     assert!(!pruned.join("stores.pack").exists());
     assert!(all.join("samples.jsonl").exists() && all.join("report.html").exists());
 }

@@ -95,31 +95,9 @@ fn sigkill_midway_then_resume_keeps_the_same_offload_stores() {
     let suite = suite(tmp.path());
     let out = tmp.path().join("out");
     kill_and_resume(&suite, &out, UNITS, "default", "1");
-    let kept = store_tree(&out.join("reference"));
+    let kept = support::run::file_tree(&out.join("reference/stores"));
     assert!(!kept.is_empty(), "the reference run keeps some stores");
     assert!(!out.join("killed/stores.pack").exists());
-}
-
-/// Every path under `run/stores` with its bytes (directories: `None`).
-fn store_tree(run: &Path) -> Vec<(String, Option<Vec<u8>>)> {
-    let root = run.join("stores");
-    if !root.exists() {
-        return Vec::new();
-    }
-    let mut v: Vec<_> = walkdir::WalkDir::new(&root)
-        .into_iter()
-        .map(Result::unwrap)
-        .map(|e| {
-            let rel = e.path().strip_prefix(&root).unwrap().display().to_string();
-            let bytes = e
-                .file_type()
-                .is_file()
-                .then(|| std::fs::read(e.path()).unwrap());
-            (rel, bytes)
-        })
-        .collect();
-    v.sort();
-    v
 }
 
 #[test]
@@ -173,7 +151,8 @@ fn kill_and_resume(suite: &Path, out: &Path, units: usize, executor: &str, jobs:
         .success();
     assert_eq!(canonical(&out.join("killed")), reference);
     assert!(
-        store_tree(&out.join("killed")) == store_tree(&out.join("reference")),
+        support::run::file_tree(&out.join("killed/stores"))
+            == support::run::file_tree(&out.join("reference/stores")),
         "the resumed run keeps other offload stores"
     );
     let m: serde_json::Value =

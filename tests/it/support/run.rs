@@ -89,3 +89,25 @@ pub fn by_unit(run_dir: &Path) -> BTreeMap<String, Sample> {
     }
     out
 }
+
+/// Every directory and file under `root` (relative paths, sorted), with the files' bytes
+/// (directories: `None`); empty when `root` does not exist.
+pub fn file_tree(root: &std::path::Path) -> Vec<(String, Option<Vec<u8>>)> {
+    if !root.exists() {
+        return Vec::new();
+    }
+    let mut v: Vec<_> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .map(Result::unwrap)
+        .map(|e| {
+            let rel = e.path().strip_prefix(root).unwrap().display().to_string();
+            let bytes = e
+                .file_type()
+                .is_file()
+                .then(|| std::fs::read(e.path()).unwrap());
+            (rel, bytes)
+        })
+        .collect();
+    v.sort();
+    v
+}
