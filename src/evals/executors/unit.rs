@@ -242,18 +242,11 @@ impl<'a> UnitCx<'a> {
         T: HoldsReplay + Send + 'static,
     {
         let p = params.clone();
-        let prepared = self
-            .replay(move |r| {
-                let summ = r.summarizer.as_ref();
-                prepare(&r.trace, &r.config, &p, summ, &r.prices, r.store, r.seed)
-            })
-            .await?;
-        let out = self.base(prepared.replay())?;
-        Ok(if out.error.is_some() {
-            Ready::Done(out)
-        } else {
-            Ready::Ask(prepared, out)
+        self.prepare_by(move |r| {
+            let summ = r.summarizer.as_ref();
+            prepare(&r.trace, &r.config, &p, summ, &r.prices, r.store, r.seed)
         })
+        .await
     }
 
     /// [`UnitCx::prepare`] with a `prepare` closure that gets the whole [`Prep`].
@@ -262,8 +255,21 @@ impl<'a> UnitCx<'a> {
         T: HoldsReplay + Send + 'static,
         F: FnOnce(Prep) -> Result<T, EvalError> + Send + 'static,
     {
-        let prepared = self.replay(prepare).await?;
-        let out = self.base(prepared.replay())?;
+        // The replay's summaries are recorded on the replay's thread, after it: their long
+        // texts are written to the run's pack there, not on a worker of the runtime that sends
+        // and reads the other units' calls.
+        let summaries = self.summaries.clone();
+        let (prepared, recorded) = self
+            .replay(move |r| {
+                let prepared = prepare(r)?;
+                let recorded = summaries.of(prepared.replay());
+                Ok((prepared, recorded))
+            })
+            .await?;
+        let mut out = self
+            .shared
+            .replay_output(&self.trace, &self.config, prepared.replay());
+        out.summaries = recorded?;
         Ok(if out.error.is_some() {
             Ready::Done(out)
         } else {
