@@ -439,11 +439,17 @@ where
                         let route = stores.route_output(&u, &out);
                         routed = Some(route);
                         let id = u.id.clone();
+                        // (An offline unit's store is written here: its unit ran whole on
+                        // rayon, and its tasks wait on no server.)
                         let written = match route {
+                            Route::Dir if offline => {
+                                crate::engine::store::write_files(&files, &store_dir)
+                            }
                             Route::Dir => {
                                 cpu(move || crate::engine::store::write_files(&files, &store_dir))
                                     .await
                             }
+                            Route::Pack if offline => packs.append(&id, &files),
                             Route::Pack => cpu(move || packs.append(&id, &files)).await,
                             Route::Skip => packs.skip(&id),
                             Route::Hold => {

@@ -224,7 +224,6 @@ fn split(u: &Usage) -> TokenSplit {
 
 /// What `Sample::summaries` needs: the variant's config (prompt digest) and the run's
 /// summaries pack (long texts are appended there).
-#[derive(Clone)]
 pub(super) struct Summaries {
     pub(super) config: ResolvedConfig,
     pub(super) pack: Arc<SummaryPack>,

@@ -95,7 +95,8 @@ pub struct UnitCx<'a> {
     waits_on_network: bool,
     /// Cancels the summary calls when the unit ends or is aborted (dropped with the context).
     _cancel: Option<SummaryCancel>,
-    summaries: Summaries,
+    /// Shared with the replay's thread, which records the summaries ([`UnitCx::prepare_by`]).
+    summaries: Arc<Summaries>,
     /// The unit's agent calls whose prompt the server reported truncated (see
     /// [`UnitCx::agent`]).
     truncated: Arc<AtomicU32>,
@@ -194,10 +195,10 @@ impl<'a> UnitCx<'a> {
             shared,
             ctx,
             trace,
-            summaries: Summaries {
+            summaries: Arc::new(Summaries {
                 config: config.clone(),
                 pack: shared.summary_pack(&ctx.run_dir),
-            },
+            }),
             config,
             store,
             summarizer,
