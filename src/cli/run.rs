@@ -213,52 +213,75 @@ fn forward_signals(tx: tokio::sync::mpsc::UnboundedSender<()>, terminated: Arc<A
 }
 
 /// Render results.csv, summary.json, report.md, report.html and plots into the run directory.
-/// Returns the per-variant summary table.
-/// Then, unless `keep_stores`, prune the offload stores (`runner::stores`).
+/// Returns the per-variant summary table. Beside them, prune the offload stores
+/// (`runner::stores`), or unpack them all when `keep_stores`.
 fn write_reports(run_dir: &std::path::Path, keep_stores: bool) -> anyhow::Result<String> {
     use crate::report::{write_run_reports, WriteOptions};
     let dir = crate::record::RunDir::new(run_dir);
     // The same streaming load as `ctxbench report`: compact rows, heavy parts only for the
     // samples shown in full, so this step's memory does not grow with whole samples.
     let (info, model, _) = crate::report::load::load_model(&dir)?;
-    let written = write_run_reports(run_dir, &dir, &info, &model, WriteOptions { png: true })?;
+    // The offload stores are pruned (or unpacked) beside the report files, on a thread of
+    // their own: pruning decides from the loaded model alone and the reports read no store, so
+    // neither waits for the other (about a tenth of a second each at the end of a sweep).
+    let (written, stores) = std::thread::scope(|s| {
+        let stores = s.spawn(|| stores_text(&dir, &model, keep_stores));
+        let written = write_run_reports(run_dir, &dir, &info, &model, WriteOptions { png: true });
+        let stores = stores
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (written, stores)
+    });
+    let written = written?;
     let mut out = super::report::summary_text(&model);
     for n in &written.plot_notes {
         out.push_str(&format!("plot note: {n}\n"));
     }
-    if keep_stores {
-        // Stores held in memory while their unit ran were packed: every one is kept.
-        if let Err(e) = crate::runner::stores::unpack_all(&dir) {
-            out.push_str(&format!("warning: offload stores not unpacked: {e}\n"));
-        }
-    } else {
-        match crate::runner::stores::prune(&dir, &model, false) {
-            Ok(p) => {
-                if p.removed > 0 {
-                    out.push_str(&format!(
-                        "stores   kept {} of {} offload stores (failed + shown in report.html; \
-                         --keep-stores: all)\n",
-                        p.kept,
-                        p.kept + p.removed
-                    ));
-                }
-                if p.missing > 0 {
-                    out.push_str(&format!(
-                        "note: {} offload store(s) of samples report.html shows were not \
-                         written: they were not to be kept when their unit ended (an \
-                         interrupted run shows other samples)\n",
-                        p.missing
-                    ));
-                }
-            }
-            Err(e) => out.push_str(&format!("warning: offload stores not pruned: {e}\n")),
-        }
-    }
+    out.push_str(&stores);
     out.push_str(&format!(
         "report   {}\n",
         crate::output::display_path(&dir.report_html())
     ));
     Ok(out)
+}
+
+/// Prunes the run's offload stores to those report.html shows and the failed ones, or unpacks
+/// them all (`--keep-stores`); returns what the end of the run says about them.
+fn stores_text(
+    dir: &crate::record::RunDir,
+    model: &crate::report::ReportModel,
+    keep_stores: bool,
+) -> String {
+    let mut out = String::new();
+    if keep_stores {
+        // Stores held in memory while their unit ran were packed: every one is kept.
+        if let Err(e) = crate::runner::stores::unpack_all(dir) {
+            out.push_str(&format!("warning: offload stores not unpacked: {e}\n"));
+        }
+        return out;
+    }
+    match crate::runner::stores::prune(dir, model, false) {
+        Ok(p) => {
+            if p.removed > 0 {
+                out.push_str(&format!(
+                    "stores   kept {} of {} offload stores (failed + shown in report.html; \
+                     --keep-stores: all)\n",
+                    p.kept,
+                    p.kept + p.removed
+                ));
+            }
+            if p.missing > 0 {
+                out.push_str(&format!(
+                    "note: {} offload store(s) of samples report.html shows were not \
+                     written: they were not to be kept when their unit ended (an \
+                     interrupted run shows other samples)\n",
+                    p.missing
+                ));
+            }
+        }
+        Err(e) => out.push_str(&format!("warning: offload stores not pruned: {e}\n")),
+    }
+    out
 }
 
 /// The overrides of this invocation; `--resume` without any reuses the run's recorded ones.

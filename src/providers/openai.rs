@@ -65,7 +65,8 @@ impl Wire for OpenAiWire {
     }
 
     fn encode(&self, r: &Outgoing<'_>, out: &mut Vec<u8>) -> Result<(), ProviderError> {
-        serde_json::to_writer(out, &ChatBody::new(r))
+        ChatBody::new(r)
+            .write(out)
             .map_err(|e| ProviderError::config(format!("cannot encode request: {e}")))
     }
 

@@ -420,32 +420,47 @@ where
                 };
                 let ms = started.elapsed().as_millis() as u64;
                 drop(permits);
-                // The store the unit held in memory, written here (on the unit's thread, so
-                // its buffers are freed where the unit's other buffers are; the sample is made
-                // and freed on the dispatcher's) where `stores::StorePolicy::route` says: its
-                // directory when pruning keeps it whatever the other units do, the pack file
-                // when pruning may keep it, else a marker that says it was not written
-                // (`stores::prune` counts a missing one; a held store's marker comes first,
-                // so a store lost with the process counts too). A store written before its
-                // sample is journaled is harmless: a unit without a sample runs again on
-                // `--resume` (its directory removed as it starts), and its later store counts.
+                // The store the unit held in memory, written where `stores::StorePolicy::route`
+                // says: its directory when pruning keeps it whatever the other units do, the
+                // pack file when pruning may keep it, else a marker that says it was not written
+                // (`stores::prune` counts a missing one; a held store's marker comes first, so a
+                // store lost with the process counts too). A store written before its sample is
+                // journaled is harmless: a unit without a sample runs again on `--resume` (its
+                // directory removed as it starts), and its later store counts. The writes (a
+                // store is up to a megabyte) go to rayon's pool, where the unit's replay ran and
+                // allocated the store's buffers (which are freed there): a tokio worker that
+                // writes files is one that does not send or read the other units' calls.
                 use super::stores::Route;
                 let mut hold = None;
                 let mut routed = None;
-                let store_error = out.store.take().and_then(|files| {
-                    let route = stores.route_output(&u, &out);
-                    routed = Some(route);
-                    let written = match route {
-                        Route::Dir => crate::engine::store::write_files(&files, &store_dir),
-                        Route::Pack => packs.append(&u.id, &files),
-                        Route::Skip => packs.skip(&u.id),
-                        Route::Hold => {
-                            hold = Some((u.id.clone(), files));
-                            packs.skip(&u.id)
-                        }
-                    };
-                    written.err().map(|e| e.to_string())
-                });
+                let store_error = match out.store.take() {
+                    None => None,
+                    Some(files) => {
+                        let route = stores.route_output(&u, &out);
+                        routed = Some(route);
+                        let id = u.id.clone();
+                        // (An offline unit's store is written here: its unit ran whole on
+                        // rayon, and its tasks wait on no server.)
+                        let written = match route {
+                            Route::Dir if offline => {
+                                crate::engine::store::write_files(&files, &store_dir)
+                            }
+                            Route::Dir => {
+                                cpu(move || crate::engine::store::write_files(&files, &store_dir))
+                                    .await
+                            }
+                            Route::Pack if offline => packs.append(&id, &files),
+                            Route::Pack => cpu(move || packs.append(&id, &files)).await,
+                            Route::Skip => packs.skip(&id),
+                            Route::Hold => {
+                                let marked = packs.skip(&id);
+                                hold = Some((id, files));
+                                marked
+                            }
+                        };
+                        written.err().map(|e| e.to_string())
+                    }
+                };
                 (u, out, ms, store_error, hold, routed)
             });
             by_task.insert(handle.id(), unit);

@@ -95,7 +95,8 @@ pub struct UnitCx<'a> {
     waits_on_network: bool,
     /// Cancels the summary calls when the unit ends or is aborted (dropped with the context).
     _cancel: Option<SummaryCancel>,
-    summaries: Summaries,
+    /// Shared with the replay's thread, which records the summaries ([`UnitCx::prepare_by`]).
+    summaries: Arc<Summaries>,
     /// The unit's agent calls whose prompt the server reported truncated (see
     /// [`UnitCx::agent`]).
     truncated: Arc<AtomicU32>,
@@ -194,10 +195,10 @@ impl<'a> UnitCx<'a> {
             shared,
             ctx,
             trace,
-            summaries: Summaries {
+            summaries: Arc::new(Summaries {
                 config: config.clone(),
                 pack: shared.summary_pack(&ctx.run_dir),
-            },
+            }),
             config,
             store,
             summarizer,
@@ -242,18 +243,11 @@ impl<'a> UnitCx<'a> {
         T: HoldsReplay + Send + 'static,
     {
         let p = params.clone();
-        let prepared = self
-            .replay(move |r| {
-                let summ = r.summarizer.as_ref();
-                prepare(&r.trace, &r.config, &p, summ, &r.prices, r.store, r.seed)
-            })
-            .await?;
-        let out = self.base(prepared.replay())?;
-        Ok(if out.error.is_some() {
-            Ready::Done(out)
-        } else {
-            Ready::Ask(prepared, out)
+        self.prepare_by(move |r| {
+            let summ = r.summarizer.as_ref();
+            prepare(&r.trace, &r.config, &p, summ, &r.prices, r.store, r.seed)
         })
+        .await
     }
 
     /// [`UnitCx::prepare`] with a `prepare` closure that gets the whole [`Prep`].
@@ -262,8 +256,21 @@ impl<'a> UnitCx<'a> {
         T: HoldsReplay + Send + 'static,
         F: FnOnce(Prep) -> Result<T, EvalError> + Send + 'static,
     {
-        let prepared = self.replay(prepare).await?;
-        let out = self.base(prepared.replay())?;
+        // The replay's summaries are recorded on the replay's thread, after it: their long
+        // texts are written to the run's pack there, not on a worker of the runtime that sends
+        // and reads the other units' calls.
+        let summaries = self.summaries.clone();
+        let (prepared, recorded) = self
+            .replay(move |r| {
+                let prepared = prepare(r)?;
+                let recorded = summaries.of(prepared.replay());
+                Ok((prepared, recorded))
+            })
+            .await?;
+        let mut out = self
+            .shared
+            .replay_output(&self.trace, &self.config, prepared.replay());
+        out.summaries = recorded?;
         Ok(if out.error.is_some() {
             Ready::Done(out)
         } else {
