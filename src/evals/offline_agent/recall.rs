@@ -130,7 +130,11 @@ pub(super) fn recall(
             .rev()
             .find_map(|m| find_in_text(&m.content, &matcher))
             .or_else(|| {
-                let lines = context.iter().rev().flat_map(|m| m.content.lines().rev());
+                // Only the lines `ranked_value` does not skip at once, in the same order.
+                let lines = context
+                    .iter()
+                    .rev()
+                    .flat_map(|m| may_link_lines_rev(&m.content));
                 ranked_value(lines, &want)
             })
     };
@@ -275,6 +279,33 @@ fn may_link(line: &str) -> bool {
     })
 }
 
+/// The lines of `text` that [`may_link`], last first: what
+/// `text.lines().rev().filter(|l| may_link(l))` yields, found from the candidate bytes of the
+/// whole text (one search) instead of line by line.
+fn may_link_lines_rev(text: &str) -> impl Iterator<Item = &str> {
+    let b = text.as_bytes();
+    // Bytes before `end` are still to be looked at (a line found moves it to its start).
+    let mut end = b.len();
+    std::iter::from_fn(move || {
+        while let Some(p) = memchr::memchr3_iter(b's', b'S', 0xBF, &b[..end]).next_back() {
+            let start = memchr::memrchr(b'\n', &b[..p]).map_or(0, |i| i + 1);
+            let stop = memchr::memchr(b'\n', &b[p..]).map_or(b.len(), |i| p + i);
+            // `str::lines`: a `\r` before the `\n` is not part of the line.
+            let stop = if stop < b.len() && stop > start && b[stop - 1] == b'\r' {
+                stop - 1
+            } else {
+                stop
+            };
+            end = start;
+            let line = &text[start..stop];
+            if may_link(line) {
+                return Some(line);
+            }
+        }
+        None
+    })
+}
+
 /// The next `grep` for `phrase` not yet made in this probe (the phrase, then its longest word).
 fn next_search(phrase: &str, loop_msgs: &[Message]) -> Option<ToolCall> {
     let searched: Vec<String> = loop_msgs
@@ -349,6 +380,28 @@ mod tests {
             );
         }
         assert_eq!(stems("The deploy token, DEPLOY tokens"), ["deplo", "token"]);
+    }
+
+    #[test]
+    fn may_link_lines_rev_are_the_lines_may_link_keeps() {
+        let texts = [
+            "",
+            "\n",
+            "is",
+            "a is b\nnothing\r\nx was y\r\n\nlast i\u{17F} line",
+            "ends with\r",
+            "this is\r",
+            "this is\r\n",
+            "\r\n is \r\n",
+            "many s s s\nas\nAS\nsis\n\u{17F}\u{17F}\n",
+            "no match here\nor here\n",
+            "é\u{BF}s is\n\u{C5}\u{BF}",
+        ];
+        for text in texts {
+            let want: Vec<&str> = text.lines().rev().filter(|l| may_link(l)).collect();
+            let got: Vec<&str> = may_link_lines_rev(text).collect();
+            assert_eq!(got, want, "{text:?}");
+        }
     }
 
     #[test]
