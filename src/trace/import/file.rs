@@ -236,10 +236,14 @@ mod tests {
         // Past `SLICE_PARSE_MAX`, a document is parsed from the reader (the file read again
         // from its start): a pretty one after blank lines, and a broken one.
         let long = "x".repeat(super::SLICE_PARSE_MAX as usize);
-        let big = format!("\n\n{{\n \"messages\": [{{\"role\":\"user\",\"content\":\"{long}\"}}]\n}}\n");
-        let big_broken = format!("\n{{\n \"messages\": [{{\"role\":\"user\",\"content\":\"{long}\"}}\n");
-        let big_cases: [(&str, &[u8]); 2] =
-            [("big", big.as_bytes()), ("big-broken", big_broken.as_bytes())];
+        let big =
+            format!("\n\n{{\n \"messages\": [{{\"role\":\"user\",\"content\":\"{long}\"}}]\n}}\n");
+        let big_broken =
+            format!("\n{{\n \"messages\": [{{\"role\":\"user\",\"content\":\"{long}\"}}\n");
+        let big_cases: [(&str, &[u8]); 2] = [
+            ("big", big.as_bytes()),
+            ("big-broken", big_broken.as_bytes()),
+        ];
         for (name, bytes) in cases.iter().chain(&big_cases) {
             let path = dir.path().join(format!("{name}.jsonl"));
             std::fs::write(&path, bytes).unwrap();
