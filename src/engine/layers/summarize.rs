@@ -241,7 +241,9 @@ impl HistorySection {
         s
     }
 
-    fn render(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    /// Generic over the writer, so a `Vec` or a count is written without a call through a
+    /// vtable per piece (the arguments' JSON is written in many small pieces).
+    fn render<W: std::io::Write + ?Sized>(&self, out: &mut W) -> std::io::Result<()> {
         write!(out, "## Summarized at model call {}\n\n", self.call_index)?;
         for m in &self.messages {
             let who = match m.role {
@@ -276,6 +278,11 @@ impl LazyBytes for HistorySection {
     }
     fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         self.render(out)
+    }
+    fn append_to(&self, out: &mut Vec<u8>) {
+        out.reserve(self.len as usize);
+        // Writing into a Vec cannot fail.
+        let _ = self.render(out);
     }
     fn renamed(&self, rename: &Rename) -> Option<Box<dyn LazyBytes>> {
         let messages: Vec<Arc<Message>> = self.messages.iter().map(|m| rename.message(m)).collect();

@@ -22,11 +22,30 @@ fn value_statement(line: &str) -> Option<String> {
 }
 
 /// Body of `## TITLE` in a previous summary (up to the next `## ` heading).
+/// The searchers of `previous_section` are built once (per thread and section): building one
+/// cost more than searching a summary with it.
 fn previous_section(summary: &str, s: Section) -> Option<String> {
-    let heading = format!("## {}", s.title());
-    let start = memchr::memmem::find(summary.as_bytes(), heading.as_bytes())? + heading.len();
+    use memchr::memmem::Finder;
+    use std::cell::RefCell;
+    thread_local! {
+        static HEADINGS: RefCell<Vec<(Section, Finder<'static>)>> = const { RefCell::new(Vec::new()) };
+        static NEXT: Finder<'static> = Finder::new(b"\n## ").into_owned();
+    }
+    let start = HEADINGS.with(|h| {
+        let mut h = h.borrow_mut();
+        let i = match h.iter().position(|(t, _)| *t == s) {
+            Some(i) => i,
+            None => {
+                let heading = format!("## {}", s.title());
+                h.push((s, Finder::new(heading.as_bytes()).into_owned()));
+                h.len() - 1
+            }
+        };
+        let f = &h[i].1;
+        f.find(summary.as_bytes()).map(|at| at + f.needle().len())
+    })?;
     let rest = &summary[start..];
-    let end = memchr::memmem::find(rest.as_bytes(), b"\n## ").unwrap_or(rest.len());
+    let end = NEXT.with(|f| f.find(rest.as_bytes())).unwrap_or(rest.len());
     let body = rest[..end].trim().trim_end_matches("</summary>").trim();
     (!body.is_empty()).then(|| body.to_string())
 }

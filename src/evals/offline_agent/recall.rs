@@ -130,7 +130,11 @@ pub(super) fn recall(
             .rev()
             .find_map(|m| find_in_text(&m.content, &matcher))
             .or_else(|| {
-                let lines = context.iter().rev().flat_map(|m| m.content.lines().rev());
+                // Only the lines `ranked_value` does not skip at once, in the same order.
+                let lines = context
+                    .iter()
+                    .rev()
+                    .flat_map(|m| may_link_lines_rev(&m.content));
                 ranked_value(lines, &want)
             })
     };
@@ -245,7 +249,7 @@ fn ranked_value<'a>(lines: impl Iterator<Item = &'a str>, want: &[String]) -> Op
     let (mut lower, mut seen) = (String::new(), Vec::new());
     let mut best: Option<(usize, String)> = None;
     for line in lines {
-        if !link.is_match(line) {
+        if !may_link(line) || !link.is_match(line) {
             continue;
         }
         let score = shared_stems(line, want, &mut lower, &mut seen);
@@ -257,6 +261,49 @@ fn ranked_value<'a>(lines: impl Iterator<Item = &'a str>, want: &[String]) -> Op
         }
     }
     best.map(|(_, v)| v)
+}
+
+/// False when `line` cannot match the statement link `(?i)\s(?:is|was)\s`: it has no `is` or
+/// `was` in any case. Under `(?i)`, `i`, `a` and `w` match only their two ASCII cases, and `s`
+/// also matches `ſ` (U+017F, bytes C5 BF; `link_letters_fold_as_assumed` checks all three).
+/// Most lines of a view state nothing; this skips the regex call for them.
+fn may_link(line: &str) -> bool {
+    let b = line.as_bytes();
+    memchr::memchr3_iter(b's', b'S', 0xBF, b).any(|p| {
+        let s_at = match b[p] {
+            0xBF if p > 0 && b[p - 1] == 0xC5 => p - 1,
+            0xBF => return false,
+            _ => p,
+        };
+        s_at > 0 && matches!(b[s_at - 1], b'i' | b'I' | b'a' | b'A')
+    })
+}
+
+/// The lines of `text` that [`may_link`], last first: what
+/// `text.lines().rev().filter(|l| may_link(l))` yields, found from the candidate bytes of the
+/// whole text (one search) instead of line by line.
+fn may_link_lines_rev(text: &str) -> impl Iterator<Item = &str> {
+    let b = text.as_bytes();
+    // Bytes before `end` are still to be looked at (a line found moves it to its start).
+    let mut end = b.len();
+    std::iter::from_fn(move || {
+        while let Some(p) = memchr::memchr3_iter(b's', b'S', 0xBF, &b[..end]).next_back() {
+            let start = memchr::memrchr(b'\n', &b[..p]).map_or(0, |i| i + 1);
+            let stop = memchr::memchr(b'\n', &b[p..]).map_or(b.len(), |i| p + i);
+            // `str::lines`: a `\r` before the `\n` is not part of the line.
+            let stop = if stop < b.len() && stop > start && b[stop - 1] == b'\r' {
+                stop - 1
+            } else {
+                stop
+            };
+            end = start;
+            let line = &text[start..stop];
+            if may_link(line) {
+                return Some(line);
+            }
+        }
+        None
+    })
 }
 
 /// The next `grep` for `phrase` not yet made in this probe (the phrase, then its longest word).
@@ -333,6 +380,68 @@ mod tests {
             );
         }
         assert_eq!(stems("The deploy token, DEPLOY tokens"), ["deplo", "token"]);
+    }
+
+    #[test]
+    fn may_link_lines_rev_are_the_lines_may_link_keeps() {
+        let texts = [
+            "",
+            "\n",
+            "is",
+            "a is b\nnothing\r\nx was y\r\n\nlast i\u{17F} line",
+            "ends with\r",
+            "this is\r",
+            "this is\r\n",
+            "\r\n is \r\n",
+            "many s s s\nas\nAS\nsis\n\u{17F}\u{17F}\n",
+            "no match here\nor here\n",
+            "é\u{BF}s is\n\u{C5}\u{BF}",
+        ];
+        for text in texts {
+            let want: Vec<&str> = text.lines().rev().filter(|l| may_link(l)).collect();
+            let got: Vec<&str> = may_link_lines_rev(text).collect();
+            assert_eq!(got, want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn link_letters_fold_as_assumed() {
+        // `may_link` relies on these being every character `(?i)` matches for each letter.
+        for (letter, all) in [("i", "Ii"), ("a", "Aa"), ("w", "Ww"), ("s", "Ss\u{17F}")] {
+            let re = Regex::new(&format!("(?i)^{letter}$")).unwrap();
+            let folds: String = (0..=char::MAX as u32)
+                .filter_map(char::from_u32)
+                .filter(|c| re.is_match(c.encode_utf8(&mut [0; 4])))
+                .collect();
+            assert_eq!(folds, all, "{letter}");
+        }
+    }
+
+    #[test]
+    fn may_link_never_skips_a_line_the_link_matches() {
+        let link = Regex::new(r"(?i)\s(?:is|was)\s").unwrap();
+        let lines = [
+            "the token is x",
+            "it WAS\tthere",
+            "a Is b",
+            "x wAs y",
+            "a i\u{17F} b",
+            "a wa\u{17F}\u{3000}b",
+            "\u{17F} alone is\u{A0}here",
+            "this isn't",
+            "nothing here",
+            "was",
+            " is",
+            "\u{BF}\u{C5}",
+            "\u{17F}",
+            "é\u{17F}",
+            "",
+        ];
+        for line in lines {
+            assert!(may_link(line) || !link.is_match(line), "{line:?}");
+        }
+        assert!(!may_link("nothing here") && !may_link("") && !may_link("\u{17F}"));
+        assert!(may_link("a i\u{17F} b") && may_link("it WAS\tthere"));
     }
 
     #[test]

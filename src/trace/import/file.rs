@@ -15,7 +15,7 @@ use super::{detect, json_error, parse_input, ImportError, Input};
 use crate::trace::io::TraceReader;
 use crate::trace::model::{SourceFormat, Trace};
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Cursor, Read};
+use std::io::{BufRead, BufReader, Cursor, Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// What reading a file gave before any importer ran.
@@ -142,7 +142,15 @@ fn read_as(
         r.read_to_end(&mut bytes).map_err(cannot)?;
         return parse_input(&bytes).map(FileRead::Parsed).map_err(located);
     }
-    match serde_json::from_reader::<_, Value>(Cursor::new(head).chain(r)) {
+    // From the file's start again when it can seek (a file, not a pipe): serde_json reads a
+    // byte at a time, which a `BufReader` serves from its buffer, while the chain of what was
+    // read and the rest answers each byte with a call through both readers.
+    let parsed = if r.seek(SeekFrom::Start(0)).is_ok() {
+        serde_json::from_reader::<_, Value>(r)
+    } else {
+        serde_json::from_reader::<_, Value>(Cursor::new(head).chain(r))
+    };
+    match parsed {
         Ok(v) => Ok(FileRead::Parsed(Input::Json(v))),
         Err(_) => {
             let bytes = std::fs::read(path).map_err(cannot)?;
@@ -225,7 +233,18 @@ mod tests {
             ("not-a-trace", b"[1, 2]\n"),
             ("fixture-style", b"{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":\"x\",\"name\":\"f\",\"args\":{}}]}\n{\"role\":\"tool\",\"content\":\"r\",\"tool_call_id\":\"x\"}\n"),
         ];
-        for (name, bytes) in cases {
+        // Past `SLICE_PARSE_MAX`, a document is parsed from the reader (the file read again
+        // from its start): a pretty one after blank lines, and a broken one.
+        let long = "x".repeat(super::SLICE_PARSE_MAX as usize);
+        let big =
+            format!("\n\n{{\n \"messages\": [{{\"role\":\"user\",\"content\":\"{long}\"}}]\n}}\n");
+        let big_broken =
+            format!("\n{{\n \"messages\": [{{\"role\":\"user\",\"content\":\"{long}\"}}\n");
+        let big_cases: [(&str, &[u8]); 2] = [
+            ("big", big.as_bytes()),
+            ("big-broken", big_broken.as_bytes()),
+        ];
+        for (name, bytes) in cases.iter().chain(&big_cases) {
             let path = dir.path().join(format!("{name}.jsonl"));
             std::fs::write(&path, bytes).unwrap();
             let streamed = import_file_content(&path, None);
