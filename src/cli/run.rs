@@ -462,7 +462,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let outcome = rt.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         forward_signals(tx, terminated.clone());
-        session::execute(prepared, exec, &mut rx).await
+        // The dispatcher runs as a task on the runtime's workers, not on this thread: a unit it
+        // spawns from there waits in its worker's queue (run next, no other thread woken), and
+        // a finished unit wakes the dispatcher on the worker it finished on. From this thread
+        // each unit cost two cross-thread wake-ups more (futex calls and context switches).
+        match tokio::spawn(async move { session::execute(prepared, exec, &mut rx).await }).await {
+            Ok(outcome) => outcome,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(anyhow::anyhow!("the run's dispatcher did not finish: {e}")),
+        }
     });
     // External engines still running (a cancelled unit's, or idle in the pool) are killed: a
     // replay blocked on one returns at once, and none outlives the run.
