@@ -455,9 +455,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.keep_stores {
         prepared.dispatch.stores = crate::runner::stores::StorePolicy::Dirs;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    // A run whose every unit waits on nothing outside the process runs each unit whole on
+    // rayon's threads (`runner::on_one_thread`): the runtime only dispatches and records, which
+    // one worker does. A second one only took turns with it: a unit ending on rayon woke one
+    // worker, which woke the other to look for more work (futex calls, context switches).
+    let plan = &prepared.plan;
+    let offline = !plan.is_empty()
+        && (0..plan.samples.len()).all(|s| exec.is_offline(&plan.unit(s * plan.repeats as usize)));
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if offline {
+        runtime.worker_threads(1);
+    }
+    let rt = runtime.enable_all().build()?;
     let terminated = Arc::new(AtomicBool::new(false));
     let outcome = rt.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
