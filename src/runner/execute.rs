@@ -190,25 +190,10 @@ pub async fn on_one_thread(
     unit: Arc<Unit>,
     ctx: Arc<RunContext>,
 ) -> UnitOutput {
-    on_one_thread_then(exec, unit, ctx, |out| out).await
-}
-
-/// [`on_one_thread`], then `then` of the unit's output on the same thread (what is done with
-/// the output's buffers there frees them in the allocator arena they came from).
-pub async fn on_one_thread_then<T, F>(
-    exec: Arc<dyn UnitExecutor>,
-    unit: Arc<Unit>,
-    ctx: Arc<RunContext>,
-    then: F,
-) -> T
-where
-    T: Send + 'static,
-    F: FnOnce(UnitOutput) -> T + Send + 'static,
-{
     let runtime = tokio::runtime::Handle::current();
     cpu(move || {
         let _entered = runtime.enter();
-        then(block_on(exec.execute(&unit, &ctx)))
+        block_on(exec.execute(&unit, &ctx))
     })
     .await
 }
@@ -429,58 +414,44 @@ where
             let store_dir = run_dir.unit_store(&unit.id);
             let handle = running.spawn(async move {
                 let mut permits = Vec::with_capacity(unit_sems.len());
-                for s in unit_sems {
-                    permits.push(s.acquire_owned().await.expect("semaphore never closed"));
+                for s in &unit_sems {
+                    permits.push(s.acquire().await.expect("semaphore never closed"));
                 }
                 let started = Instant::now();
-                let unit_id = u.clone();
-                // Dropped with this task: a unit cancelled while its rayon job runs on writes
-                // no store after the dispatcher gave up on it (it has no sample either).
-                let task_alive = Arc::new(());
-                let watch = Arc::downgrade(&task_alive);
-                // The store the unit held in memory is written by `finish` (on the thread the
-                // unit ran on: an offline unit's rayon thread, whose allocator arena its buffers
-                // come from, so freeing them there takes no other thread's arena lock; the
-                // sample is made and freed on the dispatcher's) where
-                // `stores::StorePolicy::route` says: its directory when pruning keeps it
-                // whatever the other units do, the pack file when pruning may keep it, else a
-                // marker that says it was not written (`stores::prune` counts a missing one; a
-                // held store's marker comes first, so a store lost with the process counts
-                // too). A store written before its sample is journaled is harmless: a unit
-                // without a sample runs again on `--resume` (its directory removed as it
-                // starts), and its later store counts.
-                let finish = move |mut out: UnitOutput| -> Done {
-                    let ms = started.elapsed().as_millis() as u64;
-                    drop(permits);
-                    let u = unit_id;
-                    use super::stores::Route;
-                    let mut hold = None;
-                    let mut routed = None;
-                    let store = out.store.take().filter(|_| watch.upgrade().is_some());
-                    let store_error = store.and_then(|files| {
-                        let route = stores.route_output(&u, &out);
-                        routed = Some(route);
-                        let written = match route {
-                            Route::Dir => crate::engine::store::write_files(&files, &store_dir),
-                            Route::Pack => packs.append(&u.id, &files),
-                            Route::Skip => packs.skip(&u.id),
-                            Route::Hold => {
-                                hold = Some((u.id.clone(), files));
-                                packs.skip(&u.id)
-                            }
-                        };
-                        written.err().map(|e| e.to_string())
-                    });
-                    (u, out, ms, store_error, hold, routed)
-                };
-                let done = if offline {
-                    on_one_thread_then(exec, u, ctx, finish).await
+                let mut out = if offline {
+                    on_one_thread(exec, u.clone(), ctx).await
                 } else {
-                    let out = exec.execute(&u, &ctx).await;
-                    finish(out)
+                    exec.execute(&u, &ctx).await
                 };
-                drop(task_alive);
-                done
+                let ms = started.elapsed().as_millis() as u64;
+                drop(permits);
+                // The store the unit held in memory, written here (on the unit's thread, so
+                // its buffers are freed where the unit's other buffers are; the sample is made
+                // and freed on the dispatcher's) where `stores::StorePolicy::route` says: its
+                // directory when pruning keeps it whatever the other units do, the pack file
+                // when pruning may keep it, else a marker that says it was not written
+                // (`stores::prune` counts a missing one; a held store's marker comes first,
+                // so a store lost with the process counts too). A store written before its
+                // sample is journaled is harmless: a unit without a sample runs again on
+                // `--resume` (its directory removed as it starts), and its later store counts.
+                use super::stores::Route;
+                let mut hold = None;
+                let mut routed = None;
+                let store_error = out.store.take().and_then(|files| {
+                    let route = stores.route_output(&u, &out);
+                    routed = Some(route);
+                    let written = match route {
+                        Route::Dir => crate::engine::store::write_files(&files, &store_dir),
+                        Route::Pack => packs.append(&u.id, &files),
+                        Route::Skip => packs.skip(&u.id),
+                        Route::Hold => {
+                            hold = Some((u.id.clone(), files));
+                            packs.skip(&u.id)
+                        }
+                    };
+                    written.err().map(|e| e.to_string())
+                });
+                (u, out, ms, store_error, hold, routed)
             });
             by_task.insert(handle.id(), unit);
         }
