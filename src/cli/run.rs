@@ -478,14 +478,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.keep_stores {
         prepared.dispatch.stores = crate::runner::stores::StorePolicy::Dirs;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    // A run whose every unit waits on nothing outside the process runs each unit whole on
+    // rayon's threads (`runner::on_one_thread`): the runtime only dispatches and records, which
+    // one worker does. A second one only took turns with it: a unit ending on rayon woke one
+    // worker, which woke the other to look for more work (futex calls, context switches).
+    let plan = &prepared.plan;
+    let offline = !plan.is_empty()
+        && (0..plan.samples.len()).all(|s| exec.is_offline(&plan.unit(s * plan.repeats as usize)));
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if offline {
+        runtime.worker_threads(1);
+    }
+    let rt = runtime.enable_all().build()?;
     let terminated = Arc::new(AtomicBool::new(false));
     let outcome = rt.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         forward_signals(tx, terminated.clone());
-        session::execute(prepared, exec, &mut rx).await
+        // The dispatcher runs as a task on the runtime's workers, not on this thread: a unit it
+        // spawns from there waits in its worker's queue (run next, no other thread woken), and
+        // a finished unit wakes the dispatcher on the worker it finished on. From this thread
+        // each unit cost two cross-thread wake-ups more (futex calls and context switches).
+        match tokio::spawn(async move { session::execute(prepared, exec, &mut rx).await }).await {
+            Ok(outcome) => outcome,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(anyhow::anyhow!("the run's dispatcher did not finish: {e}")),
+        }
     });
     // External engines still running (a cancelled unit's, or idle in the pool) are killed: a
     // replay blocked on one returns at once, and none outlives the run.

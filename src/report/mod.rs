@@ -162,8 +162,16 @@ fn write_the_rest(
     let texts: html::SummaryTexts = source
         .summary_texts(html::summaries_in_files(model))
         .unwrap_or_default();
-    let html = html::render_page(info, model, &svgs, &written.plot_notes, &texts);
-    write(dir.report_html(), html.as_bytes(), written)?;
+    // The page goes to the file part by part (`html::write_page`), never whole in memory.
+    let path = dir.report_html();
+    std::fs::File::create(&path)
+        .and_then(|f| {
+            let mut w = std::io::BufWriter::with_capacity(256 * 1024, f);
+            html::write_page(&mut w, info, model, &svgs, &written.plot_notes, &texts)?;
+            std::io::Write::flush(&mut w)
+        })
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    written.files.push(path);
     Ok(())
 }
 

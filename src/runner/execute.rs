@@ -95,6 +95,11 @@ pub struct RunContext {
     pub run_dir: std::path::PathBuf,
     /// `--no-cache`: do not read or write the provider response cache.
     pub no_cache: bool,
+    /// No unit's offload store directory existed when the run started (`stores/` was absent):
+    /// a unit need not remove a stale one as it starts (a unit runs once a process, so its
+    /// directory can only be left by an earlier process). `false` (the default): each unit
+    /// removes its directory first, as a resumed unit must.
+    pub no_stale_stores: bool,
 }
 
 /// Boxed future returned by executors (keeps the trait object-safe).

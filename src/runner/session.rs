@@ -112,9 +112,23 @@ pub struct Outcome {
     pub failed_total: u64,
 }
 
+/// SHA-256 of the file at `path`, read through a 64 KiB buffer: the file is never held whole (a
+/// trace's bytes read whole only to be hashed were a fresh mapping each, paged in and freed:
+/// a sixth of a needle sweep's page faults at start).
 fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let bytes = std::fs::read(path)?;
-    Ok(hex::encode(Sha256::digest(&bytes)))
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(hex::encode(hasher.finalize()))
 }
 
 /// Import every trace file (in parallel, all cores). With `skip_invalid`, failures are
@@ -464,6 +478,10 @@ pub fn open_run(
             concurrency,
             provider_limits: provider_limits(suite),
             context: RunContext {
+                no_stale_stores: matches!(
+                    std::fs::symlink_metadata(dir.stores_dir()),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound
+                ),
                 run_dir: run_dir_for_ctx,
                 no_cache: opts.no_cache,
             },
@@ -569,4 +587,25 @@ pub async fn execute(
         report,
         failed_total,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha256_file_hashes_the_whole_file_through_its_buffer() {
+        let dir = tempfile::tempdir().unwrap();
+        for len in [0usize, 1, 64 * 1024 - 1, 64 * 1024, 64 * 1024 + 1, 200_003] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+            let p = dir.path().join(format!("f{len}"));
+            std::fs::write(&p, &bytes).unwrap();
+            assert_eq!(
+                sha256_file(&p).unwrap(),
+                hex::encode(Sha256::digest(&bytes)),
+                "{len}"
+            );
+        }
+        assert!(sha256_file(&dir.path().join("missing")).is_err());
+    }
 }

@@ -489,3 +489,62 @@ fn the_closing_tokens_line_is_the_run_total_of_every_report() {
         "terminal `{line}` is not the run total {total} ({shown})"
     );
 }
+
+/// A resumed unit starts with its offload store directory removed (what an earlier process left
+/// there is not its store), also when the run's `stores/` exists only from that process; a
+/// run that starts with no `stores/` skips the removal (nothing can be there).
+#[test]
+fn a_resumed_unit_starts_with_its_store_directory_clean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = suite(tmp.path());
+    let out = tmp.path().join("out");
+    let args = |extra: &[&str]| {
+        let mut a: Vec<String> = [
+            "run",
+            suite.to_str().unwrap(),
+            "--quiet",
+            "--jobs",
+            "2",
+            "--executor",
+            "default",
+            "--keep-stores",
+        ]
+        .map(String::from)
+        .to_vec();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    Command::new(bin())
+        .args(args(&["--run-id", "full"]))
+        .assert()
+        .success();
+    let dir = out.join("full");
+    let stores = dir.join("stores");
+    let before = support::run::file_tree(&stores);
+    // A unit with a store: its line is dropped from the journal (it runs again on resume) and
+    // a file it never writes is planted in its directory.
+    let unit = std::fs::read_dir(&stores)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .min()
+        .expect("some store");
+    let journal = dir.join("samples.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains(&format!("\"{unit}\"")))
+        .collect();
+    assert_eq!(kept.len() + 1, text.lines().count(), "one line of {unit}");
+    std::fs::write(&journal, kept.join("\n") + "\n").unwrap();
+    let planted = stores.join(&unit).join("planted");
+    std::fs::write(&planted, "not the unit's").unwrap();
+    Command::new(bin())
+        .args(args(&["--resume", dir.to_str().unwrap()]))
+        .assert()
+        .success();
+    assert!(
+        !planted.exists(),
+        "the resumed unit's directory was cleaned"
+    );
+    assert_eq!(support::run::file_tree(&stores), before);
+}

@@ -186,7 +186,9 @@ impl<'a> UnitCx<'a> {
             };
         // Stores live under the run directory: stable paths, so evidence can point at them.
         let store = RunDir::new(&ctx.run_dir).unit_store(&unit.id);
-        let _ = std::fs::remove_dir_all(&store); // a resumed unit starts clean
+        if !ctx.no_stale_stores {
+            let _ = std::fs::remove_dir_all(&store); // a resumed unit starts clean
+        }
         Ok(UnitCx {
             truncated: Arc::default(),
             held,

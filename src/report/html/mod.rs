@@ -286,7 +286,7 @@ pub fn render_with_plots(
 }
 
 /// Render `report.html` with plots already drawn and the summary texts read from files (see
-/// [`summaries_in_files`]).
+/// [`summaries_in_files`]): [`write_page`] into a string.
 pub fn render_page(
     info: &RunInfo,
     model: &ReportModel,
@@ -294,60 +294,140 @@ pub fn render_page(
     plot_notes: &[String],
     texts: &SummaryTexts,
 ) -> String {
-    render_page_with(info, model, svgs, plot_notes, samples_section(model, texts))
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = write_page(&mut out, info, model, svgs, plot_notes, texts);
+    // Every part is a `String`: the bytes are UTF-8.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// The page's "Samples" section (the table of the samples shown in full and their views),
-/// rendered apart from the page so that it can be drawn while the plots are
-/// ([`render_page_with`]); each sample's view is drawn on rayon's pool.
-pub fn samples_section(model: &ReportModel, texts: &SummaryTexts) -> Fragment {
-    samples::section(model, texts)
-}
-
-/// [`render_page`] with its "Samples" section already rendered ([`samples_section`]).
-pub fn render_page_with(
+/// Write `report.html` to `w` with plots already drawn (`(spec, svg)`), notes on skipped plots
+/// and the summary texts read from files: the page up to the "Samples" section, the section
+/// (each sample's view as it is drawn, `samples::write_section`), then the rest. The page is
+/// never one string: the views of a big run are megabytes, and copying them into the page
+/// (then the page to the file) touched that much fresh memory twice.
+pub fn write_page(
+    w: &mut dyn std::io::Write,
     info: &RunInfo,
     model: &ReportModel,
     svgs: &[(PlotSpec, String)],
     plot_notes: &[String],
-    samples: Fragment,
-) -> String {
-    let page = html! {
+    texts: &SummaryTexts,
+) -> std::io::Result<()> {
+    // `<html>` and `<body>` are opened here and closed after the samples by hand (PreEscaped:
+    // constant tags): the markup `html! { html lang="en" { … body { … } … } }` renders.
+    let before = html! {
         (DOCTYPE) "\n"
-        html lang="en" {
-            "\n"
-            head {
-                "\n" meta charset="utf-8";
-                "\n" meta http-equiv="Content-Security-Policy" content=(csp());
-                "\n" meta name="viewport" content="width=device-width, initial-scale=1";
-                "\n" title { "ctxbench report — " (info.run_id) }
-                // PreEscaped: the page's own style sheet, a constant of this crate (style.css).
-                "\n" style { (PreEscaped(STYLE)) }
-                "\n"
-            }
-            "\n"
-            body {
-                "\n"
-                (page::top(info, model))
-                (page::notes(model))
-                (page::tables(model))
-                (page::plots(svgs, plot_notes))
-                (samples)
-                // PreEscaped: the page's own script, a constant of this crate (script.js); its
-                // hash is in the CSP, and it holds no `</script` (tested below).
-                script { (PreEscaped(SCRIPT)) }
-                "\n"
-            }
-            "\n"
-        }
+        (PreEscaped("<html lang=\"en\">"))
+        "\n"
+        (head(info))
+        "\n"
+        (PreEscaped("<body>"))
+        "\n"
+        (page::top(info, model))
+        (page::notes(model))
+        (page::tables(model))
+        (page::plots(svgs, plot_notes))
+    };
+    w.write_all(before.0.as_bytes())?;
+    drop(before);
+    samples::write_section(w, model, texts)?;
+    let after = html! {
+        // PreEscaped: the page's own script, a constant of this crate (script.js); its hash is
+        // in the CSP, and it holds no `</script` (tested below).
+        script { (PreEscaped(SCRIPT)) }
+        "\n"
+        (PreEscaped("</body>"))
+        "\n"
+        (PreEscaped("</html>"))
         "\n"
     };
-    page.into_string()
+    w.write_all(after.0.as_bytes())
+}
+
+/// The page's `<head>`.
+fn head(info: &RunInfo) -> Fragment {
+    html! {
+        head {
+            "\n" meta charset="utf-8";
+            "\n" meta http-equiv="Content-Security-Policy" content=(csp());
+            "\n" meta name="viewport" content="width=device-width, initial-scale=1";
+            "\n" title { "ctxbench report — " (info.run_id) }
+            // PreEscaped: the page's own style sheet, a constant of this crate (style.css).
+            "\n" style { (PreEscaped(STYLE)) }
+            "\n"
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The page as one `html!` template (how it was rendered before [`write_page`] wrote it in
+    /// parts): the parts must add up to exactly this markup.
+    fn page_in_one_piece(
+        info: &RunInfo,
+        model: &ReportModel,
+        svgs: &[(PlotSpec, String)],
+        plot_notes: &[String],
+        texts: &SummaryTexts,
+    ) -> String {
+        let mut samples = Vec::new();
+        samples::write_section(&mut samples, model, texts).unwrap();
+        let samples = PreEscaped(String::from_utf8(samples).unwrap());
+        html! {
+            (DOCTYPE) "\n"
+            html lang="en" {
+                "\n"
+                (head(info))
+                "\n"
+                body {
+                    "\n"
+                    (page::top(info, model))
+                    (page::notes(model))
+                    (page::tables(model))
+                    (page::plots(svgs, plot_notes))
+                    (samples)
+                    script { (PreEscaped(SCRIPT)) }
+                    "\n"
+                }
+                "\n"
+            }
+            "\n"
+        }
+        .into_string()
+    }
+
+    #[test]
+    fn the_page_written_in_parts_is_the_page_in_one_piece() {
+        use crate::record::Sample;
+        let mut info = RunInfo::new("r<1>");
+        info.variants = vec!["a".into(), "b".into()];
+        info.baseline = Some("a".into());
+        for samples in [0, 1, 40] {
+            let rows: Vec<Sample> = (0..samples)
+                .map(|i| {
+                    Sample::builder()
+                        .unit_id(format!("u{i}"))
+                        .trace(format!("t{}", i / 4))
+                        .variant(if i % 2 == 0 { "a" } else { "b" })
+                        .eval("needle")
+                        .sample(format!("s{}", (i / 2) % 2))
+                        .passed(i % 3 != 0)
+                        .build()
+                })
+                .collect();
+            let model = ReportModel::build(&info, rows);
+            let notes = vec!["a <note> & more".to_string()];
+            let texts = SummaryTexts::new();
+            let page = render_page(&info, &model, &[], &notes, &texts);
+            assert_eq!(page, page_in_one_piece(&info, &model, &[], &notes, &texts));
+            assert!(page.starts_with("<!DOCTYPE html>\n<html lang=\"en\">\n<head>"));
+            assert!(page.ends_with("</script>\n</body>\n</html>\n"));
+            assert_eq!(page.contains("id=\"samples-table\""), samples > 0);
+        }
+    }
 
     #[test]
     fn esc_escapes_as_maud_does() {

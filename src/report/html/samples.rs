@@ -217,13 +217,20 @@ fn main_score(model: &ReportModel, s: &Row<'_>) -> Option<(String, f64)> {
     })
 }
 
-/// The "Samples" section.
-pub fn section(model: &ReportModel, texts: &SummaryTexts) -> Fragment {
+/// The "Samples" section, written to `w`: its heading, the table, then each sample's view as it
+/// is drawn (a big run's views, megabytes of markup, are never gathered into one string and
+/// copied into the page's: those copies were most of the report's page faults).
+pub fn write_section(
+    w: &mut dyn std::io::Write,
+    model: &ReportModel,
+    texts: &SummaryTexts,
+) -> std::io::Result<()> {
     if model.samples.is_empty() {
-        return html! {
+        let empty = html! {
             h2 id="samples" { "Samples" } "\n"
             p class="muted" { "No sample recorded." } "\n"
         };
+        return w.write_all(empty.0.as_bytes());
     }
     let (shown, left_out) = model.shown();
     let mut t = Table::new(
@@ -275,22 +282,7 @@ pub fn section(model: &ReportModel, texts: &SummaryTexts) -> Fragment {
             .or_default()
             .push(i);
     }
-    // The views (the word diffs and timelines are most of the page's work) drawn a few at a time
-    // on rayon's pool and spliced in order: at most VIEWS_AT_ONCE of them wait beside the page.
-    const VIEWS_AT_ONCE: usize = 8;
-    let mut views = String::new();
-    for chunk in shown.chunks(VIEWS_AT_ONCE) {
-        use rayon::prelude::*;
-        let drawn: Vec<Fragment> = chunk
-            .par_iter()
-            .map(|&i| view::sample(model, i, &by_key[&model.samples.get(i).pair_hash()], texts))
-            .collect();
-        for v in drawn {
-            views.push_str(&v.into_string());
-        }
-    }
-    let views = maud::PreEscaped(views);
-    html! {
+    let head = html! {
         h2 id="samples" { "Samples" } "\n"
         p {
             (shown.len()) " of " (model.samples.len()) " sample(s) shown in full: every failed or \
@@ -314,8 +306,22 @@ pub fn section(model: &ReportModel, texts: &SummaryTexts) -> Fragment {
             }))
         }
         "\n"
-        (views)
+    };
+    w.write_all(head.0.as_bytes())?;
+    // The views (the word diffs and timelines are most of the page's work) drawn a few at a time
+    // on rayon's pool and written in order: at most VIEWS_AT_ONCE of them wait beside the page.
+    const VIEWS_AT_ONCE: usize = 8;
+    for chunk in shown.chunks(VIEWS_AT_ONCE) {
+        use rayon::prelude::*;
+        let drawn: Vec<Fragment> = chunk
+            .par_iter()
+            .map(|&i| view::sample(model, i, &by_key[&model.samples.get(i).pair_hash()], texts))
+            .collect();
+        for v in drawn {
+            w.write_all(v.0.as_bytes())?;
+        }
     }
+    Ok(())
 }
 
 pub(super) fn compactions(s: &Row<'_>) -> String {
