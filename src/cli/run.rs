@@ -232,7 +232,15 @@ fn write_reports(run_dir: &std::path::Path, keep_stores: bool) -> anyhow::Result
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (written, stores)
     });
-    let written = written?;
+    let written = match written {
+        Ok(w) => w,
+        Err(e) => {
+            // The stores were pruned (or unpacked) all the same: what happened to them is said
+            // before the reports' error.
+            eprint!("{stores}");
+            return Err(e);
+        }
+    };
     let mut out = super::report::summary_text(&model);
     for n in &written.plot_notes {
         out.push_str(&format!("plot note: {n}\n"));
@@ -483,6 +491,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // one worker does. A second one only took turns with it: a unit ending on rayon woke one
     // worker, which woke the other to look for more work (futex calls, context switches).
     let plan = &prepared.plan;
+    // (`is_offline` is a function of the unit's eval: one unit a sample decides for all.)
     let offline = !plan.is_empty()
         && (0..plan.samples.len()).all(|s| exec.is_offline(&plan.unit(s * plan.repeats as usize)));
     let mut runtime = tokio::runtime::Builder::new_multi_thread();

@@ -334,6 +334,12 @@ pub struct Ledger {
     pub totals: Option<super::manifest::TotalsSum>,
 }
 
+/// Waits until the store writes holding permits of `writes` (all `n` of them) have ended.
+async fn settle(writes: &Semaphore, n: usize) {
+    let n = u32::try_from(n).unwrap_or(u32::MAX);
+    drop(writes.acquire_many(n).await.expect("never closed"));
+}
+
 /// Dispatch `units` in order. Each finished unit's sample is appended to `ledger`'s journal (and
 /// flushed) before the next decision, and added to its totals. Each message on `interrupts` is one Ctrl-C (or SIGTERM): the first
 /// stops dispatching and lets running units finish for at most `opts.interrupt_grace`, after
@@ -368,6 +374,11 @@ where
     let run_dir = crate::record::RunDir::new(&opts.context.run_dir);
     // Baseline stores waiting for the rest of their pairing key: about one per unit in flight.
     let mut held = super::stores::HeldStores::new(&opts.stores, concurrency.max(8));
+    // A server-bound unit writes its store on rayon's pool (`cpu`), which goes on when its task
+    // is cancelled (a second Ctrl-C, the grace over, a journal error). Each such write holds a
+    // permit of `writes` until it ends, and the dispatcher takes them all before it returns: no
+    // store is written after it (while the end of the run packs, prunes or unpacks them).
+    let writes = Arc::new(Semaphore::new(concurrency));
     let mut pack_warned = false;
     let mut running: JoinSet<Done> = JoinSet::new();
     let mut by_task: HashMap<tokio::task::Id, Arc<Unit>> = HashMap::new();
@@ -412,6 +423,7 @@ where
             let packs = packs.clone();
             let stores = stores.clone();
             let store_dir = run_dir.unit_store(&unit.id);
+            let writes = writes.clone();
             let handle = running.spawn(async move {
                 let mut permits = Vec::with_capacity(unit_sems.len());
                 for s in &unit_sems {
@@ -431,10 +443,9 @@ where
                 // (`stores::prune` counts a missing one; a held store's marker comes first, so a
                 // store lost with the process counts too). A store written before its sample is
                 // journaled is harmless: a unit without a sample runs again on `--resume` (its
-                // directory removed as it starts), and its later store counts. The writes (a
-                // store is up to a megabyte) go to rayon's pool, where the unit's replay ran and
-                // allocated the store's buffers (which are freed there): a tokio worker that
-                // writes files is one that does not send or read the other units' calls.
+                // directory removed as it starts), and its later store counts. A server-bound
+                // unit's writes (a store is up to a megabyte) go to rayon's pool: a tokio worker
+                // that writes files is one that does not send or read the other units' calls.
                 use super::stores::Route;
                 let mut hold = None;
                 let mut routed = None;
@@ -451,11 +462,22 @@ where
                                 crate::engine::store::write_files(&files, &store_dir)
                             }
                             Route::Dir => {
-                                cpu(move || crate::engine::store::write_files(&files, &store_dir))
-                                    .await
+                                let permit = writes.acquire_owned().await.expect("never closed");
+                                cpu(move || {
+                                    let _writing = permit;
+                                    crate::engine::store::write_files(&files, &store_dir)
+                                })
+                                .await
                             }
                             Route::Pack if offline => packs.append(&id, &files),
-                            Route::Pack => cpu(move || packs.append(&id, &files)).await,
+                            Route::Pack => {
+                                let permit = writes.acquire_owned().await.expect("never closed");
+                                cpu(move || {
+                                    let _writing = permit;
+                                    packs.append(&id, &files)
+                                })
+                                .await
+                            }
                             Route::Skip => packs.skip(&id),
                             Route::Hold => {
                                 let marked = packs.skip(&id);
@@ -514,6 +536,7 @@ where
                 if let Err(e) = ledger.journal.append(&sample) {
                     running.abort_all();
                     while running.join_next().await.is_some() {}
+                    settle(&writes, concurrency).await;
                     return Err(e);
                 }
                 // The totals of run.json from the line just written, parsed as the journal's
@@ -568,6 +591,7 @@ where
             }
         }
     }
+    settle(&writes, concurrency).await;
     // Stores whose key did not end in this process: pruning decides from the whole run.
     for (id, files) in held.rest() {
         if let Err(e) = packs.append(&id, &files) {
@@ -651,6 +675,35 @@ mod tests {
                 out
             })
         }
+    }
+
+    /// A store write on rayon goes on when its unit's task is cancelled; `settle` returns only
+    /// once it has ended (the dispatcher settles before it returns).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn settle_waits_for_a_write_whose_task_was_cancelled() {
+        use std::sync::atomic::{AtomicU8, Ordering};
+        let writes = Arc::new(Semaphore::new(4));
+        // 1: the write started; 2: it ended.
+        let state = Arc::new(AtomicU8::new(0));
+        let (s, w) = (state.clone(), writes.clone());
+        let task = tokio::spawn(async move {
+            let permit = w.acquire_owned().await.unwrap();
+            cpu(move || {
+                let _writing = permit;
+                s.store(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(500));
+                s.store(2, Ordering::SeqCst);
+            })
+            .await
+        });
+        while state.load(Ordering::SeqCst) == 0 {
+            tokio::task::yield_now().await;
+        }
+        task.abort();
+        assert!(task.await.unwrap_err().is_cancelled());
+        assert_eq!(state.load(Ordering::SeqCst), 1, "the write is still going");
+        settle(&writes, 4).await;
+        assert_eq!(state.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]

@@ -95,7 +95,8 @@ pub struct UnitCx<'a> {
     waits_on_network: bool,
     /// Cancels the summary calls when the unit ends or is aborted (dropped with the context).
     _cancel: Option<SummaryCancel>,
-    /// Shared with the replay's thread, which records the summaries ([`UnitCx::prepare_by`]).
+    /// Records the replay's summaries: on the replay's thread for an asking eval
+    /// ([`UnitCx::prepare_by`]), where it is called for the others ([`UnitCx::base`]).
     summaries: Arc<Summaries>,
     /// The unit's agent calls whose prompt the server reported truncated (see
     /// [`UnitCx::agent`]).
@@ -234,7 +235,8 @@ impl<'a> UnitCx<'a> {
     }
 
     /// The opening every asking eval shares: run its `prepare` with a copy of `params` on the
-    /// replay's pool ([`UnitCx::replay`]), then take the replay's base output ([`UnitCx::base`]).
+    /// replay's pool ([`UnitCx::replay`]), its summaries recorded there too, then take the
+    /// replay's base output (as [`UnitCx::base`] makes it).
     pub async fn prepare<P, T>(
         &self,
         params: &P,
@@ -269,10 +271,7 @@ impl<'a> UnitCx<'a> {
                 Ok((prepared, recorded))
             })
             .await?;
-        let mut out = self
-            .shared
-            .replay_output(&self.trace, &self.config, prepared.replay());
-        out.summaries = recorded?;
+        let out = self.base_with(prepared.replay(), recorded)?;
         Ok(if out.error.is_some() {
             Ready::Done(out)
         } else {
@@ -291,8 +290,17 @@ impl<'a> UnitCx<'a> {
     /// sample reports. When a summary failed (`summary_failed` in `error`), an eval that asks
     /// a model returns this output as it is: no call is made for numbers that will not count.
     pub fn base(&self, replay: &engine::Replay) -> Result<UnitOutput, EvalError> {
+        self.base_with(replay, self.summaries.of(replay))
+    }
+
+    /// [`UnitCx::base`] with the replay's summaries recorded already (`recorded`).
+    fn base_with(
+        &self,
+        replay: &engine::Replay,
+        recorded: Result<Vec<crate::record::SummaryRecord>, EvalError>,
+    ) -> Result<UnitOutput, EvalError> {
         let mut out = self.shared.replay_output(&self.trace, &self.config, replay);
-        out.summaries = self.summaries.of(replay)?;
+        out.summaries = recorded?;
         Ok(out)
     }
 

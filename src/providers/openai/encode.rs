@@ -551,6 +551,22 @@ mod tests {
         assert_eq!((&b["model"], &b["max_tokens"]), (&json!("other"), &json!(20)));
     }
 
+    /// An `extra` key named `messages` replaces the messages in place, written as serde_json
+    /// writes it (the one path of the body's writer that does not escape the texts itself).
+    #[test]
+    fn extra_messages_replace_the_conversation_in_place() {
+        let mut req = conversation();
+        req.sampling.extra = [(
+            "messages".to_string(),
+            json!([{"role": "user", "content": "swapped \"in\"\n"}]),
+        )]
+        .into_iter()
+        .collect();
+        same_bytes(&req);
+        let b = OpenAiWire.body(&(&req).into()).unwrap();
+        assert_eq!(b["messages"][0]["content"], json!("swapped \"in\"\n"));
+    }
+
     /// Every byte that may need an escape, at every offset of an eight-byte chunk, is written
     /// as serde_json writes it.
     #[test]
