@@ -13,7 +13,7 @@ use crate::providers::{ChatRequest, Provider, ProviderError, ToolDef};
 use crate::trace::{Message, Usage};
 use serde::Serialize;
 use std::collections::BTreeSet;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 /// Wall-time limit of one question's whole tool loop (model calls and tool calls).
@@ -136,7 +136,7 @@ pub async fn run_with_limit(
 ) -> Result<LoopOutcome, ProviderError> {
     let mut req = request(messages, sandbox, max_tokens, nonce);
     req.asking = asking;
-    limited(provider, &mut req, sandbox, max_steps, limit).await
+    limited(provider, &[], &mut req, sandbox, max_steps, limit).await
 }
 
 /// [`run`] on `history` followed by `question`, lending `history` to the loop's requests instead
@@ -157,10 +157,37 @@ pub async fn run_on(
     let mut req = request(std::mem::take(history), sandbox, max_tokens, nonce);
     req.asking = asking;
     req.messages.push(question);
-    let out = limited(provider, &mut req, sandbox, max_steps, LOOP_TIME_LIMIT).await;
+    let out = limited(provider, &[], &mut req, sandbox, max_steps, LOOP_TIME_LIMIT).await;
     *history = std::mem::take(&mut req.messages);
     history.truncate(len);
     out
+}
+
+/// [`run`] on `history` followed by `question`, the history shared with the loop's requests and
+/// never copied for a provider that reads it in place ([`Provider::chat_after`]): each step
+/// sends `history` followed by the question and the loop's own messages.
+#[allow(clippy::too_many_arguments)] // the loop's knobs, each a plain value
+pub async fn run_after(
+    provider: &dyn Provider,
+    asking: Asking,
+    history: &[Arc<Message>],
+    question: Message,
+    sandbox: Option<&Sandbox>,
+    max_steps: u32,
+    max_tokens: Option<u32>,
+    nonce: &str,
+) -> Result<LoopOutcome, ProviderError> {
+    let mut req = request(vec![question], sandbox, max_tokens, nonce);
+    req.asking = asking;
+    limited(
+        provider,
+        history,
+        &mut req,
+        sandbox,
+        max_steps,
+        LOOP_TIME_LIMIT,
+    )
+    .await
 }
 
 /// The loop's request: the sandbox's tools when there is a sandbox, the answer's length limit.
@@ -186,12 +213,13 @@ fn request(
 /// with its caller).
 async fn limited(
     provider: &dyn Provider,
+    history: &[Arc<Message>],
     req: &mut ChatRequest,
     sandbox: Option<&Sandbox>,
     max_steps: u32,
     limit: Duration,
 ) -> Result<LoopOutcome, ProviderError> {
-    match tokio::time::timeout(limit, run_loop(provider, req, sandbox, max_steps)).await {
+    match tokio::time::timeout(limit, run_loop(provider, history, req, sandbox, max_steps)).await {
         Ok(r) => r,
         Err(_) => Err(ProviderError::Timeout { after: limit }),
     }
@@ -216,17 +244,19 @@ pub async fn call_tool(sandbox: &Sandbox, name: &str, arguments: &serde_json::Va
     }
 }
 
-/// The tool loop on `req` (the conversation so far, the question last): each step appends the
-/// reply and the tool results to the request's messages, so the conversation is never copied.
+/// The tool loop on `req` (the conversation so far, the question last) after `history` (empty
+/// but for [`run_after`]): each step appends the reply and the tool results to the request's
+/// messages, so the conversation is never copied.
 async fn run_loop(
     provider: &dyn Provider,
+    history: &[Arc<Message>],
     req: &mut ChatRequest,
     sandbox: Option<&Sandbox>,
     max_steps: u32,
 ) -> Result<LoopOutcome, ProviderError> {
     let mut out = LoopOutcome::default();
     for _ in 0..max_steps.max(1) {
-        let resp = provider.chat(req).await?;
+        let resp = provider.chat_after(history, req).await?;
         out.steps += 1;
         out.usage.add(&resp.usage);
         out.model = resp.model.clone();

@@ -128,6 +128,21 @@ pub trait Provider: Send + Sync {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
 
+    /// [`chat`](Provider::chat) on `history` followed by `request`'s messages: the request
+    /// [`ChatRequest::after`] builds, so a caller holding a long shared history (a needle
+    /// sample's planted trace) does not copy it for a provider that can read it in place (the
+    /// offline agent). The default copies it into one request; a wrapper forwards it.
+    fn chat_after<'a>(
+        &'a self,
+        history: &'a [std::sync::Arc<Message>],
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        if history.is_empty() {
+            return self.chat(request);
+        }
+        Box::pin(async move { self.chat(&request.after(history)).await })
+    }
+
     /// Hit/miss counters when this provider is a [`CachedProvider`].
     fn cache_stats(&self) -> Option<cache::CacheStats> {
         None

@@ -259,6 +259,22 @@ impl ChatRequest {
     pub fn estimated_tokens(&self) -> u64 {
         Outgoing::from(self).estimated_tokens()
     }
+
+    /// This request with `history` before its messages, the history copied in: what
+    /// [`Provider::chat_after`](super::Provider::chat_after) sends by default.
+    pub fn after(&self, history: &[std::sync::Arc<Message>]) -> ChatRequest {
+        let mut messages = Vec::with_capacity(history.len() + self.messages.len());
+        messages.extend(history.iter().map(|m| Message::clone(m)));
+        messages.extend(self.messages.iter().cloned());
+        ChatRequest {
+            model: self.model.clone(),
+            messages,
+            tools: self.tools.clone(),
+            sampling: self.sampling.clone(),
+            repeat_nonce: self.repeat_nonce.clone(),
+            asking: self.asking,
+        }
+    }
 }
 
 /// The model's answer to one call.

@@ -151,6 +151,23 @@ impl Provider for TruncationCounter {
         })
     }
 
+    fn chat_after<'a>(
+        &'a self,
+        history: &'a [Arc<crate::trace::Message>],
+        request: &'a crate::providers::ChatRequest,
+    ) -> crate::providers::BoxFuture<
+        'a,
+        Result<crate::providers::ChatResponse, crate::providers::ProviderError>,
+    > {
+        Box::pin(async move {
+            let r = self.inner.chat_after(history, request).await?;
+            if r.prompt_truncated {
+                self.truncated.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(r)
+        })
+    }
+
     fn cache_stats(&self) -> Option<crate::providers::cache::CacheStats> {
         self.inner.cache_stats()
     }

@@ -31,6 +31,7 @@
 use crate::evalspec::needle::NeedleSearch;
 use crate::evalspec::Asking;
 use crate::trace::{Message, Role, ToolCall};
+use std::sync::Arc;
 
 mod drift;
 mod provider;
@@ -87,8 +88,31 @@ pub fn respond_to(
         Asking::Decision => answer(&super::probes::offline_decision_answer(context)),
         Asking::Rules => answer(&super::rules::offline_answer(context)),
         Asking::Drift => answer(&drift_answer(context).render()),
-        Asking::Recall => recall(question, context, loop_msgs, tool_names, search),
+        Asking::Recall => recall(question, context.iter(), loop_msgs, tool_names, search),
     }
+}
+
+/// [`respond_to`] on `history` followed by `messages` without joining them, when the question
+/// is a recall question among `messages`; `None` otherwise (answer the joined conversation).
+pub fn respond_after(
+    asking: Asking,
+    history: &[Arc<Message>],
+    messages: &[Message],
+    tool_names: &[&str],
+    search: NeedleSearch,
+) -> Option<OfflineReply> {
+    if asking != Asking::Recall {
+        return None;
+    }
+    let q = question_index(messages)?;
+    let context = history.iter().map(|m| &**m).chain(&messages[..q]);
+    Some(recall(
+        &messages[q].content,
+        context,
+        &messages[q + 1..],
+        tool_names,
+        search,
+    ))
 }
 
 fn answer(text: &str) -> OfflineReply {

@@ -1,7 +1,7 @@
 //! The offline provider: the agent behind the [`Provider`] interface, and the provider
 //! builder that adds it to the HTTP ones.
 
-use super::respond_to;
+use super::{respond_after, respond_to, OfflineReply};
 use crate::evalspec::needle::NeedleSearch;
 use crate::providers::{
     BoxFuture, ChatRequest, ChatResponse, Provider, ProviderConfig, ProviderError, ProviderInfo,
@@ -67,40 +67,73 @@ impl Provider for OfflineProvider {
             let started = std::time::Instant::now();
             let tool_names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
             let reply = respond_to(request.asking, &request.messages, &tool_names, self.search);
-            let mut message = Message::assistant(reply.content, reply.tool_calls);
-            let input: u64 = request
-                .messages
-                .iter()
-                .map(|m| self.counter.count_message(m))
-                .sum();
-            let output = self.counter.count_message(&message);
-            let usage = Usage {
-                input,
-                output,
-                cache_read: 0,
-                cache_write: 0,
-            };
-            message.usage = Some(usage);
-            let finish = if message.tool_calls.is_empty() {
-                "stop"
-            } else {
-                "tool_calls"
-            };
-            Ok(ChatResponse {
-                message,
-                usage,
-                usage_reported: true,
-                model: OFFLINE_MODEL.into(),
-                finish_reason: Some(finish.into()),
-                latency: started.elapsed(),
-                attempts: 1,
-                from_cache: false,
-                text_tools: None,
-                refusal: None,
-                reasoning_tokens: None,
-                prompt_truncated: false,
-            })
+            Ok(self.response(started, reply, request.messages.iter()))
         })
+    }
+
+    /// Answered from the shared history in place (no copy of it); the same answer and usage
+    /// as [`chat`](Provider::chat) on [`ChatRequest::after`].
+    fn chat_after<'a>(
+        &'a self,
+        history: &'a [Arc<Message>],
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move {
+            let started = std::time::Instant::now();
+            let tool_names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+            let reply = match respond_after(
+                request.asking,
+                history,
+                &request.messages,
+                &tool_names,
+                self.search,
+            ) {
+                Some(reply) => reply,
+                None => return self.chat(&request.after(history)).await,
+            };
+            let sent = history.iter().map(|m| &**m).chain(&request.messages);
+            Ok(self.response(started, reply, sent))
+        })
+    }
+}
+
+impl OfflineProvider {
+    /// The response carrying `reply` to the conversation `sent`, with its usage.
+    fn response<'m>(
+        &self,
+        started: std::time::Instant,
+        reply: OfflineReply,
+        sent: impl Iterator<Item = &'m Message>,
+    ) -> ChatResponse {
+        let mut message = Message::assistant(reply.content, reply.tool_calls);
+        let input: u64 = sent.map(|m| self.counter.count_message(m)).sum();
+        let output = self.counter.count_message(&message);
+        let usage = Usage {
+            input,
+            output,
+            cache_read: 0,
+            cache_write: 0,
+        };
+        message.usage = Some(usage);
+        let finish = if message.tool_calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
+        ChatResponse {
+            message,
+            usage,
+            usage_reported: true,
+            model: OFFLINE_MODEL.into(),
+            finish_reason: Some(finish.into()),
+            latency: started.elapsed(),
+            attempts: 1,
+            from_cache: false,
+            text_tools: None,
+            refusal: None,
+            reasoning_tokens: None,
+            prompt_truncated: false,
+        }
     }
 }
 
@@ -113,4 +146,47 @@ pub fn build_provider(config: &ProviderConfig) -> Result<Arc<dyn Provider>, Prov
         return Ok(Arc::new(OfflineProvider::new()));
     }
     crate::providers::build_provider(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evalspec::Asking;
+
+    fn history() -> Vec<Arc<Message>> {
+        vec![
+            Arc::new(Message::system("You fix bugs.")),
+            Arc::new(Message::user(
+                "The deploy token is teal-42. Fix the parser.",
+            )),
+            Arc::new(Message::assistant("Looking at the parser.", vec![])),
+            Arc::new(Message::user("The deploy token is amber-7 from now on.")),
+        ]
+    }
+
+    /// `chat_after` in place gives what `chat` on the joined request gives (answer, usage),
+    /// for a recall question and for the fallback (another kind of question).
+    #[tokio::test]
+    async fn answering_after_a_shared_history_is_answering_the_joined_request() {
+        let p = OfflineProvider::new();
+        let history = history();
+        for asking in [Asking::Recall, Asking::Drift] {
+            let mut req = ChatRequest::new(vec![Message::user("What is the deploy token?")]);
+            req.asking = asking;
+            let joined = req.after(&history);
+            assert_eq!(joined.messages.len(), 5);
+            let a = p.chat_after(&history, &req).await.unwrap();
+            let b = p.chat(&joined).await.unwrap();
+            assert_eq!(a.message, b.message, "{asking:?}");
+            assert_eq!(a.usage, b.usage);
+            assert!(a.usage.input > p.counter.count_message(&req.messages[0]));
+            if asking == Asking::Recall {
+                assert!(
+                    a.message.content.contains("amber-7"),
+                    "{}",
+                    a.message.content
+                );
+            }
+        }
+    }
 }

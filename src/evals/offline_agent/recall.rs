@@ -108,9 +108,9 @@ fn stated<'a>(lines: impl Iterator<Item = &'a str>, phrase: &Regex) -> Option<St
     first
 }
 
-pub(super) fn recall(
+pub(super) fn recall<'m>(
     question: &str,
-    context: &[Message],
+    context: impl DoubleEndedIterator<Item = &'m Message> + Clone,
     loop_msgs: &[Message],
     tool_names: &[&str],
     search: NeedleSearch,
@@ -126,13 +126,13 @@ pub(super) fn recall(
     // phrase verbatim, else the statement sharing most words with it.
     let from_context = || {
         context
-            .iter()
+            .clone()
             .rev()
             .find_map(|m| find_in_text(&m.content, &matcher))
             .or_else(|| {
                 // Only the lines `ranked_value` does not skip at once, in the same order.
                 let lines = context
-                    .iter()
+                    .clone()
                     .rev()
                     .flat_map(|m| may_link_lines_rev(&m.content));
                 ranked_value(lines, &want)
