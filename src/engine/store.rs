@@ -127,6 +127,65 @@ struct FileData {
     rewrites: u64,
 }
 
+/// One file's bytes as [`OffloadStore::materialize`] hands them over: a file written in one
+/// piece shares the store's own bytes (the evicted result or the written buffer, also shared
+/// with the stores forked from the same prefix), any other is flattened into a buffer of its
+/// own. Reads as `&[u8]`.
+#[derive(Clone, Debug)]
+pub struct FileBytes(FileRepr);
+
+#[derive(Clone, Debug)]
+enum FileRepr {
+    /// A segment whose bytes are in memory ([`Segment::borrowed`] is `Some`).
+    Shared(Arc<Segment>),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            FileRepr::Shared(seg) => seg.borrowed().unwrap_or(&[]),
+            FileRepr::Owned(v) => v,
+        }
+    }
+}
+
+impl AsRef<[u8]> for FileBytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl From<Vec<u8>> for FileBytes {
+    fn from(v: Vec<u8>) -> Self {
+        FileBytes(FileRepr::Owned(v))
+    }
+}
+
+impl PartialEq for FileBytes {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for FileBytes {}
+
+impl<const N: usize> PartialEq<[u8; N]> for FileBytes {
+    fn eq(&self, other: &[u8; N]) -> bool {
+        **self == other[..]
+    }
+}
+
+impl<const N: usize> PartialEq<&[u8; N]> for FileBytes {
+    fn eq(&self, other: &&[u8; N]) -> bool {
+        **self == other[..]
+    }
+}
+
+/// A store's files keyed by their path relative to its root ([`OffloadStore::materialize`]).
+pub type StoreFiles = BTreeMap<String, FileBytes>;
+
 /// Offload store of one replay.
 #[derive(Debug)]
 pub struct OffloadStore {
@@ -543,8 +602,9 @@ impl OffloadStore {
     }
 
     /// Every file's bytes, keyed by its path relative to the root as the directory would hold
-    /// it (`large_tool_results/call_1`: components joined by `/`, no leading `/`).
-    pub fn materialize(&self) -> BTreeMap<String, Vec<u8>> {
+    /// it (`large_tool_results/call_1`: components joined by `/`, no leading `/`). A file
+    /// written in one piece is shared, not copied ([`FileBytes`]).
+    pub fn materialize(&self) -> StoreFiles {
         let mut out = BTreeMap::new();
         for (vpath, f) in &self.files {
             let Ok(rel) = validate(vpath) else { continue };
@@ -553,10 +613,16 @@ impl OffloadStore {
                 .map(|c| c.as_os_str().to_string_lossy())
                 .collect::<Vec<_>>()
                 .join("/");
-            let mut bytes = Vec::with_capacity(f.len as usize);
-            for seg in &f.segments {
-                seg.append_to(&mut bytes);
-            }
+            let bytes = match f.segments.as_slice() {
+                [one] if one.borrowed().is_some() => FileBytes(FileRepr::Shared(one.clone())),
+                many => {
+                    let mut bytes = Vec::with_capacity(f.len as usize);
+                    for seg in many {
+                        seg.append_to(&mut bytes);
+                    }
+                    bytes.into()
+                }
+            };
             out.insert(key, bytes);
         }
         out
@@ -594,7 +660,7 @@ const PACK_MAGIC: &[u8] = b"ctxbench-store-pack 1\n";
 
 /// `files` (from [`OffloadStore::materialize`]) as one pack: a header line, then per file
 /// `<path bytes> <content bytes>\n`, the path and the content.
-pub fn pack_bytes(files: &BTreeMap<String, Vec<u8>>) -> Vec<u8> {
+pub fn pack_bytes(files: &StoreFiles) -> Vec<u8> {
     let total: usize = files.iter().map(|(k, v)| k.len() + v.len() + 24).sum();
     let mut buf = Vec::with_capacity(PACK_MAGIC.len() + total);
     buf.extend_from_slice(PACK_MAGIC);
@@ -607,7 +673,7 @@ pub fn pack_bytes(files: &BTreeMap<String, Vec<u8>>) -> Vec<u8> {
 }
 
 /// Write `files` as one pack file at `path` ([`pack_bytes`]).
-pub fn write_pack(path: &Path, files: &BTreeMap<String, Vec<u8>>) -> Result<(), StoreError> {
+pub fn write_pack(path: &Path, files: &StoreFiles) -> Result<(), StoreError> {
     let io = |source| StoreError::Io {
         path: path.display().to_string(),
         source,
@@ -644,7 +710,7 @@ impl PackFile {
     /// Append the pack of `files` under `key`: one record, written from the files' own bytes
     /// (vectored writes, no copy of the store into a buffer: those copies were most of a
     /// sweep's page faults).
-    pub fn append(&self, key: &str, files: &BTreeMap<String, Vec<u8>>) -> Result<(), StoreError> {
+    pub fn append(&self, key: &str, files: &StoreFiles) -> Result<(), StoreError> {
         let heads: Vec<String> = files
             .iter()
             .map(|(k, v)| format!("{} {}\n", k.len(), v.len()))
@@ -857,7 +923,7 @@ pub fn unpack_bytes(bytes: &[u8], shown: &str, dir: &Path) -> Result<(), StoreEr
 /// empty store): the files an on-disk store would have written there, byte for byte, as
 /// [`unpack`] of their pack would (the same path checks). `dir` should not hold other files
 /// (the runner starts each unit's store directory clean).
-pub fn write_files(files: &BTreeMap<String, Vec<u8>>, dir: &Path) -> Result<(), StoreError> {
+pub fn write_files(files: &StoreFiles, dir: &Path) -> Result<(), StoreError> {
     let mut dirs = DirMaker::new(dir)?;
     for (vpath, bytes) in files {
         let full = dirs.parent_of(vpath)?;
@@ -1054,6 +1120,33 @@ mod tests {
     }
 
     #[test]
+    fn materialize_shares_a_file_written_in_one_piece() {
+        let mut s = OffloadStore::in_memory(0);
+        s.write("/large_tool_results/a", b"one piece").unwrap();
+        s.append("/h.md", b"ab").unwrap();
+        s.append("/h.md", b"cd").unwrap();
+        s.append_lazy("/lazy.md", Box::new(Repeat(b'q', 2)))
+            .unwrap();
+        let files = s.materialize();
+        let stored = s.contents("/large_tool_results/a").unwrap();
+        let Cow::Borrowed(stored) = stored else {
+            panic!("a file written once is borrowed")
+        };
+        // The same bytes, not a copy of them.
+        assert_eq!(files["large_tool_results/a"].as_ptr(), stored.as_ptr());
+        assert_eq!(files["large_tool_results/a"], b"one piece");
+        // Appended and lazy files are flattened, byte for byte.
+        assert_eq!(files["h.md"], b"abcd");
+        assert_eq!(files["lazy.md"], b"qq");
+        // A fork shares the segments, so its materialized file is the prefix's bytes too.
+        let (fork, _) = s.fork(1).unwrap();
+        assert_eq!(
+            fork.materialize()["large_tool_results/a"].as_ptr(),
+            stored.as_ptr()
+        );
+    }
+
+    #[test]
     fn a_pack_unpacks_to_the_files_an_on_disk_store_writes() {
         let dir = tempfile::tempdir().unwrap();
         let mut disk = OffloadStore::on_disk(dir.path().join("disk"), 5).unwrap();
@@ -1105,7 +1198,7 @@ mod tests {
         write_files(&BTreeMap::new(), &dir.path().join("direct-empty")).unwrap();
         assert!(dir.path().join("direct-empty").is_dir());
         let mut escaping = BTreeMap::new();
-        escaping.insert("../out".to_string(), b"x".to_vec());
+        escaping.insert("../out".to_string(), b"x".to_vec().into());
         assert!(write_files(&escaping, &dir.path().join("esc")).is_err());
         assert!(!dir.path().join("out").exists());
         // An empty store still unpacks to its (empty) directory.

@@ -315,7 +315,10 @@ mod tests {
     fn a_store_in_memory_is_answered_in_place() {
         use std::future::Future;
         let mut files = crate::evals::fs_tools::MemFiles::new();
-        files.insert("large_tool_results/a".into(), b"the token: teal\n".to_vec());
+        files.insert(
+            "large_tool_results/a".into(),
+            b"the token: teal\n".to_vec().into(),
+        );
         let sb = Sandbox::in_memory(
             std::path::Path::new("/nowhere"),
             std::sync::Arc::new(files),

@@ -48,7 +48,7 @@ pub struct UnitOutput {
     /// The unit's offload store when it was held in memory (not recorded in the sample): the
     /// runner writes it when it may be kept (`stores::StorePolicy`: to its directory or the
     /// run's pack file).
-    pub store: Option<Arc<BTreeMap<String, Vec<u8>>>>,
+    pub store: Option<Arc<crate::engine::store::StoreFiles>>,
 }
 
 impl UnitOutput {

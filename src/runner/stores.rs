@@ -211,7 +211,7 @@ impl StorePolicy {
 }
 
 /// A held store: its unit's id and files.
-pub type HeldStore = (String, Arc<BTreeMap<String, Vec<u8>>>);
+pub type HeldStore = (String, Arc<crate::engine::store::StoreFiles>);
 
 /// The baseline stores the runner holds ([`Route::Hold`]) until every unit of their pairing key
 /// has ended: a key with a failed verdict sends its baseline's store to the pack file (pruning
@@ -643,7 +643,7 @@ mod tests {
         };
         let files = |id: &str| -> HeldStore {
             let mut f = BTreeMap::new();
-            f.insert("a".to_string(), id.as_bytes().to_vec());
+            f.insert("a".to_string(), id.as_bytes().to_vec().into());
             (id.to_string(), Arc::new(f))
         };
         let ids = |v: Vec<HeldStore>| v.into_iter().map(|(id, _)| id).collect::<Vec<_>>();
@@ -725,7 +725,7 @@ mod tests {
         for i in 30..34 {
             let id = format!("u{i}");
             let mut files = std::collections::BTreeMap::new();
-            files.insert("large_tool_results/a".to_string(), b"12345".to_vec());
+            files.insert("large_tool_results/a".to_string(), b"12345".to_vec().into());
             packs.append(&id, &files).unwrap();
             let mut s = Sample::builder()
                 .unit_id(&id)
@@ -762,7 +762,7 @@ mod tests {
         std::fs::create_dir_all(dir.unit_store("u36")).unwrap();
         std::fs::write(dir.unit_store("u36").join("a"), "fresh").unwrap();
         let mut stale = std::collections::BTreeMap::new();
-        stale.insert("a".to_string(), b"stale".to_vec());
+        stale.insert("a".to_string(), b"stale".to_vec().into());
         packs.append("u36", &stale).unwrap();
         packs.skip("u36").unwrap();
         let mut s = Sample::builder()

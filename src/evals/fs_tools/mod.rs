@@ -16,7 +16,6 @@
 //!
 //! Listings and search results are sorted, so the same store always gives the same answers.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -58,7 +57,7 @@ impl ToolOutput {
 pub const TOOL_NAMES: [&str; 4] = ["ls", "glob", "grep", "read_file"];
 
 /// A store's files held in memory: relative path (no leading `/`) → bytes.
-pub type MemFiles = BTreeMap<String, Vec<u8>>;
+pub type MemFiles = crate::engine::store::StoreFiles;
 
 /// File tools confined to one directory, on disk or held in memory.
 #[derive(Clone, Debug)]
@@ -154,7 +153,10 @@ mod tests {
             let e = e.unwrap();
             if e.file_type().is_file() {
                 let rel = e.path().strip_prefix(disk.root()).unwrap();
-                files.insert(rel.display().to_string(), std::fs::read(e.path()).unwrap());
+                files.insert(
+                    rel.display().to_string(),
+                    std::fs::read(e.path()).unwrap().into(),
+                );
             }
         }
         let mem = Sandbox::in_memory(disk.root(), Arc::new(files), Limits::default());
@@ -233,7 +235,7 @@ mod tests {
         for (name, bytes) in &files {
             std::fs::create_dir_all(&root).unwrap();
             std::fs::write(root.join(name), bytes).unwrap();
-            mem.insert(name.to_string(), bytes.clone());
+            mem.insert(name.to_string(), bytes.clone().into());
         }
         let mem = Arc::new(mem);
         for max_file_bytes in [Limits::default().max_file_bytes, 1_000, 13, 0] {

@@ -110,7 +110,7 @@ impl Sandbox {
         Some(
             files
                 .get(rel)
-                .map(Vec::as_slice)
+                .map(|b| &**b)
                 .ok_or_else(|| format!("not a regular file: /{rel}")),
         )
     }
