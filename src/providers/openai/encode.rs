@@ -175,7 +175,7 @@ fn write_messages(messages: &[WireMessage<'_>], out: &mut Vec<u8>) {
 /// `\r`, other control characters as `\u00xx` (lowercase hex), everything else (DEL and
 /// non-ASCII included) as it is. The next byte to escape is found eight bytes at a time (about
 /// twice serde_json's speed on the needle sweep's texts, which escape one byte in thirty).
-pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
+fn write_str(out: &mut Vec<u8>, s: &str) {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     // The high bit of each byte of `x` that is zero. The lowest one set is exact (a false one
