@@ -112,22 +112,12 @@ pub struct Outcome {
     pub failed_total: u64,
 }
 
-/// SHA-256 of the file at `path`, read through a 64 KiB buffer: the file is never held whole (a
+/// SHA-256 of the file at `path`, read through `io::copy`'s buffer: the file is never held whole (a
 /// trace's bytes read whole only to be hashed were a fresh mapping each, paged in and freed:
 /// a sixth of a needle sweep's page faults at start).
 fn sha256_file(path: &Path) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match f.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => hasher.update(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
+    std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
     Ok(hex::encode(hasher.finalize()))
 }
 

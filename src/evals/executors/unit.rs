@@ -130,6 +130,19 @@ struct TruncationCounter {
     truncated: Arc<AtomicU32>,
 }
 
+impl TruncationCounter {
+    /// `r`, counted when its server reported the prompt truncated.
+    fn counted(
+        &self,
+        r: crate::providers::ChatResponse,
+    ) -> Result<crate::providers::ChatResponse, crate::providers::ProviderError> {
+        if r.prompt_truncated {
+            self.truncated.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(r)
+    }
+}
+
 impl Provider for TruncationCounter {
     fn info(&self) -> &crate::providers::ProviderInfo {
         self.inner.info()
@@ -142,13 +155,7 @@ impl Provider for TruncationCounter {
         'a,
         Result<crate::providers::ChatResponse, crate::providers::ProviderError>,
     > {
-        Box::pin(async move {
-            let r = self.inner.chat(request).await?;
-            if r.prompt_truncated {
-                self.truncated.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(r)
-        })
+        Box::pin(async move { self.counted(self.inner.chat(request).await?) })
     }
 
     fn chat_after<'a>(
@@ -159,13 +166,7 @@ impl Provider for TruncationCounter {
         'a,
         Result<crate::providers::ChatResponse, crate::providers::ProviderError>,
     > {
-        Box::pin(async move {
-            let r = self.inner.chat_after(history, request).await?;
-            if r.prompt_truncated {
-                self.truncated.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(r)
-        })
+        Box::pin(async move { self.counted(self.inner.chat_after(history, request).await?) })
     }
 
     fn cache_stats(&self) -> Option<crate::providers::cache::CacheStats> {
