@@ -151,10 +151,32 @@ impl Journal {
     /// Append one sample as a single line and flush it to the operating system.
     pub fn append(&mut self, sample: &Sample) -> Result<(), JournalError> {
         self.line.clear();
-        serde_json::to_writer(&mut self.line, sample).map_err(|e| JournalError::Io {
+        Journal::encode(sample, &mut self.line).map_err(|e| JournalError::Io {
             path: self.path.clone(),
             source: std::io::Error::other(e),
         })?;
+        self.write_line()
+    }
+
+    /// A sample's line as [`Journal::append`] writes it (without its newline), into `line`:
+    /// for encoding on the thread that made the sample ([`Journal::append_encoded`]).
+    pub fn encode(sample: &Sample, line: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(line, sample)
+    }
+
+    /// [`Journal::append`] of a line [`Journal::encode`] made (or the error it gave).
+    pub fn append_encoded(
+        &mut self,
+        line: Result<Vec<u8>, serde_json::Error>,
+    ) -> Result<(), JournalError> {
+        self.line = line.map_err(|e| JournalError::Io {
+            path: self.path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        self.write_line()
+    }
+
+    fn write_line(&mut self) -> Result<(), JournalError> {
         self.line.push(b'\n');
         self.file
             .write_all(&self.line)
