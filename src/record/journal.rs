@@ -108,6 +108,9 @@ pub struct Journal {
     path: PathBuf,
     /// The last line written (its buffer reused by the next).
     line: Vec<u8>,
+    /// Where the last line starts in the file, and where the file ends.
+    line_at: u64,
+    end: u64,
     file: File,
 }
 
@@ -122,6 +125,8 @@ impl Journal {
         Ok(Journal {
             path: path.to_path_buf(),
             line: Vec::new(),
+            line_at: 0,
+            end: 0,
             file,
         })
     }
@@ -137,11 +142,13 @@ impl Journal {
             .open(path)
             .map_err(io_err(path))?;
         let torn = cut_torn_tail(&mut file).map_err(io_err(path))?;
-        file.seek(SeekFrom::End(0)).map_err(io_err(path))?;
+        let end = file.seek(SeekFrom::End(0)).map_err(io_err(path))?;
         Ok((
             Journal {
                 path: path.to_path_buf(),
                 line: Vec::new(),
+                line_at: end,
+                end,
                 file,
             },
             torn,
@@ -181,7 +188,19 @@ impl Journal {
         self.file
             .write_all(&self.line)
             .map_err(io_err(&self.path))?;
+        self.line_at = self.end;
+        self.end += self.line.len() as u64;
         self.file.flush().map_err(io_err(&self.path))
+    }
+
+    /// The byte offset in the file where [`Journal::last_line`] starts.
+    pub fn last_line_at(&self) -> u64 {
+        self.line_at
+    }
+
+    /// The file's length: 0 for a journal this process created and has not written to.
+    pub fn len(&self) -> u64 {
+        self.end
     }
 
     /// The line the last [`Journal::append`] wrote, without its newline (empty before the

@@ -261,10 +261,32 @@ impl Part {
 
 /// The rows of the lines of `range` of a journal (see [`read_journal_range`]).
 fn stream_range(path: &Path, range: std::ops::Range<u64>) -> Result<Part, JournalError> {
-    // variant → traces whose timeline is kept.
-    let mut plotted: HashMap<String, HashSet<String>> = HashMap::new();
-    let mut rows = Rows::default();
-    let (torn, lines) = read_journal_range(path, range, |text, at| {
+    let mut rows = RowLoader::default();
+    let (torn, lines) = read_journal_range(path, range, |text, at| rows.line(text, at))?;
+    Ok(Part {
+        rows: rows.rows,
+        torn,
+        lines,
+        plotted: rows.plotted,
+    })
+}
+
+/// Journal lines to compact rows, one line at a time, as [`stream_samples`] reads them: what
+/// `ctxbench run` builds as it writes its journal, so that the end of the run reads it no more
+/// ([`RowLoader::finish`] equals [`stream_samples`] of the same lines).
+#[derive(Default)]
+pub struct RowLoader {
+    rows: Rows,
+    /// variant → traces whose timeline is kept.
+    plotted: HashMap<String, HashSet<String>>,
+}
+
+impl RowLoader {
+    /// Add the journal line `text` (without its newline), which starts at byte `at` of the
+    /// journal; returns its schema version (a newer one than this build's is not added: the
+    /// caller refuses it).
+    pub fn line(&mut self, text: &[u8], at: u64) -> Result<u32, String> {
+        let (rows, plotted) = (&mut self.rows, &mut self.plotted);
         if let Some(light) = super::scan::light(text) {
             let keep = light.timeline > 0
                 && light.error.is_none()
@@ -317,13 +339,19 @@ fn stream_range(path: &Path, range: std::ops::Range<u64>) -> Result<Part, Journa
             );
         }
         Ok(version)
-    })?;
-    Ok(Part {
-        rows,
-        torn,
-        lines,
-        plotted,
-    })
+    }
+
+    /// The row of the last line added, if it was added.
+    pub fn last(&self) -> Option<crate::record::Row<'_>> {
+        self.rows.len().checked_sub(1).map(|i| self.rows.get(i))
+    }
+
+    /// The rows, as [`stream_samples`] returns them.
+    pub fn finish(self) -> Streamed {
+        let mut rows = self.rows;
+        rows.shrink_to_fit();
+        Streamed { rows, torn: None }
+    }
 }
 
 /// The compact part of one journal line (timeline, summaries and all but the pricing part of
@@ -356,9 +384,21 @@ pub fn each_light(
 pub fn load_model(
     run_dir: &RunDir,
 ) -> Result<(RunInfo, ReportModel, Option<TornLine>), JournalError> {
+    load_model_with(run_dir, None)
+}
+
+/// [`load_model`], from the journal's rows when the caller has them (`ctxbench run` built them
+/// as it wrote the journal: [`RowLoader`]) instead of streaming the journal.
+pub fn load_model_with(
+    run_dir: &RunDir,
+    rows: Option<Streamed>,
+) -> Result<(RunInfo, ReportModel, Option<TornLine>), JournalError> {
     let info: RunInfo = run_dir.read_run_json()?;
     let path = run_dir.samples_jsonl();
-    let streamed = stream_samples(&path)?;
+    let streamed = match rows {
+        Some(rows) => rows,
+        None => stream_samples(&path)?,
+    };
     let mut model = ReportModel::build_rows(&info, streamed.rows, Some(path));
     let want = detail_wanted(&model);
     model.load_detail(&want)?;

@@ -354,6 +354,10 @@ pub struct Ledger {
     /// Each line written, read back as a journal reader reads it, is added here; `None` once
     /// a line could not be read back (the caller then reads the journal).
     pub totals: Option<super::manifest::TotalsSum>,
+    /// For a journal this process started: each line written, as the report's compact row
+    /// (`report::load::RowLoader`), so the end of the run need not read the journal again;
+    /// `None` for a resumed journal or once a line could not be read back.
+    pub rows: Option<crate::report::load::RowLoader>,
 }
 
 /// `run --verbose`'s text of a failed unit, when verbose.
@@ -631,13 +635,24 @@ where
                     settle(&writes, concurrency).await;
                     return Err(e);
                 }
-                // The totals of run.json from the line just written, parsed as the journal's
-                // readers parse it (`resume::Recorded::read`): the same numbers as reading the
-                // whole journal again at the end of the run, without that pass.
+                // The line just written, read as the journal's readers read it: the report's
+                // compact row, and run.json's totals (from that row, else parsed as
+                // `resume::Recorded::read` parses it) — the same numbers as reading the whole
+                // journal again at the end of the run, without that pass.
+                let line = ledger.journal.last_line();
+                if let Some(rows) = &mut ledger.rows {
+                    match rows.line(line, ledger.journal.last_line_at()) {
+                        Ok(v) if v <= crate::record::SCHEMA_VERSION => {}
+                        _ => ledger.rows = None,
+                    }
+                }
                 if let Some(sum) = &mut ledger.totals {
-                    match crate::report::load::parse_light(ledger.journal.last_line()) {
-                        Ok((s, _)) => sum.add(&s.row()),
-                        Err(_) => ledger.totals = None,
+                    match ledger.rows.as_ref().and_then(|r| r.last()) {
+                        Some(row) => sum.add(&row),
+                        None => match crate::report::load::parse_light(line) {
+                            Ok((s, _)) => sum.add(&s.row()),
+                            Err(_) => ledger.totals = None,
+                        },
                     }
                 }
                 let cost = sample.cost_usd.total();
