@@ -515,6 +515,50 @@ mod tests {
         );
     }
 
+    /// What `ctxbench run` builds as it writes its journal equals what reading the journal
+    /// gives: every row (compact and heavy part), where it is, and the model's statistics.
+    #[test]
+    fn rows_built_as_the_journal_is_written_equal_the_rows_read_from_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["a".into(), "b".into()];
+        std::fs::write(run.run_json(), serde_json::to_string(&info).unwrap()).unwrap();
+        let mut samples: Vec<Sample> = (0..30)
+            .map(|i| sample(i, if i % 3 == 0 { "b" } else { "a" }))
+            .collect();
+        samples[7]
+            .params
+            .insert("late".into(), serde_json::json!({"x": [1, 2]}));
+        let mut journal = crate::record::journal::Journal::create(&run.samples_jsonl()).unwrap();
+        let mut built = RowLoader::default();
+        for s in &samples {
+            journal.append(s).unwrap();
+            let v = built
+                .line(journal.last_line(), journal.last_line_at())
+                .unwrap();
+            assert_eq!(v, crate::record::SCHEMA_VERSION);
+            assert_eq!(built.last().unwrap().unit_id, s.unit_id);
+        }
+        let built = built.finish();
+        let read = stream_samples(&run.samples_jsonl()).unwrap();
+        assert_eq!(built.rows.len(), 30);
+        for i in 0..30 {
+            assert_eq!(
+                built.rows.get(i).to_sample(),
+                read.rows.get(i).to_sample(),
+                "row {i}"
+            );
+            assert_eq!(built.rows.detail(i), read.rows.detail(i), "row {i}");
+        }
+        let (_, from_rows, _) = load_model_with(&run, Some(built)).unwrap();
+        let (_, from_file, _) = load_model(&run).unwrap();
+        assert_eq!(
+            serde_json::to_value(&from_rows).unwrap(),
+            serde_json::to_value(&from_file).unwrap()
+        );
+    }
+
     #[test]
     fn a_journal_read_in_two_halves_gives_the_rows_of_one_pass() {
         let dir = tempfile::tempdir().unwrap();
