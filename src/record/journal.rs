@@ -198,9 +198,10 @@ impl Journal {
         self.line_at
     }
 
-    /// The file's length: 0 for a journal this process created and has not written to.
-    pub fn len(&self) -> u64 {
-        self.end
+    /// Whether the file holds no line (a journal this process created and has not written
+    /// to, or an empty one it opened).
+    pub fn is_empty(&self) -> bool {
+        self.end == 0
     }
 
     /// The line the last [`Journal::append`] wrote, without its newline (empty before the

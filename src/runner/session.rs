@@ -526,7 +526,7 @@ pub async fn execute(
     } = prepared;
     let mut budget = Budget::new(max_cost_usd, previous.totals.spent_usd);
     let mut progress = Progress::new(manifest.units.planned, previous.recorded, progress_mode);
-    let fresh = journal.len() == 0;
+    let fresh = journal.is_empty();
     let mut ledger = Ledger {
         journal,
         totals: Some(std::mem::take(&mut previous.sum)),
