@@ -215,12 +215,17 @@ fn forward_signals(tx: tokio::sync::mpsc::UnboundedSender<()>, terminated: Arc<A
 /// Render results.csv, summary.json, report.md, report.html and plots into the run directory.
 /// Returns the per-variant summary table. Beside them, prune the offload stores
 /// (`runner::stores`), or unpack them all when `keep_stores`.
-fn write_reports(run_dir: &std::path::Path, keep_stores: bool) -> anyhow::Result<String> {
+fn write_reports(
+    run_dir: &std::path::Path,
+    keep_stores: bool,
+    rows: Option<crate::report::load::Streamed>,
+) -> anyhow::Result<String> {
     use crate::report::{write_run_reports, WriteOptions};
     let dir = crate::record::RunDir::new(run_dir);
-    // The same streaming load as `ctxbench report`: compact rows, heavy parts only for the
-    // samples shown in full, so this step's memory does not grow with whole samples.
-    let (info, model, _) = crate::report::load::load_model(&dir)?;
+    // The same model as `ctxbench report` loads: compact rows (built as the journal was
+    // written when this process wrote all of it, else streamed from it), heavy parts only for
+    // the samples shown in full, so this step's memory does not grow with whole samples.
+    let (info, model, _) = crate::report::load::load_model_with(&dir, rows)?;
     // The offload stores are pruned (or unpacked) beside the report files, on a thread of
     // their own: pruning decides from the loaded model alone and the reports read no store, so
     // neither waits for the other (about a tenth of a second each at the end of a sweep).
@@ -519,10 +524,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Cancelled units may leave a replay finishing on a blocking thread (its model calls already
     // cancelled): do not wait for it past a short bound; nothing it does is recorded any more.
     rt.shutdown_timeout(Duration::from_secs(2));
-    let outcome = outcome?;
+    let mut outcome = outcome?;
 
     // Reports from what was recorded — also after Ctrl-C or a budget stop (a partial report).
-    let report = write_reports(&outcome.run_dir, args.keep_stores);
+    let report = write_reports(&outcome.run_dir, args.keep_stores, outcome.rows.take());
     let m = &outcome.manifest;
     let dir = crate::output::display_path(&outcome.run_dir);
     if args.quiet {

@@ -108,6 +108,9 @@ pub struct Journal {
     path: PathBuf,
     /// The last line written (its buffer reused by the next).
     line: Vec<u8>,
+    /// Where the last line starts in the file, and where the file ends.
+    line_at: u64,
+    end: u64,
     file: File,
 }
 
@@ -122,6 +125,8 @@ impl Journal {
         Ok(Journal {
             path: path.to_path_buf(),
             line: Vec::new(),
+            line_at: 0,
+            end: 0,
             file,
         })
     }
@@ -137,11 +142,13 @@ impl Journal {
             .open(path)
             .map_err(io_err(path))?;
         let torn = cut_torn_tail(&mut file).map_err(io_err(path))?;
-        file.seek(SeekFrom::End(0)).map_err(io_err(path))?;
+        let end = file.seek(SeekFrom::End(0)).map_err(io_err(path))?;
         Ok((
             Journal {
                 path: path.to_path_buf(),
                 line: Vec::new(),
+                line_at: end,
+                end,
                 file,
             },
             torn,
@@ -151,15 +158,50 @@ impl Journal {
     /// Append one sample as a single line and flush it to the operating system.
     pub fn append(&mut self, sample: &Sample) -> Result<(), JournalError> {
         self.line.clear();
-        serde_json::to_writer(&mut self.line, sample).map_err(|e| JournalError::Io {
+        Journal::encode(sample, &mut self.line).map_err(|e| JournalError::Io {
             path: self.path.clone(),
             source: std::io::Error::other(e),
         })?;
+        self.write_line()
+    }
+
+    /// A sample's line as [`Journal::append`] writes it (without its newline), into `line`:
+    /// for encoding on the thread that made the sample ([`Journal::append_encoded`]).
+    pub fn encode(sample: &Sample, line: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(line, sample)
+    }
+
+    /// [`Journal::append`] of a line [`Journal::encode`] made (or the error it gave).
+    pub fn append_encoded(
+        &mut self,
+        line: Result<Vec<u8>, serde_json::Error>,
+    ) -> Result<(), JournalError> {
+        self.line = line.map_err(|e| JournalError::Io {
+            path: self.path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        self.write_line()
+    }
+
+    fn write_line(&mut self) -> Result<(), JournalError> {
         self.line.push(b'\n');
         self.file
             .write_all(&self.line)
             .map_err(io_err(&self.path))?;
+        self.line_at = self.end;
+        self.end += self.line.len() as u64;
         self.file.flush().map_err(io_err(&self.path))
+    }
+
+    /// The byte offset in the file where [`Journal::last_line`] starts.
+    pub fn last_line_at(&self) -> u64 {
+        self.line_at
+    }
+
+    /// Whether the file holds no line (a journal this process created and has not written
+    /// to, or an empty one it opened).
+    pub fn is_empty(&self) -> bool {
+        self.end == 0
     }
 
     /// The line the last [`Journal::append`] wrote, without its newline (empty before the

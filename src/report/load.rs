@@ -261,10 +261,32 @@ impl Part {
 
 /// The rows of the lines of `range` of a journal (see [`read_journal_range`]).
 fn stream_range(path: &Path, range: std::ops::Range<u64>) -> Result<Part, JournalError> {
-    // variant → traces whose timeline is kept.
-    let mut plotted: HashMap<String, HashSet<String>> = HashMap::new();
-    let mut rows = Rows::default();
-    let (torn, lines) = read_journal_range(path, range, |text, at| {
+    let mut rows = RowLoader::default();
+    let (torn, lines) = read_journal_range(path, range, |text, at| rows.line(text, at))?;
+    Ok(Part {
+        rows: rows.rows,
+        torn,
+        lines,
+        plotted: rows.plotted,
+    })
+}
+
+/// Journal lines to compact rows, one line at a time, as [`stream_samples`] reads them: what
+/// `ctxbench run` builds as it writes its journal, so that the end of the run reads it no more
+/// ([`RowLoader::finish`] equals [`stream_samples`] of the same lines).
+#[derive(Default)]
+pub struct RowLoader {
+    rows: Rows,
+    /// variant → traces whose timeline is kept.
+    plotted: HashMap<String, HashSet<String>>,
+}
+
+impl RowLoader {
+    /// Add the journal line `text` (without its newline), which starts at byte `at` of the
+    /// journal; returns its schema version (a newer one than this build's is not added: the
+    /// caller refuses it).
+    pub fn line(&mut self, text: &[u8], at: u64) -> Result<u32, String> {
+        let (rows, plotted) = (&mut self.rows, &mut self.plotted);
         if let Some(light) = super::scan::light(text) {
             let keep = light.timeline > 0
                 && light.error.is_none()
@@ -317,13 +339,19 @@ fn stream_range(path: &Path, range: std::ops::Range<u64>) -> Result<Part, Journa
             );
         }
         Ok(version)
-    })?;
-    Ok(Part {
-        rows,
-        torn,
-        lines,
-        plotted,
-    })
+    }
+
+    /// The row of the last line added, if it was added.
+    pub fn last(&self) -> Option<crate::record::Row<'_>> {
+        self.rows.len().checked_sub(1).map(|i| self.rows.get(i))
+    }
+
+    /// The rows, as [`stream_samples`] returns them.
+    pub fn finish(self) -> Streamed {
+        let mut rows = self.rows;
+        rows.shrink_to_fit();
+        Streamed { rows, torn: None }
+    }
 }
 
 /// The compact part of one journal line (timeline, summaries and all but the pricing part of
@@ -356,9 +384,21 @@ pub fn each_light(
 pub fn load_model(
     run_dir: &RunDir,
 ) -> Result<(RunInfo, ReportModel, Option<TornLine>), JournalError> {
+    load_model_with(run_dir, None)
+}
+
+/// [`load_model`], from the journal's rows when the caller has them (`ctxbench run` built them
+/// as it wrote the journal: [`RowLoader`]) instead of streaming the journal.
+pub fn load_model_with(
+    run_dir: &RunDir,
+    rows: Option<Streamed>,
+) -> Result<(RunInfo, ReportModel, Option<TornLine>), JournalError> {
     let info: RunInfo = run_dir.read_run_json()?;
     let path = run_dir.samples_jsonl();
-    let streamed = stream_samples(&path)?;
+    let streamed = match rows {
+        Some(rows) => rows,
+        None => stream_samples(&path)?,
+    };
     let mut model = ReportModel::build_rows(&info, streamed.rows, Some(path));
     let want = detail_wanted(&model);
     model.load_detail(&want)?;
@@ -472,6 +512,50 @@ mod tests {
         assert_eq!(
             streamed.samples.get(3).to_sample(),
             full.samples.get(3).to_sample()
+        );
+    }
+
+    /// What `ctxbench run` builds as it writes its journal equals what reading the journal
+    /// gives: every row (compact and heavy part), where it is, and the model's statistics.
+    #[test]
+    fn rows_built_as_the_journal_is_written_equal_the_rows_read_from_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["a".into(), "b".into()];
+        std::fs::write(run.run_json(), serde_json::to_string(&info).unwrap()).unwrap();
+        let mut samples: Vec<Sample> = (0..30)
+            .map(|i| sample(i, if i % 3 == 0 { "b" } else { "a" }))
+            .collect();
+        samples[7]
+            .params
+            .insert("late".into(), serde_json::json!({"x": [1, 2]}));
+        let mut journal = crate::record::journal::Journal::create(&run.samples_jsonl()).unwrap();
+        let mut built = RowLoader::default();
+        for s in &samples {
+            journal.append(s).unwrap();
+            let v = built
+                .line(journal.last_line(), journal.last_line_at())
+                .unwrap();
+            assert_eq!(v, crate::record::SCHEMA_VERSION);
+            assert_eq!(built.last().unwrap().unit_id, s.unit_id);
+        }
+        let built = built.finish();
+        let read = stream_samples(&run.samples_jsonl()).unwrap();
+        assert_eq!(built.rows.len(), 30);
+        for i in 0..30 {
+            assert_eq!(
+                built.rows.get(i).to_sample(),
+                read.rows.get(i).to_sample(),
+                "row {i}"
+            );
+            assert_eq!(built.rows.detail(i), read.rows.detail(i), "row {i}");
+        }
+        let (_, from_rows, _) = load_model_with(&run, Some(built)).unwrap();
+        let (_, from_file, _) = load_model(&run).unwrap();
+        assert_eq!(
+            serde_json::to_value(&from_rows).unwrap(),
+            serde_json::to_value(&from_file).unwrap()
         );
     }
 

@@ -190,10 +190,26 @@ pub async fn on_one_thread(
     unit: Arc<Unit>,
     ctx: Arc<RunContext>,
 ) -> UnitOutput {
+    on_one_thread_then(exec, unit, ctx, |out| out).await
+}
+
+/// [`on_one_thread`], then `then` on the unit's output on the same thread: what the unit made
+/// is used and freed where it was allocated (a free on another thread takes the allocating
+/// thread's arena lock, and waits on it while that thread runs the next unit).
+pub async fn on_one_thread_then<R, F>(
+    exec: Arc<dyn UnitExecutor>,
+    unit: Arc<Unit>,
+    ctx: Arc<RunContext>,
+    then: F,
+) -> R
+where
+    R: Send + 'static,
+    F: FnOnce(UnitOutput) -> R + Send + 'static,
+{
     let runtime = tokio::runtime::Handle::current();
     cpu(move || {
         let _entered = runtime.enter();
-        block_on(exec.execute(&unit, &ctx))
+        then(block_on(exec.execute(&unit, &ctx)))
     })
     .await
 }
@@ -302,14 +318,20 @@ fn failure_text(unit: &str, e: &UnitError, causes: &[String]) -> String {
 /// A finished unit as its task hands it to the dispatcher: the unit, its output, its latency
 /// in ms, why its offload store could not be written if it could not, the store when the
 /// dispatcher holds it (`stores::Route::Hold`), and where its store went.
-type Done = (
-    Arc<Unit>,
-    UnitOutput,
-    u64,
-    Option<String>,
-    Option<super::stores::HeldStore>,
-    Option<super::stores::Route>,
-);
+/// A unit's task's result, for the dispatcher to record.
+struct Done {
+    unit: Arc<Unit>,
+    /// The sample; when `line` is set, without its heavy part (evidence, timeline, summaries:
+    /// freed where they were made), which the line has.
+    sample: Sample,
+    /// The sample's journal line, when the unit's own thread encoded it ([`Journal::encode`]).
+    line: Option<Result<Vec<u8>, serde_json::Error>>,
+    /// `run --verbose`'s text of the unit's failure.
+    failure: Option<String>,
+    store_error: Option<String>,
+    hold: Option<super::stores::HeldStore>,
+    routed: Option<super::stores::Route>,
+}
 
 /// How long running units may take to finish after the first interrupt.
 pub const DEFAULT_INTERRUPT_GRACE: Duration = Duration::from_secs(10);
@@ -332,6 +354,37 @@ pub struct Ledger {
     /// Each line written, read back as a journal reader reads it, is added here; `None` once
     /// a line could not be read back (the caller then reads the journal).
     pub totals: Option<super::manifest::TotalsSum>,
+    /// For a journal this process started: each line written, as the report's compact row
+    /// (`report::load::RowLoader`), so the end of the run need not read the journal again;
+    /// `None` for a resumed journal or once a line could not be read back.
+    pub rows: Option<crate::report::load::RowLoader>,
+}
+
+/// `run --verbose`'s text of a failed unit, when verbose.
+fn failure_if(verbose: bool, unit: &Unit, out: &UnitOutput) -> Option<String> {
+    let e = out.error.as_ref().filter(|_| verbose)?;
+    Some(failure_text(&unit.id, e, &out.causes))
+}
+
+/// Write a unit's store where `route` says, on this thread (`Route::Hold` hands it back, to be
+/// held until its pairing key has ended).
+fn write_store_here(
+    route: super::stores::Route,
+    id: &str,
+    files: Arc<crate::engine::store::StoreFiles>,
+    dir: &std::path::Path,
+    packs: &crate::engine::store::PackFile,
+) -> (
+    Result<(), crate::engine::store::StoreError>,
+    Option<super::stores::HeldStore>,
+) {
+    use super::stores::Route;
+    match route {
+        Route::Dir => (crate::engine::store::write_files(&files, dir), None),
+        Route::Pack => (packs.append(id, &files), None),
+        Route::Skip => (packs.skip(id), None),
+        Route::Hold => (packs.skip(id), Some((id.to_string(), files))),
+    }
 }
 
 /// Waits until the store writes holding permits of `writes` (all `n` of them) have ended.
@@ -424,17 +477,53 @@ where
             let stores = stores.clone();
             let store_dir = run_dir.unit_store(&unit.id);
             let writes = writes.clone();
+            let verbose = opts.verbose;
             let handle = running.spawn(async move {
                 let mut permits = Vec::with_capacity(unit_sems.len());
                 for s in &unit_sems {
                     permits.push(s.acquire().await.expect("semaphore never closed"));
                 }
                 let started = Instant::now();
-                let mut out = if offline {
-                    on_one_thread(exec, u.clone(), ctx).await
-                } else {
-                    exec.execute(&u, &ctx).await
-                };
+                if offline {
+                    // The whole unit on one rayon thread: its replay, its store's write, its
+                    // sample and journal line; the dispatcher gets the sample without its heavy
+                    // part, which is freed on the thread that made it.
+                    let unit = u.clone();
+                    let done = on_one_thread_then(exec, u, ctx, move |mut out| {
+                        let ms = started.elapsed().as_millis() as u64;
+                        let failure = failure_if(verbose, &unit, &out);
+                        let (store_error, hold, routed) = match out.store.take() {
+                            None => (None, None, None),
+                            Some(files) => {
+                                let route = stores.route_output(&unit, &out);
+                                let (written, hold) =
+                                    write_store_here(route, &unit.id, files, &store_dir, &packs);
+                                (written.err().map(|e| e.to_string()), hold, Some(route))
+                            }
+                        };
+                        let mut sample = out.into_sample(&unit, ms);
+                        let mut line = Vec::new();
+                        let line = Journal::encode(&sample, &mut line).map(|()| line);
+                        drop((
+                            std::mem::take(&mut sample.evidence),
+                            std::mem::take(&mut sample.timeline),
+                            std::mem::take(&mut sample.summaries),
+                        ));
+                        Done {
+                            unit,
+                            sample,
+                            line: Some(line),
+                            failure,
+                            store_error,
+                            hold,
+                            routed,
+                        }
+                    })
+                    .await;
+                    drop(permits);
+                    return done;
+                }
+                let mut out = exec.execute(&u, &ctx).await;
                 let ms = started.elapsed().as_millis() as u64;
                 drop(permits);
                 // The store the unit held in memory, written where `stores::StorePolicy::route`
@@ -455,40 +544,37 @@ where
                         let route = stores.route_output(&u, &out);
                         routed = Some(route);
                         let id = u.id.clone();
-                        // (An offline unit's store is written here: its unit ran whole on
-                        // rayon, and its tasks wait on no server.)
                         let written = match route {
-                            Route::Dir if offline => {
-                                crate::engine::store::write_files(&files, &store_dir)
-                            }
-                            Route::Dir => {
+                            Route::Dir | Route::Pack => {
                                 let permit = writes.acquire_owned().await.expect("never closed");
-                                cpu(move || {
+                                let (written, _) = cpu(move || {
                                     let _writing = permit;
-                                    crate::engine::store::write_files(&files, &store_dir)
+                                    write_store_here(route, &id, files, &store_dir, &packs)
                                 })
-                                .await
+                                .await;
+                                written
                             }
-                            Route::Pack if offline => packs.append(&id, &files),
-                            Route::Pack => {
-                                let permit = writes.acquire_owned().await.expect("never closed");
-                                cpu(move || {
-                                    let _writing = permit;
-                                    packs.append(&id, &files)
-                                })
-                                .await
-                            }
-                            Route::Skip => packs.skip(&id),
-                            Route::Hold => {
-                                let marked = packs.skip(&id);
-                                hold = Some((id, files));
-                                marked
+                            Route::Skip | Route::Hold => {
+                                let (written, held) =
+                                    write_store_here(route, &id, files, &store_dir, &packs);
+                                hold = held;
+                                written
                             }
                         };
                         written.err().map(|e| e.to_string())
                     }
                 };
-                (u, out, ms, store_error, hold, routed)
+                let failure = failure_if(verbose, &u, &out);
+                let sample = out.into_sample(&u, ms);
+                Done {
+                    unit: u,
+                    sample,
+                    line: None,
+                    failure,
+                    store_error,
+                    hold,
+                    routed,
+                }
             });
             by_task.insert(handle.id(), unit);
         }
@@ -498,7 +584,7 @@ where
         tokio::select! {
             joined = running.join_next_with_id() => {
                 let Some(joined) = joined else { continue };
-                let (unit, out, ms, mut store_error, hold, routed) = match joined {
+                let done = match joined {
                     Ok((id, done)) => {
                         by_task.remove(&id);
                         done
@@ -509,16 +595,22 @@ where
                             report.not_run_interrupted += 1;
                             continue;
                         }
-                        let msg = panic_message(e);
-                        (unit, UnitOutput::failed("panic", msg), 0, None, None, None)
+                        let out = UnitOutput::failed("panic", panic_message(e));
+                        Done {
+                            failure: failure_if(opts.verbose, &unit, &out),
+                            sample: out.into_sample(&unit, 0),
+                            unit,
+                            line: None,
+                            store_error: None,
+                            hold: None,
+                            routed: None,
+                        }
                     }
                 };
-                if opts.verbose {
-                    if let Some(e) = &out.error {
-                        progress.println(&failure_text(&unit.id, e, &out.causes));
-                    }
+                let Done { unit, sample, line, failure, mut store_error, hold, routed } = done;
+                if let Some(text) = failure {
+                    progress.println(&text);
                 }
-                let sample = out.into_sample(&unit, ms);
                 for (id, files) in held.ended(&sample, hold, routed) {
                     if let Err(e) = packs.append(&id, &files) {
                         store_error.get_or_insert(e.to_string());
@@ -533,19 +625,34 @@ where
                         ));
                     }
                 }
-                if let Err(e) = ledger.journal.append(&sample) {
+                let appended = match line {
+                    Some(line) => ledger.journal.append_encoded(line),
+                    None => ledger.journal.append(&sample),
+                };
+                if let Err(e) = appended {
                     running.abort_all();
                     while running.join_next().await.is_some() {}
                     settle(&writes, concurrency).await;
                     return Err(e);
                 }
-                // The totals of run.json from the line just written, parsed as the journal's
-                // readers parse it (`resume::Recorded::read`): the same numbers as reading the
-                // whole journal again at the end of the run, without that pass.
+                // The line just written, read as the journal's readers read it: the report's
+                // compact row, and run.json's totals (from that row, else parsed as
+                // `resume::Recorded::read` parses it) — the same numbers as reading the whole
+                // journal again at the end of the run, without that pass.
+                let line = ledger.journal.last_line();
+                if let Some(rows) = &mut ledger.rows {
+                    match rows.line(line, ledger.journal.last_line_at()) {
+                        Ok(v) if v <= crate::record::SCHEMA_VERSION => {}
+                        _ => ledger.rows = None,
+                    }
+                }
                 if let Some(sum) = &mut ledger.totals {
-                    match crate::report::load::parse_light(ledger.journal.last_line()) {
-                        Ok((s, _)) => sum.add(&s.row()),
-                        Err(_) => ledger.totals = None,
+                    match ledger.rows.as_ref().and_then(|r| r.last()) {
+                        Some(row) => sum.add(&row),
+                        None => match crate::report::load::parse_light(line) {
+                            Ok((s, _)) => sum.add(&s.row()),
+                            Err(_) => ledger.totals = None,
+                        },
                     }
                 }
                 let cost = sample.cost_usd.total();

@@ -110,6 +110,9 @@ pub struct Outcome {
     pub report: DispatchReport,
     /// Failed samples in the whole run (including earlier attempts).
     pub failed_total: u64,
+    /// The journal's compact rows, built as its lines were written, when this process wrote
+    /// every line of it (`report::load::RowLoader`): the reports need not read it again.
+    pub rows: Option<crate::report::load::Streamed>,
 }
 
 /// SHA-256 of the file at `path`, read through `io::copy`'s buffer: the file is never held whole (a
@@ -523,9 +526,11 @@ pub async fn execute(
     } = prepared;
     let mut budget = Budget::new(max_cost_usd, previous.totals.spent_usd);
     let mut progress = Progress::new(manifest.units.planned, previous.recorded, progress_mode);
+    let fresh = journal.is_empty();
     let mut ledger = Ledger {
         journal,
         totals: Some(std::mem::take(&mut previous.sum)),
+        rows: fresh.then(crate::report::load::RowLoader::default),
     };
     drop(previous);
     let report = dispatch(
@@ -576,6 +581,7 @@ pub async fn execute(
         manifest,
         report,
         failed_total,
+        rows: ledger.rows.map(crate::report::load::RowLoader::finish),
     })
 }
 
