@@ -104,7 +104,10 @@ impl PackIndex {
 /// Indexes of the packs this process writes, by path ([`SummaryPack`] registers its own when
 /// it opens the file; [`read_pack`] takes it). A new writer of the same path replaces it.
 static OPEN_PACKS: std::sync::Mutex<
-    Vec<(std::path::PathBuf, std::sync::Arc<std::sync::Mutex<PackIndex>>)>,
+    Vec<(
+        std::path::PathBuf,
+        std::sync::Arc<std::sync::Mutex<PackIndex>>,
+    )>,
 > = std::sync::Mutex::new(Vec::new());
 
 /// [`PackIndex`] key of member name `name` (`summaries/<hex>.md`): its first 16 hex digits.

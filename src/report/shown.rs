@@ -99,7 +99,10 @@ mod tests {
             assert!(keep.contains(&format!("u{t}")), "flagged u{t} is shown");
         }
         for t in MAX_PROBLEM_SAMPLES..flagged {
-            assert!(!keep.contains(&format!("u{t}")), "flagged u{t} is past the cap");
+            assert!(
+                !keep.contains(&format!("u{t}")),
+                "flagged u{t} is past the cap"
+            );
         }
         for t in flagged..flagged + 10 {
             let id = format!("u{t}");

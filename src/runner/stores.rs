@@ -9,9 +9,10 @@
 //! output. As the unit ends, the runner writes it where [`StorePolicy::route`] says
 //! ([`Route`]): a store pruning keeps whatever the other units do (the unit errored, or
 //! report.html shows its pairing key) goes straight into its directory under `stores/` (the
-//! files an on-disk store would have written); so does a flagged unit's unless enough failed or
-//! flagged units before it in the report's order have already ended ([`ProblemWindow`]: then
-//! it is past the page's cap and not written); one pruning may keep (a failed verdict: only the
+//! files an on-disk store would have written); a flagged unit's is not written once enough
+//! failed or flagged units before it in the report's order have ended ([`ProblemWindow`]: it
+//! is past the page's cap), and waits in memory until then ([`WaitingStores`]: beyond the
+//! number held, and when dispatching ends, it goes to its directory); one pruning may keep (a failed verdict: only the
 //! first five of a variant are shown, [`FailWindow`]; one with five before it is not written)
 //! is a record of the run's `stores.pack` (`engine::store::PackFile`); a baseline's store waits
 //! in memory until every unit of its pairing key has ended ([`HeldStores`]: the page shows the
@@ -20,7 +21,7 @@
 //! keep was not written. Pruning unpacks the records of the stores it keeps into their
 //! directories, removes the directories it does not keep (flagged units that turned out past
 //! the cap) and the pack file. A run of the whole plan thus writes each kept store once, where
-//! it stays, and of the others only flagged units' that may still be shown.
+//! it stays, and of the others only the flagged units' it could not hold until decided.
 
 use crate::engine::store::{for_each_pack, unpack_bytes};
 use crate::record::{RunDir, RunInfo, Sample};
@@ -45,6 +46,12 @@ pub enum Route {
     /// baseline's store is kept when a unit of its key fails its verdict. A marker record
     /// is written as the unit ends, so a store lost with the process still counts as missing.
     Hold,
+    /// Held by the runner ([`WaitingStores`]) while report.html may or may not show the
+    /// flagged unit: dropped once enough failed or flagged units before it have ended (it is
+    /// past the page's cap), else written to its directory (beyond the number held, or when
+    /// dispatching ends; pruning removes it if it turns out past the cap). A marker record is
+    /// written as the unit ends, as for [`Route::Hold`].
+    Wait,
     /// Not written (a marker record: pruning can tell a store it would keep was not written).
     Skip,
 }
@@ -94,11 +101,8 @@ fn admit<K: Ord>(first: &mut std::collections::BTreeSet<K>, cap: usize, key: K) 
 /// [`MAX_PROBLEM_SAMPLES`] of them in full (`report::html::select` over the sorted rows); an
 /// errored unit's store is kept anyway, but a flagged unit with that many failed or flagged
 /// units before it is not shown whatever the units still running do, and its store need not be
-/// written. One that may still be shown is written to its directory (pruning removes it if it
-/// turns out past the cap): in the 1,000-unit needle sweep, which runs trace by trace while the
-/// page orders by variant first, that is 60 of the 130 flagged stores past the cap; holding them
-/// in memory until decided instead would save up to 60 stores' writes (15 MB) for up to about
-/// 60 stores held (a store is about 250 KB there). Holds at most the cap's number of keys.
+/// written. One that may still be shown waits in memory ([`WaitingStores`]) until that is
+/// decided. Holds at most the cap's number of keys.
 #[derive(Debug, Default)]
 pub struct ProblemWindow {
     first: std::sync::Mutex<std::collections::BTreeSet<ProblemKey>>,
@@ -114,6 +118,93 @@ impl ProblemWindow {
     pub fn may_show(&self, key: ProblemKey) -> bool {
         let mut first = self.first.lock().unwrap_or_else(|e| e.into_inner());
         admit(&mut first, MAX_PROBLEM_SAMPLES, key)
+    }
+
+    /// Whether a unit at `key` is past the page's cap: [`MAX_PROBLEM_SAMPLES`] failed or
+    /// flagged units before it have ended.
+    pub fn is_past(&self, key: &ProblemKey) -> bool {
+        let first = self.first.lock().unwrap_or_else(|e| e.into_inner());
+        first.len() >= MAX_PROBLEM_SAMPLES && first.last().is_some_and(|l| l < key)
+    }
+}
+
+/// The report-order key of `unit` ([`ProblemWindow`]).
+pub fn problem_key(unit: &super::Unit) -> ProblemKey {
+    (
+        unit.variant_index,
+        unit.trace_id.clone(),
+        unit.eval.clone(),
+        unit.sample.clone(),
+        unit.repeat,
+    )
+}
+
+/// The stores of flagged units the runner holds ([`Route::Wait`]) until report.html surely
+/// does not show them (dropped) — or, beyond `cap` stores, the first in the report's order
+/// (the likeliest to be shown) go to their directory; whatever is still held when dispatching
+/// ends goes there too, and pruning decides. In the 1,000-unit needle sweep, which runs trace
+/// by trace while the page orders by variant first, most flagged units past the cap end before
+/// enough units before them in that order have: written to their directory and removed at the
+/// end, 54–60 of them (15 MB written, ~1,000 system calls to remove them) when not held.
+#[derive(Debug, Default)]
+pub struct WaitingStores {
+    cap: usize,
+    held: BTreeMap<ProblemKey, HeldStore>,
+}
+
+impl WaitingStores {
+    /// Holding at most `cap` stores.
+    pub fn new(cap: usize) -> WaitingStores {
+        WaitingStores {
+            cap: cap.max(1),
+            held: BTreeMap::new(),
+        }
+    }
+
+    /// Stores held now.
+    pub fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+
+    /// Hold `store` of the flagged unit at `key` (then call [`WaitingStores::ended`]).
+    pub fn hold(&mut self, key: ProblemKey, store: HeldStore) {
+        self.held.insert(key, store);
+    }
+
+    /// The unit that recorded `sample` ended: if it failed or is flagged (the window may have
+    /// moved), drop the stores now past the page's cap. Returns the stores to write to their
+    /// directory now: beyond the cap, the first in the report's order.
+    pub fn ended(&mut self, sample: &Sample, window: &ProblemWindow) -> Vec<HeldStore> {
+        if !self.held.is_empty() && Status::of(&sample.row()) <= Status::Flagged {
+            self.drop_past(window);
+        }
+        let mut out = Vec::new();
+        while self.held.len() > self.cap {
+            out.extend(self.held.pop_first().map(|(_, s)| s));
+        }
+        out
+    }
+
+    /// Drop the stores now past the page's cap (`window`); returns how many were dropped.
+    pub fn drop_past(&mut self, window: &ProblemWindow) -> usize {
+        let before = self.held.len();
+        // Keys past the cap are the last ones: drop from the end while past.
+        while let Some(last) = self.held.last_key_value().map(|(k, _)| k.clone()) {
+            if !window.is_past(&last) {
+                break;
+            }
+            self.held.pop_last();
+        }
+        before - self.held.len()
+    }
+
+    /// Every store still held, to write to its directory (pruning decides).
+    pub fn rest(self) -> Vec<HeldStore> {
+        self.held.into_values().collect()
     }
 }
 
@@ -212,17 +303,19 @@ impl StorePolicy {
             // enough failed or flagged units before it is not shown: not written (its marker
             // record says so), unless it is a baseline's, which the page may still show beside
             // a failed verdict of its key: held like any other baseline store.
+            // A flagged unit that may still be shown waits in memory until that is decided
+            // ([`WaitingStores`]; a baseline's goes to its directory: the page may also show
+            // it beside a failed verdict).
             Route::Dir if status <= Status::Flagged => {
-                let key = (
-                    unit.variant_index,
-                    unit.trace_id.clone(),
-                    unit.eval.clone(),
-                    unit.sample.clone(),
-                    unit.repeat,
-                );
-                if problems.may_show(key) || status == Status::Error || shown.contains(&unit.id)
-                {
+                let may_show = problems.may_show(problem_key(unit));
+                if status == Status::Error || shown.contains(&unit.id) {
                     Route::Dir
+                } else if may_show {
+                    if is_baseline {
+                        Route::Dir
+                    } else {
+                        Route::Wait
+                    }
                 } else if is_baseline {
                     Route::Hold
                 } else {
@@ -621,8 +714,9 @@ mod tests {
             for out in &outs {
                 let r = policy.route_output(&u, out);
                 wanted += usize::from(r != Route::Skip);
+                // (A flagged unit that may be shown waits in memory: a directory in the end.)
                 assert_eq!(
-                    r,
+                    if r == Route::Wait { Route::Dir } else { r },
                     policy.route(&out.clone().into_sample(&u, 0)),
                     "{id} {variant} {out:?}"
                 );
@@ -747,13 +841,17 @@ mod tests {
         // page's cap of failed or flagged units are known before it.
         let cap = MAX_PROBLEM_SAMPLES;
         for t in (100..100 + cap).rev() {
-            assert_eq!(route("x", "b", 1, t, &flagged), Route::Dir, "t{t}");
+            assert_eq!(route("x", "b", 1, t, &flagged), Route::Wait, "t{t}");
         }
-        assert_eq!(route("x", "b", 1, 100 + cap, &flagged), Route::Skip, "past the cap");
-        assert_eq!(route("x", "b", 1, 50, &flagged), Route::Dir, "before them");
+        assert_eq!(
+            route("x", "b", 1, 100 + cap, &flagged),
+            Route::Skip,
+            "past the cap"
+        );
+        assert_eq!(route("x", "b", 1, 50, &flagged), Route::Wait, "before them");
         // t50 came before: the last of the first ones is now past the cap.
         assert_eq!(route("x", "b", 1, 99 + cap, &flagged), Route::Skip);
-        assert_eq!(route("x", "b", 1, 98 + cap, &flagged), Route::Dir);
+        assert_eq!(route("x", "b", 1, 98 + cap, &flagged), Route::Wait);
         // Kept anyway: a unit that errored, one of a key the page shows.
         let errored = crate::runner::UnitOutput::failed("eval", "x");
         assert_eq!(route("x", "b", 1, 900, &errored), Route::Dir);
@@ -762,7 +860,11 @@ mod tests {
         // past the cap is held (the page may show it beside a failed verdict of its key).
         assert_eq!(route("x", "c", 2, 0, &flagged), Route::Skip);
         assert_eq!(route("x", "base", 2, 0, &flagged), Route::Hold);
-        assert_eq!(route("x", "base", 0, 9, &flagged), Route::Dir, "ranked first");
+        assert_eq!(
+            route("x", "base", 0, 9, &flagged),
+            Route::Dir,
+            "ranked first"
+        );
         // Resumed, sharded or --keep-stores: every flagged store goes to its directory.
         for policy in [StorePolicy::All, StorePolicy::Dirs] {
             assert_eq!(
@@ -770,6 +872,58 @@ mod tests {
                 Route::Dir
             );
         }
+    }
+
+    #[test]
+    fn a_waiting_store_is_dropped_once_past_the_cap_or_written_beyond_the_number_held() {
+        let window = ProblemWindow::default();
+        let key = |t: usize| -> ProblemKey {
+            (1, format!("t{t:04}").into(), "needle".into(), "s".into(), 0)
+        };
+        let store = |t: usize| -> HeldStore {
+            let mut f = BTreeMap::new();
+            f.insert("a".to_string(), b"x".to_vec().into());
+            (format!("u{t}"), Arc::new(f))
+        };
+        let flagged = |t: usize| {
+            let mut s = Sample::builder()
+                .unit_id(format!("u{t}"))
+                .trace(format!("t{t:04}"))
+                .passed(true)
+                .build();
+            s.compactions.insert("futile".into(), 1);
+            s
+        };
+        let ids = |v: Vec<HeldStore>| v.into_iter().map(|(id, _)| id).collect::<Vec<_>>();
+        let mut waiting = WaitingStores::new(3);
+        // Late keys wait: not yet past the cap (nothing before them known).
+        for t in [900, 901, 902] {
+            assert!(window.may_show(key(t)));
+            waiting.hold(key(t), store(t));
+            assert!(waiting.ended(&flagged(t), &window).is_empty());
+        }
+        // A fourth: beyond the number held, the first in the report's order is written.
+        assert!(window.may_show(key(500)));
+        waiting.hold(key(500), store(500));
+        assert_eq!(ids(waiting.ended(&flagged(500), &window)), ["u500"]);
+        // The cap's number of failed or flagged units before them end: dropped, not written.
+        for t in 0..MAX_PROBLEM_SAMPLES - 1 {
+            window.may_show(key(t));
+        }
+        assert_eq!(waiting.len(), 3);
+        // (A unit that is not failed or flagged moves nothing.)
+        let mut passed = flagged(1);
+        passed.compactions.clear();
+        assert!(waiting.ended(&passed, &window).is_empty());
+        assert_eq!(waiting.len(), 3);
+        assert!(waiting.ended(&flagged(198), &window).is_empty());
+        assert!(
+            waiting.is_empty(),
+            "900-902 are past the first {MAX_PROBLEM_SAMPLES}"
+        );
+        // Whatever still waits when dispatching ends is written (pruning decides).
+        waiting.hold(key(950), store(950));
+        assert_eq!(ids(waiting.rest()), ["u950"]);
     }
 
     #[test]

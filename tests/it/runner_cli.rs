@@ -596,16 +596,25 @@ fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
     let (stdout, dir, kept) = run("pruned", &[]);
     let mut samples: Vec<Sample> = support::run::samples(&dir);
     assert_eq!(samples.len(), 400);
-    assert!(samples.iter().all(|s| s.compactions.get("futile") == Some(&1)));
+    assert!(samples
+        .iter()
+        .all(|s| s.compactions.get("futile") == Some(&1)));
     // The report's order: variant (base first), trace, eval, sample, repeat.
     samples.sort_by(|a, b| {
-        (a.variant != "base", &a.trace_id, &a.eval, &a.sample, a.repeat).cmp(&(
-            b.variant != "base",
-            &b.trace_id,
-            &b.eval,
-            &b.sample,
-            b.repeat,
-        ))
+        (
+            a.variant != "base",
+            &a.trace_id,
+            &a.eval,
+            &a.sample,
+            a.repeat,
+        )
+            .cmp(&(
+                b.variant != "base",
+                &b.trace_id,
+                &b.eval,
+                &b.sample,
+                b.repeat,
+            ))
     });
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     let (first, rest) = samples.split_at(MAX_PROBLEM_SAMPLES);
@@ -625,8 +634,8 @@ fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
         assert!(!html.contains(&format!("<code>{}</code>", s.unit_id)));
     }
     // The same selection as the library's rule, and the run says what it did not keep.
-    let (_, model, _) = ctxbench::report::load::load_model(&ctxbench::record::RunDir::new(&dir))
-        .unwrap();
+    let (_, model, _) =
+        ctxbench::report::load::load_model(&ctxbench::record::RunDir::new(&dir)).unwrap();
     let shown = ctxbench::report::shown::shown_in_full(&model);
     assert_eq!(kept, shown);
     assert!(
