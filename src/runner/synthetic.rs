@@ -3,7 +3,7 @@
 //! exist, and afterwards for harness tests that must not depend on them.
 //!
 //! Selected with the hidden
-//! `ctxbench run --executor synthetic[:delay_ms=N,fail_every=K,flag_every=K,stores=1]`.
+//! `ctxbench run --executor synthetic[:delay_ms=N,fail_every=K,flag_every=K,store=1]`.
 //! Every number is a pure function of the unit id, so two runs produce identical samples
 //! (apart from latency). It makes no model call and reads no trace content: the loader only
 //! names traces after their files.
@@ -34,7 +34,7 @@ pub struct SyntheticExecutor {
 }
 
 impl SyntheticExecutor {
-    /// Parse `delay_ms=N,fail_every=K,flag_every=K,stores=1` (all optional).
+    /// Parse `delay_ms=N,fail_every=K,flag_every=K,store=1` (all optional).
     pub fn parse(spec: &str) -> Result<SyntheticExecutor, String> {
         let mut e = SyntheticExecutor::default();
         for part in spec.split(',').filter(|p| !p.is_empty()) {
@@ -48,11 +48,11 @@ impl SyntheticExecutor {
                 "delay_ms" => e.delay = Duration::from_millis(n),
                 "fail_every" if n > 0 => e.fail_every = Some(n),
                 "flag_every" if n > 0 => e.flag_every = Some(n),
-                "stores" => e.stores = n > 0,
+                "store" => e.stores = n > 0,
                 _ => {
                     return Err(format!(
                         "unknown synthetic executor option `{k}` (delay_ms, fail_every ≥ 1, \
-                         flag_every ≥ 1, stores)"
+                         flag_every ≥ 1, store)"
                     ))
                 }
             }
@@ -169,6 +169,9 @@ mod tests {
         let e = SyntheticExecutor::parse("delay_ms=5,fail_every=3").unwrap();
         assert_eq!(e.delay, Duration::from_millis(5));
         assert_eq!(e.fail_every, Some(3));
+        let e = SyntheticExecutor::parse("flag_every=2,store=1").unwrap();
+        assert_eq!((e.flag_every, e.stores), (Some(2), true));
+        assert!(SyntheticExecutor::parse("flag_every=0").is_err());
         assert!(SyntheticExecutor::parse("speed=1").is_err());
         assert!(SyntheticExecutor::parse("fail_every=0").is_err());
         assert_eq!(

@@ -576,7 +576,7 @@ fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
                 "--jobs",
                 "4",
                 "--executor",
-                "synthetic:flag_every=1,stores=1",
+                "synthetic:flag_every=1,store=1",
                 "--run-id",
                 id,
             ])
