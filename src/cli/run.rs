@@ -258,7 +258,8 @@ fn write_reports(
     Ok(out)
 }
 
-/// Prunes the run's offload stores to those report.html shows and the failed ones, or unpacks
+/// Prunes the run's offload stores to those report.html shows and the errored ones (saying how
+/// many flagged units' stores went: those past the page's cap), or unpacks
 /// them all (`--keep-stores`); returns what the end of the run says about them.
 fn stores_text(
     dir: &crate::record::RunDir,
@@ -289,6 +290,16 @@ fn stores_text(
                      written: they were not to be kept when their unit ended (an \
                      interrupted run shows other samples)\n",
                     p.missing
+                ));
+            }
+            if p.flagged > 0 {
+                out.push_str(&format!(
+                    "note: {} flagged unit(s) past the first {} failed or flagged units \
+                     report.html shows in full: their offload stores were not kept \
+                     (samples.jsonl and results.csv list them; --keep-stores keeps every \
+                     store)\n",
+                    p.flagged,
+                    crate::report::html::MAX_PROBLEM_SAMPLES
                 ));
             }
         }

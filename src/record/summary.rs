@@ -78,6 +78,42 @@ pub(crate) const MEMBER_DIR: &str = "summaries";
 pub struct SummaryPack {
     path: std::path::PathBuf,
     file: std::sync::Mutex<Option<std::fs::File>>,
+    /// Where the texts this writer appended lie (registered under the pack's path when the
+    /// file is opened, for [`read_pack`]).
+    index: std::sync::Arc<std::sync::Mutex<PackIndex>>,
+}
+
+/// Where each text one writer appended to a pack lies in the file: the end of a run reads the
+/// few texts its report shows at their offsets ([`read_pack`]) instead of scanning the whole
+/// pack (45 MB read back at the end of the 1,000-unit needle sweep). Keyed by the first 8
+/// bytes of the text's digest (every text read is checked against its name's digest, and a
+/// miss falls back to the scan); at most [`PackIndex::MAX`] texts (about 32 bytes each).
+#[derive(Debug, Default)]
+struct PackIndex {
+    /// Key of a member name ([`index_key`]) → (offset of its first text, byte length).
+    at: rustc_hash::FxHashMap<u64, (u64, u64)>,
+    /// End of the file as this writer left it; `None`: unknown (a write failed part-way, or
+    /// more texts than [`PackIndex::MAX`]), the index is not used.
+    end: Option<u64>,
+}
+
+impl PackIndex {
+    const MAX: usize = 1 << 20;
+}
+
+/// Indexes of the packs this process writes, by path ([`SummaryPack`] registers its own when
+/// it opens the file; [`read_pack`] takes it). A new writer of the same path replaces it.
+static OPEN_PACKS: std::sync::Mutex<
+    Vec<(
+        std::path::PathBuf,
+        std::sync::Arc<std::sync::Mutex<PackIndex>>,
+    )>,
+> = std::sync::Mutex::new(Vec::new());
+
+/// [`PackIndex`] key of member name `name` (`summaries/<hex>.md`): its first 16 hex digits.
+fn index_key(name: &str) -> Option<u64> {
+    let hex = name.strip_prefix(MEMBER_DIR)?.strip_prefix('/')?;
+    u64::from_str_radix(hex.get(..16)?, 16).ok()
 }
 
 impl SummaryPack {
@@ -87,6 +123,7 @@ impl SummaryPack {
         SummaryPack {
             path: path.into(),
             file: std::sync::Mutex::new(None),
+            index: Default::default(),
         }
     }
 
@@ -111,6 +148,17 @@ impl SummaryPack {
             out.push(record);
         }
         if !long.is_empty() {
+            // Each text's place in this write: after its header.
+            let mut at = 0u64;
+            let placed: Vec<(Option<u64>, u64, u64)> = long
+                .iter()
+                .map(|(head, text)| {
+                    let name = head.rsplit_once(' ').map_or("", |(n, _)| n);
+                    let off = at + head.len() as u64;
+                    at = off + text.len() as u64;
+                    (index_key(name), off, text.len() as u64)
+                })
+                .collect();
             let mut parts: Vec<std::io::IoSlice<'_>> = long
                 .iter()
                 .flat_map(|(head, text)| {
@@ -120,7 +168,7 @@ impl SummaryPack {
                     ]
                 })
                 .collect();
-            self.append_parts(&mut parts)?;
+            self.append_parts(&mut parts, &placed)?;
         }
         Ok(out)
     }
@@ -182,17 +230,26 @@ impl SummaryPack {
     }
 
     fn append(&self, bytes: &[u8]) -> std::io::Result<()> {
-        self.append_parts(&mut [std::io::IoSlice::new(bytes)])
+        // Carried records are not indexed: a reader looking for them scans the pack.
+        self.append_parts(&mut [std::io::IoSlice::new(bytes)], &[])
     }
 
-    /// Append `parts`, in order, however many calls the file takes.
-    fn append_parts(&self, mut parts: &mut [std::io::IoSlice<'_>]) -> std::io::Result<()> {
+    /// Append `parts`, in order, however many calls the file takes; `texts`: the key, offset
+    /// within these parts and length of each text they hold, for the index.
+    fn append_parts(
+        &self,
+        mut parts: &mut [std::io::IoSlice<'_>],
+        texts: &[(Option<u64>, u64, u64)],
+    ) -> std::io::Result<()> {
         use std::io::Write;
         let mut guard = self.file.lock().unwrap_or_else(|e| e.into_inner());
         let file = match guard.as_mut() {
             Some(f) => f,
             None => guard.insert(self.open()?),
         };
+        let total: u64 = parts.iter().map(|p| p.len() as u64).sum();
+        // Unknown until the write is whole (the index is not used if it fails part-way).
+        let start = self.index_lock().end.take();
         std::io::IoSlice::advance_slices(&mut parts, 0);
         while !parts.is_empty() {
             match file.write_vectored(parts) {
@@ -202,7 +259,22 @@ impl SummaryPack {
                 Err(e) => return Err(e),
             }
         }
+        if let Some(start) = start {
+            let mut index = self.index_lock();
+            if index.at.len() + texts.len() <= PackIndex::MAX {
+                for &(key, off, len) in texts {
+                    if let Some(key) = key {
+                        index.at.entry(key).or_insert((start + off, len));
+                    }
+                }
+                index.end = Some(start + total);
+            }
+        }
         Ok(())
+    }
+
+    fn index_lock(&self) -> std::sync::MutexGuard<'_, PackIndex> {
+        self.index.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn open(&self) -> std::io::Result<std::fs::File> {
@@ -217,6 +289,16 @@ impl SummaryPack {
         let whole = scan(&file, |_| false, |_, _| {})?;
         if whole < file.metadata()?.len() {
             file.set_len(whole)?;
+        }
+        // Texts appended from here are indexed; the reader of this path finds the index.
+        *self.index_lock() = PackIndex {
+            at: Default::default(),
+            end: Some(whole),
+        };
+        if let Ok(path) = std::fs::canonicalize(&self.path) {
+            let mut open = OPEN_PACKS.lock().unwrap_or_else(|e| e.into_inner());
+            open.retain(|(p, _)| *p != path);
+            open.push((path, self.index.clone()));
         }
         Ok(file)
     }
@@ -279,6 +361,9 @@ pub fn read_pack(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
         Err(e) => return Err(e),
     };
+    if let Some(found) = read_indexed(path, &file, wanted) {
+        return Ok(found);
+    }
     let mut found = std::collections::BTreeMap::new();
     scan(
         &file,
@@ -290,6 +375,49 @@ pub fn read_pack(
         },
     )?;
     Ok(found)
+}
+
+/// The texts of `wanted` read at the offsets the pack's writer in this process recorded
+/// ([`PackIndex`], taken from the registry), if it knows every one and the file is as it left
+/// it; `None`: scan the pack.
+fn read_indexed(
+    path: &std::path::Path,
+    file: &std::fs::File,
+    wanted: &std::collections::BTreeSet<String>,
+) -> Option<std::collections::BTreeMap<String, String>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let path = std::fs::canonicalize(path).ok()?;
+    let index = {
+        let mut open = OPEN_PACKS.lock().unwrap_or_else(|e| e.into_inner());
+        let i = open.iter().position(|(p, _)| *p == path)?;
+        open.swap_remove(i).1
+    };
+    let index = index.lock().unwrap_or_else(|e| e.into_inner());
+    if index.end != Some(file.metadata().ok()?.len()) {
+        return None;
+    }
+    let mut at: Vec<(u64, u64, &String)> = wanted
+        .iter()
+        .map(|name| {
+            let &(off, len) = index.at.get(&index_key(name)?)?;
+            Some((off, len, name))
+        })
+        .collect::<Option<_>>()?;
+    drop(index);
+    at.sort_unstable();
+    let mut file = file;
+    let mut found = std::collections::BTreeMap::new();
+    for (off, len, name) in at {
+        file.seek(SeekFrom::Start(off)).ok()?;
+        let mut bytes = vec![0; usize::try_from(len).ok()?];
+        file.read_exact(&mut bytes).ok()?;
+        let text = String::from_utf8(bytes).ok()?;
+        if member_name(&text_digest(&text)) != *name {
+            return None;
+        }
+        found.insert(name.clone(), text);
+    }
+    Some(found)
 }
 
 #[cfg(test)]
@@ -410,5 +538,56 @@ mod tests {
             .replacen('x', "z", 1);
         std::fs::write(&path, text).unwrap();
         assert!(!read_pack(&path, &wanted).unwrap().contains_key(&name));
+    }
+
+    #[test]
+    fn the_writers_index_reads_the_wanted_texts_at_their_offsets_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.pack");
+        let pack = SummaryPack::new(&path);
+        let texts: Vec<String> = (0..6)
+            .map(|i| format!("{i}{}", "t".repeat(INLINE_SUMMARY_CHARS + i)))
+            .collect();
+        let mut names = Vec::new();
+        for pair in texts.chunks(2) {
+            let kept = pack
+                .keep(pair.iter().map(|t| (record(), t.as_str())).collect())
+                .unwrap();
+            names.extend(kept.into_iter().map(|r| r.file.unwrap()));
+        }
+        // The first header damaged in place (same length): a scan stops there, the index does
+        // not need it.
+        let bytes = std::fs::read(&path).unwrap();
+        let mut damaged = bytes.clone();
+        damaged[0] = b'!';
+        damaged[names[0].len() + 1] = b'x';
+        std::fs::write(&path, &damaged).unwrap();
+        let wanted: std::collections::BTreeSet<String> = names[1..].iter().cloned().collect();
+        let found = read_pack(&path, &wanted).unwrap();
+        assert_eq!(found.len(), 5, "read by offset");
+        for (name, text) in names.iter().zip(&texts).skip(1) {
+            assert_eq!(found[name], *text);
+        }
+        // Taken by the first reader: a second one scans (and stops at the damage).
+        assert!(read_pack(&path, &wanted).unwrap().is_empty());
+        // With the file as written and the index back, the same texts as a scan.
+        std::fs::write(&path, &bytes).unwrap();
+        let reopened = SummaryPack::new(&path);
+        let more = reopened.keep(vec![(record(), &texts[0])]).unwrap();
+        assert_eq!(more[0].file.as_ref(), Some(&names[0]));
+        let all: std::collections::BTreeSet<String> = names.iter().cloned().collect();
+        // The reopened writer indexed only its own text: the rest needs the scan.
+        let found = read_pack(&path, &all).unwrap();
+        assert_eq!(found.len(), 6);
+        // A file that changed since its writer's last append is scanned, not read by offset.
+        let third = SummaryPack::new(&path);
+        let last = "z".repeat(INLINE_SUMMARY_CHARS + 1);
+        let r = third.keep(vec![(record(), &last)]).unwrap();
+        let mut grown = std::fs::read(&path).unwrap();
+        grown.extend_from_slice(b"summaries/abc.md 3\nabc");
+        std::fs::write(&path, &grown).unwrap();
+        let name = r[0].file.clone().unwrap();
+        let one = [name.clone()].into_iter().collect();
+        assert_eq!(read_pack(&path, &one).unwrap()[&name], last);
     }
 }

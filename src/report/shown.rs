@@ -1,15 +1,17 @@
 //! Which samples a report shows in full — the HTML report's own selection
-//! ([`super::html::select`]: failed and flagged units, a dozen pairing keys in every variant, a
-//! few failed verdicts per variant) — plus every failed unit, which is what keeps its offload
-//! store after a run (`runner::stores`), so a sample shown in full can always be inspected on
-//! disk.
+//! ([`super::html::select`]: failed and flagged units up to the page's cap, a dozen pairing keys
+//! in every variant, a few failed verdicts per variant) — plus every unit that errored, which is
+//! what keeps its offload store after a run (`runner::stores`), so a sample shown in full can
+//! always be inspected on disk. A unit that is only flagged (a summary failed, a compaction was
+//! futile) past the page's cap is not shown, and its store is not kept: samples.jsonl and
+//! results.csv list it.
 
 use super::html::{select, Status};
 use super::model::ReportModel;
 use std::collections::BTreeSet;
 
-/// Unit ids whose store is kept: the samples the HTML report shows in full, and every failed
-/// or flagged unit (also those past the HTML's cap).
+/// Unit ids whose store is kept: the samples the HTML report shows in full, and every unit that
+/// errored (also those past the HTML's cap; flagged units past it are not kept).
 pub fn shown_in_full(model: &ReportModel) -> BTreeSet<String> {
     let (shown, _) = select(&model.samples, model.baseline.as_deref());
     let mut keep: BTreeSet<String> = shown
@@ -20,7 +22,7 @@ pub fn shown_in_full(model: &ReportModel) -> BTreeSet<String> {
         model
             .samples
             .iter()
-            .filter(|s| Status::of(s) <= Status::Flagged)
+            .filter(|s| Status::of(s) == Status::Error)
             .map(|s| s.unit_id.to_string()),
     );
     keep
@@ -60,5 +62,52 @@ mod tests {
             assert!(keep.contains(model.samples.get(i).unit_id));
         }
         assert!(keep.len() < model.samples.len(), "not every unit");
+    }
+
+    #[test]
+    fn errored_units_past_the_cap_are_kept_flagged_ones_are_not() {
+        use crate::report::html::MAX_PROBLEM_SAMPLES;
+        // Flagged units first in the report's order, more than the page's cap, then errored ones.
+        let flagged = MAX_PROBLEM_SAMPLES + 50;
+        let mut samples = Vec::new();
+        for t in 0..flagged + 20 {
+            let mut s = Sample::builder()
+                .unit_id(format!("u{t}"))
+                .variant("b")
+                .trace(format!("t{t:04}"))
+                .passed(true)
+                .build();
+            if t < flagged {
+                s.compactions.insert("futile".into(), 1);
+            } else if t < flagged + 10 {
+                s.error = Some(UnitError {
+                    kind: "eval".into(),
+                    message: "x".into(),
+                });
+            }
+            samples.push(s);
+        }
+        let model = ReportModel::build(&RunInfo::new("r"), samples);
+        let keep = shown_in_full(&model);
+        let (html, left_out) = select(&model.samples, None);
+        assert_eq!(left_out, 60, "50 flagged and 10 errored units past the cap");
+        let html: BTreeSet<String> = html
+            .into_iter()
+            .map(|i| model.samples.get(i).unit_id.to_string())
+            .collect();
+        for t in 0..MAX_PROBLEM_SAMPLES {
+            assert!(keep.contains(&format!("u{t}")), "flagged u{t} is shown");
+        }
+        for t in MAX_PROBLEM_SAMPLES..flagged {
+            assert!(
+                !keep.contains(&format!("u{t}")),
+                "flagged u{t} is past the cap"
+            );
+        }
+        for t in flagged..flagged + 10 {
+            let id = format!("u{t}");
+            assert!(keep.contains(&id) && !html.contains(&id), "errored {id}");
+        }
+        assert_eq!(keep.len(), html.len() + 10);
     }
 }

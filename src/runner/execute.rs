@@ -383,7 +383,7 @@ fn write_store_here(
         Route::Dir => (crate::engine::store::write_files(&files, dir), None),
         Route::Pack => (packs.append(id, &files), None),
         Route::Skip => (packs.skip(id), None),
-        Route::Hold => (packs.skip(id), Some((id.to_string(), files))),
+        Route::Hold | Route::Wait => (packs.skip(id), Some((id.to_string(), files))),
     }
 }
 
@@ -427,6 +427,9 @@ where
     let run_dir = crate::record::RunDir::new(&opts.context.run_dir);
     // Baseline stores waiting for the rest of their pairing key: about one per unit in flight.
     let mut held = super::stores::HeldStores::new(&opts.stores, concurrency.max(8));
+    // Flagged units' stores waiting until report.html surely does not show them (about two per
+    // unit in flight at most).
+    let mut waiting = super::stores::WaitingStores::new((2 * concurrency).max(16));
     // A server-bound unit writes its store on rayon's pool (`cpu`), which goes on when its task
     // is cancelled (a second Ctrl-C, the grace over, a journal error). Each such write holds a
     // permit of `writes` until it ends, and the dispatcher takes them all before it returns: no
@@ -554,7 +557,7 @@ where
                                 .await;
                                 written
                             }
-                            Route::Skip | Route::Hold => {
+                            Route::Skip | Route::Hold | Route::Wait => {
                                 let (written, held) =
                                     write_store_here(route, &id, files, &store_dir, &packs);
                                 hold = held;
@@ -611,9 +614,26 @@ where
                 if let Some(text) = failure {
                     progress.println(&text);
                 }
+                let (hold, wait) = match routed {
+                    Some(super::stores::Route::Wait) => (None, hold),
+                    _ => (hold, None),
+                };
                 for (id, files) in held.ended(&sample, hold, routed) {
                     if let Err(e) = packs.append(&id, &files) {
                         store_error.get_or_insert(e.to_string());
+                    }
+                }
+                // (Written here, on the dispatcher, like the held baselines' pack records: a
+                // few stores a run, first in the report's order, beyond the number held.)
+                if let super::stores::StorePolicy::Kept { problems, .. } = &*stores {
+                    if let Some(store) = wait {
+                        waiting.hold(super::stores::problem_key(&unit), store);
+                    }
+                    for (id, files) in waiting.ended(&sample, problems) {
+                        let dir = run_dir.unit_store(&id);
+                        if let Err(e) = crate::engine::store::write_files(&files, &dir) {
+                            store_error.get_or_insert(e.to_string());
+                        }
                     }
                 }
                 if let Some(e) = store_error {
@@ -699,6 +719,17 @@ where
         }
     }
     settle(&writes, concurrency).await;
+    // Flagged units' stores still undecided: pruning decides from the whole run.
+    for (id, files) in waiting.rest() {
+        if let Err(e) = crate::engine::store::write_files(&files, &run_dir.unit_store(&id)) {
+            if !pack_warned {
+                pack_warned = true;
+                progress.println(&format!(
+                    "warning: offload store of unit {id} not written: {e}"
+                ));
+            }
+        }
+    }
     // Stores whose key did not end in this process: pruning decides from the whole run.
     for (id, files) in held.rest() {
         if let Err(e) = packs.append(&id, &files) {

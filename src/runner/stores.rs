@@ -1,27 +1,31 @@
 //! Offload stores after a run: each unit writes its store under `stores/<unit-id>/` (the needle
 //! agent searches it), which adds up (37 MB for the quickstart's 280 units, by `du -sh`).
 //! Once the reports are written, only the stores of the samples report.html shows in full and
-//! of failed units are kept (`report::shown`), unless
-//! `run --keep-stores`. `ctxbench clean --stores` applies the same rule to older runs.
+//! of units that errored are kept (`report::shown`), unless `run --keep-stores`: a unit only
+//! flagged past the page's cap of failed or flagged units is not shown, and its store goes (the
+//! run says how many). `ctxbench clean --stores` applies the same rule to older runs.
 //!
 //! A needle unit holds its store in memory while it runs and hands it to the runner with its
 //! output. As the unit ends, the runner writes it where [`StorePolicy::route`] says
-//! ([`Route`]): a store pruning keeps whatever the other units do (the unit errored or is
-//! flagged, or report.html shows its pairing key) goes straight into its directory under
-//! `stores/` (the files an on-disk store would have written); one pruning may keep (a failed
-//! verdict: only the first five of a variant are shown, [`FailWindow`]; one with five before it
-//! is not written) is a record of the run's `stores.pack`
-//! (`engine::store::PackFile`); a baseline's store waits in memory until every unit of its
-//! pairing key has ended ([`HeldStores`]: the page shows the baseline of a failed verdict), then
-//! goes to the pack or nowhere; and any store not written leaves a marker record (the unit's
-//! id, no files), so pruning can say when a store it would keep was not written. Pruning
-//! unpacks the records of the stores it keeps into their directories and removes the pack
-//! file. A run of the whole plan thus writes each kept store once, where it stays, and
-//! nothing of the others.
+//! ([`Route`]): a store pruning keeps whatever the other units do (the unit errored, or
+//! report.html shows its pairing key) goes straight into its directory under `stores/` (the
+//! files an on-disk store would have written); a flagged unit's is not written once enough
+//! failed or flagged units before it in the report's order have ended ([`ProblemWindow`]: it
+//! is past the page's cap), and waits in memory until then ([`WaitingStores`]: beyond the
+//! number held, and when dispatching ends, it goes to its directory); one pruning may keep (a failed verdict: only the
+//! first five of a variant are shown, [`FailWindow`]; one with five before it is not written)
+//! is a record of the run's `stores.pack` (`engine::store::PackFile`); a baseline's store waits
+//! in memory until every unit of its pairing key has ended ([`HeldStores`]: the page shows the
+//! baseline of a failed verdict), then goes to the pack or nowhere; and any store not written
+//! leaves a marker record (the unit's id, no files), so pruning can say when a store it would
+//! keep was not written. Pruning unpacks the records of the stores it keeps into their
+//! directories, removes the directories it does not keep (flagged units that turned out past
+//! the cap) and the pack file. A run of the whole plan thus writes each kept store once, where
+//! it stays, and of the others only the flagged units' it could not hold until decided.
 
 use crate::engine::store::{for_each_pack, unpack_bytes};
 use crate::record::{RunDir, RunInfo, Sample};
-use crate::report::html::{Status, MAX_FAILED_PER_VARIANT};
+use crate::report::html::{Status, MAX_FAILED_PER_VARIANT, MAX_PROBLEM_SAMPLES};
 use crate::report::shown::shown_in_full;
 use crate::report::ReportModel;
 use rustc_hash::FxHashMap;
@@ -42,6 +46,12 @@ pub enum Route {
     /// baseline's store is kept when a unit of its key fails its verdict. A marker record
     /// is written as the unit ends, so a store lost with the process still counts as missing.
     Hold,
+    /// Held by the runner ([`WaitingStores`]) while report.html may or may not show the
+    /// flagged unit: dropped once enough failed or flagged units before it have ended (it is
+    /// past the page's cap), else written to its directory (beyond the number held, or when
+    /// dispatching ends; pruning removes it if it turns out past the cap). A marker record is
+    /// written as the unit ends, as for [`Route::Hold`].
+    Wait,
     /// Not written (a marker record: pruning can tell a store it would keep was not written).
     Skip,
 }
@@ -68,7 +78,134 @@ pub enum StorePolicy {
         variants: usize,
         /// The first failed verdicts of each variant known so far ([`FailWindow`]).
         fails: Arc<FailWindow>,
+        /// The first failed or flagged units known so far ([`ProblemWindow`]).
+        problems: Arc<ProblemWindow>,
     },
+}
+
+/// Keep `key` among the `cap` least of `first`, and say whether it may be among the `cap`
+/// least of every key to come: false when `cap` keys before it are known already.
+fn admit<K: Ord>(first: &mut std::collections::BTreeSet<K>, cap: usize, key: K) -> bool {
+    if first.len() >= cap && first.last().is_some_and(|l| *l < key) {
+        return false;
+    }
+    first.insert(key);
+    while first.len() > cap {
+        first.pop_last();
+    }
+    true
+}
+
+/// The first failed or flagged units in the report's order (variant, trace, eval, sample,
+/// repeat), as far as the units ended so far tell. report.html shows only the first
+/// [`MAX_PROBLEM_SAMPLES`] of them in full (`report::html::select` over the sorted rows); an
+/// errored unit's store is kept anyway, but a flagged unit with that many failed or flagged
+/// units before it is not shown whatever the units still running do, and its store need not be
+/// written. One that may still be shown waits in memory ([`WaitingStores`]) until that is
+/// decided. Holds at most the cap's number of keys.
+#[derive(Debug, Default)]
+pub struct ProblemWindow {
+    first: std::sync::Mutex<std::collections::BTreeSet<ProblemKey>>,
+}
+
+/// A unit's place in the report's order: variant (its rank in the plan), trace, eval, sample,
+/// repeat.
+pub type ProblemKey = (usize, Arc<str>, Arc<str>, Arc<str>, u32);
+
+impl ProblemWindow {
+    /// Record a failed or flagged unit at `key` and say whether report.html may still show it:
+    /// fewer than [`MAX_PROBLEM_SAMPLES`] failed or flagged units known before it.
+    pub fn may_show(&self, key: ProblemKey) -> bool {
+        let mut first = self.first.lock().unwrap_or_else(|e| e.into_inner());
+        admit(&mut first, MAX_PROBLEM_SAMPLES, key)
+    }
+
+    /// Whether a unit at `key` is past the page's cap: [`MAX_PROBLEM_SAMPLES`] failed or
+    /// flagged units before it have ended.
+    pub fn is_past(&self, key: &ProblemKey) -> bool {
+        let first = self.first.lock().unwrap_or_else(|e| e.into_inner());
+        first.len() >= MAX_PROBLEM_SAMPLES && first.last().is_some_and(|l| l < key)
+    }
+}
+
+/// The report-order key of `unit` ([`ProblemWindow`]).
+pub fn problem_key(unit: &super::Unit) -> ProblemKey {
+    (
+        unit.variant_index,
+        unit.trace_id.clone(),
+        unit.eval.clone(),
+        unit.sample.clone(),
+        unit.repeat,
+    )
+}
+
+/// The stores of flagged units the runner holds ([`Route::Wait`]) until report.html surely
+/// does not show them (dropped) — or, beyond `cap` stores, the first in the report's order
+/// (the likeliest to be shown) go to their directory; whatever is still held when dispatching
+/// ends goes there too, and pruning decides. In the 1,000-unit needle sweep, which runs trace
+/// by trace while the page orders by variant first, most flagged units past the cap end before
+/// enough units before them in that order have: written to their directory and removed at the
+/// end, 54–60 of them (15 MB written, ~1,000 system calls to remove them) when not held.
+#[derive(Debug, Default)]
+pub struct WaitingStores {
+    cap: usize,
+    held: BTreeMap<ProblemKey, HeldStore>,
+}
+
+impl WaitingStores {
+    /// Holding at most `cap` stores.
+    pub fn new(cap: usize) -> WaitingStores {
+        WaitingStores {
+            cap: cap.max(1),
+            held: BTreeMap::new(),
+        }
+    }
+
+    /// Stores held now.
+    pub fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+
+    /// Hold `store` of the flagged unit at `key` (then call [`WaitingStores::ended`]).
+    pub fn hold(&mut self, key: ProblemKey, store: HeldStore) {
+        self.held.insert(key, store);
+    }
+
+    /// The unit that recorded `sample` ended: if it failed or is flagged (the window may have
+    /// moved), drop the stores now past the page's cap. Returns the stores to write to their
+    /// directory now: beyond the cap, the first in the report's order.
+    pub fn ended(&mut self, sample: &Sample, window: &ProblemWindow) -> Vec<HeldStore> {
+        if !self.held.is_empty() && Status::of(&sample.row()) <= Status::Flagged {
+            self.drop_past(window);
+        }
+        let mut out = Vec::new();
+        while self.held.len() > self.cap {
+            out.extend(self.held.pop_first().map(|(_, s)| s));
+        }
+        out
+    }
+
+    /// Drop the stores now past the page's cap (`window`); returns how many were dropped.
+    pub fn drop_past(&mut self, window: &ProblemWindow) -> usize {
+        let before = self.held.len();
+        // Keys past the cap are the last ones: drop from the end while past.
+        while let Some(last) = self.held.last_key_value().map(|(k, _)| k.clone()) {
+            if !window.is_past(&last) {
+                break;
+            }
+            self.held.pop_last();
+        }
+        before - self.held.len()
+    }
+
+    /// Every store still held, to write to its directory (pruning decides).
+    pub fn rest(self) -> Vec<HeldStore> {
+        self.held.into_values().collect()
+    }
 }
 
 /// The first failed verdicts of each variant in the report's order, as far as the units ended
@@ -91,15 +228,11 @@ impl FailWindow {
     /// of the variant known before it.
     pub fn may_show(&self, variant: &str, key: FailKey) -> bool {
         let mut first = self.first.lock().unwrap_or_else(|e| e.into_inner());
-        let known = first.entry(variant.to_string()).or_default();
-        if known.len() >= MAX_FAILED_PER_VARIANT && known.last().is_some_and(|l| *l < key) {
-            return false;
-        }
-        known.insert(key);
-        while known.len() > MAX_FAILED_PER_VARIANT {
-            known.pop_last();
-        }
-        true
+        admit(
+            first.entry(variant.to_string()).or_default(),
+            MAX_FAILED_PER_VARIANT,
+            key,
+        )
     }
 }
 
@@ -133,6 +266,7 @@ impl StorePolicy {
             baseline: (plan.variants.len() > 1).then(|| plan.baseline.clone()),
             variants: plan.variants.len(),
             fails: Arc::default(),
+            problems: Arc::default(),
         }
     }
 
@@ -150,17 +284,49 @@ impl StorePolicy {
         probe.error = out.error.clone();
         probe.scores = out.scores.clone();
         probe.compactions = out.compactions.clone();
-        match (self.route(&probe), self) {
+        let route = self.route(&probe);
+        let StorePolicy::Kept {
+            fails,
+            baseline,
+            problems,
+            shown,
+            ..
+        } = self
+        else {
+            return route;
+        };
+        let status = Status::of(&probe.row());
+        let is_baseline = baseline.as_deref() == Some(&*unit.variant);
+        match route {
+            // A failed or flagged unit takes a place among the first ones the page shows. An
+            // errored one is kept anyway; a flagged one of a key the page does not show with
+            // enough failed or flagged units before it is not shown: not written (its marker
+            // record says so), unless it is a baseline's, which the page may still show beside
+            // a failed verdict of its key: held like any other baseline store.
+            // A flagged unit that may still be shown waits in memory until that is decided
+            // ([`WaitingStores`]; a baseline's goes to its directory: the page may also show
+            // it beside a failed verdict).
+            Route::Dir if status <= Status::Flagged => {
+                let may_show = problems.may_show(problem_key(unit));
+                if status == Status::Error || shown.contains(&unit.id) {
+                    Route::Dir
+                } else if may_show {
+                    if is_baseline {
+                        Route::Dir
+                    } else {
+                        Route::Wait
+                    }
+                } else if is_baseline {
+                    Route::Hold
+                } else {
+                    Route::Skip
+                }
+            }
             // A failed verdict with enough failed verdicts of its variant before it is not
             // shown: not written (its marker record says so).
             // (A baseline's failed verdict is also shown beside another variant's shown
             // failure of its key, so it stays undecided.)
-            (
-                Route::Pack,
-                StorePolicy::Kept {
-                    fails, baseline, ..
-                },
-            ) if baseline.as_deref() != Some(&*unit.variant) => {
+            Route::Pack if !is_baseline => {
                 let key = (
                     unit.trace_id.clone(),
                     unit.eval.clone(),
@@ -173,13 +339,15 @@ impl StorePolicy {
                     Route::Skip
                 }
             }
-            (route, _) => route,
+            route => route,
         }
     }
 
     /// Where the store of the unit that recorded `sample` goes. Pruning keeps every unit that
-    /// errored or is flagged, and the units of the keys report.html shows: those go to their
-    /// directory at once. A failed verdict is kept only among the first few of its variant,
+    /// errored, and the units of the keys report.html shows: those go to their directory at
+    /// once; so does a flagged unit, which the page shows if it is among its first failed or
+    /// flagged ones (which only the whole run tells: [`StorePolicy::route_output`] skips the
+    /// ones surely past them, pruning removes the others). A failed verdict is kept only among the first few of its variant,
     /// so it goes to the pack; so does a baseline's store when its key's other units are not
     /// all known to this process.
     pub fn route(&self, sample: &Sample) -> Route {
@@ -336,6 +504,9 @@ pub struct Pruned {
     /// Stores to keep that the run did not write (counted in `kept`): the selection changed
     /// after the unit ended, e.g. because units of an interrupted run have no sample.
     pub missing: usize,
+    /// Flagged units (not errored) whose store the run had and did not keep (counted in
+    /// `removed` when written): report.html does not show them, they are past its cap.
+    pub flagged: usize,
 }
 
 /// Bytes of the regular files under `path` (symbolic links are not followed).
@@ -355,6 +526,14 @@ pub fn dir_bytes(path: &Path) -> u64 {
 /// nothing to do.
 pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Result<Pruned> {
     let keep = shown_in_full(model);
+    // Flagged units not kept: their stores (a directory, a record or a marker) are counted.
+    let flagged: std::collections::BTreeSet<&str> = model
+        .samples
+        .iter()
+        .filter(|s| Status::of(s) == Status::Flagged && !keep.contains(s.unit_id))
+        .map(|s| s.unit_id)
+        .collect();
+    let mut flagged_seen = std::collections::BTreeSet::new();
     let stores = dir.stores_dir();
     let mut out = Pruned::default();
     let entries = match std::fs::read_dir(&stores) {
@@ -379,6 +558,9 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
             continue;
         }
         out.removed += 1;
+        if let Some(id) = flagged.get(name.as_ref()) {
+            flagged_seen.insert(*id);
+        }
         if meta.is_dir() {
             out.bytes += dir_bytes(&path);
             if !dry_run {
@@ -398,6 +580,9 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
     let mut unpacked = std::collections::BTreeSet::new();
     let mut unwritten = std::collections::BTreeSet::new();
     for_each_pack(&pack, |unit, read| {
+        if let Some(id) = flagged.get(unit) {
+            flagged_seen.insert(*id);
+        }
         if read.is_empty() {
             // A store the run did not write.
             if keep.contains(unit) {
@@ -426,6 +611,7 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
         .filter(|u| !in_dirs.contains(*u))
         .count();
     out.kept += out.missing;
+    out.flagged = flagged_seen.len();
     if !dry_run {
         match std::fs::remove_file(&pack) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
@@ -474,6 +660,7 @@ mod tests {
             baseline: Some("base".into()),
             variants: 2,
             fails: Arc::default(),
+            problems: Arc::default(),
         }
     }
 
@@ -527,8 +714,9 @@ mod tests {
             for out in &outs {
                 let r = policy.route_output(&u, out);
                 wanted += usize::from(r != Route::Skip);
+                // (A flagged unit that may be shown waits in memory: a directory in the end.)
                 assert_eq!(
-                    r,
+                    if r == Route::Wait { Route::Dir } else { r },
                     policy.route(&out.clone().into_sample(&u, 0)),
                     "{id} {variant} {out:?}"
                 );
@@ -593,6 +781,7 @@ mod tests {
             baseline: Some("base".into()),
             variants: 2,
             fails: Arc::default(),
+            problems: Arc::default(),
         };
         let failed = crate::runner::UnitOutput {
             passed: Some(false),
@@ -624,12 +813,157 @@ mod tests {
     }
 
     #[test]
+    fn a_flagged_unit_past_the_pages_cap_is_not_written() {
+        let policy = StorePolicy::Kept {
+            shown: ["shown".to_string()].into_iter().collect(),
+            baseline: Some("base".into()),
+            variants: 2,
+            fails: Arc::default(),
+            problems: Arc::default(),
+        };
+        let flagged = {
+            let mut out = crate::runner::UnitOutput {
+                passed: Some(true),
+                ..Default::default()
+            };
+            out.compactions.insert("futile".into(), 1);
+            out
+        };
+        let unit = |id: &str, variant: &str, rank: usize, t: usize| crate::runner::Unit {
+            trace_id: format!("t{t:04}").into(),
+            variant_index: rank,
+            ..crate::runner::Unit::for_test(id, variant)
+        };
+        let route = |id: &str, variant: &str, rank: usize, t: usize, out| {
+            policy.route_output(&unit(id, variant, rank, t), out)
+        };
+        // Flagged units end out of the report's order: each is written while fewer than the
+        // page's cap of failed or flagged units are known before it.
+        let cap = MAX_PROBLEM_SAMPLES;
+        for t in (100..100 + cap).rev() {
+            assert_eq!(route("x", "b", 1, t, &flagged), Route::Wait, "t{t}");
+        }
+        assert_eq!(
+            route("x", "b", 1, 100 + cap, &flagged),
+            Route::Skip,
+            "past the cap"
+        );
+        assert_eq!(route("x", "b", 1, 50, &flagged), Route::Wait, "before them");
+        // t50 came before: the last of the first ones is now past the cap.
+        assert_eq!(route("x", "b", 1, 99 + cap, &flagged), Route::Skip);
+        assert_eq!(route("x", "b", 1, 98 + cap, &flagged), Route::Wait);
+        // Kept anyway: a unit that errored, one of a key the page shows.
+        let errored = crate::runner::UnitOutput::failed("eval", "x");
+        assert_eq!(route("x", "b", 1, 900, &errored), Route::Dir);
+        assert_eq!(route("shown", "b", 1, 900, &flagged), Route::Dir);
+        // A variant ranked later orders after every unit of "b"; a baseline's flagged unit
+        // past the cap is held (the page may show it beside a failed verdict of its key).
+        assert_eq!(route("x", "c", 2, 0, &flagged), Route::Skip);
+        assert_eq!(route("x", "base", 2, 0, &flagged), Route::Hold);
+        assert_eq!(
+            route("x", "base", 0, 9, &flagged),
+            Route::Dir,
+            "ranked first"
+        );
+        // Resumed, sharded or --keep-stores: every flagged store goes to its directory.
+        for policy in [StorePolicy::All, StorePolicy::Dirs] {
+            assert_eq!(
+                policy.route_output(&unit("x", "b", 1, 999), &flagged),
+                Route::Dir
+            );
+        }
+    }
+
+    #[test]
+    fn a_waiting_store_is_dropped_once_past_the_cap_or_written_beyond_the_number_held() {
+        let window = ProblemWindow::default();
+        let key = |t: usize| -> ProblemKey {
+            (1, format!("t{t:04}").into(), "needle".into(), "s".into(), 0)
+        };
+        let store = |t: usize| -> HeldStore {
+            let mut f = BTreeMap::new();
+            f.insert("a".to_string(), b"x".to_vec().into());
+            (format!("u{t}"), Arc::new(f))
+        };
+        let flagged = |t: usize| {
+            let mut s = Sample::builder()
+                .unit_id(format!("u{t}"))
+                .trace(format!("t{t:04}"))
+                .passed(true)
+                .build();
+            s.compactions.insert("futile".into(), 1);
+            s
+        };
+        let ids = |v: Vec<HeldStore>| v.into_iter().map(|(id, _)| id).collect::<Vec<_>>();
+        let mut waiting = WaitingStores::new(3);
+        // Late keys wait: not yet past the cap (nothing before them known).
+        for t in [900, 901, 902] {
+            assert!(window.may_show(key(t)));
+            waiting.hold(key(t), store(t));
+            assert!(waiting.ended(&flagged(t), &window).is_empty());
+        }
+        // A fourth: beyond the number held, the first in the report's order is written.
+        assert!(window.may_show(key(500)));
+        waiting.hold(key(500), store(500));
+        assert_eq!(ids(waiting.ended(&flagged(500), &window)), ["u500"]);
+        // The cap's number of failed or flagged units before them end: dropped, not written.
+        for t in 0..MAX_PROBLEM_SAMPLES - 1 {
+            window.may_show(key(t));
+        }
+        assert_eq!(waiting.len(), 3);
+        // (A unit that is not failed or flagged moves nothing.)
+        let mut passed = flagged(1);
+        passed.compactions.clear();
+        assert!(waiting.ended(&passed, &window).is_empty());
+        assert_eq!(waiting.len(), 3);
+        assert!(waiting.ended(&flagged(198), &window).is_empty());
+        assert!(
+            waiting.is_empty(),
+            "900-902 are past the first {MAX_PROBLEM_SAMPLES}"
+        );
+        // Whatever still waits when dispatching ends is written (pruning decides).
+        waiting.hold(key(950), store(950));
+        assert_eq!(ids(waiting.rest()), ["u950"]);
+    }
+
+    #[test]
+    fn pruning_counts_the_flagged_stores_past_the_pages_cap() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::new(tmp.path().join("run"));
+        let packs = crate::engine::store::PackFile::new(dir.stores_pack());
+        let mut samples = Vec::new();
+        // Flagged units, 8 past the cap: 5 written to their directory, 3 not (a marker).
+        let n = MAX_PROBLEM_SAMPLES + 8;
+        for i in 0..n {
+            let id = format!("u{i:04}");
+            if i < n - 3 {
+                std::fs::create_dir_all(dir.unit_store(&id)).unwrap();
+                std::fs::write(dir.unit_store(&id).join("a"), "x").unwrap();
+            } else {
+                packs.skip(&id).unwrap();
+            }
+            let mut s = Sample::builder()
+                .unit_id(&id)
+                .trace(format!("t{i:04}"))
+                .passed(true)
+                .build();
+            s.compactions.insert("futile".into(), 1);
+            samples.push(s);
+        }
+        let model = ReportModel::build(&RunInfo::new("r"), samples);
+        let p = prune(&dir, &model, false).unwrap();
+        assert_eq!((p.kept, p.removed, p.flagged, p.missing), (n - 8, 8, 8, 0));
+        assert!(dir.unit_store("u0199").exists() && !dir.unit_store("u0200").exists());
+    }
+
+    #[test]
     fn a_held_baseline_store_goes_to_the_pack_only_when_its_key_failed() {
         let policy = StorePolicy::Kept {
             shown: HashSet::new(),
             baseline: Some("base".into()),
             variants: 3,
             fails: Arc::default(),
+            problems: Arc::default(),
         };
         let sample = |variant: &str, key: &str, passed: bool| {
             Sample::builder()

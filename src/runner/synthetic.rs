@@ -2,7 +2,8 @@
 //! (journal, resume after SIGKILL, shard + merge, budget, Ctrl-C) before the engine and evals
 //! exist, and afterwards for harness tests that must not depend on them.
 //!
-//! Selected with the hidden `ctxbench run --executor synthetic[:delay_ms=N,fail_every=K]`.
+//! Selected with the hidden
+//! `ctxbench run --executor synthetic[:delay_ms=N,fail_every=K,flag_every=K,store=1]`.
 //! Every number is a pure function of the unit id, so two runs produce identical samples
 //! (apart from latency). It makes no model call and reads no trace content: the loader only
 //! names traces after their files.
@@ -25,10 +26,15 @@ pub struct SyntheticExecutor {
     pub delay: Duration,
     /// Units whose hash is divisible by this fail (kind `synthetic`).
     pub fail_every: Option<u64>,
+    /// Units whose hash shifted by 8 is divisible by this are flagged (a futile compaction).
+    pub flag_every: Option<u64>,
+    /// Every unit hands the runner an offload store held in memory (one small file), as a
+    /// needle unit does.
+    pub stores: bool,
 }
 
 impl SyntheticExecutor {
-    /// Parse `delay_ms=N,fail_every=K` (both optional).
+    /// Parse `delay_ms=N,fail_every=K,flag_every=K,store=1` (all optional).
     pub fn parse(spec: &str) -> Result<SyntheticExecutor, String> {
         let mut e = SyntheticExecutor::default();
         for part in spec.split(',').filter(|p| !p.is_empty()) {
@@ -41,9 +47,12 @@ impl SyntheticExecutor {
             match k {
                 "delay_ms" => e.delay = Duration::from_millis(n),
                 "fail_every" if n > 0 => e.fail_every = Some(n),
+                "flag_every" if n > 0 => e.flag_every = Some(n),
+                "store" => e.stores = n > 0,
                 _ => {
                     return Err(format!(
-                        "unknown synthetic executor option `{k}` (delay_ms, fail_every ≥ 1)"
+                        "unknown synthetic executor option `{k}` (delay_ms, fail_every ≥ 1, \
+                         flag_every ≥ 1, store)"
                     ))
                 }
             }
@@ -83,6 +92,17 @@ impl SyntheticExecutor {
             evidence: serde_json::json!({ "synthetic": true }),
             ..Default::default()
         };
+        if self.flag_every.is_some_and(|k| (h >> 8) % k == 0) {
+            out.compactions.insert("futile".into(), 1);
+        }
+        if self.stores {
+            let mut files = crate::engine::store::StoreFiles::new();
+            files.insert(
+                format!("notes/{}.md", unit.id),
+                format!("store of unit {}\n", unit.id).into_bytes().into(),
+            );
+            out.store = Some(std::sync::Arc::new(files));
+        }
         let pass = (h >> 32) % 100 < 80;
         match &*unit.eval {
             "needle" => {
@@ -149,6 +169,9 @@ mod tests {
         let e = SyntheticExecutor::parse("delay_ms=5,fail_every=3").unwrap();
         assert_eq!(e.delay, Duration::from_millis(5));
         assert_eq!(e.fail_every, Some(3));
+        let e = SyntheticExecutor::parse("flag_every=2,store=1").unwrap();
+        assert_eq!((e.flag_every, e.stores), (Some(2), true));
+        assert!(SyntheticExecutor::parse("flag_every=0").is_err());
         assert!(SyntheticExecutor::parse("speed=1").is_err());
         assert!(SyntheticExecutor::parse("fail_every=0").is_err());
         assert_eq!(

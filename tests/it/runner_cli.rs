@@ -548,3 +548,107 @@ fn a_resumed_unit_starts_with_its_store_directory_clean() {
     );
     assert_eq!(support::run::file_tree(&stores), before);
 }
+
+/// More flagged units than report.html shows in full (its cap of 200 failed or flagged units):
+/// the offload stores kept are those of the units the page shows, the flagged ones past the
+/// cap are not kept, and the run says how many; `--keep-stores` keeps every store.
+#[test]
+fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
+    use ctxbench::report::html::MAX_PROBLEM_SAMPLES;
+    let tmp = tempfile::tempdir().unwrap();
+    let datasets = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
+    // 20 traces × 2 variants × 10 needle samples = 400 units, every one flagged.
+    let suite = base_and_aggressive("flagged")
+        .seed(1)
+        .trace(datasets.join("*.traj.json"))
+        .base("window = 20000")
+        .eval("replay", "enabled = false")
+        .eval(
+            "needle",
+            "depths = [0.1, 0.3, 0.5, 0.7, 0.9]\npositions = [\"tool\", \"user\"]",
+        )
+        .write(tmp.path(), "flagged.toml");
+    let run = |id: &str, extra: &[&str]| {
+        let out = Command::new(bin())
+            .args([
+                "run",
+                suite.to_str().unwrap(),
+                "--jobs",
+                "4",
+                "--executor",
+                "synthetic:flag_every=1,store=1",
+                "--run-id",
+                id,
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let dir = tmp.path().join("out").join(id);
+        let stores: std::collections::BTreeSet<String> = std::fs::read_dir(dir.join("stores"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        (stdout, dir, stores)
+    };
+
+    let (stdout, dir, kept) = run("pruned", &[]);
+    let mut samples: Vec<Sample> = support::run::samples(&dir);
+    assert_eq!(samples.len(), 400);
+    assert!(samples
+        .iter()
+        .all(|s| s.compactions.get("futile") == Some(&1)));
+    // The report's order: variant (base first), trace, eval, sample, repeat.
+    samples.sort_by(|a, b| {
+        (
+            a.variant != "base",
+            &a.trace_id,
+            &a.eval,
+            &a.sample,
+            a.repeat,
+        )
+            .cmp(&(
+                b.variant != "base",
+                &b.trace_id,
+                &b.eval,
+                &b.sample,
+                b.repeat,
+            ))
+    });
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let (first, rest) = samples.split_at(MAX_PROBLEM_SAMPLES);
+    for s in first {
+        assert!(kept.contains(&s.unit_id), "{} is shown", s.unit_id);
+    }
+    // Past the cap, a flagged unit is shown (and its store kept) only when the page shows its
+    // pairing key in every variant: a dozen keys.
+    let kept_past: Vec<&Sample> = rest.iter().filter(|s| kept.contains(&s.unit_id)).collect();
+    assert!(kept_past.len() <= 12, "{}", kept_past.len());
+    for s in &kept_past {
+        assert!(html.contains(&format!("<code>{}</code>", s.unit_id)));
+    }
+    let not_kept = rest.len() - kept_past.len();
+    assert!(not_kept >= rest.len() - 12 && kept.len() == 400 - not_kept);
+    for s in rest.iter().filter(|s| !kept.contains(&s.unit_id)) {
+        assert!(!html.contains(&format!("<code>{}</code>", s.unit_id)));
+    }
+    // The same selection as the library's rule, and the run says what it did not keep.
+    let (_, model, _) =
+        ctxbench::report::load::load_model(&ctxbench::record::RunDir::new(&dir)).unwrap();
+    let shown = ctxbench::report::shown::shown_in_full(&model);
+    assert_eq!(kept, shown);
+    assert!(
+        stdout.contains(&format!(
+            "note: {not_kept} flagged unit(s) past the first {MAX_PROBLEM_SAMPLES} failed or \
+             flagged units report.html shows in full: their offload stores were not kept"
+        )),
+        "{stdout}"
+    );
+    assert!(!dir.join("stores.pack").exists());
+
+    // --keep-stores: every store, no note.
+    let (stdout, _, all) = run("all", &["--keep-stores"]);
+    assert_eq!(all.len(), 400);
+    assert!(!stdout.contains("flagged unit(s)"), "{stdout}");
+}
