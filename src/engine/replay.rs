@@ -168,10 +168,10 @@ impl Replay {
         self.calls
             .iter()
             .map(|c| {
-                let mut kinds: Vec<String> = Vec::new();
+                let mut kinds: Vec<std::borrow::Cow<'static, str>> = Vec::new();
                 let mut details: Vec<String> = Vec::new();
                 let mut take = |e: &Event| {
-                    kinds.push(e.kind().to_string());
+                    kinds.push(e.kind().into());
                     details.push(e.timeline_note());
                 };
                 while next < self.events.len()
