@@ -213,7 +213,7 @@ impl Sampling {
     }
 }
 
-fn no_tools(tools: &Cow<'static, [ToolDef]>) -> bool {
+fn no_tools(tools: &[ToolDef]) -> bool {
     tools.is_empty()
 }
 
