@@ -545,13 +545,18 @@ impl Event {
     /// One line for a run's context timeline: what happened at which message, the token
     /// change, where the removed content went.
     pub fn timeline_note(&self) -> String {
-        let mut d = format!("{} at message {}", self.kind(), self.trace_index);
+        use std::fmt::Write as _;
+        // One buffer, sized for the usual note (one allocation per event, not one per part).
+        let paths: usize = self.writes.iter().map(|w| w.path.len() + 2).sum();
+        let mut d = String::with_capacity(64 + paths);
+        // Writing into a String cannot fail.
+        let _ = write!(d, "{} at message {}", self.kind(), self.trace_index);
         if let (Some(b), Some(a)) = (self.tokens_before, self.tokens_after) {
-            d.push_str(&format!(": {b} → {a} tokens"));
+            let _ = write!(d, ": {b} → {a} tokens");
         }
-        let paths: Vec<&str> = self.writes.iter().map(|w| w.path.as_str()).collect();
-        if !paths.is_empty() {
-            d.push_str(&format!("; wrote {}", paths.join(", ")));
+        for (i, w) in self.writes.iter().enumerate() {
+            d.push_str(if i == 0 { "; wrote " } else { ", " });
+            d.push_str(&w.path);
         }
         d
     }
@@ -727,6 +732,37 @@ mod tests {
             Futile { .. } => 15,
             Cooldown { .. } => 16,
         }
+    }
+
+    #[test]
+    fn timeline_notes_name_the_kind_the_tokens_and_the_writes() {
+        let write = |path: &str| StoreWrite {
+            path: path.into(),
+            offset: 0,
+            bytes: 1,
+            append: false,
+        };
+        let mut e = Event::new(7, "l", one_of_each().remove(0));
+        let kind = e.kind();
+        assert_eq!(e.timeline_note(), format!("{kind} at message 7"));
+        e.tokens_before = Some(900);
+        assert_eq!(e.timeline_note(), format!("{kind} at message 7"));
+        e.tokens_after = Some(120);
+        assert_eq!(
+            e.timeline_note(),
+            format!("{kind} at message 7: 900 → 120 tokens")
+        );
+        e.writes = vec![write("/large_tool_results/a")];
+        assert_eq!(
+            e.timeline_note(),
+            format!("{kind} at message 7: 900 → 120 tokens; wrote /large_tool_results/a")
+        );
+        e.tokens_before = None;
+        e.writes.push(write("/conversation_history/s.md"));
+        assert_eq!(
+            e.timeline_note(),
+            format!("{kind} at message 7; wrote /large_tool_results/a, /conversation_history/s.md")
+        );
     }
 
     #[test]

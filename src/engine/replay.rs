@@ -168,10 +168,10 @@ impl Replay {
         self.calls
             .iter()
             .map(|c| {
-                let mut kinds: Vec<String> = Vec::new();
+                let mut kinds: Vec<std::borrow::Cow<'static, str>> = Vec::new();
                 let mut details: Vec<String> = Vec::new();
                 let mut take = |e: &Event| {
-                    kinds.push(e.kind().to_string());
+                    kinds.push(e.kind().into());
                     details.push(e.timeline_note());
                 };
                 while next < self.events.len()
@@ -664,7 +664,10 @@ impl Run {
             .iter()
             .map(|l| l.fork(&rename))
             .collect::<Option<Vec<_>>>()?;
-        let mut state = self.state.clone();
+        // Room for the rest of the trace: the fork pushes a state entry per message and at
+        // most a call per message, which would regrow (copy) the exactly-full clones.
+        let rest = messages.len().saturating_sub(self.next);
+        let mut state = self.state.clone_with_room(rest);
         let mut base = self.base.clone();
         let mut events = self.events.clone();
         let mut views = self.views.clone();
@@ -701,7 +704,7 @@ impl Run {
             state,
             base,
             events,
-            calls: self.calls.clone(),
+            calls: super::view::with_room(&self.calls, rest),
             views,
             prev,
             reference_sum: self.reference_sum,

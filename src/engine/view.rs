@@ -75,6 +75,13 @@ pub fn with_content(m: &Message, content: String) -> Message {
     }
 }
 
+/// A copy of `v` with capacity for `extra` more elements (one allocation, no regrowth).
+pub(crate) fn with_room<T: Clone>(v: &[T], extra: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(v.len() + extra);
+    out.extend_from_slice(v);
+    out
+}
+
 /// The messages seen so far, as the agent's state holds them (persistent replacements applied).
 #[derive(Clone, Debug, Default)]
 pub struct State {
@@ -101,6 +108,17 @@ impl State {
     }
     pub fn len(&self) -> usize {
         self.entries.len()
+    }
+    /// A copy with room for `extra` more entries: a fork pushes the rest of its trace, and a
+    /// plain clone (exactly full) would regrow, copying every entry, at its first push.
+    pub fn clone_with_room(&self, extra: usize) -> State {
+        State {
+            entries: with_room(&self.entries, extra),
+            pointers: self.pointers.clone(),
+            prefix: with_room(&self.prefix, extra),
+            dirty_from: self.dirty_from,
+            replaced: self.replaced.clone(),
+        }
     }
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()

@@ -78,8 +78,9 @@ impl LoopOutcome {
 
 const RESULT_HEAD_CHARS: usize = 300;
 
-/// The tool definitions of the sandbox, as providers take them (built once, copied per question).
-pub fn sandbox_tools() -> Vec<ToolDef> {
+/// The tool definitions of the sandbox, as providers take them (built once, shared by every
+/// question).
+pub fn sandbox_tools() -> &'static [ToolDef] {
     static TOOLS: LazyLock<Vec<ToolDef>> = LazyLock::new(|| {
         Sandbox::tool_schemas()
             .iter()
@@ -90,7 +91,7 @@ pub fn sandbox_tools() -> Vec<ToolDef> {
             })
             .collect()
     });
-    TOOLS.clone()
+    &TOOLS
 }
 
 /// Ask `messages` (view + question, the question last) and run the tool loop.
@@ -200,7 +201,7 @@ fn request(
     let tools = if sandbox.is_some() {
         sandbox_tools()
     } else {
-        Vec::new()
+        &[]
     };
     let mut req = ChatRequest::new(messages)
         .with_tools(tools)

@@ -39,13 +39,13 @@ pub fn prompt_digest(config: &ResolvedConfig) -> Option<String> {
     })
 }
 
-/// Every summary of `replay`, in order; long texts are appended to `pack` (one write).
+/// Every summary of `replay`, in order, each with the variant's prompt digest `digest`
+/// ([`prompt_digest`], empty when none); long texts are appended to `pack` (one write).
 pub fn recorded(
     replay: &engine::Replay,
-    config: &ResolvedConfig,
+    digest: &str,
     pack: &SummaryPack,
 ) -> std::io::Result<Vec<SummaryRecord>> {
-    let digest = prompt_digest(config).unwrap_or_default();
     let mut out: Vec<(SummaryRecord, &str)> = Vec::new();
     for e in &replay.events {
         let Some(Summary {
@@ -60,7 +60,7 @@ pub fn recorded(
         let record = SummaryRecord {
             fold: out.len() + 1,
             trace_index: e.trace_index,
-            prompt_digest: digest.clone(),
+            prompt_digest: digest.to_string(),
             model: summarizer_model.clone(),
             tokens_in: summarizer_usage.input,
             tokens_out: summarizer_usage.output,

@@ -360,7 +360,7 @@ mod tests {
             },
             |r| r.repeat_nonce = Some("repeat-2".into()),
             |r| {
-                r.tools.push(ToolDef {
+                r.tools.to_mut().push(ToolDef {
                     name: "ls".into(),
                     description: String::new(),
                     parameters: json!({}),

@@ -213,6 +213,10 @@ impl Sampling {
     }
 }
 
+fn no_tools(tools: &[ToolDef]) -> bool {
+    tools.is_empty()
+}
+
 /// One chat call.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChatRequest {
@@ -223,8 +227,10 @@ pub struct ChatRequest {
     /// `tool_call_id`). Only the fields a model sees are sent (role, content, tool calls, tool
     /// call id, tool name, error flag).
     pub messages: Vec<Message>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<ToolDef>,
+    /// The tools offered: a fixed set (an eval's sandbox tools) is borrowed, not copied per
+    /// request.
+    #[serde(default, skip_serializing_if = "no_tools")]
+    pub tools: Cow<'static, [ToolDef]>,
     #[serde(default)]
     pub sampling: Sampling,
     /// Distinguishes repeats that must be independent samples: part of the cache key, never
@@ -244,8 +250,9 @@ impl ChatRequest {
             ..Default::default()
         }
     }
-    pub fn with_tools(mut self, tools: Vec<ToolDef>) -> Self {
-        self.tools = tools;
+    /// Offer `tools` (a `Vec`, or a `&'static` slice shared by every request).
+    pub fn with_tools(mut self, tools: impl Into<Cow<'static, [ToolDef]>>) -> Self {
+        self.tools = tools.into();
         self
     }
     pub fn with_nonce(mut self, nonce: impl Into<String>) -> Self {

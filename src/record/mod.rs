@@ -146,9 +146,10 @@ pub struct TimelinePoint {
     /// Tokens of the same call with no compression (the reference).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_tokens: Option<u64>,
-    /// Compression event types that happened at this call (`evicted`, `summarized`, …).
+    /// Compression event types that happened at this call (`evicted`, `summarized`, …): a
+    /// replay's are the kinds' static names, not a string allocated per event.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub events: Vec<String>,
+    pub events: Vec<std::borrow::Cow<'static, str>>,
     /// Human-readable detail of those events (what was evicted, cleared or summarized, and
     /// where it went). Derived from trace text: untrusted, writers must escape it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -8,6 +8,7 @@
 //! [`RunDir::summary_texts`](super::RunDir::summary_texts) reads them.
 
 use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
 
 /// Longest summary text kept inline in `samples.jsonl` (characters).
 pub const INLINE_SUMMARY_CHARS: usize = 2000;
@@ -42,19 +43,34 @@ pub struct SummaryRecord {
 /// `sha256:<hex>` of some text.
 pub fn text_digest(text: &str) -> String {
     use sha2::{Digest, Sha256};
-    format!("sha256:{:x}", Sha256::digest(text.as_bytes()))
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    // Built in one allocation of its final size (`format!` grew it three times).
+    let mut out = String::with_capacity("sha256:".len() + 64);
+    out.push_str("sha256:");
+    for b in Sha256::digest(text.as_bytes()) {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    out
 }
 
 /// Name a long text is recorded under (`SummaryRecord::file`): `summaries/<hex>.md`, the hex
 /// of its `text_digest` (`sha256:<hex>`; any other form is hashed again, so no name escapes).
 pub fn member_name(text_digest: &str) -> String {
     let hex = text_digest.strip_prefix("sha256:").unwrap_or(text_digest);
+    let rehashed;
     let name = if !hex.is_empty() && hex.len() <= 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        hex.to_string()
+        hex
     } else {
-        text_digest_hex(hex)
+        rehashed = text_digest_hex(hex);
+        &rehashed
     };
-    format!("{MEMBER_DIR}/{name}.md")
+    let mut out = String::with_capacity(MEMBER_DIR.len() + name.len() + 4);
+    out.push_str(MEMBER_DIR);
+    out.push('/');
+    out.push_str(name);
+    out.push_str(".md");
+    out
 }
 
 fn text_digest_hex(text: &str) -> String {
@@ -141,7 +157,12 @@ impl SummaryPack {
                 record.file = None;
             } else {
                 let name = member_name(&record.text_digest);
-                long.push((format!("{name} {}\n", text.len()), text));
+                let mut head = String::with_capacity(name.len() + 22);
+                head.push_str(&name);
+                head.push(' ');
+                // Writing into a String cannot fail.
+                let _ = writeln!(head, "{}", text.len());
+                long.push((head, text));
                 record.file = Some(name);
                 record.text = None;
             }

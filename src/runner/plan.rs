@@ -174,9 +174,12 @@ impl Plan {
 
 /// sha256 hex-16 of the canonical key.
 pub fn unit_id(trace_id: &str, variant: &str, eval: &str, sample: &str, repeat: u32) -> String {
-    let key = serde_json::json!([trace_id, variant, eval, sample, repeat]);
-    let digest = Sha256::digest(key.to_string().as_bytes());
-    hex::encode(&digest[..8])
+    // The key's compact JSON (`["t","v","e","s",0]`, as a JSON array of these values prints)
+    // written straight into the hasher: no value tree, no string.
+    let mut h = Sha256::new();
+    serde_json::to_writer(&mut h, &(trace_id, variant, eval, sample, repeat))
+        .expect("hashing cannot fail");
+    hex::encode(&h.finalize()[..8])
 }
 
 /// The seed of unit `id` under the suite seed `suite_seed` (what `ctxbench replay --seed`
@@ -291,6 +294,17 @@ mod tests {
             unit_id("a", "bc", "e", "s", 0),
             unit_id("ab", "c", "e", "s", 0)
         );
+        // The key is hashed as a JSON array value prints, escapes included.
+        for (t, v, e, s, r) in [
+            ("t\"1\\", "b\u{1}\n", "needle", "depth=0.5/pos=tool", 3),
+            ("é/\u{1f600}", "", "e", "s\t", u32::MAX),
+        ] {
+            let key = serde_json::json!([t, v, e, s, r]).to_string();
+            assert_eq!(
+                unit_id(t, v, e, s, r),
+                hex::encode(&Sha256::digest(key.as_bytes())[..8])
+            );
+        }
     }
 
     #[test]

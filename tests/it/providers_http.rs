@@ -760,7 +760,7 @@ impl ctxbench::providers::http::ToolAdapter for LineTools {
         let names: Vec<&str> = r.tools.iter().map(|t| t.name.as_str()).collect();
         let line = format!("Tools: {}. Reply `CALL <name> <json>`.", names.join(", "));
         r.messages.insert(0, Message::system(line));
-        r.tools.clear();
+        r.tools.to_mut().clear();
         Ok(r)
     }
 

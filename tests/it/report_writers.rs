@@ -336,7 +336,7 @@ fn html_escapes_hostile_text_in_every_place_it_reaches_the_page() {
             s.compactions.insert(evil("compaction"), 1);
         }
         for p in &mut s.timeline {
-            p.events.push(evil("event"));
+            p.events.push(evil("event").into());
             p.details.push(evil("detail"));
         }
         for (k, r) in s.summaries.iter_mut().enumerate() {

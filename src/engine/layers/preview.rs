@@ -281,25 +281,39 @@ You can read the full content using the read_file tool with pagination (offset a
 
 /// deepagents' summary message (a user message with `lc_source = "summarization"`).
 pub fn summary_message(history_file: &str, summary: &str) -> String {
-    format!(
+    // Built in one allocation of its final size: `format!` sized it for the literal parts and
+    // grew it (copying the summary) several times.
+    let parts = [
         "You are in the middle of a conversation that has been summarized.\n\n\
-The full conversation history has been saved to {history_file} should you need to refer back to it for details.\n\n\
-A condensed summary follows:\n\n<summary>\n{summary}\n</summary>"
-    )
+The full conversation history has been saved to ",
+        history_file,
+        " should you need to refer back to it for details.\n\n\
+A condensed summary follows:\n\n<summary>\n",
+        summary,
+        "\n</summary>",
+    ];
+    parts.concat()
 }
 
 /// A summary message for a slice whose raw turns the agent cannot reach: `memory` names the
 /// memory file holding the summaries (turn-trimming agent), `None` names nothing (LangChain,
 /// digitorn, core-agent). Same `<summary>` block as deepagents' message.
 pub fn summary_message_without_history(memory_file: Option<&str>, summary: &str) -> String {
-    let saved = match memory_file {
-        Some(f) => format!("Notes of the earlier parts are kept in {f}.\n\n"),
-        None => String::new(),
+    // One allocation of the final size (see `summary_message`).
+    let (before, file, after) = match memory_file {
+        Some(f) => ("Notes of the earlier parts are kept in ", f, ".\n\n"),
+        None => ("", "", ""),
     };
-    format!(
-        "You are in the middle of a conversation that has been summarized.\n\n{saved}\
-A condensed summary follows:\n\n<summary>\n{summary}\n</summary>"
-    )
+    [
+        "You are in the middle of a conversation that has been summarized.\n\n",
+        before,
+        file,
+        after,
+        "A condensed summary follows:\n\n<summary>\n",
+        summary,
+        "\n</summary>",
+    ]
+    .concat()
 }
 
 /// deepagents' `_slice_read_file_tm`: a `read_file` result clipped to `slice` characters with a
@@ -331,6 +345,34 @@ Use read_file with offset and limit parameters to retrieve specific portions.]"
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn summary_messages_read_as_the_templates() {
+        let summary = "## SUMMARY\nline {1}";
+        assert_eq!(
+            summary_message("/conversation_history/s.md", summary),
+            format!(
+                "You are in the middle of a conversation that has been summarized.\n\n\
+The full conversation history has been saved to /conversation_history/s.md should you need to refer back to it for details.\n\n\
+A condensed summary follows:\n\n<summary>\n{summary}\n</summary>"
+            )
+        );
+        assert_eq!(
+            summary_message_without_history(Some("/m/MEMORY.md"), summary),
+            format!(
+                "You are in the middle of a conversation that has been summarized.\n\n\
+Notes of the earlier parts are kept in /m/MEMORY.md.\n\n\
+A condensed summary follows:\n\n<summary>\n{summary}\n</summary>"
+            )
+        );
+        assert_eq!(
+            summary_message_without_history(None, summary),
+            format!(
+                "You are in the middle of a conversation that has been summarized.\n\n\
+A condensed summary follows:\n\n<summary>\n{summary}\n</summary>"
+            )
+        );
+    }
 
     #[test]
     fn splitlines_matches_python() {

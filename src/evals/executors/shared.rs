@@ -23,6 +23,13 @@ pub struct Providers {
     pub judge: Option<Arc<dyn Provider>>,
 }
 
+/// A unit's resolved config and its summary prompt's digest ([`Shared::resolved`]).
+#[derive(Clone)]
+pub(super) struct Resolved {
+    pub(super) config: Arc<ResolvedConfig>,
+    pub(super) prompt_digest: Arc<str>,
+}
+
 pub(super) struct Shared {
     pub(super) plan: Arc<Plan>,
     /// Per variant index.
@@ -39,6 +46,9 @@ pub(super) struct Shared {
     summaries: OnceLock<Arc<SummaryPack>>,
     /// Replay prefixes shared by the units of a trace × variant (needle sweeps).
     pub(super) prefixes: Arc<Prefixes>,
+    /// Each (variant index, trace index)'s resolved config ([`Shared::resolved`]), shared by
+    /// its units.
+    resolved: std::sync::Mutex<std::collections::HashMap<(usize, usize), Resolved>>,
 }
 
 fn provider_config(suite: &LoadedSuite, role: ProviderRole) -> anyhow::Result<ProviderConfig> {
@@ -69,7 +79,31 @@ impl Shared {
             providers: OnceLock::new(),
             summaries: OnceLock::new(),
             prefixes: Arc::new(Prefixes::from_env()),
+            resolved: Default::default(),
         })
+    }
+
+    /// Variant `variant`'s config resolved for trace `trace` (index in the plan, whose meta is
+    /// `meta`) and its summary prompt's digest ([`prompt_digest`](super::super::summaries::prompt_digest),
+    /// empty when none): made by the first of their units, then shared (a sweep's units of one
+    /// trace × variant resolve the same config; an error is not kept).
+    pub(super) fn resolved(
+        &self,
+        variant: usize,
+        trace: usize,
+        meta: &crate::trace::TraceMeta,
+    ) -> Result<Resolved, EvalError> {
+        let lock = || self.resolved.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = lock().get(&(variant, trace)) {
+            return Ok(c.clone());
+        }
+        let config = self.engines[variant].resolve_for(meta, &self.prices)?;
+        let digest = super::super::summaries::prompt_digest(&config).unwrap_or_default();
+        let made = Resolved {
+            config: Arc::new(config),
+            prompt_digest: digest.into(),
+        };
+        Ok(lock().entry((variant, trace)).or_insert(made).clone())
     }
 
     pub(super) fn providers(&self, no_cache: bool) -> Result<&Providers, EvalError> {
@@ -222,10 +256,11 @@ fn split(u: &Usage) -> TokenSplit {
     }
 }
 
-/// What `Sample::summaries` needs: the variant's config (prompt digest) and the run's
+/// What `Sample::summaries` needs: the variant's prompt digest
+/// ([`prompt_digest`](super::super::summaries::prompt_digest), empty when none) and the run's
 /// summaries pack (long texts are appended there).
 pub(super) struct Summaries {
-    pub(super) config: ResolvedConfig,
+    pub(super) prompt_digest: Arc<str>,
     pub(super) pack: Arc<SummaryPack>,
 }
 
@@ -234,11 +269,11 @@ impl Summaries {
         &self,
         replay: &engine::Replay,
     ) -> Result<Vec<crate::record::SummaryRecord>, EvalError> {
-        super::super::summaries::recorded(replay, &self.config, &self.pack).map_err(|source| {
-            EvalError::Io {
+        super::super::summaries::recorded(replay, &self.prompt_digest, &self.pack).map_err(
+            |source| EvalError::Io {
                 context: "recording summaries: ",
                 source,
-            }
-        })
+            },
+        )
     }
 }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 /// What a replay on the CPU (or blocking) pool gets: owned, so the closure can move it there.
 pub struct Prep {
     pub trace: Arc<Trace>,
-    pub config: ResolvedConfig,
+    pub config: Arc<ResolvedConfig>,
     /// The unit's offload store directory (under the run directory; starts empty).
     pub store: PathBuf,
     pub summarizer: Arc<dyn Summarizer>,
@@ -88,7 +88,7 @@ pub struct UnitCx<'a> {
     pub(super) shared: &'a Shared,
     ctx: &'a RunContext,
     trace: Arc<Trace>,
-    pub(super) config: ResolvedConfig,
+    pub(super) config: Arc<ResolvedConfig>,
     store: PathBuf,
     summarizer: Arc<dyn Summarizer>,
     /// The summarizer calls a model: the replay must run on a thread that may wait.
@@ -190,7 +190,8 @@ impl<'a> UnitCx<'a> {
             .trace
             .clone()
             .ok_or_else(|| EvalError::Config(format!("trace `{}` was not loaded", entry.id)))?;
-        let config = shared.engines[unit.variant_index].resolve_for(&trace.meta, &shared.prices)?;
+        let resolved = shared.resolved(unit.variant_index, unit.trace, &trace.meta)?;
+        let config = resolved.config;
         let providers = shared.providers(ctx.no_cache)?;
         let nonce = format!("{}/r{}", unit.id, unit.repeat);
         let (summarizer, cancel): (Arc<dyn Summarizer>, _) =
@@ -217,7 +218,7 @@ impl<'a> UnitCx<'a> {
             ctx,
             trace,
             summaries: Arc::new(Summaries {
-                config: config.clone(),
+                prompt_digest: resolved.prompt_digest,
                 pack: shared.summary_pack(&ctx.run_dir),
             }),
             config,

@@ -521,7 +521,7 @@ mod tests {
         same_bytes(&req);
         req.sampling.temperature = Some(f64::NAN);
         same_bytes(&req);
-        req.tools.clear();
+        req.tools.to_mut().clear();
         req.messages.clear();
         same_bytes(&req);
     }

@@ -519,7 +519,7 @@ mod tests {
         let inner = scripted(&["```json\n{\"tool\": \"grep\"}\n```"]);
         let p = TextToolProvider::new(inner.clone(), TextToolOptions::default());
         let mut req = after_one_grep();
-        req.tools.clear();
+        req.tools.to_mut().clear();
         req.messages.push(Message::user("Answer now."));
         let r = block_on(p.chat(&req)).unwrap();
         assert!(r.message.tool_calls.is_empty());

@@ -202,7 +202,7 @@ pub fn render_request(request: &ChatRequest) -> ChatRequest {
     ChatRequest {
         model: request.model.clone(),
         messages,
-        tools: Vec::new(),
+        tools: std::borrow::Cow::Borrowed(&[]),
         sampling: request.sampling.clone(),
         repeat_nonce: request.repeat_nonce.clone(),
         asking: request.asking,
@@ -246,7 +246,7 @@ pub fn final_answer_request(request: &ChatRequest) -> ChatRequest {
     };
     let mut head = render_request(&ChatRequest {
         messages: before.to_vec(),
-        tools: Vec::new(),
+        tools: std::borrow::Cow::Borrowed(&[]),
         ..request.clone()
     });
     let mut evidence = Vec::new();
@@ -370,7 +370,7 @@ mod tests {
         let mut plain = conversation();
         plain.messages.remove(0);
         assert_eq!(render_request(&plain).messages[0].role, Role::System);
-        plain.tools.clear();
+        plain.tools.to_mut().clear();
         let r = render_request(&plain);
         assert_eq!(r.messages[0].role, Role::User);
         assert!(!r.messages.iter().any(|m| m.content.contains("# Tools")));

@@ -37,6 +37,17 @@ fn fixed2(x: f64) -> String {
     out
 }
 
+/// [`fixed2`] rendered straight into the page (digits only: nothing to escape), not through a
+/// string of its own (a timeline's bars write four numbers each).
+#[derive(Clone, Copy)]
+struct Fixed2(f64);
+
+impl maud::Render for Fixed2 {
+    fn render_to(&self, out: &mut String) {
+        push_fixed2(out, self.0);
+    }
+}
+
 /// [`fixed2`], appended to `out`.
 fn push_fixed2(out: &mut String, x: f64) {
     if x.is_sign_positive() && x < 1e7 {
@@ -86,32 +97,36 @@ pub fn svg(s: &Row<'_>) -> Fragment {
     for (i, p) in s.timeline.iter().enumerate() {
         if let Some(r) = p.reference_tokens {
             let x = i as f64 * bw;
-            let y = fixed2(h - (r as f64).min(max) / max * (h - 4.0));
-            push_fixed2(&mut reference, x);
-            let _ = write!(reference, ",{y} ");
-            push_fixed2(&mut reference, x + bw);
-            let _ = write!(reference, ",{y} ");
+            let y = h - (r as f64).min(max) / max * (h - 4.0);
+            for x in [x, x + bw] {
+                push_fixed2(&mut reference, x);
+                reference.push(',');
+                push_fixed2(&mut reference, y);
+                reference.push(' ');
+            }
         }
     }
     html! {
         svg class="timeline" xmlns="http://www.w3.org/2000/svg" width=(w) height=(h)
             viewBox=(format!("0 0 {w} {h}")) role="img" aria-label="context tokens per model call" {
             @for (i, p) in s.timeline.iter().enumerate() {
-                @let x = fixed2(i as f64 * bw);
+                @let x = Fixed2(i as f64 * bw);
                 @let over = p.tokens as f64 > max;
                 @let bh = (p.tokens as f64).min(max) / max * (h - 4.0);
                 // Digits only: nothing to escape.
-                rect x=(PreEscaped(&x)) y=(PreEscaped(fixed2(h - bh))) width=(PreEscaped(&bar_w))
-                    height=(PreEscaped(fixed2(bh)))
+                rect x=(x) y=(Fixed2(h - bh)) width=(PreEscaped(&bar_w))
+                    height=(Fixed2(bh))
                     fill=(if p.events.is_empty() { "#4c78a8" } else { "#d62728" }) {
                     title {
                         "call " (i + 1) " (message " (p.trace_index) "): " (p.tokens) " tokens"
                         @if over { " (bar clipped)" }
-                        @if !p.events.is_empty() { "; " (p.events.join(", ")) }
+                        @for (k, e) in p.events.iter().enumerate() {
+                            (if k == 0 { "; " } else { ", " }) (&**e)
+                        }
                     }
                 }
                 @if over {
-                    rect x=(PreEscaped(&x)) y="0" width=(PreEscaped(&bar_w)) height="4" fill="#000" {}
+                    rect x=(x) y="0" width=(PreEscaped(&bar_w)) height="4" fill="#000" {}
                 }
             }
             @if !reference.is_empty() {
@@ -158,9 +173,19 @@ pub fn table(s: &Row<'_>) -> Fragment {
                                 @if p.events.is_empty() {
                                     td {}
                                 } @else {
-                                    td class="ev" { (p.events.join(", ")) }
+                                    td class="ev" {
+                                        @for (k, e) in p.events.iter().enumerate() {
+                                            @if k > 0 { ", " }
+                                            (&**e)
+                                        }
+                                    }
                                 }
-                                td class="pre" { (Esc(&p.details.join("\n"))) }
+                                td class="pre" {
+                                    @for (k, d) in p.details.iter().enumerate() {
+                                        @if k > 0 { "\n" }
+                                        (Esc(d))
+                                    }
+                                }
                             }
                         }
                     }
