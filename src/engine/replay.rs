@@ -592,7 +592,7 @@ impl Run {
                     break;
                 }
             }
-            let tokens = counter.count_message(m);
+            let tokens = counter.count_shared(m);
             *reference_sum += tokens;
             state.push(Item::counted(m.clone(), tokens));
             for layer in layers.iter_mut() {
