@@ -245,7 +245,9 @@ mod tests {
         let other = m.clone();
         assert_eq!(c.count_shared(&m), 7);
         assert_eq!(c.count_shared(&m), 7);
-        Arc::make_mut(&mut m).content.push_str(" and more text here");
+        Arc::make_mut(&mut m)
+            .content
+            .push_str(" and more text here");
         assert_eq!(c.count_shared(&m), c.count_message(&m));
         assert_eq!(c.count_shared(&other), 7);
         drop(other);
