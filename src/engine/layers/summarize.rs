@@ -27,7 +27,7 @@ use crate::engine::EngineError;
 use crate::tokens::approx::code_points;
 use crate::trace::{Message, Role};
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Summarize older turns (persistent compaction), with deepagents' budget rule and tail clip.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -206,12 +206,25 @@ pub fn message_cutoff(entries: &[Entry<'_>], keep: usize) -> usize {
 }
 
 /// One section of the history file: the messages that left the context at one model call,
-/// rendered as markdown when read (its exact length is computed up front).
-#[derive(Debug)]
+/// rendered as markdown when first read (its exact length is computed up front), then kept:
+/// the stores forked from a shared prefix share its sections, so the units of a sweep render
+/// each section of their common prefix once, not once each.
 struct HistorySection {
     call_index: usize,
     messages: Vec<Arc<Message>>,
     len: u64,
+    rendered: OnceLock<Box<[u8]>>,
+}
+
+impl std::fmt::Debug for HistorySection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HistorySection")
+            .field("call_index", &self.call_index)
+            .field("messages", &self.messages)
+            .field("len", &self.len)
+            .field("rendered", &self.rendered.get().is_some())
+            .finish()
+    }
 }
 
 /// An `io::Write` that only counts.
@@ -233,12 +246,23 @@ impl HistorySection {
             call_index,
             messages,
             len: 0,
+            rendered: OnceLock::new(),
         };
         let mut count = Count(0);
         // Counting cannot fail.
         let _ = s.render(&mut count);
         s.len = count.0;
         s
+    }
+
+    /// The rendered section (rendered at the first call).
+    fn bytes(&self) -> &[u8] {
+        self.rendered.get_or_init(|| {
+            let mut out = Vec::with_capacity(self.len as usize);
+            // Writing into a Vec cannot fail.
+            let _ = self.render(&mut out);
+            out.into_boxed_slice()
+        })
     }
 
     /// Generic over the writer, so a `Vec` or a count is written without a call through a
@@ -277,12 +301,10 @@ impl LazyBytes for HistorySection {
         self.len
     }
     fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        self.render(out)
+        out.write_all(self.bytes())
     }
     fn append_to(&self, out: &mut Vec<u8>) {
-        out.reserve(self.len as usize);
-        // Writing into a Vec cannot fail.
-        let _ = self.render(out);
+        out.extend_from_slice(self.bytes());
     }
     fn renamed(&self, rename: &Rename) -> Option<Box<dyn LazyBytes>> {
         let messages: Vec<Arc<Message>> = self.messages.iter().map(|m| rename.message(m)).collect();
@@ -607,6 +629,15 @@ mod history_tests {
         }
         want.push('\n');
         assert_eq!(render_history(7, &msgs), want);
-        assert_eq!(HistorySection::new(7, msgs).len, want.len() as u64);
+        let section = HistorySection::new(7, msgs);
+        assert_eq!(section.len, want.len() as u64);
+        // Rendered once, then the kept bytes: the same through either way out, every time.
+        for _ in 0..2 {
+            let (mut appended, mut written) = (b"x".to_vec(), Vec::new());
+            section.append_to(&mut appended);
+            section.write_to(&mut written).unwrap();
+            assert_eq!(&appended[1..], want.as_bytes());
+            assert_eq!(written, want.as_bytes());
+        }
     }
 }
