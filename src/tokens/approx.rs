@@ -58,7 +58,12 @@ impl ApproxCounter {
 
     /// Characters the counter attributes to one message (see the module docs).
     pub fn message_chars(message: &Message) -> usize {
-        let mut chars = code_points(&message.content) + role_name(message.role).len();
+        code_points(&message.content) + Self::chars_besides_content(message)
+    }
+
+    /// [`message_chars`](Self::message_chars) but the content's.
+    fn chars_besides_content(message: &Message) -> usize {
+        let mut chars = role_name(message.role).len();
         if message.role == Role::Assistant && !message.tool_calls.is_empty() {
             chars += tool_calls_repr_len(message);
         }
@@ -80,7 +85,7 @@ impl ApproxCounter {
 /// (`Arc::get_mut` refuses, `Arc::make_mut` moves the message to a new allocation), so an
 /// entry found for a live `Arc`'s address is that message's count.
 struct SharedChars {
-    chars: FxHashMap<usize, (Weak<Message>, usize)>,
+    chars: FxHashMap<usize, (Weak<Message>, usize, usize)>,
 }
 
 /// Entries kept before those of freed messages are dropped (each holds its message's
@@ -94,20 +99,23 @@ thread_local! {
 }
 
 impl SharedChars {
-    fn get(&mut self, message: &Arc<Message>) -> usize {
+    /// `(code points of the content, message chars)` of `message`.
+    fn get(&mut self, message: &Arc<Message>) -> (usize, usize) {
         let key = Arc::as_ptr(message) as usize;
-        if let Some(&(_, chars)) = self.chars.get(&key) {
-            return chars;
+        if let Some(&(_, content, chars)) = self.chars.get(&key) {
+            return (content, chars);
         }
-        let chars = ApproxCounter::message_chars(message);
+        let content = code_points(&message.content);
+        let chars = content + ApproxCounter::chars_besides_content(message);
         if self.chars.len() >= SHARED_KEPT {
-            self.chars.retain(|_, (m, _)| m.strong_count() > 0);
+            self.chars.retain(|_, (m, _, _)| m.strong_count() > 0);
             if self.chars.len() >= SHARED_KEPT / 2 {
                 self.chars.clear();
             }
         }
-        self.chars.insert(key, (Arc::downgrade(message), chars));
-        chars
+        self.chars
+            .insert(key, (Arc::downgrade(message), content, chars));
+        (content, chars)
     }
 }
 
@@ -116,7 +124,13 @@ impl ApproxCounter {
     /// message lives (per thread): the trace messages a sweep's units share are counted once
     /// per thread, not once per unit and question.
     pub fn shared_message_chars(message: &Arc<Message>) -> usize {
-        SHARED_CHARS.with(|memo| memo.borrow_mut().get(message))
+        SHARED_CHARS.with(|memo| memo.borrow_mut().get(message).1)
+    }
+
+    /// [`code_points`] of a shared message's content, remembered as
+    /// [`shared_message_chars`](Self::shared_message_chars) is.
+    pub fn shared_content_chars(message: &Arc<Message>) -> usize {
+        SHARED_CHARS.with(|memo| memo.borrow_mut().get(message).0)
     }
 }
 
@@ -183,6 +197,9 @@ impl TokenCounter for ApproxCounter {
     fn count_shared(&self, message: &Arc<Message>) -> u64 {
         self.ceil_div(Self::shared_message_chars(message)) + self.per_message
     }
+    fn count_shared_content(&self, message: &Arc<Message>) -> u64 {
+        self.ceil_div(Self::shared_content_chars(message))
+    }
     fn count_tools(&self, tools: &[serde_json::Value]) -> u64 {
         let chars: usize = tools
             .iter()
@@ -245,6 +262,7 @@ mod tests {
         let other = m.clone();
         assert_eq!(c.count_shared(&m), 7);
         assert_eq!(c.count_shared(&m), 7);
+        assert_eq!(c.count_shared_content(&m), 3);
         Arc::make_mut(&mut m)
             .content
             .push_str(" and more text here");
@@ -259,6 +277,7 @@ mod tests {
         for k in 0..3 * SHARED_KEPT {
             let m = Arc::new(Message::user("y".repeat(k % 50)));
             assert_eq!(c.count_shared(&m), c.count_message(&m), "{k}");
+            assert_eq!(c.count_shared_content(&m), c.count_text(&m.content), "{k}");
         }
         SHARED_CHARS.with(|memo| assert!(memo.borrow().chars.len() <= SHARED_KEPT));
     }

@@ -28,6 +28,11 @@ pub trait TokenCounter: Send + Sync {
     fn count_shared(&self, message: &Arc<Message>) -> u64 {
         self.count_message(message)
     }
+    /// [`count_text`](Self::count_text) of a shared message's content (remembered as
+    /// [`count_shared`](Self::count_shared) may be).
+    fn count_shared_content(&self, message: &Arc<Message>) -> u64 {
+        self.count_text(&message.content)
+    }
     /// Tokens of the tool schemas sent with every request.
     fn count_tools(&self, tools: &[serde_json::Value]) -> u64;
     /// A text's count depends only on how many characters it has (so a random name replaced
