@@ -90,7 +90,7 @@ struct SharedChars {
 
 /// Entries kept before those of freed messages are dropped (each holds its message's
 /// allocation, not its texts: ~250 bytes).
-const SHARED_KEPT: usize = 4096;
+const SHARED_KEPT: usize = 2048;
 
 thread_local! {
     static SHARED_CHARS: RefCell<SharedChars> = RefCell::new(SharedChars {

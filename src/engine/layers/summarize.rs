@@ -206,9 +206,9 @@ pub fn message_cutoff(entries: &[Entry<'_>], keep: usize) -> usize {
 }
 
 /// One section of the history file: the messages that left the context at one model call,
-/// rendered as markdown when first read (its exact length is computed up front), then kept:
-/// the stores forked from a shared prefix share its sections, so the units of a sweep render
-/// each section of their common prefix once, not once each.
+/// rendered as markdown when read (its exact length is computed up front). A section other
+/// stores share (forked from the same prefix) keeps its rendering once read that way, so the
+/// units of a sweep render each section of their common prefix once, not once each.
 struct HistorySection {
     call_index: usize,
     messages: Vec<Arc<Message>>,
@@ -301,9 +301,22 @@ impl LazyBytes for HistorySection {
         self.len
     }
     fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        out.write_all(self.bytes())
+        match self.rendered.get() {
+            Some(bytes) => out.write_all(bytes),
+            None => self.render(out),
+        }
     }
     fn append_to(&self, out: &mut Vec<u8>) {
+        match self.rendered.get() {
+            Some(bytes) => out.extend_from_slice(bytes),
+            None => {
+                out.reserve(self.len as usize);
+                // Writing into a Vec cannot fail.
+                let _ = self.render(out);
+            }
+        }
+    }
+    fn append_shared(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.bytes());
     }
     fn renamed(&self, rename: &Rename) -> Option<Box<dyn LazyBytes>> {
@@ -634,13 +647,17 @@ mod history_tests {
         assert_eq!(render_history(7, &msgs), want);
         let section = HistorySection::new(7, msgs);
         assert_eq!(section.len, want.len() as u64);
-        // Rendered once, then the kept bytes: the same through either way out, every time.
+        // Rendered, then (read as shared) kept: the same through every way out, every time.
         for _ in 0..2 {
-            let (mut appended, mut written) = (b"x".to_vec(), Vec::new());
+            let (mut appended, mut shared) = (b"x".to_vec(), b"y".to_vec());
+            let mut written: Vec<u8> = Vec::new();
             section.append_to(&mut appended);
             section.write_to(&mut written).unwrap();
+            section.append_shared(&mut shared);
             assert_eq!(&appended[1..], want.as_bytes());
+            assert_eq!(&shared[1..], want.as_bytes());
             assert_eq!(written, want.as_bytes());
         }
+        assert!(section.rendered.get().is_some());
     }
 }

@@ -158,7 +158,7 @@ struct SaidMemo {
 }
 
 /// Messages remembered before those freed are dropped; phrases remembered per message.
-const SAID_MESSAGES_KEPT: usize = 4096;
+const SAID_MESSAGES_KEPT: usize = 2048;
 const SAID_PHRASES_KEPT: usize = 32;
 
 thread_local! {
