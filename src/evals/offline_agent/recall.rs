@@ -154,8 +154,11 @@ struct Said {
 /// allocation cannot be freed (no other message takes its address) and the message cannot
 /// change (`Arc::get_mut` refuses, `Arc::make_mut` moves it) while the entry is there.
 struct SaidMemo {
-    by_message: FxHashMap<usize, (Weak<Message>, Vec<(String, Said)>)>,
+    by_message: FxHashMap<usize, SaidOf>,
 }
+
+/// A message remembered by [`SaidMemo`], and what it states by phrase.
+type SaidOf = (Weak<Message>, Vec<(String, Said)>);
 
 /// Messages remembered before those freed are dropped; phrases remembered per message.
 const SAID_MESSAGES_KEPT: usize = 2048;
