@@ -46,11 +46,6 @@ pub trait LazyBytes: Send + Sync + std::fmt::Debug {
         // Writing into a Vec cannot fail.
         let _ = self.write_to(out);
     }
-    /// [`append_to`](Self::append_to) for bytes other stores share (forked from the same
-    /// prefix): a section may keep what it produced for the next store that reads it.
-    fn append_shared(&self, out: &mut Vec<u8>) {
-        self.append_to(out)
-    }
     /// These bytes with `rename` applied (see [`OffloadStore::fork`]), or `None` when they
     /// name nothing renamed.
     fn renamed(&self, rename: &Rename) -> Option<Box<dyn LazyBytes>>;
@@ -118,14 +113,6 @@ impl Segment {
             Segment::Owned(v) => out.extend_from_slice(v),
             Segment::Content(m) => out.extend_from_slice(m.content.as_bytes()),
             Segment::Lazy(l) => l.append_to(out),
-        }
-    }
-
-    /// [`append_to`](Self::append_to) of a segment other stores share.
-    fn append_shared(&self, out: &mut Vec<u8>) {
-        match self {
-            Segment::Lazy(l) => l.append_shared(out),
-            _ => self.append_to(out),
         }
     }
 }
@@ -631,12 +618,7 @@ impl OffloadStore {
                 many => {
                     let mut bytes = Vec::with_capacity(f.len as usize);
                     for seg in many {
-                        // Shared with a prefix (or its other forks): what it renders is kept.
-                        if Arc::strong_count(seg) > 1 {
-                            seg.append_shared(&mut bytes);
-                        } else {
-                            seg.append_to(&mut bytes);
-                        }
+                        seg.append_to(&mut bytes);
                     }
                     bytes.into()
                 }

@@ -27,7 +27,7 @@ use crate::engine::EngineError;
 use crate::tokens::approx::code_points;
 use crate::trace::{Message, Role};
 use serde::{Deserialize, Serialize};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// Summarize older turns (persistent compaction), with deepagents' budget rule and tail clip.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -206,25 +206,12 @@ pub fn message_cutoff(entries: &[Entry<'_>], keep: usize) -> usize {
 }
 
 /// One section of the history file: the messages that left the context at one model call,
-/// rendered as markdown when read (its exact length is computed up front). A section other
-/// stores share (forked from the same prefix) keeps its rendering once read that way, so the
-/// units of a sweep render each section of their common prefix once, not once each.
+/// rendered as markdown when read (its exact length is computed up front).
+#[derive(Debug)]
 struct HistorySection {
     call_index: usize,
     messages: Vec<Arc<Message>>,
     len: u64,
-    rendered: OnceLock<Box<[u8]>>,
-}
-
-impl std::fmt::Debug for HistorySection {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HistorySection")
-            .field("call_index", &self.call_index)
-            .field("messages", &self.messages)
-            .field("len", &self.len)
-            .field("rendered", &self.rendered.get().is_some())
-            .finish()
-    }
 }
 
 /// An `io::Write` that only counts.
@@ -246,23 +233,12 @@ impl HistorySection {
             call_index,
             messages,
             len: 0,
-            rendered: OnceLock::new(),
         };
         let mut count = Count(0);
         // Counting cannot fail.
         let _ = s.render(&mut count);
         s.len = count.0;
         s
-    }
-
-    /// The rendered section (rendered at the first call).
-    fn bytes(&self) -> &[u8] {
-        self.rendered.get_or_init(|| {
-            let mut out = Vec::with_capacity(self.len as usize);
-            // Writing into a Vec cannot fail.
-            let _ = self.render(&mut out);
-            out.into_boxed_slice()
-        })
     }
 
     /// Generic over the writer, so a `Vec` or a count is written without a call through a
@@ -301,26 +277,15 @@ impl LazyBytes for HistorySection {
         self.len
     }
     fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        match self.rendered.get() {
-            Some(bytes) => out.write_all(bytes),
-            None => self.render(out),
-        }
+        self.render(out)
     }
     fn append_to(&self, out: &mut Vec<u8>) {
-        match self.rendered.get() {
-            Some(bytes) => out.extend_from_slice(bytes),
-            None => {
-                out.reserve(self.len as usize);
-                // Writing into a Vec cannot fail.
-                let _ = self.render(out);
-            }
-        }
-    }
-    fn append_shared(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(self.bytes());
+        out.reserve(self.len as usize);
+        // Writing into a Vec cannot fail.
+        let _ = self.render(out);
     }
     fn renamed(&self, rename: &Rename) -> Option<Box<dyn LazyBytes>> {
-        // Most sections name nothing drawn: nothing is copied until a message changes.
+        // Many sections name nothing drawn: nothing is copied until a message changes.
         let (at, first) = self.messages.iter().enumerate().find_map(|(k, m)| {
             let renamed = rename.message(m);
             (!Arc::ptr_eq(&renamed, m)).then_some((k, renamed))
@@ -645,19 +610,6 @@ mod history_tests {
         }
         want.push('\n');
         assert_eq!(render_history(7, &msgs), want);
-        let section = HistorySection::new(7, msgs);
-        assert_eq!(section.len, want.len() as u64);
-        // Rendered, then (read as shared) kept: the same through every way out, every time.
-        for _ in 0..2 {
-            let (mut appended, mut shared) = (b"x".to_vec(), b"y".to_vec());
-            let mut written: Vec<u8> = Vec::new();
-            section.append_to(&mut appended);
-            section.write_to(&mut written).unwrap();
-            section.append_shared(&mut shared);
-            assert_eq!(&appended[1..], want.as_bytes());
-            assert_eq!(&shared[1..], want.as_bytes());
-            assert_eq!(written, want.as_bytes());
-        }
-        assert!(section.rendered.get().is_some());
+        assert_eq!(HistorySection::new(7, msgs).len, want.len() as u64);
     }
 }
