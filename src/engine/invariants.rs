@@ -154,7 +154,12 @@ impl Checker {
         let mut out = Checker {
             caller_of,
             last_result_of,
-            ..self.clone()
+            reported: self.reported.clone(),
+            verified: self.verified.clone(),
+            last_summary_cutoff: self.last_summary_cutoff,
+            checked_head: self.checked_head,
+            paired: self.paired,
+            report: self.report.clone(),
         };
         if !rename.is_empty() {
             out.verified = self

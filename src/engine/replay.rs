@@ -37,6 +37,9 @@ pub enum KeepViews {
     None,
     /// Only the last call's view.
     Last,
+    /// Only the last call's view, its messages shared with the replay's state
+    /// ([`KeptView::shared`], [`KeptView::messages`] left empty): no copy of each message.
+    LastShared,
     /// The view of every call at which a persistent compaction happened.
     AfterCompaction,
     All,
@@ -118,6 +121,10 @@ pub struct KeptView {
     pub trace_index: usize,
     pub tokens: u64,
     pub messages: Vec<Message>,
+    /// The messages, shared, when the view was kept with [`KeepViews::LastShared`] (then
+    /// `messages` is empty).
+    #[serde(skip)]
+    pub shared: Vec<Arc<Message>>,
 }
 
 /// Why a replay stopped before the end of the trace.
@@ -553,17 +560,29 @@ impl Run {
                 let keep = match env.keep_views {
                     KeepViews::None => false,
                     KeepViews::All => true,
-                    KeepViews::Last => Some(i) == last_call || notes.stop.is_some(),
+                    KeepViews::Last | KeepViews::LastShared => {
+                        Some(i) == last_call || notes.stop.is_some()
+                    }
                     KeepViews::AfterCompaction => compacted,
                 };
                 if keep {
-                    if env.keep_views == KeepViews::Last {
+                    let shared = env.keep_views == KeepViews::LastShared;
+                    if env.keep_views == KeepViews::Last || shared {
                         views.clear();
                     }
                     views.push(KeptView {
                         trace_index: i,
                         tokens: sent,
-                        messages: view.messages(state),
+                        messages: if shared {
+                            Vec::new()
+                        } else {
+                            view.messages(state)
+                        },
+                        shared: if shared {
+                            view.shared_messages(state)
+                        } else {
+                            Vec::new()
+                        },
                     });
                 }
                 calls.push(CallRecord {
@@ -592,7 +611,7 @@ impl Run {
                     break;
                 }
             }
-            let tokens = counter.count_message(m);
+            let tokens = counter.count_shared(m);
             *reference_sum += tokens;
             state.push(Item::counted(m.clone(), tokens));
             for layer in layers.iter_mut() {
@@ -684,6 +703,9 @@ impl Run {
             for v in &mut views {
                 for m in &mut v.messages {
                     rename.apply(&mut m.content);
+                }
+                for m in &mut v.shared {
+                    *m = rename.message(m);
                 }
             }
             if let Some(p) = &mut prev {

@@ -320,6 +320,14 @@ impl View {
         t
     }
 
+    /// The messages, shared with the state (no copy).
+    pub fn shared_messages(&self, state: &State) -> Vec<Arc<Message>> {
+        self.entries(state)
+            .into_iter()
+            .map(|e| e.item.msg.clone())
+            .collect()
+    }
+
     /// Materialize the messages (cloning them): for kept views and evals.
     pub fn messages(&self, state: &State) -> Vec<Message> {
         self.entries(state)

@@ -149,13 +149,15 @@ pub struct Prepared {
 }
 
 /// The two conversations a sample's questions are asked on. They hold the whole planted
-/// history, so the sample owns them and lends them to each question's requests (the view moved
-/// in and back by [`agent::run_on`], the reference shared by [`agent::run_after`]; never copied
-/// for the offline agent).
+/// history, so the sample owns them and lends them to each question's requests (both shared
+/// by [`agent::run_after`]; never copied for the offline agent, whose answers and counts of
+/// shared messages are remembered while they live).
 #[derive(Debug, Default)]
 pub struct Conversations {
-    /// The request the agent would have been sent at the question point.
-    pub view: Vec<Message>,
+    /// The request the agent would have been sent at the question point, its messages
+    /// shared with the replay's state (asked with [`agent::run_after`], never copied for the
+    /// offline agent).
+    pub view: Vec<Arc<Message>>,
     /// The same point with no compression: the planted trace up to the question, its
     /// messages shared with the loaded trace (asked with [`agent::run_after`], never copied
     /// for the offline agent).
@@ -330,7 +332,7 @@ pub fn prepare_shared(
     } else {
         StoreTarget::Dir(store_root.clone())
     };
-    env.keep_views = KeepViews::Last;
+    env.keep_views = KeepViews::LastShared;
     // The planted messages before the question, followed by the synthetic probe call (the
     // engine builds the view for that call: exactly what the agent would be sent next); the
     // reference is the planted trace itself, still in its `Arc`s (most shared with the loaded
@@ -356,7 +358,7 @@ pub fn prepare_shared(
         Some((prefixes, key)) if params.fold.is_none() => {
             let walk_env = ReplayEnv {
                 store: StoreTarget::Memory,
-                keep_views: KeepViews::Last,
+                keep_views: KeepViews::LastShared,
                 prices: Some(prices),
                 ..ReplayEnv::new(summarizer)
             };
@@ -384,7 +386,7 @@ pub fn prepare_shared(
     let view = replay
         .views
         .pop()
-        .map(|v| v.messages)
+        .map(|v| v.shared)
         .ok_or(EvalError::Replay("the replay kept no view to ask from"))?;
     let store_files = params
         .pack_store
@@ -537,7 +539,7 @@ pub async fn ask(
         let question_nonce = format!("{nonce}/{}", fact.key);
         let reference_nonce = format!("{nonce}/reference/{}", fact.key);
         let (outcome, reference) = tokio::join!(
-            agent::run_on(
+            agent::run_after(
                 agent,
                 Asking::Recall,
                 view,
@@ -596,7 +598,7 @@ pub async fn ask(
 }
 
 /// The line stating the value a question at `cut` expects is verbatim in the view.
-fn line_in_view(view: &[Message], fact: &Fact, cut: usize) -> bool {
+fn line_in_view(view: &[Arc<Message>], fact: &Fact, cut: usize) -> bool {
     let line = match fact.expected_before(cut) {
         (_, Some(_)) => fact.correction_line().unwrap_or_else(|| fact.line()),
         _ => fact.line(),

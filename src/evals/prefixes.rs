@@ -172,15 +172,26 @@ impl Prefixes {
         // The longest state not past `at` (the first one has no message).
         let k = states.iter().rposition(|p| p.len() <= at).unwrap_or(0);
         if states[k].len() < at && !states[k].stopped() {
-            let Some(mut next) = states[k].try_clone(config)? else {
-                walk.states = None;
-                return Ok(None);
-            };
-            next.advance(at, config, env)?;
-            states.insert(k + 1, next);
-            if states.len() > MAX_POINTS {
-                // Keep the empty state (any unit can start there) and the longest ones.
-                states.remove(1);
+            if k > 0 && k + 1 == states.len() {
+                // The longest state, not the empty one: units come mostly in the order of
+                // their points, so it is taken further in place rather than copied first (a
+                // unit asking for an earlier point forks an earlier state). A state a failed
+                // step left part way is dropped.
+                if let Err(e) = states[k].advance(at, config, env) {
+                    states.remove(k);
+                    return Err(e);
+                }
+            } else {
+                let Some(mut next) = states[k].try_clone(config)? else {
+                    walk.states = None;
+                    return Ok(None);
+                };
+                next.advance(at, config, env)?;
+                states.insert(k + 1, next);
+                if states.len() > MAX_POINTS {
+                    // Keep the empty state (any unit can start there) and the longest ones.
+                    states.remove(1);
+                }
             }
         }
         let k = states.iter().rposition(|p| p.len() <= at).unwrap_or(0);

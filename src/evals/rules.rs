@@ -455,6 +455,7 @@ mod tests {
                 trace_index: 9,
                 tokens: 10,
                 messages: view,
+                shared: Vec::new(),
             }),
         };
         let params = RulesParams {

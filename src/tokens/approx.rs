@@ -12,6 +12,9 @@ pub(crate) mod pyrepr;
 
 use super::TokenCounter;
 use crate::trace::{Message, Role};
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+use std::sync::{Arc, Weak};
 
 /// Number of Unicode code points (`len()` in Python); a fast path for ASCII text.
 pub fn code_points(s: &str) -> usize {
@@ -55,7 +58,12 @@ impl ApproxCounter {
 
     /// Characters the counter attributes to one message (see the module docs).
     pub fn message_chars(message: &Message) -> usize {
-        let mut chars = code_points(&message.content) + role_name(message.role).len();
+        code_points(&message.content) + Self::chars_besides_content(message)
+    }
+
+    /// [`message_chars`](Self::message_chars) but the content's.
+    fn chars_besides_content(message: &Message) -> usize {
+        let mut chars = role_name(message.role).len();
         if message.role == Role::Assistant && !message.tool_calls.is_empty() {
             chars += tool_calls_repr_len(message);
         }
@@ -68,6 +76,61 @@ impl ApproxCounter {
             chars += code_points(name);
         }
         chars
+    }
+}
+
+/// [`ApproxCounter::message_chars`] of shared messages, by the address of their allocation,
+/// per thread. Each entry holds a `Weak` to its message: the allocation cannot be freed (so no
+/// other message can take its address) and the message cannot change while the entry is there
+/// (`Arc::get_mut` refuses, `Arc::make_mut` moves the message to a new allocation), so an
+/// entry found for a live `Arc`'s address is that message's count.
+struct SharedChars {
+    chars: FxHashMap<usize, (Weak<Message>, usize, usize)>,
+}
+
+/// Entries kept before those of freed messages are dropped (each holds its message's
+/// allocation, not its texts: ~250 bytes).
+const SHARED_KEPT: usize = 2048;
+
+thread_local! {
+    static SHARED_CHARS: RefCell<SharedChars> = RefCell::new(SharedChars {
+        chars: FxHashMap::default(),
+    });
+}
+
+impl SharedChars {
+    /// `(code points of the content, message chars)` of `message`.
+    fn get(&mut self, message: &Arc<Message>) -> (usize, usize) {
+        let key = Arc::as_ptr(message) as usize;
+        if let Some(&(_, content, chars)) = self.chars.get(&key) {
+            return (content, chars);
+        }
+        let content = code_points(&message.content);
+        let chars = content + ApproxCounter::chars_besides_content(message);
+        if self.chars.len() >= SHARED_KEPT {
+            self.chars.retain(|_, (m, _, _)| m.strong_count() > 0);
+            if self.chars.len() >= SHARED_KEPT / 2 {
+                self.chars.clear();
+            }
+        }
+        self.chars
+            .insert(key, (Arc::downgrade(message), content, chars));
+        (content, chars)
+    }
+}
+
+impl ApproxCounter {
+    /// [`message_chars`](Self::message_chars) of a shared message, remembered while the
+    /// message lives (per thread): the trace messages a sweep's units share are counted once
+    /// per thread, not once per unit and question.
+    pub fn shared_message_chars(message: &Arc<Message>) -> usize {
+        SHARED_CHARS.with(|memo| memo.borrow_mut().get(message).1)
+    }
+
+    /// [`code_points`] of a shared message's content, remembered as
+    /// [`shared_message_chars`](Self::shared_message_chars) is.
+    pub fn shared_content_chars(message: &Arc<Message>) -> usize {
+        SHARED_CHARS.with(|memo| memo.borrow_mut().get(message).0)
     }
 }
 
@@ -131,6 +194,12 @@ impl TokenCounter for ApproxCounter {
     fn count_message(&self, message: &Message) -> u64 {
         self.ceil_div(Self::message_chars(message)) + self.per_message
     }
+    fn count_shared(&self, message: &Arc<Message>) -> u64 {
+        self.ceil_div(Self::shared_message_chars(message)) + self.per_message
+    }
+    fn count_shared_content(&self, message: &Arc<Message>) -> u64 {
+        self.ceil_div(Self::shared_content_chars(message))
+    }
     fn count_tools(&self, tools: &[serde_json::Value]) -> u64 {
         let chars: usize = tools
             .iter()
@@ -182,6 +251,35 @@ mod tests {
         );
         let chars = ApproxCounter::message_chars(&m);
         assert_eq!(chars, tool_calls_repr(&m).len() + "assistant".len());
+    }
+
+    /// A shared message's count is remembered only while it is that message: a changed copy
+    /// (`Arc::make_mut`) and messages allocated after others were freed are counted afresh.
+    #[test]
+    fn shared_counts_are_the_counts_of_the_messages_they_remember() {
+        let c = ApproxCounter::langchain();
+        let mut m = Arc::new(Message::user("hello world!"));
+        let other = m.clone();
+        assert_eq!(c.count_shared(&m), 7);
+        assert_eq!(c.count_shared(&m), 7);
+        assert_eq!(c.count_shared_content(&m), 3);
+        Arc::make_mut(&mut m)
+            .content
+            .push_str(" and more text here");
+        assert_eq!(c.count_shared(&m), c.count_message(&m));
+        assert_eq!(c.count_shared(&other), 7);
+        drop(other);
+        let mut unique = Arc::new(Message::user("x"));
+        assert_eq!(c.count_shared(&unique), c.count_message(&unique));
+        Arc::make_mut(&mut unique).content = "a much longer text than before".into();
+        assert_eq!(c.count_shared(&unique), c.count_message(&unique));
+        // Freed and allocated again, many times over (past the entries kept).
+        for k in 0..3 * SHARED_KEPT {
+            let m = Arc::new(Message::user("y".repeat(k % 50)));
+            assert_eq!(c.count_shared(&m), c.count_message(&m), "{k}");
+            assert_eq!(c.count_shared_content(&m), c.count_text(&m.content), "{k}");
+        }
+        SHARED_CHARS.with(|memo| assert!(memo.borrow().chars.len() <= SHARED_KEPT));
     }
 
     #[test]

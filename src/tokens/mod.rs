@@ -22,6 +22,17 @@ pub trait TokenCounter: Send + Sync {
     fn count_text(&self, text: &str) -> u64;
     /// Tokens of one message as sent to a model, including per-message overhead.
     fn count_message(&self, message: &Message) -> u64;
+    /// [`count_message`](Self::count_message) of a message behind a shared `Arc` (a trace's
+    /// message, counted again by every replay forked from a shared prefix and by every question
+    /// asked on it): a counter may remember the count while the message lives.
+    fn count_shared(&self, message: &Arc<Message>) -> u64 {
+        self.count_message(message)
+    }
+    /// [`count_text`](Self::count_text) of a shared message's content (remembered as
+    /// [`count_shared`](Self::count_shared) may be).
+    fn count_shared_content(&self, message: &Arc<Message>) -> u64 {
+        self.count_text(&message.content)
+    }
     /// Tokens of the tool schemas sent with every request.
     fn count_tools(&self, tools: &[serde_json::Value]) -> u64;
     /// A text's count depends only on how many characters it has (so a random name replaced

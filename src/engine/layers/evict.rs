@@ -78,7 +78,7 @@ impl Layer for EvictToolResultsLayer {
         // Code points never exceed bytes: short texts are rejected without counting.
         let over = match self.cfg.threshold {
             Size::Chars(n) => msg.content.len() as u64 > n && code_points(&msg.content) as u64 > n,
-            Size::Tokens(n) => ctx.env.counter.count_text(&msg.content) > n,
+            Size::Tokens(n) => ctx.env.counter.count_shared_content(&msg) > n,
         };
         if !over {
             return Ok(());

@@ -57,7 +57,7 @@ impl EvictUserMessagesLayer {
         }
         match self.cfg.threshold {
             Size::Chars(n) => m.content.len() as u64 > n && code_points(&m.content) as u64 > n,
-            Size::Tokens(n) => ctx.env.counter.count_text(&m.content) > n,
+            Size::Tokens(n) => ctx.env.counter.count_shared_content(m) > n,
         }
     }
 }

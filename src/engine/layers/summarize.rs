@@ -285,13 +285,16 @@ impl LazyBytes for HistorySection {
         let _ = self.render(out);
     }
     fn renamed(&self, rename: &Rename) -> Option<Box<dyn LazyBytes>> {
-        let messages: Vec<Arc<Message>> = self.messages.iter().map(|m| rename.message(m)).collect();
-        let changed = messages
-            .iter()
-            .zip(&self.messages)
-            .any(|(a, b)| !Arc::ptr_eq(a, b));
-        changed
-            .then(|| Box::new(HistorySection::new(self.call_index, messages)) as Box<dyn LazyBytes>)
+        // Many sections name nothing drawn: nothing is copied until a message changes.
+        let (at, first) = self.messages.iter().enumerate().find_map(|(k, m)| {
+            let renamed = rename.message(m);
+            (!Arc::ptr_eq(&renamed, m)).then_some((k, renamed))
+        })?;
+        let mut messages = Vec::with_capacity(self.messages.len());
+        messages.extend_from_slice(&self.messages[..at]);
+        messages.push(first);
+        messages.extend(self.messages[at + 1..].iter().map(|m| rename.message(m)));
+        Some(Box::new(HistorySection::new(self.call_index, messages)))
     }
 }
 

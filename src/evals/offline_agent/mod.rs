@@ -39,8 +39,8 @@ mod recall;
 
 pub use drift::{drift_answer, summary_section};
 pub use provider::{build_provider, OfflineProvider, OFFLINE_MODEL};
-use recall::recall;
 pub use recall::{key_phrase, phrase_matcher, stems, value_after};
+use recall::{recall, Seen};
 
 /// Reply of the offline agent for one turn.
 #[derive(Clone, Debug, PartialEq)]
@@ -88,7 +88,13 @@ pub fn respond_to(
         Asking::Decision => answer(&super::probes::offline_decision_answer(context)),
         Asking::Rules => answer(&super::rules::offline_answer(context)),
         Asking::Drift => answer(&drift_answer(context).render()),
-        Asking::Recall => recall(question, context.iter(), loop_msgs, tool_names, search),
+        Asking::Recall => recall(
+            question,
+            context.iter().map(Seen::Own),
+            loop_msgs,
+            tool_names,
+            search,
+        ),
     }
 }
 
@@ -105,7 +111,10 @@ pub fn respond_after(
         return None;
     }
     let q = question_index(messages)?;
-    let context = history.iter().map(|m| &**m).chain(&messages[..q]);
+    let context = history
+        .iter()
+        .map(Seen::Shared)
+        .chain(messages[..q].iter().map(Seen::Own));
     Some(recall(
         &messages[q].content,
         context,

@@ -67,7 +67,8 @@ impl Provider for OfflineProvider {
             let started = std::time::Instant::now();
             let tool_names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
             let reply = respond_to(request.asking, &request.messages, &tool_names, self.search);
-            Ok(self.response(started, reply, request.messages.iter()))
+            let input = self.input_tokens(&[], &request.messages);
+            Ok(self.response(started, reply, input))
         })
     }
 
@@ -91,22 +92,33 @@ impl Provider for OfflineProvider {
                 Some(reply) => reply,
                 None => return self.chat(&request.after(history)).await,
             };
-            let sent = history.iter().map(|m| &**m).chain(&request.messages);
-            Ok(self.response(started, reply, sent))
+            let input = self.input_tokens(history, &request.messages);
+            Ok(self.response(started, reply, input))
         })
     }
 }
 
 impl OfflineProvider {
-    /// The response carrying `reply` to the conversation `sent`, with its usage.
-    fn response<'m>(
+    /// Input tokens of the conversation `history` then `messages` (the shared history's
+    /// counts are remembered while its messages live: every question of a sweep's units is
+    /// asked on mostly the same trace messages).
+    fn input_tokens(&self, history: &[Arc<Message>], messages: &[Message]) -> u64 {
+        let shared: u64 = history.iter().map(|m| self.counter.count_shared(m)).sum();
+        shared
+            + messages
+                .iter()
+                .map(|m| self.counter.count_message(m))
+                .sum::<u64>()
+    }
+
+    /// The response carrying `reply` to a conversation of `input` tokens, with its usage.
+    fn response(
         &self,
         started: std::time::Instant,
         reply: OfflineReply,
-        sent: impl Iterator<Item = &'m Message>,
+        input: u64,
     ) -> ChatResponse {
         let mut message = Message::assistant(reply.content, reply.tool_calls);
-        let input: u64 = sent.map(|m| self.counter.count_message(m)).sum();
         let output = self.counter.count_message(&message);
         let usage = Usage {
             input,

@@ -6,12 +6,33 @@ use crate::evals::truth;
 use crate::evalspec::needle::NeedleSearch;
 use crate::trace::{Message, Role, ToolCall};
 use regex::Regex;
+use rustc_hash::FxHashMap;
 use serde_json::json;
+use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-/// The phrase a recall question asks about.
+/// The phrase a recall question asks about (remembered per thread by question: each needle's
+/// question is asked by every variant, on two conversations, at every step of its loop).
 pub fn key_phrase(question: &str) -> String {
+    thread_local! {
+        static PHRASES: RefCell<FxHashMap<String, String>> = RefCell::default();
+    }
+    PHRASES.with(|kept| {
+        if let Some(phrase) = kept.borrow().get(question) {
+            return phrase.clone();
+        }
+        let phrase = find_key_phrase(question);
+        let mut kept = kept.borrow_mut();
+        if kept.len() >= MATCHERS_KEPT {
+            kept.clear();
+        }
+        kept.insert(question.to_string(), phrase.clone());
+        phrase
+    })
+}
+
+fn find_key_phrase(question: &str) -> String {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {
         Regex::new(
@@ -108,9 +129,127 @@ fn stated<'a>(lines: impl Iterator<Item = &'a str>, phrase: &Regex) -> Option<St
     first
 }
 
+/// A message of the context a recall question is asked on: one shared with other
+/// conversations (a trace's message behind its `Arc`: what it states for a phrase is
+/// remembered while it lives, see [`Said`]) or one of the request's own.
+#[derive(Clone, Copy)]
+pub(super) enum Seen<'m> {
+    Shared(&'m Arc<Message>),
+    Own(&'m Message),
+}
+
+/// What one context message states for one key phrase, each part found once asked for: the
+/// phrase's value in its text ([`find_in_text`]), and its best statement ranked by shared
+/// stems (`(score, value)`, [`ranked_best`] over its lines).
+#[derive(Default)]
+struct Said {
+    stated: Option<Option<String>>,
+    ranked: Option<Option<(usize, String)>>,
+}
+
+/// [`Said`] of shared messages, per thread, by the address of the message's allocation and
+/// the phrase. A sweep asks the same needles' questions on the same trace messages over and
+/// over (each variant's reference question on the same planted history, each step of a
+/// question's tool loop on the same context). Each entry holds a `Weak` to its message: the
+/// allocation cannot be freed (no other message takes its address) and the message cannot
+/// change (`Arc::get_mut` refuses, `Arc::make_mut` moves it) while the entry is there.
+struct SaidMemo {
+    by_message: FxHashMap<usize, SaidOf>,
+}
+
+/// A message remembered by [`SaidMemo`], and what it states by phrase.
+type SaidOf = (Weak<Message>, Vec<(String, Said)>);
+
+/// Messages remembered before those freed are dropped; phrases remembered per message.
+const SAID_MESSAGES_KEPT: usize = 2048;
+const SAID_PHRASES_KEPT: usize = 32;
+
+thread_local! {
+    static SAID: RefCell<SaidMemo> = RefCell::new(SaidMemo {
+        by_message: FxHashMap::default(),
+    });
+}
+
+impl SaidMemo {
+    /// The entry of `message` for `phrase`.
+    fn entry(&mut self, message: &Arc<Message>, phrase: &str) -> &mut Said {
+        let key = Arc::as_ptr(message) as usize;
+        if !self.by_message.contains_key(&key) && self.by_message.len() >= SAID_MESSAGES_KEPT {
+            self.by_message.retain(|_, (m, _)| m.strong_count() > 0);
+            if self.by_message.len() >= SAID_MESSAGES_KEPT / 2 {
+                self.by_message.clear();
+            }
+        }
+        let (_, phrases) = self
+            .by_message
+            .entry(key)
+            .or_insert_with(|| (Arc::downgrade(message), Vec::new()));
+        let at = match phrases.iter().position(|(p, _)| p == phrase) {
+            Some(at) => at,
+            None => {
+                if phrases.len() >= SAID_PHRASES_KEPT {
+                    phrases.clear();
+                }
+                phrases.push((phrase.to_string(), Said::default()));
+                phrases.len() - 1
+            }
+        };
+        &mut phrases[at].1
+    }
+}
+
+/// The value the context states for the phrase: the newest message stating the phrase
+/// verbatim ([`find_in_text`]), else the statement sharing most stems with `want` over all
+/// lines, newest first ([`ranked_value`]: the best of each message, the first of the best).
+fn from_context<'m>(
+    context: impl DoubleEndedIterator<Item = Seen<'m>> + Clone,
+    phrase: &str,
+    matcher: &Regex,
+    want: &[String],
+) -> Option<String> {
+    SAID.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        for m in context.clone().rev() {
+            let found = match m {
+                Seen::Shared(shared) => {
+                    let said = memo.entry(shared, phrase);
+                    said.stated
+                        .get_or_insert_with(|| find_in_text(&shared.content, matcher))
+                        .clone()
+                }
+                Seen::Own(own) => find_in_text(&own.content, matcher),
+            };
+            if found.is_some() {
+                return found;
+            }
+        }
+        let mut best: Option<(usize, String)> = None;
+        for m in context.rev() {
+            let own;
+            let ranked = match m {
+                Seen::Shared(shared) => memo
+                    .entry(shared, phrase)
+                    .ranked
+                    .get_or_insert_with(|| ranked_best(may_link_lines_rev(&shared.content), want))
+                    .as_ref(),
+                Seen::Own(m) => {
+                    own = ranked_best(may_link_lines_rev(&m.content), want);
+                    own.as_ref()
+                }
+            };
+            if let Some((score, v)) = ranked {
+                if best.as_ref().is_none_or(|(b, _)| score > b) {
+                    best = Some((*score, v.clone()));
+                }
+            }
+        }
+        best.map(|(_, v)| v)
+    })
+}
+
 pub(super) fn recall<'m>(
     question: &str,
-    context: impl DoubleEndedIterator<Item = &'m Message> + Clone,
+    context: impl DoubleEndedIterator<Item = Seen<'m>> + Clone,
     loop_msgs: &[Message],
     tool_names: &[&str],
     search: NeedleSearch,
@@ -124,20 +263,7 @@ pub(super) fn recall<'m>(
     let want = stems(&phrase);
     // The context itself (newest first: a later statement overrides an earlier one); the
     // phrase verbatim, else the statement sharing most words with it.
-    let from_context = || {
-        context
-            .clone()
-            .rev()
-            .find_map(|m| find_in_text(&m.content, &matcher))
-            .or_else(|| {
-                // Only the lines `ranked_value` does not skip at once, in the same order.
-                let lines = context
-                    .clone()
-                    .rev()
-                    .flat_map(|m| may_link_lines_rev(&m.content));
-                ranked_value(lines, &want)
-            })
-    };
+    let from_context = || from_context(context.clone(), &phrase, &matcher, &want);
     // What the probe's own tool calls returned.
     let from_tools = || {
         // grep lines are `path:line: text`; read_file lines are `   N\ttext`.
@@ -240,6 +366,14 @@ fn shared_stems(line: &str, want: &[String], lower: &mut String, seen: &mut Vec<
 /// `want` (at least two, or all of them when fewer); ties go to the first line seen. This is
 /// how a careless reader is fooled by a statement about a neighbouring key.
 fn ranked_value<'a>(lines: impl Iterator<Item = &'a str>, want: &[String]) -> Option<String> {
+    ranked_best(lines, want).map(|(_, v)| v)
+}
+
+/// [`ranked_value`] with the number of stems its statement shares.
+fn ranked_best<'a>(
+    lines: impl Iterator<Item = &'a str>,
+    want: &[String],
+) -> Option<(usize, String)> {
     static LINK: OnceLock<Regex> = OnceLock::new();
     let link = LINK.get_or_init(|| Regex::new(r"(?i)\s(?:is|was)\s").unwrap());
     let need = want.len().min(2);
@@ -260,7 +394,7 @@ fn ranked_value<'a>(lines: impl Iterator<Item = &'a str>, want: &[String]) -> Op
             best = Some((score, v));
         }
     }
-    best.map(|(_, v)| v)
+    best
 }
 
 /// False when `line` cannot match the statement link `(?i)\s(?:is|was)\s`: it has no `is` or
@@ -333,6 +467,7 @@ fn next_search(phrase: &str, loop_msgs: &[Message]) -> Option<ToolCall> {
 mod tests {
     use super::*;
     use crate::evals::offline_agent::*;
+    use crate::evalspec::Asking;
 
     fn q(text: &str) -> Message {
         Message::user(text)
@@ -523,6 +658,71 @@ mod tests {
         // One shared word is not enough.
         let r = respond(&[Message::user("the token is x-1."), question], &[]);
         assert_eq!(r.content, DONT_KNOW);
+    }
+
+    /// Answers on a shared history (what its messages state is remembered per thread) are
+    /// the answers on the same messages owned: asked again (remembered), about other phrases,
+    /// ranked by shared stems across messages (ties to the newest), and after a shared
+    /// message was changed (`Arc::make_mut`: a new message, not the one remembered).
+    #[test]
+    fn answers_on_a_shared_history_are_the_answers_on_it_owned() {
+        let mut history: Vec<Arc<Message>> = [
+            Message::system("You fix bugs."),
+            Message::user("Note for later: the staging deploy token is teal-otter-7731."),
+            Message::tool(
+                "c1",
+                "bash",
+                "x\nthe production deploy token is amber-yak-1234.\ny",
+            ),
+            Message::assistant("The build id is 77.", vec![]),
+            Message::user("the deploy staging secret is gray-fox-9.\nthe staging token was red-1."),
+            Message::tool(
+                "c2",
+                "bash",
+                "the token for staging is blue-2\nnothing else",
+            ),
+        ]
+        .into_iter()
+        .map(Arc::new)
+        .collect();
+        let questions = [
+            "What exactly is the staging deploy token?",
+            "What exactly is the token we deploy staging with?",
+            "What is the staging token?",
+            "What is the build id?",
+            "What is the release name?",
+            "Which token does staging use?",
+        ];
+        let ask = |history: &[Arc<Message>]| {
+            for question in questions {
+                let owned: Vec<Message> = history
+                    .iter()
+                    .map(|m| (**m).clone())
+                    .chain([q(question)])
+                    .collect();
+                for tools in [&[][..], &["grep"][..]] {
+                    let want = respond(&owned, tools);
+                    for _ in 0..2 {
+                        let got = respond_after(
+                            Asking::Recall,
+                            history,
+                            &[q(question)],
+                            tools,
+                            NeedleSearch::Auto,
+                        );
+                        assert_eq!(got, Some(want.clone()), "{question}");
+                    }
+                }
+            }
+        };
+        ask(&history);
+        // Shared elsewhere: changed in a copy; owned only here: changed after a move.
+        let kept = history[1].clone();
+        Arc::make_mut(&mut history[1]).content = "the staging deploy token is now lime-5.".into();
+        Arc::make_mut(&mut history[5]).content = "the staging token is now pink-6.".into();
+        ask(&history);
+        assert!(kept.content.contains("teal-otter-7731"));
+        ask(&history[2..]);
     }
 
     #[test]
