@@ -43,14 +43,13 @@ pub struct SummaryRecord {
 /// `sha256:<hex>` of some text.
 pub fn text_digest(text: &str) -> String {
     use sha2::{Digest, Sha256};
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     // Built in one allocation of its final size (`format!` grew it three times).
-    let mut out = String::with_capacity("sha256:".len() + 64);
+    let mut hex = [0u8; 64];
+    hex::encode_to_slice(Sha256::digest(text.as_bytes()), &mut hex)
+        .expect("64 hex digits for 32 bytes");
+    let mut out = String::with_capacity("sha256:".len() + hex.len());
     out.push_str("sha256:");
-    for b in Sha256::digest(text.as_bytes()) {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 15)]));
-    }
+    out.push_str(std::str::from_utf8(&hex).expect("hex digits are ASCII"));
     out
 }
 
@@ -444,6 +443,18 @@ fn read_indexed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_digest_is_sha256_in_lowercase_hex() {
+        assert_eq!(
+            text_digest("abc"),
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(
+            member_name(&text_digest("abc")),
+            "summaries/ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad.md"
+        );
+    }
 
     fn record() -> SummaryRecord {
         SummaryRecord {
