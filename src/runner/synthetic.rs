@@ -3,7 +3,7 @@
 //! exist, and afterwards for harness tests that must not depend on them.
 //!
 //! Selected with the hidden
-//! `ctxbench run --executor synthetic[:delay_ms=N,fail_every=K,flag_every=K,store=1]`.
+//! `ctxbench run --executor synthetic[:delay_ms=N,fail_every=K,flag_every=K,store=1,offline=1]`.
 //! Every number is a pure function of the unit id, so two runs produce identical samples
 //! (apart from latency). It makes no model call and reads no trace content: the loader only
 //! names traces after their files.
@@ -31,10 +31,13 @@ pub struct SyntheticExecutor {
     /// Every unit hands the runner an offload store held in memory (one small file), as a
     /// needle unit does.
     pub stores: bool,
+    /// Units wait on nothing outside the process (`UnitExecutor::is_offline`): the dispatcher
+    /// runs each whole on one rayon thread, as it runs offline needle units.
+    pub offline: bool,
 }
 
 impl SyntheticExecutor {
-    /// Parse `delay_ms=N,fail_every=K,flag_every=K,store=1` (all optional).
+    /// Parse `delay_ms=N,fail_every=K,flag_every=K,store=1,offline=1` (all optional).
     pub fn parse(spec: &str) -> Result<SyntheticExecutor, String> {
         let mut e = SyntheticExecutor::default();
         for part in spec.split(',').filter(|p| !p.is_empty()) {
@@ -49,10 +52,11 @@ impl SyntheticExecutor {
                 "fail_every" if n > 0 => e.fail_every = Some(n),
                 "flag_every" if n > 0 => e.flag_every = Some(n),
                 "store" => e.stores = n > 0,
+                "offline" => e.offline = n > 0,
                 _ => {
                     return Err(format!(
                         "unknown synthetic executor option `{k}` (delay_ms, fail_every ≥ 1, \
-                         flag_every ≥ 1, store)"
+                         flag_every ≥ 1, store, offline)"
                     ))
                 }
             }
@@ -132,6 +136,10 @@ impl UnitExecutor for SyntheticExecutor {
             self.output_for(unit)
         })
     }
+
+    fn is_offline(&self, _unit: &Unit) -> bool {
+        self.offline
+    }
 }
 
 /// Names each file's single trace after the file (up to its first `.`), without parsing it.
@@ -169,8 +177,8 @@ mod tests {
         let e = SyntheticExecutor::parse("delay_ms=5,fail_every=3").unwrap();
         assert_eq!(e.delay, Duration::from_millis(5));
         assert_eq!(e.fail_every, Some(3));
-        let e = SyntheticExecutor::parse("flag_every=2,store=1").unwrap();
-        assert_eq!((e.flag_every, e.stores), (Some(2), true));
+        let e = SyntheticExecutor::parse("flag_every=2,store=1,offline=1").unwrap();
+        assert_eq!((e.flag_every, e.stores, e.offline), (Some(2), true, true));
         assert!(SyntheticExecutor::parse("flag_every=0").is_err());
         assert!(SyntheticExecutor::parse("speed=1").is_err());
         assert!(SyntheticExecutor::parse("fail_every=0").is_err());

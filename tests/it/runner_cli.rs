@@ -568,7 +568,7 @@ fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
             "depths = [0.1, 0.3, 0.5, 0.7, 0.9]\npositions = [\"tool\", \"user\"]",
         )
         .write(tmp.path(), "flagged.toml");
-    let run = |id: &str, extra: &[&str]| {
+    let run = |id: &str, executor: &str, extra: &[&str]| {
         let out = Command::new(bin())
             .args([
                 "run",
@@ -576,7 +576,7 @@ fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
                 "--jobs",
                 "4",
                 "--executor",
-                "synthetic:flag_every=1,store=1",
+                executor,
                 "--run-id",
                 id,
             ])
@@ -593,62 +593,90 @@ fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
         (stdout, dir, stores)
     };
 
-    let (stdout, dir, kept) = run("pruned", &[]);
-    let mut samples: Vec<Sample> = support::run::samples(&dir);
-    assert_eq!(samples.len(), 400);
-    assert!(samples
-        .iter()
-        .all(|s| s.compactions.get("futile") == Some(&1)));
-    // The report's order: variant (base first), trace, eval, sample, repeat.
-    samples.sort_by(|a, b| {
-        (
-            a.variant != "base",
-            &a.trace_id,
-            &a.eval,
-            &a.sample,
-            a.repeat,
-        )
-            .cmp(&(
-                b.variant != "base",
-                &b.trace_id,
-                &b.eval,
-                &b.sample,
-                b.repeat,
-            ))
-    });
-    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
-    let (first, rest) = samples.split_at(MAX_PROBLEM_SAMPLES);
-    for s in first {
-        assert!(kept.contains(&s.unit_id), "{} is shown", s.unit_id);
+    // Server-bound units (a store written as the unit ends, pruned at the end if past the cap)
+    // and offline ones (run whole on rayon; an undecided store waits in memory): the same stores.
+    for (id, executor) in [
+        ("pruned", "synthetic:flag_every=1,store=1"),
+        ("pruned-offline", "synthetic:flag_every=1,store=1,offline=1"),
+    ] {
+        let (stdout, dir, kept) = run(id, executor, &[]);
+        let mut samples: Vec<Sample> = support::run::samples(&dir);
+        assert_eq!(samples.len(), 400);
+        assert!(samples
+            .iter()
+            .all(|s| s.compactions.get("futile") == Some(&1)));
+        // The report's order: variant (base first), trace, eval, sample, repeat.
+        samples.sort_by(|a, b| {
+            (
+                a.variant != "base",
+                &a.trace_id,
+                &a.eval,
+                &a.sample,
+                a.repeat,
+            )
+                .cmp(&(
+                    b.variant != "base",
+                    &b.trace_id,
+                    &b.eval,
+                    &b.sample,
+                    b.repeat,
+                ))
+        });
+        let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+        let (first, rest) = samples.split_at(MAX_PROBLEM_SAMPLES);
+        for s in first {
+            assert!(kept.contains(&s.unit_id), "{} is shown", s.unit_id);
+        }
+        // Past the cap, a flagged unit is shown (and its store kept) only when the page shows its
+        // pairing key in every variant: a dozen keys.
+        let kept_past: Vec<&Sample> = rest.iter().filter(|s| kept.contains(&s.unit_id)).collect();
+        assert!(kept_past.len() <= 12, "{}", kept_past.len());
+        for s in &kept_past {
+            assert!(html.contains(&format!("<code>{}</code>", s.unit_id)));
+        }
+        let not_kept = rest.len() - kept_past.len();
+        assert!(not_kept >= rest.len() - 12 && kept.len() == 400 - not_kept);
+        for s in rest.iter().filter(|s| !kept.contains(&s.unit_id)) {
+            assert!(!html.contains(&format!("<code>{}</code>", s.unit_id)));
+        }
+        // The same selection as the library's rule, and the run says what it did not keep.
+        let (_, model, _) =
+            ctxbench::report::load::load_model(&ctxbench::record::RunDir::new(&dir)).unwrap();
+        let shown = ctxbench::report::shown::shown_in_full(&model);
+        assert_eq!(kept, shown);
+        assert!(
+            stdout.contains(&format!(
+                "note: {not_kept} flagged unit(s) past the first {MAX_PROBLEM_SAMPLES} failed or \
+                 flagged units report.html shows in full: their offload stores were not kept"
+            )),
+            "{stdout}"
+        );
+        assert!(!dir.join("stores.pack").exists());
     }
-    // Past the cap, a flagged unit is shown (and its store kept) only when the page shows its
-    // pairing key in every variant: a dozen keys.
-    let kept_past: Vec<&Sample> = rest.iter().filter(|s| kept.contains(&s.unit_id)).collect();
-    assert!(kept_past.len() <= 12, "{}", kept_past.len());
-    for s in &kept_past {
-        assert!(html.contains(&format!("<code>{}</code>", s.unit_id)));
-    }
-    let not_kept = rest.len() - kept_past.len();
-    assert!(not_kept >= rest.len() - 12 && kept.len() == 400 - not_kept);
-    for s in rest.iter().filter(|s| !kept.contains(&s.unit_id)) {
-        assert!(!html.contains(&format!("<code>{}</code>", s.unit_id)));
-    }
-    // The same selection as the library's rule, and the run says what it did not keep.
+
+    // Half the units flagged, offline: the other variant's flagged units end before the
+    // baseline's that precede them in the report's order, so their stores wait in memory
+    // undecided; those the page ends up showing must be written.
+    let (_, dir, kept) = run(
+        "half-offline",
+        "synthetic:flag_every=2,store=1,offline=1",
+        &[],
+    );
     let (_, model, _) =
         ctxbench::report::load::load_model(&ctxbench::record::RunDir::new(&dir)).unwrap();
-    let shown = ctxbench::report::shown::shown_in_full(&model);
-    assert_eq!(kept, shown);
+    assert_eq!(kept, ctxbench::report::shown::shown_in_full(&model));
+    let waited = support::run::samples(&dir)
+        .iter()
+        .filter(|s| s.variant != "base" && s.compactions.contains_key("futile"))
+        .filter(|s| kept.contains(&s.unit_id))
+        .count();
     assert!(
-        stdout.contains(&format!(
-            "note: {not_kept} flagged unit(s) past the first {MAX_PROBLEM_SAMPLES} failed or \
-             flagged units report.html shows in full: their offload stores were not kept"
-        )),
-        "{stdout}"
+        waited > 12,
+        "flagged units of the second variant shown: {waited}"
     );
-    assert!(!dir.join("stores.pack").exists());
 
     // --keep-stores: every store, no note.
-    let (stdout, _, all) = run("all", &["--keep-stores"]);
+    let (stdout, _, all) = run("all", "synthetic:flag_every=1,store=1", &["--keep-stores"]);
     assert_eq!(all.len(), 400);
     assert!(!stdout.contains("flagged unit(s)"), "{stdout}");
 }
