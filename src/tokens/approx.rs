@@ -11,10 +11,10 @@ mod printable;
 pub(crate) mod pyrepr;
 
 use super::TokenCounter;
+use crate::trace::memo::MessageMemo;
 use crate::trace::{Message, Role};
-use rustc_hash::FxHashMap;
 use std::cell::RefCell;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// Number of Unicode code points (`len()` in Python); a fast path for ASCII text.
 pub fn code_points(s: &str) -> usize {
@@ -79,44 +79,23 @@ impl ApproxCounter {
     }
 }
 
-/// [`ApproxCounter::message_chars`] of shared messages, by the address of their allocation,
-/// per thread. Each entry holds a `Weak` to its message: the allocation cannot be freed (so no
-/// other message can take its address) and the message cannot change while the entry is there
-/// (`Arc::get_mut` refuses, `Arc::make_mut` moves the message to a new allocation), so an
-/// entry found for a live `Arc`'s address is that message's count.
-struct SharedChars {
-    chars: FxHashMap<usize, (Weak<Message>, usize, usize)>,
-}
-
-/// Entries kept before those of freed messages are dropped (each holds its message's
-/// allocation, not its texts: ~250 bytes).
-const SHARED_KEPT: usize = 2048;
-
 thread_local! {
-    static SHARED_CHARS: RefCell<SharedChars> = RefCell::new(SharedChars {
-        chars: FxHashMap::default(),
-    });
+    /// `(code points of the content, message chars)` of shared messages, per thread
+    /// ([`MessageMemo`]: remembered while each message lives).
+    static SHARED_CHARS: RefCell<MessageMemo<(usize, usize)>> = RefCell::default();
 }
 
-impl SharedChars {
-    /// `(code points of the content, message chars)` of `message`.
-    fn get(&mut self, message: &Arc<Message>) -> (usize, usize) {
-        let key = Arc::as_ptr(message) as usize;
-        if let Some(&(_, content, chars)) = self.chars.get(&key) {
-            return (content, chars);
-        }
-        let content = code_points(&message.content);
-        let chars = content + ApproxCounter::chars_besides_content(message);
-        if self.chars.len() >= SHARED_KEPT {
-            self.chars.retain(|_, (m, _, _)| m.strong_count() > 0);
-            if self.chars.len() >= SHARED_KEPT / 2 {
-                self.chars.clear();
-            }
-        }
-        self.chars
-            .insert(key, (Arc::downgrade(message), content, chars));
-        (content, chars)
-    }
+/// `(code points of the content, message chars)` of `message`.
+fn shared_chars(message: &Arc<Message>) -> (usize, usize) {
+    SHARED_CHARS.with(|memo| {
+        *memo.borrow_mut().get_or_insert_with(message, || {
+            let content = code_points(&message.content);
+            (
+                content,
+                content + ApproxCounter::chars_besides_content(message),
+            )
+        })
+    })
 }
 
 impl ApproxCounter {
@@ -124,13 +103,13 @@ impl ApproxCounter {
     /// message lives (per thread): the trace messages a sweep's units share are counted once
     /// per thread, not once per unit and question.
     pub fn shared_message_chars(message: &Arc<Message>) -> usize {
-        SHARED_CHARS.with(|memo| memo.borrow_mut().get(message).1)
+        shared_chars(message).1
     }
 
     /// [`code_points`] of a shared message's content, remembered as
     /// [`shared_message_chars`](Self::shared_message_chars) is.
     pub fn shared_content_chars(message: &Arc<Message>) -> usize {
-        SHARED_CHARS.with(|memo| memo.borrow_mut().get(message).0)
+        shared_chars(message).0
     }
 }
 
@@ -274,12 +253,15 @@ mod tests {
         Arc::make_mut(&mut unique).content = "a much longer text than before".into();
         assert_eq!(c.count_shared(&unique), c.count_message(&unique));
         // Freed and allocated again, many times over (past the entries kept).
-        for k in 0..3 * SHARED_KEPT {
+        for k in 0..3 * MessageMemo::<(usize, usize)>::KEPT {
             let m = Arc::new(Message::user("y".repeat(k % 50)));
             assert_eq!(c.count_shared(&m), c.count_message(&m), "{k}");
             assert_eq!(c.count_shared_content(&m), c.count_text(&m.content), "{k}");
         }
-        SHARED_CHARS.with(|memo| assert!(memo.borrow().chars.len() <= SHARED_KEPT));
+        // Freed messages' entries are dropped as the memo grows: it holds the live ones and at
+        // most as many freed ones again plus a floor.
+        SHARED_CHARS
+            .with(|memo| assert!(memo.borrow().len() <= 2 + MessageMemo::<(usize, usize)>::FLOOR));
     }
 
     #[test]

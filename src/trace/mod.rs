@@ -3,6 +3,7 @@
 pub(crate) mod discover;
 pub mod import;
 pub mod io;
+pub mod memo;
 pub mod model;
 
 pub use import::ImportError;

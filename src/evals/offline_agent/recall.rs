@@ -4,13 +4,14 @@
 use super::{answer, OfflineReply, DONT_KNOW};
 use crate::evals::truth;
 use crate::evalspec::needle::NeedleSearch;
+use crate::trace::memo::MessageMemo;
 use crate::trace::{Message, Role, ToolCall};
 use regex::Regex;
 use rustc_hash::FxHashMap;
 use serde_json::json;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The phrase a recall question asks about (remembered per thread by question: each needle's
 /// question is asked by every variant, on two conversations, at every step of its loop).
@@ -147,43 +148,26 @@ struct Said {
     ranked: Option<Option<(usize, String)>>,
 }
 
-/// [`Said`] of shared messages, per thread, by the address of the message's allocation and
-/// the phrase. A sweep asks the same needles' questions on the same trace messages over and
+/// [`Said`] of shared messages by phrase, per thread ([`MessageMemo`]: remembered while each
+/// message lives). A sweep asks the same needles' questions on the same trace messages over and
 /// over (each variant's reference question on the same planted history, each step of a
-/// question's tool loop on the same context). Each entry holds a `Weak` to its message: the
-/// allocation cannot be freed (no other message takes its address) and the message cannot
-/// change (`Arc::get_mut` refuses, `Arc::make_mut` moves it) while the entry is there.
+/// question's tool loop on the same context).
+#[derive(Default)]
 struct SaidMemo {
-    by_message: FxHashMap<usize, SaidOf>,
+    by_message: MessageMemo<Vec<(String, Said)>>,
 }
 
-/// A message remembered by [`SaidMemo`], and what it states by phrase.
-type SaidOf = (Weak<Message>, Vec<(String, Said)>);
-
-/// Messages remembered before those freed are dropped; phrases remembered per message.
-const SAID_MESSAGES_KEPT: usize = 2048;
+/// Phrases remembered per message.
 const SAID_PHRASES_KEPT: usize = 32;
 
 thread_local! {
-    static SAID: RefCell<SaidMemo> = RefCell::new(SaidMemo {
-        by_message: FxHashMap::default(),
-    });
+    static SAID: RefCell<SaidMemo> = RefCell::default();
 }
 
 impl SaidMemo {
     /// The entry of `message` for `phrase`.
     fn entry(&mut self, message: &Arc<Message>, phrase: &str) -> &mut Said {
-        let key = Arc::as_ptr(message) as usize;
-        if !self.by_message.contains_key(&key) && self.by_message.len() >= SAID_MESSAGES_KEPT {
-            self.by_message.retain(|_, (m, _)| m.strong_count() > 0);
-            if self.by_message.len() >= SAID_MESSAGES_KEPT / 2 {
-                self.by_message.clear();
-            }
-        }
-        let (_, phrases) = self
-            .by_message
-            .entry(key)
-            .or_insert_with(|| (Arc::downgrade(message), Vec::new()));
+        let phrases = self.by_message.get_or_insert_with(message, Vec::new);
         let at = match phrases.iter().position(|(p, _)| p == phrase) {
             Some(at) => at,
             None => {
