@@ -2,6 +2,7 @@
 //! cache write, output). An unknown price stays unknown: a role's total is `None` as soon as
 //! one unit used that role with no price, and the known part is kept separately.
 
+use super::exact::ExactSum;
 #[cfg(test)]
 use crate::record::Sample;
 use crate::record::{Row, TokenSplit, TokensByRole};
@@ -16,18 +17,27 @@ pub struct RoleCost {
     pub known_usd: f64,
     /// Units that used this role with no known price.
     pub unknown_units: usize,
+    /// `known_usd` as it is summed (the same float whatever order the units finished in).
+    #[serde(skip)]
+    #[schemars(skip)]
+    known: ExactSum,
 }
 
 impl RoleCost {
     fn add(&mut self, tokens: &TokenSplit, cost: Option<f64>) {
         match cost {
-            Some(c) => self.known_usd += c,
+            Some(c) => self.known.add(c),
             None if tokens.total() > 0 => self.unknown_units += 1,
             None => {}
         }
     }
     fn finish(&mut self) {
+        self.known_usd = self.known.value();
         self.usd = (self.unknown_units == 0).then_some(self.known_usd);
+    }
+    /// The exact sum, when every unit's price is known.
+    fn exact(&self) -> Option<ExactSum> {
+        (self.unknown_units == 0).then_some(self.known)
     }
 }
 
@@ -142,17 +152,16 @@ impl UsageSum {
         t.cost.judge.finish();
         t.cost.eval_agent.finish();
         let c = &t.cost;
-        let spent = match (c.summarizer.usd, c.judge.usd, c.eval_agent.usd) {
+        // Summed exactly and rounded once, so the total is the roles' exact sum whatever the
+        // order (run.json's `cost_usd` sums each unit's roles the same way).
+        let spent = match (c.summarizer.exact(), c.judge.exact(), c.eval_agent.exact()) {
             (Some(s), Some(j), Some(e)) => Some(s + j + e),
             _ => None,
         };
-        t.cost.total_usd = match (t.cost.agent.usd, spent) {
-            (Some(a), Some(s)) => Some(a + s),
-            _ => None,
-        };
-        // Rounded to a nano-dollar: float sums depend on the order units finished in, and the
-        // same figure must read the same in run.json, summary.json and every report.
-        let nano = |x: Option<f64>| x.map(|v| (v * 1e9).round() / 1e9);
+        let total = c.agent.exact().zip(spent).map(|(a, s)| a + s);
+        let spent = spent.map(ExactSum::value);
+        t.cost.total_usd = total.map(ExactSum::value);
+        let nano = |x: Option<f64>| x.map(nano_dollars);
         t.cost.headline = CostHeadline {
             modelled_agent_usd: nano(t.cost.agent.usd),
             spent_usd: nano(spent),
@@ -161,6 +170,12 @@ impl UsageSum {
         };
         t
     }
+}
+
+/// `usd` rounded to a nano-dollar, as the run's cost line shows it (run.json, summary.json and
+/// every report): the nearest float to an exact sum can still read `1.8599999999999999`.
+pub fn nano_dollars(usd: f64) -> f64 {
+    (usd * 1e9).round() / 1e9
 }
 
 /// `$1.2345` with enough digits for small amounts, or `unknown`.
@@ -216,6 +231,42 @@ mod tests {
         // Summarizer and judge used no tokens: known to cost nothing.
         assert_eq!(t.cost.summarizer.usd, Some(0.0));
         assert_eq!(t.cost.total_usd, Some(1.5));
+    }
+
+    /// Units that finish in another order give the same dollars to the last bit, and the
+    /// total is the roles' exact sum (a float sum read 0.9360000000000006 for 0.936).
+    #[test]
+    fn dollar_totals_do_not_depend_on_the_order_units_finished_in() {
+        let units: Vec<Sample> = (0..500)
+            .map(|i: u32| {
+                let c = |m: u32| 1e-3 * f64::from((i * 7919) % m) / 7.0;
+                unit(100, Some(c(997)), 10, Some(c(89)))
+            })
+            .collect();
+        let forward = totals(units.iter().map(Sample::row));
+        let backward = totals(units.iter().rev().map(Sample::row));
+        let naive_forward: f64 = units.iter().map(|u| u.cost_usd.agent.unwrap()).sum();
+        let naive_backward: f64 = units.iter().rev().map(|u| u.cost_usd.agent.unwrap()).sum();
+        assert_ne!(
+            naive_forward.to_bits(),
+            naive_backward.to_bits(),
+            "the costs must show the problem"
+        );
+        let bits = |t: &UsageTotals| {
+            [
+                t.cost.agent.usd,
+                t.cost.judge.usd,
+                t.cost.total_usd,
+                t.cost.headline.total_usd,
+            ]
+            .map(|x| x.unwrap().to_bits())
+        };
+        assert_eq!(bits(&forward), bits(&backward));
+        let exact: ExactSum = units
+            .iter()
+            .flat_map(|u| [u.cost_usd.agent.unwrap(), u.cost_usd.judge.unwrap()])
+            .sum();
+        assert_eq!(forward.cost.total_usd, Some(exact.value()));
     }
 
     #[test]

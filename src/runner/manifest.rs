@@ -9,6 +9,8 @@
 
 use super::shard::Shard;
 use crate::config::suite::PromptFile;
+use crate::metrics::cost::nano_dollars;
+use crate::metrics::exact::ExactSum;
 use crate::record::{Row, RunInfo, TokensByRole};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -92,6 +94,10 @@ impl Totals {
 #[derive(Clone, Debug, Default)]
 pub struct TotalsSum {
     totals: Totals,
+    /// `cost_usd` and `spent_usd` as they are summed: the same floats whatever order the units
+    /// finished in (`metrics::exact`).
+    cost: ExactSum,
+    spent: ExactSum,
     usage: crate::metrics::cost::UsageSum,
     sources: crate::report::pricing_notes::SourcesSum,
     /// Samples added.
@@ -107,10 +113,22 @@ impl TotalsSum {
         t.tokens.summarizer.add(&s.tokens.summarizer);
         t.tokens.judge.add(&s.tokens.judge);
         t.tokens.eval_agent.add(&s.tokens.eval_agent);
-        t.spent_usd += super::budget::spend_of(&s.cost_usd);
-        // The same rule as the reports: a role with tokens and no price makes it unknown.
+        let c = &s.cost_usd;
+        for spent in [c.summarizer, c.judge, c.eval_agent].into_iter().flatten() {
+            self.spent.add(spent);
+        }
+        // The same rule as the reports: a role with tokens and no price makes it unknown. Each
+        // role's dollars are added apart (not the unit's rounded total), so the sum equals the
+        // reports' total of the roles to the last digit.
         match s.cost_total() {
-            Some(c) => t.cost_usd += c,
+            Some(_) => {
+                for role in [c.agent, c.summarizer, c.judge, c.eval_agent]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.cost.add(role);
+                }
+            }
             None => t.cost_unknown_samples += 1,
         }
         self.usage.add(s);
@@ -121,6 +139,9 @@ impl TotalsSum {
 
     pub fn finish(self) -> Totals {
         let mut t = self.totals;
+        // Rounded as the cost line is: with every price known, `cost_usd` is its total.
+        t.cost_usd = nano_dollars(self.cost.value());
+        t.spent_usd = nano_dollars(self.spent.value());
         t.cost = self.usage.finish().cost.headline;
         t.sources = self.sources.finish();
         t
@@ -261,6 +282,45 @@ fn civil(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// run.json's dollars are the reports' to the last bit, whatever order the units finished in.
+    #[test]
+    fn totals_are_the_reports_dollars_in_any_order() {
+        use crate::record::{CostByRole, Sample, TokensByRole};
+        let units: Vec<Sample> = (0..300)
+            .map(|i: u32| {
+                let c = |m: u32| 1e-3 * f64::from((i * 7919) % m) / 7.0;
+                let mut tokens = TokensByRole::default();
+                tokens.agent.input = 1000;
+                tokens.summarizer.input = 200;
+                Sample::builder()
+                    .eval("e")
+                    .tokens(tokens)
+                    .cost(CostByRole {
+                        agent: Some(c(997)),
+                        summarizer: Some(c(89)),
+                        judge: None,
+                        eval_agent: None,
+                    })
+                    .build()
+            })
+            .collect();
+        let naive = |v: &mut dyn Iterator<Item = &Sample>| -> f64 {
+            v.map(|u| u.cost_total().unwrap()).sum()
+        };
+        assert_ne!(
+            naive(&mut units.iter()).to_bits(),
+            naive(&mut units.iter().rev()).to_bits(),
+            "the costs must show the problem"
+        );
+        let forward = Totals::of(units.iter().map(Sample::row));
+        let backward = Totals::of(units.iter().rev().map(Sample::row));
+        assert_eq!(forward.cost_usd.to_bits(), backward.cost_usd.to_bits());
+        assert_eq!(forward.spent_usd.to_bits(), backward.spent_usd.to_bits());
+        let usage = crate::metrics::cost::totals(units.iter().rev().map(Sample::row));
+        assert_eq!(Some(forward.cost_usd), usage.cost.headline.total_usd);
+        assert_eq!(Some(forward.spent_usd), usage.cost.headline.spent_usd);
+    }
 
     #[test]
     fn civil_dates() {

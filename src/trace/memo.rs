@@ -51,7 +51,7 @@ impl<V> MessageMemo<V> {
         make: impl FnOnce() -> V,
     ) -> &mut V {
         let key = Arc::as_ptr(message) as usize;
-        if !self.entries.contains_key(&key) && self.entries.len() >= self.prune_at {
+        if self.entries.len() >= self.prune_at && !self.entries.contains_key(&key) {
             self.entries.retain(|_, (m, _)| m.strong_count() > 0);
             if self.entries.len() >= Self::KEPT / 2 {
                 self.entries.clear();
