@@ -25,6 +25,7 @@ use crate::engine::summarizer::DEFAULT_SUMMARY_PROMPT;
 use crate::engine::view::{with_content, Entry, Item, Source};
 use crate::engine::EngineError;
 use crate::tokens::approx::code_points;
+use crate::trace::memo::MessageMemo;
 use crate::trace::{Message, Role};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -229,46 +230,71 @@ impl std::io::Write for Count {
 
 impl HistorySection {
     fn new(call_index: usize, messages: Vec<Arc<Message>>) -> Self {
-        let mut s = HistorySection {
+        let mut header = Count(0);
+        // Counting cannot fail.
+        let _ = Self::render_header(call_index, &mut header);
+        let len = header.0 + messages.iter().map(Self::message_len).sum::<u64>() + 1;
+        HistorySection {
             call_index,
             messages,
-            len: 0,
-        };
-        let mut count = Count(0);
-        // Counting cannot fail.
-        let _ = s.render(&mut count);
-        s.len = count.0;
-        s
+            len,
+        }
     }
 
     /// Generic over the writer, so a `Vec` or a count is written without a call through a
     /// vtable per piece (the arguments' JSON is written in many small pieces).
     fn render<W: std::io::Write + ?Sized>(&self, out: &mut W) -> std::io::Result<()> {
-        write!(out, "## Summarized at model call {}\n\n", self.call_index)?;
+        Self::render_header(self.call_index, out)?;
         for m in &self.messages {
-            let who = match m.role {
-                Role::System => "System",
-                Role::User => "Human",
-                Role::Assistant => "AI",
-                Role::Tool => "Tool",
-            };
-            out.write_all(who.as_bytes())?;
-            out.write_all(b": ")?;
-            out.write_all(m.content.as_bytes())?;
-            out.write_all(b"\n")?;
-            for c in &m.tool_calls {
-                // `Tool call {name} ({id}): {arguments}`; the arguments written as their
-                // `Display` writes them (compact JSON), without a formatter between.
-                out.write_all(b"Tool call ")?;
-                out.write_all(c.name.as_bytes())?;
-                out.write_all(b" (")?;
-                out.write_all(c.id.as_bytes())?;
-                out.write_all(b"): ")?;
-                serde_json::to_writer(&mut *out, &c.arguments).map_err(std::io::Error::other)?;
-                out.write_all(b"\n")?;
-            }
+            Self::render_message(m, out)?;
         }
         out.write_all(b"\n")
+    }
+
+    fn render_header<W: std::io::Write + ?Sized>(call: usize, out: &mut W) -> std::io::Result<()> {
+        write!(out, "## Summarized at model call {call}\n\n")
+    }
+
+    fn render_message<W: std::io::Write + ?Sized>(m: &Message, out: &mut W) -> std::io::Result<()> {
+        let who = match m.role {
+            Role::System => "System",
+            Role::User => "Human",
+            Role::Assistant => "AI",
+            Role::Tool => "Tool",
+        };
+        out.write_all(who.as_bytes())?;
+        out.write_all(b": ")?;
+        out.write_all(m.content.as_bytes())?;
+        out.write_all(b"\n")?;
+        for c in &m.tool_calls {
+            // `Tool call {name} ({id}): {arguments}`; the arguments written as their
+            // `Display` writes them (compact JSON), without a formatter between.
+            out.write_all(b"Tool call ")?;
+            out.write_all(c.name.as_bytes())?;
+            out.write_all(b" (")?;
+            out.write_all(c.id.as_bytes())?;
+            out.write_all(b"): ")?;
+            serde_json::to_writer(&mut *out, &c.arguments).map_err(std::io::Error::other)?;
+            out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    /// Bytes [`render_message`](Self::render_message) writes for `m`, remembered per thread
+    /// while the message lives: the same trace messages leave the context in every unit of a
+    /// trace × variant, and counting a tool call's arguments escapes their JSON.
+    fn message_len(m: &Arc<Message>) -> u64 {
+        thread_local! {
+            static LENS: std::cell::RefCell<MessageMemo<u64>> = std::cell::RefCell::default();
+        }
+        LENS.with(|memo| {
+            *memo.borrow_mut().get_or_insert_with(m, || {
+                let mut count = Count(0);
+                // Counting cannot fail.
+                let _ = Self::render_message(m, &mut count);
+                count.0
+            })
+        })
     }
 }
 
@@ -610,6 +636,14 @@ mod history_tests {
         }
         want.push('\n');
         assert_eq!(render_history(7, &msgs), want);
-        assert_eq!(HistorySection::new(7, msgs).len, want.len() as u64);
+        assert_eq!(HistorySection::new(7, msgs.clone()).len, want.len() as u64);
+        // Again, the messages' lengths remembered; and a changed copy counted afresh.
+        assert_eq!(HistorySection::new(7, msgs.clone()).len, want.len() as u64);
+        let mut changed = msgs;
+        Arc::make_mut(&mut changed[0]).content.push_str(" there");
+        assert_eq!(
+            HistorySection::new(7, changed).len,
+            want.len() as u64 + " there".len() as u64
+        );
     }
 }
