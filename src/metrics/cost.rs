@@ -32,7 +32,7 @@ impl RoleCost {
         }
     }
     fn finish(&mut self) {
-        self.known_usd = self.known.value();
+        self.known_usd = nano_dollars(self.known.value());
         self.usd = (self.unknown_units == 0).then_some(self.known_usd);
     }
     /// The exact sum, when every unit's price is known.
@@ -159,21 +159,21 @@ impl UsageSum {
             _ => None,
         };
         let total = c.agent.exact().zip(spent).map(|(a, s)| a + s);
-        let spent = spent.map(ExactSum::value);
-        t.cost.total_usd = total.map(ExactSum::value);
-        let nano = |x: Option<f64>| x.map(nano_dollars);
+        let dollars = |x: ExactSum| nano_dollars(x.value());
+        t.cost.total_usd = total.map(dollars);
         t.cost.headline = CostHeadline {
-            modelled_agent_usd: nano(t.cost.agent.usd),
-            spent_usd: nano(spent),
-            total_usd: nano(t.cost.total_usd),
+            modelled_agent_usd: t.cost.agent.usd,
+            spent_usd: spent.map(dollars),
+            total_usd: t.cost.total_usd,
             unknown_units,
         };
         t
     }
 }
 
-/// `usd` rounded to a nano-dollar, as the run's cost line shows it (run.json, summary.json and
-/// every report): the nearest float to an exact sum can still read `1.8599999999999999`.
+/// `usd` rounded to a nano-dollar, as every dollar total of a run is kept (run.json,
+/// summary.json, every report): the nearest float to an exact sum can still read
+/// `1.8599999999999999` or `0.5940000000000001`.
 pub fn nano_dollars(usd: f64) -> f64 {
     (usd * 1e9).round() / 1e9
 }
@@ -266,7 +266,7 @@ mod tests {
             .iter()
             .flat_map(|u| [u.cost_usd.agent.unwrap(), u.cost_usd.judge.unwrap()])
             .sum();
-        assert_eq!(forward.cost.total_usd, Some(exact.value()));
+        assert_eq!(forward.cost.total_usd, Some(nano_dollars(exact.value())));
     }
 
     #[test]

@@ -442,6 +442,15 @@ mod tests {
     use super::*;
     use crate::record::{TimelinePoint, UnitError};
 
+    /// A run directory with its run.json: variants `a` and `b`.
+    fn run_of_two_variants(dir: &Path) -> (RunDir, RunInfo) {
+        let run = RunDir::new(dir);
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["a".into(), "b".into()];
+        std::fs::write(run.run_json(), serde_json::to_string(&info).unwrap()).unwrap();
+        (run, info)
+    }
+
     fn sample(i: u32, variant: &str) -> Sample {
         let mut s = Sample::builder()
             .unit_id(format!("{variant}/u{i}"))
@@ -474,10 +483,7 @@ mod tests {
     #[test]
     fn streamed_model_equals_the_in_memory_one_and_loads_detail_on_demand() {
         let dir = tempfile::tempdir().unwrap();
-        let run = RunDir::new(dir.path());
-        let mut info = RunInfo::new("r");
-        info.variants = vec!["a".into(), "b".into()];
-        std::fs::write(run.run_json(), serde_json::to_string(&info).unwrap()).unwrap();
+        let (run, info) = run_of_two_variants(dir.path());
         let samples: Vec<Sample> = (0..12)
             .flat_map(|i| [sample(i, "a"), sample(i, "b")])
             .collect();
@@ -520,10 +526,7 @@ mod tests {
     #[test]
     fn rows_built_as_the_journal_is_written_equal_the_rows_read_from_it() {
         let dir = tempfile::tempdir().unwrap();
-        let run = RunDir::new(dir.path());
-        let mut info = RunInfo::new("r");
-        info.variants = vec!["a".into(), "b".into()];
-        std::fs::write(run.run_json(), serde_json::to_string(&info).unwrap()).unwrap();
+        let (run, _) = run_of_two_variants(dir.path());
         let mut samples: Vec<Sample> = (0..30)
             .map(|i| sample(i, if i % 3 == 0 { "b" } else { "a" }))
             .collect();

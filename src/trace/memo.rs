@@ -11,10 +11,10 @@
 //!
 //! Messages made by one unit (its summaries, its planted needle) die with the unit, and their
 //! entries with them: entries of freed messages are dropped whenever the memo has grown to twice
-//! the entries that were live at the last drop (at least [`MessageMemo::FLOOR`]). So freed
-//! entries never outnumber live ones by more than the floor, a memo's memory follows what is
-//! live, not how many units ran (`tests/run_memory.rs` measures a run's peak per unit), and the
-//! drops cost O(1) an entry. Past [`MessageMemo::KEPT`] live entries, the memo starts over.
+//! the entries that were live at the last drop (at least [`MessageMemo::FLOOR`]). So a memo
+//! holds at most twice what was live at its last drop, not an entry for every unit that ran,
+//! and the drops cost O(1) an entry. When half of [`MessageMemo::KEPT`] entries are still live
+//! at a drop, the memo starts over: it never holds more than [`MessageMemo::KEPT`].
 
 use super::Message;
 use rustc_hash::FxHashMap;
