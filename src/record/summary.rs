@@ -106,9 +106,11 @@ pub struct SummaryPack {
 
 /// Where each text one writer appended to a pack lies in the file: the end of a run reads the
 /// few texts its report shows at their offsets ([`read_pack`]) instead of scanning the whole
-/// pack (45 MB read back at the end of the 1,000-unit needle sweep). Keyed by the first 8
-/// bytes of the text's digest (every text read is checked against its name's digest, and a
-/// miss falls back to the scan); at most [`PackIndex::MAX`] texts (about 32 bytes each).
+/// pack (45 MB read back at the end of the 1,000-unit needle sweep, before its blocks). Keyed
+/// by the first 8 bytes of the text's digest (every text read is checked against its name's
+/// digest, and a miss falls back to the scan); at most [`PackIndex::MAX`] texts (about 64
+/// bytes each: a text in a block is located by the block and its place in it; a block read
+/// is decompressed once for all the texts wanted from it).
 #[derive(Debug, Default)]
 struct PackIndex {
     /// Key of a member name ([`index_key`]) → where its first text lies.
