@@ -129,8 +129,9 @@ struct FileData {
 
 /// One file's bytes as [`OffloadStore::materialize`] hands them over: a file written in one
 /// piece shares the store's own bytes (the evicted result or the written buffer, also shared
-/// with the stores forked from the same prefix), any other is flattened into a buffer of its
-/// own. Reads as `&[u8]`.
+/// with the stores forked from the same prefix); any other keeps its segments and is
+/// flattened into a buffer of its own when first read ([`FileBytes::compacted`] drops that
+/// buffer again). Reads as `&[u8]`.
 #[derive(Clone, Debug)]
 pub struct FileBytes(FileRepr);
 
@@ -139,6 +140,12 @@ enum FileRepr {
     /// A segment whose bytes are in memory ([`Segment::borrowed`] is `Some`).
     Shared(Arc<Segment>),
     Owned(Vec<u8>),
+    /// Segments (shared with the store), flattened on the first read.
+    Segments {
+        segments: Vec<Arc<Segment>>,
+        len: u64,
+        flat: std::sync::OnceLock<Vec<u8>>,
+    },
 }
 
 impl std::ops::Deref for FileBytes {
@@ -147,6 +154,55 @@ impl std::ops::Deref for FileBytes {
         match &self.0 {
             FileRepr::Shared(seg) => seg.borrowed().unwrap_or(&[]),
             FileRepr::Owned(v) => v,
+            FileRepr::Segments {
+                segments,
+                len,
+                flat,
+            } => flat.get_or_init(|| {
+                let mut bytes = Vec::with_capacity(usize::try_from(*len).unwrap_or(0));
+                for seg in segments {
+                    seg.append_to(&mut bytes);
+                }
+                bytes
+            }),
+        }
+    }
+}
+
+impl FileBytes {
+    /// Number of bytes, without flattening a file of several segments.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            FileRepr::Segments { len, .. } => usize::try_from(*len).unwrap_or(usize::MAX),
+            _ => (**self).len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// These bytes without the buffer a first read flattened them into (the segments stay,
+    /// shared with the store): what a store held in memory after its unit ended keeps until
+    /// it is written or dropped, instead of a copy of its history file.
+    pub fn compacted(&self) -> FileBytes {
+        match &self.0 {
+            FileRepr::Segments { segments, len, .. } => FileBytes(FileRepr::Segments {
+                segments: segments.clone(),
+                len: *len,
+                flat: std::sync::OnceLock::new(),
+            }),
+            _ => self.clone(),
+        }
+    }
+
+    /// The bytes are flattened in a buffer of their own (a file of several segments that was
+    /// read); for tests.
+    #[cfg(test)]
+    fn is_flat(&self) -> bool {
+        match &self.0 {
+            FileRepr::Segments { flat, .. } => flat.get().is_some(),
+            _ => true,
         }
     }
 }
@@ -185,6 +241,15 @@ impl<const N: usize> PartialEq<&[u8; N]> for FileBytes {
 
 /// A store's files keyed by their path relative to its root ([`OffloadStore::materialize`]).
 pub type StoreFiles = BTreeMap<String, FileBytes>;
+
+/// `files` without the buffers reading them flattened files of several segments into
+/// ([`FileBytes::compacted`]).
+pub fn compacted(files: &StoreFiles) -> StoreFiles {
+    files
+        .iter()
+        .map(|(path, bytes)| (path.clone(), bytes.compacted()))
+        .collect()
+}
 
 /// Offload store of one replay.
 #[derive(Debug)]
@@ -615,13 +680,11 @@ impl OffloadStore {
                 .join("/");
             let bytes = match f.segments.as_slice() {
                 [one] if one.borrowed().is_some() => FileBytes(FileRepr::Shared(one.clone())),
-                many => {
-                    let mut bytes = Vec::with_capacity(f.len as usize);
-                    for seg in many {
-                        seg.append_to(&mut bytes);
-                    }
-                    bytes.into()
-                }
+                many => FileBytes(FileRepr::Segments {
+                    segments: many.to_vec(),
+                    len: f.len,
+                    flat: std::sync::OnceLock::new(),
+                }),
             };
             out.insert(key, bytes);
         }
@@ -1135,9 +1198,22 @@ mod tests {
         // The same bytes, not a copy of them.
         assert_eq!(files["large_tool_results/a"].as_ptr(), stored.as_ptr());
         assert_eq!(files["large_tool_results/a"], b"one piece");
-        // Appended and lazy files are flattened, byte for byte.
+        // Appended and lazy files are flattened when first read, byte for byte.
+        assert!(!files["h.md"].is_flat() && !files["lazy.md"].is_flat());
+        assert_eq!((files["h.md"].len(), files["lazy.md"].len()), (4, 2));
+        assert!(!files["h.md"].is_flat(), "its length is known unread");
         assert_eq!(files["h.md"], b"abcd");
         assert_eq!(files["lazy.md"], b"qq");
+        assert!(files["h.md"].is_flat());
+        // Compacted (a store held after its unit): the buffer dropped, the same bytes.
+        let held = compacted(&files);
+        assert!(!held["h.md"].is_flat());
+        assert_eq!(held, files);
+        assert_eq!(
+            held["large_tool_results/a"].as_ptr(),
+            stored.as_ptr(),
+            "a file in one piece stays shared"
+        );
         // A fork shares the segments, so its materialized file is the prefix's bytes too.
         let (fork, _) = s.fork(1).unwrap();
         assert_eq!(

@@ -383,7 +383,16 @@ fn write_store_here(
         Route::Dir => (crate::engine::store::write_files(&files, dir), None),
         Route::Pack => (packs.append(id, &files), None),
         Route::Skip => (packs.skip(id), None),
-        Route::Hold | Route::Wait => (packs.skip(id), Some((id.to_string(), files))),
+        // Held until pruning decides: without the copy a read of the history file flattened
+        // it into (up to 64 stores wait at once in a 1,000-unit sweep; a kept one is flattened
+        // again when written).
+        Route::Hold | Route::Wait => (
+            packs.skip(id),
+            Some((
+                id.to_string(),
+                Arc::new(crate::engine::store::compacted(&files)),
+            )),
+        ),
     }
 }
 
