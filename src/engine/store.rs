@@ -163,6 +163,8 @@ impl std::ops::Deref for FileBytes {
                 for seg in segments {
                     seg.append_to(&mut bytes);
                 }
+                // `len` is what a store pack's header declares for these bytes.
+                debug_assert_eq!(bytes.len() as u64, *len, "a segment's length is exact");
                 bytes
             }),
         }

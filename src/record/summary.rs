@@ -146,33 +146,50 @@ struct BlockLoc {
 /// starts with `#`.
 const BLOCK_TAG: &str = "#lz4";
 
-/// A record's header line, without its `\n`.
+/// A record's header line, without its `\n`. Where records start and end depends only on the
+/// last number of each header line: a header whose other fields are damaged is still a record
+/// of that length (skipped), so the records after it stay readable.
 #[derive(Debug, PartialEq, Eq)]
 enum Head<'a> {
     /// A text of `len` bytes named `name`.
     Text { name: &'a str, len: u64 },
     /// A block of `len` compressed bytes holding `raw` bytes of text records.
     Block { raw: u64, len: u64 },
+    /// A block header whose raw length does not parse or cannot be (an LZ4 block expands at
+    /// most ~255 times: a larger claim is damage, not a size to allocate).
+    Damaged { len: u64 },
 }
 
 impl<'a> Head<'a> {
-    fn parse(line: &'a str) -> Option<Self> {
-        let (name, len) = line.rsplit_once(' ')?;
-        let len = len.parse::<u64>().ok()?;
-        if let Some(raw) = name.strip_prefix(BLOCK_TAG) {
-            let raw = raw.strip_prefix(' ')?.parse::<u64>().ok()?;
-            // An LZ4 block expands at most ~255 times: a larger claim is damage, not a
-            // size to allocate.
-            return (raw <= len.saturating_mul(255).saturating_add(16))
-                .then_some(Head::Block { raw, len });
+    /// `None`: the line's last field is not a length (a torn tail).
+    fn parse(line: &'a [u8]) -> Option<Self> {
+        let space = memchr::memrchr(b' ', line)?;
+        let len = std::str::from_utf8(&line[space + 1..])
+            .ok()?
+            .parse::<u64>()
+            .ok()?;
+        let name = &line[..space];
+        if let Some(raw) = name.strip_prefix(BLOCK_TAG.as_bytes()) {
+            let raw = raw
+                .strip_prefix(b" ")
+                .and_then(|r| std::str::from_utf8(r).ok()?.parse::<u64>().ok());
+            return Some(match raw {
+                Some(raw) if raw <= len.saturating_mul(255).saturating_add(16) => {
+                    Head::Block { raw, len }
+                }
+                _ => Head::Damaged { len },
+            });
         }
-        Some(Head::Text { name, len })
+        Some(match std::str::from_utf8(name) {
+            Ok(name) => Head::Text { name, len },
+            Err(_) => Head::Damaged { len },
+        })
     }
 
     /// The length of the record's body (after the header line).
     fn len(&self) -> u64 {
         match *self {
-            Head::Text { len, .. } | Head::Block { len, .. } => len,
+            Head::Text { len, .. } | Head::Block { len, .. } | Head::Damaged { len } => len,
         }
     }
 }
@@ -189,8 +206,7 @@ fn block_records(raw: &[u8]) -> impl Iterator<Item = Option<(&str, &[u8])>> {
         }
         let record = (|| {
             let nl = memchr::memchr(b'\n', rest)?;
-            let Head::Text { name, len } = Head::parse(std::str::from_utf8(&rest[..nl]).ok()?)?
-            else {
+            let Head::Text { name, len } = Head::parse(&rest[..nl])? else {
                 return None;
             };
             let body = rest.get(nl + 1..)?;
@@ -237,8 +253,7 @@ impl SummaryPack {
     }
 
     /// Record `texts`: fills each record's `text_digest`, `chars`, and `text` (short) or `file`
-    /// (long: appended here, all of them in one vectored write from the texts themselves, not
-    /// copied into a buffer first).
+    /// (long: appended here, all of them in one write, as one block when that is shorter).
     pub fn keep(&self, texts: Vec<(SummaryRecord, &str)>) -> std::io::Result<Vec<SummaryRecord>> {
         let mut long: Vec<(String, &str)> = Vec::new();
         let mut out = Vec::with_capacity(texts.len());
@@ -468,8 +483,10 @@ fn whole_records(file: &std::fs::File) -> std::io::Result<u64> {
 /// Read the records of the summaries pack `file` from the start (`file` at offset 0). With
 /// `texts` = `(want, got)`: the text of each record whose name `want`s it is given to
 /// `got(name, text)`, the others are skipped (blocks are decompressed to see their names).
-/// Returns the length of the whole records (a torn or damaged tail ends the scan: a text that
-/// is not UTF-8 or a block that does not decompress to its records).
+/// Returns the length of the whole records: a torn tail (a header line that does not parse,
+/// a record longer than the rest of the file) ends the scan. A record whose content is
+/// damaged — a wanted text that is not UTF-8, a block that does not decompress to whole text
+/// records — gives no text, and the scan goes on after it.
 fn scan<W, G>(file: &std::fs::File, mut texts: Option<(W, G)>) -> std::io::Result<u64>
 where
     W: FnMut(&str) -> bool,
@@ -479,21 +496,21 @@ where
     let total = file.metadata()?.len();
     let mut r = std::io::BufReader::with_capacity(64 * 1024, file);
     let mut whole = 0u64;
-    let mut line = String::new();
+    let mut line = Vec::new();
     loop {
         line.clear();
-        let n = match r.read_line(&mut line) {
-            Ok(n) => n as u64,
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => return Ok(whole),
-            Err(e) => return Err(e),
-        };
-        let Some(head) = line.strip_suffix('\n').and_then(Head::parse) else {
+        let n = r.read_until(b'\n', &mut line)? as u64;
+        let Some(head) = line.strip_suffix(b"\n").and_then(Head::parse) else {
             return Ok(whole);
         };
         let len = head.len();
-        if whole + n + len > total {
+        let Some(end) = whole
+            .checked_add(n)
+            .and_then(|w| w.checked_add(len))
+            .filter(|&end| end <= total)
+        else {
             return Ok(whole);
-        }
+        };
         let text_wanted = match (&head, texts.as_mut()) {
             (Head::Text { name, .. }, Some((want, _))) => want(name),
             _ => false,
@@ -502,38 +519,33 @@ where
             (Head::Text { name, .. }, Some((_, got))) if text_wanted => {
                 let mut bytes = Vec::with_capacity(len as usize);
                 (&mut r).take(len).read_to_end(&mut bytes)?;
-                match String::from_utf8(bytes) {
-                    Ok(text) => got(name, text),
-                    Err(_) => return Ok(whole),
+                if let Ok(text) = String::from_utf8(bytes) {
+                    got(name, text);
                 }
             }
             (Head::Block { raw, .. }, Some((want, got))) => {
                 let mut packed = Vec::with_capacity(len as usize);
                 (&mut r).take(len).read_to_end(&mut packed)?;
-                let Some(raw) = unblock(&packed, raw) else {
-                    return Ok(whole);
-                };
-                // The block's wanted texts are passed only once the whole block reads.
-                let mut found = Vec::new();
-                for record in block_records(&raw) {
-                    let Some((name, text)) = record else {
-                        return Ok(whole);
-                    };
-                    let Ok(text) = std::str::from_utf8(text) else {
-                        return Ok(whole);
-                    };
-                    if want(name) {
-                        found.push((name, text));
+                // The block's wanted texts are passed only if the whole block reads.
+                let found = unblock(&packed, raw).and_then(|raw| {
+                    let mut found = Vec::new();
+                    for record in block_records(&raw) {
+                        let (name, text) = record?;
+                        let text = std::str::from_utf8(text).ok()?;
+                        if want(name) {
+                            found.push((name.to_string(), text.to_string()));
+                        }
                     }
-                }
-                for (name, text) in found {
-                    got(name, text.to_string());
+                    Some(found)
+                });
+                for (name, text) in found.unwrap_or_default() {
+                    got(&name, text);
                 }
             }
             // Within the buffer when the record is short: no system call.
             _ => r.seek_relative(len as i64)?,
         }
-        whole += n + len;
+        whole = end;
     }
 }
 
@@ -552,6 +564,8 @@ pub fn read_pack(
     if let Some(found) = read_indexed(path, &file, wanted) {
         return Ok(found);
     }
+    // From the start: reading by offset may have given up part way.
+    std::io::Seek::seek(&mut &file, std::io::SeekFrom::Start(0))?;
     let mut found = std::collections::BTreeMap::new();
     scan(
         &file,
@@ -819,25 +833,27 @@ mod tests {
                 assert_eq!(&found[r.file.as_ref().unwrap()], t);
             }
         };
-        expect(&read_pack(&path, &all).unwrap()); // by offset
-        expect(&read_pack(&path, &all).unwrap()); // the index was taken: a scan
-                                                  // The header as a reader from before blocks parses it: a record of the block's length.
+        // By offset, with the first header's length damaged in place so that no scan could
+        // read anything: every text comes from the writer's index, the plain one too.
+        let mut damaged = bytes.clone();
+        damaged[memchr::memchr(b'\n', &bytes).unwrap() - 1] = b'x';
+        std::fs::write(&path, &damaged).unwrap();
+        expect(&read_pack(&path, &all).unwrap());
+        // The index was taken: a scan of the file as written.
+        std::fs::write(&path, &bytes).unwrap();
+        expect(&read_pack(&path, &all).unwrap());
+        // The header as a reader from before blocks parses it: a record of the block's length.
         let nl = memchr::memchr(b'\n', &bytes).unwrap();
         let head = std::str::from_utf8(&bytes[..nl]).unwrap();
         let (_, len) = head.rsplit_once(' ').unwrap();
         assert_eq!(nl as u64 + 1 + len.parse::<u64>().unwrap(), after_block);
     }
 
-    /// Every byte of a pack of two blocks damaged in turn: reading never panics, never returns
-    /// a wrong text, and a writer opening the damaged pack keeps it readable up to the damage.
-    #[test]
-    fn a_damaged_block_never_panics_nor_gives_a_wrong_text() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.pack");
-        let texts: Vec<String> = (0..4)
-            .map(|i| format!("{i} {}", "summary text, repeated. ".repeat(90 + i)))
-            .collect();
-        let pack = SummaryPack::new(&path);
+    /// Texts of two units, as one writer appends them (its index registered): the names, and
+    /// the pack's bytes.
+    fn two_units(path: &std::path::Path, texts: &[String]) -> (Vec<String>, Vec<u8>) {
+        let _ = std::fs::remove_file(path);
+        let pack = SummaryPack::new(path);
         let mut names = Vec::new();
         for pair in texts.chunks(2) {
             let kept = pack
@@ -845,18 +861,63 @@ mod tests {
                 .unwrap();
             names.extend(kept.into_iter().map(|r| r.file.unwrap()));
         }
-        let bytes = std::fs::read(&path).unwrap();
-        drop(pack);
+        (names, std::fs::read(path).unwrap())
+    }
+
+    fn unit_texts(n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| format!("{i} {}", "summary text, repeated. ".repeat(90 + i)))
+            .collect()
+    }
+
+    /// Every byte of a pack of two blocks damaged in turn, in place: reading never panics and
+    /// never returns a wrong text, by the writer's offsets (each round writes the pack anew,
+    /// so its index is there) or by a scan (the index is taken by the first read); and every
+    /// text of a block the damage did not touch is still read.
+    #[test]
+    fn a_damaged_block_never_panics_nor_gives_a_wrong_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.pack");
+        let texts = unit_texts(4);
+        let (names, bytes) = two_units(&path, &texts);
+        let first = memchr::memchr(b'\n', &bytes).unwrap();
+        let second_at = bytes
+            .windows(5)
+            .rposition(|w| w == b"#lz4 ")
+            .expect("two blocks");
+        assert!(second_at > first);
+        // Where records start and end: each header's last space, length and newline.
+        let length_fields: Vec<std::ops::RangeInclusive<usize>> = [0, second_at]
+            .iter()
+            .map(|&at| {
+                let nl = at + memchr::memchr(b'\n', &bytes[at..]).unwrap();
+                at + memchr::memrchr(b' ', &bytes[at..nl]).unwrap()..=nl
+            })
+            .collect();
         let all: std::collections::BTreeSet<String> = names.iter().cloned().collect();
         for i in 0..bytes.len() {
             for flip in [0x01u8, 0x80] {
+                two_units(&path, &texts);
                 let mut damaged = bytes.clone();
                 damaged[i] ^= flip;
                 std::fs::write(&path, &damaged).unwrap();
-                let found = read_pack(&path, &all).unwrap();
-                for (name, text) in names.iter().zip(&texts) {
-                    if let Some(got) = found.get(name) {
-                        assert_eq!(got, text, "byte {i} ^ {flip:#x}");
+                for read in ["by offset", "by scan"] {
+                    let found = read_pack(&path, &all).unwrap();
+                    for (k, (name, text)) in names.iter().zip(&texts).enumerate() {
+                        if let Some(got) = found.get(name) {
+                            assert_eq!(got, text, "byte {i} ^ {flip:#x}, {read}");
+                        }
+                        // A block the damage did not touch: its texts read (damage to the
+                        // first block's length field aside, which moves where the second
+                        // starts).
+                        let untouched = if k < 2 { i >= second_at } else { i < second_at };
+                        let length_field = length_fields.iter().any(|r| r.contains(&i));
+                        if untouched && !(length_field && k >= 2) {
+                            assert!(
+                                found.contains_key(name),
+                                "text {k} lost: byte {i} ^ {flip:#x}, {read}"
+                            );
+                        }
                     }
                 }
             }
@@ -875,6 +936,74 @@ mod tests {
         assert!(!found.contains_key(&names[2]));
         for i in [0, 1, 3] {
             assert_eq!(found[&names[i]], texts[i]);
+        }
+    }
+
+    /// A block whose bytes are damaged (zeroed, as a crash can leave a file's end on some file
+    /// systems) or whose header's raw length is, gives no text; the records after it are still
+    /// read, and a writer opening the pack appends after them, cutting nothing.
+    #[test]
+    fn a_damaged_block_in_the_middle_hides_nothing_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.pack");
+        let texts = unit_texts(6);
+        let (names, bytes) = two_units(&path, &texts);
+        let heads: Vec<usize> = (0..bytes.len())
+            .filter(|&i| bytes[i..].starts_with(b"#lz4 "))
+            .collect();
+        assert_eq!(heads.len(), 3);
+        let all: std::collections::BTreeSet<String> = names.iter().cloned().collect();
+        let zeroed = {
+            let mut b = bytes.clone();
+            let body = heads[1] + memchr::memchr(b'\n', &bytes[heads[1]..]).unwrap() + 1;
+            b[body..heads[2]].fill(0);
+            b
+        };
+        let bad_raw = {
+            let mut b = bytes.clone();
+            b[heads[1] + 5] = b'x';
+            b
+        };
+        for damaged in [zeroed, bad_raw] {
+            std::fs::write(&path, &damaged).unwrap();
+            let found = read_pack(&path, &all).unwrap();
+            let read: Vec<usize> = (0..6).filter(|&k| found.contains_key(&names[k])).collect();
+            assert_eq!(read, [0, 1, 4, 5]);
+            let more = "m".repeat(INLINE_SUMMARY_CHARS + 3);
+            let kept = SummaryPack::new(&path)
+                .keep(vec![(record(), &more)])
+                .unwrap();
+            assert!(std::fs::metadata(&path).unwrap().len() > damaged.len() as u64);
+            let name = kept[0].file.clone().unwrap();
+            let wanted = all.iter().cloned().chain([name.clone()]).collect();
+            let found = read_pack(&path, &wanted).unwrap();
+            assert_eq!(found.len(), 5);
+            assert_eq!(found[&name], more);
+        }
+    }
+
+    /// A header claiming a length near `u64::MAX` (a crafted or badly damaged file) ends the
+    /// scan: no overflow, no allocation of that size, no endless loop.
+    #[test]
+    fn a_length_near_the_largest_number_ends_the_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.pack");
+        let texts = unit_texts(2);
+        let (names, bytes) = two_units(&path, &texts);
+        let all: std::collections::BTreeSet<String> = names.iter().cloned().collect();
+        for tail in [
+            format!("#lz4 5 {}\n", u64::MAX - 10),
+            format!("summaries/x.md {}\n", u64::MAX),
+            format!("{} {}\n", names[0], u64::MAX - 20),
+        ] {
+            let mut b = bytes.clone();
+            b.extend_from_slice(tail.as_bytes());
+            std::fs::write(&path, &b).unwrap();
+            assert_eq!(read_pack(&path, &all).unwrap().len(), 2);
+            SummaryPack::new(&path)
+                .keep(vec![(record(), texts[0].as_str())])
+                .unwrap();
+            assert_eq!(std::fs::read(&path).unwrap()[..bytes.len()], bytes[..]);
         }
     }
 
