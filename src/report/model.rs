@@ -8,6 +8,7 @@ use super::rows::Rows;
 use crate::metrics::aggregate::{self, Comparison, MetricSummary, PassK};
 use crate::metrics::cost::{self, UsageTotals};
 use crate::record::{RunInfo, Sample};
+use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -193,8 +194,10 @@ impl ReportModel {
                 let per_metric = table.get(v).unwrap_or(&empty);
                 let mut names: Vec<&String> = per_metric.keys().collect();
                 names.sort_by_key(|m| metric_rank(m));
+                // On rayon's threads, beside the comparisons: each summary's bootstrap (up to
+                // 2,000 resamples) is a function of its label, and `collect` keeps the order.
                 let metrics = names
-                    .into_iter()
+                    .into_par_iter()
                     .filter_map(|m| {
                         aggregate::summarize(m, &per_metric[m], seed, &format!("{v}\u{1f}{m}"))
                     })
