@@ -849,9 +849,9 @@ mod tests {
         assert_eq!(nl as u64 + 1 + len.parse::<u64>().unwrap(), after_block);
     }
 
-    /// Texts of two units, as one writer appends them (its index registered): the names, and
-    /// the pack's bytes.
-    fn two_units(path: &std::path::Path, texts: &[String]) -> (Vec<String>, Vec<u8>) {
+    /// `texts` kept two a unit by one writer of a new pack at `path` (its index registered):
+    /// the names, and the pack's bytes.
+    fn units_of_two(path: &std::path::Path, texts: &[String]) -> (Vec<String>, Vec<u8>) {
         let _ = std::fs::remove_file(path);
         let pack = SummaryPack::new(path);
         let mut names = Vec::new();
@@ -879,7 +879,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.pack");
         let texts = unit_texts(4);
-        let (names, bytes) = two_units(&path, &texts);
+        let (names, bytes) = units_of_two(&path, &texts);
         let first = memchr::memchr(b'\n', &bytes).unwrap();
         let second_at = bytes
             .windows(5)
@@ -897,7 +897,7 @@ mod tests {
         let all: std::collections::BTreeSet<String> = names.iter().cloned().collect();
         for i in 0..bytes.len() {
             for flip in [0x01u8, 0x80] {
-                two_units(&path, &texts);
+                units_of_two(&path, &texts);
                 let mut damaged = bytes.clone();
                 damaged[i] ^= flip;
                 std::fs::write(&path, &damaged).unwrap();
@@ -947,7 +947,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.pack");
         let texts = unit_texts(6);
-        let (names, bytes) = two_units(&path, &texts);
+        let (names, bytes) = units_of_two(&path, &texts);
         let heads: Vec<usize> = (0..bytes.len())
             .filter(|&i| bytes[i..].starts_with(b"#lz4 "))
             .collect();
@@ -989,7 +989,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.pack");
         let texts = unit_texts(2);
-        let (names, bytes) = two_units(&path, &texts);
+        let (names, bytes) = units_of_two(&path, &texts);
         let all: std::collections::BTreeSet<String> = names.iter().cloned().collect();
         for tail in [
             format!("#lz4 5 {}\n", u64::MAX - 10),
@@ -1011,20 +1011,12 @@ mod tests {
     fn the_writers_index_reads_the_wanted_texts_at_their_offsets_once() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.pack");
-        let pack = SummaryPack::new(&path);
         let texts: Vec<String> = (0..6)
             .map(|i| format!("{i}{}", "t".repeat(INLINE_SUMMARY_CHARS + i)))
             .collect();
-        let mut names = Vec::new();
-        for pair in texts.chunks(2) {
-            let kept = pack
-                .keep(pair.iter().map(|t| (record(), t.as_str())).collect())
-                .unwrap();
-            names.extend(kept.into_iter().map(|r| r.file.unwrap()));
-        }
+        let (names, bytes) = units_of_two(&path, &texts);
         // The first header damaged in place (same length: its last digit): a scan stops there,
         // the index does not need it.
-        let bytes = std::fs::read(&path).unwrap();
         assert!(bytes.starts_with(b"#lz4 "), "a unit's texts in one block");
         let mut damaged = bytes.clone();
         damaged[memchr::memchr(b'\n', &bytes).unwrap() - 1] = b'x';
