@@ -8,7 +8,6 @@
 //! [`RunDir::summary_texts`](super::RunDir::summary_texts) reads them.
 
 use serde::{Deserialize, Serialize};
-use std::fmt::Write as _;
 
 /// Longest summary text kept inline in `samples.jsonl` (characters).
 pub const INLINE_SUMMARY_CHARS: usize = 2000;
@@ -90,7 +89,7 @@ pub(crate) const MEMBER_DIR: &str = "summaries";
 /// one `write` (a sample is journaled after its texts, so every name a journaled sample records
 /// is whole in the file), unless compressing would not make them shorter: a needle sweep's
 /// texts repeat each other (a fold's summary quotes the previous one), 46.7 MB of records in
-/// 4.2 MB for 1,000 units, and writing the difference cost more system time than compressing
+/// 3.9 MB for 1,000 units, and writing the difference cost more system time than compressing
 /// it. Creating a file per text was what a needle sweep's system time went to before the pack
 /// (~15 distinct texts a unit). Records are keyed by content, so samples stay the same whatever
 /// order units finish in; a text may be recorded twice (the reader takes the first). A reader
@@ -155,8 +154,9 @@ enum Head<'a> {
     Text { name: &'a str, len: u64 },
     /// A block of `len` compressed bytes holding `raw` bytes of text records.
     Block { raw: u64, len: u64 },
-    /// A block header whose raw length does not parse or cannot be (an LZ4 block expands at
-    /// most ~255 times: a larger claim is damage, not a size to allocate).
+    /// A record whose header is damaged but for its length: a name that is not UTF-8, or a
+    /// block's raw length that does not parse or cannot be (an LZ4 block expands at most ~255
+    /// times: a larger claim is damage, not a size to allocate). Skipped.
     Damaged { len: u64 },
 }
 
@@ -219,6 +219,17 @@ fn block_records(raw: &[u8]) -> impl Iterator<Item = Option<(&str, &[u8])>> {
     })
 }
 
+/// Append the text record of `text` named `name` to `buf`; returns where the text starts in it.
+fn push_record(buf: &mut Vec<u8>, name: &str, text: &str) -> u64 {
+    use std::io::Write;
+    buf.extend_from_slice(name.as_bytes());
+    // Writing into a Vec cannot fail.
+    let _ = writeln!(buf, " {}", text.len());
+    let at = buf.len() as u64;
+    buf.extend_from_slice(text.as_bytes());
+    at
+}
+
 /// Decompress a block's `len` bytes into its `raw` bytes; `None` when they are damaged.
 fn unblock(packed: &[u8], raw: u64) -> Option<Vec<u8>> {
     let mut out = vec![0; usize::try_from(raw).ok()?];
@@ -255,7 +266,9 @@ impl SummaryPack {
     /// Record `texts`: fills each record's `text_digest`, `chars`, and `text` (short) or `file`
     /// (long: appended here, all of them in one write, as one block when that is shorter).
     pub fn keep(&self, texts: Vec<(SummaryRecord, &str)>) -> std::io::Result<Vec<SummaryRecord>> {
-        let mut long: Vec<(String, &str)> = Vec::new();
+        // The long texts' records, and each text's index key and place in them.
+        let mut raw = Vec::new();
+        let mut placed: Vec<(Option<u64>, Loc)> = Vec::new();
         let mut out = Vec::with_capacity(texts.len());
         for (mut record, text) in texts {
             record.text_digest = text_digest(text);
@@ -265,38 +278,22 @@ impl SummaryPack {
                 record.file = None;
             } else {
                 let name = member_name(&record.text_digest);
-                let mut head = String::with_capacity(name.len() + 22);
-                head.push_str(&name);
-                head.push(' ');
-                // Writing into a String cannot fail.
-                let _ = writeln!(head, "{}", text.len());
-                long.push((head, text));
+                let at = push_record(&mut raw, &name, text);
+                let len = text.len() as u64;
+                placed.push((
+                    index_key(&name),
+                    Loc {
+                        at,
+                        len,
+                        block: None,
+                    },
+                ));
                 record.file = Some(name);
                 record.text = None;
             }
             out.push(record);
         }
-        if !long.is_empty() {
-            let mut raw = Vec::with_capacity(long.iter().map(|(h, t)| h.len() + t.len()).sum());
-            // Each text's place in the records: after its header.
-            let placed: Vec<(Option<u64>, Loc)> = long
-                .iter()
-                .map(|(head, text)| {
-                    let name = head.rsplit_once(' ').map_or("", |(n, _)| n);
-                    raw.extend_from_slice(head.as_bytes());
-                    let at = raw.len() as u64;
-                    raw.extend_from_slice(text.as_bytes());
-                    let len = text.len() as u64;
-                    (
-                        index_key(name),
-                        Loc {
-                            at,
-                            len,
-                            block: None,
-                        },
-                    )
-                })
-                .collect();
+        if !raw.is_empty() {
             self.append_records(&raw, &placed)?;
         }
         Ok(out)
@@ -312,8 +309,7 @@ impl SummaryPack {
         let mut buf = Vec::new();
         let mut failed = None;
         let mut push = |name: &str, text: &str, buf: &mut Vec<u8>| {
-            buf.extend_from_slice(format!("{name} {}\n", text.len()).as_bytes());
-            buf.extend_from_slice(text.as_bytes());
+            push_record(buf, name, text);
             carried += 1;
         };
         match std::fs::File::open(pack) {

@@ -23,10 +23,16 @@ pub enum Decision {
     Stop,
 }
 
-/// Dollars a unit actually spent on model calls: summarizer + judge + eval agent.
-/// (`CostByRole` leaves an unused role `None`, so a `None` here counts $0.)
+/// The roles whose dollars a unit actually spent on model calls: summarizer, judge, eval agent
+/// (the agent's are modelled, not spent). `CostByRole` leaves an unused role `None`.
+pub fn spent_by_role(cost: &crate::record::CostByRole) -> [Option<f64>; 3] {
+    [cost.summarizer, cost.judge, cost.eval_agent]
+}
+
+/// Dollars a unit actually spent on model calls ([`spent_by_role`]; a `None` counts $0).
 pub fn spend_of(cost: &crate::record::CostByRole) -> f64 {
-    cost.summarizer.unwrap_or(0.0) + cost.judge.unwrap_or(0.0) + cost.eval_agent.unwrap_or(0.0)
+    let [summarizer, judge, eval_agent] = spent_by_role(cost);
+    summarizer.unwrap_or(0.0) + judge.unwrap_or(0.0) + eval_agent.unwrap_or(0.0)
 }
 
 #[derive(Debug, Clone, Default)]
