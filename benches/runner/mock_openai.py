@@ -2,7 +2,10 @@
 """A minimal OpenAI-compatible chat-completions server for the runner-overhead scenario.
 
 Every POST is answered after a fixed delay (default 50 ms) with a short text answer, no tool
-call, so each question is one model call. Keep-alive HTTP/1.1 on 127.0.0.1; prints the port on
+call, so each question is one model call. Its usage reports half the request body's bytes
+as prompt tokens: more than the prompt's real count, as a server that saw the whole prompt
+reports about as many (a fixed 100 had ctxbench flag every answer's prompt as truncated and
+take the flagged units' path). Keep-alive HTTP/1.1 on 127.0.0.1; prints the port on
 stdout's first line. Counts requests and connections (a client that reuses its connections opens
 about as many as it has calls in flight) and prints both on SIGTERM/SIGINT to stderr.
 Usage: python3 mock_openai.py [--port 0] [--delay-ms 50]
@@ -14,12 +17,14 @@ import signal
 import sys
 import time
 
-BODY = json.dumps({
-    "id": "mock", "object": "chat.completion", "model": "mock",
-    "choices": [{"index": 0, "finish_reason": "stop",
-                 "message": {"role": "assistant", "content": "I don't know."}}],
-    "usage": {"prompt_tokens": 100, "completion_tokens": 4, "total_tokens": 104},
-}).encode()
+def body(prompt_tokens):
+    return json.dumps({
+        "id": "mock", "object": "chat.completion", "model": "mock",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "I don't know."}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 4,
+                  "total_tokens": prompt_tokens + 4},
+    }).encode()
 
 served = 0
 connections = 0
@@ -58,8 +63,9 @@ async def handle(reader, writer, delay):
             await asyncio.sleep(delay)
             account(-1)
             served += 1
+            answer = body(length // 2)
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: %d\r\n\r\n" % len(BODY) + BODY)
+                         b"Content-Length: %d\r\n\r\n" % len(answer) + answer)
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError):
         pass

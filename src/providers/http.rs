@@ -211,6 +211,8 @@ pub struct HttpProvider<W: Wire> {
     settings: HttpSettings,
     client: reqwest::Client,
     tool_adapter: Option<Arc<dyn ToolAdapter>>,
+    /// Messages counted whole for the truncation check ([`PromptCounts`]).
+    counted: PromptCounts,
 }
 
 impl<W: Wire> HttpProvider<W> {
@@ -231,6 +233,7 @@ impl<W: Wire> HttpProvider<W> {
             settings,
             client,
             tool_adapter: None,
+            counted: PromptCounts::default(),
         })
     }
 
@@ -408,7 +411,7 @@ impl<W: Wire> Provider for HttpProvider<W> {
                 reasoning_tokens: parsed.reasoning_tokens,
                 prompt_truncated: parsed.usage_reported
                     && prompt_truncated(parsed.usage.input, |at_least| {
-                        counted_prompt(&sent, at_least)
+                        counted_prompt(&sent, at_least, &self.counted)
                     }),
             };
             // … and reads the tool call back out of the reply here.
@@ -422,8 +425,10 @@ impl<W: Wire> Provider for HttpProvider<W> {
 
 /// ctxbench's count of a prompt: the o200k tokens of every message as sent (tool schemas not
 /// counted, so the count is a lower bound of what the server sees), until the sum reaches
-/// `at_least` (the rest cannot change a comparison with `at_least`).
-fn counted_prompt(sent: &Outgoing<'_>, at_least: u64) -> u64 {
+/// `at_least` (the rest cannot change a comparison with `at_least`). A message `counted` holds
+/// is not counted again: the sum may then pass `at_least` by the whole of the message that
+/// reaches it, which answers [`prompt_truncated`] the same.
+fn counted_prompt(sent: &Outgoing<'_>, at_least: u64, counted: &PromptCounts) -> u64 {
     // DEFAULT_COUNTER (o200k), as the BPE counter itself: it can stop inside a message.
     let c = crate::tokens::BpeCounter::o200k();
     let mut sum = 0u64;
@@ -431,9 +436,74 @@ fn counted_prompt(sent: &Outgoing<'_>, at_least: u64) -> u64 {
         if sum >= at_least {
             break;
         }
-        sum += c.count_message_up_to(m, at_least - sum);
+        let key = PromptCounts::key(m);
+        if let Some(n) = counted.get(&key) {
+            sum += n;
+            continue;
+        }
+        let left = at_least - sum;
+        let n = c.count_message_up_to(m, left);
+        if n < left {
+            // Below the limit it was given, the counter counted the whole message.
+            counted.insert(key, n);
+        }
+        sum += n;
     }
     sum
+}
+
+/// Whole-message o200k counts of the prompts a provider checked for truncation, by the SHA-256
+/// of what is counted. A server that reports its prompt tokens has every prompt counted to its
+/// end, ~1 ms of CPU for a 20,000-token prompt, and the prompts of a run repeat their messages
+/// (a needle unit's two questions, the units of a trace): each is counted once. At most
+/// [`PromptCounts::MAX`] are kept (the memo starts again when full).
+#[derive(Debug, Default)]
+struct PromptCounts(std::sync::Mutex<rustc_hash::FxHashMap<[u8; 32], u64>>);
+
+impl PromptCounts {
+    const MAX: usize = 1 << 16;
+
+    /// The digest of what [`crate::tokens::BpeCounter::count_message_up_to`] counts, each part
+    /// after its length.
+    fn key(m: &Message) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        let mut part = |bytes: Option<&[u8]>| match bytes {
+            Some(b) => {
+                h.update([1]);
+                h.update((b.len() as u64).to_le_bytes());
+                h.update(b);
+            }
+            None => h.update([0]),
+        };
+        part(Some(m.role.as_str().as_bytes()));
+        part(Some(m.content.as_bytes()));
+        part(m.name.as_deref().map(str::as_bytes));
+        part(m.tool_call_id.as_deref().map(str::as_bytes));
+        for call in &m.tool_calls {
+            part(Some(call.name.as_bytes()));
+            part(Some(
+                crate::tokens::bpe::json_text(&call.arguments).as_bytes(),
+            ));
+        }
+        h.finalize().into()
+    }
+
+    fn get(&self, key: &[u8; 32]) -> Option<u64> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)
+            .copied()
+    }
+
+    fn insert(&self, key: [u8; 32], n: u64) {
+        let mut memo = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if memo.len() >= Self::MAX {
+            memo.clear();
+        }
+        memo.insert(key, n);
+    }
 }
 
 /// True when `reported` prompt tokens are below [`PROMPT_TRUNCATION_RATIO`] of ctxbench's own
@@ -716,21 +786,115 @@ mod tests {
             sampling: std::borrow::Cow::Owned(Default::default()),
             prompt_cache: false,
         };
-        let whole = counted_prompt(&sent, u64::MAX);
+        let fresh = PromptCounts::default;
+        let whole = counted_prompt(&sent, u64::MAX, &fresh());
         // The whole count is the default counter's, message by message.
         let default = crate::tokens::counter(crate::tokens::DEFAULT_COUNTER).unwrap();
-        let by_default: u64 = messages.iter().map(|m| default.count_message(m)).sum();
-        assert_eq!(whole, by_default);
-        let first = counted_prompt(&sent, 1);
+        let each: Vec<u64> = messages.iter().map(|m| default.count_message(m)).collect();
+        assert_eq!(whole, each.iter().sum::<u64>());
+        let first = counted_prompt(&sent, 1, &fresh());
         assert!(
-            whole > 20_000 && first > 0 && first < 200,
+            whole > 20_000 && first > 0 && first < each[0],
             "{whole} {first}"
         );
-        let stopped = counted_prompt(&sent, 512);
+        let stopped = counted_prompt(&sent, 512, &fresh());
         assert!((512..530).contains(&stopped), "{stopped}");
         // A server reporting 100 tokens cut this prompt; one reporting most of it did not.
-        assert!(prompt_truncated(100, |n| counted_prompt(&sent, n)));
-        assert!(!prompt_truncated(whole, |n| counted_prompt(&sent, n)));
+        assert!(prompt_truncated(100, |n| counted_prompt(
+            &sent,
+            n,
+            &fresh()
+        )));
+        assert!(!prompt_truncated(whole, |n| counted_prompt(
+            &sent,
+            n,
+            &fresh()
+        )));
+    }
+
+    #[test]
+    fn a_message_counted_whole_is_not_counted_again_and_a_part_is_not_kept() {
+        let messages: Vec<Message> = (0..50)
+            .map(|i| Message::user(format!("line {i} of the log ").repeat(30)))
+            .collect();
+        let sent = Outgoing {
+            model: "m",
+            messages: &messages,
+            tools: &[],
+            sampling: std::borrow::Cow::Owned(Default::default()),
+            prompt_cache: false,
+        };
+        let default = crate::tokens::counter(crate::tokens::DEFAULT_COUNTER).unwrap();
+        let each: Vec<u64> = messages.iter().map(|m| default.count_message(m)).collect();
+        let memo = PromptCounts::default();
+        // Stopped inside the first message: nothing is kept.
+        assert!(counted_prompt(&sent, 1, &memo) < each[0]);
+        assert!(memo.0.lock().unwrap().is_empty());
+        // Counted whole: every message is kept, with the counter's own count.
+        let whole = counted_prompt(&sent, u64::MAX, &memo);
+        assert_eq!(whole, each.iter().sum::<u64>());
+        assert_eq!(memo.0.lock().unwrap().len(), 50);
+        for (m, n) in messages.iter().zip(&each) {
+            assert_eq!(memo.get(&PromptCounts::key(m)), Some(*n));
+        }
+        // From the memo, whole messages until the sum reaches the limit.
+        let expected = each
+            .iter()
+            .scan(0, |s, n| {
+                *s += n;
+                Some(*s)
+            })
+            .find(|&s| s >= 512)
+            .unwrap();
+        assert_eq!(counted_prompt(&sent, 512, &memo), expected);
+        assert_eq!(counted_prompt(&sent, u64::MAX, &memo), whole);
+        // The answers are the fresh counter's.
+        for reported in [1, 100, 400, whole / 2, whole * 3 / 4, whole - 1, whole] {
+            assert_eq!(
+                prompt_truncated(reported, |n| counted_prompt(&sent, n, &memo)),
+                prompt_truncated(reported, |n| counted_prompt(
+                    &sent,
+                    n,
+                    &PromptCounts::default()
+                )),
+                "reported {reported}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_memo_key_tells_apart_every_part_that_is_counted() {
+        let base = Message::tool("call_1", "bash", "out");
+        let mut keys = vec![PromptCounts::key(&base)];
+        let mut other = base.clone();
+        other.content = "out2".into();
+        keys.push(PromptCounts::key(&other));
+        let mut other = base.clone();
+        other.name = Some(String::new());
+        keys.push(PromptCounts::key(&other));
+        let mut other = base.clone();
+        other.name = None;
+        other.tool_call_id = None;
+        keys.push(PromptCounts::key(&other));
+        let mut other = base.clone();
+        other.role = crate::trace::Role::User;
+        keys.push(PromptCounts::key(&other));
+        let mut call = Message::assistant(
+            "",
+            vec![crate::trace::ToolCall {
+                id: "c".into(),
+                name: "ls".into(),
+                arguments: serde_json::json!({"path": "/"}),
+            }],
+        );
+        keys.push(PromptCounts::key(&call));
+        call.tool_calls[0].arguments = serde_json::json!({"path": "/x"});
+        keys.push(PromptCounts::key(&call));
+        let distinct: std::collections::HashSet<_> = keys.iter().collect();
+        assert_eq!(distinct.len(), keys.len());
+        // The same parts, the same key (the call's id is not counted).
+        call.tool_calls[0].id = "d".into();
+        assert_eq!(PromptCounts::key(&call), keys[6]);
     }
 
     #[test]
