@@ -14,7 +14,9 @@ mock=$!
 trap 'kill $mock 2>/dev/null || true' EXIT
 for _ in $(seq 50); do [ -s "$log.port" ] && break; sleep 0.1; done
 port=$(head -1 "$log.port")
-rm -rf target/runner-overhead
+# Runs are kept (each in its own directory under target/runner-overhead; remove it when done):
+# on ext4, creating files right after deleting many scans the freshly freed inodes
+# (`recently_deleted`), which would put the previous run's clean-up into this run's time.
 suite=(benches/runner/suite.toml)
 if [ -n "${NEEDLE_SWEEP:-}" ]; then
   suite=(benches/needle-sweep.toml -o target/runner-overhead --set 'providers.agent.kind="openai"'
