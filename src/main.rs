@@ -7,7 +7,7 @@ use std::process::ExitCode;
 /// mimalloc (v2, without transparent huge pages) instead of glibc's malloc: a needle unit's
 /// state is built on one thread and freed or grown on another (the shared prefix walks, the
 /// dispatcher dropping samples), and glibc locks the allocating thread's arena for each such
-/// call — ~11,000 `futex` calls on the 1,000-unit sweep, ~770 with mimalloc, a fifth less CPU
+/// call — ~10,000–12,000 `futex` calls on the 1,000-unit sweep, ~770 with mimalloc, a fifth less CPU
 /// (docs/dependencies.md). `--no-default-features` keeps the system's, for heap profilers that
 /// intercept malloc.
 #[cfg(feature = "mimalloc")]

@@ -410,7 +410,9 @@ impl<W: Wire> Provider for HttpProvider<W> {
                 refusal: parsed.refusal,
                 reasoning_tokens: parsed.reasoning_tokens,
                 prompt_truncated: parsed.usage_reported
-                    && prompt_cut(&sent, parsed.usage.input, &self.counted),
+                    && prompt_truncated(parsed.usage.input, |at_least| {
+                        counted_prompt(&sent, at_least, &self.counted)
+                    }),
             };
             // … and reads the tool call back out of the reply here.
             match &adapted {
@@ -421,52 +423,20 @@ impl<W: Wire> Provider for HttpProvider<W> {
     }
 }
 
-/// [`prompt_truncated`] for a server that reported `reported` prompt tokens for `sent`, counting
-/// as little as the answer needs: first from an upper bound of the count (the messages
-/// `counted` holds, the others' bytes), which proves most prompts whole without counting them;
-/// else from the count itself, to the threshold.
-fn prompt_cut(sent: &Outgoing<'_>, reported: u64, counted: &PromptCounts) -> bool {
-    let keys: Vec<[u8; 32]> = sent.messages.iter().map(PromptCounts::key).collect();
-    let bound: u64 = sent
-        .messages
-        .iter()
-        .zip(&keys)
-        .map(|(m, k)| {
-            counted
-                .get(k)
-                .unwrap_or_else(|| crate::tokens::BpeCounter::count_message_bound(m))
-        })
-        .sum();
-    // Not cut at the bound: not cut at any count below it either.
-    prompt_truncated(reported, |_| bound)
-        && prompt_truncated(reported, |at_least| {
-            counted_prompt(sent, Some(&keys), at_least, counted)
-        })
-}
-
 /// ctxbench's count of a prompt: the o200k tokens of every message as sent (tool schemas not
 /// counted, so the count is a lower bound of what the server sees), until the sum reaches
 /// `at_least` (the rest cannot change a comparison with `at_least`). A message `counted` holds
 /// is not counted again: the sum may then pass `at_least` by the whole of the message that
 /// reaches it, which answers [`prompt_truncated`] the same.
-/// `keys`: each message's [`PromptCounts::key`], when the caller has them.
-fn counted_prompt(
-    sent: &Outgoing<'_>,
-    keys: Option<&[[u8; 32]]>,
-    at_least: u64,
-    counted: &PromptCounts,
-) -> u64 {
+fn counted_prompt(sent: &Outgoing<'_>, at_least: u64, counted: &PromptCounts) -> u64 {
     // DEFAULT_COUNTER (o200k), as the BPE counter itself: it can stop inside a message.
     let c = crate::tokens::BpeCounter::o200k();
     let mut sum = 0u64;
-    for (i, m) in sent.messages.iter().enumerate() {
+    for m in sent.messages {
         if sum >= at_least {
             break;
         }
-        let key = match keys {
-            Some(keys) => keys[i],
-            None => PromptCounts::key(m),
-        };
+        let key = PromptCounts::key(m);
         if let Some(n) = counted.get(&key) {
             sum += n;
             continue;
@@ -817,28 +787,26 @@ mod tests {
             prompt_cache: false,
         };
         let fresh = PromptCounts::default;
-        let whole = counted_prompt(&sent, None, u64::MAX, &fresh());
+        let whole = counted_prompt(&sent, u64::MAX, &fresh());
         // The whole count is the default counter's, message by message.
         let default = crate::tokens::counter(crate::tokens::DEFAULT_COUNTER).unwrap();
         let each: Vec<u64> = messages.iter().map(|m| default.count_message(m)).collect();
         assert_eq!(whole, each.iter().sum::<u64>());
-        let first = counted_prompt(&sent, None, 1, &fresh());
+        let first = counted_prompt(&sent, 1, &fresh());
         assert!(
             whole > 20_000 && first > 0 && first < each[0],
             "{whole} {first}"
         );
-        let stopped = counted_prompt(&sent, None, 512, &fresh());
+        let stopped = counted_prompt(&sent, 512, &fresh());
         assert!((512..530).contains(&stopped), "{stopped}");
         // A server reporting 100 tokens cut this prompt; one reporting most of it did not.
         assert!(prompt_truncated(100, |n| counted_prompt(
             &sent,
-            None,
             n,
             &fresh()
         )));
         assert!(!prompt_truncated(whole, |n| counted_prompt(
             &sent,
-            None,
             n,
             &fresh()
         )));
@@ -860,10 +828,10 @@ mod tests {
         let each: Vec<u64> = messages.iter().map(|m| default.count_message(m)).collect();
         let memo = PromptCounts::default();
         // Stopped inside the first message: nothing is kept.
-        assert!(counted_prompt(&sent, None, 1, &memo) < each[0]);
+        assert!(counted_prompt(&sent, 1, &memo) < each[0]);
         assert!(memo.0.lock().unwrap().is_empty());
         // Counted whole: every message is kept, with the counter's own count.
-        let whole = counted_prompt(&sent, None, u64::MAX, &memo);
+        let whole = counted_prompt(&sent, u64::MAX, &memo);
         assert_eq!(whole, each.iter().sum::<u64>());
         assert_eq!(memo.0.lock().unwrap().len(), 50);
         for (m, n) in messages.iter().zip(&each) {
@@ -878,15 +846,14 @@ mod tests {
             })
             .find(|&s| s >= 512)
             .unwrap();
-        assert_eq!(counted_prompt(&sent, None, 512, &memo), expected);
-        assert_eq!(counted_prompt(&sent, None, u64::MAX, &memo), whole);
+        assert_eq!(counted_prompt(&sent, 512, &memo), expected);
+        assert_eq!(counted_prompt(&sent, u64::MAX, &memo), whole);
         // The answers are the fresh counter's.
         for reported in [1, 100, 400, whole / 2, whole * 3 / 4, whole - 1, whole] {
             assert_eq!(
-                prompt_truncated(reported, |n| counted_prompt(&sent, None, n, &memo)),
+                prompt_truncated(reported, |n| counted_prompt(&sent, n, &memo)),
                 prompt_truncated(reported, |n| counted_prompt(
                     &sent,
-                    None,
                     n,
                     &PromptCounts::default()
                 )),
@@ -895,56 +862,104 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_prompt_proven_whole_by_the_bound_is_not_counted_and_every_answer_is_the_counts() {
-        let mut messages: Vec<Message> = (0..40)
-            .map(|i| Message::user(format!("step {i}: ran the tests, 3 failed ").repeat(20)))
-            .collect();
-        messages.push(Message::tool("call_9", "bash", "ok\n".repeat(300)));
-        let sent = Outgoing {
-            model: "m",
-            messages: &messages,
-            tools: &[],
-            sampling: std::borrow::Cow::Owned(Default::default()),
-            prompt_cache: false,
+    fn any_message() -> impl proptest::strategy::Strategy<Value = Message> {
+        use proptest::prelude::*;
+        let text = || {
+            prop_oneof![
+                "[a-z \n]{0,300}",
+                "\\PC{0,200}",
+                "[0-9]{0,400}",
+                "[ \t\n]{0,200}",
+                "(🦀|é|中|\\n| |a|1|\\{|\"){0,300}",
+            ]
         };
-        let default = crate::tokens::counter(crate::tokens::DEFAULT_COUNTER).unwrap();
-        let whole: u64 = messages.iter().map(|m| default.count_message(m)).sum();
-        let bound: u64 = messages
-            .iter()
-            .map(crate::tokens::BpeCounter::count_message_bound)
-            .sum();
-        for m in &messages {
-            assert!(default.count_message(m) <= crate::tokens::BpeCounter::count_message_bound(m));
+        (
+            0..4u8,
+            text(),
+            proptest::option::of("\\PC{0,10}"),
+            proptest::option::of("[a-z_0-9]{0,10}"),
+            proptest::collection::vec(("\\PC{0,8}", text(), any::<bool>()), 0..3),
+        )
+            .prop_map(|(role, content, name, id, calls)| {
+                let mut m = Message::user(content);
+                m.role = match role {
+                    0 => crate::trace::Role::User,
+                    1 => crate::trace::Role::Assistant,
+                    2 => crate::trace::Role::Tool,
+                    _ => crate::trace::Role::System,
+                };
+                m.name = name;
+                m.tool_call_id = id;
+                m.tool_calls = calls
+                    .into_iter()
+                    .map(|(name, args, raw)| crate::trace::ToolCall {
+                        id: "x".into(),
+                        name,
+                        arguments: if raw {
+                            serde_json::Value::String(args)
+                        } else {
+                            serde_json::json!({ "a": args })
+                        },
+                    })
+                    .collect();
+                m
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+        /// Whatever the memo holds (counts of earlier prompts, a count stopped at a limit), the
+        /// check answers as the whole count does, and the memo holds only whole counts.
+        #[test]
+        fn the_memo_never_changes_the_answer(
+            messages in proptest::collection::vec(any_message(), 0..30),
+            warm in proptest::collection::vec(proptest::prelude::any::<bool>(), 30),
+            warm_limit in 0u64..5000,
+            frac in 0.0f64..2.5,
+        ) {
+            use crate::tokens::TokenCounter;
+            let c = crate::tokens::BpeCounter::o200k();
+            let each: Vec<u64> = messages.iter().map(|m| c.count_message(m)).collect();
+            let whole: u64 = each.iter().sum();
+            let sent = Outgoing {
+                model: "m",
+                messages: &messages,
+                tools: &[],
+                sampling: std::borrow::Cow::Owned(Default::default()),
+                prompt_cache: false,
+            };
+            let memo = PromptCounts::default();
+            counted_prompt(&sent, warm_limit, &memo);
+            let some: Vec<Message> = messages
+                .iter()
+                .zip(&warm)
+                .filter(|(_, w)| **w)
+                .map(|(m, _)| m.clone())
+                .collect();
+            let earlier = Outgoing { messages: &some, ..sent.clone() };
+            counted_prompt(&earlier, u64::MAX, &memo);
+            for reported in [
+                (whole as f64 * frac) as u64,
+                whole * 4 / 5,
+                whole * 4 / 5 + 1,
+                409,
+                410,
+                512,
+            ] {
+                let expected = prompt_truncated(reported, |_| whole);
+                proptest::prop_assert_eq!(
+                    prompt_truncated(reported, |n| counted_prompt(&sent, n, &memo)),
+                    expected,
+                    "reported {}",
+                    reported
+                );
+            }
+            for (m, n) in messages.iter().zip(&each) {
+                if let Some(k) = memo.get(&PromptCounts::key(m)) {
+                    proptest::prop_assert_eq!(k, *n);
+                }
+            }
         }
-        assert!(bound > whole * 2, "{bound} {whole}");
-        // A server that reports as many tokens as the prompt has bytes: whole, not counted.
-        let memo = PromptCounts::default();
-        assert!(!prompt_cut(&sent, bound, &memo));
-        assert!(memo.0.lock().unwrap().is_empty());
-        // Every answer is the one of the whole count, with the memo cold or warm.
-        let warm = PromptCounts::default();
-        counted_prompt(&sent, None, u64::MAX, &warm);
-        for reported in [
-            0,
-            1,
-            100,
-            511,
-            whole / 2,
-            whole * 4 / 5,
-            whole - 1,
-            whole,
-            bound,
-        ] {
-            let expected = prompt_truncated(reported, |_| whole);
-            assert_eq!(
-                prompt_cut(&sent, reported, &PromptCounts::default()),
-                expected
-            );
-            assert_eq!(prompt_cut(&sent, reported, &warm), expected, "{reported}");
-        }
-        // Warm, the bound is the count: a server reporting it is proven whole without counting.
-        assert!(!prompt_cut(&sent, whole, &warm));
     }
 
     #[test]

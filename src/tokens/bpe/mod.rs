@@ -199,23 +199,6 @@ impl BpeCounter {
         self.count_serial_up_to(text, limit)
     }
 
-    /// At least [`TokenCounter::count_message`] of `message`, without counting: a token is
-    /// one byte or more, so no text counts more tokens than it has bytes.
-    pub fn count_message_bound(message: &Message) -> u64 {
-        let bytes = |s: &str| s.len() as u64;
-        let mut n = TOKENS_PER_MESSAGE + bytes(message.role.as_str()) + bytes(&message.content);
-        if let Some(name) = &message.name {
-            n += bytes(name) + TOKENS_PER_NAME;
-        }
-        if let Some(id) = &message.tool_call_id {
-            n += bytes(id);
-        }
-        for call in &message.tool_calls {
-            n += bytes(&call.name) + bytes(&json_text(&call.arguments));
-        }
-        n
-    }
-
     /// [`TokenCounter::count_message`] of `message` if it is below `limit`; else a count at
     /// least `limit` and at most the whole count.
     pub fn count_message_up_to(&self, message: &Message, limit: u64) -> u64 {
