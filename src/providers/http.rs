@@ -774,23 +774,33 @@ mod tests {
         }
     }
 
+    /// A request of `messages` alone, as the truncation check reads it.
+    fn outgoing(messages: &[Message]) -> Outgoing<'_> {
+        Outgoing {
+            model: "m",
+            messages,
+            tools: &[],
+            sampling: std::borrow::Cow::Owned(Default::default()),
+            prompt_cache: false,
+        }
+    }
+
+    /// Each message's count by the default counter (o200k), as the check counts it.
+    fn default_counts(messages: &[Message]) -> Vec<u64> {
+        let default = crate::tokens::counter(crate::tokens::DEFAULT_COUNTER).unwrap();
+        messages.iter().map(|m| default.count_message(m)).collect()
+    }
+
     #[test]
     fn a_prompt_is_counted_only_up_to_the_threshold() {
         let messages: Vec<Message> = (0..200)
             .map(|i| Message::user(format!("message {i} ").repeat(40)))
             .collect();
-        let sent = Outgoing {
-            model: "m",
-            messages: &messages,
-            tools: &[],
-            sampling: std::borrow::Cow::Owned(Default::default()),
-            prompt_cache: false,
-        };
+        let sent = outgoing(&messages);
         let fresh = PromptCounts::default;
         let whole = counted_prompt(&sent, u64::MAX, &fresh());
         // The whole count is the default counter's, message by message.
-        let default = crate::tokens::counter(crate::tokens::DEFAULT_COUNTER).unwrap();
-        let each: Vec<u64> = messages.iter().map(|m| default.count_message(m)).collect();
+        let each = default_counts(&messages);
         assert_eq!(whole, each.iter().sum::<u64>());
         let first = counted_prompt(&sent, 1, &fresh());
         assert!(
@@ -817,15 +827,8 @@ mod tests {
         let messages: Vec<Message> = (0..50)
             .map(|i| Message::user(format!("line {i} of the log ").repeat(30)))
             .collect();
-        let sent = Outgoing {
-            model: "m",
-            messages: &messages,
-            tools: &[],
-            sampling: std::borrow::Cow::Owned(Default::default()),
-            prompt_cache: false,
-        };
-        let default = crate::tokens::counter(crate::tokens::DEFAULT_COUNTER).unwrap();
-        let each: Vec<u64> = messages.iter().map(|m| default.count_message(m)).collect();
+        let sent = outgoing(&messages);
+        let each = default_counts(&messages);
         let memo = PromptCounts::default();
         // Stopped inside the first message: nothing is kept.
         assert!(counted_prompt(&sent, 1, &memo) < each[0]);
@@ -917,17 +920,9 @@ mod tests {
             warm_limit in 0u64..5000,
             frac in 0.0f64..2.5,
         ) {
-            use crate::tokens::TokenCounter;
-            let c = crate::tokens::BpeCounter::o200k();
-            let each: Vec<u64> = messages.iter().map(|m| c.count_message(m)).collect();
+            let each = default_counts(&messages);
             let whole: u64 = each.iter().sum();
-            let sent = Outgoing {
-                model: "m",
-                messages: &messages,
-                tools: &[],
-                sampling: std::borrow::Cow::Owned(Default::default()),
-                prompt_cache: false,
-            };
+            let sent = outgoing(&messages);
             let memo = PromptCounts::default();
             counted_prompt(&sent, warm_limit, &memo);
             let some: Vec<Message> = messages
@@ -936,7 +931,7 @@ mod tests {
                 .filter(|(_, w)| **w)
                 .map(|(m, _)| m.clone())
                 .collect();
-            let earlier = Outgoing { messages: &some, ..sent.clone() };
+            let earlier = outgoing(&some);
             counted_prompt(&earlier, u64::MAX, &memo);
             for reported in [
                 (whole as f64 * frac) as u64,
