@@ -797,29 +797,22 @@ mod tests {
             .map(|i| Message::user(format!("message {i} ").repeat(40)))
             .collect();
         let sent = outgoing(&messages);
-        let fresh = PromptCounts::default;
-        let whole = counted_prompt(&sent, u64::MAX, &fresh());
+        // Counted with an empty memo each time (as a provider's first prompt is).
+        let cold = |n| counted_prompt(&sent, n, &PromptCounts::default());
+        let whole = cold(u64::MAX);
         // The whole count is the default counter's, message by message.
         let each = default_counts(&messages);
         assert_eq!(whole, each.iter().sum::<u64>());
-        let first = counted_prompt(&sent, 1, &fresh());
+        let first = cold(1);
         assert!(
             whole > 20_000 && first > 0 && first < each[0],
             "{whole} {first}"
         );
-        let stopped = counted_prompt(&sent, 512, &fresh());
+        let stopped = cold(512);
         assert!((512..530).contains(&stopped), "{stopped}");
         // A server reporting 100 tokens cut this prompt; one reporting most of it did not.
-        assert!(prompt_truncated(100, |n| counted_prompt(
-            &sent,
-            n,
-            &fresh()
-        )));
-        assert!(!prompt_truncated(whole, |n| counted_prompt(
-            &sent,
-            n,
-            &fresh()
-        )));
+        assert!(prompt_truncated(100, cold));
+        assert!(!prompt_truncated(whole, cold));
     }
 
     #[test]
@@ -829,6 +822,7 @@ mod tests {
             .collect();
         let sent = outgoing(&messages);
         let each = default_counts(&messages);
+        let cold = |n| counted_prompt(&sent, n, &PromptCounts::default());
         let memo = PromptCounts::default();
         // Stopped inside the first message: nothing is kept.
         assert!(counted_prompt(&sent, 1, &memo) < each[0]);
@@ -855,11 +849,7 @@ mod tests {
         for reported in [1, 100, 400, whole / 2, whole * 3 / 4, whole - 1, whole] {
             assert_eq!(
                 prompt_truncated(reported, |n| counted_prompt(&sent, n, &memo)),
-                prompt_truncated(reported, |n| counted_prompt(
-                    &sent,
-                    n,
-                    &PromptCounts::default()
-                )),
+                prompt_truncated(reported, cold),
                 "reported {reported}"
             );
         }
