@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use ctxbench::providers::{
     build_provider, ChatRequest, Message, Provider, ProviderConfig, ProviderError, ProviderKind,
-    ToolCall, ToolDef,
+    ToolCall, ToolDef, PROMPT_TRUNCATION_RATIO,
 };
+use ctxbench::tokens::TokenCounter;
 use serde_json::{json, Value};
 
 use crate::support::strict_llm::{
@@ -496,4 +497,92 @@ async fn thinking_and_tool_use_loop_sends_the_thinking_back_unchanged() {
         assert!(!raw.contains("strict-sig-"), "{kind:?}: {raw}");
     }
     assert_eq!(server.rejected(), Vec::<String>::new());
+}
+
+/// A long history of distinct messages (~1,000 o200k tokens each).
+fn long_history() -> Vec<Message> {
+    let text = |who: &str, n: usize| -> String {
+        (0..120)
+            .map(|i| {
+                format!(
+                    "{who} line {i}: parse_{n}_{i} returned {} items\n",
+                    i * 7 + n
+                )
+            })
+            .collect()
+    };
+    vec![
+        Message::system(text("system", 1)),
+        Message::user(text("user", 2)),
+        Message::assistant(
+            text("assistant", 3),
+            vec![call("call_1", json!({"pattern": text("arg", 4)}))],
+        ),
+        Message::tool("call_1", "grep", text("tool", 5)),
+        Message::user(text("user", 6)),
+    ]
+}
+
+/// Asks `ask` of `p` with the server reporting `reported` prompt tokens; whether the answer's
+/// prompt is flagged as truncated.
+async fn flagged(server: &StrictLlm, p: &dyn Provider, ask: &ChatRequest, reported: u64) -> bool {
+    // The server reports the body's bytes / 4 times the fraction: the fraction that gives
+    // `reported` for this request's body (the same bytes every time).
+    let body = server
+        .requests()
+        .last()
+        .map(|r| r.raw_body.len() as u64)
+        .expect("asked once before");
+    let f = reported as f64 / body.div_ceil(4) as f64;
+    server.play([Scenario::UnderReportedPrompt(f)]);
+    let r = p.chat(ask).await.unwrap();
+    assert_eq!(r.usage.input, reported.max(1));
+    r.prompt_truncated
+}
+
+#[tokio::test]
+async fn the_truncation_check_answers_the_same_with_counts_kept_from_earlier_calls() {
+    // A provider keeps each message's whole count across its calls (`PromptCounts`): its answer
+    // to each call must be a fresh provider's. Partial counts (a small report stops counting
+    // inside a message) come first, then reports one token either side of where a fresh
+    // provider starts flagging; then a request that shares the first messages.
+    let server = StrictLlm::start().await;
+    let c = config(&server, ProviderKind::Openai);
+    let mut longer = long_history();
+    longer.push(Message::assistant("Looking.", vec![]));
+    longer.push(Message::user("Where is parse_2_7 defined?"));
+    let asks = [ChatRequest::new(long_history()), ChatRequest::new(longer)];
+    let warm = build(&c);
+    for ask in &asks {
+        // Once to learn the body's size (and count it whole: a report of the body's bytes is
+        // no cut).
+        server.play([Scenario::UnderReportedPrompt(4.0)]);
+        assert!(!build(&c).chat(ask).await.unwrap().prompt_truncated);
+        // The largest report a fresh provider flags (it and every report below it are flagged).
+        let (mut lo, mut hi) = (1u64, 100_000u64);
+        assert!(flagged(&server, &*build(&c), ask, lo).await);
+        assert!(!flagged(&server, &*build(&c), ask, hi).await);
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if flagged(&server, &*build(&c), ask, mid).await {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        // … which is where ctxbench's own count of the messages puts it.
+        let o200k = ctxbench::tokens::BpeCounter::o200k();
+        let count: u64 = ask.messages.iter().map(|m| o200k.count_message(m)).sum();
+        let edge = (PROMPT_TRUNCATION_RATIO * count as f64).ceil() as u64 - 1;
+        assert_eq!(lo, edge, "{count} tokens counted");
+        assert!(lo > 1_000, "the edge is past the check's minimum: {lo}");
+        for reported in [1, 200, lo / 2, lo, hi, 1, lo, hi, 3 * hi] {
+            assert_eq!(
+                flagged(&server, &*warm, ask, reported).await,
+                reported <= lo,
+                "reported {reported} (a fresh provider flags up to {lo})"
+            );
+        }
+    }
+    assert!(server.rejected().is_empty(), "{:?}", server.rejected());
 }
