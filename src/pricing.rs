@@ -107,32 +107,114 @@ impl ModelPrice {
 
     /// Dollar cost of one call; the second value says whether the long-context tier applied.
     pub fn cost(&self, usage: &Usage) -> (f64, bool) {
-        let (input, output, read, write, long) = match &self.long_context {
-            Some(t) if usage.input > t.threshold => (
+        let long = self.is_long(usage);
+        (self.priced(usage, long), long)
+    }
+
+    /// Dollar cost of several calls: each call's own input decides its tier, and the calls of
+    /// each tier are priced as their sum (so calls that all price at one tier cost exactly what
+    /// their sum does at it). The second value: some call took the long-context tier. A sum of
+    /// calls must not be priced as one call ([`cost`](Self::cost)): 20 calls of 20,000 tokens
+    /// are not one prompt of 400,000.
+    pub fn cost_of_calls(&self, calls: &[Usage]) -> (f64, bool) {
+        let (mut short, mut long) = (None::<Usage>, None::<Usage>);
+        for u in calls {
+            let sum = if self.is_long(u) {
+                &mut long
+            } else {
+                &mut short
+            };
+            sum.get_or_insert_with(Usage::default).add(u);
+        }
+        match (short, long) {
+            (short, None) => (self.priced(&short.unwrap_or_default(), false), false),
+            (None, Some(long)) => (self.priced(&long, true), true),
+            (Some(short), Some(long)) => {
+                (self.priced(&short, false) + self.priced(&long, true), true)
+            }
+        }
+    }
+
+    /// Dollar cost of `calls` calls known only by their summed usage `total` (an estimate's),
+    /// each taken as their average call: the average call's input decides the tier.
+    pub fn cost_as_calls(&self, total: &Usage, calls: u64) -> (f64, bool) {
+        let average = Usage {
+            input: total.input / calls.max(1),
+            ..Usage::default()
+        };
+        let long = self.is_long(&average);
+        (self.priced(total, long), long)
+    }
+
+    /// True when `usage`, one call, takes the long-context tier.
+    fn is_long(&self, usage: &Usage) -> bool {
+        self.long_context
+            .as_ref()
+            .is_some_and(|t| usage.input > t.threshold)
+    }
+
+    /// Dollar cost of `usage` at the normal rates, or at the long-context tier's when `long`.
+    fn priced(&self, usage: &Usage, long: bool) -> f64 {
+        let (input, output, read, write) = match &self.long_context {
+            Some(t) if long => (
                 t.input,
                 t.output,
                 t.cache_read.unwrap_or(t.input),
                 t.cache_write.unwrap_or(t.input),
-                true,
             ),
             _ => (
                 self.input,
                 self.output,
                 self.cache_read.unwrap_or(self.input),
                 self.cache_write.unwrap_or(self.input),
-                false,
             ),
         };
         let fresh = usage
             .input
             .saturating_sub(usage.cache_read)
             .saturating_sub(usage.cache_write);
-        let usd = (fresh as f64 * input
+        (fresh as f64 * input
             + usage.cache_read as f64 * read
             + usage.cache_write as f64 * write
             + usage.output as f64 * output)
-            / 1_000_000.0;
-        (usd, long)
+            / 1_000_000.0
+    }
+}
+
+/// The usage of each of several model calls (an agent's steps, a judge's grades): what a price
+/// table needs to price them ([`PriceTable::cost_of_calls`]: a long-context tier applies to a
+/// call, never to a sum of calls). Serialized as the calls' sum, the [`Usage`] it replaced.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Calls(Vec<Usage>);
+
+impl Calls {
+    /// One more call.
+    pub fn add(&mut self, call: &Usage) {
+        self.0.push(*call);
+    }
+
+    /// Every call of `other` after these.
+    pub fn extend(&mut self, other: &Calls) {
+        self.0.extend_from_slice(&other.0);
+    }
+
+    /// The calls' usage summed.
+    pub fn total(&self) -> Usage {
+        let mut sum = Usage::default();
+        for u in &self.0 {
+            sum.add(u);
+        }
+        sum
+    }
+
+    pub fn as_slice(&self) -> &[Usage] {
+        &self.0
+    }
+}
+
+impl Serialize for Calls {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.total().serialize(s)
     }
 }
 
@@ -299,9 +381,25 @@ impl PriceTable {
 
     /// Cost of one call of `model` with `usage`.
     pub fn cost(&self, model: &str, usage: &Usage) -> Price {
+        self.priced(model, |p| p.cost(usage))
+    }
+
+    /// Cost of several calls of `model`, each call's usage in `calls`
+    /// ([`ModelPrice::cost_of_calls`]: the long-context tier is a call's, never a sum's).
+    pub fn cost_of_calls(&self, model: &str, calls: &[Usage]) -> Price {
+        self.priced(model, |p| p.cost_of_calls(calls))
+    }
+
+    /// Cost of `calls` calls of `model` known only by their sum `total`
+    /// ([`ModelPrice::cost_as_calls`]: what a cost estimate prices).
+    pub fn cost_as_calls(&self, model: &str, total: &Usage, calls: u64) -> Price {
+        self.priced(model, |p| p.cost_as_calls(total, calls))
+    }
+
+    fn priced(&self, model: &str, cost: impl FnOnce(&ModelPrice) -> (f64, bool)) -> Price {
         match self.lookup(model) {
             Some((id, p)) => {
-                let (usd, long_context) = p.cost(usage);
+                let (usd, long_context) = cost(p);
                 Price::Known {
                     usd,
                     priced_as: id.to_string(),
@@ -412,6 +510,82 @@ mod tests {
             g.usd().unwrap(),
             (300_000.0 * 2.50 + 1_000.0 * 15.0) / 1e6
         ));
+    }
+
+    #[test]
+    fn calls_take_the_long_context_tier_each_never_as_a_sum() {
+        let t = PriceTable::bundled();
+        let one = u(20_000, 15_000, 0, 300);
+        let twenty = vec![one; 20];
+        let mut sum = Usage::default();
+        for c in &twenty {
+            sum.add(c);
+        }
+        // 400,000 tokens in all, no call past 200,000: the normal rates, 20 times one call.
+        let calls = t.cost_of_calls("claude-sonnet-4-5", &twenty);
+        assert!(close(
+            calls.usd().unwrap(),
+            20.0 * t.cost("claude-sonnet-4-5", &one).usd().unwrap()
+        ));
+        assert!(matches!(
+            calls,
+            Price::Known {
+                long_context: false,
+                ..
+            }
+        ));
+        // Priced as one call, the sum would take the tier (what the runs did before).
+        let as_one = t.cost("claude-sonnet-4-5", &sum).usd().unwrap();
+        assert!(as_one > 1.5 * calls.usd().unwrap());
+        // One call past the threshold takes the tier, alone.
+        let big = u(250_000, 0, 0, 1_000);
+        let mixed = t.cost_of_calls("claude-sonnet-4-5", &[one, big, one]);
+        let want = 2.0 * t.cost("claude-sonnet-4-5", &one).usd().unwrap()
+            + t.cost("claude-sonnet-4-5", &big).usd().unwrap();
+        assert!(close(mixed.usd().unwrap(), want), "{mixed:?} vs {want}");
+        assert!(matches!(
+            mixed,
+            Price::Known {
+                long_context: true,
+                ..
+            }
+        ));
+        assert_eq!(
+            t.cost_of_calls("claude-sonnet-4-5", &[big, big]),
+            t.cost("claude-sonnet-4-5", &u(500_000, 0, 0, 2_000))
+        );
+        // No call: a known $0.
+        assert_eq!(t.cost_of_calls("gpt-4o", &[]).usd(), Some(0.0));
+        assert_eq!(
+            t.cost_of_calls("my-finetune-7b", &[one]),
+            t.cost("my-finetune-7b", &one)
+        );
+    }
+
+    #[test]
+    fn calls_at_one_rate_cost_exactly_their_sum() {
+        // Where no call takes a tier (or the model has none), the calls cost what their sum
+        // costs, to the bit: the figures of runs without a tier do not move.
+        let t = PriceTable::bundled();
+        let mut calls = Vec::new();
+        let mut sum = Usage::default();
+        for i in 0..40u64 {
+            let c = u(1_000 + i * 4_567, i * 1_234, i % 3 * 17, 100 + i * 89);
+            sum.add(&c);
+            calls.push(c);
+            // gpt-4o has no tier; the others' sums stay under theirs for the first calls.
+            for model in ["gpt-4o", "claude-sonnet-4-5", "gemini-2.5-pro"] {
+                if model == "gpt-4o" || sum.input <= 200_000 {
+                    assert_eq!(
+                        t.cost_of_calls(model, &calls),
+                        t.cost(model, &sum),
+                        "{model}, {} calls",
+                        calls.len()
+                    );
+                }
+            }
+        }
+        assert!(sum.input > 1_000_000);
     }
 
     #[test]

@@ -164,6 +164,27 @@ impl Replay {
     pub fn input_tokens(&self) -> u64 {
         self.calls.iter().map(|c| c.input_tokens).sum()
     }
+    /// Each replayed agent call's usage as the agent model would be billed for it (input,
+    /// the part of it cached, the recorded output): what its cost is priced on, call by call
+    /// ([`PriceTable::cost_of_calls`](crate::pricing::PriceTable::cost_of_calls)).
+    pub fn agent_calls(&self) -> Vec<Usage> {
+        self.calls
+            .iter()
+            .map(|c| Usage {
+                input: c.input_tokens,
+                cache_read: c.cached_tokens,
+                output: c.output_tokens.unwrap_or(0),
+                cache_write: 0,
+            })
+            .collect()
+    }
+    /// Each summarizer call's usage, in order (their sum is `summarizer_usage`).
+    pub fn summarizer_call_usages(&self) -> Vec<Usage> {
+        self.events
+            .iter()
+            .filter_map(|e| e.detail.summarizer_usage().copied())
+            .collect()
+    }
     /// Total input tokens of the no-compression reference.
     pub fn reference_tokens(&self) -> u64 {
         self.calls.iter().map(|c| c.reference_tokens).sum()

@@ -10,7 +10,7 @@
 use super::fs_tools::{Sandbox, ToolOutput};
 use crate::evalspec::Asking;
 use crate::providers::{ChatRequest, Provider, ProviderError, ToolDef};
-use crate::trace::{Message, Usage};
+use crate::trace::Message;
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::sync::{Arc, LazyLock};
@@ -47,8 +47,8 @@ pub struct LoopOutcome {
     pub tool_uses: Vec<ToolUse>,
     /// Virtual paths of store files whose contents a tool returned.
     pub files_read: BTreeSet<String>,
-    /// Summed usage of the agent's calls (input includes cached).
-    pub usage: Usage,
+    /// Usage of each of the agent's calls (input includes cached); serialized as their sum.
+    pub usage: crate::pricing::Calls,
     /// Model id the provider reported.
     pub model: String,
     /// True when `max_steps` ran out before a final answer.

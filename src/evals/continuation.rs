@@ -22,9 +22,9 @@ use crate::engine::{
     self, KeepViews, KeptView, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
 };
 use crate::evalspec::Asking;
-use crate::pricing::PriceTable;
+use crate::pricing::{Calls, PriceTable};
 use crate::providers::Provider;
-use crate::trace::{Message, ToolCall, Trace, Usage};
+use crate::trace::{Message, ToolCall, Trace};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -188,7 +188,7 @@ async fn predict(
     question: &str,
     max_output_tokens: u32,
     nonce: &str,
-) -> Result<(DriftAnswer, Usage), EvalError> {
+) -> Result<(DriftAnswer, Calls), EvalError> {
     messages.push(Message::user(question));
     let out = agent::run(
         agent,
@@ -211,8 +211,8 @@ pub async fn ask(
     agent: &dyn Provider,
     max_output_tokens: u32,
     nonce: &str,
-) -> Result<(Vec<StepResult>, Usage), EvalError> {
-    let mut usage = Usage::default();
+) -> Result<(Vec<StepResult>, Calls), EvalError> {
+    let mut usage = Calls::default();
     let mut out = Vec::new();
     let from = view.trace_index.min(trace.messages.len());
     let q = question(trace);
@@ -228,7 +228,7 @@ pub async fn ask(
             &format!("{nonce}/cont@{at}"),
         )
         .await?;
-        usage.add(&u);
+        usage.extend(&u);
         let reference = trace.messages[..at].to_vec();
         let (r, u) = predict(
             agent,
@@ -238,7 +238,7 @@ pub async fn ask(
             &format!("{nonce}/cont-ref@{at}"),
         )
         .await?;
-        usage.add(&u);
+        usage.extend(&u);
         let (tool, target) = actions::agreement(&a.next_tool, &a.next_target, recorded);
         let (rt, rg) = actions::agreement(&r.next_tool, &r.next_target, recorded);
         out.push(StepResult {

@@ -28,7 +28,7 @@ use crate::engine::{
     self, KeepViews, KeptView, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
 };
 use crate::evalspec::Asking;
-use crate::pricing::PriceTable;
+use crate::pricing::{Calls, PriceTable};
 use crate::providers::{ChatRequest, Provider};
 use crate::trace::{Message, ToolCall, Trace, Usage};
 use serde::Serialize;
@@ -267,10 +267,10 @@ pub async fn ask(
     judge: Option<&dyn Provider>,
     max_output_tokens: u32,
     nonce: &str,
-) -> Result<(Vec<ProbeResult>, Usage, Usage), EvalError> {
+) -> Result<(Vec<ProbeResult>, Calls, Calls), EvalError> {
     let goal = truth::goal(trace);
-    let mut agent_usage = Usage::default();
-    let mut judge_usage = Usage::default();
+    let mut agent_usage = Calls::default();
+    let mut judge_usage = Calls::default();
     let mut out = Vec::new();
     for v in views {
         let mut messages = v.messages.clone();
@@ -285,7 +285,7 @@ pub async fn ask(
             &format!("{nonce}/drift@{}", v.trace_index),
         )
         .await?;
-        agent_usage.add(&outcome.usage);
+        agent_usage.extend(&outcome.usage);
         let answer = DriftAnswer::parse(&outcome.answer);
         let t = Truth::at(trace, v.trace_index);
         let mut scores = score_answer(&answer, &t);

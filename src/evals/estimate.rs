@@ -248,7 +248,9 @@ fn price_model(c: &ProviderConfig) -> &str {
     }
 }
 
-fn price(prices: &PriceTable, model: &str, input: u64, output: u64) -> Option<f64> {
+/// `calls` calls of `model` summing to `input` and `output` tokens, each priced as their average
+/// call (a long-context tier is a call's: a role's whole run is not one prompt).
+fn price(prices: &PriceTable, model: &str, calls: u64, input: u64, output: u64) -> Option<f64> {
     if input == 0 && output == 0 {
         return Some(0.0);
     }
@@ -257,7 +259,7 @@ fn price(prices: &PriceTable, model: &str, input: u64, output: u64) -> Option<f6
         output,
         ..Usage::default()
     };
-    prices.cost(model, &u).usd()
+    prices.cost_as_calls(model, &u, calls).usd()
 }
 
 /// Estimate what running `plan` costs per role.
@@ -313,8 +315,10 @@ pub fn estimate(plan: &Plan, suite: &LoadedSuite) -> anyhow::Result<Estimate> {
             add(&mut modelled.calls, (calls * units, calls * units));
             add(&mut modelled.input, (input * units, input * units));
             add(&mut modelled.output, (output * units, output * units));
+            // What the run prices (`replay_output`): each call, its cached part at the cache
+            // rate, its own tier.
             let m = config.agent_model(trace.meta.model.as_deref());
-            let c = m.and_then(|m| price(&prices, m, input, output));
+            let c = m.and_then(|m| prices.cost_of_calls(m, &replay.agent_calls()).usd());
             modelled_usd = modelled_usd.zip(c).map(|(a, c)| a + c * units as f64);
 
             let sc = replay.summarizer_calls;
@@ -367,8 +371,8 @@ pub fn estimate(plan: &Plan, suite: &LoadedSuite) -> anyhow::Result<Estimate> {
     let priced = |r: &mut RoleEstimate, c: &ProviderConfig| {
         let m = price_model(c);
         r.usd = (
-            price(&prices, m, r.input.0, r.output.0),
-            price(&prices, m, r.input.1, r.output.1),
+            price(&prices, m, r.calls.0, r.input.0, r.output.0),
+            price(&prices, m, r.calls.1, r.input.1, r.output.1),
         );
     };
     priced(&mut summ, summary_cfg);
@@ -474,6 +478,46 @@ mod tests {
         // needle is not judged: a judge row with nothing in it.
         assert_eq!(role(&e, "judge").calls, (0, 0));
         assert!(e.table().contains("total spent"));
+    }
+
+    #[test]
+    fn a_long_context_tier_is_priced_per_call_in_the_estimate() {
+        // Gemini 3 Pro (the first trace's model, priced as recorded) and Claude Sonnet 4.5 (the
+        // summarizer) bill a call past 200,000 input tokens at higher rates. The plan's calls
+        // add up past that, none comes near it: the estimate is the one without the tiers.
+        let summary = "[providers.summary]\nkind = \"anthropic\"\nmodel = \"claude-sonnet-4-5\"\n";
+        let table = PriceTable::bundled();
+        let without_tier = |model: &str| {
+            let p = table.lookup(model).unwrap().1;
+            assert!(p.long_context.is_some(), "{model}");
+            format!(
+                "[pricing.\"{model}\"]\ninput = {}\noutput = {}\ncache_read = {}\n\
+                 cache_write = {}\n",
+                p.input,
+                p.output,
+                p.cache_read.unwrap_or(p.input),
+                p.cache_write.unwrap_or(p.input)
+            )
+        };
+        let tiered = {
+            let (plan, suite) = small(summary);
+            estimate(&plan, &suite).unwrap()
+        };
+        let flat = {
+            let text = format!(
+                "{summary}{}{}",
+                without_tier("gemini-3-pro-preview"),
+                without_tier("claude-sonnet-4-5")
+            );
+            let (plan, suite) = small(&text);
+            estimate(&plan, &suite).unwrap()
+        };
+        for name in ["agent", "summarizer"] {
+            let (t, f) = (role(&tiered, name), role(&flat, name));
+            assert!(t.input.0 > 200_000, "{t:?}");
+            assert!(t.usd.0.unwrap() > 0.0, "{t:?}");
+            assert_eq!(t.usd, f.usd, "{name}");
+        }
     }
 
     fn params(v: serde_json::Value) -> BTreeMap<String, Value> {

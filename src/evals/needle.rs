@@ -27,7 +27,7 @@ use crate::engine::{
 };
 use crate::evalspec::needle::NeedleSearch;
 use crate::evalspec::Asking;
-use crate::pricing::PriceTable;
+use crate::pricing::{Calls, PriceTable};
 use crate::providers::{Provider, ProviderError};
 use crate::trace::{Message, Role, Trace, Usage};
 use serde::Serialize;
@@ -489,9 +489,10 @@ pub struct Answer {
 pub struct ReferenceAnswer {
     pub recovered: bool,
     pub answer: String,
-    /// What the reference question cost (it is spent on top of the probe's own tokens).
+    /// What the reference question cost (spent on top of the probe's own tokens: counted in
+    /// the unit's eval-agent tokens and cost, and apart in `reference_*_tokens`).
     #[serde(skip)]
-    pub usage: Usage,
+    pub usage: Calls,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -576,7 +577,7 @@ pub async fn ask(
             Err(e @ ProviderError::ContextOverflow { .. }) => ReferenceAnswer {
                 recovered: false,
                 answer: String::new(),
-                usage: Usage::default(),
+                usage: Calls::default(),
                 error: Some(e.to_string()),
             },
             Err(e) => return Err(e.into()),
@@ -607,11 +608,18 @@ fn line_in_view(view: &[Arc<Message>], fact: &Fact, cut: usize) -> bool {
 }
 
 /// Scores and evidence of a finished needle sample.
-pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>, Value, Usage) {
+pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>, Value, Calls) {
     let n = answers.len().max(1) as f64;
+    // Every call the eval's agent made, the questions' and their references' (both spent: the
+    // unit's eval-agent tokens and cost); `usage`: the questions' alone (`probe_*_tokens`).
+    let mut calls = Calls::default();
     let mut usage = Usage::default();
     for a in answers {
-        usage.add(&a.outcome.usage);
+        calls.extend(&a.outcome.usage);
+        usage.add(&a.outcome.usage.total());
+        if let Some(r) = &a.reference {
+            calls.extend(&r.usage);
+        }
     }
     let mean = |f: &dyn Fn(&Answer) -> f64| answers.iter().map(f).sum::<f64>() / n;
     let mut scores = BTreeMap::new();
@@ -624,7 +632,7 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
             "folds_after_needle": prepared.folds,
             "facts": facts_json(prepared),
         });
-        return (scores, evidence, usage);
+        return (scores, evidence, calls);
     }
     scores.insert("recall".into(), mean(&|a| a.recovered as u8 as f64));
     let refs: Vec<bool> = answers
@@ -660,7 +668,7 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
     scores.insert("probe_output_tokens".into(), usage.output as f64);
     let mut reference_usage = Usage::default();
     for r in answers.iter().filter_map(|a| a.reference.as_ref()) {
-        reference_usage.add(&r.usage);
+        reference_usage.add(&r.usage.total());
     }
     scores.insert(
         "reference_input_tokens".into(),
@@ -678,7 +686,7 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
         "folds_after_needle": prepared.folds,
         "store_files": prepared.replay.store.writes().len(),
     });
-    (scores, evidence, usage)
+    (scores, evidence, calls)
 }
 
 fn facts_json(prepared: &Prepared) -> Vec<Value> {

@@ -25,9 +25,9 @@ use super::needle::{question_point, AskAt, PROBE_PREAMBLE};
 use super::{plant, rubric, truth, EvalError};
 use crate::engine::{self, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer};
 use crate::evalspec::Asking;
-use crate::pricing::PriceTable;
+use crate::pricing::{Calls, PriceTable};
 use crate::providers::Provider;
-use crate::trace::{Message, Role, Trace, Usage};
+use crate::trace::{Message, Role, Trace};
 use regex::Regex;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -230,10 +230,10 @@ pub struct ProbeOutcome {
     pub scores: BTreeMap<String, f64>,
     pub passed: Option<bool>,
     pub evidence: Value,
-    /// The judge's tokens (zero without a judge).
-    pub judge_usage: Usage,
-    /// The agent's tokens answering the questions (the `eval_agent` cost role).
-    pub agent_usage: Usage,
+    /// The judge's calls (none without a judge).
+    pub judge_usage: Calls,
+    /// The agent's calls answering the questions (the `eval_agent` cost role).
+    pub agent_usage: Calls,
 }
 
 /// One question asked: its text, what the trace says, the answer and its deterministic score.
@@ -243,8 +243,8 @@ struct Asked {
     answer: String,
     scores: BTreeMap<String, f64>,
     evidence: Value,
-    /// The agent's tokens for this question.
-    usage: Usage,
+    /// The agent's calls for this question.
+    usage: Calls,
 }
 
 /// Ask the probe's questions (`per_kind`, seeded), score them, and grade them when a judge is
@@ -333,10 +333,10 @@ pub async fn ask(
                 .map_or(scores.get("decision_match") == Some(&1.0), |o| *o >= 0.5),
         ),
     };
-    let mut judge_usage = Usage::default();
-    let mut agent_usage = Usage::default();
+    let mut judge_usage = Calls::default();
+    let mut agent_usage = Calls::default();
     for a in &asked {
-        agent_usage.add(&a.usage);
+        agent_usage.extend(&a.usage);
     }
     let mut evidence: Vec<Value> = Vec::new();
     for (i, a) in asked.iter().enumerate() {
@@ -424,7 +424,7 @@ async fn ask_recall(
     scores.insert("steps".into(), out.steps as f64);
     let answer = out.answer.clone();
     Ok(Asked {
-        usage: out.usage,
+        usage: out.usage.clone(),
         evidence: json!({"question": question, "expected": expected, "answer": out}),
         question,
         expected: expected.to_string(),

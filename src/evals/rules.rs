@@ -28,9 +28,9 @@ use crate::engine::{
 };
 use crate::evalspec::rules::RuleKind;
 use crate::evalspec::Asking;
-use crate::pricing::PriceTable;
+use crate::pricing::{Calls, PriceTable};
 use crate::providers::{ChatRequest, Provider};
-use crate::trace::{Message, Role, Trace, Usage};
+use crate::trace::{Message, Role, Trace};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -297,8 +297,8 @@ Reply with a first line `SCORE: <0-5>` and one sentence of rationale.";
 pub struct Answer {
     pub text: String,
     pub judge: Option<(Option<f64>, String)>,
-    pub agent_usage: Usage,
-    pub judge_usage: Usage,
+    pub agent_usage: Calls,
+    pub judge_usage: Calls,
 }
 
 pub async fn ask(
@@ -327,7 +327,7 @@ pub async fn ask(
         text: out.answer,
         judge: None,
         agent_usage: out.usage,
-        judge_usage: Usage::default(),
+        judge_usage: Calls::default(),
     };
     if let Some(j) = judge {
         let rules: Vec<String> = prepared
@@ -345,7 +345,7 @@ pub async fn ask(
         ])
         .with_nonce(format!("{nonce}/rules-judge"));
         let resp = j.chat(&req).await?;
-        answer.judge_usage = resp.usage;
+        answer.judge_usage.add(&resp.usage);
         answer.judge = Some((
             parse_judge_score(&resp.message.content),
             resp.message.content,
@@ -467,8 +467,8 @@ mod tests {
         let answer = Answer {
             text: format!("RULE: never run {}", rules[1].key),
             judge: Some((Some(4.0), "SCORE: 4".into())),
-            agent_usage: Usage::default(),
-            judge_usage: Usage::default(),
+            agent_usage: crate::pricing::Calls::default(),
+            judge_usage: crate::pricing::Calls::default(),
         };
         let (s, e) = score(&params, &prepared, Some(&answer));
         assert_eq!(s["rules_retained"], 0.5);

@@ -115,6 +115,44 @@ fn the_run_cost_line_is_the_same_everywhere_on_the_quickstart() {
     }
 }
 
+#[test]
+fn a_long_context_tier_prices_a_call_never_a_units_sum() {
+    // Gemini 3 Pro and Claude Sonnet 4.5 bill a call past 200,000 input tokens at higher rates.
+    // On the quickstart's 20,000-token window no replayed call comes near that, though a unit's
+    // calls add up past it: every such unit costs its tokens at the normal rates.
+    let qs = quickstart();
+    let prices = ctxbench::pricing::PriceTable::bundled();
+    let (mut checked, mut summed_past) = (0, 0);
+    for line in qs.read("samples.jsonl").lines() {
+        let s: serde_json::Value = serde_json::from_str(line).unwrap();
+        let calls = s["timeline"].as_array().unwrap();
+        let largest = calls.iter().map(|p| p["tokens"].as_u64().unwrap()).max();
+        if largest.unwrap_or(0) > 150_000 {
+            continue; // digitorn's own window lets some calls reach the tier
+        }
+        let model = s["evidence"]["priced_as"]["agent"].as_str().unwrap();
+        let (_, p) = prices.lookup(model).unwrap();
+        let Some(tier) = &p.long_context else {
+            continue;
+        };
+        let t = &s["tokens"]["agent"];
+        let n = |k: &str| t[k].as_u64().unwrap() as f64;
+        let want = ((n("input") - n("cached")) * p.input
+            + n("cached") * p.cache_read.unwrap_or(p.input)
+            + n("output") * p.output)
+            / 1e6;
+        let got = s["cost_usd"]["agent"].as_f64().unwrap();
+        assert!(
+            (got - want).abs() <= 1e-9 * want.max(1.0),
+            "{}: ${got}, at the normal rates ${want}",
+            s["unit_id"]
+        );
+        checked += 1;
+        summed_past += usize::from(n("input") > tier.threshold as f64);
+    }
+    assert!(checked > 0 && summed_past > 0, "{checked} {summed_past}");
+}
+
 fn replay_tokens(args: &[&str]) -> (u64, u64) {
     let out = ctxbench()
         .arg("replay")

@@ -8,7 +8,7 @@ use super::super::EvalError;
 use crate::config::suite::{OnSummaryError, ProviderRole};
 use crate::config::LoadedSuite;
 use crate::engine::{self, EngineConfig, ResolvedConfig};
-use crate::pricing::PriceTable;
+use crate::pricing::{Calls, PriceTable};
 use crate::providers::{Provider, ProviderConfig, ProviderError};
 use crate::record::{RunDir, SummaryPack, TokenSplit, UnitError};
 use crate::runner::{Plan, UnitOutput};
@@ -157,24 +157,24 @@ impl Shared {
 
     /// Tokens and cost of the evals' own agent calls (needle questions, probes), priced at the
     /// agent provider's model (the offline provider is a known $0).
-    pub(super) fn eval_agent(&self, out: &mut UnitOutput, usage: &Usage) {
-        out.tokens.eval_agent = split(usage);
-        out.cost_usd.eval_agent = if split(usage) == TokenSplit::default() {
+    pub(super) fn eval_agent(&self, out: &mut UnitOutput, calls: &Calls) {
+        out.tokens.eval_agent = split(&calls.total());
+        out.cost_usd.eval_agent = if out.tokens.eval_agent == TokenSplit::default() {
             Some(0.0)
         } else {
             let model = price_model(&self.provider_configs["agent"]);
-            self.prices.cost(model, usage).usd()
+            self.prices.cost_of_calls(model, calls.as_slice()).usd()
         };
     }
 
     /// The judge's tokens and cost in the sample (separate from the agent's).
-    pub(super) fn judge_cost(&self, judge: &dyn Provider, usage: &Usage, out: &mut UnitOutput) {
-        out.tokens.judge = split(usage);
+    pub(super) fn judge_cost(&self, judge: &dyn Provider, calls: &Calls, out: &mut UnitOutput) {
+        out.tokens.judge = split(&calls.total());
         let model = match price_model(&self.provider_configs["judge"]) {
             "offline" => "offline",
             _ => judge.info().model.as_str(),
         };
-        out.cost_usd.judge = self.prices.cost(model, usage).usd();
+        out.cost_usd.judge = self.prices.cost_of_calls(model, calls.as_slice()).usd();
     }
 
     /// Tokens, cost, compactions and timeline of a replay, as every sample reports them.
@@ -184,11 +184,11 @@ impl Shared {
         config: &ResolvedConfig,
         replay: &engine::Replay,
     ) -> UnitOutput {
+        // Priced call by call: a price's long-context tier is a call's, not the replay's sum.
+        let agent_calls = replay.agent_calls();
         let mut agent = Usage::default();
-        for c in &replay.calls {
-            agent.input += c.input_tokens;
-            agent.cache_read += c.cached_tokens;
-            agent.output += c.output_tokens.unwrap_or(0);
+        for c in &agent_calls {
+            agent.add(c);
         }
         let mut out = UnitOutput {
             compactions: replay.event_counts(),
@@ -223,12 +223,12 @@ impl Shared {
         out.tokens.summarizer = split(&replay.summarizer_usage);
         out.cost_usd.agent = config
             .agent_model(trace.meta.model.as_deref())
-            .and_then(|m| self.prices.cost(m, &agent).usd());
+            .and_then(|m| self.prices.cost_of_calls(m, &agent_calls).usd());
         out.cost_usd.summarizer = if replay.summarizer_calls == 0 {
             Some(0.0)
         } else {
             self.prices
-                .cost(self.summary_model(), &replay.summarizer_usage)
+                .cost_of_calls(self.summary_model(), &replay.summarizer_call_usages())
                 .usd()
         };
         // No judge call yet: a known $0 (an eval that calls a judge replaces it with the price).

@@ -7,12 +7,13 @@ use crate::engine::{self, OfflineSummarizer, ResolvedConfig, Summarizer};
 use crate::evals::fs_tools::MemFiles;
 use crate::evals::prefixes::Prefixes;
 use crate::evals::{self, EvalError};
+use crate::pricing::Calls;
 use crate::pricing::PriceTable;
 use crate::providers::summarizer::{ProviderSummarizer, SummaryCancel};
 use crate::providers::Provider;
 use crate::record::RunDir;
 use crate::runner::{replay_pool, RunContext, Unit, UnitOutput};
-use crate::trace::{Trace, Usage};
+use crate::trace::Trace;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -356,12 +357,12 @@ impl<'a> UnitCx<'a> {
     }
 
     /// Tokens and cost of the eval's own agent calls (needle questions, probes).
-    pub fn eval_agent(&self, out: &mut UnitOutput, usage: &Usage) {
+    pub fn eval_agent(&self, out: &mut UnitOutput, usage: &Calls) {
         self.shared.eval_agent(out, usage);
     }
 
     /// The judge's tokens and cost (separate from the agent's).
-    pub fn judge_cost(&self, judge: &dyn Provider, usage: &Usage, out: &mut UnitOutput) {
+    pub fn judge_cost(&self, judge: &dyn Provider, usage: &Calls, out: &mut UnitOutput) {
         self.shared.judge_cost(judge, usage, out);
     }
 }
