@@ -406,7 +406,10 @@ fn check_estimate(
     };
     if hi > limit {
         return Err(UsageError(format!(
-            "the estimated spend on model calls is ${:.4}–${hi:.4}{}, above the budget              max_cost_usd = ${limit}; raise --max-cost-usd, narrow the run (--limit, --eval,              --variant), or start anyway with --ignore-estimate (the budget still stops the run              while it spends). `ctxbench run SUITE --dry-run` shows the estimate per role",
+            "the estimated spend on model calls is ${:.4}–${hi:.4}{}, above the budget \
+             max_cost_usd = ${limit}; raise --max-cost-usd, narrow the run (--limit, --eval, \
+             --variant), or start anyway with --ignore-estimate (the budget still stops the run \
+             while it spends). `ctxbench run SUITE --dry-run` shows the estimate per role",
             lo.unwrap_or(0.0),
             if share < 1.0 { " for this shard" } else { "" }
         ))
