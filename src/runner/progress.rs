@@ -134,7 +134,9 @@ impl Progress {
             ProgressMode::Bar => {
                 let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
                 b.set_style(
-                    ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {msg}")
+                    // A 20-column bar keeps the line (`… · modelled $12.3456`) within 100
+                    // columns for runs of up to 999 units that spend nothing.
+                    ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:20} {msg}")
                         .expect("static template")
                         .progress_chars("=> "),
                 );
