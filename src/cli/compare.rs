@@ -80,7 +80,12 @@ fn read_compact(dir: &std::path::Path) -> Result<Compact, UsageError> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let out = super::output_dir(args.out.as_deref().unwrap_or(&args.run_b))?;
+    super::run_dir_arg("RUN_A", &args.run_a)?;
+    super::run_dir_arg("RUN_B", &args.run_b)?;
+    let out = match &args.out {
+        Some(out) => super::output_dir(out)?,
+        None => args.run_b.clone(),
+    };
     // Each run in one streaming pass, keeping only what the statistics read.
     let a = read_compact(&args.run_a)?;
     let b = read_compact(&args.run_b)?;

@@ -126,6 +126,23 @@ pub fn emit(text: &str) -> std::io::Result<()> {
     }
 }
 
+/// A run directory named by a positional argument (`report RUN_DIR`, `compare RUN_A RUN_B`):
+/// a path that is not an existing directory is a usage error naming that argument, before
+/// `-o/--output` (which defaults to it) or the journal reader words it as their own fault.
+pub fn run_dir_arg(arg: &str, path: &std::path::Path) -> Result<(), UsageError> {
+    let what = match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(_) => "it is a file".to_string(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such directory".to_string(),
+        Err(e) => format!("cannot read it: {e}"),
+    };
+    Err(UsageError(format!(
+        "{arg} {}: is not a run directory: {what} (expected a directory holding run.json and \
+         samples.jsonl, e.g. reports/<run-id>)",
+        path.display()
+    )))
+}
+
 /// File-name extensions `-o/--output` refuses: it always names a directory (see
 /// [`output_dir`]).
 const FILE_EXTENSIONS: [&str; 12] = [

@@ -136,24 +136,34 @@ fn load_config(args: &Args) -> anyhow::Result<EngineConfig> {
 fn render_human(r: &Replay) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
+    // Within 100 columns (a long model name stays on the window's line).
     let _ = writeln!(
         out,
-        "trace {}  preset {}  window {} (from {})  input budget {}  counter {}  overhead {} tokens",
-        r.trace_id,
-        r.preset,
-        r.window,
-        r.window_source,
-        r.input_budget,
-        r.counter,
-        r.overhead_tokens
+        "trace {}  preset {}  counter {}",
+        r.trace_id, r.preset, r.counter
     );
+    let _ = writeln!(out, "window {} (from {})", r.window, r.window_source);
+    let _ = writeln!(
+        out,
+        "input budget {}  overhead {} tokens",
+        r.input_budget, r.overhead_tokens
+    );
+    // Calls are numbered 1..N (as in report.html); `message` is the trace index of the
+    // assistant message whose request the call is.
+    let call_at = |trace_index: usize| -> String {
+        match r.calls.iter().position(|c| c.trace_index == trace_index) {
+            Some(k) => format!("call {} (message {trace_index})", k + 1),
+            None => format!("message {trace_index}"),
+        }
+    };
     // Tool-time events happen between calls: show them at the next call.
     let mut pending: Vec<String> = Vec::new();
     let mut next_event = 0;
     let rows: Vec<Vec<String>> = r
         .calls
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(k, c)| {
             while next_event < r.events.len()
                 && r.events[next_event].call_index.is_none()
                 && r.events[next_event].trace_index < c.trace_index
@@ -167,6 +177,7 @@ fn render_human(r: &Replay) -> String {
                 next_event = next_event.max(last + 1);
             }
             vec![
+                (k + 1).to_string(),
                 c.trace_index.to_string(),
                 c.input_tokens.to_string(),
                 c.cached_tokens.to_string(),
@@ -177,7 +188,15 @@ fn render_human(r: &Replay) -> String {
         })
         .collect();
     out.push_str(&crate::output::table(
-        &["call", "sent", "cached", "reference", "msgs", "events"],
+        &[
+            "call",
+            "message",
+            "sent",
+            "cached",
+            "reference",
+            "msgs",
+            "events",
+        ],
         &rows,
     ));
     let sent = r.input_tokens();
@@ -189,11 +208,13 @@ fn render_human(r: &Replay) -> String {
     };
     let _ = writeln!(
         out,
-        "{} calls, {sent} input tokens sent vs {reference} without compression ({saved:.1}% saved); summarizer: {} calls, {} in / {} out tokens",
+        "{} calls, {sent} input tokens sent vs {reference} without compression ({saved:.1}% saved)",
         r.calls.len(),
-        r.summarizer_calls,
-        r.summarizer_usage.input,
-        r.summarizer_usage.output
+    );
+    let _ = writeln!(
+        out,
+        "summarizer: {} calls, {} in / {} out tokens",
+        r.summarizer_calls, r.summarizer_usage.input, r.summarizer_usage.output
     );
     for (kind, n) in r.event_counts() {
         let _ = writeln!(out, "  {kind}: {n}");
@@ -209,7 +230,7 @@ fn render_human(r: &Replay) -> String {
         );
     }
     if let Some(s) = &r.stopped {
-        let _ = writeln!(out, "stopped at call {}: {}", s.trace_index, s.reason);
+        let _ = writeln!(out, "stopped at {}: {}", call_at(s.trace_index), s.reason);
     }
     if r.invariants.passed() {
         let _ = writeln!(
@@ -224,7 +245,13 @@ fn render_human(r: &Replay) -> String {
             r.invariants.violations.len()
         );
         for v in &r.invariants.violations {
-            let _ = writeln!(out, "  call {} {:?}: {}", v.call_index, v.rule, v.message);
+            let _ = writeln!(
+                out,
+                "  {} {:?}: {}",
+                call_at(v.call_index),
+                v.rule,
+                v.message
+            );
         }
     }
     for d in &r.invariants.trace_defects {

@@ -29,7 +29,11 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let out = super::output_dir(args.out.as_deref().unwrap_or(&args.run_dir))?;
+    super::run_dir_arg("RUN_DIR", &args.run_dir)?;
+    let out = match &args.out {
+        Some(out) => super::output_dir(out)?,
+        None => args.run_dir.clone(),
+    };
     let run_dir = RunDir::new(&args.run_dir);
     // One streaming pass keeps each sample's compact part; the heavy parts (timelines,
     // evidence, summaries) are read for the samples the report shows in full only.

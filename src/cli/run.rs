@@ -46,8 +46,10 @@ recorded ones). A `--set` KEY goes to `[engine.base]`, `variant.NAME.KEY` to
 that key; VALUE is a TOML value. Merged with the same rule as the suite's variants.
 
 Progress goes to stderr: a bar on a terminal; otherwise (CI logs, `2> file`) a line such as
-`progress: 12/40 units · 1 error · 1.2M tokens · $0.0345 · elapsed 1m02s · ETA 3m10s` every
-CTXBENCH_PROGRESS_SECS seconds (default 10; 0 = after every unit). `-q` prints neither.
+`progress: 12/40 units · 1 error · 1.2M tokens · modelled $0.0345 · elapsed 1m02s · ETA 3m10s`
+(modelled: the replayed agent's views priced, not spent; `· spent $…` follows once model calls
+cost money) every CTXBENCH_PROGRESS_SECS seconds (default 10; 0 = after every unit). `-q`
+prints neither.
 
 Examples:
   ctxbench run evals/quickstart.toml
@@ -406,7 +408,10 @@ fn check_estimate(
     };
     if hi > limit {
         return Err(UsageError(format!(
-            "the estimated spend on model calls is ${:.4}–${hi:.4}{}, above the budget              max_cost_usd = ${limit}; raise --max-cost-usd, narrow the run (--limit, --eval,              --variant), or start anyway with --ignore-estimate (the budget still stops the run              while it spends). `ctxbench run SUITE --dry-run` shows the estimate per role",
+            "the estimated spend on model calls is ${:.4}–${hi:.4}{}, above the budget \
+             max_cost_usd = ${limit}; raise --max-cost-usd, narrow the run (--limit, --eval, \
+             --variant), or start anyway with --ignore-estimate (the budget still stops the run \
+             while it spends). `ctxbench run SUITE --dry-run` shows the estimate per role",
             lo.unwrap_or(0.0),
             if share < 1.0 { " for this shard" } else { "" }
         ))

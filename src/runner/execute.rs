@@ -692,11 +692,10 @@ where
                         },
                     }
                 }
-                let cost = sample.cost_usd.total();
                 budget.record(&sample.eval, Some(super::budget::spend_of(&sample.cost_usd)));
                 let tokens = sample.tokens_total();
                 let failed = sample.error.is_some();
-                progress.record(tokens, cost, failed);
+                progress.record(tokens, &sample.cost_usd, failed);
                 if failed {
                     report.failed += 1;
                 } else {

@@ -1,4 +1,5 @@
-//! The run's progress on stderr: units done/total, errors, tokens, dollars and ETA. A redrawn
+//! The run's progress on stderr: units done/total, errors, tokens, dollars (the modelled agent
+//! cost, and what was spent on model calls once there is any) and ETA. A redrawn
 //! bar when stderr is a terminal; a plain line at most every few seconds otherwise (CI logs, see
 //! `output::progress_mode`); nothing with `--quiet`.
 
@@ -14,21 +15,31 @@ pub struct Tally {
     pub done: u64,
     pub errors: u64,
     pub tokens: u64,
-    pub cost_usd: f64,
+    /// The replayed agent's views priced at its model's price: modelled, not spent (the run
+    /// summary's "modelled agent cost").
+    pub modelled_usd: f64,
+    /// Dollars spent on model calls (summarizer, judge, eval agent: the run summary's "spent on
+    /// model calls").
+    pub spent_usd: f64,
 }
 
 impl Tally {
-    /// `"12/40 units · 1 error · 1.2M tokens · $0.0345"`
+    /// `"12/40 units · 1 error · 1.2M tokens · modelled $0.0345"`, then `" · spent $0.0120"`
+    /// once a unit spent on model calls (an offline run never does).
     pub fn line(&self, total: u64) -> String {
-        format!(
-            "{}/{} units · {} error{} · {} tokens · ${:.4}",
+        let mut s = format!(
+            "{}/{} units · {} error{} · {} tokens · modelled ${:.4}",
             self.done,
             total,
             self.errors,
             if self.errors == 1 { "" } else { "s" },
             human_tokens(self.tokens),
-            self.cost_usd
-        )
+            self.modelled_usd
+        );
+        if self.spent_usd > 0.0 {
+            s.push_str(&format!(" · spent ${:.4}", self.spent_usd));
+        }
+        s
     }
 }
 
@@ -58,7 +69,7 @@ struct Lines {
 }
 
 impl Lines {
-    /// `progress: 12/40 units · 1 error · 1.2M tokens · $0.0345 · elapsed 1m02s · ETA 3m10s`.
+    /// `progress: 12/40 units · 1 error · 1.2M tokens · modelled $0.0345 · elapsed 1m02s · ETA 3m10s`.
     /// ETA is the time per unit finished in this session times the units left (`-` before the
     /// first one finishes).
     fn text(&self, now: Instant) -> String {
@@ -123,7 +134,9 @@ impl Progress {
             ProgressMode::Bar => {
                 let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
                 b.set_style(
-                    ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {msg}")
+                    // A 20-column bar keeps the line (`… · modelled $12.3456`) within 100
+                    // columns for runs of up to 999 units that spend nothing.
+                    ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:20} {msg}")
                         .expect("static template")
                         .progress_chars("=> "),
                 );
@@ -180,10 +193,13 @@ impl Progress {
         p
     }
 
-    pub fn record(&mut self, tokens: u64, cost: Option<f64>, failed: bool) {
+    /// A finished unit: its tokens, its cost by role (`cost.agent` modelled, the other roles
+    /// spent; an unknown price counts $0 here) and whether it failed.
+    pub fn record(&mut self, tokens: u64, cost: &crate::record::CostByRole, failed: bool) {
         self.tally.done += 1;
         self.tally.tokens += tokens;
-        self.tally.cost_usd += cost.unwrap_or(0.0);
+        self.tally.modelled_usd += cost.agent.unwrap_or(0.0);
+        self.tally.spent_usd += crate::runner::budget::spend_of(cost);
         if failed {
             self.tally.errors += 1;
         }
@@ -250,6 +266,15 @@ impl Drop for Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::CostByRole;
+
+    /// A unit's cost with only the (modelled) agent priced.
+    fn agent(usd: Option<f64>) -> CostByRole {
+        CostByRole {
+            agent: usd,
+            ..CostByRole::default()
+        }
+    }
 
     /// A sink the test can read back.
     #[derive(Clone, Default)]
@@ -272,28 +297,46 @@ mod tests {
     #[test]
     fn tally_line_and_hidden_bar_counts() {
         let mut p = Progress::new(10, 2, ProgressMode::Hidden);
-        p.record(12_345, Some(0.5), false);
-        p.record(100, None, true);
+        p.record(12_345, &agent(Some(0.5)), false);
+        p.record(100, &agent(None), true);
         let t = p.tally();
         assert_eq!((t.done, t.errors, t.tokens), (4, 1, 12_445));
-        assert_eq!(t.line(10), "4/10 units · 1 error · 12.4k tokens · $0.5000");
+        // The dollars are labelled: the agent's are modelled, not spent; no spent figure
+        // until a unit spends (an offline run).
+        assert_eq!(
+            t.line(10),
+            "4/10 units · 1 error · 12.4k tokens · modelled $0.5000"
+        );
         assert_eq!(human_tokens(4_560_000), "4.56M");
+        // Spent on model calls (summarizer, judge, eval agent), apart from the modelled cost.
+        let spent = CostByRole {
+            agent: Some(1.0),
+            summarizer: Some(0.25),
+            judge: None,
+            eval_agent: Some(0.5),
+        };
+        p.record(10, &spent, false);
+        assert_eq!(
+            p.tally().line(10),
+            "5/10 units · 1 error · 12.5k tokens · modelled $1.5000 · spent $0.7500"
+        );
     }
 
     #[test]
     fn line_mode_with_no_interval_prints_a_line_per_unit() {
         let buf = Buf::default();
         let mut p = Progress::with_sink(3, 1, Duration::ZERO, Box::new(buf.clone()));
-        p.record(20_000, Some(0.25), false);
-        p.record(10, None, true);
+        p.record(20_000, &agent(Some(0.25)), false);
+        p.record(10, &agent(None), true);
         p.note("interrupted");
         p.finish();
         let text = buf.text();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3, "{text}");
         assert!(
-            lines[0]
-                .starts_with("progress: 2/3 units · 0 errors · 20.0k tokens · $0.2500 · elapsed "),
+            lines[0].starts_with(
+                "progress: 2/3 units · 0 errors · 20.0k tokens · modelled $0.2500 · elapsed "
+            ),
             "{text}"
         );
         // one unit left after one done in this session: an ETA is known
@@ -331,7 +374,7 @@ mod tests {
         lines.tick(t0 + Duration::from_secs(20), false);
         assert_eq!(
             buf.text(),
-            "progress: 6/10 units · 0 errors · 0 tokens · $0.0000 · elapsed 20s · ETA 40s\n"
+            "progress: 6/10 units · 0 errors · 0 tokens · modelled $0.0000 · elapsed 20s · ETA 40s\n"
         );
         lines.tick(t0 + Duration::from_secs(25), false);
         assert_eq!(

@@ -94,6 +94,14 @@ fn an_estimate_above_the_budget_refuses_to_start_unless_ignored() {
         assert_eq!(code, Some(2), "{flags:?}: {stderr}");
         assert!(stderr.contains("estimated spend"), "{stderr}");
         assert!(stderr.contains("--ignore-estimate"), "{stderr}");
+        let refusal = stderr
+            .lines()
+            .find(|l| l.contains("estimated spend"))
+            .unwrap();
+        assert!(
+            !refusal.contains("  "),
+            "a run of spaces mid-sentence: {refusal}"
+        );
         assert!(!out.join("est").exists(), "{flags:?}: nothing written");
     }
     assert_eq!(server.accepted(), 0);

@@ -2,7 +2,8 @@
 //! 300 lines and not a lab notebook again; every relative link in README.md, docs/*.md and
 //! benches/{,peers/}README.md points at a file that exists (and, for `#anchor`s into Markdown, at a
 //! heading that exists); the exit codes documented in docs/reliability.md and src/cli/mod.rs are
-//! exactly the ones src/error.rs defines; every command the README's command list shows exists.
+//! exactly the ones src/error.rs defines; every command the README's command list shows exists;
+//! the estimate and unit counts the README and docs/evals.md quote are what `--dry-run` prints.
 
 use crate::support::cli::ctxbench;
 use std::collections::BTreeSet;
@@ -315,4 +316,49 @@ fn the_readmes_real_api_estimate_is_what_dry_run_prints() {
         "README.md's estimate of evals/real-provider.toml is stale: paste what \
          `ctxbench run evals/real-provider.toml --dry-run` prints"
     );
+}
+
+/// docs/evals.md's unit counts of the quickstart (all units, and as many with one drift sample
+/// per trace × variant) are what `run evals/quickstart.toml --dry-run` plans.
+#[test]
+fn the_evals_docs_quickstart_unit_counts_are_what_dry_run_plans() {
+    let out = ctxbench()
+        .args(["run", "evals/quickstart.toml", "--dry-run"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    // `plan     quickstart: … = 280 units`
+    let total: u64 = stdout
+        .lines()
+        .find(|l| l.starts_with("plan "))
+        .and_then(|l| l.rsplit_once(" = "))
+        .and_then(|(_, n)| n.strip_suffix(" units"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no plan line:\n{stdout}"));
+    // `drift   2   2   56`: samples, units per trace × variant, units
+    let drift: Vec<u64> = stdout
+        .lines()
+        .find(|l| l.starts_with("drift "))
+        .unwrap_or_else(|| panic!("no drift row:\n{stdout}"))
+        .split_whitespace()
+        .skip(1)
+        .map(|n| n.parse().unwrap())
+        .collect();
+    let (per_pair, units) = (drift[1], drift[2]);
+    let one_per_pair = total - units + units / per_pair;
+    let doc = read("docs/evals.md")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let want = format!("the quickstart plans {total} units instead of {one_per_pair}");
+    assert!(
+        doc.contains(&want),
+        "docs/evals.md is stale: it should say `{want}`"
+    );
+    let folds = format!(
+        "{per_pair} folds = {units} drift units, not {}",
+        units / per_pair
+    );
+    assert!(doc.contains(&folds), "docs/evals.md should say `{folds}`");
 }

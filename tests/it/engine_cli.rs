@@ -78,6 +78,53 @@ fn human_timeline_and_json_for_a_trace() {
         .any(|e| e["kind"] == "summarized"));
 }
 
+/// The human timeline numbers calls 1..N like its footer's "N calls" (and report.html), with
+/// each call's trace index in its own `message` column; "stopped at call K" counts the same
+/// way; the header and footer fit 100 columns.
+#[test]
+fn human_timeline_numbers_calls_not_messages() {
+    let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets/mini-swe-agent/astropy__astropy-12907.traj.json");
+    let stdout = |flags: &[&str]| {
+        let out = ctxbench()
+            .arg("replay")
+            .arg(&trace)
+            .args(flags)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let text = stdout(&[]);
+    let lines: Vec<&str> = text.lines().collect();
+    let head = lines.iter().position(|l| l.starts_with("call ")).unwrap();
+    let cols: Vec<&str> = lines[head].split_whitespace().collect();
+    assert_eq!(cols[..2], ["call", "message"], "{text}");
+    let rows: Vec<Vec<&str>> = lines[head + 1..]
+        .iter()
+        .take_while(|l| !l.contains(" calls, "))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 20, "{text}");
+    for (k, row) in rows.iter().enumerate() {
+        assert_eq!(row[0], (k + 1).to_string(), "call ordinal: {text}");
+        assert_eq!(row[1], (2 * k + 2).to_string(), "message index: {text}");
+    }
+    assert!(
+        text.contains("\n20 calls, ") && text.contains("all hold over 20 calls"),
+        "{text}"
+    );
+    for l in lines[..head].iter().chain(&lines[head + 1 + rows.len()..]) {
+        assert!(l.chars().count() <= 100, "wider than 100 columns: {l}");
+    }
+
+    // A window too small for the first request: the replay stops at call 1, message 2.
+    let text = stdout(&["--window", "1500"]);
+    assert!(text.contains("stopped at call 1 (message 2): "), "{text}");
+}
+
 #[test]
 fn config_file_with_overrides() {
     let dir = tempfile::tempdir().unwrap();

@@ -233,6 +233,58 @@ fn report_on_a_bad_run_dir_is_a_usage_error_naming_the_file() {
         .stderr(predicate::str::contains("samples.jsonl:1:"));
 }
 
+/// A file (or a missing path) given as the run directory is named as that argument, not as
+/// `-o/--output` (which defaults to it and was never given).
+#[test]
+fn report_and_compare_on_a_file_name_the_run_argument_not_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("afile");
+    std::fs::write(&file, "").unwrap();
+    let missing = dir.path().join("no-such-run");
+    let run = dir.path().join("run");
+    fn p(path: &std::path::Path) -> &str {
+        path.to_str().unwrap()
+    }
+    support::report::write_run(
+        &run,
+        &support::report::info("run"),
+        &support::report::samples()[..2],
+    );
+    // (command line, the argument at fault, its path, what it is)
+    let cases = [
+        (vec!["report", p(&file)], "RUN_DIR", &file, "it is a file"),
+        (
+            vec!["report", p(&missing)],
+            "RUN_DIR",
+            &missing,
+            "no such directory",
+        ),
+        (
+            vec!["compare", p(&run), p(&file)],
+            "RUN_B",
+            &file,
+            "it is a file",
+        ),
+        (
+            vec!["compare", p(&file), p(&run)],
+            "RUN_A",
+            &file,
+            "it is a file",
+        ),
+    ];
+    for (args, arg, path, what) in cases {
+        let expected = format!("{arg} {}: is not a run directory: {what}", path.display());
+        ctxbench()
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(expected))
+            .stderr(predicate::str::contains("-o/--output").not())
+            .stderr(predicate::str::contains("panicked").not());
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"", "the file is left alone");
+}
+
 #[test]
 fn compare_pairs_two_runs_variant_by_variant_and_writes_files() {
     let dir = tempfile::tempdir().unwrap();

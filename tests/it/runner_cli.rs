@@ -397,7 +397,7 @@ fn progress_lines_without_a_terminal_and_none_with_quiet() {
         for field in [
             " units · ",
             " error",
-            " tokens · $",
+            " tokens · modelled $",
             " · elapsed ",
             " · ETA ",
         ] {

@@ -142,8 +142,13 @@ fn keys_of(o: &Map<String, Value>) -> String {
 
 fn detect_doc(v: &Value) -> Result<SourceFormat, String> {
     match v {
-        Value::Object(o) => first_match(Shape::Object(o))
-            .ok_or_else(|| format!("a JSON object with keys {}", keys_of(o))),
+        Value::Object(o) => first_match(Shape::Object(o)).ok_or_else(|| {
+            if o.is_empty() {
+                "an empty JSON object".into()
+            } else {
+                format!("a JSON object with keys {}", keys_of(o))
+            }
+        }),
         Value::Array(a) => {
             let Some(first) = a.first() else {
                 return Err("an empty JSON array".into());
@@ -151,8 +156,13 @@ fn detect_doc(v: &Value) -> Result<SourceFormat, String> {
             let Some(o) = first.as_object() else {
                 return Err(format!("a JSON array of {}", super::json::type_name(first)));
             };
-            first_match(Shape::Array(a, o))
-                .ok_or_else(|| format!("a JSON array of objects with keys {}", keys_of(o)))
+            first_match(Shape::Array(a, o)).ok_or_else(|| {
+                if o.is_empty() {
+                    "a JSON array whose first object is empty".into()
+                } else {
+                    format!("a JSON array of objects with keys {}", keys_of(o))
+                }
+            })
         }
         other => Err(format!(
             "a JSON document that is {}",
@@ -325,6 +335,17 @@ mod tests {
         let e = doc(json!({"total": 500, "passed": 371})).unwrap_err();
         assert!(e.contains("total, passed"), "{e}");
         assert!(doc(json!([])).unwrap_err().contains("empty"));
+        // No empty key list ("with keys ;"): the object is called empty.
+        assert_eq!(doc(json!({})).unwrap_err(), "an empty JSON object");
+        assert_eq!(
+            doc(json!([{}])).unwrap_err(),
+            "a JSON array whose first object is empty"
+        );
+        let blank = Input::Lines(vec![(1, json!({})), (2, json!({}))]);
+        assert_eq!(
+            detect(&blank).unwrap_err(),
+            "JSON Lines whose first line is an empty JSON object"
+        );
         assert!(doc(json!(42)).unwrap_err().contains("a number"));
     }
 
