@@ -136,6 +136,15 @@ pub struct VerdictLine {
     pub items: Vec<VerdictItem>,
 }
 
+/// The change in % of the baseline mean, where one means something: not for a difference
+/// metric (`needle.recall_delta` is centred on 0: −0.26 against a baseline of +0.02 is not
+/// "−1,100%"), nor against a zero baseline. Every writer shows a change this way or in units.
+pub fn percent_of_baseline(c: &Comparison) -> Option<f64> {
+    let difference = c.metric.ends_with("_delta");
+    c.delta_pct
+        .filter(|p| p.is_finite() && c.baseline_mean != 0.0 && !difference)
+}
+
 /// The text of one verdict item.
 pub fn item_text(c: &Comparison) -> String {
     let e = effect(c);
@@ -147,10 +156,8 @@ pub fn item_text(c: &Comparison) -> String {
             fmt_num(c.baseline_mean)
         );
     }
-    // A difference metric (`needle.recall_delta`) is centred on 0: a percent of it means nothing.
-    let difference = c.metric.ends_with("_delta");
-    let change = match c.delta_pct {
-        Some(p) if p.is_finite() && c.baseline_mean != 0.0 && !difference => {
+    let change = match percent_of_baseline(c) {
+        Some(p) => {
             let ci = match (c.pct_ci, c.ci) {
                 (Some(ci), _) => {
                     format!(" [{}, {}]", fmt_pct_value(ci.lo), fmt_pct_value(ci.hi))
@@ -243,7 +250,7 @@ pub fn verdicts(comparisons: &[Comparison], headline: &[String]) -> Vec<VerdictL
 
 /// Legend printed under the verdict lines.
 pub const LEGEND: &str = "better/WORSE: significant at p < 0.05 in the metric's better/worse \
-direction; n.s.: not significant; too few traces: fewer than 6 traces, no verdict; =: no change. Δ% of the baseline mean, with its 95% CI.";
+direction; n.s.: not significant; too few traces: fewer than 6 traces, no verdict; =: no change. Δ% of the baseline mean, with its 95% CI, over the paired units (same trace, eval, sample and repeat in both variants; a table of means takes every unit).";
 
 /// Verdict lines as plain text, wrapped at `width` columns: the variant name, then its items
 /// separated by two spaces; continuation lines are indented under the first item.

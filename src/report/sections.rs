@@ -100,7 +100,7 @@ pub fn comparison(comparisons: &[Comparison], candidate: &str) -> Table {
             Cell::Num(c.candidate_mean),
             Cell::Delta {
                 delta: c.delta,
-                pct: c.delta_pct,
+                pct: headline::percent_of_baseline(c),
             },
             Cell::Ci(c.ci),
             Cell::P(c.p_value),
