@@ -156,7 +156,7 @@ impl LoadedSuite {
     /// An error about an engine key of a variant, e.g. from the engine's own validation.
     /// Points at the override when the variant sets `key`, else at `engine.base`, else at the
     /// variant's definition; the message names the variant.
-    /// A serde "unknown field/variant" message gets a "did you mean" hint.
+    /// A serde "unknown field/value" message gets a "did you mean" hint.
     pub fn variant_error(&self, variant: &Variant, key: &[&str], message: &str) -> ConfigError {
         let message = with_hint(message);
         let mut at: Vec<&str> = variant.defined_at.iter().map(|s| s.as_str()).collect();
@@ -336,19 +336,7 @@ fn toml_error(file: &str, text: &str, e: &toml::de::Error) -> ConfigError {
                 + 1
         })
         .unwrap_or(0);
-    let mut message = e.message().trim().to_string();
-    for (rust, plain) in [
-        ("expected u32", "expected a non-negative integer"),
-        ("expected u64", "expected a non-negative integer"),
-        ("expected usize", "expected a non-negative integer"),
-        ("expected f64", "expected a number"),
-        ("expected a boolean", "expected true or false"),
-        ("expected a sequence", "expected a list"),
-    ] {
-        if let Some(stripped) = message.strip_suffix(rust) {
-            message = format!("{stripped}{plain}");
-        }
-    }
+    let mut message = crate::confcore::plain_type_names(e.message());
     if let Some(hint) = expected_hint(&message) {
         message.push_str(&hint);
     }
@@ -389,12 +377,12 @@ fn with_hint(message: &str) -> String {
     msg
 }
 
-/// For serde's "unknown variant `x`, expected one of `a`, `b`" (and "unknown field …"), a
-/// "did you mean" hint.
+/// For serde's "unknown variant `x`, expected one of `a`, `b`" (and "unknown field …", and
+/// [`crate::confcore::plain_serde_message`]'s "unknown value …"), a "did you mean" hint.
 pub fn expected_hint(message: &str) -> Option<String> {
-    let rest = message
-        .strip_prefix("unknown variant `")
-        .or_else(|| message.strip_prefix("unknown field `"))?;
+    let rest = ["unknown variant `", "unknown field `", "unknown value `"]
+        .iter()
+        .find_map(|p| message.strip_prefix(p))?;
     let (word, rest) = rest.split_once('`')?;
     let candidates: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
     let s = super::suggest(word, candidates.iter().copied())?;

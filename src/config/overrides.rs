@@ -243,7 +243,7 @@ mod tests {
             ("windw=3", "did you mean `window`?"),
             (
                 "variant.aggressive.summarize.trigger.fractio=0.5",
-                "unknown variant `fractio`",
+                "unknown field `fractio`, expected `fraction` or `tokens` (did you mean `fraction`?)",
             ),
         ] {
             let e = load(&sets(&[arg])).unwrap_err().to_string();
