@@ -108,9 +108,84 @@ pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str
     }
 }
 
+/// What a serde "unknown variant" message is about: serde's word for an enum choice, which
+/// reads like an engine variant in this tool's messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// The choice is a table's key (`trigger = { fractoin = 0.5 }`): "unknown field".
+    Key,
+    /// The choice is a string (`history = "nonee"`): "unknown value".
+    Value,
+}
+
+/// A serde message in the words of a configuration file: a Rust type name at its end becomes
+/// what the file holds ("expected u64" → "expected a non-negative integer"), and "unknown
+/// variant" is said as `choice` has it.
+pub fn plain_serde_message(message: &str, choice: Choice) -> String {
+    let mut message = plain_type_names(message);
+    if let Some(rest) = message.strip_prefix("unknown variant `") {
+        let word = match choice {
+            Choice::Key => "field",
+            Choice::Value => "value",
+        };
+        message = format!("unknown {word} `{rest}");
+    }
+    message
+}
+
+/// `message` (trimmed) with a Rust type name at its end said as what a file holds.
+pub fn plain_type_names(message: &str) -> String {
+    let mut message = message.trim().to_string();
+    for (rust, plain) in [
+        ("expected u8", "expected a non-negative integer"),
+        ("expected u16", "expected a non-negative integer"),
+        ("expected u32", "expected a non-negative integer"),
+        ("expected u64", "expected a non-negative integer"),
+        ("expected usize", "expected a non-negative integer"),
+        ("expected i32", "expected an integer"),
+        ("expected i64", "expected an integer"),
+        ("expected f32", "expected a number"),
+        ("expected f64", "expected a number"),
+        ("expected a boolean", "expected true or false"),
+        ("expected a sequence", "expected a list"),
+    ] {
+        if let Some(stripped) = message.strip_suffix(rust) {
+            message = format!("{stripped}{plain}");
+        }
+    }
+    message
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serde_messages_say_what_the_file_holds() {
+        assert_eq!(
+            plain_serde_message("invalid value: integer `-5`, expected u64", Choice::Value),
+            "invalid value: integer `-5`, expected a non-negative integer"
+        );
+        assert_eq!(
+            plain_serde_message("invalid type: string \"x\", expected f64", Choice::Value),
+            "invalid type: string \"x\", expected a number"
+        );
+        assert_eq!(
+            plain_serde_message(
+                "unknown variant `fractoin`, expected `fraction` or `tokens`",
+                Choice::Key
+            ),
+            "unknown field `fractoin`, expected `fraction` or `tokens`"
+        );
+        assert_eq!(
+            plain_serde_message("unknown variant `x`, expected `a` or `b`", Choice::Value),
+            "unknown value `x`, expected `a` or `b`"
+        );
+        assert_eq!(
+            plain_serde_message("missing field `x`", Choice::Key),
+            "missing field `x`"
+        );
+    }
 
     #[test]
     fn suggests_close_keys_only() {

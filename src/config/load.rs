@@ -153,12 +153,10 @@ impl LoadedSuite {
         ConfigError::new(self.file(), self.source.line_of(path), message)
     }
 
-    /// An error about an engine key of a variant, e.g. from the engine's own validation.
-    /// Points at the override when the variant sets `key`, else at `engine.base`, else at the
-    /// variant's definition; the message names the variant.
-    /// A serde "unknown field/variant" message gets a "did you mean" hint.
-    pub fn variant_error(&self, variant: &Variant, key: &[&str], message: &str) -> ConfigError {
-        let message = with_hint(message);
+    /// Where the engine key `key` of `variant` is written: the `--set` argument that gave it,
+    /// else the variant's own table when it sets the key, else `[engine.base]` when that sets
+    /// it, else where the variant is defined.
+    fn origin(&self, variant: &Variant, key: &[&str]) -> Origin<'_> {
         let mut at: Vec<&str> = variant.defined_at.iter().map(|s| s.as_str()).collect();
         at.extend_from_slice(key);
         let mut base = vec!["engine", "base"];
@@ -171,24 +169,49 @@ impl LoadedSuite {
                 .flatten()
         };
         if let Some(arg) = by_variant.or_else(by_base) {
-            return ConfigError::new(
+            return Origin::Set(arg);
+        }
+        // A suite without variants has one, `base`: `[engine.base]` itself.
+        let is_base = variant.defined_at == ["engine", "base"];
+        if self.source.contains(&at) && !is_base {
+            Origin::Variant(self.source.line_of(&at))
+        } else if self.source.contains(&base) || is_base {
+            Origin::Base(self.source.line_of(&base))
+        } else {
+            Origin::Variant(self.source.line_of(&at))
+        }
+    }
+
+    /// An error about an engine key of a variant, e.g. from the engine's own validation.
+    /// Points at the override when the variant sets `key`, else at `engine.base`, else at the
+    /// variant's definition. The message names the variant, or `[engine.base]` when the key's
+    /// value comes from there (see [`Self::variant_errors`] for when it names the base alone).
+    /// A serde "unknown field/value" message gets a "did you mean" hint.
+    pub fn variant_error(&self, variant: &Variant, key: &[&str], message: &str) -> ConfigError {
+        let message = with_hint(message);
+        match self.origin(variant, key) {
+            Origin::Set(arg) => ConfigError::new(
                 format!("--set {arg}"),
                 0,
                 format!("engine variant `{}`: {message}", variant.name),
-            );
+            ),
+            Origin::Variant(line) => ConfigError::new(
+                self.file(),
+                line,
+                format!("engine variant `{}`: {message}", variant.name),
+            ),
+            Origin::Base(line) if variant.defined_at == ["engine", "base"] => {
+                ConfigError::new(self.file(), line, format!("`[engine.base]`: {message}"))
+            }
+            Origin::Base(line) => ConfigError::new(
+                self.file(),
+                line,
+                format!(
+                    "`[engine.base]` as merged into engine variant `{}`: {message}",
+                    variant.name
+                ),
+            ),
         }
-        let line = if self.source.contains(&at) {
-            self.source.line_of(&at)
-        } else if self.source.contains(&base) {
-            self.source.line_of(&base)
-        } else {
-            self.source.line_of(&at)
-        };
-        ConfigError::new(
-            self.file(),
-            line,
-            format!("engine variant `{}`: {message}", variant.name),
-        )
     }
 
     /// The last `--set` argument whose suite key path and `path` name the same key or one
@@ -204,8 +227,8 @@ impl LoadedSuite {
 
     /// Run an owner's validation over every variant's merged engine table (e.g. deserializing
     /// it as `engine::config::EngineConfig` and resolving it), collecting every problem as a
-    /// `file:line` error that names the variant. `check` returns the offending key path (may
-    /// be empty) and a message.
+    /// `file:line` error that names the variant (or `[engine.base]`). `check` returns the
+    /// offending key path (may be empty) and a message.
     pub fn check_variants(
         &self,
         check: impl Fn(&Variant) -> Result<(), (Vec<String>, String)>,
@@ -215,23 +238,39 @@ impl LoadedSuite {
             .iter()
             .filter_map(|v| check(v).err().map(|(key, msg)| (v, key, msg)))
             .collect();
-        match self.variant_errors(problems) {
+        match self.variant_errors(problems, || check(&self.base_variant()).err()) {
             Some(e) => Err(e),
             None => Ok(()),
         }
     }
 
-    /// The errors of [`Self::variant_error`] for several variants' problems, combined; a bad
-    /// `--set` is the same problem in every variant it reaches, so it is one error naming them.
+    /// The errors of [`Self::variant_error`] for several variants' problems, combined. A bad
+    /// `--set` is the same problem in every variant it reaches, so it is one error naming
+    /// them. So is a problem in a value `[engine.base]` gives: one error at its line, naming
+    /// only `[engine.base]` when `base_problem` (the problem of the base alone, asked for at
+    /// most once) is the same, else also the variants it shows in.
     pub(super) fn variant_errors(
         &self,
         problems: Vec<(&Variant, Vec<String>, String)>,
+        base_problem: impl FnOnce() -> Option<(Vec<String>, String)>,
     ) -> Option<ConfigError> {
         let mut errs: Vec<ConfigError> = Vec::new();
         let mut by_set: Vec<(ConfigError, String, Vec<&str>)> = Vec::new();
+        // (line, key, message as checked, variants).
+        let mut by_base: Vec<(usize, Vec<String>, String, Vec<&Variant>)> = Vec::new();
         for (v, key, msg) in problems {
-            let key: Vec<&str> = key.iter().map(|s| s.as_str()).collect();
-            let e = self.variant_error(v, &key, &msg);
+            let refs: Vec<&str> = key.iter().map(|s| s.as_str()).collect();
+            if let Origin::Base(line) = self.origin(v, &refs) {
+                match by_base
+                    .iter_mut()
+                    .find(|(l, k, m, _)| *l == line && *k == key && *m == msg)
+                {
+                    Some((_, _, _, vs)) => vs.push(v),
+                    None => by_base.push((line, key, msg, vec![v])),
+                }
+                continue;
+            }
+            let e = self.variant_error(v, &refs, &msg);
             let prefix = format!("engine variant `{}`: ", v.name);
             let rest = e
                 .file
@@ -254,6 +293,28 @@ impl LoadedSuite {
                 e.message = format!("engine variants {}: {rest}", list.join(", "));
             }
             errs.push(e);
+        }
+        let mut base_problem = Some(base_problem);
+        let mut base_alone = None;
+        for (line, key, msg, vs) in by_base {
+            let message = with_hint(&msg);
+            let is_base = vs.iter().any(|v| v.defined_at == ["engine", "base"]);
+            // The base alone has this problem: it is the base's, whichever variants show it.
+            let base_fault = is_base || {
+                let alone = base_alone.get_or_insert_with(|| base_problem.take().and_then(|f| f()));
+                alone.as_ref() == Some(&(key, msg))
+            };
+            let message = if base_fault {
+                format!("`[engine.base]`: {message}")
+            } else {
+                let list: Vec<String> = vs.iter().map(|v| format!("`{}`", v.name)).collect();
+                let s = if vs.len() > 1 { "s" } else { "" };
+                format!(
+                    "`[engine.base]` as merged into engine variant{s} {}: {message}",
+                    list.join(", ")
+                )
+            };
+            errs.push(ConfigError::new(self.file(), line, message));
         }
         ConfigError::combine(errs)
     }
@@ -323,6 +384,16 @@ impl LoadedSuite {
     }
 }
 
+/// Where a variant's engine problem is written (see [`LoadedSuite::variant_error`]).
+enum Origin<'a> {
+    /// A `--set` argument.
+    Set(&'a str),
+    /// `[engine.base]`, at this line: the variant takes the key's value from there.
+    Base(usize),
+    /// The variant's own table, or where the variant is defined, at this line.
+    Variant(usize),
+}
+
 /// Turn a `toml` parse/deserialize error into a `file:line: message`, adding a suggestion
 /// when serde lists the expected variants or fields.
 fn toml_error(file: &str, text: &str, e: &toml::de::Error) -> ConfigError {
@@ -336,19 +407,7 @@ fn toml_error(file: &str, text: &str, e: &toml::de::Error) -> ConfigError {
                 + 1
         })
         .unwrap_or(0);
-    let mut message = e.message().trim().to_string();
-    for (rust, plain) in [
-        ("expected u32", "expected a non-negative integer"),
-        ("expected u64", "expected a non-negative integer"),
-        ("expected usize", "expected a non-negative integer"),
-        ("expected f64", "expected a number"),
-        ("expected a boolean", "expected true or false"),
-        ("expected a sequence", "expected a list"),
-    ] {
-        if let Some(stripped) = message.strip_suffix(rust) {
-            message = format!("{stripped}{plain}");
-        }
-    }
+    let mut message = crate::confcore::plain_type_names(e.message());
     if let Some(hint) = expected_hint(&message) {
         message.push_str(&hint);
     }
@@ -389,12 +448,12 @@ fn with_hint(message: &str) -> String {
     msg
 }
 
-/// For serde's "unknown variant `x`, expected one of `a`, `b`" (and "unknown field …"), a
-/// "did you mean" hint.
+/// For serde's "unknown variant `x`, expected one of `a`, `b`" (and "unknown field …", and
+/// [`crate::confcore::plain_serde_message`]'s "unknown value …"), a "did you mean" hint.
 pub fn expected_hint(message: &str) -> Option<String> {
-    let rest = message
-        .strip_prefix("unknown variant `")
-        .or_else(|| message.strip_prefix("unknown field `"))?;
+    let rest = ["unknown variant `", "unknown field `", "unknown value `"]
+        .iter()
+        .find_map(|p| message.strip_prefix(p))?;
     let (word, rest) = rest.split_once('`')?;
     let candidates: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
     let s = super::suggest(word, candidates.iter().copied())?;

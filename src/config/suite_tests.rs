@@ -59,13 +59,14 @@ mod tests {
             "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\nwindow = 0\n[engine.variants.a]\n[engine.variants.b]\nsumarize.trigger = 1\n[engine.variants.c]\nwindow = 5\nsummarize.trigger.fraction = 1.5\n"
         ))
         .unwrap_err();
-        // `a` inherits window = 0 from base (line 8); `b` misspells a key (line 11, with a
-        // suggestion); `c`'s fraction is out of range (line 14, key path from the parser).
+        // `a` inherits window = 0 from base (line 8: the base's error, the base alone has
+        // it); `b` misspells a key (line 11, with a suggestion); `c`'s fraction is out of
+        // range (line 14, key path from the parser).
         let msg = e.to_string();
         let lines: Vec<&str> = msg.lines().collect();
         assert_eq!(lines.len(), 3, "{msg}");
-        assert!(
-            lines[0].starts_with("suite.toml:8: engine variant `a`: `window`: must be > 0"),
+        assert_eq!(
+            lines[0], "suite.toml:8: `[engine.base]`: `window`: must be > 0",
             "{msg}"
         );
         assert!(
@@ -77,6 +78,41 @@ mod tests {
             lines[2].starts_with("suite.toml:14: engine variant `c`: `summarize.trigger")
                 && lines[2].contains("fraction in (0, 1]"),
             "{msg}"
+        );
+    }
+
+    #[test]
+    fn an_engine_base_error_is_the_base_s_once_or_names_the_variants_it_shows_in() {
+        // Every variant (and the base alone) has the misspelt preset: one error, the base's.
+        let e = load(&format!(
+            "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\npreset = \"deepagent\"\n[engine.variants.a]\n[engine.variants.b]\nwindow = 9000\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.line, 8, "{e}");
+        assert!(
+            e.message
+                .starts_with("`[engine.base]`: `preset`: unknown preset \"deepagent\" (known: "),
+            "{e}"
+        );
+        assert!(e.message.ends_with("(did you mean `deepagents`?)"), "{e}");
+        assert_eq!(e.to_string().lines().count(), 1, "{e}");
+        // A suite without variants: its one variant is the base.
+        let e = load(&format!("{MIN}[engine.base]\nwindow = -1\n")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "suite.toml:6: `[engine.base]`: `window`: invalid value: integer `-1`, expected a \
+             non-negative integer"
+        );
+        // The base's summarize table is fine alone but not with `b`'s preset: the line is the
+        // base's, the problem shows in `b` only.
+        let e = load(&format!(
+            "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\nsummarize.trigger.fraction = 0.5\n[engine.variants.a]\n[engine.variants.b]\npreset = \"none\"\n"
+        ))
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "suite.toml:8: `[engine.base]` as merged into engine variant `b`: `summarize`: \
+             preset \"none\" has no `summarize` layer to configure"
         );
     }
 

@@ -4,7 +4,7 @@
 //! `serde_path_to_error`, so each error names its key path and the source map gives its line.
 //! Nothing past `config/` reads the raw TOML of engine or provider tables.
 
-use super::suite::ProviderRole;
+use super::suite::{ProviderRole, Variant};
 use super::{ConfigError, LoadedSuite};
 use crate::engine::EngineConfig;
 use crate::providers::ProviderConfig;
@@ -32,28 +32,16 @@ impl LoadedSuite {
         let mut problems = Vec::new();
         let mut typed = Vec::with_capacity(self.variants.len());
         for v in &self.variants {
-            // JSON has no NaN or infinity: name such a value here rather than let it turn
-            // into `null` ("invalid type: null") on the way to the typed config.
-            if let Some((key, x)) = non_finite(&v.engine) {
-                let message = format!("`{}`: expected a finite number, got {x}", key.join("."));
-                problems.push((v, key, message));
-                typed.push(EngineConfig::default());
-                continue;
-            }
-            let json = serde_json::to_value(&v.engine).expect("TOML tables are JSON");
-            let result = EngineConfig::from_value(json).and_then(|c| {
-                c.resolve(None)?;
-                Ok(c)
-            });
-            match result {
+            match type_engine(v) {
                 Ok(c) => typed.push(c),
-                Err(e) => {
-                    problems.push((v, e.key, e.message));
+                Err((key, message)) => {
+                    problems.push((v, key, message));
                     typed.push(EngineConfig::default());
                 }
             }
         }
-        if let Some(e) = self.variant_errors(problems) {
+        let base = || type_engine(&self.base_variant()).err();
+        if let Some(e) = self.variant_errors(problems, base) {
             return Err(e);
         }
         for (v, c) in self.variants.iter_mut().zip(typed) {
@@ -147,4 +135,22 @@ fn non_finite(table: &toml::Table) -> Option<(Vec<String>, f64)> {
         }
     }
     walk(&toml::Value::Table(table.clone()), &mut Vec::new())
+}
+
+/// A variant's engine table deserialized and resolved once, or the key path and message of
+/// its first problem.
+fn type_engine(v: &Variant) -> Result<EngineConfig, (Vec<String>, String)> {
+    // JSON has no NaN or infinity: name such a value here rather than let it turn into
+    // `null` ("invalid type: null") on the way to the typed config.
+    if let Some((key, x)) = non_finite(&v.engine) {
+        let message = format!("`{}`: expected a finite number, got {x}", key.join("."));
+        return Err((key, message));
+    }
+    let json = serde_json::to_value(&v.engine).expect("TOML tables are JSON");
+    EngineConfig::from_value(json)
+        .and_then(|c| {
+            c.resolve(None)?;
+            Ok(c)
+        })
+        .map_err(|e| (e.key, e.message))
 }

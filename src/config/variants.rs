@@ -54,35 +54,52 @@ impl LoadedSuite {
         *cmd = spec.command.into_iter().map(toml::Value::String).collect();
     }
 
+    /// The variant `name`: `[engine.base]` with `overrides` merged in, files made absolute.
+    fn make_variant(
+        &self,
+        name: String,
+        overrides: toml::Table,
+        defined_at: Vec<String>,
+    ) -> Variant {
+        let mut merged = self.suite.engine.base.clone();
+        if overrides.contains_key("external") {
+            // An external engine replaces the base's preset and layers for this variant
+            // (window, counter, system prompt and tools still apply).
+            merged.retain(|k, _| {
+                !matches!(k, "preset" | "layers" | "tier")
+                    && crate::engine::layers::entry(k).is_none()
+            });
+        }
+        crate::confcore::merge::merge_toml(&mut merged, &overrides);
+        let mut merged = toml::Value::Table(merged);
+        self.absolutize_files(&mut merged, false);
+        self.absolutize_external(&mut merged);
+        let toml::Value::Table(engine) = merged else {
+            unreachable!("merging tables yields a table")
+        };
+        Variant {
+            name,
+            engine,
+            overrides,
+            defined_at,
+            config: Default::default(),
+        }
+    }
+
+    /// `[engine.base]` alone, as the variant `base` a suite without variants has.
+    pub(super) fn base_variant(&self) -> Variant {
+        self.make_variant(
+            "base".into(),
+            toml::Table::new(),
+            vec!["engine".into(), "base".into()],
+        )
+    }
+
     pub(super) fn expand_variants(&self) -> Result<Vec<Variant>, ConfigError> {
         let e = &self.suite.engine;
         let mut out = Vec::new();
         let mut errs = Vec::new();
-        let make = |name: String, overrides: toml::Table, defined_at: Vec<String>| {
-            let mut merged = e.base.clone();
-            if overrides.contains_key("external") {
-                // An external engine replaces the base's preset and layers for this variant
-                // (window, counter, system prompt and tools still apply).
-                merged.retain(|k, _| {
-                    !matches!(k, "preset" | "layers" | "tier")
-                        && crate::engine::layers::entry(k).is_none()
-                });
-            }
-            crate::confcore::merge::merge_toml(&mut merged, &overrides);
-            let mut merged = toml::Value::Table(merged);
-            self.absolutize_files(&mut merged, false);
-            self.absolutize_external(&mut merged);
-            let toml::Value::Table(engine) = merged else {
-                unreachable!("merging tables yields a table")
-            };
-            Variant {
-                name,
-                engine,
-                overrides,
-                defined_at,
-                config: Default::default(),
-            }
-        };
+        let make = |name, overrides, defined_at| self.make_variant(name, overrides, defined_at);
         for (name, t) in &e.variants {
             if name.is_empty() || name.contains('/') || name.chars().any(char::is_control) {
                 errs.push(self.error_at(
@@ -174,11 +191,7 @@ impl LoadedSuite {
             }
         }
         if out.is_empty() && errs.is_empty() {
-            out.push(make(
-                "base".into(),
-                toml::Table::new(),
-                vec!["engine".into(), "base".into()],
-            ));
+            out.push(self.base_variant());
         }
         let mut seen = std::collections::HashSet::new();
         for v in &out {

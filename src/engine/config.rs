@@ -17,7 +17,7 @@
 //! ```
 pub use super::layer_config::*;
 use crate::confcore::merge::merge;
-use crate::confcore::ConfigError;
+use crate::confcore::{plain_serde_message, Choice, ConfigError};
 use crate::tokens::overhead::OverheadTokens;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -246,13 +246,16 @@ impl EngineConfig {
                 .unwrap_or(0);
             // TOML's message does not name the key of a wrong value ("invalid type: string
             // \"x\", expected u64"); the typed pass over the parsed table does.
-            let key = toml::from_str::<toml::Table>(text)
+            let table = toml::from_str::<toml::Table>(text)
                 .ok()
-                .and_then(|t| serde_json::to_value(t).ok())
+                .and_then(|t| serde_json::to_value(t).ok());
+            let key = table
+                .clone()
                 .and_then(|v| Self::from_value(v).err())
                 .map(|k| k.key)
                 .unwrap_or_default();
-            let message = e.message().trim_end();
+            let message = plain_message(e.message(), table.as_ref(), &key);
+            let message = message.as_str();
             match key.join(".") {
                 k if k.is_empty() || message.contains(&format!("`{k}`")) => {
                     ConfigError::new(file, line, message)
@@ -309,17 +312,36 @@ impl EngineConfig {
     /// Deserialize from a JSON value (a suite variant's merged table); the error names the key
     /// path (`ConfigError::key`) and says what was expected.
     pub fn from_value(v: Value) -> Result<Self, ConfigError> {
-        serde_path_to_error::deserialize(v).map_err(|e| {
+        serde_path_to_error::deserialize(&v).map_err(|e| {
             let key = ConfigError::key_of(&[], e.path());
             let shown = key.join(".");
+            let inner = plain_message(&e.inner().to_string(), Some(&v), &key);
             let message = if shown.is_empty() {
-                e.inner().to_string()
+                inner
             } else {
-                format!("`{shown}`: {}", e.inner())
+                format!("`{shown}`: {inner}")
             };
             ConfigError::new("engine config", 0, message).with_key(key)
         })
     }
+}
+
+/// serde's `message` about `key` of the config `root` in a config file's words (see
+/// [`plain_serde_message`]): an unknown enum choice is a field when `key` holds a table (the
+/// choice is its key, `trigger = { fractoin = 0.5 }`), else a value.
+pub(super) fn plain_message(message: &str, root: Option<&Value>, key: &[String]) -> String {
+    let node = root.and_then(|root| {
+        key.iter().try_fold(root, |v, k| match v {
+            Value::Object(m) => m.get(k),
+            Value::Array(a) => a.get(k.parse::<usize>().ok()?),
+            _ => None,
+        })
+    });
+    let choice = match node {
+        Some(Value::Object(_)) => Choice::Key,
+        _ => Choice::Value,
+    };
+    plain_serde_message(message, choice)
 }
 
 #[cfg(test)]
@@ -337,6 +359,42 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("e.toml:2: unknown field `windw`"), "{e}");
+    }
+
+    /// serde's words are put in the file's: no Rust type names, and no "variant" (this tool's
+    /// word for an engine configuration) for an enum choice.
+    #[test]
+    fn wrong_values_are_named_in_the_file_s_words() {
+        let e = EngineConfig::from_toml_str("window = -5\n", "e.toml")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "e.toml:1: `window`: invalid value: integer `-5`, expected a non-negative integer"
+        );
+        let e = EngineConfig::from_value(serde_json::json!({"window": -5})).unwrap_err();
+        assert_eq!(
+            e.message,
+            "`window`: invalid value: integer `-5`, expected a non-negative integer"
+        );
+        let c =
+            EngineConfig::from_toml_str("[summarize]\ntrigger = { fractoin = 0.5 }\n", "e.toml")
+                .unwrap();
+        let e = c.resolve(None).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "e.toml: `summarize.trigger`: unknown field `fractoin`, expected `fraction` or `tokens`"
+        );
+        let c =
+            EngineConfig::from_toml_str("[summarize]\nhistory = \"nonee\"\n", "e.toml").unwrap();
+        let e = c.resolve(None).unwrap_err().to_string();
+        assert!(
+            e.starts_with("e.toml: `summarize.history`: unknown value `nonee`, expected one of"),
+            "{e}"
+        );
+        let c = EngineConfig::from_toml_str("preset = \"deepagent\"\n", "e.toml").unwrap();
+        let e = c.resolve(None).unwrap_err().to_string();
+        assert!(e.ends_with("(did you mean `deepagents`?)"), "{e}");
     }
 
     fn summarize_of(r: &ResolvedConfig) -> &Summarize {

@@ -3,10 +3,10 @@
 //! window; then every layer's own checks. Lives apart from `config` so that the presets
 //! (which build layer configurations) and the configuration types do not depend on each other.
 
-use super::config::{err, err_in, EngineConfig};
+use super::config::{err, err_in, plain_message, EngineConfig};
 use super::layer_config::{LayerConfig, ModelTier, Trigger};
 use crate::confcore::merge::merge;
-use crate::confcore::ConfigError;
+use crate::confcore::{did_you_mean, ConfigError};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResolvedConfig {
@@ -236,8 +236,9 @@ impl EngineConfig {
                 self.source.as_deref(),
                 "preset",
                 format!(
-                    "unknown preset {preset_name:?} (known: {})",
-                    super::presets::NAMES.join(", ")
+                    "unknown preset {preset_name:?} (known: {}){}",
+                    super::presets::NAMES.join(", "),
+                    did_you_mean(preset_name, super::presets::NAMES.iter().copied())
                 ),
             )
         })?;
@@ -276,11 +277,8 @@ impl EngineConfig {
             merge(&mut v, patch.clone());
             *layer = (entry.parse)(v).map_err(|e| {
                 let key = ConfigError::key_of(&[name], e.path());
-                err_in(
-                    self.source.as_deref(),
-                    &key.join("."),
-                    e.inner().to_string(),
-                )
+                let message = plain_message(&e.inner().to_string(), Some(patch), &key[1..]);
+                err_in(self.source.as_deref(), &key.join("."), message)
             })?;
             if patch.as_object().is_some_and(|p| p.contains_key("trigger")) {
                 pin_trigger(layer);

@@ -465,12 +465,29 @@ fn tau2_counts_agent_usage_only() {
 
 #[test]
 fn swe_agent_variants() {
-    // 1.x function calling with real GPT-4 usage totals
-    let t = one("swe-agent/test__gpt4__swe-agent-test-repo__default_from_url__t-0.00__p-0.95__c-3.00__install-1__6e44b9__sweagenttestrepo-1c2844.traj");
+    // 1.x function calling with real GPT-4 usage totals. The history ends on the observation of
+    // step 4; step 5 (`submit` and the diff it printed) is only in the trajectory.
+    let rel = "swe-agent/test__gpt4__swe-agent-test-repo__default_from_url__t-0.00__p-0.95__c-3.00__install-1__6e44b9__sweagenttestrepo-1c2844.traj";
+    let src = json(&ds(rel));
+    let t = one(rel);
     assert_eq!(
         roles(&t),
-        [("assistant", 4), ("system", 1), ("tool", 4), ("user", 1)].into()
+        [("assistant", 5), ("system", 1), ("tool", 5), ("user", 1)].into()
     );
+    let step = src["trajectory"].as_array().unwrap().last().unwrap();
+    let [.., submit, diff] = &t.messages[..] else {
+        unreachable!()
+    };
+    assert_eq!(Some(submit.content.as_str()), step["response"].as_str());
+    assert_eq!(submit.tool_calls[0].name, "submit");
+    assert_eq!(diff.tool_call_id.as_ref(), Some(&submit.tool_calls[0].id));
+    assert_eq!(Some(diff.content.as_str()), step["observation"].as_str());
+    assert_eq!(
+        Some(diff.content.as_str()),
+        src["info"]["submission"].as_str()
+    );
+    assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+    assert!(pairing_problems(&t).is_empty());
     assert_eq!(
         t.meta.total_usage,
         Some(Usage {
@@ -497,6 +514,50 @@ fn swe_agent_variants() {
         src["trajectory"].as_array().unwrap().last().unwrap()["observation"].as_str()
     );
     assert!(pairing_problems(&t).is_empty());
+}
+
+/// Every SWE-agent trajectory step is imported as an assistant turn, or named in a warning; the
+/// one step of the bundled files that is in the trajectory only is in a hand-made demonstration.
+#[test]
+fn swe_agent_every_trajectory_step_is_kept_or_named() {
+    let mut skipped = Vec::new();
+    for entry in std::fs::read_dir(ds("swe-agent")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("traj") {
+            continue;
+        }
+        let src = json(&path);
+        let steps = src["trajectory"].as_array().map_or(0, Vec::len);
+        let history_turns = src["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "assistant" && m["is_demo"] != true)
+            .count();
+        let t = import_file(&path, None).unwrap().remove(0);
+        let named: Vec<&String> = t
+            .meta
+            .warnings
+            .iter()
+            .filter(|w| w.contains("is not in history"))
+            .collect();
+        let expected = if steps == 0 { history_turns } else { steps };
+        assert_eq!(
+            count(&t, Role::Assistant) + named.len(),
+            expected,
+            "{}",
+            t.meta.id
+        );
+        assert!(pairing_problems(&t).is_empty(), "{}", t.meta.id);
+        skipped.extend(named.into_iter().map(|w| format!("{}: {w}", t.meta.id)));
+    }
+    assert_eq!(
+        skipped,
+        [
+            "ctf__crypto__BabyEncryption: $.trajectory[8]: step (action \"edit 2:2 decrypt.py\") \
+          is not in history, the model's context; skipped"
+        ]
+    );
 }
 
 #[test]

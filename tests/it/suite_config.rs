@@ -56,6 +56,24 @@ fn misspelled_enum_values_get_suggestions() {
     insta::assert_snapshot!("variant_enum", load_err("variant_enum.toml"));
 }
 
+/// An engine error whose value comes from `[engine.base]` names that section (not the first
+/// variant that inherits it), once, in the file's words: no Rust type names, and no serde
+/// "variant" for what is a key of the file.
+#[test]
+fn engine_base_preset_error_names_the_base() {
+    insta::assert_snapshot!("engine_base_preset", load_err("engine_base_preset.toml"));
+}
+
+#[test]
+fn engine_base_negative_window_names_the_base_without_a_rust_type() {
+    insta::assert_snapshot!("engine_base_window", load_err("engine_base_window.toml"));
+}
+
+#[test]
+fn engine_base_misspelt_trigger_is_an_unknown_field_of_the_base() {
+    insta::assert_snapshot!("engine_base_trigger", load_err("engine_base_trigger.toml"));
+}
+
 #[test]
 fn missing_suite_file() {
     let msg = load_err("no-such-suite.toml");
