@@ -80,12 +80,13 @@ fn read_compact(dir: &std::path::Path) -> Result<Compact, UsageError> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    super::run_dir_arg("RUN_A", &args.run_a)?;
-    super::run_dir_arg("RUN_B", &args.run_b)?;
+    // A bad `-o` first (it is checked before anything is read, on every command), then the runs.
     let out = match &args.out {
         Some(out) => super::output_dir(out)?,
         None => args.run_b.clone(),
     };
+    super::run_dir_arg("RUN_A", &args.run_a)?;
+    super::run_dir_arg("RUN_B", &args.run_b)?;
     // Each run in one streaming pass, keeping only what the statistics read.
     let a = read_compact(&args.run_a)?;
     let b = read_compact(&args.run_b)?;

@@ -29,11 +29,12 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    super::run_dir_arg("RUN_DIR", &args.run_dir)?;
+    // A bad `-o` first (it is checked before anything is read, on every command), then the run.
     let out = match &args.out {
         Some(out) => super::output_dir(out)?,
         None => args.run_dir.clone(),
     };
+    super::run_dir_arg("RUN_DIR", &args.run_dir)?;
     let run_dir = RunDir::new(&args.run_dir);
     // One streaming pass keeps each sample's compact part; the heavy parts (timelines,
     // evidence, summaries) are read for the samples the report shows in full only.

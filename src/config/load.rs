@@ -185,7 +185,7 @@ impl LoadedSuite {
     /// An error about an engine key of a variant, e.g. from the engine's own validation.
     /// Points at the override when the variant sets `key`, else at `engine.base`, else at the
     /// variant's definition. The message names the variant, or `[engine.base]` when the key's
-    /// value comes from there (see [`Self::variant_errors`] for when it names the base alone).
+    /// value comes from there (`variant_errors` says when it names the base alone).
     /// A serde "unknown field/value" message gets a "did you mean" hint.
     pub fn variant_error(&self, variant: &Variant, key: &[&str], message: &str) -> ConfigError {
         let message = with_hint(message);

@@ -329,4 +329,38 @@ mod tests {
         let json = serde_json::to_value(&cs[0]).unwrap();
         assert_eq!(json["delta_pct"].as_f64(), cs[0].delta_pct);
     }
+
+    #[test]
+    fn a_difference_metric_changes_in_units_not_percent_in_every_writer() {
+        use crate::report::table::TableWriter;
+        use crate::report::{html::Html, markdown::Markdown, terminal::Terminal};
+        // `needle.recall_delta` is centred on 0: -0.262 against +0.024 is not "-1091.7%".
+        let c = Comparison {
+            candidate: "b".into(),
+            baseline: "a".into(),
+            ..Comparison::for_test("needle.recall_delta", 0.024, -0.262, (-0.5, -0.05), 0.01)
+        };
+        assert!(c.delta_pct.is_some_and(f64::is_finite));
+        assert_eq!(headline::percent_of_baseline(&c), None);
+        let t = comparison(std::slice::from_ref(&c), "candidate");
+        for text in [
+            Terminal.render(&t),
+            Markdown.render(&t),
+            Html.render(&t),
+            headline::item_text(&c),
+        ] {
+            assert!(text.contains("-0.262"), "{text}");
+            assert!(!text.contains("-1091"), "{text}");
+        }
+        // The same change of a plain metric keeps its percent.
+        let plain = Comparison {
+            candidate: "b".into(),
+            baseline: "a".into(),
+            ..Comparison::for_test("needle.recall", 0.5, -0.25, (-0.4, -0.1), 0.01)
+        };
+        assert_eq!(headline::percent_of_baseline(&plain), plain.delta_pct);
+        assert!(Markdown
+            .render(&comparison(&[plain], "candidate"))
+            .contains("(-50.0%)"));
+    }
 }

@@ -321,10 +321,13 @@ fn eval_agent_calls_are_their_own_cost_role() {
         let input = t["input"].as_u64().unwrap();
         match eval.as_str() {
             "needle" => {
-                // The needle's probe tokens are exactly the eval agent's.
+                // The eval agent's tokens are the needle question's and its reference's (both
+                // spent).
+                let reference = s["scores"]["reference_input_tokens"].as_f64().unwrap();
+                assert!(reference > 0.0, "{s}");
                 assert_eq!(
                     input as f64,
-                    s["scores"]["probe_input_tokens"].as_f64().unwrap()
+                    s["scores"]["probe_input_tokens"].as_f64().unwrap() + reference
                 );
                 assert!(input > 0, "{s}");
             }
