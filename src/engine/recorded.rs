@@ -150,8 +150,9 @@ impl RecordedComparison {
                     c.call_ordinal,
                     vec![
                         who.to_string(),
+                        // Calls numbered from 1, as `replay`'s timeline and report.html number them.
+                        (c.call_ordinal + 1).to_string(),
                         c.call_index.to_string(),
-                        c.call_ordinal.to_string(),
                         opt(c.tokens_before),
                         opt(c.tokens_after),
                         c.detail.clone().unwrap_or_default(),
@@ -166,7 +167,7 @@ impl RecordedComparison {
             &[
                 "by",
                 "call",
-                "call #",
+                "message",
                 "tokens before",
                 "tokens after",
                 "detail",

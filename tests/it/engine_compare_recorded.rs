@@ -222,6 +222,20 @@ fn replay_compare_recorded_prints_both_sides_and_the_figure() {
     );
     assert!(text.contains("recorded  "), "{text}");
     assert!(text.contains("agreement: "), "{text}");
+    // Calls are numbered from 1 with their message beside them, in the comparison as in the
+    // timeline above it: the 21st call, at message calls[20].
+    let fields = |start: &str| -> Vec<String> {
+        let line = text.lines().find(|l| l.starts_with(start)).expect(start);
+        line.split_whitespace().map(str::to_string).collect()
+    };
+    let recorded = fields("recorded  ");
+    assert_eq!(
+        recorded[1..3],
+        ["21".to_string(), calls[20].to_string()],
+        "{text}"
+    );
+    let timeline = fields("21 ");
+    assert_eq!(timeline[1], calls[20].to_string(), "{text}");
     let out = ctxbench()
         .args(["replay", path.to_str().unwrap(), "--preset", "claude-code"])
         .args(["--window", "20000", "--compare-recorded", "--json"])
