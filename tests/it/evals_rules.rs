@@ -265,6 +265,9 @@ fn a_rules_suite_runs_one_sample_per_fold() {
         assert_eq!(s.sample, format!("fold={fold}"));
         assert_eq!(s.scores["rules"], 2.0);
         assert_eq!(s.evidence["reached"], true, "{}", s.evidence);
+        // The agent's restating call is the eval agent's, spent and counted (a known $0 offline).
+        assert!(s.tokens.eval_agent.input > 0, "{:?}", s.tokens);
+        assert_eq!(s.cost_usd.eval_agent, Some(0.0));
         assert!(!s.summaries.is_empty(), "summaries recorded");
         by.insert((s.variant.clone(), fold), s.scores["rules_retained"]);
     }
