@@ -272,6 +272,8 @@ pub fn estimate(plan: &Plan, suite: &LoadedSuite) -> anyhow::Result<Estimate> {
         .max_tokens
         .map_or(SUMMARY_OUTPUT_HIGH, u64::from);
     let agent_traits = agent_cfg.wire_traits();
+    let (summary_model, agent_model) = (price_model(summary_cfg), price_model(agent_cfg));
+    let judge_model = price_model(&judge.config);
 
     let mut modelled = RoleEstimate {
         role: "agent",
@@ -281,16 +283,19 @@ pub fn estimate(plan: &Plan, suite: &LoadedSuite) -> anyhow::Result<Estimate> {
     let mut summ = RoleEstimate {
         role: "summarizer",
         spent: true,
+        usd: (Some(0.0), Some(0.0)),
         ..RoleEstimate::default()
     };
     let mut eval_agent = RoleEstimate {
         role: "eval agent",
         spent: true,
+        usd: (Some(0.0), Some(0.0)),
         ..RoleEstimate::default()
     };
     let mut judge_e = RoleEstimate {
         role: "judge",
         spent: true,
+        usd: (Some(0.0), Some(0.0)),
         ..RoleEstimate::default()
     };
     let mut modelled_usd = Some(0.0);
@@ -322,12 +327,14 @@ pub fn estimate(plan: &Plan, suite: &LoadedSuite) -> anyhow::Result<Estimate> {
             modelled_usd = modelled_usd.zip(c).map(|(a, c)| a + c * units as f64);
 
             let sc = replay.summarizer_calls;
-            add(&mut summ.calls, (sc * units, sc * units));
             let si = replay.summarizer_usage.input;
-            add(&mut summ.input, (si * units, si * units));
             let so = replay.summarizer_usage.output;
-            add(
-                &mut summ.output,
+            add_priced(
+                &mut summ,
+                &prices,
+                summary_model,
+                (sc * units, sc * units),
+                (si * units, si * units),
                 (so * units, so.max(sc * summary_high) * units),
             );
 
@@ -344,23 +351,21 @@ pub fn estimate(plan: &Plan, suite: &LoadedSuite) -> anyhow::Result<Estimate> {
                 // is billed for output.
                 let asked = u32::try_from(limit).unwrap_or(u32::MAX);
                 let wire = u64::from(agent_traits.answer_limit(agent_cfg.kind.as_str(), asked));
-                add(&mut eval_agent.calls, (lo * repeats, hi * repeats));
-                add(
-                    &mut eval_agent.input,
+                add_priced(
+                    &mut eval_agent,
+                    &prices,
+                    agent_model,
+                    (lo * repeats, hi * repeats),
                     (lo * view * repeats, hi * reference.max(view) * repeats),
-                );
-                add(
-                    &mut eval_agent.output,
                     (lo * (limit / 10) * repeats, hi * wire * repeats),
                 );
                 if judge.configured && jh > 0 {
-                    add(&mut judge_e.calls, (jl * repeats, jh * repeats));
-                    add(
-                        &mut judge_e.input,
+                    add_priced(
+                        &mut judge_e,
+                        &prices,
+                        judge_model,
+                        (jl * repeats, jh * repeats),
                         (jl * JUDGE_INPUT.0 * repeats, jh * JUDGE_INPUT.1 * repeats),
-                    );
-                    add(
-                        &mut judge_e.output,
                         (jl * JUDGE_OUTPUT.0 * repeats, jh * JUDGE_OUTPUT.1 * repeats),
                     );
                 }
@@ -368,16 +373,6 @@ pub fn estimate(plan: &Plan, suite: &LoadedSuite) -> anyhow::Result<Estimate> {
         }
     }
     modelled.usd = (modelled_usd, modelled_usd);
-    let priced = |r: &mut RoleEstimate, c: &ProviderConfig| {
-        let m = price_model(c);
-        r.usd = (
-            price(&prices, m, r.calls.0, r.input.0, r.output.0),
-            price(&prices, m, r.calls.1, r.input.1, r.output.1),
-        );
-    };
-    priced(&mut summ, summary_cfg);
-    priced(&mut eval_agent, agent_cfg);
-    priced(&mut judge_e, &judge.config);
     let mut roles = vec![modelled, summ, eval_agent];
     if judge.configured {
         roles.push(judge_e);
@@ -386,6 +381,26 @@ pub fn estimate(plan: &Plan, suite: &LoadedSuite) -> anyhow::Result<Estimate> {
         roles,
         skipped_traces: skipped,
     })
+}
+
+/// Add `calls`, `input` and `output` tokens (low, high) to role `r`, and their price: `calls`
+/// calls of `model`, each their average (one trace × variant's summaries, one sample's
+/// questions), so a long-context tier is decided by calls of one kind, not by an average over
+/// the plan. An unknown price makes the role's unknown.
+fn add_priced(
+    r: &mut RoleEstimate,
+    prices: &PriceTable,
+    model: &str,
+    calls: (u64, u64),
+    input: (u64, u64),
+    output: (u64, u64),
+) {
+    add(&mut r.calls, calls);
+    add(&mut r.input, input);
+    add(&mut r.output, output);
+    let plus = |acc: Option<f64>, c: Option<f64>| acc.zip(c).map(|(a, c)| a + c);
+    r.usd.0 = plus(r.usd.0, price(prices, model, calls.0, input.0, output.0));
+    r.usd.1 = plus(r.usd.1, price(prices, model, calls.1, input.1, output.1));
 }
 
 fn add(acc: &mut (u64, u64), (a, b): (u64, u64)) {
@@ -518,6 +533,40 @@ mod tests {
             assert!(t.usd.0.unwrap() > 0.0, "{t:?}");
             assert_eq!(t.usd, f.usd, "{name}");
         }
+    }
+
+    #[test]
+    fn each_kind_of_call_takes_its_own_tier() {
+        // One 300,000-token call among ten of 50,000: the big one at Sonnet 4.5's long-context
+        // rate, the others at the normal one (an average over all eleven, 72,727 tokens, would
+        // price the big one at the normal rate too).
+        let t = PriceTable::bundled();
+        let mut r = RoleEstimate {
+            usd: (Some(0.0), Some(0.0)),
+            ..RoleEstimate::default()
+        };
+        let m = "claude-sonnet-4-5";
+        add_priced(&mut r, &t, m, (1, 1), (300_000, 300_000), (0, 0));
+        add_priced(&mut r, &t, m, (10, 10), (500_000, 500_000), (0, 0));
+        let one = |input| {
+            t.cost(
+                m,
+                &Usage {
+                    input,
+                    ..Usage::default()
+                },
+            )
+            .usd()
+            .unwrap()
+        };
+        let want = one(300_000) + 10.0 * one(50_000);
+        assert!((r.usd.0.unwrap() - want).abs() < 1e-9, "{:?} {want}", r.usd);
+        assert_eq!(r.usd.0, r.usd.1);
+        assert_eq!((r.calls, r.input), ((11, 11), (800_000, 800_000)));
+        assert!(r.usd.0.unwrap() > price(&t, m, 11, 800_000, 0).unwrap());
+        // An unknown model makes the role's price unknown, never $0.
+        add_priced(&mut r, &t, "my-finetune-7b", (1, 1), (10, 10), (1, 1));
+        assert_eq!(r.usd, (None, None));
     }
 
     fn params(v: serde_json::Value) -> BTreeMap<String, Value> {
