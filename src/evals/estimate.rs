@@ -546,8 +546,8 @@ mod tests {
             ..RoleEstimate::default()
         };
         let m = "claude-sonnet-4-5";
-        add_priced(&mut r, &t, m, (1, 1), (300_000, 300_000), (0, 0));
-        add_priced(&mut r, &t, m, (10, 10), (500_000, 500_000), (0, 0));
+        add_priced(&mut r, t, m, (1, 1), (300_000, 300_000), (0, 0));
+        add_priced(&mut r, t, m, (10, 10), (500_000, 500_000), (0, 0));
         let one = |input| {
             t.cost(
                 m,
@@ -563,9 +563,9 @@ mod tests {
         assert!((r.usd.0.unwrap() - want).abs() < 1e-9, "{:?} {want}", r.usd);
         assert_eq!(r.usd.0, r.usd.1);
         assert_eq!((r.calls, r.input), ((11, 11), (800_000, 800_000)));
-        assert!(r.usd.0.unwrap() > price(&t, m, 11, 800_000, 0).unwrap());
+        assert!(r.usd.0.unwrap() > price(t, m, 11, 800_000, 0).unwrap());
         // An unknown model makes the role's price unknown, never $0.
-        add_priced(&mut r, &t, "my-finetune-7b", (1, 1), (10, 10), (1, 1));
+        add_priced(&mut r, t, "my-finetune-7b", (1, 1), (10, 10), (1, 1));
         assert_eq!(r.usd, (None, None));
     }
 
