@@ -164,8 +164,12 @@ pub enum EventDetail {
         /// The request fits the limit afterwards.
         fits: bool,
         limit: u64,
-        /// Usage of memory-note summaries of what was dropped (turn_trim), if any.
+        /// Usage of memory-note summaries of what was dropped (turn_trim), if any: their sum.
         summarizer_usage: Option<Usage>,
+        /// Each of those summaries' usage (up to three calls; priced call by call). Not
+        /// serialized: a read-back event has only the sum, taken as one call.
+        #[serde(skip)]
+        summarizer_calls: Vec<Usage>,
     },
     /// Task-boundary checkpoint: a summary record installed at a boundary marker.
     #[serde(rename = "summarized", skip_deserializing)]
@@ -389,7 +393,18 @@ impl EventDetail {
         }
     }
 
-    /// The usage of the summarizer call this event made, if it made one.
+    /// The usage of each summarizer call this event made, in order (one for a summary; up to
+    /// three memory notes for turn_trim's emergency).
+    pub fn summarizer_call_usages(&self) -> &[Usage] {
+        match self {
+            EventDetail::Emergency {
+                summarizer_calls, ..
+            } if !summarizer_calls.is_empty() => summarizer_calls,
+            _ => self.summarizer_usage().map_or(&[], std::slice::from_ref),
+        }
+    }
+
+    /// The usage of the summarizer calls this event made (summed), if it made any.
     pub fn summarizer_usage(&self) -> Option<&Usage> {
         match self {
             EventDetail::Summarized(s) | EventDetail::Checkpoint(s) => Some(&s.summarizer_usage),
@@ -600,6 +615,58 @@ mod tests {
         }
     }
 
+    #[test]
+    fn an_emergency_keeps_each_memory_note_call_beside_their_sum() {
+        let (a, b) = (
+            Usage {
+                input: 150_000,
+                output: 500,
+                ..Usage::default()
+            },
+            Usage {
+                input: 60_000,
+                output: 300,
+                ..Usage::default()
+            },
+        );
+        let mut sum = a;
+        sum.add(&b);
+        let e = EventDetail::Emergency {
+            keep_recent: 1,
+            attempts: 2,
+            state_cutoff: 3,
+            dropped: 4,
+            fits: true,
+            limit: 5,
+            summarizer_usage: Some(sum),
+            summarizer_calls: vec![a, b],
+        };
+        // Two calls, priced and counted one by one; the sum is what is written.
+        assert_eq!(e.summarizer_call_usages(), &[a, b]);
+        assert_eq!(e.summarizer_usage(), Some(&sum));
+        let json = serde_json::to_value(&e).unwrap();
+        assert!(json.get("summarizer_calls").is_none(), "{json}");
+        assert_eq!(json["summarizer_usage"]["input"], 210_000);
+        // Read back, the sum is one call; a summary's usage is its one call; no usage, none.
+        let back: EventDetail = serde_json::from_value(json).unwrap();
+        assert_eq!(back.summarizer_call_usages(), &[sum]);
+        assert_eq!(
+            EventDetail::Summarized(summary(a)).summarizer_call_usages(),
+            &[a]
+        );
+        let quiet = EventDetail::Emergency {
+            keep_recent: 1,
+            attempts: 1,
+            state_cutoff: 0,
+            dropped: 0,
+            fits: false,
+            limit: 1,
+            summarizer_usage: None,
+            summarizer_calls: Vec::new(),
+        };
+        assert!(quiet.summarizer_call_usages().is_empty());
+    }
+
     /// One event of every kind, in the order of the expected lines below.
     fn one_of_each() -> Vec<EventDetail> {
         use EventDetail::*;
@@ -681,6 +748,7 @@ mod tests {
                 fits: false,
                 limit: 5,
                 summarizer_usage: None,
+                summarizer_calls: Vec::new(),
             },
             Checkpoint(summary(u)),
             Watchdog {
@@ -890,6 +958,7 @@ mod tests {
             fits: false,
             limit: 1,
             summarizer_usage: None,
+            summarizer_calls: Vec::new(),
         };
         assert!(!Event::at_call(3, "emergency", quiet).is_compaction());
         // Names are unique; every kind says something beyond its name.

@@ -182,7 +182,8 @@ impl Replay {
     pub fn summarizer_call_usages(&self) -> Vec<Usage> {
         self.events
             .iter()
-            .filter_map(|e| e.detail.summarizer_usage().copied())
+            .flat_map(|e| e.detail.summarizer_call_usages())
+            .copied()
             .collect()
     }
     /// Total input tokens of the no-compression reference.
@@ -655,13 +656,12 @@ impl Run {
     ) -> Replay {
         let mut summarizer_usage = Usage::default();
         let mut summarizer_calls = 0;
-        for u in self
-            .events
-            .iter()
-            .filter_map(|e| e.detail.summarizer_usage())
-        {
-            summarizer_usage.add(u);
-            summarizer_calls += 1;
+        for e in &self.events {
+            if let Some(u) = e.detail.summarizer_usage() {
+                summarizer_usage.add(u);
+            }
+            // An event may have made several calls (turn_trim's emergency memory notes).
+            summarizer_calls += e.detail.summarizer_call_usages().len() as u64;
         }
         Replay {
             trace_id: meta.id.clone(),

@@ -713,12 +713,29 @@ fn turn_trim_overflow_clears_a_single_long_turn_down_to_the_in_flight_call() {
     let history = std::str::from_utf8(&history_bytes).unwrap();
     assert!(history.contains(NEEDLE), "what left went to memory first");
     let EventDetail::Emergency {
-        summarizer_usage, ..
+        summarizer_usage,
+        summarizer_calls,
+        ..
     } = &e.detail
     else {
         panic!()
     };
     assert!(summarizer_usage.is_some_and(|u| u.input > 0));
+    // Each memory note is its own summarizer call (priced and counted as one): the event keeps
+    // them apart beside their sum, and the replay counts every one.
+    assert!(!summarizer_calls.is_empty());
+    let mut sum = ctxbench::trace::Usage::default();
+    for u in summarizer_calls {
+        sum.add(u);
+    }
+    assert_eq!(Some(sum), *summarizer_usage);
+    let per_call = r.summarizer_call_usages();
+    assert_eq!(per_call.len() as u64, r.summarizer_calls);
+    let mut all = ctxbench::trace::Usage::default();
+    for u in &per_call {
+        all.add(u);
+    }
+    assert_eq!(all, r.summarizer_usage);
     // Later requests keep the goal in front and never grow past the window.
     for c in r.calls.iter().filter(|c| c.trace_index > e.trace_index) {
         assert!(c.input_tokens <= 8000);

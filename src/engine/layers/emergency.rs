@@ -110,6 +110,7 @@ impl Layer for EmergencyLayer {
             fits: after <= limit,
             limit,
             summarizer_usage: None,
+            summarizer_calls: Vec::new(),
         };
         let ev = ctx.emit(self.name(), detail);
         ev.tokens_before = Some(before);

@@ -433,6 +433,7 @@ impl Layer for TurnTrimLayer {
         let (start, end) = (ctx.view.start, ctx.view.end);
         let mut writes = Vec::new();
         let mut usage: Option<Usage> = None;
+        let mut calls: Vec<Usage> = Vec::new();
         let mut attempts = 1;
         self.clip_range(
             ctx,
@@ -448,6 +449,7 @@ impl Layer for TurnTrimLayer {
             let d = self.drop_before(ctx, cut)?;
             dropped += d.messages.len();
             writes.extend(d.writes);
+            calls.extend(d.usage);
             add_usage(&mut usage, d.usage);
         }
         if ctx.request_tokens() > window {
@@ -457,6 +459,7 @@ impl Layer for TurnTrimLayer {
                 let d = self.drop_before(ctx, cur)?;
                 dropped += d.messages.len();
                 writes.extend(d.writes);
+                calls.extend(d.usage);
                 add_usage(&mut usage, d.usage);
             }
         }
@@ -481,6 +484,7 @@ impl Layer for TurnTrimLayer {
                 let d = self.drop_before(ctx, a)?;
                 dropped += d.messages.len();
                 writes.extend(d.writes);
+                calls.extend(d.usage);
                 add_usage(&mut usage, d.usage);
                 if let Some(f) = first {
                     ctx.view.head.push(f);
@@ -497,6 +501,7 @@ impl Layer for TurnTrimLayer {
             fits: after <= window,
             limit: window,
             summarizer_usage: usage,
+            summarizer_calls: calls,
         };
         let ev = ctx.emit(self.name(), detail);
         // Persistent even when no message was dropped: the overflow clip above replaced
