@@ -654,16 +654,10 @@ mod tests {
             EventDetail::Summarized(summary(a)).summarizer_call_usages(),
             &[a]
         );
-        let quiet = EventDetail::Emergency {
-            keep_recent: 1,
-            attempts: 1,
-            state_cutoff: 0,
-            dropped: 0,
-            fits: false,
-            limit: 1,
-            summarizer_usage: None,
-            summarizer_calls: Vec::new(),
-        };
+        let quiet = one_of_each()
+            .into_iter()
+            .find(|e| matches!(e, EventDetail::Emergency { .. }))
+            .unwrap();
         assert!(quiet.summarizer_call_usages().is_empty());
     }
 
