@@ -259,7 +259,11 @@ async fn run_loop(
     for _ in 0..max_steps.max(1) {
         let resp = provider.chat_after(history, req).await?;
         out.steps += 1;
-        out.usage.add(&resp.usage);
+        // A text-protocol reply may have taken several model calls (corrections): each is one.
+        match resp.text_tools.as_ref().map(|t| t.call_usages.as_slice()) {
+            Some(calls) if !calls.is_empty() => calls.iter().for_each(|u| out.usage.add(u)),
+            _ => out.usage.add(&resp.usage),
+        }
         out.model = resp.model.clone();
         out.finish_reason = resp.finish_reason.clone();
         if let Some(r) = resp.reasoning_tokens {
@@ -335,6 +339,45 @@ mod tests {
             }
             std::task::Poll::Pending => panic!("the call left the thread"),
         }
+    }
+
+    #[tokio::test]
+    async fn a_text_protocol_correction_is_a_call_of_its_own() {
+        // A malformed tool call, corrected, then the answer: one step of the loop, two model
+        // calls, each its own usage (a long-context tier is a call's, not their sum's).
+        let usage = crate::trace::Usage {
+            input: 120_000,
+            output: 10,
+            ..Default::default()
+        };
+        let inner = std::sync::Arc::new(
+            MockProvider::script(&[
+                "```json\n{\"tool\": \"grep\", \"arguments\": {\"pattern\": \"a\": \"1\"}}\n```",
+                "The token is teal.",
+            ])
+            .with_usage(usage),
+        );
+        let p = crate::providers::TextToolProvider::new(inner, Default::default());
+        let sb = Sandbox::in_memory(
+            std::path::Path::new("/nowhere"),
+            std::sync::Arc::new(crate::evals::fs_tools::MemFiles::new()),
+            Default::default(),
+        );
+        let out = run(
+            &p,
+            Asking::Recall,
+            vec![Message::user("What is the token?")],
+            Some(&sb),
+            4,
+            None,
+            "n",
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.answer, "The token is teal.");
+        assert_eq!(out.steps, 1);
+        assert_eq!(out.usage.as_slice(), &[usage, usage]);
+        assert_eq!(out.usage.total().input, 240_000);
     }
 
     /// Answers (or fails) every call with `re: <last message>`.

@@ -78,10 +78,14 @@ impl Default for TextToolOptions {
 
 /// What the text protocol did during one [`Provider::chat`]; `None` on responses of providers
 /// that use the API's native tool calls.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TextToolTelemetry {
     /// Calls to the wrapped provider (1 when the first reply was usable).
     pub model_calls: u32,
+    /// Each wrapped call's usage, in order (the response's `usage` is their sum): what they are
+    /// priced on, call by call. Not kept in the response cache (a cached response is one sum).
+    #[serde(skip)]
+    pub call_usages: Vec<Usage>,
     /// Replies holding a tool call that could not be used (reported back to the model).
     pub malformed: u32,
     /// Replies repeating an earlier call exactly (answered with a request for the final answer
@@ -195,6 +199,7 @@ impl TextToolProvider {
 #[derive(Default)]
 struct Totals {
     usage: Usage,
+    each: Vec<Usage>,
     usage_reported: bool,
     calls: u32,
     latency: Duration,
@@ -205,6 +210,7 @@ struct Totals {
 impl Totals {
     fn add(&mut self, r: &ChatResponse) {
         self.usage.add(&r.usage);
+        self.each.push(r.usage);
         self.usage_reported = if self.calls == 0 {
             r.usage_reported
         } else {
@@ -225,8 +231,9 @@ impl Totals {
         self,
         mut last: ChatResponse,
         call: Option<ToolCall>,
-        telemetry: TextToolTelemetry,
+        mut telemetry: TextToolTelemetry,
     ) -> ChatResponse {
+        telemetry.call_usages = self.each;
         last.usage = self.usage;
         last.usage_reported = self.usage_reported;
         last.latency = self.latency;
@@ -316,6 +323,7 @@ mod tests {
             r.text_tools,
             Some(TextToolTelemetry {
                 model_calls: 1,
+                call_usages: vec![r.usage],
                 malformed: 0,
                 repeated: 0
             })
@@ -337,8 +345,15 @@ mod tests {
             r.message.tool_calls[0].arguments,
             json!({"pattern": "port"})
         );
-        let tel = r.text_tools.unwrap();
+        let tel = r.text_tools.clone().unwrap();
         assert_eq!((tel.model_calls, tel.malformed, tel.repeated), (2, 1, 0));
+        // Each wrapped call's usage, summing to the response's.
+        assert_eq!(tel.call_usages.len(), 2);
+        let mut sum = Usage::default();
+        for u in &tel.call_usages {
+            sum.add(u);
+        }
+        assert_eq!(sum, r.usage);
         assert_eq!(r.usage.input, 200);
         assert_eq!(r.usage.output, 20);
         assert_eq!(r.usage.cache_read, 80);
