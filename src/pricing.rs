@@ -212,6 +212,12 @@ impl Calls {
     }
 }
 
+impl FromIterator<Usage> for Calls {
+    fn from_iter<I: IntoIterator<Item = Usage>>(calls: I) -> Self {
+        Calls(calls.into_iter().collect())
+    }
+}
+
 impl Serialize for Calls {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.total().serialize(s)

@@ -162,29 +162,31 @@ mod tests {
 
     #[test]
     fn serde_messages_say_what_the_file_holds() {
-        assert_eq!(
-            plain_serde_message("invalid value: integer `-5`, expected u64", Choice::Value),
-            "invalid value: integer `-5`, expected a non-negative integer"
-        );
-        assert_eq!(
-            plain_serde_message("invalid type: string \"x\", expected f64", Choice::Value),
-            "invalid type: string \"x\", expected a number"
-        );
-        assert_eq!(
-            plain_serde_message(
-                "unknown variant `fractoin`, expected `fraction` or `tokens`",
-                Choice::Key
+        for (serde, choice, plain) in [
+            (
+                "invalid value: integer `-5`, expected u64",
+                Choice::Value,
+                "invalid value: integer `-5`, expected a non-negative integer",
             ),
-            "unknown field `fractoin`, expected `fraction` or `tokens`"
-        );
-        assert_eq!(
-            plain_serde_message("unknown variant `x`, expected `a` or `b`", Choice::Value),
-            "unknown value `x`, expected `a` or `b`"
-        );
-        assert_eq!(
-            plain_serde_message("missing field `x`", Choice::Key),
-            "missing field `x`"
-        );
+            (
+                "invalid type: string \"x\", expected f64",
+                Choice::Value,
+                "invalid type: string \"x\", expected a number",
+            ),
+            (
+                "unknown variant `fractoin`, expected `fraction` or `tokens`",
+                Choice::Key,
+                "unknown field `fractoin`, expected `fraction` or `tokens`",
+            ),
+            (
+                "unknown variant `x`, expected `a` or `b`",
+                Choice::Value,
+                "unknown value `x`, expected `a` or `b`",
+            ),
+            ("missing field `x`", Choice::Key, "missing field `x`"),
+        ] {
+            assert_eq!(plain_serde_message(serde, choice), plain, "{serde}");
+        }
     }
 
     #[test]

@@ -99,7 +99,6 @@ impl LoadedSuite {
         let e = &self.suite.engine;
         let mut out = Vec::new();
         let mut errs = Vec::new();
-        let make = |name, overrides, defined_at| self.make_variant(name, overrides, defined_at);
         for (name, t) in &e.variants {
             if name.is_empty() || name.contains('/') || name.chars().any(char::is_control) {
                 errs.push(self.error_at(
@@ -108,7 +107,7 @@ impl LoadedSuite {
                 ));
                 continue;
             }
-            out.push(make(
+            out.push(self.make_variant(
                 name.clone(),
                 t.clone(),
                 vec!["engine".into(), "variants".into(), name.clone()],
@@ -170,7 +169,7 @@ impl LoadedSuite {
                     set_path(&mut overrides, path, v.clone());
                     name_parts.push(format!("{}={}", path.join("."), value_label(v)));
                 }
-                out.push(make(
+                out.push(self.make_variant(
                     name_parts.join(","),
                     overrides,
                     vec!["engine".into(), "grid".into()],

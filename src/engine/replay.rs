@@ -167,7 +167,7 @@ impl Replay {
     /// Each replayed agent call's usage as the agent model would be billed for it (input,
     /// the part of it cached, the recorded output): what its cost is priced on, call by call
     /// ([`PriceTable::cost_of_calls`](crate::pricing::PriceTable::cost_of_calls)).
-    pub fn agent_calls(&self) -> Vec<Usage> {
+    pub fn agent_calls(&self) -> crate::pricing::Calls {
         self.calls
             .iter()
             .map(|c| Usage {
@@ -179,7 +179,7 @@ impl Replay {
             .collect()
     }
     /// Each summarizer call's usage, in order (their sum is `summarizer_usage`).
-    pub fn summarizer_call_usages(&self) -> Vec<Usage> {
+    pub fn summarizer_call_usages(&self) -> crate::pricing::Calls {
         self.events
             .iter()
             .flat_map(|e| e.detail.summarizer_call_usages())

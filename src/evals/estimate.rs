@@ -323,7 +323,11 @@ pub fn estimate(plan: &Plan, suite: &LoadedSuite) -> anyhow::Result<Estimate> {
             // What the run prices (`replay_output`): each call, its cached part at the cache
             // rate, its own tier.
             let m = config.agent_model(trace.meta.model.as_deref());
-            let c = m.and_then(|m| prices.cost_of_calls(m, &replay.agent_calls()).usd());
+            let c = m.and_then(|m| {
+                prices
+                    .cost_of_calls(m, replay.agent_calls().as_slice())
+                    .usd()
+            });
             modelled_usd = modelled_usd.zip(c).map(|(a, c)| a + c * units as f64);
 
             let sc = replay.summarizer_calls;

@@ -107,12 +107,6 @@ pub fn clip_head_tail(text: &str, max: usize) -> Option<String> {
     ))
 }
 
-fn add_usage(total: &mut Option<Usage>, u: Option<Usage>) {
-    if let Some(u) = u {
-        total.get_or_insert_with(Usage::default).add(&u);
-    }
-}
-
 pub struct TurnTrimLayer {
     cfg: TurnTrim,
     /// Trace indexes of turn-starting user messages, ascending.
@@ -432,7 +426,7 @@ impl Layer for TurnTrimLayer {
         }
         let (start, end) = (ctx.view.start, ctx.view.end);
         let mut writes = Vec::new();
-        let mut usage: Option<Usage> = None;
+        // Each memory note's usage (one summarizer call per drop).
         let mut calls: Vec<Usage> = Vec::new();
         let mut attempts = 1;
         self.clip_range(
@@ -450,7 +444,6 @@ impl Layer for TurnTrimLayer {
             dropped += d.messages.len();
             writes.extend(d.writes);
             calls.extend(d.usage);
-            add_usage(&mut usage, d.usage);
         }
         if ctx.request_tokens() > window {
             attempts += 1;
@@ -460,7 +453,6 @@ impl Layer for TurnTrimLayer {
                 dropped += d.messages.len();
                 writes.extend(d.writes);
                 calls.extend(d.usage);
-                add_usage(&mut usage, d.usage);
             }
         }
         if ctx.request_tokens() > window {
@@ -485,7 +477,6 @@ impl Layer for TurnTrimLayer {
                 dropped += d.messages.len();
                 writes.extend(d.writes);
                 calls.extend(d.usage);
-                add_usage(&mut usage, d.usage);
                 if let Some(f) = first {
                     ctx.view.head.push(f);
                     ctx.base.head = ctx.view.head.clone();
@@ -500,7 +491,12 @@ impl Layer for TurnTrimLayer {
             dropped,
             fits: after <= window,
             limit: window,
-            summarizer_usage: usage,
+            summarizer_usage: (!calls.is_empty()).then(|| {
+                calls.iter().fold(Usage::default(), |mut sum, u| {
+                    sum.add(u);
+                    sum
+                })
+            }),
             summarizer_calls: calls,
         };
         let ev = ctx.emit(self.name(), detail);

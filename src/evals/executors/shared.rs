@@ -186,10 +186,7 @@ impl Shared {
     ) -> UnitOutput {
         // Priced call by call: a price's long-context tier is a call's, not the replay's sum.
         let agent_calls = replay.agent_calls();
-        let mut agent = Usage::default();
-        for c in &agent_calls {
-            agent.add(c);
-        }
+        let agent = agent_calls.total();
         let mut out = UnitOutput {
             compactions: replay.event_counts(),
             timeline: replay.timeline(),
@@ -223,12 +220,15 @@ impl Shared {
         out.tokens.summarizer = split(&replay.summarizer_usage);
         out.cost_usd.agent = config
             .agent_model(trace.meta.model.as_deref())
-            .and_then(|m| self.prices.cost_of_calls(m, &agent_calls).usd());
+            .and_then(|m| self.prices.cost_of_calls(m, agent_calls.as_slice()).usd());
         out.cost_usd.summarizer = if replay.summarizer_calls == 0 {
             Some(0.0)
         } else {
             self.prices
-                .cost_of_calls(self.summary_model(), &replay.summarizer_call_usages())
+                .cost_of_calls(
+                    self.summary_model(),
+                    replay.summarizer_call_usages().as_slice(),
+                )
                 .usd()
         };
         // No judge call yet: a known $0 (an eval that calls a judge replaces it with the price).
