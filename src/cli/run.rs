@@ -403,8 +403,14 @@ fn check_estimate(
     let (lo, hi) = est.spend();
     let (lo, hi) = (lo.map(|x| x * share), hi.map(|x| x * share));
     let Some(hi) = hi else {
-        // An unknown price: the estimate cannot decide; the budget still watches the run.
-        return Ok(());
+        // An unknown price: the budget could count none of that spend (it would count $0).
+        return Err(UsageError(format!(
+            "max_cost_usd = ${limit} cannot be enforced: no price for {}; add it under the \
+             suite's [pricing] (docs/suite.md), or start anyway with --ignore-estimate (spend \
+             at an unknown price is then not counted against the budget)",
+            est.unpriced_spend().join(", ")
+        ))
+        .into());
     };
     if hi > limit {
         return Err(UsageError(format!(
@@ -571,6 +577,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             human_tokens(tokens),
             m.totals.cost.line()
         )?;
+    }
+    if m.options.max_cost_usd.is_some() && outcome.report.unpriced_spend > 0 {
+        eprintln!(
+            "warning: {} unit(s) spent on model calls at an unknown price, which max_cost_usd \
+             could not count; add the models under the suite's [pricing] (docs/suite.md)",
+            outcome.report.unpriced_spend
+        );
     }
     let code = match m.status {
         RunStatus::Interrupted => {

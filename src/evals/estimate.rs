@@ -153,6 +153,9 @@ pub struct RoleEstimate {
     pub usd: (Option<f64>, Option<f64>),
     /// Whether these calls are made (and spent): false for the replayed agent (modelled cost).
     pub spent: bool,
+    /// Models of these calls without a price (in the bundled table or the suite's
+    /// `[pricing]`): they make `usd` unknown.
+    pub unpriced: std::collections::BTreeSet<String>,
 }
 
 /// The whole estimate.
@@ -175,6 +178,20 @@ impl Estimate {
                 .sum::<Option<f64>>()
         };
         (sum(|r| r.usd.0), sum(|r| r.usd.1))
+    }
+
+    /// The spending roles' models without a price, as `` `model` (role) ``: what makes
+    /// [`Estimate::spend`] unknown.
+    pub fn unpriced_spend(&self) -> Vec<String> {
+        self.roles
+            .iter()
+            .filter(|r| r.spent)
+            .flat_map(|r| {
+                r.unpriced
+                    .iter()
+                    .map(move |m| format!("`{m}` ({})", r.role))
+            })
+            .collect()
     }
 
     /// The table `--dry-run` prints.
@@ -222,6 +239,21 @@ impl Estimate {
             &["role", "calls", "input tok", "output tok", "cost"],
             &rows,
         ));
+        let unpriced: Vec<String> = self
+            .roles
+            .iter()
+            .flat_map(|r| {
+                r.unpriced
+                    .iter()
+                    .map(move |m| format!("`{m}` ({})", r.role))
+            })
+            .collect();
+        if !unpriced.is_empty() {
+            out.push_str(&format!(
+                "? = no price for {}: add it under the suite's [pricing] (docs/suite.md)\n",
+                unpriced.join(", ")
+            ));
+        }
         if self.skipped_traces > 0 {
             out.push_str(&format!(
                 "not estimated: {} trace(s) not loaded\n",
@@ -328,6 +360,11 @@ pub fn estimate(plan: &Plan, suite: &LoadedSuite) -> anyhow::Result<Estimate> {
                     .cost_of_calls(m, replay.agent_calls().as_slice())
                     .usd()
             });
+            if c.is_none() {
+                modelled
+                    .unpriced
+                    .insert(m.unwrap_or("(no model recorded)").to_string());
+            }
             modelled_usd = modelled_usd.zip(c).map(|(a, c)| a + c * units as f64);
 
             let sc = replay.summarizer_calls;
@@ -403,8 +440,15 @@ fn add_priced(
     add(&mut r.input, input);
     add(&mut r.output, output);
     let plus = |acc: Option<f64>, c: Option<f64>| acc.zip(c).map(|(a, c)| a + c);
-    r.usd.0 = plus(r.usd.0, price(prices, model, calls.0, input.0, output.0));
-    r.usd.1 = plus(r.usd.1, price(prices, model, calls.1, input.1, output.1));
+    let (lo, hi) = (
+        price(prices, model, calls.0, input.0, output.0),
+        price(prices, model, calls.1, input.1, output.1),
+    );
+    if lo.is_none() || hi.is_none() {
+        r.unpriced.insert(model.to_string());
+    }
+    r.usd.0 = plus(r.usd.0, lo);
+    r.usd.1 = plus(r.usd.1, hi);
 }
 
 fn add(acc: &mut (u64, u64), (a, b): (u64, u64)) {
@@ -569,8 +613,10 @@ mod tests {
         assert_eq!((r.calls, r.input), ((11, 11), (800_000, 800_000)));
         assert!(r.usd.0.unwrap() > price(t, m, 11, 800_000, 0).unwrap());
         // An unknown model makes the role's price unknown, never $0.
+        assert!(r.unpriced.is_empty());
         add_priced(&mut r, t, "my-finetune-7b", (1, 1), (10, 10), (1, 1));
         assert_eq!(r.usd, (None, None));
+        assert_eq!(r.unpriced.iter().collect::<Vec<_>>(), ["my-finetune-7b"]);
     }
 
     fn params(v: serde_json::Value) -> BTreeMap<String, Value> {

@@ -35,6 +35,19 @@ pub fn spend_of(cost: &crate::record::CostByRole) -> f64 {
     summarizer.unwrap_or(0.0) + judge.unwrap_or(0.0) + eval_agent.unwrap_or(0.0)
 }
 
+/// Dollars `sample` spent on model calls, or `None` when a spending role made calls (used
+/// tokens) at an unknown price: the budget cannot count those, and says so
+/// ([`Budget::unknown_price_units`]) instead of counting them as $0.
+pub fn spend_of_sample(sample: &crate::record::Sample) -> Option<f64> {
+    let t = &sample.tokens;
+    let used = [&t.summarizer, &t.judge, &t.eval_agent].map(|r| r.total() > 0);
+    let cost = spent_by_role(&sample.cost_usd);
+    if used.iter().zip(cost).any(|(&u, c)| u && c.is_none()) {
+        return None;
+    }
+    Some(spend_of(&sample.cost_usd))
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Budget {
     limit: Option<f64>,
@@ -181,5 +194,21 @@ mod tests {
         assert_eq!(b.spent(), 0.0);
         // Only unknown prices so far: the run is not serialized waiting for an estimate.
         assert_eq!(b.decide("replay", 3), Decision::Go);
+    }
+
+    #[test]
+    fn a_spending_role_that_made_calls_at_an_unknown_price_is_not_counted_as_zero() {
+        let mut s = crate::record::Sample::builder().build();
+        s.cost_usd.agent = None; // modelled, never spent: does not matter
+        s.tokens.summarizer.input = 1_000;
+        s.cost_usd.summarizer = Some(0.5);
+        assert_eq!(spend_of_sample(&s), Some(0.5));
+        // An unused role without a price is $0, not unknown.
+        assert_eq!(s.cost_usd.judge, None);
+        s.tokens.eval_agent.output = 10;
+        s.cost_usd.eval_agent = None;
+        assert_eq!(spend_of_sample(&s), None, "eval agent called, no price");
+        s.cost_usd.eval_agent = Some(0.0);
+        assert_eq!(spend_of_sample(&s), Some(0.5));
     }
 }

@@ -345,6 +345,9 @@ pub struct DispatchReport {
     pub not_run_budget: u64,
     /// Units never started (or cancelled) because of an interrupt.
     pub not_run_interrupted: u64,
+    /// Units this process recorded whose spend on model calls has an unknown price: the
+    /// budget could not count it ([`Budget::unknown_price_units`]).
+    pub unpriced_spend: u64,
     pub stop: StopReason,
 }
 
@@ -452,6 +455,7 @@ where
         failed: 0,
         not_run_budget: 0,
         not_run_interrupted: 0,
+        unpriced_spend: 0,
         stop: StopReason::Finished,
     };
     let mut stopping: Option<StopReason> = None;
@@ -692,7 +696,7 @@ where
                         },
                     }
                 }
-                budget.record(&sample.eval, Some(super::budget::spend_of(&sample.cost_usd)));
+                budget.record(&sample.eval, super::budget::spend_of_sample(&sample));
                 let tokens = sample.tokens_total();
                 let failed = sample.error.is_some();
                 progress.record(tokens, &sample.cost_usd, failed);
@@ -769,6 +773,7 @@ where
         }
         _ => {}
     }
+    report.unpriced_spend = budget.unknown_price_units();
     Ok(report)
 }
 

@@ -117,3 +117,46 @@ fn an_estimate_above_the_budget_refuses_to_start_unless_ignored() {
     assert!(matches!(code, Some(0 | 1)), "{code:?}: {stderr}");
     assert!(out.join("est/run.json").exists(), "{stderr}");
 }
+
+#[test]
+fn a_budget_over_an_unpriced_model_refuses_to_start_and_warns_when_ignored() {
+    let (_rt, server) = StrictLlm::on_own_runtime();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let suite = tmp.path().join("suite.toml");
+    let providers: String = ["agent", "summary"]
+        .iter()
+        .map(|role| provider_table(role, "openai", "my-finetune-7b", &server.openai_base_url()))
+        .collect();
+    std::fs::write(&suite, quickstart_with(&out, &providers)).unwrap();
+
+    // The dry run says which model makes the cost unknown.
+    let (code, stdout, stderr) = run(&suite, &["--dry-run"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("no price for `my-finetune-7b` (summarizer)"),
+        "{stdout}"
+    );
+
+    // A budget it could not count: refused before anything is written or asked.
+    let (code, _, stderr) = run(&suite, &["--max-cost-usd", "5"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cannot be enforced")
+            && stderr.contains("`my-finetune-7b` (eval agent)")
+            && stderr.contains("[pricing]")
+            && stderr.contains("--ignore-estimate"),
+        "{stderr}"
+    );
+    assert!(!out.join("est").exists());
+    assert_eq!(server.accepted(), 0);
+
+    // Started anyway: the run says the budget counted none of that spend.
+    let (code, _, stderr) = run(&suite, &["--max-cost-usd", "5", "--ignore-estimate"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(server.accepted() > 0);
+    assert!(
+        stderr.contains("at an unknown price, which max_cost_usd could not count"),
+        "{stderr}"
+    );
+}
