@@ -59,6 +59,9 @@
 // bench of a user workload); `cli`, `engine`, `report` and `runner` forbid it
 // (docs/architecture.md, "No `unsafe`").
 #![deny(unsafe_code)]
+// `println!`/`eprintln!` panic when the stream is closed (`| head`, `2>&1 | true`): output goes
+// through `cli::emit` (`out!`, `outln!`) and `output::emit_err` (`err!`, `errln!`) instead.
+#![warn(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod cli;
 pub mod confcore;

@@ -19,7 +19,8 @@ fn main() -> ExitCode {
     match ctxbench::cli::run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            // Not `eprintln!`: a closed stderr must not turn the exit code into a panic's 101.
+            ctxbench::output::emit_err(&format!("error: {err:#}\n"));
             ExitCode::from(ctxbench::cli::exit_code_for(&err))
         }
     }

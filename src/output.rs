@@ -2,6 +2,31 @@
 
 use std::io::IsTerminal;
 
+/// `eprint!` that never panics: a closed or full stderr (`ctxbench … 2>&1 | head`) loses the
+/// message instead of ending the process with a panic (exit 101) before its exit code.
+macro_rules! err {
+    ($($arg:tt)*) => {
+        $crate::output::emit_err(&format!($($arg)*))
+    };
+}
+
+/// `eprintln!` that never panics (see [`err!`]).
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::output::emit_err(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+pub(crate) use {err, errln};
+
+/// Write `text` to stderr; an error (a closed pipe) is ignored: there is nowhere else to say it.
+pub fn emit_err(text: &str) {
+    use std::io::Write as _;
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr
+        .write_all(text.as_bytes())
+        .and_then(|()| stderr.flush());
+}
+
 /// True when stdout is an interactive terminal (progress bars and colour only then).
 pub fn stdout_is_tty() -> bool {
     std::io::stdout().is_terminal()

@@ -206,7 +206,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         stores_removed += p.removed;
                         bytes += p.bytes;
                     }
-                    Err(e) => eprintln!(
+                    Err(e) => crate::output::errln!(
                         "warning: {}: stores left alone (run not readable: {e})",
                         display_path(&run.path)
                     ),

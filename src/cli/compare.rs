@@ -94,7 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for (run, dir) in [(&a, &args.run_a), (&b, &args.run_b)] {
         if let Some(pid) = run.live {
             let note = RunDir::new(dir).in_progress_note(pid);
-            eprintln!("{note}");
+            crate::output::errln!("{note}");
             notes.push(note.trim_start_matches("note: ").to_string());
         } else if let Some(t) = &run.torn {
             notes.push(format!(

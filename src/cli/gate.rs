@@ -137,7 +137,7 @@ fn check_junit_path(
 /// before.
 fn gate_run(dir: &RunDir) -> Result<gate::GateRun, UsageError> {
     if let Some(pid) = dir.writer() {
-        eprintln!("{}", dir.in_progress_note(pid));
+        crate::output::errln!("{}", dir.in_progress_note(pid));
     }
     let info: crate::record::RunInfo =
         dir.read_run_json().map_err(|e| UsageError(e.to_string()))?;

@@ -40,7 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         m.units.planned_total
     )?;
     if merged.missing > 0 {
-        eprintln!(
+        crate::output::errln!(
             "warning: {} planned unit(s) are in none of the inputs; the merged run is incomplete",
             merged.missing
         );

@@ -34,14 +34,14 @@ pub fn repair(run: &Path) -> anyhow::Result<Repaired> {
         .map_err(|e| crate::error::UsageError(e.to_string()))?;
     let r = dir.repair_journal()?;
     if r.moved.is_empty() {
-        eprintln!(
+        crate::output::errln!(
             "{}: every line is readable ({} samples); nothing moved",
             crate::output::display_path(&dir.samples_jsonl()),
             r.kept
         );
     } else {
         let lines: Vec<String> = r.moved.iter().map(usize::to_string).collect();
-        eprintln!(
+        crate::output::errln!(
             "{}: moved {} unreadable line(s) (line {}) to {}; {} samples kept; `run --resume` runs their units again",
             crate::output::display_path(&dir.samples_jsonl()),
             r.moved.len(),

@@ -43,9 +43,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         crate::report::load::load_model(&run_dir).map_err(|e| UsageError(e.to_string()))?;
     if let Some(pid) = live {
         // The line being written is not read; that is no fault of the journal.
-        eprintln!("{}", run_dir.in_progress_note(pid));
+        crate::output::errln!("{}", run_dir.in_progress_note(pid));
     } else if let Some(t) = &torn {
-        eprintln!(
+        crate::output::errln!(
             "warning: {}: line {} is a torn final write ({} bytes, the run was interrupted); ignored",
             display_path(&run_dir.samples_jsonl()),
             t.line,

@@ -206,7 +206,9 @@ fn forward_signals(tx: tokio::sync::mpsc::UnboundedSender<()>, terminated: Arc<A
                 });
             }
             Err(e) => {
-                eprintln!("warning: SIGTERM cannot be handled ({e}); it will end the run at once")
+                crate::output::errln!(
+                    "warning: SIGTERM cannot be handled ({e}); it will end the run at once"
+                )
             }
         }
     }
@@ -244,7 +246,7 @@ fn write_reports(
         Err(e) => {
             // The stores were pruned (or unpacked) all the same: what happened to them is said
             // before the reports' error.
-            eprint!("{stores}");
+            crate::output::err!("{stores}");
             return Err(e);
         }
     };
@@ -557,7 +559,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         match &report {
             Ok(summary) => out!("{summary}")?,
-            Err(e) => eprintln!("warning: reports were not written: {e:#}"),
+            Err(e) => crate::output::errln!("warning: reports were not written: {e:#}"),
         }
         // Every role, eval-agent calls included: the same total as report.md's "Run total".
         let tokens = m.totals.tokens.total();
@@ -579,7 +581,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )?;
     }
     if m.options.max_cost_usd.is_some() && outcome.report.unpriced_spend > 0 {
-        eprintln!(
+        crate::output::errln!(
             "warning: {} unit(s) spent on model calls at an unknown price, which max_cost_usd \
              could not count; add the models under the suite's [pricing] (docs/suite.md)",
             outcome.report.unpriced_spend
@@ -588,7 +590,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let code = match m.status {
         RunStatus::Interrupted => {
             let term = terminated.load(Ordering::SeqCst);
-            eprintln!(
+            crate::output::errln!(
                 "{}: {} unit(s) not run; continue with `ctxbench run {} --resume {dir}`",
                 if term {
                     "terminated (SIGTERM)"
@@ -605,7 +607,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         RunStatus::BudgetExhausted => {
-            eprintln!(
+            crate::output::errln!(
                 "stopped by the budget (${:.4} of ${:.4} spent): {} unit(s) not run; raise it with `--resume {dir} --max-cost-usd X`",
                 m.totals.spent_usd,
                 m.options.max_cost_usd.unwrap_or_default(),
@@ -614,7 +616,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             EXIT_FAILURE
         }
         _ if outcome.failed_total > 0 && suite.suite.suite.fail_on_errors => {
-            eprintln!(
+            crate::output::errln!(
                 "{} unit(s) failed and the suite sets `fail_on_errors = true` (errors are in samples.jsonl)",
                 outcome.failed_total
             );

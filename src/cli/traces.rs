@@ -88,7 +88,7 @@ fn stats_cmd(args: StatsArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
     for e in &imported.skipped {
-        eprintln!("skipped: {e}");
+        crate::output::errln!("skipped: {e}");
     }
     if imported.traces.is_empty() {
         let given: Vec<String> = args.paths.iter().map(|p| p.display().to_string()).collect();

@@ -197,7 +197,7 @@ impl Prefixes {
         let k = states.iter().rposition(|p| p.len() <= at).unwrap_or(0);
         let fork = states[k].fork(&trace.meta.id, messages, config, seed)?;
         if fork.is_some() && self.forked.fetch_add(1, Ordering::Relaxed) == 0 && self.log {
-            eprintln!("prefix sharing: a replay was forked at message {at}");
+            crate::output::errln!("prefix sharing: a replay was forked at message {at}");
         }
         Ok(fork)
     }

@@ -143,7 +143,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
         }
         if let Some(t) = torn {
             let line = t.line;
-            eprintln!(
+            crate::output::errln!(
                 "warning: {}:{line}: ignoring a torn last line (the run was killed mid-write)",
                 path.display()
             );

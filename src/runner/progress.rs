@@ -238,7 +238,7 @@ impl Progress {
     pub fn println(&self, msg: &str) {
         match &self.view {
             View::Bar(b) => b.println(msg),
-            View::Hidden | View::Lines { .. } => eprintln!("{msg}"),
+            View::Hidden | View::Lines { .. } => crate::output::errln!("{msg}"),
         }
     }
 

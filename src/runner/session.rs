@@ -315,7 +315,7 @@ pub fn open_run(
             m.status = RunStatus::Running;
             m.finished_at = None;
             if let Some(t) = &r.torn {
-                eprintln!(
+                crate::output::errln!(
                     "note: {}:{}: cut a torn last line ({} bytes) left by an interrupted write",
                     RunDir::new(dir).samples_jsonl().display(),
                     t.line,
@@ -494,7 +494,7 @@ fn take_lock(dir: &Path) -> anyhow::Result<crate::record::RunLock> {
     match RunDir::new(dir).lock() {
         Ok(lock) => {
             if let Some(pid) = lock.took_over {
-                eprintln!(
+                crate::output::errln!(
                     "note: {}: took over the lock of process {pid}, which is no longer running",
                     dir.display()
                 );

@@ -176,3 +176,36 @@ fn a_closed_stdout_is_no_panic_and_keeps_the_exit_code() {
         }
     }
 }
+
+/// `ctxbench report nosuch 2>&1 | true` exited 101: the error message, written to a stderr
+/// nobody reads, panicked ("failed printing to stderr") before the exit code. Errors and
+/// warnings that cannot be written are lost, the exit code is kept.
+#[test]
+fn a_closed_stderr_is_no_panic_and_keeps_the_exit_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("nosuch").display().to_string();
+    let quickstart = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("evals/quickstart.toml")
+        .display()
+        .to_string();
+    let cases: Vec<(Vec<&str>, i32)> = vec![
+        (vec!["report", &missing], 2),
+        (vec!["gate", &missing], 2),
+        (
+            vec!["run", &quickstart, "--dry-run", "--set", "suite.repeats=x"],
+            2,
+        ),
+        (vec!["replay", &missing], 2),
+    ];
+    for (args, want) in cases {
+        let (read, write) = std::io::pipe().unwrap();
+        drop(read);
+        let out = std::process::Command::new(bin())
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(write))
+            .status()
+            .unwrap();
+        assert_eq!(out.code(), Some(want), "{args:?}");
+    }
+}
