@@ -148,9 +148,24 @@ impl LoadedSuite {
         self.path.display().to_string()
     }
 
-    /// An error at the line of `path` (or its nearest written ancestor).
+    /// An error at the line of `path` (or its nearest written ancestor), or at the `--set`
+    /// argument that gave its value (`--set suite.repeats=0` is not the file's `repeats = 1`).
     pub fn error_at(&self, path: &[&str], message: impl Into<String>) -> ConfigError {
-        ConfigError::new(self.file(), self.source.line_of(path), message)
+        match self.set_at(path) {
+            Some(arg) => ConfigError::new(format!("--set {arg}"), 0, message),
+            None => ConfigError::new(self.file(), self.source.line_of(path), message),
+        }
+    }
+
+    /// The last `--set` argument whose suite key path and `path` (two keys or more) name the
+    /// same key or one inside the other.
+    fn set_at(&self, path: &[&str]) -> Option<&str> {
+        self.overrides.sets.iter().rev().find_map(|arg| {
+            let (key, _) = crate::engine::config::parse_set(arg).ok()?;
+            let set = super::overrides::set_path(&key);
+            let n = set.len().min(path.len());
+            (n >= 2 && set[..n].iter().zip(&path[..n]).all(|(a, b)| a == b)).then_some(arg.as_str())
+        })
     }
 
     /// Where the engine key `key` of `variant` is written: the `--set` argument that gave it,
@@ -407,11 +422,19 @@ fn toml_error(file: &str, text: &str, e: &toml::de::Error) -> ConfigError {
                 + 1
         })
         .unwrap_or(0);
-    let mut message = crate::confcore::plain_type_names(e.message());
+    ConfigError::new(file, line, plain_with_hint(e.message()))
+}
+
+/// A serde message as a suite's reader knows it: what the file holds for a Rust type
+/// (`expected a non-negative integer`, not `u32`), "unknown value" for a value no variant
+/// names (serde says "unknown variant"), and a "did you mean" hint when serde lists the
+/// expected fields or values.
+pub fn plain_with_hint(message: &str) -> String {
+    let mut message = crate::confcore::plain_serde_message(message, crate::confcore::Choice::Value);
     if let Some(hint) = expected_hint(&message) {
         message.push_str(&hint);
     }
-    ConfigError::new(file, line, message)
+    message
 }
 
 /// Deserialize the typed [`Suite`]; an error names its key (from the key path, not the text)

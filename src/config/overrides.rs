@@ -120,7 +120,8 @@ pub fn apply_sets(suite: &mut Suite, sets: &[String]) -> Result<(), ConfigError>
         merge(&mut v, patch);
         *suite = serde_path_to_error::deserialize(v).map_err(|e| {
             let path = ConfigError::key_of(&[], e.path());
-            set_error(arg, format!("`{}`: {}", path.join("."), e.inner())).with_key(path)
+            let message = super::load::plain_with_hint(&e.inner().to_string());
+            set_error(arg, format!("`{}`: {message}", path.join("."))).with_key(path)
         })?;
     }
     Ok(())
@@ -232,6 +233,60 @@ mod tests {
         let e = load(&sets(&["suite.repeats=many"])).unwrap_err();
         assert!(e.to_string().contains("--set suite.repeats=many"), "{e}");
         assert!(load(&sets(&["window"])).is_err());
+    }
+
+    /// A `--set` error reads as the same mistake in the file does: the plain type, the
+    /// did-you-mean, "unknown value"; and a value the checks after typing refuse is blamed on
+    /// the `--set`, not on the file's line of the key it replaced.
+    #[test]
+    fn set_errors_read_like_file_errors_and_blame_the_argument() {
+        for (arg, says) in [
+            (
+                "suite.repeats=three",
+                "--set suite.repeats=three: `suite.repeats`: invalid type: string \"three\", expected a non-negative integer",
+            ),
+            ("evals.needle.dephts=[0.3]", "(did you mean `depths`?)"),
+            (
+                "evals.needle.positions=[\"tools\"]",
+                "unknown value `tools`, expected one of `user`, `tool`, `assistant` (did you mean `tool`?)",
+            ),
+            (
+                "suite.repeats=0",
+                "--set suite.repeats=0: `repeats` must be at least 1",
+            ),
+        ] {
+            let e = load(&sets(&[arg])).unwrap_err().to_string();
+            assert!(e.contains(says), "{arg}: {e}");
+            assert!(!e.contains("s.toml"), "{arg}: {e}");
+        }
+        // Without the `--set`, the same check names the file's line.
+        let text = SUITE.replace("[suite]\n", "[suite]\nrepeats = 0\n");
+        let e = LoadedSuite::from_str_with(&text, Path::new("s.toml"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("s.toml:2: `repeats` must be at least 1"),
+            "{e}"
+        );
+    }
+
+    /// A layer set on an external engine's variant is named by its key, so the `--set` that
+    /// wrote it is blamed, not the variant's `external` line.
+    #[test]
+    fn a_layer_set_on_an_external_variant_blames_the_set() {
+        let text = format!(
+            "{SUITE}[engine.variants.mine]\nexternal.command = [\"python3\", \"mine.py\"]\n"
+        );
+        let load = |o: &Overrides| LoadedSuite::from_str_with(&text, Path::new("s.toml"), o);
+        load(&Overrides::default()).unwrap();
+        let arg = "variant.mine.summarize.trigger.fraction=0.15";
+        let e = load(&sets(&[arg])).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "--set {arg}: engine variant `mine`: `summarize`: an external engine replaces"
+            )),
+            "{e}"
+        );
     }
 
     /// An engine key given by `--set` is blamed on the argument, not on the suite line that

@@ -212,14 +212,21 @@ impl EngineConfig {
     ) -> Result<ResolvedConfig, ConfigError> {
         if let Some(ext) = &self.external {
             let src = self.source.as_deref();
-            if self.preset.is_some()
-                || self.layers.is_some()
-                || self.tier.is_some()
-                || !self.tables.is_empty()
-            {
+            // Named by the key beside `external` that it replaces (what a `--set` or a line
+            // wrote), not by `external` itself.
+            let beside = [
+                self.preset.is_some().then_some("preset"),
+                self.layers.is_some().then_some("layers"),
+                self.tier.is_some().then_some("tier"),
+            ]
+            .into_iter()
+            .flatten()
+            .chain(self.tables.keys().map(String::as_str))
+            .next();
+            if let Some(key) = beside {
                 return Err(err_in(
                     src,
-                    "external",
+                    key,
                     "an external engine replaces the preset and its layers: drop `preset`, `layers`, `tier` and layer tables from this configuration",
                 ));
             }
