@@ -230,4 +230,27 @@ mod tests {
         std::fs::create_dir(&d).unwrap();
         assert!(output_dir(&d).is_ok());
     }
+
+    /// `run --help` names every eval `--eval` takes (it once left out two of seven).
+    #[test]
+    fn run_help_lists_every_eval() {
+        use clap::CommandFactory;
+        let mut cli = Cli::command();
+        let help = cli
+            .find_subcommand_mut("run")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        let line = help
+            .split("--eval <NAME>")
+            .nth(1)
+            .and_then(|rest| rest.split("\n\n").next())
+            .unwrap();
+        for eval in crate::config::overrides::EVAL_NAMES {
+            assert!(
+                line.contains(eval),
+                "`{eval}` missing from --eval's help: {line}"
+            );
+        }
+    }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The composition root: the executors this build has, by eval name — every eval of
-/// `crate::evals` (replay, invariants, needle, drift, probes). It lives here, above both, so the
+/// `crate::evals` (every eval of `config::evals::EVAL_NAMES`). It lives here, above both, so the
 /// runner knows only its `UnitExecutor` trait and the evals implement it (evals → runner).
 pub fn default_router(plan: &Arc<Plan>, suite: &LoadedSuite) -> anyhow::Result<Router> {
     crate::evals::executors::register(Router::new(), plan, suite)
@@ -33,7 +33,8 @@ the same run, skipping finished units.
 Cost: `--dry-run` prints an estimate per role (agent modelled, summarizer, eval agent, judge)
 from an offline replay of every trace × variant; what real models answer is a low–high range
 (docs/providers.md). A fresh run whose estimate's upper end exceeds `max_cost_usd` /
-`--max-cost-usd` is refused (exit 2) unless `--ignore-estimate`.
+`--max-cost-usd`, or whose spending models have no price (the budget could not count them), is
+refused (exit 2) unless `--ignore-estimate`.
 
 Exit codes: 0 ok · 1 failed units with `fail_on_errors = true`, or stopped by the budget, or a
 runtime error · 2 bad suite, traces or arguments, or an estimate above the budget · 130
@@ -153,7 +154,8 @@ pub struct Args {
     #[arg(long = "trace", value_name = "GLOB")]
     pub traces: Vec<String>,
 
-    /// Run only this eval (repeatable): replay, invariants, needle, drift, probes
+    /// Run only this eval (repeatable): replay, invariants, needle, drift, probes, continuation,
+    /// rules
     #[arg(long = "eval", value_name = "NAME")]
     pub evals: Vec<String>,
 
