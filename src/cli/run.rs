@@ -378,7 +378,9 @@ pub fn plan_text(suite: &LoadedSuite, plan: &Plan, skipped: usize) -> String {
     }
     out.push_str("traces\n");
     for t in &plan.traces {
-        out.push_str(&format!("  {}  ({})\n", t.id, t.file));
+        // `file` is relative to the suite (run.json's form); shown from where the user is.
+        let path = crate::output::display_path(&suite.dir.join(&t.file));
+        out.push_str(&format!("  {}  ({path})\n", t.id));
     }
     if skipped > 0 {
         out.push_str(&format!(

@@ -119,6 +119,10 @@ fn has_trace_extension(p: &Path) -> bool {
 /// `p` relative to `base`, `/`-separated.
 fn rel_of(base: &Path, p: &Path) -> String {
     let rel = p.strip_prefix(base).unwrap_or(p);
+    if rel.has_root() {
+        // Not under `base`: the path itself (its root joined with `/` read `//work/…`).
+        return rel.to_string_lossy().into_owned();
+    }
     rel.components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect::<Vec<_>>()
@@ -167,6 +171,19 @@ mod tests {
             .into_iter()
             .map(|f| (f.rel, f.walked))
             .collect()
+    }
+
+    #[test]
+    fn a_path_outside_the_base_is_itself_not_rooted_twice() {
+        let base = Path::new("/w/suite");
+        assert_eq!(
+            rel_of(base, Path::new("/w/suite/data/a.json")),
+            "data/a.json"
+        );
+        assert_eq!(
+            rel_of(base, Path::new("/elsewhere/a.json")),
+            "/elsewhere/a.json"
+        );
     }
 
     #[test]
