@@ -479,10 +479,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // run leaves no run directory behind.
     let planned = session::plan_run(&suite, loader)?;
     if args.dry_run {
+        if let Some(dir) = &args.resume {
+            return Err(UsageError(format!(
+                "--dry-run plans a fresh run of the suite and does not read --resume's run \
+                 directory: `ctxbench report {}` shows what it holds, and `ctxbench run SUITE \
+                 --resume {0}` runs only its missing units",
+                crate::output::display_path(dir)
+            ))
+            .into());
+        }
         out!(
             "{}",
             plan_text(&suite, &planned.plan, planned.skipped.len())
         )?;
+        if let Some(s) = args.shard {
+            let plan = &planned.plan;
+            let mine = (0..plan.len()).filter(|&i| s.contains(&plan.id(i))).count();
+            out!(
+                "shard    {s}: {mine} of {} units (the estimate below is for all {0})\n",
+                plan.len()
+            )?;
+        }
         if synthetic.is_none() {
             let est = crate::evals::estimate::estimate(&planned.plan, &suite)?;
             out!("{}", est.table())?;

@@ -160,3 +160,53 @@ fn a_budget_over_an_unpriced_model_refuses_to_start_and_warns_when_ignored() {
         "{stderr}"
     );
 }
+
+/// `--dry-run --shard` says how many of the plan's units the shard runs (it printed the whole
+/// plan as if it were the shard's); `--dry-run --resume` is refused, not a plan made with the
+/// resumed run's overrides.
+#[test]
+fn dry_run_with_a_shard_counts_its_units_and_with_resume_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("suite.toml");
+    std::fs::write(&suite, quickstart_with(&tmp.path().join("out"), "")).unwrap();
+    let count = |shard: &str| -> usize {
+        let (code, stdout, stderr) = run(&suite, &["--dry-run", "--shard", shard]);
+        assert_eq!(code, Some(0), "{stderr}");
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("shard    {shard}: ")))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        line.split_whitespace().nth(2).unwrap().parse().unwrap()
+    };
+    let (a, b) = (count("1/2"), count("2/2"));
+    let (_, stdout, _) = run(&suite, &["--dry-run"]);
+    let total: usize = stdout
+        .lines()
+        .next()
+        .and_then(|l| l.rsplit("= ").next())
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(a > 0 && b > 0, "{a} {b}");
+    assert_eq!(a + b, total, "the shards split the plan");
+
+    // A real run to resume: the dry run refuses to plan it.
+    let (code, _, stderr) = run(&suite, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let dir = tmp.path().join("out/est");
+    let o = ctxbench()
+        .args([
+            "run",
+            suite.to_str().unwrap(),
+            "-q",
+            "--dry-run",
+            "--resume",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--dry-run plans a fresh run"), "{stderr}");
+}
