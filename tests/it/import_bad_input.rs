@@ -120,6 +120,67 @@ fn wrong_types_report_the_json_path() {
     assert_eq!(e.message, "expected a string, found an object");
 }
 
+/// A UTF-8 byte-order mark first (Windows editors write one) is not an error: every dataset
+/// file with one imports as the file without it. UTF-16 text is named as such, and a line of
+/// JSON Lines cut mid-way with the file going on after it says that line was cut short.
+#[test]
+fn encodings_and_a_line_cut_short() {
+    let dir = tempfile::tempdir().unwrap();
+    for src in dataset_files() {
+        let bytes = std::fs::read(&src).unwrap();
+        let name = src.file_name().unwrap().to_string_lossy().into_owned();
+        let path = dir.path().join(format!("bom_{name}"));
+        std::fs::write(&path, [b"\xEF\xBB\xBF".as_slice(), &bytes].concat()).unwrap();
+        let (with, without) = (import_file(&path, None), import_file(&src, None));
+        match (with, without) {
+            (Ok(a), Ok(b)) => {
+                let msgs = |t: &[ctxbench::trace::Trace]| -> Vec<_> {
+                    t.iter().map(|t| t.messages.clone()).collect()
+                };
+                assert_eq!(msgs(&a), msgs(&b), "{name}");
+            }
+            (Err(a), Err(b)) => assert_eq!(a.message, b.message, "{name}"),
+            (a, b) => panic!(
+                "{name}: with a BOM {:?}, without {:?}",
+                a.is_ok(),
+                b.is_ok()
+            ),
+        }
+    }
+
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets/claude-code/hello-world-script.jsonl");
+    let text = std::fs::read_to_string(&src).unwrap();
+    let utf16 = |bom: bool| -> Vec<u8> {
+        let mut out: Vec<u8> = if bom { vec![0xFF, 0xFE] } else { vec![] };
+        out.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+        out
+    };
+    for bom in [true, false] {
+        let path = dir.path().join(format!("utf16_{bom}.jsonl"));
+        std::fs::write(&path, utf16(bom)).unwrap();
+        let e = err(&path, None);
+        assert!(
+            e.message.contains("UTF-16 text; expected UTF-8"),
+            "BOM {bom}: {e}"
+        );
+    }
+
+    let mut lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() > 3);
+    let half = lines[2].len() / 2;
+    lines[2] = &lines[2][..lines[2].floor_char_boundary(half)];
+    let path = dir.path().join("midcut.jsonl");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    let e = err(&path, None);
+    assert!(e.location.starts_with("line 3, column"), "{e}");
+    assert!(
+        e.message.contains("on this line (was it cut short?)"),
+        "{e}"
+    );
+    assert!(!e.message.contains("truncated"), "{e}");
+}
+
 #[test]
 fn invalid_utf8_is_located() {
     let dir = tempfile::tempdir().unwrap();

@@ -61,7 +61,7 @@ fn bad_input_fails_with_exit_2_naming_file_and_line() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("broken.jsonl: line 2, column"))
-        .stderr(predicate::str::contains("truncated"));
+        .stderr(predicate::str::contains("cut short"));
     cmd()
         .args(["import", "--skip-invalid", "-o"])
         .arg(&out)

@@ -50,6 +50,13 @@ fn read_as(
         |e: std::io::Error| ImportError::new(path, "file", format!("cannot read the file: {e}"));
     let f = std::fs::File::open(path).map_err(cannot)?;
     let mut r = BufReader::with_capacity(1 << 16, f);
+    // A UTF-8 byte-order mark (as some Windows editors write) is not part of the text.
+    let start = if r.fill_buf().map_err(cannot)?.starts_with(super::UTF8_BOM) {
+        r.consume(super::UTF8_BOM.len());
+        super::UTF8_BOM.len() as u64
+    } else {
+        0
+    };
     // Everything read so far (blank lines, then the first non-blank one), kept so a document
     // or a canonical file is seen from its first byte.
     let mut head: Vec<u8> = Vec::new();
@@ -145,7 +152,7 @@ fn read_as(
     // From the file's start again when it can seek (a file, not a pipe): serde_json reads a
     // byte at a time, which a `BufReader` serves from its buffer, while the chain of what was
     // read and the rest answers each byte with a call through both readers.
-    let parsed = if r.seek(SeekFrom::Start(0)).is_ok() {
+    let parsed = if r.seek(SeekFrom::Start(start)).is_ok() {
         serde_json::from_reader::<_, Value>(r)
     } else {
         serde_json::from_reader::<_, Value>(Cursor::new(head).chain(r))
@@ -154,7 +161,9 @@ fn read_as(
         Ok(v) => Ok(FileRead::Parsed(Input::Json(v))),
         Err(_) => {
             let bytes = std::fs::read(path).map_err(cannot)?;
-            parse_input(&bytes).map(FileRead::Parsed).map_err(located)
+            parse_input(super::without_bom(&bytes))
+                .map(FileRead::Parsed)
+                .map_err(located)
         }
     }
 }
@@ -170,6 +179,8 @@ pub(super) enum Sniffed {
     Zip,
     /// A known kind of file no importer reads: what it looks like.
     Unsupported(&'static str),
+    /// Text in an encoding other than UTF-8: which.
+    Encoding(&'static str),
 }
 
 /// Recognise a file by its first bytes: a zip archive, or a known unsupported kind (an Aider
@@ -182,6 +193,11 @@ pub(super) fn sniff(path: &Path) -> Option<Sniffed> {
     let head = &head[..n];
     if head.starts_with(b"PK\x03\x04") {
         return Some(Sniffed::Zip);
+    }
+    // UTF-16: its byte-order mark, or ASCII text with a NUL beside every byte.
+    let nul_beside = |h: &[u8]| h.len() >= 2 && (h[0] == 0) != (h[1] == 0);
+    if head.starts_with(b"\xFF\xFE") || head.starts_with(b"\xFE\xFF") || nul_beside(head) {
+        return Some(Sniffed::Encoding("UTF-16"));
     }
     let text = String::from_utf8_lossy(head);
     let t = text.trim_start();

@@ -172,6 +172,13 @@ pub fn import_file_content(
     if let Some(kind) = file::sniff(path) {
         return match kind {
             file::Sniffed::Zip => import_zip(path, from),
+            file::Sniffed::Encoding(enc) => Err(ImportError::new(
+                path,
+                "file",
+                format!(
+                    "the file is {enc} text; expected UTF-8 (convert it, e.g. `iconv -f {enc} -t UTF-8 FILE > NEW`)"
+                ),
+            )),
             file::Sniffed::Unsupported(what) => Err(ImportError::new(
                 path,
                 "file",
@@ -343,18 +350,30 @@ pub fn json_error(e: &serde_json::Error, line: Option<usize>) -> Located {
         .rsplit_once(" at line ")
         .map(|(m, _)| m.to_string())
         .unwrap_or(full);
-    let hint = match e.classify() {
-        serde_json::error::Category::Eof => {
+    let hint = match (e.classify(), line) {
+        // A line of JSON Lines: the file may go on after it.
+        (serde_json::error::Category::Eof, Some(_)) => {
+            "; expected a complete JSON value on this line (was it cut short?)"
+        }
+        (serde_json::error::Category::Eof, None) => {
             "; expected a complete JSON value (is the file truncated?)"
         }
         // serde_json's words for a byte that is not UTF-8 inside a string.
-        serde_json::error::Category::Syntax if what == "invalid unicode code point" => {
+        (serde_json::error::Category::Syntax, _) if what == "invalid unicode code point" => {
             "; expected UTF-8 text (this byte is not UTF-8: is the file in another encoding?)"
         }
-        serde_json::error::Category::Syntax => "; expected valid JSON",
+        (serde_json::error::Category::Syntax, _) => "; expected valid JSON",
         _ => "",
     };
     Located::new(location, format!("invalid JSON: {what}{hint}"))
+}
+
+/// The UTF-8 byte-order mark some editors put first; not part of the text.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// `bytes` without a leading [`UTF8_BOM`].
+fn without_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes)
 }
 
 /// Import a whole input held in memory. `stem` is the base of the trace ids; `path`, when
@@ -365,6 +384,7 @@ pub fn import_bytes(
     from: Option<SourceFormat>,
     path: Option<&Path>,
 ) -> Res<FileContent> {
+    let bytes = without_bom(bytes);
     if bytes.iter().all(|b| b.is_ascii_whitespace()) {
         return Ok(FileContent::NotATrace("the file is empty".into()));
     }
