@@ -137,6 +137,58 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// [`table`] fitted to `width` columns: the last column's text wraps at word boundaries onto
+/// lines of its own, aligned under it (a word too long for it is shortened around a `…`);
+/// the other columns keep their widths.
+pub fn table_fit(header: &[&str], rows: &[Vec<String>], width: usize) -> String {
+    let n = header.len();
+    if n == 0 {
+        return table(header, rows);
+    }
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row).take(n - 1) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let indent: usize = widths[..n - 1].iter().map(|w| w + 2).sum();
+    // Never narrower than a readable column, even when the others take the whole width.
+    let room = width.saturating_sub(indent).max(24);
+    let mut fitted: Vec<Vec<String>> = Vec::new();
+    let mut continued: Vec<Vec<String>> = Vec::new();
+    for row in rows {
+        let last = row.get(n - 1).map_or("", String::as_str);
+        let mut lines = wrap(last, room)
+            .lines()
+            .map(|l| ellipsize(l, room))
+            .collect::<Vec<_>>()
+            .into_iter();
+        let mut first = row.clone();
+        if let Some(cell) = first.get_mut(n - 1) {
+            *cell = lines.next().unwrap_or_default();
+        }
+        fitted.push(first);
+        continued.push(lines.collect());
+    }
+    let text = table(header, &fitted);
+    let mut out = String::with_capacity(text.len());
+    let mut lines = text.lines();
+    if let Some(h) = lines.next() {
+        out.push_str(h);
+        out.push('\n');
+    }
+    for (line, more) in lines.zip(&continued) {
+        out.push_str(line);
+        out.push('\n');
+        for m in more {
+            out.extend(std::iter::repeat_n(' ', indent));
+            out.push_str(m);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// `text` wrapped at word boundaries to `width` columns, each line ending in a newline (a word
 /// longer than `width` gets a line of its own).
 pub fn wrap(text: &str, width: usize) -> String {
@@ -295,6 +347,29 @@ pub fn display_path_from(path: &std::path::Path, cwd: Option<&std::path::Path>) 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_fitted_table_wraps_its_last_column_under_itself() {
+        let rows = vec![
+            vec!["1".to_string(), "short".to_string()],
+            vec![
+                "22".to_string(),
+                "summarized 7303→1649 18 msgs, keep from #18, history \
+                 /conversation_history/session_d6f596f9b4a24ee2a500ed0eb61978cc.md"
+                    .to_string(),
+            ],
+        ];
+        let t = super::table_fit(&["n", "events"], &rows, 40);
+        assert_eq!(
+            t,
+            "n   events\n\
+             1   short\n\
+             22  summarized 7303→1649 18 msgs, keep\n    \
+             from #18, history\n    \
+             /conversation_his…500ed0eb61978cc.md\n"
+        );
+        assert!(t.lines().all(|l| l.chars().count() <= 40), "{t}");
+    }
+
     #[test]
     fn display_paths_are_normalized_and_relative() {
         use super::display_path_from as d;

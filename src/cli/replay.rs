@@ -187,7 +187,7 @@ fn render_human(r: &Replay) -> String {
             ]
         })
         .collect();
-    out.push_str(&crate::output::table(
+    out.push_str(&crate::output::table_fit(
         &[
             "call",
             "message",
@@ -198,6 +198,7 @@ fn render_human(r: &Replay) -> String {
             "events",
         ],
         &rows,
+        100,
     ));
     let sent = r.input_tokens();
     let reference = r.reference_tokens();

@@ -432,8 +432,15 @@ impl EventDetail {
             } => format!(" #{evicted_index} → {path}"),
             ArgsTruncated { calls, .. } => format!(" {} calls", calls.len()),
             Summarized(s) | Checkpoint(s) => format!(
-                " {} msgs, keep from #{}, history {}",
-                s.newly_summarized, s.state_cutoff, s.history_file
+                " {} msgs, keep from #{}{}",
+                s.newly_summarized,
+                s.state_cutoff,
+                // A preset that keeps no raw history (codex, claude-code) has no file to name.
+                if s.history_file.is_empty() {
+                    String::new()
+                } else {
+                    format!(", history {}", s.history_file)
+                }
             ),
             OverBudgetClipped {
                 clipped_index,

@@ -78,6 +78,43 @@ fn human_timeline_and_json_for_a_trace() {
         .any(|e| e["kind"] == "summarized"));
 }
 
+/// Every line of the timeline fits 100 columns: a long event (a summary and its history
+/// file) wraps under the events column (it ran to 166); a preset that keeps no raw history
+/// names none (it ended in a bare "history").
+#[test]
+fn the_timeline_fits_100_columns_and_names_only_real_history_files() {
+    let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets/mini-swe-agent/django__django-14771.traj.json");
+    let text = |preset: &str| {
+        let out = ctxbench()
+            .arg("replay")
+            .arg(&trace)
+            .args(["--preset", preset, "--window", "8000"])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let deep = text("deepagents");
+    assert!(deep.contains("summarized "), "{deep}");
+    for l in deep.lines() {
+        assert!(l.chars().count() <= 100, "wider than 100 columns: {l}");
+    }
+    let at = deep
+        .find(", history")
+        .expect("deepagents keeps its history");
+    let wrapped = deep[at..].lines().nth(1).unwrap();
+    assert!(
+        wrapped.trim_start().starts_with("/conversation_history/") && wrapped.ends_with(".md"),
+        "{deep}"
+    );
+    let codex = text("codex");
+    assert!(codex.contains("summarized "), "{codex}");
+    assert!(!codex.contains("history"), "{codex}");
+}
+
 /// The human timeline numbers calls 1..N like its footer's "N calls" (and report.html), with
 /// each call's trace index in its own `message` column; "stopped at call K" counts the same
 /// way; the header and footer fit 100 columns.
