@@ -31,6 +31,12 @@ pub enum Rule {
     SummaryValid,
     /// A later summary includes the previous one and never re-summarizes summarized turns.
     SummariesChain,
+    /// The request holds the message the model answers: the trace's newest message at the
+    /// call (kept, or replaced by a stub), unless a summary made at this call covers it.
+    KeepsNewest,
+    /// A flag, not a violation: the request is larger than the same call without compression
+    /// (built-in summaries can briefly be; a compactor that always is costs more than none).
+    LargerThanInput,
 }
 
 /// One broken rule at one model call.
@@ -49,6 +55,9 @@ pub struct InvariantReport {
     pub violations: Vec<Violation>,
     /// Problems of the recorded trace itself (present without compression).
     pub trace_defects: Vec<Violation>,
+    /// Calls worth a look that break no rule ([`Rule::LargerThanInput`]); not failures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<Violation>,
 }
 
 impl InvariantReport {
@@ -236,11 +245,20 @@ impl Checker {
         store: &OffloadStore,
         call_events: &[Event],
         sent: u64,
+        reference: u64,
         window: u64,
         trace: &[Arc<Message>],
     ) {
         self.report.calls_checked += 1;
         self.check_pairing(call, view, state);
+        self.check_newest(call, view, state, call_events);
+        if sent > reference {
+            self.report.flags.push(Violation {
+                call_index: call,
+                rule: Rule::LargerThanInput,
+                message: format!("request of {sent} tokens is larger than the {reference} tokens of the same call without compression"),
+            });
+        }
         if sent > window
             && !call_events
                 .iter()
@@ -302,6 +320,47 @@ impl Checker {
                 }
                 self.last_summary_cutoff = Some(*state_cutoff);
             }
+        }
+    }
+
+    /// The newest message of the state (the one the model answers) must be in the request:
+    /// in the range and not dropped, or as a message of the head (a view sent as synthetic
+    /// messages) equal to it or replacing its tool result, or summarized at this call (a
+    /// summary in the head and a summary event of the call whose cutoff is past it: Codex's
+    /// compaction replaces the whole history).
+    fn check_newest(&mut self, call: usize, view: &View, state: &State, call_events: &[Event]) {
+        let Some(n) = view.end.checked_sub(1) else {
+            return;
+        };
+        if n >= state.len() {
+            return;
+        }
+        if (view.start..view.end).contains(&n) && !Self::dropped(view, n) {
+            return;
+        }
+        let newest = &state.get(n).msg;
+        let in_head = view.head.iter().any(|h| {
+            *h.msg == **newest
+                || (newest.role == Role::Tool
+                    && h.msg.role == Role::Tool
+                    && newest.tool_call_id.is_some()
+                    && h.msg.tool_call_id == newest.tool_call_id)
+        });
+        let summarized = view.head.iter().any(|h| h.is_summary)
+            && call_events
+                .iter()
+                .filter_map(|e| e.detail.summary())
+                .any(|s| s.state_cutoff > n);
+        if !in_head && !summarized {
+            self.violate(
+                call,
+                Rule::KeepsNewest,
+                call,
+                false,
+                format!(
+                    "the request leaves out message {n}, the newest one (what the model answers)"
+                ),
+            );
         }
     }
 
@@ -418,11 +477,26 @@ impl Checker {
                     .iter()
                     .flat_map(|h| h.msg.tool_calls.iter().map(|c| c.id.as_str()))
                     .collect();
-                let results: HashSet<&str> = view
+                let mut results: HashSet<&str> = HashSet::default();
+                let mut twice = None;
+                for id in view
                     .head
                     .iter()
                     .filter_map(|h| h.msg.tool_call_id.as_deref())
-                    .collect();
+                {
+                    if !results.insert(id) && twice.is_none() {
+                        twice = Some(id);
+                    }
+                }
+                if let Some(id) = twice {
+                    self.violate(
+                        call,
+                        Rule::ToolPairing,
+                        NONE - 2,
+                        false,
+                        format!("the request holds more than one tool result for tool call `{id}`"),
+                    );
+                }
                 if calls != results {
                     self.violate(
                         call,
@@ -544,7 +618,7 @@ mod tests {
         }
         let store = OffloadStore::in_memory(0);
         let mut ch = Checker::new(&msgs);
-        ch.check_call(end, &view, &state, &store, &[], 10, 1000, &msgs);
+        ch.check_call(end, &view, &state, &store, &[], 10, 10, 1000, &msgs);
         ch.report
     }
 
@@ -558,6 +632,70 @@ mod tests {
         assert!(dangling.violations[0].message.contains("dangling"));
         let dropped = check(0, 4, Some(3));
         assert!(dropped.violations[0].message.contains("dropped"));
+    }
+
+    #[test]
+    fn a_request_without_the_newest_message_or_larger_than_the_input_is_a_violation() {
+        let msgs = trace();
+        let c = ApproxCounter::langchain();
+        let mut state = State::new();
+        for m in &msgs {
+            state.push(Item::counted(m.clone(), c.count_message(m)));
+        }
+        let store = OffloadStore::in_memory(0);
+        let rules = |view: &View, sent: u64| {
+            let mut ch = Checker::new(&msgs);
+            ch.check_call(4, view, &state, &store, &[], sent, 10, 1000, &msgs);
+            ch.report
+                .violations
+                .iter()
+                .map(|v| v.rule)
+                .collect::<Vec<_>>()
+        };
+        // Kept, or sent again as a synthetic message: fine.
+        assert_eq!(rules(&View::from_base(&Base::default(), 4), 10), []);
+        let mut synthetic = View::from_base(
+            &Base {
+                start: 4,
+                ..Base::default()
+            },
+            4,
+        );
+        synthetic.head = msgs[..4]
+            .iter()
+            .map(|m| Item::new((**m).clone(), &c))
+            .collect();
+        assert_eq!(rules(&synthetic, 10), []);
+        // An empty request, a dropped newest message.
+        let empty = View::from_base(
+            &Base {
+                start: 4,
+                ..Base::default()
+            },
+            4,
+        );
+        assert_eq!(rules(&empty, 1), [Rule::KeepsNewest]);
+        let mut dropped = View::from_base(&Base::default(), 4);
+        dropped.overrides.insert(3, Override::Drop);
+        assert!(rules(&dropped, 10).contains(&Rule::KeepsNewest));
+        // More tokens than without compression: a flag.
+        let mut ch = Checker::new(&msgs);
+        let whole = View::from_base(&Base::default(), 4);
+        ch.check_call(4, &whole, &state, &store, &[], 11, 10, 1000, &msgs);
+        assert!(ch.report.passed());
+        assert_eq!(ch.report.flags[0].rule, Rule::LargerThanInput);
+        // A tool result sent twice.
+        synthetic.head.push(Item::new((*msgs[3]).clone(), &c));
+        let mut ch = Checker::new(&msgs);
+        ch.check_call(4, &synthetic, &state, &store, &[], 10, 10, 1000, &msgs);
+        let v = &ch.report.violations;
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].rule, Rule::ToolPairing);
+        assert!(
+            v[0].message
+                .contains("more than one tool result for tool call `b`"),
+            "{v:?}"
+        );
     }
 
     #[test]
@@ -579,15 +717,15 @@ mod tests {
                 end,
             )
         };
-        ch.check_call(1, &view(0, 1), &state, &store, &[], 1, 1000, &msgs);
+        ch.check_call(1, &view(0, 1), &state, &store, &[], 1, 1, 1000, &msgs);
         assert!(ch.paired.is_some(), "clean view enables the fast path");
         // Grows to include the call but only one of its results: dangling.
-        ch.check_call(3, &view(0, 3), &state, &store, &[], 1, 1000, &msgs);
+        ch.check_call(3, &view(0, 3), &state, &store, &[], 1, 1, 1000, &msgs);
         assert!(ch.report.violations[0].message.contains("dangling"));
-        ch.check_call(4, &view(0, 4), &state, &store, &[], 1, 1000, &msgs);
+        ch.check_call(4, &view(0, 4), &state, &store, &[], 1, 1, 1000, &msgs);
         assert!(ch.paired.is_some());
         // The start moves past the call: orphans, found by the full check.
-        ch.check_call(5, &view(2, 5), &state, &store, &[], 1, 1000, &msgs);
+        ch.check_call(5, &view(2, 5), &state, &store, &[], 1, 1, 1000, &msgs);
         assert_eq!(ch.report.violations.len(), 3, "{:?}", ch.report.violations);
     }
 
@@ -604,18 +742,18 @@ mod tests {
             .push(Item::new(Message::user("see /x"), &c).with_pointer("/x", Some(2)));
         let mut store = OffloadStore::in_memory(0);
         let mut ch = Checker::new(&msgs);
-        ch.check_call(4, &view, &state, &store, &[], 2000, 1000, &msgs);
+        ch.check_call(4, &view, &state, &store, &[], 2000, 2000, 1000, &msgs);
         let rules: Vec<Rule> = ch.report.violations.iter().map(|v| v.rule).collect();
         assert_eq!(rules, [Rule::FitsWindow, Rule::PointersResolve]);
         store.write("/x", b"wrong").unwrap();
         let mut ch = Checker::new(&msgs);
-        ch.check_call(4, &view, &state, &store, &[], 10, 1000, &msgs);
+        ch.check_call(4, &view, &state, &store, &[], 10, 10, 1000, &msgs);
         assert!(ch.report.violations[0]
             .message
             .contains("exact original content"));
         store.write("/x", b"1").unwrap();
         let mut ch = Checker::new(&msgs);
-        ch.check_call(4, &view, &state, &store, &[], 10, 1000, &msgs);
+        ch.check_call(4, &view, &state, &store, &[], 10, 10, 1000, &msgs);
         assert!(ch.report.passed());
     }
 

@@ -121,6 +121,12 @@ pub trait Layer: Send {
         Ok(())
     }
 
+    /// The replay took its last message (or stopped): a layer that talks to something outside
+    /// checks here that the exchange ended cleanly.
+    fn end(&mut self) -> Result<(), EngineError> {
+        Ok(())
+    }
+
     /// A copy of this layer's state for a replay forked at the current message (see
     /// [`crate::engine::Prefix`]), with the store names in `rename` replaced; `None` when the
     /// layer cannot be forked (it read the trace ahead when it was built, or runs elsewhere):

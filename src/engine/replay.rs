@@ -403,6 +403,7 @@ pub fn replay_shared(
     let mut run = Run::begin(meta, markers, messages, config, env, counter, store)?;
     let last_call = messages.iter().rposition(|m| m.role == Role::Assistant);
     run.advance(messages, messages.len(), env, counter, last_call)?;
+    run.end_layers()?;
     Ok(run.finish(meta, config, counter))
 }
 
@@ -575,6 +576,7 @@ impl Run {
                     store,
                     &events[first_event..],
                     sent,
+                    overhead + *reference_sum,
                     window,
                     messages,
                 );
@@ -644,6 +646,14 @@ impl Run {
                 };
                 layer.on_message(&mut ctx)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Every layer's [`Layer::end`](super::layer::Layer::end), in order.
+    fn end_layers(&mut self) -> Result<(), EngineError> {
+        for layer in &mut self.layers {
+            layer.end()?;
         }
         Ok(())
     }
@@ -916,6 +926,7 @@ impl Fork {
         };
         self.run
             .advance(messages, messages.len(), env, counter, self.last_call)?;
+        self.run.end_layers()?;
         Ok(self.run.finish(meta, config, counter))
     }
 }

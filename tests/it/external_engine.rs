@@ -330,3 +330,143 @@ fn the_forty_line_example_of_the_docs_runs_as_written() {
     assert_eq!(r["summarizer_calls"].as_u64(), Some(summarized as u64));
     assert!(r["invariants"]["violations"].as_array().unwrap().is_empty());
 }
+
+/// `ctxbench replay <django> --config` with `broken.py <args>` as the engine: its stderr,
+/// after checking it failed without a panic and named the engine.
+fn replay_fails(dir: &Path, args: &str) -> String {
+    let cfg = dir.join("fails.toml");
+    let argv: Vec<String> = args.split(' ').map(|a| format!("{a:?}")).collect();
+    std::fs::write(
+        &cfg,
+        format!(
+            "window = 30000\nexternal.command = [\"python3\", \"broken.py\", {}]\nexternal.timeout_secs = 30\n",
+            argv.join(", ")
+        ),
+    )
+    .unwrap();
+    let out = ctxbench()
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!err.contains("panicked"), "{args}: {err}");
+    assert!(err.contains("broken.py"), "{args}: {err}");
+    err
+}
+
+#[test]
+fn an_engine_that_answers_a_call_with_more_than_one_view_is_a_protocol_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    // Every call: found before the next call (or the one after, if the line came late).
+    let err = replay_fails(tmp.path(), "two_views");
+    assert!(err.contains("answered call "), "{err}");
+    assert!(err.contains("one `view` answers each `call`"), "{err}");
+    // Only the last call (the django trace has 115): found at the end of the replay.
+    let err = replay_fails(tmp.path(), "extra_after 115");
+    assert!(
+        err.contains("answered call 115 (message ") && err.contains("at the end of the replay"),
+        "{err}"
+    );
+}
+
+#[test]
+fn external_engine_errors_number_calls_from_one_with_the_message_index_beside() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let err = replay_fails(tmp.path(), "crash_at 3");
+    assert!(
+        err.contains("waited for the view of call 3 (message "),
+        "{err}"
+    );
+    assert!(err.contains("crashed at this call"), "{err}");
+    // An event after the call, and a file outside the store: protocol errors naming the call.
+    let err = replay_fails(tmp.path(), "event_future");
+    assert!(
+        err.contains("view of call 1 (message ") && err.contains("`trace_index` 99999"),
+        "{err}"
+    );
+    let err = replay_fails(tmp.path(), "traversal");
+    assert!(
+        err.contains("a file of its view of call 1 (message ") && err.contains("escape.txt"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_engine_program_is_named_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("missing.toml");
+    std::fs::write(
+        &cfg,
+        "window = 30000\nexternal.command = [\"no-such-engine-program-xyz\"]\n",
+    )
+    .unwrap();
+    let out = ctxbench()
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg)
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("`no-such-engine-program-xyz` could not be started"),
+        "{err}"
+    );
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+}
+
+#[test]
+fn views_without_the_newest_message_or_larger_than_the_input_are_violations() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let rules = |r: &Value| -> Vec<String> {
+        r["invariants"]["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["rule"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let r = replay_json(
+        tmp.path(),
+        "empty",
+        "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"empty\"]\n",
+        1,
+    );
+    let empty = rules(&r);
+    assert!(empty.iter().all(|r| r == "keeps_newest"), "{empty:?}");
+    assert_eq!(empty.len(), 115, "one per call");
+    let r = replay_json(
+        tmp.path(),
+        "duplicate",
+        "window = 300000\nexternal.command = [\"python3\", \"broken.py\", \"duplicate\"]\n",
+        1,
+    );
+    let dup = rules(&r);
+    // Larger than the input at every call: flagged (built-in summaries can be, briefly).
+    let flags = r["invariants"]["flags"].as_array().unwrap();
+    assert_eq!(flags.len(), 115, "{flags:?}");
+    assert!(flags.iter().all(|f| f["rule"] == "larger_than_input"));
+    let twice = r["invariants"]["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| {
+            v["rule"] == "tool_pairing"
+                && v["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("more than one tool result")
+        });
+    assert!(twice, "{dup:?}");
+}

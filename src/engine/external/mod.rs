@@ -94,7 +94,7 @@ impl ExternalSpec {
 /// An external engine failed; always names the command.
 #[derive(Debug, thiserror::Error)]
 pub enum ExternalError {
-    #[error("external engine `{command}` could not be started: {source}")]
+    #[error("external engine `{command}` could not be started")]
     Spawn {
         command: String,
         #[source]
@@ -116,7 +116,25 @@ pub enum ExternalError {
         /// The tail of its stderr.
         stderr: String,
     },
+    /// A file of the engine's view was refused by the offload store (e.g. a path with `..`).
+    #[error("external engine `{command}`: a file of its view of {call} was refused")]
+    File {
+        command: String,
+        /// `call N (message i)`.
+        call: String,
+        #[source]
+        source: super::store::StoreError,
+    },
 }
+
+/// How errors name a call: `call N (message i)`, N counted from 1 as the replay output does.
+fn call_label(ordinal: usize, index: usize) -> String {
+    format!("call {ordinal} (message {index})")
+}
+
+/// How long the end of a replay waits for a line the engine may still write after its last
+/// view (a second view written late), before `end` is sent: once per replay.
+const LATE_LINE_WAIT: Duration = Duration::from_millis(50);
 
 /// Idle engine processes by command (one per worker that used it).
 static POOL: LazyLock<Mutex<HashMap<String, Vec<Process>>>> =
@@ -172,6 +190,9 @@ pub struct ExternalLayer {
     generation: u64,
     /// Text of the last summary produced through `summarize` (marks summary messages).
     last_summary: Option<String>,
+    /// Calls answered so far, and the trace index of the last one.
+    calls: usize,
+    last_call: usize,
 }
 
 /// Longest offending line shown in an error.
@@ -210,6 +231,12 @@ impl ExternalLayer {
         };
         let line = serde_json::to_string(&begin).expect("protocol lines serialize");
         let mut p = take_process(spec)?;
+        // A pooled process with lines nobody asked for (written after its last replay's
+        // end) would answer this replay's first call with them: start a fresh one instead.
+        if !p.unread(Duration::ZERO).is_empty() {
+            p.broken = true;
+            p = Process::spawn(&spec.command, &spec.env)?;
+        }
         if p.send(&line).is_err() {
             p = Process::spawn(&spec.command, &spec.env)?;
             p.send(&line)?;
@@ -221,7 +248,46 @@ impl ExternalLayer {
             prev_head: Vec::new(),
             generation: 0,
             last_summary: None,
+            calls: 0,
+            last_call: 0,
         })
+    }
+
+    /// Fail when the engine wrote lines after its view of the last call (one `view` answers
+    /// each `call`): checked before each `call` and at the end, waiting up to `wait` there.
+    fn check_unread(&mut self, wait: Duration, before: &str) -> Result<(), ExternalError> {
+        if self.calls == 0 {
+            return Ok(());
+        }
+        let extra = self.proc().unread(wait);
+        let Some(first) = extra.first() else {
+            return Ok(());
+        };
+        let problem = format!(
+            "answered {} with {} lines, not one `view` ({} more after its view, found {before}): one `view` answers each `call`",
+            call_label(self.calls, self.last_call),
+            extra.len() + 1,
+            extra.len(),
+        );
+        let line = clip(first);
+        Err(self.proc().fail(problem, Some(line)))
+    }
+
+    /// The replay ended: check that the engine wrote nothing more, send `end` and give the
+    /// process back to the pool.
+    fn finish(&mut self) -> Result<(), ExternalError> {
+        if self.process.as_ref().is_none_or(|p| p.broken) {
+            return Ok(());
+        }
+        self.check_unread(LATE_LINE_WAIT, "at the end of the replay")?;
+        let Some(mut p) = self.process.take() else {
+            return Ok(());
+        };
+        let line = serde_json::to_string(&ToEngine::End).expect("protocol lines serialize");
+        if p.send(&line).is_ok() {
+            give_back(std::mem::take(&mut self.key), p);
+        }
+        Ok(())
     }
 
     fn proc(&mut self) -> &mut Process {
@@ -238,16 +304,15 @@ impl ExternalLayer {
     fn exchange(&mut self, ctx: &mut CallCtx<'_>) -> Result<Answer, ExternalError> {
         let mut summaries = Vec::new();
         let call = ctx.call_index;
+        let label = call_label(self.calls, call);
         loop {
             let timeout = self.timeout;
-            let line = self
-                .proc()
-                .recv(timeout, &format!("the view of call {call}"))?;
+            let line = self.proc().recv(timeout, &format!("the view of {label}"))?;
             let parsed: FromEngine = match serde_json::from_str(line.trim()) {
                 Ok(p) => p,
                 Err(e) => {
                     let problem = format!(
-                        "wrote a line that is not a `view` or `summarize` object ({e}) while ctxbench waited for the view of call {call}"
+                        "wrote a line that is not a `view` or `summarize` object ({e}) while ctxbench waited for the view of {label}"
                     );
                     return Err(self.proc().fail(problem, Some(clip(&line))));
                 }
@@ -261,9 +326,19 @@ impl ExternalLayer {
                     effective_tokens,
                 } => {
                     if let Some(ix) = &indexes {
-                        if let Some(problem) = check_indexes(ix, messages.len(), call) {
+                        if let Some(problem) = check_indexes(ix, messages.len(), call, &label) {
                             return Err(self.proc().fail(problem, Some(clip(&line))));
                         }
+                    }
+                    if let Some(w) = events
+                        .iter()
+                        .find(|w| w.trace_index.is_some_and(|i| i > call))
+                    {
+                        let problem = format!(
+                            "an event of its view of {label} has `trace_index` {}, after the call: events concern messages up to the call's index ({call})",
+                            w.trace_index.unwrap_or_default()
+                        );
+                        return Err(self.proc().fail(problem, Some(clip(&line))));
                     }
                     return Ok(Answer {
                         messages,
@@ -341,10 +416,16 @@ struct Answer {
 
 /// A view's `indexes` must give one entry per message, increasing trace indexes below the call,
 /// and no message of the engine's own after a trace message.
-fn check_indexes(ix: &[Option<usize>], messages: usize, call: usize) -> Option<String> {
+/// `label` names the call in the problem (`call N (message i)`).
+fn check_indexes(
+    ix: &[Option<usize>],
+    messages: usize,
+    call: usize,
+    label: &str,
+) -> Option<String> {
     if ix.len() != messages {
         return Some(format!(
-            "the view of call {call} has {messages} messages but {} `indexes`",
+            "the view of {label} has {messages} messages but {} `indexes`",
             ix.len()
         ));
     }
@@ -353,17 +434,17 @@ fn check_indexes(ix: &[Option<usize>], messages: usize, call: usize) -> Option<S
         match (i, last) {
             (Some(i), _) if *i >= call => {
                 return Some(format!(
-                    "`indexes[{k}]` = {i} is not a message before call {call}"
+                    "`indexes[{k}]` = {i} of the view of {label} is not a message before the call (trace index {call})"
                 ))
             }
             (Some(i), Some(l)) if *i <= l => {
                 return Some(format!(
-                    "`indexes[{k}]` = {i} does not follow {l}: indexes must increase"
+                    "`indexes[{k}]` = {i} of the view of {label} does not follow {l}: indexes must increase"
                 ))
             }
             (None, Some(_)) => {
                 return Some(format!(
-                    "`indexes[{k}]` is null after a trace message: the engine's own messages come first"
+                    "`indexes[{k}]` of the view of {label} is null after a trace message: the engine's own messages come first"
                 ))
             }
             _ => {}
@@ -554,6 +635,10 @@ impl Layer for ExternalLayer {
         "external"
     }
 
+    fn end(&mut self) -> Result<(), EngineError> {
+        Ok(self.finish()?)
+    }
+
     fn on_message(&mut self, ctx: &mut MessageCtx<'_>) -> Result<(), EngineError> {
         let line = serialize_line(&MessageLine {
             kind: "message",
@@ -565,6 +650,10 @@ impl Layer for ExternalLayer {
 
     fn before_call(&mut self, ctx: &mut CallCtx<'_>) -> Result<(), EngineError> {
         let call = ctx.call_index;
+        let label = call_label(self.calls + 1, call);
+        self.check_unread(Duration::ZERO, &format!("before {label}"))?;
+        self.calls += 1;
+        self.last_call = call;
         self.send(&serialize_line(&ToEngine::Call { index: call }))?;
         let Answer {
             messages,
@@ -628,11 +717,19 @@ impl Layer for ExternalLayer {
         // Files land in the unit's offload store before the events that point at them.
         let mut writes: Vec<(String, crate::engine::StoreWrite)> = Vec::new();
         for (path, content) in &files {
-            let w = ctx
-                .env
-                .store
-                .write(path, content.as_bytes())
-                .map_err(EngineError::Store)?;
+            let w = match ctx.env.store.write(path, content.as_bytes()) {
+                Ok(w) => w,
+                Err(source) => {
+                    let p = self.proc();
+                    p.broken = true;
+                    return Err(ExternalError::File {
+                        command: p.shown.clone(),
+                        call: label,
+                        source,
+                    }
+                    .into());
+                }
+            };
             writes.push((path.clone(), w));
         }
 
@@ -801,7 +898,10 @@ mod tests {
             Message::user("preview"),
         ];
         let ix = [None, Some(1), Some(2), Some(3)];
-        assert_eq!(check_indexes(&ix, sent.len(), 5), None);
+        assert_eq!(
+            check_indexes(&ix, sent.len(), 5, "call 3 (message 5)"),
+            None
+        );
         let (head, start, ov) = map_view_indexed(sent, &ix, &s, 5, &c);
         assert_eq!(head, vec![Message::user("summary")]);
         assert_eq!(start, 1);
@@ -815,14 +915,20 @@ mod tests {
         );
         assert!(matches!(ov.get(&4), Some((Override::Drop, false))));
         // Bad indexes are named.
-        let e = check_indexes(&[Some(1), Some(1)], 2, 5).unwrap();
+        let e = check_indexes(&[Some(1), Some(1)], 2, 5, "c").unwrap();
         assert!(e.contains("indexes must increase"), "{e}");
-        let e = check_indexes(&[Some(1), None], 2, 5).unwrap();
+        let e = check_indexes(&[Some(1), None], 2, 5, "c").unwrap();
         assert!(e.contains("null after a trace message"), "{e}");
-        let e = check_indexes(&[Some(5)], 1, 5).unwrap();
-        assert!(e.contains("not a message before call 5"), "{e}");
-        let e = check_indexes(&[None], 2, 5).unwrap();
-        assert!(e.contains("2 messages but 1 `indexes`"), "{e}");
+        let e = check_indexes(&[Some(5)], 1, 5, "call 3 (message 5)").unwrap();
+        assert!(
+            e.contains("view of call 3 (message 5) is not a message before the call"),
+            "{e}"
+        );
+        let e = check_indexes(&[None], 2, 5, "call 3 (message 5)").unwrap();
+        assert!(
+            e.contains("view of call 3 (message 5) has 2 messages but 1 `indexes`"),
+            "{e}"
+        );
     }
 
     #[test]

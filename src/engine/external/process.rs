@@ -212,6 +212,25 @@ impl Process {
         result.map_err(|e| self.fail(format!("it stopped reading its stdin ({e})"), None))
     }
 
+    /// Lines the engine wrote that nobody asked for yet: those already received, waiting up to
+    /// `wait` for the first. Stops at end of output (a later `recv` reports it).
+    pub fn unread(&mut self, wait: Duration) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut first = Some(wait);
+        loop {
+            let got = match first.take() {
+                Some(w) if !w.is_zero() => self.lines.recv_timeout(w).ok(),
+                _ => self.lines.try_recv().ok(),
+            };
+            match got {
+                Some(Out::Line(l)) => out.push(l),
+                Some(Out::Bad(why)) => out.push(why),
+                _ => break,
+            }
+        }
+        out
+    }
+
     /// Read one line within `timeout`.
     pub fn recv(&mut self, timeout: Duration, waiting_for: &str) -> Result<String, ExternalError> {
         match self.lines.recv_timeout(timeout) {
