@@ -595,11 +595,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 None => String::new(),
             }
         )?;
-        outln!(
-            "tokens   {}  ·  {}",
-            human_tokens(tokens),
-            m.totals.cost.line()
-        )?;
+        // Wrapped at 100 columns under its value (an unknown price's note ran to 176).
+        let text = format!("{}  ·  {}", human_tokens(tokens), m.totals.cost.line());
+        let wrapped = if text.chars().count() <= 100 - 9 {
+            text
+        } else {
+            crate::output::wrap(&text, 100 - 9).replace('\n', "\n         ")
+        };
+        outln!("tokens   {}", wrapped.trim_end())?;
     }
     if m.options.max_cost_usd.is_some() && outcome.report.unpriced_spend > 0 {
         crate::output::errln!(

@@ -253,16 +253,34 @@ pub const LEGEND: &str = "better/WORSE: significant at p < 0.05 in the metric's 
 direction; n.s.: not significant; too few traces: fewer than 6 traces, no verdict; =: no change. Δ% of the baseline mean, with its 95% CI, over the paired units (same trace, eval, sample and repeat in both variants; a table of means takes every unit).";
 
 /// Verdict lines as plain text, wrapped at `width` columns: the variant name, then its items
-/// separated by two spaces; continuation lines are indented under the first item.
+/// separated by two spaces; continuation lines are indented under the first item. When a
+/// name is so long that an item would not fit beside it (a grid's
+/// `summarize.keep.fraction=0.1,summarize.trigger.fraction=0.5`), every name gets a line of its
+/// own and the items follow indented under it.
 pub fn render_text(lines: &[VerdictLine], width: usize) -> String {
     let name_w = lines
         .iter()
         .map(|l| l.variant.chars().count())
         .max()
         .unwrap_or(0);
+    let item_w = lines
+        .iter()
+        .flat_map(|l| &l.items)
+        .map(|i| i.text.chars().count())
+        .max()
+        .unwrap_or(0);
+    // Stacked only where that makes the items fit.
+    let stacked = name_w + 2 + item_w > width && 2 + 2 + item_w <= width;
+    let indent = if stacked { 2 } else { name_w };
     let mut out = String::new();
     for l in lines {
-        let mut line = format!("{:<name_w$}", l.variant);
+        let mut line = if stacked {
+            out.push_str(&l.variant);
+            out.push('\n');
+            " ".repeat(indent)
+        } else {
+            format!("{:<name_w$}", l.variant)
+        };
         let mut first = true;
         for item in &l.items {
             let text = item.text.replace(['\n', '\r', '\t'], " ");
@@ -270,7 +288,7 @@ pub fn render_text(lines: &[VerdictLine], width: usize) -> String {
             if !first && len + 2 + text.chars().count() > width {
                 out.push_str(line.trim_end());
                 out.push('\n');
-                line = " ".repeat(name_w);
+                line = " ".repeat(indent);
             }
             line.push_str("  ");
             line.push_str(&text);
@@ -392,5 +410,17 @@ mod tests {
             text,
             "aggr  needle.recall = (1.000 vs 1.000)\n      tokens -50.0% [-60.0, -40.0] better (p=0.001)\n"
         );
+        // A name too long for an item beside it: every name on a line of its own.
+        let mut long = lines.clone();
+        long[0].variant = "summarize.keep.fraction=0.1,summarize.trigger.fraction=0.5".into();
+        long.push(lines[0].clone());
+        let text = render_text(&long, 100);
+        assert_eq!(
+            text,
+            "summarize.keep.fraction=0.1,summarize.trigger.fraction=0.5\n    \
+             needle.recall = (1.000 vs 1.000)  tokens -50.0% [-60.0, -40.0] better (p=0.001)\n\
+             aggr\n    needle.recall = (1.000 vs 1.000)  tokens -50.0% [-60.0, -40.0] better (p=0.001)\n"
+        );
+        assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
     }
 }

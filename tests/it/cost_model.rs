@@ -387,6 +387,25 @@ fn unknown_prices_are_named_and_windows_and_pricing_models_are_shown() {
         sources["agent_priced_as"]["`no-such-model` (agent_model)"], 3,
         "{sources}"
     );
+    // The run's closing lines say it too, within 100 columns (the tokens line ran to 176).
+    let out = ctxbench()
+        .arg("run")
+        .arg(suite(
+            dir.path(),
+            "unpriced",
+            "agent_model = \"no-such-model\"",
+        ))
+        .args(["--run-id", "unpriced-shown"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{stdout}");
+    let at = stdout.find("\ntokens   ").expect("a tokens line") + 1;
+    let tokens: String = stdout[at..].lines().take(2).collect::<Vec<_>>().join(" ");
+    assert!(tokens.contains("unit(s) with an unknown price"), "{stdout}");
+    for l in stdout.lines() {
+        assert!(l.chars().count() <= 100, "wider than 100 columns: {l}");
+    }
     // Priced by the trace's model by default, with the window from the suite.
     let priced = run(&suite(dir.path(), "priced", ""), "priced");
     let md = std::fs::read_to_string(priced.join("report.md")).unwrap();
