@@ -715,7 +715,7 @@ mod tests {
 
         let e = read_err(&format!("{h}\n\n{{\"type\":\"message\",\"role\":\"us"));
         assert!(e.location.starts_with("line 3, column"), "{}", e.location);
-        assert!(e.message.contains("truncated"));
+        assert!(e.message.contains("cut short"), "{}", e.message);
 
         let e = read_err(&format!(
             "{h}\n{{\"type\":\"marker\",\"index\":3,\"kind\":\"compaction\"}}\n"
