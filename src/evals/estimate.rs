@@ -221,7 +221,13 @@ impl Estimate {
                     range(r.calls),
                     range(r.input),
                     range(r.output),
-                    format!("{}–{}", usd(r.usd.0), usd(r.usd.1)),
+                    // The modelled agent is one plain replay per trace × variant: a run's
+                    // units (a planted needle, a real model's summaries) compact otherwise.
+                    if r.spent {
+                        format!("{}–{}", usd(r.usd.0), usd(r.usd.1))
+                    } else {
+                        format!("≈{}", usd(r.usd.1))
+                    },
                 ]
             })
             .collect();

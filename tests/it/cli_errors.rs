@@ -81,7 +81,7 @@ fn replay_of_a_truncated_session_names_the_line_that_broke() {
         err.contains(&format!("session.jsonl: line {lines}, column")),
         "{err}"
     );
-    assert!(err.contains("truncated"), "{err}");
+    assert!(err.contains("cut short"), "{err}");
     assert!(!err.contains("not a canonical trace line"), "{err}");
 
     // The same bytes through `import` give the same message.
