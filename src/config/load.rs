@@ -141,6 +141,7 @@ impl LoadedSuite {
         loaded.baseline = loaded.pick_baseline()?;
         loaded.select_variants(&overrides.variants)?;
         loaded.type_variants()?;
+        loaded.check_needle_triggers()?;
         Ok(loaded)
     }
 

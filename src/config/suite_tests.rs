@@ -11,6 +11,29 @@ mod tests {
 
     const MIN: &str = "[suite]\nname = \"t\"\n[traces]\npaths = [\"x\"]\n";
 
+    /// A needle trigger sweep over a variant with no trigger to move (an external engine) is
+    /// refused at load, at the `triggers` line (its units all failed at run time); without
+    /// that variant the suite loads.
+    #[test]
+    fn a_trigger_sweep_over_a_variant_without_a_trigger_is_refused_at_load() {
+        let text = format!(
+            "{MIN}[engine]\nbaseline = \"a\"\n[engine.variants.a]\n[engine.variants.mine]\n\
+             external.command = [\"python3\", \"mine.py\"]\n\
+             [evals.needle]\ntriggers = [0.15]\n"
+        );
+        let e = load(&text).unwrap_err().to_string();
+        assert!(
+            e.starts_with("suite.toml:11: `triggers` moves each variant's summarize or truncate trigger, but engine variant(s) `mine` have no such layer"),
+            "{e}"
+        );
+        let only_a = crate::config::Overrides {
+            variants: vec!["a".into()],
+            ..Default::default()
+        };
+        LoadedSuite::from_str_with(&text, Path::new("suite.toml"), &only_a).unwrap();
+        load(&text.replace("triggers = [0.15]\n", "")).unwrap();
+    }
+
     #[test]
     fn defaults_apply() {
         let s = load(MIN).unwrap();

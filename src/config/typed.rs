@@ -50,6 +50,45 @@ impl LoadedSuite {
         Ok(())
     }
 
+    /// A needle `triggers` sweep moves each variant's compaction trigger
+    /// (`ResolvedConfig::set_compaction_trigger`): a variant without a layer that has one (an
+    /// external engine, preset `none`) cannot take it, which is said here, at load, not by
+    /// each of its units failing at run time.
+    pub(super) fn check_needle_triggers(&self) -> Result<(), ConfigError> {
+        let Some(t) = self
+            .suite
+            .evals
+            .needle
+            .as_ref()
+            .filter(|n| n.enabled)
+            .and_then(|n| n.triggers.first().copied())
+        else {
+            return Ok(());
+        };
+        let cannot: Vec<String> = self
+            .variants
+            .iter()
+            .filter(|v| {
+                v.config
+                    .resolve(None)
+                    .is_ok_and(|mut r| !r.set_compaction_trigger(t))
+            })
+            .map(|v| format!("`{}`", v.name))
+            .collect();
+        if cannot.is_empty() {
+            return Ok(());
+        }
+        Err(self.error_at(
+            &["evals", "needle", "triggers"],
+            format!(
+                "`triggers` moves each variant's summarize or truncate trigger, but engine \
+                 variant(s) {} have no such layer (an external engine, or a preset without \
+                 one): drop `triggers`, or leave those variants out (--variant)",
+                cannot.join(", ")
+            ),
+        ))
+    }
+
     /// Deserialize every provider role (unset roles: `{ kind = "offline" }`).
     pub(super) fn type_providers(&mut self) -> Result<(), ConfigError> {
         let mut errs = Vec::new();
