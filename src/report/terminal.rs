@@ -82,17 +82,21 @@ pub fn summary(model: &ReportModel, width: usize) -> String {
             width,
         ));
     }
-    // Prompts a server cut silently: the numbers above are of answers that did not see the
-    // whole view, which the reader must hear at the end of the run, not only in report.md.
+    // Prompts a server cut silently, or a partial run: the numbers above are of answers that
+    // did not see the whole view, or of some units only, which the reader must hear at the end
+    // of the run, not only in report.md.
     for n in model
         .notes
         .iter()
-        .filter(|n| n.contains("`prompt_truncated`"))
+        .filter(|n| n.contains("`prompt_truncated`") || n.starts_with(PARTIAL))
     {
         out.push_str(&wrap(n, width));
     }
     out
 }
+
+/// How [`crate::record::RunProgress::partial`]'s note starts.
+const PARTIAL: &str = "partial run:";
 
 /// `table` for a terminal `width` columns wide: while a line is wider, the columns named in
 /// `droppable` are left out, in that order. Returns the text and the headers left out (to be

@@ -446,3 +446,61 @@ fn summary_json_metrics_are_declared_with_their_polarity() {
         assert!(seen.contains(name), "{name} compared but not summarized");
     }
 }
+
+/// Set `status` and `units` in a run's run.json, as `ctxbench run` and `merge` write them.
+fn set_progress(run: &std::path::Path, status: &str, planned: u64, recorded: u64) {
+    let path = run.join("run.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["status"] = serde_json::json!(status);
+    v["units"] = serde_json::json!({
+        "planned_total": planned, "planned": planned, "recorded": recorded, "failed": 1,
+        "not_run_budget": 0, "not_run_interrupted": planned - recorded,
+    });
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn every_report_of_a_partial_run_says_it_is_partial() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run-part");
+    let samples = support::report::samples();
+    support::report::write_run(&run, &support::report::info("run-part"), &samples);
+    let n = samples.len() as u64;
+    set_progress(&run, "interrupted", 3 * n, n);
+    let note = format!("partial run: {n} of {} planned unit(s) recorded", 3 * n);
+    let out = ctxbench()
+        .args(["report", "--no-png"])
+        .arg(&run)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(stdout.contains(&note), "terminal: {stdout}");
+    for file in ["report.md", "report.html"] {
+        let text = std::fs::read_to_string(run.join(file)).unwrap();
+        assert!(text.contains(&note), "{file} does not say {note}");
+        assert!(text.contains("interrupted"), "{file}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let notes = json["summary"]["notes"].as_array().unwrap();
+    assert!(
+        notes[0].as_str().unwrap().starts_with(&note),
+        "summary.json notes: {notes:?}"
+    );
+    // A complete run says nothing of the kind.
+    set_progress(&run, "complete", n, n);
+    ctxbench()
+        .args(["report", "--no-png"])
+        .arg(&run)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("partial run").not());
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(!md.contains("partial run"), "{md}");
+}
