@@ -504,3 +504,72 @@ fn every_report_of_a_partial_run_says_it_is_partial() {
     let md = std::fs::read_to_string(run.join("report.md")).unwrap();
     assert!(!md.contains("partial run"), "{md}");
 }
+
+#[test]
+fn compare_names_what_it_could_not_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let samples = support::report::samples();
+    let mut info_a = support::report::info("run-a");
+    info_a.suite["suite"] = serde_json::json!({ "name": "nightly" });
+    support::report::write_run(&a, &info_a, &samples);
+    // B: trace-b is gone, the aggressive variant is renamed, and it is another suite's run.
+    let b_samples: Vec<_> = samples
+        .iter()
+        .filter(|s| s.trace_id != "trace-b")
+        .cloned()
+        .map(|mut s| {
+            if s.variant == "aggressive" {
+                s.variant = "lean".into();
+            }
+            s
+        })
+        .collect();
+    let mut info_b = support::report::info("run-b");
+    info_b.variants = vec!["baseline".into(), "lean".into()];
+    info_b.suite["suite"] = serde_json::json!({ "name": "quickstart" });
+    support::report::write_run(&b, &info_b, &b_samples);
+    set_progress(
+        &b,
+        "incomplete",
+        2 * b_samples.len() as u64,
+        b_samples.len() as u64,
+    );
+    let out = ctxbench()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "warning: the runs are of different suites (baseline run-a: `nightly`, candidate run-b: `quickstart`)",
+        ))
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(b.join("compare.json")).unwrap()).unwrap();
+    let notes: Vec<&str> = json["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let md = std::fs::read_to_string(b.join("compare.md")).unwrap();
+    // Per trace of the baseline variant: 8 needle units and 1 drift unit.
+    for want in [
+        "variant(s) only in the baseline run, not compared: aggressive",
+        "variant(s) only in the candidate run, not compared: lean",
+        "9 unit(s) of 1 trace(s) only in the baseline run, not paired; 1 trace(s) only in the baseline run: trace-b",
+        "baseline run-a: 1 of",
+        "candidate run-b: partial run:",
+        "the runs are of different suites",
+    ] {
+        assert!(notes.iter().any(|n| n.contains(want)), "{want}: {notes:?}");
+        assert!(stdout.contains(want), "terminal, {want}: {stdout}");
+        assert!(md.contains(want.split(':').next().unwrap()), "compare.md, {want}: {md}");
+    }
+}
