@@ -126,7 +126,7 @@ fn coverage_notes(a: &Compact, b: &Compact) -> Vec<String> {
     }
     for (side, run) in [("baseline", a), ("candidate", b)] {
         let id = &run.info.run_id;
-        if let Some(p) = run.progress.partial() {
+        if let Some(p) = run.progress.partial(run.samples.len()) {
             notes.push(format!("{side} {id}: {p}"));
         }
         let units = run.samples.len();

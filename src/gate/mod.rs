@@ -246,7 +246,7 @@ pub struct GateOptions {
 /// pair, so a run whose units all failed would pass every rule as "skipped").
 pub fn run_checks(candidate: &GateRun, max_errors: usize) -> Vec<RunCheck> {
     let mut out = Vec::new();
-    if let Some(partial) = candidate.progress.partial() {
+    if let Some(partial) = candidate.progress.partial(candidate.failed_units().1) {
         out.push(RunCheck {
             check: "complete".into(),
             verdict: Verdict::Fail,
@@ -285,7 +285,7 @@ pub fn run_checks(candidate: &GateRun, max_errors: usize) -> Vec<RunCheck> {
 fn notes(candidate: &GateRun, baseline: &GateRun) -> Vec<String> {
     let mut out = Vec::new();
     let b = &baseline.info.run_id;
-    if let Some(partial) = baseline.progress.partial() {
+    if let Some(partial) = baseline.progress.partial(baseline.failed_units().1) {
         out.push(format!("baseline {b}: {partial}"));
     }
     let (failed, units) = baseline.failed_units();

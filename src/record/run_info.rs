@@ -80,12 +80,14 @@ impl RunProgress {
     /// Why the run is partial, in one sentence, or `None` when it is complete (or records no
     /// status). Partial: its status is not `complete` (interrupted, killed while `running`,
     /// stopped by the budget, a merge missing units), or it is one shard of a sharded plan.
-    pub fn partial(&self) -> Option<String> {
+    /// `journaled`: the samples the reader found in `samples.jsonl` — what was recorded, also
+    /// for a killed run, whose `run.json` still has the counts of its start.
+    pub fn partial(&self, journaled: usize) -> Option<String> {
         let status = self.status?;
         let units = self.units.clone().unwrap_or_default();
         let whole = units.planned_total.max(units.planned);
-        // `recorded` counts earlier attempts of a resumed run too: never say more than all.
-        let recorded = units.recorded.min(whole);
+        // A resumed run's journal holds earlier attempts too: never say more than all.
+        let recorded = (journaled as u64).min(whole);
         let why = match status {
             RunStatus::Complete if units.planned >= whole => return None,
             RunStatus::Complete => "one shard of a sharded run".to_string(),
@@ -221,10 +223,11 @@ mod tests {
     /// Only a complete, unsharded run is whole; a run.json without a status says nothing.
     #[test]
     fn a_run_is_partial_unless_complete_and_whole() {
+        // The journal holds as many samples as run.json says, here.
         let p = |json: serde_json::Value| -> Option<String> {
-            serde_json::from_value::<RunProgress>(json)
-                .unwrap()
-                .partial()
+            let progress = serde_json::from_value::<RunProgress>(json).unwrap();
+            let journaled = progress.units.as_ref().map_or(0, |u| u.recorded) as usize;
+            progress.partial(journaled)
         };
         let units = |planned_total: u64, planned: u64, recorded: u64| {
             serde_json::json!({"planned_total": planned_total, "planned": planned,
@@ -255,6 +258,18 @@ mod tests {
                 "{note}"
             );
         }
+        // A killed run's run.json has the counts of its start: the journal's samples count.
+        let killed: RunProgress = serde_json::from_value(
+            serde_json::json!({"status": "running", "units": units(10, 10, 0)}),
+        )
+        .unwrap();
+        assert!(
+            killed
+                .partial(7)
+                .is_some_and(|n| n.starts_with("partial run: 7 of 10 planned")),
+            "{:?}",
+            killed.partial(7)
+        );
         let shard = p(serde_json::json!({"status": "complete", "units": units(10, 5, 5)}));
         assert_eq!(
             shard.as_deref(),

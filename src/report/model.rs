@@ -107,7 +107,7 @@ impl ReportModel {
     /// budget, a merge missing units, one shard): its numbers are of the recorded units only,
     /// which every writer (report.md, report.html, summary.json, the terminal) must say.
     pub fn note_progress(&mut self, progress: &crate::record::RunProgress) {
-        if let Some(note) = progress.partial() {
+        if let Some(note) = progress.partial(self.samples.len()) {
             self.notes.insert(0, note);
         }
     }
