@@ -64,6 +64,10 @@ pub struct RuleResult {
     pub p_value: Option<f64>,
     /// How far the value is beyond the threshold (only when the threshold is violated).
     pub beyond: Option<f64>,
+    /// A failed delta rule whose change goes the wrong way (a regression), not one that goes
+    /// the wanted way but not far enough (`tokens.delta_pct <= -35` on a 31.8% saving: a
+    /// threshold miss). False for absolute rules and for rules that did not fail.
+    pub regression: bool,
     /// One line for a person: what was measured and why it passed, failed or was skipped.
     pub message: String,
 }
@@ -394,6 +398,7 @@ fn skipped(rule: &Rule, variant: &str, why: String) -> RuleResult {
         ci: None,
         p_value: None,
         beyond: None,
+        regression: false,
         message: why,
     }
 }
@@ -503,6 +508,14 @@ fn evaluate_one(
             .map(|p| format!(", p = {}", crate::metrics::format::fmt_p(Some(p))))
             .unwrap_or_default()
     );
+    // A regression is a change the wrong way; a change the right way that is too small
+    // (`tokens.delta_pct <= -35` on a 31.8% saving) can fail too, but is no regression.
+    let regressed = rule.kind != RuleKind::Absolute
+        && if rule.op.lower_bound() {
+            value < 0.0
+        } else {
+            value > 0.0
+        };
     let (verdict, message) = if holds {
         (
             Verdict::Pass,
@@ -530,13 +543,6 @@ fn evaluate_one(
             ),
         )
     } else if significant {
-        // A regression is a change the wrong way; a change the right way that is too small
-        // (`tokens.delta_pct <= -35` on a 31.8% saving) fails too, but is no regression.
-        let regressed = if rule.op.lower_bound() {
-            value < 0.0
-        } else {
-            value > 0.0
-        };
         (
             Verdict::Fail,
             format!(
@@ -595,6 +601,7 @@ fn evaluate_one(
         ci,
         p_value,
         beyond,
+        regression: verdict == Verdict::Fail && regressed,
         message,
     }
 }

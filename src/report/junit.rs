@@ -68,10 +68,10 @@ pub fn render(outcome: &GateOutcome) -> String {
             }
             Verdict::Fail => {
                 // An absolute rule misses a threshold; a delta rule regresses against the
-                // baseline run.
+                // baseline run, or changes the wanted way but not far enough (a miss too).
                 let kind = match r.kind {
-                    RuleKind::Absolute => "threshold_miss",
-                    RuleKind::Delta | RuleKind::DeltaPct => "regression",
+                    RuleKind::Delta | RuleKind::DeltaPct if r.regression => "regression",
+                    _ => "threshold_miss",
                 };
                 let _ = writeln!(
                     out,
@@ -116,6 +116,7 @@ mod tests {
             ci: None,
             p_value: None,
             beyond: Some(0.4),
+            regression: false,
             message: "mean < 0.9 & \"bad\"".into(),
         };
         let o = GateOutcome {

@@ -596,4 +596,7 @@ fn a_significant_change_short_of_its_threshold_is_not_called_a_regression() {
         "{text}"
     );
     assert!(!text.contains("regression"), "{text}");
+    let xml = std::fs::read_to_string(cand.join("gate.xml")).unwrap();
+    assert!(xml.contains("type=\"threshold_miss\""), "{xml}");
+    assert!(!xml.contains("type=\"regression\""), "{xml}");
 }
