@@ -12,7 +12,9 @@ use std::time::{Duration, SystemTime};
 const AFTER_HELP: &str = "\
 Only directories that look like ctxbench runs are ever removed: a real directory (not a link)
 directly inside DIR holding a run.json with `run_id` and `schema_version`. Anything else in DIR
-is left alone. A run's age is the time its run.json was last written (the end of the run, or of
+is left alone, and so is a run a live process is writing (`run`, `run --resume`, `repair`
+hold its lock): it is listed as skipped, with the writer's pid. clean takes a run's lock
+before removing or pruning it, so no writer can start on it meanwhile. A run's age is the time its run.json was last written (the end of the run, or of
 its last `--resume`).
 
 `--older-than` and `--keep` combine: with both, a run goes when it is older than AGE and not
@@ -119,6 +121,44 @@ fn runs_in(dir: &Path) -> anyhow::Result<Vec<Found>> {
     Ok(found)
 }
 
+/// Whether `clean` may change a run, and the lock it holds while it does.
+enum Access {
+    /// Its lock, held until the run is removed or pruned (no `run --resume` or `repair` can
+    /// start meanwhile); `None` on a dry run, which only asks who holds it.
+    Free(Option<crate::record::RunLock>),
+    /// A live process writes it (its pid, 0 when unreadable): it is left alone.
+    Held(u32),
+}
+
+/// Take a run's lock before removing or pruning it, as every writer of a run does
+/// (`record::lock`): a run that a live process is writing is never touched.
+fn access(run: &Path, dry_run: bool) -> anyhow::Result<Access> {
+    if dry_run {
+        return Ok(match crate::record::lock::holder(run) {
+            Some(pid) => Access::Held(pid),
+            None => Access::Free(None),
+        });
+    }
+    match crate::record::lock::acquire(run) {
+        Ok(lock) => Ok(Access::Free(Some(lock))),
+        Err(crate::record::LockError::Held { pid, .. }) => Ok(Access::Held(pid.unwrap_or(0))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// What `clean` prints for a run it leaves alone because it is being written.
+fn skipped_live(run: &Path, pid: u32) -> String {
+    let who = if pid == 0 {
+        "another process".to_string()
+    } else {
+        format!("process {pid}")
+    };
+    format!(
+        "skipped  {}  (being written by {who}: its lock is held; not touched)",
+        display_path(run)
+    )
+}
+
 fn mb(bytes: u64) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
 }
@@ -154,6 +194,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let now = SystemTime::now();
     let (mut runs_removed, mut bytes) = (0usize, 0u64);
     let mut stores_removed = 0usize;
+    // Runs left alone because a live process writes them.
+    let mut skipped = 0usize;
     for dir in &dirs {
         if args.dirs.is_empty() && !dir.exists() {
             continue; // no reports/ yet: nothing to clean
@@ -172,7 +214,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let age = now.duration_since(run.written).unwrap_or_default();
             let old = args.older_than.is_none_or(|a| age > a);
             let beyond_keep = args.keep.is_none_or(|k| i >= k);
-            if selecting && old && beyond_keep {
+            let selected = selecting && old && beyond_keep;
+            let _lock = if selected || args.stores {
+                match access(&run.path, args.dry_run)? {
+                    Access::Free(lock) => lock,
+                    Access::Held(pid) => {
+                        outln!("{}", skipped_live(&run.path, pid))?;
+                        skipped += 1;
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
+            if selected {
                 let size = dir_bytes(&run.path);
                 outln!(
                     "{verb}  {}  ({} old, {})",
@@ -237,13 +292,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     outln!(
-        "{verb} {runs_removed} run(s){}, {} in all{}",
+        "{verb} {runs_removed} run(s){}, {} in all{}{}",
         if args.stores {
             format!(" and {stores_removed} offload store(s)")
         } else {
             String::new()
         },
         mb(bytes),
+        if skipped > 0 {
+            format!("; skipped {skipped} run(s) still being written")
+        } else {
+            String::new()
+        },
         if args.dry_run {
             " (dry run: nothing was removed)"
         } else {

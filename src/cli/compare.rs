@@ -13,6 +13,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const AFTER_HELP: &str = "\
+Notes (printed, and in compare.md and compare.json) name what is not compared: failed units on
+each side (no score: out of every mean and pair), a partial run (status not `complete`),
+variants, traces and units that one run has and the other lacks. Runs of differently named
+suites are compared with a warning (`gate` refuses them).
+
 Examples:
   ctxbench compare reports/main reports/pr-123         # compare.md, compare.json into pr-123
   ctxbench compare reports/main reports/pr-123 -o out/ # into out/ instead
@@ -61,12 +66,17 @@ struct Compact {
     torn: Option<crate::record::TornLine>,
     /// Pid of the process still writing the run, if any.
     live: Option<u32>,
+    /// `run.json`'s status and unit counts.
+    progress: crate::record::RunProgress,
 }
 
 fn read_compact(dir: &std::path::Path) -> Result<Compact, UsageError> {
     let run_dir = RunDir::new(dir);
     let live = run_dir.writer();
     let info = run_dir
+        .read_run_json()
+        .map_err(|e| UsageError(e.to_string()))?;
+    let progress = run_dir
         .read_run_json()
         .map_err(|e| UsageError(e.to_string()))?;
     let streamed = crate::report::load::stream_samples(&run_dir.samples_jsonl())
@@ -76,7 +86,118 @@ fn read_compact(dir: &std::path::Path) -> Result<Compact, UsageError> {
         samples: streamed.rows,
         torn: streamed.torn,
         live,
+        progress,
     })
+}
+
+/// A unit's pairing key: variant, trace, eval, sample, repeat.
+type UnitKey<'a> = (&'a str, &'a str, &'a str, &'a str, u32);
+
+/// The pairing keys of `run`'s units in the variants `shared` names.
+fn unit_keys<'a>(run: &'a Compact, shared: &[String]) -> std::collections::BTreeSet<UnitKey<'a>> {
+    run.samples
+        .iter()
+        .filter(|s| shared.iter().any(|v| v == s.variant))
+        .map(|s| (s.variant, s.trace_id, s.eval, s.sample, s.repeat))
+        .collect()
+}
+
+/// What the comparison leaves out and why, for the notes: runs of differently named suites,
+/// partial runs, failed units (no score: out of every mean and pair), variants of one run only,
+/// and units (and their traces) of a shared variant that one run lacks. Pure: from the two
+/// runs' info, progress and rows.
+fn coverage_notes(a: &Compact, b: &Compact) -> Vec<String> {
+    let mut notes = Vec::new();
+    let (ai, bi) = (&a.info, &b.info);
+    let suite = |i: &crate::record::RunInfo| {
+        i.suite
+            .pointer("/suite/name")
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    };
+    if let (Some(sa), Some(sb)) = (suite(ai), suite(bi)) {
+        if sa != sb {
+            notes.push(format!(
+                "the runs are of different suites (baseline {}: `{sa}`, candidate {}: `{sb}`): \
+                 units are paired by trace, eval and sample names alone",
+                ai.run_id, bi.run_id
+            ));
+        }
+    }
+    for (side, run) in [("baseline", a), ("candidate", b)] {
+        let id = &run.info.run_id;
+        if let Some(p) = run.progress.partial(run.samples.len()) {
+            notes.push(format!("{side} {id}: {p}"));
+        }
+        let units = run.samples.len();
+        let failed = run.samples.iter().filter(|r| r.error.is_some()).count();
+        if failed > 0 {
+            notes.push(format!(
+                "{side} {id}: {failed} of {units} unit(s) failed; they have no score and are \
+                 left out of every mean and pair"
+            ));
+        }
+    }
+    let variants = |r: &Compact| -> Vec<String> {
+        let mut v = r.info.variants.clone();
+        for row in r.samples.iter() {
+            if !v.iter().any(|x| x == row.variant) {
+                v.push(row.variant.to_string());
+            }
+        }
+        v
+    };
+    let (va, vb) = (variants(a), variants(b));
+    for (side, mine, theirs) in [("baseline", &va, &vb), ("candidate", &vb, &va)] {
+        let only: Vec<&str> = mine
+            .iter()
+            .filter(|v| !theirs.contains(v))
+            .map(String::as_str)
+            .collect();
+        if !only.is_empty() {
+            notes.push(format!(
+                "variant(s) only in the {side} run, not compared: {}",
+                only.join(", ")
+            ));
+        }
+    }
+    let (ka, kb) = (unit_keys(a, &vb), unit_keys(b, &va));
+    for (side, mine, theirs) in [("baseline", &ka, &kb), ("candidate", &kb, &ka)] {
+        let only: Vec<&UnitKey> = mine.iter().filter(|k| !theirs.contains(*k)).collect();
+        if only.is_empty() {
+            continue;
+        }
+        // Traces with no unit at all on the other side, named (a few).
+        let mut traces: Vec<&str> = only.iter().map(|k| k.1).collect();
+        traces.sort_unstable();
+        traces.dedup();
+        let whole: Vec<&str> = traces
+            .iter()
+            .copied()
+            .filter(|t| !theirs.iter().any(|k| k.1 == *t))
+            .collect();
+        let named = if whole.is_empty() {
+            String::new()
+        } else {
+            let shown: Vec<&str> = whole.iter().copied().take(5).collect();
+            format!(
+                "; {} trace(s) only in the {side} run: {}{}",
+                whole.len(),
+                shown.join(", "),
+                if whole.len() > shown.len() {
+                    ", …"
+                } else {
+                    ""
+                }
+            )
+        };
+        notes.push(format!(
+            "{} unit(s) of {} trace(s) only in the {side} run, not paired{named}",
+            only.len(),
+            traces.len()
+        ));
+    }
+    notes
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -104,19 +225,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ));
         }
     }
-    let only_b: Vec<&String> = b
-        .info
-        .variants
+    let coverage = coverage_notes(&a, &b);
+    if let Some(suites) = coverage
         .iter()
-        .filter(|v| !a.info.variants.contains(v))
-        .collect();
-    if !only_b.is_empty() {
-        let list: Vec<&str> = only_b.iter().map(|s| s.as_str()).collect();
-        notes.push(format!(
-            "variant(s) only in the candidate run, not compared: {}",
-            list.join(", ")
-        ));
+        .find(|n| n.starts_with("the runs are of different suites"))
+    {
+        eprintln!("warning: {suites}");
     }
+    notes.extend(coverage);
     let comparisons = aggregate::compare_runs(
         a.samples.iter(),
         b.samples.iter(),
@@ -161,7 +277,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     for n in &notes {
-        outln!("note: {n}")?;
+        out!(
+            "{}",
+            crate::output::wrap(&format!("note: {n}"), terminal::WIDTH)
+        )?;
     }
     std::fs::create_dir_all(&out)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", out.display()))?;

@@ -1,5 +1,5 @@
 //! `ctxbench gate`: evaluate gate rules on a run against a baseline run; exit 10 on a
-//! significant regression. Grammar and semantics: see `crate::gate`.
+//! significant regression, a partial candidate run or failed candidate units. Grammar and semantics: see `crate::gate`.
 
 use super::{UsageError, EXIT_GATE_FAILED};
 use crate::gate;
@@ -32,16 +32,29 @@ rules = [...] at the top level or under [gates].
 
 The candidate and the baseline must be runs of the same suite (same suite name) with at least
 one variant in common; otherwise the gate stops with exit code 2 rather than compare nothing.
+Variants one run lacks are named in a note.
+
+Besides its rules, the gate checks the candidate run itself, and fails (exit 10) when:
+  - it is partial: its run.json status is not `complete` (interrupted, killed while `running`,
+    stopped by the budget, a merge missing shards) or it is one shard of a sharded run; its
+    numbers would be of the units it recorded only;
+  - more of its units failed than --max-errors (default 0): a failed unit has no score and
+    drops out of every mean and pair, so it could hide any regression. --max-errors N passes
+    up to N failed units (still stated).
+A partial baseline and failed baseline units are stated in a note; they fail nothing.
 
 Writes JUnit XML (--junit, default RUN/gate.xml in the candidate run; never into the baseline
 run) and, when GITHUB_STEP_SUMMARY is set, appends a Markdown summary to that file. --json
 prints the verdicts as JSON on stdout instead of the text lines.
 
 Exit codes:
-  0   every rule passed (skipped rules do not fail the gate)
-  10  a rule failed: a significant regression or a threshold miss
+  0   every rule passed (skipped rules do not fail the gate), the candidate run is complete and
+      has no more failed units than --max-errors
+  10  a rule failed (a significant regression or a threshold miss), the candidate run is
+      partial, or more of its units failed than --max-errors
   2   bad usage: bad rule or rules file, unknown metric or variant, unreadable run directory,
-      unrelated runs (different suites or no shared variant), --junit inside the baseline run
+      unrelated runs (different suites or no shared variant), --junit inside the baseline run;
+      a JUnit file of an earlier gate at the --junit path is removed (no verdict was reached)
   1   the JUnit XML or the step summary could not be written
 
 Examples:
@@ -75,6 +88,10 @@ pub struct Args {
     /// Print the result as JSON on stdout (verdicts, values, CIs, p-values) instead of text
     #[arg(long)]
     pub json: bool,
+    /// Failed units the candidate run may have and still pass [default: 0: any failed unit
+    /// fails the gate]
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub max_errors: usize,
 }
 
 /// `ctxbench gate --json`: the outcome with its totals and where the JUnit XML went.
@@ -141,13 +158,38 @@ fn gate_run(dir: &RunDir) -> Result<gate::GateRun, UsageError> {
     }
     let info: crate::record::RunInfo =
         dir.read_run_json().map_err(|e| UsageError(e.to_string()))?;
+    let progress: crate::record::RunProgress =
+        dir.read_run_json().map_err(|e| UsageError(e.to_string()))?;
     let path = dir.samples_jsonl();
     let streamed =
         crate::report::load::stream_samples(&path).map_err(|e| UsageError(e.to_string()))?;
-    Ok(gate::GateRun::new(info, streamed.rows.iter()))
+    let mut run = gate::GateRun::new(info, streamed.rows.iter());
+    run.progress = progress;
+    Ok(run)
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let junit_path = args
+        .junit
+        .clone()
+        .unwrap_or_else(|| RunDir::new(&args.run).gate_xml());
+    let result = gate(&args, &junit_path);
+    if result.is_err() && check_junit_path(&junit_path, &args.run, &args.baseline).is_ok() {
+        // No verdict: a JUnit file from an earlier gate must not stand for this one (a CI
+        // test reporter would show its stale result). Never in the baseline run.
+        match std::fs::remove_file(&junit_path) {
+            Ok(()) => eprintln!(
+                "note: removed {} of an earlier gate: this gate gave no verdict",
+                crate::output::display_path(&junit_path)
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => eprintln!("warning: cannot remove {}: {e}", junit_path.display()),
+        }
+    }
+    result
+}
+
+fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     let cand_dir = RunDir::new(&args.run);
     let cand = gate_run(&cand_dir)?;
     let base = gate_run(&RunDir::new(&args.baseline))?;
@@ -156,33 +198,48 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         rules.extend(gate::parse_rules_file(path).map_err(UsageError)?);
     }
     for r in &args.rule {
-        rules.push(gate::parse_rule(r).map_err(|e| UsageError(format!("--rule: {e}")))?);
+        rules.push(
+            gate::parse_rule(r)
+                .map(|r| r.at("--rule"))
+                .map_err(|e| UsageError(format!("--rule: {e}")))?,
+        );
     }
     if args.rules.is_none() && args.rule.is_empty() {
         for (i, r) in cand.info.gate_rules().iter().enumerate() {
-            rules.push(gate::parse_rule(r).map_err(|e| {
-                UsageError(format!(
-                    "{}: suite.gates.rules[{i}]: {e}",
-                    cand_dir.run_json().display()
-                ))
-            })?);
+            let at = format!("{}: suite.gates.rules[{i}]", cand_dir.run_json().display());
+            rules.push(
+                gate::parse_rule(r)
+                    .map(|r| r.at(at.clone()))
+                    .map_err(|e| UsageError(format!("{at}: {e}")))?,
+            );
         }
     }
     if rules.is_empty() {
-        return Err(UsageError(format!(
-            "no gate rules: the suite of {} has no [gates] rules; pass --rules FILE or --rule RULE",
-            args.run.display()
-        ))
+        return Err(UsageError(match &args.rules {
+            Some(file) => format!(
+                "no gate rules: --rules {} holds no rule (one rule per line, or `rules = [...]` \
+                 in a *.toml file); add rules to it or pass --rule RULE",
+                file.display()
+            ),
+            None => format!(
+                "no gate rules: the suite of {} has no [gates] rules; pass --rules FILE or \
+                 --rule RULE",
+                args.run.display()
+            ),
+        })
         .into());
     }
-    let junit_path = args.junit.clone().unwrap_or_else(|| cand_dir.gate_xml());
-    check_junit_path(&junit_path, &args.run, &args.baseline)?;
-    let outcome = gate::evaluate(&rules, &cand, &base, cand.info.seed).map_err(UsageError)?;
+    check_junit_path(junit_path, &args.run, &args.baseline)?;
+    let options = gate::GateOptions {
+        seed: cand.info.seed,
+        max_errors: args.max_errors,
+    };
+    let outcome = gate::evaluate(&rules, &cand, &base, options).map_err(UsageError)?;
 
     if !args.json {
         out!("{}", crate::report::terminal::gate_lines(&outcome))?;
     }
-    std::fs::write(&junit_path, crate::report::junit::render(&outcome))
+    std::fs::write(junit_path, crate::report::junit::render(&outcome))
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", junit_path.display()))?;
     if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
         let path = PathBuf::from(summary);
@@ -217,11 +274,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
         outln!(
-            "gate {}: {} rule check(s), {failed} failed, {} skipped; JUnit XML: {}",
+            "gate {}: {} check(s), {failed} failed, {} skipped; JUnit XML: {}",
             if failed == 0 { "passed" } else { "FAILED" },
-            outcome.results.len(),
+            outcome.run_checks.len() + outcome.results.len(),
             outcome.skipped(),
-            crate::output::display_path(&junit_path)
+            crate::output::display_path(junit_path)
         )?;
     }
     Ok(ExitCode::from(code))

@@ -35,7 +35,7 @@
 
 use crate::metrics::aggregate::{self, ObsTable};
 use crate::metrics::stats::Ci;
-use crate::record::{Row, RunInfo};
+use crate::record::{Row, RunInfo, RunProgress};
 use serde::Serialize;
 
 mod rules;
@@ -64,7 +64,23 @@ pub struct RuleResult {
     pub p_value: Option<f64>,
     /// How far the value is beyond the threshold (only when the threshold is violated).
     pub beyond: Option<f64>,
+    /// A failed delta rule whose change goes the wrong way (a regression), not one that goes
+    /// the wanted way but not far enough (`tokens.delta_pct <= -35` on a 31.8% saving: a
+    /// threshold miss). False for absolute rules and for rules that did not fail.
+    pub regression: bool,
     /// One line for a person: what was measured and why it passed, failed or was skipped.
+    pub message: String,
+}
+
+/// A check of the candidate run itself rather than of a rule: that it is complete, and that
+/// no more of its units failed than allowed. Made only when there is something to say (a
+/// partial run, failed units), so a clean run's outcome holds rules alone.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunCheck {
+    /// `complete` or `errors`.
+    pub check: String,
+    pub verdict: Verdict,
+    /// One line for a person: what was found and why it fails or passes.
     pub message: String,
 }
 
@@ -73,15 +89,26 @@ pub struct RuleResult {
 pub struct GateOutcome {
     pub candidate_run: String,
     pub baseline_run: String,
+    /// Checks of the candidate run (complete, failed units), before the rules.
+    pub run_checks: Vec<RunCheck>,
     pub results: Vec<RuleResult>,
+    /// What the reader should know that fails nothing: a partial baseline, failed baseline
+    /// units, variants one run has and the other lacks.
+    pub notes: Vec<String>,
 }
 
 impl GateOutcome {
+    /// Failed rule checks and failed run checks.
     pub fn failed(&self) -> usize {
         self.results
             .iter()
             .filter(|r| r.verdict == Verdict::Fail)
             .count()
+            + self
+                .run_checks
+                .iter()
+                .filter(|c| c.verdict == Verdict::Fail)
+                .count()
     }
     pub fn skipped(&self) -> usize {
         self.results
@@ -99,19 +126,50 @@ impl GateOutcome {
 /// compact rows, build this and drop them.
 pub struct GateRun {
     pub info: RunInfo,
+    /// `run.json`'s status and unit counts (nothing known when it records none).
+    pub progress: RunProgress,
     variants: Vec<String>,
     table: ObsTable,
+    /// Units recorded, and of which failed, per variant (in `variants` order).
+    units: Vec<(usize, usize)>,
 }
 
 impl GateRun {
     pub fn new<'a>(info: RunInfo, rows: impl IntoIterator<Item = Row<'a>> + Clone) -> GateRun {
         let variants = variants_of(&info, rows.clone());
+        let mut units = vec![(0, 0); variants.len()];
+        for r in rows.clone() {
+            if let Some(i) = variants.iter().position(|v| v == r.variant) {
+                units[i].0 += 1;
+                units[i].1 += usize::from(r.error.is_some());
+            }
+        }
         let table = aggregate::observations_with_roles(rows);
         GateRun {
             info,
+            progress: RunProgress::default(),
             variants,
             table,
+            units,
         }
+    }
+
+    /// Units that failed, and units recorded, over every variant.
+    fn failed_units(&self) -> (usize, usize) {
+        self.units
+            .iter()
+            .fold((0, 0), |(f, n), u| (f + u.1, n + u.0))
+    }
+
+    /// `variant: failed/recorded` for each variant with failed units.
+    fn failed_by_variant(&self) -> String {
+        self.variants
+            .iter()
+            .zip(&self.units)
+            .filter(|(_, u)| u.1 > 0)
+            .map(|(v, u)| format!("{v}: {}/{}", u.1, u.0))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -177,15 +235,110 @@ fn list_or_none(v: &[String]) -> String {
     }
 }
 
-/// Evaluate rules on a candidate run against a baseline run. `seed` fixes the bootstrap.
+/// How the gate judges the candidate run besides its rules.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GateOptions {
+    /// Fixes the bootstrap.
+    pub seed: u64,
+    /// Failed units the candidate run may have and still pass (`--max-errors`, default 0).
+    pub max_errors: usize,
+}
+
+/// The checks of the candidate run itself: a partial run fails (its means and pairs are of the
+/// units it recorded: a regression in the units it did not run cannot show), and so do more
+/// failed units than `max_errors` (a failed unit has no score: it drops out of every mean and
+/// pair, so a run whose units all failed would pass every rule as "skipped").
+pub fn run_checks(candidate: &GateRun, max_errors: usize) -> Vec<RunCheck> {
+    let mut out = Vec::new();
+    if let Some(partial) = candidate.progress.partial(candidate.failed_units().1) {
+        out.push(RunCheck {
+            check: "complete".into(),
+            verdict: Verdict::Fail,
+            message: format!(
+                "{partial}; the gate fails a partial run (finish it with `ctxbench run SUITE \
+                 --resume RUN`, or merge every shard)"
+            ),
+        });
+    }
+    let (failed, units) = candidate.failed_units();
+    if failed > 0 {
+        let tolerated = failed <= max_errors;
+        out.push(RunCheck {
+            check: "errors".into(),
+            verdict: if tolerated {
+                Verdict::Pass
+            } else {
+                Verdict::Fail
+            },
+            message: format!(
+                "{failed} of {units} unit(s) failed ({}); failed units have no score and are \
+                 left out of every mean and pair; {}",
+                candidate.failed_by_variant(),
+                if tolerated {
+                    format!("tolerated by --max-errors {max_errors}")
+                } else {
+                    format!("more than --max-errors {max_errors} (see the run's report.md, Errors)")
+                }
+            ),
+        });
+    }
+    out
+}
+
+/// What the gate says of the baseline run and of variants one run lacks; none fails the gate.
+fn notes(candidate: &GateRun, baseline: &GateRun) -> Vec<String> {
+    let mut out = Vec::new();
+    let b = &baseline.info.run_id;
+    if let Some(partial) = baseline.progress.partial(baseline.failed_units().1) {
+        out.push(format!("baseline {b}: {partial}"));
+    }
+    let (failed, units) = baseline.failed_units();
+    if failed > 0 {
+        out.push(format!(
+            "baseline {b}: {failed} of {units} unit(s) failed ({}); delta rules pair only the \
+             units that succeeded in both runs",
+            baseline.failed_by_variant()
+        ));
+    }
+    let missing: Vec<&str> = baseline
+        .variants
+        .iter()
+        .filter(|v| !candidate.variants.contains(v))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        out.push(format!(
+            "variant(s) of the baseline run missing from candidate {}, not gated: {}",
+            candidate.info.run_id,
+            missing.join(", ")
+        ));
+    }
+    let only: Vec<&str> = candidate
+        .variants
+        .iter()
+        .filter(|v| !baseline.variants.contains(v))
+        .map(String::as_str)
+        .collect();
+    if !only.is_empty() {
+        out.push(format!(
+            "variant(s) not in baseline {b}: {} (their delta rules are skipped)",
+            only.join(", ")
+        ));
+    }
+    out
+}
+
+/// Evaluate rules on a candidate run against a baseline run, with the candidate's own checks
+/// ([`run_checks`]) and notes on both runs.
 /// Errors (exit 2) when the runs are unrelated ([`check_related`]), when a rule names a
 /// variant the candidate run lacks, or a metric no variant of either run has.
 pub fn evaluate(
     rules: &[Rule],
     candidate: &GateRun,
     baseline: &GateRun,
-    seed: u64,
+    options: GateOptions,
 ) -> Result<GateOutcome, String> {
+    let seed = options.seed;
     check_related(candidate, baseline)?;
     let (cand_table, base_table) = (&candidate.table, &baseline.table);
     let variants = &candidate.variants;
@@ -200,9 +353,12 @@ pub fn evaluate(
             all.sort();
             all.dedup();
             let list: Vec<&str> = all.iter().map(|s| s.as_str()).collect();
+            let hint = crate::confcore::suggest(&rule.metric, list.iter().copied())
+                .map(|m| format!(" (did you mean `{m}`?)"))
+                .unwrap_or_default();
             return Err(format!(
-                "rule `{}`: metric `{}` is not in the candidate or the baseline run (metrics: {})",
-                rule.text,
+                "{}: metric `{}` is not in the candidate or the baseline run{hint} (metrics: {})",
+                rule.named(),
                 rule.metric,
                 list.join(", ")
             ));
@@ -211,8 +367,8 @@ pub fn evaluate(
             Some(v) if variants.contains(v) => vec![v.clone()],
             Some(v) => {
                 return Err(format!(
-                    "rule `{}`: variant `{v}` is not in run {} (variants: {})",
-                    rule.text,
+                    "{}: variant `{v}` is not in run {} (variants: {})",
+                    rule.named(),
                     candidate.info.run_id,
                     variants.join(", ")
                 ))
@@ -226,7 +382,9 @@ pub fn evaluate(
     Ok(GateOutcome {
         candidate_run: candidate.info.run_id.clone(),
         baseline_run: baseline.info.run_id.clone(),
+        run_checks: run_checks(candidate, options.max_errors),
         results,
+        notes: notes(candidate, baseline),
     })
 }
 
@@ -240,6 +398,7 @@ fn skipped(rule: &Rule, variant: &str, why: String) -> RuleResult {
         ci: None,
         p_value: None,
         beyond: None,
+        regression: false,
         message: why,
     }
 }
@@ -349,6 +508,14 @@ fn evaluate_one(
             .map(|p| format!(", p = {}", crate::metrics::format::fmt_p(Some(p))))
             .unwrap_or_default()
     );
+    // A regression is a change the wrong way; a change the right way that is too small
+    // (`tokens.delta_pct <= -35` on a 31.8% saving) can fail too, but is no regression.
+    let regressed = rule.kind != RuleKind::Absolute
+        && if rule.op.lower_bound() {
+            value < 0.0
+        } else {
+            value > 0.0
+        };
     let (verdict, message) = if holds {
         (
             Verdict::Pass,
@@ -379,10 +546,15 @@ fn evaluate_one(
         (
             Verdict::Fail,
             format!(
-                "{stats}: violates {} {} by {} and the regression is significant",
+                "{stats}: violates {} {} by {} and {}",
                 rule.op.as_str(),
                 num(rule.threshold),
-                num(beyond.unwrap_or(0.0))
+                num(beyond.unwrap_or(0.0)),
+                if regressed {
+                    "the regression is significant"
+                } else {
+                    "the change is significant but falls short of the threshold"
+                }
             ),
         )
     } else if let Some(n) = too_few_traces {
@@ -429,6 +601,83 @@ fn evaluate_one(
         ci,
         p_value,
         beyond,
+        regression: verdict == Verdict::Fail && regressed,
         message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{RunStatus, Sample, UnitCounts, UnitError};
+
+    fn run(id: &str, failed: usize, ok: usize) -> GateRun {
+        let mut info = RunInfo::new(id);
+        info.variants = vec!["a".into(), "b".into()];
+        let samples: Vec<Sample> = (0..failed + ok)
+            .map(|i| {
+                let mut s = Sample::builder()
+                    .eval("needle")
+                    .variant(if i % 2 == 0 { "a" } else { "b" })
+                    .trace(format!("t{i}"))
+                    .score("recall", 1.0)
+                    .build();
+                if i < failed {
+                    s.scores.clear();
+                    s.error = Some(UnitError {
+                        kind: "provider".into(),
+                        message: "connection refused".into(),
+                    });
+                }
+                s
+            })
+            .collect();
+        GateRun::new(info, samples.iter().map(Sample::row).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn failed_units_fail_unless_tolerated_and_a_partial_run_fails() {
+        let clean = run("c", 0, 4);
+        assert!(
+            run_checks(&clean, 0).is_empty(),
+            "a clean run: nothing to say"
+        );
+        let broken = run("c", 3, 1);
+        let checks = run_checks(&broken, 0);
+        assert_eq!(checks.len(), 1);
+        assert_eq!(
+            (checks[0].check.as_str(), checks[0].verdict),
+            ("errors", Verdict::Fail)
+        );
+        assert!(
+            checks[0]
+                .message
+                .starts_with("3 of 4 unit(s) failed (a: 2/2, b: 1/2)"),
+            "{}",
+            checks[0].message
+        );
+        assert_eq!(run_checks(&broken, 3)[0].verdict, Verdict::Pass);
+        let mut partial = run("c", 0, 4);
+        partial.progress = RunProgress {
+            status: Some(RunStatus::Interrupted),
+            units: Some(UnitCounts {
+                planned_total: 8,
+                planned: 8,
+                recorded: 4,
+                ..UnitCounts::default()
+            }),
+        };
+        let checks = run_checks(&partial, 0);
+        assert_eq!(
+            (checks[0].check.as_str(), checks[0].verdict),
+            ("complete", Verdict::Fail)
+        );
+        // Every rule of a run whose units all failed is skipped: the run check still fails it.
+        let rule = parse_rule("needle.recall >= 0.5").unwrap();
+        let dead = run("dead", 4, 0);
+        let base = run("base", 0, 4);
+        let o = evaluate(&[rule], &dead, &base, GateOptions::default()).unwrap();
+        assert_eq!(o.skipped(), 2);
+        assert!(!o.passed() && o.failed() == 1);
     }
 }

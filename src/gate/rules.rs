@@ -58,6 +58,26 @@ pub struct Rule {
     pub kind: RuleKind,
     pub op: Op,
     pub threshold: f64,
+    /// Where the rule was written (`rules.toml:3`, `--rule`, `run.json: suite.gates.rules[0]`),
+    /// for errors found after parsing (an unknown metric or variant).
+    #[serde(skip)]
+    pub source: Option<String>,
+}
+
+impl Rule {
+    /// The rule tagged with where it was written.
+    pub fn at(mut self, source: impl Into<String>) -> Rule {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// `source: rule `text``, or `rule `text`` when the source is unknown: how errors name it.
+    pub fn named(&self) -> String {
+        match &self.source {
+            Some(src) => format!("{src}: rule `{}`", self.text),
+            None => format!("rule `{}`", self.text),
+        }
+    }
 }
 
 /// Parse one rule (see the module docs for the grammar).
@@ -119,7 +139,16 @@ pub fn parse_rule(text: &str) -> Result<Rule, String> {
         kind,
         op,
         threshold,
+        source: None,
     })
+}
+
+/// The 1-based line of `text` where the TOML string `rule` is written, if it can be found.
+fn toml_line(text: &str, rule: &str) -> Option<usize> {
+    let quoted = [format!("\"{rule}\""), format!("'{rule}'")];
+    text.lines()
+        .position(|l| quoted.iter().any(|q| l.contains(q.as_str())))
+        .map(|i| i + 1)
 }
 
 /// Parse a rules file: one rule per line (`#` comments), or a TOML file (`*.toml`) with
@@ -148,7 +177,13 @@ pub fn parse_rules_file(path: &std::path::Path) -> Result<Vec<Rule>, String> {
                 let s = r.as_str().ok_or_else(|| {
                     format!("{}: rules[{i}]: expected a string rule", path.display())
                 })?;
-                parse_rule(s).map_err(|e| format!("{}: rules[{i}]: {e}", path.display()))
+                let at = match toml_line(&text, s) {
+                    Some(line) => format!("{}:{line}", path.display()),
+                    None => format!("{}: rules[{i}]", path.display()),
+                };
+                parse_rule(s)
+                    .map(|r| r.at(at.clone()))
+                    .map_err(|e| format!("{at}: {e}"))
             })
             .collect();
     }
@@ -158,7 +193,12 @@ pub fn parse_rules_file(path: &std::path::Path) -> Result<Vec<Rule>, String> {
         if l.is_empty() || l.starts_with('#') {
             continue;
         }
-        rules.push(parse_rule(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?);
+        let at = format!("{}:{}", path.display(), i + 1);
+        rules.push(
+            parse_rule(l)
+                .map(|r| r.at(at.clone()))
+                .map_err(|e| format!("{at}: {e}"))?,
+        );
     }
     Ok(rules)
 }
@@ -226,6 +266,18 @@ mod tests {
             "[gates]\nrules = [\"needle.recall >= 0.9\", \"cost.delta_pct <= 5\"]\n",
         )
         .unwrap();
-        assert_eq!(parse_rules_file(&t).unwrap().len(), 2);
+        let rules = parse_rules_file(&t).unwrap();
+        assert_eq!(rules.len(), 2);
+        assert_eq!(
+            rules[1].named(),
+            format!("{}:2: rule `cost.delta_pct <= 5`", t.display())
+        );
+        std::fs::write(
+            &t,
+            "rules = [\n  \"needle.recall >= 0.9\",\n  \"x >= oops\",\n]\n",
+        )
+        .unwrap();
+        let err = parse_rules_file(&t).unwrap_err();
+        assert!(err.contains("g.toml:3: rule `x >= oops`"), "{err}");
     }
 }

@@ -20,6 +20,95 @@ pub struct ProviderProvenance {
     pub base_url: Option<String>,
 }
 
+/// How a run ended, as `run.json` records it (`status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Started, not finished (or killed).
+    Running,
+    /// Every planned unit of this shard has a sample.
+    Complete,
+    /// Stopped by Ctrl-C.
+    Interrupted,
+    /// Stopped before exceeding `max_cost_usd`.
+    BudgetExhausted,
+    /// A merge that does not cover every planned unit.
+    Incomplete,
+}
+
+impl RunStatus {
+    /// The name `run.json` spells it with.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::BudgetExhausted => "budget_exhausted",
+            RunStatus::Incomplete => "incomplete",
+        }
+    }
+}
+
+/// `run.json`'s `units`: how many units were planned and recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitCounts {
+    /// Units of the whole (unsharded) plan.
+    pub planned_total: u64,
+    /// Units of this shard (= `planned_total` when not sharded).
+    pub planned: u64,
+    /// Samples in `samples.jsonl` (ok + failed), including earlier attempts (resume).
+    pub recorded: u64,
+    pub failed: u64,
+    pub not_run_budget: u64,
+    pub not_run_interrupted: u64,
+}
+
+/// How far a run got: `run.json`'s `status` and `units`, which the runner and `merge` write
+/// (`runner::manifest::RunManifest`). Read apart from [`RunInfo`] by the readers that must not
+/// take a partial run for a complete one (`report`, `compare`, `gate`):
+/// `RunDir::read_run_json::<RunProgress>()`. Both are absent from a `run.json` written by
+/// other means (a hand-made or test run); then nothing is known and nothing is said.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct RunProgress {
+    #[serde(default)]
+    pub status: Option<RunStatus>,
+    #[serde(default)]
+    pub units: Option<UnitCounts>,
+}
+
+impl RunProgress {
+    /// Why the run is partial, in one sentence, or `None` when it is complete (or records no
+    /// status). Partial: its status is not `complete` (interrupted, killed while `running`,
+    /// stopped by the budget, a merge missing units), or it is one shard of a sharded plan.
+    /// `journaled`: the samples the reader found in `samples.jsonl` — what was recorded, also
+    /// for a killed run, whose `run.json` still has the counts of its start.
+    pub fn partial(&self, journaled: usize) -> Option<String> {
+        let status = self.status?;
+        let units = self.units.clone().unwrap_or_default();
+        let whole = units.planned_total.max(units.planned);
+        // A resumed run's journal holds earlier attempts too: never say more than all.
+        let recorded = (journaled as u64).min(whole);
+        let why = match status {
+            RunStatus::Complete if units.planned >= whole => return None,
+            RunStatus::Complete => "one shard of a sharded run".to_string(),
+            RunStatus::Running => {
+                "status `running`: it was killed, or is still being written".to_string()
+            }
+            RunStatus::Interrupted => "status `interrupted`: it was stopped early".to_string(),
+            RunStatus::BudgetExhausted => {
+                "status `budget_exhausted`: stopped by max_cost_usd".to_string()
+            }
+            RunStatus::Incomplete => {
+                "status `incomplete`: units of the plan are missing".to_string()
+            }
+        };
+        Some(format!(
+            "partial run: {recorded} of {whole} planned unit(s) recorded ({why}); its statistics \
+             cover the recorded units only"
+        ))
+    }
+}
+
 /// Contents of `run.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
@@ -129,6 +218,66 @@ mod tests {
         assert_eq!(rfc3339_utc(t), "2000-02-29T12:34:56Z");
         let t = UNIX_EPOCH + Duration::from_secs(1_795_305_600);
         assert_eq!(rfc3339_utc(t), "2026-11-22T00:00:00Z");
+    }
+
+    /// Only a complete, unsharded run is whole; a run.json without a status says nothing.
+    #[test]
+    fn a_run_is_partial_unless_complete_and_whole() {
+        // The journal holds as many samples as run.json says, here.
+        let p = |json: serde_json::Value| -> Option<String> {
+            let progress = serde_json::from_value::<RunProgress>(json).unwrap();
+            let journaled = progress.units.as_ref().map_or(0, |u| u.recorded) as usize;
+            progress.partial(journaled)
+        };
+        let units = |planned_total: u64, planned: u64, recorded: u64| {
+            serde_json::json!({"planned_total": planned_total, "planned": planned,
+                "recorded": recorded, "failed": 0, "not_run_budget": 0, "not_run_interrupted": 0})
+        };
+        assert_eq!(p(serde_json::json!({"run_id": "x"})), None);
+        assert_eq!(
+            p(serde_json::json!({"status": "complete", "units": units(10, 10, 10)})),
+            None
+        );
+        // A resumed run's journal holds earlier attempts too: never "12 of 10".
+        assert_eq!(
+            p(serde_json::json!({"status": "complete", "units": units(10, 10, 12)})),
+            None
+        );
+        for (status, why) in [
+            ("interrupted", "status `interrupted`"),
+            ("running", "status `running`"),
+            ("budget_exhausted", "status `budget_exhausted`"),
+            ("incomplete", "status `incomplete`"),
+        ] {
+            let note = p(serde_json::json!({"status": status, "units": units(10, 10, 4)}))
+                .unwrap_or_default();
+            assert!(
+                note.starts_with(&format!(
+                    "partial run: 4 of 10 planned unit(s) recorded ({why}"
+                )),
+                "{note}"
+            );
+        }
+        // A killed run's run.json has the counts of its start: the journal's samples count.
+        let killed: RunProgress = serde_json::from_value(
+            serde_json::json!({"status": "running", "units": units(10, 10, 0)}),
+        )
+        .unwrap();
+        assert!(
+            killed
+                .partial(7)
+                .is_some_and(|n| n.starts_with("partial run: 7 of 10 planned")),
+            "{:?}",
+            killed.partial(7)
+        );
+        let shard = p(serde_json::json!({"status": "complete", "units": units(10, 5, 5)}));
+        assert_eq!(
+            shard.as_deref(),
+            Some(
+                "partial run: 5 of 10 planned unit(s) recorded (one shard of a sharded run); \
+                 its statistics cover the recorded units only"
+            )
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub fn xml_escape(text: &str) -> String {
 
 /// Render the gate outcome as JUnit XML.
 pub fn render(outcome: &GateOutcome) -> String {
-    let tests = outcome.results.len();
+    let tests = outcome.run_checks.len() + outcome.results.len();
     let failures = outcome.failed();
     let skipped = outcome.skipped();
     let suite = format!(
@@ -29,6 +29,28 @@ pub fn render(outcome: &GateOutcome) -> String {
         "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">",
         xml_escape(&suite)
     );
+    // The candidate run's own checks (complete, failed units) first, one test case each.
+    for c in &outcome.run_checks {
+        let _ = write!(
+            out,
+            "    <testcase classname=\"ctxbench.gate.run\" name=\"{}\"",
+            xml_escape(&c.check)
+        );
+        let _ = match c.verdict {
+            Verdict::Fail => writeln!(
+                out,
+                ">\n      <failure message=\"{}\" type=\"run_{}\">{}</failure>\n    </testcase>",
+                xml_escape(&c.message),
+                xml_escape(&c.check),
+                xml_escape(&format!("run {}: {}", outcome.candidate_run, c.message))
+            ),
+            Verdict::Pass | Verdict::Skipped => writeln!(
+                out,
+                ">\n      <system-out>{}</system-out>\n    </testcase>",
+                xml_escape(&c.message)
+            ),
+        };
+    }
     for r in &outcome.results {
         let _ = write!(
             out,
@@ -46,10 +68,10 @@ pub fn render(outcome: &GateOutcome) -> String {
             }
             Verdict::Fail => {
                 // An absolute rule misses a threshold; a delta rule regresses against the
-                // baseline run.
+                // baseline run, or changes the wanted way but not far enough (a miss too).
                 let kind = match r.kind {
-                    RuleKind::Absolute => "threshold_miss",
-                    RuleKind::Delta | RuleKind::DeltaPct => "regression",
+                    RuleKind::Delta | RuleKind::DeltaPct if r.regression => "regression",
+                    _ => "threshold_miss",
                 };
                 let _ = writeln!(
                     out,
@@ -66,6 +88,13 @@ pub fn render(outcome: &GateOutcome) -> String {
                 );
             }
         }
+    }
+    if !outcome.notes.is_empty() {
+        let _ = writeln!(
+            out,
+            "    <system-out>{}</system-out>",
+            xml_escape(&outcome.notes.join("\n"))
+        );
     }
     out.push_str("  </testsuite>\n</testsuites>\n");
     out
@@ -87,16 +116,19 @@ mod tests {
             ci: None,
             p_value: None,
             beyond: Some(0.4),
+            regression: false,
             message: "mean < 0.9 & \"bad\"".into(),
         };
         let o = GateOutcome {
             candidate_run: "a".into(),
             baseline_run: "b".into(),
+            run_checks: vec![],
             results: vec![
                 r(Verdict::Pass, "x"),
                 r(Verdict::Fail, "<y>"),
                 r(Verdict::Skipped, "z"),
             ],
+            notes: vec![],
         };
         let xml = render(&o);
         assert!(xml.contains("tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\""));
@@ -106,5 +138,42 @@ mod tests {
         assert!(xml.contains("type=\"threshold_miss\""), "{xml}");
         assert_eq!(xml.matches("<testcase").count(), 3);
         assert_eq!(xml_escape("a\u{1}b"), "a\u{fffd}b");
+    }
+
+    /// The candidate run's checks are test cases (a failed one a failure), the notes the
+    /// suite's output.
+    #[test]
+    fn junit_has_the_run_checks_and_the_notes() {
+        let check = |check: &str, verdict| crate::gate::RunCheck {
+            check: check.into(),
+            verdict,
+            message: format!("{check} <said>"),
+        };
+        let o = GateOutcome {
+            candidate_run: "a".into(),
+            baseline_run: "b".into(),
+            run_checks: vec![
+                check("complete", Verdict::Fail),
+                check("errors", Verdict::Pass),
+            ],
+            results: vec![],
+            notes: vec!["baseline b: partial & more".into()],
+        };
+        let xml = render(&o);
+        assert!(xml.contains("tests=\"2\" failures=\"1\""), "{xml}");
+        assert!(
+            xml.contains("classname=\"ctxbench.gate.run\" name=\"complete\">\n      <failure message=\"complete &lt;said&gt;\" type=\"run_complete\""),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("name=\"errors\">\n      <system-out>errors &lt;said&gt;</system-out>"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(
+                "    <system-out>baseline b: partial &amp; more</system-out>\n  </testsuite>"
+            ),
+            "{xml}"
+        );
     }
 }

@@ -399,7 +399,9 @@ pub fn load_model_with(
         Some(rows) => rows,
         None => stream_samples(&path)?,
     };
+    let progress: crate::record::RunProgress = run_dir.read_run_json()?;
     let mut model = ReportModel::build_rows(&info, streamed.rows, Some(path));
+    model.note_progress(&progress);
     let want = detail_wanted(&model);
     model.load_detail(&want)?;
     Ok((info, model, streamed.torn))

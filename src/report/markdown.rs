@@ -338,6 +338,12 @@ pub fn gate_summary(outcome: &GateOutcome) -> String {
     );
     Markdown.write_table(&mut out, &sections::gate(outcome));
     out.push('\n');
+    for n in &outcome.notes {
+        out.push_str(&format!("- note: {}\n", note(n, 500)));
+    }
+    if !outcome.notes.is_empty() {
+        out.push('\n');
+    }
     out
 }
 

@@ -103,6 +103,15 @@ impl ReportModel {
         Self::build_rows(info, samples.into_iter().collect(), None)
     }
 
+    /// State in the notes, first, that the run is partial (interrupted, killed, stopped by the
+    /// budget, a merge missing units, one shard): its numbers are of the recorded units only,
+    /// which every writer (report.md, report.html, summary.json, the terminal) must say.
+    pub fn note_progress(&mut self, progress: &crate::record::RunProgress) {
+        if let Some(note) = progress.partial(self.samples.len()) {
+            self.notes.insert(0, note);
+        }
+    }
+
     /// Whether sample `i` carries its timeline, evidence and summaries.
     pub fn has_detail(&self, i: usize) -> bool {
         self.samples.has_detail(i)

@@ -249,6 +249,20 @@ pub fn gate(outcome: &GateOutcome) -> Table {
             Column::text("detail").max(400),
         ],
     );
+    let tag = |v: Verdict| match v {
+        Verdict::Pass => Cell::text("pass"),
+        Verdict::Fail => Cell::Strong("FAIL".into()),
+        Verdict::Skipped => Cell::text("skipped"),
+    };
+    // The candidate run's own checks (complete, failed units) before the rules.
+    for c in &outcome.run_checks {
+        t.push(vec![
+            tag(c.verdict),
+            Cell::text(format!("run {}", c.check)),
+            Cell::text("all"),
+            Cell::text(&c.message),
+        ]);
+    }
     for r in &outcome.results {
         t.push(vec![
             match r.verdict {

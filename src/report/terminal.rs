@@ -82,17 +82,21 @@ pub fn summary(model: &ReportModel, width: usize) -> String {
             width,
         ));
     }
-    // Prompts a server cut silently: the numbers above are of answers that did not see the
-    // whole view, which the reader must hear at the end of the run, not only in report.md.
+    // Prompts a server cut silently, or a partial run: the numbers above are of answers that
+    // did not see the whole view, or of some units only, which the reader must hear at the end
+    // of the run, not only in report.md.
     for n in model
         .notes
         .iter()
-        .filter(|n| n.contains("`prompt_truncated`"))
+        .filter(|n| n.contains("`prompt_truncated`") || n.starts_with(PARTIAL))
     {
         out.push_str(&wrap(n, width));
     }
     out
 }
+
+/// How [`crate::record::RunProgress::partial`]'s note starts.
+const PARTIAL: &str = "partial run:";
 
 /// `table` for a terminal `width` columns wide: while a line is wider, the columns named in
 /// `droppable` are left out, in that order. Returns the text and the headers left out (to be
@@ -117,20 +121,53 @@ pub fn render_within(table: &Table, width: usize, droppable: &[&str]) -> (String
     (text, left_out)
 }
 
-/// One line per gate rule × variant: `pass|FAIL|skip  RULE  [VARIANT]  MESSAGE`.
+/// The gate's lines: the candidate run's checks (`FAIL  run complete  MESSAGE`), one per rule ×
+/// variant (`pass|FAIL|skip  RULE  [VARIANT]  MESSAGE`), then the notes (`note: …`); each
+/// wrapped to [`WIDTH`] columns, its continuation lines indented under the rule.
 pub fn gate_lines(outcome: &GateOutcome) -> String {
+    let tag = |v: Verdict| match v {
+        Verdict::Pass => "pass",
+        Verdict::Fail => "FAIL",
+        Verdict::Skipped => "skip",
+    };
     let mut out = String::new();
-    for r in &outcome.results {
-        let tag = match r.verdict {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "FAIL",
-            Verdict::Skipped => "skip",
-        };
-        out.push_str(&format!(
-            "{tag:<4}  {}  [{}]  {}\n",
-            r.rule, r.variant, r.message
-        ));
+    for c in &outcome.run_checks {
+        let head = format!("{:<4}  run {}", tag(c.verdict), c.check);
+        out.push_str(&hanging(&head, &c.message, WIDTH));
     }
+    for r in &outcome.results {
+        let head = format!("{:<4}  {}  [{}]", tag(r.verdict), r.rule, r.variant);
+        out.push_str(&hanging(&head, &r.message, WIDTH));
+    }
+    for n in &outcome.notes {
+        out.push_str(&hanging("note:", n, WIDTH));
+    }
+    out
+}
+
+/// Indent of a gate line's continuation lines (under the rule, past the verdict).
+const HANG: &str = "      ";
+
+/// `head`, two spaces and `text`, wrapped at word boundaries to `width` columns; continuation
+/// lines are indented by [`HANG`] (a word longer than a line gets one of its own). `head` is
+/// kept whole, its spacing too.
+fn hanging(head: &str, text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = format!("{head} ");
+    for word in text.split_whitespace() {
+        let at_start = line.len() == HANG.len() && line == HANG;
+        if !at_start && line.chars().count() + 1 + word.chars().count() > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = HANG.to_string();
+        }
+        if line != HANG {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
     out
 }
 
@@ -138,6 +175,25 @@ pub fn gate_lines(outcome: &GateOutcome) -> String {
 mod tests {
     use super::*;
     use crate::report::table::Column;
+
+    #[test]
+    fn gate_lines_wrap_under_their_rule() {
+        let text = hanging(
+            "FAIL  cost.delta_pct <= 5  [aggressive]",
+            &"word ".repeat(40),
+            40,
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "FAIL  cost.delta_pct <= 5  [aggressive]");
+        assert!(
+            lines[1..]
+                .iter()
+                .all(|l| l.starts_with(HANG) && l.len() <= 40),
+            "{text}"
+        );
+        assert_eq!(text.split_whitespace().filter(|w| *w == "word").count(), 40);
+        assert_eq!(hanging("pass  r  [v]", "ok", 100), "pass  r  [v]  ok\n");
+    }
 
     #[test]
     fn terminal_tables_pad_columns_and_flatten_line_breaks() {

@@ -11,24 +11,10 @@ use super::shard::Shard;
 use crate::config::suite::PromptFile;
 use crate::metrics::cost::nano_dollars;
 use crate::metrics::exact::ExactSum;
+pub use crate::record::run_info::{RunStatus, UnitCounts};
 use crate::record::{Row, RunInfo, TokensByRole};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    /// Started, not finished (or killed).
-    Running,
-    /// Every planned unit of this shard has a sample.
-    Complete,
-    /// Stopped by Ctrl-C.
-    Interrupted,
-    /// Stopped before exceeding `max_cost_usd`.
-    BudgetExhausted,
-    /// A merge that does not cover every planned unit.
-    Incomplete,
-}
 
 /// A trace the run used, and the digest of the file it came from.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -43,19 +29,6 @@ pub struct TraceDigest {
 pub struct SkippedTrace {
     pub file: String,
     pub error: String,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UnitCounts {
-    /// Units of the whole (unsharded) plan.
-    pub planned_total: u64,
-    /// Units of this shard (= `planned_total` when not sharded).
-    pub planned: u64,
-    /// Samples in `samples.jsonl` (ok + failed), including earlier attempts (resume).
-    pub recorded: u64,
-    pub failed: u64,
-    pub not_run_budget: u64,
-    pub not_run_interrupted: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

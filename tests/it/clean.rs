@@ -211,3 +211,55 @@ fn clean_lists_on_dry_run_and_removes_only_old_runs() {
         .code(2);
     assert!(fresh.join("run.json").exists());
 }
+
+/// A run a live process writes (it holds the run's lock) is never removed or pruned, whatever
+/// its age, and `clean` says it skipped it; once the lock is free, it goes.
+#[test]
+fn clean_skips_a_run_whose_lock_is_held() {
+    let tmp = tempfile::tempdir().unwrap();
+    let reports = tmp.path().join("reports");
+    let live = reports.join("live");
+    std::fs::create_dir_all(&live).unwrap();
+    std::fs::write(
+        live.join("run.json"),
+        r#"{"schema_version":1,"run_id":"live"}"#,
+    )
+    .unwrap();
+    set_age(&live, Duration::from_secs(30 * 86_400));
+    // This test process stands for the writer: it holds the run's lock.
+    let lock = ctxbench::record::lock::acquire(&live).unwrap();
+    let pid = std::process::id();
+    for extra in [&["--dry-run"][..], &[], &["--stores"]] {
+        ctxbench()
+            .arg("clean")
+            .arg(&reports)
+            .args(["--keep", "0"])
+            .args(extra)
+            .assert()
+            .success()
+            .stdout(predicates::str::contains(format!(
+                "live  (being written by process {pid}: its lock is held; not touched)"
+            )))
+            .stdout(predicates::str::contains(if extra == ["--dry-run"] {
+                "would remove 0 run(s)"
+            } else {
+                "removed 0 run(s)"
+            }))
+            .stdout(predicates::str::contains(
+                "skipped 1 run(s) still being written",
+            ));
+        assert!(
+            live.join("run.json").exists(),
+            "a live run was removed ({extra:?})"
+        );
+    }
+    drop(lock);
+    ctxbench()
+        .arg("clean")
+        .arg(&reports)
+        .args(["--keep", "0"])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("removed 1 run(s)"));
+    assert!(!live.exists());
+}

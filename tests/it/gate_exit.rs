@@ -1,6 +1,7 @@
 //! `ctxbench gate` exit codes on synthetic runs written to disk: pass (0), significant
 //! regression or threshold miss (10), insignificant change (0), bad rules and unrelated runs
-//! (2); JUnit XML (never into the baseline), `--json` and the GitHub step summary.
+//! (2), a partial candidate run or failed candidate units (10); JUnit XML (never into the
+//! baseline, never stale), `--json` and the GitHub step summary.
 
 use crate::support;
 
@@ -12,11 +13,14 @@ use std::path::{Path, PathBuf};
 
 /// The fixture with every needle recovered, except in the `lose` first needle units of the
 /// aggressive variant. Each needle unit stands for its own trace here (independent pairs), so
-/// the gate's test is McNemar's; units sharing a trace are resampled by trace instead.
+/// the gate's test is McNemar's; units sharing a trace are resampled by trace instead. The
+/// fixture's failed unit is left out (a failed unit fails the gate by itself: see
+/// `failed_candidate_units_fail_the_gate_unless_tolerated`).
 fn run_losing(lose: usize) -> Vec<Sample> {
     let mut lost = 0;
     support::report::samples()
         .into_iter()
+        .filter(|s| s.error.is_none())
         .map(|mut s| {
             if s.eval == "needle" {
                 s.trace_id = format!("{}#{}#{}", s.trace_id, s.sample, s.repeat);
@@ -349,4 +353,250 @@ fn json_output_is_the_machine_readable_verdict() {
     assert!((aggr["p_value"].as_f64().unwrap() - 2.0 / 256.0).abs() < 1e-12);
     let base_v = results.iter().find(|r| r["variant"] == "baseline").unwrap();
     assert_eq!(base_v["verdict"], "pass");
+}
+
+/// The stdout of a finished command, its lines joined (the gate wraps long lines).
+fn stdout_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Set `status` and `units` in a run's run.json, as `ctxbench run` and `merge` write them.
+fn set_progress(run: &Path, status: &str, planned: u64, recorded: u64) {
+    let path = run.join("run.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["status"] = serde_json::json!(status);
+    v["units"] = serde_json::json!({
+        "planned_total": planned, "planned": planned, "recorded": recorded, "failed": 0,
+        "not_run_budget": 0, "not_run_interrupted": planned - recorded,
+    });
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn failed_candidate_units_fail_the_gate_unless_tolerated() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base", &run_losing(0));
+    // The same units, and the fixture's failed one: its rules all pass.
+    let mut samples = run_losing(0);
+    samples.extend(
+        support::report::samples()
+            .into_iter()
+            .filter(|s| s.error.is_some()),
+    );
+    let n = samples.len();
+    let cand = write(dir.path(), "cand", &samples);
+    let out = gate(&cand, &base).assert().code(10).get_output().clone();
+    let text = stdout_of(&out);
+    assert!(
+        text.contains(&format!(
+            "FAIL run errors 1 of {n} unit(s) failed (aggressive: 1/"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("more than --max-errors 0"), "{text}");
+    assert!(text.contains("gate FAILED"), "{text}");
+    let xml = std::fs::read_to_string(cand.join("gate.xml")).unwrap();
+    assert!(xml.contains("tests=\"5\" failures=\"1\""), "{xml}");
+    assert!(xml.contains("type=\"run_errors\""), "{xml}");
+    // Tolerated, and still said.
+    let out = gate(&cand, &base)
+        .args(["--max-errors", "1"])
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert!(text.contains("pass run errors 1 of"), "{text}");
+    assert!(text.contains("tolerated by --max-errors 1"), "{text}");
+    // Every unit failed: every rule is skipped, and the gate fails (it passed, all skipped).
+    let all_failed: Vec<Sample> = run_losing(0)
+        .into_iter()
+        .map(|mut s| {
+            s.scores.clear();
+            s.passed = None;
+            s.error = Some(ctxbench::record::UnitError {
+                kind: "provider".into(),
+                message: "connection refused".into(),
+            });
+            s
+        })
+        .collect();
+    let dead = write(dir.path(), "dead", &all_failed);
+    let out = gate(&dead, &base)
+        .args(["--rule", "needle.recall >= 0.7"])
+        .assert()
+        .code(10)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert!(
+        text.contains(&format!("{0} of {0} unit(s) failed", all_failed.len())),
+        "{text}"
+    );
+    // A failed unit of the baseline is a note, and fails nothing.
+    let out = gate(&base, &cand).assert().code(0).get_output().clone();
+    assert!(stdout_of(&out).contains("note: baseline cand: 1 of"));
+}
+
+#[test]
+fn a_partial_candidate_run_fails_the_gate_and_a_partial_baseline_is_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base", &run_losing(0));
+    let n = run_losing(0).len() as u64;
+    set_progress(&base, "complete", n, n);
+    for (status, planned, why) in [
+        ("interrupted", 2 * n, "status `interrupted`"),
+        ("running", 2 * n, "status `running`"),
+        ("incomplete", 2 * n, "status `incomplete`"),
+        ("budget_exhausted", 2 * n, "status `budget_exhausted`"),
+    ] {
+        let cand = write(dir.path(), status, &run_losing(0));
+        set_progress(&cand, status, planned, n);
+        let out = gate(&cand, &base).assert().code(10).get_output().clone();
+        let text = stdout_of(&out);
+        assert!(
+            text.contains(&format!(
+                "FAIL run complete partial run: {n} of {planned} planned unit(s) recorded ({why}"
+            )),
+            "{text}"
+        );
+        let xml = std::fs::read_to_string(cand.join("gate.xml")).unwrap();
+        assert!(xml.contains("type=\"run_complete\""), "{xml}");
+    }
+    // A complete run passes; a partial baseline is said, not failed.
+    let cand = write(dir.path(), "cand", &run_losing(0));
+    set_progress(&cand, "complete", n, n);
+    gate(&cand, &base).assert().code(0);
+    set_progress(&base, "interrupted", 2 * n, n);
+    let out = gate(&cand, &base).assert().code(0).get_output().clone();
+    let text = stdout_of(&out);
+    assert!(
+        text.contains(&format!(
+            "note: baseline base: partial run: {n} of {}",
+            2 * n
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn variants_missing_from_either_run_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base", &run_losing(0));
+    let only_baseline: Vec<Sample> = run_losing(0)
+        .into_iter()
+        .filter(|s| s.variant == "baseline")
+        .collect();
+    let mut info = support::report::info("cand");
+    info.variants = vec!["baseline".into()];
+    let cand = dir.path().join("cand");
+    support::report::write_run(&cand, &info, &only_baseline);
+    let out = gate(&cand, &base).assert().code(0).get_output().clone();
+    let text = stdout_of(&out);
+    assert!(
+        text.contains("note: variant(s) of the baseline run missing from candidate cand, not gated: aggressive"),
+        "{text}"
+    );
+    let summary = dir.path().join("summary.md");
+    let out = gate(&base, &cand)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert!(
+        text.contains("note: variant(s) not in baseline cand: aggressive"),
+        "{text}"
+    );
+    // Every line fits a 100-column terminal.
+    let raw = String::from_utf8_lossy(&out.stdout);
+    assert!(raw.lines().all(|l| l.chars().count() <= 100), "{raw}");
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        md.contains("- note: variant(s) not in baseline cand: aggressive"),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_gate_without_a_verdict_leaves_no_stale_junit() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base", &run_losing(0));
+    let cand = write(dir.path(), "cand", &run_losing(8));
+    gate(&cand, &base).assert().code(10);
+    assert!(cand.join("gate.xml").exists());
+    gate(&cand, &base)
+        .args(["--rule", "needle.recal >= 0.5"])
+        .assert()
+        .code(2);
+    assert!(!cand.join("gate.xml").exists(), "a stale gate.xml was left");
+}
+
+#[test]
+fn rules_file_errors_name_the_file_the_line_and_a_likely_metric() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base", &run_losing(0));
+    let empty = dir.path().join("empty.txt");
+    std::fs::write(&empty, "# nothing yet\n").unwrap();
+    gate(&base, &base)
+        .arg("--rules")
+        .arg(&empty)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "no gate rules: --rules {} holds no rule",
+            empty.display()
+        )))
+        .stderr(predicate::str::contains("has no [gates] rules").not());
+    let toml = dir.path().join("gates.toml");
+    std::fs::write(
+        &toml,
+        "[gates]\nrules = [\n  \"needle.recall >= 0.5\",\n  \"needle.recal.delta >= -0.05\",\n]\n",
+    )
+    .unwrap();
+    gate(&base, &base)
+        .arg("--rules")
+        .arg(&toml)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "{}:4: rule `needle.recal.delta >= -0.05`: metric `needle.recal` is not in the \
+             candidate or the baseline run (did you mean `needle.recall`?)",
+            toml.display()
+        )));
+}
+
+#[test]
+fn a_significant_change_short_of_its_threshold_is_not_called_a_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base", &run_losing(0));
+    // Half the agent's input tokens in every unit: a large, significant saving.
+    let saving: Vec<Sample> = run_losing(0)
+        .into_iter()
+        .map(|mut s| {
+            s.tokens.agent.input /= 2;
+            s
+        })
+        .collect();
+    let cand = write(dir.path(), "cand", &saving);
+    let out = gate(&cand, &base)
+        .args(["--rule", "aggressive: tokens.delta_pct <= -80"])
+        .assert()
+        .code(10)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert!(
+        text.contains("the change is significant but falls short of the threshold"),
+        "{text}"
+    );
+    assert!(!text.contains("regression"), "{text}");
+    let xml = std::fs::read_to_string(cand.join("gate.xml")).unwrap();
+    assert!(xml.contains("type=\"threshold_miss\""), "{xml}");
+    assert!(!xml.contains("type=\"regression\""), "{xml}");
 }

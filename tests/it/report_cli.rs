@@ -446,3 +446,130 @@ fn summary_json_metrics_are_declared_with_their_polarity() {
         assert!(seen.contains(name), "{name} compared but not summarized");
     }
 }
+
+/// Set `status` and `units` in a run's run.json, as `ctxbench run` and `merge` write them.
+fn set_progress(run: &std::path::Path, status: &str, planned: u64, recorded: u64) {
+    let path = run.join("run.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["status"] = serde_json::json!(status);
+    v["units"] = serde_json::json!({
+        "planned_total": planned, "planned": planned, "recorded": recorded, "failed": 1,
+        "not_run_budget": 0, "not_run_interrupted": planned - recorded,
+    });
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn every_report_of_a_partial_run_says_it_is_partial() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run-part");
+    let samples = support::report::samples();
+    support::report::write_run(&run, &support::report::info("run-part"), &samples);
+    let n = samples.len() as u64;
+    set_progress(&run, "interrupted", 3 * n, n);
+    let note = format!("partial run: {n} of {} planned unit(s) recorded", 3 * n);
+    let out = ctxbench()
+        .args(["report", "--no-png"])
+        .arg(&run)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(stdout.contains(&note), "terminal: {stdout}");
+    for file in ["report.md", "report.html"] {
+        let text = std::fs::read_to_string(run.join(file)).unwrap();
+        assert!(text.contains(&note), "{file} does not say {note}");
+        assert!(text.contains("interrupted"), "{file}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let notes = json["summary"]["notes"].as_array().unwrap();
+    assert!(
+        notes[0].as_str().unwrap().starts_with(&note),
+        "summary.json notes: {notes:?}"
+    );
+    // A complete run says nothing of the kind.
+    set_progress(&run, "complete", n, n);
+    ctxbench()
+        .args(["report", "--no-png"])
+        .arg(&run)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("partial run").not());
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(!md.contains("partial run"), "{md}");
+}
+
+#[test]
+fn compare_names_what_it_could_not_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let samples = support::report::samples();
+    let mut info_a = support::report::info("run-a");
+    info_a.suite["suite"] = serde_json::json!({ "name": "nightly" });
+    support::report::write_run(&a, &info_a, &samples);
+    // B: trace-b is gone, the aggressive variant is renamed, and it is another suite's run.
+    let b_samples: Vec<_> = samples
+        .iter()
+        .filter(|s| s.trace_id != "trace-b")
+        .cloned()
+        .map(|mut s| {
+            if s.variant == "aggressive" {
+                s.variant = "lean".into();
+            }
+            s
+        })
+        .collect();
+    let mut info_b = support::report::info("run-b");
+    info_b.variants = vec!["baseline".into(), "lean".into()];
+    info_b.suite["suite"] = serde_json::json!({ "name": "quickstart" });
+    support::report::write_run(&b, &info_b, &b_samples);
+    set_progress(
+        &b,
+        "incomplete",
+        2 * b_samples.len() as u64,
+        b_samples.len() as u64,
+    );
+    let out = ctxbench()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "warning: the runs are of different suites (baseline run-a: `nightly`, candidate run-b: `quickstart`)",
+        ))
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(b.join("compare.json")).unwrap()).unwrap();
+    let notes: Vec<&str> = json["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let md = std::fs::read_to_string(b.join("compare.md")).unwrap();
+    // Per trace of the baseline variant: 8 needle units and 1 drift unit.
+    for want in [
+        "variant(s) only in the baseline run, not compared: aggressive",
+        "variant(s) only in the candidate run, not compared: lean",
+        "9 unit(s) of 1 trace(s) only in the baseline run, not paired; 1 trace(s) only in the baseline run: trace-b",
+        "baseline run-a: 1 of",
+        "candidate run-b: partial run:",
+        "the runs are of different suites",
+    ] {
+        assert!(notes.iter().any(|n| n.contains(want)), "{want}: {notes:?}");
+        assert!(stdout.contains(want), "terminal, {want}: {stdout}");
+        assert!(md.contains(want.split(':').next().unwrap()), "compare.md, {want}: {md}");
+    }
+}
