@@ -230,7 +230,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .iter()
         .find(|n| n.starts_with("the runs are of different suites"))
     {
-        eprintln!("warning: {suites}");
+        crate::output::errln!("warning: {suites}");
     }
     notes.extend(coverage);
     let comparisons = aggregate::compare_runs(

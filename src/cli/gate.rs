@@ -178,12 +178,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // No verdict: a JUnit file from an earlier gate must not stand for this one (a CI
         // test reporter would show its stale result). Never in the baseline run.
         match std::fs::remove_file(&junit_path) {
-            Ok(()) => eprintln!(
+            Ok(()) => crate::output::errln!(
                 "note: removed {} of an earlier gate: this gate gave no verdict",
                 crate::output::display_path(&junit_path)
             ),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => eprintln!("warning: cannot remove {}: {e}", junit_path.display()),
+            Err(e) => crate::output::errln!("warning: cannot remove {}: {e}", junit_path.display()),
         }
     }
     result
