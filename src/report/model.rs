@@ -367,11 +367,25 @@ fn compare_all(
 pub use crate::metrics::format::{fmt_ci, fmt_delta, fmt_num, fmt_p};
 
 /// Flags for units whose numbers a broken or useless compaction shaped: successful units that
-/// recorded failed summaries (`[engine] on_summary_error = "record"`) and futile compactions.
+/// recorded failed summaries (`[engine] on_summary_error = "record"`) and futile compactions;
+/// and what failed units spent before they failed (in the totals, not the statistics).
 fn health_notes(samples: &Rows) -> Vec<String> {
     let mut flagged: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
     let mut futile: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
     let mut truncated: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
+    // Failed units that spent on model calls before they failed, and what they spent.
+    let (mut failed_spending, mut failed_spent) = (0usize, 0.0f64);
+    for s in samples.iter().filter(|s| s.error.is_some()) {
+        let c = &s.cost_usd;
+        let spent = [c.summarizer, c.judge, c.eval_agent]
+            .iter()
+            .map(|c| c.unwrap_or(0.0))
+            .sum::<f64>();
+        if spent > 0.0 {
+            failed_spending += 1;
+            failed_spent += spent;
+        }
+    }
     for s in samples.iter().filter(|s| s.error.is_none()) {
         if let Some(&n) = s.scores.get("prompt_truncated").filter(|n| **n > 0.0) {
             let e = truncated.entry(s.variant).or_default();
@@ -392,6 +406,13 @@ fn health_notes(samples: &Rows) -> Vec<String> {
         }
     }
     let mut notes = Vec::new();
+    if failed_spending > 0 {
+        notes.push(format!(
+            "{failed_spending} failed unit(s) spent ${failed_spent:.4} on model calls before they \
+             failed: counted in \"spent on model calls\" and the budget, not in the statistics \
+             (their tokens and cost are in their error rows)"
+        ));
+    }
     for (v, (units, n)) in truncated {
         notes.push(format!(
             "FLAGGED: variant `{v}`: {units} unit(s) had {n} model call(s) whose server reported \

@@ -1,7 +1,8 @@
 //! `max_cost_usd`: decide before each dispatch whether the next unit fits the budget.
 //!
-//! The budget counts money actually spent on model calls: summarizer and judge calls
-//! ([`spend_of`]). The agent cost of a sample is the *modelled* price of the replayed views
+//! The budget counts money actually spent on model calls: summarizer, judge and eval-agent
+//! calls ([`spend_of`]), a failed unit's too (its sample records the calls made before it
+//! failed). The agent cost of a sample is the *modelled* price of the replayed views
 //! (what the recorded agent would have paid under the variant) — no call is made, so it does not
 //! draw on the budget.
 //!
