@@ -361,3 +361,33 @@ fn a_failed_unit_keeps_what_it_spent_and_the_budget_counts_it() {
         "the budget stopped nothing: {units}"
     );
 }
+#[test]
+fn answers_that_are_no_answers_are_errors() {
+    for (kind, reason, content, expected) in [
+        ("openai", "content_filter", "", "answer_refused"),
+        ("openai", "stop", "", "answer_empty"),
+        ("anthropic", "stop", "", "answer_empty"),
+        (
+            "anthropic",
+            "model_context_window_exceeded",
+            "The value is",
+            "context_overflow",
+        ),
+    ] {
+        let (_rt, agent) = StrictLlm::on_own_runtime();
+        agent.always(Scenario::Finished(reason.into(), content.into()));
+        let (m, out, needle) = one_trace(&agent, kind, "needle", &[]);
+        for s in &needle {
+            assert_eq!(s["error"]["kind"], expected, "{kind} {reason}: {s}");
+            assert!(
+                s["tokens"]["eval_agent"]["output"].as_u64() > Some(0),
+                "{s}"
+            );
+        }
+        assert_eq!(
+            m["units"]["failed"].as_u64(),
+            Some(needle.len() as u64),
+            "{out}"
+        );
+    }
+}
