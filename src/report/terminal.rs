@@ -82,12 +82,13 @@ pub fn summary(model: &ReportModel, width: usize) -> String {
             width,
         ));
     }
-    // Prompts a server cut silently: the numbers above are of answers that did not see the
-    // whole view, which the reader must hear at the end of the run, not only in report.md.
+    // Prompts a server cut silently, and agents that ran out of steps before answering: the
+    // numbers above include such answers, which the reader must hear at the end of the run,
+    // not only in report.md.
     for n in model
         .notes
         .iter()
-        .filter(|n| n.contains("`prompt_truncated`"))
+        .filter(|n| n.contains("`prompt_truncated`") || n.contains("`step_limit`"))
     {
         out.push_str(&wrap(n, width));
     }

@@ -391,3 +391,28 @@ fn answers_that_are_no_answers_are_errors() {
         );
     }
 }
+#[test]
+fn an_agent_out_of_steps_is_flagged() {
+    // The agent searches at every step and never answers: each question runs out of
+    // `max_steps`; the samples keep their scores but are flagged, and the run says so.
+    let (_rt, agent) = StrictLlm::on_own_runtime();
+    agent.always(Scenario::Searching);
+    let (m, out, needle) = one_trace(&agent, "openai", "needle", &[]);
+    let mut flagged = 0;
+    for s in &needle {
+        assert!(s["error"].is_null(), "{s}");
+        if s["evidence"]["reached"] != false {
+            assert!(
+                s["scores"]["step_limit"].as_f64().is_some_and(|n| n >= 1.0),
+                "{}",
+                s["scores"]
+            );
+            flagged += 1;
+        }
+    }
+    assert!(flagged > 0, "{m}");
+    assert!(
+        out.contains("FLAGGED") && out.contains("`step_limit`"),
+        "{out}"
+    );
+}
