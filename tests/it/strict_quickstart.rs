@@ -416,3 +416,46 @@ fn an_agent_out_of_steps_is_flagged() {
         "{out}"
     );
 }
+#[test]
+fn a_judge_without_a_grade_fails_the_unit() {
+    for (scenario, expected) in [
+        (
+            Scenario::Text("Looks fine to me.".into()),
+            "judge_unparseable",
+        ),
+        (Scenario::Refusal("no".into()), "judge_refused"),
+        (Scenario::LengthEmpty, "judge_cut_off"),
+    ] {
+        let (_rt, llm) = StrictLlm::on_own_runtime();
+        let (_rt2, judge) = StrictLlm::on_own_runtime();
+        judge.always(scenario);
+        let providers = format!(
+            "{}\n{}\n{}",
+            provider_table("agent", "openai", "gpt-5-mini", &llm.openai_base_url()),
+            provider_table("summary", "openai", "gpt-5-mini", &llm.openai_base_url()),
+            provider_table("judge", "openai", "gpt-5-mini", &judge.openai_base_url())
+        );
+        let (_, out, samples) = run_suite(
+            &providers,
+            &[
+                "--eval",
+                "drift",
+                "--trace",
+                "astropy__astropy-12907*",
+                "--set",
+                "evals.drift.judge=true",
+            ],
+        );
+        let drift: Vec<&serde_json::Value> =
+            samples.iter().filter(|s| s["eval"] == "drift").collect();
+        let probed: Vec<_> = drift
+            .iter()
+            .filter(|s| s["tokens"]["eval_agent"]["output"].as_u64() > Some(0))
+            .collect();
+        assert!(!probed.is_empty(), "{out}");
+        for s in probed {
+            assert_eq!(s["error"]["kind"], expected, "{s}");
+            assert!(s["tokens"]["judge"]["input"].as_u64() > Some(0), "{s}");
+        }
+    }
+}
