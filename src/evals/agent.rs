@@ -270,12 +270,10 @@ async fn run_loop(
             *out.reasoning_tokens.get_or_insert(0) += r;
         }
         out.prompt_truncated += u32::from(resp.prompt_truncated);
-        // A refused or cut-off answer is no answer: scoring it would count a miss the model
-        // never made (a reasoning model that spent its limit thinking returns "").
-        if let Some(why) = &resp.refusal {
-            return Err(ProviderError::Refused {
-                message: crate::providers::clip(why, 300),
-            });
+        // A refused, filtered, cut-off or empty answer is no answer: scoring it would count a
+        // miss the model never made (a reasoning model that spent its limit thinking returns "").
+        if let Some(e) = not_an_answer(&resp, sandbox.is_some()) {
+            return Err(e);
         }
         if resp.cut_off() {
             return Err(ProviderError::AnswerCutOff {
@@ -309,6 +307,46 @@ async fn run_loop(
     }
     out.hit_step_limit = true;
     Ok(out)
+}
+
+/// Why `resp` is no answer to score, if it is not: a refusal (OpenAI's `refusal`, Anthropic's
+/// `stop_reason: "refusal"`, or a `content_filter` finish), the model's context window reached
+/// while answering (Anthropic's `model_context_window_exceeded`: a context overflow, like a
+/// prompt the server rejected as too long), or nothing said at all (no text, and no tool call
+/// the loop would run). An answer cut at its output limit is checked by the caller.
+fn not_an_answer(resp: &crate::providers::ChatResponse, tools: bool) -> Option<ProviderError> {
+    let finish = resp.finish_reason.as_deref().unwrap_or_default();
+    if let Some(why) = &resp.refusal {
+        return Some(ProviderError::Refused {
+            message: crate::providers::clip(why, 300),
+        });
+    }
+    match finish {
+        "content_filter" => {
+            return Some(ProviderError::Refused {
+                message: "the provider's content filter stopped the answer (finish reason \
+                          `content_filter`)"
+                    .into(),
+            })
+        }
+        "model_context_window_exceeded" => {
+            return Some(ProviderError::ContextOverflow {
+                status: 200,
+                message: format!(
+                    "the answer stopped at the model's context window (stop reason \
+                     `{finish}`, {} output tokens)",
+                    resp.usage.output
+                ),
+            })
+        }
+        _ => {}
+    }
+    let acts = tools && !resp.message.tool_calls.is_empty();
+    (resp.message.content.trim().is_empty() && !acts && !resp.cut_off()).then(|| {
+        ProviderError::EmptyAnswer {
+            finish_reason: resp.finish_reason.clone().unwrap_or_default(),
+        }
+    })
 }
 
 #[cfg(test)]
@@ -378,6 +416,84 @@ mod tests {
         assert_eq!(out.steps, 1);
         assert_eq!(out.usage.as_slice(), &[usage, usage]);
         assert_eq!(out.usage.total().input, 240_000);
+    }
+
+    /// A response saying `content` (with `calls` tool calls), stopped for `finish`.
+    fn reply(finish: &str, content: &str, calls: usize) -> crate::providers::ChatResponse {
+        let calls = (0..calls)
+            .map(|i| crate::trace::ToolCall {
+                id: format!("c{i}"),
+                name: "grep".into(),
+                arguments: serde_json::json!({"pattern": "x"}),
+            })
+            .collect();
+        crate::providers::ChatResponse {
+            message: Message::assistant(content, calls),
+            usage: crate::trace::Usage::default(),
+            usage_reported: true,
+            model: "m".into(),
+            finish_reason: Some(finish.into()),
+            latency: Duration::ZERO,
+            attempts: 1,
+            from_cache: false,
+            text_tools: None,
+            refusal: None,
+            reasoning_tokens: None,
+            prompt_truncated: false,
+        }
+    }
+
+    #[test]
+    fn answers_that_are_no_answers_are_named() {
+        let kind = |r: &crate::providers::ChatResponse, tools: bool| {
+            not_an_answer(r, tools).map(|e| e.kind())
+        };
+        assert_eq!(kind(&reply("stop", "teal", 0), true), None);
+        assert_eq!(kind(&reply("end_turn", "teal", 0), false), None);
+        assert_eq!(
+            kind(&reply("content_filter", "", 0), true),
+            Some("answer_refused")
+        );
+        assert_eq!(
+            kind(
+                &reply("model_context_window_exceeded", "The value", 0),
+                true
+            ),
+            Some("context_overflow")
+        );
+        assert_eq!(kind(&reply("stop", "", 0), true), Some("answer_empty"));
+        assert_eq!(
+            kind(&reply("end_turn", " \n", 0), false),
+            Some("answer_empty")
+        );
+        // A tool call is an answer to a loop that runs tools, not to one that offers none.
+        assert_eq!(kind(&reply("tool_calls", "", 1), true), None);
+        assert_eq!(
+            kind(&reply("tool_calls", "", 1), false),
+            Some("answer_empty")
+        );
+        // A cut-off answer is the caller's to name (`answer_cut_off`).
+        assert_eq!(kind(&reply("length", "", 0), true), None);
+        let mut refused = reply("stop", "", 0);
+        refused.refusal = Some("no".into());
+        assert_eq!(kind(&refused, true), Some("answer_refused"));
+    }
+
+    #[tokio::test]
+    async fn an_empty_answer_fails_the_question() {
+        let p = MockProvider::script(&[""]);
+        let e = run(
+            &p,
+            Asking::Recall,
+            vec![Message::user("q?")],
+            None,
+            2,
+            None,
+            "n",
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.kind(), "answer_empty", "{e}");
     }
 
     /// Answers (or fails) every call with `re: <last message>`.

@@ -23,7 +23,7 @@ use super::actions;
 use super::agent;
 use super::answer_format::{DriftAnswer, DRIFT_QUESTION};
 use super::truth;
-use super::EvalError;
+use super::{EvalError, JudgeFailure};
 use crate::engine::{
     self, KeepViews, KeptView, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
 };
@@ -230,13 +230,27 @@ pub fn parse_judge_score(text: &str) -> Option<f64> {
     re.captures(text)?[1].parse().ok()
 }
 
+/// The grade of `resp`, a judge's reply to [`JUDGE_RUBRIC`]: a refused, cut-off or
+/// unparseable reply is an error ([`JudgeFailure`]), never a silently missing score.
+pub(crate) fn judge_score(resp: &crate::providers::ChatResponse) -> Result<f64, EvalError> {
+    if let Some(failure) = JudgeFailure::of_reply(resp) {
+        return Err(EvalError::Judge(failure));
+    }
+    parse_judge_score(&resp.message.content).ok_or_else(|| {
+        EvalError::Judge(JudgeFailure::unparseable(
+            "`SCORE: <0-5>`",
+            &resp.message.content,
+        ))
+    })
+}
+
 async fn judge_one(
     judge: &dyn Provider,
     answer: &str,
     t: &Truth,
     goal: &str,
     nonce: &str,
-) -> Result<(Option<f64>, String, Usage), EvalError> {
+) -> Result<(f64, String, Usage), EvalError> {
     let truth_text = format!(
         "GOAL: {}\nFILES: {}\nNEXT TOOL: {}\nNEXT TARGET: {}",
         super::answer_format::one_line(&goal.chars().take(2000).collect::<String>()),
@@ -252,11 +266,7 @@ async fn judge_one(
     ])
     .with_nonce(nonce);
     let resp = judge.chat(&req).await?;
-    Ok((
-        parse_judge_score(&resp.message.content),
-        resp.message.content,
-        resp.usage,
-    ))
+    Ok((judge_score(&resp)?, resp.message.content, resp.usage))
 }
 
 /// Ask the drift probe at every kept view; judge when asked.
@@ -300,9 +310,7 @@ pub async fn ask(
             )
             .await?;
             judge_usage.add(&u);
-            if let Some(s) = s {
-                scores.insert("judge_score".into(), s);
-            }
+            scores.insert("judge_score".into(), s);
             rationale = Some(text);
         }
         out.push(ProbeResult {

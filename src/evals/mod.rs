@@ -59,6 +59,10 @@ pub enum EvalError {
     Replay(&'static str),
     #[error("{0}")]
     Provider(#[from] ProviderError),
+    /// The judge's reply gives no grade to record ([`JudgeFailure`]): the unit fails rather
+    /// than keep its other scores without the judge's.
+    #[error("judge: {0}")]
+    Judge(JudgeFailure),
     /// File I/O of the eval (`context` says what it was doing, or is empty).
     #[error("io: {context}{source}")]
     Io {
@@ -88,6 +92,69 @@ impl EvalError {
             EvalError::Engine(_) | EvalError::Replay(_) => "engine",
             EvalError::Provider(p) => p.kind(),
             EvalError::Io { .. } => "io",
+            EvalError::Judge(j) => j.kind(),
+        }
+    }
+}
+
+/// Why a judge's reply gives no grade.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum JudgeFailure {
+    /// The judge refused (a refusal, or a `content_filter` finish).
+    #[error("the judge refused to grade{}", if .0.is_empty() { String::new() } else { format!(": {}", .0) })]
+    Refused(String),
+    /// The reply stopped at its output limit or the model's context window.
+    #[error("the judge's reply was cut off (finish reason `{finish_reason}`, {output_tokens} output tokens); raise the judge provider's `max_tokens`")]
+    CutOff {
+        finish_reason: String,
+        output_tokens: u64,
+    },
+    /// The reply has no grade in the form the rubric asks for (`SCORE: n`, 0–5).
+    #[error("the judge's reply has no grade the rubric asks for ({expected}): {reply:?}")]
+    Unparseable {
+        expected: &'static str,
+        reply: String,
+    },
+}
+
+impl JudgeFailure {
+    /// Stable kind for `UnitError::kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            JudgeFailure::Refused(_) => "judge_refused",
+            JudgeFailure::CutOff { .. } => "judge_cut_off",
+            JudgeFailure::Unparseable { .. } => "judge_unparseable",
+        }
+    }
+
+    /// The failure `resp`, a judge's reply, is before its grade is read: refused, filtered, or
+    /// cut off; `None` when it stopped on its own.
+    pub fn of_reply(resp: &crate::providers::ChatResponse) -> Option<JudgeFailure> {
+        let finish = resp.finish_reason.as_deref().unwrap_or_default();
+        if let Some(why) = &resp.refusal {
+            return Some(JudgeFailure::Refused(crate::providers::clip(why, 300)));
+        }
+        match finish {
+            "content_filter" => Some(JudgeFailure::Refused(
+                "the provider's content filter stopped the reply".into(),
+            )),
+            "model_context_window_exceeded" => Some(JudgeFailure::CutOff {
+                finish_reason: finish.into(),
+                output_tokens: resp.usage.output,
+            }),
+            _ if resp.cut_off() => Some(JudgeFailure::CutOff {
+                finish_reason: finish.into(),
+                output_tokens: resp.usage.output,
+            }),
+            _ => None,
+        }
+    }
+
+    /// A reply with no grade (its first characters kept).
+    pub fn unparseable(expected: &'static str, reply: &str) -> JudgeFailure {
+        JudgeFailure::Unparseable {
+            expected,
+            reply: crate::providers::clip(reply, 200),
         }
     }
 }
@@ -125,5 +192,41 @@ mod error_tests {
         assert!(e.to_string().starts_with("engine: "), "{e}");
         assert!(e.source().is_some());
         assert!(EvalError::Config("plain".into()).source().is_none());
+    }
+
+    #[test]
+    fn a_judge_reply_without_a_grade_is_named() {
+        use super::JudgeFailure;
+        let reply = |finish: &str, text: &str| crate::providers::ChatResponse {
+            message: crate::trace::Message::assistant(text, vec![]),
+            usage: crate::trace::Usage::default(),
+            usage_reported: true,
+            model: "m".into(),
+            finish_reason: Some(finish.into()),
+            latency: std::time::Duration::ZERO,
+            attempts: 1,
+            from_cache: false,
+            text_tools: None,
+            refusal: None,
+            reasoning_tokens: None,
+            prompt_truncated: false,
+        };
+        let score = |r| crate::evals::drift::judge_score(&r).map_err(|e| e.kind());
+        assert_eq!(score(reply("stop", "SCORE: 4\nFine.")), Ok(4.0));
+        assert_eq!(
+            score(reply("stop", "Looks fine.")),
+            Err("judge_unparseable")
+        );
+        assert_eq!(score(reply("length", "SCORE")), Err("judge_cut_off"));
+        assert_eq!(score(reply("max_tokens", "")), Err("judge_cut_off"));
+        assert_eq!(score(reply("content_filter", "")), Err("judge_refused"));
+        let mut refused = reply("end_turn", "");
+        refused.refusal = Some(String::new());
+        assert_eq!(score(refused), Err("judge_refused"));
+        // A cut-off reply is named so even when a grade made it through before the limit.
+        assert_eq!(
+            JudgeFailure::of_reply(&reply("length", "SCORE: 3")).map(|f| f.kind()),
+            Some("judge_cut_off")
+        );
     }
 }

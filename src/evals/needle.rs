@@ -653,6 +653,14 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
     }
     scores.insert("in_view".into(), mean(&|a| a.in_view as u8 as f64));
     scores.insert("steps".into(), mean(&|a| a.outcome.steps as f64));
+    // Decision: a question whose agent ran out of `max_steps` before answering stays scored
+    // (not recovered: compression that makes the store too hard to search within the budget
+    // is what the eval measures, and leaving such units out of the statistics would hide it),
+    // but the sample is flagged with the count, as the report and the end of the run say.
+    let step_limit = answers.iter().filter(|a| a.outcome.hit_step_limit).count();
+    if step_limit > 0 {
+        scores.insert("step_limit".into(), step_limit as f64);
+    }
     scores.insert(
         "tool_calls".into(),
         answers

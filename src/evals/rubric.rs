@@ -74,8 +74,18 @@ pub async fn grade(
     ])
     .with_nonce(nonce);
     let resp = judge.chat(&req).await?;
+    if let Some(failure) = super::JudgeFailure::of_reply(&resp) {
+        return Err(EvalError::Judge(failure));
+    }
+    let grades = parse(&resp.message.content);
+    if grades.is_empty() {
+        return Err(EvalError::Judge(super::JudgeFailure::unparseable(
+            "one `<CRITERION>: <0-5>` line per criterion",
+            &resp.message.content,
+        )));
+    }
     Ok(Graded {
-        grades: parse(&resp.message.content),
+        grades,
         reply: resp.message.content,
         usage: resp.usage,
     })

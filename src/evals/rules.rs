@@ -19,7 +19,6 @@
 //! `evidence.reached = false`.
 
 use super::agent;
-use super::drift::parse_judge_score;
 use super::truth;
 use super::EvalError;
 use crate::engine::layers::truncate::REMINDER_KIND;
@@ -347,7 +346,7 @@ pub async fn ask(
         let resp = j.chat(&req).await?;
         answer.judge_usage.add(&resp.usage);
         answer.judge = Some((
-            parse_judge_score(&resp.message.content),
+            Some(super::drift::judge_score(&resp)?),
             resp.message.content,
         ));
     }

@@ -18,6 +18,9 @@ pub const SPEC: EvalSpec = EvalSpec {
         neutral("not_reached", Fraction),
         neutral("in_view", Fraction),
         neutral("steps", Count),
+        // Questions whose agent ran out of `max_steps` before answering (a flag: see
+        // `evals::needle::score`).
+        lower("step_limit", Count),
         neutral("tool_calls", Count),
         neutral("searched", Fraction),
         lower("probe_input_tokens", Tokens),

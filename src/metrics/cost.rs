@@ -58,8 +58,8 @@ pub struct CostTotals {
 /// The cost figures every output shows, under the same labels:
 /// - **modelled agent cost**: the replayed agent views priced at the agent model's price (the
 ///   calls were not made; this is what the agent would have paid);
-/// - **spent on model calls**: summarizer, judge and eval-agent calls actually made (the offline provider
-///   is a known $0);
+/// - **spent on model calls**: summarizer, judge and eval-agent calls actually made, failed
+///   units' included (the offline provider is a known $0);
 /// - **total**: their sum.
 ///
 /// A figure is `None` ("unknown") when a unit used that role with a model that has no price;

@@ -60,6 +60,10 @@ pub enum ProviderError {
         reasoning_tokens: Option<u64>,
         answer_chars: usize,
     },
+    /// The answer was empty: no text and no tool call, though the model stopped on its own
+    /// (`stop`, `end_turn`). Raised by the eval agent: an empty answer is not a wrong one.
+    #[error("the model returned an empty answer (finish reason `{finish_reason}`)")]
+    EmptyAnswer { finish_reason: String },
     /// An error the server marked `x-should-retry: false` (e.g. a 429 for an exhausted quota):
     /// not retried, whatever its status.
     #[error("HTTP {status}, not retried (the server sent x-should-retry: false): {message}")]
@@ -100,6 +104,7 @@ impl ProviderError {
             ProviderError::NotRetryable { .. } => "provider_not_retryable",
             ProviderError::Refused { .. } => "answer_refused",
             ProviderError::AnswerCutOff { .. } => "answer_cut_off",
+            ProviderError::EmptyAnswer { .. } => "answer_empty",
             ProviderError::BadResponse { .. } => "bad_response",
             ProviderError::Connection { .. } => "connection",
             ProviderError::Cache { .. } => "cache",

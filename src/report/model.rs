@@ -376,12 +376,33 @@ fn compare_all(
 pub use crate::metrics::format::{fmt_ci, fmt_delta, fmt_num, fmt_p};
 
 /// Flags for units whose numbers a broken or useless compaction shaped: successful units that
-/// recorded failed summaries (`[engine] on_summary_error = "record"`) and futile compactions.
+/// recorded failed summaries (`[engine] on_summary_error = "record"`) and futile compactions,
+/// prompts a server cut silently, agents that ran out of `max_steps` (`step_limit`); and what
+/// failed units spent before they failed (in the totals, not the statistics).
 fn health_notes(samples: &Rows) -> Vec<String> {
     let mut flagged: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
     let mut futile: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
     let mut truncated: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
+    let mut step_limit: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
+    // Failed units that spent on model calls before they failed, and what they spent.
+    let (mut failed_spending, mut failed_spent) = (0usize, 0.0f64);
+    for s in samples.iter().filter(|s| s.error.is_some()) {
+        let c = &s.cost_usd;
+        let spent = [c.summarizer, c.judge, c.eval_agent]
+            .iter()
+            .map(|c| c.unwrap_or(0.0))
+            .sum::<f64>();
+        if spent > 0.0 {
+            failed_spending += 1;
+            failed_spent += spent;
+        }
+    }
     for s in samples.iter().filter(|s| s.error.is_none()) {
+        if let Some(&n) = s.scores.get("step_limit").filter(|n| **n > 0.0) {
+            let e = step_limit.entry(s.variant).or_default();
+            e.0 += 1;
+            e.1 += n as u64;
+        }
         if let Some(&n) = s.scores.get("prompt_truncated").filter(|n| **n > 0.0) {
             let e = truncated.entry(s.variant).or_default();
             e.0 += 1;
@@ -401,12 +422,27 @@ fn health_notes(samples: &Rows) -> Vec<String> {
         }
     }
     let mut notes = Vec::new();
+    if failed_spending > 0 {
+        notes.push(format!(
+            "{failed_spending} failed unit(s) spent ${failed_spent:.4} on model calls before they \
+             failed: counted in \"spent on model calls\" and the budget, not in the statistics \
+             (their tokens and cost are in their error rows)"
+        ));
+    }
     for (v, (units, n)) in truncated {
         notes.push(format!(
             "FLAGGED: variant `{v}`: {units} unit(s) had {n} model call(s) whose server reported \
              under 80% of the prompt tokens sent: it probably cut the prompt to its context \
              without an error (Ollama, llama.cpp); their answers did not see the whole view \
              (see `prompt_truncated` in samples.jsonl; raise the server's context size)"
+        ));
+    }
+    for (v, (units, n)) in step_limit {
+        notes.push(format!(
+            "FLAGGED: variant `{v}`: {units} unit(s) had {n} question(s) whose agent ran out of \
+             `max_steps` before answering; they are scored as not recovered (see `step_limit` \
+             and `hit_step_limit` in samples.jsonl; raise the eval's `max_steps` if the agent \
+             was still searching)"
         ));
     }
     for (v, (units, n)) in flagged {
@@ -489,6 +525,23 @@ mod tests {
         assert_eq!(m.metric_names(), ["needle.recall", "cost", "tokens"]);
         // samples sorted by variant order
         assert_eq!(m.samples.get(0).variant, "base");
+    }
+
+    #[test]
+    fn an_agent_out_of_steps_flags_its_sample_and_is_noted() {
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["base".into()];
+        let mut out_of_steps = s("base", "0", 0.0);
+        out_of_steps.scores.insert("step_limit".into(), 2.0);
+        let m = ReportModel::build(&info, vec![out_of_steps, s("base", "1", 1.0)]);
+        let note = m.notes.iter().find(|n| n.contains("`step_limit`"));
+        assert!(
+            note.is_some_and(|n| n.starts_with("FLAGGED: variant `base`: 1 unit(s) had 2")),
+            "{:?}",
+            m.notes
+        );
+        // Still scored: the miss counts in the recall mean.
+        assert!(m.metric_names().contains(&"needle.recall"));
     }
 
     #[test]

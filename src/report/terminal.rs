@@ -82,14 +82,12 @@ pub fn summary(model: &ReportModel, width: usize) -> String {
             width,
         ));
     }
-    // Prompts a server cut silently, or a partial run: the numbers above are of answers that
-    // did not see the whole view, or of some units only, which the reader must hear at the end
-    // of the run, not only in report.md.
-    for n in model
-        .notes
-        .iter()
-        .filter(|n| n.contains("`prompt_truncated`") || n.starts_with(PARTIAL))
-    {
+    // Prompts a server cut silently, agents that ran out of steps before answering, or a
+    // partial run: the numbers above include such answers, or are of some units only, which the
+    // reader must hear at the end of the run, not only in report.md.
+    for n in model.notes.iter().filter(|n| {
+        n.contains("`prompt_truncated`") || n.contains("`step_limit`") || n.starts_with(PARTIAL)
+    }) {
         out.push_str(&wrap(n, width));
     }
     out

@@ -1,14 +1,18 @@
 //! `max_cost_usd`: decide before each dispatch whether the next unit fits the budget.
 //!
-//! The budget counts money actually spent on model calls: summarizer and judge calls
-//! ([`spend_of`]). The agent cost of a sample is the *modelled* price of the replayed views
+//! The budget counts money actually spent on model calls: summarizer, judge and eval-agent
+//! calls ([`spend_of`]), a failed unit's too (its sample records the calls made before it
+//! failed). The agent cost of a sample is the *modelled* price of the replayed views
 //! (what the recorded agent would have paid under the variant) — no call is made, so it does not
 //! draw on the budget.
 //!
 //! The cost of a unit is estimated from what finished units cost: the mean of finished units of
 //! the same eval when there is one, else the mean over all finished units. A unit is dispatched
 //! only when `spent + estimate × (in_flight + 1) ≤ limit`. Until the first unit has finished
-//! nothing is known, so at most one unit is in flight. Units whose price is unknown count as $0
+//! nothing is known, so at most one unit is in flight; and the first unit of each eval runs
+//! alone too (it waits for the units in flight, and the next units of its eval for it): evals
+//! cost very differently (a replay unit spends only its summaries, a needle unit asks the agent
+//! a tool loop per needle), so another eval's mean is no estimate for running several at once. Units whose price is unknown count as $0
 //! and are counted separately, so the report can say the budget could not see them.
 
 use std::collections::HashMap;
@@ -55,6 +59,8 @@ pub struct Budget {
     finished: u64,
     per_eval: HashMap<String, (f64, u64)>,
     unknown_price: u64,
+    /// Evals with a finished unit (priced or not).
+    seen: std::collections::HashSet<String>,
 }
 
 impl Budget {
@@ -82,6 +88,9 @@ impl Budget {
 
     /// Record a finished unit's cost (`None` = price unknown).
     pub fn record(&mut self, eval: &str, cost: Option<f64>) {
+        if !self.seen.contains(eval) {
+            self.seen.insert(eval.to_string());
+        }
         match cost {
             Some(c) if c.is_finite() && c >= 0.0 => {
                 self.spent += c;
@@ -125,6 +134,10 @@ impl Budget {
         };
         if self.spent >= limit {
             return Decision::Stop;
+        }
+        // The first unit of an eval runs alone: what it costs is the eval's estimate.
+        if in_flight > 0 && !self.seen.contains(eval) {
+            return Decision::Wait;
         }
         match self.estimate(eval) {
             None if in_flight == 0 => Decision::Go,
@@ -176,6 +189,32 @@ mod tests {
                                                            // Unknown eval: overall mean (2.505).
         assert_eq!(b.decide("drift", 0), Decision::Stop);
         assert!((b.spent() - 9.01).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_first_unit_of_each_eval_runs_alone() {
+        // Cheap replay units finish first; a needle unit costs 100 times more. Without running
+        // one needle unit alone, 8 would start on the replay units' estimate.
+        let mut b = Budget::new(Some(1.0), 0.0);
+        b.record("replay", Some(0.001));
+        assert_eq!(b.decide("replay", 3), Decision::Go);
+        assert_eq!(
+            b.decide("needle", 3),
+            Decision::Wait,
+            "not beside other units"
+        );
+        assert_eq!(b.decide("needle", 0), Decision::Go, "alone");
+        assert_eq!(
+            b.decide("needle", 1),
+            Decision::Wait,
+            "its next units wait for it"
+        );
+        b.record("needle", Some(0.1));
+        assert_eq!(b.decide("needle", 1), Decision::Go); // 0.101 + 0.2 ≤ 1
+        assert_eq!(b.decide("needle", 8), Decision::Wait); // 0.101 + 0.9 > 1
+                                                           // An eval whose first unit had no price has finished a unit all the same.
+        b.record("drift", None);
+        assert_eq!(b.decide("drift", 2), Decision::Go);
     }
 
     #[test]

@@ -35,9 +35,10 @@ pub struct SkippedTrace {
 pub struct Totals {
     pub tokens: TokensByRole,
     /// Sum over samples with a known price (agent cost is modelled: replayed views priced at
-    /// the trace's model; summarizer and judge calls were made).
+    /// the trace's model; summarizer, judge and eval-agent calls were made).
     pub cost_usd: f64,
-    /// Money actually spent on model calls (summarizer + judge): what `max_cost_usd` limits.
+    /// Money actually spent on model calls (summarizer + judge + eval agent, failed units'
+    /// calls included): what `max_cost_usd` limits.
     #[serde(default)]
     pub spent_usd: f64,
     /// Samples whose price is unknown (not in `cost_usd`).

@@ -274,3 +274,188 @@ fn a_server_that_truncates_prompts_silently_is_flagged() {
         "{out}"
     );
 }
+
+/// The quickstart's units of one trace with the agent on `agent` (`kind`, a normal summarizer
+/// of the same kind) and `flags`: run.json, terminal output and samples of eval `eval`.
+fn one_trace(
+    agent: &StrictLlm,
+    kind: &str,
+    eval: &str,
+    flags: &[&str],
+) -> (serde_json::Value, String, Vec<serde_json::Value>) {
+    let (_rt, summary) = StrictLlm::on_own_runtime();
+    let (model, agent_base, summary_base) = match kind {
+        "anthropic" => ("claude-sonnet-4-5", agent.base_url(), summary.base_url()),
+        _ => (
+            "gpt-5-mini",
+            agent.openai_base_url(),
+            summary.openai_base_url(),
+        ),
+    };
+    let providers = format!(
+        "{}\n{}",
+        provider_table("agent", kind, model, &agent_base),
+        provider_table("summary", kind, model, &summary_base)
+    );
+    let mut all = vec!["--eval", eval, "--trace", "astropy__astropy-12907*"];
+    all.extend_from_slice(flags);
+    let (m, out, samples) = run_suite(&providers, &all);
+    assert!(agent.rejected().is_empty(), "{:?}", agent.rejected());
+    let of_eval: Vec<serde_json::Value> =
+        samples.into_iter().filter(|s| s["eval"] == eval).collect();
+    assert!(!of_eval.is_empty(), "{m}\n{out}");
+    (m, out, of_eval)
+}
+
+/// Dollars a sample spent on model calls (summarizer, judge, eval agent).
+fn spent(s: &serde_json::Value) -> f64 {
+    ["summarizer", "judge", "eval_agent"]
+        .iter()
+        .map(|r| s["cost_usd"][r].as_f64().unwrap_or(0.0))
+        .sum()
+}
+
+#[test]
+fn a_failed_unit_keeps_what_it_spent_and_the_budget_counts_it() {
+    // Every agent answer is cut off at its limit (200 output tokens, billed): the units fail,
+    // and what their calls cost (the cut-off calls, the references, the summaries) still counts.
+    let (_rt, agent) = StrictLlm::on_own_runtime();
+    agent.always(Scenario::LengthEmpty);
+    let (m, out, needle) = one_trace(&agent, "openai", "needle", &[]);
+    let mut total = 0.0;
+    for s in &needle {
+        assert_eq!(s["error"]["kind"], "answer_cut_off", "{s}");
+        let t = &s["tokens"]["eval_agent"];
+        assert!(
+            t["output"].as_u64().unwrap() >= 200,
+            "the cut-off call: {t}"
+        );
+        assert!(s["cost_usd"]["eval_agent"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(s["cost_usd"]["summarizer"].is_f64(), "{s}");
+        total += spent(s);
+    }
+    assert!(
+        needle
+            .iter()
+            .any(|s| s["tokens"]["summarizer"]["input"].as_u64() > Some(0)
+                && s["cost_usd"]["summarizer"].as_f64() > Some(0.0)),
+        "a failed unit's summaries count too"
+    );
+    let reported = m["totals"]["spent_usd"].as_f64().unwrap();
+    assert!(
+        (reported - total).abs() < 1e-6,
+        "{} vs {total}\n{out}",
+        m["totals"]
+    );
+    // A budget below what the failed units spend stops the run.
+    let budget = format!("{}", total / 4.0);
+    let (m, _, _) = one_trace(
+        &agent,
+        "openai",
+        "needle",
+        &["--max-cost-usd", &budget, "--ignore-estimate"],
+    );
+    let units = &m["units"];
+    assert!(
+        units["not_run_budget"].as_u64() > Some(0),
+        "the budget stopped nothing: {units}"
+    );
+}
+#[test]
+fn answers_that_are_no_answers_are_errors() {
+    for (kind, reason, content, expected) in [
+        ("openai", "content_filter", "", "answer_refused"),
+        ("openai", "stop", "", "answer_empty"),
+        ("anthropic", "stop", "", "answer_empty"),
+        (
+            "anthropic",
+            "model_context_window_exceeded",
+            "The value is",
+            "context_overflow",
+        ),
+    ] {
+        let (_rt, agent) = StrictLlm::on_own_runtime();
+        agent.always(Scenario::Finished(reason.into(), content.into()));
+        let (m, out, needle) = one_trace(&agent, kind, "needle", &[]);
+        for s in &needle {
+            assert_eq!(s["error"]["kind"], expected, "{kind} {reason}: {s}");
+            assert!(
+                s["tokens"]["eval_agent"]["output"].as_u64() > Some(0),
+                "{s}"
+            );
+        }
+        assert_eq!(
+            m["units"]["failed"].as_u64(),
+            Some(needle.len() as u64),
+            "{out}"
+        );
+    }
+}
+#[test]
+fn an_agent_out_of_steps_is_flagged() {
+    // The agent searches at every step and never answers: each question runs out of
+    // `max_steps`; the samples keep their scores but are flagged, and the run says so.
+    let (_rt, agent) = StrictLlm::on_own_runtime();
+    agent.always(Scenario::Searching);
+    let (m, out, needle) = one_trace(&agent, "openai", "needle", &[]);
+    let mut flagged = 0;
+    for s in &needle {
+        assert!(s["error"].is_null(), "{s}");
+        if s["evidence"]["reached"] != false {
+            assert!(
+                s["scores"]["step_limit"].as_f64().is_some_and(|n| n >= 1.0),
+                "{}",
+                s["scores"]
+            );
+            flagged += 1;
+        }
+    }
+    assert!(flagged > 0, "{m}");
+    assert!(
+        out.contains("FLAGGED") && out.contains("`step_limit`"),
+        "{out}"
+    );
+}
+#[test]
+fn a_judge_without_a_grade_fails_the_unit() {
+    for (scenario, expected) in [
+        (
+            Scenario::Text("Looks fine to me.".into()),
+            "judge_unparseable",
+        ),
+        (Scenario::Refusal("no".into()), "judge_refused"),
+        (Scenario::LengthEmpty, "judge_cut_off"),
+    ] {
+        let (_rt, llm) = StrictLlm::on_own_runtime();
+        let (_rt2, judge) = StrictLlm::on_own_runtime();
+        judge.always(scenario);
+        let providers = format!(
+            "{}\n{}\n{}",
+            provider_table("agent", "openai", "gpt-5-mini", &llm.openai_base_url()),
+            provider_table("summary", "openai", "gpt-5-mini", &llm.openai_base_url()),
+            provider_table("judge", "openai", "gpt-5-mini", &judge.openai_base_url())
+        );
+        let (_, out, samples) = run_suite(
+            &providers,
+            &[
+                "--eval",
+                "drift",
+                "--trace",
+                "astropy__astropy-12907*",
+                "--set",
+                "evals.drift.judge=true",
+            ],
+        );
+        let drift: Vec<&serde_json::Value> =
+            samples.iter().filter(|s| s["eval"] == "drift").collect();
+        let probed: Vec<_> = drift
+            .iter()
+            .filter(|s| s["tokens"]["eval_agent"]["output"].as_u64() > Some(0))
+            .collect();
+        assert!(!probed.is_empty(), "{out}");
+        for s in probed {
+            assert_eq!(s["error"]["kind"], expected, "{s}");
+            assert!(s["tokens"]["judge"]["input"].as_u64() > Some(0), "{s}");
+        }
+    }
+}

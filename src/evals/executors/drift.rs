@@ -19,6 +19,7 @@ impl Eval for Drift {
         let agent = cx.agent()?;
         let agent = agent.as_ref();
         let judge = cx.judge(params.judge)?;
+        let judge = judge.as_deref();
         let (probes, agent_usage, judge_usage) =
             drift::ask(
                 cx.trace(),

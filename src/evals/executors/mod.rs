@@ -89,13 +89,21 @@ impl<E: Eval> UnitExecutor for EvalExecutor<E> {
     fn execute<'a>(&'a self, unit: &'a Unit, ctx: &'a RunContext) -> UnitFuture<'a> {
         Box::pin(async move {
             let held = unit::StoreSlot::default();
-            let mut out = match run_unit::<E>(&self.0, unit, ctx, held.clone()).await {
-                Ok(out) => out,
+            let error = |e: &EvalError| UnitError {
+                kind: e.kind().into(),
+                message: e.to_string(),
+            };
+            let mut out = match UnitCx::new(&self.0, unit, ctx, held.clone()) {
+                Ok(cx) => match run_unit::<E>(&self.0, &cx).await {
+                    Ok(out) => out,
+                    // What the unit spent before it failed still counts (run totals, budget).
+                    Err(e) => UnitOutput {
+                        causes: causes(&e),
+                        ..cx.spent_output(error(&e))
+                    },
+                },
                 Err(e) => UnitOutput {
-                    error: Some(UnitError {
-                        kind: e.kind().into(),
-                        message: e.to_string(),
-                    }),
+                    error: Some(error(&e)),
                     causes: causes(&e),
                     ..UnitOutput::default()
                 },
@@ -123,16 +131,10 @@ fn causes(e: &EvalError) -> Vec<String> {
     out
 }
 
-async fn run_unit<E: Eval>(
-    shared: &Shared,
-    unit: &Unit,
-    ctx: &RunContext,
-    held: unit::StoreSlot,
-) -> Result<UnitOutput, EvalError> {
-    let cx = UnitCx::new(shared, unit, ctx, held)?;
+async fn run_unit<E: Eval>(shared: &Shared, cx: &UnitCx<'_>) -> Result<UnitOutput, EvalError> {
     let resolved = cx.config.clone();
     let trace_model = cx.trace().meta.model.clone();
-    let mut out = E::run(&cx).await?;
+    let mut out = E::run(cx).await?;
     // A server that cut prompts to its context without an error makes the answers meaningless:
     // the sample is flagged with the count (the report and the run's end say so).
     let truncated = cx.truncated_prompts();

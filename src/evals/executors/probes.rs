@@ -25,6 +25,7 @@ impl Eval for Probes {
         let agent = cx.agent()?;
         let agent = agent.as_ref();
         let judge = cx.judge(params.judge)?;
+        let judge = judge.as_deref();
         let seed = cx.unit.seed;
         let result =
             probes::ask(cx.trace(), &prepared, params, agent, judge, seed, &cx.nonce).await?;

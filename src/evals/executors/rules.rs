@@ -19,6 +19,7 @@ impl Eval for Rules {
         let agent = cx.agent()?;
         let agent = agent.as_ref();
         let judge = cx.judge(params.judge)?;
+        let judge = judge.as_deref();
         let answer = rules::ask(
             &prepared.probe,
             agent,

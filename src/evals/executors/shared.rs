@@ -167,6 +167,19 @@ impl Shared {
         };
     }
 
+    /// The summarizer's tokens and cost of `calls` (a unit whose replay did not finish: the
+    /// summary calls it made), priced call by call.
+    pub(super) fn summarizer_cost(&self, out: &mut UnitOutput, calls: &Calls) {
+        out.tokens.summarizer = split(&calls.total());
+        out.cost_usd.summarizer = if calls.as_slice().is_empty() {
+            Some(0.0)
+        } else {
+            self.prices
+                .cost_of_calls(self.summary_model(), calls.as_slice())
+                .usd()
+        };
+    }
+
     /// The judge's tokens and cost in the sample (separate from the agent's).
     pub(super) fn judge_cost(&self, judge: &dyn Provider, calls: &Calls, out: &mut UnitOutput) {
         out.tokens.judge = split(&calls.total());

@@ -102,6 +102,8 @@ pub struct UnitCx<'a> {
     /// The unit's agent calls whose prompt the server reported truncated (see
     /// [`UnitCx::agent`]).
     truncated: Arc<AtomicU32>,
+    /// What the unit's calls spent so far, role by role ([`UnitCx::spent_output`]).
+    ledger: SharedLedger,
     /// The offload store the unit held in memory, handed to the runner with its output.
     held: StoreSlot,
 }
@@ -124,27 +126,82 @@ impl StoreSlot {
     }
 }
 
-/// The agent provider as one unit sees it: counts the calls whose server reported far fewer
-/// prompt tokens than were sent (`ChatResponse::prompt_truncated`), so the sample is flagged.
-struct TruncationCounter {
-    inner: Arc<dyn Provider>,
-    truncated: Arc<AtomicU32>,
+/// The role a unit's provider call is spent for ([`Ledger`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Role {
+    /// The eval's own agent (needle questions, drift probes, probes, restating).
+    EvalAgent,
+    Judge,
+    Summarizer,
 }
 
-impl TruncationCounter {
-    /// `r`, counted when its server reported the prompt truncated.
+/// What a unit's model calls spent, role by role, one entry per call as each response
+/// arrives: a unit that fails after some calls (a cut-off answer, a refusal, a timeout of a
+/// later call, a failed judge) still records and prices every call it made, the failing
+/// one included when it returned a response ([`UnitCx::spent_output`]).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Ledger {
+    pub(super) eval_agent: Calls,
+    pub(super) judge: Calls,
+    pub(super) summarizer: Calls,
+    /// The replay's tokens, cost and compactions once its base output was made (the modelled
+    /// agent's, and the summarizer's as the replay counted them).
+    base: Option<(
+        crate::record::TokensByRole,
+        crate::record::CostByRole,
+        Compactions,
+    )>,
+}
+
+type Compactions = std::collections::BTreeMap<String, u64>;
+
+impl Ledger {
+    fn calls(&mut self, role: Role) -> &mut Calls {
+        match role {
+            Role::EvalAgent => &mut self.eval_agent,
+            Role::Judge => &mut self.judge,
+            Role::Summarizer => &mut self.summarizer,
+        }
+    }
+}
+
+type SharedLedger = Arc<std::sync::Mutex<Ledger>>;
+
+fn lock(ledger: &SharedLedger) -> std::sync::MutexGuard<'_, Ledger> {
+    ledger.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A provider as one unit sees it: each response's usage is entered in the unit's [`Ledger`]
+/// under `role` (each model call of a text-protocol reply on its own), and for the agent the
+/// calls whose server reported far fewer prompt tokens than were sent are counted
+/// (`ChatResponse::prompt_truncated`), so the sample is flagged.
+struct Metered {
+    inner: Arc<dyn Provider>,
+    role: Role,
+    ledger: SharedLedger,
+    truncated: Option<Arc<AtomicU32>>,
+}
+
+impl Metered {
+    /// `r`, entered in the ledger (and counted when its server reported the prompt truncated).
     fn counted(
         &self,
         r: crate::providers::ChatResponse,
     ) -> Result<crate::providers::ChatResponse, crate::providers::ProviderError> {
-        if r.prompt_truncated {
-            self.truncated.fetch_add(1, Ordering::Relaxed);
+        if let (Some(t), true) = (&self.truncated, r.prompt_truncated) {
+            t.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut ledger = lock(&self.ledger);
+        let calls = ledger.calls(self.role);
+        match r.text_tools.as_ref().map(|t| t.call_usages.as_slice()) {
+            Some(each) if !each.is_empty() => each.iter().for_each(|u| calls.add(u)),
+            _ => calls.add(&r.usage),
         }
         Ok(r)
     }
 }
 
-impl Provider for TruncationCounter {
+impl Provider for Metered {
     fn info(&self) -> &crate::providers::ProviderInfo {
         self.inner.info()
     }
@@ -195,12 +252,19 @@ impl<'a> UnitCx<'a> {
         let config = resolved.config;
         let providers = shared.providers(ctx.no_cache)?;
         let nonce = format!("{}/r{}", unit.id, unit.repeat);
+        let ledger = SharedLedger::default();
         let (summarizer, cancel): (Arc<dyn Summarizer>, _) =
             if providers.summary.info().kind == "offline" {
                 (Arc::new(OfflineSummarizer), None)
             } else {
                 let handle = tokio::runtime::Handle::current();
-                let (summ, cancel) = ProviderSummarizer::new(providers.summary.clone(), handle)
+                let metered = Arc::new(Metered {
+                    inner: providers.summary.clone(),
+                    role: Role::Summarizer,
+                    ledger: ledger.clone(),
+                    truncated: None,
+                });
+                let (summ, cancel) = ProviderSummarizer::new(metered, handle)
                     .with_nonce(nonce.clone())
                     .cancellable();
                 (Arc::new(summ), Some(cancel))
@@ -212,6 +276,7 @@ impl<'a> UnitCx<'a> {
         }
         Ok(UnitCx {
             truncated: Arc::default(),
+            ledger,
             held,
             unit,
             nonce,
@@ -320,6 +385,7 @@ impl<'a> UnitCx<'a> {
         recorded: Result<Vec<crate::record::SummaryRecord>, EvalError>,
     ) -> Result<UnitOutput, EvalError> {
         let mut out = self.shared.replay_output(&self.trace, &self.config, replay);
+        lock(&self.ledger).base = Some((out.tokens, out.cost_usd, out.compactions.clone()));
         out.summaries = recorded?;
         Ok(out)
     }
@@ -327,9 +393,11 @@ impl<'a> UnitCx<'a> {
     /// The eval agent for this unit: the run's agent provider, its truncated prompts counted
     /// for the sample ([`UnitCx::truncated_prompts`]).
     pub fn agent(&self) -> Result<Arc<dyn Provider>, EvalError> {
-        Ok(Arc::new(TruncationCounter {
+        Ok(Arc::new(Metered {
             inner: self.providers()?.agent.clone(),
-            truncated: self.truncated.clone(),
+            role: Role::EvalAgent,
+            ledger: self.ledger.clone(),
+            truncated: Some(self.truncated.clone()),
         }))
     }
 
@@ -343,17 +411,57 @@ impl<'a> UnitCx<'a> {
         self.shared.providers(self.ctx.no_cache)
     }
 
-    /// The judge provider when the eval asks for one (`judge = true`), else `None`.
-    pub fn judge(&self, wanted: bool) -> Result<Option<&'a dyn Provider>, EvalError> {
+    /// The judge provider when the eval asks for one (`judge = true`), else `None`; its calls
+    /// are entered in the unit's ledger.
+    pub fn judge(&self, wanted: bool) -> Result<Option<Arc<dyn Provider>>, EvalError> {
         if !wanted {
             return Ok(None);
         }
         let eval = &self.unit.eval;
-        self.providers()?.judge.as_deref().map(Some).ok_or_else(|| {
+        let judge = self.providers()?.judge.clone().ok_or_else(|| {
             EvalError::Config(format!(
                 "{eval} asks for a judge but [providers.judge] is not set"
             ))
-        })
+        })?;
+        Ok(Some(Arc::new(Metered {
+            inner: judge,
+            role: Role::Judge,
+            ledger: self.ledger.clone(),
+            truncated: None,
+        })))
+    }
+
+    /// The output of this unit failed with `error`: no scores, but the tokens and cost of
+    /// every call it made before the failure (and of the failing call, when it returned a
+    /// response: a cut-off or refused answer is billed), each role priced call by call as a
+    /// finished unit's are. The replay's numbers (its modelled agent views, its summaries'
+    /// tokens and compactions) are kept when the replay finished; else the summarizer's are
+    /// the calls it made.
+    pub(super) fn spent_output(&self, error: crate::record::UnitError) -> UnitOutput {
+        let ledger = lock(&self.ledger).clone();
+        let mut out = UnitOutput {
+            error: Some(error),
+            ..UnitOutput::default()
+        };
+        match ledger.base {
+            Some((tokens, cost, compactions)) => {
+                out.tokens = tokens;
+                out.cost_usd = cost;
+                out.compactions = compactions;
+            }
+            None => {
+                // Nothing of the replay to model: the agent's views are $0, not unknown.
+                out.cost_usd.agent = Some(0.0);
+                self.shared.summarizer_cost(&mut out, &ledger.summarizer);
+            }
+        }
+        self.shared.eval_agent(&mut out, &ledger.eval_agent);
+        let judge = self.providers().ok().and_then(|p| p.judge.as_deref());
+        match judge.filter(|_| !ledger.judge.as_slice().is_empty()) {
+            Some(judge) => self.shared.judge_cost(judge, &ledger.judge, &mut out),
+            None => out.cost_usd.judge = out.cost_usd.judge.or(Some(0.0)),
+        }
+        out
     }
 
     /// Tokens and cost of the eval's own agent calls (needle questions, probes).

@@ -39,7 +39,8 @@ pub const MAX_FOLDS_SHOWN: usize = 5;
 pub enum Status {
     /// The unit failed (no scores).
     Error,
-    /// It succeeded, but a summary failed or a compaction was futile.
+    /// It succeeded, but a summary failed, a compaction was futile or an agent ran out of
+    /// steps before answering (`step_limit`).
     Flagged,
     /// Its verdict is fail.
     Fail,
@@ -54,6 +55,7 @@ impl Status {
         if s.error.is_some() {
             Status::Error
         } else if s.scores.get("summary_failures").is_some_and(|n| *n > 0.0)
+            || s.scores.get("step_limit").is_some_and(|n| *n > 0.0)
             || s.compactions.get("futile").is_some_and(|n| *n > 0)
         {
             Status::Flagged
@@ -344,6 +346,15 @@ mod tests {
             .eval(eval)
             .sample(sample)
             .build()
+    }
+
+    #[test]
+    fn an_agent_out_of_steps_flags_its_sample() {
+        let mut s = unit("base", "t", "needle", "k");
+        s.passed = Some(false);
+        assert_eq!(Status::of(&s.row()), Status::Fail);
+        s.scores.insert("step_limit".into(), 1.0);
+        assert_eq!(Status::of(&s.row()), Status::Flagged);
     }
 
     #[test]

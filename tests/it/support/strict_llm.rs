@@ -19,12 +19,20 @@ use super::mock_llm::{self as mock, MockLlm, Recorded, Reply};
 pub enum Scenario {
     /// A plain text answer.
     Text(String),
-    /// Tool calls `(name, arguments)`; OpenAI arguments as given (a string is sent verbatim, so
+    /// Tool calls `(name, arguments)`, played only to a request that offers tools (else the
+    /// next such request gets them, and this one "ok"); OpenAI arguments as given (a string is sent verbatim, so
     /// invalid JSON can be played), Anthropic `input` as given.
     ToolCalls(Vec<(String, Value)>),
     /// The output limit was hit before any text: `finish_reason: "length"` /
     /// `stop_reason: "max_tokens"`, empty text, the limit spent on reasoning.
     LengthEmpty,
+    /// `content` ended by finish (OpenAI) or stop (Anthropic) reason `reason`: `("stop", "")`
+    /// is an empty answer, `("content_filter", "")` OpenAI's filtered one,
+    /// `("model_context_window_exceeded", …)` Anthropic's answer stopped at the window.
+    Finished(String, String),
+    /// A `grep` tool call (an agent that never stops searching). Like [`Scenario::ToolCalls`],
+    /// only played to a request that offers tools.
+    Searching,
     /// A refusal: OpenAI's `refusal` field (content null), Anthropic's `stop_reason: "refusal"`.
     Refusal(String),
     /// 429 with one header `(name, value)`, then the request is answered normally.
@@ -124,10 +132,32 @@ fn respond(state: &Mutex<State>, r: &Recorded) -> Reply {
         return Reply::status(400, error_body(anthropic, "invalid_request_error", first));
     }
     st.accepted += 1;
-    let scenario = st.queue.pop_front().or_else(|| st.default.clone());
+    // Tools declared for a history's blocks only (`tool_choice: none`) are not offered: like
+    // the real APIs, the server then calls none (a queued tool call waits for a request that
+    // offers tools; `Searching` answers text).
+    let choice = &r.body["tool_choice"];
+    let offers_tools = r.body["tools"].as_array().is_some_and(|t| !t.is_empty())
+        && *choice != json!("none")
+        && choice["type"] != "none";
+    let calls_tools = |s: &Scenario| matches!(s, Scenario::ToolCalls(_) | Scenario::Searching);
+    let scenario = match st.queue.front() {
+        Some(s) if calls_tools(s) && !offers_tools => None,
+        Some(_) => st.queue.pop_front(),
+        None => st
+            .default
+            .clone()
+            .filter(|s| offers_tools || !calls_tools(s)),
+    };
     let delay = st.delay;
     drop(st);
     let prompt = prompt_tokens(r);
+    let scenario = match scenario {
+        Some(Scenario::Searching) => Some(Scenario::ToolCalls(vec![(
+            "grep".into(),
+            json!({"pattern": "value"}),
+        )])),
+        other => other,
+    };
     let reply = match scenario {
         None => Reply::ok(text(anthropic, "ok", prompt)),
         Some(s) => play(anthropic, s, prompt),
@@ -275,6 +305,27 @@ fn play(anthropic: bool, s: Scenario, prompt: u64) -> Reply {
                              "completion_tokens_details": {"reasoning_tokens": 200}}})
             .to_string()
         }),
+        Scenario::Finished(reason, content) => Reply::ok(if anthropic {
+            let blocks: Vec<Value> = if content.is_empty() {
+                Vec::new()
+            } else {
+                vec![json!({"type": "text", "text": content})]
+            };
+            json!({"id": "msg_s", "type": "message", "role": "assistant",
+                   "model": "claude-sonnet-4-5-20250929", "content": blocks,
+                   "stop_reason": if reason == "stop" { "end_turn" } else { reason.as_str() },
+                   "stop_sequence": null,
+                   "usage": {"input_tokens": prompt, "output_tokens": 7}})
+            .to_string()
+        } else {
+            json!({"id": "chatcmpl-s", "object": "chat.completion", "model": "gpt-5-mini",
+                   "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                                "finish_reason": reason}],
+                   "usage": {"prompt_tokens": prompt, "completion_tokens": 7,
+                             "total_tokens": prompt + 7}})
+            .to_string()
+        }),
+        Scenario::Searching => Reply::ok(text(anthropic, "ok", prompt)),
         Scenario::Refusal(why) => Reply::ok(if anthropic {
             json!({"id": "msg_s", "type": "message", "role": "assistant",
                    "model": "claude-sonnet-4-5-20250929", "content": [],
