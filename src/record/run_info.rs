@@ -88,6 +88,11 @@ impl RunProgress {
         let whole = units.planned_total.max(units.planned);
         // A resumed run's journal holds earlier attempts too: never say more than all.
         let recorded = (journaled as u64).min(whole);
+        // Every unit of the whole plan is recorded: a process that ended before it wrote its
+        // final status (or a resume opened and left) lost nothing the statistics need.
+        if whole > 0 && recorded >= whole {
+            return None;
+        }
         let why = match status {
             RunStatus::Complete if units.planned >= whole => return None,
             RunStatus::Complete => "one shard of a sharded run".to_string(),
@@ -270,6 +275,15 @@ mod tests {
             "{:?}",
             killed.partial(7)
         );
+        // Every planned unit recorded: whatever status the process left (it ended before
+        // writing its last one, or a resume was opened and left), nothing is missing.
+        for status in ["running", "interrupted", "incomplete"] {
+            assert_eq!(
+                p(serde_json::json!({"status": status, "units": units(10, 10, 10)})),
+                None,
+                "{status}"
+            );
+        }
         let shard = p(serde_json::json!({"status": "complete", "units": units(10, 5, 5)}));
         assert_eq!(
             shard.as_deref(),
