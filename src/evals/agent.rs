@@ -427,20 +427,12 @@ mod tests {
                 arguments: serde_json::json!({"pattern": "x"}),
             })
             .collect();
-        crate::providers::ChatResponse {
-            message: Message::assistant(content, calls),
-            usage: crate::trace::Usage::default(),
-            usage_reported: true,
-            model: "m".into(),
-            finish_reason: Some(finish.into()),
-            latency: Duration::ZERO,
-            attempts: 1,
-            from_cache: false,
-            text_tools: None,
-            refusal: None,
-            reasoning_tokens: None,
-            prompt_truncated: false,
-        }
+        crate::providers::ChatResponse::answer(
+            Message::assistant(content, calls),
+            crate::trace::Usage::default(),
+            "m",
+            finish,
+        )
     }
 
     #[test]

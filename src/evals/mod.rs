@@ -197,19 +197,13 @@ mod error_tests {
     #[test]
     fn a_judge_reply_without_a_grade_is_named() {
         use super::JudgeFailure;
-        let reply = |finish: &str, text: &str| crate::providers::ChatResponse {
-            message: crate::trace::Message::assistant(text, vec![]),
-            usage: crate::trace::Usage::default(),
-            usage_reported: true,
-            model: "m".into(),
-            finish_reason: Some(finish.into()),
-            latency: std::time::Duration::ZERO,
-            attempts: 1,
-            from_cache: false,
-            text_tools: None,
-            refusal: None,
-            reasoning_tokens: None,
-            prompt_truncated: false,
+        let reply = |finish: &str, text: &str| {
+            crate::providers::ChatResponse::answer(
+                crate::trace::Message::assistant(text, vec![]),
+                crate::trace::Usage::default(),
+                "m",
+                finish,
+            )
         };
         let score = |r| crate::evals::drift::judge_score(&r).map_err(|e| e.kind());
         assert_eq!(score(reply("stop", "SCORE: 4\nFine.")), Ok(4.0));

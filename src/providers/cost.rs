@@ -52,18 +52,13 @@ mod tests {
     #[test]
     fn responses_are_priced_by_reported_then_requested_model() {
         let mut r = ChatResponse {
-            message: Message::assistant("x", vec![]),
-            usage: u(1_000_000, 0, 0, 0),
-            usage_reported: true,
-            model: "gpt-4o-2024-05-13".into(),
             finish_reason: None,
-            latency: std::time::Duration::ZERO,
-            attempts: 1,
-            from_cache: false,
-            text_tools: None,
-            refusal: None,
-            reasoning_tokens: None,
-            prompt_truncated: false,
+            ..ChatResponse::answer(
+                Message::assistant("x", vec![]),
+                u(1_000_000, 0, 0, 0),
+                "gpt-4o-2024-05-13",
+                "stop",
+            )
         };
         let t = PriceTable::bundled();
         assert_eq!(

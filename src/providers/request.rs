@@ -341,6 +341,26 @@ fn yes() -> bool {
 }
 
 impl ChatResponse {
+    /// One attempt's answer `message` from `model`, with `usage` reported, finished with
+    /// `finish` (the API's word), nothing else set: what a provider that is no HTTP API (the
+    /// offline agent, test doubles) answers; set other fields with `..`.
+    pub fn answer(message: Message, usage: Usage, model: impl Into<String>, finish: &str) -> Self {
+        ChatResponse {
+            message,
+            usage,
+            usage_reported: true,
+            model: model.into(),
+            finish_reason: Some(finish.to_string()),
+            latency: Duration::ZERO,
+            attempts: 1,
+            from_cache: false,
+            text_tools: None,
+            refusal: None,
+            reasoning_tokens: None,
+            prompt_truncated: false,
+        }
+    }
+
     /// True when the model said something: non-blank text or at least one tool call. Empty
     /// answers are never cached.
     pub fn is_empty(&self) -> bool {

@@ -150,18 +150,8 @@ impl Provider for MockProvider {
                 tokio::time::sleep(self.delay).await;
             }
             Ok(ChatResponse {
-                message: message?,
-                usage: self.usage,
-                usage_reported: true,
-                model: self.info.model.clone(),
-                finish_reason: Some("stop".into()),
                 latency: self.latency,
-                attempts: 1,
-                from_cache: false,
-                text_tools: None,
-                refusal: None,
-                reasoning_tokens: None,
-                prompt_truncated: false,
+                ..ChatResponse::answer(message?, self.usage, self.info.model.clone(), "stop")
             })
         })
     }

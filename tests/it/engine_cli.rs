@@ -78,25 +78,30 @@ fn human_timeline_and_json_for_a_trace() {
         .any(|e| e["kind"] == "summarized"));
 }
 
+/// What `ctxbench replay datasets/TRACE FLAGS…` prints (it must succeed).
+fn replay_stdout(trace: &str, flags: &[&str]) -> String {
+    let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets")
+        .join(trace);
+    let out = ctxbench()
+        .arg("replay")
+        .arg(&trace)
+        .args(flags)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    String::from_utf8(out).unwrap()
+}
+
 /// Every line of the timeline fits 100 columns: a long event (a summary and its history
 /// file) wraps under the events column (it ran to 166); a preset that keeps no raw history
 /// names none (it ended in a bare "history").
 #[test]
 fn the_timeline_fits_100_columns_and_names_only_real_history_files() {
-    let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("datasets/mini-swe-agent/django__django-14771.traj.json");
-    let text = |preset: &str| {
-        let out = ctxbench()
-            .arg("replay")
-            .arg(&trace)
-            .args(["--preset", preset, "--window", "8000"])
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        String::from_utf8(out).unwrap()
-    };
+    let trace = "mini-swe-agent/django__django-14771.traj.json";
+    let text = |preset: &str| replay_stdout(trace, &["--preset", preset, "--window", "8000"]);
     let deep = text("deepagents");
     assert!(deep.contains("summarized "), "{deep}");
     for l in deep.lines() {
@@ -120,20 +125,8 @@ fn the_timeline_fits_100_columns_and_names_only_real_history_files() {
 /// way; the header and footer fit 100 columns.
 #[test]
 fn human_timeline_numbers_calls_not_messages() {
-    let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("datasets/mini-swe-agent/astropy__astropy-12907.traj.json");
-    let stdout = |flags: &[&str]| {
-        let out = ctxbench()
-            .arg("replay")
-            .arg(&trace)
-            .args(flags)
-            .assert()
-            .success()
-            .get_output()
-            .stdout
-            .clone();
-        String::from_utf8(out).unwrap()
-    };
+    let stdout =
+        |flags: &[&str]| replay_stdout("mini-swe-agent/astropy__astropy-12907.traj.json", flags);
     let text = stdout(&[]);
     let lines: Vec<&str> = text.lines().collect();
     let head = lines.iter().position(|l| l.starts_with("call ")).unwrap();

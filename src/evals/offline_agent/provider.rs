@@ -133,18 +133,8 @@ impl OfflineProvider {
             "tool_calls"
         };
         ChatResponse {
-            message,
-            usage,
-            usage_reported: true,
-            model: OFFLINE_MODEL.into(),
-            finish_reason: Some(finish.into()),
             latency: started.elapsed(),
-            attempts: 1,
-            from_cache: false,
-            text_tools: None,
-            refusal: None,
-            reasoning_tokens: None,
-            prompt_truncated: false,
+            ..ChatResponse::answer(message, usage, OFFLINE_MODEL, finish)
         }
     }
 }

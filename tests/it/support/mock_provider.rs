@@ -7,7 +7,6 @@
 use ctxbench::providers::{
     BoxFuture, ChatRequest, ChatResponse, Message, Provider, ProviderError, ProviderInfo, Usage,
 };
-use std::time::Duration;
 
 type Reply = Box<dyn Fn(&ChatRequest) -> Message + Send + Sync>;
 
@@ -71,20 +70,12 @@ impl Provider for MockProvider {
         };
         let message = reply(request);
         Box::pin(async move {
-            Ok(ChatResponse {
+            Ok(ChatResponse::answer(
                 message,
-                usage: self.usage,
-                usage_reported: true,
-                model: self.info.model.clone(),
-                finish_reason: Some("stop".into()),
-                latency: Duration::ZERO,
-                attempts: 1,
-                from_cache: false,
-                text_tools: None,
-                refusal: None,
-                reasoning_tokens: None,
-                prompt_truncated: false,
-            })
+                self.usage,
+                self.info.model.clone(),
+                "stop",
+            ))
         })
     }
 }
