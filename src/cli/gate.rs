@@ -174,9 +174,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| RunDir::new(&args.run).gate_xml());
     let result = gate(&args, &junit_path);
-    if result.is_err() && check_junit_path(&junit_path, &args.run, &args.baseline).is_ok() {
-        // No verdict: a JUnit file from an earlier gate must not stand for this one (a CI
-        // test reporter would show its stale result). Never in the baseline run.
+    let no_verdict = result
+        .as_ref()
+        .is_err_and(|e| super::exit_code_for(e) == crate::error::EXIT_USAGE);
+    if no_verdict && check_junit_path(&junit_path, &args.run, &args.baseline).is_ok() {
+        // No verdict (exit 2: the runs, rules or arguments were refused before a verdict was
+        // written): a JUnit file from an earlier gate must not stand for this one (a CI test
+        // reporter would show its stale result). Never in the baseline run. A later failure
+        // (the step summary cannot be written) keeps this gate's own file.
         match std::fs::remove_file(&junit_path) {
             Ok(()) => crate::output::errln!(
                 "note: removed {} of an earlier gate: this gate gave no verdict",

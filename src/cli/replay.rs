@@ -258,11 +258,11 @@ fn render_human(r: &Replay) -> String {
     for d in &r.invariants.trace_defects {
         let _ = writeln!(out, "  trace defect (not the engine's): {}", d.message);
     }
-    if let Some(f) = r.invariants.flags.first() {
+    if let Some(f) = &r.invariants.first_flag {
         let _ = writeln!(
             out,
             "flagged: {} of {} calls sent more than without compression (first: {}: {})",
-            r.invariants.flags.len(),
+            r.invariants.flagged_calls,
             r.invariants.calls_checked,
             call_at(f.call_index),
             f.message

@@ -55,9 +55,17 @@ pub struct InvariantReport {
     pub violations: Vec<Violation>,
     /// Problems of the recorded trace itself (present without compression).
     pub trace_defects: Vec<Violation>,
-    /// Calls worth a look that break no rule ([`Rule::LargerThanInput`]); not failures.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub flags: Vec<Violation>,
+    /// Calls worth a look that break no rule ([`Rule::LargerThanInput`]); not failures. Counted,
+    /// with the first one kept: every unit's replay checks them, and only `ctxbench replay`
+    /// shows them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flagged_calls: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_flag: Option<Violation>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl InvariantReport {
@@ -253,11 +261,14 @@ impl Checker {
         self.check_pairing(call, view, state);
         self.check_newest(call, view, state, call_events);
         if sent > reference {
-            self.report.flags.push(Violation {
-                call_index: call,
-                rule: Rule::LargerThanInput,
-                message: format!("request of {sent} tokens is larger than the {reference} tokens of the same call without compression"),
-            });
+            self.report.flagged_calls += 1;
+            if self.report.first_flag.is_none() {
+                self.report.first_flag = Some(Violation {
+                    call_index: call,
+                    rule: Rule::LargerThanInput,
+                    message: format!("request of {sent} tokens is larger than the {reference} tokens of the same call without compression"),
+                });
+            }
         }
         if sent > window
             && !call_events
@@ -683,7 +694,11 @@ mod tests {
         let whole = View::from_base(&Base::default(), 4);
         ch.check_call(4, &whole, &state, &store, &[], 11, 10, 1000, &msgs);
         assert!(ch.report.passed());
-        assert_eq!(ch.report.flags[0].rule, Rule::LargerThanInput);
+        assert_eq!(ch.report.flagged_calls, 1);
+        assert_eq!(
+            ch.report.first_flag.as_ref().map(|f| f.rule),
+            Some(Rule::LargerThanInput)
+        );
         // A tool result sent twice.
         synthetic.head.push(Item::new((*msgs[3]).clone(), &c));
         let mut ch = Checker::new(&msgs);

@@ -103,6 +103,20 @@ impl Budget {
         }
     }
 
+    /// Record a finished sample ([`spend_of_sample`]): a unit whose spend is partly at an
+    /// unknown price counts as unknown (not an estimate of its eval), and its priced roles'
+    /// dollars are spent all the same (run.json's `spent_usd` counts them too).
+    pub fn record_sample(&mut self, sample: &crate::record::Sample) {
+        let spend = spend_of_sample(sample);
+        self.record(&sample.eval, spend);
+        if spend.is_none() {
+            let known = spend_of(&sample.cost_usd);
+            if known.is_finite() && known > 0.0 {
+                self.spent += known;
+            }
+        }
+    }
+
     /// Estimated cost of one more unit of `eval`, if anything has finished.
     pub fn estimate(&self, eval: &str) -> Option<f64> {
         if let Some((sum, n)) = self.per_eval.get(eval) {
@@ -247,6 +261,10 @@ mod tests {
         s.tokens.eval_agent.output = 10;
         s.cost_usd.eval_agent = None;
         assert_eq!(spend_of_sample(&s), None, "eval agent called, no price");
+        // The budget counts it as unknown, and its summarizer's $0.5 as spent all the same.
+        let mut b = Budget::new(Some(10.0), 0.0);
+        b.record_sample(&s);
+        assert_eq!((b.unknown_price_units(), b.spent()), (1, 0.5));
         s.cost_usd.eval_agent = Some(0.0);
         assert_eq!(spend_of_sample(&s), Some(0.5));
     }

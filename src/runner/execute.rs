@@ -696,7 +696,7 @@ where
                         },
                     }
                 }
-                budget.record(&sample.eval, super::budget::spend_of_sample(&sample));
+                budget.record_sample(&sample);
                 let tokens = sample.tokens_total();
                 let failed = sample.error.is_some();
                 progress.record(tokens, &sample.cost_usd, failed);

@@ -535,6 +535,16 @@ fn a_gate_without_a_verdict_leaves_no_stale_junit() {
         .assert()
         .code(2);
     assert!(!cand.join("gate.xml").exists(), "a stale gate.xml was left");
+    // A verdict that was written stays, also when what follows it fails (the step summary
+    // cannot be written: exit 1, not 2).
+    gate(&cand, &base)
+        .env("GITHUB_STEP_SUMMARY", dir.path())
+        .assert()
+        .code(1);
+    assert!(
+        cand.join("gate.xml").exists(),
+        "this gate's own verdict was removed"
+    );
 }
 
 #[test]

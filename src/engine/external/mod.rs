@@ -133,8 +133,10 @@ fn call_label(ordinal: usize, index: usize) -> String {
 }
 
 /// How long the end of a replay waits for a line the engine may still write after its last
-/// view (a second view written late), before `end` is sent: once per replay.
-const LATE_LINE_WAIT: Duration = Duration::from_millis(50);
+/// view (a second view written late), before `end` is sent: once per replay, on the thread
+/// that ran it (50 ms cost a 2,000-unit sweep on 8 threads 12 s). A line later than this is
+/// found when the pooled process is taken again (a warning, the process restarted).
+const LATE_LINE_WAIT: Duration = Duration::from_millis(10);
 
 /// Idle engine processes by command (one per worker that used it).
 static POOL: LazyLock<Mutex<HashMap<String, Vec<Process>>>> =
@@ -233,7 +235,21 @@ impl ExternalLayer {
         let mut p = take_process(spec)?;
         // A pooled process with lines nobody asked for (written after its last replay's
         // end) would answer this replay's first call with them: start a fresh one instead.
-        if !p.unread(Duration::ZERO).is_empty() {
+        let late = p.unread(Duration::ZERO);
+        if !late.is_empty() {
+            // Past the end's wait: the earlier replay took no view from these lines, but it is
+            // over, so say it (once a run) rather than let it pass unseen.
+            static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+            if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                crate::output::errln!(
+                    "warning: external engine `{}` wrote {} line(s) after the end of an earlier \
+                     replay (one `view` answers each `call`), later than ctxbench waits for one; \
+                     its process was restarted. First: {}",
+                    spec.command.join(" "),
+                    late.len(),
+                    clip(&late[0])
+                );
+            }
             p.broken = true;
             p = Process::spawn(&spec.command, &spec.env)?;
         }
