@@ -61,6 +61,8 @@ pub struct Budget {
     unknown_price: u64,
     /// Evals with a finished unit (priced or not).
     seen: std::collections::HashSet<String>,
+    /// Evals whose first unit is running: nothing else starts until it ends.
+    probing: std::collections::HashSet<String>,
 }
 
 impl Budget {
@@ -91,6 +93,7 @@ impl Budget {
         if !self.seen.contains(eval) {
             self.seen.insert(eval.to_string());
         }
+        self.probing.remove(eval);
         match cost {
             Some(c) if c.is_finite() && c >= 0.0 => {
                 self.spent += c;
@@ -141,6 +144,14 @@ impl Budget {
         }
     }
 
+    /// A unit of `eval` was dispatched ([`Decision::Go`]): with a limit, the first unit of an
+    /// eval runs alone until it ends.
+    pub fn started(&mut self, eval: &str) {
+        if self.limit.is_some() && !self.seen.contains(eval) {
+            self.probing.insert(eval.to_string());
+        }
+    }
+
     /// May a unit of `eval` start now, with `in_flight` units already running?
     pub fn decide(&self, eval: &str, in_flight: usize) -> Decision {
         let Some(limit) = self.limit else {
@@ -149,8 +160,9 @@ impl Budget {
         if self.spent >= limit {
             return Decision::Stop;
         }
-        // The first unit of an eval runs alone: what it costs is the eval's estimate.
-        if in_flight > 0 && !self.seen.contains(eval) {
+        // The first unit of an eval runs alone: what it costs is the eval's estimate, and no
+        // unit starts beside it on another eval's estimate.
+        if in_flight > 0 && (!self.seen.contains(eval) || !self.probing.is_empty()) {
             return Decision::Wait;
         }
         match self.estimate(eval) {
@@ -218,10 +230,16 @@ mod tests {
             "not beside other units"
         );
         assert_eq!(b.decide("needle", 0), Decision::Go, "alone");
+        b.started("needle");
         assert_eq!(
             b.decide("needle", 1),
             Decision::Wait,
             "its next units wait for it"
+        );
+        assert_eq!(
+            b.decide("replay", 1),
+            Decision::Wait,
+            "and so do other evals' units"
         );
         b.record("needle", Some(0.1));
         assert_eq!(b.decide("needle", 1), Decision::Go); // 0.101 + 0.2 ≤ 1

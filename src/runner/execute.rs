@@ -478,6 +478,7 @@ where
                 }
             }
             let unit = pending.next().expect("peeked");
+            budget.started(&unit.eval);
             let exec = exec.clone();
             let ctx = ctx.clone();
             // Acquire provider permits in a fixed role order (no deadlock between units).
