@@ -30,7 +30,7 @@ pub enum ProviderError {
     #[error("no response within {}s (per-call timeout)", .after.as_secs_f64())]
     Timeout { after: Duration },
     /// The prompt does not fit the model's context window (see [`classify_overflow`]).
-    #[error("context overflow (HTTP {status}): {message}")]
+    #[error("context overflow{}: {message}", http_status(*status))]
     ContextOverflow { status: u16, message: String },
     /// Any other 4xx: the request was rejected (unknown model, bad tool schema, …).
     #[error("request rejected (HTTP {status}): {message}")]
@@ -196,9 +196,32 @@ pub(crate) fn clip(text: &str, max: usize) -> String {
     }
 }
 
+/// ` (HTTP 400)` for an error status; nothing for 200, an answer that stopped at the model's
+/// window (Anthropic's `model_context_window_exceeded`), where no HTTP error occurred.
+fn http_status(status: u16) -> String {
+    if status == 200 {
+        String::new()
+    } else {
+        format!(" (HTTP {status})")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_overflow_without_an_http_error_names_no_status() {
+        let e = |status| {
+            ProviderError::ContextOverflow {
+                status,
+                message: "m".into(),
+            }
+            .to_string()
+        };
+        assert_eq!(e(400), "context overflow (HTTP 400): m");
+        assert_eq!(e(200), "context overflow: m");
+    }
 
     /// Real error bodies, as providers send them.
     const OVERFLOWS: &[(u16, &str)] = &[
