@@ -125,6 +125,12 @@ impl CostByRole {
                 + self.eval_agent.unwrap_or(0.0),
         )
     }
+
+    /// Dollars actually spent on model calls: summarizer, judge and eval agent (the agent's
+    /// are modelled, not spent); a `None` counts $0.
+    pub fn spent(&self) -> f64 {
+        self.summarizer.unwrap_or(0.0) + self.judge.unwrap_or(0.0) + self.eval_agent.unwrap_or(0.0)
+    }
 }
 
 /// A unit that failed: recorded as data, the run goes on.

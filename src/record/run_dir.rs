@@ -293,6 +293,12 @@ impl RunDir {
     }
 
     /// Where [`RunDir::repair_journal`] moves unreadable journal lines.
+    /// `samples.replaced.jsonl`: failed attempts `run --resume --retry-failed` took out of the
+    /// journal to run their units again (what they spent still counts against the budget).
+    pub fn replaced_jsonl(&self) -> PathBuf {
+        self.root.join("samples.replaced.jsonl")
+    }
+
     pub fn rejected_jsonl(&self) -> PathBuf {
         self.root.join("samples.rejected.jsonl")
     }

@@ -387,6 +387,25 @@ pub fn load_model(
     load_model_with(run_dir, None)
 }
 
+/// The failed attempts `samples.replaced.jsonl` holds (what `run --resume --retry-failed` took
+/// out of the journal) and the dollars they spent on model calls; a missing file: none.
+pub fn replaced_attempts(path: &std::path::Path) -> std::io::Result<(u64, f64)> {
+    use std::io::BufRead;
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, 0.0)),
+        Err(e) => return Err(e),
+    };
+    let (mut n, mut usd) = (0, 0.0);
+    for line in std::io::BufReader::new(file).split(b'\n') {
+        if let Ok((s, _)) = parse_light(line?.trim_ascii_end()) {
+            n += 1;
+            usd += s.cost_usd.spent();
+        }
+    }
+    Ok((n, usd))
+}
+
 /// [`load_model`], from the journal's rows when the caller has them (`ctxbench run` built them
 /// as it wrote the journal: [`RowLoader`]) instead of streaming the journal.
 pub fn load_model_with(
@@ -402,6 +421,10 @@ pub fn load_model_with(
     let progress: crate::record::RunProgress = run_dir.read_run_json()?;
     let mut model = ReportModel::build_rows(&info, streamed.rows, Some(path));
     model.note_progress(&progress);
+    // A missing or unreadable file of replaced attempts only loses the note.
+    if let Ok((n, usd)) = replaced_attempts(&run_dir.replaced_jsonl()) {
+        model.note_replaced(n, usd);
+    }
     let want = detail_wanted(&model);
     model.load_detail(&want)?;
     Ok((info, model, streamed.torn))

@@ -112,6 +112,19 @@ impl ReportModel {
         }
     }
 
+    /// `n` failed attempts that `--retry-failed` replaced spent `usd` on model calls: not in
+    /// these totals (their units ran again), said so the spend is not lost from sight.
+    pub fn note_replaced(&mut self, n: u64, usd: f64) {
+        if n > 0 {
+            self.notes.push(format!(
+                "{n} failed attempt(s) that `--retry-failed` ran again spent {} on model calls \
+                 (samples.replaced.jsonl): the budget counted it; these totals count the \
+                 recorded units only",
+                crate::metrics::cost::format_usd(Some(usd))
+            ));
+        }
+    }
+
     /// Whether sample `i` carries its timeline, evidence and summaries.
     pub fn has_detail(&self, i: usize) -> bool {
         self.samples.has_detail(i)

@@ -35,8 +35,7 @@ pub fn spent_by_role(cost: &crate::record::CostByRole) -> [Option<f64>; 3] {
 
 /// Dollars a unit actually spent on model calls ([`spent_by_role`]; a `None` counts $0).
 pub fn spend_of(cost: &crate::record::CostByRole) -> f64 {
-    let [summarizer, judge, eval_agent] = spent_by_role(cost);
-    summarizer.unwrap_or(0.0) + judge.unwrap_or(0.0) + eval_agent.unwrap_or(0.0)
+    cost.spent()
 }
 
 /// Dollars `sample` spent on model calls, or `None` when a spending role made calls (used

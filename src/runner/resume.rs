@@ -70,6 +70,11 @@ pub struct Recorded {
     /// The running sums `totals` was finished from: a run that goes on adds its new samples to
     /// them ([`super::execute::dispatch`]) instead of reading the journal again at its end.
     pub sum: TotalsSum,
+    /// Dollars spent on model calls by failed attempts that `--retry-failed` replaced (kept in
+    /// `samples.replaced.jsonl`): the budget counts them; the journal no longer holds them.
+    pub replaced_spent_usd: f64,
+    /// Those attempts.
+    pub replaced: u64,
 }
 
 impl Recorded {
@@ -90,6 +95,8 @@ impl Recorded {
             failed: sum.failed,
             totals: sum.clone().finish(),
             sum,
+            replaced_spent_usd: 0.0,
+            replaced: 0,
         })
     }
 }
@@ -167,8 +174,15 @@ pub fn open(
     }
     let (journal, torn) =
         Journal::open_append(&run_dir.samples_jsonl()).map_err(|e| UsageError(e.to_string()))?;
-    let recorded =
+    let mut recorded =
         Recorded::read(&run_dir.samples_jsonl()).map_err(|e| UsageError(e.to_string()))?;
+    (recorded.replaced, recorded.replaced_spent_usd) =
+        crate::report::load::replaced_attempts(&run_dir.replaced_jsonl()).map_err(|e| {
+            UsageError(format!(
+                "cannot read {}: {e}",
+                run_dir.replaced_jsonl().display()
+            ))
+        })?;
     Ok(Resumed {
         manifest,
         journal,
@@ -179,7 +193,8 @@ pub fn open(
 
 /// Rewrite `samples.jsonl` without the samples of failed units (atomically: a temporary file
 /// renamed over it), so they are planned again; one line in memory at a time. Lines that do not
-/// parse stay for the journal reader to judge (a torn last line is cut there).
+/// parse stay for the journal reader to judge (a torn last line is cut there). The dropped
+/// lines are appended to `samples.replaced.jsonl`: what those attempts spent is not lost.
 fn drop_failed(run_dir: &RunDir) -> std::io::Result<usize> {
     let path = run_dir.samples_jsonl();
     let file = match std::fs::File::open(&path) {
@@ -192,6 +207,7 @@ fn drop_failed(run_dir: &RunDir) -> std::io::Result<usize> {
     let mut reader = BufReader::with_capacity(256 * 1024, file);
     let mut line = Vec::new();
     let mut dropped = 0;
+    let mut replaced: Option<BufWriter<std::fs::File>> = None;
     loop {
         line.clear();
         if reader.read_until(b'\n', &mut line)? == 0 {
@@ -202,9 +218,26 @@ fn drop_failed(run_dir: &RunDir) -> std::io::Result<usize> {
             .unwrap_or(false);
         if failed {
             dropped += 1;
+            let w = match &mut replaced {
+                Some(w) => w,
+                None => replaced.insert(BufWriter::new(
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(run_dir.replaced_jsonl())?,
+                )),
+            };
+            w.write_all(&line)?;
+            if !line.ends_with(b"\n") {
+                w.write_all(b"\n")?;
+            }
         } else {
             out.write_all(&line)?;
         }
+    }
+    if let Some(w) = replaced {
+        // Kept before the journal loses them.
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     }
     let out = out.into_inner().map_err(|e| e.into_error())?;
     if dropped > 0 {

@@ -524,7 +524,11 @@ pub async fn execute(
         lock,
         ..
     } = prepared;
-    let mut budget = Budget::new(max_cost_usd, previous.totals.spent_usd);
+    // Failed attempts `--retry-failed` replaced spent too (samples.replaced.jsonl).
+    let mut budget = Budget::new(
+        max_cost_usd,
+        previous.totals.spent_usd + previous.replaced_spent_usd,
+    );
     let mut progress = Progress::new(manifest.units.planned, previous.recorded, progress_mode);
     let fresh = journal.is_empty();
     let mut ledger = Ledger {

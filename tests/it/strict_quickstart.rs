@@ -459,3 +459,64 @@ fn a_judge_without_a_grade_fails_the_unit() {
         }
     }
 }
+
+/// `--resume --retry-failed` runs failed units again; what their failed attempts spent is not
+/// lost with their lines: they move to samples.replaced.jsonl, and the report says how much
+/// they spent (the budget counts it on every later resume).
+#[test]
+fn retried_attempts_keep_what_they_spent() {
+    let (_rt, agent) = StrictLlm::on_own_runtime();
+    let (_rt2, summary) = StrictLlm::on_own_runtime();
+    agent.always(Scenario::LengthEmpty);
+    let providers = format!(
+        "{}\n{}",
+        provider_table("agent", "openai", "gpt-5-mini", &agent.openai_base_url()),
+        provider_table(
+            "summary",
+            "openai",
+            "gpt-5-mini",
+            &summary.openai_base_url()
+        )
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let suite = tmp.path().join("suite.toml");
+    std::fs::write(&suite, quickstart_with(&out, &providers)).unwrap();
+    let select = ["--eval", "needle", "--trace", "astropy__astropy-12907*"];
+    let first = ctxbench()
+        .args(["run", suite.to_str().unwrap(), "--run-id", "r", "-q"])
+        .args(select)
+        .output()
+        .unwrap();
+    assert_eq!(first.status.code(), Some(0), "{first:?}");
+    let dir = out.join("r");
+    let samples: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let failed: Vec<&serde_json::Value> =
+        samples.iter().filter(|s| !s["error"].is_null()).collect();
+    assert!(!failed.is_empty());
+    let lost: f64 = failed.iter().map(|s| spent(s)).sum();
+    assert!(lost > 0.0);
+
+    // The agent answers now: the failed units run again.
+    agent.always(Scenario::Text("The value is 42.".into()));
+    let again = ctxbench()
+        .args(["run", suite.to_str().unwrap(), "--resume"])
+        .arg(&dir)
+        .args(["--retry-failed", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(0), "{again:?}");
+    let replaced = std::fs::read_to_string(dir.join("samples.replaced.jsonl")).unwrap();
+    assert_eq!(replaced.lines().count(), failed.len());
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let note = format!(
+        "{} failed attempt(s) that `--retry-failed` ran again spent {}",
+        failed.len(),
+        ctxbench::metrics::cost::format_usd(Some(lost))
+    );
+    assert!(md.replace('\\', "").contains(&note), "{note}\n{md}");
+}
