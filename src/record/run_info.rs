@@ -34,6 +34,10 @@ pub enum RunStatus {
     BudgetExhausted,
     /// A merge that does not cover every planned unit.
     Incomplete,
+    /// A status this version does not know (a run.json written by a newer one): read, so the
+    /// run can still be reported, and taken as not complete.
+    #[serde(other)]
+    Unknown,
 }
 
 impl RunStatus {
@@ -45,6 +49,7 @@ impl RunStatus {
             RunStatus::Interrupted => "interrupted",
             RunStatus::BudgetExhausted => "budget_exhausted",
             RunStatus::Incomplete => "incomplete",
+            RunStatus::Unknown => "unknown",
         }
     }
 }
@@ -106,6 +111,7 @@ impl RunProgress {
             RunStatus::Incomplete => {
                 "status `incomplete`: units of the plan are missing".to_string()
             }
+            RunStatus::Unknown => "a status this version of ctxbench does not know".to_string(),
         };
         Some(format!(
             "partial run: {recorded} of {whole} planned unit(s) recorded ({why}); its statistics \
@@ -249,6 +255,7 @@ mod tests {
             None
         );
         for (status, why) in [
+            ("paused-by-a-newer-ctxbench", "a status this version"),
             ("interrupted", "status `interrupted`"),
             ("running", "status `running`"),
             ("budget_exhausted", "status `budget_exhausted`"),
