@@ -358,18 +358,8 @@ pub async fn ask(
         }
         evidence.push(e);
     }
-    // A dimension the judge left out of some answer's grades is not a mean over all of them.
-    if judge.is_some() {
-        for d in rubric::DIMENSIONS {
-            let graded = evidence
-                .iter()
-                .filter(|e| e["judge"]["grades"].get(d).is_some())
-                .count();
-            if graded < asked.len() {
-                scores.remove(&format!("judge_{d}"));
-            }
-        }
-    }
+    // Every answer has all six grades (`rubric::grade` fails the unit otherwise), so each
+    // `judge_<dimension>` is a mean over every answer.
     let evidence = if evidence.len() == 1 {
         evidence.remove(0)
     } else {

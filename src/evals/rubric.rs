@@ -78,9 +78,11 @@ pub async fn grade(
         return Err(EvalError::Judge(failure));
     }
     let grades = parse(&resp.message.content);
-    if grades.is_empty() {
+    // Every criterion graded, or the unit fails: a criterion left out (or graded out of range)
+    // would be a score silently missing from this sample's means.
+    if grades.len() < DIMENSIONS.len() {
         return Err(EvalError::Judge(super::JudgeFailure::unparseable(
-            "one `<CRITERION>: <0-5>` line per criterion",
+            "one `<CRITERION>: <0-5>` line for each of the six criteria",
             &resp.message.content,
         )));
     }
@@ -94,6 +96,28 @@ pub async fn grade(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reply that grades some criteria fails the unit (`judge_unparseable`), never leaves
+    /// the others missing from that sample; all six grade it.
+    #[test]
+    fn every_criterion_graded_or_the_reply_is_unparseable() {
+        use crate::providers::testing::MockProvider;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let grade_of = |reply: &str| {
+            let judge = MockProvider::text(Ok(reply));
+            rt.block_on(grade(&judge, "q", "e", "a", "n"))
+        };
+        let all = "ACCURACY: 4\nCONTEXT_AWARENESS: 3\nARTIFACT_TRAIL: 2\nCOMPLETENESS: 5\n\
+                   CONTINUITY: 1\nINSTRUCTION_FOLLOWING: 0\nFine.";
+        assert_eq!(grade_of(all).unwrap().grades.len(), 6);
+        let four = "ACCURACY: 4\nCONTEXT_AWARENESS: 3\nARTIFACT_TRAIL: 2\nCOMPLETENESS: 5\nFine.";
+        match grade_of(four) {
+            Err(e) => assert_eq!(e.kind(), "judge_unparseable", "{e}"),
+            Ok(g) => panic!("four of six graded passed: {:?}", g.grades),
+        }
+    }
 
     #[test]
     fn six_grades_parse_and_missing_ones_stay_missing() {
