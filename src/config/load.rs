@@ -152,21 +152,10 @@ impl LoadedSuite {
     /// An error at the line of `path` (or its nearest written ancestor), or at the `--set`
     /// argument that gave its value (`--set suite.repeats=0` is not the file's `repeats = 1`).
     pub fn error_at(&self, path: &[&str], message: impl Into<String>) -> ConfigError {
-        match self.set_at(path) {
+        match self.set_of(path, 2) {
             Some(arg) => ConfigError::new(format!("--set {arg}"), 0, message),
             None => ConfigError::new(self.file(), self.source.line_of(path), message),
         }
-    }
-
-    /// The last `--set` argument whose suite key path and `path` (two keys or more) name the
-    /// same key or one inside the other.
-    fn set_at(&self, path: &[&str]) -> Option<&str> {
-        self.overrides.sets.iter().rev().find_map(|arg| {
-            let (key, _) = crate::engine::config::parse_set(arg).ok()?;
-            let set = super::overrides::set_path(&key);
-            let n = set.len().min(path.len());
-            (n >= 2 && set[..n].iter().zip(&path[..n]).all(|(a, b)| a == b)).then_some(arg.as_str())
-        })
     }
 
     /// Where the engine key `key` of `variant` is written: the `--set` argument that gave it,
@@ -178,10 +167,10 @@ impl LoadedSuite {
         let mut base = vec!["engine", "base"];
         base.extend_from_slice(key);
         // A value that came from `--set` is that argument's fault, not the file line's.
-        let by_variant = self.set_of(&at);
+        let by_variant = self.set_of(&at, 3);
         let by_base = || {
             (!self.source.contains(&at))
-                .then(|| self.set_of(&base))
+                .then(|| self.set_of(&base, 3))
                 .flatten()
         };
         if let Some(arg) = by_variant.or_else(by_base) {
@@ -231,13 +220,16 @@ impl LoadedSuite {
     }
 
     /// The last `--set` argument whose suite key path and `path` name the same key or one
-    /// inside the other (`summarize.trigger.fractio` for an error at `summarize.trigger`).
-    fn set_of(&self, path: &[&str]) -> Option<&str> {
+    /// inside the other (`summarize.trigger.fractio` for an error at `summarize.trigger`),
+    /// sharing at least `keys` keys (an engine key's path shares `engine.variants.NAME` or
+    /// `engine.base` with every `--set` of that table: 3).
+    fn set_of(&self, path: &[&str], keys: usize) -> Option<&str> {
         self.overrides.sets.iter().rev().find_map(|arg| {
             let (key, _) = crate::engine::config::parse_set(arg).ok()?;
             let set = super::overrides::set_path(&key);
             let n = set.len().min(path.len());
-            (n > 2 && set[..n].iter().zip(&path[..n]).all(|(a, b)| a == b)).then_some(arg.as_str())
+            (n >= keys && set[..n].iter().zip(&path[..n]).all(|(a, b)| a == b))
+                .then_some(arg.as_str())
         })
     }
 

@@ -126,10 +126,18 @@ impl CostByRole {
         )
     }
 
-    /// Dollars actually spent on model calls: summarizer, judge and eval agent (the agent's
-    /// are modelled, not spent); a `None` counts $0.
+    /// The roles whose dollars were actually spent on model calls: summarizer, judge, eval
+    /// agent (the agent's are modelled, not spent); an unused role is `None`.
+    pub fn spent_roles(&self) -> [Option<f64>; 3] {
+        [self.summarizer, self.judge, self.eval_agent]
+    }
+
+    /// Dollars actually spent on model calls ([`CostByRole::spent_roles`]; a `None` counts $0).
     pub fn spent(&self) -> f64 {
-        self.summarizer.unwrap_or(0.0) + self.judge.unwrap_or(0.0) + self.eval_agent.unwrap_or(0.0)
+        self.spent_roles()
+            .into_iter()
+            .flatten()
+            .fold(0.0, |a, x| a + x)
     }
 }
 

@@ -1,7 +1,7 @@
 //! `max_cost_usd`: decide before each dispatch whether the next unit fits the budget.
 //!
 //! The budget counts money actually spent on model calls: summarizer, judge and eval-agent
-//! calls ([`spend_of`]), a failed unit's too (its sample records the calls made before it
+//! calls ([`CostByRole::spent`](crate::record::CostByRole::spent)), a failed unit's too (its sample records the calls made before it
 //! failed). The agent cost of a sample is the *modelled* price of the replayed views
 //! (what the recorded agent would have paid under the variant) — no call is made, so it does not
 //! draw on the budget.
@@ -27,28 +27,17 @@ pub enum Decision {
     Stop,
 }
 
-/// The roles whose dollars a unit actually spent on model calls: summarizer, judge, eval agent
-/// (the agent's are modelled, not spent). `CostByRole` leaves an unused role `None`.
-pub fn spent_by_role(cost: &crate::record::CostByRole) -> [Option<f64>; 3] {
-    [cost.summarizer, cost.judge, cost.eval_agent]
-}
-
-/// Dollars a unit actually spent on model calls ([`spent_by_role`]; a `None` counts $0).
-pub fn spend_of(cost: &crate::record::CostByRole) -> f64 {
-    cost.spent()
-}
-
 /// Dollars `sample` spent on model calls, or `None` when a spending role made calls (used
 /// tokens) at an unknown price: the budget cannot count those, and says so
 /// ([`Budget::unknown_price_units`]) instead of counting them as $0.
 pub fn spend_of_sample(sample: &crate::record::Sample) -> Option<f64> {
     let t = &sample.tokens;
     let used = [&t.summarizer, &t.judge, &t.eval_agent].map(|r| r.total() > 0);
-    let cost = spent_by_role(&sample.cost_usd);
+    let cost = sample.cost_usd.spent_roles();
     if used.iter().zip(cost).any(|(&u, c)| u && c.is_none()) {
         return None;
     }
-    Some(spend_of(&sample.cost_usd))
+    Some(sample.cost_usd.spent())
 }
 
 #[derive(Debug, Clone, Default)]
@@ -112,7 +101,7 @@ impl Budget {
         let spend = spend_of_sample(sample);
         self.record(&sample.eval, spend);
         if spend.is_none() {
-            let known = spend_of(&sample.cost_usd);
+            let known = sample.cost_usd.spent();
             if known.is_finite() && known > 0.0 {
                 self.spent += known;
             }
@@ -260,7 +249,7 @@ mod tests {
             judge: None,
             eval_agent: None,
         };
-        assert_eq!(spend_of(&c), 0.25, "modelled agent cost is not spent");
+        assert_eq!(c.spent(), 0.25, "modelled agent cost is not spent");
         assert_eq!(b.spent(), 0.0);
         // Only unknown prices so far: the run is not serialized waiting for an estimate.
         assert_eq!(b.decide("replay", 3), Decision::Go);

@@ -88,7 +88,7 @@ impl TotalsSum {
         t.tokens.judge.add(&s.tokens.judge);
         t.tokens.eval_agent.add(&s.tokens.eval_agent);
         let c = &s.cost_usd;
-        for spent in super::budget::spent_by_role(c).into_iter().flatten() {
+        for spent in c.spent_roles().into_iter().flatten() {
             self.spent.add(spent);
         }
         // The same rule as the reports: a role with tokens and no price makes it unknown. Each

@@ -199,7 +199,7 @@ impl Progress {
         self.tally.done += 1;
         self.tally.tokens += tokens;
         self.tally.modelled_usd += cost.agent.unwrap_or(0.0);
-        self.tally.spent_usd += crate::runner::budget::spend_of(cost);
+        self.tally.spent_usd += cost.spent();
         if failed {
             self.tally.errors += 1;
         }
