@@ -612,13 +612,19 @@ mod tests {
         ]
     }
 
-    fn check(start: usize, end: usize, drop: Option<usize>) -> InvariantReport {
-        let msgs = trace();
+    /// The counter and the state holding every message of `msgs`.
+    fn state_of(msgs: &[Arc<Message>]) -> (ApproxCounter, State) {
         let c = ApproxCounter::langchain();
         let mut state = State::new();
-        for m in &msgs {
+        for m in msgs {
             state.push(Item::counted(m.clone(), c.count_message(m)));
         }
+        (c, state)
+    }
+
+    fn check(start: usize, end: usize, drop: Option<usize>) -> InvariantReport {
+        let msgs = trace();
+        let (_, state) = state_of(&msgs);
         let base = Base {
             start,
             ..Base::default()
@@ -648,11 +654,7 @@ mod tests {
     #[test]
     fn a_request_without_the_newest_message_or_larger_than_the_input_is_a_violation() {
         let msgs = trace();
-        let c = ApproxCounter::langchain();
-        let mut state = State::new();
-        for m in &msgs {
-            state.push(Item::counted(m.clone(), c.count_message(m)));
-        }
+        let (c, state) = state_of(&msgs);
         let store = OffloadStore::in_memory(0);
         let rules = |view: &View, sent: u64| {
             let mut ch = Checker::new(&msgs);
@@ -716,11 +718,7 @@ mod tests {
     #[test]
     fn incremental_pairing_catches_what_the_full_check_does() {
         let msgs = trace();
-        let c = ApproxCounter::langchain();
-        let mut state = State::new();
-        for m in &msgs {
-            state.push(Item::counted(m.clone(), c.count_message(m)));
-        }
+        let (_, state) = state_of(&msgs);
         let store = OffloadStore::in_memory(0);
         let mut ch = Checker::new(&msgs);
         let view = |start: usize, end: usize| {
@@ -747,11 +745,7 @@ mod tests {
     #[test]
     fn unresolved_pointers_and_overflows_are_found() {
         let msgs = trace();
-        let c = ApproxCounter::langchain();
-        let mut state = State::new();
-        for m in &msgs {
-            state.push(Item::counted(m.clone(), c.count_message(m)));
-        }
+        let (c, state) = state_of(&msgs);
         let mut view = View::from_base(&Base::default(), 4);
         view.head
             .push(Item::new(Message::user("see /x"), &c).with_pointer("/x", Some(2)));
