@@ -657,10 +657,9 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
     // (not recovered: compression that makes the store too hard to search within the budget
     // is what the eval measures, and leaving such units out of the statistics would hide it),
     // but the sample is flagged with the count, as the report and the end of the run say.
+    // Written for every unit, 0 included, so its mean is over every unit, not the flagged ones.
     let step_limit = answers.iter().filter(|a| a.outcome.hit_step_limit).count();
-    if step_limit > 0 {
-        scores.insert("step_limit".into(), step_limit as f64);
-    }
+    scores.insert("step_limit".into(), step_limit as f64);
     scores.insert(
         "tool_calls".into(),
         answers

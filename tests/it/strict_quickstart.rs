@@ -520,3 +520,31 @@ fn retried_attempts_keep_what_they_spent() {
     );
     assert!(md.replace('\\', "").contains(&note), "{note}\n{md}");
 }
+
+#[test]
+fn flag_counts_are_written_for_every_unit_so_their_means_are_over_all() {
+    // Offline agent and summarizer: nothing is flagged, and every needle unit that asked still
+    // carries `step_limit`, `prompt_truncated` and `summary_failures` at 0 — written only when
+    // > 0, their means (and a gate rule on them) were over the flagged units alone.
+    let offline =
+        "[providers.agent]\nkind = \"offline\"\n\n[providers.summary]\nkind = \"offline\"\n";
+    let (m, _out, samples) = run_suite(
+        offline,
+        &["--eval", "needle", "--trace", "astropy__astropy-12907*"],
+    );
+    let asked: Vec<&serde_json::Value> = samples
+        .iter()
+        .filter(|s| s["eval"] == "needle" && s["evidence"]["reached"] != false)
+        .collect();
+    assert!(asked.len() > 2, "{m}");
+    for s in &asked {
+        for metric in ["step_limit", "prompt_truncated", "summary_failures"] {
+            assert_eq!(
+                s["scores"][metric].as_f64(),
+                Some(0.0),
+                "{metric}: {}",
+                s["scores"]
+            );
+        }
+    }
+}

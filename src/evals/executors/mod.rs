@@ -136,9 +136,10 @@ async fn run_unit<E: Eval>(shared: &Shared, cx: &UnitCx<'_>) -> Result<UnitOutpu
     let trace_model = cx.trace().meta.model.clone();
     let mut out = E::run(cx).await?;
     // A server that cut prompts to its context without an error makes the answers meaningless:
-    // the sample is flagged with the count (the report and the run's end say so).
-    let truncated = cx.truncated_prompts();
-    if truncated > 0 {
+    // the sample is flagged with the count (the report and the run's end say so). Every unit
+    // that asked an agent carries it, 0 included: the metric's mean (and a gate rule on it) is
+    // over all of them, not over the flagged ones only.
+    if let Some(truncated) = cx.truncated_prompts() {
         out.scores
             .insert("prompt_truncated".into(), f64::from(truncated));
     }

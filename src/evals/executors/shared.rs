@@ -224,11 +224,12 @@ impl Shared {
                 }
                 OnSummaryError::Record => {}
             }
-            // In both modes the count is in the sample (an error unit's scores stay out of the
-            // statistics, but the count is there for `--retry-failed` and for readers).
-            out.scores
-                .insert("summary_failures".into(), failures.count as f64);
         }
+        // In both modes the count is in the sample (an error unit's scores stay out of the
+        // statistics, but the count is there for `--retry-failed` and for readers), 0 included:
+        // the metric's mean (and a gate rule on it) is over every unit, not the flagged ones.
+        out.scores
+            .insert("summary_failures".into(), failures.count as f64);
         out.tokens.agent = split(&agent);
         out.tokens.summarizer = split(&replay.summarizer_usage);
         out.cost_usd.agent = config

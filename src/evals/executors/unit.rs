@@ -102,6 +102,9 @@ pub struct UnitCx<'a> {
     /// The unit's agent calls whose prompt the server reported truncated (see
     /// [`UnitCx::agent`]).
     truncated: Arc<AtomicU32>,
+    /// The unit asked for its eval agent ([`UnitCx::agent`]): its sample counts the truncated
+    /// prompts (0 included), so the metric's mean is over every unit that asked.
+    asked_agent: std::sync::atomic::AtomicBool,
     /// What the unit's calls spent so far, role by role ([`UnitCx::spent_output`]).
     ledger: SharedLedger,
     /// The offload store the unit held in memory, handed to the runner with its output.
@@ -276,6 +279,7 @@ impl<'a> UnitCx<'a> {
         }
         Ok(UnitCx {
             truncated: Arc::default(),
+            asked_agent: Default::default(),
             ledger,
             held,
             unit,
@@ -393,6 +397,7 @@ impl<'a> UnitCx<'a> {
     /// The eval agent for this unit: the run's agent provider, its truncated prompts counted
     /// for the sample ([`UnitCx::truncated_prompts`]).
     pub fn agent(&self) -> Result<Arc<dyn Provider>, EvalError> {
+        self.asked_agent.store(true, Ordering::Relaxed);
         Ok(Arc::new(Metered {
             inner: self.providers()?.agent.clone(),
             role: Role::EvalAgent,
@@ -401,9 +406,12 @@ impl<'a> UnitCx<'a> {
         }))
     }
 
-    /// Agent calls of this unit whose server reported far fewer prompt tokens than were sent.
-    pub fn truncated_prompts(&self) -> u32 {
-        self.truncated.load(Ordering::Relaxed)
+    /// Agent calls of this unit whose server reported far fewer prompt tokens than were sent,
+    /// or `None` when the unit asked for no eval agent (nothing to count).
+    pub fn truncated_prompts(&self) -> Option<u32> {
+        self.asked_agent
+            .load(Ordering::Relaxed)
+            .then(|| self.truncated.load(Ordering::Relaxed))
     }
 
     /// The run's providers (built on the first unit that needs them).
