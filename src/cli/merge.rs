@@ -6,9 +6,10 @@ use std::process::ExitCode;
 const AFTER_HELP: &str = "\
 The runs must come from the same suite file content, traces and prompt files (run.json digests).
 A unit recorded in two inputs must be identical apart from its latency. The output is a normal
-run directory (run.json, samples.jsonl, and the inputs' long summary texts in summaries.pack)
-that `ctxbench report`, `compare` and `gate` read; its status is `incomplete` when units of the
-plan are missing from every input.
+run directory (run.json, samples.jsonl, the inputs' long summary texts in summaries.pack and
+the failed attempts `--retry-failed` replaced in samples.replaced.jsonl) that `ctxbench report`,
+`compare` and `gate` read; its status is `incomplete` when units of the plan are missing from
+every input.
 
 Example (CI matrix of 2 jobs, then a join job):
   ctxbench run suite.toml --shard 1/2 --run-id part1

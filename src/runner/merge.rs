@@ -35,6 +35,39 @@ fn digest_apart_from_latency(s: &mut Sample) -> [u8; 16] {
     out
 }
 
+/// Append every input's `samples.replaced.jsonl` (whole lines; a torn last line of an input
+/// is left out, as reading it would) to the output's, in input order.
+fn carry_replaced(inputs: &[PathBuf], out: &RunDir) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut writer: Option<std::fs::File> = None;
+    for dir in inputs {
+        let from = RunDir::new(dir).replaced_jsonl();
+        let bytes = match std::fs::read(&from) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => anyhow::bail!("cannot read {}: {e}", from.display()),
+        };
+        let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        if whole == 0 {
+            continue;
+        }
+        let to = out.replaced_jsonl();
+        let w = match &mut writer {
+            Some(w) => w,
+            None => writer.insert(
+                std::fs::File::create(&to)
+                    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", to.display()))?,
+            ),
+        };
+        w.write_all(&bytes[..whole])
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", to.display()))?;
+    }
+    if let Some(w) = writer {
+        w.sync_all()?;
+    }
+    Ok(())
+}
+
 /// Where a unit's kept line is, and what it sorts by (interned names).
 struct Entry {
     /// Sort key: trace, variant position, eval, sample (ids into the interner), repeat.
@@ -212,6 +245,9 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
             )
         })?;
     }
+    // Failed attempts `--retry-failed` replaced in an input spent money too: carry them, so
+    // the merged run's report notes them as each input's does.
+    carry_replaced(inputs, &out_dir)?;
 
     let planned_total = first.units.planned_total;
     let recorded = sum.recorded;

@@ -519,6 +519,30 @@ fn retried_attempts_keep_what_they_spent() {
         ctxbench::metrics::cost::format_usd(Some(lost))
     );
     assert!(md.replace('\\', "").contains(&note), "{note}\n{md}");
+
+    // A merge carries them: its report notes the same spend.
+    let merged = tmp.path().join("merged");
+    let m = ctxbench()
+        .args([
+            "merge",
+            dir.to_str().unwrap(),
+            "-o",
+            merged.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(m.status.code(), Some(0), "{m:?}");
+    assert_eq!(
+        std::fs::read_to_string(merged.join("samples.replaced.jsonl")).unwrap(),
+        replaced
+    );
+    let r = ctxbench()
+        .args(["report", merged.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(r.status.code(), Some(0), "{r:?}");
+    let md = std::fs::read_to_string(merged.join("report.md")).unwrap();
+    assert!(md.replace('\\', "").contains(&note), "{note}\n{md}");
 }
 
 #[test]
