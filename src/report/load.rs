@@ -387,23 +387,51 @@ pub fn load_model(
     load_model_with(run_dir, None)
 }
 
-/// The failed attempts `samples.replaced.jsonl` holds (what `run --resume --retry-failed` took
-/// out of the journal) and the dollars they spent on model calls; a missing file: none.
-pub fn replaced_attempts(path: &std::path::Path) -> std::io::Result<(u64, f64)> {
+/// Attempts `samples.replaced.jsonl` holds, which the journal does not: failed attempts
+/// `run --resume --retry-failed` took out of it, and units cancelled while running (error kind
+/// `interrupted`), with the dollars each kind spent on model calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Replaced {
+    pub retried: u64,
+    pub retried_usd: f64,
+    pub cancelled: u64,
+    pub cancelled_usd: f64,
+}
+
+impl Replaced {
+    /// Every attempt of the file.
+    pub fn attempts(&self) -> u64 {
+        self.retried + self.cancelled
+    }
+
+    /// What every attempt of the file spent.
+    pub fn usd(&self) -> f64 {
+        self.retried_usd + self.cancelled_usd
+    }
+}
+
+/// Read [`Replaced`] from `path`; a missing file: none.
+pub fn replaced_attempts(path: &std::path::Path) -> std::io::Result<Replaced> {
     use std::io::BufRead;
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, 0.0)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Replaced::default()),
         Err(e) => return Err(e),
     };
-    let (mut n, mut usd) = (0, 0.0);
+    let mut r = Replaced::default();
     for line in std::io::BufReader::new(file).split(b'\n') {
         if let Ok((s, _)) = parse_light(line?.trim_ascii_end()) {
-            n += 1;
-            usd += s.cost_usd.spent();
+            let usd = s.cost_usd.spent();
+            if s.error.as_ref().is_some_and(|e| e.kind == "interrupted") {
+                r.cancelled += 1;
+                r.cancelled_usd += usd;
+            } else {
+                r.retried += 1;
+                r.retried_usd += usd;
+            }
         }
     }
-    Ok((n, usd))
+    Ok(r)
 }
 
 /// [`load_model`], from the journal's rows when the caller has them (`ctxbench run` built them
@@ -422,8 +450,8 @@ pub fn load_model_with(
     let mut model = ReportModel::build_rows(&info, streamed.rows, Some(path));
     model.note_progress(&progress);
     // A missing or unreadable file of replaced attempts only loses the note.
-    if let Ok((n, usd)) = replaced_attempts(&run_dir.replaced_jsonl()) {
-        model.note_replaced(n, usd);
+    if let Ok(replaced) = replaced_attempts(&run_dir.replaced_jsonl()) {
+        model.note_replaced(&replaced);
     }
     let want = detail_wanted(&model);
     model.load_detail(&want)?;

@@ -112,15 +112,27 @@ impl ReportModel {
         }
     }
 
-    /// `n` failed attempts that `--retry-failed` replaced spent `usd` on model calls: not in
-    /// these totals (their units ran again), said so the spend is not lost from sight.
-    pub fn note_replaced(&mut self, n: u64, usd: f64) {
-        if n > 0 {
+    /// Attempts that are not in the journal spent money on model calls: failed attempts that
+    /// `--retry-failed` replaced, units cancelled while running. Not in these totals (their
+    /// units ran again, or will on `--resume`), said so the spend is not lost from sight.
+    pub fn note_replaced(&mut self, r: &super::load::Replaced) {
+        let usd = |x| crate::metrics::cost::format_usd(Some(x));
+        if r.retried > 0 {
             self.notes.push(format!(
-                "{n} failed attempt(s) that `--retry-failed` ran again spent {} on model calls \
+                "{} failed attempt(s) that `--retry-failed` ran again spent {} on model calls \
                  (samples.replaced.jsonl): the budget counted it; these totals count the \
                  recorded units only",
-                crate::metrics::cost::format_usd(Some(usd))
+                r.retried,
+                usd(r.retried_usd)
+            ));
+        }
+        if r.cancelled > 0 {
+            self.notes.push(format!(
+                "{} unit(s) cancelled while running had spent {} on model calls \
+                 (samples.replaced.jsonl, kind `interrupted`; `--resume` runs them again): a \
+                 resumed run's budget counts it; these totals count the recorded units only",
+                r.cancelled,
+                usd(r.cancelled_usd)
             ));
         }
     }

@@ -100,6 +100,30 @@ pub struct RunContext {
     /// directory can only be left by an earlier process). `false` (the default): each unit
     /// removes its directory first, as a resumed unit must.
     pub no_stale_stores: bool,
+    /// What units cancelled mid-way (a second Ctrl-C, the grace over) had spent on model calls
+    /// ([`CancelledSpend`]).
+    pub cancelled: CancelledSpend,
+}
+
+/// Units cancelled while running leave here, as their executor is dropped, an error output
+/// (kind `interrupted`) with what the calls they made had spent; the run appends them to
+/// `samples.replaced.jsonl` (they have no sample: `--resume` runs them again), so the budget of
+/// a later resume and the report count that spend.
+#[derive(Debug, Clone, Default)]
+pub struct CancelledSpend(Arc<std::sync::Mutex<Vec<(Unit, UnitOutput)>>>);
+
+impl CancelledSpend {
+    pub fn push(&self, unit: &Unit, out: UnitOutput) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((unit.clone(), out));
+    }
+
+    /// Every output pushed so far, in the order pushed.
+    pub fn take(&self) -> Vec<(Unit, UnitOutput)> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 /// Boxed future returned by executors (keeps the trait object-safe).

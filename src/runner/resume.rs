@@ -12,7 +12,7 @@ use super::manifest::{RunManifest, Totals, TotalsSum};
 use super::shard::Shard;
 use crate::config::Overrides;
 use crate::error::UsageError;
-use crate::record::{Journal, JournalError, RunDir, TornLine};
+use crate::record::{Journal, JournalError, RunDir, Sample, TornLine};
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
@@ -70,8 +70,9 @@ pub struct Recorded {
     /// The running sums `totals` was finished from: a run that goes on adds its new samples to
     /// them ([`super::execute::dispatch`]) instead of reading the journal again at its end.
     pub sum: TotalsSum,
-    /// Dollars spent on model calls by failed attempts that `--retry-failed` replaced (kept in
-    /// `samples.replaced.jsonl`): the budget counts them; the journal no longer holds them.
+    /// Dollars spent on model calls by attempts kept in `samples.replaced.jsonl` (failed ones
+    /// that `--retry-failed` replaced, units cancelled while running): the budget counts them;
+    /// the journal does not hold them.
     pub replaced_spent_usd: f64,
     /// Those attempts.
     pub replaced: u64,
@@ -176,19 +177,43 @@ pub fn open(
         Journal::open_append(&run_dir.samples_jsonl()).map_err(|e| UsageError(e.to_string()))?;
     let mut recorded =
         Recorded::read(&run_dir.samples_jsonl()).map_err(|e| UsageError(e.to_string()))?;
-    (recorded.replaced, recorded.replaced_spent_usd) =
+    let replaced =
         crate::report::load::replaced_attempts(&run_dir.replaced_jsonl()).map_err(|e| {
             UsageError(format!(
                 "cannot read {}: {e}",
                 run_dir.replaced_jsonl().display()
             ))
         })?;
+    (recorded.replaced, recorded.replaced_spent_usd) = (replaced.attempts(), replaced.usd());
     Ok(Resumed {
         manifest,
         journal,
         recorded,
         torn,
     })
+}
+
+/// Append `samples` (attempts that have no line in the journal: units cancelled while
+/// running) to `samples.replaced.jsonl`, synced: what they spent counts on a later resume's
+/// budget and in the report's notes, as `--retry-failed`'s replaced attempts do.
+pub fn append_replaced(run_dir: &RunDir, samples: &[Sample]) -> std::io::Result<()> {
+    if samples.is_empty() {
+        return Ok(());
+    }
+    let mut w = BufWriter::new(
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(run_dir.replaced_jsonl())?,
+    );
+    let mut line = Vec::new();
+    for s in samples {
+        line.clear();
+        Journal::encode(s, &mut line).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        w.write_all(&line)?;
+    }
+    w.into_inner().map_err(|e| e.into_error())?.sync_all()
 }
 
 /// Rewrite `samples.jsonl` without the samples of failed units (atomically: a temporary file

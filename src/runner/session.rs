@@ -18,7 +18,7 @@ use super::todo::Todo;
 use crate::config::suite::{ProviderRole, TraceFile};
 use crate::config::LoadedSuite;
 use crate::error::UsageError;
-use crate::record::{Journal, ProviderProvenance, RunDir, RunInfo};
+use crate::record::{Journal, ProviderProvenance, RunDir, RunInfo, Sample};
 use crate::trace::{ImportError, SourceFormat, Trace};
 use anyhow::Context;
 use rayon::prelude::*;
@@ -477,6 +477,7 @@ pub fn open_run(
                 ),
                 run_dir: run_dir_for_ctx,
                 no_cache: opts.no_cache,
+                cancelled: Default::default(),
             },
             interrupt_grace: super::execute::DEFAULT_INTERRUPT_GRACE,
             verbose: opts.verbose,
@@ -549,6 +550,22 @@ pub async fn execute(
     .await
     .context("the run journal could not be written; finished units up to here are saved")?;
     progress.finish();
+    // Units cancelled while running spent money too: their attempts go beside the replaced
+    // ones (no journal line: `--resume` runs them again).
+    let cancelled: Vec<Sample> = dopts
+        .context
+        .cancelled
+        .take()
+        .into_iter()
+        .map(|(unit, out)| out.into_sample(&unit, 0))
+        .collect();
+    if let Err(e) = super::resume::append_replaced(&RunDir::new(&run_dir), &cancelled) {
+        crate::output::errln!(
+            "warning: what {} cancelled unit(s) spent could not be written to {}: {e}",
+            cancelled.len(),
+            RunDir::new(&run_dir).replaced_jsonl().display()
+        );
+    }
     ledger.journal.sync().ok();
     let dir = RunDir::new(&run_dir);
     // The journal's lines were added to running totals as they were written (what was there

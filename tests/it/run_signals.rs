@@ -177,3 +177,86 @@ fn a_second_ctrl_c_cancels_at_once_and_never_panics() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(run_json(&dir)["status"], "interrupted");
 }
+
+#[test]
+fn a_cancelled_unit_keeps_what_it_spent() {
+    // The summarizer answers (billed), the needle agent never does: needle units that had
+    // their summary and wait on their question are cancelled by the second Ctrl-C. What they
+    // spent goes to samples.replaced.jsonl (kind `interrupted`) and the report says how much.
+    let (_rt, server) = MockLlm::on_own_runtime();
+    server.respond_with(|r| {
+        if r.body.get("tools").is_some() {
+            Reply::Hang
+        } else {
+            Reply::ok(support::mock_llm::openai_text(
+                "Goal: fix the bug. Done so far: read the files, ran the tests.",
+                20_000,
+                500,
+            ))
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let providers = format!(
+        r#"
+[providers.summary]
+kind = "openai"
+model = "gpt-5-mini"
+base_url = "{0}"
+timeout_secs = 3600
+max_retries = 0
+
+[providers.agent]
+kind = "openai"
+model = "gpt-5-mini"
+base_url = "{0}"
+timeout_secs = 3600
+max_retries = 0
+"#,
+        server.openai_base_url()
+    );
+    let suite = suite(tmp.path(), &providers);
+    let child = std::process::Command::new(bin())
+        .args(["run", suite.to_str().unwrap(), "--quiet", "--jobs", "4"])
+        .args(["--run-id", "spent", "--grace-secs", "600", "--no-cache"])
+        .current_dir(tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while server.request_count() < 6 {
+        assert!(start.elapsed() < Duration::from_secs(120), "too few calls");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    signal(&child, "-INT");
+    std::thread::sleep(Duration::from_millis(200));
+    signal(&child, "-INT");
+    let (code, stderr, _) = wait_within(child, Duration::from_secs(30));
+    assert_eq!(code, Some(130), "{stderr}");
+    let dir = tmp.path().join("out").join("spent");
+    let text = std::fs::read_to_string(dir.join("samples.replaced.jsonl"))
+        .unwrap_or_else(|e| panic!("samples.replaced.jsonl: {e}\n{stderr}"));
+    let cancelled: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!cancelled.is_empty());
+    let mut usd = 0.0;
+    for s in &cancelled {
+        assert_eq!(s["error"]["kind"], "interrupted", "{s}");
+        assert!(
+            s["tokens"]["summarizer"]["input"].as_u64() >= Some(20_000),
+            "{s}"
+        );
+        usd += s["cost_usd"]["summarizer"].as_f64().unwrap();
+    }
+    assert!(usd > 0.0);
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let note = format!(
+        "{} unit(s) cancelled while running had spent {}",
+        cancelled.len(),
+        ctxbench::metrics::cost::format_usd(Some(usd))
+    );
+    assert!(md.replace('\\', "").contains(&note), "{note}\n{md}");
+}

@@ -94,14 +94,27 @@ impl<E: Eval> UnitExecutor for EvalExecutor<E> {
                 message: e.to_string(),
             };
             let mut out = match UnitCx::new(&self.0, unit, ctx, held.clone()) {
-                Ok(cx) => match run_unit::<E>(&self.0, &cx).await {
-                    Ok(out) => out,
-                    // What the unit spent before it failed still counts (run totals, budget).
-                    Err(e) => UnitOutput {
-                        causes: causes(&e),
-                        ..cx.spent_output(error(&e))
-                    },
-                },
+                Ok(cx) => {
+                    // Dropped unfinished (the unit cancelled): what its calls spent is left
+                    // for the run to record.
+                    let mut on_cancel = OnCancel {
+                        cx: &cx,
+                        unit,
+                        ctx,
+                        armed: true,
+                    };
+                    let result = run_unit::<E>(&self.0, &cx).await;
+                    on_cancel.armed = false;
+                    match result {
+                        Ok(out) => out,
+                        // What the unit spent before it failed still counts (run totals,
+                        // budget).
+                        Err(e) => UnitOutput {
+                            causes: causes(&e),
+                            ..cx.spent_output(error(&e))
+                        },
+                    }
+                }
                 Err(e) => UnitOutput {
                     error: Some(error(&e)),
                     causes: causes(&e),
@@ -111,6 +124,31 @@ impl<E: Eval> UnitExecutor for EvalExecutor<E> {
             out.store = held.take();
             out
         })
+    }
+}
+
+/// Armed while a unit runs: dropped armed (the unit's future was dropped: cancelled by a second
+/// Ctrl-C or the end of the grace), it leaves what the unit's calls had spent, as an
+/// `interrupted` error output, in the run's [`crate::runner::execute::CancelledSpend`].
+struct OnCancel<'c, 'a> {
+    cx: &'c UnitCx<'a>,
+    unit: &'c Unit,
+    ctx: &'c RunContext,
+    armed: bool,
+}
+
+impl Drop for OnCancel<'_, '_> {
+    fn drop(&mut self) {
+        if self.armed && self.cx.made_calls() {
+            let out = self.cx.spent_output(UnitError {
+                kind: "interrupted".into(),
+                message: "cancelled while running (a second Ctrl-C, or the grace after the \
+                          first one was over): the tokens and cost are those of the calls it \
+                          had made"
+                    .into(),
+            });
+            self.ctx.cancelled.push(self.unit, out);
+        }
     }
 }
 

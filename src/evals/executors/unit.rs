@@ -439,6 +439,14 @@ impl<'a> UnitCx<'a> {
         })))
     }
 
+    /// Whether the unit made a model call whose response arrived (its ledger holds a call).
+    pub(super) fn made_calls(&self) -> bool {
+        let l = lock(&self.ledger);
+        [&l.eval_agent, &l.judge, &l.summarizer]
+            .iter()
+            .any(|c| !c.as_slice().is_empty())
+    }
+
     /// The output of this unit failed with `error`: no scores, but the tokens and cost of
     /// every call it made before the failure (and of the failing call, when it returned a
     /// response: a cut-off or refused answer is billed), each role priced call by call as a
