@@ -87,6 +87,9 @@ pub struct ReportModel {
     shown: std::sync::OnceLock<(Vec<usize>, usize)>,
 }
 
+/// How the note on units cancelled while running starts (the terminal shows it).
+pub const CANCELLED_NOTE: &str = "cancelled:";
+
 /// Metric display order: eval metrics by name, then `cost`, then `tokens`.
 fn metric_rank(m: &str) -> (u8, &str) {
     match m {
@@ -128,7 +131,7 @@ impl ReportModel {
         }
         if r.cancelled > 0 {
             self.notes.push(format!(
-                "{} unit(s) cancelled while running had spent {} on model calls \
+                "{CANCELLED_NOTE} {} unit(s) cancelled while running had spent {} on model calls \
                  (samples.replaced.jsonl, kind `interrupted`; `--resume` runs them again): a \
                  resumed run's budget counts it; these totals count the recorded units only",
                 r.cancelled,

@@ -82,11 +82,15 @@ pub fn summary(model: &ReportModel, width: usize) -> String {
             width,
         ));
     }
-    // Prompts a server cut silently, agents that ran out of steps before answering, or a
-    // partial run: the numbers above include such answers, or are of some units only, which the
-    // reader must hear at the end of the run, not only in report.md.
+    // Prompts a server cut silently, agents that ran out of steps before answering, a partial
+    // run, or units cancelled with money spent: the numbers above include such answers, or are
+    // of some units only, which the reader must hear at the end of the run, not only in
+    // report.md.
     for n in model.notes.iter().filter(|n| {
-        n.contains("`prompt_truncated`") || n.contains("`step_limit`") || n.starts_with(PARTIAL)
+        n.contains("`prompt_truncated`")
+            || n.contains("`step_limit`")
+            || n.starts_with(PARTIAL)
+            || n.starts_with(CANCELLED)
     }) {
         out.push_str(&wrap(n, width));
     }
@@ -95,6 +99,9 @@ pub fn summary(model: &ReportModel, width: usize) -> String {
 
 /// How [`crate::record::RunProgress::partial`]'s note starts.
 const PARTIAL: &str = "partial run:";
+
+/// How [`ReportModel::note_replaced`]'s note on cancelled units ends its count.
+const CANCELLED: &str = crate::report::model::CANCELLED_NOTE;
 
 /// `table` for a terminal `width` columns wide: while a line is wider, the columns named in
 /// `droppable` are left out, in that order. Returns the text and the headers left out (to be

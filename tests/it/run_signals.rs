@@ -216,10 +216,10 @@ max_retries = 0
     );
     let suite = suite(tmp.path(), &providers);
     let child = std::process::Command::new(bin())
-        .args(["run", suite.to_str().unwrap(), "--quiet", "--jobs", "4"])
+        .args(["run", suite.to_str().unwrap(), "--jobs", "4"])
         .args(["--run-id", "spent", "--grace-secs", "600", "--no-cache"])
         .current_dir(tmp.path())
-        .stdout(Stdio::null())
+        .stdout(std::fs::File::create(tmp.path().join("stdout")).unwrap())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -259,4 +259,7 @@ max_retries = 0
         ctxbench::metrics::cost::format_usd(Some(usd))
     );
     assert!(md.replace('\\', "").contains(&note), "{note}\n{md}");
+    // The end of the run says it too.
+    let stdout = std::fs::read_to_string(tmp.path().join("stdout")).unwrap();
+    assert!(stdout.contains(&note), "{stdout}");
 }
