@@ -163,11 +163,12 @@ pub fn problem_key(unit: &super::Unit) -> ProblemKey {
 }
 
 /// The stores of flagged units the runner holds ([`Route::Wait`]) until report.html surely
-/// does not show them (dropped) — or, beyond `cap` stores, the first in the report's order
-/// (the likeliest to be shown) go to their directory; whatever is still held when dispatching
-/// ends goes there too, and pruning decides. In the 1,000-unit needle sweep, which runs trace
-/// by trace while the page orders by variant first, most flagged units past the cap end before
-/// enough units before them in that order have: written to their directory and removed at the
+/// does not show them (dropped) — or, beyond `cap` stores, the likeliest to be shown (the
+/// fewest flagged units of their variant known before them) go to their directory; whatever is
+/// still held when dispatching ends goes there too, and pruning decides. With one cap over all
+/// variants (before the cap per variant), the 1,000-unit needle sweep, which runs trace by
+/// trace while the page orders by variant first, ended most flagged units past the cap before
+/// enough units before them in that order had: written to their directory and removed at the
 /// end, 54–60 of them (15 MB written, ~1,000 system calls to remove them) when not held.
 #[derive(Debug, Default)]
 pub struct WaitingStores {
@@ -374,9 +375,9 @@ impl StorePolicy {
 
     /// Where the store of the unit that recorded `sample` goes. Pruning keeps every unit that
     /// errored, and the units of the keys report.html shows: those go to their directory at
-    /// once; so does a flagged unit, which the page shows if it is among its first failed or
-    /// flagged ones (which only the whole run tells: [`StorePolicy::route_output`] skips the
-    /// ones surely past them, pruning removes the others). A failed verdict is kept only among the first few of its variant,
+    /// once; so does a flagged unit, which the page shows if it is among the first flagged
+    /// ones of its variant (which only the whole run tells: [`StorePolicy::route_output`] skips
+    /// the ones surely past them, pruning removes the others). A failed verdict is kept only among the first few of its variant,
     /// so it goes to the pack; so does a baseline's store when its key's other units are not
     /// all known to this process.
     pub fn route(&self, sample: &Sample) -> Route {
