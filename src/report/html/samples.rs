@@ -180,13 +180,13 @@ pub fn problems_shown<'a>(
     let mut errored = 0;
     let mut flagged: HashMap<&str, usize> = HashMap::new();
     for (i, (variant, status)) in samples.into_iter().enumerate() {
-        let n = match status {
+        let (before, cap) = match status {
             Status::Error => (&mut errored, MAX_ERRORED_SAMPLES),
             Status::Flagged => (flagged.entry(variant).or_default(), MAX_FLAGGED_PER_VARIANT),
             _ => continue,
         };
-        if *n.0 < n.1 {
-            *n.0 += 1;
+        if *before < cap {
+            *before += 1;
             shown.push(i);
         } else {
             left_out += 1;
