@@ -300,12 +300,12 @@ fn stores_text(
             }
             if p.flagged > 0 {
                 out.push_str(&format!(
-                    "note: {} flagged unit(s) past the first {} failed or flagged units \
+                    "note: {} flagged unit(s) past the first {} flagged units of their variant \
                      report.html shows in full: their offload stores were not kept \
                      (samples.jsonl and results.csv list them; --keep-stores keeps every \
                      store)\n",
                     p.flagged,
-                    crate::report::html::MAX_PROBLEM_SAMPLES
+                    crate::report::html::MAX_FLAGGED_PER_VARIANT
                 ));
             }
         }

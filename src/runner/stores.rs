@@ -2,7 +2,7 @@
 //! agent searches it), which adds up (37 MB for the quickstart's 280 units, by `du -sh`).
 //! Once the reports are written, only the stores of the samples report.html shows in full and
 //! of units that errored are kept (`report::shown`), unless `run --keep-stores`: a unit only
-//! flagged past the page's cap of failed or flagged units is not shown, and its store goes (the
+//! flagged past the page's cap of flagged units per variant is not shown, and its store goes (the
 //! run says how many). `ctxbench clean --stores` applies the same rule to older runs.
 //!
 //! A needle unit holds its store in memory while it runs and hands it to the runner with its
@@ -10,8 +10,8 @@
 //! ([`Route`]): a store pruning keeps whatever the other units do (the unit errored, or
 //! report.html shows its pairing key) goes straight into its directory under `stores/` (the
 //! files an on-disk store would have written); a flagged unit's is not written once enough
-//! failed or flagged units before it in the report's order have ended ([`ProblemWindow`]: it
-//! is past the page's cap), and waits in memory until then ([`WaitingStores`]: beyond the
+//! flagged units of its variant before it in the report's order have ended ([`ProblemWindow`]:
+//! it is past the page's cap), and waits in memory until then ([`WaitingStores`]: beyond the
 //! number held, and when dispatching ends, it goes to its directory); one pruning may keep (a failed verdict: only the
 //! first five of a variant are shown, [`FailWindow`]; one with five before it is not written)
 //! is a record of the run's `stores.pack` (`engine::store::PackFile`); a baseline's store waits
@@ -25,7 +25,7 @@
 
 use crate::engine::store::{for_each_pack, unpack_bytes};
 use crate::record::{RunDir, RunInfo, Sample};
-use crate::report::html::{Status, MAX_FAILED_PER_VARIANT, MAX_PROBLEM_SAMPLES};
+use crate::report::html::{Status, MAX_FAILED_PER_VARIANT, MAX_FLAGGED_PER_VARIANT};
 use crate::report::shown::shown_in_full;
 use crate::report::ReportModel;
 use rustc_hash::FxHashMap;
@@ -47,7 +47,7 @@ pub enum Route {
     /// is written as the unit ends, so a store lost with the process still counts as missing.
     Hold,
     /// Held by the runner ([`WaitingStores`]) while report.html may or may not show the
-    /// flagged unit: dropped once enough failed or flagged units before it have ended (it is
+    /// flagged unit: dropped once enough flagged units of its variant before it have ended (it is
     /// past the page's cap), else written to its directory (beyond the number held, or when
     /// dispatching ends; pruning removes it if it turns out past the cap). A marker record is
     /// written as the unit ends, as for [`Route::Hold`].
@@ -78,7 +78,7 @@ pub enum StorePolicy {
         variants: usize,
         /// The first failed verdicts of each variant known so far ([`FailWindow`]).
         fails: Arc<FailWindow>,
-        /// The first failed or flagged units known so far ([`ProblemWindow`]).
+        /// The first flagged units of each variant known so far ([`ProblemWindow`]).
         problems: Arc<ProblemWindow>,
     },
 }
@@ -96,35 +96,58 @@ fn admit<K: Ord>(first: &mut std::collections::BTreeSet<K>, cap: usize, key: K) 
     true
 }
 
-/// The first failed or flagged units in the report's order (variant, trace, eval, sample,
-/// repeat), as far as the units ended so far tell. report.html shows only the first
-/// [`MAX_PROBLEM_SAMPLES`] of them in full (`report::html::select` over the sorted rows); an
-/// errored unit's store is kept anyway, but a flagged unit with that many failed or flagged
-/// units before it is not shown whatever the units still running do, and its store need not be
-/// written. One that may still be shown waits in memory ([`WaitingStores`]) until that is
-/// decided. Holds at most the cap's number of keys.
+/// The first flagged units of each variant in the report's order (trace, eval, sample, repeat
+/// within a variant), as far as the units ended so far tell. report.html shows only the first
+/// [`MAX_FLAGGED_PER_VARIANT`] flagged units of a variant in full (`report::html::problems_shown`
+/// over the sorted rows), so a flagged unit with that many flagged units of its variant before
+/// it is not shown whatever the units still running do, and its store need not be written
+/// (errored units are not counted here: every one keeps its store). One that may still be
+/// shown waits in memory ([`WaitingStores`]) until that is decided. Holds at most the cap's
+/// number of keys a variant.
 #[derive(Debug, Default)]
 pub struct ProblemWindow {
-    first: std::sync::Mutex<std::collections::BTreeSet<ProblemKey>>,
+    /// By variant (its rank in the plan, the key's first field).
+    first: std::sync::Mutex<FxHashMap<usize, std::collections::BTreeSet<ProblemKey>>>,
 }
 
 /// A unit's place in the report's order: variant (its rank in the plan), trace, eval, sample,
 /// repeat.
 pub type ProblemKey = (usize, Arc<str>, Arc<str>, Arc<str>, u32);
 
+/// Whether `key` is past the cap of its variant in `first` ([`ProblemWindow::is_past`]).
+fn past(
+    first: &FxHashMap<usize, std::collections::BTreeSet<ProblemKey>>,
+    key: &ProblemKey,
+) -> bool {
+    first
+        .get(&key.0)
+        .is_some_and(|f| f.len() >= MAX_FLAGGED_PER_VARIANT && f.last().is_some_and(|l| l < key))
+}
+
 impl ProblemWindow {
-    /// Record a failed or flagged unit at `key` and say whether report.html may still show it:
-    /// fewer than [`MAX_PROBLEM_SAMPLES`] failed or flagged units known before it.
+    /// Record a flagged unit at `key` and say whether report.html may still show it: fewer
+    /// than [`MAX_FLAGGED_PER_VARIANT`] flagged units of its variant known before it.
     pub fn may_show(&self, key: ProblemKey) -> bool {
         let mut first = self.first.lock().unwrap_or_else(|e| e.into_inner());
-        admit(&mut first, MAX_PROBLEM_SAMPLES, key)
+        admit(
+            first.entry(key.0).or_default(),
+            MAX_FLAGGED_PER_VARIANT,
+            key,
+        )
     }
 
-    /// Whether a unit at `key` is past the page's cap: [`MAX_PROBLEM_SAMPLES`] failed or
-    /// flagged units before it have ended.
+    /// Whether a flagged unit at `key` is past the page's cap: [`MAX_FLAGGED_PER_VARIANT`]
+    /// flagged units of its variant before it have ended.
     pub fn is_past(&self, key: &ProblemKey) -> bool {
+        past(&self.first.lock().unwrap_or_else(|e| e.into_inner()), key)
+    }
+
+    /// Drop from `held` the entries whose key is past the page's cap; returns how many.
+    fn drop_past<V>(&self, held: &mut BTreeMap<ProblemKey, V>) -> usize {
         let first = self.first.lock().unwrap_or_else(|e| e.into_inner());
-        first.len() >= MAX_PROBLEM_SAMPLES && first.last().is_some_and(|l| l < key)
+        let before = held.len();
+        held.retain(|k, _| !past(&first, k));
+        before - held.len()
     }
 }
 
@@ -140,11 +163,12 @@ pub fn problem_key(unit: &super::Unit) -> ProblemKey {
 }
 
 /// The stores of flagged units the runner holds ([`Route::Wait`]) until report.html surely
-/// does not show them (dropped) — or, beyond `cap` stores, the first in the report's order
-/// (the likeliest to be shown) go to their directory; whatever is still held when dispatching
-/// ends goes there too, and pruning decides. In the 1,000-unit needle sweep, which runs trace
-/// by trace while the page orders by variant first, most flagged units past the cap end before
-/// enough units before them in that order have: written to their directory and removed at the
+/// does not show them (dropped) — or, beyond `cap` stores, the likeliest to be shown (the
+/// fewest flagged units of their variant known before them) go to their directory; whatever is
+/// still held when dispatching ends goes there too, and pruning decides. With one cap over all
+/// variants (before the cap per variant), the 1,000-unit needle sweep, which runs trace by
+/// trace while the page orders by variant first, ended most flagged units past the cap before
+/// enough units before them in that order had: written to their directory and removed at the
 /// end, 54–60 of them (15 MB written, ~1,000 system calls to remove them) when not held.
 #[derive(Debug, Default)]
 pub struct WaitingStores {
@@ -175,31 +199,36 @@ impl WaitingStores {
         self.held.insert(key, store);
     }
 
-    /// The unit that recorded `sample` ended: if it failed or is flagged (the window may have
-    /// moved), drop the stores now past the page's cap. Returns the stores to write to their
-    /// directory now: beyond the cap, the first in the report's order.
+    /// The unit that recorded `sample` ended: if it is flagged (the window may have moved),
+    /// drop the stores now past the page's cap. Returns the stores to write to their
+    /// directory now: beyond the cap, those likeliest to be shown (the fewest flagged units of
+    /// their variant known before them; then the first in the report's order).
     pub fn ended(&mut self, sample: &Sample, window: &ProblemWindow) -> Vec<HeldStore> {
-        if !self.held.is_empty() && Status::of(&sample.row()) <= Status::Flagged {
+        if !self.held.is_empty() && Status::of(&sample.row()) == Status::Flagged {
             self.drop_past(window);
         }
         let mut out = Vec::new();
         while self.held.len() > self.cap {
-            out.extend(self.held.pop_first().map(|(_, s)| s));
+            let first = window.first.lock().unwrap_or_else(|e| e.into_inner());
+            let likeliest = self
+                .held
+                .keys()
+                .min_by_key(|k| {
+                    let before = first
+                        .get(&k.0)
+                        .map_or(0, |f| f.iter().take_while(|x| *x < *k).count());
+                    (before, *k)
+                })
+                .cloned();
+            drop(first);
+            out.extend(likeliest.and_then(|k| self.held.remove(&k)));
         }
         out
     }
 
     /// Drop the stores now past the page's cap (`window`); returns how many were dropped.
     pub fn drop_past(&mut self, window: &ProblemWindow) -> usize {
-        let before = self.held.len();
-        // Keys past the cap are the last ones: drop from the end while past.
-        while let Some(last) = self.held.last_key_value().map(|(k, _)| k.clone()) {
-            if !window.is_past(&last) {
-                break;
-            }
-            self.held.pop_last();
-        }
-        before - self.held.len()
+        window.drop_past(&mut self.held)
     }
 
     /// Every store still held, to write to its directory (pruning decides).
@@ -298,17 +327,18 @@ impl StorePolicy {
         let status = Status::of(&probe.row());
         let is_baseline = baseline.as_deref() == Some(&*unit.variant);
         match route {
-            // A failed or flagged unit takes a place among the first ones the page shows. An
-            // errored one is kept anyway; a flagged one of a key the page does not show with
-            // enough failed or flagged units before it is not shown: not written (its marker
+            // An errored unit is kept anyway. A flagged one takes a place among the first ones
+            // of its variant the page shows; one of a key the page does not show with enough
+            // flagged units of its variant before it is not shown: not written (its marker
             // record says so), unless it is a baseline's, which the page may still show beside
             // a failed verdict of its key: held like any other baseline store.
             // A flagged unit that may still be shown waits in memory until that is decided
             // ([`WaitingStores`]; a baseline's goes to its directory: the page may also show
             // it beside a failed verdict).
-            Route::Dir if status <= Status::Flagged => {
+            Route::Dir if status == Status::Error => Route::Dir,
+            Route::Dir if status == Status::Flagged => {
                 let may_show = problems.may_show(problem_key(unit));
-                if status == Status::Error || shown.contains(&unit.id) {
+                if shown.contains(&unit.id) {
                     Route::Dir
                 } else if may_show {
                     if is_baseline {
@@ -345,9 +375,9 @@ impl StorePolicy {
 
     /// Where the store of the unit that recorded `sample` goes. Pruning keeps every unit that
     /// errored, and the units of the keys report.html shows: those go to their directory at
-    /// once; so does a flagged unit, which the page shows if it is among its first failed or
-    /// flagged ones (which only the whole run tells: [`StorePolicy::route_output`] skips the
-    /// ones surely past them, pruning removes the others). A failed verdict is kept only among the first few of its variant,
+    /// once; so does a flagged unit, which the page shows if it is among the first flagged
+    /// ones of its variant (which only the whole run tells: [`StorePolicy::route_output`] skips
+    /// the ones surely past them, pruning removes the others). A failed verdict is kept only among the first few of its variant,
     /// so it goes to the pack; so does a baseline's store when its key's other units are not
     /// all known to this process.
     pub fn route(&self, sample: &Sample) -> Route {
@@ -838,8 +868,8 @@ mod tests {
             policy.route_output(&unit(id, variant, rank, t), out)
         };
         // Flagged units end out of the report's order: each is written while fewer than the
-        // page's cap of failed or flagged units are known before it.
-        let cap = MAX_PROBLEM_SAMPLES;
+        // page's cap of flagged units of its variant are known before it.
+        let cap = MAX_FLAGGED_PER_VARIANT;
         for t in (100..100 + cap).rev() {
             assert_eq!(route("x", "b", 1, t, &flagged), Route::Wait, "t{t}");
         }
@@ -852,19 +882,31 @@ mod tests {
         // t50 came before: the last of the first ones is now past the cap.
         assert_eq!(route("x", "b", 1, 99 + cap, &flagged), Route::Skip);
         assert_eq!(route("x", "b", 1, 98 + cap, &flagged), Route::Wait);
-        // Kept anyway: a unit that errored, one of a key the page shows.
+        // Kept anyway: a unit that errored, one of a key the page shows. Neither takes a place
+        // among the first flagged units of the variant.
         let errored = crate::runner::UnitOutput::failed("eval", "x");
-        assert_eq!(route("x", "b", 1, 900, &errored), Route::Dir);
+        for t in 0..5 {
+            assert_eq!(route("x", "b", 1, t, &errored), Route::Dir);
+        }
+        assert_eq!(route("x", "b", 1, 98 + cap, &flagged), Route::Wait);
         assert_eq!(route("shown", "b", 1, 900, &flagged), Route::Dir);
-        // A variant ranked later orders after every unit of "b"; a baseline's flagged unit
-        // past the cap is held (the page may show it beside a failed verdict of its key).
-        assert_eq!(route("x", "c", 2, 0, &flagged), Route::Skip);
-        assert_eq!(route("x", "base", 2, 0, &flagged), Route::Hold);
+        // Another variant has its own cap, in its own order.
+        for t in (900..900 + cap).rev() {
+            assert_eq!(route("x", "c", 2, t, &flagged), Route::Wait, "c t{t}");
+        }
+        assert_eq!(route("x", "c", 2, 900 + cap, &flagged), Route::Skip);
+        assert_eq!(route("x", "c", 2, 0, &flagged), Route::Wait, "first of c");
         assert_eq!(
-            route("x", "base", 0, 9, &flagged),
-            Route::Dir,
-            "ranked first"
+            route("x", "b", 1, 98 + cap, &flagged),
+            Route::Wait,
+            "b as it was"
         );
+        // A baseline's flagged unit that may be shown goes to its directory (the page may also
+        // show it beside a failed verdict of its key); past the cap it is held.
+        for t in 0..cap {
+            assert_eq!(route("x", "base", 0, t, &flagged), Route::Dir, "base t{t}");
+        }
+        assert_eq!(route("x", "base", 0, cap, &flagged), Route::Hold);
         // Resumed, sharded or --keep-stores: every flagged store goes to its directory.
         for policy in [StorePolicy::All, StorePolicy::Dirs] {
             assert_eq!(
@@ -875,10 +917,69 @@ mod tests {
     }
 
     #[test]
+    fn the_window_skips_only_flagged_units_the_page_does_not_show() {
+        use crate::report::html::problems_shown;
+        // Three variants' units in the report's order, some flagged, some errored, ending in a
+        // shuffled order: no unit the page shows (`problems_shown`, its one rule) is skipped,
+        // and in the end the window holds exactly the flagged units it shows.
+        let mut units: Vec<(ProblemKey, Status)> = Vec::new();
+        for v in 0..3 {
+            for t in 0..150usize {
+                let status = match (t * 7 + v * 3) % 5 {
+                    0 | 1 => Status::Flagged,
+                    2 if v == 1 => Status::Error,
+                    _ => Status::Pass,
+                };
+                units.push((
+                    (v, format!("t{t:03}").into(), "n".into(), "s".into(), 0),
+                    status,
+                ));
+            }
+        }
+        let names = ["a", "b", "c"];
+        let (shown, _) = problems_shown(units.iter().map(|(k, st)| (names[k.0], *st)));
+        let mut order: Vec<usize> = (0..units.len()).collect();
+        let mut x: u64 = 7;
+        for i in (1..order.len()).rev() {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            order.swap(i, (x >> 33) as usize % (i + 1));
+        }
+        let window = ProblemWindow::default();
+        let mut skipped = Vec::new();
+        for &i in &order {
+            if units[i].1 == Status::Flagged && !window.may_show(units[i].0.clone()) {
+                skipped.push(i);
+            }
+        }
+        assert!(skipped.iter().all(|i| !shown.contains(i)), "{skipped:?}");
+        assert!(
+            skipped.len() > 10,
+            "the shuffle skips some: {}",
+            skipped.len()
+        );
+        let first = window.first.lock().unwrap();
+        let kept: Vec<usize> = (0..units.len())
+            .filter(|i| {
+                first
+                    .get(&units[*i].0 .0)
+                    .is_some_and(|f| f.contains(&units[*i].0))
+            })
+            .collect();
+        let flagged_shown: Vec<usize> = shown
+            .into_iter()
+            .filter(|&i| units[i].1 == Status::Flagged)
+            .collect();
+        assert_eq!(kept, flagged_shown);
+        assert_eq!(kept.len(), 3 * MAX_FLAGGED_PER_VARIANT);
+    }
+
+    #[test]
     fn a_waiting_store_is_dropped_once_past_the_cap_or_written_beyond_the_number_held() {
         let window = ProblemWindow::default();
-        let key = |t: usize| -> ProblemKey {
-            (1, format!("t{t:04}").into(), "needle".into(), "s".into(), 0)
+        let key = |v: usize, t: usize| -> ProblemKey {
+            (v, format!("t{t:04}").into(), "needle".into(), "s".into(), 0)
         };
         let store = |t: usize| -> HeldStore {
             let mut f = BTreeMap::new();
@@ -895,34 +996,48 @@ mod tests {
             s
         };
         let ids = |v: Vec<HeldStore>| v.into_iter().map(|(id, _)| id).collect::<Vec<_>>();
-        let mut waiting = WaitingStores::new(3);
+        let mut waiting = WaitingStores::new(2);
         // Late keys wait: not yet past the cap (nothing before them known).
-        for t in [900, 901, 902] {
-            assert!(window.may_show(key(t)));
-            waiting.hold(key(t), store(t));
+        for t in [900, 901] {
+            assert!(window.may_show(key(1, t)));
+            waiting.hold(key(1, t), store(t));
             assert!(waiting.ended(&flagged(t), &window).is_empty());
         }
-        // A fourth: beyond the number held, the first in the report's order is written.
-        assert!(window.may_show(key(500)));
-        waiting.hold(key(500), store(500));
+        // A third: beyond the number held, the likeliest to be shown is written, the one with
+        // the fewest flagged units of its variant known before it...
+        assert!(window.may_show(key(1, 500)));
+        waiting.hold(key(1, 500), store(500));
         assert_eq!(ids(waiting.ended(&flagged(500), &window)), ["u500"]);
-        // The cap's number of failed or flagged units before them end: dropped, not written.
-        for t in 0..MAX_PROBLEM_SAMPLES - 1 {
-            window.may_show(key(t));
+        // ... whatever its variant's place in the report's order (900 has 500 before it).
+        assert!(window.may_show(key(2, 10)));
+        waiting.hold(key(2, 10), store(10));
+        assert_eq!(ids(waiting.ended(&flagged(10), &window)), ["u10"]);
+        // The cap's number of flagged units of their variant before them end: dropped, not
+        // written. With 500 and 18 more, 901 is past the first 20 of variant 1.
+        for t in 0..MAX_FLAGGED_PER_VARIANT - 2 {
+            assert!(window.may_show(key(1, t)));
         }
-        assert_eq!(waiting.len(), 3);
-        // (A unit that is not failed or flagged moves nothing.)
+        assert!(window.is_past(&key(1, 901)) && !window.is_past(&key(1, 900)));
+        assert_eq!(waiting.len(), 2);
+        // (A unit that is not flagged moves nothing: a passed one, an errored one.)
         let mut passed = flagged(1);
         passed.compactions.clear();
         assert!(waiting.ended(&passed, &window).is_empty());
-        assert_eq!(waiting.len(), 3);
-        assert!(waiting.ended(&flagged(198), &window).is_empty());
-        assert!(
-            waiting.is_empty(),
-            "900-902 are past the first {MAX_PROBLEM_SAMPLES}"
-        );
+        passed.error = Some(crate::record::UnitError {
+            kind: "eval".into(),
+            message: "x".into(),
+        });
+        assert!(waiting.ended(&passed, &window).is_empty());
+        assert_eq!(waiting.len(), 2);
+        assert!(waiting.ended(&flagged(1), &window).is_empty());
+        assert_eq!(waiting.len(), 1, "901 dropped");
+        // One more of variant 1 before 900: 900 is past too. Variant 2's window is its own.
+        assert!(window.may_show(key(1, 800)));
+        assert!(waiting.ended(&flagged(800), &window).is_empty());
+        assert!(waiting.is_empty(), "900 dropped");
+        assert!(!window.is_past(&key(2, 900)));
         // Whatever still waits when dispatching ends is written (pruning decides).
-        waiting.hold(key(950), store(950));
+        waiting.hold(key(1, 950), store(950));
         assert_eq!(ids(waiting.rest()), ["u950"]);
     }
 
@@ -932,28 +1047,41 @@ mod tests {
         let dir = RunDir::new(tmp.path().join("run"));
         let packs = crate::engine::store::PackFile::new(dir.stores_pack());
         let mut samples = Vec::new();
-        // Flagged units, 8 past the cap: 5 written to their directory, 3 not (a marker).
-        let n = MAX_PROBLEM_SAMPLES + 8;
-        for i in 0..n {
-            let id = format!("u{i:04}");
-            if i < n - 3 {
-                std::fs::create_dir_all(dir.unit_store(&id)).unwrap();
-                std::fs::write(dir.unit_store(&id).join("a"), "x").unwrap();
-            } else {
-                packs.skip(&id).unwrap();
+        // Flagged units of two variants, 8 past the cap of each: 5 written to their
+        // directory, 3 not (a marker).
+        let n = MAX_FLAGGED_PER_VARIANT + 8;
+        for v in ["a", "b"] {
+            for i in 0..n {
+                let id = format!("{v}{i:04}");
+                if i < n - 3 {
+                    std::fs::create_dir_all(dir.unit_store(&id)).unwrap();
+                    std::fs::write(dir.unit_store(&id).join("a"), "x").unwrap();
+                } else {
+                    packs.skip(&id).unwrap();
+                }
+                let mut s = Sample::builder()
+                    .unit_id(&id)
+                    .variant(v)
+                    .trace(format!("t{i:04}"))
+                    .passed(true)
+                    .build();
+                s.compactions.insert("futile".into(), 1);
+                samples.push(s);
             }
-            let mut s = Sample::builder()
-                .unit_id(&id)
-                .trace(format!("t{i:04}"))
-                .passed(true)
-                .build();
-            s.compactions.insert("futile".into(), 1);
-            samples.push(s);
         }
-        let model = ReportModel::build(&RunInfo::new("r"), samples);
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["a".into(), "b".into()];
+        let model = ReportModel::build(&info, samples);
         let p = prune(&dir, &model, false).unwrap();
-        assert_eq!((p.kept, p.removed, p.flagged, p.missing), (n - 8, 8, 8, 0));
-        assert!(dir.unit_store("u0199").exists() && !dir.unit_store("u0200").exists());
+        assert_eq!(
+            (p.kept, p.removed, p.flagged, p.missing),
+            (2 * (n - 8), 16, 16, 0)
+        );
+        let last = MAX_FLAGGED_PER_VARIANT - 1;
+        for v in ["a", "b"] {
+            assert!(dir.unit_store(&format!("{v}{last:04}")).exists());
+            assert!(!dir.unit_store(&format!("{v}{:04}", last + 1)).exists());
+        }
     }
 
     #[test]

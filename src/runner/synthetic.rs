@@ -64,14 +64,31 @@ impl SyntheticExecutor {
         Ok(e)
     }
 
+    /// The store a unit hands the runner (with `store=1`): one small file.
+    fn store_of(&self, unit: &Unit) -> Option<std::sync::Arc<crate::engine::store::StoreFiles>> {
+        self.stores.then(|| {
+            let mut files = crate::engine::store::StoreFiles::new();
+            files.insert(
+                format!("notes/{}.md", unit.id),
+                format!("store of unit {}\n", unit.id).into_bytes().into(),
+            );
+            std::sync::Arc::new(files)
+        })
+    }
+
     /// The output for a unit: a pure function of its id and eval.
     pub fn output_for(&self, unit: &Unit) -> UnitOutput {
         let h = u64::from_str_radix(unit.id.get(..16).unwrap_or("0"), 16).unwrap_or(0);
         if self.fail_every.is_some_and(|k| h % k == 0) {
-            return UnitOutput::failed(
-                "synthetic",
-                format!("synthetic failure of unit {}", unit.id),
-            );
+            // (With stores, a failed unit hands its store too, as a needle unit whose agent
+            // ran before its eval failed.)
+            return UnitOutput {
+                store: self.store_of(unit),
+                ..UnitOutput::failed(
+                    "synthetic",
+                    format!("synthetic failure of unit {}", unit.id),
+                )
+            };
         }
         let input = 1_000 + h % 5_000;
         let output = 100 + (h >> 16) % 300;
@@ -99,14 +116,7 @@ impl SyntheticExecutor {
         if self.flag_every.is_some_and(|k| (h >> 8) % k == 0) {
             out.compactions.insert("futile".into(), 1);
         }
-        if self.stores {
-            let mut files = crate::engine::store::StoreFiles::new();
-            files.insert(
-                format!("notes/{}.md", unit.id),
-                format!("store of unit {}\n", unit.id).into_bytes().into(),
-            );
-            out.store = Some(std::sync::Arc::new(files));
-        }
+        out.store = self.store_of(unit);
         let pass = (h >> 32) % 100 < 80;
         match &*unit.eval {
             "needle" => {

@@ -549,15 +549,16 @@ fn a_resumed_unit_starts_with_its_store_directory_clean() {
     assert_eq!(support::run::file_tree(&stores), before);
 }
 
-/// More flagged units than report.html shows in full (its cap of 200 failed or flagged units):
-/// the offload stores kept are those of the units the page shows, the flagged ones past the
-/// cap are not kept, and the run says how many; `--keep-stores` keeps every store.
+/// More flagged units than report.html shows in full (its cap of flagged units per variant), and
+/// errored ones: the offload stores kept are those of the units the page shows and of every
+/// errored unit, the flagged ones past the cap of their variant are not kept, and the run says
+/// how many; `--keep-stores` keeps every store.
 #[test]
 fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
-    use ctxbench::report::html::MAX_PROBLEM_SAMPLES;
+    use ctxbench::report::html::MAX_FLAGGED_PER_VARIANT;
     let tmp = tempfile::tempdir().unwrap();
     let datasets = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
-    // 20 traces × 2 variants × 10 needle samples = 400 units, every one flagged.
+    // 20 traces × 2 variants × 10 needle samples = 400 units, every one flagged or errored.
     let suite = base_and_aggressive("flagged")
         .seed(1)
         .trace(datasets.join("*.traj.json"))
@@ -596,67 +597,80 @@ fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
     // Server-bound units (a store written as the unit ends, pruned at the end if past the cap)
     // and offline ones (run whole on rayon; an undecided store waits in memory): the same stores.
     for (id, executor) in [
-        ("pruned", "synthetic:flag_every=1,store=1"),
-        ("pruned-offline", "synthetic:flag_every=1,store=1,offline=1"),
+        ("pruned", "synthetic:flag_every=1,fail_every=9,store=1"),
+        (
+            "pruned-offline",
+            "synthetic:flag_every=1,fail_every=9,store=1,offline=1",
+        ),
     ] {
         let (stdout, dir, kept) = run(id, executor, &[]);
-        let mut samples: Vec<Sample> = support::run::samples(&dir);
+        let samples: Vec<Sample> = support::run::samples(&dir);
         assert_eq!(samples.len(), 400);
+        let errored: Vec<&Sample> = samples.iter().filter(|s| s.error.is_some()).collect();
+        assert!(errored.len() > 10, "{}", errored.len());
         assert!(samples
             .iter()
-            .all(|s| s.compactions.get("futile") == Some(&1)));
-        // The report's order: variant (base first), trace, eval, sample, repeat.
-        samples.sort_by(|a, b| {
-            (
-                a.variant != "base",
-                &a.trace_id,
-                &a.eval,
-                &a.sample,
-                a.repeat,
-            )
-                .cmp(&(
-                    b.variant != "base",
+            .all(|s| s.error.is_some() || s.compactions.get("futile") == Some(&1)));
+        let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+        let shown_in_html = |s: &Sample| html.contains(&format!("<code>{}</code>", s.unit_id));
+        for s in &errored {
+            assert!(kept.contains(&s.unit_id), "errored {} is kept", s.unit_id);
+        }
+        let mut not_kept = 0;
+        for variant in ["base", "aggressive"] {
+            // The variant's flagged units in the report's order: trace, eval, sample, repeat.
+            let mut flagged: Vec<&Sample> = samples
+                .iter()
+                .filter(|s| s.variant == variant && s.error.is_none())
+                .collect();
+            flagged.sort_by(|a, b| {
+                (&a.trace_id, &a.eval, &a.sample, a.repeat).cmp(&(
                     &b.trace_id,
                     &b.eval,
                     &b.sample,
                     b.repeat,
                 ))
-        });
-        let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
-        let (first, rest) = samples.split_at(MAX_PROBLEM_SAMPLES);
-        for s in first {
-            assert!(kept.contains(&s.unit_id), "{} is shown", s.unit_id);
+            });
+            let (first, rest) = flagged.split_at(MAX_FLAGGED_PER_VARIANT);
+            for s in first {
+                assert!(kept.contains(&s.unit_id), "{} is shown", s.unit_id);
+                assert!(shown_in_html(s), "{}", s.unit_id);
+            }
+            // Past the cap, a flagged unit is shown (and its store kept) only when the page
+            // shows its pairing key in every variant: a dozen keys.
+            let kept_past: Vec<&&Sample> =
+                rest.iter().filter(|s| kept.contains(&s.unit_id)).collect();
+            assert!(kept_past.len() <= 12, "{variant}: {}", kept_past.len());
+            for s in &kept_past {
+                assert!(shown_in_html(s), "{}", s.unit_id);
+            }
+            for s in rest.iter().filter(|s| !kept.contains(&s.unit_id)) {
+                assert!(!shown_in_html(s), "{}", s.unit_id);
+            }
+            not_kept += rest.len() - kept_past.len();
         }
-        // Past the cap, a flagged unit is shown (and its store kept) only when the page shows its
-        // pairing key in every variant: a dozen keys.
-        let kept_past: Vec<&Sample> = rest.iter().filter(|s| kept.contains(&s.unit_id)).collect();
-        assert!(kept_past.len() <= 12, "{}", kept_past.len());
-        for s in &kept_past {
-            assert!(html.contains(&format!("<code>{}</code>", s.unit_id)));
-        }
-        let not_kept = rest.len() - kept_past.len();
-        assert!(not_kept >= rest.len() - 12 && kept.len() == 400 - not_kept);
-        for s in rest.iter().filter(|s| !kept.contains(&s.unit_id)) {
-            assert!(!html.contains(&format!("<code>{}</code>", s.unit_id)));
-        }
-        // The same selection as the library's rule, and the run says what it did not keep.
+        assert_eq!(kept.len(), 400 - not_kept);
+        // The kept store directories are what the final report shows in full (and every
+        // errored unit), by the library's one rule; the run says what it did not keep.
         let (_, model, _) =
             ctxbench::report::load::load_model(&ctxbench::record::RunDir::new(&dir)).unwrap();
         let shown = ctxbench::report::shown::shown_in_full(&model);
         assert_eq!(kept, shown);
         assert!(
             stdout.contains(&format!(
-                "note: {not_kept} flagged unit(s) past the first {MAX_PROBLEM_SAMPLES} failed or \
-                 flagged units report.html shows in full: their offload stores were not kept"
+                "note: {not_kept} flagged unit(s) past the first {MAX_FLAGGED_PER_VARIANT} \
+                 flagged units of their variant report.html shows in full: their offload \
+                 stores were not kept"
             )),
             "{stdout}"
         );
+        assert!(!stdout.contains("were not written"), "{stdout}");
         assert!(!dir.join("stores.pack").exists());
     }
 
-    // Half the units flagged, offline: the other variant's flagged units end before the
-    // baseline's that precede them in the report's order, so their stores wait in memory
-    // undecided; those the page ends up showing must be written.
+    // Half the units flagged, offline: four at once, units end out of their variant's order,
+    // so a flagged unit's store waits in memory until enough flagged units before it in its
+    // variant have ended; those the page ends up showing must be written.
     let (_, dir, kept) = run(
         "half-offline",
         "synthetic:flag_every=2,store=1,offline=1",

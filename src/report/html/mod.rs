@@ -28,8 +28,8 @@ mod view;
 
 pub use diff::{side_by_side, word_diff, Op};
 pub use samples::{
-    select, summaries_in_files, Status, MAX_FAILED_PER_VARIANT, MAX_PROBLEM_SAMPLES,
-    SHOWN_PAIR_KEYS,
+    problems_shown, select, summaries_in_files, Status, MAX_ERRORED_SAMPLES,
+    MAX_FAILED_PER_VARIANT, MAX_FLAGGED_PER_VARIANT, SHOWN_PAIR_KEYS,
 };
 pub use timeline::sparkline_scale;
 

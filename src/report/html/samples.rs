@@ -5,8 +5,10 @@
 //! word-level diff), and the context timeline.
 //!
 //! Which samples are shown (the page must stay small for a 100,000-sample run):
-//! 1. every failed unit (error) and every flagged one (a summary failed, or a compaction was
-//!    futile), at most [`MAX_PROBLEM_SAMPLES`];
+//! 1. every failed unit (error), at most [`MAX_ERRORED_SAMPLES`], and the flagged ones (a
+//!    summary failed, a compaction was futile, an agent ran out of steps), at most
+//!    [`MAX_FLAGGED_PER_VARIANT`] per variant — both the first in the report's order
+//!    ([`problems_shown`]);
 //! 2. the units of [`SHOWN_PAIR_KEYS`] pairing keys (trace × eval × sample × repeat) in every
 //!    variant, the keys taken round-robin over traces, each trace's evals first;
 //! 3. up to [`MAX_FAILED_PER_VARIANT`] units per variant whose verdict is fail, each with the
@@ -25,8 +27,14 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write;
 
-/// Most failed or flagged units shown in full.
-pub const MAX_PROBLEM_SAMPLES: usize = 200;
+/// Most failed units (errors) shown in full, the first in the report's order (every errored
+/// unit keeps its store anyway: `report::shown`).
+pub const MAX_ERRORED_SAMPLES: usize = 200;
+/// Most flagged units shown in full per variant, the first of the variant in the report's
+/// order: every variant's flagged units are there to compare (a global cap let the first
+/// variants' fill the page), and the page grows with the variants by at most this many views
+/// each (~40 KB a view in the needle sweep).
+pub const MAX_FLAGGED_PER_VARIANT: usize = 20;
 /// Pairing keys whose units are shown in full in every variant.
 pub const SHOWN_PAIR_KEYS: usize = 12;
 /// Most units with a fail verdict shown per variant (beyond rule 1 and 2).
@@ -93,12 +101,9 @@ pub fn select(samples: &Rows, baseline: Option<&str>) -> (Vec<usize>, usize) {
     // Each row's status and pairing key, computed once (FxHash: the keys are digests already).
     let status: Vec<Status> = samples.iter().map(|s| Status::of(&s)).collect();
     let hashes: Vec<u64> = samples.iter().map(|s| s.pair_hash()).collect();
-    let mut chosen: FxHashSet<usize> = FxHashSet::default();
-    let problems: Vec<usize> = (0..samples.len())
-        .filter(|&i| status[i] <= Status::Flagged)
-        .collect();
-    let left_out = problems.len().saturating_sub(MAX_PROBLEM_SAMPLES);
-    chosen.extend(problems.into_iter().take(MAX_PROBLEM_SAMPLES));
+    let (problems, left_out) =
+        problems_shown(samples.iter().zip(&status).map(|(s, &st)| (s.variant, st)));
+    let mut chosen: FxHashSet<usize> = problems.into_iter().collect();
 
     // Pairing keys in first-seen order, grouped by trace (traces in first-seen order).
     let mut traces: Vec<&str> = Vec::new();
@@ -159,6 +164,35 @@ pub fn select(samples: &Rows, baseline: Option<&str>) -> (Vec<usize>, usize) {
     let mut out: Vec<usize> = chosen.into_iter().collect();
     out.sort_by_key(|&i| (status[i], i));
     (out, left_out)
+}
+
+/// Rule 1 of [`select`], the one definition of which failed and flagged units are shown in
+/// full (`runner::stores::ProblemWindow` follows it as units end): given each sample's variant
+/// and status in the report's order, the indices of the errored units among the first
+/// [`MAX_ERRORED_SAMPLES`] errored ones and of the flagged units among the first
+/// [`MAX_FLAGGED_PER_VARIANT`] flagged ones of their variant; and how many errored or flagged
+/// units are left out.
+pub fn problems_shown<'a>(
+    samples: impl IntoIterator<Item = (&'a str, Status)>,
+) -> (Vec<usize>, usize) {
+    let mut shown = Vec::new();
+    let mut left_out = 0;
+    let mut errored = 0;
+    let mut flagged: HashMap<&str, usize> = HashMap::new();
+    for (i, (variant, status)) in samples.into_iter().enumerate() {
+        let (before, cap) = match status {
+            Status::Error => (&mut errored, MAX_ERRORED_SAMPLES),
+            Status::Flagged => (flagged.entry(variant).or_default(), MAX_FLAGGED_PER_VARIANT),
+            _ => continue,
+        };
+        if *before < cap {
+            *before += 1;
+            shown.push(i);
+        } else {
+            left_out += 1;
+        }
+    }
+    (shown, left_out)
 }
 
 /// Summary records of the samples [`select`] shows whose text is in a file (the caller reads
@@ -287,8 +321,9 @@ pub fn write_section(
     let head = html! {
         h2 id="samples" { "Samples" } "\n"
         p {
-            (shown.len()) " of " (model.samples.len()) " sample(s) shown in full: every failed or \
-            flagged unit (at most " (MAX_PROBLEM_SAMPLES) "), the units of " (SHOWN_PAIR_KEYS)
+            (shown.len()) " of " (model.samples.len()) " sample(s) shown in full: every failed \
+            unit (at most " (MAX_ERRORED_SAMPLES) ") and flagged unit (at most "
+            (MAX_FLAGGED_PER_VARIANT) " per variant), the units of " (SHOWN_PAIR_KEYS)
             " trace/eval/sample keys in every variant, and up to " (MAX_FAILED_PER_VARIANT)
             " units per variant whose verdict is fail (with the baseline's unit of the same key). \
             Failures first; every sample is in results.csv and samples.jsonl. A flagged unit \
@@ -298,7 +333,9 @@ pub fn write_section(
         "\n"
         @if left_out > 0 {
             p class="alert" {
-                (left_out) " more failed or flagged unit(s) are not shown in full."
+                (left_out) " more failed or flagged unit(s) are not shown in full (past the \
+                first " (MAX_ERRORED_SAMPLES) " failed units, or the first "
+                (MAX_FLAGGED_PER_VARIANT) " flagged units of their variant)."
             }
             "\n"
         }
@@ -418,8 +455,84 @@ mod tests {
             samples.push(s);
         }
         let (shown, left_out) = select(&samples.into_iter().collect(), None);
-        assert_eq!(left_out, 5000 - MAX_PROBLEM_SAMPLES);
-        assert!(shown.len() <= MAX_PROBLEM_SAMPLES + SHOWN_PAIR_KEYS);
+        assert_eq!(left_out, 5000 - MAX_ERRORED_SAMPLES);
+        assert!(shown.len() <= MAX_ERRORED_SAMPLES + SHOWN_PAIR_KEYS);
+    }
+
+    #[test]
+    fn flagged_units_are_capped_per_variant_errored_ones_overall() {
+        // In the report's order: variant a's 50 flagged units, b's 30 flagged units and 250
+        // errored ones interleaved, c's 5 flagged units.
+        let mut samples = Vec::new();
+        let flagged = |v: &str, t: usize| {
+            let mut s = unit(v, &format!("t{t:03}"), "needle", "k");
+            s.passed = Some(true);
+            s.compactions.insert("futile".into(), 1);
+            s
+        };
+        for t in 0..50 {
+            samples.push(flagged("a", t));
+        }
+        for t in 0..280 {
+            let mut s = flagged("b", t);
+            if t % 28 >= 3 {
+                s.error = Some(UnitError {
+                    kind: "timeout".into(),
+                    message: String::new(),
+                });
+            }
+            samples.push(s);
+        }
+        for t in 0..5 {
+            samples.push(flagged("c", t));
+        }
+        let rows: Rows = samples.iter().cloned().collect();
+        let (shown, left_out) = select(&rows, None);
+        // (Rule 2's keys are those of traces t000-t011, whose flagged units are among the first
+        // of every variant.)
+        let status = |i: usize| Status::of(&samples[i].row());
+        let firsts = |v: &str, st: Status| -> Vec<usize> {
+            (0..samples.len())
+                .filter(|&i| samples[i].variant == v && status(i) == st)
+                .collect()
+        };
+        for (v, n) in [("a", 50), ("b", 30), ("c", 5)] {
+            let all = firsts(v, Status::Flagged);
+            assert_eq!(all.len(), n);
+            let cap = n.min(MAX_FLAGGED_PER_VARIANT);
+            for (rank, i) in all.iter().enumerate() {
+                assert_eq!(
+                    shown.contains(i),
+                    rank < cap,
+                    "variant {v}, flagged unit {rank}"
+                );
+            }
+        }
+        let errored = firsts("b", Status::Error);
+        assert_eq!(errored.len(), 250);
+        for (rank, i) in errored.iter().enumerate() {
+            assert_eq!(
+                shown.contains(i),
+                rank < MAX_ERRORED_SAMPLES,
+                "error {rank}"
+            );
+        }
+        assert_eq!(
+            left_out,
+            (50 - 20) + (30 - 20) + (250 - MAX_ERRORED_SAMPLES)
+        );
+        // Errors first, then the flagged units variant by variant.
+        assert!(shown[..MAX_ERRORED_SAMPLES]
+            .iter()
+            .all(|&i| status(i) == Status::Error));
+        assert_eq!(
+            problems_shown([
+                ("a", Status::Flagged),
+                ("a", Status::Pass),
+                ("b", Status::Error)
+            ]),
+            (vec![0, 2], 0)
+        );
     }
 
     #[test]
