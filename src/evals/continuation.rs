@@ -22,7 +22,7 @@ use crate::engine::{
     self, KeepViews, KeptView, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
 };
 use crate::evalspec::Asking;
-use crate::pricing::{Calls, PriceTable};
+use crate::pricing::PriceTable;
 use crate::providers::Provider;
 use crate::trace::{Message, ToolCall, Trace};
 use serde::Serialize;
@@ -188,7 +188,7 @@ async fn predict(
     question: &str,
     max_output_tokens: u32,
     nonce: &str,
-) -> Result<(DriftAnswer, Calls), EvalError> {
+) -> Result<DriftAnswer, EvalError> {
     messages.push(Message::user(question));
     let out = agent::run(
         agent,
@@ -200,7 +200,7 @@ async fn predict(
         nonce,
     )
     .await?;
-    Ok((DriftAnswer::parse(&out.answer), out.usage))
+    Ok(DriftAnswer::parse(&out.answer))
 }
 
 /// Ask every step on the teacher-forced compacted context and on the uncompressed one.
@@ -211,8 +211,7 @@ pub async fn ask(
     agent: &dyn Provider,
     max_output_tokens: u32,
     nonce: &str,
-) -> Result<(Vec<StepResult>, Calls), EvalError> {
-    let mut usage = Calls::default();
+) -> Result<Vec<StepResult>, EvalError> {
     let mut out = Vec::new();
     let from = view.trace_index.min(trace.messages.len());
     let q = question(trace);
@@ -220,7 +219,7 @@ pub async fn ask(
         let recorded = &trace.messages[at].tool_calls[0];
         let mut forced = view.messages.clone();
         forced.extend(trace.messages[from..at].iter().cloned());
-        let (a, u) = predict(
+        let a = predict(
             agent,
             forced,
             &q,
@@ -228,9 +227,8 @@ pub async fn ask(
             &format!("{nonce}/cont@{at}"),
         )
         .await?;
-        usage.extend(&u);
         let reference = trace.messages[..at].to_vec();
-        let (r, u) = predict(
+        let r = predict(
             agent,
             reference,
             &q,
@@ -238,7 +236,6 @@ pub async fn ask(
             &format!("{nonce}/cont-ref@{at}"),
         )
         .await?;
-        usage.extend(&u);
         let (tool, target) = actions::agreement(&a.next_tool, &a.next_target, recorded);
         let (rt, rg) = actions::agreement(&r.next_tool, &r.next_target, recorded);
         out.push(StepResult {
@@ -255,7 +252,7 @@ pub async fn ask(
             reference_target_ok: rg,
         });
     }
-    Ok((out, usage))
+    Ok(out)
 }
 
 /// Scores and evidence of one fold's steps (`view_index` = trace index of the fold's call).

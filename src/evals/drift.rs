@@ -28,9 +28,9 @@ use crate::engine::{
     self, KeepViews, KeptView, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer,
 };
 use crate::evalspec::Asking;
-use crate::pricing::{Calls, PriceTable};
+use crate::pricing::PriceTable;
 use crate::providers::{ChatRequest, Provider};
-use crate::trace::{Message, ToolCall, Trace, Usage};
+use crate::trace::{Message, ToolCall, Trace};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -250,7 +250,7 @@ async fn judge_one(
     t: &Truth,
     goal: &str,
     nonce: &str,
-) -> Result<(f64, String, Usage), EvalError> {
+) -> Result<(f64, String), EvalError> {
     let truth_text = format!(
         "GOAL: {}\nFILES: {}\nNEXT TOOL: {}\nNEXT TARGET: {}",
         super::answer_format::one_line(&goal.chars().take(2000).collect::<String>()),
@@ -266,7 +266,7 @@ async fn judge_one(
     ])
     .with_nonce(nonce);
     let resp = judge.chat(&req).await?;
-    Ok((judge_score(&resp)?, resp.message.content, resp.usage))
+    Ok((judge_score(&resp)?, resp.message.content))
 }
 
 /// Ask the drift probe at every kept view; judge when asked.
@@ -277,10 +277,8 @@ pub async fn ask(
     judge: Option<&dyn Provider>,
     max_output_tokens: u32,
     nonce: &str,
-) -> Result<(Vec<ProbeResult>, Calls, Calls), EvalError> {
+) -> Result<Vec<ProbeResult>, EvalError> {
     let goal = truth::goal(trace);
-    let mut agent_usage = Calls::default();
-    let mut judge_usage = Calls::default();
     let mut out = Vec::new();
     for v in views {
         let mut messages = v.messages.clone();
@@ -295,13 +293,12 @@ pub async fn ask(
             &format!("{nonce}/drift@{}", v.trace_index),
         )
         .await?;
-        agent_usage.extend(&outcome.usage);
         let answer = DriftAnswer::parse(&outcome.answer);
         let t = Truth::at(trace, v.trace_index);
         let mut scores = score_answer(&answer, &t);
         let mut rationale = None;
         if let Some(j) = judge {
-            let (s, text, u) = judge_one(
+            let (s, text) = judge_one(
                 j,
                 &outcome.answer,
                 &t,
@@ -309,7 +306,6 @@ pub async fn ask(
                 &format!("{nonce}/judge@{}", v.trace_index),
             )
             .await?;
-            judge_usage.add(&u);
             scores.insert("judge_score".into(), s);
             rationale = Some(text);
         }
@@ -323,7 +319,7 @@ pub async fn ask(
             judge_rationale: rationale,
         });
     }
-    Ok((out, agent_usage, judge_usage))
+    Ok(out)
 }
 
 /// Scores of one fold's sample: [`aggregate`] plus `fold`; `evidence.reached` says whether

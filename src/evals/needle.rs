@@ -608,18 +608,13 @@ fn line_in_view(view: &[Arc<Message>], fact: &Fact, cut: usize) -> bool {
 }
 
 /// Scores and evidence of a finished needle sample.
-pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>, Value, Calls) {
+pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>, Value) {
     let n = answers.len().max(1) as f64;
-    // Every call the eval's agent made, the questions' and their references' (both spent: the
-    // unit's eval-agent tokens and cost); `usage`: the questions' alone (`probe_*_tokens`).
-    let mut calls = Calls::default();
+    // The questions' calls alone (`probe_*_tokens`; what every call of the eval agent spent,
+    // the references' too, is the unit's ledger's: `executors::unit`).
     let mut usage = Usage::default();
     for a in answers {
-        calls.extend(&a.outcome.usage);
         usage.add(&a.outcome.usage.total());
-        if let Some(r) = &a.reference {
-            calls.extend(&r.usage);
-        }
     }
     let mean = |f: &dyn Fn(&Answer) -> f64| answers.iter().map(f).sum::<f64>() / n;
     let mut scores = BTreeMap::new();
@@ -632,7 +627,7 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
             "folds_after_needle": prepared.folds,
             "facts": facts_json(prepared),
         });
-        return (scores, evidence, calls);
+        return (scores, evidence);
     }
     scores.insert("recall".into(), mean(&|a| a.recovered as u8 as f64));
     let refs: Vec<bool> = answers
@@ -693,7 +688,7 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
         "folds_after_needle": prepared.folds,
         "store_files": prepared.replay.store.writes().len(),
     });
-    (scores, evidence, calls)
+    (scores, evidence)
 }
 
 fn facts_json(prepared: &Prepared) -> Vec<Value> {

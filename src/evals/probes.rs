@@ -25,7 +25,7 @@ use super::needle::{question_point, AskAt, PROBE_PREAMBLE};
 use super::{plant, rubric, truth, EvalError};
 use crate::engine::{self, KeepViews, ReplayEnv, ResolvedConfig, StoreTarget, Summarizer};
 use crate::evalspec::Asking;
-use crate::pricing::{Calls, PriceTable};
+use crate::pricing::PriceTable;
 use crate::providers::Provider;
 use crate::trace::{Message, Role, Trace};
 use regex::Regex;
@@ -230,10 +230,6 @@ pub struct ProbeOutcome {
     pub scores: BTreeMap<String, f64>,
     pub passed: Option<bool>,
     pub evidence: Value,
-    /// The judge's calls (none without a judge).
-    pub judge_usage: Calls,
-    /// The agent's calls answering the questions (the `eval_agent` cost role).
-    pub agent_usage: Calls,
 }
 
 /// One question asked: its text, what the trace says, the answer and its deterministic score.
@@ -243,8 +239,6 @@ struct Asked {
     answer: String,
     scores: BTreeMap<String, f64>,
     evidence: Value,
-    /// The agent's calls for this question.
-    usage: Calls,
 }
 
 /// Ask the probe's questions (`per_kind`, seeded), score them, and grade them when a judge is
@@ -333,11 +327,6 @@ pub async fn ask(
                 .map_or(scores.get("decision_match") == Some(&1.0), |o| *o >= 0.5),
         ),
     };
-    let mut judge_usage = Calls::default();
-    let mut agent_usage = Calls::default();
-    for a in &asked {
-        agent_usage.extend(&a.usage);
-    }
     let mut evidence: Vec<Value> = Vec::new();
     for (i, a) in asked.iter().enumerate() {
         let mut e = a.evidence.clone();
@@ -350,7 +339,6 @@ pub async fn ask(
                 &format!("{nonce}/judge{i}"),
             )
             .await?;
-            judge_usage.add(&g.usage);
             for (d, v) in &g.grades {
                 *scores.entry(format!("judge_{d}")).or_default() += v / n;
             }
@@ -369,8 +357,6 @@ pub async fn ask(
         scores,
         passed,
         evidence,
-        judge_usage,
-        agent_usage,
     })
 }
 
@@ -414,7 +400,6 @@ async fn ask_recall(
     scores.insert("steps".into(), out.steps as f64);
     let answer = out.answer.clone();
     Ok(Asked {
-        usage: out.usage.clone(),
         evidence: json!({"question": question, "expected": expected, "answer": out}),
         question,
         expected: expected.to_string(),
@@ -452,7 +437,6 @@ async fn ask_decision(
         truth::keyword_coverage(&out.answer, &keys),
     );
     Ok(Asked {
-        usage: out.usage,
         evidence: json!({"question": question, "expected": expected, "keywords": keys,
                          "answer": out.answer}),
         question,
@@ -530,7 +514,6 @@ async fn ask_structured(
         }
     };
     Ok(Asked {
-        usage: out.usage,
         evidence: json!({"answer": answer, "raw_answer": out.answer,
                          "truth_files": artifacts, "at": prepared.at}),
         question: DRIFT_QUESTION.to_string(),

@@ -27,7 +27,7 @@ use crate::engine::{
 };
 use crate::evalspec::rules::RuleKind;
 use crate::evalspec::Asking;
-use crate::pricing::{Calls, PriceTable};
+use crate::pricing::PriceTable;
 use crate::providers::{ChatRequest, Provider};
 use crate::trace::{Message, Role, Trace};
 use serde::Serialize;
@@ -296,8 +296,6 @@ Reply with a first line `SCORE: <0-5>` and one sentence of rationale.";
 pub struct Answer {
     pub text: String,
     pub judge: Option<(Option<f64>, String)>,
-    pub agent_usage: Calls,
-    pub judge_usage: Calls,
 }
 
 pub async fn ask(
@@ -325,8 +323,6 @@ pub async fn ask(
     let mut answer = Answer {
         text: out.answer,
         judge: None,
-        agent_usage: out.usage,
-        judge_usage: Calls::default(),
     };
     if let Some(j) = judge {
         let rules: Vec<String> = prepared
@@ -344,7 +340,6 @@ pub async fn ask(
         ])
         .with_nonce(format!("{nonce}/rules-judge"));
         let resp = j.chat(&req).await?;
-        answer.judge_usage.add(&resp.usage);
         answer.judge = Some((
             Some(super::drift::judge_score(&resp)?),
             resp.message.content,
@@ -466,8 +461,6 @@ mod tests {
         let answer = Answer {
             text: format!("RULE: never run {}", rules[1].key),
             judge: Some((Some(4.0), "SCORE: 4".into())),
-            agent_usage: crate::pricing::Calls::default(),
-            judge_usage: crate::pricing::Calls::default(),
         };
         let (s, e) = score(&params, &prepared, Some(&answer));
         assert_eq!(s["rules_retained"], 0.5);

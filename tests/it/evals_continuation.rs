@@ -122,7 +122,7 @@ fn aggressive_summarization_loses_agreement_the_full_history_has() {
             )
             .unwrap();
             let Some(v) = view else { continue };
-            let (st, _) = rt
+            let st = rt
                 .block_on(continuation::ask(&trace, &v, 3, &agent, 300, "t"))
                 .unwrap();
             let (s, _) = continuation::score(&params, Some(v.trace_index), &st);

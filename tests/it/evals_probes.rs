@@ -150,7 +150,5 @@ fn a_judge_grades_six_dimensions_reported_separately() {
         for (k, v) in want {
             assert_eq!(out.scores.get(k), Some(&v), "{kind:?}: {:?}", out.scores);
         }
-        let q = out.scores["questions"];
-        assert_eq!(out.judge_usage.total().input, 100 * q as u64);
     }
 }

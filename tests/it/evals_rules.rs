@@ -146,7 +146,7 @@ fn structured_handover_keeps_the_goal_the_short_one_loses() {
                 1,
             )
             .unwrap();
-            let (probes, _, _) = rt
+            let probes = rt
                 .block_on(drift::ask(&trace, &views, &agent, None, 400, "t"))
                 .unwrap();
             for p in &probes {

@@ -117,7 +117,7 @@ fn needle_runs(variant: &ResolvedConfig, dir: &Path, k: Knobs) -> Vec<Run> {
                         "t",
                     ))
                     .unwrap();
-                let (scores, _, _) = needle::score(&prepared, &answers);
+                let (scores, _) = needle::score(&prepared, &answers);
                 if k.compacted_away {
                     assert_eq!(
                         scores["in_view"], 0.0,
@@ -269,7 +269,7 @@ fn drift_scores_drop_without_session_intent() {
                 1,
             )
             .unwrap();
-            let (probes, _, _) = rt
+            let probes = rt
                 .block_on(drift::ask(&trace, &views, &agent, None, 400, "t"))
                 .unwrap();
             let (scores, _) = drift::aggregate(&probes);

@@ -417,6 +417,46 @@ fn an_agent_out_of_steps_is_flagged() {
     );
 }
 #[test]
+fn every_judge_call_is_counted_in_its_unit() {
+    // The judge grades every probe (3 output tokens a reply): the units succeed, and their
+    // judge tokens are every call the judge server answered (the unit's ledger).
+    let (_rt, llm) = StrictLlm::on_own_runtime();
+    let (_rt2, judge) = StrictLlm::on_own_runtime();
+    judge.always(Scenario::Text("SCORE: 4\nGood.".into()));
+    let providers = format!(
+        "{}\n{}\n{}",
+        provider_table("agent", "openai", "gpt-5-mini", &llm.openai_base_url()),
+        provider_table("summary", "openai", "gpt-5-mini", &llm.openai_base_url()),
+        provider_table("judge", "openai", "gpt-5-mini", &judge.openai_base_url())
+    );
+    let (m, _, samples) = run_suite(
+        &providers,
+        &[
+            "--eval",
+            "drift",
+            "--trace",
+            "astropy__astropy-12907*",
+            "--set",
+            "evals.drift.judge=true",
+        ],
+    );
+    let drift: Vec<&serde_json::Value> = samples.iter().filter(|s| s["eval"] == "drift").collect();
+    assert!(drift.iter().all(|s| s["error"].is_null()), "{m}");
+    let output: u64 = drift
+        .iter()
+        .map(|s| s["tokens"]["judge"]["output"].as_u64().unwrap())
+        .sum();
+    assert!(judge.accepted() > 0);
+    assert_eq!(output, 3 * judge.accepted() as u64);
+    for s in drift
+        .iter()
+        .filter(|s| s["tokens"]["judge"]["output"].as_u64() > Some(0))
+    {
+        assert!(s["cost_usd"]["judge"].as_f64() > Some(0.0), "{s}");
+    }
+}
+
+#[test]
 fn a_judge_without_a_grade_fails_the_unit() {
     for (scenario, expected) in [
         (
@@ -570,5 +610,16 @@ fn flag_counts_are_written_for_every_unit_so_their_means_are_over_all() {
                 s["scores"]
             );
         }
+        // The eval agent's spending is every call it made: the questions' and the references'.
+        let (q, r) = (
+            s["scores"]["probe_input_tokens"].as_f64().unwrap(),
+            s["scores"]["reference_input_tokens"].as_f64().unwrap(),
+        );
+        assert!(q > 0.0 && r > 0.0, "{}", s["scores"]);
+        assert_eq!(
+            s["tokens"]["eval_agent"]["input"].as_f64(),
+            Some(q + r),
+            "{s}"
+        );
     }
 }

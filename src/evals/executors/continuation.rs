@@ -19,7 +19,7 @@ impl Eval for Continuation {
         let steps = match &view {
             Some(v) => {
                 let agent = cx.agent()?;
-                let (steps, usage) =
+                let steps =
                     continuation::ask(
                         cx.trace(),
                         v,
@@ -29,7 +29,6 @@ impl Eval for Continuation {
                         &cx.nonce,
                     )
                         .await?;
-                cx.eval_agent(&mut out, &usage);
                 steps
             }
             None => Vec::new(),

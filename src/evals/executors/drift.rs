@@ -20,7 +20,7 @@ impl Eval for Drift {
         let agent = agent.as_ref();
         let judge = cx.judge(params.judge)?;
         let judge = judge.as_deref();
-        let (probes, agent_usage, judge_usage) =
+        let probes =
             drift::ask(
                 cx.trace(),
                 &views,
@@ -29,16 +29,12 @@ impl Eval for Drift {
                 params.max_output_tokens,
                 &cx.nonce,
             ).await?;
-        cx.eval_agent(&mut out, &agent_usage);
         let (scores, evidence) = match params.fold {
             Some(k) => drift::aggregate_fold(k, &probes),
             None => drift::aggregate(&probes),
         };
         out.scores.extend(scores);
         out.evidence = evidence;
-        if let Some(j) = judge {
-            cx.judge_cost(j, &judge_usage, &mut out);
-        }
         Ok(out)
     }
 }

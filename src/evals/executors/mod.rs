@@ -173,6 +173,7 @@ async fn run_unit<E: Eval>(shared: &Shared, cx: &UnitCx<'_>) -> Result<UnitOutpu
     let resolved = cx.config.clone();
     let trace_model = cx.trace().meta.model.clone();
     let mut out = E::run(cx).await?;
+    cx.account_calls(&mut out);
     // A server that cut prompts to its context without an error makes the answers meaningless:
     // the sample is flagged with the count (the report and the run's end say so). Every unit
     // that asked an agent carries it, 0 included: the metric's mean (and a gate rule on it) is

@@ -60,9 +60,8 @@ impl Eval for Needle {
         // Scored, and the replay freed, on rayon's pool (in place for a unit run whole there):
         // the evidence and the replay's buffers are a unit's largest, and a tokio worker busy
         // with them does not send or read the other units' calls.
-        let (scores, evidence, usage) =
+        let (scores, evidence) =
             crate::runner::cpu(move || needle::score(&prepared, &answers)).await;
-        cx.eval_agent(&mut out, &usage);
         // A fold the replay never reached has no recall and no verdict.
         out.passed = scores.get("recall").map(|r| *r >= 1.0);
         out.scores.extend(scores);

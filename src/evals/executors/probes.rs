@@ -32,10 +32,6 @@ impl Eval for Probes {
         out.scores.extend(result.scores);
         out.passed = result.passed;
         out.evidence = result.evidence;
-        cx.eval_agent(&mut out, &result.agent_usage);
-        if let Some(j) = judge {
-            cx.judge_cost(j, &result.judge_usage, &mut out);
-        }
         Ok(out)
     }
 }

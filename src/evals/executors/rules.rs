@@ -30,13 +30,6 @@ impl Eval for Rules {
         let (scores, evidence) = rules::score(&params, &prepared.probe, answer.as_ref());
         out.scores.extend(scores);
         out.evidence = evidence;
-        // The agent's restating call is spent like any eval's (it sends the whole view).
-        if let Some(a) = &answer {
-            cx.eval_agent(&mut out, &a.agent_usage);
-        }
-        if let (Some(j), Some(a)) = (judge, &answer) {
-            cx.judge_cost(j, &a.judge_usage, &mut out);
-        }
         Ok(out)
     }
 }

@@ -480,13 +480,19 @@ impl<'a> UnitCx<'a> {
         out
     }
 
-    /// Tokens and cost of the eval's own agent calls (needle questions, probes).
-    pub fn eval_agent(&self, out: &mut UnitOutput, usage: &Calls) {
-        self.shared.eval_agent(out, usage);
-    }
-
-    /// The judge's tokens and cost (separate from the agent's).
-    pub fn judge_cost(&self, judge: &dyn Provider, usage: &Calls, out: &mut UnitOutput) {
-        self.shared.judge_cost(judge, usage, out);
+    /// The eval agent's and the judge's tokens and cost in a finished unit's output, from the
+    /// unit's ledger: every call whose response arrived, priced call by call (the one record
+    /// of what those roles spent; a failed unit's come from it too, [`UnitCx::spent_output`]).
+    /// A role the unit made no call of is left as the eval left it (unused: `None`).
+    pub(super) fn account_calls(&self, out: &mut UnitOutput) {
+        let ledger = lock(&self.ledger);
+        if !ledger.eval_agent.as_slice().is_empty() {
+            self.shared.eval_agent(out, &ledger.eval_agent);
+        }
+        if !ledger.judge.as_slice().is_empty() {
+            if let Some(judge) = self.providers().ok().and_then(|p| p.judge.as_deref()) {
+                self.shared.judge_cost(judge, &ledger.judge, out);
+            }
+        }
     }
 }

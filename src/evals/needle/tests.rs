@@ -60,34 +60,11 @@ fn a_store_held_in_memory_changes_nothing() {
         let answers = rt
             .block_on(ask(&p, &agent, 4, 200, NeedleSearch::Auto, "n"))
             .unwrap();
-        let (scores, evidence, usage) = score(&p, &answers);
-        (
-            serde_json::to_string(&(scores, evidence, usage.total().input)).unwrap(),
-            p,
-        )
+        let (scores, evidence) = score(&p, &answers);
+        (serde_json::to_string(&(scores, evidence)).unwrap(), p)
     };
     let (disk, pd) = run(false);
     let (mem, pm) = run(true);
-    // The eval agent's spending is every call it made: the questions' and the references'.
-    let answers = rt
-        .block_on(ask(&pm, &agent, 4, 200, NeedleSearch::Auto, "n"))
-        .unwrap();
-    assert!(answers.iter().all(|a| a.reference.is_some()));
-    let (scores, _, calls) = score(&pm, &answers);
-    let (question, reference) = (
-        scores["probe_input_tokens"],
-        scores["reference_input_tokens"],
-    );
-    assert!(question > 0.0 && reference > 0.0);
-    assert_eq!(calls.total().input as f64, question + reference);
-    assert_eq!(
-        calls.as_slice().len(),
-        answers
-            .iter()
-            .map(|a| a.outcome.steps as usize
-                + a.reference.as_ref().map_or(0, |r| r.usage.as_slice().len()))
-            .sum::<usize>()
-    );
     assert!(pd.store_files.is_none() && pm.store_files.is_some());
     assert_eq!(disk, mem);
     // The invariants (pointers resolve to the removed bytes, among others) are checked against
@@ -161,7 +138,7 @@ fn every_question_gets_the_whole_conversations_back() {
             .collect()
     };
     assert_eq!(answers(&first), answers(&again));
-    let (scores, evidence, _) = score(&p, &first);
+    let (scores, evidence) = score(&p, &first);
     assert_eq!(scores["reference_recall"], 1.0);
     assert_eq!(evidence["reference_messages"], json!(p.cut));
     assert_eq!(evidence["view_messages"], json!(p.view_len));
