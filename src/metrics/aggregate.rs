@@ -169,14 +169,31 @@ pub struct MetricSummary {
 }
 
 pub fn summarize(metric: &str, obs: &[Obs], seed: u64, label: &str) -> Option<MetricSummary> {
-    let values: Vec<f64> = obs.iter().map(|o| o.value).collect();
-    let mean = stats::mean(&values)?;
+    summarize_of(
+        metric,
+        obs.len(),
+        || obs.iter().map(|o| o.value),
+        seed,
+        label,
+    )
+}
+
+/// [`summarize`] of `n` values (in key order) that `values` gives again from the start on
+/// each call: a stream off disk (`report::spill`) gives the same summary as the slice.
+pub fn summarize_of<I: Iterator<Item = f64>>(
+    metric: &str,
+    n: usize,
+    values: impl Fn() -> I,
+    seed: u64,
+    label: &str,
+) -> Option<MetricSummary> {
+    let mean = stats::mean_of(n, values())?;
     Some(MetricSummary {
         metric: metric.to_string(),
         polarity: crate::evalspec::polarity(metric),
-        n: values.len(),
+        n,
         mean,
-        ci: stats::mean_ci(&values, stats::sub_seed(seed, label)),
+        ci: stats::mean_ci_of(n, values, stats::sub_seed(seed, label)),
     })
 }
 
@@ -262,43 +279,59 @@ pub fn compare(
     seed: u64,
 ) -> Option<Comparison> {
     let base_by_key: HashMap<u64, f64> = base.iter().map(|o| (o.key, o.value)).collect();
-    let mut b = Vec::new();
-    let mut c = Vec::new();
+    let mut pairs = Vec::new();
     let mut cluster_ids: HashMap<u64, usize> = HashMap::new();
-    let mut clusters = Vec::new();
     for o in cand {
         if let Some(&bv) = base_by_key.get(&o.key) {
-            b.push(bv);
-            c.push(o.value);
             let next = cluster_ids.len();
-            clusters.push(*cluster_ids.entry(o.cluster).or_insert(next));
+            pairs.push((bv, o.value, *cluster_ids.entry(o.cluster).or_insert(next)));
         }
     }
-    if b.is_empty() {
+    let n_traces = cluster_ids.len();
+    let triples = || pairs.iter().copied();
+    compare_pairs(
+        metric,
+        candidate,
+        baseline,
+        pairs.len(),
+        n_traces,
+        triples,
+        seed,
+    )
+}
+
+/// [`compare`] of `n` pairs (baseline value, candidate value, cluster), in the candidate's
+/// key order, that `pairs` gives again from the start on each call; clusters are numbered
+/// `0..n_traces` by first appearance. A merge join of two streams off disk
+/// (`report::spill`) gives the same comparison as the slices.
+pub fn compare_pairs<I: Iterator<Item = (f64, f64, usize)>>(
+    metric: &str,
+    candidate: &str,
+    baseline: &str,
+    n: usize,
+    n_traces: usize,
+    pairs: impl Fn() -> I,
+    seed: u64,
+) -> Option<Comparison> {
+    if n == 0 {
         return None;
     }
-    let n_traces = cluster_ids.len();
-    let clustered = n_traces < b.len();
-    let deltas: Vec<f64> = c.iter().zip(&b).map(|(c, b)| c - b).collect();
+    let clustered = n_traces < n;
     let label = format!("{metric}\u{1f}{candidate}\u{1f}{baseline}");
     let bootstrap_seed = stats::sub_seed(seed, &label);
-    let paired = stats::cluster_paired_delta(&deltas, &clusters, bootstrap_seed)?;
-    let pct_ci = stats::relative_change_ci(&b, &c, &clusters, bootstrap_seed);
-    let baseline_mean = stats::mean(&b)?;
-    let candidate_mean = stats::mean(&c)?;
-    let binary = b.iter().chain(&c).all(|&v| v == 0.0 || v == 1.0);
+    let deltas = || pairs().map(|(b, c, k)| (c - b, k));
+    let paired = stats::cluster_paired_delta_of(n, deltas, bootstrap_seed)?;
+    let pct_ci = stats::relative_change_ci_of(n, &pairs, bootstrap_seed);
+    let baseline_mean = stats::mean_of(n, pairs().map(|p| p.0))?;
+    let candidate_mean = stats::mean_of(n, pairs().map(|p| p.1))?;
+    let binary = pairs().all(|(b, c, _)| (b == 0.0 || b == 1.0) && (c == 0.0 || c == 1.0));
     let mcnemar = binary.then(|| {
-        let lost = b
-            .iter()
-            .zip(&c)
-            .filter(|(b, c)| **b == 1.0 && **c == 0.0)
-            .count();
-        let gained = b
-            .iter()
-            .zip(&c)
-            .filter(|(b, c)| **b == 0.0 && **c == 1.0)
-            .count();
-        stats::mcnemar(lost as u64, gained as u64)
+        let (mut lost, mut gained) = (0u64, 0u64);
+        for (b, c, _) in pairs() {
+            lost += u64::from(b == 1.0 && c == 0.0);
+            gained += u64::from(b == 0.0 && c == 1.0);
+        }
+        stats::mcnemar(lost, gained)
     });
     let p_value = match &mcnemar {
         Some(m) if !clustered => Some(m.p_value),
@@ -309,7 +342,7 @@ pub fn compare(
         metric: metric.to_string(),
         candidate: candidate.to_string(),
         baseline: baseline.to_string(),
-        n_pairs: deltas.len(),
+        n_pairs: n,
         n_traces,
         baseline_mean,
         candidate_mean,
