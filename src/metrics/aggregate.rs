@@ -115,26 +115,37 @@ pub fn observations_with_roles<'a>(samples: impl IntoIterator<Item = Row<'a>> + 
 /// variant → metric → observations (sorted by key).
 pub type ObsTable = BTreeMap<String, BTreeMap<String, Vec<Obs>>>;
 
+/// Call `f(metric, observation)` for every metric of a sample ([`for_each_metric`]), with its
+/// pairing key and cluster.
+pub fn for_each_obs(s: &Row<'_>, mut f: impl FnMut(&str, Obs)) {
+    let key = s.pair_hash();
+    let cluster = cluster_of(s.trace_id);
+    for_each_metric(s, |metric, value| {
+        f(
+            metric,
+            Obs {
+                key,
+                cluster,
+                value,
+            },
+        )
+    });
+}
+
 /// Collect the observations of every variant and metric.
 pub fn observations<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> ObsTable {
     let mut table: ObsTable = BTreeMap::new();
     for s in samples {
-        let key = s.pair_hash();
-        let cluster = cluster_of(s.trace_id);
         let per_metric = match table.get_mut(s.variant) {
             Some(m) => m,
             None => table.entry(s.variant.to_string()).or_default(),
         };
-        for_each_metric(&s, |metric, value| {
+        for_each_obs(&s, |metric, o| {
             let list = match per_metric.get_mut(metric) {
                 Some(l) => l,
                 None => per_metric.entry(metric.to_string()).or_default(),
             };
-            list.push(Obs {
-                key,
-                cluster,
-                value,
-            });
+            list.push(o);
         });
     }
     for per_metric in table.values_mut() {
@@ -401,8 +412,19 @@ pub struct PassK {
     pub pass_hat_k: f64,
 }
 
-/// (trace, eval sample) → (attempts, passes) of one variant and eval.
-type TaskAttempts<'a> = BTreeMap<(&'a str, &'a str), (u64, u64)>;
+/// Nested by its parts, so a lookup borrows the row's strings: (a, b) → value, in (a, b) order.
+type ByPair<V> = BTreeMap<String, BTreeMap<String, V>>;
+
+fn pair_entry<'m, V: Default>(map: &'m mut ByPair<V>, a: &str, b: &str) -> &'m mut V {
+    if !map.contains_key(a) {
+        map.insert(a.to_string(), BTreeMap::new());
+    }
+    let inner = map.get_mut(a).expect("inserted");
+    if !inner.contains_key(b) {
+        inner.insert(b.to_string(), V::default());
+    }
+    inner.get_mut(b).expect("inserted")
+}
 
 /// Largest k reported.
 pub const MAX_K: u64 = 10;
@@ -411,49 +433,98 @@ pub const MAX_K: u64 = 10;
 /// most [`MAX_K`]; each k over the tasks with at least k attempts). Failed units count as
 /// failed attempts.
 pub fn pass_k<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> Vec<PassK> {
-    // (variant, eval) → task → (attempts, passes)
-    let mut tasks: BTreeMap<(&str, &str), TaskAttempts> = BTreeMap::new();
+    let mut sum = PassKSum::default();
     for s in samples {
+        sum.add(&s);
+    }
+    sum.finish()
+}
+
+/// [`pass_k`] one sample at a time: what it holds is per task (variant, eval, trace, sample),
+/// not per sample.
+#[derive(Debug, Default)]
+pub struct PassKSum {
+    /// (variant, eval) → (trace, eval sample) → (attempts, passes)
+    tasks: ByPair<ByPair<(u64, u64)>>,
+}
+
+impl PassKSum {
+    pub fn add(&mut self, s: &Row<'_>) {
         let verdict = match (&s.error, s.passed) {
             (Some(_), _) => false,
             (None, Some(p)) => p,
-            (None, None) => continue,
+            (None, None) => return,
         };
-        let e = tasks
-            .entry((s.variant, s.eval))
-            .or_default()
-            .entry((s.trace_id, s.sample))
-            .or_default();
+        let per_task = pair_entry(&mut self.tasks, s.variant, s.eval);
+        let e = pair_entry(per_task, s.trace_id, s.sample);
         e.0 += 1;
         e.1 += u64::from(verdict);
     }
-    let mut out = Vec::new();
-    for ((variant, eval), per_task) in tasks {
-        let max_n = per_task.values().map(|t| t.0).max().unwrap_or(0);
-        if max_n < 2 {
-            continue;
+
+    pub fn finish(self) -> Vec<PassK> {
+        let mut out = Vec::new();
+        let flat = self
+            .tasks
+            .into_iter()
+            .flat_map(|(v, m)| m.into_iter().map(move |(e, t)| (v.clone(), e, t)));
+        for (variant, eval, per_task) in flat {
+            let per_task: Vec<(u64, u64)> = per_task
+                .into_values()
+                .flat_map(BTreeMap::into_values)
+                .collect();
+            let max_n = per_task.iter().map(|t| t.0).max().unwrap_or(0);
+            if max_n < 2 {
+                continue;
+            }
+            for k in 1..=max_n.min(MAX_K) {
+                // Tasks with fewer than k attempts cannot be scored at k and are left out.
+                let at: Vec<f64> = per_task
+                    .iter()
+                    .filter_map(|&(n, c)| stats::pass_at_k(n, c, k))
+                    .collect();
+                let hat: Vec<f64> = per_task
+                    .iter()
+                    .filter_map(|&(n, c)| stats::pass_hat_k(n, c, k))
+                    .collect();
+                out.push(PassK {
+                    variant: variant.clone(),
+                    eval: eval.clone(),
+                    tasks: at.len(),
+                    k,
+                    pass_at_k: stats::mean(&at).unwrap_or(f64::NAN),
+                    pass_hat_k: stats::mean(&hat).unwrap_or(f64::NAN),
+                });
+            }
         }
-        for k in 1..=max_n.min(MAX_K) {
-            // Tasks with fewer than k attempts cannot be scored at k and are left out.
-            let at: Vec<f64> = per_task
-                .values()
-                .filter_map(|&(n, c)| stats::pass_at_k(n, c, k))
-                .collect();
-            let hat: Vec<f64> = per_task
-                .values()
-                .filter_map(|&(n, c)| stats::pass_hat_k(n, c, k))
-                .collect();
-            out.push(PassK {
-                variant: variant.to_string(),
-                eval: eval.to_string(),
-                tasks: at.len(),
-                k,
-                pass_at_k: stats::mean(&at).unwrap_or(f64::NAN),
-                pass_hat_k: stats::mean(&hat).unwrap_or(f64::NAN),
-            });
+        out
+    }
+}
+
+/// [`duplicate_units`] of rows in report order (sorted by variant, trace, eval, sample,
+/// repeat): a unit journaled twice is next to its first, so only the last key is held.
+#[derive(Debug, Default)]
+pub struct DuplicatesSum {
+    last: Option<(String, u64)>,
+    count: usize,
+}
+
+impl DuplicatesSum {
+    pub fn add(&mut self, s: &Row<'_>) {
+        let key = s.pair_hash();
+        match &mut self.last {
+            Some((v, k)) if v == s.variant && *k == key => self.count += 1,
+            Some((v, k)) => {
+                v.clear();
+                v.push_str(s.variant);
+                *k = key;
+            }
+            None => self.last = Some((s.variant.to_string(), key)),
         }
     }
-    out
+
+    pub fn finish(self) -> usize {
+        self.count
+    }
 }
 
 #[cfg(test)]

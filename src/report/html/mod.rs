@@ -28,7 +28,7 @@ mod view;
 
 pub use diff::{side_by_side, word_diff, Op};
 pub use samples::{
-    select, summaries_in_files, Status, MAX_FAILED_PER_VARIANT, MAX_PROBLEM_SAMPLES,
+    select, summaries_in_files, Select, Status, MAX_FAILED_PER_VARIANT, MAX_PROBLEM_SAMPLES,
     SHOWN_PAIR_KEYS,
 };
 pub use timeline::sparkline_scale;
