@@ -199,7 +199,13 @@ impl RowSpiller {
         w.flush()?;
         self.runs.push(path);
         self.spilled += rows.len();
+        let was_big = rows.len() > self.run_rows;
         rows.clear_rows();
+        if was_big {
+            // The rows kept before the part spilled: give their room back, the runs after
+            // need a run's worth.
+            rows.shrink_to_fit();
+        }
         Ok(())
     }
 
