@@ -799,6 +799,71 @@ mod tests {
         assert_eq!(torn.line, 41);
     }
 
+    /// Rows spilled to sorted runs (one part or two, runs of one row to more than the rows,
+    /// enough runs to be merged in rounds) come back in report order as the rows sorted in
+    /// memory: every field, where its line is, and whether its timeline is the one kept for
+    /// the context plots.
+    #[test]
+    fn spilled_rows_come_back_in_report_order_as_the_sorted_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let (run, info) = run_of_two_variants(dir.path());
+        let mut samples: Vec<Sample> = (0..150)
+            .map(|i| sample(i % 37, ["b", "a", "zz", "c"][i as usize % 4]))
+            .collect();
+        samples[9]
+            .params
+            .insert("late".into(), serde_json::json!({"x": [1, 2]}));
+        samples[31].tokens.judge.output = u64::from(u32::MAX) + 7;
+        samples[40].cost_usd.agent = None;
+        run.write_samples(&samples).unwrap();
+        let path = run.samples_jsonl();
+        let mut sorted = in_memory(stream_split(&path, u64::MAX, None).unwrap()).rows;
+        let mut order = info.variants.clone();
+        order.extend(["c".to_string(), "zz".to_string()]);
+        sorted.sort(|v| order.iter().position(|x| x == v).unwrap_or(usize::MAX));
+        for (split, run_rows) in [(u64::MAX, 1), (1, 1), (1, 7), (u64::MAX, 1000)] {
+            let ctx = SpillCtx {
+                opts: SpillOptions {
+                    above: 0,
+                    run_rows,
+                    dir: Some(dir.path().to_path_buf()),
+                },
+                above: 0,
+                dir: std::sync::Mutex::new(None),
+                rank: {
+                    let variants = info.variants.clone();
+                    Box::new(move |v: &str| {
+                        variants.iter().position(|x| x == v).unwrap_or(usize::MAX)
+                    })
+                },
+            };
+            let Loaded::Spilled(spilled, _) = stream_split(&path, split, Some(&ctx)).unwrap()
+            else {
+                panic!("spilled");
+            };
+            assert_eq!(spilled.len(), 150);
+            let mut n = 0;
+            spilled
+                .for_each(|i, row, detail, plotted| {
+                    assert_eq!(i, n);
+                    n += 1;
+                    let want = sorted.get(i).to_sample();
+                    let mut got = row.to_sample();
+                    // The heavy part is loaded again by offset.
+                    (got.timeline, got.evidence) = (want.timeline.clone(), want.evidence.clone());
+                    assert_eq!(got, want, "row {i} ({split}, {run_rows})");
+                    let d = sorted.detail(i);
+                    assert_eq!(
+                        (detail.offset, detail.timeline_points),
+                        (d.offset, d.timeline_points)
+                    );
+                    assert_eq!(plotted, d.loaded, "row {i} ({split}, {run_rows})");
+                })
+                .unwrap();
+            assert_eq!(n, 150);
+        }
+    }
+
     #[test]
     fn the_first_pass_keeps_one_timeline_per_variant_and_trace() {
         let dir = tempfile::tempdir().unwrap();

@@ -30,11 +30,12 @@ pub struct SpillOptions {
     pub dir: Option<PathBuf>,
 }
 
-/// Runs of up to this many samples are reported in memory by default: 100,000 samples take
-/// ~90 MiB that way (benches/README.md, "Reports of big runs").
-pub const SPILL_ABOVE: usize = 250_000;
-/// Rows per sorted run by default (~16 MiB of encoded rows).
-pub const RUN_ROWS: usize = 65_536;
+/// Runs of up to this many samples are reported in memory by default (the fast path: 100,000
+/// samples take ~0.7 s and ~110 MiB that way; benches/README.md, "Reports of big runs").
+pub const SPILL_ABOVE: usize = 200_000;
+/// Rows per sorted run by default (~5 MiB of encoded rows; a spilled report of 1,000,000
+/// quickstart samples peaks at ~45 MiB with it, at ~130 MiB with runs of 65,536).
+pub const RUN_ROWS: usize = 16_384;
 /// Most runs merged at once: more are merged into longer runs first, so the read buffers of a
 /// merge stay bounded.
 const FAN_IN: usize = 64;
@@ -681,4 +682,64 @@ pub(super) fn join<'a>(
             return Some((x.value, o.value, k));
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Observations spilled in runs of a few come back per variant and metric in key order,
+    /// the first of duplicate keys kept (as `aggregate::observations` keeps them), and a join
+    /// pairs them as `aggregate::compare` does.
+    #[test]
+    fn spilled_observations_read_back_sorted_and_deduplicated() {
+        let parent = std::env::temp_dir();
+        let dir = Arc::new(TempDir::new(Some(&parent)).unwrap());
+        let path = dir.path().to_path_buf();
+        let mut spill = ObsSpill::new(dir, 5);
+        let mut want: BTreeMap<(String, String), Vec<Obs>> = BTreeMap::new();
+        let mut x = 7u64;
+        for seq in 0..200 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let variant = ["b", "a"][(x >> 60) as usize % 2];
+            let metric = ["m", "n", "o"][(x >> 50) as usize % 3];
+            let o = Obs {
+                key: (x >> 33) % 40,
+                cluster: (x >> 20) % 3,
+                value: seq as f64,
+            };
+            spill.push(variant, metric, seq, o.clone()).unwrap();
+            want.entry((variant.into(), metric.into()))
+                .or_default()
+                .push(o);
+        }
+        let file = spill.finish().unwrap();
+        for ((v, m), list) in &mut want {
+            list.sort_by_key(|o| o.key);
+            list.dedup_by(|later, first| later.key == first.key);
+            let got: Vec<Obs> = file.read(file.index[v][m]).collect();
+            assert_eq!(&got, list, "{v} {m}");
+        }
+        let (cand, base) = (
+            &want[&("b".into(), "m".into())],
+            &want[&("a".into(), "m".into())],
+        );
+        let mut ids = std::collections::HashMap::new();
+        let paired: Vec<(f64, f64, usize)> = cand
+            .iter()
+            .filter_map(|o| {
+                let b = base.iter().find(|b| b.key == o.key)?;
+                let next = ids.len();
+                Some((b.value, o.value, *ids.entry(o.cluster).or_insert(next)))
+            })
+            .collect();
+        let joined: Vec<_> = join(&file, file.index["b"]["m"], file.index["a"]["m"]).collect();
+        assert!(!paired.is_empty());
+        assert_eq!(joined, paired);
+        assert!(file.error().is_none());
+        drop(file);
+        assert!(!path.exists(), "the temporary directory is removed");
+    }
 }
