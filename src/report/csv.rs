@@ -175,7 +175,7 @@ impl TableWriter for Csv {
 
 /// Render `results.csv`.
 pub fn render(info: &RunInfo, model: &ReportModel) -> String {
-    let mut out = Vec::with_capacity(model.samples.len() * 256 + 4096);
+    let mut out = Vec::with_capacity(model.units * 256 + 4096);
     // Writing to a Vec cannot fail.
     let _ = write(info, model, &mut out);
     String::from_utf8(out).unwrap_or_default()
