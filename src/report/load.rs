@@ -864,6 +864,39 @@ mod tests {
         }
     }
 
+    /// A load that fails after it spilled (a bad line past the first runs) leaves no
+    /// temporary file behind.
+    #[test]
+    fn a_failed_spilled_load_removes_its_temporary_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (run, _) = run_of_two_variants(dir.path());
+        let samples: Vec<Sample> = (0..60).map(|i| sample(i, "a")).collect();
+        run.write_samples(&samples).unwrap();
+        let text = std::fs::read_to_string(run.samples_jsonl()).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[50] = "{not json";
+        std::fs::write(run.samples_jsonl(), lines.join("\n") + "\n").unwrap();
+        let spill = dir.path().join("spill");
+        std::fs::create_dir_all(&spill).unwrap();
+        let mut opts = LoadOptions::default();
+        (opts.spill.above, opts.spill.run_rows) = (0, 4);
+        opts.spill.dir = Some(spill.clone());
+        let err = load_model_opts(&run, None, &opts)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("samples.jsonl:51:"), "{err}");
+        assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
+        // And a good load leaves none either once its model is dropped.
+        lines[50] = lines[49];
+        std::fs::write(run.samples_jsonl(), lines.join("\n") + "\n").unwrap();
+        let (_, model, _) = load_model_opts(&run, None, &opts).unwrap();
+        assert!(model.spilled());
+        assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 1);
+        drop(model);
+        assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
+    }
+
     #[test]
     fn the_first_pass_keeps_one_timeline_per_variant_and_trace() {
         let dir = tempfile::tempdir().unwrap();

@@ -67,6 +67,13 @@ fn entry<'m, V: Default>(map: &'m mut BTreeMap<String, V>, k: &str) -> &'m mut V
     map.get_mut(k).expect("inserted")
 }
 
+/// Put `x`'s label on an axis (formatted once per value, not once per row).
+fn axis(labels: &mut BTreeMap<i64, String>, x: f64) {
+    if let std::collections::btree_map::Entry::Vacant(e) = labels.entry(key(x)) {
+        e.insert(fmt_axis(x));
+    }
+}
+
 impl PlotSums {
     pub fn add(&mut self, s: &Row<'_>) {
         if let Some(r) = needle_recall(s) {
@@ -74,7 +81,7 @@ impl PlotSums {
             let trigger = numeric_param(s, "trigger");
             if let Some(d) = depth {
                 self.depths.insert(key(d), d);
-                self.depth_axis.insert(key(d), fmt_axis(d));
+                axis(&mut self.depth_axis, d);
                 let c = entry(&mut self.depth_variant, s.variant)
                     .entry(key(d))
                     .or_default();
@@ -86,8 +93,8 @@ impl PlotSums {
             }
             if let (Some(d), Some(t)) = (depth, trigger) {
                 let (sums, xs, ys) = entry(&mut self.depth_trigger, s.variant);
-                xs.insert(key(d), fmt_axis(d));
-                ys.insert(key(t), fmt_axis(t));
+                axis(xs, d);
+                axis(ys, t);
                 let c = sums.entry((key(d), key(t))).or_default();
                 c.0 += r;
                 c.1 += 1;
