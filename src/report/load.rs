@@ -174,9 +174,23 @@ pub fn stream_samples(path: &Path) -> Result<Streamed, JournalError> {
 
 /// What [`stream_split`] read: the rows in memory, or spilled to disk (with the torn final
 /// line, if any).
-enum Loaded {
+pub enum Loaded {
     Rows(Streamed),
     Spilled(SpilledRows, Option<TornLine>),
+}
+
+/// [`stream_samples`], spilling as `opts` says (`ctxbench compare` of big runs): spilled rows
+/// come back sorted by variant name, trace, eval, sample and repeat, not by a run's variant
+/// order, so two runs' rows come in one order.
+pub fn stream_samples_spilling(path: &Path, opts: &SpillOptions) -> Result<Loaded, JournalError> {
+    let split = split_point(path, SPLIT_AT_LEAST)?;
+    let ctx = SpillCtx {
+        opts: opts.clone(),
+        above: opts.above / if split.is_some() { 2 } else { 1 },
+        dir: std::sync::Mutex::new(None),
+        rank: Box::new(|_: &str| 0),
+    };
+    stream_split(path, SPLIT_AT_LEAST, Some(&ctx))
 }
 
 /// When and where the parts of a load spill (see `report::spill`).

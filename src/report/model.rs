@@ -585,14 +585,9 @@ fn compare_all_spilled(
         names.sort_by_key(|m| metric_rank(m));
         for m in names {
             if let Some(&base_range) = base_metrics.get(m) {
-                let cand_range = cand_metrics[m];
-                let pairs = || super::spill::join(file, cand_range, base_range);
-                let (mut n, mut traces) = (0, 0);
-                for (_, _, k) in pairs() {
-                    n += 1;
-                    traces = traces.max(k + 1);
-                }
-                comparisons.extend(aggregate::compare_pairs(m, v, base, n, traces, pairs, seed));
+                let cand = (v.as_str(), file, cand_metrics[m]);
+                let base = (base, file, base_range);
+                comparisons.extend(super::spill::compare_ranges(m, cand, base, seed));
             }
         }
     }

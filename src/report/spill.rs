@@ -54,10 +54,10 @@ impl Default for SpillOptions {
 
 /// A temporary directory, removed with everything in it when dropped.
 #[derive(Debug)]
-pub(super) struct TempDir(PathBuf);
+pub struct TempDir(PathBuf);
 
 impl TempDir {
-    pub(super) fn new(parent: Option<&Path>) -> std::io::Result<TempDir> {
+    pub fn new(parent: Option<&Path>) -> std::io::Result<TempDir> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let parent = parent.map_or_else(std::env::temp_dir, Path::to_path_buf);
@@ -77,7 +77,7 @@ impl TempDir {
         self.0.join(name)
     }
 
-    pub(super) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.0
     }
 }
@@ -384,7 +384,7 @@ impl SpilledRows {
     }
 
     /// Where the temporary files are.
-    pub(super) fn dir(&self) -> &Arc<TempDir> {
+    pub fn dir(&self) -> &Arc<TempDir> {
         &self.dir
     }
 }
@@ -439,8 +439,10 @@ impl ObsRec {
 }
 
 /// The observations of every variant and metric on their way to disk, in sorted runs.
-pub(super) struct ObsSpill {
+pub struct ObsSpill {
     dir: Arc<TempDir>,
+    /// Names this spill's files apart from another's in the same directory.
+    prefix: String,
     run_len: usize,
     buf: Vec<ObsRec>,
     runs: Vec<PathBuf>,
@@ -448,9 +450,12 @@ pub(super) struct ObsSpill {
 }
 
 impl ObsSpill {
-    pub(super) fn new(dir: Arc<TempDir>, run_len: usize) -> ObsSpill {
+    pub fn new(dir: Arc<TempDir>, run_len: usize) -> ObsSpill {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
         ObsSpill {
             dir,
+            prefix: format!("obs{}", NEXT.fetch_add(1, Ordering::Relaxed)),
             run_len: run_len.max(1),
             buf: Vec::new(),
             runs: Vec::new(),
@@ -459,13 +464,7 @@ impl ObsSpill {
     }
 
     /// Add the observation of row `seq` (report order).
-    pub(super) fn push(
-        &mut self,
-        variant: &str,
-        metric: &str,
-        seq: usize,
-        o: Obs,
-    ) -> std::io::Result<()> {
+    pub fn push(&mut self, variant: &str, metric: &str, seq: usize, o: Obs) -> std::io::Result<()> {
         let rec = ObsRec {
             variant: self.names.intern(variant),
             metric: self.names.intern(metric),
@@ -486,7 +485,9 @@ impl ObsSpill {
             return Ok(());
         }
         self.buf.sort_unstable_by_key(ObsRec::sort_key);
-        let path = self.dir.file(&format!("obs-{}", self.runs.len()));
+        let path = self
+            .dir
+            .file(&format!("{}-{}", self.prefix, self.runs.len()));
         let mut w = BufWriter::with_capacity(256 * 1024, std::fs::File::create(&path)?);
         for r in &self.buf {
             r.write(&mut w)?;
@@ -499,14 +500,16 @@ impl ObsSpill {
 
     /// Merge the runs into one file of (key, cluster, value) per variant and metric, each in
     /// key order with the first of duplicate keys kept (as `aggregate::observations`).
-    pub(super) fn finish(mut self) -> std::io::Result<ObsFile> {
+    pub fn finish(mut self) -> std::io::Result<ObsFile> {
         self.write_run()?;
         // Merge FAN_IN runs at a time into longer ones first (bounded read buffers).
         let mut round = 0;
         while self.runs.len() > FAN_IN {
             let runs = std::mem::take(&mut self.runs);
             for (j, group) in runs.chunks(FAN_IN).enumerate() {
-                let path = self.dir.file(&format!("obs-merged-{round}-{j}"));
+                let path = self
+                    .dir
+                    .file(&format!("{}-merged-{round}-{j}", self.prefix));
                 let mut w = BufWriter::with_capacity(256 * 1024, std::fs::File::create(&path)?);
                 merge_obs(group, |r| r.write(&mut w))?;
                 w.flush()?;
@@ -517,7 +520,7 @@ impl ObsSpill {
             }
             round += 1;
         }
-        let path = self.dir.file("obs");
+        let path = self.dir.file(&self.prefix);
         let mut w = BufWriter::with_capacity(256 * 1024, std::fs::File::create(&path)?);
         let mut index: BTreeMap<String, BTreeMap<String, (u64, usize)>> = BTreeMap::new();
         let mut at = 0u64;
@@ -609,13 +612,13 @@ pub struct ObsFile {
     _dir: Arc<TempDir>,
     path: PathBuf,
     /// variant → metric → (first record, records).
-    pub(super) index: BTreeMap<String, BTreeMap<String, (u64, usize)>>,
+    pub index: BTreeMap<String, BTreeMap<String, (u64, usize)>>,
     err: RefCell<Option<std::io::Error>>,
 }
 
 impl ObsFile {
     /// The observations of one range, in key order.
-    pub(super) fn read(&self, (start, n): (u64, usize)) -> impl Iterator<Item = Obs> + '_ {
+    pub fn read(&self, (start, n): (u64, usize)) -> impl Iterator<Item = Obs> + '_ {
         let open = || -> std::io::Result<BufReader<std::fs::File>> {
             let mut f = std::fs::File::open(&self.path)?;
             f.seek(SeekFrom::Start(start * OBS_OUT as u64))?;
@@ -655,7 +658,7 @@ impl ObsFile {
     }
 
     /// The first error a read met, if any (taken).
-    pub(super) fn error(&self) -> Option<std::io::Error> {
+    pub fn error(&self) -> Option<std::io::Error> {
         self.err.borrow_mut().take()
     }
 }
@@ -664,12 +667,13 @@ impl ObsFile {
 /// (baseline value, candidate value, cluster) in the candidate's key order, clusters numbered
 /// by first appearance (as `aggregate::compare`).
 pub(super) fn join<'a>(
-    file: &'a ObsFile,
+    cand_file: &'a ObsFile,
     cand: (u64, usize),
+    base_file: &'a ObsFile,
     base: (u64, usize),
 ) -> impl Iterator<Item = (f64, f64, usize)> + 'a {
-    let mut c = file.read(cand);
-    let mut b = file.read(base).peekable();
+    let mut c = cand_file.read(cand);
+    let mut b = base_file.read(base).peekable();
     let mut clusters: rustc_hash::FxHashMap<u64, usize> = rustc_hash::FxHashMap::default();
     std::iter::from_fn(move || loop {
         let o = c.next()?;
@@ -682,6 +686,57 @@ pub(super) fn join<'a>(
             return Some((x.value, o.value, k));
         }
     })
+}
+
+/// A comparison of one (metric, candidate, baseline) from two ranges (`compare_pairs` over
+/// their merge join).
+pub(super) fn compare_ranges(
+    metric: &str,
+    (candidate, cand_file, cand): (&str, &ObsFile, (u64, usize)),
+    (baseline, base_file, base): (&str, &ObsFile, (u64, usize)),
+    seed: u64,
+) -> Option<crate::metrics::aggregate::Comparison> {
+    let pairs = || join(cand_file, cand, base_file, base);
+    let (mut n, mut traces) = (0, 0);
+    for (_, _, k) in pairs() {
+        n += 1;
+        traces = traces.max(k + 1);
+    }
+    crate::metrics::aggregate::compare_pairs(metric, candidate, baseline, n, traces, pairs, seed)
+}
+
+/// `aggregate::compare_runs` of two runs' observations spilled to disk: every variant of the
+/// candidate the baseline also has (`order` first, then by name), every metric both have.
+pub fn compare_files(
+    base: &ObsFile,
+    cand: &ObsFile,
+    order: &[String],
+    seed: u64,
+) -> std::io::Result<Vec<crate::metrics::aggregate::Comparison>> {
+    let mut variants: Vec<&String> = order
+        .iter()
+        .filter(|v| cand.index.contains_key(*v))
+        .collect();
+    variants.extend(cand.index.keys().filter(|v| !order.contains(v)));
+    let mut out = Vec::new();
+    for v in variants {
+        let (Some(c), Some(b)) = (cand.index.get(v), base.index.get(v)) else {
+            continue;
+        };
+        let mut metrics: Vec<&String> = c.keys().filter(|m| b.contains_key(*m)).collect();
+        metrics.sort_by_key(|m| match m.as_str() {
+            "cost" => (1, m.as_str()),
+            "tokens" => (2, m.as_str()),
+            other => (0, other),
+        });
+        for m in metrics {
+            out.extend(compare_ranges(m, (v, cand, c[m]), (v, base, b[m]), seed));
+        }
+    }
+    match base.error().or_else(|| cand.error()) {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
 }
 
 #[cfg(test)]
@@ -735,7 +790,8 @@ mod tests {
                 Some((b.value, o.value, *ids.entry(o.cluster).or_insert(next)))
             })
             .collect();
-        let joined: Vec<_> = join(&file, file.index["b"]["m"], file.index["a"]["m"]).collect();
+        let joined: Vec<_> =
+            join(&file, file.index["b"]["m"], &file, file.index["a"]["m"]).collect();
         assert!(!paired.is_empty());
         assert_eq!(joined, paired);
         assert!(file.error().is_none());

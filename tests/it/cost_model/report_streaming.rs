@@ -202,3 +202,79 @@ fn report_spill_above_writes_the_same_files() {
     assert_eq!(files(&a), files(&b));
     assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0, "cleaned up");
 }
+
+/// `ctxbench compare` of two runs spilled to disk (`--spill-above 0`: their observations and
+/// unit keys sorted on disk, merged) prints and writes what it does in memory: two
+/// replicated quickstarts, each with units (and a whole trace) the other lacks.
+#[test]
+fn the_spilled_compare_equals_the_in_memory_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = replicated(&tmp.path().join("a"), 3);
+    let b = replicated(&tmp.path().join("b"), 2);
+    // A whole trace only in the candidate.
+    let text = std::fs::read_to_string(a.samples_jsonl()).unwrap();
+    let first = text.lines().next().unwrap();
+    let at = first.find("\"trace_id\":\"").unwrap();
+    let trace = &first[at..at + first[at + 12..].find('"').unwrap() + 13];
+    let kept: Vec<&str> = text.lines().filter(|l| !l.contains(trace)).collect();
+    assert!(kept.len() < text.lines().count());
+    std::fs::write(a.samples_jsonl(), kept.join("\n") + "\n").unwrap();
+    // The candidate's variants rotated (each gets the next one's samples), so the pairs differ
+    // and the bootstraps run.
+    let text = std::fs::read_to_string(b.samples_jsonl()).unwrap();
+    let variant = |l: &str| {
+        let at = l.find("\"variant\":\"").unwrap() + 11;
+        (at, at + l[at..].find('"').unwrap())
+    };
+    let mut names: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let (at, end) = variant(l);
+            l[at..end].to_string()
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    assert!(names.len() >= 2, "{names:?}");
+    let rotated: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let (at, end) = variant(l);
+            let i = names.iter().position(|n| *n == l[at..end]).unwrap();
+            format!("{}{}{}", &l[..at], names[(i + 1) % names.len()], &l[end..])
+        })
+        .collect();
+    std::fs::write(b.samples_jsonl(), rotated.join("\n") + "\n").unwrap();
+    let spill = tmp.path().join("spill");
+    std::fs::create_dir_all(&spill).unwrap();
+    let mut outputs = Vec::new();
+    for (name, extra) in [("memory", vec![]), ("spilled", vec!["--spill-above", "0"])] {
+        let out = tmp.path().join(name);
+        let done = crate::support::cli::ctxbench()
+            .arg("compare")
+            .arg(a.samples_jsonl().parent().unwrap())
+            .arg(b.samples_jsonl().parent().unwrap())
+            .arg("-o")
+            .arg(&out)
+            .args(extra)
+            .env("TMPDIR", &spill)
+            .output()
+            .unwrap();
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        let stdout = String::from_utf8(done.stdout).unwrap();
+        let stdout = stdout.replace(out.to_str().unwrap(), "OUT");
+        outputs.push((stdout, files(&out)));
+    }
+    let (memory, spilled) = (&outputs[0], &outputs[1]);
+    let md = String::from_utf8(memory.1["compare.md"].clone()).unwrap();
+    assert!(md.contains("only in the baseline run"), "{md}");
+    assert!(md.contains("trace(s) only in the candidate run:"), "{md}");
+    assert!(md.contains("bootstrap") || md.contains("CI"), "{md}");
+    assert_eq!(spilled.0, memory.0, "what compare prints");
+    assert_eq!(spilled.1, memory.1, "compare.md and compare.json");
+    assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0, "cleaned up");
+}
