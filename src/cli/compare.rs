@@ -3,12 +3,14 @@
 use super::UsageError;
 use crate::metrics::aggregate;
 use crate::output::display_path;
+use crate::record::Row;
 use crate::record::RunDir;
 use crate::report::headline;
 use crate::report::markdown;
 use crate::report::sections;
 use crate::report::terminal;
 use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -38,6 +40,10 @@ pub struct Args {
     /// Directory for compare.md and compare.json [default: RUN_B]
     #[arg(long = "output", short = 'o', alias = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Compare a run of more than N samples in bounded memory, its rows and observations
+    /// sorted on disk (tests set it; docs/report.md "Reports of big runs")
+    #[arg(long, value_name = "N", hide = true)]
+    pub spill_above: Option<usize>,
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
@@ -62,7 +68,7 @@ pub fn schema() -> schemars::Schema {
 /// A run's info and its samples' compact parts (no timelines, evidence or summaries).
 struct Compact {
     info: crate::record::RunInfo,
-    samples: crate::report::rows::Rows,
+    samples: Samples,
     torn: Option<crate::record::TornLine>,
     /// Pid of the process still writing the run, if any.
     live: Option<u32>,
@@ -70,7 +76,33 @@ struct Compact {
     progress: crate::record::RunProgress,
 }
 
-fn read_compact(dir: &std::path::Path) -> Result<Compact, UsageError> {
+/// A run's rows: in memory, or (a big run) sorted on disk (`report::spill`).
+enum Samples {
+    Rows(crate::report::rows::Rows),
+    Spilled(crate::report::spill::SpilledRows),
+}
+
+impl Compact {
+    /// Every row, with its place in the journal (file order).
+    fn for_each(&self, mut each: impl FnMut(Row<'_>, u64)) -> Result<(), UsageError> {
+        match &self.samples {
+            Samples::Rows(rows) => {
+                for (i, s) in rows.iter().enumerate() {
+                    each(s, i as u64);
+                }
+                Ok(())
+            }
+            Samples::Spilled(rows) => rows
+                .for_each(|_, s, detail, _| each(s, detail.offset.unwrap_or(u64::MAX)))
+                .map_err(|e| UsageError(format!("{}: {e}", rows.dir().path().display()))),
+        }
+    }
+}
+
+fn read_compact(
+    dir: &std::path::Path,
+    spill: &crate::report::spill::SpillOptions,
+) -> Result<Compact, UsageError> {
     let run_dir = RunDir::new(dir);
     let live = run_dir.writer();
     let info = run_dir
@@ -79,34 +111,230 @@ fn read_compact(dir: &std::path::Path) -> Result<Compact, UsageError> {
     let progress = run_dir
         .read_run_json()
         .map_err(|e| UsageError(e.to_string()))?;
-    let streamed = crate::report::load::stream_samples(&run_dir.samples_jsonl())
+    let loaded = crate::report::load::stream_samples_spilling(&run_dir.samples_jsonl(), spill)
         .map_err(|e| UsageError(e.to_string()))?;
+    let (samples, torn) = match loaded {
+        crate::report::load::Loaded::Rows(s) => (Samples::Rows(s.rows), s.torn),
+        crate::report::load::Loaded::Spilled(rows, torn) => (Samples::Spilled(rows), torn),
+    };
     Ok(Compact {
         info,
-        samples: streamed.rows,
-        torn: streamed.torn,
+        samples,
+        torn,
         live,
         progress,
     })
 }
 
+/// What the notes say of one run: its units, failed units and variants (run.json's, then the
+/// others in the order the journal first names them).
+struct RunFacts {
+    units: usize,
+    failed: usize,
+    variants: Vec<String>,
+}
+
+fn facts(run: &Compact) -> Result<RunFacts, UsageError> {
+    let (mut units, mut failed) = (0, 0);
+    let mut first: BTreeMap<String, u64> = BTreeMap::new();
+    run.for_each(|s, at| {
+        units += 1;
+        failed += usize::from(s.error.is_some());
+        if !run.info.variants.iter().any(|v| v == s.variant) {
+            match first.get_mut(s.variant) {
+                Some(f) => *f = (*f).min(at),
+                None => {
+                    first.insert(s.variant.to_string(), at);
+                }
+            }
+        }
+    })?;
+    let mut extra: Vec<(u64, String)> = first.into_iter().map(|(v, at)| (at, v)).collect();
+    extra.sort();
+    let mut variants = run.info.variants.clone();
+    variants.extend(extra.into_iter().map(|(_, v)| v));
+    Ok(RunFacts {
+        units,
+        failed,
+        variants,
+    })
+}
+
+/// The units of a shared variant one run has and the other lacks, for the notes: how many,
+/// the traces they are of (sorted), and those of the traces with no unit on the other side.
+#[derive(Debug, Default, PartialEq)]
+struct OnlyIn {
+    units: usize,
+    traces: Vec<String>,
+    whole: Vec<String>,
+}
+
 /// A unit's pairing key: variant, trace, eval, sample, repeat.
 type UnitKey<'a> = (&'a str, &'a str, &'a str, &'a str, u32);
 
-/// The pairing keys of `run`'s units in the variants `shared` names.
-fn unit_keys<'a>(run: &'a Compact, shared: &[String]) -> std::collections::BTreeSet<UnitKey<'a>> {
-    run.samples
-        .iter()
+/// The pairing keys of `rows`' units in the variants `shared` names.
+fn unit_keys<'a>(rows: &'a crate::report::rows::Rows, shared: &[String]) -> BTreeSet<UnitKey<'a>> {
+    rows.iter()
         .filter(|s| shared.iter().any(|v| v == s.variant))
         .map(|s| (s.variant, s.trace_id, s.eval, s.sample, s.repeat))
         .collect()
 }
 
+/// [`OnlyIn`] of `mine` against `theirs`.
+fn only_of(mine: &BTreeSet<UnitKey>, theirs: &BTreeSet<UnitKey>) -> OnlyIn {
+    let only: Vec<&UnitKey> = mine.iter().filter(|k| !theirs.contains(*k)).collect();
+    let mut traces: Vec<&str> = only.iter().map(|k| k.1).collect();
+    traces.sort_unstable();
+    traces.dedup();
+    let whole = traces
+        .iter()
+        .filter(|t| !theirs.iter().any(|k| k.1 == **t))
+        .map(|t| t.to_string())
+        .collect();
+    OnlyIn {
+        units: only.len(),
+        traces: traces.into_iter().map(str::to_string).collect(),
+        whole,
+    }
+}
+
+/// [`OnlyIn`] of each run (baseline, candidate) against the other, its units in the other's
+/// variants: from the rows in memory, or, when a run is spilled, from each unit's key digest
+/// (variant and `pair_hash`) sorted on disk, merged with the other run's (what is held is per
+/// trace, not per unit).
+fn only_in(
+    a: &Compact,
+    b: &Compact,
+    va: &[String],
+    vb: &[String],
+) -> Result<[OnlyIn; 2], UsageError> {
+    use crate::report::spill::{ObsSpill, TempDir};
+    if let (Samples::Rows(ra), Samples::Rows(rb)) = (&a.samples, &b.samples) {
+        let (ka, kb) = (unit_keys(ra, vb), unit_keys(rb, va));
+        return Ok([only_of(&ka, &kb), only_of(&kb, &ka)]);
+    }
+    let io = |e: std::io::Error| UsageError(format!("cannot write temporary files: {e}"));
+    let mut keys = ObsSpill::new(
+        std::sync::Arc::new(TempDir::new(None).map_err(io)?),
+        RUN_KEYS,
+    );
+    let mut traces = crate::record::Interner::default();
+    let mut present: [BTreeSet<u32>; 2] = Default::default();
+    let mut failed = None;
+    for (side, run, shared) in [(0, a, vb), (1, b, va)] {
+        let mut i = 0;
+        run.for_each(|s, _| {
+            if !shared.iter().any(|v| v == s.variant) {
+                return;
+            }
+            let t = traces.intern(s.trace_id);
+            present[side].insert(t);
+            let o = aggregate::Obs {
+                key: crate::metrics::stats::sub_seed(s.pair_hash(), s.variant),
+                cluster: u64::from(t),
+                value: 0.0,
+            };
+            if failed.is_none() {
+                failed = keys.push(["a", "b"][side], "", i, o).err();
+            }
+            i += 1;
+        })?;
+    }
+    if let Some(e) = failed {
+        return Err(io(e));
+    }
+    let file = keys.finish().map_err(io)?;
+    let range = |side: &str| {
+        file.index
+            .get(side)
+            .and_then(|m| m.get(""))
+            .copied()
+            .unwrap_or((0, 0))
+    };
+    let (mut ka, mut kb) = (
+        file.read(range("a")).peekable(),
+        file.read(range("b")).peekable(),
+    );
+    let mut only: [(usize, BTreeSet<u32>); 2] = Default::default();
+    loop {
+        let side = match (ka.peek(), kb.peek()) {
+            (None, None) => break,
+            (Some(x), Some(y)) if x.key == y.key => {
+                ka.next();
+                kb.next();
+                continue;
+            }
+            (Some(x), Some(y)) => usize::from(x.key > y.key),
+            (Some(_), None) => 0,
+            (None, Some(_)) => 1,
+        };
+        let o = if side == 0 { ka.next() } else { kb.next() };
+        if let Some(o) = o {
+            only[side].0 += 1;
+            only[side].1.insert(o.cluster as u32);
+        }
+    }
+    if let Some(e) = file.error() {
+        return Err(io(e));
+    }
+    let out = |side: usize| {
+        let (units, ids) = &only[side];
+        let mut names: Vec<&str> = ids.iter().map(|&t| traces.name(t)).collect();
+        names.sort_unstable();
+        let whole = ids
+            .iter()
+            .filter(|t| !present[1 - side].contains(t))
+            .map(|&t| traces.name(t))
+            .collect::<BTreeSet<&str>>();
+        OnlyIn {
+            units: *units,
+            traces: names.iter().map(|t| t.to_string()).collect(),
+            whole: whole.into_iter().map(str::to_string).collect(),
+        }
+    };
+    Ok([out(0), out(1)])
+}
+
+/// Observations a sorted run of a spilled comparison holds.
+const RUN_KEYS: usize = 1 << 16;
+
+/// `aggregate::compare_runs` of two runs one of which is spilled: each run's observations
+/// sorted on disk, each comparison a merge join of two ranges.
+fn compare_spilled(a: &Compact, b: &Compact) -> Result<Vec<aggregate::Comparison>, UsageError> {
+    use crate::report::spill::{ObsSpill, TempDir};
+    let io = |e: std::io::Error| UsageError(format!("cannot write temporary files: {e}"));
+    let dir = std::sync::Arc::new(TempDir::new(None).map_err(io)?);
+    let mut files = Vec::new();
+    for run in [a, b] {
+        let mut obs = ObsSpill::new(dir.clone(), RUN_KEYS);
+        let (mut i, mut failed) = (0, None);
+        run.for_each(|s, _| {
+            aggregate::for_each_obs(&s, |metric, o| {
+                if failed.is_none() {
+                    failed = obs.push(s.variant, metric, i, o).err();
+                }
+            });
+            i += 1;
+        })?;
+        if let Some(e) = failed {
+            return Err(io(e));
+        }
+        files.push(obs.finish().map_err(io)?);
+    }
+    crate::report::spill::compare_files(&files[0], &files[1], &b.info.variants, b.info.seed)
+        .map_err(io)
+}
+
 /// What the comparison leaves out and why, for the notes: runs of differently named suites,
 /// partial runs, failed units (no score: out of every mean and pair), variants of one run only,
-/// and units (and their traces) of a shared variant that one run lacks. Pure: from the two
-/// runs' info, progress and rows.
-fn coverage_notes(a: &Compact, b: &Compact) -> Vec<String> {
+/// and units (and their traces) of a shared variant that one run lacks. From the two runs'
+/// info and progress, their [`RunFacts`] and [`OnlyIn`].
+fn coverage_notes(
+    a: &Compact,
+    b: &Compact,
+    facts: [&RunFacts; 2],
+    only: &[OnlyIn; 2],
+) -> Vec<String> {
     let mut notes = Vec::new();
     let (ai, bi) = (&a.info, &b.info);
     let suite = |i: &crate::record::RunInfo| {
@@ -124,13 +352,12 @@ fn coverage_notes(a: &Compact, b: &Compact) -> Vec<String> {
             ));
         }
     }
-    for (side, run) in [("baseline", a), ("candidate", b)] {
+    for (side, run, f) in [("baseline", a, facts[0]), ("candidate", b, facts[1])] {
         let id = &run.info.run_id;
-        if let Some(p) = run.progress.partial(run.samples.len()) {
+        if let Some(p) = run.progress.partial(f.units) {
             notes.push(format!("{side} {id}: {p}"));
         }
-        let units = run.samples.len();
-        let failed = run.samples.iter().filter(|r| r.error.is_some()).count();
+        let (units, failed) = (f.units, f.failed);
         if failed > 0 {
             notes.push(format!(
                 "{side} {id}: {failed} of {units} unit(s) failed; they have no score and are \
@@ -138,17 +365,8 @@ fn coverage_notes(a: &Compact, b: &Compact) -> Vec<String> {
             ));
         }
     }
-    let variants = |r: &Compact| -> Vec<String> {
-        let mut v = r.info.variants.clone();
-        for row in r.samples.iter() {
-            if !v.iter().any(|x| x == row.variant) {
-                v.push(row.variant.to_string());
-            }
-        }
-        v
-    };
-    let (va, vb) = (variants(a), variants(b));
-    for (side, mine, theirs) in [("baseline", &va, &vb), ("candidate", &vb, &va)] {
+    let (va, vb) = (&facts[0].variants, &facts[1].variants);
+    for (side, mine, theirs) in [("baseline", va, vb), ("candidate", vb, va)] {
         let only: Vec<&str> = mine
             .iter()
             .filter(|v| !theirs.contains(v))
@@ -161,30 +379,20 @@ fn coverage_notes(a: &Compact, b: &Compact) -> Vec<String> {
             ));
         }
     }
-    let (ka, kb) = (unit_keys(a, &vb), unit_keys(b, &va));
-    for (side, mine, theirs) in [("baseline", &ka, &kb), ("candidate", &kb, &ka)] {
-        let only: Vec<&UnitKey> = mine.iter().filter(|k| !theirs.contains(*k)).collect();
-        if only.is_empty() {
+    for (side, o) in [("baseline", &only[0]), ("candidate", &only[1])] {
+        if o.units == 0 {
             continue;
         }
         // Traces with no unit at all on the other side, named (a few).
-        let mut traces: Vec<&str> = only.iter().map(|k| k.1).collect();
-        traces.sort_unstable();
-        traces.dedup();
-        let whole: Vec<&str> = traces
-            .iter()
-            .copied()
-            .filter(|t| !theirs.iter().any(|k| k.1 == *t))
-            .collect();
-        let named = if whole.is_empty() {
+        let named = if o.whole.is_empty() {
             String::new()
         } else {
-            let shown: Vec<&str> = whole.iter().copied().take(5).collect();
+            let shown: Vec<&str> = o.whole.iter().map(String::as_str).take(5).collect();
             format!(
                 "; {} trace(s) only in the {side} run: {}{}",
-                whole.len(),
+                o.whole.len(),
                 shown.join(", "),
-                if whole.len() > shown.len() {
+                if o.whole.len() > shown.len() {
                     ", …"
                 } else {
                     ""
@@ -193,8 +401,8 @@ fn coverage_notes(a: &Compact, b: &Compact) -> Vec<String> {
         };
         notes.push(format!(
             "{} unit(s) of {} trace(s) only in the {side} run, not paired{named}",
-            only.len(),
-            traces.len()
+            o.units,
+            o.traces.len()
         ));
     }
     notes
@@ -208,9 +416,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     super::run_dir_arg("RUN_A", &args.run_a)?;
     super::run_dir_arg("RUN_B", &args.run_b)?;
-    // Each run in one streaming pass, keeping only what the statistics read.
-    let a = read_compact(&args.run_a)?;
-    let b = read_compact(&args.run_b)?;
+    // Each run in one streaming pass, keeping only what the statistics read (a big run
+    // spilled to sorted runs on disk: docs/report.md, "Reports of big runs").
+    let mut spill = crate::report::spill::SpillOptions::default();
+    if let Some(n) = args.spill_above {
+        spill.above = n;
+    }
+    let a = read_compact(&args.run_a, &spill)?;
+    let b = read_compact(&args.run_b, &spill)?;
     let mut notes = Vec::new();
     for (run, dir) in [(&a, &args.run_a), (&b, &args.run_b)] {
         if let Some(pid) = run.live {
@@ -225,7 +438,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ));
         }
     }
-    let coverage = coverage_notes(&a, &b);
+    let (fa, fb) = (facts(&a)?, facts(&b)?);
+    let only = only_in(&a, &b, &fa.variants, &fb.variants)?;
+    let coverage = coverage_notes(&a, &b, [&fa, &fb], &only);
     if let Some(suites) = coverage
         .iter()
         .find(|n| n.starts_with("the runs are of different suites"))
@@ -233,12 +448,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         crate::output::errln!("warning: {suites}");
     }
     notes.extend(coverage);
-    let comparisons = aggregate::compare_runs(
-        a.samples.iter(),
-        b.samples.iter(),
-        &b.info.variants,
-        b.info.seed,
-    );
+    let comparisons = match (&a.samples, &b.samples) {
+        (Samples::Rows(ra), Samples::Rows(rb)) => {
+            aggregate::compare_runs(ra.iter(), rb.iter(), &b.info.variants, b.info.seed)
+        }
+        _ => compare_spilled(&a, &b)?,
+    };
     let head = {
         let mut names: Vec<&str> = comparisons.iter().map(|c| c.metric.as_str()).collect();
         names.sort_unstable();

@@ -115,26 +115,37 @@ pub fn observations_with_roles<'a>(samples: impl IntoIterator<Item = Row<'a>> + 
 /// variant → metric → observations (sorted by key).
 pub type ObsTable = BTreeMap<String, BTreeMap<String, Vec<Obs>>>;
 
+/// Call `f(metric, observation)` for every metric of a sample ([`for_each_metric`]), with its
+/// pairing key and cluster.
+pub fn for_each_obs(s: &Row<'_>, mut f: impl FnMut(&str, Obs)) {
+    let key = s.pair_hash();
+    let cluster = cluster_of(s.trace_id);
+    for_each_metric(s, |metric, value| {
+        f(
+            metric,
+            Obs {
+                key,
+                cluster,
+                value,
+            },
+        )
+    });
+}
+
 /// Collect the observations of every variant and metric.
 pub fn observations<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> ObsTable {
     let mut table: ObsTable = BTreeMap::new();
     for s in samples {
-        let key = s.pair_hash();
-        let cluster = cluster_of(s.trace_id);
         let per_metric = match table.get_mut(s.variant) {
             Some(m) => m,
             None => table.entry(s.variant.to_string()).or_default(),
         };
-        for_each_metric(&s, |metric, value| {
+        for_each_obs(&s, |metric, o| {
             let list = match per_metric.get_mut(metric) {
                 Some(l) => l,
                 None => per_metric.entry(metric.to_string()).or_default(),
             };
-            list.push(Obs {
-                key,
-                cluster,
-                value,
-            });
+            list.push(o);
         });
     }
     for per_metric in table.values_mut() {
@@ -169,14 +180,31 @@ pub struct MetricSummary {
 }
 
 pub fn summarize(metric: &str, obs: &[Obs], seed: u64, label: &str) -> Option<MetricSummary> {
-    let values: Vec<f64> = obs.iter().map(|o| o.value).collect();
-    let mean = stats::mean(&values)?;
+    summarize_of(
+        metric,
+        obs.len(),
+        || obs.iter().map(|o| o.value),
+        seed,
+        label,
+    )
+}
+
+/// [`summarize`] of `n` values (in key order) that `values` gives again from the start on
+/// each call: a stream off disk (`report::spill`) gives the same summary as the slice.
+pub fn summarize_of<I: Iterator<Item = f64>>(
+    metric: &str,
+    n: usize,
+    values: impl Fn() -> I,
+    seed: u64,
+    label: &str,
+) -> Option<MetricSummary> {
+    let mean = stats::mean_of(n, values())?;
     Some(MetricSummary {
         metric: metric.to_string(),
         polarity: crate::evalspec::polarity(metric),
-        n: values.len(),
+        n,
         mean,
-        ci: stats::mean_ci(&values, stats::sub_seed(seed, label)),
+        ci: stats::mean_ci_of(n, values, stats::sub_seed(seed, label)),
     })
 }
 
@@ -262,43 +290,59 @@ pub fn compare(
     seed: u64,
 ) -> Option<Comparison> {
     let base_by_key: HashMap<u64, f64> = base.iter().map(|o| (o.key, o.value)).collect();
-    let mut b = Vec::new();
-    let mut c = Vec::new();
+    let mut pairs = Vec::new();
     let mut cluster_ids: HashMap<u64, usize> = HashMap::new();
-    let mut clusters = Vec::new();
     for o in cand {
         if let Some(&bv) = base_by_key.get(&o.key) {
-            b.push(bv);
-            c.push(o.value);
             let next = cluster_ids.len();
-            clusters.push(*cluster_ids.entry(o.cluster).or_insert(next));
+            pairs.push((bv, o.value, *cluster_ids.entry(o.cluster).or_insert(next)));
         }
     }
-    if b.is_empty() {
+    let n_traces = cluster_ids.len();
+    let triples = || pairs.iter().copied();
+    compare_pairs(
+        metric,
+        candidate,
+        baseline,
+        pairs.len(),
+        n_traces,
+        triples,
+        seed,
+    )
+}
+
+/// [`compare`] of `n` pairs (baseline value, candidate value, cluster), in the candidate's
+/// key order, that `pairs` gives again from the start on each call; clusters are numbered
+/// `0..n_traces` by first appearance. A merge join of two streams off disk
+/// (`report::spill`) gives the same comparison as the slices.
+pub fn compare_pairs<I: Iterator<Item = (f64, f64, usize)>>(
+    metric: &str,
+    candidate: &str,
+    baseline: &str,
+    n: usize,
+    n_traces: usize,
+    pairs: impl Fn() -> I,
+    seed: u64,
+) -> Option<Comparison> {
+    if n == 0 {
         return None;
     }
-    let n_traces = cluster_ids.len();
-    let clustered = n_traces < b.len();
-    let deltas: Vec<f64> = c.iter().zip(&b).map(|(c, b)| c - b).collect();
+    let clustered = n_traces < n;
     let label = format!("{metric}\u{1f}{candidate}\u{1f}{baseline}");
     let bootstrap_seed = stats::sub_seed(seed, &label);
-    let paired = stats::cluster_paired_delta(&deltas, &clusters, bootstrap_seed)?;
-    let pct_ci = stats::relative_change_ci(&b, &c, &clusters, bootstrap_seed);
-    let baseline_mean = stats::mean(&b)?;
-    let candidate_mean = stats::mean(&c)?;
-    let binary = b.iter().chain(&c).all(|&v| v == 0.0 || v == 1.0);
+    let deltas = || pairs().map(|(b, c, k)| (c - b, k));
+    let paired = stats::cluster_paired_delta_of(n, deltas, bootstrap_seed)?;
+    let pct_ci = stats::relative_change_ci_of(n, &pairs, bootstrap_seed);
+    let baseline_mean = stats::mean_of(n, pairs().map(|p| p.0))?;
+    let candidate_mean = stats::mean_of(n, pairs().map(|p| p.1))?;
+    let binary = pairs().all(|(b, c, _)| (b == 0.0 || b == 1.0) && (c == 0.0 || c == 1.0));
     let mcnemar = binary.then(|| {
-        let lost = b
-            .iter()
-            .zip(&c)
-            .filter(|(b, c)| **b == 1.0 && **c == 0.0)
-            .count();
-        let gained = b
-            .iter()
-            .zip(&c)
-            .filter(|(b, c)| **b == 0.0 && **c == 1.0)
-            .count();
-        stats::mcnemar(lost as u64, gained as u64)
+        let (mut lost, mut gained) = (0u64, 0u64);
+        for (b, c, _) in pairs() {
+            lost += u64::from(b == 1.0 && c == 0.0);
+            gained += u64::from(b == 0.0 && c == 1.0);
+        }
+        stats::mcnemar(lost, gained)
     });
     let p_value = match &mcnemar {
         Some(m) if !clustered => Some(m.p_value),
@@ -309,7 +353,7 @@ pub fn compare(
         metric: metric.to_string(),
         candidate: candidate.to_string(),
         baseline: baseline.to_string(),
-        n_pairs: deltas.len(),
+        n_pairs: n,
         n_traces,
         baseline_mean,
         candidate_mean,
@@ -368,8 +412,19 @@ pub struct PassK {
     pub pass_hat_k: f64,
 }
 
-/// (trace, eval sample) → (attempts, passes) of one variant and eval.
-type TaskAttempts<'a> = BTreeMap<(&'a str, &'a str), (u64, u64)>;
+/// Nested by its parts, so a lookup borrows the row's strings: (a, b) → value, in (a, b) order.
+type ByPair<V> = BTreeMap<String, BTreeMap<String, V>>;
+
+fn pair_entry<'m, V: Default>(map: &'m mut ByPair<V>, a: &str, b: &str) -> &'m mut V {
+    if !map.contains_key(a) {
+        map.insert(a.to_string(), BTreeMap::new());
+    }
+    let inner = map.get_mut(a).expect("inserted");
+    if !inner.contains_key(b) {
+        inner.insert(b.to_string(), V::default());
+    }
+    inner.get_mut(b).expect("inserted")
+}
 
 /// Largest k reported.
 pub const MAX_K: u64 = 10;
@@ -378,49 +433,98 @@ pub const MAX_K: u64 = 10;
 /// most [`MAX_K`]; each k over the tasks with at least k attempts). Failed units count as
 /// failed attempts.
 pub fn pass_k<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> Vec<PassK> {
-    // (variant, eval) → task → (attempts, passes)
-    let mut tasks: BTreeMap<(&str, &str), TaskAttempts> = BTreeMap::new();
+    let mut sum = PassKSum::default();
     for s in samples {
+        sum.add(&s);
+    }
+    sum.finish()
+}
+
+/// [`pass_k`] one sample at a time: what it holds is per task (variant, eval, trace, sample),
+/// not per sample.
+#[derive(Debug, Default)]
+pub struct PassKSum {
+    /// (variant, eval) → (trace, eval sample) → (attempts, passes)
+    tasks: ByPair<ByPair<(u64, u64)>>,
+}
+
+impl PassKSum {
+    pub fn add(&mut self, s: &Row<'_>) {
         let verdict = match (&s.error, s.passed) {
             (Some(_), _) => false,
             (None, Some(p)) => p,
-            (None, None) => continue,
+            (None, None) => return,
         };
-        let e = tasks
-            .entry((s.variant, s.eval))
-            .or_default()
-            .entry((s.trace_id, s.sample))
-            .or_default();
+        let per_task = pair_entry(&mut self.tasks, s.variant, s.eval);
+        let e = pair_entry(per_task, s.trace_id, s.sample);
         e.0 += 1;
         e.1 += u64::from(verdict);
     }
-    let mut out = Vec::new();
-    for ((variant, eval), per_task) in tasks {
-        let max_n = per_task.values().map(|t| t.0).max().unwrap_or(0);
-        if max_n < 2 {
-            continue;
+
+    pub fn finish(self) -> Vec<PassK> {
+        let mut out = Vec::new();
+        let flat = self
+            .tasks
+            .into_iter()
+            .flat_map(|(v, m)| m.into_iter().map(move |(e, t)| (v.clone(), e, t)));
+        for (variant, eval, per_task) in flat {
+            let per_task: Vec<(u64, u64)> = per_task
+                .into_values()
+                .flat_map(BTreeMap::into_values)
+                .collect();
+            let max_n = per_task.iter().map(|t| t.0).max().unwrap_or(0);
+            if max_n < 2 {
+                continue;
+            }
+            for k in 1..=max_n.min(MAX_K) {
+                // Tasks with fewer than k attempts cannot be scored at k and are left out.
+                let at: Vec<f64> = per_task
+                    .iter()
+                    .filter_map(|&(n, c)| stats::pass_at_k(n, c, k))
+                    .collect();
+                let hat: Vec<f64> = per_task
+                    .iter()
+                    .filter_map(|&(n, c)| stats::pass_hat_k(n, c, k))
+                    .collect();
+                out.push(PassK {
+                    variant: variant.clone(),
+                    eval: eval.clone(),
+                    tasks: at.len(),
+                    k,
+                    pass_at_k: stats::mean(&at).unwrap_or(f64::NAN),
+                    pass_hat_k: stats::mean(&hat).unwrap_or(f64::NAN),
+                });
+            }
         }
-        for k in 1..=max_n.min(MAX_K) {
-            // Tasks with fewer than k attempts cannot be scored at k and are left out.
-            let at: Vec<f64> = per_task
-                .values()
-                .filter_map(|&(n, c)| stats::pass_at_k(n, c, k))
-                .collect();
-            let hat: Vec<f64> = per_task
-                .values()
-                .filter_map(|&(n, c)| stats::pass_hat_k(n, c, k))
-                .collect();
-            out.push(PassK {
-                variant: variant.to_string(),
-                eval: eval.to_string(),
-                tasks: at.len(),
-                k,
-                pass_at_k: stats::mean(&at).unwrap_or(f64::NAN),
-                pass_hat_k: stats::mean(&hat).unwrap_or(f64::NAN),
-            });
+        out
+    }
+}
+
+/// [`duplicate_units`] of rows in report order (sorted by variant, trace, eval, sample,
+/// repeat): a unit journaled twice is next to its first, so only the last key is held.
+#[derive(Debug, Default)]
+pub struct DuplicatesSum {
+    last: Option<(String, u64)>,
+    count: usize,
+}
+
+impl DuplicatesSum {
+    pub fn add(&mut self, s: &Row<'_>) {
+        let key = s.pair_hash();
+        match &mut self.last {
+            Some((v, k)) if v == s.variant && *k == key => self.count += 1,
+            Some((v, k)) => {
+                v.clear();
+                v.push_str(s.variant);
+                *k = key;
+            }
+            None => self.last = Some((s.variant.to_string(), key)),
         }
     }
-    out
+
+    pub fn finish(self) -> usize {
+        self.count
+    }
 }
 
 #[cfg(test)]

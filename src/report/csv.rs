@@ -28,7 +28,7 @@
 use super::model::ReportModel;
 use super::table::{Cell, Table, TableWriter};
 use crate::record::{Row, RunInfo, TokenSplit};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 const ROLES: [&str; 4] = ["agent", "summarizer", "judge", "eval_agent"];
@@ -175,7 +175,7 @@ impl TableWriter for Csv {
 
 /// Render `results.csv`.
 pub fn render(info: &RunInfo, model: &ReportModel) -> String {
-    let mut out = Vec::with_capacity(model.samples.len() * 256 + 4096);
+    let mut out = Vec::with_capacity(model.units * 256 + 4096);
     // Writing to a Vec cannot fail.
     let _ = write(info, model, &mut out);
     String::from_utf8(out).unwrap_or_default()
@@ -188,16 +188,36 @@ pub fn write(
     model: &ReportModel,
     out: impl std::io::Write,
 ) -> std::io::Result<()> {
-    let mut params = BTreeSet::new();
+    let mut params: BTreeSet<String> = BTreeSet::new();
     // (eval, score key): one column per pair, `<eval>.<key>`.
-    let mut scores = BTreeSet::new();
-    let mut compactions = BTreeSet::new();
-    for s in &model.samples {
-        params.extend(s.params.keys());
-        scores.extend(s.scores.keys().map(|k| (s.eval, k)));
-        compactions.extend(s.compactions.keys());
-    }
-    let scores: Vec<(&str, &str)> = scores.into_iter().collect();
+    let mut scores: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut compactions: BTreeSet<String> = BTreeSet::new();
+    let add = |set: &mut BTreeSet<String>, k: &str| {
+        if !set.contains(k) {
+            set.insert(k.to_string());
+        }
+    };
+    model.for_each_row(|s| {
+        for k in s.params.keys() {
+            add(&mut params, k);
+        }
+        if !s.scores.is_empty() {
+            if !scores.contains_key(s.eval) {
+                scores.insert(s.eval.to_string(), BTreeSet::new());
+            }
+            let keys = scores.get_mut(s.eval).expect("inserted");
+            for k in s.scores.keys() {
+                add(keys, k);
+            }
+        }
+        for k in s.compactions.keys() {
+            add(&mut compactions, k);
+        }
+    })?;
+    let scores: Vec<(&str, &str)> = scores
+        .iter()
+        .flat_map(|(e, keys)| keys.iter().map(move |k| (e.as_str(), k.as_str())))
+        .collect();
     let mut score_range: rustc_hash::FxHashMap<&str, std::ops::Range<usize>> =
         rustc_hash::FxHashMap::default();
     for (i, (e, _)) in scores.iter().enumerate() {
@@ -241,7 +261,12 @@ pub fn write(
             failed.get_or_insert(e);
         }
     };
-    for s in &model.samples {
+    // The first error that ends the file (the rows after it are not written).
+    let mut ended: Option<::csv::Error> = None;
+    model.for_each_row(|s| {
+        if ended.is_some() {
+            return;
+        }
         for text in [&s.unit_id, &s.trace_id, &s.variant, &s.eval, &s.sample] {
             let _ = w.write_field(escape_formula(text).as_bytes());
         }
@@ -321,7 +346,12 @@ pub fn write(
         let _ = w.write_field(escape_formula(error_kind).as_bytes());
         let _ = w.write_field(escape_formula(message).as_bytes());
         // An empty record ends the current row.
-        w.write_record(std::iter::empty::<&[u8]>()).map_err(io)?;
+        if let Err(e) = w.write_record(std::iter::empty::<&[u8]>()) {
+            ended = Some(e);
+        }
+    })?;
+    if let Some(e) = ended {
+        return Err(io(e));
     }
     if let Some(e) = failed {
         return Err(io(e));

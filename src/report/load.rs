@@ -11,6 +11,7 @@
 
 use super::model::{ReportModel, RowDetail};
 use super::rows::Rows;
+use super::spill::{RowSpiller, SpillOptions, SpilledPart, SpilledRows, TempDir};
 use crate::record::journal::{read_journal_each, read_journal_range, read_line_at};
 use crate::record::{
     CostByRole, JournalError, RunDir, RunInfo, Sample, TokensByRole, TornLine, UnitError,
@@ -19,6 +20,7 @@ use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 
 /// The compact part of a sample line; `timeline` only counts the points.
 #[derive(Deserialize)]
@@ -164,31 +166,114 @@ const SPLIT_AT_LEAST: u64 = 8 << 20;
 /// the timelines kept (the first of each variant × trace in the file) and the errors (the
 /// first bad line of the file, numbered in the file) are those of one pass.
 pub fn stream_samples(path: &Path) -> Result<Streamed, JournalError> {
-    stream_split(path, SPLIT_AT_LEAST)
+    match stream_split(path, SPLIT_AT_LEAST, None)? {
+        Loaded::Rows(rows) => Ok(rows),
+        Loaded::Spilled(..) => unreachable!("nothing spills without a spill context"),
+    }
 }
 
-/// [`stream_samples`], splitting journals of at least `split_at_least` bytes.
-fn stream_split(path: &Path, split_at_least: u64) -> Result<Streamed, JournalError> {
-    let split = split_point(path, split_at_least)?;
-    let mut rows = match split {
-        None => {
-            let part = stream_range(path, 0..u64::MAX)?;
-            part.finish()
+/// What [`stream_split`] read: the rows in memory, or spilled to disk (with the torn final
+/// line, if any).
+pub enum Loaded {
+    Rows(Streamed),
+    Spilled(SpilledRows, Option<TornLine>),
+}
+
+/// [`stream_samples`], spilling as `opts` says (`ctxbench compare` of big runs): spilled rows
+/// come back sorted by variant name, trace, eval, sample and repeat, not by a run's variant
+/// order, so two runs' rows come in one order.
+pub fn stream_samples_spilling(path: &Path, opts: &SpillOptions) -> Result<Loaded, JournalError> {
+    let split = split_point(path, SPLIT_AT_LEAST)?;
+    let ctx = SpillCtx {
+        opts: opts.clone(),
+        above: opts.above / if split.is_some() { 2 } else { 1 },
+        dir: std::sync::Mutex::new(None),
+        rank: Box::new(|_: &str| 0),
+    };
+    stream_split(path, SPLIT_AT_LEAST, Some(&ctx))
+}
+
+/// When and where the parts of a load spill (see `report::spill`).
+struct SpillCtx {
+    opts: SpillOptions,
+    /// Rows one part keeps in memory before it spills.
+    above: usize,
+    /// The spill's directory, created by the first part that spills.
+    dir: std::sync::Mutex<Option<Arc<TempDir>>>,
+    /// Rank of a variant (run.json's order; others after, by name).
+    rank: Box<dyn Fn(&str) -> usize + Sync>,
+}
+
+impl SpillCtx {
+    fn dir(&self) -> std::io::Result<Arc<TempDir>> {
+        let mut dir = self
+            .dir
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(d) = &*dir {
+            return Ok(d.clone());
         }
+        let d = Arc::new(TempDir::new(self.opts.dir.as_deref())?);
+        *dir = Some(d.clone());
+        Ok(d)
+    }
+}
+
+/// [`stream_samples`], splitting journals of at least `split_at_least` bytes; with `spill`,
+/// a part whose rows pass its share of `spill.opts.above` writes them to sorted runs, and
+/// then every part does.
+fn stream_split(
+    path: &Path,
+    split_at_least: u64,
+    spill: Option<&SpillCtx>,
+) -> Result<Loaded, JournalError> {
+    let split = split_point(path, split_at_least)?;
+    let mut parts = match split {
+        None => vec![stream_range(path, 0..u64::MAX, spill)?],
         Some(at) => {
             let (first, second) = std::thread::scope(|scope| {
-                let second = scope.spawn(|| stream_range(path, at..u64::MAX));
-                let first = stream_range(path, 0..at);
+                let second = scope.spawn(|| stream_range(path, at..u64::MAX, spill));
+                let first = stream_range(path, 0..at, spill);
                 (first, second.join())
             });
             let first = first?;
-            let second = second
+            let mut second = second
                 .unwrap_or_else(|p| std::panic::resume_unwind(p))
                 .map_err(|e| e.after_lines(first.lines))?;
-            let torn = second.torn.map(|t| TornLine {
+            second.torn = second.torn.map(|t| TornLine {
                 line: t.line + first.lines,
                 ..t
             });
+            vec![first, second]
+        }
+    };
+    let torn = parts.last_mut().and_then(|p| p.torn.take());
+    if let Some(ctx) = spill.filter(|_| parts.iter().any(|p| p.spiller.is_some())) {
+        let dir = ctx.dir().map_err(|source| spill_error(ctx, source))?;
+        let parts: Vec<SpilledPart> = parts
+            .into_iter()
+            .enumerate()
+            .map(|(j, p)| SpilledPart {
+                spiller: p.spiller.unwrap_or_else(|| {
+                    RowSpiller::new(dir.clone(), ctx.opts.run_rows, &j.to_string())
+                }),
+                rows: p.rows,
+                plotted: p
+                    .plotted
+                    .into_iter()
+                    .flat_map(|(v, traces)| traces.into_iter().map(move |t| (v.clone(), t)))
+                    .collect(),
+            })
+            .collect();
+        let rows = SpilledRows::finish(dir, parts, &ctx.rank)
+            .map_err(|source| spill_error(ctx, source))?;
+        return Ok(Loaded::Spilled(rows, torn));
+    }
+    let mut parts = parts.into_iter();
+    let first = parts.next().expect("one part at least");
+    let mut rows = match parts.next() {
+        None => first.rows,
+        Some(second) => {
             let plotted = first.plotted;
             let mut rows = first.rows;
             rows.shrink_to_fit();
@@ -199,11 +284,24 @@ fn stream_split(path: &Path, split_at_least: u64) -> Result<Streamed, JournalErr
                     .get(r.variant)
                     .is_some_and(|t| t.contains(r.trace_id))
             });
-            Streamed { rows, torn }
+            rows
         }
     };
-    rows.rows.shrink_to_fit();
-    Ok(rows)
+    rows.shrink_to_fit();
+    Ok(Loaded::Rows(Streamed { rows, torn }))
+}
+
+/// An error of the spill's temporary files, named by their directory.
+fn spill_error(ctx: &SpillCtx, source: std::io::Error) -> JournalError {
+    let dir = ctx
+        .dir
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let path = match &*dir {
+        Some(d) => d.path().to_path_buf(),
+        None => ctx.opts.dir.clone().unwrap_or_else(std::env::temp_dir),
+    };
+    JournalError::Io { path, source }
 }
 
 /// Where to split a journal for [`stream_samples`]: the start of the first line past its
@@ -248,26 +346,53 @@ struct Part {
     lines: usize,
     /// variant → traces whose timeline is kept.
     plotted: HashMap<String, HashSet<String>>,
+    /// The runs the rows went to, once the part spilled.
+    spiller: Option<RowSpiller>,
 }
 
-impl Part {
-    fn finish(self) -> Streamed {
-        Streamed {
-            rows: self.rows,
-            torn: self.torn,
-        }
-    }
-}
-
-/// The rows of the lines of `range` of a journal (see [`read_journal_range`]).
-fn stream_range(path: &Path, range: std::ops::Range<u64>) -> Result<Part, JournalError> {
+/// The rows of the lines of `range` of a journal (see [`read_journal_range`]); with `spill`,
+/// past its share of rows the part writes them to sorted runs.
+fn stream_range(
+    path: &Path,
+    range: std::ops::Range<u64>,
+    spill: Option<&SpillCtx>,
+) -> Result<Part, JournalError> {
     let mut rows = RowLoader::default();
-    let (torn, lines) = read_journal_range(path, range, |text, at| rows.line(text, at))?;
+    let mut spiller: Option<RowSpiller> = None;
+    let mut failed: Option<std::io::Error> = None;
+    let name = range.start.to_string();
+    let read = read_journal_range(path, range, |text, at| {
+        let version = rows.line(text, at)?;
+        let Some(ctx) = spill else {
+            return Ok(version);
+        };
+        let step = match &mut spiller {
+            Some(s) if s.full(&rows.rows) => s.spill(&mut rows.rows, &ctx.rank),
+            Some(_) => Ok(()),
+            None if rows.rows.len() > ctx.above => ctx.dir().and_then(|dir| {
+                let s = spiller.insert(RowSpiller::new(dir, ctx.opts.run_rows, &name));
+                s.spill(&mut rows.rows, &ctx.rank)
+            }),
+            None => Ok(()),
+        };
+        match step {
+            Ok(()) => Ok(version),
+            Err(e) => {
+                failed = Some(e);
+                Err("cannot write the report's temporary files".to_string())
+            }
+        }
+    });
+    if let (Some(source), Some(ctx)) = (failed, spill) {
+        return Err(spill_error(ctx, source));
+    }
+    let (torn, lines) = read?;
     Ok(Part {
         rows: rows.rows,
         torn,
         lines,
         plotted: rows.plotted,
+        spiller,
     })
 }
 
@@ -440,22 +565,70 @@ pub fn load_model_with(
     run_dir: &RunDir,
     rows: Option<Streamed>,
 ) -> Result<(RunInfo, ReportModel, Option<TornLine>), JournalError> {
+    load_model_opts(run_dir, rows, &LoadOptions::default())
+}
+
+/// How [`load_model_opts`] loads a run.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// When the rows leave memory for sorted runs on disk (`report::spill`: the report of a
+    /// big run in bounded memory, byte-identical to the in-memory one).
+    pub spill: SpillOptions,
+}
+
+/// [`load_model_with`], spilling as `opts` says when it streams the journal.
+pub fn load_model_opts(
+    run_dir: &RunDir,
+    rows: Option<Streamed>,
+    opts: &LoadOptions,
+) -> Result<(RunInfo, ReportModel, Option<TornLine>), JournalError> {
     let info: RunInfo = run_dir.read_run_json()?;
     let path = run_dir.samples_jsonl();
-    let streamed = match rows {
-        Some(rows) => rows,
-        None => stream_samples(&path)?,
+    let loaded = match rows {
+        Some(rows) => Loaded::Rows(rows),
+        None => {
+            let variants = info.variants.clone();
+            let ctx = SpillCtx {
+                opts: opts.spill.clone(),
+                above: opts.spill.above,
+                dir: std::sync::Mutex::new(None),
+                rank: Box::new(move |v: &str| {
+                    variants.iter().position(|x| x == v).unwrap_or(usize::MAX)
+                }),
+            };
+            let split = split_point(&path, SPLIT_AT_LEAST)?;
+            // Each half of a split journal keeps its half of the rows in memory.
+            let ctx = SpillCtx {
+                above: ctx.above / if split.is_some() { 2 } else { 1 },
+                ..ctx
+            };
+            stream_split(&path, SPLIT_AT_LEAST, Some(&ctx))?
+        }
     };
     let progress: crate::record::RunProgress = run_dir.read_run_json()?;
-    let mut model = ReportModel::build_rows(&info, streamed.rows, Some(path));
+    let (mut model, torn, want) = match loaded {
+        Loaded::Rows(streamed) => {
+            let model = ReportModel::build_rows(&info, streamed.rows, Some(path));
+            (model, streamed.torn, None)
+        }
+        Loaded::Spilled(rows, torn) => {
+            let dir = rows.dir().path().to_path_buf();
+            let model =
+                ReportModel::build_spilled(&info, rows, path, opts.spill.run_rows.max(1) * 4)
+                    .map_err(|source| JournalError::Io { path: dir, source })?;
+            // Every row it kept is shown in full or plotted.
+            let all: Vec<usize> = (0..model.samples.len()).collect();
+            (model, torn, Some(all))
+        }
+    };
     model.note_progress(&progress);
     // A missing or unreadable file of replaced attempts only loses the note.
     if let Ok(replaced) = replaced_attempts(&run_dir.replaced_jsonl()) {
         model.note_replaced(&replaced);
     }
-    let want = detail_wanted(&model);
+    let want = want.unwrap_or_else(|| detail_wanted(&model));
     model.load_detail(&want)?;
-    Ok((info, model, streamed.torn))
+    Ok((info, model, torn))
 }
 
 /// Indices of `model.samples` whose heavy part the HTML shows in full: the HTML's own rule
@@ -615,6 +788,13 @@ mod tests {
         );
     }
 
+    fn in_memory(l: Loaded) -> Streamed {
+        match l {
+            Loaded::Rows(r) => r,
+            Loaded::Spilled(..) => panic!("spilled without a spill context"),
+        }
+    }
+
     #[test]
     fn a_journal_read_in_two_halves_gives_the_rows_of_one_pass() {
         let dir = tempfile::tempdir().unwrap();
@@ -629,8 +809,8 @@ mod tests {
         samples[31].tokens.judge.output = u64::from(u32::MAX) + 7;
         run.write_samples(&samples).unwrap();
         let path = run.samples_jsonl();
-        let one = stream_split(&path, u64::MAX).unwrap();
-        let two = stream_split(&path, 1).unwrap();
+        let one = in_memory(stream_split(&path, u64::MAX, None).unwrap());
+        let two = in_memory(stream_split(&path, 1, None).unwrap());
         assert!(split_point(&path, 1).unwrap().is_some());
         assert_eq!(one.rows.len(), 40);
         assert_eq!(two.rows.len(), 40);
@@ -651,12 +831,112 @@ mod tests {
         let mut lines: Vec<&str> = text.lines().collect();
         lines[33] = "{not json";
         std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-        let err = stream_split(&path, 1).err().unwrap().to_string();
+        let err = stream_split(&path, 1, None).err().unwrap().to_string();
         assert!(err.contains("samples.jsonl:34:"), "{err}");
         lines[33] = lines[32];
         std::fs::write(&path, lines.join("\n") + "\n{\"torn").unwrap();
-        let torn = stream_split(&path, 1).unwrap().torn.unwrap();
+        let torn = in_memory(stream_split(&path, 1, None).unwrap())
+            .torn
+            .unwrap();
         assert_eq!(torn.line, 41);
+    }
+
+    /// Rows spilled to sorted runs (one part or two, runs of one row to more than the rows,
+    /// enough runs to be merged in rounds) come back in report order as the rows sorted in
+    /// memory: every field, where its line is, and whether its timeline is the one kept for
+    /// the context plots.
+    #[test]
+    fn spilled_rows_come_back_in_report_order_as_the_sorted_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let (run, info) = run_of_two_variants(dir.path());
+        let mut samples: Vec<Sample> = (0..150)
+            .map(|i| sample(i % 37, ["b", "a", "zz", "c"][i as usize % 4]))
+            .collect();
+        samples[9]
+            .params
+            .insert("late".into(), serde_json::json!({"x": [1, 2]}));
+        samples[31].tokens.judge.output = u64::from(u32::MAX) + 7;
+        samples[40].cost_usd.agent = None;
+        run.write_samples(&samples).unwrap();
+        let path = run.samples_jsonl();
+        let mut sorted = in_memory(stream_split(&path, u64::MAX, None).unwrap()).rows;
+        let mut order = info.variants.clone();
+        order.extend(["c".to_string(), "zz".to_string()]);
+        sorted.sort(|v| order.iter().position(|x| x == v).unwrap_or(usize::MAX));
+        for (split, run_rows) in [(u64::MAX, 1), (1, 1), (1, 7), (u64::MAX, 1000)] {
+            let ctx = SpillCtx {
+                opts: SpillOptions {
+                    above: 0,
+                    run_rows,
+                    dir: Some(dir.path().to_path_buf()),
+                },
+                above: 0,
+                dir: std::sync::Mutex::new(None),
+                rank: {
+                    let variants = info.variants.clone();
+                    Box::new(move |v: &str| {
+                        variants.iter().position(|x| x == v).unwrap_or(usize::MAX)
+                    })
+                },
+            };
+            let Loaded::Spilled(spilled, _) = stream_split(&path, split, Some(&ctx)).unwrap()
+            else {
+                panic!("spilled");
+            };
+            assert_eq!(spilled.len(), 150);
+            let mut n = 0;
+            spilled
+                .for_each(|i, row, detail, plotted| {
+                    assert_eq!(i, n);
+                    n += 1;
+                    let want = sorted.get(i).to_sample();
+                    let mut got = row.to_sample();
+                    // The heavy part is loaded again by offset.
+                    (got.timeline, got.evidence) = (want.timeline.clone(), want.evidence.clone());
+                    assert_eq!(got, want, "row {i} ({split}, {run_rows})");
+                    let d = sorted.detail(i);
+                    assert_eq!(
+                        (detail.offset, detail.timeline_points),
+                        (d.offset, d.timeline_points)
+                    );
+                    assert_eq!(plotted, d.loaded, "row {i} ({split}, {run_rows})");
+                })
+                .unwrap();
+            assert_eq!(n, 150);
+        }
+    }
+
+    /// A load that fails after it spilled (a bad line past the first runs) leaves no
+    /// temporary file behind.
+    #[test]
+    fn a_failed_spilled_load_removes_its_temporary_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (run, _) = run_of_two_variants(dir.path());
+        let samples: Vec<Sample> = (0..60).map(|i| sample(i, "a")).collect();
+        run.write_samples(&samples).unwrap();
+        let text = std::fs::read_to_string(run.samples_jsonl()).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[50] = "{not json";
+        std::fs::write(run.samples_jsonl(), lines.join("\n") + "\n").unwrap();
+        let spill = dir.path().join("spill");
+        std::fs::create_dir_all(&spill).unwrap();
+        let mut opts = LoadOptions::default();
+        (opts.spill.above, opts.spill.run_rows) = (0, 4);
+        opts.spill.dir = Some(spill.clone());
+        let err = load_model_opts(&run, None, &opts)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("samples.jsonl:51:"), "{err}");
+        assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
+        // And a good load leaves none either once its model is dropped.
+        lines[50] = lines[49];
+        std::fs::write(run.samples_jsonl(), lines.join("\n") + "\n").unwrap();
+        let (_, model, _) = load_model_opts(&run, None, &opts).unwrap();
+        assert!(model.spilled());
+        assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 1);
+        drop(model);
+        assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
     }
 
     #[test]

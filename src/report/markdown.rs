@@ -149,7 +149,7 @@ pub fn render(info: &RunInfo, model: &ReportModel) -> String {
         "Created {} by ctxbench {}. {} unit(s), {} variant(s).",
         cell(&info.created, 40),
         cell(&info.ctxbench_version, 40),
-        model.samples.len(),
+        model.units,
         model.variants.len()
     );
     if let Some(b) = &model.baseline {

@@ -33,6 +33,7 @@ pub mod rows;
 mod scan;
 pub mod sections;
 pub mod shown;
+pub mod spill;
 pub mod table;
 pub mod terminal;
 

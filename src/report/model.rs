@@ -7,7 +7,7 @@ use super::headline;
 use super::rows::Rows;
 use crate::metrics::aggregate::{self, Comparison, MetricSummary, PassK};
 use crate::metrics::cost::{self, UsageTotals};
-use crate::record::{RunInfo, Sample};
+use crate::record::{Row, RunInfo, Sample};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -85,6 +85,18 @@ pub struct ReportModel {
     /// [`ReportModel::shown`], computed on first use.
     #[serde(skip)]
     shown: std::sync::OnceLock<(Vec<usize>, usize)>,
+    /// What the plots draw, summed over every sample.
+    #[serde(skip)]
+    pub plot_sums: super::plots::data::PlotSums,
+    /// The evals of the samples.
+    #[serde(skip)]
+    pub evals: std::collections::BTreeSet<String>,
+    /// Samples in the run (`samples` holds them all, or, spilled, the ones shown in full).
+    #[serde(skip)]
+    pub units: usize,
+    /// A spilled model's samples on disk, and the index among them of each of `samples`.
+    #[serde(skip)]
+    spilled: Option<(std::sync::Arc<super::spill::SpilledRows>, Vec<usize>)>,
 }
 
 /// How the note on units cancelled while running starts (the terminal shows it).
@@ -110,7 +122,7 @@ impl ReportModel {
     /// budget, a merge missing units, one shard): its numbers are of the recorded units only,
     /// which every writer (report.md, report.html, summary.json, the terminal) must say.
     pub fn note_progress(&mut self, progress: &crate::record::RunProgress) {
-        if let Some(note) = progress.partial(self.samples.len()) {
+        if let Some(note) = progress.partial(self.units) {
             self.notes.insert(0, note);
         }
     }
@@ -170,168 +182,175 @@ impl ReportModel {
 
     /// Compute the model from compact rows (`journal`: the file their offsets point into).
     pub fn build_rows(info: &RunInfo, mut samples: Rows, journal: Option<PathBuf>) -> ReportModel {
-        let mut notes = Vec::new();
-        let mut order: Vec<String> = info.variants.clone();
-        let mut extra: Vec<&str> = samples
-            .iter()
-            .map(|s| s.variant)
-            .filter(|v| !info.variants.iter().any(|x| x == v))
-            .collect();
-        extra.sort_unstable();
-        extra.dedup();
-        let extra: Vec<String> = extra.into_iter().map(str::to_string).collect();
-        order.extend(extra);
-        let rank: BTreeMap<&str, usize> = order
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (v.as_str(), i))
-            .collect();
+        let order = variant_order(info, samples.iter().map(|s| s.variant));
+        let rank = ranks(&order);
         samples.sort(|v| rank.get(v).copied().unwrap_or(usize::MAX));
 
         // What only reads the rows runs on a second thread while the observations are
         // collected, then the comparisons while the variants are summarized: each part is a
         // function of the rows alone (every bootstrap seeded by its label), so the numbers do
         // not depend on which thread computed them.
-        let ((table, (dups, health, pricing, mut pass_k, totals)), variant_usage) =
-            std::thread::scope(|scope| {
-                let side = scope.spawn(|| {
-                    (
-                        aggregate::duplicate_units(samples.iter()),
-                        health_notes(&samples),
-                        super::pricing_notes::notes(&order, samples.iter()),
-                        aggregate::pass_k(samples.iter()),
-                        cost::totals(samples.iter()),
-                    )
-                });
-                let usage: Vec<UsageTotals> = order
-                    .iter()
-                    .map(|v| cost::totals(samples.of_variant(v)))
-                    .collect();
-                let table = aggregate::observations(samples.iter());
-                let side = side.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                ((table, side), usage)
+        let (sums, table) = std::thread::scope(|scope| {
+            let side = scope.spawn(|| {
+                let mut sums = RowSums::default();
+                for s in samples.iter() {
+                    sums.add(&s);
+                }
+                sums
             });
-        if dups > 0 {
-            notes.push(format!(
-                "{dups} unit(s) appear more than once in the journal (same variant, trace, eval, \
-                 sample and repeat); only the first of each counts in the statistics"
-            ));
-        }
+            let table = aggregate::observations(samples.iter());
+            let sums = side.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (sums, table)
+        });
         let seed = info.seed;
-        let baseline = info
-            .baseline_variant()
-            .map(str::to_string)
-            .or_else(|| order.first().cloned());
+        let baseline = baseline_of(info, &order);
         let table = &table;
-        let (mut variants, mut errors) = (Vec::new(), Vec::new());
+        let mut metrics = Vec::new();
         let comparisons = std::thread::scope(|scope| {
             let comparisons = scope.spawn(|| compare_all(table, baseline.as_deref(), &order, seed));
             let empty = BTreeMap::new();
-            for (v, usage) in order.iter().zip(variant_usage) {
+            for v in &order {
                 let per_metric = table.get(v).unwrap_or(&empty);
                 let mut names: Vec<&String> = per_metric.keys().collect();
                 names.sort_by_key(|m| metric_rank(m));
                 // On rayon's threads, beside the comparisons: each summary's bootstrap (up to
                 // 2,000 resamples) is a function of its label, and `collect` keeps the order.
-                let metrics = names
-                    .into_par_iter()
-                    .filter_map(|m| {
-                        aggregate::summarize(m, &per_metric[m], seed, &format!("{v}\u{1f}{m}"))
-                    })
-                    .collect();
-                let mut groups: BTreeMap<&str, ErrorGroup> = BTreeMap::new();
-                let mut units = 0;
-                for s in samples.of_variant(v) {
-                    units += 1;
-                    if let Some(e) = s.error {
-                        groups
-                            .entry(e.kind.as_str())
-                            .or_insert_with(|| ErrorGroup {
-                                variant: v.clone(),
-                                kind: e.kind.clone(),
-                                count: 0,
-                                example: e.message.clone(),
-                                example_unit: s.unit_id.to_string(),
-                            })
-                            .count += 1;
-                    }
-                }
-                let n_err: usize = groups.values().map(|g| g.count).sum();
-                errors.extend(groups.into_values());
-                variants.push(VariantSummary {
-                    variant: v.clone(),
-                    units,
-                    errors: n_err,
-                    metrics,
-                    usage,
-                });
+                metrics.push(
+                    names
+                        .into_par_iter()
+                        .filter_map(|m| {
+                            aggregate::summarize(m, &per_metric[m], seed, &format!("{v}\u{1f}{m}"))
+                        })
+                        .collect(),
+                );
             }
             comparisons
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p))
         });
-        let comparisons = match comparisons {
-            Some(c) => c,
-            None => {
-                notes.push(format!(
-                    "baseline variant `{}` has no successful units: no paired comparison",
-                    baseline.as_deref().unwrap_or_default()
-                ));
-                Vec::new()
+        let mut model = assemble(info, order, baseline, sums, metrics, comparisons);
+        model.units = samples.len();
+        model.samples = samples;
+        model.journal = journal;
+        model
+    }
+
+    /// Compute the model from rows spilled to disk (`report::spill`): the same statistics,
+    /// notes and selections as [`ReportModel::build_rows`] of the same rows, in passes over
+    /// them in report order, with the observations spilled too (`run_len` a run); `samples`
+    /// holds the rows shown in full and the ones whose timeline the context plots draw, their
+    /// heavy part to be loaded from `journal` ([`ReportModel::load_detail`]).
+    pub fn build_spilled(
+        info: &RunInfo,
+        rows: super::spill::SpilledRows,
+        journal: PathBuf,
+        run_len: usize,
+    ) -> std::io::Result<ReportModel> {
+        let mut sums = RowSums::default();
+        let mut select = super::html::Select::default();
+        let mut obs = super::spill::ObsSpill::new(rows.dir().clone(), run_len);
+        let mut seen: Vec<String> = Vec::new();
+        let mut plotted: Vec<usize> = Vec::new();
+        let mut failed: Option<std::io::Error> = None;
+        rows.for_each(|i, s, _, was_plotted| {
+            sums.add(&s);
+            select.first(i, &s);
+            if was_plotted {
+                plotted.push(i);
             }
-        };
-        let unknown: usize = variants
+            if seen.last().is_none_or(|v| v != s.variant) {
+                seen.push(s.variant.to_string());
+            }
+            aggregate::for_each_obs(&s, |metric, o| {
+                if failed.is_none() {
+                    failed = obs.push(s.variant, metric, i, o).err();
+                }
+            });
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        seen.dedup();
+        let order = variant_order(info, seen.iter().map(String::as_str));
+        let baseline = baseline_of(info, &order);
+        select.keys_chosen();
+        rows.for_each(|i, s, _, _| select.second(i, &s))?;
+        // The rows kept in memory: the ones shown in full, the plotted ones.
+        let mut subset = Rows::default();
+        let mut global = Vec::new();
+        let mut plotted_at = plotted.iter().peekable();
+        let third = baseline.as_deref().filter(|_| select.wants_third());
+        rows.for_each(|i, s, detail, _| {
+            let chosen = match third {
+                Some(b) => select.third(i, &s, b),
+                None => select.is_chosen(i),
+            };
+            let plot = plotted_at.next_if(|&&p| p == i).is_some();
+            if chosen || plot {
+                subset.push(s.to_sample(), detail);
+                global.push(i);
+            }
+        })?;
+        let (chosen, left_out) = select.finish();
+        let local: Vec<usize> = chosen
             .iter()
-            .filter(|v| v.usage.cost.total_usd.is_none())
-            .count();
-        if unknown > 0 {
-            notes.push(format!(
-                "{unknown} variant(s) include units whose price is unknown; their cost is shown \
-                 as `unknown`, never $0 (add the model to the suite's pricing overrides)"
-            ));
-        }
-        notes.extend(health);
-        notes.extend(pricing);
-        pass_k.sort_by(|a, b| {
-            (rank.get(a.variant.as_str()), &a.eval, a.k).cmp(&(
-                rank.get(b.variant.as_str()),
-                &b.eval,
-                b.k,
-            ))
-        });
-        let available: Vec<&str> = {
-            let mut names: Vec<&str> = variants
-                .iter()
-                .flat_map(|v| v.metrics.iter().map(|m| m.metric.as_str()))
-                .collect();
+            .filter_map(|i| global.binary_search(i).ok())
+            .collect();
+
+        let file = obs.finish()?;
+        let seed = info.seed;
+        let mut metrics = Vec::new();
+        let empty = BTreeMap::new();
+        for v in &order {
+            let per_metric = file.index.get(v).unwrap_or(&empty);
+            let mut names: Vec<&String> = per_metric.keys().collect();
             names.sort_by_key(|m| metric_rank(m));
-            names.dedup();
-            names
-        };
-        let choice = headline::suite_choice(&info.suite);
-        let (headline, unmatched) = headline::select(choice.as_deref(), &available);
-        if !unmatched.is_empty() {
-            notes.push(format!(
-                "[report] metrics names {} that no variant recorded",
-                unmatched.join(", ")
-            ));
+            metrics.push(
+                names
+                    .into_iter()
+                    .filter_map(|m| {
+                        let range = per_metric[m];
+                        let values = || file.read(range).map(|o| o.value);
+                        let label = format!("{v}\u{1f}{m}");
+                        aggregate::summarize_of(m, range.1, values, seed, &label)
+                    })
+                    .collect(),
+            );
         }
-        let verdicts = headline::verdicts(&comparisons, &headline);
-        ReportModel {
-            schema_version: crate::record::SCHEMA_VERSION,
-            run_id: info.run_id.clone(),
-            baseline,
-            comparisons,
-            headline,
-            verdicts,
-            pass_k,
-            errors,
-            totals,
-            variants,
-            notes,
-            samples,
-            journal,
-            shown: std::sync::OnceLock::new(),
+        let comparisons = compare_all_spilled(&file, baseline.as_deref(), &order, seed);
+        if let Some(e) = file.error() {
+            return Err(e);
+        }
+        let mut model = assemble(info, order, baseline, sums, metrics, comparisons);
+        model.units = rows.len();
+        model.samples = subset;
+        model.journal = Some(journal);
+        let _ = model.shown.set((local, left_out));
+        model.spilled = Some((std::sync::Arc::new(rows), global));
+        Ok(model)
+    }
+
+    /// Every sample in report order, whole (in memory) or read back from disk (spilled).
+    pub fn for_each_row(&self, mut each: impl FnMut(Row<'_>)) -> std::io::Result<()> {
+        match &self.spilled {
+            Some((rows, _)) => rows.for_each(|_, s, _, _| each(s)),
+            None => {
+                self.samples.iter().for_each(each);
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether the samples were spilled to disk (`samples` holds the ones shown in full).
+    pub fn spilled(&self) -> bool {
+        self.spilled.is_some()
+    }
+
+    /// The index among every sample of `samples`' sample `i` (the same, unless spilled).
+    pub fn index_of(&self, i: usize) -> usize {
+        match &self.spilled {
+            Some((_, global)) => global[i],
+            None => i,
         }
     }
 
@@ -361,6 +380,233 @@ impl ReportModel {
     pub fn variant(&self, name: &str) -> Option<&VariantSummary> {
         self.variants.iter().find(|v| v.variant == name)
     }
+}
+
+/// Variants in run order: run.json's, then any others the rows name, by name.
+fn variant_order<'a>(info: &RunInfo, names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut order: Vec<String> = info.variants.clone();
+    let mut extra: Vec<&str> = names
+        .filter(|v| !info.variants.iter().any(|x| x == v))
+        .collect();
+    extra.sort_unstable();
+    extra.dedup();
+    order.extend(extra.into_iter().map(str::to_string));
+    order
+}
+
+fn ranks(order: &[String]) -> BTreeMap<&str, usize> {
+    order
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v.as_str(), i))
+        .collect()
+}
+
+/// The suite's baseline variant, or the first.
+fn baseline_of(info: &RunInfo, order: &[String]) -> Option<String> {
+    info.baseline_variant()
+        .map(str::to_string)
+        .or_else(|| order.first().cloned())
+}
+
+/// One variant's units, failures by kind and usage.
+#[derive(Debug, Default)]
+struct VariantSum {
+    units: usize,
+    groups: BTreeMap<String, ErrorGroup>,
+    usage: cost::UsageSum,
+}
+
+/// What the model takes from every row, one at a time in report order, besides the
+/// observations: bounded by the run's variants, tasks and names, not its rows.
+#[derive(Debug, Default)]
+struct RowSums {
+    dups: aggregate::DuplicatesSum,
+    health: HealthSum,
+    pricing: super::pricing_notes::NotesSum,
+    pass_k: aggregate::PassKSum,
+    totals: cost::UsageSum,
+    variants: BTreeMap<String, VariantSum>,
+    plots: super::plots::data::PlotSums,
+    evals: std::collections::BTreeSet<String>,
+}
+
+impl RowSums {
+    fn add(&mut self, s: &Row<'_>) {
+        self.dups.add(s);
+        self.health.add(s);
+        self.pricing.add(s);
+        self.pass_k.add(s);
+        self.totals.add(s);
+        self.plots.add(s);
+        if !self.evals.contains(s.eval) {
+            self.evals.insert(s.eval.to_string());
+        }
+        if !self.variants.contains_key(s.variant) {
+            self.variants
+                .insert(s.variant.to_string(), VariantSum::default());
+        }
+        let v = self.variants.get_mut(s.variant).expect("inserted");
+        v.units += 1;
+        v.usage.add(s);
+        if let Some(e) = s.error {
+            if !v.groups.contains_key(&e.kind) {
+                v.groups.insert(
+                    e.kind.clone(),
+                    ErrorGroup {
+                        variant: s.variant.to_string(),
+                        kind: e.kind.clone(),
+                        count: 0,
+                        example: e.message.clone(),
+                        example_unit: s.unit_id.to_string(),
+                    },
+                );
+            }
+            v.groups.get_mut(&e.kind).expect("inserted").count += 1;
+        }
+    }
+}
+
+/// The model from what every path computes alike: the row sums, each variant's metric
+/// summaries (in `order`) and the comparisons (`None`: the baseline has no observations).
+fn assemble(
+    info: &RunInfo,
+    order: Vec<String>,
+    baseline: Option<String>,
+    sums: RowSums,
+    metrics: Vec<Vec<MetricSummary>>,
+    comparisons: Option<Vec<Comparison>>,
+) -> ReportModel {
+    let RowSums {
+        dups,
+        health,
+        pricing,
+        pass_k,
+        totals,
+        variants: mut per_variant,
+        plots,
+        evals,
+    } = sums;
+    let mut notes = Vec::new();
+    let dups = dups.finish();
+    if dups > 0 {
+        notes.push(format!(
+            "{dups} unit(s) appear more than once in the journal (same variant, trace, eval, \
+             sample and repeat); only the first of each counts in the statistics"
+        ));
+    }
+    let (mut variants, mut errors) = (Vec::new(), Vec::new());
+    for (v, metrics) in order.iter().zip(metrics) {
+        let sum = per_variant.remove(v).unwrap_or_default();
+        let n_err: usize = sum.groups.values().map(|g| g.count).sum();
+        errors.extend(sum.groups.into_values());
+        variants.push(VariantSummary {
+            variant: v.clone(),
+            units: sum.units,
+            errors: n_err,
+            metrics,
+            usage: sum.usage.finish(),
+        });
+    }
+    let comparisons = match comparisons {
+        Some(c) => c,
+        None => {
+            notes.push(format!(
+                "baseline variant `{}` has no successful units: no paired comparison",
+                baseline.as_deref().unwrap_or_default()
+            ));
+            Vec::new()
+        }
+    };
+    let unknown: usize = variants
+        .iter()
+        .filter(|v| v.usage.cost.total_usd.is_none())
+        .count();
+    if unknown > 0 {
+        notes.push(format!(
+            "{unknown} variant(s) include units whose price is unknown; their cost is shown \
+             as `unknown`, never $0 (add the model to the suite's pricing overrides)"
+        ));
+    }
+    notes.extend(health.finish());
+    notes.extend(pricing.finish(&order));
+    let rank = ranks(&order);
+    let mut pass_k = pass_k.finish();
+    pass_k.sort_by(|a, b| {
+        (rank.get(a.variant.as_str()), &a.eval, a.k).cmp(&(
+            rank.get(b.variant.as_str()),
+            &b.eval,
+            b.k,
+        ))
+    });
+    let available: Vec<&str> = {
+        let mut names: Vec<&str> = variants
+            .iter()
+            .flat_map(|v| v.metrics.iter().map(|m| m.metric.as_str()))
+            .collect();
+        names.sort_by_key(|m| metric_rank(m));
+        names.dedup();
+        names
+    };
+    let choice = headline::suite_choice(&info.suite);
+    let (headline, unmatched) = headline::select(choice.as_deref(), &available);
+    if !unmatched.is_empty() {
+        notes.push(format!(
+            "[report] metrics names {} that no variant recorded",
+            unmatched.join(", ")
+        ));
+    }
+    let verdicts = headline::verdicts(&comparisons, &headline);
+    ReportModel {
+        schema_version: crate::record::SCHEMA_VERSION,
+        run_id: info.run_id.clone(),
+        baseline,
+        comparisons,
+        headline,
+        verdicts,
+        pass_k,
+        errors,
+        totals: totals.finish(),
+        variants,
+        notes,
+        samples: Rows::default(),
+        journal: None,
+        shown: std::sync::OnceLock::new(),
+        plot_sums: plots,
+        evals,
+        units: 0,
+        spilled: None,
+    }
+}
+
+/// [`compare_all`] of observations spilled to disk: each comparison a merge join of the
+/// baseline's and the candidate's ranges.
+fn compare_all_spilled(
+    file: &super::spill::ObsFile,
+    baseline: Option<&str>,
+    order: &[String],
+    seed: u64,
+) -> Option<Vec<Comparison>> {
+    let mut comparisons = Vec::new();
+    let Some(base) = baseline else {
+        return Some(comparisons);
+    };
+    let base_metrics = file.index.get(base)?;
+    for v in order.iter().filter(|v| *v != base) {
+        let Some(cand_metrics) = file.index.get(v) else {
+            continue;
+        };
+        let mut names: Vec<&String> = cand_metrics.keys().collect();
+        names.sort_by_key(|m| metric_rank(m));
+        for m in names {
+            if let Some(&base_range) = base_metrics.get(m) {
+                let cand = (v.as_str(), file, cand_metrics[m]);
+                let base = (base, file, base_range);
+                comparisons.extend(super::spill::compare_ranges(m, cand, base, seed));
+            }
+        }
+    }
+    Some(comparisons)
 }
 
 /// Every non-baseline variant × metric against the baseline (variants in `order`, metrics in
@@ -407,86 +653,105 @@ pub use crate::metrics::format::{fmt_ci, fmt_delta, fmt_num, fmt_p};
 /// recorded failed summaries (`[engine] on_summary_error = "record"`) and futile compactions,
 /// prompts a server cut silently, agents that ran out of `max_steps` (`step_limit`); and what
 /// failed units spent before they failed (in the totals, not the statistics).
-fn health_notes(samples: &Rows) -> Vec<String> {
-    let mut flagged: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
-    let mut futile: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
-    let mut truncated: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
-    let mut step_limit: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
-    // Failed units that spent on model calls before they failed, and what they spent.
-    let (mut failed_spending, mut failed_spent) = (0usize, 0.0f64);
-    for s in samples.iter().filter(|s| s.error.is_some()) {
-        let c = &s.cost_usd;
-        let spent = [c.summarizer, c.judge, c.eval_agent]
-            .iter()
-            .map(|c| c.unwrap_or(0.0))
-            .sum::<f64>();
-        if spent > 0.0 {
-            failed_spending += 1;
-            failed_spent += spent;
-        }
+#[derive(Debug, Default)]
+struct HealthSum {
+    flagged: BTreeMap<String, (usize, u64)>,
+    futile: BTreeMap<String, (usize, u64)>,
+    truncated: BTreeMap<String, (usize, u64)>,
+    step_limit: BTreeMap<String, (usize, u64)>,
+    /// Failed units that spent on model calls before they failed, and what they spent.
+    failed_spending: usize,
+    failed_spent: f64,
+}
+
+/// Count `n` for `s`'s variant in `map`.
+fn flag(map: &mut BTreeMap<String, (usize, u64)>, variant: &str, n: u64) {
+    if !map.contains_key(variant) {
+        map.insert(variant.to_string(), (0, 0));
     }
-    for s in samples.iter().filter(|s| s.error.is_none()) {
+    let e = map.get_mut(variant).expect("inserted");
+    e.0 += 1;
+    e.1 += n;
+}
+
+impl HealthSum {
+    fn add(&mut self, s: &Row<'_>) {
+        if s.error.is_some() {
+            let c = &s.cost_usd;
+            let spent = [c.summarizer, c.judge, c.eval_agent]
+                .iter()
+                .map(|c| c.unwrap_or(0.0))
+                .sum::<f64>();
+            if spent > 0.0 {
+                self.failed_spending += 1;
+                self.failed_spent += spent;
+            }
+            return;
+        }
         if let Some(&n) = s.scores.get("step_limit").filter(|n| **n > 0.0) {
-            let e = step_limit.entry(s.variant).or_default();
-            e.0 += 1;
-            e.1 += n as u64;
+            flag(&mut self.step_limit, s.variant, n as u64);
         }
         if let Some(&n) = s.scores.get("prompt_truncated").filter(|n| **n > 0.0) {
-            let e = truncated.entry(s.variant).or_default();
-            e.0 += 1;
-            e.1 += n as u64;
+            flag(&mut self.truncated, s.variant, n as u64);
         }
         if let Some(&n) = s.scores.get("summary_failures").filter(|n| **n > 0.0) {
-            let e = flagged.entry(s.variant).or_default();
-            e.0 += 1;
-            e.1 += n as u64;
+            flag(&mut self.flagged, s.variant, n as u64);
         }
         if s.eval == "replay" {
             if let Some(&n) = s.compactions.get("futile").filter(|n| **n > 0) {
-                let e = futile.entry(s.variant).or_default();
-                e.0 += 1;
-                e.1 += n;
+                flag(&mut self.futile, s.variant, n);
             }
         }
     }
-    let mut notes = Vec::new();
-    if failed_spending > 0 {
-        notes.push(format!(
+
+    fn finish(self) -> Vec<String> {
+        let HealthSum {
+            flagged,
+            futile,
+            truncated,
+            step_limit,
+            failed_spending,
+            failed_spent,
+        } = self;
+        let mut notes = Vec::new();
+        if failed_spending > 0 {
+            notes.push(format!(
             "{failed_spending} failed unit(s) spent ${failed_spent:.4} on model calls before they \
              failed: counted in \"spent on model calls\" and the budget, not in the statistics \
              (their tokens and cost are in their error rows)"
         ));
-    }
-    for (v, (units, n)) in truncated {
-        notes.push(format!(
+        }
+        for (v, (units, n)) in truncated {
+            notes.push(format!(
             "FLAGGED: variant `{v}`: {units} unit(s) had {n} model call(s) whose server reported \
              under 80% of the prompt tokens sent: it probably cut the prompt to its context \
              without an error (Ollama, llama.cpp); their answers did not see the whole view \
              (see `prompt_truncated` in samples.jsonl; raise the server's context size)"
         ));
-    }
-    for (v, (units, n)) in step_limit {
-        notes.push(format!(
+        }
+        for (v, (units, n)) in step_limit {
+            notes.push(format!(
             "FLAGGED: variant `{v}`: {units} unit(s) had {n} question(s) whose agent ran out of \
              `max_steps` before answering; they are scored as not recovered (see `step_limit` \
              and `hit_step_limit` in samples.jsonl; raise the eval's `max_steps` if the agent \
              was still searching)"
         ));
-    }
-    for (v, (units, n)) in flagged {
-        notes.push(format!(
-            "FLAGGED: variant `{v}`: {units} unit(s) succeeded although {n} summaries failed \
+        }
+        for (v, (units, n)) in flagged {
+            notes.push(format!(
+                "FLAGGED: variant `{v}`: {units} unit(s) succeeded although {n} summaries failed \
              (`on_summary_error = \"record\"`); their tokens, cost and scores are not those of a \
              working summarizer (see `summary_failures` in samples.jsonl)"
-        ));
-    }
-    for (v, (units, n)) in futile {
-        notes.push(format!(
+            ));
+        }
+        for (v, (units, n)) in futile {
+            notes.push(format!(
             "variant `{v}`: {n} futile compaction(s) on {units} trace(s) (removed no message or \
              left the request no smaller; `futile` in the timeline)"
         ));
+        }
+        notes
     }
-    notes
 }
 
 #[cfg(test)]

@@ -40,18 +40,9 @@ pub struct Sources {
     pub agent_priced_as: BTreeMap<String, usize>,
 }
 
-/// [`Sources`] of every variant that has samples.
-pub fn sources<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> BTreeMap<String, Sources> {
-    let mut acc = SourcesSum::default();
-    for s in samples {
-        acc.add(&s);
-    }
-    acc.finish()
-}
-
-/// [`sources`] one sample at a time (a journal streamed line by line). Per variant: the sources
-/// over its replay units, over all its units, and whether it has replay units (no list of units
-/// kept).
+/// The [`Sources`] of every variant that has samples, one sample at a time (a journal
+/// streamed line by line). Per variant: the sources over its replay units, over all its units,
+/// and whether it has replay units (no list of units kept).
 #[derive(Clone, Debug, Default)]
 pub struct SourcesSum {
     by_variant: BTreeMap<String, (Sources, Sources, bool)>,
@@ -102,27 +93,22 @@ fn count_sources(src: &mut Sources, s: &Row<'_>) {
 }
 
 /// One note per variant (window and pricing model, over its replay units or, without those,
-/// all its units) and one per unpriced model.
-pub fn notes<'a>(
-    variants: &[String],
-    samples: impl IntoIterator<Item = Row<'a>> + Clone,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    let sources = sources(samples.clone());
-    for v in variants {
-        let Some(src) = sources.get(v) else {
-            continue;
-        };
-        out.push(format!(
-            "variant `{v}`: window {}; agent views priced as {} (per trace)",
-            counted(&src.window),
-            counted(&src.agent_priced_as)
-        ));
-    }
-    // (role, model) → units with tokens in that role and no price.
-    let mut unknown: BTreeMap<(&str, String), usize> = BTreeMap::new();
-    for s in samples.into_iter().filter(|s| s.error.is_none()) {
-        let roles: [(&str, &TokenSplit, Option<f64>); 4] = [
+/// all its units) and one per unpriced model, from the samples one at a time: what it holds is
+/// per variant and per (role, model).
+#[derive(Clone, Debug, Default)]
+pub struct NotesSum {
+    sources: SourcesSum,
+    /// (role, model) → units with tokens in that role and no price.
+    unknown: BTreeMap<(&'static str, String), usize>,
+}
+
+impl NotesSum {
+    pub fn add(&mut self, s: &Row<'_>) {
+        self.sources.add(s);
+        if s.error.is_some() {
+            return;
+        }
+        let roles: [(&'static str, &TokenSplit, Option<f64>); 4] = [
             ("agent", &s.tokens.agent, s.cost_usd.agent),
             ("summarizer", &s.tokens.summarizer, s.cost_usd.summarizer),
             ("judge", &s.tokens.judge, s.cost_usd.judge),
@@ -134,25 +120,40 @@ pub fn notes<'a>(
                     .as_str()
                     .unwrap_or_default()
                     .to_string();
-                *unknown.entry((role, model)).or_default() += 1;
+                *self.unknown.entry((role, model)).or_default() += 1;
             }
         }
     }
-    for ((role, model), n) in unknown {
-        let (which, key) = if model.is_empty() {
-            (
-                "a model the samples do not name".to_string(),
-                "<model>".to_string(),
-            )
-        } else {
-            (format!("model `{model}`"), model)
-        };
-        out.push(format!(
-            "UNKNOWN PRICE: {which} ({role}) has no price: {n} unit(s) have an unknown \
-             `cost.{role}` and `cost.total`, so cost comparisons leave them out. Add it under the \
-             suite's `[pricing.\"{key}\"]` (input, output, cache_read, cache_write in $ per \
-             million tokens) or to data/pricing.toml"
-        ));
+
+    pub fn finish(self, variants: &[String]) -> Vec<String> {
+        let mut out = Vec::new();
+        let sources = self.sources.finish();
+        for v in variants {
+            let Some(src) = sources.get(v) else {
+                continue;
+            };
+            out.push(format!(
+                "variant `{v}`: window {}; agent views priced as {} (per trace)",
+                counted(&src.window),
+                counted(&src.agent_priced_as)
+            ));
+        }
+        for ((role, model), n) in self.unknown {
+            let (which, key) = if model.is_empty() {
+                (
+                    "a model the samples do not name".to_string(),
+                    "<model>".to_string(),
+                )
+            } else {
+                (format!("model `{model}`"), model)
+            };
+            out.push(format!(
+                "UNKNOWN PRICE: {which} ({role}) has no price: {n} unit(s) have an unknown \
+                 `cost.{role}` and `cost.total`, so cost comparisons leave them out. Add it under the \
+                 suite's `[pricing.\"{key}\"]` (input, output, cache_read, cache_write in $ per \
+                 million tokens) or to data/pricing.toml"
+            ));
+        }
+        out
     }
-    out
 }

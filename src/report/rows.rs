@@ -738,6 +738,288 @@ impl Rows {
     }
 }
 
+/// How ids of one [`Rows`] map to another's (see [`Rows::absorb_names`]).
+#[derive(Clone, Debug, Default)]
+pub(super) struct IdMap {
+    names: Vec<u32>,
+    values: Vec<u32>,
+}
+
+impl IdMap {
+    /// The id of name `id` of the other store.
+    pub(super) fn name(&self, id: u32) -> u32 {
+        self.names[id as usize]
+    }
+}
+
+/// Reads the spill encoding of [`Rows::encode`].
+struct Reader<'b> {
+    bytes: &'b [u8],
+}
+
+impl<'b> Reader<'b> {
+    fn take<const N: usize>(&mut self) -> [u8; N] {
+        let (head, rest) = self.bytes.split_at(N);
+        self.bytes = rest;
+        head.try_into().expect("N bytes")
+    }
+    fn u8(&mut self) -> u8 {
+        self.take::<1>()[0]
+    }
+    fn u32(&mut self) -> u32 {
+        u32::from_le_bytes(self.take())
+    }
+    fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.take())
+    }
+    fn f64(&mut self) -> f64 {
+        f64::from_bits(self.u64())
+    }
+    fn str(&mut self) -> &'b str {
+        let n = self.u32() as usize;
+        let (head, rest) = self.bytes.split_at(n);
+        self.bytes = rest;
+        // Written from a `&str` by `Rows::encode`.
+        std::str::from_utf8(head).unwrap_or_default()
+    }
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&u32_of(s.len()).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// The sort key at the start of an encoded row: ([variant, trace, eval, sample] ids, repeat,
+/// offset).
+pub(super) fn encoded_key(bytes: &[u8]) -> ([u32; 4], u32, u64) {
+    let mut r = Reader { bytes };
+    let ids = [r.u32(), r.u32(), r.u32(), r.u32()];
+    (ids, r.u32(), r.u64())
+}
+
+/// The spill encoding of rows (`report::spill`): rows leave memory as bytes in sorted runs and
+/// come back one at a time, with the names and values they refer to kept here (bounded by the
+/// run's distinct names and values, not its rows).
+impl Rows {
+    /// Take every row out (names, values and the hints of the next push stay).
+    pub(super) fn clear_rows(&mut self) {
+        self.units.text.clear();
+        self.units.ends.clear();
+        self.entries.clear();
+        self.floats.clear();
+        self.counts.clear();
+        self.errors.clear();
+        self.heavy.clear();
+        self.big_tokens.clear();
+        self.recs.clear();
+    }
+
+    /// Append row `i` to `out` in the spill encoding: its sort key (name ids, repeat, the
+    /// line's offset), then the rest of its compact part and `plotted` (its heavy part is not
+    /// written: it is loaded again by offset).
+    pub(super) fn encode(&self, i: usize, plotted: bool, out: &mut Vec<u8>) {
+        let r = &self.recs[i];
+        for id in [r.variant, r.trace, r.eval, r.sample, r.repeat] {
+            out.extend_from_slice(&id.to_le_bytes());
+        }
+        out.extend_from_slice(&r.offset.to_le_bytes());
+        put_str(out, self.units.get(r.unit));
+        for (span, kind) in [(r.params, 0), (r.scores, 1), (r.compactions, 2)] {
+            out.extend_from_slice(&span.len.to_le_bytes());
+            for &(k, v) in &self.entries[span.range()] {
+                out.extend_from_slice(&k.to_le_bytes());
+                match kind {
+                    0 => out.extend_from_slice(&v.to_le_bytes()),
+                    1 => out.extend_from_slice(&self.floats[v as usize].to_bits().to_le_bytes()),
+                    _ => out.extend_from_slice(&self.counts[v as usize].to_le_bytes()),
+                }
+            }
+        }
+        out.push(match r.passed {
+            None => 0,
+            Some(false) => 1,
+            Some(true) => 2,
+        });
+        match r.error {
+            NONE => out.push(0),
+            e => {
+                out.push(1);
+                let e = &self.errors[e as usize];
+                put_str(out, &e.kind);
+                put_str(out, &e.message);
+            }
+        }
+        for x in [r.priced, r.timeline_points] {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        out.push(u8::from(plotted));
+        out.extend_from_slice(&r.latency_ms.to_le_bytes());
+        let tokens = match &r.tokens {
+            Tokens::Small(t) => tokens_of(t),
+            Tokens::Big(b) => self.big_tokens[*b as usize],
+        };
+        for s in splits(&tokens) {
+            for n in [s.input, s.cached, s.cache_write, s.output] {
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+        }
+        for c in r.cost {
+            out.extend_from_slice(&c.to_bits().to_le_bytes());
+        }
+    }
+
+    /// Push a row [`Rows::encode`] wrote (its name and value ids mapped by `map`, or this
+    /// store's own); returns whether its heavy part had been kept.
+    pub(super) fn push_encoded(&mut self, bytes: &[u8], map: Option<&IdMap>) -> bool {
+        let name = |id: u32| map.map_or(id, |m| m.names[id as usize]);
+        let value = |id: u32| match (map, id) {
+            (_, NONE) => NONE,
+            (None, id) => id,
+            (Some(m), id) => m.values[id as usize],
+        };
+        let mut r = Reader { bytes };
+        let [variant, trace, eval, sample] = [r.u32(), r.u32(), r.u32(), r.u32()].map(name);
+        let repeat = r.u32();
+        let offset = r.u64();
+        let unit = self.units.push(r.str());
+        let start = u32_of(self.entries.len());
+        for _ in 0..r.u32() {
+            let k = name(r.u32());
+            let v = value(r.u32());
+            self.entries.push((k, v));
+        }
+        let params = Span {
+            start,
+            len: u32_of(self.entries.len()) - start,
+        };
+        let start = u32_of(self.entries.len());
+        for _ in 0..r.u32() {
+            let k = name(r.u32());
+            self.entries.push((k, u32_of(self.floats.len())));
+            self.floats.push(r.f64());
+        }
+        let scores = Span {
+            start,
+            len: u32_of(self.entries.len()) - start,
+        };
+        let start = u32_of(self.entries.len());
+        for _ in 0..r.u32() {
+            let k = name(r.u32());
+            self.entries.push((k, u32_of(self.counts.len())));
+            self.counts.push(r.u64());
+        }
+        let compactions = Span {
+            start,
+            len: u32_of(self.entries.len()) - start,
+        };
+        let passed = match r.u8() {
+            0 => None,
+            1 => Some(false),
+            _ => Some(true),
+        };
+        let error = match r.u8() {
+            0 => NONE,
+            _ => {
+                let kind = r.str().to_string();
+                let message = r.str().to_string();
+                self.errors.push(UnitError { kind, message });
+                u32_of(self.errors.len() - 1)
+            }
+        };
+        let priced = value(r.u32());
+        let timeline_points = r.u32();
+        let plotted = r.u8() == 1;
+        let latency_ms = r.u64();
+        let mut t = [0u64; 16];
+        for n in &mut t {
+            *n = r.u64();
+        }
+        let split = |i: usize| TokenSplit {
+            input: t[4 * i],
+            cached: t[4 * i + 1],
+            cache_write: t[4 * i + 2],
+            output: t[4 * i + 3],
+        };
+        let tokens = TokensByRole {
+            agent: split(0),
+            summarizer: split(1),
+            judge: split(2),
+            eval_agent: split(3),
+        };
+        let tokens = match small_tokens(&tokens) {
+            Some(t) => Tokens::Small(t),
+            None => {
+                self.big_tokens.push(tokens);
+                Tokens::Big(u32_of(self.big_tokens.len() - 1))
+            }
+        };
+        let cost = [r.f64(), r.f64(), r.f64(), r.f64()];
+        self.recs.push(Rec {
+            unit,
+            trace,
+            variant,
+            eval,
+            sample,
+            repeat,
+            params,
+            scores,
+            compactions,
+            passed,
+            error,
+            priced,
+            heavy: NONE,
+            timeline_points,
+            latency_ms,
+            offset,
+            tokens,
+            cost,
+        });
+        plotted
+    }
+
+    /// Intern the names and values of `other` here: the map from its ids to these.
+    pub(super) fn absorb_names(&mut self, other: &Rows) -> IdMap {
+        IdMap {
+            names: (0..u32_of(other.names.len()))
+                .map(|id| self.names.intern(other.names.name(id)))
+                .collect(),
+            values: other
+                .values
+                .values
+                .iter()
+                .map(|v| self.values.intern_ref(v))
+                .collect(),
+        }
+    }
+
+    /// Sort key of every name id as the rows sort (see [`Rows::sort`]): its variant rank (by
+    /// `rank`), then its place among the names by string order.
+    pub(super) fn name_ranks(&self, rank: impl Fn(&str) -> usize) -> Vec<(usize, u32)> {
+        let mut ids: Vec<u32> = (0..u32_of(self.names.len())).collect();
+        ids.sort_unstable_by(|a, b| self.names.name(*a).cmp(self.names.name(*b)));
+        let mut out = vec![(0, 0); ids.len()];
+        for (pos, id) in ids.into_iter().enumerate() {
+            out[id as usize] = (rank(self.names.name(id)), u32_of(pos));
+        }
+        out
+    }
+
+    /// The id of an interned name.
+    pub(super) fn name_id(&self, name: &str) -> Option<u32> {
+        self.names.get(name)
+    }
+
+    /// The variant name id of row `i`.
+    pub(super) fn variant_id(&self, i: usize) -> u32 {
+        self.recs[i].variant
+    }
+
+    /// The trace name id of row `i`.
+    pub(super) fn trace_id(&self, i: usize) -> u32 {
+        self.recs[i].trace
+    }
+}
+
 /// Iterator of [`Rows::iter`].
 #[derive(Clone)]
 pub struct RowsIter<'a> {

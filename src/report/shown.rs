@@ -6,33 +6,35 @@
 //! only flagged (a summary failed, a compaction was futile) past the first flagged units of its
 //! variant is not shown, and its store is not kept: samples.jsonl and results.csv list it.
 
-use super::html::{select, Status};
+use super::html::Status;
 use super::model::ReportModel;
 use std::collections::BTreeSet;
 
 /// Unit ids whose store is kept: the samples the HTML report shows in full, and every unit that
 /// errored (also those past the HTML's cap; flagged units past the cap of their variant are not
 /// kept).
-pub fn shown_in_full(model: &ReportModel) -> BTreeSet<String> {
-    let (shown, _) = select(&model.samples, model.baseline.as_deref());
+///
+/// Every sample is read, in memory or back from disk (a spilled model: `report::spill`; an
+/// error reading it back is returned, so no store is removed by a partial list).
+pub fn shown_in_full(model: &ReportModel) -> std::io::Result<BTreeSet<String>> {
+    let (shown, _) = model.shown();
     let mut keep: BTreeSet<String> = shown
-        .into_iter()
-        .map(|i| model.samples.get(i).unit_id.to_string())
+        .iter()
+        .map(|&i| model.samples.get(i).unit_id.to_string())
         .collect();
-    keep.extend(
-        model
-            .samples
-            .iter()
-            .filter(|s| Status::of(s) == Status::Error)
-            .map(|s| s.unit_id.to_string()),
-    );
-    keep
+    model.for_each_row(|s| {
+        if Status::of(&s) == Status::Error {
+            keep.insert(s.unit_id.to_string());
+        }
+    })?;
+    Ok(keep)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{RunInfo, Sample, UnitError};
+    use crate::record::{RunDir, RunInfo, Sample, UnitError};
+    use crate::report::html::select;
 
     #[test]
     fn the_html_selection_plus_every_failed_unit() {
@@ -56,7 +58,7 @@ mod tests {
         let mut info = RunInfo::new("r");
         info.baseline = Some("base".into());
         let model = ReportModel::build(&info, samples);
-        let keep = shown_in_full(&model);
+        let keep = shown_in_full(&model).unwrap();
         let (html, _) = select(&model.samples, Some("base"));
         assert!(keep.contains("b39"), "the failed unit");
         for i in html {
@@ -95,7 +97,7 @@ mod tests {
         let mut info = RunInfo::new("r");
         info.variants = vec!["a".into(), "b".into()];
         let model = ReportModel::build(&info, samples);
-        let keep = shown_in_full(&model);
+        let keep = shown_in_full(&model).unwrap();
         let (html, left_out) = select(&model.samples, None);
         assert_eq!(
             left_out,
@@ -128,5 +130,48 @@ mod tests {
             }
         }
         assert_eq!(keep.len(), html.len() + 2 * errored - MAX_ERRORED_SAMPLES);
+    }
+
+    /// A model spilled to disk keeps the stores of the same units as the model in memory.
+    #[test]
+    fn a_spilled_model_keeps_the_same_units() {
+        use crate::report::load::{load_model_opts, LoadOptions};
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["base".into(), "b".into()];
+        std::fs::write(run.run_json(), serde_json::to_string(&info).unwrap()).unwrap();
+        let mut samples = Vec::new();
+        for t in 0..300 {
+            for v in ["b", "base"] {
+                let mut s = Sample::builder()
+                    .unit_id(format!("{v}{t}"))
+                    .variant(v)
+                    .trace(format!("t{:02}", t % 30))
+                    .sample(format!("s{t}"))
+                    .passed(t % 7 != 0)
+                    .build();
+                if t % 11 == 0 {
+                    s.compactions.insert("futile".into(), 1);
+                }
+                if t % 13 == 0 {
+                    s.error = Some(UnitError {
+                        kind: "eval".into(),
+                        message: "x".into(),
+                    });
+                }
+                samples.push(s);
+            }
+        }
+        run.write_samples(&samples).unwrap();
+        let (_, memory, _) = load_model_opts(&run, None, &LoadOptions::default()).unwrap();
+        let mut opts = LoadOptions::default();
+        (opts.spill.above, opts.spill.run_rows) = (0, 50);
+        opts.spill.dir = Some(dir.path().to_path_buf());
+        let (_, spilled, _) = load_model_opts(&run, None, &opts).unwrap();
+        assert!(spilled.spilled() && !memory.spilled());
+        let keep = shown_in_full(&memory).unwrap();
+        assert!(keep.len() > 40 && keep.len() < 600, "{}", keep.len());
+        assert_eq!(shown_in_full(&spilled).unwrap(), keep);
     }
 }

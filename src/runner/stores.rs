@@ -288,6 +288,7 @@ impl StorePolicy {
         info.variants = plan.variants.iter().map(|v| v.name.clone()).collect();
         info.baseline = Some(plan.baseline.clone());
         let shown = shown_in_full(&ReportModel::build(&info, samples))
+            .expect("a model in memory reads no file")
             .into_iter()
             .collect();
         StorePolicy::Kept {
@@ -555,14 +556,14 @@ pub fn dir_bytes(path: &Path) -> u64 {
 /// that did not fail); with `dry_run`, only count what would go. A missing `stores/` is
 /// nothing to do.
 pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Result<Pruned> {
-    let keep = shown_in_full(model);
+    let keep = shown_in_full(model)?;
     // Flagged units not kept: their stores (a directory, a record or a marker) are counted.
-    let flagged: std::collections::BTreeSet<&str> = model
-        .samples
-        .iter()
-        .filter(|s| Status::of(s) == Status::Flagged && !keep.contains(s.unit_id))
-        .map(|s| s.unit_id)
-        .collect();
+    let mut flagged: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    model.for_each_row(|s| {
+        if Status::of(&s) == Status::Flagged && !keep.contains(s.unit_id) {
+            flagged.insert(s.unit_id.to_string());
+        }
+    })?;
     let mut flagged_seen = std::collections::BTreeSet::new();
     let stores = dir.stores_dir();
     let mut out = Pruned::default();
@@ -589,7 +590,7 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
         }
         out.removed += 1;
         if let Some(id) = flagged.get(name.as_ref()) {
-            flagged_seen.insert(*id);
+            flagged_seen.insert(id.as_str());
         }
         if meta.is_dir() {
             out.bytes += dir_bytes(&path);
@@ -611,7 +612,7 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
     let mut unwritten = std::collections::BTreeSet::new();
     for_each_pack(&pack, |unit, read| {
         if let Some(id) = flagged.get(unit) {
-            flagged_seen.insert(*id);
+            flagged_seen.insert(id.as_str());
         }
         if read.is_empty() {
             // A store the run did not write.
@@ -1241,7 +1242,7 @@ mod tests {
         std::fs::create_dir_all(dir.unit_store("orphan")).unwrap();
         std::os::unix::fs::symlink(&outside, dir.unit_store("link")).unwrap();
         let model = ReportModel::build(&RunInfo::new("r"), samples);
-        let keep = shown_in_full(&model);
+        let keep = shown_in_full(&model).unwrap();
 
         let dry = prune(&dir, &model, true).unwrap();
         assert_eq!(dry.kept, keep.len());

@@ -59,6 +59,7 @@ fn a_run_keeps_only_the_stores_of_samples_shown_in_full_unless_keep_stores() {
     assert!(bytes(&pruned) < bytes(&all));
     // Exactly the samples report.html shows in full (and failed units) keep theirs.
     let want: Vec<String> = ctxbench::report::shown::shown_in_full(&model)
+        .unwrap()
         .into_iter()
         .filter(|id| all.join("stores").join(id).exists())
         .collect();

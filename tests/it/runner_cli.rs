@@ -654,7 +654,7 @@ fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
         // errored unit), by the library's one rule; the run says what it did not keep.
         let (_, model, _) =
             ctxbench::report::load::load_model(&ctxbench::record::RunDir::new(&dir)).unwrap();
-        let shown = ctxbench::report::shown::shown_in_full(&model);
+        let shown = ctxbench::report::shown::shown_in_full(&model).unwrap();
         assert_eq!(kept, shown);
         assert!(
             stdout.contains(&format!(
@@ -678,7 +678,10 @@ fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
     );
     let (_, model, _) =
         ctxbench::report::load::load_model(&ctxbench::record::RunDir::new(&dir)).unwrap();
-    assert_eq!(kept, ctxbench::report::shown::shown_in_full(&model));
+    assert_eq!(
+        kept,
+        ctxbench::report::shown::shown_in_full(&model).unwrap()
+    );
     let waited = support::run::samples(&dir)
         .iter()
         .filter(|s| s.variant != "base" && s.compactions.contains_key("futile"))

@@ -13,8 +13,10 @@ mod paired;
 mod relative;
 
 pub use counts::{erfc, mcnemar, pass_at_k, pass_hat_k, McNemar};
-pub use paired::{cluster_paired_delta, paired_delta, PairedDelta};
-pub use relative::relative_change_ci;
+pub use paired::{
+    cluster_paired_delta, cluster_paired_delta_of, paired_delta, paired_delta_of, PairedDelta,
+};
+pub use relative::{relative_change_ci, relative_change_ci_of};
 use serde::Serialize;
 
 /// Resamples per bootstrap.
@@ -96,21 +98,31 @@ impl Ci {
 }
 
 pub fn mean(xs: &[f64]) -> Option<f64> {
-    if xs.is_empty() {
+    mean_of(xs.len(), xs.iter().copied())
+}
+
+/// [`mean`] of `n` values given one by one (summed in the same order, so the same bits).
+pub fn mean_of(n: usize, xs: impl Iterator<Item = f64>) -> Option<f64> {
+    if n == 0 {
         None
     } else {
-        Some(xs.iter().sum::<f64>() / xs.len() as f64)
+        Some(xs.sum::<f64>() / n as f64)
     }
 }
 
 /// Sample standard deviation (n − 1); 0 for fewer than two values.
 pub fn std_dev(xs: &[f64]) -> f64 {
-    let n = xs.len();
+    std_dev_of(xs.len(), || xs.iter().copied())
+}
+
+/// [`std_dev`] of `n` values that `xs` gives again from the start on each call (two passes:
+/// the mean, then the squared deviations, in the same order as on a slice).
+pub fn std_dev_of<I: Iterator<Item = f64>>(n: usize, xs: impl Fn() -> I) -> f64 {
     if n < 2 {
         return 0.0;
     }
-    let m = xs.iter().sum::<f64>() / n as f64;
-    (xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1) as f64).sqrt()
+    let m = xs().sum::<f64>() / n as f64;
+    (xs().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1) as f64).sqrt()
 }
 
 /// Means of `iters` bootstrap resamples of `xs` (xs non-empty).
@@ -140,32 +152,45 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     }
 }
 
-fn all_equal(xs: &[f64]) -> bool {
-    xs.windows(2).all(|w| w[0] == w[1])
+/// Whether the values given one by one are all equal (none or one: true).
+fn all_equal_of(mut xs: impl Iterator<Item = f64>) -> bool {
+    let Some(first) = xs.next() else {
+        return true;
+    };
+    let mut last = first;
+    xs.all(|x| std::mem::replace(&mut last, x) == x)
 }
 
 /// 95% CI of the mean of `xs`; `None` for fewer than two values (no interval exists).
 pub fn mean_ci(xs: &[f64], seed: u64) -> Option<Ci> {
-    if xs.len() < 2 {
+    mean_ci_of(xs.len(), || xs.iter().copied(), seed)
+}
+
+/// [`mean_ci`] of `n` values that `xs` gives again from the start on each call (a stream off
+/// disk): the same passes in the same order, so the same bits; the bootstrap, below
+/// [`BOOTSTRAP_MAX_N`] values, collects them (at most that many held).
+pub fn mean_ci_of<I: Iterator<Item = f64>>(n: usize, xs: impl Fn() -> I, seed: u64) -> Option<Ci> {
+    if n < 2 {
         return None;
     }
-    let m = mean(xs)?;
-    if all_equal(xs) {
+    let m = mean_of(n, xs())?;
+    if all_equal_of(xs()) {
         return Some(Ci {
             lo: m,
             hi: m,
             method: CiMethod::Degenerate,
         });
     }
-    if xs.len() > BOOTSTRAP_MAX_N {
-        let half = 1.959_963_984_540_054 * std_dev(xs) / (xs.len() as f64).sqrt();
+    if n > BOOTSTRAP_MAX_N {
+        let half = 1.959_963_984_540_054 * std_dev_of(n, &xs) / (n as f64).sqrt();
         return Some(Ci {
             lo: m - half,
             hi: m + half,
             method: CiMethod::Normal,
         });
     }
-    let mut means = bootstrap_means(xs, BOOTSTRAP_ITERS, seed);
+    let values: Vec<f64> = xs().collect();
+    let mut means = bootstrap_means(&values, BOOTSTRAP_ITERS, seed);
     means.sort_by(f64::total_cmp);
     Some(Ci {
         lo: quantile(&means, ALPHA / 2.0),

@@ -2,8 +2,8 @@
 //! cluster bootstrap that resamples whole traces, with their p-values.
 
 use super::{
-    all_equal, bootstrap_means, erfc, mean, quantile, std_dev, Ci, CiMethod, SplitMix64, ALPHA,
-    BOOTSTRAP_ITERS, BOOTSTRAP_MAX_N,
+    all_equal_of, bootstrap_means, erfc, mean_of, quantile, std_dev_of, Ci, CiMethod, SplitMix64,
+    ALPHA, BOOTSTRAP_ITERS, BOOTSTRAP_MAX_N,
 };
 use serde::Serialize;
 
@@ -41,8 +41,18 @@ fn constant_delta(n: usize, m: f64, units: usize) -> PairedDelta {
 /// `2·min(P*(mean ≤ 0), P*(mean ≥ 0))` with the +1 correction, capped at 1; for large n it
 /// comes from the normal approximation of the mean delta.
 pub fn paired_delta(deltas: &[f64], seed: u64) -> Option<PairedDelta> {
-    let m = mean(deltas)?;
-    let n = deltas.len();
+    paired_delta_of(deltas.len(), || deltas.iter().copied(), seed)
+}
+
+/// [`paired_delta`] of `n` deltas that `deltas` gives again from the start on each call (the
+/// same passes in the same order; the bootstrap, at most [`BOOTSTRAP_MAX_N`] deltas, collects
+/// them).
+pub fn paired_delta_of<I: Iterator<Item = f64>>(
+    n: usize,
+    deltas: impl Fn() -> I,
+    seed: u64,
+) -> Option<PairedDelta> {
+    let m = mean_of(n, deltas())?;
     if n < 2 {
         return Some(PairedDelta {
             n,
@@ -51,11 +61,11 @@ pub fn paired_delta(deltas: &[f64], seed: u64) -> Option<PairedDelta> {
             p_value: None,
         });
     }
-    if all_equal(deltas) {
+    if all_equal_of(deltas()) {
         return Some(constant_delta(n, m, n));
     }
     if n > BOOTSTRAP_MAX_N {
-        let se = std_dev(deltas) / (n as f64).sqrt();
+        let se = std_dev_of(n, &deltas) / (n as f64).sqrt();
         let half = 1.959_963_984_540_054 * se;
         let z = (m / se).abs();
         return Some(PairedDelta {
@@ -69,7 +79,8 @@ pub fn paired_delta(deltas: &[f64], seed: u64) -> Option<PairedDelta> {
             p_value: Some(erfc(z / std::f64::consts::SQRT_2).min(1.0)),
         });
     }
-    let mut means = bootstrap_means(deltas, BOOTSTRAP_ITERS, seed);
+    let deltas: Vec<f64> = deltas().collect();
+    let mut means = bootstrap_means(&deltas, BOOTSTRAP_ITERS, seed);
     means.sort_by(f64::total_cmp);
     let le = means.iter().filter(|&&x| x <= 0.0).count();
     let ge = means.iter().filter(|&&x| x >= 0.0).count();
@@ -93,15 +104,27 @@ pub fn paired_delta(deltas: &[f64], seed: u64) -> Option<PairedDelta> {
 /// one trace move together. With one pair per cluster this is [`paired_delta`] exactly; with
 /// constant deltas the sign test runs over clusters, not pairs.
 pub fn cluster_paired_delta(deltas: &[f64], clusters: &[usize], seed: u64) -> Option<PairedDelta> {
-    let k = clusters.iter().max().map_or(0, |m| m + 1);
-    if k == deltas.len() {
-        return paired_delta(deltas, seed);
+    let pairs = || deltas.iter().copied().zip(clusters.iter().copied());
+    cluster_paired_delta_of(deltas.len(), pairs, seed)
+}
+
+/// [`cluster_paired_delta`] of `n` (delta, cluster) pairs that `pairs` gives again from the
+/// start on each call (the same passes in the same order; what it holds is per cluster, and
+/// at most [`BOOTSTRAP_MAX_N`] deltas without clusters).
+pub fn cluster_paired_delta_of<I: Iterator<Item = (f64, usize)>>(
+    n: usize,
+    pairs: impl Fn() -> I,
+    seed: u64,
+) -> Option<PairedDelta> {
+    let k = pairs().map(|p| p.1).max().map_or(0, |m| m + 1);
+    let deltas = || pairs().map(|p| p.0);
+    if k == n {
+        return paired_delta_of(n, deltas, seed);
     }
-    let m = mean(deltas)?;
-    let n = deltas.len();
+    let m = mean_of(n, deltas())?;
     let mut sums = vec![0.0; k];
     let mut counts = vec![0usize; k];
-    for (&d, &c) in deltas.iter().zip(clusters) {
+    for (d, c) in pairs() {
         sums[c] += d;
         counts[c] += 1;
     }
@@ -115,7 +138,7 @@ pub fn cluster_paired_delta(deltas: &[f64], clusters: &[usize], seed: u64) -> Op
             p_value: None,
         });
     }
-    if all_equal(deltas) {
+    if all_equal_of(deltas()) {
         return Some(constant_delta(n, m, k));
     }
     let mut rng = SplitMix64::new(seed);

@@ -2,7 +2,7 @@
 //! above −100% for non-negative metrics), with the delta-method normal interval for large n.
 
 use super::{
-    all_equal, mean, quantile, std_dev, Ci, CiMethod, SplitMix64, ALPHA, BOOTSTRAP_ITERS,
+    all_equal_of, mean_of, quantile, std_dev_of, Ci, CiMethod, SplitMix64, ALPHA, BOOTSTRAP_ITERS,
     BOOTSTRAP_MAX_N,
 };
 
@@ -20,14 +20,34 @@ use super::{
 /// clusters and some zero baselines the relative change has no finite interval).
 pub fn relative_change_ci(base: &[f64], cand: &[f64], clusters: &[usize], seed: u64) -> Option<Ci> {
     let n = base.len();
-    if n != cand.len() || n != clusters.len() || n < 2 {
+    if n != cand.len() || n != clusters.len() {
         return None;
     }
-    let k_all = clusters.iter().max().map_or(0, |m| m + 1);
+    let triples = || {
+        base.iter()
+            .zip(cand)
+            .zip(clusters)
+            .map(|((&b, &c), &k)| (b, c, k))
+    };
+    relative_change_ci_of(n, triples, seed)
+}
+
+/// [`relative_change_ci`] of `n` (baseline, candidate, cluster) triples that `triples` gives
+/// again from the start on each call (the same passes in the same order; what it holds is per
+/// cluster).
+pub fn relative_change_ci_of<I: Iterator<Item = (f64, f64, usize)>>(
+    n: usize,
+    triples: impl Fn() -> I,
+    seed: u64,
+) -> Option<Ci> {
+    if n < 2 {
+        return None;
+    }
+    let k_all = triples().map(|t| t.2).max().map_or(0, |m| m + 1);
     let mut sb = vec![0.0; k_all];
     let mut sc = vec![0.0; k_all];
     let mut cnt = vec![0usize; k_all];
-    for ((&b, &c), &k) in base.iter().zip(cand).zip(clusters) {
+    for (b, c, k) in triples() {
         sb[k] += b;
         sc[k] += c;
         cnt[k] += 1;
@@ -37,12 +57,14 @@ pub fn relative_change_ci(base: &[f64], cand: &[f64], clusters: &[usize], seed: 
     if k < 2 {
         return None;
     }
-    let (mb, mc) = (mean(base)?, mean(cand)?);
+    let base = || triples().map(|t| t.0);
+    let cand = || triples().map(|t| t.1);
+    let (mb, mc) = (mean_of(n, base())?, mean_of(n, cand())?);
     if mb == 0.0 {
         return None;
     }
     let pct = |sum_b: f64, sum_c: f64| 100.0 * (sum_c - sum_b) / sum_b.abs();
-    if all_equal(base) && all_equal(cand) {
+    if all_equal_of(base()) && all_equal_of(cand()) {
         let p = pct(mb, mc);
         return Some(Ci {
             lo: p,
@@ -51,7 +73,7 @@ pub fn relative_change_ci(base: &[f64], cand: &[f64], clusters: &[usize], seed: 
         });
     }
     if k == n && n > BOOTSTRAP_MAX_N {
-        return Some(ratio_normal_ci(base, cand, mb, mc));
+        return Some(ratio_normal_ci(n, &triples, mb, mc));
     }
     let mut rng = SplitMix64::new(seed);
     let mut out = Vec::with_capacity(BOOTSTRAP_ITERS);
@@ -92,12 +114,16 @@ pub fn relative_change_ci(base: &[f64], cand: &[f64], clusters: &[usize], seed: 
 }
 
 /// Delta-method normal CI (percent) of the relative change of paired means (large n).
-fn ratio_normal_ci(base: &[f64], cand: &[f64], mb: f64, mc: f64) -> Ci {
-    let n = base.len() as f64;
+fn ratio_normal_ci<I: Iterator<Item = (f64, f64, usize)>>(
+    n: usize,
+    triples: impl Fn() -> I,
+    mb: f64,
+    mc: f64,
+) -> Ci {
     let r = mc / mb;
     // Var(mean(c) − r·mean(b)) / mb² is the variance of the ratio estimate.
-    let resid: Vec<f64> = base.iter().zip(cand).map(|(b, c)| c - r * b).collect();
-    let se_r = std_dev(&resid) / n.sqrt() / mb.abs();
+    let resid = || triples().map(|(b, c, _)| c - r * b);
+    let se_r = std_dev_of(n, resid) / (n as f64).sqrt() / mb.abs();
     let z = 1.959_963_984_540_054;
     let sign = mb.signum();
     let (lo, hi) = if mb > 0.0 && mc > 0.0 {

@@ -19,7 +19,7 @@ pub fn top(info: &RunInfo, model: &ReportModel) -> Fragment {
         h1 { "ctxbench report — run " code { (info.run_id) } } "\n"
         p {
             "Created " (info.created) " by ctxbench " (info.ctxbench_version) ". "
-            (model.samples.len()) " unit(s), " (model.variants.len()) " variant(s)."
+            (model.units) " unit(s), " (model.variants.len()) " variant(s)."
             @if let Some(b) = &model.baseline { " Baseline variant: " code { (b) } "." }
         }
         "\n"
@@ -139,7 +139,7 @@ fn comparison_table(model: &ReportModel) -> Fragment {
         return html! {};
     };
     let (rows, dropped) = headline::ordered(&model.comparisons, &model.headline);
-    let evals: BTreeSet<&str> = model.samples.iter().map(|s| s.eval).collect();
+    let evals: BTreeSet<&str> = model.evals.iter().map(String::as_str).collect();
     let link = |r: usize| {
         let c = &rows[r];
         let mut terms = vec![("variant", c.candidate.as_str())];

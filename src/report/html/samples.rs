@@ -98,72 +98,156 @@ impl Status {
 /// Indices into `samples` of the samples shown in full (rules in the module doc), failures
 /// first, then in `samples`' order; and how many failed or flagged units were left out.
 pub fn select(samples: &Rows, baseline: Option<&str>) -> (Vec<usize>, usize) {
-    // Each row's status and pairing key, computed once (FxHash: the keys are digests already).
-    let status: Vec<Status> = samples.iter().map(|s| Status::of(&s)).collect();
-    let hashes: Vec<u64> = samples.iter().map(|s| s.pair_hash()).collect();
-    let (problems, left_out) =
-        problems_shown(samples.iter().zip(&status).map(|(s, &st)| (s.variant, st)));
-    let mut chosen: FxHashSet<usize> = problems.into_iter().collect();
-
-    // Pairing keys in first-seen order, grouped by trace (traces in first-seen order).
-    let mut traces: Vec<&str> = Vec::new();
-    let mut keys_of: FxHashMap<&str, Vec<(u64, &str)>> = FxHashMap::default();
-    let mut seen: FxHashSet<u64> = FxHashSet::default();
-    for (s, &h) in samples.iter().zip(&hashes) {
-        if seen.insert(h) {
-            if !keys_of.contains_key(s.trace_id) {
-                traces.push(s.trace_id);
-            }
-            keys_of.entry(s.trace_id).or_default().push((h, s.eval));
-        }
-    }
-    // Each trace: the first key of every eval, then the others.
-    let mut queues: Vec<std::collections::VecDeque<u64>> = traces
-        .iter()
-        .map(|t| {
-            let keys = &keys_of[t];
-            let mut evals_seen: HashSet<&str> = HashSet::new();
-            let (first, rest): (Vec<_>, Vec<_>) =
-                keys.iter().partition(|(_, e)| evals_seen.insert(e));
-            first.into_iter().chain(rest).map(|(h, _)| h).collect()
-        })
-        .collect();
-    let mut keys: FxHashSet<u64> = FxHashSet::default();
-    while keys.len() < SHOWN_PAIR_KEYS && queues.iter().any(|q| !q.is_empty()) {
-        for q in &mut queues {
-            if keys.len() < SHOWN_PAIR_KEYS {
-                if let Some(h) = q.pop_front() {
-                    keys.insert(h);
-                }
-            }
-        }
-    }
-    let mut failed_per_variant: HashMap<&str, usize> = HashMap::new();
-    let mut fail_keys: FxHashSet<u64> = FxHashSet::default();
+    let mut sel = Select::default();
     for (i, s) in samples.iter().enumerate() {
-        if keys.contains(&hashes[i]) {
-            chosen.insert(i);
-        } else if status[i] == Status::Fail {
-            let n = failed_per_variant.entry(s.variant).or_default();
-            if *n < MAX_FAILED_PER_VARIANT {
-                *n += 1;
-                chosen.insert(i);
-                fail_keys.insert(hashes[i]);
-            }
-        }
+        sel.first(i, &s);
+    }
+    sel.keys_chosen();
+    for (i, s) in samples.iter().enumerate() {
+        sel.second(i, &s);
     }
     if let Some(b) = baseline {
-        if !fail_keys.is_empty() {
+        if sel.wants_third() {
             for (i, s) in samples.iter().enumerate() {
-                if s.variant == b && fail_keys.contains(&hashes[i]) {
-                    chosen.insert(i);
-                }
+                sel.third(i, &s, b);
             }
         }
     }
-    let mut out: Vec<usize> = chosen.into_iter().collect();
-    out.sort_by_key(|&i| (status[i], i));
-    (out, left_out)
+    sel.finish()
+}
+
+/// [`select`] over rows given one at a time in three passes (`first`, then `keys_chosen`,
+/// `second`, then `third` when [`Select::wants_third`]), each over every row in the same order
+/// with its index: what it holds is bounded (the chosen rows, a few keys per trace), not per
+/// row, so a spilled report (`report::spill`) chooses the same samples.
+#[derive(Debug, Default)]
+pub struct Select {
+    /// Chosen row → its status.
+    chosen: FxHashMap<usize, Status>,
+    /// Rule 1's counts.
+    problems: ProblemCaps,
+    /// Traces in first-seen order, each with the first key of every eval (first-seen order)
+    /// and the first [`SHOWN_PAIR_KEYS`] of its other keys.
+    traces: Vec<TraceKeys>,
+    trace_at: FxHashMap<String, usize>,
+    keys: FxHashSet<u64>,
+    failed_per_variant: HashMap<String, usize>,
+    fail_keys: FxHashSet<u64>,
+}
+
+#[derive(Debug, Default)]
+struct TraceKeys {
+    evals: HashSet<String>,
+    first: Vec<u64>,
+    rest: Vec<u64>,
+    seen: FxHashSet<u64>,
+}
+
+impl Select {
+    /// Pass 1: failed and flagged rows, and each trace's pairing keys.
+    pub fn first(&mut self, i: usize, s: &Row<'_>) {
+        let status = Status::of(s);
+        if self.problems.admit(s.variant, status) {
+            self.chosen.insert(i, status);
+        }
+        let t = match self.trace_at.get(s.trace_id) {
+            Some(&t) => t,
+            None => {
+                self.trace_at
+                    .insert(s.trace_id.to_string(), self.traces.len());
+                self.traces.push(TraceKeys::default());
+                self.traces.len() - 1
+            }
+        };
+        let keys = &mut self.traces[t];
+        let h = s.pair_hash();
+        if keys.seen.contains(&h) {
+            return;
+        }
+        // A key belongs to one eval: once its eval has a first key and the trace's other keys
+        // are enough, a later key is never taken, so it need not be remembered either.
+        if !keys.evals.contains(s.eval) {
+            keys.evals.insert(s.eval.to_string());
+            keys.first.push(h);
+            keys.seen.insert(h);
+        } else if keys.rest.len() < SHOWN_PAIR_KEYS {
+            keys.rest.push(h);
+            keys.seen.insert(h);
+        }
+    }
+
+    /// The pairing keys shown in every variant: round-robin over traces, each trace's evals
+    /// first.
+    pub fn keys_chosen(&mut self) {
+        let mut queues: Vec<std::collections::VecDeque<u64>> = self
+            .traces
+            .iter()
+            .map(|t| t.first.iter().chain(&t.rest).copied().collect())
+            .collect();
+        let keys = &mut self.keys;
+        while keys.len() < SHOWN_PAIR_KEYS && queues.iter().any(|q| !q.is_empty()) {
+            for q in &mut queues {
+                if keys.len() < SHOWN_PAIR_KEYS {
+                    if let Some(h) = q.pop_front() {
+                        keys.insert(h);
+                    }
+                }
+            }
+        }
+        self.traces = Vec::new();
+        self.trace_at = FxHashMap::default();
+    }
+
+    /// Pass 2: the rows of the chosen keys, and a few failed verdicts per variant.
+    pub fn second(&mut self, i: usize, s: &Row<'_>) {
+        let h = s.pair_hash();
+        if self.keys.contains(&h) {
+            self.chosen.insert(i, Status::of(s));
+            return;
+        }
+        let status = Status::of(s);
+        if status == Status::Fail {
+            let n = match self.failed_per_variant.get_mut(s.variant) {
+                Some(n) => n,
+                None => self
+                    .failed_per_variant
+                    .entry(s.variant.to_string())
+                    .or_default(),
+            };
+            if *n < MAX_FAILED_PER_VARIANT {
+                *n += 1;
+                self.chosen.insert(i, status);
+                self.fail_keys.insert(h);
+            }
+        }
+    }
+
+    /// Whether pass 3 can choose anything (some failed verdict was chosen).
+    pub fn wants_third(&self) -> bool {
+        !self.fail_keys.is_empty()
+    }
+
+    /// Pass 3: the baseline's rows of the chosen failed verdicts' keys; whether row `i` is
+    /// chosen (by any pass so far).
+    pub fn third(&mut self, i: usize, s: &Row<'_>, baseline: &str) -> bool {
+        if s.variant == baseline && self.fail_keys.contains(&s.pair_hash()) {
+            self.chosen.insert(i, Status::of(s));
+        }
+        self.chosen.contains_key(&i)
+    }
+
+    /// Whether row `i` is chosen so far.
+    pub fn is_chosen(&self, i: usize) -> bool {
+        self.chosen.contains_key(&i)
+    }
+
+    /// The chosen rows, failures first, then in order; and how many problems were left out.
+    pub fn finish(self) -> (Vec<usize>, usize) {
+        let mut out: Vec<(Status, usize)> = self.chosen.into_iter().map(|(i, s)| (s, i)).collect();
+        out.sort_unstable();
+        let left_out = self.problems.left_out();
+        (out.into_iter().map(|(_, i)| i).collect(), left_out)
+    }
 }
 
 /// Rule 1 of [`select`], the one definition of which failed and flagged units are shown in
@@ -175,24 +259,53 @@ pub fn select(samples: &Rows, baseline: Option<&str>) -> (Vec<usize>, usize) {
 pub fn problems_shown<'a>(
     samples: impl IntoIterator<Item = (&'a str, Status)>,
 ) -> (Vec<usize>, usize) {
-    let mut shown = Vec::new();
-    let mut left_out = 0;
-    let mut errored = 0;
-    let mut flagged: HashMap<&str, usize> = HashMap::new();
-    for (i, (variant, status)) in samples.into_iter().enumerate() {
+    let mut caps = ProblemCaps::default();
+    let shown = samples
+        .into_iter()
+        .enumerate()
+        .filter(|(_, (variant, status))| caps.admit(variant, *status))
+        .map(|(i, _)| i)
+        .collect();
+    (shown, caps.left_out)
+}
+
+/// Rule 1 of [`select`] ([`problems_shown`]) one sample at a time, in the report's order.
+#[derive(Debug, Default)]
+pub struct ProblemCaps {
+    errored: usize,
+    flagged: HashMap<String, usize>,
+    left_out: usize,
+}
+
+impl ProblemCaps {
+    /// Whether the next sample in the report's order, of `variant` with `status`, is shown
+    /// under rule 1 (an errored or flagged one within its cap); one past its cap is counted as
+    /// left out.
+    pub fn admit(&mut self, variant: &str, status: Status) -> bool {
         let (before, cap) = match status {
-            Status::Error => (&mut errored, MAX_ERRORED_SAMPLES),
-            Status::Flagged => (flagged.entry(variant).or_default(), MAX_FLAGGED_PER_VARIANT),
-            _ => continue,
+            Status::Error => (&mut self.errored, MAX_ERRORED_SAMPLES),
+            Status::Flagged => {
+                if !self.flagged.contains_key(variant) {
+                    self.flagged.insert(variant.to_string(), 0);
+                }
+                let n = self.flagged.get_mut(variant).expect("inserted above");
+                (n, MAX_FLAGGED_PER_VARIANT)
+            }
+            _ => return false,
         };
         if *before < cap {
             *before += 1;
-            shown.push(i);
+            true
         } else {
-            left_out += 1;
+            self.left_out += 1;
+            false
         }
     }
-    (shown, left_out)
+
+    /// Errored or flagged samples past their cap so far.
+    pub fn left_out(&self) -> usize {
+        self.left_out
+    }
 }
 
 /// Summary records of the samples [`select`] shows whose text is in a file (the caller reads
@@ -261,7 +374,7 @@ pub fn write_section(
     model: &ReportModel,
     texts: &SummaryTexts,
 ) -> std::io::Result<()> {
-    if model.samples.is_empty() {
+    if model.units == 0 {
         let empty = html! {
             h2 id="samples" { "Samples" } "\n"
             p class="muted" { "No sample recorded." } "\n"
@@ -321,7 +434,7 @@ pub fn write_section(
     let head = html! {
         h2 id="samples" { "Samples" } "\n"
         p {
-            (shown.len()) " of " (model.samples.len()) " sample(s) shown in full: every failed \
+            (shown.len()) " of " (model.units) " sample(s) shown in full: every failed \
             unit (at most " (MAX_ERRORED_SAMPLES) ") and flagged unit (at most "
             (MAX_FLAGGED_PER_VARIANT) " per variant), the units of " (SHOWN_PAIR_KEYS)
             " trace/eval/sample keys in every variant, and up to " (MAX_FAILED_PER_VARIANT)
@@ -341,7 +454,7 @@ pub fn write_section(
         }
         div class="scroll" {
             (Html::table_linked(&t, "view", &|row| {
-                Some((format!("#{}", anchor(shown[row])), "view".to_string()))
+                Some((format!("#{}", anchor(model.index_of(shown[row]))), "view".to_string()))
             }))
         }
         "\n"

@@ -31,7 +31,7 @@ pub fn sample(model: &ReportModel, i: usize, peers: &[usize], texts: &SummaryTex
         }
     }
     html! {
-        details class="sample" id=(anchor(i)) {
+        details class="sample" id=(anchor(model.index_of(i))) {
             summary {
                 span class=(format!("st st-{}", status.label())) { (status.label()) } " "
                 b { (s.variant) } " · trace " code { (s.trace_id) } " · " (s.eval) " "
@@ -46,7 +46,7 @@ pub fn sample(model: &ReportModel, i: usize, peers: &[usize], texts: &SummaryTex
                         " · same unit in "
                         @for (k, &j) in others.iter().enumerate() {
                             @if k > 0 { ", " }
-                            a href=(format!("#{}", anchor(j))) { (model.samples.get(j).variant) }
+                            a href=(format!("#{}", anchor(model.index_of(j)))) { (model.samples.get(j).variant) }
                         }
                     }
                 }

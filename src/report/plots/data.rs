@@ -4,7 +4,7 @@
 
 use super::{numeric_param, ReportModel};
 use crate::record::Row;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// A heatmap: mean value and count per (x, y) cell; `cells[y][x]`, `None` where no sample.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,25 +33,103 @@ fn needle_recall(s: &Row<'_>) -> Option<f64> {
         .flatten()
 }
 
-/// Distinct numeric values of needle `param` over the model's samples.
-fn distinct(model: &ReportModel, param: &str) -> BTreeMap<i64, f64> {
-    model
-        .samples
-        .iter()
-        .filter(|s| needle_recall(s).is_some())
-        .filter_map(|s| numeric_param(&s, param))
-        .map(|v| (key(v), v))
-        .collect()
+/// What the plots draw, summed from the rows one at a time in report order (so each cell's
+/// sum is taken in the order the rows are listed): bounded by the distinct depths, triggers,
+/// folds, evals and variants, not by the rows.
+#[derive(Clone, Debug, Default)]
+pub struct PlotSums {
+    /// Distinct numeric depths and triggers of the needle samples with a recall.
+    depths: BTreeMap<i64, f64>,
+    triggers: BTreeMap<i64, f64>,
+    /// variant → (depth × trigger → (sum, n), depths, triggers).
+    depth_trigger: BTreeMap<String, Cells>,
+    /// variant → depth → (sum, n), and the depths.
+    depth_variant: BTreeMap<String, BTreeMap<i64, (f64, usize)>>,
+    depth_axis: BTreeMap<i64, String>,
+    /// eval → variant → fold → (sum, n).
+    folds: BTreeMap<String, BTreeMap<String, PerFold>>,
+}
+
+/// fold → (sum, n).
+type PerFold = BTreeMap<u32, (f64, usize)>;
+
+/// The cells of one variant's depth × trigger grid and its axes.
+type Cells = (
+    BTreeMap<(i64, i64), (f64, usize)>,
+    BTreeMap<i64, String>,
+    BTreeMap<i64, String>,
+);
+
+fn entry<'m, V: Default>(map: &'m mut BTreeMap<String, V>, k: &str) -> &'m mut V {
+    if !map.contains_key(k) {
+        map.insert(k.to_string(), V::default());
+    }
+    map.get_mut(k).expect("inserted")
+}
+
+/// Put `x`'s label on an axis (formatted once per value, not once per row).
+fn axis(labels: &mut BTreeMap<i64, String>, x: f64) {
+    if let std::collections::btree_map::Entry::Vacant(e) = labels.entry(key(x)) {
+        e.insert(fmt_axis(x));
+    }
+}
+
+impl PlotSums {
+    pub fn add(&mut self, s: &Row<'_>) {
+        if let Some(r) = needle_recall(s) {
+            let depth = numeric_param(s, "depth");
+            let trigger = numeric_param(s, "trigger");
+            if let Some(d) = depth {
+                self.depths.insert(key(d), d);
+                axis(&mut self.depth_axis, d);
+                let c = entry(&mut self.depth_variant, s.variant)
+                    .entry(key(d))
+                    .or_default();
+                c.0 += r;
+                c.1 += 1;
+            }
+            if let Some(t) = trigger {
+                self.triggers.insert(key(t), t);
+            }
+            if let (Some(d), Some(t)) = (depth, trigger) {
+                let (sums, xs, ys) = entry(&mut self.depth_trigger, s.variant);
+                axis(xs, d);
+                axis(ys, t);
+                let c = sums.entry((key(d), key(t))).or_default();
+                c.0 += r;
+                c.1 += 1;
+            }
+        }
+        if s.error.is_some() {
+            return;
+        }
+        let Some(fold) = fold_of(s) else {
+            return;
+        };
+        let (score, _) = main_score(s.eval);
+        let value = if score == "pass" {
+            s.passed.map(|p| if p { 1.0 } else { 0.0 })
+        } else {
+            s.scores.get(score).copied()
+        };
+        let Some(value) = value.filter(|v| v.is_finite()) else {
+            return;
+        };
+        let per_variant = entry(&mut self.folds, s.eval);
+        let c = entry(per_variant, s.variant).entry(fold).or_default();
+        c.0 += value;
+        c.1 += 1;
+    }
 }
 
 /// Whether the needle samples sweep the trigger (two or more numeric values).
 pub fn triggers_swept(model: &ReportModel) -> bool {
-    distinct(model, "trigger").len() >= 2
+    model.plot_sums.triggers.len() >= 2
 }
 
 /// Whether any needle sample has a numeric depth.
 pub fn has_depths(model: &ReportModel) -> bool {
-    !distinct(model, "depth").is_empty()
+    !model.plot_sums.depths.is_empty()
 }
 
 fn grid(
@@ -80,28 +158,14 @@ fn grid(
 
 /// Mean needle recall of `variant` by depth (x) × trigger (y).
 pub fn depth_trigger_grid(model: &ReportModel, variant: &str) -> Grid {
-    let mut sums: BTreeMap<(i64, i64), (f64, usize)> = BTreeMap::new();
-    let (mut xs, mut ys) = (BTreeMap::new(), BTreeMap::new());
-    for s in model.samples.iter().filter(|s| s.variant == variant) {
-        let (Some(r), Some(d), Some(t)) = (
-            needle_recall(&s),
-            numeric_param(&s, "depth"),
-            numeric_param(&s, "trigger"),
-        ) else {
-            continue;
-        };
-        xs.insert(key(d), fmt_axis(d));
-        ys.insert(key(t), fmt_axis(t));
-        let c = sums.entry((key(d), key(t))).or_default();
-        c.0 += r;
-        c.1 += 1;
-    }
+    let empty = Cells::default();
+    let (sums, xs, ys) = model.plot_sums.depth_trigger.get(variant).unwrap_or(&empty);
     grid(
         "needle depth (fraction of the trace)",
         "summarize trigger (fraction of the window)",
-        xs.into_iter().collect(),
-        ys.into_iter().collect(),
-        &sums,
+        xs.clone().into_iter().collect(),
+        ys.clone().into_iter().collect(),
+        sums,
     )
 }
 
@@ -110,31 +174,17 @@ pub fn depth_trigger_grid(model: &ReportModel, variant: &str) -> Grid {
 pub fn depth_variant_grid(model: &ReportModel) -> Grid {
     let mut sums: BTreeMap<(i64, i64), (f64, usize)> = BTreeMap::new();
     let mut xs = BTreeMap::new();
-    let rank: BTreeMap<&str, i64> = model
-        .variants
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (v.variant.as_str(), i as i64))
-        .collect();
-    let mut ys = BTreeSet::new();
-    for s in &model.samples {
-        let (Some(r), Some(d), Some(&vi)) = (
-            needle_recall(&s),
-            numeric_param(&s, "depth"),
-            rank.get(s.variant),
-        ) else {
+    let mut ys = Vec::new();
+    for (vi, v) in model.variants.iter().enumerate() {
+        let Some(per_depth) = model.plot_sums.depth_variant.get(&v.variant) else {
             continue;
         };
-        xs.insert(key(d), fmt_axis(d));
-        ys.insert(vi);
-        let c = sums.entry((key(d), vi)).or_default();
-        c.0 += r;
-        c.1 += 1;
+        ys.push((vi as i64, v.variant.clone()));
+        for (&d, &c) in per_depth {
+            xs.insert(d, model.plot_sums.depth_axis[&d].clone());
+            sums.insert((d, vi as i64), c);
+        }
     }
-    let ys = ys
-        .into_iter()
-        .map(|i| (i, model.variants[i as usize].variant.clone()))
-        .collect();
     grid(
         "needle depth (fraction of the trace)",
         "variant",
@@ -178,55 +228,29 @@ fn fold_of(s: &Row<'_>) -> Option<u32> {
 /// mean main score by folds survived, per variant (model order). Evals without folds give
 /// nothing.
 pub fn fold_curves(model: &ReportModel) -> Vec<FoldCurves> {
-    // eval → variant index → fold → (sum, n)
-    type PerFold = BTreeMap<u32, (f64, usize)>;
-    let mut acc: BTreeMap<&str, BTreeMap<usize, PerFold>> = BTreeMap::new();
-    let rank: BTreeMap<&str, usize> = model
-        .variants
+    model
+        .plot_sums
+        .folds
         .iter()
-        .enumerate()
-        .map(|(i, v)| (v.variant.as_str(), i))
-        .collect();
-    for s in model.samples.iter().filter(|s| s.error.is_none()) {
-        let (Some(fold), Some(&vi)) = (fold_of(&s), rank.get(s.variant)) else {
-            continue;
-        };
-        let (score, _) = main_score(s.eval);
-        let value = if score == "pass" {
-            s.passed.map(|p| if p { 1.0 } else { 0.0 })
-        } else {
-            s.scores.get(score).copied()
-        };
-        let Some(value) = value.filter(|v| v.is_finite()) else {
-            continue;
-        };
-        let c = acc
-            .entry(s.eval)
-            .or_default()
-            .entry(vi)
-            .or_default()
-            .entry(fold)
-            .or_default();
-        c.0 += value;
-        c.1 += 1;
-    }
-    acc.into_iter()
         .map(|(eval, per_variant)| {
             let (score, y_desc) = main_score(eval);
             FoldCurves {
                 eval: eval.to_string(),
                 score: score.to_string(),
                 y_desc: y_desc.to_string(),
-                curves: per_variant
-                    .into_iter()
-                    .map(|(vi, folds)| {
-                        (
-                            model.variants[vi].variant.clone(),
+                // Variants in model order.
+                curves: model
+                    .variants
+                    .iter()
+                    .filter_map(|v| {
+                        let folds = per_variant.get(&v.variant)?;
+                        Some((
+                            v.variant.clone(),
                             folds
-                                .into_iter()
-                                .map(|(f, (sum, n))| (f, sum / n as f64, n))
+                                .iter()
+                                .map(|(&f, &(sum, n))| (f, sum / n as f64, n))
                                 .collect(),
-                        )
+                        ))
                     })
                     .collect(),
             }

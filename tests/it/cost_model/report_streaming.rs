@@ -57,3 +57,224 @@ fn the_streamed_report_of_the_quickstart_equals_the_one_from_whole_samples() {
     };
     assert_eq!(page(&streamed), page(&full), "report.html");
 }
+
+/// Every file under `dir` (relative path → bytes).
+fn files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// A run of the quickstart's samples copied `copies` times (as benches/report_big/replicate.py
+/// does: copy k gets `-r<k>` on its unit id and its repeat shifted past the source's, so the
+/// copies are further repeats of the same tasks), in `dir`.
+fn replicated(dir: &std::path::Path, copies: u32) -> RunDir {
+    let src = RunDir::new(&crate::support::cli::quickstart().run_dir);
+    let text = std::fs::read_to_string(src.samples_jsonl()).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let repeat = |l: &str| -> (usize, usize, u32) {
+        let at = l.find("\"repeat\":").unwrap() + "\"repeat\":".len();
+        let end = at + l[at..].find(|c: char| !c.is_ascii_digit()).unwrap();
+        (at, end, l[at..end].parse().unwrap())
+    };
+    let span = 1 + lines.iter().map(|l| repeat(l).2).max().unwrap();
+    let mut out = String::new();
+    for k in 0..copies {
+        for l in &lines {
+            let mut l = l.to_string();
+            if k > 0 {
+                let (at, end, r) = repeat(&l);
+                l.replace_range(at..end, &(r + k * span).to_string());
+                let at = l.find("\"unit_id\":\"").unwrap() + "\"unit_id\":\"".len();
+                let end = at + l[at..].find('"').unwrap();
+                l.insert_str(end, &format!("-r{k}"));
+            }
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::copy(src.run_json(), dir.join("run.json")).unwrap();
+    std::fs::write(dir.join("samples.jsonl"), out).unwrap();
+    RunDir::new(dir)
+}
+
+/// Render every report file of `run` into `out`, in memory or spilled (`spill`: rows kept in
+/// memory, rows a sorted run); whether it spilled.
+fn render(run: &RunDir, out: &std::path::Path, spill: Option<(usize, usize)>) -> bool {
+    let mut opts = load::LoadOptions::default();
+    let tmp = out.with_extension("spill");
+    std::fs::create_dir_all(&tmp).unwrap();
+    if let Some((above, run_rows)) = spill {
+        opts.spill.above = above;
+        opts.spill.run_rows = run_rows;
+        opts.spill.dir = Some(tmp.clone());
+    }
+    let (info, model, _) = load::load_model_opts(run, None, &opts).unwrap();
+    let spilled = model.spilled();
+    std::fs::create_dir_all(out).unwrap();
+    ctxbench::report::write_run_reports(out, run, &info, &model, Default::default()).unwrap();
+    drop(model);
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "the spill's temporary files are removed"
+    );
+    spilled
+}
+
+/// The spilling path (rows and observations sorted on disk in runs, merged back) writes every
+/// file byte for byte as the in-memory path does: on the quickstart, with runs of a few rows
+/// (many runs merged), and on a few thousand replicated samples (a journal read in two halves).
+#[test]
+fn the_spilled_report_equals_the_in_memory_one_byte_for_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let quick = RunDir::new(&crate::support::cli::quickstart().run_dir);
+    let big = replicated(&tmp.path().join("big"), 12);
+    for (name, run, spills) in [
+        ("quickstart", &quick, vec![(0, 7), (100, 1_000_000), (0, 1)]),
+        ("replicated", &big, vec![(0, 500), (1000, 257)]),
+    ] {
+        let want_dir = tmp.path().join(format!("{name}-memory"));
+        assert!(!render(run, &want_dir, None), "{name}: in memory");
+        let want = files(&want_dir);
+        assert!(want.contains_key("report.html") && want.keys().any(|k| k.ends_with(".png")));
+        for (above, run_rows) in spills {
+            let dir = tmp.path().join(format!("{name}-{above}-{run_rows}"));
+            assert!(
+                render(run, &dir, Some((above, run_rows))),
+                "{name}: spilled"
+            );
+            let got = files(&dir);
+            assert_eq!(
+                got.keys().collect::<Vec<_>>(),
+                want.keys().collect::<Vec<_>>(),
+                "{name} {above}/{run_rows}: the same files"
+            );
+            for (file, bytes) in &want {
+                assert!(
+                    got[file] == *bytes,
+                    "{name} {above}/{run_rows}: {file} differs from the in-memory report's"
+                );
+            }
+        }
+    }
+}
+
+/// `ctxbench report --spill-above N` takes the spilling path and writes the same report.
+#[test]
+fn report_spill_above_writes_the_same_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = &crate::support::cli::quickstart().run_dir;
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let spill = tmp.path().join("spill");
+    std::fs::create_dir_all(&spill).unwrap();
+    for (out, extra) in [
+        (&a, vec![]),
+        (&b, vec!["--spill-above", "10", "--spill-run-rows", "9"]),
+    ] {
+        let done = crate::support::cli::ctxbench()
+            .arg("report")
+            .arg(run)
+            .arg("-o")
+            .arg(out)
+            .args(extra)
+            .env("TMPDIR", &spill)
+            .output()
+            .unwrap();
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+    }
+    assert_eq!(files(&a), files(&b));
+    assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0, "cleaned up");
+}
+
+/// `ctxbench compare` of two runs spilled to disk (`--spill-above 0`: their observations and
+/// unit keys sorted on disk, merged) prints and writes what it does in memory: two
+/// replicated quickstarts, each with units (and a whole trace) the other lacks.
+#[test]
+fn the_spilled_compare_equals_the_in_memory_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = replicated(&tmp.path().join("a"), 3);
+    let b = replicated(&tmp.path().join("b"), 2);
+    // A whole trace only in the candidate.
+    let text = std::fs::read_to_string(a.samples_jsonl()).unwrap();
+    let first = text.lines().next().unwrap();
+    let at = first.find("\"trace_id\":\"").unwrap();
+    let trace = &first[at..at + first[at + 12..].find('"').unwrap() + 13];
+    let kept: Vec<&str> = text.lines().filter(|l| !l.contains(trace)).collect();
+    assert!(kept.len() < text.lines().count());
+    std::fs::write(a.samples_jsonl(), kept.join("\n") + "\n").unwrap();
+    // The candidate's variants rotated (each gets the next one's samples), so the pairs differ
+    // and the bootstraps run.
+    let text = std::fs::read_to_string(b.samples_jsonl()).unwrap();
+    let variant = |l: &str| {
+        let at = l.find("\"variant\":\"").unwrap() + 11;
+        (at, at + l[at..].find('"').unwrap())
+    };
+    let mut names: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let (at, end) = variant(l);
+            l[at..end].to_string()
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    assert!(names.len() >= 2, "{names:?}");
+    let rotated: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let (at, end) = variant(l);
+            let i = names.iter().position(|n| *n == l[at..end]).unwrap();
+            format!("{}{}{}", &l[..at], names[(i + 1) % names.len()], &l[end..])
+        })
+        .collect();
+    std::fs::write(b.samples_jsonl(), rotated.join("\n") + "\n").unwrap();
+    let spill = tmp.path().join("spill");
+    std::fs::create_dir_all(&spill).unwrap();
+    let mut outputs = Vec::new();
+    for (name, extra) in [("memory", vec![]), ("spilled", vec!["--spill-above", "0"])] {
+        let out = tmp.path().join(name);
+        let done = crate::support::cli::ctxbench()
+            .arg("compare")
+            .arg(a.samples_jsonl().parent().unwrap())
+            .arg(b.samples_jsonl().parent().unwrap())
+            .arg("-o")
+            .arg(&out)
+            .args(extra)
+            .env("TMPDIR", &spill)
+            .output()
+            .unwrap();
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        let stdout = String::from_utf8(done.stdout).unwrap();
+        let stdout = stdout.replace(out.to_str().unwrap(), "OUT");
+        outputs.push((stdout, files(&out)));
+    }
+    let (memory, spilled) = (&outputs[0], &outputs[1]);
+    let md = String::from_utf8(memory.1["compare.md"].clone()).unwrap();
+    assert!(md.contains("only in the baseline run"), "{md}");
+    assert!(md.contains("trace(s) only in the candidate run:"), "{md}");
+    assert!(md.contains("bootstrap") || md.contains("CI"), "{md}");
+    assert_eq!(spilled.0, memory.0, "what compare prints");
+    assert_eq!(spilled.1, memory.1, "compare.md and compare.json");
+    assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0, "cleaned up");
+}
