@@ -172,7 +172,7 @@ pub fn stream_samples(path: &Path) -> Result<Streamed, JournalError> {
     }
 }
 
-/// What [`stream_split`] read: the rows in memory, or spilled to disk (with the torn final
+/// What `stream_split` read: the rows in memory, or spilled to disk (with the torn final
 /// line, if any).
 pub enum Loaded {
     Rows(Streamed),

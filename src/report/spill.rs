@@ -69,7 +69,12 @@ impl TempDir {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
-        std::fs::create_dir(&path)?;
+        // The files hold names and scores from the run's traces (untrusted, maybe private):
+        // readable by this user only where the platform has modes.
+        let mut dir = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut dir, 0o700);
+        dir.create(&path)?;
         Ok(TempDir(path))
     }
 
@@ -117,7 +122,7 @@ struct RowRun {
 }
 
 /// Rows sorted into runs on disk (see the module doc): filled by a loader
-/// ([`RowSpiller`]), then read back in report order by [`SpilledRows::for_each`].
+/// (`RowSpiller`), then read back in report order by [`SpilledRows::for_each`].
 #[derive(Debug)]
 pub struct SpilledRows {
     dir: Arc<TempDir>,
@@ -746,6 +751,18 @@ mod tests {
     /// Observations spilled in runs of a few come back per variant and metric in key order,
     /// the first of duplicate keys kept (as `aggregate::observations` keeps them), and a join
     /// pairs them as `aggregate::compare` does.
+    #[cfg(unix)]
+    #[test]
+    fn the_temporary_directory_is_this_users_only_and_goes_when_dropped() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new(None).unwrap();
+        let path = dir.path().to_path_buf();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        drop(dir);
+        assert!(!path.exists());
+    }
+
     #[test]
     fn spilled_observations_read_back_sorted_and_deduplicated() {
         let parent = std::env::temp_dir();
