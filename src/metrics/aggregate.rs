@@ -86,6 +86,46 @@ pub fn for_each_role_metric(s: &Row<'_>, mut f: impl FnMut(&str, f64)) {
     }
 }
 
+/// [`for_each_role_metric`] with each value's pairing key and cluster (as [`for_each_obs`]).
+pub fn for_each_role_obs(s: &Row<'_>, mut f: impl FnMut(&str, Obs)) {
+    let key = s.pair_hash();
+    let cluster = cluster_of(s.trace_id);
+    for_each_role_metric(s, |metric, value| {
+        f(
+            metric,
+            Obs {
+                key,
+                cluster,
+                value,
+            },
+        )
+    });
+}
+
+/// The pairs of a paired comparison of two observation lists in key order, each without
+/// duplicate keys (a merge join): (baseline value, candidate value, cluster) in the
+/// candidate's key order, clusters numbered by first appearance: the pairs [`compare`] makes
+/// of the same lists, for lists streamed off disk (`report::spill`, the gate of a big run).
+pub fn join_sorted(
+    cand: impl Iterator<Item = Obs>,
+    base: impl Iterator<Item = Obs>,
+) -> impl Iterator<Item = (f64, f64, usize)> {
+    let mut c = cand;
+    let mut b = base.peekable();
+    let mut clusters: rustc_hash::FxHashMap<u64, usize> = rustc_hash::FxHashMap::default();
+    std::iter::from_fn(move || loop {
+        let o = c.next()?;
+        while b.peek().is_some_and(|x| x.key < o.key) {
+            b.next();
+        }
+        if let Some(x) = b.peek().filter(|x| x.key == o.key) {
+            let next = clusters.len();
+            let k = *clusters.entry(o.cluster).or_insert(next);
+            return Some((x.value, o.value, k));
+        }
+    })
+}
+
 /// [`observations`] plus the per-role metrics of [`for_each_role_metric`] (what the gate reads).
 pub fn observations_with_roles<'a>(samples: impl IntoIterator<Item = Row<'a>> + Clone) -> ObsTable {
     let mut table = observations(samples.clone());
