@@ -409,3 +409,84 @@ fn the_spilled_gate_equals_the_in_memory_one() {
     }
     assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0, "cleaned up");
 }
+
+/// run.json without its times.
+fn run_json_timeless(dir: &std::path::Path) -> serde_json::Value {
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    let obj = v.as_object_mut().unwrap();
+    for key in ["created", "finished_at"] {
+        assert!(obj.remove(key).is_some(), "run.json has no {key}");
+    }
+    v
+}
+
+/// A run of more units than `run --spill-above N` stops building the report's rows past N and
+/// reports from its journal streamed and spilled (sorted runs on disk): its report files are
+/// byte for byte those `ctxbench report` writes of the same journal in memory, and its run.json
+/// (times aside) that of the same run without the flag, the quickstart. With no temporary
+/// directory to spill to, the reports of such a run cannot be written (they would be, from
+/// rows, without the flag): the end of the run did spill.
+#[test]
+fn a_run_past_spill_above_reports_from_its_spilled_journal_the_same_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let quick = &crate::support::cli::quickstart().run_dir;
+    let spill = tmp.path().join("spill");
+    std::fs::create_dir_all(&spill).unwrap();
+    let out = tmp.path().join("runs");
+    let run = |out: &std::path::Path, tmpdir: &std::path::Path| {
+        crate::support::cli::ctxbench()
+            .args([
+                "run",
+                "evals/quickstart.toml",
+                "--run-id",
+                "qs",
+                "--spill-above",
+            ])
+            .arg("5")
+            .arg("-o")
+            .arg(out)
+            .env("TMPDIR", tmpdir)
+            .output()
+            .unwrap()
+    };
+    let done = run(&out, &spill);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(!stderr.contains("reports were not written"), "{stderr}");
+    assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0, "cleaned up");
+    let run_dir = out.join("qs");
+    assert_eq!(run_json_timeless(&run_dir), run_json_timeless(quick));
+    // The same journal reported in memory.
+    let memory = tmp.path().join("memory");
+    let report = crate::support::cli::ctxbench()
+        .arg("report")
+        .arg(&run_dir)
+        .arg("-o")
+        .arg(&memory)
+        .output()
+        .unwrap();
+    assert!(report.status.success());
+    let want = files(&memory);
+    let got = files(&run_dir);
+    for name in ["report.md", "summary.json", "results.csv", "report.html"] {
+        assert!(want.contains_key(name), "{name}");
+    }
+    assert!(want.keys().any(|k| k.starts_with("plots/")));
+    for (name, bytes) in &want {
+        assert!(
+            got.get(name) == Some(bytes),
+            "{name}: the end of the spilled run wrote another file than `report` does"
+        );
+    }
+    // Nowhere to spill: the reports fail (the run's samples and run.json are written).
+    let out = tmp.path().join("nowhere");
+    let done = run(&out, &tmp.path().join("missing"));
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(stderr.contains("reports were not written"), "{stderr}");
+    assert!(out.join("qs").join("run.json").exists());
+}
