@@ -1,6 +1,7 @@
-//! Peak memory of `ctxbench report` on its spilling path (`--spill-above`, docs/report.md
-//! "Reports of big runs") does not grow with the number of samples; on the in-memory path it
-//! does (which shows this measurement sees a report that keeps its rows).
+//! Peak memory of `ctxbench report` and of `ctxbench gate` on their spilling path
+//! (`--spill-above`, docs/report.md "Reports of big runs") does not grow with the number of
+//! samples; on the in-memory path it does (which shows this measurement sees a report or a gate
+//! that keeps its rows).
 //!
 //! A counting global allocator records the peak of live heap bytes above what was live when
 //! the report started (tests/run_memory.rs measures the same way). The run: N and 4N samples,
@@ -11,9 +12,11 @@
 //!
 //! Measured here (3,000 → 12,000 samples): spilled, 4.9 MB → 4.6 MB (no growth: the peak is
 //! the merges' read buffers and a run being sorted; bound: 512 KiB more for 9,000 more
-//! samples); in memory, 3.2 MB → 8.4 MB (~580 bytes a sample). Bytes, not time: nothing here
-//! depends on speed. One test in this binary, so no
-//! other test allocates while it measures.
+//! samples); in memory, 3.2 MB → 8.4 MB (~580 bytes a sample). The gate of a run against
+//! itself: spilled, 4.5 MB → 4.6 MB; in memory, 4.1 MB → 12.1 MB (~890 bytes a sample: the rows
+//! of one run, then the observations, per-role ones too, of both). Bytes, not time: nothing here
+//! depends on speed. The tests of this binary measure one at a time ([`ONE_AT_A_TIME`]), so no
+//! other test allocates while one measures.
 
 #[path = "it/support/counting_alloc.rs"]
 mod counting_alloc;
@@ -23,6 +26,9 @@ use counting_alloc::peak_of;
 use ctxbench::cli::Cli;
 use ctxbench::record::{RunDir, RunInfo, Sample, TimelinePoint};
 use std::path::Path;
+
+/// Held by each test while it measures.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Most the spilled report's peak may grow from N to 4N samples.
 const SPILLED_GROWTH: usize = 512 * 1024;
@@ -114,6 +120,9 @@ fn report_peak(run: &RunDir, out: &Path, extra: &[&str]) -> usize {
 
 #[test]
 fn the_spilled_reports_peak_does_not_grow_with_samples() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let tmp = tempfile::tempdir().unwrap();
     let small = write_run(&tmp.path().join("small"), N);
     let big = write_run(&tmp.path().join("big"), 4 * N);
@@ -137,5 +146,69 @@ fn the_spilled_reports_peak_does_not_grow_with_samples() {
     assert!(growth(spilled) <= SPILLED_GROWTH, "spilled: {msg}");
     // The in-memory path keeps every row: its peak grows past the bound, so the bound would
     // catch a spilled path that kept its rows.
+    assert!(growth(in_memory) > 2 * SPILLED_GROWTH, "in memory: {msg}");
+}
+
+/// The smallest peak of `gate` of `run` against itself with `extra` arguments, over [`TRIES`].
+fn gate_peak(run: &RunDir, junit: &Path, extra: &[&str]) -> usize {
+    let run = run.samples_jsonl();
+    let run = run.parent().unwrap().to_str().unwrap().to_string();
+    let junit = junit.to_str().unwrap();
+    (0..TRIES)
+        .map(|_| {
+            let mut args = vec![
+                "ctxbench",
+                "gate",
+                &run,
+                "--baseline",
+                &run,
+                "--junit",
+                junit,
+            ];
+            // Means, deltas and a per-role delta: every kind of figure the rules read.
+            for rule in [
+                "needle.recall >= 0",
+                "drift.score.delta >= -1",
+                "tokens.agent.delta_pct <= 5",
+            ] {
+                args.extend_from_slice(&["--rule", rule]);
+            }
+            args.extend_from_slice(extra);
+            let ((), peak) = peak_of(|| {
+                let code = ctxbench::cli::run(Cli::parse_from(&args)).unwrap();
+                assert_eq!(code, std::process::ExitCode::SUCCESS, "{args:?}");
+            });
+            peak
+        })
+        .min()
+        .unwrap()
+}
+
+/// The gate's figures from a run spilled to disk: its peak does not grow with the samples (the
+/// gate in memory holds every row, then every observation of both runs).
+#[test]
+fn the_spilled_gates_peak_does_not_grow_with_samples() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let tmp = tempfile::tempdir().unwrap();
+    let small = write_run(&tmp.path().join("small"), N);
+    let big = write_run(&tmp.path().join("big"), 4 * N);
+    let spill = ["--spill-above", "0", "--spill-run-rows", "64"];
+    let junit = tmp.path().join("gate.xml");
+    let spilled = (
+        gate_peak(&small, &junit, &spill),
+        gate_peak(&big, &junit, &spill),
+    );
+    let in_memory = (gate_peak(&small, &junit, &[]), gate_peak(&big, &junit, &[]));
+    let growth = |(a, b): (usize, usize)| b.saturating_sub(a);
+    let msg = format!(
+        "gate peaks at {N} and {} samples: spilled {spilled:?} (grew {}), in memory \
+         {in_memory:?} (grew {})",
+        4 * N,
+        growth(spilled),
+        growth(in_memory)
+    );
+    assert!(growth(spilled) <= SPILLED_GROWTH, "spilled: {msg}");
     assert!(growth(in_memory) > 2 * SPILLED_GROWTH, "in memory: {msg}");
 }

@@ -4,6 +4,7 @@
 use super::{UsageError, EXIT_GATE_FAILED};
 use crate::gate;
 use crate::record::RunDir;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -92,6 +93,13 @@ pub struct Args {
     /// fails the gate]
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub max_errors: usize,
+    /// Gate a run of more than N samples in bounded memory, its rows and observations sorted
+    /// on disk (tests and benches set it; docs/report.md "Reports of big runs")
+    #[arg(long, value_name = "N", hide = true)]
+    pub spill_above: Option<usize>,
+    /// Rows a sorted run of a spilled gate holds (tests and benches set it)
+    #[arg(long, value_name = "N", hide = true)]
+    pub spill_run_rows: Option<usize>,
 }
 
 /// `ctxbench gate --json`: the outcome with its totals and where the JUnit XML went.
@@ -150,9 +158,13 @@ fn check_junit_path(
 }
 
 /// A run as the gate reads it: samples.jsonl streamed into compact rows (`report::load`), the
-/// gate's observations built from them, the rows dropped. A torn final line is ignored, as
-/// before.
-fn gate_run(dir: &RunDir) -> Result<gate::GateRun, UsageError> {
+/// gate's observations built from them, the rows dropped; a run of more than `spill.above`
+/// samples spilled (its rows sorted on disk, then its observations: [`spilled_run`]). A torn
+/// final line is ignored, as before.
+fn gate_run(
+    dir: &RunDir,
+    spill: &crate::report::spill::SpillOptions,
+) -> Result<gate::GateRun, UsageError> {
     if let Some(pid) = dir.writer() {
         crate::output::errln!("{}", dir.in_progress_note(pid));
     }
@@ -161,11 +173,105 @@ fn gate_run(dir: &RunDir) -> Result<gate::GateRun, UsageError> {
     let progress: crate::record::RunProgress =
         dir.read_run_json().map_err(|e| UsageError(e.to_string()))?;
     let path = dir.samples_jsonl();
-    let streamed =
-        crate::report::load::stream_samples(&path).map_err(|e| UsageError(e.to_string()))?;
-    let mut run = gate::GateRun::new(info, streamed.rows.iter());
+    let loaded = crate::report::load::stream_samples_spilling(&path, spill)
+        .map_err(|e| UsageError(e.to_string()))?;
+    let mut run = match loaded {
+        crate::report::load::Loaded::Rows(streamed) => {
+            gate::GateRun::new(info, streamed.rows.iter())
+        }
+        crate::report::load::Loaded::Spilled(rows, _) => {
+            spilled_run(info, &rows, spill.run_rows.max(1) * 4)?
+        }
+    };
     run.progress = progress;
     Ok(run)
+}
+
+/// The gate's run of rows spilled to disk: one pass over them (in their sorted order) counts
+/// the units of each variant and sends every observation, the per-role ones too, to sorted
+/// runs on disk (`report::spill::ObsSpill`, `run_len` a run), merged into one file the rules
+/// read range by range. Each observation carries its row's place, a per-role one after every
+/// row's: the first of duplicate keys kept is the one `aggregate::observations_with_roles`
+/// keeps, so every figure is the in-memory gate's.
+fn spilled_run(
+    info: crate::record::RunInfo,
+    rows: &crate::report::spill::SpilledRows,
+    run_len: usize,
+) -> Result<gate::GateRun, UsageError> {
+    use crate::metrics::aggregate;
+    let io = |e: std::io::Error| {
+        UsageError(format!(
+            "cannot write temporary files in {}: {e}",
+            rows.dir().path().display()
+        ))
+    };
+    let mut obs = crate::report::spill::ObsSpill::new(rows.dir().clone(), run_len);
+    let mut units: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut failed = None;
+    let roles_after = rows.len();
+    rows.for_each(|i, s, _, _| {
+        let u = match units.get_mut(s.variant) {
+            Some(u) => u,
+            None => units.entry(s.variant.to_string()).or_default(),
+        };
+        u.0 += 1;
+        u.1 += usize::from(s.error.is_some());
+        aggregate::for_each_obs(&s, |metric, o| {
+            if failed.is_none() {
+                failed = obs.push(s.variant, metric, i, o).err();
+            }
+        });
+        aggregate::for_each_role_obs(&s, |metric, o| {
+            if failed.is_none() {
+                failed = obs.push(s.variant, metric, roles_after + i, o).err();
+            }
+        });
+    })
+    .map_err(io)?;
+    if let Some(e) = failed {
+        return Err(io(e));
+    }
+    let file = obs.finish().map_err(io)?;
+    Ok(gate::GateRun::from_lists(
+        info,
+        &units,
+        Box::new(SpilledObs(file)),
+    ))
+}
+
+/// A spilled run's observations as the gate reads them.
+struct SpilledObs(crate::report::spill::ObsFile);
+
+impl SpilledObs {
+    fn range(&self, variant: &str, metric: &str) -> Option<(u64, usize)> {
+        self.0.index.get(variant)?.get(metric).copied()
+    }
+}
+
+impl gate::ObsLists for SpilledObs {
+    fn metrics(&self) -> BTreeSet<&str> {
+        self.0
+            .index
+            .values()
+            .flat_map(|m| m.keys().map(String::as_str))
+            .collect()
+    }
+    fn len(&self, variant: &str, metric: &str) -> Option<usize> {
+        self.range(variant, metric).map(|r| r.1)
+    }
+    fn read<'a>(
+        &'a self,
+        variant: &str,
+        metric: &str,
+    ) -> Box<dyn Iterator<Item = crate::metrics::aggregate::Obs> + 'a> {
+        match self.range(variant, metric) {
+            Some(r) => Box::new(self.0.read(r)),
+            None => Box::new(std::iter::empty()),
+        }
+    }
+    fn error(&self) -> Option<String> {
+        self.0.error().map(|e| e.to_string())
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -196,8 +302,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     let cand_dir = RunDir::new(&args.run);
-    let cand = gate_run(&cand_dir)?;
-    let base = gate_run(&RunDir::new(&args.baseline))?;
+    // A big run's rows and observations spill to the temporary directory (TMPDIR; removed when
+    // done): docs/report.md, "Reports of big runs".
+    let mut spill = crate::report::spill::SpillOptions::default();
+    if let Some(n) = args.spill_above {
+        spill.above = n;
+    }
+    if let Some(n) = args.spill_run_rows {
+        spill.run_rows = n;
+    }
+    let cand = gate_run(&cand_dir, &spill)?;
+    let base = gate_run(&RunDir::new(&args.baseline), &spill)?;
     let mut rules = Vec::new();
     if let Some(path) = &args.rules {
         rules.extend(gate::parse_rules_file(path).map_err(UsageError)?);
@@ -240,6 +355,14 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
         max_errors: args.max_errors,
     };
     let outcome = gate::evaluate(&rules, &cand, &base, options).map_err(UsageError)?;
+    for (run, dir) in [(&cand, &args.run), (&base, &args.baseline)] {
+        if let Some(e) = run.read_error() {
+            anyhow::bail!(
+                "cannot read the temporary files of the gate of {}: {e}",
+                dir.display()
+            );
+        }
+    }
 
     if !args.json {
         out!("{}", crate::report::terminal::gate_lines(&outcome))?;

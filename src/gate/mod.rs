@@ -33,10 +33,11 @@
 //! A rule whose metric has no value for a variant (e.g. `cost` when a price is unknown) is
 //! reported as skipped for it, never as passed.
 
-use crate::metrics::aggregate::{self, ObsTable};
+use crate::metrics::aggregate::{self, Obs, ObsTable};
 use crate::metrics::stats::Ci;
 use crate::record::{Row, RunInfo, RunProgress};
 use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
 
 mod rules;
 pub use rules::{parse_rule, parse_rules_file, Op, Rule, RuleKind};
@@ -121,15 +122,65 @@ impl GateOutcome {
     }
 }
 
+/// A run's observations of every variant and metric wherever they are kept: what an
+/// [`ObsTable`] holds in memory, or (a big run's) sorted on disk by `report::spill`, which
+/// `cli::gate` reads through this. Per variant and metric, the list in key order with the first
+/// of duplicate keys kept, as [`aggregate::observations_with_roles`] makes it.
+pub trait ObsLists {
+    /// Every metric with values, over every variant.
+    fn metrics(&self) -> BTreeSet<&str>;
+    /// How many observations `variant` has of `metric`; `None` when it has none.
+    fn len(&self, variant: &str, metric: &str) -> Option<usize>;
+    /// Those observations in key order, read again from the start on each call.
+    fn read<'a>(&'a self, variant: &str, metric: &str) -> Box<dyn Iterator<Item = Obs> + 'a>;
+    /// The first error a read met (the values read then ended early), if any.
+    fn error(&self) -> Option<String>;
+}
+
+impl ObsLists for ObsTable {
+    fn metrics(&self) -> BTreeSet<&str> {
+        self.values()
+            .flat_map(|m| m.keys().map(String::as_str))
+            .collect()
+    }
+    fn len(&self, variant: &str, metric: &str) -> Option<usize> {
+        self.get(variant).and_then(|m| m.get(metric)).map(Vec::len)
+    }
+    fn read<'a>(&'a self, variant: &str, metric: &str) -> Box<dyn Iterator<Item = Obs> + 'a> {
+        let list = self.get(variant).and_then(|m| m.get(metric));
+        Box::new(list.into_iter().flatten().cloned())
+    }
+    fn error(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A run's observations: in memory (the table the in-memory statistics read), or any
+/// [`ObsLists`] (a big run's on disk), whose statistics are taken from streams in key order.
+enum Table {
+    Memory(ObsTable),
+    Lists(Box<dyn ObsLists>),
+}
+
+impl Table {
+    fn lists(&self) -> &dyn ObsLists {
+        match self {
+            Table::Memory(t) => t,
+            Table::Lists(l) => l.as_ref(),
+        }
+    }
+}
+
 /// What the gate reads of a run: its info, its variants and the observations of every variant
 /// and metric. Built from one pass over the run's rows, so a caller can stream the journal into
-/// compact rows, build this and drop them.
+/// compact rows, build this and drop them; or, for a big run, from the unit counts of such a
+/// pass and the observations it sorted on disk ([`GateRun::from_lists`]).
 pub struct GateRun {
     pub info: RunInfo,
     /// `run.json`'s status and unit counts (nothing known when it records none).
     pub progress: RunProgress,
     variants: Vec<String>,
-    table: ObsTable,
+    table: Table,
     /// Units recorded, and of which failed, per variant (in `variants` order).
     units: Vec<(usize, usize)>,
 }
@@ -144,7 +195,7 @@ impl GateRun {
                 units[i].1 += usize::from(r.error.is_some());
             }
         }
-        let table = aggregate::observations_with_roles(rows);
+        let table = Table::Memory(aggregate::observations_with_roles(rows));
         GateRun {
             info,
             progress: RunProgress::default(),
@@ -152,6 +203,33 @@ impl GateRun {
             table,
             units,
         }
+    }
+
+    /// A run of `units` (variant → units recorded, and of which failed) whose observations
+    /// `lists` holds (see [`ObsLists`]): the same run as [`GateRun::new`] of its rows.
+    pub fn from_lists(
+        info: RunInfo,
+        units: &BTreeMap<String, (usize, usize)>,
+        lists: Box<dyn ObsLists>,
+    ) -> GateRun {
+        let variants = variants_of_names(&info, units.keys().map(String::as_str));
+        let units = variants
+            .iter()
+            .map(|v| units.get(v).copied().unwrap_or((0, 0)))
+            .collect();
+        GateRun {
+            info,
+            progress: RunProgress::default(),
+            variants,
+            table: Table::Lists(lists),
+            units,
+        }
+    }
+
+    /// The first error reading the run's observations met, if any (a big run's, on disk): the
+    /// figures of an outcome are then not to be trusted.
+    pub fn read_error(&self) -> Option<String> {
+        self.table.lists().error()
     }
 
     /// Units that failed, and units recorded, over every variant.
@@ -174,10 +252,14 @@ impl GateRun {
 }
 
 fn variants_of<'a>(info: &RunInfo, rows: impl IntoIterator<Item = Row<'a>>) -> Vec<String> {
+    variants_of_names(info, rows.into_iter().map(|s| s.variant))
+}
+
+/// run.json's variants, then the other `names`, sorted.
+fn variants_of_names<'a>(info: &RunInfo, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut v = info.variants.clone();
-    let mut extra: Vec<&str> = rows
+    let mut extra: Vec<&str> = names
         .into_iter()
-        .map(|s| s.variant)
         .filter(|x| !info.variants.iter().any(|v| v.as_str() == *x))
         .collect();
     extra.sort_unstable();
@@ -341,18 +423,14 @@ pub fn evaluate(
     let seed = options.seed;
     check_related(candidate, baseline)?;
     let (cand_table, base_table) = (&candidate.table, &baseline.table);
+    let (cand_metrics, base_metrics) = (cand_table.lists().metrics(), base_table.lists().metrics());
     let variants = &candidate.variants;
     let mut results = Vec::new();
     for rule in rules {
-        let known = cand_table
-            .values()
-            .chain(base_table.values())
-            .any(|m| m.contains_key(&rule.metric));
+        let known = cand_metrics.contains(rule.metric.as_str())
+            || base_metrics.contains(rule.metric.as_str());
         if !known {
-            let mut all: Vec<&String> = cand_table.values().flat_map(|m| m.keys()).collect();
-            all.sort();
-            all.dedup();
-            let list: Vec<&str> = all.iter().map(|s| s.as_str()).collect();
+            let list: Vec<&str> = cand_metrics.iter().copied().collect();
             let hint = crate::confcore::suggest(&rule.metric, list.iter().copied())
                 .map(|m| format!(" (did you mean `{m}`?)"))
                 .unwrap_or_default();
@@ -403,14 +481,49 @@ fn skipped(rule: &Rule, variant: &str, why: String) -> RuleResult {
     }
 }
 
-fn evaluate_one(
-    rule: &Rule,
+/// The mean and CI of a metric of a variant (one that has values of it).
+fn summarize(
+    table: &Table,
     variant: &str,
-    cand: &ObsTable,
-    base: &ObsTable,
+    metric: &str,
     seed: u64,
-) -> RuleResult {
-    let Some(cand_obs) = cand.get(variant).and_then(|m| m.get(&rule.metric)) else {
+) -> Option<aggregate::MetricSummary> {
+    let label = format!("{variant}\u{1f}{metric}");
+    match table {
+        Table::Memory(t) => aggregate::summarize(metric, &t[variant][metric], seed, &label),
+        Table::Lists(l) => {
+            let n = l.len(variant, metric)?;
+            let values = || l.read(variant, metric).map(|o| o.value);
+            aggregate::summarize_of(metric, n, values, seed, &label)
+        }
+    }
+}
+
+/// The paired comparison of a metric of a variant in the candidate and the baseline run (both
+/// have values of it): from the tables in memory, or a merge join of the two lists.
+fn compare(
+    cand: &Table,
+    base: &Table,
+    variant: &str,
+    metric: &str,
+    seed: u64,
+) -> Option<aggregate::Comparison> {
+    if let (Table::Memory(c), Table::Memory(b)) = (cand, base) {
+        let (c, b) = (&c[variant][metric], &b[variant][metric]);
+        return aggregate::compare(metric, variant, variant, c, b, seed);
+    }
+    let (c, b) = (cand.lists(), base.lists());
+    let pairs = || aggregate::join_sorted(c.read(variant, metric), b.read(variant, metric));
+    let (mut n, mut traces) = (0, 0);
+    for (_, _, k) in pairs() {
+        n += 1;
+        traces = traces.max(k + 1);
+    }
+    aggregate::compare_pairs(metric, variant, variant, n, traces, pairs, seed)
+}
+
+fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u64) -> RuleResult {
+    if cand.lists().len(variant, &rule.metric).is_none() {
         return skipped(
             rule,
             variant,
@@ -419,16 +532,11 @@ fn evaluate_one(
                 rule.metric
             ),
         );
-    };
+    }
     let mut too_few_traces: Option<usize> = None;
     let (value, ci, p_value, significant, what) = match rule.kind {
         RuleKind::Absolute => {
-            let Some(s) = aggregate::summarize(
-                &rule.metric,
-                cand_obs,
-                seed,
-                &format!("{variant}\u{1f}{}", rule.metric),
-            ) else {
+            let Some(s) = summarize(cand, variant, &rule.metric, seed) else {
                 return skipped(rule, variant, "no values".into());
             };
             // Significant violation: the whole CI is on the wrong side of the threshold.
@@ -446,7 +554,7 @@ fn evaluate_one(
             )
         }
         RuleKind::Delta | RuleKind::DeltaPct => {
-            let Some(base_obs) = base.get(variant).and_then(|m| m.get(&rule.metric)) else {
+            if base.lists().len(variant, &rule.metric).is_none() {
                 return skipped(
                     rule,
                     variant,
@@ -455,10 +563,8 @@ fn evaluate_one(
                         rule.metric
                     ),
                 );
-            };
-            let Some(c) =
-                aggregate::compare(&rule.metric, variant, variant, cand_obs, base_obs, seed)
-            else {
+            }
+            let Some(c) = compare(cand, base, variant, &rule.metric, seed) else {
                 return skipped(
                     rule,
                     variant,

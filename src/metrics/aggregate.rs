@@ -86,16 +86,66 @@ pub fn for_each_role_metric(s: &Row<'_>, mut f: impl FnMut(&str, f64)) {
     }
 }
 
+/// [`for_each_role_metric`] with each value's pairing key and cluster (as [`for_each_obs`]).
+pub fn for_each_role_obs(s: &Row<'_>, mut f: impl FnMut(&str, Obs)) {
+    let key = s.pair_hash();
+    let cluster = cluster_of(s.trace_id);
+    for_each_role_metric(s, |metric, value| {
+        f(
+            metric,
+            Obs {
+                key,
+                cluster,
+                value,
+            },
+        )
+    });
+}
+
+/// The pairs of a paired comparison of two observation lists in key order, each without
+/// duplicate keys (a merge join): (baseline value, candidate value, cluster) in the
+/// candidate's key order, clusters numbered by first appearance: the pairs [`compare`] makes
+/// of the same lists, for lists streamed off disk (`report::spill`, the gate of a big run).
+pub fn join_sorted(
+    cand: impl Iterator<Item = Obs>,
+    base: impl Iterator<Item = Obs>,
+) -> impl Iterator<Item = (f64, f64, usize)> {
+    let mut c = cand;
+    let mut b = base.peekable();
+    let mut clusters: rustc_hash::FxHashMap<u64, usize> = rustc_hash::FxHashMap::default();
+    std::iter::from_fn(move || loop {
+        let o = c.next()?;
+        while b.peek().is_some_and(|x| x.key < o.key) {
+            b.next();
+        }
+        if let Some(x) = b.peek().filter(|x| x.key == o.key) {
+            let next = clusters.len();
+            let k = *clusters.entry(o.cluster).or_insert(next);
+            return Some((x.value, o.value, k));
+        }
+    })
+}
+
 /// [`observations`] plus the per-role metrics of [`for_each_role_metric`] (what the gate reads).
 pub fn observations_with_roles<'a>(samples: impl IntoIterator<Item = Row<'a>> + Clone) -> ObsTable {
     let mut table = observations(samples.clone());
+    // The keys of each list so far (a unit journaled twice counts once; a role metric named as
+    // an eval's score keeps the score's values): a set, not a scan of the list per value.
+    let mut seen: BTreeMap<String, BTreeMap<String, rustc_hash::FxHashSet<u64>>> = BTreeMap::new();
     for s in samples {
         let key = s.pair_hash();
         let cluster = cluster_of(s.trace_id);
         let per_metric = table.entry(s.variant.to_string()).or_default();
+        let seen = seen.entry(s.variant.to_string()).or_default();
         for_each_role_metric(&s, |metric, value| {
             let list = per_metric.entry(metric.to_string()).or_default();
-            if !list.iter().any(|o| o.key == key) {
+            let keys = match seen.get_mut(metric) {
+                Some(k) => k,
+                None => seen
+                    .entry(metric.to_string())
+                    .or_insert_with(|| list.iter().map(|o| o.key).collect()),
+            };
+            if keys.insert(key) {
                 list.push(Obs {
                     key,
                     cluster,
@@ -542,6 +592,39 @@ mod tests {
             .score("recall", recall)
             .passed(recall >= 1.0)
             .build()
+    }
+
+    /// The per-role lists keep the first value of a unit journaled twice, and the value of an
+    /// eval's score of the same name (`tokens.agent` of eval `tokens`) over the role's.
+    #[test]
+    fn role_observations_keep_the_first_value_of_a_key() {
+        let mut first = s("a", "1", 0, 1.0);
+        first.tokens.agent.input = 10;
+        let mut again = first.clone();
+        again.tokens.agent.input = 99;
+        let mut other = s("a", "2", 0, 1.0);
+        other.tokens.agent.input = 7;
+        let mut named = Sample::builder()
+            .unit_id("n")
+            .variant("a")
+            .trace("trace-n")
+            .eval("tokens")
+            .score("agent", 0.5)
+            .build();
+        named.tokens.agent.input = 5;
+        let rows = [first.row(), again.row(), other.row(), named.row()];
+        let table = observations_with_roles(rows.iter().cloned());
+        let agent: Vec<(u64, f64)> = table["a"]["tokens.agent"]
+            .iter()
+            .map(|o| (o.key, o.value))
+            .collect();
+        let mut want = vec![
+            (first.row().pair_hash(), 10.0),
+            (other.row().pair_hash(), 7.0),
+            (named.row().pair_hash(), 0.5),
+        ];
+        want.sort_by_key(|w| w.0);
+        assert_eq!(agent, want);
     }
 
     #[test]

@@ -466,6 +466,15 @@ impl RowLoader {
         Ok(version)
     }
 
+    /// Rows added.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
     /// The row of the last line added, if it was added.
     pub fn last(&self) -> Option<crate::record::Row<'_>> {
         self.rows.len().checked_sub(1).map(|i| self.rows.get(i))

@@ -677,20 +677,7 @@ pub(super) fn join<'a>(
     base_file: &'a ObsFile,
     base: (u64, usize),
 ) -> impl Iterator<Item = (f64, f64, usize)> + 'a {
-    let mut c = cand_file.read(cand);
-    let mut b = base_file.read(base).peekable();
-    let mut clusters: rustc_hash::FxHashMap<u64, usize> = rustc_hash::FxHashMap::default();
-    std::iter::from_fn(move || loop {
-        let o = c.next()?;
-        while b.peek().is_some_and(|x| x.key < o.key) {
-            b.next();
-        }
-        if let Some(x) = b.peek().filter(|x| x.key == o.key) {
-            let next = clusters.len();
-            let k = *clusters.entry(o.cluster).or_insert(next);
-            return Some((x.value, o.value, k));
-        }
-    })
+    crate::metrics::aggregate::join_sorted(cand_file.read(cand), base_file.read(base))
 }
 
 /// A comparison of one (metric, candidate, baseline) from two ranges (`compare_pairs` over

@@ -383,8 +383,11 @@ pub struct Ledger {
     pub totals: Option<super::manifest::TotalsSum>,
     /// For a journal this process started: each line written, as the report's compact row
     /// (`report::load::RowLoader`), so the end of the run need not read the journal again;
-    /// `None` for a resumed journal or once a line could not be read back.
+    /// `None` for a resumed journal, once a line could not be read back, or once it holds more
+    /// than `rows_above` rows (a big run: the end of the run then streams the journal, spilling
+    /// it, so the run's memory does not grow with its units).
     pub rows: Option<crate::report::load::RowLoader>,
+    pub rows_above: usize,
 }
 
 /// `run --verbose`'s text of a failed unit, when verbose.
@@ -710,6 +713,9 @@ where
                     match rows.line(line, ledger.journal.last_line_at()) {
                         Ok(v) if v <= crate::record::SCHEMA_VERSION => {}
                         _ => ledger.rows = None,
+                    }
+                    if ledger.rows.as_ref().is_some_and(|r| r.len() > ledger.rows_above) {
+                        ledger.rows = None;
                     }
                 }
                 if let Some(sum) = &mut ledger.totals {

@@ -49,6 +49,10 @@ pub struct RunOptions {
     pub retry_failed: bool,
     /// Print each failed unit's error chain on stderr (`run --verbose`).
     pub verbose: bool,
+    /// Units past which the run stops building the report's rows as it writes its journal:
+    /// the end of the run then streams the journal, spilling it as `report` does (hidden
+    /// `run --spill-above`; `None`: `report::spill::SPILL_ABOVE`).
+    pub spill_above: Option<usize>,
 }
 
 /// A trace id and, when the loader keeps it, the imported trace.
@@ -101,6 +105,8 @@ pub struct Prepared {
     pub progress: crate::output::ProgressMode,
     /// This process owns the run directory until the run ends (see `record::lock`).
     pub lock: crate::record::RunLock,
+    /// Rows the run builds as it writes its journal at most ([`RunOptions::spill_above`]).
+    pub rows_above: usize,
 }
 
 /// How a run ended.
@@ -112,6 +118,8 @@ pub struct Outcome {
     pub failed_total: u64,
     /// The journal's compact rows, built as its lines were written, when this process wrote
     /// every line of it (`report::load::RowLoader`): the reports need not read it again.
+    /// `None` also for a run of more units than [`RunOptions::spill_above`]: its rows were
+    /// dropped, and the reports stream the journal, spilling it (bounded memory).
     pub rows: Option<crate::report::load::Streamed>,
 }
 
@@ -486,6 +494,9 @@ pub fn open_run(
         max_cost_usd,
         progress: opts.progress,
         lock,
+        rows_above: opts
+            .spill_above
+            .unwrap_or(crate::report::spill::SPILL_ABOVE),
     })
 }
 
@@ -523,6 +534,7 @@ pub async fn execute(
         max_cost_usd,
         progress: progress_mode,
         lock,
+        rows_above,
         ..
     } = prepared;
     // Failed attempts `--retry-failed` replaced spent too (samples.replaced.jsonl).
@@ -536,6 +548,7 @@ pub async fn execute(
         journal,
         totals: Some(std::mem::take(&mut previous.sum)),
         rows: fresh.then(crate::report::load::RowLoader::default),
+        rows_above,
     };
     drop(previous);
     let report = dispatch(

@@ -278,3 +278,215 @@ fn the_spilled_compare_equals_the_in_memory_one() {
     assert_eq!(spilled.1, memory.1, "compare.md and compare.json");
     assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0, "cleaned up");
 }
+
+/// `ctxbench gate` of runs spilled to disk (`--spill-above`: rows, then observations, sorted
+/// on disk and read range by range) prints, writes (gate.xml) and exits as the in-memory gate
+/// does: the suite's rules (a threshold miss: exit 10) and delta, delta %, per-role and
+/// per-variant rules on a candidate whose variants are rotated (regressions, bootstraps), with
+/// both runs spilled in runs of a few rows, and with the candidate alone spilled.
+#[test]
+fn the_spilled_gate_equals_the_in_memory_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let quick = RunDir::new(&crate::support::cli::quickstart().run_dir);
+    let n = std::fs::read_to_string(quick.samples_jsonl())
+        .unwrap()
+        .lines()
+        .count();
+    let base = replicated(&tmp.path().join("base"), 2);
+    let cand = replicated(&tmp.path().join("cand"), 3);
+    // The candidate's variants rotated, so its deltas are not 0 and some are significant.
+    let text = std::fs::read_to_string(cand.samples_jsonl()).unwrap();
+    let variant = |l: &str| {
+        let at = l.find("\"variant\":\"").unwrap() + 11;
+        (at, at + l[at..].find('"').unwrap())
+    };
+    let mut names: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let (at, end) = variant(l);
+            l[at..end].to_string()
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    let rotated: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let (at, end) = variant(l);
+            let i = names.iter().position(|n| *n == l[at..end]).unwrap();
+            format!("{}{}{}", &l[..at], names[(i + 1) % names.len()], &l[end..])
+        })
+        .collect();
+    std::fs::write(cand.samples_jsonl(), rotated.join("\n") + "\n").unwrap();
+    let (cand_dir, base_dir) = (
+        cand.samples_jsonl().parent().unwrap().to_path_buf(),
+        base.samples_jsonl().parent().unwrap().to_path_buf(),
+    );
+    let spill = tmp.path().join("spill");
+    std::fs::create_dir_all(&spill).unwrap();
+    let rules: &[&[&str]] = &[
+        &[],
+        &[
+            "--rule",
+            "needle.recall.delta >= -0.02",
+            "--rule",
+            "tokens.delta_pct <= -5",
+            "--rule",
+            "tokens.agent.delta_pct <= 0",
+            "--rule",
+            "cost.summarizer.delta <= 0",
+            "--rule",
+            "drift.score >= 4",
+            "--rule",
+            "aggressive: needle.pass.delta >= 0",
+            "--rule",
+            "invariants.violations.delta <= 0",
+        ],
+    ];
+    // In memory; both runs spilled in runs of 7 rows; the candidate alone spilled.
+    let modes: [&[String]; 3] = [
+        &[],
+        &[
+            "--spill-above".into(),
+            "0".into(),
+            "--spill-run-rows".into(),
+            "7".into(),
+        ],
+        &["--spill-above".into(), (2 * n + n / 2).to_string()],
+    ];
+    for (r, rule_args) in rules.iter().enumerate() {
+        for json in [false, true] {
+            let mut outputs = Vec::new();
+            for (m, mode) in modes.iter().enumerate() {
+                let junit = tmp.path().join(format!("gate-{r}-{json}-{m}.xml"));
+                let done = crate::support::cli::ctxbench()
+                    .arg("gate")
+                    .arg(&cand_dir)
+                    .arg("--baseline")
+                    .arg(&base_dir)
+                    .arg("--junit")
+                    .arg(&junit)
+                    .args(*rule_args)
+                    .args(if json { &["--json"][..] } else { &[] })
+                    .args(*mode)
+                    .env("TMPDIR", &spill)
+                    .env_remove("GITHUB_STEP_SUMMARY")
+                    .output()
+                    .unwrap();
+                let stdout = String::from_utf8(done.stdout)
+                    .unwrap()
+                    .replace(junit.to_str().unwrap(), "JUNIT");
+                let xml = std::fs::read_to_string(&junit).unwrap();
+                outputs.push((done.status.code(), stdout, xml));
+            }
+            let memory = &outputs[0];
+            assert_eq!(memory.0, Some(10), "{}", memory.1);
+            if r == 1 && !json {
+                // The rules meet what they are there for: pairs, bootstraps, per-role metrics.
+                for want in [
+                    "over",
+                    "p = ",
+                    "tokens.agent",
+                    "cost.summarizer",
+                    "aggressive",
+                ] {
+                    assert!(memory.1.contains(want), "{want}: {}", memory.1);
+                }
+                assert!(!memory.1.contains("no `"), "no rule skipped: {}", memory.1);
+            }
+            for (m, got) in outputs.iter().enumerate().skip(1) {
+                assert_eq!(
+                    got.0, memory.0,
+                    "rules {r}, json {json}, mode {m}: exit code"
+                );
+                assert_eq!(got.1, memory.1, "rules {r}, json {json}, mode {m}: stdout");
+                assert_eq!(
+                    got.2, memory.2,
+                    "rules {r}, json {json}, mode {m}: gate.xml"
+                );
+            }
+        }
+    }
+    assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0, "cleaned up");
+}
+
+/// run.json without its times.
+fn run_json_timeless(dir: &std::path::Path) -> serde_json::Value {
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    let obj = v.as_object_mut().unwrap();
+    for key in ["created", "finished_at"] {
+        assert!(obj.remove(key).is_some(), "run.json has no {key}");
+    }
+    v
+}
+
+/// A run of more units than `run --spill-above N` stops building the report's rows past N and
+/// reports from its journal streamed and spilled (sorted runs on disk): its report files are
+/// byte for byte those `ctxbench report` writes of the same journal in memory, and its run.json
+/// (times aside) that of the same run without the flag, the quickstart. With no temporary
+/// directory to spill to, the reports of such a run cannot be written (they would be, from
+/// rows, without the flag): the end of the run did spill.
+#[test]
+fn a_run_past_spill_above_reports_from_its_spilled_journal_the_same_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let quick = &crate::support::cli::quickstart().run_dir;
+    let spill = tmp.path().join("spill");
+    std::fs::create_dir_all(&spill).unwrap();
+    let out = tmp.path().join("runs");
+    let run = |out: &std::path::Path, tmpdir: &std::path::Path| {
+        crate::support::cli::ctxbench()
+            .args([
+                "run",
+                "evals/quickstart.toml",
+                "--run-id",
+                "qs",
+                "--spill-above",
+            ])
+            .arg("5")
+            .arg("-o")
+            .arg(out)
+            .env("TMPDIR", tmpdir)
+            .output()
+            .unwrap()
+    };
+    let done = run(&out, &spill);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(!stderr.contains("reports were not written"), "{stderr}");
+    assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0, "cleaned up");
+    let run_dir = out.join("qs");
+    assert_eq!(run_json_timeless(&run_dir), run_json_timeless(quick));
+    // The same journal reported in memory.
+    let memory = tmp.path().join("memory");
+    let report = crate::support::cli::ctxbench()
+        .arg("report")
+        .arg(&run_dir)
+        .arg("-o")
+        .arg(&memory)
+        .output()
+        .unwrap();
+    assert!(report.status.success());
+    let want = files(&memory);
+    let got = files(&run_dir);
+    for name in ["report.md", "summary.json", "results.csv", "report.html"] {
+        assert!(want.contains_key(name), "{name}");
+    }
+    assert!(want.keys().any(|k| k.starts_with("plots/")));
+    for (name, bytes) in &want {
+        assert!(
+            got.get(name) == Some(bytes),
+            "{name}: the end of the spilled run wrote another file than `report` does"
+        );
+    }
+    // Nowhere to spill: the reports fail (the run's samples and run.json are written).
+    let out = tmp.path().join("nowhere");
+    let done = run(&out, &tmp.path().join("missing"));
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(stderr.contains("reports were not written"), "{stderr}");
+    assert!(out.join("qs").join("run.json").exists());
+}
