@@ -166,6 +166,47 @@ impl Plan {
         }
     }
 
+    /// Positions of every unit in the report's order (variant in plan order, then trace,
+    /// eval and sample by name, then repeat: how `report::ReportModel` sorts its samples),
+    /// computed from the grid without storing a unit.
+    pub fn report_order(&self) -> impl Iterator<Item = usize> + '_ {
+        // Traces are sorted by id already (`build`); eval samples by (eval, sample), stably.
+        let mut by_name: Vec<usize> = (0..self.samples.len()).collect();
+        by_name.sort_by(|&a, &b| {
+            let (a, b) = (&self.samples[a], &self.samples[b]);
+            (&a.eval, &a.sample).cmp(&(&b.eval, &b.sample))
+        });
+        let (t, v, r) = (
+            self.traces.len(),
+            self.variants.len(),
+            self.repeats as usize,
+        );
+        let s = self.samples.len();
+        (0..v).flat_map(move |vi| {
+            let by_name = by_name.clone();
+            (0..t).flat_map(move |ti| {
+                let by_name = by_name.clone();
+                by_name
+                    .into_iter()
+                    .flat_map(move |si| (0..r).map(move |rep| ((ti * v + vi) * s + si) * r + rep))
+            })
+        })
+    }
+
+    /// Trace id, variant, eval, sample and repeat of the unit at position `index` (borrowed
+    /// from the grid, no unit built).
+    pub fn names(&self, index: usize) -> (&str, &str, &str, &str, u32) {
+        let (ti, vi, si, repeat) = self.position(index);
+        let s = &self.samples[si];
+        (
+            &self.traces[ti].id,
+            &self.variants[vi].name,
+            &s.eval,
+            &s.sample,
+            repeat,
+        )
+    }
+
     /// Every unit in plan order, built as it is pulled.
     pub fn units(&self) -> impl Iterator<Item = Unit> + '_ {
         (0..self.len()).map(|i| self.unit(i))
@@ -255,11 +296,11 @@ pub fn build(suite: &LoadedSuite, mut traces: Vec<TraceEntry>) -> Result<Plan, P
 }
 
 #[cfg(test)]
-mod tests {
+mod tests_support {
     use super::*;
     use std::path::Path;
 
-    fn suite(extra: &str) -> LoadedSuite {
+    pub(super) fn suite(extra: &str) -> LoadedSuite {
         LoadedSuite::from_str(
             &format!("[suite]\nname = \"t\"\nrepeats = 2\n[traces]\npaths = [\"x\"]\n{extra}"),
             Path::new("s.toml"),
@@ -267,7 +308,7 @@ mod tests {
         .unwrap()
     }
 
-    fn trace(id: &str) -> TraceEntry {
+    pub(super) fn trace(id: &str) -> TraceEntry {
         TraceEntry {
             id: id.into(),
             file: format!("{id}.jsonl"),
@@ -275,6 +316,13 @@ mod tests {
             trace: None,
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::*;
+    use super::*;
+    use std::path::Path;
 
     #[test]
     fn unit_ids_are_stable_and_distinct() {
@@ -391,5 +439,57 @@ mod tests {
                 assert_eq!(u.pair_seed == v.pair_seed, pairs, "{} vs {}", u.id, v.id);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod report_order_tests {
+    use super::tests_support::*;
+    use super::*;
+
+    /// `report_order` walks the units as the report sorts its samples, and the store policy
+    /// built from it picks the units `report::shown` picks from a model of every planned unit.
+    #[test]
+    fn report_order_and_the_store_policy_match_the_report_of_every_unit() {
+        let s = suite(
+            "[engine]\nbaseline = \"z\"\n[engine.variants.b]\n[engine.variants.a]\n\
+             [engine.variants.z]\n[evals.replay]\n[evals.needle]\ndepths = [0.9, 0.1, 0.5]\n",
+        );
+        let traces = [
+            "t3", "t1", "t10", "t2", "a", "b", "c", "d", "e", "f", "g", "h", "i",
+        ];
+        let p = build(&s, traces.iter().map(|t| trace(t)).collect()).unwrap();
+        let samples: Vec<crate::record::Sample> = p
+            .units()
+            .map(|u| {
+                crate::record::Sample::builder()
+                    .unit_id(u.id)
+                    .trace(&*u.trace_id)
+                    .variant(&*u.variant)
+                    .eval(&*u.eval)
+                    .sample(&*u.sample)
+                    .repeat(u.repeat)
+                    .passed(true)
+                    .build()
+            })
+            .collect();
+        let mut info = crate::record::RunInfo::new("plan");
+        info.variants = p.variants.iter().map(|v| v.name.clone()).collect();
+        info.baseline = Some(p.baseline.clone());
+        let model = crate::report::ReportModel::build(&info, samples);
+        let sorted: Vec<String> = (0..model.samples.len())
+            .map(|i| model.samples.get(i).unit_id.to_string())
+            .collect();
+        let walked: Vec<String> = p.report_order().map(|i| p.id(i)).collect();
+        assert_eq!(walked, sorted);
+        let want = crate::report::shown::shown_in_full(&model).unwrap();
+        let crate::runner::stores::StorePolicy::Kept { shown, .. } =
+            crate::runner::stores::StorePolicy::for_plan(&p)
+        else {
+            panic!("a kept policy");
+        };
+        let got: std::collections::BTreeSet<String> = shown.into_iter().collect();
+        assert!(!got.is_empty() && got.len() < p.len());
+        assert_eq!(got, want);
     }
 }
