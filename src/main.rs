@@ -20,7 +20,10 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             // Not `eprintln!`: a closed stderr must not turn the exit code into a panic's 101.
-            ctxbench::output::emit_err(&format!("error: {err:#}\n"));
+            ctxbench::output::emit_err(&format!(
+                "error: {}\n",
+                ctxbench::output::error_chain(&err)
+            ));
             ExitCode::from(ctxbench::cli::exit_code_for(&err))
         }
     }

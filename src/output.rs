@@ -28,6 +28,26 @@ pub fn emit_err(text: &str) {
 }
 
 /// True when stdout is an interactive terminal (progress bars and colour only then).
+/// `e` and its causes joined by `: ` (what `{e:#}` prints), except a cause whose text the
+/// message before it already ends with: an error that quotes its source (`{path}: {source}`)
+/// and keeps it as its source printed it twice (`…: No such file (os error 2): No such file
+/// (os error 2)`).
+pub fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    let mut before = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.is_empty() {
+            out.push_str(&text);
+        } else if !before.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        before = text;
+    }
+    out
+}
+
 pub fn stdout_is_tty() -> bool {
     std::io::stdout().is_terminal()
 }
@@ -347,6 +367,31 @@ pub fn display_path_from(path: &std::path::Path, cwd: Option<&std::path::Path>) 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_error_chain_says_a_quoted_source_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("{path}: {source}")]
+        struct Quoting {
+            path: String,
+            #[source]
+            source: std::io::Error,
+        }
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let e = anyhow::Error::new(Quoting {
+            path: "/tmp/x".into(),
+            source: io,
+        })
+        .context("reports were not written");
+        assert_eq!(format!("{e:#}").matches("no such file").count(), 2);
+        assert_eq!(
+            super::error_chain(&e),
+            "reports were not written: /tmp/x: no such file"
+        );
+        // A source the message does not quote is kept.
+        let plain = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(super::error_chain(&plain), "outer: inner");
+    }
+
     #[test]
     fn a_fitted_table_wraps_its_last_column_under_itself() {
         let rows = vec![

@@ -599,7 +599,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         match &report {
             Ok(summary) => out!("{summary}")?,
-            Err(e) => crate::output::errln!("warning: reports were not written: {e:#}"),
+            Err(e) => crate::output::errln!(
+                "warning: reports were not written: {}",
+                crate::output::error_chain(e)
+            ),
         }
         // Every role, eval-agent calls included: the same total as report.md's "Run total".
         let tokens = m.totals.tokens.total();
