@@ -419,6 +419,63 @@ pub fn compare_pairs<I: Iterator<Item = (f64, f64, usize)>>(
     })
 }
 
+/// Metric display order: eval metrics by name, then `cost`, then `tokens`.
+pub fn metric_rank(m: &str) -> (u8, &str) {
+    match m {
+        "cost" => (1, m),
+        "tokens" => (2, m),
+        _ => (0, m),
+    }
+}
+
+/// What [`compare_runs`] compares, in its order, of two runs' tables of anything by variant
+/// and metric (observations in memory, ranges of a spilled file): every variant of `cand`
+/// that `base` also has (`order`'s first, the others by name), every metric both have, in
+/// display order.
+pub fn run_pairs<'m, T, U>(
+    order: &[String],
+    cand: &'m BTreeMap<String, BTreeMap<String, T>>,
+    base: &'m BTreeMap<String, BTreeMap<String, U>>,
+) -> Vec<(&'m str, &'m str)> {
+    let mut variants: Vec<&String> = order
+        .iter()
+        .filter_map(|v| cand.get_key_value(v).map(|(k, _)| k))
+        .collect();
+    variants.extend(cand.keys().filter(|v| !order.contains(v)));
+    let mut out = Vec::new();
+    for v in variants {
+        let (Some(c), Some(b)) = (cand.get(v), base.get(v)) else {
+            continue;
+        };
+        let mut metrics: Vec<&String> = c.keys().filter(|m| b.contains_key(*m)).collect();
+        metrics.sort_by_key(|m| metric_rank(m));
+        out.extend(metrics.into_iter().map(|m| (v.as_str(), m.as_str())));
+    }
+    out
+}
+
+/// What a run's comparisons with its `baseline` compare, in the report's order, of its table
+/// of anything by variant and metric: every variant of `order` but the baseline that has a
+/// table, every metric of it the baseline has too, in display order; `None` when the baseline
+/// has no table (no successful unit).
+pub fn baseline_pairs<'m, T>(
+    table: &'m BTreeMap<String, BTreeMap<String, T>>,
+    baseline: &str,
+    order: &'m [String],
+) -> Option<Vec<(&'m str, &'m str)>> {
+    let base = table.get(baseline)?;
+    let mut out = Vec::new();
+    for v in order.iter().filter(|v| *v != baseline) {
+        let Some(cand) = table.get(v) else {
+            continue;
+        };
+        let mut names: Vec<&String> = cand.keys().filter(|m| base.contains_key(*m)).collect();
+        names.sort_by_key(|m| metric_rank(m));
+        out.extend(names.into_iter().map(|m| (v.as_str(), m.as_str())));
+    }
+    Some(out)
+}
+
 /// Compare two runs variant by variant: for every variant of `candidate` that `baseline` also
 /// has, every metric both have, paired by trace/eval/sample/repeat. `order` lists the variants
 /// in display order (others follow by name).
@@ -430,24 +487,10 @@ pub fn compare_runs<'a, 'b>(
 ) -> Vec<Comparison> {
     let base = observations(baseline);
     let cand = observations(candidate);
-    let mut variants: Vec<&String> = order.iter().filter(|v| cand.contains_key(*v)).collect();
-    variants.extend(cand.keys().filter(|v| !order.contains(v)));
-    let mut out = Vec::new();
-    for v in variants {
-        let (Some(c), Some(b)) = (cand.get(v), base.get(v)) else {
-            continue;
-        };
-        let mut metrics: Vec<&String> = c.keys().filter(|m| b.contains_key(*m)).collect();
-        metrics.sort_by_key(|m| match m.as_str() {
-            "cost" => (1, m.as_str()),
-            "tokens" => (2, m.as_str()),
-            other => (0, other),
-        });
-        for m in metrics {
-            out.extend(compare(m, v, v, &c[m], &b[m], seed));
-        }
-    }
-    out
+    run_pairs(order, &cand, &base)
+        .into_iter()
+        .flat_map(|(v, m)| compare(m, v, v, &cand[v][m], &base[v][m], seed))
+        .collect()
 }
 
 /// pass@k and pass^k of one variant and eval.

@@ -5,7 +5,7 @@
 
 use super::headline;
 use super::rows::Rows;
-use crate::metrics::aggregate::{self, Comparison, MetricSummary, PassK};
+use crate::metrics::aggregate::{self, metric_rank, Comparison, MetricSummary, PassK};
 use crate::metrics::cost::{self, UsageTotals};
 use crate::record::{Row, RunInfo, Sample};
 use rayon::prelude::*;
@@ -101,15 +101,6 @@ pub struct ReportModel {
 
 /// How the note on units cancelled while running starts (the terminal shows it).
 pub const CANCELLED_NOTE: &str = "cancelled:";
-
-/// Metric display order: eval metrics by name, then `cost`, then `tokens`.
-fn metric_rank(m: &str) -> (u8, &str) {
-    match m {
-        "cost" => (1, m),
-        "tokens" => (2, m),
-        _ => (0, m),
-    }
-}
 
 impl ReportModel {
     /// Compute the model from samples in memory (every part loaded). Every bootstrap is
@@ -587,26 +578,19 @@ fn compare_all_spilled(
     order: &[String],
     seed: u64,
 ) -> Option<Vec<Comparison>> {
-    let mut comparisons = Vec::new();
     let Some(base) = baseline else {
-        return Some(comparisons);
+        return Some(Vec::new());
     };
-    let base_metrics = file.index.get(base)?;
-    for v in order.iter().filter(|v| *v != base) {
-        let Some(cand_metrics) = file.index.get(v) else {
-            continue;
-        };
-        let mut names: Vec<&String> = cand_metrics.keys().collect();
-        names.sort_by_key(|m| metric_rank(m));
-        for m in names {
-            if let Some(&base_range) = base_metrics.get(m) {
-                let cand = (v.as_str(), file, cand_metrics[m]);
-                let base = (base, file, base_range);
-                comparisons.extend(super::spill::compare_ranges(m, cand, base, seed));
-            }
-        }
-    }
-    Some(comparisons)
+    let pairs = aggregate::baseline_pairs(&file.index, base, order)?;
+    Some(
+        pairs
+            .into_iter()
+            .flat_map(|(v, m)| {
+                let cand = (v, file, file.index[v][m]);
+                super::spill::compare_ranges(m, cand, (base, file, file.index[base][m]), seed)
+            })
+            .collect(),
+    )
 }
 
 /// Every non-baseline variant × metric against the baseline (variants in `order`, metrics in
@@ -618,31 +602,16 @@ fn compare_all(
     order: &[String],
     seed: u64,
 ) -> Option<Vec<Comparison>> {
-    let mut comparisons = Vec::new();
     let Some(base) = baseline else {
-        return Some(comparisons);
+        return Some(Vec::new());
     };
-    let base_metrics = table.get(base)?;
-    for v in order.iter().filter(|v| *v != base) {
-        let Some(cand_metrics) = table.get(v) else {
-            continue;
-        };
-        let mut names: Vec<&String> = cand_metrics.keys().collect();
-        names.sort_by_key(|m| metric_rank(m));
-        for m in names {
-            if let Some(base_obs) = base_metrics.get(m) {
-                comparisons.extend(aggregate::compare(
-                    m,
-                    v,
-                    base,
-                    &cand_metrics[m],
-                    base_obs,
-                    seed,
-                ));
-            }
-        }
-    }
-    Some(comparisons)
+    let pairs = aggregate::baseline_pairs(table, base, order)?;
+    Some(
+        pairs
+            .into_iter()
+            .flat_map(|(v, m)| aggregate::compare(m, v, base, &table[v][m], &table[base][m], seed))
+            .collect(),
+    )
 }
 
 // The number formatters live in `metrics::format` (a leaf, so the gate can word its verdicts

@@ -705,26 +705,17 @@ pub fn compare_files(
     order: &[String],
     seed: u64,
 ) -> std::io::Result<Vec<crate::metrics::aggregate::Comparison>> {
-    let mut variants: Vec<&String> = order
-        .iter()
-        .filter(|v| cand.index.contains_key(*v))
+    let out = crate::metrics::aggregate::run_pairs(order, &cand.index, &base.index)
+        .into_iter()
+        .flat_map(|(v, m)| {
+            compare_ranges(
+                m,
+                (v, cand, cand.index[v][m]),
+                (v, base, base.index[v][m]),
+                seed,
+            )
+        })
         .collect();
-    variants.extend(cand.index.keys().filter(|v| !order.contains(v)));
-    let mut out = Vec::new();
-    for v in variants {
-        let (Some(c), Some(b)) = (cand.index.get(v), base.index.get(v)) else {
-            continue;
-        };
-        let mut metrics: Vec<&String> = c.keys().filter(|m| b.contains_key(*m)).collect();
-        metrics.sort_by_key(|m| match m.as_str() {
-            "cost" => (1, m.as_str()),
-            "tokens" => (2, m.as_str()),
-            other => (0, other),
-        });
-        for m in metrics {
-            out.extend(compare_ranges(m, (v, cand, c[m]), (v, base, b[m]), seed));
-        }
-    }
     match base.error().or_else(|| cand.error()) {
         Some(e) => Err(e),
         None => Ok(out),
