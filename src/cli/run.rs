@@ -303,22 +303,29 @@ fn stores_text(
                     p.kept + p.removed
                 ));
             }
+            // Wrapped at 100 columns, as the run's other closing lines.
             if p.missing > 0 {
-                out.push_str(&format!(
-                    "note: {} offload store(s) of samples report.html shows were not \
-                     written: they were not to be kept when their unit ended (an \
-                     interrupted run shows other samples)\n",
-                    p.missing
+                out.push_str(&crate::output::wrap(
+                    &format!(
+                        "note: {} offload store(s) of samples report.html shows were not \
+                         written: they were not to be kept when their unit ended (an \
+                         interrupted run shows other samples)",
+                        p.missing
+                    ),
+                    100,
                 ));
             }
             if p.flagged > 0 {
-                out.push_str(&format!(
-                    "note: {} flagged unit(s) past the first {} flagged units of their variant \
-                     report.html shows in full: their offload stores were not kept \
-                     (samples.jsonl and results.csv list them; --keep-stores keeps every \
-                     store)\n",
-                    p.flagged,
-                    crate::report::html::MAX_FLAGGED_PER_VARIANT
+                out.push_str(&crate::output::wrap(
+                    &format!(
+                        "note: {} flagged unit(s) past the first {} flagged units of their \
+                         variant report.html shows in full: their offload stores were not \
+                         kept (samples.jsonl and results.csv list them; --keep-stores keeps \
+                         every store)",
+                        p.flagged,
+                        crate::report::html::MAX_FLAGGED_PER_VARIANT
+                    ),
+                    100,
                 ));
             }
         }
