@@ -102,6 +102,17 @@ pub struct ReportModel {
 /// How the note on units cancelled while running starts (the terminal shows it).
 pub const CANCELLED_NOTE: &str = "cancelled:";
 
+/// Every metric name of `variants`, once, in display order.
+fn metric_names(variants: &[VariantSummary]) -> Vec<&str> {
+    let mut names: Vec<&str> = variants
+        .iter()
+        .flat_map(|v| v.metrics.iter().map(|m| m.metric.as_str()))
+        .collect();
+    names.sort_by_key(|m| metric_rank(m));
+    names.dedup();
+    names
+}
+
 impl ReportModel {
     /// Compute the model from samples in memory (every part loaded). Every bootstrap is
     /// seeded by `RunInfo::seed`.
@@ -358,14 +369,7 @@ impl ReportModel {
 
     /// All metric names in display order.
     pub fn metric_names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = self
-            .variants
-            .iter()
-            .flat_map(|v| v.metrics.iter().map(|m| m.metric.as_str()))
-            .collect();
-        names.sort_by_key(|m| metric_rank(m));
-        names.dedup();
-        names
+        metric_names(&self.variants)
     }
 
     pub fn variant(&self, name: &str) -> Option<&VariantSummary> {
@@ -530,15 +534,7 @@ fn assemble(
             b.k,
         ))
     });
-    let available: Vec<&str> = {
-        let mut names: Vec<&str> = variants
-            .iter()
-            .flat_map(|v| v.metrics.iter().map(|m| m.metric.as_str()))
-            .collect();
-        names.sort_by_key(|m| metric_rank(m));
-        names.dedup();
-        names
-    };
+    let available = metric_names(&variants);
     let choice = headline::suite_choice(&info.suite);
     let (headline, unmatched) = headline::select(choice.as_deref(), &available);
     if !unmatched.is_empty() {
