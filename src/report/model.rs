@@ -209,7 +209,11 @@ impl ReportModel {
         let table = &table;
         let mut metrics = Vec::new();
         let comparisons = std::thread::scope(|scope| {
-            let comparisons = scope.spawn(|| compare_all(table, baseline.as_deref(), &order, seed));
+            let comparisons = scope.spawn(|| {
+                compare_all(table, baseline.as_deref(), &order, |v, base, m| {
+                    aggregate::compare(m, v, base, &table[v][m], &table[base][m], seed)
+                })
+            });
             let empty = BTreeMap::new();
             for v in &order {
                 let per_metric = table.get(v).unwrap_or(&empty);
@@ -319,7 +323,10 @@ impl ReportModel {
                     .collect(),
             );
         }
-        let comparisons = compare_all_spilled(&file, baseline.as_deref(), &order, seed);
+        let comparisons = compare_all(&file.index, baseline.as_deref(), &order, |v, base, m| {
+            let cand = (v, &file, file.index[v][m]);
+            super::spill::compare_ranges(m, cand, (base, &file, file.index[base][m]), seed)
+        });
         if let Some(e) = file.error() {
             return Err(e);
         }
@@ -566,37 +573,15 @@ fn assemble(
     }
 }
 
-/// [`compare_all`] of observations spilled to disk: each comparison a merge join of the
-/// baseline's and the candidate's ranges.
-fn compare_all_spilled(
-    file: &super::spill::ObsFile,
-    baseline: Option<&str>,
-    order: &[String],
-    seed: u64,
-) -> Option<Vec<Comparison>> {
-    let Some(base) = baseline else {
-        return Some(Vec::new());
-    };
-    let pairs = aggregate::baseline_pairs(&file.index, base, order)?;
-    Some(
-        pairs
-            .into_iter()
-            .flat_map(|(v, m)| {
-                let cand = (v, file, file.index[v][m]);
-                super::spill::compare_ranges(m, cand, (base, file, file.index[base][m]), seed)
-            })
-            .collect(),
-    )
-}
-
 /// Every non-baseline variant × metric against the baseline (variants in `order`, metrics in
-/// display order); `None` when the baseline has no observations (no successful unit), an
-/// empty list when there is no baseline.
-fn compare_all(
-    table: &aggregate::ObsTable,
+/// display order), of a table of observations by variant and metric in memory or of ranges of
+/// a spilled file, `compare(variant, metric)` giving each comparison; `None` when the
+/// baseline has no observations (no successful unit), an empty list when there is no baseline.
+fn compare_all<T>(
+    table: &BTreeMap<String, BTreeMap<String, T>>,
     baseline: Option<&str>,
     order: &[String],
-    seed: u64,
+    compare: impl Fn(&str, &str, &str) -> Option<Comparison>,
 ) -> Option<Vec<Comparison>> {
     let Some(base) = baseline else {
         return Some(Vec::new());
@@ -605,7 +590,7 @@ fn compare_all(
     Some(
         pairs
             .into_iter()
-            .flat_map(|(v, m)| aggregate::compare(m, v, base, &table[v][m], &table[base][m], seed))
+            .filter_map(|(v, m)| compare(v, base, m))
             .collect(),
     )
 }
