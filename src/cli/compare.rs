@@ -40,10 +40,8 @@ pub struct Args {
     /// Directory for compare.md and compare.json [default: RUN_B]
     #[arg(long = "output", short = 'o', alias = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Compare a run of more than N samples in bounded memory, its rows and observations
-    /// sorted on disk (tests set it; docs/report.md "Reports of big runs")
-    #[arg(long, value_name = "N", hide = true)]
-    pub spill_above: Option<usize>,
+    #[command(flatten)]
+    pub spill: super::SpillArgs,
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
@@ -418,10 +416,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     super::run_dir_arg("RUN_B", &args.run_b)?;
     // Each run in one streaming pass, keeping only what the statistics read (a big run
     // spilled to sorted runs on disk: docs/report.md, "Reports of big runs").
-    let mut spill = crate::report::spill::SpillOptions::default();
-    if let Some(n) = args.spill_above {
-        spill.above = n;
-    }
+    let spill = args.spill.options();
     let a = read_compact(&args.run_a, &spill)?;
     let b = read_compact(&args.run_b, &spill)?;
     let mut notes = Vec::new();

@@ -93,13 +93,8 @@ pub struct Args {
     /// fails the gate]
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub max_errors: usize,
-    /// Gate a run of more than N samples in bounded memory, its rows and observations sorted
-    /// on disk (tests and benches set it; docs/report.md "Reports of big runs")
-    #[arg(long, value_name = "N", hide = true)]
-    pub spill_above: Option<usize>,
-    /// Rows a sorted run of a spilled gate holds (tests and benches set it)
-    #[arg(long, value_name = "N", hide = true)]
-    pub spill_run_rows: Option<usize>,
+    #[command(flatten)]
+    pub spill: super::SpillArgs,
 }
 
 /// `ctxbench gate --json`: the outcome with its totals and where the JUnit XML went.
@@ -304,13 +299,7 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     let cand_dir = RunDir::new(&args.run);
     // A big run's rows and observations spill to the temporary directory (TMPDIR; removed when
     // done): docs/report.md, "Reports of big runs".
-    let mut spill = crate::report::spill::SpillOptions::default();
-    if let Some(n) = args.spill_above {
-        spill.above = n;
-    }
-    if let Some(n) = args.spill_run_rows {
-        spill.run_rows = n;
-    }
+    let spill = args.spill.options();
     let cand = gate_run(&cand_dir, &spill)?;
     let base = gate_run(&RunDir::new(&args.baseline), &spill)?;
     let mut rules = Vec::new();

@@ -126,6 +126,34 @@ pub fn emit(text: &str) -> std::io::Result<()> {
     }
 }
 
+/// When a command reads a big run in bounded memory (`report`, `compare`, `gate`, the end of
+/// `run`): hidden flags tests and benches set; the defaults suit every run (docs/report.md,
+/// "Reports of big runs").
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SpillArgs {
+    /// Read a run of more than N samples in bounded memory, its rows and observations sorted
+    /// on disk
+    #[arg(long, value_name = "N", hide = true)]
+    pub spill_above: Option<usize>,
+    /// Rows a sorted run on disk holds
+    #[arg(long, value_name = "N", hide = true)]
+    pub spill_run_rows: Option<usize>,
+}
+
+impl SpillArgs {
+    /// The spill options these flags set, the defaults otherwise.
+    pub fn options(&self) -> crate::report::spill::SpillOptions {
+        let mut o = crate::report::spill::SpillOptions::default();
+        if let Some(n) = self.spill_above {
+            o.above = n;
+        }
+        if let Some(n) = self.spill_run_rows {
+            o.run_rows = n;
+        }
+        o
+    }
+}
+
 /// A run directory named by a positional argument (`report RUN_DIR`, `compare RUN_A RUN_B`):
 /// a path that is not an existing directory is a usage error naming that argument, before
 /// `-o/--output` (which defaults to it) or the journal reader words it as their own fault.

@@ -26,13 +26,8 @@ pub struct Args {
     /// Do not draw PNG plots (SVG plots are always drawn: the HTML report embeds them)
     #[arg(long)]
     pub no_png: bool,
-    /// Report a run of more than N samples in bounded memory, its rows sorted on disk (tests
-    /// and benches set it; the default suits every run, docs/report.md "Reports of big runs")
-    #[arg(long, value_name = "N", hide = true)]
-    pub spill_above: Option<usize>,
-    /// Rows a sorted run of the spilled report holds (tests and benches set it)
-    #[arg(long, value_name = "N", hide = true)]
-    pub spill_run_rows: Option<usize>,
+    #[command(flatten)]
+    pub spill: super::SpillArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -47,13 +42,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // evidence, summaries) are read for the samples the report shows in full only.
     let live = run_dir.writer();
     // A big run's rows spill to the temporary directory (TMPDIR; removed when done).
-    let mut opts = crate::report::load::LoadOptions::default();
-    if let Some(n) = args.spill_above {
-        opts.spill.above = n;
-    }
-    if let Some(n) = args.spill_run_rows {
-        opts.spill.run_rows = n;
-    }
+    let opts = crate::report::load::LoadOptions {
+        spill: args.spill.options(),
+    };
     let (info, model, torn) = crate::report::load::load_model_opts(&run_dir, None, &opts)
         .map_err(|e| UsageError(e.to_string()))?;
     if let Some(pid) = live {

@@ -174,11 +174,10 @@ pub struct Args {
     #[arg(long, value_name = "NAME", default_value = "default", hide = true)]
     pub executor: String,
 
-    /// Report a run of more than N units in bounded memory: past N the run stops keeping the
-    /// report's rows and the end of the run streams the journal, its rows sorted on disk (tests
-    /// and benches set it; docs/report.md "Reports of big runs")
-    #[arg(long, value_name = "N", hide = true)]
-    pub spill_above: Option<usize>,
+    /// Past `--spill-above` units the run stops keeping the report's rows and its end streams
+    /// the journal, its rows sorted on disk.
+    #[command(flatten)]
+    pub spill: super::SpillArgs,
 }
 
 fn parse_grace(s: &str) -> Result<f64, String> {
@@ -231,7 +230,7 @@ fn write_reports(
     run_dir: &std::path::Path,
     keep_stores: bool,
     rows: Option<crate::report::load::Streamed>,
-    spill_above: Option<usize>,
+    spill: crate::report::spill::SpillOptions,
 ) -> anyhow::Result<String> {
     use crate::report::{write_run_reports, WriteOptions};
     let dir = crate::record::RunDir::new(run_dir);
@@ -240,10 +239,7 @@ fn write_reports(
     // the samples shown in full, so this step's memory does not grow with whole samples. A
     // run of more units than the spill threshold has no rows (the runner dropped them): its
     // journal is streamed and spilled to sorted runs on disk, as `ctxbench report` does.
-    let mut opts = crate::report::load::LoadOptions::default();
-    if let Some(n) = spill_above {
-        opts.spill.above = n;
-    }
+    let opts = crate::report::load::LoadOptions { spill };
     let (info, model, _) = crate::report::load::load_model_opts(&dir, rows, &opts)?;
     // The offload stores are pruned (or unpacked) beside the report files, on a thread of
     // their own: pruning decides from the loaded model alone and the reports read no store, so
@@ -486,7 +482,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         output: args.output.as_deref().map(super::output_dir).transpose()?,
         no_cache: args.no_cache,
         verbose: args.verbose,
-        spill_above: args.spill_above,
+        spill_above: args.spill.spill_above,
         jobs: args.jobs.map(|j| j as usize),
         progress: crate::output::progress_mode(args.quiet).map_err(UsageError)?,
         executor: if synthetic.is_some() {
@@ -597,7 +593,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         &outcome.run_dir,
         args.keep_stores,
         outcome.rows.take(),
-        args.spill_above,
+        args.spill.options(),
     );
     let m = &outcome.manifest;
     let dir = crate::output::display_path(&outcome.run_dir);
