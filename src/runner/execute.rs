@@ -22,6 +22,7 @@ use crate::record::{CostByRole, Sample, TimelinePoint, TokensByRole, UnitError};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Semaphore};
@@ -234,6 +235,51 @@ where
     cpu(move || {
         let _entered = runtime.enter();
         then(block_on(exec.execute(&unit, &ctx)))
+    })
+    .await
+}
+
+/// How many offline units one task runs, one after another on one rayon thread
+/// ([`on_one_thread_each`]): enough that each of rayon's `threads` has two chunks of the
+/// `concurrency` units in flight (a thread never waits on the dispatcher for work), at most 8.
+/// A chunk costs one hop to rayon and one wake of the dispatcher instead of one a unit (on the
+/// 1,000-unit offline needle sweep the wakes were the dispatcher thread's largest kernel time
+/// after the journal's writes; `benches/README.md`, "Needle sweeps").
+pub fn offline_chunk(concurrency: usize, threads: usize) -> usize {
+    (concurrency / (2 * threads.max(1))).clamp(1, 8)
+}
+
+/// [`on_one_thread_then`] for a chunk of units, one after another on one rayon thread: `then`
+/// gets each unit, its output and when it started. A unit that panics gives a failed output
+/// (kind `panic`), and the next unit runs. Once `cancel` is set no further unit starts (the
+/// chunk goes on after its task is cancelled: rayon's work cannot be dropped mid-way).
+pub async fn on_one_thread_each<R, F>(
+    exec: Arc<dyn UnitExecutor>,
+    units: Vec<Arc<Unit>>,
+    ctx: Arc<RunContext>,
+    cancel: Arc<AtomicBool>,
+    mut then: F,
+) -> Vec<R>
+where
+    R: Send + 'static,
+    F: FnMut(Arc<Unit>, UnitOutput, Instant) -> R + Send + 'static,
+{
+    let runtime = tokio::runtime::Handle::current();
+    cpu(move || {
+        let _entered = runtime.enter();
+        let mut done = Vec::with_capacity(units.len());
+        for unit in units {
+            if cancel.load(Ordering::Relaxed) {
+                break;
+            }
+            let started = Instant::now();
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                block_on(exec.execute(&unit, &ctx))
+            }))
+            .unwrap_or_else(|p| UnitOutput::failed("panic", panic_text(p.as_ref())));
+            done.push(then(unit, out, started));
+        }
+        done
     })
     .await
 }
@@ -475,8 +521,15 @@ where
     // store is written after it (while the end of the run packs, prunes or unpacks them).
     let writes = Arc::new(Semaphore::new(concurrency));
     let mut pack_warned = false;
-    let mut running: JoinSet<Done> = JoinSet::new();
-    let mut by_task: HashMap<tokio::task::Id, Arc<Unit>> = HashMap::new();
+    let mut running: JoinSet<Vec<Done>> = JoinSet::new();
+    // The units of each task: one, or a chunk of offline units (`offline_chunk`).
+    let mut by_task: HashMap<tokio::task::Id, Vec<Arc<Unit>>> = HashMap::new();
+    // Units in the tasks of `running`.
+    let mut in_flight = 0usize;
+    let chunk = offline_chunk(concurrency, rayon::current_num_threads());
+    // Set as running units are cancelled: a chunk of offline units on rayon, which goes on when
+    // its task is cancelled, starts no further unit.
+    let cancel = Arc::new(AtomicBool::new(false));
     let mut report = DispatchReport {
         completed: 0,
         failed: 0,
@@ -494,9 +547,9 @@ where
 
     loop {
         // Fill free slots.
-        while stopping.is_none() && running.len() < concurrency {
+        while stopping.is_none() && in_flight < concurrency {
             let Some(next) = pending.peek() else { break };
-            match budget.decide(&next.eval, running.len()) {
+            match budget.decide(&next.eval, in_flight) {
                 Decision::Go => {}
                 Decision::Wait => break,
                 Decision::Stop => {
@@ -506,6 +559,28 @@ where
             }
             let unit = pending.next().expect("peeked");
             budget.started(&unit.eval);
+            let offline = exec.is_offline(&unit);
+            // Offline units go in chunks: one task, one hop to rayon and one wake of this
+            // dispatcher for up to `chunk` units (the next ones in the plan, same providers).
+            let mut units = vec![unit.clone()];
+            while offline && units.len() < chunk && in_flight + units.len() < concurrency {
+                let Some(next) = pending.peek() else { break };
+                if next.providers != unit.providers || !exec.is_offline(next) {
+                    break;
+                }
+                match budget.decide(&next.eval, in_flight + units.len()) {
+                    Decision::Go => {}
+                    Decision::Wait => break,
+                    Decision::Stop => {
+                        stopping = Some(StopReason::Budget);
+                        break;
+                    }
+                }
+                let next = pending.next().expect("peeked");
+                budget.started(&next.eval);
+                units.push(next);
+            }
+            in_flight += units.len();
             let exec = exec.clone();
             let ctx = ctx.clone();
             // Acquire provider permits in a fixed role order (no deadlock between units).
@@ -516,12 +591,14 @@ where
                 roles.iter().filter_map(|r| sems.get(r).cloned()).collect()
             };
             let u = unit.clone();
-            let offline = exec.is_offline(&unit);
             let packs = packs.clone();
             let stores = stores.clone();
             let store_dir = run_dir.unit_store(&unit.id);
+            let run_dir = run_dir.clone();
             let writes = writes.clone();
+            let cancel = cancel.clone();
             let verbose = opts.verbose;
+            let task_units = units.clone();
             let handle = running.spawn(async move {
                 let mut permits = Vec::with_capacity(unit_sems.len());
                 for s in &unit_sems {
@@ -529,40 +606,54 @@ where
                 }
                 let started = Instant::now();
                 if offline {
-                    // The whole unit on one rayon thread: its replay, its store's write, its
+                    // Each unit whole on one rayon thread: its replay, its store's write, its
                     // sample and journal line; the dispatcher gets the sample without its heavy
-                    // part, which is freed on the thread that made it.
-                    let unit = u.clone();
-                    let done = on_one_thread_then(exec, u, ctx, move |mut out| {
-                        let ms = started.elapsed().as_millis() as u64;
-                        let failure = failure_if(verbose, &unit, &out);
-                        let (store_error, hold, routed) = match out.store.take() {
-                            None => (None, None, None),
-                            Some(files) => {
-                                let route = stores.route_output(&unit, &out);
-                                let (written, hold) =
-                                    write_store_here(route, &unit.id, files, &store_dir, &packs);
-                                (written.err().map(|e| e.to_string()), hold, Some(route))
+                    // part, which is freed on the thread that made it. The chunk holds a permit
+                    // of `writes` until its last unit ends (it goes on when its task is
+                    // cancelled, and starts no further unit then).
+                    let permit = writes.acquire_owned().await.expect("never closed");
+                    let done = on_one_thread_each(
+                        exec,
+                        units,
+                        ctx,
+                        cancel,
+                        move |unit, mut out, started| {
+                            let _writing = &permit;
+                            let ms = started.elapsed().as_millis() as u64;
+                            let failure = failure_if(verbose, &unit, &out);
+                            let (store_error, hold, routed) = match out.store.take() {
+                                None => (None, None, None),
+                                Some(files) => {
+                                    let route = stores.route_output(&unit, &out);
+                                    let (written, hold) = write_store_here(
+                                        route,
+                                        &unit.id,
+                                        files,
+                                        &run_dir.unit_store(&unit.id),
+                                        &packs,
+                                    );
+                                    (written.err().map(|e| e.to_string()), hold, Some(route))
+                                }
+                            };
+                            let mut sample = out.into_sample(&unit, ms);
+                            let mut line = Vec::new();
+                            let line = Journal::encode(&sample, &mut line).map(|()| line);
+                            drop((
+                                std::mem::take(&mut sample.evidence),
+                                std::mem::take(&mut sample.timeline),
+                                std::mem::take(&mut sample.summaries),
+                            ));
+                            Done {
+                                unit,
+                                sample,
+                                line: Some(line),
+                                failure,
+                                store_error,
+                                hold,
+                                routed,
                             }
-                        };
-                        let mut sample = out.into_sample(&unit, ms);
-                        let mut line = Vec::new();
-                        let line = Journal::encode(&sample, &mut line).map(|()| line);
-                        drop((
-                            std::mem::take(&mut sample.evidence),
-                            std::mem::take(&mut sample.timeline),
-                            std::mem::take(&mut sample.summaries),
-                        ));
-                        Done {
-                            unit,
-                            sample,
-                            line: Some(line),
-                            failure,
-                            store_error,
-                            hold,
-                            routed,
-                        }
-                    })
+                        },
+                    )
                     .await;
                     drop(permits);
                     return done;
@@ -618,7 +709,7 @@ where
                 };
                 let failure = failure_if(verbose, &u, &out);
                 let sample = out.into_sample(&u, ms);
-                Done {
+                vec![Done {
                     unit: u,
                     sample,
                     line: None,
@@ -626,9 +717,9 @@ where
                     store_error,
                     hold,
                     routed,
-                }
+                }]
             });
-            by_task.insert(handle.id(), unit);
+            by_task.insert(handle.id(), task_units);
         }
         if running.is_empty() {
             break;
@@ -636,29 +727,39 @@ where
         tokio::select! {
             joined = running.join_next_with_id() => {
                 let Some(joined) = joined else { continue };
-                let done = match joined {
-                    Ok((id, done)) => {
-                        by_task.remove(&id);
-                        done
+                let dones = match joined {
+                    Ok((id, dones)) => {
+                        in_flight -= by_task.remove(&id).map_or(0, |u| u.len());
+                        dones
                     }
                     Err(e) => {
-                        let Some(unit) = by_task.remove(&e.id()) else { continue };
+                        let Some(units) = by_task.remove(&e.id()) else { continue };
+                        in_flight -= units.len();
                         if e.is_cancelled() {
-                            report.not_run_interrupted += 1;
+                            report.not_run_interrupted += units.len() as u64;
                             continue;
                         }
-                        let out = UnitOutput::failed("panic", panic_message(e));
-                        Done {
-                            failure: failure_if(opts.verbose, &unit, &out),
-                            sample: out.into_sample(&unit, 0),
-                            unit,
-                            line: None,
-                            store_error: None,
-                            hold: None,
-                            routed: None,
-                        }
+                        let message = panic_message(e);
+                        units
+                            .into_iter()
+                            .map(|unit| {
+                                let out = UnitOutput::failed("panic", message.clone());
+                                Done {
+                                    failure: failure_if(opts.verbose, &unit, &out),
+                                    sample: out.into_sample(&unit, 0),
+                                    unit,
+                                    line: None,
+                                    store_error: None,
+                                    hold: None,
+                                    routed: None,
+                                }
+                            })
+                            .collect()
                     }
                 };
+                let mut samples = Vec::with_capacity(dones.len());
+                let mut lines = Vec::with_capacity(dones.len());
+                for done in dones {
                 let Done { unit, sample, line, failure, mut store_error, hold, routed } = done;
                 if let Some(text) = failure {
                     progress.println(&text);
@@ -694,23 +795,27 @@ where
                         ));
                     }
                 }
-                let appended = match line {
-                    Some(line) => ledger.journal.append_encoded(line),
-                    None => ledger.journal.append(&sample),
-                };
-                if let Err(e) = appended {
+                lines.push(line.unwrap_or_else(|| {
+                    let mut line = Vec::new();
+                    Journal::encode(&sample, &mut line).map(|()| line)
+                }));
+                samples.push(sample);
+                }
+                // The task's lines, with one write.
+                if let Err(e) = ledger.journal.append_all(lines) {
+                    cancel.store(true, Ordering::Relaxed);
                     running.abort_all();
                     while running.join_next().await.is_some() {}
                     settle(&writes, concurrency).await;
                     return Err(e);
                 }
-                // The line just written, read as the journal's readers read it: the report's
+                // Each line just written, read as the journal's readers read it: the report's
                 // compact row, and run.json's totals (from that row, else parsed as
                 // `resume::Recorded::read` parses it) — the same numbers as reading the whole
                 // journal again at the end of the run, without that pass.
-                let line = ledger.journal.last_line();
+                for (sample, (line, at)) in samples.iter().zip(ledger.journal.written()) {
                 if let Some(rows) = &mut ledger.rows {
-                    match rows.line(line, ledger.journal.last_line_at()) {
+                    match rows.line(line, at) {
                         Ok(v) if v <= crate::record::SCHEMA_VERSION => {}
                         _ => ledger.rows = None,
                     }
@@ -736,6 +841,7 @@ where
                 } else {
                     report.completed += 1;
                 }
+                }
             }
             signal = interrupts.recv(), if interrupts_open => {
                 if signal.is_none() {
@@ -750,11 +856,12 @@ where
                     progress.note(&format!(
                         "interrupted: waiting up to {}s for {} running unit(s); press Ctrl-C again to cancel them now",
                         grace.as_secs_f64(),
-                        running.len()
+                        in_flight
                     ));
                 } else if !cancelled {
                     cancelled = true;
                     progress.note("cancelling running units");
+                    cancel.store(true, Ordering::Relaxed);
                     running.abort_all();
                 }
             }
@@ -763,8 +870,9 @@ where
                 progress.note(&format!(
                     "grace of {}s over: cancelling {} running unit(s)",
                     opts.interrupt_grace.as_secs_f64(),
-                    running.len()
+                    in_flight
                 ));
+                cancel.store(true, Ordering::Relaxed);
                 running.abort_all();
             }
         }
@@ -817,16 +925,19 @@ async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
 
 fn panic_message(e: tokio::task::JoinError) -> String {
     match e.try_into_panic() {
-        Ok(p) => {
-            if let Some(s) = p.downcast_ref::<&str>() {
-                format!("executor panicked: {s}")
-            } else if let Some(s) = p.downcast_ref::<String>() {
-                format!("executor panicked: {s}")
-            } else {
-                "executor panicked".into()
-            }
-        }
+        Ok(p) => panic_text(p.as_ref()),
         Err(e) => format!("unit task failed: {e}"),
+    }
+}
+
+/// The message recorded for a unit whose executor panicked with `payload`.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("executor panicked: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("executor panicked: {s}")
+    } else {
+        "executor panicked".into()
     }
 }
 
@@ -909,6 +1020,66 @@ mod tests {
             !exec.is_offline(&unit),
             "not offline unless the executor says so"
         );
+    }
+
+    #[test]
+    fn offline_chunks_keep_two_a_rayon_thread_in_flight_at_most_eight_units() {
+        assert_eq!(offline_chunk(32, 2), 8);
+        assert_eq!(offline_chunk(16, 2), 4);
+        assert_eq!(offline_chunk(32, 16), 1);
+        assert_eq!(offline_chunk(1000, 2), 8);
+        assert_eq!(offline_chunk(1, 2), 1);
+        assert_eq!(offline_chunk(4, 0), 2);
+    }
+
+    /// Panics on unit `boom`, sets `stop` on unit `stop`; scores each unit's rayon thread.
+    struct Chunky(Arc<AtomicBool>);
+
+    impl UnitExecutor for Chunky {
+        fn execute<'a>(&'a self, unit: &'a Unit, _ctx: &'a RunContext) -> UnitFuture<'a> {
+            Box::pin(async move {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                match unit.id.as_str() {
+                    "boom" => panic!("chunk unit exploded"),
+                    "stop" => self.0.store(true, Ordering::SeqCst),
+                    _ => {}
+                }
+                let mut out = UnitOutput::default();
+                let thread = rayon::current_thread_index().map_or(-1.0, |i| i as f64);
+                out.scores.insert("thread".into(), thread);
+                out
+            })
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_chunk_runs_its_units_in_order_on_one_thread_past_a_panic_until_cancelled() {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let exec: Arc<dyn UnitExecutor> = Arc::new(Chunky(cancel.clone()));
+        let units: Vec<Arc<Unit>> = ["a", "boom", "b", "stop", "never"]
+            .iter()
+            .map(|id| Arc::new(Unit::for_test(id, "v")))
+            .collect();
+        let ctx = Arc::new(RunContext::default());
+        let done = on_one_thread_each(exec, units, ctx, cancel, |unit, out, _| {
+            (unit.id.clone(), out)
+        })
+        .await;
+        let ids: Vec<&str> = done.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["a", "boom", "b", "stop"],
+            "no unit starts once cancelled"
+        );
+        let err = done[1].1.error.as_ref().unwrap();
+        assert_eq!(err.kind, "panic");
+        assert_eq!(err.message, "executor panicked: chunk unit exploded");
+        let threads: Vec<f64> = [0, 2, 3]
+            .iter()
+            .map(|&i| done[i].1.scores["thread"])
+            .collect();
+        assert!(threads[0] >= 0.0, "on rayon");
+        assert!(threads.iter().all(|t| *t == threads[0]), "{threads:?}");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]

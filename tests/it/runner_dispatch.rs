@@ -26,9 +26,15 @@ struct Fake {
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     seen: Mutex<Vec<String>>,
+    /// Units wait on nothing outside the process: the dispatcher runs them in chunks on rayon.
+    offline: bool,
 }
 
 impl UnitExecutor for Fake {
+    fn is_offline(&self, _unit: &Unit) -> bool {
+        self.offline
+    }
+
     fn execute<'a>(&'a self, unit: &'a Unit, ctx: &'a RunContext) -> UnitFuture<'a> {
         Box::pin(async move {
             self.calls.fetch_add(1, Ordering::SeqCst);
@@ -309,6 +315,73 @@ fn failed_and_panicking_units_are_data_and_the_run_goes_on() {
         kinds[2].message.contains("fake executor exploded"),
         "{}",
         kinds[2].message
+    );
+}
+
+#[test]
+fn offline_units_in_chunks_record_what_units_one_a_task_record() {
+    let env = env(3, "");
+    let fake = |offline| {
+        Arc::new(Fake {
+            fail: [1, 5].into(),
+            panic: [2, 3].into(),
+            offline,
+            ..Fake::default()
+        })
+    };
+    let o = RunOptions {
+        jobs: Some(16),
+        ..opts("chunks")
+    };
+    let chunked = fake(true);
+    let out = run_with(&env, &o, chunked.clone(), None).unwrap();
+    assert_eq!(out.manifest.status, RunStatus::Complete);
+    assert_eq!(out.failed_total, 4);
+    assert_eq!(chunked.calls.load(Ordering::SeqCst), UNITS);
+    assert_totals_are_the_journals(&out);
+    let o = RunOptions {
+        jobs: Some(16),
+        ..opts("tasks")
+    };
+    let out_tasks = run_with(&env, &o, fake(false), None).unwrap();
+    assert_eq!(
+        canonical(samples(&out.run_dir)),
+        canonical(samples(&out_tasks.run_dir))
+    );
+}
+
+#[test]
+fn a_second_interrupt_cancels_offline_chunks_which_start_no_further_unit() {
+    let env = env(3, "");
+    let fake = Arc::new(Fake {
+        delay: Duration::from_millis(300),
+        offline: true,
+        ..Fake::default()
+    });
+    let o = RunOptions {
+        jobs: Some(16),
+        ..opts("cancel-offline")
+    };
+    let out = run_with_interrupts(
+        &env,
+        &o,
+        fake.clone(),
+        vec![Duration::from_millis(100), Duration::from_millis(10)],
+    )
+    .unwrap();
+    assert_eq!(out.manifest.status, RunStatus::Interrupted);
+    assert_eq!(out.manifest.units.recorded, 0);
+    assert_eq!(out.manifest.units.not_run_interrupted, UNITS as u64);
+    // The units running on rayon's threads when cancelled ran to their end; no other started.
+    let calls = fake.calls.load(Ordering::SeqCst);
+    assert!(
+        calls <= rayon::current_num_threads().min(UNITS),
+        "{calls} units started"
+    );
+    assert_eq!(
+        fake.in_flight.load(Ordering::SeqCst),
+        0,
+        "the dispatcher waited for them"
     );
 }
 
