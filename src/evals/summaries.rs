@@ -103,7 +103,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let run = RunDir::new(dir.path());
         let pack = run.summary_pack();
-        let keep = |text: &str| pack.keep(vec![(record(), text)]).unwrap().remove(0);
+        // Kept and flushed, as the runner flushes before it journals a unit.
+        let keep = |text: &str| {
+            let kept = pack.keep(vec![(record(), text)]).unwrap().remove(0);
+            pack.flush().unwrap();
+            kept
+        };
         let short = keep("## SUMMARY\nshort");
         assert_eq!(short.text.as_deref(), Some("## SUMMARY\nshort"));
         assert!(short.file.is_none());
@@ -142,6 +147,7 @@ mod tests {
                         let r = pack
                             .keep(vec![(record(), long.as_str()), (record(), &other)])
                             .unwrap();
+                        pack.flush().unwrap();
                         assert_eq!(run.summary_text(&r[0]).unwrap(), *long);
                         assert_eq!(run.summary_text(&r[1]).unwrap(), other);
                     });

@@ -85,9 +85,14 @@ pub(crate) const MEMBER_DIR: &str = "summaries";
 /// A record is a header line `<member name> <byte length>\n` ([`member_name`]) and the text's
 /// bytes, or a **block** of such records compressed together: a header line
 /// `#lz4 <raw length> <byte length>\n` and that many bytes, an LZ4 block (no frame) that
-/// decompresses to `raw length` bytes of text records. A unit's long texts go in one block, in
-/// one `write` (a sample is journaled after its texts, so every name a journaled sample records
-/// is whole in the file), unless compressing would not make them shorter: a needle sweep's
+/// decompresses to `raw length` bytes of text records. A unit's long texts go in one block
+/// (unless compressing would not make them shorter), held in memory with the blocks of the
+/// units that follow until [`SummaryPack::flush`] (or [`FLUSH_AT`] bytes, or the pack is
+/// dropped) writes them in one `write`: the runner flushes the pack before it journals the
+/// units whose texts it holds, so every name a journaled sample records is whole in the file
+/// (`runner::UnitExecutor::flush`). A write per unit (1,000 of ~4 KB in the 1,000-unit needle
+/// sweep) was ~2% of its CPU time, in the kernel (`benches/README.md`, "Needle sweeps"). A
+/// needle sweep's
 /// texts repeat each other (a fold's summary quotes the previous one), 46.7 MB of records in
 /// 3.9 MB for 1,000 units, and writing the difference cost more system time than compressing
 /// it. Creating a file per text was what a needle sweep's system time went to before the pack
@@ -97,10 +102,56 @@ pub(crate) const MEMBER_DIR: &str = "summaries";
 #[derive(Debug)]
 pub struct SummaryPack {
     path: std::path::PathBuf,
-    file: std::sync::Mutex<Option<std::fs::File>>,
+    file: std::sync::Mutex<Writer>,
     /// Where the texts this writer appended lie (registered under the pack's path when the
     /// file is opened, for [`read_pack`]).
     index: std::sync::Arc<std::sync::Mutex<PackIndex>>,
+}
+
+/// Bytes a [`SummaryPack`] holds before it writes them without waiting for a flush.
+pub const FLUSH_AT: usize = 256 << 10;
+
+/// The file of a [`SummaryPack`] (opened on the first text) and the records not written yet.
+#[derive(Debug, Default)]
+struct Writer {
+    file: Option<std::fs::File>,
+    pending: Vec<u8>,
+    /// Why a write failed (what every later append and flush returns: the texts it held are
+    /// lost, so a unit that recorded any of them must not be journaled as if they were whole).
+    failed: Option<(std::io::ErrorKind, String)>,
+}
+
+impl Writer {
+    fn failure(&self) -> Option<std::io::Error> {
+        let (kind, text) = self.failed.as_ref()?;
+        Some(std::io::Error::new(
+            *kind,
+            format!("an earlier write of the summaries pack failed: {text}"),
+        ))
+    }
+
+    /// Write the records held, if any.
+    fn write_pending(&mut self, index: &std::sync::Mutex<PackIndex>) -> std::io::Result<()> {
+        use std::io::Write;
+        if let Some(e) = self.failure() {
+            return Err(e);
+        }
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let written = match self.file.as_mut() {
+            Some(file) => file.write_all(&self.pending),
+            None => Err(std::io::Error::other("the summaries pack is not open")),
+        };
+        self.pending.clear();
+        if let Err(e) = written {
+            // The index is not used once a write failed (part of it may be in the file).
+            index.lock().unwrap_or_else(|e| e.into_inner()).end = None;
+            self.failed = Some((e.kind(), e.to_string()));
+            return Err(e);
+        }
+        Ok(())
+    }
 }
 
 /// Where each text one writer appended to a pack lies in the file: the end of a run reads the
@@ -258,9 +309,16 @@ impl SummaryPack {
     pub fn new(path: impl Into<std::path::PathBuf>) -> Self {
         SummaryPack {
             path: path.into(),
-            file: std::sync::Mutex::new(None),
+            file: Default::default(),
             index: Default::default(),
         }
+    }
+
+    /// Write the records held in memory (the blocks [`SummaryPack::keep`] made since the last
+    /// flush). After a failed write every later `keep` and `flush` fails too.
+    pub fn flush(&self) -> std::io::Result<()> {
+        let mut writer = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        writer.write_pending(&self.index)
     }
 
     /// Record `texts`: fills each record's `text_digest`, `chars`, and `text` (short) or `file`
@@ -353,6 +411,7 @@ impl SummaryPack {
         if !buf.is_empty() {
             self.append(&buf)?;
         }
+        self.flush()?;
         Ok(carried)
     }
 
@@ -367,7 +426,7 @@ impl SummaryPack {
         let packed = lz4_flex::block::compress(raw);
         let head = format!("{BLOCK_TAG} {} {}\n", raw.len(), packed.len());
         if head.len() + packed.len() >= raw.len() {
-            return self.append_parts(&mut [std::io::IoSlice::new(raw)], texts);
+            return self.append_parts(&[std::io::IoSlice::new(raw)], texts);
         }
         let block = BlockLoc {
             at: head.len() as u64,
@@ -387,7 +446,7 @@ impl SummaryPack {
             })
             .collect();
         self.append_parts(
-            &mut [
+            &[
                 std::io::IoSlice::new(head.as_bytes()),
                 std::io::IoSlice::new(&packed),
             ],
@@ -395,31 +454,27 @@ impl SummaryPack {
         )
     }
 
-    /// Append `parts`, in order, however many calls the file takes; `texts`: the key of each
-    /// text they hold and where it lies, offsets in the file counted from the start of these
-    /// parts, for the index.
+    /// Append `parts`, in order, to the records held (written at [`FLUSH_AT`] bytes or by
+    /// [`SummaryPack::flush`]); `texts`: the key of each text they hold and where it lies,
+    /// offsets in the file counted from the start of these parts, for the index.
     fn append_parts(
         &self,
-        mut parts: &mut [std::io::IoSlice<'_>],
+        parts: &[std::io::IoSlice<'_>],
         texts: &[(Option<u64>, Loc)],
     ) -> std::io::Result<()> {
-        use std::io::Write;
-        let mut guard = self.file.lock().unwrap_or_else(|e| e.into_inner());
-        let file = match guard.as_mut() {
-            Some(f) => f,
-            None => guard.insert(self.open()?),
-        };
+        let mut writer = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = writer.failure() {
+            return Err(e);
+        }
+        if writer.file.is_none() {
+            writer.file = Some(self.open()?);
+        }
         let total: u64 = parts.iter().map(|p| p.len() as u64).sum();
-        // Unknown until the write is whole (the index is not used if it fails part-way).
+        // Where the file will end once the records held are written (`None`: unknown, the
+        // index is not used).
         let start = self.index_lock().end.take();
-        std::io::IoSlice::advance_slices(&mut parts, 0);
-        while !parts.is_empty() {
-            match file.write_vectored(parts) {
-                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-                Ok(n) => std::io::IoSlice::advance_slices(&mut parts, n),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+        for part in parts {
+            writer.pending.extend_from_slice(part);
         }
         if let Some(start) = start {
             let mut index = self.index_lock();
@@ -435,6 +490,9 @@ impl SummaryPack {
                 }
                 index.end = Some(start + total);
             }
+        }
+        if writer.pending.len() >= FLUSH_AT {
+            writer.write_pending(&self.index)?;
         }
         Ok(())
     }
@@ -467,6 +525,14 @@ impl SummaryPack {
             open.push((path, self.index.clone()));
         }
         Ok(file)
+    }
+}
+
+/// The records still held are written (a failure is only lost here: the runner flushes, and
+/// fails the units whose texts did not reach the file, before it journals them).
+impl Drop for SummaryPack {
+    fn drop(&mut self) {
+        let _ = self.flush();
     }
 }
 
@@ -719,6 +785,11 @@ mod tests {
         // The same text again (another unit): recorded under the same name.
         let again = pack.keep(vec![(record(), &a)]).unwrap();
         assert_eq!(again[0], kept[1]);
+        // Held in memory until flushed: not in the file yet.
+        assert!(read_pack(&path, &[name.clone()].into_iter().collect())
+            .unwrap()
+            .is_empty());
+        pack.flush().unwrap();
         let wanted = [kept[1].file.clone().unwrap(), kept[2].file.clone().unwrap()]
             .into_iter()
             .chain(["summaries/absent.md".to_string()])
@@ -784,6 +855,43 @@ mod tests {
     /// written as plain records. Both read back, by offset and by a scan, and a reader that
     /// knows no blocks (every header `<name> <length>`) skips a block whole.
     #[test]
+    fn after_a_failed_write_every_keep_and_flush_fails_and_the_index_is_not_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.pack");
+        let pack = SummaryPack::new(&path);
+        let long = "y".repeat(INLINE_SUMMARY_CHARS + 1);
+        pack.keep(vec![(record(), &long)]).unwrap();
+        // The file gone from under the writer: its next write fails.
+        pack.file.lock().unwrap().file = None;
+        let e = pack.flush().unwrap_err();
+        assert_eq!(e.to_string(), "the summaries pack is not open");
+        assert_eq!(pack.index_lock().end, None);
+        let later = pack.keep(vec![(record(), &long)]).unwrap_err();
+        assert!(later
+            .to_string()
+            .contains("an earlier write of the summaries pack failed"));
+        assert!(pack.flush().is_err());
+        // Short texts need no write: still recorded inline.
+        assert!(pack.keep(vec![(record(), "short")]).is_ok());
+    }
+
+    #[test]
+    fn records_past_the_flush_size_are_written_without_a_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.pack");
+        let pack = SummaryPack::new(&path);
+        let mut rng = fastrand::Rng::with_seed(3);
+        let mut kept = 0;
+        while std::fs::metadata(&path).map_or(0, |m| m.len()) == 0 {
+            let noise: String = (0..20_000).map(|_| rng.alphanumeric()).collect();
+            pack.keep(vec![(record(), &noise)]).unwrap();
+            kept += noise.len();
+            assert!(kept < 2 * FLUSH_AT, "{kept} bytes held");
+        }
+        assert!(kept >= FLUSH_AT);
+    }
+
+    #[test]
     fn a_units_texts_are_one_block_when_that_is_shorter() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.pack");
@@ -798,6 +906,7 @@ mod tests {
         let kept = pack
             .keep(texts.iter().map(|t| (record(), t.as_str())).collect())
             .unwrap();
+        pack.flush().unwrap();
         let after_block = std::fs::metadata(&path).unwrap().len();
         let raw: usize = kept
             .iter()
@@ -814,6 +923,7 @@ mod tests {
             .map(|_| rng.alphanumeric())
             .collect();
         let plain = pack.keep(vec![(record(), &noise)]).unwrap();
+        pack.flush().unwrap();
         let bytes = std::fs::read(&path).unwrap();
         let tail = &bytes[after_block as usize..];
         assert!(tail.starts_with(plain[0].file.as_ref().unwrap().as_bytes()));
@@ -857,6 +967,7 @@ mod tests {
                 .unwrap();
             names.extend(kept.into_iter().map(|r| r.file.unwrap()));
         }
+        pack.flush().unwrap();
         (names, std::fs::read(path).unwrap())
     }
 
@@ -1029,6 +1140,7 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         let reopened = SummaryPack::new(&path);
         let more = reopened.keep(vec![(record(), &texts[0])]).unwrap();
+        reopened.flush().unwrap();
         assert_eq!(more[0].file.as_ref(), Some(&names[0]));
         let all: std::collections::BTreeSet<String> = names.iter().cloned().collect();
         // The reopened writer indexed only its own text: the rest needs the scan.
@@ -1038,6 +1150,7 @@ mod tests {
         let third = SummaryPack::new(&path);
         let last = "z".repeat(INLINE_SUMMARY_CHARS + 1);
         let r = third.keep(vec![(record(), &last)]).unwrap();
+        third.flush().unwrap();
         let mut grown = std::fs::read(&path).unwrap();
         grown.extend_from_slice(b"summaries/abc.md 3\nabc");
         std::fs::write(&path, &grown).unwrap();

@@ -64,6 +64,22 @@ impl UnitOutput {
         }
     }
 
+    /// After [`UnitExecutor::flush`] failed with `e`: when the output names a summary text
+    /// in the run's pack (which may not be whole in the file), the unit fails (kind `io`,
+    /// what it spent kept, as when the text's own write fails); else it is kept as it is.
+    pub fn texts_lost(self, e: &std::io::Error) -> UnitOutput {
+        if self.error.is_some() || self.summaries.iter().all(|s| s.file.is_none()) {
+            return self;
+        }
+        UnitOutput {
+            tokens: self.tokens,
+            cost_usd: self.cost_usd,
+            compactions: self.compactions,
+            store: self.store,
+            ..UnitOutput::failed("io", format!("io: recording summaries: {e}"))
+        }
+    }
+
     /// The sample recorded for `unit`.
     pub fn into_sample(self, unit: &Unit, latency_ms: u64) -> Sample {
         Sample {
@@ -142,6 +158,14 @@ pub trait UnitExecutor: Send + Sync {
     fn is_offline(&self, _unit: &Unit) -> bool {
         false
     }
+
+    /// Write what the executor holds in memory for the units it ran (the run's summaries
+    /// pack, `record::SummaryPack`). The dispatcher calls it before it journals those units,
+    /// so a journal line never names a text that is not in its file; a unit whose output
+    /// names such a text when the flush fails is failed instead ([`UnitOutput::texts_lost`]).
+    fn flush(&self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Routes units to executors by eval name (`replay`, `needle`, …), so each eval plugs in on
@@ -165,6 +189,10 @@ impl Router {
 }
 
 impl UnitExecutor for Router {
+    fn flush(&self) -> std::io::Result<()> {
+        self.by_eval.values().try_for_each(|e| e.flush())
+    }
+
     fn is_offline(&self, unit: &Unit) -> bool {
         self.by_eval
             .get(&*unit.eval)
@@ -249,10 +277,11 @@ pub fn offline_chunk(concurrency: usize, threads: usize) -> usize {
     (concurrency / (2 * threads.max(1))).clamp(1, 8)
 }
 
-/// [`on_one_thread_then`] for a chunk of units, one after another on one rayon thread: `then`
-/// gets each unit, its output and when it started. A unit that panics gives a failed output
-/// (kind `panic`), and the next unit runs. Once `cancel` is set no further unit starts (the
-/// chunk goes on after its task is cancelled: rayon's work cannot be dropped mid-way).
+/// [`on_one_thread_then`] for a chunk of units, one after another on one rayon thread, then
+/// [`UnitExecutor::flush`] once, then `then` on each unit, its output and how long it ran. A
+/// unit that panics gives a failed output (kind `panic`), and the next unit runs. Once
+/// `cancel` is set no further unit starts (the chunk goes on after its task is cancelled:
+/// rayon's work cannot be dropped mid-way).
 pub async fn on_one_thread_each<R, F>(
     exec: Arc<dyn UnitExecutor>,
     units: Vec<Arc<Unit>>,
@@ -262,12 +291,12 @@ pub async fn on_one_thread_each<R, F>(
 ) -> Vec<R>
 where
     R: Send + 'static,
-    F: FnMut(Arc<Unit>, UnitOutput, Instant) -> R + Send + 'static,
+    F: FnMut(Arc<Unit>, UnitOutput, Duration) -> R + Send + 'static,
 {
     let runtime = tokio::runtime::Handle::current();
     cpu(move || {
         let _entered = runtime.enter();
-        let mut done = Vec::with_capacity(units.len());
+        let mut outs = Vec::with_capacity(units.len());
         for unit in units {
             if cancel.load(Ordering::Relaxed) {
                 break;
@@ -277,9 +306,18 @@ where
                 block_on(exec.execute(&unit, &ctx))
             }))
             .unwrap_or_else(|p| UnitOutput::failed("panic", panic_text(p.as_ref())));
-            done.push(then(unit, out, started));
+            outs.push((unit, out, started.elapsed()));
         }
-        done
+        let flushed = exec.flush();
+        outs.into_iter()
+            .map(|(unit, out, ran)| {
+                let out = match &flushed {
+                    Ok(()) => out,
+                    Err(e) => out.texts_lost(e),
+                };
+                then(unit, out, ran)
+            })
+            .collect()
     })
     .await
 }
@@ -612,14 +650,10 @@ where
                     // of `writes` until its last unit ends (it goes on when its task is
                     // cancelled, and starts no further unit then).
                     let permit = writes.acquire_owned().await.expect("never closed");
-                    let done = on_one_thread_each(
-                        exec,
-                        units,
-                        ctx,
-                        cancel,
-                        move |unit, mut out, started| {
+                    let done =
+                        on_one_thread_each(exec, units, ctx, cancel, move |unit, mut out, ran| {
                             let _writing = &permit;
-                            let ms = started.elapsed().as_millis() as u64;
+                            let ms = ran.as_millis() as u64;
                             let failure = failure_if(verbose, &unit, &out);
                             let (store_error, hold, routed) = match out.store.take() {
                                 None => (None, None, None),
@@ -652,15 +686,17 @@ where
                                 hold,
                                 routed,
                             }
-                        },
-                    )
-                    .await;
+                        })
+                        .await;
                     drop(permits);
                     return done;
                 }
                 let mut out = exec.execute(&u, &ctx).await;
                 let ms = started.elapsed().as_millis() as u64;
                 drop(permits);
+                if let Err(e) = exec.flush() {
+                    out = out.texts_lost(&e);
+                }
                 // The store the unit held in memory, written where `stores::StorePolicy::route`
                 // says: its directory when pruning keeps it whatever the other units do, the
                 // pack file when pruning may keep it, else a marker that says it was not written
@@ -832,7 +868,7 @@ where
                         },
                     }
                 }
-                budget.record_sample(&sample);
+                budget.record_sample(sample);
                 let tokens = sample.tokens_total();
                 let failed = sample.error.is_some();
                 progress.record(tokens, &sample.cost_usd, failed);
@@ -878,6 +914,8 @@ where
         }
     }
     settle(&writes, concurrency).await;
+    // What cancelled units left in memory (no sample names it).
+    let _ = exec.flush();
     // Flagged units' stores still undecided: pruning decides from the whole run.
     for (id, files) in waiting.rest() {
         if let Err(e) = crate::engine::store::write_files(&files, &run_dir.unit_store(&id)) {

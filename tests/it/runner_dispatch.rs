@@ -3,7 +3,7 @@
 //! shard + merge equal to an unsharded run, and refusing to resume a changed suite.
 
 use ctxbench::config::LoadedSuite;
-use ctxbench::record::{CostByRole, RunDir, Sample, UnitError};
+use ctxbench::record::{CostByRole, RunDir, Sample, SummaryRecord, UnitError};
 use ctxbench::runner::manifest::{RunManifest, RunStatus};
 use ctxbench::runner::session::{self, Outcome, RunOptions};
 use ctxbench::runner::synthetic::SyntheticLoader;
@@ -28,11 +28,24 @@ struct Fake {
     seen: Mutex<Vec<String>>,
     /// Units wait on nothing outside the process: the dispatcher runs them in chunks on rayon.
     offline: bool,
+    /// Units of an odd index record a summary text in the run's pack.
+    pack_texts: bool,
+    /// `flush` fails (the pack's write failed).
+    flush_fails: bool,
+    flushes: AtomicUsize,
 }
 
 impl UnitExecutor for Fake {
     fn is_offline(&self, _unit: &Unit) -> bool {
         self.offline
+    }
+
+    fn flush(&self) -> std::io::Result<()> {
+        self.flushes.fetch_add(1, Ordering::SeqCst);
+        if self.flush_fails {
+            return Err(std::io::Error::other("disk full"));
+        }
+        Ok(())
     }
 
     fn execute<'a>(&'a self, unit: &'a Unit, ctx: &'a RunContext) -> UnitFuture<'a> {
@@ -57,7 +70,24 @@ impl UnitExecutor for Fake {
             }
             let mut scores = BTreeMap::new();
             scores.insert("index".to_string(), unit.index as f64);
+            let summaries = if self.pack_texts && unit.index % 2 == 1 {
+                vec![SummaryRecord {
+                    fold: 1,
+                    trace_index: 0,
+                    prompt_digest: String::new(),
+                    model: "offline".into(),
+                    tokens_in: 10,
+                    tokens_out: 2,
+                    text_digest: "sha256:00".into(),
+                    chars: 3000,
+                    text: None,
+                    file: Some("summaries/00.md".into()),
+                }]
+            } else {
+                Vec::new()
+            };
             UnitOutput {
+                summaries,
                 scores,
                 passed: Some(unit.index.is_multiple_of(2)),
                 // `cost` is real spend (a summarizer call); the modelled agent cost is large
@@ -348,6 +378,47 @@ fn offline_units_in_chunks_record_what_units_one_a_task_record() {
         canonical(samples(&out.run_dir)),
         canonical(samples(&out_tasks.run_dir))
     );
+}
+
+#[test]
+fn units_whose_summary_texts_were_not_written_fail_instead_of_being_journaled_whole() {
+    for offline in [true, false] {
+        let env = env(3, "");
+        let run = |flush_fails, name: &str| {
+            let fake = Arc::new(Fake {
+                pack_texts: true,
+                flush_fails,
+                offline,
+                ..Fake::default()
+            });
+            let o = RunOptions {
+                jobs: Some(8),
+                ..opts(&format!("{name}-{offline}"))
+            };
+            let out = run_with(&env, &o, fake.clone(), None).unwrap();
+            assert!(fake.flushes.load(Ordering::SeqCst) > 0);
+            samples(&out.run_dir)
+        };
+        for s in run(false, "written") {
+            assert!(s.error.is_none(), "{s:?}");
+        }
+        let s = run(true, "lost");
+        assert_eq!(s.len(), UNITS);
+        for s in &s {
+            let index = s.scores.get("index").copied();
+            match &s.error {
+                // The units that named a text in the pack: failed, their scores gone.
+                Some(e) => {
+                    assert_eq!(e.kind, "io");
+                    assert_eq!(e.message, "io: recording summaries: disk full");
+                    assert!(s.summaries.is_empty() && index.is_none());
+                    assert_eq!(s.cost_usd.summarizer, Some(0.0), "what it spent is kept");
+                }
+                None => assert!(index.is_some_and(|i| i as u64 % 2 == 0), "{s:?}"),
+            }
+        }
+        assert_eq!(s.iter().filter(|s| s.error.is_some()).count(), UNITS / 2);
+    }
 }
 
 #[test]

@@ -86,6 +86,10 @@ impl<E: Eval> UnitExecutor for EvalExecutor<E> {
         self.0.offline()
     }
 
+    fn flush(&self) -> std::io::Result<()> {
+        self.0.flush_summaries()
+    }
+
     fn execute<'a>(&'a self, unit: &'a Unit, ctx: &'a RunContext) -> UnitFuture<'a> {
         Box::pin(async move {
             let held = unit::StoreSlot::default();

@@ -143,6 +143,11 @@ impl Shared {
         offline("agent") && offline("summary") && (!self.has_judge || offline("judge"))
     }
 
+    /// Write the long summary texts the run's pack holds in memory ([`SummaryPack::flush`]).
+    pub(super) fn flush_summaries(&self) -> std::io::Result<()> {
+        self.summaries.get().map_or(Ok(()), |pack| pack.flush())
+    }
+
     pub(super) fn summary_pack(&self, run_dir: &std::path::Path) -> Arc<SummaryPack> {
         self.summaries
             .get_or_init(|| Arc::new(RunDir::new(run_dir).summary_pack()))
