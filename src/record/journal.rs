@@ -12,6 +12,7 @@ use super::{Sample, SCHEMA_VERSION};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// A journal or run directory that cannot be read: names the file, line and what was expected.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +40,13 @@ pub enum JournalError {
         path: PathBuf,
         line: usize,
         found: u32,
+    },
+    /// What the units recorded beside the journal (the run's summaries pack) could not be
+    /// written before their lines (`runner::UnitExecutor::flush`).
+    #[error("cannot write what the units recorded beside the journal: {source}")]
+    Beside {
+        #[source]
+        source: std::io::Error,
     },
     #[error("{path}: cannot read: {source} (is this a ctxbench run directory?)")]
     NoRunInfo {
@@ -102,20 +110,27 @@ pub struct SamplesRead {
     pub torn: Option<TornLine>,
 }
 
-/// Appends samples to `samples.jsonl`, one flushed line each.
+/// At most this many bytes of journal lines are held in memory ([`Journal::append_all`]).
+pub const JOURNAL_HOLD_BYTES: usize = 256 << 10;
+/// Journal lines are held in memory at most about this long ([`Journal::append_all`]; checked
+/// as units end).
+pub const JOURNAL_HOLD_FOR: Duration = Duration::from_secs(1);
+
+/// Appends samples to `samples.jsonl`, a line each, written at once ([`Journal::append`]) or
+/// held in memory a short while with the lines that follow ([`Journal::append_all`]).
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
-    /// The last line written (its buffer reused by the next).
-    line: Vec<u8>,
-    /// Where each line of `line` ends in it (after its newline): the lines of the last
-    /// append, one or more ([`Journal::append_all`]).
+    /// Lines from the file offset `buf_at` on: `buf[..written]` is in the file, the rest is
+    /// held; the last append's lines start at `buf[batch]` and end at each of `ends` (after
+    /// their newline).
+    buf: Vec<u8>,
+    buf_at: u64,
+    written: usize,
+    batch: usize,
     ends: Vec<usize>,
-    /// Where the last line starts in the file, where the last append's first line starts, and
-    /// where the file ends.
-    line_at: u64,
-    written_at: u64,
-    end: u64,
+    /// Since when lines are held (`None`: none is).
+    held_since: Option<std::time::Instant>,
     file: File,
 }
 
@@ -127,15 +142,20 @@ impl Journal {
             .create_new(true)
             .open(path)
             .map_err(io_err(path))?;
-        Ok(Journal {
+        Ok(Journal::at(path, file, 0))
+    }
+
+    fn at(path: &Path, file: File, end: u64) -> Journal {
+        Journal {
             path: path.to_path_buf(),
-            line: Vec::new(),
+            buf: Vec::new(),
+            buf_at: end,
+            written: 0,
+            batch: 0,
             ends: Vec::new(),
-            line_at: 0,
-            written_at: 0,
-            end: 0,
+            held_since: None,
             file,
-        })
+        }
     }
 
     /// Open a journal for appending (creating it if missing). A torn final line left by a
@@ -150,134 +170,134 @@ impl Journal {
             .map_err(io_err(path))?;
         let torn = cut_torn_tail(&mut file).map_err(io_err(path))?;
         let end = file.seek(SeekFrom::End(0)).map_err(io_err(path))?;
-        Ok((
-            Journal {
-                path: path.to_path_buf(),
-                line: Vec::new(),
-                ends: Vec::new(),
-                line_at: end,
-                written_at: end,
-                end,
-                file,
-            },
-            torn,
-        ))
+        Ok((Journal::at(path, file, end), torn))
     }
 
-    /// Append one sample as a single line and flush it to the operating system.
+    /// Append one sample as a single line and write it (with any line held before it) to the
+    /// operating system.
     pub fn append(&mut self, sample: &Sample) -> Result<(), JournalError> {
-        self.line.clear();
-        self.ends.clear();
-        Journal::encode(sample, &mut self.line).map_err(|e| JournalError::Io {
-            path: self.path.clone(),
-            source: std::io::Error::other(e),
-        })?;
-        self.write_line()
+        self.start_batch();
+        if let Err(e) = Journal::encode(sample, &mut self.buf) {
+            return Err(self.drop_batch(e));
+        }
+        self.end_line();
+        self.write_held()
     }
 
     /// A sample's line as [`Journal::append`] writes it (without its newline), into `line`:
-    /// for encoding on the thread that made the sample ([`Journal::append_encoded`]).
+    /// for encoding on the thread that made the sample ([`Journal::append_all`]).
     pub fn encode(sample: &Sample, line: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         serde_json::to_writer(line, sample)
     }
 
-    /// [`Journal::append`] of a line [`Journal::encode`] made (or the error it gave).
-    pub fn append_encoded(
-        &mut self,
-        line: Result<Vec<u8>, serde_json::Error>,
-    ) -> Result<(), JournalError> {
-        self.line = line.map_err(|e| JournalError::Io {
-            path: self.path.clone(),
-            source: std::io::Error::other(e),
-        })?;
-        self.write_line()
-    }
-
-    fn write_line(&mut self) -> Result<(), JournalError> {
-        self.line.push(b'\n');
-        self.ends.clear();
-        self.ends.push(self.line.len());
-        self.write_lines()
-    }
-
-    /// Append lines [`Journal::encode`] made (or the error one gave: then nothing is written)
-    /// with one write, in order; [`Journal::written`] then gives each with where it starts.
-    /// (A finished chunk of offline units: one system call instead of one a line.)
+    /// Append lines [`Journal::encode`] made (or the error one gave: then none of them is
+    /// appended), in order; [`Journal::written`] then gives each with where it starts. They
+    /// are written at once, with the lines held before them, in one call — unless `hold`: then
+    /// they are held in memory ([`Journal::flush`] writes them). The runner holds the lines
+    /// of offline units, which a crash only makes run again, for at most
+    /// [`JOURNAL_HOLD_BYTES`] and [`JOURNAL_HOLD_FOR`].
     pub fn append_all(
         &mut self,
         lines: impl IntoIterator<Item = Result<Vec<u8>, serde_json::Error>>,
+        hold: bool,
     ) -> Result<(), JournalError> {
-        self.line.clear();
-        self.ends.clear();
+        self.start_batch();
         for line in lines {
-            let line = match line {
-                Ok(line) => line,
-                Err(e) => {
-                    self.line.clear();
-                    self.ends.clear();
-                    return Err(JournalError::Io {
-                        path: self.path.clone(),
-                        source: std::io::Error::other(e),
-                    });
-                }
-            };
-            self.line.extend_from_slice(&line);
-            self.line.push(b'\n');
-            self.ends.push(self.line.len());
+            match line {
+                Ok(line) => self.buf.extend_from_slice(&line),
+                Err(e) => return Err(self.drop_batch(e)),
+            }
+            self.end_line();
         }
-        if self.ends.is_empty() {
-            return Ok(());
+        if !hold {
+            return self.write_held();
         }
-        self.write_lines()
+        if self.written < self.buf.len() {
+            self.held_since.get_or_insert_with(std::time::Instant::now);
+        }
+        Ok(())
     }
 
-    /// Write `line` (the lines ending at `ends`) at the end of the file.
-    fn write_lines(&mut self) -> Result<(), JournalError> {
-        self.file
-            .write_all(&self.line)
-            .map_err(io_err(&self.path))?;
-        let last = self.ends.len().checked_sub(2).map_or(0, |i| self.ends[i]);
-        self.line_at = self.end + last as u64;
-        self.written_at = self.end;
-        self.end += self.line.len() as u64;
-        self.file.flush().map_err(io_err(&self.path))
+    /// Write the lines held, if any.
+    pub fn flush(&mut self) -> Result<(), JournalError> {
+        self.write_held()
     }
 
-    /// The lines the last append wrote, in order, each without its newline and with the byte
-    /// offset in the file where it starts.
+    /// Bytes of the lines held, and for how long the oldest has been.
+    pub fn held(&self) -> (usize, Duration) {
+        let since = self.held_since.map_or(Duration::ZERO, |t| t.elapsed());
+        (self.buf.len() - self.written, since)
+    }
+
+    /// Forget the lines written before this append (their bytes are no longer needed).
+    fn start_batch(&mut self) {
+        if self.written == self.buf.len() {
+            self.buf_at += self.buf.len() as u64;
+            self.buf.clear();
+            self.written = 0;
+        }
+        self.batch = self.buf.len();
+        self.ends.clear();
+    }
+
+    fn end_line(&mut self) {
+        self.buf.push(b'\n');
+        self.ends.push(self.buf.len());
+    }
+
+    /// Take back what this append added (a line could not be encoded).
+    fn drop_batch(&mut self, e: serde_json::Error) -> JournalError {
+        self.buf.truncate(self.batch);
+        self.ends.clear();
+        JournalError::Io {
+            path: self.path.clone(),
+            source: std::io::Error::other(e),
+        }
+    }
+
+    fn write_held(&mut self) -> Result<(), JournalError> {
+        if self.written < self.buf.len() {
+            self.file
+                .write_all(&self.buf[self.written..])
+                .map_err(io_err(&self.path))?;
+            self.written = self.buf.len();
+            self.file.flush().map_err(io_err(&self.path))?;
+        }
+        self.held_since = None;
+        Ok(())
+    }
+
+    /// The lines of the last append, in order, each without its newline and with the byte
+    /// offset in the file where it starts (or will, when held).
     pub fn written(&self) -> impl Iterator<Item = (&[u8], u64)> + '_ {
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        let starts = std::iter::once(self.batch).chain(self.ends.iter().copied());
         starts
             .zip(&self.ends)
-            .map(|(start, &end)| (&self.line[start..end - 1], self.written_at + start as u64))
+            .map(|(start, &end)| (&self.buf[start..end - 1], self.buf_at + start as u64))
     }
 
     /// The byte offset in the file where [`Journal::last_line`] starts.
     pub fn last_line_at(&self) -> u64 {
-        self.line_at
+        self.written().last().map_or(self.buf_at, |(_, at)| at)
     }
 
     /// Whether the file holds no line (a journal this process created and has not written
-    /// to, or an empty one it opened).
+    /// to, or an empty one it opened), held lines counted.
     pub fn is_empty(&self) -> bool {
-        self.end == 0
+        self.buf_at == 0 && self.buf.is_empty()
     }
 
-    /// The line the last [`Journal::append`] wrote, without its newline (empty before the
+    /// The line the last append wrote (or holds), without its newline (empty before the
     /// first): what a reader of the journal reads for that sample.
     pub fn last_line(&self) -> &[u8] {
-        match self.ends.len() {
-            0 => &[],
-            n => {
-                let start = n.checked_sub(2).map_or(0, |i| self.ends[i]);
-                &self.line[start..self.ends[n - 1] - 1]
-            }
-        }
+        self.written().last().map_or(&[], |(line, _)| line)
     }
 
-    /// Force the journal to stable storage (call at the end of a run; per-line `append` only
-    /// flushes to the OS, which already survives a process crash).
-    pub fn sync(&self) -> Result<(), JournalError> {
+    /// Write the lines held and force the journal to stable storage (call at the end of a
+    /// run; a written line is with the operating system, which already survives a process
+    /// crash).
+    pub fn sync(&mut self) -> Result<(), JournalError> {
+        self.write_held()?;
         self.file.sync_data().map_err(io_err(&self.path))
     }
 
@@ -626,7 +646,7 @@ mod tests {
             let mut line = Vec::new();
             Journal::encode(&sample(i), &mut line).map(|()| line)
         };
-        j.append_all((1..4).map(encoded)).unwrap();
+        j.append_all((1..4).map(encoded), false).unwrap();
         let written: Vec<(Vec<u8>, u64)> = j.written().map(|(l, at)| (l.to_vec(), at)).collect();
         assert_eq!(written.len(), 3);
         let mut file = File::open(&path).unwrap();
@@ -641,12 +661,55 @@ mod tests {
         // A line that could not be encoded: nothing of the chunk is written.
         let bad = serde_json::from_str::<u8>("x").map(|_| Vec::new());
         let len = std::fs::metadata(&path).unwrap().len();
-        assert!(j.append_all([encoded(4), bad]).is_err());
+        assert!(j.append_all([encoded(4), bad], false).is_err());
         assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
         assert!(j.last_line().is_empty());
         // Nothing to append: nothing written.
-        j.append_all(std::iter::empty()).unwrap();
+        j.append_all(std::iter::empty(), false).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
+    }
+
+    #[test]
+    fn held_lines_are_written_with_the_next_written_ones_or_on_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("samples.jsonl");
+        let mut j = Journal::create(&path).unwrap();
+        let encoded = |i| {
+            let mut line = Vec::new();
+            Journal::encode(&sample(i), &mut line).map(|()| line)
+        };
+        let len = || std::fs::metadata(&path).unwrap().len();
+        j.append_all((0..2).map(encoded), true).unwrap();
+        assert_eq!(len(), 0, "held");
+        assert!(!j.is_empty());
+        let (bytes, _) = j.held();
+        assert_eq!(
+            bytes as u64,
+            j.written().map(|(l, _)| l.len() as u64 + 1).sum::<u64>()
+        );
+        j.append_all((2..3).map(encoded), true).unwrap();
+        let at: Vec<u64> = (0..1).map(|_| j.last_line_at()).collect();
+        // The next lines not held: every held line goes with them, in order.
+        j.append_all((3..5).map(encoded), false).unwrap();
+        assert_eq!(j.held().0, 0);
+        let read = read_samples(&path).unwrap();
+        assert_eq!(read.samples, (0..5).map(sample).collect::<Vec<_>>());
+        let mut file = File::open(&path).unwrap();
+        assert_eq!(read_line_at(&mut file, &path, at[0]).unwrap(), sample(2));
+        for ((line, at), i) in j.written().zip(3..) {
+            assert_eq!(line, &encoded(i).unwrap()[..]);
+            assert_eq!(read_line_at(&mut file, &path, at).unwrap(), sample(i));
+        }
+        // Held, then flushed; then held and written by `sync`; `append` writes at once.
+        j.append_all((5..6).map(encoded), true).unwrap();
+        j.flush().unwrap();
+        j.append_all((6..7).map(encoded), true).unwrap();
+        j.sync().unwrap();
+        j.append(&sample(7)).unwrap();
+        assert_eq!(j.held().0, 0);
+        let read = read_samples(&path).unwrap();
+        assert_eq!(read.samples, (0..8).map(sample).collect::<Vec<_>>());
+        assert_eq!(j.last_line_at() + j.last_line().len() as u64 + 1, len());
     }
 
     #[test]

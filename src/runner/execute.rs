@@ -64,22 +64,6 @@ impl UnitOutput {
         }
     }
 
-    /// After [`UnitExecutor::flush`] failed with `e`: when the output names a summary text
-    /// in the run's pack (which may not be whole in the file), the unit fails (kind `io`,
-    /// what it spent kept, as when the text's own write fails); else it is kept as it is.
-    pub fn texts_lost(self, e: &std::io::Error) -> UnitOutput {
-        if self.error.is_some() || self.summaries.iter().all(|s| s.file.is_none()) {
-            return self;
-        }
-        UnitOutput {
-            tokens: self.tokens,
-            cost_usd: self.cost_usd,
-            compactions: self.compactions,
-            store: self.store,
-            ..UnitOutput::failed("io", format!("io: recording summaries: {e}"))
-        }
-    }
-
     /// The sample recorded for `unit`.
     pub fn into_sample(self, unit: &Unit, latency_ms: u64) -> Sample {
         Sample {
@@ -160,9 +144,10 @@ pub trait UnitExecutor: Send + Sync {
     }
 
     /// Write what the executor holds in memory for the units it ran (the run's summaries
-    /// pack, `record::SummaryPack`). The dispatcher calls it before it journals those units,
-    /// so a journal line never names a text that is not in its file; a unit whose output
-    /// names such a text when the flush fails is failed instead ([`UnitOutput::texts_lost`]).
+    /// pack, `record::SummaryPack`). The dispatcher calls it before it writes journal lines,
+    /// so a line never names a text that is not in its file; when it fails the run stops as
+    /// when the journal cannot be written (the lines held are not written: those units run
+    /// again on `--resume`).
     fn flush(&self) -> std::io::Result<()> {
         Ok(())
     }
@@ -278,8 +263,8 @@ pub fn offline_chunk(concurrency: usize, threads: usize) -> usize {
 }
 
 /// [`on_one_thread_then`] for a chunk of units, one after another on one rayon thread, then
-/// [`UnitExecutor::flush`] once, then `then` on each unit, its output and how long it ran. A
-/// unit that panics gives a failed output (kind `panic`), and the next unit runs. Once
+/// `then` on each unit, its output and how long it ran. A unit that panics gives a failed
+/// output (kind `panic`), and the next unit runs. Once
 /// `cancel` is set no further unit starts (the chunk goes on after its task is cancelled:
 /// rayon's work cannot be dropped mid-way).
 pub async fn on_one_thread_each<R, F>(
@@ -308,15 +293,8 @@ where
             .unwrap_or_else(|p| UnitOutput::failed("panic", panic_text(p.as_ref())));
             outs.push((unit, out, started.elapsed()));
         }
-        let flushed = exec.flush();
         outs.into_iter()
-            .map(|(unit, out, ran)| {
-                let out = match &flushed {
-                    Ok(()) => out,
-                    Err(e) => out.texts_lost(e),
-                };
-                then(unit, out, ran)
-            })
+            .map(|(unit, out, ran)| then(unit, out, ran))
             .collect()
     })
     .await
@@ -560,8 +538,9 @@ where
     let writes = Arc::new(Semaphore::new(concurrency));
     let mut pack_warned = false;
     let mut running: JoinSet<Vec<Done>> = JoinSet::new();
-    // The units of each task: one, or a chunk of offline units (`offline_chunk`).
-    let mut by_task: HashMap<tokio::task::Id, Vec<Arc<Unit>>> = HashMap::new();
+    // The units of each task: one, or a chunk of offline units (`offline_chunk`); and whether
+    // they are offline.
+    let mut by_task: HashMap<tokio::task::Id, (Vec<Arc<Unit>>, bool)> = HashMap::new();
     // Units in the tasks of `running`.
     let mut in_flight = 0usize;
     let chunk = offline_chunk(concurrency, rayon::current_num_threads());
@@ -694,9 +673,6 @@ where
                 let mut out = exec.execute(&u, &ctx).await;
                 let ms = started.elapsed().as_millis() as u64;
                 drop(permits);
-                if let Err(e) = exec.flush() {
-                    out = out.texts_lost(&e);
-                }
                 // The store the unit held in memory, written where `stores::StorePolicy::route`
                 // says: its directory when pruning keeps it whatever the other units do, the
                 // pack file when pruning may keep it, else a marker that says it was not written
@@ -755,7 +731,7 @@ where
                     routed,
                 }]
             });
-            by_task.insert(handle.id(), task_units);
+            by_task.insert(handle.id(), (task_units, offline));
         }
         if running.is_empty() {
             break;
@@ -763,20 +739,21 @@ where
         tokio::select! {
             joined = running.join_next_with_id() => {
                 let Some(joined) = joined else { continue };
-                let dones = match joined {
+                let (dones, offline) = match joined {
                     Ok((id, dones)) => {
-                        in_flight -= by_task.remove(&id).map_or(0, |u| u.len());
-                        dones
+                        let (units, offline) = by_task.remove(&id).unwrap_or_default();
+                        in_flight -= units.len();
+                        (dones, offline)
                     }
                     Err(e) => {
-                        let Some(units) = by_task.remove(&e.id()) else { continue };
+                        let Some((units, _)) = by_task.remove(&e.id()) else { continue };
                         in_flight -= units.len();
                         if e.is_cancelled() {
                             report.not_run_interrupted += units.len() as u64;
                             continue;
                         }
                         let message = panic_message(e);
-                        units
+                        let dones = units
                             .into_iter()
                             .map(|unit| {
                                 let out = UnitOutput::failed("panic", message.clone());
@@ -790,7 +767,8 @@ where
                                     routed: None,
                                 }
                             })
-                            .collect()
+                            .collect();
+                        (dones, false)
                     }
                 };
                 let mut samples = Vec::with_capacity(dones.len());
@@ -837,8 +815,20 @@ where
                 }));
                 samples.push(sample);
                 }
-                // The task's lines, with one write.
-                if let Err(e) = ledger.journal.append_all(lines) {
+                // The task's lines, with one write; an offline chunk's held a while (a crash
+                // only makes its units run again), so the journal and the executor's records
+                // (the summaries pack) take a write every ~256 KiB instead of one a chunk. The
+                // executor writes what it holds first: no line names a text not in its file.
+                let bytes: usize = lines.iter().map(|l| l.as_ref().map_or(0, |l| l.len() + 1)).sum();
+                let (held, since) = ledger.journal.held();
+                let hold = offline
+                    && held + bytes < crate::record::journal::JOURNAL_HOLD_BYTES
+                    && since < crate::record::journal::JOURNAL_HOLD_FOR;
+                let written = match hold {
+                    true => Ok(()),
+                    false => exec.flush().map_err(|source| JournalError::Beside { source }),
+                };
+                if let Err(e) = written.and_then(|()| ledger.journal.append_all(lines, hold)) {
                     cancel.store(true, Ordering::Relaxed);
                     running.abort_all();
                     while running.join_next().await.is_some() {}
@@ -914,8 +904,14 @@ where
         }
     }
     settle(&writes, concurrency).await;
-    // What cancelled units left in memory (no sample names it).
-    let _ = exec.flush();
+    // The lines held (and before them what the executor holds for them).
+    if let Err(e) = exec
+        .flush()
+        .map_err(|source| JournalError::Beside { source })
+        .and_then(|()| ledger.journal.flush())
+    {
+        return Err(e);
+    }
     // Flagged units' stores still undecided: pruning decides from the whole run.
     for (id, files) in waiting.rest() {
         if let Err(e) = crate::engine::store::write_files(&files, &run_dir.unit_store(&id)) {
