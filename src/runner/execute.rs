@@ -488,6 +488,16 @@ fn write_store_here(
     }
 }
 
+/// Say once a run that the stores' pack file could not be written (`error`): pruning then
+/// reports the stores it cannot find.
+fn warn_stores(warned: &mut bool, progress: &mut Progress, error: &str) {
+    if !std::mem::replace(warned, true) {
+        progress.println(&format!(
+            "warning: offload store markers not written: {error}"
+        ));
+    }
+}
+
 /// Waits until the store writes holding permits of `writes` (all `n` of them) have ended.
 async fn settle(writes: &Semaphore, n: usize) {
     let n = u32::try_from(n).unwrap_or(u32::MAX);
@@ -826,7 +836,12 @@ where
                     && since < crate::record::journal::JOURNAL_HOLD_FOR;
                 let written = match hold {
                     true => Ok(()),
-                    false => exec.flush().map_err(|source| JournalError::Beside { source }),
+                    false => {
+                        if let Err(e) = packs.flush() {
+                            warn_stores(&mut pack_warned, progress, &e.to_string());
+                        }
+                        exec.flush().map_err(|source| JournalError::Beside { source })
+                    }
                 };
                 if let Err(e) = written.and_then(|()| ledger.journal.append_all(lines, hold)) {
                     cancel.store(true, Ordering::Relaxed);
@@ -904,7 +919,10 @@ where
         }
     }
     settle(&writes, concurrency).await;
-    // The lines held (and before them what the executor holds for them).
+    // The lines held (and before them the stores' markers and what the executor holds).
+    if let Err(e) = packs.flush() {
+        warn_stores(&mut pack_warned, progress, &e.to_string());
+    }
     if let Err(e) = exec
         .flush()
         .map_err(|source| JournalError::Beside { source })

@@ -1094,6 +1094,7 @@ mod tests {
                 samples.push(s);
             }
         }
+        packs.flush().unwrap();
         let mut info = RunInfo::new("r");
         info.variants = vec!["a".into(), "b".into()];
         let model = ReportModel::build(&info, samples);
