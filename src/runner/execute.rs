@@ -281,7 +281,7 @@ where
     let runtime = tokio::runtime::Handle::current();
     cpu(move || {
         let _entered = runtime.enter();
-        let mut outs = Vec::with_capacity(units.len());
+        let mut done = Vec::with_capacity(units.len());
         for unit in units {
             if cancel.load(Ordering::Relaxed) {
                 break;
@@ -291,11 +291,10 @@ where
                 block_on(exec.execute(&unit, &ctx))
             }))
             .unwrap_or_else(|p| UnitOutput::failed("panic", panic_text(p.as_ref())));
-            outs.push((unit, out, started.elapsed()));
+            // Used (and its heavy part freed) before the next unit runs.
+            done.push(then(unit, out, started.elapsed()));
         }
-        outs.into_iter()
-            .map(|(unit, out, ran)| then(unit, out, ran))
-            .collect()
+        done
     })
     .await
 }
