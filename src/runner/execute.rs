@@ -832,7 +832,7 @@ where
                         },
                     }
                 }
-                budget.record_sample(&sample);
+                budget.record_sample(sample);
                 let tokens = sample.tokens_total();
                 let failed = sample.error.is_some();
                 progress.record(tokens, &sample.cost_usd, failed);
