@@ -52,11 +52,31 @@ impl Default for SpillOptions {
     }
 }
 
+/// Name of the lock file inside a spill directory (see [`TempDir`]).
+const LOCK_FILE: &str = ".lock";
+/// A leftover spill directory whose owner cannot be told by its lock (one from before the lock
+/// file, one whose owner was killed before it wrote its pid, or one on a file system without
+/// locks) is removed only when it has not changed for this long and its pid is not running.
+const UNLOCKED_LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+
 /// A temporary directory, removed with everything in it when dropped.
+///
+/// Its owner holds an exclusive advisory lock (`File::lock`: `flock` on Unix, `LockFileEx` on
+/// Windows) on `.lock` inside it, which holds the owner's pid, for the directory's whole
+/// life. The operating system drops the lock with the process however it ends, so a directory
+/// left by a killed process (SIGKILL, the OOM killer) is one whose lock is free: the next
+/// [`TempDir::new`] in the same parent removes it (docs/report.md, "Reports of big runs").
 #[derive(Debug)]
-pub struct TempDir(PathBuf);
+pub struct TempDir {
+    path: PathBuf,
+    /// The locked `.lock` (`None` only while the directory is being made).
+    lock: Option<std::fs::File>,
+}
 
 impl TempDir {
+    /// A new directory `ctxbench-spill-<pid>-<nanos>-<n>` in `parent` (`None`: the system's
+    /// temporary directory), locked; then the leftovers of dead processes in `parent` are
+    /// removed (best effort, each one noted on stderr).
     pub fn new(parent: Option<&Path>) -> std::io::Result<TempDir> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -75,21 +95,167 @@ impl TempDir {
         #[cfg(unix)]
         std::os::unix::fs::DirBuilderExt::mode(&mut dir, 0o700);
         dir.create(&path)?;
-        Ok(TempDir(path))
+        // From here on an error removes the directory (drop).
+        let mut dir = TempDir { path, lock: None };
+        dir.lock = Some(lock_new(&dir.path)?);
+        remove_leftovers(&parent, &dir.path);
+        Ok(dir)
     }
 
     fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
+        self.path.join(name)
     }
 
     pub fn path(&self) -> &Path {
-        &self.0
+        &self.path
     }
 }
 
 impl Drop for TempDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        // Removed while still locked, so no other process takes it for a leftover meanwhile;
+        // where an open file cannot be removed (Windows), again once the lock file is closed.
+        let _ = std::fs::remove_dir_all(&self.path);
+        if self.lock.take().is_some() && std::fs::symlink_metadata(&self.path).is_ok() {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// Creates and locks the lock file of new spill directory `dir`, then writes this process's
+/// pid in it: a lock file with a pid was locked by its owner, so when it is free the owner is
+/// gone. (A process cleaning up may hold it for an instant before the pid is there: it then
+/// leaves the directory alone, and this waits for it.) On a file system without locks, the pid
+/// alone.
+fn lock_new(dir: &Path) -> std::io::Result<std::fs::File> {
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(dir.join(LOCK_FILE))?;
+    match file.lock() {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {}
+        Err(e) => return Err(e),
+    }
+    writeln!(file, "{}", std::process::id())?;
+    Ok(file)
+}
+
+/// The pid in `name` when it is exactly a spill directory's name, `ctxbench-spill-<pid>-<nanos>-<n>`
+/// (ASCII digits).
+fn leftover_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("ctxbench-spill-")?;
+    let parts: Vec<&str> = rest.split('-').collect();
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if parts.len() != 3 || !parts.iter().all(|p| digits(p)) {
+        return None;
+    }
+    parts[0].parse().ok()
+}
+
+/// Removes the spill directories in `parent` whose owner is gone, other than `own` (see
+/// [`abandoned`]). Best effort: an entry that cannot be read or told is left alone, and nothing
+/// here fails the caller; each directory removed is noted on stderr, one that could not be
+/// removed fully is warned about.
+fn remove_leftovers(parent: &Path, own: &Path) {
+    let Ok(own_meta) = std::fs::symlink_metadata(own) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(pid) = entry.file_name().to_str().and_then(leftover_pid) else {
+            continue;
+        };
+        if path == own {
+            continue;
+        }
+        let Some(lock) = abandoned(&path, pid, &own_meta) else {
+            continue;
+        };
+        // The leftover's lock (if any) is held while it goes; where an open file cannot be
+        // removed (Windows), again once it is closed.
+        let mut removed = std::fs::remove_dir_all(&path);
+        if lock.is_some() && removed.is_err() {
+            drop(lock);
+            removed = std::fs::remove_dir_all(&path);
+        }
+        match removed {
+            Ok(()) => crate::output::errln!(
+                "note: removed {}: temporary files of a ctxbench process (pid {pid}) that ended \
+                 without removing them",
+                path.display()
+            ),
+            // Another process removed it first.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => crate::output::errln!(
+                "warning: cannot remove all of {} (temporary files of a ctxbench process, pid \
+                 {pid}, that ended without removing them): {e}",
+                path.display()
+            ),
+        }
+    }
+}
+
+/// Whether spill directory `path` (named with `pid`) was left by a process that is gone:
+/// `Some(its lock file, locked by us)` when it is, `Some(None)` for one without a lock to hold.
+/// Never for a symlink or anything but a directory, nor for one another user owns (`own` is the
+/// new directory's metadata, whose owner is this process's user). A directory with a lock file
+/// holding a pid is abandoned when its lock is free; one whose owner cannot be told so (no lock
+/// file, from before it; no pid in it; a file system without locks) when it has not changed for
+/// [`UNLOCKED_LEFTOVER_AGE`] and its pid is not running (where that can be told).
+fn abandoned(path: &Path, pid: u32, own: &std::fs::Metadata) -> Option<Option<std::fs::File>> {
+    use std::fs::TryLockError;
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.is_dir() {
+        return None;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if meta.uid() != own.uid() {
+            return None;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = own;
+    let stale = || {
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= UNLOCKED_LEFTOVER_AGE);
+        (old && !crate::record::lock::pid_alive(pid)).then_some(None)
+    };
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true);
+    // Never through a symlink, and never blocking on a FIFO.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut open, libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    let mut file = match open.open(path.join(LOCK_FILE)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return stale(),
+        Err(_) => return None,
+    };
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::Error(e)) if e.kind() == std::io::ErrorKind::Unsupported => {
+            return stale()
+        }
+        Err(_) => return None,
+    }
+    let mut text = String::new();
+    let has_pid = file.read_to_string(&mut text).is_ok() && text.trim().parse::<u32>().is_ok();
+    if has_pid {
+        Some(Some(file))
+    } else {
+        stale()
     }
 }
 
@@ -725,6 +891,135 @@ pub fn compare_files(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A spill directory as a process leaves it: a run file, and a lock file with a pid in it
+    /// (`None`: no lock file, as before the lock) that nobody holds.
+    fn leftover(parent: &Path, name: &str, lock: Option<&str>) -> PathBuf {
+        let path = parent.join(name);
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("rows-0-0"), b"rows").unwrap();
+        if let Some(text) = lock {
+            std::fs::write(path.join(LOCK_FILE), text).unwrap();
+        }
+        path
+    }
+
+    #[test]
+    fn the_next_spill_removes_a_directory_whose_lock_is_free() {
+        let parent = tempfile::tempdir().unwrap();
+        // What a killed spill leaves: its pid in the lock file, the lock gone with it.
+        let dead = leftover(
+            parent.path(),
+            "ctxbench-spill-4999999-17-0",
+            Some("4999999\n"),
+        );
+        let dir = TempDir::new(Some(parent.path())).unwrap();
+        assert!(!dead.exists(), "the leftover is removed");
+        assert!(dir.path().join(LOCK_FILE).is_file());
+        let pid = std::fs::read_to_string(dir.path().join(LOCK_FILE)).unwrap();
+        assert_eq!(pid.trim(), std::process::id().to_string());
+    }
+
+    #[test]
+    fn a_directory_whose_lock_is_held_is_kept() {
+        let parent = tempfile::tempdir().unwrap();
+        let busy = leftover(
+            parent.path(),
+            "ctxbench-spill-4999999-17-0",
+            Some("4999999\n"),
+        );
+        // Another open file description holds its lock (conflicts even in this process).
+        let held = std::fs::File::open(busy.join(LOCK_FILE)).unwrap();
+        held.lock().unwrap();
+        let first = TempDir::new(Some(parent.path())).unwrap();
+        assert!(
+            busy.join("rows-0-0").exists(),
+            "a held lock keeps its directory"
+        );
+        // A live TempDir's directory survives the next one.
+        let second = TempDir::new(Some(parent.path())).unwrap();
+        assert!(first.path().join(LOCK_FILE).exists());
+        assert!(busy.join("rows-0-0").exists());
+        drop(second);
+        // Its owner gone (the lock released), the next spill removes it.
+        drop(held);
+        let third = TempDir::new(Some(parent.path())).unwrap();
+        assert!(!busy.exists());
+        assert!(first.path().exists() && third.path().exists());
+    }
+
+    #[test]
+    fn only_directories_named_exactly_as_a_spill_are_removed() {
+        let parent = tempfile::tempdir().unwrap();
+        let others: Vec<PathBuf> = [
+            "ctxbench-spill-1-2",
+            "ctxbench-spill-1-2-3-4",
+            "ctxbench-spill-1-2-x",
+            "ctxbench-spill--2-3",
+            "ctxbench-spill-1-2-3.old",
+            "my-ctxbench-spill-1-2-3",
+        ]
+        .iter()
+        .map(|name| leftover(parent.path(), name, Some("4999999\n")))
+        .collect();
+        // A file with a spill's name is not a directory.
+        let file = parent.path().join("ctxbench-spill-7-8-9");
+        std::fs::write(&file, b"x").unwrap();
+        // Nor is a symlink with a spill's name, whatever it points to.
+        let target = leftover(parent.path(), "elsewhere", Some("4999999\n"));
+        #[cfg(unix)]
+        let link = {
+            let link = parent.path().join("ctxbench-spill-4-5-6");
+            std::os::unix::fs::symlink(&target, &link).unwrap();
+            link
+        };
+        let dead = leftover(
+            parent.path(),
+            "ctxbench-spill-4999999-1-2",
+            Some("4999999\n"),
+        );
+        let _dir = TempDir::new(Some(parent.path())).unwrap();
+        assert!(!dead.exists(), "a leftover named as a spill goes");
+        for p in &others {
+            assert!(p.join("rows-0-0").exists(), "{}", p.display());
+        }
+        assert!(file.is_file());
+        assert!(target.join("rows-0-0").exists() && target.join(LOCK_FILE).exists());
+        #[cfg(unix)]
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    }
+
+    /// A directory from before the lock file (or without a pid in it) goes only when it has
+    /// not changed for a day and its pid is not running (Linux tells that by /proc).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_unlocked_directory_goes_only_when_old_and_its_pid_is_gone() {
+        let parent = tempfile::tempdir().unwrap();
+        let age = |path: &Path, hours: u64| {
+            let then = std::time::SystemTime::now() - std::time::Duration::from_secs(hours * 3600);
+            std::fs::File::open(path)
+                .unwrap()
+                .set_modified(then)
+                .unwrap();
+        };
+        let fresh = leftover(parent.path(), "ctxbench-spill-4999999-1-0", None);
+        let young = leftover(parent.path(), "ctxbench-spill-4999999-1-1", None);
+        age(&young, 23);
+        let old = leftover(parent.path(), "ctxbench-spill-4999999-1-2", None);
+        age(&old, 25);
+        let no_pid = leftover(parent.path(), "ctxbench-spill-4999999-1-3", Some(""));
+        age(&no_pid, 25);
+        // An old directory of a process that still runs (this one) stays.
+        let alive = leftover(
+            parent.path(),
+            &format!("ctxbench-spill-{}-1-4", std::process::id()),
+            None,
+        );
+        age(&alive, 25);
+        let _dir = TempDir::new(Some(parent.path())).unwrap();
+        assert!(fresh.exists() && young.exists() && alive.exists());
+        assert!(!old.exists() && !no_pid.exists());
+    }
 
     /// Observations spilled in runs of a few come back per variant and metric in key order,
     /// the first of duplicate keys kept (as `aggregate::observations` keeps them), and a join
