@@ -922,13 +922,9 @@ where
     if let Err(e) = packs.flush() {
         warn_stores(&mut pack_warned, progress, &e.to_string());
     }
-    if let Err(e) = exec
-        .flush()
+    exec.flush()
         .map_err(|source| JournalError::Beside { source })
-        .and_then(|()| ledger.journal.flush())
-    {
-        return Err(e);
-    }
+        .and_then(|()| ledger.journal.flush())?;
     // Flagged units' stores still undecided: pruning decides from the whole run.
     for (id, files) in waiting.rest() {
         if let Err(e) = crate::engine::store::write_files(&files, &run_dir.unit_store(&id)) {
