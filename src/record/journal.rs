@@ -110,6 +110,15 @@ pub struct SamplesRead {
     pub torn: Option<TornLine>,
 }
 
+/// What a [`Journal`] holds in memory ([`Journal::held`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Held {
+    pub lines: usize,
+    pub bytes: usize,
+    /// How long the oldest line has been held.
+    pub since: Duration,
+}
+
 /// At most this many bytes of journal lines are held in memory ([`Journal::append_all`]).
 pub const JOURNAL_HOLD_BYTES: usize = 256 << 10;
 /// Journal lines are held in memory at most about this long ([`Journal::append_all`]; checked
@@ -129,8 +138,9 @@ pub struct Journal {
     written: usize,
     batch: usize,
     ends: Vec<usize>,
-    /// Since when lines are held (`None`: none is).
+    /// Since when lines are held (`None`: none is), and how many.
     held_since: Option<std::time::Instant>,
+    held_lines: usize,
     file: File,
 }
 
@@ -154,6 +164,7 @@ impl Journal {
             batch: 0,
             ends: Vec::new(),
             held_since: None,
+            held_lines: 0,
             file,
         }
     }
@@ -194,7 +205,7 @@ impl Journal {
     /// appended), in order; [`Journal::written`] then gives each with where it starts. They
     /// are written at once, with the lines held before them, in one call — unless `hold`: then
     /// they are held in memory ([`Journal::flush`] writes them). The runner holds the lines
-    /// of offline units, which a crash only makes run again, for at most
+    /// of offline units, which a crash only makes run again: at most two a unit in flight,
     /// [`JOURNAL_HOLD_BYTES`] and [`JOURNAL_HOLD_FOR`].
     pub fn append_all(
         &mut self,
@@ -223,10 +234,13 @@ impl Journal {
         self.write_held()
     }
 
-    /// Bytes of the lines held, and for how long the oldest has been.
-    pub fn held(&self) -> (usize, Duration) {
-        let since = self.held_since.map_or(Duration::ZERO, |t| t.elapsed());
-        (self.buf.len() - self.written, since)
+    /// The lines held: how many, their bytes, and for how long the oldest has been.
+    pub fn held(&self) -> Held {
+        Held {
+            lines: self.held_lines,
+            bytes: self.buf.len() - self.written,
+            since: self.held_since.map_or(Duration::ZERO, |t| t.elapsed()),
+        }
     }
 
     /// Forget the lines written before this append (their bytes are no longer needed).
@@ -243,10 +257,12 @@ impl Journal {
     fn end_line(&mut self) {
         self.buf.push(b'\n');
         self.ends.push(self.buf.len());
+        self.held_lines += 1;
     }
 
     /// Take back what this append added (a line could not be encoded).
     fn drop_batch(&mut self, e: serde_json::Error) -> JournalError {
+        self.held_lines -= self.ends.len();
         self.buf.truncate(self.batch);
         self.ends.clear();
         JournalError::Io {
@@ -264,6 +280,7 @@ impl Journal {
             self.file.flush().map_err(io_err(&self.path))?;
         }
         self.held_since = None;
+        self.held_lines = 0;
         Ok(())
     }
 
@@ -682,16 +699,17 @@ mod tests {
         j.append_all((0..2).map(encoded), true).unwrap();
         assert_eq!(len(), 0, "held");
         assert!(!j.is_empty());
-        let (bytes, _) = j.held();
+        let held = j.held();
+        assert_eq!(held.lines, 2);
         assert_eq!(
-            bytes as u64,
+            held.bytes as u64,
             j.written().map(|(l, _)| l.len() as u64 + 1).sum::<u64>()
         );
         j.append_all((2..3).map(encoded), true).unwrap();
         let at: Vec<u64> = (0..1).map(|_| j.last_line_at()).collect();
         // The next lines not held: every held line goes with them, in order.
         j.append_all((3..5).map(encoded), false).unwrap();
-        assert_eq!(j.held().0, 0);
+        assert_eq!((j.held().lines, j.held().bytes), (0, 0));
         let read = read_samples(&path).unwrap();
         assert_eq!(read.samples, (0..5).map(sample).collect::<Vec<_>>());
         let mut file = File::open(&path).unwrap();
@@ -706,7 +724,7 @@ mod tests {
         j.append_all((6..7).map(encoded), true).unwrap();
         j.sync().unwrap();
         j.append(&sample(7)).unwrap();
-        assert_eq!(j.held().0, 0);
+        assert_eq!(j.held().lines, 0);
         let read = read_samples(&path).unwrap();
         assert_eq!(read.samples, (0..8).map(sample).collect::<Vec<_>>());
         assert_eq!(j.last_line_at() + j.last_line().len() as u64 + 1, len());

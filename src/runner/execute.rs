@@ -828,11 +828,14 @@ where
                 // only makes its units run again), so the journal and the executor's records
                 // (the summaries pack) take a write every ~256 KiB instead of one a chunk. The
                 // executor writes what it holds first: no line names a text not in its file.
+                // At most two lines a unit in flight: what the run holds stays bounded by
+                // the units in flight (`tests/run_memory.rs`).
                 let bytes: usize = lines.iter().map(|l| l.as_ref().map_or(0, |l| l.len() + 1)).sum();
-                let (held, since) = ledger.journal.held();
+                let held = ledger.journal.held();
                 let hold = offline
-                    && held + bytes < crate::record::journal::JOURNAL_HOLD_BYTES
-                    && since < crate::record::journal::JOURNAL_HOLD_FOR;
+                    && held.lines + lines.len() <= 2 * concurrency
+                    && held.bytes + bytes < crate::record::journal::JOURNAL_HOLD_BYTES
+                    && held.since < crate::record::journal::JOURNAL_HOLD_FOR;
                 let written = match hold {
                     true => Ok(()),
                     false => {
