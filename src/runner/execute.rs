@@ -503,8 +503,9 @@ async fn settle(writes: &Semaphore, n: usize) {
     drop(writes.acquire_many(n).await.expect("never closed"));
 }
 
-/// Dispatch `units` in order. Each finished unit's sample is appended to `ledger`'s journal (and
-/// flushed) before the next decision, and added to its totals. Each message on `interrupts` is one Ctrl-C (or SIGTERM): the first
+/// Dispatch `units` in order. Each finished unit's sample is appended to `ledger`'s journal
+/// before the next decision (written at once, or for offline units held in memory a short
+/// while: [`Journal::append_all`]), and added to its totals. Each message on `interrupts` is one Ctrl-C (or SIGTERM): the first
 /// stops dispatching and lets running units finish for at most `opts.interrupt_grace`, after
 /// which they are cancelled; a second cancels them at once. A cancelled unit is not recorded
 /// (it counts as not run and runs again on `--resume`). Returns an error only
