@@ -487,6 +487,30 @@ fn write_store_here(
     }
 }
 
+/// The next unit of `pending`, when it is `wanted` and the budget lets it start beside
+/// `in_flight` units (it is then counted as started); `stopping` is set when the budget stops
+/// the run.
+fn next_unit<I: Iterator<Item = Arc<Unit>>>(
+    pending: &mut std::iter::Peekable<I>,
+    budget: &mut Budget,
+    in_flight: usize,
+    stopping: &mut Option<StopReason>,
+    wanted: impl Fn(&Unit) -> bool,
+) -> Option<Arc<Unit>> {
+    let next = pending.peek().filter(|u| wanted(u))?;
+    match budget.decide(&next.eval, in_flight) {
+        Decision::Go => {}
+        Decision::Wait => return None,
+        Decision::Stop => {
+            *stopping = Some(StopReason::Budget);
+            return None;
+        }
+    }
+    let unit = pending.next()?;
+    budget.started(&unit.eval);
+    Some(unit)
+}
+
 /// Say once a run that the stores' pack file could not be written (`error`): pruning then
 /// reports the stores it cannot find.
 fn warn_stores(warned: &mut bool, progress: &mut Progress, error: &str) {
@@ -575,37 +599,21 @@ where
     loop {
         // Fill free slots.
         while stopping.is_none() && in_flight < concurrency {
-            let Some(next) = pending.peek() else { break };
-            match budget.decide(&next.eval, in_flight) {
-                Decision::Go => {}
-                Decision::Wait => break,
-                Decision::Stop => {
-                    stopping = Some(StopReason::Budget);
-                    break;
-                }
-            }
-            let unit = pending.next().expect("peeked");
-            budget.started(&unit.eval);
+            let any = |_: &Unit| true;
+            let Some(unit) = next_unit(&mut pending, budget, in_flight, &mut stopping, any) else {
+                break;
+            };
             let offline = exec.is_offline(&unit);
             // Offline units go in chunks: one task, one hop to rayon and one wake of this
             // dispatcher for up to `chunk` units (the next ones in the plan, same providers).
             let mut units = vec![unit.clone()];
+            let alike = |next: &Unit| next.providers == unit.providers && exec.is_offline(next);
             while offline && units.len() < chunk && in_flight + units.len() < concurrency {
-                let Some(next) = pending.peek() else { break };
-                if next.providers != unit.providers || !exec.is_offline(next) {
-                    break;
+                let started = in_flight + units.len();
+                match next_unit(&mut pending, budget, started, &mut stopping, alike) {
+                    Some(next) => units.push(next),
+                    None => break,
                 }
-                match budget.decide(&next.eval, in_flight + units.len()) {
-                    Decision::Go => {}
-                    Decision::Wait => break,
-                    Decision::Stop => {
-                        stopping = Some(StopReason::Budget);
-                        break;
-                    }
-                }
-                let next = pending.next().expect("peeked");
-                budget.started(&next.eval);
-                units.push(next);
             }
             in_flight += units.len();
             let exec = exec.clone();
