@@ -511,6 +511,22 @@ fn next_unit<I: Iterator<Item = Arc<Unit>>>(
     Some(unit)
 }
 
+/// Write what the journal's lines name before they are written: the stores pack's markers
+/// (a failure is warned of once: pruning then reports the stores it cannot find) and what the
+/// executor holds ([`UnitExecutor::flush`]: a failure stops the run).
+fn flush_beside(
+    exec: &dyn UnitExecutor,
+    packs: &crate::engine::store::PackFile,
+    warned: &mut bool,
+    progress: &mut Progress,
+) -> Result<(), JournalError> {
+    if let Err(e) = packs.flush() {
+        warn_stores(warned, progress, &e.to_string());
+    }
+    exec.flush()
+        .map_err(|source| JournalError::Beside { source })
+}
+
 /// Say once a run that the stores' pack file could not be written (`error`): pruning then
 /// reports the stores it cannot find.
 fn warn_stores(warned: &mut bool, progress: &mut Progress, error: &str) {
@@ -754,6 +770,11 @@ where
         if running.is_empty() {
             break;
         }
+        let lines_held = ledger.journal.held();
+        let write_held_at = (lines_held.lines > 0).then(|| {
+            tokio::time::Instant::now()
+                + crate::record::journal::JOURNAL_HOLD_FOR.saturating_sub(lines_held.since)
+        });
         tokio::select! {
             joined = running.join_next_with_id() => {
                 let Some(joined) = joined else { continue };
@@ -840,19 +861,14 @@ where
                 // At most two lines a unit in flight: what the run holds stays bounded by
                 // the units in flight (`tests/run_memory.rs`).
                 let bytes: usize = lines.iter().map(|l| l.as_ref().map_or(0, |l| l.len() + 1)).sum();
-                let held = ledger.journal.held();
+                let lines_held = ledger.journal.held();
                 let hold = offline
-                    && held.lines + lines.len() <= 2 * concurrency
-                    && held.bytes + bytes < crate::record::journal::JOURNAL_HOLD_BYTES
-                    && held.since < crate::record::journal::JOURNAL_HOLD_FOR;
+                    && lines_held.lines + lines.len() <= 2 * concurrency
+                    && lines_held.bytes + bytes < crate::record::journal::JOURNAL_HOLD_BYTES
+                    && lines_held.since < crate::record::journal::JOURNAL_HOLD_FOR;
                 let written = match hold {
                     true => Ok(()),
-                    false => {
-                        if let Err(e) = packs.flush() {
-                            warn_stores(&mut pack_warned, progress, &e.to_string());
-                        }
-                        exec.flush().map_err(|source| JournalError::Beside { source })
-                    }
+                    false => flush_beside(&*exec, &packs, &mut pack_warned, progress),
                 };
                 if let Err(e) = written.and_then(|()| ledger.journal.append_all(lines, hold)) {
                     cancel.store(true, Ordering::Relaxed);
@@ -917,6 +933,19 @@ where
                     running.abort_all();
                 }
             }
+            // Lines held for `JOURNAL_HOLD_FOR` are written even when no unit ends (units that
+            // take long): a crash loses at most that much.
+            () = sleep_until_opt(write_held_at), if write_held_at.is_some() => {
+                let written = flush_beside(&*exec, &packs, &mut pack_warned, progress)
+                    .and_then(|()| ledger.journal.flush());
+                if let Err(e) = written {
+                    cancel.store(true, Ordering::Relaxed);
+                    running.abort_all();
+                    while running.join_next().await.is_some() {}
+                    settle(&writes, concurrency).await;
+                    return Err(e);
+                }
+            }
             () = sleep_until_opt(grace_ends), if grace_ends.is_some() && !cancelled => {
                 cancelled = true;
                 progress.note(&format!(
@@ -931,11 +960,7 @@ where
     }
     settle(&writes, concurrency).await;
     // The lines held (and before them the stores' markers and what the executor holds).
-    if let Err(e) = packs.flush() {
-        warn_stores(&mut pack_warned, progress, &e.to_string());
-    }
-    exec.flush()
-        .map_err(|source| JournalError::Beside { source })
+    flush_beside(&*exec, &packs, &mut pack_warned, progress)
         .and_then(|()| ledger.journal.flush())?;
     // Flagged units' stores still undecided: pruning decides from the whole run.
     for (id, files) in waiting.rest() {

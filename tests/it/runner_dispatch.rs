@@ -33,6 +33,9 @@ struct Fake {
     /// `flush` fails (the pack's write failed).
     flush_fails: bool,
     flushes: AtomicUsize,
+    /// Every unit but the first waits (up to 10 s) until the journal holds a line: score
+    /// `saw_line`.
+    wait_for_a_line: bool,
 }
 
 impl UnitExecutor for Fake {
@@ -70,6 +73,16 @@ impl UnitExecutor for Fake {
             }
             let mut scores = BTreeMap::new();
             scores.insert("index".to_string(), unit.index as f64);
+            if self.wait_for_a_line && unit.index > 0 {
+                let journal = ctx.run_dir.join("samples.jsonl");
+                let started = std::time::Instant::now();
+                let mut saw = false;
+                while !saw && started.elapsed() < Duration::from_secs(10) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    saw = std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0);
+                }
+                scores.insert("saw_line".to_string(), f64::from(u8::from(saw)));
+            }
             let summaries = if self.pack_texts && unit.index % 2 == 1 {
                 vec![SummaryRecord {
                     fold: 1,
@@ -416,6 +429,28 @@ fn the_executor_writes_what_it_holds_before_lines_are_written_and_a_failure_stop
         let dir = env.root.join("out").join(format!("lost-{offline}"));
         assert!(dir.join("run.json").is_file(), "{}", dir.display());
         assert!(samples(&dir).is_empty(), "no line naming a lost text");
+    }
+}
+
+#[test]
+fn held_lines_are_written_within_a_second_while_no_other_unit_ends() {
+    let env = env(1, "");
+    // One unit a task at 2 in flight: unit 0 ends, its line held in memory; every other unit
+    // ends only once the journal holds a line, so nothing but time writes it.
+    let fake = Arc::new(Fake {
+        offline: true,
+        wait_for_a_line: true,
+        ..Fake::default()
+    });
+    let o = RunOptions {
+        jobs: Some(2),
+        ..opts("held")
+    };
+    let out = run_with(&env, &o, fake, None).unwrap();
+    let s = samples(&out.run_dir);
+    assert_eq!(s.len(), 6);
+    for s in s.iter().filter(|s| s.scores["index"] > 0.0) {
+        assert_eq!(s.scores["saw_line"], 1.0, "the held line was never written");
     }
 }
 
