@@ -638,6 +638,12 @@ mod tests {
             .build()
     }
 
+    /// Sample `i`'s line as the thread that made it encodes it.
+    fn encoded(i: u32) -> Result<Vec<u8>, serde_json::Error> {
+        let mut line = Vec::new();
+        Journal::encode(&sample(i), &mut line).map(|()| line)
+    }
+
     #[test]
     fn append_then_read_round_trips() {
         let dir = tempfile::tempdir().unwrap();
@@ -659,10 +665,6 @@ mod tests {
         let path = dir.path().join("samples.jsonl");
         let mut j = Journal::create(&path).unwrap();
         j.append(&sample(0)).unwrap();
-        let encoded = |i| {
-            let mut line = Vec::new();
-            Journal::encode(&sample(i), &mut line).map(|()| line)
-        };
         j.append_all((1..4).map(encoded), false).unwrap();
         let written: Vec<(Vec<u8>, u64)> = j.written().map(|(l, at)| (l.to_vec(), at)).collect();
         assert_eq!(written.len(), 3);
@@ -691,10 +693,6 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("samples.jsonl");
         let mut j = Journal::create(&path).unwrap();
-        let encoded = |i| {
-            let mut line = Vec::new();
-            Journal::encode(&sample(i), &mut line).map(|()| line)
-        };
         let len = || std::fs::metadata(&path).unwrap().len();
         j.append_all((0..2).map(encoded), true).unwrap();
         assert_eq!(len(), 0, "held");
