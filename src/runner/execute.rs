@@ -813,46 +813,46 @@ where
                 let mut samples = Vec::with_capacity(dones.len());
                 let mut lines = Vec::with_capacity(dones.len());
                 for done in dones {
-                let Done { unit, sample, line, failure, mut store_error, hold, routed } = done;
-                if let Some(text) = failure {
-                    progress.println(&text);
-                }
-                let (hold, wait) = match routed {
-                    Some(super::stores::Route::Wait) => (None, hold),
-                    _ => (hold, None),
-                };
-                for (id, files) in held.ended(&sample, hold, routed) {
-                    if let Err(e) = packs.append(&id, &files) {
-                        store_error.get_or_insert(e.to_string());
+                    let Done { unit, sample, line, failure, mut store_error, hold, routed } = done;
+                    if let Some(text) = failure {
+                        progress.println(&text);
                     }
-                }
-                // (Written here, on the dispatcher, like the held baselines' pack records: a
-                // few stores a run, first in the report's order, beyond the number held.)
-                if let super::stores::StorePolicy::Kept { problems, .. } = &*stores {
-                    if let Some(store) = wait {
-                        waiting.hold(super::stores::problem_key(&unit), store);
-                    }
-                    for (id, files) in waiting.ended(&sample, problems) {
-                        let dir = run_dir.unit_store(&id);
-                        if let Err(e) = crate::engine::store::write_files(&files, &dir) {
+                    let (hold, wait) = match routed {
+                        Some(super::stores::Route::Wait) => (None, hold),
+                        _ => (hold, None),
+                    };
+                    for (id, files) in held.ended(&sample, hold, routed) {
+                        if let Err(e) = packs.append(&id, &files) {
                             store_error.get_or_insert(e.to_string());
                         }
                     }
-                }
-                if let Some(e) = store_error {
-                    if !pack_warned {
-                        pack_warned = true;
-                        progress.println(&format!(
-                            "warning: offload store of unit {} not written: {e}",
-                            unit.id
-                        ));
+                    // (Written here, on the dispatcher, like the held baselines' pack records: a
+                    // few stores a run, first in the report's order, beyond the number held.)
+                    if let super::stores::StorePolicy::Kept { problems, .. } = &*stores {
+                        if let Some(store) = wait {
+                            waiting.hold(super::stores::problem_key(&unit), store);
+                        }
+                        for (id, files) in waiting.ended(&sample, problems) {
+                            let dir = run_dir.unit_store(&id);
+                            if let Err(e) = crate::engine::store::write_files(&files, &dir) {
+                                store_error.get_or_insert(e.to_string());
+                            }
+                        }
                     }
-                }
-                lines.push(line.unwrap_or_else(|| {
-                    let mut line = Vec::new();
-                    Journal::encode(&sample, &mut line).map(|()| line)
-                }));
-                samples.push(sample);
+                    if let Some(e) = store_error {
+                        if !pack_warned {
+                            pack_warned = true;
+                            progress.println(&format!(
+                                "warning: offload store of unit {} not written: {e}",
+                                unit.id
+                            ));
+                        }
+                    }
+                    lines.push(line.unwrap_or_else(|| {
+                        let mut line = Vec::new();
+                        Journal::encode(&sample, &mut line).map(|()| line)
+                    }));
+                    samples.push(sample);
                 }
                 // The task's lines, with one write; an offline chunk's held a while (a crash
                 // only makes its units run again), so the journal and the executor's records
@@ -882,33 +882,33 @@ where
                 // `resume::Recorded::read` parses it) — the same numbers as reading the whole
                 // journal again at the end of the run, without that pass.
                 for (sample, (line, at)) in samples.iter().zip(ledger.journal.written()) {
-                if let Some(rows) = &mut ledger.rows {
-                    match rows.line(line, at) {
-                        Ok(v) if v <= crate::record::SCHEMA_VERSION => {}
-                        _ => ledger.rows = None,
+                    if let Some(rows) = &mut ledger.rows {
+                        match rows.line(line, at) {
+                            Ok(v) if v <= crate::record::SCHEMA_VERSION => {}
+                            _ => ledger.rows = None,
+                        }
+                        if ledger.rows.as_ref().is_some_and(|r| r.len() > ledger.rows_above) {
+                            ledger.rows = None;
+                        }
                     }
-                    if ledger.rows.as_ref().is_some_and(|r| r.len() > ledger.rows_above) {
-                        ledger.rows = None;
+                    if let Some(sum) = &mut ledger.totals {
+                        match ledger.rows.as_ref().and_then(|r| r.last()) {
+                            Some(row) => sum.add(&row),
+                            None => match crate::report::load::parse_light(line) {
+                                Ok((s, _)) => sum.add(&s.row()),
+                                Err(_) => ledger.totals = None,
+                            },
+                        }
                     }
-                }
-                if let Some(sum) = &mut ledger.totals {
-                    match ledger.rows.as_ref().and_then(|r| r.last()) {
-                        Some(row) => sum.add(&row),
-                        None => match crate::report::load::parse_light(line) {
-                            Ok((s, _)) => sum.add(&s.row()),
-                            Err(_) => ledger.totals = None,
-                        },
+                    budget.record_sample(sample);
+                    let tokens = sample.tokens_total();
+                    let failed = sample.error.is_some();
+                    progress.record(tokens, &sample.cost_usd, failed);
+                    if failed {
+                        report.failed += 1;
+                    } else {
+                        report.completed += 1;
                     }
-                }
-                budget.record_sample(sample);
-                let tokens = sample.tokens_total();
-                let failed = sample.error.is_some();
-                progress.record(tokens, &sample.cost_usd, failed);
-                if failed {
-                    report.failed += 1;
-                } else {
-                    report.completed += 1;
-                }
                 }
             }
             signal = interrupts.recv(), if interrupts_open => {
