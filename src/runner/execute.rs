@@ -9,7 +9,7 @@
 //! through [`blocking_io`] instead, on tokio's blocking pool: a rayon thread never waits on the
 //! network, so rayon's few threads (one per core) do not cap the requests in flight. A unit
 //! that waits on nothing outside the process ([`UnitExecutor::is_offline`]) runs whole on one
-//! rayon thread ([`on_one_thread`]).
+//! rayon thread, a few at a time ([`on_one_thread_each`]).
 //! A failed unit — an error the executor reports, or a panic — is recorded as a sample with
 //! `error` set, and the run goes on.
 
@@ -137,7 +137,7 @@ pub trait UnitExecutor: Send + Sync {
     fn execute<'a>(&'a self, unit: &'a Unit, ctx: &'a RunContext) -> UnitFuture<'a>;
 
     /// `unit` waits on nothing outside the process (every provider it calls is offline): the
-    /// dispatcher then runs the whole unit on one rayon thread ([`on_one_thread`]) instead of
+    /// dispatcher then runs the whole unit on one rayon thread ([`on_one_thread_each`]) instead of
     /// hopping between tokio's workers, rayon and back.
     fn is_offline(&self, _unit: &Unit) -> bool {
         false
@@ -197,7 +197,7 @@ impl UnitExecutor for Router {
 
 /// Run CPU-bound work on rayon's global pool (all cores) and await its result. A panic in `f`
 /// is resumed in the awaiting task (where the dispatcher records it as a failed unit). Called
-/// on a rayon thread (a unit run there whole, [`on_one_thread`]), `f` runs in place.
+/// on a rayon thread (a unit run there whole, [`on_one_thread_each`]), `f` runs in place.
 pub async fn cpu<T, F>(f: F) -> T
 where
     T: Send + 'static,
@@ -218,40 +218,6 @@ where
     }
 }
 
-/// Run the unit `exec` makes of `unit` on one rayon thread, start to end (its replay in place,
-/// [`cpu`]), inside the runtime of the caller (timers and tasks it starts work as on a worker).
-/// For units that wait on nothing outside the process: their allocations are made and freed
-/// on one thread, and the unit costs one hop to rayon and one back instead of one per step.
-/// A unit that does wait parks its rayon thread until woken.
-pub async fn on_one_thread(
-    exec: Arc<dyn UnitExecutor>,
-    unit: Arc<Unit>,
-    ctx: Arc<RunContext>,
-) -> UnitOutput {
-    on_one_thread_then(exec, unit, ctx, |out| out).await
-}
-
-/// [`on_one_thread`], then `then` on the unit's output on the same thread: what the unit made
-/// is used and freed where it was allocated (a free on another thread takes the allocating
-/// thread's arena lock, and waits on it while that thread runs the next unit).
-pub async fn on_one_thread_then<R, F>(
-    exec: Arc<dyn UnitExecutor>,
-    unit: Arc<Unit>,
-    ctx: Arc<RunContext>,
-    then: F,
-) -> R
-where
-    R: Send + 'static,
-    F: FnOnce(UnitOutput) -> R + Send + 'static,
-{
-    let runtime = tokio::runtime::Handle::current();
-    cpu(move || {
-        let _entered = runtime.enter();
-        then(block_on(exec.execute(&unit, &ctx)))
-    })
-    .await
-}
-
 /// How many offline units one task runs, one after another on one rayon thread
 /// ([`on_one_thread_each`]): enough that each of rayon's `threads` has two chunks of the
 /// `concurrency` units in flight (a thread never waits on the dispatcher for work), at most 8.
@@ -262,11 +228,16 @@ pub fn offline_chunk(concurrency: usize, threads: usize) -> usize {
     (concurrency / (2 * threads.max(1))).clamp(1, 8)
 }
 
-/// [`on_one_thread_then`] for a chunk of units, one after another on one rayon thread, then
-/// `then` on each unit, its output and how long it ran. A unit that panics gives a failed
-/// output (kind `panic`), and the next unit runs. Once
-/// `cancel` is set no further unit starts (the chunk goes on after its task is cancelled:
-/// rayon's work cannot be dropped mid-way).
+/// Run the units `exec` makes of `units` on one rayon thread, one after another, each start to
+/// end (its replay in place, [`cpu`]) inside the runtime of the caller (timers and tasks it
+/// starts work as on a worker), then `then` on each unit, its output and how long it ran, on
+/// the same thread: what a unit made is used and freed where it was allocated (a free on
+/// another thread takes the allocating thread's arena lock, and waits on it while that thread
+/// runs the next unit). For units that wait on nothing outside the process: a chunk costs one
+/// hop to rayon and one back, not one a step (a unit that does wait parks its rayon thread
+/// until woken). A unit that panics gives a failed output (kind `panic`), and the next unit
+/// runs. Once `cancel` is set no further unit starts (the chunk goes on after its task is
+/// cancelled: rayon's work cannot be dropped mid-way).
 pub async fn on_one_thread_each<R, F>(
     exec: Arc<dyn UnitExecutor>,
     units: Vec<Arc<Unit>>,
@@ -1096,7 +1067,11 @@ mod tests {
         let unit = Unit::for_test("u", "v");
         let exec: Arc<dyn UnitExecutor> = Arc::new(OneThreadProbe);
         let ctx = Arc::new(RunContext::default());
-        let out = on_one_thread(exec.clone(), Arc::new(unit.clone()), ctx.clone()).await;
+        let cancel = Arc::new(AtomicBool::new(false));
+        let units = vec![Arc::new(unit.clone())];
+        let out = on_one_thread_each(exec.clone(), units, ctx.clone(), cancel, |_, out, _| out)
+            .await
+            .remove(0);
         assert_eq!(out.scores["one_thread"], 1.0);
         // Run as usual, the same unit starts on a tokio worker.
         assert_eq!(exec.execute(&unit, &ctx).await.scores["one_thread"], 0.0);

@@ -26,8 +26,8 @@ pub mod synthetic;
 pub mod todo;
 
 pub use execute::{
-    blocking_io, cpu, on_one_thread, replay_pool, Router, RunContext, UnitExecutor, UnitFuture,
-    UnitOutput,
+    blocking_io, cpu, on_one_thread_each, replay_pool, Router, RunContext, UnitExecutor,
+    UnitFuture, UnitOutput,
 };
 pub use plan::{Plan, Unit};
 pub use shard::Shard;
