@@ -554,7 +554,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         prepared.dispatch.stores = crate::runner::stores::StorePolicy::Dirs;
     }
     // A run whose every unit waits on nothing outside the process runs each unit whole on
-    // rayon's threads (`runner::on_one_thread`): the runtime only dispatches and records, which
+    // rayon's threads (`runner::on_one_thread_each`): the runtime only dispatches and records, which
     // one worker does. A second one only took turns with it: a unit ending on rayon woke one
     // worker, which woke the other to look for more work (futex calls, context switches).
     let plan = &prepared.plan;
