@@ -130,17 +130,22 @@ impl Writer {
         ))
     }
 
-    /// Write the records held, if any.
-    fn write_pending(&mut self, index: &std::sync::Mutex<PackIndex>) -> std::io::Result<()> {
+    /// Write the records held, then `parts` (from their own bytes: a block past [`FLUSH_AT`]
+    /// is not copied into the records held first).
+    fn write_through(
+        &mut self,
+        parts: &[std::io::IoSlice<'_>],
+        index: &std::sync::Mutex<PackIndex>,
+    ) -> std::io::Result<()> {
         use std::io::Write;
         if let Some(e) = self.failure() {
             return Err(e);
         }
-        if self.pending.is_empty() {
-            return Ok(());
-        }
         let written = match self.file.as_mut() {
-            Some(file) => file.write_all(&self.pending),
+            _ if self.pending.is_empty() && parts.is_empty() => Ok(()),
+            Some(file) => std::iter::once(&self.pending[..])
+                .chain(parts.iter().map(|p| &p[..]))
+                .try_for_each(|bytes| file.write_all(bytes)),
             None => Err(std::io::Error::other("the summaries pack is not open")),
         };
         self.pending.clear();
@@ -318,7 +323,7 @@ impl SummaryPack {
     /// flush). After a failed write every later `keep` and `flush` fails too.
     pub fn flush(&self) -> std::io::Result<()> {
         let mut writer = self.file.lock().unwrap_or_else(|e| e.into_inner());
-        writer.write_pending(&self.index)
+        writer.write_through(&[], &self.index)
     }
 
     /// Record `texts`: fills each record's `text_digest`, `chars`, and `text` (short) or `file`
@@ -362,7 +367,7 @@ impl SummaryPack {
     /// `summaries/` folder under `root` whose content matches its name. Returns how many texts
     /// were carried; a text recorded twice is read once (the reader takes the first).
     pub fn carry(&self, root: &std::path::Path, pack: &std::path::Path) -> std::io::Result<usize> {
-        const FLUSH_AT: usize = 4 << 20;
+        const CARRIED_AT_ONCE: usize = 4 << 20;
         let mut carried = 0;
         let mut buf = Vec::new();
         let mut failed = None;
@@ -378,7 +383,7 @@ impl SummaryPack {
                         |_: &str| true,
                         |name: &str, text: String| {
                             push(name, &text, &mut buf);
-                            if buf.len() >= FLUSH_AT && failed.is_none() {
+                            if buf.len() >= CARRIED_AT_ONCE && failed.is_none() {
                                 failed = self.append(&buf).err();
                                 buf.clear();
                             }
@@ -402,7 +407,7 @@ impl SummaryPack {
                 if member_name(&text_digest(&text)) == name {
                     push(&name, &text, &mut buf);
                 }
-                if buf.len() >= FLUSH_AT {
+                if buf.len() >= CARRIED_AT_ONCE {
                     self.append(&buf)?;
                     buf.clear();
                 }
@@ -473,8 +478,12 @@ impl SummaryPack {
         // Where the file will end once the records held are written (`None`: unknown, the
         // index is not used).
         let start = self.index_lock().end.take();
-        for part in parts {
-            writer.pending.extend_from_slice(part);
+        if writer.pending.len() as u64 + total >= FLUSH_AT as u64 {
+            writer.write_through(parts, &self.index)?;
+        } else {
+            for part in parts {
+                writer.pending.extend_from_slice(part);
+            }
         }
         if let Some(start) = start {
             let mut index = self.index_lock();
@@ -490,9 +499,6 @@ impl SummaryPack {
                 }
                 index.end = Some(start + total);
             }
-        }
-        if writer.pending.len() >= FLUSH_AT {
-            writer.write_pending(&self.index)?;
         }
         Ok(())
     }
