@@ -99,17 +99,12 @@ fn write_run(dir: &Path, n: u32) -> RunDir {
     run
 }
 
-/// The smallest peak of `report` of `run` with `extra` arguments, over [`TRIES`].
-fn report_peak(run: &RunDir, out: &Path, extra: &[&str]) -> usize {
-    let run = run.samples_jsonl();
-    let run = run.parent().unwrap().to_str().unwrap().to_string();
-    let out = out.to_str().unwrap();
+/// The smallest peak of the CLI command `args` (which must succeed), over [`TRIES`].
+fn cli_peak(args: &[String]) -> usize {
     (0..TRIES)
         .map(|_| {
-            let mut args = vec!["ctxbench", "report", &run, "-o", out, "--no-png"];
-            args.extend_from_slice(extra);
             let ((), peak) = peak_of(|| {
-                let code = ctxbench::cli::run(Cli::parse_from(&args)).unwrap();
+                let code = ctxbench::cli::run(Cli::parse_from(args)).unwrap();
                 assert_eq!(code, std::process::ExitCode::SUCCESS, "{args:?}");
             });
             peak
@@ -118,92 +113,29 @@ fn report_peak(run: &RunDir, out: &Path, extra: &[&str]) -> usize {
         .unwrap()
 }
 
-#[test]
-fn the_spilled_reports_peak_does_not_grow_with_samples() {
+/// Peaks of the command `args(run, tmp, extra)` on runs of N and 4N samples, spilled (runs of
+/// 64 rows: both sizes merge more runs than fit at once, their read buffers the same, as a big
+/// run's do) and in memory. The spilled peak may grow at most [`SPILLED_GROWTH`]; the
+/// in-memory path keeps every row, so its peak grows past twice that — which shows the bound
+/// would catch a spilled path that kept its rows.
+fn spilled_peak_does_not_grow(what: &str, args: impl Fn(&str, &Path, &[&str]) -> Vec<String>) {
     let _one = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let tmp = tempfile::tempdir().unwrap();
     let small = write_run(&tmp.path().join("small"), N);
     let big = write_run(&tmp.path().join("big"), 4 * N);
-    // Runs of 64 rows: both sizes merge more runs than fit at once (their read buffers are the
-    // same), as a big run's do.
+    let peak = |run: &RunDir, extra: &[&str]| {
+        let dir = run.samples_jsonl();
+        let dir = dir.parent().unwrap().to_str().unwrap();
+        cli_peak(&args(dir, tmp.path(), extra))
+    };
     let spill = ["--spill-above", "0", "--spill-run-rows", "64"];
-    let out = tmp.path().join("out");
-    let spilled = (
-        report_peak(&small, &out, &spill),
-        report_peak(&big, &out, &spill),
-    );
-    let in_memory = (report_peak(&small, &out, &[]), report_peak(&big, &out, &[]));
+    let spilled = (peak(&small, &spill), peak(&big, &spill));
+    let in_memory = (peak(&small, &[]), peak(&big, &[]));
     let growth = |(a, b): (usize, usize)| b.saturating_sub(a);
     let msg = format!(
-        "peaks at {N} and {} samples: spilled {spilled:?} (grew {}), in memory {in_memory:?} \
-         (grew {})",
-        4 * N,
-        growth(spilled),
-        growth(in_memory)
-    );
-    assert!(growth(spilled) <= SPILLED_GROWTH, "spilled: {msg}");
-    // The in-memory path keeps every row: its peak grows past the bound, so the bound would
-    // catch a spilled path that kept its rows.
-    assert!(growth(in_memory) > 2 * SPILLED_GROWTH, "in memory: {msg}");
-}
-
-/// The smallest peak of `gate` of `run` against itself with `extra` arguments, over [`TRIES`].
-fn gate_peak(run: &RunDir, junit: &Path, extra: &[&str]) -> usize {
-    let run = run.samples_jsonl();
-    let run = run.parent().unwrap().to_str().unwrap().to_string();
-    let junit = junit.to_str().unwrap();
-    (0..TRIES)
-        .map(|_| {
-            let mut args = vec![
-                "ctxbench",
-                "gate",
-                &run,
-                "--baseline",
-                &run,
-                "--junit",
-                junit,
-            ];
-            // Means, deltas and a per-role delta: every kind of figure the rules read.
-            for rule in [
-                "needle.recall >= 0",
-                "drift.score.delta >= -1",
-                "tokens.agent.delta_pct <= 5",
-            ] {
-                args.extend_from_slice(&["--rule", rule]);
-            }
-            args.extend_from_slice(extra);
-            let ((), peak) = peak_of(|| {
-                let code = ctxbench::cli::run(Cli::parse_from(&args)).unwrap();
-                assert_eq!(code, std::process::ExitCode::SUCCESS, "{args:?}");
-            });
-            peak
-        })
-        .min()
-        .unwrap()
-}
-
-/// The gate's figures from a run spilled to disk: its peak does not grow with the samples (the
-/// gate in memory holds every row, then every observation of both runs).
-#[test]
-fn the_spilled_gates_peak_does_not_grow_with_samples() {
-    let _one = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let tmp = tempfile::tempdir().unwrap();
-    let small = write_run(&tmp.path().join("small"), N);
-    let big = write_run(&tmp.path().join("big"), 4 * N);
-    let spill = ["--spill-above", "0", "--spill-run-rows", "64"];
-    let junit = tmp.path().join("gate.xml");
-    let spilled = (
-        gate_peak(&small, &junit, &spill),
-        gate_peak(&big, &junit, &spill),
-    );
-    let in_memory = (gate_peak(&small, &junit, &[]), gate_peak(&big, &junit, &[]));
-    let growth = |(a, b): (usize, usize)| b.saturating_sub(a);
-    let msg = format!(
-        "gate peaks at {N} and {} samples: spilled {spilled:?} (grew {}), in memory \
+        "{what} peaks at {N} and {} samples: spilled {spilled:?} (grew {}), in memory \
          {in_memory:?} (grew {})",
         4 * N,
         growth(spilled),
@@ -211,4 +143,40 @@ fn the_spilled_gates_peak_does_not_grow_with_samples() {
     );
     assert!(growth(spilled) <= SPILLED_GROWTH, "spilled: {msg}");
     assert!(growth(in_memory) > 2 * SPILLED_GROWTH, "in memory: {msg}");
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+#[test]
+fn the_spilled_reports_peak_does_not_grow_with_samples() {
+    spilled_peak_does_not_grow("report", |run, tmp, extra| {
+        let out = tmp.join("out");
+        let mut args = strings(&["ctxbench", "report", run, "-o"]);
+        args.extend([out.to_str().unwrap().to_string(), "--no-png".into()]);
+        args.extend(strings(extra));
+        args
+    });
+}
+
+/// The gate's figures from a run spilled to disk: its peak does not grow with the samples (the
+/// gate in memory holds every row, then every observation of both runs). The run is gated
+/// against itself, on means, deltas and a per-role delta: every kind of figure the rules read.
+#[test]
+fn the_spilled_gates_peak_does_not_grow_with_samples() {
+    spilled_peak_does_not_grow("gate", |run, tmp, extra| {
+        let junit = tmp.join("gate.xml");
+        let mut args = strings(&["ctxbench", "gate", run, "--baseline", run, "--junit"]);
+        args.push(junit.to_str().unwrap().to_string());
+        for rule in [
+            "needle.recall >= 0",
+            "drift.score.delta >= -1",
+            "tokens.agent.delta_pct <= 5",
+        ] {
+            args.extend(strings(&["--rule", rule]));
+        }
+        args.extend(strings(extra));
+        args
+    });
 }
