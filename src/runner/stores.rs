@@ -551,7 +551,8 @@ impl HeldStores {
 pub struct Pruned {
     /// Stores left in place.
     pub kept: usize,
-    /// Stores removed (including those of units that have no sample, e.g. interrupted ones).
+    /// Stores removed (including those of units that have no sample, e.g. interrupted ones):
+    /// one a unit, whatever it left (a directory, records of the pack, a marker).
     pub removed: usize,
     /// Bytes of the files removed.
     pub bytes: u64,
@@ -588,6 +589,9 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
         }
     })?;
     let mut flagged_seen = std::collections::BTreeSet::new();
+    // What is removed, by name: a unit whose store waited or was held leaves a marker as it
+    // ended and then maybe its directory or a record too, and is one store.
+    let mut removed = std::collections::BTreeSet::new();
     let stores = dir.stores_dir();
     let mut out = Pruned::default();
     let entries = match std::fs::read_dir(&stores) {
@@ -611,10 +615,10 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
             }
             continue;
         }
-        out.removed += 1;
         if let Some(id) = flagged.get(name.as_ref()) {
             flagged_seen.insert(id.as_str());
         }
+        removed.insert(name.into_owned());
         if meta.is_dir() {
             out.bytes += dir_bytes(&path);
             if !dry_run {
@@ -642,7 +646,7 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
             if keep.contains(unit) {
                 unwritten.insert(unit.to_string());
             } else {
-                out.removed += 1;
+                removed.insert(unit.to_string());
             }
         } else if in_dirs.contains(unit) {
             // Its directory came later (a unit that runs again starts with its directory
@@ -655,11 +659,12 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
                 unpack_into(&stores.join(unit), &read.read()?, &pack)?;
             }
         } else {
-            out.removed += 1;
+            removed.insert(unit.to_string());
             out.bytes += read.len();
         }
         Ok(())
     })?;
+    out.removed = removed.len();
     out.missing = unwritten
         .difference(&unpacked)
         .filter(|u| !in_dirs.contains(*u))
@@ -1072,17 +1077,22 @@ mod tests {
         let dir = RunDir::new(tmp.path().join("run"));
         let packs = crate::engine::store::PackFile::new(dir.stores_pack());
         let mut samples = Vec::new();
-        // Flagged units of two variants, 8 past the cap of each: 5 written to their
-        // directory, 3 not (a marker).
+        // Flagged units of two variants, 8 past the cap of each. Each waited in memory, so it
+        // left a marker as it ended; then 5 of those past the cap were written to their
+        // directory (as dispatching ended) and one to the pack (as a held baseline's is), 2
+        // not: each still one store.
         let n = MAX_FLAGGED_PER_VARIANT + 8;
         for v in ["a", "b"] {
             for i in 0..n {
                 let id = format!("{v}{i:04}");
+                packs.skip(&id).unwrap();
                 if i < n - 3 {
                     std::fs::create_dir_all(dir.unit_store(&id)).unwrap();
                     std::fs::write(dir.unit_store(&id).join("a"), "x").unwrap();
-                } else {
-                    packs.skip(&id).unwrap();
+                } else if i == n - 1 {
+                    let mut files = BTreeMap::new();
+                    files.insert("a".to_string(), b"x".to_vec().into());
+                    packs.append(&id, &files).unwrap();
                 }
                 let mut s = Sample::builder()
                     .unit_id(&id)
