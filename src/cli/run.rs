@@ -314,10 +314,10 @@ fn stores_text(
             if p.flagged > 0 {
                 out.push_str(&crate::output::wrap(
                     &format!(
-                        "note: {} flagged unit(s) past the first {} flagged units of their \
-                         variant report.html shows in full: their offload stores were not \
-                         kept (samples.jsonl and results.csv list them; --keep-stores keeps \
-                         every store)",
+                        "note: {} flagged unit(s) report.html does not show in full (past the \
+                         first {} flagged units of their variant): their offload stores were \
+                         not kept (samples.jsonl and results.csv list them; --keep-stores \
+                         keeps every store)",
                         p.flagged,
                         crate::report::html::MAX_FLAGGED_PER_VARIANT
                     ),

@@ -694,13 +694,21 @@ fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
         let said = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
             said.contains(&format!(
-                "note: {not_kept} flagged unit(s) past the first {MAX_FLAGGED_PER_VARIANT} \
-                 flagged units of their variant report.html shows in full: their offload \
-                 stores were not kept"
+                "note: {not_kept} flagged unit(s) report.html does not show in full (past \
+                 the first {MAX_FLAGGED_PER_VARIANT} flagged units of their variant): their \
+                 offload stores were not kept"
             )),
             "{stdout}"
         );
         assert!(!said.contains("were not written"), "{stdout}");
+        // report.html counts the same units as not shown in full (no errored unit is past its
+        // cap): not those past the cap it shows for their key.
+        assert!(
+            html.contains(&format!(
+                "{not_kept} more failed or flagged unit(s) are not shown in full"
+            )),
+            "report.html does not say {not_kept} are not shown"
+        );
         assert!(!dir.join("stores.pack").exists());
     }
 

@@ -133,6 +133,9 @@ pub struct Select {
     keys: FxHashSet<u64>,
     failed_per_variant: HashMap<String, usize>,
     fail_keys: FxHashSet<u64>,
+    /// Errored or flagged rows past rule 1's cap that a later pass chose all the same (they
+    /// are not left out).
+    shown_past_cap: usize,
 }
 
 #[derive(Debug, Default)]
@@ -202,7 +205,7 @@ impl Select {
     pub fn second(&mut self, i: usize, s: &Row<'_>) {
         let h = s.pair_hash();
         if self.keys.contains(&h) {
-            self.chosen.insert(i, Status::of(s));
+            self.choose_again(i, Status::of(s));
             return;
         }
         let status = Status::of(s);
@@ -231,9 +234,18 @@ impl Select {
     /// chosen (by any pass so far).
     pub fn third(&mut self, i: usize, s: &Row<'_>, baseline: &str) -> bool {
         if s.variant == baseline && self.fail_keys.contains(&s.pair_hash()) {
-            self.chosen.insert(i, Status::of(s));
+            self.choose_again(i, Status::of(s));
         }
         self.chosen.contains_key(&i)
+    }
+
+    /// Choose row `i` in pass 2 or 3: an errored or flagged row not chosen yet is one rule 1
+    /// left out past its cap (it chose every other), now shown.
+    fn choose_again(&mut self, i: usize, status: Status) {
+        let new = self.chosen.insert(i, status).is_none();
+        if new && matches!(status, Status::Error | Status::Flagged) {
+            self.shown_past_cap += 1;
+        }
     }
 
     /// Whether row `i` is chosen so far.
@@ -241,11 +253,12 @@ impl Select {
         self.chosen.contains_key(&i)
     }
 
-    /// The chosen rows, failures first, then in order; and how many problems were left out.
+    /// The chosen rows, failures first, then in order; and how many errored or flagged rows
+    /// are not among them.
     pub fn finish(self) -> (Vec<usize>, usize) {
         let mut out: Vec<(Status, usize)> = self.chosen.into_iter().map(|(i, s)| (s, i)).collect();
         out.sort_unstable();
-        let left_out = self.problems.left_out();
+        let left_out = self.problems.left_out() - self.shown_past_cap;
         (out.into_iter().map(|(_, i)| i).collect(), left_out)
     }
 }
@@ -570,6 +583,42 @@ mod tests {
         let (shown, left_out) = select(&samples.into_iter().collect(), None);
         assert_eq!(left_out, 5000 - MAX_ERRORED_SAMPLES);
         assert!(shown.len() <= MAX_ERRORED_SAMPLES + SHOWN_PAIR_KEYS);
+    }
+
+    #[test]
+    fn a_flagged_unit_past_the_cap_shown_for_its_key_is_not_left_out() {
+        let flagged = |v: &str, t: &str| {
+            let mut s = unit(v, t, "needle", "k");
+            s.compactions.insert("futile".into(), 1);
+            s
+        };
+        // The baseline's units pass on traces k00-k11 (the keys shown in every variant); a's
+        // first 20 flagged units are on other traces, then 5 on k00-k04 and 5 more elsewhere.
+        let mut samples: Vec<Sample> = (0..SHOWN_PAIR_KEYS)
+            .map(|t| unit("base", &format!("k{t:02}"), "needle", "k"))
+            .collect();
+        for t in 0..MAX_FLAGGED_PER_VARIANT {
+            samples.push(flagged("a", &format!("x{t:02}")));
+        }
+        for t in 0..5 {
+            samples.push(flagged("a", &format!("k{t:02}")));
+        }
+        for t in 0..5 {
+            samples.push(flagged("a", &format!("y{t:02}")));
+        }
+        let (shown, left_out) = select(&samples.iter().cloned().collect(), None);
+        let shown_of = |prefix: &str| {
+            shown
+                .iter()
+                .filter(|&&i| samples[i].variant == "a" && samples[i].trace_id.starts_with(prefix))
+                .count()
+        };
+        assert_eq!(
+            (shown_of("x"), shown_of("k"), shown_of("y")),
+            (MAX_FLAGGED_PER_VARIANT, 5, 0)
+        );
+        // Only the y units are not shown (the page says so).
+        assert_eq!(left_out, 5);
     }
 
     #[test]
