@@ -10,7 +10,7 @@ use crate::metrics::cost::{self, UsageTotals};
 use crate::record::{Row, RunInfo, Sample};
 use rayon::prelude::*;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 /// Where the heavy part (timeline, evidence, summaries) of one sample of the model is. A model
@@ -606,7 +606,9 @@ pub use crate::metrics::format::{fmt_ci, fmt_delta, fmt_num, fmt_p};
 #[derive(Debug, Default)]
 struct HealthSum {
     flagged: BTreeMap<String, (usize, u64)>,
-    futile: BTreeMap<String, (usize, u64)>,
+    /// Variant → units with a futile compaction, how many they had, and on which traces
+    /// (units of every eval: report.html flags each of them).
+    futile: BTreeMap<String, (usize, u64, BTreeSet<String>)>,
     truncated: BTreeMap<String, (usize, u64)>,
     step_limit: BTreeMap<String, (usize, u64)>,
     /// Failed units that spent on model calls before they failed, and what they spent.
@@ -647,9 +649,16 @@ impl HealthSum {
         if let Some(&n) = s.scores.get("summary_failures").filter(|n| **n > 0.0) {
             flag(&mut self.flagged, s.variant, n as u64);
         }
-        if s.eval == "replay" {
-            if let Some(&n) = s.compactions.get("futile").filter(|n| **n > 0) {
-                flag(&mut self.futile, s.variant, n);
+        if let Some(&n) = s.compactions.get("futile").filter(|n| **n > 0) {
+            if !self.futile.contains_key(s.variant) {
+                self.futile
+                    .insert(s.variant.to_string(), Default::default());
+            }
+            let (units, count, traces) = self.futile.get_mut(s.variant).expect("inserted");
+            *units += 1;
+            *count += n;
+            if !traces.contains(s.trace_id) {
+                traces.insert(s.trace_id.to_string());
             }
         }
     }
@@ -694,11 +703,13 @@ impl HealthSum {
              working summarizer (see `summary_failures` in samples.jsonl)"
             ));
         }
-        for (v, (units, n)) in futile {
+        for (v, (units, n, traces)) in futile {
             notes.push(format!(
-            "variant `{v}`: {n} futile compaction(s) on {units} trace(s) (removed no message or \
-             left the request no smaller; `futile` in the timeline)"
-        ));
+                "FLAGGED: variant `{v}`: {units} unit(s) on {} trace(s) had {n} futile \
+                 compaction(s) (they removed no message or left the request no smaller; \
+                 `futile` in the unit's compactions and timeline)",
+                traces.len()
+            ));
         }
         notes
     }
@@ -785,6 +796,34 @@ mod tests {
         );
         // Still scored: the miss counts in the recall mean.
         assert!(m.metric_names().contains(&"needle.recall"));
+    }
+
+    #[test]
+    fn futile_compactions_of_any_eval_are_noted_by_unit_and_trace() {
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["base".into()];
+        // Needle units (no replay eval in the run), two repeats of trace t1 and one of t2.
+        let futile = |trace: &str, repeat: u32, n: u64| {
+            let mut u = s("base", &format!("{trace}-{repeat}"), 1.0);
+            u.trace_id = trace.into();
+            u.repeat = repeat;
+            u.compactions.insert("futile".into(), n);
+            u
+        };
+        let samples = vec![
+            futile("t1", 0, 3),
+            futile("t1", 1, 3),
+            futile("t2", 0, 1),
+            s("base", "ok", 1.0),
+        ];
+        let m = ReportModel::build(&info, samples);
+        let note = m.notes.iter().find(|n| n.contains("futile compaction"));
+        assert_eq!(
+            note.map(|n| n.split(" (").next().unwrap()),
+            Some("FLAGGED: variant `base`: 3 unit(s) on 2 trace(s) had 7 futile compaction(s)"),
+            "{:?}",
+            m.notes
+        );
     }
 
     #[test]
