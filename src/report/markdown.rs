@@ -269,9 +269,12 @@ fn write_comparison(
     candidate: &str,
 ) {
     let (rows, dropped) = headline::ordered(comparisons, headline);
-    out.push_str(
-        "Δ = candidate − baseline on the same trace/eval/sample/repeat; 95% paired-bootstrap \
-         CI; significance at p < 0.05 (McNemar for pass/fail metrics); better/WORSE by the \
+    // The run's report compares variants (report.html says the same), `compare` runs.
+    let side = candidate.split(' ').next().unwrap_or(candidate);
+    let _ = write!(
+        out,
+        "Δ = {side} − baseline on the same trace/eval/sample/repeat; 95% paired-bootstrap \
+         CI; significant at p < 0.05 (McNemar for pass/fail metrics); better/WORSE by the \
          metric's direction. Headline metrics first. Units of one trace are not independent: \
          when a trace gives several pairs, the CI and p resample whole traces (cluster \
          bootstrap), and with fewer than 6 traces there is no verdict (\"too few traces to \
@@ -306,7 +309,7 @@ pub fn render_compare(
     );
     out.push_str(
         "Δ = candidate − baseline for the same variant, paired by trace/eval/sample/repeat; \
-         95% paired-bootstrap CI (by trace when a trace gives several pairs); significance at \
+         95% paired-bootstrap CI (by trace when a trace gives several pairs); significant at \
          p < 0.05 (McNemar for pass/fail metrics) with at least 6 traces.\n\n",
     );
     if comparisons.is_empty() {
