@@ -64,6 +64,7 @@ impl Status {
             Status::Error
         } else if s.scores.get("summary_failures").is_some_and(|n| *n > 0.0)
             || s.scores.get("step_limit").is_some_and(|n| *n > 0.0)
+            || s.scores.get("prompt_truncated").is_some_and(|n| *n > 0.0)
             || s.compactions.get("futile").is_some_and(|n| *n > 0)
         {
             Status::Flagged
@@ -517,6 +518,16 @@ mod tests {
         s.passed = Some(false);
         assert_eq!(Status::of(&s.row()), Status::Fail);
         s.scores.insert("step_limit".into(), 1.0);
+        assert_eq!(Status::of(&s.row()), Status::Flagged);
+    }
+
+    #[test]
+    fn a_prompt_the_server_cut_flags_its_sample() {
+        let mut s = unit("base", "t", "needle", "k");
+        s.passed = Some(true);
+        s.scores.insert("prompt_truncated".into(), 0.0);
+        assert_eq!(Status::of(&s.row()), Status::Pass);
+        s.scores.insert("prompt_truncated".into(), 2.0);
         assert_eq!(Status::of(&s.row()), Status::Flagged);
     }
 

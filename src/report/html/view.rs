@@ -29,6 +29,12 @@ pub fn sample(model: &ReportModel, i: usize, peers: &[usize], texts: &SummaryTex
         if let Some(n) = s.compactions.get("futile").filter(|n| **n > 0) {
             why.push(format!("{n} futile compaction(s)"));
         }
+        if let Some(n) = s.scores.get("step_limit").filter(|n| **n > 0.0) {
+            why.push(format!("{n} question(s) out of max_steps"));
+        }
+        if let Some(n) = s.scores.get("prompt_truncated").filter(|n| **n > 0.0) {
+            why.push(format!("{n} call(s) whose prompt the server cut"));
+        }
     }
     html! {
         details class="sample" id=(anchor(model.index_of(i))) {
