@@ -155,11 +155,11 @@ fn check_junit_path(
 /// A run as the gate reads it: samples.jsonl streamed into compact rows (`report::load`), the
 /// gate's observations built from them, the rows dropped; a run of more than `spill.above`
 /// samples spilled (its rows sorted on disk, then its observations: [`spilled_run`]). A torn
-/// final line is ignored, as before.
+/// final line (the run was interrupted as it wrote it) is not read: returned, for a note.
 fn gate_run(
     dir: &RunDir,
     spill: &crate::report::spill::SpillOptions,
-) -> Result<gate::GateRun, UsageError> {
+) -> Result<(gate::GateRun, Option<crate::record::TornLine>), UsageError> {
     if let Some(pid) = dir.writer() {
         crate::output::errln!("{}", dir.in_progress_note(pid));
     }
@@ -170,16 +170,17 @@ fn gate_run(
     let path = dir.samples_jsonl();
     let loaded = crate::report::load::stream_samples_spilling(&path, spill)
         .map_err(|e| UsageError(e.to_string()))?;
-    let mut run = match loaded {
-        crate::report::load::Loaded::Rows(streamed) => {
-            gate::GateRun::new(info, streamed.rows.iter())
-        }
-        crate::report::load::Loaded::Spilled(rows, _) => {
-            spilled_run(info, &rows, spill.run_rows.max(1) * 4)?
+    let (mut run, torn) = match loaded {
+        crate::report::load::Loaded::Rows(streamed) => (
+            gate::GateRun::new(info, streamed.rows.iter()),
+            streamed.torn,
+        ),
+        crate::report::load::Loaded::Spilled(rows, torn) => {
+            (spilled_run(info, &rows, spill.run_rows.max(1) * 4)?, torn)
         }
     };
     run.progress = progress;
-    Ok(run)
+    Ok((run, torn))
 }
 
 /// The gate's run of rows spilled to disk: one pass over them (in their sorted order) counts
@@ -300,8 +301,9 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     // A big run's rows and observations spill to the temporary directory (TMPDIR; removed when
     // done): docs/report.md, "Reports of big runs".
     let spill = args.spill.options();
-    let cand = gate_run(&cand_dir, &spill)?;
-    let base = gate_run(&RunDir::new(&args.baseline), &spill)?;
+    let (cand, cand_torn) = gate_run(&cand_dir, &spill)?;
+    let base_dir = RunDir::new(&args.baseline);
+    let (base, base_torn) = gate_run(&base_dir, &spill)?;
     let mut rules = Vec::new();
     if let Some(path) = &args.rules {
         rules.extend(gate::parse_rules_file(path).map_err(UsageError)?);
@@ -343,7 +345,18 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
         seed: cand.info.seed,
         max_errors: args.max_errors,
     };
-    let outcome = gate::evaluate(&rules, &cand, &base, options).map_err(UsageError)?;
+    let mut outcome = gate::evaluate(&rules, &cand, &base, options).map_err(UsageError)?;
+    // A torn final line is a unit the statistics do not see: said, as `compare` says it (a run
+    // whose run.json counts more units than its journal holds is partial: a run check).
+    for (torn, dir) in [(&cand_torn, &cand_dir), (&base_torn, &base_dir)] {
+        if let Some(t) = torn {
+            outcome.notes.push(format!(
+                "{}: torn final line {} ignored (the run was interrupted)",
+                crate::output::display_path(&dir.samples_jsonl()),
+                t.line
+            ));
+        }
+    }
     for (run, dir) in [(&cand, &args.run), (&base, &args.baseline)] {
         if let Some(e) = run.read_error() {
             anyhow::bail!(

@@ -610,3 +610,38 @@ fn a_significant_change_short_of_its_threshold_is_not_called_a_regression() {
     assert!(xml.contains("type=\"threshold_miss\""), "{xml}");
     assert!(!xml.contains("type=\"regression\""), "{xml}");
 }
+
+/// A torn final line (the candidate or the baseline was interrupted as it wrote it) is a unit
+/// the gate does not see: every output says so, as `compare` does.
+#[test]
+fn a_torn_final_line_is_noted_in_every_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base", &run_losing(0));
+    let cand = write(dir.path(), "cand", &run_losing(0));
+    let journal = cand.join("samples.jsonl");
+    let mut text = std::fs::read_to_string(&journal).unwrap();
+    text.push_str("{\"unit_id\": \"cut");
+    std::fs::write(&journal, &text).unwrap();
+    let junit = dir.path().join("gate.xml");
+    let out = gate(&cand, &base)
+        .args(["--rule", "needle.recall >= 0", "--json", "--junit"])
+        .arg(&junit)
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let notes = doc["notes"].to_string();
+    let lines = text.lines().count();
+    let said = format!("torn final line {lines} ignored (the run was interrupted)");
+    assert!(notes.contains(&said), "{notes}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains(&said), "{xml}");
+    gate(&cand, &base)
+        .args(["--rule", "needle.recall >= 0", "--junit"])
+        .arg(&junit)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(said.as_str()));
+}
