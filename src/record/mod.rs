@@ -251,6 +251,24 @@ mod tests {
     }
 
     #[test]
+    fn a_sample_read_back_is_written_with_the_same_numbers() {
+        // `merge` and `repair` write again the samples they read: every float must come back
+        // to its own bits (serde_json's `float_roundtrip`; without it `merge` changed values
+        // such as this cost by one unit in the last place).
+        let mut s = sample();
+        s.cost_usd.agent = Some(0.122_867_399_999_999_99);
+        s.scores.insert("artifact_recall".into(), 1.0 / 11.0);
+        s.scores.insert("token_savings".into(), 0.738_291_139_240_506_3);
+        let line = serde_json::to_string(&s).unwrap();
+        let back: Sample = serde_json::from_str(&line).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), line);
+        for text in ["0.12286739999999999", "0.09090909090909091", "2.2250738585072014e-308"] {
+            let x: f64 = serde_json::from_str(text).unwrap();
+            assert_eq!(x.to_bits(), text.parse::<f64>().unwrap().to_bits(), "{text}");
+        }
+    }
+
+    #[test]
     fn cost_total_is_unknown_when_a_used_role_has_no_price() {
         let mut s = sample();
         s.tokens.agent.input = 100;
