@@ -164,11 +164,31 @@ pub fn run_dir_arg(arg: &str, path: &std::path::Path) -> Result<(), UsageError> 
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such directory".to_string(),
         Err(e) => format!("cannot read it: {e}"),
     };
-    Err(UsageError(format!(
+    Err(not_a_run_dir(arg, path, &what))
+}
+
+fn not_a_run_dir(arg: &str, path: &std::path::Path, what: &str) -> UsageError {
+    UsageError(format!(
         "{arg} {}: is not a run directory: {what} (expected a directory holding run.json and \
          samples.jsonl, e.g. reports/<run-id>)",
         path.display()
-    )))
+    ))
+}
+
+/// [`run_dir_arg`] for a command that rewrites the run's journal (`repair`): the directory
+/// must also hold samples.jsonl, checked before anything (a lock file) is written in it.
+pub fn run_journal_arg(arg: &str, path: &std::path::Path) -> Result<(), UsageError> {
+    run_dir_arg(arg, path)?;
+    let journal = crate::record::RunDir::new(path).samples_jsonl();
+    let what = match std::fs::metadata(&journal) {
+        Ok(m) if m.is_file() => return Ok(()),
+        Ok(_) => "its samples.jsonl is not a file".to_string(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            "it holds no samples.jsonl".to_string()
+        }
+        Err(e) => format!("cannot read {}: {e}", journal.display()),
+    };
+    Err(not_a_run_dir(arg, path, &what))
 }
 
 /// File-name extensions `-o/--output` refuses: it always names a directory (see

@@ -24,8 +24,12 @@ pub struct Args {
     pub run: PathBuf,
 }
 
-/// Repair the journal of `run` and say what was done on stderr (stdout stays `run --quiet`'s one line).
-pub fn repair(run: &Path) -> anyhow::Result<Repaired> {
+/// Repair the journal of `run` (named on the command line by `arg`: `RUN_DIR`, or `--resume`
+/// for `run --resume DIR --repair`) and say what was done on stderr (stdout stays
+/// `run --quiet`'s one line).
+pub fn repair(arg: &str, run: &Path) -> anyhow::Result<Repaired> {
+    // A path that is no run is a usage error, before a lock file is created in it.
+    super::run_journal_arg(arg, run)?;
     let dir = RunDir::new(run);
     // Rewrites the journal: never while a run writes it. Released before `run --resume
     // --repair` takes the directory for the run.
@@ -54,6 +58,6 @@ pub fn repair(run: &Path) -> anyhow::Result<Repaired> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    repair(&args.run)?;
+    repair("RUN_DIR", &args.run)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -449,8 +449,24 @@ fn check_estimate(
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // clap's `requires = "resume"` is not enforced when an argument that conflicts with
+    // `--resume` (`--run-id`, `-o`) is given: a fresh run must not silently drop these flags.
+    if args.resume.is_none() {
+        for (given, flag) in [
+            (args.retry_failed, "--retry-failed"),
+            (args.repair, "--repair"),
+        ] {
+            if given {
+                return Err(UsageError(format!(
+                    "{flag} works on an existing run and needs --resume RUN_DIR (e.g. `ctxbench \
+                     run SUITE --resume reports/<run-id> {flag}`); --run-id and -o start a new run"
+                ))
+                .into());
+            }
+        }
+    }
     if let (true, Some(dir)) = (args.repair, &args.resume) {
-        super::repair::repair(dir)?;
+        super::repair::repair("--resume", dir)?;
     }
     let suite = LoadedSuite::load_with(&args.suite, &overrides(&args)?)?;
     let (kind, spec) = args

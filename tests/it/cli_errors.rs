@@ -209,3 +209,70 @@ fn a_closed_stderr_is_no_panic_and_keeps_the_exit_code() {
         assert_eq!(out.code(), Some(want), "{args:?}");
     }
 }
+
+/// `repair` on a path that is no run says so as `report` does (exit 2, "is not a run
+/// directory", what it is), and leaves no lock file behind in it.
+#[test]
+fn repair_on_a_path_that_is_no_run_is_refused_like_report_without_a_lock_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let file = tmp.path().join("afile");
+    std::fs::write(&file, "").unwrap();
+    let missing = tmp.path().join("no-such-run");
+    for (path, what) in [
+        (&empty, "it holds no samples.jsonl"),
+        (&missing, "no such directory"),
+        (&file, "it is a file"),
+    ] {
+        let (code, _, err) = ctxbench(&["repair", path.to_str().unwrap()]);
+        assert_eq!(code, Some(2), "{err}");
+        no_panic(&err);
+        let expected = format!(
+            "RUN_DIR {}: is not a run directory: {what} (expected a directory holding run.json \
+             and samples.jsonl",
+            path.display()
+        );
+        assert!(err.contains(&expected), "{err}");
+        assert!(
+            !err.contains("os error") && !err.contains("cannot lock"),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(&empty).unwrap().count(),
+        0,
+        "no .lock in a directory that is no run"
+    );
+    assert!(!missing.exists());
+    assert_eq!(std::fs::read(&file).unwrap(), b"");
+}
+
+/// `--retry-failed` and `--repair` work on an existing run: without `--resume` they are a usage
+/// error, also next to `--run-id` / `-o` (which conflict with `--resume`, so clap's own
+/// `requires` lets them through), instead of a fresh run that silently ignores them.
+#[test]
+fn retry_failed_and_repair_without_resume_are_usage_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let suite = support::suite::harness("needs-resume")
+        .output_dir(&out)
+        .write(tmp.path(), "suite.toml");
+    for flag in ["--retry-failed", "--repair"] {
+        for extra in [
+            &[][..],
+            &["--run-id", "fresh"][..],
+            &["-o", out.to_str().unwrap()][..],
+        ] {
+            let mut args = vec!["run", suite.to_str().unwrap(), flag, "--quiet"];
+            args.extend(["--executor", "synthetic:delay_ms=1"]);
+            args.extend_from_slice(extra);
+            let (code, stdout, err) = ctxbench(&args);
+            assert_eq!(code, Some(2), "{args:?}: {err}");
+            no_panic(&err);
+            assert!(err.contains("--resume"), "{args:?}: {err}");
+            assert!(stdout.is_empty(), "{args:?}: no run started: {stdout}");
+        }
+    }
+    assert!(!out.exists(), "no run directory was created");
+}
