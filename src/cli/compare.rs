@@ -37,7 +37,8 @@ pub struct Args {
     /// Candidate run directory (B); deltas are B − A
     #[arg(value_name = "RUN_B")]
     pub run_b: PathBuf,
-    /// Directory for compare.md and compare.json [default: RUN_B]
+    /// Directory for compare.md and compare.json [default: RUN_B; a live run's directory is
+    /// refused]
     #[arg(long = "output", short = 'o', alias = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
     #[command(flatten)]
@@ -419,6 +420,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let spill = args.spill.options();
     let a = read_compact(&args.run_a, &spill)?;
     let b = read_compact(&args.run_b, &spill)?;
+    // compare.md and compare.json go into RUN_B by default: never into a live run's directory
+    // (taken after the reads, whose in-progress check would see this lock).
+    let _lock = super::claim_run_output(&out, "compare")?;
     let mut notes = Vec::new();
     for (run, dir) in [(&a, &args.run_a), (&b, &args.run_b)] {
         if let Some(pid) = run.live {

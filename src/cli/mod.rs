@@ -191,6 +191,37 @@ pub fn run_journal_arg(arg: &str, path: &std::path::Path) -> Result<(), UsageErr
     Err(not_a_run_dir(arg, path, &what))
 }
 
+/// Take the lock of `out` when a command (`report`, `compare`) is about to write its files into
+/// a run directory (one holding run.json: by default the run it reads), and keep it while they
+/// are written: one process owns a run directory (docs/reliability.md, "One writer"). A run
+/// directory a live run owns is refused (exit 2) with a hint to write elsewhere: reading a live
+/// run stays possible (`-o OTHER_DIR`), writing into it is not. A directory that is no run gets
+/// no lock file and no lock (`None`).
+pub fn claim_run_output(
+    out: &std::path::Path,
+    command: &str,
+) -> Result<Option<crate::record::RunLock>, UsageError> {
+    let dir = crate::record::RunDir::new(out);
+    if !dir.run_json().is_file() {
+        return Ok(None);
+    }
+    match dir.lock() {
+        Ok(lock) => Ok(Some(lock)),
+        Err(crate::record::LockError::Held { pid, .. }) => {
+            let who = pid.map_or("another ctxbench process".to_string(), |p| {
+                format!("another ctxbench process (pid {p})")
+            });
+            Err(UsageError(format!(
+                "{} is being written by {who}: `{command}` does not write its files into a live \
+                 run's directory; write them elsewhere with `-o OTHER_DIR` (it reads the samples \
+                 journaled so far), or wait for the run to finish",
+                out.display()
+            )))
+        }
+        Err(e) => Err(UsageError(e.to_string())),
+    }
+}
+
 /// File-name extensions `-o/--output` refuses: it always names a directory (see
 /// [`output_dir`]).
 const FILE_EXTENSIONS: [&str; 12] = [

@@ -20,7 +20,8 @@ pub struct Args {
     /// Run directory holding run.json and samples.jsonl (e.g. reports/<run-id>)
     #[arg(value_name = "RUN_DIR")]
     pub run_dir: PathBuf,
-    /// Write the report files here instead of into RUN_DIR
+    /// Write the report files here instead of into RUN_DIR (needed while a live run writes
+    /// RUN_DIR: its directory is refused)
     #[arg(long = "output", short = 'o', alias = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Do not draw PNG plots (SVG plots are always drawn: the HTML report embeds them)
@@ -41,6 +42,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // One streaming pass keeps each sample's compact part; the heavy parts (timelines,
     // evidence, summaries) are read for the samples the report shows in full only.
     let live = run_dir.writer();
+    // Writing into a run directory needs its lock (after `writer()`, which would see ours): a
+    // live run's own directory is refused, `-o OTHER_DIR` reads it (docs/reliability.md).
+    let _lock = super::claim_run_output(&out, "report")?;
     // A big run's rows spill to the temporary directory (TMPDIR; removed when done).
     let opts = crate::report::load::LoadOptions {
         spill: args.spill.options(),

@@ -1,5 +1,6 @@
 //! The run directory's owner: an exclusive advisory lock on `<run-dir>/.lock`, held for the
-//! whole life of the process that writes the run (`run`, `run --resume`, `repair`).
+//! whole life of the process that writes the run (`run`, `run --resume`, `repair`; `report` and
+//! `compare` while they write their files into a run directory).
 //!
 //! The lock is the operating system's (`File::try_lock`: `flock` on Unix, `LockFileEx` on
 //! Windows), so it goes away with its process however that process ends: a lock left by a

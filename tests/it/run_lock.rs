@@ -1,6 +1,7 @@
 //! One process owns a run directory (#26 point 9): a second writer (`run --resume` on a live
-//! run) is refused with exit 2 naming the holder's pid, while `report` on the live run reads
-//! what is journaled and says the run is in progress; the live run finishes with a readable
+//! run, or `report` / `compare` writing their files into it) is refused with exit 2 naming the
+//! holder's pid, while `report -o OTHER_DIR` on the live run reads what is journaled and says
+//! the run is in progress; the live run finishes with a readable
 //! journal and its report; a lock file left by a dead process does not block a resume.
 
 #![cfg(unix)]
@@ -44,6 +45,26 @@ fn a_second_writer_is_refused_and_the_live_run_finishes_intact() {
     assert_eq!(second.status.code(), Some(2), "{err}");
     assert!(err.contains(&format!("pid {pid}")), "{err}");
 
+    // `report` and `compare` write into the run they read by default: never into a live run's
+    // directory (exit 2, naming the holder and `-o OTHER_DIR`); with `-o` elsewhere they read it.
+    for args in [vec!["report"], vec!["compare", dir.to_str().unwrap()]] {
+        let refused = ctxbench()
+            .current_dir(tmp.path())
+            .args(&args)
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("pid {pid}")) && err.contains("-o OTHER_DIR"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !String::from_utf8_lossy(&refused.stdout).contains("wrote"),
+            "{args:?}: nothing written"
+        );
+    }
     let report = ctxbench()
         .current_dir(tmp.path())
         .arg("report")
@@ -54,6 +75,7 @@ fn a_second_writer_is_refused_and_the_live_run_finishes_intact() {
         .unwrap();
     let err = String::from_utf8_lossy(&report.stderr);
     assert!(report.status.success(), "{err}");
+    assert!(tmp.path().join("partial/report.md").is_file());
     assert!(
         err.contains(&format!("still being written by process {pid}")),
         "{err}"
