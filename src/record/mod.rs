@@ -258,13 +258,22 @@ mod tests {
         let mut s = sample();
         s.cost_usd.agent = Some(0.122_867_399_999_999_99);
         s.scores.insert("artifact_recall".into(), 1.0 / 11.0);
-        s.scores.insert("token_savings".into(), 0.738_291_139_240_506_3);
+        s.scores
+            .insert("token_savings".into(), 0.738_291_139_240_506_3);
         let line = serde_json::to_string(&s).unwrap();
         let back: Sample = serde_json::from_str(&line).unwrap();
         assert_eq!(serde_json::to_string(&back).unwrap(), line);
-        for text in ["0.12286739999999999", "0.09090909090909091", "2.2250738585072014e-308"] {
+        for text in [
+            "0.12286739999999999",
+            "0.09090909090909091",
+            "2.2250738585072014e-308",
+        ] {
             let x: f64 = serde_json::from_str(text).unwrap();
-            assert_eq!(x.to_bits(), text.parse::<f64>().unwrap().to_bits(), "{text}");
+            assert_eq!(
+                x.to_bits(),
+                text.parse::<f64>().unwrap().to_bits(),
+                "{text}"
+            );
         }
     }
 

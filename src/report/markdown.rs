@@ -189,6 +189,7 @@ pub fn render(info: &RunInfo, model: &ReportModel) -> String {
                 &model.comparisons,
                 &model.headline,
                 "variant mean",
+                "every unit's value is in results.csv",
             );
         }
     }
@@ -267,6 +268,7 @@ fn write_comparison(
     comparisons: &[Comparison],
     headline: &[String],
     candidate: &str,
+    all_in: &str,
 ) {
     let (rows, dropped) = headline::ordered(comparisons, headline);
     // The run's report compares variants (report.html says the same), `compare` runs.
@@ -284,8 +286,7 @@ fn write_comparison(
     if dropped > 0 {
         let _ = writeln!(
             out,
-            "\n{dropped} other metric(s) with no change on any pair are not listed (every value is \
-             in results.csv)."
+            "\n{dropped} other metric(s) with no change on any pair are not listed ({all_in})."
         );
     }
     out.push('\n');
@@ -319,7 +320,13 @@ pub fn render_compare(
         if !verdicts.is_empty() {
             write_verdicts(&mut out, &verdicts);
         }
-        write_comparison(&mut out, comparisons, headline, "candidate");
+        write_comparison(
+            &mut out,
+            comparisons,
+            headline,
+            "candidate",
+            "every comparison is in compare.json",
+        );
     }
     for n in notes {
         let _ = writeln!(out, "- {}", note(n, 500));

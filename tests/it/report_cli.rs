@@ -349,6 +349,14 @@ fn compare_pairs_two_runs_variant_by_variant_and_writes_files() {
     assert_eq!(base_recall["significant"], false);
     let md = std::fs::read_to_string(out.join("compare.md")).unwrap();
     assert!(md.contains("# ctxbench compare — `run-b` vs baseline `run-a`"));
+    // Metrics with no change are left out of the table and found in compare.json (compare
+    // writes no results.csv).
+    assert!(
+        md.contains(
+            "with no change on any pair are not listed (every comparison is in compare.json)"
+        ),
+        "{md}"
+    );
 }
 
 #[test]

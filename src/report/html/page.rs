@@ -168,7 +168,7 @@ fn comparison_table(model: &ReportModel) -> Fragment {
             @if dropped > 0 {
                 p class="muted" {
                     (dropped) " other metric(s) with no change on any pair are not listed (every \
-                    value is in results.csv)."
+                    unit's value is in results.csv)."
                 }
                 "\n"
             }
