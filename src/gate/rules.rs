@@ -189,8 +189,8 @@ pub fn parse_rules_file(path: &std::path::Path) -> Result<Vec<Rule>, String> {
     }
     let mut rules = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let l = line.trim();
-        if l.is_empty() || l.starts_with('#') {
+        let l = without_comment(line).trim();
+        if l.is_empty() {
             continue;
         }
         let at = format!("{}:{}", path.display(), i + 1);
@@ -203,9 +203,43 @@ pub fn parse_rules_file(path: &std::path::Path) -> Result<Vec<Rule>, String> {
     Ok(rules)
 }
 
+/// `line` up to its comment: a `#` that starts the line or follows whitespace, to the end.
+fn without_comment(line: &str) -> &str {
+    let at = line
+        .char_indices()
+        .find(|&(i, c)| c == '#' && (i == 0 || line[..i].ends_with(char::is_whitespace)))
+        .map_or(line.len(), |(i, _)| i);
+    &line[..at]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rules_file_takes_whole_line_and_trailing_comments() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rules.txt");
+        std::fs::write(
+            &path,
+            "# recall floor\n  # indented\nneedle.recall >= 0.9  # trailing\n\
+             tokens.delta_pct <= 5\t# after a tab\naggressive: cost.delta <= 0.01#not a comment\n",
+        )
+        .unwrap();
+        let rules = parse_rules_file(&path);
+        let err = rules.unwrap_err();
+        // `0.01#not` is no number: a `#` inside a word starts no comment.
+        assert!(err.contains("rules.txt:5"), "{err}");
+        std::fs::write(
+            &path,
+            "# recall floor\nneedle.recall >= 0.9  # trailing\ntokens.delta_pct <= 5\t# tab\n",
+        )
+        .unwrap();
+        let rules = parse_rules_file(&path).unwrap();
+        assert_eq!(rules.len(), 2);
+        assert_eq!(rules[0].threshold, 0.9);
+        assert_eq!(rules[1].threshold, 5.0);
+    }
 
     #[test]
     fn parses_the_documented_forms() {
