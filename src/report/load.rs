@@ -948,6 +948,58 @@ mod tests {
         assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0);
     }
 
+    /// A unit journaled twice (its copy with other figures, later in the file) counts once, by
+    /// its first line, in every figure of the model and in results.csv: in memory and spilled
+    /// alike, the same as the journal without the copy but for the note.
+    #[test]
+    fn a_unit_journaled_twice_counts_once_in_memory_and_spilled() {
+        let dir = tempfile::tempdir().unwrap();
+        let (run, info) = run_of_two_variants(dir.path());
+        let samples: Vec<Sample> = (0..30)
+            .map(|i| sample(i, ["a", "b"][i as usize % 2]))
+            .collect();
+        let view = |opts: &LoadOptions| {
+            let (_, model, _) = load_model_opts(&run, None, opts).unwrap();
+            let mut csv = Vec::new();
+            crate::report::csv::write(&info, &model, &mut csv).unwrap();
+            (model.units, serde_json::to_value(&model).unwrap(), csv)
+        };
+        let spilled = {
+            let mut opts = LoadOptions::default();
+            (opts.spill.above, opts.spill.run_rows) = (0, 4);
+            opts.spill.dir = Some(dir.path().to_path_buf());
+            opts
+        };
+        run.write_samples(&samples).unwrap();
+        let (units, json, csv) = view(&LoadOptions::default());
+        assert_eq!(units, 30);
+
+        let mut copy = samples[3].clone();
+        copy.tokens.agent.input += 1000;
+        copy.scores.insert("recall".into(), 0.5);
+        let mut journal = samples.clone();
+        journal.insert(20, copy);
+        std::fs::remove_file(run.samples_jsonl()).unwrap();
+        run.write_samples(&journal).unwrap();
+        for opts in [LoadOptions::default(), spilled] {
+            let (dup_units, mut dup_json, dup_csv) = view(&opts);
+            let notes = dup_json["notes"].as_array_mut().unwrap();
+            let note = notes.remove(0);
+            assert!(
+                note.as_str().unwrap().starts_with(
+                    "1 unit(s) appear more than once in the journal (same variant, trace, eval, \
+                     sample and repeat); only the first line of each counts"
+                ),
+                "{note}"
+            );
+            assert_eq!((dup_units, &dup_json), (units, &json));
+            assert_eq!(
+                String::from_utf8(dup_csv).unwrap(),
+                String::from_utf8(csv.clone()).unwrap()
+            );
+        }
+    }
+
     #[test]
     fn the_first_pass_keeps_one_timeline_per_variant_and_trace() {
         let dir = tempfile::tempdir().unwrap();

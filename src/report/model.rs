@@ -187,6 +187,9 @@ impl ReportModel {
         let order = variant_order(info, samples.iter().map(|s| s.variant));
         let rank = ranks(&order);
         samples.sort(|v| rank.get(v).copied().unwrap_or(usize::MAX));
+        // A unit journaled more than once (overlapping shards, a line copied by hand) counts
+        // once, by its first line, in every figure: units, totals, tables, results.csv.
+        let dups = samples.dedup_sorted();
 
         // What only reads the rows runs on a second thread while the observations are
         // collected, then the comparisons while the variants are summarized: each part is a
@@ -234,7 +237,7 @@ impl ReportModel {
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p))
         });
-        let mut model = assemble(info, order, baseline, sums, metrics, comparisons);
+        let mut model = assemble(info, order, baseline, dups, sums, metrics, comparisons);
         model.units = samples.len();
         model.samples = samples;
         model.journal = journal;
@@ -258,7 +261,9 @@ impl ReportModel {
         let mut seen: Vec<String> = Vec::new();
         let mut plotted: Vec<usize> = Vec::new();
         let mut failed: Option<std::io::Error> = None;
-        rows.for_each(|i, s, _, was_plotted| {
+        // `for_each_unique` skips the later lines of a unit journaled more than once; the first pass
+        // counts them for the note.
+        let dups = rows.for_each_unique(|i, s, _, was_plotted| {
             sums.add(&s);
             select.first(i, &s);
             if was_plotted {
@@ -280,13 +285,13 @@ impl ReportModel {
         let order = variant_order(info, seen.iter().map(String::as_str));
         let baseline = baseline_of(info, &order);
         select.keys_chosen();
-        rows.for_each(|i, s, _, _| select.second(i, &s))?;
+        rows.for_each_unique(|i, s, _, _| select.second(i, &s))?;
         // The rows kept in memory: the ones shown in full, the plotted ones.
         let mut subset = Rows::default();
         let mut global = Vec::new();
         let mut plotted_at = plotted.iter().peekable();
         let third = baseline.as_deref().filter(|_| select.wants_third());
-        rows.for_each(|i, s, detail, _| {
+        rows.for_each_unique(|i, s, detail, _| {
             let chosen = match third {
                 Some(b) => select.third(i, &s, b),
                 None => select.is_chosen(i),
@@ -330,8 +335,8 @@ impl ReportModel {
         if let Some(e) = file.error() {
             return Err(e);
         }
-        let mut model = assemble(info, order, baseline, sums, metrics, comparisons);
-        model.units = rows.len();
+        let mut model = assemble(info, order, baseline, dups, sums, metrics, comparisons);
+        model.units = rows.len() - dups;
         model.samples = subset;
         model.journal = Some(journal);
         let _ = model.shown.set((local, left_out));
@@ -342,7 +347,7 @@ impl ReportModel {
     /// Every sample in report order, whole (in memory) or read back from disk (spilled).
     pub fn for_each_row(&self, mut each: impl FnMut(Row<'_>)) -> std::io::Result<()> {
         match &self.spilled {
-            Some((rows, _)) => rows.for_each(|_, s, _, _| each(s)),
+            Some((rows, _)) => rows.for_each_unique(|_, s, _, _| each(s)).map(|_| ()),
             None => {
                 self.samples.iter().for_each(each);
                 Ok(())
@@ -423,7 +428,6 @@ struct VariantSum {
 /// observations: bounded by the run's variants, tasks and names, not its rows.
 #[derive(Debug, Default)]
 struct RowSums {
-    dups: aggregate::DuplicatesSum,
     health: HealthSum,
     pricing: super::pricing_notes::NotesSum,
     pass_k: aggregate::PassKSum,
@@ -435,7 +439,6 @@ struct RowSums {
 
 impl RowSums {
     fn add(&mut self, s: &Row<'_>) {
-        self.dups.add(s);
         self.health.add(s);
         self.pricing.add(s);
         self.pass_k.add(s);
@@ -470,17 +473,18 @@ impl RowSums {
 }
 
 /// The model from what every path computes alike: the row sums, each variant's metric
-/// summaries (in `order`) and the comparisons (`None`: the baseline has no observations).
+/// summaries (in `order`) and the comparisons (`None`: the baseline has no observations);
+/// `dups`: the later lines of units journaled more than once, left out of the rows summed.
 fn assemble(
     info: &RunInfo,
     order: Vec<String>,
     baseline: Option<String>,
+    dups: usize,
     sums: RowSums,
     metrics: Vec<Vec<MetricSummary>>,
     comparisons: Option<Vec<Comparison>>,
 ) -> ReportModel {
     let RowSums {
-        dups,
         health,
         pricing,
         pass_k,
@@ -490,11 +494,11 @@ fn assemble(
         evals,
     } = sums;
     let mut notes = Vec::new();
-    let dups = dups.finish();
     if dups > 0 {
         notes.push(format!(
             "{dups} unit(s) appear more than once in the journal (same variant, trace, eval, \
-             sample and repeat); only the first of each counts in the statistics"
+             sample and repeat); only the first line of each counts, in every figure and table \
+             of the report and in results.csv ({dups} later line(s) left out)"
         ));
     }
     let (mut variants, mut errors) = (Vec::new(), Vec::new());

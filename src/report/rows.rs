@@ -736,6 +736,30 @@ impl Rows {
             )
         });
     }
+
+    /// After [`Rows::sort`]: drop every row whose unit (variant, trace, eval, sample, repeat)
+    /// is that of the row before it, so a unit journaled more than once keeps its first line
+    /// only (the sort keeps push order among equal keys). Returns how many rows were dropped.
+    /// The stores keep the dropped rows' data (unreferenced) until the rows are dropped.
+    pub fn dedup_sorted(&mut self) -> usize {
+        let before = self.recs.len();
+        self.recs.dedup_by(|later, first| {
+            (
+                later.variant,
+                later.trace,
+                later.eval,
+                later.sample,
+                later.repeat,
+            ) == (
+                first.variant,
+                first.trace,
+                first.eval,
+                first.sample,
+                first.repeat,
+            )
+        });
+        before - self.recs.len()
+    }
 }
 
 /// How ids of one [`Rows`] map to another's (see [`Rows::absorb_names`]).
@@ -1215,7 +1239,31 @@ mod tests {
             ))
         });
         let got: Vec<String> = rows.iter().map(|r| r.unit_id.to_string()).collect();
-        let want: Vec<String> = want.into_iter().map(|s| s.unit_id).collect();
-        assert_eq!(got, want);
+        let ids: Vec<String> = want.iter().map(|s| s.unit_id.clone()).collect();
+        assert_eq!(got, ids);
+        // Deduplicated, each unit keeps its first line only (the fixture's units share keys,
+        // besides u3's copy).
+        let mut unique = want.clone();
+        unique.dedup_by(|later, first| {
+            (
+                &later.variant,
+                &later.trace_id,
+                &later.eval,
+                &later.sample,
+                later.repeat,
+            ) == (
+                &first.variant,
+                &first.trace_id,
+                &first.eval,
+                &first.sample,
+                first.repeat,
+            )
+        });
+        assert!(!unique.iter().any(|s| s.unit_id == "u3-again"));
+        assert_eq!(rows.dedup_sorted(), want.len() - unique.len());
+        let got: Vec<String> = rows.iter().map(|r| r.unit_id.to_string()).collect();
+        let ids: Vec<String> = unique.into_iter().map(|s| s.unit_id).collect();
+        assert_eq!(got, ids);
+        assert_eq!(rows.dedup_sorted(), 0);
     }
 }

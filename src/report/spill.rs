@@ -485,7 +485,8 @@ impl SpilledRows {
         Ok(())
     }
 
-    /// Number of rows.
+    /// Number of rows spilled, the later lines of a unit journaled more than once too (which
+    /// [`SpilledRows::for_each_unique`] skips).
     pub fn len(&self) -> usize {
         self.len
     }
@@ -543,6 +544,43 @@ impl SpilledRows {
             i += 1;
             Ok(())
         })
+    }
+
+    /// [`SpilledRows::for_each`] but for the later lines of a unit journaled more than once
+    /// (same variant, trace, eval, sample and repeat; rows of equal keys come in journal
+    /// order, so the first line is the one kept, as `Rows::dedup_sorted` keeps it), which it
+    /// skips: returns how many. `i` numbers the rows passed to `each`.
+    pub fn for_each_unique(
+        &self,
+        mut each: impl FnMut(usize, Row<'_>, RowDetail, bool),
+    ) -> std::io::Result<usize> {
+        let mut scratch = self.dict.clone();
+        scratch.clear_rows();
+        let mut i = 0;
+        let mut last: Option<(String, u64)> = None;
+        let mut skipped = 0;
+        self.merge(&self.runs, |bytes, source| {
+            scratch.clear_rows();
+            let plotted = self.decode(&mut scratch, bytes, source);
+            let row = scratch.get(0);
+            let key = row.pair_hash();
+            match &mut last {
+                Some((v, k)) if v == row.variant && *k == key => {
+                    skipped += 1;
+                    return Ok(());
+                }
+                Some((v, k)) => {
+                    v.clear();
+                    v.push_str(row.variant);
+                    *k = key;
+                }
+                None => last = Some((row.variant.to_string(), key)),
+            }
+            each(i, row, scratch.detail(0), plotted);
+            i += 1;
+            Ok(())
+        })?;
+        Ok(skipped)
     }
 
     /// Push an encoded row of `source` into `scratch` (ids of `dict`); whether its timeline

@@ -34,14 +34,11 @@ fn hex_id(id: &str) -> Option<u64> {
 }
 
 impl DoneIds {
-    pub fn insert(&mut self, id: &str) {
+    /// Add `id`; whether it was new.
+    pub fn insert(&mut self, id: &str) -> bool {
         match hex_id(id) {
-            Some(h) => {
-                self.hex.insert(h);
-            }
-            None => {
-                self.other.insert(id.to_string());
-            }
+            Some(h) => self.hex.insert(h),
+            None => self.other.insert(id.to_string()),
         }
     }
     pub fn contains(&self, id: &str) -> bool {
@@ -87,8 +84,11 @@ impl Recorded {
         let mut done = DoneIds::default();
         let mut sum = TotalsSum::default();
         crate::report::load::each_light(path, |s, _| {
-            done.insert(&s.unit_id);
-            sum.add(&s.row());
+            // A unit journaled more than once counts once, by its first line, as in the
+            // report: the counts never pass the plan.
+            if done.insert(&s.unit_id) {
+                sum.add(&s.row());
+            }
         })?;
         Ok(Recorded {
             done,
@@ -290,5 +290,34 @@ mod tests {
         assert!(d.contains(&id) && d.contains("hand-made") && d.contains("ABCDEF0123456789"));
         assert!(!d.contains("abcdef0123456789") && !d.contains("0000000000000000"));
         assert_eq!((d.hex.len(), d.other.len()), (1, 2));
+        assert!(!d.insert(&id) && !d.insert("hand-made"), "already there");
+    }
+
+    /// A unit journaled twice counts once, by its first line: a resume's progress and
+    /// run.json's `recorded` never pass the plan.
+    #[test]
+    fn a_unit_journaled_twice_is_recorded_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        let sample = |id: &str, input: u64, failed: bool| {
+            let mut s = Sample::builder().unit_id(id).build();
+            s.tokens.agent.input = input;
+            if failed {
+                s.error = Some(crate::record::UnitError {
+                    kind: "timeout".into(),
+                    message: "slow".into(),
+                });
+            }
+            s
+        };
+        run.write_samples(&[
+            sample("u1", 10, false),
+            sample("u2", 20, true),
+            sample("u1", 1000, true),
+        ])
+        .unwrap();
+        let r = Recorded::read(&run.samples_jsonl()).unwrap();
+        assert_eq!((r.recorded, r.failed, r.done.len()), (2, 1, 2));
+        assert_eq!(r.totals.tokens.agent.input, 30);
     }
 }

@@ -741,3 +741,71 @@ fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
     assert_eq!(all.len(), 400);
     assert!(!stdout.contains("flagged unit(s)"), "{stdout}");
 }
+
+/// The files `report` writes, read back: summary.json, report.md, report.html, results.csv.
+fn reported(dir: &Path) -> (serde_json::Value, String, String, String) {
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    (
+        support::cli::json(&dir.join("summary.json")),
+        read("report.md"),
+        read("report.html"),
+        read("results.csv"),
+    )
+}
+
+#[test]
+fn a_unit_journaled_twice_counts_once_in_every_output_and_on_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = suite(tmp.path());
+    let out = tmp.path().join("out");
+    Command::new(bin())
+        .args(run_args(&suite, &["--run-id", "dup"]))
+        .assert()
+        .success();
+    let dir = out.join("dup");
+    let (summary, md, html, csv) = reported(&dir);
+    let journal = dir.join("samples.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(UNITS / 2, lines[3]);
+    std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
+
+    let o = Command::new(bin())
+        .args(["report", dir.to_str().unwrap(), "--no-png"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let (dup_summary, dup_md, dup_html, dup_csv) = reported(&dir);
+    let notes = dup_summary["summary"]["notes"].as_array().unwrap();
+    assert!(
+        notes[0]
+            .as_str()
+            .unwrap()
+            .starts_with("1 unit(s) appear more than once in the journal"),
+        "{notes:?}"
+    );
+    // Apart from that note, every figure is the one of the journal without the copy.
+    let mut without_note = dup_summary.clone();
+    without_note["summary"]["notes"]
+        .as_array_mut()
+        .unwrap()
+        .remove(0);
+    assert_eq!(without_note, summary);
+    assert_eq!(dup_summary["summary"]["totals"]["units"], UNITS);
+    assert_eq!(dup_csv, csv, "results.csv: one row per unit");
+    assert_eq!(dup_csv.lines().count(), UNITS + 1);
+    assert!(dup_md.contains(&format!("{UNITS} unit(s), ")), "{dup_md}");
+    assert_eq!(md.replace("more than once", ""), md);
+    assert!(dup_html.contains(&format!("{UNITS} unit(s), ")));
+    assert_ne!(html, dup_html, "the page notes the copy");
+
+    // A resume counts units, not lines: nothing to run, and never more than the plan.
+    let o = Command::new(bin())
+        .args(run_args(&suite, &["--resume", dir.to_str().unwrap()]))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let run = support::cli::json(&dir.join("run.json"));
+    assert_eq!(run["units"]["recorded"], UNITS, "{}", run["units"]);
+    assert_eq!(run["status"], "complete");
+}
