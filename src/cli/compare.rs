@@ -108,7 +108,7 @@ fn read_compact(
         .read_run_json()
         .map_err(|e| UsageError(e.to_string()))?;
     let progress = run_dir
-        .read_run_json()
+        .read_progress()
         .map_err(|e| UsageError(e.to_string()))?;
     let loaded = crate::report::load::stream_samples_spilling(&run_dir.samples_jsonl(), spill)
         .map_err(|e| UsageError(e.to_string()))?;

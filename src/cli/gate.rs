@@ -165,8 +165,7 @@ fn gate_run(
     }
     let info: crate::record::RunInfo =
         dir.read_run_json().map_err(|e| UsageError(e.to_string()))?;
-    let progress: crate::record::RunProgress =
-        dir.read_run_json().map_err(|e| UsageError(e.to_string()))?;
+    let progress = dir.read_progress().map_err(|e| UsageError(e.to_string()))?;
     let path = dir.samples_jsonl();
     let loaded = crate::report::load::stream_samples_spilling(&path, spill)
         .map_err(|e| UsageError(e.to_string()))?;

@@ -9,7 +9,9 @@ A journal line that cannot be read (a disk fault, an editor, a copy cut short) m
 `compare`, `gate` and `run --resume` stop with its file and line. `repair` moves every such line,
 byte for byte, to the end of <run-dir>/samples.rejected.jsonl (nothing is deleted) and keeps the
 readable ones; the units of the moved lines have no sample any more, so `run --resume` runs them
-again. `run --resume RUN_DIR --repair` does the same before resuming.
+again. run.json's unit counts become the journal's, and a complete run that now misses units is
+marked `incomplete`: `report`, `compare` and `gate` say it is partial until it is resumed.
+`run --resume RUN_DIR --repair` does the same before resuming.
 
 Example:
   ctxbench repair reports/nightly
@@ -37,6 +39,9 @@ pub fn repair(arg: &str, run: &Path) -> anyhow::Result<Repaired> {
         .lock()
         .map_err(|e| crate::error::UsageError(e.to_string()))?;
     let r = dir.repair_journal()?;
+    if !r.moved.is_empty() {
+        update_run_json(&dir)?;
+    }
     if r.moved.is_empty() {
         crate::output::errln!(
             "{}: every line is readable ({} samples); nothing moved",
@@ -55,6 +60,31 @@ pub fn repair(arg: &str, run: &Path) -> anyhow::Result<Repaired> {
         );
     }
     Ok(r)
+}
+
+/// After lines were moved aside: `run.json`'s unit counts become the journal's (units with a
+/// sample, of which failed), and a `complete` run that now misses units of its plan becomes
+/// `incomplete`, so every reader (`report`, `compare`, `gate`) says the run is partial. A
+/// run.json without a status or unit counts (not written by `run` or `merge`) is left as is.
+fn update_run_json(dir: &RunDir) -> anyhow::Result<()> {
+    let mut json: serde_json::Value = dir.read_run_json()?;
+    let Some(units) = json.get_mut("units").and_then(|u| u.as_object_mut()) else {
+        return Ok(());
+    };
+    let recorded = crate::runner::resume::Recorded::read(&dir.samples_jsonl())?;
+    let planned = units
+        .get("planned")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
+    units.insert("recorded".into(), recorded.recorded.into());
+    units.insert("failed".into(), recorded.failed.into());
+    if json.get("status").and_then(serde_json::Value::as_str) == Some("complete")
+        && recorded.recorded < planned
+    {
+        json["status"] = crate::record::RunStatus::Incomplete.as_str().into();
+    }
+    dir.write_run_json(&json)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", dir.run_json().display()))
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {

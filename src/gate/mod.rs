@@ -772,6 +772,7 @@ mod tests {
                 recorded: 4,
                 ..UnitCounts::default()
             }),
+            rejected: 0,
         };
         let checks = run_checks(&partial, 0);
         assert_eq!(

@@ -303,6 +303,21 @@ impl RunDir {
         self.root.join("samples.rejected.jsonl")
     }
 
+    /// How far the run got ([`super::RunProgress`]: `run.json`'s status and unit counts), with
+    /// the lines of [`RunDir::rejected_jsonl`] counted (a missing or unreadable file: none).
+    pub fn read_progress(&self) -> Result<super::RunProgress, JournalError> {
+        let mut progress: super::RunProgress = self.read_run_json()?;
+        progress.rejected = std::fs::read(self.rejected_jsonl())
+            .map(|bytes| {
+                bytes
+                    .split(|&b| b == b'\n')
+                    .filter(|l| !l.is_empty())
+                    .count()
+            })
+            .unwrap_or(0);
+        Ok(progress)
+    }
+
     /// Move unreadable journal lines (corrupt, not a sample, torn) to the end of
     /// [`RunDir::rejected_jsonl`] and keep the readable ones; see `journal::repair`.
     pub fn repair_journal(&self) -> Result<Repaired, JournalError> {

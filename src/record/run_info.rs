@@ -61,7 +61,8 @@ pub struct UnitCounts {
     pub planned_total: u64,
     /// Units of this shard (= `planned_total` when not sharded).
     pub planned: u64,
-    /// Samples in `samples.jsonl` (ok + failed), including earlier attempts (resume).
+    /// Units with a sample in `samples.jsonl` (ok + failed; a unit journaled more than once
+    /// counts once). `ctxbench repair` lowers it when it moves lines aside.
     pub recorded: u64,
     pub failed: u64,
     pub not_run_budget: u64,
@@ -79,6 +80,10 @@ pub struct RunProgress {
     pub status: Option<RunStatus>,
     #[serde(default)]
     pub units: Option<UnitCounts>,
+    /// Lines of `samples.rejected.jsonl` (unreadable journal lines `ctxbench repair` moved
+    /// aside), as the reader counted them: not in `run.json`.
+    #[serde(skip)]
+    pub rejected: usize,
 }
 
 impl RunProgress {
@@ -99,7 +104,12 @@ impl RunProgress {
             return None;
         }
         let why = match status {
-            RunStatus::Complete if units.planned >= whole => return None,
+            // Units of a complete plan have no sample: lines moved aside by `ctxbench repair`
+            // (a run.json it did not update), or removed by hand.
+            RunStatus::Complete if units.planned >= whole && recorded >= whole => return None,
+            RunStatus::Complete if units.planned >= whole => {
+                "status `complete`, but units of the plan have no sample".to_string()
+            }
             RunStatus::Complete => "one shard of a sharded run".to_string(),
             RunStatus::Running => {
                 "status `running`: it was killed, or is still being written".to_string()
@@ -113,9 +123,16 @@ impl RunProgress {
             }
             RunStatus::Unknown => "a status this version of ctxbench does not know".to_string(),
         };
+        let rejected = match self.rejected {
+            0 => String::new(),
+            n => format!(
+                "; {n} unreadable line(s) were moved to samples.rejected.jsonl by `ctxbench \
+                 repair`, and `run --resume` runs their units again"
+            ),
+        };
         Some(format!(
-            "partial run: {recorded} of {whole} planned unit(s) recorded ({why}); its statistics \
-             cover the recorded units only"
+            "partial run: {recorded} of {whole} planned unit(s) recorded ({why}){rejected}; its \
+             statistics cover the recorded units only"
         ))
     }
 }
@@ -291,6 +308,28 @@ mod tests {
                 "{status}"
             );
         }
+        // Units of a complete plan without a sample (an older `repair` left run.json as it
+        // was): partial, and the lines `repair` moved aside are counted.
+        let mut complete: RunProgress = serde_json::from_value(
+            serde_json::json!({"status": "complete", "units": units(10, 10, 10)}),
+        )
+        .unwrap();
+        assert_eq!(complete.partial(10), None);
+        complete.rejected = 1;
+        assert_eq!(
+            complete.partial(10),
+            None,
+            "resumed: rejected lines are history"
+        );
+        assert_eq!(
+            complete.partial(9).as_deref(),
+            Some(
+                "partial run: 9 of 10 planned unit(s) recorded (status `complete`, but units of \
+                 the plan have no sample); 1 unreadable line(s) were moved to \
+                 samples.rejected.jsonl by `ctxbench repair`, and `run --resume` runs their \
+                 units again; its statistics cover the recorded units only"
+            )
+        );
         let shard = p(serde_json::json!({"status": "complete", "units": units(10, 5, 5)}));
         assert_eq!(
             shard.as_deref(),

@@ -614,7 +614,7 @@ pub fn load_model_opts(
             stream_split(&path, SPLIT_AT_LEAST, Some(&ctx))?
         }
     };
-    let progress: crate::record::RunProgress = run_dir.read_run_json()?;
+    let progress = run_dir.read_progress()?;
     let (mut model, torn, want) = match loaded {
         Loaded::Rows(streamed) => {
             let model = ReportModel::build_rows(&info, streamed.rows, Some(path));

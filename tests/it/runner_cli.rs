@@ -809,3 +809,66 @@ fn a_unit_journaled_twice_counts_once_in_every_output_and_on_resume() {
     assert_eq!(run["units"]["recorded"], UNITS, "{}", run["units"]);
     assert_eq!(run["status"], "complete");
 }
+
+#[test]
+fn a_repaired_run_is_reported_as_partial_until_resumed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = suite(tmp.path());
+    let out = tmp.path().join("out");
+    Command::new(bin())
+        .args(run_args(&suite, &["--run-id", "cut"]))
+        .assert()
+        .success();
+    let dir = out.join("cut");
+    let journal = dir.join("samples.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let half = &lines[9][..lines[9].len() / 2].to_string();
+    lines[9] = half;
+    std::fs::write(&journal, lines.join("\n") + "\n").unwrap();
+    Command::new(bin())
+        .args(["repair", dir.to_str().unwrap()])
+        .assert()
+        .success();
+    let run = support::cli::json(&dir.join("run.json"));
+    assert_eq!(run["status"], "incomplete");
+    assert_eq!(run["units"]["recorded"], UNITS - 1);
+
+    let o = Command::new(bin())
+        .args(["report", dir.to_str().unwrap(), "--no-png"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let note = format!(
+        "partial run: {} of {UNITS} planned unit(s) recorded (status `incomplete`: units of \
+         the plan are missing); 1 unreadable line(s) were moved to samples.rejected.jsonl by \
+         `ctxbench repair`, and `run --resume` runs their units again",
+        UNITS - 1
+    );
+    let (summary, md, html, _) = reported(&dir);
+    let first = summary["summary"]["notes"][0].as_str().unwrap();
+    assert!(first.starts_with(&note), "{first}");
+    assert_eq!(summary["summary"]["totals"]["units"], UNITS - 1);
+    assert!(md.contains(&note), "{md}");
+    assert!(
+        html.contains(&format!("partial run: {} of {UNITS} planned", UNITS - 1))
+            && html.contains("samples.rejected.jsonl by <code>ctxbench repair</code>"),
+        "report.html"
+    );
+    let terminal = String::from_utf8_lossy(&o.stdout).replace('\n', " ");
+    assert!(
+        terminal.contains("partial run:") && terminal.contains("samples.rejected.jsonl"),
+        "{terminal}"
+    );
+
+    // Resumed, the unit ran again: complete, no note (the rejected line stays, for a look).
+    Command::new(bin())
+        .args(run_args(&suite, &["--resume", dir.to_str().unwrap()]))
+        .assert()
+        .success();
+    let run = support::cli::json(&dir.join("run.json"));
+    assert_eq!(run["status"], "complete");
+    let (summary, md, ..) = reported(&dir);
+    assert!(!md.contains("partial run"), "{md}");
+    assert_eq!(summary["summary"]["totals"]["units"], UNITS);
+}
