@@ -193,6 +193,26 @@ impl Progress {
         p
     }
 
+    /// A resumed run's progress counts what its journal already holds: the tokens, dollars and
+    /// errors of the units done before (their number is the `done` it was made with), so every
+    /// figure on the bar is of the whole run, as the closing lines are.
+    pub fn resumed(mut self, tokens: u64, modelled_usd: f64, spent_usd: f64, errors: u64) -> Self {
+        self.tally.tokens = tokens;
+        self.tally.modelled_usd = modelled_usd;
+        self.tally.spent_usd = spent_usd;
+        self.tally.errors = errors;
+        match &self.view {
+            View::Hidden => {}
+            View::Bar(b) => b.set_message(self.tally.line(self.total)),
+            View::Lines { state, .. } => {
+                if let Ok(mut s) = state.lock() {
+                    s.tally = self.tally;
+                }
+            }
+        }
+        self
+    }
+
     /// A finished unit: its tokens, its cost by role (`cost.agent` modelled, the other roles
     /// spent; an unknown price counts $0 here) and whether it failed.
     pub fn record(&mut self, tokens: u64, cost: &crate::record::CostByRole, failed: bool) {
@@ -319,6 +339,25 @@ mod tests {
         assert_eq!(
             p.tally().line(10),
             "5/10 units · 1 error · 12.5k tokens · modelled $1.5000 · spent $0.7500"
+        );
+    }
+
+    #[test]
+    fn a_resumed_runs_progress_counts_the_whole_run() {
+        // 272 units done before, with their tokens, dollars and errors; then one more.
+        let buf = Buf::default();
+        let p = Progress::with_sink(1000, 272, Duration::ZERO, Box::new(buf.clone()));
+        let mut p = p.resumed(128_620_000, 120.5, 0.25, 3);
+        p.record(1_000_000, &agent(Some(0.5)), false);
+        assert_eq!(
+            p.tally().line(1000),
+            "273/1000 units · 3 errors · 129.62M tokens · modelled $121.0000 · spent $0.2500"
+        );
+        assert!(
+            buf.text()
+                .contains("273/1000 units · 3 errors · 129.62M tokens"),
+            "{}",
+            buf.text()
         );
     }
 

@@ -542,7 +542,14 @@ pub async fn execute(
         max_cost_usd,
         previous.totals.spent_usd + previous.replaced_spent_usd,
     );
-    let mut progress = Progress::new(manifest.units.planned, previous.recorded, progress_mode);
+    let done = &previous.totals;
+    let mut progress = Progress::new(manifest.units.planned, previous.recorded, progress_mode)
+        .resumed(
+            done.tokens.total(),
+            done.cost.modelled_agent_usd.unwrap_or(0.0),
+            done.cost.spent_usd.unwrap_or(0.0),
+            previous.failed,
+        );
     let fresh = journal.is_empty();
     let mut ledger = Ledger {
         journal,
