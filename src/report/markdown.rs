@@ -152,6 +152,10 @@ pub fn render(info: &RunInfo, model: &ReportModel) -> String {
         model.units,
         model.variants.len()
     );
+    // A partial run says so before any figure (and again in Notes), as report.html does.
+    if let Some(partial) = model.notes.iter().find(|n| n.starts_with("partial run:")) {
+        let _ = writeln!(out, "\n**{}**\n", cell(partial, 1000));
+    }
     if let Some(b) = &model.baseline {
         let _ = writeln!(out, "Baseline variant: {}.", code(b, 80));
     }

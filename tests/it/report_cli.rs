@@ -494,6 +494,12 @@ fn every_report_of_a_partial_run_says_it_is_partial() {
         assert!(text.contains(&note), "{file} does not say {note}");
         assert!(text.contains("interrupted"), "{file}");
     }
+    // report.md says it before the verdicts, not only in its Notes at the end.
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        md.find(&note).unwrap() < md.find("## ").unwrap(),
+        "report.md says it is partial after its first section: {md}"
+    );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
     let notes = json["summary"]["notes"].as_array().unwrap();
