@@ -422,7 +422,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let b = read_compact(&args.run_b, &spill)?;
     // compare.md and compare.json go into RUN_B by default: never into a live run's directory
     // (taken after the reads, whose in-progress check would see this lock).
-    let _lock = super::claim_run_output(&out, "compare")?;
+    let _lock = super::claim_run_output(&out, "compare", "-o OTHER_DIR")?;
     let mut notes = Vec::new();
     for (run, dir) in [(&a, &args.run_a), (&b, &args.run_b)] {
         if let Some(pid) = run.live {

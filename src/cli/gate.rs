@@ -278,7 +278,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let no_verdict = result
         .as_ref()
         .is_err_and(|e| super::exit_code_for(e) == crate::error::EXIT_USAGE);
-    if no_verdict && check_junit_path(&junit_path, &args.run, &args.baseline).is_ok() {
+    // (Never in a live run's directory: its writer owns it.)
+    let live = junit_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .is_some_and(|p| RunDir::new(p).writer().is_some());
+    if no_verdict && !live && check_junit_path(&junit_path, &args.run, &args.baseline).is_ok() {
         // No verdict (exit 2: the runs, rules or arguments were refused before a verdict was
         // written): a JUnit file from an earlier gate must not stand for this one (a CI test
         // reporter would show its stale result). Never in the baseline run. A later failure
@@ -340,6 +345,13 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
         .into());
     }
     check_junit_path(junit_path, &args.run, &args.baseline)?;
+    // One process owns a run directory: the JUnit file (by default gate.xml in the candidate
+    // run) is not written into a live run's.
+    let junit_dir = junit_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let _lock = super::claim_run_output(junit_dir, "gate", "--junit OTHER_PATH")?;
     let options = gate::GateOptions {
         seed: cand.info.seed,
         max_errors: args.max_errors,

@@ -196,10 +196,12 @@ pub fn run_journal_arg(arg: &str, path: &std::path::Path) -> Result<(), UsageErr
 /// are written: one process owns a run directory (docs/reliability.md, "One writer"). A run
 /// directory a live run owns is refused (exit 2) with a hint to write elsewhere: reading a live
 /// run stays possible (`-o OTHER_DIR`), writing into it is not. A directory that is no run gets
-/// no lock file and no lock (`None`).
+/// no lock file and no lock (`None`). `elsewhere`: the option that writes elsewhere
+/// (`-o OTHER_DIR`, `--junit OTHER_PATH`).
 pub fn claim_run_output(
     out: &std::path::Path,
     command: &str,
+    elsewhere: &str,
 ) -> Result<Option<crate::record::RunLock>, UsageError> {
     let dir = crate::record::RunDir::new(out);
     if !dir.run_json().is_file() {
@@ -213,7 +215,7 @@ pub fn claim_run_output(
             });
             Err(UsageError(format!(
                 "{} is being written by {who}: `{command}` does not write its files into a live \
-                 run's directory; write them elsewhere with `-o OTHER_DIR` (it reads the samples \
+                 run's directory; write them elsewhere with `{elsewhere}` (it reads the samples \
                  journaled so far), or wait for the run to finish",
                 out.display()
             )))

@@ -44,7 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let live = run_dir.writer();
     // Writing into a run directory needs its lock (after `writer()`, which would see ours): a
     // live run's own directory is refused, `-o OTHER_DIR` reads it (docs/reliability.md).
-    let _lock = super::claim_run_output(&out, "report")?;
+    let _lock = super::claim_run_output(&out, "report", "-o OTHER_DIR")?;
     // A big run's rows spill to the temporary directory (TMPDIR; removed when done).
     let opts = crate::report::load::LoadOptions {
         spill: args.spill.options(),

@@ -65,6 +65,33 @@ fn a_second_writer_is_refused_and_the_live_run_finishes_intact() {
             "{args:?}: nothing written"
         );
     }
+    // `gate` writes its JUnit file into the candidate run by default: not into a live one's
+    // (and leaves no file there); with `--junit` elsewhere it gates it (a partial run fails).
+    let gate = |junit: Option<&std::path::Path>| {
+        let mut c = ctxbench();
+        c.current_dir(tmp.path())
+            .arg("gate")
+            .arg(&dir)
+            .arg("--baseline")
+            .arg(&dir)
+            .args(["--rule", "tokens.delta_pct <= 5"]);
+        if let Some(j) = junit {
+            c.arg("--junit").arg(j);
+        }
+        c.output().unwrap()
+    };
+    let refused = gate(None);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("pid {pid}")) && err.contains("--junit OTHER_PATH"),
+        "{err}"
+    );
+    assert!(!dir.join("gate.xml").exists());
+    let elsewhere = tmp.path().join("gate.xml");
+    let gated = gate(Some(&elsewhere));
+    assert_eq!(gated.status.code(), Some(10), "{gated:?}");
+    assert!(elsewhere.is_file());
     let report = ctxbench()
         .current_dir(tmp.path())
         .arg("report")
