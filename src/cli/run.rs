@@ -292,10 +292,11 @@ fn stores_text(
     match crate::runner::stores::prune(dir, model, false) {
         Ok(p) => {
             if p.removed > 0 {
+                // Kept: those on disk; a store to keep that was not written is said below.
                 out.push_str(&format!(
                     "stores   kept {} of {} offload stores (failed + shown in report.html; \
                      --keep-stores: all)\n",
-                    p.kept,
+                    p.kept - p.missing,
                     p.kept + p.removed
                 ));
             }
@@ -690,4 +691,51 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         _ => EXIT_OK,
     };
     Ok(ExitCode::from(code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{RunDir, RunInfo, Sample, UnitError};
+
+    #[test]
+    fn the_stores_line_counts_the_kept_stores_on_disk() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::new(tmp.path().join("run"));
+        let mut samples = Vec::new();
+        // Passed units with a store each, one a trace: report.html shows a dozen of them.
+        for i in 0..30 {
+            let id = format!("u{i}");
+            std::fs::create_dir_all(dir.unit_store(&id)).unwrap();
+            std::fs::write(dir.unit_store(&id).join("a"), "x").unwrap();
+            let s = Sample::builder()
+                .unit_id(&id)
+                .trace(format!("t{i:02}"))
+                .passed(true)
+                .build();
+            samples.push(s);
+        }
+        // A failed unit (kept) whose store the run did not write: a marker only.
+        let packs = crate::engine::store::PackFile::new(dir.stores_pack());
+        packs.skip("u30").unwrap();
+        packs.flush().unwrap();
+        let mut s = Sample::builder()
+            .unit_id("u30")
+            .trace("t30")
+            .passed(true)
+            .build();
+        s.error = Some(UnitError {
+            kind: "eval".into(),
+            message: "x".into(),
+        });
+        samples.push(s);
+        let model = crate::report::ReportModel::build(&RunInfo::new("r"), samples);
+        let text = stores_text(&dir, &model, false);
+        let on_disk = std::fs::read_dir(dir.stores_dir()).unwrap().count();
+        assert!(
+            text.contains(&format!("kept {on_disk} of 31 offload stores")),
+            "{on_disk} on disk: {text}"
+        );
+        assert!(text.contains("note: 1 offload store(s)"), "{text}");
+    }
 }

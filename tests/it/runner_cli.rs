@@ -171,6 +171,19 @@ fn kill_and_resume(suite: &Path, out: &Path, units: usize, executor: &str, jobs:
     };
     let (killed, uninterrupted) = (tree("killed"), tree("reference"));
     let store_of = |path: &String| path.split('/').next().unwrap().to_string();
+    // The closing line's "kept K" counts the stores on disk, not those it says were not written.
+    if let Some(k) = said.split("stores   kept ").nth(1) {
+        let on_disk: std::collections::BTreeSet<String> = killed
+            .keys()
+            .filter(|p| !p.is_empty())
+            .map(store_of)
+            .collect();
+        assert_eq!(
+            k.split(' ').next().unwrap(),
+            on_disk.len().to_string(),
+            "{said}"
+        );
+    }
     for (path, bytes) in &killed {
         assert_eq!(
             uninterrupted.get(path),
