@@ -152,6 +152,30 @@ fn check_junit_path(
     Ok(())
 }
 
+/// The JUnit file, then the GitHub step summary when `GITHUB_STEP_SUMMARY` is set.
+fn write_gate_files(
+    junit_path: &std::path::Path,
+    outcome: &gate::GateOutcome,
+) -> anyhow::Result<()> {
+    std::fs::write(junit_path, crate::report::junit::render(outcome))
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", junit_path.display()))?;
+    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
+        let path = PathBuf::from(summary);
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| {
+                anyhow::anyhow!("cannot open GITHUB_STEP_SUMMARY {}: {e}", path.display())
+            })?;
+        f.write_all(crate::report::markdown::gate_summary(outcome).as_bytes())
+            .map_err(|e| {
+                anyhow::anyhow!("cannot write GITHUB_STEP_SUMMARY {}: {e}", path.display())
+            })?;
+    }
+    Ok(())
+}
+
 /// A run as the gate reads it: samples.jsonl streamed into compact rows (`report::load`), the
 /// gate's observations built from them, the rows dropped; a run of more than `spill.above`
 /// samples spilled (its rows sorted on disk, then its observations: [`spilled_run`]). A torn
@@ -380,24 +404,13 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     if !args.json {
         out!("{}", crate::report::terminal::gate_lines(&outcome))?;
     }
-    std::fs::write(junit_path, crate::report::junit::render(&outcome))
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", junit_path.display()))?;
-    if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
-        let path = PathBuf::from(summary);
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| {
-                anyhow::anyhow!("cannot open GITHUB_STEP_SUMMARY {}: {e}", path.display())
-            })?;
-        f.write_all(crate::report::markdown::gate_summary(&outcome).as_bytes())
-            .map_err(|e| {
-                anyhow::anyhow!("cannot write GITHUB_STEP_SUMMARY {}: {e}", path.display())
-            })?;
-    }
+    // The verdicts are printed also when a file cannot be written (`--json` too: the text
+    // lines are above); the process then exits 1 with the error, and the JSON says so.
+    let written = write_gate_files(junit_path, &outcome);
     let failed = outcome.failed();
-    let code = if failed == 0 {
+    let code = if written.is_err() {
+        crate::error::EXIT_FAILURE
+    } else if failed == 0 {
         super::EXIT_OK
     } else {
         EXIT_GATE_FAILED
@@ -413,7 +426,9 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
             outcome: &outcome,
         };
         outln!("{}", serde_json::to_string_pretty(&doc)?)?;
+        written?;
     } else {
+        written?;
         outln!(
             "gate {}: {} check(s), {failed} failed, {} skipped; JUnit XML: {}",
             if failed == 0 { "passed" } else { "FAILED" },

@@ -645,3 +645,30 @@ fn a_torn_final_line_is_noted_in_every_output() {
         .code(0)
         .stdout(predicate::str::contains(said.as_str()));
 }
+
+/// A JUnit file that cannot be written does not take the verdicts with it: `--json` prints
+/// them as the text mode does, with the exit code the process ends with (1) and the error on
+/// stderr.
+#[test]
+fn json_verdicts_are_printed_when_the_junit_file_cannot_be_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base", &run_losing(0));
+    let cand = write(dir.path(), "cand", &run_losing(8));
+    let nowhere = dir.path().join("no-such-dir/gate.xml");
+    let out = gate(&cand, &base)
+        .args(["--json", "--junit"])
+        .arg(&nowhere)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("cannot write"))
+        .get_output()
+        .stdout
+        .clone();
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(doc["exit_code"], 1);
+    assert_eq!(doc["passed"], false, "the verdict is still the rules'");
+    assert!(
+        doc["results"].as_array().is_some_and(|r| !r.is_empty()),
+        "{doc}"
+    );
+}
