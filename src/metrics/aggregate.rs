@@ -602,10 +602,14 @@ pub struct DuplicatesSum {
 }
 
 impl DuplicatesSum {
-    pub fn add(&mut self, s: &Row<'_>) {
+    /// Whether `s` is a later line of the unit before it (counted).
+    pub fn add(&mut self, s: &Row<'_>) -> bool {
         let key = s.pair_hash();
         match &mut self.last {
-            Some((v, k)) if v == s.variant && *k == key => self.count += 1,
+            Some((v, k)) if v == s.variant && *k == key => {
+                self.count += 1;
+                return true;
+            }
             Some((v, k)) => {
                 v.clear();
                 v.push_str(s.variant);
@@ -613,6 +617,7 @@ impl DuplicatesSum {
             }
             None => self.last = Some((s.variant.to_string(), key)),
         }
+        false
     }
 
     pub fn finish(self) -> usize {

@@ -557,30 +557,18 @@ impl SpilledRows {
         let mut scratch = self.dict.clone();
         scratch.clear_rows();
         let mut i = 0;
-        let mut last: Option<(String, u64)> = None;
-        let mut skipped = 0;
+        let mut dups = crate::metrics::aggregate::DuplicatesSum::default();
         self.merge(&self.runs, |bytes, source| {
             scratch.clear_rows();
             let plotted = self.decode(&mut scratch, bytes, source);
             let row = scratch.get(0);
-            let key = row.pair_hash();
-            match &mut last {
-                Some((v, k)) if v == row.variant && *k == key => {
-                    skipped += 1;
-                    return Ok(());
-                }
-                Some((v, k)) => {
-                    v.clear();
-                    v.push_str(row.variant);
-                    *k = key;
-                }
-                None => last = Some((row.variant.to_string(), key)),
+            if !dups.add(&row) {
+                each(i, row, scratch.detail(0), plotted);
+                i += 1;
             }
-            each(i, row, scratch.detail(0), plotted);
-            i += 1;
             Ok(())
         })?;
-        Ok(skipped)
+        Ok(dups.finish())
     }
 
     /// Push an encoded row of `source` into `scratch` (ids of `dict`); whether its timeline
