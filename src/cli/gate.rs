@@ -152,6 +152,14 @@ fn check_junit_path(
     Ok(())
 }
 
+/// The directory the JUnit file goes in (`.` for a bare file name).
+fn junit_dir(junit: &std::path::Path) -> &std::path::Path {
+    junit
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."))
+}
+
 /// The JUnit file, then the GitHub step summary when `GITHUB_STEP_SUMMARY` is set.
 fn write_gate_files(
     junit_path: &std::path::Path,
@@ -303,10 +311,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .as_ref()
         .is_err_and(|e| super::exit_code_for(e) == crate::error::EXIT_USAGE);
     // (Never in a live run's directory: its writer owns it.)
-    let live = junit_path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .is_some_and(|p| RunDir::new(p).writer().is_some());
+    let live = RunDir::new(junit_dir(&junit_path)).writer().is_some();
     if no_verdict && !live && check_junit_path(&junit_path, &args.run, &args.baseline).is_ok() {
         // No verdict (exit 2: the runs, rules or arguments were refused before a verdict was
         // written): a JUnit file from an earlier gate must not stand for this one (a CI test
@@ -371,11 +376,7 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     check_junit_path(junit_path, &args.run, &args.baseline)?;
     // One process owns a run directory: the JUnit file (by default gate.xml in the candidate
     // run) is not written into a live run's.
-    let junit_dir = junit_path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let _lock = super::claim_run_output(junit_dir, "gate", "--junit OTHER_PATH")?;
+    let _lock = super::claim_run_output(junit_dir(junit_path), "gate", "--junit OTHER_PATH")?;
     let options = gate::GateOptions {
         seed: cand.info.seed,
         max_errors: args.max_errors,
