@@ -15,6 +15,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 const AFTER_HELP: &str = "\
+The metrics are the report's (<eval>.<score>, <eval>.pass, cost, tokens) and, after them, each
+role's tokens and cost: tokens.agent, tokens.summarizer, tokens.judge, tokens.eval_agent, and
+cost.<role> alike (what `gate` rules can name). The terminal lists the headline metrics of each
+variant and every other metric that changed on some pair; compare.json has every comparison.
+
 Notes (printed, and in compare.md and compare.json) name what is not compared: failed units on
 each side (no score: out of every mean and pair), a partial run (status not `complete`),
 variants, traces and units that one run has and the other lacks. Runs of differently named
@@ -25,7 +30,8 @@ Examples:
   ctxbench compare reports/main reports/pr-123 -o out/ # into out/ instead
   ctxbench schema compare                              # the JSON Schema of compare.json";
 
-/// Compare run B against run A: for every variant both runs have, every metric, paired by
+/// Compare run B against run A: for every variant both runs have, every metric (the report's,
+/// and tokens and cost per role: tokens.summarizer, cost.agent, …), paired by
 /// trace/eval/sample/repeat, with a 95% paired-bootstrap CI of B − A and a p-value (McNemar for
 /// pass/fail metrics). Prints the table and writes compare.md and compare.json.
 #[derive(Debug, clap::Args)]
@@ -82,6 +88,14 @@ enum Samples {
 }
 
 impl Compact {
+    /// Rows (journal lines) the run holds.
+    fn len(&self) -> usize {
+        match &self.samples {
+            Samples::Rows(rows) => rows.len(),
+            Samples::Spilled(rows) => rows.len(),
+        }
+    }
+
     /// Every row, with its place in the journal (file order).
     fn for_each(&self, mut each: impl FnMut(Row<'_>, u64)) -> Result<(), UsageError> {
         match &self.samples {
@@ -93,6 +107,28 @@ impl Compact {
             }
             Samples::Spilled(rows) => rows
                 .for_each(|_, s, detail, _| each(s, detail.offset.unwrap_or(u64::MAX)))
+                .map_err(|e| UsageError(format!("{}: {e}", rows.dir().path().display()))),
+        }
+    }
+
+    /// [`Compact::for_each`] but for the later lines of a unit journaled more than once (the
+    /// first line of each is the one passed, as every figure counts it): returns how many.
+    fn for_each_unique(&self, mut each: impl FnMut(Row<'_>, u64)) -> Result<usize, UsageError> {
+        match &self.samples {
+            Samples::Rows(rows) => {
+                let mut seen = rustc_hash::FxHashSet::default();
+                let mut dups = 0;
+                for (i, s) in rows.iter().enumerate() {
+                    if seen.insert((s.variant, s.pair_hash())) {
+                        each(s, i as u64);
+                    } else {
+                        dups += 1;
+                    }
+                }
+                Ok(dups)
+            }
+            Samples::Spilled(rows) => rows
+                .for_each_unique(|_, s, detail, _| each(s, detail.offset.unwrap_or(u64::MAX)))
                 .map_err(|e| UsageError(format!("{}: {e}", rows.dir().path().display()))),
         }
     }
@@ -128,7 +164,10 @@ fn read_compact(
 /// What the notes say of one run: its units, failed units and variants (run.json's, then the
 /// others in the order the journal first names them).
 struct RunFacts {
+    /// Units (a unit journaled more than once counts once).
     units: usize,
+    /// Later lines of units journaled more than once.
+    duplicates: usize,
     failed: usize,
     variants: Vec<String>,
 }
@@ -136,7 +175,7 @@ struct RunFacts {
 fn facts(run: &Compact) -> Result<RunFacts, UsageError> {
     let (mut units, mut failed) = (0, 0);
     let mut first: BTreeMap<String, u64> = BTreeMap::new();
-    run.for_each(|s, at| {
+    let duplicates = run.for_each_unique(|s, at| {
         units += 1;
         failed += usize::from(s.error.is_some());
         if !run.info.variants.iter().any(|v| v == s.variant) {
@@ -154,6 +193,7 @@ fn facts(run: &Compact) -> Result<RunFacts, UsageError> {
     variants.extend(extra.into_iter().map(|(_, v)| v));
     Ok(RunFacts {
         units,
+        duplicates,
         failed,
         variants,
     })
@@ -307,10 +347,18 @@ fn compare_spilled(a: &Compact, b: &Compact) -> Result<Vec<aggregate::Comparison
     for run in [a, b] {
         let mut obs = ObsSpill::new(dir.clone(), RUN_KEYS);
         let (mut i, mut failed) = (0, None);
+        // A per-role observation is placed after every row's, so the first of duplicate keys
+        // kept is the one `aggregate::observations_with_roles` keeps (as the gate's spill).
+        let roles_after = run.len();
         run.for_each(|s, _| {
             aggregate::for_each_obs(&s, |metric, o| {
                 if failed.is_none() {
                     failed = obs.push(s.variant, metric, i, o).err();
+                }
+            });
+            aggregate::for_each_role_obs(&s, |metric, o| {
+                if failed.is_none() {
+                    failed = obs.push(s.variant, metric, roles_after + i, o).err();
                 }
             });
             i += 1;
@@ -438,6 +486,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let (fa, fb) = (facts(&a)?, facts(&b)?);
+    for (f, dir) in [(&fa, &args.run_a), (&fb, &args.run_b)] {
+        if f.duplicates > 0 {
+            notes.push(super::duplicates_note(
+                &RunDir::new(dir).samples_jsonl(),
+                f.duplicates,
+            ));
+        }
+    }
     let only = only_in(&a, &b, &fa.variants, &fb.variants)?;
     let coverage = coverage_notes(&a, &b, [&fa, &fb], &only);
     if let Some(suites) = coverage

@@ -22,7 +22,8 @@ Rule grammar:  [VARIANT:] METRIC[.delta|.delta_pct] OP NUMBER    (OP: >= > <= <)
   cost.delta_pct <= 5              cost per unit grows by at most 5%
   aggressive: needle.pass >= 0.5   only for variant `aggressive`
 
-METRIC is a report metric: <eval>.<score>, <eval>.pass, cost (USD per unit) or tokens.
+METRIC is a report metric: <eval>.<score>, <eval>.pass, cost (USD per unit) or tokens, or one
+role's tokens or cost: tokens.ROLE, cost.ROLE (ROLE: agent, summarizer, judge, eval_agent).
 A delta rule fails only when its value is beyond the threshold AND the change is significant
 (p < 0.05: McNemar for pass/fail metrics, paired bootstrap otherwise); it is then a regression.
 An absolute rule compares the candidate with the threshold, not with the baseline: it is a
@@ -236,25 +237,27 @@ fn spilled_run(
     let mut units: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut failed = None;
     let roles_after = rows.len();
-    rows.for_each(|i, s, _, _| {
-        let u = match units.get_mut(s.variant) {
-            Some(u) => u,
-            None => units.entry(s.variant.to_string()).or_default(),
-        };
-        u.0 += 1;
-        u.1 += usize::from(s.error.is_some());
-        aggregate::for_each_obs(&s, |metric, o| {
-            if failed.is_none() {
-                failed = obs.push(s.variant, metric, i, o).err();
-            }
-        });
-        aggregate::for_each_role_obs(&s, |metric, o| {
-            if failed.is_none() {
-                failed = obs.push(s.variant, metric, roles_after + i, o).err();
-            }
-        });
-    })
-    .map_err(io)?;
+    // A unit journaled more than once counts once, by its first line (as in memory).
+    let duplicates = rows
+        .for_each_unique(|i, s, _, _| {
+            let u = match units.get_mut(s.variant) {
+                Some(u) => u,
+                None => units.entry(s.variant.to_string()).or_default(),
+            };
+            u.0 += 1;
+            u.1 += usize::from(s.error.is_some());
+            aggregate::for_each_obs(&s, |metric, o| {
+                if failed.is_none() {
+                    failed = obs.push(s.variant, metric, i, o).err();
+                }
+            });
+            aggregate::for_each_role_obs(&s, |metric, o| {
+                if failed.is_none() {
+                    failed = obs.push(s.variant, metric, roles_after + i, o).err();
+                }
+            });
+        })
+        .map_err(io)?;
     if let Some(e) = failed {
         return Err(io(e));
     }
@@ -262,6 +265,7 @@ fn spilled_run(
     Ok(gate::GateRun::from_lists(
         info,
         &units,
+        duplicates,
         Box::new(SpilledObs(file)),
     ))
 }
@@ -391,6 +395,13 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
                 crate::output::display_path(&dir.samples_jsonl()),
                 t.line
             ));
+        }
+    }
+    for (run, dir) in [(&cand, &cand_dir), (&base, &base_dir)] {
+        if run.duplicates > 0 {
+            outcome
+                .notes
+                .push(super::duplicates_note(&dir.samples_jsonl(), run.duplicates));
         }
     }
     for (run, dir) in [(&cand, &args.run), (&base, &args.baseline)] {

@@ -224,6 +224,16 @@ pub fn claim_run_output(
     }
 }
 
+/// The note `compare` and `gate` give of a journal (`samples`) with `n` later lines of units
+/// journaled more than once (the report's says where they are left out).
+pub fn duplicates_note(samples: &std::path::Path, n: usize) -> String {
+    format!(
+        "{}: {n} unit(s) appear more than once in the journal (same variant, trace, eval, \
+         sample and repeat); only the first line of each counts ({n} later line(s) left out)",
+        crate::output::display_path(samples)
+    )
+}
+
 /// File-name extensions `-o/--output` refuses: it always names a directory (see
 /// [`output_dir`]).
 const FILE_EXTENSIONS: [&str; 12] = [

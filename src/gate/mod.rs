@@ -181,15 +181,24 @@ pub struct GateRun {
     pub progress: RunProgress,
     variants: Vec<String>,
     table: Table,
-    /// Units recorded, and of which failed, per variant (in `variants` order).
+    /// Units recorded, and of which failed, per variant (in `variants` order): a unit
+    /// journaled more than once counts once, by its first line.
     units: Vec<(usize, usize)>,
+    /// Later lines of units journaled more than once (left out of every figure).
+    pub duplicates: usize,
 }
 
 impl GateRun {
     pub fn new<'a>(info: RunInfo, rows: impl IntoIterator<Item = Row<'a>> + Clone) -> GateRun {
         let variants = variants_of(&info, rows.clone());
         let mut units = vec![(0, 0); variants.len()];
+        let mut seen = rustc_hash::FxHashSet::default();
+        let mut duplicates = 0;
         for r in rows.clone() {
+            if !seen.insert((r.variant, r.pair_hash())) {
+                duplicates += 1;
+                continue;
+            }
             if let Some(i) = variants.iter().position(|v| v == r.variant) {
                 units[i].0 += 1;
                 units[i].1 += usize::from(r.error.is_some());
@@ -202,6 +211,7 @@ impl GateRun {
             variants,
             table,
             units,
+            duplicates,
         }
     }
 
@@ -210,6 +220,7 @@ impl GateRun {
     pub fn from_lists(
         info: RunInfo,
         units: &BTreeMap<String, (usize, usize)>,
+        duplicates: usize,
         lists: Box<dyn ObsLists>,
     ) -> GateRun {
         let variants = variants_of_names(&info, units.keys().map(String::as_str));
@@ -223,6 +234,7 @@ impl GateRun {
             variants,
             table: Table::Lists(lists),
             units,
+            duplicates,
         }
     }
 
@@ -606,10 +618,39 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
     };
     let holds = rule.op.holds(value, rule.threshold);
     let beyond = (!holds).then(|| (value - rule.threshold).abs());
+    // A Δ% rule's figures are percentages, printed as `compare` and the report print them.
+    let pct = rule.kind == RuleKind::DeltaPct;
+    let (shown, ci_shown) = if pct {
+        (
+            crate::metrics::format::fmt_pct(value),
+            crate::metrics::format::fmt_pct_ci(ci.as_ref()),
+        )
+    } else {
+        (num(value), ci_text(&ci))
+    };
+    // A threshold and a distance from it: `5.0%` and `7.3 percentage points` for a Δ% rule.
+    let threshold = |x: f64| {
+        if pct {
+            format!(
+                "{}%",
+                crate::metrics::format::fmt_pct_value(x).trim_start_matches('+')
+            )
+        } else {
+            num(x)
+        }
+    };
+    let by = |x: f64| {
+        if pct {
+            format!(
+                "{} percentage points",
+                crate::metrics::format::fmt_pct_value(x).trim_start_matches('+')
+            )
+        } else {
+            num(x)
+        }
+    };
     let stats = format!(
-        "{what} = {} (95% CI {}{})",
-        num(value),
-        ci_text(&ci),
+        "{what} = {shown} (95% CI {ci_shown}{})",
         p_value
             .map(|p| format!(", p = {}", crate::metrics::format::fmt_p(Some(p))))
             .unwrap_or_default()
@@ -628,7 +669,7 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
             format!(
                 "{stats}: satisfies {} {}",
                 rule.op.as_str(),
-                num(rule.threshold)
+                threshold(rule.threshold)
             ),
         )
     } else if significant && rule.kind == RuleKind::Absolute {
@@ -639,8 +680,8 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
             format!(
                 "{stats}: misses the threshold {} {} by {} ({})",
                 rule.op.as_str(),
-                num(rule.threshold),
-                num(beyond.unwrap_or(0.0)),
+                threshold(rule.threshold),
+                by(beyond.unwrap_or(0.0)),
                 if ci.is_some() {
                     "the whole 95% CI is beyond it"
                 } else {
@@ -654,8 +695,8 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
             format!(
                 "{stats}: violates {} {} by {} and {}",
                 rule.op.as_str(),
-                num(rule.threshold),
-                num(beyond.unwrap_or(0.0)),
+                threshold(rule.threshold),
+                by(beyond.unwrap_or(0.0)),
                 if regressed {
                     "the regression is significant"
                 } else {
@@ -672,8 +713,8 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
                 "{stats}: violates {} {} by {}; too few traces ({n}) to test significance, so \
                  the gate fails closed (add traces to the suite to get a verdict)",
                 rule.op.as_str(),
-                num(rule.threshold),
-                num(beyond.unwrap_or(0.0))
+                threshold(rule.threshold),
+                by(beyond.unwrap_or(0.0))
             ),
         )
     } else if rule.kind == RuleKind::Absolute {
@@ -683,8 +724,8 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
                 "{stats}: misses the threshold {} {} by {} but not significantly: the 95% CI \
                  reaches it (passes)",
                 rule.op.as_str(),
-                num(rule.threshold),
-                num(beyond.unwrap_or(0.0))
+                threshold(rule.threshold),
+                by(beyond.unwrap_or(0.0))
             ),
         )
     } else {
@@ -693,8 +734,8 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
             format!(
                 "{stats}: beyond {} {} by {} but not significant (passes)",
                 rule.op.as_str(),
-                num(rule.threshold),
-                num(beyond.unwrap_or(0.0))
+                threshold(rule.threshold),
+                by(beyond.unwrap_or(0.0))
             ),
         )
     };

@@ -65,18 +65,19 @@ pub fn for_each_metric(s: &Row<'_>, mut f: impl FnMut(&str, f64)) {
 /// Call `f(metric, value)` for the per-role token and cost metrics of a sample:
 /// `tokens.agent|summarizer|judge|eval_agent` (input + output) and `cost.<role>` (USD;
 /// a role with no tokens costs a known 0, a role with tokens and no price gives no value).
-/// The gate offers these (`cost.agent.delta_pct <= 5`); the report tables do not list them.
+/// The gate gates these (`cost.agent.delta_pct <= 5`) and `compare` compares them; the report
+/// tables of one run do not list them.
 pub fn for_each_role_metric(s: &Row<'_>, mut f: impl FnMut(&str, f64)) {
     if s.error.is_some() {
         return;
     }
     let roles = [
-        ("agent", &s.tokens.agent, s.cost_usd.agent),
-        ("summarizer", &s.tokens.summarizer, s.cost_usd.summarizer),
-        ("judge", &s.tokens.judge, s.cost_usd.judge),
-        ("eval_agent", &s.tokens.eval_agent, s.cost_usd.eval_agent),
+        (&s.tokens.agent, s.cost_usd.agent),
+        (&s.tokens.summarizer, s.cost_usd.summarizer),
+        (&s.tokens.judge, s.cost_usd.judge),
+        (&s.tokens.eval_agent, s.cost_usd.eval_agent),
     ];
-    for (role, tokens, cost) in roles {
+    for (role, (tokens, cost)) in ROLES.into_iter().zip(roles) {
         f(&format!("tokens.{role}"), tokens.total() as f64);
         match cost {
             Some(c) => f(&format!("cost.{role}"), c),
@@ -84,6 +85,17 @@ pub fn for_each_role_metric(s: &Row<'_>, mut f: impl FnMut(&str, f64)) {
             None => {}
         }
     }
+}
+
+/// The roles whose tokens and cost are metrics of their own (`tokens.<role>`, `cost.<role>`),
+/// in display order.
+pub const ROLES: [&str; 4] = ["agent", "summarizer", "judge", "eval_agent"];
+
+/// Whether `m` is a per-role metric of [`for_each_role_metric`].
+pub fn is_role_metric(m: &str) -> bool {
+    m.strip_prefix("tokens.")
+        .or_else(|| m.strip_prefix("cost."))
+        .is_some_and(|role| ROLES.contains(&role))
 }
 
 /// [`for_each_role_metric`] with each value's pairing key and cluster (as [`for_each_obs`]).
@@ -419,12 +431,18 @@ pub fn compare_pairs<I: Iterator<Item = (f64, f64, usize)>>(
     })
 }
 
-/// Metric display order: eval metrics by name, then `cost`, then `tokens`.
-pub fn metric_rank(m: &str) -> (u8, &str) {
+/// Metric display order: eval metrics by name, then `cost`, then `tokens`, then the per-role
+/// costs and tokens, each in [`ROLES`] order.
+pub fn metric_rank(m: &str) -> (u8, usize, &str) {
+    let role = |rest: &str| ROLES.iter().position(|r| *r == rest);
     match m {
-        "cost" => (1, m),
-        "tokens" => (2, m),
-        _ => (0, m),
+        "cost" => (1, 0, m),
+        "tokens" => (2, 0, m),
+        _ => match m.split_once('.') {
+            Some(("cost", r)) if role(r).is_some() => (3, role(r).unwrap_or(0), m),
+            Some(("tokens", r)) if role(r).is_some() => (4, role(r).unwrap_or(0), m),
+            _ => (0, 0, m),
+        },
     }
 }
 
@@ -477,16 +495,16 @@ pub fn baseline_pairs<'m, T>(
 }
 
 /// Compare two runs variant by variant: for every variant of `candidate` that `baseline` also
-/// has, every metric both have, paired by trace/eval/sample/repeat. `order` lists the variants
+/// has, every metric both have (the per-role ones too: [`observations_with_roles`]), paired by trace/eval/sample/repeat. `order` lists the variants
 /// in display order (others follow by name).
 pub fn compare_runs<'a, 'b>(
-    baseline: impl IntoIterator<Item = Row<'a>>,
-    candidate: impl IntoIterator<Item = Row<'b>>,
+    baseline: impl IntoIterator<Item = Row<'a>> + Clone,
+    candidate: impl IntoIterator<Item = Row<'b>> + Clone,
     order: &[String],
     seed: u64,
 ) -> Vec<Comparison> {
-    let base = observations(baseline);
-    let cand = observations(candidate);
+    let base = observations_with_roles(baseline);
+    let cand = observations_with_roles(candidate);
     run_pairs(order, &cand, &base)
         .into_iter()
         .flat_map(|(v, m)| compare(m, v, v, &cand[v][m], &base[v][m], seed))

@@ -9,23 +9,30 @@ use super::stats::Ci;
 /// (`-0.000931`); below [`TINY`] they are `≈0` (`-≈0` when negative): the exact value is in the
 /// JSON and CSV outputs.
 pub fn fmt_num(x: f64) -> String {
+    fmt_num_at(x, x.abs())
+}
+
+/// [`fmt_num`] of `x` with the decimals [`fmt_num`] gives a number of magnitude `scale`: the
+/// two bounds of an interval printed alike (`[89, 1623]`, not `[89.000, 1623]`).
+fn fmt_num_at(x: f64, scale: f64) -> String {
     if !x.is_finite() {
         return "n/a".to_string();
     }
-    let a = x.abs();
-    let s = if a == 0.0 {
-        "0.000".to_string()
-    } else if a < TINY {
+    if x != 0.0 && x.abs() < TINY && !(scale >= 0.001) {
         return if x < 0.0 { "-≈0" } else { "≈0" }.to_string();
-    } else if a < 0.001 {
-        format!("{x:.*}", significant(a, 3))
-    } else if a >= 1000.0 {
-        format!("{x:.0}")
-    } else if a >= 100.0 {
-        format!("{x:.1}")
+    }
+    let decimals = if !(scale >= TINY) {
+        3
+    } else if scale < 0.001 {
+        significant(scale, 3)
+    } else if scale >= 1000.0 {
+        0
+    } else if scale >= 100.0 {
+        1
     } else {
-        format!("{x:.3}")
+        3
     };
+    let s = format!("{x:.decimals$}");
     if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
         s[1..].to_string()
     } else {
@@ -71,7 +78,20 @@ pub fn fmt_pct(p: f64) -> String {
 /// `[lo, hi]` or `–` when there is no interval.
 pub fn fmt_ci(ci: Option<&Ci>) -> String {
     match ci {
-        Some(c) => format!("[{}, {}]", fmt_num(c.lo), fmt_num(c.hi)),
+        Some(c) => {
+            // Both bounds with the decimals of the larger one.
+            let scale = c.lo.abs().max(c.hi.abs());
+            format!("[{}, {}]", fmt_num_at(c.lo, scale), fmt_num_at(c.hi, scale))
+        }
+        None => "–".to_string(),
+    }
+}
+
+/// `[lo, hi]` of an interval of relative changes in percent ([`fmt_pct_value`] each, no `%`),
+/// or `–` when there is none.
+pub fn fmt_pct_ci(ci: Option<&Ci>) -> String {
+    match ci {
+        Some(c) => format!("[{}, {}]", fmt_pct_value(c.lo), fmt_pct_value(c.hi)),
         None => "–".to_string(),
     }
 }
@@ -126,6 +146,28 @@ mod tests {
             let s = fmt_num(x);
             assert!(!s.contains('e'), "{x} → {s}");
         }
+    }
+
+    #[test]
+    fn both_bounds_of_an_interval_have_the_larger_ones_decimals() {
+        let at = |lo, hi| Ci {
+            lo,
+            hi,
+            method: crate::metrics::stats::CiMethod::Bootstrap,
+        };
+        let ci = |lo, hi| fmt_ci(Some(&at(lo, hi)));
+        // Each bound alone printed `[89.000, 1623]` and `[85.714, 992.0]` (compare's table).
+        assert_eq!(ci(89.0, 1623.4), "[89, 1623]");
+        assert_eq!(ci(85.714, 992.0), "[85.7, 992.0]");
+        assert_eq!(ci(-16.2857, -3.5714), "[-16.286, -3.571]");
+        // The gate printed `[-0.003, 0.000587]` for one interval.
+        assert_eq!(ci(-0.0031, 0.000587), "[-0.003, 0.001]");
+        assert_eq!(ci(-0.00031, 0.0000587), "[-0.000310, 0.000059]");
+        assert_eq!(ci(0.0, 0.0), "[0.000, 0.000]");
+        assert_eq!(ci(-4e-9, 0.25), "[0.000, 0.250]");
+        assert_eq!(ci(-4e-9, 4e-9), "[-≈0, ≈0]");
+        assert_eq!(fmt_pct_ci(Some(&at(-0.0031, 1e-5))), "[-0.0031, +<0.001]");
+        assert_eq!(fmt_pct_ci(None), "–");
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! the change is not significant, and `=` with both means when nothing changed at all.
 
 use crate::metrics::aggregate::Comparison;
-use crate::metrics::format::{fmt_num, fmt_p, fmt_pct, fmt_pct_value};
+use crate::metrics::format::{fmt_ci, fmt_num, fmt_p, fmt_pct, fmt_pct_ci};
 use serde::Serialize;
 
 pub use crate::evalspec::Polarity;
@@ -159,9 +159,7 @@ pub fn item_text(c: &Comparison) -> String {
     let change = match percent_of_baseline(c) {
         Some(p) => {
             let ci = match (c.pct_ci, c.ci) {
-                (Some(ci), _) => {
-                    format!(" [{}, {}]", fmt_pct_value(ci.lo), fmt_pct_value(ci.hi))
-                }
+                (Some(ci), _) => format!(" {}", fmt_pct_ci(Some(&ci))),
                 // Some resamples have a zero baseline: say so rather than print no interval.
                 (None, Some(_)) => " [CI unbounded]".to_string(),
                 (None, None) => String::new(),
@@ -172,7 +170,7 @@ pub fn item_text(c: &Comparison) -> String {
             let d = fmt_num(c.delta);
             let d = if c.delta > 0.0 { format!("+{d}") } else { d };
             let ci =
-                c.ci.map(|ci| format!(" [{}, {}]", fmt_num(ci.lo), fmt_num(ci.hi)))
+                c.ci.map(|ci| format!(" {}", fmt_ci(Some(&ci))))
                     .unwrap_or_default();
             format!("{d}{ci}")
         }

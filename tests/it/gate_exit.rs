@@ -672,3 +672,39 @@ fn json_verdicts_are_printed_when_the_junit_file_cannot_be_written() {
         "{doc}"
     );
 }
+
+/// A unit journaled twice counts once: a complete run.json whose journal lacks a unit but
+/// repeats another is partial (it counted journal lines and passed), and the gate says which
+/// lines it left out.
+#[test]
+fn a_duplicated_line_does_not_stand_in_for_a_missing_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base", &run_losing(0));
+    let n = run_losing(0).len() as u64;
+    set_progress(&base, "complete", n, n);
+    let mut samples = run_losing(0);
+    let last = samples.pop().unwrap();
+    assert_ne!(samples[0].sample, last.sample);
+    samples.push(samples[0].clone());
+    let cand = write(dir.path(), "cand", &samples);
+    set_progress(&cand, "complete", n, n);
+    let out = gate(&cand, &base).assert().code(10).get_output().clone();
+    let text = stdout_of(&out);
+    assert!(
+        text.contains(&format!(
+            "FAIL run complete partial run: {} of {n} planned unit(s) recorded",
+            n - 1
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 unit(s) appear more than once in the journal"),
+        "{text}"
+    );
+    // The same journal without the duplicate line: partial too, and no note of duplicates.
+    samples.pop();
+    let cand = write(dir.path(), "cand2", &samples);
+    set_progress(&cand, "complete", n, n);
+    let out = gate(&cand, &base).assert().code(10).get_output().clone();
+    assert!(!stdout_of(&out).contains("more than once"));
+}

@@ -587,3 +587,86 @@ fn compare_names_what_it_could_not_pair() {
         assert!(md.contains(want.split(':').next().unwrap()), "compare.md, {want}: {md}");
     }
 }
+
+/// `compare` compares each role's tokens and cost (what `gate` rules can name), after the
+/// report's metrics; a unit journaled twice counts once, so a duplicate line does not hide a
+/// missing unit of a complete run, and the note names the lines left out.
+#[test]
+fn compare_counts_a_unit_once_and_compares_each_roles_tokens_and_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let samples: Vec<_> = support::report::samples()
+        .into_iter()
+        .filter(|s| s.error.is_none())
+        .collect();
+    let n = samples.len() as u64;
+    support::report::write_run(&a, &support::report::info("run-a"), &samples);
+    set_progress(&a, "complete", n, n);
+    // B: the summarizer spends twice the tokens; its last unit is missing and its first is
+    // journaled twice.
+    let mut b_samples: Vec<_> = samples
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            s.tokens.summarizer.input = 2 * s.tokens.summarizer.input + 100;
+            s
+        })
+        .collect();
+    b_samples.pop();
+    b_samples.push(b_samples[0].clone());
+    support::report::write_run(&b, &support::report::info("run-b"), &b_samples);
+    set_progress(&b, "complete", n, n);
+    let out = ctxbench()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(b.join("compare.json")).unwrap()).unwrap();
+    let comps = json["comparisons"].as_array().unwrap();
+    let metrics: Vec<&str> = comps
+        .iter()
+        .filter(|c| c["candidate"] == "aggressive")
+        .map(|c| c["metric"].as_str().unwrap())
+        .collect();
+    let at = |m: &str| {
+        metrics
+            .iter()
+            .position(|x| *x == m)
+            .unwrap_or_else(|| panic!("{m}: {metrics:?}"))
+    };
+    // The report's metrics, then each role's cost and tokens.
+    assert!(at("tokens") < at("cost.agent"), "{metrics:?}");
+    assert!(at("cost.eval_agent") < at("tokens.agent"), "{metrics:?}");
+    assert!(at("tokens.agent") < at("tokens.summarizer"), "{metrics:?}");
+    let summarizer = comps
+        .iter()
+        .find(|c| c["candidate"] == "aggressive" && c["metric"] == "tokens.summarizer")
+        .unwrap();
+    assert!(summarizer["delta"].as_f64().unwrap() > 0.0, "{summarizer}");
+    assert!(stdout.contains("tokens.summarizer"), "{stdout}");
+    let notes: Vec<&str> = json["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    for want in [
+        "1 unit(s) appear more than once in the journal",
+        &format!("candidate run-b: partial run: {} of {n}", n - 1),
+    ] {
+        assert!(notes.iter().any(|x| x.contains(want)), "{want}: {notes:?}");
+        assert!(stdout.contains(want), "terminal, {want}: {stdout}");
+    }
+    assert!(
+        !notes.iter().any(|x| x.contains("baseline run-a: partial")),
+        "{notes:?}"
+    );
+}

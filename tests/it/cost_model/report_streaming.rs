@@ -274,6 +274,15 @@ fn the_spilled_compare_equals_the_in_memory_one() {
     assert!(md.contains("only in the baseline run"), "{md}");
     assert!(md.contains("trace(s) only in the candidate run:"), "{md}");
     assert!(md.contains("bootstrap") || md.contains("CI"), "{md}");
+    // Each role's tokens and cost are compared too, on both paths.
+    let json = String::from_utf8(memory.1["compare.json"].clone()).unwrap();
+    for role in [
+        "\"tokens.agent\"",
+        "\"cost.agent\"",
+        "\"tokens.summarizer\"",
+    ] {
+        assert!(json.contains(role), "{role}");
+    }
     assert_eq!(spilled.0, memory.0, "what compare prints");
     assert_eq!(spilled.1, memory.1, "compare.md and compare.json");
     assert_eq!(std::fs::read_dir(&spill).unwrap().count(), 0, "cleaned up");
