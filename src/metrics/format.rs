@@ -18,10 +18,10 @@ fn fmt_num_at(x: f64, scale: f64) -> String {
     if !x.is_finite() {
         return "n/a".to_string();
     }
-    if x != 0.0 && x.abs() < TINY && !(scale >= 0.001) {
+    if x != 0.0 && x.abs() < TINY && (scale.is_nan() || scale < 0.001) {
         return if x < 0.0 { "-≈0" } else { "≈0" }.to_string();
     }
-    let decimals = if !(scale >= TINY) {
+    let decimals = if scale.is_nan() || scale < TINY {
         3
     } else if scale < 0.001 {
         significant(scale, 3)
