@@ -293,11 +293,12 @@ fn stores_text(
         Ok(p) => {
             if p.removed > 0 {
                 // Kept: those on disk; a store to keep that was not written is said below.
+                // Of the run's units, not of the stores this prune saw: a resumed run's
+                // earlier sessions removed theirs already.
                 out.push_str(&format!(
-                    "stores   kept {} of {} offload stores (failed + shown in report.html; \
-                     --keep-stores: all)\n",
-                    p.kept - p.missing,
-                    p.kept + p.removed
+                    "stores   kept {} offload stores of {} units (failed + shown in \
+                     report.html; --keep-stores: all)\n",
+                    p.kept, model.units
                 ));
             }
             // Wrapped at 100 columns, as the run's other closing lines.
@@ -733,9 +734,26 @@ mod tests {
         let text = stores_text(&dir, &model, false);
         let on_disk = std::fs::read_dir(dir.stores_dir()).unwrap().count();
         assert!(
-            text.contains(&format!("kept {on_disk} of 31 offload stores")),
+            text.contains(&format!("kept {on_disk} offload stores of 31 units")),
             "{on_disk} on disk: {text}"
         );
         assert!(text.contains("note: 1 offload store(s)"), "{text}");
+        // A resumed session's prune: the earlier one removed most stores already, this one
+        // removes the stores its units wrote again. The count is of the run's units (it said
+        // "kept 13 of 16": the stores this prune saw).
+        let removed: Vec<String> = (0..30)
+            .map(|i| format!("u{i}"))
+            .filter(|id| !dir.unit_store(id).exists())
+            .take(3)
+            .collect();
+        assert_eq!(removed.len(), 3);
+        for id in &removed {
+            std::fs::create_dir_all(dir.unit_store(id)).unwrap();
+        }
+        let text = stores_text(&dir, &model, false);
+        assert!(
+            text.contains(&format!("kept {on_disk} offload stores of 31 units")),
+            "{on_disk} on disk: {text}"
+        );
     }
 }

@@ -397,7 +397,13 @@ pub fn compare_pairs<I: Iterator<Item = (f64, f64, usize)>>(
     let pct_ci = stats::relative_change_ci_of(n, &pairs, bootstrap_seed);
     let baseline_mean = stats::mean_of(n, pairs().map(|p| p.0))?;
     let candidate_mean = stats::mean_of(n, pairs().map(|p| p.1))?;
-    let binary = pairs().all(|(b, c, _)| (b == 0.0 || b == 1.0) && (c == 0.0 || c == 1.0));
+    // Pass/fail data: a fraction's (or an undeclared metric's) values all 0 or 1. A count, a
+    // number of tokens, dollars or a graded score is never a 0/1 outcome, even when every
+    // value of a run happens to be 0 or 1 (no futile compaction anywhere).
+    let may_be_binary = crate::evalspec::metric(metric)
+        .is_none_or(|m| m.kind == crate::evalspec::MetricKind::Fraction);
+    let binary =
+        may_be_binary && pairs().all(|(b, c, _)| (b == 0.0 || b == 1.0) && (c == 0.0 || c == 1.0));
     let mcnemar = binary.then(|| {
         let (mut lost, mut gained) = (0u64, 0u64);
         for (b, c, _) in pairs() {
@@ -748,6 +754,33 @@ mod tests {
         assert!((c.p_value.unwrap() - 2.0 / 1024.0).abs() < 1e-12);
         assert!(c.significant);
         assert!((c.delta_pct.unwrap() + 100.0 * 10.0 / 12.0).abs() < 1e-9);
+    }
+
+    /// A count whose values are all 0 or 1 (a futile compaction here and there) is no pass/fail
+    /// outcome: bootstrapped, not McNemar's (it was labelled "McNemar (exact)"); a fraction
+    /// with the same values is.
+    #[test]
+    fn a_count_of_zeros_and_ones_is_not_a_pass_fail_metric() {
+        let obs = |v: &[f64]| -> Vec<Obs> {
+            v.iter()
+                .enumerate()
+                .map(|(i, &value)| Obs {
+                    key: i as u64,
+                    cluster: i as u64,
+                    value,
+                })
+                .collect()
+        };
+        let base = obs(&[0.0; 12]);
+        let cand = obs(&[1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        let count = compare("replay.futile_compactions", "c", "b", &cand, &base, 1).unwrap();
+        assert!(count.mcnemar.is_none(), "{count:?}");
+        let tokens = compare("tokens.judge", "c", "b", &cand, &base, 1).unwrap();
+        assert!(tokens.mcnemar.is_none());
+        let fraction = compare("needle.recall", "c", "b", &cand, &base, 1).unwrap();
+        assert!(fraction.mcnemar.is_some());
+        let undeclared = compare("custom.outcome", "c", "b", &cand, &base, 1).unwrap();
+        assert!(undeclared.mcnemar.is_some());
     }
 
     /// 8 traces × 10 units: each trace has its own effect (mean +0.55, spread ~1.1), units of a

@@ -549,14 +549,15 @@ impl HeldStores {
 /// What [`prune`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pruned {
-    /// Stores left in place.
+    /// Stores left in place (on disk; a store to keep that the run did not write is
+    /// `missing`, not kept).
     pub kept: usize,
     /// Stores removed (including those of units that have no sample, e.g. interrupted ones):
     /// one a unit, whatever it left (a directory, records of the pack, a marker).
     pub removed: usize,
     /// Bytes of the files removed.
     pub bytes: u64,
-    /// Stores to keep that the run did not write (counted in `kept`): the selection changed
+    /// Stores to keep that the run did not write (not in `kept`): the selection changed
     /// after the unit ended, e.g. because units of an interrupted run have no sample.
     pub missing: usize,
     /// Flagged units (not errored) whose store the run had and did not keep (counted in
@@ -669,7 +670,6 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
         .difference(&unpacked)
         .filter(|u| !in_dirs.contains(*u))
         .count();
-    out.kept += out.missing;
     out.flagged = flagged_seen.len();
     if !dry_run {
         match std::fs::remove_file(&pack) {
@@ -1280,8 +1280,9 @@ mod tests {
         let keep = shown_in_full(&model).unwrap();
 
         let dry = prune(&dir, &model, true).unwrap();
-        assert_eq!(dry.kept, keep.len());
-        assert_eq!(dry.kept + dry.removed, 39);
+        // Kept: on disk; u34 is to keep but was not written (missing, not kept).
+        assert_eq!(dry.kept, keep.len() - 1);
+        assert_eq!(dry.kept + dry.removed, 38);
         assert_eq!(dry.missing, 1, "u34 is kept but was not written");
         assert!(dir.unit_store("u28").exists(), "a dry run removes nothing");
 
