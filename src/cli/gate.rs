@@ -24,8 +24,10 @@ Rule grammar:  [VARIANT:] METRIC[.delta|.delta_pct] OP NUMBER    (OP: >= > <= <)
 
 METRIC is a report metric: <eval>.<score>, <eval>.pass, cost (USD per unit) or tokens, or one
 role's tokens or cost: tokens.ROLE, cost.ROLE (ROLE: agent, summarizer, judge, eval_agent).
-A delta rule fails only when its value is beyond the threshold AND the change is significant
-(p < 0.05: McNemar for pass/fail metrics, paired bootstrap otherwise); it is then a regression.
+A delta rule fails when its value is beyond the threshold AND the change is significant
+(p < 0.05, tested by trace: a cluster bootstrap or a sign test; McNemar for pass/fail metrics
+of independent units); it is then a regression. With fewer than 6 traces no change can be
+significant: a delta rule beyond its threshold then fails closed (`too few traces`).
 An absolute rule compares the candidate with the threshold, not with the baseline: it is a
 threshold miss when the whole 95% CI of the mean lies beyond the threshold (the mean alone
 decides without a CI). A metric with no value for a variant (e.g. cost at an unknown price) is
@@ -90,8 +92,8 @@ pub struct Args {
     /// Print the result as JSON on stdout (verdicts, values, CIs, p-values) instead of text
     #[arg(long)]
     pub json: bool,
-    /// Failed units the candidate run may have and still pass [default: 0: any failed unit
-    /// fails the gate]
+    /// Failed units the candidate run may have and still pass (0: any failed unit fails the
+    /// gate)
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub max_errors: usize,
     #[command(flatten)]

@@ -583,8 +583,11 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
                     "no unit is shared with the baseline run".into(),
                 );
             };
-            let significant = c.p_value.is_none_or(|p| p < crate::metrics::stats::ALPHA);
-            if c.too_few_traces {
+            // As `compare` says it: with too few traces (or no test at all: no p-value) a
+            // change is not significant, whatever its p; the gate then fails closed below.
+            let significant =
+                !c.too_few_traces && c.p_value.is_some_and(|p| p < crate::metrics::stats::ALPHA);
+            if c.too_few_traces || c.p_value.is_none() {
                 too_few_traces = Some(c.n_traces);
             }
             if rule.kind == RuleKind::Delta {
@@ -625,6 +628,9 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
             crate::metrics::format::fmt_pct(value),
             crate::metrics::format::fmt_pct_ci(ci.as_ref()),
         )
+    } else if rule.kind == RuleKind::Delta && value > 0.0 {
+        // A change carries its sign, as in `compare` (`+597.9`).
+        (format!("+{}", num(value)), ci_text(&ci))
     } else {
         (num(value), ci_text(&ci))
     };

@@ -198,6 +198,29 @@ pub fn render(req: &SummaryRequest<'_>) -> String {
 impl Summarizer for ProviderSummarizer {
     fn summarize(&self, req: &SummaryRequest<'_>) -> Result<SummaryOutput, SummaryError> {
         let response = self.call(self.chat_request(req))?;
+        // A summary cut off at its output limit is unusable, as an eval's cut-off answer is
+        // (`answer_cut_off`): kept, it would be scored as a summary that forgot the rest.
+        if response.cut_off() {
+            return Err(SummaryError::Unusable(format!(
+                "{} was cut off at its output limit (finish reason `{}`, {} output tokens, {} \
+                 characters of summary); raise the summary provider's `max_tokens`",
+                response.model,
+                response.finish_reason.as_deref().unwrap_or("length"),
+                response.usage.output,
+                response.message.content.chars().count()
+            )));
+        }
+        if let Some(refusal) = &response.refusal {
+            return Err(SummaryError::Unusable(format!(
+                "{} refused to summarize{}",
+                response.model,
+                if refusal.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {refusal}")
+                }
+            )));
+        }
         if response.message.content.trim().is_empty() {
             return Err(SummaryError::Unusable(format!(
                 "{} returned no text (finish reason {})",
@@ -344,6 +367,26 @@ mod tests {
             .summarize(&request(&msgs, None))
             .unwrap_err();
         assert!(matches!(e, SummaryError::Unusable(_)), "{e}");
+        // A summary cut off at its output limit is not a summary (it was kept as one).
+        for finish in ["length", "max_tokens"] {
+            let cut = Arc::new(
+                MockProvider::text(Ok("## Goal\nFix the par"))
+                    .with_model("canned-1")
+                    .with_finish(finish),
+            );
+            let e = ProviderSummarizer::new(cut, rt.handle().clone())
+                .summarize(&request(&msgs, None))
+                .unwrap_err();
+            assert!(
+                matches!(&e, SummaryError::Unusable(m) if m.contains(&format!("cut off at its output limit (finish reason `{finish}`")) && m.contains("max_tokens")),
+                "{e}"
+            );
+        }
+        let whole =
+            Arc::new(MockProvider::text(Ok("## Goal\nFix the parser.")).with_finish("end_turn"));
+        assert!(ProviderSummarizer::new(whole, rt.handle().clone())
+            .summarize(&request(&msgs, None))
+            .is_ok());
     }
 
     #[test]

@@ -39,6 +39,8 @@ pub struct MockProvider {
     latency: Duration,
     /// Waited (on tokio's timer) before answering.
     delay: Duration,
+    /// The finish reason of every answer (`stop` unless set).
+    finish: String,
     seen: Mutex<Vec<ChatRequest>>,
     started: Mutex<Option<Sender<()>>>,
 }
@@ -60,6 +62,7 @@ impl MockProvider {
             usage: Usage::default(),
             latency: Duration::ZERO,
             delay: Duration::ZERO,
+            finish: "stop".into(),
             seen: Mutex::new(Vec::new()),
             started: Mutex::new(None),
         }
@@ -89,6 +92,12 @@ impl MockProvider {
             answer: None,
             ..MockProvider::new(|_| Ok(String::new()))
         }
+    }
+
+    /// The finish reason of every answer (`length`: cut off at the output limit).
+    pub fn with_finish(mut self, finish: &str) -> MockProvider {
+        self.finish = finish.to_string();
+        self
     }
 
     /// The model in its info and in every response.
@@ -151,7 +160,7 @@ impl Provider for MockProvider {
             }
             Ok(ChatResponse {
                 latency: self.latency,
-                ..ChatResponse::answer(message?, self.usage, self.info.model.clone(), "stop")
+                ..ChatResponse::answer(message?, self.usage, self.info.model.clone(), &self.finish)
             })
         })
     }

@@ -98,7 +98,8 @@ fn count_sources(src: &mut Sources, s: &Row<'_>) {
 #[derive(Clone, Debug, Default)]
 pub struct NotesSum {
     sources: SourcesSum,
-    /// (role, model) → units with tokens in that role and no price.
+    /// (role, model) → successful units with tokens in that role and no price (a failed
+    /// unit is out of every comparison already; the usage table counts it too).
     unknown: BTreeMap<(&'static str, String), usize>,
 }
 
@@ -148,7 +149,7 @@ impl NotesSum {
                 (format!("model `{model}`"), model)
             };
             out.push(format!(
-                "UNKNOWN PRICE: {which} ({role}) has no price: {n} unit(s) have an unknown \
+                "UNKNOWN PRICE: {which} ({role}) has no price: {n} successful unit(s) have an unknown \
                  `cost.{role}` and `cost.total`, so cost comparisons leave them out. Add it under the \
                  suite's `[pricing.\"{key}\"]` (input, output, cache_read, cache_write in $ per \
                  million tokens) or to data/pricing.toml"

@@ -82,13 +82,14 @@ pub fn summary(model: &ReportModel, width: usize) -> String {
             width,
         ));
     }
-    // Prompts a server cut silently, agents that ran out of steps before answering, a partial
-    // run, or units cancelled with money spent: the numbers above include such answers, or are
+    // Flagged units (prompts a server cut silently, agents that ran out of steps before
+    // answering, failed summaries kept, futile compactions), models with no price, a partial
+    // run, or units cancelled with money spent: the numbers above include such units, or are
     // of some units only, which the reader must hear at the end of the run, not only in
     // report.md.
     for n in model.notes.iter().filter(|n| {
-        n.contains("`prompt_truncated`")
-            || n.contains("`step_limit`")
+        n.starts_with(FLAGGED)
+            || n.starts_with(UNKNOWN_PRICE)
             || n.starts_with(PARTIAL)
             || n.starts_with(CANCELLED)
     }) {
@@ -96,6 +97,12 @@ pub fn summary(model: &ReportModel, width: usize) -> String {
     }
     out
 }
+
+/// How the notes on flagged units start (`ReportModel`'s flag notes).
+const FLAGGED: &str = "FLAGGED:";
+
+/// How the notes on models with no price start (`report::pricing_notes`).
+const UNKNOWN_PRICE: &str = "UNKNOWN PRICE:";
 
 /// How [`crate::record::RunProgress::partial`]'s note starts.
 const PARTIAL: &str = "partial run:";
@@ -145,7 +152,8 @@ pub fn gate_lines(outcome: &GateOutcome) -> String {
         out.push_str(&hanging(&head, &r.message, WIDTH));
     }
     for n in &outcome.notes {
-        out.push_str(&hanging("note:", n, WIDTH));
+        // One space after `note:`, as every other note (two align a verdict's text).
+        out.push_str(&hanging_at("note:", "", n, WIDTH));
     }
     out
 }
@@ -157,8 +165,13 @@ const HANG: &str = "      ";
 /// lines are indented by [`HANG`] (a word longer than a line gets one of its own). `head` is
 /// kept whole, its spacing too.
 fn hanging(head: &str, text: &str, width: usize) -> String {
+    hanging_at(head, " ", text, width)
+}
+
+/// [`hanging`] with `gap` and one space between `head` and `text`.
+fn hanging_at(head: &str, gap: &str, text: &str, width: usize) -> String {
     let mut out = String::new();
-    let mut line = format!("{head} ");
+    let mut line = format!("{head}{gap}");
     for word in text.split_whitespace() {
         let at_start = line.len() == HANG.len() && line == HANG;
         if !at_start && line.chars().count() + 1 + word.chars().count() > width {
@@ -198,6 +211,7 @@ mod tests {
         );
         assert_eq!(text.split_whitespace().filter(|w| *w == "word").count(), 40);
         assert_eq!(hanging("pass  r  [v]", "ok", 100), "pass  r  [v]  ok\n");
+        assert_eq!(hanging_at("note:", "", "a b", 100), "note: a b\n");
     }
 
     #[test]

@@ -708,3 +708,46 @@ fn a_duplicated_line_does_not_stand_in_for_a_missing_unit() {
     let out = gate(&cand, &base).assert().code(10).get_output().clone();
     assert!(!stdout_of(&out).contains("more than once"));
 }
+
+/// A change no test could judge (two pairs of one trace: no p-value, no CI) fails closed as
+/// "too few traces", never as "the regression is significant" (what the gate said, with
+/// `compare` saying "too few traces (1) to tell" of the same pairs).
+#[test]
+fn a_change_with_no_test_fails_closed_and_is_not_called_significant() {
+    let dir = tempfile::tempdir().unwrap();
+    let of_one_trace = |lose: bool| -> Vec<Sample> {
+        support::report::samples()
+            .into_iter()
+            .filter(|s| {
+                s.error.is_none()
+                    && s.eval == "needle"
+                    && s.trace_id == "trace-a"
+                    && s.repeat == 0
+                    && s.sample.contains("0.25")
+            })
+            .map(|mut s| {
+                let lost = lose && s.variant == "aggressive";
+                s.scores
+                    .insert("recall".into(), if lost { 0.0 } else { 1.0 });
+                s.passed = Some(!lost);
+                s
+            })
+            .collect()
+    };
+    let base = write(dir.path(), "base", &of_one_trace(false));
+    let cand = write(dir.path(), "cand", &of_one_trace(true));
+    let out = gate(&cand, &base)
+        .args(["--rule", "aggressive: needle.recall.delta >= 0", "--json"])
+        .assert()
+        .code(10)
+        .get_output()
+        .clone();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &json["results"][0];
+    assert_eq!(r["verdict"], "fail", "{r}");
+    assert_eq!(r["p_value"], serde_json::Value::Null, "{r}");
+    let message = r["message"].as_str().unwrap();
+    assert!(message.contains("too few traces (1)"), "{message}");
+    assert!(!message.contains("significant but"), "{message}");
+    assert!(!message.contains("regression is significant"), "{message}");
+}
