@@ -371,8 +371,9 @@ fn unknown_prices_are_named_and_windows_and_pricing_models_are_shown() {
         .lines()
         .count();
     assert!(units >= 27, "{units}");
-    let named =
-        format!("UNKNOWN PRICE: model `no-such-model` (agent) has no price: {units} unit(s)");
+    let named = format!(
+        "UNKNOWN PRICE: model `no-such-model` (agent) has no price: {units} successful unit(s)"
+    );
     assert!(md.contains(&named), "{md}");
     assert!(md.contains("[pricing.\"no-such-model\"]"), "{md}");
     assert!(

@@ -66,7 +66,16 @@ fn claude_code_project_folder_imports_every_session_and_subagent() {
         .count();
     let t = &got.traces[0];
     assert_eq!(t.meta.source_format, SourceFormat::ClaudeCode);
-    assert_eq!(t.messages.len(), 124);
+    // 123 messages of user/assistant records and the message the user typed while the agent
+    // worked, recorded only as a `queue-operation` (kind `queued`).
+    assert_eq!(t.messages.len(), 124 + 1);
+    assert_eq!(
+        t.messages
+            .iter()
+            .filter(|m| m.kind.as_deref() == Some("queued"))
+            .count(),
+        1
+    );
     assert_eq!((calls(t), count(t, Role::Tool)), (src_calls, 48));
     assert_eq!(matched(t), 100.0);
     // The compaction: a marker before the summary that follows it, with its pre-compaction size.
@@ -509,7 +518,20 @@ fn claude_code_summary_only_file_is_named_alone_and_skipped_in_a_folder() {
 fn claude_code_interactive_import_keeps_every_transcript_character() {
     let path = ds("claude-code-interactive/session-624a4a58.jsonl");
     let (mut text, mut args, mut thinking) = (0usize, 0usize, 0usize);
+    let mut queued: Vec<usize> = Vec::new();
     for r in jsonl(&path) {
+        // A message typed while the agent worked, given to the running turn (`remove`): its
+        // text is recorded only here.
+        match (r["type"].as_str(), r["operation"].as_str()) {
+            (Some("queue-operation"), Some("enqueue")) => {
+                queued.push(r["content"].as_str().unwrap().chars().count())
+            }
+            (Some("queue-operation"), Some("remove")) => text += queued.remove(0),
+            (Some("queue-operation"), Some("dequeue")) => {
+                queued.remove(0);
+            }
+            _ => {}
+        }
         if !matches!(r["type"].as_str(), Some("user" | "assistant")) {
             continue;
         }

@@ -16,8 +16,12 @@
 //!   the summary written after a compaction (`isCompactSummary`) `kind: "compaction_summary"`.
 //! - `system` records with `subtype: "compact_boundary"` become `compaction` markers
 //!   (`tokens_before` from `compactMetadata.preTokens`, `detail` the trigger) placed before the
-//!   summary that follows; other bookkeeping records (`queue-operation`,
-//!   `file-history-snapshot`, `summary`, `progress`, other `system`) are skipped.
+//!   summary that follows; other bookkeeping records (`file-history-snapshot`, `summary`,
+//!   `progress`, other `system`) are skipped.
+//! - A message the user typed while the agent worked (`queue-operation`) that Claude Code gave
+//!   to the running turn (`remove`) is recorded nowhere else: it becomes a user message of kind
+//!   `queued` after the tool results that followed it ([`Queue`]); one handed over as a turn
+//!   of its own (`dequeue`) is the `user` record that follows.
 //! - Subagents are contexts of their own. A subagent transcript (`<session>/subagents/
 //!   agent-<id>.jsonl`, every record `isSidechain`) is one trace with id
 //!   `<sessionId>__agent-<agentId>` and `task_id` the parent's `sessionId` (the parent session's
@@ -243,18 +247,100 @@ impl Sidechains {
     }
 }
 
+/// Messages the user typed while the agent worked (`queue-operation` records). `enqueue`
+/// holds the text; `dequeue` hands it over as the regular `user` record that follows (nothing
+/// to add); `remove` gives it to the running turn with the next tool results, recorded nowhere
+/// else (the model answers it in its next message: `datasets/claude-code-interactive/
+/// session-624a4a58.jsonl`, lines 191–196). Such a message is placed after those tool results,
+/// as a user message of kind `queued`, with a warning.
+#[derive(Debug, Default)]
+struct Queue {
+    /// Enqueued and not yet dequeued or removed: (line, text), oldest first.
+    waiting: std::collections::VecDeque<(usize, String)>,
+    /// Removed (given to the running turn): placed before the next record that is not tool
+    /// results.
+    given: Vec<(usize, String, Option<String>)>,
+}
+
+impl Queue {
+    fn operation(&mut self, r: &Node<'_>, line: usize) -> Res<()> {
+        match r.key("operation").opt_str()? {
+            Some("enqueue") => {
+                if let Some(text) = r.key("content").opt_str()?.filter(|t| !t.trim().is_empty())
+                {
+                    self.waiting.push_back((line, text.to_string()));
+                }
+            }
+            Some("dequeue") => {
+                self.waiting.pop_front();
+            }
+            Some("remove") => {
+                if let Some((at, text)) = self.waiting.pop_front() {
+                    let when = r.key("timestamp").opt_str()?.map(String::from);
+                    self.given.push((at, text, when));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Add the messages given to the running turn to `t`, before `next` (a record that is not
+    /// tool results; `None`: the end of the file). A `user` record holding the same text is
+    /// that message, recorded after all: it is not added twice.
+    fn place(&mut self, t: &mut Trace, next: Option<&Node<'_>>) {
+        let recorded = next.and_then(|r| r.key("message").key("content").v.as_str());
+        for (line, text, when) in self.given.drain(..) {
+            if recorded.is_some_and(|r| r.trim() == text.trim()) {
+                continue;
+            }
+            t.meta.warnings.push(format!(
+                "line {line}: a message the user typed while the agent worked (`queue-operation` \
+                 enqueue, then remove) is placed after the tool results that followed it, as a \
+                 user message of kind `queued`: Claude Code gave it to the running turn without \
+                 recording where"
+            ));
+            let mut m = crate::trace::model::Message::user(text);
+            m.kind = Some("queued".into());
+            m.timestamp = when;
+            t.messages.push(m);
+        }
+    }
+}
+
+/// Whether `r` is a `user` record of tool results only (the answers to one assistant message,
+/// which nothing may come between).
+fn only_tool_results(r: &Node<'_>) -> bool {
+    r.key("type").v.as_str() == Some("user")
+        && r.key("message")
+            .key("content")
+            .v
+            .as_array()
+            .is_some_and(|blocks| {
+                !blocks.is_empty()
+                    && blocks
+                        .iter()
+                        .all(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+            })
+}
+
 /// Each record is dropped once converted, so the parsed lines and the trace never coexist whole.
 pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     let mut main = Session::new(stem.to_string());
     let mut side = Sidechains::default();
     let mut main_records = 0usize;
     let mut summaries = 0usize;
+    let mut queue = Queue::default();
     for (n, v) in lines {
         let r = Node::line_root(&v, n);
         r.obj()?;
         let ty = r.key("type").str()?;
         if ty == "summary" {
             summaries += 1;
+        }
+        if ty == "queue-operation" {
+            queue.operation(&r, n)?;
+            continue;
         }
         if !matches!(ty, "user" | "assistant" | "system") {
             continue;
@@ -264,9 +350,13 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
             side.groups[g].1.record(&r, ty)?;
         } else {
             main_records += 1;
+            if !queue.given.is_empty() && !only_tool_results(&r) {
+                queue.place(&mut main.t, Some(&r));
+            }
             main.record(&r, ty)?;
         }
     }
+    queue.place(&mut main.t, None);
     let subagent_file = main_records == 0 && !side.groups.is_empty();
     if main.t.messages.is_empty() && side.groups.is_empty() && summaries > 0 {
         // Claude Code writes such files beside the sessions: the titles of earlier
@@ -306,6 +396,70 @@ mod tests {
 
     fn lines(v: Vec<Value>) -> Vec<(usize, Value)> {
         v.into_iter().enumerate().map(|(i, v)| (i + 1, v)).collect()
+    }
+
+    /// A message typed while the agent worked and given to the running turn (`remove`) is
+    /// placed after the tool results that followed it (they stay paired with their calls); one
+    /// handed over as a turn of its own (`dequeue`) is the user record that follows, once.
+    #[test]
+    fn a_message_given_to_the_running_turn_is_placed_after_its_tool_results() {
+        let recs = lines(vec![
+            json!({"type": "user", "sessionId": "s", "message": {"role": "user", "content": "go"}}),
+            json!({"type": "assistant", "message": {"id": "m1", "content": [{"type": "tool_use", "id": "t1", "name": "Edit", "input": {}}, {"type": "tool_use", "id": "t2", "name": "Edit", "input": {}}]}}),
+            json!({"type": "queue-operation", "operation": "enqueue", "content": "no, keep the field"}),
+            json!({"type": "queue-operation", "operation": "remove", "timestamp": "T"}),
+            json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}}),
+            json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t2", "content": "y"}]}}),
+            json!({"type": "assistant", "message": {"id": "m2", "content": [{"type": "text", "text": "I will keep it"}]}}),
+            json!({"type": "queue-operation", "operation": "enqueue", "content": "now commit"}),
+            json!({"type": "queue-operation", "operation": "dequeue"}),
+            json!({"type": "user", "message": {"role": "user", "content": "now commit"}}),
+        ]);
+        let t = import(recs, "cc").unwrap().remove(0);
+        let shape: Vec<(Role, &str, Option<&str>)> = t
+            .messages
+            .iter()
+            .map(|m| (m.role, m.content.as_str(), m.kind.as_deref()))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (Role::User, "go", None),
+                (Role::Assistant, "", None),
+                (Role::Tool, "x", None),
+                (Role::Tool, "y", None),
+                (Role::User, "no, keep the field", Some("queued")),
+                (Role::Assistant, "I will keep it", None),
+                (Role::User, "now commit", None),
+            ]
+        );
+        assert_eq!(t.messages[4].timestamp.as_deref(), Some("T"));
+        assert!(
+            t.meta.warnings.iter().any(|w| w.starts_with("line 3: a message the user typed")),
+            "{:?}",
+            t.meta.warnings
+        );
+    }
+
+    /// The real session the importer lost it from: the user's correction, which the model
+    /// answers next ("Wait, the user wants me to ADD the conversationId field"), is in the trace.
+    #[test]
+    fn the_real_session_keeps_the_correction_the_model_answered() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("datasets/claude-code-interactive/session-624a4a58.jsonl");
+        let t = crate::trace::import::import_file(&path, None).unwrap().remove(0);
+        let at = t
+            .messages
+            .iter()
+            .position(|m| m.content.contains("no, add conversationId field"))
+            .expect("the queued message");
+        assert_eq!(t.messages[at].role, Role::User);
+        assert_eq!(t.messages[at].kind.as_deref(), Some("queued"));
+        assert_eq!(t.messages[at - 1].role, Role::Tool);
+        let next = &t.messages[at + 1];
+        assert_eq!(next.role, Role::Assistant);
+        let said = format!("{} {}", next.content, next.reasoning.as_deref().unwrap_or(""));
+        assert!(said.contains("conversationId"), "{said}");
     }
 
     #[test]

@@ -11,9 +11,10 @@
 //! JSON string), `custom_tool_call` (`input` a free string, kept as `{"input": …}`),
 //! `local_shell_call` (`action` as arguments), and their `*_output` items, which pair by
 //! `call_id`; server-side calls (`web_search_call`, `file_search_call`, …) are kept as tool
-//! calls, with a result only where the item holds one (`mcp_call.output`, `file_search_call.
-//! results`); their results are not in the record otherwise, so the call stays open (a warning
-//! says so). Consecutive output items (reasoning, assistant message, calls) are one model call:
+//! calls, with their result where the item holds one (`mcp_call.output`, `file_search_call.
+//! results`); their results are not in the record otherwise (a web search's never are), so a
+//! placeholder tool message of kind `server_side` answers the call (a warning says so): the
+//! trace stays a request a chat API accepts. Consecutive output items (reasoning, assistant message, calls) are one model call:
 //! one assistant message. `compaction` items become `compaction` markers.
 //!
 //! The conversion ([`Conv`]) is shared with the Codex CLI importer, whose rollout lines wrap
@@ -161,7 +162,8 @@ impl Conv {
         self.flush();
         if self.server_calls > 0 {
             self.t.meta.warnings.push(format!(
-                "{} server-side tool call(s) (web search, file search, …) have no recorded result",
+                "{} server-side tool call(s) (web search, file search, …) have no recorded \
+                 result: each is answered by a placeholder (a tool message of kind `server_side`)",
                 self.server_calls
             ));
         }
@@ -382,13 +384,24 @@ impl Conv {
                     "code_interpreter_call" => it.key("outputs"),
                     _ => Node::at(&Value::Null, String::new()),
                 };
-                if results.is_null() {
+                // Its results are not in the record (a web search's never are): a placeholder
+                // result of kind `server_side` answers the call, so the trace stays a valid
+                // request for a chat API (an open call is a 400) and no replay calls it a defect.
+                let (text, kind) = if results.is_null() {
                     self.server_calls += 1;
+                    (
+                        format!("[server-side {name}: its results are not in the record]"),
+                        Some("server_side"),
+                    )
                 } else {
-                    let text = serde_json::to_string(results.v).unwrap_or_default();
-                    self.result(it, &recorded, text, timestamp);
-                    self.open = self.t.messages.iter().rposition(|m| m.role == Role::Assistant);
+                    (serde_json::to_string(results.v).unwrap_or_default(), None)
+                };
+                self.result(it, &recorded, text, timestamp);
+                if let Some(m) = self.t.messages.last_mut().filter(|m| m.role == Role::Tool) {
+                    m.kind = kind.map(String::from);
                 }
+                // A server-side call runs inside the same model call.
+                self.open = self.t.messages.iter().rposition(|m| m.role == Role::Assistant);
             }
             "compaction" | "compaction_summary" => {
                 let summary = it.key("summary").opt_str().ok().flatten().map(String::from);
@@ -465,15 +478,27 @@ mod tests {
     fn items_group_into_model_calls_with_reasoning_apart() {
         let t = import(&mut Input::Json(items()), "r").unwrap().remove(0);
         let roles: Vec<_> = t.messages.iter().map(|m| m.role).collect();
-        assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::Assistant]);
+        assert_eq!(
+            roles,
+            [Role::User, Role::Assistant, Role::Tool, Role::Assistant, Role::Tool]
+        );
         let a = &t.messages[1];
         assert_eq!(a.content, "");
         assert_eq!(a.reasoning.as_deref(), Some("need the tool"));
         assert_eq!(a.tool_calls[0].arguments, json!({"city": "Paris"}));
         assert_eq!(t.messages[2].name.as_deref(), Some("get_weather"));
-        // the final answer and the server-side search are one call, the search unanswered
+        // the final answer and the server-side search are one call, the search answered by a
+        // placeholder (its results are not in the record)
         assert_eq!(t.messages[3].content, "18C in Paris");
         assert_eq!(t.messages[3].tool_calls[0].name, "web_search");
+        let placeholder = &t.messages[4];
+        assert_eq!(placeholder.role, Role::Tool);
+        assert_eq!(
+            placeholder.tool_call_id.as_deref(),
+            Some(t.messages[3].tool_calls[0].id.as_str())
+        );
+        assert_eq!(placeholder.kind.as_deref(), Some("server_side"));
+        assert!(placeholder.content.contains("not in the record"));
         assert!(t.meta.warnings[0].contains("server-side"), "{:?}", t.meta.warnings);
     }
 
