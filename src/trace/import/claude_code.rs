@@ -20,7 +20,7 @@
 //!   `progress`, other `system`) are skipped.
 //! - A message the user typed while the agent worked (`queue-operation`) that Claude Code gave
 //!   to the running turn (`remove`) is recorded nowhere else: it becomes a user message of kind
-//!   `queued` after the tool results that followed it ([`Queue`]); one handed over as a turn
+//!   `queued` after the tool results that followed it (`Queue`); one handed over as a turn
 //!   of its own (`dequeue`) is the `user` record that follows.
 //! - Subagents are contexts of their own. A subagent transcript (`<session>/subagents/
 //!   agent-<id>.jsonl`, every record `isSidechain`) is one trace with id
