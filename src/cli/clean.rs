@@ -12,16 +12,16 @@ use std::time::{Duration, SystemTime};
 const AFTER_HELP: &str = "\
 Only directories that look like ctxbench runs are ever removed: a real directory (not a link)
 directly inside DIR holding a run.json with `run_id` and `schema_version`. Anything else in DIR
-is left alone, and so is a run a live process is writing (`run`, `run --resume`, `repair`
-hold its lock): it is listed as skipped, with the writer's pid. clean takes a run's lock
-before removing or pruning it, so no writer can start on it meanwhile. A run's age is the time its run.json was last written (the end of the run, or of
-its last `--resume`).
+is left alone, and so is a run a live process is writing (`run`, `run --resume`, `repair` hold
+its lock): it is listed as skipped, with the writer's pid. clean takes a run's lock before
+removing or pruning it, so no writer can start on it meanwhile. A run's age is the time its
+run.json was last written (the end of the run, or of its last `--resume`).
 
 `--older-than` and `--keep` combine: with both, a run goes when it is older than AGE and not
-among the N newest. `--stores` prunes the offload stores of the runs that stay to those of
-the samples report.html shows in full and of failed units, as `run` does unless
-`--keep-stores`. `--cache` deletes the provider response cache
-(responses.sqlite and its WAL files in --cache-dir); later runs call the models again.
+among the N newest. `--stores` prunes the offload stores of the runs that stay to those of the
+samples report.html shows in full and of failed units, as `run` does unless `--keep-stores`.
+`--cache` deletes the provider response cache (responses.sqlite and its WAL files in
+--cache-dir); later runs call the models again.
 
 Examples:
   ctxbench clean --older-than 7d --dry-run      # list what would go

@@ -106,7 +106,7 @@ fn wrong_types_report_the_json_path() {
     .unwrap();
     let e = err(&path, None);
     assert_eq!(e.location, "line 2: $.message.content[0].name");
-    assert_eq!(e.message, "expected a string, found a boolean");
+    assert_eq!(e.message, "expected a string, found `false`");
 
     // a real dataset file with one field's type changed
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

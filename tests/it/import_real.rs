@@ -423,6 +423,36 @@ fn the_four_langchain_shapes_give_the_same_trace() {
     }
 }
 
+/// A forced format that fails on a real file of another format says what the file looks like
+/// (it named only the JSON path: `$.history: expected an array, found nothing`).
+#[test]
+fn cli_forced_format_that_fails_says_what_the_file_looks_like() {
+    let out = tempfile::tempdir().unwrap();
+    for (file, from, looks) in [
+        (
+            "mini-swe-agent/astropy__astropy-12907.traj.json",
+            "swe-agent",
+            "mini-swe",
+        ),
+        (
+            "claude-code/coverage-test-fix.jsonl",
+            "openai",
+            "claude-code",
+        ),
+    ] {
+        assert_cmd::Command::cargo_bin("ctxbench")
+            .unwrap()
+            .args(["import", "--from", from, "-o"])
+            .arg(out.path())
+            .arg(ds(file))
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(format!(
+                "(--from {from}: the input looks like {looks}; drop --from to detect it)"
+            )));
+    }
+}
+
 #[test]
 fn cli_forced_format_that_finds_nothing_exits_2_and_says_what_the_file_is() {
     let out = tempfile::tempdir().unwrap();

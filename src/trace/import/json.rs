@@ -139,12 +139,20 @@ impl<'a> Node<'a> {
             .is_some_and(|v| !v.is_null())
     }
 
-    /// An error at this node: "expected {expected}, found …".
+    /// An error at this node: "expected {expected}, found …" (a short string, number or
+    /// boolean is shown: `found the string "robot"`).
     pub fn expected(&self, expected: &str) -> Located {
-        let found = if self.present {
-            type_name(self.v).to_string()
-        } else {
+        let found = if !self.present {
             "nothing (the field is missing)".to_string()
+        } else {
+            match self.v {
+                Value::String(s) if s.chars().count() <= 40 && !s.contains('\n') => {
+                    format!("the string {s:?}")
+                }
+                Value::Number(n) => format!("the number {n}"),
+                Value::Bool(b) => format!("`{b}`"),
+                v => type_name(v).to_string(),
+            }
         };
         Located::new(
             self.path.clone(),
@@ -308,7 +316,7 @@ mod tests {
         let root = Node::root(&v);
         let e = root.key("messages").idx(1).key("role").str().unwrap_err();
         assert_eq!(e.location, "$.messages[1].role");
-        assert_eq!(e.message, "expected a string, found a number");
+        assert_eq!(e.message, "expected a string, found the number 3");
         let e = root
             .key("messages")
             .idx(0)

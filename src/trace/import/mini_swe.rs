@@ -172,6 +172,16 @@ pub fn import_value(v: &mut Value, path: String, id: &str) -> Res<Trace> {
                 }
                 t.messages.push(msg);
             }
+            "tool" | "exit" => {
+                // mini-swe-agent 2 writes tool-calling messages (`tool_calls`, role `tool`) and
+                // an `exit` message under the same `trajectory_format`.
+                return Err(m.key("role").error(format!(
+                    "role {role:?}: a mini-swe-agent 2 (tool-calling) trajectory, which this \
+                     importer does not read yet (it reads the text-action trajectories of \
+                     mini-swe-agent 1); `--from openai` imports its chat messages without the \
+                     recorded usage"
+                )));
+            }
             _ => {
                 return Err(m
                     .key("role")
@@ -186,6 +196,26 @@ pub fn import_value(v: &mut Value, path: String, id: &str) -> Res<Trace> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A mini-swe-agent 2 trajectory (tool calls, role `tool`) under the same format string
+    /// is named as such, with what imports it, not "expected … found a string".
+    #[test]
+    fn a_tool_calling_trajectory_is_named_not_misread() {
+        let mut doc = json!({
+            "trajectory_format": "mini-swe-agent-1.1",
+            "info": {"mini_version": "2.2.8"},
+            "messages": [
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": "task"},
+                {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "a.py"}
+            ]
+        });
+        let e = import_value(&mut doc, "$".into(), "t").unwrap_err();
+        assert_eq!(e.location, "$.messages[3].role");
+        assert!(e.message.contains("mini-swe-agent 2 (tool-calling)"), "{}", e.message);
+        assert!(e.message.contains("--from openai"), "{}", e.message);
+    }
 
     #[test]
     fn action_regex_matches_python_semantics() {

@@ -419,9 +419,25 @@ fn import_input_as(
             Err(why) => return Ok(FileContent::NotATrace(why)),
         },
     };
-    // What the input looks like, kept for the error should it yield nothing.
+    // What the input looks like, kept for the error should it yield nothing or fail.
     let looks = from.map(|_| detect::detect(&input));
-    let traces = import_input(&mut input, stem, format)?;
+    let traces = match import_input(&mut input, stem, format) {
+        Ok(t) => t,
+        // A forced format that fails on an input of another: said, as when it reads nothing.
+        Err(mut e) => {
+            if let Some(Ok(f)) = &looks {
+                if *f != format {
+                    e.message = format!(
+                        "{} (--from {}: the input looks like {}; drop --from to detect it)",
+                        e.message,
+                        format.as_str(),
+                        f.as_str()
+                    );
+                }
+            }
+            return Err(e);
+        }
+    };
     finish(traces, format, looks, path)
 }
 

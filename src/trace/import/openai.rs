@@ -271,6 +271,6 @@ mod tests {
             "tool_calls": [{"id": "a", "function": "oops"}]}]});
         let e = import(&mut Input::Json(v), "s").unwrap_err();
         assert_eq!(e.location, "$.messages[1].tool_calls[0].function");
-        assert_eq!(e.message, "expected an object, found a string");
+        assert_eq!(e.message, "expected an object, found the string \"oops\"");
     }
 }
