@@ -4,7 +4,7 @@
     python scripts/dataframes/check.py RUN_DIR
 
 Expected types follow the column's meaning (results.csv, see src/report/csv.rs):
-  text     unit_id trace_id variant eval sample error_kind error_message, string params
+  text     unit_id trace_id variant eval sample status error_kind error_message, string params
   integer  repeat latency_ms tokens.* compactions.*, integer params
   float    cost.*, every score column <eval>.<key>, float params
   boolean  passed, boolean params
@@ -21,7 +21,7 @@ import duckdb
 import pandas as pd
 import polars as pl
 
-TEXT = {"unit_id", "trace_id", "variant", "eval", "sample", "error_kind", "error_message"}
+TEXT = {"unit_id", "trace_id", "variant", "eval", "sample", "status", "error_kind", "error_message"}
 INTEGER = {"repeat", "latency_ms"}
 
 # What each library calls each kind (a nullable or default dtype both count).

@@ -224,7 +224,7 @@ pub fn write(
         score_range.entry(e).or_insert(i..i).end = i + 1;
     }
     let mut header: Vec<String> = [
-        "unit_id", "trace_id", "variant", "eval", "sample", "repeat", "passed",
+        "unit_id", "trace_id", "variant", "eval", "sample", "repeat", "passed", "status",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -278,6 +278,10 @@ pub fn write(
             Some(false) => "false",
             None => "",
         });
+        // report.html's word for the unit: `flagged` for a success whose numbers a failure
+        // touched (a failed summary kept, a futile compaction, a question out of steps, a
+        // prompt the server cut), which its score columns say why.
+        let _ = w.write_field(crate::report::status::Status::of(&s).label());
         for k in &params {
             match s.params.get(k) {
                 Some(serde_json::Value::String(t)) => {
@@ -480,6 +484,71 @@ mod tests {
         assert_eq!(get(a, "cost.total"), "0.5");
         assert_eq!(get(b, "cost.agent"), "", "tokens and no price: unknown");
         assert_eq!(get(b, "cost.total"), "");
+    }
+
+    /// Each row carries report.html's word for its unit: a success whose numbers a failure
+    /// touched is `flagged` (results.csv had no such column: a reader had to re-derive it).
+    #[test]
+    fn every_row_says_its_units_status_as_the_page_does() {
+        let mut kept = Sample::builder()
+            .unit_id("kept")
+            .sample("kept")
+            .eval("needle")
+            .score("recall", 1.0)
+            .score("summary_failures", 1.0)
+            .passed(true)
+            .build();
+        kept.compactions.insert("summarized".into(), 1);
+        let mut broken = Sample::builder()
+            .unit_id("broken")
+            .sample("broken")
+            .eval("needle")
+            .build();
+        broken.error = Some(crate::record::UnitError {
+            kind: "summary_failed".into(),
+            message: "x".into(),
+        });
+        let samples = vec![
+            kept,
+            broken,
+            Sample::builder()
+                .unit_id("ok")
+                .sample("ok")
+                .eval("needle")
+                .score("recall", 1.0)
+                .passed(true)
+                .build(),
+            Sample::builder()
+                .unit_id("lost")
+                .sample("lost")
+                .eval("needle")
+                .score("recall", 0.0)
+                .passed(false)
+                .build(),
+        ];
+        let info = RunInfo::new("r");
+        let model = ReportModel::build(&info, samples);
+        let text = render(&info, &model);
+        let mut r = ::csv::Reader::from_reader(text.as_bytes());
+        let at = r
+            .headers()
+            .unwrap()
+            .iter()
+            .position(|c| c == "status")
+            .unwrap();
+        let status: std::collections::BTreeMap<String, String> = r
+            .records()
+            .map(Result::unwrap)
+            .map(|row| (row[0].to_string(), row[at].to_string()))
+            .collect();
+        for (unit, want) in [
+            ("kept", "flagged"),
+            ("broken", "error"),
+            ("ok", "pass"),
+            ("lost", "fail"),
+        ] {
+            assert_eq!(status[unit], want, "{unit}");
+        }
     }
 
     #[test]

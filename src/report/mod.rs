@@ -34,6 +34,7 @@ mod scan;
 pub mod sections;
 pub mod shown;
 pub mod spill;
+pub mod status;
 pub mod table;
 pub mod terminal;
 

@@ -42,51 +42,9 @@ pub const MAX_FAILED_PER_VARIANT: usize = 5;
 /// Folds whose summaries are shown per sample: the first ones and the last.
 pub const MAX_FOLDS_SHOWN: usize = 5;
 
-/// What a sample's row says first; the index table sorts by it (failures first).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Status {
-    /// The unit failed (no scores).
-    Error,
-    /// It succeeded, but a summary failed, a compaction was futile or an agent ran out of
-    /// steps before answering (`step_limit`).
-    Flagged,
-    /// Its verdict is fail.
-    Fail,
-    /// Its verdict is pass.
-    Pass,
-    /// It has scores and no verdict.
-    Done,
-}
+pub use crate::report::status::Status;
 
 impl Status {
-    pub fn of(s: &Row<'_>) -> Status {
-        if s.error.is_some() {
-            Status::Error
-        } else if s.scores.get("summary_failures").is_some_and(|n| *n > 0.0)
-            || s.scores.get("step_limit").is_some_and(|n| *n > 0.0)
-            || s.scores.get("prompt_truncated").is_some_and(|n| *n > 0.0)
-            || s.compactions.get("futile").is_some_and(|n| *n > 0)
-        {
-            Status::Flagged
-        } else {
-            match s.passed {
-                Some(false) => Status::Fail,
-                Some(true) => Status::Pass,
-                None => Status::Done,
-            }
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Status::Error => "error",
-            Status::Flagged => "flagged",
-            Status::Fail => "fail",
-            Status::Pass => "pass",
-            Status::Done => "done",
-        }
-    }
-
     pub(super) fn cell(self) -> Cell {
         match self {
             Status::Error | Status::Fail => Cell::Alert(self.label().into()),
