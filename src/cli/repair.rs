@@ -42,16 +42,28 @@ pub fn repair(arg: &str, run: &Path) -> anyhow::Result<Repaired> {
     if !r.moved.is_empty() {
         update_run_json(&dir)?;
     }
+    // Lines of a unit journaled more than once are readable and stay; every figure counts the
+    // first of them only, which is said here too.
+    let units = crate::runner::resume::Recorded::read(&dir.samples_jsonl())?.recorded;
+    let later = (r.kept as u64).saturating_sub(units);
+    let twice = if later > 0 {
+        format!(
+            "; {later} of them repeat a unit journaled before (only its first line counts: \
+             `report` notes them)"
+        )
+    } else {
+        String::new()
+    };
     if r.moved.is_empty() {
         crate::output::errln!(
-            "{}: every line is readable ({} samples); nothing moved",
+            "{}: every line is readable ({} samples{twice}); nothing moved",
             crate::output::display_path(&dir.samples_jsonl()),
             r.kept
         );
     } else {
         let lines: Vec<String> = r.moved.iter().map(usize::to_string).collect();
         crate::output::errln!(
-            "{}: moved {} unreadable line(s) (line {}) to {}; {} samples kept; `run --resume` runs their units again",
+            "{}: moved {} unreadable line(s) (line {}) to {}; {} samples kept{twice}; `run --resume` runs their units again",
             crate::output::display_path(&dir.samples_jsonl()),
             r.moved.len(),
             lines.join(", "),

@@ -87,13 +87,38 @@ pub fn fmt_ci(ci: Option<&Ci>) -> String {
     }
 }
 
-/// `[lo, hi]` of an interval of relative changes in percent ([`fmt_pct_value`] each, no `%`),
-/// or `–` when there is none.
+/// `[lo, hi]` of an interval of relative changes in percent (no `%`), both bounds with the
+/// decimals [`fmt_pct_value`] gives the larger one (`[-0.1, +0.5]`, not `[-0.096, +0.5]`), or
+/// `–` when there is none.
 pub fn fmt_pct_ci(ci: Option<&Ci>) -> String {
     match ci {
-        Some(c) => format!("[{}, {}]", fmt_pct_value(c.lo), fmt_pct_value(c.hi)),
+        Some(c) => {
+            let scale = c.lo.abs().max(c.hi.abs());
+            format!(
+                "[{}, {}]",
+                fmt_pct_value_at(c.lo, scale),
+                fmt_pct_value_at(c.hi, scale)
+            )
+        }
         None => "–".to_string(),
     }
+}
+
+/// [`fmt_pct_value`] of `p` with the decimals it gives a change of magnitude `scale`; a bound
+/// that rounds to zero keeps its sign (`-0.0`: the interval's side of zero).
+fn fmt_pct_value_at(p: f64, scale: f64) -> String {
+    if !p.is_finite() || !scale.is_finite() || scale < 0.001 {
+        return fmt_pct_value(p);
+    }
+    if p == 0.0 {
+        return "0.0".to_string();
+    }
+    let decimals = if scale >= 0.1 {
+        1
+    } else {
+        significant(scale, 2)
+    };
+    format!("{p:+.decimals$}")
 }
 
 /// p-value as `0.012` or `<0.001`.
@@ -166,7 +191,13 @@ mod tests {
         assert_eq!(ci(0.0, 0.0), "[0.000, 0.000]");
         assert_eq!(ci(-4e-9, 0.25), "[0.000, 0.250]");
         assert_eq!(ci(-4e-9, 4e-9), "[-≈0, ≈0]");
-        assert_eq!(fmt_pct_ci(Some(&at(-0.0031, 1e-5))), "[-0.0031, +<0.001]");
+        // Δ% bounds alike (the quickstart's `tokens +0.1% [-0.096, +0.5]`).
+        assert_eq!(fmt_pct_ci(Some(&at(-0.096, 0.52))), "[-0.1, +0.5]");
+        assert_eq!(fmt_pct_ci(Some(&at(-0.0031, 1e-5))), "[-0.0031, +0.0000]");
+        assert_eq!(fmt_pct_ci(Some(&at(-62.1, -49.2))), "[-62.1, -49.2]");
+        assert_eq!(fmt_pct_ci(Some(&at(-0.04, 12.0))), "[-0.0, +12.0]");
+        assert_eq!(fmt_pct_ci(Some(&at(0.0, 0.0))), "[0.0, 0.0]");
+        assert_eq!(fmt_pct_ci(Some(&at(-2e-4, 3e-4))), "[-<0.001, +<0.001]");
         assert_eq!(fmt_pct_ci(None), "–");
     }
 

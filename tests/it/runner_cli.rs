@@ -884,4 +884,18 @@ fn a_repaired_run_is_reported_as_partial_until_resumed() {
     let (summary, md, ..) = reported(&dir);
     assert!(!md.contains("partial run"), "{md}");
     assert_eq!(summary["summary"]["totals"]["units"], UNITS);
+
+    // A readable line of a unit journaled before: nothing to move, and repair says the figures
+    // count it once (it said "every line is readable (N samples)" only).
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let first = text.lines().next().unwrap().to_string();
+    std::fs::write(&journal, format!("{text}{first}\n")).unwrap();
+    Command::new(bin())
+        .args(["repair", dir.to_str().unwrap()])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains(format!(
+            "every line is readable ({} samples; 1 of them repeat a unit journaled before",
+            UNITS + 1
+        )));
 }
