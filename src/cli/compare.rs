@@ -347,20 +347,11 @@ fn compare_spilled(a: &Compact, b: &Compact) -> Result<Vec<aggregate::Comparison
     for run in [a, b] {
         let mut obs = ObsSpill::new(dir.clone(), RUN_KEYS);
         let (mut i, mut failed) = (0, None);
-        // A per-role observation is placed after every row's, so the first of duplicate keys
-        // kept is the one `aggregate::observations_with_roles` keeps (as the gate's spill).
         let roles_after = run.len();
         run.for_each(|s, _| {
-            aggregate::for_each_obs(&s, |metric, o| {
-                if failed.is_none() {
-                    failed = obs.push(s.variant, metric, i, o).err();
-                }
-            });
-            aggregate::for_each_role_obs(&s, |metric, o| {
-                if failed.is_none() {
-                    failed = obs.push(s.variant, metric, roles_after + i, o).err();
-                }
-            });
+            if failed.is_none() {
+                failed = obs.push_row(&s, i, roles_after).err();
+            }
             i += 1;
         })?;
         if let Some(e) = failed {

@@ -228,7 +228,6 @@ fn spilled_run(
     rows: &crate::report::spill::SpilledRows,
     run_len: usize,
 ) -> Result<gate::GateRun, UsageError> {
-    use crate::metrics::aggregate;
     let io = |e: std::io::Error| {
         UsageError(format!(
             "cannot write temporary files in {}: {e}",
@@ -248,16 +247,9 @@ fn spilled_run(
             };
             u.0 += 1;
             u.1 += usize::from(s.error.is_some());
-            aggregate::for_each_obs(&s, |metric, o| {
-                if failed.is_none() {
-                    failed = obs.push(s.variant, metric, i, o).err();
-                }
-            });
-            aggregate::for_each_role_obs(&s, |metric, o| {
-                if failed.is_none() {
-                    failed = obs.push(s.variant, metric, roles_after + i, o).err();
-                }
-            });
+            if failed.is_none() {
+                failed = obs.push_row(&s, i, roles_after).err();
+            }
         })
         .map_err(io)?;
     if let Some(e) = failed {

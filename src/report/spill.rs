@@ -677,6 +677,25 @@ impl ObsSpill {
         Ok(())
     }
 
+    /// Push every observation of row `s` (its eval and run metrics at `seq`, then its per-role
+    /// ones at `roles_after + seq`, after every row's: the first of duplicate keys kept is the
+    /// one `aggregate::observations_with_roles` keeps). With `roles_after` ≥ the rows pushed.
+    pub fn push_row(&mut self, s: &Row<'_>, seq: usize, roles_after: usize) -> std::io::Result<()> {
+        use crate::metrics::aggregate;
+        let mut failed = None;
+        aggregate::for_each_obs(s, |metric, o| {
+            if failed.is_none() {
+                failed = self.push(s.variant, metric, seq, o).err();
+            }
+        });
+        aggregate::for_each_role_obs(s, |metric, o| {
+            if failed.is_none() {
+                failed = self.push(s.variant, metric, roles_after + seq, o).err();
+            }
+        });
+        failed.map_or(Ok(()), Err)
+    }
+
     fn write_run(&mut self) -> std::io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());

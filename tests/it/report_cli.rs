@@ -484,10 +484,7 @@ fn every_report_of_a_partial_run_says_it_is_partial() {
         .success()
         .get_output()
         .clone();
-    let stdout = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let stdout = words(&out.stdout);
     assert!(stdout.contains(&note), "terminal: {stdout}");
     for file in ["report.md", "report.html"] {
         let text = std::fs::read_to_string(run.join(file)).unwrap();
@@ -560,10 +557,7 @@ fn compare_names_what_it_could_not_pair() {
         ))
         .get_output()
         .clone();
-    let stdout = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let stdout = words(&out.stdout);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(b.join("compare.json")).unwrap()).unwrap();
     let notes: Vec<&str> = json["notes"]
@@ -624,10 +618,7 @@ fn compare_counts_a_unit_once_and_compares_each_roles_tokens_and_cost() {
         .success()
         .get_output()
         .clone();
-    let stdout = String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let stdout = words(&out.stdout);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(b.join("compare.json")).unwrap()).unwrap();
     let comps = json["comparisons"].as_array().unwrap();
@@ -669,4 +660,12 @@ fn compare_counts_a_unit_once_and_compares_each_roles_tokens_and_cost() {
         !notes.iter().any(|x| x.contains("baseline run-a: partial")),
         "{notes:?}"
     );
+}
+
+/// `bytes` as text with every run of whitespace one space (wrapped lines read as one).
+fn words(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
