@@ -144,7 +144,8 @@ pub fn observations_with_roles<'a>(samples: impl IntoIterator<Item = Row<'a>> + 
     // The keys of each list so far (a unit journaled twice counts once; a role metric named as
     // an eval's score keeps the score's values): a set, not a scan of the list per value.
     let mut seen: BTreeMap<String, BTreeMap<String, rustc_hash::FxHashSet<u64>>> = BTreeMap::new();
-    for s in samples {
+    let mut first = FirstLines::default();
+    for s in samples.into_iter().filter(|s| first.is_first(s)) {
         let key = s.pair_hash();
         let cluster = cluster_of(s.trace_id);
         let per_metric = table.entry(s.variant.to_string()).or_default();
@@ -197,7 +198,8 @@ pub fn for_each_obs(s: &Row<'_>, mut f: impl FnMut(&str, Obs)) {
 /// Collect the observations of every variant and metric.
 pub fn observations<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> ObsTable {
     let mut table: ObsTable = BTreeMap::new();
-    for s in samples {
+    let mut first = FirstLines::default();
+    for s in samples.into_iter().filter(|s| first.is_first(s)) {
         let per_metric = match table.get_mut(s.variant) {
             Some(m) => m,
             None => table.entry(s.variant.to_string()).or_default(),
@@ -219,6 +221,20 @@ pub fn observations<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> ObsTable 
         }
     }
     table
+}
+
+/// The first line of each unit (variant and pair key) among rows in any order: a unit
+/// journaled twice counts by its first line, also when that line failed (it has no values,
+/// and the later line's must not stand in for them).
+#[derive(Default)]
+struct FirstLines<'a> {
+    seen: rustc_hash::FxHashSet<(&'a str, u64)>,
+}
+
+impl<'a> FirstLines<'a> {
+    fn is_first(&mut self, s: &Row<'a>) -> bool {
+        self.seen.insert((s.variant, s.pair_hash()))
+    }
 }
 
 /// Number of units that appear more than once (same variant and pair key).

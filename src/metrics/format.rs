@@ -9,12 +9,16 @@ use super::stats::Ci;
 /// (`-0.000931`); below [`TINY`] they are `≈0` (`-≈0` when negative): the exact value is in the
 /// JSON and CSV outputs.
 pub fn fmt_num(x: f64) -> String {
-    fmt_num_at(x, x.abs())
+    fmt_num_at(x, x.abs(), false)
 }
 
 /// [`fmt_num`] of `x` with the decimals [`fmt_num`] gives a number of magnitude `scale`: the
-/// two bounds of an interval printed alike (`[89, 1623]`, not `[89.000, 1623]`).
-fn fmt_num_at(x: f64, scale: f64) -> String {
+/// two bounds of an interval printed alike (`[89, 1623]`, not `[89.000, 1623]`). With
+/// `signed_zero`, a negative `x` that rounds to zero keeps its sign (`[-0, 1500]`: the
+/// interval crosses zero).
+fn fmt_num_at(x: f64, scale: f64, signed_zero: bool) -> String {
+    // `-0.0` is zero, not a negative number that rounds to it.
+    let x = if x == 0.0 { 0.0 } else { x };
     if !x.is_finite() {
         return "n/a".to_string();
     }
@@ -33,7 +37,7 @@ fn fmt_num_at(x: f64, scale: f64) -> String {
         3
     };
     let s = format!("{x:.decimals$}");
-    if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
+    if !signed_zero && s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
         s[1..].to_string()
     } else {
         s
@@ -79,9 +83,16 @@ pub fn fmt_pct(p: f64) -> String {
 pub fn fmt_ci(ci: Option<&Ci>) -> String {
     match ci {
         Some(c) => {
-            // Both bounds with the decimals of the larger one.
-            let scale = c.lo.abs().max(c.hi.abs());
-            format!("[{}, {}]", fmt_num_at(c.lo, scale), fmt_num_at(c.hi, scale))
+            // Both bounds with the decimals of the larger finite one.
+            let scale = [c.lo, c.hi]
+                .into_iter()
+                .filter(|x| x.is_finite())
+                .fold(0.0_f64, |m, x| m.max(x.abs()));
+            format!(
+                "[{}, {}]",
+                fmt_num_at(c.lo, scale, true),
+                fmt_num_at(c.hi, scale, true)
+            )
         }
         None => "–".to_string(),
     }
@@ -189,8 +200,12 @@ mod tests {
         assert_eq!(ci(-0.0031, 0.000587), "[-0.003, 0.001]");
         assert_eq!(ci(-0.00031, 0.0000587), "[-0.000310, 0.000059]");
         assert_eq!(ci(0.0, 0.0), "[0.000, 0.000]");
-        assert_eq!(ci(-4e-9, 0.25), "[0.000, 0.250]");
+        assert_eq!(ci(-4e-9, 0.25), "[-0.000, 0.250]");
+        assert_eq!(ci(-0.0, 0.0), "[0.000, 0.000]");
         assert_eq!(ci(-4e-9, 4e-9), "[-≈0, ≈0]");
+        // A lower bound that rounds to zero keeps its sign: the interval crosses zero.
+        assert_eq!(ci(-0.4, 1500.0), "[-0, 1500]");
+        assert_eq!(ci(f64::NEG_INFINITY, 0.25), "[n/a, 0.250]");
         // Δ% bounds alike (the quickstart's `tokens +0.1% [-0.096, +0.5]`).
         assert_eq!(fmt_pct_ci(Some(&at(-0.096, 0.52))), "[-0.1, +0.5]");
         assert_eq!(fmt_pct_ci(Some(&at(-0.0031, 1e-5))), "[-0.0031, +0.0000]");

@@ -2,7 +2,8 @@
 //! right column types with no options (`tests/cost_model/dataframes.rs` loads it with all
 //! three).
 //!
-//! Columns: `unit_id, trace_id, variant, eval, sample, repeat, passed`, then `params.<k>` for
+//! Columns: `unit_id, trace_id, variant, eval, sample, repeat, passed, status` (report.html's
+//! word for the unit: `report::status`), then `params.<k>` for
 //! every parameter seen in the run and `<eval>.<k>` for every score (`needle.recall`,
 //! `drift.score`: the same names as the report's metrics; a row fills only its own eval's
 //! columns), `tokens.<role>.<kind>` for the roles agent/summarizer/judge/eval_agent and kinds

@@ -8,8 +8,9 @@ use crate::record::Row;
 pub enum Status {
     /// The unit failed (no scores).
     Error,
-    /// It succeeded, but a summary failed, a compaction was futile or an agent ran out of
-    /// steps before answering (`step_limit`).
+    /// It succeeded, but a summary failed (and was kept), a compaction was futile, an agent ran
+    /// out of steps before answering (`step_limit`) or a server cut a prompt
+    /// (`prompt_truncated`); its verdict, if any, is in `passed`.
     Flagged,
     /// Its verdict is fail.
     Fail,

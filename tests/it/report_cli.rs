@@ -669,3 +669,89 @@ fn words(bytes: &[u8]) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// A unit journaled twice whose first line failed counts as failed, as the report counts it:
+/// its later successful line does not stand in (compare in memory and the in-memory gate took
+/// its values, the report and the spilled gate did not: 70 pairs against 67).
+#[test]
+fn a_units_failed_first_line_is_the_one_every_comparison_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let samples: Vec<_> = support::report::samples()
+        .into_iter()
+        .filter(|s| s.error.is_none())
+        .collect();
+    support::report::write_run(&a, &support::report::info("run-a"), &samples);
+    let mut b_samples = Vec::new();
+    let mut broken = 0;
+    for s in &samples {
+        if s.variant == "aggressive" && s.eval == "needle" && broken < 3 {
+            let mut e = s.clone();
+            e.scores.clear();
+            e.passed = None;
+            e.error = Some(ctxbench::record::UnitError {
+                kind: "provider".into(),
+                message: "HTTP 500".into(),
+            });
+            b_samples.push(e);
+            broken += 1;
+        }
+        b_samples.push(s.clone());
+    }
+    support::report::write_run(&b, &support::report::info("run-b"), &b_samples);
+    let pairs = |json: &serde_json::Value| -> u64 {
+        json["comparisons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["candidate"] == "aggressive" && c["metric"] == "needle.recall")
+            .unwrap()["n_pairs"]
+            .as_u64()
+            .unwrap()
+    };
+    let needles = samples
+        .iter()
+        .filter(|s| s.variant == "aggressive" && s.eval == "needle")
+        .count() as u64;
+    for spill in ["1000000", "0"] {
+        let out = dir.path().join(format!("cmp-{spill}"));
+        ctxbench()
+            .arg("compare")
+            .arg(&a)
+            .arg(&b)
+            .args(["--spill-above", spill, "-o"])
+            .arg(&out)
+            .assert()
+            .success();
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("compare.json")).unwrap())
+                .unwrap();
+        assert_eq!(pairs(&json), needles - 3, "--spill-above {spill}");
+    }
+    for spill in ["1000000", "0"] {
+        let out = ctxbench()
+            .arg("gate")
+            .arg(&b)
+            .args(["--baseline"])
+            .arg(&a)
+            .args([
+                "--rule",
+                "aggressive: needle.recall.delta >= -1",
+                "--max-errors",
+                "3",
+                "--json",
+                "--spill-above",
+                spill,
+                "--junit",
+            ])
+            .arg(dir.path().join(format!("gate-{spill}.xml")))
+            .output()
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let message = json["results"][0]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("over {} pair(s)", needles - 3)),
+            "--spill-above {spill}: {message}"
+        );
+    }
+}

@@ -30,7 +30,8 @@ use serde_json::Value;
 
 /// A message from the user that starts a turn: a user message that is not harness output
 /// (`meta`, observations, format errors, demos, compaction summaries…); simulated users
-/// (`user_simulator`) count.
+/// (`user_simulator`) count. A message the user typed while the agent worked (`queued`) is
+/// human but starts no turn: the agent's turn goes on with it.
 pub fn is_user_turn(m: &crate::trace::Message) -> bool {
     m.role == crate::trace::Role::User && matches!(m.kind.as_deref(), None | Some("user_simulator"))
 }

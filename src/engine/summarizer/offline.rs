@@ -233,10 +233,15 @@ impl OfflineSummarizer {
                 if let Some(p) = prev {
                     return p;
                 }
-                // Human turns only: harness feedback (errors, format complaints) is not intent.
+                // Human turns only: harness feedback (errors, format complaints) is not intent;
+                // a message the user typed while the agent worked (`queued`) is.
                 let users: Vec<&Arc<Message>> = msgs
                     .iter()
-                    .filter(|m| m.role == Role::User && !m.is_error && m.kind.is_none())
+                    .filter(|m| {
+                        m.role == Role::User
+                            && !m.is_error
+                            && matches!(m.kind.as_deref(), None | Some("queued"))
+                    })
                     .collect();
                 let mut out = users
                     .first()

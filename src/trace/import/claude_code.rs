@@ -95,6 +95,31 @@ struct Session {
 }
 
 impl Session {
+    /// Whether a message may come next without parting a call from its result: `r` does not
+    /// continue an assistant message already begun (the same `message.id`), and every call of
+    /// the last assistant message has its result.
+    fn may_insert_before(&self, r: &Node<'_>) -> bool {
+        let continues = r.key("type").v.as_str() == Some("assistant")
+            && r
+                .key("message")
+                .key("id")
+                .v
+                .as_str()
+                .is_some_and(|id| !id.is_empty() && self.by_id.contains_key(id));
+        let msgs = &self.t.messages;
+        let answered = msgs
+            .iter()
+            .rposition(|m| m.role == Role::Assistant)
+            .is_none_or(|a| {
+                msgs[a].tool_calls.iter().all(|c| {
+                    msgs[a + 1..]
+                        .iter()
+                        .any(|m| m.role == Role::Tool && m.tool_call_id.as_deref() == Some(&c.id))
+                })
+            });
+        !continues && answered
+    }
+
     fn new(id: String) -> Self {
         Session {
             t: Trace::new(TraceMeta::new(id, SourceFormat::ClaudeCode)),
@@ -264,11 +289,13 @@ struct Queue {
 
 impl Queue {
     fn operation(&mut self, r: &Node<'_>, line: usize) -> Res<()> {
-        match r.key("operation").opt_str()? {
+        match r.key("operation").v.as_str() {
             Some("enqueue") => {
-                if let Some(text) = r.key("content").opt_str()?.filter(|t| !t.trim().is_empty())
-                {
-                    self.waiting.push_back((line, text.to_string()));
+                // Its text: a string, or the text blocks of a list (an image beside it has no
+                // text to keep); none, and the operation is bookkeeping.
+                let text = text_of(r.key("content").v);
+                if !text.trim().is_empty() {
+                    self.waiting.push_back((line, text));
                 }
             }
             Some("dequeue") => {
@@ -276,7 +303,7 @@ impl Queue {
             }
             Some("remove") => {
                 if let Some((at, text)) = self.waiting.pop_front() {
-                    let when = r.key("timestamp").opt_str()?.map(String::from);
+                    let when = r.key("timestamp").v.as_str().map(String::from);
                     self.given.push((at, text, when));
                 }
             }
@@ -289,9 +316,11 @@ impl Queue {
     /// tool results; `None`: the end of the file). A `user` record holding the same text is
     /// that message, recorded after all: it is not added twice.
     fn place(&mut self, t: &mut Trace, next: Option<&Node<'_>>) {
-        let recorded = next.and_then(|r| r.key("message").key("content").v.as_str());
+        let recorded = next
+            .filter(|r| r.key("type").v.as_str() == Some("user"))
+            .map(|r| text_of(r.key("message").key("content").v));
         for (line, text, when) in self.given.drain(..) {
-            if recorded.is_some_and(|r| r.trim() == text.trim()) {
+            if recorded.as_deref().is_some_and(|r| r.trim() == text.trim()) {
                 continue;
             }
             t.meta.warnings.push(format!(
@@ -305,6 +334,20 @@ impl Queue {
             m.timestamp = when;
             t.messages.push(m);
         }
+    }
+}
+
+/// The text of a message `content`: a string, or its `text` blocks joined by newlines.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
     }
 }
 
@@ -350,7 +393,10 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
             side.groups[g].1.record(&r, ty)?;
         } else {
             main_records += 1;
-            if !queue.given.is_empty() && !only_tool_results(&r) {
+            // Placed before the next record that is not tool results, once every call of the
+            // last assistant message is answered (a record that continues that message, with
+            // the same `message.id`, or an open call keeps it waiting).
+            if !queue.given.is_empty() && !only_tool_results(&r) && main.may_insert_before(&r) {
                 queue.place(&mut main.t, Some(&r));
             }
             main.record(&r, ty)?;
@@ -438,6 +484,43 @@ mod tests {
             t.meta.warnings.iter().any(|w| w.starts_with("line 3: a message the user typed")),
             "{:?}",
             t.meta.warnings
+        );
+    }
+
+    /// Placement holds while a call of the last assistant message is open or the next record
+    /// continues that message (the same `message.id`); a list content gives its text, and a
+    /// user record holding the same text blocks is the message itself.
+    #[test]
+    fn a_queued_message_never_parts_a_call_from_its_result() {
+        let recs = lines(vec![
+            json!({"type": "user", "sessionId": "s", "message": {"role": "user", "content": "go"}}),
+            json!({"type": "assistant", "message": {"id": "m1", "content": [{"type": "text", "text": "looking"}]}}),
+            json!({"type": "queue-operation", "operation": "enqueue", "content": [{"type": "text", "text": "use the v2 API"}, {"type": "image", "source": {}}]}),
+            json!({"type": "queue-operation", "operation": "remove"}),
+            json!({"type": "assistant", "message": {"id": "m1", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]}}),
+            json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}}),
+            json!({"type": "assistant", "message": {"id": "m2", "content": [{"type": "text", "text": "switching to v2"}]}}),
+            json!({"type": "queue-operation", "operation": "enqueue", "content": 42}),
+            json!({"type": "queue-operation", "operation": "enqueue", "content": "and add tests"}),
+            json!({"type": "queue-operation", "operation": "remove"}),
+            json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "and add tests"}]}}),
+        ]);
+        let t = import(recs, "cc").unwrap().remove(0);
+        let shape: Vec<(Role, &str, Option<&str>)> = t
+            .messages
+            .iter()
+            .map(|m| (m.role, m.content.as_str(), m.kind.as_deref()))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (Role::User, "go", None),
+                (Role::Assistant, "looking", None),
+                (Role::Tool, "x", None),
+                (Role::User, "use the v2 API", Some("queued")),
+                (Role::Assistant, "switching to v2", None),
+                (Role::User, "and add tests", None),
+            ]
         );
     }
 
