@@ -589,10 +589,7 @@ fn compare_names_what_it_could_not_pair() {
 fn compare_counts_a_unit_once_and_compares_each_roles_tokens_and_cost() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-    let samples: Vec<_> = support::report::samples()
-        .into_iter()
-        .filter(|s| s.error.is_none())
-        .collect();
+    let samples = succeeded();
     let n = samples.len() as u64;
     support::report::write_run(&a, &support::report::info("run-a"), &samples);
     set_progress(&a, "complete", n, n);
@@ -677,10 +674,7 @@ fn words(bytes: &[u8]) -> String {
 fn a_units_failed_first_line_is_the_one_every_comparison_counts() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-    let samples: Vec<_> = support::report::samples()
-        .into_iter()
-        .filter(|s| s.error.is_none())
-        .collect();
+    let samples = succeeded();
     support::report::write_run(&a, &support::report::info("run-a"), &samples);
     let mut b_samples = Vec::new();
     let mut broken = 0;
@@ -754,4 +748,12 @@ fn a_units_failed_first_line_is_the_one_every_comparison_counts() {
             "--spill-above {spill}: {message}"
         );
     }
+}
+
+/// The fixture's samples without its failed unit.
+fn succeeded() -> Vec<ctxbench::record::Sample> {
+    support::report::samples()
+        .into_iter()
+        .filter(|s| s.error.is_none())
+        .collect()
 }

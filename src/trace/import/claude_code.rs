@@ -440,6 +440,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Each message's role, text and kind.
+    fn shape(t: &Trace) -> Vec<(Role, &str, Option<&str>)> {
+        t.messages
+            .iter()
+            .map(|m| (m.role, m.content.as_str(), m.kind.as_deref()))
+            .collect()
+    }
+
     fn lines(v: Vec<Value>) -> Vec<(usize, Value)> {
         v.into_iter().enumerate().map(|(i, v)| (i + 1, v)).collect()
     }
@@ -462,13 +470,8 @@ mod tests {
             json!({"type": "user", "message": {"role": "user", "content": "now commit"}}),
         ]);
         let t = import(recs, "cc").unwrap().remove(0);
-        let shape: Vec<(Role, &str, Option<&str>)> = t
-            .messages
-            .iter()
-            .map(|m| (m.role, m.content.as_str(), m.kind.as_deref()))
-            .collect();
         assert_eq!(
-            shape,
+            shape(&t),
             [
                 (Role::User, "go", None),
                 (Role::Assistant, "", None),
@@ -506,13 +509,8 @@ mod tests {
             json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "and add tests"}]}}),
         ]);
         let t = import(recs, "cc").unwrap().remove(0);
-        let shape: Vec<(Role, &str, Option<&str>)> = t
-            .messages
-            .iter()
-            .map(|m| (m.role, m.content.as_str(), m.kind.as_deref()))
-            .collect();
         assert_eq!(
-            shape,
+            shape(&t),
             [
                 (Role::User, "go", None),
                 (Role::Assistant, "looking", None),
