@@ -22,7 +22,8 @@ variant and every other metric that changed on some pair; compare.json has every
 
 Notes (printed, and in compare.md and compare.json) name what is not compared: failed units on
 each side (no score: out of every mean and pair), a partial run (status not `complete`),
-variants, traces and units that one run has and the other lacks. Runs of differently named
+variants, traces and units that one run has and the other lacks, and later lines of a unit
+journaled more than once (its first line counts, also a failed one). Runs of differently named
 suites are compared with a warning (`gate` refuses them).
 
 Examples:
