@@ -117,10 +117,10 @@ impl Compact {
     fn for_each_unique(&self, mut each: impl FnMut(Row<'_>, u64)) -> Result<usize, UsageError> {
         match &self.samples {
             Samples::Rows(rows) => {
-                let mut seen = rustc_hash::FxHashSet::default();
+                let mut first = aggregate::FirstLines::default();
                 let mut dups = 0;
                 for (i, s) in rows.iter().enumerate() {
-                    if seen.insert((s.variant, s.pair_hash())) {
+                    if first.is_first(&s) {
                         each(s, i as u64);
                     } else {
                         dups += 1;

@@ -39,13 +39,13 @@ pub fn repair(arg: &str, run: &Path) -> anyhow::Result<Repaired> {
         .lock()
         .map_err(|e| crate::error::UsageError(e.to_string()))?;
     let r = dir.repair_journal()?;
+    let recorded = crate::runner::resume::Recorded::read(&dir.samples_jsonl())?;
     if !r.moved.is_empty() {
-        update_run_json(&dir)?;
+        update_run_json(&dir, &recorded)?;
     }
     // Lines of a unit journaled more than once are readable and stay; every figure counts the
     // first of them only, which is said here too.
-    let units = crate::runner::resume::Recorded::read(&dir.samples_jsonl())?.recorded;
-    let later = (r.kept as u64).saturating_sub(units);
+    let later = (r.kept as u64).saturating_sub(recorded.recorded);
     let twice = if later > 0 {
         format!(
             "; {later} of them repeat a unit journaled before (only its first line counts: \
@@ -74,16 +74,15 @@ pub fn repair(arg: &str, run: &Path) -> anyhow::Result<Repaired> {
     Ok(r)
 }
 
-/// After lines were moved aside: `run.json`'s unit counts become the journal's (units with a
-/// sample, of which failed), and a `complete` run that now misses units of its plan becomes
+/// After lines were moved aside: `run.json`'s unit counts become the journal's (`recorded`:
+/// units with a sample, of which failed), and a `complete` run that now misses units of its plan becomes
 /// `incomplete`, so every reader (`report`, `compare`, `gate`) says the run is partial. A
 /// run.json without a status or unit counts (not written by `run` or `merge`) is left as is.
-fn update_run_json(dir: &RunDir) -> anyhow::Result<()> {
+fn update_run_json(dir: &RunDir, recorded: &crate::runner::resume::Recorded) -> anyhow::Result<()> {
     let mut json: serde_json::Value = dir.read_run_json()?;
     let Some(units) = json.get_mut("units").and_then(|u| u.as_object_mut()) else {
         return Ok(());
     };
-    let recorded = crate::runner::resume::Recorded::read(&dir.samples_jsonl())?;
     let planned = units
         .get("planned")
         .and_then(serde_json::Value::as_u64)

@@ -192,10 +192,10 @@ impl GateRun {
     pub fn new<'a>(info: RunInfo, rows: impl IntoIterator<Item = Row<'a>> + Clone) -> GateRun {
         let variants = variants_of(&info, rows.clone());
         let mut units = vec![(0, 0); variants.len()];
-        let mut seen = rustc_hash::FxHashSet::default();
+        let mut first = aggregate::FirstLines::default();
         let mut duplicates = 0;
         for r in rows.clone() {
-            if !seen.insert((r.variant, r.pair_hash())) {
+            if !first.is_first(&r) {
                 duplicates += 1;
                 continue;
             }
@@ -622,39 +622,24 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
     let holds = rule.op.holds(value, rule.threshold);
     let beyond = (!holds).then(|| (value - rule.threshold).abs());
     // A Δ% rule's figures are percentages, printed as `compare` and the report print them.
+    use crate::metrics::format::{fmt_delta, fmt_pct, fmt_pct_ci, fmt_pct_value};
     let pct = rule.kind == RuleKind::DeltaPct;
-    let (shown, ci_shown) = if pct {
-        (
-            crate::metrics::format::fmt_pct(value),
-            crate::metrics::format::fmt_pct_ci(ci.as_ref()),
-        )
-    } else if rule.kind == RuleKind::Delta && value > 0.0 {
-        // A change carries its sign, as in `compare` (`+597.9`).
-        (format!("+{}", num(value)), ci_text(&ci))
-    } else {
-        (num(value), ci_text(&ci))
+    // A change carries its sign, as in `compare` (`+597.9`, `-20.4%`).
+    let (shown, ci_shown) = match rule.kind {
+        RuleKind::DeltaPct => (fmt_pct(value), fmt_pct_ci(ci.as_ref())),
+        RuleKind::Delta => (fmt_delta(value, None), ci_text(&ci)),
+        RuleKind::Absolute => (num(value), ci_text(&ci)),
     };
     // A threshold and a distance from it: `5.0%` and `7.3 percentage points` for a Δ% rule.
-    let threshold = |x: f64| {
+    let amount = |x: f64, unit: &str| {
         if pct {
-            format!(
-                "{}%",
-                crate::metrics::format::fmt_pct_value(x).trim_start_matches('+')
-            )
+            format!("{}{unit}", fmt_pct_value(x).trim_start_matches('+'))
         } else {
             num(x)
         }
     };
-    let by = |x: f64| {
-        if pct {
-            format!(
-                "{} percentage points",
-                crate::metrics::format::fmt_pct_value(x).trim_start_matches('+')
-            )
-        } else {
-            num(x)
-        }
-    };
+    let threshold = |x: f64| amount(x, "%");
+    let by = |x: f64| amount(x, " percentage points");
     let stats = format!(
         "{what} = {shown} (95% CI {ci_shown}{})",
         p_value

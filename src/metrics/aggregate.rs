@@ -91,13 +91,6 @@ pub fn for_each_role_metric(s: &Row<'_>, mut f: impl FnMut(&str, f64)) {
 /// in display order.
 pub const ROLES: [&str; 4] = ["agent", "summarizer", "judge", "eval_agent"];
 
-/// Whether `m` is a per-role metric of [`for_each_role_metric`].
-pub fn is_role_metric(m: &str) -> bool {
-    m.strip_prefix("tokens.")
-        .or_else(|| m.strip_prefix("cost."))
-        .is_some_and(|role| ROLES.contains(&role))
-}
-
 /// [`for_each_role_metric`] with each value's pairing key and cluster (as [`for_each_obs`]).
 pub fn for_each_role_obs(s: &Row<'_>, mut f: impl FnMut(&str, Obs)) {
     let key = s.pair_hash();
@@ -212,12 +205,10 @@ pub fn observations<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> ObsTable 
             list.push(o);
         });
     }
+    // One row a unit (the first of its lines), so one observation a key in each list.
     for per_metric in table.values_mut() {
         for list in per_metric.values_mut() {
-            // Stable sort, then keep the first of duplicate keys (a unit journaled twice, e.g.
-            // overlapping shards): a unit must never count twice in a mean or a pairing.
             list.sort_by_key(|o| o.key);
-            list.dedup_by(|later, first| later.key == first.key);
         }
     }
     table
@@ -225,14 +216,16 @@ pub fn observations<'a>(samples: impl IntoIterator<Item = Row<'a>>) -> ObsTable 
 
 /// The first line of each unit (variant and pair key) among rows in any order: a unit
 /// journaled twice counts by its first line, also when that line failed (it has no values,
-/// and the later line's must not stand in for them).
+/// and the later line's must not stand in for them). What every reader of rows in journal
+/// order (compare, gate) counts units and observations by.
 #[derive(Default)]
-struct FirstLines<'a> {
+pub struct FirstLines<'a> {
     seen: rustc_hash::FxHashSet<(&'a str, u64)>,
 }
 
 impl<'a> FirstLines<'a> {
-    fn is_first(&mut self, s: &Row<'a>) -> bool {
+    /// Whether `s` is the first line of its unit seen so far.
+    pub fn is_first(&mut self, s: &Row<'a>) -> bool {
         self.seen.insert((s.variant, s.pair_hash()))
     }
 }
@@ -456,15 +449,13 @@ pub fn compare_pairs<I: Iterator<Item = (f64, f64, usize)>>(
 /// Metric display order: eval metrics by name, then `cost`, then `tokens`, then the per-role
 /// costs and tokens, each in [`ROLES`] order.
 pub fn metric_rank(m: &str) -> (u8, usize, &str) {
-    let role = |rest: &str| ROLES.iter().position(|r| *r == rest);
-    match m {
-        "cost" => (1, 0, m),
-        "tokens" => (2, 0, m),
-        _ => match m.split_once('.') {
-            Some(("cost", r)) if role(r).is_some() => (3, role(r).unwrap_or(0), m),
-            Some(("tokens", r)) if role(r).is_some() => (4, role(r).unwrap_or(0), m),
-            _ => (0, 0, m),
-        },
+    let (head, rest) = m.split_once('.').unwrap_or((m, ""));
+    match (head, rest, ROLES.iter().position(|r| *r == rest)) {
+        ("cost", "", _) => (1, 0, m),
+        ("tokens", "", _) => (2, 0, m),
+        ("cost", _, Some(i)) => (3, i, m),
+        ("tokens", _, Some(i)) => (4, i, m),
+        _ => (0, 0, m),
     }
 }
 

@@ -22,10 +22,10 @@ fn fmt_num_at(x: f64, scale: f64, signed_zero: bool) -> String {
     if !x.is_finite() {
         return "n/a".to_string();
     }
-    if x != 0.0 && x.abs() < TINY && (scale.is_nan() || scale < 0.001) {
+    if x != 0.0 && x.abs() < TINY && scale < 0.001 {
         return if x < 0.0 { "-≈0" } else { "≈0" }.to_string();
     }
-    let decimals = if scale.is_nan() || scale < TINY {
+    let decimals = if scale < TINY {
         3
     } else if scale < 0.001 {
         significant(scale, 3)
@@ -79,15 +79,19 @@ pub fn fmt_pct(p: f64) -> String {
     }
 }
 
+/// The magnitude whose decimals both bounds of `c` are printed with: the larger finite one.
+fn scale_of(c: &Ci) -> f64 {
+    [c.lo, c.hi]
+        .into_iter()
+        .filter(|x| x.is_finite())
+        .fold(0.0, |m, x| m.max(x.abs()))
+}
+
 /// `[lo, hi]` or `–` when there is no interval.
 pub fn fmt_ci(ci: Option<&Ci>) -> String {
     match ci {
         Some(c) => {
-            // Both bounds with the decimals of the larger finite one.
-            let scale = [c.lo, c.hi]
-                .into_iter()
-                .filter(|x| x.is_finite())
-                .fold(0.0_f64, |m, x| m.max(x.abs()));
+            let scale = scale_of(c);
             format!(
                 "[{}, {}]",
                 fmt_num_at(c.lo, scale, true),
@@ -104,7 +108,7 @@ pub fn fmt_ci(ci: Option<&Ci>) -> String {
 pub fn fmt_pct_ci(ci: Option<&Ci>) -> String {
     match ci {
         Some(c) => {
-            let scale = c.lo.abs().max(c.hi.abs());
+            let scale = scale_of(c);
             format!(
                 "[{}, {}]",
                 fmt_pct_value_at(c.lo, scale),
@@ -118,7 +122,7 @@ pub fn fmt_pct_ci(ci: Option<&Ci>) -> String {
 /// [`fmt_pct_value`] of `p` with the decimals it gives a change of magnitude `scale`; a bound
 /// that rounds to zero keeps its sign (`-0.0`: the interval's side of zero).
 fn fmt_pct_value_at(p: f64, scale: f64) -> String {
-    if !p.is_finite() || !scale.is_finite() || scale < 0.001 {
+    if !p.is_finite() || scale < 0.001 {
         return fmt_pct_value(p);
     }
     if p == 0.0 {

@@ -288,7 +288,7 @@ struct Queue {
 }
 
 impl Queue {
-    fn operation(&mut self, r: &Node<'_>, line: usize) -> Res<()> {
+    fn operation(&mut self, r: &Node<'_>, line: usize) {
         match r.key("operation").v.as_str() {
             Some("enqueue") => {
                 // Its text: a string, or the text blocks of a list (an image beside it has no
@@ -309,7 +309,6 @@ impl Queue {
             }
             _ => {}
         }
-        Ok(())
     }
 
     /// Add the messages given to the running turn to `t`, before `next` (a record that is not
@@ -382,7 +381,7 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
             summaries += 1;
         }
         if ty == "queue-operation" {
-            queue.operation(&r, n)?;
+            queue.operation(&r, n);
             continue;
         }
         if !matches!(ty, "user" | "assistant" | "system") {

@@ -248,7 +248,15 @@ impl Conv {
         });
     }
 
-    fn result(&mut self, item: &Node<'_>, recorded: &str, content: String, ts: Option<&str>) {
+    /// The tool message answering call `recorded`, of `kind` (`server_side`: a placeholder).
+    fn result(
+        &mut self,
+        item: &Node<'_>,
+        recorded: &str,
+        content: String,
+        ts: Option<&str>,
+        kind: Option<&str>,
+    ) {
         let (id, name) = match self.calls.answer(recorded) {
             Some(x) => x,
             None => {
@@ -262,6 +270,7 @@ impl Conv {
         self.awaiting.remove(&id);
         let mut m = Message::tool(id, name, content);
         m.timestamp = ts.map(String::from);
+        m.kind = kind.map(String::from);
         self.push_input(m);
     }
 
@@ -350,7 +359,7 @@ impl Conv {
             | "computer_call_output" => {
                 let recorded = call_id(it)?;
                 let content = output_text(&it.key("output"))?;
-                self.result(it, &recorded, content, timestamp);
+                self.result(it, &recorded, content, timestamp, None);
             }
             "mcp_call" => {
                 let name = it.key("name").str()?;
@@ -360,7 +369,7 @@ impl Conv {
                 let out = it.key("output");
                 let err = it.key("error");
                 let content = if out.is_null() { output_text(&err)? } else { output_text(&out)? };
-                self.result(it, &recorded, content, timestamp);
+                self.result(it, &recorded, content, timestamp, None);
                 if let Some(m) = self.t.messages.last_mut() {
                     m.is_error = out.is_null() && !err.is_null();
                 }
@@ -396,10 +405,7 @@ impl Conv {
                 } else {
                     (serde_json::to_string(results.v).unwrap_or_default(), None)
                 };
-                self.result(it, &recorded, text, timestamp);
-                if let Some(m) = self.t.messages.last_mut().filter(|m| m.role == Role::Tool) {
-                    m.kind = kind.map(String::from);
-                }
+                self.result(it, &recorded, text, timestamp, kind);
                 // A server-side call runs inside the same model call.
                 self.open = self.t.messages.iter().rposition(|m| m.role == Role::Assistant);
             }
