@@ -9,16 +9,12 @@ use super::stats::Ci;
 /// (`-0.000931`); below [`TINY`] they are `≈0` (`-≈0` when negative): the exact value is in the
 /// JSON and CSV outputs.
 pub fn fmt_num(x: f64) -> String {
-    fmt_num_at(x, x.abs(), false)
+    fmt_num_at(x, x.abs())
 }
 
 /// [`fmt_num`] of `x` with the decimals [`fmt_num`] gives a number of magnitude `scale`: the
-/// two bounds of an interval printed alike (`[89, 1623]`, not `[89.000, 1623]`). With
-/// `signed_zero`, a negative `x` that rounds to zero keeps its sign (`[-0, 1500]`: the
-/// interval crosses zero).
-fn fmt_num_at(x: f64, scale: f64, signed_zero: bool) -> String {
-    // `-0.0` is zero, not a negative number that rounds to it.
-    let x = if x == 0.0 { 0.0 } else { x };
+/// two bounds of an interval printed alike (`[89, 1623]`, not `[89.000, 1623]`).
+fn fmt_num_at(x: f64, scale: f64) -> String {
     if !x.is_finite() {
         return "n/a".to_string();
     }
@@ -37,10 +33,26 @@ fn fmt_num_at(x: f64, scale: f64, signed_zero: bool) -> String {
         3
     };
     let s = format!("{x:.decimals$}");
-    if !signed_zero && s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
-        s[1..].to_string()
+    if zero_digits(&s) {
+        s.trim_start_matches('-').to_string()
     } else {
         s
+    }
+}
+
+/// Whether a formatted number shows only zeros (`-0.000`, `+0.0`).
+fn zero_digits(s: &str) -> bool {
+    s.chars().all(|c| matches!(c, '0' | '.' | '-' | '+'))
+}
+
+/// One bound of an interval: `shared` (printed with the interval's decimals), unless that
+/// shows a nonzero `x` as zero, which would hide which side of zero the bound is on
+/// (`[0.000237, 0.002]` printed `[0.000, 0.002]`): then `own`, `x` with its own digits.
+fn bound(x: f64, shared: String, own: impl FnOnce() -> String) -> String {
+    if x != 0.0 && zero_digits(&shared) {
+        own()
+    } else {
+        shared
     }
 }
 
@@ -92,11 +104,8 @@ pub fn fmt_ci(ci: Option<&Ci>) -> String {
     match ci {
         Some(c) => {
             let scale = scale_of(c);
-            format!(
-                "[{}, {}]",
-                fmt_num_at(c.lo, scale, true),
-                fmt_num_at(c.hi, scale, true)
-            )
+            let at = |x: f64| bound(x, fmt_num_at(x, scale), || fmt_num(x));
+            format!("[{}, {}]", at(c.lo), at(c.hi))
         }
         None => "–".to_string(),
     }
@@ -109,18 +118,14 @@ pub fn fmt_pct_ci(ci: Option<&Ci>) -> String {
     match ci {
         Some(c) => {
             let scale = scale_of(c);
-            format!(
-                "[{}, {}]",
-                fmt_pct_value_at(c.lo, scale),
-                fmt_pct_value_at(c.hi, scale)
-            )
+            let at = |x: f64| bound(x, fmt_pct_value_at(x, scale), || fmt_pct_value(x));
+            format!("[{}, {}]", at(c.lo), at(c.hi))
         }
         None => "–".to_string(),
     }
 }
 
-/// [`fmt_pct_value`] of `p` with the decimals it gives a change of magnitude `scale`; a bound
-/// that rounds to zero keeps its sign (`-0.0`: the interval's side of zero).
+/// [`fmt_pct_value`] of `p` with the decimals it gives a change of magnitude `scale`.
 fn fmt_pct_value_at(p: f64, scale: f64) -> String {
     if !p.is_finite() || scale < 0.001 {
         return fmt_pct_value(p);
@@ -204,17 +209,20 @@ mod tests {
         assert_eq!(ci(-0.0031, 0.000587), "[-0.003, 0.001]");
         assert_eq!(ci(-0.00031, 0.0000587), "[-0.000310, 0.000059]");
         assert_eq!(ci(0.0, 0.0), "[0.000, 0.000]");
-        assert_eq!(ci(-4e-9, 0.25), "[-0.000, 0.250]");
+        assert_eq!(ci(-4e-9, 0.25), "[-≈0, 0.250]");
         assert_eq!(ci(-0.0, 0.0), "[0.000, 0.000]");
         assert_eq!(ci(-4e-9, 4e-9), "[-≈0, ≈0]");
-        // A lower bound that rounds to zero keeps its sign: the interval crosses zero.
-        assert_eq!(ci(-0.4, 1500.0), "[-0, 1500]");
+        // A nonzero bound the shared decimals would show as zero keeps its own digits: which
+        // side of zero it is on is the point of an interval (`[0.000237, 0.002]` read
+        // `[0.000, 0.002]` on a significant change).
+        assert_eq!(ci(-0.4, 1500.0), "[-0.400, 1500]");
+        assert_eq!(ci(0.000237, 0.002), "[0.000237, 0.002]");
         assert_eq!(ci(f64::NEG_INFINITY, 0.25), "[n/a, 0.250]");
         // Δ% bounds alike (the quickstart's `tokens +0.1% [-0.096, +0.5]`).
         assert_eq!(fmt_pct_ci(Some(&at(-0.096, 0.52))), "[-0.1, +0.5]");
-        assert_eq!(fmt_pct_ci(Some(&at(-0.0031, 1e-5))), "[-0.0031, +0.0000]");
+        assert_eq!(fmt_pct_ci(Some(&at(-0.0031, 1e-5))), "[-0.0031, +<0.001]");
         assert_eq!(fmt_pct_ci(Some(&at(-62.1, -49.2))), "[-62.1, -49.2]");
-        assert_eq!(fmt_pct_ci(Some(&at(-0.04, 12.0))), "[-0.0, +12.0]");
+        assert_eq!(fmt_pct_ci(Some(&at(-0.04, 12.0))), "[-0.040, +12.0]");
         assert_eq!(fmt_pct_ci(Some(&at(0.0, 0.0))), "[0.0, 0.0]");
         assert_eq!(fmt_pct_ci(Some(&at(-2e-4, 3e-4))), "[-<0.001, +<0.001]");
         assert_eq!(fmt_pct_ci(None), "–");
