@@ -604,8 +604,8 @@ fn compare_all<T>(
 pub use crate::metrics::format::{fmt_ci, fmt_delta, fmt_num, fmt_p};
 
 /// Flags for units whose numbers a broken or useless compaction shaped: successful units that
-/// recorded failed summaries (`[engine] on_summary_error = "record"`) and futile compactions,
-/// prompts a server cut silently, agents that ran out of `max_steps` (`step_limit`); and what
+/// recorded failed summaries (`[engine] on_summary_error = "record"`), futile compactions and
+/// requests left over the window (`overflow`), prompts a server cut silently, agents that ran out of `max_steps` (`step_limit`); and what
 /// failed units spent before they failed (in the totals, not the statistics).
 #[derive(Debug, Default)]
 struct HealthSum {
@@ -613,11 +613,27 @@ struct HealthSum {
     /// Variant → units with a futile compaction, how many they had, and on which traces
     /// (units of every eval: report.html flags each of them).
     futile: BTreeMap<String, (usize, u64, BTreeSet<String>)>,
+    /// Variant → units with a request still over the window after compaction (`overflow`
+    /// events), how many such requests, and on which traces.
+    overflow: BTreeMap<String, (usize, u64, BTreeSet<String>)>,
     truncated: BTreeMap<String, (usize, u64)>,
     step_limit: BTreeMap<String, (usize, u64)>,
     /// Failed units that spent on model calls before they failed, and what they spent.
     failed_spending: usize,
     failed_spent: f64,
+}
+
+/// Count a unit of `s`'s variant with `n` events in `map`, and its trace.
+fn by_trace(map: &mut BTreeMap<String, (usize, u64, BTreeSet<String>)>, s: &Row<'_>, n: u64) {
+    if !map.contains_key(s.variant) {
+        map.insert(s.variant.to_string(), Default::default());
+    }
+    let (units, count, traces) = map.get_mut(s.variant).expect("inserted");
+    *units += 1;
+    *count += n;
+    if !traces.contains(s.trace_id) {
+        traces.insert(s.trace_id.to_string());
+    }
 }
 
 /// Count `n` for `s`'s variant in `map`.
@@ -653,16 +669,12 @@ impl HealthSum {
         if let Some(&n) = s.scores.get("summary_failures").filter(|n| **n > 0.0) {
             flag(&mut self.flagged, s.variant, n as u64);
         }
-        if let Some(&n) = s.compactions.get("futile").filter(|n| **n > 0) {
-            if !self.futile.contains_key(s.variant) {
-                self.futile
-                    .insert(s.variant.to_string(), Default::default());
-            }
-            let (units, count, traces) = self.futile.get_mut(s.variant).expect("inserted");
-            *units += 1;
-            *count += n;
-            if !traces.contains(s.trace_id) {
-                traces.insert(s.trace_id.to_string());
+        for (kind, map) in [
+            ("futile", &mut self.futile),
+            ("overflow", &mut self.overflow),
+        ] {
+            if let Some(&n) = s.compactions.get(kind).filter(|n| **n > 0) {
+                by_trace(map, s, n);
             }
         }
     }
@@ -671,6 +683,7 @@ impl HealthSum {
         let HealthSum {
             flagged,
             futile,
+            overflow,
             truncated,
             step_limit,
             failed_spending,
@@ -712,6 +725,15 @@ impl HealthSum {
                 "FLAGGED: variant `{v}`: {units} unit(s) on {} trace(s) had {n} futile \
                  compaction(s) (they removed no message or left the request no smaller; \
                  `futile` in the unit's compactions and timeline)",
+                traces.len()
+            ));
+        }
+        for (v, (units, n, traces)) in overflow {
+            notes.push(format!(
+                "FLAGGED: variant `{v}`: {units} unit(s) on {} trace(s) had {n} request(s) still \
+                 over the window after compaction (`overflow` in the unit's compactions and \
+                 timeline): a model with that window would refuse them, so their tokens, cost and \
+                 scores are of requests it could not take",
                 traces.len()
             ));
         }
@@ -825,6 +847,35 @@ mod tests {
         assert_eq!(
             note.map(|n| n.split(" (").next().unwrap()),
             Some("FLAGGED: variant `base`: 3 unit(s) on 2 trace(s) had 7 futile compaction(s)"),
+            "{:?}",
+            m.notes
+        );
+    }
+
+    #[test]
+    fn requests_left_over_the_window_are_noted_by_unit_and_trace() {
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["base".into()];
+        let over = |trace: &str, n: u64| {
+            let mut u = s("base", trace, 1.0);
+            u.trace_id = trace.into();
+            u.compactions.insert("overflow".into(), n);
+            u
+        };
+        let mut failed = over("t3", 4);
+        failed.error = Some(crate::record::UnitError {
+            kind: "x".into(),
+            message: "y".into(),
+        });
+        let samples = vec![over("t1", 2), over("t2", 1), failed, s("base", "ok", 1.0)];
+        let m = ReportModel::build(&info, samples);
+        let note = m.notes.iter().find(|n| n.contains("over the window"));
+        assert_eq!(
+            note.map(|n| n.split(" (").next().unwrap()),
+            Some(
+                "FLAGGED: variant `base`: 2 unit(s) on 2 trace(s) had 3 request(s) still over \
+                 the window after compaction"
+            ),
             "{:?}",
             m.notes
         );

@@ -8,9 +8,10 @@ use crate::record::Row;
 pub enum Status {
     /// The unit failed (no scores).
     Error,
-    /// It succeeded, but a summary failed (and was kept), a compaction was futile, an agent ran
-    /// out of steps before answering (`step_limit`) or a server cut a prompt
-    /// (`prompt_truncated`); its verdict, if any, is in `passed`.
+    /// It succeeded, but a summary failed (and was kept), a compaction was futile, a request
+    /// stayed over the window after compaction (`overflow`), an agent ran out of steps before
+    /// answering (`step_limit`) or a server cut a prompt (`prompt_truncated`); its verdict, if
+    /// any, is in `passed`.
     Flagged,
     /// Its verdict is fail.
     Fail,
@@ -27,7 +28,9 @@ impl Status {
         } else if s.scores.get("summary_failures").is_some_and(|n| *n > 0.0)
             || s.scores.get("step_limit").is_some_and(|n| *n > 0.0)
             || s.scores.get("prompt_truncated").is_some_and(|n| *n > 0.0)
-            || s.compactions.get("futile").is_some_and(|n| *n > 0)
+            || ["futile", "overflow"]
+                .iter()
+                .any(|k| s.compactions.get(*k).is_some_and(|n| *n > 0))
         {
             Status::Flagged
         } else {

@@ -756,6 +756,65 @@ fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
 }
 
 /// The files `report` writes, read back: summary.json, report.md, report.html, results.csv.
+/// A real trace (psf__requests-1142, whose tool outputs run to ~200k tokens) under digitorn at a
+/// 20,000-token window leaves needle probes' requests over the window after every compaction
+/// (`overflow` events; a model of that window would refuse them): each such unit is flagged in
+/// results.csv and the terminal says so; deepagents, which offloads the large outputs, leaves
+/// none on the same units.
+#[test]
+fn units_whose_requests_stay_over_the_window_are_flagged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = SuiteBuilder::new("overflow")
+        .seed(7)
+        .mini_swe(&["psf__requests-1142.traj.json"])
+        .baseline("deepagents")
+        .base("window = 20000")
+        .variant("deepagents", "preset = \"deepagents\"")
+        .variant("digitorn", "preset = \"digitorn\"")
+        .eval("replay", "enabled = false")
+        .eval("needle", "depths = [0.5]\npositions = [\"tool\", \"user\"]")
+        .write(tmp.path(), "overflow.toml");
+    let out = Command::new(bin())
+        .env("COLUMNS", "100")
+        .args(["run", suite.to_str().unwrap(), "--run-id", "r"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let terminal = String::from_utf8(out.stdout).unwrap() + &String::from_utf8(out.stderr).unwrap();
+    let dir = tmp.path().join("out/r");
+    let samples: Vec<Sample> = support::run::samples(&dir);
+    let over = |v: &str| {
+        samples
+            .iter()
+            .filter(|s| s.variant == v && s.compactions.get("overflow").is_some_and(|n| *n > 0))
+            .count()
+    };
+    assert_eq!(samples.len(), 4);
+    assert_eq!(
+        (over("deepagents"), over("digitorn")),
+        (0, 2),
+        "{samples:#?}"
+    );
+    let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+    let mut r = csv::Reader::from_reader(csv.as_bytes());
+    let head = r.headers().unwrap().clone();
+    let col = |name: &str| head.iter().position(|c| c == name).unwrap();
+    let (variant, status) = (col("variant"), col("status"));
+    for row in r.records().map(Result::unwrap) {
+        if &row[variant] == "digitorn" {
+            assert_eq!(&row[status], "flagged", "{row:?}");
+        } else {
+            assert_ne!(&row[status], "flagged", "{row:?}");
+        }
+    }
+    let flat = terminal.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("FLAGGED: variant `digitorn`: 2 unit(s) on 1 trace(s) had")
+            && flat.contains("still over the window after compaction"),
+        "{terminal}"
+    );
+}
+
 fn reported(dir: &Path) -> (serde_json::Value, String, String, String) {
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
     (

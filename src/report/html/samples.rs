@@ -490,6 +490,16 @@ mod tests {
     }
 
     #[test]
+    fn a_request_left_over_the_window_flags_its_sample() {
+        let mut s = unit("base", "t", "needle", "k");
+        s.passed = Some(true);
+        s.compactions.insert("overflow".into(), 0);
+        assert_eq!(Status::of(&s.row()), Status::Pass);
+        s.compactions.insert("overflow".into(), 3);
+        assert_eq!(Status::of(&s.row()), Status::Flagged);
+    }
+
+    #[test]
     fn selection_puts_failures_first_and_covers_every_variant_of_a_key() {
         let mut samples = Vec::new();
         for v in ["base", "cand"] {

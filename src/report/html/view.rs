@@ -29,6 +29,9 @@ pub fn sample(model: &ReportModel, i: usize, peers: &[usize], texts: &SummaryTex
         if let Some(n) = s.compactions.get("futile").filter(|n| **n > 0) {
             why.push(format!("{n} futile compaction(s)"));
         }
+        if let Some(n) = s.compactions.get("overflow").filter(|n| **n > 0) {
+            why.push(format!("{n} request(s) over the window after compaction"));
+        }
         if let Some(n) = s.scores.get("step_limit").filter(|n| **n > 0.0) {
             why.push(format!("{n} question(s) out of max_steps"));
         }
