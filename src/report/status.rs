@@ -30,7 +30,7 @@ impl Status {
             || s.scores.get("prompt_truncated").is_some_and(|n| *n > 0.0)
             || ["futile", "overflow"]
                 .iter()
-                .any(|k| s.compactions.get(*k).is_some_and(|n| *n > 0))
+                .any(|k| s.compactions.get(k).is_some_and(|n| *n > 0))
         {
             Status::Flagged
         } else {
