@@ -500,13 +500,12 @@ fn summarize(
     metric: &str,
     seed: u64,
 ) -> Option<aggregate::MetricSummary> {
-    let label = format!("{variant}\u{1f}{metric}");
     match table {
-        Table::Memory(t) => aggregate::summarize(metric, &t[variant][metric], seed, &label),
+        Table::Memory(t) => aggregate::summarize(metric, &t[variant][metric], seed, variant),
         Table::Lists(l) => {
             let n = l.len(variant, metric)?;
             let values = || l.read(variant, metric).map(|o| o.value);
-            aggregate::summarize_of(metric, n, values, seed, &label)
+            aggregate::summarize_of(metric, n, values, seed, variant)
         }
     }
 }

@@ -250,13 +250,16 @@ pub struct MetricSummary {
     pub ci: Option<Ci>,
 }
 
-pub fn summarize(metric: &str, obs: &[Obs], seed: u64, label: &str) -> Option<MetricSummary> {
+/// Mean and bootstrap CI of `obs`. The bootstrap's seed comes from the run's `seed` and
+/// `variant` only, not the metric: two metrics with the same values (`cost` and `cost.agent`
+/// when every dollar is the agent's) get the same CI, and adding a metric moves no other's.
+pub fn summarize(metric: &str, obs: &[Obs], seed: u64, variant: &str) -> Option<MetricSummary> {
     summarize_of(
         metric,
         obs.len(),
         || obs.iter().map(|o| o.value),
         seed,
-        label,
+        variant,
     )
 }
 
@@ -267,7 +270,7 @@ pub fn summarize_of<I: Iterator<Item = f64>>(
     n: usize,
     values: impl Fn() -> I,
     seed: u64,
-    label: &str,
+    variant: &str,
 ) -> Option<MetricSummary> {
     let mean = stats::mean_of(n, values())?;
     Some(MetricSummary {
@@ -275,7 +278,7 @@ pub fn summarize_of<I: Iterator<Item = f64>>(
         polarity: crate::evalspec::polarity(metric),
         n,
         mean,
-        ci: stats::mean_ci_of(n, values, stats::sub_seed(seed, label)),
+        ci: stats::mean_ci_of(n, values, stats::sub_seed(seed, variant)),
     })
 }
 
@@ -399,7 +402,9 @@ pub fn compare_pairs<I: Iterator<Item = (f64, f64, usize)>>(
         return None;
     }
     let clustered = n_traces < n;
-    let label = format!("{metric}\u{1f}{candidate}\u{1f}{baseline}");
+    // One seed for the pair of variants, not per metric: metrics with the same pairs (`cost`
+    // and `cost.agent`, `needle.recall` and `needle.pass` of one needle) get the same CI and p.
+    let label = format!("{candidate}\u{1f}{baseline}");
     let bootstrap_seed = stats::sub_seed(seed, &label);
     let deltas = || pairs().map(|(b, c, k)| (c - b, k));
     let paired = stats::cluster_paired_delta_of(n, deltas, bootstrap_seed)?;
@@ -788,6 +793,44 @@ mod tests {
         assert!(fraction.mcnemar.is_some());
         let undeclared = compare("custom.outcome", "c", "b", &cand, &base, 1).unwrap();
         assert!(undeclared.mcnemar.is_some());
+    }
+
+    /// Two metrics with the same values (`cost` and `cost.agent` when every dollar is the
+    /// agent's) get the same CI and p, in a comparison and in a variant's summary: the
+    /// bootstrap's seed was per metric name ([-0.059, -0.011] against [-0.061, -0.011]).
+    #[test]
+    fn the_same_values_under_two_metric_names_give_the_same_interval() {
+        let obs = |v: &[f64]| -> Vec<Obs> {
+            v.iter()
+                .enumerate()
+                .map(|(i, &value)| Obs {
+                    key: i as u64,
+                    cluster: (i / 3) as u64,
+                    value,
+                })
+                .collect()
+        };
+        let base: Vec<f64> = (0..24).map(|i| 1.0 + f64::from(i % 5) * 0.3).collect();
+        let cand: Vec<f64> = base
+            .iter()
+            .enumerate()
+            .map(|(i, b)| b * (0.8 + (i % 7) as f64 * 0.05))
+            .collect();
+        let (base, cand) = (obs(&base), obs(&cand));
+        let cost = compare("cost", "c", "b", &cand, &base, 3).unwrap();
+        let agent = compare("cost.agent", "c", "b", &cand, &base, 3).unwrap();
+        assert!(cost.ci.is_some() && cost.p_value.is_some(), "{cost:?}");
+        assert_eq!(
+            (cost.ci, cost.pct_ci, cost.p_value),
+            (agent.ci, agent.pct_ci, agent.p_value)
+        );
+        let other = compare("cost", "d", "b", &cand, &base, 3).unwrap();
+        assert_ne!(
+            cost.ci, other.ci,
+            "another pair of variants draws its own resamples"
+        );
+        let mean = |m: &str| summarize(m, &cand, 3, "c").unwrap().ci;
+        assert_eq!(mean("cost"), mean("cost.agent"));
     }
 
     /// 8 traces × 10 units: each trace has its own effect (mean +0.55, spread ~1.1), units of a

@@ -223,13 +223,11 @@ impl ReportModel {
                 let mut names: Vec<&String> = per_metric.keys().collect();
                 names.sort_by_key(|m| metric_rank(m));
                 // On rayon's threads, beside the comparisons: each summary's bootstrap (up to
-                // 2,000 resamples) is a function of its label, and `collect` keeps the order.
+                // 2,000 resamples) is a function of its values and variant, and `collect` keeps the order.
                 metrics.push(
                     names
                         .into_par_iter()
-                        .filter_map(|m| {
-                            aggregate::summarize(m, &per_metric[m], seed, &format!("{v}\u{1f}{m}"))
-                        })
+                        .filter_map(|m| aggregate::summarize(m, &per_metric[m], seed, v))
                         .collect(),
                 );
             }
@@ -322,8 +320,7 @@ impl ReportModel {
                     .filter_map(|m| {
                         let range = per_metric[m];
                         let values = || file.read(range).map(|o| o.value);
-                        let label = format!("{v}\u{1f}{m}");
-                        aggregate::summarize_of(m, range.1, values, seed, &label)
+                        aggregate::summarize_of(m, range.1, values, seed, v)
                     })
                     .collect(),
             );

@@ -3,7 +3,8 @@
 //! benches/{,peers/}README.md points at a file that exists (and, for `#anchor`s into Markdown, at a
 //! heading that exists); the exit codes documented in docs/reliability.md and src/cli/mod.rs are
 //! exactly the ones src/error.rs defines; every command the README's command list shows exists;
-//! the estimate and unit counts the README and docs/evals.md quote are what `--dry-run` prints.
+//! the estimate and unit counts the README and docs/evals.md quote are what `--dry-run` prints;
+//! the README's verdict block is what the quickstart prints.
 
 use crate::support::cli::ctxbench;
 use std::collections::BTreeSet;
@@ -361,4 +362,35 @@ fn the_evals_docs_quickstart_unit_counts_are_what_dry_run_plans() {
         units / per_pair
     );
     assert!(doc.contains(&folds), "docs/evals.md should say `{folds}`");
+}
+
+/// The README's verdict block ("This is the quickstart's, verbatim") is what `run
+/// evals/quickstart.toml` prints at 100 columns, line for line: a change to a statistic, a
+/// formatter or the offline provider that moves a printed figure must update the README.
+#[test]
+fn the_readmes_verdict_block_is_what_the_quickstart_prints() {
+    let readme = read("README.md");
+    let start = readme
+        .find("\naggressive  tokens")
+        .unwrap_or_else(|| panic!("README.md has no quickstart verdict block"))
+        + 1;
+    let block = &readme[start..start + readme[start..].find("```").unwrap()];
+    let tmp = tempfile::tempdir().unwrap();
+    let out = ctxbench()
+        .env("COLUMNS", "100")
+        .args(["run", "evals/quickstart.toml", "-o"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let printed = &stdout[stdout
+        .find("aggressive  tokens")
+        .unwrap_or_else(|| panic!("no verdict lines:\n{stdout}"))..];
+    let printed: Vec<&str> = printed.lines().take(block.lines().count()).collect();
+    assert_eq!(
+        block.lines().collect::<Vec<_>>(),
+        printed,
+        "README.md's verdict block differs from the quickstart's output"
+    );
 }

@@ -57,8 +57,9 @@ impl SplitMix64 {
     }
 }
 
-/// Derive a seed for one statistic from the run seed and a label, so adding a metric does not
-/// change the CIs of the others.
+/// Derive a seed for one statistic from the run seed and a label (a variant, a pair of
+/// variants: `metrics::aggregate`), so adding a metric or a variant does not change the CIs of
+/// the others.
 pub fn sub_seed(seed: u64, label: &str) -> u64 {
     // FNV-1a over the label, mixed with the seed.
     let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
