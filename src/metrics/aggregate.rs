@@ -403,7 +403,7 @@ pub fn compare_pairs<I: Iterator<Item = (f64, f64, usize)>>(
     }
     let clustered = n_traces < n;
     // One seed for the pair of variants, not per metric: metrics with the same pairs (`cost`
-    // and `cost.agent`, `needle.recall` and `needle.pass` of one needle) get the same CI and p.
+    // and `cost.agent` when every dollar is the agent's) get the same CI and p.
     let label = format!("{candidate}\u{1f}{baseline}");
     let bootstrap_seed = stats::sub_seed(seed, &label);
     let deltas = || pairs().map(|(b, c, k)| (c - b, k));

@@ -223,7 +223,8 @@ impl ReportModel {
                 let mut names: Vec<&String> = per_metric.keys().collect();
                 names.sort_by_key(|m| metric_rank(m));
                 // On rayon's threads, beside the comparisons: each summary's bootstrap (up to
-                // 2,000 resamples) is a function of its values and variant, and `collect` keeps the order.
+                // 2,000 resamples) is a function of its values and variant, and `collect` keeps
+                // the order.
                 metrics.push(
                     names
                         .into_par_iter()
@@ -602,8 +603,9 @@ pub use crate::metrics::format::{fmt_ci, fmt_delta, fmt_num, fmt_p};
 
 /// Flags for units whose numbers a broken or useless compaction shaped: successful units that
 /// recorded failed summaries (`[engine] on_summary_error = "record"`), futile compactions and
-/// requests left over the window (`overflow`), prompts a server cut silently, agents that ran out of `max_steps` (`step_limit`); and what
-/// failed units spent before they failed (in the totals, not the statistics).
+/// requests left over the window (`overflow`), prompts a server cut silently, agents that ran
+/// out of `max_steps` (`step_limit`); and what failed units spent before they failed (in the
+/// totals, not the statistics).
 #[derive(Debug, Default)]
 struct HealthSum {
     flagged: BTreeMap<String, (usize, u64)>,
