@@ -353,7 +353,8 @@ fn overrides(args: &Args) -> anyhow::Result<Overrides> {
 }
 
 /// `--dry-run`: what the run would execute, per eval, trace and variant.
-pub fn plan_text(suite: &LoadedSuite, plan: &Plan, skipped: usize) -> String {
+pub fn plan_text(suite: &LoadedSuite, planned: &session::Planned) -> String {
+    let plan = &*planned.plan;
     use std::collections::BTreeMap;
     let mut per_eval: BTreeMap<&str, (std::collections::BTreeSet<&str>, usize)> = BTreeMap::new();
     let per_sample = plan.traces.len() * plan.variants.len() * plan.repeats as usize;
@@ -400,10 +401,22 @@ pub fn plan_text(suite: &LoadedSuite, plan: &Plan, skipped: usize) -> String {
         let path = crate::output::display_path(&suite.dir.join(&t.file));
         out.push_str(&format!("  {}  ({path})\n", t.id));
     }
-    if skipped > 0 {
-        out.push_str(&format!(
-            "skipped  {skipped} trace file(s) that did not load\n"
-        ));
+    for (files, verb, what) in [
+        (
+            &planned.skipped,
+            "skipped",
+            "trace file(s) that did not load (`skip_invalid`)",
+        ),
+        (&planned.ignored, "ignored", "file(s) that hold no trace"),
+    ] {
+        if files.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("{verb:<8} {} {what}\n", files.len()));
+        for f in files {
+            let path = crate::output::display_path(&suite.dir.join(&f.file));
+            out.push_str(&format!("  {path}: {}\n", f.error));
+        }
     }
     if !suite.overrides.is_empty() {
         out.push_str(&format!(
@@ -523,10 +536,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ))
             .into());
         }
-        out!(
-            "{}",
-            plan_text(&suite, &planned.plan, planned.skipped.len())
-        )?;
+        out!("{}", plan_text(&suite, &planned))?;
         if let Some(s) = args.shard {
             let plan = &planned.plan;
             let mine = (0..plan.len()).filter(|&i| s.contains(&plan.id(i))).count();

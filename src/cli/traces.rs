@@ -4,7 +4,8 @@
 use super::UsageError;
 use crate::output::{self, table};
 use crate::tokens::stats::{
-    self, Calibration, LargestMessage, RoleStats, SkippedInput, StatsReport, ToolStats,
+    self, Calibration, IgnoredInput, LargestMessage, RoleStats, SkippedInput, StatsReport,
+    ToolStats,
 };
 use crate::tokens::{self, DEFAULT_COUNTER};
 use crate::trace::import::import_paths;
@@ -87,9 +88,6 @@ fn stats_cmd(args: StatsArgs) -> anyhow::Result<ExitCode> {
             message: e.message.clone(),
         })
         .collect();
-    for e in &imported.skipped {
-        crate::output::errln!("skipped: {e}");
-    }
     if imported.traces.is_empty() {
         let given: Vec<String> = args.paths.iter().map(|p| p.display().to_string()).collect();
         return Err(UsageError(format!(
@@ -108,8 +106,23 @@ fn stats_cmd(args: StatsArgs) -> anyhow::Result<ExitCode> {
     let mut report =
         stats::compute_with_overhead(&imported.traces, counter.as_ref(), args.top, overhead);
     report.skipped = skipped;
+    report.ignored = imported
+        .ignored
+        .iter()
+        .map(|(file, reason)| IgnoredInput {
+            file: file.display().to_string(),
+            reason: reason.clone(),
+        })
+        .collect();
 
     let text = if args.json {
+        // The human rendering lists them at its end; beside JSON, they are said on stderr.
+        for e in &imported.skipped {
+            crate::output::errln!("skipped: {e}");
+        }
+        for (file, reason) in &imported.ignored {
+            crate::output::errln!("ignored: {}: {reason}", file.display());
+        }
         let mut s = serde_json::to_string_pretty(&report)?;
         s.push('\n');
         s
@@ -133,6 +146,12 @@ pub fn render(r: &StatsReport) -> String {
     );
     if !r.skipped.is_empty() {
         head.push_str(&format!(", {} input(s) skipped", r.skipped.len()));
+    }
+    if !r.ignored.is_empty() {
+        head.push_str(&format!(
+            ", {} file(s) holding no trace ignored",
+            r.ignored.len()
+        ));
     }
     out.push_str(&output::wrap(&head, WIDTH));
     out.push('\n');
@@ -210,6 +229,12 @@ pub fn render(r: &StatsReport) -> String {
     for s in &r.skipped {
         out.push_str(&output::wrap(
             &format!("skipped: {}: {}: {}", s.file, s.location, s.message),
+            WIDTH,
+        ));
+    }
+    for s in &r.ignored {
+        out.push_str(&output::wrap(
+            &format!("ignored: {}: {}", s.file, s.reason),
             WIDTH,
         ));
     }

@@ -803,7 +803,7 @@ mod tests {
                 recorded: 4,
                 ..UnitCounts::default()
             }),
-            rejected: 0,
+            ..RunProgress::default()
         };
         let checks = run_checks(&partial, 0);
         assert_eq!(

@@ -47,7 +47,7 @@ pub use journal::{Journal, JournalError, Repaired, SamplesRead, TornLine};
 pub use lock::{LockError, RunLock};
 pub use row::{Entries, Interner, Row};
 pub use run_dir::{Run, RunDir};
-pub use run_info::{ProviderProvenance, RunInfo, RunProgress, RunStatus, UnitCounts};
+pub use run_info::{ProviderProvenance, RunInfo, RunProgress, RunStatus, SkippedTrace, UnitCounts};
 pub use summary::{SummaryPack, SummaryRecord};
 
 /// Version of `samples.jsonl` / `run.json`. Bump on incompatible change.

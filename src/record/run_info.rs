@@ -54,6 +54,17 @@ impl RunStatus {
     }
 }
 
+/// A file of the suite's trace paths that gave no trace, and why (`run.json`'s
+/// `skipped_traces` and `ignored_files`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedTrace {
+    pub file: String,
+    pub error: String,
+}
+
+/// How [`RunProgress::left_out`]'s notes start.
+pub const LEFT_OUT: &str = "left out:";
+
 /// `run.json`'s `units`: how many units were planned and recorded.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnitCounts {
@@ -80,6 +91,12 @@ pub struct RunProgress {
     pub status: Option<RunStatus>,
     #[serde(default)]
     pub units: Option<UnitCounts>,
+    /// Trace files that did not load (`traces.skip_invalid`).
+    #[serde(default)]
+    pub skipped_traces: Vec<SkippedTrace>,
+    /// Files the suite's directories or globs matched that hold no trace.
+    #[serde(default)]
+    pub ignored_files: Vec<SkippedTrace>,
     /// Lines of `samples.rejected.jsonl` (unreadable journal lines `ctxbench repair` moved
     /// aside), as the reader counted them: not in `run.json`.
     #[serde(skip)]
@@ -87,6 +104,42 @@ pub struct RunProgress {
 }
 
 impl RunProgress {
+    /// One sentence each for the trace files that did not load and the files that hold no
+    /// trace, naming the first few and why: a run over fewer traces than its paths matched says
+    /// so wherever its numbers are shown.
+    pub fn left_out(&self) -> Vec<String> {
+        const NAMED: usize = 5;
+        let list = |files: &[SkippedTrace]| {
+            let mut s: Vec<String> = files
+                .iter()
+                .take(NAMED)
+                .map(|f| format!("{} ({})", f.file, f.error))
+                .collect();
+            if files.len() > NAMED {
+                s.push(format!("and {} more", files.len() - NAMED));
+            }
+            s.join("; ")
+        };
+        let mut notes = Vec::new();
+        if !self.skipped_traces.is_empty() {
+            notes.push(format!(
+                "{LEFT_OUT} {} trace file(s) that did not load (`[traces] skip_invalid`; \
+                 run.json `skipped_traces`): {}",
+                self.skipped_traces.len(),
+                list(&self.skipped_traces)
+            ));
+        }
+        if !self.ignored_files.is_empty() {
+            notes.push(format!(
+                "{LEFT_OUT} {} file(s) the suite's trace paths matched that hold no trace \
+                 (run.json `ignored_files`): {}",
+                self.ignored_files.len(),
+                list(&self.ignored_files)
+            ));
+        }
+        notes
+    }
+
     /// Why the run is partial, in one sentence, or `None` when it is complete (or records no
     /// status). Partial: its status is not `complete` (interrupted, killed while `running`,
     /// stopped by the budget, a merge missing units), or it is one shard of a sharded plan.
@@ -246,6 +299,40 @@ mod tests {
         assert_eq!(rfc3339_utc(t), "2000-02-29T12:34:56Z");
         let t = UNIX_EPOCH + Duration::from_secs(1_795_305_600);
         assert_eq!(rfc3339_utc(t), "2026-11-22T00:00:00Z");
+    }
+
+    /// Files that gave no trace are named (the first five, then how many more), skipped and
+    /// ignored ones apart; a run.json without them says nothing.
+    #[test]
+    fn files_left_out_are_named_five_at_most() {
+        assert!(RunProgress::default().left_out().is_empty());
+        let files = |n: usize, why: &str| -> Vec<SkippedTrace> {
+            (0..n)
+                .map(|i| SkippedTrace {
+                    file: format!("t{i}.jsonl"),
+                    error: why.into(),
+                })
+                .collect()
+        };
+        let p = RunProgress {
+            skipped_traces: files(7, "line 3: cut"),
+            ignored_files: files(1, "a JSON object with keys a"),
+            ..RunProgress::default()
+        };
+        let notes = p.left_out();
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].starts_with("left out: 7 trace file(s) that did not load"));
+        assert!(
+            notes[0].contains("t4.jsonl (line 3: cut); and 2 more"),
+            "{}",
+            notes[0]
+        );
+        assert!(!notes[0].contains("t5.jsonl"));
+        assert!(
+            notes[1].ends_with("t0.jsonl (a JSON object with keys a)"),
+            "{}",
+            notes[1]
+        );
     }
 
     /// Only a complete, unsharded run is whole; a run.json without a status says nothing.

@@ -122,9 +122,13 @@ impl ReportModel {
 
     /// State in the notes, first, that the run is partial (interrupted, killed, stopped by the
     /// budget, a merge missing units, one shard): its numbers are of the recorded units only,
-    /// which every writer (report.md, report.html, summary.json, the terminal) must say.
+    /// which every writer (report.md, report.html, summary.json, the terminal) must say; and
+    /// which files of the suite's trace paths gave no trace (skipped as invalid, or holding
+    /// none), before it.
     pub fn note_progress(&mut self, progress: &crate::record::RunProgress) {
-        if let Some(note) = progress.partial(self.units) {
+        let mut first = progress.left_out();
+        first.extend(progress.partial(self.units));
+        for note in first.into_iter().rev() {
             self.notes.insert(0, note);
         }
     }

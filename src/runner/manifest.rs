@@ -11,7 +11,7 @@ use super::shard::Shard;
 use crate::config::suite::PromptFile;
 use crate::metrics::cost::nano_dollars;
 use crate::metrics::exact::ExactSum;
-pub use crate::record::run_info::{RunStatus, UnitCounts};
+pub use crate::record::run_info::{RunStatus, SkippedTrace, UnitCounts};
 use crate::record::{Row, RunInfo, TokensByRole};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -22,13 +22,6 @@ pub struct TraceDigest {
     pub id: String,
     pub file: String,
     pub sha256: String,
-}
-
-/// A trace file that could not be imported (`traces.skip_invalid = true`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SkippedTrace {
-    pub file: String,
-    pub error: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -160,8 +153,13 @@ pub struct RunManifest {
     pub merged_from: Vec<String>,
     pub traces: Vec<TraceDigest>,
     pub prompts: Vec<PromptFile>,
+    /// Trace files the suite's paths matched that did not load (`traces.skip_invalid`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped_traces: Vec<SkippedTrace>,
+    /// Files a directory or glob of the suite's paths matched that hold no trace (valid JSON
+    /// of no trace format, a trace without messages): `error` says what was seen.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored_files: Vec<SkippedTrace>,
     pub status: RunStatus,
     pub units: UnitCounts,
     pub totals: Totals,

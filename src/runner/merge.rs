@@ -7,7 +7,7 @@
 //! without its latency: ~60 bytes), never the sample. The output is then written in plan order
 //! by seeking to each kept line, and its totals are summed as it is written.
 
-use super::manifest::{now_rfc3339, RunManifest, RunStatus, TotalsSum, UnitCounts};
+use super::manifest::{now_rfc3339, RunManifest, RunStatus, SkippedTrace, TotalsSum, UnitCounts};
 use crate::error::UsageError;
 use crate::record::journal::read_line_at;
 use crate::record::{Interner, RunDir, Sample};
@@ -274,15 +274,17 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
         not_run_interrupted: manifests.iter().map(|m| m.units.not_run_interrupted).sum(),
     };
     m.totals = sum.finish();
-    let mut skipped = Vec::new();
-    for mm in &manifests {
-        for s in &mm.skipped_traces {
-            if !skipped.contains(s) {
-                skipped.push(s.clone());
+    let union = |files: fn(&RunManifest) -> &Vec<SkippedTrace>| {
+        let mut all: Vec<SkippedTrace> = Vec::new();
+        for f in manifests.iter().flat_map(files) {
+            if !all.contains(f) {
+                all.push(f.clone());
             }
         }
-    }
-    m.skipped_traces = skipped;
+        all
+    };
+    m.skipped_traces = union(|mm| &mm.skipped_traces);
+    m.ignored_files = union(|mm| &mm.ignored_files);
     m.status = if missing == 0 {
         RunStatus::Complete
     } else {

@@ -58,16 +58,22 @@ pub struct RunOptions {
 /// A trace id and, when the loader keeps it, the imported trace.
 pub type LoadedTrace = (String, Option<Arc<Trace>>);
 
+/// What one trace file gave ([`TraceLoader::load`]).
+pub enum FileTraces {
+    /// `(trace id, trace)` for every trace in the file.
+    Traces(Vec<LoadedTrace>),
+    /// A file found by walking a directory or a glob that holds no trace (valid JSON of no
+    /// trace format, a trace without messages): what was seen. The run lists it.
+    NotATrace(String),
+}
+
 /// Turns one trace file into traces. The real loader imports (`trace::import`); harness tests
 /// use a loader that does not parse.
 pub trait TraceLoader: Sync {
-    /// `(trace id, trace)` for every trace in the file. A file found by walking a directory or a
-    /// glob (`file.walked`) that holds no trace yields none; one named explicitly is an error.
-    fn load(
-        &self,
-        file: &TraceFile,
-        from: Option<SourceFormat>,
-    ) -> Result<Vec<LoadedTrace>, ImportError>;
+    /// The traces of the file. A file found by walking a directory or a glob (`file.walked`)
+    /// that holds no trace is [`FileTraces::NotATrace`]; one named explicitly is an error.
+    fn load(&self, file: &TraceFile, from: Option<SourceFormat>)
+        -> Result<FileTraces, ImportError>;
 }
 
 /// Loads traces with the importers (format auto-detection unless `traces.from` names one).
@@ -78,14 +84,15 @@ impl TraceLoader for ImportLoader {
         &self,
         file: &TraceFile,
         from: Option<SourceFormat>,
-    ) -> Result<Vec<LoadedTrace>, ImportError> {
+    ) -> Result<FileTraces, ImportError> {
         use crate::trace::import::{import_found, FileContent};
         Ok(match import_found(&file.path, from, file.walked)? {
-            FileContent::Traces(t) => t
-                .into_iter()
-                .map(|t| (t.meta.id.clone(), Some(Arc::new(t))))
-                .collect(),
-            FileContent::NotATrace(_) => Vec::new(),
+            FileContent::Traces(t) => FileTraces::Traces(
+                t.into_iter()
+                    .map(|t| (t.meta.id.clone(), Some(Arc::new(t))))
+                    .collect(),
+            ),
+            FileContent::NotATrace(why) => FileTraces::NotATrace(why),
         })
     }
 }
@@ -140,18 +147,26 @@ fn sha256_file(path: &Path) -> std::io::Result<String> {
 /// Bytes [`sha256_file`] reads at a time.
 const HASH_READ_BYTES: usize = 128 << 10;
 
+/// The traces of a suite's paths, and the files that gave none ([`load_traces`]).
+#[derive(Default)]
+pub struct LoadedTraces {
+    pub entries: Vec<TraceEntry>,
+    /// Files that did not load (`traces.skip_invalid`), with the error.
+    pub skipped: Vec<SkippedTrace>,
+    /// Files a directory or glob matched that hold no trace, with what was seen.
+    pub ignored: Vec<SkippedTrace>,
+}
+
 /// Import every trace file (in parallel, all cores). With `skip_invalid`, failures are
-/// returned as skipped; otherwise the first failure (in file order) is the error.
-pub fn load_traces(
-    suite: &LoadedSuite,
-    loader: &dyn TraceLoader,
-) -> anyhow::Result<(Vec<TraceEntry>, Vec<SkippedTrace>)> {
+/// returned as skipped; otherwise the first failure (in file order) is the error. Files that
+/// hold no trace are returned as ignored.
+pub fn load_traces(suite: &LoadedSuite, loader: &dyn TraceLoader) -> anyhow::Result<LoadedTraces> {
     let files: Vec<TraceFile> = suite.trace_files()?;
     let from = match suite.suite.traces.from.as_str() {
         "auto" => None,
         f => SourceFormat::parse(f),
     };
-    type Loaded = Result<Vec<TraceEntry>, ImportError>;
+    type Loaded = Result<Result<Vec<TraceEntry>, String>, ImportError>;
     let results: Vec<(TraceFile, Loaded)> = files
         .into_par_iter()
         .map(|f| {
@@ -161,8 +176,11 @@ pub fn load_traces(
                     location: "file".into(),
                     message: format!("cannot read: {e}"),
                 })?;
-                let traces = loader.load(&f, from)?;
-                Ok(traces
+                let traces = match loader.load(&f, from)? {
+                    FileTraces::Traces(t) => t,
+                    FileTraces::NotATrace(why) => return Ok(Err(why)),
+                };
+                Ok(Ok(traces
                     .into_iter()
                     .map(|(id, trace)| TraceEntry {
                         id,
@@ -170,24 +188,28 @@ pub fn load_traces(
                         sha256: sha.clone(),
                         trace,
                     })
-                    .collect())
+                    .collect()))
             })();
             (f, r)
         })
         .collect();
-    let mut entries = Vec::new();
-    let mut skipped = Vec::new();
+    let mut out = LoadedTraces::default();
     for (f, r) in results {
         match r {
-            Ok(t) => entries.extend(t),
-            Err(e) if suite.suite.traces.skip_invalid => skipped.push(SkippedTrace {
+            Ok(Ok(t)) => out.entries.extend(t),
+            Ok(Err(why)) => out.ignored.push(SkippedTrace {
                 file: f.rel,
-                error: e.to_string(),
+                error: why,
+            }),
+            Err(e) if suite.suite.traces.skip_invalid => out.skipped.push(SkippedTrace {
+                file: f.rel,
+                // Where in the file and what (the file is `file`).
+                error: format!("{}: {}", e.location, e.message),
             }),
             Err(e) => return Err(e.into()),
         }
     }
-    Ok((entries, skipped))
+    Ok(out)
 }
 
 fn valid_run_id(id: &str) -> bool {
@@ -245,24 +267,33 @@ pub fn prepare(
 /// Traces loaded and units planned; nothing written yet.
 pub struct Planned {
     pub plan: Arc<Plan>,
+    /// Trace files that did not load (`traces.skip_invalid`).
     pub skipped: Vec<SkippedTrace>,
+    /// Files the suite's directories or globs matched that hold no trace.
+    pub ignored: Vec<SkippedTrace>,
 }
 
 /// Load traces and plan every unit, without touching the output directory.
 pub fn plan_run(suite: &LoadedSuite, loader: &dyn TraceLoader) -> anyhow::Result<Planned> {
-    let (entries, skipped) = load_traces(suite, loader)?;
+    let LoadedTraces {
+        entries,
+        skipped,
+        ignored,
+    } = load_traces(suite, loader)?;
     let plan = plan::build(suite, entries).map_err(|e| UsageError(e.0))?;
     if plan.traces.is_empty() {
         return Err(UsageError(format!(
-            "{}: no trace could be loaded ({} skipped)",
+            "{}: no trace could be loaded ({} skipped, {} holding no trace)",
             suite.path.display(),
-            skipped.len()
+            skipped.len(),
+            ignored.len()
         ))
         .into());
     }
     Ok(Planned {
         plan: Arc::new(plan),
         skipped,
+        ignored,
     })
 }
 
@@ -272,7 +303,11 @@ pub fn open_run(
     opts: &RunOptions,
     planned: Planned,
 ) -> anyhow::Result<Prepared> {
-    let Planned { plan, skipped } = planned;
+    let Planned {
+        plan,
+        skipped,
+        ignored,
+    } = planned;
     let planned_total = plan.len() as u64;
     let trace_digests: Vec<TraceDigest> = plan
         .traces
@@ -438,6 +473,7 @@ pub fn open_run(
                 traces: trace_digests,
                 prompts: suite.prompt_files.clone(),
                 skipped_traces: skipped,
+                ignored_files: ignored,
                 status: RunStatus::Running,
                 units: UnitCounts::default(),
                 totals: Totals::default(),

@@ -10,7 +10,7 @@
 
 use super::execute::{RunContext, UnitExecutor, UnitFuture, UnitOutput};
 use super::plan::Unit;
-use super::session::{LoadedTrace, TraceLoader};
+use super::session::{FileTraces, TraceLoader};
 use crate::record::{CostByRole, TokenSplit, TokensByRole};
 use crate::trace::discover::TraceFile;
 use crate::trace::{ImportError, SourceFormat};
@@ -160,7 +160,7 @@ impl TraceLoader for SyntheticLoader {
         &self,
         file: &TraceFile,
         _from: Option<SourceFormat>,
-    ) -> Result<Vec<LoadedTrace>, ImportError> {
+    ) -> Result<FileTraces, ImportError> {
         let path = &file.path;
         let name = path
             .file_name()
@@ -174,7 +174,7 @@ impl TraceLoader for SyntheticLoader {
                 message: "cannot derive a trace id from this file name".into(),
             });
         }
-        Ok(vec![(id, None)])
+        Ok(FileTraces::Traces(vec![(id, None)]))
     }
 }
 

@@ -42,6 +42,9 @@ pub struct StatsReport {
     pub counter: String,
     /// Inputs that could not be imported and were skipped (`--skip-invalid`); filled by the CLI.
     pub skipped: Vec<SkippedInput>,
+    /// Files found in a directory that hold no trace, and what was seen; filled by the CLI.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignored: Vec<IgnoredInput>,
     pub traces: Vec<TraceStats>,
     pub total: TotalStats,
 }
@@ -52,6 +55,14 @@ pub struct SkippedInput {
     pub file: String,
     pub location: String,
     pub message: String,
+}
+
+/// A file found in a directory that holds no trace (valid JSON of no trace format).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct IgnoredInput {
+    pub file: String,
+    /// What was seen.
+    pub reason: String,
 }
 
 /// Messages, tokens and characters of one role.
@@ -257,6 +268,7 @@ pub fn from_counts_with_overhead(
         schema_version: STATS_SCHEMA_VERSION,
         counter: counter.name().to_string(),
         skipped: Vec::new(),
+        ignored: Vec::new(),
         traces: per_trace.into_iter().map(|(s, _)| s).collect(),
         total: TotalStats {
             traces: traces.len() as u64,

@@ -815,6 +815,69 @@ fn units_whose_requests_stay_over_the_window_are_flagged() {
     );
 }
 
+/// Files of a suite's trace paths that give no trace are never dropped silently: a broken trace
+/// skipped under `skip_invalid` and a JSON file of no trace format are named by `--dry-run`,
+/// the run's closing lines, report.md and run.json.
+#[test]
+fn trace_files_that_give_no_trace_are_named_wherever_the_run_is_shown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("traces");
+    std::fs::create_dir(&dir).unwrap();
+    let real = support::suite::mini_swe("psf__requests-1142.traj.json");
+    std::fs::copy(&real, dir.join("good.traj.json")).unwrap();
+    let bytes = std::fs::read(&real).unwrap();
+    std::fs::write(dir.join("cut.traj.json"), &bytes[..3000]).unwrap();
+    std::fs::write(dir.join("summary.json"), r#"{"total": 3, "passed": 1}"#).unwrap();
+    let text = SuiteBuilder::new("left-out")
+        .trace(&dir)
+        .deepagents(20000)
+        .eval("needle", "enabled = false")
+        .text()
+        .replace("[traces]\n", "[traces]\nskip_invalid = true\n");
+    let suite = tmp.path().join("s.toml").display().to_string();
+    std::fs::write(&suite, text).unwrap();
+    let run = |extra: &[&str]| {
+        let out = Command::new(bin())
+            .env("COLUMNS", "100")
+            .args(["run", &suite, "--run-id", "r"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8(out.stdout).unwrap() + &String::from_utf8(out.stderr).unwrap();
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let plan = run(&["--dry-run"]);
+    assert!(
+        plan.contains("skipped 1 trace file(s) that did not load")
+            && plan.contains("cut.traj.json: line")
+            && plan.contains("ignored 1 file(s) that hold no trace")
+            && plan.contains("summary.json: a JSON object with keys total, passed"),
+        "{plan}"
+    );
+    let closing = run(&[]);
+    let report = std::fs::read_to_string(tmp.path().join("out/r/report.md")).unwrap();
+    for shown in [
+        &closing,
+        &report.split_whitespace().collect::<Vec<_>>().join(" "),
+    ] {
+        assert!(
+            shown.contains("left out: 1 trace file(s) that did not load")
+                && shown.contains("cut.traj.json (line")
+                && shown.contains(
+                    "left out: 1 file(s) the suite's trace paths matched that hold no trace"
+                )
+                && shown.contains("summary.json (a JSON object with keys total, passed)"),
+            "{shown}"
+        );
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("out/r/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["skipped_traces"].as_array().map(Vec::len), Some(1));
+    assert_eq!(manifest["ignored_files"].as_array().map(Vec::len), Some(1));
+}
+
 fn reported(dir: &Path) -> (serde_json::Value, String, String, String) {
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
     (

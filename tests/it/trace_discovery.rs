@@ -24,9 +24,18 @@ fn a_mini_swe_folder_loads_under_run_as_under_import() {
     assert_eq!(imported.ignored.len(), 1);
     let tmp = tempfile::tempdir().unwrap();
     let s = suite(tmp.path(), &format!("{:?}", folder.display().to_string()));
-    let (entries, skipped) = load_traces(&s, &ImportLoader).unwrap_or_else(|e| panic!("{e:#}"));
-    assert!(skipped.is_empty());
-    let mut run_ids: Vec<String> = entries.iter().map(|e| e.id.clone()).collect();
+    let loaded = load_traces(&s, &ImportLoader).unwrap_or_else(|e| panic!("{e:#}"));
+    assert!(loaded.skipped.is_empty());
+    // The non-trace file is listed, as import lists it, never dropped silently.
+    let ignored: Vec<&str> = loaded.ignored.iter().map(|f| f.file.as_str()).collect();
+    assert_eq!(ignored.len(), 1, "{ignored:?}");
+    assert!(ignored[0].ends_with("results_summary.json"), "{ignored:?}");
+    assert!(
+        loaded.ignored[0].error.contains("keys total, passed"),
+        "{:?}",
+        loaded.ignored
+    );
+    let mut run_ids: Vec<String> = loaded.entries.iter().map(|e| e.id.clone()).collect();
     let mut import_ids: Vec<String> = imported.traces.iter().map(|t| t.meta.id.clone()).collect();
     run_ids.sort();
     import_ids.sort();
@@ -34,8 +43,9 @@ fn a_mini_swe_folder_loads_under_run_as_under_import() {
     assert_eq!(run_ids, import_ids);
     // A glob over the folder is tolerant the same way.
     let glob = format!("{:?}", format!("{}/*.json", folder.display()));
-    let (entries, _) = load_traces(&suite(tmp.path(), &glob), &ImportLoader).unwrap();
-    assert_eq!(entries.len(), import_ids.len());
+    let loaded = load_traces(&suite(tmp.path(), &glob), &ImportLoader).unwrap();
+    assert_eq!(loaded.entries.len(), import_ids.len());
+    assert_eq!(loaded.ignored.len(), 1);
 }
 
 #[test]

@@ -433,6 +433,26 @@ fn cli_skip_invalid_lists_the_bad_input_and_goes_on() {
         .as_str()
         .unwrap()
         .ends_with("bad.jsonl"));
+    // In the human rendering each is said once, at the end, with a file of no trace format.
+    std::fs::write(dir.path().join("notes.json"), r#"{"title": "x"}"#).unwrap();
+    let out = ctxbench()
+        .args(["traces", "stats", "--skip-invalid"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(text.matches("bad.jsonl").count(), 1, "{text}");
+    assert!(
+        text.contains("1 file(s) holding no trace ignored"),
+        "{text}"
+    );
+    assert!(
+        text.contains("notes.json: a JSON object with keys title"),
+        "{text}"
+    );
+    std::fs::remove_file(dir.path().join("notes.json")).unwrap();
     // Without --skip-invalid the same directory fails with exit 2.
     ctxbench()
         .args(["traces", "stats"])
