@@ -101,14 +101,43 @@ pub fn file_name_for(id: &str) -> String {
     s
 }
 
+/// One trace [`write_each`] wrote.
+#[derive(Debug)]
+pub struct Written {
+    pub path: PathBuf,
+    /// The trace's id in its input when another trace of the import had it first: it is
+    /// written under a new id (`<id>-2`, …), as a run needs every trace id once.
+    pub renamed_from: Option<String>,
+}
+
 /// Write each trace to `dir/<id>.jsonl`; a name already taken in this run gets `-2`, `-3`, ….
-/// Returns the paths written, in trace order.
-pub fn write_each(dir: &Path, traces: &[Trace]) -> anyhow::Result<Vec<PathBuf>> {
+/// A trace whose id an earlier one had (two inputs of the same file name in different folders)
+/// gets that suffix on its id too, so the folder imports as a suite's `[traces] paths`.
+/// Returns what was written, in trace order.
+pub fn write_each(dir: &Path, traces: &[Trace]) -> anyhow::Result<Vec<Written>> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
     let mut taken = HashSet::new();
+    // Every id in use: the inputs' and the new ones given so far.
+    let mut ids: HashSet<String> = traces.iter().map(|t| t.meta.id.clone()).collect();
+    let mut seen: HashSet<&str> = HashSet::new();
     let mut out = Vec::with_capacity(traces.len());
     for t in traces {
+        let (renamed, renamed_from) = if seen.insert(&t.meta.id) {
+            (None, None)
+        } else {
+            let id = (2..)
+                .map(|n| format!("{}-{n}", t.meta.id))
+                .find(|id| {
+                    !ids.contains(id) && !taken.contains(&format!("{}.jsonl", file_name_for(id)))
+                })
+                .expect("an unused suffix exists");
+            ids.insert(id.clone());
+            let mut copy = t.clone();
+            copy.meta.id = id;
+            (Some(copy), Some(t.meta.id.clone()))
+        };
+        let t = renamed.as_ref().unwrap_or(t);
         let base = file_name_for(&t.meta.id);
         let mut name = format!("{base}.jsonl");
         let mut n = 2;
@@ -119,7 +148,7 @@ pub fn write_each(dir: &Path, traces: &[Trace]) -> anyhow::Result<Vec<PathBuf>> 
         let path = dir.join(name);
         io::write_traces_file(&path, std::slice::from_ref(t))
             .with_context(|| format!("cannot write {}", path.display()))?;
-        out.push(path);
+        out.push(Written { path, renamed_from });
     }
     Ok(out)
 }
@@ -301,8 +330,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // An empty dataset directory is a mistake to report, not a success with nothing in it.
         return Err(nothing_imported(&args.inputs, &imported).into());
     }
-    write_each(&args.out, &imported.traces)?;
+    let written = write_each(&args.out, &imported.traces)?;
     out!("{}", summary(&imported, &args.out))?;
+    let renamed: Vec<String> = written
+        .iter()
+        .filter_map(|w| {
+            let from = w.renamed_from.as_ref()?;
+            Some(format!(
+                "`{from}` -> {}",
+                crate::output::display_path(&w.path)
+            ))
+        })
+        .collect();
+    if !renamed.is_empty() {
+        out!(
+            "{}",
+            output::wrap(
+                &format!(
+                    "note: {} trace(s) had the id of a trace imported before them (inputs of \
+                     the same file name in different folders); each is written under its id \
+                     with a suffix, as a run needs every id once: {}",
+                    renamed.len(),
+                    renamed.join(", ")
+                ),
+                100
+            )
+        )?;
+    }
     out!("{}", warnings_text(&imported.traces, args.verbose))?;
     Ok(ExitCode::from(super::EXIT_OK))
 }
@@ -379,11 +433,20 @@ mod tests {
     fn colliding_ids_get_suffixes() {
         let dir = tempfile::tempdir().unwrap();
         let t = |id: &str| Trace::new(TraceMeta::new(id, SourceFormat::Openai));
-        let paths = write_each(dir.path(), &[t("x"), t("x"), t("y")]).unwrap();
-        let names: Vec<_> = paths
+        let written = write_each(dir.path(), &[t("x"), t("x"), t("y"), t("x-2")]).unwrap();
+        let names: Vec<_> = written
             .iter()
-            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .map(|w| w.path.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(names, ["x.jsonl", "x-2.jsonl", "y.jsonl"]);
+        assert_eq!(names, ["x.jsonl", "x-3.jsonl", "y.jsonl", "x-2.jsonl"]);
+        // The second `x` gets a new id too (`x-2` is another input's): each id once, as in
+        // its file's header.
+        let ids: Vec<String> = written
+            .iter()
+            .map(|w| io::read_traces(&w.path).unwrap()[0].meta.id.clone())
+            .collect();
+        assert_eq!(ids, ["x", "x-3", "y", "x-2"]);
+        let renamed: Vec<_> = written.iter().map(|w| w.renamed_from.as_deref()).collect();
+        assert_eq!(renamed, [None, Some("x"), None, None]);
     }
 }

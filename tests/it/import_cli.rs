@@ -167,3 +167,55 @@ fn warnings_are_printed_grouped_and_counted_and_all_with_verbose() {
         assert!(listed.contains(w.as_str()), "missing {w}");
     }
 }
+
+/// Two real sessions of the same file name in different folders import into a folder a suite
+/// can run: the second is written as `t-2.jsonl` under the id `t-2` (its header said `t`, and
+/// `run` refused the folder: "trace id `t` comes from two inputs"), and the import says so.
+#[test]
+fn inputs_of_one_file_name_import_under_distinct_ids_a_run_accepts() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (dir, file) in [
+        ("a", "claude-code/coverage-test-fix.jsonl"),
+        ("b", "claude-code/hello-world-script.jsonl"),
+    ] {
+        std::fs::create_dir(tmp.path().join(dir)).unwrap();
+        std::fs::copy(datasets().join(file), tmp.path().join(dir).join("t.JSONL")).unwrap();
+    }
+    let out = tmp.path().join("out");
+    let printed = cmd()
+        .args(["import", "-o"])
+        .arg(&out)
+        .arg(tmp.path().join("a"))
+        .arg(tmp.path().join("b"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let printed = String::from_utf8_lossy(&printed)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        printed.contains("note: 1 trace(s) had the id of a trace imported before them")
+            && printed.contains("`t` -> "),
+        "{printed}"
+    );
+    let ids: Vec<String> = ["t.jsonl", "t-2.jsonl"]
+        .iter()
+        .map(|f| io::read_traces(&out.join(f)).unwrap()[0].meta.id.clone())
+        .collect();
+    assert_eq!(ids, ["t", "t-2"]);
+    std::fs::write(
+        tmp.path().join("s.toml"),
+        "[suite]\nname = \"s\"\noutput_dir = \"runs\"\n[traces]\npaths = [\"out\"]\n\
+         [engine.base]\npreset = \"deepagents\"\nwindow = 20000\n[evals.needle]\nenabled = false\n",
+    )
+    .unwrap();
+    cmd()
+        .args(["run", "--dry-run"])
+        .arg(tmp.path().join("s.toml"))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("2 trace(s)"));
+}

@@ -271,12 +271,17 @@ pub fn file_stem(path: &Path) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "trace".into());
+    // Extensions in any case, as discovery matches them (`T.JSONL` is a trace, id `T`).
+    let strip = |s: &'_ str, ext: &str| -> Option<usize> {
+        let at = s.len().checked_sub(ext.len())?;
+        s.get(at..)?.eq_ignore_ascii_case(ext).then_some(at)
+    };
     let mut s = name.as_str();
     for ext in [".jsonl", ".ndjson", ".json", ".traj", ".eval"] {
-        if let Some(x) = s.strip_suffix(ext) {
-            s = x;
-            if let Some(y) = s.strip_suffix(".traj") {
-                s = y;
+        if let Some(at) = strip(s, ext) {
+            s = &s[..at];
+            if let Some(at) = strip(s, ".traj") {
+                s = &s[..at];
             }
             break;
         }
@@ -745,6 +750,10 @@ mod tests {
         assert_eq!(file_stem(Path::new("a/x.traj.json")), "x");
         assert_eq!(file_stem(Path::new("x.traj")), "x");
         assert_eq!(file_stem(Path::new("x.jsonl")), "x");
+        // Discovery takes extensions in any case; so does the id.
+        assert_eq!(file_stem(Path::new("GOOD4.JSONL")), "GOOD4");
+        assert_eq!(file_stem(Path::new("a/X.Traj.Json")), "X");
+        assert_eq!(file_stem(Path::new("é.JSON")), "é");
         assert_eq!(
             file_stem(Path::new("2025-10-06T19-24-15.909785_a.json")),
             "2025-10-06T19-24-15.909785_a"
