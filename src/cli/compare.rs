@@ -521,7 +521,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         a.info.run_id
     )?;
     if comparisons.is_empty() {
-        outln!("the runs share no variant and unit: nothing to compare")?;
+        let why = match (fa.units, fb.units) {
+            (_, 0) => "the candidate run has no samples",
+            (0, _) => "the baseline run has no samples",
+            _ if fa.units == fa.failed || fb.units == fb.failed => {
+                "every unit of one run failed: no pair of successful units"
+            }
+            _ => "the runs share no variant and unit",
+        };
+        outln!("{why}: nothing to compare")?;
     } else {
         let verdicts = headline::verdicts(&comparisons, &head);
         out!("{}", headline::render_text(&verdicts, terminal::WIDTH))?;

@@ -302,11 +302,15 @@ pub fn warnings_text(traces: &[Trace], verbose: bool) -> String {
 /// The error of an import that found no trace: what was given, what was passed over and why.
 fn nothing_imported(inputs: &[PathBuf], imported: &Imported) -> super::UsageError {
     let given: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
-    let mut msg = format!(
-        "no trace found in {}: a directory is searched for *.{} files",
-        given.join(", "),
-        crate::trace::import::TRACE_EXTENSIONS.join(", *.")
-    );
+    let mut msg = if inputs.iter().any(|p| p.is_dir()) {
+        format!(
+            "no trace found in {}: a directory is searched for *.{} files",
+            given.join(", "),
+            crate::trace::import::TRACE_EXTENSIONS.join(", *.")
+        )
+    } else {
+        format!("no trace found in {}", given.join(", "))
+    };
     if !imported.ignored.is_empty() || !imported.skipped.is_empty() {
         msg.push_str(&format!(
             "; {} non-trace file(s) ignored, {} skipped as invalid",

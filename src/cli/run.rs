@@ -419,10 +419,7 @@ pub fn plan_text(suite: &LoadedSuite, planned: &session::Planned) -> String {
         }
     }
     if !suite.overrides.is_empty() {
-        out.push_str(&format!(
-            "overrides {}\n",
-            serde_json::to_string(&suite.overrides).unwrap_or_default()
-        ));
+        out.push_str(&format!("overrides {}\n", suite.overrides.as_flags()));
     }
     out
 }

@@ -57,6 +57,37 @@ impl Overrides {
         *self == Overrides::default()
     }
 
+    /// The command-line flags that give these overrides (`--set window=30000 --trace 'a*'`),
+    /// or `no overrides`.
+    pub fn as_flags(&self) -> String {
+        let quote = |v: &str| {
+            if v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-=/:,+@".contains(c))
+            {
+                v.to_string()
+            } else {
+                format!("'{}'", v.replace('\'', "'\\''"))
+            }
+        };
+        let mut flags: Vec<String> = Vec::new();
+        for (flag, values) in [
+            ("--set", &self.sets),
+            ("--variant", &self.variants),
+            ("--trace", &self.traces),
+            ("--eval", &self.evals),
+        ] {
+            flags.extend(values.iter().map(|v| format!("{flag} {}", quote(v))));
+        }
+        if let Some(n) = self.limit {
+            flags.push(format!("--limit {n}"));
+        }
+        if flags.is_empty() {
+            "no overrides".to_string()
+        } else {
+            flags.join(" ")
+        }
+    }
+
     /// The selection part (everything but `--set`), which is applied after the suite is typed.
     pub fn has_selection(&self) -> bool {
         !(self.variants.is_empty()
@@ -178,6 +209,23 @@ mod tests {
     use super::*;
     use crate::config::LoadedSuite;
     use std::path::Path;
+
+    /// Said as the flags that give them (a resume refused for other overrides showed JSON).
+    #[test]
+    fn overrides_read_as_their_command_line_flags() {
+        assert_eq!(Overrides::default().as_flags(), "no overrides");
+        let o = Overrides {
+            sets: vec!["window=30000".into()],
+            variants: vec!["base".into()],
+            traces: vec!["astropy*".into(), "it's".into()],
+            evals: vec![],
+            limit: Some(2),
+        };
+        assert_eq!(
+            o.as_flags(),
+            "--set window=30000 --variant base --trace 'astropy*' --trace 'it'\\''s' --limit 2"
+        );
+    }
 
     const SUITE: &str = "[suite]\nname = \"t\"\n[traces]\npaths = [\"x\"]\n\
         [engine.base]\npreset = \"deepagents\"\nwindow = 20000\n\

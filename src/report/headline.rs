@@ -136,6 +136,9 @@ pub struct VerdictLine {
     pub items: Vec<VerdictItem>,
 }
 
+/// How the note on `[report] metrics` names that no variant recorded starts.
+pub const UNMATCHED: &str = "[report] metrics names";
+
 /// The change in % of the baseline mean, where one means something: not for a difference
 /// metric (`needle.recall_delta` is centred on 0: −0.26 against a baseline of +0.02 is not
 /// "−1,100%"), nor against a zero baseline. Every writer shows a change this way or in units.

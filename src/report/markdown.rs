@@ -318,7 +318,9 @@ pub fn render_compare(
          p < 0.05 (McNemar for pass/fail metrics) with at least 6 traces.\n\n",
     );
     if comparisons.is_empty() {
-        out.push_str("The runs share no variant and unit.\n\n");
+        out.push_str(
+            "Nothing to compare: no variant and unit has a successful sample in both runs.\n\n",
+        );
     } else {
         let verdicts = headline::verdicts(comparisons, headline);
         if !verdicts.is_empty() {

@@ -552,7 +552,9 @@ fn assemble(
     let (headline, unmatched) = headline::select(choice.as_deref(), &available);
     if !unmatched.is_empty() {
         notes.push(format!(
-            "[report] metrics names {} that no variant recorded",
+            "{} {} that no variant recorded: the headline leaves it out (a typo? report.md's \
+             table of each variant's metrics lists the names recorded)",
+            headline::UNMATCHED,
             unmatched.join(", ")
         ));
     }

@@ -93,6 +93,7 @@ pub fn summary(model: &ReportModel, width: usize) -> String {
             || n.starts_with(PARTIAL)
             || n.starts_with(CANCELLED)
             || n.starts_with(crate::record::run_info::LEFT_OUT)
+            || n.starts_with(super::headline::UNMATCHED)
     }) {
         out.push_str(&wrap(n, width));
     }
@@ -194,6 +195,30 @@ fn hanging_at(head: &str, gap: &str, text: &str, width: usize) -> String {
 mod tests {
     use super::*;
     use crate::report::table::Column;
+
+    /// A `[report] metrics` name no variant recorded (a typo) is said at the end of the run,
+    /// not only in report.md: the headline table without it was all the terminal showed.
+    #[test]
+    fn a_headline_metric_no_variant_recorded_is_said() {
+        let mut info = crate::record::RunInfo::new("r");
+        info.variants = vec!["base".into()];
+        info.suite = serde_json::json!({ "report": { "metrics": ["nosuch.metric"] } });
+        let sample = crate::record::Sample::builder()
+            .unit_id("u")
+            .variant("base")
+            .eval("needle")
+            .score("recall", 1.0)
+            .build();
+        let model = ReportModel::build(&info, vec![sample]);
+        let text = summary(&model, 100)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            text.contains("[report] metrics names nosuch.metric that no variant recorded"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn gate_lines_wrap_under_their_rule() {

@@ -893,7 +893,8 @@ where
                     let grace = opts.interrupt_grace;
                     grace_ends = Some(tokio::time::Instant::now() + grace);
                     progress.note(&format!(
-                        "interrupted: waiting up to {}s for {} running unit(s); press Ctrl-C again to cancel them now",
+                        "interrupted: waiting up to {}s for {} running unit(s); interrupt again \
+                         (Ctrl-C, or another SIGTERM) to cancel them now",
                         grace.as_secs_f64(),
                         in_flight
                     ));

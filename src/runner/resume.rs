@@ -127,13 +127,12 @@ pub fn open(
         .read_run_json()
         .map_err(|e| UsageError(e.to_string()))?;
     if &manifest.overrides != overrides {
-        let show = |o: &Overrides| serde_json::to_string(o).unwrap_or_default();
         return Err(UsageError(format!(
-            "cannot resume {}: it was started with other command-line overrides ({} then, {} now); \
-             resume with the same --set/--variant/--trace/--eval/--limit flags",
+            "cannot resume {}: it was started with other command-line overrides (`{}` then, \
+             `{}` now); resume with the same --set/--variant/--trace/--eval/--limit flags",
             dir.display(),
-            show(&manifest.overrides),
-            show(overrides)
+            manifest.overrides.as_flags(),
+            overrides.as_flags()
         ))
         .into());
     }

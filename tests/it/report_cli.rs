@@ -659,6 +659,38 @@ fn compare_counts_a_unit_once_and_compares_each_roles_tokens_and_cost() {
     );
 }
 
+/// A candidate with no samples is said to have none: compare said "the runs share no variant
+/// and unit" of two runs of the same four variants.
+#[test]
+fn compare_says_which_run_has_nothing_to_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    support::report::write_run(
+        &a,
+        &support::report::info("run-a"),
+        &support::report::samples(),
+    );
+    support::report::write_run(&b, &support::report::info("run-b"), &[]);
+    let out = ctxbench()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = words(&out.stdout);
+    assert!(
+        stdout.contains("the candidate run has no samples: nothing to compare"),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(b.join("compare.md")).unwrap();
+    assert!(
+        md.contains("Nothing to compare: no variant and unit has a successful sample"),
+        "{md}"
+    );
+}
+
 /// `bytes` as text with every run of whitespace one space (wrapped lines read as one).
 fn words(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes)
