@@ -1,5 +1,6 @@
 //! `ctxbench compare`: paired A/B comparison of two saved runs, variant by variant.
 
+use super::coverage::{self, OnlyIn};
 use super::UsageError;
 use crate::metrics::aggregate;
 use crate::output::display_path;
@@ -10,7 +11,7 @@ use crate::report::markdown;
 use crate::report::sections;
 use crate::report::terminal;
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -22,7 +23,7 @@ variant and every other metric that changed on some pair; compare.json has every
 
 Notes (printed, and in compare.md and compare.json) name what is not compared: failed units on
 each side (no score: out of every mean and pair), a partial run (status not `complete`),
-variants, traces and units that one run has and the other lacks, and later lines of a unit
+variants, traces, evals and units that one run has and the other lacks, and later lines of a unit
 journaled more than once (its first line counts, also a failed one). Runs of differently named
 suites are compared with a warning (`gate` refuses them).
 
@@ -97,23 +98,9 @@ impl Compact {
         }
     }
 
-    /// Every row, with its place in the journal (file order).
-    fn for_each(&self, mut each: impl FnMut(Row<'_>, u64)) -> Result<(), UsageError> {
-        match &self.samples {
-            Samples::Rows(rows) => {
-                for (i, s) in rows.iter().enumerate() {
-                    each(s, i as u64);
-                }
-                Ok(())
-            }
-            Samples::Spilled(rows) => rows
-                .for_each(|_, s, detail, _| each(s, detail.offset.unwrap_or(u64::MAX)))
-                .map_err(|e| UsageError(format!("{}: {e}", rows.dir().path().display()))),
-        }
-    }
-
-    /// [`Compact::for_each`] but for the later lines of a unit journaled more than once (the
-    /// first line of each is the one passed, as every figure counts it): returns how many.
+    /// Every row, with its place in the journal (file order), but for the later lines of a unit
+    /// journaled more than once (the first line of each is the one passed, as every figure
+    /// counts it): returns how many.
     fn for_each_unique(&self, mut each: impl FnMut(Row<'_>, u64)) -> Result<usize, UsageError> {
         match &self.samples {
             Samples::Rows(rows) => {
@@ -131,6 +118,14 @@ impl Compact {
             Samples::Spilled(rows) => rows
                 .for_each_unique(|_, s, detail, _| each(s, detail.offset.unwrap_or(u64::MAX)))
                 .map_err(|e| UsageError(format!("{}: {e}", rows.dir().path().display()))),
+        }
+    }
+
+    /// The run's units, for the notes on units one run lacks ([`coverage::only_in`]).
+    fn units(&self) -> coverage::Units<'_> {
+        match &self.samples {
+            Samples::Rows(rows) => coverage::Units::Rows(rows),
+            Samples::Spilled(rows) => coverage::Units::Spilled(rows),
         }
     }
 }
@@ -198,141 +193,6 @@ fn facts(run: &Compact) -> Result<RunFacts, UsageError> {
         failed,
         variants,
     })
-}
-
-/// The units of a shared variant one run has and the other lacks, for the notes: how many,
-/// the traces they are of (sorted), and those of the traces with no unit on the other side.
-#[derive(Debug, Default, PartialEq)]
-struct OnlyIn {
-    units: usize,
-    traces: Vec<String>,
-    whole: Vec<String>,
-}
-
-/// A unit's pairing key: variant, trace, eval, sample, repeat.
-type UnitKey<'a> = (&'a str, &'a str, &'a str, &'a str, u32);
-
-/// The pairing keys of `rows`' units in the variants `shared` names.
-fn unit_keys<'a>(rows: &'a crate::report::rows::Rows, shared: &[String]) -> BTreeSet<UnitKey<'a>> {
-    rows.iter()
-        .filter(|s| shared.iter().any(|v| v == s.variant))
-        .map(|s| (s.variant, s.trace_id, s.eval, s.sample, s.repeat))
-        .collect()
-}
-
-/// [`OnlyIn`] of `mine` against `theirs`.
-fn only_of(mine: &BTreeSet<UnitKey>, theirs: &BTreeSet<UnitKey>) -> OnlyIn {
-    let only: Vec<&UnitKey> = mine.iter().filter(|k| !theirs.contains(*k)).collect();
-    let mut traces: Vec<&str> = only.iter().map(|k| k.1).collect();
-    traces.sort_unstable();
-    traces.dedup();
-    let whole = traces
-        .iter()
-        .filter(|t| !theirs.iter().any(|k| k.1 == **t))
-        .map(|t| t.to_string())
-        .collect();
-    OnlyIn {
-        units: only.len(),
-        traces: traces.into_iter().map(str::to_string).collect(),
-        whole,
-    }
-}
-
-/// [`OnlyIn`] of each run (baseline, candidate) against the other, its units in the other's
-/// variants: from the rows in memory, or, when a run is spilled, from each unit's key digest
-/// (variant and `pair_hash`) sorted on disk, merged with the other run's (what is held is per
-/// trace, not per unit).
-fn only_in(
-    a: &Compact,
-    b: &Compact,
-    va: &[String],
-    vb: &[String],
-) -> Result<[OnlyIn; 2], UsageError> {
-    use crate::report::spill::{ObsSpill, TempDir};
-    if let (Samples::Rows(ra), Samples::Rows(rb)) = (&a.samples, &b.samples) {
-        let (ka, kb) = (unit_keys(ra, vb), unit_keys(rb, va));
-        return Ok([only_of(&ka, &kb), only_of(&kb, &ka)]);
-    }
-    let io = |e: std::io::Error| UsageError(format!("cannot write temporary files: {e}"));
-    let mut keys = ObsSpill::new(
-        std::sync::Arc::new(TempDir::new(None).map_err(io)?),
-        RUN_KEYS,
-    );
-    let mut traces = crate::record::Interner::default();
-    let mut present: [BTreeSet<u32>; 2] = Default::default();
-    let mut failed = None;
-    for (side, run, shared) in [(0, a, vb), (1, b, va)] {
-        let mut i = 0;
-        run.for_each(|s, _| {
-            if !shared.iter().any(|v| v == s.variant) {
-                return;
-            }
-            let t = traces.intern(s.trace_id);
-            present[side].insert(t);
-            let o = aggregate::Obs {
-                key: crate::metrics::stats::sub_seed(s.pair_hash(), s.variant),
-                cluster: u64::from(t),
-                value: 0.0,
-            };
-            if failed.is_none() {
-                failed = keys.push(["a", "b"][side], "", i, o).err();
-            }
-            i += 1;
-        })?;
-    }
-    if let Some(e) = failed {
-        return Err(io(e));
-    }
-    let file = keys.finish().map_err(io)?;
-    let range = |side: &str| {
-        file.index
-            .get(side)
-            .and_then(|m| m.get(""))
-            .copied()
-            .unwrap_or((0, 0))
-    };
-    let (mut ka, mut kb) = (
-        file.read(range("a")).peekable(),
-        file.read(range("b")).peekable(),
-    );
-    let mut only: [(usize, BTreeSet<u32>); 2] = Default::default();
-    loop {
-        let side = match (ka.peek(), kb.peek()) {
-            (None, None) => break,
-            (Some(x), Some(y)) if x.key == y.key => {
-                ka.next();
-                kb.next();
-                continue;
-            }
-            (Some(x), Some(y)) => usize::from(x.key > y.key),
-            (Some(_), None) => 0,
-            (None, Some(_)) => 1,
-        };
-        let o = if side == 0 { ka.next() } else { kb.next() };
-        if let Some(o) = o {
-            only[side].0 += 1;
-            only[side].1.insert(o.cluster as u32);
-        }
-    }
-    if let Some(e) = file.error() {
-        return Err(io(e));
-    }
-    let out = |side: usize| {
-        let (units, ids) = &only[side];
-        let mut names: Vec<&str> = ids.iter().map(|&t| traces.name(t)).collect();
-        names.sort_unstable();
-        let whole = ids
-            .iter()
-            .filter(|t| !present[1 - side].contains(t))
-            .map(|&t| traces.name(t))
-            .collect::<BTreeSet<&str>>();
-        OnlyIn {
-            units: *units,
-            traces: names.iter().map(|t| t.to_string()).collect(),
-            whole: whole.into_iter().map(str::to_string).collect(),
-        }
-    };
-    Ok([out(0), out(1)])
 }
 
 /// Observations a sorted run of a spilled comparison holds.
@@ -420,30 +280,9 @@ fn coverage_notes(
         }
     }
     for (side, o) in [("baseline", &only[0]), ("candidate", &only[1])] {
-        if o.units == 0 {
-            continue;
+        if o.units > 0 {
+            notes.push(format!("{}, not paired{}", o.counted(side), o.named(side)));
         }
-        // Traces with no unit at all on the other side, named (a few).
-        let named = if o.whole.is_empty() {
-            String::new()
-        } else {
-            let shown: Vec<&str> = o.whole.iter().map(String::as_str).take(5).collect();
-            format!(
-                "; {} trace(s) only in the {side} run: {}{}",
-                o.whole.len(),
-                shown.join(", "),
-                if o.whole.len() > shown.len() {
-                    ", …"
-                } else {
-                    ""
-                }
-            )
-        };
-        notes.push(format!(
-            "{} unit(s) of {} trace(s) only in the {side} run, not paired{named}",
-            o.units,
-            o.traces.len()
-        ));
     }
     notes
 }
@@ -487,7 +326,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ));
         }
     }
-    let only = only_in(&a, &b, &fa.variants, &fb.variants)?;
+    let only = coverage::only_in(a.units(), b.units(), &fa.variants, &fb.variants)?;
     let coverage = coverage_notes(&a, &b, [&fa, &fb], &only);
     if let Some(suites) = coverage
         .iter()

@@ -1,6 +1,7 @@
 //! `ctxbench gate`: evaluate gate rules on a run against a baseline run; exit 10 on a
 //! significant regression, a partial candidate run or failed candidate units. Grammar and semantics: see `crate::gate`.
 
+use super::coverage;
 use super::{UsageError, EXIT_GATE_FAILED};
 use crate::gate;
 use crate::record::RunDir;
@@ -36,7 +37,10 @@ rules = [...] at the top level or under [gates].
 
 The candidate and the baseline must be runs of the same suite (same suite name) with at least
 one variant in common; otherwise the gate stops with exit code 2 rather than compare nothing.
-Variants one run lacks are named in a note.
+Variants one run lacks are named in a note, and so are the baseline's units (by trace and eval)
+the candidate lacks in the variants both have, as when the candidate was narrowed with --trace,
+--eval or --limit: those units are not gated, and the note says how many; it fails nothing
+(--json: baseline_units_missing).
 
 Besides its rules, the gate checks the candidate run itself, and fails (exit 10) when:
   - it is partial: its run.json status is not `complete` (interrupted, killed while `running`,
@@ -108,6 +112,9 @@ struct GateJson<'a> {
     exit_code: u8,
     failed: usize,
     skipped: usize,
+    /// Units of the baseline run, in the variants both runs have, that the candidate lacks (not
+    /// gated; a note says which).
+    baseline_units_missing: usize,
     junit: String,
     #[serde(flatten)]
     outcome: &'a gate::GateOutcome,
@@ -187,14 +194,32 @@ fn write_gate_files(
     Ok(())
 }
 
+/// What the gate keeps of a run's units once it has their observations, for the note on the
+/// baseline's units the candidate lacks ([`coverage::only_in`]): the keys of a run read into
+/// memory (its rows are dropped), or a spilled run's rows (on disk).
+enum KeptUnits {
+    Keys(coverage::UnitKeys),
+    Spilled(Box<crate::report::spill::SpilledRows>),
+}
+
+impl KeptUnits {
+    fn units(&self) -> coverage::Units<'_> {
+        match self {
+            KeptUnits::Keys(keys) => coverage::Units::Keys(keys),
+            KeptUnits::Spilled(rows) => coverage::Units::Spilled(rows),
+        }
+    }
+}
+
 /// A run as the gate reads it: samples.jsonl streamed into compact rows (`report::load`), the
-/// gate's observations built from them, the rows dropped; a run of more than `spill.above`
-/// samples spilled (its rows sorted on disk, then its observations: [`spilled_run`]). A torn
-/// final line (the run was interrupted as it wrote it) is not read: returned, for a note.
+/// gate's observations and the units' keys built from them, the rows dropped; a run of more
+/// than `spill.above` samples spilled (its rows sorted on disk, then its observations:
+/// [`spilled_run`]). A torn final line (the run was interrupted as it wrote it) is not read:
+/// returned, for a note.
 fn gate_run(
     dir: &RunDir,
     spill: &crate::report::spill::SpillOptions,
-) -> Result<(gate::GateRun, Option<crate::record::TornLine>), UsageError> {
+) -> Result<(gate::GateRun, Option<crate::record::TornLine>, KeptUnits), UsageError> {
     if let Some(pid) = dir.writer() {
         crate::output::errln!("{}", dir.in_progress_note(pid));
     }
@@ -204,17 +229,19 @@ fn gate_run(
     let path = dir.samples_jsonl();
     let loaded = crate::report::load::stream_samples_spilling(&path, spill)
         .map_err(|e| UsageError(e.to_string()))?;
-    let (mut run, torn) = match loaded {
+    let (mut run, torn, units) = match loaded {
         crate::report::load::Loaded::Rows(streamed) => (
             gate::GateRun::new(info, streamed.rows.iter()),
             streamed.torn,
+            KeptUnits::Keys(coverage::UnitKeys::of(streamed.rows.iter())),
         ),
         crate::report::load::Loaded::Spilled(rows, torn) => {
-            (spilled_run(info, &rows, spill.run_rows.max(1) * 4)?, torn)
+            let run = spilled_run(info, &rows, spill.run_rows.max(1) * 4)?;
+            (run, torn, KeptUnits::Spilled(Box::new(rows)))
         }
     };
     run.progress = progress;
-    Ok((run, torn))
+    Ok((run, torn, units))
 }
 
 /// The gate's run of rows spilled to disk: one pass over them (in their sorted order) counts
@@ -299,6 +326,46 @@ impl gate::ObsLists for SpilledObs {
     }
 }
 
+/// The note on the baseline's units the candidate (`cand`, in `dir`) lacks: how many, of how
+/// many traces and evals, what the candidate covers, and the usual cause, a run narrowed on the
+/// command line (its run.json `overrides`, named when it has any).
+fn missing_note(missing: &coverage::OnlyIn, cand: &str, dir: &RunDir) -> String {
+    #[derive(serde::Deserialize)]
+    struct Recorded {
+        #[serde(default)]
+        overrides: crate::config::Overrides,
+    }
+    let overrides = dir
+        .read_run_json::<Recorded>()
+        .map(|r| r.overrides)
+        .unwrap_or_default();
+    let cause = if overrides.is_empty() {
+        format!(
+            "candidate {cand} records none: its suite selects other traces, evals or samples \
+             than the baseline's"
+        )
+    } else {
+        format!(
+            "candidate {cand} was run with {}",
+            serde_json::to_string(&overrides).unwrap_or_default()
+        )
+    };
+    let m = missing;
+    format!(
+        "{}, not gated: candidate {cand} covers {} of the baseline's {} trace(s), {} of its {} \
+         eval(s) and {} of its {} unit(s) in the variants both runs have{}; a run narrowed with \
+         --trace, --eval, --limit or --variant (run.json `overrides`) is the usual cause: {cause}",
+        m.counted("baseline"),
+        m.of_traces - m.whole_traces.len(),
+        m.of_traces,
+        m.of_evals - m.whole_evals.len(),
+        m.of_evals,
+        m.of_units - m.units,
+        m.of_units,
+        m.named("baseline"),
+    )
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let junit_path = args
         .junit
@@ -332,9 +399,9 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     // A big run's rows and observations spill to the temporary directory (TMPDIR; removed when
     // done): docs/report.md, "Reports of big runs".
     let spill = args.spill.options();
-    let (cand, cand_torn) = gate_run(&cand_dir, &spill)?;
+    let (cand, cand_torn, cand_units) = gate_run(&cand_dir, &spill)?;
     let base_dir = RunDir::new(&args.baseline);
-    let (base, base_torn) = gate_run(&base_dir, &spill)?;
+    let (base, base_torn, base_units) = gate_run(&base_dir, &spill)?;
     let mut rules = Vec::new();
     if let Some(path) = &args.rules {
         rules.extend(gate::parse_rules_file(path).map_err(UsageError)?);
@@ -380,6 +447,20 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
         max_errors: args.max_errors,
     };
     let mut outcome = gate::evaluate(&rules, &cand, &base, options).map_err(UsageError)?;
+    // The baseline's units (in the variants both runs have) the candidate lacks: `compare`'s
+    // count, said loudly; they fail nothing (docs/ci.md).
+    let [missing, _] = coverage::only_in(
+        base_units.units(),
+        cand_units.units(),
+        base.variants(),
+        cand.variants(),
+    )?;
+    drop((cand_units, base_units));
+    if missing.units > 0 {
+        outcome
+            .notes
+            .push(missing_note(&missing, &cand.info.run_id, &cand_dir));
+    }
     // A torn final line is a unit the statistics do not see: said, as `compare` says it (a run
     // whose run.json counts more units than its journal holds is partial: a run check).
     for (torn, dir) in [(&cand_torn, &cand_dir), (&base_torn, &base_dir)] {
@@ -428,6 +509,7 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
             exit_code: code,
             failed,
             skipped: outcome.skipped(),
+            baseline_units_missing: missing.units,
             junit: junit_path.display().to_string(),
             outcome: &outcome,
         };
@@ -435,8 +517,16 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
         written?;
     } else {
         written?;
+        let lacking = if missing.units > 0 {
+            format!(
+                ", {} of {} baseline unit(s) not gated",
+                missing.units, missing.of_units
+            )
+        } else {
+            String::new()
+        };
         outln!(
-            "gate {}: {} check(s), {failed} failed, {} skipped; JUnit XML: {}",
+            "gate {}: {} check(s), {failed} failed, {} skipped{lacking}; JUnit XML: {}",
             if failed == 0 { "passed" } else { "FAILED" },
             outcome.run_checks.len() + outcome.results.len(),
             outcome.skipped(),

@@ -35,6 +35,7 @@ macro_rules! outln {
 
 pub mod clean;
 pub mod compare;
+mod coverage;
 pub mod gate;
 pub mod import;
 pub mod merge;

@@ -94,7 +94,8 @@ pub struct GateOutcome {
     pub run_checks: Vec<RunCheck>,
     pub results: Vec<RuleResult>,
     /// What the reader should know that fails nothing: a partial baseline, failed baseline
-    /// units, variants one run has and the other lacks.
+    /// units, variants one run has and the other lacks (and, added by `cli::gate`, torn and
+    /// duplicated journal lines and the baseline's units the candidate lacks).
     pub notes: Vec<String>,
 }
 
@@ -236,6 +237,11 @@ impl GateRun {
             units,
             duplicates,
         }
+    }
+
+    /// Variant names: run.json's, then the others its units name, sorted.
+    pub fn variants(&self) -> &[String] {
+        &self.variants
     }
 
     /// The first error reading the run's observations met, if any (a big run's, on disk): the

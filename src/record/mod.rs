@@ -45,7 +45,7 @@ pub mod summary;
 pub use builder::SampleBuilder;
 pub use journal::{Journal, JournalError, Repaired, SamplesRead, TornLine};
 pub use lock::{LockError, RunLock};
-pub use row::{Entries, Interner, Row};
+pub use row::{pair_hash, Entries, Interner, Row};
 pub use run_dir::{Run, RunDir};
 pub use run_info::{ProviderProvenance, RunInfo, RunProgress, RunStatus, SkippedTrace, UnitCounts};
 pub use summary::{SummaryPack, SummaryRecord};

@@ -287,7 +287,7 @@ pub(super) fn cost_total(t: &TokensByRole, c: &CostByRole) -> Option<f64> {
 
 /// FNV-1a over the pairing key's parts, then the SplitMix64 finalizer (see
 /// [`Sample::pair_hash`]).
-pub(super) fn pair_hash(trace_id: &str, eval: &str, sample: &str, repeat: u32) -> u64 {
+pub fn pair_hash(trace_id: &str, eval: &str, sample: &str, repeat: u32) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut eat = |bytes: &[u8]| {
         for &b in bytes {

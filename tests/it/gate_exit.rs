@@ -751,3 +751,101 @@ fn a_change_with_no_test_fails_closed_and_is_not_called_significant() {
     assert!(!message.contains("significant but"), "{message}");
     assert!(!message.contains("regression is significant"), "{message}");
 }
+
+/// A candidate narrowed on the command line (`--trace`, `--eval`, `--limit`: run.json
+/// `overrides`) is gated on the units it has, and the gate says loudly, in every output, which
+/// of the baseline's it lacks (what `compare` counts): a note, not a failure. The spilled gate
+/// says the same.
+#[test]
+fn a_narrowed_candidate_names_the_baseline_units_it_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let full: Vec<Sample> = support::report::samples()
+        .into_iter()
+        .filter(|s| s.error.is_none())
+        .collect();
+    // 2 traces × 2 variants × (8 needle units + 1 drift unit).
+    assert_eq!(full.len(), 36);
+    let base = write(dir.path(), "base", &full);
+    let narrow: Vec<Sample> = full
+        .iter()
+        .filter(|s| s.trace_id == "trace-a" && s.eval == "needle")
+        .cloned()
+        .collect();
+    let cand = write(dir.path(), "cand", &narrow);
+    let run_json = cand.join("run.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
+    v["overrides"] = serde_json::json!({"traces": ["trace-a"], "evals": ["needle"]});
+    std::fs::write(&run_json, v.to_string()).unwrap();
+    let junit = dir.path().join("gate.xml");
+    let rule = ["--rule", "needle.recall >= 0.5", "--junit"];
+    let out = gate(&cand, &base)
+        .args(rule)
+        .arg(&junit)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    let note = "20 unit(s) of 2 trace(s) and 2 eval(s) only in the baseline run, not gated: \
+                candidate cand covers 1 of the baseline's 2 trace(s), 1 of its 2 eval(s) and 16 \
+                of its 36 unit(s) in the variants both runs have; 1 trace(s) only in the \
+                baseline run: trace-b; 1 eval(s) only in the baseline run: drift; a run \
+                narrowed with --trace, --eval, --limit or --variant (run.json `overrides`) is the \
+                usual cause: candidate cand was run with \
+                {\"traces\":[\"trace-a\"],\"evals\":[\"needle\"]}";
+    assert!(text.contains(&format!("note: {note}")), "{text}");
+    assert!(
+        text.contains("gate passed: 2 check(s), 0 failed, 0 skipped, 20 of 36 baseline unit(s) not gated; JUnit XML:"),
+        "{text}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains(&note.replace('"', "&quot;").replace('\'', "&apos;")),
+        "the JUnit system-out: {xml}"
+    );
+    let json = gate(&cand, &base)
+        .args(rule)
+        .arg(&junit)
+        .arg("--json")
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(doc["baseline_units_missing"], 20);
+    assert_eq!(doc["passed"], true);
+    assert!(
+        doc["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str() == Some(note)),
+        "{doc}"
+    );
+    // Both runs spilled to disk (their units' key digests merged): the same lines.
+    let spilled = gate(&cand, &base)
+        .args(rule)
+        .arg(&junit)
+        .args(["--spill-above", "0"])
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    assert_eq!(
+        String::from_utf8_lossy(&spilled.stdout),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // The baseline against itself lacks nothing: no note, and 0 in the JSON.
+    let json = gate(&base, &base)
+        .args(["--rule", "needle.recall >= 0.5", "--json"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(doc["baseline_units_missing"], 0);
+    assert!(!doc["notes"].to_string().contains("not gated"), "{doc}");
+}

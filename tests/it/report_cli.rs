@@ -571,7 +571,7 @@ fn compare_names_what_it_could_not_pair() {
     for want in [
         "variant(s) only in the baseline run, not compared: aggressive",
         "variant(s) only in the candidate run, not compared: lean",
-        "9 unit(s) of 1 trace(s) only in the baseline run, not paired; 1 trace(s) only in the baseline run: trace-b",
+        "9 unit(s) of 1 trace(s) and 2 eval(s) only in the baseline run, not paired; 1 trace(s) only in the baseline run: trace-b",
         "baseline run-a: 1 of",
         "candidate run-b: partial run:",
         "the runs are of different suites",
