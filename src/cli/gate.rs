@@ -345,10 +345,7 @@ fn missing_note(missing: &coverage::OnlyIn, cand: &str, dir: &RunDir) -> String 
              than the baseline's"
         )
     } else {
-        format!(
-            "candidate {cand} was run with {}",
-            serde_json::to_string(&overrides).unwrap_or_default()
-        )
+        format!("candidate {cand} was run with `{}`", overrides.as_flags())
     };
     let m = missing;
     format!(

@@ -792,8 +792,7 @@ fn a_narrowed_candidate_names_the_baseline_units_it_lacks() {
                 of its 36 unit(s) in the variants both runs have; 1 trace(s) only in the \
                 baseline run: trace-b; 1 eval(s) only in the baseline run: drift; a run \
                 narrowed with --trace, --eval, --limit or --variant (run.json `overrides`) is the \
-                usual cause: candidate cand was run with \
-                {\"traces\":[\"trace-a\"],\"evals\":[\"needle\"]}";
+                usual cause: candidate cand was run with `--trace trace-a --eval needle`";
     assert!(text.contains(&format!("note: {note}")), "{text}");
     assert!(
         text.contains("gate passed: 2 check(s), 0 failed, 0 skipped, 20 of 36 baseline unit(s) not gated; JUnit XML:"),
