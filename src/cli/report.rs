@@ -75,6 +75,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for n in &written.plot_notes {
         outln!("plot note: {n}")?;
     }
+    for n in &written.notes {
+        out!("{}", crate::output::wrap(&format!("note: {n}"), 100))?;
+    }
     outln!(
         "wrote {} file(s) to {} (open {})",
         written.files.len(),

@@ -265,6 +265,9 @@ fn write_reports(
     for n in &written.plot_notes {
         out.push_str(&format!("plot note: {n}\n"));
     }
+    for n in &written.notes {
+        out.push_str(&crate::output::wrap(&format!("note: {n}"), 100));
+    }
     out.push_str(&stores);
     out.push_str(&format!(
         "report   {}\n",

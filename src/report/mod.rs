@@ -49,6 +49,9 @@ pub struct Written {
     pub files: Vec<PathBuf>,
     /// Plots skipped for lack of data, or that failed to draw (with the reason).
     pub plot_notes: Vec<String>,
+    /// What the files lack that the run holds: summary texts report.html shows that could not
+    /// be read (printed as `note:` lines by `run` and `report`).
+    pub notes: Vec<String>,
 }
 
 /// Options of `write_run_reports`.
@@ -160,10 +163,27 @@ fn write_the_rest(
         }
     }
     // Summary texts kept in files, for the samples the page shows in full (a text that cannot
-    // be read is named by its file on the page).
-    let texts: html::SummaryTexts = source
-        .summary_texts(html::summaries_in_files(model))
-        .unwrap_or_default();
+    // be read is named by its file on the page, and said).
+    let in_files = html::summaries_in_files(model);
+    let (texts, failed): (html::SummaryTexts, _) =
+        match source.summary_texts(in_files.iter().copied()) {
+            Ok(t) => (t, None),
+            Err(e) => (Default::default(), Some(e)),
+        };
+    let wanted: std::collections::BTreeSet<&str> =
+        in_files.iter().map(|r| r.text_digest.as_str()).collect();
+    let unread = wanted.iter().filter(|d| !texts.contains_key(**d)).count();
+    if unread > 0 {
+        let why = match failed {
+            Some(e) => format!("reading it failed: {e}"),
+            None => "missing, or not holding them".to_string(),
+        };
+        written.notes.push(format!(
+            "{unread} long summary text(s) of the samples report.html shows could not be read \
+             from {} ({why}): the page names their files instead of showing them",
+            crate::output::display_path(&source.summaries_pack())
+        ));
+    }
     // The page goes to the file part by part (`html::write_page`), never whole in memory.
     let path = dir.report_html();
     std::fs::File::create(&path)

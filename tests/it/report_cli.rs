@@ -789,3 +789,57 @@ fn succeeded() -> Vec<ctxbench::record::Sample> {
         .filter(|s| s.error.is_none())
         .collect()
 }
+
+/// A run directory without its summaries pack (copied without it) still reports, and says that
+/// the page could not show the long summary texts, instead of dropping them silently.
+#[test]
+fn a_report_without_the_summaries_pack_says_which_texts_it_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("runs");
+    ctxbench()
+        .args([
+            "run",
+            "evals/quickstart.toml",
+            "-q",
+            "--limit",
+            "1",
+            "--run-id",
+            "r",
+            "-o",
+        ])
+        .arg(&run)
+        .assert()
+        .success();
+    let copy = dir.path().join("copy");
+    std::fs::create_dir(&copy).unwrap();
+    for f in ["run.json", "samples.jsonl"] {
+        std::fs::copy(run.join("r").join(f), copy.join(f)).unwrap();
+    }
+    let whole = ctxbench()
+        .arg("report")
+        .arg(run.join("r"))
+        .arg("-o")
+        .arg(dir.path().join("o1"))
+        .output()
+        .unwrap();
+    assert!(
+        !words(&whole.stdout).contains("could not be read"),
+        "{}",
+        words(&whole.stdout)
+    );
+    let out = ctxbench()
+        .arg("report")
+        .arg(&copy)
+        .arg("-o")
+        .arg(dir.path().join("o2"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = words(&out.stdout);
+    assert!(
+        text.contains(
+            "long summary text(s) of the samples report.html shows could not be read from"
+        ) && text.contains("summaries.pack (missing, or not holding them)"),
+        "{text}"
+    );
+}
