@@ -18,13 +18,97 @@ macro_rules! errln {
 }
 pub(crate) use {err, errln};
 
-/// Write `text` to stderr; an error (a closed pipe) is ignored: there is nowhere else to say it.
+/// Write `text` to stderr, its control characters shown visibly ([`visible`]: stderr carries
+/// trace ids, tool names and error messages, which come from untrusted traces); an error (a
+/// closed pipe) is ignored: there is nowhere else to say it.
 pub fn emit_err(text: &str) {
     use std::io::Write as _;
+    let text = visible(text);
     let mut stderr = std::io::stderr().lock();
     let _ = stderr
         .write_all(text.as_bytes())
         .and_then(|()| stderr.flush());
+}
+
+/// Whether `c` is a character that must not reach a terminal or a document raw: a C0 control
+/// (`\n` and `\t` included: callers keep those), DEL, a C1 control, or a Unicode bidi control
+/// (U+061C, U+200E/U+200F, U+202A–U+202E, U+2066–U+2069), which reorders what a reader sees.
+/// ESC, CSI (U+009B) and OSC (U+009D) start the escape sequences that clear a terminal, colour
+/// it, set its window title or print a hyperlink; BEL, BS, CR and NUL ring, overprint or
+/// truncate.
+pub fn is_control(c: char) -> bool {
+    matches!(
+        c,
+        '\0'..='\x1f'
+            | '\x7f'..='\u{9f}'
+            | '\u{61c}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}'
+    )
+}
+
+/// Append `c` written visibly, as a Rust escape: `\x1b` for an ASCII control, `\u{202e}`
+/// otherwise.
+pub fn push_visible(out: &mut String, c: char) {
+    use std::fmt::Write as _;
+    let n = u32::from(c);
+    let _ = if n < 0x80 {
+        write!(out, "\\x{n:02x}")
+    } else {
+        write!(out, "\\u{{{n:x}}}")
+    };
+}
+
+/// `text` with every [`is_control`] character except newline and tab written visibly
+/// ([`push_visible`]); borrowed when there is none. The one function that makes untrusted text
+/// (trace ids, model and tool names, error messages) safe for a terminal: [`emit_err`] and
+/// `cli::emit` pass everything they write through it, as does the progress bar. Also used for
+/// results.csv cells and plot SVGs. A backslash is left as it is: `\x1b` in the output is
+/// either an escaped ESC or those four characters in the trace.
+pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    let keep = |c: char| !is_control(c) || c == '\n' || c == '\t';
+    let Some(first) = text.find(|c| !keep(c)) else {
+        return std::borrow::Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len() + 16);
+    out.push_str(&text[..first]);
+    for c in text[first..].chars() {
+        if keep(c) {
+            out.push(c);
+        } else {
+            push_visible(&mut out, c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// JSON text (as serde_json writes it) safe for a terminal with its values unchanged: every
+/// [`is_control`] character but JSON's whitespace (`\n`, `\t`, `\r`) as a `\u` escape. serde_json
+/// escapes the C0 controls in strings itself but writes DEL and the C1 and bidi controls raw.
+/// Outside strings JSON holds only ASCII punctuation, letters, digits and whitespace, so every
+/// such character is inside a string, where `\u009b` means the same as the character.
+pub fn visible_json(json: &str) -> std::borrow::Cow<'_, str> {
+    let Some(first) = json.find(is_control_in_json) else {
+        return std::borrow::Cow::Borrowed(json);
+    };
+    let mut out = String::with_capacity(json.len() + 16);
+    out.push_str(&json[..first]);
+    for c in json[first..].chars() {
+        if is_control_in_json(c) {
+            use std::fmt::Write as _;
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// A control character that is not JSON whitespace.
+fn is_control_in_json(c: char) -> bool {
+    is_control(c) && !matches!(c, '\n' | '\t' | '\r')
 }
 
 /// True when stdout is an interactive terminal (progress bars and colour only then).
@@ -121,10 +205,18 @@ pub fn human_duration(d: std::time::Duration) -> String {
     }
 }
 
-/// Render rows as a left-aligned text table with a header line. Pure: returns the text.
+/// Render rows as a left-aligned text table with a header line. Pure: returns the text. Cells
+/// are measured as they will be shown ([`visible`]: a control character in a trace id takes
+/// the columns of its escape).
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let header: Vec<std::borrow::Cow<'_, str>> = header.iter().map(|h| visible(h)).collect();
+    let header: Vec<&str> = header.iter().map(|h| h.as_ref()).collect();
+    let rows: Vec<Vec<std::borrow::Cow<'_, str>>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| visible(c)).collect())
+        .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
+    for row in &rows {
         for (i, cell) in row.iter().enumerate() {
             if i < widths.len() {
                 widths[i] = widths[i].max(cell.chars().count());
@@ -151,8 +243,8 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         out.push('\n');
     };
     line(&mut header.iter().copied(), &mut out);
-    for row in rows {
-        line(&mut row.iter().map(|s| s.as_str()), &mut out);
+    for row in &rows {
+        line(&mut row.iter().map(|s| s.as_ref()), &mut out);
     }
     out
 }
@@ -165,6 +257,12 @@ pub fn table_fit(header: &[&str], rows: &[Vec<String>], width: usize) -> String 
     if n == 0 {
         return table(header, rows);
     }
+    // Fitted as shown: the escapes of control characters take columns too.
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| visible(c).into_owned()).collect())
+        .collect();
+    let rows = &rows;
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row).take(n - 1) {
@@ -515,6 +613,56 @@ mod tests {
         let refs: Vec<&str> = twins.iter().map(|s| s.as_str()).collect();
         let s = short_ids(&refs, 48);
         assert_ne!(s[0], s[1]);
+    }
+
+    #[test]
+    fn control_characters_from_a_trace_are_shown_not_obeyed() {
+        use super::visible;
+        let hostile = "id\x1b[2J\x1b[31mRED\x1b[0m \x1b]8;;http://evil.example\x07link\x1b]8;;\x07 \
+                       \x1b]0;TITLE\x07\x07\x08\r\0\u{7f}\u{9b}31m\u{9d}\u{202e}RLO\u{2066}\u{200f}";
+        let shown = visible(hostile);
+        assert_eq!(
+            shown,
+            "id\\x1b[2J\\x1b[31mRED\\x1b[0m \\x1b]8;;http://evil.example\\x07link\\x1b]8;;\\x07 \
+             \\x1b]0;TITLE\\x07\\x07\\x08\\x0d\\x00\\x7f\\u{9b}31m\\u{9d}\\u{202e}RLO\\u{2066}\\u{200f}"
+        );
+        assert!(!shown.chars().any(super::is_control), "{shown}");
+        // Newlines and tabs stay; plain text (accents, arrows, CJK) is borrowed unchanged.
+        assert_eq!(visible("a\tb\nc"), "a\tb\nc");
+        for plain in ["a\tb\nc", "summarized 7303→1649 — é 漢字 …", ""] {
+            assert!(
+                matches!(visible(plain), std::borrow::Cow::Borrowed(_)),
+                "{plain}"
+            );
+        }
+        // Idempotent: what it writes holds no control character.
+        assert_eq!(visible(&shown), shown);
+    }
+
+    #[test]
+    fn json_for_a_terminal_keeps_its_values() {
+        let value = serde_json::json!({
+            "id": "a\u{1b}[2J\u{7f}\u{9b}\u{202e}b\n",
+            "n": 1,
+        });
+        let json = serde_json::to_string_pretty(&value).unwrap();
+        assert!(
+            json.contains('\u{202e}') && json.contains('\u{9b}'),
+            "serde_json writes them raw"
+        );
+        let shown = super::visible_json(&json);
+        assert!(
+            !shown.chars().any(|c| super::is_control(c) && c != '\n'),
+            "{shown}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(back, value);
+    }
+
+    #[test]
+    fn tables_measure_cells_as_shown() {
+        let t = super::table(&["id", "n"], &[vec!["a\x1bb".into(), "1".into()]]);
+        assert_eq!(t, "id      n\na\\x1bb  1\n");
     }
 
     #[test]

@@ -510,7 +510,7 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
             junit: junit_path.display().to_string(),
             outcome: &outcome,
         };
-        outln!("{}", serde_json::to_string_pretty(&doc)?)?;
+        super::emit_json(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
         written?;
     } else {
         written?;

@@ -112,10 +112,24 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Write to stdout. A closed stdout (`ctxbench compare A B | head`) means the reader has seen
-/// enough: the command goes on silently (its files and exit code stay the same) instead of
-/// panicking as `print!` does. Any other write error is returned.
+/// Write text for a person to stdout, its control characters shown visibly
+/// ([`crate::output::visible`]): trace ids, model and tool names come from untrusted traces and
+/// must not reach the terminal as escape sequences (whether stdout is a terminal or not: a
+/// file or a pipe is shown later). A closed stdout (`ctxbench compare A B | head`) means the
+/// reader has seen enough: the command goes on silently (its files and exit code stay the same)
+/// instead of panicking as `print!` does. Any other write error is returned.
 pub fn emit(text: &str) -> std::io::Result<()> {
+    write_stdout(&crate::output::visible(text))
+}
+
+/// Write a JSON document (serde_json's text) to stdout, its control characters as JSON `\u`
+/// escapes ([`crate::output::visible_json`]): the values stay exactly those of the document,
+/// and none reaches a terminal raw. [`emit`] would change them (`\u{9b}` is no JSON escape).
+pub fn emit_json(text: &str) -> std::io::Result<()> {
+    write_stdout(&crate::output::visible_json(text))
+}
+
+fn write_stdout(text: &str) -> std::io::Result<()> {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
     match stdout

@@ -341,7 +341,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if args.json {
             let mut text = serde_json::to_string(&fixture::FixtureOutput::of(&r))?;
             text.push('\n');
-            super::emit(&text)?;
+            super::emit_json(&text)?;
             return Ok(ExitCode::from(if r.invariants.passed() {
                 EXIT_OK
             } else {
@@ -360,7 +360,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             serde_json::to_string_pretty(&replays)?
         };
-        super::emit(&format!("{text}\n"))?;
+        super::emit_json(&format!("{text}\n"))?;
     } else {
         let text: String = replays.iter().map(render_human).collect();
         super::emit(&text)?;
@@ -389,7 +389,7 @@ fn run_compare_recorded(args: &Args) -> anyhow::Result<ExitCode> {
         } else {
             serde_json::to_string_pretty(&items)?
         };
-        super::emit(&format!("{text}\n"))?;
+        super::emit_json(&format!("{text}\n"))?;
     } else {
         let mut text = String::new();
         for (r, rec) in &pairs {

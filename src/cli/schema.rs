@@ -85,7 +85,7 @@ fn allow_null_numbers(v: &mut Value) {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let text = serde_json::to_string_pretty(&schema(args.kind))?;
     // `ctxbench schema sample | head` closes the pipe early: not an error.
-    super::emit(&format!("{text}\n"))?;
+    super::emit_json(&format!("{text}\n"))?;
     Ok(ExitCode::SUCCESS)
 }
 

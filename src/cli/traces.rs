@@ -115,7 +115,7 @@ fn stats_cmd(args: StatsArgs) -> anyhow::Result<ExitCode> {
         })
         .collect();
 
-    let text = if args.json {
+    if args.json {
         // The human rendering lists them at its end; beside JSON, they are said on stderr.
         for e in &imported.skipped {
             crate::output::errln!("skipped: {e}");
@@ -125,11 +125,10 @@ fn stats_cmd(args: StatsArgs) -> anyhow::Result<ExitCode> {
         }
         let mut s = serde_json::to_string_pretty(&report)?;
         s.push('\n');
-        s
+        super::emit_json(&s)?;
     } else {
-        render(&report)
-    };
-    super::emit(&text)?;
+        super::emit(&render(&report))?;
+    }
     Ok(ExitCode::from(super::EXIT_OK))
 }
 

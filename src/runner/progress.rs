@@ -241,6 +241,8 @@ impl Progress {
     /// Show a one-off status (e.g. "stopping: waiting for 3 running units"); in line mode it
     /// is printed at once and kept on later lines.
     pub fn note(&self, msg: &str) {
+        // The bar and the line sink write to stderr themselves, not through `errln!`.
+        let msg = crate::output::visible(msg);
         match &self.view {
             View::Hidden => {}
             View::Bar(b) => b.set_message(format!("{} · {msg}", self.tally.line(self.total))),
@@ -257,7 +259,9 @@ impl Progress {
     /// (`--quiet`): the caller asked for the line.
     pub fn println(&self, msg: &str) {
         match &self.view {
-            View::Bar(b) => b.println(msg),
+            // The bar writes to stderr itself, not through `errln!` (which shows control
+            // characters visibly): the line may quote a trace's ids.
+            View::Bar(b) => b.println(crate::output::visible(msg)),
             View::Hidden | View::Lines { .. } => crate::output::errln!("{msg}"),
         }
     }

@@ -412,6 +412,60 @@ fn cli_table_on_canonical_traces() {
         .stdout(predicate::str::contains("Largest messages"));
 }
 
+/// A trace's id and tool names are untrusted: escape sequences in them (clear screen, colour,
+/// OSC 8 hyperlink, OSC 0 window title, C1 CSI, bidi override) are shown, not sent to the
+/// terminal, in the tables and in `--json` (whose values stay exact).
+#[test]
+fn cli_shows_escape_sequences_in_ids_and_tool_names_instead_of_sending_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let payload = "\x1b[2J\x1b[31mred\x1b[0m\x1b]8;;http://evil.example\x07link\x1b]8;;\x07\
+                   \x1b]0;title\x07\x07\x08\r\0\u{9b}2J\u{202e}";
+    let mut t = t1();
+    t.meta.id = format!("t{payload}");
+    for m in &mut t.messages {
+        for c in &mut m.tool_calls {
+            c.name = format!("bash{payload}");
+        }
+        if m.name.is_some() {
+            m.name = Some(format!("bash{payload}"));
+        }
+    }
+    let p = write_canonical(dir.path(), "hostile.jsonl", &[t.clone()]);
+    let raw = |b: &[u8]| {
+        let text = String::from_utf8_lossy(b);
+        b.iter()
+            .any(|&c| (c < 0x20 && c != b'\n' && c != b'\t') || c == 0x7f)
+            || text.contains(['\u{9b}', '\u{202e}'])
+    };
+    for json in [false, true] {
+        let mut cmd = ctxbench();
+        cmd.args(["traces", "stats"]);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.arg(&p).assert().success().get_output().clone();
+        assert!(!out.stdout.contains(&0x1b) && !out.stderr.contains(&0x1b));
+        assert!(
+            !raw(&out.stdout),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(
+            !raw(&out.stderr),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        if json {
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(v["traces"][0]["id"], t.meta.id.as_str(), "exact in JSON");
+        } else {
+            assert!(text.contains("t\\x1b[2J\\x1b[31mred"), "{text}");
+            assert!(text.contains("\\u{202e}"), "{text}");
+        }
+    }
+}
+
 #[test]
 fn cli_skip_invalid_lists_the_bad_input_and_goes_on() {
     let dir = tempfile::tempdir().unwrap();
