@@ -13,11 +13,13 @@ use super::sections;
 use super::table::{Align, Cell, Column, Table, TableWriter};
 use crate::gate::GateOutcome;
 use crate::metrics::aggregate::Comparison;
+use crate::output::{is_control, push_visible};
 use crate::record::RunInfo;
 use std::fmt::Write;
 
-/// Escape text for one Markdown table cell: HTML specials, pipes, backticks, line breaks;
-/// long text is cut at `max` characters.
+/// Escape text for one Markdown table cell: HTML specials, pipes, backticks (as the entity
+/// `&#96;`: text never holds a backtick that could pair with a code span's), line breaks;
+/// control characters are shown (`\x1b`, `\u{202e}`); long text is cut at `max` characters.
 pub fn cell(text: &str, max: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max) + 8);
     for (i, c) in text.chars().enumerate() {
@@ -30,12 +32,17 @@ pub fn cell(text: &str, max: usize) -> String {
             '>' => out.push_str("&gt;"),
             '&' => out.push_str("&amp;"),
             '|' => out.push_str("\\|"),
-            '`' => out.push_str("\\`"),
+            '`' => out.push_str("&#96;"),
             '*' | '_' | '[' | ']' | '\\' => {
                 out.push('\\');
                 out.push(c);
             }
             '\n' | '\r' | '\t' => out.push(' '),
+            // `\x1b` with its backslash escaped: `\\x1b`.
+            c if is_control(c) => {
+                out.push('\\');
+                push_visible(&mut out, c);
+            }
             c => out.push(c),
         }
     }
@@ -43,40 +50,85 @@ pub fn cell(text: &str, max: usize) -> String {
 }
 
 /// A Markdown code span of untrusted text, safe in a table cell: inside a code span nothing is
-/// interpreted (HTML shows as text), so only backticks (→ `'`), line breaks and `|` (GitHub
-/// splits table cells on it even in code) are changed.
+/// interpreted (HTML shows as text), so the text is written as it is but for line breaks, `|`
+/// (GitHub splits table cells on it even in code) and control characters (shown: `\x1b`). The
+/// span is delimited by a backtick run longer than any inside it, with a space inside each end
+/// when the text starts or ends with a backtick or a space (CommonMark strips one): whatever the
+/// text holds, it cannot end the span early and become markup.
 pub fn code(text: &str, max: usize) -> String {
-    let mut out = String::from("`");
+    span(text, max, true)
+}
+
+/// [`code`]; `in_table`: `|` escaped (a note's span, in a list item, keeps it as it is: there
+/// `\|` would show its backslash).
+fn span(text: &str, max: usize, in_table: bool) -> String {
+    let mut body = String::with_capacity(text.len().min(max) + 4);
     for (i, c) in text.chars().enumerate() {
         if i == max {
-            out.push('…');
+            body.push('…');
             break;
         }
         match c {
-            '`' => out.push('\''),
-            '|' => out.push_str("\\|"),
-            '\n' | '\r' | '\t' => out.push(' '),
-            c => out.push(c),
+            '|' if in_table => body.push_str("\\|"),
+            '\n' | '\r' | '\t' => body.push(' '),
+            c if is_control(c) => push_visible(&mut body, c),
+            c => body.push(c),
         }
     }
-    out.push('`');
-    out
+    // No code span is empty: the empty text is a blank span. A span of spaces only keeps them.
+    if body.is_empty() {
+        body.push(' ');
+    }
+    let blank = body.trim_matches(' ').is_empty();
+    let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if !blank && (body.starts_with(['`', ' ']) || body.ends_with(['`', ' '])) {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{body}{pad}{fence}")
 }
 
 /// A note line: text between pairs of backticks stays a code span (as the notes write model
-/// names and keys), the rest is escaped like a cell; unpaired backticks are escaped.
+/// names and keys), the rest is escaped like a cell; unpaired backticks are escaped. A note
+/// interpolates untrusted values (a model name, a trace id) that may hold backticks
+/// themselves, so which parts are code is a guess; it is a safe one: text parts hold no
+/// backtick and no markup ([`cell`]), code parts are [`code`] spans that nothing ends early,
+/// and no two spans touch (`` `a``b` `` is one span, as CommonMark reads it; an empty pair
+/// ` `` ` is two backticks of text).
 pub fn note(text: &str, max: usize) -> String {
     let parts: Vec<&str> = text.split('`').collect();
     if parts.len().is_multiple_of(2) {
         return cell(text, max);
     }
-    let mut out = String::with_capacity(text.len() + 8);
-    for (i, p) in parts.iter().enumerate() {
-        if i % 2 == 1 {
-            out.push_str(&code(p, max));
-        } else {
-            out.push_str(&cell(p, max));
+    // (is code, text): consecutive parts of one kind joined.
+    let mut segments: Vec<(bool, String)> = Vec::new();
+    let mut push = |code: bool, p: &str| match segments.last_mut() {
+        Some((c, s)) if *c == code => {
+            if code {
+                s.push_str("``");
+            }
+            s.push_str(p);
         }
+        _ => segments.push((code, p.to_string())),
+    };
+    for (i, p) in parts.iter().enumerate() {
+        match (i % 2 == 1, p.is_empty()) {
+            // Text between two code parts was empty: they are one span.
+            (false, true) => {}
+            (false, false) => push(false, p),
+            (true, true) => push(false, "``"),
+            (true, false) => push(true, p),
+        }
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for (is_code, s) in &segments {
+        out.push_str(&if *is_code {
+            span(s, max, false)
+        } else {
+            cell(s, max)
+        });
     }
     out
 }
@@ -365,6 +417,64 @@ pub fn gate_summary(outcome: &GateOutcome) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// Markdown as a CommonMark renderer reads its inline code: (the text outside code spans,
+    /// backslash escapes applied; the code spans' contents). A backtick run opens a span closed
+    /// by the next run of the same length; one space is stripped from each end of a span that
+    /// starts and ends with one and is not all spaces. HTML can only come from outside a span.
+    fn read_code_spans(md: &str) -> (String, Vec<String>) {
+        let b: Vec<char> = md.chars().collect();
+        let (mut outside, mut spans) = (String::new(), Vec::new());
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == '\\' && b.get(i + 1).is_some_and(char::is_ascii_punctuation) {
+                outside.push(b[i + 1]);
+                i += 2;
+            } else if b[i] == '`' {
+                let start = i;
+                while i < b.len() && b[i] == '`' {
+                    i += 1;
+                }
+                let len = i - start;
+                let mut j = i;
+                let mut close = None;
+                while j < b.len() {
+                    if b[j] == '`' {
+                        let s = j;
+                        while j < b.len() && b[j] == '`' {
+                            j += 1;
+                        }
+                        if j - s == len {
+                            close = Some(s);
+                            break;
+                        }
+                    } else {
+                        j += 1;
+                    }
+                }
+                match close {
+                    Some(s) => {
+                        let mut c: String = b[i..s].iter().collect();
+                        if c.len() >= 2
+                            && c.starts_with(' ')
+                            && c.ends_with(' ')
+                            && !c.trim_matches(' ').is_empty()
+                        {
+                            c = c[1..c.len() - 1].to_string();
+                        }
+                        spans.push(c);
+                        i = s + len;
+                    }
+                    None => outside.extend(&b[start..i]),
+                }
+            } else {
+                outside.push(b[i]);
+                i += 1;
+            }
+        }
+        (outside, spans)
+    }
 
     #[test]
     fn notes_keep_code_spans_and_escape_the_rest() {
@@ -372,17 +482,122 @@ mod tests {
             note("model `gpt-4o` has *no* price", 500),
             "model `gpt-4o` has \\*no\\* price"
         );
-        // Markup inside a code span stays text; an unpaired backtick is escaped.
-        assert_eq!(note("`<b>` & `x", 500), "\\`&lt;b&gt;\\` &amp; \\`x");
+        // Markup inside a code span stays text; an unpaired backtick is text.
+        assert_eq!(note("`<b>` & `x", 500), "&#96;&lt;b&gt;&#96; &amp; &#96;x");
         assert_eq!(note("a `<b>` c", 500), "a `<b>` c");
+        // A note is no table cell: a pipe in its code stays a pipe.
+        assert_eq!(note("key `a|b`", 500), "key `a|b`");
     }
-    use super::*;
+
+    /// The auditor's report: a model name of two backticks and an `<img>` made the note
+    /// ``model ```<img src=x onerror=alert(1)>` (agent)…``, whose `<img>` a CommonMark renderer
+    /// emitted as HTML.
+    #[test]
+    fn a_value_with_backticks_cannot_end_a_code_span_and_become_markup() {
+        let img = "<img src=x onerror=alert(1)>";
+        let values = [
+            format!("``{img}"),
+            format!("`{img}`"),
+            format!("{img}`"),
+            format!("```{img}``"),
+            format!("x`` ``{img}` `y"),
+            format!("a\\`{img}\\"),
+            " ` ".to_string(),
+            "`".to_string(),
+            String::new(),
+            format!("model{img} | pipe |\n`tick` ``` fence\n\x1b[2J\u{202e}"),
+        ];
+        for v in &values {
+            for text in [
+                format!("UNKNOWN PRICE: model `{v}` (agent) has no price: add `[pricing.\"{v}\"]`"),
+                format!("trace `{v}`: window from `{v}`"),
+                format!("{v}"),
+                format!("`{v}``{v}`"),
+            ] {
+                let md = note(&text, 500);
+                let (outside, spans) = read_code_spans(&md);
+                assert!(
+                    !outside.contains(['<', '>', '`']),
+                    "{text:?}\n{md}\n{outside}"
+                );
+                assert!(!md.contains('\x1b') && !md.contains('\u{202e}'), "{md}");
+                // What a code span shows is the value's text, markup as text.
+                if text.starts_with("UNKNOWN") && v.contains(img) {
+                    assert!(
+                        spans.iter().any(|s| s.contains(img)) || outside.contains("&lt;img"),
+                        "{md}"
+                    );
+                }
+            }
+        }
+        // The value's two backticks are text (an empty pair), its `<img>` code.
+        let md = note(&format!("model `{}` has no price", values[0]), 500);
+        assert_eq!(
+            md,
+            "model &#96;&#96;`<img src=x onerror=alert(1)>` has no price"
+        );
+        assert_eq!(read_code_spans(&md).1, [img]);
+    }
+
+    proptest::proptest! {
+        /// Any value of backticks, spaces, backslashes, pipes and tag characters, in any note.
+        #[test]
+        fn no_value_makes_a_note_emit_markup(v in "[`a <>/\\\\|&]{0,16}", w in "[`b <]{0,6}") {
+            for text in [
+                format!("model `{v}` (agent) has no price: add `[pricing.\"{v}\"]`"),
+                format!("{w}`{v}`{w}`{v}``{w}"),
+                format!("`{v}{w}"),
+            ] {
+                let md = note(&text, 500);
+                let (outside, _) = read_code_spans(&md);
+                proptest::prop_assert!(!outside.contains(['<', '>', '`']), "{text:?}\n{md}");
+            }
+        }
+    }
+
+    #[test]
+    fn code_spans_hold_any_text_exactly() {
+        for text in [
+            "a",
+            "a`b",
+            "``x",
+            "x``",
+            "` `",
+            " a ",
+            "a ",
+            "   ",
+            "",
+            "a```b``c`",
+        ] {
+            let md = code(text, 100);
+            let (outside, spans) = read_code_spans(&md);
+            assert_eq!(outside, "", "{md}");
+            let want = if text.is_empty() { " " } else { text };
+            assert_eq!(spans, [want], "{md}");
+        }
+    }
 
     #[test]
     fn cell_escapes_html_pipes_and_newlines() {
         assert_eq!(cell("<script>|x\ny", 100), "&lt;script&gt;\\|x y");
         assert_eq!(cell("abcdef", 3), "abc…");
         assert_eq!(cell("a_b*c", 10), "a\\_b\\*c");
-        assert_eq!(code("a_b|<x>`", 20), "`a_b\\|<x>'`");
+        assert_eq!(code("a_b|<x>`", 20), "`` a_b\\|<x>` ``");
+    }
+
+    #[test]
+    fn cells_and_code_show_control_characters() {
+        let hostile = "a\x1b[2J\x07\0\u{7f}\u{9b}\u{202e}b";
+        // In a cell the escape's backslash is itself escaped, so it renders as `\x1b`.
+        let c = cell(hostile, 100);
+        assert_eq!(c, "a\\\\x1b\\[2J\\\\x07\\\\x00\\\\x7f\\\\u{9b}\\\\u{202e}b");
+        assert_eq!(
+            read_code_spans(&c).0,
+            "a\\x1b[2J\\x07\\x00\\x7f\\u{9b}\\u{202e}b"
+        );
+        assert_eq!(
+            code(hostile, 100),
+            "`a\\x1b[2J\\x07\\x00\\x7f\\u{9b}\\u{202e}b`"
+        );
     }
 }
