@@ -25,6 +25,8 @@
 //! spreadsheet tools expect, so Excel/LibreOffice show it as text instead of evaluating it.
 //! A cell that is a plain number (`-1.5`, `+3`, `-2e-3`) is left alone, and numeric columns
 //! are never touched: pandas, polars and DuckDB still read negative numbers as numbers.
+//! Control characters in text cells other than newline and tab (ESC, CR, NUL, DEL, C1 and bidi
+//! controls) are written as `\x1b`, `\u{202e}` ([`text_cell`]); the rest of a value is exact.
 
 use super::model::ReportModel;
 use super::table::{Cell, Table, TableWriter};
@@ -101,6 +103,17 @@ pub fn escape_formula(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// A text cell as results.csv and the report tables' CSV write it: [`escape_formula`], then
+/// control characters other than newline and tab (C0, DEL, C1, bidi controls) shown as `\x1b`,
+/// `\u{202e}` ([`crate::output::visible`]): a trace's id or error message would otherwise carry
+/// them into a spreadsheet or a terminal that prints the file. Everything else is exact.
+pub fn text_cell(s: &str) -> std::borrow::Cow<'_, str> {
+    match escape_formula(s) {
+        std::borrow::Cow::Borrowed(b) => crate::output::visible(b),
+        std::borrow::Cow::Owned(o) => std::borrow::Cow::Owned(crate::output::visible(&o).into()),
+    }
+}
+
 fn param_cell(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::Null => String::new(),
@@ -165,7 +178,7 @@ impl TableWriter for Csv {
                 if numeric {
                     raw(c)
                 } else {
-                    escape_formula(&raw(c)).into_owned()
+                    text_cell(&raw(c)).into_owned()
                 }
             }));
         }
@@ -269,7 +282,7 @@ pub fn write(
             return;
         }
         for text in [&s.unit_id, &s.trace_id, &s.variant, &s.eval, &s.sample] {
-            let _ = w.write_field(escape_formula(text).as_bytes());
+            let _ = w.write_field(text_cell(text).as_bytes());
         }
         cell(&mut w, &|b| {
             uint(b, u64::from(s.repeat));
@@ -286,9 +299,9 @@ pub fn write(
         for k in &params {
             match s.params.get(k) {
                 Some(serde_json::Value::String(t)) => {
-                    let _ = w.write_field(escape_formula(t).as_bytes());
+                    let _ = w.write_field(text_cell(t).as_bytes());
                 }
-                Some(v) => cell(&mut w, &|b| b.push_str(&escape_formula(&param_cell(v)))),
+                Some(v) => cell(&mut w, &|b| b.push_str(&text_cell(&param_cell(v)))),
                 None => {
                     let _ = w.write_field("");
                 }
@@ -348,8 +361,8 @@ pub fn write(
             .error
             .as_ref()
             .map_or(("", ""), |e| (e.kind.as_str(), e.message.as_str()));
-        let _ = w.write_field(escape_formula(error_kind).as_bytes());
-        let _ = w.write_field(escape_formula(message).as_bytes());
+        let _ = w.write_field(text_cell(error_kind).as_bytes());
+        let _ = w.write_field(text_cell(message).as_bytes());
         // An empty record ends the current row.
         if let Err(e) = w.write_record(std::iter::empty::<&[u8]>()) {
             ended = Some(e);
@@ -403,6 +416,42 @@ mod tests {
         let mut t = Table::new(None, vec![Column::text("id"), Column::num("delta")]);
         t.push(vec![Cell::text("=1+1"), Cell::Num(-0.5)]);
         assert_eq!(Csv.render(&t), "id,delta\n'=1+1,-0.5\n");
+    }
+
+    #[test]
+    fn control_characters_in_text_cells_are_shown() {
+        assert_eq!(
+            text_cell("a\x1b[31mb\0\u{7f}\u{9b}\u{202e}"),
+            "a\\x1b[31mb\\x00\\x7f\\u{9b}\\u{202e}"
+        );
+        // Newlines and tabs are data (quoted by the csv crate); the formula rule comes first.
+        assert_eq!(text_cell("line 1\nline\t2"), "line 1\nline\t2");
+        assert_eq!(text_cell("=cmd\x1b"), "'=cmd\\x1b");
+        assert_eq!(text_cell("\rx"), "'\\x0dx");
+        assert!(matches!(text_cell("plain"), std::borrow::Cow::Borrowed(_)));
+        let mut t = Table::new(None, vec![Column::text("id")]);
+        t.push(vec![Cell::text("t\x1b]0;title\x07")]);
+        assert_eq!(Csv.render(&t), "id\nt\\x1b]0;title\\x07\n");
+        // results.csv: a trace id, a parameter and an error message from a hostile trace.
+        let samples = vec![Sample::builder()
+            .unit_id("u")
+            .trace("t\x1b[2J\u{202e}")
+            .param("tool", "bash\x07")
+            .error("engine", "large_tool_results/x\0y: NUL\nsecond line")
+            .build()];
+        let info = RunInfo::new("r");
+        let text = render(&info, &ReportModel::build(&info, samples));
+        assert!(!text.contains(['\x1b', '\x07', '\0', '\u{202e}']), "{text}");
+        let mut r = ::csv::Reader::from_reader(text.as_bytes());
+        let h = r.headers().unwrap().clone();
+        let row = r.records().next().unwrap().unwrap();
+        let get = |col: &str| &row[h.iter().position(|c| c == col).unwrap()];
+        assert_eq!(get("trace_id"), "t\\x1b[2J\\u{202e}");
+        assert_eq!(get("params.tool"), "bash\\x07");
+        assert_eq!(
+            get("error_message"),
+            "large_tool_results/x\\x00y: NUL\nsecond line"
+        );
     }
 
     #[test]

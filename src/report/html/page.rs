@@ -193,7 +193,8 @@ pub fn plots(svgs: &[(PlotSpec, String)], plot_notes: &[String]) -> Fragment {
             figure class="plot" id=(format!("plot-{}", spec.name)) {
                 // PreEscaped: SVG that plotters drew from the run's numbers
                 // (`report::plots::render_svg`); plotters escapes the text it draws (variant and
-                // metric names), which `tests/it/report_writers.rs` checks with hostile names.
+                // metric names), which `tests/it/report_writers.rs` checks with hostile names,
+                // and `render_svg` shows the control characters in it (`plots::xml_safe`).
                 (PreEscaped(strip_xml_prolog(svg)))
                 figcaption { (spec.title) }
             }

@@ -193,6 +193,13 @@ pub fn plan(model: &ReportModel) -> (Vec<PlotSpec>, Vec<String>) {
     } else {
         skipped.push("cost per variant: no unit has a known price".to_string());
     }
+    // A title quotes a trace id: its control characters are shown, in the SVG, the PNG and the
+    // reports' links alike.
+    for s in &mut specs {
+        if let std::borrow::Cow::Owned(t) = crate::output::visible(&s.title) {
+            s.title = t;
+        }
+    }
     (specs, skipped)
 }
 
@@ -254,7 +261,31 @@ fn svg_of(model: &ReportModel, spec: &PlotSpec, data: &Data) -> Result<String, S
         draw(&root, model, spec, data)?;
         root.present().map_err(e)?;
     }
-    Ok(buf)
+    Ok(xml_safe(buf))
+}
+
+/// An SVG document as plotters wrote it, with every character XML forbids (C0 controls but
+/// tab, newline and CR; U+FFFE, U+FFFF) and every other control character
+/// ([`crate::output::is_control`]: DEL, C1, bidi controls) shown as an escape (`\x1b`). plotters
+/// escapes only `<>&"` in the text it writes (legend labels, axis descriptions), and its own
+/// markup holds none of these characters, so what is replaced is always text.
+fn xml_safe(svg: String) -> String {
+    let bad = |c: char| {
+        (crate::output::is_control(c) && !matches!(c, '\t' | '\n' | '\r'))
+            || matches!(c, '\u{fffe}' | '\u{ffff}')
+    };
+    if !svg.contains(bad) {
+        return svg;
+    }
+    let mut out = String::with_capacity(svg.len() + 64);
+    for c in svg.chars() {
+        if bad(c) {
+            crate::output::push_visible(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn png_of(model: &ReportModel, spec: &PlotSpec, data: &Data) -> Result<Vec<u8>, String> {
@@ -466,6 +497,56 @@ mod render_tests {
         let svg = render_svg(&m, &specs[0]).unwrap();
         assert!(
             svg.contains(">\nbase\n<") && svg.contains(">\naggr\n<"),
+            "{svg}"
+        );
+    }
+
+    #[test]
+    fn svgs_hold_no_character_xml_forbids() {
+        // A trace id (in the timeline's title) and a variant (in every legend) with a terminal
+        // escape sequence, bidi and DEL, C1 and noncharacters.
+        let hostile = "t\x1b[2J\x1b]0;title\x07\0\r\u{7f}\u{9b}\u{202e}\u{fffe}";
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["base".into(), format!("v{hostile}")];
+        let samples = model()
+            .samples
+            .iter()
+            .map(|r| {
+                let mut s = r.to_sample();
+                s.trace_id = format!("trace{hostile}");
+                if s.variant == "aggr" {
+                    s.variant = format!("v{hostile}");
+                }
+                s
+            })
+            .collect();
+        let m = ReportModel::build(&info, samples);
+        let (specs, _) = plan(&m);
+        assert!(
+            specs[0].title.contains("tracet\\x1b[2J"),
+            "{}",
+            specs[0].title
+        );
+        for spec in &specs {
+            let svg = render_svg(&m, spec).unwrap();
+            let bad: Vec<char> = svg
+                .chars()
+                .filter(|&c| {
+                    (c < ' ' && !matches!(c, '\t' | '\n' | '\r'))
+                        || matches!(c, '\u{7f}'..='\u{9f}' | '\u{fffe}' | '\u{ffff}')
+                        || crate::output::is_control(c) && c > '\u{7f}'
+                })
+                .collect();
+            assert!(bad.is_empty(), "{}: {bad:?}", spec.name);
+        }
+        // The timeline shows the id's escape in its title and the variant's in its legend.
+        let svg = render_svg(&m, &specs[0]).unwrap();
+        assert!(
+            svg.contains("tracet\\x1b[2J\\x1b]0;title\\x07\\x00"),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("vt\\x1b[2J") && svg.contains("\\u{fffe}"),
             "{svg}"
         );
     }
