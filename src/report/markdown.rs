@@ -511,7 +511,7 @@ mod tests {
             for text in [
                 format!("UNKNOWN PRICE: model `{v}` (agent) has no price: add `[pricing.\"{v}\"]`"),
                 format!("trace `{v}`: window from `{v}`"),
-                format!("{v}"),
+                v.to_string(),
                 format!("`{v}``{v}`"),
             ] {
                 let md = note(&text, 500);
