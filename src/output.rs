@@ -68,14 +68,29 @@ pub fn push_visible(out: &mut String, c: char) {
 /// results.csv cells and plot SVGs. A backslash is left as it is: `\x1b` in the output is
 /// either an escaped ESC or those four characters in the trace.
 pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
-    let keep = |c: char| !is_control(c) || c == '\n' || c == '\t';
-    let Some(first) = text.find(|c| !keep(c)) else {
+    visible_but(text, |c| c == '\n' || c == '\t')
+}
+
+/// [`visible`] for a document a browser lays out (report.html): a carriage return is kept too
+/// (the CRLF line ends of recorded text are whitespace there, not an overprint).
+pub fn visible_in_page(text: &str) -> std::borrow::Cow<'_, str> {
+    visible_but(text, |c| matches!(c, '\n' | '\t' | '\r'))
+}
+
+/// `text` with every [`is_control`] character but those `kept` written visibly; a carriage
+/// return before a line feed is a line end (CRLF text: an HTTP body, Windows tool output), kept.
+fn visible_but(text: &str, kept: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let keep = |at: usize, c: char| {
+        !is_control(c) || kept(c) || (c == '\r' && bytes.get(at + 1) == Some(&b'\n'))
+    };
+    let Some((first, _)) = text.char_indices().find(|&(at, c)| !keep(at, c)) else {
         return std::borrow::Cow::Borrowed(text);
     };
     let mut out = String::with_capacity(text.len() + 16);
     out.push_str(&text[..first]);
-    for c in text[first..].chars() {
-        if keep(c) {
+    for (at, c) in text[first..].char_indices() {
+        if keep(first + at, c) {
             out.push(c);
         } else {
             push_visible(&mut out, c);
@@ -629,6 +644,9 @@ mod tests {
         assert!(!shown.chars().any(super::is_control), "{shown}");
         // Newlines and tabs stay; plain text (accents, arrows, CJK) is borrowed unchanged.
         assert_eq!(visible("a\tb\nc"), "a\tb\nc");
+        // A CRLF line end is a line end (an HTTP body, Windows output); a lone CR overprints.
+        assert_eq!(visible("a\r\nb\rc\r"), "a\r\nb\\x0dc\\x0d");
+        assert!(matches!(visible("a\r\nb"), std::borrow::Cow::Borrowed(_)));
         for plain in ["a\tb\nc", "summarized 7303→1649 — é 漢字 …", ""] {
             assert!(
                 matches!(visible(plain), std::borrow::Cow::Borrowed(_)),

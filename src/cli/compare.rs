@@ -361,12 +361,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     )?;
     if comparisons.is_empty() {
         let why = match (fa.units, fb.units) {
+            (0, 0) => "neither run has samples",
             (_, 0) => "the candidate run has no samples",
             (0, _) => "the baseline run has no samples",
-            _ if fa.units == fa.failed || fb.units == fb.failed => {
-                "every unit of one run failed: no pair of successful units"
-            }
-            _ => "the runs share no variant and unit",
+            _ if fb.units == fb.failed => "every unit of the candidate run failed",
+            _ if fa.units == fa.failed => "every unit of the baseline run failed",
+            _ => "no variant and unit has a successful sample in both runs",
         };
         outln!("{why}: nothing to compare")?;
     } else {

@@ -327,9 +327,11 @@ impl gate::ObsLists for SpilledObs {
 }
 
 /// The note on the baseline's units the candidate (`cand`, in `dir`) lacks: how many, of how
-/// many traces and evals, what the candidate covers, and the usual cause, a run narrowed on the
-/// command line (its run.json `overrides`, named when it has any).
-fn missing_note(missing: &coverage::OnlyIn, cand: &str, dir: &RunDir) -> String {
+/// many traces and evals, what the candidate covers, and the cause its run.json tells: a run
+/// narrowed on the command line (`overrides`), trace files that gave no trace (skipped or
+/// ignored), a partial run; else another selection in its suite.
+fn missing_note(missing: &coverage::OnlyIn, candidate: &gate::GateRun, dir: &RunDir) -> String {
+    let cand = candidate.info.run_id.as_str();
     #[derive(serde::Deserialize)]
     struct Recorded {
         #[serde(default)]
@@ -339,19 +341,27 @@ fn missing_note(missing: &coverage::OnlyIn, cand: &str, dir: &RunDir) -> String 
         .read_run_json::<Recorded>()
         .map(|r| r.overrides)
         .unwrap_or_default();
-    let cause = if overrides.is_empty() {
+    let progress = &candidate.progress;
+    let mut causes = Vec::new();
+    if !overrides.is_empty() {
+        causes.push(format!("it was run with `{}`", overrides.as_flags()));
+    }
+    causes.extend(progress.left_out());
+    causes.extend(progress.partial(candidate.failed_units().1));
+    let cause = if causes.is_empty() {
         format!(
-            "candidate {cand} records none: its suite selects other traces, evals or samples \
+            "candidate {cand} records neither: its suite selects other traces, evals or samples \
              than the baseline's"
         )
     } else {
-        format!("candidate {cand} was run with `{}`", overrides.as_flags())
+        format!("candidate {cand}: {}", causes.join("; "))
     };
     let m = missing;
     format!(
         "{}, not gated: candidate {cand} covers {} of the baseline's {} trace(s), {} of its {} \
          eval(s) and {} of its {} unit(s) in the variants both runs have{}; a run narrowed with \
-         --trace, --eval, --limit or --variant (run.json `overrides`) is the usual cause: {cause}",
+         --trace, --eval or --limit (run.json `overrides`), or trace files that gave no trace, \
+         are the usual causes: {cause}",
         m.counted("baseline"),
         m.of_traces - m.whole_traces.len(),
         m.of_traces,
@@ -454,9 +464,7 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     )?;
     drop((cand_units, base_units));
     if missing.units > 0 {
-        outcome
-            .notes
-            .push(missing_note(&missing, &cand.info.run_id, &cand_dir));
+        outcome.notes.push(missing_note(&missing, &cand, &cand_dir));
     }
     // A torn final line is a unit the statistics do not see: said, as `compare` says it (a run
     // whose run.json counts more units than its journal holds is partial: a run check).
@@ -516,7 +524,7 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
         written?;
         let lacking = if missing.units > 0 {
             format!(
-                ", {} of {} baseline unit(s) not gated",
+                ", {} of {} baseline unit(s) of the shared variants not gated",
                 missing.units, missing.of_units
             )
         } else {

@@ -351,8 +351,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "{}",
             output::wrap(
                 &format!(
-                    "note: {} trace(s) had the id of a trace imported before them (inputs of \
-                     the same file name in different folders); each is written under its id \
+                    "note: {} trace(s) had the id of a trace imported before them (e.g. inputs \
+                     of one file name in different folders); each is written under its id \
                      with a suffix, as a run needs every id once: {}",
                     renamed.len(),
                     renamed.join(", ")

@@ -61,9 +61,11 @@ impl Overrides {
     /// or `no overrides`.
     pub fn as_flags(&self) -> String {
         let quote = |v: &str| {
-            if v.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._-=/:,+@".contains(c))
-            {
+            let plain = !v.is_empty()
+                && !v.starts_with('-')
+                && v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-=/:,+@".contains(c));
+            if plain {
                 v.to_string()
             } else {
                 format!("'{}'", v.replace('\'', "'\\''"))
@@ -218,12 +220,13 @@ mod tests {
             sets: vec!["window=30000".into()],
             variants: vec!["base".into()],
             traces: vec!["astropy*".into(), "it's".into()],
-            evals: vec![],
+            evals: vec!["".into(), "-x".into()],
             limit: Some(2),
         };
         assert_eq!(
             o.as_flags(),
-            "--set window=30000 --variant base --trace 'astropy*' --trace 'it'\\''s' --limit 2"
+            "--set window=30000 --variant base --trace 'astropy*' --trace 'it'\\''s' \
+             --eval '' --eval '-x' --limit 2"
         );
     }
 

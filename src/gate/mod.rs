@@ -251,7 +251,7 @@ impl GateRun {
     }
 
     /// Units that failed, and units recorded, over every variant.
-    fn failed_units(&self) -> (usize, usize) {
+    pub fn failed_units(&self) -> (usize, usize) {
         self.units
             .iter()
             .fold((0, 0), |(f, n), u| (f + u.1, n + u.0))

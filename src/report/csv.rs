@@ -301,7 +301,12 @@ pub fn write(
                 Some(serde_json::Value::String(t)) => {
                     let _ = w.write_field(text_cell(t).as_bytes());
                 }
-                Some(v) => cell(&mut w, &|b| b.push_str(&text_cell(&param_cell(v)))),
+                // Compact JSON (a list, an object) stays JSON: its controls as `\u` escapes.
+                Some(v) => cell(&mut w, &|b| {
+                    b.push_str(&crate::output::visible_json(&escape_formula(&param_cell(
+                        v,
+                    ))))
+                }),
                 None => {
                     let _ = w.write_field("");
                 }
@@ -437,7 +442,11 @@ mod tests {
             .unit_id("u")
             .trace("t\x1b[2J\u{202e}")
             .param("tool", "bash\x07")
-            .error("engine", "large_tool_results/x\0y: NUL\nsecond line")
+            .param("path", serde_json::json!(["a\u{7f}\u{202e}b", 1]))
+            .error(
+                "engine",
+                "large_tool_results/x\0y: NUL\nsecond line\r\nthird",
+            )
             .build()];
         let info = RunInfo::new("r");
         let text = render(&info, &ReportModel::build(&info, samples));
@@ -450,8 +459,12 @@ mod tests {
         assert_eq!(get("params.tool"), "bash\\x07");
         assert_eq!(
             get("error_message"),
-            "large_tool_results/x\\x00y: NUL\nsecond line"
+            "large_tool_results/x\\x00y: NUL\nsecond line\r\nthird"
         );
+        // A list or object parameter stays compact JSON that parses to the recorded value.
+        let path: serde_json::Value = serde_json::from_str(get("params.path")).unwrap();
+        assert_eq!(path, serde_json::json!(["a\u{7f}\u{202e}b", 1]));
+        assert!(!get("params.path").contains(['\u{7f}', '\u{202e}']));
     }
 
     #[test]

@@ -137,7 +137,10 @@ mod tests {
         assert!(xml.contains("<failure message=\"mean &lt; 0.9 &amp; &quot;bad&quot;\""));
         assert!(xml.contains("type=\"threshold_miss\""), "{xml}");
         assert_eq!(xml.matches("<testcase").count(), 3);
-        assert_eq!(xml_escape("a\u{1}b"), "a\u{fffd}b");
+        assert_eq!(
+            xml_escape("a\u{1}b\u{1b}]0;T\u{7}\u{202e}c"),
+            "a\\x01b\\x1b]0;T\\x07\\u{202e}c"
+        );
     }
 
     /// The candidate run's checks are test cases (a failed one a failure), the notes the

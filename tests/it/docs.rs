@@ -387,10 +387,17 @@ fn the_readmes_verdict_block_is_what_the_quickstart_prints() {
     let printed = &stdout[stdout
         .find("aggressive  tokens")
         .unwrap_or_else(|| panic!("no verdict lines:\n{stdout}"))..];
-    let printed: Vec<&str> = printed.lines().take(block.lines().count()).collect();
+    let printed: Vec<&str> = printed.lines().take(block.lines().count() + 1).collect();
     assert_eq!(
         block.lines().collect::<Vec<_>>(),
-        printed,
+        printed[..printed.len() - 1],
         "README.md's verdict block differs from the quickstart's output"
+    );
+    // The block is the whole of the verdict lines: the legend comes next.
+    assert!(
+        printed
+            .last()
+            .is_some_and(|l| l.starts_with("better/WORSE:")),
+        "the quickstart prints more verdict lines than README.md shows: {printed:?}"
     );
 }

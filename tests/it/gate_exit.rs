@@ -791,11 +791,12 @@ fn a_narrowed_candidate_names_the_baseline_units_it_lacks() {
                 candidate cand covers 1 of the baseline's 2 trace(s), 1 of its 2 eval(s) and 16 \
                 of its 36 unit(s) in the variants both runs have; 1 trace(s) only in the \
                 baseline run: trace-b; 1 eval(s) only in the baseline run: drift; a run \
-                narrowed with --trace, --eval, --limit or --variant (run.json `overrides`) is the \
-                usual cause: candidate cand was run with `--trace trace-a --eval needle`";
+                narrowed with --trace, --eval or --limit (run.json `overrides`), or trace files \
+                that gave no trace, are the usual causes: candidate cand: it was run with \
+                `--trace trace-a --eval needle`";
     assert!(text.contains(&format!("note: {note}")), "{text}");
     assert!(
-        text.contains("gate passed: 2 check(s), 0 failed, 0 skipped, 20 of 36 baseline unit(s) not gated; JUnit XML:"),
+        text.contains("gate passed: 2 check(s), 0 failed, 0 skipped, 20 of 36 baseline unit(s) of the shared variants not gated; JUnit XML:"),
         "{text}"
     );
     let xml = std::fs::read_to_string(&junit).unwrap();

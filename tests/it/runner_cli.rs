@@ -755,7 +755,6 @@ fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
     assert!(!stdout.contains("flagged unit(s)"), "{stdout}");
 }
 
-/// The files `report` writes, read back: summary.json, report.md, report.html, results.csv.
 /// A real trace (psf__requests-1142, whose tool outputs run to ~200k tokens) under digitorn at a
 /// 20,000-token window leaves needle probes' requests over the window after every compaction
 /// (`overflow` events; a model of that window would refuse them): each such unit is flagged in
@@ -878,6 +877,7 @@ fn trace_files_that_give_no_trace_are_named_wherever_the_run_is_shown() {
     assert_eq!(manifest["ignored_files"].as_array().map(Vec::len), Some(1));
 }
 
+/// The files `report` writes, read back: summary.json, report.md, report.html, results.csv.
 fn reported(dir: &Path) -> (serde_json::Value, String, String, String) {
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
     (

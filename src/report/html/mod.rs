@@ -82,8 +82,9 @@ impl maud::Render for Esc<'_> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Markup {
     Html,
-    /// XML 1.0 (JUnit): `&apos;`, and control characters other than tab and newline, which
-    /// XML 1.0 does not allow, replaced by U+FFFD.
+    /// XML 1.0 (JUnit): `&apos;`, and control characters other than tab and newline (which
+    /// XML 1.0 does not allow) and bidi controls shown as the terminal shows them (`\x1b`,
+    /// `\u{202e}`: `output::push_visible`).
     Xml,
 }
 
@@ -101,7 +102,7 @@ pub fn escape_markup(text: &str, markup: Markup) -> String {
             '\'' if xml => out.push_str("&apos;"),
             '\'' => out.push_str("&#39;"),
             '\t' | '\n' => out.push(c),
-            c if xml && (c as u32) < 0x20 => out.push('\u{fffd}'),
+            c if xml && crate::output::is_control(c) => crate::output::push_visible(&mut out, c),
             c => out.push(c),
         }
     }
@@ -314,6 +315,77 @@ pub fn write_page(
     plot_notes: &[String],
     texts: &SummaryTexts,
 ) -> std::io::Result<()> {
+    let mut inert = Inert {
+        inner: w,
+        tail: Vec::new(),
+    };
+    write_parts(&mut inert, info, model, svgs, plot_notes, texts)?;
+    inert.finish()
+}
+
+/// A writer that shows the control and bidi characters of what passes through it
+/// ([`crate::output::visible_in_page`]: `\x1b`, `\u{202e}`), as the terminal does: maud escapes
+/// markup, not an ESC or a right-to-left override from a trace, which would reorder what a
+/// reader sees. The page's own text (markup, style, script, plots) holds none, so every one is
+/// a trace's. Bytes of a character split between two writes wait for the rest.
+struct Inert<'w> {
+    inner: &'w mut dyn std::io::Write,
+    tail: Vec<u8>,
+}
+
+impl Inert<'_> {
+    /// Write a character left incomplete at the end (never, from `write_parts`), as it is.
+    fn finish(mut self) -> std::io::Result<()> {
+        let tail = std::mem::take(&mut self.tail);
+        self.inner.write_all(&tail)
+    }
+}
+
+impl std::io::Write for Inert<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let joined;
+        let bytes = if self.tail.is_empty() {
+            buf
+        } else {
+            let mut t = std::mem::take(&mut self.tail);
+            t.extend_from_slice(buf);
+            joined = t;
+            &joined[..]
+        };
+        let (text, rest) = match std::str::from_utf8(bytes) {
+            Ok(text) => (text, &[][..]),
+            // Cut inside a character: its first bytes wait for the next write.
+            Err(e) if e.error_len().is_none() => {
+                let (valid, rest) = bytes.split_at(e.valid_up_to());
+                // `valid_up_to` ends on a character boundary.
+                (std::str::from_utf8(valid).unwrap_or_default(), rest)
+            }
+            // Not UTF-8 (the page is written from strings: never): passed on as it is.
+            Err(_) => {
+                self.inner.write_all(bytes)?;
+                return Ok(buf.len());
+            }
+        };
+        self.inner
+            .write_all(crate::output::visible_in_page(text).as_bytes())?;
+        self.tail.extend_from_slice(rest);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// [`write_page`]'s parts, in order.
+fn write_parts(
+    w: &mut dyn std::io::Write,
+    info: &RunInfo,
+    model: &ReportModel,
+    svgs: &[(PlotSpec, String)],
+    plot_notes: &[String],
+    texts: &SummaryTexts,
+) -> std::io::Result<()> {
     // `<html>` and `<body>` are opened here and closed after the samples by hand (PreEscaped:
     // constant tags): the markup `html! { html lang="en" { … body { … } … } }` renders.
     let before = html! {
@@ -427,6 +499,47 @@ mod tests {
             assert!(page.ends_with("</script>\n</body>\n</html>\n"));
             assert_eq!(page.contains("id=\"samples-table\""), samples > 0);
         }
+    }
+
+    /// A trace id with an ESC, an OSC title sequence and a right-to-left override reaches the
+    /// page visibly (`\x1b`, `\u{202e}`), as on the terminal; a CRLF of recorded text and the
+    /// page's own markup are unchanged; a character split between two writes is whole.
+    #[test]
+    fn control_and_bidi_characters_of_a_trace_are_shown_on_the_page() {
+        use crate::record::Sample;
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["a".into()];
+        let hostile = "t\u{1b}[2J\u{1b}]0;TITLE\u{7}\u{202e}gnp.exe\r\nnext";
+        let mut s = Sample::builder()
+            .unit_id("u")
+            .trace(hostile)
+            .variant("a")
+            .eval("needle")
+            .build();
+        s.error = Some(crate::record::UnitError {
+            kind: "x".into(),
+            message: hostile.into(),
+        });
+        let model = ReportModel::build(&info, vec![s]);
+        let page = render_page(&info, &model, &[], &[], &SummaryTexts::new());
+        assert!(page.contains("t\\x1b[2J\\x1b]0;TITLE\\x07\\u{202e}gnp.exe\r\nnext"));
+        assert!(
+            !page.contains(['\u{1b}', '\u{7}', '\u{202e}']),
+            "raw control left"
+        );
+        assert!(page.starts_with("<!DOCTYPE html>\n<html lang=\"en\">\n<head>"));
+        // Through the writer in pieces cut inside a character: the same bytes.
+        let whole = "a\u{202e}é✓\u{1b}b".as_bytes();
+        let mut out = Vec::new();
+        let mut w = Inert {
+            inner: &mut out,
+            tail: Vec::new(),
+        };
+        for piece in whole.chunks(1) {
+            std::io::Write::write_all(&mut w, piece).unwrap();
+        }
+        w.finish().unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "a\\u{202e}é✓\\x1bb");
     }
 
     #[test]
