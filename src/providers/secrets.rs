@@ -71,13 +71,25 @@ pub fn redact_json(v: &mut Value) -> bool {
 
 fn redact_value(v: &mut Value, secrets: &[String]) -> bool {
     match v {
-        Value::String(s) => match replace_all(s, secrets) {
-            Some(r) => {
-                *s = r;
-                true
+        Value::String(s) => {
+            // A string that is JSON itself (a tool call's `arguments`) is decoded later: a key
+            // behind its own escapes (`\u0073k-…`) is found in the decoded form.
+            let nested = s.trim_start().starts_with(['{', '['])
+                && serde_json::from_str::<Value>(s).is_ok_and(|mut inner| {
+                    redact_value(&mut inner, secrets)
+                        && serde_json::to_string(&inner).is_ok_and(|r| {
+                            *s = r;
+                            true
+                        })
+                });
+            match replace_all(s, secrets) {
+                Some(r) => {
+                    *s = r;
+                    true
+                }
+                None => nested,
             }
-            None => false,
-        },
+        }
         Value::Array(a) => a
             .iter_mut()
             .fold(false, |hit, x| redact_value(x, secrets) | hit),
@@ -143,6 +155,17 @@ mod tests {
         // Hidden behind a JSON escape (`\u0073` = `s`).
         let escaped = br#"{"x":"\u0073k-secrets-unit-AAAA1111"}"#;
         assert!(!String::from_utf8_lossy(&redact_body(escaped)).contains("AAAA1111"));
+        // Behind the escapes of a tool call's `arguments`, JSON in a JSON string, which the wire
+        // parser decodes after this (an audit's server echoed the key so into samples.jsonl).
+        let args = br#"{"tool_calls":[{"function":{"name":"read_file",
+            "arguments":"{\"path\": \"/\\u0073k-secrets-unit-AAAA1111\"}"}}]}"#;
+        let out = redact_body(args);
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        let inner = v["tool_calls"][0]["function"]["arguments"]
+            .as_str()
+            .unwrap();
+        let inner: Value = serde_json::from_str(inner).unwrap();
+        assert_eq!(inner["path"], "/***");
         // Not JSON: as text.
         let plain = b"oops sk-secrets-unit-AAAA1111";
         assert_eq!(&*redact_body(plain), b"oops ***");
