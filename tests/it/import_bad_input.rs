@@ -327,3 +327,27 @@ fn parallel_import_reports_the_first_failure_in_input_order() {
         ]
     );
 }
+
+/// A canonical JSONL line cut inside a value, with lines after it, is located at that line's
+/// end and called cut short: the reader parses a line with its line end, where serde_json
+/// located the error at "column 0" of the next line.
+#[test]
+fn a_canonical_line_cut_inside_a_value_is_located_at_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets/claude-code/hello-world-script.jsonl");
+    let trace = import_file(&src, None).unwrap().remove(0);
+    let whole = dir.path().join("whole.jsonl");
+    ctxbench::trace::io::write_traces_file(&whole, std::slice::from_ref(&trace)).unwrap();
+    let text = std::fs::read_to_string(&whole).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    assert!(lines.len() > 4);
+    // Line 3 cut right after a key's opening quote: inside a string.
+    let at = lines[2].find("\"role\"").unwrap() + 2;
+    lines[2].truncate(at);
+    let path = dir.path().join("cut.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let e = err(&path, None);
+    assert_eq!(e.location, "line 3, at its end", "{e}");
+    assert!(e.message.contains("(was it cut short?)"), "{e}");
+}

@@ -346,7 +346,11 @@ pub fn parse_lines(bytes: &[u8]) -> Res<Input> {
 
 /// A serde_json error as a location (line, column) and a message saying what was expected.
 pub fn json_error(e: &serde_json::Error, line: Option<usize>) -> Located {
+    // A line of JSON Lines parsed with its line end: an error on the slice's second line is at
+    // that line end (serde_json says "column 0" of the next line).
+    let at_its_end = line.is_some() && e.line() > 1;
     let location = match line {
+        Some(l) if at_its_end => format!("line {l}, at its end"),
         Some(l) => format!("line {l}, column {}", e.column()),
         None => format!("line {}, column {}", e.line(), e.column()),
     };
@@ -360,6 +364,7 @@ pub fn json_error(e: &serde_json::Error, line: Option<usize>) -> Located {
         (serde_json::error::Category::Eof, Some(_)) => {
             "; expected a complete JSON value on this line (was it cut short?)"
         }
+        (_, Some(_)) if at_its_end => "; the line ends inside its value (was it cut short?)",
         (serde_json::error::Category::Eof, None) => {
             "; expected a complete JSON value (is the file truncated?)"
         }
