@@ -98,11 +98,29 @@ fn span(text: &str, max: usize, in_table: bool) -> String {
 /// and no two spans touch (`` `a``b` `` is one span, as CommonMark reads it; an empty pair
 /// ` `` ` is two backticks of text).
 pub fn note(text: &str, max: usize) -> String {
+    let Some(segments) = note_segments(text) else {
+        return cell(text, max);
+    };
+    let mut out = String::with_capacity(text.len() + 8);
+    for (is_code, s) in &segments {
+        out.push_str(&if *is_code {
+            span(s, max, false)
+        } else {
+            cell(s, max)
+        });
+    }
+    out
+}
+
+/// A note's parts as [`note`] reads them, `(is code, text)`, consecutive parts of one kind
+/// joined (`` `a``b` `` one code part, an empty pair two backticks of text); `None` when its
+/// backticks do not pair (all of it is text). report.html's notes read them the same way
+/// (`html::note`).
+pub fn note_segments(text: &str) -> Option<Vec<(bool, String)>> {
     let parts: Vec<&str> = text.split('`').collect();
     if parts.len().is_multiple_of(2) {
-        return cell(text, max);
+        return None;
     }
-    // (is code, text): consecutive parts of one kind joined.
     let mut segments: Vec<(bool, String)> = Vec::new();
     let mut push = |code: bool, p: &str| match segments.last_mut() {
         Some((c, s)) if *c == code => {
@@ -122,15 +140,7 @@ pub fn note(text: &str, max: usize) -> String {
             (true, false) => push(true, p),
         }
     }
-    let mut out = String::with_capacity(text.len() + 8);
-    for (is_code, s) in &segments {
-        out.push_str(&if *is_code {
-            span(s, max, false)
-        } else {
-            cell(s, max)
-        });
-    }
-    out
+    Some(segments)
 }
 
 fn row(out: &mut String, cells: impl Iterator<Item = String>) {

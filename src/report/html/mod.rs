@@ -112,14 +112,13 @@ pub fn escape_markup(text: &str, markup: Markup) -> String {
 /// A note line (written with Markdown code spans, as report.md shows it): text between pairs
 /// of backticks becomes `<code>`, everything else text; unpaired backticks stay literal.
 pub fn note(text: &str) -> Fragment {
-    let parts: Vec<&str> = text.split('`').collect();
+    let segments = super::markdown::note_segments(text);
     html! {
-        @if parts.len().is_multiple_of(2) {
-            (text)
-        } @else {
-            @for (i, p) in parts.iter().enumerate() {
-                @if i % 2 == 1 { code { (p) } } @else { (p) }
-            }
+        @match &segments {
+            None => (text),
+            Some(segments) => @for (is_code, p) in segments {
+                @if *is_code { code { (p) } } @else { (p) }
+            },
         }
     }
 }
@@ -581,6 +580,11 @@ mod tests {
         );
         // An odd backtick is text, and nothing becomes markup.
         assert_eq!(note("a ` b <i>").into_string(), "a ` b &lt;i&gt;");
+        // Parts as report.md reads them: touching spans are one, an empty pair is text.
+        assert_eq!(
+            note("model `x``y` and `` here").into_string(),
+            "model <code>x``y</code> and `` here"
+        );
     }
 
     #[test]
