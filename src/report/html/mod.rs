@@ -318,7 +318,38 @@ pub fn write_page(
         inner: w,
         tail: Vec::new(),
     };
-    write_parts(&mut inert, info, model, svgs, plot_notes, texts)?;
+    // Everything the page holds goes through the writer that shows control characters.
+    let w: &mut dyn std::io::Write = &mut inert;
+
+    // `<html>` and `<body>` are opened here and closed after the samples by hand (PreEscaped:
+    // constant tags): the markup `html! { html lang="en" { … body { … } … } }` renders.
+    let before = html! {
+        (DOCTYPE) "\n"
+        (PreEscaped("<html lang=\"en\">"))
+        "\n"
+        (head(info))
+        "\n"
+        (PreEscaped("<body>"))
+        "\n"
+        (page::top(info, model))
+        (page::notes(model))
+        (page::tables(model))
+        (page::plots(svgs, plot_notes))
+    };
+    w.write_all(before.0.as_bytes())?;
+    drop(before);
+    samples::write_section(w, model, texts)?;
+    let after = html! {
+        // PreEscaped: the page's own script, a constant of this crate (script.js); its hash is
+        // in the CSP, and it holds no `</script` (tested below).
+        script { (PreEscaped(SCRIPT)) }
+        "\n"
+        (PreEscaped("</body>"))
+        "\n"
+        (PreEscaped("</html>"))
+        "\n"
+    };
+    w.write_all(after.0.as_bytes())?;
     inert.finish()
 }
 
@@ -374,46 +405,6 @@ impl std::io::Write for Inert<'_> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
     }
-}
-
-/// [`write_page`]'s parts, in order.
-fn write_parts(
-    w: &mut dyn std::io::Write,
-    info: &RunInfo,
-    model: &ReportModel,
-    svgs: &[(PlotSpec, String)],
-    plot_notes: &[String],
-    texts: &SummaryTexts,
-) -> std::io::Result<()> {
-    // `<html>` and `<body>` are opened here and closed after the samples by hand (PreEscaped:
-    // constant tags): the markup `html! { html lang="en" { … body { … } … } }` renders.
-    let before = html! {
-        (DOCTYPE) "\n"
-        (PreEscaped("<html lang=\"en\">"))
-        "\n"
-        (head(info))
-        "\n"
-        (PreEscaped("<body>"))
-        "\n"
-        (page::top(info, model))
-        (page::notes(model))
-        (page::tables(model))
-        (page::plots(svgs, plot_notes))
-    };
-    w.write_all(before.0.as_bytes())?;
-    drop(before);
-    samples::write_section(w, model, texts)?;
-    let after = html! {
-        // PreEscaped: the page's own script, a constant of this crate (script.js); its hash is
-        // in the CSP, and it holds no `</script` (tested below).
-        script { (PreEscaped(SCRIPT)) }
-        "\n"
-        (PreEscaped("</body>"))
-        "\n"
-        (PreEscaped("</html>"))
-        "\n"
-    };
-    w.write_all(after.0.as_bytes())
 }
 
 /// The page's `<head>`.
