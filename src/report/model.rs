@@ -641,6 +641,43 @@ fn by_trace(map: &mut BTreeMap<String, (usize, u64, BTreeSet<String>)>, s: &Row<
     }
 }
 
+/// Who a flag note is about, and its totals (units, events): "variant `v`" for one variant;
+/// for several, "N variants (units/LABEL by variant: `a` 2/3, `b` 1/1)", so a sweep of many
+/// variants reads one note of a kind rather than one a variant (30 variants made 90 lines).
+fn flag_who<T>(
+    map: &BTreeMap<String, T>,
+    label: &str,
+    counts: impl Fn(&T) -> (usize, u64),
+) -> (String, usize, u64) {
+    let (units, n) = map.values().map(&counts).fold((0, 0), |(u, n), (a, b)| (u + a, n + b));
+    let who = match map.keys().next() {
+        Some(v) if map.len() == 1 => format!("variant `{v}`"),
+        _ => {
+            let by: Vec<String> = map
+                .iter()
+                .map(|(v, t)| {
+                    let (u, n) = counts(t);
+                    format!("`{v}` {u}/{n}")
+                })
+                .collect();
+            format!(
+                "{} variants (units/{label} by variant: {})",
+                map.len(),
+                by.join(", ")
+            )
+        }
+    };
+    (who, units, n)
+}
+
+/// How many distinct traces the units of every variant of `map` are on.
+fn traces_of(map: &BTreeMap<String, (usize, u64, BTreeSet<String>)>) -> usize {
+    map.values()
+        .flat_map(|(_, _, t)| t.iter().map(String::as_str))
+        .collect::<BTreeSet<&str>>()
+        .len()
+}
+
 /// Count `n` for `s`'s variant in `map`.
 fn flag(map: &mut BTreeMap<String, (usize, u64)>, variant: &str, n: u64) {
     if !map.contains_key(variant) {
@@ -702,44 +739,49 @@ impl HealthSum {
              (their tokens and cost are in their error rows)"
         ));
         }
-        for (v, (units, n)) in truncated {
+        if !truncated.is_empty() {
+            let (who, units, n) = flag_who(&truncated, "model calls", |&(u, n)| (u, n));
             notes.push(format!(
-            "FLAGGED: variant `{v}`: {units} unit(s) had {n} model call(s) whose server reported \
-             under 80% of the prompt tokens sent: it probably cut the prompt to its context \
-             without an error (Ollama, llama.cpp); their answers did not see the whole view \
-             (see `prompt_truncated` in samples.jsonl; raise the server's context size)"
-        ));
-        }
-        for (v, (units, n)) in step_limit {
-            notes.push(format!(
-            "FLAGGED: variant `{v}`: {units} unit(s) had {n} question(s) whose agent ran out of \
-             `max_steps` before answering; they are scored as not recovered (see `step_limit` \
-             and `hit_step_limit` in samples.jsonl; raise the eval's `max_steps` if the agent \
-             was still searching)"
-        ));
-        }
-        for (v, (units, n)) in flagged {
-            notes.push(format!(
-                "FLAGGED: variant `{v}`: {units} unit(s) succeeded although {n} summaries failed \
-             (`on_summary_error = \"record\"`); their tokens, cost and scores are not those of a \
-             working summarizer (see `summary_failures` in samples.jsonl)"
+                "FLAGGED: {who}: {units} unit(s) had {n} model call(s) whose server reported \
+                 under 80% of the prompt tokens sent: it probably cut the prompt to its context \
+                 without an error (Ollama, llama.cpp); their answers did not see the whole view \
+                 (see `prompt_truncated` in samples.jsonl; raise the server's context size)"
             ));
         }
-        for (v, (units, n, traces)) in futile {
+        if !step_limit.is_empty() {
+            let (who, units, n) = flag_who(&step_limit, "questions", |&(u, n)| (u, n));
             notes.push(format!(
-                "FLAGGED: variant `{v}`: {units} unit(s) on {} trace(s) had {n} futile \
+                "FLAGGED: {who}: {units} unit(s) had {n} question(s) whose agent ran out of \
+                 `max_steps` before answering; they are scored as not recovered (see \
+                 `step_limit` and `hit_step_limit` in samples.jsonl; raise the eval's \
+                 `max_steps` if the agent was still searching)"
+            ));
+        }
+        if !flagged.is_empty() {
+            let (who, units, n) = flag_who(&flagged, "summaries failed", |&(u, n)| (u, n));
+            notes.push(format!(
+                "FLAGGED: {who}: {units} unit(s) succeeded although {n} summaries failed \
+                 (`on_summary_error = \"record\"`); their tokens, cost and scores are not those \
+                 of a working summarizer (see `summary_failures` in samples.jsonl)"
+            ));
+        }
+        if !futile.is_empty() {
+            let (who, units, n) = flag_who(&futile, "futile compactions", |(u, n, _)| (*u, *n));
+            notes.push(format!(
+                "FLAGGED: {who}: {units} unit(s) on {} trace(s) had {n} futile \
                  compaction(s) (they removed no message or left the request no smaller; \
                  `futile` in the unit's compactions and timeline)",
-                traces.len()
+                traces_of(&futile)
             ));
         }
-        for (v, (units, n, traces)) in overflow {
+        if !overflow.is_empty() {
+            let (who, units, n) = flag_who(&overflow, "requests", |(u, n, _)| (*u, *n));
             notes.push(format!(
-                "FLAGGED: variant `{v}`: {units} unit(s) on {} trace(s) had {n} request(s) still \
+                "FLAGGED: {who}: {units} unit(s) on {} trace(s) had {n} request(s) still \
                  over the window after compaction (`overflow` in the unit's compactions and \
-                 timeline): a model with that window would refuse them, so their tokens, cost and \
-                 scores are of requests it could not take",
-                traces.len()
+                 timeline): a model with that window would refuse them, so their tokens, cost \
+                 and scores are of requests it could not take",
+                traces_of(&overflow)
             ));
         }
         notes
@@ -827,6 +869,51 @@ mod tests {
         );
         // Still scored: the miss counts in the recall mean.
         assert!(m.metric_names().contains(&"needle.recall"));
+    }
+
+    #[test]
+    fn a_flag_of_several_variants_is_one_note_with_their_counts() {
+        // A sweep of many variants flagged alike read one note a variant (30 variants: 90
+        // terminal lines); one note a kind names each variant's counts and the totals.
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["a".into(), "b".into(), "c".into()];
+        let out_of_steps = |v: &str, sample: &str, n: f64| {
+            let mut u = s(v, sample, 0.0);
+            u.scores.insert("step_limit".into(), n);
+            u
+        };
+        let mut over_a = out_of_steps("a", "0", 2.0);
+        let mut over_b = out_of_steps("b", "0", 1.0);
+        for u in [&mut over_a, &mut over_b] {
+            u.compactions.insert("overflow".into(), 1);
+        }
+        let samples = vec![
+            over_a,
+            over_b,
+            out_of_steps("c", "0", 1.0),
+            out_of_steps("c", "1", 2.0),
+            s("a", "1", 1.0),
+        ];
+        let m = ReportModel::build(&info, samples);
+        let notes: Vec<&String> = m.notes.iter().filter(|n| n.contains("`step_limit`")).collect();
+        assert_eq!(notes.len(), 1, "{:?}", m.notes);
+        assert!(
+            notes[0].starts_with(
+                "FLAGGED: 3 variants (units/questions by variant: `a` 1/2, `b` 1/1, `c` 2/3): \
+                 4 unit(s) had 6 question(s) whose agent ran out of `max_steps`"
+            ),
+            "{}",
+            notes[0]
+        );
+        // Both variants' units are on the one trace: counted once.
+        let over = m.notes.iter().find(|n| n.contains("over the window"));
+        assert!(
+            over.is_some_and(|n| n.starts_with(
+                "FLAGGED: 2 variants (units/requests by variant: `a` 1/1, `b` 1/1): 2 unit(s) \
+                 on 1 trace(s) had 2 request(s)"
+            )),
+            "{over:?}"
+        );
     }
 
     #[test]
