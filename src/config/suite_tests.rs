@@ -298,6 +298,18 @@ mod tests {
     }
 
     #[test]
+    fn variants_keep_the_order_the_suite_defines_them_in() {
+        // Read as a table sorted by name, `g10` came before `g2` and `digitorn` before `b`.
+        let s = load(&format!(
+            "{MIN}[engine]\nbaseline = \"g1\"\n[engine.variants.g1]\n[engine.variants.g2]\n\
+             [engine.variants.g10]\nwindow = 1000\n[engine.variants.digitorn]\n"
+        ))
+        .unwrap();
+        let names: Vec<&str> = s.ordered_variants().iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["g1", "g2", "g10", "digitorn"]);
+    }
+
+    #[test]
     fn grid_is_the_cartesian_product_in_stable_order() {
         let s = load(&format!(
             "{MIN}[engine]\nbaseline = \"summarize.keep.messages=3,summarize.trigger.fraction=0.85\"\n[engine.grid]\n\"summarize.trigger.fraction\" = [0.85, 0.15]\nsummarize.keep.messages = [3, 10]\n"

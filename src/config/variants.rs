@@ -99,7 +99,11 @@ impl LoadedSuite {
         let e = &self.suite.engine;
         let mut out = Vec::new();
         let mut errs = Vec::new();
-        for (name, t) in &e.variants {
+        // In the order the suite defines them (the table is read sorted by name: `g10` came
+        // before `g2`, a sweep's variants out of the order written).
+        let mut defined: Vec<(&String, &toml::Table)> = e.variants.iter().collect();
+        defined.sort_by_key(|(name, _)| self.source.line_of(&["engine", "variants", name]));
+        for (name, t) in defined {
             if name.is_empty() || name.contains('/') || name.chars().any(char::is_control) {
                 errs.push(self.error_at(
                     &["engine", "variants", name],
