@@ -148,7 +148,7 @@ fn raw(c: &Cell) -> String {
                 num(&mut out, *p)
             }
         }
-        Cell::Ci(ci) => {
+        Cell::Ci { ci, .. } => {
             if let Some(ci) = ci {
                 num(&mut out, ci.lo);
                 out.push_str("..");
@@ -174,7 +174,7 @@ impl TableWriter for Csv {
                         | Cell::MeanCi { .. }
                         | Cell::Delta { .. }
                         | Cell::P(_)
-                        | Cell::Ci(_)
+                        | Cell::Ci { .. }
                         | Cell::Missing
                 );
                 // Every text kind of cell (also ones added later) is escaped; numbers never.
