@@ -5,8 +5,8 @@
 
 Expected types follow the column's meaning (results.csv, see src/report/csv.rs):
   text     unit_id trace_id variant eval sample status error_kind error_message, string params
-  integer  repeat latency_ms tokens.* compactions.*, integer params
-  float    cost.*, every score column <eval>.<key>, float params
+  integer  repeat latency_ms tokens tokens.* compactions.*, integer params
+  float    cost cost.*, every score column <eval>.<key> and <eval>.pass, float params
   boolean  passed, boolean params
 A parameter's kind is taken from samples.jsonl (the JSON types of its values). A column that is
 empty in every row carries no type and is only reported. Exit 0 when every column has its
@@ -22,7 +22,7 @@ import pandas as pd
 import polars as pl
 
 TEXT = {"unit_id", "trace_id", "variant", "eval", "sample", "status", "error_kind", "error_message"}
-INTEGER = {"repeat", "latency_ms"}
+INTEGER = {"repeat", "latency_ms", "tokens"}
 
 # What each library calls each kind (a nullable or default dtype both count).
 KINDS = {
@@ -77,7 +77,7 @@ def expected_kind(col, params):
         return "boolean"
     if col in INTEGER or col.startswith(("tokens.", "compactions.")):
         return "integer"
-    if col.startswith("cost."):
+    if col == "cost" or col.startswith("cost."):
         return "float"
     if col.startswith("params."):
         return params.get(col[len("params."):], "text")
@@ -106,7 +106,7 @@ def main(run_dir):
     all_null = {c for c in pl_df.columns if pl_df[c].null_count() == pl_df.height}
     if any(c.startswith("scores.") for c in pl_df.columns):
         problems.append("results.csv: bare `scores.*` columns (scores must be namespaced by eval)")
-    for needed in ("tokens.total", "cost.total"):
+    for needed in ("tokens", "cost"):
         if needed not in pl_df.columns:
             problems.append(f"results.csv: no `{needed}` column")
     checked = 0

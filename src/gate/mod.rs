@@ -290,8 +290,18 @@ fn num(x: f64) -> String {
     crate::metrics::format::fmt_num(x)
 }
 
-fn ci_text(ci: &Option<Ci>) -> String {
-    crate::metrics::format::fmt_ci(ci.as_ref())
+/// A rule's figure and its 95% CI as its message prints them. A Δ% rule's figures are
+/// percentages, printed as `compare` and the report print them; a change carries its sign, as
+/// in `compare` (`+597.9`, `-20.4%`), and shares its CI's decimals, as the report's comparison
+/// table and verdict line print the pair (`+908 (95% CI [-8, 1931])`); a mean is printed as the
+/// report's tables of means print it.
+fn figures(kind: RuleKind, value: f64, ci: Option<&Ci>) -> (String, String) {
+    use crate::metrics::format::{fmt_change, fmt_pct_change};
+    match kind {
+        RuleKind::DeltaPct => fmt_pct_change(value, ci),
+        RuleKind::Delta => fmt_change(value, ci),
+        RuleKind::Absolute => (num(value), crate::metrics::format::fmt_ci(ci)),
+    }
 }
 
 /// The suite name recorded in a run (`suite.name` of the resolved suite).
@@ -626,15 +636,9 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
     };
     let holds = rule.op.holds(value, rule.threshold);
     let beyond = (!holds).then(|| (value - rule.threshold).abs());
-    // A Δ% rule's figures are percentages, printed as `compare` and the report print them.
-    use crate::metrics::format::{fmt_delta, fmt_pct, fmt_pct_ci, fmt_pct_value};
+    use crate::metrics::format::fmt_pct_value;
     let pct = rule.kind == RuleKind::DeltaPct;
-    // A change carries its sign, as in `compare` (`+597.9`, `-20.4%`).
-    let (shown, ci_shown) = match rule.kind {
-        RuleKind::DeltaPct => (fmt_pct(value), fmt_pct_ci(ci.as_ref())),
-        RuleKind::Delta => (fmt_delta(value, None), ci_text(&ci)),
-        RuleKind::Absolute => (num(value), ci_text(&ci)),
-    };
+    let (shown, ci_shown) = figures(rule.kind, value, ci.as_ref());
     // A threshold and a distance from it: `5.0%` and `7.3 percentage points` for a Δ% rule.
     let amount = |x: f64, unit: &str| {
         if pct {
@@ -823,5 +827,34 @@ mod tests {
         let o = evaluate(&[rule], &dead, &base, GateOptions::default()).unwrap();
         assert_eq!(o.skipped(), 2);
         assert!(!o.passed() && o.failed() == 1);
+    }
+
+    /// A Δ rule prints its change with its CI's decimals, as the report's comparison table and
+    /// verdict line do (it printed `+908.0 (95% CI [-8, 1931])`); a Δ% rule likewise; a mean
+    /// rule as the tables of means.
+    #[test]
+    fn a_change_and_its_ci_are_printed_at_one_precision() {
+        let ci = |lo, hi| Ci {
+            lo,
+            hi,
+            method: crate::metrics::stats::CiMethod::Bootstrap,
+        };
+        let shown = |kind, value, c: Ci| figures(kind, value, Some(&c));
+        assert_eq!(
+            shown(RuleKind::Delta, 908.0, ci(-8.0, 1931.0)),
+            ("+908".to_string(), "[-8, 1931]".to_string())
+        );
+        assert_eq!(
+            shown(RuleKind::DeltaPct, 0.07, ci(-0.096, 0.52)),
+            ("+0.1%".to_string(), "[-0.1, +0.5]".to_string())
+        );
+        assert_eq!(
+            shown(RuleKind::Absolute, 908.0, ci(-8.0, 1931.0)),
+            ("908.0".to_string(), "[-8, 1931]".to_string())
+        );
+        assert_eq!(
+            figures(RuleKind::Delta, 908.0, None),
+            ("+908.0".to_string(), "–".to_string())
+        );
     }
 }

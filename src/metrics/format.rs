@@ -99,30 +99,82 @@ fn scale_of(c: &Ci) -> f64 {
         .fold(0.0, |m, x| m.max(x.abs()))
 }
 
-/// `[lo, hi]` or `–` when there is no interval.
+/// The magnitude a figure `x` and its interval are printed at: the largest finite of the three
+/// (`x` alone when there is no interval).
+fn scale_with(x: f64, ci: Option<&Ci>) -> f64 {
+    let s = ci.map_or(0.0, scale_of);
+    if x.is_finite() {
+        s.max(x.abs())
+    } else {
+        s
+    }
+}
+
+/// `[lo, hi]` with the decimals [`fmt_num`] gives a number of magnitude `scale`.
+fn fmt_ci_at(c: &Ci, scale: f64) -> String {
+    let at = |x: f64| bound(x, fmt_num_at(x, scale), || fmt_num(x));
+    format!("[{}, {}]", at(c.lo), at(c.hi))
+}
+
+/// `[lo, hi]` or `–` when there is no interval: the CI of a mean. A change's CI is printed
+/// with the change, by [`fmt_change`].
 pub fn fmt_ci(ci: Option<&Ci>) -> String {
     match ci {
-        Some(c) => {
-            let scale = scale_of(c);
-            let at = |x: f64| bound(x, fmt_num_at(x, scale), || fmt_num(x));
-            format!("[{}, {}]", at(c.lo), at(c.hi))
-        }
+        Some(c) => fmt_ci_at(c, scale_of(c)),
         None => "–".to_string(),
     }
 }
 
+/// `[lo, hi]` of relative changes in percent (no `%`) with the decimals
+/// [`fmt_pct_value`] gives a change of magnitude `scale`.
+fn fmt_pct_ci_at(c: &Ci, scale: f64) -> String {
+    let at = |x: f64| bound(x, fmt_pct_value_at(x, scale), || fmt_pct_value(x));
+    format!("[{}, {}]", at(c.lo), at(c.hi))
+}
+
 /// `[lo, hi]` of an interval of relative changes in percent (no `%`), both bounds with the
 /// decimals [`fmt_pct_value`] gives the larger one (`[-0.1, +0.5]`, not `[-0.096, +0.5]`), or
-/// `–` when there is none.
+/// `–` when there is none. An interval on its own: a Δ% and its CI are [`fmt_pct_change`].
 pub fn fmt_pct_ci(ci: Option<&Ci>) -> String {
     match ci {
-        Some(c) => {
-            let scale = scale_of(c);
-            let at = |x: f64| bound(x, fmt_pct_value_at(x, scale), || fmt_pct_value(x));
-            format!("[{}, {}]", at(c.lo), at(c.hi))
-        }
+        Some(c) => fmt_pct_ci_at(c, scale_of(c)),
         None => "–".to_string(),
     }
+}
+
+/// A change and its 95% CI, as every text output prints the pair: the signed change and
+/// `[lo, hi]`, all three with the decimals [`fmt_num`] gives the largest of their magnitudes
+/// (`+908 [-8, 1931]`, where each alone printed `+908.0 [-8, 1931]`), so a row reads at one
+/// precision. As in [`fmt_ci`], a nonzero figure those decimals would show as zero keeps its own
+/// digits (`+0.000237 [0.000100, 0.002]`), and with no CI the change has its own decimals and
+/// the interval is `–`.
+pub fn fmt_change(delta: f64, ci: Option<&Ci>) -> (String, String) {
+    let scale = scale_with(delta, ci);
+    let d = bound(delta, fmt_num_at(delta, scale), || fmt_num(delta));
+    let d = if delta > 0.0 { format!("+{d}") } else { d };
+    (
+        d,
+        ci.map_or_else(|| "–".to_string(), |c| fmt_ci_at(c, scale)),
+    )
+}
+
+/// [`fmt_change`] of a relative change in percent and its CI: `("+0.1%", "[-0.1, +0.5]")`, where
+/// each alone printed `+0.050% [-0.1, +0.5]`; a nonzero change those decimals would show as
+/// zero keeps its own digits (`+0.020% [-0.1, +0.5]`).
+pub fn fmt_pct_change(p: f64, ci: Option<&Ci>) -> (String, String) {
+    let scale = scale_with(p, ci);
+    let shown = if p.is_finite() {
+        format!(
+            "{}%",
+            bound(p, fmt_pct_value_at(p, scale), || fmt_pct_value(p))
+        )
+    } else {
+        "n/a".to_string()
+    };
+    (
+        shown,
+        ci.map_or_else(|| "–".to_string(), |c| fmt_pct_ci_at(c, scale)),
+    )
 }
 
 /// [`fmt_pct_value`] of `p` with the decimals it gives a change of magnitude `scale`.
@@ -150,12 +202,14 @@ pub fn fmt_p(p: Option<f64>) -> String {
     }
 }
 
-/// Signed delta with its percentage, e.g. `-0.250 (-25.0%)`.
-pub fn fmt_delta(delta: f64, pct: Option<f64>) -> String {
-    let d = fmt_num(delta);
-    let d = if delta > 0.0 { format!("+{d}") } else { d };
+/// Signed delta with its percentage, e.g. `-0.250 (-25.0%)`: the delta with the decimals it
+/// shares with its CI `ci`, the percentage with those it shares with its CI `pct_ci`
+/// ([`fmt_change`], [`fmt_pct_change`]), so each reads as it does beside its interval (a
+/// table's CI column, the verdict line, the gate). The intervals themselves are not printed.
+pub fn fmt_delta(delta: f64, ci: Option<&Ci>, pct: Option<f64>, pct_ci: Option<&Ci>) -> String {
+    let (d, _) = fmt_change(delta, ci);
     match pct {
-        Some(p) if p.is_finite() => format!("{d} ({})", fmt_pct(p)),
+        Some(p) if p.is_finite() => format!("{d} ({})", fmt_pct_change(p, pct_ci).0),
         _ => d,
     }
 }
@@ -166,9 +220,9 @@ mod tests {
 
     #[test]
     fn deltas_carry_a_sign_and_a_percentage() {
-        assert_eq!(fmt_delta(0.25, Some(50.0)), "+0.250 (+50.0%)");
-        assert_eq!(fmt_delta(0.0, Some(0.0)), "0.000 (0.0%)");
-        assert_eq!(fmt_delta(-0.5, None), "-0.500");
+        assert_eq!(fmt_delta(0.25, None, Some(50.0), None), "+0.250 (+50.0%)");
+        assert_eq!(fmt_delta(0.0, None, Some(0.0), None), "0.000 (0.0%)");
+        assert_eq!(fmt_delta(-0.5, None, None, None), "-0.500");
         assert_eq!(fmt_ci(None), "–");
         assert_eq!(fmt_p(None), "–");
     }
@@ -182,9 +236,9 @@ mod tests {
         assert_eq!(fmt_num(TINY), "0.00000100");
         assert_eq!(fmt_num(4e-9), "≈0");
         assert_eq!(fmt_num(-4e-9), "-≈0");
-        assert_eq!(fmt_delta(4e-9, None), "+≈0");
+        assert_eq!(fmt_delta(4e-9, None, None, None), "+≈0");
         assert_eq!(
-            fmt_delta(-0.0009306571428571346, Some(-0.36)),
+            fmt_delta(-0.0009306571428571346, None, Some(-0.36), None),
             "-0.000931 (-0.4%)"
         );
         for x in [1e-4, -3.3e-5, 7.77e-7, 123.456, 0.5, -2e-12] {
@@ -229,6 +283,61 @@ mod tests {
     }
 
     #[test]
+    fn a_change_and_its_interval_have_the_same_decimals() {
+        let at = |lo, hi| Ci {
+            lo,
+            hi,
+            method: crate::metrics::stats::CiMethod::Bootstrap,
+        };
+        let change = |d, lo, hi| {
+            let (d, ci) = fmt_change(d, Some(&at(lo, hi)));
+            format!("{d} {ci}")
+        };
+        // The report printed `+908.0 (+28.0%) [-8, 1931]`: each number at its own magnitude.
+        assert_eq!(change(908.0, -8.0, 1931.0), "+908 [-8, 1931]");
+        assert_eq!(change(-0.375, -0.5, -0.25), "-0.375 [-0.500, -0.250]");
+        assert_eq!(change(1.125, 1.125, 1.125), "+1.125 [1.125, 1.125]");
+        // The change sets the decimals when it is the largest (a CI that misses it).
+        assert_eq!(change(1500.0, 99.4, 120.0), "+1500 [99, 120]");
+        assert_eq!(change(0.0, -8.0, 1931.0), "0 [-8, 1931]");
+        // A nonzero figure the shared decimals show as zero keeps its own digits, whether the
+        // change or a bound: which side of zero it is on is the point.
+        assert_eq!(
+            change(0.000237, 0.0001, 0.002),
+            "+0.000237 [0.000100, 0.002]"
+        );
+        assert_eq!(change(0.4, -0.4, 1500.0), "+0.400 [-0.400, 1500]");
+        assert_eq!(change(4e-9, -0.4, 1500.0), "+≈0 [-0.400, 1500]");
+        assert_eq!(change(-4e-9, -4e-9, 4e-9), "-≈0 [-≈0, ≈0]");
+        // No interval: the change's own decimals.
+        assert_eq!(fmt_change(908.0, None), ("+908.0".into(), "–".into()));
+        assert_eq!(fmt_change(f64::NAN, None), ("n/a".into(), "–".into()));
+
+        let pct = |p, lo, hi| {
+            let (p, ci) = fmt_pct_change(p, Some(&at(lo, hi)));
+            format!("{p} {ci}")
+        };
+        // Each alone: `+0.070% [-0.1, +0.5]`.
+        assert_eq!(pct(0.07, -0.096, 0.52), "+0.1% [-0.1, +0.5]");
+        assert_eq!(pct(0.02, -0.096, 0.52), "+0.020% [-0.1, +0.5]");
+        assert_eq!(pct(28.04, -0.25, 59.6), "+28.0% [-0.2, +59.6]");
+        assert_eq!(pct(-0.04, -0.06, -0.02), "-0.040% [-0.060, -0.020]");
+        assert_eq!(pct(0.0, 0.0, 0.0), "0.0% [0.0, 0.0]");
+        assert_eq!(pct(1e-5, -2e-4, 3e-4), "+<0.001% [-<0.001, +<0.001]");
+        assert_eq!(fmt_pct_change(-12.06, None), ("-12.1%".into(), "–".into()));
+        // The delta cell prints each figure as its pair does.
+        assert_eq!(
+            fmt_delta(
+                908.0,
+                Some(&at(-8.0, 1931.0)),
+                Some(0.07),
+                Some(&at(-0.096, 0.52))
+            ),
+            "+908 (+0.1%)"
+        );
+    }
+
+    #[test]
     fn tiny_relative_changes_are_readable_and_keep_their_sign() {
         assert_eq!(fmt_pct(0.0), "0.0%");
         assert_eq!(fmt_pct(12.345), "+12.3%");
@@ -239,7 +348,10 @@ mod tests {
         // Below 0.001%: a bound, with the sign of the change.
         assert_eq!(fmt_pct(1.2e-5), "+<0.001%");
         assert_eq!(fmt_pct(-1.2e-5), "-<0.001%");
-        assert_eq!(fmt_delta(1.2e-5, Some(1.2e-5)), "+0.0000120 (+<0.001%)");
+        assert_eq!(
+            fmt_delta(1.2e-5, None, Some(1.2e-5), None),
+            "+0.0000120 (+<0.001%)"
+        );
         assert_eq!(fmt_pct(f64::NAN), "n/a");
     }
 }

@@ -6,10 +6,13 @@
 //! word for the unit: `report::status`), then `params.<k>` for
 //! every parameter seen in the run and `<eval>.<k>` for every score (`needle.recall`,
 //! `drift.score`: the same names as the report's metrics; a row fills only its own eval's
-//! columns), `tokens.<role>.<kind>` for the roles agent/summarizer/judge/eval_agent and kinds
-//! input/cached/cache_write/output, `tokens.total` (input + output of every role),
-//! `cost.<role>` and `cost.total` in USD, `compactions.<k>` (missing = 0), `latency_ms`,
-//! `error_kind`, `error_message`.
+//! columns) and `<eval>.pass` for an eval with verdicts (`passed` as `1.0`/`0.0`, the report's
+//! `needle.pass`), `tokens.<role>.<kind>` for the roles agent/summarizer/judge/eval_agent and
+//! kinds input/cached/cache_write/output, `tokens` (input + output of every role),
+//! `cost.<role>` and `cost` in USD, `compactions.<k>` (missing = 0), `latency_ms`,
+//! `error_kind`, `error_message`. A figure the reports also show has their label: `tokens` and
+//! `cost` are the report's metrics of those names (results.csv called them `tokens.total` and
+//! `cost.total` before).
 //!
 //! Types: counts are integers; scores and dollars are floats and always written as floats
 //! (`1.0`, never `1`, so a column of whole scores is not typed as an integer); booleans are
@@ -145,7 +148,7 @@ fn raw(c: &Cell) -> String {
                 num(&mut out, *p)
             }
         }
-        Cell::Ci(ci) => {
+        Cell::Ci { ci, .. } => {
             if let Some(ci) = ci {
                 num(&mut out, ci.lo);
                 out.push_str("..");
@@ -171,7 +174,7 @@ impl TableWriter for Csv {
                         | Cell::MeanCi { .. }
                         | Cell::Delta { .. }
                         | Cell::P(_)
-                        | Cell::Ci(_)
+                        | Cell::Ci { .. }
                         | Cell::Missing
                 );
                 // Every text kind of cell (also ones added later) is escaped; numbers never.
@@ -185,6 +188,20 @@ impl TableWriter for Csv {
         let bytes = w.into_inner().unwrap_or_default();
         out.push_str(&String::from_utf8_lossy(&bytes));
     }
+}
+
+/// The score key of the verdict's column: `<eval>.pass`, the report's metric name for it.
+const PASS: &str = "pass";
+
+/// The value of column `<eval>.<key>` that comes from the unit's verdict: for `key` = `pass`,
+/// `1.0` for a pass and `0.0` for a fail, the value the report's `<eval>.pass` metric takes
+/// (`metrics::aggregate::for_each_metric`), so the column's mean is the report's pass rate.
+/// A unit without a verdict leaves it to a score of that name, if it recorded one.
+fn pass_value(s: &Row<'_>, key: &str) -> Option<f64> {
+    (key == PASS)
+        .then_some(s.passed)
+        .flatten()
+        .map(|p| if p { 1.0 } else { 0.0 })
 }
 
 /// Render `results.csv`.
@@ -215,13 +232,17 @@ pub fn write(
         for k in s.params.keys() {
             add(&mut params, k);
         }
-        if !s.scores.is_empty() {
+        if !s.scores.is_empty() || s.passed.is_some() {
             if !scores.contains_key(s.eval) {
                 scores.insert(s.eval.to_string(), BTreeSet::new());
             }
             let keys = scores.get_mut(s.eval).expect("inserted");
             for k in s.scores.keys() {
                 add(keys, k);
+            }
+            // The verdict as the report's `<eval>.pass` metric ([`pass_value`]).
+            if s.passed.is_some() {
+                add(keys, PASS);
             }
         }
         for k in s.compactions.keys() {
@@ -250,11 +271,12 @@ pub fn write(
             header.push(format!("tokens.{r}.{k}"));
         }
     }
-    header.push("tokens.total".into());
+    // The unit's totals, under the names of the report's metrics (`tokens`, `cost`).
+    header.push("tokens".into());
     for r in ROLES {
         header.push(format!("cost.{r}"));
     }
-    header.push("cost.total".into());
+    header.push("cost".into());
     header.extend(compactions.iter().map(|k| format!("compactions.{k}")));
     header.extend(["latency_ms", "error_kind", "error_message"].map(String::from));
 
@@ -318,8 +340,8 @@ pub fn write(
         for (i, (_, k)) in scores.iter().enumerate() {
             if own.contains(&i) {
                 cell(&mut w, &|b| {
-                    if let Some(v) = s.scores.get(k) {
-                        num(b, *v)
+                    if let Some(v) = pass_value(&s, k).or_else(|| s.scores.get(k).copied()) {
+                        num(b, v)
                     }
                 });
             } else {
@@ -542,11 +564,11 @@ mod tests {
         assert_eq!(get(a, "needle.recall"), "1.0");
         assert_eq!(get(a, "drift.score"), "");
         assert_eq!(get(b, "drift.score"), "2.5");
-        assert_eq!(get(a, "tokens.total"), "12");
+        assert_eq!(get(a, "tokens"), "12");
         assert_eq!(get(a, "cost.summarizer"), "0.0", "no tokens: a known $0");
-        assert_eq!(get(a, "cost.total"), "0.5");
+        assert_eq!(get(a, "cost"), "0.5");
         assert_eq!(get(b, "cost.agent"), "", "tokens and no price: unknown");
-        assert_eq!(get(b, "cost.total"), "");
+        assert_eq!(get(b, "cost"), "");
     }
 
     /// Each row carries report.html's word for its unit: a success whose numbers a failure

@@ -14,7 +14,7 @@
 //! the change is not significant, and `=` with both means when nothing changed at all.
 
 use crate::metrics::aggregate::Comparison;
-use crate::metrics::format::{fmt_ci, fmt_num, fmt_p, fmt_pct, fmt_pct_ci};
+use crate::metrics::format::{fmt_change, fmt_num, fmt_p, fmt_pct_change};
 use serde::Serialize;
 
 pub use crate::evalspec::Polarity;
@@ -159,23 +159,24 @@ pub fn item_text(c: &Comparison) -> String {
             fmt_num(c.baseline_mean)
         );
     }
+    // A change and its CI with the same decimals, as the comparison table and the gate print them.
     let change = match percent_of_baseline(c) {
         Some(p) => {
+            let (shown, ci) = fmt_pct_change(p, c.pct_ci.as_ref());
             let ci = match (c.pct_ci, c.ci) {
-                (Some(ci), _) => format!(" {}", fmt_pct_ci(Some(&ci))),
+                (Some(_), _) => format!(" {ci}"),
                 // Some resamples have a zero baseline: say so rather than print no interval.
                 (None, Some(_)) => " [CI unbounded]".to_string(),
                 (None, None) => String::new(),
             };
-            format!("{}{ci}", fmt_pct(p))
+            format!("{shown}{ci}")
         }
         _ => {
-            let d = fmt_num(c.delta);
-            let d = if c.delta > 0.0 { format!("+{d}") } else { d };
-            let ci =
-                c.ci.map(|ci| format!(" {}", fmt_ci(Some(&ci))))
-                    .unwrap_or_default();
-            format!("{d}{ci}")
+            let (d, ci) = fmt_change(c.delta, c.ci.as_ref());
+            match c.ci {
+                Some(_) => format!("{d} {ci}"),
+                None => d,
+            }
         }
     };
     let p = fmt_p(c.p_value);

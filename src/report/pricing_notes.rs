@@ -150,7 +150,7 @@ impl NotesSum {
             };
             out.push(format!(
                 "UNKNOWN PRICE: {which} ({role}) has no price: {n} successful unit(s) have an unknown \
-                 `cost.{role}` and `cost.total`, so cost comparisons leave them out. Add it under the \
+                 `cost.{role}` and `cost`, so cost comparisons leave them out. Add it under the \
                  suite's `[pricing.\"{key}\"]` (input, output, cache_read, cache_write in $ per \
                  million tokens) or to data/pricing.toml"
             ));

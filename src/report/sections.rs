@@ -101,8 +101,13 @@ pub fn comparison(comparisons: &[Comparison], candidate: &str) -> Table {
             Cell::Delta {
                 delta: c.delta,
                 pct: headline::percent_of_baseline(c),
+                ci: c.ci,
+                pct_ci: c.pct_ci,
             },
-            Cell::Ci(c.ci),
+            Cell::Ci {
+                ci: c.ci,
+                delta: c.delta,
+            },
             Cell::P(c.p_value),
             Cell::text(test_name(c)),
             if c.too_few_traces {
@@ -342,6 +347,36 @@ mod tests {
         assert!(csv.contains(",-0.0000024,"), "{csv}");
         let json = serde_json::to_value(&cs[0]).unwrap();
         assert_eq!(json["delta_pct"].as_f64(), cs[0].delta_pct);
+    }
+
+    /// A row's Δ and its CI have the same decimals in every writer and in the verdict line
+    /// (the report printed `+908.0 (+28.0%) [-8, 1931]`), and the Δ% reads as in the verdict.
+    #[test]
+    fn a_change_and_its_ci_read_at_one_precision_in_every_writer() {
+        use crate::report::table::TableWriter;
+        use crate::report::{html::Html, markdown::Markdown, terminal::Terminal};
+        let c = Comparison {
+            candidate: "b".into(),
+            baseline: "a".into(),
+            ..Comparison::for_test("tokens", 3242.0, 908.0, (-8.0, 1931.0), 0.06)
+        };
+        let t = comparison(std::slice::from_ref(&c), "candidate");
+        for text in [Terminal.render(&t), Markdown.render(&t), Html.render(&t)] {
+            assert!(text.contains("+908 (+28.0%)"), "{text}");
+            assert!(text.contains("[-8, 1931]"), "{text}");
+            assert!(!text.contains("908.0"), "{text}");
+        }
+        assert_eq!(headline::item_text(&c), "tokens +28.0% [-0.2, +59.6] n.s.");
+        // Without a percentage (a difference metric) the verdict prints the Δ as the table does.
+        let d = Comparison {
+            metric: "needle.recall_delta".into(),
+            ..c
+        };
+        assert!(
+            headline::item_text(&d).starts_with("needle.recall_delta +908 [-8, 1931] "),
+            "{}",
+            headline::item_text(&d)
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! that machine formats (CSV, and later sortable HTML) get the number, not its text.
 
 use super::model::{fmt_ci, fmt_delta, fmt_num, fmt_p};
+use crate::metrics::format::fmt_change;
 use crate::metrics::stats::Ci;
 
 /// Horizontal alignment of a column (numbers right, text left).
@@ -86,10 +87,19 @@ pub enum Cell {
     Num(f64),
     /// A mean with its 95% CI and the number of values behind it.
     MeanCi { mean: f64, ci: Option<Ci>, n: usize },
-    /// A signed change with its percentage of the baseline, e.g. `+0.250 (+25.0%)`.
-    Delta { delta: f64, pct: Option<f64> },
-    /// A 95% CI on its own (`–` when there is none).
-    Ci(Option<Ci>),
+    /// A signed change with its percentage of the baseline, e.g. `+0.250 (+25.0%)`, each with
+    /// the decimals it shares with its 95% CI (`ci`, `pct_ci`, not shown here:
+    /// `metrics::format::fmt_delta`), so it reads as beside its interval in the CI column, the
+    /// verdict line and the gate.
+    Delta {
+        delta: f64,
+        pct: Option<f64>,
+        ci: Option<Ci>,
+        pct_ci: Option<Ci>,
+    },
+    /// The 95% CI of the change `delta` (`–` when there is none), with the decimals it shares
+    /// with that change (`metrics::format::fmt_change`).
+    Ci { ci: Option<Ci>, delta: f64 },
     /// A p-value (`–` when there is none).
     P(Option<f64>),
     /// No value for this row and column (`–`).
@@ -111,8 +121,13 @@ impl Cell {
             Cell::Int(v) => v.to_string(),
             Cell::Num(x) => fmt_num(*x),
             Cell::MeanCi { mean, ci, .. } => format!("{} {}", fmt_num(*mean), fmt_ci(ci.as_ref())),
-            Cell::Delta { delta, pct } => fmt_delta(*delta, *pct),
-            Cell::Ci(ci) => fmt_ci(ci.as_ref()),
+            Cell::Delta {
+                delta,
+                pct,
+                ci,
+                pct_ci,
+            } => fmt_delta(*delta, ci.as_ref(), *pct, pct_ci.as_ref()),
+            Cell::Ci { ci, delta } => fmt_change(*delta, ci.as_ref()).1,
             Cell::P(p) => fmt_p(*p),
             Cell::Missing => "–".to_string(),
         }
@@ -178,6 +193,8 @@ mod tests {
         let d = Cell::Delta {
             delta: -0.25,
             pct: Some(-25.0),
+            ci: None,
+            pct_ci: None,
         };
         assert_eq!(d.plain(), "-0.250 (-25.0%)");
         assert_eq!(Cell::P(Some(0.0001)).plain(), "<0.001");

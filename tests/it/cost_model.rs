@@ -307,7 +307,7 @@ fn what_the_trace_left_out_is_counted_in_views_triggers_and_cost() {
 }
 
 /// The evals' own agent calls (needle questions, drift probes) are their own role, summed into
-/// the unit's tokens and `cost.total`: every model call lands in exactly one role.
+/// the unit's `tokens` and `cost`: every model call lands in exactly one role.
 #[test]
 fn eval_agent_calls_are_their_own_cost_role() {
     let dir = tempfile::tempdir().unwrap();

@@ -41,8 +41,9 @@ fn csv_is_rectangular_with_flat_columns() {
         "needle.recall",
         "drift.score",
         "tokens.judge.input",
-        "tokens.total",
-        "cost.total",
+        "tokens",
+        "cost",
+        "needle.pass",
         "compactions.summarized",
         "error_kind",
     ] {
@@ -63,10 +64,10 @@ fn csv_is_rectangular_with_flat_columns() {
     let needle = rows.iter().find(|r| &r[idx("eval")] == "needle").unwrap();
     assert_eq!(&needle[idx("needle.recall")], "1.0");
     assert_eq!(&needle[idx("drift.score")], "");
-    assert_eq!(&needle[idx("tokens.total")], "12300");
+    assert_eq!(&needle[idx("tokens")], "12300");
     // drift units used an unpriced judge: their total cost is empty, not 0
     let drift = rows.iter().find(|r| &r[idx("eval")] == "drift").unwrap();
-    assert_eq!(&drift[idx("cost.total")], "");
+    assert_eq!(&drift[idx("cost")], "");
     assert_eq!(&drift[idx("tokens.judge.input")], "800");
     // the failed unit keeps its multi-line message in one quoted cell
     let failed = rows
@@ -74,6 +75,58 @@ fn csv_is_rectangular_with_flat_columns() {
         .find(|r| !r[idx("error_kind")].is_empty())
         .unwrap();
     assert!(failed[idx("error_message")].contains("second line"));
+}
+
+/// Same figure, same label: every metric of the report's per-variant tables ("All metrics",
+/// summary.json) is a column of results.csv under the same name, and its values over the
+/// variant's units that did not fail have the report's count and mean. results.csv called the
+/// unit's totals `tokens.total` and `cost.total`, and had no `needle.pass` (only `passed`).
+#[test]
+fn every_metric_of_the_report_is_a_results_csv_column_of_the_same_name_and_mean() {
+    let (info, model) = model();
+    let text = csv::render(&info, &model);
+    let mut r = ::csv::Reader::from_reader(text.as_bytes());
+    let header = r.headers().unwrap().clone();
+    let rows: Vec<_> = r.records().map(|r| r.unwrap()).collect();
+    let idx = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no column {name}: {header:?}"))
+    };
+    assert!(!header.iter().any(|h| h.ends_with(".total")), "{header:?}");
+    let mut checked = 0;
+    for v in &model.variants {
+        for m in &v.metrics {
+            let col = idx(&m.metric);
+            let values: Vec<f64> = rows
+                .iter()
+                .filter(|r| r[idx("variant")] == v.variant && &r[idx("status")] != "error")
+                .filter(|r| !r[col].is_empty())
+                .map(|r| r[col].parse().unwrap())
+                .collect();
+            assert_eq!(values.len(), m.n, "{} {}", v.variant, m.metric);
+            let mean = values.iter().sum::<f64>() / values.len() as f64;
+            assert!(
+                (mean - m.mean).abs() <= 1e-9 * m.mean.abs().max(1.0),
+                "{} {}: results.csv {mean}, report {}",
+                v.variant,
+                m.metric,
+                m.mean
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 12, "{checked}");
+    // `needle.pass` is the unit's verdict, as the report's metric values it.
+    for row in &rows {
+        let want = match (&row[idx("eval")], &row[idx("passed")]) {
+            ("needle", "true") => "1.0",
+            ("needle", "false") => "0.0",
+            _ => "",
+        };
+        assert_eq!(&row[idx("needle.pass")], want, "{}", &row[0]);
+    }
 }
 
 #[test]

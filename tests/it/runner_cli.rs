@@ -471,7 +471,7 @@ fn progress_lines_without_a_terminal_and_none_with_quiet() {
 }
 
 /// The run's closing `tokens` line counts every role — the eval agent's needle questions too —
-/// so it is the same total as report.md's "Run total", results.csv's `tokens.total` column and
+/// so it is the same total as report.md's "Run total", results.csv's `tokens` column and
 /// run.json's per-role totals (it once left the eval agent out: 65.62M against 72579522 on the
 /// quickstart).
 #[test]
@@ -502,7 +502,7 @@ fn the_closing_tokens_line_is_the_run_total_of_every_report() {
 
     let csv = std::fs::read_to_string(run.join("results.csv")).unwrap();
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-    let col = header.iter().position(|h| *h == "tokens.total").unwrap();
+    let col = header.iter().position(|h| *h == "tokens").unwrap();
     let csv_total: u64 = csv
         .lines()
         .skip(1)

@@ -172,7 +172,7 @@ fn sort_value(c: &Cell) -> Option<f64> {
         Cell::Num(x) => Some(*x),
         Cell::MeanCi { mean, .. } => Some(*mean),
         Cell::Delta { delta, .. } => Some(*delta),
-        Cell::Ci(ci) => ci.map(|c| c.lo),
+        Cell::Ci { ci, .. } => ci.map(|c| c.lo),
         Cell::P(p) => *p,
         _ => None,
     }

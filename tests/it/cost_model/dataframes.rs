@@ -84,7 +84,14 @@ fn polars_pandas_and_duckdb_type_every_column_of_a_quickstart_run() {
     // The columns the check is about exist, so it checked them.
     let header = std::fs::read_to_string(dir.join("results.csv")).unwrap();
     let header = header.lines().next().unwrap();
-    for col in ["needle.recall", "drift.score", "tokens.total", "cost.judge"] {
+    for col in [
+        "needle.recall",
+        "needle.pass",
+        "drift.score",
+        "tokens",
+        "cost",
+        "cost.judge",
+    ] {
         assert!(header.split(',').any(|h| h == col), "no {col}: {header}");
     }
 
