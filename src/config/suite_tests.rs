@@ -305,7 +305,11 @@ mod tests {
              [engine.variants.g10]\nwindow = 1000\n[engine.variants.digitorn]\n"
         ))
         .unwrap();
-        let names: Vec<&str> = s.ordered_variants().iter().map(|v| v.name.as_str()).collect();
+        let names: Vec<&str> = s
+            .ordered_variants()
+            .iter()
+            .map(|v| v.name.as_str())
+            .collect();
         assert_eq!(names, ["g1", "g2", "g10", "digitorn"]);
     }
 

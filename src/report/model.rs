@@ -649,7 +649,10 @@ fn flag_who<T>(
     label: &str,
     counts: impl Fn(&T) -> (usize, u64),
 ) -> (String, usize, u64) {
-    let (units, n) = map.values().map(&counts).fold((0, 0), |(u, n), (a, b)| (u + a, n + b));
+    let (units, n) = map
+        .values()
+        .map(&counts)
+        .fold((0, 0), |(u, n), (a, b)| (u + a, n + b));
     let who = match map.keys().next() {
         Some(v) if map.len() == 1 => format!("variant `{v}`"),
         _ => {
@@ -895,7 +898,11 @@ mod tests {
             s("a", "1", 1.0),
         ];
         let m = ReportModel::build(&info, samples);
-        let notes: Vec<&String> = m.notes.iter().filter(|n| n.contains("`step_limit`")).collect();
+        let notes: Vec<&String> = m
+            .notes
+            .iter()
+            .filter(|n| n.contains("`step_limit`"))
+            .collect();
         assert_eq!(notes.len(), 1, "{:?}", m.notes);
         assert!(
             notes[0].starts_with(
