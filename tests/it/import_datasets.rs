@@ -1,6 +1,7 @@
 //! Every bundled dataset imports; per-format message counts, tool-call pairing, and usage sums
 //! checked against the source files' own figures (computed here independently from the JSON).
 
+use ctxbench::tokens::stats;
 use ctxbench::trace::import::{import_file, import_paths, pairing_problems};
 use ctxbench::trace::{Role, SourceFormat, Trace, Usage};
 use serde_json::Value;
@@ -365,6 +366,93 @@ fn openhands_usage_equals_the_recorded_metrics() {
         assert!(pairing_problems(t).is_empty());
     }
     assert_eq!(rows[0].meta.id, "resolver_mock_output__issue-5");
+}
+
+/// The multi_swe_bench row records a `recall` observation (history[3]: runtime hosts, date and
+/// the github/gitlab microagents). Its harness ran with `enable_prompt_extensions=False` (the
+/// recorded first prompt, 5920 tokens, matches the system prompt, tools and task without it), so
+/// as recorded it stays out, with a warning; the same row saying the extensions were on gets the
+/// workspace-context message OpenHands renders, and every counted prompt grows by it.
+#[test]
+fn openhands_recall_is_imported_when_the_agent_showed_it() {
+    let path = ds("openhands/multi_swe_bench__ponylang__ponyc-4595.json");
+    let mut src = json(&path);
+    let o200k = ctxbench::tokens::counter("o200k").unwrap();
+    let off = import_file(&path, None).unwrap().remove(0);
+    assert!(off
+        .messages
+        .iter()
+        .all(|m| !m.content.contains("<EXTRA_INFO>")));
+    let warned: Vec<&String> = off
+        .meta
+        .warnings
+        .iter()
+        .filter(|w| w.contains("recall"))
+        .collect();
+    assert_eq!(warned.len(), 1, "{:?}", off.meta.warnings);
+    assert!(warned[0].starts_with("$.history[3]: "), "{warned:?}");
+    assert!(warned[0].contains("enable_prompt_extensions=false"));
+
+    src["metadata"]["agent_config"] = serde_json::json!({"enable_prompt_extensions": true});
+    let dir = tempfile::tempdir().unwrap();
+    let on_path = dir.path().join("ponyc-4595-extensions-on.json");
+    std::fs::write(&on_path, serde_json::to_vec(&src).unwrap()).unwrap();
+    let on = import_file(&on_path, None).unwrap().remove(0);
+    assert_eq!(
+        on.meta.source_format,
+        SourceFormat::Openhands,
+        "auto-detected"
+    );
+    assert!(
+        on.meta.warnings.iter().all(|w| !w.contains("recall")),
+        "{:?}",
+        on.meta.warnings
+    );
+    assert_eq!(on.messages.len(), off.messages.len() + 1);
+    // system, task, then the recall's message, before the first model call
+    let m = &on.messages[2];
+    assert_eq!((m.role, m.kind.as_deref()), (Role::User, Some("meta")));
+    assert_eq!(on.messages[3].role, Role::Assistant);
+    assert!(
+        m.content.starts_with("\n\n<RUNTIME_INFORMATION>\n"),
+        "{}",
+        m.content
+    );
+    let extras = &src["history"][3]["extras"];
+    for host in extras["runtime_hosts"].as_object().unwrap().keys() {
+        assert!(m.content.contains(&format!("* {host} (port ")), "{host}");
+    }
+    assert!(m.content.contains("Today's date is 2025-04-30 (UTC)."));
+    let agents = extras["microagent_knowledge"].as_array().unwrap();
+    assert_eq!(agents.len(), 2);
+    for a in agents {
+        let block = format!(
+            "<EXTRA_INFO>\nThe following information has been included based on a keyword match \
+             for \"{}\".\nIt may or may not be relevant to the user's request.\n\n{}\n</EXTRA_INFO>",
+            a["trigger"].as_str().unwrap(),
+            a["content"].as_str().unwrap()
+        );
+        assert!(m.content.contains(&block), "{}", a["name"]);
+    }
+
+    // token counts: the trace grows by the message, every one of the 23 prompts too
+    let recall = o200k.count_message(m);
+    assert!(recall > 1000, "{recall}");
+    let (s_off, s_on) = (
+        stats::compute(std::slice::from_ref(&off), o200k.as_ref(), 1),
+        stats::compute(std::slice::from_ref(&on), o200k.as_ref(), 1),
+    );
+    assert_eq!(
+        s_on.total.figures.tokens,
+        s_off.total.figures.tokens + recall
+    );
+    let (c_off, c_on) = (
+        s_off.total.figures.calibration.unwrap(),
+        s_on.total.figures.calibration.unwrap(),
+    );
+    assert_eq!(c_on.calls, 23);
+    assert_eq!(c_on.counted_input, c_off.counted_input + 23 * recall);
+    assert_eq!(c_on.recorded_input, c_off.recorded_input);
 }
 
 #[test]

@@ -12,7 +12,13 @@
 //!   is its `cause` (call ids like `toolu_01` repeat across sessions; duplicates get rewritten);
 //! - an observation without it (e.g. `error`) → user message `kind: "observation"`;
 //! - agent `message`/`finish` without metadata → assistant message;
-//! - bookkeeping (`recall`, `agent_state_changed`, `change_agent_state`, `null`) is skipped.
+//! - a `recall` observation → the user message (`kind: "meta"`) the agent rendered from it
+//!   (workspace context, microagent knowledge; see `openhands/recall.rs`) when the agent had
+//!   prompt extensions on: as `metadata.agent_config.enable_prompt_extensions` records, else on
+//!   (the default) except in evaluation rows, whose harnesses turn them off (left out with a
+//!   warning);
+//! - bookkeeping (the `recall` action, `agent_state_changed`, `change_agent_state`, `null`) is
+//!   skipped: the agent sends none of it to the model.
 //!
 //! 2024 resolver schema: the first `message` is the user's, `run`/`run_ipython`/… actions become
 //! assistant messages (`thought` as content) with one tool call (`execute_bash {command}`,
@@ -22,11 +28,16 @@
 use super::json::{content_text, Node, Res};
 use super::mini_swe::openai_usage;
 use super::{tool_calls as tool_calls_of, CallShape, Calls};
-use crate::trace::model::{Message, Outcome, SourceFormat, ToolCall, Trace, TraceMeta, Usage};
+use crate::trace::model::{
+    Message, Outcome, Role, SourceFormat, ToolCall, Trace, TraceMeta, Usage,
+};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use super::detect::{arr_of, Shape};
 use super::{Importer, Input};
+use recall::{Extensions, Recall};
+
+mod recall;
 
 /// OpenHands: an evaluation row whose `history[]` holds `{action|observation…}` events (one
 /// document or JSON Lines of rows), or an array of such events.
@@ -99,7 +110,7 @@ fn import_doc_value(v: &mut Value, path: String, stem: &str) -> Res<Vec<Trace>> 
             .enumerate()
             .map(|(i, e)| (e, format!("{path}[{i}]")))
             .collect();
-        events(evs, &mut t)?;
+        events(evs, &mut t, Recall::new(Extensions::On, Vec::new()))?;
         Ok(vec![t])
     } else {
         Ok(vec![row(v, path, stem)?])
@@ -143,8 +154,9 @@ fn row(v: &mut Value, path: String, id: &str) -> Res<Trace> {
             status: error.map(|e| format!("error: {e}")),
         });
     }
+    let recall = recall_of(&r.key("metadata"))?;
     let mut t = Trace::new(meta);
-    events(Node::take_items(v, path.clone(), "history")?, &mut t)?;
+    events(Node::take_items(v, path.clone(), "history")?, &mut t, recall)?;
     let r = Node::at(v, path);
     if t.meta.goal.is_none() {
         if let Some(instr) = r.key("instruction").opt_str()? {
@@ -154,8 +166,33 @@ fn row(v: &mut Value, path: String, id: &str) -> Res<Trace> {
     Ok(t)
 }
 
+/// How an evaluation row's agent treated recall observations: `metadata.agent_config` when
+/// recorded (`enable_prompt_extensions`, default true; `disabled_microagents`), else off for an
+/// evaluation harness's row (`metadata.agent_class`) and on for anything else.
+fn recall_of(metadata: &Node<'_>) -> Res<Recall> {
+    let ac = metadata.key("agent_config");
+    if ac.is_null() {
+        let ext = if metadata.has("agent_class") {
+            Extensions::AssumedOff
+        } else {
+            Extensions::On
+        };
+        return Ok(Recall::new(ext, Vec::new()));
+    }
+    ac.obj()?;
+    let ext = match ac.key("enable_prompt_extensions").opt_bool()? {
+        Some(false) => Extensions::Off,
+        _ => Extensions::On,
+    };
+    let mut disabled = Vec::new();
+    for d in ac.key("disabled_microagents").opt_items()? {
+        disabled.push(d.str()?.to_string());
+    }
+    Ok(Recall::new(ext, disabled))
+}
+
 /// Events moved out of their document with their paths; each is dropped once converted.
-fn events(evs: Vec<(Value, String)>, t: &mut Trace) -> Res<()> {
+fn events(evs: Vec<(Value, String)>, t: &mut Trace, recall: Recall) -> Res<()> {
     let has = |e: &Value, k: &str| e.get(k).is_some_and(|x| !x.is_null());
     let old_schema = evs.iter().all(|(e, _)| {
         !has(e, "id") && !has(e, "source") && (has(e, "action") || has(e, "observation"))
@@ -163,7 +200,7 @@ fn events(evs: Vec<(Value, String)>, t: &mut Trace) -> Res<()> {
     if old_schema && !evs.is_empty() {
         old_events(evs, t)
     } else {
-        new_events(evs, t)
+        new_events(evs, t, recall)
     }
 }
 
@@ -172,7 +209,7 @@ fn skipped(action: Option<&str>, obs: Option<&str>) -> bool {
         || matches!(obs, Some("recall" | "agent_state_changed" | "null"))
 }
 
-fn new_events(evs: Vec<(Value, String)>, t: &mut Trace) -> Res<()> {
+fn new_events(evs: Vec<(Value, String)>, t: &mut Trace, mut recall: Recall) -> Res<()> {
     let mut calls = Calls::default();
     // model_response.id → index of its assistant message
     let mut responses: HashMap<String, usize> = HashMap::new();
@@ -185,6 +222,18 @@ fn new_events(evs: Vec<(Value, String)>, t: &mut Trace) -> Res<()> {
         e.obj()?;
         let action = e.key("action").opt_str()?;
         let obs = e.key("observation").opt_str()?;
+        if obs == Some("recall") {
+            if let Some(mut m) = recall.message(e, &mut t.meta.warnings)? {
+                // ConversationMemory's formatting: a user message after a user message starts
+                // with a blank line.
+                if t.messages.last().is_some_and(|p| p.role == Role::User) {
+                    m.content.insert_str(0, "\n\n");
+                }
+                m.timestamp = e.key("timestamp").opt_str()?.map(String::from);
+                t.messages.push(m);
+            }
+            continue;
+        }
         if skipped(action, obs) {
             continue;
         }
@@ -295,6 +344,7 @@ fn new_events(evs: Vec<(Value, String)>, t: &mut Trace) -> Res<()> {
         msg.timestamp = ts;
         t.messages.push(msg);
     }
+    recall.finish(&mut t.meta.warnings);
     Ok(())
 }
 
@@ -399,7 +449,6 @@ fn old_events(evs: Vec<(Value, String)>, t: &mut Trace) -> Res<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::model::Role;
     use serde_json::json;
 
     fn tcm(call: &str, rid: &str, calls: Value, usage: Value) -> Value {
@@ -473,6 +522,206 @@ mod tests {
         assert_eq!(t.meta.cost_usd, Some(0.5));
         assert_eq!(t.meta.outcome.as_ref().unwrap().success, Some(true));
         assert_eq!(t.meta.goal.as_deref(), Some("Add a licence"));
+    }
+
+    /// The recall pair of the multi_swe_bench trace (history[2..4]), microagent contents cut.
+    fn recall_events(extras: Value) -> Vec<Value> {
+        vec![
+            json!({"id": 0, "source": "agent", "action": "system", "args": {"content": "sys"}}),
+            json!({"id": 1, "source": "user", "action": "message", "args": {"content": "fix it"}}),
+            json!({"id": 2, "timestamp": "2025-04-30T16:32:54.729188", "source": "user",
+                "message": "Retrieving content for: fix it", "action": "recall",
+                "args": {"recall_type": "workspace_context", "query": "fix it", "thought": ""}}),
+            json!({"id": 4, "timestamp": "2025-04-30T16:32:54.730878", "source": "environment",
+                "message": "Added workspace context", "cause": 2, "observation": "recall",
+                "content": "Added workspace context", "extras": extras}),
+            json!({"id": 5, "source": "agent", "action": "message", "args": {"content": "ok"}}),
+        ]
+    }
+
+    fn ponyc_extras() -> Value {
+        json!({"recall_type": "workspace_context", "repo_name": "", "repo_directory": "",
+            "repo_instructions": "",
+            "runtime_hosts": {"http://localhost:54079": 54079, "http://localhost:58272": 58272},
+            "additional_agent_instructions": "", "date": "2025-04-30",
+            "microagent_knowledge": [
+                {"name": "github", "trigger": "github",
+                    "content": "You have access to an environment variable, `GITHUB_TOKEN`."},
+                {"name": "gitlab", "trigger": "git",
+                    "content": "You have access to an environment variable, `GITLAB_TOKEN`."}]})
+    }
+
+    /// What OpenHands b5338c69's templates render for `ponyc_extras` (jinja2 3.1.6).
+    const PONYC_RECALL: &str = concat!(
+        "<RUNTIME_INFORMATION>\n",
+        "\n",
+        "The user has access to the following hosts for accessing a web application,\n",
+        "each of which has a corresponding port:\n",
+        "* http://localhost:54079 (port 54079)\n",
+        "* http://localhost:58272 (port 58272)\n",
+        "\n",
+        "When starting a web server, use the corresponding ports. You should also\n",
+        "set any options to allow iframes and CORS requests, and allow the server to\n",
+        "be accessed from any host (e.g. 0.0.0.0).\n",
+        "For example, if you are using vite.config.js, you should set server.host and server.allowedHosts to true\n",
+        "\n",
+        "\n",
+        "\n",
+        "Today's date is 2025-04-30 (UTC).\n",
+        "\n",
+        "</RUNTIME_INFORMATION>\n",
+        "<EXTRA_INFO>\n",
+        "The following information has been included based on a keyword match for \"github\".\n",
+        "It may or may not be relevant to the user's request.\n",
+        "\n",
+        "You have access to an environment variable, `GITHUB_TOKEN`.\n",
+        "</EXTRA_INFO>\n",
+        "\n",
+        "<EXTRA_INFO>\n",
+        "The following information has been included based on a keyword match for \"git\".\n",
+        "It may or may not be relevant to the user's request.\n",
+        "\n",
+        "You have access to an environment variable, `GITLAB_TOKEN`.\n",
+        "</EXTRA_INFO>",
+    );
+
+    #[test]
+    fn recall_observation_becomes_the_workspace_context_message() {
+        let evs = Value::Array(recall_events(ponyc_extras()));
+        let t = import_doc(&Node::root(&evs), "oh").unwrap().remove(0);
+        let roles: Vec<_> = t.messages.iter().map(|m| m.role).collect();
+        // the recall action is bookkeeping; its observation sits where the model saw it
+        assert_eq!(
+            roles,
+            [Role::System, Role::User, Role::User, Role::Assistant]
+        );
+        let m = &t.messages[2];
+        assert_eq!(m.content, format!("\n\n{PONYC_RECALL}"));
+        assert_eq!(m.kind.as_deref(), Some("meta"));
+        assert_eq!(m.timestamp.as_deref(), Some("2025-04-30T16:32:54.730878"));
+        assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+    }
+
+    #[test]
+    fn recall_follows_agent_config_and_evaluation_rows_leave_it_out_with_a_warning() {
+        let row = |metadata: Value| {
+            let r = json!({"instance_id": "i", "metadata": metadata,
+                "history": recall_events(ponyc_extras())});
+            import_doc(&Node::root(&r), "oh").unwrap().remove(0)
+        };
+        // an evaluation harness's row with no agent_config: the harness turned extensions off
+        let t = row(json!({"agent_class": "CodeActAgent", "agent_config": null}));
+        assert_eq!(t.messages.len(), 3);
+        assert_eq!(t.meta.warnings.len(), 1, "{:?}", t.meta.warnings);
+        assert!(
+            t.meta.warnings[0].starts_with("$.history[3]: recall observation not imported"),
+            "{:?}",
+            t.meta.warnings
+        );
+        // recorded off: left out, as the model saw it, without a warning
+        let t = row(json!({"agent_class": "CodeActAgent",
+            "agent_config": {"enable_prompt_extensions": false}}));
+        assert_eq!(t.messages.len(), 3);
+        assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+        // recorded on, with a disabled microagent
+        let t = row(json!({"agent_class": "CodeActAgent",
+            "agent_config": {"enable_prompt_extensions": true, "disabled_microagents": ["gitlab"]}}));
+        assert_eq!(t.messages.len(), 4);
+        assert!(t.messages[2].content.contains("`GITHUB_TOKEN`"));
+        assert!(!t.messages[2].content.contains("GITLAB"));
+        // not an evaluation row (resolver output): the AgentConfig default, on
+        let t = row(json!({}));
+        assert_eq!(t.messages[2].content, format!("\n\n{PONYC_RECALL}"));
+    }
+
+    #[test]
+    fn knowledge_recall_skips_microagents_already_shown_and_unknown_types_warn() {
+        let mut evs = recall_events(ponyc_extras());
+        let knowledge = |id: u64, agents: Value| {
+            json!({"id": id, "source": "environment", "observation": "recall", "cause": 6,
+                "content": "Added microagent knowledge",
+                "extras": {"recall_type": "knowledge", "microagent_knowledge": agents}})
+        };
+        evs.push(json!({"id": 6, "source": "user", "action": "message", "args": {"content": "push it"}}));
+        // github was in the workspace context: only npm is new
+        evs.push(knowledge(
+            7,
+            json!([{"name": "github", "trigger": "github", "content": "G"},
+                {"name": "npm", "trigger": "npm", "content": "Use npm ci."}]),
+        ));
+        // nothing new: no message
+        evs.push(knowledge(8, json!([{"name": "npm", "trigger": "npm", "content": "Use npm ci."}])));
+        evs.push(json!({"id": 9, "source": "environment", "observation": "recall",
+            "extras": {"recall_type": "sensor", "microagent_knowledge": []}}));
+        let evs = Value::Array(evs);
+        let t = import_doc(&Node::root(&evs), "oh").unwrap().remove(0);
+        assert_eq!(t.messages.len(), 6);
+        assert_eq!(
+            t.messages[5].content,
+            "\n\n<EXTRA_INFO>\nThe following information has been included based on a keyword \
+             match for \"npm\".\nIt may or may not be relevant to the user's request.\n\n\
+             Use npm ci.\n</EXTRA_INFO>"
+        );
+        assert_eq!(
+            t.meta.warnings,
+            ["$[8]: recall observation with recall_type Some(\"sensor\") skipped (OpenHands \
+              renders only workspace_context and knowledge)"]
+        );
+    }
+
+    #[test]
+    fn later_recall_fields_use_the_later_template() {
+        let extras = json!({"recall_type": "workspace_context", "repo_name": "acme/app",
+            "repo_directory": "app", "repo_branch": "fix-1", "repo_instructions": "Run make test.",
+            "runtime_hosts": {}, "additional_agent_instructions": "", "date": "2025-08-02",
+            "custom_secrets_descriptions": {"API_KEY": "the staging key"},
+            "conversation_instructions": "Open a PR when done.", "working_dir": "/workspace",
+            "microagent_knowledge": []});
+        let evs = Value::Array(recall_events(extras));
+        let t = import_doc(&Node::root(&evs), "oh").unwrap().remove(0);
+        // OpenHands 156d0686's additional_info.j2, rendered by jinja2 3.1.6
+        assert_eq!(
+            t.messages[2].content,
+            concat!(
+                "\n",
+                "\n",
+                "<REPOSITORY_INFO>\n",
+                "At the user's request, repository acme/app has been cloned to app in the current working directory.\n",
+                "The repository has been checked out to branch \"fix-1\".\n",
+                "\n",
+                "IMPORTANT: You should work within the current branch \"fix-1\" unless:\n",
+                "    1. the user explicitly instructs otherwise\n",
+                "    2. the current branch is \"main\", \"master\", or another default branch where direct pushes may be unsafe\n",
+                "\n",
+                "</REPOSITORY_INFO>\n",
+                "\n",
+                "<REPOSITORY_INSTRUCTIONS>\n",
+                "Run make test.\n",
+                "</REPOSITORY_INSTRUCTIONS>\n",
+                "\n",
+                "<RUNTIME_INFORMATION>\n",
+                "\n",
+                "The current working directory is /workspace\n",
+                "\n",
+                "\n",
+                "\n",
+                "\n",
+                "<CUSTOM_SECRETS>\n",
+                "You have access to the following environment variables\n",
+                "\n",
+                "* **$API_KEY**: the staging key\n",
+                "\n",
+                "</CUSTOM_SECRETS>\n",
+                "\n",
+                "\n",
+                "Today's date is 2025-08-02 (UTC).\n",
+                "\n",
+                "</RUNTIME_INFORMATION>\n",
+                "<CONVERSATION_INSTRUCTIONS>\n",
+                "Open a PR when done.\n",
+                "</CONVERSATION_INSTRUCTIONS>",
+            )
+        );
     }
 
     #[test]
