@@ -258,13 +258,15 @@ async fn rate_limits_with_each_header_are_waited_out() {
         ),
     ];
     for (kind, name, value, at_least) in cases {
+        // Timed from before the reset is made: a reset ≥ 1 s after `start` (timed after it,
+        // building the provider under load made the wait read 998.6 ms).
+        let start = Instant::now();
         let value = value.map_or_else(reset, str::to_string);
         let p = build(&config(&server, kind));
         server.play([
             Scenario::RateLimited(name, value.clone()),
             Scenario::Text("4".into()),
         ]);
-        let start = Instant::now();
         let r = p
             .chat(&ChatRequest::new(vec![Message::user("2+2?")]))
             .await
