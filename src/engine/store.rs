@@ -636,6 +636,51 @@ impl OffloadStore {
         &self.writes
     }
 
+    /// The virtual path the result of tool call `id` is offloaded to under folder `dir`
+    /// (`/large_tool_results`), before it is written:
+    ///
+    /// * `<dir>/<deepagents' name>` ([`sanitize_tool_call_id`]) when that name is a valid file
+    ///   name (not empty, no NUL, at most [`MAX_NAME_BYTES`]) and no file of this store has
+    ///   that path yet: always, for a trace whose ids are distinct after sanitizing, so
+    ///   deepagents' own paths (and the golden fixtures) are kept;
+    /// * otherwise `<dir>/<name>-<h>`: the name with each NUL made `_` and cut (on a character
+    ///   boundary) to leave room, then the first 8 hex digits of the id's sha256 (`<h>` alone
+    ///   for an empty name), and `-2`, `-3`, … after it while that path is taken too (the same
+    ///   id offloaded again).
+    ///
+    /// Deterministic (a function of the id and the files written before), distinct from every
+    /// file of the store, and a valid file name on disk: a second result never replaces the
+    /// first, and no id makes the store unwritable. The caller writes the file and names this
+    /// path in its stub and event.
+    pub fn tool_result_path(&self, dir: &str, id: &str) -> String {
+        let dir = dir.trim_end_matches('/');
+        let name = sanitize_tool_call_id(id);
+        if valid_file_name(&name) {
+            let path = format!("{dir}/{name}");
+            if !self.files.contains_key(&path) {
+                return path;
+            }
+        }
+        use sha2::Digest as _;
+        let digest = hex::encode(&sha2::Sha256::digest(id.as_bytes())[..NAME_DIGEST_BYTES]);
+        // Room for `-<digest>` and a `-<n>` of up to 20 digits.
+        let room = MAX_NAME_BYTES - (1 + digest.len()) - (1 + 20);
+        let head = name.replace('\0', "_");
+        let head = cut_at_char(&head, room);
+        let base = if head.is_empty() {
+            format!("{dir}/{digest}")
+        } else {
+            format!("{dir}/{head}-{digest}")
+        };
+        let mut path = base.clone();
+        let mut n = 2u64;
+        while self.files.contains_key(&path) {
+            path = format!("{base}-{n}");
+            n += 1;
+        }
+        path
+    }
+
     /// Virtual paths of all files.
     pub fn paths(&self) -> Vec<&str> {
         let mut v: Vec<&str> = self.files.keys().map(|s| s.as_str()).collect();
@@ -1104,9 +1149,35 @@ pub fn safe_component(s: &str) -> String {
     }
 }
 
-/// deepagents' `sanitize_tool_call_id`: `.`, `/` and `\` become `_`.
+/// deepagents' `sanitize_tool_call_id`: `.`, `/` and `\` become `_`. Distinct ids can give
+/// one name (`a.b`, `a/b`, `a_b`), and a name can be no file name (a NUL, or over
+/// [`MAX_NAME_BYTES`]): [`OffloadStore::tool_result_path`] is where a result goes.
 pub fn sanitize_tool_call_id(id: &str) -> String {
     id.replace(['.', '/', '\\'], "_")
+}
+
+/// Longest file name a store gives an offloaded tool result, in bytes: `NAME_MAX` of the usual
+/// Linux filesystems, which a store written under `stores/<unit>/` must fit.
+pub const MAX_NAME_BYTES: usize = 255;
+
+/// Bytes of the digest in a name [`OffloadStore::tool_result_path`] makes up (8 hex digits).
+const NAME_DIGEST_BYTES: usize = 4;
+
+/// `name` can be a file's name on disk: not empty, no NUL, at most [`MAX_NAME_BYTES`].
+fn valid_file_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= MAX_NAME_BYTES && !name.contains('\0')
+}
+
+/// The first bytes of `s`, at most `max`, cut on a character boundary.
+fn cut_at_char(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 #[cfg(test)]
@@ -1411,6 +1482,114 @@ mod tests {
         assert!(re.is_match(&ua), "{ua}");
         assert_ne!(a.uuid4(), ua);
         assert_eq!(a.uuid4_hex().len(), 32);
+    }
+
+    /// deepagents' name while it is free and a file name; else a name of its own, distinct from
+    /// every file, the same for the same writes (a replay is reproducible).
+    #[test]
+    fn tool_result_paths_keep_deepagents_names_and_never_share_a_file() {
+        let dir = "/large_tool_results";
+        let mut s = OffloadStore::in_memory(0);
+        // Free and valid: deepagents' path, exactly (the golden fixtures' paths).
+        assert_eq!(
+            s.tool_result_path(dir, "call_00_01_0_0002"),
+            "/large_tool_results/call_00_01_0_0002"
+        );
+        assert_eq!(
+            s.tool_result_path("/large_tool_results/", "a.b"),
+            "/large_tool_results/a_b"
+        );
+        // Three ids, one deepagents name: each result keeps a file of its own.
+        let mut paths = Vec::new();
+        for (id, text) in [("a.b", "first"), ("a/b", "second"), ("a_b", "third")] {
+            let p = s.tool_result_path(dir, id);
+            s.write(&p, text.as_bytes()).unwrap();
+            paths.push(p);
+        }
+        let digest = |id: &str| {
+            use sha2::Digest as _;
+            hex::encode(&sha2::Sha256::digest(id.as_bytes())[..4])
+        };
+        assert_eq!(
+            paths,
+            [
+                "/large_tool_results/a_b".to_string(),
+                format!("/large_tool_results/a_b-{}", digest("a/b")),
+                format!("/large_tool_results/a_b-{}", digest("a_b")),
+            ]
+        );
+        for (p, text) in paths.iter().zip(["first", "second", "third"]) {
+            assert_eq!(&*s.contents(p).unwrap(), text.as_bytes(), "{p}");
+        }
+        // The same id again (a trace that reuses ids): numbered after the digest.
+        let again = s.tool_result_path(dir, "a_b");
+        assert_eq!(again, format!("{}-2", paths[2]));
+        s.write(&again, b"fourth").unwrap();
+        assert_eq!(s.tool_result_path(dir, "a_b"), format!("{}-3", paths[2]));
+        // Deterministic: another store with the same files gives the same names.
+        let mut t = OffloadStore::in_memory(9);
+        for p in &paths {
+            t.write(p, b"x").unwrap();
+        }
+        assert_eq!(t.tool_result_path(dir, "a_b"), again);
+        // No file name: a NUL, over 255 bytes (in bytes, not characters), or empty.
+        let nul = s.tool_result_path(dir, "nul\0id");
+        assert_eq!(
+            nul,
+            format!("/large_tool_results/nul_id-{}", digest("nul\0id"))
+        );
+        let fits = "é".repeat(127); // 254 bytes
+        assert_eq!(
+            s.tool_result_path(dir, &fits),
+            format!("/large_tool_results/{fits}")
+        );
+        let long = "é".repeat(128); // 256 bytes
+        let p = s.tool_result_path(dir, &long);
+        let name = p.strip_prefix("/large_tool_results/").unwrap();
+        assert!(name.len() <= MAX_NAME_BYTES, "{} bytes", name.len());
+        assert!(
+            name.starts_with("éé") && name.ends_with(&digest(&long)),
+            "{name}"
+        );
+        assert_ne!(p, s.tool_result_path(dir, &"é".repeat(129)));
+        assert_eq!(
+            s.tool_result_path(dir, ""),
+            format!("/large_tool_results/{}", digest(""))
+        );
+        // Even numbered, a made-up name stays a file name.
+        let mut u = OffloadStore::in_memory(0);
+        let id = "x".repeat(400);
+        for _ in 0..3 {
+            let p = u.tool_result_path(dir, &id);
+            let name = p.rsplit('/').next().unwrap();
+            assert!(name.len() <= MAX_NAME_BYTES && !name.contains('\0'));
+            u.write(&p, b"x").unwrap();
+        }
+        assert_eq!(u.paths().len(), 3);
+    }
+
+    /// Every name made up is one a store on disk can write (the unit does not fail).
+    #[test]
+    fn made_up_tool_result_names_are_written_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = OffloadStore::on_disk(dir.path().join("st"), 0).unwrap();
+        for id in [
+            "nul\0id",
+            &"L".repeat(300),
+            &"é".repeat(200),
+            "a.b",
+            "a/b",
+            "a/b",
+        ] {
+            let p = s.tool_result_path("/large_tool_results", id);
+            s.write(&p, id.as_bytes()).unwrap();
+            assert_eq!(s.read_disk(&p).unwrap().unwrap(), id.as_bytes(), "{id:?}");
+        }
+        let files = s.materialize();
+        assert_eq!(files.len(), 6);
+        write_files(&files, &dir.path().join("copy")).unwrap();
+        let pf = PackFile::new(dir.path().join("all.pack"));
+        pf.append("u", &files).unwrap();
     }
 
     #[test]

@@ -258,6 +258,46 @@ fn clear_with_offload_writes_the_exact_result_and_points_at_it() {
     );
 }
 
+/// Two results whose ids sanitize to one name (`c.0`, `c/0` → `c_0`) are cleared to files of
+/// their own, each placeholder naming the file that holds its result.
+#[test]
+fn clear_with_offload_keeps_colliding_ids_apart() {
+    let mut t = agent_trace(6, 900);
+    for (k, id) in [(0, "c.0"), (1, "c/0")] {
+        t.messages[2 + 2 * k].tool_calls[0].id = id.into();
+        t.messages[3 + 2 * k].tool_call_id = Some(id.into());
+    }
+    let r = run(
+        &t,
+        &[
+            "preset=\"langchain\"",
+            "clear_tool_results.trigger.tokens=1000",
+            "clear_tool_results.offload=true",
+            "clear_tool_results.placeholder=\"[cleared: see {path}]\"",
+        ],
+    );
+    let view = view_at(&r, r.calls.last().unwrap().trace_index);
+    let shown: Vec<&str> = view
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .take(2)
+        .map(|m| m.content.strip_prefix("[cleared: see ").unwrap())
+        .map(|c| c.strip_suffix(']').unwrap())
+        .collect();
+    assert_eq!(shown[0], "/cleared_tool_results/c_0");
+    assert!(
+        shown[1].starts_with("/cleared_tool_results/c_0-"),
+        "{}",
+        shown[1]
+    );
+    for (k, path) in shown.iter().enumerate() {
+        assert_eq!(
+            r.store.contents(path).unwrap(),
+            t.messages[3 + 2 * k].content.as_bytes()
+        );
+    }
+}
+
 #[test]
 fn emergency_halves_keep_until_the_request_fits() {
     let t = agent_trace(12, 3_000);

@@ -182,3 +182,59 @@ fn tool_schemas_round_trip_to_python_json_dumps() {
         assert_eq!(ctxbench::tokens::approx::tool_schema_json(&v), s);
     }
 }
+
+/// The over-budget clip of a result whose deepagents name an evicted result's file already has
+/// (`synthetic-s7-w60k-out40k` with the id of the result clipped at message 109 renamed
+/// `call.03.05.0.0034`, which sanitizes to the name of the result evicted at message 73; the
+/// same length, so every count before the clip is the fixture's): deepagents' backend would
+/// refuse the write; the clip offloads it to a file of its own, named by its stub and its
+/// event, and the evicted file keeps its own original.
+#[test]
+fn a_clipped_result_named_like_an_evicted_one_gets_a_file_of_its_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = dir("synthetic-s7-w60k-out40k");
+    for e in std::fs::read_dir(&src).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), tmp.path().join(e.file_name())).unwrap();
+    }
+    let trace = std::fs::read_to_string(src.join("trace.jsonl")).unwrap();
+    assert_eq!(
+        trace.matches("call_05_02_0_0051").count(),
+        2,
+        "the call and its result"
+    );
+    let renamed = trace.replace("call_05_02_0_0051", "call.03.05.0.0034");
+    std::fs::write(tmp.path().join("trace.jsonl"), renamed).unwrap();
+    let replay = fixture::run(tmp.path(), &[], StoreTarget::Memory).expect("fixture replays");
+    assert!(
+        replay.invariants.passed(),
+        "{:?}",
+        replay.invariants.violations
+    );
+    let fx = fixture::load(tmp.path()).unwrap();
+    let evicted = "/large_tool_results/call_03_05_0_0034";
+    assert_eq!(
+        &*replay.store.contents(evicted).unwrap(),
+        fx.trace.messages[73].content.as_bytes()
+    );
+    let clipped = replay
+        .events
+        .iter()
+        .find_map(|e| match &e.detail {
+            ctxbench::engine::EventDetail::OverBudgetClipped {
+                clipped_index: 109,
+                path,
+                replacement,
+                ..
+            } => Some((path.clone().expect("offloaded"), replacement.clone())),
+            _ => None,
+        })
+        .expect("message 109 is clipped");
+    let (path, stub) = clipped;
+    assert!(path.starts_with(&format!("{evicted}-")), "{path}");
+    assert!(stub.contains(&format!("at this path: {path}\n")), "{stub}");
+    assert_eq!(
+        &*replay.store.contents(&path).unwrap(),
+        fx.trace.messages[109].content.as_bytes()
+    );
+}

@@ -43,6 +43,7 @@ mod import_real;
 mod import_roundtrip;
 mod layering;
 mod local_llm;
+mod offload_names;
 mod providers_cache;
 mod providers_http;
 mod providers_summarizer;

@@ -10,7 +10,6 @@ use crate::confcore::ConfigError;
 use crate::engine::event::EventDetail;
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::Trigger;
-use crate::engine::store::sanitize_tool_call_id;
 use crate::engine::view::{Item, Override};
 use crate::engine::EngineError;
 use crate::trace::{Message, Role};
@@ -103,12 +102,13 @@ impl ClearToolResultsLayer {
                 }
                 None => {
                     let id = current.msg.tool_call_id.clone().unwrap_or_default();
-                    let name = if id.is_empty() {
+                    let id = if id.is_empty() {
                         format!("result-{idx}")
                     } else {
-                        sanitize_tool_call_id(&id)
+                        id
                     };
-                    let path = format!("{}/{name}", self.cfg.path_prefix.trim_end_matches('/'));
+                    // A path no other file has (`OffloadStore::tool_result_path`).
+                    let path = ctx.env.store.tool_result_path(&self.cfg.path_prefix, &id);
                     ctx.env.store.write(&path, current.msg.content.as_bytes())?;
                     let unmodified = self.tools[k]
                         .original

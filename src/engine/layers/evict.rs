@@ -1,6 +1,7 @@
 //! Layer `evict_tool_results` (deepagents FilesystemMiddleware `wrap_tool_call`): a tool result
-//! over the threshold is written to `<prefix>/<sanitized tool_call_id>` and permanently replaced
-//! by a stub with a numbered head/tail preview. Excluded tools are left alone (and reported).
+//! over the threshold is written to `<prefix>/<sanitized tool_call_id>` (another name when that
+//! one is taken or no file name: `OffloadStore::tool_result_path`) and permanently replaced by a
+//! stub with a numbered head/tail preview. Excluded tools are left alone (and reported).
 
 use super::preview::{tool_stub, PreviewShape};
 use super::{BuildCtx, LayerSpec};
@@ -9,7 +10,6 @@ use crate::engine::config::err;
 use crate::engine::event::EventDetail;
 use crate::engine::layer::{Layer, MessageCtx};
 use crate::engine::layer_config::Size;
-use crate::engine::store::sanitize_tool_call_id;
 use crate::engine::view::{with_content, Item};
 use crate::engine::EngineError;
 use crate::tokens::approx::code_points;
@@ -95,16 +95,14 @@ impl Layer for EvictToolResultsLayer {
             return Ok(());
         }
         let id = msg.tool_call_id.clone().unwrap_or_default();
-        let sanitized = if id.is_empty() {
-            format!("unknown-{}", ctx.env.store.short_hex())
+        // deepagents' name unless another result has it or it is no file name: then one of
+        // its own (`OffloadStore::tool_result_path`), which the stub and the event name.
+        let path = if id.is_empty() {
+            let name = format!("unknown-{}", ctx.env.store.short_hex());
+            ctx.env.store.tool_result_path(&self.cfg.path_prefix, &name)
         } else {
-            sanitize_tool_call_id(&id)
+            ctx.env.store.tool_result_path(&self.cfg.path_prefix, &id)
         };
-        let path = format!(
-            "{}/{}",
-            self.cfg.path_prefix.trim_end_matches('/'),
-            sanitized
-        );
         // Written before it leaves the context.
         let write = ctx.env.store.write_content(&path, &msg)?;
         let shape = PreviewShape {

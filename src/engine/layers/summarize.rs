@@ -20,7 +20,7 @@ use crate::engine::cooldown::Cooldown;
 use crate::engine::event::EventDetail;
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::{History, Keep, SummaryRole, TextSource, Trigger};
-use crate::engine::store::{sanitize_tool_call_id, LazyBytes, Rename};
+use crate::engine::store::{LazyBytes, Rename};
 use crate::engine::summarizer::DEFAULT_SUMMARY_PROMPT;
 use crate::engine::view::{with_content, Entry, Item, Source};
 use crate::engine::EngineError;
@@ -479,14 +479,17 @@ impl SummarizeLayer {
                     None,
                 ),
                 None => {
-                    let path = format!("/large_tool_results/{}", sanitize_tool_call_id(&id));
-                    // deepagents' backends refuse to `write` over an existing file, and the
-                    // offload leaves the message unchanged when the write fails. A result
-                    // evicted at tool time already lives there (its message is the stub), so
-                    // it is not clipped again and the file keeps the original content.
-                    if ctx.env.store.file_len(&path).is_some() {
+                    // A result already offloaded (evicted at tool time, or clipped by an
+                    // earlier call: its message is the stub, and its file holds the original)
+                    // is not clipped again. deepagents gets there because its backends refuse
+                    // to `write` over the existing `/large_tool_results/<id>`, and the offload
+                    // leaves the message unchanged when the write fails.
+                    if t.item.pointer.is_some() {
                         continue;
                     }
+                    // deepagents' path, unless another result's file has it or it is no file
+                    // name (`OffloadStore::tool_result_path`): never over another file.
+                    let path = ctx.env.store.tool_result_path("/large_tool_results", &id);
                     (tool_stub(&id, &path, &m.content, shape), Some(path))
                 }
             };

@@ -1,0 +1,169 @@
+//! `ctxbench run` on a trace whose tool call ids deepagents' file naming cannot keep apart or
+//! cannot write: three ids that sanitize to one name (`t.1`, `t/1`, `t_1` → `t_1`), one with a
+//! NUL and one of 300 bytes. Every large result is offloaded to a file of its own (the first
+//! keeps deepagents' path), every unit succeeds with its store written under `stores/<unit>/`,
+//! the needle agent finds facts planted in the first two colliding results in the files their
+//! stubs name, and every event names the file it wrote.
+
+use crate::support::cli::ctxbench;
+use crate::support::suite::SuiteBuilder;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const IDS: [&str; 5] = ["t.1", "t/1", "t_1", "nul\0id", "LLLL"];
+
+/// The trace's ids (the last one 300 bytes long).
+fn ids() -> Vec<String> {
+    IDS.iter()
+        .map(|id| match *id {
+            "LLLL" => "L".repeat(300),
+            id => id.to_string(),
+        })
+        .collect()
+}
+
+/// Over deepagents' 80,000-character eviction threshold, and different for each call.
+fn result(k: usize) -> String {
+    (0..1_200)
+        .map(|i| format!("result {k} line {i}: {}\n", "x".repeat(60)))
+        .collect()
+}
+
+/// Golden-fixture role lines: system, task, then one call and its large result per id.
+fn write_trace(path: &Path) {
+    let mut lines = vec![
+        json!({"role": "system", "content": "You are a coding agent."}),
+        json!({"role": "user", "content": "Look at the five files."}),
+    ];
+    for (k, id) in ids().iter().enumerate() {
+        lines.push(json!({"role": "assistant", "content": "",
+            "tool_calls": [{"id": id, "name": "bash", "args": {"command": format!("cat f{k}")}}]}));
+        lines.push(
+            json!({"role": "tool", "content": result(k), "tool_call_id": id, "name": "bash"}),
+        );
+    }
+    lines.push(json!({"role": "assistant", "content": "Done."}));
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The files under `dir`, by name.
+fn files(dir: &Path) -> BTreeMap<String, String> {
+    std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().into_string().unwrap();
+            (name, std::fs::read_to_string(e.path()).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn colliding_and_unwritable_tool_call_ids_each_keep_a_file_and_fail_no_unit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = tmp.path().join("ids.jsonl");
+    write_trace(&trace);
+    // No summarization (a window of 1M tokens): only the tool-time eviction offloads. Needles
+    // in the results of `t.1` (message 3, depth 0.2) and `t/1` (message 5, depth 0.4).
+    let suite = SuiteBuilder::new("ids")
+        .seed(3)
+        .trace(&trace)
+        .baseline("base")
+        .deepagents(1_000_000)
+        .variant("base", "")
+        .eval(
+            "needle",
+            "depths = [0.2, 0.4]\npositions = [\"tool\"]\ndistractors = 0",
+        )
+        .eval("invariants", "")
+        .table("providers.agent", "kind = \"offline\"")
+        .table("providers.summary", "kind = \"offline\"")
+        .write(tmp.path(), "suite.toml");
+    let out = tmp.path().join("out");
+    ctxbench()
+        .arg("run")
+        .arg(&suite)
+        .args(["--quiet", "--keep-stores", "--run-id", "r", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let run = out.join("r");
+    let samples: Vec<Value> = std::fs::read_to_string(run.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // replay, invariants and two needle units, none failed (a NUL or a 300-byte name failed
+    // the store's write, and with it the unit).
+    assert_eq!(samples.len(), 4);
+    for s in &samples {
+        assert!(s["error"].is_null(), "{}: {}", s["eval"], s["error"]);
+    }
+
+    let replay = samples.iter().find(|s| s["eval"] == "replay").unwrap();
+    let unit = replay["unit_id"].as_str().unwrap();
+    let kept = files(&run.join("stores").join(unit).join("large_tool_results"));
+    // One file per result, each holding its result exactly; the first keeps deepagents' name.
+    assert_eq!(kept.len(), 5, "{:?}", kept.keys());
+    let mut by_result = BTreeMap::new();
+    for (name, text) in &kept {
+        let k = (0..5).find(|&k| result(k) == *text);
+        let k = k.unwrap_or_else(|| panic!("{name} holds no result whole"));
+        assert!(name.len() <= 255 && !name.contains('\0'), "{name:?}");
+        by_result.insert(k, format!("/large_tool_results/{name}"));
+    }
+    assert_eq!(by_result.len(), 5, "two files hold one result");
+    assert_eq!(by_result[&0], "/large_tool_results/t_1");
+    for k in [1, 2] {
+        assert!(
+            by_result[&k].starts_with("/large_tool_results/t_1-"),
+            "{}",
+            by_result[&k]
+        );
+    }
+    // Every eviction names the file it wrote, in its timeline note (the stub the model sees
+    // names the same path: the needle agent read it from there).
+    let notes: Vec<&str> = replay["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["details"].as_array().into_iter().flatten())
+        .filter_map(Value::as_str)
+        .collect();
+    for (k, path) in &by_result {
+        let at = 3 + 2 * k;
+        let want = format!("evicted at message {at}: ");
+        let note = notes.iter().find(|n| n.starts_with(&want)).unwrap();
+        assert!(note.ends_with(&format!("wrote {path}")), "{note}");
+    }
+
+    // The pointers hold the exact originals.
+    let inv = samples.iter().find(|s| s["eval"] == "invariants").unwrap();
+    assert_eq!(inv["passed"], true, "{}", inv["evidence"]);
+    // Both planted facts come back, each from the file of its own result.
+    for s in samples.iter().filter(|s| s["eval"] == "needle") {
+        let fact = &s["evidence"]["facts"][0];
+        let k = (fact["trace_index"].as_u64().unwrap() as usize - 3) / 2;
+        assert_eq!(
+            s["scores"]["recall"], 1.0,
+            "{}: {}",
+            s["sample"], s["evidence"]
+        );
+        let answer = &s["evidence"]["answers"][0];
+        assert_eq!(answer["files_read"], json!([by_result[&k]]), "{answer}");
+    }
+    let needled: Vec<u64> = samples
+        .iter()
+        .filter(|s| s["eval"] == "needle")
+        .map(|s| s["evidence"]["facts"][0]["trace_index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        needled
+            .iter()
+            .copied()
+            .collect::<std::collections::BTreeSet<_>>(),
+        [3, 5].into()
+    );
+}
