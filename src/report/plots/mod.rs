@@ -14,7 +14,7 @@ mod draw;
 pub mod style;
 
 use draw::{draw_context, draw_cost_bars, draw_cost_recall, draw_folds, draw_grid};
-pub use draw::{label_offsets, pareto_front, scale_color};
+pub use draw::{label_width, pareto_front, place_labels, scale_color};
 
 use super::model::ReportModel;
 use crate::record::Row;
@@ -347,18 +347,66 @@ fn color(i: usize) -> RGBColor {
 mod tests {
     use super::*;
 
+    /// The rectangles of placed labels (left, top, right, bottom).
+    fn rects(
+        points: &[(i32, i32)],
+        widths: &[i32],
+        spots: &[Option<(i32, i32)>],
+    ) -> Vec<(i32, i32, i32, i32)> {
+        spots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let (dx, dy) = (*s)?;
+                let (x, y) = points[i];
+                Some((x + dx, y + dy, x + dx + widths[i], y + dy + 15))
+            })
+            .collect()
+    }
+
     #[test]
-    fn labels_of_nearby_points_are_stacked_not_overprinted() {
-        // Two points on top of each other and one far away.
-        let pts = [(0.0309, 1.0), (0.0309, 1.0), (0.0294, 1.0), (0.001, 0.2)];
-        let off = label_offsets(&pts, (0.035, 1.0), 0.04);
-        assert_eq!(off[0], -18);
-        assert_ne!(off[1], off[0], "coincident points get different label rows");
-        assert_eq!(off[3], -18, "a far point keeps the default row");
-        let mut rows = off[..3].to_vec();
-        rows.sort_unstable();
-        rows.dedup();
-        assert_eq!(rows.len(), 3, "three close points, three rows: {off:?}");
+    fn labels_of_nearby_points_do_not_overprint_and_stay_in_the_plot() {
+        // Two points on top of each other, one beside them, one far away.
+        let pts = [(400, 200), (400, 200), (404, 201), (100, 380)];
+        let widths = [
+            label_width(8),
+            label_width(3),
+            label_width(12),
+            label_width(2),
+        ];
+        let area = (60, 30, 880, 460);
+        let spots = place_labels(&pts, &widths, area);
+        assert!(spots.iter().all(Option::is_some), "{spots:?}");
+        assert_eq!(
+            spots[3],
+            Some((9, -18)),
+            "a far point keeps the default place"
+        );
+        let r = rects(&pts, &widths, &spots);
+        for (i, a) in r.iter().enumerate() {
+            assert!(a.0 >= area.0 && a.2 <= area.2 && a.1 >= area.1 && a.3 <= area.3);
+            for b in &r[i + 1..] {
+                let apart = a.2 <= b.0 || b.2 <= a.0 || a.3 <= b.1 || b.3 <= a.1;
+                assert!(apart, "{a:?} overprints {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn labels_with_no_room_are_left_out_not_drawn_off_the_plot() {
+        // 30 variants on one spot near the plot's top (a sweep's scatter stacked their labels
+        // one row up each, off the top of the image).
+        let pts = vec![(300, 45); 30];
+        let widths = vec![label_width(3); 30];
+        let area = (60, 30, 880, 460);
+        let spots = place_labels(&pts, &widths, area);
+        let r = rects(&pts, &widths, &spots);
+        assert!(r
+            .iter()
+            .all(|a| a.1 >= area.1 && a.3 <= area.3 && a.0 >= area.0));
+        let left_out = spots.iter().filter(|s| s.is_none()).count();
+        // Below the point only (above is outside), six rows each side: 12 placed.
+        assert_eq!(left_out, 18, "{spots:?}");
     }
 
     #[test]
@@ -549,6 +597,39 @@ mod render_tests {
             svg.contains("vt\\x1b[2J") && svg.contains("\\u{fffe}"),
             "{svg}"
         );
+    }
+
+    #[test]
+    fn a_scatter_of_many_variants_on_one_spot_names_the_unlabelled_in_its_legend() {
+        // 40 variants with base's numbers: every point on one spot, room for a few labels.
+        let m = model();
+        let names: Vec<String> = (0..40).map(|i| format!("variant-{i:02}")).collect();
+        let mut info = RunInfo::new("r");
+        info.variants = names.clone();
+        let samples = names
+            .iter()
+            .flat_map(|v| {
+                m.samples
+                    .iter()
+                    .filter(|r| r.variant == "base")
+                    .map(move |r| {
+                        let mut s = r.to_sample();
+                        s.unit_id = format!("{v}/{}", s.unit_id);
+                        s.variant = v.clone();
+                        s
+                    })
+            })
+            .collect();
+        let m = ReportModel::build(&info, samples);
+        let (specs, _) = plan(&m);
+        let spec = specs.iter().find(|s| s.name == "cost-vs-recall").unwrap();
+        let svg = render_svg(&m, spec).unwrap();
+        assert!(svg.contains("not labelled (no room): "), "{svg}");
+        let labelled = names
+            .iter()
+            .filter(|n| svg.contains(&format!("\n{n}\n</text>")))
+            .count();
+        assert!(labelled > 0 && labelled < 40, "{labelled} labelled");
     }
 
     #[test]

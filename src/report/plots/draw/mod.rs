@@ -13,7 +13,7 @@ pub(super) use grid::draw_grid;
 pub use grid::scale_color;
 pub(super) use lines::{draw_context, draw_folds};
 pub(super) use points::draw_cost_recall;
-pub use points::{label_offsets, pareto_front};
+pub use points::{label_width, pareto_front, place_labels};
 
 use super::style::{legend_corner, Corner};
 use plotters::coord::types::RangedCoordf64;

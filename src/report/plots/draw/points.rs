@@ -1,26 +1,72 @@
-//! The cost vs needle recall scatter: one labelled point per variant (labels of nearby points
-//! stacked with leader lines, never overprinted) and the Pareto front ringed.
+//! The cost vs needle recall scatter: one labelled point per variant (each label in the nearest
+//! free spot inside the plot, with a leader line when set off; never overprinted; those with no
+//! room within a few rows named in the legend) and the Pareto front ringed.
 
 use super::super::{color, e, DrawResult, ReportModel};
 use super::draw_legend;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-/// Vertical pixel offsets of point labels so that labels of nearby points do not overprint:
-/// a point whose label would land within `near` (in axis fractions) of an earlier one moves
-/// one line up per such neighbour.
-pub fn label_offsets(points: &[(f64, f64)], span: (f64, f64), near: f64) -> Vec<i32> {
-    let mut out = Vec::with_capacity(points.len());
-    for (i, p) in points.iter().enumerate() {
-        let close = points[..i]
-            .iter()
-            .filter(|q| {
-                ((p.0 - q.0) / span.0).abs() < near * 2.5 && ((p.1 - q.1) / span.1).abs() < near
-            })
-            .count();
-        out.push(-18 - 17 * close as i32);
-    }
-    out
+/// Width in pixels a label of `chars` characters takes in the plot's 14 px sans-serif (a
+/// generous average, so neighbours never touch).
+pub fn label_width(chars: usize) -> i32 {
+    i32::try_from(chars)
+        .unwrap_or(i32::MAX / 8)
+        .saturating_mul(8)
+}
+
+/// Height in pixels of a label row.
+const LABEL_ROW: i32 = 17;
+
+/// Where each point's label goes, as a pixel offset of its top-left corner from the point:
+/// the first of the nearest places (right of the point above it, then below it, then left,
+/// then one row further out each time) that lies inside `area` (left, top, right, bottom in
+/// pixels) and clear of the labels placed before and of every point. `None`: no place within
+/// a few rows (many variants on one spot): that label is left out rather than drawn over
+/// another or outside the plot (a sweep of 30 variants at one recall stacked its labels off
+/// the top of the image).
+pub fn place_labels(
+    points: &[(i32, i32)],
+    widths: &[i32],
+    area: (i32, i32, i32, i32),
+) -> Vec<Option<(i32, i32)>> {
+    const ROWS: i32 = 6;
+    const DOT: i32 = 7;
+    let (left, top, right, bottom) = area;
+    let mut placed: Vec<(i32, i32, i32, i32)> = Vec::new();
+    let overlaps = |a: (i32, i32, i32, i32), b: (i32, i32, i32, i32)| {
+        a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3
+    };
+    points
+        .iter()
+        .zip(widths)
+        .map(|(&(px, py), &w)| {
+            let mut candidates = Vec::new();
+            for row in 0..ROWS {
+                let up = -18 - LABEL_ROW * row;
+                let down = 4 + LABEL_ROW * row;
+                for dy in [up, down] {
+                    candidates.push((9, dy));
+                    candidates.push((-9 - w, dy));
+                }
+            }
+            let spot = candidates.into_iter().find(|&(dx, dy)| {
+                let r = (px + dx, py + dy, px + dx + w, py + dy + LABEL_ROW - 2);
+                r.0 >= left
+                    && r.2 <= right
+                    && r.1 >= top
+                    && r.3 <= bottom
+                    && !placed.iter().any(|&q| overlaps(r, q))
+                    && !points
+                        .iter()
+                        .any(|&(x, y)| overlaps(r, (x - DOT, y - DOT, x + DOT, y + DOT)))
+            });
+            if let Some((dx, dy)) = spot {
+                placed.push((px + dx, py + dy, px + dx + w, py + dy + LABEL_ROW - 2));
+            }
+            spot
+        })
+        .collect()
 }
 
 /// Indexes of the points on the Pareto front (minimal x, maximal y), sorted by x.
@@ -102,23 +148,50 @@ pub(in crate::report::plots) fn draw_cost_recall<DB: DrawingBackend>(
                 .map(|&p| Circle::new(p, 10, BLACK.stroke_width(2))),
         )
         .map_err(e)?;
-    let offsets = label_offsets(&pts, (xmax, 1.05 - ymin), 0.04);
+    let px: Vec<(i32, i32)> = pts.iter().map(|p| chart.backend_coord(p)).collect();
+    let widths: Vec<i32> = with_recall
+        .iter()
+        .map(|(v, _)| label_width(v.variant.chars().count()))
+        .collect();
+    let (xs, ys) = chart.plotting_area().get_pixel_range();
+    let spots = place_labels(&px, &widths, (xs.start, ys.start, xs.end, ys.end));
+    let mut unlabelled = Vec::new();
     for (i, ((v, _), &p)) in with_recall.iter().zip(&pts).enumerate() {
         let c = color(i);
-        let dy = offsets[i];
-        // Labels pushed up get a leader line back to their point.
-        let leader = PathElement::new(vec![(0, 0), (8, dy + 8)], c.stroke_width(1));
-        let point = EmptyElement::at(p)
-            + Circle::new((0, 0), 6, c.filled())
+        let dot = EmptyElement::at(p) + Circle::new((0, 0), 6, c.filled());
+        chart.draw_series(std::iter::once(dot)).map_err(e)?;
+        let Some((dx, dy)) = spots[i] else {
+            unlabelled.push(v.variant.as_str());
+            continue;
+        };
+        // A label set off from its point gets a leader line back to it.
+        let end = if dx > 0 { dx - 1 } else { dx + widths[i] + 1 };
+        let leader = PathElement::new(vec![(0, 0), (end, dy + 8)], c.stroke_width(1));
+        let label = EmptyElement::at(p)
             + leader
             + Text::new(
                 v.variant.clone(),
-                (9, dy),
+                (dx, dy),
                 ("sans-serif", 14).into_font().color(&c),
             );
-        chart.draw_series(std::iter::once(point)).map_err(e)?;
+        chart.draw_series(std::iter::once(label)).map_err(e)?;
+    }
+    let mut labels = vec![legend];
+    if !unlabelled.is_empty() {
+        // Named in the legend, since the spot had no room (the tables have their figures).
+        let names = unlabelled.join(", ");
+        let names = match names.char_indices().nth(90) {
+            Some((at, _)) => format!("{}…", &names[..at]),
+            None => names,
+        };
+        labels.push(format!("not labelled (no room): {names}"));
+        chart
+            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+            .map_err(e)?
+            .label(labels[1].clone())
+            .legend(|(x, y)| EmptyElement::at((x, y)));
     }
     let singles: Vec<&[(f64, f64)]> = pts.chunks(1).collect();
-    draw_legend(&mut chart, &singles, &[legend])?;
+    draw_legend(&mut chart, &singles, &labels)?;
     Ok(())
 }
