@@ -30,7 +30,7 @@ The format is detected from the content of each file:
   gemini-cli   Gemini CLI sessions (~/.gemini/tmp/<project>/chats/session-*.json)
   gemini       Gemini API Content[] history ({role: user|model, parts})
   cline        Cline / Roo Code api_conversation_history.json
-  mini-swe     mini-swe-agent .traj.json (bash blocks become tool calls)
+  mini-swe     mini-swe-agent .traj.json (1.x bash blocks and 2.x tool calls become calls)
   swe-agent    SWE-agent .traj (0.x text actions and 1.x function calling)
   openhands    OpenHands event arrays, evaluation rows, the 2024 resolver output
   tau          τ-bench historical trajectories (one trace per run)

@@ -219,3 +219,48 @@ fn inputs_of_one_file_name_import_under_distinct_ids_a_run_accepts() {
         .success()
         .stdout(predicate::str::contains("2 trace(s)"));
 }
+
+/// mini-swe-agent 2's real trajectories through the CLI by auto-detection: `import` writes one
+/// canonical trace per file, `traces stats` reads the folder (2 calls, 0 warnings, recorded usage
+/// calibrated), and a suite replays them (one sample per trace and variant, none failed).
+#[test]
+fn mini_swe_agent_2_files_import_show_stats_and_run_in_a_suite() {
+    let dir = datasets().join("mini-swe-agent-2");
+    let out = tempfile::tempdir().unwrap();
+    cmd()
+        .args(["import", "-o"])
+        .arg(out.path())
+        .arg(&dir)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "mini-swe  2       8         2           0",
+        ))
+        .stdout(predicate::str::contains("imported 2 traces"));
+    let written = io::read_traces(&out.path().join("sqlfluff-vllm-step1.jsonl")).unwrap();
+    let direct = import_file(&dir.join("sqlfluff-vllm-step1.traj.json"), None).unwrap();
+    assert_eq!(written[0].messages, direct[0].messages);
+
+    cmd()
+        .args(["traces", "stats"])
+        .arg(&dir)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("2 trace(s), 8 messages"))
+        .stdout(predicate::str::contains("0 import warning(s)"))
+        .stdout(predicate::str::contains("2 recorded model calls"));
+
+    let tmp = tempfile::tempdir().unwrap();
+    let text = crate::support::suite::SuiteBuilder::new("mini-swe-agent-2")
+        .dataset("mini-swe-agent-2/mini-vllm-smoke.traj.json")
+        .dataset("mini-swe-agent-2/sqlfluff-vllm-step1.traj.json")
+        .baseline("base")
+        .deepagents(20_000)
+        .variant("base", "")
+        .text();
+    let run_dir = crate::support::run::run_ok(tmp.path(), &text);
+    let samples = crate::support::run::samples(&run_dir);
+    let mut traces: Vec<&str> = samples.iter().map(|s| s.trace_id.as_str()).collect();
+    traces.sort();
+    assert_eq!(traces, ["mini-vllm-smoke", "sqlfluff-vllm-step1"]);
+}

@@ -66,7 +66,7 @@ fn every_dataset_file_imports_and_only_non_traces_are_ignored() {
         ("gemini-cli", 1),
         ("inspect", 13),
         ("langchain", 4),
-        ("mini-swe", 20),
+        ("mini-swe", 22),
         ("openai-responses", 2),
         ("openhands", 7),
         ("swe-agent", 17),

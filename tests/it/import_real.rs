@@ -622,6 +622,7 @@ fn every_real_file_imports_by_detection_with_its_calls_matched() {
         ("inspect", SourceFormat::Inspect, false),
         ("gemini-cli", SourceFormat::GeminiCli, true),
         ("gemini", SourceFormat::Gemini, true),
+        ("mini-swe-agent-2", SourceFormat::MiniSwe, true),
     ];
     let mut files = 0;
     for (dir, format, all_have_calls) in dirs {
@@ -642,6 +643,78 @@ fn every_real_file_imports_by_detection_with_its_calls_matched() {
         }
         files += sources.len();
     }
-    // 2 + 3 + 2 + 4 + 4 + 1 + 1 real files.
-    assert_eq!(files, 17);
+    // 2 + 3 + 2 + 4 + 4 + 1 + 1 + 2 real files.
+    assert_eq!(files, 19);
+}
+
+/// Real mini-swe-agent 2 trajectories (`trajectory_format: mini-swe-agent-1.1`, tool calling),
+/// imported by auto-detection, against their own JSON: every message the model saw in order,
+/// the `bash` call with its recorded id and arguments, its `tool` result paired by that id, the
+/// call's usage and reasoning as recorded, the exit status as the outcome, the `exit` message
+/// (never sent to the model) not a message, and no warning.
+#[test]
+fn mini_swe_agent_2_trajectories_keep_calls_results_usage_and_status() {
+    let mut seen = 0;
+    for name in ["mini-vllm-smoke.traj.json", "sqlfluff-vllm-step1.traj.json"] {
+        let path = ds("mini-swe-agent-2").join(name);
+        let src: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(src["trajectory_format"], "mini-swe-agent-1.1");
+        assert_eq!(src["info"]["mini_version"], "2.2.8");
+        let t = import_file(&path, None).unwrap().remove(0);
+        assert_eq!(
+            t.meta.source_format,
+            SourceFormat::MiniSwe,
+            "{name}: detected"
+        );
+        assert!(t.meta.warnings.is_empty(), "{name}: {:?}", t.meta.warnings);
+        let msgs = src["messages"].as_array().unwrap();
+        // Every message but the final `exit` one, in order, with its text.
+        assert_eq!(msgs.last().unwrap()["role"], "exit");
+        let kept = &msgs[..msgs.len() - 1];
+        let roles: Vec<&str> = t.messages.iter().map(|m| m.role.as_str()).collect();
+        let src_roles: Vec<&str> = kept.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, src_roles, "{name}");
+        for (m, s) in t.messages.iter().zip(kept) {
+            assert_eq!(m.content, s["content"].as_str().unwrap(), "{name}");
+        }
+        let a = &t.messages[2];
+        let call = &kept[2]["tool_calls"][0];
+        assert_eq!(a.tool_calls.len(), 1);
+        assert_eq!(a.tool_calls[0].id, call["id"].as_str().unwrap());
+        assert_eq!(a.tool_calls[0].name, "bash");
+        let args: Value =
+            serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(a.tool_calls[0].arguments, args);
+        assert_eq!(
+            args["command"], kept[2]["extra"]["actions"][0]["command"],
+            "{name}: the call is the command mini-swe-agent ran"
+        );
+        let usage = a.usage.expect("usage recorded");
+        let recorded = &kept[2]["extra"]["response"]["usage"];
+        assert_eq!(usage.input, recorded["prompt_tokens"].as_u64().unwrap());
+        assert_eq!(
+            usage.output,
+            recorded["completion_tokens"].as_u64().unwrap()
+        );
+        assert_eq!(
+            a.reasoning.as_deref(),
+            kept[2]["reasoning_content"].as_str()
+        );
+        let r = &t.messages[3];
+        assert_eq!(r.tool_call_id.as_deref(), Some(a.tool_calls[0].id.as_str()));
+        assert_eq!(r.name.as_deref(), Some("bash"));
+        assert!(!r.is_error);
+        assert!(pairing_problems(&t).is_empty(), "{name}");
+        assert_eq!(
+            t.meta.model.as_deref(),
+            src["info"]["config"]["model"]["model_name"].as_str()
+        );
+        assert_eq!(
+            t.meta.outcome.as_ref().and_then(|o| o.status.as_deref()),
+            src["info"]["exit_status"].as_str()
+        );
+        assert_eq!(t.meta.goal.as_deref().map(|g| !g.is_empty()), Some(true));
+        seen += 1;
+    }
+    assert_eq!(seen, 2);
 }

@@ -10,14 +10,22 @@
 //!   a user message with `kind: "format_error"`.
 //! - Usage per call from `extra.response.usage` (`prompt_tokens` already includes cached
 //!   tokens); reasoning from `extra.response.choices[0].message.reasoning`.
+//!
+//! mini-swe-agent 2 (`trajectory_format: mini-swe-agent-1.1`, `info.mini_version` 2.x) keeps the
+//! messages it sent as the model's chat messages, with its own fields under `extra`
+//! ([`import_v2`]): assistant messages carry OpenAI `tool_calls` (the `bash` tool), results are
+//! role `tool` messages with their `tool_call_id`, a rejected model response leaves only the
+//! user feedback (`extra.interrupt_type: "FormatError"`), and the run ends with a role `exit`
+//! message (not sent to the model) whose content is the submission or the exit status.
 
-use super::json::{Node, Res};
-use serde_json::Value;
+use super::calls::{tool_calls, CallShape, Calls};
+use super::detect::str_of;
+use super::json::{content_text, Node, Res};
+use super::Importer;
 use crate::trace::model::{Message, Outcome, SourceFormat, ToolCall, Trace, TraceMeta, Usage};
 use regex::Regex;
+use serde_json::Value;
 use std::sync::OnceLock;
-use super::detect::str_of;
-use super::Importer;
 
 /// Python's `re` `\s` (Unicode) also matches U+001C..U+001F, which Rust's `\s` does not.
 fn action_regex() -> &'static Regex {
@@ -87,10 +95,30 @@ pub fn import(root: &Node<'_>, id: &str) -> Res<Trace> {
     import_value(&mut root.v.clone(), root.path.clone(), id)
 }
 
-/// Import the document `v` at `path`, moving its messages out and dropping each once converted.
+/// `trajectory_format` of mini-swe-agent 1 (and of files written before the key existed).
+pub const FORMAT_V1: &str = "mini-swe-agent-1";
+/// `trajectory_format` of mini-swe-agent 2.
+pub const FORMAT_V2: &str = "mini-swe-agent-1.1";
+
+/// Import the document `v` at `path`, moving its messages out and dropping each once converted:
+/// a mini-swe-agent 1 trajectory (text actions) or a mini-swe-agent 2 one ([`import_v2`]), by
+/// its `trajectory_format`.
 pub fn import_value(v: &mut Value, path: String, id: &str) -> Res<Trace> {
     let root = Node::at(v, path.clone());
     root.obj()?;
+    let format = root.key("trajectory_format");
+    match format.opt_str()? {
+        None | Some(FORMAT_V1) => import_v1(v, path, id),
+        Some(FORMAT_V2) => import_v2(v, path, id),
+        Some(other) => Err(format.error(format!(
+            "trajectory_format {other:?}: this importer reads {FORMAT_V1:?} (mini-swe-agent 1) \
+             and {FORMAT_V2:?} (mini-swe-agent 2)"
+        ))),
+    }
+}
+
+/// The metadata both versions record: instance id, model name, cost and exit status.
+fn meta(root: &Node<'_>, id: &str) -> Res<TraceMeta> {
     let mut meta = TraceMeta::new(id, SourceFormat::MiniSwe);
     meta.task_id = root.key("instance_id").opt_str()?.map(String::from);
     let info = root.key("info");
@@ -108,7 +136,13 @@ pub fn import_value(v: &mut Value, path: String, id: &str) -> Res<Trace> {
             status: Some(status.to_string()),
         });
     }
-    let mut t = Trace::new(meta);
+    Ok(meta)
+}
+
+/// A mini-swe-agent 1 trajectory: text actions in ```` ```bash ```` blocks (see the module doc).
+fn import_v1(v: &mut Value, path: String, id: &str) -> Res<Trace> {
+    let root = Node::at(v, path.clone());
+    let mut t = Trace::new(meta(&root, id)?);
     let mut k = 0usize;
     let mut pending: Option<String> = None;
     let mut after_rejected = false;
@@ -116,6 +150,20 @@ pub fn import_value(v: &mut Value, path: String, id: &str) -> Res<Trace> {
         let m = Node::at(&m, m_path);
         m.obj()?;
         let role = m.key("role").str()?;
+        // What mini-swe-agent 2 writes, whose files say `trajectory_format: mini-swe-agent-1.1`.
+        let v2_sign = if matches!(role, "tool" | "exit") {
+            Some((m.key("role"), format!("role {role:?}")))
+        } else if !m.key("tool_calls").is_null() {
+            Some((m.key("tool_calls"), "tool_calls".to_string()))
+        } else {
+            None
+        };
+        if let Some((at, what)) = v2_sign {
+            return Err(at.error(format!(
+                "{what} in a {FORMAT_V1:?} trajectory: mini-swe-agent 2 writes this, with \
+                 trajectory_format {FORMAT_V2:?}"
+            )));
+        }
         let content = m.key("content").str()?;
         if role == "user" {
             if let Some(cid) = pending.take() {
@@ -172,16 +220,6 @@ pub fn import_value(v: &mut Value, path: String, id: &str) -> Res<Trace> {
                 }
                 t.messages.push(msg);
             }
-            "tool" | "exit" => {
-                // mini-swe-agent 2 writes tool-calling messages (`tool_calls`, role `tool`) and
-                // an `exit` message under the same `trajectory_format`.
-                return Err(m.key("role").error(format!(
-                    "role {role:?}: a mini-swe-agent 2 (tool-calling) trajectory, which this \
-                     importer does not read yet (it reads the text-action trajectories of \
-                     mini-swe-agent 1); `--from openai` imports its chat messages without the \
-                     recorded usage"
-                )));
-            }
             _ => {
                 return Err(m
                     .key("role")
@@ -192,29 +230,373 @@ pub fn import_value(v: &mut Value, path: String, id: &str) -> Res<Trace> {
     Ok(t)
 }
 
+/// A mini-swe-agent 2 trajectory (`trajectory_format: mini-swe-agent-1.1`), the messages as the
+/// agent kept them (`DefaultAgent.serialize`):
+///
+/// - `assistant`: its OpenAI `tool_calls` (the `bash` tool; ids as recorded), usage from
+///   `extra.response.usage`, reasoning from `reasoning_content` (LiteLLM) or
+///   `provider_specific_fields.reasoning`. With the text-based model (no `tool_calls`), the
+///   commands mini-swe-agent parsed out of the text (`extra.actions`) become `bash` calls.
+/// - `tool`: the result of the call its `tool_call_id` names; an error when mini-swe-agent
+///   recorded `extra.exception_info` (a timeout, an action not executed).
+/// - `user`: the task, or the feedback to a response mini-swe-agent rejected
+///   (`extra.interrupt_type: "FormatError"`, kept with `kind: "format_error"`; the rejected
+///   response itself was never sent back to the model, so it is no message). A user message with
+///   `extra.returncode` is an observation: the result of the oldest open text-based call.
+/// - `exit` (never sent to the model): when a call is still open it is the submitting command,
+///   whose observation mini-swe-agent replaced by this message: it becomes that call's result
+///   (`kind: "submission"`). Otherwise it is no message: the exit status is the outcome, and a
+///   text beyond the status is named in a warning.
+///
+/// Responses-API items (`object: "response"`, `type: "function_call_output"`, written by the
+/// `*_response` models) are refused by position: no real trajectory of that shape has been read.
+pub fn import_v2(v: &mut Value, path: String, id: &str) -> Res<Trace> {
+    let root = Node::at(v, path.clone());
+    let mut t = Trace::new(meta(&root, id)?);
+    let mut calls = Calls::default();
+    for (m, m_path) in Node::take_items(v, path, "messages")? {
+        let m = Node::at(&m, m_path);
+        m.obj()?;
+        let role_n = m.key("role");
+        let Some(role) = role_n.opt_str()? else {
+            return Err(no_role(&m));
+        };
+        let extra = m.key("extra");
+        let content = content_text(&m.key("content"))?;
+        match role {
+            "system" => t.messages.push(Message::system(content)),
+            "user" => {
+                let interrupt = extra.key("interrupt_type").opt_str()?;
+                let msg = if interrupt == Some("FormatError") {
+                    if extra.has("response") {
+                        t.meta.warnings.push(format!(
+                            "{}: the model response mini-swe-agent rejected here is recorded only \
+                             in extra.response (it was never sent back to the model, so it is no \
+                             message, and its usage is not counted)",
+                            m.path
+                        ));
+                    }
+                    let mut u = Message::user(content);
+                    u.kind = Some("format_error".into());
+                    u
+                } else if interrupt.is_none() && extra.has("returncode") {
+                    match calls.answer_next() {
+                        Some((cid, name)) => observation(Message::tool(cid, name, content), &extra)?,
+                        None => {
+                            let mut u = Message::user(content);
+                            u.kind = Some("observation".into());
+                            u
+                        }
+                    }
+                } else {
+                    Message::user(content)
+                };
+                t.messages.push(msg);
+            }
+            "assistant" => {
+                let mut issued: Vec<ToolCall> = tool_calls(
+                    &m.key("tool_calls"),
+                    CallShape::OpenAi,
+                    &mut calls,
+                    &mut t.meta.warnings,
+                )?
+                .into_iter()
+                .map(|(_, c)| c)
+                .collect();
+                if issued.is_empty() {
+                    for a in extra.key("actions").opt_items()? {
+                        let command = a.key("command").str()?;
+                        let cid = calls.issue("", "bash", &a.path, &mut t.meta.warnings);
+                        issued.push(ToolCall {
+                            id: cid,
+                            name: "bash".into(),
+                            arguments: serde_json::json!({ "command": command }),
+                        });
+                    }
+                }
+                if !m.key("function_call").is_null() {
+                    t.meta.warnings.push(format!(
+                        "{}: a legacy function_call (mini-swe-agent 2 acts on tool_calls only) \
+                         is not read",
+                        m.key("function_call").path
+                    ));
+                }
+                let mut a = Message::assistant(content, issued);
+                let resp = extra.key("response");
+                a.usage = openai_usage(&resp.key("usage"))?;
+                let recorded_reasoning = [
+                    m.key("reasoning_content"),
+                    m.key("provider_specific_fields").key("reasoning"),
+                    resp.key("choices").idx(0).key("message").key("reasoning"),
+                ];
+                for r in recorded_reasoning {
+                    if let Some(r) = r.opt_str()?.filter(|r| !r.is_empty()) {
+                        a.reasoning = Some(r.to_string());
+                        break;
+                    }
+                }
+                if t.meta.model.is_none() {
+                    t.meta.model = resp.key("model").opt_str()?.map(String::from);
+                }
+                t.messages.push(a);
+            }
+            "tool" => {
+                let recorded = m.key("tool_call_id").opt_str()?;
+                let (cid, name) = calls.answer_or_warn(recorded, &m.path, &mut t.meta.warnings);
+                t.messages
+                    .push(observation(Message::tool(cid, name, content), &extra)?);
+            }
+            "exit" => {
+                let status = extra.key("exit_status").opt_str()?;
+                if let Some((cid, name)) = calls.answer_next() {
+                    let mut r = Message::tool(cid, name, content);
+                    if status == Some("Submitted") {
+                        r.kind = Some("submission".into());
+                    } else {
+                        r.kind = Some("exit".into());
+                        r.is_error = true;
+                    }
+                    t.messages.push(r);
+                    if calls.has_open() {
+                        t.meta.warnings.push(format!(
+                            "{}: the run ended here (exit status {}); the other tool calls of \
+                             the last assistant message have no recorded result",
+                            m.path,
+                            status.unwrap_or("not recorded")
+                        ));
+                        calls.close_open();
+                    }
+                } else {
+                    if t.meta.outcome.is_none() {
+                        t.meta.outcome = status.map(|s| Outcome {
+                            success: None,
+                            reward: None,
+                            status: Some(s.to_string()),
+                        });
+                    }
+                    if !content.is_empty() && Some(content.as_str()) != status {
+                        t.meta.warnings.push(format!(
+                            "{}: the exit message (exit status {}, {} characters) was never sent \
+                             to the model and answers no tool call: it is not imported as a \
+                             message",
+                            m.path,
+                            status.unwrap_or("not recorded"),
+                            content.chars().count()
+                        ));
+                    }
+                }
+            }
+            other => {
+                return Err(role_n.error(format!(
+                    "expected \"system\", \"user\", \"assistant\", \"tool\" or \"exit\" (the roles \
+                     mini-swe-agent 2 writes), found {other:?}"
+                )));
+            }
+        }
+    }
+    Ok(t)
+}
+
+/// A result with mini-swe-agent's `extra.exception_info` (a timeout, an action not executed)
+/// is an error.
+fn observation(mut r: Message, extra: &Node<'_>) -> Res<Message> {
+    r.is_error = extra
+        .key("exception_info")
+        .opt_str()?
+        .is_some_and(|e| !e.is_empty());
+    Ok(r)
+}
+
+/// The error for a message without `role`: a Responses-API item is named as such.
+fn no_role(m: &Node<'_>) -> super::json::Located {
+    let object = m.key("object").opt_str().ok().flatten();
+    let ty = m.key("type").opt_str().ok().flatten();
+    if object == Some("response") || ty.is_some() {
+        let what = match object {
+            Some(o) => format!("object {o:?}"),
+            None => format!("type {:?}", ty.unwrap_or_default()),
+        };
+        return m.error(format!(
+            "a Responses-API item ({what}), as mini-swe-agent 2's response models \
+             (LitellmResponseModel and the like) write: not read yet (no real trajectory of that \
+             shape has been seen)"
+        ));
+    }
+    m.key("role").expected("a string")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    /// A mini-swe-agent 2 trajectory (tool calls, role `tool`) under the same format string
-    /// is named as such, with what imports it, not "expected … found a string".
-    #[test]
-    fn a_tool_calling_trajectory_is_named_not_misread() {
-        let mut doc = json!({
+    /// The shape of mini-swe-agent 2's trajectories with the tool-calling model (as in the real
+    /// files of `datasets/mini-swe-agent-2` and the 45 measured in `docs/formats/mini-swe-agent.md`):
+    /// calls keep their recorded ids, results pair by `tool_call_id`, the rejected response's
+    /// feedback is a `format_error` user message, and the `exit` message that replaced the
+    /// submitting command's observation becomes its result.
+    fn v2_doc() -> Value {
+        json!({
             "trajectory_format": "mini-swe-agent-1.1",
-            "info": {"mini_version": "2.2.8"},
+            "info": {"mini_version": "2.2.4", "exit_status": "Submitted", "submission": "diff",
+                     "model_stats": {"instance_cost": 0.25, "api_calls": 3},
+                     "config": {"model": {"model_name": "openai/gpt-5-mini"}}},
             "messages": [
                 {"role": "system", "content": "s"},
                 {"role": "user", "content": "task"},
-                {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}]},
-                {"role": "tool", "tool_call_id": "c1", "content": "a.py"}
+                {"role": "assistant", "content": null, "function_call": null,
+                 "provider_specific_fields": {"refusal": null}, "annotations": [],
+                 "tool_calls": [{"id": "call_A", "type": "function",
+                                 "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}],
+                 "extra": {"actions": [{"command": "ls", "tool_call_id": "call_A"}], "cost": 0.1,
+                           "response": {"model": "gpt-5-mini-2025-08-07",
+                                        "usage": {"prompt_tokens": 100, "completion_tokens": 7,
+                                                  "prompt_tokens_details": {"cached_tokens": 64}}}}},
+                {"role": "tool", "tool_call_id": "call_A", "content": "<returncode>0</returncode>\n<output>\na.py\n</output>",
+                 "extra": {"raw_output": "a.py\n", "returncode": 0, "exception_info": ""}},
+                {"role": "user", "content": "No tool calls found in the response.",
+                 "extra": {"interrupt_type": "FormatError"}},
+                {"role": "assistant", "content": "submit", "reasoning_content": "done",
+                 "tool_calls": [{"id": "call_B", "type": "function",
+                                 "function": {"name": "bash", "arguments": "{\"command\":\"echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\"}"}}],
+                 "extra": {"actions": [{"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "tool_call_id": "call_B"}],
+                           "response": {"usage": {"prompt_tokens": 150, "completion_tokens": 9}}}},
+                {"role": "exit", "content": "diff", "extra": {"exit_status": "Submitted", "submission": "diff"}}
+            ]
+        })
+    }
+
+    #[test]
+    fn v2_tool_calls_pair_with_tool_messages_and_exit_answers_the_submit() {
+        let t = import(&Node::root(&v2_doc()), "x").unwrap();
+        let roles: Vec<_> = t.messages.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(
+            roles,
+            ["system", "user", "assistant", "tool", "user", "assistant", "tool"]
+        );
+        assert_eq!(t.messages[2].tool_calls[0].id, "call_A");
+        assert_eq!(t.messages[2].tool_calls[0].arguments, json!({"command": "ls"}));
+        assert_eq!(t.messages[2].content, "");
+        assert_eq!(t.messages[3].tool_call_id.as_deref(), Some("call_A"));
+        assert_eq!(t.messages[3].name.as_deref(), Some("bash"));
+        assert!(!t.messages[3].is_error);
+        assert_eq!(t.messages[4].kind.as_deref(), Some("format_error"));
+        assert_eq!(t.messages[5].reasoning.as_deref(), Some("done"));
+        let last = &t.messages[6];
+        assert_eq!(last.tool_call_id.as_deref(), Some("call_B"));
+        assert_eq!(last.kind.as_deref(), Some("submission"));
+        assert_eq!(last.content, "diff");
+        assert_eq!(t.messages[2].usage.unwrap().cache_read, 64);
+        assert_eq!(t.recorded_usage().input, 250);
+        assert_eq!(t.meta.model.as_deref(), Some("openai/gpt-5-mini"));
+        assert_eq!(t.meta.cost_usd, Some(0.25));
+        assert_eq!(
+            t.meta.outcome.as_ref().and_then(|o| o.status.as_deref()),
+            Some("Submitted")
+        );
+        assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+    }
+
+    /// An exit that answers no call (limits, an API error) is no message: its status is the
+    /// outcome, and a text beyond the status (an exception) is named, not dropped silently.
+    #[test]
+    fn v2_exit_without_an_open_call_is_the_outcome_and_a_longer_text_is_named() {
+        let mut doc = v2_doc();
+        let msgs = doc["messages"].as_array_mut().unwrap();
+        msgs.truncate(4);
+        msgs.push(json!({"role": "exit", "content": "LimitsExceeded",
+                         "extra": {"exit_status": "LimitsExceeded", "submission": ""}}));
+        doc["info"]["exit_status"] = json!("LimitsExceeded");
+        let t = import(&Node::root(&doc), "x").unwrap();
+        assert_eq!(t.messages.len(), 4);
+        assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+        assert_eq!(
+            t.meta.outcome.as_ref().and_then(|o| o.status.as_deref()),
+            Some("LimitsExceeded")
+        );
+
+        let msgs = doc["messages"].as_array_mut().unwrap();
+        msgs[4] = json!({"role": "exit", "content": "litellm.RateLimitError: quota",
+                         "extra": {"exit_status": "RateLimitError", "submission": ""}});
+        let t = import(&Node::root(&doc), "x").unwrap();
+        assert_eq!(t.messages.len(), 4);
+        assert_eq!(t.meta.warnings.len(), 1, "{:?}", t.meta.warnings);
+        assert!(t.meta.warnings[0].starts_with("$.messages[4]: the exit message (exit status RateLimitError, 29 characters)"));
+    }
+
+    /// A result mini-swe-agent marked with `exception_info` (a timeout, an action it did not
+    /// execute) is an error; a rejected response recorded in `extra.response` (mini-swe-agent
+    /// 2.4 keeps it) is named in a warning, since it never became a message.
+    #[test]
+    fn v2_exception_results_are_errors_and_a_kept_rejected_response_is_named() {
+        let mut doc = v2_doc();
+        doc["messages"][3]["extra"]["exception_info"] = json!("action was not executed");
+        doc["messages"][4]["extra"]["response"] = json!({"usage": {"prompt_tokens": 120}});
+        let t = import(&Node::root(&doc), "x").unwrap();
+        assert!(t.messages[3].is_error);
+        assert_eq!(t.meta.warnings.len(), 1, "{:?}", t.meta.warnings);
+        assert!(t.meta.warnings[0].starts_with("$.messages[4]: the model response mini-swe-agent rejected"));
+    }
+
+    /// The text-based model of mini-swe-agent 2 (`LitellmTextbasedModel`): no `tool_calls`; the
+    /// commands it parsed (`extra.actions`) are the calls, and the user observations after them
+    /// (`extra.returncode`) their results.
+    #[test]
+    fn v2_text_based_actions_become_calls_answered_by_observations() {
+        let doc = json!({
+            "trajectory_format": "mini-swe-agent-1.1",
+            "messages": [
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": "task"},
+                {"role": "assistant", "content": "THOUGHT\n```mswea_bash_command\nls\n```",
+                 "extra": {"actions": [{"command": "ls"}]}},
+                {"role": "user", "content": "<returncode>0</returncode>", "extra": {"returncode": 0, "raw_output": ""}},
+                {"role": "user", "content": "<returncode>1</returncode>", "extra": {"returncode": 1}}
             ]
         });
-        let e = import_value(&mut doc, "$".into(), "t").unwrap_err();
-        assert_eq!(e.location, "$.messages[3].role");
-        assert!(e.message.contains("mini-swe-agent 2 (tool-calling)"), "{}", e.message);
-        assert!(e.message.contains("--from openai"), "{}", e.message);
+        let t = import(&Node::root(&doc), "x").unwrap();
+        assert_eq!(t.messages[2].tool_calls[0].arguments, json!({"command": "ls"}));
+        assert_eq!(t.messages[3].role.as_str(), "tool");
+        assert_eq!(
+            t.messages[3].tool_call_id.as_deref(),
+            Some(t.messages[2].tool_calls[0].id.as_str())
+        );
+        // An observation with no call open (a human's command) stays a user message.
+        assert_eq!(t.messages[4].role.as_str(), "user");
+        assert_eq!(t.messages[4].kind.as_deref(), Some("observation"));
+    }
+
+    /// Shapes the importer does not read are refused where they are: a Responses-API item, a
+    /// role mini-swe-agent 2 does not write, a trajectory_format of another version, and a v2
+    /// role inside a v1 file.
+    #[test]
+    fn unread_shapes_are_refused_by_position() {
+        let mut doc = v2_doc();
+        doc["messages"][3] = json!({"type": "function_call_output", "call_id": "call_A", "output": "x"});
+        let e = import(&Node::root(&doc), "x").unwrap_err();
+        assert_eq!(e.location, "$.messages[3]");
+        assert!(e.message.contains("Responses-API item (type \"function_call_output\")"), "{}", e.message);
+
+        let mut doc = v2_doc();
+        doc["messages"][2] = json!({"object": "response", "output": []});
+        let e = import(&Node::root(&doc), "x").unwrap_err();
+        assert!(e.message.contains("(object \"response\")"), "{}", e.message);
+
+        let mut doc = v2_doc();
+        doc["messages"][1]["role"] = json!("robot");
+        let e = import(&Node::root(&doc), "x").unwrap_err();
+        assert_eq!(e.location, "$.messages[1].role");
+
+        let mut doc = v2_doc();
+        doc["trajectory_format"] = json!("mini-swe-agent-2");
+        let e = import(&Node::root(&doc), "x").unwrap_err();
+        assert_eq!(e.location, "$.trajectory_format");
+
+        let mut doc = v2_doc();
+        doc["trajectory_format"] = json!("mini-swe-agent-1");
+        let e = import(&Node::root(&doc), "x").unwrap_err();
+        assert_eq!(e.location, "$.messages[2].tool_calls");
+        assert!(e.message.contains("mini-swe-agent 2 writes this"), "{}", e.message);
     }
 
     #[test]
