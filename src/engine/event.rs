@@ -76,7 +76,8 @@ pub enum EventDetail {
         path: String,
         replacement: String,
     },
-    /// A large tool result was left alone because its tool is excluded.
+    /// A large tool result was left alone: its tool is excluded ([`EXCLUDED_TOOL`]), or its
+    /// file's path is another result's (deepagents does not write over a file).
     EvictionSkipped {
         tool: String,
         chars: u64,
@@ -220,6 +221,9 @@ impl Event {
         self.detail.rename(r);
     }
 }
+
+/// [`EventDetail::EvictionSkipped`]'s reason for a result of an excluded tool.
+pub const EXCLUDED_TOOL: &str = "excluded tool";
 
 impl EventDetail {
     /// Replace the store names of `r` in every text of the detail.
@@ -424,7 +428,10 @@ impl EventDetail {
         use EventDetail::*;
         match self {
             Evicted { path, .. } => format!(" #{trace_index} → {path}"),
-            EvictionSkipped { tool, .. } => format!(" #{trace_index} ({tool} excluded)"),
+            EvictionSkipped { tool, reason, .. } if reason == EXCLUDED_TOOL => {
+                format!(" #{trace_index} ({tool} excluded)")
+            }
+            EvictionSkipped { tool, reason, .. } => format!(" #{trace_index} ({tool}: {reason})"),
             UserMessageEvicted {
                 evicted_index,
                 path,

@@ -636,6 +636,26 @@ impl OffloadStore {
         &self.writes
     }
 
+    /// Where deepagents' offload of the result of tool call `id` under `dir` writes it: its
+    /// sanitized name ([`sanitize_tool_call_id`]), or `Err(path)` when a file of this store has
+    /// that `path` already: deepagents' backends refuse a `write` over an existing file, and the
+    /// refused result stays in the context (the evict and clip layers do the same). A name that
+    /// is no file name (a NUL, over [`MAX_NAME_BYTES`], empty) gets one of its own
+    /// ([`OffloadStore::tool_result_path`]): deepagents' in-memory state would take it, a kept
+    /// store on disk could not.
+    pub fn deepagents_result_path(&self, dir: &str, id: &str) -> Result<String, String> {
+        let name = sanitize_tool_call_id(id);
+        if !valid_file_name(&name) {
+            return Ok(self.tool_result_path(dir, id));
+        }
+        let path = format!("{}/{name}", dir.trim_end_matches('/'));
+        if self.files.contains_key(&path) {
+            Err(path)
+        } else {
+            Ok(path)
+        }
+    }
+
     /// The virtual path the result of tool call `id` is offloaded to under folder `dir`
     /// (`/large_tool_results`), before it is written:
     ///
@@ -1482,6 +1502,29 @@ mod tests {
         assert!(re.is_match(&ua), "{ua}");
         assert_ne!(a.uuid4(), ua);
         assert_eq!(a.uuid4_hex().len(), 32);
+    }
+
+    /// deepagents' name, refused when a file has it (deepagents' backends do not write over a
+    /// file: the result stays in the context); a name that is no file name gets one of its own.
+    #[test]
+    fn deepagents_result_paths_are_refused_when_taken() {
+        let dir = "/large_tool_results";
+        let mut s = OffloadStore::in_memory(0);
+        let first = s.deepagents_result_path(dir, "a.b").unwrap();
+        assert_eq!(first, "/large_tool_results/a_b");
+        s.write(&first, b"first").unwrap();
+        for id in ["a/b", "a_b", "a.b"] {
+            assert_eq!(
+                s.deepagents_result_path(dir, id),
+                Err(first.clone()),
+                "{id}"
+            );
+        }
+        assert_eq!(&*s.contents(&first).unwrap(), b"first");
+        let nul = s.deepagents_result_path(dir, "x\0y").unwrap();
+        assert!(nul.starts_with("/large_tool_results/x_y-"), "{nul}");
+        let long = s.deepagents_result_path(dir, &"L".repeat(300)).unwrap();
+        assert!(long.len() <= dir.len() + 1 + MAX_NAME_BYTES, "{long}");
     }
 
     /// deepagents' name while it is free and a file name; else a name of its own, distinct from

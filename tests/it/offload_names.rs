@@ -1,9 +1,12 @@
 //! `ctxbench run` on a trace whose tool call ids deepagents' file naming cannot keep apart or
 //! cannot write: three ids that sanitize to one name (`t.1`, `t/1`, `t_1` → `t_1`), one with a
-//! NUL and one of 300 bytes. Every large result is offloaded to a file of its own (the first
-//! keeps deepagents' path), every unit succeeds with its store written under `stores/<unit>/`,
-//! the needle agent finds facts planted in the first two colliding results in the files their
-//! stubs name, and every event names the file it wrote.
+//! NUL and one of 300 bytes. As deepagents does, the first colliding result is offloaded to
+//! `t_1` and the two after it stay in the context (its backends refuse a write over a file:
+//! nothing is overwritten); the NUL and 300-byte ids, which deepagents' in-memory state takes
+//! but no directory on disk can, get names of their own. Every unit succeeds with its store
+//! written under `stores/<unit>/`, the needle agent finds a fact planted in the offloaded result
+//! in its file and one planted in a refused result in its view, and every eviction names the
+//! file it wrote.
 
 use crate::support::cli::ctxbench;
 use crate::support::suite::SuiteBuilder;
@@ -61,7 +64,7 @@ fn files(dir: &Path) -> BTreeMap<String, String> {
 }
 
 #[test]
-fn colliding_and_unwritable_tool_call_ids_each_keep_a_file_and_fail_no_unit() {
+fn colliding_tool_call_ids_are_refused_as_deepagents_does_and_unwritable_ones_fail_no_unit() {
     let tmp = tempfile::tempdir().unwrap();
     let trace = tmp.path().join("ids.jsonl");
     write_trace(&trace);
@@ -105,8 +108,9 @@ fn colliding_and_unwritable_tool_call_ids_each_keep_a_file_and_fail_no_unit() {
     let replay = samples.iter().find(|s| s["eval"] == "replay").unwrap();
     let unit = replay["unit_id"].as_str().unwrap();
     let kept = files(&run.join("stores").join(unit).join("large_tool_results"));
-    // One file per result, each holding its result exactly; the first keeps deepagents' name.
-    assert_eq!(kept.len(), 5, "{:?}", kept.keys());
+    // A file for each result offloaded, holding it exactly: the first colliding result under
+    // deepagents' name, the NUL and 300-byte ids under names of their own.
+    assert_eq!(kept.len(), 3, "{:?}", kept.keys());
     let mut by_result = BTreeMap::new();
     for (name, text) in &kept {
         let k = (0..5).find(|&k| result(k) == *text);
@@ -114,17 +118,10 @@ fn colliding_and_unwritable_tool_call_ids_each_keep_a_file_and_fail_no_unit() {
         assert!(name.len() <= 255 && !name.contains('\0'), "{name:?}");
         by_result.insert(k, format!("/large_tool_results/{name}"));
     }
-    assert_eq!(by_result.len(), 5, "two files hold one result");
+    assert_eq!(by_result.keys().copied().collect::<Vec<_>>(), [0, 3, 4]);
     assert_eq!(by_result[&0], "/large_tool_results/t_1");
-    for k in [1, 2] {
-        assert!(
-            by_result[&k].starts_with("/large_tool_results/t_1-"),
-            "{}",
-            by_result[&k]
-        );
-    }
     // Every eviction names the file it wrote, in its timeline note (the stub the model sees
-    // names the same path: the needle agent read it from there).
+    // names the same path: the needle agent read it from there); the refused two have none.
     let notes: Vec<&str> = replay["timeline"]
         .as_array()
         .unwrap()
@@ -132,17 +129,20 @@ fn colliding_and_unwritable_tool_call_ids_each_keep_a_file_and_fail_no_unit() {
         .flat_map(|p| p["details"].as_array().into_iter().flatten())
         .filter_map(Value::as_str)
         .collect();
-    for (k, path) in &by_result {
-        let at = 3 + 2 * k;
-        let want = format!("evicted at message {at}: ");
-        let note = notes.iter().find(|n| n.starts_with(&want)).unwrap();
-        assert!(note.ends_with(&format!("wrote {path}")), "{note}");
+    for k in 0..5 {
+        let want = format!("evicted at message {}: ", 3 + 2 * k);
+        let note = notes.iter().find(|n| n.starts_with(&want));
+        match by_result.get(&k) {
+            Some(path) => assert!(note.unwrap().ends_with(&format!("wrote {path}"))),
+            None => assert!(note.is_none(), "{note:?}"),
+        }
     }
 
     // The pointers hold the exact originals.
     let inv = samples.iter().find(|s| s["eval"] == "invariants").unwrap();
     assert_eq!(inv["passed"], true, "{}", inv["evidence"]);
-    // Both planted facts come back, each from the file of its own result.
+    // Both planted facts come back: from the offloaded result's file, and from the view that
+    // kept the refused result.
     for s in samples.iter().filter(|s| s["eval"] == "needle") {
         let fact = &s["evidence"]["facts"][0];
         let k = (fact["trace_index"].as_u64().unwrap() as usize - 3) / 2;
@@ -152,7 +152,10 @@ fn colliding_and_unwritable_tool_call_ids_each_keep_a_file_and_fail_no_unit() {
             s["sample"], s["evidence"]
         );
         let answer = &s["evidence"]["answers"][0];
-        assert_eq!(answer["files_read"], json!([by_result[&k]]), "{answer}");
+        match by_result.get(&k) {
+            Some(path) => assert_eq!(answer["files_read"], json!([path]), "{answer}"),
+            None => assert_eq!(s["scores"]["in_view"], 1.0, "{answer}"),
+        }
     }
     let needled: Vec<u64> = samples
         .iter()

@@ -89,19 +89,37 @@ impl Layer for EvictToolResultsLayer {
             let detail = EventDetail::EvictionSkipped {
                 tool,
                 chars,
-                reason: "excluded tool".into(),
+                reason: crate::engine::event::EXCLUDED_TOOL.into(),
             };
             ctx.emit(self.name(), detail);
             return Ok(());
         }
         let id = msg.tool_call_id.clone().unwrap_or_default();
-        // deepagents' name unless another result has it or it is no file name: then one of
-        // its own (`OffloadStore::tool_result_path`), which the stub and the event name.
+        // deepagents' name; one of its own when that is no file name
+        // (`OffloadStore::deepagents_result_path`). A name another result's file has is
+        // refused, as deepagents' backends refuse it: the result stays in the context.
         let path = if id.is_empty() {
             let name = format!("unknown-{}", ctx.env.store.short_hex());
-            ctx.env.store.tool_result_path(&self.cfg.path_prefix, &name)
+            Ok(ctx.env.store.tool_result_path(&self.cfg.path_prefix, &name))
         } else {
-            ctx.env.store.tool_result_path(&self.cfg.path_prefix, &id)
+            ctx.env
+                .store
+                .deepagents_result_path(&self.cfg.path_prefix, &id)
+        };
+        let path = match path {
+            Ok(path) => path,
+            Err(taken) => {
+                let detail = EventDetail::EvictionSkipped {
+                    tool,
+                    chars,
+                    reason: format!(
+                        "{taken} exists (deepagents does not write over a file: the result \
+                         stays in the context)"
+                    ),
+                };
+                ctx.emit(self.name(), detail);
+                return Ok(());
+            }
         };
         // Written before it leaves the context.
         let write = ctx.env.store.write_content(&path, &msg)?;

@@ -487,9 +487,17 @@ impl SummarizeLayer {
                     if t.item.pointer.is_some() {
                         continue;
                     }
-                    // deepagents' path, unless another result's file has it or it is no file
-                    // name (`OffloadStore::tool_result_path`): never over another file.
-                    let path = ctx.env.store.tool_result_path("/large_tool_results", &id);
+                    // deepagents' path (one of its own when that is no file name); a path
+                    // another result's file has is refused, as deepagents' backends refuse
+                    // the write: the result is not clipped
+                    // (`OffloadStore::deepagents_result_path`).
+                    let Ok(path) = ctx
+                        .env
+                        .store
+                        .deepagents_result_path("/large_tool_results", &id)
+                    else {
+                        continue;
+                    };
                     (tool_stub(&id, &path, &m.content, shape), Some(path))
                 }
             };
