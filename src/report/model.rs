@@ -536,7 +536,7 @@ fn assemble(
              as `unknown`, never $0 (add the model to the suite's pricing overrides)"
         ));
     }
-    notes.extend(health.finish());
+    notes.extend(health.finish(&order));
     notes.extend(pricing.finish(&order));
     let rank = ranks(&order);
     let mut pass_k = pass_k.finish();
@@ -646,6 +646,7 @@ fn by_trace(map: &mut BTreeMap<String, (usize, u64, BTreeSet<String>)>, s: &Row<
 /// variants reads one note of a kind rather than one a variant (30 variants made 90 lines).
 fn flag_who<T>(
     map: &BTreeMap<String, T>,
+    order: &[String],
     label: &str,
     counts: impl Fn(&T) -> (usize, u64),
 ) -> (String, usize, u64) {
@@ -656,8 +657,11 @@ fn flag_who<T>(
     let who = match map.keys().next() {
         Some(v) if map.len() == 1 => format!("variant `{v}`"),
         _ => {
-            let by: Vec<String> = map
-                .iter()
+            // In the run's order of variants (those it does not list last, by name).
+            let mut entries: Vec<(&String, &T)> = map.iter().collect();
+            entries.sort_by_key(|(v, _)| order.iter().position(|o| o == *v).unwrap_or(usize::MAX));
+            let by: Vec<String> = entries
+                .into_iter()
                 .map(|(v, t)| {
                     let (u, n) = counts(t);
                     format!("`{v}` {u}/{n}")
@@ -724,7 +728,8 @@ impl HealthSum {
         }
     }
 
-    fn finish(self) -> Vec<String> {
+    /// The notes, each naming its variants in the run's `order`.
+    fn finish(self, order: &[String]) -> Vec<String> {
         let HealthSum {
             flagged,
             futile,
@@ -743,7 +748,7 @@ impl HealthSum {
         ));
         }
         if !truncated.is_empty() {
-            let (who, units, n) = flag_who(&truncated, "model calls", |&(u, n)| (u, n));
+            let (who, units, n) = flag_who(&truncated, order, "model calls", |&(u, n)| (u, n));
             notes.push(format!(
                 "FLAGGED: {who}: {units} unit(s) had {n} model call(s) whose server reported \
                  under 80% of the prompt tokens sent: it probably cut the prompt to its context \
@@ -752,7 +757,7 @@ impl HealthSum {
             ));
         }
         if !step_limit.is_empty() {
-            let (who, units, n) = flag_who(&step_limit, "questions", |&(u, n)| (u, n));
+            let (who, units, n) = flag_who(&step_limit, order, "questions", |&(u, n)| (u, n));
             notes.push(format!(
                 "FLAGGED: {who}: {units} unit(s) had {n} question(s) whose agent ran out of \
                  `max_steps` before answering; they are scored as not recovered (see \
@@ -761,7 +766,7 @@ impl HealthSum {
             ));
         }
         if !flagged.is_empty() {
-            let (who, units, n) = flag_who(&flagged, "summaries failed", |&(u, n)| (u, n));
+            let (who, units, n) = flag_who(&flagged, order, "summaries failed", |&(u, n)| (u, n));
             notes.push(format!(
                 "FLAGGED: {who}: {units} unit(s) succeeded although {n} summaries failed \
                  (`on_summary_error = \"record\"`); their tokens, cost and scores are not those \
@@ -769,7 +774,8 @@ impl HealthSum {
             ));
         }
         if !futile.is_empty() {
-            let (who, units, n) = flag_who(&futile, "futile compactions", |(u, n, _)| (*u, *n));
+            let (who, units, n) =
+                flag_who(&futile, order, "futile compactions", |(u, n, _)| (*u, *n));
             notes.push(format!(
                 "FLAGGED: {who}: {units} unit(s) on {} trace(s) had {n} futile \
                  compaction(s) (they removed no message or left the request no smaller; \
@@ -778,7 +784,7 @@ impl HealthSum {
             ));
         }
         if !overflow.is_empty() {
-            let (who, units, n) = flag_who(&overflow, "requests", |(u, n, _)| (*u, *n));
+            let (who, units, n) = flag_who(&overflow, order, "requests", |(u, n, _)| (*u, *n));
             notes.push(format!(
                 "FLAGGED: {who}: {units} unit(s) on {} trace(s) had {n} request(s) still \
                  over the window after compaction (`overflow` in the unit's compactions and \
@@ -879,7 +885,8 @@ mod tests {
         // A sweep of many variants flagged alike read one note a variant (30 variants: 90
         // terminal lines); one note a kind names each variant's counts and the totals.
         let mut info = RunInfo::new("r");
-        info.variants = vec!["a".into(), "b".into(), "c".into()];
+        // The run's order of variants, not their names'.
+        info.variants = vec!["c".into(), "a".into(), "b".into()];
         let out_of_steps = |v: &str, sample: &str, n: f64| {
             let mut u = s(v, sample, 0.0);
             u.scores.insert("step_limit".into(), n);
@@ -906,7 +913,7 @@ mod tests {
         assert_eq!(notes.len(), 1, "{:?}", m.notes);
         assert!(
             notes[0].starts_with(
-                "FLAGGED: 3 variants (units/questions by variant: `a` 1/2, `b` 1/1, `c` 2/3): \
+                "FLAGGED: 3 variants (units/questions by variant: `c` 2/3, `a` 1/2, `b` 1/1): \
                  4 unit(s) had 6 question(s) whose agent ran out of `max_steps`"
             ),
             "{}",
