@@ -304,6 +304,38 @@ fn figures(kind: RuleKind, value: f64, ci: Option<&Ci>) -> (String, String) {
     }
 }
 
+/// Decimals at which `value` and `threshold` print apart (none when they are equal; at most 6).
+fn decimals_apart(value: f64, threshold: f64) -> usize {
+    if value == threshold || !value.is_finite() || !threshold.is_finite() {
+        return 0;
+    }
+    (0..=6)
+        .find(|&d| format!("{value:.d$}") != format!("{threshold:.d$}"))
+        .unwrap_or(6)
+}
+
+/// Decimals of a printed number (`+121.50%`: 2).
+fn decimals_of(shown: &str) -> usize {
+    let digits = shown.trim_end_matches('%');
+    digits.split_once('.').map_or(0, |(_, d)| d.len())
+}
+
+/// `shown` (a number, maybe signed, maybe with a `%`) when it has at least `decimals` decimals;
+/// else `again()`, the number printed with them.
+fn at_least(shown: String, decimals: usize, again: impl FnOnce() -> String) -> String {
+    let digits = shown.trim_end_matches('%');
+    let has = decimals_of(&shown);
+    let plain = digits
+        .trim_start_matches(['+', '-'])
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b == b'.');
+    if has >= decimals || !plain {
+        shown
+    } else {
+        again()
+    }
+}
+
 /// The suite name recorded in a run (`suite.name` of the resolved suite).
 fn suite_name(run: &GateRun) -> Option<&str> {
     run.info
@@ -639,6 +671,9 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
     use crate::metrics::format::fmt_pct_value;
     let pct = rule.kind == RuleKind::DeltaPct;
     let (shown, ci_shown) = figures(rule.kind, value, ci.as_ref());
+    // The figure and the threshold with at least the decimals that tell them apart: a change
+    // printed at its CI's decimals (`+122` for 121.5) or a threshold at its own (`1991` for
+    // 1991.25) read as violating a threshold they did not reach.
     // A threshold and a distance from it: `5.0%` and `7.3 percentage points` for a Δ% rule.
     let amount = |x: f64, unit: &str| {
         if pct {
@@ -647,7 +682,17 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
             num(x)
         }
     };
-    let threshold = |x: f64| amount(x, "%");
+    let unit = if pct { "%" } else { "" };
+    let apart = decimals_apart(value, rule.threshold);
+    let threshold_shown = at_least(amount(rule.threshold, "%"), apart, || {
+        format!("{:.apart$}{unit}", rule.threshold)
+    });
+    // The figure at the threshold's decimals at least: `+122` beside `<= 121.4` read 0.6 over.
+    let wanted = apart.max(decimals_of(&threshold_shown));
+    let shown = at_least(shown, wanted, || {
+        let sign = if value > 0.0 { "+" } else { "" };
+        format!("{sign}{value:.wanted$}{unit}")
+    });
     let by = |x: f64| amount(x, " percentage points");
     let stats = format!(
         "{what} = {shown} (95% CI {ci_shown}{})",
@@ -669,7 +714,7 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
             format!(
                 "{stats}: satisfies {} {}",
                 rule.op.as_str(),
-                threshold(rule.threshold)
+                threshold_shown
             ),
         )
     } else if significant && rule.kind == RuleKind::Absolute {
@@ -680,7 +725,7 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
             format!(
                 "{stats}: misses the threshold {} {} by {} ({})",
                 rule.op.as_str(),
-                threshold(rule.threshold),
+                threshold_shown,
                 by(beyond.unwrap_or(0.0)),
                 if ci.is_some() {
                     "the whole 95% CI is beyond it"
@@ -695,7 +740,7 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
             format!(
                 "{stats}: violates {} {} by {} and {}",
                 rule.op.as_str(),
-                threshold(rule.threshold),
+                threshold_shown,
                 by(beyond.unwrap_or(0.0)),
                 if regressed {
                     "the regression is significant"
@@ -713,7 +758,7 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
                 "{stats}: violates {} {} by {}; too few traces ({n}) to test significance, so \
                  the gate fails closed (add traces to the suite to get a verdict)",
                 rule.op.as_str(),
-                threshold(rule.threshold),
+                threshold_shown,
                 by(beyond.unwrap_or(0.0))
             ),
         )
@@ -724,7 +769,7 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
                 "{stats}: misses the threshold {} {} by {} but not significantly: the 95% CI \
                  reaches it (passes)",
                 rule.op.as_str(),
-                threshold(rule.threshold),
+                threshold_shown,
                 by(beyond.unwrap_or(0.0))
             ),
         )
@@ -734,7 +779,7 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
             format!(
                 "{stats}: beyond {} {} by {} but not significant (passes)",
                 rule.op.as_str(),
-                threshold(rule.threshold),
+                threshold_shown,
                 by(beyond.unwrap_or(0.0))
             ),
         )
@@ -856,5 +901,17 @@ mod tests {
             figures(RuleKind::Delta, 908.0, None),
             ("+908.0".to_string(), "–".to_string())
         );
+    }
+
+    #[test]
+    fn a_figure_next_to_its_threshold_is_printed_apart_from_it() {
+        assert_eq!(decimals_apart(121.5, 121.4), 0);
+        assert_eq!(decimals_of("+121.50%"), 2);
+        assert_eq!(decimals_apart(1991.0, 1991.25), 1);
+        assert_eq!(decimals_apart(2.0, 2.0), 0);
+        assert_eq!(at_least("+122".into(), 1, || "+121.5".into()), "+121.5");
+        assert_eq!(at_least("+121.50".into(), 1, || unreachable!()), "+121.50");
+        assert_eq!(at_least("-≈0".into(), 3, || unreachable!()), "-≈0");
+        assert_eq!(at_least("+0.1%".into(), 2, || "+0.07%".into()), "+0.07%");
     }
 }

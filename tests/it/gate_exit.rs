@@ -611,6 +611,45 @@ fn a_significant_change_short_of_its_threshold_is_not_called_a_regression() {
     assert!(!xml.contains("type=\"regression\""), "{xml}");
 }
 
+/// A change whose CI's decimals would round it across its threshold is printed with the
+/// digits that tell them apart (`+122 … violates <= 121.4 by 0.100` was a 121.5).
+#[test]
+fn a_change_next_to_its_threshold_is_printed_apart_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base", &run_losing(0));
+    // 100,001 more agent input tokens in every other unit: a change printed without decimals.
+    let grown: Vec<Sample> = run_losing(0)
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut s)| {
+            s.tokens.agent.input += (i % 2) as u64 * 100_001;
+            s
+        })
+        .collect();
+    let cand = write(dir.path(), "cand", &grown);
+    let out = gate(&cand, &base)
+        .args(["--rule", "aggressive: tokens.delta <= 1e9", "--json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let value = doc["results"][0]["value"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{doc}"));
+    // A threshold 0.1 under the change: violated, by 0.1.
+    let threshold = ((value - 0.1) * 10.0).round() / 10.0;
+    let out = gate(&cand, &base)
+        .args([
+            "--rule",
+            &format!("aggressive: tokens.delta <= {threshold}"),
+        ])
+        .output()
+        .unwrap();
+    let text = stdout_of(&out);
+    let shown = format!("= +{value:.1} ");
+    assert!(text.contains(&shown), "{shown}: {text}");
+    assert!(text.contains(&format!("<= {threshold:.1}")), "{text}");
+}
+
 /// A torn final line (the candidate or the baseline was interrupted as it wrote it) is a unit
 /// the gate does not see: every output says so, as `compare` does.
 #[test]
