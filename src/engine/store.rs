@@ -640,15 +640,18 @@ impl OffloadStore {
     /// sanitized name ([`sanitize_tool_call_id`]), or `Err(path)` when a file of this store has
     /// that `path` already: deepagents' backends refuse a `write` over an existing file, and the
     /// refused result stays in the context (the evict and clip layers do the same). A name that
-    /// is no file name (a NUL, over [`MAX_NAME_BYTES`], empty) gets one of its own
-    /// ([`OffloadStore::tool_result_path`]): deepagents' in-memory state would take it, a kept
-    /// store on disk could not.
+    /// is no file name (a NUL, over [`MAX_NAME_BYTES`], empty) is written under one made from
+    /// it (`<name, NULs made _, cut>-<8 hex of the name's sha256>`): deepagents' in-memory
+    /// state would take the name, a kept store on disk could not. Made from the sanitized
+    /// name, it is the same for every id deepagents would write to one path, so a second such
+    /// result is refused as deepagents refuses it.
     pub fn deepagents_result_path(&self, dir: &str, id: &str) -> Result<String, String> {
         let name = sanitize_tool_call_id(id);
-        if !valid_file_name(&name) {
-            return Ok(self.tool_result_path(dir, id));
-        }
-        let path = format!("{}/{name}", dir.trim_end_matches('/'));
+        let path = if valid_file_name(&name) {
+            format!("{}/{name}", dir.trim_end_matches('/'))
+        } else {
+            made_up_path(dir, &name, &name)
+        };
         if self.files.contains_key(&path) {
             Err(path)
         } else {
@@ -681,17 +684,7 @@ impl OffloadStore {
                 return path;
             }
         }
-        use sha2::Digest as _;
-        let digest = hex::encode(&sha2::Sha256::digest(id.as_bytes())[..NAME_DIGEST_BYTES]);
-        // Room for `-<digest>` and a `-<n>` of up to 20 digits.
-        let room = MAX_NAME_BYTES - (1 + digest.len()) - (1 + 20);
-        let head = name.replace('\0', "_");
-        let head = cut_at_char(&head, room);
-        let base = if head.is_empty() {
-            format!("{dir}/{digest}")
-        } else {
-            format!("{dir}/{head}-{digest}")
-        };
+        let base = made_up_path(dir, &name, id);
         let mut path = base.clone();
         let mut n = 2u64;
         while self.files.contains_key(&path) {
@@ -1176,6 +1169,23 @@ pub fn sanitize_tool_call_id(id: &str) -> String {
     id.replace(['.', '/', '\\'], "_")
 }
 
+/// `<dir>/<name>-<h>`, a valid file name made from `name`: each NUL made `_`, cut on a
+/// character boundary to leave room for `-<h>` and a `-<n>` of up to 20 digits, `<h>` the first
+/// 8 hex digits of the sha256 of `digest_of` (`<h>` alone for an empty name).
+fn made_up_path(dir: &str, name: &str, digest_of: &str) -> String {
+    use sha2::Digest as _;
+    let dir = dir.trim_end_matches('/');
+    let digest = hex::encode(&sha2::Sha256::digest(digest_of.as_bytes())[..NAME_DIGEST_BYTES]);
+    let room = MAX_NAME_BYTES - (1 + digest.len()) - (1 + 20);
+    let head = name.replace('\0', "_");
+    let head = cut_at_char(&head, room);
+    if head.is_empty() {
+        format!("{dir}/{digest}")
+    } else {
+        format!("{dir}/{head}-{digest}")
+    }
+}
+
 /// Longest file name a store gives an offloaded tool result, in bytes: `NAME_MAX` of the usual
 /// Linux filesystems, which a store written under `stores/<unit>/` must fit.
 pub const MAX_NAME_BYTES: usize = 255;
@@ -1525,6 +1535,14 @@ mod tests {
         assert!(nul.starts_with("/large_tool_results/x_y-"), "{nul}");
         let long = s.deepagents_result_path(dir, &"L".repeat(300)).unwrap();
         assert!(long.len() <= dir.len() + 1 + MAX_NAME_BYTES, "{long}");
+        // Ids deepagents writes to one path that is no file name: refused once one is written
+        // (a repeated 300-byte id; two that sanitize alike).
+        s.write(&long, b"long").unwrap();
+        assert_eq!(s.deepagents_result_path(dir, &"L".repeat(300)), Err(long));
+        let m = "M".repeat(299);
+        let dot = s.deepagents_result_path(dir, &format!("{m}.")).unwrap();
+        s.write(&dot, b"dot").unwrap();
+        assert_eq!(s.deepagents_result_path(dir, &format!("{m}/")), Err(dot));
     }
 
     /// deepagents' name while it is free and a file name; else a name of its own, distinct from
