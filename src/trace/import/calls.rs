@@ -85,6 +85,13 @@ impl Calls {
         })
     }
 
+    /// The open call whose canonical id is `canonical`, which is then closed.
+    pub fn answer_canonical(&mut self, canonical: &str) -> Option<(String, String)> {
+        let pos = self.open.iter().position(|(_, c, _)| c == canonical)?;
+        let (_, c, n) = self.open.remove(pos);
+        Some((c, n))
+    }
+
     /// The oldest open call (for formats that pair results by position).
     pub fn answer_next(&mut self) -> Option<(String, String)> {
         if self.open.is_empty() {

@@ -27,6 +27,9 @@ use regex::Regex;
 use serde_json::Value;
 use std::sync::OnceLock;
 
+/// What mini-swe-agent's submit command prints: the call that ran it ends the run.
+const SUBMIT_MARKER: &str = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
+
 /// Python's `re` `\s` (Unicode) also matches U+001C..U+001F, which Rust's `\s` does not.
 fn action_regex() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
@@ -268,10 +271,15 @@ pub fn import_v2(v: &mut Value, path: String, id: &str) -> Res<Trace> {
             "user" => {
                 let interrupt = extra.key("interrupt_type").opt_str()?;
                 let msg = if interrupt == Some("FormatError") {
-                    if extra.has("response") {
+                    // Tool-calling models keep the rejected response in `extra.response`,
+                    // text-based ones (2.2+) in `extra.model_response`.
+                    if let Some(key) = ["response", "model_response"]
+                        .into_iter()
+                        .find(|k| extra.has(k))
+                    {
                         t.meta.warnings.push(format!(
                             "{}: the model response mini-swe-agent rejected here is recorded only \
-                             in extra.response (it was never sent back to the model, so it is no \
+                             in extra.{key} (it was never sent back to the model, so it is no \
                              message, and its usage is not counted)",
                             m.path
                         ));
@@ -348,7 +356,24 @@ pub fn import_v2(v: &mut Value, path: String, id: &str) -> Res<Trace> {
             }
             "exit" => {
                 let status = extra.key("exit_status").opt_str()?;
-                if let Some((cid, name)) = calls.answer_next() {
+                // The call of the submit command when one is open (mini-swe-agent raises
+                // Submitted on the command that prints the marker, so the calls before it in
+                // the message got no output either), else the oldest open call.
+                let submitting = t
+                    .messages
+                    .iter()
+                    .rev()
+                    .find(|m| !m.tool_calls.is_empty())
+                    .and_then(|a| {
+                        a.tool_calls
+                            .iter()
+                            .find(|c| c.arguments.to_string().contains(SUBMIT_MARKER))
+                    })
+                    .map(|c| c.id.clone());
+                let answered = submitting
+                    .and_then(|id| calls.answer_canonical(&id))
+                    .or_else(|| calls.answer_next());
+                if let Some((cid, name)) = answered {
                     let mut r = Message::tool(cid, name, content);
                     if status == Some("Submitted") {
                         r.kind = Some("submission".into());
@@ -500,6 +525,29 @@ mod tests {
     /// An exit that answers no call (limits, an API error) is no message: its status is the
     /// outcome, and a text beyond the status (an exception) is named, not dropped silently.
     #[test]
+    fn v2_exit_answers_the_submit_call_not_an_earlier_one_of_its_message() {
+        // Two calls in the last message, the submit second: mini-swe-agent ran `ls`, then
+        // raised Submitted on the submit command; neither got an observation.
+        let mut doc = v2_doc();
+        let msgs = doc["messages"].as_array_mut().unwrap();
+        msgs[5]["tool_calls"] = json!([
+            {"id": "call_L", "type": "function",
+             "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}},
+            {"id": "call_B", "type": "function",
+             "function": {"name": "bash", "arguments": "{\"command\":\"echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\"}"}}
+        ]);
+        let t = import(&Node::root(&doc), "x").unwrap();
+        let last = t.messages.last().unwrap();
+        assert_eq!(last.tool_call_id.as_deref(), Some("call_B"));
+        assert_eq!(last.kind.as_deref(), Some("submission"));
+        assert!(
+            t.meta.warnings.iter().any(|w| w.contains("have no recorded result")),
+            "{:?}",
+            t.meta.warnings
+        );
+    }
+
+    #[test]
     fn v2_exit_without_an_open_call_is_the_outcome_and_a_longer_text_is_named() {
         let mut doc = v2_doc();
         let msgs = doc["messages"].as_array_mut().unwrap();
@@ -536,6 +584,15 @@ mod tests {
         assert!(t.messages[3].is_error);
         assert_eq!(t.meta.warnings.len(), 1, "{:?}", t.meta.warnings);
         assert!(t.meta.warnings[0].starts_with("$.messages[4]: the model response mini-swe-agent rejected"));
+        // The text-based model keeps it in `extra.model_response`.
+        let mut doc = v2_doc();
+        doc["messages"][4]["extra"]["model_response"] = json!("THOUGHT: no command");
+        let t = import(&Node::root(&doc), "x").unwrap();
+        assert!(
+            t.meta.warnings.iter().any(|w| w.contains("only in extra.model_response")),
+            "{:?}",
+            t.meta.warnings
+        );
     }
 
     /// The text-based model of mini-swe-agent 2 (`LitellmTextbasedModel`): no `tool_calls`; the

@@ -664,7 +664,7 @@ mod tests {
         );
         assert_eq!(
             t.meta.warnings,
-            ["$[8]: recall observation with recall_type Some(\"sensor\") skipped (OpenHands \
+            ["$[8]: recall observation with recall_type \"sensor\" skipped (OpenHands \
               renders only workspace_context and knowledge)"]
         );
     }

@@ -1,6 +1,6 @@
-//! The cost vs needle recall scatter: one labelled point per variant (each label in the nearest
-//! free spot inside the plot, with a leader line when set off; never overprinted; those with no
-//! room within a few rows named in the legend) and the Pareto front ringed.
+//! The cost vs needle recall scatter: one labelled point per variant (each label in the first
+//! free place around its point inside the plot, with a leader line; never overprinted; those
+//! with no room within a few rows named in the legend) and the Pareto front ringed.
 
 use super::super::{color, e, DrawResult, ReportModel};
 use super::draw_legend;
@@ -19,12 +19,12 @@ pub fn label_width(chars: usize) -> i32 {
 const LABEL_ROW: i32 = 17;
 
 /// Where each point's label goes, as a pixel offset of its top-left corner from the point:
-/// the first of the nearest places (right of the point above it, then below it, then left,
-/// then one row further out each time) that lies inside `area` (left, top, right, bottom in
-/// pixels) and clear of the labels placed before and of every point. `None`: no place within
-/// a few rows (many variants on one spot): that label is left out rather than drawn over
-/// another or outside the plot (a sweep of 30 variants at one recall stacked its labels off
-/// the top of the image).
+/// the first of these places that lies inside `area` (left, top, right, bottom in pixels) and
+/// clear of the labels placed before and of every point's dot: above-right, above-left,
+/// below-right, below-left of the point, then the same one row further out, up to six rows.
+/// `None`: no such place (many variants on one spot): that label is left out rather than drawn
+/// over another or outside the plot (a sweep of 30 variants at one recall stacked its labels
+/// off the top of the image). The legend box and the Pareto rings are not avoided.
 pub fn place_labels(
     points: &[(i32, i32)],
     widths: &[i32],
