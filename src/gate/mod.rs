@@ -304,12 +304,17 @@ fn figures(kind: RuleKind, value: f64, ci: Option<&Ci>) -> (String, String) {
     }
 }
 
-/// Decimals at which `value` and `threshold` print apart (none when they are equal; at most 6).
+/// Decimals a figure `value` needs beside a threshold under 1 away: enough to show the gap
+/// (`ceil(-log10(gap))`) and to print the two apart; none when they are 1 or more apart or
+/// equal (the figure's usual decimals show that); at most 6.
 fn decimals_apart(value: f64, threshold: f64) -> usize {
-    if value == threshold || !value.is_finite() || !threshold.is_finite() {
+    let gap = (value - threshold).abs();
+    if !gap.is_finite() || gap == 0.0 || gap >= 1.0 {
         return 0;
     }
-    (0..=6)
+    // (less a hair: 121.5 - 121.4 is 0.0999…, one decimal shows it)
+    let least = ((-gap.log10() - 1e-9).ceil().max(0.0) as usize).min(6);
+    (least..=6)
         .find(|&d| format!("{value:.d$}") != format!("{threshold:.d$}"))
         .unwrap_or(6)
 }
@@ -671,9 +676,6 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
     use crate::metrics::format::fmt_pct_value;
     let pct = rule.kind == RuleKind::DeltaPct;
     let (shown, ci_shown) = figures(rule.kind, value, ci.as_ref());
-    // The figure and the threshold with at least the decimals that tell them apart: a change
-    // printed at its CI's decimals (`+122` for 121.5) or a threshold at its own (`1991` for
-    // 1991.25) read as violating a threshold they did not reach.
     // A threshold and a distance from it: `5.0%` and `7.3 percentage points` for a Δ% rule.
     let amount = |x: f64, unit: &str| {
         if pct {
@@ -683,14 +685,29 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
         }
     };
     let unit = if pct { "%" } else { "" };
-    let apart = decimals_apart(value, rule.threshold);
-    let threshold_shown = at_least(amount(rule.threshold, "%"), apart, || {
-        format!("{:.apart$}{unit}", rule.threshold)
-    });
-    // The figure at the threshold's decimals at least: `+122` beside `<= 121.4` read 0.6 over.
-    let wanted = apart.max(decimals_of(&threshold_shown));
+    // The threshold as the rule wrote it when the usual form loses its digits (`1991` for
+    // 1991.25).
+    let threshold_shown = {
+        let usual = amount(rule.threshold, "%");
+        let read = usual
+            .trim_end_matches('%')
+            .trim_start_matches('+')
+            .parse::<f64>();
+        if read.is_ok_and(|r| r == rule.threshold) {
+            usual
+        } else {
+            format!("{}{unit}", rule.threshold)
+        }
+    };
+    // The figure with the decimals that show its distance from a threshold under 1 away: at
+    // its CI's decimals `+122` beside `<= 121.4` read 0.6 over where it was 0.1.
+    let wanted = decimals_apart(value, rule.threshold);
     let shown = at_least(shown, wanted, || {
-        let sign = if value > 0.0 { "+" } else { "" };
+        let sign = if value > 0.0 && rule.kind != RuleKind::Absolute {
+            "+"
+        } else {
+            ""
+        };
         format!("{sign}{value:.wanted$}{unit}")
     });
     let by = |x: f64| amount(x, " percentage points");
@@ -905,10 +922,14 @@ mod tests {
 
     #[test]
     fn a_figure_next_to_its_threshold_is_printed_apart_from_it() {
-        assert_eq!(decimals_apart(121.5, 121.4), 0);
+        assert_eq!(decimals_apart(121.5, 121.4), 1);
         assert_eq!(decimals_of("+121.50%"), 2);
         assert_eq!(decimals_apart(1991.0, 1991.25), 1);
+        assert_eq!(decimals_apart(66450.55, 66450.5055), 2);
         assert_eq!(decimals_apart(2.0, 2.0), 0);
+        // A figure 1 or more from its threshold keeps its usual decimals.
+        assert_eq!(decimals_apart(55556.111, 0.0), 0);
+        assert_eq!(decimals_apart(1992.4, 1991.4), 0);
         assert_eq!(at_least("+122".into(), 1, || "+121.5".into()), "+121.5");
         assert_eq!(at_least("+121.50".into(), 1, || unreachable!()), "+121.50");
         assert_eq!(at_least("-≈0".into(), 3, || unreachable!()), "-≈0");

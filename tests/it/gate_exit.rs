@@ -647,7 +647,17 @@ fn a_change_next_to_its_threshold_is_printed_apart_from_it() {
     let text = stdout_of(&out);
     let shown = format!("= +{value:.1} ");
     assert!(text.contains(&shown), "{shown}: {text}");
-    assert!(text.contains(&format!("<= {threshold:.1}")), "{text}");
+    assert!(text.contains(&format!("<= {threshold} ")), "{text}");
+    // A threshold far from the change: the change at its CI's decimals, the threshold as
+    // written, no sign added to a mean.
+    let out = gate(&cand, &base)
+        .args(["--rule", "aggressive: tokens.delta <= 0"])
+        .args(["--rule", "aggressive: tokens <= 5"])
+        .output()
+        .unwrap();
+    let text = stdout_of(&out);
+    assert!(text.contains(&format!("= +{value:.0} (")), "{text}");
+    assert!(!text.contains("mean tokens = +"), "{text}");
 }
 
 /// A torn final line (the candidate or the baseline was interrupted as it wrote it) is a unit

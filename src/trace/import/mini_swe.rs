@@ -30,6 +30,26 @@ use std::sync::OnceLock;
 /// What mini-swe-agent's submit command prints: the call that ran it ends the run.
 const SUBMIT_MARKER: &str = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
 
+/// The call of `calls` that submitted: mini-swe-agent ends the run when a command's output
+/// starts with [`SUBMIT_MARKER`], so the one whose command echoes (or printf's) it; else the
+/// last that names it (a `grep` for the marker before it is no submission).
+fn submit_call(calls: &[ToolCall]) -> Option<&ToolCall> {
+    let command = |c: &ToolCall| {
+        c.arguments
+            .get("command")
+            .and_then(Value::as_str)
+            .map_or_else(|| c.arguments.to_string(), str::to_string)
+    };
+    calls
+        .iter()
+        .find(|c| {
+            let cmd = command(c);
+            let cmd = cmd.trim_start();
+            (cmd.starts_with("echo") || cmd.starts_with("printf")) && cmd.contains(SUBMIT_MARKER)
+        })
+        .or_else(|| calls.iter().rev().find(|c| command(c).contains(SUBMIT_MARKER)))
+}
+
 /// Python's `re` `\s` (Unicode) also matches U+001C..U+001F, which Rust's `\s` does not.
 fn action_regex() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
@@ -364,11 +384,7 @@ pub fn import_v2(v: &mut Value, path: String, id: &str) -> Res<Trace> {
                     .iter()
                     .rev()
                     .find(|m| !m.tool_calls.is_empty())
-                    .and_then(|a| {
-                        a.tool_calls
-                            .iter()
-                            .find(|c| c.arguments.to_string().contains(SUBMIT_MARKER))
-                    })
+                    .and_then(|a| submit_call(&a.tool_calls))
                     .map(|c| c.id.clone());
                 let answered = submitting
                     .and_then(|id| calls.answer_canonical(&id))
@@ -522,17 +538,16 @@ mod tests {
         assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
     }
 
-    /// An exit that answers no call (limits, an API error) is no message: its status is the
-    /// outcome, and a text beyond the status (an exception) is named, not dropped silently.
     #[test]
     fn v2_exit_answers_the_submit_call_not_an_earlier_one_of_its_message() {
-        // Two calls in the last message, the submit second: mini-swe-agent ran `ls`, then
-        // raised Submitted on the submit command; neither got an observation.
+        // Two calls in the last message naming the marker, the submit second: mini-swe-agent
+        // ran the grep, then raised Submitted on the submit command; neither got an
+        // observation.
         let mut doc = v2_doc();
         let msgs = doc["messages"].as_array_mut().unwrap();
         msgs[5]["tool_calls"] = json!([
             {"id": "call_L", "type": "function",
-             "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}},
+             "function": {"name": "bash", "arguments": "{\"command\":\"grep -rn COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT .\"}"}},
             {"id": "call_B", "type": "function",
              "function": {"name": "bash", "arguments": "{\"command\":\"echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\"}"}}
         ]);
@@ -547,6 +562,8 @@ mod tests {
         );
     }
 
+    /// An exit that answers no call (limits, an API error) is no message: its status is the
+    /// outcome, and a text beyond the status (an exception) is named, not dropped silently.
     #[test]
     fn v2_exit_without_an_open_call_is_the_outcome_and_a_longer_text_is_named() {
         let mut doc = v2_doc();
