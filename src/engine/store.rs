@@ -659,8 +659,9 @@ impl OffloadStore {
         }
     }
 
-    /// The virtual path the result of tool call `id` is offloaded to under folder `dir`
-    /// (`/large_tool_results`), before it is written:
+    /// A path for the result of tool call `id` under folder `dir` that no file of this store
+    /// has (`clear_tool_results` with `offload`, a ctxbench extension; evict and the clip refuse
+    /// a taken name instead: [`OffloadStore::deepagents_result_path`]), before it is written:
     ///
     /// * `<dir>/<deepagents' name>` ([`sanitize_tool_call_id`]) when that name is a valid file
     ///   name (not empty, no NUL, at most [`MAX_NAME_BYTES`]) and no file of this store has
@@ -1164,7 +1165,9 @@ pub fn safe_component(s: &str) -> String {
 
 /// deepagents' `sanitize_tool_call_id`: `.`, `/` and `\` become `_`. Distinct ids can give
 /// one name (`a.b`, `a/b`, `a_b`), and a name can be no file name (a NUL, or over
-/// [`MAX_NAME_BYTES`]): [`OffloadStore::tool_result_path`] is where a result goes.
+/// [`MAX_NAME_BYTES`]): [`OffloadStore::deepagents_result_path`] (evict, clip: a taken name is
+/// refused, as deepagents refuses it) and [`OffloadStore::tool_result_path`] (clear: never a
+/// shared file) decide where a result goes.
 pub fn sanitize_tool_call_id(id: &str) -> String {
     id.replace(['.', '/', '\\'], "_")
 }

@@ -1,7 +1,9 @@
 //! Layer `evict_tool_results` (deepagents FilesystemMiddleware `wrap_tool_call`): a tool result
-//! over the threshold is written to `<prefix>/<sanitized tool_call_id>` (another name when that
-//! one is taken or no file name: `OffloadStore::tool_result_path`) and permanently replaced by a
-//! stub with a numbered head/tail preview. Excluded tools are left alone (and reported).
+//! over the threshold is written to `<prefix>/<sanitized tool_call_id>` and permanently replaced
+//! by a stub with a numbered head/tail preview. A name another result's file has is refused, as
+//! deepagents' backends refuse the write, and the result stays (an `eviction_skipped` event); a
+//! name that is no file name gets one made from it (`OffloadStore::deepagents_result_path`).
+//! Excluded tools are left alone (and reported).
 
 use super::preview::{tool_stub, PreviewShape};
 use super::{BuildCtx, LayerSpec};
