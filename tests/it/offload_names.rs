@@ -35,11 +35,16 @@ fn result(k: usize) -> String {
 
 /// Golden-fixture role lines: system, task, then one call and its large result per id.
 fn write_trace(path: &Path) {
+    write_trace_of(path, &ids());
+}
+
+/// [`write_trace`] with these ids.
+fn write_trace_of(path: &Path, ids: &[String]) {
     let mut lines = vec![
         json!({"role": "system", "content": "You are a coding agent."}),
         json!({"role": "user", "content": "Look at the five files."}),
     ];
-    for (k, id) in ids().iter().enumerate() {
+    for (k, id) in ids.iter().enumerate() {
         lines.push(json!({"role": "assistant", "content": "",
             "tool_calls": [{"id": id, "name": "bash", "args": {"command": format!("cat f{k}")}}]}));
         lines.push(
@@ -169,4 +174,85 @@ fn colliding_tool_call_ids_are_refused_as_deepagents_does_and_unwritable_ones_fa
             .collect::<std::collections::BTreeSet<_>>(),
         [3, 5].into()
     );
+}
+
+/// Tool call ids that start or end with whitespace (real traces have arbitrary ids): each
+/// result is evicted to a file named after its id, whitespace kept; the eval agent's `grep`
+/// finds a line of it and prints its path, and `read_file` of that path, exactly as printed,
+/// returns the result (the tools once trimmed the path and lost the trailing space).
+#[test]
+fn a_result_whose_id_has_whitespace_around_it_is_read_by_the_path_grep_prints() {
+    use ctxbench::evals::fs_tools::Sandbox;
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = tmp.path().join("ids.jsonl");
+    let ids: Vec<String> = [" lead", "trail ", " both\t", "plain"]
+        .map(String::from)
+        .to_vec();
+    write_trace_of(&trace, &ids);
+    let suite = SuiteBuilder::new("ids")
+        .seed(3)
+        .trace(&trace)
+        .baseline("base")
+        .deepagents(1_000_000)
+        .variant("base", "")
+        .table("providers.agent", "kind = \"offline\"")
+        .table("providers.summary", "kind = \"offline\"")
+        .write(tmp.path(), "suite.toml");
+    let out = tmp.path().join("out");
+    ctxbench()
+        .arg("run")
+        .arg(&suite)
+        .args(["--quiet", "--keep-stores", "--run-id", "r", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let run = out.join("r");
+    let samples: Vec<Value> = std::fs::read_to_string(run.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let replay = samples.iter().find(|s| s["eval"] == "replay").unwrap();
+    assert!(replay["error"].is_null(), "{}", replay["error"]);
+    let unit = replay["unit_id"].as_str().unwrap();
+    let store = run.join("stores").join(unit);
+    let kept = files(&store.join("large_tool_results"));
+    let names: Vec<&str> = kept.keys().map(String::as_str).collect();
+    assert_eq!(names, [" both\t", " lead", "plain", "trail "]);
+
+    let sb = Sandbox::new(&store).unwrap();
+    for (k, id) in ids.iter().enumerate() {
+        let printed = format!("/large_tool_results/{id}");
+        // Line 8 of result k, found by grep, which prints the file's path.
+        let needle = format!("result {k} line 7:");
+        let found = sb.call("grep", &json!({"pattern": needle}));
+        assert!(!found.is_error, "{}", found.text);
+        let (path, _) = found.text.split_once(":8: ").unwrap();
+        assert_eq!(path, printed, "{}", found.text);
+        assert!(sb
+            .call("glob", &json!({"pattern": "**/*"}))
+            .text
+            .lines()
+            .any(|l| l == printed));
+        // read_file of the printed path returns the result it holds, whole.
+        let read = sb.call("read_file", &json!({"path": path, "offset": 7, "limit": 1}));
+        assert!(!read.is_error, "{path:?}: {}", read.text);
+        assert!(
+            read.text.starts_with(&format!("     8\t{needle}")),
+            "{}",
+            read.text
+        );
+        assert_eq!(read.files_read, vec![printed.clone()]);
+        // The eviction's timeline note names the same path.
+        let notes: Vec<&str> = replay["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["details"].as_array().into_iter().flatten())
+            .filter_map(Value::as_str)
+            .collect();
+        let want = format!("evicted at message {}: ", 3 + 2 * k);
+        let note = notes.iter().find(|n| n.starts_with(&want)).unwrap();
+        assert!(note.ends_with(&format!("wrote {printed}")), "{note:?}");
+    }
 }

@@ -5,7 +5,9 @@
 //! (`/large_tool_results/call_1`, `/conversation_history/session_….md`) work as they are.
 //! A path never leaves the store: `..` components are refused, symlinks are refused (never
 //! followed, never listed as files), and an absolute host path is read as a path *inside* the
-//! store (so `/etc/passwd` is simply "not found"). Every refusal is an error text the model sees,
+//! store (so `/etc/passwd` is simply "not found"). A path is taken as sent, whitespace
+//! included, so the path a tool prints is the path `read_file` reads; only a path naming nothing
+//! is tried again trimmed (docs/evals.md, "Paths"). Every refusal is an error text the model sees,
 //! not a failure of the run. Output is capped so one call cannot flood the context.
 //!
 //! Only regular files with one link are read (FIFOs, sockets, devices and hardlinks are refused;
@@ -388,6 +390,81 @@ mod tests {
         let out = sb.call("read_file", &json!({"path": "/big"}));
         assert!(out.text.chars().count() < 1100);
         assert!(out.text.contains("output cut at 1000 characters"));
+    }
+
+    /// A file whose name starts or ends with whitespace (an offloaded result of a tool call
+    /// whose id does) is read by the path `glob` and `grep` print for it, on disk and in
+    /// memory; a padded path to a file named without whitespace still reads that file, and a
+    /// padded escape is still refused.
+    #[test]
+    fn a_printed_path_with_whitespace_is_read_as_printed() {
+        let (d, disk) = store();
+        let dir = disk.root().join("large_tool_results");
+        std::fs::write(dir.join("call_2 "), "trailing: amber-yak-1234\n").unwrap();
+        std::fs::write(dir.join(" call_3"), "leading: coral-elk-5678\n").unwrap();
+        // Two names apart only by whitespace: each path reads its own file.
+        std::fs::write(dir.join("call_1 "), "not the deploy token\n").unwrap();
+        let mut files = MemFiles::new();
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().into_string().unwrap();
+            let bytes = std::fs::read(e.path()).unwrap();
+            files.insert(format!("large_tool_results/{name}"), bytes.into());
+        }
+        let mem = Sandbox::in_memory(disk.root(), Arc::new(files), Limits::default());
+        for sb in [&disk, &mem] {
+            for (needle, printed) in [
+                ("amber-yak", "/large_tool_results/call_2 "),
+                ("coral-elk", "/large_tool_results/ call_3"),
+            ] {
+                let found = sb.call("grep", &json!({"pattern": needle}));
+                let path = found.text.split(":1: ").next().unwrap();
+                assert_eq!(path, printed, "{}", found.text);
+                let globbed = sb.call("glob", &json!({"pattern": "**/*call_*"}));
+                assert!(
+                    globbed.text.lines().any(|l| l == printed),
+                    "{}",
+                    globbed.text
+                );
+                let read = sb.call("read_file", &json!({"path": path}));
+                assert!(
+                    !read.is_error && read.text.contains(needle),
+                    "{}",
+                    read.text
+                );
+                assert_eq!(read.files_read, vec![printed]);
+            }
+            let read = sb.call("read_file", &json!({"path": "/large_tool_results/call_1 "}));
+            assert!(read.text.contains("not the deploy token"), "{}", read.text);
+            // Padded, a path naming no file is read trimmed: the file named without spaces.
+            for padded in [
+                " /large_tool_results/call_1",
+                "\t/large_tool_results/call_1\n",
+            ] {
+                let read = sb.call("read_file", &json!({"path": padded}));
+                assert!(
+                    read.text.contains("teal-otter-7731"),
+                    "{padded:?}: {}",
+                    read.text
+                );
+                assert_eq!(read.files_read, vec!["/large_tool_results/call_1"]);
+            }
+            let out = sb.call("ls", &json!({"path": " /large_tool_results "}));
+            assert!(
+                out.text.contains("/large_tool_results/call_2 "),
+                "{}",
+                out.text
+            );
+            for p in [" ../secret.txt ", "/large_tool_results/.. /../secret.txt"] {
+                let out = sb.call("read_file", &json!({"path": p}));
+                assert!(
+                    out.is_error && !out.text.contains("outside"),
+                    "{p}: {}",
+                    out.text
+                );
+            }
+        }
+        drop(d);
     }
 
     #[test]

@@ -8,8 +8,30 @@ use super::Sandbox;
 
 impl Sandbox {
     /// Map a virtual path to a real path inside the store, refusing escapes and symlinks.
+    ///
+    /// The path is taken exactly as given: a file whose name starts or ends with whitespace
+    /// (the store names an offloaded result after its tool call id, and a trace's ids are
+    /// arbitrary) is read by the path `ls`, `glob` and `grep` print for it, as deepagents'
+    /// own tools take it. Only a path that names nothing is tried again with the whitespace
+    /// around it removed (a model that sends `" /large_tool_results/x "`): that turns a miss
+    /// into a hit and never makes a path that names a file name another one.
     pub(super) fn resolve(&self, path: &str) -> Result<PathBuf, String> {
-        let raw = path.trim();
+        match self.resolve_as(path, path) {
+            Err(Miss::NotFound(e)) => {
+                let trimmed = path.trim();
+                if trimmed == path {
+                    return Err(e);
+                }
+                self.resolve_as(trimmed, path).map_err(Miss::text)
+            }
+            other => other.map_err(Miss::text),
+        }
+    }
+
+    /// [`resolve`](Self::resolve) of `raw` exactly; errors name `shown` (the path the model
+    /// sent).
+    fn resolve_as(&self, raw: &str, shown: &str) -> Result<PathBuf, Miss> {
+        let path = shown;
         // A real absolute path into the store is accepted as the same file.
         let stripped = Path::new(raw)
             .strip_prefix(&self.root)
@@ -20,27 +42,33 @@ impl Sandbox {
             match comp {
                 Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
                 Component::ParentDir => {
-                    return Err(format!(
+                    return Err(Miss::Refused(format!(
                         "path '{path}' is refused: '..' is not allowed (the store root is '/')"
-                    ))
+                    )))
                 }
                 Component::Normal(part) => {
                     real.push(part);
                     if let Some(files) = &self.files {
                         let rel = self.relative(&real);
                         if !files.contains_key(&rel) && !mem_is_dir(files, &rel) {
-                            return Err(format!("no such file or directory: {path}"));
+                            return Err(Miss::NotFound(format!(
+                                "no such file or directory: {path}"
+                            )));
                         }
                         continue;
                     }
                     match std::fs::symlink_metadata(&real) {
                         Ok(m) if m.file_type().is_symlink() => {
-                            return Err(format!(
+                            return Err(Miss::Refused(format!(
                                 "path '{path}' is refused: symlinks are not followed"
-                            ))
+                            )))
                         }
                         Ok(_) => {}
-                        Err(_) => return Err(format!("no such file or directory: {path}")),
+                        Err(_) => {
+                            return Err(Miss::NotFound(format!(
+                                "no such file or directory: {path}"
+                            )))
+                        }
                     }
                 }
             }
@@ -113,6 +141,20 @@ impl Sandbox {
                 .map(|b| &**b)
                 .ok_or_else(|| format!("not a regular file: /{rel}")),
         )
+    }
+}
+
+/// Why a path resolved to nothing: it names no file (another spelling may), or it is refused.
+enum Miss {
+    NotFound(String),
+    Refused(String),
+}
+
+impl Miss {
+    fn text(self) -> String {
+        match self {
+            Miss::NotFound(e) | Miss::Refused(e) => e,
+        }
     }
 }
 
