@@ -564,8 +564,17 @@ impl Event {
             (Some(b), Some(a)) => format!(" {b}→{a}"),
             _ => String::new(),
         };
+        // A kind whose facts name no file names the files it wrote (`cleared` with offload),
+        // as `evicted` names its path.
+        let wrote = match self.detail {
+            EventDetail::Cleared { .. } if !self.writes.is_empty() => {
+                let paths: Vec<&str> = self.writes.iter().map(|w| w.path.as_str()).collect();
+                format!(" → {}", paths.join(", "))
+            }
+            _ => String::new(),
+        };
         format!(
-            "{}{tokens}{}",
+            "{}{tokens}{}{wrote}",
             self.kind(),
             self.detail.describe(self.trace_index)
         )

@@ -843,3 +843,122 @@ fn digitorn_waits_30_s_between_compactions_by_trace_timestamps() {
         );
     }
 }
+
+/// The paths `cleared` events name in `writes`, per event (`newly_cleared` with them).
+fn cleared_writes(r: &Replay) -> Vec<(Vec<usize>, Vec<String>)> {
+    events_of(r, "cleared")
+        .iter()
+        .map(|e| {
+            let EventDetail::Cleared { newly_cleared, .. } = &e.detail else {
+                unreachable!()
+            };
+            let paths = e.writes.iter().map(|w| w.path.clone()).collect();
+            (newly_cleared.clone(), paths)
+        })
+        .collect()
+}
+
+/// With `offload`, a `cleared` event names the files it wrote, one per result it cleared for
+/// the first time, as `evicted` and `summarized` name theirs: in its `writes`, its timeline
+/// note (`; wrote …`, what samples.jsonl and report.html show) and its `ctxbench replay` line
+/// (`→ …`). A later event clearing the same results again wrote nothing and names nothing;
+/// every file of the store is named by exactly one event.
+#[test]
+fn clear_with_offload_names_the_files_it_wrote_in_its_event() {
+    let mut t = agent_trace(8, 900);
+    // A last call with no new result: it clears what the one before cleared, writing nothing.
+    t.messages.push(Message::user("Thanks."));
+    t.messages
+        .push(Message::assistant("You are welcome.", vec![]));
+    let r = run(
+        &t,
+        &[
+            "preset=\"langchain\"",
+            "clear_tool_results.trigger.tokens=1500",
+            "clear_tool_results.offload=true",
+        ],
+    );
+    let path_of = |i: usize| {
+        format!(
+            "/cleared_tool_results/{}",
+            t.messages[i].tool_call_id.as_deref().unwrap()
+        )
+    };
+    let per_event = cleared_writes(&r);
+    assert!(per_event.iter().any(|(_, w)| w.len() >= 2), "{per_event:?}");
+    assert!(per_event.iter().any(|(_, w)| w.len() == 1), "{per_event:?}");
+    assert!(per_event.last().unwrap().1.is_empty(), "{per_event:?}");
+    let mut named = Vec::new();
+    for (e, (newly, written)) in events_of(&r, "cleared").iter().zip(&per_event) {
+        let want: Vec<String> = newly.iter().map(|&i| path_of(i)).collect();
+        assert_eq!(*written, want);
+        if written.is_empty() {
+            assert!(
+                !e.timeline_note().contains("wrote"),
+                "{}",
+                e.timeline_note()
+            );
+            assert!(e.describe().ends_with(" excluded)"), "{}", e.describe());
+        } else {
+            let list = written.join(", ");
+            assert!(
+                e.timeline_note()
+                    .ends_with(&format!(" tokens; wrote {list}")),
+                "{}",
+                e.timeline_note()
+            );
+            assert!(
+                e.describe().ends_with(&format!(" excluded) → {list}")),
+                "{}",
+                e.describe()
+            );
+        }
+        named.extend(written.iter().cloned());
+    }
+    let mut files: Vec<String> = r.store.paths().iter().map(|p| p.to_string()).collect();
+    files.sort();
+    named.sort();
+    assert_eq!(named, files);
+}
+
+/// Anthropic's reading of `clear_at_least` undoes a clearing that frees too little: the
+/// placeholders of that request were built (and, with `offload`, their files written) but
+/// nothing was cleared. The event that does clear those results later counts them as cleared
+/// for the first time and names their files.
+#[test]
+fn clear_undone_by_its_minimum_names_its_files_when_it_does_clear() {
+    let t = agent_trace(8, 900);
+    let r = run(
+        &t,
+        &[
+            "preset=\"langchain\"",
+            "clear_tool_results.trigger.tokens=1000",
+            "clear_tool_results.clear_at_least=600",
+            "clear_tool_results.clear_at_least_is_minimum=true",
+            "clear_tool_results.offload=true",
+        ],
+    );
+    let per_event = cleared_writes(&r);
+    // Calls over the trigger before the first clearing: their clearing was undone.
+    let first = events_of(&r, "cleared")[0].trace_index;
+    let undone = r
+        .calls
+        .iter()
+        .filter(|c| c.trace_index < first && c.input_tokens > 1000)
+        .count();
+    assert!(undone >= 1, "{:?}", r.calls);
+    let mut newly: Vec<usize> = per_event.iter().flat_map(|(n, _)| n.clone()).collect();
+    let mut named: Vec<String> = per_event.iter().flat_map(|(_, w)| w.clone()).collect();
+    newly.sort();
+    named.sort();
+    // Every result cleared at the last call was cleared for the first time by some event, and
+    // every file written is named.
+    let EventDetail::Cleared { cleared, .. } = events_of(&r, "cleared").last().unwrap().detail
+    else {
+        unreachable!()
+    };
+    assert_eq!(newly.len(), cleared, "{per_event:?}");
+    let mut files: Vec<String> = r.store.paths().iter().map(|p| p.to_string()).collect();
+    files.sort();
+    assert_eq!(named, files);
+}

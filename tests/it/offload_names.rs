@@ -256,3 +256,96 @@ fn a_result_whose_id_has_whitespace_around_it_is_read_by_the_path_grep_prints() 
         assert!(note.ends_with(&format!("wrote {printed}")), "{note:?}");
     }
 }
+
+/// `clear_tool_results` with `offload` names the files it wrote in its event as eviction does,
+/// in every output: the `ctxbench replay` timeline (`→ <path>`), the replay sample's timeline
+/// details in samples.jsonl (`wrote <path>`) and report.html, which shows those details.
+#[test]
+fn clear_with_offload_names_the_files_it_wrote_in_replay_samples_and_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = tmp.path().join("ids.jsonl");
+    let ids: Vec<String> = ["a", "b", "c", "d", "e"].map(String::from).to_vec();
+    write_trace_of(&trace, &ids);
+    // Each result is some 24k tokens: from the third call on, every result but the last is
+    // cleared, one more at each call (no summarization in a window of 1M tokens).
+    let engine = [
+        "preset = \"langchain\"",
+        "window = 1000000",
+        "clear_tool_results.trigger.tokens = 30000",
+        "clear_tool_results.keep = 1",
+        "clear_tool_results.offload = true",
+    ];
+    let cleared: Vec<String> = ids[..4]
+        .iter()
+        .map(|id| format!("/cleared_tool_results/{id}"))
+        .collect();
+
+    let sets: Vec<String> = engine[2..]
+        .iter()
+        .map(|l| format!("--set={}", l.replace(" = ", "=")))
+        .collect();
+    let out = ctxbench()
+        .arg("replay")
+        .arg(&trace)
+        .args(["--preset", "langchain", "--window", "1000000"])
+        .args(&sets)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    // The events column wraps: read it as one run of words.
+    let words = String::from_utf8(out)
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for path in &cleared {
+        assert!(
+            words.contains(&format!("(0 excluded) → {path}")),
+            "{path}: {words}"
+        );
+    }
+
+    let suite = SuiteBuilder::new("ids")
+        .seed(3)
+        .trace(&trace)
+        .baseline("base")
+        .base(engine.join("\n"))
+        .variant("base", "")
+        .table("providers.agent", "kind = \"offline\"")
+        .table("providers.summary", "kind = \"offline\"")
+        .write(tmp.path(), "suite.toml");
+    let out = tmp.path().join("out");
+    ctxbench()
+        .arg("run")
+        .arg(&suite)
+        .args(["--quiet", "--run-id", "r", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let run = out.join("r");
+    let samples = std::fs::read_to_string(run.join("samples.jsonl")).unwrap();
+    let replay: Value = samples
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|s| s["eval"] == "replay")
+        .unwrap();
+    let notes: Vec<&str> = replay["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["details"].as_array().into_iter().flatten())
+        .filter_map(Value::as_str)
+        .filter(|n| n.starts_with("cleared at message "))
+        .collect();
+    let wrote: Vec<&str> = notes
+        .iter()
+        .map(|n| n.split_once(" tokens; wrote ").map_or("", |(_, w)| w))
+        .collect();
+    assert_eq!(wrote, cleared, "{notes:?}");
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    for note in &notes {
+        assert!(html.contains(note), "report.html lacks {note:?}");
+    }
+}

@@ -3,11 +3,12 @@
 //! result but the last `keep` is shown as a placeholder (`[cleared]`), excluded tools never. It
 //! edits a copy of the request, so it is a per-request view: the state keeps every original and
 //! each call decides again. With `offload` on, a cleared result is first written to
-//! `<path_prefix>/<id>` and the placeholder may name that path (`{path}`).
+//! `<path_prefix>/<id>` and the placeholder may name that path (`{path}`); the `cleared` event
+//! that clears a result for the first time names the file in its `writes` (`wrote …`).
 
 use super::{BuildCtx, LayerSpec};
 use crate::confcore::ConfigError;
-use crate::engine::event::EventDetail;
+use crate::engine::event::{EventDetail, StoreWrite};
 use crate::engine::layer::{CallCtx, Layer, MessageCtx};
 use crate::engine::layer_config::Trigger;
 use crate::engine::view::{Item, Override};
@@ -63,6 +64,11 @@ struct ToolEntry {
     original: Option<Arc<Message>>,
     /// Placeholder item, built (and offloaded) the first time the result is cleared.
     cleared: Option<Item>,
+    /// The file written when the placeholder was built (`offload`), until an event names it.
+    written: Option<StoreWrite>,
+    /// An emitted `cleared` event has cleared this result (a request whose clearing was
+    /// undone, `clear_at_least_is_minimum`, built the placeholder but cleared nothing).
+    announced: bool,
 }
 
 pub struct ClearToolResultsLayer {
@@ -109,7 +115,8 @@ impl ClearToolResultsLayer {
                     };
                     // A path no other file has (`OffloadStore::tool_result_path`).
                     let path = ctx.env.store.tool_result_path(&self.cfg.path_prefix, &id);
-                    ctx.env.store.write(&path, current.msg.content.as_bytes())?;
+                    let write = ctx.env.store.write(&path, current.msg.content.as_bytes())?;
+                    self.tools[k].written = Some(write);
                     let unmodified = self.tools[k]
                         .original
                         .as_ref()
@@ -181,6 +188,8 @@ impl Layer for ClearToolResultsLayer {
                     tool,
                     original: item.pointer.is_none().then(|| m.clone()),
                     cleared: None,
+                    written: None,
+                    announced: false,
                 });
             }
             _ => {}
@@ -226,12 +235,11 @@ impl Layer for ClearToolResultsLayer {
             else {
                 continue;
             };
-            let first_time = self.tools[k].cleared.is_none();
             let item = self.placeholder(k, ctx)?;
             freed += shown_tokens.saturating_sub(item.tokens);
             ctx.view.overrides.insert(idx, Override::Replace(item));
-            if first_time {
-                newly.push(idx);
+            if !self.tools[k].announced {
+                newly.push(k);
             }
             cleared += 1;
             if self.cfg.clear_tool_inputs {
@@ -264,6 +272,14 @@ impl Layer for ClearToolResultsLayer {
             return Ok(());
         }
         let after = ctx.request_tokens();
+        // The files written for the results cleared for the first time, named by this event
+        // as evict and summarize name theirs (`wrote …` in the timeline, `→ …` in replay).
+        let mut writes = Vec::new();
+        for &k in &newly {
+            self.tools[k].announced = true;
+            writes.extend(self.tools[k].written.take());
+        }
+        let newly = newly.iter().map(|&k| self.tools[k].index).collect();
         let detail = EventDetail::Cleared {
             cleared,
             newly_cleared: newly,
@@ -274,6 +290,7 @@ impl Layer for ClearToolResultsLayer {
         let ev = ctx.emit(self.name(), detail);
         ev.tokens_before = Some(before);
         ev.tokens_after = Some(after);
+        ev.writes = writes;
         Ok(())
     }
 }
