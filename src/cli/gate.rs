@@ -25,10 +25,13 @@ Rule grammar:  [VARIANT:] METRIC[.delta|.delta_pct] OP NUMBER    (OP: >= > <= <)
 
 METRIC is a report metric: <eval>.<score>, <eval>.pass, cost (USD per unit) or tokens, or one
 role's tokens or cost: tokens.ROLE, cost.ROLE (ROLE: agent, summarizer, judge, eval_agent).
-A delta rule fails when its value is beyond the threshold AND the change is significant
-(p < 0.05, tested by trace: a cluster bootstrap or a sign test; McNemar for pass/fail metrics
-of independent units); it is then a regression. With fewer than 6 traces no change can be
-significant: a delta rule beyond its threshold then fails closed (`too few traces`).
+A delta rule fails when its value is beyond the threshold AND significantly so: against a
+threshold of 0, the change is significant (p < 0.05, tested by trace: a cluster bootstrap or a
+sign test; McNemar for pass/fail metrics of independent units), as `compare` says it; against
+any other threshold, the whole 95% CI of the change lies beyond it (`tokens.delta_pct <= -10`
+fails on a variant that saves nothing). A failed delta rule whose change goes the wrong way is a
+regression. With fewer than 6 traces nothing can be tested: a delta rule beyond its threshold
+then fails closed (`too few traces`).
 An absolute rule compares the candidate with the threshold, not with the baseline: it is a
 threshold miss when the whole 95% CI of the mean lies beyond the threshold (the mean alone
 decides without a CI). A metric with no value for a variant (e.g. cost at an unknown price) is

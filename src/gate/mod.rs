@@ -25,8 +25,10 @@
 //!   wrong side of X (where no CI exists — fewer than two values — the mean alone decides).
 //! - `metric.delta op X`: the paired delta (candidate − baseline run, same variant, paired by
 //!   trace/eval/sample/repeat) must satisfy it. It fails only when the delta violates it **and**
-//!   the change is significant (p < 0.05: McNemar for pass/fail metrics, paired bootstrap
-//!   otherwise; without pairs enough for a test, the delta alone decides).
+//!   significantly so: against a threshold of 0, the change is significant (p < 0.05: McNemar
+//!   for pass/fail metrics, paired bootstrap otherwise), as `compare` says it; against another
+//!   threshold, the whole 95% CI of the delta lies beyond it (the test against 0 says nothing
+//!   about a threshold of −10%). With too few traces for a test, it fails closed.
 //! - `metric.delta_pct op X`: the same, on 100·delta / |baseline mean|.
 //!
 //! A rule applies to every variant of the candidate run, or to the one named before `:`.
@@ -586,6 +588,25 @@ fn compare(
     aggregate::compare_pairs(metric, variant, variant, n, traces, pairs, seed)
 }
 
+/// Whether a delta rule's change is significantly beyond its threshold. Against a threshold of
+/// 0 (`needle.recall.delta >= 0`) that is the change's own test, the p-value `compare` prints,
+/// so the two agree. Against another threshold the test against 0 says nothing about the
+/// threshold (`tokens.delta_pct <= -10` on an unchanged variant has no significant change, yet
+/// surely saves less than 10%; `cost.delta_pct <= 5` on a +6% [+2, +10] rise is a significant
+/// change, not significantly above 5%): the whole 95% CI must be beyond the threshold, as for
+/// an absolute rule. A change with no CI is judged by its test.
+fn beyond_significantly(rule: &Rule, p_value: Option<f64>, ci: Option<&Ci>) -> bool {
+    let tested = p_value.is_some_and(|p| p < crate::metrics::stats::ALPHA);
+    if rule.threshold == 0.0 {
+        return tested;
+    }
+    match ci {
+        Some(ci) if rule.op.lower_bound() => !rule.op.holds(ci.hi, rule.threshold),
+        Some(ci) => !rule.op.holds(ci.lo, rule.threshold),
+        None => tested,
+    }
+}
+
 fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u64) -> RuleResult {
     if cand.lists().len(variant, &rule.metric).is_none() {
         return skipped(
@@ -637,11 +658,16 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
             };
             // As `compare` says it: with too few traces (or no test at all: no p-value) a
             // change is not significant, whatever its p; the gate then fails closed below.
-            let significant =
-                !c.too_few_traces && c.p_value.is_some_and(|p| p < crate::metrics::stats::ALPHA);
-            if c.too_few_traces || c.p_value.is_none() {
+            let testable = !c.too_few_traces && c.p_value.is_some();
+            if !testable {
                 too_few_traces = Some(c.n_traces);
             }
+            let rule_ci = if rule.kind == RuleKind::Delta {
+                c.ci.as_ref()
+            } else {
+                c.pct_ci.as_ref()
+            };
+            let significant = testable && beyond_significantly(rule, c.p_value, rule_ci);
             if rule.kind == RuleKind::Delta {
                 (
                     c.delta,
@@ -752,18 +778,20 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
             ),
         )
     } else if significant {
+        // Against 0 the change's test decided; against another threshold, its CI.
+        let why = match (rule.threshold == 0.0, regressed) {
+            (true, true) => "and the regression is significant",
+            (true, false) => "and the change is significant but falls short of the threshold",
+            (false, true) => "and the whole 95% CI is beyond it: a significant regression",
+            (false, false) => "and the whole 95% CI falls short of it",
+        };
         (
             Verdict::Fail,
             format!(
-                "{stats}: violates {} {} by {} and {}",
+                "{stats}: violates {} {} by {} {why}",
                 rule.op.as_str(),
                 threshold_shown,
                 by(beyond.unwrap_or(0.0)),
-                if regressed {
-                    "the regression is significant"
-                } else {
-                    "the change is significant but falls short of the threshold"
-                }
             ),
         )
     } else if let Some(n) = too_few_traces {
@@ -794,10 +822,15 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
         (
             Verdict::Pass,
             format!(
-                "{stats}: beyond {} {} by {} but not significant (passes)",
+                "{stats}: beyond {} {} by {} but {} (passes)",
                 rule.op.as_str(),
                 threshold_shown,
-                by(beyond.unwrap_or(0.0))
+                by(beyond.unwrap_or(0.0)),
+                if rule.threshold == 0.0 {
+                    "not significant"
+                } else {
+                    "not significantly: the 95% CI reaches it"
+                }
             ),
         )
     };

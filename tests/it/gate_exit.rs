@@ -86,7 +86,10 @@ fn significant_regression_fails_with_exit_10_junit_and_step_summary() {
             "FAIL  needle.recall.delta >= -0.05  [aggressive]  Δ needle.recall over 16 pair(s) = -0.500",
         ))
         .stdout(predicate::str::contains("p = 0.008"))
-        .stdout(predicate::str::contains("by 0.450 and the regression is significant"))
+        // A tolerance of −0.05, not 0: its CI decides (wholly below −0.05).
+        .stdout(predicate::str::contains(
+            "by 0.450 and the whole 95% CI is beyond it",
+        ))
         .stdout(predicate::str::contains("pass  needle.recall.delta >= -0.05  [baseline]"))
         .stdout(predicate::str::contains("gate FAILED"));
     let xml = std::fs::read_to_string(&junit).unwrap();
@@ -108,14 +111,22 @@ fn significant_regression_fails_with_exit_10_junit_and_step_summary() {
 fn insignificant_change_beyond_the_threshold_passes() {
     let dir = tempfile::tempdir().unwrap();
     let base = write(dir.path(), "base", &run_losing(0));
-    // 2 of 16 lost: delta −0.125 is beyond −0.05, but McNemar p = 0.5.
+    // 2 of 16 lost: delta −0.125 is beyond −0.05, but its CI [−0.312, 0] reaches it.
     let cand = write(dir.path(), "cand", &run_losing(2));
     gate(&cand, &base)
         .args(["--rule", "needle.recall.delta >= -0.05"])
         .assert()
         .code(0)
         .stdout(predicate::str::contains(
-            "by 0.075 but not significant (passes)",
+            "by 0.075 but not significantly: the 95% CI",
+        ));
+    // Against a threshold of 0 the change's own test decides (McNemar p = 0.5).
+    gate(&cand, &base)
+        .args(["--rule", "needle.recall.delta >= 0"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "by 0.125 but not significant (passes)",
         ));
 }
 
@@ -602,13 +613,64 @@ fn a_significant_change_short_of_its_threshold_is_not_called_a_regression() {
         .clone();
     let text = stdout_of(&out);
     assert!(
-        text.contains("the change is significant but falls short of the threshold"),
+        text.contains("by 52.5 percentage points and the whole 95% CI falls short of it"),
         "{text}"
     );
     assert!(!text.contains("regression"), "{text}");
     let xml = std::fs::read_to_string(cand.join("gate.xml")).unwrap();
     assert!(xml.contains("type=\"threshold_miss\""), "{xml}");
     assert!(!xml.contains("type=\"regression\""), "{xml}");
+}
+
+/// A rule that asks for a saving (`tokens.delta_pct <= -10`) fails on a variant that saves
+/// nothing: its change is no significant change from 0, but surely short of the threshold. It
+/// passed as "not significant" while significance was the test against 0.
+#[test]
+fn a_rule_asking_for_a_saving_fails_when_nothing_is_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base", &run_losing(0));
+    let cand = write(dir.path(), "cand", &run_losing(0));
+    let out = gate(&cand, &base)
+        .args(["--rule", "aggressive: tokens.delta_pct <= -10"])
+        .assert()
+        .code(10)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert!(
+        text.contains("FAIL aggressive: tokens.delta_pct <= -10"),
+        "{text}"
+    );
+    assert!(
+        text.contains("by 10.0 percentage points and the whole 95% CI falls short of it"),
+        "{text}"
+    );
+    // A rise within its tolerance's reach passes: 12% more input tokens in every other unit
+    // (+2.9% [+1.5, +4.4], p < 0.001) is a significant change, not one significantly above
+    // +2%: it passed only while significance was the test against 0.
+    let rise: Vec<Sample> = run_losing(0)
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut s)| {
+            if s.variant == "aggressive" && i % 2 == 0 {
+                s.tokens.agent.input = s.tokens.agent.input * 112 / 100;
+            }
+            s
+        })
+        .collect();
+    let cand = write(dir.path(), "rise", &rise);
+    let out = gate(&cand, &base)
+        .args(["--rule", "aggressive: tokens.delta_pct <= 2"])
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert!(text.contains("p = <0.001"), "{text}");
+    assert!(
+        text.contains("beyond <= 2.0% by 0.9 percentage points but not significantly: the 95% CI reaches it (passes)"),
+        "{text}"
+    );
 }
 
 /// A change whose CI's decimals would round it across its threshold is printed with the
