@@ -379,6 +379,37 @@ mod tests {
         );
     }
 
+    /// A mean and its CI have the same decimals, and read alike, in every writer (the report
+    /// printed `950.3 [900, 1010]`): the tables of means and the gate's mean rules.
+    #[test]
+    fn a_mean_and_its_ci_read_at_one_precision_in_every_writer() {
+        use crate::metrics::stats::Ci;
+        use crate::report::table::TableWriter;
+        use crate::report::{html::Html, markdown::Markdown, terminal::Terminal};
+        let mut t = Table::new(None, vec![Column::text("variant"), Column::num("tokens")]);
+        t.push(vec![
+            Cell::text("a"),
+            Cell::MeanCi {
+                mean: 950.3,
+                ci: Some(Ci {
+                    lo: 900.0,
+                    hi: 1010.0,
+                    method: CiMethod::Bootstrap,
+                }),
+                n: 12,
+            },
+        ]);
+        let html = Html.render(&t);
+        assert!(
+            html.contains(r#">950 <span class="muted">[900, 1010] n=12</span>"#),
+            "{html}"
+        );
+        for text in [Terminal.render(&t), Markdown.render(&t)] {
+            assert!(text.contains("950 [900, 1010]"), "{text}");
+            assert!(!text.contains("950.3"), "{text}");
+        }
+    }
+
     #[test]
     fn a_difference_metric_changes_in_units_not_percent_in_every_writer() {
         use crate::report::table::TableWriter;
