@@ -293,7 +293,7 @@ fn num(x: f64) -> String {
 /// A rule's figure and its 95% CI as its message prints them. A Δ% rule's figures are
 /// percentages, printed as `compare` and the report print them; a change carries its sign, as
 /// in `compare` (`+597.9`, `-20.4%`), and shares its CI's decimals, as the report's comparison
-/// table and verdict line print the pair (`+908 (95% CI [-8, 1931])`); a mean is printed as the
+/// table and verdict line print the pair (`+908 (95% CI [-8, +1931])`); a mean is printed as the
 /// report's tables of means print it.
 fn figures(kind: RuleKind, value: f64, ci: Option<&Ci>) -> (String, String) {
     use crate::metrics::format::{fmt_change, fmt_pct_change};
@@ -904,7 +904,7 @@ mod tests {
         let shown = |kind, value, c: Ci| figures(kind, value, Some(&c));
         assert_eq!(
             shown(RuleKind::Delta, 908.0, ci(-8.0, 1931.0)),
-            ("+908".to_string(), "[-8, 1931]".to_string())
+            ("+908".to_string(), "[-8, +1931]".to_string())
         );
         assert_eq!(
             shown(RuleKind::DeltaPct, 0.07, ci(-0.096, 0.52)),

@@ -174,11 +174,12 @@ pub fn fmt_pct_ci(ci: Option<&Ci>) -> String {
     }
 }
 
-/// A change and its 95% CI, as every text output prints the pair: the signed change and
-/// `[lo, hi]`, all three with the decimals [`fmt_num`] gives the largest of their magnitudes
-/// (`+908 [-8, 1931]`, where each alone printed `+908.0 [-8, 1931]`), so a row reads at one
+/// A change and its 95% CI, as every text output prints the pair: the change and both bounds
+/// signed (a bound is a change too: `+` above zero, as [`fmt_pct_change`] signs its bounds),
+/// all three with the decimals [`fmt_num`] gives the largest of their magnitudes
+/// (`+908 [-8, +1931]`, where each alone printed `+908.0 [-8, 1931]`), so a row reads at one
 /// precision. As in [`fmt_ci`], a nonzero figure those decimals would show as zero keeps its own
-/// digits (`+0.000237 [0.000100, 0.002]`), and with no CI the change has its own decimals and
+/// digits (`+0.000237 [+0.000100, +0.002]`), and with no CI the change has its own decimals and
 /// the interval is `–`.
 pub fn fmt_change(delta: f64, ci: Option<&Ci>) -> (String, String) {
     let scale = scale_with(delta, ci);
@@ -187,7 +188,7 @@ pub fn fmt_change(delta: f64, ci: Option<&Ci>) -> (String, String) {
             delta,
             bound(delta, fmt_num_at(delta, scale), || fmt_num(delta)),
         ),
-        ci.map_or_else(|| "–".to_string(), |c| fmt_ci_at(c, scale, false)),
+        ci.map_or_else(|| "–".to_string(), |c| fmt_ci_at(c, scale, true)),
     )
 }
 
@@ -326,22 +327,29 @@ mod tests {
             let (d, ci) = fmt_change(d, Some(&at(lo, hi)));
             format!("{d} {ci}")
         };
-        // The report printed `+908.0 (+28.0%) [-8, 1931]`: each number at its own magnitude.
-        assert_eq!(change(908.0, -8.0, 1931.0), "+908 [-8, 1931]");
+        // The report printed `+908.0 (+28.0%) [-8, 1931]`: each number at its own magnitude,
+        // and a positive bound unsigned beside a signed change and a Δ%'s `[-0.1, +0.5]`.
+        assert_eq!(change(908.0, -8.0, 1931.0), "+908 [-8, +1931]");
         assert_eq!(change(-0.375, -0.5, -0.25), "-0.375 [-0.500, -0.250]");
-        assert_eq!(change(1.125, 1.125, 1.125), "+1.125 [1.125, 1.125]");
+        assert_eq!(change(1.125, 1.125, 1.125), "+1.125 [+1.125, +1.125]");
         // The change sets the decimals when it is the largest (a CI that misses it).
-        assert_eq!(change(1500.0, 99.4, 120.0), "+1500 [99, 120]");
-        assert_eq!(change(0.0, -8.0, 1931.0), "0 [-8, 1931]");
+        assert_eq!(change(1500.0, 99.4, 120.0), "+1500 [+99, +120]");
+        assert_eq!(change(0.0, -8.0, 1931.0), "0 [-8, +1931]");
+        // A bound of no change has no sign, as `0.0%` has none.
+        assert_eq!(change(0.5, 0.0, 1.0), "+0.500 [0.000, +1.000]");
         // A nonzero figure the shared decimals show as zero keeps its own digits, whether the
         // change or a bound: which side of zero it is on is the point.
         assert_eq!(
             change(0.000237, 0.0001, 0.002),
-            "+0.000237 [0.000100, 0.002]"
+            "+0.000237 [+0.000100, +0.002]"
         );
-        assert_eq!(change(0.4, -0.4, 1500.0), "+0.400 [-0.400, 1500]");
-        assert_eq!(change(4e-9, -0.4, 1500.0), "+≈0 [-0.400, 1500]");
-        assert_eq!(change(-4e-9, -4e-9, 4e-9), "-≈0 [-≈0, ≈0]");
+        assert_eq!(change(0.4, -0.4, 1500.0), "+0.400 [-0.400, +1500]");
+        assert_eq!(change(4e-9, -0.4, 1500.0), "+≈0 [-0.400, +1500]");
+        assert_eq!(change(-4e-9, -4e-9, 4e-9), "-≈0 [-≈0, +≈0]");
+        assert_eq!(
+            fmt_change(1.0, Some(&at(f64::NEG_INFINITY, f64::INFINITY))).1,
+            "[n/a, n/a]"
+        );
         // No interval: the change's own decimals.
         assert_eq!(fmt_change(908.0, None), ("+908.0".into(), "–".into()));
         assert_eq!(fmt_change(f64::NAN, None), ("n/a".into(), "–".into()));

@@ -326,7 +326,7 @@ mod tests {
         let html = Html.render(&t);
         for (cost, tokens) in [
             ("-0.00000240 (-<0.001%)", "+3.000 (+0.0012%)"),
-            ("[-0.00000480, -0.00000120]", "[6.000, 1.500]"),
+            ("[-0.00000480, -0.00000120]", "[+6.000, +1.500]"),
         ] {
             assert!(
                 terminal.contains(cost) && terminal.contains(tokens),
@@ -363,7 +363,7 @@ mod tests {
         let t = comparison(std::slice::from_ref(&c), "candidate");
         for text in [Terminal.render(&t), Markdown.render(&t), Html.render(&t)] {
             assert!(text.contains("+908 (+28.0%)"), "{text}");
-            assert!(text.contains("[-8, 1931]"), "{text}");
+            assert!(text.contains("[-8, +1931]"), "{text}");
             assert!(!text.contains("908.0"), "{text}");
         }
         assert_eq!(headline::item_text(&c), "tokens +28.0% [-0.2, +59.6] n.s.");
@@ -373,7 +373,7 @@ mod tests {
             ..c
         };
         assert!(
-            headline::item_text(&d).starts_with("needle.recall_delta +908 [-8, 1931] "),
+            headline::item_text(&d).starts_with("needle.recall_delta +908 [-8, +1931] "),
             "{}",
             headline::item_text(&d)
         );
