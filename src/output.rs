@@ -345,6 +345,41 @@ pub fn wrap(text: &str, width: usize) -> String {
     out
 }
 
+/// `text` after `label` on lines of at most `width` columns: wrapped at word boundaries, the
+/// lines after the first indented by `indent` spaces, a word too long for its line shortened
+/// around a `…` ([`ellipsize`]). Measured as shown ([`visible`]). Each line ends in a newline.
+pub fn wrap_after(label: &str, indent: usize, text: &str, width: usize) -> String {
+    let text = visible(text);
+    let first = width.saturating_sub(label.chars().count()).max(24);
+    let rest = width.saturating_sub(indent).max(24);
+    let mut out = String::new();
+    let mut lines = wrap(&text, first)
+        .lines()
+        .map(str::to_string)
+        .collect::<Vec<_>>();
+    // Lines after the first have `rest` columns: rewrap what follows the first line at them.
+    if lines.len() > 1 && rest != first {
+        let tail = lines[1..].join(" ");
+        lines.truncate(1);
+        lines.extend(wrap(&tail, rest).lines().map(str::to_string));
+    }
+    for (i, line) in lines.iter().enumerate() {
+        if i == 0 {
+            out.push_str(label);
+            out.push_str(&ellipsize(line, first));
+        } else {
+            out.extend(std::iter::repeat_n(' ', indent));
+            out.push_str(&ellipsize(line, rest));
+        }
+        out.push('\n');
+    }
+    if lines.is_empty() {
+        out.push_str(label.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// `s` if it fits in `max` characters, else its start and end around a `…`.
 pub fn ellipsize(s: &str, max: usize) -> String {
     let n = s.chars().count();
@@ -526,6 +561,32 @@ mod tests {
              /conversation_his…500ed0eb61978cc.md\n"
         );
         assert!(t.lines().all(|l| l.chars().count() <= 40), "{t}");
+    }
+
+    #[test]
+    fn a_value_wraps_under_itself_after_its_label() {
+        let w = |label, indent, text| super::wrap_after(label, indent, text, 30);
+        assert_eq!(w("plan     ", 9, "short"), "plan     short\n");
+        assert_eq!(
+            w(
+                "variants ",
+                9,
+                "base (baseline), aggressive, prompt-b, digitorn"
+            ),
+            "variants base (baseline),\n         aggressive, prompt-b,\n         digitorn\n"
+        );
+        // A word too long for its line is shortened around a `…`; continuation lines may
+        // start nearer the margin than the first.
+        let t = w(
+            "  ",
+            4,
+            "a/very/long/path/to/some/trace.jsonl: no trace in it",
+        );
+        assert_eq!(t, "  a/very/long/p…e/trace.jsonl:\n    no trace in it\n");
+        assert!(t.lines().all(|l| l.chars().count() <= 30), "{t}");
+        // Control characters take the columns of their escapes.
+        assert_eq!(w("x ", 2, "a\x1bb"), "x a\\x1bb\n");
+        assert_eq!(w("overrides ", 10, ""), "overrides\n");
     }
 
     #[test]

@@ -355,8 +355,14 @@ fn overrides(args: &Args) -> anyhow::Result<Overrides> {
     }
 }
 
-/// `--dry-run`: what the run would execute, per eval, trace and variant.
+/// `--dry-run`: what the run would execute, per eval, trace and variant, every line within
+/// `terminal::WIDTH` (100) columns like the run's summary: a long line wraps under its value
+/// (`plan`, `variants`), a trace's file goes under its id when the two do not fit on one line,
+/// and a text too long for a line of its own (a trace id, a path) is shortened around a `…`
+/// (ids never two alike, as `ctxbench traces` shows them).
 pub fn plan_text(suite: &LoadedSuite, planned: &session::Planned) -> String {
+    use crate::output::{short_ids, visible, wrap_after};
+    const WIDTH: usize = crate::report::terminal::WIDTH;
     let plan = &*planned.plan;
     use std::collections::BTreeMap;
     let mut per_eval: BTreeMap<&str, (std::collections::BTreeSet<&str>, usize)> = BTreeMap::new();
@@ -367,16 +373,20 @@ pub fn plan_text(suite: &LoadedSuite, planned: &session::Planned) -> String {
         e.1 += per_sample;
     }
     let repeats = suite.suite.suite.repeats;
-    let mut out = format!(
-        "plan     {}: {} trace(s) × {} variant(s) × {} eval sample(s) × {} repeat(s) = {} units\n",
-        suite.suite.suite.name,
-        plan.traces.len(),
-        plan.variants.len(),
-        per_eval.values().map(|(s, _)| s.len()).sum::<usize>(),
-        repeats,
-        plan.len()
+    // A label and its value: the value wraps under itself.
+    let field = |label: &str, text: &str| wrap_after(&format!("{label:<8} "), 9, text, WIDTH);
+    let mut out = field(
+        "plan",
+        &format!(
+            "{}: {} trace(s) × {} variant(s) × {} eval sample(s) × {} repeat(s) = {} units",
+            suite.suite.suite.name,
+            plan.traces.len(),
+            plan.variants.len(),
+            per_eval.values().map(|(s, _)| s.len()).sum::<usize>(),
+            repeats,
+            plan.len()
+        ),
     );
-    out.push_str("variants ");
     let names: Vec<String> = plan
         .variants
         .iter()
@@ -388,8 +398,7 @@ pub fn plan_text(suite: &LoadedSuite, planned: &session::Planned) -> String {
             }
         })
         .collect();
-    out.push_str(&names.join(", "));
-    out.push('\n');
+    out.push_str(&field("variants", &names.join(", ")));
     out.push_str("eval         samples  units/trace×variant  units\n");
     for (eval, (samples, units)) in &per_eval {
         out.push_str(&format!(
@@ -399,10 +408,35 @@ pub fn plan_text(suite: &LoadedSuite, planned: &session::Planned) -> String {
         ));
     }
     out.push_str("traces\n");
-    for t in &plan.traces {
-        // `file` is relative to the suite (run.json's form); shown from where the user is.
-        let path = crate::output::display_path(&suite.dir.join(&t.file));
-        out.push_str(&format!("  {}  ({path})\n", t.id));
+    // An id and a file are whole when they fit a line of their own, else shortened, never two
+    // alike. `file` is relative to the suite (run.json's form); shown from where the user is.
+    let ids: Vec<String> = plan
+        .traces
+        .iter()
+        .map(|t| visible(&t.id).into_owned())
+        .collect();
+    let paths: Vec<String> = plan
+        .traces
+        .iter()
+        .map(|t| visible(&crate::output::display_path(&suite.dir.join(&t.file))).into_owned())
+        .collect();
+    let shortened = |all: &[String], max: usize| {
+        short_ids(&all.iter().map(String::as_str).collect::<Vec<_>>(), max)
+    };
+    let short_paths = shortened(&paths, WIDTH - 6);
+    for ((id, path), short_path) in shortened(&ids, WIDTH - 2)
+        .iter()
+        .zip(&paths)
+        .zip(short_paths)
+    {
+        let line = format!("  {id}  ({path})");
+        if line.chars().count() <= WIDTH {
+            out.push_str(&line);
+            out.push('\n');
+        } else {
+            // The file under its id.
+            out.push_str(&format!("  {id}\n    ({short_path})\n"));
+        }
     }
     for (files, verb, what) in [
         (
@@ -415,14 +449,19 @@ pub fn plan_text(suite: &LoadedSuite, planned: &session::Planned) -> String {
         if files.is_empty() {
             continue;
         }
-        out.push_str(&format!("{verb:<8} {} {what}\n", files.len()));
+        out.push_str(&field(verb, &format!("{} {what}", files.len())));
         for f in files {
             let path = crate::output::display_path(&suite.dir.join(&f.file));
-            out.push_str(&format!("  {path}: {}\n", f.error));
+            out.push_str(&wrap_after("  ", 4, &format!("{path}: {}", f.error), WIDTH));
         }
     }
     if !suite.overrides.is_empty() {
-        out.push_str(&format!("overrides {}\n", suite.overrides.as_flags()));
+        out.push_str(&wrap_after(
+            "overrides ",
+            10,
+            &suite.overrides.as_flags(),
+            WIDTH,
+        ));
     }
     out
 }

@@ -255,9 +255,12 @@ impl Estimate {
             })
             .collect();
         if !unpriced.is_empty() {
-            out.push_str(&format!(
-                "? = no price for {}: add it under the suite's [pricing] (docs/suite.md)\n",
-                unpriced.join(", ")
+            out.push_str(&crate::output::wrap(
+                &format!(
+                    "? = no price for {}: add it under the suite's [pricing] (docs/suite.md)",
+                    unpriced.join(", ")
+                ),
+                crate::report::terminal::WIDTH,
             ));
         }
         if self.skipped_traces > 0 {

@@ -295,14 +295,14 @@ fn num(x: f64) -> String {
 /// A rule's figure and its 95% CI as its message prints them. A Δ% rule's figures are
 /// percentages, printed as `compare` and the report print them; a change carries its sign, as
 /// in `compare` (`+597.9`, `-20.4%`), and shares its CI's decimals, as the report's comparison
-/// table and verdict line print the pair (`+908 (95% CI [-8, 1931])`); a mean is printed as the
+/// table and verdict line print the pair (`+908 (95% CI [-8, +1931])`); a mean is printed as the
 /// report's tables of means print it.
 fn figures(kind: RuleKind, value: f64, ci: Option<&Ci>) -> (String, String) {
     use crate::metrics::format::{fmt_change, fmt_pct_change};
     match kind {
         RuleKind::DeltaPct => fmt_pct_change(value, ci),
         RuleKind::Delta => fmt_change(value, ci),
-        RuleKind::Absolute => (num(value), crate::metrics::format::fmt_ci(ci)),
+        RuleKind::Absolute => crate::metrics::format::fmt_mean_ci(value, ci),
     }
 }
 
@@ -937,15 +937,21 @@ mod tests {
         let shown = |kind, value, c: Ci| figures(kind, value, Some(&c));
         assert_eq!(
             shown(RuleKind::Delta, 908.0, ci(-8.0, 1931.0)),
-            ("+908".to_string(), "[-8, 1931]".to_string())
+            ("+908".to_string(), "[-8, +1931]".to_string())
         );
         assert_eq!(
             shown(RuleKind::DeltaPct, 0.07, ci(-0.096, 0.52)),
             ("+0.1%".to_string(), "[-0.1, +0.5]".to_string())
         );
+        // A mean and its CI at one precision too, as the tables of means print them (it
+        // printed `950.3 (95% CI [900, 1010])`), and unsigned: a mean is no change.
         assert_eq!(
-            shown(RuleKind::Absolute, 908.0, ci(-8.0, 1931.0)),
-            ("908.0".to_string(), "[-8, 1931]".to_string())
+            shown(RuleKind::Absolute, 950.3, ci(900.0, 1010.0)),
+            ("950".to_string(), "[900, 1010]".to_string())
+        );
+        assert_eq!(
+            figures(RuleKind::Absolute, 950.3, None),
+            ("950.3".to_string(), "–".to_string())
         );
         assert_eq!(
             figures(RuleKind::Delta, 908.0, None),

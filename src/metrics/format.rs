@@ -110,19 +110,51 @@ fn scale_with(x: f64, ci: Option<&Ci>) -> f64 {
     }
 }
 
-/// `[lo, hi]` with the decimals [`fmt_num`] gives a number of magnitude `scale`.
-fn fmt_ci_at(c: &Ci, scale: f64) -> String {
-    let at = |x: f64| bound(x, fmt_num_at(x, scale), || fmt_num(x));
+/// `shown`, the printed `x`, with a `+` when `x` is a positive number: a change's sign.
+fn plus(x: f64, shown: String) -> String {
+    if x > 0.0 && x.is_finite() {
+        format!("+{shown}")
+    } else {
+        shown
+    }
+}
+
+/// `[lo, hi]` with the decimals [`fmt_num`] gives a number of magnitude `scale`; `signed`
+/// (the interval of a change) gives a positive bound its `+`, as the change has.
+fn fmt_ci_at(c: &Ci, scale: f64, signed: bool) -> String {
+    let at = |x: f64| {
+        let shown = bound(x, fmt_num_at(x, scale), || fmt_num(x));
+        if signed {
+            plus(x, shown)
+        } else {
+            shown
+        }
+    };
     format!("[{}, {}]", at(c.lo), at(c.hi))
 }
 
-/// `[lo, hi]` or `–` when there is no interval: the CI of a mean. A change's CI is printed
-/// with the change, by [`fmt_change`].
+/// `[lo, hi]` or `–` when there is no interval: an interval of values that are no change,
+/// unsigned, printed on its own. A mean and its CI are [`fmt_mean_ci`], a change and its CI
+/// [`fmt_change`].
 pub fn fmt_ci(ci: Option<&Ci>) -> String {
     match ci {
-        Some(c) => fmt_ci_at(c, scale_of(c)),
+        Some(c) => fmt_ci_at(c, scale_of(c), false),
         None => "–".to_string(),
     }
+}
+
+/// A mean (or any figure that is no change) and its 95% CI, as every text output prints the
+/// pair: all three with the decimals [`fmt_num`] gives the largest of their magnitudes, as
+/// [`fmt_change`] prints a change (`950 [900, 1010]`, where each alone printed
+/// `950.3 [900, 1010]`), and unsigned: a mean is no change. A nonzero figure those decimals
+/// would show as zero keeps its own digits; with no CI the mean has its own decimals and the
+/// interval is `–`.
+pub fn fmt_mean_ci(mean: f64, ci: Option<&Ci>) -> (String, String) {
+    let scale = scale_with(mean, ci);
+    (
+        bound(mean, fmt_num_at(mean, scale), || fmt_num(mean)),
+        ci.map_or_else(|| "–".to_string(), |c| fmt_ci_at(c, scale, false)),
+    )
 }
 
 /// `[lo, hi]` of relative changes in percent (no `%`) with the decimals
@@ -142,19 +174,21 @@ pub fn fmt_pct_ci(ci: Option<&Ci>) -> String {
     }
 }
 
-/// A change and its 95% CI, as every text output prints the pair: the signed change and
-/// `[lo, hi]`, all three with the decimals [`fmt_num`] gives the largest of their magnitudes
-/// (`+908 [-8, 1931]`, where each alone printed `+908.0 [-8, 1931]`), so a row reads at one
+/// A change and its 95% CI, as every text output prints the pair: the change and both bounds
+/// signed (a bound is a change too: `+` above zero, as [`fmt_pct_change`] signs its bounds),
+/// all three with the decimals [`fmt_num`] gives the largest of their magnitudes
+/// (`+908 [-8, +1931]`, where each alone printed `+908.0 [-8, 1931]`), so a row reads at one
 /// precision. As in [`fmt_ci`], a nonzero figure those decimals would show as zero keeps its own
-/// digits (`+0.000237 [0.000100, 0.002]`), and with no CI the change has its own decimals and
+/// digits (`+0.000237 [+0.000100, +0.002]`), and with no CI the change has its own decimals and
 /// the interval is `–`.
 pub fn fmt_change(delta: f64, ci: Option<&Ci>) -> (String, String) {
     let scale = scale_with(delta, ci);
-    let d = bound(delta, fmt_num_at(delta, scale), || fmt_num(delta));
-    let d = if delta > 0.0 { format!("+{d}") } else { d };
     (
-        d,
-        ci.map_or_else(|| "–".to_string(), |c| fmt_ci_at(c, scale)),
+        plus(
+            delta,
+            bound(delta, fmt_num_at(delta, scale), || fmt_num(delta)),
+        ),
+        ci.map_or_else(|| "–".to_string(), |c| fmt_ci_at(c, scale, true)),
     )
 }
 
@@ -293,25 +327,33 @@ mod tests {
             let (d, ci) = fmt_change(d, Some(&at(lo, hi)));
             format!("{d} {ci}")
         };
-        // The report printed `+908.0 (+28.0%) [-8, 1931]`: each number at its own magnitude.
-        assert_eq!(change(908.0, -8.0, 1931.0), "+908 [-8, 1931]");
+        // The report printed `+908.0 (+28.0%) [-8, 1931]`: each number at its own magnitude,
+        // and a positive bound unsigned beside a signed change and a Δ%'s `[-0.1, +0.5]`.
+        assert_eq!(change(908.0, -8.0, 1931.0), "+908 [-8, +1931]");
         assert_eq!(change(-0.375, -0.5, -0.25), "-0.375 [-0.500, -0.250]");
-        assert_eq!(change(1.125, 1.125, 1.125), "+1.125 [1.125, 1.125]");
+        assert_eq!(change(1.125, 1.125, 1.125), "+1.125 [+1.125, +1.125]");
         // The change sets the decimals when it is the largest (a CI that misses it).
-        assert_eq!(change(1500.0, 99.4, 120.0), "+1500 [99, 120]");
-        assert_eq!(change(0.0, -8.0, 1931.0), "0 [-8, 1931]");
+        assert_eq!(change(1500.0, 99.4, 120.0), "+1500 [+99, +120]");
+        assert_eq!(change(0.0, -8.0, 1931.0), "0 [-8, +1931]");
+        // A bound of no change has no sign, as `0.0%` has none.
+        assert_eq!(change(0.5, 0.0, 1.0), "+0.500 [0.000, +1.000]");
         // A nonzero figure the shared decimals show as zero keeps its own digits, whether the
         // change or a bound: which side of zero it is on is the point.
         assert_eq!(
             change(0.000237, 0.0001, 0.002),
-            "+0.000237 [0.000100, 0.002]"
+            "+0.000237 [+0.000100, +0.002]"
         );
-        assert_eq!(change(0.4, -0.4, 1500.0), "+0.400 [-0.400, 1500]");
-        assert_eq!(change(4e-9, -0.4, 1500.0), "+≈0 [-0.400, 1500]");
-        assert_eq!(change(-4e-9, -4e-9, 4e-9), "-≈0 [-≈0, ≈0]");
+        assert_eq!(change(0.4, -0.4, 1500.0), "+0.400 [-0.400, +1500]");
+        assert_eq!(change(4e-9, -0.4, 1500.0), "+≈0 [-0.400, +1500]");
+        assert_eq!(change(-4e-9, -4e-9, 4e-9), "-≈0 [-≈0, +≈0]");
+        assert_eq!(
+            fmt_change(1.0, Some(&at(f64::NEG_INFINITY, f64::INFINITY))).1,
+            "[n/a, n/a]"
+        );
         // No interval: the change's own decimals.
         assert_eq!(fmt_change(908.0, None), ("+908.0".into(), "–".into()));
         assert_eq!(fmt_change(f64::NAN, None), ("n/a".into(), "–".into()));
+        assert_eq!(fmt_change(f64::INFINITY, None), ("n/a".into(), "–".into()));
 
         let pct = |p, lo, hi| {
             let (p, ci) = fmt_pct_change(p, Some(&at(lo, hi)));
@@ -335,6 +377,31 @@ mod tests {
             ),
             "+908 (+0.1%)"
         );
+    }
+
+    #[test]
+    fn a_mean_and_its_interval_have_the_same_decimals() {
+        let at = |lo, hi| Ci {
+            lo,
+            hi,
+            method: crate::metrics::stats::CiMethod::Bootstrap,
+        };
+        let mean = |m, lo, hi| {
+            let (m, ci) = fmt_mean_ci(m, Some(&at(lo, hi)));
+            format!("{m} {ci}")
+        };
+        // Each alone printed `950.3 [900, 1010]`: the mean at its own magnitude.
+        assert_eq!(mean(950.3, 900.0, 1010.0), "950 [900, 1010]");
+        assert_eq!(mean(1003.4, 990.1, 1010.0), "1003 [990, 1010]");
+        // The mean sets the decimals when it is the largest, and it is never signed.
+        assert_eq!(mean(0.5, 0.25, 0.75), "0.500 [0.250, 0.750]");
+        assert_eq!(mean(99.5, 98.25, 100.5), "99.5 [98.2, 100.5]");
+        assert_eq!(mean(-3.25, -4.0, -2.5), "-3.250 [-4.000, -2.500]");
+        // A nonzero figure the shared decimals show as zero keeps its own digits.
+        assert_eq!(mean(0.0004, 0.0001, 1500.0), "0.000400 [0.000100, 1500]");
+        assert_eq!(mean(f64::NAN, 1.0, 2.0), "n/a [1.000, 2.000]");
+        // No interval: the mean's own decimals.
+        assert_eq!(fmt_mean_ci(950.3, None), ("950.3".into(), "–".into()));
     }
 
     #[test]

@@ -388,7 +388,7 @@ mod tests {
         let steps = cmp("needle.steps", 0.0, 0.2, 0.1, 0.4, 0.01);
         assert_eq!(
             item_text(&steps),
-            "needle.steps +0.200 [0.100, 0.400] changed (p=0.010)"
+            "needle.steps +0.200 [+0.100, +0.400] changed (p=0.010)"
         );
     }
 

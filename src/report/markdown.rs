@@ -7,12 +7,13 @@
 //! [`code`], the only escaping of this format.
 
 use super::headline::{self, VerdictLine};
-use super::model::{fmt_ci, fmt_num, ReportModel};
+use super::model::ReportModel;
 use super::plots;
 use super::sections;
 use super::table::{Align, Cell, Column, Table, TableWriter};
 use crate::gate::GateOutcome;
 use crate::metrics::aggregate::Comparison;
+use crate::metrics::format::fmt_mean_ci;
 use crate::output::{is_control, push_visible};
 use crate::record::RunInfo;
 use std::fmt::Write;
@@ -166,7 +167,8 @@ impl Markdown {
                 format!("**{}**", cell(s, col.max_chars))
             }
             Cell::MeanCi { mean, ci, n } => {
-                format!("{} {} (n={n})", fmt_num(*mean), fmt_ci(ci.as_ref()))
+                let (m, ci) = fmt_mean_ci(*mean, ci.as_ref());
+                format!("{m} {ci} (n={n})")
             }
             // Formatted numbers hold digits, signs, `.`, `,`, `%`, `<`, `≈`, brackets, `–` or
             // `n/a`: nothing that ends a cell or a line, so they are written as they are.

@@ -326,7 +326,7 @@ mod tests {
         let html = Html.render(&t);
         for (cost, tokens) in [
             ("-0.00000240 (-<0.001%)", "+3.000 (+0.0012%)"),
-            ("[-0.00000480, -0.00000120]", "[6.000, 1.500]"),
+            ("[-0.00000480, -0.00000120]", "[+6.000, +1.500]"),
         ] {
             assert!(
                 terminal.contains(cost) && terminal.contains(tokens),
@@ -363,7 +363,7 @@ mod tests {
         let t = comparison(std::slice::from_ref(&c), "candidate");
         for text in [Terminal.render(&t), Markdown.render(&t), Html.render(&t)] {
             assert!(text.contains("+908 (+28.0%)"), "{text}");
-            assert!(text.contains("[-8, 1931]"), "{text}");
+            assert!(text.contains("[-8, +1931]"), "{text}");
             assert!(!text.contains("908.0"), "{text}");
         }
         assert_eq!(headline::item_text(&c), "tokens +28.0% [-0.2, +59.6] n.s.");
@@ -373,10 +373,41 @@ mod tests {
             ..c
         };
         assert!(
-            headline::item_text(&d).starts_with("needle.recall_delta +908 [-8, 1931] "),
+            headline::item_text(&d).starts_with("needle.recall_delta +908 [-8, +1931] "),
             "{}",
             headline::item_text(&d)
         );
+    }
+
+    /// A mean and its CI have the same decimals, and read alike, in every writer (the report
+    /// printed `950.3 [900, 1010]`): the tables of means and the gate's mean rules.
+    #[test]
+    fn a_mean_and_its_ci_read_at_one_precision_in_every_writer() {
+        use crate::metrics::stats::Ci;
+        use crate::report::table::TableWriter;
+        use crate::report::{html::Html, markdown::Markdown, terminal::Terminal};
+        let mut t = Table::new(None, vec![Column::text("variant"), Column::num("tokens")]);
+        t.push(vec![
+            Cell::text("a"),
+            Cell::MeanCi {
+                mean: 950.3,
+                ci: Some(Ci {
+                    lo: 900.0,
+                    hi: 1010.0,
+                    method: CiMethod::Bootstrap,
+                }),
+                n: 12,
+            },
+        ]);
+        let html = Html.render(&t);
+        assert!(
+            html.contains(r#">950 <span class="muted">[900, 1010] n=12</span>"#),
+            "{html}"
+        );
+        for text in [Terminal.render(&t), Markdown.render(&t)] {
+            assert!(text.contains("950 [900, 1010]"), "{text}");
+            assert!(!text.contains("950.3"), "{text}");
+        }
     }
 
     #[test]

@@ -9,8 +9,8 @@
 //! markup (a CI in a muted span in HTML, `(n=…)` in Markdown, nothing in a terminal), and so
 //! that machine formats (CSV, and later sortable HTML) get the number, not its text.
 
-use super::model::{fmt_ci, fmt_delta, fmt_num, fmt_p};
-use crate::metrics::format::fmt_change;
+use super::model::{fmt_delta, fmt_num, fmt_p};
+use crate::metrics::format::{fmt_change, fmt_mean_ci};
 use crate::metrics::stats::Ci;
 
 /// Horizontal alignment of a column (numbers right, text left).
@@ -85,7 +85,8 @@ pub enum Cell {
     Int(u64),
     /// A measured value.
     Num(f64),
-    /// A mean with its 95% CI and the number of values behind it.
+    /// A mean with its 95% CI and the number of values behind it, the mean and both bounds
+    /// with one precision (`metrics::format::fmt_mean_ci`).
     MeanCi { mean: f64, ci: Option<Ci>, n: usize },
     /// A signed change with its percentage of the baseline, e.g. `+0.250 (+25.0%)`, each with
     /// the decimals it shares with its 95% CI (`ci`, `pct_ci`, not shown here:
@@ -120,7 +121,10 @@ impl Cell {
             }
             Cell::Int(v) => v.to_string(),
             Cell::Num(x) => fmt_num(*x),
-            Cell::MeanCi { mean, ci, .. } => format!("{} {}", fmt_num(*mean), fmt_ci(ci.as_ref())),
+            Cell::MeanCi { mean, ci, .. } => {
+                let (m, ci) = fmt_mean_ci(*mean, ci.as_ref());
+                format!("{m} {ci}")
+            }
             Cell::Delta {
                 delta,
                 pct,

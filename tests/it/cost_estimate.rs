@@ -137,6 +137,8 @@ fn a_budget_over_an_unpriced_model_refuses_to_start_and_warns_when_ignored() {
         stdout.contains("no price for `my-finetune-7b` (summarizer)"),
         "{stdout}"
     );
+    // Wrapped at 100 columns, as the plan above it (it ran to 129 for two roles).
+    assert!(stdout.lines().all(|l| l.chars().count() <= 100), "{stdout}");
 
     // A budget it could not count: refused before anything is written or asked.
     let (code, _, stderr) = run(&suite, &["--max-cost-usd", "5"]);
@@ -209,4 +211,88 @@ fn dry_run_with_a_shard_counts_its_units_and_with_resume_is_refused() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--dry-run plans a fresh run"), "{stderr}");
+}
+
+/// `--dry-run` keeps within 100 columns like the rest of the CLI: a trace's file goes under its
+/// id when the two do not fit on one line, an id or a path too long for a line of its own is
+/// shortened around a `…` (two ids that differ only in their middle still read apart), and a
+/// long suite name or variant list wraps under its label. It printed `  <id>  (<path>)` whole,
+/// however long (the quickstart's own scikit-learn trace took 104 columns).
+#[test]
+fn dry_run_fits_100_columns_with_long_trace_ids_and_paths() {
+    use crate::support::suite::{mini_swe, SuiteBuilder};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp
+        .path()
+        .join("a-directory-of-traces-with-a-long-name".repeat(2));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Two ids of 150 characters that differ only in their middle, and a short one.
+    let long = |c: char| format!("{}{c}{}", "x".repeat(75), "y".repeat(74));
+    let names = [long('a'), long('b'), "short".to_string()];
+    let src = mini_swe("astropy__astropy-12907.traj.json");
+    for n in &names {
+        std::fs::copy(&src, dir.join(format!("{n}.traj.json"))).unwrap();
+    }
+    std::fs::copy(&src, tmp.path().join("brief.traj.json")).unwrap();
+    let mut suite = SuiteBuilder::new(&format!("a-suite-{}", "named-at-length-".repeat(6)))
+        .output_dir(&tmp.path().join("out"))
+        .trace(tmp.path().join("brief.traj.json"))
+        .trace(dir.join("*.traj.json"))
+        .baseline("base")
+        .variant("base", "");
+    for i in 0..12 {
+        suite = suite.variant(
+            &format!("variant-number-{i}"),
+            "summarize.trigger.fraction = 0.5",
+        );
+    }
+    let suite = suite.eval("replay", "").write(tmp.path(), "suite.toml");
+    let o = ctxbench()
+        .args(["run", suite.to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for l in stdout.lines() {
+        assert!(
+            l.chars().count() <= 100,
+            "{} columns: {l}\n{stdout}",
+            l.chars().count()
+        );
+    }
+    // Each trace is listed once: its id and file on one line when they fit (`brief`), else the
+    // file under the id.
+    let traces: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| *l != "traces")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert_eq!(traces.len(), 7, "{stdout}");
+    assert!(
+        traces[0].starts_with("  brief  (/") && traces[0].ends_with("/brief.traj.json)"),
+        "{stdout}"
+    );
+    let (ids, files): (Vec<&str>, Vec<&str>) = (
+        traces[1..].iter().step_by(2).copied().collect(),
+        traces[2..].iter().step_by(2).copied().collect(),
+    );
+    assert_eq!(ids[0], "  short", "{stdout}");
+    // Shortened around a `…`, the two long ones (and their files) never alike.
+    assert!(ids[1].contains('…') && ids[1] != ids[2], "{stdout}");
+    assert!(files[1] != files[2], "{stdout}");
+    for f in &files {
+        assert!(
+            f.starts_with("    (/") && f.contains('…') && f.ends_with(".traj.json)"),
+            "{stdout}"
+        );
+    }
+    // A wrapped value continues under itself.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("         variant-number")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("variant-number-11"), "{stdout}");
 }

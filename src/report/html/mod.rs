@@ -33,9 +33,10 @@ pub use samples::{
 };
 pub use timeline::sparkline_scale;
 
-use super::model::{fmt_ci, fmt_num, ReportModel};
+use super::model::ReportModel;
 use super::plots::{self, PlotSpec};
 use super::table::{Align, Cell, Table, TableWriter};
+use crate::metrics::format::fmt_mean_ci;
 use crate::record::RunInfo;
 use maud::{html, PreEscaped, Render, DOCTYPE};
 use std::collections::BTreeMap;
@@ -248,7 +249,8 @@ fn cell(align: Align, c: &Cell) -> Fragment {
             Cell::Good(s) => td class="good" { (s) },
             Cell::Code(s) => td class=[num] { code { (s) } },
             Cell::MeanCi { mean, ci, n } => td class=[num] data-v=[v] {
-                (fmt_num(*mean)) " " span class="muted" { (fmt_ci(ci.as_ref())) " n=" (n) }
+                @let (m, ci) = fmt_mean_ci(*mean, ci.as_ref());
+                (m) " " span class="muted" { (ci) " n=" (n) }
             },
             other => td class=[num] data-v=[v] { (other.plain()) },
         }
