@@ -316,15 +316,37 @@ fn stores_text(
                     100,
                 ));
             }
+            // The page's caps per variant, and why they are smaller than a small run's.
+            let caps = model.shown_caps();
+            let shrunk = if caps.shrunk() {
+                format!(
+                    ", a cap that shrinks with the run's {} variants",
+                    model.variants.len()
+                )
+            } else {
+                String::new()
+            };
             if p.flagged > 0 {
                 out.push_str(&crate::output::wrap(
                     &format!(
                         "note: {} flagged unit(s) report.html does not show in full (past the \
-                         first {} flagged units of their variant): their offload stores were \
-                         not kept (samples.jsonl and results.csv list them; --keep-stores \
-                         keeps every store)",
-                        p.flagged,
-                        crate::report::html::MAX_FLAGGED_PER_VARIANT
+                         first {} flagged units of their variant{shrunk}): their offload \
+                         stores were not kept (samples.jsonl and results.csv list them; \
+                         --keep-stores keeps every store)",
+                        p.flagged, caps.flagged
+                    ),
+                    100,
+                ));
+            }
+            // (Said once the caps shrink, as report.html says it: a run of few variants keeps
+            // the failed verdicts' stores it always did, and ends as it did.)
+            if p.failed > 0 && caps.shrunk() {
+                out.push_str(&crate::output::wrap(
+                    &format!(
+                        "note: {} unit(s) whose verdict is fail report.html does not show in \
+                         full (past the first {} of their variant{shrunk}): their offload \
+                         stores were not kept",
+                        p.failed, caps.failed
                     ),
                     100,
                 ));

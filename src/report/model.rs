@@ -84,7 +84,7 @@ pub struct ReportModel {
     pub journal: Option<PathBuf>,
     /// [`ReportModel::shown`], computed on first use.
     #[serde(skip)]
-    shown: std::sync::OnceLock<(Vec<usize>, usize)>,
+    shown: std::sync::OnceLock<(Vec<usize>, super::html::LeftOut)>,
     /// What the plots draw, summed over every sample.
     #[serde(skip)]
     pub plot_sums: super::plots::data::PlotSums,
@@ -287,7 +287,8 @@ impl ReportModel {
         seen.dedup();
         let order = variant_order(info, seen.iter().map(String::as_str));
         let baseline = baseline_of(info, &order);
-        select.keys_chosen();
+        // (`order` is the model's variants: the caps of `ReportModel::shown_caps`.)
+        select.keys_chosen(order.len());
         rows.for_each_unique(|i, s, _, _| select.second(i, &s))?;
         // The rows kept in memory: the ones shown in full, the plotted ones.
         let mut subset = Rows::default();
@@ -374,11 +375,17 @@ impl ReportModel {
     /// it leaves out ([`super::html::select`] of the samples), computed once: the second pass
     /// of the load, the summary texts and the page's "Samples" section ask for the same
     /// selection.
-    pub fn shown(&self) -> (&[usize], usize) {
-        let (shown, left_out) = self
-            .shown
-            .get_or_init(|| super::html::select(&self.samples, self.baseline.as_deref()));
+    pub fn shown(&self) -> (&[usize], super::html::LeftOut) {
+        let (shown, left_out) = self.shown.get_or_init(|| {
+            super::html::select(&self.samples, self.baseline.as_deref(), self.variants.len())
+        });
         (shown, *left_out)
+    }
+
+    /// The caps per variant of the samples report.html shows in full: those of the run's
+    /// variants (`html::Caps::for_variants`), which [`ReportModel::shown`] applies.
+    pub fn shown_caps(&self) -> super::html::Caps {
+        super::html::Caps::for_variants(self.variants.len())
     }
 
     /// All metric names in display order.

@@ -59,7 +59,7 @@ mod tests {
         info.baseline = Some("base".into());
         let model = ReportModel::build(&info, samples);
         let keep = shown_in_full(&model).unwrap();
-        let (html, _) = select(&model.samples, Some("base"));
+        let (html, _) = select(&model.samples, Some("base"), model.variants.len());
         assert!(keep.contains("b39"), "the failed unit");
         for i in html {
             assert!(keep.contains(model.samples.get(i).unit_id));
@@ -98,9 +98,9 @@ mod tests {
         info.variants = vec!["a".into(), "b".into()];
         let model = ReportModel::build(&info, samples);
         let keep = shown_in_full(&model).unwrap();
-        let (html, left_out) = select(&model.samples, None);
+        let (html, left_out) = select(&model.samples, None, model.variants.len());
         assert_eq!(
-            left_out,
+            left_out.problems,
             2 * (flagged - MAX_FLAGGED_PER_VARIANT) + 2 * errored - MAX_ERRORED_SAMPLES,
             "30 flagged units of each variant and 20 errored ones past the caps"
         );
@@ -132,46 +132,59 @@ mod tests {
         assert_eq!(keep.len(), html.len() + 2 * errored - MAX_ERRORED_SAMPLES);
     }
 
-    /// A model spilled to disk keeps the stores of the same units as the model in memory.
+    /// A model spilled to disk keeps the stores of the same units as the model in memory; also
+    /// with enough variants that the caps shrink (the spilled model knows its variants only
+    /// after a first pass over its rows).
     #[test]
     fn a_spilled_model_keeps_the_same_units() {
         use crate::report::load::{load_model_opts, LoadOptions};
-        let dir = tempfile::tempdir().unwrap();
-        let run = RunDir::new(dir.path());
-        let mut info = RunInfo::new("r");
-        info.variants = vec!["base".into(), "b".into()];
-        std::fs::write(run.run_json(), serde_json::to_string(&info).unwrap()).unwrap();
-        let mut samples = Vec::new();
-        for t in 0..300 {
-            for v in ["b", "base"] {
-                let mut s = Sample::builder()
-                    .unit_id(format!("{v}{t}"))
-                    .variant(v)
-                    .trace(format!("t{:02}", t % 30))
-                    .sample(format!("s{t}"))
-                    .passed(t % 7 != 0)
-                    .build();
-                if t % 11 == 0 {
-                    s.compactions.insert("futile".into(), 1);
+        let many: Vec<String> = (0..12).map(|v| format!("v{v:02}")).collect();
+        for variants in [vec!["base".to_string(), "b".to_string()], many] {
+            let dir = tempfile::tempdir().unwrap();
+            let run = RunDir::new(dir.path());
+            let mut info = RunInfo::new("r");
+            info.variants = variants.clone();
+            std::fs::write(run.run_json(), serde_json::to_string(&info).unwrap()).unwrap();
+            let mut samples = Vec::new();
+            for t in 0..300 {
+                for v in variants.iter().rev() {
+                    let mut s = Sample::builder()
+                        .unit_id(format!("{v}{t}"))
+                        .variant(v)
+                        .trace(format!("t{:02}", t % 30))
+                        .sample(format!("s{t}"))
+                        .passed(t % 7 != 0)
+                        .build();
+                    if t % 11 == 0 {
+                        s.compactions.insert("futile".into(), 1);
+                    }
+                    if t % 13 == 0 {
+                        s.error = Some(UnitError {
+                            kind: "eval".into(),
+                            message: "x".into(),
+                        });
+                    }
+                    samples.push(s);
                 }
-                if t % 13 == 0 {
-                    s.error = Some(UnitError {
-                        kind: "eval".into(),
-                        message: "x".into(),
-                    });
-                }
-                samples.push(s);
             }
+            run.write_samples(&samples).unwrap();
+            let (_, memory, _) = load_model_opts(&run, None, &LoadOptions::default()).unwrap();
+            let mut opts = LoadOptions::default();
+            (opts.spill.above, opts.spill.run_rows) = (0, 50);
+            opts.spill.dir = Some(dir.path().to_path_buf());
+            let (_, spilled, _) = load_model_opts(&run, None, &opts).unwrap();
+            assert!(spilled.spilled() && !memory.spilled());
+            assert_eq!(memory.shown_caps().shrunk(), variants.len() > 5);
+            let keep = shown_in_full(&memory).unwrap();
+            let n = variants.len();
+            assert!(
+                keep.len() > 20 * n && keep.len() < 300 * n,
+                "{}",
+                keep.len()
+            );
+            assert_eq!(shown_in_full(&spilled).unwrap(), keep, "{n} variants");
+            assert_eq!(spilled.shown().1, memory.shown().1, "{n} variants");
+            assert!(memory.shown().1.problems > 0 && memory.shown().1.failed > 0);
         }
-        run.write_samples(&samples).unwrap();
-        let (_, memory, _) = load_model_opts(&run, None, &LoadOptions::default()).unwrap();
-        let mut opts = LoadOptions::default();
-        (opts.spill.above, opts.spill.run_rows) = (0, 50);
-        opts.spill.dir = Some(dir.path().to_path_buf());
-        let (_, spilled, _) = load_model_opts(&run, None, &opts).unwrap();
-        assert!(spilled.spilled() && !memory.spilled());
-        let keep = shown_in_full(&memory).unwrap();
-        assert!(keep.len() > 40 && keep.len() < 600, "{}", keep.len());
-        assert_eq!(shown_in_full(&spilled).unwrap(), keep);
     }
 }

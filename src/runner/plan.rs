@@ -492,4 +492,101 @@ mod report_order_tests {
         assert!(!got.is_empty() && got.len() < p.len());
         assert_eq!(got, want);
     }
+
+    /// A sweep of many variants: the page's caps per variant shrink (`report::html::Caps`), and
+    /// the store policy built from the plan follows them — the units of fewer pairing keys, the
+    /// same `report::shown` picks from a model of every planned unit, and windows of flagged
+    /// units and failed verdicts past which a store is not written at the shrunk caps.
+    #[test]
+    fn the_store_policy_of_many_variants_follows_the_pages_smaller_caps() {
+        use crate::runner::stores::{Route, StorePolicy};
+        let s = suite(
+            "[engine]\nbaseline = \"summarize.keep.fraction=0.1,summarize.trigger.fraction=0.85\"\n\
+             [engine.grid]\n\"summarize.trigger.fraction\" = [0.85, 0.7, 0.5, 0.3]\n\
+             \"summarize.keep.fraction\" = [0.1, 0.2, 0.3]\n\
+             [evals.replay]\n[evals.needle]\ndepths = [0.9, 0.1, 0.5]\n",
+        );
+        let traces = ["t3", "t1", "t10", "t2", "a", "b", "c", "d"];
+        let p = build(&s, traces.iter().map(|t| trace(t)).collect()).unwrap();
+        assert_eq!(p.variants.len(), 12);
+        let caps = crate::report::html::Caps::for_variants(12);
+        assert!(caps.shrunk() && caps.keys < crate::report::html::SHOWN_PAIR_KEYS);
+        let samples: Vec<crate::record::Sample> = p
+            .units()
+            .map(|u| {
+                crate::record::Sample::builder()
+                    .unit_id(u.id)
+                    .trace(&*u.trace_id)
+                    .variant(&*u.variant)
+                    .eval(&*u.eval)
+                    .sample(&*u.sample)
+                    .repeat(u.repeat)
+                    .passed(true)
+                    .build()
+            })
+            .collect();
+        let mut info = crate::record::RunInfo::new("plan");
+        info.variants = p.variants.iter().map(|v| v.name.clone()).collect();
+        info.baseline = Some(p.baseline.clone());
+        let model = crate::report::ReportModel::build(&info, samples);
+        let want = crate::report::shown::shown_in_full(&model).unwrap();
+        let StorePolicy::Kept { shown, .. } = StorePolicy::for_plan(&p) else {
+            panic!("a kept policy");
+        };
+        let got: std::collections::BTreeSet<String> = shown.iter().cloned().collect();
+        assert_eq!(
+            got.len(),
+            caps.keys * 12,
+            "the units of the shrunk number of keys"
+        );
+        assert_eq!(got, want);
+        // Units of a variant other than the baseline, in the report's order.
+        let of_variant = p
+            .report_order()
+            .map(|i| p.unit(i))
+            .filter(|u| u.variant_index == 1)
+            .collect::<Vec<_>>();
+        assert!(of_variant.len() > caps.flagged + 12);
+        // Every one flagged: the first `caps.flagged` may be shown (they wait), the others are
+        // not written unless the page shows their key.
+        let policy = StorePolicy::for_plan(&p);
+        let mut flagged = crate::runner::UnitOutput {
+            passed: Some(true),
+            ..Default::default()
+        };
+        flagged.compactions.insert("futile".into(), 1);
+        for (k, u) in of_variant.iter().enumerate() {
+            let route = policy.route_output(u, &flagged);
+            let expected = if shown.contains(&u.id) {
+                Route::Dir
+            } else if k < caps.flagged {
+                Route::Wait
+            } else {
+                Route::Skip
+            };
+            assert_eq!(route, expected, "flagged unit {k}");
+        }
+        // Every one a failed verdict: the first `caps.failed` outside the shown keys may be
+        // shown (the pack), the others are not written.
+        let policy = StorePolicy::for_plan(&p);
+        let failed = crate::runner::UnitOutput {
+            passed: Some(false),
+            ..Default::default()
+        };
+        let mut outside = 0;
+        for u in &of_variant {
+            let route = policy.route_output(u, &failed);
+            if shown.contains(&u.id) {
+                assert_eq!(route, Route::Dir);
+                continue;
+            }
+            let expected = if outside < caps.failed {
+                Route::Pack
+            } else {
+                Route::Skip
+            };
+            assert_eq!(route, expected, "failed verdict {outside} outside the keys");
+            outside += 1;
+        }
+    }
 }

@@ -13,7 +13,7 @@
 //! flagged units of its variant before it in the report's order have ended ([`ProblemWindow`]:
 //! it is past the page's cap), and waits in memory until then ([`WaitingStores`]: beyond the
 //! number held, and when dispatching ends, it goes to its directory); one pruning may keep (a failed verdict: only the
-//! first five of a variant are shown, [`FailWindow`]; one with five before it is not written)
+//! first few of a variant are shown, [`FailWindow`]; one with that many before it is not written)
 //! is a record of the run's `stores.pack` (`engine::store::PackFile`); a baseline's store waits
 //! in memory until every unit of its pairing key has ended ([`HeldStores`]: the page shows the
 //! baseline of a failed verdict), then goes to the pack or nowhere; and any store not written
@@ -22,10 +22,14 @@
 //! directories, removes the directories it does not keep (flagged units that turned out past
 //! the cap) and the pack file. A run of the whole plan thus writes each kept store once, where
 //! it stays, and of the others only the flagged units' it could not hold until decided.
+//!
+//! The page's caps per variant shrink with the number of variants (`report::html::Caps`): the
+//! plan's variants, which are the report's (run.json's), so the policy computed before the run
+//! ([`StorePolicy::for_plan`]: the keys, and the windows' caps) agrees with pruning.
 
 use crate::engine::store::{for_each_pack, unpack_bytes};
 use crate::record::{RunDir, Sample};
-use crate::report::html::{Status, MAX_FAILED_PER_VARIANT, MAX_FLAGGED_PER_VARIANT};
+use crate::report::html::{Caps, Status, MAX_FAILED_PER_VARIANT, MAX_FLAGGED_PER_VARIANT};
 use crate::report::shown::shown_in_full;
 use crate::report::ReportModel;
 use rustc_hash::FxHashMap;
@@ -98,16 +102,25 @@ fn admit<K: Ord>(first: &mut std::collections::BTreeSet<K>, cap: usize, key: K) 
 
 /// The first flagged units of each variant in the report's order (trace, eval, sample, repeat
 /// within a variant), as far as the units ended so far tell. report.html shows only the first
-/// [`MAX_FLAGGED_PER_VARIANT`] flagged units of a variant in full (`report::html::problems_shown`
-/// over the sorted rows), so a flagged unit with that many flagged units of its variant before
+/// [`Caps::flagged`] flagged units of a variant in full (`report::html::problems_shown` over
+/// the sorted rows), so a flagged unit with that many flagged units of its variant before
 /// it is not shown whatever the units still running do, and its store need not be written
 /// (errored units are not counted here: every one keeps its store). One that may still be
 /// shown waits in memory ([`WaitingStores`]) until that is decided. Holds at most the cap's
 /// number of keys a variant.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ProblemWindow {
     /// By variant (its rank in the plan, the key's first field).
     first: std::sync::Mutex<FxHashMap<usize, std::collections::BTreeSet<ProblemKey>>>,
+    /// The page's cap of flagged units per variant.
+    cap: usize,
+}
+
+impl Default for ProblemWindow {
+    /// With the cap of a run of few variants, [`MAX_FLAGGED_PER_VARIANT`].
+    fn default() -> ProblemWindow {
+        ProblemWindow::new(MAX_FLAGGED_PER_VARIANT)
+    }
 }
 
 /// A unit's place in the report's order: variant (its rank in the plan), trace, eval, sample,
@@ -117,36 +130,45 @@ pub type ProblemKey = (usize, Arc<str>, Arc<str>, Arc<str>, u32);
 /// Whether `key` is past the cap of its variant in `first` ([`ProblemWindow::is_past`]).
 fn past(
     first: &FxHashMap<usize, std::collections::BTreeSet<ProblemKey>>,
+    cap: usize,
     key: &ProblemKey,
 ) -> bool {
     first
         .get(&key.0)
-        .is_some_and(|f| f.len() >= MAX_FLAGGED_PER_VARIANT && f.last().is_some_and(|l| l < key))
+        .is_some_and(|f| f.len() >= cap && f.last().is_some_and(|l| l < key))
 }
 
 impl ProblemWindow {
-    /// Record a flagged unit at `key` and say whether report.html may still show it: fewer
-    /// than [`MAX_FLAGGED_PER_VARIANT`] flagged units of its variant known before it.
-    pub fn may_show(&self, key: ProblemKey) -> bool {
-        let mut first = self.first.lock().unwrap_or_else(|e| e.into_inner());
-        admit(
-            first.entry(key.0).or_default(),
-            MAX_FLAGGED_PER_VARIANT,
-            key,
-        )
+    /// For the page's cap of `cap` flagged units per variant ([`Caps::flagged`]).
+    pub fn new(cap: usize) -> ProblemWindow {
+        ProblemWindow {
+            first: Default::default(),
+            cap,
+        }
     }
 
-    /// Whether a flagged unit at `key` is past the page's cap: [`MAX_FLAGGED_PER_VARIANT`]
-    /// flagged units of its variant before it have ended.
+    /// Record a flagged unit at `key` and say whether report.html may still show it: fewer
+    /// than the cap's number of flagged units of its variant known before it.
+    pub fn may_show(&self, key: ProblemKey) -> bool {
+        let mut first = self.first.lock().unwrap_or_else(|e| e.into_inner());
+        admit(first.entry(key.0).or_default(), self.cap, key)
+    }
+
+    /// Whether a flagged unit at `key` is past the page's cap: the cap's number of flagged
+    /// units of its variant before it have ended.
     pub fn is_past(&self, key: &ProblemKey) -> bool {
-        past(&self.first.lock().unwrap_or_else(|e| e.into_inner()), key)
+        past(
+            &self.first.lock().unwrap_or_else(|e| e.into_inner()),
+            self.cap,
+            key,
+        )
     }
 
     /// Drop from `held` the entries whose key is past the page's cap; returns how many.
     fn drop_past<V>(&self, held: &mut BTreeMap<ProblemKey, V>) -> usize {
         let first = self.first.lock().unwrap_or_else(|e| e.into_inner());
         let before = held.len();
-        held.retain(|k, _| !past(&first, k));
+        held.retain(|k, _| !past(&first, self.cap, k));
         before - held.len()
     }
 }
@@ -238,37 +260,52 @@ impl WaitingStores {
 }
 
 /// The first failed verdicts of each variant in the report's order, as far as the units ended
-/// so far tell. report.html shows, besides the shown keys, only the first
-/// [`MAX_FAILED_PER_VARIANT`] failed verdicts of a variant in its sample order (trace, eval,
-/// sample, repeat: `report::html::select` over the sorted rows), so a failed verdict with that
-/// many failed verdicts of its variant before it is not shown, whatever the units still
-/// running do, and its store need not be written. Holds at most that many keys a variant.
-#[derive(Debug, Default)]
+/// so far tell. report.html shows, besides the shown keys, only the first [`Caps::failed`]
+/// failed verdicts of a variant in its sample order (trace, eval, sample, repeat:
+/// `report::html::select` over the sorted rows), so a failed verdict with that many failed
+/// verdicts of its variant before it is not shown, whatever the units still running do, and
+/// its store need not be written. Holds at most that many keys a variant.
+#[derive(Debug)]
 pub struct FailWindow {
     first: std::sync::Mutex<FxHashMap<String, std::collections::BTreeSet<FailKey>>>,
+    /// The page's cap of failed verdicts per variant.
+    cap: usize,
+}
+
+impl Default for FailWindow {
+    /// With the cap of a run of few variants, [`MAX_FAILED_PER_VARIANT`].
+    fn default() -> FailWindow {
+        FailWindow::new(MAX_FAILED_PER_VARIANT)
+    }
 }
 
 /// A unit's place in the report's order within its variant: trace, eval, sample, repeat.
 pub type FailKey = (Arc<str>, Arc<str>, Arc<str>, u32);
 
 impl FailWindow {
+    /// For the page's cap of `cap` failed verdicts per variant ([`Caps::failed`]).
+    pub fn new(cap: usize) -> FailWindow {
+        FailWindow {
+            first: Default::default(),
+            cap,
+        }
+    }
+
     /// Record a failed verdict of `variant` at `key` (outside the shown keys) and say whether
-    /// report.html may still show it: fewer than [`MAX_FAILED_PER_VARIANT`] failed verdicts
-    /// of the variant known before it.
+    /// report.html may still show it: fewer than the cap's number of failed verdicts of the
+    /// variant known before it.
     pub fn may_show(&self, variant: &str, key: FailKey) -> bool {
         let mut first = self.first.lock().unwrap_or_else(|e| e.into_inner());
-        admit(
-            first.entry(variant.to_string()).or_default(),
-            MAX_FAILED_PER_VARIANT,
-            key,
-        )
+        admit(first.entry(variant.to_string()).or_default(), self.cap, key)
     }
 }
 
 impl StorePolicy {
     /// The policy of a run that executes every unit of `plan` (one process, nothing recorded
     /// before): the units [`shown_in_full`] picks when every unit passes, i.e. those of the
-    /// pairing keys the HTML report shows (which keys does not depend on the outcomes).
+    /// pairing keys the HTML report shows (which keys does not depend on the outcomes), and
+    /// the page's caps of flagged units and failed verdicts per variant; each of these depends
+    /// on the number of variants (`report::html::Caps`), the plan's, which the report's are.
     pub fn for_plan(plan: &super::Plan) -> StorePolicy {
         // Every unit passes: only the pairing keys of rule 2 choose, and the page's selection
         // is run over the plan's units in the report's order, one borrowed row at a time (no
@@ -302,7 +339,7 @@ impl StorePolicy {
         for (i, index) in plan.report_order().enumerate() {
             select.first(i, &row(index));
         }
-        select.keys_chosen();
+        select.keys_chosen(plan.variants.len());
         for (i, index) in plan.report_order().enumerate() {
             select.second(i, &row(index));
         }
@@ -314,12 +351,13 @@ impl StorePolicy {
             .filter(|(i, _)| chosen.contains(i))
             .map(|(_, index)| plan.id(index))
             .collect();
+        let caps = Caps::for_variants(plan.variants.len());
         StorePolicy::Kept {
             shown,
             baseline: (plan.variants.len() > 1).then(|| plan.baseline.clone()),
             variants: plan.variants.len(),
-            fails: Arc::default(),
-            problems: Arc::default(),
+            fails: Arc::new(FailWindow::new(caps.failed)),
+            problems: Arc::new(ProblemWindow::new(caps.flagged)),
         }
     }
 
@@ -489,7 +527,7 @@ impl HeldStores {
 
     /// The unit that recorded `sample` ended, holding `store` when routed [`Route::Hold`];
     /// `route`: where its own store went (a failed verdict routed [`Route::Skip`] is past the
-    /// first five of its variant, so report.html shows neither it nor, for it, its key's
+    /// first few of its variant, so report.html shows neither it nor, for it, its key's
     /// baseline). Returns the stores to append to the pack file now.
     pub fn ended(
         &mut self,
@@ -563,6 +601,9 @@ pub struct Pruned {
     /// Flagged units (not errored) whose store the run had and did not keep (counted in
     /// `removed` when written): report.html does not show them, they are past its cap.
     pub flagged: usize,
+    /// Units whose verdict is fail (neither errored nor flagged) whose store the run had and
+    /// did not keep, as `flagged`: past the page's cap of failed verdicts of their variant.
+    pub failed: usize,
 }
 
 /// Bytes of the regular files under `path` (symbolic links are not followed).
@@ -582,14 +623,16 @@ pub fn dir_bytes(path: &Path) -> u64 {
 /// nothing to do.
 pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Result<Pruned> {
     let keep = shown_in_full(model)?;
-    // Flagged units not kept: their stores (a directory, a record or a marker) are counted.
-    let mut flagged: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    // Flagged units and failed verdicts not kept: their stores (a directory, a record or a
+    // marker) are counted.
+    let mut not_shown: std::collections::BTreeMap<String, Status> = BTreeMap::new();
     model.for_each_row(|s| {
-        if Status::of(&s) == Status::Flagged && !keep.contains(s.unit_id) {
-            flagged.insert(s.unit_id.to_string());
+        let status = Status::of(&s);
+        if matches!(status, Status::Flagged | Status::Fail) && !keep.contains(s.unit_id) {
+            not_shown.insert(s.unit_id.to_string(), status);
         }
     })?;
-    let mut flagged_seen = std::collections::BTreeSet::new();
+    let mut not_shown_seen = std::collections::BTreeMap::new();
     // What is removed, by name: a unit whose store waited or was held leaves a marker as it
     // ended and then maybe its directory or a record too, and is one store.
     let mut removed = std::collections::BTreeSet::new();
@@ -616,8 +659,8 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
             }
             continue;
         }
-        if let Some(id) = flagged.get(name.as_ref()) {
-            flagged_seen.insert(id.as_str());
+        if let Some((id, status)) = not_shown.get_key_value(name.as_ref()) {
+            not_shown_seen.insert(id.as_str(), *status);
         }
         removed.insert(name.into_owned());
         if meta.is_dir() {
@@ -639,8 +682,8 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
     let mut unpacked = std::collections::BTreeSet::new();
     let mut unwritten = std::collections::BTreeSet::new();
     for_each_pack(&pack, |unit, read| {
-        if let Some(id) = flagged.get(unit) {
-            flagged_seen.insert(id.as_str());
+        if let Some((id, status)) = not_shown.get_key_value(unit) {
+            not_shown_seen.insert(id.as_str(), *status);
         }
         if read.is_empty() {
             // A store the run did not write.
@@ -670,7 +713,11 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
         .difference(&unpacked)
         .filter(|u| !in_dirs.contains(*u))
         .count();
-    out.flagged = flagged_seen.len();
+    out.flagged = not_shown_seen
+        .values()
+        .filter(|s| **s == Status::Flagged)
+        .count();
+    out.failed = not_shown_seen.len() - out.flagged;
     if !dry_run {
         match std::fs::remove_file(&pack) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
@@ -951,58 +998,64 @@ mod tests {
         use crate::report::html::problems_shown;
         // Three variants' units in the report's order, some flagged, some errored, ending in a
         // shuffled order: no unit the page shows (`problems_shown`, its one rule) is skipped,
-        // and in the end the window holds exactly the flagged units it shows.
-        let mut units: Vec<(ProblemKey, Status)> = Vec::new();
-        for v in 0..3 {
-            for t in 0..150usize {
-                let status = match (t * 7 + v * 3) % 5 {
-                    0 | 1 => Status::Flagged,
-                    2 if v == 1 => Status::Error,
-                    _ => Status::Pass,
-                };
-                units.push((
-                    (v, format!("t{t:03}").into(), "n".into(), "s".into(), 0),
-                    status,
-                ));
+        // and in the end the window holds exactly the flagged units it shows. The same with 30
+        // variants, whose cap per variant is smaller (the window of `StorePolicy::for_plan`).
+        for n in [3, 30] {
+            let cap = Caps::for_variants(n).flagged;
+            let mut units: Vec<(ProblemKey, Status)> = Vec::new();
+            for v in 0..n {
+                for t in 0..150usize {
+                    let status = match (t * 7 + v * 3) % 5 {
+                        0 | 1 => Status::Flagged,
+                        2 if v == 1 => Status::Error,
+                        _ => Status::Pass,
+                    };
+                    units.push((
+                        (v, format!("t{t:03}").into(), "n".into(), "s".into(), 0),
+                        status,
+                    ));
+                }
             }
-        }
-        let names = ["a", "b", "c"];
-        let (shown, _) = problems_shown(units.iter().map(|(k, st)| (names[k.0], *st)));
-        let mut order: Vec<usize> = (0..units.len()).collect();
-        let mut x: u64 = 7;
-        for i in (1..order.len()).rev() {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            order.swap(i, (x >> 33) as usize % (i + 1));
-        }
-        let window = ProblemWindow::default();
-        let mut skipped = Vec::new();
-        for &i in &order {
-            if units[i].1 == Status::Flagged && !window.may_show(units[i].0.clone()) {
-                skipped.push(i);
+            let names: Vec<String> = (0..n).map(|v| format!("v{v}")).collect();
+            let (shown, _) =
+                problems_shown(units.iter().map(|(k, st)| (names[k.0].as_str(), *st)), n);
+            let mut order: Vec<usize> = (0..units.len()).collect();
+            let mut x: u64 = 7;
+            for i in (1..order.len()).rev() {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                order.swap(i, (x >> 33) as usize % (i + 1));
             }
+            let window = ProblemWindow::new(cap);
+            let mut skipped = Vec::new();
+            for &i in &order {
+                if units[i].1 == Status::Flagged && !window.may_show(units[i].0.clone()) {
+                    skipped.push(i);
+                }
+            }
+            assert!(skipped.iter().all(|i| !shown.contains(i)), "{skipped:?}");
+            assert!(
+                skipped.len() > 10,
+                "the shuffle skips some: {}",
+                skipped.len()
+            );
+            let first = window.first.lock().unwrap();
+            let kept: Vec<usize> = (0..units.len())
+                .filter(|i| {
+                    first
+                        .get(&units[*i].0 .0)
+                        .is_some_and(|f| f.contains(&units[*i].0))
+                })
+                .collect();
+            let flagged_shown: Vec<usize> = shown
+                .into_iter()
+                .filter(|&i| units[i].1 == Status::Flagged)
+                .collect();
+            assert_eq!(kept, flagged_shown, "{n} variants");
+            assert_eq!(kept.len(), n * cap);
         }
-        assert!(skipped.iter().all(|i| !shown.contains(i)), "{skipped:?}");
-        assert!(
-            skipped.len() > 10,
-            "the shuffle skips some: {}",
-            skipped.len()
-        );
-        let first = window.first.lock().unwrap();
-        let kept: Vec<usize> = (0..units.len())
-            .filter(|i| {
-                first
-                    .get(&units[*i].0 .0)
-                    .is_some_and(|f| f.contains(&units[*i].0))
-            })
-            .collect();
-        let flagged_shown: Vec<usize> = shown
-            .into_iter()
-            .filter(|&i| units[i].1 == Status::Flagged)
-            .collect();
-        assert_eq!(kept, flagged_shown);
-        assert_eq!(kept.len(), 3 * MAX_FLAGGED_PER_VARIANT);
+        assert_eq!(Caps::for_variants(3).flagged, MAX_FLAGGED_PER_VARIANT);
     }
 
     #[test]
@@ -1118,6 +1171,45 @@ mod tests {
             assert!(dir.unit_store(&format!("{v}{last:04}")).exists());
             assert!(!dir.unit_store(&format!("{v}{:04}", last + 1)).exists());
         }
+    }
+
+    #[test]
+    fn pruning_counts_the_failed_verdicts_past_the_pages_cap() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::new(tmp.path().join("run"));
+        let packs = crate::engine::store::PackFile::new(dir.stores_pack());
+        // Two variants on 40 traces, each unit leaving a marker as it ended; both fail their
+        // verdict on traces 20-29, outside the keys the page shows (the first dozen traces'):
+        // the page shows the first 5 failures of each, and the other 5 are not kept.
+        let mut samples = Vec::new();
+        for v in ["a", "b"] {
+            for t in 0..40 {
+                let id = format!("{v}{t:04}");
+                packs.skip(&id).unwrap();
+                samples.push(
+                    Sample::builder()
+                        .unit_id(&id)
+                        .variant(v)
+                        .trace(format!("t{t:04}"))
+                        .passed(!(20..30).contains(&t))
+                        .build(),
+                );
+            }
+        }
+        packs.flush().unwrap();
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["a".into(), "b".into()];
+        let model = ReportModel::build(&info, samples);
+        let p = prune(&dir, &model, true).unwrap();
+        assert_eq!(
+            (p.flagged, p.failed),
+            (0, 2 * (10 - MAX_FAILED_PER_VARIANT))
+        );
+        assert_eq!(
+            p.missing,
+            2 * (12 + MAX_FAILED_PER_VARIANT),
+            "shown, not written"
+        );
     }
 
     #[test]

@@ -64,7 +64,11 @@ fn a_run_keeps_only_the_stores_of_samples_shown_in_full_unless_keep_stores() {
         .filter(|id| all.join("stores").join(id).exists())
         .collect();
     assert_eq!(kept, want);
-    let (html, _) = ctxbench::report::html::select(&model.samples, model.baseline.as_deref());
+    let (html, _) = ctxbench::report::html::select(
+        &model.samples,
+        model.baseline.as_deref(),
+        model.variants.len(),
+    );
     assert!(!html.is_empty());
     for i in html {
         let id = model.samples.get(i).unit_id.to_string();

@@ -755,6 +755,101 @@ fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
     assert!(!stdout.contains("flagged unit(s)"), "{stdout}");
 }
 
+/// A suite of 12 variants: report.html's caps per variant shrink (8 flagged units, 5 keys, 2
+/// failed verdicts), the run writes and keeps the stores of exactly the samples the page shows
+/// (and the errored units'), far fewer than with the caps of a small suite, and says what it
+/// does not keep and why.
+#[test]
+fn a_suite_of_many_variants_keeps_the_stores_of_a_smaller_page_and_says_so() {
+    use ctxbench::report::html::Caps;
+    let tmp = tempfile::tempdir().unwrap();
+    let datasets = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
+    // 20 traces × 12 variants × 2 needle samples = 480 units.
+    let mut suite = base_and_aggressive("many")
+        .seed(1)
+        .trace(datasets.join("*.traj.json"))
+        .base("window = 20000")
+        .eval("replay", "enabled = false")
+        .eval("needle", "depths = [0.5]\npositions = [\"tool\", \"user\"]");
+    for v in 1..=10 {
+        suite = suite.variant(
+            &format!("v{v:02}"),
+            format!("summarize.trigger.fraction = 0.{}", 10 + 5 * v),
+        );
+    }
+    let suite = suite.write(tmp.path(), "many.toml");
+    let caps = Caps::for_variants(12);
+    assert_eq!((caps.flagged, caps.keys, caps.failed), (8, 5, 2));
+    for (id, executor) in [
+        ("many", "synthetic:flag_every=3,fail_every=40,store=1"),
+        (
+            "many-offline",
+            "synthetic:flag_every=3,fail_every=40,store=1,offline=1",
+        ),
+    ] {
+        let out = Command::new(bin())
+            .args(["run", suite.to_str().unwrap(), "--jobs", "4"])
+            .args(["--executor", executor, "--run-id", id])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let dir = tmp.path().join("out").join(id);
+        let kept: std::collections::BTreeSet<String> = std::fs::read_dir(dir.join("stores"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        let (_, model, _) =
+            ctxbench::report::load::load_model(&ctxbench::record::RunDir::new(&dir)).unwrap();
+        assert_eq!(model.units, 480);
+        assert_eq!(model.shown_caps(), caps);
+        // The stores kept are those the page shows in full and the errored units': every one
+        // written (no note of stores to keep that were not), the rest not kept.
+        assert_eq!(
+            kept,
+            ctxbench::report::shown::shown_in_full(&model).unwrap()
+        );
+        let said = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(!said.contains("were not written"), "{stdout}");
+        assert!(stdout.lines().all(|l| l.chars().count() <= 100), "{stdout}");
+        // Far fewer than the caps of a suite of up to 5 variants would show.
+        let (small, _) =
+            ctxbench::report::html::select(&model.samples, model.baseline.as_deref(), 5);
+        assert!(
+            kept.len() < small.len() * 2 / 3,
+            "{} kept, {} with the caps of 5 variants",
+            kept.len(),
+            small.len()
+        );
+        // What is not shown (and keeps no store) is said, with the caps and why they shrank.
+        let left_out = model.shown().1;
+        assert!(left_out.problems > 0 && left_out.failed > 0, "{left_out:?}");
+        for note in [
+            format!(
+                "note: {} flagged unit(s) report.html does not show in full (past the first 8 \
+                 flagged units of their variant, a cap that shrinks with the run's 12 variants): \
+                 their offload stores were not kept",
+                left_out.problems
+            ),
+            format!(
+                "note: {} unit(s) whose verdict is fail report.html does not show in full (past \
+                 the first 2 of their variant, a cap that shrinks with the run's 12 variants): \
+                 their offload stores were not kept",
+                left_out.failed
+            ),
+        ] {
+            assert!(said.contains(&note), "{note}\n{stdout}");
+        }
+        let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+        assert!(html.contains("The caps per variant shrink with the run's 12 variants"));
+        assert!(html.contains(&format!(
+            "{} more unit(s) whose verdict is fail are not shown in full (past the first 2 of \
+             their variant).",
+            left_out.failed
+        )));
+    }
+}
+
 /// A real trace (psf__requests-1142, whose tool outputs run to ~200k tokens) under digitorn at a
 /// 20,000-token window leaves needle probes' requests over the window after every compaction
 /// (`overflow` events; a model of that window would refuse them): each such unit is flagged in

@@ -28,8 +28,9 @@ mod view;
 
 pub use diff::{side_by_side, word_diff, Op};
 pub use samples::{
-    problems_shown, select, summaries_in_files, Select, Status, MAX_ERRORED_SAMPLES,
-    MAX_FAILED_PER_VARIANT, MAX_FLAGGED_PER_VARIANT, SHOWN_PAIR_KEYS,
+    problems_shown, select, summaries_in_files, Caps, LeftOut, Select, Status, FULL_CAPS_VARIANTS,
+    MAX_ERRORED_SAMPLES, MAX_FAILED_PER_VARIANT, MAX_FLAGGED_PER_VARIANT, MIN_PER_VARIANT,
+    SHOWN_PAIR_KEYS,
 };
 pub use timeline::sparkline_scale;
 

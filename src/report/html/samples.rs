@@ -4,15 +4,21 @@
 //! summaries of each fold (side by side with the baseline's summary of the same unit and fold,
 //! word-level diff), and the context timeline.
 //!
-//! Which samples are shown (the page must stay small for a 100,000-sample run):
+//! Which samples are shown (the page must stay small for a 100,000-sample run, and for a
+//! sweep of many variants):
 //! 1. every failed unit (error), at most [`MAX_ERRORED_SAMPLES`], and the flagged ones (a
 //!    summary failed, a compaction was futile, an agent ran out of steps), at most
-//!    [`MAX_FLAGGED_PER_VARIANT`] per variant — both the first in the report's order
+//!    [`Caps::flagged`] per variant — both the first in the report's order
 //!    ([`problems_shown`]);
-//! 2. the units of [`SHOWN_PAIR_KEYS`] pairing keys (trace × eval × sample × repeat) in every
+//! 2. the units of [`Caps::keys`] pairing keys (trace × eval × sample × repeat) in every
 //!    variant, the keys taken round-robin over traces, each trace's evals first;
-//! 3. up to [`MAX_FAILED_PER_VARIANT`] units per variant whose verdict is fail, each with the
+//! 3. up to [`Caps::failed`] units per variant whose verdict is fail, each with the
 //!    baseline's unit of the same key.
+//!
+//! The caps per variant ([`Caps::for_variants`]) are [`MAX_FLAGGED_PER_VARIANT`],
+//! [`SHOWN_PAIR_KEYS`] and [`MAX_FAILED_PER_VARIANT`] for a run of up to
+//! [`FULL_CAPS_VARIANTS`] variants, and shrink with more, so that the page's totals stay
+//! under what such a run's can reach (not below a few per variant: every variant is shown).
 //!
 //! Selection reads only the keys, error, verdict, scores and compaction counts of a sample;
 //! timelines, evidence and summaries are read for the selected ones only.
@@ -32,13 +38,86 @@ use std::fmt::Write;
 pub const MAX_ERRORED_SAMPLES: usize = 200;
 /// Most flagged units shown in full per variant, the first of the variant in the report's
 /// order: every variant's flagged units are there to compare (a global cap let the first
-/// variants' fill the page), and the page grows with the variants by at most this many views
-/// each (~40 KB a view in the needle sweep).
+/// variants' fill the page). The cap of a run of up to [`FULL_CAPS_VARIANTS`] variants; more
+/// share [`FULL_CAPS_VARIANTS`] times as many ([`Caps::for_variants`]).
 pub const MAX_FLAGGED_PER_VARIANT: usize = 20;
-/// Pairing keys whose units are shown in full in every variant.
+/// Pairing keys whose units are shown in full in every variant (a run of up to
+/// [`FULL_CAPS_VARIANTS`] variants; [`Caps::for_variants`]).
 pub const SHOWN_PAIR_KEYS: usize = 12;
-/// Most units with a fail verdict shown per variant (beyond rule 1 and 2).
+/// Most units with a fail verdict shown per variant (beyond rule 1 and 2; a run of up to
+/// [`FULL_CAPS_VARIANTS`] variants, [`Caps::for_variants`]).
 pub const MAX_FAILED_PER_VARIANT: usize = 5;
+/// Variants a run may have with the caps per variant above (the needle sweep's 5). A run of
+/// more shares the totals such a run can reach — 100 flagged units, the units of 60 pairing
+/// keys × variants, 25 failed verdicts each with its baseline's unit: with the 200 errored
+/// units, at most 410 views (~40 KB a view in the needle sweep) — each cap divided by the
+/// variants, down to [`MIN_PER_VARIANT`]. A 30-variant sweep showed 660 samples (a 28 MB page,
+/// as many stores kept) with the caps of 5 variants.
+pub const FULL_CAPS_VARIANTS: usize = 5;
+/// The least of each cap per variant, however many variants ([`Caps::for_variants`]): every
+/// variant keeps two flagged units, the units of two pairing keys (two examples beside every
+/// other variant's) and a failed verdict to look at. Past 50 variants the page grows again,
+/// by at most 6 views a variant (two flagged, two keys, a failed verdict and its baseline).
+pub const MIN_PER_VARIANT: Caps = Caps {
+    flagged: 2,
+    keys: 2,
+    failed: 1,
+};
+
+/// The caps per variant of the samples shown in full (rules 1 to 3 of [`select`]): those of a
+/// run of up to [`FULL_CAPS_VARIANTS`] variants ([`MAX_FLAGGED_PER_VARIANT`],
+/// [`SHOWN_PAIR_KEYS`], [`MAX_FAILED_PER_VARIANT`]), shrunk for a run of more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caps {
+    /// Flagged units per variant (rule 1).
+    pub flagged: usize,
+    /// Pairing keys whose units are shown in every variant (rule 2).
+    pub keys: usize,
+    /// Units with a fail verdict per variant (rule 3).
+    pub failed: usize,
+}
+
+impl Default for Caps {
+    /// The caps of a run of up to [`FULL_CAPS_VARIANTS`] variants.
+    fn default() -> Caps {
+        Caps {
+            flagged: MAX_FLAGGED_PER_VARIANT,
+            keys: SHOWN_PAIR_KEYS,
+            failed: MAX_FAILED_PER_VARIANT,
+        }
+    }
+}
+
+impl Caps {
+    /// The caps of a run of `variants` variants (a report's: run.json's and any other its
+    /// samples name; a plan's: its variants): each full cap times [`FULL_CAPS_VARIANTS`],
+    /// divided by the variants, rounded down, between [`MIN_PER_VARIANT`] and the full cap.
+    pub fn for_variants(variants: usize) -> Caps {
+        let share = |full: usize, min: usize| {
+            (full * FULL_CAPS_VARIANTS / variants.max(1)).clamp(min, full)
+        };
+        Caps {
+            flagged: share(MAX_FLAGGED_PER_VARIANT, MIN_PER_VARIANT.flagged),
+            keys: share(SHOWN_PAIR_KEYS, MIN_PER_VARIANT.keys),
+            failed: share(MAX_FAILED_PER_VARIANT, MIN_PER_VARIANT.failed),
+        }
+    }
+
+    /// Whether these are below the caps of a run of up to [`FULL_CAPS_VARIANTS`] variants.
+    pub fn shrunk(&self) -> bool {
+        *self != Caps::default()
+    }
+}
+
+/// How many units [`select`] leaves out of the page past its caps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LeftOut {
+    /// Errored or flagged units past rule 1's caps (and not shown by another rule).
+    pub problems: usize,
+    /// Units whose verdict is fail (neither errored nor flagged) past rule 3's cap of their
+    /// variant, and not shown by another rule.
+    pub failed: usize,
+}
 /// Folds whose summaries are shown per sample: the first ones and the last.
 pub const MAX_FOLDS_SHOWN: usize = 5;
 
@@ -54,14 +133,15 @@ impl Status {
     }
 }
 
-/// Indices into `samples` of the samples shown in full (rules in the module doc), failures
-/// first, then in `samples`' order; and how many failed or flagged units were left out.
-pub fn select(samples: &Rows, baseline: Option<&str>) -> (Vec<usize>, usize) {
+/// Indices into `samples` of the samples shown in full (rules in the module doc, with the caps
+/// of a run of `variants` variants), failures first, then in `samples`' order; and how many
+/// units the caps left out.
+pub fn select(samples: &Rows, baseline: Option<&str>, variants: usize) -> (Vec<usize>, LeftOut) {
     let mut sel = Select::default();
     for (i, s) in samples.iter().enumerate() {
         sel.first(i, &s);
     }
-    sel.keys_chosen();
+    sel.keys_chosen(variants);
     for (i, s) in samples.iter().enumerate() {
         sel.second(i, &s);
     }
@@ -78,13 +158,19 @@ pub fn select(samples: &Rows, baseline: Option<&str>) -> (Vec<usize>, usize) {
 /// [`select`] over rows given one at a time in three passes (`first`, then `keys_chosen`,
 /// `second`, then `third` when [`Select::wants_third`]), each over every row in the same order
 /// with its index: what it holds is bounded (the chosen rows, a few keys per trace), not per
-/// row, so a spilled report (`report::spill`) chooses the same samples.
+/// row, so a spilled report (`report::spill`) chooses the same samples. The run's variants
+/// are known once pass 1 has seen every row (a spilled report's): pass 1 takes the flagged
+/// units up to the largest cap, [`Select::keys_chosen`] keeps those within the run's.
 #[derive(Debug, Default)]
 pub struct Select {
     /// Chosen row → its status.
     chosen: FxHashMap<usize, Status>,
-    /// Rule 1's counts.
+    /// The run's caps per variant (set by [`Select::keys_chosen`]).
+    caps: Caps,
+    /// Rule 1's counts (flagged units up to the largest cap).
     problems: ProblemCaps,
+    /// The flagged rows rule 1 chose, by variant, in order.
+    flagged: FxHashMap<String, Vec<usize>>,
     /// Traces in first-seen order, each with the first key of every eval (first-seen order)
     /// and the first [`SHOWN_PAIR_KEYS`] of its other keys.
     traces: Vec<TraceKeys>,
@@ -95,6 +181,9 @@ pub struct Select {
     /// Errored or flagged rows past rule 1's cap that a later pass chose all the same (they
     /// are not left out).
     shown_past_cap: usize,
+    /// Rows with a fail verdict past rule 3's cap; and those pass 3 chose all the same.
+    failed_left_out: usize,
+    failed_past_cap: usize,
 }
 
 #[derive(Debug, Default)]
@@ -111,6 +200,14 @@ impl Select {
         let status = Status::of(s);
         if self.problems.admit(s.variant, status) {
             self.chosen.insert(i, status);
+            if status == Status::Flagged {
+                match self.flagged.get_mut(s.variant) {
+                    Some(rows) => rows.push(i),
+                    None => {
+                        self.flagged.insert(s.variant.to_string(), vec![i]);
+                    }
+                }
+            }
         }
         let t = match self.trace_at.get(s.trace_id) {
             Some(&t) => t,
@@ -138,18 +235,27 @@ impl Select {
         }
     }
 
-    /// The pairing keys shown in every variant: round-robin over traces, each trace's evals
-    /// first.
-    pub fn keys_chosen(&mut self) {
+    /// Settle the caps of a run of `variants` variants ([`Caps::for_variants`]): rule 1's
+    /// flagged rows past the cap of their variant are left out; and choose the pairing keys
+    /// shown in every variant: round-robin over traces, each trace's evals first.
+    pub fn keys_chosen(&mut self, variants: usize) {
+        self.caps = Caps::for_variants(variants);
+        for rows in std::mem::take(&mut self.flagged).into_values() {
+            for i in rows.into_iter().skip(self.caps.flagged) {
+                self.chosen.remove(&i);
+                self.problems.left_out += 1;
+            }
+        }
         let mut queues: Vec<std::collections::VecDeque<u64>> = self
             .traces
             .iter()
             .map(|t| t.first.iter().chain(&t.rest).copied().collect())
             .collect();
         let keys = &mut self.keys;
-        while keys.len() < SHOWN_PAIR_KEYS && queues.iter().any(|q| !q.is_empty()) {
+        let cap = self.caps.keys;
+        while keys.len() < cap && queues.iter().any(|q| !q.is_empty()) {
             for q in &mut queues {
-                if keys.len() < SHOWN_PAIR_KEYS {
+                if keys.len() < cap {
                     if let Some(h) = q.pop_front() {
                         keys.insert(h);
                     }
@@ -176,10 +282,12 @@ impl Select {
                     .entry(s.variant.to_string())
                     .or_default(),
             };
-            if *n < MAX_FAILED_PER_VARIANT {
+            if *n < self.caps.failed {
                 *n += 1;
                 self.chosen.insert(i, status);
                 self.fail_keys.insert(h);
+            } else {
+                self.failed_left_out += 1;
             }
         }
     }
@@ -193,7 +301,12 @@ impl Select {
     /// chosen (by any pass so far).
     pub fn third(&mut self, i: usize, s: &Row<'_>, baseline: &str) -> bool {
         if s.variant == baseline && self.fail_keys.contains(&s.pair_hash()) {
-            self.choose_again(i, Status::of(s));
+            let status = Status::of(s);
+            if status == Status::Fail && !self.chosen.contains_key(&i) {
+                // (A row with a fail verdict that pass 2 did not choose is past its cap.)
+                self.failed_past_cap += 1;
+            }
+            self.choose_again(i, status);
         }
         self.chosen.contains_key(&i)
     }
@@ -212,12 +325,14 @@ impl Select {
         self.chosen.contains_key(&i)
     }
 
-    /// The chosen rows, failures first, then in order; and how many errored or flagged rows
-    /// are not among them.
-    pub fn finish(self) -> (Vec<usize>, usize) {
+    /// The chosen rows, failures first, then in order; and how many rows the caps left out.
+    pub fn finish(self) -> (Vec<usize>, LeftOut) {
         let mut out: Vec<(Status, usize)> = self.chosen.into_iter().map(|(i, s)| (s, i)).collect();
         out.sort_unstable();
-        let left_out = self.problems.left_out() - self.shown_past_cap;
+        let left_out = LeftOut {
+            problems: self.problems.left_out() - self.shown_past_cap,
+            failed: self.failed_left_out - self.failed_past_cap,
+        };
         (out.into_iter().map(|(_, i)| i).collect(), left_out)
     }
 }
@@ -226,12 +341,13 @@ impl Select {
 /// full (`runner::stores::ProblemWindow` follows it as units end): given each sample's variant
 /// and status in the report's order, the indices of the errored units among the first
 /// [`MAX_ERRORED_SAMPLES`] errored ones and of the flagged units among the first
-/// [`MAX_FLAGGED_PER_VARIANT`] flagged ones of their variant; and how many errored or flagged
-/// units are left out.
+/// [`Caps::flagged`] flagged ones of their variant (a run of `variants` variants); and how
+/// many errored or flagged units are left out.
 pub fn problems_shown<'a>(
     samples: impl IntoIterator<Item = (&'a str, Status)>,
+    variants: usize,
 ) -> (Vec<usize>, usize) {
-    let mut caps = ProblemCaps::default();
+    let mut caps = ProblemCaps::new(Caps::for_variants(variants).flagged);
     let shown = samples
         .into_iter()
         .enumerate()
@@ -242,14 +358,33 @@ pub fn problems_shown<'a>(
 }
 
 /// Rule 1 of [`select`] ([`problems_shown`]) one sample at a time, in the report's order.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ProblemCaps {
     errored: usize,
     flagged: HashMap<String, usize>,
+    /// Most flagged units shown per variant.
+    flagged_cap: usize,
     left_out: usize,
 }
 
+impl Default for ProblemCaps {
+    /// With the largest cap of flagged units per variant, [`MAX_FLAGGED_PER_VARIANT`].
+    fn default() -> ProblemCaps {
+        ProblemCaps::new(MAX_FLAGGED_PER_VARIANT)
+    }
+}
+
 impl ProblemCaps {
+    /// Showing at most `flagged_cap` flagged units per variant ([`Caps::flagged`]).
+    pub fn new(flagged_cap: usize) -> ProblemCaps {
+        ProblemCaps {
+            errored: 0,
+            flagged: HashMap::new(),
+            flagged_cap,
+            left_out: 0,
+        }
+    }
+
     /// Whether the next sample in the report's order, of `variant` with `status`, is shown
     /// under rule 1 (an errored or flagged one within its cap); one past its cap is counted as
     /// left out.
@@ -261,7 +396,7 @@ impl ProblemCaps {
                     self.flagged.insert(variant.to_string(), 0);
                 }
                 let n = self.flagged.get_mut(variant).expect("inserted above");
-                (n, MAX_FLAGGED_PER_VARIANT)
+                (n, self.flagged_cap)
             }
             _ => return false,
         };
@@ -403,24 +538,41 @@ pub fn write_section(
             .or_default()
             .push(i);
     }
+    let caps = model.shown_caps();
     let head = html! {
         h2 id="samples" { "Samples" } "\n"
         p {
             (shown.len()) " of " (model.units) " sample(s) shown in full: every failed \
             unit (at most " (MAX_ERRORED_SAMPLES) ") and flagged unit (at most "
-            (MAX_FLAGGED_PER_VARIANT) " per variant), the units of " (SHOWN_PAIR_KEYS)
-            " trace/eval/sample keys in every variant, and up to " (MAX_FAILED_PER_VARIANT)
-            " units per variant whose verdict is fail (with the baseline's unit of the same key). \
-            Failures first; every sample is in results.csv and samples.jsonl. A flagged unit \
+            (caps.flagged) " per variant), the units of " (caps.keys)
+            " trace/eval/sample keys in every variant, and up to " (caps.failed)
+            @if caps.failed == 1 { " unit" } @else { " units" }
+            " per variant whose verdict is fail (with the baseline's unit of the same key). "
+            @if caps.shrunk() {
+                "The caps per variant shrink with the run's " (model.variants.len())
+                " variants so that the page stays small (a run of up to " (FULL_CAPS_VARIANTS)
+                " variants shows " (MAX_FLAGGED_PER_VARIANT) " flagged units, " (SHOWN_PAIR_KEYS)
+                " keys and " (MAX_FAILED_PER_VARIANT) " failed verdicts per variant). "
+            }
+            "Failures first; every sample is in results.csv and samples.jsonl. A flagged unit \
             keeps its verdict in the verdict column. Filter with words or "
             code { "column=value" } " (e.g. " code { "verdict=fail variant=aggressive" } ")."
         }
         "\n"
-        @if left_out > 0 {
+        @if left_out.problems > 0 {
             p class="alert" {
-                (left_out) " more failed or flagged unit(s) are not shown in full (past the \
-                first " (MAX_ERRORED_SAMPLES) " failed units, or the first "
-                (MAX_FLAGGED_PER_VARIANT) " flagged units of their variant)."
+                (left_out.problems) " more failed or flagged unit(s) are not shown in full (past \
+                the first " (MAX_ERRORED_SAMPLES) " failed units, or the first "
+                (caps.flagged) " flagged units of their variant)."
+            }
+            "\n"
+        }
+        // (Said once the caps shrink: a run of few variants shows the failed verdicts it always
+        // did, and its page is as it was.)
+        @if caps.shrunk() && left_out.failed > 0 {
+            p class="alert" {
+                (left_out.failed) " more unit(s) whose verdict is fail are not shown in full \
+                (past the first " (caps.failed) " of their variant)."
             }
             "\n"
         }
@@ -517,8 +669,8 @@ mod tests {
         });
         samples[3].passed = Some(false);
         samples[7].scores.insert("summary_failures".into(), 1.0);
-        let (shown, left_out) = select(&samples.iter().cloned().collect(), Some("base"));
-        assert_eq!(left_out, 0);
+        let (shown, left_out) = select(&samples.iter().cloned().collect(), Some("base"), 2);
+        assert_eq!(left_out, LeftOut::default());
         assert_eq!(shown[0], n - 1, "the error first");
         assert_eq!(shown[1], 7, "then the flagged unit");
         assert_eq!(shown[2], 3, "then the failed verdict");
@@ -559,8 +711,8 @@ mod tests {
             });
             samples.push(s);
         }
-        let (shown, left_out) = select(&samples.into_iter().collect(), None);
-        assert_eq!(left_out, 5000 - MAX_ERRORED_SAMPLES);
+        let (shown, left_out) = select(&samples.into_iter().collect(), None, 1);
+        assert_eq!(left_out.problems, 5000 - MAX_ERRORED_SAMPLES);
         assert!(shown.len() <= MAX_ERRORED_SAMPLES + SHOWN_PAIR_KEYS);
     }
 
@@ -585,7 +737,7 @@ mod tests {
         for t in 0..5 {
             samples.push(flagged("a", &format!("y{t:02}")));
         }
-        let (shown, left_out) = select(&samples.iter().cloned().collect(), None);
+        let (shown, left_out) = select(&samples.iter().cloned().collect(), None, 2);
         let shown_of = |prefix: &str| {
             shown
                 .iter()
@@ -597,7 +749,7 @@ mod tests {
             (MAX_FLAGGED_PER_VARIANT, 5, 0)
         );
         // Only the y units are not shown (the page says so).
-        assert_eq!(left_out, 5);
+        assert_eq!(left_out.problems, 5);
     }
 
     #[test]
@@ -628,7 +780,7 @@ mod tests {
             samples.push(flagged("c", t));
         }
         let rows: Rows = samples.iter().cloned().collect();
-        let (shown, left_out) = select(&rows, None);
+        let (shown, left_out) = select(&rows, None, 3);
         // (Rule 2's keys are those of traces t000-t011, whose flagged units are among the first
         // of every variant.)
         let status = |i: usize| Status::of(&samples[i].row());
@@ -659,7 +811,7 @@ mod tests {
             );
         }
         assert_eq!(
-            left_out,
+            left_out.problems,
             (50 - 20) + (30 - 20) + (250 - MAX_ERRORED_SAMPLES)
         );
         // Errors first, then the flagged units variant by variant.
@@ -667,13 +819,211 @@ mod tests {
             .iter()
             .all(|&i| status(i) == Status::Error));
         assert_eq!(
-            problems_shown([
-                ("a", Status::Flagged),
-                ("a", Status::Pass),
-                ("b", Status::Error)
-            ]),
+            problems_shown(
+                [
+                    ("a", Status::Flagged),
+                    ("a", Status::Pass),
+                    ("b", Status::Error)
+                ],
+                2
+            ),
             (vec![0, 2], 0)
         );
+    }
+
+    #[test]
+    fn the_caps_per_variant_shrink_with_the_variants_within_the_budgets() {
+        let full = Caps::default();
+        assert_eq!(
+            (full.flagged, full.keys, full.failed),
+            (
+                MAX_FLAGGED_PER_VARIANT,
+                SHOWN_PAIR_KEYS,
+                MAX_FAILED_PER_VARIANT
+            )
+        );
+        // Up to five variants (the quickstart's 4, the needle sweep's 5): the caps as they were.
+        for n in 0..=FULL_CAPS_VARIANTS {
+            assert_eq!(Caps::for_variants(n), full, "{n} variants");
+            assert!(!Caps::for_variants(n).shrunk());
+        }
+        assert_eq!(
+            Caps::for_variants(6),
+            Caps {
+                flagged: 16,
+                keys: 10,
+                failed: 4
+            }
+        );
+        assert_eq!(
+            Caps::for_variants(30),
+            Caps {
+                flagged: 3,
+                keys: 2,
+                failed: 1
+            }
+        );
+        assert_eq!(Caps::for_variants(1000), MIN_PER_VARIANT);
+        let mut last = full;
+        for n in 1..=1000 {
+            let c = Caps::for_variants(n);
+            // Never more than a small run's, never fewer than a few: every variant is shown.
+            for (cap, min, max) in [
+                (c.flagged, MIN_PER_VARIANT.flagged, full.flagged),
+                (c.keys, MIN_PER_VARIANT.keys, full.keys),
+                (c.failed, MIN_PER_VARIANT.failed, full.failed),
+            ] {
+                assert!(min <= cap && cap <= max, "{n} variants: {c:?}");
+            }
+            assert!(c.flagged <= last.flagged && c.keys <= last.keys && c.failed <= last.failed);
+            last = c;
+            // The totals stay within five variants' until the least per variant takes over.
+            let within = |cap: usize, full: usize, min: usize| {
+                cap == min || n * cap <= FULL_CAPS_VARIANTS * full
+            };
+            assert!(
+                within(c.flagged, full.flagged, MIN_PER_VARIANT.flagged),
+                "{n}"
+            );
+            assert!(within(c.keys, full.keys, MIN_PER_VARIANT.keys), "{n}");
+            assert!(within(c.failed, full.failed, MIN_PER_VARIANT.failed), "{n}");
+        }
+    }
+
+    /// A grid of 30 variants: the page shows every variant's units of a few pairing keys, a few
+    /// flagged units and a failed verdict of each, within budgets a 5-variant run would use,
+    /// and counts every flagged unit and failed verdict it leaves out.
+    #[test]
+    fn a_sweep_of_many_variants_shows_a_bounded_page_that_says_what_it_leaves_out() {
+        use crate::record::RunInfo;
+        let names: Vec<String> = (0..30).map(|v| format!("v{v:02}")).collect();
+        let mut samples = Vec::new();
+        for (v, name) in names.iter().enumerate() {
+            for t in 0..20 {
+                for k in 0..10 {
+                    let mut s = unit(name, &format!("t{t:02}"), "needle", &format!("k{k}"));
+                    s.unit_id = format!("{name}/{t}/{k}");
+                    s.passed = Some((t * 7 + k + v) % 5 != 0);
+                    if v % 2 == 1 && (t + k) % 3 == 0 {
+                        s.compactions.insert("futile".into(), 1);
+                    }
+                    samples.push(s);
+                }
+            }
+        }
+        let mut info = RunInfo::new("r");
+        info.variants = names.clone();
+        info.baseline = Some("v00".into());
+        let model = ReportModel::build(&info, samples);
+        let caps = model.shown_caps();
+        assert_eq!(caps, Caps::for_variants(30));
+        let (shown, left_out) = model.shown();
+        let rows = &model.samples;
+        let status = |i: usize| Status::of(&rows.get(i));
+        // The keys shown in every variant: the shrunk number of them.
+        let keys_of = |v: &str| -> HashSet<u64> {
+            shown
+                .iter()
+                .filter(|&&i| rows.get(i).variant == v)
+                .map(|&i| rows.get(i).pair_hash())
+                .collect()
+        };
+        let mut common = keys_of("v00");
+        for v in &names {
+            common.retain(|k| keys_of(v).contains(k));
+        }
+        assert_eq!(common.len(), caps.keys);
+        let (mut flagged_shown, mut failed_shown) = (0, 0);
+        let (mut flagged_all, mut failed_all) = (0, 0);
+        for v in &names {
+            // The variant's flagged units and failed verdicts in the report's order.
+            let of = |st: Status| -> Vec<usize> {
+                (0..rows.len())
+                    .filter(|&i| rows.get(i).variant == v.as_str() && status(i) == st)
+                    .collect()
+            };
+            let flagged = of(Status::Flagged);
+            for (rank, i) in flagged.iter().enumerate() {
+                let by_key = common.contains(&rows.get(*i).pair_hash());
+                assert_eq!(
+                    shown.contains(i),
+                    rank < caps.flagged || by_key,
+                    "{v} {rank}"
+                );
+            }
+            // (Every odd variant has more flagged units than a 5-variant run would show.)
+            assert!(
+                flagged.is_empty() || flagged.len() > MAX_FLAGGED_PER_VARIANT,
+                "{v}"
+            );
+            // Failed verdicts outside the keys: the first of each variant (and the baseline's
+            // of their keys).
+            let failed: Vec<usize> = of(Status::Fail)
+                .into_iter()
+                .filter(|i| !common.contains(&rows.get(*i).pair_hash()))
+                .collect();
+            let failed_here = failed.iter().filter(|i| shown.contains(i)).count();
+            if v.as_str() != "v00" {
+                assert_eq!(failed_here, caps.failed, "{v}");
+                assert!(shown.contains(&failed[0]), "{v}");
+            }
+            flagged_all += flagged.len();
+            failed_all += failed.len();
+            flagged_shown += flagged.iter().filter(|i| shown.contains(i)).count();
+            failed_shown += failed_here;
+        }
+        // (The keys' flagged units are among the first of their variant.)
+        assert_eq!(flagged_shown, 15 * caps.flagged);
+        assert_eq!(
+            left_out,
+            LeftOut {
+                problems: flagged_all - flagged_shown,
+                failed: failed_all - failed_shown,
+            }
+        );
+        // Within the budgets of a 5-variant run: the units of 60 keys × variants, 100 flagged
+        // units, 25 failed verdicts with their baseline units (the least per variant: 30).
+        let full = Caps::default();
+        assert!(caps.keys * 30 <= FULL_CAPS_VARIANTS * full.keys);
+        assert!(flagged_shown <= FULL_CAPS_VARIANTS * full.flagged);
+        assert!(shown.len() <= 60 + 100 + 2 * 30, "{}", shown.len());
+        // The page says how the caps shrank and what they leave out.
+        let mut page = Vec::new();
+        write_section(&mut page, &model, &SummaryTexts::new()).unwrap();
+        let page = String::from_utf8(page).unwrap();
+        for said in [
+            "at most 3 per variant), the units of 2 trace/eval/sample keys in every variant, and \
+             up to 1 unit per variant whose verdict is fail",
+            "The caps per variant shrink with the run's 30 variants so that the page stays small \
+             (a run of up to 5 variants shows 20 flagged units, 12 keys and 5 failed verdicts per \
+             variant).",
+            &format!(
+                "{} more failed or flagged unit(s) are not shown in full (past the first 200 \
+                 failed units, or the first 3 flagged units of their variant).",
+                left_out.problems
+            ),
+            &format!(
+                "{} more unit(s) whose verdict is fail are not shown in full (past the first 1 \
+                 of their variant).",
+                left_out.failed
+            ),
+        ] {
+            assert!(page.contains(said), "{said}");
+        }
+        // Five of the variants: the caps of a small run, as the page always said them.
+        let five: Vec<Sample> = (0..model.samples.len())
+            .map(|i| model.samples.get(i).to_sample())
+            .filter(|s| s.variant.as_str() < "v05")
+            .collect();
+        info.variants.truncate(5);
+        let small = ReportModel::build(&info, five);
+        assert!(!small.shown_caps().shrunk());
+        assert!(small.shown().1.failed > 0);
+        let mut page = Vec::new();
+        write_section(&mut page, &small, &SummaryTexts::new()).unwrap();
+        let page = String::from_utf8(page).unwrap();
+        assert!(page.contains("up to 5 units per variant whose verdict is fail"));
+        assert!(!page.contains("shrink") && !page.contains("whose verdict is fail are not"));
     }
 
     #[test]
