@@ -96,6 +96,19 @@ mod tests {
         );
     }
 
+    /// What the run's provider check refuses is refused at load (so by a dry run too), at the
+    /// provider's table: an `openai` provider without `model`.
+    #[test]
+    fn a_provider_without_a_model_is_refused_at_load() {
+        let text = format!("{MIN}[providers.agent]\nkind = \"openai\"\napi_key_env = \"K\"\n");
+        let e = load(&text).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "suite.toml:5: provider `agent`: openai provider: `model` is required"
+        );
+        load(&text.replace("kind = \"openai\"", "kind = \"openai\"\nmodel = \"gpt-4o\"")).unwrap();
+    }
+
     #[test]
     fn defaults_apply() {
         let s = load(MIN).unwrap();
@@ -204,7 +217,7 @@ mod tests {
     #[test]
     fn typed_variants_and_providers_at_load() {
         let s = load(&format!(
-            "{MIN}[engine.base]\npreset = \"digitorn\"\nemergency.limit = {{ fraction = 0.9 }}\n[providers.agent]\nkind = \"openai\"\nmodel = \"m\"\nconcurrency = 2\n"
+            "{MIN}[engine.base]\npreset = \"digitorn\"\nemergency.limit = {{ fraction = 0.9 }}\n[providers.agent]\nkind = \"openai\"\nmodel = \"m\"\napi_key_env = \"K\"\nconcurrency = 2\n"
         ))
         .unwrap();
         assert_eq!(s.variants[0].config.preset.as_deref(), Some("digitorn"));

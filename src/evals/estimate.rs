@@ -480,6 +480,15 @@ mod tests {
             limit: Some(1),
             ..Overrides::default()
         };
+        // A hosted API needs `api_key_env` in the suite (the key itself only to run).
+        let providers = ["openai", "anthropic"]
+            .iter()
+            .fold(providers.to_string(), |p, k| {
+                p.replace(
+                    &format!("kind = \"{k}\"\n"),
+                    &format!("kind = \"{k}\"\napi_key_env = \"CTXBENCH_TEST_KEY\"\n"),
+                )
+            });
         let suite =
             LoadedSuite::from_str_with(&format!("{head}\n{providers}"), &path, &overrides).unwrap();
         let planned = plan_run(&suite, &ImportLoader).unwrap();
