@@ -276,3 +276,56 @@ fn retry_failed_and_repair_without_resume_are_usage_errors() {
     }
     assert!(!out.exists(), "no run directory was created");
 }
+
+/// A model name the price table does not know is said, with the nearest one it knows and where
+/// the window comes from instead (it silently took the preset's 200000 for the trace model's
+/// 1048576); in a suite, at the line of `agent_model`, as is an `ask_at` past a trace's end.
+#[test]
+fn a_mistyped_model_and_an_ask_at_past_the_end_are_said() {
+    let trace = dataset("mini-swe-agent/astropy__astropy-12907.traj.json");
+    let t = trace.display().to_string();
+    let (code, out, err) = ctxbench(&["replay", &t, "--agent-model", "gpt-4o-mnii"]);
+    no_panic(&err);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains(
+            "warning: --agent-model `gpt-4o-mnii` is not in the price table (did you mean \
+             `gpt-4o-mini`?): it has no price and no context window here; the window is 200000 \
+             (from the preset's default), not the 1048576 of the trace's model"
+        ),
+        "{err}"
+    );
+    assert!(
+        out.contains("window 200000 (from the preset's default)"),
+        "{out}"
+    );
+    let (_, _, err) = ctxbench(&["replay", &t, "--agent-model", "gpt-4o-mini"]);
+    assert!(!err.contains("warning"), "{err}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = support::suite::SuiteBuilder::new("warn")
+        .dataset("langchain/react-agent.messages_to_dict.json")
+        .base("preset = \"deepagents\"\nagent_model = \"gpt-4o-mnii\"")
+        .eval("needle", "ask_at = 100000")
+        .write(tmp.path(), "s.toml");
+    let s = suite.display().to_string();
+    let (code, _, err) = ctxbench(&["run", &s, "--dry-run"]);
+    assert_eq!(code, Some(0), "{err}");
+    let text = std::fs::read_to_string(&suite).unwrap();
+    let line = |key: &str| text.lines().position(|l| l.starts_with(key)).unwrap() + 1;
+    assert!(
+        err.contains(&format!(
+            "warning: {s}:{}: `[engine.base]`: `agent_model`: `gpt-4o-mnii` is not in the price \
+             table (did you mean `gpt-4o-mini`?)",
+            line("agent_model")
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "warning: {s}:{}: `ask_at` = 100000 is past the last model call of 1 of 1 trace(s)",
+            line("ask_at")
+        )),
+        "{err}"
+    );
+}
