@@ -329,3 +329,28 @@ fn a_mistyped_model_and_an_ask_at_past_the_end_are_said() {
         "{err}"
     );
 }
+
+/// A trace that records no model has no `[pricing."<model>"]` to add: the end of the run, the
+/// report and the dry run's estimate say to set `agent_model`, in the same words.
+#[test]
+fn unknown_price_advice_for_traces_without_a_model_can_be_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    // τ-bench trajectories record no model.
+    let suite = support::suite::SuiteBuilder::new("nomodel")
+        .dataset("tau-bench/gpt-4o-airline.json")
+        .base("preset = \"deepagents\"\nwindow = 8000")
+        .write(tmp.path(), "s.toml");
+    let s = suite.display().to_string();
+    let advice = "The traces record no model to price: set `agent_model` in `[engine.base]`";
+    let (code, out, err) = ctxbench(&["run", &s, "--limit", "1", "--dry-run"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(advice), "{out}");
+    assert!(!out.contains("(no model recorded)"), "{out}");
+    let (code, out, err) = ctxbench(&["run", &s, "--limit", "1", "--run-id", "r"]);
+    assert_eq!(code, Some(0), "{err}");
+    let md = std::fs::read_to_string(tmp.path().join("out/r/report.md")).unwrap();
+    for text in [&out, &md] {
+        assert!(text.replace('\n', " ").contains(advice), "{text}");
+        assert!(!text.contains("[pricing.\"<model>\"]` (input"), "{text}");
+    }
+}
