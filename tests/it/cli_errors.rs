@@ -354,3 +354,42 @@ fn unknown_price_advice_for_traces_without_a_model_can_be_followed() {
         assert!(!text.contains("[pricing.\"<model>\"]` (input"), "{text}");
     }
 }
+
+/// A needle at a position the trace has no message of (tool results in a session without tool
+/// calls) does not apply to that trace: the unit is no error (it failed the run's gate under
+/// the default --max-errors 0), records `not_applicable`, and the end of the run says so.
+#[test]
+fn a_needle_with_no_place_in_its_trace_is_not_applicable_not_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = support::suite::SuiteBuilder::new("na")
+        .dataset("claude-code/stop-hook-reflection-second-stop.jsonl")
+        .mini_swe(&["astropy__astropy-12907.traj.json"])
+        .base("preset = \"deepagents\"\nwindow = 20000")
+        .eval(
+            "needle",
+            "depths = [0.5]\npositions = [\"tool\"]\ndistractors = 3",
+        )
+        .write(tmp.path(), "s.toml");
+    let s = suite.display().to_string();
+    let (code, out, err) = ctxbench(&["run", &s, "--run-id", "r"]);
+    no_panic(&err);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("0 failed"), "{out}");
+    assert!(
+        out.contains("NOT APPLICABLE: variant `base`: 1 needle unit(s) on 1 trace(s)"),
+        "{out}"
+    );
+    let samples = std::fs::read_to_string(tmp.path().join("out/r/samples.jsonl")).unwrap();
+    let skipped: Vec<serde_json::Value> = samples
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|s| s["scores"]["not_applicable"] == 1.0)
+        .collect();
+    assert_eq!(skipped.len(), 1, "{samples}");
+    assert_eq!(skipped[0]["trace_id"], "stop-hook-reflection-second-stop");
+    assert!(skipped[0]["error"].is_null());
+    let why = skipped[0]["evidence"]["not_applicable"].as_str().unwrap();
+    assert!(why.contains("depth 0.5, position \"tool\""), "{why}");
+    // The other trace's needle unit was asked (its distractors placed as usual).
+    assert!(samples.contains("\"recall\""), "{samples}");
+}
