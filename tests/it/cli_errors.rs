@@ -393,3 +393,20 @@ fn a_needle_with_no_place_in_its_trace_is_not_applicable_not_an_error() {
     // The other trace's needle unit was asked (its distractors placed as usual).
     assert!(samples.contains("\"recall\""), "{samples}");
 }
+
+/// An error about a whole file names the file once ("FILE: not a trace"), not as a location
+/// ("FILE: file: not a trace").
+#[test]
+fn a_whole_file_error_names_the_file_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("x.json");
+    std::fs::write(&f, "{\"a\": 1}\n").unwrap();
+    let out = tmp.path().join("o").display().to_string();
+    let (code, _, err) = ctxbench(&["import", &f.display().to_string(), "-o", &out]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{}: not a trace: ", f.display())),
+        "{err}"
+    );
+    assert!(!err.contains(": file: "), "{err}");
+}
