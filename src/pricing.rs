@@ -380,6 +380,27 @@ impl PriceTable {
         self.direct(&dashed)
     }
 
+    /// Every model id and alias the table names (for "did you mean").
+    pub fn model_names(&self) -> impl Iterator<Item = &str> {
+        self.models
+            .keys()
+            .chain(self.aliases.keys())
+            .map(String::as_str)
+    }
+
+    /// A warning for a model a user named (`--agent-model`, `agent_model`) that the table does
+    /// not know, with the nearest name it knows: such a model has no price and no context
+    /// window, so the window comes from elsewhere (`None`: the table knows it).
+    pub fn unknown_model(&self, model: &str) -> Option<String> {
+        if self.lookup(model).is_some() {
+            return None;
+        }
+        Some(format!(
+            "`{model}` is not in the price table{}: it has no price and no context window here",
+            crate::confcore::did_you_mean(model, self.model_names())
+        ))
+    }
+
     /// The model's context window, where the table knows it.
     pub fn context_window(&self, model: &str) -> Option<u64> {
         self.lookup(model).and_then(|(_, p)| p.window)

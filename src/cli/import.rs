@@ -36,6 +36,7 @@ The format is detected from the content of each file:
   tau          τ-bench historical trajectories (one trace per run)
   tau2         τ²-bench simulation results (one trace per simulation)
   atif         Harbor ATIF v1.x trajectories
+  golden       deepagents golden-fixture role lines (a fixture's trace.jsonl)
   canonical    ctxbench's own JSONL (re-import, e.g. to split or rename)
 Use --from FORMAT when detection picks the wrong one. An import that yields a trace with no
 message is an error for that file (a forced --from says what the file looks like instead).

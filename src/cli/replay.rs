@@ -294,8 +294,19 @@ pub fn replay_file_recorded(
     let cfg = load_config(args)?;
     let summarizer = OfflineSummarizer;
     let mut replays = Vec::with_capacity(traces.len());
+    let prices = crate::pricing::PriceTable::bundled();
+    let unknown = args
+        .agent_model
+        .as_deref()
+        .and_then(|m| prices.unknown_model(m));
     for t in traces {
-        let resolved = cfg.resolve_for(&t.meta, crate::pricing::PriceTable::bundled())?;
+        let resolved = cfg.resolve_for(&t.meta, prices)?;
+        if let Some(why) = &unknown {
+            crate::output::errln!(
+                "warning: --agent-model {}",
+                unknown_model_window(why, &t.meta, &resolved)
+            );
+        }
         let mut env = ReplayEnv::new(&summarizer);
         env.seed = args.seed;
         if let Some(base) = &args.store {
@@ -316,6 +327,30 @@ pub fn replay_file_recorded(
         replays.push((r, recorded));
     }
     Ok(replays)
+}
+
+/// `why` (the model is not in the price table) and where the window of `trace` came from
+/// instead, with the window its own recorded model would have given.
+fn unknown_model_window(
+    why: &str,
+    trace: &crate::trace::TraceMeta,
+    resolved: &engine::ResolvedConfig,
+) -> String {
+    let mut out = format!(
+        "{why}; the window is {} (from {})",
+        resolved.window, resolved.window_source
+    );
+    let recorded = trace.model.as_deref().and_then(|m| {
+        crate::pricing::PriceTable::bundled()
+            .context_window(m)
+            .map(|w| (m, w))
+    });
+    if let (engine::WindowSource::Preset, Some((m, w))) = (&resolved.window_source, recorded) {
+        out.push_str(&format!(
+            ", not the {w} of the trace's model `{m}` (leave --agent-model out to use it)"
+        ));
+    }
+    out
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {

@@ -488,6 +488,74 @@ pub fn plan_text(suite: &LoadedSuite, planned: &session::Planned) -> String {
     out
 }
 
+/// What the suite asks that works, but probably not as meant, said before the plan (dry run or
+/// not): a variant's `agent_model` the price table does not know (no price, and no context
+/// window: the preset's default applies where the trace records none), and a needle `ask_at`
+/// past a trace's last model call (asked at its end, as `"end"`).
+pub fn suite_warnings(suite: &LoadedSuite, plan: &crate::runner::Plan) -> Vec<String> {
+    let mut out = Vec::new();
+    let prices = crate::pricing::PriceTable::bundled()
+        .with_overrides(&suite.suite.pricing)
+        .unwrap_or_else(|_| crate::pricing::PriceTable::bundled().clone());
+    let mut said = std::collections::BTreeSet::new();
+    for v in &plan.variants {
+        let Some(model) = v.config.agent_model.as_deref() else {
+            continue;
+        };
+        let Some(why) = prices.unknown_model(model) else {
+            continue;
+        };
+        let (window, with) = match v.config.window {
+            Some(_) => ("", ""),
+            None => (
+                "; a trace that records no window takes the preset's default, not this model's",
+                " with its `window`",
+            ),
+        };
+        let e = suite.variant_error(
+            v,
+            &["agent_model"],
+            &format!("`agent_model`: {why}{window} (price it under `[pricing.\"{model}\"]`{with})"),
+        );
+        // One warning per place written (a base value shows in every variant).
+        if said.insert((e.file.clone(), e.line, model.to_string())) {
+            out.push(e.to_string());
+        }
+    }
+    if let Some(n) = suite.suite.evals.needle.as_ref().filter(|n| n.enabled) {
+        if let crate::evalspec::needle::AskAt::Call(k) = n.ask_at {
+            let short: Vec<(&str, usize)> = plan
+                .traces
+                .iter()
+                .filter_map(|t| {
+                    let calls = t
+                        .trace
+                        .as_ref()?
+                        .messages
+                        .iter()
+                        .filter(|m| m.role == crate::trace::Role::Assistant)
+                        .count();
+                    ((calls as u64) < k).then_some((t.id.as_str(), calls))
+                })
+                .collect();
+            if let Some((id, calls)) = short.first() {
+                let e = suite.error_at(
+                    &["evals", "needle", "ask_at"],
+                    format!(
+                        "`ask_at` = {k} is past the last model call of {} of {} trace(s) (e.g. \
+                         `{id}` has {calls}): their questions are asked at the trace's end, as \
+                         with `ask_at = \"end\"`",
+                        short.len(),
+                        plan.traces.len()
+                    ),
+                );
+                out.push(e.to_string());
+            }
+        }
+    }
+    out
+}
+
 /// Refuse to start a fresh run whose estimated spend (upper end, this shard's share) exceeds
 /// the budget `limit`.
 fn check_estimate(
@@ -587,6 +655,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Plan and build the executor before anything is written, so a suite this build cannot
     // run leaves no run directory behind.
     let planned = session::plan_run(&suite, loader)?;
+    for w in suite_warnings(&suite, &planned.plan) {
+        crate::output::errln!("warning: {w}");
+    }
     if args.dry_run {
         if let Some(dir) = &args.resume {
             return Err(UsageError(format!(

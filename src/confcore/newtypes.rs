@@ -2,6 +2,7 @@
 //! value is a load error with its key path and line instead of a panic deep in a run.
 //!
 //! - [`Fraction`]: a share of the window in (0, 1] (rejects NaN, 0, negatives, > 1).
+//! - [`TriggerTokens`]: a trigger's token count, ≥ 1 (0 is refused like a fraction of 0).
 //! - [`Secs`]: a number of seconds that is finite, ≥ 0 and fits a [`std::time::Duration`];
 //!   [`PositiveSecs`] also rejects 0.
 //!
@@ -37,6 +38,39 @@ impl TryFrom<f64> for Fraction {
 impl From<Fraction> for f64 {
     fn from(f: Fraction) -> f64 {
         f.0
+    }
+}
+
+/// A trigger's token count: at least 1. A trigger of 0 tokens is refused as a fraction of 0
+/// is (no threshold: a layer comparing with `>=` would fire on every call).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "u64", into = "u64")]
+pub struct TriggerTokens(u64);
+
+impl TriggerTokens {
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl TryFrom<u64> for TriggerTokens {
+    type Error = String;
+    fn try_from(n: u64) -> Result<Self, String> {
+        if n >= 1 {
+            Ok(TriggerTokens(n))
+        } else {
+            Err(
+                "expected a token count ≥ 1, got 0 (refused as a fraction of 0 is; to turn \
+                 the layer off, leave it out of `layers`)"
+                    .into(),
+            )
+        }
+    }
+}
+
+impl From<TriggerTokens> for u64 {
+    fn from(t: TriggerTokens) -> u64 {
+        t.0
     }
 }
 

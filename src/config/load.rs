@@ -101,6 +101,9 @@ impl LoadedSuite {
         }
 
         let mut suite = deserialize_suite(text, &file, &source)?;
+        // Against the evals the file turns on (a `--eval` or `--set` selection for one run
+        // does not make the suite's rules wrong).
+        check_metric_names(&suite, &file, &source)?;
         apply_sets(&mut suite, &overrides.sets)?;
         select_evals(&mut suite, &overrides.evals)?;
         if let Some(n) = overrides.limit {
@@ -389,6 +392,75 @@ impl LoadedSuite {
             .collect();
         v.extend(self.variants.iter().filter(|v| v.name != self.baseline));
         v
+    }
+}
+
+/// Every metric a `[gates]` rule or `[report] metrics` names must be one the suite's evals can
+/// record (each eval declares its metrics in `crate::evalspec`): a misspelt name, or one of an
+/// eval the suite turns off, is said here, at its line, not by `ctxbench gate` after the run.
+fn check_metric_names(suite: &Suite, file: &str, source: &SourceMap) -> Result<(), ConfigError> {
+    let enabled = suite.evals.enabled_names();
+    let names = crate::evalspec::metric_names(&enabled);
+    let problem = |metric: &str| -> Option<String> {
+        if crate::evalspec::recorded_by(metric, &enabled) {
+            return None;
+        }
+        let eval = metric.split_once('.').map(|(e, _)| e);
+        if let Some(e) = eval.filter(|e| !enabled.contains(e)) {
+            if crate::evalspec::metric(metric).is_some() {
+                return Some(format!(
+                    "metric `{metric}` is eval `{e}`'s, which this suite does not run (add \
+                     `[evals.{e}]`, or drop the rule); the suite's evals: {}",
+                    enabled.join(", ")
+                ));
+            }
+        }
+        let concrete = names.iter().filter(|n| !n.ends_with('*'));
+        Some(format!(
+            "unknown metric `{metric}`{}; this suite's evals ({}) record: {}",
+            did_you_mean(metric, concrete.map(String::as_str)),
+            enabled.join(", "),
+            names.join(", ")
+        ))
+    };
+    let mut errs = Vec::new();
+    for (i, r) in suite.gates.rules.iter().enumerate() {
+        let Ok(rule) = crate::gate::parse_rule(r) else {
+            continue; // `validate` says what is wrong with it
+        };
+        if let Some(message) = problem(&rule.metric) {
+            let line = source.line_of(&["gates", "rules", &i.to_string()]);
+            errs.push(ConfigError::new(
+                file,
+                line,
+                format!("gate rule `{}`: {message}", rule.text),
+            ));
+        }
+    }
+    for (i, m) in suite.report.metrics.iter().enumerate() {
+        // `eval.*`: every metric of that eval.
+        let checked = match m.strip_suffix(".*") {
+            Some(eval) => (!enabled.contains(&eval)).then(|| {
+                format!(
+                    "`{m}` names eval `{eval}`, which this suite does not run; the suite's \
+                     evals: {}",
+                    enabled.join(", ")
+                )
+            }),
+            None => problem(m),
+        };
+        if let Some(message) = checked {
+            let line = source.line_of(&["report", "metrics", &i.to_string()]);
+            errs.push(ConfigError::new(
+                file,
+                line,
+                format!("`[report] metrics`: {message}"),
+            ));
+        }
+    }
+    match ConfigError::combine(errs) {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
 }
 

@@ -111,7 +111,8 @@ pub struct TracesSection {
     /// Files, directories or globs (`*`, `?`, `**`, `{a,b}`), relative to the suite file.
     pub paths: Vec<String>,
     /// `auto` (detect) or a format name: canonical, openai, anthropic, claude-code, mini-swe,
-    /// swe-agent, openhands, tau, tau2, atif.
+    /// swe-agent, openhands, tau, tau2, atif, golden, codex, openai-responses, langchain,
+    /// inspect, gemini-cli, gemini, cline.
     #[serde(default = "default_from")]
     pub from: String,
     /// Token counter used for every view.

@@ -34,6 +34,81 @@ mod tests {
         load(&text.replace("triggers = [0.15]\n", "")).unwrap();
     }
 
+    /// A gate rule (or a `[report] metrics` name) naming a metric no eval of the suite records
+    /// is refused at load, at its line, with the nearest name; so is a metric of an eval the
+    /// suite does not run. A `--eval` selection does not make the file's rules wrong.
+    #[test]
+    fn gate_rules_name_metrics_the_suites_evals_record() {
+        let text = format!("{MIN}[evals.needle]\n[gates]\nrules = [\"needle.recal >= 0.9\"]\n");
+        let e = load(&text).unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "suite.toml:7: gate rule `needle.recal >= 0.9`: unknown metric `needle.recal` \
+                 (did you mean `needle.recall`?); this suite's evals (replay, needle) record: \
+                 replay.input_tokens,"
+            ),
+            "{e}"
+        );
+        let text = format!(
+            "{MIN}[evals.needle]\n[gates]\nrules = [\n  \"needle.recall >= 0.9\",\n  \
+             \"drift.score >= 4\",\n]\n"
+        );
+        let e = load(&text).unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "suite.toml:9: gate rule `drift.score >= 4`: metric `drift.score` is eval \
+                 `drift`'s, which this suite does not run (add `[evals.drift]`"
+            ),
+            "{e}"
+        );
+        // Deltas, variants, run metrics and families are metrics as well.
+        let ok = format!(
+            "{MIN}[evals.needle]\n[evals.probes]\n[gates]\nrules = [\"base: needle.recall.delta \
+             >= -0.1\", \"cost.agent.delta_pct <= 5\", \"tokens < 1e9\", \
+             \"probes.judge_accuracy >= 1\", \"needle.pass >= 0.5\"]\n[report]\n\
+             metrics = [\"needle.*\", \"tokens\"]\n"
+        );
+        load(&ok).unwrap();
+        let only_needle = crate::config::Overrides {
+            evals: vec!["needle".into()],
+            ..Default::default()
+        };
+        let drift = format!(
+            "{MIN}[evals.needle]\n[evals.drift]\n[gates]\nrules = [\"drift.score >= 4\"]\n"
+        );
+        LoadedSuite::from_str_with(&drift, Path::new("suite.toml"), &only_needle).unwrap();
+        let e = load(&format!(
+            "{MIN}[report]\nmetrics = [\"needle.recall\", \"tokns\"]\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(
+                "suite.toml:6: `[report] metrics`: metric `needle.recall` is eval `needle`'s"
+            ),
+            "{e}"
+        );
+        assert!(
+            e.contains(
+                "suite.toml:6: `[report] metrics`: unknown metric `tokns` (did you mean `tokens`?)"
+            ),
+            "{e}"
+        );
+    }
+
+    /// What the run's provider check refuses is refused at load (so by a dry run too), at the
+    /// provider's table: an `openai` provider without `model`.
+    #[test]
+    fn a_provider_without_a_model_is_refused_at_load() {
+        let text = format!("{MIN}[providers.agent]\nkind = \"openai\"\napi_key_env = \"K\"\n");
+        let e = load(&text).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "suite.toml:5: provider `agent`: openai provider: `model` is required"
+        );
+        load(&text.replace("kind = \"openai\"", "kind = \"openai\"\nmodel = \"gpt-4o\"")).unwrap();
+    }
+
     #[test]
     fn defaults_apply() {
         let s = load(MIN).unwrap();
@@ -142,7 +217,7 @@ mod tests {
     #[test]
     fn typed_variants_and_providers_at_load() {
         let s = load(&format!(
-            "{MIN}[engine.base]\npreset = \"digitorn\"\nemergency.limit = {{ fraction = 0.9 }}\n[providers.agent]\nkind = \"openai\"\nmodel = \"m\"\nconcurrency = 2\n"
+            "{MIN}[engine.base]\npreset = \"digitorn\"\nemergency.limit = {{ fraction = 0.9 }}\n[providers.agent]\nkind = \"openai\"\nmodel = \"m\"\napi_key_env = \"K\"\nconcurrency = 2\n"
         ))
         .unwrap();
         assert_eq!(s.variants[0].config.preset.as_deref(), Some("digitorn"));

@@ -120,8 +120,9 @@ impl LoadedSuite {
             let json = serde_json::to_value(table).expect("TOML tables are JSON");
             match serde_path_to_error::deserialize::<_, ProviderConfig>(json) {
                 Ok(config) => {
-                    // Values the provider's API refuses: each names its key and line.
-                    for (key, message) in config.check_parameters() {
+                    // What the run's provider check refuses (a missing `model`, values the
+                    // API refuses, …): each names its key and line, also in a dry run.
+                    for (key, message) in config.problems() {
                         errs.push(self.provider_error(role, &[key], &message));
                     }
                     let concurrency_limit = table

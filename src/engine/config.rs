@@ -337,6 +337,17 @@ pub(super) fn plain_message(message: &str, root: Option<&Value>, key: &[String])
             _ => None,
         })
     });
+    // A one-of choice (`trigger = { fraction = …, tokens = … }`): serde says only "expected
+    // map with a single key".
+    if let Some(Value::Object(m)) = node.filter(|_| message.contains("map with a single key")) {
+        if m.len() > 1 {
+            let keys: Vec<String> = m.keys().map(|k| format!("`{k}`")).collect();
+            return format!(
+                "{} are alternatives: set one of them, not both",
+                keys.join(" and ")
+            );
+        }
+    }
     let choice = match node {
         Some(Value::Object(_)) => Choice::Key,
         _ => Choice::Value,
@@ -359,6 +370,85 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("e.toml:2: unknown field `windw`"), "{e}");
+    }
+
+    /// `--set` values resolved as `ctxbench replay` resolves them; the error's text.
+    fn resolve_sets(sets: &[&str]) -> Result<(), String> {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        EngineConfig::default()
+            .apply_sets(&sets)
+            .and_then(|c| c.resolve(None))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// A negative `overhead_tokens` says what the key takes (serde's untagged enum said "data
+    /// did not match any variant").
+    #[test]
+    fn a_negative_overhead_says_what_it_takes() {
+        let e = resolve_sets(&["overhead_tokens=-1"]).unwrap_err();
+        assert!(
+            e.contains(
+                "`overhead_tokens`: invalid value: integer `-1`, expected a token count ≥ 0 or \
+                 the name of a bundled estimate (claude-code"
+            ),
+            "{e}"
+        );
+        let e = EngineConfig::from_toml_str("overhead_tokens = 1.5\n", "e.toml").unwrap_err();
+        assert!(e.to_string().contains("expected a token count ≥ 0"), "{e}");
+        resolve_sets(&["overhead_tokens=0"]).unwrap();
+        resolve_sets(&["overhead_tokens=\"claude-code\""]).unwrap();
+    }
+
+    /// A trigger of 0 tokens is refused as a fraction of 0 is (it was accepted, and changed
+    /// what the layer does).
+    #[test]
+    fn a_trigger_of_zero_tokens_is_refused_like_a_fraction_of_zero() {
+        let e = resolve_sets(&["summarize.trigger.tokens=0"]).unwrap_err();
+        assert!(
+            e.contains("`summarize.trigger.tokens`: expected a token count ≥ 1, got 0"),
+            "{e}"
+        );
+        assert!(resolve_sets(&["summarize.trigger.fraction=0"]).is_err());
+        resolve_sets(&["summarize.trigger.tokens=1"]).unwrap();
+    }
+
+    /// Both keys of a one-of choice: "set one of them, not both" (serde said "expected map with
+    /// a single key").
+    #[test]
+    fn both_keys_of_a_choice_are_named() {
+        let e = EngineConfig::from_toml_str(
+            "[summarize]\ntrigger = { fraction = 0.5, tokens = 9000 }\n",
+            "e.toml",
+        )
+        .unwrap()
+        .resolve(None)
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains(
+                "`summarize.trigger`: `fraction` and `tokens` are alternatives: set one of \
+                 them, not both"
+            ),
+            "{e}"
+        );
+    }
+
+    /// An output reservation that leaves no input budget is an error, not a replay that stops
+    /// at its first call and exits 0.
+    #[test]
+    fn an_output_reservation_that_leaves_no_input_budget_is_refused() {
+        let e = resolve_sets(&["max_output_tokens=100000", "window=8000"]).unwrap_err();
+        assert!(
+            e.contains(
+                "`max_output_tokens`: 100000 leaves no input budget in a window of 8000 tokens \
+                 (from the configuration's `window`)"
+            ),
+            "{e}"
+        );
+        let e = resolve_sets(&["max_output_tokens=7600", "window=8000"]).unwrap_err();
+        assert!(e.contains("(7600 − 7600)"), "{e}");
+        resolve_sets(&["max_output_tokens=7599", "window=8000"]).unwrap();
     }
 
     /// serde's words are put in the file's: no Rust type names, and no "variant" (this tool's

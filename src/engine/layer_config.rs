@@ -3,7 +3,7 @@
 //! layer's own configuration struct lives beside its code in `engine/layers/<layer>.rs`.
 //! Deserialization checks constrained values ([`Fraction`]).
 
-use crate::confcore::newtypes::Fraction;
+use crate::confcore::newtypes::{Fraction, TriggerTokens};
 use crate::confcore::ConfigError;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -26,7 +26,8 @@ pub use super::layers::watchdog::Watchdog;
 pub use super::layers::LayerConfig;
 
 /// When a layer fires: a fraction of the window or an absolute token count. A fraction is
-/// checked to be in (0, 1] when deserialized (`confcore::newtypes::Fraction`).
+/// checked to be in (0, 1] when deserialized (`confcore::newtypes::Fraction`), a count to be at
+/// least 1 (`confcore::newtypes::TriggerTokens`: 0 is refused like a fraction of 0).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields, from = "TriggerRepr")]
 pub enum Trigger {
@@ -39,14 +40,14 @@ pub enum Trigger {
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 enum TriggerRepr {
     Fraction(Fraction),
-    Tokens(u64),
+    Tokens(TriggerTokens),
 }
 
 impl From<TriggerRepr> for Trigger {
     fn from(r: TriggerRepr) -> Trigger {
         match r {
             TriggerRepr::Fraction(f) => Trigger::Fraction(f.get()),
-            TriggerRepr::Tokens(t) => Trigger::Tokens(t),
+            TriggerRepr::Tokens(t) => Trigger::Tokens(t.get()),
         }
     }
 }

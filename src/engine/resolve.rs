@@ -321,6 +321,23 @@ impl EngineConfig {
         if window == 0 {
             return Err(err_in(self.source.as_deref(), "window", "must be > 0"));
         }
+        // deepagents' input budget, `int(0.95·window) − max_output_tokens`: none left means no
+        // request fits (the replay would stop at its first call).
+        if let Some(out) = self.max_output_tokens {
+            let budget = (0.95 * window as f64) as u64;
+            if out >= budget {
+                return Err(err_in(
+                    self.source.as_deref(),
+                    "max_output_tokens",
+                    format!(
+                        "{out} leaves no input budget in a window of \
+                         {window} tokens (from {window_source}): the budget is 95% of the \
+                         window minus the output reservation ({budget} − {out}); lower it \
+                         below {budget}, or raise the window"
+                    ),
+                ));
+            }
+        }
         let resolved = ResolvedConfig {
             preset: match self.external {
                 Some(_) => "external".to_string(),

@@ -158,6 +158,9 @@ pub struct RoleEstimate {
     pub unpriced: std::collections::BTreeSet<String>,
 }
 
+/// How a role's unpriced models name a trace that records no model.
+const NO_MODEL: &str = "(no model recorded)";
+
 /// The whole estimate.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Estimate {
@@ -251,6 +254,7 @@ impl Estimate {
             .flat_map(|r| {
                 r.unpriced
                     .iter()
+                    .filter(|m| *m != NO_MODEL)
                     .map(move |m| format!("`{m}` ({})", r.role))
             })
             .collect();
@@ -261,6 +265,13 @@ impl Estimate {
                     unpriced.join(", ")
                 ),
                 crate::report::terminal::WIDTH,
+            ));
+        }
+        if self.roles.iter().any(|r| r.unpriced.contains(NO_MODEL)) {
+            // The report's words (`report::pricing_notes`): no model, so no `[pricing]` entry.
+            out.push_str(&format!(
+                "? = no price for the agent's views: {}\n",
+                crate::report::pricing_notes::price_advice("agent", None)
             ));
         }
         if self.skipped_traces > 0 {
@@ -370,9 +381,7 @@ pub fn estimate(plan: &Plan, suite: &LoadedSuite) -> anyhow::Result<Estimate> {
                     .usd()
             });
             if c.is_none() {
-                modelled
-                    .unpriced
-                    .insert(m.unwrap_or("(no model recorded)").to_string());
+                modelled.unpriced.insert(m.unwrap_or(NO_MODEL).to_string());
             }
             modelled_usd = modelled_usd.zip(c).map(|(a, c)| a + c * units as f64);
 
@@ -483,6 +492,15 @@ mod tests {
             limit: Some(1),
             ..Overrides::default()
         };
+        // A hosted API needs `api_key_env` in the suite (the key itself only to run).
+        let providers = ["openai", "anthropic"]
+            .iter()
+            .fold(providers.to_string(), |p, k| {
+                p.replace(
+                    &format!("kind = \"{k}\"\n"),
+                    &format!("kind = \"{k}\"\napi_key_env = \"CTXBENCH_TEST_KEY\"\n"),
+                )
+            });
         let suite =
             LoadedSuite::from_str_with(&format!("{head}\n{providers}"), &path, &overrides).unwrap();
         let planned = plan_run(&suite, &ImportLoader).unwrap();

@@ -146,6 +146,10 @@ pub struct Prepared {
     /// False when `fold = k` asked for more folds than the replay made (nothing is asked).
     pub reached: bool,
     pub fold: Option<usize>,
+    /// Why nothing was planted: the trace has no message of the needle's `position` (a trace
+    /// without tool calls and `position = "tool"`). Nothing is asked; the unit records
+    /// `not_applicable` = 1 and no recall (not a failure).
+    pub not_applicable: Option<String>,
 }
 
 /// The two conversations a sample's questions are asked on. They hold the whole planted
@@ -201,6 +205,7 @@ impl Prepared {
             folds: 0,
             reached: true,
             fold: None,
+            not_applicable: None,
         }
     }
 
@@ -268,6 +273,23 @@ pub fn prepare_shared(
         Some((prefixes, key)) if prefixes.enabled() => prefixes.messages(key.trace, trace),
         _ => trace.messages.iter().cloned().map(Arc::new).collect(),
     };
+    // A needle's position the trace has no message of (tool results in a trace without tool
+    // calls): the sample does not apply to it. The unit replays the trace as it is (its tokens
+    // are those of any unit) and asks nothing.
+    if let Some(reason) = plant::missing_position(&shared, params.position, params.depth) {
+        let mut env = ReplayEnv::new(summarizer);
+        env.prices = Some(prices);
+        env.seed = seed;
+        let replay = engine::replay_shared(&trace.meta, &trace.markers, &shared, &config, &env)
+            .map_err(EvalError::Engine)?;
+        return Ok(Prepared {
+            store_root,
+            reached: false,
+            fold: params.fold,
+            not_applicable: Some(reason),
+            ..Prepared::new(Vec::new(), replay, Conversations::default())
+        });
+    }
     let planted = plant::plant_shared(
         &shared,
         &trace.markers,
@@ -618,6 +640,11 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
     }
     let mean = |f: &dyn Fn(&Answer) -> f64| answers.iter().map(f).sum::<f64>() / n;
     let mut scores = BTreeMap::new();
+    if let Some(reason) = &prepared.not_applicable {
+        scores.insert("not_applicable".into(), 1.0);
+        let evidence = json!({"not_applicable": reason});
+        return (scores, evidence);
+    }
     if prepared.fold.is_some() {
         scores.insert("not_reached".into(), (!prepared.reached) as u8 as f64);
     }

@@ -226,6 +226,12 @@ pub fn plant_shared(
     for k in 0..spec.distractors {
         let d = (k as f64 + 0.5) / spec.distractors as f64;
         let pos = [Position::User, Position::Tool, Position::Assistant][k % 3];
+        // A trace without tool results (or assistant text) takes that distractor as a user
+        // message: distractors are noise, and they fit any trace.
+        let pos = match missing_position(messages, pos, d) {
+            Some(_) => Position::User,
+            None => pos,
+        };
         wanted.push((d, pos, false));
     }
 
@@ -356,6 +362,31 @@ fn paraphrased_keys(
     Ok((keys, asked))
 }
 
+/// Why a needle at `position` cannot be planted in `messages` at all: the trace has no
+/// message of that role (a tool-result needle in a trace without tool calls). `None` when it
+/// can (a user needle always can, at some boundary).
+pub fn missing_position(
+    messages: &[Arc<Message>],
+    position: Position,
+    depth: f64,
+) -> Option<String> {
+    let role = match position {
+        Position::User => return None,
+        Position::Tool => Role::Tool,
+        Position::Assistant => Role::Assistant,
+    };
+    (!messages.iter().any(|m| m.role == role)).then(|| {
+        format!(
+            "the trace has no {r} message to plant the needle of depth {depth}, position \
+             \"{r}\" in ({} messages, none of them {r}): the sample does not apply to this \
+             trace; use `positions = [\"user\"]` (a user message fits any trace) or leave \
+             such traces out",
+            messages.len(),
+            r = role.as_str()
+        )
+    })
+}
+
 /// Put one line into the trace (in a message after index `after`, when given); returns the
 /// index of the message that carries it.
 fn place(
@@ -392,7 +423,18 @@ fn place(
                 Role::Assistant
             };
             let at = nearest(n, target, |i| later(i) && trace.messages[i].role == role)
-                .ok_or_else(|| format!("the trace has no {} message there", role.as_str()))?;
+                .ok_or_else(|| match after {
+                    Some(a) => format!(
+                        "the trace has no {r} message after message {a} (where the needle it \
+                         corrects is) for the correction at depth {depth}, position \"{r}\"",
+                        r = role.as_str()
+                    ),
+                    None => format!(
+                        "the trace has no {r} message to plant at depth {depth}, position \
+                         \"{r}\"",
+                        r = role.as_str()
+                    ),
+                })?;
             let content = &mut Arc::make_mut(&mut trace.messages[at]).content;
             insert_line_in_middle(content, line);
             Ok(at)

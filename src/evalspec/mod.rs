@@ -144,6 +144,10 @@ pub const RUN_METRICS: &[Metric] = &[
     lower("cost.*", Dollars),
 ];
 
+/// The roles whose tokens and cost are run metrics of their own (`tokens.<role>`,
+/// `cost.<role>`), in display order.
+pub const ROLES: [&str; 4] = ["agent", "summarizer", "judge", "eval_agent"];
+
 macro_rules! eval_specs {
     ($($name:ident,)+) => {
         $(pub mod $name;)+
@@ -179,6 +183,36 @@ pub fn metric(full: &str) -> Option<&'static Metric> {
     let (eval, leaf) = full.split_once('.')?;
     let own = spec(eval)?.metrics.iter().find(|m| m.matches(leaf));
     own.or_else(|| COMMON_METRICS.iter().find(|m| m.matches(leaf)))
+}
+
+/// Whether a run of the evals `enabled` can record metric `full`: a run metric (`tokens`,
+/// `cost`, `tokens.agent`, …) or a metric of one of those evals (its own or a common one).
+pub fn recorded_by(full: &str, enabled: &[&str]) -> bool {
+    metric_names(enabled)
+        .iter()
+        .any(|n| match n.strip_suffix('*') {
+            Some(prefix) => full.len() > prefix.len() && full.starts_with(prefix),
+            None => n == full,
+        })
+}
+
+/// Every metric name a run of the evals `enabled` can record, in plan order: each eval's own
+/// and common metrics (`needle.recall`, …, `needle.pass`), then the run metrics (`tokens`,
+/// `cost`, `tokens.<role>`, `cost.<role>`). A family is named as declared (`probes.judge_*`).
+pub fn metric_names(enabled: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in EVALS.iter().filter(|s| enabled.contains(&s.name)) {
+        for m in s.metrics.iter().chain(COMMON_METRICS) {
+            out.push(format!("{}.{}", s.name, m.name));
+        }
+    }
+    out.extend(["tokens".to_string(), "cost".to_string()]);
+    for what in ["tokens", "cost"] {
+        for role in ROLES {
+            out.push(format!("{what}.{role}"));
+        }
+    }
+    out
 }
 
 /// The polarity of a metric (neutral for one nobody declares).

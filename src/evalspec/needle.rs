@@ -16,6 +16,9 @@ pub const SPEC: EvalSpec = EvalSpec {
         headline(higher("recall_delta", Score)),
         lower("stale", Fraction),
         neutral("not_reached", Fraction),
+        // 1 on a unit whose trace has no message of the needle's position (nothing planted or
+        // asked; see `evals::needle::Prepared::not_applicable`); absent on every other unit.
+        neutral("not_applicable", Fraction),
         neutral("in_view", Fraction),
         neutral("steps", Count),
         // Questions whose agent ran out of `max_steps` before answering (a flag: see

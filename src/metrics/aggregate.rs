@@ -89,7 +89,7 @@ pub fn for_each_role_metric(s: &Row<'_>, mut f: impl FnMut(&str, f64)) {
 
 /// The roles whose tokens and cost are metrics of their own (`tokens.<role>`, `cost.<role>`),
 /// in display order.
-pub const ROLES: [&str; 4] = ["agent", "summarizer", "judge", "eval_agent"];
+pub const ROLES: [&str; 4] = crate::evalspec::ROLES;
 
 /// [`for_each_role_metric`] with each value's pairing key and cluster (as [`for_each_obs`]).
 pub fn for_each_role_obs(s: &Row<'_>, mut f: impl FnMut(&str, Obs)) {

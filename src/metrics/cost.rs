@@ -86,7 +86,8 @@ impl CostHeadline {
         );
         if self.unknown_units > 0 {
             s.push_str(&format!(
-                " ({} unit(s) with an unknown price: add the model under the suite's [pricing])",
+                " ({} unit(s) with an unknown price: price their models under the suite's \
+                 [pricing], or set agent_model where the traces record none)",
                 self.unknown_units
             ));
         }

@@ -523,49 +523,70 @@ impl ProviderConfig {
     /// Checks everything that can be checked before the first call, including that the API key
     /// variable is set. The runner calls this for every provider before any unit runs.
     pub fn validate(&self) -> Result<(), ProviderError> {
-        let err = |m: String| Err(ProviderError::config(m));
-        if self.kind != ProviderKind::Offline && self.model.trim().is_empty() {
-            return err(format!(
-                "{} provider: `model` is required",
-                self.kind.as_str()
-            ));
-        }
-        if !(self.timeout_secs.is_finite() && self.timeout_secs > 0.0) {
-            return err(format!(
-                "timeout_secs must be > 0, got {}",
-                self.timeout_secs
-            ));
-        }
-        if !(self.retry_max_secs.is_finite() && self.retry_max_secs >= 0.0) {
-            return err(format!(
-                "retry_max_secs must be ≥ 0, got {}",
-                self.retry_max_secs
-            ));
-        }
-        if self.concurrency == 0 {
-            return err("concurrency must be ≥ 1".into());
-        }
-        if self.rpm == Some(0) || self.tpm == Some(0) {
-            return err("rpm and tpm must be ≥ 1 when set (leave them out for no limit)".into());
-        }
-        if let Some((_, message)) = self.check_parameters().into_iter().next() {
-            return err(message);
-        }
-        if let Some(base) = self.effective_base_url() {
-            let url = parse_base_url(base)?;
-            let public = url.host_str().is_some_and(|h| HOSTED_APIS.contains(&h));
-            if public && self.api_key_env.is_none() {
-                return err(format!(
-                    "{} provider at {base}: set `api_key_env` to the environment variable that \
-                     holds the API key",
-                    self.kind.as_str()
-                ));
-            }
+        if let Some((_, message)) = self.problems().into_iter().next() {
+            return Err(ProviderError::config(message));
         }
         if let Some(var) = &self.api_key_env {
             ApiKey::from_env(var)?;
         }
         Ok(())
+    }
+
+    /// What [`validate`](Self::validate) refuses in the configuration itself (everything but
+    /// the environment: whether the key variable is set), each with the key to fix. Checked at
+    /// load, so a suite's dry run refuses what its run would, at the key's line, with no network
+    /// and no key.
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut out: Vec<(&'static str, String)> = Vec::new();
+        if self.kind != ProviderKind::Offline && self.model.trim().is_empty() {
+            out.push((
+                "model",
+                format!("{} provider: `model` is required", self.kind.as_str()),
+            ));
+        }
+        if !(self.timeout_secs.is_finite() && self.timeout_secs > 0.0) {
+            out.push((
+                "timeout_secs",
+                format!("timeout_secs must be > 0, got {}", self.timeout_secs),
+            ));
+        }
+        if !(self.retry_max_secs.is_finite() && self.retry_max_secs >= 0.0) {
+            out.push((
+                "retry_max_secs",
+                format!("retry_max_secs must be ≥ 0, got {}", self.retry_max_secs),
+            ));
+        }
+        if self.concurrency == 0 {
+            out.push(("concurrency", "concurrency must be ≥ 1".into()));
+        }
+        if self.rpm == Some(0) || self.tpm == Some(0) {
+            let key = if self.rpm == Some(0) { "rpm" } else { "tpm" };
+            out.push((
+                key,
+                "rpm and tpm must be ≥ 1 when set (leave them out for no limit)".into(),
+            ));
+        }
+        out.extend(self.check_parameters());
+        if let Some(base) = self.effective_base_url() {
+            match parse_base_url(base) {
+                Err(ProviderError::Config { message }) => out.push(("base_url", message)),
+                Err(e) => out.push(("base_url", e.to_string())),
+                Ok(url) => {
+                    let public = url.host_str().is_some_and(|h| HOSTED_APIS.contains(&h));
+                    if public && self.api_key_env.is_none() {
+                        out.push((
+                            "api_key_env",
+                            format!(
+                                "{} provider at {base}: set `api_key_env` to the environment \
+                                 variable that holds the API key",
+                                self.kind.as_str()
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        out
     }
 }
 

@@ -614,6 +614,10 @@ fn compare_all<T>(
 // with them without importing the report); re-exported here for the writers.
 pub use crate::metrics::format::{fmt_ci, fmt_delta, fmt_num, fmt_p};
 
+/// How the note on needle units that did not apply to their trace starts (the terminal shows
+/// it too).
+pub const NOT_APPLICABLE: &str = "NOT APPLICABLE:";
+
 /// Flags for units whose numbers a broken or useless compaction shaped: successful units that
 /// recorded failed summaries (`[engine] on_summary_error = "record"`), futile compactions and
 /// requests left over the window (`overflow`), prompts a server cut silently, agents that ran
@@ -630,6 +634,9 @@ struct HealthSum {
     overflow: BTreeMap<String, (usize, u64, BTreeSet<String>)>,
     truncated: BTreeMap<String, (usize, u64)>,
     step_limit: BTreeMap<String, (usize, u64)>,
+    /// Variant → needle units whose trace has no message of the needle's position (nothing
+    /// asked: `not_applicable`), and on which traces.
+    not_applicable: BTreeMap<String, (usize, u64, BTreeSet<String>)>,
     /// Failed units that spent on model calls before they failed, and what they spent.
     failed_spending: usize,
     failed_spent: f64,
@@ -719,6 +726,9 @@ impl HealthSum {
         if let Some(&n) = s.scores.get("step_limit").filter(|n| **n > 0.0) {
             flag(&mut self.step_limit, s.variant, n as u64);
         }
+        if s.scores.get("not_applicable").is_some_and(|n| *n > 0.0) {
+            by_trace(&mut self.not_applicable, s, 1);
+        }
         if let Some(&n) = s.scores.get("prompt_truncated").filter(|n| **n > 0.0) {
             flag(&mut self.truncated, s.variant, n as u64);
         }
@@ -743,10 +753,33 @@ impl HealthSum {
             overflow,
             truncated,
             step_limit,
+            not_applicable,
             failed_spending,
             failed_spent,
         } = self;
         let mut notes = Vec::new();
+        if !not_applicable.is_empty() {
+            let (who, units, _) = flag_who(&not_applicable, order, "units", |(u, n, _)| (*u, *n));
+            let traces: BTreeSet<&str> = not_applicable
+                .values()
+                .flat_map(|(_, _, t)| t.iter().map(String::as_str))
+                .collect();
+            let first: Vec<&str> = traces.iter().take(3).copied().collect();
+            notes.push(format!(
+                "{NOT_APPLICABLE} {who}: {units} needle unit(s) on {} trace(s) ({}{}) asked \
+                 nothing: the trace has no message of the needle's `position` (tool results in \
+                 a trace without tool calls). They are no failure and have no recall \
+                 (`needle.not_applicable`; the reason is in their evidence); use \
+                 `positions = [\"user\"]` for such traces, or leave them out",
+                traces.len(),
+                first.join(", "),
+                if traces.len() > first.len() {
+                    ", …"
+                } else {
+                    ""
+                }
+            ));
+        }
         if failed_spending > 0 {
             notes.push(format!(
             "{failed_spending} failed unit(s) spent ${failed_spent:.4} on model calls before they \

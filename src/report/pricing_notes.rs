@@ -7,6 +7,33 @@
 use crate::record::{Row, TokenSplit};
 use std::collections::BTreeMap;
 
+/// What the agent's views of a trace that records no model are priced as, until `agent_model`
+/// names one.
+const NO_MODEL: &str = "the trace records none; set agent_model";
+
+/// How to give `role`'s `model` a price: the one text report.md, the end of a run and the dry
+/// run's estimate give. `None`: no model is named (a trace that records none, for the agent).
+pub fn price_advice(role: &str, model: Option<&str>) -> String {
+    match model {
+        Some(m) => format!(
+            "Add it under the suite's `[pricing.\"{m}\"]` (input, output, cache_read, \
+             cache_write in $ per million tokens) or to data/pricing.toml"
+        ),
+        None if role == "agent" => "The traces record no model to price: set `agent_model` in \
+             `[engine.base]` (or a variant) to a model of the price table, or to one you price \
+             under `[pricing.\"<model>\"]`"
+            .to_string(),
+        None => {
+            let table = match role {
+                "summarizer" => "summary",
+                "judge" => "judge",
+                _ => "agent",
+            };
+            format!("Its provider names no model: set `model` in `[providers.{table}]`")
+        }
+    }
+}
+
 /// `window` source of a sample's evidence, worded for a reader.
 fn window_source(v: &serde_json::Value) -> String {
     match v["from"].as_str() {
@@ -86,7 +113,7 @@ fn count_sources(src: &mut Sources, s: &Row<'_>) {
         let k = match (p["agent"].as_str(), p["agent_from"].as_str()) {
             (Some(m), Some("agent_model")) => format!("`{m}` (agent_model)"),
             (Some(m), _) => format!("`{m}` (trace's model)"),
-            (None, _) => "no model (the trace records none; set agent_model)".into(),
+            (None, _) => format!("no model ({NO_MODEL})"),
         };
         *src.agent_priced_as.entry(k).or_default() += 1;
     }
@@ -140,19 +167,15 @@ impl NotesSum {
             ));
         }
         for ((role, model), n) in self.unknown {
-            let (which, key) = if model.is_empty() {
-                (
-                    "a model the samples do not name".to_string(),
-                    "<model>".to_string(),
-                )
+            let which = if model.is_empty() {
+                "a model the samples do not name".to_string()
             } else {
-                (format!("model `{model}`"), model)
+                format!("model `{model}`")
             };
             out.push(format!(
                 "UNKNOWN PRICE: {which} ({role}) has no price: {n} successful unit(s) have an unknown \
-                 `cost.{role}` and `cost`, so cost comparisons leave them out. Add it under the \
-                 suite's `[pricing.\"{key}\"]` (input, output, cache_read, cache_write in $ per \
-                 million tokens) or to data/pricing.toml"
+                 `cost.{role}` and `cost`, so cost comparisons leave them out. {}",
+                price_advice(role, (!model.is_empty()).then_some(model.as_str()))
             ));
         }
         out

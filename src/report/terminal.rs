@@ -94,6 +94,7 @@ pub fn summary(model: &ReportModel, width: usize) -> String {
             || n.starts_with(CANCELLED)
             || n.starts_with(crate::record::run_info::LEFT_OUT)
             || n.starts_with(super::headline::UNMATCHED)
+            || n.starts_with(crate::report::model::NOT_APPLICABLE)
     }) {
         out.push_str(&wrap(n, width));
     }

@@ -37,11 +37,40 @@ pub fn known(name: &str) -> Option<&'static KnownOverhead> {
 }
 
 /// Extra tokens per request: a count, or a bundled estimate's name.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum OverheadTokens {
     Count(u64),
     Named(String),
+}
+
+/// What `overhead_tokens` takes, for a value that is neither (serde's untagged enum said only
+/// "data did not match any variant").
+const EXPECTED: &str = "a token count ≥ 0 or the name of a bundled estimate";
+
+impl<'de> Deserialize<'de> for OverheadTokens {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, Unexpected, Visitor};
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = OverheadTokens;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "{EXPECTED} ({})", known_names().join(", "))
+            }
+            fn visit_u64<E: Error>(self, n: u64) -> Result<OverheadTokens, E> {
+                Ok(OverheadTokens::Count(n))
+            }
+            fn visit_i64<E: Error>(self, n: i64) -> Result<OverheadTokens, E> {
+                u64::try_from(n)
+                    .map(OverheadTokens::Count)
+                    .map_err(|_| E::invalid_value(Unexpected::Signed(n), &self))
+            }
+            fn visit_str<E: Error>(self, s: &str) -> Result<OverheadTokens, E> {
+                Ok(OverheadTokens::Named(s.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// A name that is not a bundled estimate.

@@ -276,3 +276,137 @@ fn retry_failed_and_repair_without_resume_are_usage_errors() {
     }
     assert!(!out.exists(), "no run directory was created");
 }
+
+/// A model name the price table does not know is said, with the nearest one it knows and where
+/// the window comes from instead (it silently took the preset's 200000 for the trace model's
+/// 1048576); in a suite, at the line of `agent_model`, as is an `ask_at` past a trace's end.
+#[test]
+fn a_mistyped_model_and_an_ask_at_past_the_end_are_said() {
+    let trace = dataset("mini-swe-agent/astropy__astropy-12907.traj.json");
+    let t = trace.display().to_string();
+    let (code, out, err) = ctxbench(&["replay", &t, "--agent-model", "gpt-4o-mnii"]);
+    no_panic(&err);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains(
+            "warning: --agent-model `gpt-4o-mnii` is not in the price table (did you mean \
+             `gpt-4o-mini`?): it has no price and no context window here; the window is 200000 \
+             (from the preset's default), not the 1048576 of the trace's model"
+        ),
+        "{err}"
+    );
+    assert!(
+        out.contains("window 200000 (from the preset's default)"),
+        "{out}"
+    );
+    let (_, _, err) = ctxbench(&["replay", &t, "--agent-model", "gpt-4o-mini"]);
+    assert!(!err.contains("warning"), "{err}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = support::suite::SuiteBuilder::new("warn")
+        .dataset("langchain/react-agent.messages_to_dict.json")
+        .base("preset = \"deepagents\"\nagent_model = \"gpt-4o-mnii\"")
+        .eval("needle", "ask_at = 100000")
+        .write(tmp.path(), "s.toml");
+    let s = suite.display().to_string();
+    let (code, _, err) = ctxbench(&["run", &s, "--dry-run"]);
+    assert_eq!(code, Some(0), "{err}");
+    let text = std::fs::read_to_string(&suite).unwrap();
+    let line = |key: &str| text.lines().position(|l| l.starts_with(key)).unwrap() + 1;
+    assert!(
+        err.contains(&format!(
+            "warning: {s}:{}: `[engine.base]`: `agent_model`: `gpt-4o-mnii` is not in the price \
+             table (did you mean `gpt-4o-mini`?)",
+            line("agent_model")
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "warning: {s}:{}: `ask_at` = 100000 is past the last model call of 1 of 1 trace(s)",
+            line("ask_at")
+        )),
+        "{err}"
+    );
+}
+
+/// A trace that records no model has no `[pricing."<model>"]` to add: the end of the run, the
+/// report and the dry run's estimate say to set `agent_model`, in the same words.
+#[test]
+fn unknown_price_advice_for_traces_without_a_model_can_be_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    // τ-bench trajectories record no model.
+    let suite = support::suite::SuiteBuilder::new("nomodel")
+        .dataset("tau-bench/gpt-4o-airline.json")
+        .base("preset = \"deepagents\"\nwindow = 8000")
+        .write(tmp.path(), "s.toml");
+    let s = suite.display().to_string();
+    let advice = "The traces record no model to price: set `agent_model` in `[engine.base]`";
+    let (code, out, err) = ctxbench(&["run", &s, "--limit", "1", "--dry-run"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(advice), "{out}");
+    assert!(!out.contains("(no model recorded)"), "{out}");
+    let (code, out, err) = ctxbench(&["run", &s, "--limit", "1", "--run-id", "r"]);
+    assert_eq!(code, Some(0), "{err}");
+    let md = std::fs::read_to_string(tmp.path().join("out/r/report.md")).unwrap();
+    for text in [&out, &md] {
+        assert!(text.replace('\n', " ").contains(advice), "{text}");
+        assert!(!text.contains("[pricing.\"<model>\"]` (input"), "{text}");
+    }
+}
+
+/// A needle at a position the trace has no message of (tool results in a session without tool
+/// calls) does not apply to that trace: the unit is no error (it failed the run's gate under
+/// the default --max-errors 0), records `not_applicable`, and the end of the run says so.
+#[test]
+fn a_needle_with_no_place_in_its_trace_is_not_applicable_not_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = support::suite::SuiteBuilder::new("na")
+        .dataset("claude-code/stop-hook-reflection-second-stop.jsonl")
+        .mini_swe(&["astropy__astropy-12907.traj.json"])
+        .base("preset = \"deepagents\"\nwindow = 20000")
+        .eval(
+            "needle",
+            "depths = [0.5]\npositions = [\"tool\"]\ndistractors = 3",
+        )
+        .write(tmp.path(), "s.toml");
+    let s = suite.display().to_string();
+    let (code, out, err) = ctxbench(&["run", &s, "--run-id", "r"]);
+    no_panic(&err);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("0 failed"), "{out}");
+    assert!(
+        out.contains("NOT APPLICABLE: variant `base`: 1 needle unit(s) on 1 trace(s)"),
+        "{out}"
+    );
+    let samples = std::fs::read_to_string(tmp.path().join("out/r/samples.jsonl")).unwrap();
+    let skipped: Vec<serde_json::Value> = samples
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|s| s["scores"]["not_applicable"] == 1.0)
+        .collect();
+    assert_eq!(skipped.len(), 1, "{samples}");
+    assert_eq!(skipped[0]["trace_id"], "stop-hook-reflection-second-stop");
+    assert!(skipped[0]["error"].is_null());
+    let why = skipped[0]["evidence"]["not_applicable"].as_str().unwrap();
+    assert!(why.contains("depth 0.5, position \"tool\""), "{why}");
+    // The other trace's needle unit was asked (its distractors placed as usual).
+    assert!(samples.contains("\"recall\""), "{samples}");
+}
+
+/// An error about a whole file names the file once ("FILE: not a trace"), not as a location
+/// ("FILE: file: not a trace").
+#[test]
+fn a_whole_file_error_names_the_file_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("x.json");
+    std::fs::write(&f, "{\"a\": 1}\n").unwrap();
+    let out = tmp.path().join("o").display().to_string();
+    let (code, _, err) = ctxbench(&["import", &f.display().to_string(), "-o", &out]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{}: not a trace: ", f.display())),
+        "{err}"
+    );
+    assert!(!err.contains(": file: "), "{err}");
+}

@@ -401,3 +401,86 @@ fn the_readmes_verdict_block_is_what_the_quickstart_prints() {
         "the quickstart prints more verdict lines than README.md shows: {printed:?}"
     );
 }
+
+/// The words of `text` (backticked or bare, split at spaces, commas and parentheses) that
+/// `pattern` picks.
+fn listed(text: &str, pattern: impl Fn(&str) -> bool) -> BTreeSet<String> {
+    text.split(|c: char| c.is_whitespace() || matches!(c, ',' | '`' | '(' | ')'))
+        .filter(|w| !w.is_empty() && pattern(w))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The lists of trace formats and of the file extensions a folder walk keeps, wherever a reader
+/// meets them (docs/suite.md, `import --help`, the suite schema's `from`), are the registry's
+/// (`SourceFormat::ALL`, `TRACE_EXTENSIONS`): a format or extension added to the code and not
+/// to a list fails here.
+#[test]
+fn format_and_extension_lists_are_the_registrys() {
+    use ctxbench::trace::SourceFormat;
+    let formats: BTreeSet<String> = SourceFormat::ALL
+        .iter()
+        .map(|f| f.as_str().to_string())
+        .collect();
+    let extensions: BTreeSet<String> = ctxbench::trace::import::TRACE_EXTENSIONS
+        .iter()
+        .map(|e| format!("*.{e}"))
+        .collect();
+    let is_ext = |w: &str| w.starts_with("*.") && !w.contains('/');
+
+    // docs/suite.md: the folder walk's extensions and the `from` comment's formats.
+    let suite = read("docs/suite.md");
+    let walk = suite
+        .split("keeping only")
+        .nth(1)
+        .and_then(|rest| rest.split(';').next())
+        .expect("docs/suite.md says which extensions a walk keeps");
+    assert_eq!(
+        listed(walk, is_ext),
+        extensions,
+        "docs/suite.md: the walk's extensions"
+    );
+    let from: String = suite
+        .lines()
+        .skip_while(|l| !l.starts_with("from = \"auto\""))
+        .take_while(|l| l.starts_with("from = ") || l.trim_start().starts_with("#     "))
+        .map(|l| l.split('#').nth(1).unwrap_or_default().replace("or:", ""))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert_eq!(
+        listed(&from, |_| true),
+        formats,
+        "docs/suite.md: the formats `from` takes"
+    );
+
+    // `import --help`: the detection list names every format, and the walk's extensions.
+    let help = ctxbench::cli::import::LONG_ABOUT;
+    let detected: BTreeSet<String> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("The format is detected"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    assert_eq!(detected, formats, "import --help: the detection list");
+    let walk = help
+        .split("only")
+        .nth(1)
+        .and_then(|rest| rest.split("files are read").next())
+        .expect("import --help says which extensions a walk reads");
+    let walk = walk.replace(" and ", " ");
+    assert_eq!(
+        listed(&walk, is_ext),
+        extensions,
+        "import --help: the walk's extensions"
+    );
+
+    // The suite schema's description of `from`.
+    let schema = serde_json::to_value(ctxbench::config::suite::schema()).unwrap();
+    let text = schema["$defs"]["TracesSection"]["properties"]["from"]["description"]
+        .as_str()
+        .expect("`from` is described")
+        .to_string();
+    let named = listed(&text.replace(['.', ':'], " "), |w| formats.contains(w));
+    assert_eq!(named, formats, "the suite schema's `from`");
+}

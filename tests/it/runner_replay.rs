@@ -88,7 +88,22 @@ fn engine_errors_name_the_variant_and_line() {
     );
     assert!(msg.ends_with("(did you mean `summarize`?)"), "{msg}");
 
+    // A hosted API without `api_key_env` is the suite's mistake, said at load, at its table.
     let text = suite_text("[providers.summary]\nkind = \"openai\"\nmodel = \"gpt-4o-mini\"\n");
+    let msg = load(tmp.path(), &text).err().unwrap().to_string();
+    let line = line_of(&text, "[providers.summary]");
+    assert!(
+        msg.contains(&format!(
+            "suite.toml:{line}: provider `summary`: openai provider at https://api.openai.com/v1: \
+             set `api_key_env`"
+        )),
+        "{msg}"
+    );
+    // A key variable that is not set is the environment's: said before any unit runs.
+    let text = text.replace(
+        "model = \"gpt-4o-mini\"\n",
+        "model = \"gpt-4o-mini\"\napi_key_env = \"CTXBENCH_TEST_KEY_THAT_IS_NOT_SET\"\n",
+    );
     let suite = load(tmp.path(), &text).unwrap();
     let planned = session::plan_run(&suite, &ImportLoader).unwrap();
     let err = ctxbench::cli::run::default_router(&planned.plan, &suite)

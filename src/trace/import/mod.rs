@@ -75,12 +75,24 @@ use std::path::{Path, PathBuf};
 /// An input that cannot be imported. Always names the file, the line or JSON path, and what was
 /// expected.
 #[derive(Debug, thiserror::Error)]
-#[error("{file}: {location}: {message}")]
+#[error("{file}: {}{message}", location_prefix(location))]
 pub struct ImportError {
     pub file: String,
     /// `line 12`, `$.messages[3].content`, …
     pub location: String,
     pub message: String,
+}
+
+/// The location of a message about a whole file (`file`) is the file itself: said once.
+const WHOLE_FILE: &str = "file";
+
+/// `location: `, or nothing for an error about the whole file.
+fn location_prefix(location: &str) -> String {
+    if location.is_empty() || location == WHOLE_FILE {
+        String::new()
+    } else {
+        format!("{location}: ")
+    }
 }
 
 impl ImportError {
