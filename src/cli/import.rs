@@ -202,18 +202,24 @@ pub fn summary(imported: &Imported, dir: &Path) -> String {
     s
 }
 
-/// One import warning split into where it happened (a JSON path such as `$[3].traj[8]`, or
-/// `message 12`) and its kind: the rest, with quoted names and numbers replaced, so that the
-/// same problem at different places and with different ids groups together.
+/// One import warning split into where it happened (a JSON path such as `$[3].traj[8]`,
+/// `message 12`, or a line of a JSON Lines file with the path in it, `line 17: $.payload`) and
+/// its kind: the rest, with quoted names and numbers replaced, so that the same problem at
+/// different places and with different ids groups together.
 fn split_warning(w: &str) -> (Option<&str>, String) {
+    let numbered = |l: &str, prefix: &str| {
+        l.strip_prefix(prefix)
+            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+    };
     let (loc, rest) = match w.split_once(": ") {
-        Some((l, r))
-            if l.starts_with('$')
-                || l.strip_prefix("message ")
-                    .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit())) =>
-        {
-            (Some(l), r)
+        Some((l, r)) if numbered(l, "line ") => {
+            // The JSON path within the line is part of the place, not of the kind.
+            match r.split_once(": ") {
+                Some((p, r2)) if p.starts_with('$') => (Some(&w[..l.len() + 2 + p.len()]), r2),
+                _ => (Some(l), r),
+            }
         }
+        Some((l, r)) if l.starts_with('$') || numbered(l, "message ") => (Some(l), r),
         _ => (None, w),
     };
     let mut kind = String::with_capacity(rest.len());
@@ -241,12 +247,26 @@ fn split_warning(w: &str) -> (Option<&str>, String) {
     (loc, kind)
 }
 
-/// Where a warning of `t` happened, for a person: the input file, and the trace id when the
-/// location is a message index (a file may hold several traces).
+/// Where a warning of `t` happened, for a person: the input file (with the line of a JSON Lines
+/// file), and the trace id unless the location is a JSON path of the whole file (a file may hold
+/// several traces).
 fn warning_place(t: &Trace, loc: Option<&str>) -> String {
     let file = t.meta.source_path.as_deref().unwrap_or("?");
     match loc {
         Some(l) if l.starts_with('$') => format!("{file} {l}"),
+        // `line 17: $.payload` → `FILE:17 [id] $.payload` (a JSON Lines file may hold several
+        // traces).
+        Some(l) if l.starts_with("line ") => {
+            let (n, path) = l["line ".len()..]
+                .split_once(": ")
+                .unwrap_or((&l["line ".len()..], ""));
+            let path = if path.is_empty() {
+                String::new()
+            } else {
+                format!(" {path}")
+            };
+            format!("{file}:{n} [{}]{path}", t.meta.id)
+        }
         Some(l) => format!("{file} [{}] {l}", t.meta.id),
         None => format!("{file} [{}]", t.meta.id),
     }
@@ -402,6 +422,15 @@ mod tests {
             "skipped N sidechain records"
         );
         assert_eq!(split_warning("a: b").0, None);
+        // A line of a JSON Lines file, with the path in it or not: the place.
+        assert_eq!(
+            split_warning("line 17: $.payload.arguments: arguments are not valid JSON (x)"),
+            (
+                Some("line 17: $.payload.arguments"),
+                "arguments are not valid JSON (x)".to_string()
+            )
+        );
+        assert_eq!(split_warning("line 4: odd record").0, Some("line 4"));
         assert_eq!(split_warning("unterminated \"x").1, "unterminated \"…");
 
         let trace = |id: &str, ws: &[&str]| {
