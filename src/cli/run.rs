@@ -136,7 +136,8 @@ pub struct Args {
     pub quiet: bool,
 
     /// Print each failed unit's error on stderr as it fails, with the chain of errors behind
-    /// it (samples.jsonl records the first line)
+    /// it (samples.jsonl records the first line), and every import warning of the traces (the
+    /// reports group them by kind)
     #[arg(long, short = 'v')]
     pub verbose: bool,
 
@@ -421,6 +422,13 @@ pub fn plan_text(suite: &LoadedSuite, planned: &session::Planned) -> String {
             out.push_str(&format!("  {path}: {}\n", f.error));
         }
     }
+    // What the importers changed in the traces, grouped by kind (`run --verbose` lists each).
+    out.push_str(
+        planned
+            .import_warnings
+            .text("`run --verbose` lists each one")
+            .trim_start_matches('\n'),
+    );
     if !suite.overrides.is_empty() {
         out.push_str(&format!("overrides {}\n", suite.overrides.as_flags()));
     }
@@ -526,6 +534,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Plan and build the executor before anything is written, so a suite this build cannot
     // run leaves no run directory behind.
     let planned = session::plan_run(&suite, loader)?;
+    if args.verbose {
+        // Every import warning of the planned traces (run.json and the reports group them).
+        let listed = crate::record::import_warnings::listed(
+            planned
+                .plan
+                .traces
+                .iter()
+                .filter_map(|t| Some(t.trace.as_deref()?.warned())),
+        );
+        if !listed.is_empty() {
+            crate::output::errln!("{}", listed.trim_matches('\n'));
+        }
+    }
     if args.dry_run {
         if let Some(dir) = &args.resume {
             return Err(UsageError(format!(

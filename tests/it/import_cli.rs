@@ -152,7 +152,7 @@ fn warnings_are_printed_grouped_and_counted_and_all_with_verbose() {
         line.trim_start().starts_with(&format!("{reused}× ")),
         "{line}"
     );
-    assert!(line.contains("(first: "), "{line}");
+    assert!(line.contains(" traces; first: "), "{line}");
     assert!(line.contains(".tool_calls[0])"), "{line}");
     assert!(grouped.contains("× tool call \"…\" (finish) has no result"));
     assert!(grouped.lines().count() < all.len(), "grouped, not listed");
