@@ -625,6 +625,33 @@ pub fn finalize(t: &mut Trace) {
             t.meta.warnings.push(p);
         }
     }
+    if !t.meta.warnings.iter().any(|w| w.contains(IMAGE_WARNING)) {
+        let images = image_placeholders(t);
+        t.meta.warnings.extend(images);
+    }
+}
+
+/// What the warning on an image replaced by a placeholder says (after the placeholder).
+const IMAGE_WARNING: &str = "; its tokens are not counted";
+
+/// One warning per image an importer replaced by its placeholder (`[image]`, `[image_url]`,
+/// `[input_image]`, Gemini's `[image/png]`: a line of its own in the message's text, as the
+/// importers write them): the image's tokens are in no count of the replay.
+fn image_placeholders(t: &Trace) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, m) in t.messages.iter().enumerate() {
+        for line in m.content.lines() {
+            let Some(ty) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) else {
+                continue;
+            };
+            if matches!(ty, "image" | "image_url" | "input_image") || ty.starts_with("image/") {
+                out.push(format!(
+                    "message {i}: an image was replaced by the placeholder {line:?}{IMAGE_WARNING}"
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// One problem of a trace's tool-call pairing (message indexes are 0-based).
@@ -923,6 +950,49 @@ mod tests {
             t.meta.warnings,
             ["message 1: tool call \"b\" (cat) has no result (the source ends mid-call)"]
         );
+    }
+
+    /// Images an importer replaces by a placeholder are warned of, one warning each (the replay
+    /// counts none of their tokens): a real Codex rollout with 17 `input_image` parts, and a
+    /// real Inspect log with an `image` part. Nothing said so.
+    #[test]
+    fn images_replaced_by_placeholders_are_warned_of() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets");
+        for (file, placeholder, n) in [
+            (
+                "codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl",
+                "[input_image]",
+                17,
+            ),
+            ("inspect/log_images_tc.json", "[image]", 1),
+        ] {
+            let t = import_file(&root.join(file), None).unwrap().remove(0);
+            let images: Vec<&String> = t
+                .meta
+                .warnings
+                .iter()
+                .filter(|w| w.contains("an image was replaced by the placeholder"))
+                .collect();
+            assert_eq!(images.len(), n, "{file}");
+            let in_text: usize = t
+                .messages
+                .iter()
+                .map(|m| m.content.lines().filter(|l| *l == placeholder).count())
+                .sum();
+            assert_eq!(in_text, n, "{file}");
+            assert!(
+                images[0].starts_with("message ")
+                    && images[0].ends_with(&format!(
+                        "an image was replaced by the placeholder {placeholder:?}; its tokens are not counted"
+                    )),
+                "{}",
+                images[0]
+            );
+            // Imported again (finalize twice), not warned twice.
+            let mut again = t.clone();
+            finalize(&mut again);
+            assert_eq!(again.meta.warnings, t.meta.warnings);
+        }
     }
 
     #[test]
