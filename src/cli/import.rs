@@ -2,6 +2,7 @@
 //! one per trace, and print what was imported. See its `--help`.
 
 use crate::output;
+use crate::record::import_warnings::{self as warnings, ImportWarnings};
 use crate::trace::import::{import_paths, Imported};
 use crate::trace::{io, SourceFormat, Trace};
 use anyhow::Context;
@@ -203,101 +204,14 @@ pub fn summary(imported: &Imported, dir: &Path) -> String {
     s
 }
 
-/// One import warning split into where it happened (a JSON path such as `$[3].traj[8]`, or
-/// `message 12`) and its kind: the rest, with quoted names and numbers replaced, so that the
-/// same problem at different places and with different ids groups together.
-fn split_warning(w: &str) -> (Option<&str>, String) {
-    let (loc, rest) = match w.split_once(": ") {
-        Some((l, r))
-            if l.starts_with('$')
-                || l.strip_prefix("message ")
-                    .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit())) =>
-        {
-            (Some(l), r)
-        }
-        _ => (None, w),
-    };
-    let mut kind = String::with_capacity(rest.len());
-    let mut chars = rest.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '"' {
-            // A quoted value (an id, a name): its closing quote, or the rest of the text.
-            let mut closed = false;
-            for d in chars.by_ref() {
-                if d == '"' {
-                    closed = true;
-                    break;
-                }
-            }
-            kind.push_str(if closed { "\"…\"" } else { "\"…" });
-        } else if c.is_ascii_digit() {
-            while chars.peek().is_some_and(|d| d.is_ascii_digit()) {
-                chars.next();
-            }
-            kind.push('N');
-        } else {
-            kind.push(c);
-        }
-    }
-    (loc, kind)
-}
-
-/// Where a warning of `t` happened, for a person: the input file, and the trace id when the
-/// location is a message index (a file may hold several traces).
-fn warning_place(t: &Trace, loc: Option<&str>) -> String {
-    let file = t.meta.source_path.as_deref().unwrap_or("?");
-    match loc {
-        Some(l) if l.starts_with('$') => format!("{file} {l}"),
-        Some(l) => format!("{file} [{}] {l}", t.meta.id),
-        None => format!("{file} [{}]", t.meta.id),
-    }
-}
-
 /// The import warnings, grouped by kind (most frequent first) with a count and the place of the
 /// first; with `verbose`, every warning on its own line. Empty when there is none. Pure.
 pub fn warnings_text(traces: &[Trace], verbose: bool) -> String {
-    let total: usize = traces.iter().map(|t| t.meta.warnings.len()).sum();
-    if total == 0 {
-        return String::new();
-    }
-    let with = traces
-        .iter()
-        .filter(|t| !t.meta.warnings.is_empty())
-        .count();
-    let mut out = format!(
-        "\n{total} import warning(s) in {with} trace(s){}\n",
-        if verbose {
-            ""
-        } else {
-            " (--verbose lists each one)"
-        }
-    );
     if verbose {
-        for t in traces {
-            let file = t.meta.source_path.as_deref().unwrap_or("?");
-            for w in &t.meta.warnings {
-                out.push_str(&format!("  {file} [{}]: {w}\n", t.meta.id));
-            }
-        }
-        return out;
+        warnings::listed(traces.iter().map(Trace::warned))
+    } else {
+        ImportWarnings::of(traces.iter().map(Trace::warned)).text("--verbose lists each one")
     }
-    // kind → (count, place of the first), in first-seen order, then sorted by count.
-    let mut groups: Vec<(String, usize, String)> = Vec::new();
-    for t in traces {
-        for w in &t.meta.warnings {
-            let (loc, kind) = split_warning(w);
-            match groups.iter_mut().find(|g| g.0 == kind) {
-                Some(g) => g.1 += 1,
-                None => groups.push((kind, 1, warning_place(t, loc))),
-            }
-        }
-    }
-    groups.sort_by_key(|g| std::cmp::Reverse(g.1));
-    let width = groups[0].1.to_string().len();
-    for (kind, n, first) in groups {
-        out.push_str(&format!("  {n:>width$}× {kind} (first: {first})\n"));
-    }
-    out
 }
 
 /// The error of an import that found no trace: what was given, what was passed over and why.
@@ -384,27 +298,6 @@ mod tests {
 
     #[test]
     fn warnings_group_by_kind_whatever_the_place_and_ids() {
-        let (loc, kind) = split_warning(
-            "$[178].traj[32].tool_calls[0]: tool call id \"call_2J\" was already used in this \
-             trace; renamed to \"call_2J__2\"",
-        );
-        assert_eq!(loc, Some("$[178].traj[32].tool_calls[0]"));
-        assert_eq!(
-            kind,
-            "tool call id \"…\" was already used in this trace; renamed to \"…\""
-        );
-        let (loc, kind) =
-            split_warning("message 46: tool call \"toolu_23\" (finish) has no result");
-        assert_eq!(loc, Some("message 46"));
-        assert_eq!(kind, "tool call \"…\" (finish) has no result");
-        // No location prefix: the whole text is the kind (numbers taken out).
-        assert_eq!(
-            split_warning("skipped 3 sidechain records").1,
-            "skipped N sidechain records"
-        );
-        assert_eq!(split_warning("a: b").0, None);
-        assert_eq!(split_warning("unterminated \"x").1, "unterminated \"…");
-
         let trace = |id: &str, ws: &[&str]| {
             let mut m = TraceMeta::new(id, SourceFormat::Openai);
             m.source_path = Some(format!("in/{id}.json"));

@@ -10,6 +10,7 @@ use crate::engine::{
     self, fixture, EngineConfig, EngineError, OfflineSummarizer, OffloadStore, Replay, ReplayEnv,
     StoreTarget,
 };
+use crate::record::ImportWarnings;
 use crate::trace::Trace;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -98,10 +99,18 @@ fn load_traces(path: &Path) -> anyhow::Result<Vec<Trace>> {
         .into());
     }
     // Every format, golden-fixture role lines included (`trace::import::golden`).
-    match crate::trace::import::import_file(path, None)? {
-        t if !t.is_empty() => Ok(t),
-        _ => Err(UsageError(format!("{}: no trace found", path.display())).into()),
+    let traces = match crate::trace::import::import_file(path, None)? {
+        t if !t.is_empty() => t,
+        _ => return Err(UsageError(format!("{}: no trace found", path.display())).into()),
+    };
+    // What the importer changed in the traces, grouped as `import` prints it (on stderr: stdout
+    // is the timeline or the JSON).
+    let warned = ImportWarnings::of(traces.iter().map(Trace::warned))
+        .text("`ctxbench import FILE -o DIR --verbose` lists each one");
+    if !warned.is_empty() {
+        crate::output::errln!("{}", warned.trim_matches('\n'));
     }
+    Ok(traces)
 }
 
 fn load_config(args: &Args) -> anyhow::Result<EngineConfig> {

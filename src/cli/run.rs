@@ -136,7 +136,8 @@ pub struct Args {
     pub quiet: bool,
 
     /// Print each failed unit's error on stderr as it fails, with the chain of errors behind
-    /// it (samples.jsonl records the first line)
+    /// it (samples.jsonl records the first line), and every import warning of the traces (the
+    /// reports group them by kind)
     #[arg(long, short = 'v')]
     pub verbose: bool,
 
@@ -477,6 +478,13 @@ pub fn plan_text(suite: &LoadedSuite, planned: &session::Planned) -> String {
             out.push_str(&wrap_after("  ", 4, &format!("{path}: {}", f.error), WIDTH));
         }
     }
+    // What the importers changed in the traces, grouped by kind (`run --verbose` lists each).
+    out.push_str(
+        planned
+            .import_warnings
+            .text("`run --verbose` lists each one")
+            .trim_start_matches('\n'),
+    );
     if !suite.overrides.is_empty() {
         out.push_str(&wrap_after(
             "overrides ",
@@ -657,6 +665,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let planned = session::plan_run(&suite, loader)?;
     for w in suite_warnings(&suite, &planned.plan) {
         crate::output::errln!("warning: {w}");
+    }
+    if args.verbose {
+        // Every import warning of the planned traces (run.json and the reports group them).
+        let listed = crate::record::import_warnings::listed(
+            planned
+                .plan
+                .traces
+                .iter()
+                .filter_map(|t| Some(t.trace.as_deref()?.warned())),
+        );
+        if !listed.is_empty() {
+            crate::output::errln!("{}", listed.trim_matches('\n'));
+        }
     }
     if args.dry_run {
         if let Some(dir) = &args.resume {

@@ -106,6 +106,7 @@ fn stats_cmd(args: StatsArgs) -> anyhow::Result<ExitCode> {
     let mut report =
         stats::compute_with_overhead(&imported.traces, counter.as_ref(), args.top, overhead);
     report.skipped = skipped;
+    report.duplicate_ids = stats::duplicate_ids(&imported.traces);
     report.ignored = imported
         .ignored
         .iter()
@@ -122,6 +123,9 @@ fn stats_cmd(args: StatsArgs) -> anyhow::Result<ExitCode> {
         }
         for (file, reason) in &imported.ignored {
             crate::output::errln!("ignored: {}: {reason}", file.display());
+        }
+        if let Some(note) = duplicates_note(&report.duplicate_ids) {
+            crate::output::errln!("{note}");
         }
         let mut s = serde_json::to_string_pretty(&report)?;
         s.push('\n');
@@ -153,6 +157,9 @@ pub fn render(r: &StatsReport) -> String {
         ));
     }
     out.push_str(&output::wrap(&head, WIDTH));
+    if let Some(note) = duplicates_note(&r.duplicate_ids) {
+        out.push_str(&output::wrap(&note, WIDTH));
+    }
     out.push('\n');
 
     let header = [
@@ -238,6 +245,38 @@ pub fn render(r: &StatsReport) -> String {
         ));
     }
     out
+}
+
+/// Trace ids named at most in [`duplicates_note`].
+const DUPLICATES_NAMED: usize = 5;
+
+/// What to say of trace ids more than one input gave: each input's trace is a row and counts
+/// in the totals, which a run would refuse. `None` when every id is once.
+fn duplicates_note(dups: &[stats::DuplicateId]) -> Option<String> {
+    if dups.is_empty() {
+        return None;
+    }
+    // The first id with its files, the next ones by id: the files of one tell the reader where
+    // the others come from (`--json` has them all).
+    let mut named: Vec<String> = dups
+        .iter()
+        .take(DUPLICATES_NAMED)
+        .enumerate()
+        .map(|(i, d)| match i {
+            0 => format!("{} (from {})", d.id, d.files.join(" and ")),
+            _ => d.id.clone(),
+        })
+        .collect();
+    if dups.len() > DUPLICATES_NAMED {
+        named.push(format!("and {} more", dups.len() - DUPLICATES_NAMED));
+    }
+    Some(format!(
+        "note: {} trace id(s) come from more than one input: each input's trace is a row below \
+         and counts in the totals (a run refuses them: \"each trace must have a unique id\"; \
+         `ctxbench import` writes the later ones as `<id>-2`, …): {}",
+        dups.len(),
+        named.join(", ")
+    ))
 }
 
 /// Columns left for a first column when a table's other columns (`header`, `rows`) take

@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub mod builder;
+pub mod import_warnings;
 pub mod journal;
 pub mod lock;
 pub mod row;
@@ -43,6 +44,7 @@ pub mod run_info;
 pub mod summary;
 
 pub use builder::SampleBuilder;
+pub use import_warnings::ImportWarnings;
 pub use journal::{Journal, JournalError, Repaired, SamplesRead, TornLine};
 pub use lock::{LockError, RunLock};
 pub use row::{pair_hash, Entries, Interner, Row};

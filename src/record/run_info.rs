@@ -97,6 +97,9 @@ pub struct RunProgress {
     /// Files the suite's directories or globs matched that hold no trace.
     #[serde(default)]
     pub ignored_files: Vec<SkippedTrace>,
+    /// The import warnings of the run's traces (`import_warnings`), grouped by kind.
+    #[serde(default)]
+    pub import_warnings: crate::record::ImportWarnings,
     /// Lines of `samples.rejected.jsonl` (unreadable journal lines `ctxbench repair` moved
     /// aside), as the reader counted them: not in `run.json`.
     #[serde(skip)]

@@ -124,9 +124,11 @@ impl ReportModel {
     /// budget, a merge missing units, one shard): its numbers are of the recorded units only,
     /// which every writer (report.md, report.html, summary.json, the terminal) must say; and
     /// which files of the suite's trace paths gave no trace (skipped as invalid, or holding
-    /// none), before it.
+    /// none) and what the importers changed in the traces (run.json `import_warnings`), before
+    /// it.
     pub fn note_progress(&mut self, progress: &crate::record::RunProgress) {
         let mut first = progress.left_out();
+        first.extend(progress.import_warnings.note());
         first.extend(progress.partial(self.units));
         for note in first.into_iter().rev() {
             self.notes.insert(0, note);

@@ -84,7 +84,7 @@ pub fn summary(model: &ReportModel, width: usize) -> String {
     }
     // Flagged units (prompts a server cut silently, agents that ran out of steps before
     // answering, failed summaries kept, futile compactions), models with no price, a partial
-    // run, trace files left out, or units cancelled with money spent: the numbers above include such units, or are
+    // run, trace files left out, traces altered on import, or units cancelled with money spent: the numbers above include such units, or are
     // of some units only, which the reader must hear at the end of the run, not only in
     // report.md.
     for n in model.notes.iter().filter(|n| {
@@ -93,6 +93,7 @@ pub fn summary(model: &ReportModel, width: usize) -> String {
             || n.starts_with(PARTIAL)
             || n.starts_with(CANCELLED)
             || n.starts_with(crate::record::run_info::LEFT_OUT)
+            || n.starts_with(crate::record::import_warnings::NOTE)
             || n.starts_with(super::headline::UNMATCHED)
             || n.starts_with(crate::report::model::NOT_APPLICABLE)
     }) {

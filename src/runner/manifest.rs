@@ -160,6 +160,13 @@ pub struct RunManifest {
     /// of no trace format, a trace without messages): `error` says what was seen.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignored_files: Vec<SkippedTrace>,
+    /// The import warnings of the run's traces, grouped by kind with counts and the first
+    /// place of each (`record::import_warnings`): what the importers changed in the traces.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::record::ImportWarnings::is_empty"
+    )]
+    pub import_warnings: crate::record::ImportWarnings,
     pub status: RunStatus,
     pub units: UnitCounts,
     pub totals: Totals,

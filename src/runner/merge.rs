@@ -285,6 +285,8 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> anyhow::Result<Merged> {
     };
     m.skipped_traces = union(|mm| &mm.skipped_traces);
     m.ignored_files = union(|mm| &mm.ignored_files);
+    // `import_warnings` stays the first run's: runs merge only when their traces (ids and
+    // digests) are the same, and every shard planned them all.
     m.status = if missing == 0 {
         RunStatus::Complete
     } else {

@@ -18,7 +18,7 @@ use super::todo::Todo;
 use crate::config::suite::{ProviderRole, TraceFile};
 use crate::config::LoadedSuite;
 use crate::error::UsageError;
-use crate::record::{Journal, ProviderProvenance, RunDir, RunInfo, Sample};
+use crate::record::{ImportWarnings, Journal, ProviderProvenance, RunDir, RunInfo, Sample};
 use crate::trace::{ImportError, SourceFormat, Trace};
 use anyhow::Context;
 use rayon::prelude::*;
@@ -271,6 +271,8 @@ pub struct Planned {
     pub skipped: Vec<SkippedTrace>,
     /// Files the suite's directories or globs matched that hold no trace.
     pub ignored: Vec<SkippedTrace>,
+    /// The import warnings of the planned traces.
+    pub import_warnings: ImportWarnings,
 }
 
 /// Load traces and plan every unit, without touching the output directory.
@@ -290,10 +292,16 @@ pub fn plan_run(suite: &LoadedSuite, loader: &dyn TraceLoader) -> anyhow::Result
         ))
         .into());
     }
+    let import_warnings = ImportWarnings::of(
+        plan.traces
+            .iter()
+            .filter_map(|t| Some(t.trace.as_deref()?.warned())),
+    );
     Ok(Planned {
         plan: Arc::new(plan),
         skipped,
         ignored,
+        import_warnings,
     })
 }
 
@@ -307,6 +315,7 @@ pub fn open_run(
         plan,
         skipped,
         ignored,
+        import_warnings,
     } = planned;
     let planned_total = plan.len() as u64;
     let trace_digests: Vec<TraceDigest> = plan
@@ -474,6 +483,7 @@ pub fn open_run(
                 prompts: suite.prompt_files.clone(),
                 skipped_traces: skipped,
                 ignored_files: ignored,
+                import_warnings,
                 status: RunStatus::Running,
                 units: UnitCounts::default(),
                 totals: Totals::default(),

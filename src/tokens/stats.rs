@@ -45,6 +45,11 @@ pub struct StatsReport {
     /// Files found in a directory that hold no trace, and what was seen; filled by the CLI.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ignored: Vec<IgnoredInput>,
+    /// Trace ids that more than one input gave (each input's trace is a row and is counted in
+    /// the totals), with the files: `run` refuses such traces, `import` renames the later
+    /// ones `<id>-2`, …; filled by the CLI.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub duplicate_ids: Vec<DuplicateId>,
     pub traces: Vec<TraceStats>,
     pub total: TotalStats,
 }
@@ -55,6 +60,35 @@ pub struct SkippedInput {
     pub file: String,
     pub location: String,
     pub message: String,
+}
+
+/// A trace id more than one input gave, and the files it came from (in input order).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DuplicateId {
+    pub id: String,
+    pub files: Vec<String>,
+}
+
+/// The trace ids of `traces` that occur more than once, in first-seen order, each with the
+/// files it came from.
+pub fn duplicate_ids(traces: &[Trace]) -> Vec<DuplicateId> {
+    let mut by_id: Vec<DuplicateId> = Vec::new();
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for t in traces {
+        let file = t.meta.source_path.clone().unwrap_or_else(|| "?".into());
+        match at.get(t.meta.id.as_str()) {
+            Some(&i) => by_id[i].files.push(file),
+            None => {
+                at.insert(&t.meta.id, by_id.len());
+                by_id.push(DuplicateId {
+                    id: t.meta.id.clone(),
+                    files: vec![file],
+                });
+            }
+        }
+    }
+    by_id.retain(|d| d.files.len() > 1);
+    by_id
 }
 
 /// A file found in a directory that holds no trace (valid JSON of no trace format).
@@ -269,6 +303,7 @@ pub fn from_counts_with_overhead(
         counter: counter.name().to_string(),
         skipped: Vec::new(),
         ignored: Vec::new(),
+        duplicate_ids: Vec::new(),
         traces: per_trace.into_iter().map(|(s, _)| s).collect(),
         total: TotalStats {
             traces: traces.len() as u64,

@@ -296,6 +296,16 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// Its id, the file it was imported from and its import warnings: what
+    /// `record::ImportWarnings` groups.
+    pub fn warned(&self) -> (&str, Option<&str>, &[String]) {
+        (
+            &self.meta.id,
+            self.meta.source_path.as_deref(),
+            &self.meta.warnings,
+        )
+    }
+
     pub fn new(meta: TraceMeta) -> Self {
         Trace {
             meta,

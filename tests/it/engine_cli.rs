@@ -259,3 +259,34 @@ fn bad_input_exits_2_naming_the_problem() {
         .code(2)
         .stderr(predicate::str::contains("line 2"));
 }
+
+/// `replay` says what the importer changed in the trace, grouped as `import` prints it, on
+/// stderr (stdout stays the timeline or the JSON): a real OpenHands run whose `finish` call has
+/// no result. It said nothing.
+#[test]
+fn replay_says_what_the_import_changed_on_stderr() {
+    let trace =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/openhands/basic.json");
+    for json in [false, true] {
+        let mut c = ctxbench();
+        c.arg("replay").arg(&trace);
+        if json {
+            c.arg("--json");
+        }
+        let out = c.assert().success().get_output().clone();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            stderr.starts_with("1 import warning(s) in 1 trace(s)")
+                && stderr.contains(
+                    "  1× tool call \"…\" (finish) has no result (the source ends mid-call) \
+                     (first: "
+                )
+                && stderr.contains("basic.json [basic] message 3)"),
+            "{stderr}"
+        );
+        if json {
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(v["trace_id"], "basic");
+        }
+    }
+}

@@ -152,7 +152,7 @@ fn warnings_are_printed_grouped_and_counted_and_all_with_verbose() {
         line.trim_start().starts_with(&format!("{reused}× ")),
         "{line}"
     );
-    assert!(line.contains("(first: "), "{line}");
+    assert!(line.contains(" traces; first: "), "{line}");
     assert!(line.contains(".tool_calls[0])"), "{line}");
     assert!(grouped.contains("× tool call \"…\" (finish) has no result"));
     assert!(grouped.lines().count() < all.len(), "grouped, not listed");
@@ -263,4 +263,41 @@ fn mini_swe_agent_2_files_import_show_stats_and_run_in_a_suite() {
     let mut traces: Vec<&str> = samples.iter().map(|s| s.trace_id.as_str()).collect();
     traces.sort();
     assert_eq!(traces, ["mini-vllm-smoke", "sqlfluff-vllm-step1"]);
+}
+
+/// A warning of a JSON Lines file is grouped with the line of its first occurrence (a real Codex
+/// rollout: 118 tool calls whose arguments the recorder redacted). The line went into the kind
+/// as `line N` and the place named only the file: only `--verbose` showed line 17.
+#[test]
+fn grouped_warnings_of_a_jsonl_file_name_the_first_line() {
+    let file = datasets()
+        .join("codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl");
+    let out = tempfile::tempdir().unwrap();
+    let o = cmd()
+        .args(["import", "-o"])
+        .arg(out.path())
+        .arg(&file)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(o).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("arguments are not valid JSON"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.trim_start()
+            .starts_with("118× arguments are not valid JSON"),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(&format!(
+            "(first: {}:17 [rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9] \
+             $.payload.arguments)",
+            file.display()
+        )),
+        "{line}"
+    );
 }

@@ -972,6 +972,109 @@ fn trace_files_that_give_no_trace_are_named_wherever_the_run_is_shown() {
     assert_eq!(manifest["ignored_files"].as_array().map(Vec::len), Some(1));
 }
 
+/// What the importers changed in a run's traces is never dropped silently: real traces whose
+/// import warns (τ-bench's reused tool call ids renamed, an OpenHands `finish` call with no
+/// result, a Codex rollout whose arguments were redacted) are counted by kind, with the first
+/// place, by `--dry-run`, the run's closing lines, run.json `import_warnings`, report.md and
+/// report.html; `--verbose` lists each on stderr. The run said nothing of them anywhere.
+#[test]
+fn import_warnings_are_shown_wherever_the_run_is_shown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = SuiteBuilder::new("warned")
+        .dataset("tau-bench/gpt-4o-airline.json")
+        .dataset("openhands/basic.json")
+        .dataset("codex/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl")
+        .deepagents(20000)
+        .write(tmp.path(), "s.toml");
+    let run = |extra: &[&str]| {
+        let out = Command::new(bin())
+            .env("COLUMNS", "100")
+            .arg("run")
+            .arg(&suite)
+            .args(["--run-id", "r", "--eval", "replay"])
+            .args([
+                "--trace",
+                "gpt-4o-airline__task0_trial0",
+                "--trace",
+                "basic",
+            ])
+            .args(["--trace", "rollout-*"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let flat = |b: Vec<u8>| {
+            String::from_utf8(b)
+                .unwrap()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        (flat(out.stdout), flat(out.stderr))
+    };
+    // task0_trial0: 2 ids renamed; basic: 1 call with no result; the rollout: 118 arguments.
+    let (plan, _) = run(&["--dry-run"]);
+    assert!(
+        plan.contains("121 import warning(s) in 3 trace(s)")
+            && plan.contains(
+                "118× arguments are not valid JSON (expected value at line N column N); kept \
+                 as a string (first: "
+            )
+            && plan.contains(
+                "rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl:17"
+            )
+            && plan.contains(
+                "2× tool call id \"…\" was already used in this trace; renamed to \"…\" (first: "
+            )
+            && plan.contains("gpt-4o-airline.json $[0].traj[12].tool_calls[0])")
+            && plan.contains("1× tool call \"…\" (finish) has no result"),
+        "{plan}"
+    );
+    let (closing, listed) = run(&["--verbose"]);
+    let dir = tmp.path().join("out/r");
+    let flat = |f: &str| {
+        std::fs::read_to_string(dir.join(f))
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for (what, shown) in [
+        ("terminal", closing),
+        ("report.md", flat("report.md").replace('\\', "")),
+        ("report.html", flat("report.html").replace("&quot;", "\"")),
+    ] {
+        assert!(
+            shown.contains("import warnings: 3 trace(s) were altered on import (121 warning(s)")
+                && shown.contains("118× arguments are not valid JSON")
+                && shown.contains("2× tool call id \"…\" was already used in this trace")
+                && shown.contains("1× tool call \"…\" (finish) has no result"),
+            "{what}: {shown}"
+        );
+    }
+    assert!(
+        listed.contains("121 import warning(s) in 3 trace(s)")
+            && listed.contains("[basic]: message 3: tool call")
+            && listed.contains("line 17: $.payload.arguments: arguments are not valid JSON"),
+        "{listed}"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let w = &manifest["import_warnings"];
+    assert_eq!(w["total"], 121, "{w}");
+    assert_eq!(w["traces"], 3, "{w}");
+    assert_eq!(w["kinds"].as_array().map(Vec::len), Some(3), "{w}");
+    assert_eq!(w["kinds"][0]["count"], 118, "{w}");
+    assert!(
+        w["kinds"][0]["first"].as_str().unwrap().ends_with(
+            "rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl:17 \
+             [rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9] \
+             $.payload.arguments"
+        ),
+        "{w}"
+    );
+}
+
 /// The files `report` writes, read back: summary.json, report.md, report.html, results.csv.
 fn reported(dir: &Path) -> (serde_json::Value, String, String, String) {
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();

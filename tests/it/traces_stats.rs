@@ -753,3 +753,76 @@ fn calibration_restarts_at_compaction_markers() {
         27
     );
 }
+
+/// Two folders holding a trace of the same id (a real mini-swe-agent trajectory, copied): both
+/// are rows and count in the totals, and the output says so, naming the id and its files, as
+/// `run` would refuse them and `import` renames the second. Identical rows were printed with no
+/// word of it.
+#[test]
+fn cli_names_trace_ids_that_come_from_more_than_one_input() {
+    let real = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets/mini-swe-agent/astropy__astropy-12907.traj.json");
+    let tmp = tempfile::tempdir().unwrap();
+    for d in ["a", "b"] {
+        std::fs::create_dir(tmp.path().join(d)).unwrap();
+        std::fs::copy(
+            &real,
+            tmp.path().join(d).join("astropy__astropy-12907.traj.json"),
+        )
+        .unwrap();
+    }
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let out = ctxbench()
+        .env("COLUMNS", "100")
+        .args(["traces", "stats"])
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let flat = String::from_utf8(out)
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(flat.starts_with("2 trace(s), "), "{flat}");
+    assert!(
+        flat.contains(&format!(
+            "note: 1 trace id(s) come from more than one input: each input's trace is a row \
+             below and counts in the totals (a run refuses them: \"each trace must have a unique \
+             id\"; `ctxbench import` writes the later ones as `<id>-2`, …): astropy__astropy-12907 \
+             (from {} and {})",
+            a.join("astropy__astropy-12907.traj.json").display(),
+            b.join("astropy__astropy-12907.traj.json").display()
+        )),
+        "{flat}"
+    );
+    // --json: the ids and files in the report, the note on stderr.
+    let out = ctxbench()
+        .args(["traces", "stats", "--json"])
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["duplicate_ids"][0]["id"], "astropy__astropy-12907", "{v}");
+    assert_eq!(v["duplicate_ids"][0]["files"].as_array().unwrap().len(), 2);
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("note: 1 trace id(s) come from more than one input"));
+    // One folder: no note, and no field.
+    let out = ctxbench()
+        .args(["traces", "stats", "--json"])
+        .arg(&a)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v.get("duplicate_ids").is_none(), "{v}");
+    assert!(out.stderr.is_empty());
+}

@@ -593,9 +593,118 @@ pub fn finalize(t: &mut Trace) {
             })
             .map(|m| extract_goal(&m.content));
     }
-    for p in pairing_problems(t) {
+    // A result the importer already reported as answering no open call (with its JSON path)
+    // is not reported again in other words: one warning per fact. The importer's warning
+    // quotes the result's recorded id (which the result keeps), or, for the few that quote
+    // none (SWE-agent's observations, Gemini's responses by name), is paired in order.
+    let problems = pairing(t);
+    let mut reported: Vec<Option<&String>> = t
+        .meta
+        .warnings
+        .iter()
+        .filter(|w| w.contains("no open"))
+        .map(Some)
+        .collect();
+    let mut shown = vec![true; problems.len()];
+    for (k, p) in problems.iter().enumerate() {
+        if let Pairing::Orphan { id, .. } = p {
+            let quoted = format!("{id:?}");
+            if let Some(r) = reported
+                .iter_mut()
+                .find(|r| r.is_some_and(|w| w.contains(&quoted)))
+            {
+                *r = None;
+                shown[k] = false;
+            }
+        }
+    }
+    for (k, p) in problems.iter().enumerate() {
+        if shown[k] && matches!(p, Pairing::Orphan { .. }) {
+            if let Some(r) = reported.iter_mut().find(|r| r.is_some()) {
+                *r = None;
+                shown[k] = false;
+            }
+        }
+    }
+    let texts: Vec<String> = problems
+        .iter()
+        .zip(shown)
+        .filter(|(_, s)| *s)
+        .map(|(p, _)| p.to_string())
+        .collect();
+    for p in texts {
         if !t.meta.warnings.contains(&p) {
             t.meta.warnings.push(p);
+        }
+    }
+    if !t.meta.warnings.iter().any(|w| w.contains(IMAGE_WARNING)) {
+        let images = image_placeholders(t);
+        t.meta.warnings.extend(images);
+    }
+}
+
+/// What the warning on an image replaced by a placeholder says (after the placeholder).
+const IMAGE_WARNING: &str = "; its tokens are not counted";
+
+/// One warning per image an importer replaced by its placeholder (`[image]`, `[image_url]`,
+/// `[input_image]`, Gemini's `[image/png]`: a line of its own in the message's text, as the
+/// importers write them): the image's tokens are in no count of the replay.
+fn image_placeholders(t: &Trace) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, m) in t.messages.iter().enumerate() {
+        for line in m.content.lines() {
+            let Some(ty) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) else {
+                continue;
+            };
+            if matches!(ty, "image" | "image_url" | "input_image") || ty.starts_with("image/") {
+                out.push(format!(
+                    "message {i}: an image was replaced by the placeholder {line:?}{IMAGE_WARNING}"
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// One problem of a trace's tool-call pairing (message indexes are 0-based).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Pairing<'a> {
+    /// A call id used by an earlier call too.
+    Reused { at: usize, id: &'a str },
+    /// A tool result whose id answers no open call.
+    Orphan { at: usize, id: &'a str },
+    /// A call no result answers; `ends`: nothing follows it but results of its own message's
+    /// other calls (the source ends mid-call), else the source goes on without answering it.
+    Unanswered {
+        at: usize,
+        id: &'a str,
+        name: &'a str,
+        ends: bool,
+    },
+}
+
+impl std::fmt::Display for Pairing<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Pairing::Reused { at, id } => {
+                write!(
+                    f,
+                    "message {at}: tool call id {id:?} is used more than once"
+                )
+            }
+            Pairing::Orphan { at, id } => write!(
+                f,
+                "message {at}: tool result for call id {id:?} answers no open tool call"
+            ),
+            Pairing::Unanswered { at, id, name, ends } => write!(
+                f,
+                "message {at}: tool call {id:?} ({name}) has no result ({})",
+                if *ends {
+                    "the source ends mid-call"
+                } else {
+                    "the source goes on without answering it"
+                }
+            ),
         }
     }
 }
@@ -603,40 +712,44 @@ pub fn finalize(t: &mut Trace) {
 /// Tool calls without a result and results that answer no open call, as warnings (message
 /// indexes are 0-based). Empty for a well-formed trace.
 pub fn pairing_problems(t: &Trace) -> Vec<String> {
+    pairing(t).iter().map(|p| p.to_string()).collect()
+}
+
+/// The problems of `t`'s tool-call pairing, in message order (unanswered calls last).
+fn pairing(t: &Trace) -> Vec<Pairing<'_>> {
     let mut out = Vec::new();
     let mut open: HashMap<&str, (usize, &str)> = HashMap::new();
     let mut seen: HashSet<&str> = HashSet::new();
-    let last_assistant = t.messages.iter().rposition(|m| m.role == Role::Assistant);
+    // For each message, the message of the call it answered (tool results only).
+    let mut answered: Vec<Option<usize>> = vec![None; t.messages.len()];
     for (i, m) in t.messages.iter().enumerate() {
         for c in &m.tool_calls {
             if !seen.insert(c.id.as_str()) {
-                out.push(format!(
-                    "message {i}: tool call id {:?} is used more than once",
-                    c.id
-                ));
+                out.push(Pairing::Reused {
+                    at: i,
+                    id: c.id.as_str(),
+                });
             }
             open.insert(c.id.as_str(), (i, c.name.as_str()));
         }
         if m.role == Role::Tool {
             let id = m.tool_call_id.as_deref().unwrap_or("");
-            if open.remove(id).is_none() {
-                out.push(format!(
-                    "message {i}: tool result for call id {id:?} answers no open tool call"
-                ));
+            match open.remove(id) {
+                Some((from, _)) => answered[i] = Some(from),
+                None => out.push(Pairing::Orphan { at: i, id }),
             }
         }
     }
     let mut dangling: Vec<_> = open.into_iter().collect();
     dangling.sort_by_key(|(id, (i, _))| (*i, *id));
     for (id, (i, name)) in dangling {
-        let tail = if Some(i) == last_assistant {
-            " (the source ends mid-call)"
-        } else {
-            ""
-        };
-        out.push(format!(
-            "message {i}: tool call {id:?} ({name}) has no result{tail}"
-        ));
+        let ends = answered[i + 1..].iter().all(|a| *a == Some(i));
+        out.push(Pairing::Unanswered {
+            at: i,
+            id,
+            name,
+            ends,
+        });
     }
     out
 }
@@ -807,6 +920,91 @@ mod tests {
         assert!(p[0].contains("\"zz\""));
         assert!(p[1].contains("\"b\"") && !p[1].contains("mid-call"));
         assert!(p[2].contains("\"c\"") && p[2].contains("mid-call"));
+    }
+
+    /// One orphan result is one warning, the importer's (with its JSON path), not a second in
+    /// other words from the pairing check; the call it did not answer is said to have none
+    /// while the source goes on (not "the source ends mid-call": a message follows it).
+    #[test]
+    fn an_orphan_result_is_warned_once_and_the_call_it_skips_accurately() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("t.json");
+        std::fs::write(
+            &f,
+            r#"[{"role": "user", "content": "list"},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "zzz", "content": "out"}]"#,
+        )
+        .unwrap();
+        let t = import_file(&f, None).unwrap().remove(0);
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "$[2]: tool result for \"zzz\" follows no open tool call",
+                "message 1: tool call \"a\" (ls) has no result (the source goes on without answering it)",
+            ]
+        );
+        // The pairing check alone (a canonical trace) still finds both.
+        let p = pairing_problems(&t);
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert!(p[0].contains("answers no open tool call"), "{p:?}");
+        // A call whose message is the last but for results of its other calls: the source
+        // ends mid-call.
+        std::fs::write(
+            &f,
+            r#"[{"role": "user", "content": "list"},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "ls", "arguments": "{}"}}, {"id": "b", "type": "function", "function": {"name": "cat", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "a", "content": "out"}]"#,
+        )
+        .unwrap();
+        let t = import_file(&f, None).unwrap().remove(0);
+        assert_eq!(
+            t.meta.warnings,
+            ["message 1: tool call \"b\" (cat) has no result (the source ends mid-call)"]
+        );
+    }
+
+    /// Images an importer replaces by a placeholder are warned of, one warning each (the replay
+    /// counts none of their tokens): a real Codex rollout with 17 `input_image` parts, and a
+    /// real Inspect log with an `image` part. Nothing said so.
+    #[test]
+    fn images_replaced_by_placeholders_are_warned_of() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets");
+        for (file, placeholder, n) in [
+            (
+                "codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl",
+                "[input_image]",
+                17,
+            ),
+            ("inspect/log_images_tc.json", "[image]", 1),
+        ] {
+            let t = import_file(&root.join(file), None).unwrap().remove(0);
+            let images: Vec<&String> = t
+                .meta
+                .warnings
+                .iter()
+                .filter(|w| w.contains("an image was replaced by the placeholder"))
+                .collect();
+            assert_eq!(images.len(), n, "{file}");
+            let in_text: usize = t
+                .messages
+                .iter()
+                .map(|m| m.content.lines().filter(|l| *l == placeholder).count())
+                .sum();
+            assert_eq!(in_text, n, "{file}");
+            assert!(
+                images[0].starts_with("message ")
+                    && images[0].ends_with(&format!(
+                        "an image was replaced by the placeholder {placeholder:?}; its tokens are not counted"
+                    )),
+                "{}",
+                images[0]
+            );
+            // Imported again (finalize twice), not warned twice.
+            let mut again = t.clone();
+            finalize(&mut again);
+            assert_eq!(again.meta.warnings, t.meta.warnings);
+        }
     }
 
     #[test]
