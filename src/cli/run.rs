@@ -278,7 +278,7 @@ fn write_reports(
 }
 
 /// Prunes the run's offload stores to those report.html shows and the errored ones (saying how
-/// many flagged units' stores went: those past the page's cap), or unpacks
+/// many flagged units' and failed verdicts' stores went: those past the page's caps), or unpacks
 /// them all (`--keep-stores`); returns what the end of the run says about them.
 fn stores_text(
     dir: &crate::record::RunDir,
@@ -327,30 +327,31 @@ fn stores_text(
             } else {
                 String::new()
             };
-            if p.flagged > 0 {
-                out.push_str(&crate::output::wrap(
-                    &format!(
-                        "note: {} flagged unit(s) report.html does not show in full (past the \
-                         first {} flagged units of their variant{shrunk}): their offload \
-                         stores were not kept (samples.jsonl and results.csv list them; \
-                         --keep-stores keeps every store)",
-                        p.flagged, caps.flagged
-                    ),
-                    100,
-                ));
-            }
-            // (Said once the caps shrink, as report.html says it: a run of few variants keeps
-            // the failed verdicts' stores it always did, and ends as it did.)
-            if p.failed > 0 && caps.shrunk() {
-                out.push_str(&crate::output::wrap(
-                    &format!(
-                        "note: {} unit(s) whose verdict is fail report.html does not show in \
-                         full (past the first {} of their variant{shrunk}): their offload \
-                         stores were not kept",
-                        p.failed, caps.failed
-                    ),
-                    100,
-                ));
+            // Nothing left out unsaid: the flagged units and the failed verdicts past the
+            // page's caps, whatever the number of variants (report.html counts the same).
+            for (n, what, past) in [
+                (
+                    p.flagged,
+                    "flagged unit(s)",
+                    format!("{} flagged units", caps.flagged),
+                ),
+                (
+                    p.failed,
+                    "unit(s) whose verdict is fail",
+                    caps.failed.to_string(),
+                ),
+            ] {
+                if n > 0 {
+                    out.push_str(&crate::output::wrap(
+                        &format!(
+                            "note: {n} {what} report.html does not show in full (past the \
+                             first {past} of their variant{shrunk}): their offload stores were \
+                             not kept (samples.jsonl and results.csv list them; --keep-stores \
+                             keeps every store)"
+                        ),
+                        100,
+                    ));
+                }
             }
         }
         Err(e) => out.push_str(&format!("warning: offload stores not pruned: {e}\n")),

@@ -850,6 +850,78 @@ fn a_suite_of_many_variants_keeps_the_stores_of_a_smaller_page_and_says_so() {
     }
 }
 
+/// A suite of 2 variants (the caps of a small run: 5 failed verdicts per variant) with far more
+/// failed verdicts than that: the page and the run's closing lines count the units whose verdict
+/// is fail that the page does not show in full, whose stores are not kept, as they count the
+/// flagged ones; nothing is left out unsaid however few the variants.
+#[test]
+fn failed_verdicts_past_the_pages_cap_of_a_small_suite_are_counted() {
+    use ctxbench::report::html::{Caps, MAX_FAILED_PER_VARIANT};
+    let tmp = tempfile::tempdir().unwrap();
+    let datasets = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
+    // 20 traces × 2 variants × 4 needle samples = 160 units, a fifth of them failing their
+    // verdict.
+    let suite = base_and_aggressive("fails")
+        .seed(1)
+        .trace(datasets.join("*.traj.json"))
+        .base("window = 20000")
+        .eval("replay", "enabled = false")
+        .eval(
+            "needle",
+            "depths = [0.3, 0.7]\npositions = [\"tool\", \"user\"]",
+        )
+        .write(tmp.path(), "fails.toml");
+    assert!(!Caps::for_variants(2).shrunk());
+    for (id, executor) in [
+        ("fails", "synthetic:store=1"),
+        ("fails-offline", "synthetic:store=1,offline=1"),
+    ] {
+        let out = Command::new(bin())
+            .args(["run", suite.to_str().unwrap(), "--jobs", "4"])
+            .args(["--executor", executor, "--run-id", id])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let dir = tmp.path().join("out").join(id);
+        let (_, model, _) =
+            ctxbench::report::load::load_model(&ctxbench::record::RunDir::new(&dir)).unwrap();
+        assert_eq!(model.units, 160);
+        let kept: std::collections::BTreeSet<String> = std::fs::read_dir(dir.join("stores"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(
+            kept,
+            ctxbench::report::shown::shown_in_full(&model).unwrap()
+        );
+        // Many more failed verdicts than the page shows, and nothing else left out.
+        let left_out = model.shown().1;
+        assert_eq!(left_out.problems, 0);
+        assert!(left_out.failed > 2 * MAX_FAILED_PER_VARIANT, "{left_out:?}");
+        let said = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        let note = format!(
+            "note: {} unit(s) whose verdict is fail report.html does not show in full (past the \
+             first {MAX_FAILED_PER_VARIANT} of their variant): their offload stores were not \
+             kept (samples.jsonl and results.csv list them; --keep-stores keeps every store)",
+            left_out.failed
+        );
+        assert!(said.contains(&note), "{note}\n{stdout}");
+        assert!(!said.contains("flagged unit(s)"), "{stdout}");
+        assert!(stdout.lines().all(|l| l.chars().count() <= 100), "{stdout}");
+        let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+        assert!(
+            html.contains(&format!(
+                "{} more unit(s) whose verdict is fail are not shown in full (past the first \
+                 {MAX_FAILED_PER_VARIANT} of their variant).",
+                left_out.failed
+            )),
+            "report.html does not count the {} failed verdicts it leaves out",
+            left_out.failed
+        );
+    }
+}
+
 /// A real trace (psf__requests-1142, whose tool outputs run to ~200k tokens) under digitorn at a
 /// 20,000-token window leaves needle probes' requests over the window after every compaction
 /// (`overflow` events; a model of that window would refuse them): each such unit is flagged in
