@@ -66,7 +66,7 @@ mod tests {
             "{MIN}[evals.needle]\n[evals.probes]\n[gates]\nrules = [\"base: needle.recall.delta \
              >= -0.1\", \"cost.agent.delta_pct <= 5\", \"tokens < 1e9\", \
              \"probes.judge_accuracy >= 1\", \"needle.pass >= 0.5\"]\n[report]\n\
-             metrics = [\"needle.*\", \"tokens\"]\n"
+             metrics = [\"needle.*\", \"tokens\", \"cost.*\", \"tokens.*\"]\n"
         );
         load(&ok).unwrap();
         let only_needle = crate::config::Overrides {

@@ -269,9 +269,12 @@ impl Estimate {
         }
         if self.roles.iter().any(|r| r.unpriced.contains(NO_MODEL)) {
             // The report's words (`report::pricing_notes`): no model, so no `[pricing]` entry.
-            out.push_str(&format!(
-                "? = no price for the agent's views: {}\n",
-                crate::report::pricing_notes::price_advice("agent", None)
+            out.push_str(&crate::output::wrap(
+                &format!(
+                    "? = no price for the agent's views: {}",
+                    crate::report::pricing_notes::price_advice("agent", None)
+                ),
+                crate::report::terminal::WIDTH,
             ));
         }
         if self.skipped_traces > 0 {

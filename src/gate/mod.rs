@@ -745,12 +745,24 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
     );
     // A regression is a change the wrong way; a change the right way that is too small
     // (`tokens.delta_pct <= -35` on a 31.8% saving) can fail too, but is no regression.
-    let regressed = rule.kind != RuleKind::Absolute
-        && if rule.op.lower_bound() {
-            value < 0.0
+    // Against a threshold other than 0 a rule fails on its CI, so the wrong sign alone does
+    // not make a regression (`tokens.delta_pct <= -10` on +0.3% [-2.1, +2.8] falls short, it
+    // did not regress): the change must be significant against 0 too, its CI wholly on the
+    // wrong side of 0 (or, with no CI, its test).
+    let wrong_way = |x: f64| {
+        if rule.op.lower_bound() {
+            x < 0.0
         } else {
-            value > 0.0
-        };
+            x > 0.0
+        }
+    };
+    let regressed = rule.kind != RuleKind::Absolute
+        && wrong_way(value)
+        && (rule.threshold == 0.0
+            || match &ci {
+                Some(ci) => wrong_way(if rule.op.lower_bound() { ci.hi } else { ci.lo }),
+                None => p_value.is_some_and(|p| p < crate::metrics::stats::ALPHA),
+            });
     let (verdict, message) = if holds {
         (
             Verdict::Pass,

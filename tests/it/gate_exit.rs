@@ -645,6 +645,37 @@ fn a_rule_asking_for_a_saving_fails_when_nothing_is_saved() {
         text.contains("by 10.0 percentage points and the whole 95% CI falls short of it"),
         "{text}"
     );
+    // A change the wrong way but no significant one (its CI spans 0) falls short of the
+    // threshold; it is no regression (it was called "a significant regression").
+    let noise: Vec<Sample> = run_losing(0)
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut s)| {
+            if s.variant == "aggressive" {
+                match i % 4 {
+                    0 => s.tokens.agent.input = s.tokens.agent.input * 103 / 100,
+                    2 => s.tokens.agent.input = s.tokens.agent.input * 98 / 100,
+                    _ => {}
+                }
+            }
+            s
+        })
+        .collect();
+    let cand = write(dir.path(), "noise", &noise);
+    let out = gate(&cand, &base)
+        .args(["--rule", "aggressive: tokens.delta_pct <= -10"])
+        .assert()
+        .code(10)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert!(
+        text.contains("= +0.1% (95% CI [-0.3, +0.6], p = 0.666): violates <= -10.0% by 10.1 percentage points and the whole 95% CI falls short of it"),
+        "{text}"
+    );
+    assert!(!text.contains("regression"), "{text}");
+    let xml = std::fs::read_to_string(cand.join("gate.xml")).unwrap();
+    assert!(xml.contains("type=\"threshold_miss\""), "{xml}");
     // A rise within its tolerance's reach passes: 12% more input tokens in every other unit
     // (+2.9% [+1.5, +4.4], p < 0.001) is a significant change, not one significantly above
     // +2%: it passed only while significance was the test against 0.

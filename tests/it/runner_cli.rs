@@ -1086,6 +1086,29 @@ fn import_warnings_are_shown_wherever_the_run_is_shown() {
     };
     // task0_trial0: 2 ids renamed; basic: 1 call with no result; the rollout: 118 arguments.
     let (plan, _) = run(&["--dry-run"]);
+    // The plan's lines stay within 100 columns, its warnings' too (a path longer than a line
+    // is not cut: it stands alone on its line).
+    let raw = Command::new(bin())
+        .env("COLUMNS", "100")
+        .arg("run")
+        .arg(&suite)
+        .args(["--run-id", "r", "--eval", "replay", "--dry-run"])
+        .args([
+            "--trace",
+            "gpt-4o-airline__task0_trial0",
+            "--trace",
+            "basic",
+        ])
+        .args(["--trace", "rollout-*"])
+        .output()
+        .unwrap();
+    let raw = String::from_utf8(raw.stdout).unwrap();
+    for line in raw.lines() {
+        assert!(
+            line.chars().count() <= 100 || !line.trim().contains(' '),
+            "{line}\n{raw}"
+        );
+    }
     assert!(
         plan.contains("121 import warning(s) in 3 trace(s)")
             && plan.contains(
