@@ -459,6 +459,25 @@ mod report_order_tests {
             "t3", "t1", "t10", "t2", "a", "b", "c", "d", "e", "f", "g", "h", "i",
         ];
         let p = build(&s, traces.iter().map(|t| trace(t)).collect()).unwrap();
+        let model = passing_model(&p);
+        let sorted: Vec<String> = (0..model.samples.len())
+            .map(|i| model.samples.get(i).unit_id.to_string())
+            .collect();
+        let walked: Vec<String> = p.report_order().map(|i| p.id(i)).collect();
+        assert_eq!(walked, sorted);
+        let want = crate::report::shown::shown_in_full(&model).unwrap();
+        let crate::runner::stores::StorePolicy::Kept { shown, .. } =
+            crate::runner::stores::StorePolicy::for_plan(&p)
+        else {
+            panic!("a kept policy");
+        };
+        let got: std::collections::BTreeSet<String> = shown.into_iter().collect();
+        assert!(!got.is_empty() && got.len() < p.len());
+        assert_eq!(got, want);
+    }
+
+    /// The report model of `p` had every planned unit passed.
+    fn passing_model(p: &Plan) -> crate::report::ReportModel {
         let samples: Vec<crate::record::Sample> = p
             .units()
             .map(|u| {
@@ -476,21 +495,7 @@ mod report_order_tests {
         let mut info = crate::record::RunInfo::new("plan");
         info.variants = p.variants.iter().map(|v| v.name.clone()).collect();
         info.baseline = Some(p.baseline.clone());
-        let model = crate::report::ReportModel::build(&info, samples);
-        let sorted: Vec<String> = (0..model.samples.len())
-            .map(|i| model.samples.get(i).unit_id.to_string())
-            .collect();
-        let walked: Vec<String> = p.report_order().map(|i| p.id(i)).collect();
-        assert_eq!(walked, sorted);
-        let want = crate::report::shown::shown_in_full(&model).unwrap();
-        let crate::runner::stores::StorePolicy::Kept { shown, .. } =
-            crate::runner::stores::StorePolicy::for_plan(&p)
-        else {
-            panic!("a kept policy");
-        };
-        let got: std::collections::BTreeSet<String> = shown.into_iter().collect();
-        assert!(!got.is_empty() && got.len() < p.len());
-        assert_eq!(got, want);
+        crate::report::ReportModel::build(&info, samples)
     }
 
     /// A sweep of many variants: the page's caps per variant shrink (`report::html::Caps`), and
@@ -511,24 +516,7 @@ mod report_order_tests {
         assert_eq!(p.variants.len(), 12);
         let caps = crate::report::html::Caps::for_variants(12);
         assert!(caps.shrunk() && caps.keys < crate::report::html::SHOWN_PAIR_KEYS);
-        let samples: Vec<crate::record::Sample> = p
-            .units()
-            .map(|u| {
-                crate::record::Sample::builder()
-                    .unit_id(u.id)
-                    .trace(&*u.trace_id)
-                    .variant(&*u.variant)
-                    .eval(&*u.eval)
-                    .sample(&*u.sample)
-                    .repeat(u.repeat)
-                    .passed(true)
-                    .build()
-            })
-            .collect();
-        let mut info = crate::record::RunInfo::new("plan");
-        info.variants = p.variants.iter().map(|v| v.name.clone()).collect();
-        info.baseline = Some(p.baseline.clone());
-        let model = crate::report::ReportModel::build(&info, samples);
+        let model = passing_model(&p);
         let want = crate::report::shown::shown_in_full(&model).unwrap();
         let StorePolicy::Kept { shown, .. } = StorePolicy::for_plan(&p) else {
             panic!("a kept policy");
