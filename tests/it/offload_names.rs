@@ -57,6 +57,25 @@ fn write_trace_of(path: &Path, ids: &[String]) {
 }
 
 /// The files under `dir`, by name.
+/// `ctxbench run SUITE --keep-stores` into `dir/out/r`: the run directory and its samples.
+fn run_keeping_stores(suite: &Path, dir: &Path) -> (std::path::PathBuf, Vec<Value>) {
+    let out = dir.join("out");
+    ctxbench()
+        .arg("run")
+        .arg(suite)
+        .args(["--quiet", "--keep-stores", "--run-id", "r", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let run = out.join("r");
+    let samples: Vec<Value> = std::fs::read_to_string(run.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (run, samples)
+}
+
 fn files(dir: &Path) -> BTreeMap<String, String> {
     std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -89,20 +108,7 @@ fn colliding_tool_call_ids_are_refused_as_deepagents_does_and_unwritable_ones_fa
         .table("providers.agent", "kind = \"offline\"")
         .table("providers.summary", "kind = \"offline\"")
         .write(tmp.path(), "suite.toml");
-    let out = tmp.path().join("out");
-    ctxbench()
-        .arg("run")
-        .arg(&suite)
-        .args(["--quiet", "--keep-stores", "--run-id", "r", "-o"])
-        .arg(&out)
-        .assert()
-        .success();
-    let run = out.join("r");
-    let samples: Vec<Value> = std::fs::read_to_string(run.join("samples.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (run, samples) = run_keeping_stores(&suite, tmp.path());
     // replay, invariants and two needle units, none failed (a NUL or a 300-byte name failed
     // the store's write, and with it the unit).
     assert_eq!(samples.len(), 4);
@@ -198,20 +204,7 @@ fn a_result_whose_id_has_whitespace_around_it_is_read_by_the_path_grep_prints() 
         .table("providers.agent", "kind = \"offline\"")
         .table("providers.summary", "kind = \"offline\"")
         .write(tmp.path(), "suite.toml");
-    let out = tmp.path().join("out");
-    ctxbench()
-        .arg("run")
-        .arg(&suite)
-        .args(["--quiet", "--keep-stores", "--run-id", "r", "-o"])
-        .arg(&out)
-        .assert()
-        .success();
-    let run = out.join("r");
-    let samples: Vec<Value> = std::fs::read_to_string(run.join("samples.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (run, samples) = run_keeping_stores(&suite, tmp.path());
     let replay = samples.iter().find(|s| s["eval"] == "replay").unwrap();
     assert!(replay["error"].is_null(), "{}", replay["error"]);
     let unit = replay["unit_id"].as_str().unwrap();
