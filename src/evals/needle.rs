@@ -645,6 +645,9 @@ pub fn score(prepared: &Prepared, answers: &[Answer]) -> (BTreeMap<String, f64>,
         let evidence = json!({"not_applicable": reason});
         return (scores, evidence);
     }
+    // 0 on every unit it applies to, so its mean is the share of units not applicable (as
+    // `not_reached` and `step_limit`), not 1.000 over the not applicable ones alone.
+    scores.insert("not_applicable".into(), 0.0);
     if prepared.fold.is_some() {
         scores.insert("not_reached".into(), (!prepared.reached) as u8 as f64);
     }

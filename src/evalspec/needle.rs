@@ -17,7 +17,8 @@ pub const SPEC: EvalSpec = EvalSpec {
         lower("stale", Fraction),
         neutral("not_reached", Fraction),
         // 1 on a unit whose trace has no message of the needle's position (nothing planted or
-        // asked; see `evals::needle::Prepared::not_applicable`); absent on every other unit.
+        // asked; see `evals::needle::Prepared::not_applicable`); 0 on every other unit, so its
+        // mean is the share of needle units not applicable.
         neutral("not_applicable", Fraction),
         neutral("in_view", Fraction),
         neutral("steps", Count),

@@ -344,7 +344,8 @@ fn unknown_price_advice_for_traces_without_a_model_can_be_followed() {
     let advice = "The traces record no model to price: set `agent_model` in `[engine.base]`";
     let (code, out, err) = ctxbench(&["run", &s, "--limit", "1", "--dry-run"]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains(advice), "{out}");
+    // Wrapped at 100 columns as every line of the plan.
+    assert!(out.replace('\n', " ").contains(advice), "{out}");
     assert!(!out.contains("(no model recorded)"), "{out}");
     let (code, out, err) = ctxbench(&["run", &s, "--limit", "1", "--run-id", "r"]);
     assert_eq!(code, Some(0), "{err}");
@@ -390,8 +391,23 @@ fn a_needle_with_no_place_in_its_trace_is_not_applicable_not_an_error() {
     assert!(skipped[0]["error"].is_null());
     let why = skipped[0]["evidence"]["not_applicable"].as_str().unwrap();
     assert!(why.contains("depth 0.5, position \"tool\""), "{why}");
-    // The other trace's needle unit was asked (its distractors placed as usual).
+    // The other trace's needle unit was asked (its distractors placed as usual), and records
+    // 0: the mean of `needle.not_applicable` is the share of needle units, 1 of 2.
     assert!(samples.contains("\"recall\""), "{samples}");
+    let applicable: Vec<serde_json::Value> = samples
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|s| s["eval"] == "needle" && s["scores"]["not_applicable"] == 0.0)
+        .collect();
+    assert_eq!(applicable.len(), 1, "{samples}");
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("out/r/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let text = summary.to_string();
+    assert!(text.contains("needle.not_applicable"), "{text}");
+    let md = std::fs::read_to_string(tmp.path().join("out/r/report.md")).unwrap();
+    assert!(md.contains("0.500"), "{md}");
 }
 
 /// An error about a whole file names the file once ("FILE: not a trace"), not as a location
