@@ -308,13 +308,15 @@ pub fn replay_file_recorded(
         .agent_model
         .as_deref()
         .and_then(|m| prices.unknown_model(m));
+    // Said once per distinct wording: the traces of one file mostly read alike.
+    let mut said = std::collections::HashSet::new();
     for t in traces {
         let resolved = cfg.resolve_for(&t.meta, prices)?;
         if let Some(why) = &unknown {
-            crate::output::errln!(
-                "warning: --agent-model {}",
-                unknown_model_window(why, &t.meta, &resolved)
-            );
+            let warning = unknown_model_window(why, &t.meta, &resolved);
+            if said.insert(warning.clone()) {
+                crate::output::errln!("warning: --agent-model {warning}");
+            }
         }
         let mut env = ReplayEnv::new(&summarizer);
         env.seed = args.seed;

@@ -263,7 +263,7 @@ fn duplicates_note(dups: &[stats::DuplicateId]) -> Option<String> {
         .take(DUPLICATES_NAMED)
         .enumerate()
         .map(|(i, d)| match i {
-            0 => format!("{} (from {})", d.id, d.files.join(" and ")),
+            0 => format!("{} (from {})", d.id, files_counted(&d.files)),
             _ => d.id.clone(),
         })
         .collect();
@@ -277,6 +277,26 @@ fn duplicates_note(dups: &[stats::DuplicateId]) -> Option<String> {
         dups.len(),
         named.join(", ")
     ))
+}
+
+/// Files in first-seen order, one named once with how many of the id it gave (`a.jsonl ×2 and
+/// b.jsonl`): a file that holds the id twice read "from a.jsonl and a.jsonl".
+fn files_counted(files: &[String]) -> String {
+    let mut counted: Vec<(&str, usize)> = Vec::new();
+    for f in files {
+        match counted.iter_mut().find(|(n, _)| *n == f.as_str()) {
+            Some((_, k)) => *k += 1,
+            None => counted.push((f, 1)),
+        }
+    }
+    counted
+        .iter()
+        .map(|(f, k)| match k {
+            1 => f.to_string(),
+            k => format!("{f} ×{k}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" and ")
 }
 
 /// Columns left for a first column when a table's other columns (`header`, `rows`) take
@@ -443,6 +463,23 @@ fn percent(part: u64, whole: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_file_that_gives_an_id_twice_is_named_once_with_its_count() {
+        let d = |files: &[&str]| crate::tokens::stats::DuplicateId {
+            id: "t".into(),
+            files: files.iter().map(|f| f.to_string()).collect(),
+        };
+        let note = super::duplicates_note(&[d(&["a.jsonl", "a.jsonl"])]).unwrap();
+        assert!(note.ends_with(": t (from a.jsonl ×2)"), "{note}");
+        let note = super::duplicates_note(&[d(&["a.jsonl", "b.jsonl", "a.jsonl"])]).unwrap();
+        assert!(
+            note.ends_with(": t (from a.jsonl ×2 and b.jsonl)"),
+            "{note}"
+        );
+        let note = super::duplicates_note(&[d(&["a.jsonl", "b.jsonl"])]).unwrap();
+        assert!(note.ends_with(": t (from a.jsonl and b.jsonl)"), "{note}");
+    }
+
     use super::*;
     use crate::tokens::COUNTER_NAMES;
 

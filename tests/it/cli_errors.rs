@@ -330,6 +330,21 @@ fn a_mistyped_model_and_an_ask_at_past_the_end_are_said() {
     );
 }
 
+/// A mistyped --agent-model over a file of many traces is said once, not once a trace (the
+/// τ-bench file holds several traces that record no model: one wording).
+#[test]
+fn a_mistyped_model_over_many_traces_is_said_once() {
+    let file = support::suite::repo().join("datasets/tau-bench/gpt-4o-airline.json");
+    let (code, _, err) = ctxbench(&[
+        "replay",
+        &file.display().to_string(),
+        "--agent-model",
+        "gpt-4o-mnii",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err.matches("warning: --agent-model").count(), 1, "{err}");
+}
+
 /// A trace that records no model has no `[pricing."<model>"]` to add: the end of the run, the
 /// report and the dry run's estimate say to set `agent_model`, in the same words.
 #[test]
