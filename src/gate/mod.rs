@@ -600,11 +600,14 @@ fn beyond_significantly(rule: &Rule, p_value: Option<f64>, ci: Option<&Ci>) -> b
     if rule.threshold == 0.0 {
         return tested;
     }
-    match ci {
-        Some(ci) if rule.op.lower_bound() => !rule.op.holds(ci.hi, rule.threshold),
-        Some(ci) => !rule.op.holds(ci.lo, rule.threshold),
-        None => tested,
-    }
+    ci.map_or(tested, |ci| wholly_beyond(rule, ci))
+}
+
+/// Whether the whole of `ci` is on the wrong side of `rule`'s threshold: its bound nearest the
+/// threshold violates it.
+fn wholly_beyond(rule: &Rule, ci: &Ci) -> bool {
+    let nearest = if rule.op.lower_bound() { ci.hi } else { ci.lo };
+    !rule.op.holds(nearest, rule.threshold)
 }
 
 fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u64) -> RuleResult {
@@ -625,11 +628,7 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
                 return skipped(rule, variant, "no values".into());
             };
             // Significant violation: the whole CI is on the wrong side of the threshold.
-            let significant = match &s.ci {
-                Some(ci) if rule.op.lower_bound() => !rule.op.holds(ci.hi, rule.threshold),
-                Some(ci) => !rule.op.holds(ci.lo, rule.threshold),
-                None => true,
-            };
+            let significant = s.ci.as_ref().is_none_or(|ci| wholly_beyond(rule, ci));
             (
                 s.mean,
                 s.ci,

@@ -133,16 +133,6 @@ fn fmt_ci_at(c: &Ci, scale: f64, signed: bool) -> String {
     format!("[{}, {}]", at(c.lo), at(c.hi))
 }
 
-/// `[lo, hi]` or `–` when there is no interval: an interval of values that are no change,
-/// unsigned, printed on its own. A mean and its CI are [`fmt_mean_ci`], a change and its CI
-/// [`fmt_change`].
-pub fn fmt_ci(ci: Option<&Ci>) -> String {
-    match ci {
-        Some(c) => fmt_ci_at(c, scale_of(c), false),
-        None => "–".to_string(),
-    }
-}
-
 /// A mean (or any figure that is no change) and its 95% CI, as every text output prints the
 /// pair: all three with the decimals [`fmt_num`] gives the largest of their magnitudes, as
 /// [`fmt_change`] prints a change (`950 [900, 1010]`, where each alone printed
@@ -164,21 +154,11 @@ fn fmt_pct_ci_at(c: &Ci, scale: f64) -> String {
     format!("[{}, {}]", at(c.lo), at(c.hi))
 }
 
-/// `[lo, hi]` of an interval of relative changes in percent (no `%`), both bounds with the
-/// decimals [`fmt_pct_value`] gives the larger one (`[-0.1, +0.5]`, not `[-0.096, +0.5]`), or
-/// `–` when there is none. An interval on its own: a Δ% and its CI are [`fmt_pct_change`].
-pub fn fmt_pct_ci(ci: Option<&Ci>) -> String {
-    match ci {
-        Some(c) => fmt_pct_ci_at(c, scale_of(c)),
-        None => "–".to_string(),
-    }
-}
-
 /// A change and its 95% CI, as every text output prints the pair: the change and both bounds
 /// signed (a bound is a change too: `+` above zero, as [`fmt_pct_change`] signs its bounds),
 /// all three with the decimals [`fmt_num`] gives the largest of their magnitudes
 /// (`+908 [-8, +1931]`, where each alone printed `+908.0 [-8, 1931]`), so a row reads at one
-/// precision. As in [`fmt_ci`], a nonzero figure those decimals would show as zero keeps its own
+/// precision. As in [`fmt_mean_ci`], a nonzero figure those decimals would show as zero keeps its own
 /// digits (`+0.000237 [+0.000100, +0.002]`), and with no CI the change has its own decimals and
 /// the interval is `–`.
 pub fn fmt_change(delta: f64, ci: Option<&Ci>) -> (String, String) {
@@ -257,7 +237,7 @@ mod tests {
         assert_eq!(fmt_delta(0.25, None, Some(50.0), None), "+0.250 (+50.0%)");
         assert_eq!(fmt_delta(0.0, None, Some(0.0), None), "0.000 (0.0%)");
         assert_eq!(fmt_delta(-0.5, None, None, None), "-0.500");
-        assert_eq!(fmt_ci(None), "–");
+        assert_eq!(fmt_mean_ci(0.5, None).1, "–");
         assert_eq!(fmt_p(None), "–");
     }
 
@@ -288,7 +268,8 @@ mod tests {
             hi,
             method: crate::metrics::stats::CiMethod::Bootstrap,
         };
-        let ci = |lo, hi| fmt_ci(Some(&at(lo, hi)));
+        // An interval alone: its figure 0 does not set the decimals.
+        let ci = |lo, hi| fmt_mean_ci(0.0, Some(&at(lo, hi))).1;
         // Each bound alone printed `[89.000, 1623]` and `[85.714, 992.0]` (compare's table).
         assert_eq!(ci(89.0, 1623.4), "[89, 1623]");
         assert_eq!(ci(85.714, 992.0), "[85.7, 992.0]");
@@ -306,14 +287,15 @@ mod tests {
         assert_eq!(ci(-0.4, 1500.0), "[-0.400, 1500]");
         assert_eq!(ci(0.000237, 0.002), "[0.000237, 0.002]");
         assert_eq!(ci(f64::NEG_INFINITY, 0.25), "[n/a, 0.250]");
+        let pct_ci = |c: &Ci| fmt_pct_change(0.0, Some(c)).1;
         // Δ% bounds alike (the quickstart's `tokens +0.1% [-0.096, +0.5]`).
-        assert_eq!(fmt_pct_ci(Some(&at(-0.096, 0.52))), "[-0.1, +0.5]");
-        assert_eq!(fmt_pct_ci(Some(&at(-0.0031, 1e-5))), "[-0.0031, +<0.001]");
-        assert_eq!(fmt_pct_ci(Some(&at(-62.1, -49.2))), "[-62.1, -49.2]");
-        assert_eq!(fmt_pct_ci(Some(&at(-0.04, 12.0))), "[-0.040, +12.0]");
-        assert_eq!(fmt_pct_ci(Some(&at(0.0, 0.0))), "[0.0, 0.0]");
-        assert_eq!(fmt_pct_ci(Some(&at(-2e-4, 3e-4))), "[-<0.001, +<0.001]");
-        assert_eq!(fmt_pct_ci(None), "–");
+        assert_eq!(pct_ci(&at(-0.096, 0.52)), "[-0.1, +0.5]");
+        assert_eq!(pct_ci(&at(-0.0031, 1e-5)), "[-0.0031, +<0.001]");
+        assert_eq!(pct_ci(&at(-62.1, -49.2)), "[-62.1, -49.2]");
+        assert_eq!(pct_ci(&at(-0.04, 12.0)), "[-0.040, +12.0]");
+        assert_eq!(pct_ci(&at(0.0, 0.0)), "[0.0, 0.0]");
+        assert_eq!(pct_ci(&at(-2e-4, 3e-4)), "[-<0.001, +<0.001]");
+        assert_eq!(fmt_pct_change(0.0, None).1, "–");
     }
 
     #[test]

@@ -614,7 +614,7 @@ fn compare_all<T>(
 
 // The number formatters live in `metrics::format` (a leaf, so the gate can word its verdicts
 // with them without importing the report); re-exported here for the writers.
-pub use crate::metrics::format::{fmt_ci, fmt_delta, fmt_num, fmt_p};
+pub use crate::metrics::format::{fmt_delta, fmt_num, fmt_p};
 
 /// How the note on needle units that did not apply to their trace starts (the terminal shows
 /// it too).
