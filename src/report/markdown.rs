@@ -97,8 +97,10 @@ fn span(text: &str, max: usize, in_table: bool) -> String {
 /// themselves, so which parts are code is a guess; it is a safe one: text parts hold no
 /// backtick and no markup ([`cell`]), code parts are [`code`] spans that nothing ends early,
 /// and no two spans touch (`` `a``b` `` is one span, as CommonMark reads it; an empty pair
-/// ` `` ` is two backticks of text).
-pub fn note(text: &str, max: usize) -> String {
+/// ` `` ` is two backticks of text). A note is written whole, as report.html and the terminal
+/// show it (a note naming a long path ran past a cut and lost its last items in report.md only).
+pub fn note(text: &str) -> String {
+    let max = usize::MAX;
     let Some(segments) = note_segments(text) else {
         return cell(text, max);
     };
@@ -307,7 +309,7 @@ pub fn render(info: &RunInfo, model: &ReportModel) -> String {
     if !model.notes.is_empty() {
         out.push_str("## Notes\n\n");
         for n in &model.notes {
-            let _ = writeln!(out, "- {}", note(n, 500));
+            let _ = writeln!(out, "- {}", note(n));
         }
         out.push('\n');
     }
@@ -399,7 +401,7 @@ pub fn render_compare(
         );
     }
     for n in notes {
-        let _ = writeln!(out, "- {}", note(n, 500));
+        let _ = writeln!(out, "- {}", note(n));
     }
     out
 }
@@ -419,7 +421,7 @@ pub fn gate_summary(outcome: &GateOutcome) -> String {
     Markdown.write_table(&mut out, &sections::gate(outcome));
     out.push('\n');
     for n in &outcome.notes {
-        out.push_str(&format!("- note: {}\n", note(n, 500)));
+        out.push_str(&format!("- note: {}\n", note(n)));
     }
     if !outcome.notes.is_empty() {
         out.push('\n');
@@ -491,14 +493,26 @@ mod tests {
     #[test]
     fn notes_keep_code_spans_and_escape_the_rest() {
         assert_eq!(
-            note("model `gpt-4o` has *no* price", 500),
+            note("model `gpt-4o` has *no* price"),
             "model `gpt-4o` has \\*no\\* price"
         );
         // Markup inside a code span stays text; an unpaired backtick is text.
-        assert_eq!(note("`<b>` & `x", 500), "&#96;&lt;b&gt;&#96; &amp; &#96;x");
-        assert_eq!(note("a `<b>` c", 500), "a `<b>` c");
+        assert_eq!(note("`<b>` & `x"), "&#96;&lt;b&gt;&#96; &amp; &#96;x");
+        assert_eq!(note("a `<b>` c"), "a `<b>` c");
         // A note is no table cell: a pipe in its code stays a pipe.
-        assert_eq!(note("key `a|b`", 500), "key `a|b`");
+        assert_eq!(note("key `a|b`"), "key `a|b`");
+    }
+
+    /// The import warnings' note names a file per kind: from a clone deeper than 14 characters
+    /// its last kind was cut at 500 characters in report.md only (CI's clone failed
+    /// `import_warnings_are_shown_wherever_the_run_is_shown` on it).
+    #[test]
+    fn a_long_note_is_written_whole() {
+        let path = format!("/{}/rollout.jsonl", "deep/".repeat(200));
+        let text = format!("2× a (first: {path}:17) · 1× tool call (finish) has no result");
+        let md = note(&text);
+        assert!(md.ends_with("1× tool call (finish) has no result"), "{md}");
+        assert!(md.contains(&path), "{md}");
     }
 
     /// The auditor's report: a model name of two backticks and an `<img>` made the note
@@ -526,7 +540,7 @@ mod tests {
                 v.to_string(),
                 format!("`{v}``{v}`"),
             ] {
-                let md = note(&text, 500);
+                let md = note(&text);
                 let (outside, spans) = read_code_spans(&md);
                 assert!(
                     !outside.contains(['<', '>', '`']),
@@ -543,7 +557,7 @@ mod tests {
             }
         }
         // The value's two backticks are text (an empty pair), its `<img>` code.
-        let md = note(&format!("model `{}` has no price", values[0]), 500);
+        let md = note(&format!("model `{}` has no price", values[0]));
         assert_eq!(
             md,
             "model &#96;&#96;`<img src=x onerror=alert(1)>` has no price"
@@ -560,7 +574,7 @@ mod tests {
                 format!("{w}`{v}`{w}`{v}``{w}"),
                 format!("`{v}{w}"),
             ] {
-                let md = note(&text, 500);
+                let md = note(&text);
                 let (outside, _) = read_code_spans(&md);
                 proptest::prop_assert!(!outside.contains(['<', '>', '`']), "{text:?}\n{md}");
             }
