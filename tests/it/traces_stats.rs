@@ -688,9 +688,14 @@ fn cli_tables_fit_100_columns_on_every_bundled_dataset() {
     let mut calibration_tables = 0;
     for folder in &folders {
         let text = human_stats(folder);
+        // A path longer than a line is not cut: it stands alone on its line (how long it is
+        // depends on where the repository was cloned).
         for line in text.lines() {
             let n = line.chars().count();
-            assert!(n <= 100, "{folder}: a line of {n} columns:\n{line}");
+            assert!(
+                n <= 100 || !line.trim().contains(' '),
+                "{folder}: a line of {n} columns:\n{line}"
+            );
         }
         // The sections are all there (no table was dropped to make room).
         for section in ["trace  ", "By role", "Largest messages", "Calibration"] {
