@@ -375,7 +375,7 @@ mod tests {
             label_width(2),
         ];
         let area = (60, 30, 880, 460);
-        let spots = place_labels(&pts, &widths, area);
+        let spots = place_labels(&pts, &[7; 4], &widths, &[], area);
         assert!(spots.iter().all(Option::is_some), "{spots:?}");
         assert_eq!(
             spots[3],
@@ -399,7 +399,7 @@ mod tests {
         let pts = vec![(300, 45); 30];
         let widths = vec![label_width(3); 30];
         let area = (60, 30, 880, 460);
-        let spots = place_labels(&pts, &widths, area);
+        let spots = place_labels(&pts, &[7; 30], &widths, &[], area);
         let r = rects(&pts, &widths, &spots);
         assert!(r
             .iter()
@@ -407,6 +407,45 @@ mod tests {
         let left_out = spots.iter().filter(|s| s.is_none()).count();
         // Below the point only (above is outside), six rows each side: 12 placed.
         assert_eq!(left_out, 18, "{spots:?}");
+    }
+
+    fn overlap(a: (i32, i32, i32, i32), b: (i32, i32, i32, i32)) -> bool {
+        a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3
+    }
+
+    /// The quickstart's scatter drew prompt-b's label over the ring of its Pareto point: the
+    /// placement avoided dots (7 px) only.
+    #[test]
+    fn labels_keep_clear_of_the_pareto_rings() {
+        let pts = [(400, 200), (600, 300)];
+        let widths = [label_width(8), label_width(8)];
+        let reach = [12, 7];
+        let spots = place_labels(&pts, &reach, &widths, &[], (60, 30, 880, 460));
+        for (r, (p, reach)) in rects(&pts, &widths, &spots)
+            .iter()
+            .zip(pts.iter().zip(reach))
+        {
+            let mark = (p.0 - reach, p.1 - reach, p.0 + reach, p.1 + reach);
+            assert!(!overlap(*r, mark), "{r:?} over the mark {mark:?}");
+        }
+        // Beside the ring, on the row a dot's label takes.
+        assert_eq!(spots[0], Some((14, -18)));
+        assert_eq!(spots[1], Some((9, -18)));
+    }
+
+    /// A label never lands on the legend box: a point in the legend's corner puts its label
+    /// elsewhere.
+    #[test]
+    fn labels_keep_clear_of_the_legend() {
+        let legend = (65, 35, 400, 70);
+        let pts = [(120, 80)];
+        let widths = [label_width(10)];
+        let spots = place_labels(&pts, &[7], &widths, &[legend], (60, 30, 880, 460));
+        let r = rects(&pts, &widths, &spots);
+        assert_eq!(r.len(), 1, "{spots:?}");
+        assert!(!overlap(r[0], legend), "{r:?} over the legend");
+        // Above-right would cross the legend's bottom (y 62 to 77 vs 70): below-right instead.
+        assert_eq!(spots[0], Some((9, 4)));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! with no room within a few rows named in the legend) and the Pareto front ringed.
 
 use super::super::{color, e, DrawResult, ReportModel};
-use super::draw_legend;
+use super::{draw_legend_at, legend_box, legend_position};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -20,19 +20,27 @@ const LABEL_ROW: i32 = 17;
 
 /// Where each point's label goes, as a pixel offset of its top-left corner from the point:
 /// the first of these places that lies inside `area` (left, top, right, bottom in pixels) and
-/// clear of the labels placed before and of every point's dot: above-right, above-left,
-/// below-right, below-left of the point, then the same one row further out, up to six rows.
-/// `None`: no such place (many variants on one spot): that label is left out rather than drawn
-/// over another or outside the plot (a sweep of 30 variants at one recall stacked its labels
-/// off the top of the image). The legend box and the Pareto rings are not avoided.
+/// clear of the labels placed before, of every point's mark (a square of half-side `reach[i]`
+/// around point `i`: its dot, or the ring of a point on the Pareto front) and of the boxes in
+/// `avoid` (the legend): right or left of the point, just past its mark, above then below it,
+/// then the same one row further out, up to six rows. `None`: no such place (many variants on
+/// one spot): that label is left out rather than drawn over another or outside the plot (a
+/// sweep of 30 variants at one recall stacked its labels off the top of the image).
 pub fn place_labels(
     points: &[(i32, i32)],
+    reach: &[i32],
     widths: &[i32],
+    avoid: &[(i32, i32, i32, i32)],
     area: (i32, i32, i32, i32),
 ) -> Vec<Option<(i32, i32)>> {
     const ROWS: i32 = 6;
-    const DOT: i32 = 7;
     let (left, top, right, bottom) = area;
+    let marks: Vec<(i32, i32, i32, i32)> = points
+        .iter()
+        .zip(reach)
+        .map(|(&(x, y), &r)| (x - r, y - r, x + r, y + r))
+        .chain(avoid.iter().copied())
+        .collect();
     let mut placed: Vec<(i32, i32, i32, i32)> = Vec::new();
     let overlaps = |a: (i32, i32, i32, i32), b: (i32, i32, i32, i32)| {
         a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3
@@ -40,26 +48,25 @@ pub fn place_labels(
     points
         .iter()
         .zip(widths)
-        .map(|(&(px, py), &w)| {
+        .zip(reach)
+        .map(|((&(px, py), &w), &r)| {
             let mut candidates = Vec::new();
             for row in 0..ROWS {
                 let up = -18 - LABEL_ROW * row;
                 let down = 4 + LABEL_ROW * row;
                 for dy in [up, down] {
-                    candidates.push((9, dy));
-                    candidates.push((-9 - w, dy));
+                    candidates.push((r + 2, dy));
+                    candidates.push((-r - 2 - w, dy));
                 }
             }
             let spot = candidates.into_iter().find(|&(dx, dy)| {
-                let r = (px + dx, py + dy, px + dx + w, py + dy + LABEL_ROW - 2);
-                r.0 >= left
-                    && r.2 <= right
-                    && r.1 >= top
-                    && r.3 <= bottom
-                    && !placed.iter().any(|&q| overlaps(r, q))
-                    && !points
-                        .iter()
-                        .any(|&(x, y)| overlaps(r, (x - DOT, y - DOT, x + DOT, y + DOT)))
+                let rect = (px + dx, py + dy, px + dx + w, py + dy + LABEL_ROW - 2);
+                rect.0 >= left
+                    && rect.2 <= right
+                    && rect.1 >= top
+                    && rect.3 <= bottom
+                    && !placed.iter().any(|&q| overlaps(rect, q))
+                    && !marks.iter().any(|&m| overlaps(rect, m))
             });
             if let Some((dx, dy)) = spot {
                 placed.push((px + dx, py + dy, px + dx + w, py + dy + LABEL_ROW - 2));
@@ -153,15 +160,59 @@ pub(in crate::report::plots) fn draw_cost_recall<DB: DrawingBackend>(
         .iter()
         .map(|(v, _)| label_width(v.variant.chars().count()))
         .collect();
+    // A dot reaches 6 px and a ring 10 px from its point, plus their strokes.
+    let reach: Vec<i32> = (0..pts.len())
+        .map(|i| if front.contains(&i) { 12 } else { 7 })
+        .collect();
     let (xs, ys) = chart.plotting_area().get_pixel_range();
-    let spots = place_labels(&px, &widths, (xs.start, ys.start, xs.end, ys.end));
-    let mut unlabelled = Vec::new();
+    let area = (xs.start, ys.start, xs.end, ys.end);
+    let singles: Vec<&[(f64, f64)]> = pts.chunks(1).collect();
+    // The labels keep clear of the legend: its corner is chosen first, for one row; if a
+    // label then finds no room, the legend gets a row naming it, so its corner is chosen again
+    // for two rows and the labels are placed anew around that box.
+    let unlabelled_row = |spots: &[Option<(i32, i32)>]| {
+        let names: Vec<&str> = spots
+            .iter()
+            .zip(&with_recall)
+            .filter(|(s, _)| s.is_none())
+            .map(|(_, (v, _))| v.variant.as_str())
+            .collect();
+        (!names.is_empty()).then(|| {
+            // Named in the legend, since the spot had no room (the tables have their figures).
+            let names = names.join(", ");
+            let names = match names.char_indices().nth(90) {
+                Some((at, _)) => format!("{}…", &names[..at]),
+                None => names,
+            };
+            format!("not labelled (no room): {names}")
+        })
+    };
+    let mut labels = vec![legend];
+    let mut corner = legend_position(&chart, &singles, &labels);
+    let mut spots = place_labels(
+        &px,
+        &reach,
+        &widths,
+        &[legend_box(&chart, corner, &labels)],
+        area,
+    );
+    if let Some(row) = unlabelled_row(&spots) {
+        let two_rows = [labels[0].clone(), row];
+        corner = legend_position(&chart, &singles, &two_rows);
+        spots = place_labels(
+            &px,
+            &reach,
+            &widths,
+            &[legend_box(&chart, corner, &two_rows)],
+            area,
+        );
+        labels.extend(unlabelled_row(&spots));
+    }
     for (i, ((v, _), &p)) in with_recall.iter().zip(&pts).enumerate() {
         let c = color(i);
         let dot = EmptyElement::at(p) + Circle::new((0, 0), 6, c.filled());
         chart.draw_series(std::iter::once(dot)).map_err(e)?;
         let Some((dx, dy)) = spots[i] else {
-            unlabelled.push(v.variant.as_str());
             continue;
         };
         // A label set off from its point gets a leader line back to it.
@@ -176,22 +227,13 @@ pub(in crate::report::plots) fn draw_cost_recall<DB: DrawingBackend>(
             );
         chart.draw_series(std::iter::once(label)).map_err(e)?;
     }
-    let mut labels = vec![legend];
-    if !unlabelled.is_empty() {
-        // Named in the legend, since the spot had no room (the tables have their figures).
-        let names = unlabelled.join(", ");
-        let names = match names.char_indices().nth(90) {
-            Some((at, _)) => format!("{}…", &names[..at]),
-            None => names,
-        };
-        labels.push(format!("not labelled (no room): {names}"));
+    if let Some(row) = labels.get(1) {
         chart
             .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
             .map_err(e)?
-            .label(labels[1].clone())
+            .label(row.clone())
             .legend(|(x, y)| EmptyElement::at((x, y)));
     }
-    let singles: Vec<&[(f64, f64)]> = pts.chunks(1).collect();
-    draw_legend(&mut chart, &singles, &labels)?;
+    draw_legend_at(&mut chart, corner)?;
     Ok(())
 }
