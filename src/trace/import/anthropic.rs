@@ -8,7 +8,7 @@
 //! cache_creation_input_tokens` (Anthropic reports the three disjoint). The block helpers here
 //! are shared with the Claude Code importer.
 
-use super::json::{content_text, Node, Res};
+use super::json::{content_text, placeholder, Node, Res};
 use super::openai::import_shapes;
 use super::{Calls, Input};
 use crate::trace::model::{Message, SourceFormat, ThinkingBlock, ToolCall, Trace, Usage};
@@ -133,9 +133,19 @@ pub fn user_blocks(
     if let Some(s) = content.v.as_str() {
         return Ok(vec![Message::user(s)]);
     }
+    blocks_messages(content.opt_items()?, calls, warnings)
+}
+
+/// The messages of some blocks of a user turn (see [`user_blocks`]); a block of another type
+/// than `tool_result` and `text` becomes its `[type]` placeholder, warned of in `warnings`.
+pub fn blocks_messages(
+    blocks: Vec<Node<'_>>,
+    calls: &mut Calls,
+    warnings: &mut Vec<String>,
+) -> Res<Vec<Message>> {
     let mut out = Vec::new();
     let mut text: Vec<String> = Vec::new();
-    for b in content.opt_items()? {
+    for b in blocks {
         b.obj()?;
         match b.key("type").str()? {
             "tool_result" => {
@@ -153,12 +163,12 @@ pub fn user_blocks(
                         (recorded.to_string(), String::new())
                     }
                 };
-                let mut m = Message::tool(id, name, content_text(&b.key("content"))?);
+                let mut m = Message::tool(id, name, content_text(&b.key("content"), warnings)?);
                 m.is_error = b.key("is_error").opt_bool()?.unwrap_or(false);
                 out.push(m);
             }
             "text" => text.push(b.key("text").str()?.to_string()),
-            other => text.push(format!("[{other}]")),
+            other => text.push(placeholder(&b, other, warnings)),
         }
     }
     if !text.is_empty() {
@@ -193,7 +203,7 @@ pub fn convert_message(m: &Node<'_>, t: &mut Trace, calls: &mut Calls) -> Res<()
             }
             "system" => t
                 .messages
-                .push(Message::system(content_text(&m.key("content"))?)),
+                .push(Message::system(content_text(&m.key("content"), &mut t.meta.warnings)?)),
             other => {
                 return Err(m.key("role").error(format!(
                     "expected \"user\", \"assistant\" or \"system\", found {other:?}"

@@ -109,7 +109,7 @@ pub fn import_value(v: &mut Value, path: String, stem: &str) -> Res<Trace> {
             });
             continue;
         }
-        let message = content_text(&s.key("message"))?;
+        let message = content_text(&s.key("message"), &mut t.meta.warnings)?;
         if source == "system" && ours.is_null() && is_compaction(&extra)? {
             t.markers.push(ContextMarker {
                 index: t.messages.len(),
@@ -178,7 +178,7 @@ pub fn import_value(v: &mut Value, path: String, stem: &str) -> Res<Trace> {
         let result_extras = ours.key("results");
         for (k, r) in results.iter().enumerate() {
             r.obj()?;
-            let content = content_text(&r.key("content"))?;
+            let content = content_text(&r.key("content"), &mut t.meta.warnings)?;
             let mut m = match r.key("source_call_id").opt_str()? {
                 Some(cid) => {
                     let (id, name) = calls.answer(cid).unwrap_or_else(|| {

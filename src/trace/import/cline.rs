@@ -15,7 +15,7 @@
 //! - per-message metrics where recorded (`metrics.tokens {prompt, completion, cacheReads,
 //!   cacheWrites}` or Roo's `tokensIn`/`tokensOut`) → usage; `ts` → timestamp.
 
-use super::anthropic::{assistant_blocks, user_blocks, AssistantParts};
+use super::anthropic::{assistant_blocks, blocks_messages, user_blocks, AssistantParts};
 use super::detect::{str_of, Shape};
 use super::json::{Node, Res};
 use super::{Calls, Importer, Input};
@@ -229,8 +229,7 @@ pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
                         }
                         _ => {
                             flush_result(&mut t, &mut calls, result.take());
-                            let one = Value::Array(vec![b.v.clone()]);
-                            let ms = user_blocks(&Node::at(&one, b.path.clone()), &mut calls, &mut t.meta.warnings)?;
+                            let ms = blocks_messages(vec![b.clone()], &mut calls, &mut t.meta.warnings)?;
                             for x in ms {
                                 if x.role == Role::User {
                                     pending.push(x.content);
@@ -390,6 +389,23 @@ mod tests {
         assert_eq!(t.messages[2].tool_call_id.as_deref(), Some(a.tool_calls[0].id.as_str()));
         assert!(t.messages[3].content.starts_with("<environment_details>"));
         assert_eq!(t.messages[5].content, "The user denied this operation.");
+    }
+
+    /// An image block of a user turn (a screenshot the person attached) becomes `[image]`,
+    /// warned of at the block's own path (not at a path inside a list made for it).
+    #[test]
+    fn an_image_block_is_warned_of_at_its_path() {
+        let v = json!([
+            {"role": "user", "content": [{"type": "text", "text": "<task>\nmatch this\n</task>"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "Looks done."}]}
+        ]);
+        let t = import(&mut Input::Json(v), "1").unwrap().remove(0);
+        assert!(t.messages[0].content.ends_with("\n[image]"), "{:?}", t.messages[0].content);
+        assert_eq!(
+            t.meta.warnings,
+            ["$[0].content[1]: an image was replaced by the placeholder \"[image]\"; its tokens are not counted"]
+        );
     }
 
     /// The shape of newer Cline histories (seen in real task folders): native `tool_use` calls

@@ -12,7 +12,7 @@
 //! the same name (the API records no ids by default). Usage is not part of `Content`.
 
 use super::detect::{arr_of, str_of, Shape};
-use super::json::{Node, Res};
+use super::json::{placeholder, Node, Res};
 use super::{Importer, Input};
 use crate::trace::model::{Message, SourceFormat, ToolCall, Trace, TraceMeta};
 use serde_json::{json, Map, Value};
@@ -248,7 +248,7 @@ impl Conv {
                     } else if let Some(t) = p.key("text").opt_str()? {
                         text.push(t.to_string());
                     } else if let Some(mime) = p.key("inlineData").key("mimeType").v.as_str().or(p.key("fileData").key("mimeType").v.as_str()) {
-                        text.push(format!("[{mime}]"));
+                        text.push(placeholder(&p, mime, &mut self.t.meta.warnings));
                     }
                 }
                 if !text.is_empty() {

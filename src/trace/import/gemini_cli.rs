@@ -50,7 +50,7 @@ fn import_value(root: &Node<'_>, id: &str) -> Res<Trace> {
         let ts = m.key("timestamp").opt_str()?.map(String::from);
         match m.key("type").str()? {
             "user" => {
-                let mut u = Message::user(content_text(&m.key("content"))?);
+                let mut u = Message::user(content_text(&m.key("content"), &mut c.t.meta.warnings)?);
                 u.timestamp = ts;
                 c.t.messages.push(u);
             }
@@ -94,7 +94,7 @@ fn import_value(root: &Node<'_>, id: &str) -> Res<Trace> {
                     r.timestamp = tc.key("timestamp").opt_str()?.map(String::from);
                     results.push(r);
                 }
-                let mut a = Message::assistant(content_text(&m.key("content"))?, calls);
+                let mut a = Message::assistant(content_text(&m.key("content"), &mut c.t.meta.warnings)?, calls);
                 let mut thoughts = Vec::new();
                 for th in m.key("thoughts").opt_items()? {
                     let subject = th.key("subject").opt_str()?.unwrap_or("");

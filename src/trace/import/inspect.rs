@@ -19,7 +19,7 @@
 //! success, a number → reward).
 
 use super::detect::{arr_of, Shape};
-use super::json::{content_text, Node, Res};
+use super::json::{content_text, part_text, Node, Res};
 use super::{tool_calls, CallShape, Calls, Importer, Input, Located};
 use crate::trace::model::{Message, Outcome, SourceFormat, Trace, TraceMeta, Usage};
 use serde_json::{Map, Value};
@@ -215,7 +215,7 @@ fn sample(s: &Node<'_>, stem: &str, model: Option<&str>) -> Res<Trace> {
     let mut k = 0usize;
     for m in s.key("messages").items()? {
         m.obj()?;
-        let (text, reasoning) = parts(&m.key("content"))?;
+        let (text, reasoning) = parts(&m.key("content"), &mut t.meta.warnings)?;
         let text = resolve(text);
         let msg = match m.key("role").str()? {
             "system" => Message::system(text),
@@ -259,10 +259,11 @@ fn sample(s: &Node<'_>, stem: &str, model: Option<&str>) -> Res<Trace> {
     Ok(t)
 }
 
-/// Content as (text, reasoning): reasoning parts apart, media as `[type]` placeholders.
-fn parts(c: &Node<'_>) -> Res<(String, Option<String>)> {
+/// Content as (text, reasoning): reasoning parts apart, media as `[type]` placeholders (each
+/// warned of in `warnings`).
+fn parts(c: &Node<'_>, warnings: &mut Vec<String>) -> Res<(String, Option<String>)> {
     let Some(items) = c.v.as_array() else {
-        return Ok((content_text(c)?, None));
+        return Ok((content_text(c, warnings)?, None));
     };
     let mut text = Vec::new();
     let mut reasoning = Vec::new();
@@ -279,10 +280,7 @@ fn parts(c: &Node<'_>) -> Res<(String, Option<String>)> {
                     reasoning.push(keep.to_string());
                 }
             }
-            _ => text.push(content_text(&Node::at(
-                &Value::Array(vec![p.v.clone()]),
-                p.path.clone(),
-            ))?),
+            _ => text.push(part_text(&p, warnings)?),
         }
     }
     let r = if reasoning.is_empty() {

@@ -248,35 +248,114 @@ impl<'a> Node<'a> {
 
 /// Message content that is a string, `null`, or a list of parts (`{"type":"text","text":…}`,
 /// bare strings, images): the text parts joined by newlines; non-text parts become a short
-/// placeholder such as `[image]` so their presence stays visible.
-pub fn content_text(n: &Node<'_>) -> Res<String> {
+/// placeholder such as `[image]` so their presence stays visible, each with a warning in
+/// `warnings` ([`placeholder`]).
+///
+/// The warnings go to a `warnings` parameter, as `parse_arguments`' do, rather than to a sink
+/// carried by [`Node`]: every caller must then say where they go (the compiler checks it), and no
+/// node made without a sink (`Node::at`, `Node::root`) can drop one silently.
+pub fn content_text(n: &Node<'_>, warnings: &mut Vec<String>) -> Res<String> {
     match n.v {
         Value::Null => Ok(String::new()),
         Value::String(s) => Ok(s.clone()),
         Value::Array(_) => {
             let mut parts: Vec<String> = Vec::new();
             for p in n.items()? {
-                match p.v {
-                    Value::String(s) => parts.push(s.clone()),
-                    Value::Object(o) => {
-                        let ty = p.key("type").opt_str()?.unwrap_or("text");
-                        if let Some(t) = o.get("text") {
-                            if !t.is_null() {
-                                parts.push(p.key("text").str()?.to_string());
-                                continue;
-                            }
-                        }
-                        if ty == "text" {
-                            return Err(p.key("text").expected("a string"));
-                        }
-                        parts.push(format!("[{ty}]"));
-                    }
-                    _ => return Err(p.expected("a string or a content part object")),
-                }
+                parts.push(part_text(&p, warnings)?);
             }
             Ok(parts.join("\n"))
         }
         _ => Err(n.expected("a string, null or a list of content parts")),
+    }
+}
+
+/// One part of a content list (see [`content_text`]): a bare string, a part with `text`, or a
+/// non-text part as its [`placeholder`].
+pub fn part_text(p: &Node<'_>, warnings: &mut Vec<String>) -> Res<String> {
+    match p.v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Object(o) => {
+            let ty = p.key("type").opt_str()?.unwrap_or("text");
+            if o.get("text").is_some_and(|t| !t.is_null()) {
+                return Ok(p.key("text").str()?.to_string());
+            }
+            if ty == "text" {
+                return Err(p.key("text").expected("a string"));
+            }
+            Ok(placeholder(p, ty, warnings))
+        }
+        _ => Err(p.expected("a string or a content part object")),
+    }
+}
+
+/// The placeholder `[what]` of the non-text part at `at` (`what`: its type, e.g. `image_url`,
+/// or Gemini's MIME type, e.g. `image/png`), and the warning that says so in `warnings`: the
+/// part's tokens are in no count of the replay. One wording per kind of part (image, audio,
+/// video, document, file, other), so `record::import_warnings` groups them (it elides the quoted
+/// placeholder).
+pub fn placeholder(at: &Node<'_>, what: &str, warnings: &mut Vec<String>) -> String {
+    let p = format!("[{what}]");
+    warnings.push(format!(
+        "{}: {} was replaced by the placeholder {p:?}; its tokens are not counted",
+        at.path,
+        PartKind::of(what).noun()
+    ));
+    p
+}
+
+/// What a non-text part is, for the wording of its warning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PartKind {
+    Image,
+    Audio,
+    Video,
+    Document,
+    File,
+    /// Any other type (a refusal, a type this tool does not know).
+    Other,
+}
+
+impl PartKind {
+    /// The kind of a part of type `what` (`image_url`, `input_audio`, `document`, `file`, …) or
+    /// MIME type (`image/png`, `audio/wav`, `application/pdf`, `text/csv`, …).
+    fn of(what: &str) -> PartKind {
+        let w = what.to_ascii_lowercase();
+        if let Some((top, sub)) = w.split_once('/') {
+            return match top {
+                "image" => PartKind::Image,
+                "audio" => PartKind::Audio,
+                "video" => PartKind::Video,
+                "text" => PartKind::Document,
+                _ if sub == "pdf" => PartKind::Document,
+                _ => PartKind::File,
+            };
+        }
+        let has = |word: &str| w.split('_').any(|x| x == word);
+        if has("image") {
+            PartKind::Image
+        } else if has("audio") {
+            PartKind::Audio
+        } else if has("video") {
+            PartKind::Video
+        } else if has("document") || has("pdf") {
+            PartKind::Document
+        } else if has("file") {
+            PartKind::File
+        } else {
+            PartKind::Other
+        }
+    }
+
+    /// How a warning names a part of this kind.
+    fn noun(self) -> &'static str {
+        match self {
+            PartKind::Image => "an image",
+            PartKind::Audio => "an audio part",
+            PartKind::Video => "a video part",
+            PartKind::Document => "a document part",
+            PartKind::File => "a file part",
+            PartKind::Other => "a non-text part",
+        }
     }
 }
 
@@ -338,12 +417,76 @@ mod tests {
     #[test]
     fn content_parts_join_and_reject_bad_parts() {
         let v = json!([{"type": "text", "text": "a"}, "b", {"type": "image_url", "image_url": {}}]);
-        assert_eq!(content_text(&Node::root(&v)).unwrap(), "a\nb\n[image_url]");
+        let mut w = Vec::new();
+        assert_eq!(
+            content_text(&Node::root(&v), &mut w).unwrap(),
+            "a\nb\n[image_url]"
+        );
+        assert_eq!(
+            w,
+            ["$[2]: an image was replaced by the placeholder \"[image_url]\"; its tokens are not counted"]
+        );
         let v = json!([{"type": "text", "text": 5}]);
         assert_eq!(
-            content_text(&Node::root(&v)).unwrap_err().location,
+            content_text(&Node::root(&v), &mut w).unwrap_err().location,
             "$[0].text"
         );
+    }
+
+    /// Each non-text part replaced by a placeholder is warned of at its JSON path, in one wording
+    /// per kind of part (`record::import_warnings` groups them so: it elides the quoted
+    /// placeholder); text, even a line reading `[image]`, is not.
+    #[test]
+    fn every_placeholder_is_warned_of_by_kind() {
+        let v = json!([
+            "[image]",
+            {"type": "text", "text": "[image]"},
+            {"type": "input_image", "image_url": "data:…"},
+            {"type": "input_audio", "input_audio": {"data": "…", "format": "wav"}},
+            {"type": "file", "file": {"file_id": "file-1"}},
+            {"type": "input_file", "file_id": "file-2"},
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf"}},
+            {"type": "video_url", "video_url": {}},
+            {"type": "refusal", "refusal": "no"}
+        ]);
+        let mut w = Vec::new();
+        let text = content_text(&Node::root(&v), &mut w).unwrap();
+        assert_eq!(
+            text,
+            "[image]\n[image]\n[input_image]\n[input_audio]\n[file]\n[input_file]\n[document]\n[video_url]\n[refusal]"
+        );
+        let warned = |at: &str, noun: &str, p: &str| {
+            format!("{at}: {noun} was replaced by the placeholder \"[{p}]\"; its tokens are not counted")
+        };
+        assert_eq!(
+            w,
+            [
+                warned("$[2]", "an image", "input_image"),
+                warned("$[3]", "an audio part", "input_audio"),
+                warned("$[4]", "a file part", "file"),
+                warned("$[5]", "a file part", "input_file"),
+                warned("$[6]", "a document part", "document"),
+                warned("$[7]", "a video part", "video_url"),
+                warned("$[8]", "a non-text part", "refusal"),
+            ]
+        );
+        // MIME types (Gemini's inline data) by their top-level type; a PDF is a document.
+        for (mime, noun) in [
+            ("image/png", "an image"),
+            ("audio/wav", "an audio part"),
+            ("video/mp4", "a video part"),
+            ("application/pdf", "a document part"),
+            ("text/csv", "a document part"),
+            ("application/zip", "a file part"),
+        ] {
+            assert_eq!(PartKind::of(mime).noun(), noun, "{mime}");
+        }
+        // A string or a null content has no part to replace.
+        for v in [json!("[image]\n[document]"), Value::Null] {
+            let mut w = Vec::new();
+            content_text(&Node::root(&v), &mut w).unwrap();
+            assert!(w.is_empty(), "{w:?}");
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //! Consecutive `AIMessageChunk`s with the same `id` are one streamed message and are merged.
 
 use super::detect::{arr_of, str_of, Shape};
-use super::json::{parse_arguments, Node, Res};
+use super::json::{content_text, parse_arguments, placeholder, Node, Res};
 use super::{tool_calls, CallShape, Calls, Importer, Input};
 use crate::trace::model::{Message, Role, SourceFormat, ToolCall, Trace, TraceMeta, Usage};
 use serde_json::{Map, Value};
@@ -184,7 +184,7 @@ impl Conv {
         let id = data.key("id").opt_str()?.map(String::from);
         let is_chunk = class.ends_with("Chunk");
         let mut parts = Parts::default();
-        parts.content(&data.key("content"))?;
+        parts.content(&data.key("content"), &mut self.t.meta.warnings)?;
         let kw = data.key("additional_kwargs");
         for key in ["reasoning_content", "reasoning"] {
             let r = kw.key(key);
@@ -298,7 +298,9 @@ struct Parts {
 }
 
 impl Parts {
-    fn content(&mut self, c: &Node<'_>) -> Res<()> {
+    /// Add `c`'s parts; a non-text block becomes its `[type]` placeholder, warned of in
+    /// `warnings`.
+    fn content(&mut self, c: &Node<'_>, warnings: &mut Vec<String>) -> Res<()> {
         match c.v {
             Value::Null => {}
             Value::String(s) => self.text.push(s.clone()),
@@ -333,8 +335,8 @@ impl Parts {
                         )),
                         // Calls are read from `tool_calls`; the streaming pieces repeat them.
                         "tool_call" | "tool_call_chunk" | "function_call" => {}
-                        "tool_result" => self.text.push(super::json::content_text(&b.key("content"))?),
-                        other => self.text.push(format!("[{other}]")),
+                        "tool_result" => self.text.push(content_text(&b.key("content"), warnings)?),
+                        other => self.text.push(placeholder(&b, other, warnings)),
                     }
                 }
             }

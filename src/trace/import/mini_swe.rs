@@ -285,7 +285,7 @@ pub fn import_v2(v: &mut Value, path: String, id: &str) -> Res<Trace> {
             return Err(no_role(&m));
         };
         let extra = m.key("extra");
-        let content = content_text(&m.key("content"))?;
+        let content = content_text(&m.key("content"), &mut t.meta.warnings)?;
         match role {
             "system" => t.messages.push(Message::system(content)),
             "user" => {

@@ -637,33 +637,6 @@ pub fn finalize(t: &mut Trace) {
             t.meta.warnings.push(p);
         }
     }
-    if !t.meta.warnings.iter().any(|w| w.contains(IMAGE_WARNING)) {
-        let images = image_placeholders(t);
-        t.meta.warnings.extend(images);
-    }
-}
-
-/// What the warning on an image replaced by a placeholder says (after the placeholder).
-const IMAGE_WARNING: &str = "; its tokens are not counted";
-
-/// One warning per image an importer replaced by its placeholder (`[image]`, `[image_url]`,
-/// `[input_image]`, Gemini's `[image/png]`: a line of its own in the message's text, as the
-/// importers write them): the image's tokens are in no count of the replay.
-fn image_placeholders(t: &Trace) -> Vec<String> {
-    let mut out = Vec::new();
-    for (i, m) in t.messages.iter().enumerate() {
-        for line in m.content.lines() {
-            let Some(ty) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) else {
-                continue;
-            };
-            if matches!(ty, "image" | "image_url" | "input_image") || ty.starts_with("image/") {
-                out.push(format!(
-                    "message {i}: an image was replaced by the placeholder {line:?}{IMAGE_WARNING}"
-                ));
-            }
-        }
-    }
-    out
 }
 
 /// One problem of a trace's tool-call pairing (message indexes are 0-based).
@@ -970,13 +943,20 @@ mod tests {
     #[test]
     fn images_replaced_by_placeholders_are_warned_of() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets");
-        for (file, placeholder, n) in [
+        // Each warned of where the importer replaced it: the part's line and JSON path.
+        for (file, placeholder, n, first) in [
             (
                 "codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl",
                 "[input_image]",
                 17,
+                "line 1422: $.payload.content[2]",
             ),
-            ("inspect/log_images_tc.json", "[image]", 1),
+            (
+                "inspect/log_images_tc.json",
+                "[image]",
+                1,
+                "$.samples[0].messages[1].content[1]",
+            ),
         ] {
             let t = import_file(&root.join(file), None).unwrap().remove(0);
             let images: Vec<&String> = t
@@ -993,7 +973,7 @@ mod tests {
                 .sum();
             assert_eq!(in_text, n, "{file}");
             assert!(
-                images[0].starts_with("message ")
+                images[0].starts_with(&format!("{first}: "))
                     && images[0].ends_with(&format!(
                         "an image was replaced by the placeholder {placeholder:?}; its tokens are not counted"
                     )),
@@ -1005,6 +985,127 @@ mod tests {
             finalize(&mut again);
             assert_eq!(again.meta.warnings, t.meta.warnings);
         }
+    }
+
+    /// The one trace of a small input (detected, imported and finalized as a file would be).
+    fn imported(text: &str) -> Trace {
+        match import_bytes(text.as_bytes(), "t", None, None) {
+            Ok(FileContent::Traces(mut t)) if t.len() == 1 => t.remove(0),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Text that reads like a placeholder is text: a tool output of a markdown file with a line
+    /// `[image]`, a user message `[image_url]` (a string, then a text part) replace nothing and
+    /// are warned of by nobody. The scan of the finished text warned of each as an image.
+    #[test]
+    fn a_placeholder_line_in_text_is_not_warned_of() {
+        let t = imported(
+            r##"[{"role": "user", "content": "[image_url]"},
+                {"role": "user", "content": [{"type": "text", "text": "see README.md:\n[image]"}]},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "cat", "arguments": "{\"path\": \"README.md\"}"}}]},
+                {"role": "tool", "tool_call_id": "a", "content": "# Logo\n[image]\n[image/png]\n![logo](logo.png)"}]"##,
+        );
+        assert_eq!(t.meta.source_format, SourceFormat::Openai);
+        assert!(t.messages[3].content.contains("\n[image]\n"));
+        assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+    }
+
+    /// Documents, audio and files replaced by a placeholder are warned of like images, each
+    /// where the importer replaced it, in the wording of its kind: OpenAI chat `input_audio` and
+    /// `file` parts, Anthropic `document` blocks (in a user turn and in a tool result), Gemini
+    /// inline and file data of non-image MIME types, a Responses `input_file`, an Inspect
+    /// `audio` part. None was warned of.
+    #[test]
+    fn non_image_parts_replaced_by_placeholders_are_warned_of() {
+        let warned = |at: &str, noun: &str, p: &str| {
+            format!("{at}: {noun} was replaced by the placeholder \"[{p}]\"; its tokens are not counted")
+        };
+        let openai = imported(
+            r#"{"model": "gpt-4o-audio-preview", "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "transcribe and summarise"},
+                    {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+                    {"type": "file", "file": {"filename": "a.pdf", "file_data": "data:application/pdf;base64,JVBERi0="}}]},
+                {"role": "assistant", "content": "done"}]}"#,
+        );
+        assert_eq!(openai.meta.source_format, SourceFormat::Openai);
+        assert_eq!(
+            openai.messages[0].content,
+            "transcribe and summarise\n[input_audio]\n[file]"
+        );
+        assert_eq!(
+            openai.meta.warnings,
+            [
+                warned("$.messages[0].content[1]", "an audio part", "input_audio"),
+                warned("$.messages[0].content[2]", "a file part", "file"),
+            ]
+        );
+
+        let anthropic = imported(
+            r#"{"system": "be brief", "messages": [
+                {"role": "user", "content": [
+                    {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}},
+                    {"type": "text", "text": "summarise"}]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "fetch", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [
+                    {"type": "text", "text": "fetched"},
+                    {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x"}}]}]}]}"#,
+        );
+        assert_eq!(anthropic.meta.source_format, SourceFormat::Anthropic);
+        assert_eq!(anthropic.messages[1].content, "[document]\nsummarise");
+        assert_eq!(anthropic.messages[3].content, "fetched\n[document]");
+        assert_eq!(
+            anthropic.meta.warnings,
+            [
+                warned("$.messages[0].content[0]", "a document part", "document"),
+                warned(
+                    "$.messages[2].content[0].content[1]",
+                    "a document part",
+                    "document"
+                ),
+            ]
+        );
+
+        let gemini = imported(
+            r#"[{"role": "user", "parts": [{"text": "what is said in these?"},
+                    {"inlineData": {"mimeType": "audio/mp3", "data": "SUQz"}},
+                    {"fileData": {"mimeType": "application/pdf", "fileUri": "gs://b/a.pdf"}}]},
+                {"role": "model", "parts": [{"text": "nothing"}]}]"#,
+        );
+        assert_eq!(gemini.meta.source_format, SourceFormat::Gemini);
+        assert_eq!(
+            gemini.messages[0].content,
+            "what is said in these?\n[audio/mp3]\n[application/pdf]"
+        );
+        assert_eq!(
+            gemini.meta.warnings,
+            [
+                warned("$[0].parts[1]", "an audio part", "audio/mp3"),
+                warned("$[0].parts[2]", "a document part", "application/pdf"),
+            ]
+        );
+
+        let responses = imported(
+            "{\"type\": \"message\", \"role\": \"user\", \"content\": [{\"type\": \"input_file\", \"file_id\": \"file-1\"}, {\"type\": \"input_text\", \"text\": \"read it\"}]}\n\
+             {\"type\": \"function_call\", \"call_id\": \"c\", \"name\": \"f\", \"arguments\": \"{}\"}\n\
+             {\"type\": \"function_call_output\", \"call_id\": \"c\", \"output\": \"ok\"}\n",
+        );
+        assert_eq!(responses.meta.source_format, SourceFormat::OpenaiResponses);
+        assert_eq!(
+            responses.meta.warnings,
+            [warned("line 1: $.content[0]", "a file part", "input_file")]
+        );
+
+        let inspect = imported(
+            r#"{"id": 1, "epoch": 1, "input": "listen", "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "listen"}, {"type": "audio", "audio": "a.mp3", "format": "mp3"}]},
+                {"role": "assistant", "content": "a bird"}]}"#,
+        );
+        assert_eq!(inspect.meta.source_format, SourceFormat::Inspect);
+        assert_eq!(
+            inspect.meta.warnings,
+            [warned("$.messages[0].content[1]", "an audio part", "audio")]
+        );
     }
 
     #[test]

@@ -136,7 +136,7 @@ fn conversation(
     let mut t = Trace::new(meta);
     let system = node.key("system");
     if !system.is_null() {
-        t.messages.push(Message::system(content_text(&system)?));
+        t.messages.push(Message::system(content_text(&system, &mut t.meta.warnings)?));
     }
     let msgs = node.key("messages");
     if !msgs.v.is_array() {
@@ -165,7 +165,7 @@ pub fn convert_message(m: &Node<'_>, t: &mut Trace, calls: &mut Calls) -> Res<()
     {
         m.obj()?;
         let role = m.key("role").str()?;
-        let content = content_text(&m.key("content"))?;
+        let content = content_text(&m.key("content"), &mut t.meta.warnings)?;
         let msg = match role {
             "system" | "developer" => Message::system(content),
             "user" => Message::user(content),

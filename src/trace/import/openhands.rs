@@ -250,13 +250,13 @@ fn new_events(evs: Vec<(Value, String)>, t: &mut Trace, mut recall: Recall) -> R
                     .map(|n| n.v.clone())
                     .collect();
             }
-            Message::system(content_text(&args.key("content"))?)
+            Message::system(content_text(&args.key("content"), &mut t.meta.warnings)?)
         } else if action == Some("message") && source == Some("user") {
             let c = e.key("args").key("content");
             let text = if c.is_null() {
                 e.key("message").opt_str()?.unwrap_or("").to_string()
             } else {
-                content_text(&c)?
+                content_text(&c, &mut t.meta.warnings)?
             };
             Message::user(text)
         } else if let (Some(_), false) = (action, tcm.is_null()) {
@@ -275,7 +275,7 @@ fn new_events(evs: Vec<(Value, String)>, t: &mut Trace, mut recall: Recall) -> R
                     call_ids.insert((rid.clone(), rec), call.id.clone());
                     tool_calls.push(call);
                 }
-                let mut a = Message::assistant(content_text(&m.key("content"))?, tool_calls);
+                let mut a = Message::assistant(content_text(&m.key("content"), &mut t.meta.warnings)?, tool_calls);
                 a.usage = openai_usage(&mr.key("usage"))?;
                 a.timestamp = ts.clone();
                 if t.meta.model.is_none() {
@@ -310,7 +310,7 @@ fn new_events(evs: Vec<(Value, String)>, t: &mut Trace, mut recall: Recall) -> R
             continue;
         } else if let (Some(_), false) = (obs, tcm.is_null()) {
             let cause = e.key("cause").scalar_text()?.unwrap_or_default();
-            let content = content_text(&e.key("content"))?;
+            let content = content_text(&e.key("content"), &mut t.meta.warnings)?;
             match action_calls.remove(&cause) {
                 Some((cid, name)) => Message::tool(cid, name, content),
                 None => {
@@ -324,7 +324,7 @@ fn new_events(evs: Vec<(Value, String)>, t: &mut Trace, mut recall: Recall) -> R
                 }
             }
         } else if obs.is_some() {
-            let mut m = Message::user(content_text(&e.key("content"))?);
+            let mut m = Message::user(content_text(&e.key("content"), &mut t.meta.warnings)?);
             m.kind = Some("observation".into());
             m
         } else if matches!(action, Some("message" | "finish")) && source == Some("agent") {
@@ -373,7 +373,7 @@ fn old_events(evs: Vec<(Value, String)>, t: &mut Trace) -> Res<()> {
             continue;
         }
         if let Some(o_kind) = obs {
-            let content = content_text(&e.key("content"))?;
+            let content = content_text(&e.key("content"), &mut t.meta.warnings)?;
             let msg = match pending.take() {
                 Some((cid, name)) => Message::tool(cid, name, content),
                 None => {
@@ -397,12 +397,12 @@ fn old_events(evs: Vec<(Value, String)>, t: &mut Trace) -> Res<()> {
         match action {
             "message" if !seen_assistant => {
                 t.messages
-                    .push(Message::user(content_text(&e.key("content"))?));
+                    .push(Message::user(content_text(&e.key("content"), &mut t.meta.warnings)?));
             }
             "message" => {
                 seen_assistant = true;
                 t.messages.push(Message::assistant(
-                    content_text(&e.key("content"))?,
+                    content_text(&e.key("content"), &mut t.meta.warnings)?,
                     Vec::new(),
                 ));
             }

@@ -21,7 +21,7 @@
 //! these same items.
 
 use super::detect::{arr_of, str_of, Shape};
-use super::json::{content_text, parse_arguments, Node, Res};
+use super::json::{content_text, parse_arguments, part_text, Node, Res};
 use super::{Calls, Importer, Input};
 use crate::trace::model::{ContextMarker, Message, Role, SourceFormat, ToolCall, Trace, TraceMeta};
 use serde_json::{json, Map, Value};
@@ -97,7 +97,7 @@ pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
             if !instructions.is_null() {
                 conv.t
                     .messages
-                    .push(Message::system(content_text(&instructions)?));
+                    .push(Message::system(content_text(&instructions, &mut conv.t.meta.warnings)?));
             }
             conv.t.meta.tools = root
                 .key("tools")
@@ -285,7 +285,7 @@ impl Conv {
         match ty {
             "message" => {
                 let role = it.key("role").str()?;
-                let text = item_text(&it.key("content"))?;
+                let text = item_text(&it.key("content"), &mut self.t.meta.warnings)?;
                 match role {
                     "assistant" => {
                         let m = self.assistant(timestamp);
@@ -358,7 +358,7 @@ impl Conv {
             | "local_shell_call_output"
             | "computer_call_output" => {
                 let recorded = call_id(it)?;
-                let content = output_text(&it.key("output"))?;
+                let content = output_text(&it.key("output"), &mut self.t.meta.warnings)?;
                 self.result(it, &recorded, content, timestamp, None);
             }
             "mcp_call" => {
@@ -368,7 +368,7 @@ impl Conv {
                 self.call(it, name, &recorded, args, timestamp, false);
                 let out = it.key("output");
                 let err = it.key("error");
-                let content = if out.is_null() { output_text(&err)? } else { output_text(&out)? };
+                let content = if out.is_null() { output_text(&err, &mut self.t.meta.warnings)? } else { output_text(&out, &mut self.t.meta.warnings)? };
                 self.result(it, &recorded, content, timestamp, None);
                 if let Some(m) = self.t.messages.last_mut() {
                     m.is_error = out.is_null() && !err.is_null();
@@ -436,30 +436,27 @@ fn call_id(it: &Node<'_>) -> Res<String> {
 }
 
 /// Message content: a string, or parts with `text` (`input_text`, `output_text`, …; `refusal`
-/// parts by their `refusal`); other parts as `[type]`.
-pub fn item_text(n: &Node<'_>) -> Res<String> {
+/// parts by their `refusal`); other parts as `[type]`, each warned of in `warnings`.
+pub fn item_text(n: &Node<'_>, warnings: &mut Vec<String>) -> Res<String> {
     if let Some(parts) = n.v.as_array() {
         if parts.iter().any(|p| p.get("refusal").is_some()) {
             let mut out = Vec::new();
             for p in n.items()? {
                 match p.key("refusal").opt_str()? {
                     Some(r) => out.push(r.to_string()),
-                    None => out.push(content_text(&Node::at(
-                        &Value::Array(vec![p.v.clone()]),
-                        p.path.clone(),
-                    ))?),
+                    None => out.push(part_text(&p, warnings)?),
                 }
             }
             return Ok(out.join("\n"));
         }
     }
-    content_text(n)
+    content_text(n, warnings)
 }
 
 /// A call output: a string, a list of content parts, or another JSON value (kept as JSON text).
-pub fn output_text(n: &Node<'_>) -> Res<String> {
+pub fn output_text(n: &Node<'_>, warnings: &mut Vec<String>) -> Res<String> {
     match n.v {
-        Value::Null | Value::String(_) | Value::Array(_) => item_text(n),
+        Value::Null | Value::String(_) | Value::Array(_) => item_text(n, warnings),
         v => Ok(serde_json::to_string(v).unwrap_or_default()),
     }
 }

@@ -231,7 +231,7 @@ pub fn import_value(v: &mut Value, path: String, id: &str) -> Res<Trace> {
         let m = Node::at(&m_value, m_path);
         m.obj()?;
         let role = m.key("role").str()?;
-        let content = content_text(&m.key("content"))?;
+        let content = content_text(&m.key("content"), &mut t.meta.warnings)?;
         let msg = match role {
             "system" => Message::system(content),
             "user" => match pending.take() {

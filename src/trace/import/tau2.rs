@@ -138,7 +138,7 @@ fn convert(msgs: &[Node<'_>], t: &mut Trace) -> Res<()> {
     for m in msgs {
         m.obj()?;
         let role = m.key("role").str()?;
-        let content = content_text(&m.key("content"))?;
+        let content = content_text(&m.key("content"), &mut t.meta.warnings)?;
         let mut msg = match role {
             "assistant" => {
                 let shape = CallShape::Flat {
