@@ -231,3 +231,73 @@ fn parameters_the_api_refuses_exit_2_naming_key_and_line() {
         assert!(err.contains(want), "missing {want:?} in:\n{err}");
     }
 }
+
+/// Gate rules and `[report] metrics` are checked against the evals the suite runs once `--set`
+/// is applied, at the rule's line of the file: a `--set` that turns an eval on makes a rule of
+/// its metric valid, one that turns an eval off makes the rules of its metrics wrong (and says
+/// which `--set` did it). A `--eval` selection for one run still leaves the rules alone.
+#[test]
+fn gate_rule_metrics_are_checked_against_the_suite_as_set_overrides_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.toml");
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets/mini-swe-agent/psf__requests-1142.traj.json");
+    let write = |needle: &str, drift: &str, rules: &str| {
+        std::fs::write(
+            &suite,
+            format!(
+                "[suite]\nname = \"s\"\n[traces]\npaths = [{trace:?}]\n\
+                 [evals.needle]\ndepths = [0.5]\nenabled = {needle}\n\
+                 [evals.drift]\njudge = false\nenabled = {drift}\n\
+                 [gates]\nrules = [\n  \"tokens < 1e9\",\n  {rules},\n]\n"
+            ),
+        )
+        .unwrap();
+    };
+    let run = |args: &[&str]| {
+        let out = Command::cargo_bin("ctxbench")
+            .unwrap()
+            .args(["run", suite.to_str().unwrap(), "--dry-run"])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let file = suite.display();
+
+    // A rule of drift's metric, drift off in the file: refused as written, at its line (14)…
+    write("true", "false", "\"drift.score >= 4\"");
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{file}:14: gate rule `drift.score >= 4`: metric `drift.score` is eval `drift`'s, \
+             which this suite does not run (add `[evals.drift]`, or drop the rule)"
+        )),
+        "{err}"
+    );
+    // …and valid once `--set` turns drift on, also with a `--eval` selection of needle alone.
+    let (code, err) = run(&["--set", "evals.drift.enabled=true"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = run(&["--set", "evals.drift.enabled=true", "--eval", "needle"]);
+    assert_eq!(code, Some(0), "{err}");
+
+    // A rule of needle's metric, valid as written, refused once `--set` turns needle off: at
+    // the rule's line of the file, naming the `--set`.
+    write("true", "true", "\"needle.recall >= 0.8\"");
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = run(&["--set", "evals.needle.enabled=false"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{file}:14: gate rule `needle.recall >= 0.8`: metric `needle.recall` is eval \
+             `needle`'s, which this suite does not run (`--set evals.needle.enabled=false` \
+             turns it off); the suite's evals: replay, drift"
+        )),
+        "{err}"
+    );
+}
