@@ -134,6 +134,30 @@ mod tests {
         );
     }
 
+    /// `max_output_tokens` is checked against each variant's own window where `[engine.base]`
+    /// or the variant sets one, not the preset's default (200,000 for deepagents): 50,000
+    /// fits the default but not a base window of 20,000; 250,000 fits a variant's 400,000.
+    #[test]
+    fn max_output_tokens_is_checked_against_the_windows_the_suite_sets() {
+        let text = format!(
+            "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\npreset = \"deepagents\"\n\
+             window = 20000\nmax_output_tokens = 50000\n[engine.variants.a]\n"
+        );
+        let e = load(&text).unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "suite.toml:10: `[engine.base]`: `max_output_tokens`: 50000 leaves no input \
+                 budget in a window of 20000 tokens (from the configuration's `window`)"
+            ),
+            "{e}"
+        );
+        load(&format!(
+            "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\nmax_output_tokens = 250000\n\
+             [engine.variants.a]\nwindow = 400000\n"
+        ))
+        .unwrap();
+    }
+
     /// What the run's provider check refuses is refused at load (so by a dry run too), at the
     /// provider's table: an `openai` provider without `model`.
     #[test]
