@@ -278,8 +278,9 @@ fn write_reports(
 }
 
 /// Prunes the run's offload stores to those report.html shows and the errored ones (saying how
-/// many flagged units' and failed verdicts' stores went: those past the page's caps), or unpacks
-/// them all (`--keep-stores`); returns what the end of the run says about them.
+/// many flagged units and failed verdicts the page does not show, as the page counts them: their
+/// stores went), or unpacks them all (`--keep-stores`); returns what the end of the run says
+/// about them.
 fn stores_text(
     dir: &crate::record::RunDir,
     model: &crate::report::ReportModel,
@@ -328,15 +329,18 @@ fn stores_text(
                 String::new()
             };
             // Nothing left out unsaid: the flagged units and the failed verdicts past the
-            // page's caps, whatever the number of variants (report.html counts the same).
+            // page's caps, whatever the number of variants. The page's own count
+            // (`ReportModel::left_out`), of every unit, not of the stores this prune saw: a
+            // unit that left no store is not shown all the same.
+            let left_out = model.left_out();
             for (n, what, past) in [
                 (
-                    p.flagged,
+                    left_out.flagged,
                     "flagged unit(s)",
                     format!("{} flagged units", caps.flagged),
                 ),
                 (
-                    p.failed,
+                    left_out.failed,
                     "unit(s) whose verdict is fail",
                     caps.failed.to_string(),
                 ),
@@ -345,8 +349,8 @@ fn stores_text(
                     out.push_str(&crate::output::wrap(
                         &format!(
                             "note: {n} {what} report.html does not show in full (past the \
-                             first {past} of their variant{shrunk}): their offload stores were \
-                             not kept (samples.jsonl and results.csv list them; --keep-stores \
+                             first {past} of their variant{shrunk}): their offload stores (if \
+                             any) were not kept (samples.jsonl and results.csv list them; --keep-stores \
                              keeps every store)"
                         ),
                         100,

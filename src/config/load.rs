@@ -101,10 +101,11 @@ impl LoadedSuite {
         }
 
         let mut suite = deserialize_suite(text, &file, &source)?;
-        // Against the evals the file turns on (a `--eval` or `--set` selection for one run
-        // does not make the suite's rules wrong).
-        check_metric_names(&suite, &file, &source)?;
         apply_sets(&mut suite, &overrides.sets)?;
+        // Against the evals the suite turns on as `--set` leaves it (a `--set` may turn an eval
+        // on or off, or set the rules), before a `--eval` selection for one run, which does not
+        // make the suite's rules wrong.
+        check_metric_names(&suite, &file, &source, &overrides.sets)?;
         select_evals(&mut suite, &overrides.evals)?;
         if let Some(n) = overrides.limit {
             suite.traces.limit = Some(suite.traces.limit.map_or(n, |l| l.min(n)));
@@ -222,18 +223,10 @@ impl LoadedSuite {
         }
     }
 
-    /// The last `--set` argument whose suite key path and `path` name the same key or one
-    /// inside the other (`summarize.trigger.fractio` for an error at `summarize.trigger`),
-    /// sharing at least `keys` keys (an engine key's path shares `engine.variants.NAME` or
-    /// `engine.base` with every `--set` of that table: 3).
+    /// The last `--set` argument of these overrides that gave the key at `path`
+    /// ([`super::overrides::set_of`]).
     fn set_of(&self, path: &[&str], keys: usize) -> Option<&str> {
-        self.overrides.sets.iter().rev().find_map(|arg| {
-            let (key, _) = crate::engine::config::parse_set(arg).ok()?;
-            let set = super::overrides::set_path(&key);
-            let n = set.len().min(path.len());
-            (n >= keys && set[..n].iter().zip(&path[..n]).all(|(a, b)| a == b))
-                .then_some(arg.as_str())
-        })
+        super::overrides::set_of(&self.overrides.sets, path, keys)
     }
 
     /// Run an owner's validation over every variant's merged engine table (e.g. deserializing
@@ -398,7 +391,15 @@ impl LoadedSuite {
 /// Every metric a `[gates]` rule or `[report] metrics` names must be one the suite's evals can
 /// record (each eval declares its metrics in `crate::evalspec`): a misspelt name, or one of an
 /// eval the suite turns off, is said here, at its line, not by `ctxbench gate` after the run.
-fn check_metric_names(suite: &Suite, file: &str, source: &SourceMap) -> Result<(), ConfigError> {
+/// `suite` is the suite with the `--set` arguments `sets` applied: a rule is at its line of the
+/// file, or at the `--set` argument that gave the rules; an eval a `--set` turns off is said to
+/// be turned off by it.
+fn check_metric_names(
+    suite: &Suite,
+    file: &str,
+    source: &SourceMap,
+    sets: &[String],
+) -> Result<(), ConfigError> {
     let enabled = suite.evals.enabled_names();
     let names = crate::evalspec::metric_names(&enabled);
     let problem = |metric: &str| -> Option<String> {
@@ -408,9 +409,13 @@ fn check_metric_names(suite: &Suite, file: &str, source: &SourceMap) -> Result<(
         let eval = metric.split_once('.').map(|(e, _)| e);
         if let Some(e) = eval.filter(|e| !enabled.contains(e)) {
             if crate::evalspec::metric(metric).is_some() {
+                let fix = match super::overrides::set_of(sets, &["evals", e, "enabled"], 3) {
+                    Some(arg) => format!("`--set {arg}` turns it off"),
+                    None => format!("add `[evals.{e}]`, or drop the rule"),
+                };
                 return Some(format!(
-                    "metric `{metric}` is eval `{e}`'s, which this suite does not run (add \
-                     `[evals.{e}]`, or drop the rule); the suite's evals: {}",
+                    "metric `{metric}` is eval `{e}`'s, which this suite does not run ({fix}); \
+                     the suite's evals: {}",
                     enabled.join(", ")
                 ));
             }
@@ -423,16 +428,19 @@ fn check_metric_names(suite: &Suite, file: &str, source: &SourceMap) -> Result<(
             names.join(", ")
         ))
     };
+    // At the line of the file, or at the `--set` that gave the list.
+    let at = |path: &[&str], message: String| match super::overrides::set_of(sets, path, 2) {
+        Some(arg) => ConfigError::new(format!("--set {arg}"), 0, message),
+        None => ConfigError::new(file, source.line_of(path), message),
+    };
     let mut errs = Vec::new();
     for (i, r) in suite.gates.rules.iter().enumerate() {
         let Ok(rule) = crate::gate::parse_rule(r) else {
             continue; // `validate` says what is wrong with it
         };
         if let Some(message) = problem(&rule.metric) {
-            let line = source.line_of(&["gates", "rules", &i.to_string()]);
-            errs.push(ConfigError::new(
-                file,
-                line,
+            errs.push(at(
+                &["gates", "rules", &i.to_string()],
                 format!("gate rule `{}`: {message}", rule.text),
             ));
         }
@@ -451,10 +459,8 @@ fn check_metric_names(suite: &Suite, file: &str, source: &SourceMap) -> Result<(
             None => problem(m),
         };
         if let Some(message) = checked {
-            let line = source.line_of(&["report", "metrics", &i.to_string()]);
-            errs.push(ConfigError::new(
-                file,
-                line,
+            errs.push(at(
+                &["report", "metrics", &i.to_string()],
                 format!("`[report] metrics`: {message}"),
             ));
         }

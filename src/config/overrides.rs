@@ -116,6 +116,19 @@ pub fn set_path(key: &[String]) -> Vec<String> {
     }
 }
 
+/// The last of the `--set` arguments `sets` whose suite key path and `path` name the same key
+/// or one inside the other (`summarize.trigger.fractio` for an error at `summarize.trigger`),
+/// sharing at least `keys` keys (an engine key's path shares `engine.variants.NAME` or
+/// `engine.base` with every `--set` of that table: 3).
+pub fn set_of<'a>(sets: &'a [String], path: &[&str], keys: usize) -> Option<&'a str> {
+    sets.iter().rev().find_map(|arg| {
+        let (key, _) = crate::engine::config::parse_set(arg).ok()?;
+        let set = set_path(&key);
+        let n = set.len().min(path.len());
+        (n >= keys && set[..n].iter().zip(&path[..n]).all(|(a, b)| a == b)).then_some(arg.as_str())
+    })
+}
+
 fn set_error(arg: &str, message: impl Into<String>) -> ConfigError {
     ConfigError::new(format!("--set {arg}"), 0, message)
 }

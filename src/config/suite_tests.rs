@@ -96,6 +96,68 @@ mod tests {
         );
     }
 
+    /// The metric names are checked on the suite as `--set` leaves it: an eval a `--set` turns
+    /// on makes its metrics valid, one it turns off makes them wrong (at the file's line, naming
+    /// the `--set`), and rules a `--set` gives are checked too, at that `--set`.
+    #[test]
+    fn metric_names_are_checked_after_set_overrides() {
+        let sets = |s: &[&str]| crate::config::Overrides {
+            sets: s.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        };
+        let with = |text: &str, s: &[&str]| {
+            LoadedSuite::from_str_with(text, Path::new("suite.toml"), &sets(s))
+        };
+        let drift =
+            format!("{MIN}[evals.drift]\nenabled = false\n[report]\nmetrics = [\"drift.score\"]\n");
+        assert!(load(&drift).is_err());
+        with(&drift, &["evals.drift.enabled=true"]).unwrap();
+        let needle = format!("{MIN}[evals.needle]\n[report]\nmetrics = [\"needle.recall\"]\n");
+        load(&needle).unwrap();
+        let e = with(&needle, &["evals.needle.enabled=false"])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "suite.toml:7: `[report] metrics`: metric `needle.recall` is eval `needle`'s, which \
+             this suite does not run (`--set evals.needle.enabled=false` turns it off); the \
+             suite's evals: replay"
+        );
+        let arg = "gates.rules=[\"needle.recal >= 0.5\"]";
+        let e = with(&needle, &[arg]).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "--set {arg}: gate rule `needle.recal >= 0.5`: unknown metric `needle.recal` \
+                 (did you mean `needle.recall`?)"
+            )),
+            "{e}"
+        );
+    }
+
+    /// `max_output_tokens` is checked against each variant's own window where `[engine.base]`
+    /// or the variant sets one, not the preset's default (200,000 for deepagents): 50,000
+    /// fits the default but not a base window of 20,000; 250,000 fits a variant's 400,000.
+    #[test]
+    fn max_output_tokens_is_checked_against_the_windows_the_suite_sets() {
+        let text = format!(
+            "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\npreset = \"deepagents\"\n\
+             window = 20000\nmax_output_tokens = 50000\n[engine.variants.a]\n"
+        );
+        let e = load(&text).unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "suite.toml:10: `[engine.base]`: `max_output_tokens`: 50000 leaves no input \
+                 budget in a window of 20000 tokens (from the configuration's `window`)"
+            ),
+            "{e}"
+        );
+        load(&format!(
+            "{MIN}[engine]\nbaseline = \"a\"\n[engine.base]\nmax_output_tokens = 250000\n\
+             [engine.variants.a]\nwindow = 400000\n"
+        ))
+        .unwrap();
+    }
+
     /// What the run's provider check refuses is refused at load (so by a dry run too), at the
     /// provider's table: an `openai` provider without `model`.
     #[test]

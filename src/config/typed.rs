@@ -27,12 +27,19 @@ impl LoadedSuite {
         &self.providers[&role]
     }
 
-    /// Deserialize every variant's engine table and resolve it once (without a trace window).
+    /// Deserialize every variant's engine table and resolve it once (for a trace that records
+    /// no window: with the window the variant runs with there, its own `window`, else its
+    /// `agent_model`'s in the suite's price table, else the preset's default).
     pub(super) fn type_variants(&mut self) -> Result<(), ConfigError> {
+        // (A price override `validate` let through but the table refuses is said by the run;
+        // the bundled table's windows stand here.)
+        let prices = crate::pricing::PriceTable::bundled()
+            .with_overrides(&self.suite.pricing)
+            .unwrap_or_else(|_| crate::pricing::PriceTable::bundled().clone());
         let mut problems = Vec::new();
         let mut typed = Vec::with_capacity(self.variants.len());
         for v in &self.variants {
-            match type_engine(v) {
+            match type_engine(v, &prices) {
                 Ok(c) => typed.push(c),
                 Err((key, message)) => {
                     problems.push((v, key, message));
@@ -40,7 +47,7 @@ impl LoadedSuite {
                 }
             }
         }
-        let base = || type_engine(&self.base_variant()).err();
+        let base = || type_engine(&self.base_variant(), &prices).err();
         if let Some(e) = self.variant_errors(problems, base) {
             return Err(e);
         }
@@ -177,9 +184,13 @@ fn non_finite(table: &toml::Table) -> Option<(Vec<String>, f64)> {
     walk(&toml::Value::Table(table.clone()), &mut Vec::new())
 }
 
-/// A variant's engine table deserialized and resolved once, or the key path and message of
-/// its first problem.
-fn type_engine(v: &Variant) -> Result<EngineConfig, (Vec<String>, String)> {
+/// A variant's engine table deserialized and resolved once as for a trace that records no window
+/// (`EngineConfig::resolve_untraced`, with `prices`), or the key path and message of its first
+/// problem.
+fn type_engine(
+    v: &Variant,
+    prices: &crate::pricing::PriceTable,
+) -> Result<EngineConfig, (Vec<String>, String)> {
     // JSON has no NaN or infinity: name such a value here rather than let it turn into
     // `null` ("invalid type: null") on the way to the typed config.
     if let Some((key, x)) = non_finite(&v.engine) {
@@ -189,7 +200,7 @@ fn type_engine(v: &Variant) -> Result<EngineConfig, (Vec<String>, String)> {
     let json = serde_json::to_value(&v.engine).expect("TOML tables are JSON");
     EngineConfig::from_value(json)
         .and_then(|c| {
-            c.resolve(None)?;
+            c.resolve_untraced(prices)?;
             Ok(c)
         })
         .map_err(|e| (e.key, e.message))

@@ -202,6 +202,20 @@ impl EngineConfig {
         self.resolve_with(meta.window, model_window)
     }
 
+    /// Resolve for a trace that records neither a window nor a model (as most formats do): the
+    /// window comes from this configuration, else its `agent_model`'s context window in
+    /// `prices`, else the preset. What a suite is checked against at load, so that the window
+    /// an output reservation is checked against is the one the variant runs with, not the
+    /// preset's default when `agent_model` gives another.
+    pub fn resolve_untraced(
+        &self,
+        prices: &crate::pricing::PriceTable,
+    ) -> Result<ResolvedConfig, ConfigError> {
+        let model = self.agent_model.as_deref();
+        let model_window = model.and_then(|m| prices.context_window(m).map(|w| (m, w)));
+        self.resolve_with(None, model_window)
+    }
+
     /// Resolve against the preset, the trace's window and, when neither the configuration nor
     /// the trace gives a window, the agent model's context window (`(model, tokens)`, from the
     /// price table) before the preset's default.
@@ -473,6 +487,14 @@ mod tests {
             r.window_source.to_string(),
             "the price table's context window of `gpt-4o`"
         );
+        // Without a trace: the configuration's window, else `agent_model`'s, else the preset's,
+        // as `resolve_for` on a trace that records no window and no model.
+        let untraced = meta(None, None);
+        for (config, window) in [(&c, 200_000), (&own, 9_000), (&other, 128_000)] {
+            let r = config.resolve_untraced(prices).unwrap();
+            assert_eq!(r.window, window);
+            assert_eq!(r, config.resolve_for(&untraced, prices).unwrap());
+        }
     }
 
     #[test]

@@ -384,6 +384,14 @@ impl ReportModel {
         (shown, *left_out)
     }
 
+    /// How many units report.html does not show in full past its caps, by kind: the one count
+    /// of them, which the page ("N more … are not shown in full") and the run's closing lines
+    /// (`cli::run`: "note: N … report.html does not show in full") both give. Of every unit of
+    /// the model, whether or not it left an offload store.
+    pub fn left_out(&self) -> super::html::LeftOut {
+        self.shown().1
+    }
+
     /// The caps per variant of the samples report.html shows in full: those of the run's
     /// variants (`html::Caps::for_variants`), which [`ReportModel::shown`] applies.
     pub fn shown_caps(&self) -> super::html::Caps {

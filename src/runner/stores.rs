@@ -598,12 +598,6 @@ pub struct Pruned {
     /// Stores to keep that the run did not write (not in `kept`): the selection changed
     /// after the unit ended, e.g. because units of an interrupted run have no sample.
     pub missing: usize,
-    /// Flagged units (not errored) whose store the run had and did not keep (counted in
-    /// `removed` when written): report.html does not show them, they are past its cap.
-    pub flagged: usize,
-    /// Units whose verdict is fail (neither errored nor flagged) whose store the run had and
-    /// did not keep, as `flagged`: past the page's cap of failed verdicts of their variant.
-    pub failed: usize,
 }
 
 /// Bytes of the regular files under `path` (symbolic links are not followed).
@@ -622,17 +616,9 @@ pub fn dir_bytes(path: &Path) -> u64 {
 /// that did not fail); with `dry_run`, only count what would go. A missing `stores/` is
 /// nothing to do.
 pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Result<Pruned> {
+    // (How many flagged units and failed verdicts the page does not show is the page's count,
+    // `ReportModel::left_out`, not one of the stores seen here: a unit may have left none.)
     let keep = shown_in_full(model)?;
-    // Flagged units and failed verdicts not kept: their stores (a directory, a record or a
-    // marker) are counted.
-    let mut not_shown: std::collections::BTreeMap<String, Status> = BTreeMap::new();
-    model.for_each_row(|s| {
-        let status = Status::of(&s);
-        if matches!(status, Status::Flagged | Status::Fail) && !keep.contains(s.unit_id) {
-            not_shown.insert(s.unit_id.to_string(), status);
-        }
-    })?;
-    let mut not_shown_seen = std::collections::BTreeMap::new();
     // What is removed, by name: a unit whose store waited or was held leaves a marker as it
     // ended and then maybe its directory or a record too, and is one store.
     let mut removed = std::collections::BTreeSet::new();
@@ -659,9 +645,6 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
             }
             continue;
         }
-        if let Some((id, status)) = not_shown.get_key_value(name.as_ref()) {
-            not_shown_seen.insert(id.as_str(), *status);
-        }
         removed.insert(name.into_owned());
         if meta.is_dir() {
             out.bytes += dir_bytes(&path);
@@ -682,9 +665,6 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
     let mut unpacked = std::collections::BTreeSet::new();
     let mut unwritten = std::collections::BTreeSet::new();
     for_each_pack(&pack, |unit, read| {
-        if let Some((id, status)) = not_shown.get_key_value(unit) {
-            not_shown_seen.insert(id.as_str(), *status);
-        }
         if read.is_empty() {
             // A store the run did not write.
             if keep.contains(unit) {
@@ -713,11 +693,6 @@ pub fn prune(dir: &RunDir, model: &ReportModel, dry_run: bool) -> std::io::Resul
         .difference(&unpacked)
         .filter(|u| !in_dirs.contains(*u))
         .count();
-    out.flagged = not_shown_seen
-        .values()
-        .filter(|s| **s == Status::Flagged)
-        .count();
-    out.failed = not_shown_seen.len() - out.flagged;
     if !dry_run {
         match std::fs::remove_file(&pack) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
@@ -1125,7 +1100,7 @@ mod tests {
     }
 
     #[test]
-    fn pruning_counts_the_flagged_stores_past_the_pages_cap() {
+    fn pruning_removes_the_flagged_stores_past_the_pages_cap() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = RunDir::new(tmp.path().join("run"));
         let packs = crate::engine::store::PackFile::new(dir.stores_pack());
@@ -1162,10 +1137,8 @@ mod tests {
         info.variants = vec!["a".into(), "b".into()];
         let model = ReportModel::build(&info, samples);
         let p = prune(&dir, &model, false).unwrap();
-        assert_eq!(
-            (p.kept, p.removed, p.flagged, p.missing),
-            (2 * (n - 8), 16, 16, 0)
-        );
+        assert_eq!((p.kept, p.removed, p.missing), (2 * (n - 8), 16, 0));
+        assert_eq!(model.left_out().flagged, 16, "what the closing lines say");
         let last = MAX_FLAGGED_PER_VARIANT - 1;
         for v in ["a", "b"] {
             assert!(dir.unit_store(&format!("{v}{last:04}")).exists());
@@ -1174,7 +1147,7 @@ mod tests {
     }
 
     #[test]
-    fn pruning_counts_the_failed_verdicts_past_the_pages_cap() {
+    fn pruning_removes_the_failed_verdicts_past_the_pages_cap() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = RunDir::new(tmp.path().join("run"));
         let packs = crate::engine::store::PackFile::new(dir.stores_pack());
@@ -1201,8 +1174,13 @@ mod tests {
         info.variants = vec!["a".into(), "b".into()];
         let model = ReportModel::build(&info, samples);
         let p = prune(&dir, &model, true).unwrap();
+        // Every unit but those shown left a marker, removed: the failed verdicts past the cap
+        // among them (which the closing lines count, as the page does).
+        let shown = 2 * (12 + MAX_FAILED_PER_VARIANT);
+        assert_eq!(p.removed, 80 - shown);
+        let left_out = model.left_out();
         assert_eq!(
-            (p.flagged, p.failed),
+            (left_out.flagged, left_out.failed),
             (0, 2 * (10 - MAX_FAILED_PER_VARIANT))
         );
         assert_eq!(

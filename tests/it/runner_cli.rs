@@ -709,7 +709,7 @@ fn flagged_units_past_the_pages_cap_keep_no_store_and_the_run_says_so() {
             said.contains(&format!(
                 "note: {not_kept} flagged unit(s) report.html does not show in full (past \
                  the first {MAX_FLAGGED_PER_VARIANT} flagged units of their variant): their \
-                 offload stores were not kept"
+                 offload stores (if any) were not kept"
             )),
             "{stdout}"
         );
@@ -828,13 +828,13 @@ fn a_suite_of_many_variants_keeps_the_stores_of_a_smaller_page_and_says_so() {
             format!(
                 "note: {} flagged unit(s) report.html does not show in full (past the first 8 \
                  flagged units of their variant, a cap that shrinks with the run's 12 variants): \
-                 their offload stores were not kept",
+                 their offload stores (if any) were not kept",
                 left_out.problems
             ),
             format!(
                 "note: {} unit(s) whose verdict is fail report.html does not show in full (past \
                  the first 2 of their variant, a cap that shrinks with the run's 12 variants): \
-                 their offload stores were not kept",
+                 their offload stores (if any) were not kept",
                 left_out.failed
             ),
         ] {
@@ -902,8 +902,8 @@ fn failed_verdicts_past_the_pages_cap_of_a_small_suite_are_counted() {
         let said = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
         let note = format!(
             "note: {} unit(s) whose verdict is fail report.html does not show in full (past the \
-             first {MAX_FAILED_PER_VARIANT} of their variant): their offload stores were not \
-             kept (samples.jsonl and results.csv list them; --keep-stores keeps every store)",
+             first {MAX_FAILED_PER_VARIANT} of their variant): their offload stores (if \
+             any) were not kept (samples.jsonl and results.csv list them; --keep-stores keeps every store)",
             left_out.failed
         );
         assert!(said.contains(&note), "{note}\n{stdout}");
@@ -919,6 +919,77 @@ fn failed_verdicts_past_the_pages_cap_of_a_small_suite_are_counted() {
             "report.html does not count the {} failed verdicts it leaves out",
             left_out.failed
         );
+    }
+}
+
+/// Units that leave no offload store (the synthetic executor without `store=1`, as units of an
+/// eval without one), many flagged or failing their verdict past report.html's caps: the run's
+/// closing lines give the page's count of the units it does not show in full, not a count of
+/// the stores pruned (there are none; the closing lines said nothing while the page said 28
+/// and 6).
+#[test]
+fn units_without_a_store_past_the_pages_caps_are_counted_as_the_page_counts_them() {
+    use ctxbench::report::html::{MAX_FAILED_PER_VARIANT, MAX_FLAGGED_PER_VARIANT};
+    let tmp = tempfile::tempdir().unwrap();
+    let datasets = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
+    // 20 traces × 2 variants × 4 needle samples = 160 units, half of them flagged.
+    let suite = base_and_aggressive("nostore")
+        .seed(1)
+        .trace(datasets.join("*.traj.json"))
+        .base("window = 20000")
+        .eval("replay", "enabled = false")
+        .eval(
+            "needle",
+            "depths = [0.3, 0.7]\npositions = [\"tool\", \"user\"]",
+        )
+        .write(tmp.path(), "nostore.toml");
+    let out = Command::new(bin())
+        .args(["run", suite.to_str().unwrap(), "--jobs", "4"])
+        .args(["--executor", "synthetic:flag_every=2", "--run-id", "r"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let dir = tmp.path().join("out/r");
+    assert!(!dir.join("stores").exists(), "no unit left a store");
+    let (_, model, _) =
+        ctxbench::report::load::load_model(&ctxbench::record::RunDir::new(&dir)).unwrap();
+    assert_eq!(model.units, 160);
+    // The page's count; no unit errored, so its errored or flagged units left out are flagged.
+    let left_out = model.shown().1;
+    assert!(support::run::samples(&dir)
+        .iter()
+        .all(|s| s.error.is_none()));
+    assert!(left_out.problems > 0 && left_out.failed > 0, "{left_out:?}");
+    let said = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    for note in [
+        format!(
+            "note: {} flagged unit(s) report.html does not show in full (past the first \
+             {MAX_FLAGGED_PER_VARIANT} flagged units of their variant)",
+            left_out.problems
+        ),
+        format!(
+            "note: {} unit(s) whose verdict is fail report.html does not show in full (past the \
+             first {MAX_FAILED_PER_VARIANT} of their variant)",
+            left_out.failed
+        ),
+    ] {
+        assert!(said.contains(&note), "{note}\n{stdout}");
+    }
+    // The same numbers on the page.
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    for line in [
+        format!(
+            "{} more failed or flagged unit(s) are not shown in full",
+            left_out.problems
+        ),
+        format!(
+            "{} more unit(s) whose verdict is fail are not shown in full (past the first \
+             {MAX_FAILED_PER_VARIANT} of their variant).",
+            left_out.failed
+        ),
+    ] {
+        assert!(html.contains(&line), "report.html does not say: {line}");
     }
 }
 

@@ -231,3 +231,141 @@ fn parameters_the_api_refuses_exit_2_naming_key_and_line() {
         assert!(err.contains(want), "missing {want:?} in:\n{err}");
     }
 }
+
+/// Gate rules and `[report] metrics` are checked against the evals the suite runs once `--set`
+/// is applied, at the rule's line of the file: a `--set` that turns an eval on makes a rule of
+/// its metric valid, one that turns an eval off makes the rules of its metrics wrong (and says
+/// which `--set` did it). A `--eval` selection for one run still leaves the rules alone.
+#[test]
+fn gate_rule_metrics_are_checked_against_the_suite_as_set_overrides_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.toml");
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets/mini-swe-agent/psf__requests-1142.traj.json");
+    let write = |needle: &str, drift: &str, rules: &str| {
+        std::fs::write(
+            &suite,
+            format!(
+                "[suite]\nname = \"s\"\n[traces]\npaths = [{trace:?}]\n\
+                 [evals.needle]\ndepths = [0.5]\nenabled = {needle}\n\
+                 [evals.drift]\njudge = false\nenabled = {drift}\n\
+                 [gates]\nrules = [\n  \"tokens < 1e9\",\n  {rules},\n]\n"
+            ),
+        )
+        .unwrap();
+    };
+    let run = |args: &[&str]| {
+        let out = Command::cargo_bin("ctxbench")
+            .unwrap()
+            .args(["run", suite.to_str().unwrap(), "--dry-run"])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let file = suite.display();
+
+    // A rule of drift's metric, drift off in the file: refused as written, at its line (14)…
+    write("true", "false", "\"drift.score >= 4\"");
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{file}:14: gate rule `drift.score >= 4`: metric `drift.score` is eval `drift`'s, \
+             which this suite does not run (add `[evals.drift]`, or drop the rule)"
+        )),
+        "{err}"
+    );
+    // …and valid once `--set` turns drift on, also with a `--eval` selection of needle alone.
+    let (code, err) = run(&["--set", "evals.drift.enabled=true"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = run(&["--set", "evals.drift.enabled=true", "--eval", "needle"]);
+    assert_eq!(code, Some(0), "{err}");
+
+    // A rule of needle's metric, valid as written, refused once `--set` turns needle off: at
+    // the rule's line of the file, naming the `--set`.
+    write("true", "true", "\"needle.recall >= 0.8\"");
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = run(&["--set", "evals.needle.enabled=false"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{file}:14: gate rule `needle.recall >= 0.8`: metric `needle.recall` is eval \
+             `needle`'s, which this suite does not run (`--set evals.needle.enabled=false` \
+             turns it off); the suite's evals: replay, drift"
+        )),
+        "{err}"
+    );
+}
+
+/// A suite of two variants over one bundled trace, deepagents with `max_output_tokens` set in
+/// `[engine.base]`: `a` with a window of its own (400,000), `b` with an `agent_model` and no
+/// window. Returns the suite's path.
+fn output_reservation_suite(dir: &Path, max_output: u64, agent_model: &str) -> std::path::PathBuf {
+    let suite = dir.join("suite.toml");
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("datasets/mini-swe-agent/psf__requests-1142.traj.json");
+    std::fs::write(
+        &suite,
+        format!(
+            "[suite]\nname = \"s\"\noutput_dir = \"out\"\n[traces]\npaths = [{trace:?}]\n\
+             [engine]\nbaseline = \"a\"\n[engine.base]\npreset = \"deepagents\"\n\
+             max_output_tokens = {max_output}\n[engine.variants.a]\nwindow = 400000\n\
+             [engine.variants.b]\nagent_model = \"{agent_model}\"\n[evals.replay]\n"
+        ),
+    )
+    .unwrap();
+    suite
+}
+
+/// An output reservation is checked at load against the window the variant runs with (on a
+/// trace that records none): its `window`, else its `agent_model`'s context window in the price
+/// table, else the preset's default. `max_output_tokens = 150000` fits deepagents' default
+/// window (200,000) but not gpt-4o's (128,000), which `b` runs with: refused at load at its
+/// line (it was let through, and the dry run's estimate then failed without a line, a real
+/// run's units of `b` failed one by one).
+#[test]
+fn max_output_tokens_past_the_agent_models_window_is_refused_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = output_reservation_suite(dir.path(), 150_000, "gpt-4o");
+    let out = Command::cargo_bin("ctxbench")
+        .unwrap()
+        .args(["run", suite.to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}:10: `[engine.base]` as merged into engine variant `b`: `max_output_tokens`: \
+             150000 leaves no input budget in a window of 128000 tokens (from the price table's \
+             context window of `gpt-4o`)",
+            suite.display()
+        )),
+        "{err}"
+    );
+    assert!(!out.stdout.starts_with(b"plan"), "refused before the plan");
+}
+
+/// The other direction: `max_output_tokens = 250000` leaves no budget in deepagents' default
+/// window but fits gpt-4.1's (1,047,576), which `b` runs with (and `a`'s own 400,000): the
+/// suite loads (it was refused, checked against the preset's default) and its units run.
+#[test]
+fn max_output_tokens_within_the_agent_models_window_loads_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = output_reservation_suite(dir.path(), 250_000, "gpt-4.1");
+    let out = Command::cargo_bin("ctxbench")
+        .unwrap()
+        .args(["run", suite.to_str().unwrap(), "--run-id", "r"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let samples = std::fs::read_to_string(dir.path().join("out/r/samples.jsonl")).unwrap();
+    assert_eq!(samples.lines().count(), 2);
+    assert!(!samples.contains("\"error\""), "{samples}");
+}

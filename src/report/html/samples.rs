@@ -114,6 +114,8 @@ impl Caps {
 pub struct LeftOut {
     /// Errored or flagged units past rule 1's caps (and not shown by another rule).
     pub problems: usize,
+    /// The flagged ones among `problems` (past the cap of flagged units of their variant).
+    pub flagged: usize,
     /// Units whose verdict is fail (neither errored nor flagged) past rule 3's cap of their
     /// variant, and not shown by another rule.
     pub failed: usize,
@@ -179,8 +181,9 @@ pub struct Select {
     failed_per_variant: HashMap<String, usize>,
     fail_keys: FxHashSet<u64>,
     /// Errored or flagged rows past rule 1's cap that a later pass chose all the same (they
-    /// are not left out).
+    /// are not left out); and the flagged ones among them.
     shown_past_cap: usize,
+    flagged_shown_past_cap: usize,
     /// Rows with a fail verdict past rule 3's cap; and those pass 3 chose all the same.
     failed_left_out: usize,
     failed_past_cap: usize,
@@ -244,6 +247,7 @@ impl Select {
             for i in rows.into_iter().skip(self.caps.flagged) {
                 self.chosen.remove(&i);
                 self.problems.left_out += 1;
+                self.problems.flagged_left_out += 1;
             }
         }
         let mut queues: Vec<std::collections::VecDeque<u64>> = self
@@ -317,6 +321,7 @@ impl Select {
         let new = self.chosen.insert(i, status).is_none();
         if new && matches!(status, Status::Error | Status::Flagged) {
             self.shown_past_cap += 1;
+            self.flagged_shown_past_cap += usize::from(status == Status::Flagged);
         }
     }
 
@@ -331,6 +336,7 @@ impl Select {
         out.sort_unstable();
         let left_out = LeftOut {
             problems: self.problems.left_out() - self.shown_past_cap,
+            flagged: self.problems.flagged_left_out - self.flagged_shown_past_cap,
             failed: self.failed_left_out - self.failed_past_cap,
         };
         (out.into_iter().map(|(_, i)| i).collect(), left_out)
@@ -365,6 +371,8 @@ pub struct ProblemCaps {
     /// Most flagged units shown per variant.
     flagged_cap: usize,
     left_out: usize,
+    /// The flagged ones among `left_out`.
+    flagged_left_out: usize,
 }
 
 impl Default for ProblemCaps {
@@ -382,6 +390,7 @@ impl ProblemCaps {
             flagged: HashMap::new(),
             flagged_cap,
             left_out: 0,
+            flagged_left_out: 0,
         }
     }
 
@@ -405,6 +414,7 @@ impl ProblemCaps {
             true
         } else {
             self.left_out += 1;
+            self.flagged_left_out += usize::from(status == Status::Flagged);
             false
         }
     }
@@ -488,7 +498,8 @@ pub fn write_section(
         };
         return w.write_all(empty.0.as_bytes());
     }
-    let (shown, left_out) = model.shown();
+    let shown = model.shown().0;
+    let left_out = model.left_out();
     let mut t = Table::new(
         Some("samples-table"),
         vec![
@@ -712,6 +723,7 @@ mod tests {
         }
         let (shown, left_out) = select(&samples.into_iter().collect(), None, 1);
         assert_eq!(left_out.problems, 5000 - MAX_ERRORED_SAMPLES);
+        assert_eq!(left_out.flagged, 0, "none of them flagged");
         assert!(shown.len() <= MAX_ERRORED_SAMPLES + SHOWN_PAIR_KEYS);
     }
 
@@ -748,7 +760,7 @@ mod tests {
             (MAX_FLAGGED_PER_VARIANT, 5, 0)
         );
         // Only the y units are not shown (the page says so).
-        assert_eq!(left_out.problems, 5);
+        assert_eq!((left_out.problems, left_out.flagged), (5, 5));
     }
 
     #[test]
@@ -812,6 +824,11 @@ mod tests {
         assert_eq!(
             left_out.problems,
             (50 - 20) + (30 - 20) + (250 - MAX_ERRORED_SAMPLES)
+        );
+        assert_eq!(
+            left_out.flagged,
+            (50 - 20) + (30 - 20),
+            "the errored ones apart"
         );
         // Errors first, then the flagged units variant by variant.
         assert!(shown[..MAX_ERRORED_SAMPLES]
@@ -977,6 +994,7 @@ mod tests {
             left_out,
             LeftOut {
                 problems: flagged_all - flagged_shown,
+                flagged: flagged_all - flagged_shown,
                 failed: failed_all - failed_shown,
             }
         );
