@@ -1,5 +1,6 @@
 //! `ctxbench gate`: evaluate gate rules on a run against a baseline run; exit 10 on a
-//! significant regression, a partial candidate run or failed candidate units. Grammar and semantics: see `crate::gate`.
+//! significant regression, a partial candidate run, failed candidate units or rules that could
+//! check nothing. Grammar and semantics: see `crate::gate`.
 
 use super::coverage;
 use super::{UsageError, EXIT_GATE_FAILED};
@@ -51,7 +52,11 @@ Besides its rules, the gate checks the candidate run itself, and fails (exit 10)
     numbers would be of the units it recorded only;
   - more of its units failed than --max-errors (default 0): a failed unit has no score and
     drops out of every mean and pair, so it could hide any regression. --max-errors N passes
-    up to N failed units (still stated).
+    up to N failed units (still stated);
+  - no rule could be checked: every rule was skipped for every variant (no value to judge, e.g.
+    needle.recall of a run whose needle units were all not applicable to their traces), so the
+    gate verified nothing (`run checked`, naming why each rule was skipped). --allow-unchecked
+    lets such a gate pass (still stated). Some rules checked and others skipped is no failure.
 A partial baseline and failed baseline units are stated in a note; they fail nothing.
 
 Writes JUnit XML (--junit, default RUN/gate.xml in the candidate run; never into the baseline
@@ -59,10 +64,12 @@ run) and, when GITHUB_STEP_SUMMARY is set, appends a Markdown summary to that fi
 prints the verdicts as JSON on stdout instead of the text lines.
 
 Exit codes:
-  0   every rule passed (skipped rules do not fail the gate), the candidate run is complete and
-      has no more failed units than --max-errors
+  0   every rule passed (skipped rules do not fail the gate while at least one rule was
+      checked, or with --allow-unchecked), the candidate run is complete and has no more failed
+      units than --max-errors
   10  a rule failed (a significant regression or a threshold miss), the candidate run is
-      partial, or more of its units failed than --max-errors
+      partial, more of its units failed than --max-errors, or no rule could be checked (every
+      rule skipped for every variant) without --allow-unchecked
   2   bad usage: bad rule or rules file, unknown metric or variant, unreadable run directory,
       unrelated runs (different suites or no shared variant), --junit inside the baseline run;
       a JUnit file of an earlier gate at the --junit path is removed (no verdict was reached)
@@ -103,6 +110,10 @@ pub struct Args {
     /// gate)
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub max_errors: usize,
+    /// Pass when every rule was skipped for every variant (nothing could be checked); without
+    /// it such a gate fails (exit 10). Either way the gate says so
+    #[arg(long)]
+    pub allow_unchecked: bool,
     #[command(flatten)]
     pub spill: super::SpillArgs,
 }
@@ -455,6 +466,7 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     let options = gate::GateOptions {
         seed: cand.info.seed,
         max_errors: args.max_errors,
+        allow_unchecked: args.allow_unchecked,
     };
     let mut outcome = gate::evaluate(&rules, &cand, &base, options).map_err(UsageError)?;
     // The baseline's units (in the variants both runs have) the candidate lacks: `compare`'s

@@ -178,15 +178,44 @@ fn cost_rule_on_an_unpriced_metric_is_skipped_not_passed() {
         .stderr(predicate::str::contains(
             "metric `cost` is not in the candidate or the baseline run",
         ));
-    // priced in the baseline only: skipped in the candidate
+    // priced in the baseline only: skipped in the candidate; with a rule checked beside it,
+    // the gate passes and says so
     let base2 = write(dir.path(), "base2", &run_losing(0));
     gate(&cand, &base2)
-        .args(["--rule", "cost.delta_pct <= 5"])
+        .args([
+            "--rule",
+            "cost.delta_pct <= 5",
+            "--rule",
+            "needle.recall >= 0.5",
+        ])
         .assert()
         .code(0)
         .stdout(predicate::str::contains(
             "skip  cost.delta_pct <= 5  [baseline]",
-        ));
+        ))
+        .stdout(predicate::str::contains(
+            "pass  needle.recall >= 0.5  [baseline]",
+        ))
+        .stdout(predicate::str::contains("run checked").not());
+    // alone, it checks nothing: the gate fails (it passed with every rule skipped)
+    let out = gate(&cand, &base2)
+        .args(["--rule", "cost.delta_pct <= 5"])
+        .assert()
+        .code(10)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert!(
+        text.contains(
+            "FAIL run checked no rule could be checked: no `cost` value in the candidate run \
+             (`cost.delta_pct <= 5` on every variant)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("skip cost.delta_pct <= 5 [baseline]"),
+        "{text}"
+    );
 }
 
 #[test]
