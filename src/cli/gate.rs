@@ -57,7 +57,8 @@ Besides its rules, the gate checks the candidate run itself, and fails (exit 10)
     needle.recall of a run whose needle units were all not applicable to their traces), so the
     gate verified nothing (`run checked`, naming why each rule was skipped). --allow-unchecked
     lets such a gate pass (still stated). Some rules checked and others skipped is no failure.
-A partial baseline and failed baseline units are stated in a note; they fail nothing.
+A partial baseline and failed baseline units are stated in a note and fail nothing, as are the
+needle units of either run that did not apply to their trace (the report's NOT APPLICABLE note).
 
 Writes JUnit XML (--junit, default RUN/gate.xml in the candidate run; never into the baseline
 run) and, when GITHUB_STEP_SUMMARY is set, appends a Markdown summary to that file. --json
@@ -225,15 +226,24 @@ impl KeptUnits {
     }
 }
 
+/// A run as the gate reads it, and what its notes need of it.
+struct ReadRun {
+    run: gate::GateRun,
+    /// A torn final line (the run was interrupted as it wrote it), not read.
+    torn: Option<crate::record::TornLine>,
+    units: KeptUnits,
+    /// Its needle units that did not apply to their trace, for the report's note.
+    not_applicable: crate::report::model::NotApplicable,
+}
+
 /// A run as the gate reads it: samples.jsonl streamed into compact rows (`report::load`), the
-/// gate's observations and the units' keys built from them, the rows dropped; a run of more
-/// than `spill.above` samples spilled (its rows sorted on disk, then its observations:
-/// [`spilled_run`]). A torn final line (the run was interrupted as it wrote it) is not read:
-/// returned, for a note.
+/// gate's observations, the units' keys and its not applicable needle units built from them,
+/// the rows dropped; a run of more than `spill.above` samples spilled (its rows sorted on disk,
+/// then its observations: [`spilled_run`]).
 fn gate_run(
     dir: &RunDir,
     spill: &crate::report::spill::SpillOptions,
-) -> Result<(gate::GateRun, Option<crate::record::TornLine>, KeptUnits), UsageError> {
+) -> Result<ReadRun, UsageError> {
     if let Some(pid) = dir.writer() {
         crate::output::errln!("{}", dir.in_progress_note(pid));
     }
@@ -243,19 +253,34 @@ fn gate_run(
     let path = dir.samples_jsonl();
     let loaded = crate::report::load::stream_samples_spilling(&path, spill)
         .map_err(|e| UsageError(e.to_string()))?;
+    let mut not_applicable = crate::report::model::NotApplicable::default();
     let (mut run, torn, units) = match loaded {
-        crate::report::load::Loaded::Rows(streamed) => (
-            gate::GateRun::new(info, streamed.rows.iter()),
-            streamed.torn,
-            KeptUnits::Keys(coverage::UnitKeys::of(streamed.rows.iter())),
-        ),
+        crate::report::load::Loaded::Rows(streamed) => {
+            // Each unit once, by its first line (as every figure counts it).
+            let mut first = crate::metrics::aggregate::FirstLines::default();
+            for r in streamed.rows.iter() {
+                if first.is_first(&r) {
+                    not_applicable.add(&r);
+                }
+            }
+            (
+                gate::GateRun::new(info, streamed.rows.iter()),
+                streamed.torn,
+                KeptUnits::Keys(coverage::UnitKeys::of(streamed.rows.iter())),
+            )
+        }
         crate::report::load::Loaded::Spilled(rows, torn) => {
-            let run = spilled_run(info, &rows, spill.run_rows.max(1) * 4)?;
+            let run = spilled_run(info, &rows, spill.run_rows.max(1) * 4, &mut not_applicable)?;
             (run, torn, KeptUnits::Spilled(Box::new(rows)))
         }
     };
     run.progress = progress;
-    Ok((run, torn, units))
+    Ok(ReadRun {
+        run,
+        torn,
+        units,
+        not_applicable,
+    })
 }
 
 /// The gate's run of rows spilled to disk: one pass over them (in their sorted order) counts
@@ -263,11 +288,13 @@ fn gate_run(
 /// runs on disk (`report::spill::ObsSpill`, `run_len` a run), merged into one file the rules
 /// read range by range. Each observation carries its row's place, a per-role one after every
 /// row's: the first of duplicate keys kept is the one `aggregate::observations_with_roles`
-/// keeps, so every figure is the in-memory gate's.
+/// keeps, so every figure is the in-memory gate's. The same pass counts the not applicable
+/// needle units into `not_applicable`.
 fn spilled_run(
     info: crate::record::RunInfo,
     rows: &crate::report::spill::SpilledRows,
     run_len: usize,
+    not_applicable: &mut crate::report::model::NotApplicable,
 ) -> Result<gate::GateRun, UsageError> {
     let io = |e: std::io::Error| {
         UsageError(format!(
@@ -288,6 +315,7 @@ fn spilled_run(
             };
             u.0 += 1;
             u.1 += usize::from(s.error.is_some());
+            not_applicable.add(&s);
             if failed.is_none() {
                 failed = obs.push_row(&s, i, roles_after).err();
             }
@@ -420,9 +448,19 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     // A big run's rows and observations spill to the temporary directory (TMPDIR; removed when
     // done): docs/report.md, "Reports of big runs".
     let spill = args.spill.options();
-    let (cand, cand_torn, cand_units) = gate_run(&cand_dir, &spill)?;
+    let ReadRun {
+        run: cand,
+        torn: cand_torn,
+        units: cand_units,
+        not_applicable: cand_na,
+    } = gate_run(&cand_dir, &spill)?;
     let base_dir = RunDir::new(&args.baseline);
-    let (base, base_torn, base_units) = gate_run(&base_dir, &spill)?;
+    let ReadRun {
+        run: base,
+        torn: base_torn,
+        units: base_units,
+        not_applicable: base_na,
+    } = gate_run(&base_dir, &spill)?;
     let mut rules = Vec::new();
     if let Some(path) = &args.rules {
         rules.extend(gate::parse_rules_file(path).map_err(UsageError)?);
@@ -480,6 +518,23 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     drop((cand_units, base_units));
     if missing.units > 0 {
         outcome.notes.push(missing_note(&missing, &cand, &cand_dir));
+    }
+    // Needle units that did not apply to their trace have no recall: a rule on it is skipped
+    // ("no `needle.recall` value"), and this, the report's own note, says why. (Of the
+    // baseline too, once, when it is the candidate run.)
+    let same = resolved(&args.run) == resolved(&args.baseline);
+    for (side, run, na) in [
+        ("candidate", &cand, &cand_na),
+        ("baseline", &base, &base_na),
+    ] {
+        if side == "baseline" && same {
+            continue;
+        }
+        if let Some(note) = na.note(run.variants()) {
+            outcome
+                .notes
+                .push(format!("{side} {}: {note}", run.info.run_id));
+        }
     }
     // A torn final line is a unit the statistics do not see: said, as `compare` says it (a run
     // whose run.json counts more units than its journal holds is partial: a run check).
