@@ -23,8 +23,9 @@ variant and every other metric that changed on some pair; compare.json has every
 
 Notes (printed, and in compare.md and compare.json) name what is not compared: failed units on
 each side (no score: out of every mean and pair), a partial run (status not `complete`),
-variants, traces, evals and units that one run has and the other lacks, and later lines of a unit
-journaled more than once (its first line counts, also a failed one). Runs of differently named
+variants, traces, evals and units that one run has and the other lacks, later lines of a unit
+journaled more than once (its first line counts, also a failed one), and needle units that did
+not apply to their trace (no recall: the report's NOT APPLICABLE note). Runs of differently named
 suites are compared with a warning (`gate` refuses them).
 
 Examples:
@@ -166,14 +167,18 @@ struct RunFacts {
     duplicates: usize,
     failed: usize,
     variants: Vec<String>,
+    /// Needle units that did not apply to their trace, for the report's note.
+    not_applicable: crate::report::model::NotApplicable,
 }
 
 fn facts(run: &Compact) -> Result<RunFacts, UsageError> {
     let (mut units, mut failed) = (0, 0);
     let mut first: BTreeMap<String, u64> = BTreeMap::new();
+    let mut not_applicable = crate::report::model::NotApplicable::default();
     let duplicates = run.for_each_unique(|s, at| {
         units += 1;
         failed += usize::from(s.error.is_some());
+        not_applicable.add(&s);
         if !run.info.variants.iter().any(|v| v == s.variant) {
             match first.get_mut(s.variant) {
                 Some(f) => *f = (*f).min(at),
@@ -192,6 +197,7 @@ fn facts(run: &Compact) -> Result<RunFacts, UsageError> {
         duplicates,
         failed,
         variants,
+        not_applicable,
     })
 }
 
@@ -335,6 +341,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         crate::output::errln!("warning: {suites}");
     }
     notes.extend(coverage);
+    // Needle units that did not apply to their trace have no recall, so they are in no pair of
+    // `needle.recall`: the report's own note says how many and why (once for a run compared
+    // with itself).
+    let same = std::fs::canonicalize(&args.run_a)
+        .ok()
+        .is_some_and(|a| std::fs::canonicalize(&args.run_b).ok() == Some(a));
+    for (side, run, f) in [("baseline", &a, &fa), ("candidate", &b, &fb)] {
+        if side == "candidate" && same {
+            continue;
+        }
+        if let Some(note) = f.not_applicable.note(&f.variants) {
+            notes.push(format!("{side} {}: {note}", run.info.run_id));
+        }
+    }
     let comparisons = match (&a.samples, &b.samples) {
         (Samples::Rows(ra), Samples::Rows(rb)) => {
             aggregate::compare_runs(ra.iter(), rb.iter(), &b.info.variants, b.info.seed)

@@ -1,5 +1,6 @@
 //! `ctxbench gate`: evaluate gate rules on a run against a baseline run; exit 10 on a
-//! significant regression, a partial candidate run or failed candidate units. Grammar and semantics: see `crate::gate`.
+//! significant regression, a partial candidate run, failed candidate units or rules that could
+//! check nothing. Grammar and semantics: see `crate::gate`.
 
 use super::coverage;
 use super::{UsageError, EXIT_GATE_FAILED};
@@ -51,18 +52,25 @@ Besides its rules, the gate checks the candidate run itself, and fails (exit 10)
     numbers would be of the units it recorded only;
   - more of its units failed than --max-errors (default 0): a failed unit has no score and
     drops out of every mean and pair, so it could hide any regression. --max-errors N passes
-    up to N failed units (still stated).
-A partial baseline and failed baseline units are stated in a note; they fail nothing.
+    up to N failed units (still stated);
+  - no rule could be checked: every rule was skipped for every variant (no value to judge, e.g.
+    needle.recall of a run whose needle units were all not applicable to their traces), so the
+    gate verified nothing (`run checked`, naming why each rule was skipped). --allow-unchecked
+    lets such a gate pass (still stated). Some rules checked and others skipped is no failure.
+A partial baseline and failed baseline units are stated in a note and fail nothing, as are the
+needle units of either run that did not apply to their trace (the report's NOT APPLICABLE note).
 
 Writes JUnit XML (--junit, default RUN/gate.xml in the candidate run; never into the baseline
 run) and, when GITHUB_STEP_SUMMARY is set, appends a Markdown summary to that file. --json
 prints the verdicts as JSON on stdout instead of the text lines.
 
 Exit codes:
-  0   every rule passed (skipped rules do not fail the gate), the candidate run is complete and
-      has no more failed units than --max-errors
+  0   every rule passed (skipped rules do not fail the gate while at least one rule was
+      checked, or with --allow-unchecked), the candidate run is complete and has no more failed
+      units than --max-errors
   10  a rule failed (a significant regression or a threshold miss), the candidate run is
-      partial, or more of its units failed than --max-errors
+      partial, more of its units failed than --max-errors, or no rule could be checked (every
+      rule skipped for every variant) without --allow-unchecked
   2   bad usage: bad rule or rules file, unknown metric or variant, unreadable run directory,
       unrelated runs (different suites or no shared variant), --junit inside the baseline run;
       a JUnit file of an earlier gate at the --junit path is removed (no verdict was reached)
@@ -103,6 +111,10 @@ pub struct Args {
     /// gate)
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub max_errors: usize,
+    /// Pass when every rule was skipped for every variant (nothing could be checked); without
+    /// it such a gate fails (exit 10). Either way the gate says so
+    #[arg(long)]
+    pub allow_unchecked: bool,
     #[command(flatten)]
     pub spill: super::SpillArgs,
 }
@@ -214,15 +226,24 @@ impl KeptUnits {
     }
 }
 
+/// A run as the gate reads it, and what its notes need of it.
+struct ReadRun {
+    run: gate::GateRun,
+    /// A torn final line (the run was interrupted as it wrote it), not read.
+    torn: Option<crate::record::TornLine>,
+    units: KeptUnits,
+    /// Its needle units that did not apply to their trace, for the report's note.
+    not_applicable: crate::report::model::NotApplicable,
+}
+
 /// A run as the gate reads it: samples.jsonl streamed into compact rows (`report::load`), the
-/// gate's observations and the units' keys built from them, the rows dropped; a run of more
-/// than `spill.above` samples spilled (its rows sorted on disk, then its observations:
-/// [`spilled_run`]). A torn final line (the run was interrupted as it wrote it) is not read:
-/// returned, for a note.
+/// gate's observations, the units' keys and its not applicable needle units built from them,
+/// the rows dropped; a run of more than `spill.above` samples spilled (its rows sorted on disk,
+/// then its observations: [`spilled_run`]).
 fn gate_run(
     dir: &RunDir,
     spill: &crate::report::spill::SpillOptions,
-) -> Result<(gate::GateRun, Option<crate::record::TornLine>, KeptUnits), UsageError> {
+) -> Result<ReadRun, UsageError> {
     if let Some(pid) = dir.writer() {
         crate::output::errln!("{}", dir.in_progress_note(pid));
     }
@@ -232,19 +253,34 @@ fn gate_run(
     let path = dir.samples_jsonl();
     let loaded = crate::report::load::stream_samples_spilling(&path, spill)
         .map_err(|e| UsageError(e.to_string()))?;
+    let mut not_applicable = crate::report::model::NotApplicable::default();
     let (mut run, torn, units) = match loaded {
-        crate::report::load::Loaded::Rows(streamed) => (
-            gate::GateRun::new(info, streamed.rows.iter()),
-            streamed.torn,
-            KeptUnits::Keys(coverage::UnitKeys::of(streamed.rows.iter())),
-        ),
+        crate::report::load::Loaded::Rows(streamed) => {
+            // Each unit once, by its first line (as every figure counts it).
+            let mut first = crate::metrics::aggregate::FirstLines::default();
+            for r in streamed.rows.iter() {
+                if first.is_first(&r) {
+                    not_applicable.add(&r);
+                }
+            }
+            (
+                gate::GateRun::new(info, streamed.rows.iter()),
+                streamed.torn,
+                KeptUnits::Keys(coverage::UnitKeys::of(streamed.rows.iter())),
+            )
+        }
         crate::report::load::Loaded::Spilled(rows, torn) => {
-            let run = spilled_run(info, &rows, spill.run_rows.max(1) * 4)?;
+            let run = spilled_run(info, &rows, spill.run_rows.max(1) * 4, &mut not_applicable)?;
             (run, torn, KeptUnits::Spilled(Box::new(rows)))
         }
     };
     run.progress = progress;
-    Ok((run, torn, units))
+    Ok(ReadRun {
+        run,
+        torn,
+        units,
+        not_applicable,
+    })
 }
 
 /// The gate's run of rows spilled to disk: one pass over them (in their sorted order) counts
@@ -252,11 +288,13 @@ fn gate_run(
 /// runs on disk (`report::spill::ObsSpill`, `run_len` a run), merged into one file the rules
 /// read range by range. Each observation carries its row's place, a per-role one after every
 /// row's: the first of duplicate keys kept is the one `aggregate::observations_with_roles`
-/// keeps, so every figure is the in-memory gate's.
+/// keeps, so every figure is the in-memory gate's. The same pass counts the not applicable
+/// needle units into `not_applicable`.
 fn spilled_run(
     info: crate::record::RunInfo,
     rows: &crate::report::spill::SpilledRows,
     run_len: usize,
+    not_applicable: &mut crate::report::model::NotApplicable,
 ) -> Result<gate::GateRun, UsageError> {
     let io = |e: std::io::Error| {
         UsageError(format!(
@@ -277,6 +315,7 @@ fn spilled_run(
             };
             u.0 += 1;
             u.1 += usize::from(s.error.is_some());
+            not_applicable.add(&s);
             if failed.is_none() {
                 failed = obs.push_row(&s, i, roles_after).err();
             }
@@ -409,9 +448,19 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     // A big run's rows and observations spill to the temporary directory (TMPDIR; removed when
     // done): docs/report.md, "Reports of big runs".
     let spill = args.spill.options();
-    let (cand, cand_torn, cand_units) = gate_run(&cand_dir, &spill)?;
+    let ReadRun {
+        run: cand,
+        torn: cand_torn,
+        units: cand_units,
+        not_applicable: cand_na,
+    } = gate_run(&cand_dir, &spill)?;
     let base_dir = RunDir::new(&args.baseline);
-    let (base, base_torn, base_units) = gate_run(&base_dir, &spill)?;
+    let ReadRun {
+        run: base,
+        torn: base_torn,
+        units: base_units,
+        not_applicable: base_na,
+    } = gate_run(&base_dir, &spill)?;
     let mut rules = Vec::new();
     if let Some(path) = &args.rules {
         rules.extend(gate::parse_rules_file(path).map_err(UsageError)?);
@@ -455,6 +504,7 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     let options = gate::GateOptions {
         seed: cand.info.seed,
         max_errors: args.max_errors,
+        allow_unchecked: args.allow_unchecked,
     };
     let mut outcome = gate::evaluate(&rules, &cand, &base, options).map_err(UsageError)?;
     // The baseline's units (in the variants both runs have) the candidate lacks: `compare`'s
@@ -468,6 +518,23 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     drop((cand_units, base_units));
     if missing.units > 0 {
         outcome.notes.push(missing_note(&missing, &cand, &cand_dir));
+    }
+    // Needle units that did not apply to their trace have no recall: a rule on it is skipped
+    // ("no `needle.recall` value"), and this, the report's own note, says why. (Of the
+    // baseline too, once, when it is the candidate run.)
+    let same = resolved(&args.run) == resolved(&args.baseline);
+    for (side, run, na) in [
+        ("candidate", &cand, &cand_na),
+        ("baseline", &base, &base_na),
+    ] {
+        if side == "baseline" && same {
+            continue;
+        }
+        if let Some(note) = na.note(run.variants()) {
+            outcome
+                .notes
+                .push(format!("{side} {}: {note}", run.info.run_id));
+        }
     }
     // A torn final line is a unit the statistics do not see: said, as `compare` says it (a run
     // whose run.json counts more units than its journal holds is partial: a run check).

@@ -33,7 +33,9 @@
 //!
 //! A rule applies to every variant of the candidate run, or to the one named before `:`.
 //! A rule whose metric has no value for a variant (e.g. `cost` when a price is unknown) is
-//! reported as skipped for it, never as passed.
+//! reported as skipped for it, never as passed. A gate whose every rule was skipped for every
+//! variant checked nothing: it fails (the `checked` run check) unless that is allowed
+//! (`--allow-unchecked`), so a CI gate never passes silently on nothing.
 
 use crate::metrics::aggregate::{self, Obs, ObsTable};
 use crate::metrics::stats::Ci;
@@ -75,12 +77,13 @@ pub struct RuleResult {
     pub message: String,
 }
 
-/// A check of the candidate run itself rather than of a rule: that it is complete, and that
-/// no more of its units failed than allowed. Made only when there is something to say (a
-/// partial run, failed units), so a clean run's outcome holds rules alone.
+/// A check of the candidate run itself rather than of a rule: that it is complete, that no
+/// more of its units failed than allowed, and that its rules checked something (not every one
+/// skipped for every variant). Made only when there is something to say (a partial run, failed
+/// units, no rule checked), so a clean run's outcome holds rules alone.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunCheck {
-    /// `complete` or `errors`.
+    /// `complete`, `errors` or `checked`.
     pub check: String,
     pub verdict: Verdict,
     /// One line for a person: what was found and why it fails or passes.
@@ -391,6 +394,8 @@ pub struct GateOptions {
     pub seed: u64,
     /// Failed units the candidate run may have and still pass (`--max-errors`, default 0).
     pub max_errors: usize,
+    /// Pass a gate whose rules were all skipped (`--allow-unchecked`); it still says so.
+    pub allow_unchecked: bool,
 }
 
 /// The checks of the candidate run itself: a partial run fails (its means and pairs are of the
@@ -432,6 +437,72 @@ pub fn run_checks(candidate: &GateRun, max_errors: usize) -> Vec<RunCheck> {
         });
     }
     out
+}
+
+/// The check that the rules checked something: made when there are rules and every result is
+/// skipped (no rule × variant has a value to judge), as when every needle unit of the run was
+/// not applicable to its trace, so `needle.recall` has no value. Such a gate verified nothing;
+/// it fails (as cargo-nextest fails when no test ran) unless `allow` (`--allow-unchecked`),
+/// and its message names why each rule was skipped, grouped by reason, with the rule and its
+/// variants (`variants`: the candidate's, to say "every variant").
+pub fn unchecked(results: &[RuleResult], variants: &[String], allow: bool) -> Option<RunCheck> {
+    if results.is_empty() || results.iter().any(|r| r.verdict != Verdict::Skipped) {
+        return None;
+    }
+    // Reason → rule → its variants, each in first-seen order. A reason is worded for one
+    // variant (`… for this variant`); grouped, its variants are named after the rule.
+    type Rules<'a> = Vec<(&'a str, Vec<&'a str>)>;
+    let mut reasons: Vec<(&str, Rules)> = Vec::new();
+    for r in results {
+        let why = r
+            .message
+            .strip_suffix(" for this variant")
+            .unwrap_or(&r.message);
+        let i = match reasons.iter().position(|(w, _)| *w == why) {
+            Some(i) => i,
+            None => {
+                reasons.push((why, Vec::new()));
+                reasons.len() - 1
+            }
+        };
+        let rules = &mut reasons[i].1;
+        match rules.iter_mut().find(|(rule, _)| *rule == r.rule) {
+            Some((_, vs)) => vs.push(&r.variant),
+            None => rules.push((&r.rule, vec![&r.variant])),
+        }
+    }
+    let why: Vec<String> = reasons
+        .iter()
+        .map(|(why, rules)| {
+            let on: Vec<String> = rules
+                .iter()
+                .map(|(rule, vs)| {
+                    let every = vs.len() > 1
+                        && vs.len() == variants.len()
+                        && variants.iter().all(|v| vs.contains(&v.as_str()));
+                    if every {
+                        format!("`{rule}` on every variant")
+                    } else {
+                        format!("`{rule}` on {}", vs.join(", "))
+                    }
+                })
+                .collect();
+            format!("{why} ({})", on.join("; "))
+        })
+        .collect();
+    Some(RunCheck {
+        check: "checked".into(),
+        verdict: if allow { Verdict::Pass } else { Verdict::Fail },
+        message: format!(
+            "no rule could be checked: {}; a gate that checks nothing {}",
+            why.join("; "),
+            if allow {
+                "passes by --allow-unchecked"
+            } else {
+                "fails (pass --allow-unchecked to let it pass)"
+            }
+        ),
+    })
 }
 
 /// What the gate says of the baseline run and of variants one run lacks; none fails the gate.
@@ -478,7 +549,7 @@ fn notes(candidate: &GateRun, baseline: &GateRun) -> Vec<String> {
 }
 
 /// Evaluate rules on a candidate run against a baseline run, with the candidate's own checks
-/// ([`run_checks`]) and notes on both runs.
+/// ([`run_checks`], and [`unchecked`] when every rule was skipped) and notes on both runs.
 /// Errors (exit 2) when the runs are unrelated ([`check_related`]), when a rule names a
 /// variant the candidate run lacks, or a metric no variant of either run has.
 pub fn evaluate(
@@ -524,10 +595,12 @@ pub fn evaluate(
             results.push(evaluate_one(rule, &v, cand_table, base_table, seed));
         }
     }
+    let mut checks = run_checks(candidate, options.max_errors);
+    checks.extend(unchecked(&results, variants, options.allow_unchecked));
     Ok(GateOutcome {
         candidate_run: candidate.info.run_id.clone(),
         baseline_run: baseline.info.run_id.clone(),
-        run_checks: run_checks(candidate, options.max_errors),
+        run_checks: checks,
         results,
         notes: notes(candidate, baseline),
     })
@@ -926,13 +999,89 @@ mod tests {
             (checks[0].check.as_str(), checks[0].verdict),
             ("complete", Verdict::Fail)
         );
-        // Every rule of a run whose units all failed is skipped: the run check still fails it.
+        // Every rule of a run whose units all failed is skipped: the run check still fails it,
+        // and so does the check that something was checked (also with the failures tolerated).
         let rule = parse_rule("needle.recall >= 0.5").unwrap();
         let dead = run("dead", 4, 0);
         let base = run("base", 0, 4);
-        let o = evaluate(&[rule], &dead, &base, GateOptions::default()).unwrap();
+        let o = evaluate(
+            std::slice::from_ref(&rule),
+            &dead,
+            &base,
+            GateOptions::default(),
+        )
+        .unwrap();
         assert_eq!(o.skipped(), 2);
-        assert!(!o.passed() && o.failed() == 1);
+        assert!(!o.passed() && o.failed() == 2);
+        let tolerated = GateOptions {
+            max_errors: 4,
+            ..GateOptions::default()
+        };
+        let o = evaluate(&[rule], &dead, &base, tolerated).unwrap();
+        let fails: Vec<&str> = o
+            .run_checks
+            .iter()
+            .filter(|c| c.verdict == Verdict::Fail)
+            .map(|c| c.check.as_str())
+            .collect();
+        assert_eq!(fails, ["checked"], "{o:?}");
+    }
+
+    fn result(rule: &str, variant: &str, verdict: Verdict, message: &str) -> RuleResult {
+        RuleResult {
+            rule: rule.into(),
+            kind: RuleKind::Absolute,
+            variant: variant.into(),
+            verdict,
+            value: None,
+            ci: None,
+            p_value: None,
+            beyond: None,
+            regression: false,
+            message: message.into(),
+        }
+    }
+
+    /// A gate whose every rule was skipped for every variant checked nothing: it fails, saying
+    /// why each was skipped, grouped by reason, unless allowed; one rule checked is enough.
+    #[test]
+    fn a_gate_that_checks_nothing_fails_unless_allowed() {
+        let vs = ["a".to_string(), "b".to_string(), "c".to_string()];
+        let none = "no `needle.recall` value in the candidate run for this variant";
+        let zero = "baseline mean is 0: no percentage change";
+        let all = [
+            result("needle.recall >= 0.8", "a", Verdict::Skipped, none),
+            result("needle.recall >= 0.8", "b", Verdict::Skipped, none),
+            result("needle.recall >= 0.8", "c", Verdict::Skipped, none),
+            result("cost.delta_pct <= 5", "a", Verdict::Skipped, zero),
+            result("cost.delta_pct <= 5", "b", Verdict::Skipped, none),
+        ];
+        let check = unchecked(&all, &vs, false).expect("nothing was checked");
+        assert_eq!(
+            (check.check.as_str(), check.verdict),
+            ("checked", Verdict::Fail)
+        );
+        assert_eq!(
+            check.message,
+            "no rule could be checked: no `needle.recall` value in the candidate run \
+             (`needle.recall >= 0.8` on every variant; `cost.delta_pct <= 5` on b); baseline \
+             mean is 0: no percentage change (`cost.delta_pct <= 5` on a); a gate that checks \
+             nothing fails (pass --allow-unchecked to let it pass)"
+        );
+        let allowed = unchecked(&all, &vs, true).expect("still said");
+        assert_eq!(allowed.verdict, Verdict::Pass);
+        assert!(
+            allowed.message.ends_with("passes by --allow-unchecked"),
+            "{}",
+            allowed.message
+        );
+        // One rule checked (pass or fail) and the others skipped: nothing to say.
+        for verdict in [Verdict::Pass, Verdict::Fail] {
+            let mut some = all.to_vec();
+            some.push(result("tokens <= 5", "a", verdict, "mean tokens = 4"));
+            assert_eq!(unchecked(&some, &vs, false), None);
+        }
+        assert_eq!(unchecked(&[], &vs, false), None);
     }
 
     /// A Δ rule prints its change with its CI's decimals, as the report's comparison table and

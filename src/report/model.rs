@@ -628,6 +628,54 @@ pub use crate::metrics::format::{fmt_delta, fmt_num, fmt_p};
 /// it too).
 pub const NOT_APPLICABLE: &str = "NOT APPLICABLE:";
 
+/// Needle units whose trace has no message of the needle's position (nothing asked:
+/// `not_applicable`), counted row by row for the `NOT APPLICABLE:` note: the report's, and the
+/// one `gate` and `compare` make of each run they read, so that every command words it alike.
+#[derive(Debug, Default)]
+pub struct NotApplicable {
+    /// Variant → such units, and on which traces.
+    by_variant: BTreeMap<String, (usize, u64, BTreeSet<String>)>,
+}
+
+impl NotApplicable {
+    /// Count `s` when it is a successful unit that records `not_applicable` (a failed unit has
+    /// no score). Give it each unit once (the first line of a unit journaled more than once).
+    pub fn add(&mut self, s: &Row<'_>) {
+        if s.error.is_none() && s.scores.get("not_applicable").is_some_and(|n| *n > 0.0) {
+            by_trace(&mut self.by_variant, s, 1);
+        }
+    }
+
+    /// The note (it starts with [`NOT_APPLICABLE`]) naming the variants in the run's `order`,
+    /// how many units and on which traces, and why; `None` when no unit was not applicable.
+    pub fn note(&self, order: &[String]) -> Option<String> {
+        let map = &self.by_variant;
+        if map.is_empty() {
+            return None;
+        }
+        let (who, units, _) = flag_who(map, order, "units", |(u, n, _)| (*u, *n));
+        let traces: BTreeSet<&str> = map
+            .values()
+            .flat_map(|(_, _, t)| t.iter().map(String::as_str))
+            .collect();
+        let first: Vec<&str> = traces.iter().take(3).copied().collect();
+        Some(format!(
+            "{NOT_APPLICABLE} {who}: {units} needle unit(s) on {} trace(s) ({}{}) asked \
+             nothing: the trace has no message of the needle's `position` (tool results in \
+             a trace without tool calls). They are no failure and have no recall \
+             (`needle.not_applicable`; the reason is in their evidence); use \
+             `positions = [\"user\"]` for such traces, or leave them out",
+            traces.len(),
+            first.join(", "),
+            if traces.len() > first.len() {
+                ", …"
+            } else {
+                ""
+            }
+        ))
+    }
+}
+
 /// Flags for units whose numbers a broken or useless compaction shaped: successful units that
 /// recorded failed summaries (`[engine] on_summary_error = "record"`), futile compactions and
 /// requests left over the window (`overflow`), prompts a server cut silently, agents that ran
@@ -644,9 +692,8 @@ struct HealthSum {
     overflow: BTreeMap<String, (usize, u64, BTreeSet<String>)>,
     truncated: BTreeMap<String, (usize, u64)>,
     step_limit: BTreeMap<String, (usize, u64)>,
-    /// Variant → needle units whose trace has no message of the needle's position (nothing
-    /// asked: `not_applicable`), and on which traces.
-    not_applicable: BTreeMap<String, (usize, u64, BTreeSet<String>)>,
+    /// Needle units whose trace has no message of the needle's position.
+    not_applicable: NotApplicable,
     /// Failed units that spent on model calls before they failed, and what they spent.
     failed_spending: usize,
     failed_spent: f64,
@@ -736,9 +783,7 @@ impl HealthSum {
         if let Some(&n) = s.scores.get("step_limit").filter(|n| **n > 0.0) {
             flag(&mut self.step_limit, s.variant, n as u64);
         }
-        if s.scores.get("not_applicable").is_some_and(|n| *n > 0.0) {
-            by_trace(&mut self.not_applicable, s, 1);
-        }
+        self.not_applicable.add(s);
         if let Some(&n) = s.scores.get("prompt_truncated").filter(|n| **n > 0.0) {
             flag(&mut self.truncated, s.variant, n as u64);
         }
@@ -768,28 +813,7 @@ impl HealthSum {
             failed_spent,
         } = self;
         let mut notes = Vec::new();
-        if !not_applicable.is_empty() {
-            let (who, units, _) = flag_who(&not_applicable, order, "units", |(u, n, _)| (*u, *n));
-            let traces: BTreeSet<&str> = not_applicable
-                .values()
-                .flat_map(|(_, _, t)| t.iter().map(String::as_str))
-                .collect();
-            let first: Vec<&str> = traces.iter().take(3).copied().collect();
-            notes.push(format!(
-                "{NOT_APPLICABLE} {who}: {units} needle unit(s) on {} trace(s) ({}{}) asked \
-                 nothing: the trace has no message of the needle's `position` (tool results in \
-                 a trace without tool calls). They are no failure and have no recall \
-                 (`needle.not_applicable`; the reason is in their evidence); use \
-                 `positions = [\"user\"]` for such traces, or leave them out",
-                traces.len(),
-                first.join(", "),
-                if traces.len() > first.len() {
-                    ", …"
-                } else {
-                    ""
-                }
-            ));
-        }
+        notes.extend(not_applicable.note(order));
         if failed_spending > 0 {
             notes.push(format!(
             "{failed_spending} failed unit(s) spent ${failed_spent:.4} on model calls before they \

@@ -178,15 +178,44 @@ fn cost_rule_on_an_unpriced_metric_is_skipped_not_passed() {
         .stderr(predicate::str::contains(
             "metric `cost` is not in the candidate or the baseline run",
         ));
-    // priced in the baseline only: skipped in the candidate
+    // priced in the baseline only: skipped in the candidate; with a rule checked beside it,
+    // the gate passes and says so
     let base2 = write(dir.path(), "base2", &run_losing(0));
     gate(&cand, &base2)
-        .args(["--rule", "cost.delta_pct <= 5"])
+        .args([
+            "--rule",
+            "cost.delta_pct <= 5",
+            "--rule",
+            "needle.recall >= 0.5",
+        ])
         .assert()
         .code(0)
         .stdout(predicate::str::contains(
             "skip  cost.delta_pct <= 5  [baseline]",
-        ));
+        ))
+        .stdout(predicate::str::contains(
+            "pass  needle.recall >= 0.5  [baseline]",
+        ))
+        .stdout(predicate::str::contains("run checked").not());
+    // alone, it checks nothing: the gate fails (it passed with every rule skipped)
+    let out = gate(&cand, &base2)
+        .args(["--rule", "cost.delta_pct <= 5"])
+        .assert()
+        .code(10)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert!(
+        text.contains(
+            "FAIL run checked no rule could be checked: no `cost` value in the candidate run \
+             (`cost.delta_pct <= 5` on every variant)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("skip cost.delta_pct <= 5 [baseline]"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -990,4 +1019,235 @@ fn a_narrowed_candidate_names_the_baseline_units_it_lacks() {
     let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(doc["baseline_units_missing"], 0);
     assert!(!doc["notes"].to_string().contains("not gated"), "{doc}");
+}
+
+/// A real run of `id` (`ctxbench run`) of a suite `na` with two variants and one needle at a
+/// `"tool"` position, on `trace` (under `datasets/`), into `dir`: its run directory.
+fn needle_run(dir: &Path, id: &str, trace: &str) -> PathBuf {
+    let suite = support::suite::SuiteBuilder::new("na")
+        .output_dir(dir)
+        .dataset(trace)
+        .deepagents(20000)
+        .baseline("roomy")
+        .variant("roomy", "")
+        .variant("tight", "window = 10000")
+        .eval(
+            "needle",
+            "depths = [0.5]\npositions = [\"tool\"]\ndistractors = 3",
+        )
+        .write(dir, &format!("{id}.toml"));
+    ctxbench()
+        .arg("run")
+        .arg(&suite)
+        .args(["--run-id", id, "-q"])
+        .assert()
+        .code(0);
+    dir.join(id)
+}
+
+/// The report's `NOT APPLICABLE:` note of a run, as report.md writes it (one line, whole).
+fn not_applicable_note(run: &Path) -> String {
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    md.lines()
+        .find_map(|l| l.strip_prefix("- NOT APPLICABLE:"))
+        .map(|rest| format!("NOT APPLICABLE:{rest}"))
+        .unwrap_or_else(|| panic!("no NOT APPLICABLE note in report.md: {md}"))
+}
+
+/// A candidate whose needle units are all not applicable to their trace (a `"tool"` needle in a
+/// Claude Code session without tool calls) has no `needle.recall`: every rule on it is skipped
+/// for every variant, so the gate checked nothing. It passed (exit 0); it now fails (exit 10,
+/// `run checked` saying why each rule was skipped) unless `--allow-unchecked`, and the gate
+/// repeats the report's NOT APPLICABLE note (it said "no `needle.recall` value" alone), as
+/// `compare` does.
+#[test]
+fn a_gate_whose_rules_check_nothing_fails_and_says_the_needles_did_not_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    // The baseline's needles apply (a mini-swe-agent trajectory has tool results).
+    let base = needle_run(
+        dir.path(),
+        "base",
+        "mini-swe-agent/astropy__astropy-12907.traj.json",
+    );
+    let cand = needle_run(
+        dir.path(),
+        "cand",
+        "claude-code/stop-hook-reflection-second-stop.jsonl",
+    );
+    let na = not_applicable_note(&cand);
+    assert!(
+        na.starts_with("NOT APPLICABLE: 2 variants (units/units by variant: `roomy` 1/1, `tight` 1/1): 2 needle unit(s) on 1 trace(s) (stop-hook-reflection-second-stop)"),
+        "{na}"
+    );
+    let note = format!("candidate cand: {na}");
+    let rules = [
+        "--rule",
+        "needle.recall >= 0.8",
+        "--rule",
+        "needle.recall.delta >= -0.05",
+    ];
+    let summary = dir.path().join("step-summary.md");
+    let out = gate(&cand, &base)
+        .args(rules)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .assert()
+        .code(10)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    let why = "no rule could be checked: no `needle.recall` value in the candidate run \
+               (`needle.recall >= 0.8` on every variant; `needle.recall.delta >= -0.05` on every \
+               variant); a gate that checks nothing fails (pass --allow-unchecked to let it pass)";
+    assert!(text.contains(&format!("FAIL run checked {why}")), "{text}");
+    assert!(text.contains(&format!("note: {note}")), "{text}");
+    assert!(
+        text.contains("gate FAILED: 5 check(s), 1 failed, 4 skipped"),
+        "{text}"
+    );
+    let xml = std::fs::read_to_string(cand.join("gate.xml")).unwrap();
+    assert!(
+        xml.contains("tests=\"5\" failures=\"1\" errors=\"0\" skipped=\"4\""),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("classname=\"ctxbench.gate.run\" name=\"checked\">\n      <failure message=\"no rule could be checked:"),
+        "{xml}"
+    );
+    assert!(xml.contains("type=\"run_checked\""), "{xml}");
+    assert!(xml.contains("candidate cand: NOT APPLICABLE:"), "{xml}");
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(md.starts_with("### ctxbench gate: FAILED"), "{md}");
+    assert!(md.contains("| **FAIL** | run checked | all |"), "{md}");
+    assert!(
+        md.contains("- note: candidate cand: NOT APPLICABLE:"),
+        "{md}"
+    );
+    // --json: the check with the others, and the note in the report's words, whole.
+    let json = gate(&cand, &base)
+        .args(rules)
+        .arg("--json")
+        .assert()
+        .code(10)
+        .get_output()
+        .stdout
+        .clone();
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(
+        (doc["passed"].clone(), doc["exit_code"].clone()),
+        (false.into(), 10.into())
+    );
+    assert_eq!(doc["run_checks"][0]["check"], "checked", "{doc}");
+    assert_eq!(doc["run_checks"][0]["verdict"], "fail", "{doc}");
+    assert_eq!(doc["run_checks"][0]["message"], why, "{doc}");
+    assert!(
+        doc["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str() == Some(note.as_str())),
+        "{doc}"
+    );
+    // The spilled gate says the same.
+    let spilled = gate(&cand, &base)
+        .args(rules)
+        .args(["--spill-above", "0"])
+        .assert()
+        .code(10)
+        .get_output()
+        .clone();
+    assert_eq!(
+        String::from_utf8_lossy(&spilled.stdout),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Allowed: it passes, and still says so.
+    let out = gate(&cand, &base)
+        .args(rules)
+        .arg("--allow-unchecked")
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert!(
+        text.contains("pass run checked no rule could be checked: no `needle.recall` value"),
+        "{text}"
+    );
+    assert!(
+        text.contains("a gate that checks nothing passes by --allow-unchecked"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("note: {note}")), "{text}");
+    assert!(text.contains("gate passed"), "{text}");
+    // One rule checked, the other skipped: no failure, no `run checked` (as before).
+    let out = gate(&cand, &base)
+        .args(["--rule", "needle.recall >= 0.8", "--rule", "tokens >= 0"])
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert!(!text.contains("run checked"), "{text}");
+    assert!(text.contains("skip needle.recall >= 0.8 [roomy]"), "{text}");
+    assert!(text.contains("pass tokens >= 0 [roomy]"), "{text}");
+    assert!(text.contains(&format!("note: {note}")), "{text}");
+    // `compare` repeats the note too, in every output.
+    let out = ctxbench()
+        .arg("compare")
+        .arg(&base)
+        .arg(&cand)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    assert!(
+        stdout_of(&out).contains(&format!("note: {note}")),
+        "{}",
+        stdout_of(&out)
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cand.join("compare.json")).unwrap()).unwrap();
+    assert!(
+        doc["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str() == Some(note.as_str())),
+        "{doc}"
+    );
+    let md = std::fs::read_to_string(cand.join("compare.md")).unwrap();
+    assert!(md.contains("candidate cand: NOT APPLICABLE:"), "{md}");
+    // The baseline's side is named as such.
+    let out = ctxbench()
+        .arg("compare")
+        .arg(&cand)
+        .arg(&base)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert!(
+        text.contains(&format!("note: baseline cand: {na}")),
+        "{text}"
+    );
+    // A run gated against (compared with) itself says it once.
+    let out = gate(&cand, &cand)
+        .args(["--rule", "tokens >= 0"])
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert_eq!(text.matches("NOT APPLICABLE").count(), 1, "{text}");
+    assert!(text.contains(&format!("note: {note}")), "{text}");
+    let out = ctxbench()
+        .arg("compare")
+        .arg(&cand)
+        .arg(&cand)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert_eq!(text.matches("NOT APPLICABLE").count(), 1, "{text}");
 }
