@@ -43,8 +43,8 @@ interrupted · 143 terminated (SIGTERM).
 Overrides and selection (recorded in run.json under `overrides` and in the suite digest, so
 `--resume` and `merge` refuse a run made with other ones; `--resume` without them reuses the
 recorded ones). A `--set` KEY goes to `[engine.base]`, `variant.NAME.KEY` to
-`[engine.variants.NAME]`, and a key starting with a suite section (`suite.`, `evals.`, …) to
-that key; VALUE is a TOML value. Merged with the same rule as the suite's variants.
+`[engine.variants.NAME]`, and a key starting with a suite section (`suite.`, `evals.`,
+`report.`, …: every top-level table) to that key; VALUE is a TOML value. Merged with the same rule as the suite's variants.
 
 Progress goes to stderr: a bar on a terminal; otherwise (CI logs, `2> file`) a line such as
 `progress: 12/40 units · 1 error · 1.2M tokens · modelled $0.0345 · elapsed 1m02s · ETA 3m10s`

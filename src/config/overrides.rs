@@ -5,8 +5,10 @@
 //!
 //! Where a `--set` key goes (decision, documented in docs/suite.md):
 //! - `variant.NAME.KEY` → `[engine.variants.NAME]` (NAME must be a variant of the suite);
-//! - a key whose first segment is a suite section (`suite`, `traces`, `engine`, `evals`,
-//!   `providers`, `pricing`, `gates`) → that key of the suite, e.g. `evals.needle.depths=[0.5]`;
+//! - a key whose first segment is a suite section ([`SECTIONS`]: `suite`, `traces`, `engine`,
+//!   `evals`, `providers`, `pricing`, `gates`, `report`; every top-level table of the suite's
+//!   schema) → that key of the suite, e.g. `evals.needle.depths=[0.5]`,
+//!   `report.metrics=["tokens"]`;
 //! - any other key → `[engine.base]`, e.g. `summarize.trigger.fraction=0.3`.
 //!
 //! VALUE is a TOML value (`0.3`, `true`, `[0.2, 0.5]`, `"text"`); anything that does not parse
@@ -22,7 +24,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-const SECTIONS: [&str; 7] = [
+/// The suite's top-level tables, which a `--set` key may start with (a test keeps this list
+/// equal to the schema's: a section left out was routed to `[engine.base]`).
+pub const SECTIONS: [&str; 8] = [
     "suite",
     "traces",
     "engine",
@@ -30,6 +34,7 @@ const SECTIONS: [&str; 7] = [
     "providers",
     "pricing",
     "gates",
+    "report",
 ];
 
 /// What the command line changed in a suite (all empty: the suite as written).
@@ -287,6 +292,40 @@ mod tests {
             ]))
             .unwrap()
             .digest
+        );
+    }
+
+    /// Every top-level table of the suite's schema is one `--set` can reach: `report` was
+    /// missing, so `--set report.metrics=[…]` went to `[engine.base]` and was refused there.
+    #[test]
+    fn every_top_level_table_of_the_schema_is_settable() {
+        let schema = serde_json::to_value(crate::config::suite::schema()).unwrap();
+        let mut tables: Vec<&str> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        tables.sort_unstable();
+        let mut sections = SECTIONS.to_vec();
+        sections.sort_unstable();
+        assert_eq!(sections, tables);
+        let s = load(&sets(&[
+            "report.metrics=[\"tokens\", \"needle.*\"]",
+            "gates.rules=[\"needle.recall >= 0.5\"]",
+        ]))
+        .unwrap();
+        assert_eq!(s.suite.report.metrics, ["tokens", "needle.*"]);
+        assert_eq!(s.suite.gates.rules, ["needle.recall >= 0.5"]);
+        assert!(!s.suite.engine.base.contains_key("report"));
+        // A wrong metric is blamed on the `--set` that named it, as in the file.
+        let arg = "report.metrics=[\"drift.score\"]";
+        let e = load(&sets(&[arg])).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "--set {arg}: `[report] metrics`: metric `drift.score`"
+            )),
+            "{e}"
         );
     }
 
