@@ -3,7 +3,7 @@
 //! that turn a key path into `file:line`.
 
 use super::keys::unknown_keys;
-use super::overrides::{apply_sets, select_evals, trace_matcher, Overrides};
+use super::overrides::{apply_sets, select_evals, trace_matcher, Overrides, EVAL_NAMES};
 use super::suite::{schema, PromptFile, ProviderRole, Suite, Variant};
 use super::typed::RoleProvider;
 use super::{ConfigError, SourceMap};
@@ -393,7 +393,7 @@ impl LoadedSuite {
 /// eval the suite turns off, is said here, at its line, not by `ctxbench gate` after the run.
 /// `suite` is the suite with the `--set` arguments `sets` applied: a rule is at its line of the
 /// file, or at the `--set` argument that gave the rules; an eval a `--set` turns off is said to
-/// be turned off by it.
+/// be turned off by it, and one whose table says `enabled = false` is to be enabled, not added.
 fn check_metric_names(
     suite: &Suite,
     file: &str,
@@ -402,20 +402,33 @@ fn check_metric_names(
 ) -> Result<(), ConfigError> {
     let enabled = suite.evals.enabled_names();
     let names = crate::evalspec::metric_names(&enabled);
-    let problem = |metric: &str| -> Option<String> {
+    // How to run eval `e`, which the suite does not (`what`: the rule or the metric naming it).
+    let fix = |e: &str, what: &str| -> String {
+        let present = suite
+            .evals
+            .sections()
+            .into_iter()
+            .any(|(name, section)| name == e && section.is_some());
+        match super::overrides::set_of(sets, &["evals", e, "enabled"], 3) {
+            Some(arg) => format!("`--set {arg}` turns it off"),
+            None if present => format!(
+                "`[evals.{e}]` has `enabled = false`: set `enabled = true` there or pass \
+                 `--set evals.{e}.enabled=true`, or drop the {what}"
+            ),
+            None => format!("add `[evals.{e}]`, or drop the {what}"),
+        }
+    };
+    let problem = |metric: &str, what: &str| -> Option<String> {
         if crate::evalspec::recorded_by(metric, &enabled) {
             return None;
         }
         let eval = metric.split_once('.').map(|(e, _)| e);
         if let Some(e) = eval.filter(|e| !enabled.contains(e)) {
             if crate::evalspec::metric(metric).is_some() {
-                let fix = match super::overrides::set_of(sets, &["evals", e, "enabled"], 3) {
-                    Some(arg) => format!("`--set {arg}` turns it off"),
-                    None => format!("add `[evals.{e}]`, or drop the rule"),
-                };
                 return Some(format!(
-                    "metric `{metric}` is eval `{e}`'s, which this suite does not run ({fix}); \
+                    "metric `{metric}` is eval `{e}`'s, which this suite does not run ({}); \
                      the suite's evals: {}",
+                    fix(e, what),
                     enabled.join(", ")
                 ));
             }
@@ -438,7 +451,7 @@ fn check_metric_names(
         let Ok(rule) = crate::gate::parse_rule(r) else {
             continue; // `validate` says what is wrong with it
         };
-        if let Some(message) = problem(&rule.metric) {
+        if let Some(message) = problem(&rule.metric, "rule") {
             errs.push(at(
                 &["gates", "rules", &i.to_string()],
                 format!("gate rule `{}`: {message}", rule.text),
@@ -449,14 +462,20 @@ fn check_metric_names(
         // `eval.*`: every metric of that eval; `tokens.*` and `cost.*`: every role's.
         let checked = match m.strip_suffix(".*") {
             Some("tokens" | "cost") => None,
+            // An eval's name (not a typo of one) gets the same fix as its metrics.
             Some(eval) => (!enabled.contains(&eval)).then(|| {
+                let how = if EVAL_NAMES.contains(&eval) {
+                    format!(" ({})", fix(eval, "metric"))
+                } else {
+                    String::new()
+                };
                 format!(
-                    "`{m}` names eval `{eval}`, which this suite does not run; the suite's \
+                    "`{m}` names eval `{eval}`, which this suite does not run{how}; the suite's \
                      evals: {}",
                     enabled.join(", ")
                 )
             }),
-            None => problem(m),
+            None => problem(m, "metric"),
         };
         if let Some(message) = checked {
             errs.push(at(

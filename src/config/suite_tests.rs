@@ -134,6 +134,65 @@ mod tests {
         );
     }
 
+    /// An eval whose table is there with `enabled = false` is to be enabled, not added: the
+    /// message said "add `[evals.drift]`" for a suite that has that table. For a gate rule, a
+    /// `[report] metrics` name and an `eval.*` family alike (the family had no fix at all, and
+    /// a metric was told to "drop the rule").
+    #[test]
+    fn a_metric_of_a_disabled_eval_says_to_enable_its_table_not_to_add_it() {
+        let text = format!(
+            "{MIN}[evals.drift]\nenabled = false\n[gates]\nrules = [\"drift.score >= 4\"]\n\
+             [report]\nmetrics = [\"drift.score\", \"drift.*\"]\n"
+        );
+        let e = load(&text).unwrap_err().to_string();
+        let enable = "`[evals.drift]` has `enabled = false`: set `enabled = true` there or pass \
+                      `--set evals.drift.enabled=true`";
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                format!(
+                    "suite.toml:8: gate rule `drift.score >= 4`: metric `drift.score` is eval \
+                     `drift`'s, which this suite does not run ({enable}, or drop the rule); the \
+                     suite's evals: replay"
+                ),
+                format!(
+                    "suite.toml:10: `[report] metrics`: metric `drift.score` is eval `drift`'s, \
+                     which this suite does not run ({enable}, or drop the metric); the suite's \
+                     evals: replay"
+                ),
+                format!(
+                    "suite.toml:10: `[report] metrics`: `drift.*` names eval `drift`, which this \
+                     suite does not run ({enable}, or drop the metric); the suite's evals: replay"
+                ),
+            ],
+            "{e}"
+        );
+        assert!(!e.contains("add `[evals.drift]`"), "{e}");
+        // The `--set` the message offers runs it.
+        LoadedSuite::from_str_with(
+            &text,
+            Path::new("suite.toml"),
+            &crate::config::Overrides {
+                sets: vec!["evals.drift.enabled=true".into()],
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        // Without the table, it is to be added.
+        let e = load(&text.replace("[evals.drift]\nenabled = false\n", ""))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("does not run (add `[evals.drift]`, or drop the rule)"),
+            "{e}"
+        );
+        assert!(
+            e.contains("does not run (add `[evals.drift]`, or drop the metric)"),
+            "{e}"
+        );
+    }
+
     /// `max_output_tokens` is checked against each variant's own window where `[engine.base]`
     /// or the variant sets one, not the preset's default (200,000 for deepagents): 50,000
     /// fits the default but not a base window of 20,000; 250,000 fits a variant's 400,000.

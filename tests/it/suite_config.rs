@@ -268,14 +268,16 @@ fn gate_rule_metrics_are_checked_against_the_suite_as_set_overrides_it() {
     };
     let file = suite.display();
 
-    // A rule of drift's metric, drift off in the file: refused as written, at its line (14)…
+    // A rule of drift's metric, drift off in the file: refused as written, at its line (14),
+    // saying to enable the table the file has (it said to add it)…
     write("true", "false", "\"drift.score >= 4\"");
     let (code, err) = run(&[]);
     assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains(&format!(
             "{file}:14: gate rule `drift.score >= 4`: metric `drift.score` is eval `drift`'s, \
-             which this suite does not run (add `[evals.drift]`, or drop the rule)"
+             which this suite does not run (`[evals.drift]` has `enabled = false`: set \
+             `enabled = true` there or pass `--set evals.drift.enabled=true`, or drop the rule)"
         )),
         "{err}"
     );
