@@ -58,7 +58,8 @@ Besides its rules, the gate checks the candidate run itself, and fails (exit 10)
     gate verified nothing (`run checked`, naming why each rule was skipped). --allow-unchecked
     lets such a gate pass (still stated). Some rules checked and others skipped is no failure.
 A partial baseline and failed baseline units are stated in a note and fail nothing, as are the
-needle units of either run that did not apply to their trace (the report's NOT APPLICABLE note).
+needle units of either run that did not apply to their trace (the report's NOT APPLICABLE note;
+it also ends the exit-2 error of a needle rule when neither run has that metric at all).
 
 Writes JUnit XML (--junit, default RUN/gate.xml in the candidate run; never into the baseline
 run) and, when GITHUB_STEP_SUMMARY is set, appends a Markdown summary to that file. --json
@@ -506,7 +507,32 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
         max_errors: args.max_errors,
         allow_unchecked: args.allow_unchecked,
     };
-    let mut outcome = gate::evaluate(&rules, &cand, &base, options).map_err(UsageError)?;
+    // Needle units that did not apply to their trace have no recall: a rule on it is skipped
+    // ("no `needle.recall` value"), or refused when neither run has the metric at all, and
+    // this, the report's own note, says why. (Of the baseline too, once, when it is the
+    // candidate run.)
+    let same = resolved(&args.run) == resolved(&args.baseline);
+    let sides: Vec<(String, &crate::report::model::NotApplicable)> = [
+        ("candidate", &cand, &cand_na),
+        ("baseline", &base, &base_na),
+    ]
+    .into_iter()
+    .filter(|(side, _, _)| !(*side == "baseline" && same))
+    .filter_map(|(side, run, na)| {
+        let note = na.note(run.variants())?;
+        Some((format!("{side} {}: {note}", run.info.run_id), na))
+    })
+    .collect();
+    let mut outcome = gate::evaluate(&rules, &cand, &base, options).map_err(|e| {
+        let mut message = e.to_string();
+        // A metric neither run has, which those units would have recorded.
+        if let gate::EvaluateError::UnknownMetric { metric, .. } = &e {
+            for (note, _) in sides.iter().filter(|(_, na)| na.explains(metric)) {
+                message.push_str(&format!("\nnote: {note}"));
+            }
+        }
+        UsageError(message)
+    })?;
     // The baseline's units (in the variants both runs have) the candidate lacks: `compare`'s
     // count, said loudly; they fail nothing (docs/ci.md).
     let [missing, _] = coverage::only_in(
@@ -519,23 +545,9 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     if missing.units > 0 {
         outcome.notes.push(missing_note(&missing, &cand, &cand_dir));
     }
-    // Needle units that did not apply to their trace have no recall: a rule on it is skipped
-    // ("no `needle.recall` value"), and this, the report's own note, says why. (Of the
-    // baseline too, once, when it is the candidate run.)
-    let same = resolved(&args.run) == resolved(&args.baseline);
-    for (side, run, na) in [
-        ("candidate", &cand, &cand_na),
-        ("baseline", &base, &base_na),
-    ] {
-        if side == "baseline" && same {
-            continue;
-        }
-        if let Some(note) = na.note(run.variants()) {
-            outcome
-                .notes
-                .push(format!("{side} {}: {note}", run.info.run_id));
-        }
-    }
+    outcome
+        .notes
+        .extend(sides.into_iter().map(|(note, _)| note));
     // A torn final line is a unit the statistics do not see: said, as `compare` says it (a run
     // whose run.json counts more units than its journal holds is partial: a run check).
     for (torn, dir) in [(&cand_torn, &cand_dir), (&base_torn, &base_dir)] {

@@ -548,6 +548,30 @@ fn notes(candidate: &GateRun, baseline: &GateRun) -> Vec<String> {
     out
 }
 
+/// Why [`evaluate`] reached no verdict (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum EvaluateError {
+    /// The runs are unrelated ([`check_related`]), or a rule names a variant the candidate run
+    /// lacks.
+    #[error("{0}")]
+    Refused(String),
+    /// A rule names a metric no variant of either run has (the caller may say why a metric it
+    /// expects is absent: needle units that did not apply to their trace have no recall).
+    #[error(
+        "{rule}: metric `{metric}` is not in the candidate or the baseline run{hint} \
+         (metrics: {metrics})"
+    )]
+    UnknownMetric {
+        /// The rule, as [`Rule::named`] names it.
+        rule: String,
+        metric: String,
+        /// ` (did you mean `…`?)`, or empty.
+        hint: String,
+        /// The candidate's metrics, comma-separated.
+        metrics: String,
+    },
+}
+
 /// Evaluate rules on a candidate run against a baseline run, with the candidate's own checks
 /// ([`run_checks`], and [`unchecked`] when every rule was skipped) and notes on both runs.
 /// Errors (exit 2) when the runs are unrelated ([`check_related`]), when a rule names a
@@ -557,9 +581,9 @@ pub fn evaluate(
     candidate: &GateRun,
     baseline: &GateRun,
     options: GateOptions,
-) -> Result<GateOutcome, String> {
+) -> Result<GateOutcome, EvaluateError> {
     let seed = options.seed;
-    check_related(candidate, baseline)?;
+    check_related(candidate, baseline).map_err(EvaluateError::Refused)?;
     let (cand_table, base_table) = (&candidate.table, &baseline.table);
     let (cand_metrics, base_metrics) = (cand_table.lists().metrics(), base_table.lists().metrics());
     let variants = &candidate.variants;
@@ -572,22 +596,22 @@ pub fn evaluate(
             let hint = crate::confcore::suggest(&rule.metric, list.iter().copied())
                 .map(|m| format!(" (did you mean `{m}`?)"))
                 .unwrap_or_default();
-            return Err(format!(
-                "{}: metric `{}` is not in the candidate or the baseline run{hint} (metrics: {})",
-                rule.named(),
-                rule.metric,
-                list.join(", ")
-            ));
+            return Err(EvaluateError::UnknownMetric {
+                rule: rule.named(),
+                metric: rule.metric.clone(),
+                hint,
+                metrics: list.join(", "),
+            });
         }
         let targets: Vec<String> = match &rule.variant {
             Some(v) if variants.contains(v) => vec![v.clone()],
             Some(v) => {
-                return Err(format!(
+                return Err(EvaluateError::Refused(format!(
                     "{}: variant `{v}` is not in run {} (variants: {})",
                     rule.named(),
                     candidate.info.run_id,
                     variants.join(", ")
-                ))
+                )))
             }
             None => variants.clone(),
         };

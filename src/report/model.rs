@@ -635,6 +635,8 @@ pub const NOT_APPLICABLE: &str = "NOT APPLICABLE:";
 pub struct NotApplicable {
     /// Variant → such units, and on which traces.
     by_variant: BTreeMap<String, (usize, u64, BTreeSet<String>)>,
+    /// The evals of such units (`needle`).
+    evals: BTreeSet<String>,
 }
 
 impl NotApplicable {
@@ -643,7 +645,19 @@ impl NotApplicable {
     pub fn add(&mut self, s: &Row<'_>) {
         if s.error.is_none() && s.scores.get("not_applicable").is_some_and(|n| *n > 0.0) {
             by_trace(&mut self.by_variant, s, 1);
+            if !self.evals.contains(s.eval) {
+                self.evals.insert(s.eval.to_string());
+            }
         }
+    }
+
+    /// Whether the note explains why metric `metric` (`needle.recall`) may be absent from the
+    /// run: it is a metric of an eval some of whose units did not apply (they record no score
+    /// but `not_applicable`).
+    pub fn explains(&self, metric: &str) -> bool {
+        metric
+            .split_once('.')
+            .is_some_and(|(eval, _)| self.evals.contains(eval))
     }
 
     /// The note (it starts with [`NOT_APPLICABLE`]) naming the variants in the run's `order`,

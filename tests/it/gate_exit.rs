@@ -1251,3 +1251,57 @@ fn a_gate_whose_rules_check_nothing_fails_and_says_the_needles_did_not_apply() {
     let text = stdout_of(&out);
     assert_eq!(text.matches("NOT APPLICABLE").count(), 1, "{text}");
 }
+
+/// Both runs' needle units all not applicable to their trace: neither run has `needle.recall`,
+/// so a rule on it is refused (exit 2, no verdict). The refusal named the missing metric alone;
+/// it now carries each run's NOT APPLICABLE note, the report's words, which say why. A metric
+/// those units would not have recorded gets no such note.
+#[test]
+fn a_rule_on_a_needle_metric_neither_run_has_says_the_needles_did_not_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = "claude-code/stop-hook-reflection-second-stop.jsonl";
+    let base = needle_run(dir.path(), "base", trace);
+    let cand = needle_run(dir.path(), "cand", trace);
+    let stderr_of = |out: &std::process::Output| String::from_utf8_lossy(&out.stderr).into_owned();
+    let out = gate(&cand, &base)
+        .args(["--rule", "needle.recall >= 0.8"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = stderr_of(&out);
+    assert!(
+        err.contains(
+            "error: --rule: rule `needle.recall >= 0.8`: metric `needle.recall` is not in the \
+             candidate or the baseline run"
+        ),
+        "{err}"
+    );
+    for (side, id, run) in [("candidate", "cand", &cand), ("baseline", "base", &base)] {
+        let note = format!("\nnote: {side} {id}: {}\n", not_applicable_note(run));
+        assert!(err.contains(&note), "{note}\nnot in:\n{err}");
+    }
+    // A run against itself: its note once.
+    let out = gate(&cand, &cand)
+        .args(["--rule", "needle.pass >= 0.5"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = stderr_of(&out);
+    assert_eq!(err.matches("NOT APPLICABLE").count(), 1, "{err}");
+    assert!(
+        err.contains("\nnote: candidate cand: NOT APPLICABLE:"),
+        "{err}"
+    );
+    // Another eval's metric: the note would explain nothing.
+    let out = gate(&cand, &base)
+        .args(["--rule", "drift.score >= 4"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = stderr_of(&out);
+    assert!(err.contains("metric `drift.score` is not in"), "{err}");
+    assert!(!err.contains("NOT APPLICABLE"), "{err}");
+}
