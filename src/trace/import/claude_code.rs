@@ -31,7 +31,7 @@
 
 use super::anthropic::{anthropic_usage, assistant_blocks, user_blocks, AssistantParts};
 use super::detect::str_of;
-use super::json::{Node, Res};
+use super::json::{content_text, Node, Res};
 use super::Calls;
 use super::{Importer, Input};
 use crate::trace::model::{ContextMarker, Role, SourceFormat, Trace, TraceMeta};
@@ -277,58 +277,78 @@ impl Sidechains {
 /// to add); `remove` gives it to the running turn with the next tool results, recorded nowhere
 /// else (the model answers it in its next message: `datasets/claude-code-interactive/
 /// session-624a4a58.jsonl`, lines 191–196). Such a message is placed after those tool results,
-/// as a user message of kind `queued`, with a warning.
+/// as a user message of kind `queued`, with a warning; an image or a document in it is a
+/// placeholder line, warned of when the message is placed ([`text_of`]).
 #[derive(Debug, Default)]
 struct Queue {
-    /// Enqueued and not yet dequeued or removed: (line, text), oldest first.
-    waiting: std::collections::VecDeque<(usize, String)>,
+    /// Enqueued and not yet dequeued or removed, oldest first.
+    waiting: std::collections::VecDeque<Queued>,
     /// Removed (given to the running turn): placed before the next record that is not tool
     /// results.
-    given: Vec<(usize, String, Option<String>)>,
+    given: Vec<(Queued, Option<String>)>,
+}
+
+/// A message the user typed while the agent worked.
+#[derive(Debug)]
+struct Queued {
+    /// The line of its `enqueue` record.
+    line: usize,
+    text: String,
+    /// The warnings of the placeholders in its text, given to the trace if it is placed.
+    warnings: Vec<String>,
 }
 
 impl Queue {
-    fn operation(&mut self, r: &Node<'_>, line: usize) {
+    fn operation(&mut self, r: &Node<'_>, line: usize) -> Res<()> {
         match r.key("operation").v.as_str() {
             Some("enqueue") => {
-                // Its text: a string, or the text blocks of a list (an image beside it has no
-                // text to keep); none, and the operation is bookkeeping.
-                let text = text_of(r.key("content").v);
+                // Its text: a string, or the blocks of a list (an image as its placeholder);
+                // none, and the operation is bookkeeping.
+                let mut warnings = Vec::new();
+                let text = text_of(&r.key("content"), &mut warnings)?;
                 if !text.trim().is_empty() {
-                    self.waiting.push_back((line, text));
+                    self.waiting.push_back(Queued {
+                        line,
+                        text,
+                        warnings,
+                    });
                 }
             }
             Some("dequeue") => {
                 self.waiting.pop_front();
             }
             Some("remove") => {
-                if let Some((at, text)) = self.waiting.pop_front() {
+                if let Some(q) = self.waiting.pop_front() {
                     let when = r.key("timestamp").v.as_str().map(String::from);
-                    self.given.push((at, text, when));
+                    self.given.push((q, when));
                 }
             }
             _ => {}
         }
+        Ok(())
     }
 
     /// Add the messages given to the running turn to `t`, before `next` (a record that is not
     /// tool results; `None`: the end of the file). A `user` record holding the same text is
     /// that message, recorded after all: it is not added twice.
     fn place(&mut self, t: &mut Trace, next: Option<&Node<'_>>) {
+        // The record's own import warns of its placeholders: these are only compared.
         let recorded = next
             .filter(|r| r.key("type").v.as_str() == Some("user"))
-            .map(|r| text_of(r.key("message").key("content").v));
-        for (line, text, when) in self.given.drain(..) {
-            if recorded.as_deref().is_some_and(|r| r.trim() == text.trim()) {
+            .and_then(|r| text_of(&r.key("message").key("content"), &mut Vec::new()).ok());
+        for (q, when) in self.given.drain(..) {
+            if recorded.as_deref().is_some_and(|r| r.trim() == q.text.trim()) {
                 continue;
             }
             t.meta.warnings.push(format!(
-                "line {line}: a message the user typed while the agent worked (`queue-operation` \
+                "line {}: a message the user typed while the agent worked (`queue-operation` \
                  enqueue, then remove) is placed after the tool results that followed it, as a \
                  user message of kind `queued`: Claude Code gave it to the running turn without \
-                 recording where"
+                 recording where",
+                q.line
             ));
-            let mut m = crate::trace::model::Message::user(text);
+            t.meta.warnings.extend(q.warnings);
+            let mut m = crate::trace::model::Message::user(q.text);
             m.kind = Some("queued".into());
             m.timestamp = when;
             t.messages.push(m);
@@ -336,17 +356,14 @@ impl Queue {
     }
 }
 
-/// The text of a message `content`: a string, or its `text` blocks joined by newlines.
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
+/// The text of a message `content`: a string, or its blocks (and strings) as a user message's
+/// content reads them ([`content_text`]): text as it is, an image or a document as its
+/// placeholder line, warned of in `warnings`. Another value has no text.
+fn text_of(content: &Node<'_>, warnings: &mut Vec<String>) -> Res<String> {
+    match content.v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Array(_) => content_text(content, warnings),
+        _ => Ok(String::new()),
     }
 }
 
@@ -381,7 +398,7 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
             summaries += 1;
         }
         if ty == "queue-operation" {
-            queue.operation(&r, n);
+            queue.operation(&r, n)?;
             continue;
         }
         if !matches!(ty, "user" | "assistant" | "system") {
@@ -490,8 +507,8 @@ mod tests {
     }
 
     /// Placement holds while a call of the last assistant message is open or the next record
-    /// continues that message (the same `message.id`); a list content gives its text, and a
-    /// user record holding the same text blocks is the message itself.
+    /// continues that message (the same `message.id`); a list content gives its text (an image
+    /// its placeholder), and a user record holding the same text blocks is the message itself.
     #[test]
     fn a_queued_message_never_parts_a_call_from_its_result() {
         let recs = lines(vec![
@@ -514,11 +531,54 @@ mod tests {
                 (Role::User, "go", None),
                 (Role::Assistant, "looking", None),
                 (Role::Tool, "x", None),
-                (Role::User, "use the v2 API", Some("queued")),
+                (Role::User, "use the v2 API\n[image]", Some("queued")),
                 (Role::Assistant, "switching to v2", None),
                 (Role::User, "and add tests", None),
             ]
         );
+    }
+
+    /// An image or a document in a message typed while the agent worked is a placeholder line
+    /// of the message placed in the trace, warned of at its path when the message is placed
+    /// (it was dropped without a word, and an image alone made the message bookkeeping, lost);
+    /// a message handed over as a recorded `user` record warns of its own image, once.
+    #[test]
+    fn an_image_in_a_queued_message_is_a_placeholder() {
+        let png = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}});
+        let recs = lines(vec![
+            json!({"type": "user", "sessionId": "s", "message": {"role": "user", "content": "go"}}),
+            json!({"type": "assistant", "message": {"id": "m1", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]}}),
+            json!({"type": "queue-operation", "operation": "enqueue", "content": [{"type": "text", "text": "look at this error"}, png]}),
+            json!({"type": "queue-operation", "operation": "enqueue", "content": [png]}),
+            json!({"type": "queue-operation", "operation": "remove", "timestamp": "T"}),
+            json!({"type": "queue-operation", "operation": "remove", "timestamp": "T"}),
+            json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}}),
+            json!({"type": "assistant", "message": {"id": "m2", "content": [{"type": "text", "text": "I see it"}]}}),
+            json!({"type": "queue-operation", "operation": "enqueue", "content": ["and this one", png]}),
+            json!({"type": "queue-operation", "operation": "remove"}),
+            json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "and this one"}, png]}}),
+        ]);
+        let t = import(recs, "cc").unwrap().remove(0);
+        assert_eq!(
+            shape(&t),
+            [
+                (Role::User, "go", None),
+                (Role::Assistant, "", None),
+                (Role::Tool, "x", None),
+                (Role::User, "look at this error\n[image]", Some("queued")),
+                (Role::User, "[image]", Some("queued")),
+                (Role::Assistant, "I see it", None),
+                (Role::User, "and this one\n[image]", None),
+            ]
+        );
+        let images: Vec<&str> = t
+            .meta
+            .warnings
+            .iter()
+            .filter(|w| w.contains("an image was replaced"))
+            .map(|w| w.split_once(": an image").unwrap().0)
+            .collect();
+        assert_eq!(images, ["line 3: $.content[1]", "line 4: $.content[0]", "line 11: $.message.content[1]"]);
     }
 
     /// The real session the importer lost it from: the user's correction, which the model

@@ -8,8 +8,11 @@
 //! `response.output` / `response.content` when that is the whole answer, else the JSON of
 //! `response`; `response.error` → `is_error`), `executableCode` / `codeExecutionResult`
 //! (the model's own code execution) → a call and its result, `inlineData` / `fileData` →
-//! `[mime type]`. A result pairs with the call of its `id`, else with the oldest open call of
-//! the same name (the API records no ids by default). Usage is not part of `Content`.
+//! `[mime type]` ([`media`]: a placeholder line in its place, warned of), wherever it is: in a
+//! user or model turn, in `systemInstruction`, and in a function response's own `parts` (a
+//! tool's image or PDF, which the response's text follows). A result pairs with the call of its
+//! `id`, else with the oldest open call of the same name (the API records no ids by default).
+//! Usage is not part of `Content`.
 
 use super::detect::{arr_of, str_of, Shape};
 use super::json::{placeholder, Node, Res};
@@ -67,7 +70,7 @@ pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
             for key in ["systemInstruction", "system_instruction"] {
                 let s = root.key(key);
                 if !s.is_null() {
-                    let (text, _) = texts(&s.key("parts"))?;
+                    let (text, _) = texts(&s.key("parts"), &mut c.t.meta.warnings)?;
                     c.t.messages.push(Message::system(text));
                 }
             }
@@ -85,8 +88,9 @@ pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
     Ok(vec![c.finish()])
 }
 
-/// Text and thought parts of a part list, as (text, reasoning).
-fn texts(parts: &Node<'_>) -> Res<(String, Vec<String>)> {
+/// Text and thought parts of a part list, as (text, reasoning); inline and file data in the
+/// text, in their place, as their placeholders ([`media`], warned of in `warnings`).
+fn texts(parts: &Node<'_>, warnings: &mut Vec<String>) -> Res<(String, Vec<String>)> {
     let mut text = Vec::new();
     let mut thoughts = Vec::new();
     for p in parts.opt_items()? {
@@ -96,9 +100,27 @@ fn texts(parts: &Node<'_>) -> Res<(String, Vec<String>)> {
             } else {
                 text.push(t.to_string());
             }
+        } else if let Some(m) = media(&p, warnings)? {
+            text.push(m);
         }
     }
     Ok((text.join("\n"), thoughts))
+}
+
+/// The placeholder of a part holding inline or file data (`inlineData` / `fileData`, as a
+/// `Part` or a function response's `FunctionResponsePart` holds them): `[mime type]`
+/// (`[image/png]`, `[application/pdf]`), or `[inlineData]` / `[fileData]` when it names no MIME
+/// type, warned of at the part's path in `warnings` ([`placeholder`]). `None` for a part
+/// holding neither.
+pub fn media(p: &Node<'_>, warnings: &mut Vec<String>) -> Res<Option<String>> {
+    for key in ["inlineData", "fileData"] {
+        let d = p.key(key);
+        if !d.is_null() {
+            let mime = d.key("mimeType").opt_str()?.filter(|m| !m.is_empty());
+            return Ok(Some(placeholder(p, mime.unwrap_or(key), warnings)));
+        }
+    }
+    Ok(None)
 }
 
 /// Tool calls waiting for results, paired by id or else by name (oldest first).
@@ -181,7 +203,7 @@ impl Conv {
             }
         };
         let r = fr.key("response");
-        let text = response_text(&r);
+        let text = response_content(fr, &mut self.t.meta.warnings)?;
         let mut m = Message::tool(cid, if name.is_empty() { cname } else { name.to_string() }, text);
         m.is_error = r.has("error");
         Ok(m)
@@ -194,7 +216,7 @@ impl Conv {
         let parts = c.key("parts");
         match role {
             "model" => {
-                let (text, thoughts) = texts(&parts)?;
+                let (text, thoughts) = texts(&parts, &mut self.t.meta.warnings)?;
                 let mut calls = Vec::new();
                 let mut results = Vec::new();
                 for p in parts.opt_items()? {
@@ -247,8 +269,8 @@ impl Conv {
                         self.t.messages.push(m);
                     } else if let Some(t) = p.key("text").opt_str()? {
                         text.push(t.to_string());
-                    } else if let Some(mime) = p.key("inlineData").key("mimeType").v.as_str().or(p.key("fileData").key("mimeType").v.as_str()) {
-                        text.push(placeholder(&p, mime, &mut self.t.meta.warnings));
+                    } else if let Some(m) = media(&p, &mut self.t.meta.warnings)? {
+                        text.push(m);
                     }
                 }
                 if !text.is_empty() {
@@ -263,6 +285,20 @@ impl Conv {
         }
         Ok(())
     }
+}
+
+/// What a `functionResponse` gave the model: its `response` ([`response_text`]), then the
+/// placeholder of each of its own `parts` (the inline or file data of a multimodal function
+/// response: a tool's image or PDF; [`media`], warned of in `warnings`), one a line.
+pub fn response_content(fr: &Node<'_>, warnings: &mut Vec<String>) -> Res<String> {
+    let mut text = vec![response_text(&fr.key("response"))];
+    text.retain(|t| !t.is_empty());
+    for p in fr.key("parts").opt_items()? {
+        if let Some(m) = media(&p, warnings)? {
+            text.push(m);
+        }
+    }
+    Ok(text.join("\n"))
 }
 
 /// A function response as the model read it: its `output` / `content` / `result` string when
@@ -317,6 +353,54 @@ mod tests {
         let b = import(&mut Input::Json(body), "g").unwrap().remove(0);
         assert_eq!(b.messages[0].content, "be brief");
         assert_eq!(&b.messages[1..], &t.messages[..]);
+    }
+
+    /// Inline and file data become a placeholder line in their place, each warned of at its
+    /// path, wherever they are: a model turn, the system instruction, a user turn (with or
+    /// without a MIME type) and a function response's own parts (they were dropped without a
+    /// word but in a user turn).
+    #[test]
+    fn inline_data_is_a_placeholder_wherever_it_is() {
+        let body = json!({
+            "systemInstruction": {"parts": [{"text": "You describe images."},
+                {"inlineData": {"mimeType": "image/jpeg", "data": "/9j/4AAQ"}}]},
+            "contents": [
+                {"role": "user", "parts": [{"text": "draw a cat"}, {"fileData": {"fileUri": "gs://b/f"}}]},
+                {"role": "model", "parts": [{"text": "Here it is:"},
+                    {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}},
+                    {"text": "and the PDF:"},
+                    {"fileData": {"mimeType": "application/pdf", "fileUri": "gs://b/cat.pdf"}},
+                    {"functionCall": {"id": "r1", "name": "read_file", "args": {"path": "a.png"}}}]},
+                {"role": "user", "parts": [{"functionResponse": {"id": "r1", "name": "read_file",
+                    "response": {"output": "read a.png"},
+                    "parts": [{"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}]}}]}
+            ]
+        });
+        assert_eq!(detect(&Input::Json(body.clone())), Ok(SourceFormat::Gemini));
+        let t = import(&mut Input::Json(body), "g").unwrap().remove(0);
+        let texts: Vec<_> = t.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "You describe images.\n[image/jpeg]",
+                "draw a cat\n[fileData]",
+                "Here it is:\n[image/png]\nand the PDF:\n[application/pdf]",
+                "read a.png\n[image/png]",
+            ]
+        );
+        let warned = |at: &str, noun: &str, p: &str| {
+            format!("{at}: {noun} was replaced by the placeholder \"[{p}]\"; its tokens are not counted")
+        };
+        assert_eq!(
+            t.meta.warnings,
+            [
+                warned("$.systemInstruction.parts[1]", "an image", "image/jpeg"),
+                warned("$.contents[0].parts[1]", "a non-text part", "fileData"),
+                warned("$.contents[1].parts[1]", "an image", "image/png"),
+                warned("$.contents[1].parts[3]", "a document part", "application/pdf"),
+                warned("$.contents[2].parts[0].functionResponse.parts[0]", "an image", "image/png"),
+            ]
+        );
     }
 
     #[test]

@@ -269,12 +269,20 @@ pub fn content_text(n: &Node<'_>, warnings: &mut Vec<String>) -> Res<String> {
     }
 }
 
-/// One part of a content list (see [`content_text`]): a bare string, a part with `text`, or a
-/// non-text part as its [`placeholder`].
+/// One part of a content list (see [`content_text`]): a bare string, a part with `text`, a
+/// refusal, or a non-text part as its [`placeholder`].
+///
+/// A refusal is text, the model's answer: a part whose `refusal` is a string (OpenAI chat and
+/// Responses `{"type": "refusal", "refusal": "…"}`) is that string, before any `text` (as the
+/// Responses API writes it, a refusal part has no `text`). A `refusal` that is not a string
+/// (Inspect's `ContentText.refusal: true` flag beside its `text`) is no refusal text.
 pub fn part_text(p: &Node<'_>, warnings: &mut Vec<String>) -> Res<String> {
     match p.v {
         Value::String(s) => Ok(s.clone()),
         Value::Object(o) => {
+            if let Some(Value::String(r)) = o.get("refusal") {
+                return Ok(r.clone());
+            }
             let ty = p.key("type").opt_str()?.unwrap_or("text");
             if o.get("text").is_some_and(|t| !t.is_null()) {
                 return Ok(p.key("text").str()?.to_string());
@@ -311,7 +319,7 @@ enum PartKind {
     Video,
     Document,
     File,
-    /// Any other type (a refusal, a type this tool does not know).
+    /// Any other type (one this tool does not know).
     Other,
 }
 
@@ -447,13 +455,13 @@ mod tests {
             {"type": "input_file", "file_id": "file-2"},
             {"type": "document", "source": {"type": "base64", "media_type": "application/pdf"}},
             {"type": "video_url", "video_url": {}},
-            {"type": "refusal", "refusal": "no"}
+            {"type": "computer_screenshot", "data": "…"}
         ]);
         let mut w = Vec::new();
         let text = content_text(&Node::root(&v), &mut w).unwrap();
         assert_eq!(
             text,
-            "[image]\n[image]\n[input_image]\n[input_audio]\n[file]\n[input_file]\n[document]\n[video_url]\n[refusal]"
+            "[image]\n[image]\n[input_image]\n[input_audio]\n[file]\n[input_file]\n[document]\n[video_url]\n[computer_screenshot]"
         );
         let warned = |at: &str, noun: &str, p: &str| {
             format!("{at}: {noun} was replaced by the placeholder \"[{p}]\"; its tokens are not counted")
@@ -467,7 +475,7 @@ mod tests {
                 warned("$[5]", "a file part", "input_file"),
                 warned("$[6]", "a document part", "document"),
                 warned("$[7]", "a video part", "video_url"),
-                warned("$[8]", "a non-text part", "refusal"),
+                warned("$[8]", "a non-text part", "computer_screenshot"),
             ]
         );
         // MIME types (Gemini's inline data) by their top-level type; a PDF is a document.
@@ -487,6 +495,29 @@ mod tests {
             content_text(&Node::root(&v), &mut w).unwrap();
             assert!(w.is_empty(), "{w:?}");
         }
+    }
+
+    /// A refusal part is the model's answer: its text is imported, with no warning (it used to
+    /// become a `[refusal]` placeholder, the text lost). A `refusal` flag that is not a string
+    /// (Inspect's `ContentText`) leaves the part's `text`.
+    #[test]
+    fn a_refusal_part_is_its_text() {
+        let v = json!([
+            {"type": "text", "text": "Let me see."},
+            {"type": "refusal", "refusal": "I can't help with that."},
+            {"type": "text", "text": "flagged", "refusal": true},
+            {"type": "refusal", "refusal": null}
+        ]);
+        let mut w = Vec::new();
+        assert_eq!(
+            content_text(&Node::root(&v), &mut w).unwrap(),
+            "Let me see.\nI can't help with that.\nflagged\n[refusal]"
+        );
+        // A refusal part without its text still says it was there.
+        assert_eq!(
+            w,
+            ["$[3]: a non-text part was replaced by the placeholder \"[refusal]\"; its tokens are not counted"]
+        );
     }
 
     #[test]

@@ -3,6 +3,10 @@
 //! messages (one trace), or JSON Lines of conversations (one trace per line, id
 //! `<stem>__L<line>`).
 //!
+//! Content: a string, or parts (`json::content_text`): text parts, a `refusal` part by its
+//! `refusal` text, other parts as a `[type]` placeholder with a warning; an assistant message's
+//! own `refusal` (what Chat Completions returns, `content` null) is its text too.
+//!
 //! Roles `system`/`developer` → system, `function` (legacy) → tool. Tool calls
 //! `{id, function:{name, arguments}}` (arguments parsed from their JSON string, key order kept)
 //! and the legacy `function_call`. A tool message pairs with the most recent open call of its
@@ -190,6 +194,14 @@ pub fn convert_message(m: &Node<'_>, t: &mut Trace, calls: &mut Calls) -> Res<()
                         arguments,
                     });
                 }
+                // A refusal is the model's answer: Chat Completions returns it as the message's
+                // `refusal` beside a null `content` (a `refusal` content part is read by
+                // `content_text`).
+                let content = match m.key("refusal").opt_str()? {
+                    Some(r) if !r.is_empty() && content.is_empty() => r.to_string(),
+                    Some(r) if !r.is_empty() => format!("{content}\n{r}"),
+                    _ => content,
+                };
                 let mut a = Message::assistant(content, tool_calls);
                 a.usage = openai_usage(&m.key("usage"))?;
                 a.reasoning = match m.key("reasoning_content").opt_str()? {
@@ -263,6 +275,31 @@ mod tests {
         let lines = vec![(1, json!({"messages": []})), (3, json!({"messages": []}))];
         let ts = import(&mut Input::Lines(lines), "s").unwrap();
         assert_eq!(ts[1].meta.id, "s__L3");
+    }
+
+    /// A refusal is text, whether a content part or the message's own `refusal` field: it is
+    /// imported, with no warning (a part used to become `[refusal]`, the field was not read).
+    #[test]
+    fn a_refusal_is_imported_as_text() {
+        let t = one(json!({"messages": [
+            {"role": "user", "content": "how do I pick a lock?"},
+            {"role": "assistant", "content": [{"type": "refusal", "refusal": "I can't help with that."}]},
+            {"role": "user", "content": "why not?"},
+            {"role": "assistant", "content": null, "refusal": "It could be used to break in."},
+            {"role": "assistant", "content": "ok", "refusal": null}
+        ]}));
+        let texts: Vec<_> = t.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "how do I pick a lock?",
+                "I can't help with that.",
+                "why not?",
+                "It could be used to break in.",
+                "ok"
+            ]
+        );
+        assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
     }
 
     #[test]

@@ -4,14 +4,16 @@
 //!
 //! Current schema (as the deepagents golden converter reads it):
 //! - `action: system` → system message (`args.content`; `args.tools` → `meta.tools`);
-//!   `source: user, action: message` → user message;
+//!   `source: user, action: message` → user message, its images (`args.image_urls`) a
+//!   placeholder line each ([`images`]; `args.file_urls` are not read: see there);
 //! - an action with `tool_call_metadata` → one assistant message per distinct
 //!   `model_response.id` (content = `choices[0].message.content`, calls = its `tool_calls`, usage
 //!   = its `usage`, counted once per response even when several actions share it);
 //! - an observation with `tool_call_metadata` → tool result paired with the action whose `id`
 //!   is its `cause` (call ids like `toolu_01` repeat across sessions; duplicates get rewritten);
 //! - an observation without it (e.g. `error`) → user message `kind: "observation"`;
-//! - agent `message`/`finish` without metadata → assistant message;
+//! - agent `message`/`finish` without metadata → assistant message (a `message`'s images as a
+//!   user message's);
 //! - a `recall` observation → the user message (`kind: "meta"`) the agent rendered from it
 //!   (workspace context, microagent knowledge; see `openhands/recall.rs`) when the agent had
 //!   prompt extensions on: as `metadata.agent_config.enable_prompt_extensions` records, else on
@@ -20,12 +22,13 @@
 //! - bookkeeping (the `recall` action, `agent_state_changed`, `change_agent_state`, `null`) is
 //!   skipped: the agent sends none of it to the model.
 //!
-//! 2024 resolver schema: the first `message` is the user's, `run`/`run_ipython`/… actions become
+//! 2024 resolver schema: a `message` before the agent's first action is the user's, a later one
+//! the agent's (each with its `images_urls`, as above), `run`/`run_ipython`/… actions become
 //! assistant messages (`thought` as content) with one tool call (`execute_bash {command}`,
 //! `execute_ipython_cell {code}`, else the action name with its arguments) and synthetic ids
 //! `call_<n>`; the next observation is its result. It records no usage, only `metrics.costs`.
 
-use super::json::{content_text, Node, Res};
+use super::json::{content_text, placeholder, Node, Res};
 use super::mini_swe::openai_usage;
 use super::{tool_calls as tool_calls_of, CallShape, Calls};
 use crate::trace::model::{
@@ -253,11 +256,12 @@ fn new_events(evs: Vec<(Value, String)>, t: &mut Trace, mut recall: Recall) -> R
             Message::system(content_text(&args.key("content"), &mut t.meta.warnings)?)
         } else if action == Some("message") && source == Some("user") {
             let c = e.key("args").key("content");
-            let text = if c.is_null() {
+            let mut text = if c.is_null() {
                 e.key("message").opt_str()?.unwrap_or("").to_string()
             } else {
                 content_text(&c, &mut t.meta.warnings)?
             };
+            images(&e.key("args"), &mut text, &mut t.meta.warnings)?;
             Message::user(text)
         } else if let (Some(_), false) = (action, tcm.is_null()) {
             tcm.obj()?;
@@ -329,10 +333,13 @@ fn new_events(evs: Vec<(Value, String)>, t: &mut Trace, mut recall: Recall) -> R
             m
         } else if matches!(action, Some("message" | "finish")) && source == Some("agent") {
             let args = e.key("args");
-            let text = match args.key("content").opt_str()? {
+            let mut text = match args.key("content").opt_str()? {
                 Some(c) if !c.is_empty() => c.to_string(),
                 _ => e.key("message").opt_str()?.unwrap_or("").to_string(),
             };
+            if action == Some("message") {
+                images(&args, &mut text, &mut t.meta.warnings)?;
+            }
             Message::assistant(text, Vec::new())
         } else {
             t.meta.warnings.push(format!(
@@ -345,6 +352,34 @@ fn new_events(evs: Vec<(Value, String)>, t: &mut Trace, mut recall: Recall) -> R
         t.messages.push(msg);
     }
     recall.finish(&mut t.meta.warnings);
+    Ok(())
+}
+
+/// The images of a `message` action, found in `args` (the event's `args`; the event itself in
+/// the 2024 resolver schema): each URL of `image_urls` (`images_urls` until OpenHands renamed it
+/// in November 2024; it still reads both) is a placeholder line `[image_url]` appended to
+/// `text`, warned of at the URL's path. OpenHands sends the model each as an `image_url` part
+/// after the message's text (when the model has vision; the trace does not say, nor whether it
+/// wrote its `Image N:` labels, which are not added).
+///
+/// The URL itself is not kept in the text: the model got the image, not its address, and the
+/// address is often the image (the web UI sends `data:image/png;base64,…` URLs, the whole file
+/// as text); the warning's path locates it in the source.
+///
+/// `file_urls` are not read: OpenHands never sends them to the model (its
+/// `ConversationMemory` reads `content` and `image_urls` only); the web UI that uploads the
+/// files writes their paths into `content` itself ("NEW FILES ADDED: …"), which is imported.
+fn images(args: &Node<'_>, text: &mut String, warnings: &mut Vec<String>) -> Res<()> {
+    for key in ["image_urls", "images_urls"] {
+        for url in args.key(key).opt_items()? {
+            url.str()?;
+            let p = placeholder(&url, "image_url", warnings);
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&p);
+        }
+    }
     Ok(())
 }
 
@@ -395,16 +430,15 @@ fn old_events(evs: Vec<(Value, String)>, t: &mut Trace) -> Res<()> {
         }
         let thought = e.key("thought").opt_str()?.unwrap_or("").to_string();
         match action {
-            "message" if !seen_assistant => {
-                t.messages
-                    .push(Message::user(content_text(&e.key("content"), &mut t.meta.warnings)?));
-            }
             "message" => {
-                seen_assistant = true;
-                t.messages.push(Message::assistant(
-                    content_text(&e.key("content"), &mut t.meta.warnings)?,
-                    Vec::new(),
-                ));
+                let mut text = content_text(&e.key("content"), &mut t.meta.warnings)?;
+                images(e, &mut text, &mut t.meta.warnings)?;
+                // The user's until the agent has acted.
+                if seen_assistant {
+                    t.messages.push(Message::assistant(text, Vec::new()));
+                } else {
+                    t.messages.push(Message::user(text));
+                }
             }
             "finish" => {
                 seen_assistant = true;
@@ -722,6 +756,63 @@ mod tests {
                 "</CONVERSATION_INSTRUCTIONS>",
             )
         );
+    }
+
+    fn image_warning(at: &str) -> String {
+        format!("{at}: an image was replaced by the placeholder \"[image_url]\"; its tokens are not counted")
+    }
+
+    /// Each image of a message (`args.image_urls`; `images_urls` before OpenHands renamed it)
+    /// is a placeholder line after its text, warned of at the URL's path, the URL itself not
+    /// kept (the web UI sends `data:` URLs, the whole image); `file_urls` are not read, their
+    /// paths being in the text already (they are never sent to the model). The images were
+    /// not read at all.
+    #[test]
+    fn a_messages_images_are_placeholders_and_its_files_are_in_its_text() {
+        let evs = json!([
+            {"id": 0, "source": "agent", "action": "system", "args": {"content": "sys"}},
+            {"id": 1, "source": "user", "message": "What is wrong on this page?", "action": "message",
+             "args": {"content": "What is wrong on this page?\n\nNEW FILES ADDED: /workspace/report.pdf",
+                      "image_urls": ["data:image/png;base64,iVBORw0KGgo=", "https://example.com/b.png"],
+                      "file_urls": ["/workspace/report.pdf"], "wait_for_response": false}},
+            {"id": 2, "source": "agent", "message": "Here is the fix:", "action": "message",
+             "args": {"content": "Here is the fix:", "image_urls": ["data:image/png;base64,AAAA"],
+                      "file_urls": null, "wait_for_response": true}},
+            {"id": 3, "source": "user", "message": "", "action": "message",
+             "args": {"content": "", "images_urls": ["data:image/jpeg;base64,/9j/"], "wait_for_response": false}}
+        ]);
+        let t = import_doc(&Node::root(&evs), "oh").unwrap().remove(0);
+        let texts: Vec<_> = t.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "sys",
+                "What is wrong on this page?\n\nNEW FILES ADDED: /workspace/report.pdf\n[image_url]\n[image_url]",
+                "Here is the fix:\n[image_url]",
+                "[image_url]",
+            ]
+        );
+        assert_eq!(
+            t.meta.warnings,
+            [
+                image_warning("$[1].args.image_urls[0]"),
+                image_warning("$[1].args.image_urls[1]"),
+                image_warning("$[2].args.image_urls[0]"),
+                image_warning("$[3].args.images_urls[0]"),
+            ]
+        );
+    }
+
+    /// The 2024 resolver schema keeps a message's images on the event itself (`images_urls`).
+    #[test]
+    fn an_old_schema_messages_images_are_placeholders() {
+        let row = json!({"history": [
+            {"content": "fix the layout", "images_urls": ["data:image/png;base64,iVBORw0KGgo="],
+             "wait_for_response": false, "action": "message", "action_risk": null},
+            {"outputs": {}, "thought": "done", "action": "finish"}]});
+        let t = import_doc(&Node::root(&row), "r").unwrap().remove(0);
+        assert_eq!(t.messages[0].content, "fix the layout\n[image_url]");
+        assert_eq!(t.meta.warnings, [image_warning("$.history[0].images_urls[0]")]);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! follows `input`).
 //!
 //! Items: `message` (roles `user`, `assistant`, `system`, `developer`; content a string or
-//! parts `input_text`/`output_text`/`refusal`, other parts as a `[type]` placeholder; an item
+//! parts `input_text`/`output_text`, `refusal` parts by their `refusal` text (as every importer
+//! reads them: `json::part_text`), other parts as a `[type]` placeholder; an item
 //! without `type` but with `role` is an "easy input message"); `reasoning` (its `summary` and
 //! `content` texts become the reasoning of the assistant message it belongs to, never its text;
 //! `encrypted_content` alone gives no text); `function_call` (`call_id`, `name`, `arguments` a
@@ -21,7 +22,7 @@
 //! these same items.
 
 use super::detect::{arr_of, str_of, Shape};
-use super::json::{content_text, parse_arguments, part_text, Node, Res};
+use super::json::{content_text, parse_arguments, Node, Res};
 use super::{Calls, Importer, Input};
 use crate::trace::model::{ContextMarker, Message, Role, SourceFormat, ToolCall, Trace, TraceMeta};
 use serde_json::{json, Map, Value};
@@ -285,7 +286,7 @@ impl Conv {
         match ty {
             "message" => {
                 let role = it.key("role").str()?;
-                let text = item_text(&it.key("content"), &mut self.t.meta.warnings)?;
+                let text = content_text(&it.key("content"), &mut self.t.meta.warnings)?;
                 match role {
                     "assistant" => {
                         let m = self.assistant(timestamp);
@@ -435,28 +436,11 @@ fn call_id(it: &Node<'_>) -> Res<String> {
     })
 }
 
-/// Message content: a string, or parts with `text` (`input_text`, `output_text`, …; `refusal`
-/// parts by their `refusal`); other parts as `[type]`, each warned of in `warnings`.
-pub fn item_text(n: &Node<'_>, warnings: &mut Vec<String>) -> Res<String> {
-    if let Some(parts) = n.v.as_array() {
-        if parts.iter().any(|p| p.get("refusal").is_some()) {
-            let mut out = Vec::new();
-            for p in n.items()? {
-                match p.key("refusal").opt_str()? {
-                    Some(r) => out.push(r.to_string()),
-                    None => out.push(part_text(&p, warnings)?),
-                }
-            }
-            return Ok(out.join("\n"));
-        }
-    }
-    content_text(n, warnings)
-}
-
-/// A call output: a string, a list of content parts, or another JSON value (kept as JSON text).
+/// A call output: a string, a list of content parts (as a message's content: [`content_text`],
+/// which reads a `refusal` part as its text), or another JSON value (kept as JSON text).
 pub fn output_text(n: &Node<'_>, warnings: &mut Vec<String>) -> Res<String> {
     match n.v {
-        Value::Null | Value::String(_) | Value::Array(_) => item_text(n, warnings),
+        Value::Null | Value::String(_) | Value::Array(_) => content_text(n, warnings),
         v => Ok(serde_json::to_string(v).unwrap_or_default()),
     }
 }
@@ -526,6 +510,21 @@ mod tests {
         for input in [Input::Json(items()), Input::Lines(lines), Input::Json(body)] {
             assert_eq!(detect(&input), Ok(SourceFormat::OpenaiResponses));
         }
+    }
+
+    /// A refusal part is its text, beside the other parts of its message and with no warning,
+    /// as in a chat message (one reading for both: `json::part_text`).
+    #[test]
+    fn a_refusal_part_is_its_text() {
+        let v = json!([
+            {"role": "user", "content": "pick the lock"},
+            {"type": "message", "role": "assistant", "content": [
+                {"type": "output_text", "text": "Sorry."},
+                {"type": "refusal", "refusal": "I can't help with that."}]}
+        ]);
+        let t = import(&mut Input::Json(v), "r").unwrap().remove(0);
+        assert_eq!(t.messages[1].content, "Sorry.\nI can't help with that.");
+        assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
     }
 
     #[test]
