@@ -3,8 +3,8 @@
 //!
 //! `{sessionId, projectHash, startTime, lastUpdated, messages: [...]}`; each message is
 //! `{id, timestamp, type: "user" | "gemini" | "info" | "error" | "warning", content, …}`:
-//! - `user` → a user message (`content` a `PartListUnion`, [`content`]: a string, a part or a
-//!   list of strings and parts; a file the person named with `@` is in it, inline data for an
+//! - `user` → a user message (`content` a `PartListUnion`, read by `fn content`: a string, a
+//!   part or a list of strings and parts; a file the person named with `@` is in it, inline data for an
 //!   image or a PDF, which becomes a placeholder line with a warning);
 //! - `gemini` → an assistant message: `content` its text, `thoughts [{subject, description}]`
 //!   its reasoning (never its text), `toolCalls [{id, name, args, result, status}]` its calls,

@@ -5,7 +5,7 @@
 //! Current schema (as the deepagents golden converter reads it):
 //! - `action: system` → system message (`args.content`; `args.tools` → `meta.tools`);
 //!   `source: user, action: message` → user message, its images (`args.image_urls`) a
-//!   placeholder line each ([`images`]; `args.file_urls` are not read: see there);
+//!   placeholder line each (`fn images`; `args.file_urls` are not read: see there);
 //! - an action with `tool_call_metadata` → one assistant message per distinct
 //!   `model_response.id` (content = `choices[0].message.content`, calls = its `tool_calls`, usage
 //!   = its `usage`, counted once per response even when several actions share it);
