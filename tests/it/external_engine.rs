@@ -399,6 +399,40 @@ fn external_engine_errors_number_calls_from_one_with_the_message_index_beside() 
     );
 }
 
+/// `external.timeout_secs = 1e30` panicked (exit 101, a backtrace) when the engine started,
+/// and `inf`/`nan` passed silently: each is refused when the file is read, exit 2, naming the
+/// file, line and key with the accepted range.
+#[test]
+fn an_external_timeout_past_a_day_is_refused_with_its_line_and_range() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    for (value, got) in [("1e30", "got 1e30"), ("inf", "got inf"), ("nan", "got NaN")] {
+        let cfg = tmp.path().join("kv.toml");
+        std::fs::write(
+            &cfg,
+            format!("window = 20000\nexternal.command = [\"python3\", \"keep_last.py\"]\nexternal.timeout_secs = {value}\n"),
+        )
+        .unwrap();
+        let out = ctxbench()
+            .arg("replay")
+            .arg(django())
+            .arg("--config")
+            .arg(&cfg)
+            .timeout(std::time::Duration::from_secs(60))
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{value}: {err}");
+        let said = format!(
+            "{}:3: `external.timeout_secs`: expected seconds > 0 and at most 86400 (one day), {got}",
+            cfg.display()
+        );
+        assert!(err.contains(&said), "{value}: {err}");
+    }
+}
+
 #[test]
 fn a_missing_engine_program_is_named_once() {
     let tmp = tempfile::tempdir().unwrap();

@@ -34,14 +34,55 @@ use std::time::Duration;
 /// Seconds an engine may take to answer one exchange, unless `external.timeout_secs` says.
 pub const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
 
+/// The longest `external.timeout_secs` accepted: one day (a longer wait is no timeout).
+pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+
+/// `external.timeout_secs` as a wait, or what is wrong with it: seconds > 0 and at most
+/// [`MAX_TIMEOUT_SECS`] (so `inf`, `nan` and values no [`Duration`] holds are refused).
+pub fn timeout_duration(secs: f64) -> Result<Duration, String> {
+    let refused = || {
+        let shown = if secs.is_finite() && secs.abs() >= 1e9 {
+            format!("{secs:e}")
+        } else {
+            secs.to_string()
+        };
+        format!("expected seconds > 0 and at most {MAX_TIMEOUT_SECS} (one day), got {shown}")
+    };
+    // NaN fails both comparisons.
+    if !(secs > 0.0 && secs <= MAX_TIMEOUT_SECS) {
+        return Err(refused());
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| refused())
+}
+
+/// `deserialize_with` of `timeout_secs`: checked where it is read, so the error names the file,
+/// line and key. A `null` is refused too: it is what a TOML `inf` or `nan` becomes in a JSON
+/// value (a `--set`, a suite variant's merged table).
+fn de_timeout_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    match Option::<f64>::deserialize(d)? {
+        Some(secs) => timeout_duration(secs)
+            .map(|_| Some(secs))
+            .map_err(serde::de::Error::custom),
+        None => Err(serde::de::Error::custom(format!(
+            "expected seconds > 0 and at most {MAX_TIMEOUT_SECS} (one day), got no finite number \
+             (`inf` and `nan` are refused)"
+        ))),
+    }
+}
+
 /// `external = { … }` of an engine configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExternalSpec {
     /// argv of the engine; relative paths are resolved against the configuration file.
     pub command: Vec<String>,
-    /// Seconds the engine may take to answer one `call` (and each `summarize` exchange).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Seconds the engine may take to answer one `call` (and each `summarize` exchange):
+    /// > 0 and at most [`MAX_TIMEOUT_SECS`] (one day); default [`DEFAULT_TIMEOUT_SECS`].
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "de_timeout_secs"
+    )]
     pub timeout_secs: Option<f64>,
     /// Environment variables added to ctxbench's for the engine process.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -52,17 +93,18 @@ pub struct ExternalSpec {
 }
 
 impl ExternalSpec {
-    /// Check the values (non-empty command, positive finite timeout).
-    pub fn check(&self) -> Result<(), String> {
+    /// Check the values (non-empty command, a timeout of at most a day); a problem comes with
+    /// the key it is about (`external.command`, `external.timeout_secs`).
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
         if self.command.is_empty() || self.command[0].trim().is_empty() {
-            return Err("`external.command` must name a program (an argv list)".into());
+            return Err((
+                "external.command",
+                "must name a program (an argv list)".into(),
+            ));
         }
-        if let Some(t) = self.timeout_secs {
-            if !(t.is_finite() && t > 0.0) {
-                return Err(format!("`external.timeout_secs` must be > 0, got {t}"));
-            }
-        }
-        Ok(())
+        self.timeout()
+            .map(|_| ())
+            .map_err(|problem| ("external.timeout_secs", problem))
     }
 
     /// Resolve relative paths of the command against `dir` (the configuration file's folder):
@@ -81,8 +123,9 @@ impl ExternalSpec {
         }
     }
 
-    fn timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS))
+    /// The wait for one exchange ([`timeout_duration`] of `timeout_secs`, or the default).
+    fn timeout(&self) -> Result<Duration, String> {
+        timeout_duration(self.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS))
     }
 
     /// Pool key: processes are reused only for the same command and environment.
@@ -212,13 +255,17 @@ impl ExternalLayer {
     /// Take (or start) a process for `spec` and send `begin`. A pooled process that died
     /// since its last replay is replaced by a fresh one.
     pub fn begin(spec: &ExternalSpec, info: BeginInfo) -> Result<Self, ExternalError> {
-        spec.check().map_err(|problem| ExternalError::Engine {
+        let refused = |(key, problem): (&str, String)| ExternalError::Engine {
             command: spec.command.join(" "),
-            problem,
+            problem: format!("`{key}`: {problem}"),
             line: None,
             status: None,
             stderr: String::new(),
-        })?;
+        };
+        spec.check().map_err(refused)?;
+        let timeout = spec
+            .timeout()
+            .map_err(|p| refused(("external.timeout_secs", p)))?;
         let begin = ToEngine::Begin {
             protocol: PROTOCOL_VERSION,
             trace_id: info.trace_id,
@@ -260,7 +307,7 @@ impl ExternalLayer {
         Ok(ExternalLayer {
             process: Some(p),
             key: spec.key(),
-            timeout: spec.timeout(),
+            timeout,
             prev_head: Vec::new(),
             generation: 0,
             last_summary: None,
@@ -965,5 +1012,40 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
         s.timeout_secs = Some(0.0);
         assert!(s.check().is_err());
+    }
+
+    /// A timeout is seconds > 0 and at most a day: `1e30` panicked where it became a
+    /// `Duration`, and `inf`/`nan` passed as "positive finite".
+    #[test]
+    fn timeouts_past_a_day_inf_and_nan_are_refused() {
+        let mut s = ExternalSpec {
+            command: vec!["python3".into()],
+            timeout_secs: None,
+            env: BTreeMap::new(),
+            config: None,
+        };
+        assert_eq!(s.timeout(), Ok(Duration::from_secs(60)));
+        for ok in [0.001, 30.0, MAX_TIMEOUT_SECS] {
+            s.timeout_secs = Some(ok);
+            assert!(s.check().is_ok(), "{ok}");
+            assert_eq!(s.timeout(), Ok(Duration::from_secs_f64(ok)));
+        }
+        for (bad, shown) in [
+            (1e30, "got 1e30"),
+            (86_400.5, "got 86400.5"),
+            (f64::INFINITY, "got inf"),
+            (f64::NAN, "got NaN"),
+            (0.0, "got 0"),
+            (-1.0, "got -1"),
+        ] {
+            s.timeout_secs = Some(bad);
+            let (key, problem) = s.check().unwrap_err();
+            assert_eq!(key, "external.timeout_secs");
+            assert_eq!(
+                problem,
+                format!("expected seconds > 0 and at most 86400 (one day), {shown}")
+            );
+            assert!(timeout_duration(bad).is_err());
+        }
     }
 }
