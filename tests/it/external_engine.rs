@@ -503,3 +503,132 @@ fn views_without_the_newest_message_are_violations_and_larger_ones_flagged() {
         });
     assert!(twice, "{dup:?}");
 }
+
+/// A compactor whose every view is larger than the call without compression (`broken.py
+/// bigger`, the auditor's `weird.py bigger`) was flagged only by `ctxbench replay`: in a run,
+/// `invariants.pass` read 1.000 and nothing said it. Now every unit of the variant carries
+/// `flagged_calls` (its `invariants.flagged_calls`, `replay.flagged_calls`), is `flagged` in
+/// results.csv and report.html, and the terminal, report.md and summary.json say so in a
+/// `FLAGGED:` note of the variant; the baseline, which never is, carries 0 and no flag.
+#[test]
+fn an_engine_whose_views_are_larger_than_no_compression_flags_its_units_in_a_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let datasets = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
+    let suite = crate::support::suite::SuiteBuilder::new("extbig")
+        .trace(datasets.join("psf__requests-1142.traj.json"))
+        .baseline("base")
+        .base("preset = \"deepagents\"\nwindow = 2000000")
+        .variant("base", "")
+        .variant(
+            "bigger",
+            "external.command = [\"python3\", \"broken.py\", \"bigger\"]",
+        )
+        .eval("invariants", "")
+        .table("providers.agent", "kind = \"offline\"")
+        .table("providers.summary", "kind = \"offline\"")
+        .write(tmp.path(), "suite.toml");
+    let out = ctxbench()
+        .args(["run"])
+        .arg(&suite)
+        .args(["--run-id", "extbig", "-o"])
+        .arg(tmp.path().join("out"))
+        .timeout(std::time::Duration::from_secs(300))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let terminal = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let note = "FLAGGED: variant `bigger`: 2 unit(s) on 1 trace(s) had 142 model call(s) whose \
+                request was larger than the same call without compression";
+    // The terminal wraps its notes: compare with the line breaks undone.
+    assert!(
+        terminal
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .contains(note),
+        "{terminal}"
+    );
+    let run = tmp.path().join("out/extbig");
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.replace('\\', "").contains(note), "{report}");
+    let summary = crate::support::cli::json(&run.join("summary.json"));
+    let notes = summary["summary"]["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n.as_str().unwrap().starts_with(note)),
+        "{notes:?}"
+    );
+    assert_eq!(
+        notes
+            .iter()
+            .filter(|n| n.as_str().unwrap().contains("FLAGGED"))
+            .count(),
+        1
+    );
+    // Every unit of `bigger` (its replay and invariants units) carries the count and is flagged;
+    // the baseline's carry 0.
+    let samples: Vec<Value> = std::fs::read_to_string(run.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(samples.len(), 4);
+    for s in &samples {
+        let expected = if s["variant"] == "bigger" { 71.0 } else { 0.0 };
+        assert_eq!(
+            s["scores"]["flagged_calls"].as_f64(),
+            Some(expected),
+            "{}",
+            s["scores"]
+        );
+        assert_eq!(
+            s["evidence"]["flagged_calls"].as_f64(),
+            Some(expected),
+            "{}",
+            s["evidence"]
+        );
+        if s["variant"] == "bigger" {
+            let first = &s["evidence"]["first_flag"];
+            assert_eq!(first["rule"], "larger_than_input", "{first}");
+        }
+    }
+    let csv = std::fs::read_to_string(run.join("results.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (variant, status, flagged) = (
+        col("variant"),
+        col("status"),
+        col("invariants.flagged_calls"),
+    );
+    let mut seen = 0;
+    for line in lines {
+        let row: Vec<&str> = line.split(',').collect();
+        match row[variant] {
+            "bigger" => {
+                seen += 1;
+                assert_eq!(row[status], "flagged", "{line}");
+            }
+            _ => assert_ne!(row[status], "flagged", "{line}"),
+        }
+        if row[col("eval")] == "invariants" {
+            let want = if row[variant] == "bigger" {
+                "71.0"
+            } else {
+                "0.0"
+            };
+            assert_eq!(row[flagged], want, "{line}");
+        }
+    }
+    assert_eq!(seen, 2);
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(
+        html.contains("flagged: 71 call(s) larger than without compression"),
+        "report.html says why the units are flagged"
+    );
+}

@@ -3,7 +3,8 @@
 (answers a call with a line that is not JSON), `hang` (never answers), `orphan` (a view with a
 tool result whose call it dropped), `two_views` (answers every call with two views),
 `extra_after N` (two views at its N-th call only), `empty` (empty views), `duplicate` (every
-tool result twice, plus padding), `crash_at N` (exits at its N-th call), `event_future` (an
+tool result twice, plus padding), `bigger` (every message kept, plus padding: every view larger
+than the call without compression), `crash_at N` (exits at its N-th call), `event_future` (an
 event after the call), `traversal` (a file path with `..`)."""
 import json
 import sys
@@ -40,6 +41,8 @@ for line in sys.stdin:
             for x in msgs:
                 out += [x, x] if x["role"] == "tool" else [x]
             view(out + [{"role": "user", "content": "PADDING " * 2000}])
+        elif mode == "bigger":
+            view(msgs + [{"role": "user", "content": "PAD " * 5000}])
         elif mode == "crash_at":
             if calls == arg:
                 print("engine: crashed at this call", file=sys.stderr)
