@@ -302,6 +302,26 @@ fn the_engine_protocol_schema_describes_both_directions() {
     let v: Value = serde_json::from_str(&text).unwrap();
     assert!(v["properties"]["to_engine"].is_object());
     assert!(v["properties"]["from_engine"].is_object());
+    // Protocol 2: `call` sends a `seq` that the `view` and every `summarize` must carry back.
+    for (side, kind) in [
+        ("ToEngine", "call"),
+        ("FromEngine", "view"),
+        ("FromEngine", "summarize"),
+    ] {
+        let shape = v["$defs"][side]["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["properties"]["type"]["const"] == kind)
+            .unwrap();
+        let required: Vec<&str> = shape["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap())
+            .collect();
+        assert!(required.contains(&"seq"), "{kind}: {required:?}");
+    }
 }
 
 #[test]
@@ -364,14 +384,112 @@ fn replay_fails(dir: &Path, args: &str) -> String {
 fn an_engine_that_answers_a_call_with_more_than_one_view_is_a_protocol_error() {
     let tmp = tempfile::tempdir().unwrap();
     with_engines(tmp.path());
-    // Every call: found before the next call (or the one after, if the line came late).
+    // Every call: the first call's second view, found while waiting for the second call's.
     let err = replay_fails(tmp.path(), "two_views");
-    assert!(err.contains("answered call "), "{err}");
+    assert!(
+        err.contains("answered call 1 (message 2) with more than one line (a `view` after its view, found while ctxbench waited for the view of call 2 (message 4))"),
+        "{err}"
+    );
     assert!(err.contains("one `view` answers each `call`"), "{err}");
     // Only the last call (the django trace has 115): found at the end of the replay.
     let err = replay_fails(tmp.path(), "extra_after 115");
     assert!(
         err.contains("answered call 115 (message ") && err.contains("at the end of the replay"),
+        "{err}"
+    );
+}
+
+/// An extra `view` is matched to its call by its `seq`: the error names the call that wrote it,
+/// found while ctxbench waited for the next call's view, every time. Without `seq` the check
+/// looked for stray lines before sending the next call, without waiting: a line still in flight
+/// was taken as the next call's view (each later call took the previous call's) and the error
+/// blamed whichever call the race ended at (`extra_late`, whose extra line comes when the next
+/// call arrives, was never blamed on call 3).
+#[test]
+fn an_extra_view_is_blamed_on_the_call_that_wrote_it_every_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    for mode in ["extra_after 3", "extra_late 3"] {
+        let errors: Vec<String> = (0..5)
+            .map(|_| {
+                let err = replay_fails(tmp.path(), mode);
+                err.lines().next().unwrap_or_default().to_string()
+            })
+            .collect();
+        assert!(
+            errors[0].contains(
+                "answered call 3 (message 6) with more than one line (a `view` after its view, \
+                 found while ctxbench waited for the view of call 4 (message 8)): one `view` \
+                 answers each `call`"
+            ),
+            "{mode}: {}",
+            errors[0]
+        );
+        assert!(
+            errors.iter().all(|e| *e == errors[0]),
+            "{mode}: {errors:#?}"
+        );
+    }
+}
+
+/// A line of an earlier replay, written after its end's wait (`stale_after_end`: when the next
+/// replay's first call arrives), is never taken for a view: recognised by its `seq`, it is
+/// skipped, and every call of the new replay gets its own view (without `seq`, the new replay's
+/// first call took the earlier replay's last view).
+#[test]
+fn a_line_of_an_earlier_replay_is_never_taken_for_a_view() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let cfg_path = tmp.path().join("stale.toml");
+    std::fs::write(
+        &cfg_path,
+        "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"stale_after_end\"]\nexternal.timeout_secs = 30\n",
+    )
+    .unwrap();
+    let cfg = EngineConfig::from_toml_str(
+        &std::fs::read_to_string(&cfg_path).unwrap(),
+        &cfg_path.display().to_string(),
+    )
+    .unwrap();
+    let trace = ctxbench::trace::import::import_file(&django(), None)
+        .unwrap()
+        .remove(0);
+    let resolved = cfg.resolve(trace.meta.window).unwrap();
+    let summarizer = OfflineSummarizer;
+    let mut env = ReplayEnv::new(&summarizer);
+    env.keep_views = KeepViews::All;
+    // The first replay leaves the stale line for the second, which takes the pooled process.
+    for round in 0..2 {
+        let r = engine::replay(&trace, &resolved, &env)
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(r.calls.len(), 115, "round {round}");
+        for (view, call) in r.views.iter().zip(&r.calls) {
+            // `broken.py` answers every call with the messages sent so far.
+            let sent: Vec<&ctxbench::trace::Message> = view.messages.iter().collect();
+            let expected: Vec<&ctxbench::trace::Message> =
+                trace.messages[..call.trace_index].iter().collect();
+            assert!(
+                sent == expected,
+                "round {round}: call at message {} took a view of {} messages",
+                call.trace_index,
+                sent.len()
+            );
+        }
+    }
+}
+
+/// An engine written for protocol 1 (no `seq`) fails at its first view, saying what to add.
+#[test]
+fn a_protocol_1_engine_is_told_to_echo_seq() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let err = replay_fails(tmp.path(), "no_seq");
+    assert!(
+        err.contains(
+            "wrote a `view` without `seq` while ctxbench waited for the view of call 1 (message 2): \
+             protocol 2 requires every `view` and `summarize` to carry the `seq` of the `call` it \
+             answers"
+        ),
         "{err}"
     );
 }
