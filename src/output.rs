@@ -205,9 +205,10 @@ pub fn progress_mode_from(
                 format!("{PROGRESS_SECS_ENV}={s}: expected seconds between progress lines (a number >= 0)")
             })?,
     };
-    Ok(ProgressMode::Lines {
-        every: std::time::Duration::from_secs_f64(secs),
-    })
+    let every = std::time::Duration::try_from_secs_f64(secs).map_err(|_| {
+        format!("{PROGRESS_SECS_ENV}: expected seconds between progress lines, got {secs}")
+    })?;
+    Ok(ProgressMode::Lines { every })
 }
 
 /// `42s`, `3m05s`, `2h07m`: a duration for a person (whole seconds).

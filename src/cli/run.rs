@@ -748,7 +748,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let mut prepared = session::open_run(&suite, &opts, planned)?;
-    prepared.dispatch.interrupt_grace = Duration::from_secs_f64(args.grace_secs);
+    prepared.dispatch.interrupt_grace = Duration::try_from_secs_f64(args.grace_secs)
+        .ok()
+        .filter(|d| d.as_secs() <= 86_400)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--grace-secs {}: expected seconds between 0 and 86400",
+                args.grace_secs
+            )
+        })?;
     if args.keep_stores {
         prepared.dispatch.stores = crate::runner::stores::StorePolicy::Dirs;
     }

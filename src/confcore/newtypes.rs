@@ -84,7 +84,8 @@ impl Secs {
         self.0
     }
     pub fn duration(self) -> Duration {
-        Duration::from_secs_f64(self.0)
+        // Representable by construction (`TryFrom<f64>`).
+        Duration::try_from_secs_f64(self.0).unwrap_or(Duration::MAX)
     }
 }
 

@@ -399,6 +399,28 @@ mod tests {
         assert!(e.line > 0, "{e}");
     }
 
+    /// An external engine's timeout past a day (`1e30` panicked in every unit of the variant) or
+    /// not a number is refused at load, at its line.
+    #[test]
+    fn an_external_timeout_past_a_day_is_refused_at_its_line() {
+        for value in ["1e30", "86401", "inf", "nan"] {
+            let text = format!(
+                "{MIN}[engine]\nbaseline = \"a\"\n[engine.variants.a]\n[engine.variants.mine]\n\
+                 external.command = [\"python3\", \"mine.py\"]\nexternal.timeout_secs = {value}\n"
+            );
+            let e = load(&text).unwrap_err();
+            assert_eq!(e.line, 10, "{value}: {e}");
+            assert!(
+                e.message.contains("`external.timeout_secs`"),
+                "{value}: {e}"
+            );
+            let accepted = e.message.contains("at most 86400 (one day)")
+                || (e.message.contains("expected a finite number")
+                    && !value.starts_with(['1', '8']));
+            assert!(accepted, "{value}: {e}");
+        }
+    }
+
     #[test]
     fn provider_values_are_checked_at_load() {
         for (body, key, line) in [

@@ -372,6 +372,47 @@ mod tests {
         assert!(e.starts_with("e.toml:2: unknown field `windw`"), "{e}");
     }
 
+    /// `external.timeout_secs` past a day, `inf` or `nan`: refused where the file is read,
+    /// naming its line and key (`1e30` panicked when the engine started; `inf` and `nan` became
+    /// the default through the JSON value `--set` goes through).
+    #[test]
+    fn an_external_timeout_past_a_day_is_refused_at_its_line() {
+        for (value, got) in [
+            ("1e30", "got 1e30"),
+            ("86401", "got 86401"),
+            ("inf", "got inf"),
+            ("nan", "got NaN"),
+            ("0", "got 0"),
+        ] {
+            let text = format!(
+                "window = 20000\nexternal.command = [\"python3\", \"e.py\"]\nexternal.timeout_secs = {value}\n"
+            );
+            let e = EngineConfig::from_toml_str(&text, "e.toml")
+                .and_then(|c| c.apply_sets(&[]))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "e.toml:3: `external.timeout_secs`: expected seconds > 0 and at most 86400 \
+                     (one day), {got}"
+                ),
+                "{value}"
+            );
+        }
+        let ok = "window = 20000\nexternal.command = [\"python3\", \"e.py\"]\nexternal.timeout_secs = 86400\n";
+        let c = EngineConfig::from_toml_str(ok, "e.toml").unwrap();
+        assert_eq!(c.external.as_ref().unwrap().timeout_secs, Some(86_400.0));
+        // Through `--set` (a JSON value, where `inf` is a null).
+        for set in ["external.timeout_secs=inf", "external.timeout_secs=1e30"] {
+            let e = c.apply_sets(&[set.to_string()]).unwrap_err().to_string();
+            assert!(
+                e.starts_with("--set: `external.timeout_secs`: expected seconds > 0 and at most 86400 (one day), got "),
+                "{set}: {e}"
+            );
+        }
+    }
+
     /// `--set` values resolved as `ctxbench replay` resolves them; the error's text.
     fn resolve_sets(sets: &[&str]) -> Result<(), String> {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();

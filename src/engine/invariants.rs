@@ -56,8 +56,8 @@ pub struct InvariantReport {
     /// Problems of the recorded trace itself (present without compression).
     pub trace_defects: Vec<Violation>,
     /// Calls worth a look that break no rule ([`Rule::LargerThanInput`]); not failures. Counted,
-    /// with the first one kept: every unit's replay checks them, and only `ctxbench replay`
-    /// shows them.
+    /// with the first one kept: `ctxbench replay` shows them, and a run's unit carries the count
+    /// (`flagged_calls` in its scores and evidence), which flags it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub flagged_calls: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -244,7 +244,7 @@ impl EngineConfig {
                     "an external engine replaces the preset and its layers: drop `preset`, `layers`, `tier` and layer tables from this configuration",
                 ));
             }
-            ext.check().map_err(|m| err_in(src, "external", m))?;
+            ext.check().map_err(|(key, m)| err_in(src, key, m))?;
         }
         // An external engine runs no preset layers; the `none` preset gives the defaults
         // (window, counter).

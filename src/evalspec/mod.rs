@@ -128,10 +128,12 @@ pub struct EvalSpec {
 use MetricKind::{Count, Dollars, Fraction, Tokens};
 
 /// Metrics of every sample of every eval (`<eval>.summary_failures`, `<eval>.prompt_truncated`,
-/// `<eval>.pass`).
+/// `<eval>.flagged_calls`: calls of the unit's replay whose request was larger than the same call
+/// without compression, `<eval>.pass`).
 pub const COMMON_METRICS: &[Metric] = &[
     lower("summary_failures", Count),
     lower("prompt_truncated", Count),
+    lower("flagged_calls", Count),
     higher("pass", Fraction),
 ];
 

@@ -27,6 +27,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::confcore::newtypes::{PositiveSecs, Secs};
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
@@ -516,7 +517,8 @@ impl ProviderConfig {
         RetryPolicy {
             max_retries: self.max_retries,
             initial_delay: Duration::from_millis(self.retry_initial_ms),
-            max_delay: Duration::from_secs_f64(self.retry_max_secs),
+            // Checked by `problems` (a value no `Duration` holds is refused there).
+            max_delay: Duration::try_from_secs_f64(self.retry_max_secs).unwrap_or(Duration::MAX),
         }
     }
 
@@ -544,17 +546,13 @@ impl ProviderConfig {
                 format!("{} provider: `model` is required", self.kind.as_str()),
             ));
         }
-        if !(self.timeout_secs.is_finite() && self.timeout_secs > 0.0) {
-            out.push((
-                "timeout_secs",
-                format!("timeout_secs must be > 0, got {}", self.timeout_secs),
-            ));
+        // What deserialization checks, again for a configuration built in code: a value no
+        // `Duration` holds would panic where it becomes one.
+        if let Err(e) = PositiveSecs::try_from(self.timeout_secs) {
+            out.push(("timeout_secs", format!("timeout_secs: {e}")));
         }
-        if !(self.retry_max_secs.is_finite() && self.retry_max_secs >= 0.0) {
-            out.push((
-                "retry_max_secs",
-                format!("retry_max_secs must be ≥ 0, got {}", self.retry_max_secs),
-            ));
+        if let Err(e) = Secs::try_from(self.retry_max_secs) {
+            out.push(("retry_max_secs", format!("retry_max_secs: {e}")));
         }
         if self.concurrency == 0 {
             out.push(("concurrency", "concurrency must be ≥ 1".into()));
@@ -668,7 +666,8 @@ pub fn build_provider(config: &ProviderConfig) -> Result<Arc<dyn Provider>, Prov
         base_url: base,
         key,
         retry: config.retry_policy(),
-        timeout: Duration::from_secs_f64(config.timeout_secs),
+        // Checked by `problems` (a value no `Duration` holds is refused there).
+        timeout: Duration::try_from_secs_f64(config.timeout_secs).unwrap_or(Duration::MAX),
         limits: Limits::new(config.concurrency, config.rpm, config.tpm),
         traits: config.wire_traits(),
     };
@@ -749,6 +748,14 @@ mod tests {
         c.seed = None;
         c.timeout_secs = 0.0;
         assert!(c.validate().is_err());
+        // A configuration built in code is checked as a file's is: no `Duration` holds 1e30.
+        for (timeout, retry_max) in [(1e30, 60.0), (f64::INFINITY, 60.0), (60.0, 1e300)] {
+            c.timeout_secs = timeout;
+            c.retry_max_secs = retry_max;
+            assert!(c.validate().is_err(), "{timeout} {retry_max}");
+        }
+        c.timeout_secs = 60.0;
+        c.retry_max_secs = 60.0;
         let mut ds = ProviderConfig::new(ProviderKind::Openai, "deepseek-chat");
         ds.base_url = Some("https://api.deepseek.com".into());
         assert!(ds

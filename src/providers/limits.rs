@@ -60,7 +60,8 @@ impl TokenBucket {
                 }
                 (need - s.available) * 60.0 / self.per_minute
             };
-            tokio::time::sleep(Duration::from_secs_f64(wait.max(0.001))).await;
+            let wait = Duration::try_from_secs_f64(wait.max(0.001)).unwrap_or(Duration::MAX);
+            tokio::time::sleep(wait).await;
         }
     }
 

@@ -114,6 +114,14 @@ impl RetryPolicy {
     }
 }
 
+/// Seconds a server asked for as a wait: `None` unless finite and ≥ 0; a wait too long for a
+/// [`Duration`] (`Retry-After: 1e30`) is [`Duration::MAX`], which every cap refuses (the call
+/// fails with the server's error rather than waiting).
+fn server_secs(secs: f64) -> Option<Duration> {
+    (secs.is_finite() && secs >= 0.0)
+        .then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX))
+}
+
 /// Parses a `Retry-After` header value: delay-seconds (integer; a decimal is accepted too) or an
 /// HTTP date, which becomes the time left from `now` (zero if already past). `None` if neither.
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
@@ -122,10 +130,7 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
         return Some(Duration::from_secs(secs));
     }
     if let Ok(secs) = v.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Some(Duration::from_secs_f64(secs));
-        }
-        return None;
+        return server_secs(secs);
     }
     let at = httpdate::parse_http_date(v).ok()?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
@@ -134,7 +139,7 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
 /// Parses `retry-after-ms`: milliseconds, integer or decimal.
 pub fn parse_retry_after_ms(value: &str) -> Option<Duration> {
     let ms: f64 = value.trim().parse().ok()?;
-    (ms.is_finite() && ms >= 0.0).then(|| Duration::from_secs_f64(ms / 1000.0))
+    server_secs(ms / 1000.0)
 }
 
 /// Parses a Go-style duration as OpenAI's `x-ratelimit-reset-requests`/`-tokens` send it:
@@ -146,7 +151,7 @@ pub fn parse_go_duration(value: &str) -> Option<Duration> {
         return None;
     }
     if let Ok(secs) = v.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return server_secs(secs);
     }
     let mut total = 0.0f64;
     let mut rest = v;
@@ -174,7 +179,7 @@ pub fn parse_go_duration(value: &str) -> Option<Duration> {
         total += n * scale;
         rest = &rest[unit_end..];
     }
-    total.is_finite().then(|| Duration::from_secs_f64(total))
+    server_secs(total)
 }
 
 /// Time from `now` until an RFC 3339 timestamp (Anthropic's `anthropic-ratelimit-*-reset`,
@@ -186,11 +191,11 @@ pub fn parse_rfc3339_wait(value: &str, now: SystemTime) -> Option<Duration> {
         .ok()?
         .as_secs_f64();
     let left = at - now;
-    Some(if left > 0.0 {
-        Duration::from_secs_f64(left)
+    if left > 0.0 {
+        server_secs(left)
     } else {
-        Duration::ZERO
-    })
+        Some(Duration::ZERO)
+    }
 }
 
 /// The wait a response asks for before the request is sent again, from its headers, first
@@ -438,6 +443,31 @@ mod tests {
         assert_eq!(should_retry(h(&[("x-should-retry", "false")])), Some(false));
         assert_eq!(should_retry(h(&[("x-should-retry", "True")])), Some(true));
         assert_eq!(should_retry(h(&[])), None);
+    }
+
+    /// A server's wait too long for a `Duration` (`Retry-After: 1e30`) panicked where it became
+    /// one; it is the longest wait, which every cap refuses, so the call fails instead.
+    #[test]
+    fn server_waits_too_long_for_a_duration_are_refused_by_the_cap() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(parse_retry_after("1e30", now), Some(Duration::MAX));
+        assert_eq!(parse_retry_after_ms("1e30"), Some(Duration::MAX));
+        assert_eq!(parse_go_duration("1e30"), Some(Duration::MAX));
+        assert_eq!(
+            parse_go_duration("99999999999999999999h"),
+            Some(Duration::MAX)
+        );
+        assert_eq!(parse_retry_after("inf", now), None);
+        assert_eq!(parse_retry_after_ms("NaN"), None);
+        let h = |n: &str| (n == "retry-after").then_some("1e30");
+        let wait = server_wait(h, 503, now);
+        assert_eq!(wait, Some(Duration::MAX));
+        let e = ProviderError::Server {
+            status: 503,
+            retry_after: wait,
+            message: String::new(),
+        };
+        assert_eq!(RetryPolicy::default().delay(0, Duration::ZERO, &e), None);
     }
 
     #[test]

@@ -691,8 +691,9 @@ impl NotApplicable {
 }
 
 /// Flags for units whose numbers a broken or useless compaction shaped: successful units that
-/// recorded failed summaries (`[engine] on_summary_error = "record"`), futile compactions and
-/// requests left over the window (`overflow`), prompts a server cut silently, agents that ran
+/// recorded failed summaries (`[engine] on_summary_error = "record"`), futile compactions,
+/// requests left over the window (`overflow`), requests larger than the same call without
+/// compression (`flagged_calls`), prompts a server cut silently, agents that ran
 /// out of `max_steps` (`step_limit`); and what failed units spent before they failed (in the
 /// totals, not the statistics).
 #[derive(Debug, Default)]
@@ -704,6 +705,9 @@ struct HealthSum {
     /// Variant → units with a request still over the window after compaction (`overflow`
     /// events), how many such requests, and on which traces.
     overflow: BTreeMap<String, (usize, u64, BTreeSet<String>)>,
+    /// Variant → units with a request larger than the same call without compression
+    /// (`flagged_calls`), how many such calls, and on which traces.
+    larger: BTreeMap<String, (usize, u64, BTreeSet<String>)>,
     truncated: BTreeMap<String, (usize, u64)>,
     step_limit: BTreeMap<String, (usize, u64)>,
     /// Needle units whose trace has no message of the needle's position.
@@ -812,6 +816,9 @@ impl HealthSum {
                 by_trace(map, s, n);
             }
         }
+        if let Some(&n) = s.scores.get("flagged_calls").filter(|n| **n > 0.0) {
+            by_trace(&mut self.larger, s, n as u64);
+        }
     }
 
     /// The notes, each naming its variants in the run's `order`.
@@ -820,6 +827,7 @@ impl HealthSum {
             flagged,
             futile,
             overflow,
+            larger,
             truncated,
             step_limit,
             not_applicable,
@@ -879,6 +887,17 @@ impl HealthSum {
                  timeline): a model with that window would refuse them, so their tokens, cost \
                  and scores are of requests it could not take",
                 traces_of(&overflow)
+            ));
+        }
+        if !larger.is_empty() {
+            let (who, units, n) = flag_who(&larger, order, "calls", |(u, n, _)| (*u, *n));
+            notes.push(format!(
+                "FLAGGED: {who}: {units} unit(s) on {} trace(s) had {n} model call(s) whose \
+                 request was larger than the same call without compression (`flagged_calls` in \
+                 samples.jsonl and results.csv, the first in the evidence's `first_flag`): a \
+                 summary can briefly be, but an engine whose views always are costs more than \
+                 none, and its tokens and cost say so",
+                traces_of(&larger)
             ));
         }
         notes
@@ -1043,6 +1062,37 @@ mod tests {
             Some("FLAGGED: variant `base`: 3 unit(s) on 2 trace(s) had 7 futile compaction(s)"),
             "{:?}",
             m.notes
+        );
+    }
+
+    #[test]
+    fn calls_larger_than_no_compression_are_noted_by_unit_and_trace() {
+        let mut info = RunInfo::new("r");
+        info.variants = vec!["base".into()];
+        let larger = |trace: &str, n: f64| {
+            let mut u = s("base", trace, 1.0);
+            u.trace_id = trace.into();
+            u.scores.insert("flagged_calls".into(), n);
+            u
+        };
+        let samples = vec![larger("t1", 71.0), larger("t2", 2.0), larger("t3", 0.0)];
+        let m = ReportModel::build(&info, samples);
+        let note = m.notes.iter().find(|n| n.contains("`flagged_calls`"));
+        assert_eq!(
+            note.map(|n| n.split(" (").next().unwrap()),
+            Some(
+                "FLAGGED: variant `base`: 2 unit(s) on 2 trace(s) had 73 model call(s) whose \
+                 request was larger than the same call without compression"
+            ),
+            "{:?}",
+            m.notes
+        );
+        use crate::report::status::Status;
+        let flagged: Vec<Status> = (0..3).map(|i| Status::of(&m.samples.get(i))).collect();
+        assert_eq!(
+            flagged.iter().filter(|s| **s == Status::Flagged).count(),
+            2,
+            "{flagged:?}"
         );
     }
 

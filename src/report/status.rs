@@ -9,9 +9,10 @@ pub enum Status {
     /// The unit failed (no scores).
     Error,
     /// It succeeded, but a summary failed (and was kept), a compaction was futile, a request
-    /// stayed over the window after compaction (`overflow`), an agent ran out of steps before
-    /// answering (`step_limit`) or a server cut a prompt (`prompt_truncated`); its verdict, if
-    /// any, is in `passed`.
+    /// stayed over the window after compaction (`overflow`), a request was larger than the same
+    /// call without compression (`flagged_calls`), an agent ran out of steps before answering
+    /// (`step_limit`) or a server cut a prompt (`prompt_truncated`); its verdict, if any, is in
+    /// `passed`.
     Flagged,
     /// Its verdict is fail.
     Fail,
@@ -28,6 +29,7 @@ impl Status {
         } else if s.scores.get("summary_failures").is_some_and(|n| *n > 0.0)
             || s.scores.get("step_limit").is_some_and(|n| *n > 0.0)
             || s.scores.get("prompt_truncated").is_some_and(|n| *n > 0.0)
+            || s.scores.get("flagged_calls").is_some_and(|n| *n > 0.0)
             || ["futile", "overflow"]
                 .iter()
                 .any(|k| s.compactions.get(k).is_some_and(|n| *n > 0))

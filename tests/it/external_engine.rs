@@ -302,6 +302,26 @@ fn the_engine_protocol_schema_describes_both_directions() {
     let v: Value = serde_json::from_str(&text).unwrap();
     assert!(v["properties"]["to_engine"].is_object());
     assert!(v["properties"]["from_engine"].is_object());
+    // Protocol 2: `call` sends a `seq` that the `view` and every `summarize` must carry back.
+    for (side, kind) in [
+        ("ToEngine", "call"),
+        ("FromEngine", "view"),
+        ("FromEngine", "summarize"),
+    ] {
+        let shape = v["$defs"][side]["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["properties"]["type"]["const"] == kind)
+            .unwrap();
+        let required: Vec<&str> = shape["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap())
+            .collect();
+        assert!(required.contains(&"seq"), "{kind}: {required:?}");
+    }
 }
 
 #[test]
@@ -364,14 +384,112 @@ fn replay_fails(dir: &Path, args: &str) -> String {
 fn an_engine_that_answers_a_call_with_more_than_one_view_is_a_protocol_error() {
     let tmp = tempfile::tempdir().unwrap();
     with_engines(tmp.path());
-    // Every call: found before the next call (or the one after, if the line came late).
+    // Every call: the first call's second view, found while waiting for the second call's.
     let err = replay_fails(tmp.path(), "two_views");
-    assert!(err.contains("answered call "), "{err}");
+    assert!(
+        err.contains("answered call 1 (message 2) with more than one line (a `view` after its view, found while ctxbench waited for the view of call 2 (message 4))"),
+        "{err}"
+    );
     assert!(err.contains("one `view` answers each `call`"), "{err}");
     // Only the last call (the django trace has 115): found at the end of the replay.
     let err = replay_fails(tmp.path(), "extra_after 115");
     assert!(
         err.contains("answered call 115 (message ") && err.contains("at the end of the replay"),
+        "{err}"
+    );
+}
+
+/// An extra `view` is matched to its call by its `seq`: the error names the call that wrote it,
+/// found while ctxbench waited for the next call's view, every time. Without `seq` the check
+/// looked for stray lines before sending the next call, without waiting: a line still in flight
+/// was taken as the next call's view (each later call took the previous call's) and the error
+/// blamed whichever call the race ended at (`extra_late`, whose extra line comes when the next
+/// call arrives, was never blamed on call 3).
+#[test]
+fn an_extra_view_is_blamed_on_the_call_that_wrote_it_every_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    for mode in ["extra_after 3", "extra_late 3"] {
+        let errors: Vec<String> = (0..5)
+            .map(|_| {
+                let err = replay_fails(tmp.path(), mode);
+                err.lines().next().unwrap_or_default().to_string()
+            })
+            .collect();
+        assert!(
+            errors[0].contains(
+                "answered call 3 (message 6) with more than one line (a `view` after its view, \
+                 found while ctxbench waited for the view of call 4 (message 8)): one `view` \
+                 answers each `call`"
+            ),
+            "{mode}: {}",
+            errors[0]
+        );
+        assert!(
+            errors.iter().all(|e| *e == errors[0]),
+            "{mode}: {errors:#?}"
+        );
+    }
+}
+
+/// A line of an earlier replay, written after its end's wait (`stale_after_end`: when the next
+/// replay's first call arrives), is never taken for a view: recognised by its `seq`, it is
+/// skipped, and every call of the new replay gets its own view (without `seq`, the new replay's
+/// first call took the earlier replay's last view).
+#[test]
+fn a_line_of_an_earlier_replay_is_never_taken_for_a_view() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let cfg_path = tmp.path().join("stale.toml");
+    std::fs::write(
+        &cfg_path,
+        "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"stale_after_end\"]\nexternal.timeout_secs = 30\n",
+    )
+    .unwrap();
+    let cfg = EngineConfig::from_toml_str(
+        &std::fs::read_to_string(&cfg_path).unwrap(),
+        &cfg_path.display().to_string(),
+    )
+    .unwrap();
+    let trace = ctxbench::trace::import::import_file(&django(), None)
+        .unwrap()
+        .remove(0);
+    let resolved = cfg.resolve(trace.meta.window).unwrap();
+    let summarizer = OfflineSummarizer;
+    let mut env = ReplayEnv::new(&summarizer);
+    env.keep_views = KeepViews::All;
+    // The first replay leaves the stale line for the second, which takes the pooled process.
+    for round in 0..2 {
+        let r = engine::replay(&trace, &resolved, &env)
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(r.calls.len(), 115, "round {round}");
+        for (view, call) in r.views.iter().zip(&r.calls) {
+            // `broken.py` answers every call with the messages sent so far.
+            let sent: Vec<&ctxbench::trace::Message> = view.messages.iter().collect();
+            let expected: Vec<&ctxbench::trace::Message> =
+                trace.messages[..call.trace_index].iter().collect();
+            assert!(
+                sent == expected,
+                "round {round}: call at message {} took a view of {} messages",
+                call.trace_index,
+                sent.len()
+            );
+        }
+    }
+}
+
+/// An engine written for protocol 1 (no `seq`) fails at its first view, saying what to add.
+#[test]
+fn a_protocol_1_engine_is_told_to_echo_seq() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let err = replay_fails(tmp.path(), "no_seq");
+    assert!(
+        err.contains(
+            "wrote a `view` without `seq` while ctxbench waited for the view of call 1 (message 2): \
+             protocol 2 requires every `view` and `summarize` to carry the `seq` of the `call` it \
+             answers"
+        ),
         "{err}"
     );
 }
@@ -397,6 +515,40 @@ fn external_engine_errors_number_calls_from_one_with_the_message_index_beside() 
         err.contains("a file of its view of call 1 (message ") && err.contains("escape.txt"),
         "{err}"
     );
+}
+
+/// `external.timeout_secs = 1e30` panicked (exit 101, a backtrace) when the engine started,
+/// and `inf`/`nan` passed silently: each is refused when the file is read, exit 2, naming the
+/// file, line and key with the accepted range.
+#[test]
+fn an_external_timeout_past_a_day_is_refused_with_its_line_and_range() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    for (value, got) in [("1e30", "got 1e30"), ("inf", "got inf"), ("nan", "got NaN")] {
+        let cfg = tmp.path().join("kv.toml");
+        std::fs::write(
+            &cfg,
+            format!("window = 20000\nexternal.command = [\"python3\", \"keep_last.py\"]\nexternal.timeout_secs = {value}\n"),
+        )
+        .unwrap();
+        let out = ctxbench()
+            .arg("replay")
+            .arg(django())
+            .arg("--config")
+            .arg(&cfg)
+            .timeout(std::time::Duration::from_secs(60))
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{value}: {err}");
+        let said = format!(
+            "{}:3: `external.timeout_secs`: expected seconds > 0 and at most 86400 (one day), {got}",
+            cfg.display()
+        );
+        assert!(err.contains(&said), "{value}: {err}");
+    }
 }
 
 #[test]
@@ -468,4 +620,133 @@ fn views_without_the_newest_message_are_violations_and_larger_ones_flagged() {
                     .contains("more than one tool result")
         });
     assert!(twice, "{dup:?}");
+}
+
+/// A compactor whose every view is larger than the call without compression (`broken.py
+/// bigger`, the auditor's `weird.py bigger`) was flagged only by `ctxbench replay`: in a run,
+/// `invariants.pass` read 1.000 and nothing said it. Now every unit of the variant carries
+/// `flagged_calls` (its `invariants.flagged_calls`, `replay.flagged_calls`), is `flagged` in
+/// results.csv and report.html, and the terminal, report.md and summary.json say so in a
+/// `FLAGGED:` note of the variant; the baseline, which never is, carries 0 and no flag.
+#[test]
+fn an_engine_whose_views_are_larger_than_no_compression_flags_its_units_in_a_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let datasets = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/mini-swe-agent");
+    let suite = crate::support::suite::SuiteBuilder::new("extbig")
+        .trace(datasets.join("psf__requests-1142.traj.json"))
+        .baseline("base")
+        .base("preset = \"deepagents\"\nwindow = 2000000")
+        .variant("base", "")
+        .variant(
+            "bigger",
+            "external.command = [\"python3\", \"broken.py\", \"bigger\"]",
+        )
+        .eval("invariants", "")
+        .table("providers.agent", "kind = \"offline\"")
+        .table("providers.summary", "kind = \"offline\"")
+        .write(tmp.path(), "suite.toml");
+    let out = ctxbench()
+        .args(["run"])
+        .arg(&suite)
+        .args(["--run-id", "extbig", "-o"])
+        .arg(tmp.path().join("out"))
+        .timeout(std::time::Duration::from_secs(300))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let terminal = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let note = "FLAGGED: variant `bigger`: 2 unit(s) on 1 trace(s) had 142 model call(s) whose \
+                request was larger than the same call without compression";
+    // The terminal wraps its notes: compare with the line breaks undone.
+    assert!(
+        terminal
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .contains(note),
+        "{terminal}"
+    );
+    let run = tmp.path().join("out/extbig");
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.replace('\\', "").contains(note), "{report}");
+    let summary = crate::support::cli::json(&run.join("summary.json"));
+    let notes = summary["summary"]["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n.as_str().unwrap().starts_with(note)),
+        "{notes:?}"
+    );
+    assert_eq!(
+        notes
+            .iter()
+            .filter(|n| n.as_str().unwrap().contains("FLAGGED"))
+            .count(),
+        1
+    );
+    // Every unit of `bigger` (its replay and invariants units) carries the count and is flagged;
+    // the baseline's carry 0.
+    let samples: Vec<Value> = std::fs::read_to_string(run.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(samples.len(), 4);
+    for s in &samples {
+        let expected = if s["variant"] == "bigger" { 71.0 } else { 0.0 };
+        assert_eq!(
+            s["scores"]["flagged_calls"].as_f64(),
+            Some(expected),
+            "{}",
+            s["scores"]
+        );
+        assert_eq!(
+            s["evidence"]["flagged_calls"].as_f64(),
+            Some(expected),
+            "{}",
+            s["evidence"]
+        );
+        if s["variant"] == "bigger" {
+            let first = &s["evidence"]["first_flag"];
+            assert_eq!(first["rule"], "larger_than_input", "{first}");
+        }
+    }
+    let csv = std::fs::read_to_string(run.join("results.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (variant, status, flagged) = (
+        col("variant"),
+        col("status"),
+        col("invariants.flagged_calls"),
+    );
+    let mut seen = 0;
+    for line in lines {
+        let row: Vec<&str> = line.split(',').collect();
+        match row[variant] {
+            "bigger" => {
+                seen += 1;
+                assert_eq!(row[status], "flagged", "{line}");
+            }
+            _ => assert_ne!(row[status], "flagged", "{line}"),
+        }
+        if row[col("eval")] == "invariants" {
+            let want = if row[variant] == "bigger" {
+                "71.0"
+            } else {
+                "0.0"
+            };
+            assert_eq!(row[flagged], want, "{line}");
+        }
+    }
+    assert_eq!(seen, 2);
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(
+        html.contains("flagged: 71 call(s) larger than without compression"),
+        "report.html says why the units are flagged"
+    );
 }

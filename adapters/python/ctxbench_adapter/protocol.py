@@ -1,4 +1,4 @@
-"""ctxbench's external-engine protocol (version 1) on stdin/stdout, and the conversions between
+"""ctxbench's external-engine protocol (version 2) on stdin/stdout, and the conversions between
 its canonical messages and LangChain messages.
 
 `Channel` reads and writes the JSON lines; `run(engine_factory)` is the main loop every engine of
@@ -14,7 +14,7 @@ import sys
 import traceback
 from typing import Any, Callable
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 
 class ProtocolError(Exception):
@@ -28,6 +28,8 @@ class Channel:
         self.inp = inp if inp is not None else sys.stdin
         self.out = out if out is not None else sys.stdout
         self._next_id = 0
+        # The `seq` of the call being answered: every `view` and `summarize` carries it back.
+        self.seq: int | None = None
 
     def send(self, obj: dict[str, Any]) -> None:
         self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
@@ -49,7 +51,7 @@ class Channel:
         """Ask ctxbench for a summary and wait for its answer."""
         self._next_id += 1
         rid = str(self._next_id)
-        req: dict[str, Any] = {"type": "summarize", "id": rid, "messages": messages, "prompt": prompt}
+        req: dict[str, Any] = {"type": "summarize", "seq": self.seq, "id": rid, "messages": messages, "prompt": prompt}
         if previous_summary is not None:
             req["previous_summary"] = previous_summary
         self.send(req)
@@ -209,7 +211,11 @@ def run(make_engine: Callable[[dict[str, Any], Channel], Any], channel: Channel 
             elif kind == "message":
                 engine.message(m["index"], m["message"])
             elif kind == "call":
-                ch.send(engine.call(m["index"]))
+                ch.seq = m["seq"]
+                view = engine.call(m["index"])
+                view["seq"] = m["seq"]
+                ch.send(view)
+                ch.seq = None
             else:
                 raise ProtocolError(f"unexpected line of type {kind!r}")
     except Exception as exc:  # noqa: BLE001 - reported to ctxbench through stderr and the exit code

@@ -4,7 +4,8 @@
 //! it replaces the preset's layers for that variant.
 //!
 //! The engine is driven as one [`Layer`]: every trace message is forwarded as it enters the
-//! state, and before each replayed call the engine's `view` becomes the request. The view is
+//! state, and before each replayed call the engine's `view` becomes the request (matched to its
+//! `call` by the `seq` it carries back, so a stray line is never taken for another call's view). The view is
 //! mapped back onto the replay's state where it can be (kept trace messages, replaced tool
 //! results, dropped ranges, synthetic messages first), so spans, cached prefixes, invariants,
 //! pointers and evals treat it like a built-in view; its tokens are counted by ctxbench.
@@ -34,14 +35,55 @@ use std::time::Duration;
 /// Seconds an engine may take to answer one exchange, unless `external.timeout_secs` says.
 pub const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
 
+/// The longest `external.timeout_secs` accepted: one day (a longer wait is no timeout).
+pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+
+/// `external.timeout_secs` as a wait, or what is wrong with it: seconds > 0 and at most
+/// [`MAX_TIMEOUT_SECS`] (so `inf`, `nan` and values no [`Duration`] holds are refused).
+pub fn timeout_duration(secs: f64) -> Result<Duration, String> {
+    let refused = || {
+        let shown = if secs.is_finite() && secs.abs() >= 1e9 {
+            format!("{secs:e}")
+        } else {
+            secs.to_string()
+        };
+        format!("expected seconds > 0 and at most {MAX_TIMEOUT_SECS} (one day), got {shown}")
+    };
+    // NaN fails both comparisons.
+    if !(secs > 0.0 && secs <= MAX_TIMEOUT_SECS) {
+        return Err(refused());
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| refused())
+}
+
+/// `deserialize_with` of `timeout_secs`: checked where it is read, so the error names the file,
+/// line and key. A `null` is refused too: it is what a TOML `inf` or `nan` becomes in a JSON
+/// value (a `--set`, a suite variant's merged table).
+fn de_timeout_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    match Option::<f64>::deserialize(d)? {
+        Some(secs) => timeout_duration(secs)
+            .map(|_| Some(secs))
+            .map_err(serde::de::Error::custom),
+        None => Err(serde::de::Error::custom(format!(
+            "expected seconds > 0 and at most {MAX_TIMEOUT_SECS} (one day), got no finite number \
+             (`inf` and `nan` are refused)"
+        ))),
+    }
+}
+
 /// `external = { … }` of an engine configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExternalSpec {
     /// argv of the engine; relative paths are resolved against the configuration file.
     pub command: Vec<String>,
-    /// Seconds the engine may take to answer one `call` (and each `summarize` exchange).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Seconds the engine may take to answer one `call` (and each `summarize` exchange):
+    /// > 0 and at most [`MAX_TIMEOUT_SECS`] (one day); default [`DEFAULT_TIMEOUT_SECS`].
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "de_timeout_secs"
+    )]
     pub timeout_secs: Option<f64>,
     /// Environment variables added to ctxbench's for the engine process.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -52,17 +94,18 @@ pub struct ExternalSpec {
 }
 
 impl ExternalSpec {
-    /// Check the values (non-empty command, positive finite timeout).
-    pub fn check(&self) -> Result<(), String> {
+    /// Check the values (non-empty command, a timeout of at most a day); a problem comes with
+    /// the key it is about (`external.command`, `external.timeout_secs`).
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
         if self.command.is_empty() || self.command[0].trim().is_empty() {
-            return Err("`external.command` must name a program (an argv list)".into());
+            return Err((
+                "external.command",
+                "must name a program (an argv list)".into(),
+            ));
         }
-        if let Some(t) = self.timeout_secs {
-            if !(t.is_finite() && t > 0.0) {
-                return Err(format!("`external.timeout_secs` must be > 0, got {t}"));
-            }
-        }
-        Ok(())
+        self.timeout()
+            .map(|_| ())
+            .map_err(|problem| ("external.timeout_secs", problem))
     }
 
     /// Resolve relative paths of the command against `dir` (the configuration file's folder):
@@ -81,8 +124,9 @@ impl ExternalSpec {
         }
     }
 
-    fn timeout(&self) -> Duration {
-        Duration::from_secs_f64(self.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS))
+    /// The wait for one exchange ([`timeout_duration`] of `timeout_secs`, or the default).
+    fn timeout(&self) -> Result<Duration, String> {
+        timeout_duration(self.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS))
     }
 
     /// Pool key: processes are reused only for the same command and environment.
@@ -135,8 +179,34 @@ fn call_label(ordinal: usize, index: usize) -> String {
 /// How long the end of a replay waits for a line the engine may still write after its last
 /// view (a second view written late), before `end` is sent: once per replay, on the thread
 /// that ran it (50 ms cost a 2,000-unit sweep on 8 threads 12 s). A line later than this is
-/// found when the pooled process is taken again (a warning, the process restarted).
+/// found when the pooled process is taken again, or, by its `seq`, when the next replay reads an
+/// answer (a warning, the process replaced).
 const LATE_LINE_WAIT: Duration = Duration::from_millis(10);
+
+/// Say (once a run) that `command` wrote lines after the end of an earlier replay, `first` the
+/// first of them: its process is replaced.
+fn warn_late_lines(command: &str, count: usize, first: &str) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        crate::output::errln!(
+            "warning: external engine `{command}` wrote {count} line(s) after the end of an \
+             earlier replay (one `view` answers each `call`), later than ctxbench waits for one; \
+             its process was replaced. First: {}",
+            clip(first)
+        );
+    }
+}
+
+/// The `type` and `seq` of an engine line, as far as it has them (for lines that are not
+/// answers of the current call).
+fn kind_and_seq(line: &str) -> (Option<String>, Option<u64>) {
+    let v: Option<serde_json::Value> = serde_json::from_str(line.trim()).ok();
+    let kind = v
+        .as_ref()
+        .and_then(|v| v.get("type")?.as_str().map(str::to_string));
+    let seq = v.as_ref().and_then(|v| v.get("seq")?.as_u64());
+    (kind, seq)
+}
 
 /// Idle engine processes by command (one per worker that used it).
 static POOL: LazyLock<Mutex<HashMap<String, Vec<Process>>>> =
@@ -192,9 +262,12 @@ pub struct ExternalLayer {
     generation: u64,
     /// Text of the last summary produced through `summarize` (marks summary messages).
     last_summary: Option<String>,
-    /// Calls answered so far, and the trace index of the last one.
-    calls: usize,
-    last_call: usize,
+    /// The trace index of each call of this replay, in order (call N is `call_indexes[N-1]`).
+    call_indexes: Vec<usize>,
+    /// The `seq` of this replay's first call (0: none yet): call N has `first_seq + N - 1`.
+    first_seq: u64,
+    /// Set when the process wrote a line of an earlier replay: it is not given back.
+    retire: bool,
 }
 
 /// Longest offending line shown in an error.
@@ -212,13 +285,17 @@ impl ExternalLayer {
     /// Take (or start) a process for `spec` and send `begin`. A pooled process that died
     /// since its last replay is replaced by a fresh one.
     pub fn begin(spec: &ExternalSpec, info: BeginInfo) -> Result<Self, ExternalError> {
-        spec.check().map_err(|problem| ExternalError::Engine {
+        let refused = |(key, problem): (&str, String)| ExternalError::Engine {
             command: spec.command.join(" "),
-            problem,
+            problem: format!("`{key}`: {problem}"),
             line: None,
             status: None,
             stderr: String::new(),
-        })?;
+        };
+        spec.check().map_err(refused)?;
+        let timeout = spec
+            .timeout()
+            .map_err(|p| refused(("external.timeout_secs", p)))?;
         let begin = ToEngine::Begin {
             protocol: PROTOCOL_VERSION,
             trace_id: info.trace_id,
@@ -234,22 +311,13 @@ impl ExternalLayer {
         let line = serde_json::to_string(&begin).expect("protocol lines serialize");
         let mut p = take_process(spec)?;
         // A pooled process with lines nobody asked for (written after its last replay's
-        // end) would answer this replay's first call with them: start a fresh one instead.
+        // end): start a fresh one. (One that comes later is recognised by its `seq` and
+        // skipped, [`ExternalLayer::exchange`].)
         let late = p.unread(Duration::ZERO);
         if !late.is_empty() {
             // Past the end's wait: the earlier replay took no view from these lines, but it is
             // over, so say it (once a run) rather than let it pass unseen.
-            static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-            if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                crate::output::errln!(
-                    "warning: external engine `{}` wrote {} line(s) after the end of an earlier \
-                     replay (one `view` answers each `call`), later than ctxbench waits for one; \
-                     its process was restarted. First: {}",
-                    spec.command.join(" "),
-                    late.len(),
-                    clip(&late[0])
-                );
-            }
+            warn_late_lines(&spec.command.join(" "), late.len(), &late[0]);
             p.broken = true;
             p = Process::spawn(&spec.command, &spec.env)?;
         }
@@ -260,33 +328,56 @@ impl ExternalLayer {
         Ok(ExternalLayer {
             process: Some(p),
             key: spec.key(),
-            timeout: spec.timeout(),
+            timeout,
             prev_head: Vec::new(),
             generation: 0,
             last_summary: None,
-            calls: 0,
-            last_call: 0,
+            call_indexes: Vec::new(),
+            first_seq: 0,
+            retire: false,
         })
     }
 
-    /// Fail when the engine wrote lines after its view of the last call (one `view` answers
-    /// each `call`): checked before each `call` and at the end, waiting up to `wait` there.
-    fn check_unread(&mut self, wait: Duration, before: &str) -> Result<(), ExternalError> {
-        if self.calls == 0 {
+    /// `call N (message i)` of the call whose `seq` is `seq`, if it is one of this replay's.
+    fn call_of(&self, seq: u64) -> Option<String> {
+        let n = usize::try_from(seq.checked_sub(self.first_seq)?).ok()?;
+        let index = self.call_indexes.get(n)?;
+        (self.first_seq > 0).then(|| call_label(n + 1, *index))
+    }
+
+    /// A line of an earlier replay (its `seq` is before this replay's first call): not an
+    /// answer of this replay. Said once a run; the process is replaced after this replay.
+    fn skip_earlier_replay_line(&mut self, line: &str) {
+        warn_late_lines(&self.proc().shown.clone(), 1, line);
+        self.retire = true;
+    }
+
+    /// At the end of the replay: fail when the engine wrote lines after its view of the last
+    /// call (one `view` answers each `call`), waiting up to `wait` for one. Each line is blamed
+    /// on the call its `seq` names (else the last call); a line of an earlier replay is skipped.
+    fn check_unread(&mut self, wait: Duration, found: &str) -> Result<(), ExternalError> {
+        if self.call_indexes.is_empty() {
             return Ok(());
         }
-        let extra = self.proc().unread(wait);
-        let Some(first) = extra.first() else {
-            return Ok(());
-        };
-        let problem = format!(
-            "answered {} with {} lines, not one `view` ({} more after its view, found {before}): one `view` answers each `call`",
-            call_label(self.calls, self.last_call),
-            extra.len() + 1,
-            extra.len(),
-        );
-        let line = clip(first);
-        Err(self.proc().fail(problem, Some(line)))
+        for line in self.proc().unread(wait) {
+            let (kind, seq) = kind_and_seq(&line);
+            if seq.is_some_and(|s| s < self.first_seq) {
+                self.skip_earlier_replay_line(&line);
+                continue;
+            }
+            let call = seq.and_then(|s| self.call_of(s)).unwrap_or_else(|| {
+                call_label(
+                    self.call_indexes.len(),
+                    self.call_indexes.last().copied().unwrap_or_default(),
+                )
+            });
+            let what = kind.map_or("a line".to_string(), |k| format!("a `{k}`"));
+            let problem = format!(
+                "answered {call} with more than one line ({what} after its view, found {found}): one `view` answers each `call`"
+            );
+            return Err(self.proc().fail(problem, Some(clip(&line))));
+        }
+        Ok(())
     }
 
     /// The replay ended: check that the engine wrote nothing more, send `end` and give the
@@ -299,6 +390,10 @@ impl ExternalLayer {
         let Some(mut p) = self.process.take() else {
             return Ok(());
         };
+        if self.retire {
+            // It wrote lines after an earlier replay's end: not reused (dropping kills it).
+            return Ok(());
+        }
         let line = serde_json::to_string(&ToEngine::End).expect("protocol lines serialize");
         if p.send(&line).is_ok() {
             give_back(std::mem::take(&mut self.key), p);
@@ -316,25 +411,51 @@ impl ExternalLayer {
         self.proc().send(line)
     }
 
-    /// Read lines until a `view`, answering `summarize` requests on the way.
-    fn exchange(&mut self, ctx: &mut CallCtx<'_>) -> Result<Answer, ExternalError> {
+    /// Read lines until the `view` of the call whose `seq` is `seq`, answering `summarize`
+    /// requests on the way. Every line names the call it answers by its `seq`: a line of an
+    /// earlier call of this replay is an extra line of that call (an error naming it, whenever
+    /// it arrives), one of an earlier replay is skipped; no line is taken for another call's.
+    fn exchange(&mut self, ctx: &mut CallCtx<'_>, seq: u64) -> Result<Answer, ExternalError> {
         let mut summaries = Vec::new();
         let call = ctx.call_index;
-        let label = call_label(self.calls, call);
+        let label = call_label(self.call_indexes.len(), call);
         loop {
             let timeout = self.timeout;
             let line = self.proc().recv(timeout, &format!("the view of {label}"))?;
             let parsed: FromEngine = match serde_json::from_str(line.trim()) {
                 Ok(p) => p,
                 Err(e) => {
-                    let problem = format!(
-                        "wrote a line that is not a `view` or `summarize` object ({e}) while ctxbench waited for the view of {label}"
-                    );
+                    let problem = match kind_and_seq(&line) {
+                        (Some(kind), None) if kind == "view" || kind == "summarize" => format!(
+                            "wrote a `{kind}` without `seq` while ctxbench waited for the view of {label}: protocol {PROTOCOL_VERSION} requires every `view` and `summarize` to carry the `seq` of the `call` it answers (an engine written for protocol 1 must echo it; see docs/engines.md)"
+                        ),
+                        _ => format!(
+                            "wrote a line that is not a `view` or `summarize` object ({e}) while ctxbench waited for the view of {label}"
+                        ),
+                    };
                     return Err(self.proc().fail(problem, Some(clip(&line))));
                 }
             };
+            if parsed.seq() != seq {
+                let got = parsed.seq();
+                let kind = parsed.kind();
+                if got < self.first_seq {
+                    self.skip_earlier_replay_line(&line);
+                    continue;
+                }
+                let problem = match self.call_of(got).filter(|_| got < seq) {
+                    Some(earlier) => format!(
+                        "answered {earlier} with more than one line (a `{kind}` after its view, found while ctxbench waited for the view of {label}): one `view` answers each `call`"
+                    ),
+                    None => format!(
+                        "wrote a `{kind}` with `seq` {got} while ctxbench waited for the view of {label} (`seq` {seq}): ctxbench sent no such call"
+                    ),
+                };
+                return Err(self.proc().fail(problem, Some(clip(&line))));
+            }
             match parsed {
                 FromEngine::View {
+                    seq: _,
                     messages,
                     events,
                     files,
@@ -366,6 +487,7 @@ impl ExternalLayer {
                     });
                 }
                 FromEngine::Summarize {
+                    seq: _,
                     id,
                     messages,
                     prompt,
@@ -666,11 +788,17 @@ impl Layer for ExternalLayer {
 
     fn before_call(&mut self, ctx: &mut CallCtx<'_>) -> Result<(), EngineError> {
         let call = ctx.call_index;
-        let label = call_label(self.calls + 1, call);
-        self.check_unread(Duration::ZERO, &format!("before {label}"))?;
-        self.calls += 1;
-        self.last_call = call;
-        self.send(&serialize_line(&ToEngine::Call { index: call }))?;
+        self.call_indexes.push(call);
+        let label = call_label(self.call_indexes.len(), call);
+        let seq = {
+            let p = self.proc();
+            p.seq += 1;
+            p.seq
+        };
+        if self.first_seq == 0 {
+            self.first_seq = seq;
+        }
+        self.send(&serialize_line(&ToEngine::Call { index: call, seq }))?;
         let Answer {
             messages,
             events: wire_events,
@@ -678,7 +806,7 @@ impl Layer for ExternalLayer {
             indexes,
             effective_tokens,
             summaries,
-        } = self.exchange(ctx)?;
+        } = self.exchange(ctx, seq)?;
         let counter = ctx.env.counter;
         let end = ctx.view.end;
         let (head, start, overrides) = match &indexes {
@@ -965,5 +1093,40 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
         s.timeout_secs = Some(0.0);
         assert!(s.check().is_err());
+    }
+
+    /// A timeout is seconds > 0 and at most a day: `1e30` panicked where it became a
+    /// `Duration`, and `inf`/`nan` passed as "positive finite".
+    #[test]
+    fn timeouts_past_a_day_inf_and_nan_are_refused() {
+        let mut s = ExternalSpec {
+            command: vec!["python3".into()],
+            timeout_secs: None,
+            env: BTreeMap::new(),
+            config: None,
+        };
+        assert_eq!(s.timeout(), Ok(Duration::from_secs(60)));
+        for ok in [0.001, 30.0, MAX_TIMEOUT_SECS] {
+            s.timeout_secs = Some(ok);
+            assert!(s.check().is_ok(), "{ok}");
+            assert_eq!(s.timeout(), Ok(Duration::from_secs_f64(ok)));
+        }
+        for (bad, shown) in [
+            (1e30, "got 1e30"),
+            (86_400.5, "got 86400.5"),
+            (f64::INFINITY, "got inf"),
+            (f64::NAN, "got NaN"),
+            (0.0, "got 0"),
+            (-1.0, "got -1"),
+        ] {
+            s.timeout_secs = Some(bad);
+            let (key, problem) = s.check().unwrap_err();
+            assert_eq!(key, "external.timeout_secs");
+            assert_eq!(
+                problem,
+                format!("expected seconds > 0 and at most 86400 (one day), {shown}")
+            );
+            assert!(timeout_duration(bad).is_err());
+        }
     }
 }

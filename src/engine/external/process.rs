@@ -52,6 +52,9 @@ pub struct Process {
     stderr_done: Arc<std::sync::atomic::AtomicBool>,
     /// Set once the process misbehaved: it is not reused.
     pub broken: bool,
+    /// The `seq` of the last `call` sent to it (0: none yet); counted over its life, across
+    /// replays, so a line names one call of one replay.
+    pub seq: u64,
 }
 
 impl Process {
@@ -141,6 +144,7 @@ impl Process {
             stderr,
             stderr_done,
             broken: false,
+            seq: 0,
         })
     }
 

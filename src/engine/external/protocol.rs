@@ -9,8 +9,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The protocol version sent in `begin` (bumped on an incompatible change).
-pub const PROTOCOL_VERSION: u32 = 1;
+/// The protocol version sent in `begin` (bumped on an incompatible change). Version 2: `call`
+/// carries a `seq` that the `view` and every `summarize` answering it carry back (version 1 had
+/// none, and an extra line could be taken as a later call's answer).
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// A line ctxbench writes to the engine's stdin.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -42,7 +44,13 @@ pub enum ToEngine {
     Message { index: usize, message: Message },
     /// The model call producing assistant message `index` is about to be replayed (messages
     /// `0..index` have been sent): answer with one `view` line.
-    Call { index: usize },
+    Call {
+        index: usize,
+        /// This call's number for the engine process: 1, 2, … over the process's life (not
+        /// reset by `begin`). The `view` answering the call, and every `summarize` asked on the
+        /// way, carry it back as their `seq`: a line is matched to the call it names.
+        seq: u64,
+    },
     /// Answer to a `summarize` request.
     Summary {
         id: String,
@@ -66,6 +74,8 @@ pub enum ToEngine {
 pub enum FromEngine {
     /// The request of the current `call`: exactly the messages the model sees.
     View {
+        /// The `seq` of the `call` this view answers.
+        seq: u64,
         messages: Vec<Message>,
         /// What the engine did, typed like ctxbench's own events.
         #[serde(default)]
@@ -88,6 +98,8 @@ pub enum FromEngine {
     },
     /// Ask ctxbench's summary provider for a summary (answered by one `summary` line).
     Summarize {
+        /// The `seq` of the `call` being answered.
+        seq: u64,
         id: String,
         /// The messages to summarize.
         messages: Vec<Message>,
@@ -100,6 +112,23 @@ pub enum FromEngine {
         #[serde(default)]
         max_tokens: Option<u64>,
     },
+}
+
+impl FromEngine {
+    /// The `seq` of the call the line answers.
+    pub fn seq(&self) -> u64 {
+        match self {
+            FromEngine::View { seq, .. } | FromEngine::Summarize { seq, .. } => *seq,
+        }
+    }
+
+    /// Its `type`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FromEngine::View { .. } => "view",
+            FromEngine::Summarize { .. } => "summarize",
+        }
+    }
 }
 
 /// An event as the engine reports it. Token counts are ctxbench's where it can count them:

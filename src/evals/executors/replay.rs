@@ -44,6 +44,9 @@ pub(super) fn evidence(replay: &engine::Replay) -> Value {
         "violations_total": inv.violations.len(),
         "trace_defects": inv.trace_defects.len(),
         "calls_checked": inv.calls_checked,
+        // Calls larger than without compression (a flag, not a violation) and the first one.
+        "flagged_calls": inv.flagged_calls,
+        "first_flag": inv.first_flag,
         "stopped": replay.stopped,
     })
 }

@@ -235,6 +235,13 @@ impl Shared {
         // the metric's mean (and a gate rule on it) is over every unit, not the flagged ones.
         out.scores
             .insert("summary_failures".into(), failures.count as f64);
+        // Calls whose request was larger than the same call without compression (a flag of
+        // the invariant checks, not a violation): the unit's tokens and cost are those of a
+        // compactor that added to the request, so the unit is flagged. Every unit, 0 included.
+        out.scores.insert(
+            "flagged_calls".into(),
+            replay.invariants.flagged_calls as f64,
+        );
         out.tokens.agent = split(&agent);
         out.tokens.summarizer = split(&replay.summarizer_usage);
         out.cost_usd.agent = config

@@ -7,7 +7,8 @@
 //! Which samples are shown (the page must stay small for a 100,000-sample run, and for a
 //! sweep of many variants):
 //! 1. every failed unit (error), at most [`MAX_ERRORED_SAMPLES`], and the flagged ones (a
-//!    summary failed, a compaction was futile, an agent ran out of steps), at most
+//!    summary failed, a compaction was futile, a request was larger than without compression,
+//!    an agent ran out of steps), at most
 //!    [`Caps::flagged`] per variant — both the first in the report's order
 //!    ([`problems_shown`]);
 //! 2. the units of [`Caps::keys`] pairing keys (trace × eval × sample × repeat) in every

@@ -32,6 +32,9 @@ pub fn sample(model: &ReportModel, i: usize, peers: &[usize], texts: &SummaryTex
         if let Some(n) = s.compactions.get("overflow").filter(|n| **n > 0) {
             why.push(format!("{n} request(s) over the window after compaction"));
         }
+        if let Some(n) = s.scores.get("flagged_calls").filter(|n| **n > 0.0) {
+            why.push(format!("{n} call(s) larger than without compression"));
+        }
         if let Some(n) = s.scores.get("step_limit").filter(|n| **n > 0.0) {
             why.push(format!("{n} question(s) out of max_steps"));
         }

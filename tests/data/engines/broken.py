@@ -2,9 +2,14 @@
 """Misbehaving external engines for ctxbench's error tests: `exit` (exits at once), `garbage`
 (answers a call with a line that is not JSON), `hang` (never answers), `orphan` (a view with a
 tool result whose call it dropped), `two_views` (answers every call with two views),
-`extra_after N` (two views at its N-th call only), `empty` (empty views), `duplicate` (every
-tool result twice, plus padding), `crash_at N` (exits at its N-th call), `event_future` (an
-event after the call), `traversal` (a file path with `..`)."""
+`extra_after N` (two views at its N-th call only), `extra_late N` (the second view of its N-th
+call written only when the next call arrives, before that call's view), `stale_after_end`
+(answers each replay's first call with a view of the previous replay's last call first, then
+its own), `no_seq` (views without `seq`, as a protocol-1 engine writes them), `empty` (empty
+views), `duplicate` (every tool result twice, plus padding), `bigger` (every message kept, plus
+padding: every view larger than the call without compression), `crash_at N` (exits at its N-th
+call), `event_future` (an event after the call), `traversal` (a file path with `..`). Calls are
+counted per replay (`begin` resets them)."""
 import json
 import sys
 
@@ -15,40 +20,61 @@ if mode == "exit":
 arg = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 
 
-def view(messages, **more):
-    sys.stdout.write(json.dumps({"type": "view", "messages": messages, **more}) + "\n")
+def view(seq, messages, **more):
+    line = {"type": "view", "seq": seq, "messages": messages, **more}
+    if seq is None:
+        del line["seq"]
+    sys.stdout.write(json.dumps(line) + "\n")
     sys.stdout.flush()
 
 
 msgs = []
 calls = 0
+late = None  # (seq, messages) of a view still to write
 for line in sys.stdin:
     m = json.loads(line)
-    if m["type"] == "message":
+    if m["type"] == "begin":
+        msgs, calls = [], 0
+    elif m["type"] == "message":
         msgs.append(m["message"])
+    elif m["type"] == "end" and mode == "stale_after_end":
+        late = (last, list(msgs))
     elif m["type"] == "call":
         calls += 1
+        seq = m.get("seq")  # none from a protocol-1 ctxbench: the views go without it
+        last = seq
+        if late is not None:
+            view(*late)
+            late = None
         if mode == "two_views" or (mode == "extra_after" and calls == arg):
-            view(msgs)
-            view(msgs)
-        elif mode == "extra_after":
-            view(msgs)
+            view(seq, msgs)
+            view(seq, msgs)
+        elif mode == "extra_late":
+            view(seq, msgs)
+            if calls == arg:
+                late = (seq, list(msgs))
+        elif mode in ("extra_after", "stale_after_end"):
+            view(seq, msgs)
+        elif mode == "no_seq":
+            view(None, msgs)
         elif mode == "empty":
-            view([])
+            view(seq, [])
         elif mode == "duplicate":
             out = []
             for x in msgs:
                 out += [x, x] if x["role"] == "tool" else [x]
-            view(out + [{"role": "user", "content": "PADDING " * 2000}])
+            view(seq, out + [{"role": "user", "content": "PADDING " * 2000}])
+        elif mode == "bigger":
+            view(seq, msgs + [{"role": "user", "content": "PAD " * 5000}])
         elif mode == "crash_at":
             if calls == arg:
                 print("engine: crashed at this call", file=sys.stderr)
                 sys.exit(3)
-            view(msgs)
+            view(seq, msgs)
         elif mode == "event_future":
-            view(msgs, events=[{"trace_index": 99999, "detail": {"type": "summarized"}}])
+            view(seq, msgs, events=[{"trace_index": 99999, "detail": {"type": "summarized"}}])
         elif mode == "traversal":
-            view(msgs, files={"/../../escape.txt": "x"})
+            view(seq, msgs, files={"/../../escape.txt": "x"})
         elif mode == "garbage":
             print("about to answer", file=sys.stderr)
             sys.stdout.write("this is not json\n")
@@ -59,4 +85,4 @@ for line in sys.stdin:
             import time
             time.sleep(3600)
         elif mode == "orphan":
-            view([x for x in msgs if x["role"] != "assistant" or not x.get("tool_calls")])
+            view(seq, [x for x in msgs if x["role"] != "assistant" or not x.get("tool_calls")])

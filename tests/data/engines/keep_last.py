@@ -41,7 +41,8 @@ def main():
             if size > trigger and new_cut > cut:
                 asked += 1
                 previous = summary
-                send({"type": "summarize", "id": str(asked), "messages": msgs[cut:new_cut],
+                send({"type": "summarize", "seq": m["seq"], "id": str(asked),
+                      "messages": msgs[cut:new_cut],
                       "prompt": "Summarize the conversation so far.",
                       "previous_summary": summary})
                 answer = json.loads(sys.stdin.readline())
@@ -63,7 +64,8 @@ def main():
             if os.environ.get("KEEP_LAST_LOG"):  # tests compare ctxbench's views with these
                 with open(os.environ["KEEP_LAST_LOG"], "a") as log:  # (logged before it is sent)
                     log.write(json.dumps({"index": m["index"], "messages": view}) + "\n")
-            send({"type": "view", "messages": view, "events": events, "files": files})
+            send({"type": "view", "seq": m["seq"], "messages": view, "events": events,
+                  "files": files})
         elif t == "end":
             pass
         else:
