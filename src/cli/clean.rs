@@ -11,8 +11,9 @@ use std::time::{Duration, SystemTime};
 
 const AFTER_HELP: &str = "\
 Only directories that look like ctxbench runs are ever removed: a real directory (not a link)
-directly inside DIR holding a run.json with `run_id` and `schema_version`. Anything else in DIR
-is left alone, and so is a run a live process is writing (`run`, `run --resume`, `repair` hold
+directly inside DIR holding a run.json with `run_id` and `schema_version`, or a run that never
+started (stopped before its run.json was written: it holds only `.lock` and an empty
+samples.jsonl; its age is its lock file's). Anything else in DIR is left alone, and so is a run a live process is writing (`run`, `run --resume`, `repair` hold
 its lock): it is listed as skipped, with the writer's pid. clean takes a run's lock before
 removing or pruning it, so no writer can start on it meanwhile. A run's age is the time its
 run.json was last written (the end of the run, or of its last `--resume`).
@@ -86,6 +87,8 @@ pub fn parse_age(s: &str) -> Result<Duration, String> {
 struct Found {
     path: PathBuf,
     written: SystemTime,
+    /// A run that never started (`RunDir::never_started`): no run.json, nothing recorded.
+    never_started: bool,
 }
 
 /// Whether `path` looks like a ctxbench run: a real directory with a run.json that is a JSON
@@ -113,7 +116,23 @@ fn runs_in(dir: &Path) -> anyhow::Result<Vec<Found>> {
     for entry in entries {
         let path = entry?.path();
         if let Some(written) = looks_like_run(&path) {
-            found.push(Found { path, written });
+            found.push(Found {
+                path,
+                written,
+                never_started: false,
+            });
+        } else if RunDir::new(&path).never_started() {
+            let lock = path.join(crate::record::lock::LOCK_FILE);
+            if let Some(written) = std::fs::symlink_metadata(&lock)
+                .ok()
+                .and_then(|m| m.modified().ok())
+            {
+                found.push(Found {
+                    path,
+                    written,
+                    never_started: true,
+                });
+            }
         }
     }
     // Newest first.
@@ -230,8 +249,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if selected {
                 let size = dir_bytes(&run.path);
                 outln!(
-                    "{verb}  {}  ({} old, {})",
+                    "{verb}  {}  ({}{} old, {})",
                     display_path(&run.path),
+                    if run.never_started {
+                        "never started, "
+                    } else {
+                        ""
+                    },
                     age_text(age),
                     mb(size)
                 )?;
@@ -242,7 +266,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
                 runs_removed += 1;
                 bytes += size;
-            } else if args.stores {
+            } else if args.stores && !run.never_started {
                 let rd = RunDir::new(&run.path);
                 // The report's own streaming load (compact rows, the heavy part only of the
                 // samples shown in full): what `run` prunes by, without whole samples.

@@ -373,7 +373,8 @@ fn overrides(args: &Args) -> anyhow::Result<Overrides> {
         limit: args.limit.map(|n| n as usize),
     };
     match &args.resume {
-        Some(dir) if o.is_empty() => {
+        // A run that never started recorded none: this invocation's are its first.
+        Some(dir) if o.is_empty() && !crate::record::RunDir::new(dir).never_started() => {
             let m: RunManifest = crate::record::RunDir::new(dir)
                 .read_run_json()
                 .map_err(|e| UsageError(e.to_string()))?;
@@ -636,7 +637,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     if let (true, Some(dir)) = (args.repair, &args.resume) {
-        super::repair::repair("--resume", dir)?;
+        // A run that never started has no journal to repair: it is started over.
+        if !crate::record::RunDir::new(dir).never_started() {
+            super::repair::repair("--resume", dir)?;
+        }
     }
     let suite = LoadedSuite::load_with(&args.suite, &overrides(&args)?)?;
     let (kind, spec) = args
@@ -723,9 +727,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(EXIT_OK));
     }
     let limit = args.max_cost_usd.or(suite.suite.suite.max_cost_usd);
-    if let (Some(limit), None, false, None) =
-        (limit, &args.resume, args.ignore_estimate, &synthetic)
-    {
+    // A resumed run spent part of its budget already; one that never started spent nothing
+    // and is estimated as a new run.
+    let continued = args
+        .resume
+        .as_ref()
+        .filter(|d| !crate::record::RunDir::new(d).never_started());
+    if let (Some(limit), None, false, None) = (limit, continued, args.ignore_estimate, &synthetic) {
         check_estimate(&planned.plan, &suite, limit, args.shard)?;
     }
     let exec: Arc<dyn UnitExecutor> = match synthetic {

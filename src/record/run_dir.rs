@@ -245,6 +245,56 @@ impl RunDir {
         super::lock::acquire(&self.root)
     }
 
+    /// Whether this is a run that never started: `run` creates the directory, its lock and an
+    /// empty journal before it first writes run.json, so a run killed in between (kill -9, a
+    /// crash) leaves a real directory with no run.json holding only `.lock`, an empty
+    /// `samples.jsonl` and perhaps a half-written `.run.json.tmp`. Nothing was recorded or
+    /// spent: `run --resume DIR` (or `run --run-id` naming it) starts such a run over in
+    /// place, `clean` removes it, `repair` refuses it (docs/reliability.md, "Resume").
+    pub fn never_started(&self) -> bool {
+        let is_dir = std::fs::symlink_metadata(&self.root).is_ok_and(|m| m.is_dir());
+        if !is_dir || std::fs::symlink_metadata(self.run_json()).is_ok() {
+            return false;
+        }
+        let Ok(entries) = std::fs::read_dir(&self.root) else {
+            return false;
+        };
+        let mut lock = false;
+        for entry in entries {
+            let Ok(entry) = entry else { return false };
+            let Ok(meta) = entry.metadata() else {
+                return false;
+            };
+            let name = entry.file_name();
+            let fits = meta.is_file()
+                && match name.to_str() {
+                    Some(super::lock::LOCK_FILE) => {
+                        lock = true;
+                        true
+                    }
+                    Some(SAMPLES_JSONL) => meta.len() == 0,
+                    Some(RUN_JSON_TMP) => true,
+                    _ => false,
+                };
+            if !fits {
+                return false;
+            }
+        }
+        lock
+    }
+
+    /// Clear a run that [never started](RunDir::never_started) for a new start in place: its
+    /// empty journal and half-written run.json go (the caller holds its lock).
+    pub fn clear_never_started(&self) -> std::io::Result<()> {
+        for path in [self.samples_jsonl(), self.root.join(RUN_JSON_TMP)] {
+            match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// The pid of the live process writing this run, if one is (a run in progress): readers
     /// then see only the samples journaled so far.
     pub fn writer(&self) -> Option<u32> {
@@ -353,6 +403,34 @@ mod tests {
 
     fn sample(id: &str) -> Sample {
         Sample::builder().unit_id(id).build()
+    }
+
+    #[test]
+    fn a_run_that_never_started_holds_only_its_lock_and_an_empty_journal() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::new(tmp.path().join("r"));
+        std::fs::create_dir(dir.root()).unwrap();
+        assert!(!dir.never_started(), "an empty directory has no lock");
+        std::fs::write(dir.root().join(".lock"), "1\n").unwrap();
+        assert!(dir.never_started());
+        std::fs::write(dir.samples_jsonl(), "").unwrap();
+        std::fs::write(dir.root().join(RUN_JSON_TMP), "{").unwrap();
+        assert!(dir.never_started());
+        std::fs::write(dir.samples_jsonl(), "{}\n").unwrap();
+        assert!(!dir.never_started(), "a journal with lines");
+        std::fs::write(dir.samples_jsonl(), "").unwrap();
+        std::fs::write(dir.run_json(), "{}").unwrap();
+        assert!(!dir.never_started(), "run.json was written");
+        std::fs::remove_file(dir.run_json()).unwrap();
+        std::fs::create_dir(dir.stores_dir()).unwrap();
+        assert!(!dir.never_started(), "anything else");
+        std::fs::remove_dir(dir.stores_dir()).unwrap();
+        dir.clear_never_started().unwrap();
+        assert!(dir.never_started());
+        assert!(!dir.samples_jsonl().exists() && dir.root().join(".lock").exists());
+        let link = RunDir::new(tmp.path().join("link"));
+        std::os::unix::fs::symlink(dir.root(), link.root()).unwrap();
+        assert!(!link.never_started(), "a link is no run directory");
     }
 
     #[test]

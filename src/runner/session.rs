@@ -346,43 +346,64 @@ pub fn open_run(
         executor: opts.executor.clone(),
     };
 
-    let (run_dir, journal, mut previous, mut manifest, shard, lock) = match &opts.resume {
+    // A new run's directory and lock, or a resumed run opened.
+    let fresh = match &opts.resume {
         Some(dir) => {
             // Owned before anything in it is read or rewritten (`--retry-failed` rewrites the
             // journal): a run still writing it refuses this one.
             let lock = take_lock(dir)?;
-            let r = resume::open(
-                dir,
-                &suite.digest,
-                &suite.overrides,
-                opts.shard,
-                opts.retry_failed,
-            )?;
-            let mut a = r.manifest.traces.clone();
-            let mut b = trace_digests.clone();
-            a.sort();
-            b.sort();
-            if a != b {
-                return Err(UsageError(format!(
-                    "cannot resume {}: the trace files changed since the run started (their ids or sha256 digests differ)",
-                    dir.display()
-                ))
-                .into());
-            }
-            let shard = r.manifest.shard;
-            let mut m = r.manifest;
-            m.options = options;
-            m.status = RunStatus::Running;
-            m.finished_at = None;
-            if let Some(t) = &r.torn {
+            if RunDir::new(dir).never_started() {
                 crate::output::errln!(
-                    "note: {}:{}: cut a torn last line ({} bytes) left by an interrupted write",
-                    RunDir::new(dir).samples_jsonl().display(),
-                    t.line,
-                    t.bytes
+                    "note: {}: this run never started (it was stopped before its run.json was \
+                     written; nothing was recorded): starting it over",
+                    dir.display()
                 );
+                Start::Fresh {
+                    dir: dir.clone(),
+                    run_id: dir_run_id(dir),
+                    lock,
+                }
+            } else {
+                let r = resume::open(
+                    dir,
+                    &suite.digest,
+                    &suite.overrides,
+                    opts.shard,
+                    opts.retry_failed,
+                )?;
+                let mut a = r.manifest.traces.clone();
+                let mut b = trace_digests.clone();
+                a.sort();
+                b.sort();
+                if a != b {
+                    return Err(UsageError(format!(
+                        "cannot resume {}: the trace files changed since the run started (their ids or sha256 digests differ)",
+                        dir.display()
+                    ))
+                    .into());
+                }
+                let shard = r.manifest.shard;
+                let mut m = r.manifest;
+                m.options = options.clone();
+                m.status = RunStatus::Running;
+                m.finished_at = None;
+                if let Some(t) = &r.torn {
+                    crate::output::errln!(
+                        "note: {}:{}: cut a torn last line ({} bytes) left by an interrupted write",
+                        RunDir::new(dir).samples_jsonl().display(),
+                        t.line,
+                        t.bytes
+                    );
+                }
+                Start::Resumed(Box::new((
+                    dir.clone(),
+                    r.journal,
+                    r.recorded,
+                    m,
+                    shard,
+                    lock,
+                )))
             }
-            (dir.clone(), r.journal, r.recorded, m, shard, lock)
         }
         None => {
             let run_id = match &opts.run_id {
@@ -404,39 +425,18 @@ pub fn open_run(
             let out = opts.output.clone().unwrap_or_else(|| suite.output_dir());
             std::fs::create_dir_all(&out)
                 .with_context(|| format!("cannot create output directory {}", out.display()))?;
-            // A default id that is taken (two runs in the same second) gets a suffix; an
-            // explicit --run-id never silently changes.
-            let explicit = opts.run_id.is_some();
-            let base = run_id.clone();
-            let mut run_id = run_id;
-            let mut attempt = 1;
-            let dir = loop {
-                let dir = out.join(&run_id);
-                match std::fs::create_dir(&dir) {
-                    Ok(()) => break dir,
-                    Err(e)
-                        if e.kind() == std::io::ErrorKind::AlreadyExists
-                            && !explicit
-                            && attempt < 100 =>
-                    {
-                        attempt += 1;
-                        run_id = format!("{base}-{attempt}");
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                        return Err(UsageError(format!(
-                            "run directory {} already exists; continue it with `--resume {}` or choose another --run-id",
-                            dir.display(),
-                            dir.display()
-                        ))
-                        .into());
-                    }
-                    Err(e) => {
-                        return Err(anyhow::Error::new(e)
-                            .context(format!("cannot create run directory {}", dir.display())));
-                    }
-                }
-            };
-            let lock = take_lock(&dir)?;
+            let (dir, run_id, lock) = new_run_dir(&out, run_id, opts.run_id.is_some())?;
+            Start::Fresh { dir, run_id, lock }
+        }
+    };
+    let (run_dir, journal, mut previous, mut manifest, shard, lock) = match fresh {
+        Start::Resumed(opened) => *opened,
+        Start::Fresh { dir, run_id, lock } => {
+            // A run that never started left an empty journal (and maybe a half-written
+            // run.json): cleared, under the lock, for this start.
+            RunDir::new(&dir)
+                .clear_never_started()
+                .with_context(|| format!("cannot clear {}", dir.display()))?;
             let journal = RunDir::new(&dir).create_journal().with_context(|| {
                 format!(
                     "cannot create {}",
@@ -552,6 +552,98 @@ pub fn open_run(
             .spill_above
             .unwrap_or(crate::report::spill::SPILL_ABOVE),
     })
+}
+
+/// How [`open_run`] found its directory.
+enum Start {
+    /// A run to continue: its directory, journal, what the journal holds, its manifest (options
+    /// updated), its shard and lock.
+    Resumed(
+        Box<(
+            PathBuf,
+            Journal,
+            Recorded,
+            RunManifest,
+            Option<Shard>,
+            crate::record::RunLock,
+        )>,
+    ),
+    /// A run to start in `dir` (new, or one that never started), owned through `lock`.
+    Fresh {
+        dir: PathBuf,
+        run_id: String,
+        lock: crate::record::RunLock,
+    },
+}
+
+/// The run id of a run directory that never started: its name (run.json, which would say,
+/// was never written).
+fn dir_run_id(dir: &Path) -> String {
+    dir.canonicalize()
+        .ok()
+        .as_deref()
+        .unwrap_or(dir)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into())
+}
+
+/// Create the directory of a new run `run_id` in `out` and take its lock. A default id that is
+/// taken (two runs in the same second) gets a suffix; an explicit `--run-id` never silently
+/// changes: a directory of that name is refused unless it is empty or a run that never started
+/// (`RunDir::never_started`: stopped before its run.json was written), which is used.
+fn new_run_dir(
+    out: &Path,
+    run_id: String,
+    explicit: bool,
+) -> anyhow::Result<(PathBuf, String, crate::record::RunLock)> {
+    let base = run_id.clone();
+    let mut run_id = run_id;
+    let mut attempt = 1;
+    loop {
+        let dir = out.join(&run_id);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {
+                let lock = take_lock(&dir)?;
+                return Ok((dir, run_id, lock));
+            }
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AlreadyExists && !explicit && attempt < 100 =>
+            {
+                attempt += 1;
+                run_id = format!("{base}-{attempt}");
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let rd = RunDir::new(&dir);
+                let empty = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir())
+                    && std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_none());
+                if empty || rd.never_started() {
+                    // Checked again under the lock: another process may have started it since.
+                    let lock = take_lock(&dir)?;
+                    if rd.never_started() {
+                        if !empty {
+                            crate::output::errln!(
+                                "note: {}: this run never started (it was stopped before its \
+                                 run.json was written; nothing was recorded): starting it over",
+                                dir.display()
+                            );
+                        }
+                        return Ok((dir, run_id, lock));
+                    }
+                }
+                return Err(UsageError(format!(
+                    "run directory {} already exists; continue it with `--resume {}` or choose another --run-id",
+                    dir.display(),
+                    dir.display()
+                ))
+                .into());
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e)
+                    .context(format!("cannot create run directory {}", dir.display())));
+            }
+        }
+    }
 }
 
 /// Owns run directory `dir` for this process; a second writer is a usage error (exit 2) naming

@@ -219,6 +219,32 @@ fn clean_lists_on_dry_run_and_removes_only_old_runs() {
 
 /// A run a live process writes (it holds the run's lock) is never removed or pruned, whatever
 /// its age, and `clean` says it skipped it; once the lock is free, it goes.
+/// A run killed before it first wrote run.json (only `.lock` and an empty samples.jsonl) is a
+/// run to clean; a directory with anything else in it is not.
+#[test]
+fn clean_removes_a_run_that_never_started() {
+    let tmp = tempfile::tempdir().unwrap();
+    let early = tmp.path().join("early");
+    std::fs::create_dir(&early).unwrap();
+    std::fs::write(early.join(".lock"), "4999999\n").unwrap();
+    std::fs::write(early.join("samples.jsonl"), "").unwrap();
+    let other = tmp.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join(".lock"), "").unwrap();
+    std::fs::write(other.join("notes.txt"), "mine").unwrap();
+    let o = ctxbench()
+        .args(["clean", "--older-than", "0s"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{o:?}");
+    assert!(text.contains("never started"), "{text}");
+    assert!(text.contains("removed 1 run(s)"), "{text}");
+    assert!(!early.exists());
+    assert!(other.join("notes.txt").exists());
+}
+
 #[test]
 fn clean_skips_a_run_whose_lock_is_held() {
     let tmp = tempfile::tempdir().unwrap();

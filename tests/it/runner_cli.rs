@@ -415,6 +415,88 @@ fn a_corrupt_journal_line_is_moved_aside_and_the_run_resumes() {
     );
 }
 
+/// What a run killed before it first wrote run.json leaves (`kill -9` right after it created its
+/// directory): `.lock`, an empty samples.jsonl and perhaps a half-written `.run.json.tmp`.
+fn never_started(dir: &Path, tmp_run_json: bool) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join(".lock"), "4999999\n").unwrap();
+    std::fs::write(dir.join("samples.jsonl"), "").unwrap();
+    if tmp_run_json {
+        std::fs::write(dir.join(".run.json.tmp"), "{\n  \"schema_version\": ").unwrap();
+    }
+}
+
+/// docs/reliability.md, "Resume": a run that never started is started over by `run --resume`
+/// or by `run --run-id` naming it; `repair` says there is nothing to repair (exit 2).
+#[test]
+fn a_run_killed_before_its_run_json_was_written_starts_over() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = suite(tmp.path());
+    let out = tmp.path().join("out");
+    Command::new(bin())
+        .args(run_args(&suite, &["--run-id", "reference"]))
+        .assert()
+        .success();
+    let reference = canonical(&out.join("reference"));
+    assert_eq!(reference.len(), UNITS);
+
+    for tmp_run_json in [false, true] {
+        let dir = out.join("early");
+        let _ = std::fs::remove_dir_all(&dir);
+        never_started(&dir, tmp_run_json);
+        let o = Command::new(bin())
+            .args(["repair", dir.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("never started") && err.contains("--resume"),
+            "{err}"
+        );
+        assert!(!dir.join("run.json").exists());
+
+        let o = Command::new(bin())
+            .args(run_args(&suite, &["--resume", dir.to_str().unwrap()]))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        assert!(err.contains("never started"), "{err}");
+        assert_eq!(canonical(&dir), reference);
+        let info = support::cli::json(&dir.join("run.json"));
+        assert_eq!(info["run_id"], "early");
+        assert_eq!(info["status"], "complete");
+        assert!(!dir.join(".run.json.tmp").exists());
+
+        // Restarted by a new run of the same id too, and with `--resume --repair`.
+        for how in [
+            vec!["--run-id", "early", "-o", out.to_str().unwrap()],
+            vec!["--resume", dir.to_str().unwrap(), "--repair"],
+        ] {
+            std::fs::remove_dir_all(&dir).unwrap();
+            never_started(&dir, tmp_run_json);
+            let o = Command::new(bin())
+                .args(run_args(&suite, &how))
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{how:?}: {o:?}");
+            assert_eq!(canonical(&dir), reference, "{how:?}");
+        }
+    }
+
+    // A run that did start is never started over by --run-id.
+    let o = Command::new(bin())
+        .args(run_args(
+            &suite,
+            &["--run-id", "early", "-o", out.to_str().unwrap()],
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("already exists"));
+}
+
 #[test]
 fn progress_lines_without_a_terminal_and_none_with_quiet() {
     let tmp = tempfile::tempdir().unwrap();
