@@ -206,6 +206,43 @@ pub fn run_journal_arg(arg: &str, path: &std::path::Path) -> Result<(), UsageErr
     Err(not_a_run_dir(arg, path, &what))
 }
 
+/// Refuse `-o OUT` when it is a run directory other than `run` itself (one holding run.json or
+/// samples.jsonl): `command` writes files there under fixed names (report.md, results.csv, …)
+/// and would replace that run's own, beside a run.json that is not theirs. Only RUN_DIR's own
+/// directory, or one that is no run, receives them (docs/reliability.md, "One writer").
+pub fn refuse_other_run(
+    out: &std::path::Path,
+    run: &std::path::Path,
+    command: &str,
+) -> Result<(), UsageError> {
+    let dir = crate::record::RunDir::new(out);
+    let Some(held) = [dir.run_json(), dir.samples_jsonl()]
+        .into_iter()
+        .find(|p| p.exists())
+    else {
+        return Ok(());
+    };
+    let held = held
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let same = match (std::fs::canonicalize(out), std::fs::canonicalize(run)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same {
+        return Ok(());
+    }
+    Err(UsageError(format!(
+        "-o {}: is another run's directory (it holds {held}); `{command}` would replace that \
+         run's own report files with those of {}; write them into a directory that is no run, \
+         or leave out -o to write them into {}",
+        crate::output::display_path(out),
+        crate::output::display_path(run),
+        crate::output::display_path(run)
+    )))
+}
+
 /// Take the lock of `out` when a command (`report`, `compare`) is about to write its files into
 /// a run directory (one holding run.json: by default the run it reads), and keep it while they
 /// are written: one process owns a run directory (docs/reliability.md, "One writer"). A run

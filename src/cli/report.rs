@@ -21,7 +21,7 @@ pub struct Args {
     #[arg(value_name = "RUN_DIR")]
     pub run_dir: PathBuf,
     /// Write the report files here instead of into RUN_DIR (needed while a live run writes
-    /// RUN_DIR: its directory is refused)
+    /// RUN_DIR: its directory is refused); never another run's directory
     #[arg(long = "output", short = 'o', alias = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Do not draw PNG plots (SVG plots are always drawn: the HTML report embeds them)
@@ -38,6 +38,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => args.run_dir.clone(),
     };
     super::run_dir_arg("RUN_DIR", &args.run_dir)?;
+    super::refuse_other_run(&out, &args.run_dir, "report")?;
     let run_dir = RunDir::new(&args.run_dir);
     // One streaming pass keeps each sample's compact part; the heavy parts (timelines,
     // evidence, summaries) are read for the samples the report shows in full only.

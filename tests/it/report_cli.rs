@@ -178,6 +178,66 @@ fn report_rerenders_every_file_from_a_saved_run() {
     );
 }
 
+/// `report RUN -o OUT` never writes into another run's directory (its own report files would be
+/// replaced beside a run.json that is not theirs: docs/reliability.md, "One writer"); into RUN's
+/// own directory (however spelled) and into a directory that is no run it does.
+#[test]
+fn report_refuses_to_write_into_another_runs_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("run-a");
+    let b = dir.path().join("run-b");
+    let samples = support::report::samples();
+    support::report::write_run(&a, &support::report::info("run-a"), &samples);
+    support::report::write_run(&b, &support::report::info("run-b"), &samples[..3]);
+    ctxbench()
+        .args(["report", "--no-png"])
+        .arg(&b)
+        .assert()
+        .success();
+    let files = ["report.md", "report.html", "results.csv", "summary.json"];
+    let read = |d: &std::path::Path| files.map(|f| std::fs::read(d.join(f)).unwrap());
+    let before = read(&b);
+    let o = ctxbench()
+        .args(["report", "--no-png"])
+        .arg(&a)
+        .arg("-o")
+        .arg(&b)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("another run's directory") && err.contains("run.json"),
+        "{err}"
+    );
+    assert!(read(&b) == before, "run-b's report files are its own still");
+    // A journal alone makes a run directory too.
+    std::fs::remove_file(b.join("run.json")).unwrap();
+    ctxbench()
+        .args(["report", "--no-png"])
+        .arg(&a)
+        .arg("-o")
+        .arg(&b)
+        .assert()
+        .code(2);
+    // RUN's own directory, by another spelling, and a directory that is no run are fine.
+    ctxbench()
+        .args(["report", "--no-png"])
+        .arg(&a)
+        .arg("-o")
+        .arg(dir.path().join("run-b/../run-a/"))
+        .assert()
+        .success();
+    ctxbench()
+        .args(["report", "--no-png"])
+        .arg(&a)
+        .arg("-o")
+        .arg(dir.path().join("elsewhere"))
+        .assert()
+        .success();
+    assert!(dir.path().join("elsewhere/report.md").is_file());
+}
+
 #[test]
 fn report_tolerates_a_torn_final_line_and_warns() {
     let dir = tempfile::tempdir().unwrap();
