@@ -17,7 +17,9 @@ Convert recorded agent traces into canonical ctxbench JSONL (one file per trace)
 Inputs may be files or directories. Directories are walked recursively in sorted order; only
 *.json, *.jsonl, *.ndjson, *.traj and *.eval files are read there, and files that are valid JSON
 but not a trace (e.g. mini-swe-agent's results_summary.json), or whose import holds no message,
-are listed as ignored. SOURCE.txt, *.md and other files are never opened. A Claude Code project
+are listed as ignored. SOURCE.txt, *.md and other files are never opened. Walking follows no
+symbolic link (an input that is a link is followed) and opens no file that is not regular (a
+named pipe): each is listed as ignored. A Claude Code project
 folder (~/.claude/projects/<project>) imports every session and every subagent transcript.
 
 The format is detected from the content of each file:

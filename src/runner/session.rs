@@ -161,7 +161,8 @@ pub struct LoadedTraces {
 /// returned as skipped; otherwise the first failure (in file order) is the error. Files that
 /// hold no trace are returned as ignored.
 pub fn load_traces(suite: &LoadedSuite, loader: &dyn TraceLoader) -> anyhow::Result<LoadedTraces> {
-    let files: Vec<TraceFile> = suite.trace_files()?;
+    let selection = suite.trace_selection()?;
+    let files: Vec<TraceFile> = selection.files;
     let from = match suite.suite.traces.from.as_str() {
         "auto" => None,
         f => SourceFormat::parse(f),
@@ -194,6 +195,13 @@ pub fn load_traces(suite: &LoadedSuite, loader: &dyn TraceLoader) -> anyhow::Res
         })
         .collect();
     let mut out = LoadedTraces::default();
+    // Entries the walk passed over (links, files that are not regular) are named with the
+    // files that hold no trace: never opened, never silently dropped.
+    out.ignored
+        .extend(selection.passed.into_iter().map(|p| SkippedTrace {
+            file: p.rel,
+            error: p.why,
+        }));
     for (f, r) in results {
         match r {
             Ok(Ok(t)) => out.entries.extend(t),

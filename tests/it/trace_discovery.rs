@@ -59,3 +59,109 @@ fn a_non_trace_named_explicitly_fails_under_run() {
     };
     assert!(e.contains("not a trace"), "{e}");
 }
+
+/// A folder holding one trace, a symbolic link back to itself, a link to the trace file and a
+/// named pipe with a trace's extension.
+#[cfg(unix)]
+fn odd_folder(root: &Path) -> PathBuf {
+    let odd = root.join("odd");
+    std::fs::create_dir(&odd).unwrap();
+    let trace = mini_swe().join("astropy__astropy-12907.traj.json");
+    std::fs::copy(&trace, odd.join("t.traj.json")).unwrap();
+    std::os::unix::fs::symlink(".", odd.join("loop")).unwrap();
+    std::os::unix::fs::symlink(odd.join("t.traj.json"), odd.join("again.traj.json")).unwrap();
+    let fifo = odd.join("pipe.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    odd
+}
+
+/// Walking a folder follows no symbolic link (a loop repeated every file, 41 times over) and
+/// opens no file that is not regular (a named pipe blocked `import` and `traces stats`
+/// forever); each is named as ignored. `run`, `import` and `traces stats` alike.
+#[cfg(unix)]
+#[test]
+fn walking_follows_no_link_and_opens_no_pipe() {
+    let tmp = tempfile::tempdir().unwrap();
+    let odd = odd_folder(tmp.path());
+    let named = |ignored: Vec<String>| {
+        for (name, why) in [
+            ("loop", "symbolic link to a directory"),
+            ("again.traj.json", "symbolic link to a file"),
+            ("pipe.jsonl", "not a regular file (a named pipe)"),
+        ] {
+            assert!(
+                ignored.iter().any(|i| i.contains(name) && i.contains(why)),
+                "{name}: {ignored:?}"
+            );
+        }
+        assert_eq!(ignored.len(), 3, "{ignored:?}");
+    };
+
+    // The processes end (they hung on the pipe) and say what they left out.
+    let out = tmp.path().join("out");
+    let o = crate::support::cli::ctxbench()
+        .timeout(std::time::Duration::from_secs(60))
+        .arg("import")
+        .arg(&odd)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        1,
+        "one trace, once"
+    );
+    let err = String::from_utf8_lossy(&o.stderr).into_owned() + &String::from_utf8_lossy(&o.stdout);
+    assert!(err.contains("pipe.jsonl") && err.contains("loop"), "{err}");
+    let o = crate::support::cli::ctxbench()
+        .timeout(std::time::Duration::from_secs(60))
+        .args(["traces", "stats", "--json"])
+        .arg(&odd)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let stats: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        stats["ignored"].as_array().map(Vec::len),
+        Some(3),
+        "{stats}"
+    );
+
+    // In process too (first the processes, which a timeout ends).
+    let imported = import_paths(&[&odd], None, false).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(imported.traces.len(), 1);
+    named(
+        imported
+            .ignored
+            .iter()
+            .map(|(p, why)| format!("{}: {why}", p.display()))
+            .collect(),
+    );
+    let s = suite(tmp.path(), "\"odd\"");
+    let loaded = load_traces(&s, &ImportLoader).unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(loaded.entries.len(), 1);
+    named(
+        loaded
+            .ignored
+            .iter()
+            .map(|f| format!("{}: {}", f.file, f.error))
+            .collect(),
+    );
+
+    // Named itself, a link is followed: the folder through its loop link, once.
+    let imported = import_paths(&[odd.join("loop")], None, false).unwrap();
+    assert_eq!(imported.traces.len(), 1);
+    // A pipe named itself is not opened either.
+    let s = suite(tmp.path(), "\"odd/pipe.jsonl\"");
+    let e = match load_traces(&s, &ImportLoader) {
+        Err(e) => format!("{e:#}"),
+        Ok(_) => panic!("a pipe loaded"),
+    };
+    assert!(e.contains("not a regular file"), "{e}");
+}

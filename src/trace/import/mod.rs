@@ -115,7 +115,8 @@ impl ImportError {
 pub struct Imported {
     pub traces: Vec<Trace>,
     pub skipped: Vec<ImportError>,
-    /// Files met while walking a directory that hold no trace (path, reason).
+    /// Files met while walking a directory that hold no trace, and entries never opened
+    /// (symbolic links met while walking, files that are not regular) (path, reason).
     pub ignored: Vec<(PathBuf, String)>,
 }
 
@@ -245,6 +246,7 @@ pub fn import_paths(
     use rayon::prelude::*;
     // (file, found by walking a directory or a glob)
     let mut files: Vec<(PathBuf, bool)> = Vec::new();
+    let mut passed: Vec<(PathBuf, String)> = Vec::new();
     for p in paths {
         let p = p.as_ref();
         let found = super::discover::discover(Path::new(""), p).map_err(|e| match e {
@@ -255,17 +257,23 @@ pub fn import_paths(
             ),
             e => ImportError::new(p, "pattern", e.to_string()),
         })?;
-        if found.is_empty() && !p.is_dir() {
+        if found.files.is_empty() && found.passed.is_empty() && !p.is_dir() {
             // A missing file: importing it reports why.
             files.push((p.to_path_buf(), false));
         }
-        files.extend(found.into_iter().map(|f| (f.path, f.walked)));
+        files.extend(found.files.into_iter().map(|f| (f.path, f.walked)));
+        // Links met while walking and files that are not regular are never opened: named
+        // with the files that hold no trace.
+        passed.extend(found.passed.into_iter().map(|f| (f.path, f.why)));
     }
     let results: Vec<Result<FileContent, ImportError>> = files
         .par_iter()
         .map(|(f, walked)| import_found(f, from, *walked))
         .collect();
-    let mut out = Imported::default();
+    let mut out = Imported {
+        ignored: passed,
+        ..Imported::default()
+    };
     for ((f, _), r) in files.into_iter().zip(results) {
         match r {
             Ok(FileContent::Traces(t)) => out.traces.extend(t),
