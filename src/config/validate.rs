@@ -67,6 +67,37 @@ impl LoadedSuite {
         }
         s.evals
             .check(&mut |path: &[&str], message: String| err(path, message));
+        if s.evals.enabled_names().is_empty() {
+            // Every eval turned off: the run would plan no unit and exit 0 with an empty report.
+            let off: Vec<&str> = s
+                .evals
+                .sections()
+                .into_iter()
+                .filter(|(_, sec)| sec.is_some())
+                .map(|(name, _)| name)
+                .collect();
+            let at: Vec<&str> = match off.first() {
+                Some(name) => vec!["evals", name, "enabled"],
+                None => vec!["evals"],
+            };
+            let tables: Vec<String> = off.iter().map(|n| format!("[evals.{n}]")).collect();
+            let others: Vec<String> = super::evals::EVAL_NAMES
+                .iter()
+                .filter(|n| !off.contains(n))
+                .map(|n| format!("`[evals.{n}]`"))
+                .collect();
+            err(
+                &at,
+                format!(
+                    "no eval is enabled ({} {} `enabled = false`), so the suite would run nothing: \
+                     enable one (leave out its `enabled = false`; replay is on by default), or \
+                     add the table of another eval: {} (docs/evals.md)",
+                    tables.join(", "),
+                    if off.len() == 1 { "says" } else { "each say" },
+                    others.join(", ")
+                ),
+            );
+        }
         for role in ProviderRole::ALL {
             let t = match role {
                 ProviderRole::Agent => &s.providers.agent,

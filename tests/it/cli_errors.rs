@@ -441,3 +441,57 @@ fn a_whole_file_error_names_the_file_once() {
     );
     assert!(!err.contains(": file: "), "{err}");
 }
+
+/// A suite whose every eval is turned off would plan no unit, run nothing and exit 0 with an
+/// empty report (while `--limit 0` is refused): it is refused at load, naming the file and line
+/// and how to enable an eval, and leaves no run directory. `--eval` and `--trace` selecting
+/// nothing are refused the same way.
+#[test]
+fn a_suite_with_no_eval_enabled_is_refused_at_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = dataset("mini-swe-agent/astropy__astropy-12907.traj.json");
+    let suite = tmp.path().join("s.toml");
+    let head = format!(
+        "[suite]\nname = \"s\"\noutput_dir = \"out\"\n[traces]\npaths = [{:?}]\n",
+        trace.display().to_string()
+    );
+    std::fs::write(&suite, format!("{head}[evals.replay]\nenabled = false\n")).unwrap();
+    let s = suite.to_str().unwrap();
+    for args in [
+        vec!["run", s, "-q"],
+        vec!["run", s, "--dry-run"],
+        vec!["run", s, "-q", "--executor", "synthetic"],
+    ] {
+        let (code, _, err) = ctxbench(&args);
+        no_panic(&err);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("s.toml:7:")
+                && err.contains("no eval is enabled")
+                && err.contains("enabled = false")
+                && err.contains("[evals.needle]"),
+            "{err}"
+        );
+    }
+    assert!(!tmp.path().join("out").exists(), "no run directory");
+    // The same through --set.
+    std::fs::write(&suite, &head).unwrap();
+    let (code, _, err) = ctxbench(&["run", s, "-q", "--set", "evals.replay.enabled=false"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--set evals.replay.enabled=false") && err.contains("no eval is enabled"),
+        "{err}"
+    );
+    // --eval and --trace that select nothing.
+    for (flag, value, says) in [
+        ("--eval", "needle", "does not enable `needle`"),
+        ("--eval", "nosuch", "no eval is named `nosuch`"),
+        ("--trace", "nosuch*", "matches none of the suite's"),
+    ] {
+        let (code, _, err) = ctxbench(&["run", s, "-q", flag, value]);
+        no_panic(&err);
+        assert_eq!(code, Some(2), "{flag} {value}: {err}");
+        assert!(err.contains(says), "{flag} {value}: {err}");
+    }
+    assert!(!tmp.path().join("out").exists(), "no run directory");
+}
