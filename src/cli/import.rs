@@ -46,6 +46,8 @@ message is an error for that file (a forced --from says what the file looks like
 
 Each trace is written to DIR/<trace id>.jsonl. Ids are stable: the input file name without its
 extension, plus the run key for files holding several traces (gpt-4o-airline__task3_trial1).
+A <trace id>.jsonl already in DIR (an earlier import's) is never replaced silently: the import
+is refused before anything is written, unless --overwrite says to replace it.
 
 Bad input: without --skip-invalid the first file that fails stops the command with exit code 2
 and a message naming the file, the line or JSON path, and what was expected. With it, failing
@@ -60,6 +62,7 @@ Examples:
   ctxbench import datasets/ -o traces/
   ctxbench import run.json --from openai -o traces/
   ctxbench import logs/ -o traces/ --skip-invalid
+  ctxbench import datasets/ -o traces/ --overwrite   # again: replace the first import's files
   ctxbench import datasets/tau-bench -o traces/ --verbose     # every warning, one per line";
 
 #[derive(Debug, clap::Args)]
@@ -80,6 +83,10 @@ pub struct Args {
     /// Print every import warning instead of one line per kind of warning
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// Replace <trace id>.jsonl files already in DIR (an earlier import's); without it, such a
+    /// file is refused before anything is written
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 fn format_parser() -> impl clap::builder::TypedValueParser<Value = SourceFormat> {
@@ -117,15 +124,16 @@ pub struct Written {
 /// Write each trace to `dir/<id>.jsonl`; a name already taken in this run gets `-2`, `-3`, ….
 /// A trace whose id an earlier one had (two inputs of the same file name in different folders)
 /// gets that suffix on its id too, so the folder imports as a suite's `[traces] paths`.
-/// Returns what was written, in trace order.
-pub fn write_each(dir: &Path, traces: &[Trace]) -> anyhow::Result<Vec<Written>> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
+/// A file of that name already in `dir` (an earlier import's) is replaced only with
+/// `overwrite`; otherwise every such file is named in a usage error before anything is written
+/// (a suffix would import the same trace twice into the folder). Returns what was written, in
+/// trace order.
+pub fn write_each(dir: &Path, traces: &[Trace], overwrite: bool) -> anyhow::Result<Vec<Written>> {
     let mut taken = HashSet::new();
     // Every id in use: the inputs' and the new ones given so far.
     let mut ids: HashSet<String> = traces.iter().map(|t| t.meta.id.clone()).collect();
     let mut seen: HashSet<&str> = HashSet::new();
-    let mut out = Vec::with_capacity(traces.len());
+    let mut planned = Vec::with_capacity(traces.len());
     for t in traces {
         let (renamed, renamed_from) = if seen.insert(&t.meta.id) {
             (None, None)
@@ -141,15 +149,43 @@ pub fn write_each(dir: &Path, traces: &[Trace]) -> anyhow::Result<Vec<Written>> 
             copy.meta.id = id;
             (Some(copy), Some(t.meta.id.clone()))
         };
-        let t = renamed.as_ref().unwrap_or(t);
-        let base = file_name_for(&t.meta.id);
+        let base = file_name_for(&renamed.as_ref().unwrap_or(t).meta.id);
         let mut name = format!("{base}.jsonl");
         let mut n = 2;
         while !taken.insert(name.clone()) {
             name = format!("{base}-{n}.jsonl");
             n += 1;
         }
-        let path = dir.join(name);
+        planned.push((t, renamed, renamed_from, dir.join(name)));
+    }
+    if !overwrite {
+        let there: Vec<String> = planned
+            .iter()
+            .filter(|(.., path)| std::fs::symlink_metadata(path).is_ok())
+            .map(|(.., path)| output::display_path(path))
+            .collect();
+        if !there.is_empty() {
+            let shown = there.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+            let more = if there.len() > 5 {
+                format!(" and {} more", there.len() - 5)
+            } else {
+                String::new()
+            };
+            return Err(super::UsageError(format!(
+                "-o {}: {} file(s) this import would write are there already (an earlier \
+                 import's?): {shown}{more}; nothing was written. Import into another directory, \
+                 remove them, or pass --overwrite to replace them",
+                output::display_path(dir),
+                there.len()
+            ))
+            .into());
+        }
+    }
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
+    let mut out = Vec::with_capacity(planned.len());
+    for (t, renamed, renamed_from, path) in planned {
+        let t = renamed.as_ref().unwrap_or(t);
         io::write_traces_file(&path, std::slice::from_ref(t))
             .with_context(|| format!("cannot write {}", path.display()))?;
         out.push(Written { path, renamed_from });
@@ -251,7 +287,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // An empty dataset directory is a mistake to report, not a success with nothing in it.
         return Err(nothing_imported(&args.inputs, &imported).into());
     }
-    let written = write_each(&args.out, &imported.traces)?;
+    let written = write_each(&args.out, &imported.traces, args.overwrite)?;
     out!("{}", summary(&imported, &args.out))?;
     let renamed: Vec<String> = written
         .iter()
@@ -333,7 +369,7 @@ mod tests {
     fn colliding_ids_get_suffixes() {
         let dir = tempfile::tempdir().unwrap();
         let t = |id: &str| Trace::new(TraceMeta::new(id, SourceFormat::Openai));
-        let written = write_each(dir.path(), &[t("x"), t("x"), t("y"), t("x-2")]).unwrap();
+        let written = write_each(dir.path(), &[t("x"), t("x"), t("y"), t("x-2")], false).unwrap();
         let names: Vec<_> = written
             .iter()
             .map(|w| w.path.file_name().unwrap().to_string_lossy().into_owned())

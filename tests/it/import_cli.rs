@@ -42,6 +42,57 @@ fn imports_a_directory_into_one_file_per_trace() {
     assert_eq!(written, direct);
 }
 
+/// A second import into the same DIR does not silently replace the first one's files (nor
+/// suffix them: the folder would hold a trace twice): it names them and exits 2, writing
+/// nothing; `--overwrite` replaces them.
+#[test]
+fn an_earlier_imports_file_is_replaced_only_with_overwrite() {
+    let out = tempfile::tempdir().unwrap();
+    let a = datasets().join("mini-swe-agent/django__django-11138.traj.json");
+    let b = datasets().join("mini-swe-agent/astropy__astropy-12907.traj.json");
+    cmd()
+        .args(["import", "-o"])
+        .arg(out.path())
+        .arg(&a)
+        .assert()
+        .success();
+    let first = out.path().join("django__django-11138.jsonl");
+    std::fs::write(&first, "mine\n").unwrap();
+    let o = cmd()
+        .args(["import", "-o"])
+        .arg(out.path())
+        .arg(&b)
+        .arg(&a)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("django__django-11138.jsonl")
+            && err.contains("nothing was written")
+            && err.contains("--overwrite"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&first).unwrap(), "mine\n");
+    assert!(
+        !out.path().join("astropy__astropy-12907.jsonl").exists(),
+        "nothing written"
+    );
+    assert!(!out.path().join("django__django-11138-2.jsonl").exists());
+    cmd()
+        .args(["import", "--overwrite", "-o"])
+        .arg(out.path())
+        .arg(&b)
+        .arg(&a)
+        .assert()
+        .success();
+    assert_eq!(
+        io::read_traces(&first).unwrap(),
+        import_file(&a, None).unwrap()
+    );
+    assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 2);
+}
+
 #[test]
 fn bad_input_fails_with_exit_2_naming_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -128,8 +179,9 @@ fn warnings_are_printed_grouped_and_counted_and_all_with_verbose() {
         reused > 1 && reused < all.len(),
         "the datasets have several kinds"
     );
-    let out = tempfile::tempdir().unwrap();
     let run = |verbose: bool| {
+        // A directory each: a second import into one is refused (its files are there).
+        let out = tempfile::tempdir().unwrap();
         let mut c = cmd();
         c.args(["import", "-o"]).arg(out.path()).arg(datasets());
         if verbose {
