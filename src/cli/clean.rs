@@ -70,7 +70,6 @@ pub fn parse_age(s: &str) -> Result<Duration, String> {
     let err = || format!("`{s}`: expected a number and a unit s, m, h, d or w (e.g. `7d`)");
     let split = s.find(|c: char| !c.is_ascii_digit()).ok_or_else(err)?;
     let (n, unit) = s.split_at(split);
-    let n: u64 = n.parse().map_err(|_| err())?;
     let secs = match unit {
         "s" => 1,
         "m" => 60,
@@ -79,7 +78,22 @@ pub fn parse_age(s: &str) -> Result<Duration, String> {
         "w" => 7 * 86_400,
         _ => return Err(err()),
     };
-    n.checked_mul(secs).map(Duration::from_secs).ok_or_else(err)
+    // A well-formed age too large for the clock (seconds in 64 bits) is said to be so.
+    let too_big = || {
+        format!(
+            "`{s}`: out of range: an age is at most {}{unit}",
+            u64::MAX / secs
+        )
+    };
+    let n: u64 = n
+        .parse()
+        .map_err(|e: std::num::ParseIntError| match e.kind() {
+            std::num::IntErrorKind::PosOverflow => too_big(),
+            _ => err(),
+        })?;
+    n.checked_mul(secs)
+        .map(Duration::from_secs)
+        .ok_or_else(too_big)
 }
 
 /// A run directory found in DIR, with the time its run.json was last written.
@@ -346,9 +360,30 @@ mod tests {
         assert_eq!(parse_age("7d"), Ok(Duration::from_secs(7 * 86_400)));
         assert_eq!(parse_age("2w"), Ok(Duration::from_secs(14 * 86_400)));
         assert_eq!(parse_age("0s"), Ok(Duration::ZERO));
-        for bad in ["7", "d", "7x", "-1d", "1.5h", "", "99999999999999999999w"] {
-            assert!(parse_age(bad).is_err(), "{bad:?}");
+        for bad in ["7", "d", "7x", "-1d", "1.5h", ""] {
+            let e = parse_age(bad).unwrap_err();
+            assert!(e.contains("expected a number and a unit"), "{bad:?}: {e}");
         }
+        // Well formed but too large: said to be out of range, not malformed.
+        for big in [
+            "999999999999999w",
+            "99999999999999999999w",
+            "18446744073709551616s",
+        ] {
+            let e = parse_age(big).unwrap_err();
+            assert!(
+                e.contains("out of range") && !e.contains("expected a number"),
+                "{big:?}: {e}"
+            );
+        }
+        assert_eq!(
+            parse_age(&format!("{}w", u64::MAX / 604_800)),
+            Ok(Duration::from_secs(u64::MAX / 604_800 * 604_800))
+        );
+        assert_eq!(
+            parse_age("18446744073709551615s"),
+            Ok(Duration::from_secs(u64::MAX))
+        );
     }
 
     #[test]
