@@ -307,6 +307,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    // What `--cache` found: its directory, and the files removed (or that would be) and bytes.
+    let mut cache: Option<(PathBuf, usize, u64)> = None;
     if args.cache {
         let cache_dir = args.cache_dir.clone().unwrap_or_else(|| {
             match std::env::var_os(crate::providers::config::CACHE_DIR_ENV) {
@@ -315,12 +317,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         });
         let db = crate::providers::cache::DB_FILE;
+        let (mut files, mut cache_bytes) = (0usize, 0u64);
         for name in [db.to_string(), format!("{db}-wal"), format!("{db}-shm")] {
             let f = cache_dir.join(name);
             if let Ok(m) = std::fs::symlink_metadata(&f) {
                 if m.is_file() {
                     outln!("{verb}  {}  ({})", display_path(&f), mb(m.len()))?;
                     bytes += m.len();
+                    files += 1;
+                    cache_bytes += m.len();
                     if !args.dry_run {
                         std::fs::remove_file(&f)
                             .map_err(|e| anyhow::anyhow!("cannot remove {}: {e}", f.display()))?;
@@ -328,14 +333,34 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        cache = Some((cache_dir, files, cache_bytes));
     }
+    // What went, named: runs, offload stores when asked for, the response cache when asked for
+    // (or that there was none).
+    let mut items = vec![format!("{runs_removed} run(s)")];
+    if args.stores {
+        items.push(format!("{stores_removed} offload store(s)"));
+    }
+    let mut no_cache = String::new();
+    match &cache {
+        Some((dir, 0, _)) => {
+            no_cache = format!("; no response cache in {}", display_path(dir));
+        }
+        Some((dir, files, b)) => items.push(format!(
+            "the response cache ({}: {files} file(s), {})",
+            display_path(dir),
+            mb(*b)
+        )),
+        None => {}
+    }
+    let last = items.pop().unwrap_or_default();
+    let what = if items.is_empty() {
+        last
+    } else {
+        format!("{} and {last}", items.join(", "))
+    };
     outln!(
-        "{verb} {runs_removed} run(s){}, {} in all{}{}",
-        if args.stores {
-            format!(" and {stores_removed} offload store(s)")
-        } else {
-            String::new()
-        },
+        "{verb} {what}, {} in all{no_cache}{}{}",
         mb(bytes),
         if skipped > 0 {
             format!("; skipped {skipped} run(s) still being written")

@@ -115,17 +115,31 @@ fn clean_cache_removes_only_the_response_cache_files() {
     }
     let empty = tmp.path().join("reports");
     std::fs::create_dir_all(&empty).unwrap();
-    ctxbench()
-        .arg("clean")
-        .arg(&empty)
-        .arg("--cache")
-        .arg("--cache-dir")
-        .arg(&cache)
-        .assert()
-        .success();
+    let clean = || {
+        let o = ctxbench()
+            .arg("clean")
+            .arg(&empty)
+            .arg("--cache")
+            .arg("--cache-dir")
+            .arg(&cache)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        text.lines().last().unwrap_or_default().to_string()
+    };
+    // The closing line says what went: the cache too, not only `0 run(s)`.
+    let last = clean();
+    assert!(
+        last.starts_with("removed 0 run(s) and the response cache (") && last.contains("2 file(s)"),
+        "{last}"
+    );
     assert!(!cache.join("responses.sqlite").exists());
     assert!(!cache.join("responses.sqlite-wal").exists());
     assert!(cache.join("notes.txt").exists(), "other files stay");
+    // And that there was none to remove.
+    let last = clean();
+    assert!(last.contains("no response cache in "), "{last}");
 }
 
 fn set_age(run: &Path, age: Duration) {
