@@ -3,7 +3,9 @@
 //!
 //! `ctxbench replay --fixture DIR --json` runs a golden-fixture folder with the `deepagents`
 //! preset and the fixture's settings and prints `{"events": [...], "model_calls": [...]}` in the
-//! fixture's vocabulary, so a new fixture can be checked the same way.
+//! fixture's vocabulary, so a new fixture can be checked the same way. `--preset`, `--window`,
+//! `--counter`, `--set` and `--seed` change those settings; `--config`, `--agent-model`, a
+//! TRACE and `--compare-recorded` are refused beside `--fixture` (usage error).
 
 use super::{UsageError, EXIT_FAILURE, EXIT_OK};
 use crate::engine::{
@@ -30,7 +32,9 @@ pub struct Args {
     #[arg(required_unless_present = "fixture", conflicts_with = "fixture")]
     pub trace: Option<PathBuf>,
     /// Golden-fixture folder (trace.jsonl, config.json, system_prompt.txt, tools.json,
-    /// summary_text.txt) replayed with the deepagents preset and its settings
+    /// summary_text.txt) replayed with the deepagents preset and the fixture's window, output
+    /// reservation and counter; --preset, --window, --counter, --set and --seed change them
+    /// (its config.json is the configuration: not with --config or --agent-model)
     #[arg(long, value_name = "DIR")]
     pub fixture: Option<PathBuf>,
     /// Engine preset: deepagents (default), seed-layered, langchain, digitorn, digitorn-truncate,
@@ -38,7 +42,7 @@ pub struct Args {
     #[arg(long, short = 'p')]
     pub preset: Option<String>,
     /// Engine config file (TOML, or JSON by extension); --preset/--window/--set override it
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "fixture")]
     pub config: Option<PathBuf>,
     /// Context window in tokens (default: the trace's recorded window, else the agent model's
     /// context window in the price table, else the preset's)
@@ -50,7 +54,7 @@ pub struct Args {
     pub counter: Option<String>,
     /// Price the agent's views as this model (and take its context window when neither the
     /// trace nor --window gives one); default: the trace's recorded model
-    #[arg(long, value_name = "MODEL")]
+    #[arg(long, value_name = "MODEL", conflicts_with = "fixture")]
     pub agent_model: Option<String>,
     /// Seed of the offload store's random names (uuid4/hex file names, which enter the
     /// pointers the model sees); a run's unit uses `runner::plan::unit_seed(suite seed, unit id)`
@@ -114,7 +118,7 @@ fn load_traces(path: &Path) -> anyhow::Result<Vec<Trace>> {
 }
 
 fn load_config(args: &Args) -> anyhow::Result<EngineConfig> {
-    let mut cfg = match &args.config {
+    let cfg = match &args.config {
         None => EngineConfig::default(),
         Some(p) => {
             let text = std::fs::read_to_string(p)
@@ -127,6 +131,12 @@ fn load_config(args: &Args) -> anyhow::Result<EngineConfig> {
             }
         }
     };
+    with_flags(cfg, args)
+}
+
+/// `cfg` (a config file's, or a fixture's own) with what the flags change: --preset, --window,
+/// --counter and --agent-model, then the --set overrides.
+fn with_flags(mut cfg: EngineConfig, args: &Args) -> anyhow::Result<EngineConfig> {
     if args.preset.is_some() {
         cfg.preset = args.preset.clone();
     }
@@ -374,16 +384,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ))
             .into());
         }
+        // The fixture's settings, changed by the flags a fixture can honour (--config and
+        // --agent-model conflict with --fixture: its config.json is the configuration, and it
+        // always gives the window).
+        let fx = fixture::load(dir)?;
+        let cfg = with_flags(fx.config.clone(), &args)?.resolve(None)?;
         let store = match &args.store {
             Some(base) => StoreTarget::Dir(OffloadStore::dir_for(
                 base,
                 "replay",
                 "fixture",
-                "deepagents",
+                &cfg.preset,
             )),
             None => StoreTarget::Memory,
         };
-        let r = fixture::run(dir, &args.sets, store).map_err(engine_err)?;
+        let r = fixture::replay_loaded(fx, &cfg, store, args.seed).map_err(engine_err)?;
         if args.json {
             let mut text = serde_json::to_string(&fixture::FixtureOutput::of(&r))?;
             text.push('\n');

@@ -290,3 +290,53 @@ fn replay_says_what_the_import_changed_on_stderr() {
         }
     }
 }
+
+/// `--fixture` replays with the fixture's own settings; the flags it can honour change them
+/// (`--preset`, `--window`, `--counter`, `--seed`, as `--set` already could), and those it
+/// cannot are refused as usage errors, not ignored: its config.json is the configuration
+/// (`--config`) and always gives the window (`--agent-model` would change nothing).
+#[test]
+fn fixture_honours_the_settings_flags_and_refuses_the_others() {
+    let d = fixture_dir("synthetic-s7");
+    let stdout = |extra: &[&str]| {
+        let out = ctxbench()
+            .args(["replay", "--fixture"])
+            .arg(&d)
+            .args(extra)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let own = stdout(&[]);
+    assert!(
+        own.starts_with("trace synthetic-s7  preset deepagents  counter approx\nwindow 200000"),
+        "{own}"
+    );
+    let changed = stdout(&[
+        "--preset",
+        "digitorn",
+        "--window",
+        "5000",
+        "--counter",
+        "o200k",
+    ]);
+    assert!(
+        changed.starts_with("trace synthetic-s7  preset digitorn  counter o200k\nwindow 5000 "),
+        "{changed}"
+    );
+    // The offload store's names (the history file's) come from the seed; 0 by default.
+    assert_eq!(stdout(&["--seed", "0"]), own);
+    assert_ne!(stdout(&["--seed", "3"]), own);
+    for flag in [["--config", "engine.toml"], ["--agent-model", "gpt-4o"]] {
+        ctxbench()
+            .args(["replay", "--fixture"])
+            .arg(&d)
+            .args(flag)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("--fixture").and(predicate::str::contains(flag[0])));
+    }
+}
