@@ -126,7 +126,9 @@ fn is_control_in_json(c: char) -> bool {
     is_control(c) && !matches!(c, '\n' | '\t' | '\r')
 }
 
-/// True when stdout is an interactive terminal (progress bars and colour only then).
+/// Columns every line a person reads fits in (not `COLUMNS`: a fixed width, docs/report.md).
+pub const WIDTH: usize = 100;
+
 /// `e` and its causes joined by `: ` (what `{e:#}` prints), except a cause whose text the
 /// message before it already ends with: an error that quotes its source (`{path}: {source}`)
 /// and keeps it as its source printed it twice (`…: No such file (os error 2): No such file
@@ -147,6 +149,7 @@ pub fn error_chain(e: &anyhow::Error) -> String {
     out
 }
 
+/// True when stdout is an interactive terminal (progress bars and colour only then).
 pub fn stdout_is_tty() -> bool {
     std::io::stdout().is_terminal()
 }
@@ -343,6 +346,43 @@ pub fn wrap(text: &str, width: usize) -> String {
         out.push('\n');
     }
     out
+}
+
+/// `text` after `label` on lines of at most `width` columns, wrapped at word boundaries, the
+/// lines after the first indented by `indent` spaces; unlike [`wrap_after`], a word is never
+/// shortened: a path or an id too long for a line stands whole on a line of its own (the label
+/// on the line before it), for a reader to copy. Measured as shown ([`visible`]), in display
+/// columns. Each line ends in a newline.
+pub fn wrap_whole(label: &str, indent: usize, text: &str, width: usize) -> String {
+    let text = visible(text);
+    let pad = " ".repeat(indent);
+    let mut out = String::new();
+    let mut line = label.to_string();
+    // Only the label (or the indent) on the line so far.
+    let mut bare = true;
+    for word in text.split_whitespace() {
+        let needed = if bare { 0 } else { 1 } + columns(word);
+        if columns(&line) + needed > width && !(bare && line.trim().is_empty()) {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line.clone_from(&pad);
+            bare = true;
+        }
+        if !bare {
+            line.push(' ');
+        }
+        line.push_str(word);
+        bare = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    out
+}
+
+/// The display columns of `s`: two for a wide (East Asian, emoji) character, none for a
+/// combining mark, one for the rest (the terminal's count, not the characters').
+pub fn columns(s: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(s)
 }
 
 /// `text` after `label` on lines of at most `width` columns: wrapped at word boundaries, the
@@ -587,6 +627,39 @@ mod tests {
         // Control characters take the columns of their escapes.
         assert_eq!(w("x ", 2, "a\x1bb"), "x a\\x1bb\n");
         assert_eq!(w("overrides ", 10, ""), "overrides\n");
+    }
+
+    #[test]
+    fn whole_words_wrap_under_their_label_and_are_never_cut() {
+        let w = |label: &str, indent, text: &str| super::wrap_whole(label, indent, text, 30);
+        assert_eq!(w("  3× ", 5, "short"), "  3× short\n");
+        assert_eq!(
+            w(
+                "  3× ",
+                5,
+                "tool call id was already used (first: in/a.jsonl)"
+            ),
+            "  3× tool call id was already\n     used (first: in/a.jsonl)\n"
+        );
+        // A word too long for a line stands alone on its own, whole; so does one too long to
+        // follow the label.
+        let path = "datasets/codex/rollout-2026-02-23T12-41-04.jsonl:17";
+        assert_eq!(
+            w("  ", 4, &format!("first: {path} [id]")),
+            format!("  first:\n    {path}\n    [id]\n")
+        );
+        assert_eq!(
+            w("ignored ", 4, &format!("{path}: no trace")),
+            format!("ignored\n    {path}:\n    no trace\n")
+        );
+        // Measured as shown: control characters take the columns of their escapes, a wide
+        // character two.
+        assert_eq!(w("", 2, "a\x1bb"), "a\\x1bb\n");
+        assert_eq!(
+            w("", 2, "日本語日本語日本語 日本語日本語日本語"),
+            "日本語日本語日本語\n  日本語日本語日本語\n"
+        );
+        assert_eq!(w("note: ", 2, ""), "note:\n");
     }
 
     #[test]

@@ -275,10 +275,18 @@ fn replay_says_what_the_import_changed_on_stderr() {
         }
         let out = c.assert().success().get_output().clone();
         let stderr = String::from_utf8(out.stderr).unwrap();
+        // Within 100 columns (the place's path, longer than a line, alone on its own).
+        for line in stderr.lines() {
+            assert!(
+                line.chars().count() <= 100 || !line.trim().contains(' '),
+                "{line}\n{stderr}"
+            );
+        }
+        let stderr = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
             stderr.starts_with("1 import warning(s) in 1 trace(s)")
                 && stderr.contains(
-                    "  1× tool call \"…\" (finish) has no result (the source ends mid-call) \
+                    " 1× tool call \"…\" (finish) has no result (the source ends mid-call) \
                      (first: "
                 )
                 && stderr.contains("basic.json [basic] message 3)"),
