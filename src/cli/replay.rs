@@ -152,14 +152,39 @@ fn with_flags(mut cfg: EngineConfig, args: &Args) -> anyhow::Result<EngineConfig
     Ok(cfg.apply_sets(&args.sets)?)
 }
 
-fn render_human(r: &Replay) -> String {
+/// The trace id of each of `replays` as its timeline's first line shows it: whole when
+/// `trace ID  preset P  counter C` fits `output::WIDTH` columns, else shortened around a `…` to
+/// fit, never two alike (`output::short_ids`, as `traces stats` shows ids). Measured as shown
+/// (control characters as their escapes).
+fn shown_ids<'a>(replays: impl IntoIterator<Item = &'a Replay>) -> Vec<String> {
+    let replays: Vec<&Replay> = replays.into_iter().collect();
+    let room = replays
+        .iter()
+        .map(|r| {
+            let rest = format!("trace   preset {}  counter {}", r.preset, r.counter);
+            crate::output::WIDTH.saturating_sub(crate::output::columns(&rest))
+        })
+        .min()
+        .unwrap_or(crate::output::WIDTH)
+        .max(24);
+    let ids: Vec<String> = replays
+        .iter()
+        .map(|r| crate::output::visible(&r.trace_id).into_owned())
+        .collect();
+    crate::output::short_ids(&ids.iter().map(String::as_str).collect::<Vec<_>>(), room)
+}
+
+/// The timeline of `r` for a person, its trace named `id` ([`shown_ids`]); every line within
+/// `output::WIDTH` columns (prose wraps, a path longer than a line stands alone).
+fn render_human(r: &Replay, id: &str) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    // Within 100 columns (a long model name stays on the window's line).
+    // Within 100 columns (a long model name stays on the window's line; a long id is
+    // shortened).
     let _ = writeln!(
         out,
-        "trace {}  preset {}  counter {}",
-        r.trace_id, r.preset, r.counter
+        "trace {id}  preset {}  counter {}",
+        r.preset, r.counter
     );
     let _ = writeln!(out, "window {} (from {})", r.window, r.window_source);
     let _ = writeln!(
@@ -239,18 +264,33 @@ fn render_human(r: &Replay) -> String {
     for (kind, n) in r.event_counts() {
         let _ = writeln!(out, "  {kind}: {n}");
     }
+    // A sentence wrapped within the width, its lines after the first indented.
+    let say = |out: &mut String, text: String| {
+        out.push_str(&crate::output::wrap_whole(
+            "",
+            2,
+            &text,
+            crate::output::WIDTH,
+        ));
+    };
     let failures = r.summary_failures();
     if failures.count > 0 {
-        let _ = writeln!(
-            out,
-            "WARNING: {} summar{} failed ({}); their compactions did not happen, so these numbers are not those of a working summarizer",
-            failures.count,
-            if failures.count == 1 { "y" } else { "ies" },
-            failures.classes_text()
+        say(
+            &mut out,
+            format!(
+                "WARNING: {} summar{} failed ({}); their compactions did not happen, so these \
+                 numbers are not those of a working summarizer",
+                failures.count,
+                if failures.count == 1 { "y" } else { "ies" },
+                failures.classes_text()
+            ),
         );
     }
     if let Some(s) = &r.stopped {
-        let _ = writeln!(out, "stopped at {}: {}", call_at(s.trace_index), s.reason);
+        say(
+            &mut out,
+            format!("stopped at {}: {}", call_at(s.trace_index), s.reason),
+        );
     }
     if r.invariants.passed() {
         let _ = writeln!(
@@ -265,26 +305,33 @@ fn render_human(r: &Replay) -> String {
             r.invariants.violations.len()
         );
         for v in &r.invariants.violations {
-            let _ = writeln!(
-                out,
-                "  {} {:?}: {}",
-                call_at(v.call_index),
-                v.rule,
-                v.message
-            );
+            let text = format!("{} {:?}: {}", call_at(v.call_index), v.rule, v.message);
+            out.push_str(&crate::output::wrap_whole(
+                "  ",
+                4,
+                &text,
+                crate::output::WIDTH,
+            ));
         }
     }
     for d in &r.invariants.trace_defects {
-        let _ = writeln!(out, "  trace defect (not the engine's): {}", d.message);
+        out.push_str(&crate::output::wrap_whole(
+            "  ",
+            4,
+            &format!("trace defect (not the engine's): {}", d.message),
+            crate::output::WIDTH,
+        ));
     }
     if let Some(f) = &r.invariants.first_flag {
-        let _ = writeln!(
-            out,
-            "flagged: {} of {} calls sent more than without compression (first: {}: {})",
-            r.invariants.flagged_calls,
-            r.invariants.calls_checked,
-            call_at(f.call_index),
-            f.message
+        say(
+            &mut out,
+            format!(
+                "flagged: {} of {} calls sent more than without compression (first: {}: {})",
+                r.invariants.flagged_calls,
+                r.invariants.calls_checked,
+                call_at(f.call_index),
+                f.message
+            ),
         );
     }
     out
@@ -423,7 +470,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         super::emit_json(&format!("{text}\n"))?;
     } else {
-        let text: String = replays.iter().map(render_human).collect();
+        let text: String = replays
+            .iter()
+            .zip(shown_ids(&replays))
+            .map(|(r, id)| render_human(r, &id))
+            .collect();
         super::emit(&text)?;
     }
     let ok = replays.iter().all(|r| r.invariants.passed());
@@ -453,9 +504,9 @@ fn run_compare_recorded(args: &Args) -> anyhow::Result<ExitCode> {
         super::emit_json(&format!("{text}\n"))?;
     } else {
         let mut text = String::new();
-        for (r, rec) in &pairs {
-            text.push_str(&render_human(r));
-            text.push_str(&engine::recorded::compare(rec, r).render());
+        for ((r, rec), id) in pairs.iter().zip(shown_ids(pairs.iter().map(|(r, _)| r))) {
+            text.push_str(&render_human(r, &id));
+            text.push_str(&engine::recorded::compare(rec, r).render_as(&id));
         }
         super::emit(&text)?;
     }

@@ -348,3 +348,39 @@ fn fixture_honours_the_settings_flags_and_refuses_the_others() {
             .stderr(predicate::str::contains("--fixture").and(predicate::str::contains(flag[0])));
     }
 }
+
+/// A trace id longer than a line is shortened around a `…` in the timeline's first line, which
+/// keeps to 100 columns with its preset and counter (a 400-character id made it 441 columns).
+#[test]
+fn a_long_trace_id_is_shortened_in_the_timeline_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = format!("trace-{}-end", "L".repeat(400));
+    let trace = dir.path().join("long.jsonl");
+    std::fs::write(
+        &trace,
+        format!(
+            "{{\"type\":\"header\",\"schema_version\":1,\"meta\":{{\"id\":\"{id}\",\
+             \"source_format\":\"canonical\"}}}}\n\
+             {{\"type\":\"message\",\"role\":\"user\",\"content\":\"hi\"}}\n\
+             {{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"hello\"}}\n"
+        ),
+    )
+    .unwrap();
+    for extra in [None, Some("--compare-recorded")] {
+        let mut c = ctxbench();
+        c.arg("replay").arg(&trace);
+        c.args(extra);
+        let out = c.assert().success().get_output().stdout.clone();
+        let text = String::from_utf8(out).unwrap();
+        for line in text.lines() {
+            assert!(line.chars().count() <= 100, "{line}\n{text}");
+        }
+        let head = text.lines().next().unwrap();
+        assert!(
+            head.starts_with("trace trace-LLL")
+                && head.contains('…')
+                && head.ends_with("LLL-end  preset deepagents  counter approx"),
+            "{head}"
+        );
+    }
+}
