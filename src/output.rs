@@ -225,7 +225,8 @@ pub fn human_duration(d: std::time::Duration) -> String {
 
 /// Render rows as a left-aligned text table with a header line. Pure: returns the text. Cells
 /// are measured as they will be shown ([`visible`]: a control character in a trace id takes
-/// the columns of its escape).
+/// the columns of its escape) and in display columns ([`columns`]: a CJK character or an emoji
+/// takes two, so the columns after it stay aligned).
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let header: Vec<std::borrow::Cow<'_, str>> = header.iter().map(|h| visible(h)).collect();
     let header: Vec<&str> = header.iter().map(|h| h.as_ref()).collect();
@@ -233,11 +234,11 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         .iter()
         .map(|r| r.iter().map(|c| visible(c)).collect())
         .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| columns(h)).collect();
     for row in &rows {
         for (i, cell) in row.iter().enumerate() {
             if i < widths.len() {
-                widths[i] = widths[i].max(cell.chars().count());
+                widths[i] = widths[i].max(columns(cell));
             }
         }
     }
@@ -250,7 +251,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
             }
             first = false;
             out.push_str(c);
-            let pad = widths[i].saturating_sub(c.chars().count());
+            let pad = widths[i].saturating_sub(columns(c));
             if i + 1 < widths.len() {
                 out.extend(std::iter::repeat_n(' ', pad));
             }
@@ -281,10 +282,10 @@ pub fn table_fit(header: &[&str], rows: &[Vec<String>], width: usize) -> String 
         .map(|r| r.iter().map(|c| visible(c).into_owned()).collect())
         .collect();
     let rows = &rows;
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| columns(h)).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row).take(n - 1) {
-            *w = (*w).max(cell.chars().count());
+            *w = (*w).max(columns(cell));
         }
     }
     let indent: usize = widths[..n - 1].iter().map(|w| w + 2).sum();
@@ -815,6 +816,29 @@ mod tests {
     fn tables_measure_cells_as_shown() {
         let t = super::table(&["id", "n"], &[vec!["a\x1bb".into(), "1".into()]]);
         assert_eq!(t, "id      n\na\\x1bb  1\n");
+    }
+
+    /// A wide character (CJK, emoji) takes two columns: the columns after it stay aligned
+    /// (counted as characters, `日本語 😀` left the next column 4 to the left).
+    #[test]
+    fn tables_align_wide_characters_by_their_display_width() {
+        let rows = vec![
+            vec!["üñí©ødé 日本語 😀".to_string(), "mini-swe".to_string()],
+            vec!["plain-ok".to_string(), "mini-swe".to_string()],
+        ];
+        for t in [
+            super::table(&["trace", "format"], &rows),
+            super::table_fit(&["trace", "format"], &rows, 100),
+        ] {
+            let at: Vec<usize> = t
+                .lines()
+                .map(|l| {
+                    let i = l.find("mini-swe").or_else(|| l.find("format")).unwrap();
+                    super::columns(&l[..i])
+                })
+                .collect();
+            assert_eq!(at, [19, 19, 19], "{t}");
+        }
     }
 
     #[test]

@@ -443,6 +443,39 @@ fn the_largest_message_does_not_depend_on_top() {
     );
 }
 
+/// A trace id with wide characters (CJK, an emoji) keeps the columns after it aligned: they
+/// are measured in display columns (`ctxbench::output::columns`), not characters (the row of
+/// `üñí©ødé 日本語 😀` was 4 columns off).
+#[test]
+fn cli_aligns_rows_whose_ids_hold_wide_characters() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut wide = t1();
+    wide.meta.id = "üñí©ødé 日本語 😀".into();
+    let mut plain = t2();
+    plain.meta.id = "plain-ok".into();
+    let p = write_canonical(dir.path(), "wide.jsonl", &[wide, plain]);
+    let out = ctxbench()
+        .args(["traces", "stats"])
+        .arg(&p)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let at = |starts: &str| {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(starts))
+            .unwrap_or_else(|| panic!("{text}"));
+        let i = line.find("  canonical").or_else(|| line.find("  openai"));
+        let i = i.or_else(|| line.find("  format")).unwrap();
+        ctxbench::output::columns(&line[..i])
+    };
+    assert_eq!(at("trace "), at("üñí"), "{text}");
+    assert_eq!(at("trace "), at("plain-ok"), "{text}");
+}
+
 #[test]
 fn cli_table_on_canonical_traces() {
     let dir = tempfile::tempdir().unwrap();
