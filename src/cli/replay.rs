@@ -134,6 +134,34 @@ fn load_config(args: &Args) -> anyhow::Result<EngineConfig> {
     with_flags(cfg, args)
 }
 
+/// A configuration error named by what gave its key: the `--set` argument that wrote it (or a
+/// key inside it, or the table it wrote into), else the flag (`--window 0`), else as the
+/// configuration named it (the `--config` file, or `engine config`, the defaults and presets).
+/// An error at `summarize.trigger` from `--set summarize.trigger.fractoin=0.5` said `engine
+/// config`, as if a file held the typo.
+fn named_by_flag(mut e: crate::confcore::ConfigError, args: &Args) -> crate::confcore::ConfigError {
+    let flag = match e.key.first().map(String::as_str) {
+        Some("window") => args.window.map(|w| format!("--window {w}")),
+        Some("preset") => args.preset.as_ref().map(|p| format!("--preset {p}")),
+        Some("counter") => args.counter.as_ref().map(|c| format!("--counter {c}")),
+        Some("agent_model") => args
+            .agent_model
+            .as_ref()
+            .map(|m| format!("--agent-model {m}")),
+        _ => None,
+    };
+    // The `--set` arguments are applied after the flags: a key one wrote is its fault.
+    let given = match engine::config::set_of(&args.sets, &e.key) {
+        Some(arg) => Some(format!("--set {arg}")),
+        None => flag,
+    };
+    if let Some(given) = given {
+        e.file = given;
+        e.line = 0;
+    }
+    e
+}
+
 /// `cfg` (a config file's, or a fixture's own) with what the flags change: --preset, --window,
 /// --counter and --agent-model, then the --set overrides.
 fn with_flags(mut cfg: EngineConfig, args: &Args) -> anyhow::Result<EngineConfig> {
@@ -149,7 +177,9 @@ fn with_flags(mut cfg: EngineConfig, args: &Args) -> anyhow::Result<EngineConfig
     if args.agent_model.is_some() {
         cfg.agent_model = args.agent_model.clone();
     }
-    Ok(cfg.apply_sets(&args.sets)?)
+    Ok(cfg
+        .apply_sets(&args.sets)
+        .map_err(|e| named_by_flag(e, args))?)
 }
 
 /// The trace id of each of `replays` as its timeline's first line shows it: whole when
@@ -368,7 +398,9 @@ pub fn replay_file_recorded(
     // Said once per distinct wording: the traces of one file mostly read alike.
     let mut said = std::collections::HashSet::new();
     for t in traces {
-        let resolved = cfg.resolve_for(&t.meta, prices)?;
+        let resolved = cfg
+            .resolve_for(&t.meta, prices)
+            .map_err(|e| named_by_flag(e, args))?;
         if let Some(why) = &unknown {
             let warning = unknown_model_window(why, &t.meta, &resolved);
             if said.insert(warning.clone()) {
@@ -435,7 +467,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // --agent-model conflict with --fixture: its config.json is the configuration, and it
         // always gives the window).
         let fx = fixture::load(dir)?;
-        let cfg = with_flags(fx.config.clone(), &args)?.resolve(None)?;
+        let cfg = with_flags(fx.config.clone(), &args)?
+            .resolve(None)
+            .map_err(|e| named_by_flag(e, &args))?;
         let store = match &args.store {
             Some(base) => StoreTarget::Dir(OffloadStore::dir_for(
                 base,

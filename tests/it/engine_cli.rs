@@ -384,3 +384,76 @@ fn a_long_trace_id_is_shortened_in_the_timeline_header() {
         );
     }
 }
+
+/// A configuration error names the flag its key came from: the `--set` argument (it said
+/// `engine config`, as if a file held the typo), `--window`, `--preset`; a key a `--config`
+/// file wrote is still that file's.
+#[test]
+fn a_config_error_names_the_flag_that_gave_its_key() {
+    let trace = fixture_dir("synthetic-s7").join("trace.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("engine.toml");
+    std::fs::write(&cfg, "[summarize]\ntrigger = { fractoin = 0.5 }\n").unwrap();
+    let cfg = cfg.display().to_string();
+    let fixture = fixture_dir("synthetic-s7").display().to_string();
+    for (args, starts) in [
+        (
+            vec![
+                trace.to_str().unwrap(),
+                "--set",
+                "summarize.trigger.fractoin=0.5",
+            ],
+            "error: --set summarize.trigger.fractoin=0.5: `summarize.trigger`: unknown field \
+             `fractoin`"
+                .to_string(),
+        ),
+        (
+            vec![
+                "--fixture",
+                &fixture,
+                "--set",
+                "summarize.trigger.fractoin=0.5",
+            ],
+            "error: --set summarize.trigger.fractoin=0.5: `summarize.trigger`".to_string(),
+        ),
+        (
+            vec![trace.to_str().unwrap(), "--window", "0"],
+            "error: --window 0: `window`: must be > 0".to_string(),
+        ),
+        (
+            vec![
+                trace.to_str().unwrap(),
+                "--window",
+                "10",
+                "--set",
+                "window=0",
+            ],
+            "error: --set window=0: `window`: must be > 0".to_string(),
+        ),
+        (
+            vec![trace.to_str().unwrap(), "--preset", "nope"],
+            "error: --preset nope: `preset`: unknown preset \"nope\"".to_string(),
+        ),
+        (
+            vec![
+                trace.to_str().unwrap(),
+                "--config",
+                &cfg,
+                "--set",
+                "window=9000",
+            ],
+            format!("error: {cfg}: `summarize.trigger`: unknown field `fractoin`"),
+        ),
+    ] {
+        let out = ctxbench()
+            .arg("replay")
+            .args(&args)
+            .assert()
+            .code(2)
+            .get_output()
+            .stderr
+            .clone();
+        let stderr = String::from_utf8(out).unwrap();
+        assert!(stderr.starts_with(&starts), "{args:?}: {stderr}");
+    }
+}
