@@ -61,6 +61,60 @@ pub fn push_visible(out: &mut String, c: char) {
     };
 }
 
+/// `s` in double quotes, escaped as `{s:?}` escapes it (`\"`, `\\`, a non-printable
+/// character as `\u{200b}`), but a control character as [`push_visible`] writes it: `\x1b`,
+/// `\x0a`, `\u{202e}`, the one form every output uses (docs/reliability.md), where `{s:?}`
+/// writes `\u{1b}` and `\n`. For untrusted names quoted in messages and import warnings (a
+/// tool call id, a role, a block type).
+pub fn quoted(s: &str) -> String {
+    let debug = format!("{s:?}");
+    let mut out = String::with_capacity(debug.len());
+    let mut chars = debug.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        // An escape of `{:?}`: `\\`, `\"`, `\'`, `\n`, `\r`, `\t`, `\0` or `\u{HEX}`.
+        match chars.next() {
+            Some(e @ ('n' | 'r' | 't' | '0')) => {
+                let c = match e {
+                    'n' => '\n',
+                    'r' => '\r',
+                    't' => '\t',
+                    _ => '\0',
+                };
+                push_visible(&mut out, c);
+            }
+            Some('u') => {
+                let mut hex = String::new();
+                for d in chars.by_ref() {
+                    if d == '}' {
+                        break;
+                    }
+                    if d != '{' {
+                        hex.push(d);
+                    }
+                }
+                match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                    Some(c) if is_control(c) => push_visible(&mut out, c),
+                    _ => {
+                        out.push_str("\\u{");
+                        out.push_str(&hex);
+                        out.push('}');
+                    }
+                }
+            }
+            Some(e) => {
+                out.push('\\');
+                out.push(e);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
 /// `text` with every [`is_control`] character except newline and tab written visibly
 /// ([`push_visible`]); borrowed when there is none. The one function that makes untrusted text
 /// (trace ids, model and tool names, error messages) safe for a terminal: [`emit_err`] and
@@ -790,6 +844,31 @@ mod tests {
         }
         // Idempotent: what it writes holds no control character.
         assert_eq!(visible(&shown), shown);
+    }
+
+    #[test]
+    fn quoted_names_escape_as_debug_does_but_controls_as_every_output_does() {
+        use super::quoted;
+        assert_eq!(quoted("call_1"), "\"call_1\"");
+        assert_eq!(
+            quoted("\x1b[2Jid\u{202e}"),
+            "\"\\x1b[2Jid\\u{202e}\"",
+            "not \\u{{1b}}"
+        );
+        assert_eq!(quoted("a\nb\tc\r\0"), "\"a\\x0ab\\x09c\\x0d\\x00\"");
+        // Quotes and backslashes as `{:?}` escapes them; a non-printable character that is not
+        // a control, and plain text, as it does too.
+        assert_eq!(
+            quoted("say \"hi\" \\ it's"),
+            format!("{:?}", "say \"hi\" \\ it's")
+        );
+        assert_eq!(
+            quoted("a\u{200b}é 日本"),
+            format!("{:?}", "a\u{200b}é 日本")
+        );
+        // A backslash-u written in the name is not an escape.
+        assert_eq!(quoted("\\u{1b}"), "\"\\\\u{1b}\"");
+        assert!(!quoted("\x07\u{9b}\u{7f}").chars().any(super::is_control));
     }
 
     #[test]

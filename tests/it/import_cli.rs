@@ -348,3 +348,55 @@ fn grouped_warnings_of_a_jsonl_file_name_the_first_line() {
         "{line}"
     );
 }
+
+/// An import warning quoting a hostile id shows its control characters as every output does,
+/// `\x1b` (docs/reliability.md), in the summary and with --verbose: they read `\u{1b}` (the
+/// `{:?}` form) in the warning, and so in the trace file's header too.
+#[test]
+fn warnings_show_control_characters_as_every_output_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("evil.json");
+    std::fs::write(
+        &input,
+        r#"{"messages": [{"role": "user", "content": "hi"},
+{"role": "assistant", "content": null, "tool_calls": [{"id": "\u001b[2Jid\u202e", "type": "function", "function": {"name": "t", "arguments": "{}"}}]},
+{"role": "tool", "tool_call_id": "\u001b[2Jid\u202e", "content": "r"},
+{"role": "assistant", "content": null, "tool_calls": [{"id": "\u001b[2Jid\u202e", "type": "function", "function": {"name": "t", "arguments": "{}"}}]},
+{"role": "tool", "tool_call_id": "\u001b[2Jid\u202e", "content": "r2"},
+{"role": "assistant", "content": "done"}]}"#,
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let o = cmd()
+        .args(["import", "--verbose", "-o"])
+        .arg(&out)
+        .arg(&input)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    // Wrapped within 100 columns: read as one line.
+    let listed = String::from_utf8(o)
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        listed.contains(
+            "tool call id \"\\x1b[2Jid\\u{202e}\" was already used in this trace; renamed to \
+             \"\\x1b[2Jid\\u{202e}__2\""
+        ),
+        "{listed}"
+    );
+    assert!(!listed.contains("\\u{1b}"), "{listed}");
+    let t = io::read_traces(&out.join("evil.jsonl")).unwrap();
+    assert!(
+        t[0].meta
+            .warnings
+            .iter()
+            .any(|w| w.contains("\"\\x1b[2Jid\\u{202e}\"")),
+        "{:?}",
+        t[0].meta.warnings
+    );
+}

@@ -124,7 +124,9 @@ impl Pairs {
                 if !self.used.contains(&c) {
                     if let Some(r) = other {
                         warnings.push(format!(
-                            "{at}: tool call id {r:?} was already used in this trace; renamed to {c:?}"
+                            "{at}: tool call id {} was already used in this trace; renamed to {}",
+                            crate::output::quoted(r),
+                            crate::output::quoted(&c)
                         ));
                     }
                     break c;
@@ -174,8 +176,9 @@ impl Conv {
             Some(x) => x,
             None => {
                 self.t.meta.warnings.push(format!(
-                    "{}: function response {name:?} answers no open call",
-                    fr.path
+                    "{}: function response {} answers no open call",
+                    fr.path,
+                    crate::output::quoted(name)
                 ));
                 (id.unwrap_or("").to_string(), name.to_string())
             }
@@ -257,7 +260,7 @@ impl Conv {
             }
             other => {
                 return Err(c.key("role").error(format!(
-                    "expected \"user\", \"model\" or \"function\", found {other:?}"
+                    "expected \"user\", \"model\" or \"function\", found {other}", other = crate::output::quoted(other)
                 )))
             }
         }

@@ -620,7 +620,7 @@ pub fn finalize(t: &mut Trace) {
     let mut shown = vec![true; problems.len()];
     for (k, p) in problems.iter().enumerate() {
         if let Pairing::Orphan { id, .. } = p {
-            let quoted = format!("{id:?}");
+            let quoted = crate::output::quoted(id);
             if let Some(r) = reported
                 .iter_mut()
                 .find(|r| r.is_some_and(|w| w.contains(&quoted)))
@@ -674,16 +674,19 @@ impl std::fmt::Display for Pairing<'_> {
             Pairing::Reused { at, id } => {
                 write!(
                     f,
-                    "message {at}: tool call id {id:?} is used more than once"
+                    "message {at}: tool call id {} is used more than once",
+                    crate::output::quoted(id)
                 )
             }
             Pairing::Orphan { at, id } => write!(
                 f,
-                "message {at}: tool result for call id {id:?} answers no open tool call"
+                "message {at}: tool result for call id {} answers no open tool call",
+                crate::output::quoted(id)
             ),
             Pairing::Unanswered { at, id, name, ends } => write!(
                 f,
-                "message {at}: tool call {id:?} ({name}) has no result ({})",
+                "message {at}: tool call {} ({name}) has no result ({})",
+                crate::output::quoted(id),
                 if *ends {
                     "the source ends mid-call"
                 } else {
