@@ -61,6 +61,60 @@ pub fn push_visible(out: &mut String, c: char) {
     };
 }
 
+/// `s` in double quotes, escaped as `{s:?}` escapes it (`\"`, `\\`, a non-printable
+/// character as `\u{200b}`), but a control character as [`push_visible`] writes it: `\x1b`,
+/// `\x0a`, `\u{202e}`, the one form every output uses (docs/reliability.md), where `{s:?}`
+/// writes `\u{1b}` and `\n`. For untrusted names quoted in messages and import warnings (a
+/// tool call id, a role, a block type).
+pub fn quoted(s: &str) -> String {
+    let debug = format!("{s:?}");
+    let mut out = String::with_capacity(debug.len());
+    let mut chars = debug.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        // An escape of `{:?}`: `\\`, `\"`, `\'`, `\n`, `\r`, `\t`, `\0` or `\u{HEX}`.
+        match chars.next() {
+            Some(e @ ('n' | 'r' | 't' | '0')) => {
+                let c = match e {
+                    'n' => '\n',
+                    'r' => '\r',
+                    't' => '\t',
+                    _ => '\0',
+                };
+                push_visible(&mut out, c);
+            }
+            Some('u') => {
+                let mut hex = String::new();
+                for d in chars.by_ref() {
+                    if d == '}' {
+                        break;
+                    }
+                    if d != '{' {
+                        hex.push(d);
+                    }
+                }
+                match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                    Some(c) if is_control(c) => push_visible(&mut out, c),
+                    _ => {
+                        out.push_str("\\u{");
+                        out.push_str(&hex);
+                        out.push('}');
+                    }
+                }
+            }
+            Some(e) => {
+                out.push('\\');
+                out.push(e);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
 /// `text` with every [`is_control`] character except newline and tab written visibly
 /// ([`push_visible`]); borrowed when there is none. The one function that makes untrusted text
 /// (trace ids, model and tool names, error messages) safe for a terminal: [`emit_err`] and
@@ -126,7 +180,9 @@ fn is_control_in_json(c: char) -> bool {
     is_control(c) && !matches!(c, '\n' | '\t' | '\r')
 }
 
-/// True when stdout is an interactive terminal (progress bars and colour only then).
+/// Columns every line a person reads fits in (not `COLUMNS`: a fixed width, docs/report.md).
+pub const WIDTH: usize = 100;
+
 /// `e` and its causes joined by `: ` (what `{e:#}` prints), except a cause whose text the
 /// message before it already ends with: an error that quotes its source (`{path}: {source}`)
 /// and keeps it as its source printed it twice (`…: No such file (os error 2): No such file
@@ -147,6 +203,7 @@ pub fn error_chain(e: &anyhow::Error) -> String {
     out
 }
 
+/// True when stdout is an interactive terminal (progress bars and colour only then).
 pub fn stdout_is_tty() -> bool {
     std::io::stdout().is_terminal()
 }
@@ -223,7 +280,8 @@ pub fn human_duration(d: std::time::Duration) -> String {
 
 /// Render rows as a left-aligned text table with a header line. Pure: returns the text. Cells
 /// are measured as they will be shown ([`visible`]: a control character in a trace id takes
-/// the columns of its escape).
+/// the columns of its escape) and in display columns ([`columns`]: a CJK character or an emoji
+/// takes two, so the columns after it stay aligned).
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let header: Vec<std::borrow::Cow<'_, str>> = header.iter().map(|h| visible(h)).collect();
     let header: Vec<&str> = header.iter().map(|h| h.as_ref()).collect();
@@ -231,11 +289,11 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         .iter()
         .map(|r| r.iter().map(|c| visible(c)).collect())
         .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| columns(h)).collect();
     for row in &rows {
         for (i, cell) in row.iter().enumerate() {
             if i < widths.len() {
-                widths[i] = widths[i].max(cell.chars().count());
+                widths[i] = widths[i].max(columns(cell));
             }
         }
     }
@@ -248,7 +306,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
             }
             first = false;
             out.push_str(c);
-            let pad = widths[i].saturating_sub(c.chars().count());
+            let pad = widths[i].saturating_sub(columns(c));
             if i + 1 < widths.len() {
                 out.extend(std::iter::repeat_n(' ', pad));
             }
@@ -279,10 +337,10 @@ pub fn table_fit(header: &[&str], rows: &[Vec<String>], width: usize) -> String 
         .map(|r| r.iter().map(|c| visible(c).into_owned()).collect())
         .collect();
     let rows = &rows;
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| columns(h)).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row).take(n - 1) {
-            *w = (*w).max(cell.chars().count());
+            *w = (*w).max(columns(cell));
         }
     }
     let indent: usize = widths[..n - 1].iter().map(|w| w + 2).sum();
@@ -344,6 +402,43 @@ pub fn wrap(text: &str, width: usize) -> String {
         out.push('\n');
     }
     out
+}
+
+/// `text` after `label` on lines of at most `width` columns, wrapped at word boundaries, the
+/// lines after the first indented by `indent` spaces; unlike [`wrap_after`], a word is never
+/// shortened: a path or an id too long for a line stands whole on a line of its own (the label
+/// on the line before it), for a reader to copy. Measured as shown ([`visible`]), in display
+/// columns. Each line ends in a newline.
+pub fn wrap_whole(label: &str, indent: usize, text: &str, width: usize) -> String {
+    let text = visible(text);
+    let pad = " ".repeat(indent);
+    let mut out = String::new();
+    let mut line = label.to_string();
+    // Only the label (or the indent) on the line so far.
+    let mut bare = true;
+    for word in text.split_whitespace() {
+        let needed = if bare { 0 } else { 1 } + columns(word);
+        if columns(&line) + needed > width && !(bare && line.trim().is_empty()) {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line.clone_from(&pad);
+            bare = true;
+        }
+        if !bare {
+            line.push(' ');
+        }
+        line.push_str(word);
+        bare = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    out
+}
+
+/// The display columns of `s`: two for a wide (East Asian, emoji) character, none for a
+/// combining mark, one for the rest (the terminal's count, not the characters').
+pub fn columns(s: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(s)
 }
 
 /// `text` after `label` on lines of at most `width` columns: wrapped at word boundaries, the
@@ -591,6 +686,39 @@ mod tests {
     }
 
     #[test]
+    fn whole_words_wrap_under_their_label_and_are_never_cut() {
+        let w = |label: &str, indent, text: &str| super::wrap_whole(label, indent, text, 30);
+        assert_eq!(w("  3× ", 5, "short"), "  3× short\n");
+        assert_eq!(
+            w(
+                "  3× ",
+                5,
+                "tool call id was already used (first: in/a.jsonl)"
+            ),
+            "  3× tool call id was already\n     used (first: in/a.jsonl)\n"
+        );
+        // A word too long for a line stands alone on its own, whole; so does one too long to
+        // follow the label.
+        let path = "datasets/codex/rollout-2026-02-23T12-41-04.jsonl:17";
+        assert_eq!(
+            w("  ", 4, &format!("first: {path} [id]")),
+            format!("  first:\n    {path}\n    [id]\n")
+        );
+        assert_eq!(
+            w("ignored ", 4, &format!("{path}: no trace")),
+            format!("ignored\n    {path}:\n    no trace\n")
+        );
+        // Measured as shown: control characters take the columns of their escapes, a wide
+        // character two.
+        assert_eq!(w("", 2, "a\x1bb"), "a\\x1bb\n");
+        assert_eq!(
+            w("", 2, "日本語日本語日本語 日本語日本語日本語"),
+            "日本語日本語日本語\n  日本語日本語日本語\n"
+        );
+        assert_eq!(w("note: ", 2, ""), "note:\n");
+    }
+
+    #[test]
     fn display_paths_are_normalized_and_relative() {
         use super::display_path_from as d;
         use std::path::Path;
@@ -720,6 +848,31 @@ mod tests {
     }
 
     #[test]
+    fn quoted_names_escape_as_debug_does_but_controls_as_every_output_does() {
+        use super::quoted;
+        assert_eq!(quoted("call_1"), "\"call_1\"");
+        assert_eq!(
+            quoted("\x1b[2Jid\u{202e}"),
+            "\"\\x1b[2Jid\\u{202e}\"",
+            "not \\u{{1b}}"
+        );
+        assert_eq!(quoted("a\nb\tc\r\0"), "\"a\\x0ab\\x09c\\x0d\\x00\"");
+        // Quotes and backslashes as `{:?}` escapes them; a non-printable character that is not
+        // a control, and plain text, as it does too.
+        assert_eq!(
+            quoted("say \"hi\" \\ it's"),
+            format!("{:?}", "say \"hi\" \\ it's")
+        );
+        assert_eq!(
+            quoted("a\u{200b}é 日本"),
+            format!("{:?}", "a\u{200b}é 日本")
+        );
+        // A backslash-u written in the name is not an escape.
+        assert_eq!(quoted("\\u{1b}"), "\"\\\\u{1b}\"");
+        assert!(!quoted("\x07\u{9b}\u{7f}").chars().any(super::is_control));
+    }
+
+    #[test]
     fn json_for_a_terminal_keeps_its_values() {
         let value = serde_json::json!({
             "id": "a\u{1b}[2J\u{7f}\u{9b}\u{202e}b\n",
@@ -743,6 +896,29 @@ mod tests {
     fn tables_measure_cells_as_shown() {
         let t = super::table(&["id", "n"], &[vec!["a\x1bb".into(), "1".into()]]);
         assert_eq!(t, "id      n\na\\x1bb  1\n");
+    }
+
+    /// A wide character (CJK, emoji) takes two columns: the columns after it stay aligned
+    /// (counted as characters, `日本語 😀` left the next column 4 to the left).
+    #[test]
+    fn tables_align_wide_characters_by_their_display_width() {
+        let rows = vec![
+            vec!["üñí©ødé 日本語 😀".to_string(), "mini-swe".to_string()],
+            vec!["plain-ok".to_string(), "mini-swe".to_string()],
+        ];
+        for t in [
+            super::table(&["trace", "format"], &rows),
+            super::table_fit(&["trace", "format"], &rows, 100),
+        ] {
+            let at: Vec<usize> = t
+                .lines()
+                .map(|l| {
+                    let i = l.find("mini-swe").or_else(|| l.find("format")).unwrap();
+                    super::columns(&l[..i])
+                })
+                .collect();
+            assert_eq!(at, [19, 19, 19], "{t}");
+        }
     }
 
     #[test]

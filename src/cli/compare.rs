@@ -338,7 +338,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .iter()
         .find(|n| n.starts_with("the runs are of different suites"))
     {
-        crate::output::errln!("warning: {suites}");
+        // Prose on stderr, within the width like the notes on stdout.
+        crate::output::err!(
+            "{}",
+            crate::output::wrap(&format!("warning: {suites}"), terminal::WIDTH)
+        );
     }
     notes.extend(coverage);
     // Needle units that did not apply to their trace have no recall, so they are in no pair of

@@ -130,7 +130,8 @@ impl OnlyIn {
         )
     }
 
-    /// The traces, then the evals, with no unit at all on the other side, a few named:
+    /// The traces, then the evals, with no unit at all on the other side, a few named (an id
+    /// longer than 48 characters shortened around a `…`, never two alike):
     /// `; 6 trace(s) only in the baseline run: a, b, c, d, e, …; 3 eval(s) only in the
     /// baseline run: drift, invariants, probes` (empty when there is none).
     pub fn named(&self, side: &str) -> String {
@@ -140,6 +141,10 @@ impl OnlyIn {
                 continue;
             }
             let shown: Vec<&str> = names.iter().map(String::as_str).take(5).collect();
+            // A long trace id shortened around a `…` as `traces stats` shows it, never two
+            // alike: a note is prose, read in 100 columns (a 400-character id was printed
+            // whole).
+            let shown = crate::output::short_ids(&shown, NAMED_WIDTH);
             out.push_str(&format!(
                 "; {} {what}(s) only in the {side} run: {}{}",
                 names.len(),
@@ -154,6 +159,10 @@ impl OnlyIn {
         out
     }
 }
+
+/// Characters a trace or eval id takes at most in [`OnlyIn::named`] (`traces stats`' widest id
+/// column).
+const NAMED_WIDTH: usize = 48;
 
 /// [`OnlyIn`] of `mine` against `theirs` (each in the other's variants).
 fn only_of(mine: &BTreeSet<UnitKey>, theirs: &BTreeSet<UnitKey>) -> OnlyIn {

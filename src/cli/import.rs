@@ -215,29 +215,32 @@ pub fn summary(imported: &Imported, dir: &Path) -> String {
         &["format", "traces", "messages", "tool calls", "warnings"],
         &rows,
     );
-    s.push_str(&format!(
-        "\nimported {} traces into {}",
+    let mut done = format!(
+        "imported {} traces into {}",
         imported.traces.len(),
         crate::output::display_path(dir)
-    ));
+    );
     if !imported.ignored.is_empty() {
-        s.push_str(&format!(
+        done.push_str(&format!(
             "; {} non-trace files ignored",
             imported.ignored.len()
         ));
     }
     if !imported.skipped.is_empty() {
-        s.push_str(&format!(
+        done.push_str(&format!(
             "; {} inputs skipped as invalid",
             imported.skipped.len()
         ));
     }
+    // Within `output::WIDTH` columns, a path never cut (one longer than a line stands alone).
+    let line = |text: &str| output::wrap_whole("", 4, text, output::WIDTH);
     s.push('\n');
+    s.push_str(&line(&done));
     for (p, why) in &imported.ignored {
-        s.push_str(&format!("ignored {}: {why}\n", p.display()));
+        s.push_str(&line(&format!("ignored {}: {why}", p.display())));
     }
     for e in &imported.skipped {
-        s.push_str(&format!("skipped {e}\n"));
+        s.push_str(&line(&format!("skipped {e}")));
     }
     s
 }

@@ -3,7 +3,9 @@
 //!
 //! `ctxbench replay --fixture DIR --json` runs a golden-fixture folder with the `deepagents`
 //! preset and the fixture's settings and prints `{"events": [...], "model_calls": [...]}` in the
-//! fixture's vocabulary, so a new fixture can be checked the same way.
+//! fixture's vocabulary, so a new fixture can be checked the same way. `--preset`, `--window`,
+//! `--counter`, `--set` and `--seed` change those settings; `--config`, `--agent-model`, a
+//! TRACE and `--compare-recorded` are refused beside `--fixture` (usage error).
 
 use super::{UsageError, EXIT_FAILURE, EXIT_OK};
 use crate::engine::{
@@ -30,7 +32,9 @@ pub struct Args {
     #[arg(required_unless_present = "fixture", conflicts_with = "fixture")]
     pub trace: Option<PathBuf>,
     /// Golden-fixture folder (trace.jsonl, config.json, system_prompt.txt, tools.json,
-    /// summary_text.txt) replayed with the deepagents preset and its settings
+    /// summary_text.txt) replayed with the deepagents preset and the fixture's window, output
+    /// reservation and counter; --preset, --window, --counter, --set and --seed change them
+    /// (its config.json is the configuration: not with --config or --agent-model)
     #[arg(long, value_name = "DIR")]
     pub fixture: Option<PathBuf>,
     /// Engine preset: deepagents (default), seed-layered, langchain, digitorn, digitorn-truncate,
@@ -38,7 +42,7 @@ pub struct Args {
     #[arg(long, short = 'p')]
     pub preset: Option<String>,
     /// Engine config file (TOML, or JSON by extension); --preset/--window/--set override it
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "fixture")]
     pub config: Option<PathBuf>,
     /// Context window in tokens (default: the trace's recorded window, else the agent model's
     /// context window in the price table, else the preset's)
@@ -50,7 +54,7 @@ pub struct Args {
     pub counter: Option<String>,
     /// Price the agent's views as this model (and take its context window when neither the
     /// trace nor --window gives one); default: the trace's recorded model
-    #[arg(long, value_name = "MODEL")]
+    #[arg(long, value_name = "MODEL", conflicts_with = "fixture")]
     pub agent_model: Option<String>,
     /// Seed of the offload store's random names (uuid4/hex file names, which enter the
     /// pointers the model sees); a run's unit uses `runner::plan::unit_seed(suite seed, unit id)`
@@ -114,7 +118,7 @@ fn load_traces(path: &Path) -> anyhow::Result<Vec<Trace>> {
 }
 
 fn load_config(args: &Args) -> anyhow::Result<EngineConfig> {
-    let mut cfg = match &args.config {
+    let cfg = match &args.config {
         None => EngineConfig::default(),
         Some(p) => {
             let text = std::fs::read_to_string(p)
@@ -127,6 +131,40 @@ fn load_config(args: &Args) -> anyhow::Result<EngineConfig> {
             }
         }
     };
+    with_flags(cfg, args)
+}
+
+/// A configuration error named by what gave its key: the `--set` argument that wrote it (or a
+/// key inside it, or the table it wrote into), else the flag (`--window 0`), else as the
+/// configuration named it (the `--config` file, or `engine config`, the defaults and presets).
+/// An error at `summarize.trigger` from `--set summarize.trigger.fractoin=0.5` said `engine
+/// config`, as if a file held the typo.
+fn named_by_flag(mut e: crate::confcore::ConfigError, args: &Args) -> crate::confcore::ConfigError {
+    let flag = match e.key.first().map(String::as_str) {
+        Some("window") => args.window.map(|w| format!("--window {w}")),
+        Some("preset") => args.preset.as_ref().map(|p| format!("--preset {p}")),
+        Some("counter") => args.counter.as_ref().map(|c| format!("--counter {c}")),
+        Some("agent_model") => args
+            .agent_model
+            .as_ref()
+            .map(|m| format!("--agent-model {m}")),
+        _ => None,
+    };
+    // The `--set` arguments are applied after the flags: a key one wrote is its fault.
+    let given = match engine::config::set_of(&args.sets, &e.key) {
+        Some(arg) => Some(format!("--set {arg}")),
+        None => flag,
+    };
+    if let Some(given) = given {
+        e.file = given;
+        e.line = 0;
+    }
+    e
+}
+
+/// `cfg` (a config file's, or a fixture's own) with what the flags change: --preset, --window,
+/// --counter and --agent-model, then the --set overrides.
+fn with_flags(mut cfg: EngineConfig, args: &Args) -> anyhow::Result<EngineConfig> {
     if args.preset.is_some() {
         cfg.preset = args.preset.clone();
     }
@@ -139,17 +177,44 @@ fn load_config(args: &Args) -> anyhow::Result<EngineConfig> {
     if args.agent_model.is_some() {
         cfg.agent_model = args.agent_model.clone();
     }
-    Ok(cfg.apply_sets(&args.sets)?)
+    Ok(cfg
+        .apply_sets(&args.sets)
+        .map_err(|e| named_by_flag(e, args))?)
 }
 
-fn render_human(r: &Replay) -> String {
+/// The trace id of each of `replays` as its timeline's first line shows it: whole when
+/// `trace ID  preset P  counter C` fits `output::WIDTH` columns, else shortened around a `…` to
+/// fit, never two alike (`output::short_ids`, as `traces stats` shows ids). Measured as shown
+/// (control characters as their escapes).
+fn shown_ids<'a>(replays: impl IntoIterator<Item = &'a Replay>) -> Vec<String> {
+    let replays: Vec<&Replay> = replays.into_iter().collect();
+    let room = replays
+        .iter()
+        .map(|r| {
+            let rest = format!("trace   preset {}  counter {}", r.preset, r.counter);
+            crate::output::WIDTH.saturating_sub(crate::output::columns(&rest))
+        })
+        .min()
+        .unwrap_or(crate::output::WIDTH)
+        .max(24);
+    let ids: Vec<String> = replays
+        .iter()
+        .map(|r| crate::output::visible(&r.trace_id).into_owned())
+        .collect();
+    crate::output::short_ids(&ids.iter().map(String::as_str).collect::<Vec<_>>(), room)
+}
+
+/// The timeline of `r` for a person, its trace named `id` ([`shown_ids`]); every line within
+/// `output::WIDTH` columns (prose wraps, a path longer than a line stands alone).
+fn render_human(r: &Replay, id: &str) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    // Within 100 columns (a long model name stays on the window's line).
+    // Within 100 columns (a long model name stays on the window's line; a long id is
+    // shortened).
     let _ = writeln!(
         out,
-        "trace {}  preset {}  counter {}",
-        r.trace_id, r.preset, r.counter
+        "trace {id}  preset {}  counter {}",
+        r.preset, r.counter
     );
     let _ = writeln!(out, "window {} (from {})", r.window, r.window_source);
     let _ = writeln!(
@@ -229,18 +294,33 @@ fn render_human(r: &Replay) -> String {
     for (kind, n) in r.event_counts() {
         let _ = writeln!(out, "  {kind}: {n}");
     }
+    // A sentence wrapped within the width, its lines after the first indented.
+    let say = |out: &mut String, text: String| {
+        out.push_str(&crate::output::wrap_whole(
+            "",
+            2,
+            &text,
+            crate::output::WIDTH,
+        ));
+    };
     let failures = r.summary_failures();
     if failures.count > 0 {
-        let _ = writeln!(
-            out,
-            "WARNING: {} summar{} failed ({}); their compactions did not happen, so these numbers are not those of a working summarizer",
-            failures.count,
-            if failures.count == 1 { "y" } else { "ies" },
-            failures.classes_text()
+        say(
+            &mut out,
+            format!(
+                "WARNING: {} summar{} failed ({}); their compactions did not happen, so these \
+                 numbers are not those of a working summarizer",
+                failures.count,
+                if failures.count == 1 { "y" } else { "ies" },
+                failures.classes_text()
+            ),
         );
     }
     if let Some(s) = &r.stopped {
-        let _ = writeln!(out, "stopped at {}: {}", call_at(s.trace_index), s.reason);
+        say(
+            &mut out,
+            format!("stopped at {}: {}", call_at(s.trace_index), s.reason),
+        );
     }
     if r.invariants.passed() {
         let _ = writeln!(
@@ -255,26 +335,33 @@ fn render_human(r: &Replay) -> String {
             r.invariants.violations.len()
         );
         for v in &r.invariants.violations {
-            let _ = writeln!(
-                out,
-                "  {} {:?}: {}",
-                call_at(v.call_index),
-                v.rule,
-                v.message
-            );
+            let text = format!("{} {:?}: {}", call_at(v.call_index), v.rule, v.message);
+            out.push_str(&crate::output::wrap_whole(
+                "  ",
+                4,
+                &text,
+                crate::output::WIDTH,
+            ));
         }
     }
     for d in &r.invariants.trace_defects {
-        let _ = writeln!(out, "  trace defect (not the engine's): {}", d.message);
+        out.push_str(&crate::output::wrap_whole(
+            "  ",
+            4,
+            &format!("trace defect (not the engine's): {}", d.message),
+            crate::output::WIDTH,
+        ));
     }
     if let Some(f) = &r.invariants.first_flag {
-        let _ = writeln!(
-            out,
-            "flagged: {} of {} calls sent more than without compression (first: {}: {})",
-            r.invariants.flagged_calls,
-            r.invariants.calls_checked,
-            call_at(f.call_index),
-            f.message
+        say(
+            &mut out,
+            format!(
+                "flagged: {} of {} calls sent more than without compression (first: {}: {})",
+                r.invariants.flagged_calls,
+                r.invariants.calls_checked,
+                call_at(f.call_index),
+                f.message
+            ),
         );
     }
     out
@@ -311,7 +398,9 @@ pub fn replay_file_recorded(
     // Said once per distinct wording: the traces of one file mostly read alike.
     let mut said = std::collections::HashSet::new();
     for t in traces {
-        let resolved = cfg.resolve_for(&t.meta, prices)?;
+        let resolved = cfg
+            .resolve_for(&t.meta, prices)
+            .map_err(|e| named_by_flag(e, args))?;
         if let Some(why) = &unknown {
             let warning = unknown_model_window(why, &t.meta, &resolved);
             if said.insert(warning.clone()) {
@@ -374,16 +463,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ))
             .into());
         }
+        // The fixture's settings, changed by the flags a fixture can honour (--config and
+        // --agent-model conflict with --fixture: its config.json is the configuration, and it
+        // always gives the window).
+        let fx = fixture::load(dir)?;
+        let cfg = with_flags(fx.config.clone(), &args)?
+            .resolve(None)
+            .map_err(|e| named_by_flag(e, &args))?;
         let store = match &args.store {
             Some(base) => StoreTarget::Dir(OffloadStore::dir_for(
                 base,
                 "replay",
                 "fixture",
-                "deepagents",
+                &cfg.preset,
             )),
             None => StoreTarget::Memory,
         };
-        let r = fixture::run(dir, &args.sets, store).map_err(engine_err)?;
+        let r = fixture::replay_loaded(fx, &cfg, store, args.seed).map_err(engine_err)?;
         if args.json {
             let mut text = serde_json::to_string(&fixture::FixtureOutput::of(&r))?;
             text.push('\n');
@@ -408,7 +504,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         super::emit_json(&format!("{text}\n"))?;
     } else {
-        let text: String = replays.iter().map(render_human).collect();
+        let text: String = replays
+            .iter()
+            .zip(shown_ids(&replays))
+            .map(|(r, id)| render_human(r, &id))
+            .collect();
         super::emit(&text)?;
     }
     let ok = replays.iter().all(|r| r.invariants.passed());
@@ -438,9 +538,9 @@ fn run_compare_recorded(args: &Args) -> anyhow::Result<ExitCode> {
         super::emit_json(&format!("{text}\n"))?;
     } else {
         let mut text = String::new();
-        for (r, rec) in &pairs {
-            text.push_str(&render_human(r));
-            text.push_str(&engine::recorded::compare(rec, r).render());
+        for ((r, rec), id) in pairs.iter().zip(shown_ids(pairs.iter().map(|(r, _)| r))) {
+            text.push_str(&render_human(r, &id));
+            text.push_str(&engine::recorded::compare(rec, r).render_as(&id));
         }
         super::emit(&text)?;
     }

@@ -485,25 +485,14 @@ pub fn plan_text(suite: &LoadedSuite, planned: &session::Planned) -> String {
         }
     }
     // What the importers changed in the traces, grouped by kind (`run --verbose` lists each),
-    // each line within the width (a kind's first place names a file and a JSON path).
-    for line in planned
-        .import_warnings
-        .text("`run --verbose` lists each one")
-        .trim_start_matches('\n')
-        .lines()
-    {
-        // Never shortened: a path longer than a line stays whole on a line of its own.
-        match line.strip_prefix("  ") {
-            Some(kind) => {
-                for (i, l) in crate::output::wrap(kind, WIDTH - 4).lines().enumerate() {
-                    out.push_str(if i == 0 { "  " } else { "    " });
-                    out.push_str(l);
-                    out.push('\n');
-                }
-            }
-            None => out.push_str(&crate::output::wrap(line, WIDTH)),
-        }
-    }
+    // each line within the width (a kind's first place names a file and a JSON path; a path
+    // longer than a line stays whole on a line of its own).
+    out.push_str(
+        planned
+            .import_warnings
+            .text("`run --verbose` lists each one")
+            .trim_start_matches('\n'),
+    );
     if !suite.overrides.is_empty() {
         out.push_str(&wrap_after(
             "overrides ",

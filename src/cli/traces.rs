@@ -175,7 +175,8 @@ pub fn render(r: &StatsReport) -> String {
                 f.messages.to_string(),
                 f.tool_calls.to_string(),
                 f.tokens.to_string(),
-                f.largest.first().map_or(0, |l| l.tokens).to_string(),
+                // Not from `largest`: that holds only the `--top` first (none with `--top 0`).
+                f.largest_message_tokens.to_string(),
                 f.import_warnings.to_string(),
             ]
         })

@@ -229,6 +229,21 @@ pub fn parse_set(arg: &str) -> Result<(Vec<String>, Value), ConfigError> {
     Ok((path, value))
 }
 
+/// The last of `sets` (`--set KEY=VALUE` arguments) whose key and `key` (an error's,
+/// `ConfigError::key`) name the same key or one inside the other, sharing at least its first
+/// segment: `summarize.trigger.fractoin=0.5` for an error at `summarize.trigger`. The argument
+/// such an error is the fault of, not the configuration it was laid over.
+pub fn set_of<'a>(sets: &'a [String], key: &[String]) -> Option<&'a str> {
+    if key.is_empty() {
+        return None;
+    }
+    sets.iter().rev().find_map(|arg| {
+        let (path, _) = parse_set(arg).ok()?;
+        let n = path.len().min(key.len());
+        (path[..n] == key[..n]).then_some(arg.as_str())
+    })
+}
+
 impl EngineConfig {
     /// Parse TOML; errors carry the file name and TOML's line/column message.
     pub fn from_toml_str(text: &str, file: &str) -> Result<Self, ConfigError> {
@@ -681,6 +696,29 @@ mod tests {
         .resolve(None)
         .unwrap();
         assert_eq!(r.input_budget(), 17_000);
+    }
+
+    #[test]
+    fn an_error_key_is_the_fault_of_the_set_that_wrote_it_or_a_key_around_it() {
+        let sets = [
+            "window=9000".to_string(),
+            "summarize.trigger.fractoin=0.5".to_string(),
+            "summarize.keep.fraction=0.2".to_string(),
+        ];
+        let key = |k: &str| k.split('.').map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(
+            set_of(&sets, &key("summarize.trigger")),
+            Some("summarize.trigger.fractoin=0.5")
+        );
+        assert_eq!(set_of(&sets, &key("window")), Some("window=9000"));
+        // The last that touches the table, for an error about the whole table.
+        assert_eq!(
+            set_of(&sets, &key("summarize")),
+            Some("summarize.keep.fraction=0.2")
+        );
+        assert_eq!(set_of(&sets, &key("summarize.prompt")), None);
+        assert_eq!(set_of(&sets, &key("counter")), None);
+        assert_eq!(set_of(&sets, &[]), None);
     }
 
     #[test]

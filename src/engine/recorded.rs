@@ -135,12 +135,21 @@ pub fn compare(rec: &RecordedCalls, replay: &Replay) -> RecordedComparison {
 impl RecordedComparison {
     /// The human table of `ctxbench replay --compare-recorded`.
     pub fn render(&self) -> String {
+        self.render_as(&self.trace_id)
+    }
+
+    /// [`Self::render`] naming the trace `id` (its id as the timeline above shows it: a long
+    /// one shortened); the first line wraps within `output::WIDTH` columns.
+    pub fn render_as(&self, id: &str) -> String {
         use std::fmt::Write as _;
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "compactions of trace {}: recorded (the real system) vs preset {}",
-            self.trace_id, self.preset
+        let mut out = crate::output::wrap_whole(
+            "",
+            2,
+            &format!(
+                "compactions of trace {id}: recorded (the real system) vs preset {}",
+                self.preset
+            ),
+            crate::output::WIDTH,
         );
         let opt = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |t| t.to_string());
         let mut rows: Vec<(usize, Vec<String>)> = Vec::new();

@@ -9,6 +9,7 @@
 //! report.md, report.html and the terminal ([`ImportWarnings::note`]), and `run --dry-run`
 //! prints it with the plan.
 
+use crate::output;
 use serde::{Deserialize, Serialize};
 
 /// Kinds an [`ImportWarnings`] keeps, most frequent first: run.json stays bounded (a kind is one
@@ -96,7 +97,9 @@ impl ImportWarnings {
         self.total == 0
     }
 
-    /// One line per kind: `  73× KIND (in 49 traces; first: PLACE)`.
+    /// One entry per kind, `  73× KIND (in 49 traces; first: PLACE)`, wrapped within
+    /// `output::WIDTH` under the kind's text (a place's path is never cut: one too long for a
+    /// line stands alone on its own).
     fn kind_lines(&self) -> String {
         let Some(top) = self.kinds.first() else {
             return String::new();
@@ -104,12 +107,12 @@ impl ImportWarnings {
         let width = top.count.max(self.unlisted).to_string().len();
         let mut out = String::new();
         for k in &self.kinds {
-            out.push_str(&format!(
-                "  {:>width$}× {} ({})
-",
-                k.count,
-                k.kind,
-                k.where_()
+            let label = format!("  {:>width$}× ", k.count);
+            out.push_str(&output::wrap_whole(
+                &label,
+                label.chars().count(),
+                &format!("{} ({})", k.kind, k.where_()),
+                output::WIDTH,
             ));
         }
         if self.unlisted > 0 {
@@ -119,16 +122,24 @@ impl ImportWarnings {
     }
 
     /// The summary as `import` prints it, after a blank line: how many warnings in how many
-    /// traces (`hint` says where each is listed), then one line per kind. Empty when there is
-    /// none.
+    /// traces (`hint` says where each is listed), then one entry per kind; every line within
+    /// `output::WIDTH` columns but a path longer than a line, alone on its own. Empty when
+    /// there is none.
     pub fn text(&self, hint: &str) -> String {
         if self.is_empty() {
             return String::new();
         }
         format!(
-            "\n{} import warning(s) in {} trace(s) ({hint})\n{}",
-            self.total,
-            self.traces,
+            "\n{}{}",
+            output::wrap_whole(
+                "",
+                2,
+                &format!(
+                    "{} import warning(s) in {} trace(s) ({hint})",
+                    self.total, self.traces
+                ),
+                output::WIDTH
+            ),
             self.kind_lines()
         )
     }
@@ -179,8 +190,8 @@ impl WarningKind {
 /// A trace's id, the file it was imported from and its warnings (`trace::Trace::warned`).
 pub type Warned<'a> = (&'a str, Option<&'a str>, &'a [String]);
 
-/// Every warning of `traces` on its own line, after how many there are (`--verbose`). Empty
-/// when there is none.
+/// Every warning of `traces` on its own line (wrapped within `output::WIDTH`, under itself),
+/// after how many there are (`--verbose`). Empty when there is none.
 pub fn listed<'a>(traces: impl IntoIterator<Item = Warned<'a>>) -> String {
     let traces: Vec<Warned<'a>> = traces.into_iter().filter(|t| !t.2.is_empty()).collect();
     let total: usize = traces.iter().map(|t| t.2.len()).sum();
@@ -191,7 +202,12 @@ pub fn listed<'a>(traces: impl IntoIterator<Item = Warned<'a>>) -> String {
     for (id, file, warnings) in traces {
         let file = file.unwrap_or("?");
         for w in warnings {
-            out.push_str(&format!("  {file} [{id}]: {w}\n"));
+            out.push_str(&output::wrap_whole(
+                "  ",
+                4,
+                &format!("{file} [{id}]: {w}"),
+                output::WIDTH,
+            ));
         }
     }
     out
@@ -334,10 +350,12 @@ mod tests {
             }
         );
         assert_eq!(w.kinds[1].first, "in/a.jsonl:9 [a] $.p");
+        // Within 100 columns, wrapped under the kind's text.
         assert_eq!(
             w.text("hint"),
             "\n4 import warning(s) in 2 trace(s) (hint)\n\
-             \x20 3× tool call id \"…\" was already used in this trace; renamed to \"…\" (in 2 traces; first: in/a.jsonl $[1])\n\
+             \x20 3× tool call id \"…\" was already used in this trace; renamed to \"…\" (in 2 traces; first: in/a.jsonl\n\
+             \x20    $[1])\n\
              \x20 1× odd (first: in/a.jsonl:9 [a] $.p)\n"
         );
         assert!(w
@@ -365,6 +383,45 @@ mod tests {
         assert!(
             note.ends_with(&format!("{} of other kinds", MAX_KINDS + 2)),
             "{note}"
+        );
+    }
+
+    /// The summary and the `--verbose` list keep to 100 columns: a kind's text wraps under
+    /// itself, a warning under its file, and a path longer than a line is never cut (it
+    /// stands alone on its line, for a reader to copy).
+    #[test]
+    fn the_summary_and_the_list_fit_100_columns_and_keep_paths_whole() {
+        let long = format!("datasets/codex/{}.jsonl", "rollout-2026-02-23".repeat(7));
+        let warnings = vec![
+            "line 17: $.payload.arguments: arguments are not valid JSON (expected value at line 1 \
+             column 2); kept as a string"
+                .to_string(),
+            "message 3: a message the user typed while the agent worked (`queue-operation` \
+             enqueue, then remove) is placed after the tool results that followed it"
+                .to_string(),
+        ];
+        let traced = [("rollout-1", Some(long.as_str()), warnings.as_slice())];
+        let summary = ImportWarnings::of(traced).text("`ctxbench import FILE -o DIR --verbose`");
+        let listed = listed(traced);
+        for text in [&summary, &listed] {
+            for line in text.lines() {
+                assert!(
+                    line.chars().count() <= 100 || line.trim().starts_with(&long),
+                    "{line}\n{text}"
+                );
+            }
+            assert!(text.lines().any(|l| l.trim().starts_with(&long)), "{text}");
+        }
+        assert!(
+            summary.contains(
+                "\n  1× arguments are not valid JSON (expected value at line N column N); kept as a \
+                 string (first:\n"
+            ),
+            "{summary}"
+        );
+        assert!(
+            listed.contains("\n    [rollout-1]: line 17: $.payload.arguments: arguments are not"),
+            "{listed}"
         );
     }
 }

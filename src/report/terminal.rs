@@ -39,8 +39,8 @@ impl TableWriter for Terminal {
     }
 }
 
-/// Width the terminal summary fits in.
-pub const WIDTH: usize = 100;
+/// Width the terminal summary fits in (every terminal output's, `output::WIDTH`).
+pub const WIDTH: usize = crate::output::WIDTH;
 
 /// The terminal summary of a run: verdict lines (wrapped at `width`), the legend, then the
 /// per-variant means of the headline metrics (no CIs: they are in the verdict and report.md).

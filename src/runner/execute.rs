@@ -361,13 +361,22 @@ pub struct DispatchOptions {
 }
 
 /// A failed unit as `run --verbose` prints it: `unit ID failed (kind): message`, then one
-/// `  caused by: …` line per cause.
+/// `  caused by: …` entry per cause; each line of them wrapped within `output::WIDTH` columns
+/// under itself (a path longer than a line stands whole on its own). No final newline.
 fn failure_text(unit: &str, e: &UnitError, causes: &[String]) -> String {
-    let mut s = format!("unit {unit} failed ({}): {}", e.kind, e.message);
-    for c in causes {
-        s.push_str("\n  caused by: ");
-        s.push_str(c);
+    use crate::output::{wrap_whole, WIDTH};
+    let mut s = String::new();
+    let head = format!("unit {unit} failed ({}): {}", e.kind, e.message);
+    for (i, line) in head.lines().enumerate() {
+        s.push_str(&wrap_whole(if i == 0 { "" } else { "  " }, 2, line, WIDTH));
     }
+    for c in causes {
+        for (i, line) in c.lines().enumerate() {
+            let label = if i == 0 { "  caused by: " } else { "    " };
+            s.push_str(&wrap_whole(label, 4, line, WIDTH));
+        }
+    }
+    s.truncate(s.trim_end().len());
     s
 }
 
@@ -1012,6 +1021,42 @@ mod tests {
             "unit u1 failed (io): io: offload: cannot write the store\n  caused by: disk full\n  caused by: quota"
         );
         assert_eq!(failure_text("u1", &e, &[]).lines().count(), 1);
+    }
+
+    /// An external engine's failure is longer than a line (its command, what it did, the call
+    /// it failed at): wrapped within 100 columns, not printed 165–252 columns wide.
+    #[test]
+    fn a_verbose_failure_wraps_within_100_columns() {
+        let e = UnitError {
+            kind: "engine".into(),
+            message: "engine: external engine `python3 ./engines/broken.py garbage`: wrote a \
+                      line that is not a `view` or `summarize` object (expected value at line 1 \
+                      column 1) while ctxbench waited for the view of call 1 (message 3)\n\
+                      its stderr: Traceback (most recent call last)"
+                .into(),
+        };
+        let cause = format!(
+            "cannot read /tmp/{}/engine.log: no such file or directory (os error 2)",
+            "d".repeat(120)
+        );
+        let text = failure_text("4f5a912f70b7afc4", &e, &[cause]);
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= 100 || !line.trim().contains(' '),
+                "{line}\n{text}"
+            );
+        }
+        assert_eq!(
+            text.lines().next(),
+            Some(
+                "unit 4f5a912f70b7afc4 failed (engine): engine: external engine `python3 \
+                 ./engines/broken.py"
+            )
+        );
+        // A line of the message stays a line; a path longer than a line is whole.
+        assert!(text.contains("\n  its stderr: Traceback"), "{text}");
+        assert!(text.contains(&format!("\n    /tmp/{}/engine.log:", "d".repeat(120))));
+        assert!(!text.ends_with('\n'));
     }
 
     /// Scores whether the unit ran on one rayon thread throughout (a timer of the runtime and

@@ -203,13 +203,15 @@ pub struct Figures {
     /// `None` when no assistant message records `usage.input > 0`.
     pub calibration: Option<Calibration>,
     pub import_warnings: u64,
+    /// Tokens of the largest message (0 without messages), whatever `top` lists.
+    pub largest_message_tokens: u64,
     /// The `top` largest messages by tokens (ties: earlier trace, then earlier message first).
     pub largest: Vec<LargestMessage>,
 }
 
 impl Figures {
     /// Add another trace's counts (calibration and largest messages are pooled by the caller:
-    /// they are not sums).
+    /// they are not sums; the largest message's tokens are the larger of the two).
     fn add_counts(&mut self, o: &Figures) {
         self.messages += o.messages;
         self.tokens += o.tokens;
@@ -232,6 +234,7 @@ impl Figures {
         self.model_calls += o.model_calls;
         self.recorded_usage.add(&o.recorded_usage);
         self.import_warnings += o.import_warnings;
+        self.largest_message_tokens = self.largest_message_tokens.max(o.largest_message_tokens);
     }
 }
 
@@ -452,6 +455,7 @@ fn trace_stats(
         sizes.push((tokens, chars, index));
     }
     s.calibration = acc.finish();
+    s.largest_message_tokens = sizes.iter().map(|s| s.0).max().unwrap_or(0);
     sizes.sort_by_key(|s| std::cmp::Reverse(s.0)); // stable: ties keep message order
     s.largest = sizes
         .into_iter()

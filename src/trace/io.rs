@@ -192,8 +192,8 @@ impl<R: BufRead> TraceReader<R> {
                 return Err(self.err(
                     format!("line {line}: $.index"),
                     format!(
-                        "marker index {idx} is past the end of trace {:?} ({} messages); expected at most {}",
-                        t.meta.id,
+                        "marker index {idx} is past the end of trace {} ({} messages); expected at most {}",
+                        crate::output::quoted(&t.meta.id),
                         t.messages.len(),
                         t.messages.len()
                     ),
@@ -476,7 +476,10 @@ pub(crate) fn parse_line(bytes: &[u8], line: usize) -> Result<Line, Located> {
         other => Err(missing(
             line,
             "type",
-            &format!("expected \"header\", \"message\" or \"marker\", found {other:?}"),
+            &format!(
+                "expected \"header\", \"message\" or \"marker\", found {other}",
+                other = crate::output::quoted(other)
+            ),
         )),
     }
 }

@@ -280,6 +280,30 @@ fn every_command_in_the_readme_exists() {
     );
 }
 
+/// The README's command list names every kind `ctxbench schema KIND` prints (it left out
+/// `engine-protocol`, the external-engine protocol).
+#[test]
+fn the_readme_names_every_schema_kind() {
+    use clap::ValueEnum as _;
+    let readme = read("README.md");
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("ctxbench schema KIND"))
+        .expect("the README's command list shows `ctxbench schema KIND`");
+    let listed: Vec<&str> = line
+        .split_once("JSON Schema:")
+        .expect("`# JSON Schema: KIND, …`")
+        .1
+        .split(',')
+        .map(str::trim)
+        .collect();
+    let kinds: Vec<String> = ctxbench::cli::schema::SchemaKind::value_variants()
+        .iter()
+        .filter_map(|k| Some(k.to_possible_value()?.get_name().to_string()))
+        .collect();
+    assert_eq!(listed, kinds, "{line}");
+}
+
 /// The README's first real use shows `evals/real-provider.toml`'s estimate: the suite loads
 /// (no key, no network: `--dry-run`) and its printed estimate is, line for line, the one the
 /// README shows, so neither can drift from the other.

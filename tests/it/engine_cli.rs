@@ -275,10 +275,18 @@ fn replay_says_what_the_import_changed_on_stderr() {
         }
         let out = c.assert().success().get_output().clone();
         let stderr = String::from_utf8(out.stderr).unwrap();
+        // Within 100 columns (the place's path, longer than a line, alone on its own).
+        for line in stderr.lines() {
+            assert!(
+                line.chars().count() <= 100 || !line.trim().contains(' '),
+                "{line}\n{stderr}"
+            );
+        }
+        let stderr = stderr.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
             stderr.starts_with("1 import warning(s) in 1 trace(s)")
                 && stderr.contains(
-                    "  1× tool call \"…\" (finish) has no result (the source ends mid-call) \
+                    " 1× tool call \"…\" (finish) has no result (the source ends mid-call) \
                      (first: "
                 )
                 && stderr.contains("basic.json [basic] message 3)"),
@@ -288,5 +296,164 @@ fn replay_says_what_the_import_changed_on_stderr() {
             let v: Value = serde_json::from_slice(&out.stdout).unwrap();
             assert_eq!(v["trace_id"], "basic");
         }
+    }
+}
+
+/// `--fixture` replays with the fixture's own settings; the flags it can honour change them
+/// (`--preset`, `--window`, `--counter`, `--seed`, as `--set` already could), and those it
+/// cannot are refused as usage errors, not ignored: its config.json is the configuration
+/// (`--config`) and always gives the window (`--agent-model` would change nothing).
+#[test]
+fn fixture_honours_the_settings_flags_and_refuses_the_others() {
+    let d = fixture_dir("synthetic-s7");
+    let stdout = |extra: &[&str]| {
+        let out = ctxbench()
+            .args(["replay", "--fixture"])
+            .arg(&d)
+            .args(extra)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let own = stdout(&[]);
+    assert!(
+        own.starts_with("trace synthetic-s7  preset deepagents  counter approx\nwindow 200000"),
+        "{own}"
+    );
+    let changed = stdout(&[
+        "--preset",
+        "digitorn",
+        "--window",
+        "5000",
+        "--counter",
+        "o200k",
+    ]);
+    assert!(
+        changed.starts_with("trace synthetic-s7  preset digitorn  counter o200k\nwindow 5000 "),
+        "{changed}"
+    );
+    // The offload store's names (the history file's) come from the seed; 0 by default.
+    assert_eq!(stdout(&["--seed", "0"]), own);
+    assert_ne!(stdout(&["--seed", "3"]), own);
+    for flag in [["--config", "engine.toml"], ["--agent-model", "gpt-4o"]] {
+        ctxbench()
+            .args(["replay", "--fixture"])
+            .arg(&d)
+            .args(flag)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("--fixture").and(predicate::str::contains(flag[0])));
+    }
+}
+
+/// A trace id longer than a line is shortened around a `…` in the timeline's first line, which
+/// keeps to 100 columns with its preset and counter (a 400-character id made it 441 columns).
+#[test]
+fn a_long_trace_id_is_shortened_in_the_timeline_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = format!("trace-{}-end", "L".repeat(400));
+    let trace = dir.path().join("long.jsonl");
+    std::fs::write(
+        &trace,
+        format!(
+            "{{\"type\":\"header\",\"schema_version\":1,\"meta\":{{\"id\":\"{id}\",\
+             \"source_format\":\"canonical\"}}}}\n\
+             {{\"type\":\"message\",\"role\":\"user\",\"content\":\"hi\"}}\n\
+             {{\"type\":\"message\",\"role\":\"assistant\",\"content\":\"hello\"}}\n"
+        ),
+    )
+    .unwrap();
+    for extra in [None, Some("--compare-recorded")] {
+        let mut c = ctxbench();
+        c.arg("replay").arg(&trace);
+        c.args(extra);
+        let out = c.assert().success().get_output().stdout.clone();
+        let text = String::from_utf8(out).unwrap();
+        for line in text.lines() {
+            assert!(line.chars().count() <= 100, "{line}\n{text}");
+        }
+        let head = text.lines().next().unwrap();
+        assert!(
+            head.starts_with("trace trace-LLL")
+                && head.contains('…')
+                && head.ends_with("LLL-end  preset deepagents  counter approx"),
+            "{head}"
+        );
+    }
+}
+
+/// A configuration error names the flag its key came from: the `--set` argument (it said
+/// `engine config`, as if a file held the typo), `--window`, `--preset`; a key a `--config`
+/// file wrote is still that file's.
+#[test]
+fn a_config_error_names_the_flag_that_gave_its_key() {
+    let trace = fixture_dir("synthetic-s7").join("trace.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("engine.toml");
+    std::fs::write(&cfg, "[summarize]\ntrigger = { fractoin = 0.5 }\n").unwrap();
+    let cfg = cfg.display().to_string();
+    let fixture = fixture_dir("synthetic-s7").display().to_string();
+    for (args, starts) in [
+        (
+            vec![
+                trace.to_str().unwrap(),
+                "--set",
+                "summarize.trigger.fractoin=0.5",
+            ],
+            "error: --set summarize.trigger.fractoin=0.5: `summarize.trigger`: unknown field \
+             `fractoin`"
+                .to_string(),
+        ),
+        (
+            vec![
+                "--fixture",
+                &fixture,
+                "--set",
+                "summarize.trigger.fractoin=0.5",
+            ],
+            "error: --set summarize.trigger.fractoin=0.5: `summarize.trigger`".to_string(),
+        ),
+        (
+            vec![trace.to_str().unwrap(), "--window", "0"],
+            "error: --window 0: `window`: must be > 0".to_string(),
+        ),
+        (
+            vec![
+                trace.to_str().unwrap(),
+                "--window",
+                "10",
+                "--set",
+                "window=0",
+            ],
+            "error: --set window=0: `window`: must be > 0".to_string(),
+        ),
+        (
+            vec![trace.to_str().unwrap(), "--preset", "nope"],
+            "error: --preset nope: `preset`: unknown preset \"nope\"".to_string(),
+        ),
+        (
+            vec![
+                trace.to_str().unwrap(),
+                "--config",
+                &cfg,
+                "--set",
+                "window=9000",
+            ],
+            format!("error: {cfg}: `summarize.trigger`: unknown field `fractoin`"),
+        ),
+    ] {
+        let out = ctxbench()
+            .arg("replay")
+            .args(&args)
+            .assert()
+            .code(2)
+            .get_output()
+            .stderr
+            .clone();
+        let stderr = String::from_utf8(out).unwrap();
+        assert!(stderr.starts_with(&starts), "{args:?}: {stderr}");
     }
 }

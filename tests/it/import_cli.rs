@@ -195,9 +195,16 @@ fn warnings_are_printed_grouped_and_counted_and_all_with_verbose() {
         grouped.contains(&format!("{} import warning(s) in ", all.len())),
         "{grouped}"
     );
+    fits_100_columns(&grouped);
+    // An entry per kind (`  87× KIND (…)`), wrapped under its text.
+    let kinds = entries(&grouped, |l| {
+        l.trim_start()
+            .split_once("× ")
+            .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+    });
     // One line for every reused id, whatever the id and the place, with the first place.
-    let line = grouped
-        .lines()
+    let line = kinds
+        .iter()
         .find(|l| l.contains("× tool call id \"…\" was already used in this trace"))
         .unwrap_or_else(|| panic!("{grouped}"));
     assert!(
@@ -208,16 +215,54 @@ fn warnings_are_printed_grouped_and_counted_and_all_with_verbose() {
     assert!(line.contains(".tool_calls[0])"), "{line}");
     assert!(grouped.contains("× tool call \"…\" (finish) has no result"));
     assert!(grouped.lines().count() < all.len(), "grouped, not listed");
-    // --verbose: every warning, verbatim.
+    // --verbose: every warning, verbatim (an entry `  FILE [ID]: WARNING` wrapped under it).
     let listed = run(true);
-    let lines: Vec<&str> = listed
-        .lines()
+    fits_100_columns(&listed);
+    let listed = entries(&listed, |l| l.starts_with("  ") && !l.starts_with("   "));
+    let lines: Vec<&String> = listed
+        .iter()
         .filter(|l| l.contains("was already used in this trace"))
         .collect();
-    assert_eq!(lines.len(), reused, "{listed}");
+    assert_eq!(lines.len(), reused, "{listed:#?}");
     for w in &all {
-        assert!(listed.contains(w.as_str()), "missing {w}");
+        let w = w.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            listed.iter().any(|l| l.ends_with(&format!("]: {w}"))),
+            "missing {w}"
+        );
     }
+}
+
+/// Every line of `text` within 100 columns, or one unbroken token (a path longer than a line
+/// stands whole on its own line; where the repository is cloned decides its length).
+fn fits_100_columns(text: &str) {
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 100 || !line.trim().contains(' '),
+            "{} columns: {line}\n{text}",
+            line.chars().count()
+        );
+    }
+}
+
+/// The entries of `text` whose first line `starts` says, each with its continuation lines
+/// joined by a space (as it reads unwrapped).
+fn entries(text: &str, starts: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut open = false;
+    for l in text.lines() {
+        if starts(l) {
+            out.push(l.trim_start().to_string());
+            open = true;
+        } else if open && l.starts_with("    ") {
+            let last = out.last_mut().unwrap();
+            last.push(' ');
+            last.push_str(l.trim());
+        } else {
+            open = false;
+        }
+    }
+    out
 }
 
 /// Two real sessions of the same file name in different folders import into a folder a suite
@@ -335,13 +380,15 @@ fn grouped_warnings_of_a_jsonl_file_name_the_first_line() {
         .stdout
         .clone();
     let text = String::from_utf8(o).unwrap();
-    let line = text
-        .lines()
+    fits_100_columns(&text);
+    // The kind's entry, its lines after the first (within 100 columns) joined again.
+    let kinds = entries(&text, |l| l.trim_start().starts_with("118× "));
+    let line = kinds
+        .iter()
         .find(|l| l.contains("arguments are not valid JSON"))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(
-        line.trim_start()
-            .starts_with("118× arguments are not valid JSON"),
+        line.starts_with("118× arguments are not valid JSON"),
         "{line}"
     );
     assert!(
@@ -351,5 +398,57 @@ fn grouped_warnings_of_a_jsonl_file_name_the_first_line() {
             file.display()
         )),
         "{line}"
+    );
+}
+
+/// An import warning quoting a hostile id shows its control characters as every output does,
+/// `\x1b` (docs/reliability.md), in the summary and with --verbose: they read `\u{1b}` (the
+/// `{:?}` form) in the warning, and so in the trace file's header too.
+#[test]
+fn warnings_show_control_characters_as_every_output_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("evil.json");
+    std::fs::write(
+        &input,
+        r#"{"messages": [{"role": "user", "content": "hi"},
+{"role": "assistant", "content": null, "tool_calls": [{"id": "\u001b[2Jid\u202e", "type": "function", "function": {"name": "t", "arguments": "{}"}}]},
+{"role": "tool", "tool_call_id": "\u001b[2Jid\u202e", "content": "r"},
+{"role": "assistant", "content": null, "tool_calls": [{"id": "\u001b[2Jid\u202e", "type": "function", "function": {"name": "t", "arguments": "{}"}}]},
+{"role": "tool", "tool_call_id": "\u001b[2Jid\u202e", "content": "r2"},
+{"role": "assistant", "content": "done"}]}"#,
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let o = cmd()
+        .args(["import", "--verbose", "-o"])
+        .arg(&out)
+        .arg(&input)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    // Wrapped within 100 columns: read as one line.
+    let listed = String::from_utf8(o)
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        listed.contains(
+            "tool call id \"\\x1b[2Jid\\u{202e}\" was already used in this trace; renamed to \
+             \"\\x1b[2Jid\\u{202e}__2\""
+        ),
+        "{listed}"
+    );
+    assert!(!listed.contains("\\u{1b}"), "{listed}");
+    let t = io::read_traces(&out.join("evil.jsonl")).unwrap();
+    assert!(
+        t[0].meta
+            .warnings
+            .iter()
+            .any(|w| w.contains("\"\\x1b[2Jid\\u{202e}\"")),
+        "{:?}",
+        t[0].meta.warnings
     );
 }

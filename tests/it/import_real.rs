@@ -453,6 +453,54 @@ fn cli_forced_format_that_fails_says_what_the_file_looks_like() {
     }
 }
 
+/// A wrong `--from` on a canonical file (what `import` writes) names what detection reads it
+/// as, canonical: the hint ran the importers' rules alone and said `openai-responses`, which
+/// dropping --from would not have chosen.
+#[test]
+fn cli_forced_format_on_a_canonical_file_says_it_is_canonical() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, second) = (tmp.path().join("a"), tmp.path().join("b"));
+    let run = |args: &[&str], out: &Path, input: &Path| {
+        assert_cmd::Command::cargo_bin("ctxbench")
+            .unwrap()
+            .arg("import")
+            .args(args)
+            .arg("-o")
+            .arg(out)
+            .arg(input)
+            .assert()
+    };
+    run(
+        &[],
+        &first,
+        &ds("mini-swe-agent/psf__requests-1142.traj.json"),
+    )
+    .success();
+    let canonical = first.join("psf__requests-1142.jsonl");
+    for from in ["openai", "anthropic", "swe-agent"] {
+        run(&["--from", from], &second, &canonical)
+            .code(2)
+            .stderr(predicates::str::contains(format!(
+                "(--from {from}: the input looks like canonical; drop --from to detect it)"
+            )));
+    }
+    // Without --from it is read as canonical, as the hint says.
+    run(&[], &second, &canonical).success();
+    // The same from bytes in memory (`import_bytes`).
+    let bytes = std::fs::read(&canonical).unwrap();
+    let Err(e) =
+        ctxbench::trace::import::import_bytes(&bytes, "t", Some(SourceFormat::Openai), None)
+    else {
+        panic!("--from openai fails on a canonical file");
+    };
+    assert!(
+        e.message
+            .contains("(--from openai: the input looks like canonical; drop --from"),
+        "{}",
+        e.message
+    );
+}
+
 #[test]
 fn cli_forced_format_that_finds_nothing_exits_2_and_says_what_the_file_is() {
     let out = tempfile::tempdir().unwrap();

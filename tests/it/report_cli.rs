@@ -612,11 +612,16 @@ fn compare_names_what_it_could_not_pair() {
         .arg(&b)
         .assert()
         .success()
-        .stderr(predicate::str::contains(
-            "warning: the runs are of different suites (baseline run-a: `nightly`, candidate run-b: `quickstart`)",
-        ))
         .get_output()
         .clone();
+    // Wrapped within 100 columns.
+    let stderr = words(&out.stderr);
+    assert!(
+        stderr.contains(
+            "warning: the runs are of different suites (baseline run-a: `nightly`, candidate run-b: `quickstart`)",
+        ),
+        "{stderr}"
+    );
     let stdout = words(&out.stdout);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(b.join("compare.json")).unwrap()).unwrap();
@@ -640,6 +645,69 @@ fn compare_names_what_it_could_not_pair() {
         assert!(stdout.contains(want), "terminal, {want}: {stdout}");
         assert!(md.contains(want.split(':').next().unwrap()), "compare.md, {want}: {md}");
     }
+}
+
+/// `compare`'s warning and notes keep to 100 columns: the different-suites warning on stderr
+/// wraps (it was 150 columns), and a trace id the notes name is shortened around a `…` as
+/// `traces stats` shortens ids (a 400-character id was printed whole).
+#[test]
+fn compare_warnings_and_notes_fit_100_columns_and_shorten_long_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let long = format!("trace-{}-end", "L".repeat(400));
+    let samples: Vec<_> = support::report::samples()
+        .into_iter()
+        .map(|mut s| {
+            if s.trace_id == "trace-b" {
+                s.trace_id = long.clone();
+            }
+            s
+        })
+        .collect();
+    let mut info_a = support::report::info("run-a");
+    info_a.suite["suite"] = serde_json::json!({ "name": "a-nightly-suite-of-a-long-name" });
+    support::report::write_run(&a, &info_a, &samples);
+    let b_samples: Vec<_> = samples
+        .iter()
+        .filter(|s| s.trace_id != long)
+        .cloned()
+        .collect();
+    let mut info_b = support::report::info("run-b");
+    info_b.suite["suite"] = serde_json::json!({ "name": "the-quickstart-suite" });
+    support::report::write_run(&b, &info_b, &b_samples);
+    let out = ctxbench()
+        .env("COLUMNS", "100")
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let (stdout, stderr) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    );
+    for line in stdout.lines().chain(stderr.lines()) {
+        assert!(
+            line.chars().count() <= 100 || !line.trim().contains(' '),
+            "{line}\n{stdout}\n{stderr}"
+        );
+    }
+    assert!(
+        words(stderr.as_bytes()).contains(
+            "warning: the runs are of different suites (baseline run-a: \
+             `a-nightly-suite-of-a-long-name`, candidate run-b: `the-quickstart-suite`): units \
+             are paired by trace, eval and sample names alone"
+        ),
+        "{stderr}"
+    );
+    assert!(!stdout.contains(&long), "{stdout}");
+    assert!(
+        words(stdout.as_bytes()).contains("1 trace(s) only in the baseline run: trace-LLLL")
+            && stdout.contains("…"),
+        "{stdout}"
+    );
 }
 
 /// `compare` compares each role's tokens and cost (what `gate` rules can name), after the

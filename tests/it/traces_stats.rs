@@ -262,6 +262,7 @@ fn json_shape() {
         "recorded_usage",
         "calibration",
         "import_warnings",
+        "largest_message_tokens",
         "largest",
     ] {
         assert!(t.get(key).is_some(), "traces[0] lacks {key}: {t}");
@@ -286,6 +287,7 @@ fn json_shape() {
         "recorded_usage",
         "calibration",
         "import_warnings",
+        "largest_message_tokens",
         "largest",
     ];
     let keys =
@@ -395,6 +397,83 @@ fn cli_json_on_canonical_traces_matches_the_library() {
     assert_eq!(got_total, want_total);
     assert_eq!(v["traces"][0]["by_role"], want["traces"][0]["by_role"]);
     assert_eq!(v["traces"][1]["tokens"], want["traces"][1]["tokens"]);
+}
+
+/// The per-trace `largest` column is the trace's largest message whatever `--top` lists: with
+/// `--top 0` it read 0 (it was taken from the listed messages, none).
+#[test]
+fn the_largest_message_does_not_depend_on_top() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write_canonical(dir.path(), "two.jsonl", &[t1(), t2()]);
+    let row = |top: &str, id: &str| {
+        let out = ctxbench()
+            .args(["traces", "stats", "--counter", "cl100k", "--top", top])
+            .arg(&p)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let text = String::from_utf8(out).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(id))
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_string();
+        // trace, format, msgs, calls, tokens, largest, warn
+        line.split_whitespace().nth(5).unwrap().to_string()
+    };
+    let cl100k = counter("cl100k").unwrap();
+    let r = stats::compute(&[t1(), t2()], cl100k.as_ref(), 0);
+    for (k, id) in ["t1", "t2"].into_iter().enumerate() {
+        let largest = r.traces[k].figures.largest_message_tokens;
+        assert!(largest > 0 && r.traces[k].figures.largest.is_empty());
+        for top in ["0", "1", "10"] {
+            assert_eq!(row(top, id), largest.to_string(), "--top {top}, {id}");
+        }
+    }
+    let with_top = stats::compute(&[t1(), t2()], cl100k.as_ref(), 1);
+    assert_eq!(
+        with_top.total.figures.largest_message_tokens,
+        with_top.total.figures.largest[0].tokens
+    );
+    assert_eq!(
+        r.total.figures.largest_message_tokens,
+        with_top.total.figures.largest_message_tokens
+    );
+}
+
+/// A trace id with wide characters (CJK, an emoji) keeps the columns after it aligned: they
+/// are measured in display columns (`ctxbench::output::columns`), not characters (the row of
+/// `üñí©ødé 日本語 😀` was 4 columns off).
+#[test]
+fn cli_aligns_rows_whose_ids_hold_wide_characters() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut wide = t1();
+    wide.meta.id = "üñí©ødé 日本語 😀".into();
+    let mut plain = t2();
+    plain.meta.id = "plain-ok".into();
+    let p = write_canonical(dir.path(), "wide.jsonl", &[wide, plain]);
+    let out = ctxbench()
+        .args(["traces", "stats"])
+        .arg(&p)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let at = |starts: &str| {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(starts))
+            .unwrap_or_else(|| panic!("{text}"));
+        let i = line.find("  canonical").or_else(|| line.find("  openai"));
+        let i = i.or_else(|| line.find("  format")).unwrap();
+        ctxbench::output::columns(&line[..i])
+    };
+    assert_eq!(at("trace "), at("üñí"), "{text}");
+    assert_eq!(at("trace "), at("plain-ok"), "{text}");
 }
 
 #[test]

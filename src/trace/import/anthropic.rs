@@ -14,6 +14,7 @@ use super::{Calls, Input};
 use crate::trace::model::{Message, SourceFormat, ThinkingBlock, ToolCall, Trace, Usage};
 use super::detect::chat_flavor;
 use super::Importer;
+use crate::output::quoted;
 
 /// Anthropic Messages conversations (content blocks `tool_use`, `tool_result`, `thinking`, or a
 /// top-level `system`).
@@ -115,8 +116,9 @@ pub fn assistant_blocks(
                 }
             }
             other => warnings.push(format!(
-                "{}: content block of type {other:?} skipped",
-                b.path
+                "{}: content block of type {} skipped",
+                b.path,
+                quoted(other)
             )),
         }
     }
@@ -157,8 +159,9 @@ pub fn blocks_messages(
                     Some(x) => x,
                     None => {
                         warnings.push(format!(
-                            "{}: tool_result for {recorded:?} follows no open tool_use",
-                            b.path
+                            "{}: tool_result for {} follows no open tool_use",
+                            b.path,
+                            quoted(recorded)
                         ));
                         (recorded.to_string(), String::new())
                     }
@@ -206,7 +209,7 @@ pub fn convert_message(m: &Node<'_>, t: &mut Trace, calls: &mut Calls) -> Res<()
                 .push(Message::system(content_text(&m.key("content"), &mut t.meta.warnings)?)),
             other => {
                 return Err(m.key("role").error(format!(
-                    "expected \"user\", \"assistant\" or \"system\", found {other:?}"
+                    "expected \"user\", \"assistant\" or \"system\", found {other}", other = crate::output::quoted(other)
                 )))
             }
         }

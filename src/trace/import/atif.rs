@@ -24,6 +24,7 @@ use crate::trace::model::{
 use serde_json::{json, Map, Value};
 use super::detect::{arr_of, str_of};
 use super::Importer;
+use crate::output::quoted;
 
 pub const EXPORT_SCHEMA_VERSION: &str = "ATIF-v1.4";
 
@@ -58,7 +59,7 @@ pub fn import_value(v: &mut Value, path: String, stem: &str) -> Res<Trace> {
     let version = root.key("schema_version").str()?;
     if !version.starts_with("ATIF-v1") {
         return Err(root.key("schema_version").error(format!(
-            "expected an ATIF v1.x schema version (\"ATIF-v1.2\", …), found {version:?}"
+            "expected an ATIF v1.x schema version (\"ATIF-v1.2\", …), found {version}", version = crate::output::quoted(version)
         )));
     }
     let saved_meta = root.key("extra").key("ctxbench").key("meta");
@@ -183,8 +184,9 @@ pub fn import_value(v: &mut Value, path: String, stem: &str) -> Res<Trace> {
                 Some(cid) => {
                     let (id, name) = calls.answer(cid).unwrap_or_else(|| {
                         t.meta.warnings.push(format!(
-                            "{}: result for {cid:?} answers no open call",
-                            r.path
+                            "{}: result for {} answers no open call",
+                            r.path,
+                            quoted(cid)
                         ));
                         (cid.to_string(), String::new())
                     });

@@ -2,6 +2,7 @@
 //! of a recorded `tool_calls` list ([`tool_calls`]) in the OpenAI shape or a flat one.
 
 use super::json::{parse_arguments, Node, Res};
+use crate::output::quoted;
 use crate::trace::model::ToolCall;
 use std::collections::HashSet;
 
@@ -43,7 +44,9 @@ impl Calls {
                 n += 1;
             };
             warnings.push(format!(
-                "{at}: tool call id {recorded:?} was already used in this trace; renamed to {c:?}"
+                "{at}: tool call id {recorded} was already used in this trace; renamed to {c}",
+                recorded = quoted(recorded),
+                c = quoted(&c)
             ));
             c
         } else {
@@ -79,7 +82,8 @@ impl Calls {
         answered.unwrap_or_else(|| {
             let recorded = recorded.unwrap_or("");
             warnings.push(format!(
-                "{at}: tool result for {recorded:?} follows no open tool call"
+                "{at}: tool result for {} follows no open tool call",
+                quoted(recorded)
             ));
             (recorded.to_string(), String::new())
         })

@@ -249,7 +249,7 @@ pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
             }
             other => {
                 return Err(m.key("role").error(format!(
-                    "expected \"user\" or \"assistant\", found {other:?}"
+                    "expected \"user\" or \"assistant\", found {other}", other = crate::output::quoted(other)
                 )))
             }
         }

@@ -27,8 +27,10 @@ pub(super) enum FileRead {
     /// A file of golden-fixture role lines, streamed through `trace::io` (its id and
     /// `source_path` still to set, and `finalize` to run).
     Golden(Box<Trace>),
-    /// A parsed input for detection and an importer.
-    Parsed(Input),
+    /// A parsed input for detection and an importer, and whether detection (no `--from`)
+    /// would have read the file as canonical (its first line a canonical header): what the
+    /// error of a `--from` that fails on it names.
+    Parsed(Input, bool),
 }
 
 fn blank(line: &[u8]) -> bool {
@@ -71,11 +73,16 @@ fn read_as(
             break start;
         }
     };
-    let canonical = match from {
-        Some(SourceFormat::Canonical) => true,
-        Some(_) => false,
-        None => detect::looks_canonical(&head[first_start..]),
+    // Whether detection takes the file as canonical, and whether it is read so.
+    let (detected_canonical, canonical) = match from {
+        Some(SourceFormat::Canonical) => (false, true),
+        Some(_) => (detect::looks_canonical(&head[first_start..]), false),
+        None => {
+            let c = detect::looks_canonical(&head[first_start..]);
+            (c, c)
+        }
     };
+    let as_parsed = |input: Input| FileRead::Parsed(input, detected_canonical);
     if canonical {
         let reader = TraceReader::new(Cursor::new(head).chain(r), path.display().to_string());
         return reader.collect::<Result<_, _>>().map(FileRead::Canonical);
@@ -129,11 +136,11 @@ fn read_as(
             lines.push((lines_read, v));
         }
         if lines.len() > 1 {
-            return Ok(FileRead::Parsed(Input::Lines(lines)));
+            return Ok(as_parsed(Input::Lines(lines)));
         }
         // One line and only blank text after it: that line is the whole document.
         if let Some((_, v)) = lines.pop() {
-            return Ok(FileRead::Parsed(Input::Json(v)));
+            return Ok(as_parsed(Input::Json(v)));
         }
     }
     // One document, parsed from the reader, so the file's bytes are never held whole beside
@@ -147,7 +154,7 @@ fn read_as(
     if size <= SLICE_PARSE_MAX {
         let mut bytes = head;
         r.read_to_end(&mut bytes).map_err(cannot)?;
-        return parse_input(&bytes).map(FileRead::Parsed).map_err(located);
+        return parse_input(&bytes).map(as_parsed).map_err(located);
     }
     // From the file's start again when it can seek (a file, not a pipe): serde_json reads a
     // byte at a time, which a `BufReader` serves from its buffer, while the chain of what was
@@ -158,11 +165,11 @@ fn read_as(
         serde_json::from_reader::<_, Value>(Cursor::new(head).chain(r))
     };
     match parsed {
-        Ok(v) => Ok(FileRead::Parsed(Input::Json(v))),
+        Ok(v) => Ok(as_parsed(Input::Json(v))),
         Err(_) => {
             let bytes = std::fs::read(path).map_err(cannot)?;
             parse_input(super::without_bom(&bytes))
-                .map(FileRead::Parsed)
+                .map(as_parsed)
                 .map_err(located)
         }
     }

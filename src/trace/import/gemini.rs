@@ -146,7 +146,9 @@ impl Pairs {
                 if !self.used.contains(&c) {
                     if let Some(r) = other {
                         warnings.push(format!(
-                            "{at}: tool call id {r:?} was already used in this trace; renamed to {c:?}"
+                            "{at}: tool call id {} was already used in this trace; renamed to {}",
+                            crate::output::quoted(r),
+                            crate::output::quoted(&c)
                         ));
                     }
                     break c;
@@ -196,8 +198,9 @@ impl Conv {
             Some(x) => x,
             None => {
                 self.t.meta.warnings.push(format!(
-                    "{}: function response {name:?} answers no open call",
-                    fr.path
+                    "{}: function response {} answers no open call",
+                    fr.path,
+                    crate::output::quoted(name)
                 ));
                 (id.unwrap_or("").to_string(), name.to_string())
             }
@@ -279,7 +282,7 @@ impl Conv {
             }
             other => {
                 return Err(c.key("role").error(format!(
-                    "expected \"user\", \"model\" or \"function\", found {other:?}"
+                    "expected \"user\", \"model\" or \"function\", found {other}", other = crate::output::quoted(other)
                 )))
             }
         }

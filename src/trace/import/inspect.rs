@@ -250,7 +250,7 @@ fn sample(s: &Node<'_>, stem: &str, model: Option<&str>) -> Res<Trace> {
             }
             other => {
                 return Err(m.key("role").error(format!(
-                    "expected \"system\", \"user\", \"assistant\" or \"tool\", found {other:?}"
+                    "expected \"system\", \"user\", \"assistant\" or \"tool\", found {other}", other = crate::output::quoted(other)
                 )))
             }
         };

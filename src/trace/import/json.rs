@@ -147,7 +147,7 @@ impl<'a> Node<'a> {
         } else {
             match self.v {
                 Value::String(s) if s.chars().count() <= 40 && !s.contains('\n') => {
-                    format!("the string {s:?}")
+                    format!("the string {}", crate::output::quoted(s))
                 }
                 Value::Number(n) => format!("the number {n}"),
                 Value::Bool(b) => format!("`{b}`"),
@@ -304,9 +304,10 @@ pub fn part_text(p: &Node<'_>, warnings: &mut Vec<String>) -> Res<String> {
 pub fn placeholder(at: &Node<'_>, what: &str, warnings: &mut Vec<String>) -> String {
     let p = format!("[{what}]");
     warnings.push(format!(
-        "{}: {} was replaced by the placeholder {p:?}; its tokens are not counted",
+        "{}: {} was replaced by the placeholder {}; its tokens are not counted",
         at.path,
-        PartKind::of(what).noun()
+        PartKind::of(what).noun(),
+        crate::output::quoted(&p)
     ));
     p
 }

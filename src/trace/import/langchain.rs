@@ -171,7 +171,7 @@ impl Conv {
         data.obj()?;
         let Some(mut role) = role_of(class) else {
             return Err(m.key("type").error(format!(
-                "expected a LangChain message type (human, ai, tool, system, or a *Message class), found {class:?}"
+                "expected a LangChain message type (human, ai, tool, system, or a *Message class), found {class}", class = crate::output::quoted(class)
             )));
         };
         if matches!(class, "chat" | "ChatMessage" | "ChatMessageChunk") {

@@ -134,8 +134,9 @@ pub fn import_value(v: &mut Value, path: String, id: &str) -> Res<Trace> {
         None | Some(FORMAT_V1) => import_v1(v, path, id),
         Some(FORMAT_V2) => import_v2(v, path, id),
         Some(other) => Err(format.error(format!(
-            "trajectory_format {other:?}: this importer reads {FORMAT_V1:?} (mini-swe-agent 1) \
-             and {FORMAT_V2:?} (mini-swe-agent 2)"
+            "trajectory_format {}: this importer reads {FORMAT_V1:?} (mini-swe-agent 1) \
+             and {FORMAT_V2:?} (mini-swe-agent 2)",
+            crate::output::quoted(other)
         ))),
     }
 }
@@ -175,7 +176,7 @@ fn import_v1(v: &mut Value, path: String, id: &str) -> Res<Trace> {
         let role = m.key("role").str()?;
         // What mini-swe-agent 2 writes, whose files say `trajectory_format: mini-swe-agent-1.1`.
         let v2_sign = if matches!(role, "tool" | "exit") {
-            Some((m.key("role"), format!("role {role:?}")))
+            Some((m.key("role"), format!("role {}", crate::output::quoted(role))))
         } else if !m.key("tool_calls").is_null() {
             Some((m.key("tool_calls"), "tool_calls".to_string()))
         } else {
@@ -430,7 +431,7 @@ pub fn import_v2(v: &mut Value, path: String, id: &str) -> Res<Trace> {
             other => {
                 return Err(role_n.error(format!(
                     "expected \"system\", \"user\", \"assistant\", \"tool\" or \"exit\" (the roles \
-                     mini-swe-agent 2 writes), found {other:?}"
+                     mini-swe-agent 2 writes), found {other}", other = crate::output::quoted(other)
                 )));
             }
         }
@@ -454,8 +455,8 @@ fn no_role(m: &Node<'_>) -> super::json::Located {
     let ty = m.key("type").opt_str().ok().flatten();
     if object == Some("response") || ty.is_some() {
         let what = match object {
-            Some(o) => format!("object {o:?}"),
-            None => format!("type {:?}", ty.unwrap_or_default()),
+            Some(o) => format!("object {}", crate::output::quoted(o)),
+            None => format!("type {}", crate::output::quoted(ty.unwrap_or_default())),
         };
         return m.error(format!(
             "a Responses-API item ({what}), as mini-swe-agent 2's response models \

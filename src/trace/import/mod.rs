@@ -202,7 +202,7 @@ pub fn import_file_content(
             )),
         };
     }
-    let input = match file::read(path, from)? {
+    let (input, canonical) = match file::read(path, from)? {
         file::FileRead::Empty => return Ok(FileContent::NotATrace("the file is empty".into())),
         file::FileRead::Canonical(traces) => return Ok(FileContent::Traces(traces)),
         file::FileRead::Golden(mut t) => {
@@ -210,9 +210,9 @@ pub fn import_file_content(
             finalize(&mut t);
             return Ok(FileContent::Traces(vec![*t]));
         }
-        file::FileRead::Parsed(input) => input,
+        file::FileRead::Parsed(input, canonical) => (input, canonical),
     };
-    import_input_as(input, &file_stem(path), from, Some(path))
+    import_input_as(input, &file_stem(path), from, Some(path), canonical)
         .map_err(|l| ImportError::located(path, l))
 }
 
@@ -418,10 +418,13 @@ pub fn import_bytes(
     if bytes.iter().all(|b| b.is_ascii_whitespace()) {
         return Ok(FileContent::NotATrace("the file is empty".into()));
     }
+    // Whether detection takes the input as canonical (said when a forced format fails on it).
+    let detected_canonical =
+        from != Some(SourceFormat::Canonical) && detect::looks_canonical(bytes);
     let canonical = match from {
         Some(SourceFormat::Canonical) => true,
         Some(_) => false,
-        None => detect::looks_canonical(bytes),
+        None => detected_canonical,
     };
     if canonical {
         let traces = super::io::read_traces_from(bytes, "").map_err(|e| Located {
@@ -431,16 +434,18 @@ pub fn import_bytes(
         return Ok(FileContent::Traces(traces));
     }
     let input = parse_input(bytes)?;
-    import_input_as(input, stem, from, path)
+    import_input_as(input, stem, from, path, detected_canonical)
 }
 
 /// Detect the format of a parsed input (unless `from` names it) and import it; the part of
-/// [`import_bytes`] after parsing.
+/// [`import_bytes`] after parsing. `canonical`: detection takes the input as canonical (its
+/// first line a canonical header: decided on its bytes, before parsing).
 fn import_input_as(
     mut input: Input,
     stem: &str,
     from: Option<SourceFormat>,
     path: Option<&Path>,
+    canonical: bool,
 ) -> Res<FileContent> {
     let format = match from {
         Some(f) => f,
@@ -449,8 +454,15 @@ fn import_input_as(
             Err(why) => return Ok(FileContent::NotATrace(why)),
         },
     };
-    // What the input looks like, kept for the error should it yield nothing or fail.
-    let looks = from.map(|_| detect::detect(&input));
+    // What detection would choose (canonical before any importer's rule, as without --from),
+    // kept for the error should a forced format yield nothing or fail.
+    let looks = from.map(|_| {
+        if canonical {
+            Ok(SourceFormat::Canonical)
+        } else {
+            detect::detect(&input)
+        }
+    });
     let traces = match import_input(&mut input, stem, format) {
         Ok(t) => t,
         // A forced format that fails on an input of another: said, as when it reads nothing.
@@ -616,7 +628,7 @@ pub fn finalize(t: &mut Trace) {
     let mut shown = vec![true; problems.len()];
     for (k, p) in problems.iter().enumerate() {
         if let Pairing::Orphan { id, .. } = p {
-            let quoted = format!("{id:?}");
+            let quoted = crate::output::quoted(id);
             if let Some(r) = reported
                 .iter_mut()
                 .find(|r| r.is_some_and(|w| w.contains(&quoted)))
@@ -670,16 +682,19 @@ impl std::fmt::Display for Pairing<'_> {
             Pairing::Reused { at, id } => {
                 write!(
                     f,
-                    "message {at}: tool call id {id:?} is used more than once"
+                    "message {at}: tool call id {} is used more than once",
+                    crate::output::quoted(id)
                 )
             }
             Pairing::Orphan { at, id } => write!(
                 f,
-                "message {at}: tool result for call id {id:?} answers no open tool call"
+                "message {at}: tool result for call id {} answers no open tool call",
+                crate::output::quoted(id)
             ),
             Pairing::Unanswered { at, id, name, ends } => write!(
                 f,
-                "message {at}: tool call {id:?} ({name}) has no result ({})",
+                "message {at}: tool call {} ({name}) has no result ({})",
+                crate::output::quoted(id),
                 if *ends {
                     "the source ends mid-call"
                 } else {

@@ -225,7 +225,7 @@ pub fn convert_message(m: &Node<'_>, t: &mut Trace, calls: &mut Calls) -> Res<()
             }
             other => {
                 return Err(m.key("role").error(format!(
-                    "expected \"system\", \"developer\", \"user\", \"assistant\", \"tool\" or \"function\", found {other:?}"
+                    "expected \"system\", \"developer\", \"user\", \"assistant\", \"tool\" or \"function\", found {other}", other = crate::output::quoted(other)
                 )))
             }
         };

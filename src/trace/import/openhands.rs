@@ -39,6 +39,12 @@ use std::collections::HashMap;
 use super::detect::{arr_of, Shape};
 use super::{Importer, Input};
 use recall::{Extensions, Recall};
+use crate::output::quoted;
+
+/// An optional field of an event, quoted ([`quoted`]) or `none`.
+fn shown(v: Option<&str>) -> String {
+    v.map_or_else(|| "none".to_string(), quoted)
+}
 
 mod recall;
 
@@ -295,8 +301,10 @@ fn new_events(evs: Vec<(Value, String)>, t: &mut Trace, mut recall: Recall) -> R
                     // The action's call is missing from the recorded response: add it there.
                     let id = calls.issue(recorded, fname, &tcm.path, &mut t.meta.warnings);
                     t.meta.warnings.push(format!(
-                        "{}: call {recorded:?} is not in model_response {rid:?}; added from the action",
-                        tcm.path
+                        "{}: call {} is not in model_response {}; added from the action",
+                        tcm.path,
+                        quoted(recorded),
+                        quoted(&rid)
                     ));
                     let args = e.key("args").v.clone();
                     t.messages[responses[&rid]].tool_calls.push(ToolCall {
@@ -319,8 +327,9 @@ fn new_events(evs: Vec<(Value, String)>, t: &mut Trace, mut recall: Recall) -> R
                 Some((cid, name)) => Message::tool(cid, name, content),
                 None => {
                     t.meta.warnings.push(format!(
-                        "{}: observation with cause {cause:?} answers no pending action; kept as a user message",
-                        e.path
+                        "{}: observation with cause {} answers no pending action; kept as a user message",
+                        e.path,
+                        quoted(&cause)
                     ));
                     let mut m = Message::user(content);
                     m.kind = Some("observation".into());
@@ -343,8 +352,11 @@ fn new_events(evs: Vec<(Value, String)>, t: &mut Trace, mut recall: Recall) -> R
             Message::assistant(text, Vec::new())
         } else {
             t.meta.warnings.push(format!(
-                "{}: event skipped (action {:?}, observation {:?}, source {:?})",
-                e.path, action, obs, source
+                "{}: event skipped (action {}, observation {}, source {})",
+                e.path,
+                shown(action),
+                shown(obs),
+                shown(source)
             ));
             continue;
         };
@@ -426,7 +438,7 @@ fn old_events(evs: Vec<(Value, String)>, t: &mut Trace) -> Res<()> {
         if let Some((cid, _)) = pending.take() {
             t.meta
                 .warnings
-                .push(format!("{}: call {cid:?} got no observation", e.path));
+                .push(format!("{}: call {} got no observation", e.path, quoted(&cid)));
         }
         let thought = e.key("thought").opt_str()?.unwrap_or("").to_string();
         match action {

@@ -26,6 +26,7 @@ use super::json::{content_text, parse_arguments, Node, Res};
 use super::{Calls, Importer, Input};
 use crate::trace::model::{ContextMarker, Message, Role, SourceFormat, ToolCall, Trace, TraceMeta};
 use serde_json::{json, Map, Value};
+use crate::output::quoted;
 
 /// Prefixes of the user messages Codex (and agents built like it) write themselves, marked
 /// `kind: "meta"` so the goal is the person's first request.
@@ -262,8 +263,9 @@ impl Conv {
             Some(x) => x,
             None => {
                 self.t.meta.warnings.push(format!(
-                    "{}: output for call {recorded:?} follows no open call",
-                    item.path
+                    "{}: output for call {} follows no open call",
+                    item.path,
+                    quoted(recorded)
                 ));
                 (recorded.to_string(), String::new())
             }
@@ -311,7 +313,7 @@ impl Conv {
                     }
                     _ => {
                         return Err(it.key("role").error(format!(
-                            "expected \"user\", \"assistant\", \"system\" or \"developer\", found {role:?}"
+                            "expected \"user\", \"assistant\", \"system\" or \"developer\", found {role}", role = crate::output::quoted(role)
                         )))
                     }
                 }
@@ -416,8 +418,9 @@ impl Conv {
             }
             "item_reference" => {}
             other => self.t.meta.warnings.push(format!(
-                "{}: item of type {other:?} skipped",
-                it.path
+                "{}: item of type {} skipped",
+                it.path,
+                quoted(other)
             )),
         }
         Ok(())

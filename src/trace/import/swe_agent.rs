@@ -20,6 +20,7 @@
 //!   `instance_cost`) go to `meta.total_usage` / `meta.cost_usd` when non-zero.
 
 use super::json::{content_text, Node, Res};
+use crate::output::quoted;
 use serde_json::Value;
 use super::{tool_calls, CallShape, Calls};
 use crate::trace::model::{
@@ -160,7 +161,7 @@ fn push_step(step: &Node<'_>, t: &mut Trace, calls: &mut Calls) -> Res<()> {
         None => t
             .meta
             .warnings
-            .push(format!("{}: call {id:?} got no observation", step.path)),
+            .push(format!("{}: call {} got no observation", step.path, quoted(&id))),
     }
     Ok(())
 }
@@ -180,9 +181,9 @@ pub fn import_value(v: &mut Value, path: String, id: &str) -> Res<Trace> {
             let step = trajectory.idx(i);
             let action = step.key("action").v.as_str().unwrap_or("").trim();
             format!(
-                "{}: step (action {:?}) is not in history, the model's context; skipped",
+                "{}: step (action {}) is not in history, the model's context; skipped",
                 step.path,
-                ellipsize(action.lines().next().unwrap_or(""), 60)
+                quoted(&ellipsize(action.lines().next().unwrap_or(""), 60))
             )
         })
         .collect();
@@ -248,7 +249,7 @@ pub fn import_value(v: &mut Value, path: String, id: &str) -> Res<Trace> {
                 if let Some((cid, _)) = pending.take() {
                     t.meta
                         .warnings
-                        .push(format!("{}: call {cid:?} got no observation", m.path));
+                        .push(format!("{}: call {} got no observation", m.path, quoted(&cid)));
                 }
                 let mut tool_calls: Vec<ToolCall> = tool_calls(
                     &m.key("tool_calls"),
@@ -315,8 +316,9 @@ pub fn import_value(v: &mut Value, path: String, id: &str) -> Res<Trace> {
             match step.key("observation").opt_str()? {
                 Some(obs) => t.messages.push(Message::tool(call.id, call.name, obs)),
                 None => t.meta.warnings.push(format!(
-                    "{}: call {:?} got no observation",
-                    step.path, call.id
+                    "{}: call {} got no observation",
+                    step.path,
+                    quoted(&call.id)
                 )),
             }
         }

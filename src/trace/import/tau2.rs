@@ -192,8 +192,9 @@ fn convert(msgs: &[Node<'_>], t: &mut Trace) -> Res<()> {
                         Some(x) => x,
                         None => {
                             t.meta.warnings.push(format!(
-                                "{}: tool result for {recorded:?} follows no open call",
-                                m.path
+                                "{}: tool result for {} follows no open call",
+                                m.path,
+                                crate::output::quoted(recorded)
                             ));
                             (recorded.to_string(), String::new())
                         }

@@ -118,7 +118,7 @@ impl Recall {
         // Any earlier recall observation counts, whatever its type or fate.
         self.seen.extend(agents.iter().map(|a| a.name.to_string()));
         let Some(parts) = parts else {
-            let kind = kind.map_or_else(|| "missing".to_string(), |k| format!("{k:?}"));
+            let kind = kind.map_or_else(|| "missing".to_string(), crate::output::quoted);
             warnings.push(format!(
                 "{}: recall observation with recall_type {kind} skipped (OpenHands renders \
                  only workspace_context and knowledge)",
