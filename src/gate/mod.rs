@@ -449,15 +449,12 @@ pub fn unchecked(results: &[RuleResult], variants: &[String], allow: bool) -> Op
     if results.is_empty() || results.iter().any(|r| r.verdict != Verdict::Skipped) {
         return None;
     }
-    // Reason → rule → its variants, each in first-seen order. A reason is worded for one
-    // variant (`… for this variant`); grouped, its variants are named after the rule.
+    // Reason → rule → its variants, each in first-seen order (a reason names no variant: each
+    // result's line names its own, and here they are named after the rule).
     type Rules<'a> = Vec<(&'a str, Vec<&'a str>)>;
     let mut reasons: Vec<(&str, Rules)> = Vec::new();
     for r in results {
-        let why = r
-            .message
-            .strip_suffix(" for this variant")
-            .unwrap_or(&r.message);
+        let why = r.message.as_str();
         let i = match reasons.iter().position(|(w, _)| *w == why) {
             Some(i) => i,
             None => {
@@ -712,10 +709,7 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
         return skipped(
             rule,
             variant,
-            format!(
-                "no `{}` value in the candidate run for this variant",
-                rule.metric
-            ),
+            format!("no `{}` value in the candidate run", rule.metric),
         );
     }
     let mut too_few_traces: Option<usize> = None;
@@ -739,10 +733,7 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
                 return skipped(
                     rule,
                     variant,
-                    format!(
-                        "no `{}` value in the baseline run for this variant",
-                        rule.metric
-                    ),
+                    format!("no `{}` value in the baseline run", rule.metric),
                 );
             }
             let Some(c) = compare(cand, base, variant, &rule.metric, seed) else {
@@ -1071,7 +1062,7 @@ mod tests {
     #[test]
     fn a_gate_that_checks_nothing_fails_unless_allowed() {
         let vs = ["a".to_string(), "b".to_string(), "c".to_string()];
-        let none = "no `needle.recall` value in the candidate run for this variant";
+        let none = "no `needle.recall` value in the candidate run";
         let zero = "baseline mean is 0: no percentage change";
         let all = [
             result("needle.recall >= 0.8", "a", Verdict::Skipped, none),
