@@ -2,7 +2,8 @@
 # Row 1 of issue 29: the 1,000-unit offline needle sweep (benches/needle-sweep.toml: 20 mini-swe
 # traces x 5 variants x 10 needle samples, offline agent and summarizer), N runs of each binary
 # given, interleaved (A B A B ...), under /usr/bin/time. Prints per run and the median: CPU ms
-# per unit (user+sys), the system share, wall, peak RSS, load average.
+# per unit (user+sys), the system share (and, over all runs, the pooled share: system time summed
+# over CPU time summed), wall, peak RSS, load average.
 # Each run writes its own run directory, all removed at the end: on ext4, creating files right
 # after deleting many (the previous run) scans the recently freed inodes, which puts the
 # benchmark's own clean-up into the next run's system time.
@@ -38,7 +39,11 @@ rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
 for b in dict.fromkeys(r[0] for r in rows):
     r = [x for x in rows if x[0] == b]
     cpu, u, s = (st.median(float(x[i]) for x in r) for i in (1, 2, 3))
-    print(f"median {b}: {cpu:.2f} ms CPU/unit (user {u:.2f} s + sys {s:.2f} s; sys {100*s/cpu:.0f}%), "
+    # The runs' system time over their CPU time, summed: each run's split counts whole ticks, so
+    # the pooled share is the estimate (a run's own share moves by several points).
+    pooled = 100 * sum(float(x[3]) for x in r) / sum(float(x[1]) for x in r)
+    print(f"median {b}: {cpu:.2f} ms CPU/unit (user {u:.2f} s + sys {s:.2f} s; sys {100*s/cpu:.0f}%, "
+          f"pooled {pooled:.1f}%), "
           f"wall {st.median(float(x[4]) for x in r):.2f} s, {st.median(float(x[5]) for x in r):.0f} MiB, "
           f"load {min(x[6] for x in r)}-{max(x[6] for x in r)}, {len(r)} runs")
 PY
