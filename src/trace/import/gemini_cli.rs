@@ -1,11 +1,23 @@
-//! Gemini CLI chat sessions (`~/.gemini/tmp/<project hash>/chats/session-*.json`) → one
-//! canonical trace.
+//! Gemini CLI chat sessions → one canonical trace each: the JSON Lines the CLI writes since 0.39
+//! (`~/.gemini/tmp/<project>/chats/session-<time>-<id8>.jsonl`; a subagent's in
+//! `chats/<parent session id>/<session id>.jsonl`) and the single JSON document it wrote before
+//! (`session-*.json`).
 //!
-//! `{sessionId, projectHash, startTime, lastUpdated, messages: [...]}`; each message is
-//! `{id, timestamp, type: "user" | "gemini" | "info" | "error" | "warning", content, …}`:
-//! - `user` → a user message (`content` a `PartListUnion`, read by `fn content`: a string, a
-//!   part or a list of strings and parts; a file the person named with `@` is in it, inline data for an
-//!   image or a PDF, which becomes a placeholder line with a warning);
+//! The document: `{sessionId, projectHash, startTime, lastUpdated, messages: [...]}`. The JSON
+//! Lines: a header line `{sessionId, projectHash, startTime, lastUpdated, kind?, directories?}`,
+//! then one line a message record, upserted by `id` (a message appended again when it changes
+//! replaces its earlier record in its place), `{"$set": {...}}` session fields (its `messages`, a
+//! checkpoint, replace every message) and `{"$rewindTo": id}` (that message and every later one
+//! dropped), read as the CLI reads them back; any other line, operation or session field is
+//! warned of and skipped, a line that is no object or a bad field is an error at its line.
+//!
+//! Each message is `{id, timestamp, type: "user" | "gemini" | "info" | "error" | "warning",
+//! content, …}`:
+//! - `user` → a user message (`content` a `PartListUnion`: a string, a part or a list of strings
+//!   and parts; a file the person named with `@` is in it, inline data for an image or a PDF,
+//!   which becomes a placeholder line with a warning); a `functionResponse` part (the CLI
+//!   records the responses it sends as a user message since 0.44) is the result its call's
+//!   `toolCalls` record already gave, skipped, or else a tool result of its own;
 //! - `gemini` → an assistant message: `content` its text, `thoughts [{subject, description}]`
 //!   its reasoning (never its text), `toolCalls [{id, name, args, result, status}]` its calls,
 //!   each followed by its result (`result` holds the parts the model got: the
@@ -13,8 +25,11 @@
 //!   that read an image or a PDF, each a placeholder line with a warning;
 //!   `status: "error"` → `is_error`), `tokens {input, output, cached, thoughts, tool, total}`
 //!   its usage (`input` includes `cached`; `output` counts the thought tokens too, as the
-//!   other formats' output does), `model` the model;
-//! - `info`, `error`, `warning` are messages the CLI showed the person, not the model: skipped.
+//!   other formats' output does), `model` the model. A message the CLI rewrote from the model's
+//!   history (a checkpoint) has the model's parts as `content`: `thought` parts are reasoning,
+//!   `functionCall` parts not in its `toolCalls` are calls;
+//! - `info`, `error`, `warning` are messages the CLI showed the person, not the model: skipped;
+//!   any other type is warned of and skipped.
 
 use super::detect::{arr_of, str_of, Shape};
 use super::gemini::{media, response_content, Conv};
