@@ -30,7 +30,7 @@ The format is detected from the content of each file:
   openai-responses  OpenAI Responses API / Agents SDK items: array, JSONL or {model, input}
   langchain    LangChain messages_to_dict, dumpd, model_dump lists; LangGraph {messages} state
   inspect      Inspect AI logs, .json and .eval (one trace per sample and epoch)
-  gemini-cli   Gemini CLI sessions (~/.gemini/tmp/<project>/chats/session-*.json)
+  gemini-cli   Gemini CLI sessions (~/.gemini/tmp/<project>/chats/session-*.jsonl, .json)
   gemini       Gemini API Content[] history ({role: user|model, parts})
   cline        Cline / Roo Code api_conversation_history.json
   mini-swe     mini-swe-agent .traj.json (1.x bash blocks and 2.x tool calls become calls)

@@ -63,7 +63,7 @@ fn every_dataset_file_imports_and_only_non_traces_are_ignored() {
         ("claude-code", 7),
         ("codex", 3),
         ("gemini", 1),
-        ("gemini-cli", 1),
+        ("gemini-cli", 2),
         ("inspect", 13),
         ("langchain", 4),
         ("mini-swe", 22),

@@ -252,6 +252,83 @@ fn gemini_cli_session_calls_results_and_tokens() {
     assert!(t.messages.iter().any(|m| m.reasoning.is_some()));
 }
 
+/// A real Gemini CLI session in the JSON Lines shape (0.39 and later), imported by detection:
+/// every gemini message is written twice under its id (with its tokens, then again with its
+/// tool calls), and each is one message, with its calls, their results and its tokens; the
+/// figures are computed here from the file's lines (the last record of each id).
+#[test]
+fn gemini_cli_json_lines_session_upserts_calls_results_and_tokens() {
+    let rel = "gemini-cli/session-2026-04-23T12-52-0ab84937.jsonl";
+    let t = one(rel, SourceFormat::GeminiCli);
+    let recs = jsonl(&ds(rel));
+    assert_eq!(recs.len(), 28);
+    // the messages as the CLI reads them back: the last record of each id, in first-seen order
+    let mut ids: Vec<&str> = Vec::new();
+    let mut last: std::collections::HashMap<&str, &Value> = Default::default();
+    for r in recs.iter().filter(|r| r["id"].is_string()) {
+        let id = r["id"].as_str().unwrap();
+        if last.insert(id, r).is_none() {
+            ids.push(id);
+        }
+    }
+    let ms: Vec<&Value> = ids.iter().map(|id| last[id]).collect();
+    let of = |ty: &str| ms.iter().filter(|m| m["type"] == ty).count();
+    let src_calls: Vec<&Value> = ms
+        .iter()
+        .filter_map(|m| m["toolCalls"].as_array())
+        .flatten()
+        .collect();
+    assert_eq!((of("user"), of("gemini"), src_calls.len()), (3, 6, 12));
+    assert_eq!(count(&t, Role::User), 3);
+    assert_eq!(count(&t, Role::Assistant), 6);
+    assert_eq!(count(&t, Role::Tool), 12);
+    assert_eq!(t.messages.len(), 21);
+    assert_eq!(calls(&t), 12);
+    assert_eq!(matched(&t), 100.0);
+    assert_eq!(
+        t.meta.task_id.as_deref(),
+        Some("0ab84937-9fe7-4284-986a-33c832af0b6a")
+    );
+    assert_eq!(t.meta.model.as_deref(), Some("gemini-3-flash-preview"));
+    assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+    // a call and its result
+    let write = t
+        .messages
+        .iter()
+        .flat_map(|m| &m.tool_calls)
+        .find(|c| c.name == "write_file")
+        .unwrap();
+    assert_eq!(write.id, "4o2js0r9");
+    assert_eq!(write.arguments["file_path"], "GEMINI.md");
+    let result = t
+        .messages
+        .iter()
+        .find(|m| m.tool_call_id.as_deref() == Some("yf8jqzhz"))
+        .unwrap();
+    assert_eq!(result.name.as_deref(), Some("replace"));
+    assert!(result.content.starts_with(
+        "Successfully modified file: /home/wei/repo/discordbot/GEMINI.md (1 replacements). Here is the updated code:\n"
+    ));
+    // the tokens: once a message, output with the thought tokens
+    let used: Vec<_> = t.messages.iter().filter_map(|m| m.usage).collect();
+    assert_eq!(used.len(), of("gemini"));
+    assert_eq!(
+        (used[0].input, used[0].output, used[0].cache_read),
+        (13906, 185 + 306, 0)
+    );
+    let sum = |k: &str| -> u64 { ms.iter().filter_map(|m| m["tokens"][k].as_u64()).sum() };
+    let u = t.recorded_usage();
+    assert_eq!((u.input, u.cache_read), (sum("input"), sum("cached")));
+    assert_eq!(u.output, sum("output") + sum("thoughts"));
+    assert_eq!(u.input, 13906 + 29082 + 38324 + 40914 + 40122 + 40238);
+    // what the model read for the user message whose display was a function response
+    assert!(t
+        .messages
+        .iter()
+        .any(|m| m.role == Role::User && m.content == "System: Please continue."));
+    assert!(t.messages.iter().any(|m| m.reasoning.is_some()));
+}
+
 #[test]
 fn inspect_json_log_one_trace_per_sample_with_usage() {
     let rel = "inspect/2025-05-12T20-27-36-04-00_browser.json";
@@ -691,8 +768,8 @@ fn every_real_file_imports_by_detection_with_its_calls_matched() {
         }
         files += sources.len();
     }
-    // 2 + 3 + 2 + 4 + 4 + 1 + 1 + 2 real files.
-    assert_eq!(files, 19);
+    // 2 + 3 + 2 + 4 + 4 + 2 + 1 + 2 real files.
+    assert_eq!(files, 20);
 }
 
 /// Real mini-swe-agent 2 trajectories (`trajectory_format: mini-swe-agent-1.1`, tool calling),

@@ -13,7 +13,8 @@
 //!   `{session_id, agent, steps}`; tau2: `simulations[]`;
 //! - inspect: `{eval: {task…}, samples[]|plan|results}` or one sample `{epoch, input, messages}`
 //!   (an `.eval` zip is recognised by its bytes before any JSON is read);
-//! - gemini-cli: `{sessionId, messages: [{type: user|gemini, …}]}`;
+//! - gemini-cli: `{sessionId, messages: [{type: user|gemini, …}]}`, or JSON Lines whose first
+//!   line is a session header `{sessionId, projectHash, …}` (no `type`, no `messages`);
 //! - swe-agent: `history[]` of `{role…}` or `{trajectory[], info}`; openhands: `history[]` of
 //!   `{action|observation…}`, or an array of such events; tau: an array of `{task_id, traj}`;
 //! - golden: JSON Lines of role lines (`{role, content}`, no `type`) with a LangChain-shaped

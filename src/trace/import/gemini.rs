@@ -70,7 +70,7 @@ pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
             for key in ["systemInstruction", "system_instruction"] {
                 let s = root.key(key);
                 if !s.is_null() {
-                    let (text, _) = texts(&s.key("parts"), &mut c.t.meta.warnings)?;
+                    let (text, _) = texts(&s.key("parts"), SYSTEM_PARTS, &mut c.t.meta.warnings)?;
                     c.t.messages.push(Message::system(text));
                 }
             }
@@ -88,9 +88,52 @@ pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
     Ok(vec![c.finish()])
 }
 
+/// The parts a model turn holds that this importer reads: text (and thoughts), inline and file
+/// data, and the model's calls (`functionCall`, `executableCode` with its
+/// `codeExecutionResult`).
+const MODEL_PARTS: &[&str] = &[
+    "text",
+    "inlineData",
+    "fileData",
+    "functionCall",
+    "executableCode",
+    "codeExecutionResult",
+];
+/// The parts a user (or function) turn holds that this importer reads.
+const USER_PARTS: &[&str] = &["text", "inlineData", "fileData", "functionResponse"];
+/// The parts a system instruction holds that this importer reads.
+const SYSTEM_PARTS: &[&str] = &["text", "inlineData", "fileData"];
+/// A `Part`'s fields that qualify its data rather than being it: a part holding only these
+/// holds nothing the model reads.
+const PART_METADATA: &[&str] = &[
+    "thought",
+    "thoughtSignature",
+    "videoMetadata",
+    "partMetadata",
+    "mediaResolution",
+];
+
+/// A part of a kind this importer does not read where it is (none of `read`: a part kind it
+/// does not know, or a `functionCall` in a user turn): the [`placeholder`] of its kind (its
+/// first field that is not `PART_METADATA`), warned of at its path in `warnings`, as every
+/// part no importer reads is. `None` for a part of a kind in `read`, and for one holding only
+/// metadata.
+pub fn other_part(p: &Node<'_>, read: &[&str], warnings: &mut Vec<String>) -> Option<String> {
+    let kind = p
+        .v
+        .as_object()?
+        .keys()
+        .find(|k| !PART_METADATA.contains(&k.as_str()))?;
+    if read.contains(&kind.as_str()) {
+        return None;
+    }
+    Some(placeholder(p, kind, warnings))
+}
+
 /// Text and thought parts of a part list, as (text, reasoning); inline and file data in the
-/// text, in their place, as their placeholders ([`media`], warned of in `warnings`).
-fn texts(parts: &Node<'_>, warnings: &mut Vec<String>) -> Res<(String, Vec<String>)> {
+/// text, in their place, as their placeholders ([`media`], warned of in `warnings`), and so is
+/// any part not in `read` ([`other_part`]).
+fn texts(parts: &Node<'_>, read: &[&str], warnings: &mut Vec<String>) -> Res<(String, Vec<String>)> {
     let mut text = Vec::new();
     let mut thoughts = Vec::new();
     for p in parts.opt_items()? {
@@ -102,6 +145,8 @@ fn texts(parts: &Node<'_>, warnings: &mut Vec<String>) -> Res<(String, Vec<Strin
             }
         } else if let Some(m) = media(&p, warnings)? {
             text.push(m);
+        } else if let Some(o) = other_part(&p, read, warnings) {
+            text.push(o);
         }
     }
     Ok((text.join("\n"), thoughts))
@@ -219,7 +264,7 @@ impl Conv {
         let parts = c.key("parts");
         match role {
             "model" => {
-                let (text, thoughts) = texts(&parts, &mut self.t.meta.warnings)?;
+                let (text, thoughts) = texts(&parts, MODEL_PARTS, &mut self.t.meta.warnings)?;
                 let mut calls = Vec::new();
                 let mut results = Vec::new();
                 for p in parts.opt_items()? {
@@ -274,6 +319,8 @@ impl Conv {
                         text.push(t.to_string());
                     } else if let Some(m) = media(&p, &mut self.t.meta.warnings)? {
                         text.push(m);
+                    } else if let Some(o) = other_part(&p, USER_PARTS, &mut self.t.meta.warnings) {
+                        text.push(o);
                     }
                 }
                 if !text.is_empty() {
@@ -293,16 +340,44 @@ impl Conv {
 /// What a `functionResponse` gave the model: its `response` ([`response_text`]), then the
 /// placeholder of each of its own `parts` (the inline or file data of a multimodal function
 /// response: a tool's image or PDF; [`media`], warned of in `warnings`), one a line.
+///
+/// Gemini CLI's `read_file` puts the audio and video it read (which a function response cannot
+/// carry) in the response under [`BINARY_INJECTION_KEY`], as inline data parts whose base64
+/// data is no text the model read there (the CLI takes them out and sends them in a turn of
+/// their own): each is its placeholder line instead, after the response's text, warned of.
 pub fn response_content(fr: &Node<'_>, warnings: &mut Vec<String>) -> Res<String> {
-    let mut text = vec![response_text(&fr.key("response"))];
+    let r = fr.key("response");
+    let injected = r.key(BINARY_INJECTION_KEY);
+    let mut text = match r.v.as_object() {
+        Some(o) if !injected.is_null() => {
+            let mut rest = o.clone();
+            rest.remove(BINARY_INJECTION_KEY);
+            let rest = Value::Object(rest);
+            vec![response_text(&Node::at(&rest, r.path.clone()))]
+        }
+        _ => vec![response_text(&r)],
+    };
     text.retain(|t| !t.is_empty());
+    for p in injected.opt_items()? {
+        if let Some(m) = media(&p, warnings)? {
+            text.push(m);
+        } else if let Some(o) = other_part(&p, &[], warnings) {
+            text.push(o);
+        }
+    }
     for p in fr.key("parts").opt_items()? {
         if let Some(m) = media(&p, warnings)? {
             text.push(m);
+        } else if let Some(o) = other_part(&p, &[], warnings) {
+            text.push(o);
         }
     }
     Ok(text.join("\n"))
 }
+
+/// The field of a Gemini CLI function response holding the audio and video parts a tool read
+/// (`__binary_injection__`, upstream `BINARY_INJECTION_KEY`).
+pub const BINARY_INJECTION_KEY: &str = "__binary_injection__";
 
 /// A function response as the model read it: its `output` / `content` / `result` string when
 /// that is all it holds, else its JSON.
@@ -402,6 +477,40 @@ mod tests {
                 warned("$.contents[1].parts[1]", "an image", "image/png"),
                 warned("$.contents[1].parts[3]", "a document part", "application/pdf"),
                 warned("$.contents[2].parts[0].functionResponse.parts[0]", "an image", "image/png"),
+            ]
+        );
+    }
+
+    /// A part of a kind this importer does not read where it is (a kind it does not know, a
+    /// call in a user turn, a response in a model turn) is a placeholder line of its kind,
+    /// warned of at its path (they were dropped without a word); a part holding only metadata
+    /// (a thought signature) holds nothing to read.
+    #[test]
+    fn other_parts_are_placeholders_not_dropped() {
+        let body = json!({
+            "systemInstruction": {"parts": [{"text": "be brief"}, {"toolCall": {"id": "x"}}]},
+            "contents": [
+                {"role": "user", "parts": [{"text": "go"}, {"functionCall": {"name": "ls", "args": {}}}]},
+                {"role": "model", "parts": [{"text": "ok"}, {"thoughtSignature": "c2ln"},
+                    {"functionResponse": {"name": "ls", "response": {}}}, {"toolResponse": {"id": "x"}}]}
+            ]
+        });
+        let t = import(&mut Input::Json(body), "g").unwrap().remove(0);
+        let texts: Vec<_> = t.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(
+            texts,
+            ["be brief\n[toolCall]", "go\n[functionCall]", "ok\n[functionResponse]\n[toolResponse]"]
+        );
+        let warned = |at: &str, p: &str| {
+            format!("{at}: a non-text part was replaced by the placeholder \"[{p}]\"; its tokens are not counted")
+        };
+        assert_eq!(
+            t.meta.warnings,
+            [
+                warned("$.systemInstruction.parts[1]", "toolCall"),
+                warned("$.contents[0].parts[1]", "functionCall"),
+                warned("$.contents[1].parts[2]", "functionResponse"),
+                warned("$.contents[1].parts[3]", "toolResponse"),
             ]
         );
     }

@@ -1,11 +1,23 @@
-//! Gemini CLI chat sessions (`~/.gemini/tmp/<project hash>/chats/session-*.json`) → one
-//! canonical trace.
+//! Gemini CLI chat sessions → one canonical trace each: the JSON Lines the CLI writes since 0.39
+//! (`~/.gemini/tmp/<project>/chats/session-<time>-<id8>.jsonl`; a subagent's in
+//! `chats/<parent session id>/<session id>.jsonl`) and the single JSON document it wrote before
+//! (`session-*.json`).
 //!
-//! `{sessionId, projectHash, startTime, lastUpdated, messages: [...]}`; each message is
-//! `{id, timestamp, type: "user" | "gemini" | "info" | "error" | "warning", content, …}`:
-//! - `user` → a user message (`content` a `PartListUnion`, read by `fn content`: a string, a
-//!   part or a list of strings and parts; a file the person named with `@` is in it, inline data for an
-//!   image or a PDF, which becomes a placeholder line with a warning);
+//! The document: `{sessionId, projectHash, startTime, lastUpdated, messages: [...]}`. The JSON
+//! Lines: a header line `{sessionId, projectHash, startTime, lastUpdated, kind?, directories?}`,
+//! then one line a message record, upserted by `id` (a message appended again when it changes
+//! replaces its earlier record in its place), `{"$set": {...}}` session fields (its `messages`, a
+//! checkpoint, replace every message) and `{"$rewindTo": id}` (that message and every later one
+//! dropped), read as the CLI reads them back; any other line, operation or session field is
+//! warned of and skipped, a line that is no object or a bad field is an error at its line.
+//!
+//! Each message is `{id, timestamp, type: "user" | "gemini" | "info" | "error" | "warning",
+//! content, …}`:
+//! - `user` → a user message (`content` a `PartListUnion`: a string, a part or a list of strings
+//!   and parts; a file the person named with `@` is in it, inline data for an image or a PDF,
+//!   which becomes a placeholder line with a warning); a `functionResponse` part (the CLI
+//!   records the responses it sends as a user message since 0.44) is the result its call's
+//!   `toolCalls` record already gave, skipped, or else a tool result of its own;
 //! - `gemini` → an assistant message: `content` its text, `thoughts [{subject, description}]`
 //!   its reasoning (never its text), `toolCalls [{id, name, args, result, status}]` its calls,
 //!   each followed by its result (`result` holds the parts the model got: the
@@ -13,17 +25,24 @@
 //!   that read an image or a PDF, each a placeholder line with a warning;
 //!   `status: "error"` → `is_error`), `tokens {input, output, cached, thoughts, tool, total}`
 //!   its usage (`input` includes `cached`; `output` counts the thought tokens too, as the
-//!   other formats' output does), `model` the model;
-//! - `info`, `error`, `warning` are messages the CLI showed the person, not the model: skipped.
+//!   other formats' output does), `model` the model. A message the CLI rewrote from the model's
+//!   history (a checkpoint) has the model's parts as `content`: `thought` parts are reasoning,
+//!   `functionCall` parts not in its `toolCalls` are calls;
+//! - `info`, `error`, `warning` are messages the CLI showed the person, not the model: skipped;
+//!   any other type is warned of and skipped.
 
 use super::detect::{arr_of, str_of, Shape};
 use super::gemini::{media, response_content, Conv};
 use super::json::{placeholder, Node, Res};
-use super::Importer;
+use super::{Importer, Input};
+use crate::output::quoted;
 use crate::trace::model::{Message, SourceFormat, ToolCall, Trace, Usage};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+use std::collections::HashSet;
 
-/// Gemini CLI sessions: `{sessionId, messages: [{type: user|gemini, …}]}`.
+/// Gemini CLI sessions: `{sessionId, messages: [{type: user|gemini, …}]}`, or JSON Lines whose
+/// first line is a session header `{sessionId, projectHash, …}` (no `type`, no `messages`) and
+/// whose other lines are message records and `$set` / `$rewindTo` operations.
 pub const IMPORTER: Importer = Importer {
     format: SourceFormat::GeminiCli,
     detect: |shape| match shape {
@@ -36,96 +55,302 @@ pub const IMPORTER: Importer = Importer {
                     })
                 })
         }
-        _ => false,
+        Shape::Lines(lines, first) => {
+            is_header(first)
+                && (str_of(first, "projectHash").is_some()
+                    || lines.iter().skip(1).any(|(_, v)| v.as_object().is_some_and(is_record)))
+        }
+        Shape::Array(..) => false,
     },
-    import: |input, stem| {
-        super::each_document_mut(input, stem, |v, path, id| {
+    import: |input, stem| match input {
+        Input::Lines(lines) if lines.first().and_then(|(_, v)| v.as_object()).is_some_and(is_header) => {
+            import_lines(std::mem::take(lines), stem).map(|t| vec![t])
+        }
+        _ => super::each_document_mut(input, stem, |v, path, id| {
             import_value(&Node::at(v, path), id).map(|t| vec![t])
-        })
+        }),
     },
 };
+
+/// The message types Gemini CLI writes (`user`, `gemini`, and what it showed the person only).
+const MESSAGE_TYPES: [&str; 5] = ["user", "gemini", "info", "error", "warning"];
+
+/// The fields of a session (`ConversationRecord`), which a header line and `$set` hold.
+const SESSION_FIELDS: [&str; 9] = [
+    "sessionId",
+    "projectHash",
+    "startTime",
+    "lastUpdated",
+    "messages",
+    "summary",
+    "memoryScratchpad",
+    "directories",
+    "kind",
+];
+
+/// The first line of a JSON Lines session: `{sessionId, projectHash, startTime, lastUpdated,
+/// kind?, directories?}`, with neither a `type` (a record of another tool) nor the `messages`
+/// of a whole session document (JSON Lines of those are one session a line).
+fn is_header(o: &Map<String, Value>) -> bool {
+    str_of(o, "sessionId").is_some() && !o.contains_key("type") && !o.contains_key("messages")
+}
+
+/// A line of a JSON Lines session after its header: a `$set` or `$rewindTo` operation, or a
+/// message record `{id, type: user|gemini|info|error|warning, …}` (no chat `role` or `message`).
+fn is_record(o: &Map<String, Value>) -> bool {
+    o.contains_key("$set")
+        || o.contains_key("$rewindTo")
+        || (str_of(o, "id").is_some()
+            && str_of(o, "type").is_some_and(|t| MESSAGE_TYPES.contains(&t))
+            && !o.contains_key("role")
+            && !o.contains_key("message"))
+}
+
+/// A message record of a JSON Lines session, kept until the end of the file: where it was
+/// read, and its value.
+struct Kept {
+    path: String,
+    id: String,
+    v: Value,
+}
+
+/// Keep message record `v` (read at `path`): in the place of the earlier record of its `id`
+/// (the CLI appends a message again whole when it changes: its tool calls, its tokens), else
+/// last. An item that is no record (no string `id`) is skipped, warned of.
+fn keep(kept: &mut Vec<Kept>, v: Value, path: String, warnings: &mut Vec<String>) -> Res<()> {
+    let id = match Node::at(&v, path.clone()).key("id").opt_str()? {
+        Some(id) => id.to_string(),
+        None => {
+            warnings.push(format!("{path}: an item with no message id; skipped"));
+            return Ok(());
+        }
+    };
+    match kept.iter_mut().find(|k| k.id == id) {
+        Some(k) => *k = Kept { path, id, v },
+        None => kept.push(Kept { path, id, v }),
+    }
+    Ok(())
+}
+
+/// A JSON Lines session (Gemini CLI 0.39 and later), read as the CLI reads it back
+/// (`loadConversationRecord`): each line in turn is a `$rewindTo` (drop that message and every
+/// later one), a message record (upserted by `id`), a `$set` (session fields; its `messages`, a
+/// checkpoint, replace every message) or a header (session fields; `messages` too, if any, as
+/// upserts). Then the messages that remain are converted as a session document's are.
+fn import_lines(lines: Vec<(usize, Value)>, stem: &str) -> Res<Trace> {
+    let mut c = Conv::new(stem, SourceFormat::GeminiCli);
+    let mut kept: Vec<Kept> = Vec::new();
+    for (n, mut v) in lines {
+        let r = Node::line_root(&v, n);
+        let o = r.obj()?;
+        if o.contains_key("$rewindTo") {
+            let to = r.key("$rewindTo");
+            let id = to.str()?;
+            match kept.iter().position(|k| k.id == id) {
+                Some(at) => kept.truncate(at),
+                None => {
+                    c.t.meta.warnings.push(format!(
+                        "{}: rewind to message {}, which is not in the session: every earlier message was dropped, as Gemini CLI does",
+                        to.path,
+                        quoted(id)
+                    ));
+                    kept.clear();
+                }
+            }
+        } else if o.contains_key("id") {
+            r.key("id").str()?;
+            let path = r.path.clone();
+            keep(&mut kept, v, path, &mut c.t.meta.warnings)?;
+        } else if o.contains_key("$set") || str_of(o, "sessionId").is_some() {
+            let set = if o.contains_key("$set") { r.key("$set") } else { r.clone() };
+            let fields = set.obj()?;
+            for k in fields.keys().filter(|k| !SESSION_FIELDS.contains(&k.as_str())) {
+                c.t.meta.warnings.push(format!(
+                    "{}: a session field Gemini CLI does not write; ignored",
+                    set.key(k).path
+                ));
+            }
+            if let Some(id) = set.key("sessionId").opt_str()? {
+                c.t.meta.task_id = Some(id.to_string());
+            }
+            if fields.contains_key("messages") {
+                let path = set.path.clone();
+                let checkpoint = o.contains_key("$set");
+                let target = if checkpoint { v.get_mut("$set") } else { Some(&mut v) };
+                let Some(target) = target else { continue };
+                let items = Node::take_items(target, path, "messages")?;
+                if checkpoint {
+                    kept.clear();
+                }
+                for (x, at) in items {
+                    keep(&mut kept, x, at, &mut c.t.meta.warnings)?;
+                }
+            }
+        } else {
+            let what = match o.keys().find(|k| k.starts_with('$')) {
+                Some(op) => format!("an operation Gemini CLI does not write ({})", quoted(op)),
+                None => "no message record (no `id`), session header or `$set` / `$rewindTo` operation".to_string(),
+            };
+            c.t.meta.warnings.push(format!("{}: {what}; the line was skipped", r.path));
+        }
+    }
+    let mut answered = HashSet::new();
+    for k in &kept {
+        message(&mut c, &mut answered, &Node::at(&k.v, k.path.clone()))?;
+    }
+    Ok(c.finish())
+}
 
 fn import_value(root: &Node<'_>, id: &str) -> Res<Trace> {
     root.obj()?;
     let mut c = Conv::new(id, SourceFormat::GeminiCli);
     c.t.meta.task_id = root.key("sessionId").opt_str()?.map(String::from);
+    let mut answered = HashSet::new();
     for m in root.key("messages").items()? {
-        m.obj()?;
-        let ts = m.key("timestamp").opt_str()?.map(String::from);
-        match m.key("type").str()? {
-            "user" => {
-                let mut u = Message::user(content(&m.key("content"), &mut c.t.meta.warnings)?);
+        message(&mut c, &mut answered, &m)?;
+    }
+    Ok(c.finish())
+}
+
+/// One message record into `c`. `answered` holds the recorded ids of the calls whose result a
+/// `toolCalls` record gave: the CLI (0.44 and later) also records the function responses it
+/// sends as a user message, and those are the same results, not new ones.
+fn message(c: &mut Conv, answered: &mut HashSet<String>, m: &Node<'_>) -> Res<()> {
+    m.obj()?;
+    let ts = m.key("timestamp").opt_str()?.map(String::from);
+    match m.key("type").str()? {
+        "user" => {
+            let mut text = Vec::new();
+            let mut responses = false;
+            for p in parts(&m.key("content"))? {
+                let fr = p.key("functionResponse");
+                if fr.is_null() {
+                    text.extend(part(&p, &mut c.t.meta.warnings)?);
+                    continue;
+                }
+                responses = true;
+                if fr.key("id").opt_str()?.is_some_and(|id| answered.contains(id)) {
+                    // The result its call's record holds (imported with the call).
+                    continue;
+                }
+                if !text.is_empty() {
+                    let mut u = Message::user(std::mem::take(&mut text).join("\n"));
+                    u.timestamp = ts.clone();
+                    c.t.messages.push(u);
+                }
+                let mut r = c.response(&fr)?;
+                r.timestamp = ts.clone();
+                c.t.messages.push(r);
+            }
+            if !text.is_empty() || !responses {
+                let mut u = Message::user(text.join("\n"));
                 u.timestamp = ts;
                 c.t.messages.push(u);
             }
-            "gemini" => {
-                if c.t.meta.model.is_none() {
-                    c.t.meta.model = m.key("model").opt_str()?.map(String::from);
+        }
+        "gemini" => {
+            if c.t.meta.model.is_none() {
+                c.t.meta.model = m.key("model").opt_str()?.map(String::from);
+            }
+            let mut results = Vec::new();
+            let mut calls = Vec::new();
+            let mut recorded_calls = HashSet::new();
+            for tc in m.key("toolCalls").opt_items()? {
+                tc.obj()?;
+                let name = tc.key("name").str()?;
+                let recorded = tc.key("id").opt_str()?;
+                recorded_calls.extend(recorded.map(String::from));
+                let id = c.pairs.issue(recorded, name, &mut c.t.meta.warnings, &tc.path);
+                let args = tc.key("args");
+                calls.push(ToolCall {
+                    id: id.clone(),
+                    name: name.to_string(),
+                    arguments: if args.is_null() { json!({}) } else { args.v.clone() },
+                });
+                // The result the model got: its parts, in order (the functionResponse, then the
+                // inline or file data the CLI sends beside it).
+                let mut texts = Vec::new();
+                for part in parts(&tc.key("result"))? {
+                    let fr = part.key("functionResponse");
+                    let text = if fr.is_null() {
+                        self::part(&part, &mut c.t.meta.warnings)?
+                    } else {
+                        Some(response_content(&fr, &mut c.t.meta.warnings)?)
+                    };
+                    texts.extend(text.filter(|t| !t.is_empty()));
                 }
-                let mut results = Vec::new();
-                let mut calls = Vec::new();
-                for tc in m.key("toolCalls").opt_items()? {
-                    tc.obj()?;
-                    let name = tc.key("name").str()?;
-                    let recorded = tc.key("id").opt_str()?;
-                    let id = c.pairs.issue(recorded, name, &mut c.t.meta.warnings, &tc.path);
-                    let args = tc.key("args");
+                let status = tc.key("status").opt_str()?;
+                if tc.key("result").is_null() && status != Some("error") {
+                    // Not run (cancelled, or the session ended first): the call stays open.
+                    continue;
+                }
+                c.pairs.answer(recorded, name);
+                answered.extend(recorded.map(String::from));
+                let mut r = Message::tool(id, name, texts.join("\n"));
+                r.is_error = matches!(status, Some("error" | "cancelled"));
+                r.timestamp = tc.key("timestamp").opt_str()?.map(String::from);
+                results.push(r);
+            }
+            // The content: a string, or (a message the CLI rewrote from the model's history) the
+            // parts the model returned, whose thoughts are its reasoning and whose calls not
+            // in `toolCalls` are calls too.
+            let mut text = Vec::new();
+            let mut thought_parts = Vec::new();
+            for p in parts(&m.key("content"))? {
+                let fc = p.key("functionCall");
+                if !fc.is_null() {
+                    fc.obj()?;
+                    let recorded = fc.key("id").opt_str()?;
+                    if recorded.is_some_and(|r| recorded_calls.contains(r)) {
+                        continue;
+                    }
+                    let name = fc.key("name").str()?;
+                    let id = c.pairs.issue(recorded, name, &mut c.t.meta.warnings, &fc.path);
+                    let args = fc.key("args");
                     calls.push(ToolCall {
-                        id: id.clone(),
+                        id,
                         name: name.to_string(),
                         arguments: if args.is_null() { json!({}) } else { args.v.clone() },
                     });
-                    // The result the model got: its parts, in order (the functionResponse, then the
-                    // inline or file data the CLI sends beside it).
-                    let mut texts = Vec::new();
-                    for part in parts(&tc.key("result"))? {
-                        let fr = part.key("functionResponse");
-                        let text = if fr.is_null() {
-                            self::part(&part, &mut c.t.meta.warnings)?
-                        } else {
-                            Some(response_content(&fr, &mut c.t.meta.warnings)?)
-                        };
-                        texts.extend(text.filter(|t| !t.is_empty()));
-                    }
-                    let status = tc.key("status").opt_str()?;
-                    if tc.key("result").is_null() && status != Some("error") {
-                        // Not run (cancelled, or the session ended first): the call stays open.
-                        continue;
-                    }
-                    c.pairs.answer(recorded, name);
-                    let mut r = Message::tool(id, name, texts.join("\n"));
-                    r.is_error = matches!(status, Some("error" | "cancelled"));
-                    r.timestamp = tc.key("timestamp").opt_str()?.map(String::from);
-                    results.push(r);
+                } else if p.key("thought").opt_bool()? == Some(true) && p.key("text").opt_str()?.is_some() {
+                    thought_parts.push(p.key("text").str()?.to_string());
+                } else {
+                    text.extend(part(&p, &mut c.t.meta.warnings)?);
                 }
-                let mut a = Message::assistant(content(&m.key("content"), &mut c.t.meta.warnings)?, calls);
-                let mut thoughts = Vec::new();
-                for th in m.key("thoughts").opt_items()? {
-                    let subject = th.key("subject").opt_str()?.unwrap_or("");
-                    let desc = th.key("description").opt_str()?.unwrap_or("");
-                    thoughts.push(format!("{subject}: {}", desc.trim()));
-                }
-                if !thoughts.is_empty() {
-                    a.reasoning = Some(thoughts.join("\n"));
-                }
-                let tok = m.key("tokens");
-                if !tok.is_null() {
-                    a.usage = Some(Usage {
-                        input: tok.key("input").opt_u64()?.unwrap_or(0),
-                        output: tok.key("output").opt_u64()?.unwrap_or(0)
-                            + tok.key("thoughts").opt_u64()?.unwrap_or(0),
-                        cache_read: tok.key("cached").opt_u64()?.unwrap_or(0),
-                        cache_write: 0,
-                    });
-                }
-                a.timestamp = ts;
-                c.t.messages.push(a);
-                c.t.messages.extend(results);
             }
-            _ => {}
+            let mut a = Message::assistant(text.join("\n"), calls);
+            let mut thoughts = Vec::new();
+            for th in m.key("thoughts").opt_items()? {
+                let subject = th.key("subject").opt_str()?.unwrap_or("");
+                let desc = th.key("description").opt_str()?.unwrap_or("");
+                thoughts.push(format!("{subject}: {}", desc.trim()));
+            }
+            thoughts.extend(thought_parts);
+            if !thoughts.is_empty() {
+                a.reasoning = Some(thoughts.join("\n"));
+            }
+            let tok = m.key("tokens");
+            if !tok.is_null() {
+                a.usage = Some(Usage {
+                    input: tok.key("input").opt_u64()?.unwrap_or(0),
+                    output: tok.key("output").opt_u64()?.unwrap_or(0)
+                        + tok.key("thoughts").opt_u64()?.unwrap_or(0),
+                    cache_read: tok.key("cached").opt_u64()?.unwrap_or(0),
+                    cache_write: 0,
+                });
+            }
+            a.timestamp = ts;
+            c.t.messages.push(a);
+            c.t.messages.extend(results);
         }
+        "info" | "error" | "warning" => {}
+        other => c.t.meta.warnings.push(format!(
+            "{}: a message of type {}, which Gemini CLI does not write (user, gemini, info, error, warning); skipped",
+            m.key("type").path,
+            quoted(other)
+        )),
     }
-    Ok(c.finish())
+    Ok(())
 }
 
 /// The parts of a `PartListUnion` (a string, one part, or a list of strings and parts; `null`
@@ -137,15 +362,6 @@ fn parts<'a>(n: &Node<'a>) -> Res<Vec<Node<'a>>> {
         Value::String(_) | Value::Object(_) => Ok(vec![n.clone()]),
         _ => Err(n.expected("a string, a part or a list of parts")),
     }
-}
-
-/// A message's `content` as text: its parts ([`part`]) joined by newlines.
-fn content(n: &Node<'_>, warnings: &mut Vec<String>) -> Res<String> {
-    let mut text = Vec::new();
-    for p in parts(n)? {
-        text.extend(part(&p, warnings)?);
-    }
-    Ok(text.join("\n"))
 }
 
 /// One part that is no function response: a string or a `text` part as it is, inline or file
@@ -280,6 +496,220 @@ mod tests {
                     "image/png"
                 ),
             ]
+        );
+    }
+
+    /// Lines of a JSON Lines session as the CLI writes them (one JSON object a line).
+    fn lines(records: &[serde_json::Value]) -> crate::trace::import::Input {
+        let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+        crate::trace::import::parse_input(text.as_bytes()).unwrap()
+    }
+
+    fn import_lines_of(records: &[serde_json::Value]) -> Trace {
+        let mut input = lines(records);
+        assert_eq!(detect(&input), Ok(SourceFormat::GeminiCli));
+        (IMPORTER.import)(&mut input, "g").unwrap().remove(0)
+    }
+
+    fn header() -> serde_json::Value {
+        json!({"sessionId": "s1", "projectHash": "h", "startTime": "t0", "lastUpdated": "t0", "kind": "main"})
+    }
+
+    /// What Gemini CLI 0.39 and later write, read as the CLI reads it back: a checkpoint
+    /// (`$set.messages`) replaces the messages, a record appended again under its id replaces
+    /// the earlier one in its place, `$rewindTo` drops that message and every later one, and the
+    /// function responses the CLI records as a user message are the results the tool calls
+    /// already hold (not imported twice).
+    #[test]
+    fn json_lines_upserts_checkpoints_and_rewinds() {
+        let call = json!({"id": "ls-1", "name": "list_directory", "args": {"dir_path": "/"},
+            "result": [{"functionResponse": {"id": "ls-1", "name": "list_directory", "response": {"output": "a\nb"}}}],
+            "status": "success", "timestamp": "t4"});
+        let t = import_lines_of(&[
+            header(),
+            json!({"$set": {"messages": [{"id": "old", "timestamp": "t0", "type": "user", "content": "dropped by the checkpoint"}]}}),
+            json!({"$set": {"messages": [{"id": "ctx", "timestamp": "t1", "type": "user", "content": [{"text": "<session_context>"}]}], "lastUpdated": "t1"}}),
+            json!({"id": "u1", "timestamp": "t2", "type": "user", "content": [{"text": "list /"}]}),
+            json!({"$set": {"lastUpdated": "t2"}}),
+            json!({"id": "g1", "timestamp": "t3", "type": "gemini", "content": "", "thoughts": [], "model": "gemini-3"}),
+            json!({"id": "g1", "timestamp": "t3", "type": "gemini", "content": "", "thoughts": [], "model": "gemini-3",
+                   "tokens": {"input": 100, "output": 5, "cached": 40, "thoughts": 7, "tool": 0, "total": 112},
+                   "toolCalls": [call]}),
+            json!({"id": "r1", "timestamp": "t5", "type": "user", "content": [{"functionResponse": {"id": "ls-1", "name": "list_directory", "response": {"output": "a\nb"}}}]}),
+            json!({"id": "g2", "timestamp": "t6", "type": "gemini", "content": "two files", "model": "gemini-3"}),
+            json!({"id": "u2", "timestamp": "t7", "type": "user", "content": [{"text": "wrong question"}]}),
+            json!({"id": "g3", "timestamp": "t8", "type": "gemini", "content": "wrong answer"}),
+            json!({"$rewindTo": "u2"}),
+            json!({"id": "u3", "timestamp": "t9", "type": "user", "content": [{"text": "right question"}]}),
+            json!({"id": "g4", "timestamp": "t10", "type": "gemini", "content": "right answer"}),
+            json!({"$set": {"summary": "listing", "memoryScratchpad": {"version": 1}}}),
+        ]);
+        let got: Vec<_> = t.messages.iter().map(|m| (m.role, m.content.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (Role::User, "<session_context>"),
+                (Role::User, "list /"),
+                (Role::Assistant, ""),
+                (Role::Tool, "a\nb"),
+                (Role::Assistant, "two files"),
+                (Role::User, "right question"),
+                (Role::Assistant, "right answer"),
+            ]
+        );
+        assert_eq!(t.messages[2].tool_calls[0].name, "list_directory");
+        assert_eq!(t.messages[3].tool_call_id.as_deref(), Some("ls-1"));
+        assert_eq!(
+            t.messages[2].usage,
+            Some(Usage { input: 100, output: 12, cache_read: 40, cache_write: 0 })
+        );
+        assert_eq!(t.meta.task_id.as_deref(), Some("s1"));
+        assert_eq!(t.meta.model.as_deref(), Some("gemini-3"));
+        assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+    }
+
+    /// A message the CLI rewrote from the model's history (a checkpoint): its content is the
+    /// parts the model returned; its thoughts are reasoning, the calls its `toolCalls` hold are
+    /// not called twice, and calls only in its parts are calls, answered by the function
+    /// responses of the next user message.
+    #[test]
+    fn parts_of_a_rewritten_message_are_calls_and_reasoning() {
+        let t = import_lines_of(&[
+            header(),
+            json!({"$set": {"messages": [
+                {"id": "u1", "timestamp": "t1", "type": "user", "content": [{"text": "read a"}]},
+                {"id": "g1", "timestamp": "t2", "type": "gemini", "content": [
+                    {"text": "Reading it.", "thought": true, "thoughtSignature": "c2ln"},
+                    {"functionCall": {"id": "r1", "name": "read_file", "args": {"file_path": "a"}}},
+                    {"functionCall": {"id": "r2", "name": "read_file", "args": {"file_path": "b"}}}],
+                 "toolCalls": [{"id": "r1", "name": "read_file", "args": {"file_path": "a"},
+                    "result": [{"functionResponse": {"id": "r1", "name": "read_file", "response": {"output": "A"}}}],
+                    "status": "success"}]},
+                {"id": "u2", "timestamp": "t3", "type": "user", "content": [
+                    {"functionResponse": {"id": "r1", "name": "read_file", "response": {"output": "A"}}},
+                    {"functionResponse": {"id": "r2", "name": "read_file", "response": {"output": "B"}}}]},
+                {"id": "g2", "timestamp": "t4", "type": "gemini", "content": [{"text": "A and B"}]}
+            ]}}),
+        ]);
+        let got: Vec<_> = t.messages.iter().map(|m| (m.role, m.content.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (Role::User, "read a"),
+                (Role::Assistant, ""),
+                (Role::Tool, "A"),
+                (Role::Tool, "B"),
+                (Role::Assistant, "A and B"),
+            ]
+        );
+        let calls: Vec<_> = t.messages[1].tool_calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(calls, ["r1", "r2"]);
+        assert_eq!(t.messages[1].reasoning.as_deref(), Some("Reading it."));
+        assert_eq!(t.messages[3].tool_call_id.as_deref(), Some("r2"));
+        assert!(crate::trace::import::pairing_problems(&t).is_empty());
+        assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+    }
+
+    /// Nothing is dropped without a word: an operation or a line of a kind the CLI does not
+    /// write, a session field it does not write, a message type it does not write, and a rewind
+    /// to a message the file does not hold (every earlier message dropped, as the CLI does) are
+    /// each warned of at their line.
+    #[test]
+    fn unknown_lines_and_operations_are_warned_of() {
+        let t = import_lines_of(&[
+            header(),
+            json!({"id": "u0", "timestamp": "t", "type": "user", "content": "lost"}),
+            json!({"$rewindTo": "nowhere"}),
+            json!({"id": "u1", "timestamp": "t", "type": "user", "content": "hi"}),
+            json!({"$patch": {"id": "u1"}}),
+            json!({"note": "x"}),
+            json!({"$set": {"lastUpdated": "t", "color": "blue"}}),
+            json!({"id": "s1", "timestamp": "t", "type": "system", "content": "?"}),
+            json!({"id": "g1", "timestamp": "t", "type": "gemini", "content": "hello"}),
+        ]);
+        let texts: Vec<_> = t.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(texts, ["hi", "hello"]);
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "line 3: $[\"$rewindTo\"]: rewind to message \"nowhere\", which is not in the session: every earlier message was dropped, as Gemini CLI does",
+                "line 5: $: an operation Gemini CLI does not write (\"$patch\"); the line was skipped",
+                "line 6: $: no message record (no `id`), session header or `$set` / `$rewindTo` operation; the line was skipped",
+                "line 7: $[\"$set\"].color: a session field Gemini CLI does not write; ignored",
+                "line 8: $.type: a message of type \"system\", which Gemini CLI does not write (user, gemini, info, error, warning); skipped",
+            ]
+        );
+    }
+
+    /// A bad line is an error naming its line and what was expected, never a panic.
+    #[test]
+    fn bad_lines_name_their_line() {
+        let cases = [
+            (json!([1]), "line 2: $", "expected an object"),
+            (json!({"$rewindTo": 5}), "line 2: $[\"$rewindTo\"]", "expected a string"),
+            (json!({"$set": "x"}), "line 2: $[\"$set\"]", "expected an object"),
+            (json!({"id": 7, "type": "user"}), "line 2: $.id", "expected a string"),
+            (json!({"id": "u", "content": "hi"}), "line 2: $.type", "expected a string"),
+            (json!({"id": "g", "type": "gemini", "content": "", "toolCalls": [{"args": {}}]}), "line 2: $.toolCalls[0].name", "expected a string"),
+        ];
+        for (line, at, want) in cases {
+            let mut input = lines(&[header(), line]);
+            let e = (IMPORTER.import)(&mut input, "g").unwrap_err();
+            assert_eq!(e.location, at);
+            assert!(e.message.contains(want), "{at}: {}", e.message);
+        }
+    }
+
+    /// The JSON Lines rule claims Gemini CLI sessions and no other tool's JSON Lines; a session
+    /// document (one a line) is still read as documents.
+    #[test]
+    fn json_lines_detection() {
+        use crate::trace::import::parse_input;
+        let session = lines(&[header(), json!({"id": "u", "timestamp": "t", "type": "user", "content": "hi"})]);
+        assert_eq!(detect(&session), Ok(SourceFormat::GeminiCli));
+        // no projectHash: claimed by its records
+        let bare = lines(&[json!({"sessionId": "s"}), json!({"$set": {"lastUpdated": "t"}})]);
+        assert_eq!(detect(&bare), Ok(SourceFormat::GeminiCli));
+        for (other, format) in [
+            ("{\"type\":\"queue-operation\",\"sessionId\":\"s\"}\n{\"type\":\"user\",\"sessionId\":\"s\",\"uuid\":\"u\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n", SourceFormat::ClaudeCode),
+            ("{\"type\":\"session_meta\",\"payload\":{\"id\":\"s\"}}\n{\"type\":\"response_item\",\"payload\":{\"type\":\"message\",\"role\":\"user\",\"content\":\"hi\"}}\n", SourceFormat::Codex),
+            ("{\"sessionId\":\"s\",\"messages\":[{\"type\":\"user\",\"content\":\"a\"}]}\n{\"sessionId\":\"t\",\"messages\":[{\"type\":\"user\",\"content\":\"b\"}]}\n", SourceFormat::GeminiCli),
+        ] {
+            let input = parse_input(other.as_bytes()).unwrap();
+            assert_eq!(detect(&input), Ok(format), "{other}");
+        }
+        // a session document a line: one trace a line, as before
+        let mut docs = parse_input(b"{\"sessionId\":\"s\",\"messages\":[{\"type\":\"user\",\"content\":\"a\"}]}\n{\"sessionId\":\"t\",\"messages\":[{\"type\":\"user\",\"content\":\"b\"}]}\n").unwrap();
+        assert_eq!((IMPORTER.import)(&mut docs, "g").unwrap().len(), 2);
+        // a canonical trace is not a session
+        assert!(crate::trace::import::detect::looks_canonical(b"{\"type\":\"header\",\"schema_version\":1}\n"));
+    }
+
+    /// Audio or video a tool read: the CLI records it under `__binary_injection__` in the
+    /// function response, base64 the model never read as text there. It is a placeholder line,
+    /// warned of, not text.
+    #[test]
+    fn a_binary_injection_is_a_placeholder() {
+        let t = import_json(json!({"sessionId": "s", "messages": [
+            {"type": "user", "content": "transcribe a.mp3"},
+            {"type": "gemini", "content": "", "toolCalls": [
+                {"id": "r1", "name": "read_file", "args": {"file_path": "a.mp3"},
+                 "result": [{"functionResponse": {"id": "r1", "name": "read_file", "response": {
+                    "output": "Binary content (audio/mpeg) read successfully. Content will be injected for analysis in the next sequence.",
+                    "__binary_injection__": [{"inlineData": {"mimeType": "audio/mpeg", "data": "SUQzBAAAAAAAI1RTU0UAAAAPAAADTGF2ZjU4"}}]}}}],
+                 "status": "success"}]}
+        ]}));
+        assert_eq!(
+            t.messages[2].content,
+            "Binary content (audio/mpeg) read successfully. Content will be injected for analysis in the next sequence.\n[audio/mpeg]"
+        );
+        assert_eq!(
+            t.meta.warnings,
+            [warned(
+                "$.messages[1].toolCalls[0].result[0].functionResponse.response.__binary_injection__[0]",
+                "an audio part",
+                "audio/mpeg"
+            )]
         );
     }
 }

@@ -817,6 +817,7 @@ mod tests {
         (SourceFormat::Codex, "{\"type\":\"session_meta\",\"payload\":{\"id\":\"s\"}}\n{\"type\":\"response_item\",\"payload\":{\"type\":\"message\",\"role\":\"user\",\"content\":\"hi\"}}\n"),
         (SourceFormat::Inspect, r#"{"version": 2, "eval": {"task": "t"}, "samples": []}"#),
         (SourceFormat::GeminiCli, r#"{"sessionId": "s", "messages": [{"type": "user", "content": "hi"}]}"#),
+        (SourceFormat::GeminiCli, "{\"sessionId\":\"s\",\"projectHash\":\"h\",\"startTime\":\"t\",\"lastUpdated\":\"t\",\"kind\":\"main\"}\n{\"id\":\"u\",\"timestamp\":\"t\",\"type\":\"user\",\"content\":[{\"text\":\"hi\"}]}\n"),
         (SourceFormat::Langchain, r#"[{"type": "human", "data": {"content": "hi"}}]"#),
         (SourceFormat::Langchain, r#"{"messages": [{"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "AIMessage"], "kwargs": {"content": "x"}}]}"#),
         (SourceFormat::OpenaiResponses, r#"[{"role": "user", "content": "hi"}, {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]"#),
