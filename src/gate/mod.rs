@@ -572,12 +572,17 @@ pub enum EvaluateError {
 /// Evaluate rules on a candidate run against a baseline run, with the candidate's own checks
 /// ([`run_checks`], and [`unchecked`] when every rule was skipped) and notes on both runs.
 /// Errors (exit 2) when the runs are unrelated ([`check_related`]), when a rule names a
-/// variant the candidate run lacks, or a metric no variant of either run has.
+/// variant the candidate run lacks, or a metric no variant of either run has, unless
+/// `explained(metric)`: the caller knows why the runs lack it (every needle unit of both runs
+/// was not applicable to its trace, so neither recorded `needle.recall`). Such a rule is no
+/// typo: it is skipped for every variant, as when only the candidate lacks the metric, and a
+/// gate of such rules alone checked nothing (the `checked` run check).
 pub fn evaluate(
     rules: &[Rule],
     candidate: &GateRun,
     baseline: &GateRun,
     options: GateOptions,
+    explained: impl Fn(&str) -> bool,
 ) -> Result<GateOutcome, EvaluateError> {
     let seed = options.seed;
     check_related(candidate, baseline).map_err(EvaluateError::Refused)?;
@@ -588,7 +593,7 @@ pub fn evaluate(
     for rule in rules {
         let known = cand_metrics.contains(rule.metric.as_str())
             || base_metrics.contains(rule.metric.as_str());
-        if !known {
+        if !known && !explained(&rule.metric) {
             let list: Vec<&str> = cand_metrics.iter().copied().collect();
             let hint = crate::confcore::suggest(&rule.metric, list.iter().copied())
                 .map(|m| format!(" (did you mean `{m}`?)"))
@@ -1024,6 +1029,7 @@ mod tests {
             &dead,
             &base,
             GateOptions::default(),
+            |_| false,
         )
         .unwrap();
         assert_eq!(o.skipped(), 2);
@@ -1032,7 +1038,7 @@ mod tests {
             max_errors: 4,
             ..GateOptions::default()
         };
-        let o = evaluate(&[rule], &dead, &base, tolerated).unwrap();
+        let o = evaluate(&[rule], &dead, &base, tolerated, |_| false).unwrap();
         let fails: Vec<&str> = o
             .run_checks
             .iter()
