@@ -829,8 +829,14 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
         format!("{sign}{value:.wanted$}{unit}")
     });
     let by = |x: f64| amount(x, " percentage points");
+    // A degenerate interval (values all equal) is said as such, not as a CI.
+    let ci_shown = if ci_shown == crate::metrics::format::CONSTANT_CI {
+        "constant".to_string()
+    } else {
+        format!("95% CI {ci_shown}")
+    };
     let stats = format!(
-        "{what} = {shown} (95% CI {ci_shown}{})",
+        "{what} = {shown} ({ci_shown}{})",
         p_value
             .map(|p| format!(", p = {}", crate::metrics::format::fmt_p(Some(p))))
             .unwrap_or_default()
@@ -979,6 +985,24 @@ mod tests {
             })
             .collect();
         GateRun::new(info, samples.iter().map(Sample::row).collect::<Vec<_>>())
+    }
+
+    /// A mean of equal values has a degenerate CI: the message says `constant`, as the
+    /// report's tables do, not `95% CI [1.000, 1.000]`; the JSON keeps the bounds.
+    #[test]
+    fn a_constant_mean_is_said_constant_not_a_point_interval() {
+        let (cand, base) = (run("c", 0, 4), run("b", 0, 4));
+        let rule = parse_rule("needle.recall >= 0.5").unwrap();
+        let o = evaluate(&[rule], &cand, &base, GateOptions::default(), |_| false).unwrap();
+        let r = &o.results[0];
+        assert!(
+            r.message
+                .starts_with("mean needle.recall = 1.000 (constant): satisfies"),
+            "{}",
+            r.message
+        );
+        let ci = r.ci.expect("a degenerate CI");
+        assert_eq!((ci.lo, ci.hi), (1.0, 1.0));
     }
 
     #[test]
