@@ -381,21 +381,27 @@ pub fn table_fit(header: &[&str], rows: &[Vec<String>], width: usize) -> String 
     out
 }
 
-/// `text` wrapped at word boundaries to `width` columns, each line ending in a newline (a word
-/// longer than `width` gets a line of its own).
+/// `text` wrapped at word boundaries to `width` display columns ([`columns`]: a CJK character
+/// or an emoji takes two), each line ending in a newline (a word longer than `width` gets a
+/// line of its own).
 pub fn wrap(text: &str, width: usize) -> String {
     let mut out = String::new();
     let mut line = String::new();
+    let mut used = 0;
     for word in text.split_whitespace() {
-        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+        let w = columns(word);
+        if !line.is_empty() && used + 1 + w > width {
             out.push_str(&line);
             out.push('\n');
             line.clear();
+            used = 0;
         }
         if !line.is_empty() {
             line.push(' ');
+            used += 1;
         }
         line.push_str(word);
+        used += w;
     }
     if !line.is_empty() {
         out.push_str(&line);
@@ -446,7 +452,7 @@ pub fn columns(s: &str) -> usize {
 /// around a `…` ([`ellipsize`]). Measured as shown ([`visible`]). Each line ends in a newline.
 pub fn wrap_after(label: &str, indent: usize, text: &str, width: usize) -> String {
     let text = visible(text);
-    let first = width.saturating_sub(label.chars().count()).max(24);
+    let first = width.saturating_sub(columns(label)).max(24);
     let rest = width.saturating_sub(indent).max(24);
     let mut out = String::new();
     let mut lines = wrap(&text, first)
@@ -476,26 +482,73 @@ pub fn wrap_after(label: &str, indent: usize, text: &str, width: usize) -> Strin
     out
 }
 
-/// `s` if it fits in `max` characters, else its start and end around a `…`.
-pub fn ellipsize(s: &str, max: usize) -> String {
-    let n = s.chars().count();
-    if n <= max || max < 3 {
-        return s.to_string();
+/// The user-perceived characters of `s` as shown in a terminal, each with its display
+/// columns: a character with the combining marks, variation selectors and emoji skin-tone
+/// modifiers that follow it, and an emoji joined to the next by a zero-width joiner (`👩‍💻`),
+/// so that shortening never separates a mark from its base. (An approximation of Unicode's
+/// extended grapheme clusters without a segmentation table.)
+fn clusters(s: &str) -> Vec<(&str, usize)> {
+    let mut out: Vec<(&str, usize)> = Vec::new();
+    let mut start = 0;
+    let mut joined = false;
+    for (i, c) in s.char_indices() {
+        let attached = i > 0
+            && (joined
+                || unicode_width::UnicodeWidthChar::width(c) == Some(0)
+                || ('\u{1F3FB}'..='\u{1F3FF}').contains(&c));
+        if !attached && i > start {
+            out.push((&s[start..i], 0));
+            start = i;
+        }
+        joined = c == '\u{200D}';
     }
-    let head = (max - 1) / 2;
-    let tail = max - 1 - head;
-    let mut out: String = s.chars().take(head).collect();
-    out.push('…');
-    out.extend(s.chars().skip(n - tail));
+    if start < s.len() {
+        out.push((&s[start..], 0));
+    }
+    for (text, w) in &mut out {
+        *w = columns(text);
+    }
     out
 }
 
-/// Ids shortened to about `max` characters for a table column, never two different ids the
-/// same way. An id that fits is shown whole; a longer one as its start and end around a `…`;
-/// when that would print two different ids alike (ids that differ only in the middle), the
+/// `s` if it fits in `max` display columns ([`columns`]), else its start and end around a
+/// `…`, in at most `max` columns (a wide character that would overflow its half is left out;
+/// a combining mark stays with its base).
+pub fn ellipsize(s: &str, max: usize) -> String {
+    if columns(s) <= max || max < 3 {
+        return s.to_string();
+    }
+    let parts = clusters(s);
+    let head = (max - 1) / 2;
+    let tail = max - 1 - head;
+    let (mut out, mut used) = (String::new(), 0);
+    let mut first_tail = parts.len();
+    for (text, w) in &parts {
+        if used + w > head {
+            break;
+        }
+        used += w;
+        out.push_str(text);
+    }
+    let mut back = 0;
+    while first_tail > 0 && back + parts[first_tail - 1].1 <= tail {
+        first_tail -= 1;
+        back += parts[first_tail].1;
+    }
+    out.push('…');
+    for (text, _) in &parts[first_tail..] {
+        out.push_str(text);
+    }
+    out
+}
+
+/// Ids shortened to about `max` display columns for a table column, never two different ids
+/// the same way. An id that fits is shown whole; a longer one as its start and end around a
+/// `…`; when that would print two different ids alike (ids that differ only in the middle), the
 /// shortened form keeps its start, a window around where it first differs from the most similar
 /// other id, and its end (`replay__marshm…ault_sys-env_cursors_windo…e-1867`); and if even that
-/// is ambiguous, the whole id. Same order as `ids`; equal ids get equal text.
+/// is ambiguous, the whole id. Same order as `ids`; equal ids get equal text. Measured in
+/// display columns ([`columns`]), cut between user-perceived characters, as [`ellipsize`].
 pub fn short_ids(ids: &[&str], max: usize) -> Vec<String> {
     use std::collections::HashMap;
     let mut out: Vec<String> = ids.iter().map(|id| ellipsize(id, max)).collect();
@@ -518,14 +571,19 @@ pub fn short_ids(ids: &[&str], max: usize) -> Vec<String> {
     if first.is_empty() {
         return out;
     }
-    let chars: Vec<Vec<char>> = ids.iter().map(|id| id.chars().collect()).collect();
+    let parts: Vec<Vec<(&str, usize)>> = ids.iter().map(|id| clusters(id)).collect();
     for &i in &first {
-        let x = &chars[i];
+        let x = &parts[i];
         // Longest common prefix with any other id: x differs from all of them by x[..=p].
-        let p = chars
+        let p = parts
             .iter()
             .filter(|y| *y != x)
-            .map(|y| x.iter().zip(y.iter()).take_while(|(a, b)| a == b).count())
+            .map(|y| {
+                x.iter()
+                    .zip(y.iter())
+                    .take_while(|(a, b)| a.0 == b.0)
+                    .count()
+            })
             .max()
             .unwrap_or(0);
         out[i] = windowed(x, p, max);
@@ -536,24 +594,47 @@ pub fn short_ids(ids: &[&str], max: usize) -> Vec<String> {
     out
 }
 
-/// `x` (longer than `max`) as start…window…end, the window showing `x[p]` with some context.
-fn windowed(x: &[char], p: usize, max: usize) -> String {
+/// `x` (the user-perceived characters of an id wider than `max`, with their columns) as
+/// start…window…end in at most `max` columns, the window showing `x[p]` with some context.
+fn windowed(x: &[(&str, usize)], p: usize, max: usize) -> String {
     let n = x.len();
     let (lead, tail) = (max / 3, max / 8);
     let win = max.saturating_sub(lead + tail + 2).max(1);
-    let start = p.saturating_sub(win / 2).max(lead);
-    let end = (start + win).min(n);
-    let mut s: String = x[..lead.min(n)].iter().collect();
-    if start > lead {
+    // The most characters from `from` on (or back from `to`) that fit in `cols` columns.
+    let fit_from = |from: usize, cols: usize| {
+        let mut used = 0;
+        let mut end = from;
+        while end < n && used + x[end].1 <= cols {
+            used += x[end].1;
+            end += 1;
+        }
+        end
+    };
+    let lead_end = fit_from(0, lead);
+    // Start about half a window before the difference, never inside the lead.
+    let mut start = p.min(n);
+    let mut back = 0;
+    while start > lead_end && back + x[start - 1].1 <= win / 2 {
+        start -= 1;
+        back += x[start].1;
+    }
+    let start = start.max(lead_end);
+    let end = fit_from(start, win);
+    let mut tail_start = n;
+    let mut used = 0;
+    while tail_start > end && used + x[tail_start - 1].1 <= tail {
+        tail_start -= 1;
+        used += x[tail_start].1;
+    }
+    let mut s: String = x[..lead_end].iter().map(|c| c.0).collect();
+    if start > lead_end {
         s.push('…');
     }
-    s.extend(&x[start.min(n)..end]);
-    if end + tail < n {
+    s.extend(x[start..end].iter().map(|c| c.0));
+    if tail_start > end {
         s.push('…');
-        s.extend(&x[n - tail..]);
-    } else {
-        s.extend(&x[end..]);
     }
+    s.extend(x[tail_start..].iter().map(|c| c.0));
     s
 }
 
@@ -771,6 +852,70 @@ mod tests {
         assert_eq!(ellipsize("abcdefghij", 5), "ab…ij");
         assert_eq!(ellipsize("abcdefghij", 6), "ab…hij");
         assert_eq!(ellipsize(&"é".repeat(60), 48).chars().count(), 48);
+    }
+
+    /// Shortened and wrapped in display columns: a CJK character or an emoji takes two, so
+    /// counting characters let a line of them run to twice its width; a combining mark, a
+    /// skin tone or a zero-width-joined emoji stays with its base.
+    #[test]
+    fn wide_and_combined_characters_are_measured_in_columns_and_never_split() {
+        use super::{columns, ellipsize, short_ids, table_fit, wrap};
+        let cjk = "漢字".repeat(30);
+        let e = ellipsize(&cjk, 48);
+        assert_eq!(
+            e,
+            format!("{}…{}", "漢字".repeat(5) + "漢", "漢字".repeat(6))
+        );
+        assert_eq!(columns(&e), 47);
+        // An odd half: the wide character that would overflow it is left out.
+        assert_eq!(ellipsize(&"🚀".repeat(40), 10), "🚀🚀…🚀🚀");
+        assert_eq!(ellipsize("a漢字bcd", 5), "a…cd");
+        // A decomposed é (e + U+0301) is one column and one character to cut.
+        let decomposed = "e\u{301}".repeat(60);
+        let e = ellipsize(&decomposed, 11);
+        assert_eq!(
+            e,
+            format!("{}…{}", "e\u{301}".repeat(5), "e\u{301}".repeat(5))
+        );
+        // Joined and toned emoji stay whole.
+        for glyph in ["👩\u{200D}💻", "👍\u{1F3FD}", "❤\u{FE0F}"] {
+            let e = ellipsize(&glyph.repeat(30), 12);
+            let (head, tail) = e.split_once('…').unwrap();
+            assert!(!head.is_empty() && !tail.is_empty(), "{e}");
+            assert_eq!(head.replace(glyph, ""), "", "{glyph}: {e}");
+            assert_eq!(tail.replace(glyph, ""), "", "{glyph}: {e}");
+            assert!(columns(&e) <= 12, "{e}");
+        }
+        // Words wrap at their columns.
+        assert_eq!(
+            wrap("漢字漢字 漢字漢字 漢字漢字", 17),
+            "漢字漢字 漢字漢字\n漢字漢字\n"
+        );
+        assert_eq!(wrap("🚀🚀🚀 🚀🚀🚀 ok", 13), "🚀🚀🚀 🚀🚀🚀\nok\n");
+        // Ids differing deep inside: distinct, within the width.
+        let ids: Vec<String> = ["甲", "乙", "丙"]
+            .iter()
+            .map(|m| format!("{}{m}{}", "トレース".repeat(8), "🚀終わり".repeat(6)))
+            .collect();
+        let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let short = short_ids(&refs, 40);
+        let distinct: std::collections::HashSet<&String> = short.iter().collect();
+        assert_eq!(distinct.len(), 3, "{short:#?}");
+        for s in &short {
+            assert!(columns(s) <= 40, "{s}: {}", columns(s));
+            assert!(s.starts_with("トレース") && s.ends_with("わり"), "{s}");
+        }
+        // A note of wide characters fits its table.
+        let note = format!(
+            "{} {} 👩\u{200D}💻{}",
+            "注意".repeat(12),
+            "漢字".repeat(30),
+            "x".repeat(5)
+        );
+        let rows = vec![vec!["trace-1".to_string(), note]];
+        let t = table_fit(&["trace", "note"], &rows, 40);
+        assert!(t.lines().all(|l| columns(l) <= 40), "{t}");
+        assert!(t.contains("👩\u{200D}💻"), "{t}");
     }
 
     #[test]

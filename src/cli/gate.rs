@@ -58,8 +58,10 @@ Besides its rules, the gate checks the candidate run itself, and fails (exit 10)
     gate verified nothing (`run checked`, naming why each rule was skipped). --allow-unchecked
     lets such a gate pass (still stated). Some rules checked and others skipped is no failure.
 A partial baseline and failed baseline units are stated in a note and fail nothing, as are the
-needle units of either run that did not apply to their trace (the report's NOT APPLICABLE note;
-it also ends the exit-2 error of a needle rule when neither run has that metric at all).
+needle units of either run that did not apply to their trace (the report's NOT APPLICABLE note).
+When neither run has a needle metric because both runs' needle units were all not applicable,
+its rules are skipped too (a gate of them alone checked nothing: exit 10 unless
+--allow-unchecked); a misspelt metric is still refused (exit 2), with the note.
 
 Writes JUnit XML (--junit, default RUN/gate.xml in the candidate run; never into the baseline
 run) and, when GITHUB_STEP_SUMMARY is set, appends a Markdown summary to that file. --json
@@ -523,7 +525,14 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
         Some((format!("{side} {}: {note}", run.info.run_id), na))
     })
     .collect();
-    let mut outcome = gate::evaluate(&rules, &cand, &base, options).map_err(|e| {
+    // A needle metric neither run has because every needle unit of both was not applicable is
+    // no typo (a metric the eval declares, of an eval the note names): its rules are skipped,
+    // and a gate of such rules alone checked nothing (exit 10 unless --allow-unchecked), as
+    // when the candidate alone lacks it; an undeclared name is still refused (exit 2).
+    let explained = |metric: &str| {
+        crate::evalspec::metric(metric).is_some() && sides.iter().any(|(_, na)| na.explains(metric))
+    };
+    let mut outcome = gate::evaluate(&rules, &cand, &base, options, explained).map_err(|e| {
         let mut message = e.to_string();
         // A metric neither run has, which those units would have recorded.
         if let gate::EvaluateError::UnknownMetric { metric, .. } = &e {

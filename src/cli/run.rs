@@ -459,7 +459,7 @@ pub fn plan_text(suite: &LoadedSuite, planned: &session::Planned) -> String {
         .zip(short_paths)
     {
         let line = format!("  {id}  ({path})");
-        if line.chars().count() <= WIDTH {
+        if crate::output::columns(&line) <= WIDTH {
             out.push_str(&line);
             out.push('\n');
         } else {
@@ -826,7 +826,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )?;
         // Wrapped at 100 columns under its value (an unknown price's note ran to 176).
         let text = format!("{}  ·  {}", human_tokens(tokens), m.totals.cost.line());
-        let wrapped = if text.chars().count() <= 100 - 9 {
+        let wrapped = if crate::output::columns(&text) <= 100 - 9 {
             text
         } else {
             crate::output::wrap(&text, 100 - 9).replace('\n', "\n         ")

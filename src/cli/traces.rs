@@ -309,8 +309,8 @@ fn room(header: &[&str], rows: &[Vec<String>]) -> usize {
         .map(|(i, h)| {
             let cells = rows.iter().filter_map(|r| r.get(i));
             cells
-                .map(|c| c.chars().count())
-                .fold(h.chars().count(), usize::max)
+                .map(|c| crate::output::columns(c))
+                .fold(crate::output::columns(h), usize::max)
                 + 2
         })
         .sum();

@@ -9,7 +9,12 @@
 //!   `evals`, `providers`, `pricing`, `gates`, `report`; every top-level table of the suite's
 //!   schema) → that key of the suite, e.g. `evals.needle.depths=[0.5]`,
 //!   `report.metrics=["tokens"]`;
-//! - any other key → `[engine.base]`, e.g. `summarize.trigger.fraction=0.3`.
+//! - a key whose first segment is an engine key ([`crate::engine::config::known_keys`]: a
+//!   field of the engine configuration or a layer's table) → `[engine.base]`, e.g.
+//!   `summarize.trigger.fraction=0.3`;
+//! - any other key is an error ([`check_set_key`]) with a did-you-mean on the sections, the
+//!   `variant.` shorthand and the engine keys: a misspelt section (`engnie.base.window`) was
+//!   routed to `[engine.base]` and refused there as an unknown engine key, listing engine keys.
 //!
 //! VALUE is a TOML value (`0.3`, `true`, `[0.2, 0.5]`, `"text"`); anything that does not parse
 //! as one is a string. Relative file paths resolve against the suite file, as in the suite.
@@ -134,6 +139,34 @@ pub fn set_of<'a>(sets: &'a [String], path: &[&str], keys: usize) -> Option<&'a 
     })
 }
 
+/// Refuse a `--set` key whose first segment is neither a suite section ([`SECTIONS`]), nor the
+/// `variant.` shorthand, nor an engine key of `[engine.base]`, naming the likely one. Without
+/// it such a key went to `[engine.base]`, whose refusal listed the engine's keys only.
+pub fn check_set_key(arg: &str, key: &[String]) -> Result<(), ConfigError> {
+    let Some(first) = key.first().map(String::as_str) else {
+        return Ok(());
+    };
+    let engine_keys = crate::engine::config::known_keys();
+    if first == "variant" || SECTIONS.contains(&first) || engine_keys.contains(&first) {
+        return Ok(());
+    }
+    let candidates = SECTIONS
+        .iter()
+        .chain(&["variant"])
+        .chain(engine_keys)
+        .copied();
+    Err(set_error(
+        arg,
+        format!(
+            "`{first}` is neither a suite section ({}), nor `variant.NAME.KEY`, nor an engine \
+             key of [engine.base]{}",
+            SECTIONS.join(", "),
+            did_you_mean(first, candidates)
+        ),
+    )
+    .with_key(vec![first.to_string()]))
+}
+
 fn set_error(arg: &str, message: impl Into<String>) -> ConfigError {
     ConfigError::new(format!("--set {arg}"), 0, message)
 }
@@ -143,6 +176,7 @@ fn set_error(arg: &str, message: impl Into<String>) -> ConfigError {
 pub fn apply_sets(suite: &mut Suite, sets: &[String]) -> Result<(), ConfigError> {
     for arg in sets {
         let (key, value) = crate::engine::config::parse_set(arg)?;
+        check_set_key(arg, &key)?;
         if key.first().map(String::as_str) == Some("variant") {
             if key.len() < 3 {
                 return Err(set_error(
@@ -338,6 +372,62 @@ mod tests {
         assert!(load(&sets(&["window"])).is_err());
     }
 
+    /// A first key segment that is neither a section, nor `variant.`, nor an engine key is
+    /// refused by the `--set`, with a did-you-mean on the sections (and the engine keys). A
+    /// misspelt section went to `[engine.base]`, whose refusal listed the engine's keys and
+    /// suggested no section.
+    #[test]
+    fn a_misspelt_section_is_refused_with_a_did_you_mean() {
+        for (arg, like) in [
+            ("engnie.base.window=1000", "engine"),
+            ("reprot.metrics=[\"tokens\"]", "report"),
+            ("evla.needle.depths=[0.5]", "evals"),
+            ("gate.rules=[]", "gates"),
+            ("variants.aggressive.window=1", "variant"),
+            ("windw=1000", "window"),
+            ("sumarize.trigger.fraction=0.3", "summarize"),
+        ] {
+            let e = load(&sets(&[arg])).unwrap_err();
+            let first = arg.split('.').next().unwrap().split('=').next().unwrap();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "--set {arg}: `{first}` is neither a suite section (suite, traces, engine, \
+                     evals, providers, pricing, gates, report), nor `variant.NAME.KEY`, nor an \
+                     engine key of [engine.base] (did you mean `{like}`?)"
+                ),
+            );
+            assert_eq!(e.key, [first]);
+        }
+        // Nothing near: no guess.
+        let e = load(&sets(&["zzzzzzzz.x=1"])).unwrap_err().to_string();
+        assert!(e.ends_with("nor an engine key of [engine.base]"), "{e}");
+        // Every documented shorthand still goes where it did.
+        for key in SECTIONS
+            .iter()
+            .chain(&["variant"])
+            .chain(crate::engine::config::known_keys())
+        {
+            let k = vec![key.to_string(), "x".to_string()];
+            assert!(check_set_key("k=v", &k).is_ok(), "{key}");
+        }
+        let s = load(&sets(&[
+            "window=30000",
+            "summarize.trigger.fraction=0.3",
+            "engine.base.max_output_tokens=512",
+            "variant.aggressive.window=25000",
+            "evals.needle.depths=[0.5]",
+        ]))
+        .unwrap();
+        assert_eq!(s.suite.engine.base["window"].as_integer(), Some(30000));
+        assert_eq!(
+            s.suite.engine.base["max_output_tokens"].as_integer(),
+            Some(512)
+        );
+        let aggr = s.variants.iter().find(|v| v.name == "aggressive").unwrap();
+        assert_eq!(aggr.engine["window"].as_integer(), Some(25000));
+    }
+
     /// A `--set` error reads as the same mistake in the file does: the plain type, the
     /// did-you-mean, "unknown value"; and a value the checks after typing refuse is blamed on
     /// the `--set`, not on the file's line of the key it replaced.
@@ -398,7 +488,8 @@ mod tests {
     fn bad_engine_sets_name_the_argument_not_a_file_line() {
         for (arg, says) in [
             ("window=abc", "`window`: invalid type"),
-            ("windw=3", "did you mean `window`?"),
+            // (A misspelt first key, `windw=3`, is refused before it reaches an engine variant:
+            // `a_misspelt_section_is_refused_with_a_did_you_mean`.)
             (
                 "variant.aggressive.summarize.trigger.fractio=0.5",
                 "unknown field `fractio`, expected `fraction` or `tokens` (did you mean `fraction`?)",

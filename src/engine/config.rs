@@ -80,8 +80,8 @@ pub struct EngineConfig {
 }
 
 /// The keys an engine table accepts, in the order serde's "expected one of" lists them: the
-/// fields above, then one table per registered layer.
-fn known_keys() -> &'static [&'static str] {
+/// fields of [`EngineConfig`], then one table per registered layer.
+pub fn known_keys() -> &'static [&'static str] {
     static KEYS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
         let mut keys = SCALAR_KEYS.to_vec();
         keys.extend(super::layers::REGISTRY.iter().map(|e| e.name));

@@ -572,12 +572,17 @@ pub enum EvaluateError {
 /// Evaluate rules on a candidate run against a baseline run, with the candidate's own checks
 /// ([`run_checks`], and [`unchecked`] when every rule was skipped) and notes on both runs.
 /// Errors (exit 2) when the runs are unrelated ([`check_related`]), when a rule names a
-/// variant the candidate run lacks, or a metric no variant of either run has.
+/// variant the candidate run lacks, or a metric no variant of either run has, unless
+/// `explained(metric)`: the caller knows why the runs lack it (every needle unit of both runs
+/// was not applicable to its trace, so neither recorded `needle.recall`). Such a rule is no
+/// typo: it is skipped for every variant, as when only the candidate lacks the metric, and a
+/// gate of such rules alone checked nothing (the `checked` run check).
 pub fn evaluate(
     rules: &[Rule],
     candidate: &GateRun,
     baseline: &GateRun,
     options: GateOptions,
+    explained: impl Fn(&str) -> bool,
 ) -> Result<GateOutcome, EvaluateError> {
     let seed = options.seed;
     check_related(candidate, baseline).map_err(EvaluateError::Refused)?;
@@ -588,7 +593,7 @@ pub fn evaluate(
     for rule in rules {
         let known = cand_metrics.contains(rule.metric.as_str())
             || base_metrics.contains(rule.metric.as_str());
-        if !known {
+        if !known && !explained(&rule.metric) {
             let list: Vec<&str> = cand_metrics.iter().copied().collect();
             let hint = crate::confcore::suggest(&rule.metric, list.iter().copied())
                 .map(|m| format!(" (did you mean `{m}`?)"))
@@ -824,8 +829,14 @@ fn evaluate_one(rule: &Rule, variant: &str, cand: &Table, base: &Table, seed: u6
         format!("{sign}{value:.wanted$}{unit}")
     });
     let by = |x: f64| amount(x, " percentage points");
+    // A degenerate interval (values all equal) is said as such, not as a CI.
+    let ci_shown = if ci_shown == crate::metrics::format::CONSTANT_CI {
+        "constant".to_string()
+    } else {
+        format!("95% CI {ci_shown}")
+    };
     let stats = format!(
-        "{what} = {shown} (95% CI {ci_shown}{})",
+        "{what} = {shown} ({ci_shown}{})",
         p_value
             .map(|p| format!(", p = {}", crate::metrics::format::fmt_p(Some(p))))
             .unwrap_or_default()
@@ -976,6 +987,24 @@ mod tests {
         GateRun::new(info, samples.iter().map(Sample::row).collect::<Vec<_>>())
     }
 
+    /// A mean of equal values has a degenerate CI: the message says `constant`, as the
+    /// report's tables do, not `95% CI [1.000, 1.000]`; the JSON keeps the bounds.
+    #[test]
+    fn a_constant_mean_is_said_constant_not_a_point_interval() {
+        let (cand, base) = (run("c", 0, 4), run("b", 0, 4));
+        let rule = parse_rule("needle.recall >= 0.5").unwrap();
+        let o = evaluate(&[rule], &cand, &base, GateOptions::default(), |_| false).unwrap();
+        let r = &o.results[0];
+        assert!(
+            r.message
+                .starts_with("mean needle.recall = 1.000 (constant): satisfies"),
+            "{}",
+            r.message
+        );
+        let ci = r.ci.expect("a degenerate CI");
+        assert_eq!((ci.lo, ci.hi), (1.0, 1.0));
+    }
+
     #[test]
     fn failed_units_fail_unless_tolerated_and_a_partial_run_fails() {
         let clean = run("c", 0, 4);
@@ -1024,6 +1053,7 @@ mod tests {
             &dead,
             &base,
             GateOptions::default(),
+            |_| false,
         )
         .unwrap();
         assert_eq!(o.skipped(), 2);
@@ -1032,7 +1062,7 @@ mod tests {
             max_errors: 4,
             ..GateOptions::default()
         };
-        let o = evaluate(&[rule], &dead, &base, tolerated).unwrap();
+        let o = evaluate(&[rule], &dead, &base, tolerated, |_| false).unwrap();
         let fails: Vec<&str> = o
             .run_checks
             .iter()

@@ -2,7 +2,7 @@
 //! messages): significant decimals, CIs, p-values, signed deltas. A leaf: it only knows the
 //! statistics types.
 
-use super::stats::Ci;
+use super::stats::{Ci, CiMethod};
 
 /// Number formatting shared by the text writers: up to 4 significant decimals, no `-0`, never
 /// e-notation. Magnitudes below 0.001 keep 3 significant digits as a plain decimal
@@ -119,6 +119,22 @@ fn plus(x: f64, shown: String) -> String {
     }
 }
 
+/// How every human-facing output (terminal, report.md, report.html, compare, gate) shows the
+/// 95% CI of a figure whose values are all the same ([`CiMethod::Degenerate`]: a mean of equal
+/// values, a constant change): `23.000 (constant)`, not `23.000 [23.000, 23.000]`, which reads
+/// as a measured interval of zero width and hides that there was no spread to resample. The
+/// bounds stay in summary.json, compare.json and the gate's JSON (`"method": "degenerate"`).
+pub const CONSTANT_CI: &str = "(constant)";
+
+/// `c` as [`CONSTANT_CI`] when it is degenerate, else as `interval` prints it.
+fn ci_or_constant(c: &Ci, interval: impl FnOnce(&Ci) -> String) -> String {
+    if c.method == CiMethod::Degenerate {
+        CONSTANT_CI.to_string()
+    } else {
+        interval(c)
+    }
+}
+
 /// `[lo, hi]` with the decimals [`fmt_num`] gives a number of magnitude `scale`; `signed`
 /// (the interval of a change) gives a positive bound its `+`, as the change has.
 fn fmt_ci_at(c: &Ci, scale: f64, signed: bool) -> String {
@@ -138,12 +154,15 @@ fn fmt_ci_at(c: &Ci, scale: f64, signed: bool) -> String {
 /// [`fmt_change`] prints a change (`950 [900, 1010]`, where each alone printed
 /// `950.3 [900, 1010]`), and unsigned: a mean is no change. A nonzero figure those decimals
 /// would show as zero keeps its own digits; with no CI the mean has its own decimals and the
-/// interval is `–`.
+/// interval is `–`; of values all equal, [`CONSTANT_CI`].
 pub fn fmt_mean_ci(mean: f64, ci: Option<&Ci>) -> (String, String) {
     let scale = scale_with(mean, ci);
     (
         bound(mean, fmt_num_at(mean, scale), || fmt_num(mean)),
-        ci.map_or_else(|| "–".to_string(), |c| fmt_ci_at(c, scale, false)),
+        ci.map_or_else(
+            || "–".to_string(),
+            |c| ci_or_constant(c, |c| fmt_ci_at(c, scale, false)),
+        ),
     )
 }
 
@@ -160,7 +179,7 @@ fn fmt_pct_ci_at(c: &Ci, scale: f64) -> String {
 /// (`+908 [-8, +1931]`, where each alone printed `+908.0 [-8, 1931]`), so a row reads at one
 /// precision. As in [`fmt_mean_ci`], a nonzero figure those decimals would show as zero keeps its own
 /// digits (`+0.000237 [+0.000100, +0.002]`), and with no CI the change has its own decimals and
-/// the interval is `–`.
+/// the interval is `–`; of a constant change, [`CONSTANT_CI`].
 pub fn fmt_change(delta: f64, ci: Option<&Ci>) -> (String, String) {
     let scale = scale_with(delta, ci);
     (
@@ -168,13 +187,17 @@ pub fn fmt_change(delta: f64, ci: Option<&Ci>) -> (String, String) {
             delta,
             bound(delta, fmt_num_at(delta, scale), || fmt_num(delta)),
         ),
-        ci.map_or_else(|| "–".to_string(), |c| fmt_ci_at(c, scale, true)),
+        ci.map_or_else(
+            || "–".to_string(),
+            |c| ci_or_constant(c, |c| fmt_ci_at(c, scale, true)),
+        ),
     )
 }
 
 /// [`fmt_change`] of a relative change in percent and its CI: `("+0.1%", "[-0.1, +0.5]")`, where
 /// each alone printed `+0.050% [-0.1, +0.5]`; a nonzero change those decimals would show as
-/// zero keeps its own digits (`+0.020% [-0.1, +0.5]`).
+/// zero keeps its own digits (`+0.020% [-0.1, +0.5]`); a constant change's interval is
+/// [`CONSTANT_CI`].
 pub fn fmt_pct_change(p: f64, ci: Option<&Ci>) -> (String, String) {
     let scale = scale_with(p, ci);
     let shown = if p.is_finite() {
@@ -187,7 +210,10 @@ pub fn fmt_pct_change(p: f64, ci: Option<&Ci>) -> (String, String) {
     };
     (
         shown,
-        ci.map_or_else(|| "–".to_string(), |c| fmt_pct_ci_at(c, scale)),
+        ci.map_or_else(
+            || "–".to_string(),
+            |c| ci_or_constant(c, |c| fmt_pct_ci_at(c, scale)),
+        ),
     )
 }
 
@@ -239,6 +265,36 @@ mod tests {
         assert_eq!(fmt_delta(-0.5, None, None, None), "-0.500");
         assert_eq!(fmt_mean_ci(0.5, None).1, "–");
         assert_eq!(fmt_p(None), "–");
+    }
+
+    /// Values all equal have a degenerate interval (the point): said as `(constant)` in every
+    /// human output, not `[23.000, 23.000]`; a measured interval that merely prints alike
+    /// keeps its bounds.
+    #[test]
+    fn a_constant_figure_says_so_instead_of_a_point_interval() {
+        let point = |x, method| Ci {
+            lo: x,
+            hi: x,
+            method,
+        };
+        let constant = point(23.0, CiMethod::Degenerate);
+        assert_eq!(
+            fmt_mean_ci(23.0, Some(&constant)),
+            ("23.000".to_string(), "(constant)".to_string())
+        );
+        assert_eq!(
+            fmt_change(-2.0, Some(&point(-2.0, CiMethod::Degenerate))),
+            ("-2.000".to_string(), "(constant)".to_string())
+        );
+        assert_eq!(
+            fmt_pct_change(-12.5, Some(&point(-12.5, CiMethod::Degenerate))),
+            ("-12.5%".to_string(), "(constant)".to_string())
+        );
+        // A bootstrap interval that prints as a point is a measurement: kept.
+        assert_eq!(
+            fmt_mean_ci(0.033, Some(&point(0.033, CiMethod::Bootstrap))).1,
+            "[0.033, 0.033]"
+        );
     }
 
     #[test]

@@ -110,7 +110,7 @@ impl ImportWarnings {
             let label = format!("  {:>width$}× ", k.count);
             out.push_str(&output::wrap_whole(
                 &label,
-                label.chars().count(),
+                output::columns(&label),
                 &format!("{} ({})", k.kind, k.where_()),
                 output::WIDTH,
             ));

@@ -262,13 +262,13 @@ direction; n.s.: not significant; too few traces: fewer than 6 traces, no verdic
 pub fn render_text(lines: &[VerdictLine], width: usize) -> String {
     let name_w = lines
         .iter()
-        .map(|l| l.variant.chars().count())
+        .map(|l| crate::output::columns(&l.variant))
         .max()
         .unwrap_or(0);
     let item_w = lines
         .iter()
         .flat_map(|l| &l.items)
-        .map(|i| i.text.chars().count())
+        .map(|i| crate::output::columns(&i.text))
         .max()
         .unwrap_or(0);
     // Stacked only where that makes the items fit.
@@ -281,13 +281,15 @@ pub fn render_text(lines: &[VerdictLine], width: usize) -> String {
             out.push('\n');
             " ".repeat(indent)
         } else {
-            format!("{:<name_w$}", l.variant)
+            // Padded to the names' display columns (a wide name takes two a character).
+            let pad = name_w.saturating_sub(crate::output::columns(&l.variant));
+            format!("{}{}", l.variant, " ".repeat(pad))
         };
         let mut first = true;
         for item in &l.items {
             let text = item.text.replace(['\n', '\r', '\t'], " ");
-            let len = line.chars().count();
-            if !first && len + 2 + text.chars().count() > width {
+            let len = crate::output::columns(&line);
+            if !first && len + 2 + crate::output::columns(&text) > width {
                 out.push_str(line.trim_end());
                 out.push('\n');
                 line = " ".repeat(indent);
@@ -424,5 +426,16 @@ mod tests {
              aggr\n    needle.recall = (1.000 vs 1.000)  tokens -50.0% [-60.0, -40.0] better (p=0.001)\n"
         );
         assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+        // A wide (CJK) variant name: its items line up under each other in display columns,
+        // and no line runs past the width (the name counted one column a character).
+        let mut wide = lines.clone();
+        wide[0].variant = "圧縮".into();
+        wide.push(lines[0].clone());
+        let text = render_text(&wide, 40);
+        assert_eq!(
+            text,
+            "圧縮  needle.recall = (1.000 vs 1.000)\n      tokens -50.0% [-60.0, -40.0] better (p=0.001)\n\
+             aggr  needle.recall = (1.000 vs 1.000)\n      tokens -50.0% [-60.0, -40.0] better (p=0.001)\n"
+        );
     }
 }

@@ -63,7 +63,7 @@ pub fn summary(model: &ReportModel, width: usize) -> String {
     }
     let mut left_out = Vec::new();
     let mut text = Terminal.render(&t);
-    while t.columns.len() > 3 && text.lines().any(|l| l.chars().count() > width) {
+    while t.columns.len() > 3 && text.lines().any(|l| crate::output::columns(l) > width) {
         let col = t.columns.pop().expect("more than 3 columns");
         for row in &mut t.rows {
             row.pop();
@@ -122,7 +122,7 @@ pub fn render_within(table: &Table, width: usize, droppable: &[&str]) -> (String
     let mut left_out = Vec::new();
     let mut text = Terminal.render(&t);
     for name in droppable {
-        if !text.lines().any(|l| l.chars().count() > width) {
+        if !text.lines().any(|l| crate::output::columns(l) > width) {
             break;
         }
         let Some(i) = t.columns.iter().position(|c| c.header == *name) else {
@@ -178,7 +178,7 @@ fn hanging_at(head: &str, gap: &str, text: &str, width: usize) -> String {
     let mut line = format!("{head}{gap}");
     for word in text.split_whitespace() {
         let at_start = line.len() == HANG.len() && line == HANG;
-        if !at_start && line.chars().count() + 1 + word.chars().count() > width {
+        if !at_start && crate::output::columns(&line) + 1 + crate::output::columns(word) > width {
             out.push_str(line.trim_end());
             out.push('\n');
             line = HANG.to_string();

@@ -1252,19 +1252,128 @@ fn a_gate_whose_rules_check_nothing_fails_and_says_the_needles_did_not_apply() {
     assert_eq!(text.matches("NOT APPLICABLE").count(), 1, "{text}");
 }
 
-/// Both runs' needle units all not applicable to their trace: neither run has `needle.recall`,
-/// so a rule on it is refused (exit 2, no verdict). The refusal named the missing metric alone;
-/// it now carries each run's NOT APPLICABLE note, the report's words, which say why. A metric
-/// those units would not have recorded gets no such note.
+/// Both runs' needle units all not applicable to their trace: neither run has `needle.recall`.
+/// The gate refused a rule on it as an unknown metric (exit 2, no verdict), though it checked
+/// nothing exactly as when only the candidate lacks the metric (exit 10). Such a rule is now
+/// skipped for every variant: the gate checked nothing, so it fails (exit 10, `run checked`)
+/// with each run's NOT APPLICABLE note, in the text and in `--json`, unless
+/// `--allow-unchecked`. A misspelt needle metric and another eval's metric are still refused
+/// (exit 2); the note follows the misspelt one only.
 #[test]
-fn a_rule_on_a_needle_metric_neither_run_has_says_the_needles_did_not_apply() {
+fn a_rule_on_a_needle_metric_neither_run_has_checks_nothing_and_says_the_needles_did_not_apply() {
     let dir = tempfile::tempdir().unwrap();
     let trace = "claude-code/stop-hook-reflection-second-stop.jsonl";
     let base = needle_run(dir.path(), "base", trace);
     let cand = needle_run(dir.path(), "cand", trace);
     let stderr_of = |out: &std::process::Output| String::from_utf8_lossy(&out.stderr).into_owned();
+    let notes: Vec<String> = [("candidate", "cand", &cand), ("baseline", "base", &base)]
+        .into_iter()
+        .map(|(side, id, run)| format!("{side} {id}: {}", not_applicable_note(run)))
+        .collect();
+    let rules = [
+        "--rule",
+        "needle.recall >= 0.8",
+        "--rule",
+        "needle.recall.delta >= -0.05",
+    ];
+    let why = "no rule could be checked: no `needle.recall` value in the candidate run \
+               (`needle.recall >= 0.8` on every variant; `needle.recall.delta >= -0.05` on every \
+               variant); a gate that checks nothing fails (pass --allow-unchecked to let it pass)";
     let out = gate(&cand, &base)
-        .args(["--rule", "needle.recall >= 0.8"])
+        .args(rules)
+        .assert()
+        .code(10)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert!(text.contains(&format!("FAIL run checked {why}")), "{text}");
+    for note in &notes {
+        assert!(
+            text.contains(&format!("note: {note}")),
+            "{note}\nnot in:\n{text}"
+        );
+    }
+    assert!(
+        text.contains("gate FAILED: 5 check(s), 1 failed, 4 skipped"),
+        "{text}"
+    );
+    assert!(!stderr_of(&out).contains("error"), "{}", stderr_of(&out));
+    let xml = std::fs::read_to_string(cand.join("gate.xml")).unwrap();
+    assert!(xml.contains("type=\"run_checked\""), "{xml}");
+    // --json: the same verdict, check and notes.
+    let json = gate(&cand, &base)
+        .args(rules)
+        .arg("--json")
+        .assert()
+        .code(10)
+        .get_output()
+        .stdout
+        .clone();
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(
+        (doc["passed"].clone(), doc["exit_code"].clone()),
+        (false.into(), 10.into())
+    );
+    assert_eq!(doc["skipped"], 4, "{doc}");
+    assert_eq!(doc["run_checks"][0]["check"], "checked", "{doc}");
+    assert_eq!(doc["run_checks"][0]["verdict"], "fail", "{doc}");
+    assert_eq!(doc["run_checks"][0]["message"], why, "{doc}");
+    let json_notes: Vec<&str> = doc["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    for note in &notes {
+        assert!(
+            json_notes.contains(&note.as_str()),
+            "{note}\nnot in:\n{doc}"
+        );
+    }
+    // Allowed: it passes, and still says so (text and JSON).
+    let out = gate(&cand, &base)
+        .args(rules)
+        .arg("--allow-unchecked")
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert!(
+        text.contains("a gate that checks nothing passes by --allow-unchecked"),
+        "{text}"
+    );
+    assert!(text.contains("gate passed"), "{text}");
+    let json = gate(&cand, &base)
+        .args(rules)
+        .args(["--allow-unchecked", "--json"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    let doc: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(
+        (doc["passed"].clone(), doc["exit_code"].clone()),
+        (true.into(), 0.into())
+    );
+    assert_eq!(doc["run_checks"][0]["verdict"], "pass", "{doc}");
+    // A run against itself: its note once.
+    let out = gate(&cand, &cand)
+        .args(["--rule", "needle.pass >= 0.5"])
+        .assert()
+        .code(10)
+        .get_output()
+        .clone();
+    let text = stdout_of(&out);
+    assert_eq!(text.matches("NOT APPLICABLE").count(), 1, "{text}");
+    assert!(
+        text.contains("FAIL run checked no rule could be checked: no `needle.pass` value"),
+        "{text}"
+    );
+    // A misspelt needle metric is no metric the eval declares: still refused, with the notes.
+    let out = gate(&cand, &base)
+        .args(["--rule", "needle.recal >= 0.8"])
         .assert()
         .code(2)
         .get_output()
@@ -1272,29 +1381,18 @@ fn a_rule_on_a_needle_metric_neither_run_has_says_the_needles_did_not_apply() {
     let err = stderr_of(&out);
     assert!(
         err.contains(
-            "error: --rule: rule `needle.recall >= 0.8`: metric `needle.recall` is not in the \
+            "error: --rule: rule `needle.recal >= 0.8`: metric `needle.recal` is not in the \
              candidate or the baseline run"
         ),
         "{err}"
     );
-    for (side, id, run) in [("candidate", "cand", &cand), ("baseline", "base", &base)] {
-        let note = format!("\nnote: {side} {id}: {}\n", not_applicable_note(run));
-        assert!(err.contains(&note), "{note}\nnot in:\n{err}");
+    for note in &notes {
+        assert!(
+            err.contains(&format!("\nnote: {note}\n")),
+            "{note}\nnot in:\n{err}"
+        );
     }
-    // A run against itself: its note once.
-    let out = gate(&cand, &cand)
-        .args(["--rule", "needle.pass >= 0.5"])
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
-    let err = stderr_of(&out);
-    assert_eq!(err.matches("NOT APPLICABLE").count(), 1, "{err}");
-    assert!(
-        err.contains("\nnote: candidate cand: NOT APPLICABLE:"),
-        "{err}"
-    );
-    // Another eval's metric: the note would explain nothing.
+    // Another eval's metric: refused, and the note would explain nothing.
     let out = gate(&cand, &base)
         .args(["--rule", "drift.score >= 4"])
         .assert()

@@ -287,6 +287,43 @@ fn terminal_verdict_snapshot() {
     insta::assert_snapshot!("terminal_summary", text);
 }
 
+/// A figure whose values are all the same (the fixture's baseline `drift.score`: 4.5 on both
+/// units; the constant change of `drift.score` between the variants) has a degenerate CI. It
+/// printed `4.500 [4.500, 4.500]`, a measured interval of zero width; every human writer now
+/// says `(constant)`, the same figure with the same label in the terminal, report.md and
+/// report.html, while summary.json keeps the bounds and their method.
+#[test]
+fn a_constant_figure_reads_constant_in_every_human_writer() {
+    let (info, model) = model();
+    let md = markdown::render(&info, &model);
+    let page = html::render(&info, &model);
+    let term = ctxbench::report::terminal::summary(&model, 100);
+    let verdict = "drift.score -22.2% (constant) too few traces (2) to tell";
+    assert!(md.contains(verdict), "{md}");
+    assert!(term.contains(verdict), "{term}");
+    assert!(page.contains(verdict), "{page}");
+    // The mean of a constant metric: no point interval anywhere.
+    assert!(md.contains("| 4.500 (constant) (n=2) |"), "{md}");
+    assert!(
+        page.contains("4.500 <span class=\"muted\">(constant) n=2</span>"),
+        "{page}"
+    );
+    let table = ctxbench::report::sections::summary_of(&model, &["drift.score"], "t");
+    let shown =
+        ctxbench::report::table::TableWriter::render(&ctxbench::report::terminal::Terminal, &table);
+    assert!(shown.contains("4.500 (constant)"), "{shown}");
+    for text in [&md, &page, &shown] {
+        assert!(!text.contains("[4.500, 4.500]"), "{text}");
+    }
+    // The numbers stay in summary.json, with the method that says why.
+    let json: serde_json::Value = serde_json::from_str(&json::render(&info, &model)).unwrap();
+    let text = json.to_string();
+    assert!(
+        text.contains(r#""mean":4.5,"ci":{"lo":4.5,"hi":4.5,"method":"degenerate"}"#),
+        "{text}"
+    );
+}
+
 #[test]
 fn suite_choice_of_headline_metrics_is_followed() {
     let mut info = support::report::info("run-fixed");

@@ -91,6 +91,16 @@ fn selection_flags_shape_the_plan() {
             &["--set", "suite.repeats=many"][..],
             "--set suite.repeats=many",
         ),
+        // A misspelt section is refused as such (it went to `[engine.base]`, whose refusal
+        // listed the engine's keys and no section).
+        (
+            &["--set", "engnie.base.window=1000"][..],
+            "error: --set engnie.base.window=1000: `engnie` is neither a suite section",
+        ),
+        (
+            &["--set", "reprot.metrics=[\"tokens\"]"][..],
+            "engine key of [engine.base] (did you mean `report`?)",
+        ),
     ] {
         let out = dry(args);
         let err = String::from_utf8_lossy(&out.stderr);
