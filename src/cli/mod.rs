@@ -184,11 +184,39 @@ pub fn run_dir_arg(arg: &str, path: &std::path::Path) -> Result<(), UsageError> 
 }
 
 fn not_a_run_dir(arg: &str, path: &std::path::Path, what: &str) -> UsageError {
-    UsageError(format!(
+    UsageError(crate::output::error_text(&format!(
         "{arg} {}: is not a run directory: {what} (expected a directory holding run.json and \
          samples.jsonl, e.g. reports/<run-id>)",
         path.display()
-    ))
+    )))
+}
+
+/// [`run_dir_arg`] for `run --resume DIR`: the directory must also be a run (hold run.json) or
+/// one that never started (`RunDir::resumable`), checked before anything (a lock file) is
+/// written in it: an empty directory, or one that is no run, is refused and left as it was.
+pub fn resume_arg(arg: &str, path: &Path) -> Result<(), UsageError> {
+    run_dir_arg(arg, path)?;
+    let dir = crate::record::RunDir::new(path);
+    if dir.resumable() {
+        return Ok(());
+    }
+    let empty = std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none());
+    let what = match (empty, path.file_name()) {
+        (true, Some(name)) => {
+            let parent = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            format!(
+                "it is empty; `ctxbench run SUITE -o {} --run-id {}` starts a new run in it",
+                crate::output::display_path(parent),
+                name.to_string_lossy()
+            )
+        }
+        (true, None) => "it is empty".to_string(),
+        (false, _) => "it holds no run.json".to_string(),
+    };
+    Err(not_a_run_dir(arg, path, &what))
 }
 
 /// [`run_dir_arg`] for a command that rewrites the run's journal (`repair`): the directory
