@@ -272,25 +272,26 @@ pub fn never_started(arg: &str, path: &Path, nothing_to: &str) -> UsageError {
     UsageError(crate::output::error_text(&text))
 }
 
-/// `path`, made absolute and normalized without touching the file system beyond its existing
-/// ancestors (so a file that does not exist yet can be compared with a directory).
+/// `path`, made absolute and normalized as the file system will resolve it once the missing
+/// directories are created (so a file that does not exist yet can be compared with a
+/// directory): component by component, each prefix that exists canonicalized (links followed,
+/// so `link/..` is the parent of the link's target), and `..` after one that does not exist
+/// taken lexically (`-o new/../OTHER` writes into OTHER once `new` is made).
 pub fn resolved(path: &Path) -> PathBuf {
+    use std::path::Component;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    // Canonicalize the longest existing ancestor, then re-append the rest.
-    let mut head = abs.clone();
-    let mut tail = Vec::new();
-    while !head.exists() {
-        match (head.file_name().map(|n| n.to_os_string()), head.parent()) {
-            (Some(name), Some(parent)) => {
-                tail.push(name);
-                head = parent.to_path_buf();
+    let mut out = PathBuf::new();
+    for part in abs.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
             }
-            _ => return abs,
+            Component::CurDir => {}
+            other => out.push(other),
         }
-    }
-    let mut out = head.canonicalize().unwrap_or(head);
-    for part in tail.into_iter().rev() {
-        out.push(part);
+        if let Ok(real) = out.canonicalize() {
+            out = real;
+        }
     }
     out
 }
@@ -469,6 +470,20 @@ mod tests {
         assert_eq!(exit_code_for(&runtime), EXIT_FAILURE);
         let usage = anyhow::Error::from(UsageError("bad flag".into()));
         assert_eq!(exit_code_for(&usage), EXIT_USAGE);
+    }
+
+    #[test]
+    fn resolved_paths_are_where_the_files_will_go() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("run")).unwrap();
+        std::os::unix::fs::symlink(root.join("run"), root.join("link")).unwrap();
+        let r = |p: &str| resolved(&tmp.path().join(p));
+        assert_eq!(r("run"), root.join("run"));
+        assert_eq!(r("link/x.xml"), root.join("run/x.xml"));
+        assert_eq!(r("new/../run/./x.xml"), root.join("run/x.xml"));
+        assert_eq!(r("new/deeper/../../run"), root.join("run"));
+        assert_eq!(r("run/../new/x"), root.join("new/x"));
     }
 
     #[test]
