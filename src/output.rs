@@ -441,6 +441,20 @@ pub fn wrap_whole(label: &str, indent: usize, text: &str, width: usize) -> Strin
     out
 }
 
+/// The text of an error that the binary prints after `error: `, wrapped with [`wrap_whole`] so
+/// that every line, the first with that label, fits [`WIDTH`] columns (a path stands whole on a
+/// line of its own when it is too long for one). No trailing newline.
+pub fn error_text(text: &str) -> String {
+    const LABEL: &str = "error: ";
+    let wrapped = wrap_whole(LABEL, 0, text, WIDTH);
+    let body = wrapped
+        .strip_prefix(LABEL)
+        // A first word too long for the label's line stands on the next one.
+        .or_else(|| wrapped.strip_prefix(LABEL.trim_end()))
+        .unwrap_or(&wrapped);
+    body.trim_end_matches('\n').to_string()
+}
+
 /// The display columns of `s`: two for a wide (East Asian, emoji) character, none for a
 /// combining mark, one for the rest (the terminal's count, not the characters').
 pub fn columns(s: &str) -> usize {
@@ -764,6 +778,26 @@ mod tests {
         // Control characters take the columns of their escapes.
         assert_eq!(w("x ", 2, "a\x1bb"), "x a\\x1bb\n");
         assert_eq!(w("overrides ", 10, ""), "overrides\n");
+    }
+
+    #[test]
+    fn an_error_text_fits_the_width_after_its_label() {
+        let text = format!("RUN_DIR {}: {}", "p/".repeat(20), "word ".repeat(40));
+        let e = super::error_text(&text);
+        assert!(!e.starts_with("error") && !e.ends_with('\n'), "{e}");
+        let shown = format!("error: {e}");
+        assert!(
+            shown.lines().all(|l| super::columns(l) <= super::WIDTH),
+            "{shown}"
+        );
+        assert_eq!(
+            e.split_whitespace().collect::<Vec<_>>().join(" "),
+            text.trim()
+        );
+        // A word too long for the label's line starts the next one, whole.
+        let long = "x".repeat(super::WIDTH);
+        assert_eq!(super::error_text(&long), format!("\n{long}"));
+        assert_eq!(super::error_text("short"), "short");
     }
 
     #[test]

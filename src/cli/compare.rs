@@ -46,8 +46,8 @@ pub struct Args {
     /// Candidate run directory (B); deltas are B − A
     #[arg(value_name = "RUN_B")]
     pub run_b: PathBuf,
-    /// Directory for compare.md and compare.json [default: RUN_B; a live run's directory is
-    /// refused]
+    /// Directory for compare.md and compare.json [default: RUN_B; RUN_A's is fine too; another
+    /// run's directory, and a live run's, is refused]
     #[arg(long = "output", short = 'o', alias = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
     #[command(flatten)]
@@ -299,8 +299,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(out) => super::output_dir(out)?,
         None => args.run_b.clone(),
     };
-    super::run_dir_arg("RUN_A", &args.run_a)?;
-    super::run_dir_arg("RUN_B", &args.run_b)?;
+    super::run_to_read("RUN_A", &args.run_a, "compare")?;
+    super::run_to_read("RUN_B", &args.run_b, "compare")?;
+    // Into RUN_B by default, or RUN_A (docs/report.md); never into a third run's directory.
+    let output = super::Output {
+        flag: "-o",
+        path: &out,
+        writes: "compare.md and compare.json",
+        default: &args.run_b,
+    };
+    super::refuse_other_run(&output, &[&args.run_a, &args.run_b], "compare")?;
     // Each run in one streaming pass, keeping only what the statistics read (a big run
     // spilled to sorted runs on disk: docs/report.md, "Reports of big runs").
     let spill = args.spill.options();

@@ -3,6 +3,7 @@
 //! check nothing. Grammar and semantics: see `crate::gate`.
 
 use super::coverage;
+use super::resolved;
 use super::{UsageError, EXIT_GATE_FAILED};
 use crate::gate;
 use crate::record::RunDir;
@@ -64,8 +65,9 @@ its rules are skipped too (a gate of them alone checked nothing: exit 10 unless
 --allow-unchecked); a misspelt metric is still refused (exit 2), with the note.
 
 Writes JUnit XML (--junit, default RUN/gate.xml in the candidate run; never into the baseline
-run) and, when GITHUB_STEP_SUMMARY is set, appends a Markdown summary to that file. --json
-prints the verdicts as JSON on stdout instead of the text lines.
+run nor into any other run's directory) and, when GITHUB_STEP_SUMMARY is set, appends a
+Markdown summary to that file. --json prints the verdicts as JSON on stdout instead of the text
+lines.
 
 Exit codes:
   0   every rule passed (skipped rules do not fail the gate while at least one rule was
@@ -75,7 +77,8 @@ Exit codes:
       partial, more of its units failed than --max-errors, or no rule could be checked (every
       rule skipped for every variant) without --allow-unchecked
   2   bad usage: bad rule or rules file, unknown metric or variant, unreadable run directory,
-      unrelated runs (different suites or no shared variant), --junit inside the baseline run;
+      unrelated runs (different suites or no shared variant), --junit inside the baseline run
+      or another run's directory, a run that never started;
       a JUnit file of an earlier gate at the --junit path is removed (no verdict was reached)
   1   the JUnit XML or the step summary could not be written
 
@@ -138,46 +141,32 @@ struct GateJson<'a> {
     outcome: &'a gate::GateOutcome,
 }
 
-/// `path`, made absolute and normalized without touching the file system beyond its existing
-/// ancestors (so a JUnit file that does not exist yet can be compared with a directory).
-fn resolved(path: &std::path::Path) -> PathBuf {
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    // Canonicalize the longest existing ancestor, then re-append the rest.
-    let mut head = abs.clone();
-    let mut tail = Vec::new();
-    while !head.exists() {
-        match (head.file_name().map(|n| n.to_os_string()), head.parent()) {
-            (Some(name), Some(parent)) => {
-                tail.push(name);
-                head = parent.to_path_buf();
-            }
-            _ => return abs,
-        }
-    }
-    let mut out = head.canonicalize().unwrap_or(head);
-    for part in tail.into_iter().rev() {
-        out.push(part);
-    }
-    out
-}
-
-/// The gate never writes into the baseline run (unless it is also the candidate run).
+/// The gate never writes into the baseline run (unless it is also the candidate run), nor into
+/// any other run's directory but the candidate's (`super::refuse_other_run`, as `report` and
+/// `compare`): a JUnit file there would replace that run's own file of its name.
 fn check_junit_path(
     junit: &std::path::Path,
     run: &std::path::Path,
     baseline: &std::path::Path,
 ) -> Result<(), UsageError> {
     let (j, r, b) = (resolved(junit), resolved(run), resolved(baseline));
+    let default = RunDir::new(run).gate_xml();
+    let output = super::Output {
+        flag: "--junit",
+        path: junit,
+        writes: "its JUnit file",
+        default: &default,
+    };
     if r != b && j.starts_with(&b) {
-        return Err(UsageError(format!(
+        return Err(UsageError(crate::output::error_text(&format!(
             "--junit {}: is inside the baseline run {}; the gate never writes into the baseline \
              (default: gate.xml in the candidate run {})",
             junit.display(),
             baseline.display(),
             run.display()
-        )));
+        ))));
     }
-    Ok(())
+    super::refuse_other_run(&output, &[run], "gate")
 }
 
 /// The directory the JUnit file goes in (`.` for a bare file name).
@@ -447,6 +436,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
+    super::run_to_read("RUN", &args.run, "gate")?;
+    super::run_to_read("--baseline", &args.baseline, "gate against")?;
     let cand_dir = RunDir::new(&args.run);
     // A big run's rows and observations spill to the temporary directory (TMPDIR; removed when
     // done): docs/report.md, "Reports of big runs".

@@ -46,6 +46,8 @@ message is an error for that file (a forced --from says what the file looks like
 
 Each trace is written to DIR/<trace id>.jsonl. Ids are stable: the input file name without its
 extension, plus the run key for files holding several traces (gpt-4o-airline__task3_trial1).
+In the file name, characters outside A-Z a-z 0-9 . _ - become _, and an id longer than 200
+bytes is cut to a prefix and a hash of the whole id (the file holds the id whole).
 A <trace id>.jsonl already in DIR (an earlier import's) is never replaced silently: the import
 is refused before anything is written, unless --overwrite says to replace it.
 
@@ -94,7 +96,18 @@ fn format_parser() -> impl clap::builder::TypedValueParser<Value = SourceFormat>
         .map(|s| SourceFormat::parse(&s).expect("the possible values are exactly the format names"))
 }
 
-/// A file name for a trace id: characters outside `[A-Za-z0-9._-]` become `_`.
+/// Longest file name [`file_name_for`] gives (bytes, before `.jsonl` and a `-N` suffix): far
+/// below the 255 bytes file systems allow, and above every id a bundled format makes.
+pub const MAX_FILE_NAME: usize = 200;
+
+/// Hex digits of the id's SHA-256 a shortened file name ends in (64 bits: distinct ids never
+/// share one in practice).
+const NAME_HASH_HEX: usize = 16;
+
+/// A file name for a trace id: characters outside `[A-Za-z0-9._-]` become `_`, and a name
+/// longer than [`MAX_FILE_NAME`] bytes is cut to a readable prefix followed by `-` and a short
+/// hash of the whole id (so two long ids that share their prefix get two names). The id inside
+/// the file is the trace's own, unchanged; a name that fits is as it always was.
 pub fn file_name_for(id: &str) -> String {
     let mut s: String = id
         .chars()
@@ -108,6 +121,14 @@ pub fn file_name_for(id: &str) -> String {
         .collect();
     if s.is_empty() || s.starts_with('.') {
         s.insert(0, '_');
+    }
+    if s.len() > MAX_FILE_NAME {
+        use sha2::{Digest, Sha256};
+        let hash = hex::encode(Sha256::digest(id.as_bytes()));
+        // ASCII only by now: any byte is a character boundary.
+        s.truncate(MAX_FILE_NAME - 1 - NAME_HASH_HEX);
+        s.push('-');
+        s.push_str(&hash[..NAME_HASH_HEX]);
     }
     s
 }
@@ -333,6 +354,9 @@ mod tests {
             "gpt-4o-airline__task3_trial1"
         );
         assert_eq!(file_name_for("a/b:c d"), "a_b_c_d");
+        // Up to the bound a name is the id's, as it always was.
+        let fits = "t".repeat(MAX_FILE_NAME);
+        assert_eq!(file_name_for(&fits), fits);
         assert_eq!(file_name_for(".."), "_..");
         assert_eq!(file_name_for(""), "_");
     }
@@ -366,6 +390,50 @@ mod tests {
         assert_eq!(all.lines().count(), 5, "{all}");
         assert!(all.contains("  in/c.json [c]: $[7]: tool call id \"q\" was already used"));
         assert_eq!(warnings_text(&traces[1..2], false), "");
+    }
+
+    /// An id too long for a file name (400 characters, or one that is mostly path separators
+    /// and characters no file name takes) gets a bounded name: a readable prefix and a hash of
+    /// the whole id, so ids that share the prefix never share a name; the file holds the id
+    /// whole. (Such an import failed: `File name too long`.)
+    #[test]
+    fn long_ids_get_bounded_names_that_never_collide() {
+        let long = "x".repeat(400);
+        let name = file_name_for(&long);
+        assert_eq!(name.len(), MAX_FILE_NAME, "{name}");
+        assert!(name.starts_with(&"x".repeat(150)), "{name}");
+        assert_ne!(
+            file_name_for(&format!("{long}a")),
+            file_name_for(&format!("{long}b"))
+        );
+        let odd = format!("{}/é:\u{0}", "dir/".repeat(80));
+        let named = file_name_for(&odd);
+        assert!(
+            named.len() <= MAX_FILE_NAME && named.starts_with("dir_dir_"),
+            "{named}"
+        );
+        assert!(named
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)));
+        assert_eq!(file_name_for(&odd), named, "stable");
+
+        let dir = tempfile::tempdir().unwrap();
+        let t = |id: &str| Trace::new(TraceMeta::new(id, SourceFormat::Openai));
+        let ids = [
+            format!("{long}a"),
+            format!("{long}b"),
+            odd,
+            "short".to_string(),
+        ];
+        let traces: Vec<Trace> = ids.iter().map(|id| t(id)).collect();
+        let written = write_each(dir.path(), &traces, false).unwrap();
+        let names: HashSet<_> = written.iter().map(|w| w.path.clone()).collect();
+        assert_eq!(names.len(), 4);
+        assert!(dir.path().join("short.jsonl").is_file());
+        for (w, id) in written.iter().zip(&ids) {
+            assert_eq!(&io::read_traces(&w.path).unwrap()[0].meta.id, id);
+            assert!(w.renamed_from.is_none());
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 use clap::{Parser, Subcommand};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// `print!` through [`emit`] (a closed stdout is not a panic); evaluates to `io::Result<()>`.
@@ -183,11 +184,39 @@ pub fn run_dir_arg(arg: &str, path: &std::path::Path) -> Result<(), UsageError> 
 }
 
 fn not_a_run_dir(arg: &str, path: &std::path::Path, what: &str) -> UsageError {
-    UsageError(format!(
+    UsageError(crate::output::error_text(&format!(
         "{arg} {}: is not a run directory: {what} (expected a directory holding run.json and \
          samples.jsonl, e.g. reports/<run-id>)",
         path.display()
-    ))
+    )))
+}
+
+/// [`run_dir_arg`] for `run --resume DIR`: the directory must also be a run (hold run.json) or
+/// one that never started (`RunDir::resumable`), checked before anything (a lock file) is
+/// written in it: an empty directory, or one that is no run, is refused and left as it was.
+pub fn resume_arg(arg: &str, path: &Path) -> Result<(), UsageError> {
+    run_dir_arg(arg, path)?;
+    let dir = crate::record::RunDir::new(path);
+    if dir.resumable() {
+        return Ok(());
+    }
+    let empty = std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none());
+    let what = match (empty, path.file_name()) {
+        (true, Some(name)) => {
+            let parent = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            format!(
+                "it is empty; `ctxbench run SUITE -o {} --run-id {}` starts a new run in it",
+                crate::output::display_path(parent),
+                name.to_string_lossy()
+            )
+        }
+        (true, None) => "it is empty".to_string(),
+        (false, _) => "it holds no run.json".to_string(),
+    };
+    Err(not_a_run_dir(arg, path, &what))
 }
 
 /// [`run_dir_arg`] for a command that rewrites the run's journal (`repair`): the directory
@@ -206,41 +235,126 @@ pub fn run_journal_arg(arg: &str, path: &std::path::Path) -> Result<(), UsageErr
     Err(not_a_run_dir(arg, path, &what))
 }
 
-/// Refuse `-o OUT` when it is a run directory other than `run` itself (one holding run.json or
-/// samples.jsonl): `command` writes files there under fixed names (report.md, results.csv, …)
-/// and would replace that run's own, beside a run.json that is not theirs. Only RUN_DIR's own
-/// directory, or one that is no run, receives them (docs/reliability.md, "One writer").
-pub fn refuse_other_run(
-    out: &std::path::Path,
-    run: &std::path::Path,
-    command: &str,
-) -> Result<(), UsageError> {
-    let dir = crate::record::RunDir::new(out);
-    let Some(held) = [dir.run_json(), dir.samples_jsonl()]
-        .into_iter()
-        .find(|p| p.exists())
-    else {
-        return Ok(());
-    };
-    let held = held
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let same = match (std::fs::canonicalize(out), std::fs::canonicalize(run)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    if same {
-        return Ok(());
+/// A run directory a command reads (`report`, `compare`, `gate`): [`run_dir_arg`], and a run
+/// that never started (`RunDir::never_started`: stopped before its run.json was written) is
+/// refused with what to do about it ([`never_started`]); `nothing_to` is what the command would
+/// do (`report`, `compare`, `gate`).
+pub fn run_to_read(arg: &str, path: &Path, nothing_to: &str) -> Result<(), UsageError> {
+    run_dir_arg(arg, path)?;
+    if crate::record::RunDir::new(path).never_started() {
+        return Err(never_started(arg, path, nothing_to));
     }
-    Err(UsageError(format!(
-        "-o {}: is another run's directory (it holds {held}); `{command}` would replace that \
-         run's own report files with those of {}; write them into a directory that is no run, \
-         or leave out -o to write them into {}",
-        crate::output::display_path(out),
-        crate::output::display_path(run),
-        crate::output::display_path(run)
-    )))
+    Ok(())
+}
+
+/// What a command that reads or repairs a run (`nothing_to`: `report`, `repair`, …) says of a
+/// run that never started (docs/reliability.md, "Resume"): nothing was recorded, `run --resume`
+/// starts it over, `clean` removes it. One a live process is creating right now (its lock is
+/// held) is said to be starting instead. Within [`crate::output::WIDTH`] columns after `error: `.
+pub fn never_started(arg: &str, path: &Path, nothing_to: &str) -> UsageError {
+    let shown = crate::output::display_path(path);
+    let text = match crate::record::RunDir::new(path).writer() {
+        Some(pid) => format!(
+            "{arg} {shown}: this run is just starting ({}) and has recorded nothing yet, so \
+             there is nothing to {nothing_to}; try again when its run.json is written",
+            if pid == 0 {
+                "another process".to_string()
+            } else {
+                format!("process {pid}")
+            }
+        ),
+        None => format!(
+            "{arg} {shown}: this run never started (it was stopped before its run.json was \
+             written; nothing was recorded), so there is nothing to {nothing_to}: start it over \
+             with `ctxbench run SUITE --resume {shown}`, or remove it (`ctxbench clean`)"
+        ),
+    };
+    UsageError(crate::output::error_text(&text))
+}
+
+/// `path`, made absolute and normalized as the file system will resolve it once the missing
+/// directories are created (so a file that does not exist yet can be compared with a
+/// directory): component by component, each prefix that exists canonicalized (links followed,
+/// so `link/..` is the parent of the link's target), and `..` after one that does not exist
+/// taken lexically (`-o new/../OTHER` writes into OTHER once `new` is made).
+pub fn resolved(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for part in abs.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+        if let Ok(real) = out.canonicalize() {
+            out = real;
+        }
+    }
+    out
+}
+
+/// Where a command writes its files (`report` and `compare`: `-o DIR`; `gate`: `--junit PATH`),
+/// and the run directories it may write into: the runs it reads that its files belong to.
+pub struct Output<'a> {
+    /// The option as the user spells it (`-o`, `--junit`).
+    pub flag: &'a str,
+    /// Its value: the directory written into, or the file written.
+    pub path: &'a Path,
+    /// What is written there (`its report files`, `compare.md and compare.json`).
+    pub writes: &'a str,
+    /// Where it goes when `flag` is left out.
+    pub default: &'a Path,
+}
+
+/// Refuse an output that lies in a run directory other than one of `own`'s (RUN_DIR for
+/// `report`; RUN_A and RUN_B for `compare`; the candidate run for `gate`): `path` itself or the
+/// nearest of its ancestors that is a run directory (it holds run.json or samples.jsonl). There
+/// `command` writes its files under fixed names (report.md, compare.md, gate.xml, …) or at a
+/// path the user gave (`--junit OTHER/run.json`): it would replace that run's own files, or mix
+/// its own among them (docs/reliability.md, "One writer"). Only the command's own runs'
+/// directories, or one that is no run, receive them. Within [`crate::output::WIDTH`] columns
+/// after `error: `.
+pub fn refuse_other_run(out: &Output<'_>, own: &[&Path], command: &str) -> Result<(), UsageError> {
+    let at = resolved(out.path);
+    let own: Vec<PathBuf> = own.iter().map(|p| resolved(p)).collect();
+    for dir in at.ancestors() {
+        let run = crate::record::RunDir::new(dir);
+        let Some(held) = [run.run_json(), run.samples_jsonl()]
+            .into_iter()
+            .find(|p| std::fs::symlink_metadata(p).is_ok())
+        else {
+            continue;
+        };
+        if own.iter().any(|o| o == dir) {
+            return Ok(());
+        }
+        let held = held
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let place = if dir == at {
+            "is another run's directory".to_string()
+        } else {
+            format!(
+                "is inside another run's directory, {}",
+                crate::output::display_path(dir)
+            )
+        };
+        return Err(UsageError(crate::output::error_text(&format!(
+            "{} {}: {place} (it holds {held}): `{command}` would write {} among that run's own \
+             files and replace any of the same name; write into a directory that is no run, or \
+             leave out {} to write into {}",
+            out.flag,
+            crate::output::display_path(out.path),
+            out.writes,
+            out.flag,
+            crate::output::display_path(out.default)
+        ))));
+    }
+    Ok(())
 }
 
 /// Take the lock of `out` when a command (`report`, `compare`) is about to write its files into
@@ -356,6 +470,20 @@ mod tests {
         assert_eq!(exit_code_for(&runtime), EXIT_FAILURE);
         let usage = anyhow::Error::from(UsageError("bad flag".into()));
         assert_eq!(exit_code_for(&usage), EXIT_USAGE);
+    }
+
+    #[test]
+    fn resolved_paths_are_where_the_files_will_go() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("run")).unwrap();
+        std::os::unix::fs::symlink(root.join("run"), root.join("link")).unwrap();
+        let r = |p: &str| resolved(&tmp.path().join(p));
+        assert_eq!(r("run"), root.join("run"));
+        assert_eq!(r("link/x.xml"), root.join("run/x.xml"));
+        assert_eq!(r("new/../run/./x.xml"), root.join("run/x.xml"));
+        assert_eq!(r("new/deeper/../../run"), root.join("run"));
+        assert_eq!(r("run/../new/x"), root.join("new/x"));
     }
 
     #[test]

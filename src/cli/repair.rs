@@ -34,7 +34,7 @@ pub fn repair(arg: &str, run: &Path) -> anyhow::Result<Repaired> {
     super::run_journal_arg(arg, run)?;
     let dir = RunDir::new(run);
     if dir.never_started() {
-        return Err(never_started(arg, run).into());
+        return Err(super::never_started(arg, run, "repair").into());
     }
     // Rewrites the journal: never while a run writes it. Released before `run --resume
     // --repair` takes the directory for the run.
@@ -75,18 +75,6 @@ pub fn repair(arg: &str, run: &Path) -> anyhow::Result<Repaired> {
         );
     }
     Ok(r)
-}
-
-/// What `repair` says about a run that never started (stopped before its run.json was
-/// written): there is nothing to repair, and it is no run to report either.
-fn never_started(arg: &str, run: &Path) -> crate::error::UsageError {
-    crate::error::UsageError(format!(
-        "{arg} {}: this run never started (it was stopped before its run.json was written; \
-         nothing was recorded), so there is nothing to repair: start it over with `ctxbench run \
-         SUITE --resume {}`, or remove it (`ctxbench clean`)",
-        crate::output::display_path(run),
-        crate::output::display_path(run)
-    ))
 }
 
 /// After lines were moved aside: `run.json`'s unit counts become the journal's (`recorded`:

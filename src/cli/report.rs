@@ -21,7 +21,7 @@ pub struct Args {
     #[arg(value_name = "RUN_DIR")]
     pub run_dir: PathBuf,
     /// Write the report files here instead of into RUN_DIR (needed while a live run writes
-    /// RUN_DIR: its directory is refused); never another run's directory
+    /// RUN_DIR: its directory is refused); never another run's directory, nor inside one
     #[arg(long = "output", short = 'o', alias = "out", value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Do not draw PNG plots (SVG plots are always drawn: the HTML report embeds them)
@@ -37,8 +37,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(out) => super::output_dir(out)?,
         None => args.run_dir.clone(),
     };
-    super::run_dir_arg("RUN_DIR", &args.run_dir)?;
-    super::refuse_other_run(&out, &args.run_dir, "report")?;
+    super::run_to_read("RUN_DIR", &args.run_dir, "report")?;
+    let output = super::Output {
+        flag: "-o",
+        path: &out,
+        writes: "its report files",
+        default: &args.run_dir,
+    };
+    super::refuse_other_run(&output, &[&args.run_dir], "report")?;
     let run_dir = RunDir::new(&args.run_dir);
     // One streaming pass keeps each sample's compact part; the heavy parts (timelines,
     // evidence, summaries) are read for the samples the report shows in full only.

@@ -625,6 +625,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    if let Some(dir) = &args.resume {
+        // Before anything reads or writes it (a lock file): a directory that is no run, or an
+        // empty one, is refused and left as it was.
+        super::resume_arg("--resume", dir)?;
+    }
     if let (true, Some(dir)) = (args.repair, &args.resume) {
         // A run that never started has no journal to repair: it is started over.
         if !crate::record::RunDir::new(dir).never_started() {

@@ -3,8 +3,9 @@
 //!
 //! - [`Fraction`]: a share of the window in (0, 1] (rejects NaN, 0, negatives, > 1).
 //! - [`TriggerTokens`]: a trigger's token count, ≥ 1 (0 is refused like a fraction of 0).
-//! - [`Secs`]: a number of seconds that is finite, ≥ 0 and fits a [`std::time::Duration`];
-//!   [`PositiveSecs`] also rejects 0.
+//! - [`Secs`]: a number of seconds that is finite, ≥ 0 and fits a [`std::time::Duration`].
+//! - A timeout (a provider's `timeout_secs`, an external engine's `external.timeout_secs`):
+//!   seconds > 0 and at most [`MAX_TIMEOUT_SECS`], one day ([`timeout_duration`]).
 //!
 //! Public configuration structs keep plain `f64` fields (their users construct them in code);
 //! the newtypes guard the deserialization boundary through `#[serde(try_from = …)]` or the
@@ -108,50 +109,60 @@ impl From<Secs> for f64 {
     }
 }
 
-/// Seconds, > 0, representable as a [`Duration`].
-#[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Serialize, Deserialize)]
-#[serde(try_from = "f64", into = "f64")]
-pub struct PositiveSecs(Secs);
+/// The longest timeout accepted (`timeout_secs` of a provider, `external.timeout_secs` of an
+/// engine): one day. A longer wait is no timeout, and a value such as `1e15` or `1e30` is a
+/// typo, refused where the file is read (it panicked where it became a [`Duration`]).
+pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 
-impl PositiveSecs {
-    pub fn get(self) -> f64 {
-        self.0 .0
+/// A timeout in seconds as a wait, or what is wrong with it: seconds > 0 and at most
+/// [`MAX_TIMEOUT_SECS`] (so 0, negatives, `inf`, `nan` and values no [`Duration`] holds are
+/// refused). The one rule of every configured timeout.
+pub fn timeout_duration(secs: f64) -> Result<Duration, String> {
+    let refused = || {
+        let shown = if secs.is_finite() && secs.abs() >= 1e9 {
+            format!("{secs:e}")
+        } else {
+            secs.to_string()
+        };
+        format!("expected seconds > 0 and at most {MAX_TIMEOUT_SECS} (one day), got {shown}")
+    };
+    // NaN fails both comparisons.
+    if !(secs > 0.0 && secs <= MAX_TIMEOUT_SECS) {
+        return Err(refused());
     }
-    pub fn duration(self) -> Duration {
-        self.0.duration()
+    Duration::try_from_secs_f64(secs).map_err(|_| refused())
+}
+
+/// `deserialize_with` of a timeout field ([`timeout_duration`]): checked where it is read, so
+/// the error names the file, line and key.
+pub fn timeout_secs<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    match opt_timeout_secs(d)? {
+        Some(secs) => Ok(secs),
+        None => Err(serde::de::Error::custom(no_finite_timeout())),
     }
 }
 
-impl TryFrom<f64> for PositiveSecs {
-    type Error = String;
-    fn try_from(s: f64) -> Result<Self, String> {
-        let secs = Secs::try_from(s)
-            .map_err(|e| e.replace("≥ 0", "> 0"))
-            .and_then(|v| {
-                if v.0 > 0.0 {
-                    Ok(v)
-                } else {
-                    Err(format!("expected a duration in seconds > 0, got {s}"))
-                }
-            })?;
-        Ok(PositiveSecs(secs))
+/// [`timeout_secs`] of an optional field. A `null` is refused too: it is what a TOML `inf` or
+/// `nan` becomes in a JSON value (a `--set`, a suite variant's merged table).
+pub fn opt_timeout_secs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    match Option::<f64>::deserialize(d)? {
+        Some(secs) => timeout_duration(secs)
+            .map(|_| Some(secs))
+            .map_err(serde::de::Error::custom),
+        None => Err(serde::de::Error::custom(no_finite_timeout())),
     }
 }
 
-impl From<PositiveSecs> for f64 {
-    fn from(s: PositiveSecs) -> f64 {
-        s.0 .0
-    }
+fn no_finite_timeout() -> String {
+    format!(
+        "expected seconds > 0 and at most {MAX_TIMEOUT_SECS} (one day), got no finite number \
+         (`inf` and `nan` are refused)"
+    )
 }
 
 /// `deserialize_with` for an `f64` field that must be a [`Secs`].
 pub fn secs<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Secs::deserialize(d).map(Secs::get)
-}
-
-/// `deserialize_with` for an `f64` field that must be a [`PositiveSecs`].
-pub fn positive_secs<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    PositiveSecs::deserialize(d).map(PositiveSecs::get)
 }
 
 #[cfg(test)]
@@ -172,13 +183,33 @@ mod tests {
         assert_eq!(Secs::try_from(0.0).unwrap().duration(), Duration::ZERO);
         assert!(Secs::try_from(1e300).is_err());
         assert!(Secs::try_from(-1.0).is_err());
-        assert!(PositiveSecs::try_from(1e20).is_err());
-        assert!(PositiveSecs::try_from(0.0).is_err());
-        assert_eq!(
-            PositiveSecs::try_from(1.5).unwrap().duration(),
-            Duration::from_millis(1500)
-        );
-        let e = serde_json::from_str::<PositiveSecs>("1e20").unwrap_err();
+        let e = serde_json::from_str::<Secs>("1e20").unwrap_err();
         assert!(e.to_string().contains("duration in seconds"), "{e}");
+    }
+
+    /// Every configured timeout: > 0 and at most a day (a provider's `timeout_secs` took any
+    /// value a `Duration` holds, `1e15` seconds too).
+    #[test]
+    fn timeouts_are_positive_and_at_most_a_day() {
+        assert_eq!(timeout_duration(1.5), Ok(Duration::from_millis(1500)));
+        assert_eq!(
+            timeout_duration(MAX_TIMEOUT_SECS),
+            Ok(Duration::from_secs(86_400))
+        );
+        for bad in [0.0, -1.0, 86_400.5, 1e15, 1e20, f64::INFINITY, f64::NAN] {
+            let e = timeout_duration(bad).unwrap_err();
+            assert!(e.contains("at most 86400 (one day)"), "{bad}: {e}");
+        }
+        assert!(timeout_duration(1e15).unwrap_err().ends_with("got 1e15"));
+        #[derive(serde::Deserialize, Debug)]
+        struct T {
+            #[serde(deserialize_with = "timeout_secs")]
+            _t: f64,
+        }
+        let e = serde_json::from_str::<T>(r#"{"_t": 1e15}"#).unwrap_err();
+        assert!(e.to_string().contains("at most 86400"), "{e}");
+        let e = serde_json::from_str::<T>(r#"{"_t": null}"#).unwrap_err();
+        assert!(e.to_string().contains("no finite number"), "{e}");
+        assert!(serde_json::from_str::<T>(r#"{"_t": 120}"#).is_ok());
     }
 }

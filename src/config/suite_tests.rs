@@ -421,6 +421,35 @@ mod tests {
         }
     }
 
+    /// A provider's `timeout_secs` past a day (`1e15` was taken: no timeout at all) or not a
+    /// number is refused at load, at its line, by `external.timeout_secs`'s rule; a day is not.
+    #[test]
+    fn a_provider_timeout_past_a_day_is_refused_at_its_line() {
+        // A local server: nothing else in the table is refused.
+        let table = |value: &str| {
+            format!(
+                "{MIN}[providers.agent]\nkind = \"openai\"\nmodel = \"m\"\ntimeout_secs = {value}\n\
+                 base_url = \"http://127.0.0.1:1/v1\"\n"
+            )
+        };
+        for value in ["1e15", "86401", "1e30", "0", "inf", "nan"] {
+            let e = load(&table(value)).unwrap_err();
+            assert_eq!(e.line, 8, "{value}: {e}");
+            assert!(e.message.contains("`timeout_secs`"), "{value}: {e}");
+            let accepted = e.message.contains("at most 86400 (one day)")
+                || (e.message.contains("expected a finite number")
+                    && !value.starts_with(['0', '1', '8']));
+            assert!(accepted, "{value}: {e}");
+        }
+        let e = load(&table("1e15")).unwrap_err();
+        assert!(e.to_string().contains("got 1e15"), "{e}");
+        assert!(
+            load(&table("86400")).is_ok(),
+            "{:?}",
+            load(&table("86400")).err()
+        );
+    }
+
     #[test]
     fn provider_values_are_checked_at_load() {
         for (body, key, line) in [

@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::confcore::newtypes::{PositiveSecs, Secs};
+use crate::confcore::newtypes::{timeout_duration, Secs};
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
@@ -161,10 +161,11 @@ pub struct ProviderConfig {
         deserialize_with = "crate::confcore::newtypes::secs"
     )]
     pub retry_max_secs: f64,
-    /// Per-attempt timeout, from sending the request to the last byte of the response.
+    /// Per-attempt timeout, from sending the request to the last byte of the response, in
+    /// seconds: more than 0 and at most a day (86400), as `external.timeout_secs`.
     #[serde(
         default = "default_timeout_secs",
-        deserialize_with = "crate::confcore::newtypes::positive_secs"
+        deserialize_with = "crate::confcore::newtypes::timeout_secs"
     )]
     pub timeout_secs: f64,
     #[serde(default = "default_concurrency")]
@@ -548,7 +549,7 @@ impl ProviderConfig {
         }
         // What deserialization checks, again for a configuration built in code: a value no
         // `Duration` holds would panic where it becomes one.
-        if let Err(e) = PositiveSecs::try_from(self.timeout_secs) {
+        if let Err(e) = timeout_duration(self.timeout_secs) {
             out.push(("timeout_secs", format!("timeout_secs: {e}")));
         }
         if let Err(e) = Secs::try_from(self.retry_max_secs) {
@@ -749,7 +750,13 @@ mod tests {
         c.timeout_secs = 0.0;
         assert!(c.validate().is_err());
         // A configuration built in code is checked as a file's is: no `Duration` holds 1e30.
-        for (timeout, retry_max) in [(1e30, 60.0), (f64::INFINITY, 60.0), (60.0, 1e300)] {
+        for (timeout, retry_max) in [
+            (1e30, 60.0),
+            (f64::INFINITY, 60.0),
+            (60.0, 1e300),
+            (1e15, 60.0),
+            (86_401.0, 60.0),
+        ] {
             c.timeout_secs = timeout;
             c.retry_max_secs = retry_max;
             assert!(c.validate().is_err(), "{timeout} {retry_max}");

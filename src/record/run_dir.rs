@@ -283,6 +283,14 @@ impl RunDir {
         lock
     }
 
+    /// Whether `run --resume` can take this directory: a run (its run.json is a file) or one
+    /// that [never started](RunDir::never_started). Checked before the lock is taken, so a
+    /// directory that is neither (empty, or no run at all) gets no `.lock`: in an empty one the
+    /// lock itself would make it look like a run that never started.
+    pub fn resumable(&self) -> bool {
+        self.run_json().is_file() || self.never_started()
+    }
+
     /// Clear a run that [never started](RunDir::never_started) for a new start in place: its
     /// empty journal and half-written run.json go (the caller holds its lock).
     pub fn clear_never_started(&self) -> std::io::Result<()> {
@@ -411,8 +419,9 @@ mod tests {
         let dir = RunDir::new(tmp.path().join("r"));
         std::fs::create_dir(dir.root()).unwrap();
         assert!(!dir.never_started(), "an empty directory has no lock");
+        assert!(!dir.resumable(), "nor is it a run to resume");
         std::fs::write(dir.root().join(".lock"), "1\n").unwrap();
-        assert!(dir.never_started());
+        assert!(dir.never_started() && dir.resumable());
         std::fs::write(dir.samples_jsonl(), "").unwrap();
         std::fs::write(dir.root().join(RUN_JSON_TMP), "{").unwrap();
         assert!(dir.never_started());
@@ -421,6 +430,7 @@ mod tests {
         std::fs::write(dir.samples_jsonl(), "").unwrap();
         std::fs::write(dir.run_json(), "{}").unwrap();
         assert!(!dir.never_started(), "run.json was written");
+        assert!(dir.resumable());
         std::fs::remove_file(dir.run_json()).unwrap();
         std::fs::create_dir(dir.stores_dir()).unwrap();
         assert!(!dir.never_started(), "anything else");

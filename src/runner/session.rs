@@ -357,6 +357,14 @@ pub fn open_run(
     // A new run's directory and lock, or a resumed run opened.
     let fresh = match &opts.resume {
         Some(dir) => {
+            // No lock file in a directory that is no run (`cli::resume_arg` says what it is).
+            if !RunDir::new(dir).resumable() {
+                return Err(UsageError(format!(
+                    "--resume {}: is not a run directory (no run.json)",
+                    dir.display()
+                ))
+                .into());
+            }
             // Owned before anything in it is read or rewritten (`--retry-failed` rewrites the
             // journal): a run still writing it refuses this one.
             let lock = take_lock(dir)?;

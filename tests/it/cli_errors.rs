@@ -233,7 +233,9 @@ fn repair_on_a_path_that_is_no_run_is_refused_like_report_without_a_lock_file() 
              and samples.jsonl",
             path.display()
         );
-        assert!(err.contains(&expected), "{err}");
+        let text = err.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(text.contains(&expected), "{err}");
+        assert!(err.lines().all(|l| l.chars().count() <= 100), "{err}");
         assert!(
             !err.contains("os error") && !err.contains("cannot lock"),
             "{err}"

@@ -207,7 +207,7 @@ fn report_refuses_to_write_into_another_runs_directory() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("another run's directory") && err.contains("run.json"),
+        flat(&err).contains("another run's directory") && err.contains("run.json"),
         "{err}"
     );
     assert!(read(&b) == before, "run-b's report files are its own still");
@@ -236,6 +236,180 @@ fn report_refuses_to_write_into_another_runs_directory() {
         .assert()
         .success();
     assert!(dir.path().join("elsewhere/report.md").is_file());
+}
+
+/// `text` with every run of whitespace one space: an error message wrapped to the terminal's
+/// width, read as one line.
+fn flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// What a run killed before it first wrote run.json leaves: `.lock`, an empty samples.jsonl and
+/// perhaps a half-written `.run.json.tmp` (docs/reliability.md, "Resume").
+fn never_started(dir: &std::path::Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join(".lock"), "4999999\n").unwrap();
+    std::fs::write(dir.join("samples.jsonl"), "").unwrap();
+    std::fs::write(dir.join(".run.json.tmp"), "{\n  \"schema_version\": ").unwrap();
+}
+
+/// `report`, `compare` and `gate` on a run that never started say so, and what to do (start it
+/// over with `run --resume`, or `clean` it), with exit 2 naming the argument and the path,
+/// every line within 100 columns; they write nothing into it.
+#[test]
+fn readers_say_a_run_never_started_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("done");
+    support::report::write_run(
+        &run,
+        &support::report::info("done"),
+        &support::report::samples(),
+    );
+    let early = dir.path().join("early");
+    never_started(&early);
+    let p = |d: &std::path::Path| d.to_str().unwrap().to_string();
+    let (r, e) = (p(&run), p(&early));
+    let rule = ["--rule", "tokens.delta_pct <= 5"];
+    let cases: [(Vec<&str>, &str, &str); 5] = [
+        (vec!["report", &e], "RUN_DIR", "report"),
+        (vec!["compare", &r, &e], "RUN_B", "compare"),
+        (vec!["compare", &e, &r, "-o", &r], "RUN_A", "compare"),
+        (
+            [vec!["gate", &e, "--baseline", &r], rule.to_vec()].concat(),
+            "RUN",
+            "gate",
+        ),
+        (
+            [vec!["gate", &r, "--baseline", &e], rule.to_vec()].concat(),
+            "--baseline",
+            "gate",
+        ),
+    ];
+    for (args, arg, nothing_to) in cases {
+        let o = ctxbench().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let text = flat(&err);
+        assert!(
+            text.contains(&format!("{arg} {e}: this run never started"))
+                && text.contains(&format!("nothing to {nothing_to}"))
+                && text.contains(&format!("`ctxbench run SUITE --resume {e}`"))
+                && text.contains("`ctxbench clean`"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("cannot read"), "{args:?}: {err}");
+        assert!(
+            err.lines().all(|l| l.chars().count() <= 100),
+            "{args:?}: {err}"
+        );
+    }
+    let mut left: Vec<String> = std::fs::read_dir(&early)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [".lock", ".run.json.tmp", "samples.jsonl"],
+        "nothing written"
+    );
+}
+
+/// `compare -o DIR` and `gate --junit PATH` never write into a third run's directory, nor
+/// anywhere inside it (as `report -o` never does: its files would replace that run's own);
+/// into the compared runs' own directories (RUN_B by default, RUN_A) they do.
+#[test]
+fn compare_and_gate_never_write_into_a_third_runs_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = support::report::samples();
+    let [a, b, c] = ["run-a", "run-b", "run-c"].map(|id| {
+        let d = dir.path().join(id);
+        support::report::write_run(&d, &support::report::info(id), &samples);
+        d
+    });
+    let snapshot = |d: &std::path::Path| {
+        let mut files: Vec<(String, Vec<u8>)> = walk(d);
+        files.sort();
+        files
+    };
+    let before = snapshot(&c);
+    let refused = |args: Vec<std::ffi::OsString>, flag: &str, path: &std::path::Path| {
+        let o = ctxbench().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let text = flat(&err);
+        assert!(
+            text.contains(&format!("{flag} {}: is", path.display()))
+                && text.contains("another run's directory")
+                && text.contains("(it holds run.json)"),
+            "{args:?}: {err}"
+        );
+        assert!(err.lines().all(|l| l.chars().count() <= 100), "{err}");
+    };
+    let os = |v: &[&std::path::Path]| -> Vec<std::ffi::OsString> {
+        v.iter().map(|p| p.as_os_str().to_owned()).collect()
+    };
+    for out in [c.clone(), c.join("sub"), c.join("plots")] {
+        let mut args = os(&["compare".as_ref(), &a, &b, "-o".as_ref()]);
+        args.push(out.clone().into());
+        refused(args, "-o", &out);
+    }
+    for junit in [
+        c.join("gate.xml"),
+        c.join("run.json"),
+        c.join("plots/x.svg"),
+    ] {
+        let mut args = os(&["gate".as_ref(), &b, "--baseline".as_ref(), &a]);
+        args.extend(["--rule", "tokens.delta_pct <= 5", "--junit"].map(Into::into));
+        args.push(junit.clone().into());
+        refused(args, "--junit", &junit);
+        // A gate with no verdict removes the JUnit file of an earlier gate at its path: never
+        // another run's file.
+        let mut args = os(&["gate".as_ref(), &b, "--baseline".as_ref(), &a]);
+        args.extend(["--rule", "no such rule", "--junit"].map(Into::into));
+        args.push(junit.into());
+        ctxbench().args(&args).assert().code(2);
+    }
+    assert!(snapshot(&c) == before, "run-c is as it was");
+    // The compared runs' own directories receive them.
+    for out in [&a, &b] {
+        ctxbench()
+            .arg("compare")
+            .args([&a, &b])
+            .arg("-o")
+            .arg(out)
+            .assert()
+            .success();
+        assert!(out.join("compare.md").is_file() && out.join("compare.json").is_file());
+    }
+    ctxbench()
+        .arg("gate")
+        .arg(&b)
+        .arg("--baseline")
+        .arg(&a)
+        .args(["--rule", "tokens.delta_pct <= 5", "--junit"])
+        .arg(b.join("own.xml"))
+        .assert()
+        .code(10); // a verdict: the run has a failed unit
+    assert!(b.join("own.xml").is_file());
+}
+
+/// Every file under `dir` with its bytes, by path relative to it.
+fn walk(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).unwrap().display().to_string();
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out
 }
 
 #[test]
@@ -334,13 +508,14 @@ fn report_and_compare_on_a_file_name_the_run_argument_not_the_output() {
     ];
     for (args, arg, path, what) in cases {
         let expected = format!("{arg} {}: is not a run directory: {what}", path.display());
-        ctxbench()
+        let o = ctxbench()
             .args(&args)
             .assert()
             .code(2)
-            .stderr(predicate::str::contains(expected))
             .stderr(predicate::str::contains("-o/--output").not())
             .stderr(predicate::str::contains("panicked").not());
+        let err = String::from_utf8_lossy(&o.get_output().stderr).into_owned();
+        assert!(flat(&err).contains(&expected), "{err}");
     }
     assert_eq!(std::fs::read(&file).unwrap(), b"", "the file is left alone");
 }

@@ -497,6 +497,51 @@ fn a_run_killed_before_its_run_json_was_written_starts_over() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("already exists"));
 }
 
+/// `run --resume DIR` where DIR is an empty directory or no run at all is refused (exit 2, "is
+/// not a run directory", what it is) and leaves DIR as it was: no `.lock` (with command-line
+/// flags, which skip reading the run's recorded ones, it took the lock first and left it, and
+/// in an empty directory that lock made it look like a run that never started: it ran).
+#[test]
+fn resume_of_a_directory_that_is_no_run_is_refused_without_a_lock_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = suite(tmp.path());
+    let empty = tmp.path().join("empty");
+    let other = tmp.path().join("other");
+    for flags in [
+        vec![],
+        vec!["--limit", "1"],
+        vec!["--retry-failed"],
+        vec!["--repair"],
+    ] {
+        for (dir, what) in [(&empty, "it is empty"), (&other, "it holds no run.json")] {
+            let _ = std::fs::remove_dir_all(dir);
+            std::fs::create_dir(dir).unwrap();
+            if dir == &other {
+                std::fs::write(dir.join("notes.txt"), "mine\n").unwrap();
+            }
+            let mut args = vec!["--resume", dir.to_str().unwrap()];
+            args.extend(&flags);
+            let o = Command::new(bin())
+                .args(run_args(&suite, &args))
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{flags:?}: {err}");
+            let text = err.split_whitespace().collect::<Vec<_>>().join(" ");
+            let expected = format!("--resume {}: is not a run directory: {what}", dir.display());
+            assert!(text.contains(&expected), "{flags:?}: {err}");
+            assert!(err.lines().all(|l| l.chars().count() <= 100), "{err}");
+            let mut left: Vec<String> = std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            left.sort();
+            let want: &[&str] = if dir == &other { &["notes.txt"] } else { &[] };
+            assert_eq!(left, want, "{flags:?}: {}", dir.display());
+        }
+    }
+}
+
 #[test]
 fn progress_lines_without_a_terminal_and_none_with_quiet() {
     let tmp = tempfile::tempdir().unwrap();

@@ -35,41 +35,9 @@ use std::time::Duration;
 /// Seconds an engine may take to answer one exchange, unless `external.timeout_secs` says.
 pub const DEFAULT_TIMEOUT_SECS: f64 = 60.0;
 
-/// The longest `external.timeout_secs` accepted: one day (a longer wait is no timeout).
-pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
-
-/// `external.timeout_secs` as a wait, or what is wrong with it: seconds > 0 and at most
-/// [`MAX_TIMEOUT_SECS`] (so `inf`, `nan` and values no [`Duration`] holds are refused).
-pub fn timeout_duration(secs: f64) -> Result<Duration, String> {
-    let refused = || {
-        let shown = if secs.is_finite() && secs.abs() >= 1e9 {
-            format!("{secs:e}")
-        } else {
-            secs.to_string()
-        };
-        format!("expected seconds > 0 and at most {MAX_TIMEOUT_SECS} (one day), got {shown}")
-    };
-    // NaN fails both comparisons.
-    if !(secs > 0.0 && secs <= MAX_TIMEOUT_SECS) {
-        return Err(refused());
-    }
-    Duration::try_from_secs_f64(secs).map_err(|_| refused())
-}
-
-/// `deserialize_with` of `timeout_secs`: checked where it is read, so the error names the file,
-/// line and key. A `null` is refused too: it is what a TOML `inf` or `nan` becomes in a JSON
-/// value (a `--set`, a suite variant's merged table).
-fn de_timeout_secs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
-    match Option::<f64>::deserialize(d)? {
-        Some(secs) => timeout_duration(secs)
-            .map(|_| Some(secs))
-            .map_err(serde::de::Error::custom),
-        None => Err(serde::de::Error::custom(format!(
-            "expected seconds > 0 and at most {MAX_TIMEOUT_SECS} (one day), got no finite number \
-             (`inf` and `nan` are refused)"
-        ))),
-    }
-}
+/// The longest `external.timeout_secs` accepted (one day) and the rule it is checked by: every
+/// configured timeout's (`confcore::newtypes`), a provider's `timeout_secs` too.
+pub use crate::confcore::newtypes::{timeout_duration, MAX_TIMEOUT_SECS};
 
 /// `external = { … }` of an engine configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -82,7 +50,7 @@ pub struct ExternalSpec {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "de_timeout_secs"
+        deserialize_with = "crate::confcore::newtypes::opt_timeout_secs"
     )]
     pub timeout_secs: Option<f64>,
     /// Environment variables added to ctxbench's for the engine process.
