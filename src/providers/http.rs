@@ -357,6 +357,15 @@ impl<W: Wire> Provider for HttpProvider<W> {
                 None => self.settings.info.outgoing(request),
             };
             self.settings.traits.apply(self.wire.kind(), &mut sent);
+            // Rules both APIs share (tool names, tool-call ids, a result for every call): met
+            // here, once, before either wire format encodes the request (`wire_rules`).
+            let conformed = super::wire_rules::conform(sent.messages, sent.tools);
+            if let Some(m) = &conformed.messages {
+                sent.messages = m;
+            }
+            if let Some(t) = &conformed.tools {
+                sent.tools = t;
+            }
             // A history with tool calls or results must come with tool definitions (Anthropic
             // answers 400 without them; strict OpenAI-compatible servers too): when the caller
             // sent none, the tools the history used are defined, and not offered.
@@ -396,6 +405,7 @@ impl<W: Wire> Provider for HttpProvider<W> {
                 .run(|_| self.attempt(&template, estimate))
                 .await?;
             let mut message = parsed.message;
+            conformed.restore(&mut message);
             message.usage = Some(parsed.usage);
             let response = ChatResponse {
                 message,

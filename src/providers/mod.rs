@@ -28,6 +28,7 @@ pub mod text_tools;
 
 mod error;
 mod request;
+mod wire_rules;
 
 pub use error::{classify_overflow, ProviderError, OVERFLOW_PATTERNS};
 pub(crate) use error::{clip, redact};
