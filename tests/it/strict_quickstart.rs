@@ -697,3 +697,45 @@ fn bundled_traces_that_break_the_shared_rules_pass_the_strict_servers() {
         );
     }
 }
+
+#[test]
+fn a_summary_a_filter_or_the_window_stopped_is_a_summary_failure() {
+    // The summarizer's replies stop at OpenAI's content filter or at Anthropic's context window,
+    // with text: kept as summaries, the units' numbers would rest on a summary cut short.
+    for (kind, model, reason) in [
+        ("openai", "gpt-5-mini", "content_filter"),
+        (
+            "anthropic",
+            "claude-sonnet-4-5",
+            "model_context_window_exceeded",
+        ),
+    ] {
+        let (_rt, agent) = StrictLlm::on_own_runtime();
+        let (_rt2, summary) = StrictLlm::on_own_runtime();
+        summary.always(Scenario::Finished(
+            reason.into(),
+            "## SESSION INTENT\nFix the separability of nested".into(),
+        ));
+        let base = |s: &StrictLlm| match kind {
+            "openai" => s.openai_base_url(),
+            _ => s.base_url(),
+        };
+        let providers = format!(
+            "{}\n{}",
+            provider_table("agent", kind, model, &base(&agent)),
+            provider_table("summary", kind, model, &base(&summary))
+        );
+        let (m, out, samples) = run_suite(
+            &providers,
+            &["--eval", "needle", "--trace", "astropy__astropy-12907*"],
+        );
+        assert!(summary.accepted() > 0, "{kind}: the summarizer was asked");
+        let failed: Vec<&serde_json::Value> = samples
+            .iter()
+            .filter(|s| s["error"]["kind"] == "summary_failed")
+            .collect();
+        assert!(!failed.is_empty(), "{kind}: {}\n{out}", m["units"]);
+        let message = failed[0]["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(reason), "{kind}: {message}");
+    }
+}
