@@ -289,6 +289,29 @@ async fn a_tool_the_caller_named_outside_the_rule_comes_back_under_its_name() {
 }
 
 #[tokio::test]
+async fn an_exhausted_quota_is_not_waited_out() {
+    let server = StrictLlm::start().await;
+    let mut c = config(&server, ProviderKind::Openai);
+    c.max_retries = 3;
+    let p = build(&c);
+    server.play([Scenario::QuotaExhausted, Scenario::Text("late".into())]);
+    let e = p
+        .chat(&ChatRequest::new(vec![Message::user("2+2?")]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, ProviderError::Billing { status: 429, .. }),
+        "{e:?}"
+    );
+    assert_eq!(e.kind(), "provider_billing");
+    assert!(
+        e.to_string().contains("You exceeded your current quota"),
+        "{e}"
+    );
+    assert_eq!(server.requests().len(), 1, "not retried");
+}
+
+#[tokio::test]
 async fn what_ctxbench_sends_passes_both_apis() {
     let server = StrictLlm::start().await;
     for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {

@@ -37,6 +37,9 @@ pub enum Scenario {
     Refusal(String),
     /// 429 with one header `(name, value)`, then the request is answered normally.
     RateLimited(&'static str, String),
+    /// OpenAI's 429 for an account out of credit (`insufficient_quota`; Anthropic answers 400
+    /// "Your credit balance is too low").
+    QuotaExhausted,
     /// Anthropic's 529 overloaded (OpenAI: 503).
     Overloaded,
     /// 500.
@@ -356,6 +359,26 @@ fn play(anthropic: bool, s: Scenario, prompt: u64) -> Reply {
             },
         )
         .header(name, value),
+        Scenario::QuotaExhausted => {
+            if anthropic {
+                Reply::status(
+                    400,
+                    mock::anthropic_error(
+                        "invalid_request_error",
+                        "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.",
+                    ),
+                )
+            } else {
+                Reply::status(
+                    429,
+                    mock::openai_error(
+                        "You exceeded your current quota, please check your plan and billing details.",
+                        "insufficient_quota",
+                        "insufficient_quota",
+                    ),
+                )
+            }
+        }
         Scenario::Overloaded => {
             if anthropic {
                 Reply::status(529, mock::anthropic_error("overloaded_error", "Overloaded"))
