@@ -71,21 +71,24 @@ pub(crate) fn wire_token(s: &str, max: usize, attempt: u32) -> String {
     out
 }
 
-/// A one-to-one map of the strings that break [`wire_ok`] to [`wire_token`]s that collide with
-/// no other string of the request (valid ones included), assigned in sorted order so the same
-/// strings always map alike.
-fn assign<'a>(all: impl Iterator<Item = &'a str>, max: usize) -> FxHashMap<String, String> {
-    let mut taken: FxHashSet<String> = FxHashSet::default();
-    let mut invalid: Vec<&str> = Vec::new();
-    for s in all {
-        if wire_ok(s, max) {
-            taken.insert(s.to_string());
-        } else {
-            invalid.push(s);
-        }
+/// A one-to-one map of the strings `all()` yields that break [`wire_ok`] to [`wire_token`]s
+/// that collide with no other string of the request (valid ones included), assigned in sorted
+/// order so the same strings always map alike. Allocates nothing when every string is valid
+/// (the common request: this runs on every call).
+fn assign<'a, I: Iterator<Item = &'a str>>(
+    all: impl Fn() -> I,
+    max: usize,
+) -> FxHashMap<String, String> {
+    let mut invalid: Vec<&str> = all().filter(|s| !wire_ok(s, max)).collect();
+    if invalid.is_empty() {
+        return FxHashMap::default();
     }
     invalid.sort_unstable();
     invalid.dedup();
+    let mut taken: FxHashSet<String> = all()
+        .filter(|s| wire_ok(s, max))
+        .map(str::to_string)
+        .collect();
     let mut map = FxHashMap::default();
     for s in invalid {
         let token = (0u32..)
@@ -135,23 +138,26 @@ fn missing_results(messages: &[Message]) -> Vec<(usize, Vec<Message>)> {
             .iter()
             .take_while(|r| r.role == Role::Tool)
             .count();
-        let answered: FxHashSet<&str> = messages[i + 1..=i + run]
-            .iter()
-            .filter_map(|r| r.tool_call_id.as_deref())
-            .collect();
+        let results = &messages[i + 1..=i + run];
+        let answered = |id: &str| {
+            results
+                .iter()
+                .any(|r| r.tool_call_id.as_deref() == Some(id))
+        };
+        if m.tool_calls.iter().all(|c| answered(&c.id)) {
+            continue;
+        }
         let placeholders: Vec<Message> = m
             .tool_calls
             .iter()
-            .filter(|c| !answered.contains(c.id.as_str()))
+            .filter(|c| !answered(&c.id))
             .map(|c| {
                 let mut r = Message::tool(c.id.clone(), c.name.clone(), NO_RESULT);
                 r.is_error = true;
                 r
             })
             .collect();
-        if !placeholders.is_empty() {
-            out.push((i + run, placeholders));
-        }
+        out.push((i + run, placeholders));
     }
     out
 }
@@ -176,30 +182,34 @@ pub(crate) fn conform(messages: &[Message], tools: &[ToolDef]) -> Conformed {
         Cow::Owned(v)
     };
     let names = assign(
-        tools.iter().map(|t| t.name.as_str()).chain(
-            with_results
+        || {
+            let called = with_results
                 .iter()
-                .flat_map(|m| m.tool_calls.iter().map(|c| c.name.as_str()))
-                .chain(
-                    with_results
-                        .iter()
-                        .filter(|m| m.role == Role::Tool)
-                        .filter_map(|m| m.name.as_deref())
-                        .filter(|n| !n.is_empty()),
-                ),
-        ),
+                .flat_map(|m| m.tool_calls.iter().map(|c| c.name.as_str()));
+            let answered = with_results
+                .iter()
+                .filter(|m| m.role == Role::Tool)
+                .filter_map(|m| m.name.as_deref())
+                .filter(|n| !n.is_empty());
+            tools
+                .iter()
+                .map(|t| t.name.as_str())
+                .chain(called)
+                .chain(answered)
+        },
         MAX_TOOL_NAME,
     );
     let ids = assign(
-        with_results
-            .iter()
-            .flat_map(|m| m.tool_calls.iter().map(|c| c.id.as_str()))
-            .chain(
-                with_results
-                    .iter()
-                    .filter(|m| m.role == Role::Tool)
-                    .filter_map(|m| m.tool_call_id.as_deref()),
-            ),
+        || {
+            let called = with_results
+                .iter()
+                .flat_map(|m| m.tool_calls.iter().map(|c| c.id.as_str()));
+            let answered = with_results
+                .iter()
+                .filter(|m| m.role == Role::Tool)
+                .filter_map(|m| m.tool_call_id.as_deref());
+            called.chain(answered)
+        },
         MAX_TOOL_CALL_ID,
     );
     let messages = if names.is_empty() && ids.is_empty() {
