@@ -627,8 +627,8 @@ fn flag_counts_are_written_for_every_unit_so_their_means_are_over_all() {
 /// Bundled traces whose recorded shapes break rules both APIs share: tool names outside
 /// `^[a-zA-Z0-9_-]{1,64}$` (SWE-agent's CTF runs call `./rock` and `RsaCtfTool.py`, a Codex
 /// rollout has redacted names of 44 characters with spaces), tool-call ids over OpenAI's 40
-/// characters (Gemini and Gemini CLI: 42), runs that stop on a call with no result (OpenHands:
-/// the needle's and drift's questions come right after it).
+/// characters (Gemini and Gemini CLI: 42), runs that stop on a call with no result (OpenHands'
+/// `finish` calls: the needle's and drift's questions come right after it).
 const RULE_BREAKING_TRACES: &[&str] = &[
     "swe-agent/ctf__rev__rock.traj",
     "swe-agent/ctf__crypto__BabyTimeCapsule.traj",
@@ -637,6 +637,8 @@ const RULE_BREAKING_TRACES: &[&str] = &[
     "gemini/session-5b959dae.contents.json",
     "openhands/multi_swe_bench__ponylang__ponyc-4595.json",
     "openhands/wrong_initial_state.json",
+    "openhands/basic.json",
+    "openhands/basic_interactions.json",
 ];
 
 #[test]
