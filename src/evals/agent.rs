@@ -275,14 +275,6 @@ async fn run_loop(
         if let Some(e) = not_an_answer(&resp, sandbox.is_some()) {
             return Err(e);
         }
-        if resp.cut_off() {
-            return Err(ProviderError::AnswerCutOff {
-                finish_reason: resp.finish_reason.clone().unwrap_or_default(),
-                output_tokens: resp.usage.output,
-                reasoning_tokens: resp.reasoning_tokens,
-                answer_chars: resp.message.content.chars().count(),
-            });
-        }
         let reply = resp.message;
         if reply.tool_calls.is_empty() || sandbox.is_none() {
             out.answer = reply.content.clone();
@@ -309,43 +301,42 @@ async fn run_loop(
     Ok(out)
 }
 
-/// Why `resp` is no answer to score, if it is not: a refusal (OpenAI's `refusal`, Anthropic's
-/// `stop_reason: "refusal"`, or a `content_filter` finish), the model's context window reached
-/// while answering (Anthropic's `model_context_window_exceeded`: a context overflow, like a
-/// prompt the server rejected as too long), or nothing said at all (no text, and no tool call
-/// the loop would run). An answer cut at its output limit is checked by the caller.
+/// Why `resp` is no answer to score, if it is not ([`ChatResponse::no_answer`], shared with the
+/// judge and the summarizer): a refusal or a `content_filter` finish (`answer_refused`), the
+/// model's context window reached while answering (Anthropic's `model_context_window_exceeded`:
+/// a context overflow, like a prompt the server rejected as too long), the output limit
+/// (`answer_cut_off`), or nothing said at all (no text, and no tool call the loop would run).
+///
+/// [`ChatResponse::no_answer`]: crate::providers::ChatResponse::no_answer
 fn not_an_answer(resp: &crate::providers::ChatResponse, tools: bool) -> Option<ProviderError> {
+    use crate::providers::NoAnswer;
     let finish = resp.finish_reason.as_deref().unwrap_or_default();
-    if let Some(why) = &resp.refusal {
-        return Some(ProviderError::Refused {
-            message: crate::providers::clip(why, 300),
-        });
-    }
-    match finish {
-        "content_filter" => {
-            return Some(ProviderError::Refused {
-                message: "the provider's content filter stopped the answer (finish reason \
-                          `content_filter`)"
-                    .into(),
-            })
-        }
-        "model_context_window_exceeded" => {
-            return Some(ProviderError::ContextOverflow {
-                status: 200,
-                message: format!(
-                    "the answer stopped at the model's context window (stop reason \
-                     `{finish}`, {} output tokens)",
-                    resp.usage.output
-                ),
-            })
-        }
-        _ => {}
-    }
-    let acts = tools && !resp.message.tool_calls.is_empty();
-    (resp.message.content.trim().is_empty() && !acts && !resp.cut_off()).then(|| {
-        ProviderError::EmptyAnswer {
-            finish_reason: resp.finish_reason.clone().unwrap_or_default(),
-        }
+    Some(match resp.no_answer(tools)? {
+        NoAnswer::Refused(why) => ProviderError::Refused {
+            message: crate::providers::clip(&why, 300),
+        },
+        NoAnswer::Filtered => ProviderError::Refused {
+            message: "the provider's content filter stopped the answer (finish reason \
+                      `content_filter`)"
+                .into(),
+        },
+        NoAnswer::ContextWindow => ProviderError::ContextOverflow {
+            status: 200,
+            message: format!(
+                "the answer stopped at the model's context window (stop reason `{finish}`, {} \
+                 output tokens)",
+                resp.usage.output
+            ),
+        },
+        NoAnswer::CutOff => ProviderError::AnswerCutOff {
+            finish_reason: finish.to_string(),
+            output_tokens: resp.usage.output,
+            reasoning_tokens: resp.reasoning_tokens,
+            answer_chars: resp.message.content.chars().count(),
+        },
+        NoAnswer::Empty => ProviderError::EmptyAnswer {
+            finish_reason: finish.to_string(),
+        },
     })
 }
 
@@ -464,8 +455,12 @@ mod tests {
             kind(&reply("tool_calls", "", 1), false),
             Some("answer_empty")
         );
-        // A cut-off answer is the caller's to name (`answer_cut_off`).
-        assert_eq!(kind(&reply("length", "", 0), true), None);
+        // Cut off at the output limit, with or without text.
+        assert_eq!(kind(&reply("length", "", 0), true), Some("answer_cut_off"));
+        assert_eq!(
+            kind(&reply("max_tokens", "The val", 0), false),
+            Some("answer_cut_off")
+        );
         let mut refused = reply("stop", "", 0);
         refused.refusal = Some("no".into());
         assert_eq!(kind(&refused, true), Some("answer_refused"));

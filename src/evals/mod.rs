@@ -130,23 +130,23 @@ impl JudgeFailure {
     /// The failure `resp`, a judge's reply, is before its grade is read: refused, filtered, or
     /// cut off; `None` when it stopped on its own.
     pub fn of_reply(resp: &crate::providers::ChatResponse) -> Option<JudgeFailure> {
+        use crate::providers::NoAnswer;
         let finish = resp.finish_reason.as_deref().unwrap_or_default();
-        if let Some(why) = &resp.refusal {
-            return Some(JudgeFailure::Refused(crate::providers::clip(why, 300)));
-        }
-        match finish {
-            "content_filter" => Some(JudgeFailure::Refused(
+        let cut = || JudgeFailure::CutOff {
+            finish_reason: finish.into(),
+            output_tokens: resp.usage.output,
+        };
+        // The classification the eval agent and the summarizer share; an empty reply is
+        // named when no grade is found in it (`judge_unparseable`).
+        match resp.no_answer(false)? {
+            NoAnswer::Refused(why) => {
+                Some(JudgeFailure::Refused(crate::providers::clip(&why, 300)))
+            }
+            NoAnswer::Filtered => Some(JudgeFailure::Refused(
                 "the provider's content filter stopped the reply".into(),
             )),
-            "model_context_window_exceeded" => Some(JudgeFailure::CutOff {
-                finish_reason: finish.into(),
-                output_tokens: resp.usage.output,
-            }),
-            _ if resp.cut_off() => Some(JudgeFailure::CutOff {
-                finish_reason: finish.into(),
-                output_tokens: resp.usage.output,
-            }),
-            _ => None,
+            NoAnswer::ContextWindow | NoAnswer::CutOff => Some(cut()),
+            NoAnswer::Empty => None,
         }
     }
 

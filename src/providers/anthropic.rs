@@ -134,7 +134,8 @@ fn blocks(m: &Message, thinking: bool) -> (&'static str, Vec<Value>) {
             if thinking {
                 out.extend(m.thinking_blocks.iter().map(thinking_block));
             }
-            if !m.content.is_empty() {
+            // "text content blocks must contain non-whitespace text": a blank text is left out.
+            if !m.content.trim().is_empty() {
                 out.push(json!({"type": "text", "text": m.content}));
             }
             for c in &m.tool_calls {
@@ -147,8 +148,9 @@ fn blocks(m: &Message, thinking: bool) -> (&'static str, Vec<Value>) {
             }
             ("assistant", out)
         }
-        // The API rejects empty text blocks; an empty turn is dropped (and its neighbours merge).
-        Role::User | Role::System if m.content.is_empty() => ("user", Vec::new()),
+        // The API rejects text blocks with nothing but whitespace in them ("text content blocks
+        // must contain non-whitespace text"); such a turn is dropped (and its neighbours merge).
+        Role::User | Role::System if m.content.trim().is_empty() => ("user", Vec::new()),
         Role::User | Role::System => ("user", vec![json!({"type": "text", "text": m.content})]),
     }
 }
@@ -327,6 +329,16 @@ struct MessagesUsage {
     cache_creation_input_tokens: Option<u64>,
     #[serde(default)]
     output_tokens: Option<u64>,
+    /// Of the output tokens, those spent thinking (when the API reports them).
+    #[serde(default)]
+    output_tokens_details: Option<OutputTokensDetails>,
+}
+
+/// `usage.output_tokens_details`.
+#[derive(Deserialize)]
+struct OutputTokensDetails {
+    #[serde(default)]
+    thinking_tokens: Option<u64>,
 }
 
 /// Decodes a Messages API response body.
@@ -379,6 +391,10 @@ pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
     let cache_read = field(|u| u.cache_read_input_tokens);
     let cache_write = field(|u| u.cache_creation_input_tokens);
     let output = field(|u| u.output_tokens);
+    let thinking_tokens = u
+        .as_ref()
+        .and_then(|u| u.output_tokens_details.as_ref())
+        .and_then(|d| d.thinking_tokens);
     let mut message = Message::assistant(text, tool_calls);
     if !thinking.is_empty() {
         message.reasoning = Some(thinking);
@@ -396,7 +412,7 @@ pub fn parse_response(body: &[u8]) -> Result<Parsed, ProviderError> {
         model: r.model.unwrap_or_default(),
         refusal: (r.stop_reason.as_deref() == Some("refusal")).then(String::new),
         finish_reason: r.stop_reason,
-        reasoning_tokens: None,
+        reasoning_tokens: thinking_tokens,
     })
 }
 
@@ -594,6 +610,43 @@ mod tests {
                 cache_write: 1000
             }
         );
+    }
+
+    #[test]
+    fn thinking_tokens_are_the_reasoning_tokens() {
+        let p = parse_response(br#"{"content":[],"stop_reason":"max_tokens","usage":{"input_tokens":5,"output_tokens":200,"output_tokens_details":{"thinking_tokens":190}}}"#).unwrap();
+        assert_eq!(p.reasoning_tokens, Some(190));
+        let p = parse_response(br#"{"content":[],"usage":{"input_tokens":5,"output_tokens":2}}"#)
+            .unwrap();
+        assert_eq!(p.reasoning_tokens, None);
+    }
+
+    #[test]
+    fn whitespace_only_text_is_never_a_text_block() {
+        let req = ChatRequest::new(vec![
+            Message::user("where?"),
+            Message::assistant("\n  ", vec![call("c1")]),
+            Message::tool("c1", "grep", "a:1"),
+            Message::user(" \n\t"),
+            Message::assistant("  ", vec![]),
+            Message::system("\n"),
+            Message::user("so?"),
+        ])
+        .with_tools(vec![ToolDef {
+            name: "grep".into(),
+            description: "search".into(),
+            parameters: json!({"type": "object"}),
+        }]);
+        let b = AnthropicWire.body(&(&req).into()).unwrap();
+        for m in b["messages"].as_array().unwrap() {
+            for bl in m["content"].as_array().unwrap() {
+                if bl["type"] == "text" {
+                    assert!(!bl["text"].as_str().unwrap().trim().is_empty(), "{b:#}");
+                }
+            }
+        }
+        assert_eq!(b["messages"][1]["content"][0]["type"], "tool_use");
+        assert_eq!(b["messages"][2]["content"][1]["text"], "so?");
     }
 
     #[test]

@@ -404,6 +404,19 @@ impl ProviderConfig {
                     1.0,
                     "the Anthropic Messages API",
                 );
+                // "`temperature` and `top_p` cannot both be specified for this model": Claude
+                // Sonnet 4.5, Haiku 4.5, Opus 4.1 and later answer 400 to both; refused for every
+                // Anthropic model (older ones take either alone alike, and Anthropic advises
+                // changing only one).
+                if self.temperature.is_some() && self.top_p.is_some() {
+                    out.push((
+                        "top_p",
+                        "`top_p` with `temperature`: Anthropic models (Claude Sonnet 4.5, Haiku \
+                         4.5, Opus 4.1 and later) refuse both in one request (\"`temperature` and \
+                         `top_p` cannot both be specified for this model\"); keep one of them"
+                            .into(),
+                    ));
+                }
                 for (key, set) in [
                     ("seed", self.seed.is_some()),
                     ("frequency_penalty", self.frequency_penalty.is_some()),
@@ -807,9 +820,17 @@ mod tests {
         let mut a = ProviderConfig::new(ProviderKind::Anthropic, "claude-sonnet-4-5");
         a.temperature = Some(1.5);
         assert_eq!(keys(&a), ["temperature"], "Anthropic takes 0..=1");
+        a.temperature = Some(0.0);
+        a.top_p = Some(0.9);
+        assert_eq!(keys(&a), ["top_p"], "Anthropic takes one of the two");
+        a.temperature = None;
+        assert!(keys(&a).is_empty());
         let mut o = ProviderConfig::new(ProviderKind::Openai, "gpt-4.1-mini");
         o.temperature = Some(1.5);
         assert!(keys(&o).is_empty(), "OpenAI takes 0..=2");
+        o.top_p = Some(0.9);
+        assert!(keys(&o).is_empty(), "OpenAI takes both");
+        o.top_p = None;
         o.temperature = Some(2.5);
         assert_eq!(keys(&o), ["temperature"]);
         // Reasoning models: only the defaults; by name or by `reasoning = true`.

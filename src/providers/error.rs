@@ -13,6 +13,11 @@ pub enum ProviderError {
     /// 401/403: missing, wrong or unauthorized key.
     #[error("authentication failed (HTTP {status}): {message}")]
     Auth { status: u16, message: String },
+    /// The account cannot pay for the call: a 429 whose `error.code` or `error.type` is
+    /// `insufficient_quota` (OpenAI: "You exceeded your current quota, please check your plan
+    /// and billing details"). Not retried: waiting does not refill a quota.
+    #[error("quota or credit exhausted (HTTP {status}), not retried: {message}; check the account's plan and billing")]
+    Billing { status: u16, message: String },
     /// 429. `retry_after` is the server's `Retry-After`, when it sent one.
     #[error("rate limited (HTTP 429{}): {message}", fmt_retry_after(*.retry_after))]
     RateLimited {
@@ -95,6 +100,7 @@ impl ProviderError {
     pub fn kind(&self) -> &'static str {
         match self {
             ProviderError::Auth { .. } => "provider_auth",
+            ProviderError::Billing { .. } => "provider_billing",
             ProviderError::RateLimited { .. } => "rate_limited",
             ProviderError::Server { .. } => "provider_server",
             ProviderError::Timeout { .. } => "timeout",

@@ -357,6 +357,15 @@ impl<W: Wire> Provider for HttpProvider<W> {
                 None => self.settings.info.outgoing(request),
             };
             self.settings.traits.apply(self.wire.kind(), &mut sent);
+            // Rules both APIs share (tool names, tool-call ids, a result for every call): met
+            // here, once, before either wire format encodes the request (`wire_rules`).
+            let conformed = super::wire_rules::conform(sent.messages, sent.tools);
+            if let Some(m) = &conformed.messages {
+                sent.messages = m;
+            }
+            if let Some(t) = &conformed.tools {
+                sent.tools = t;
+            }
             // A history with tool calls or results must come with tool definitions (Anthropic
             // answers 400 without them; strict OpenAI-compatible servers too): when the caller
             // sent none, the tools the history used are defined, and not offered.
@@ -396,6 +405,7 @@ impl<W: Wire> Provider for HttpProvider<W> {
                 .run(|_| self.attempt(&template, estimate))
                 .await?;
             let mut message = parsed.message;
+            conformed.restore(&mut message);
             message.usage = Some(parsed.usage);
             let response = ChatResponse {
                 message,
@@ -644,6 +654,17 @@ pub(crate) fn error_text(body: &str, key: Option<&str>) -> String {
     clip(&redact(&text, key), MAX_ERROR_CHARS)
 }
 
+/// Whether an error body says the account's quota is exhausted (`error.code` or `error.type`
+/// `insufficient_quota`, OpenAI's billing error, sent with a 429): no wait refills it.
+fn quota_exhausted(body: &str) -> bool {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
+        return false;
+    };
+    ["/error/code", "/error/type"]
+        .iter()
+        .any(|p| v.pointer(p).and_then(|c| c.as_str()) == Some("insufficient_quota"))
+}
+
 /// Maps a non-2xx status and body to an error class.
 pub(crate) fn classify_status(
     status: u16,
@@ -654,6 +675,7 @@ pub(crate) fn classify_status(
     let message = error_text(body, key);
     match status {
         401 | 403 => ProviderError::Auth { status, message },
+        429 if quota_exhausted(body) => ProviderError::Billing { status, message },
         429 => ProviderError::RateLimited {
             retry_after,
             message,
@@ -720,7 +742,11 @@ fn embedded_error(body: &[u8], key: Option<&str>) -> Option<ProviderError> {
         .and_then(|c| c.as_u64())
         .and_then(|c| u16::try_from(c).ok())
         .filter(|c| (400..600).contains(c))
-        .unwrap_or(502);
+        .unwrap_or(if quota_exhausted(&v.to_string()) {
+            429
+        } else {
+            502
+        });
     Some(classify_status(code, None, &v.to_string(), key))
 }
 
@@ -1042,6 +1068,38 @@ mod tests {
             e.to_string(),
             "authentication failed (HTTP 401): Incorrect API key provided: ***"
         );
+    }
+
+    #[test]
+    fn an_exhausted_quota_is_a_billing_error_not_a_rate_limit() {
+        // OpenAI's body for an account out of credit (HTTP 429).
+        let body = r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
+        let e = classify_status(429, Some(Duration::from_secs(1)), body, None);
+        assert!(
+            matches!(e, ProviderError::Billing { status: 429, .. }),
+            "{e:?}"
+        );
+        assert!(!e.is_retryable());
+        assert_eq!(e.kind(), "provider_billing");
+        assert!(
+            e.to_string().contains("You exceeded your current quota"),
+            "{e}"
+        );
+        // Either field alone says it.
+        let typed = r#"{"error":{"message":"quota","type":"insufficient_quota"}}"#;
+        assert!(matches!(
+            classify_status(429, None, typed, None),
+            ProviderError::Billing { .. }
+        ));
+        // A rate limit is still one.
+        let limit = r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#;
+        assert!(matches!(
+            classify_status(429, None, limit, None),
+            ProviderError::RateLimited { .. }
+        ));
+        // The same inside a 200 from a gateway.
+        let e = embedded_error(body.as_bytes(), None);
+        assert!(matches!(e, Some(ProviderError::Billing { .. })), "{e:?}");
     }
 
     #[test]

@@ -28,11 +28,12 @@ pub mod text_tools;
 
 mod error;
 mod request;
+mod wire_rules;
 
 pub use error::{classify_overflow, ProviderError, OVERFLOW_PATTERNS};
 pub(crate) use error::{clip, redact};
 pub use request::{
-    ChatRequest, ChatResponse, Outgoing, ProviderInfo, Sampling, ToolDef,
+    ChatRequest, ChatResponse, NoAnswer, Outgoing, ProviderInfo, Sampling, ToolDef,
     PROMPT_TRUNCATION_MIN_TOKENS, PROMPT_TRUNCATION_RATIO,
 };
 

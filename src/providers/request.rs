@@ -371,6 +371,43 @@ impl ChatResponse {
     pub fn cut_off(&self) -> bool {
         matches!(self.finish_reason.as_deref(), Some("length" | "max_tokens"))
     }
+
+    /// Why this reply is not a usable answer, if it is not: the one classification the eval
+    /// agent, the judge and the summarizer share (each reports it in its own terms). In order: a
+    /// refusal, a content filter, the model's context window, the output limit, then nothing
+    /// said. `acts` is true when the caller runs the reply's tool calls (then a reply of tool
+    /// calls alone is not empty).
+    pub fn no_answer(&self, acts: bool) -> Option<NoAnswer> {
+        if let Some(why) = &self.refusal {
+            return Some(NoAnswer::Refused(why.clone()));
+        }
+        match self.finish_reason.as_deref() {
+            Some("content_filter") => return Some(NoAnswer::Filtered),
+            Some("model_context_window_exceeded") => return Some(NoAnswer::ContextWindow),
+            _ if self.cut_off() => return Some(NoAnswer::CutOff),
+            _ => {}
+        }
+        let said = !self.message.content.trim().is_empty()
+            || (acts && !self.message.tool_calls.is_empty());
+        (!said).then_some(NoAnswer::Empty)
+    }
+}
+
+/// Why a reply is no answer to use ([`ChatResponse::no_answer`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NoAnswer {
+    /// The model refused (OpenAI's `refusal` text; `""` for Anthropic's `stop_reason:
+    /// "refusal"`).
+    Refused(String),
+    /// The provider's content filter stopped it (OpenAI's `finish_reason: "content_filter"`).
+    Filtered,
+    /// It stopped at the model's context window (Anthropic's `stop_reason:
+    /// "model_context_window_exceeded"`).
+    ContextWindow,
+    /// It stopped at its output limit (`length`, `max_tokens`).
+    CutOff,
+    /// No text, and no tool call the caller runs, though the model stopped on its own.
+    Empty,
 }
 
 mod duration_ms {

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::{oneshot, watch};
 
-use super::{ChatRequest, Message, Provider, Role};
+use super::{ChatRequest, Message, NoAnswer, Provider, Role};
 use crate::engine::summarizer::{SummaryError, SummaryOutput, SummaryRequest};
 use crate::engine::Summarizer;
 
@@ -198,35 +198,42 @@ pub fn render(req: &SummaryRequest<'_>) -> String {
 impl Summarizer for ProviderSummarizer {
     fn summarize(&self, req: &SummaryRequest<'_>) -> Result<SummaryOutput, SummaryError> {
         let response = self.call(self.chat_request(req))?;
-        // A summary cut off at its output limit is unusable, as an eval's cut-off answer is
-        // (`answer_cut_off`): kept, it would be scored as a summary that forgot the rest.
-        if response.cut_off() {
-            return Err(SummaryError::Unusable(format!(
-                "{} was cut off at its output limit (finish reason `{}`, {} output tokens, {} \
-                 characters of summary); raise the summary provider's `max_tokens`",
-                response.model,
-                response.finish_reason.as_deref().unwrap_or("length"),
-                response.usage.output,
-                response.message.content.chars().count()
-            )));
-        }
-        if let Some(refusal) = &response.refusal {
-            return Err(SummaryError::Unusable(format!(
-                "{} refused to summarize{}",
-                response.model,
-                if refusal.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {refusal}")
-                }
-            )));
-        }
-        if response.message.content.trim().is_empty() {
-            return Err(SummaryError::Unusable(format!(
-                "{} returned no text (finish reason {})",
-                response.model,
-                response.finish_reason.as_deref().unwrap_or("none")
-            )));
+        // A summary that is no answer (the classification the eval agent and the judge share)
+        // is a summary failure, counted in `summary_failures`: kept, a summary cut off at its
+        // limit or at the model's window, or stopped by a content filter, would be scored as a
+        // summary that forgot the rest.
+        let model = &response.model;
+        let finish = response.finish_reason.as_deref().unwrap_or("none");
+        if let Some(why) = response.no_answer(false) {
+            return Err(SummaryError::Unusable(match why {
+                NoAnswer::CutOff => format!(
+                    "{model} was cut off at its output limit (finish reason `{finish}`, {} \
+                     output tokens, {} characters of summary); raise the summary provider's \
+                     `max_tokens`",
+                    response.usage.output,
+                    response.message.content.chars().count()
+                ),
+                NoAnswer::ContextWindow => format!(
+                    "{model} stopped at the model's context window (stop reason `{finish}`, {} \
+                     output tokens, {} characters of summary)",
+                    response.usage.output,
+                    response.message.content.chars().count()
+                ),
+                NoAnswer::Filtered => format!(
+                    "{model}'s summary was stopped by the provider's content filter (finish \
+                     reason `{finish}`, {} characters of summary)",
+                    response.message.content.chars().count()
+                ),
+                NoAnswer::Refused(refusal) => format!(
+                    "{model} refused to summarize{}",
+                    if refusal.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {refusal}")
+                    }
+                ),
+                NoAnswer::Empty => format!("{model} returned no text (finish reason {finish})"),
+            }));
         }
         Ok(SummaryOutput {
             text: response.message.content,
@@ -380,6 +387,25 @@ mod tests {
             assert!(
                 matches!(&e, SummaryError::Unusable(m) if m.contains(&format!("cut off at its output limit (finish reason `{finish}`")) && m.contains("max_tokens")),
                 "{e}"
+            );
+        }
+        // A summary a content filter stopped, or one stopped at the model's context window,
+        // is no summary either (it was kept as one, unflagged).
+        for (finish, want) in [
+            ("content_filter", "content filter"),
+            ("model_context_window_exceeded", "context window"),
+        ] {
+            let stopped = Arc::new(
+                MockProvider::text(Ok("## Goal\nFix the par"))
+                    .with_model("canned-1")
+                    .with_finish(finish),
+            );
+            let e = ProviderSummarizer::new(stopped, rt.handle().clone())
+                .summarize(&request(&msgs, None))
+                .unwrap_err();
+            assert!(
+                matches!(&e, SummaryError::Unusable(m) if m.contains(want) && m.contains(finish)),
+                "{finish}: {e}"
             );
         }
         let whole =

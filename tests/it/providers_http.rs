@@ -288,14 +288,11 @@ async fn request_timeout_and_conflict_are_retried_should_retry_false_is_not() {
     cfg.retry_initial_ms = 5;
     let r = build(&cfg).chat(&ask()).await.unwrap();
     assert_eq!(r.attempts, 3);
+    // A rate limit the server marks final is not waited out.
     let server = MockLlm::start().await;
     server.push([Reply::status(
         429,
-        mock::openai_error(
-            "You exceeded your current quota",
-            "insufficient_quota",
-            "insufficient_quota",
-        ),
+        mock::openai_error("Rate limit reached", "requests", "rate_limit_exceeded"),
     )
     .header("x-should-retry", "false")]);
     let mut cfg = openai(&server);
@@ -306,6 +303,30 @@ async fn request_timeout_and_conflict_are_retried_should_retry_false_is_not() {
         "{e:?}"
     );
     assert_eq!(server.request_count(), 1);
+    // An exhausted quota is not retried either, header or not: a billing error.
+    for header in [Some("false"), None] {
+        let server = MockLlm::start().await;
+        let reply = Reply::status(
+            429,
+            mock::openai_error(
+                "You exceeded your current quota",
+                "insufficient_quota",
+                "insufficient_quota",
+            ),
+        );
+        server.push([match header {
+            Some(v) => reply.header("x-should-retry", v),
+            None => reply,
+        }]);
+        let mut cfg = openai(&server);
+        cfg.retry_initial_ms = 5;
+        let e = build(&cfg).chat(&ask()).await.unwrap_err();
+        assert!(
+            matches!(e, ProviderError::Billing { status: 429, .. }),
+            "{e:?}"
+        );
+        assert_eq!(server.request_count(), 1);
+    }
 }
 
 #[tokio::test]

@@ -169,6 +169,146 @@ fn the_rules_reject_what_the_real_apis_reject() {
     assert!(openai_violations(&json!({"model": "gpt-4o", "messages": [
         {"role": "user", "content": "hi"}], "temperature": 1.7}))
     .is_empty());
+    // OpenAI: tool-call ids of more than 40 characters (a Gemini CLI id is 42).
+    let long = "list_directory-1764625554423-6b5d2c6179cc4";
+    let b = json!({"model": "gpt-4o", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": long, "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": long, "content": "x"}]});
+    let v = openai_violations(&b).join("\n");
+    for want in [
+        "'messages[1].tool_calls[0].id': string too long. Expected a string with maximum length 40, but got a string with length 42",
+        "'messages[2].tool_call_id': string too long",
+    ] {
+        assert!(v.contains(want), "{want}: {v}");
+    }
+}
+
+/// A recorded history that breaks every rule both APIs share: tool names outside
+/// `^[a-zA-Z0-9_-]{1,64}$` (SWE-agent's `./rock`, a redacted Codex name), a Gemini CLI call id
+/// of 42 characters, whitespace-only texts, and a last tool call with no result (a run stopped
+/// mid-step) right before the question.
+fn hostile_history() -> Vec<Message> {
+    let named = |id: &str, name: &str| ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: json!({"cmd": "x"}),
+    };
+    let gemini = "list_directory-1764625554423-6b5d2c6179cc4";
+    let redacted = "[REDACTED_NAME len=44 sha=cf7b17a4]";
+    vec![
+        Message::system("You are a CTF player."),
+        Message::user("Solve it."),
+        Message::assistant("\n  ", vec![named("call_1", "./rock")]),
+        Message::tool("call_1", "./rock", "Enter the key:"),
+        Message::assistant(
+            "",
+            vec![named(gemini, "list_directory"), named("c3", redacted)],
+        ),
+        Message::tool(gemini, "list_directory", "rock\nflag.txt"),
+        Message::tool("c3", redacted, "ok"),
+        Message::user(" \n"),
+        Message::assistant("  ", vec![]),
+        Message::assistant("Submitting.", vec![named("call_9", "RsaCtfTool.py")]),
+        Message::user("What was the key?"),
+    ]
+}
+
+#[tokio::test]
+async fn histories_breaking_the_shared_rules_pass_both_apis() {
+    let server = StrictLlm::start().await;
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        let mut thinking = config(&server, kind);
+        if kind == ProviderKind::Anthropic {
+            thinking.thinking = Some(1024);
+        }
+        for c in [config(&server, kind), thinking] {
+            let p = build(&c);
+            // With no tools (the needle's reference, the drift probes) and with the eval
+            // agent's own.
+            let asks = [
+                ChatRequest::new(hostile_history()),
+                ChatRequest::new(hostile_history()).with_tools(vec![grep_tool()]),
+            ];
+            for ask in &asks {
+                let r = p.chat(ask).await;
+                assert!(r.is_ok(), "{kind:?}: {r:?}");
+            }
+        }
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
+    // The run stopped mid-step: the last call got an error result saying so.
+    let openai = &server.requests()[0].body;
+    let msgs = openai["messages"].as_array().unwrap();
+    let last_result = &msgs[msgs.len() - 2];
+    assert_eq!(last_result["role"], "tool", "{openai:#}");
+    assert!(
+        last_result["content"]
+            .as_str()
+            .unwrap()
+            .contains("no result was recorded"),
+        "{last_result}"
+    );
+    // Names and ids map alike in declarations, calls and results.
+    let declared: Vec<&str> = openai["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(declared.len(), 4, "{declared:?}");
+    assert!(declared[0].starts_with("__rock_"), "{declared:?}");
+    assert_eq!(msgs[2]["tool_calls"][0]["function"]["name"], declared[0]);
+    assert_eq!(msgs[4]["tool_calls"][0]["id"], msgs[5]["tool_call_id"]);
+}
+
+#[tokio::test]
+async fn a_tool_the_caller_named_outside_the_rule_comes_back_under_its_name() {
+    use sha2::Digest;
+    let server = StrictLlm::start().await;
+    let tool = ToolDef {
+        name: "RsaCtfTool.py".into(),
+        ..grep_tool()
+    };
+    // What it is sent as: `_` for the dot, then `_` and 8 hex digits of its SHA-256.
+    let digest = hex::encode(sha2::Sha256::digest(b"RsaCtfTool.py"));
+    let wire = format!("RsaCtfTool_py_{}", &digest[..8]);
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        let p = build(&config(&server, kind));
+        server.play([Scenario::ToolCalls(vec![(wire.clone(), json!({"n": 1}))])]);
+        let r = p
+            .chat(&ChatRequest::new(vec![Message::user("factor n")]).with_tools(vec![tool.clone()]))
+            .await
+            .unwrap();
+        assert_eq!(r.message.tool_calls[0].name, "RsaCtfTool.py", "{kind:?}");
+        let body = server.requests().last().unwrap().body.to_string();
+        assert!(body.contains(&wire), "{body}");
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn an_exhausted_quota_is_not_waited_out() {
+    let server = StrictLlm::start().await;
+    let mut c = config(&server, ProviderKind::Openai);
+    c.max_retries = 3;
+    let p = build(&c);
+    server.play([Scenario::QuotaExhausted, Scenario::Text("late".into())]);
+    let e = p
+        .chat(&ChatRequest::new(vec![Message::user("2+2?")]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, ProviderError::Billing { status: 429, .. }),
+        "{e:?}"
+    );
+    assert_eq!(e.kind(), "provider_billing");
+    assert!(
+        e.to_string().contains("You exceeded your current quota"),
+        "{e}"
+    );
+    assert_eq!(server.requests().len(), 1, "not retried");
 }
 
 #[tokio::test]

@@ -623,3 +623,121 @@ fn flag_counts_are_written_for_every_unit_so_their_means_are_over_all() {
         );
     }
 }
+
+/// Bundled traces whose recorded shapes break rules both APIs share: tool names outside
+/// `^[a-zA-Z0-9_-]{1,64}$` (SWE-agent's CTF runs call `./rock` and `RsaCtfTool.py`, a Codex
+/// rollout has redacted names of 44 characters with spaces), tool-call ids over OpenAI's 40
+/// characters (Gemini and Gemini CLI: 42), runs that stop on a call with no result (OpenHands'
+/// `finish` calls: the needle's and drift's questions come right after it).
+const RULE_BREAKING_TRACES: &[&str] = &[
+    "swe-agent/ctf__rev__rock.traj",
+    "swe-agent/ctf__crypto__BabyTimeCapsule.traj",
+    "codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl",
+    "gemini-cli/session-2025-12-01T21-45-5b959dae.json",
+    "gemini/session-5b959dae.contents.json",
+    "openhands/multi_swe_bench__ponylang__ponyc-4595.json",
+    "openhands/wrong_initial_state.json",
+    "openhands/basic.json",
+    "openhands/basic_interactions.json",
+];
+
+#[test]
+fn bundled_traces_that_break_the_shared_rules_pass_the_strict_servers() {
+    let (_rt, server) = StrictLlm::on_own_runtime();
+    let repo = crate::support::suite::repo();
+    let paths: Vec<String> = RULE_BREAKING_TRACES
+        .iter()
+        .map(|t| format!("{:?}", repo.join("datasets").join(t).display().to_string()))
+        .collect();
+    for (kind, model, base) in [
+        ("anthropic", "claude-sonnet-4-5", server.base_url()),
+        ("openai", "gpt-5-mini", server.openai_base_url()),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        let suite = tmp.path().join("suite.toml");
+        std::fs::write(
+            &suite,
+            format!(
+                "[suite]\nname = \"rules\"\noutput_dir = {:?}\nseed = 7\nfail_on_errors = false\n\
+                 [traces]\npaths = [{}]\nfrom = \"auto\"\n\
+                 [engine]\nbaseline = \"baseline\"\n[engine.base]\npreset = \"deepagents\"\n\
+                 window = 20000\n[engine.variants.baseline]\n\
+                 [evals.needle]\ndepths = [0.5]\npositions = [\"tool\"]\nneedles = 1\n\
+                 max_steps = 2\nask_at = \"end\"\n\
+                 [evals.drift]\nafter_compactions = 1\njudge = false\n\n{}\n{}",
+                out.display().to_string(),
+                paths.join(", "),
+                provider_table("agent", kind, model, &base),
+                provider_table("summary", kind, model, &base),
+            ),
+        )
+        .unwrap();
+        let run = ctxbench()
+            .args(["run", suite.to_str().unwrap(), "--run-id", "strict"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            run.status.code().is_some_and(|c| c == 0 || c == 1),
+            "{stderr}"
+        );
+        let rejected = server.rejected();
+        assert!(
+            rejected.is_empty(),
+            "{kind}: {} request(s) rejected, first: {}",
+            rejected.len(),
+            rejected[0]
+        );
+        let m = json(&out.join("strict/run.json"));
+        let units = &m["units"];
+        assert_eq!(units["failed"], 0, "{kind}: {units}\n{stderr}");
+        assert_eq!(units["recorded"], units["planned"], "{kind}: {units}");
+        assert!(
+            units["planned"].as_u64().unwrap() >= 2 * RULE_BREAKING_TRACES.len() as u64,
+            "{units}"
+        );
+    }
+}
+
+#[test]
+fn a_summary_a_filter_or_the_window_stopped_is_a_summary_failure() {
+    // The summarizer's replies stop at OpenAI's content filter or at Anthropic's context window,
+    // with text: kept as summaries, the units' numbers would rest on a summary cut short.
+    for (kind, model, reason) in [
+        ("openai", "gpt-5-mini", "content_filter"),
+        (
+            "anthropic",
+            "claude-sonnet-4-5",
+            "model_context_window_exceeded",
+        ),
+    ] {
+        let (_rt, agent) = StrictLlm::on_own_runtime();
+        let (_rt2, summary) = StrictLlm::on_own_runtime();
+        summary.always(Scenario::Finished(
+            reason.into(),
+            "## SESSION INTENT\nFix the separability of nested".into(),
+        ));
+        let base = |s: &StrictLlm| match kind {
+            "openai" => s.openai_base_url(),
+            _ => s.base_url(),
+        };
+        let providers = format!(
+            "{}\n{}",
+            provider_table("agent", kind, model, &base(&agent)),
+            provider_table("summary", kind, model, &base(&summary))
+        );
+        let (m, out, samples) = run_suite(
+            &providers,
+            &["--eval", "needle", "--trace", "astropy__astropy-12907*"],
+        );
+        assert!(summary.accepted() > 0, "{kind}: the summarizer was asked");
+        let failed: Vec<&serde_json::Value> = samples
+            .iter()
+            .filter(|s| s["error"]["kind"] == "summary_failed")
+            .collect();
+        assert!(!failed.is_empty(), "{kind}: {}\n{out}", m["units"]);
+        let message = failed[0]["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(reason), "{kind}: {message}");
+    }
+}

@@ -226,7 +226,8 @@ fn parameters_the_api_refuses_exit_2_naming_key_and_line() {
     for want in [
         "provider_params.toml:13: provider `agent`: `temperature` = 1.2: the Anthropic Messages API accepts 0..=1",
         "provider_params.toml:15: provider `agent`: `max_tokens` = 1000: with `thinking` = 2048",
-        "provider_params.toml:21: provider `summary`: `temperature`: `o3` is a reasoning model",
+        "provider_params.toml:16: provider `agent`: `top_p` with `temperature`: Anthropic models",
+        "provider_params.toml:22: provider `summary`: `temperature`: `o3` is a reasoning model",
     ] {
         assert!(err.contains(want), "missing {want:?} in:\n{err}");
     }

@@ -37,6 +37,9 @@ pub enum Scenario {
     Refusal(String),
     /// 429 with one header `(name, value)`, then the request is answered normally.
     RateLimited(&'static str, String),
+    /// OpenAI's 429 for an account out of credit (`insufficient_quota`; Anthropic answers 400
+    /// "Your credit balance is too low").
+    QuotaExhausted,
     /// Anthropic's 529 overloaded (OpenAI: 503).
     Overloaded,
     /// 500.
@@ -356,6 +359,26 @@ fn play(anthropic: bool, s: Scenario, prompt: u64) -> Reply {
             },
         )
         .header(name, value),
+        Scenario::QuotaExhausted => {
+            if anthropic {
+                Reply::status(
+                    400,
+                    mock::anthropic_error(
+                        "invalid_request_error",
+                        "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.",
+                    ),
+                )
+            } else {
+                Reply::status(
+                    429,
+                    mock::openai_error(
+                        "You exceeded your current quota, please check your plan and billing details.",
+                        "insufficient_quota",
+                        "insufficient_quota",
+                    ),
+                )
+            }
+        }
         Scenario::Overloaded => {
             if anthropic {
                 Reply::status(529, mock::anthropic_error("overloaded_error", "Overloaded"))
@@ -472,6 +495,17 @@ fn tool_name_ok(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
+/// Tool-call ids (`tool_calls[].id`, `tool_call_id`) of at most 40 characters: not in the
+/// OpenAPI spec, but the live API's 400 (quoted in microsoft/autogen#6377, Portkey-AI/gateway#1062
+/// and BerriAI/litellm#17343): "Invalid 'messages[3].tool_calls[0].id': string too long.
+/// Expected a string with maximum length 40, but got a string with length 41 instead."
+fn id_length(id: &str, at: &str, out: &mut Vec<String>) {
+    let n = id.chars().count();
+    if n > 40 {
+        out.push(format!("Invalid '{at}': string too long. Expected a string with maximum length 40, but got a string with length {n} instead."));
+    }
+}
+
 /// Every rule of the chat-completions API this server enforces; empty = accepted.
 pub fn openai_violations(b: &Value) -> Vec<String> {
     let mut out = Vec::new();
@@ -582,6 +616,7 @@ pub fn openai_violations(b: &Value) -> Vec<String> {
                     if id.is_empty() {
                         out.push(format!("Missing required parameter: 'messages[{i}].tool_calls[{j}].id'."));
                     }
+                    id_length(id, &format!("messages[{i}].tool_calls[{j}].id"), &mut out);
                     if tc["type"] != "function" {
                         out.push(format!("Invalid 'messages[{i}].tool_calls[{j}].type'"));
                     }
@@ -603,6 +638,7 @@ pub fn openai_violations(b: &Value) -> Vec<String> {
             }
             "tool" => {
                 let id = m["tool_call_id"].as_str().unwrap_or_default();
+                id_length(id, &format!("messages[{i}].tool_call_id"), &mut out);
                 if m.get("content").is_none_or(Value::is_null) {
                     out.push(format!("Missing required parameter: 'messages[{i}].content'."));
                 }
