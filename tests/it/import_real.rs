@@ -766,3 +766,119 @@ fn mini_swe_agent_2_trajectories_keep_calls_results_usage_and_status() {
     }
     assert_eq!(seen, 2);
 }
+
+/// A real Claude Code 2.1.233 session (`datasets/claude-code/margin-session-basic.jsonl`),
+/// imported by detection: its `last-prompt` records are skipped, the `tool_use` with a `caller`
+/// is a call paired with its result, and the thinking recorded as an empty text beside its
+/// signature is kept whole in `thinking_blocks` and gives no reasoning text (it gave an empty
+/// one).
+#[test]
+fn claude_code_2_1_233_session_imports_by_detection() {
+    let t = one(
+        "claude-code/margin-session-basic.jsonl",
+        SourceFormat::ClaudeCode,
+    );
+    assert_eq!(
+        t.meta.task_id.as_deref(),
+        Some("9c42ba52-3bf1-449f-a040-8ee33284a1c8")
+    );
+    assert_eq!(t.meta.model.as_deref(), Some("claude-haiku-4-5-20251001"));
+    assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+    let roles: Vec<Role> = t.messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+    );
+    let a = &t.messages[1];
+    assert_eq!(a.content, "I'll run that bash command for you.");
+    assert_eq!(a.tool_calls[0].name, "Bash");
+    assert_eq!(a.tool_calls[0].arguments["command"], "echo hello");
+    assert_eq!(t.messages[2].content, "hello");
+    assert_eq!(
+        t.messages[2].tool_call_id.as_deref(),
+        Some("toolu_01CAFZGHQyrx8WTjhhDvCQMm")
+    );
+    for m in [&t.messages[1], &t.messages[3]] {
+        assert_eq!(m.reasoning, None, "{:?}", m.reasoning);
+        match &m.thinking_blocks[..] {
+            [ThinkingBlock::Thinking {
+                thinking,
+                signature,
+            }] => {
+                assert!(thinking.is_empty());
+                assert!(signature.starts_with("E"), "{signature}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(t.messages[3]
+        .content
+        .contains("Correction token: ZEBRA7739"));
+    let u = t.messages[1].usage.unwrap();
+    assert_eq!(
+        (u.input, u.cache_read, u.cache_write),
+        (10 + 9907 + 22820, 22820, 9907)
+    );
+    assert!(pairing_problems(&t).is_empty());
+}
+
+/// A real Claude Code 2.1.39 compaction transcript (`datasets/claude-code/agent-acompact-
+/// fffbd0.jsonl`, a subagent file) imports by detection as one trace of its own; its first two
+/// messages are what PostToolUse:Edit hooks gave the model, as Claude Code renders a
+/// `hook_additional_context` attachment. An `attachment` record holding the same hook output
+/// imports as that same message, character for character (it was dropped without a word).
+#[test]
+fn claude_code_hook_context_attachment_renders_as_the_real_transcript_holds_it() {
+    let path = ds("claude-code/agent-acompact-fffbd0.jsonl");
+    let t = one(
+        "claude-code/agent-acompact-fffbd0.jsonl",
+        SourceFormat::ClaudeCode,
+    );
+    assert_eq!(
+        t.meta.id,
+        "258c7280-ae70-4798-800f-63464d01a85d__agent-acompact-fffbd0"
+    );
+    assert_eq!(t.meta.model.as_deref(), Some("claude-opus-4-6"));
+    let roles: Vec<Role> = t.messages.iter().map(|m| m.role).collect();
+    assert_eq!(roles, [Role::User, Role::User, Role::User, Role::Assistant]);
+    assert!(t.messages[2]
+        .content
+        .starts_with("Your task is to create a detailed summary"));
+    assert!(t.messages[3].content.contains("<analysis>"));
+    for m in &t.messages[..2] {
+        assert_eq!(m.kind.as_deref(), Some("meta"));
+    }
+    // The hook output of the first message, as an attachment record of a session.
+    let real = &t.messages[0].content;
+    let inner = real
+        .strip_prefix("<system-reminder>\nPostToolUse:Edit hook additional context: ")
+        .and_then(|s| s.strip_suffix("\n</system-reminder>"))
+        .expect("the rendering of a hook's additional context");
+    assert!(inner.starts_with("[COMPILE ERROR]"));
+    let session = [
+        serde_json::json!({"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "fix it"}}),
+        serde_json::json!({"type": "assistant", "uuid": "a1", "sessionId": "s", "message": {"id": "m1", "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "Edit", "input": {}}]}}),
+        serde_json::json!({"type": "user", "uuid": "u2", "sessionId": "s", "message": {"role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}}),
+        serde_json::json!({"type": "attachment", "uuid": "x1", "sessionId": "s", "attachment": {
+            "type": "hook_additional_context", "content": [inner], "hookName": "PostToolUse:Edit",
+            "toolUseID": "t1", "hookEvent": "PostToolUse"}}),
+        serde_json::json!({"type": "assistant", "uuid": "a2", "sessionId": "s", "message": {"id": "m2", "role": "assistant",
+            "content": [{"type": "text", "text": "fixing the compile error"}]}}),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let text: Vec<String> = session.iter().map(|v| v.to_string()).collect();
+    std::fs::write(&file, text.join("\n")).unwrap();
+    let got = import_file(&file, None).unwrap().remove(0);
+    assert_eq!(got.meta.source_format, SourceFormat::ClaudeCode);
+    let hook = &got.messages[3];
+    assert_eq!(
+        (hook.role, hook.kind.as_deref()),
+        (Role::User, Some("meta"))
+    );
+    assert_eq!(&hook.content, real);
+    assert_eq!(got.messages[4].content, "fixing the compile error");
+    assert!(jsonl(&path).iter().all(|r| r["isSidechain"] == true));
+}
