@@ -61,7 +61,7 @@ fn every_dataset_file_imports_and_only_non_traces_are_ignored() {
     }
     let expected: BTreeMap<&str, usize> = [
         ("claude-code", 9),
-        ("codex", 3),
+        ("codex", 4),
         ("gemini", 1),
         ("gemini-cli", 1),
         ("inspect", 13),
