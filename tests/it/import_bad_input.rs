@@ -309,7 +309,7 @@ fn parallel_import_reports_the_first_failure_in_input_order() {
     let e = import_paths(&inputs, None, false).unwrap_err();
     assert!(e.file.ends_with("bad5.json"), "{e}");
     let ok = import_paths(&inputs, None, true).unwrap();
-    assert_eq!(ok.traces.len(), 5);
+    assert_eq!(ok.traces.len(), 7);
     let order: Vec<String> = ok
         .skipped
         .iter()

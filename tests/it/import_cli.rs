@@ -24,14 +24,14 @@ fn imports_a_directory_into_one_file_per_trace() {
         .arg(datasets().join("mini-swe-agent/django__django-11138.traj.json"))
         .assert()
         .success()
-        .stdout(predicate::str::contains("imported 6 traces"))
-        .stdout(predicate::str::contains("claude-code  5"));
+        .stdout(predicate::str::contains("imported 8 traces"))
+        .stdout(predicate::str::contains("claude-code  7"));
     let mut names: Vec<String> = std::fs::read_dir(out.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 6);
+    assert_eq!(names.len(), 8);
     assert!(names.contains(&"django__django-11138.jsonl".to_string()));
     let written = io::read_traces(&out.path().join("django__django-11138.jsonl")).unwrap();
     let direct = import_file(

@@ -60,8 +60,8 @@ fn every_dataset_file_imports_and_only_non_traces_are_ignored() {
         assert!(t.meta.source_path.is_some());
     }
     let expected: BTreeMap<&str, usize> = [
-        ("claude-code", 7),
-        ("codex", 3),
+        ("claude-code", 9),
+        ("codex", 4),
         ("gemini", 1),
         ("gemini-cli", 2),
         ("inspect", 13),

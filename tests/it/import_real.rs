@@ -768,8 +768,8 @@ fn every_real_file_imports_by_detection_with_its_calls_matched() {
         }
         files += sources.len();
     }
-    // 2 + 3 + 2 + 4 + 4 + 2 + 1 + 2 real files.
-    assert_eq!(files, 20);
+    // 2 + 4 + 2 + 4 + 4 + 2 + 1 + 2 real files.
+    assert_eq!(files, 21);
 }
 
 /// Real mini-swe-agent 2 trajectories (`trajectory_format: mini-swe-agent-1.1`, tool calling),
@@ -842,4 +842,216 @@ fn mini_swe_agent_2_trajectories_keep_calls_results_usage_and_status() {
         seen += 1;
     }
     assert_eq!(seen, 2);
+}
+
+/// A real Codex 0.146 `codex exec` rollout (`datasets/codex/margin-codex-exec-0.146.jsonl`),
+/// imported by detection: its `world_state` record is skipped without a warning (its messages
+/// are items too), the `session_id`/`id` is the task, the `custom_tool_call_output` whose
+/// `output` is a list of `input_text` parts is the text of both parts, and each `token_count`
+/// is the usage of its call with `cache_write_input_tokens` read.
+#[test]
+fn codex_0_146_exec_rollout_imports_by_detection() {
+    let t = one("codex/margin-codex-exec-0.146.jsonl", SourceFormat::Codex);
+    assert_eq!(
+        t.meta.task_id.as_deref(),
+        Some("01a01ee3-393c-7cb1-818e-268d8e2ae938")
+    );
+    assert_eq!(t.meta.model.as_deref(), Some("gpt-5.6-sol"));
+    assert_eq!(t.meta.window, Some(258400));
+    assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+    let roles: Vec<Role> = t.messages.iter().map(|m| m.role).collect();
+    use Role::*;
+    assert_eq!(
+        roles,
+        [System, System, System, System, User, User, Assistant, Tool, Assistant]
+    );
+    assert!(t.messages[0]
+        .content
+        .starts_with("You are Codex, an agent based on GPT-5."));
+    assert_eq!(t.messages[4].kind.as_deref(), Some("meta"));
+    assert_eq!(
+        t.messages[5].content,
+        "Read sample.py. Name two edge cases slugify mishandles. Be brief."
+    );
+    let call = &t.messages[6].tool_calls[0];
+    assert_eq!(
+        (call.id.as_str(), call.name.as_str()),
+        ("call_CEDrC607Pk4hXucXu6nZPFbF", "exec")
+    );
+    assert!(call.arguments["input"]
+        .as_str()
+        .unwrap()
+        .starts_with("const r = await tools.shell_command("));
+    let out = &t.messages[7];
+    assert_eq!(out.tool_call_id.as_deref(), Some(call.id.as_str()));
+    assert!(out
+        .content
+        .starts_with("Script completed\nWall time 0.9 seconds\nOutput:\n\nExit code: 0"));
+    assert!(out.content.contains("def slugify(s):"));
+    assert!(t.messages[8]
+        .content
+        .starts_with("- Multiple spaces produce repeated hyphens"));
+    let usage: Vec<(u64, u64, u64, u64)> = t
+        .messages
+        .iter()
+        .filter_map(|m| m.usage)
+        .map(|u| (u.input, u.output, u.cache_read, u.cache_write))
+        .collect();
+    assert_eq!(usage, [(16007, 80, 0, 0), (16142, 46, 15104, 0)]);
+    assert!(pairing_problems(&t).is_empty());
+}
+
+/// A real Claude Code 2.1.233 session (`datasets/claude-code/margin-session-basic.jsonl`),
+/// imported by detection: its `last-prompt` records are skipped, the `tool_use` with a `caller`
+/// is a call paired with its result, and the thinking recorded as an empty text beside its
+/// signature is kept whole in `thinking_blocks` and gives no reasoning text (it gave an empty
+/// one).
+#[test]
+fn claude_code_2_1_233_session_imports_by_detection() {
+    let t = one(
+        "claude-code/margin-session-basic.jsonl",
+        SourceFormat::ClaudeCode,
+    );
+    assert_eq!(
+        t.meta.task_id.as_deref(),
+        Some("9c42ba52-3bf1-449f-a040-8ee33284a1c8")
+    );
+    assert_eq!(t.meta.model.as_deref(), Some("claude-haiku-4-5-20251001"));
+    assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+    let roles: Vec<Role> = t.messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+    );
+    let a = &t.messages[1];
+    assert_eq!(a.content, "I'll run that bash command for you.");
+    assert_eq!(a.tool_calls[0].name, "Bash");
+    assert_eq!(a.tool_calls[0].arguments["command"], "echo hello");
+    assert_eq!(t.messages[2].content, "hello");
+    assert_eq!(
+        t.messages[2].tool_call_id.as_deref(),
+        Some("toolu_01CAFZGHQyrx8WTjhhDvCQMm")
+    );
+    for m in [&t.messages[1], &t.messages[3]] {
+        assert_eq!(m.reasoning, None, "{:?}", m.reasoning);
+        match &m.thinking_blocks[..] {
+            [ThinkingBlock::Thinking {
+                thinking,
+                signature,
+            }] => {
+                assert!(thinking.is_empty());
+                assert!(signature.starts_with("E"), "{signature}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(t.messages[3]
+        .content
+        .contains("Correction token: ZEBRA7739"));
+    let u = t.messages[1].usage.unwrap();
+    assert_eq!(
+        (u.input, u.cache_read, u.cache_write),
+        (10 + 9907 + 22820, 22820, 9907)
+    );
+    assert!(pairing_problems(&t).is_empty());
+}
+
+/// A real Claude Code 2.1.39 compaction transcript (`datasets/claude-code/agent-acompact-
+/// fffbd0.jsonl`, a subagent file) imports by detection as one trace of its own; its first two
+/// messages are what PostToolUse:Edit hooks gave the model, as Claude Code renders a
+/// `hook_additional_context` attachment. An `attachment` record holding the same hook output
+/// imports as that same message, character for character (it was dropped without a word).
+#[test]
+fn claude_code_hook_context_attachment_renders_as_the_real_transcript_holds_it() {
+    let path = ds("claude-code/agent-acompact-fffbd0.jsonl");
+    let t = one(
+        "claude-code/agent-acompact-fffbd0.jsonl",
+        SourceFormat::ClaudeCode,
+    );
+    assert_eq!(
+        t.meta.id,
+        "258c7280-ae70-4798-800f-63464d01a85d__agent-acompact-fffbd0"
+    );
+    assert_eq!(t.meta.model.as_deref(), Some("claude-opus-4-6"));
+    let roles: Vec<Role> = t.messages.iter().map(|m| m.role).collect();
+    assert_eq!(roles, [Role::User, Role::User, Role::User, Role::Assistant]);
+    assert!(t.messages[2]
+        .content
+        .starts_with("Your task is to create a detailed summary"));
+    assert!(t.messages[3].content.contains("<analysis>"));
+    for m in &t.messages[..2] {
+        assert_eq!(m.kind.as_deref(), Some("meta"));
+    }
+    // The hook output of the first message, as an attachment record of a session.
+    let real = &t.messages[0].content;
+    let inner = real
+        .strip_prefix("<system-reminder>\nPostToolUse:Edit hook additional context: ")
+        .and_then(|s| s.strip_suffix("\n</system-reminder>"))
+        .expect("the rendering of a hook's additional context");
+    assert!(inner.starts_with("[COMPILE ERROR]"));
+    let session = [
+        serde_json::json!({"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "fix it"}}),
+        serde_json::json!({"type": "assistant", "uuid": "a1", "sessionId": "s", "message": {"id": "m1", "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "Edit", "input": {}}]}}),
+        serde_json::json!({"type": "user", "uuid": "u2", "sessionId": "s", "message": {"role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}}),
+        serde_json::json!({"type": "attachment", "uuid": "x1", "sessionId": "s", "attachment": {
+            "type": "hook_additional_context", "content": [inner], "hookName": "PostToolUse:Edit",
+            "toolUseID": "t1", "hookEvent": "PostToolUse"}}),
+        serde_json::json!({"type": "assistant", "uuid": "a2", "sessionId": "s", "message": {"id": "m2", "role": "assistant",
+            "content": [{"type": "text", "text": "fixing the compile error"}]}}),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let text: Vec<String> = session.iter().map(|v| v.to_string()).collect();
+    std::fs::write(&file, text.join("\n")).unwrap();
+    let got = import_file(&file, None).unwrap().remove(0);
+    assert_eq!(got.meta.source_format, SourceFormat::ClaudeCode);
+    let hook = &got.messages[3];
+    assert_eq!(
+        (hook.role, hook.kind.as_deref()),
+        (Role::User, Some("meta"))
+    );
+    assert_eq!(&hook.content, real);
+    assert_eq!(got.messages[4].content, "fixing the compile error");
+    assert!(jsonl(&path).iter().all(|r| r["isSidechain"] == true));
+}
+
+/// The real rollout with Codex's own compaction (`datasets/codex/rollout-2026-02-23T12-54-34-…`):
+/// the `compaction` item of its `replacement_history` holds the summary the model was given,
+/// encrypted; the trace cannot hold it, and a warning says so at that item (it was skipped
+/// without a word).
+#[test]
+fn codex_encrypted_compaction_summary_is_warned_of() {
+    let rel = "codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl";
+    let recs = jsonl(&ds(rel));
+    let mut want = Vec::new();
+    for (i, r) in recs.iter().enumerate() {
+        if r["type"] != "compacted" {
+            continue;
+        }
+        for (k, it) in r["payload"]["replacement_history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
+            if it["type"] == "compaction" && it["encrypted_content"].is_string() {
+                want.push(format!(
+                    "line {}: $.payload.replacement_history[{k}]",
+                    i + 1
+                ));
+            }
+        }
+    }
+    assert_eq!(want, ["line 1788: $.payload.replacement_history[39]"]);
+    let t = one(rel, SourceFormat::Codex);
+    let got: Vec<&str> = t
+        .meta
+        .warnings
+        .iter()
+        .filter(|w| w.contains("the compaction summary the model was given is encrypted"))
+        .filter_map(|w| w.split(": the compaction").next())
+        .collect();
+    assert_eq!(got, want);
 }

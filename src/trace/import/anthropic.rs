@@ -4,7 +4,11 @@
 //! Content blocks: `text` → content, `tool_use` → tool call (`input` kept as the arguments),
 //! `thinking` → reasoning (and, with its `signature`, kept whole in `thinking_blocks` beside
 //! `redacted_thinking`, so a replay can send them back), `tool_result` (in user turns) → one `role: tool` message each, with
-//! `is_error`. Usage is normalized: `input = input_tokens + cache_read_input_tokens +
+//! `is_error`; `server_tool_use` (a call the API runs: web search, web fetch, code execution) →
+//! a tool call, answered by its `*_tool_result` block of the same turn, a tool message right
+//! after the assistant message (web search results as titles and URLs, their encrypted page
+//! contents warned of). An assistant message with `stop_reason: "refusal"` is the text the model
+//! produced, with a warning ([`refusal_warning`]). Usage is normalized: `input = input_tokens + cache_read_input_tokens +
 //! cache_creation_input_tokens` (Anthropic reports the three disjoint). The block helpers here
 //! are shared with the Claude Code importer.
 
@@ -15,6 +19,7 @@ use crate::trace::model::{Message, SourceFormat, ThinkingBlock, ToolCall, Trace,
 use super::detect::chat_flavor;
 use super::Importer;
 use crate::output::quoted;
+use serde_json::Value;
 
 /// Anthropic Messages conversations (content blocks `tool_use`, `tool_result`, `thinking`, or a
 /// top-level `system`).
@@ -53,16 +58,99 @@ pub struct AssistantParts {
     pub thinking: Vec<String>,
     /// The signed `thinking` and the `redacted_thinking` blocks, in order.
     pub blocks: Vec<ThinkingBlock>,
+    /// The results of server-side calls (`web_search_tool_result`, … blocks of the same
+    /// assistant turn), as tool messages to place after the assistant message.
+    pub results: Vec<Message>,
 }
 
 impl AssistantParts {
-    pub fn into_message(self) -> Message {
+    /// The assistant message, and the tool messages answering its server-side calls (to place
+    /// right after it).
+    pub fn into_messages(self) -> (Message, Vec<Message>) {
         let mut m = Message::assistant(self.texts.join("\n"), self.calls);
         if !self.thinking.is_empty() {
             m.reasoning = Some(self.thinking.join("\n"));
         }
         m.thinking_blocks = self.blocks;
-        m
+        (m, self.results)
+    }
+}
+
+/// The warning for an assistant message the model ended with a refusal (`stop_reason:
+/// "refusal"`, Anthropic's streaming classifiers stopping the answer), if `msg` is one: the
+/// message is imported as the text the model produced before it stopped (possibly none), as a
+/// refusal is everywhere (`json::part_text`), and this says so.
+pub fn refusal_warning(msg: &Node<'_>) -> Res<Option<String>> {
+    if msg.key("stop_reason").opt_str()? != Some("refusal") {
+        return Ok(None);
+    }
+    let details = msg.key("stop_details");
+    let why = match (
+        details.key("category").v.as_str(),
+        details.key("explanation").v.as_str(),
+    ) {
+        (Some(c), Some(e)) => format!(" ({}: {})", quoted(c), quoted(e)),
+        (Some(c), None) => format!(" ({})", quoted(c)),
+        (None, Some(e)) => format!(" ({})", quoted(e)),
+        (None, None) => String::new(),
+    };
+    Ok(Some(format!(
+        "{}: the model refused (stop_reason \"refusal\"{why}): the message is the text it \
+         produced before it stopped",
+        msg.key("stop_reason").path
+    )))
+}
+
+/// The text of a server-side tool's result block (`web_search_tool_result`,
+/// `web_fetch_tool_result`, `code_execution_tool_result`, …): a string or text parts as they
+/// are; web search results (whose page contents are encrypted, unreadable here) as their titles
+/// and URLs, with a warning; an error object (`*_error`, its `error_code`) as that code; any
+/// other content as its JSON. Whether it is an error is the second value.
+fn server_result_text(
+    b: &Node<'_>,
+    warnings: &mut Vec<String>,
+) -> Res<(String, bool)> {
+    let content = b.key("content");
+    match content.v {
+        Value::String(_) | Value::Null => Ok((content_text(&content, warnings)?, false)),
+        Value::Array(items)
+            if items
+                .iter()
+                .all(|i| i.get("type").and_then(Value::as_str) == Some("web_search_result")) =>
+        {
+            let mut lines = Vec::new();
+            for r in content.items()? {
+                let title = r.key("title").opt_str()?.unwrap_or("");
+                let url = r.key("url").opt_str()?.unwrap_or("");
+                lines.push(format!("{title}\n{url}"));
+            }
+            if !lines.is_empty() {
+                warnings.push(format!(
+                    "{}: the encrypted page contents of {} web search result(s) are not readable: \
+                     the result holds their titles and URLs; their tokens are not counted",
+                    content.path,
+                    lines.len()
+                ));
+            }
+            Ok((lines.join("\n\n"), false))
+        }
+        Value::Array(items)
+            if items.iter().all(|i| {
+                i.is_string() || i.get("text").is_some_and(Value::is_string)
+            }) =>
+        {
+            Ok((content_text(&content, warnings)?, false))
+        }
+        Value::Object(o)
+            if o
+                .get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.ends_with("_error")) =>
+        {
+            let code = content.key("error_code").opt_str()?.unwrap_or("error");
+            Ok((format!("[error: {code}]"), true))
+        }
+        v => Ok((serde_json::to_string(v).unwrap_or_default(), false)),
     }
 }
 
@@ -81,6 +169,8 @@ pub fn assistant_blocks(
         b.obj()?;
         match b.key("type").str()? {
             "text" => parts.texts.push(b.key("text").str()?.to_string()),
+            // A server-side call (`server_tool_use`: web search, web fetch, code execution) is
+            // a call of this turn; its result is a block of the same turn (below).
             "tool_use" | "server_tool_use" => {
                 let name = b.key("name").str()?;
                 let recorded = b.key("id").opt_str()?.unwrap_or("");
@@ -99,7 +189,12 @@ pub fn assistant_blocks(
             }
             "thinking" => {
                 if let Some(t) = b.key("thinking").opt_str()? {
-                    parts.thinking.push(t.to_string());
+                    // Claude Code 2.1 records the thinking of recent models as an empty text
+                    // beside its signature (the thinking itself is in the signature): no
+                    // reasoning text, the block kept whole.
+                    if !t.is_empty() {
+                        parts.thinking.push(t.to_string());
+                    }
                     if let Some(sig) = b.key("signature").opt_str()? {
                         parts.blocks.push(ThinkingBlock::Thinking {
                             thinking: t.to_string(),
@@ -114,6 +209,25 @@ pub fn assistant_blocks(
                         data: data.to_string(),
                     });
                 }
+            }
+            ty if ty.ends_with("_tool_result") && b.has("tool_use_id") => {
+                let recorded = b.key("tool_use_id").str()?;
+                let (id, name) = match calls.answer(recorded) {
+                    Some(x) => x,
+                    None => {
+                        warnings.push(format!(
+                            "{}: {} for {} follows no open server_tool_use",
+                            b.path,
+                            quoted(ty),
+                            quoted(recorded)
+                        ));
+                        (recorded.to_string(), String::new())
+                    }
+                };
+                let (text, is_error) = server_result_text(&b, warnings)?;
+                let mut m = Message::tool(id, name, text);
+                m.is_error = is_error;
+                parts.results.push(m);
             }
             other => warnings.push(format!(
                 "{}: content block of type {} skipped",
@@ -197,12 +311,14 @@ pub fn convert_message(m: &Node<'_>, t: &mut Trace, calls: &mut Calls) -> Res<()
                     calls,
                     &mut t.meta.warnings,
                 )?;
-                let mut a = parts.into_message();
+                let (mut a, results) = parts.into_messages();
                 a.usage = anthropic_usage(&m.key("usage"))?;
                 if t.meta.model.is_none() {
                     t.meta.model = m.key("model").opt_str()?.map(String::from);
                 }
+                t.meta.warnings.extend(refusal_warning(m)?);
                 t.messages.push(a);
+                t.messages.extend(results);
             }
             "system" => t
                 .messages
@@ -280,6 +396,68 @@ mod tests {
         assert!(t.messages[3].is_error);
         assert_eq!(t.messages[3].content, "out");
         assert_eq!(t.meta.model.as_deref(), Some("claude"));
+    }
+
+    /// A server-side call (`server_tool_use`) is answered by its result block of the same
+    /// turn, a tool message right after the assistant message (was: the result block skipped
+    /// with a warning, the call left open: a request no API accepts); web search results are
+    /// their titles and URLs (their page contents are encrypted), an error its code.
+    #[test]
+    fn server_tool_results_answer_their_calls() {
+        let v = json!([
+            {"role": "user", "content": "news about rust?"},
+            {"role": "assistant", "content": [
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "rust"}},
+                {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+                    {"type": "web_search_result", "title": "Rust 2.0", "url": "https://e.com/r", "encrypted_content": "Eq"},
+                    {"type": "web_search_result", "title": "Blog", "url": "https://e.com/b", "encrypted_content": "Er"}]},
+                {"type": "server_tool_use", "id": "srvtoolu_2", "name": "web_fetch", "input": {"url": "https://e.com/r"}},
+                {"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_2", "content": {"type": "web_fetch_tool_error", "error_code": "url_not_accessible"}},
+                {"type": "text", "text": "Rust 2.0 is out."}]}
+        ]);
+        let mut t = import(&mut Input::Json(v), "s").unwrap().remove(0);
+        let roles: Vec<_> = t.messages.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::User, Role::Assistant, Role::Tool, Role::Tool]);
+        assert_eq!(t.messages[1].content, "Rust 2.0 is out.");
+        assert_eq!(t.messages[1].tool_calls.len(), 2);
+        assert_eq!(t.messages[2].tool_call_id.as_deref(), Some("srvtoolu_1"));
+        assert_eq!(t.messages[2].name.as_deref(), Some("web_search"));
+        assert_eq!(t.messages[2].content, "Rust 2.0\nhttps://e.com/r\n\nBlog\nhttps://e.com/b");
+        assert!(!t.messages[2].is_error);
+        assert_eq!(t.messages[3].content, "[error: url_not_accessible]");
+        assert!(t.messages[3].is_error);
+        assert_eq!(
+            t.meta.warnings,
+            ["$[1].content[1].content: the encrypted page contents of 2 web search result(s) are \
+              not readable: the result holds their titles and URLs; their tokens are not counted"]
+        );
+        crate::trace::import::finalize(&mut t);
+        assert!(crate::trace::import::pairing_problems(&t).is_empty());
+    }
+
+    /// A message the model ended with a refusal (`stop_reason: "refusal"`) is the text it
+    /// produced, with a warning that says it refused (was: nothing said).
+    #[test]
+    fn a_refusal_stop_is_the_text_produced_and_a_warning() {
+        let v = json!([
+            {"role": "user", "content": "write the exploit"},
+            {"role": "assistant", "content": [{"type": "text", "text": "I can"}],
+             "stop_reason": "refusal", "stop_details": {"type": "refusal", "category": "cyber"}},
+            {"role": "assistant", "content": [], "stop_reason": "refusal"},
+            {"role": "assistant", "content": "fine", "stop_reason": "end_turn"}
+        ]);
+        let t = import(&mut Input::Json(v), "s").unwrap().remove(0);
+        let texts: Vec<_> = t.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(texts, ["write the exploit", "I can", "", "fine"]);
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "$[1].stop_reason: the model refused (stop_reason \"refusal\" (\"cyber\")): the \
+                 message is the text it produced before it stopped",
+                "$[2].stop_reason: the model refused (stop_reason \"refusal\"): the message is the \
+                 text it produced before it stopped"
+            ]
+        );
     }
 
     #[test]

@@ -17,7 +17,12 @@
 //! - `system` records with `subtype: "compact_boundary"` become `compaction` markers
 //!   (`tokens_before` from `compactMetadata.preTokens`, `detail` the trigger) placed before the
 //!   summary that follows; other bookkeeping records (`file-history-snapshot`, `summary`,
-//!   `progress`, other `system`) are skipped.
+//!   `progress`, `last-prompt`, other `system`) are skipped. `attachment` records (hook runs and
+//!   their output, files read at an @-mention, reminders; Claude Code renders some into the
+//!   model's context) are not read: one warning counts them by kind.
+//! - An assistant message ended by a refusal (`stop_reason: "refusal"`) is the text the model
+//!   produced, with one warning per response (`anthropic::refusal_warning`); a server-side call
+//!   (`server_tool_use`) is answered by its `*_tool_result` block, a tool message after it.
 //! - A message the user typed while the agent worked (`queue-operation`) that Claude Code gave
 //!   to the running turn (`remove`) is recorded nowhere else: it becomes a user message of kind
 //!   `queued` after the tool results that followed it (`Queue`); one handed over as a turn
@@ -29,7 +34,9 @@
 //!   a main session file (older versions) become their own traces too, `<stem>__agent-<agentId>`
 //!   (or `<stem>__sidechain-<n>`, grouped by their `parentUuid` chain).
 
-use super::anthropic::{anthropic_usage, assistant_blocks, user_blocks, AssistantParts};
+use super::anthropic::{
+    anthropic_usage, assistant_blocks, refusal_warning, user_blocks, AssistantParts,
+};
 use super::detect::str_of;
 use super::json::{content_text, Node, Res};
 use super::Calls;
@@ -92,6 +99,9 @@ struct Session {
     calls: Calls,
     /// `message.id` → index of its merged assistant message.
     by_id: HashMap<String, usize>,
+    /// The `message.id`s whose refusal was warned of (every record of a split response
+    /// repeats its `stop_reason`).
+    refused: std::collections::HashSet<String>,
 }
 
 impl Session {
@@ -125,6 +135,7 @@ impl Session {
             t: Trace::new(TraceMeta::new(id, SourceFormat::ClaudeCode)),
             calls: Calls::default(),
             by_id: HashMap::new(),
+            refused: Default::default(),
         }
     }
 
@@ -170,6 +181,11 @@ impl Session {
                     &mut t.meta.warnings,
                 )?;
                 let usage = anthropic_usage(&msg.key("usage"))?;
+                if let Some(w) = refusal_warning(&msg)? {
+                    if id.is_empty() || self.refused.insert(id.clone()) {
+                        t.meta.warnings.push(w);
+                    }
+                }
                 if t.meta.model.is_none() {
                     t.meta.model = msg
                         .key("model")
@@ -188,6 +204,7 @@ impl Session {
                         }
                         m.tool_calls.extend(parts.calls);
                         m.thinking_blocks.extend(parts.blocks);
+                        let results = std::mem::take(&mut parts.results);
                         if !parts.thinking.is_empty() {
                             let more = parts.thinking.join("\n");
                             m.reasoning = Some(match m.reasoning.take() {
@@ -198,9 +215,10 @@ impl Session {
                         if usage.is_some() {
                             m.usage = usage;
                         }
+                        t.messages.extend(results);
                     }
                     None => {
-                        let mut m = parts.into_message();
+                        let (mut m, results) = parts.into_messages();
                         m.usage = usage;
                         m.timestamp = timestamp;
                         if r.key("isApiErrorMessage").opt_bool()? == Some(true) {
@@ -208,6 +226,7 @@ impl Session {
                         }
                         self.by_id.insert(id, t.messages.len());
                         t.messages.push(m);
+                        t.messages.extend(results);
                     }
                 }
             }
@@ -367,6 +386,98 @@ fn text_of(content: &Node<'_>, warnings: &mut Vec<String>) -> Res<String> {
     }
 }
 
+/// The `attachment` records of a session (Claude Code 2.1: hook runs and their output, files
+/// read at an @-mention, plan-mode and todo reminders, skill and tool listings, queued
+/// commands, …). A hook's additional context is read (the message Claude Code renders from
+/// it); the others are counted by `attachment.type`: Claude Code renders some of them into the
+/// model's context as a `<system-reminder>` too, shows others to the person only, and which is
+/// which changes from version to version; one warning says how many of each kind the trace
+/// lacks.
+#[derive(Debug, Default)]
+struct Attachments {
+    /// (kind, count) of those not read, in order of first appearance.
+    kinds: Vec<(String, usize)>,
+    /// The line of the first one not read.
+    first: Option<usize>,
+    /// A hook's additional context (`hook_additional_context`, of the main session) as the
+    /// user message Claude Code renders from it (`hook_context`), waiting to be placed before
+    /// the next record that is not tool results (as a `queued` message is: never between a
+    /// call and its result).
+    hooks: Vec<crate::trace::model::Message>,
+    /// How many of them were placed.
+    placed: usize,
+}
+
+impl Attachments {
+    fn place(&mut self, t: &mut Trace) {
+        self.placed += self.hooks.len();
+        t.messages.append(&mut self.hooks);
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.placed > 0 {
+            out.push(format!(
+                "{} hook additional context attachment(s) (`hook_additional_context`) imported \
+                 as user messages of kind `meta`, rendered as Claude Code renders them \
+                 (<system-reminder> \"<hook> hook additional context: …\"), after the tool \
+                 results they follow: where they reached the model is not recorded",
+                self.placed
+            ));
+        }
+        out.extend(self.warning());
+        out
+    }
+
+    fn note(&mut self, kind: &str, line: usize) {
+        self.first.get_or_insert(line);
+        match self.kinds.iter_mut().find(|(k, _)| k == kind) {
+            Some((_, c)) => *c += 1,
+            None => self.kinds.push((kind.to_string(), 1)),
+        }
+    }
+
+    fn warning(&self) -> Option<String> {
+        let first = self.first?;
+        let total: usize = self.kinds.iter().map(|(_, c)| c).sum();
+        let kinds: Vec<String> = self
+            .kinds
+            .iter()
+            .map(|(k, c)| format!("{} ×{c}", crate::output::quoted(k)))
+            .collect();
+        Some(format!(
+            "line {first}: {total} `attachment` record(s) skipped ({}): Claude Code renders some \
+             kinds into the model's context as a <system-reminder> (a file read at an \
+             @-mention, for one); their text is not in the trace",
+            kinds.join(", ")
+        ))
+    }
+}
+
+/// The user message Claude Code renders from a hook's additional context (an `attachment`
+/// record `{type: "hook_additional_context", content: [strings], hookName, hookEvent}`): a
+/// meta message `<system-reminder>\n<hookName> hook additional context: <content, one per
+/// line>\n</system-reminder>`, as a real compaction transcript of Claude Code 2.1.39 holds it
+/// (`datasets/claude-code/agent-acompact-fffbd0.jsonl`, lines 1–2). No text,
+/// no message.
+fn hook_context(r: &Node<'_>, warnings: &mut Vec<String>) -> Res<Option<crate::trace::model::Message>> {
+    let a = r.key("attachment");
+    let text = text_of(&a.key("content"), warnings)?;
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let name = match a.key("hookName").opt_str()? {
+        Some(n) => n,
+        None => a.key("hookEvent").opt_str()?.unwrap_or("hook"),
+    };
+    let mut m = crate::trace::model::Message::user(format!(
+        "<system-reminder>\n{name} hook additional context: {text}\n</system-reminder>"
+    ));
+    m.kind = Some("meta".into());
+    m.timestamp = r.key("timestamp").opt_str()?.map(String::from);
+    Ok(Some(m))
+}
+
 /// Whether `r` is a `user` record of tool results only (the answers to one assistant message,
 /// which nothing may come between).
 fn only_tool_results(r: &Node<'_>) -> bool {
@@ -390,6 +501,7 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     let mut main_records = 0usize;
     let mut summaries = 0usize;
     let mut queue = Queue::default();
+    let mut attachments = Attachments::default();
     for (n, v) in lines {
         let r = Node::line_root(&v, n);
         r.obj()?;
@@ -399,6 +511,19 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
         }
         if ty == "queue-operation" {
             queue.operation(&r, n)?;
+            continue;
+        }
+        if ty == "attachment" {
+            let a = r.key("attachment");
+            let kind = a.key("type").opt_str()?.unwrap_or("?");
+            if kind == "hook_additional_context" && r.key("isSidechain").opt_bool()? != Some(true)
+            {
+                if let Some(m) = hook_context(&r, &mut main.t.meta.warnings)? {
+                    attachments.hooks.push(m);
+                    continue;
+                }
+            }
+            attachments.note(kind, n);
             continue;
         }
         if !matches!(ty, "user" | "assistant" | "system") {
@@ -412,13 +537,19 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
             // Placed before the next record that is not tool results, once every call of the
             // last assistant message is answered (a record that continues that message, with
             // the same `message.id`, or an open call keeps it waiting).
-            if !queue.given.is_empty() && !only_tool_results(&r) && main.may_insert_before(&r) {
+            if (!queue.given.is_empty() || !attachments.hooks.is_empty())
+                && !only_tool_results(&r)
+                && main.may_insert_before(&r)
+            {
+                attachments.place(&mut main.t);
                 queue.place(&mut main.t, Some(&r));
             }
             main.record(&r, ty)?;
         }
     }
+    attachments.place(&mut main.t);
     queue.place(&mut main.t, None);
+    main.t.meta.warnings.extend(attachments.warnings());
     let subagent_file = main_records == 0 && !side.groups.is_empty();
     if main.t.messages.is_empty() && side.groups.is_empty() && summaries > 0 {
         // Claude Code writes such files beside the sessions: the titles of earlier
@@ -635,6 +766,62 @@ mod tests {
         );
         assert_eq!(t.meta.task_id.as_deref(), Some("s"));
         assert_eq!(t.meta.model.as_deref(), Some("opus"));
+    }
+
+    /// A response ended by a refusal is warned of once, though each of its records repeats
+    /// the `stop_reason`; a hook's additional context (`attachment` record) is the meta user
+    /// message Claude Code renders from it, placed after the tool results (never between a call
+    /// and its result), and the other attachments are counted by kind in one warning (all were
+    /// dropped without a word); a server-side call split over records of one response is
+    /// answered by its result block; an empty signed thinking gives no reasoning text.
+    #[test]
+    fn refusals_attachments_and_server_results_are_not_silent() {
+        let recs = lines(vec![
+            json!({"type": "user", "sessionId": "s", "message": {"role": "user", "content": "go"}}),
+            json!({"type": "assistant", "message": {"id": "m1", "content": [{"type": "thinking", "thinking": "", "signature": "Et"}], "stop_reason": "refusal"}}),
+            json!({"type": "assistant", "message": {"id": "m1", "content": [{"type": "text", "text": "I won't"}], "stop_reason": "refusal"}}),
+            json!({"type": "user", "message": {"role": "user", "content": "list then"}}),
+            json!({"type": "assistant", "message": {"id": "m2", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}, {"type": "tool_use", "id": "t2", "name": "Bash", "input": {}}]}}),
+            json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a"}]}}),
+            json!({"type": "attachment", "timestamp": "T", "attachment": {"type": "hook_additional_context", "content": ["token Z", "twice"], "hookName": "PostToolUse:Bash", "hookEvent": "PostToolUse"}}),
+            json!({"type": "attachment", "attachment": {"type": "hook_success", "hookName": "PostToolUse:Bash"}}),
+            json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t2", "content": "b"}]}}),
+            json!({"type": "attachment", "attachment": {"type": "hook_success"}}),
+            json!({"type": "attachment", "attachment": {"type": "todo_reminder", "content": []}}),
+            json!({"type": "assistant", "message": {"id": "m3", "content": [{"type": "server_tool_use", "id": "srv1", "name": "web_search", "input": {"query": "q"}}]}}),
+            json!({"type": "assistant", "message": {"id": "m3", "content": [{"type": "web_search_tool_result", "tool_use_id": "srv1", "content": [{"type": "web_search_result", "title": "T", "url": "u"}]}]}}),
+            json!({"type": "assistant", "message": {"id": "m3", "content": [{"type": "text", "text": "found T"}]}}),
+        ]);
+        let t = import(recs, "cc").unwrap().remove(0);
+        let hook = "<system-reminder>\nPostToolUse:Bash hook additional context: token Z\ntwice\n</system-reminder>";
+        assert_eq!(
+            shape(&t),
+            [
+                (Role::User, "go", None),
+                (Role::Assistant, "I won't", None),
+                (Role::User, "list then", None),
+                (Role::Assistant, "", None),
+                (Role::Tool, "a", None),
+                (Role::Tool, "b", None),
+                (Role::User, hook, Some("meta")),
+                (Role::Assistant, "found T", None),
+                (Role::Tool, "T\nu", None),
+            ]
+        );
+        assert_eq!(t.messages[6].timestamp.as_deref(), Some("T"));
+        assert_eq!(t.messages[1].reasoning, None);
+        assert_eq!(t.messages[1].thinking_blocks.len(), 1);
+        assert_eq!(t.messages[8].tool_call_id.as_deref(), Some("srv1"));
+        let refusals = t.meta.warnings.iter().filter(|w| w.contains("refused")).count();
+        assert_eq!(refusals, 1, "{:?}", t.meta.warnings);
+        assert!(t.meta.warnings.iter().any(|w| w.starts_with(
+            "1 hook additional context attachment(s) (`hook_additional_context`) imported"
+        )), "{:?}", t.meta.warnings);
+        assert!(t.meta.warnings.iter().any(|w| w
+            == "line 8: 3 `attachment` record(s) skipped (\"hook_success\" ×2, \
+                \"todo_reminder\" ×1): Claude Code renders some kinds into the model's context \
+                as a <system-reminder> (a file read at an @-mention, for one); their text is not \
+                in the trace"), "{:?}", t.meta.warnings);
     }
 
     #[test]

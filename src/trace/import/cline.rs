@@ -186,6 +186,8 @@ pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
                 a.usage = metrics(&m)?;
                 a.timestamp = ts;
                 t.messages.push(a);
+                // The results of its server-side calls, if any (Anthropic's API writes them).
+                t.messages.extend(parts.results);
             }
             "user" => {
                 let content = m.key("content");

@@ -2,7 +2,8 @@
 //! trace.
 //!
 //! Each line is `{timestamp, type, payload}`:
-//! - `session_meta`: `payload.id` → `task_id`, `payload.base_instructions.text` (the
+//! - `session_meta`: `payload.id` (else `payload.session_id`) → `task_id`,
+//!   `payload.base_instructions.text` (the
 //!   instructions the model got) → the first, system message;
 //! - `turn_context`: `payload.model` → `meta.model`;
 //! - `response_item`: an OpenAI Responses item, converted as the `openai-responses` importer
@@ -11,12 +12,19 @@
 //!   model call just made (`input_tokens` includes `cached_input_tokens`, `output_tokens`
 //!   includes `reasoning_output_tokens`); it is set on the latest assistant message and ends
 //!   that call. A repeated event (same `total_token_usage`) is counted once;
-//!   `info.model_context_window` → `meta.window`. Other events repeat what the response items
-//!   hold (`user_message`, `agent_message`, `exec_command_end`) and are skipped;
+//!   `info.model_context_window` → `meta.window`; `cache_write_input_tokens` (Codex 0.146 and
+//!   later) → `cache_write`. `thread_rolled_back` (the person edited an earlier message):
+//!   Codex drops their last `num_turns` turns from the model's context, and so does the trace
+//!   (`Conv::rollback`), with a warning. Other events repeat what the response items hold
+//!   (`user_message`, `agent_message`, `exec_command_end`) and are skipped;
 //! - `compacted` (Codex's own compaction): a `compaction` marker, followed by the context that
 //!   replaced the history: `payload.replacement_history` (items, each message marked
 //!   `kind: "compaction_summary"`) when recorded, else the summary `payload.message` as one
-//!   `compaction_summary` user message.
+//!   `compaction_summary` user message. The history's own `compaction` item holds the server's
+//!   summary encrypted: a warning says the model got a summary the trace cannot hold;
+//! - `world_state` (Codex 0.14x): the state Codex derives its context messages from, which are
+//!   `response_item`s too: skipped. A record of another type is skipped with one warning per
+//!   type.
 //!
 //! Rollouts written before `session_meta` existed (Codex CLI until about September 2025) have
 //! no envelope: line 1 is a bare header `{id, timestamp, instructions, git?}` (also with `cwd`,
@@ -77,7 +85,10 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     let mut conv = Conv::new(stem, SourceFormat::Codex);
     let mut last_total: Option<Value> = None;
     let mut legacy = false;
+    // Record types not known here: (type, count, where the first is).
+    let mut unknown: Vec<(String, usize, String)> = Vec::new();
     for (i, (n, v)) in lines.into_iter().enumerate() {
+        let n_line = n;
         let r = Node::line_root(&v, n);
         let o = r.obj()?;
         let ts = r.key("timestamp").opt_str()?;
@@ -100,7 +111,11 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
         match r.key("type").str()? {
             "session_meta" => {
                 if conv.t.meta.task_id.is_none() {
-                    conv.t.meta.task_id = p.key("id").opt_str()?.map(String::from);
+                    // `session_id` alone in the rollouts of Codex 0.152 and later that drop `id`.
+                    conv.t.meta.task_id = match p.key("id").opt_str()? {
+                        Some(id) => Some(id.to_string()),
+                        None => p.key("session_id").opt_str()?.map(String::from),
+                    };
                 }
                 let instr = p.key("base_instructions").key("text");
                 if let Some(text) = instr.opt_str()? {
@@ -138,7 +153,8 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                     input: u.key("input_tokens").opt_u64()?.unwrap_or(0),
                     output: u.key("output_tokens").opt_u64()?.unwrap_or(0),
                     cache_read: u.key("cached_input_tokens").opt_u64()?.unwrap_or(0),
-                    cache_write: 0,
+                    // Recorded since about Codex 0.146 (zero with OpenAI models).
+                    cache_write: u.key("cache_write_input_tokens").opt_u64()?.unwrap_or(0),
                 };
                 match conv.last_assistant() {
                     Some(m) if m.usage.is_none() => m.usage = Some(usage),
@@ -169,8 +185,19 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                     conv.compaction(None, Some("codex".into()));
                     let before = conv.t.messages.len();
                     for it in history.items()? {
-                        // The opaque compaction item itself is not a second compaction.
-                        if !matches!(it.key("type").v.as_str(), Some("compaction" | "compaction_summary")) {
+                        // The opaque compaction item itself is not a second compaction; the
+                        // summary it carries (encrypted by the server) is in the model's
+                        // context but not readable here.
+                        if matches!(it.key("type").v.as_str(), Some("compaction" | "compaction_summary")) {
+                            if it.has("encrypted_content") {
+                                conv.t.meta.warnings.push(format!(
+                                    "{}: the compaction summary the model was given is encrypted \
+                                     (`encrypted_content`): it is not in the trace; its tokens \
+                                     are not counted",
+                                    it.path
+                                ));
+                            }
+                        } else {
                             conv.item_at(&it, ts)?;
                         }
                     }
@@ -180,8 +207,40 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                     }
                 }
             }
-            _ => {}
+            // The person rolled the thread back (Codex's "edit a previous message"): Codex
+            // drops their last `num_turns` turns from the model's context.
+            "event_msg" if p.key("type").opt_str()? == Some("thread_rolled_back") => {
+                let n = p.key("num_turns").u64()?;
+                let removed = conv.rollback(usize::try_from(n).unwrap_or(usize::MAX));
+                conv.t.meta.warnings.push(if removed > 0 {
+                    format!(
+                        "line {n_line}: the thread was rolled back {n} turn(s) \
+                         (thread_rolled_back): the {removed} message(s) of those turns are \
+                         removed, as Codex removed them from the model's context",
+                        n_line = n_line
+                    )
+                } else {
+                    format!(
+                        "line {n_line}: the thread was rolled back {n} turn(s) \
+                         (thread_rolled_back), more than the trace holds: nothing removed"
+                    )
+                });
+            }
+            "event_msg" => {}
+            // The state Codex derives its context messages from (Codex 0.14x): those messages
+            // are `response_item`s too.
+            "world_state" => {}
+            other => match unknown.iter_mut().find(|(k, _, _)| k == other) {
+                Some((_, c, _)) => *c += 1,
+                None => unknown.push((other.to_string(), 1, format!("line {n}"))),
+            },
         }
+    }
+    for (ty, count, first) in unknown {
+        conv.t.meta.warnings.push(format!(
+            "{first}: {count} record(s) of type {} skipped (a kind this importer does not know)",
+            crate::output::quoted(&ty)
+        ));
     }
     Ok(vec![conv.finish()])
 }
@@ -250,6 +309,97 @@ mod tests {
         // A header alone, or a header followed by unrelated lines, is not a rollout.
         let lone = vec![(1, json!({"id": "x", "timestamp": "t"})), (2, json!({"a": 1}))];
         assert_ne!(detect(&Input::Lines(lone)), Ok(SourceFormat::Codex));
+    }
+
+    /// What Codex 0.14x–0.15x write beside the items: `cache_write_input_tokens` is read; an
+    /// encrypted compaction summary in a `replacement_history`, and a record type not known
+    /// here, are warned of (were dropped without a word); `world_state` is skipped (its
+    /// messages are items too); a `session_meta` with `session_id` and no `id` gives the task id.
+    #[test]
+    fn newer_rollout_records_are_read_or_warned_of() {
+        let lines: Vec<(usize, Value)> = [
+            json!({"type": "session_meta", "ordinal": 0, "payload": {"session_id": "S2", "cli_version": "0.152.0"}}),
+            json!({"type": "world_state", "payload": {"full": true, "state": {"model": "gpt-5.6"}}}),
+            json!({"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}}),
+            json!({"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}}),
+            json!({"type": "event_msg", "payload": {"type": "token_count", "info": {
+                "total_token_usage": {"input_tokens": 9},
+                "last_token_usage": {"input_tokens": 9, "cached_input_tokens": 2, "cache_write_input_tokens": 5, "output_tokens": 1}}}}),
+            json!({"type": "compacted", "payload": {"message": "", "replacement_history": [
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+                {"type": "compaction", "encrypted_content": "gAAAAB"}]}}),
+            json!({"type": "thread_note", "payload": {}}),
+            json!({"type": "thread_note", "payload": {}}),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| (i + 1, v))
+        .collect();
+        assert_eq!(detect(&Input::Lines(lines.clone())), Ok(SourceFormat::Codex));
+        let t = import(lines, "r").unwrap().remove(0);
+        assert_eq!(t.meta.task_id.as_deref(), Some("S2"));
+        assert_eq!(t.messages[1].usage.unwrap().cache_write, 5);
+        assert_eq!(t.messages.len(), 3);
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "line 6: $.payload.replacement_history[1]: the compaction summary the model was \
+                 given is encrypted (`encrypted_content`): it is not in the trace; its tokens are \
+                 not counted",
+                "line 7: 2 record(s) of type \"thread_note\" skipped (a kind this importer does \
+                 not know)"
+            ]
+        );
+    }
+
+    /// A `thread_rolled_back` event removes the person's last `num_turns` turns, as Codex
+    /// removes them from the model's context (they stayed in the trace, as if the model had
+    /// seen them), with a warning; injected context messages do not count as turns.
+    #[test]
+    fn a_rolled_back_thread_loses_its_last_turns() {
+        let user = |t: &str| json!({"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}});
+        let said = |t: &str| json!({"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": t}]}});
+        let lines: Vec<(usize, Value)> = [
+            json!({"type": "session_meta", "payload": {"id": "S"}}),
+            user("<environment_context>x</environment_context>"),
+            user("first question"),
+            said("first answer"),
+            user("dropped question"),
+            json!({"type": "response_item", "payload": {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}}),
+            json!({"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "x"}}),
+            said("dropped answer"),
+            json!({"type": "event_msg", "payload": {"type": "thread_rolled_back", "num_turns": 1}}),
+            user("edited question"),
+            said("edited answer"),
+            json!({"type": "event_msg", "payload": {"type": "thread_rolled_back", "num_turns": 5}}),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| (i + 1, v))
+        .collect();
+        let t = import(lines, "r").unwrap().remove(0);
+        let texts: Vec<&str> = t.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "<environment_context>x</environment_context>",
+                "first question",
+                "first answer",
+                "edited question",
+                "edited answer"
+            ]
+        );
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "line 9: the thread was rolled back 1 turn(s) (thread_rolled_back): the 4 \
+                 message(s) of those turns are removed, as Codex removed them from the model's \
+                 context",
+                "line 12: the thread was rolled back 5 turn(s) (thread_rolled_back), more than \
+                 the trace holds: nothing removed"
+            ]
+        );
+        assert!(crate::trace::import::pairing_problems(&t).is_empty());
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //!   `model_response.id` (content = `choices[0].message.content`, calls = its `tool_calls`, usage
 //!   = its `usage`, counted once per response even when several actions share it);
 //! - an observation with `tool_call_metadata` → tool result paired with the action whose `id`
-//!   is its `cause` (call ids like `toolu_01` repeat across sessions; duplicates get rewritten);
+//!   is its `cause` (call ids like `toolu_01` repeat across sessions; duplicates get rewritten),
+//!   its images (`extras.image_urls`, an IPython cell's plots) a placeholder line each, as a
+//!   message's;
 //! - an observation without it (e.g. `error`) → user message `kind: "observation"`;
 //! - agent `message`/`finish` without metadata → assistant message (a `message`'s images as a
 //!   user message's);
@@ -322,7 +324,10 @@ fn new_events(evs: Vec<(Value, String)>, t: &mut Trace, mut recall: Recall) -> R
             continue;
         } else if let (Some(_), false) = (obs, tcm.is_null()) {
             let cause = e.key("cause").scalar_text()?.unwrap_or_default();
-            let content = content_text(&e.key("content"), &mut t.meta.warnings)?;
+            let mut content = content_text(&e.key("content"), &mut t.meta.warnings)?;
+            // The images an observation carries (an IPython cell's plots: `extras.image_urls`)
+            // are sent after its text, as a message's are.
+            images(&e.key("extras"), &mut content, &mut t.meta.warnings)?;
             match action_calls.remove(&cause) {
                 Some((cid, name)) => Message::tool(cid, name, content),
                 None => {
@@ -772,6 +777,27 @@ mod tests {
 
     fn image_warning(at: &str) -> String {
         format!("{at}: an image was replaced by the placeholder \"[image_url]\"; its tokens are not counted")
+    }
+
+    /// The images of an observation (an IPython cell's plots, `extras.image_urls`) are
+    /// placeholder lines after its text, warned of at each URL's path, as a message's are (they
+    /// were not read: the result said nothing of them).
+    #[test]
+    fn an_observations_images_are_placeholders() {
+        let tcm = json!({"function_name": "execute_ipython_cell", "tool_call_id": "toolu_01",
+            "model_response": {"id": "r1", "choices": [{"message": {"content": "", "tool_calls": [
+                {"id": "toolu_01", "type": "function", "function": {"name": "execute_ipython_cell", "arguments": "{\"code\": \"plot()\"}"}}]}}]},
+            "total_calls_in_response": 1});
+        let evs = json!([
+            {"id": 1, "source": "user", "action": "message", "args": {"content": "plot it"}},
+            {"id": 2, "source": "agent", "action": "run_ipython", "args": {"code": "plot()"}, "tool_call_metadata": tcm.clone()},
+            {"id": 3, "source": "agent", "observation": "run_ipython", "cause": 2, "content": "<Figure>",
+             "extras": {"code": "plot()", "image_urls": ["data:image/png;base64,iVBORw0KGgo="]}, "tool_call_metadata": tcm}
+        ]);
+        let t = import_doc(&Node::root(&evs), "oh").unwrap().remove(0);
+        assert_eq!(t.messages[2].role, Role::Tool);
+        assert_eq!(t.messages[2].content, "<Figure>\n[image_url]");
+        assert_eq!(t.meta.warnings, [image_warning("$[2].extras.image_urls[0]")]);
     }
 
     /// Each image of a message (`args.image_urls`; `images_urls` before OpenHands renamed it)

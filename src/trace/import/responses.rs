@@ -217,6 +217,31 @@ impl Conv {
         }
     }
 
+    /// Drop the last `n` turns of the person (each from one of their messages, a user message
+    /// of no kind, to the next), as Codex does when the thread is rolled back: the messages
+    /// removed, counted (0 when there are fewer than `n` turns: nothing is removed).
+    pub fn rollback(&mut self, n: usize) -> usize {
+        self.open = None;
+        self.flush();
+        self.awaiting.clear();
+        let starts: Vec<usize> = self
+            .t
+            .messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.role == Role::User && m.kind.is_none())
+            .map(|(i, _)| i)
+            .collect();
+        if n == 0 || starts.len() < n {
+            return 0;
+        }
+        let cut = starts[starts.len() - n];
+        let removed = self.t.messages.len() - cut;
+        self.t.messages.truncate(cut);
+        self.t.markers.retain(|m| m.index <= cut);
+        removed
+    }
+
     /// A compaction recorded by the source: a marker before the summary, if there is one.
     pub fn compaction(&mut self, summary: Option<String>, detail: Option<String>) {
         self.open = None;
