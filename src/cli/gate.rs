@@ -166,7 +166,39 @@ fn check_junit_path(
             run.display()
         ))));
     }
-    super::refuse_other_run(&output, &[run], "gate")
+    super::refuse_other_run(&output, &[run], "gate")?;
+    // In the candidate run the JUnit file takes a name none of the run's own files has: an
+    // `.xml` file outside its stores and plots (`--junit RUN/run.json` replaced the run's
+    // run.json with XML, and a gate without a verdict then removed it).
+    if j.starts_with(&r) {
+        let rel = j.strip_prefix(&r).unwrap_or(&j);
+        let run_dir = RunDir::new(&r);
+        let in_run_folder = [run_dir.stores_dir(), run_dir.plots_dir()]
+            .iter()
+            .any(|d| j.starts_with(d));
+        let xml = j.extension().is_some_and(|e| e.eq_ignore_ascii_case("xml"));
+        if in_run_folder || !xml || rel.as_os_str().is_empty() {
+            return Err(UsageError(crate::output::error_text(&format!(
+                "--junit {}: is in the candidate run {} but is not a name for a JUnit file there                  (an .xml file outside its stores/ and plots/): it would replace one of the                  run's own files (default: {})",
+                junit.display(),
+                run.display(),
+                default.display()
+            ))));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the file at `path` is a JUnit document a gate wrote (its first bytes): only such a
+/// file is removed as the stale verdict of an earlier gate.
+fn is_gate_junit(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let head = String::from_utf8_lossy(&head[..n]);
+    head.starts_with("<?xml") && head.contains("<testsuites name=\"ctxbench gate\"")
 }
 
 /// The directory the JUnit file goes in (`.` for a bare file name).
@@ -418,10 +450,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .is_err_and(|e| super::exit_code_for(e) == crate::error::EXIT_USAGE);
     // (Never in a live run's directory: its writer owns it.)
     let live = RunDir::new(junit_dir(&junit_path)).writer().is_some();
-    if no_verdict && !live && check_junit_path(&junit_path, &args.run, &args.baseline).is_ok() {
+    if no_verdict
+        && !live
+        && check_junit_path(&junit_path, &args.run, &args.baseline).is_ok()
+        && is_gate_junit(&junit_path)
+    {
         // No verdict (exit 2: the runs, rules or arguments were refused before a verdict was
         // written): a JUnit file from an earlier gate must not stand for this one (a CI test
-        // reporter would show its stale result). Never in the baseline run. A later failure
+        // reporter would show its stale result). Never in the baseline run, and only a file that
+        // reads as a gate's JUnit document (`--junit` may name any file). A later failure
         // (the step summary cannot be written) keeps this gate's own file.
         match std::fs::remove_file(&junit_path) {
             Ok(()) => crate::output::errln!(

@@ -277,7 +277,14 @@ pub fn never_started(arg: &str, path: &Path, nothing_to: &str) -> UsageError {
 /// directory): component by component, each prefix that exists canonicalized (links followed,
 /// so `link/..` is the parent of the link's target), and `..` after one that does not exist
 /// taken lexically (`-o new/../OTHER` writes into OTHER once `new` is made).
+/// A link whose target does not exist (yet) is followed too: writing through it creates its
+/// target, so that is where the path leads.
 pub fn resolved(path: &Path) -> PathBuf {
+    resolved_within(path, 0)
+}
+
+/// [`resolved`], `links` dangling links followed so far (at most 40, as the kernel's limit).
+fn resolved_within(path: &Path, links: usize) -> PathBuf {
     use std::path::Component;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let mut out = PathBuf::new();
@@ -291,6 +298,11 @@ pub fn resolved(path: &Path) -> PathBuf {
         }
         if let Ok(real) = out.canonicalize() {
             out = real;
+        } else if links < 40 {
+            if let Ok(target) = std::fs::read_link(&out) {
+                let parent = out.parent().map(Path::to_path_buf).unwrap_or_default();
+                out = resolved_within(&parent.join(target), links + 1);
+            }
         }
     }
     out

@@ -363,6 +363,55 @@ fn junit_goes_to_the_candidate_and_never_into_the_baseline() {
 }
 
 #[test]
+fn junit_never_replaces_or_removes_a_file_that_is_not_a_gates_junit() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base", &run_losing(0));
+    let cand = write(dir.path(), "cand", &run_losing(0));
+    let run_json = std::fs::read(cand.join("run.json")).unwrap();
+    // The candidate run's own files are no JUnit file's name, with a verdict or without one.
+    for rules in [None, Some("needle.recal >= 0.5")] {
+        for own in ["run.json", "samples.jsonl", "stores/x.xml", "plots/x.xml"] {
+            let mut cmd = gate(&cand, &base);
+            if let Some(rule) = rules {
+                cmd.args(["--rule", rule]);
+            }
+            let out = cmd.arg("--junit").arg(cand.join(own)).output().unwrap();
+            assert_eq!(out.status.code(), Some(2), "--junit {own}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            let err = err.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(
+                err.contains("is not a name for a JUnit file there"),
+                "{err}"
+            );
+        }
+    }
+    assert_eq!(std::fs::read(cand.join("run.json")).unwrap(), run_json);
+    assert!(cand.join("samples.jsonl").exists());
+    // Outside any run, a gate without a verdict removes only a JUnit file a gate wrote.
+    let notes = dir.path().join("notes.xml");
+    std::fs::write(&notes, "<?xml version=\"1.0\"?>\n<notes/>\n").unwrap();
+    gate(&cand, &base)
+        .args(["--rule", "needle.recal >= 0.5", "--junit"])
+        .arg(&notes)
+        .assert()
+        .code(2);
+    assert!(notes.exists(), "a file that is no gate's JUnit was removed");
+    // A dangling link leads where writing through it would create its target.
+    #[cfg(unix)]
+    {
+        let other = write(dir.path(), "other", &run_losing(0));
+        let link = dir.path().join("link.xml");
+        std::os::unix::fs::symlink(other.join("gate.xml"), &link).unwrap();
+        gate(&cand, &base)
+            .arg("--junit")
+            .arg(&link)
+            .assert()
+            .code(2);
+        assert!(!other.join("gate.xml").exists(), "wrote into another run");
+    }
+}
+
+#[test]
 fn json_output_is_the_machine_readable_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let base = write(dir.path(), "base", &run_losing(0));
