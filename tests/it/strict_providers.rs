@@ -355,27 +355,36 @@ async fn a_tool_the_caller_named_outside_the_rule_comes_back_under_its_name() {
     assert_eq!(server.rejected(), Vec::<String>::new());
 }
 
+/// An account that cannot pay: OpenAI's 429 `insufficient_quota` and Anthropic's 400 "Your
+/// credit balance is too low to access the Anthropic API" are billing errors, not retried, with
+/// the server's message.
 #[tokio::test]
 async fn an_exhausted_quota_is_not_waited_out() {
-    let server = StrictLlm::start().await;
-    let mut c = config(&server, ProviderKind::Openai);
-    c.max_retries = 3;
-    let p = build(&c);
-    server.play([Scenario::QuotaExhausted, Scenario::Text("late".into())]);
-    let e = p
-        .chat(&ChatRequest::new(vec![Message::user("2+2?")]))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(e, ProviderError::Billing { status: 429, .. }),
-        "{e:?}"
-    );
-    assert_eq!(e.kind(), "provider_billing");
-    assert!(
-        e.to_string().contains("You exceeded your current quota"),
-        "{e}"
-    );
-    assert_eq!(server.requests().len(), 1, "not retried");
+    for (kind, status, said) in [
+        (ProviderKind::Openai, 429, "You exceeded your current quota"),
+        (
+            ProviderKind::Anthropic,
+            400,
+            "Your credit balance is too low",
+        ),
+    ] {
+        let server = StrictLlm::start().await;
+        let mut c = config(&server, kind);
+        c.max_retries = 3;
+        let p = build(&c);
+        server.play([Scenario::QuotaExhausted, Scenario::Text("late".into())]);
+        let e = p
+            .chat(&ChatRequest::new(vec![Message::user("2+2?")]))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, ProviderError::Billing { status: s, .. } if s == status),
+            "{kind:?}: {e:?}"
+        );
+        assert_eq!(e.kind(), "provider_billing");
+        assert!(e.to_string().contains(said), "{e}");
+        assert_eq!(server.requests().len(), 1, "{kind:?}: not retried");
+    }
 }
 
 #[tokio::test]
