@@ -287,14 +287,21 @@ fn orphan_history() -> Vec<Message> {
 #[tokio::test]
 async fn orphan_results_pass_both_apis_as_text_naming_the_tool() {
     let server = StrictLlm::start().await;
-    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
-        let p = build(&config(&server, kind));
+    let mut thinking = config(&server, ProviderKind::Anthropic);
+    thinking.thinking = Some(1024);
+    let configs = [
+        config(&server, ProviderKind::Openai),
+        config(&server, ProviderKind::Anthropic),
+        thinking,
+    ];
+    for c in &configs {
+        let p = build(c);
         for ask in [
             ChatRequest::new(orphan_history()),
             ChatRequest::new(orphan_history()).with_tools(vec![grep_tool()]),
         ] {
             let r = p.chat(&ask).await;
-            assert!(r.is_ok(), "{kind:?}: {r:?}");
+            assert!(r.is_ok(), "{:?}: {r:?}", c.kind);
         }
     }
     assert_eq!(server.rejected(), Vec::<String>::new());
