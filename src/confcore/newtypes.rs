@@ -6,6 +6,8 @@
 //! - [`Secs`]: a number of seconds that is finite, ≥ 0 and fits a [`std::time::Duration`].
 //! - A timeout (a provider's `timeout_secs`, an external engine's `external.timeout_secs`):
 //!   seconds > 0 and at most [`MAX_TIMEOUT_SECS`], one day ([`timeout_duration`]).
+//! - A longest wait (a provider's `retry_max_secs`): seconds ≥ 0 and at most the same day
+//!   ([`wait_duration`]).
 //!
 //! Public configuration structs keep plain `f64` fields (their users construct them in code);
 //! the newtypes guard the deserialization boundary through `#[serde(try_from = …)]` or the
@@ -118,19 +120,48 @@ pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 /// [`MAX_TIMEOUT_SECS`] (so 0, negatives, `inf`, `nan` and values no [`Duration`] holds are
 /// refused). The one rule of every configured timeout.
 pub fn timeout_duration(secs: f64) -> Result<Duration, String> {
+    within_a_day(secs, false)
+}
+
+/// A configured longest wait in seconds (a provider's `retry_max_secs`) as a wait, or what is
+/// wrong with it: seconds ≥ 0 (0: no wait) and at most [`MAX_TIMEOUT_SECS`], the bound of
+/// [`timeout_duration`]. A wait of more than a day is no limit, and `1e15` is a typo.
+pub fn wait_duration(secs: f64) -> Result<Duration, String> {
+    within_a_day(secs, true)
+}
+
+/// `secs` as a [`Duration`] when it is at most [`MAX_TIMEOUT_SECS`] and more than 0 (or 0 too,
+/// with `zero_ok`); else what is wrong with it.
+fn within_a_day(secs: f64, zero_ok: bool) -> Result<Duration, String> {
+    let low = if zero_ok { "≥ 0" } else { "> 0" };
     let refused = || {
         let shown = if secs.is_finite() && secs.abs() >= 1e9 {
             format!("{secs:e}")
         } else {
             secs.to_string()
         };
-        format!("expected seconds > 0 and at most {MAX_TIMEOUT_SECS} (one day), got {shown}")
+        format!("expected seconds {low} and at most {MAX_TIMEOUT_SECS} (one day), got {shown}")
     };
-    // NaN fails both comparisons.
-    if !(secs > 0.0 && secs <= MAX_TIMEOUT_SECS) {
+    // NaN fails every comparison.
+    let above_low = secs > 0.0 || (zero_ok && secs == 0.0);
+    if !(above_low && secs <= MAX_TIMEOUT_SECS) {
         return Err(refused());
     }
     Duration::try_from_secs_f64(secs).map_err(|_| refused())
+}
+
+/// `deserialize_with` of a longest-wait field ([`wait_duration`]): checked where it is read,
+/// so the error names the file, line and key.
+pub fn wait_secs<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    match Option::<f64>::deserialize(d)? {
+        Some(secs) => wait_duration(secs)
+            .map(|_| secs)
+            .map_err(serde::de::Error::custom),
+        None => Err(serde::de::Error::custom(format!(
+            "expected seconds ≥ 0 and at most {MAX_TIMEOUT_SECS} (one day), got no finite \
+             number (`inf` and `nan` are refused)"
+        ))),
+    }
 }
 
 /// `deserialize_with` of a timeout field ([`timeout_duration`]): checked where it is read, so
@@ -160,11 +191,6 @@ fn no_finite_timeout() -> String {
     )
 }
 
-/// `deserialize_with` for an `f64` field that must be a [`Secs`].
-pub fn secs<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    Secs::deserialize(d).map(Secs::get)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,6 +211,21 @@ mod tests {
         assert!(Secs::try_from(-1.0).is_err());
         let e = serde_json::from_str::<Secs>("1e20").unwrap_err();
         assert!(e.to_string().contains("duration in seconds"), "{e}");
+    }
+
+    /// A longest wait: 0 allowed (no wait), bounded by the timeouts' day (it took any value a
+    /// `Duration` holds).
+    #[test]
+    fn waits_are_at_most_a_day() {
+        assert_eq!(wait_duration(0.0), Ok(Duration::ZERO));
+        assert_eq!(
+            wait_duration(MAX_TIMEOUT_SECS),
+            Ok(Duration::from_secs(86_400))
+        );
+        for bad in [-1.0, 86_400.5, 1e15, f64::INFINITY, f64::NAN] {
+            let e = wait_duration(bad).unwrap_err();
+            assert!(e.contains("at most 86400 (one day)"), "{bad}: {e}");
+        }
     }
 
     /// Every configured timeout: > 0 and at most a day (a provider's `timeout_secs` took any

@@ -455,6 +455,8 @@ mod tests {
         for (body, key, line) in [
             ("timeout_secs = 1e20", "timeout_secs", 8),
             ("retry_max_secs = 1e300", "retry_max_secs", 8),
+            ("retry_max_secs = 1e15", "retry_max_secs", 8),
+            ("retry_max_secs = 86401", "retry_max_secs", 8),
             ("extra_body = { messages = [] }", "extra_body", 8),
             ("timeout_s = 60", "timeout_s", 8),
         ] {
@@ -465,6 +467,21 @@ mod tests {
             assert_eq!(e.line, line, "{e}");
             assert!(e.message.contains(&format!("`{key}`")), "{e}");
         }
+        // The longest wait has the timeouts' bound: a day (it took any value a `Duration`
+        // holds, `1e15` too).
+        let e = load(&format!(
+            "{MIN}[providers.agent]\nkind = \"openai\"\nmodel = \"m\"\nretry_max_secs = 1e15\n"
+        ))
+        .unwrap_err();
+        assert!(
+            e.message.contains("at most 86400 (one day), got 1e15"),
+            "{e}"
+        );
+        assert_eq!(e.line, 8, "{e}");
+        assert!(
+            e.to_string().contains("suite.toml") && e.message.contains("`retry_max_secs`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::confcore::newtypes::{timeout_duration, Secs};
+use crate::confcore::newtypes::{timeout_duration, wait_duration};
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
@@ -156,9 +156,10 @@ pub struct ProviderConfig {
     /// Cap on one backoff wait and on the total time one call waits out rate limits (429s are
     /// retried past `max_retries` while their waits fit in it); a server wait (`Retry-After`,
     /// `retry-after-ms`, a rate-limit reset header) longer than this fails the call instead.
+    /// Seconds ≥ 0 and at most a day (86400), the bound of `timeout_secs`.
     #[serde(
         default = "default_retry_max_secs",
-        deserialize_with = "crate::confcore::newtypes::secs"
+        deserialize_with = "crate::confcore::newtypes::wait_secs"
     )]
     pub retry_max_secs: f64,
     /// Per-attempt timeout, from sending the request to the last byte of the response, in
@@ -565,7 +566,7 @@ impl ProviderConfig {
         if let Err(e) = timeout_duration(self.timeout_secs) {
             out.push(("timeout_secs", format!("timeout_secs: {e}")));
         }
-        if let Err(e) = Secs::try_from(self.retry_max_secs) {
+        if let Err(e) = wait_duration(self.retry_max_secs) {
             out.push(("retry_max_secs", format!("retry_max_secs: {e}")));
         }
         if self.concurrency == 0 {
@@ -769,6 +770,9 @@ mod tests {
             (60.0, 1e300),
             (1e15, 60.0),
             (86_401.0, 60.0),
+            (60.0, 1e15),
+            (60.0, 86_401.0),
+            (60.0, -1.0),
         ] {
             c.timeout_secs = timeout;
             c.retry_max_secs = retry_max;

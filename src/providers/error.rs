@@ -15,7 +15,9 @@ pub enum ProviderError {
     Auth { status: u16, message: String },
     /// The account cannot pay for the call: a 429 whose `error.code` or `error.type` is
     /// `insufficient_quota` (OpenAI: "You exceeded your current quota, please check your plan
-    /// and billing details"). Not retried: waiting does not refill a quota.
+    /// and billing details"), or Anthropic's 400 `invalid_request_error` saying "Your credit
+    /// balance is too low to access the Anthropic API". Not retried: waiting does not refill a
+    /// quota.
     #[error("quota or credit exhausted (HTTP {status}), not retried: {message}; check the account's plan and billing")]
     Billing { status: u16, message: String },
     /// 429. `retry_after` is the server's `Retry-After`, when it sent one.

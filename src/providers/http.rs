@@ -665,6 +665,20 @@ fn quota_exhausted(body: &str) -> bool {
         .any(|p| v.pointer(p).and_then(|c| c.as_str()) == Some("insufficient_quota"))
 }
 
+/// Whether a 400 body is Anthropic's account out of credit: an `invalid_request_error` whose
+/// message says the credit balance is too low ("Your credit balance is too low to access the
+/// Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."). Not a bad
+/// request: the same request passes once the account is paid for.
+fn credit_too_low(body: &str) -> bool {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
+        return false;
+    };
+    v.pointer("/error/type").and_then(|t| t.as_str()) == Some("invalid_request_error")
+        && v.pointer("/error/message")
+            .and_then(|m| m.as_str())
+            .is_some_and(|m| m.to_ascii_lowercase().contains("credit balance is too low"))
+}
+
 /// Maps a non-2xx status and body to an error class.
 pub(crate) fn classify_status(
     status: u16,
@@ -676,6 +690,7 @@ pub(crate) fn classify_status(
     match status {
         401 | 403 => ProviderError::Auth { status, message },
         429 if quota_exhausted(body) => ProviderError::Billing { status, message },
+        400 if credit_too_low(body) => ProviderError::Billing { status, message },
         429 => ProviderError::RateLimited {
             retry_after,
             message,
@@ -1100,6 +1115,25 @@ mod tests {
         // The same inside a 200 from a gateway.
         let e = embedded_error(body.as_bytes(), None);
         assert!(matches!(e, Some(ProviderError::Billing { .. })), "{e:?}");
+    }
+
+    #[test]
+    fn anthropics_credit_balance_too_low_is_a_billing_error_not_a_bad_request() {
+        // Anthropic's body for an account out of credit (HTTP 400).
+        let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."},"request_id":"req_011"}"#;
+        let e = classify_status(400, None, body, None);
+        assert!(
+            matches!(e, ProviderError::Billing { status: 400, .. }),
+            "{e:?}"
+        );
+        assert!(!e.is_retryable());
+        assert!(e.to_string().contains("Plans & Billing"), "{e}");
+        // Another bad request is still one.
+        let other = r#"{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: Field required"}}"#;
+        assert!(matches!(
+            classify_status(400, None, other, None),
+            ProviderError::InvalidRequest { .. }
+        ));
     }
 
     #[test]

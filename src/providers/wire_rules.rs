@@ -18,6 +18,13 @@
 //!   run stopped mid-step ends in a call with no result, and the eval's question comes right
 //!   after it: such a call gets an error result saying [`NO_RESULT`], placed after the results
 //!   its turn has.
+//! - **Every tool result answers a call of the turn right before it** (OpenAI: "messages with
+//!   role 'tool' must be a response to a preceding message with 'tool_calls'"; Anthropic: "Each
+//!   `tool_result` block must have a corresponding `tool_use` block in the previous message").
+//!   A compaction cut between a call and its result, or an imported trace's stray result, leaves
+//!   a result whose call is not in the request: it is sent as user text naming the tool
+//!   ([`orphan_text`]), after the results of its run, so what the tool returned stays in the
+//!   conversation.
 //!
 //! A request that breaks none of them is sent as it is (nothing is copied).
 
@@ -126,61 +133,102 @@ impl Conformed {
     }
 }
 
-/// The calls of assistant turns that no tool message in the run right after the turn answers:
-/// `(index of the last message of that run, the placeholder results to put after it)`.
-fn missing_results(messages: &[Message]) -> Vec<(usize, Vec<Message>)> {
-    let mut out = Vec::new();
-    for (i, m) in messages.iter().enumerate() {
-        if m.role != Role::Assistant || m.tool_calls.is_empty() {
-            continue;
+/// A tool result whose call is not in the request, as the user text it is sent as: the tool's
+/// name, the call's id and the result, with a note saying why it is not a tool result.
+pub(crate) fn orphan_text(result: &Message) -> String {
+    let name = match result.name.as_deref() {
+        Some(n) if !n.is_empty() => format!("`{n}`"),
+        _ => "a tool".to_string(),
+    };
+    let kind = if result.is_error {
+        "error result"
+    } else {
+        "result"
+    };
+    format!(
+        "[tool {kind} of {name} (call id {}), sent as text: its call is not in this conversation]\n{}",
+        result.tool_call_id.as_deref().unwrap_or(""),
+        result.content
+    )
+}
+
+/// What the run of tool messages `run` right after `turn` (the message before it, if any) is
+/// sent as, when it breaks the pairing rules, or `None` when it keeps them: the results that
+/// answer a call of `turn` (the first one for each call), in their order; then an error result
+/// saying [`NO_RESULT`] for each call of `turn` the run does not answer; then each other result
+/// (an orphan: its call is not in the request, or was already answered) as user text
+/// ([`orphan_text`]).
+fn pair_run(turn: Option<&Message>, run: &[Message]) -> Option<Vec<Message>> {
+    let calls = match turn {
+        Some(t) if t.role == Role::Assistant => t.tool_calls.as_slice(),
+        _ => &[],
+    };
+    let answers = |r: &Message, earlier: &[Message]| {
+        r.tool_call_id.as_deref().is_some_and(|id| {
+            calls.iter().any(|c| c.id == id)
+                && !earlier
+                    .iter()
+                    .any(|e| e.tool_call_id.as_deref() == Some(id))
+        })
+    };
+    let answered = |id: &str| run.iter().any(|r| r.tool_call_id.as_deref() == Some(id));
+    let all_pair = run.iter().enumerate().all(|(k, r)| answers(r, &run[..k]));
+    if all_pair && calls.iter().all(|c| answered(&c.id)) {
+        return None;
+    }
+    let mut kept = Vec::with_capacity(run.len() + calls.len());
+    let mut orphans = Vec::new();
+    for (k, r) in run.iter().enumerate() {
+        if answers(r, &run[..k]) {
+            kept.push(r.clone());
+        } else {
+            orphans.push(Message::user(orphan_text(r)));
         }
-        let run = messages[i + 1..]
+    }
+    kept.extend(calls.iter().filter(|c| !answered(&c.id)).map(|c| {
+        let mut r = Message::tool(c.id.clone(), c.name.clone(), NO_RESULT);
+        r.is_error = true;
+        r
+    }));
+    kept.extend(orphans);
+    Some(kept)
+}
+
+/// `messages` with every run of tool messages (and every assistant turn with calls and no run
+/// after it) made to keep the pairing rules ([`pair_run`]); borrowed when all do.
+fn paired(messages: &[Message]) -> Cow<'_, [Message]> {
+    // (the run's start, its end, what it is sent as)
+    let mut fixes: Vec<(usize, usize, Vec<Message>)> = Vec::new();
+    let mut i = 0;
+    while i <= messages.len() {
+        // The run of tool messages at `i`, after the message before it.
+        let run = messages[i..]
             .iter()
             .take_while(|r| r.role == Role::Tool)
             .count();
-        let results = &messages[i + 1..=i + run];
-        let answered = |id: &str| {
-            results
-                .iter()
-                .any(|r| r.tool_call_id.as_deref() == Some(id))
-        };
-        if m.tool_calls.iter().all(|c| answered(&c.id)) {
-            continue;
+        let turn = i.checked_sub(1).map(|t| &messages[t]);
+        if let Some(fixed) = pair_run(turn, &messages[i..i + run]) {
+            fixes.push((i, i + run, fixed));
         }
-        let placeholders: Vec<Message> = m
-            .tool_calls
-            .iter()
-            .filter(|c| !answered(&c.id))
-            .map(|c| {
-                let mut r = Message::tool(c.id.clone(), c.name.clone(), NO_RESULT);
-                r.is_error = true;
-                r
-            })
-            .collect();
-        out.push((i + run, placeholders));
+        i += run + 1;
     }
-    out
+    if fixes.is_empty() {
+        return Cow::Borrowed(messages);
+    }
+    let mut v = Vec::with_capacity(messages.len() + 4);
+    let mut at = 0;
+    for (start, end, fixed) in fixes {
+        v.extend_from_slice(&messages[at..start]);
+        v.extend(fixed);
+        at = end;
+    }
+    v.extend_from_slice(&messages[at..]);
+    Cow::Owned(v)
 }
 
 /// `messages` and `tools` made to meet the rules of the module doc.
 pub(crate) fn conform(messages: &[Message], tools: &[ToolDef]) -> Conformed {
-    let missing = missing_results(messages);
-    let with_results: Cow<'_, [Message]> = if missing.is_empty() {
-        Cow::Borrowed(messages)
-    } else {
-        let extra: usize = missing.iter().map(|(_, p)| p.len()).sum();
-        let mut v = Vec::with_capacity(messages.len() + extra);
-        let mut next = missing.into_iter().peekable();
-        for (i, m) in messages.iter().enumerate() {
-            v.push(m.clone());
-            if next.peek().is_some_and(|(at, _)| *at == i) {
-                if let Some((_, placeholders)) = next.next() {
-                    v.extend(placeholders);
-                }
-            }
-        }
-        Cow::Owned(v)
-    };
+    let with_results = paired(messages);
     let names = assign(
         || {
             let called = with_results
@@ -402,6 +450,53 @@ mod tests {
         );
         assert!(sent[3].is_error && sent[3].content == NO_RESULT);
         assert_eq!(sent[6].name.as_deref(), Some("finish"));
+    }
+
+    #[test]
+    fn an_orphan_result_becomes_user_text_after_the_results_of_its_run() {
+        let mut err = Message::tool("gone2", "", "boom");
+        err.is_error = true;
+        let m = vec![
+            Message::tool("cut", "grep", "before the cut"),
+            Message::user("go"),
+            Message::assistant("", vec![call("c1", "bash"), call("c2", "bash")]),
+            Message::tool("gone", "./rock", "stray"),
+            Message::tool("c1", "bash", "ok"),
+            Message::tool("c1", "bash", "again"),
+            Message::user("next"),
+            err,
+        ];
+        let sent = conform(&m, &[]).messages.unwrap();
+        let shape: Vec<(Role, Option<&str>)> = sent
+            .iter()
+            .map(|m| (m.role, m.tool_call_id.as_deref()))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (Role::User, None),
+                (Role::User, None),
+                (Role::Assistant, None),
+                (Role::Tool, Some("c1")),
+                (Role::Tool, Some("c2")),
+                (Role::User, None),
+                (Role::User, None),
+                (Role::User, None),
+                (Role::User, None),
+            ]
+        );
+        assert_eq!(
+            sent[0].content,
+            "[tool result of `grep` (call id cut), sent as text: its call is not in this conversation]\nbefore the cut"
+        );
+        assert!(sent[4].is_error && sent[4].content == NO_RESULT);
+        assert!(sent[5].content.contains("`./rock`") && sent[5].content.ends_with("stray"));
+        assert!(sent[6].content.contains("call id c1") && sent[6].content.ends_with("again"));
+        assert!(sent[8]
+            .content
+            .starts_with("[tool error result of a tool (call id gone2)"));
+        // No tool name of a result sent as text is mapped (nor declared).
+        assert!(conform(&m, &[]).names_back.is_empty());
     }
 
     #[test]

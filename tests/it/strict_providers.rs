@@ -263,6 +263,80 @@ async fn histories_breaking_the_shared_rules_pass_both_apis() {
     assert_eq!(msgs[4]["tool_calls"][0]["id"], msgs[5]["tool_call_id"]);
 }
 
+/// Tool results whose call is not in the request: a compaction cut between a call and its
+/// result (the view starts at the result), an imported trace's stray result inside a run of
+/// results and after a user turn. Both APIs answer such a result 400; it is sent as user text
+/// naming the tool, after the results of its run.
+fn orphan_history() -> Vec<Message> {
+    vec![
+        Message::system("You are a coding agent."),
+        Message::tool("call_cut", "grep", "a.py:1: token = 42"),
+        Message::user("Find the secret."),
+        Message::assistant(
+            "Searching.",
+            vec![call("call_1", json!({"pattern": "secret"}))],
+        ),
+        Message::tool("call_stray", "./rock", "stray output"),
+        Message::tool("call_1", "grep", "b.py:2: secret = 7"),
+        Message::user("Go on."),
+        Message::tool("call_late", "grep", "late output"),
+        Message::user("What is the token?"),
+    ]
+}
+
+#[tokio::test]
+async fn orphan_results_pass_both_apis_as_text_naming_the_tool() {
+    let server = StrictLlm::start().await;
+    let mut thinking = config(&server, ProviderKind::Anthropic);
+    thinking.thinking = Some(1024);
+    let configs = [
+        config(&server, ProviderKind::Openai),
+        config(&server, ProviderKind::Anthropic),
+        thinking,
+    ];
+    for c in &configs {
+        let p = build(c);
+        for ask in [
+            ChatRequest::new(orphan_history()),
+            ChatRequest::new(orphan_history()).with_tools(vec![grep_tool()]),
+        ] {
+            let r = p.chat(&ask).await;
+            assert!(r.is_ok(), "{:?}: {r:?}", c.kind);
+        }
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
+    let openai = &server.requests()[0].body;
+    let msgs = openai["messages"].as_array().unwrap();
+    let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        [
+            "system",
+            "user",
+            "user",
+            "assistant",
+            "tool",
+            "user",
+            "user",
+            "user",
+            "user"
+        ],
+        "{openai:#}"
+    );
+    // The real result stays a result, right after its call; the stray one follows as text.
+    assert_eq!(msgs[4]["tool_call_id"], "call_1");
+    let stray = msgs[5]["content"].as_str().unwrap();
+    assert!(
+        stray.contains("`./rock`") && stray.contains("stray output"),
+        "{stray}"
+    );
+    let cut = msgs[1]["content"].as_str().unwrap();
+    assert!(
+        cut.contains("`grep`") && cut.contains("token = 42"),
+        "{cut}"
+    );
+}
+
 #[tokio::test]
 async fn a_tool_the_caller_named_outside_the_rule_comes_back_under_its_name() {
     use sha2::Digest;
@@ -288,27 +362,36 @@ async fn a_tool_the_caller_named_outside_the_rule_comes_back_under_its_name() {
     assert_eq!(server.rejected(), Vec::<String>::new());
 }
 
+/// An account that cannot pay: OpenAI's 429 `insufficient_quota` and Anthropic's 400 "Your
+/// credit balance is too low to access the Anthropic API" are billing errors, not retried, with
+/// the server's message.
 #[tokio::test]
 async fn an_exhausted_quota_is_not_waited_out() {
-    let server = StrictLlm::start().await;
-    let mut c = config(&server, ProviderKind::Openai);
-    c.max_retries = 3;
-    let p = build(&c);
-    server.play([Scenario::QuotaExhausted, Scenario::Text("late".into())]);
-    let e = p
-        .chat(&ChatRequest::new(vec![Message::user("2+2?")]))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(e, ProviderError::Billing { status: 429, .. }),
-        "{e:?}"
-    );
-    assert_eq!(e.kind(), "provider_billing");
-    assert!(
-        e.to_string().contains("You exceeded your current quota"),
-        "{e}"
-    );
-    assert_eq!(server.requests().len(), 1, "not retried");
+    for (kind, status, said) in [
+        (ProviderKind::Openai, 429, "You exceeded your current quota"),
+        (
+            ProviderKind::Anthropic,
+            400,
+            "Your credit balance is too low",
+        ),
+    ] {
+        let server = StrictLlm::start().await;
+        let mut c = config(&server, kind);
+        c.max_retries = 3;
+        let p = build(&c);
+        server.play([Scenario::QuotaExhausted, Scenario::Text("late".into())]);
+        let e = p
+            .chat(&ChatRequest::new(vec![Message::user("2+2?")]))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, ProviderError::Billing { status: s, .. } if s == status),
+            "{kind:?}: {e:?}"
+        );
+        assert_eq!(e.kind(), "provider_billing");
+        assert!(e.to_string().contains(said), "{e}");
+        assert_eq!(server.requests().len(), 1, "{kind:?}: not retried");
+    }
 }
 
 #[tokio::test]

@@ -22,6 +22,9 @@
 //! - a malformed call (bad JSON, no or unknown tool name, arguments not an object, a required
 //!   argument missing) is answered with a correction message and the model is asked again, at
 //!   most [`TextToolOptions::max_corrections`] times;
+//! - a reply [`ChatResponse::no_answer`] finds cut at its output limit (or filtered, stopped at
+//!   the model's window, refused) is not parsed: a half-written block is no malformed call. It
+//!   is returned as it came, its finish reason kept, and the caller reports it as that;
 //! - with [`TextToolOptions::reject_repeats`], an exact repeat of an earlier call ends the
 //!   loop: the model is asked once more, with the tools withheld and the calls so far collapsed
 //!   into a list of results after the task ([`final_answer_request`]), and that reply is the
@@ -51,8 +54,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    BoxFuture, ChatRequest, ChatResponse, Message, Provider, ProviderError, ProviderInfo, Role,
-    ToolCall, ToolProtocol, Usage,
+    BoxFuture, ChatRequest, ChatResponse, Message, NoAnswer, Provider, ProviderError, ProviderInfo,
+    Role, ToolCall, ToolProtocol, Usage,
 };
 
 /// Knobs of the text protocol.
@@ -142,6 +145,13 @@ impl TextToolProvider {
             telemetry.model_calls += 1;
             total.add(&response);
             if tools.is_empty() {
+                return Ok(total.finish(response, None, telemetry));
+            }
+            // A reply the model did not end (cut at its output limit, filtered, stopped at the
+            // window) or refused is no call to parse: a half-written block is not a malformed
+            // call to correct. It goes back as it came, for the caller to report as the
+            // no-answer it is (`ChatResponse::no_answer`).
+            if !matches!(response.no_answer(false), None | Some(NoAnswer::Empty)) {
                 return Ok(total.finish(response, None, telemetry));
             }
             let text = response.message.content.clone();
@@ -374,6 +384,28 @@ mod tests {
             "{}",
             second[3].content
         );
+    }
+
+    /// A reply cut at its output limit in the middle of its fenced call is a cut-off answer
+    /// (what the caller reports as `answer_cut_off`), not a malformed call to correct: it was
+    /// counted as malformed and the model asked again, the cut recorded only if the last reply
+    /// was cut too.
+    #[test]
+    fn a_reply_cut_at_its_limit_is_cut_off_not_malformed() {
+        let cut = "I'll search.\n```json\n{\"tool\": \"grep\", \"argum";
+        let whole = "```json\n{\"tool\": \"grep\", \"arguments\": {\"pattern\": \"port\"}}\n```";
+        for finish in ["length", "max_tokens"] {
+            let inner = Arc::new(MockProvider::script(&[cut, whole]).with_finish(finish));
+            let p = TextToolProvider::new(inner.clone(), TextToolOptions::default());
+            let r = block_on(p.chat(&first_turn())).unwrap();
+            assert_eq!(r.no_answer(true), Some(crate::providers::NoAnswer::CutOff));
+            assert!(r.message.tool_calls.is_empty());
+            assert_eq!(r.message.content, cut, "the reply as it came");
+            assert_eq!(r.finish_reason.as_deref(), Some(finish));
+            let tel = r.text_tools.unwrap();
+            assert_eq!((tel.model_calls, tel.malformed), (1, 0), "{finish}");
+            assert_eq!(inner.seen().len(), 1, "no correction asked");
+        }
     }
 
     #[test]
