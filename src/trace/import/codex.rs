@@ -15,7 +15,8 @@
 //!   `info.model_context_window` → `meta.window`; `cache_write_input_tokens` (Codex 0.146 and
 //!   later) → `cache_write`. `thread_rolled_back` (the person edited an earlier message):
 //!   Codex drops their last `num_turns` turns from the model's context, and so does the trace
-//!   (`Conv::rollback`), with a warning. Other events repeat what the response items hold
+//!   (`Conv::rollback`), with a warning (more turns than there are: every turn, keeping what
+//!   precedes the first, as Codex's `drop_last_n_user_turns`). Other events repeat what the response items hold
 //!   (`user_message`, `agent_message`, `exec_command_end`) and are skipped;
 //! - `compacted` (Codex's own compaction): a `compaction` marker, followed by the context that
 //!   replaced the history: `payload.replacement_history` (items, each message marked
@@ -222,7 +223,8 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                 } else {
                     format!(
                         "line {n_line}: the thread was rolled back {n} turn(s) \
-                         (thread_rolled_back), more than the trace holds: nothing removed"
+                         (thread_rolled_back): no turn of the person to remove, nothing \
+                         removed"
                     )
                 });
             }
@@ -354,7 +356,9 @@ mod tests {
 
     /// A `thread_rolled_back` event removes the person's last `num_turns` turns, as Codex
     /// removes them from the model's context (they stayed in the trace, as if the model had
-    /// seen them), with a warning; injected context messages do not count as turns.
+    /// seen them), with a warning; injected context messages do not count as turns. More turns
+    /// than the trace holds drop every turn, keeping what precedes the first, as Codex's
+    /// `drop_last_n_user_turns` does (it used to remove nothing).
     #[test]
     fn a_rolled_back_thread_loses_its_last_turns() {
         let user = |t: &str| json!({"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}});
@@ -372,6 +376,8 @@ mod tests {
             user("edited question"),
             said("edited answer"),
             json!({"type": "event_msg", "payload": {"type": "thread_rolled_back", "num_turns": 5}}),
+            user("fresh start"),
+            json!({"type": "event_msg", "payload": {"type": "thread_rolled_back", "num_turns": 0}}),
         ]
         .into_iter()
         .enumerate()
@@ -383,10 +389,7 @@ mod tests {
             texts,
             [
                 "<environment_context>x</environment_context>",
-                "first question",
-                "first answer",
-                "edited question",
-                "edited answer"
+                "fresh start"
             ]
         );
         assert_eq!(
@@ -395,8 +398,11 @@ mod tests {
                 "line 9: the thread was rolled back 1 turn(s) (thread_rolled_back): the 4 \
                  message(s) of those turns are removed, as Codex removed them from the model's \
                  context",
-                "line 12: the thread was rolled back 5 turn(s) (thread_rolled_back), more than \
-                 the trace holds: nothing removed"
+                "line 12: the thread was rolled back 5 turn(s) (thread_rolled_back): the 4 \
+                 message(s) of those turns are removed, as Codex removed them from the model's \
+                 context",
+                "line 14: the thread was rolled back 0 turn(s) (thread_rolled_back): no turn of \
+                 the person to remove, nothing removed"
             ]
         );
         assert!(crate::trace::import::pairing_problems(&t).is_empty());

@@ -7,9 +7,12 @@
 //! Lines: a header line `{sessionId, projectHash, startTime, lastUpdated, kind?, directories?}`,
 //! then one line a message record, upserted by `id` (a message appended again when it changes
 //! replaces its earlier record in its place), `{"$set": {...}}` session fields (its `messages`, a
-//! checkpoint, replace every message) and `{"$rewindTo": id}` (that message and every later one
-//! dropped), read as the CLI reads them back; any other line, operation or session field is
-//! warned of and skipped, a line that is no object or a bad field is an error at its line.
+//! checkpoint, replace the CLI's messages) and `{"$rewindTo": id}` (that message and every later
+//! one dropped), read as the CLI reads them back, except that a checkpoint replacing the earlier
+//! messages (`/compress`) drops none: they stay, then a `compaction` marker, then the
+//! checkpoint's messages (`kind: "compaction_summary"`), warned of; any other line, operation or
+//! session field is warned of and skipped, a line that is no object or a bad field is an error
+//! at its line.
 //!
 //! Each message is `{id, timestamp, type: "user" | "gemini" | "info" | "error" | "warning",
 //! content, …}`:
@@ -36,7 +39,7 @@ use super::gemini::{media, response_content, Conv};
 use super::json::{placeholder, Node, Res};
 use super::{Importer, Input};
 use crate::output::quoted;
-use crate::trace::model::{Message, SourceFormat, ToolCall, Trace, Usage};
+use crate::trace::model::{ContextMarker, Message, SourceFormat, ToolCall, Trace, Usage};
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 
@@ -112,12 +115,16 @@ struct Kept {
     path: String,
     id: String,
     v: Value,
+    /// A message of a checkpoint that replaced earlier messages (a compaction, as `/compress`
+    /// writes): `kind: "compaction_summary"`.
+    summary: bool,
 }
 
 /// Keep message record `v` (read at `path`): in the place of the earlier record of its `id`
-/// (the CLI appends a message again whole when it changes: its tool calls, its tokens), else
-/// last. An item that is no record (no string `id`) is skipped, warned of.
-fn keep(kept: &mut Vec<Kept>, v: Value, path: String, warnings: &mut Vec<String>) -> Res<()> {
+/// among the CLI's current messages (`kept[live..]`: the CLI appends a message again whole when
+/// it changes: its tool calls, its tokens), else last. An item that is no record (no string
+/// `id`) is skipped, warned of.
+fn keep(kept: &mut Vec<Kept>, live: usize, v: Value, path: String, warnings: &mut Vec<String>) -> Res<()> {
     let id = match Node::at(&v, path.clone()).key("id").opt_str()? {
         Some(id) => id.to_string(),
         None => {
@@ -125,9 +132,14 @@ fn keep(kept: &mut Vec<Kept>, v: Value, path: String, warnings: &mut Vec<String>
             return Ok(());
         }
     };
-    match kept.iter_mut().find(|k| k.id == id) {
-        Some(k) => *k = Kept { path, id, v },
-        None => kept.push(Kept { path, id, v }),
+    match kept[live..].iter_mut().find(|k| k.id == id) {
+        Some(k) => {
+            k.path = path;
+            k.v = v;
+        }
+        None => {
+            kept.push(Kept { path, id, v, summary: false });
+        }
     }
     Ok(())
 }
@@ -135,32 +147,42 @@ fn keep(kept: &mut Vec<Kept>, v: Value, path: String, warnings: &mut Vec<String>
 /// A JSON Lines session (Gemini CLI 0.39 and later), read as the CLI reads it back
 /// (`loadConversationRecord`): each line in turn is a `$rewindTo` (drop that message and every
 /// later one), a message record (upserted by `id`), a `$set` (session fields; its `messages`, a
-/// checkpoint, replace every message) or a header (session fields; `messages` too, if any, as
-/// upserts). Then the messages that remain are converted as a session document's are.
+/// checkpoint, replace the CLI's messages) or a header (session fields; `messages` too, if any,
+/// as upserts). A checkpoint that writes the CLI's messages again (at start, a sync) upserts
+/// them; one that repeats the first and leaves out the later ones (a rolled-back request)
+/// removes those, warned of; one that replaces them (`/compress`) keeps them, warned of, and
+/// its messages follow a `compaction` marker: later upserts and rewinds act on its messages
+/// only (the CLI's list), never on the history before the marker. Then the messages that remain
+/// are converted as a session document's are.
 fn import_lines(lines: Vec<(usize, Value)>, stem: &str) -> Res<Trace> {
     let mut c = Conv::new(stem, SourceFormat::GeminiCli);
     let mut kept: Vec<Kept> = Vec::new();
+    // Where the CLI's current messages begin in `kept` (after the last compaction checkpoint;
+    // the messages before it are the history it replaced).
+    let mut live = 0;
+    // Where a compaction marker goes: before `kept[i]` (or last, if nothing follows it).
+    let mut compactions: Vec<usize> = Vec::new();
     for (n, mut v) in lines {
         let r = Node::line_root(&v, n);
         let o = r.obj()?;
         if o.contains_key("$rewindTo") {
             let to = r.key("$rewindTo");
             let id = to.str()?;
-            match kept.iter().position(|k| k.id == id) {
-                Some(at) => kept.truncate(at),
+            match kept[live..].iter().position(|k| k.id == id) {
+                Some(at) => kept.truncate(live + at),
                 None => {
                     c.t.meta.warnings.push(format!(
                         "{}: rewind to message {}, which is not in the session: every earlier message was dropped, as Gemini CLI does",
                         to.path,
                         quoted(id)
                     ));
-                    kept.clear();
+                    kept.truncate(live);
                 }
             }
         } else if o.contains_key("id") {
             r.key("id").str()?;
             let path = r.path.clone();
-            keep(&mut kept, v, path, &mut c.t.meta.warnings)?;
+            keep(&mut kept, live, v, path, &mut c.t.meta.warnings)?;
         } else if o.contains_key("$set") || str_of(o, "sessionId").is_some() {
             let set = if o.contains_key("$set") { r.key("$set") } else { r.clone() };
             let fields = set.obj()?;
@@ -178,12 +200,44 @@ fn import_lines(lines: Vec<(usize, Value)>, stem: &str) -> Res<Trace> {
                 let checkpoint = o.contains_key("$set");
                 let target = if checkpoint { v.get_mut("$set") } else { Some(&mut v) };
                 let Some(target) = target else { continue };
-                let items = Node::take_items(target, path, "messages")?;
+                let items = Node::take_items(target, path.clone(), "messages")?;
+                let mut compaction = false;
                 if checkpoint {
-                    kept.clear();
+                    // The CLI's messages the checkpoint writes again first, in order (a sync, a
+                    // rolled-back request), by id.
+                    let same = kept[live..]
+                        .iter()
+                        .zip(&items)
+                        .take_while(|(k, (x, _))| x.get("id").and_then(Value::as_str) == Some(k.id.as_str()))
+                        .count();
+                    let replaced = kept.len() - live - same;
+                    if replaced > 0 && same > 0 {
+                        // A request rolled back (cancelled or failed): the CLI took its
+                        // messages out of the model's history; so does the trace.
+                        c.t.meta.warnings.push(format!(
+                            "{path}: a checkpoint keeps the first {same} message(s) and drops the {replaced} later one(s) \
+                             (a rolled-back request): they are removed, as Gemini CLI removed them from the model's history"
+                        ));
+                        kept.truncate(live + same);
+                    } else if replaced > 0 {
+                        // The history replaced (`/compress`): the messages the model saw stay,
+                        // then a compaction marker, then the checkpoint's messages.
+                        c.t.meta.warnings.push(format!(
+                            "{path}: a checkpoint replaced the {replaced} earlier message(s) (a compaction, as `/compress` writes): \
+                             they are kept, followed by a compaction marker and the checkpoint's messages"
+                        ));
+                        live = kept.len();
+                        compactions.push(live);
+                        compaction = true;
+                    }
                 }
                 for (x, at) in items {
-                    keep(&mut kept, x, at, &mut c.t.meta.warnings)?;
+                    keep(&mut kept, live, x, at, &mut c.t.meta.warnings)?;
+                }
+                if compaction {
+                    for k in &mut kept[live..] {
+                        k.summary = true;
+                    }
                 }
             }
         } else {
@@ -195,10 +249,33 @@ fn import_lines(lines: Vec<(usize, Value)>, stem: &str) -> Res<Trace> {
         }
     }
     let mut answered = HashSet::new();
-    for k in &kept {
+    let mut marks = compactions.into_iter().peekable();
+    for (i, k) in kept.iter().enumerate() {
+        while marks.next_if_eq(&i).is_some() {
+            compaction_marker(&mut c);
+        }
+        let from = c.t.messages.len();
         message(&mut c, &mut answered, &Node::at(&k.v, k.path.clone()))?;
+        if k.summary {
+            for m in &mut c.t.messages[from..] {
+                m.kind = Some("compaction_summary".into());
+            }
+        }
+    }
+    for _ in marks {
+        compaction_marker(&mut c);
     }
     Ok(c.finish())
+}
+
+/// A `compaction` marker before the next message: a checkpoint replaced the messages before it.
+fn compaction_marker(c: &mut Conv) {
+    c.t.markers.push(ContextMarker {
+        index: c.t.messages.len(),
+        kind: "compaction".into(),
+        detail: Some("gemini-cli".into()),
+        tokens_before: None,
+    });
 }
 
 fn import_value(root: &Node<'_>, id: &str) -> Res<Trace> {
@@ -388,7 +465,7 @@ fn part(p: &Node<'_>, warnings: &mut Vec<String>) -> Res<Option<String>> {
 mod tests {
     use super::*;
     use crate::trace::import::detect::detect;
-    use crate::trace::model::Role;
+    use crate::trace::model::{ContextMarker, Role};
 
     #[test]
     fn calls_results_thoughts_and_tokens() {
@@ -527,7 +604,6 @@ mod tests {
             "status": "success", "timestamp": "t4"});
         let t = import_lines_of(&[
             header(),
-            json!({"$set": {"messages": [{"id": "old", "timestamp": "t0", "type": "user", "content": "dropped by the checkpoint"}]}}),
             json!({"$set": {"messages": [{"id": "ctx", "timestamp": "t1", "type": "user", "content": [{"text": "<session_context>"}]}], "lastUpdated": "t1"}}),
             json!({"id": "u1", "timestamp": "t2", "type": "user", "content": [{"text": "list /"}]}),
             json!({"$set": {"lastUpdated": "t2"}}),
@@ -566,6 +642,100 @@ mod tests {
         assert_eq!(t.meta.task_id.as_deref(), Some("s1"));
         assert_eq!(t.meta.model.as_deref(), Some("gemini-3"));
         assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+    }
+
+    /// A checkpoint that replaces the earlier messages (`/compress` writes the history it made,
+    /// a `<state_snapshot>`) drops none of them: the messages the model saw stay, then a
+    /// `compaction` marker, then the checkpoint's messages (`kind: "compaction_summary"`), with
+    /// one warning giving how many it replaced. It used to drop them without a word.
+    #[test]
+    fn a_compaction_checkpoint_keeps_the_earlier_messages() {
+        let t = import_lines_of(&[
+            header(),
+            json!({"id": "m1", "timestamp": "t1", "type": "user", "content": "the secret code is 4711"}),
+            json!({"id": "m2", "timestamp": "t2", "type": "gemini", "content": "noted",
+                   "tokens": {"input": 10, "output": 2, "cached": 0, "thoughts": 0, "tool": 0, "total": 12}}),
+            json!({"$set": {"messages": [{"id": "c1", "type": "user", "content": "<state_snapshot>summary</state_snapshot>"}]}}),
+            json!({"id": "m3", "timestamp": "t3", "type": "user", "content": "what was the code?"}),
+        ]);
+        let got: Vec<_> = t.messages.iter().map(|m| (m.role, m.content.as_str(), m.kind.as_deref())).collect();
+        assert_eq!(
+            got,
+            [
+                (Role::User, "the secret code is 4711", None),
+                (Role::Assistant, "noted", None),
+                (Role::User, "<state_snapshot>summary</state_snapshot>", Some("compaction_summary")),
+                (Role::User, "what was the code?", None),
+            ]
+        );
+        assert_eq!(t.messages[1].usage.map(|u| u.input), Some(10));
+        assert_eq!(
+            t.markers,
+            [ContextMarker { index: 2, kind: "compaction".into(), detail: Some("gemini-cli".into()), tokens_before: None }]
+        );
+        assert_eq!(
+            t.meta.warnings,
+            ["line 4: $[\"$set\"]: a checkpoint replaced the 2 earlier message(s) (a compaction, as `/compress` writes): \
+              they are kept, followed by a compaction marker and the checkpoint's messages"]
+        );
+    }
+
+    /// After a compaction checkpoint, a record upserted by id and a `$rewindTo` act on the
+    /// CLI's messages, the checkpoint's (an id in both lists is the checkpoint's message; the
+    /// history before the marker stays as the model saw it). A checkpoint at start (no earlier
+    /// message) or one that writes the CLI's messages again needs no marker; one that repeats
+    /// the first messages and leaves out the later ones (a rolled-back request) removes those,
+    /// warned of, as the CLI removed them from the model's history.
+    #[test]
+    fn checkpoints_upserts_and_rewinds_together() {
+        let t = import_lines_of(&[
+            header(),
+            json!({"$set": {"messages": [{"id": "ctx", "timestamp": "t0", "type": "user", "content": "<session_context>"}]}}),
+            json!({"id": "m1", "timestamp": "t1", "type": "user", "content": "first"}),
+            json!({"id": "m2", "timestamp": "t2", "type": "gemini", "content": "one"}),
+            json!({"id": "m3", "timestamp": "t3", "type": "user", "content": "cancelled"}),
+            // a rolled-back request: the CLI's messages again, without the last one
+            json!({"$set": {"messages": [
+                {"id": "ctx", "timestamp": "t0", "type": "user", "content": "<session_context>"},
+                {"id": "m1", "timestamp": "t1", "type": "user", "content": "first"},
+                {"id": "m2", "timestamp": "t2", "type": "gemini", "content": "one"}]}}),
+            // a sync writing them again: nothing replaced
+            json!({"$set": {"messages": [
+                {"id": "ctx", "timestamp": "t0", "type": "user", "content": "<session_context>"},
+                {"id": "m1", "timestamp": "t1", "type": "user", "content": "first"},
+                {"id": "m2", "timestamp": "t2", "type": "gemini", "content": "one"}]}}),
+            // /compress: a snapshot, and m2 kept in the new history
+            json!({"$set": {"messages": [
+                {"id": "c1", "timestamp": "t4", "type": "user", "content": "<state_snapshot>s</state_snapshot>"},
+                {"id": "m2", "timestamp": "t2", "type": "gemini", "content": "one (kept)"}]}}),
+            json!({"id": "m2", "timestamp": "t5", "type": "gemini", "content": "one (updated)"}),
+            json!({"id": "m4", "timestamp": "t6", "type": "user", "content": "wrong question"}),
+            json!({"$rewindTo": "m4"}),
+            json!({"id": "m5", "timestamp": "t7", "type": "user", "content": "right question"}),
+        ]);
+        let got: Vec<_> = t.messages.iter().map(|m| (m.content.as_str(), m.kind.as_deref())).collect();
+        assert_eq!(
+            got,
+            [
+                ("<session_context>", None),
+                ("first", None),
+                ("one", None),
+                ("<state_snapshot>s</state_snapshot>", Some("compaction_summary")),
+                ("one (updated)", Some("compaction_summary")),
+                ("right question", None),
+            ]
+        );
+        let at: Vec<_> = t.markers.iter().map(|m| (m.index, m.kind.as_str())).collect();
+        assert_eq!(at, [(3, "compaction")]);
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "line 6: $[\"$set\"]: a checkpoint keeps the first 3 message(s) and drops the 1 later one(s) \
+                 (a rolled-back request): they are removed, as Gemini CLI removed them from the model's history",
+                "line 8: $[\"$set\"]: a checkpoint replaced the 3 earlier message(s) (a compaction, as `/compress` writes): \
+                 they are kept, followed by a compaction marker and the checkpoint's messages",
+            ]
+        );
     }
 
     /// A message the CLI rewrote from the model's history (a checkpoint): its content is the

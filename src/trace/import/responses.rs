@@ -218,8 +218,10 @@ impl Conv {
     }
 
     /// Drop the last `n` turns of the person (each from one of their messages, a user message
-    /// of no kind, to the next), as Codex does when the thread is rolled back: the messages
-    /// removed, counted (0 when there are fewer than `n` turns: nothing is removed).
+    /// of no kind, to the next), as Codex does when the thread is rolled back
+    /// (`drop_last_n_user_turns`): the messages removed, counted. `n` at least the number of
+    /// turns drops every turn (what precedes the first, the system message and injected
+    /// context, stays); `n` 0 or no turn removes nothing.
     pub fn rollback(&mut self, n: usize) -> usize {
         self.open = None;
         self.flush();
@@ -232,10 +234,13 @@ impl Conv {
             .filter(|(_, m)| m.role == Role::User && m.kind.is_none())
             .map(|(i, _)| i)
             .collect();
-        if n == 0 || starts.len() < n {
+        let Some(&first) = starts.first() else {
+            return 0;
+        };
+        if n == 0 {
             return 0;
         }
-        let cut = starts[starts.len() - n];
+        let cut = if n >= starts.len() { first } else { starts[starts.len() - n] };
         let removed = self.t.messages.len() - cut;
         self.t.messages.truncate(cut);
         self.t.markers.retain(|m| m.index <= cut);
