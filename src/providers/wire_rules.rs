@@ -194,6 +194,62 @@ fn pair_run(turn: Option<&Message>, run: &[Message]) -> Option<Vec<Message>> {
     Some(kept)
 }
 
+/// `messages` with each result recorded later than the run of tool messages right after its
+/// call (a user note, or another turn, in between: an importer keeps such a trace, both APIs
+/// refuse it) moved to the end of that run, so its call gets its real result and not an error
+/// result saying [`NO_RESULT`] with the real one sent as text after it. A later result counts
+/// only before any later turn that calls the same id. Borrowed when no result is elsewhere
+/// (the common request: nothing is allocated).
+fn gathered(messages: &[Message]) -> Cow<'_, [Message]> {
+    // (the late result's index, the end of the run it is moved to)
+    let mut moves: Vec<(usize, usize)> = Vec::new();
+    for (t, turn) in messages.iter().enumerate() {
+        if turn.role != Role::Assistant || turn.tool_calls.is_empty() {
+            continue;
+        }
+        let end = t
+            + 1
+            + messages[t + 1..]
+                .iter()
+                .take_while(|m| m.role == Role::Tool)
+                .count();
+        for call in &turn.tool_calls {
+            let id = Some(call.id.as_str());
+            if messages[t + 1..end]
+                .iter()
+                .any(|r| r.tool_call_id.as_deref() == id)
+            {
+                continue;
+            }
+            let next = messages[end..].iter().position(|m| {
+                (m.role == Role::Tool && m.tool_call_id.as_deref() == id)
+                    || (m.role == Role::Assistant && m.tool_calls.iter().any(|c| c.id == call.id))
+            });
+            if let Some(k) = next.map(|k| end + k) {
+                if messages[k].role == Role::Tool && !moves.iter().any(|&(m, _)| m == k) {
+                    moves.push((k, end));
+                }
+            }
+        }
+    }
+    if moves.is_empty() {
+        return Cow::Borrowed(messages);
+    }
+    let mut v = Vec::with_capacity(messages.len());
+    for (i, m) in messages.iter().enumerate() {
+        if !moves.iter().any(|&(k, _)| k == i) {
+            v.push(m.clone());
+        }
+        v.extend(
+            moves
+                .iter()
+                .filter(|&&(_, end)| end == i + 1)
+                .map(|&(k, _)| messages[k].clone()),
+        );
+    }
+    Cow::Owned(v)
+}
+
 /// `messages` with every run of tool messages (and every assistant turn with calls and no run
 /// after it) made to keep the pairing rules ([`pair_run`]); borrowed when all do.
 fn paired(messages: &[Message]) -> Cow<'_, [Message]> {
@@ -228,7 +284,11 @@ fn paired(messages: &[Message]) -> Cow<'_, [Message]> {
 
 /// `messages` and `tools` made to meet the rules of the module doc.
 pub(crate) fn conform(messages: &[Message], tools: &[ToolDef]) -> Conformed {
-    let with_results = paired(messages);
+    let late_moved = gathered(messages);
+    let with_results = match paired(&late_moved) {
+        Cow::Owned(v) => Cow::Owned(v),
+        Cow::Borrowed(_) => late_moved,
+    };
     let names = assign(
         || {
             let called = with_results
@@ -450,6 +510,51 @@ mod tests {
         );
         assert!(sent[3].is_error && sent[3].content == NO_RESULT);
         assert_eq!(sent[6].name.as_deref(), Some("finish"));
+    }
+
+    #[test]
+    fn a_result_recorded_after_a_later_turn_is_moved_to_its_call() {
+        let m = vec![
+            Message::user("go"),
+            Message::assistant("", vec![call("c1", "ls"), call("c2", "cat")]),
+            Message::tool("c2", "cat", "text"),
+            Message::user("(a note)"),
+            Message::tool("c1", "ls", "README.md"),
+            Message::assistant("done", vec![]),
+        ];
+        let sent = conform(&m, &[]).messages.unwrap();
+        let shape: Vec<(Role, Option<&str>, &str)> = sent
+            .iter()
+            .map(|m| (m.role, m.tool_call_id.as_deref(), m.content.as_str()))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (Role::User, None, "go"),
+                (Role::Assistant, None, ""),
+                (Role::Tool, Some("c2"), "text"),
+                (Role::Tool, Some("c1"), "README.md"),
+                (Role::User, None, "(a note)"),
+                (Role::Assistant, None, "done"),
+            ]
+        );
+        // A later turn calling the same id takes its own result: nothing is moved past it.
+        let m = vec![
+            Message::user("go"),
+            Message::assistant("", vec![call("c1", "ls")]),
+            Message::user("again"),
+            Message::assistant("", vec![call("c1", "ls")]),
+            Message::tool("c1", "ls", "README.md"),
+        ];
+        let sent = conform(&m, &[]).messages.unwrap();
+        assert_eq!(sent[2].content, NO_RESULT);
+        assert_eq!(sent[5].content, "README.md");
+        // Nothing late: nothing copied.
+        let ok = vec![
+            Message::assistant("", vec![call("c1", "ls")]),
+            Message::tool("c1", "ls", "x"),
+        ];
+        assert!(conform(&ok, &[]).messages.is_none());
     }
 
     #[test]
