@@ -163,38 +163,91 @@ impl Writer {
 /// few texts its report shows at their offsets ([`read_pack`]) instead of scanning the whole
 /// pack (45 MB read back at the end of the 1,000-unit needle sweep, before its blocks). Keyed
 /// by the first 8 bytes of the text's digest (every text read is checked against its name's
-/// digest, and a miss falls back to the scan); at most [`PackIndex::MAX`] texts (about 64
-/// bytes each: a text in a block is located by the block and its place in it; a block read
-/// is decompressed once for all the texts wanted from it).
+/// digest, and a miss falls back to the scan); at most [`PackIndex::MAX`] texts. A text is
+/// located by the region of the file it was appended in (a block, or plain records: one a
+/// unit) and its place in that region, 24 bytes a text in the map (a text kept its own block's
+/// offsets, 56 bytes, and the map of the 1,000-unit needle sweep's ~35,000 texts was the
+/// largest thing alive at the run's peak: 2.8 MB); a block read is decompressed once for all
+/// the texts wanted from it.
 #[derive(Debug, Default)]
 struct PackIndex {
     /// Key of a member name ([`index_key`]) → where its first text lies.
-    at: rustc_hash::FxHashMap<u64, Loc>,
-    /// End of the file as this writer left it; `None`: unknown (a write failed part-way, or
-    /// more texts than [`PackIndex::MAX`]), the index is not used.
+    at: rustc_hash::FxHashMap<u64, Slot>,
+    /// The regions `at` names, in file order.
+    regions: Vec<Region>,
+    /// End of the file as this writer left it; `None`: unknown (a write failed part-way, more
+    /// texts than [`PackIndex::MAX`], or a region or text too long to index), the index is
+    /// not used.
     end: Option<u64>,
 }
 
 impl PackIndex {
     const MAX: usize = 1 << 20;
+
+    /// Index `texts`, which lie in `region` of records appended at `start`; false when they
+    /// cannot all be (too many texts, a region or a text past `u32` offsets): the index is
+    /// then not used.
+    fn add(&mut self, start: u64, region: Region, texts: &[(Option<u64>, Placed)]) -> bool {
+        if texts.is_empty() {
+            return true;
+        }
+        if self.at.len() + texts.len() > Self::MAX {
+            return false;
+        }
+        let Ok(id) = u32::try_from(self.regions.len()) else {
+            return false;
+        };
+        let slots: Option<Vec<_>> = texts
+            .iter()
+            .map(|&(key, placed)| {
+                let slot = Slot {
+                    region: id,
+                    at: u32::try_from(placed.at).ok()?,
+                    len: u32::try_from(placed.len).ok()?,
+                };
+                Some((key, slot))
+            })
+            .collect();
+        let Some(slots) = slots else {
+            return false;
+        };
+        self.regions.push(Region {
+            at: start + region.at,
+            ..region
+        });
+        for (key, slot) in slots {
+            if let Some(key) = key {
+                self.at.entry(key).or_insert(slot);
+            }
+        }
+        true
+    }
 }
 
-/// Where a text lies in a pack: `len` bytes at `at`, an offset in the file or, for a text
-/// written in a block, in the block's decompressed bytes.
+/// Where a text lies in a pack: `len` bytes at `at` of region `region` (in a block's
+/// decompressed bytes, or from the start of plain records).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Loc {
-    at: u64,
-    len: u64,
-    block: Option<BlockLoc>,
+struct Slot {
+    region: u32,
+    at: u32,
+    len: u32,
 }
 
-/// A compressed block of a pack: its `len` compressed bytes at offset `at` of the file, which
-/// decompress to `raw` bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct BlockLoc {
+/// Records appended together: `len` bytes at offset `at` of the file, a block whose bytes
+/// decompress to `raw` bytes (`Some`), or text records as they are (`None`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Region {
     at: u64,
     len: u64,
-    raw: u64,
+    raw: Option<u64>,
+}
+
+/// Where a text lies in records about to be appended: `len` bytes at `at` of their raw
+/// (uncompressed) bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Placed {
+    at: u64,
+    len: u64,
 }
 
 /// Tag of a block record's header line (`#lz4 <raw length> <byte length>`); no member name
@@ -331,7 +384,7 @@ impl SummaryPack {
     pub fn keep(&self, texts: Vec<(SummaryRecord, &str)>) -> std::io::Result<Vec<SummaryRecord>> {
         // The long texts' records, and each text's index key and place in them.
         let mut raw = Vec::new();
-        let mut placed: Vec<(Option<u64>, Loc)> = Vec::new();
+        let mut placed: Vec<(Option<u64>, Placed)> = Vec::new();
         let mut out = Vec::with_capacity(texts.len());
         for (mut record, text) in texts {
             record.text_digest = text_digest(text);
@@ -343,14 +396,7 @@ impl SummaryPack {
                 let name = member_name(&record.text_digest);
                 let at = push_record(&mut raw, &name, text);
                 let len = text.len() as u64;
-                placed.push((
-                    index_key(&name),
-                    Loc {
-                        at,
-                        len,
-                        block: None,
-                    },
-                ));
+                placed.push((index_key(&name), Placed { at, len }));
                 record.file = Some(name);
                 record.text = None;
             }
@@ -427,45 +473,41 @@ impl SummaryPack {
 
     /// Append the text records `raw` (`texts`: the key of each text they hold and where it
     /// lies in them) as one block, or as they are when compressing does not shorten them.
-    fn append_records(&self, raw: &[u8], texts: &[(Option<u64>, Loc)]) -> std::io::Result<()> {
+    fn append_records(&self, raw: &[u8], texts: &[(Option<u64>, Placed)]) -> std::io::Result<()> {
         let packed = lz4_flex::block::compress(raw);
         let head = format!("{BLOCK_TAG} {} {}\n", raw.len(), packed.len());
         if head.len() + packed.len() >= raw.len() {
-            return self.append_parts(&[std::io::IoSlice::new(raw)], texts);
+            let region = Region {
+                at: 0,
+                len: raw.len() as u64,
+                raw: None,
+            };
+            return self.append_parts(&[std::io::IoSlice::new(raw)], region, texts);
         }
-        let block = BlockLoc {
+        let region = Region {
             at: head.len() as u64,
             len: packed.len() as u64,
-            raw: raw.len() as u64,
+            raw: Some(raw.len() as u64),
         };
-        let texts: Vec<_> = texts
-            .iter()
-            .map(|&(key, loc)| {
-                (
-                    key,
-                    Loc {
-                        block: Some(block),
-                        ..loc
-                    },
-                )
-            })
-            .collect();
         self.append_parts(
             &[
                 std::io::IoSlice::new(head.as_bytes()),
                 std::io::IoSlice::new(&packed),
             ],
-            &texts,
+            region,
+            texts,
         )
     }
 
     /// Append `parts`, in order, to the records held (written at [`FLUSH_AT`] bytes or by
-    /// [`SummaryPack::flush`]); `texts`: the key of each text they hold and where it lies,
-    /// offsets in the file counted from the start of these parts, for the index.
+    /// [`SummaryPack::flush`]); `region`: where the records of `texts` lie in them (its offset
+    /// counted from the start of these parts); `texts`: the key of each text they hold and
+    /// where it lies in the region, for the index.
     fn append_parts(
         &self,
         parts: &[std::io::IoSlice<'_>],
-        texts: &[(Option<u64>, Loc)],
+        region: Region,
+        texts: &[(Option<u64>, Placed)],
     ) -> std::io::Result<()> {
         let mut writer = self.file.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(e) = writer.failure() {
@@ -487,18 +529,7 @@ impl SummaryPack {
         }
         if let Some(start) = start {
             let mut index = self.index_lock();
-            if index.at.len() + texts.len() <= PackIndex::MAX {
-                for &(key, mut loc) in texts {
-                    match &mut loc.block {
-                        Some(block) => block.at += start,
-                        None => loc.at += start,
-                    }
-                    if let Some(key) = key {
-                        index.at.entry(key).or_insert(loc);
-                    }
-                }
-                index.end = Some(start + total);
-            }
+            index.end = index.add(start, region, texts).then_some(start + total);
         }
         Ok(())
     }
@@ -522,8 +553,8 @@ impl SummaryPack {
         }
         // Texts appended from here are indexed; the reader of this path finds the index.
         *self.index_lock() = PackIndex {
-            at: Default::default(),
             end: Some(whole),
+            ..Default::default()
         };
         if let Ok(path) = std::fs::canonicalize(&self.path) {
             let mut open = OPEN_PACKS.lock().unwrap_or_else(|e| e.into_inner());
@@ -668,34 +699,39 @@ fn read_indexed(
     if index.end != Some(file.metadata().ok()?.len()) {
         return None;
     }
-    let mut at: Vec<(Loc, &String)> = wanted
+    let mut at: Vec<(Slot, Region, &String)> = wanted
         .iter()
-        .map(|name| Some((*index.at.get(&index_key(name)?)?, name)))
+        .map(|name| {
+            let slot = *index.at.get(&index_key(name)?)?;
+            let region = *index.regions.get(usize::try_from(slot.region).ok()?)?;
+            Some((slot, region, name))
+        })
         .collect::<Option<_>>()?;
     drop(index);
     // In file order, each block decompressed once.
-    at.sort_unstable_by_key(|(loc, _)| (loc.block, loc.at));
+    at.sort_unstable_by_key(|(slot, _, _)| (slot.region, slot.at));
     let mut file = file;
     let mut found = std::collections::BTreeMap::new();
-    let mut block: Option<(BlockLoc, Vec<u8>)> = None;
-    for (loc, name) in at {
-        let len = usize::try_from(loc.len).ok()?;
-        let bytes = match loc.block {
+    let mut block: Option<(u32, Vec<u8>)> = None;
+    for (slot, region, name) in at {
+        let len = usize::try_from(slot.len).ok()?;
+        let bytes = match region.raw {
             None => {
-                file.seek(SeekFrom::Start(loc.at)).ok()?;
+                file.seek(SeekFrom::Start(region.at.checked_add(u64::from(slot.at))?))
+                    .ok()?;
                 let mut bytes = vec![0; len];
                 file.read_exact(&mut bytes).ok()?;
                 bytes
             }
-            Some(b) => {
-                if block.as_ref().is_none_or(|(held, _)| *held != b) {
-                    file.seek(SeekFrom::Start(b.at)).ok()?;
-                    let mut packed = vec![0; usize::try_from(b.len).ok()?];
+            Some(raw) => {
+                if block.as_ref().is_none_or(|(held, _)| *held != slot.region) {
+                    file.seek(SeekFrom::Start(region.at)).ok()?;
+                    let mut packed = vec![0; usize::try_from(region.len).ok()?];
                     file.read_exact(&mut packed).ok()?;
-                    block = Some((b, unblock(&packed, b.raw)?));
+                    block = Some((slot.region, unblock(&packed, raw)?));
                 }
                 let raw = &block.as_ref()?.1;
-                let at = usize::try_from(loc.at).ok()?;
+                let at = usize::try_from(slot.at).ok()?;
                 raw.get(at..at.checked_add(len)?)?.to_vec()
             }
         };
@@ -711,6 +747,53 @@ fn read_indexed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_index_entry_is_24_bytes_and_an_offset_past_u32_turns_the_index_off() {
+        // The map's entries are what a long run's index costs (a million texts at most).
+        assert_eq!(std::mem::size_of::<(u64, Slot)>(), 24);
+        let mut index = PackIndex::default();
+        let plain = Region {
+            at: 0,
+            len: 10,
+            raw: None,
+        };
+        let ok = [(Some(1), Placed { at: 3, len: 4 })];
+        assert!(index.add(100, plain, &ok));
+        assert_eq!(index.regions, [Region { at: 100, ..plain }]);
+        assert_eq!(
+            index.at[&1],
+            Slot {
+                region: 0,
+                at: 3,
+                len: 4
+            }
+        );
+        // Records without texts add no region.
+        assert!(index.add(200, plain, &[]));
+        assert_eq!(index.regions.len(), 1);
+        let far = [(
+            Some(2),
+            Placed {
+                at: 1 << 32,
+                len: 1,
+            },
+        )];
+        let long = [(
+            Some(3),
+            Placed {
+                at: 0,
+                len: 1 << 32,
+            },
+        )];
+        assert!(!index.add(300, plain, &far));
+        assert!(!index.add(300, plain, &long));
+        assert_eq!(
+            index.regions.len(),
+            1,
+            "nothing of a refused region is kept"
+        );
+    }
 
     #[test]
     fn text_digest_is_sha256_in_lowercase_hex() {
