@@ -381,14 +381,96 @@ pub fn table_fit(header: &[&str], rows: &[Vec<String>], width: usize) -> String 
     out
 }
 
+/// `s` as one word of a POSIX shell command line, for a command a message suggests
+/// (`ctxbench run SUITE --resume DIR`): as it is when it holds only characters no shell treats
+/// specially (letters, digits, `_ - . / , : @ % + =`), else in single quotes (a quote in it
+/// written `'\''`), and with a control character (a newline in a file name) in bash's `$'…'`
+/// form, where it is an escape (`\n`, `\x1b`). Nothing else makes a path with a space, a `$` or a
+/// `;` in it copyable from the message into a shell.
+pub fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_alphanumeric() || "_-./,:@%+=".contains(c);
+    if !s.is_empty() && s.chars().all(plain) && !s.starts_with('=') {
+        return s.to_string();
+    }
+    if s.chars().any(is_control) {
+        let mut out = String::from("$'");
+        for c in s.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\'' => out.push_str("\\'"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                '\r' => out.push_str("\\r"),
+                c if is_control(c) && u32::from(c) < 0x80 => push_visible(&mut out, c),
+                // A C1 or bidi control as its UTF-8 bytes, each `\xHH` (bash's `$'…'` reads
+                // `\u` only in some versions).
+                c if is_control(c) => {
+                    let mut buf = [0u8; 4];
+                    for b in c.encode_utf8(&mut buf).bytes() {
+                        out.push_str(&format!("\\x{b:02x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('\'');
+        return out;
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The words of `text` for wrapping: split at whitespace, except that a span in single quotes
+/// opened at the start of a word, or right after a backtick, `=` or another quote (a
+/// [`shell_word`] such as `'my runs/a'`, `` `--resume 'a b'` ``, `'it'\''s'`) stays in its
+/// word with its whitespace as it is: a line never breaks inside a quoted path, and its spaces
+/// are not collapsed. A quote with no closing one is an ordinary character (an apostrophe).
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        rest = rest.trim_start();
+        if rest.is_empty() {
+            return None;
+        }
+        let (word, tail) = rest.split_at(word_end(rest));
+        rest = tail;
+        Some(word)
+    })
+}
+
+/// Where the word at the start of `s` (which starts with no whitespace) ends ([`words`]); a
+/// quoted span closes on its line.
+fn word_end(s: &str) -> usize {
+    let mut at = 0;
+    let mut prev: Option<char> = None;
+    while let Some(c) = s[at..].chars().next() {
+        if c.is_whitespace() {
+            break;
+        }
+        let next = at + c.len_utf8();
+        if c == '\'' && matches!(prev, None | Some('`' | '=' | '\'' | '$')) {
+            let line = s[next..]
+                .find('\n')
+                .map_or(&s[next..], |nl| &s[next..next + nl]);
+            if let Some(close) = line.find('\'') {
+                at = next + close + 1;
+                prev = Some('\'');
+                continue;
+            }
+        }
+        at = next;
+        prev = Some(c);
+    }
+    at
+}
+
 /// `text` wrapped at word boundaries to `width` display columns ([`columns`]: a CJK character
 /// or an emoji takes two), each line ending in a newline (a word longer than `width` gets a
-/// line of its own).
+/// line of its own; a quoted span stays whole, [`words`]).
 pub fn wrap(text: &str, width: usize) -> String {
     let mut out = String::new();
     let mut line = String::new();
     let mut used = 0;
-    for word in text.split_whitespace() {
+    for word in words(text) {
         let w = columns(word);
         if !line.is_empty() && used + 1 + w > width {
             out.push_str(&line);
@@ -422,7 +504,7 @@ pub fn wrap_whole(label: &str, indent: usize, text: &str, width: usize) -> Strin
     let mut line = label.to_string();
     // Only the label (or the indent) on the line so far.
     let mut bare = true;
-    for word in text.split_whitespace() {
+    for word in words(&text) {
         let needed = if bare { 0 } else { 1 } + columns(word);
         if columns(&line) + needed > width && !(bare && line.trim().is_empty()) {
             out.push_str(line.trim_end());
@@ -778,6 +860,50 @@ mod tests {
         // Control characters take the columns of their escapes.
         assert_eq!(w("x ", 2, "a\x1bb"), "x a\\x1bb\n");
         assert_eq!(w("overrides ", 10, ""), "overrides\n");
+    }
+
+    #[test]
+    fn a_shell_word_is_plain_or_quoted_as_a_shell_reads_it() {
+        use super::shell_word;
+        for plain in ["reports/run-1", "/tmp/a.b/c_d", "x=1", "été/日本"] {
+            assert_eq!(shell_word(plain), plain);
+        }
+        assert_eq!(shell_word(""), "''");
+        assert_eq!(shell_word("my  runs/a"), "'my  runs/a'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word("$HOME;rm"), "'$HOME;rm'");
+        assert_eq!(shell_word("=x"), "'=x'");
+        assert_eq!(shell_word("a\nb'c"), "$'a\\nb\\'c'");
+        assert_eq!(shell_word("a\u{1b}b"), "$'a\\x1bb'");
+        assert_eq!(shell_word("a\u{202e}b"), "$'a\\xe2\\x80\\xaeb'");
+        #[cfg(unix)]
+        for s in ["my  runs/a", "it's", "$HOME;rm `x`", "a\nb'c", "\\'\"", "*"] {
+            let out = std::process::Command::new("bash")
+                .args(["-c", &format!("printf %s {}", shell_word(s))])
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout), s, "{}", shell_word(s));
+        }
+    }
+
+    #[test]
+    fn a_quoted_span_is_one_word_when_wrapped_and_keeps_its_spaces() {
+        let path = super::shell_word("/tmp/my  runs/it's here");
+        let text = format!("start it over with `ctxbench run SUITE --resume {path}` or not");
+        for width in 20..90 {
+            let wrapped = super::wrap_whole("error: ", 0, &text, width);
+            assert!(wrapped.contains(&path), "{width}: {wrapped}");
+            let plain = super::wrap(&text, width);
+            assert!(plain.contains(&path), "{width}: {plain}");
+        }
+        // An apostrophe in prose opens nothing; a quote without its closing one neither.
+        let words: Vec<_> = super::words("it can't  be 'open ended").collect();
+        assert_eq!(words, ["it", "can't", "be", "'open", "ended"]);
+        let words: Vec<_> = super::words("x 'a b'c d `'e  f'` g='h i' 'j\nk'").collect();
+        assert_eq!(
+            words,
+            ["x", "'a b'c", "d", "`'e  f'`", "g='h i'", "'j", "k'"]
+        );
     }
 
     #[test]

@@ -209,8 +209,8 @@ pub fn resume_arg(arg: &str, path: &Path) -> Result<(), UsageError> {
                 .unwrap_or(Path::new("."));
             format!(
                 "it is empty; `ctxbench run SUITE -o {} --run-id {}` starts a new run in it",
-                crate::output::display_path(parent),
-                name.to_string_lossy()
+                crate::output::shell_word(&crate::output::display_path(parent)),
+                crate::output::shell_word(&name.to_string_lossy())
             )
         }
         (true, None) => "it is empty".to_string(),
@@ -266,7 +266,8 @@ pub fn never_started(arg: &str, path: &Path, nothing_to: &str) -> UsageError {
         None => format!(
             "{arg} {shown}: this run never started (it was stopped before its run.json was \
              written; nothing was recorded), so there is nothing to {nothing_to}: start it over \
-             with `ctxbench run SUITE --resume {shown}`, or remove it (`ctxbench clean`)"
+             with `ctxbench run SUITE --resume {}`, or remove it (`ctxbench clean`)",
+            crate::output::shell_word(&shown)
         ),
     };
     UsageError(crate::output::error_text(&text))

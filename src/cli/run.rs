@@ -701,7 +701,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "--dry-run plans a fresh run of the suite and does not read --resume's run \
                  directory: `ctxbench report {}` shows what it holds, and `ctxbench run SUITE \
                  --resume {0}` runs only its missing units",
-                crate::output::display_path(dir)
+                crate::output::shell_word(&crate::output::display_path(dir))
             ))
             .into());
         }
@@ -849,14 +849,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         RunStatus::Interrupted => {
             let term = terminated.load(Ordering::SeqCst);
             crate::output::errln!(
-                "{}: {} unit(s) not run; continue with `ctxbench run {} --resume {dir}`",
+                "{}: {} unit(s) not run; continue with `ctxbench run {} --resume {}`",
                 if term {
                     "terminated (SIGTERM)"
                 } else {
                     "interrupted"
                 },
                 m.units.not_run_interrupted,
-                args.suite.display()
+                crate::output::shell_word(&args.suite.to_string_lossy()),
+                crate::output::shell_word(&dir)
             );
             if term {
                 EXIT_TERMINATED
@@ -866,10 +867,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         RunStatus::BudgetExhausted => {
             crate::output::errln!(
-                "stopped by the budget (${:.4} of ${:.4} spent): {} unit(s) not run; raise it with `--resume {dir} --max-cost-usd X`",
+                "stopped by the budget (${:.4} of ${:.4} spent): {} unit(s) not run; raise it with `--resume {} --max-cost-usd X`",
                 m.totals.spent_usd,
                 m.options.max_cost_usd.unwrap_or_default(),
-                m.units.not_run_budget
+                m.units.not_run_budget,
+                crate::output::shell_word(&dir)
             );
             EXIT_FAILURE
         }

@@ -650,7 +650,7 @@ fn new_run_dir(
                 return Err(UsageError(format!(
                     "run directory {} already exists; continue it with `--resume {}` or choose another --run-id",
                     dir.display(),
-                    dir.display()
+                    crate::output::shell_word(&dir.to_string_lossy())
                 ))
                 .into());
             }

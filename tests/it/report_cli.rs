@@ -253,6 +253,37 @@ fn never_started(dir: &std::path::Path) {
     std::fs::write(dir.join(".run.json.tmp"), "{\n  \"schema_version\": ").unwrap();
 }
 
+/// The command a message suggests names a path with spaces, a quote or a `$` as one shell
+/// word, kept whole on its line however the message wraps: pasted into a shell it names the
+/// run directory itself (it was pasted as written, `--resume /tmp/my  run's $x`: three words
+/// and an unclosed quote).
+#[cfg(unix)]
+#[test]
+fn a_suggested_command_quotes_a_path_for_the_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "a".repeat(40);
+    let early = dir.path().join(format!("{long} my  run's $x"));
+    never_started(&early);
+    let e = early.to_str().unwrap();
+    let o = ctxbench().args(["report", e]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.lines().all(|l| l.chars().count() <= 100), "{err}");
+    // Lines end only between words: joined with a space, the command is as written.
+    let joined = err.lines().collect::<Vec<_>>().join(" ");
+    let start = joined.find("`ctxbench run SUITE --resume ").expect(&joined);
+    let cmd = &joined[start + 1..];
+    let word = cmd["ctxbench run SUITE --resume ".len()..]
+        .split('`')
+        .next()
+        .unwrap();
+    let shell = std::process::Command::new("sh")
+        .args(["-c", &format!("printf %s {word}")])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&shell.stdout), e, "{err}");
+}
+
 /// `report`, `compare` and `gate` on a run that never started say so, and what to do (start it
 /// over with `run --resume`, or `clean` it), with exit 2 naming the argument and the path,
 /// every line within 100 columns; they write nothing into it.
