@@ -79,6 +79,23 @@ fn every_dataset_file_imports_and_only_non_traces_are_ignored() {
     assert_eq!(ids.len(), imported.traces.len(), "trace ids are unique");
 }
 
+/// The bundled Codex rollouts' events are all read or repeat what the items hold: no warning
+/// of unread records (a warning on every real file for Codex's bookkeeping would be noise).
+#[test]
+fn codex_bookkeeping_events_are_no_warning() {
+    let imported = import_paths(&[ds("codex")], None, false).unwrap();
+    assert_eq!(imported.traces.len(), 4);
+    for t in &imported.traces {
+        let unread: Vec<&String> = t
+            .meta
+            .warnings
+            .iter()
+            .filter(|w| w.contains("does not read"))
+            .collect();
+        assert!(unread.is_empty(), "{}: {unread:?}", t.meta.id);
+    }
+}
+
 #[test]
 fn tool_results_pair_with_exactly_one_call_everywhere() {
     let imported = import_paths(&[root().join("datasets")], None, false).unwrap();

@@ -133,7 +133,8 @@ fn placeholders(t: &Trace) -> Vec<(&str, &str)> {
         .collect()
 }
 
-/// A refusal, as a content part and as the message's own field, is imported as its text.
+/// A refusal, as a content part and as the message's own field, is imported as its text, with
+/// a warning at each saying the message is a refusal.
 #[test]
 fn openai_refusals_are_text() {
     let t = data("openai_refusal.json").remove(0);
@@ -147,7 +148,15 @@ fn openai_refusals_are_text() {
             "It could be used to break in without consent.",
         ]
     );
-    assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+    assert_eq!(
+        t.meta.warnings,
+        [
+            "$.messages[1].content[0]: the model refused (a `refusal` part): the message is the \
+             refusal's text",
+            "$.messages[3].refusal: the model refused (`refusal`): the message is the refusal's \
+             text"
+        ]
+    );
 }
 
 /// Gemini CLI: the image a person names with `@` (in the user content) and the PDF a tool read

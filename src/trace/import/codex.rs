@@ -16,16 +16,22 @@
 //!   later) → `cache_write`. `thread_rolled_back` (the person edited an earlier message):
 //!   Codex drops their last `num_turns` turns from the model's context, and so does the trace
 //!   (`Conv::rollback`), with a warning (more turns than there are: every turn, keeping what
-//!   precedes the first, as Codex's `drop_last_n_user_turns`). Other events repeat what the response items hold
-//!   (`user_message`, `agent_message`, `exec_command_end`) and are skipped;
+//!   precedes the first, as Codex's `drop_last_n_user_turns`). The events that repeat what the
+//!   response items and the other records hold are skipped (`REPEATED_EVENTS`: `user_message`,
+//!   `agent_message`, `agent_reasoning`, a call's `*_end`, the turn's `task_started` /
+//!   `task_complete`, `context_compacted`); any other event (`turn_aborted`,
+//!   `entered_review_mode`, `undo_completed`, …) is counted in the warning below;
 //! - `compacted` (Codex's own compaction): a `compaction` marker, followed by the context that
 //!   replaced the history: `payload.replacement_history` (items, each message marked
 //!   `kind: "compaction_summary"`) when recorded, else the summary `payload.message` as one
 //!   `compaction_summary` user message. The history's own `compaction` item holds the server's
 //!   summary encrypted: a warning says the model got a summary the trace cannot hold;
 //! - `world_state` (Codex 0.14x): the state Codex derives its context messages from, which are
-//!   `response_item`s too: skipped. A record of another type is skipped with one warning per
-//!   type.
+//!   `response_item`s too: skipped.
+//!
+//! Records of another type and the events not read are skipped with one warning per file,
+//! naming each kind with its count (`"thread_note" ×2, event_msg "turn_aborted" ×1`), so
+//! nothing is dropped without a word, and the bookkeeping every rollout has is no warning.
 //!
 //! Rollouts written before `session_meta` existed (Codex CLI until about September 2025) have
 //! no envelope: line 1 is a bare header `{id, timestamp, instructions, git?}` (also with `cwd`,
@@ -86,8 +92,8 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     let mut conv = Conv::new(stem, SourceFormat::Codex);
     let mut last_total: Option<Value> = None;
     let mut legacy = false;
-    // Record types not known here: (type, count, where the first is).
-    let mut unknown: Vec<(String, usize, String)> = Vec::new();
+    // Records and events not read here, counted for one warning.
+    let mut unread = Unread::default();
     for (i, (n, v)) in lines.into_iter().enumerate() {
         let n_line = n;
         let r = Node::line_root(&v, n);
@@ -228,23 +234,77 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                     )
                 });
             }
-            "event_msg" => {}
+            "event_msg" => {
+                let kind = p.key("type").opt_str()?.unwrap_or("");
+                if !REPEATED_EVENTS.contains(&kind) {
+                    unread.note(format!("event_msg {}", crate::output::quoted(kind)), n);
+                }
+            }
             // The state Codex derives its context messages from (Codex 0.14x): those messages
             // are `response_item`s too.
             "world_state" => {}
-            other => match unknown.iter_mut().find(|(k, _, _)| k == other) {
-                Some((_, c, _)) => *c += 1,
-                None => unknown.push((other.to_string(), 1, format!("line {n}"))),
-            },
+            other => unread.note(crate::output::quoted(other), n),
         }
     }
-    for (ty, count, first) in unknown {
-        conv.t.meta.warnings.push(format!(
-            "{first}: {count} record(s) of type {} skipped (a kind this importer does not know)",
-            crate::output::quoted(&ty)
-        ));
-    }
+    conv.t.meta.warnings.extend(unread.warning());
     Ok(vec![conv.finish()])
+}
+
+/// The `event_msg` kinds whose content the trace already holds, skipped without a word (every
+/// real rollout has them): Codex writes them beside the `response_item`s for its UI and for
+/// resuming a thread (`codex-rs/core/src/rollout/policy.rs`, which events are persisted).
+/// `token_count` and `thread_rolled_back` are read and never reach this list.
+const REPEATED_EVENTS: &[&str] = &[
+    // The message items' text.
+    "user_message",
+    "agent_message",
+    // The reasoning items' summary and content.
+    "agent_reasoning",
+    "agent_reasoning_raw_content",
+    // A call's end, whose output is its `*_call_output` item (a web search: its
+    // `web_search_call` item).
+    "exec_command_end",
+    "patch_apply_end",
+    "mcp_tool_call_end",
+    "web_search_end",
+    // Turn bookkeeping: `task_complete.last_agent_message` is the last message item's text,
+    // `task_started.model_context_window` is `token_count`'s too.
+    "task_started",
+    "task_complete",
+    "turn_started",
+    "turn_complete",
+    // A compaction, which the `compacted` record holds.
+    "context_compacted",
+];
+
+/// The records and events of a rollout not read, by kind, for one warning.
+#[derive(Default)]
+struct Unread {
+    /// The line of the first.
+    first: Option<usize>,
+    /// (kind, count) in order of first appearance.
+    kinds: Vec<(String, usize)>,
+}
+
+impl Unread {
+    fn note(&mut self, kind: String, line: usize) {
+        self.first.get_or_insert(line);
+        match self.kinds.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, c)) => *c += 1,
+            None => self.kinds.push((kind, 1)),
+        }
+    }
+
+    fn warning(&self) -> Option<String> {
+        let first = self.first?;
+        let total: usize = self.kinds.iter().map(|(_, c)| c).sum();
+        let kinds: Vec<String> = self.kinds.iter().map(|(k, c)| format!("{k} ×{c}")).collect();
+        Some(format!(
+            "line {first}: {total} record(s) of kinds this importer does not read skipped ({}); \
+             what they held is not in the trace",
+            kinds.join(", ")
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -348,8 +408,8 @@ mod tests {
                 "line 6: $.payload.replacement_history[1]: the compaction summary the model was \
                  given is encrypted (`encrypted_content`): it is not in the trace; its tokens are \
                  not counted",
-                "line 7: 2 record(s) of type \"thread_note\" skipped (a kind this importer does \
-                 not know)"
+                "line 7: 2 record(s) of kinds this importer does not read skipped \
+                 (\"thread_note\" ×2); what they held is not in the trace"
             ]
         );
     }
@@ -406,6 +466,45 @@ mod tests {
             ]
         );
         assert!(crate::trace::import::pairing_problems(&t).is_empty());
+    }
+
+    /// An event this importer does not read (an interrupted turn, a review, an undo) is counted
+    /// in one warning with the records of unknown types (such events were skipped without a
+    /// word); the events that repeat the items (`user_message`, `agent_message`,
+    /// `agent_reasoning`, a call's `*_end`, the turn's `task_*`) are no warning.
+    #[test]
+    fn unread_events_are_counted_in_one_warning() {
+        let ev = |ty: &str| json!({"type": "event_msg", "payload": {"type": ty}});
+        let lines: Vec<(usize, Value)> = [
+            json!({"type": "session_meta", "payload": {"id": "S"}}),
+            ev("task_started"),
+            json!({"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}}),
+            json!({"type": "event_msg", "payload": {"type": "user_message", "message": "go"}}),
+            json!({"type": "response_item", "payload": {"type": "reasoning", "summary": [{"type": "summary_text", "text": "hm"}]}}),
+            json!({"type": "event_msg", "payload": {"type": "agent_reasoning", "text": "hm"}}),
+            json!({"type": "response_item", "payload": {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}}),
+            json!({"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "x"}}),
+            json!({"type": "event_msg", "payload": {"type": "exec_command_end", "call_id": "c1", "stdout": "x"}}),
+            ev("turn_aborted"),
+            json!({"type": "thread_note", "payload": {}}),
+            ev("entered_review_mode"),
+            ev("turn_aborted"),
+            ev("task_complete"),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| (i + 1, v))
+        .collect();
+        let t = import(lines, "r").unwrap().remove(0);
+        assert_eq!(t.messages.len(), 3);
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "line 10: 4 record(s) of kinds this importer does not read skipped (event_msg \
+                 \"turn_aborted\" ×2, \"thread_note\" ×1, event_msg \"entered_review_mode\" ×1); \
+                 what they held is not in the trace"
+            ]
+        );
     }
 
     #[test]

@@ -15,11 +15,14 @@
 //! from the sample's `attachments`. Per-call usage comes from the sample's `model` events
 //! (`output.usage`, matched to the assistant message by `output.choices[0].message.id`, else in
 //! order): `input_tokens` includes the cache reads for OpenAI models but not for Anthropic ones,
-//! told apart by `total_tokens`. `eval.model` → model; the first score → outcome (`C`/`I` →
+//! told apart by `total_tokens`. A refusal (an assistant text part flagged `refusal: true`) is
+//! the message's text, with a warning; a model event whose `output.choices[i].stop_reason` is
+//! `"content_filter"` is warned of. `eval.model` → model; the first score → outcome (`C`/`I` →
 //! success, a number → reward).
 
 use super::detect::{arr_of, Shape};
 use super::json::{content_text, part_text, Node, Res};
+use super::openai::{content_filter_warning, refusal_warning};
 use super::{tool_calls, CallShape, Calls, Importer, Input, Located};
 use crate::trace::model::{Message, Outcome, SourceFormat, Trace, TraceMeta, Usage};
 use serde_json::{Map, Value};
@@ -194,6 +197,12 @@ fn sample(s: &Node<'_>, stem: &str, model: Option<&str>) -> Res<Trace> {
             continue;
         }
         let out = e.key("output");
+        for c in out.key("choices").opt_items()? {
+            let stop = c.key("stop_reason");
+            if stop.v.as_str() == Some("content_filter") {
+                t.meta.warnings.push(content_filter_warning(&stop));
+            }
+        }
         if let Some(u) = usage(&out.key("usage"))? {
             if let Some(id) = out.key("choices").idx(0).key("message").key("id").v.as_str() {
                 by_id.insert(id.to_string(), u);
@@ -221,6 +230,16 @@ fn sample(s: &Node<'_>, stem: &str, model: Option<&str>) -> Res<Trace> {
             "system" => Message::system(text),
             "user" => Message::user(text),
             "assistant" => {
+                // A refusal is a text part flagged `refusal: true` (Inspect's OpenAI provider
+                // writes the response's `refusal` so): kept as text, warned of.
+                let content = m.key("content");
+                if content.v.is_array() {
+                    for p in content.items()? {
+                        if p.key("refusal").v.as_bool() == Some(true) {
+                            t.meta.warnings.push(refusal_warning(&p.path, "`refusal: true`"));
+                        }
+                    }
+                }
                 let shape = CallShape::Flat {
                     id: "id",
                     name: "function",
@@ -364,6 +383,36 @@ mod tests {
                  "usage": {"input_tokens": 100, "output_tokens": 5, "total_tokens": 105, "input_tokens_cache_read": 40}}}]},
             {"id": 1, "epoch": 2, "input": "go", "messages": [{"role": "user", "content": "go"}]}
         ]})
+    }
+
+    /// A refusal (a text part flagged `refusal: true`, as Inspect's OpenAI provider writes the
+    /// response's `refusal`) is kept as the message's text with a warning, and a model call a
+    /// content filter stopped (`stop_reason: "content_filter"`) is warned of: both read as
+    /// ordinary answers before.
+    #[test]
+    fn refusals_and_content_filter_stops_are_warned_of() {
+        let v = json!({"id": 3, "epoch": 1, "input": "go", "messages": [
+            {"id": "u", "role": "user", "content": "how do I pick a lock?"},
+            {"id": "a1", "role": "assistant", "content": [
+                {"type": "text", "text": "I can't help with that.", "refusal": true}]},
+            {"id": "u2", "role": "user", "content": "why?"},
+            {"id": "a2", "role": "assistant", "content": [{"type": "text", "text": "Because", "refusal": null}]}],
+            "events": [
+                {"event": "model", "output": {"choices": [{"message": {"id": "a1"}, "stop_reason": "stop"}]}},
+                {"event": "model", "output": {"choices": [{"message": {"id": "a2"}, "stop_reason": "content_filter"}]}}]});
+        let t = import(&mut Input::Json(v), "s").unwrap().remove(0);
+        assert_eq!(t.messages[1].content, "I can't help with that.");
+        assert_eq!(t.messages[3].content, "Because");
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "$.events[1].output.choices[0].stop_reason: the model's output was stopped by a \
+                 content filter (\"content_filter\"): the message is the text it produced before \
+                 it stopped",
+                "$.messages[1].content[0]: the model refused (`refusal: true`): the message is \
+                 the refusal's text"
+            ]
+        );
     }
 
     #[test]

@@ -16,9 +16,13 @@
 //! (`status: "error"` → `is_error`); `usage_metadata` → per-call usage (`input_tokens`
 //! already includes `input_token_details.cache_read`); `response_metadata.model_name` → model.
 //! Consecutive `AIMessageChunk`s with the same `id` are one streamed message and are merged.
+//! An OpenAI refusal (`additional_kwargs.refusal`, where `langchain_openai` puts the response
+//! message's `refusal`, its `content` empty) is the message's text, with a warning; a
+//! `response_metadata.finish_reason` of `"content_filter"` is warned of.
 
 use super::detect::{arr_of, str_of, Shape};
 use super::json::{content_text, parse_arguments, placeholder, Node, Res};
+use super::openai::{content_filter_warning, refusal_warning};
 use super::{tool_calls, CallShape, Calls, Importer, Input};
 use crate::trace::model::{Message, Role, SourceFormat, ToolCall, Trace, TraceMeta, Usage};
 use serde_json::{Map, Value};
@@ -145,6 +149,9 @@ struct Conv {
     calls: Calls,
     /// `id` of the last message when it was an `AIMessageChunk` (chunks of one id merge).
     chunk: Option<String>,
+    /// Whether the refusal of the streamed message `chunk` was warned of (each chunk of a
+    /// streamed refusal holds a piece of it).
+    chunk_refused: bool,
 }
 
 impl Conv {
@@ -153,6 +160,7 @@ impl Conv {
             t: Trace::new(TraceMeta::new(id, SourceFormat::Langchain)),
             calls: Calls::default(),
             chunk: None,
+            chunk_refused: false,
         }
     }
 
@@ -200,6 +208,30 @@ impl Conv {
         }
         match role {
             Role::Assistant => {
+                // An OpenAI refusal (`langchain_openai` keeps the response message's `refusal`
+                // in `additional_kwargs`, `content` empty): the model's answer, kept as text.
+                let refusal = kw.key("refusal");
+                let refused = match refusal.v.as_str() {
+                    Some(r) if !r.is_empty() => {
+                        // After the text, if any (an empty `content` is no text).
+                        parts.text.retain(|x| !x.is_empty());
+                        parts.text.push(r.to_string());
+                        true
+                    }
+                    _ => false,
+                };
+                let continued = is_chunk && id.is_some() && self.chunk == id;
+                if refused && !(continued && self.chunk_refused) {
+                    self.t.meta.warnings.push(refusal_warning(
+                        &refusal.path,
+                        "`additional_kwargs.refusal`",
+                    ));
+                }
+                self.chunk_refused = refused || (continued && self.chunk_refused);
+                let finish = data.key("response_metadata").key("finish_reason");
+                if finish.v.as_str() == Some("content_filter") {
+                    self.t.meta.warnings.push(content_filter_warning(&finish));
+                }
                 let warnings = &mut self.t.meta.warnings;
                 let mut calls = Vec::new();
                 let mut seen: Vec<String> = Vec::new();
@@ -242,7 +274,7 @@ impl Conv {
                     };
                 }
                 // A chunk continuing the previous chunk of the same id.
-                if is_chunk && id.is_some() && self.chunk == id {
+                if continued {
                     if let Some(prev) = self.t.messages.last_mut() {
                         prev.content.push_str(&parts.text.join("\n"));
                         prev.tool_calls.extend(calls);
@@ -403,6 +435,54 @@ mod tests {
             json!({"messages": dumpd}),
             json!({"values": {"messages": to_dict}}),
         ]
+    }
+
+    /// An OpenAI refusal, which `langchain_openai` keeps in `additional_kwargs.refusal` beside
+    /// an empty `content`, is the message's text with a warning (it was dropped: the message was
+    /// empty); a streamed one, a piece in each chunk, is joined and warned of once. A
+    /// `content_filter` finish is warned of.
+    #[test]
+    fn refusals_and_content_filter_finishes_are_not_silent() {
+        let chunk = |text: &str| {
+            json!({"type": "AIMessageChunk", "id": "run-2", "content": "",
+                   "additional_kwargs": {"refusal": text}})
+        };
+        let v = json!([
+            {"type": "human", "data": {"content": "how do I pick a lock?"}},
+            {"type": "ai", "data": {"content": "", "additional_kwargs": {"refusal": "I can't help with that."},
+             "response_metadata": {"finish_reason": "stop"}}},
+            {"type": "human", "content": "please?"},
+            chunk("I cannot "),
+            chunk("help with that."),
+            {"type": "human", "content": "and now?"},
+            {"type": "ai", "content": "Sure, here", "additional_kwargs": {"refusal": null},
+             "response_metadata": {"finish_reason": "content_filter"}}
+        ]);
+        let t = import(&mut Input::Json(v), "s").unwrap().remove(0);
+        let texts: Vec<&str> = t.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "how do I pick a lock?",
+                "I can't help with that.",
+                "please?",
+                "I cannot help with that.",
+                "and now?",
+                "Sure, here"
+            ]
+        );
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "$[1].data.additional_kwargs.refusal: the model refused \
+                 (`additional_kwargs.refusal`): the message is the refusal's text",
+                "$[3].additional_kwargs.refusal: the model refused (`additional_kwargs.refusal`): \
+                 the message is the refusal's text",
+                "$[6].response_metadata.finish_reason: the model's output was stopped by a \
+                 content filter (\"content_filter\"): the message is the text it produced before \
+                 it stopped"
+            ]
+        );
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //!
 //! Content: a string, or parts (`json::content_text`): text parts, a `refusal` part by its
 //! `refusal` text, other parts as a `[type]` placeholder with a warning; an assistant message's
-//! own `refusal` (what Chat Completions returns, `content` null) is its text too.
+//! own `refusal` (what Chat Completions returns, `content` null) is its text too, each refusal
+//! with a warning ([`refusal_warning`]) saying the message is one. A message list carries no
+//! `finish_reason` (it is the response's `choices[i]`, not the message's): none is read here.
 //!
 //! Roles `system`/`developer` → system, `function` (legacy) → tool. Tool calls
 //! `{id, function:{name, arguments}}` (arguments parsed from their JSON string, key order kept)
@@ -155,6 +157,25 @@ fn conversation(
     Ok(t)
 }
 
+/// The warning for a refusal imported as an assistant message's text: at `at`, the field or
+/// part that held it (`what`: "`refusal`", "a `refusal` part", …). The refusal is the model's
+/// answer and is kept as text, as everywhere (`json::part_text`); this says the message is one,
+/// in the wording of `anthropic::refusal_warning`.
+pub fn refusal_warning(at: &str, what: &str) -> String {
+    format!("{at}: the model refused ({what}): the message is the refusal's text")
+}
+
+/// The warning for a model call a content filter stopped (`finish_reason` or `stop_reason`
+/// `"content_filter"`, the field at `at`): its message is what the model produced before the
+/// filter stopped it (possibly nothing).
+pub fn content_filter_warning(at: &Node<'_>) -> String {
+    format!(
+        "{}: the model's output was stopped by a content filter (\"content_filter\"): the \
+         message is the text it produced before it stopped",
+        at.path
+    )
+}
+
 /// Convert a list of OpenAI messages into `t`.
 pub fn convert(msgs: &[Node<'_>], t: &mut Trace) -> Res<()> {
     let mut calls = Calls::default();
@@ -196,10 +217,25 @@ pub fn convert_message(m: &Node<'_>, t: &mut Trace, calls: &mut Calls) -> Res<()
                 }
                 // A refusal is the model's answer: Chat Completions returns it as the message's
                 // `refusal` beside a null `content` (a `refusal` content part is read by
-                // `content_text`).
-                let content = match m.key("refusal").opt_str()? {
-                    Some(r) if !r.is_empty() && content.is_empty() => r.to_string(),
-                    Some(r) if !r.is_empty() => format!("{content}\n{r}"),
+                // `content_text`). It is the message's text, and a warning says it is a refusal.
+                let parts = m.key("content");
+                if parts.v.is_array() {
+                    for p in parts.items()? {
+                        if p.key("refusal").v.is_string() {
+                            t.meta.warnings.push(refusal_warning(&p.path, "a `refusal` part"));
+                        }
+                    }
+                }
+                let refusal = m.key("refusal");
+                let content = match refusal.opt_str()? {
+                    Some(r) if !r.is_empty() => {
+                        t.meta.warnings.push(refusal_warning(&refusal.path, "`refusal`"));
+                        if content.is_empty() {
+                            r.to_string()
+                        } else {
+                            format!("{content}\n{r}")
+                        }
+                    }
                     _ => content,
                 };
                 let mut a = Message::assistant(content, tool_calls);
@@ -278,7 +314,8 @@ mod tests {
     }
 
     /// A refusal is text, whether a content part or the message's own `refusal` field: it is
-    /// imported, with no warning (a part used to become `[refusal]`, the field was not read).
+    /// imported, with a warning naming where each refusal was (the message read as an ordinary
+    /// answer, nothing said it was a refusal); a null `refusal` is none.
     #[test]
     fn a_refusal_is_imported_as_text() {
         let t = one(json!({"messages": [
@@ -299,7 +336,15 @@ mod tests {
                 "ok"
             ]
         );
-        assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "$.messages[1].content[0]: the model refused (a `refusal` part): the message is \
+                 the refusal's text",
+                "$.messages[3].refusal: the model refused (`refusal`): the message is the \
+                 refusal's text"
+            ]
+        );
     }
 
     #[test]
