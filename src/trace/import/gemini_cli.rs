@@ -171,8 +171,19 @@ fn import_lines(lines: Vec<(usize, Value)>, stem: &str) -> Res<Trace> {
             match kept[live..].iter().position(|k| k.id == id) {
                 Some(at) => kept.truncate(live + at),
                 None => {
+                    // The CLI (`loadConversationRecord`) clears its messages: after a
+                    // compaction checkpoint those are the checkpoint's, and the history it
+                    // replaced (before its marker) stays.
+                    let dropped = if live == 0 {
+                        "every earlier message was dropped".to_string()
+                    } else {
+                        format!(
+                            "every message since the last compaction checkpoint was dropped \
+                             (the {live} message(s) before its compaction marker, the history it replaced, stay)"
+                        )
+                    };
                     c.t.meta.warnings.push(format!(
-                        "{}: rewind to message {}, which is not in the session: every earlier message was dropped, as Gemini CLI does",
+                        "{}: rewind to message {}, which is not in the session: {dropped}, as Gemini CLI does",
                         to.path,
                         quoted(id)
                     ));
@@ -808,6 +819,33 @@ mod tests {
                 "line 7: $[\"$set\"].color: a session field Gemini CLI does not write; ignored",
                 "line 8: $.type: a message of type \"system\", which Gemini CLI does not write (user, gemini, info, error, warning); skipped",
             ]
+        );
+    }
+
+    /// A rewind to a message the file does not hold after a compaction checkpoint drops the
+    /// CLI's messages, the checkpoint's, as the CLI clears them; the history before the
+    /// compaction marker stays, and the warning says so (it said every earlier message was
+    /// dropped).
+    #[test]
+    fn a_rewind_to_an_unknown_id_after_a_compaction_keeps_the_history() {
+        let t = import_lines_of(&[
+            header(),
+            json!({"id": "m1", "timestamp": "t1", "type": "user", "content": "before"}),
+            json!({"id": "m2", "timestamp": "t2", "type": "gemini", "content": "noted"}),
+            json!({"$set": {"messages": [{"id": "c1", "type": "user", "content": "<state_snapshot>s</state_snapshot>"}]}}),
+            json!({"id": "m3", "timestamp": "t3", "type": "user", "content": "after"}),
+            json!({"$rewindTo": "nowhere"}),
+            json!({"id": "m4", "timestamp": "t4", "type": "user", "content": "again"}),
+        ]);
+        let texts: Vec<_> = t.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(texts, ["before", "noted", "again"]);
+        let at: Vec<_> = t.markers.iter().map(|m| m.index).collect();
+        assert_eq!(at, [2]);
+        assert_eq!(
+            t.meta.warnings[1],
+            "line 6: $[\"$rewindTo\"]: rewind to message \"nowhere\", which is not in the session: every message since the \
+             last compaction checkpoint was dropped (the 2 message(s) before its compaction marker, the history it replaced, \
+             stay), as Gemini CLI does"
         );
     }
 
