@@ -14,6 +14,12 @@
 //! session field is warned of and skipped, a line that is no object or a bad field is an error
 //! at its line.
 //!
+//! The session fields a trace has no field for are warned of: `kind` `"subagent"` (a
+//! subagent's session; `"main"` is what every trace is) or any other kind, and `summary` (set by
+//! `ChatRecordingService.saveSummary`: the one-line title `SessionSummaryService` generates for
+//! the session list, or a subagent's final result; never sent to the model, so no compaction
+//! summary), once, at the last place it was set.
+//!
 //! Each message is `{id, timestamp, type: "user" | "gemini" | "info" | "error" | "warning",
 //! content, …}`:
 //! - `user` → a user message (`content` a `PartListUnion`: a string, a part or a list of strings
@@ -162,6 +168,8 @@ fn import_lines(lines: Vec<(usize, Value)>, stem: &str) -> Res<Trace> {
     let mut live = 0;
     // Where a compaction marker goes: before `kept[i]` (or last, if nothing follows it).
     let mut compactions: Vec<usize> = Vec::new();
+    // Where the session's `summary` was last set.
+    let mut summary = None;
     for (n, mut v) in lines {
         let r = Node::line_root(&v, n);
         let o = r.obj()?;
@@ -206,6 +214,7 @@ fn import_lines(lines: Vec<(usize, Value)>, stem: &str) -> Res<Trace> {
             if let Some(id) = set.key("sessionId").opt_str()? {
                 c.t.meta.task_id = Some(id.to_string());
             }
+            summary = kind_and_summary(&set, &mut c.t.meta.warnings)?.or(summary);
             if fields.contains_key("messages") {
                 let path = set.path.clone();
                 let checkpoint = o.contains_key("$set");
@@ -259,6 +268,7 @@ fn import_lines(lines: Vec<(usize, Value)>, stem: &str) -> Res<Trace> {
             c.t.meta.warnings.push(format!("{}: {what}; the line was skipped", r.path));
         }
     }
+    c.t.meta.warnings.extend(summary.map(summary_not_imported));
     let mut answered = HashSet::new();
     let mut marks = compactions.into_iter().peekable();
     for (i, k) in kept.iter().enumerate() {
@@ -279,6 +289,41 @@ fn import_lines(lines: Vec<(usize, Value)>, stem: &str) -> Res<Trace> {
     Ok(c.finish())
 }
 
+/// The session fields `kind` and `summary` of a header, a `$set` or a session document
+/// (`ConversationRecord` in `chatRecordingTypes.ts`), which a trace has no field for: `kind`
+/// `"main"` is what every trace is; `"subagent"` (a subagent's session, which
+/// `ChatRecordingService.initialize` writes under its parent's id) and any other kind are warned
+/// of in `warnings`. `summary` (written by `ChatRecordingService.saveSummary`: the one-line title
+/// `SessionSummaryService` generates for the session list, or a subagent's final result cut to
+/// 200 characters, in `LocalAgentExecutor`; never sent to the model, so no compaction summary):
+/// where it is, for [`summary_not_imported`].
+fn kind_and_summary(set: &Node<'_>, warnings: &mut Vec<String>) -> Res<Option<String>> {
+    let kind = set.key("kind");
+    match kind.opt_str()? {
+        None | Some("main") => {}
+        Some("subagent") => warnings.push(format!(
+            "{}: a subagent's session (`kind: \"subagent\"`, which a trace has no field for): \
+             imported as a session of its own, apart from its parent agent's",
+            kind.path
+        )),
+        Some(other) => warnings.push(format!(
+            "{}: a session kind Gemini CLI does not write ({}; it writes main, subagent); ignored",
+            kind.path,
+            quoted(other)
+        )),
+    }
+    let summary = set.key("summary");
+    Ok(summary.opt_str()?.map(|_| summary.path))
+}
+
+/// The warning for the session's `summary` at `at` (the last one set: the one the CLI reads).
+fn summary_not_imported(at: String) -> String {
+    format!(
+        "{at}: the session's summary (the one-line title Gemini CLI generates for its session list, \
+         or a subagent's final result; never part of the model's context) is not imported"
+    )
+}
+
 /// A `compaction` marker before the next message: a checkpoint replaced the messages before it.
 fn compaction_marker(c: &mut Conv) {
     c.t.markers.push(ContextMarker {
@@ -293,10 +338,12 @@ fn import_value(root: &Node<'_>, id: &str) -> Res<Trace> {
     root.obj()?;
     let mut c = Conv::new(id, SourceFormat::GeminiCli);
     c.t.meta.task_id = root.key("sessionId").opt_str()?.map(String::from);
+    let summary = kind_and_summary(root, &mut c.t.meta.warnings)?;
     let mut answered = HashSet::new();
     for m in root.key("messages").items()? {
         message(&mut c, &mut answered, &m)?;
     }
+    c.t.meta.warnings.extend(summary.map(summary_not_imported));
     Ok(c.finish())
 }
 
@@ -652,7 +699,7 @@ mod tests {
         );
         assert_eq!(t.meta.task_id.as_deref(), Some("s1"));
         assert_eq!(t.meta.model.as_deref(), Some("gemini-3"));
-        assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+        assert_eq!(t.meta.warnings, [summary_not_imported("line 14: $[\"$set\"].summary".into())]);
     }
 
     /// A checkpoint that replaces the earlier messages (`/compress` writes the history it made,
@@ -847,6 +894,37 @@ mod tests {
              last compaction checkpoint was dropped (the 2 message(s) before its compaction marker, the history it replaced, \
              stay), as Gemini CLI does"
         );
+    }
+
+    /// The session fields `kind` and `summary`, which a trace has no field for, are warned of
+    /// (they were dropped without a word): a subagent's session, a kind the CLI does not write,
+    /// and the session's summary (its one-line title, never sent to the model: no compaction
+    /// summary), once, at the last place it was set (the one the CLI reads), in JSON Lines and
+    /// in a session document; `kind: "main"` is what every trace is.
+    #[test]
+    fn kind_and_summary_are_warned_of() {
+        let t = import_lines_of(&[
+            json!({"sessionId": "s1", "projectHash": "h", "kind": "subagent", "summary": "old"}),
+            json!({"id": "u1", "timestamp": "t", "type": "user", "content": "find the bug"}),
+            json!({"$set": {"summary": "Find the bug"}}),
+            json!({"$set": {"kind": "helper"}}),
+        ]);
+        assert_eq!(t.messages.len(), 1);
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "line 1: $.kind: a subagent's session (`kind: \"subagent\"`, which a trace has no field for): \
+                 imported as a session of its own, apart from its parent agent's"
+                    .to_string(),
+                "line 4: $[\"$set\"].kind: a session kind Gemini CLI does not write (\"helper\"; it writes main, subagent); ignored"
+                    .to_string(),
+                summary_not_imported("line 3: $[\"$set\"].summary".into()),
+            ]
+        );
+        assert!(import_lines_of(&[header(), json!({"id": "u1", "type": "user", "content": "hi"})]).meta.warnings.is_empty());
+        let t = import_json(json!({"sessionId": "s", "kind": "main", "summary": "Say hi",
+            "messages": [{"type": "user", "content": "hi"}]}));
+        assert_eq!(t.meta.warnings, [summary_not_imported("$.summary".into())]);
     }
 
     /// A bad line is an error naming its line and what was expected, never a panic.
