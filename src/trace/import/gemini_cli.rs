@@ -14,6 +14,17 @@
 //! session field is warned of and skipped, a line that is no object or a bad field is an error
 //! at its line.
 //!
+//! A line that is not JSON is skipped, as the CLI's reader skips it (`loadConversationRecord` in
+//! `packages/core/src/services/chatRecordingService.ts` parses each line with `JSON.parse` in a
+//! `try` whose `catch` ignores the error), but warned of, naming the lines and the parse error.
+//! The last line apart: a record cut short, the CLI stopped while writing it (`appendRecord`
+//! appends `JSON.stringify(record) + "\n"` with `fs.appendFileSync`). A bad line before the last
+//! is skipped too, warned of as records lost: it is the same accident, once the session was
+//! resumed (`initialize` reads the file back and appends after the cut-short record, with no
+//! line end between, so the next record shares its line and is lost with it). A session with
+//! no JSON line after its header is an error at its first bad line; JSON Lines of any other
+//! format still fail at their first bad line.
+//!
 //! The session fields a trace has no field for are warned of: `kind` `"subagent"` (a
 //! subagent's session; `"main"` is what every trace is) or any other kind, and `summary` (set by
 //! `ChatRecordingService.saveSummary`: the one-line title `SessionSummaryService` generates for
@@ -43,7 +54,7 @@
 use super::detect::{arr_of, str_of, Shape};
 use super::gemini::{media, response_content, Conv};
 use super::json::{placeholder, Node, Res};
-use super::{Importer, Input};
+use super::{BadLines, Importer, Input};
 use crate::output::quoted;
 use crate::trace::model::{ContextMarker, Message, SourceFormat, ToolCall, Trace, Usage};
 use serde_json::{json, Map, Value};
@@ -113,6 +124,49 @@ fn is_record(o: &Map<String, Value>) -> bool {
             && str_of(o, "type").is_some_and(|t| MESSAGE_TYPES.contains(&t))
             && !o.contains_key("role")
             && !o.contains_key("message"))
+}
+
+/// Whether `input` is a JSON Lines session (its first line a header) holding a line after its
+/// header: then the lines that are not JSON are skipped, warned of ([`warn_of_bad_lines`]), as
+/// the CLI's reader skips them; without one (every line after the header bad) the first bad
+/// line is the error.
+pub(crate) fn skips_bad_lines(input: &Input) -> bool {
+    match input {
+        Input::Lines(lines) => {
+            lines.len() > 1 && lines.first().and_then(|(_, v)| v.as_object()).is_some_and(is_header)
+        }
+        Input::Json(_) => false,
+    }
+}
+
+/// The warnings for the lines of a JSON Lines session that are not JSON, skipped (see
+/// [`skips_bad_lines`]), first among the warnings of its trace: one for the lines before the
+/// last (each a record lost), one for the last line (cut short), each naming the lines and the
+/// first one's parse error.
+pub(crate) fn warn_of_bad_lines(traces: &mut [Trace], bad: &BadLines) {
+    let Some(t) = traces.first_mut() else { return };
+    let (last, middle): (Vec<_>, Vec<_>) = bad.lines.iter().partition(|(n, _)| *n == bad.last);
+    let mut warnings = Vec::new();
+    if let Some((_, e)) = middle.first() {
+        let numbers: Vec<_> = middle.iter().map(|(n, _)| n.to_string()).collect();
+        warnings.push(format!(
+            "{} {}: not JSON ({}: {}); skipped, as Gemini CLI's reader (`loadConversationRecord`) skips a line it \
+             cannot parse: the record(s) on it are lost (a record cut short when the CLI was stopped ends up so, \
+             joined to the next one the CLI appends when the session is resumed)",
+            if numbers.len() == 1 { "line" } else { "lines" },
+            numbers.join(", "),
+            e.location,
+            e.message
+        ));
+    }
+    if let Some((n, e)) = last.first() {
+        warnings.push(format!(
+            "line {n}, the last: not JSON ({}: {}); skipped, as Gemini CLI's reader (`loadConversationRecord`) \
+             skips it: the record the CLI was writing when it was stopped is lost",
+            e.location, e.message
+        ));
+    }
+    t.meta.warnings.splice(0..0, warnings);
 }
 
 /// A message record of a JSON Lines session, kept until the end of the file: where it was
@@ -925,6 +979,84 @@ mod tests {
         let t = import_json(json!({"sessionId": "s", "kind": "main", "summary": "Say hi",
             "messages": [{"type": "user", "content": "hi"}]}));
         assert_eq!(t.meta.warnings, [summary_not_imported("$.summary".into())]);
+    }
+
+    /// A session's bytes imported by auto-detection, both whole and streamed from a file (the
+    /// two readers of JSON Lines), which must agree.
+    fn import_session_bytes(bytes: &[u8]) -> Result<Trace, String> {
+        use crate::trace::import::{import_bytes, import_file_content, FileContent};
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("g.jsonl");
+        std::fs::write(&file, bytes).unwrap();
+        let whole = import_bytes(bytes, "g", None, None).map_err(|e| format!("{}: {}", e.location, e.message));
+        let streamed = import_file_content(&file, None).map_err(|e| format!("{}: {}", e.location, e.message));
+        let one = |r: Result<FileContent, String>| match r {
+            Ok(FileContent::Traces(mut t)) => {
+                assert_eq!(t.len(), 1);
+                Ok(t.remove(0))
+            }
+            Ok(FileContent::NotATrace(why)) => Err(why),
+            Err(e) => Err(e),
+        };
+        let (whole, streamed) = (one(whole), one(streamed));
+        match (&whole, &streamed) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.messages, b.messages);
+                assert_eq!(a.meta.warnings, b.meta.warnings);
+            }
+            (Err(a), Err(b)) => assert_eq!(a, b),
+            _ => panic!("{whole:?} / {streamed:?}"),
+        }
+        whole
+    }
+
+    /// A line that is not JSON (a record cut short when the CLI was stopped mid-write: the last
+    /// line, or in the middle when the session was resumed and the CLI appended after it) is
+    /// skipped, as the CLI's reader (`loadConversationRecord`) skips it, and warned of with its
+    /// line numbers and parse error: the import used to fail. Blank lines are no bad lines.
+    #[test]
+    fn lines_that_are_not_json_are_skipped_and_warned_of() {
+        let rec = |r: serde_json::Value| format!("{r}\n");
+        let bytes = [
+            rec(header()),
+            rec(json!({"id": "u1", "timestamp": "t1", "type": "user", "content": "one"})),
+            "{\"id\":\"g1\",\"type\":\"gem{\"$set\":{\"sessionId\":\"s1\"}}\n".to_string(),
+            "\n".to_string(),
+            rec(json!({"id": "g2", "timestamp": "t2", "type": "gemini", "content": "two"})),
+            "not json\n".to_string(),
+            rec(json!({"id": "u3", "timestamp": "t3", "type": "user", "content": "three"})),
+            "{\"id\":\"g3\",\"timestamp\":\"t4\",\"type\":\"gemini\",\"cont".to_string(),
+        ]
+        .concat();
+        let t = import_session_bytes(bytes.as_bytes()).unwrap();
+        let texts: Vec<_> = t.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(texts, ["one", "two", "three"]);
+        assert_eq!(t.meta.warnings.len(), 2, "{:?}", t.meta.warnings);
+        assert!(
+            t.meta.warnings[0].starts_with("lines 3, 6: not JSON (line 3, column "),
+            "{}",
+            t.meta.warnings[0]
+        );
+        assert!(t.meta.warnings[0].contains("skipped, as Gemini CLI's reader (`loadConversationRecord`)"));
+        assert!(
+            t.meta.warnings[1].starts_with("line 8, the last: not JSON (line 8, column "),
+            "{}",
+            t.meta.warnings[1]
+        );
+        assert!(t.meta.warnings[1].contains("the record the CLI was writing when it was stopped is lost"));
+    }
+
+    /// A session of which no line after the header is JSON is still an error, at the first bad
+    /// line; so is a bad line in JSON Lines of another format (only a Gemini CLI session skips
+    /// them, as its CLI does).
+    #[test]
+    fn a_session_of_bad_lines_only_is_an_error() {
+        let bytes = format!("{}\nnot json\n{{\"id\":\"u1\",\"ty", header());
+        let e = import_session_bytes(bytes.as_bytes()).unwrap_err();
+        assert!(e.starts_with("line 2, column 2: invalid JSON: "), "{e}");
+        let other = b"{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"assistant\",\"content\":\"b\"}\nnot json\n";
+        let e = import_session_bytes(other).unwrap_err();
+        assert!(e.starts_with("line 3, column 2: invalid JSON: "), "{e}");
     }
 
     /// A bad line is an error naming its line and what was expected, never a panic.
