@@ -15,8 +15,9 @@
 //! at its line.
 //!
 //! A line that is not JSON is skipped, as the CLI's reader skips it (`loadConversationRecord` in
-//! `packages/core/src/services/chatRecordingService.ts` parses each line with `JSON.parse` in a
-//! `try` whose `catch` ignores the error), but warned of, naming the lines and the parse error.
+//! `packages/core/src/services/chatRecordingService.ts` of google-gemini/gemini-cli, as of commit
+//! 5411f113 (August 2026), parses each line with `JSON.parse` in a `try` whose `catch` ignores
+//! the error), but warned of, naming the lines and the parse error.
 //! The last line apart: a record cut short, the CLI stopped while writing it (`appendRecord`
 //! appends `JSON.stringify(record) + "\n"` with `fs.appendFileSync`). A bad line before the last
 //! is skipped too, warned of as records lost: it is the same accident, once the session was
