@@ -329,6 +329,42 @@ fn gemini_cli_json_lines_session_upserts_calls_results_and_tokens() {
     assert!(t.messages.iter().any(|m| m.reasoning.is_some()));
 }
 
+/// The real JSON Lines session as the CLI leaves it when stopped while writing a record: its
+/// last line cut short; or, the session resumed, that line joined to the record the CLI appended
+/// next, in the middle. Each imports by detection with the same messages as the whole file,
+/// the bad line skipped (as Gemini CLI's reader skips it) and warned of with its number; the
+/// import used to fail.
+#[test]
+fn gemini_cli_json_lines_session_cut_short_skips_the_torn_line() {
+    let rel = "gemini-cli/session-2026-04-23T12-52-0ab84937.jsonl";
+    let whole = one(rel, SourceFormat::GeminiCli);
+    let text = std::fs::read_to_string(ds(rel)).unwrap();
+    let record = text.lines().nth(3).unwrap();
+    let cut = (0..=record.len() / 2)
+        .rev()
+        .find(|&i| record.is_char_boundary(i))
+        .unwrap();
+    let torn = &record[..cut];
+    let dir = tempfile::tempdir().unwrap();
+    for (name, tail, warning) in [
+        ("last.jsonl", torn.to_string(), "line 29, the last: not JSON ("),
+        (
+            "middle.jsonl",
+            format!("{torn}{{\"$set\":{{\"lastUpdated\":\"t\"}}}}\n{{\"$set\":{{\"lastUpdated\":\"u\"}}}}\n"),
+            "line 29: not JSON (",
+        ),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, format!("{text}{tail}")).unwrap();
+        let mut ts = import_file(&path, None).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let t = ts.remove(0);
+        assert_eq!(t.meta.source_format, SourceFormat::GeminiCli, "{name}");
+        assert_eq!(t.messages, whole.messages, "{name}");
+        assert_eq!(t.meta.warnings.len(), 1, "{name}: {:?}", t.meta.warnings);
+        assert!(t.meta.warnings[0].starts_with(warning), "{name}: {}", t.meta.warnings[0]);
+    }
+}
+
 #[test]
 fn inspect_json_log_one_trace_per_sample_with_usage() {
     let rel = "inspect/2025-05-12T20-27-36-04-00_browser.json";

@@ -11,7 +11,7 @@
 //! `parse_input` switches to JSON Lines.
 
 use super::json::Located;
-use super::{detect, json_error, parse_input, ImportError, Input};
+use super::{detect, json_error, parse_input, BadLines, ImportError, Input};
 use crate::trace::io::TraceReader;
 use crate::trace::model::{SourceFormat, Trace};
 use serde_json::Value;
@@ -29,8 +29,9 @@ pub(super) enum FileRead {
     Golden(Box<Trace>),
     /// A parsed input for detection and an importer, and whether detection (no `--from`)
     /// would have read the file as canonical (its first line a canonical header): what the
-    /// error of a `--from` that fails on it names.
-    Parsed(Input, bool),
+    /// error of a `--from` that fails on it names; and the lines of JSON Lines that are not
+    /// JSON, set aside (only a Gemini CLI session skips them).
+    Parsed(Input, bool, BadLines),
 }
 
 fn blank(line: &[u8]) -> bool {
@@ -82,7 +83,7 @@ fn read_as(
             (c, c)
         }
     };
-    let as_parsed = |input: Input| FileRead::Parsed(input, detected_canonical);
+    let as_parsed = |input: Input| FileRead::Parsed(input, detected_canonical, BadLines::default());
     if canonical {
         let reader = TraceReader::new(Cursor::new(head).chain(r), path.display().to_string());
         return reader.collect::<Result<_, _>>().map(FileRead::Canonical);
@@ -121,6 +122,10 @@ fn read_as(
         // JSON Lines if any non-blank text follows; else a one-line document (below).
         let mut buf = Vec::new();
         let mut lines = vec![(lines_read, v)];
+        let mut bad = BadLines {
+            lines: Vec::new(),
+            last: lines_read,
+        };
         loop {
             buf.clear();
             if r.read_until(b'\n', &mut buf).map_err(cannot)? == 0 {
@@ -131,12 +136,20 @@ fn read_as(
             if blank(line) {
                 continue;
             }
-            let v = serde_json::from_slice::<Value>(line)
-                .map_err(|e| located(json_error(&e, Some(lines_read))))?;
-            lines.push((lines_read, v));
+            bad.last = lines_read;
+            match serde_json::from_slice::<Value>(line) {
+                Ok(v) => lines.push((lines_read, v)),
+                Err(e) => bad
+                    .lines
+                    .push((lines_read, json_error(&e, Some(lines_read)))),
+            }
         }
-        if lines.len() > 1 {
-            return Ok(as_parsed(Input::Lines(lines)));
+        if lines.len() > 1 || !bad.lines.is_empty() {
+            return Ok(FileRead::Parsed(
+                Input::Lines(lines),
+                detected_canonical,
+                bad,
+            ));
         }
         // One line and only blank text after it: that line is the whole document.
         if let Some((_, v)) = lines.pop() {

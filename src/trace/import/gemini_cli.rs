@@ -14,6 +14,24 @@
 //! session field is warned of and skipped, a line that is no object or a bad field is an error
 //! at its line.
 //!
+//! A line that is not JSON is skipped, as the CLI's reader skips it (`loadConversationRecord` in
+//! `packages/core/src/services/chatRecordingService.ts` of google-gemini/gemini-cli, as of commit
+//! 5411f113 (August 2026), parses each line with `JSON.parse` in a `try` whose `catch` ignores
+//! the error), but warned of, naming the lines and the parse error.
+//! The last line apart: a record cut short, the CLI stopped while writing it (`appendRecord`
+//! appends `JSON.stringify(record) + "\n"` with `fs.appendFileSync`). A bad line before the last
+//! is skipped too, warned of as records lost: it is the same accident, once the session was
+//! resumed (`initialize` reads the file back and appends after the cut-short record, with no
+//! line end between, so the next record shares its line and is lost with it). A session with
+//! no JSON line after its header is an error at its first bad line; JSON Lines of any other
+//! format still fail at their first bad line.
+//!
+//! The session fields a trace has no field for are warned of: `kind` `"subagent"` (a
+//! subagent's session; `"main"` is what every trace is) or any other kind, and `summary` (set by
+//! `ChatRecordingService.saveSummary`: the one-line title `SessionSummaryService` generates for
+//! the session list, or a subagent's final result; never sent to the model, so no compaction
+//! summary), once, at the last place it was set.
+//!
 //! Each message is `{id, timestamp, type: "user" | "gemini" | "info" | "error" | "warning",
 //! content, …}`:
 //! - `user` → a user message (`content` a `PartListUnion`: a string, a part or a list of strings
@@ -37,7 +55,7 @@
 use super::detect::{arr_of, str_of, Shape};
 use super::gemini::{media, response_content, Conv};
 use super::json::{placeholder, Node, Res};
-use super::{Importer, Input};
+use super::{BadLines, Importer, Input};
 use crate::output::quoted;
 use crate::trace::model::{ContextMarker, Message, SourceFormat, ToolCall, Trace, Usage};
 use serde_json::{json, Map, Value};
@@ -109,6 +127,49 @@ fn is_record(o: &Map<String, Value>) -> bool {
             && !o.contains_key("message"))
 }
 
+/// Whether `input` is a JSON Lines session (its first line a header) holding a line after its
+/// header: then the lines that are not JSON are skipped, warned of ([`warn_of_bad_lines`]), as
+/// the CLI's reader skips them; without one (every line after the header bad) the first bad
+/// line is the error.
+pub(crate) fn skips_bad_lines(input: &Input) -> bool {
+    match input {
+        Input::Lines(lines) => {
+            lines.len() > 1 && lines.first().and_then(|(_, v)| v.as_object()).is_some_and(is_header)
+        }
+        Input::Json(_) => false,
+    }
+}
+
+/// The warnings for the lines of a JSON Lines session that are not JSON, skipped (see
+/// [`skips_bad_lines`]), first among the warnings of its trace: one for the lines before the
+/// last (each a record lost), one for the last line (cut short), each naming the lines and the
+/// first one's parse error.
+pub(crate) fn warn_of_bad_lines(traces: &mut [Trace], bad: &BadLines) {
+    let Some(t) = traces.first_mut() else { return };
+    let (last, middle): (Vec<_>, Vec<_>) = bad.lines.iter().partition(|(n, _)| *n == bad.last);
+    let mut warnings = Vec::new();
+    if let Some((_, e)) = middle.first() {
+        let numbers: Vec<_> = middle.iter().map(|(n, _)| n.to_string()).collect();
+        warnings.push(format!(
+            "{} {}: not JSON ({}: {}); skipped, as Gemini CLI's reader (`loadConversationRecord`) skips a line it \
+             cannot parse: the record(s) on it are lost (a record cut short when the CLI was stopped ends up so, \
+             joined to the next one the CLI appends when the session is resumed)",
+            if numbers.len() == 1 { "line" } else { "lines" },
+            numbers.join(", "),
+            e.location,
+            e.message
+        ));
+    }
+    if let Some((n, e)) = last.first() {
+        warnings.push(format!(
+            "line {n}, the last: not JSON ({}: {}); skipped, as Gemini CLI's reader (`loadConversationRecord`) \
+             skips it: the record the CLI was writing when it was stopped is lost",
+            e.location, e.message
+        ));
+    }
+    t.meta.warnings.splice(0..0, warnings);
+}
+
 /// A message record of a JSON Lines session, kept until the end of the file: where it was
 /// read, and its value.
 struct Kept {
@@ -162,6 +223,8 @@ fn import_lines(lines: Vec<(usize, Value)>, stem: &str) -> Res<Trace> {
     let mut live = 0;
     // Where a compaction marker goes: before `kept[i]` (or last, if nothing follows it).
     let mut compactions: Vec<usize> = Vec::new();
+    // Where the session's `summary` was last set.
+    let mut summary = None;
     for (n, mut v) in lines {
         let r = Node::line_root(&v, n);
         let o = r.obj()?;
@@ -171,8 +234,19 @@ fn import_lines(lines: Vec<(usize, Value)>, stem: &str) -> Res<Trace> {
             match kept[live..].iter().position(|k| k.id == id) {
                 Some(at) => kept.truncate(live + at),
                 None => {
+                    // The CLI (`loadConversationRecord`) clears its messages: after a
+                    // compaction checkpoint those are the checkpoint's, and the history it
+                    // replaced (before its marker) stays.
+                    let dropped = if live == 0 {
+                        "every earlier message was dropped".to_string()
+                    } else {
+                        format!(
+                            "every message since the last compaction checkpoint was dropped \
+                             (the {live} message(s) before its compaction marker, the history it replaced, stay)"
+                        )
+                    };
                     c.t.meta.warnings.push(format!(
-                        "{}: rewind to message {}, which is not in the session: every earlier message was dropped, as Gemini CLI does",
+                        "{}: rewind to message {}, which is not in the session: {dropped}, as Gemini CLI does",
                         to.path,
                         quoted(id)
                     ));
@@ -195,6 +269,7 @@ fn import_lines(lines: Vec<(usize, Value)>, stem: &str) -> Res<Trace> {
             if let Some(id) = set.key("sessionId").opt_str()? {
                 c.t.meta.task_id = Some(id.to_string());
             }
+            summary = kind_and_summary(&set, &mut c.t.meta.warnings)?.or(summary);
             if fields.contains_key("messages") {
                 let path = set.path.clone();
                 let checkpoint = o.contains_key("$set");
@@ -248,6 +323,7 @@ fn import_lines(lines: Vec<(usize, Value)>, stem: &str) -> Res<Trace> {
             c.t.meta.warnings.push(format!("{}: {what}; the line was skipped", r.path));
         }
     }
+    c.t.meta.warnings.extend(summary.map(summary_not_imported));
     let mut answered = HashSet::new();
     let mut marks = compactions.into_iter().peekable();
     for (i, k) in kept.iter().enumerate() {
@@ -268,6 +344,41 @@ fn import_lines(lines: Vec<(usize, Value)>, stem: &str) -> Res<Trace> {
     Ok(c.finish())
 }
 
+/// The session fields `kind` and `summary` of a header, a `$set` or a session document
+/// (`ConversationRecord` in `chatRecordingTypes.ts`), which a trace has no field for: `kind`
+/// `"main"` is what every trace is; `"subagent"` (a subagent's session, which
+/// `ChatRecordingService.initialize` writes under its parent's id) and any other kind are warned
+/// of in `warnings`. `summary` (written by `ChatRecordingService.saveSummary`: the one-line title
+/// `SessionSummaryService` generates for the session list, or a subagent's final result cut to
+/// 200 characters, in `LocalAgentExecutor`; never sent to the model, so no compaction summary):
+/// where it is, for [`summary_not_imported`].
+fn kind_and_summary(set: &Node<'_>, warnings: &mut Vec<String>) -> Res<Option<String>> {
+    let kind = set.key("kind");
+    match kind.opt_str()? {
+        None | Some("main") => {}
+        Some("subagent") => warnings.push(format!(
+            "{}: a subagent's session (`kind: \"subagent\"`, which a trace has no field for): \
+             imported as a session of its own, apart from its parent agent's",
+            kind.path
+        )),
+        Some(other) => warnings.push(format!(
+            "{}: a session kind Gemini CLI does not write ({}; it writes main, subagent); ignored",
+            kind.path,
+            quoted(other)
+        )),
+    }
+    let summary = set.key("summary");
+    Ok(summary.opt_str()?.map(|_| summary.path))
+}
+
+/// The warning for the session's `summary` at `at` (the last one set: the one the CLI reads).
+fn summary_not_imported(at: String) -> String {
+    format!(
+        "{at}: the session's summary (the one-line title Gemini CLI generates for its session list, \
+         or a subagent's final result; never part of the model's context) is not imported"
+    )
+}
+
 /// A `compaction` marker before the next message: a checkpoint replaced the messages before it.
 fn compaction_marker(c: &mut Conv) {
     c.t.markers.push(ContextMarker {
@@ -282,10 +393,12 @@ fn import_value(root: &Node<'_>, id: &str) -> Res<Trace> {
     root.obj()?;
     let mut c = Conv::new(id, SourceFormat::GeminiCli);
     c.t.meta.task_id = root.key("sessionId").opt_str()?.map(String::from);
+    let summary = kind_and_summary(root, &mut c.t.meta.warnings)?;
     let mut answered = HashSet::new();
     for m in root.key("messages").items()? {
         message(&mut c, &mut answered, &m)?;
     }
+    c.t.meta.warnings.extend(summary.map(summary_not_imported));
     Ok(c.finish())
 }
 
@@ -641,7 +754,7 @@ mod tests {
         );
         assert_eq!(t.meta.task_id.as_deref(), Some("s1"));
         assert_eq!(t.meta.model.as_deref(), Some("gemini-3"));
-        assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+        assert_eq!(t.meta.warnings, [summary_not_imported("line 14: $[\"$set\"].summary".into())]);
     }
 
     /// A checkpoint that replaces the earlier messages (`/compress` writes the history it made,
@@ -809,6 +922,142 @@ mod tests {
                 "line 8: $.type: a message of type \"system\", which Gemini CLI does not write (user, gemini, info, error, warning); skipped",
             ]
         );
+    }
+
+    /// A rewind to a message the file does not hold after a compaction checkpoint drops the
+    /// CLI's messages, the checkpoint's, as the CLI clears them; the history before the
+    /// compaction marker stays, and the warning says so (it said every earlier message was
+    /// dropped).
+    #[test]
+    fn a_rewind_to_an_unknown_id_after_a_compaction_keeps_the_history() {
+        let t = import_lines_of(&[
+            header(),
+            json!({"id": "m1", "timestamp": "t1", "type": "user", "content": "before"}),
+            json!({"id": "m2", "timestamp": "t2", "type": "gemini", "content": "noted"}),
+            json!({"$set": {"messages": [{"id": "c1", "type": "user", "content": "<state_snapshot>s</state_snapshot>"}]}}),
+            json!({"id": "m3", "timestamp": "t3", "type": "user", "content": "after"}),
+            json!({"$rewindTo": "nowhere"}),
+            json!({"id": "m4", "timestamp": "t4", "type": "user", "content": "again"}),
+        ]);
+        let texts: Vec<_> = t.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(texts, ["before", "noted", "again"]);
+        let at: Vec<_> = t.markers.iter().map(|m| m.index).collect();
+        assert_eq!(at, [2]);
+        assert_eq!(
+            t.meta.warnings[1],
+            "line 6: $[\"$rewindTo\"]: rewind to message \"nowhere\", which is not in the session: every message since the \
+             last compaction checkpoint was dropped (the 2 message(s) before its compaction marker, the history it replaced, \
+             stay), as Gemini CLI does"
+        );
+    }
+
+    /// The session fields `kind` and `summary`, which a trace has no field for, are warned of
+    /// (they were dropped without a word): a subagent's session, a kind the CLI does not write,
+    /// and the session's summary (its one-line title, never sent to the model: no compaction
+    /// summary), once, at the last place it was set (the one the CLI reads), in JSON Lines and
+    /// in a session document; `kind: "main"` is what every trace is.
+    #[test]
+    fn kind_and_summary_are_warned_of() {
+        let t = import_lines_of(&[
+            json!({"sessionId": "s1", "projectHash": "h", "kind": "subagent", "summary": "old"}),
+            json!({"id": "u1", "timestamp": "t", "type": "user", "content": "find the bug"}),
+            json!({"$set": {"summary": "Find the bug"}}),
+            json!({"$set": {"kind": "helper"}}),
+        ]);
+        assert_eq!(t.messages.len(), 1);
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "line 1: $.kind: a subagent's session (`kind: \"subagent\"`, which a trace has no field for): \
+                 imported as a session of its own, apart from its parent agent's"
+                    .to_string(),
+                "line 4: $[\"$set\"].kind: a session kind Gemini CLI does not write (\"helper\"; it writes main, subagent); ignored"
+                    .to_string(),
+                summary_not_imported("line 3: $[\"$set\"].summary".into()),
+            ]
+        );
+        assert!(import_lines_of(&[header(), json!({"id": "u1", "type": "user", "content": "hi"})]).meta.warnings.is_empty());
+        let t = import_json(json!({"sessionId": "s", "kind": "main", "summary": "Say hi",
+            "messages": [{"type": "user", "content": "hi"}]}));
+        assert_eq!(t.meta.warnings, [summary_not_imported("$.summary".into())]);
+    }
+
+    /// A session's bytes imported by auto-detection, both whole and streamed from a file (the
+    /// two readers of JSON Lines), which must agree.
+    fn import_session_bytes(bytes: &[u8]) -> Result<Trace, String> {
+        use crate::trace::import::{import_bytes, import_file_content, FileContent};
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("g.jsonl");
+        std::fs::write(&file, bytes).unwrap();
+        let whole = import_bytes(bytes, "g", None, None).map_err(|e| format!("{}: {}", e.location, e.message));
+        let streamed = import_file_content(&file, None).map_err(|e| format!("{}: {}", e.location, e.message));
+        let one = |r: Result<FileContent, String>| match r {
+            Ok(FileContent::Traces(mut t)) => {
+                assert_eq!(t.len(), 1);
+                Ok(t.remove(0))
+            }
+            Ok(FileContent::NotATrace(why)) => Err(why),
+            Err(e) => Err(e),
+        };
+        let (whole, streamed) = (one(whole), one(streamed));
+        match (&whole, &streamed) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.messages, b.messages);
+                assert_eq!(a.meta.warnings, b.meta.warnings);
+            }
+            (Err(a), Err(b)) => assert_eq!(a, b),
+            _ => panic!("{whole:?} / {streamed:?}"),
+        }
+        whole
+    }
+
+    /// A line that is not JSON (a record cut short when the CLI was stopped mid-write: the last
+    /// line, or in the middle when the session was resumed and the CLI appended after it) is
+    /// skipped, as the CLI's reader (`loadConversationRecord`) skips it, and warned of with its
+    /// line numbers and parse error: the import used to fail. Blank lines are no bad lines.
+    #[test]
+    fn lines_that_are_not_json_are_skipped_and_warned_of() {
+        let rec = |r: serde_json::Value| format!("{r}\n");
+        let bytes = [
+            rec(header()),
+            rec(json!({"id": "u1", "timestamp": "t1", "type": "user", "content": "one"})),
+            "{\"id\":\"g1\",\"type\":\"gem{\"$set\":{\"sessionId\":\"s1\"}}\n".to_string(),
+            "\n".to_string(),
+            rec(json!({"id": "g2", "timestamp": "t2", "type": "gemini", "content": "two"})),
+            "not json\n".to_string(),
+            rec(json!({"id": "u3", "timestamp": "t3", "type": "user", "content": "three"})),
+            "{\"id\":\"g3\",\"timestamp\":\"t4\",\"type\":\"gemini\",\"cont".to_string(),
+        ]
+        .concat();
+        let t = import_session_bytes(bytes.as_bytes()).unwrap();
+        let texts: Vec<_> = t.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(texts, ["one", "two", "three"]);
+        assert_eq!(t.meta.warnings.len(), 2, "{:?}", t.meta.warnings);
+        assert!(
+            t.meta.warnings[0].starts_with("lines 3, 6: not JSON (line 3, column "),
+            "{}",
+            t.meta.warnings[0]
+        );
+        assert!(t.meta.warnings[0].contains("skipped, as Gemini CLI's reader (`loadConversationRecord`)"));
+        assert!(
+            t.meta.warnings[1].starts_with("line 8, the last: not JSON (line 8, column "),
+            "{}",
+            t.meta.warnings[1]
+        );
+        assert!(t.meta.warnings[1].contains("the record the CLI was writing when it was stopped is lost"));
+    }
+
+    /// A session of which no line after the header is JSON is still an error, at the first bad
+    /// line; so is a bad line in JSON Lines of another format (only a Gemini CLI session skips
+    /// them, as its CLI does).
+    #[test]
+    fn a_session_of_bad_lines_only_is_an_error() {
+        let bytes = format!("{}\nnot json\n{{\"id\":\"u1\",\"ty", header());
+        let e = import_session_bytes(bytes.as_bytes()).unwrap_err();
+        assert!(e.starts_with("line 2, column 2: invalid JSON: "), "{e}");
+        let other = b"{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"assistant\",\"content\":\"b\"}\nnot json\n";
+        let e = import_session_bytes(other).unwrap_err();
+        assert!(e.starts_with("line 3, column 2: invalid JSON: "), "{e}");
     }
 
     /// A bad line is an error naming its line and what was expected, never a panic.

@@ -202,7 +202,7 @@ pub fn import_file_content(
             )),
         };
     }
-    let (input, canonical) = match file::read(path, from)? {
+    let (input, canonical, bad) = match file::read(path, from)? {
         file::FileRead::Empty => return Ok(FileContent::NotATrace("the file is empty".into())),
         file::FileRead::Canonical(traces) => return Ok(FileContent::Traces(traces)),
         file::FileRead::Golden(mut t) => {
@@ -210,9 +210,9 @@ pub fn import_file_content(
             finalize(&mut t);
             return Ok(FileContent::Traces(vec![*t]));
         }
-        file::FileRead::Parsed(input, canonical) => (input, canonical),
+        file::FileRead::Parsed(input, canonical, bad) => (input, canonical, bad),
     };
-    import_input_as(input, &file_stem(path), from, Some(path), canonical)
+    import_input_as(input, bad, &file_stem(path), from, Some(path), canonical)
         .map_err(|l| ImportError::located(path, l))
 }
 
@@ -333,15 +333,21 @@ fn format_names() -> String {
 /// JSON value by itself; otherwise (a pretty-printed document with trailing garbage) the
 /// "trailing characters" error is reported where it occurs.
 pub fn parse_input(bytes: &[u8]) -> Res<Input> {
+    parse_keeping_bad_lines(bytes).and_then(|(input, bad)| bad.or_first_error(input))
+}
+
+/// [`parse_input`], with the lines of JSON Lines that are not JSON set aside (see
+/// [`BadLines`]) instead of failing at the first.
+fn parse_keeping_bad_lines(bytes: &[u8]) -> Res<(Input, BadLines)> {
     match serde_json::from_slice::<Value>(bytes) {
-        Ok(v) => Ok(Input::Json(v)),
+        Ok(v) => Ok((Input::Json(v), BadLines::default())),
         Err(e) if e.to_string().starts_with("trailing characters") => {
             let first = bytes
                 .split(|b| *b == b'\n')
                 .find(|l| !l.iter().all(|b| b.is_ascii_whitespace()))
                 .unwrap_or_default();
             if serde_json::from_slice::<serde::de::IgnoredAny>(first).is_ok() {
-                parse_lines(bytes)
+                Ok(lines_keeping_bad_ones(bytes))
             } else {
                 Err(json_error(&e, None))
             }
@@ -352,16 +358,47 @@ pub fn parse_input(bytes: &[u8]) -> Res<Input> {
 
 /// Each non-blank line must be one JSON value.
 pub fn parse_lines(bytes: &[u8]) -> Res<Input> {
+    let (input, bad) = lines_keeping_bad_ones(bytes);
+    bad.or_first_error(input)
+}
+
+/// The non-blank lines of `bytes` that are JSON values, and those that are not.
+fn lines_keeping_bad_ones(bytes: &[u8]) -> (Input, BadLines) {
     let mut out = Vec::new();
+    let mut bad = BadLines::default();
     for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        let v = serde_json::from_slice::<Value>(line).map_err(|e| json_error(&e, Some(i + 1)))?;
-        out.push((i + 1, v));
+        bad.last = i + 1;
+        match serde_json::from_slice::<Value>(line) {
+            Ok(v) => out.push((i + 1, v)),
+            Err(e) => bad.lines.push((i + 1, json_error(&e, Some(i + 1)))),
+        }
     }
-    Ok(Input::Lines(out))
+    (Input::Lines(out), bad)
+}
+
+/// The lines of a JSON Lines input that are not JSON, set aside while parsing. A Gemini CLI
+/// session skips them, warned of, as the CLI's own reader does
+/// ([`gemini_cli::skips_bad_lines`]); any other input fails at the first, as before.
+#[derive(Debug, Default)]
+pub(crate) struct BadLines {
+    /// Each bad line's number and its parse error.
+    pub lines: Vec<(usize, json::Located)>,
+    /// The number of the input's last non-blank line (to tell a line cut short at the end).
+    pub last: usize,
+}
+
+impl BadLines {
+    /// `input` when no line was bad, else the first bad line's error.
+    fn or_first_error(self, input: Input) -> Res<Input> {
+        match self.lines.into_iter().next() {
+            Some((_, e)) => Err(e),
+            None => Ok(input),
+        }
+    }
 }
 
 /// A serde_json error as a location (line, column) and a message saying what was expected.
@@ -433,26 +470,35 @@ pub fn import_bytes(
         })?;
         return Ok(FileContent::Traces(traces));
     }
-    let input = parse_input(bytes)?;
-    import_input_as(input, stem, from, path, detected_canonical)
+    let (input, bad) = parse_keeping_bad_lines(bytes)?;
+    import_input_as(input, bad, stem, from, path, detected_canonical)
 }
 
 /// Detect the format of a parsed input (unless `from` names it) and import it; the part of
 /// [`import_bytes`] after parsing. `canonical`: detection takes the input as canonical (its
-/// first line a canonical header: decided on its bytes, before parsing).
+/// first line a canonical header: decided on its bytes, before parsing). `bad`: the lines that
+/// are not JSON, which only a Gemini CLI session skips (warned of); any other input fails at
+/// the first.
 fn import_input_as(
     mut input: Input,
+    bad: BadLines,
     stem: &str,
     from: Option<SourceFormat>,
     path: Option<&Path>,
     canonical: bool,
 ) -> Res<FileContent> {
-    let format = match from {
-        Some(f) => f,
-        None => match detect::detect(&input) {
-            Ok(f) => f,
-            Err(why) => return Ok(FileContent::NotATrace(why)),
-        },
+    let detected = match from {
+        Some(f) => Ok(f),
+        None => detect::detect(&input),
+    };
+    if let Some((_, e)) = bad.lines.first() {
+        if detected != Ok(SourceFormat::GeminiCli) || !gemini_cli::skips_bad_lines(&input) {
+            return Err(e.clone());
+        }
+    }
+    let format = match detected {
+        Ok(f) => f,
+        Err(why) => return Ok(FileContent::NotATrace(why)),
     };
     // What detection would choose (canonical before any importer's rule, as without --from),
     // kept for the error should a forced format yield nothing or fail.
@@ -464,7 +510,12 @@ fn import_input_as(
         }
     });
     let traces = match import_input(&mut input, stem, format) {
-        Ok(t) => t,
+        Ok(mut t) => {
+            if !bad.lines.is_empty() {
+                gemini_cli::warn_of_bad_lines(&mut t, &bad);
+            }
+            t
+        }
         // A forced format that fails on an input of another: said, as when it reads nothing.
         Err(mut e) => {
             if let Some(Ok(f)) = &looks {
