@@ -777,6 +777,7 @@ fn claude_code_interactive_import_keeps_every_transcript_character() {
 fn every_real_file_imports_by_detection_with_its_calls_matched() {
     let dirs = [
         ("claude-code-interactive", SourceFormat::ClaudeCode, true),
+        ("claude-code-attachments", SourceFormat::ClaudeCode, true),
         ("codex", SourceFormat::Codex, true),
         ("openai-responses", SourceFormat::OpenaiResponses, true),
         ("langchain", SourceFormat::Langchain, true),
@@ -804,8 +805,8 @@ fn every_real_file_imports_by_detection_with_its_calls_matched() {
         }
         files += sources.len();
     }
-    // 2 + 4 + 2 + 4 + 4 + 2 + 1 + 2 real files.
-    assert_eq!(files, 21);
+    // 2 + 1 + 4 + 2 + 4 + 4 + 2 + 1 + 2 real files.
+    assert_eq!(files, 22);
 }
 
 /// Real mini-swe-agent 2 trajectories (`trajectory_format: mini-swe-agent-1.1`, tool calling),
@@ -1090,4 +1091,102 @@ fn codex_encrypted_compaction_summary_is_warned_of() {
         .filter_map(|w| w.split(": the compaction").next())
         .collect();
     assert_eq!(got, want);
+}
+
+/// A real Claude Code 2.1.284 session (`datasets/claude-code-attachments/claudit-captured-2.1.284.jsonl`,
+/// headless, attachments reduced to their envelope by the project that captured it), imported
+/// by detection. Claude Code ran the first response's tools while it still streamed: the
+/// `Bash` result and `attachment` records come between that response's records (one
+/// `message.id`), and its third call is recorded after them. The response is one assistant
+/// message with its three calls, each answered in turn (the failed `cat` as an error); the
+/// `attachment` records are counted by kind in one warning, figures computed here from the
+/// file; the task notification Claude Code enqueued and dequeued is the one user message its
+/// `user` record holds.
+#[test]
+fn claude_code_2_1_284_streamed_calls_and_attachments_import_by_detection() {
+    let rel = "claude-code-attachments/claudit-captured-2.1.284.jsonl";
+    let recs = jsonl(&ds(rel));
+    // The kinds of the attachment records, in order of first appearance, with their counts.
+    let mut kinds: Vec<(String, usize)> = Vec::new();
+    for r in recs.iter().filter(|r| r["type"] == "attachment") {
+        let k = r["attachment"]["type"].as_str().unwrap().to_string();
+        match kinds.iter_mut().find(|(n, _)| *n == k) {
+            Some((_, c)) => *c += 1,
+            None => kinds.push((k, 1)),
+        }
+    }
+    let first = 1 + recs.iter().position(|r| r["type"] == "attachment").unwrap();
+    let total: usize = kinds.iter().map(|(_, c)| c).sum();
+    assert_eq!((first, total, kinds.len()), (3, 31, 15));
+    // The first response: its records, and the tool results recorded between them.
+    let split: Vec<&str> = recs
+        .iter()
+        .filter(|r| {
+            r["message"]["id"] == "msg_011CfYHoFFe21XS57MwickQ2"
+                || r["message"]["content"][0]["type"] == "tool_result"
+        })
+        .map(|r| r["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        split,
+        [
+            "assistant",
+            "assistant",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+            "user",
+            "user"
+        ]
+    );
+
+    let t = one(rel, SourceFormat::ClaudeCode);
+    assert_eq!(
+        t.meta.task_id.as_deref(),
+        Some("8b7fcd89-94d5-4cb5-8ee2-da8805b15c80")
+    );
+    assert_eq!(t.meta.model.as_deref(), Some("claude-haiku-4-5-20251001"));
+    let roles: Vec<Role> = t.messages.iter().map(|m| m.role).collect();
+    use Role::{Assistant as A, Tool as T, User as U};
+    assert_eq!(roles, [U, A, T, T, T, A, T, A, U, A]);
+    let a = &t.messages[1];
+    let ids: Vec<&str> = a.tool_calls.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "toolu_019AFFBoJbnhWxk5wwhfRxhe",
+            "toolu_01P1622rj8ECVNoQ4Lx2tsPU",
+            "toolu_01PfFwAMvnXGJ1tvGAj919pd"
+        ]
+    );
+    assert_eq!(
+        a.tool_calls[2].arguments["command"],
+        "cat does-not-exist.txt"
+    );
+    for (k, id) in ids.iter().enumerate() {
+        let r = &t.messages[2 + k];
+        assert_eq!(r.tool_call_id.as_deref(), Some(*id));
+        assert_eq!(r.is_error, k == 2, "{id}");
+    }
+    // One usage per response, not one per record.
+    let u = a.usage.unwrap();
+    assert_eq!((u.output, u.cache_read, u.cache_write), (369, 13689, 11682));
+    assert!(t.messages[8].content.starts_with("<task-notification>"));
+    assert_eq!(t.messages[8].kind, None);
+    let users = t.messages.iter().filter(|m| m.role == Role::User).count();
+    assert_eq!(users, 2);
+    assert_eq!(t.messages[9].content, "DONE");
+    let listed: Vec<String> = kinds.iter().map(|(k, c)| format!("\"{k}\" ×{c}")).collect();
+    let want = format!(
+        "line {first}: {total} `attachment` record(s) skipped ({})",
+        listed.join(", ")
+    );
+    assert_eq!(t.meta.warnings.len(), 1, "{:?}", t.meta.warnings);
+    assert!(
+        t.meta.warnings[0].starts_with(&want),
+        "{}",
+        t.meta.warnings[0]
+    );
+    assert!(pairing_problems(&t).is_empty());
 }
