@@ -465,7 +465,7 @@ fn word_end(s: &str) -> usize {
 
 /// `text` wrapped at word boundaries to `width` display columns ([`columns`]: a CJK character
 /// or an emoji takes two), each line ending in a newline (a word longer than `width` gets a
-/// line of its own; a quoted span stays whole, [`words`]).
+/// line of its own; a quoted span stays whole, `words`).
 pub fn wrap(text: &str, width: usize) -> String {
     let mut out = String::new();
     let mut line = String::new();
