@@ -221,6 +221,31 @@ fn mini_swe_counts_and_usage_match_the_source() {
     }
 }
 
+/// The one completion of the bundled mini-swe-agent 1 runs that its token limit stopped
+/// (65,536 output tokens, `finish_reason: "length"`) is warned of; no other 1.x file has a
+/// warning (their refusals are all null, their finishes `stop`).
+#[test]
+fn mini_swe_length_finish_is_warned_of_and_nothing_else() {
+    let imported = import_paths(&[ds("mini-swe-agent")], None, false).unwrap();
+    assert_eq!(imported.traces.len(), 20);
+    for t in &imported.traces {
+        if t.meta.id == "scikit-learn__scikit-learn-25102" {
+            assert_eq!(t.meta.warnings.len(), 1, "{:?}", t.meta.warnings);
+            assert!(t.meta.warnings[0].starts_with(
+                "$.messages[20].extra.response.choices[0].finish_reason: the model's output was \
+                 stopped at its output token limit (\"length\")"
+            ));
+        } else {
+            assert!(
+                t.meta.warnings.is_empty(),
+                "{}: {:?}",
+                t.meta.id,
+                t.meta.warnings
+            );
+        }
+    }
+}
+
 #[test]
 fn mini_swe_matches_the_golden_converter_exactly() {
     let t = one("mini-swe-agent/django__django-11138.traj.json");

@@ -11,6 +11,11 @@
 //! - Usage per call from `extra.response.usage` (`prompt_tokens` already includes cached
 //!   tokens); reasoning from `extra.response.choices[0].message.reasoning`.
 //!
+//! In both versions a refusal LiteLLM recorded (1.x: `extra.response.choices[0].message.refusal`;
+//! 2.x: the message's `provider_specific_fields.refusal`, or its `refusal`) follows the message's
+//! text, with a warning, and a completion `extra.response.choices[0].finish_reason`
+//! `"content_filter"` or `"length"` says stopped is warned of (`refusal_and_finish`).
+//!
 //! mini-swe-agent 2 (`trajectory_format: mini-swe-agent-1.1`, `info.mini_version` 2.x) keeps the
 //! messages it sent as the model's chat messages, with its own fields under `extra`
 //! ([`import_v2`]): assistant messages carry OpenAI `tool_calls` (the `bash` tool), results are
@@ -21,6 +26,7 @@
 use super::calls::{tool_calls, CallShape, Calls};
 use super::detect::str_of;
 use super::json::{content_text, Node, Res};
+use super::openai::{content_filter_warning, refusal_warning, token_limit_warning};
 use super::Importer;
 use crate::trace::model::{Message, Outcome, SourceFormat, ToolCall, Trace, TraceMeta, Usage};
 use regex::Regex;
@@ -230,6 +236,12 @@ fn import_v1(v: &mut Value, path: String, id: &str) -> Res<Trace> {
                     Message::assistant(content, Vec::new())
                 };
                 let resp = m.key("extra").key("response");
+                msg.content = refusal_and_finish(
+                    std::mem::take(&mut msg.content),
+                    &resp.key("choices").idx(0).key("message"),
+                    &resp,
+                    &mut t.meta.warnings,
+                );
                 msg.usage = openai_usage(&resp.key("usage"))?;
                 msg.reasoning = resp
                     .key("choices")
@@ -350,8 +362,9 @@ pub fn import_v2(v: &mut Value, path: String, id: &str) -> Res<Trace> {
                         m.key("function_call").path
                     ));
                 }
-                let mut a = Message::assistant(content, issued);
                 let resp = extra.key("response");
+                let content = refusal_and_finish(content, &m, &resp, &mut t.meta.warnings);
+                let mut a = Message::assistant(content, issued);
                 a.usage = openai_usage(&resp.key("usage"))?;
                 let recorded_reasoning = [
                     m.key("reasoning_content"),
@@ -437,6 +450,47 @@ pub fn import_v2(v: &mut Value, path: String, id: &str) -> Res<Trace> {
         }
     }
     Ok(t)
+}
+
+/// A refusal LiteLLM recorded on the chat message `msg` (a dump of its `Message`): `refusal`
+/// (older LiteLLM: the 1.x files' `extra.response.choices[0].message.refusal`) or
+/// `provider_specific_fields.refusal` (the 2.x files' messages): the field and its text, if
+/// not empty.
+fn litellm_refusal<'a>(msg: &Node<'a>) -> Option<(Node<'a>, &'a str)> {
+    [msg.key("refusal"), msg.key("provider_specific_fields").key("refusal")]
+        .into_iter()
+        .find_map(|n| n.v.as_str().filter(|r| !r.is_empty()).map(|r| (n, r)))
+}
+
+/// The text of an assistant message whose content is `content`: the refusal LiteLLM recorded on
+/// `msg` (its chat message) follows the content, as in the OpenAI chat importer, with a warning
+/// that the message is one; a finish reason of the raw completion `resp`
+/// (`choices[0].finish_reason`) that cut the answer short, `content_filter` or `length`, is
+/// warned of.
+fn refusal_and_finish(
+    content: String,
+    msg: &Node<'_>,
+    resp: &Node<'_>,
+    warnings: &mut Vec<String>,
+) -> String {
+    let content = match litellm_refusal(msg) {
+        Some((at, r)) => {
+            warnings.push(refusal_warning(&at.path, "`refusal`"));
+            if content.is_empty() {
+                r.to_string()
+            } else {
+                format!("{content}\n{r}")
+            }
+        }
+        None => content,
+    };
+    let finish = resp.key("choices").idx(0).key("finish_reason");
+    match finish.v.as_str() {
+        Some("content_filter") => warnings.push(content_filter_warning(&finish)),
+        Some(r @ "length") => warnings.push(token_limit_warning(&finish, r)),
+        _ => {}
+    }
+    content
 }
 
 /// A result with mini-swe-agent's `extra.exception_info` (a timeout, an action not executed)
@@ -672,6 +726,75 @@ mod tests {
         let e = import(&Node::root(&doc), "x").unwrap_err();
         assert_eq!(e.location, "$.messages[2].tool_calls");
         assert!(e.message.contains("mini-swe-agent 2 writes this"), "{}", e.message);
+    }
+
+    /// A refusal LiteLLM recorded on a 2.x message (`provider_specific_fields.refusal`, as in
+    /// the real files, where it is null) is its text, with a warning; a completion a content
+    /// filter or the token limit stopped (`extra.response.choices[0].finish_reason`) is warned
+    /// of; the real files' `tool_calls` finish is not.
+    #[test]
+    fn v2_refusal_and_a_cut_finish_are_warned_of() {
+        let mut doc = v2_doc();
+        let a = &mut doc["messages"][2];
+        a["provider_specific_fields"]["refusal"] = json!("I can't help with that.");
+        a["extra"]["response"]["choices"] =
+            json!([{"finish_reason": "content_filter", "message": {"content": null}}]);
+        doc["messages"][5]["extra"]["response"]["choices"] = json!([{"finish_reason": "length"}]);
+        let t = import(&Node::root(&doc), "x").unwrap();
+        assert_eq!(t.messages[2].content, "I can't help with that.");
+        assert_eq!(t.messages[2].tool_calls.len(), 1);
+        assert_eq!(t.meta.warnings.len(), 3, "{:?}", t.meta.warnings);
+        assert_eq!(
+            t.meta.warnings[0],
+            "$.messages[2].provider_specific_fields.refusal: the model refused (`refusal`): the \
+             message is the refusal's text"
+        );
+        assert!(t.meta.warnings[1].starts_with(
+            "$.messages[2].extra.response.choices[0].finish_reason: the model's output was \
+             stopped by a content filter"
+        ));
+        assert!(t.meta.warnings[2].starts_with(
+            "$.messages[5].extra.response.choices[0].finish_reason: the model's output was \
+             stopped at its output token limit (\"length\")"
+        ));
+        let mut doc = v2_doc();
+        doc["messages"][2]["extra"]["response"]["choices"] =
+            json!([{"finish_reason": "tool_calls"}]);
+        assert!(import(&Node::root(&doc), "x").unwrap().meta.warnings.is_empty());
+    }
+
+    /// 1.x: the refusal is in the raw completion's message
+    /// (`extra.response.choices[0].message.refusal`, null in the real files) and follows the
+    /// content; a `length` finish (one in `datasets/mini-swe-agent`) is warned of.
+    #[test]
+    fn v1_refusal_and_a_length_finish_are_warned_of() {
+        let doc = json!({
+            "trajectory_format": "mini-swe-agent-1",
+            "messages": [
+                {"role": "system", "content": "sys"},
+                {"role": "user", "content": "task"},
+                {"role": "assistant", "content": "",
+                 "extra": {"response": {"choices": [{"finish_reason": "stop",
+                           "message": {"content": null, "refusal": "No."}}]}}},
+                {"role": "user", "content": "Please always provide EXACTLY ONE action"},
+                {"role": "assistant", "content": "THOUGHT: first I will",
+                 "extra": {"response": {"choices": [{"finish_reason": "length",
+                           "message": {"content": "THOUGHT: first I will", "refusal": null}}]}}}
+            ]
+        });
+        let t = import(&Node::root(&doc), "x").unwrap();
+        assert_eq!(t.messages[2].content, "No.");
+        assert_eq!(t.messages[4].content, "THOUGHT: first I will");
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "$.messages[2].extra.response.choices[0].message.refusal: the model refused \
+                 (`refusal`): the message is the refusal's text",
+                "$.messages[4].extra.response.choices[0].finish_reason: the model's output was \
+                 stopped at its output token limit (\"length\"): the message is the text it \
+                 produced before it stopped"
+            ]
+        );
     }
 
     #[test]

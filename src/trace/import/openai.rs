@@ -176,6 +176,19 @@ pub fn content_filter_warning(at: &Node<'_>) -> String {
     )
 }
 
+/// The warning for a model call its output token limit stopped (`finish_reason: "length"`,
+/// a Responses `incomplete_details.reason: "max_output_tokens"`: `value`, the field at `at`): its
+/// message is what the model produced before the limit, cut short (its usage counts every
+/// token it generated).
+pub fn token_limit_warning(at: &Node<'_>, value: &str) -> String {
+    format!(
+        "{}: the model's output was stopped at its output token limit ({}): the message is \
+         the text it produced before it stopped",
+        at.path,
+        crate::output::quoted(value)
+    )
+}
+
 /// Convert a list of OpenAI messages into `t`.
 pub fn convert(msgs: &[Node<'_>], t: &mut Trace) -> Res<()> {
     let mut calls = Calls::default();

@@ -5,7 +5,8 @@
 //!
 //! Items: `message` (roles `user`, `assistant`, `system`, `developer`; content a string or
 //! parts `input_text`/`output_text`, `refusal` parts by their `refusal` text (as every importer
-//! reads them: `json::part_text`), other parts as a `[type]` placeholder; an item
+//! reads them: `json::part_text`) with a warning at each of an assistant message
+//! (`openai::refusal_warning`), other parts as a `[type]` placeholder; an item
 //! without `type` but with `role` is an "easy input message"); `reasoning` (its `summary` and
 //! `content` texts become the reasoning of the assistant message it belongs to, never its text;
 //! `encrypted_content` alone gives no text); `function_call` (`call_id`, `name`, `arguments` a
@@ -18,11 +19,18 @@
 //! trace stays a request a chat API accepts. Consecutive output items (reasoning, assistant message, calls) are one model call:
 //! one assistant message. `compaction` items become `compaction` markers.
 //!
+//! Cut-short output: an item whose `status` is `"incomplete"` (the response stopped before it
+//! was complete) is warned of at its status; the item does not say why. A request body that is
+//! also the Response (`status`, `incomplete_details` beside `input`/`output`) is warned of by its
+//! `incomplete_details.reason`, `"content_filter"` or `"max_output_tokens"`, or by `status:
+//! "incomplete"` alone. The items of an array or JSON Lines carry no such field of the response.
+//!
 //! The conversion ([`Conv`]) is shared with the Codex CLI importer, whose rollout lines wrap
 //! these same items.
 
 use super::detect::{arr_of, str_of, Shape};
 use super::json::{content_text, parse_arguments, Node, Res};
+use super::openai::{content_filter_warning, refusal_warning, token_limit_warning};
 use super::{Calls, Importer, Input};
 use crate::trace::model::{ContextMarker, Message, Role, SourceFormat, ToolCall, Trace, TraceMeta};
 use serde_json::{json, Map, Value};
@@ -107,6 +115,8 @@ pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
                 .into_iter()
                 .map(|n| n.v.clone())
                 .collect();
+            // A Response object (`output` beside its `input`) says why it stopped early.
+            conv.t.meta.warnings.extend(incomplete_warning(&root));
             let mut v = std::mem::take(v);
             for key in ["input", "output"] {
                 if key == "output" && Node::root(&v).key(key).is_null() {
@@ -315,12 +325,30 @@ impl Conv {
             None if it.has("role") => "message",
             None => return Err(it.key("type").expected("a Responses item type")),
         };
+        if it.key("status").v.as_str() == Some("incomplete") {
+            self.t.meta.warnings.push(format!(
+                "{}: the item's status is \"incomplete\": the response stopped before the item \
+                 was complete (at its output token limit or by a content filter, which the \
+                 response's `incomplete_details` says, not the item): it is imported as recorded",
+                it.key("status").path
+            ));
+        }
         match ty {
             "message" => {
                 let role = it.key("role").str()?;
                 let text = content_text(&it.key("content"), &mut self.t.meta.warnings)?;
                 match role {
                     "assistant" => {
+                        // A refusal part is the model's answer, read as its text by
+                        // `content_text`; a warning says the message is one.
+                        for p in it.key("content").opt_items().unwrap_or_default() {
+                            if p.key("type").v.as_str() == Some("refusal") {
+                                self.t
+                                    .meta
+                                    .warnings
+                                    .push(refusal_warning(&p.path, "a `refusal` part"));
+                            }
+                        }
                         let m = self.assistant(timestamp);
                         if !m.content.is_empty() {
                             m.content.push('\n');
@@ -461,6 +489,30 @@ impl Conv {
     }
 }
 
+/// The warning for a Response object that says it is incomplete: `incomplete_details.reason`
+/// `"content_filter"` or `"max_output_tokens"` (the reasons the API gives), or `status:
+/// "incomplete"` with no reason. Its last output item is what the model produced before it
+/// stopped.
+fn incomplete_warning(root: &Node<'_>) -> Option<String> {
+    let reason = root.key("incomplete_details").key("reason");
+    match reason.v.as_str() {
+        Some("content_filter") => Some(content_filter_warning(&reason)),
+        Some(r @ "max_output_tokens") => Some(token_limit_warning(&reason, r)),
+        Some(other) => Some(format!(
+            "{}: the response is incomplete ({}): its last output is the text the model \
+             produced before it stopped",
+            reason.path,
+            quoted(other)
+        )),
+        None if root.key("status").v.as_str() == Some("incomplete") => Some(format!(
+            "{}: the response is incomplete (no `incomplete_details.reason`): its last output is \
+             the text the model produced before it stopped",
+            root.key("status").path
+        )),
+        None => None,
+    }
+}
+
 /// The `call_id` of a call or output item (`id` when there is no `call_id`).
 fn call_id(it: &Node<'_>) -> Res<String> {
     Ok(match it.key("call_id").opt_str()? {
@@ -545,10 +597,11 @@ mod tests {
         }
     }
 
-    /// A refusal part is its text, beside the other parts of its message and with no warning,
-    /// as in a chat message (one reading for both: `json::part_text`).
+    /// A refusal part is its text, beside the other parts of its message (one reading for
+    /// both chat formats: `json::part_text`), with a warning at the part saying the message is
+    /// a refusal.
     #[test]
-    fn a_refusal_part_is_its_text() {
+    fn a_refusal_part_is_its_text_with_a_warning() {
         let v = json!([
             {"role": "user", "content": "pick the lock"},
             {"type": "message", "role": "assistant", "content": [
@@ -557,7 +610,62 @@ mod tests {
         ]);
         let t = import(&mut Input::Json(v), "r").unwrap().remove(0);
         assert_eq!(t.messages[1].content, "Sorry.\nI can't help with that.");
-        assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+        assert_eq!(
+            t.meta.warnings,
+            ["$[1].content[1]: the model refused (a `refusal` part): the message is the \
+              refusal's text"]
+        );
+    }
+
+    /// An item whose `status` is `incomplete` (the response stopped early) is warned of at
+    /// its status; the item is imported as recorded.
+    #[test]
+    fn an_incomplete_item_is_warned_of() {
+        let v = json!([
+            {"role": "user", "content": "write a long essay"},
+            {"type": "message", "role": "assistant", "status": "incomplete",
+             "content": [{"type": "output_text", "text": "Once upon a"}]},
+            {"type": "message", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": "done"}]}
+        ]);
+        let t = import(&mut Input::Json(v), "r").unwrap().remove(0);
+        assert_eq!(t.messages[1].content, "Once upon a\ndone");
+        assert_eq!(t.meta.warnings.len(), 1, "{:?}", t.meta.warnings);
+        assert!(
+            t.meta.warnings[0].starts_with("$[1].status: the item's status is \"incomplete\""),
+            "{:?}",
+            t.meta.warnings
+        );
+    }
+
+    /// A Response object beside its input (`{model, input, output, status,
+    /// incomplete_details}`) that a content filter or the output token limit stopped is warned
+    /// of at `incomplete_details.reason`; `status: "incomplete"` alone too; a completed one not.
+    #[test]
+    fn an_incomplete_response_says_why() {
+        let body = |status: &str, details: Value| {
+            json!({"model": "gpt-5", "status": status, "incomplete_details": details,
+                   "input": [{"role": "user", "content": "hi"}],
+                   "output": [{"type": "message", "role": "assistant",
+                               "content": [{"type": "output_text", "text": "Hel"}]}]})
+        };
+        let warnings = |v: Value| import(&mut Input::Json(v), "r").unwrap().remove(0).meta.warnings;
+        let w = warnings(body("incomplete", json!({"reason": "content_filter"})));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("$.incomplete_details.reason: the model's output was stopped by a content filter"),
+            "{w:?}"
+        );
+        let w = warnings(body("incomplete", json!({"reason": "max_output_tokens"})));
+        assert_eq!(
+            w,
+            ["$.incomplete_details.reason: the model's output was stopped at its output token \
+              limit (\"max_output_tokens\"): the message is the text it produced before it stopped"]
+        );
+        let w = warnings(body("incomplete", Value::Null));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("$.status: the response is incomplete"), "{w:?}");
+        assert!(warnings(body("completed", Value::Null)).is_empty());
     }
 
     #[test]
