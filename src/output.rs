@@ -451,7 +451,20 @@ fn word_end(s: &str) -> usize {
             let line = s[next..]
                 .find('\n')
                 .map_or(&s[next..], |nl| &s[next..next + nl]);
-            if let Some(close) = line.find('\'') {
+            // In bash's `$'…'` a backslash escapes the next character (`\'` is a quote).
+            let close = if prev == Some('$') {
+                let mut escaped = false;
+                line.char_indices()
+                    .find(|&(_, d)| {
+                        let end = d == '\'' && !escaped;
+                        escaped = d == '\\' && !escaped;
+                        end
+                    })
+                    .map(|(i, _)| i)
+            } else {
+                line.find('\'')
+            };
+            if let Some(close) = close {
                 at = next + close + 1;
                 prev = Some('\'');
                 continue;
@@ -899,6 +912,13 @@ mod tests {
         // An apostrophe in prose opens nothing; a quote without its closing one neither.
         let words: Vec<_> = super::words("it can't  be 'open ended").collect();
         assert_eq!(words, ["it", "can't", "be", "'open", "ended"]);
+        let path = super::shell_word("a\n'b c");
+        assert_eq!(path, "$'a\\n\\'b c'");
+        let text = format!("--resume {path} next");
+        assert_eq!(
+            super::words(&text).collect::<Vec<_>>(),
+            ["--resume", &path, "next"]
+        );
         let words: Vec<_> = super::words("x 'a b'c d `'e  f'` g='h i' 'j\nk'").collect();
         assert_eq!(
             words,
