@@ -395,10 +395,8 @@ fn text_of(content: &Node<'_>, warnings: &mut Vec<String>) -> Res<String> {
 /// lacks.
 #[derive(Debug, Default)]
 struct Attachments {
-    /// (kind, count) of those not read, in order of first appearance.
-    kinds: Vec<(String, usize)>,
-    /// The line of the first one not read.
-    first: Option<usize>,
+    /// Those not read, counted by kind.
+    skipped: super::Skipped,
     /// A hook's additional context (`hook_additional_context`, of the main session) as the
     /// user message Claude Code renders from it (`hook_context`), waiting to be placed before
     /// the next record that is not tool results (as a `queued` message is: never between a
@@ -429,27 +427,12 @@ impl Attachments {
         out
     }
 
-    fn note(&mut self, kind: &str, line: usize) {
-        self.first.get_or_insert(line);
-        match self.kinds.iter_mut().find(|(k, _)| k == kind) {
-            Some((_, c)) => *c += 1,
-            None => self.kinds.push((kind.to_string(), 1)),
-        }
-    }
-
     fn warning(&self) -> Option<String> {
-        let first = self.first?;
-        let total: usize = self.kinds.iter().map(|(_, c)| c).sum();
-        let kinds: Vec<String> = self
-            .kinds
-            .iter()
-            .map(|(k, c)| format!("{} ×{c}", crate::output::quoted(k)))
-            .collect();
+        let (first, total, kinds) = self.skipped.counted()?;
         Some(format!(
-            "line {first}: {total} `attachment` record(s) skipped ({}): Claude Code renders some \
-             kinds into the model's context as a <system-reminder> (a file read at an \
-             @-mention, for one); their text is not in the trace",
-            kinds.join(", ")
+            "line {first}: {total} `attachment` record(s) skipped ({kinds}): Claude Code renders \
+             some kinds into the model's context as a <system-reminder> (a file read at an \
+             @-mention, for one); their text is not in the trace"
         ))
     }
 }
@@ -523,7 +506,7 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                     continue;
                 }
             }
-            attachments.note(kind, n);
+            attachments.skipped.note(crate::output::quoted(kind), n);
             continue;
         }
         if !matches!(ty, "user" | "assistant" | "system") {

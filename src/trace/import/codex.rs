@@ -93,7 +93,8 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     let mut last_total: Option<Value> = None;
     let mut legacy = false;
     // Records and events not read here, counted for one warning.
-    let mut unread = Unread::default();
+    // The records and events of the rollout not read, by kind, for one warning.
+    let mut unread = super::Skipped::default();
     for (i, (n, v)) in lines.into_iter().enumerate() {
         let n_line = n;
         let r = Node::line_root(&v, n);
@@ -246,7 +247,12 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
             other => unread.note(crate::output::quoted(other), n),
         }
     }
-    conv.t.meta.warnings.extend(unread.warning());
+    conv.t.meta.warnings.extend(unread.counted().map(|(first, total, kinds)| {
+        format!(
+            "line {first}: {total} record(s) of kinds this importer does not read skipped \
+             ({kinds}); what they held is not in the trace"
+        )
+    }));
     Ok(vec![conv.finish()])
 }
 
@@ -276,36 +282,6 @@ const REPEATED_EVENTS: &[&str] = &[
     // A compaction, which the `compacted` record holds.
     "context_compacted",
 ];
-
-/// The records and events of a rollout not read, by kind, for one warning.
-#[derive(Default)]
-struct Unread {
-    /// The line of the first.
-    first: Option<usize>,
-    /// (kind, count) in order of first appearance.
-    kinds: Vec<(String, usize)>,
-}
-
-impl Unread {
-    fn note(&mut self, kind: String, line: usize) {
-        self.first.get_or_insert(line);
-        match self.kinds.iter_mut().find(|(k, _)| *k == kind) {
-            Some((_, c)) => *c += 1,
-            None => self.kinds.push((kind, 1)),
-        }
-    }
-
-    fn warning(&self) -> Option<String> {
-        let first = self.first?;
-        let total: usize = self.kinds.iter().map(|(_, c)| c).sum();
-        let kinds: Vec<String> = self.kinds.iter().map(|(k, c)| format!("{k} ×{c}")).collect();
-        Some(format!(
-            "line {first}: {total} record(s) of kinds this importer does not read skipped ({}); \
-             what they held is not in the trace",
-            kinds.join(", ")
-        ))
-    }
-}
 
 #[cfg(test)]
 mod tests {

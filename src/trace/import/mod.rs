@@ -380,6 +380,37 @@ fn lines_keeping_bad_ones(bytes: &[u8]) -> (Input, BadLines) {
     (Input::Lines(out), bad)
 }
 
+/// Records an importer skips, counted by kind for one warning: the line of the first, and each
+/// kind (as the warning shows it) with its count, in order of first appearance.
+#[derive(Debug, Default)]
+pub(crate) struct Skipped {
+    first: Option<usize>,
+    kinds: Vec<(String, usize)>,
+}
+
+impl Skipped {
+    /// Count one record of `kind` (as shown: quoted by the caller) at `line`.
+    pub fn note(&mut self, kind: String, line: usize) {
+        self.first.get_or_insert(line);
+        match self.kinds.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, c)) => *c += 1,
+            None => self.kinds.push((kind, 1)),
+        }
+    }
+
+    /// `(line of the first, how many, "kind ×n, …")`, if any was noted.
+    pub fn counted(&self) -> Option<(usize, usize, String)> {
+        let first = self.first?;
+        let total = self.kinds.iter().map(|(_, c)| c).sum();
+        let kinds: Vec<String> = self
+            .kinds
+            .iter()
+            .map(|(k, c)| format!("{k} ×{c}"))
+            .collect();
+        Some((first, total, kinds.join(", ")))
+    }
+}
+
 /// The lines of a JSON Lines input that are not JSON, set aside while parsing. A Gemini CLI
 /// session skips them, warned of, as the CLI's own reader does
 /// ([`gemini_cli::skips_bad_lines`]); any other input fails at the first, as before.
