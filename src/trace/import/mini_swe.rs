@@ -26,7 +26,7 @@
 use super::calls::{tool_calls, CallShape, Calls};
 use super::detect::str_of;
 use super::json::{content_text, Node, Res};
-use super::openai::{content_filter_warning, refusal_warning, token_limit_warning};
+use super::openai::{content_filter_warning, token_limit_warning, with_refusal};
 use super::Importer;
 use crate::trace::model::{Message, Outcome, SourceFormat, ToolCall, Trace, TraceMeta, Usage};
 use regex::Regex;
@@ -474,14 +474,7 @@ fn refusal_and_finish(
     warnings: &mut Vec<String>,
 ) -> String {
     let content = match litellm_refusal(msg) {
-        Some((at, r)) => {
-            warnings.push(refusal_warning(&at.path, "`refusal`"));
-            if content.is_empty() {
-                r.to_string()
-            } else {
-                format!("{content}\n{r}")
-            }
-        }
+        Some((at, r)) => with_refusal(content, r, &at, "`refusal`", warnings),
         None => content,
     };
     let finish = resp.key("choices").idx(0).key("finish_reason");

@@ -165,6 +165,24 @@ pub fn refusal_warning(at: &str, what: &str) -> String {
     format!("{at}: the model refused ({what}): the message is the refusal's text")
 }
 
+/// `content` with the refusal `refusal` (held at `at`, the `what` of [`refusal_warning`])
+/// after it on a line of its own (the refusal alone when there is no other text), and the
+/// warning saying the message is one.
+pub fn with_refusal(
+    content: String,
+    refusal: &str,
+    at: &Node<'_>,
+    what: &str,
+    warnings: &mut Vec<String>,
+) -> String {
+    warnings.push(refusal_warning(&at.path, what));
+    if content.is_empty() {
+        refusal.to_string()
+    } else {
+        format!("{content}\n{refusal}")
+    }
+}
+
 /// The warning for a model call a content filter stopped (`finish_reason` or `stop_reason`
 /// `"content_filter"`, the field at `at`): its message is what the model produced before the
 /// filter stopped it (possibly nothing).
@@ -242,12 +260,7 @@ pub fn convert_message(m: &Node<'_>, t: &mut Trace, calls: &mut Calls) -> Res<()
                 let refusal = m.key("refusal");
                 let content = match refusal.opt_str()? {
                     Some(r) if !r.is_empty() => {
-                        t.meta.warnings.push(refusal_warning(&refusal.path, "`refusal`"));
-                        if content.is_empty() {
-                            r.to_string()
-                        } else {
-                            format!("{content}\n{r}")
-                        }
+                        with_refusal(content, r, &refusal, "`refusal`", &mut t.meta.warnings)
                     }
                     _ => content,
                 };
