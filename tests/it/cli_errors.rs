@@ -444,6 +444,28 @@ fn a_whole_file_error_names_the_file_once() {
     assert!(!err.contains(": file: "), "{err}");
 }
 
+/// A logged API response (the model's answer without the input it answered) is not a trace,
+/// and the error says what to save instead, without suggesting `--from` (no format reads it).
+#[test]
+fn an_api_response_is_not_a_trace_and_the_error_says_what_to_save() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("response.json");
+    std::fs::write(
+        &f,
+        r#"{"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion","created":1741569952,"model":"gpt-4.1-2025-04-14","choices":[{"index":0,"message":{"role":"assistant","content":"Hello! How can I assist you today?","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":19,"completion_tokens":10,"total_tokens":29}}"#,
+    )
+    .unwrap();
+    let out = tmp.path().join("o").display().to_string();
+    let (code, _, err) = ctxbench(&["import", &f.display().to_string(), "-o", &out]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("not a trace: one API response: an OpenAI chat completion"),
+        "{err}"
+    );
+    assert!(err.contains("save the request's `messages`"), "{err}");
+    assert!(!err.contains("--from"), "{err}");
+}
+
 /// A suite whose every eval is turned off would plan no unit, run nothing and exit 0 with an
 /// empty report (while `--limit 0` is refused): it is refused at load, naming the file and line
 /// and how to enable an eval, and leaves no run directory. `--eval` and `--trace` selecting

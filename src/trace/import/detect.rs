@@ -146,6 +146,8 @@ fn detect_doc(v: &Value) -> Result<SourceFormat, String> {
         Value::Object(o) => first_match(Shape::Object(o)).ok_or_else(|| {
             if o.is_empty() {
                 "an empty JSON object".into()
+            } else if let Some(why) = api_response(o) {
+                why
             } else {
                 format!("a JSON object with keys {}", keys_of(o))
             }
@@ -170,6 +172,39 @@ fn detect_doc(v: &Value) -> Result<SourceFormat, String> {
             super::json::type_name(other)
         )),
     }
+}
+
+/// How a "not a trace" reason for one model API response starts: such a file holds the
+/// model's answer but not the input it answered, so no `--from` makes it a trace (the reason
+/// says what to save instead).
+pub const API_RESPONSE: &str = "one API response";
+
+/// Why `o`, a single response of a model API (what a client gets back, often what people log),
+/// is not a trace, and what to save instead; `None` for anything else.
+fn api_response(o: &Map<String, Value>) -> Option<String> {
+    let what = match (str_of(o, "object"), str_of(o, "type"), str_of(o, "role")) {
+        (Some("response"), ..) if o.contains_key("output") => {
+            "an OpenAI Responses API response (`\"object\": \"response\"`): it holds the model's \
+             `output`, not the `input` it answered; save the request's `input` beside the \
+             response's `output` (`{\"model\", \"input\": [...], \"output\": [...]}`, read as \
+             openai-responses; `GET /v1/responses/{id}/input_items` lists a stored response's \
+             input)"
+        }
+        (Some(kind), ..) if kind.starts_with("chat.completion") && o.contains_key("choices") => {
+            "an OpenAI chat completion (`\"object\": \"chat.completion\"`): it holds the model's \
+             answer, not the conversation it answered; save the request's `messages` with the \
+             answer (`choices[0].message`) appended (`{\"model\", \"messages\": [...]}`, read as \
+             openai)"
+        }
+        (_, Some("message"), Some("assistant")) if o.contains_key("content") => {
+            "an Anthropic Messages API response (`\"type\": \"message\"`, `\"role\": \
+             \"assistant\"`): it holds the model's answer, not the conversation it answered; \
+             save the request's `messages` with the answer appended as an assistant message \
+             (`{\"model\", \"system\", \"messages\": [...]}`, read as anthropic)"
+        }
+        _ => return None,
+    };
+    Some(format!("{API_RESPONSE}: {what}"))
 }
 
 /// A chat conversation (messages with roles, in any of the shapes chat exports take) and its
@@ -279,6 +314,61 @@ mod tests {
 
     fn doc(v: Value) -> Result<SourceFormat, String> {
         detect(&Input::Json(v))
+    }
+
+    /// One API response (an answer without the input it answered) is named, with what to save
+    /// instead, in a file and as the first line of JSON Lines; shapes near it are not.
+    #[test]
+    fn an_api_response_is_named_with_what_to_save_instead() {
+        let text = json!([{"type": "output_text", "text": "Hello"}]);
+        let cases = [
+            (
+                json!({"id": "resp_1", "object": "response", "status": "completed",
+                       "output": [{"type": "message", "role": "assistant", "content": text}]}),
+                "an OpenAI Responses API response",
+            ),
+            (
+                json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4.1",
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"},
+                                    "finish_reason": "stop"}]}),
+                "an OpenAI chat completion",
+            ),
+            (
+                json!({"id": "chatcmpl-1", "object": "chat.completion.chunk",
+                       "choices": [{"index": 0, "delta": {"content": "Hi"}}]}),
+                "an OpenAI chat completion",
+            ),
+            (
+                json!({"id": "msg_1", "type": "message", "role": "assistant",
+                       "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": "Hi"}],
+                       "stop_reason": "end_turn"}),
+                "an Anthropic Messages API response",
+            ),
+        ];
+        for (v, what) in cases {
+            let why = doc(v.clone()).unwrap_err();
+            assert!(why.starts_with(&format!("{API_RESPONSE}: {what}")), "{why}");
+            assert!(why.contains("save the request's"), "{why}");
+            if what.starts_with("an Anthropic") {
+                // As lines, each is a Responses `message` item (`type` and `role`): read so.
+                continue;
+            }
+            let lines = detect(&Input::Lines(vec![(1, v.clone()), (2, v)])).unwrap_err();
+            assert!(
+                lines.starts_with(&format!(
+                    "JSON Lines whose first line is {API_RESPONSE}: {what}"
+                )),
+                "{lines}"
+            );
+        }
+        for v in [
+            json!({"object": "response"}),
+            json!({"object": "list", "data": []}),
+            json!({"type": "message", "role": "user", "content": "hi"}),
+        ] {
+            let why = doc(v).unwrap_err();
+            assert!(why.starts_with("a JSON object with keys"), "{why}");
+        }
     }
 
     #[test]

@@ -164,6 +164,10 @@ fn not_a_trace(path: &Path, why: &str) -> ImportError {
         // Detected, but nothing in it: forcing another format would not help.
         return ImportError::new(path, "file", why);
     }
+    if why.contains(detect::API_RESPONSE) {
+        // A model's answer without its input: no format reads it as a trace.
+        return ImportError::new(path, "file", format!("not a trace: {why}"));
+    }
     ImportError::new(
         path,
         "file",

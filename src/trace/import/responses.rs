@@ -76,13 +76,21 @@ pub fn is_item(o: &Map<String, Value>) -> bool {
 }
 
 /// Responses items: an array or JSON Lines whose items include a typed Responses item, or an
-/// object with `input: [items]`.
+/// object with `input` (items, or a string as the API takes) where the input or an `output`
+/// array holds a typed item (a request whose input is only plain `{role, content}` messages is
+/// known by its response's items).
 pub const IMPORTER: Importer = Importer {
     format: SourceFormat::OpenaiResponses,
     detect: |shape| match shape {
         Shape::Array(items, _) => any_item(items.iter()),
         Shape::Lines(lines, _) => any_item(lines.iter().map(|(_, v)| v)),
-        Shape::Object(o) => arr_of(o, "input").is_some_and(|i| any_item(i.iter())),
+        Shape::Object(o) => match o.get("input") {
+            Some(Value::Array(input)) => {
+                any_item(input.iter()) || arr_of(o, "output").is_some_and(|i| any_item(i.iter()))
+            }
+            Some(Value::String(_)) => arr_of(o, "output").is_some_and(|i| any_item(i.iter())),
+            _ => false,
+        },
     },
     import,
 };
@@ -118,6 +126,12 @@ pub fn import(input: &mut Input, stem: &str) -> Res<Vec<Trace>> {
             // A Response object (`output` beside its `input`) says why it stopped early.
             conv.t.meta.warnings.extend(incomplete_warning(&root));
             let mut v = std::mem::take(v);
+            // `input` as a string is one user message (the API's shorthand).
+            if let Some(text) = v.get_mut("input").and_then(|i| i.as_str().map(String::from)) {
+                let item = json!({"role": "user", "content": text});
+                conv.item(&Node::at(&item, "$.input".into()))?;
+                v["input"] = Value::Array(Vec::new());
+            }
             for key in ["input", "output"] {
                 if key == "output" && Node::root(&v).key(key).is_null() {
                     continue;
@@ -595,6 +609,29 @@ mod tests {
         for input in [Input::Json(items()), Input::Lines(lines), Input::Json(body)] {
             assert_eq!(detect(&input), Ok(SourceFormat::OpenaiResponses));
         }
+    }
+
+    /// A request body whose `input` is only plain `{role, content}` messages, or a string (the
+    /// API's shorthand for one user message), is known by the typed items of its `output`, and
+    /// the string is the person's message.
+    #[test]
+    fn a_body_with_plain_or_string_input_is_known_by_its_output() {
+        let output = json!([{"type": "message", "role": "assistant",
+                             "content": [{"type": "output_text", "text": "Once upon a time"}]}]);
+        for input in [json!([{"role": "user", "content": "Tell me a story"}]), json!("Tell me a story")] {
+            let body = Input::Json(json!({"model": "gpt-4.1", "input": input, "output": output}));
+            assert_eq!(detect(&body), Ok(SourceFormat::OpenaiResponses));
+            let mut body = body;
+            let t = import(&mut body, "r").unwrap().remove(0);
+            let said: Vec<_> = t.messages.iter().map(|m| (m.role, m.content.as_str())).collect();
+            assert_eq!(
+                said,
+                [(Role::User, "Tell me a story"), (Role::Assistant, "Once upon a time")]
+            );
+        }
+        // Plain messages alone, with no typed item anywhere, are a chat conversation's shape.
+        let plain = Input::Json(json!({"input": [{"role": "user", "content": "hi"}]}));
+        assert_ne!(detect(&plain), Ok(SourceFormat::OpenaiResponses));
     }
 
     /// A refusal part is its text, beside the other parts of its message (one reading for
