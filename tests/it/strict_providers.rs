@@ -185,6 +185,85 @@ fn the_rules_reject_what_the_real_apis_reject() {
     }
 }
 
+#[test]
+fn the_rules_of_thinking_caching_error_results_and_tool_options_reject_their_breaches() {
+    let grep = json!({"name": "grep", "input_schema": {"type": "object"}});
+    // Anthropic: a thinking block carrying a cache breakpoint; an error result with no content;
+    // two tools of one name.
+    let b = json!({"model": "m", "max_tokens": 10, "tools": [grep, grep], "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "t", "signature": "s",
+             "cache_control": {"type": "ephemeral"}},
+            {"type": "tool_use", "id": "toolu_1", "name": "grep", "input": {}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "", "is_error": true}]}]});
+    let v = anthropic_body_violations(&b).join("\n");
+    for want in [
+        "messages.1.content.0.thinking.cache_control: Extra inputs are not permitted",
+        "messages.2.content.0.tool_result: content cannot be empty if `is_error` is true",
+        "tools: Tool names must be unique.",
+    ] {
+        assert!(v.contains(want), "{want}: {v}");
+    }
+    // The same with a breakpoint on the tool call, content in the error result and one tool:
+    // accepted (an empty result that is no error is too).
+    let b = json!({"model": "m", "max_tokens": 10, "tools": [grep], "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "t", "signature": "s"},
+            {"type": "tool_use", "id": "toolu_1", "name": "grep", "input": {},
+             "cache_control": {"type": "ephemeral"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "", "is_error": false},
+            {"type": "text", "text": "so?"}]}]});
+    assert_eq!(anthropic_body_violations(&b), Vec::<String>::new());
+    // Anthropic with thinking: top_k, a top_p below 0.95, forced tool use.
+    let thinking = |extra: Value| {
+        let mut b = json!({"model": "m", "max_tokens": 2048,
+            "thinking": {"type": "enabled", "budget_tokens": 1024}, "tools": [grep],
+            "messages": [{"role": "user", "content": "hi"}]});
+        b.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        anthropic_body_violations(&b).join("\n")
+    };
+    let v = thinking(json!({"top_k": 5, "top_p": 0.9, "tool_choice": {"type": "any"}}));
+    for want in ["`top_k`", "`top_p` must be", "tool_choice forces tool use"] {
+        assert!(v.contains(want), "{want}: {v}");
+    }
+    let v = thinking(json!({"tool_choice": {"type": "tool", "name": "grep"}}));
+    assert!(v.contains("tool_choice forces tool use"), "{v}");
+    for ok in [
+        json!({"tool_choice": {"type": "none"}, "top_p": 0.95}),
+        json!({"tool_choice": {"type": "auto"}}),
+    ] {
+        assert_eq!(thinking(ok.clone()), "", "{ok}");
+    }
+    // OpenAI: tool_choice and parallel_tool_calls without tools, an empty tools array.
+    let ask = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]});
+    let with = |extra: Value| {
+        let mut b = ask.clone();
+        b.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        openai_violations(&b).join("\n")
+    };
+    let v = with(json!({"tool_choice": "none", "parallel_tool_calls": false}));
+    for want in [
+        "'tool_choice' is only allowed when 'tools' are specified",
+        "'parallel_tool_calls' is only allowed when 'tools' are specified",
+    ] {
+        assert!(v.contains(want), "{want}: {v}");
+    }
+    assert!(with(json!({"tools": []})).contains("empty array"));
+    let tools = json!([{"type": "function", "function": {"name": "grep"}}]);
+    assert_eq!(
+        with(json!({"tools": tools, "tool_choice": "none", "parallel_tool_calls": false})),
+        ""
+    );
+}
+
 /// A recorded history that breaks every rule both APIs share: tool names outside
 /// `^[a-zA-Z0-9_-]{1,64}$` (SWE-agent's `./rock`, a redacted Codex name), a Gemini CLI call id
 /// of 42 characters, whitespace-only texts, and a last tool call with no result (a run stopped
