@@ -62,6 +62,18 @@ fn thinking_block(b: &ThinkingBlock) -> Value {
     }
 }
 
+/// Whether a content block can be a prompt-cache breakpoint: not a `thinking` or
+/// `redacted_thinking` block. Their params have no `cache_control` field (anthropic-sdk-python
+/// `ThinkingBlockParam`, `RedactedThinkingBlockParam`), and the API answers one that carries it
+/// 400 "messages.N.content.M.thinking.cache_control: Extra inputs are not permitted". A
+/// replayed assistant turn with thinking on can be thinking alone (its text blank, no calls).
+fn cacheable(block: &Value) -> bool {
+    !matches!(
+        block["type"].as_str(),
+        Some("thinking" | "redacted_thinking")
+    )
+}
+
 /// Whether a request turns extended thinking on (`thinking` other than `{"type": "disabled"}`).
 fn thinking_on(r: &Outgoing<'_>) -> bool {
     r.sampling
@@ -223,9 +235,15 @@ impl Wire for AnthropicWire {
         }
         if r.prompt_cache && turns.len() >= 2 {
             // The end of the history before the question: everything up to here is the prefix
-            // the next question about the same history sends again.
-            let at = turns.len() - 2;
-            if let Some(last) = turns[at].1.last_mut() {
+            // the next question about the same history sends again. A thinking block takes no
+            // `cache_control` (see `cacheable`): the breakpoint goes on the last block before
+            // the question that can carry one.
+            let history = turns.len() - 1;
+            let last = turns[..history]
+                .iter_mut()
+                .rev()
+                .find_map(|(_, blocks)| blocks.iter_mut().rev().find(|b| cacheable(b)));
+            if let Some(last) = last {
                 last["cache_control"] = json!({"type": EPHEMERAL});
             }
         }

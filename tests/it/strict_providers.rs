@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ctxbench::providers::{
     build_provider, ChatRequest, Message, Provider, ProviderConfig, ProviderError, ProviderKind,
-    ToolCall, ToolDef, PROMPT_TRUNCATION_RATIO,
+    ThinkingBlock, ToolCall, ToolDef, PROMPT_TRUNCATION_RATIO,
 };
 use ctxbench::tokens::TokenCounter;
 use serde_json::{json, Value};
@@ -262,6 +262,55 @@ fn the_rules_of_thinking_caching_error_results_and_tool_options_reject_their_bre
         with(json!({"tools": tools, "tool_choice": "none", "parallel_tool_calls": false})),
         ""
     );
+}
+
+#[tokio::test]
+async fn a_thinking_turn_before_the_question_takes_no_cache_breakpoint() {
+    // Prompt caching marks the end of the history before the question. With thinking on, a
+    // replayed assistant turn with a blank text and no calls is its thinking alone; the API
+    // refuses `cache_control` on a thinking block, so the mark goes on the block before it.
+    let server = StrictLlm::start().await;
+    let mut c = config(&server, ProviderKind::Anthropic);
+    c.thinking = Some(1024);
+    c.prompt_cache = true;
+    let p = build(&c);
+    let mut thought = Message::assistant("", vec![]);
+    thought.thinking_blocks = vec![ThinkingBlock::Thinking {
+        thinking: "The token is in a.py.".into(),
+        signature: "EpMCsig==".into(),
+    }];
+    // The thought alone as the turn before the question (after the tool results), and after
+    // the assistant's answer (merged into its turn, after its text).
+    let mut alone: Vec<Message> = history()[..5].to_vec();
+    alone.push(thought.clone());
+    alone.push(Message::user("And where is it defined?"));
+    let mut after_text = history();
+    after_text.insert(6, thought);
+    for (messages, marked) in [(alone, "tool_result"), (after_text, "text")] {
+        for ask in [
+            ChatRequest::new(messages.clone()),
+            ChatRequest::new(messages.clone()).with_tools(vec![grep_tool()]),
+        ] {
+            p.chat(&ask).await.unwrap();
+            let sent = server.requests().last().unwrap().body.clone();
+            let turns = sent["messages"].as_array().unwrap();
+            let before = turns[turns.len() - 2]["content"].as_array().unwrap();
+            let last = before.last().unwrap();
+            assert_eq!(last["type"], "thinking", "{sent:#}");
+            assert!(last.get("cache_control").is_none(), "{sent:#}");
+            let n = sent.to_string().matches("cache_control").count();
+            assert_eq!(n, 3, "system, tools and the history's end: {sent:#}");
+            let mark = sent["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|t| t["content"].as_array().unwrap())
+                .find(|b| b.get("cache_control").is_some())
+                .unwrap();
+            assert_eq!(mark["type"], marked, "{sent:#}");
+        }
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
 }
 
 /// A recorded history that breaks every rule both APIs share: tool names outside
