@@ -43,6 +43,10 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// The `cache_control` of a prompt-cache breakpoint (5-minute cache).
 const EPHEMERAL: &str = "ephemeral";
 
+/// What an error tool result with no output is sent as: the API answers an empty one 400
+/// ("messages.N.content.M.tool_result: content cannot be empty if `is_error` is true").
+const EMPTY_ERROR: &str = "[the tool reported an error with no output]";
+
 /// An Anthropic Messages API provider.
 pub type AnthropicProvider = HttpProvider<AnthropicWire>;
 
@@ -131,10 +135,17 @@ fn unblock_last_tool_turn(turns: &mut [(&'static str, Vec<Value>)]) {
 fn blocks(m: &Message, thinking: bool) -> (&'static str, Vec<Value>) {
     match m.role {
         Role::Tool => {
+            // "content cannot be empty if `is_error` is true": an error result recorded with no
+            // output (a command that failed silently) says so instead.
+            let content = if m.is_error && m.content.trim().is_empty() {
+                EMPTY_ERROR
+            } else {
+                m.content.as_str()
+            };
             let mut b = json!({
                 "type": "tool_result",
                 "tool_use_id": m.tool_call_id.clone().unwrap_or_default(),
-                "content": m.content,
+                "content": content,
             });
             if m.is_error {
                 b["is_error"] = json!(true);

@@ -313,6 +313,34 @@ async fn a_thinking_turn_before_the_question_takes_no_cache_breakpoint() {
     assert_eq!(server.rejected(), Vec::<String>::new());
 }
 
+#[tokio::test]
+async fn an_error_result_with_no_output_is_sent_saying_so() {
+    // A recorded command that failed and printed nothing: Anthropic answers an empty error
+    // result 400; OpenAI takes it as it is.
+    let server = StrictLlm::start().await;
+    let mut messages = history();
+    messages[4].content = String::new();
+    messages[4].is_error = true;
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        let p = build(&config(&server, kind));
+        for ask in [
+            ChatRequest::new(messages.clone()),
+            ChatRequest::new(messages.clone()).with_tools(vec![grep_tool()]),
+        ] {
+            let r = p.chat(&ask).await;
+            assert!(r.is_ok(), "{kind:?}: {r:?}");
+        }
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
+    let sent = server.requests().last().unwrap().body.clone();
+    let result = &sent["messages"][2]["content"][1];
+    assert_eq!(result["is_error"], true, "{sent:#}");
+    assert_eq!(
+        result["content"],
+        "[the tool reported an error with no output]"
+    );
+}
+
 /// A recorded history that breaks every rule both APIs share: tool names outside
 /// `^[a-zA-Z0-9_-]{1,64}$` (SWE-agent's `./rock`, a redacted Codex name), a Gemini CLI call id
 /// of 42 characters, whitespace-only texts, and a last tool call with no result (a run stopped
