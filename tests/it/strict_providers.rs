@@ -341,6 +341,33 @@ async fn an_error_result_with_no_output_is_sent_saying_so() {
     );
 }
 
+#[tokio::test]
+async fn parallel_tool_calls_is_sent_only_with_tools() {
+    // A provider configured with `parallel_tool_calls` also answers requests without tools (the
+    // judge, the summarizer, a question with no sandbox): OpenAI answers those 400.
+    let server = StrictLlm::start().await;
+    let mut c = config(&server, ProviderKind::Openai);
+    c.extra_body
+        .insert("parallel_tool_calls".into(), json!(false));
+    let p = build(&c);
+    p.chat(&ChatRequest::new(vec![Message::user("go")]))
+        .await
+        .unwrap();
+    let sent = server.requests().last().unwrap().body.clone();
+    assert!(sent.get("parallel_tool_calls").is_none(), "{sent}");
+    p.chat(&ChatRequest::new(vec![Message::user("go")]).with_tools(vec![grep_tool()]))
+        .await
+        .unwrap();
+    let sent = server.requests().last().unwrap().body.clone();
+    assert_eq!(sent["parallel_tool_calls"], false, "{sent}");
+    // A history's tools, declared and not offered, are tools too.
+    p.chat(&ChatRequest::new(history())).await.unwrap();
+    let sent = server.requests().last().unwrap().body.clone();
+    assert_eq!(sent["tool_choice"], "none");
+    assert_eq!(sent["parallel_tool_calls"], false, "{sent}");
+    assert_eq!(server.rejected(), Vec::<String>::new());
+}
+
 /// A recorded history that breaks every rule both APIs share: tool names outside
 /// `^[a-zA-Z0-9_-]{1,64}$` (SWE-agent's `./rock`, a redacted Codex name), a Gemini CLI call id
 /// of 42 characters, whitespace-only texts, and a last tool call with no result (a run stopped
