@@ -276,6 +276,10 @@ impl ProviderConfig {
             prompt_cache: self.prompt_cache,
             max_tokens: self.max_tokens,
             reasoning: self.kind == ProviderKind::Openai && self.is_reasoning(),
+            max_output: match self.kind {
+                ProviderKind::Anthropic => super::anthropic::max_output_tokens(&self.model),
+                _ => None,
+            },
         }
     }
 
@@ -477,6 +481,28 @@ impl ProviderConfig {
                             "`top_p`: with extended thinking (`thinking`) top_p \
                             must be within 0.95..=1"
                                 .into(),
+                        ));
+                    }
+                }
+                // "max_tokens: N > M, which is the maximum allowed number of output tokens for
+                // <model>": the configured limit, or a thinking budget that leaves no room below
+                // the model's, is refused here rather than on every call.
+                if let Some(max) = super::anthropic::max_output_tokens(model) {
+                    if let Some(m) = self.max_tokens.filter(|&m| m > max) {
+                        out.push((
+                            "max_tokens",
+                            format!(
+                                "`max_tokens` = {m}: `{model}` writes at most {max} output tokens"
+                            ),
+                        ));
+                    }
+                    if let Some(b) = self.thinking.filter(|&b| b >= max) {
+                        out.push((
+                            "thinking",
+                            format!(
+                                "`thinking` = {b}: the budget must be below `{model}`'s {max} \
+                                 output tokens (the budget is part of max_tokens)"
+                            ),
                         ));
                     }
                 }

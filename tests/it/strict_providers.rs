@@ -368,6 +368,38 @@ async fn parallel_tool_calls_is_sent_only_with_tools() {
     assert_eq!(server.rejected(), Vec::<String>::new());
 }
 
+#[tokio::test]
+async fn a_large_thinking_budget_never_asks_past_the_models_output_limit() {
+    // claude-sonnet-4-5 writes at most 64,000 output tokens. A thinking budget of 62,000 plus
+    // the default answer (4,096) or an eval's answer limit was a 400 on every call.
+    let server = StrictLlm::start().await;
+    let mut c = config(&server, ProviderKind::Anthropic);
+    c.thinking = Some(62_000);
+    assert_eq!(c.check_parameters(), Vec::new());
+    let p = build(&c);
+    for asked in [None, Some(200), Some(4_000), Some(63_000)] {
+        let mut req = ChatRequest::new(history()).with_tools(vec![grep_tool()]);
+        req.sampling.max_tokens = asked;
+        let r = p.chat(&req).await;
+        assert!(r.is_ok(), "{asked:?}: {r:?}");
+        let sent = server.requests().last().unwrap().body.clone();
+        let m = sent["max_tokens"].as_u64().unwrap();
+        assert!(m > 62_000 && m <= 64_000, "{asked:?}: {m}");
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
+    // The rule itself, and a budget that leaves no room is refused at load.
+    let b = json!({"model": "claude-sonnet-4-5-20250929", "max_tokens": 64_001,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let v = anthropic_body_violations(&b).join("\n");
+    assert!(
+        v.contains("64001 > 64000, which is the maximum allowed number of output tokens"),
+        "{v}"
+    );
+    c.thinking = Some(64_000);
+    let keys: Vec<&str> = c.check_parameters().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, ["thinking"]);
+}
+
 /// A recorded history that breaks every rule both APIs share: tool names outside
 /// `^[a-zA-Z0-9_-]{1,64}$` (SWE-agent's `./rock`, a redacted Codex name), a Gemini CLI call id
 /// of 42 characters, whitespace-only texts, and a last tool call with no result (a run stopped

@@ -725,6 +725,30 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
     if max_tokens.is_none_or(|n| n < 1) {
         out.push("max_tokens: Field required (an integer ≥ 1)".into());
     }
+    // A model's most output tokens: "max_tokens: 64096 > 64000, which is the maximum allowed
+    // number of output tokens for claude-sonnet-4-5-20250929" (the API's 400, quoted for
+    // claude-sonnet-4-5-20250929 at 64000, claude-opus-4-1-20250805 at 32000 and
+    // claude-3-7-sonnet-20250219 at 64000 in public bug reports and client tests).
+    let model = b["model"].as_str().unwrap_or_default();
+    let cap = [
+        ("claude-sonnet-4-5", 64_000),
+        ("claude-opus-4-1", 32_000),
+        ("claude-3-7-sonnet", 64_000),
+    ]
+    .into_iter()
+    .find(|(id, _)| {
+        model.strip_prefix(id).is_some_and(|rest| {
+            rest.is_empty()
+                || rest
+                    .strip_prefix('-')
+                    .is_some_and(|d| d.len() == 8 && d.bytes().all(|c| c.is_ascii_digit()))
+        })
+    });
+    if let (Some((_, cap)), Some(m)) = (cap, max_tokens) {
+        if m > cap {
+            out.push(format!("max_tokens: {m} > {cap}, which is the maximum allowed number of output tokens for {model}"));
+        }
+    }
     // MessageCreateParams docs: temperature "Ranges from 0.0 to 1.0", top_p likewise.
     number_in(b, "temperature", 0.0, 1.0, &mut out);
     number_in(b, "top_p", 0.0, 1.0, &mut out);
