@@ -379,10 +379,17 @@ impl<W: Wire> Provider for HttpProvider<W> {
             // A history with tool calls or results must come with tool definitions (Anthropic
             // answers 400 without them; strict OpenAI-compatible servers too): when the caller
             // sent none, the tools the history used are defined, and not offered.
-            let history_tools = match adapted {
+            let mut history_tools = match adapted {
                 None if sent.tools.is_empty() => tools_of_history(sent.messages),
                 _ => Vec::new(),
             };
+            // OpenAI takes at most 128 tools ("Invalid 'tools': array too long. Expected an array
+            // with maximum length 128"). It needs none declared for a history's calls (the
+            // declaration is for Anthropic and strict compatible servers): the first 128 used
+            // are declared.
+            if self.wire.kind() == "openai" {
+                history_tools.truncate(MAX_OPENAI_TOOLS);
+            }
             if !history_tools.is_empty() {
                 sent.tools = &history_tools;
                 let choice = match self.wire.kind() {
@@ -560,6 +567,9 @@ fn truncation_threshold(reported: u64) -> u64 {
     }
     n.max(PROMPT_TRUNCATION_MIN_TOKENS)
 }
+
+/// The most tools an OpenAI chat-completions request may declare (the live API's limit).
+const MAX_OPENAI_TOOLS: usize = 128;
 
 /// Definitions for the tools a history's calls and results name (in order of first use), for
 /// a request that carries tool blocks but no tools. Their schemas accept any object: the model

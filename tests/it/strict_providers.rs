@@ -400,6 +400,55 @@ async fn a_large_thinking_budget_never_asks_past_the_models_output_limit() {
     assert_eq!(keys, ["thinking"]);
 }
 
+#[tokio::test]
+async fn a_history_of_more_than_128_tools_declares_at_most_128_to_openai() {
+    // A question with no tools of its own about a history that used 130 distinct tools (an
+    // MCP-heavy session): OpenAI refuses more than 128 declared tools.
+    let server = StrictLlm::start().await;
+    let mut messages = vec![Message::user("go")];
+    for i in 0..130 {
+        let name = format!("mcp_tool_{i}");
+        let id = format!("call_{i}");
+        messages.push(Message::assistant(
+            "",
+            vec![ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                arguments: json!({}),
+            }],
+        ));
+        messages.push(Message::tool(id, name, "ok"));
+    }
+    messages.push(Message::user("Which tool ran first?"));
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        let p = build(&config(&server, kind));
+        let r = p.chat(&ChatRequest::new(messages.clone())).await;
+        assert!(r.is_ok(), "{kind:?}: {r:?}");
+        let sent = server.requests().last().unwrap().body.clone();
+        let declared = sent["tools"].as_array().unwrap().len();
+        let want = if kind == ProviderKind::Openai {
+            128
+        } else {
+            130
+        };
+        assert_eq!(declared, want, "{kind:?}");
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
+    // The rules: 129 tools, a turn of 129 calls.
+    let tool = json!({"type": "function", "function": {"name": "t"}});
+    let call = json!({"id": "c", "type": "function", "function": {"name": "t", "arguments": "{}"}});
+    let b = json!({"model": "gpt-4o", "tools": vec![tool; 129], "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": null, "tool_calls": vec![call; 129]}]});
+    let v = openai_violations(&b).join("\n");
+    for want in [
+        "Invalid 'tools': array too long. Expected an array with maximum length 128, but got an array with length 129 instead.",
+        "Invalid 'messages[1].tool_calls': array too long.",
+    ] {
+        assert!(v.contains(want), "{want}: {v}");
+    }
+}
+
 /// A recorded history that breaks every rule both APIs share: tool names outside
 /// `^[a-zA-Z0-9_-]{1,64}$` (SWE-agent's `./rock`, a redacted Codex name), a Gemini CLI call id
 /// of 42 characters, whitespace-only texts, and a last tool call with no result (a run stopped

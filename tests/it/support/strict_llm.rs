@@ -469,6 +469,9 @@ const OPENAI_KEYS: &[&str] = &[
     "web_search_options",
 ];
 
+/// The most tools a request, and tool calls a message, may carry (the live API).
+const MAX_ARRAY: usize = 128;
+
 /// `ReasoningEffort`, openai-openapi f85dbe2.
 const REASONING_EFFORT: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh", "max"];
 
@@ -576,6 +579,12 @@ pub fn openai_violations(b: &Value) -> Vec<String> {
     if let Some(tools) = b.get("tools") {
         match tools.as_array() {
             Some(ts) => {
+                // The live API's 400 "Invalid 'tools': array too long. Expected an array with
+                // maximum length 128, but got an array with length 129 instead." (quoted in
+                // cgoinglove/better-chatbot issue 197 and Coder's AI Bridge docs).
+                if ts.len() > MAX_ARRAY {
+                    out.push(format!("Invalid 'tools': array too long. Expected an array with maximum length {MAX_ARRAY}, but got an array with length {} instead.", ts.len()));
+                }
                 for (i, t) in ts.iter().enumerate() {
                     if t["type"] != "function" {
                         out.push(format!("Invalid 'tools[{i}].type': expected 'function'"));
@@ -627,6 +636,11 @@ pub fn openai_violations(b: &Value) -> Vec<String> {
                 let calls = m.get("tool_calls").and_then(Value::as_array);
                 if (c.is_null() || c.as_str() == Some("")) && calls.is_none_or(|a| a.is_empty()) {
                     out.push(format!("Invalid 'messages[{i}]': an assistant message needs 'content' or 'tool_calls'"));
+                }
+                // "Invalid 'messages[i].tool_calls': array too long. Expected an array with
+                // maximum length 128" (GPT-5-mini's 400, quoted in a published agent benchmark).
+                if let Some(n) = calls.map(Vec::len).filter(|&n| n > MAX_ARRAY) {
+                    out.push(format!("Invalid 'messages[{i}].tool_calls': array too long. Expected an array with maximum length {MAX_ARRAY}, but got an array with length {n} instead."));
                 }
                 for (j, tc) in calls.into_iter().flatten().enumerate() {
                     let id = tc["id"].as_str().unwrap_or_default();
