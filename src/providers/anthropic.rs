@@ -40,8 +40,47 @@ pub const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` when neither the request nor the configuration sets one (the API requires it).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
+/// The most output tokens (`max_tokens`) each Claude model takes, by its id without a date or
+/// `-latest` suffix (Anthropic's models overview, "Max output"). A larger `max_tokens` is a 400:
+/// "max_tokens: 66096 > 64000, which is the maximum allowed number of output tokens for
+/// claude-sonnet-4-5-20250929". Models not listed are not capped.
+const MAX_OUTPUT: &[(&str, u32)] = &[
+    ("claude-opus-4-5", 64_000),
+    ("claude-opus-4-1", 32_000),
+    ("claude-opus-4-0", 32_000),
+    ("claude-opus-4", 32_000),
+    ("claude-sonnet-4-5", 64_000),
+    ("claude-sonnet-4-0", 64_000),
+    ("claude-sonnet-4", 64_000),
+    ("claude-3-7-sonnet", 64_000),
+    ("claude-haiku-4-5", 64_000),
+    ("claude-3-5-haiku", 8_192),
+    ("claude-3-haiku", 4_096),
+];
+
+/// The most output tokens `model` takes (`MAX_OUTPUT`), when it is a Claude model of the
+/// table: matched exactly after a routing prefix (`anthropic/`), a date (`-20250929`,
+/// `@20250929`) or `-latest` is dropped, so a newer model is never capped by an older one's limit.
+pub fn max_output_tokens(model: &str) -> Option<u32> {
+    let m = model.rsplit('/').next().unwrap_or(model);
+    let m = m.split('@').next().unwrap_or(m);
+    let m = m.strip_suffix("-latest").unwrap_or(m);
+    let m = match m.rsplit_once('-') {
+        Some((base, date)) if date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()) => base,
+        _ => m,
+    };
+    MAX_OUTPUT
+        .iter()
+        .find(|(id, _)| *id == m)
+        .map(|&(_, max)| max)
+}
+
 /// The `cache_control` of a prompt-cache breakpoint (5-minute cache).
 const EPHEMERAL: &str = "ephemeral";
+
+/// What an error tool result with no output is sent as: the API answers an empty one 400
+/// ("messages.N.content.M.tool_result: content cannot be empty if `is_error` is true").
+const EMPTY_ERROR: &str = "[the tool reported an error with no output]";
 
 /// An Anthropic Messages API provider.
 pub type AnthropicProvider = HttpProvider<AnthropicWire>;
@@ -60,6 +99,18 @@ fn thinking_block(b: &ThinkingBlock) -> Value {
             json!({"type": "redacted_thinking", "data": data})
         }
     }
+}
+
+/// Whether a content block can be a prompt-cache breakpoint: not a `thinking` or
+/// `redacted_thinking` block. Their params have no `cache_control` field (anthropic-sdk-python
+/// `ThinkingBlockParam`, `RedactedThinkingBlockParam`), and the API answers one that carries it
+/// 400 "messages.N.content.M.thinking.cache_control: Extra inputs are not permitted". A
+/// replayed assistant turn with thinking on can be thinking alone (its text blank, no calls).
+fn cacheable(block: &Value) -> bool {
+    !matches!(
+        block["type"].as_str(),
+        Some("thinking" | "redacted_thinking")
+    )
 }
 
 /// Whether a request turns extended thinking on (`thinking` other than `{"type": "disabled"}`).
@@ -119,10 +170,17 @@ fn unblock_last_tool_turn(turns: &mut [(&'static str, Vec<Value>)]) {
 fn blocks(m: &Message, thinking: bool) -> (&'static str, Vec<Value>) {
     match m.role {
         Role::Tool => {
+            // "content cannot be empty if `is_error` is true": an error result recorded with no
+            // output (a command that failed silently) says so instead.
+            let content = if m.is_error && m.content.trim().is_empty() {
+                EMPTY_ERROR
+            } else {
+                m.content.as_str()
+            };
             let mut b = json!({
                 "type": "tool_result",
                 "tool_use_id": m.tool_call_id.clone().unwrap_or_default(),
-                "content": m.content,
+                "content": content,
             });
             if m.is_error {
                 b["is_error"] = json!(true);
@@ -223,9 +281,15 @@ impl Wire for AnthropicWire {
         }
         if r.prompt_cache && turns.len() >= 2 {
             // The end of the history before the question: everything up to here is the prefix
-            // the next question about the same history sends again.
-            let at = turns.len() - 2;
-            if let Some(last) = turns[at].1.last_mut() {
+            // the next question about the same history sends again. A thinking block takes no
+            // `cache_control` (see `cacheable`): the breakpoint goes on the last block before
+            // the question that can carry one.
+            let history = turns.len() - 1;
+            let last = turns[..history]
+                .iter_mut()
+                .rev()
+                .find_map(|(_, blocks)| blocks.iter_mut().rev().find(|b| cacheable(b)));
+            if let Some(last) = last {
                 last["cache_control"] = json!({"type": EPHEMERAL});
             }
         }
@@ -563,6 +627,23 @@ mod tests {
         assert_eq!(b["messages"][3]["content"][1]["type"], "text");
         let off = body_with_thinking(messages, false);
         assert_eq!(off["messages"][1]["content"][1]["type"], "tool_use");
+    }
+
+    #[test]
+    fn max_output_matches_known_ids_only() {
+        for (model, want) in [
+            ("claude-sonnet-4-5", Some(64_000)),
+            ("claude-sonnet-4-5-20250929", Some(64_000)),
+            ("anthropic/claude-opus-4-1@20250805", Some(32_000)),
+            ("claude-opus-4-20250514", Some(32_000)),
+            ("claude-3-7-sonnet-latest", Some(64_000)),
+            ("claude-3-haiku-20240307", Some(4_096)),
+            ("claude-opus-4-6", None),
+            ("claude-sonnet-4-5-x", None),
+            ("gpt-5", None),
+        ] {
+            assert_eq!(max_output_tokens(model), want, "{model}");
+        }
     }
 
     #[test]

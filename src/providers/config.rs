@@ -276,6 +276,10 @@ impl ProviderConfig {
             prompt_cache: self.prompt_cache,
             max_tokens: self.max_tokens,
             reasoning: self.kind == ProviderKind::Openai && self.is_reasoning(),
+            max_output: match self.kind {
+                ProviderKind::Anthropic => super::anthropic::max_output_tokens(&self.model),
+                _ => None,
+            },
         }
     }
 
@@ -479,6 +483,44 @@ impl ProviderConfig {
                                 .into(),
                         ));
                     }
+                }
+                // "max_tokens: N > M, which is the maximum allowed number of output tokens for
+                // <model>": the configured limit, or a thinking budget that leaves no room below
+                // the model's, is refused here rather than on every call.
+                if let Some(max) = super::anthropic::max_output_tokens(model) {
+                    if let Some(m) = self.max_tokens.filter(|&m| m > max) {
+                        out.push((
+                            "max_tokens",
+                            format!(
+                                "`max_tokens` = {m}: `{model}` writes at most {max} output tokens"
+                            ),
+                        ));
+                    }
+                    if let Some(b) = self.thinking.filter(|&b| b >= max) {
+                        out.push((
+                            "thinking",
+                            format!(
+                                "`thinking` = {b}: the budget must be below `{model}`'s {max} \
+                                 output tokens (the budget is part of max_tokens)"
+                            ),
+                        ));
+                    }
+                }
+                // The extended-thinking guide: "Thinking isn't compatible with `temperature` or
+                // `top_k` modifications"; `top_k` has no key of its own, so it can only come
+                // from `extra_body` (which the Anthropic encoder sends verbatim).
+                let thinking = self.thinking.is_some()
+                    || self
+                        .extra_body
+                        .get("thinking")
+                        .is_some_and(|t| t["type"] == "enabled");
+                if thinking && self.extra_body.get("top_k").is_some_and(|k| !k.is_null()) {
+                    out.push((
+                        "extra_body",
+                        "`top_k` in `extra_body`: extended thinking (`thinking`) is not \
+                         compatible with top_k; remove it"
+                            .into(),
+                    ));
                 }
             }
         }
@@ -881,6 +923,18 @@ mod tests {
             t.sampling().extra["thinking"],
             serde_json::json!({"type": "enabled", "budget_tokens": 2048})
         );
+        // top_k (from extra_body) with thinking, set either way: the API answers 400.
+        t.extra_body.insert("top_k".into(), serde_json::json!(40));
+        assert_eq!(keys(&t), ["extra_body"]);
+        let mut raw = ProviderConfig::new(ProviderKind::Anthropic, "claude-sonnet-4-5");
+        raw.extra_body = t.extra_body.clone();
+        assert!(keys(&raw).is_empty(), "top_k without thinking is fine");
+        raw.extra_body.insert(
+            "thinking".into(),
+            serde_json::json!({"type": "enabled", "budget_tokens": 1024}),
+        );
+        assert_eq!(keys(&raw), ["extra_body"]);
+        t.extra_body.clear();
         t.reasoning_effort = Some("low".into());
         t.seed = Some(1);
         assert_eq!(keys(&t), ["seed", "reasoning_effort"]);

@@ -139,6 +139,9 @@ pub struct WireTraits {
     /// An OpenAI reasoning model: its output limit covers its hidden reasoning, so a request's
     /// answer limit gets [`REASONING_ALLOWANCE`] on top when the provider sets no `max_tokens`.
     pub reasoning: bool,
+    /// Anthropic: the most output tokens the model takes (`anthropic::max_output_tokens`); a
+    /// thinking budget plus an answer's limit is cut to it.
+    pub max_output: Option<u32>,
 }
 
 /// Tokens added to an answer limit for a reasoning model's hidden reasoning (OpenAI's reasoning
@@ -151,7 +154,8 @@ impl WireTraits {
     /// The output limit a request asking for `asked` tokens gets on the wire of `kind`: the
     /// provider's `max_tokens` when larger; else, for an OpenAI reasoning model,
     /// [`REASONING_ALLOWANCE`] on top; for Anthropic with a thinking budget `b` and
-    /// `asked <= b`, `b + asked` (the budget is part of `max_tokens`). What [`apply`](Self::apply)
+    /// `asked <= b`, `b + asked` (the budget is part of `max_tokens`), at most the model's
+    /// [`max_output`](Self::max_output). What [`apply`](Self::apply)
     /// writes, and the most a call can be billed for output.
     pub fn answer_limit(&self, kind: &str, asked: u32) -> u32 {
         let limit = match self.max_tokens {
@@ -160,9 +164,15 @@ impl WireTraits {
             None => asked,
         };
         match (self.thinking_budget, kind) {
-            (Some(b), "anthropic") if limit <= b => b.saturating_add(limit),
+            (Some(b), "anthropic") if limit <= b => self.capped(b.saturating_add(limit)),
             _ => limit,
         }
+    }
+
+    /// `limit` cut to the model's [`max_output`](Self::max_output), which the configuration
+    /// checks is above the thinking budget (the API answers a larger `max_tokens` 400).
+    fn capped(&self, limit: u32) -> u32 {
+        self.max_output.map_or(limit, |max| limit.min(max))
     }
 
     /// Rewrites `o`'s output limit for the wire of `kind`. An OpenAI-compatible request whose
@@ -181,7 +191,7 @@ impl WireTraits {
         let Some(limit) = o.sampling.max_tokens else {
             if let (Some(b), "anthropic") = (self.thinking_budget, kind) {
                 let answer = super::anthropic::DEFAULT_MAX_TOKENS;
-                o.sampling.to_mut().max_tokens = Some(b.saturating_add(answer));
+                o.sampling.to_mut().max_tokens = Some(self.capped(b.saturating_add(answer)));
             }
             return;
         };
@@ -369,10 +379,17 @@ impl<W: Wire> Provider for HttpProvider<W> {
             // A history with tool calls or results must come with tool definitions (Anthropic
             // answers 400 without them; strict OpenAI-compatible servers too): when the caller
             // sent none, the tools the history used are defined, and not offered.
-            let history_tools = match adapted {
+            let mut history_tools = match adapted {
                 None if sent.tools.is_empty() => tools_of_history(sent.messages),
                 _ => Vec::new(),
             };
+            // OpenAI takes at most 128 tools ("Invalid 'tools': array too long. Expected an array
+            // with maximum length 128"). It needs none declared for a history's calls (the
+            // declaration is for Anthropic and strict compatible servers): the first 128 used
+            // are declared.
+            if self.wire.kind() == "openai" {
+                history_tools.truncate(MAX_OPENAI_TOOLS);
+            }
             if !history_tools.is_empty() {
                 sent.tools = &history_tools;
                 let choice = match self.wire.kind() {
@@ -550,6 +567,9 @@ fn truncation_threshold(reported: u64) -> u64 {
     }
     n.max(PROMPT_TRUNCATION_MIN_TOKENS)
 }
+
+/// The most tools an OpenAI chat-completions request may declare (the live API's limit).
+const MAX_OPENAI_TOOLS: usize = 128;
 
 /// Definitions for the tools a history's calls and results name (in order of first use), for
 /// a request that carries tool blocks but no tools. Their schemas accept any object: the model

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ctxbench::providers::{
     build_provider, ChatRequest, Message, Provider, ProviderConfig, ProviderError, ProviderKind,
-    ToolCall, ToolDef, PROMPT_TRUNCATION_RATIO,
+    ThinkingBlock, ToolCall, ToolDef, PROMPT_TRUNCATION_RATIO,
 };
 use ctxbench::tokens::TokenCounter;
 use serde_json::{json, Value};
@@ -180,6 +180,270 @@ fn the_rules_reject_what_the_real_apis_reject() {
     for want in [
         "'messages[1].tool_calls[0].id': string too long. Expected a string with maximum length 40, but got a string with length 42",
         "'messages[2].tool_call_id': string too long",
+    ] {
+        assert!(v.contains(want), "{want}: {v}");
+    }
+}
+
+#[test]
+fn the_rules_of_thinking_caching_error_results_and_tool_options_reject_their_breaches() {
+    let grep = json!({"name": "grep", "input_schema": {"type": "object"}});
+    // Anthropic: a thinking block carrying a cache breakpoint; an error result with no content;
+    // two tools of one name.
+    let b = json!({"model": "m", "max_tokens": 10, "tools": [grep, grep], "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "t", "signature": "s",
+             "cache_control": {"type": "ephemeral"}},
+            {"type": "tool_use", "id": "toolu_1", "name": "grep", "input": {}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "", "is_error": true}]}]});
+    let v = anthropic_body_violations(&b).join("\n");
+    for want in [
+        "messages.1.content.0.thinking.cache_control: Extra inputs are not permitted",
+        "messages.2.content.0.tool_result: content cannot be empty if `is_error` is true",
+        "tools: Tool names must be unique.",
+    ] {
+        assert!(v.contains(want), "{want}: {v}");
+    }
+    // The same with a breakpoint on the tool call, content in the error result and one tool:
+    // accepted (an empty result that is no error is too).
+    let b = json!({"model": "m", "max_tokens": 10, "tools": [grep], "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "t", "signature": "s"},
+            {"type": "tool_use", "id": "toolu_1", "name": "grep", "input": {},
+             "cache_control": {"type": "ephemeral"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "", "is_error": false},
+            {"type": "text", "text": "so?"}]}]});
+    assert_eq!(anthropic_body_violations(&b), Vec::<String>::new());
+    // Anthropic with thinking: top_k, a top_p below 0.95, forced tool use.
+    let thinking = |extra: Value| {
+        let mut b = json!({"model": "m", "max_tokens": 2048,
+            "thinking": {"type": "enabled", "budget_tokens": 1024}, "tools": [grep],
+            "messages": [{"role": "user", "content": "hi"}]});
+        b.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        anthropic_body_violations(&b).join("\n")
+    };
+    let v = thinking(json!({"top_k": 5, "top_p": 0.9, "tool_choice": {"type": "any"}}));
+    for want in ["`top_k`", "`top_p` must be", "tool_choice forces tool use"] {
+        assert!(v.contains(want), "{want}: {v}");
+    }
+    let v = thinking(json!({"tool_choice": {"type": "tool", "name": "grep"}}));
+    assert!(v.contains("tool_choice forces tool use"), "{v}");
+    for ok in [
+        json!({"tool_choice": {"type": "none"}, "top_p": 0.95}),
+        json!({"tool_choice": {"type": "auto"}}),
+    ] {
+        assert_eq!(thinking(ok.clone()), "", "{ok}");
+    }
+    // OpenAI: tool_choice and parallel_tool_calls without tools, an empty tools array.
+    let ask = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]});
+    let with = |extra: Value| {
+        let mut b = ask.clone();
+        b.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        openai_violations(&b).join("\n")
+    };
+    let v = with(json!({"tool_choice": "none", "parallel_tool_calls": false}));
+    for want in [
+        "'tool_choice' is only allowed when 'tools' are specified",
+        "'parallel_tool_calls' is only allowed when 'tools' are specified",
+    ] {
+        assert!(v.contains(want), "{want}: {v}");
+    }
+    assert!(with(json!({"tools": []})).contains("empty array"));
+    let tools = json!([{"type": "function", "function": {"name": "grep"}}]);
+    assert_eq!(
+        with(json!({"tools": tools, "tool_choice": "none", "parallel_tool_calls": false})),
+        ""
+    );
+}
+
+#[tokio::test]
+async fn a_thinking_turn_before_the_question_takes_no_cache_breakpoint() {
+    // Prompt caching marks the end of the history before the question. With thinking on, a
+    // replayed assistant turn with a blank text and no calls is its thinking alone; the API
+    // refuses `cache_control` on a thinking block, so the mark goes on the block before it.
+    let server = StrictLlm::start().await;
+    let mut c = config(&server, ProviderKind::Anthropic);
+    c.thinking = Some(1024);
+    c.prompt_cache = true;
+    let p = build(&c);
+    let mut thought = Message::assistant("", vec![]);
+    thought.thinking_blocks = vec![ThinkingBlock::Thinking {
+        thinking: "The token is in a.py.".into(),
+        signature: "EpMCsig==".into(),
+    }];
+    // The thought alone as the turn before the question (after the tool results), and after
+    // the assistant's answer (merged into its turn, after its text).
+    let mut alone: Vec<Message> = history()[..5].to_vec();
+    alone.push(thought.clone());
+    alone.push(Message::user("And where is it defined?"));
+    let mut after_text = history();
+    after_text.insert(6, thought);
+    for (messages, marked) in [(alone, "tool_result"), (after_text, "text")] {
+        for ask in [
+            ChatRequest::new(messages.clone()),
+            ChatRequest::new(messages.clone()).with_tools(vec![grep_tool()]),
+        ] {
+            p.chat(&ask).await.unwrap();
+            let sent = server.requests().last().unwrap().body.clone();
+            let turns = sent["messages"].as_array().unwrap();
+            let before = turns[turns.len() - 2]["content"].as_array().unwrap();
+            let last = before.last().unwrap();
+            assert_eq!(last["type"], "thinking", "{sent:#}");
+            assert!(last.get("cache_control").is_none(), "{sent:#}");
+            let n = sent.to_string().matches("cache_control").count();
+            assert_eq!(n, 3, "system, tools and the history's end: {sent:#}");
+            let mark = sent["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|t| t["content"].as_array().unwrap())
+                .find(|b| b.get("cache_control").is_some())
+                .unwrap();
+            assert_eq!(mark["type"], marked, "{sent:#}");
+        }
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn an_error_result_with_no_output_is_sent_saying_so() {
+    // A recorded command that failed and printed nothing: Anthropic answers an empty error
+    // result 400; OpenAI takes it as it is.
+    let server = StrictLlm::start().await;
+    let mut messages = history();
+    messages[4].content = String::new();
+    messages[4].is_error = true;
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        let p = build(&config(&server, kind));
+        for ask in [
+            ChatRequest::new(messages.clone()),
+            ChatRequest::new(messages.clone()).with_tools(vec![grep_tool()]),
+        ] {
+            let r = p.chat(&ask).await;
+            assert!(r.is_ok(), "{kind:?}: {r:?}");
+        }
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
+    let sent = server.requests().last().unwrap().body.clone();
+    let result = &sent["messages"][2]["content"][1];
+    assert_eq!(result["is_error"], true, "{sent:#}");
+    assert_eq!(
+        result["content"],
+        "[the tool reported an error with no output]"
+    );
+}
+
+#[tokio::test]
+async fn parallel_tool_calls_is_sent_only_with_tools() {
+    // A provider configured with `parallel_tool_calls` also answers requests without tools (the
+    // judge, the summarizer, a question with no sandbox): OpenAI answers those 400.
+    let server = StrictLlm::start().await;
+    let mut c = config(&server, ProviderKind::Openai);
+    c.extra_body
+        .insert("parallel_tool_calls".into(), json!(false));
+    let p = build(&c);
+    p.chat(&ChatRequest::new(vec![Message::user("go")]))
+        .await
+        .unwrap();
+    let sent = server.requests().last().unwrap().body.clone();
+    assert!(sent.get("parallel_tool_calls").is_none(), "{sent}");
+    p.chat(&ChatRequest::new(vec![Message::user("go")]).with_tools(vec![grep_tool()]))
+        .await
+        .unwrap();
+    let sent = server.requests().last().unwrap().body.clone();
+    assert_eq!(sent["parallel_tool_calls"], false, "{sent}");
+    // A history's tools, declared and not offered, are tools too.
+    p.chat(&ChatRequest::new(history())).await.unwrap();
+    let sent = server.requests().last().unwrap().body.clone();
+    assert_eq!(sent["tool_choice"], "none");
+    assert_eq!(sent["parallel_tool_calls"], false, "{sent}");
+    assert_eq!(server.rejected(), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn a_large_thinking_budget_never_asks_past_the_models_output_limit() {
+    // claude-sonnet-4-5 writes at most 64,000 output tokens. A thinking budget of 62,000 plus
+    // the default answer (4,096) or an eval's answer limit was a 400 on every call.
+    let server = StrictLlm::start().await;
+    let mut c = config(&server, ProviderKind::Anthropic);
+    c.thinking = Some(62_000);
+    assert_eq!(c.check_parameters(), Vec::new());
+    let p = build(&c);
+    for asked in [None, Some(200), Some(4_000), Some(63_000)] {
+        let mut req = ChatRequest::new(history()).with_tools(vec![grep_tool()]);
+        req.sampling.max_tokens = asked;
+        let r = p.chat(&req).await;
+        assert!(r.is_ok(), "{asked:?}: {r:?}");
+        let sent = server.requests().last().unwrap().body.clone();
+        let m = sent["max_tokens"].as_u64().unwrap();
+        assert!(m > 62_000 && m <= 64_000, "{asked:?}: {m}");
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
+    // The rule itself, and a budget that leaves no room is refused at load.
+    let b = json!({"model": "claude-sonnet-4-5-20250929", "max_tokens": 64_001,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let v = anthropic_body_violations(&b).join("\n");
+    assert!(
+        v.contains("64001 > 64000, which is the maximum allowed number of output tokens"),
+        "{v}"
+    );
+    c.thinking = Some(64_000);
+    let keys: Vec<&str> = c.check_parameters().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, ["thinking"]);
+}
+
+#[tokio::test]
+async fn a_history_of_more_than_128_tools_declares_at_most_128_to_openai() {
+    // A question with no tools of its own about a history that used 130 distinct tools (an
+    // MCP-heavy session): OpenAI refuses more than 128 declared tools.
+    let server = StrictLlm::start().await;
+    let mut messages = vec![Message::user("go")];
+    for i in 0..130 {
+        let name = format!("mcp_tool_{i}");
+        let id = format!("call_{i}");
+        messages.push(Message::assistant(
+            "",
+            vec![ToolCall {
+                id: id.clone(),
+                name: name.clone(),
+                arguments: json!({}),
+            }],
+        ));
+        messages.push(Message::tool(id, name, "ok"));
+    }
+    messages.push(Message::user("Which tool ran first?"));
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        let p = build(&config(&server, kind));
+        let r = p.chat(&ChatRequest::new(messages.clone())).await;
+        assert!(r.is_ok(), "{kind:?}: {r:?}");
+        let sent = server.requests().last().unwrap().body.clone();
+        let declared = sent["tools"].as_array().unwrap().len();
+        let want = if kind == ProviderKind::Openai {
+            128
+        } else {
+            130
+        };
+        assert_eq!(declared, want, "{kind:?}");
+    }
+    assert_eq!(server.rejected(), Vec::<String>::new());
+    // The rules: 129 tools, a turn of 129 calls.
+    let tool = json!({"type": "function", "function": {"name": "t"}});
+    let call = json!({"id": "c", "type": "function", "function": {"name": "t", "arguments": "{}"}});
+    let b = json!({"model": "gpt-4o", "tools": vec![tool; 129], "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": null, "tool_calls": vec![call; 129]}]});
+    let v = openai_violations(&b).join("\n");
+    for want in [
+        "Invalid 'tools': array too long. Expected an array with maximum length 128, but got an array with length 129 instead.",
+        "Invalid 'messages[1].tool_calls': array too long.",
     ] {
         assert!(v.contains(want), "{want}: {v}");
     }

@@ -10,6 +10,9 @@ use std::collections::BTreeMap;
 use super::wants_max_completion_tokens;
 use crate::providers::{Message, Outgoing, Role, ToolCall, ToolDef};
 
+/// A body key sent only with `tools`.
+const PARALLEL_TOOL_CALLS: &str = "parallel_tool_calls";
+
 /// The body of a request. Keys come in this order: `model`, `messages`, `tools`, the sampling
 /// fields that are set, then the other `Sampling::extra` entries; an `extra` key that names a
 /// field that is sent replaces its value in place.
@@ -70,6 +73,12 @@ impl<'a> ChatBody<'a> {
         let s = &*r.sampling;
         let mut extra: BTreeMap<&str, &Value> =
             s.extra.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        if r.tools.is_empty() {
+            // "'parallel_tool_calls' is only allowed when 'tools' are specified" (the API's 400):
+            // a provider's `extra_body` setting it also serves its requests without tools (the
+            // judge, the summarizer, a question with no sandbox).
+            extra.remove(PARALLEL_TOOL_CALLS);
+        }
         let x = &mut extra;
         let model = field(x, "model", r.model);
         let messages = field(x, "messages", r.messages.iter().map(WireMessage::of).collect());
@@ -439,7 +448,9 @@ mod tests {
             b.insert("presence_penalty".into(), json!(p));
         }
         for (k, v) in &s.extra {
-            b.insert(k.clone(), v.clone());
+            if k != PARALLEL_TOOL_CALLS || !r.tools.is_empty() {
+                b.insert(k.clone(), v.clone());
+            }
         }
         Value::Object(b)
     }
@@ -549,6 +560,21 @@ mod tests {
             ["model", "messages", "tools", "max_tokens", "a_first", "top_p", "zzz"]
         );
         assert_eq!((&b["model"], &b["max_tokens"]), (&json!("other"), &json!(20)));
+    }
+
+    /// `parallel_tool_calls` (from a provider's `extra_body`) is sent only with tools: OpenAI
+    /// answers it without them 400.
+    #[test]
+    fn parallel_tool_calls_goes_only_with_tools() {
+        let mut req = conversation();
+        req.sampling.extra = [("parallel_tool_calls".to_string(), json!(false))].into();
+        same_bytes(&req);
+        let b = OpenAiWire.body(&(&req).into()).unwrap();
+        assert_eq!(b["parallel_tool_calls"], json!(false));
+        req.tools.to_mut().clear();
+        same_bytes(&req);
+        let b = OpenAiWire.body(&(&req).into()).unwrap();
+        assert!(b.get("parallel_tool_calls").is_none(), "{b}");
     }
 
     /// An `extra` key named `messages` replaces the messages in place, written as serde_json

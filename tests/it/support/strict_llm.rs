@@ -469,6 +469,9 @@ const OPENAI_KEYS: &[&str] = &[
     "web_search_options",
 ];
 
+/// The most tools a request, and tool calls a message, may carry (the live API).
+const MAX_ARRAY: usize = 128;
+
 /// `ReasoningEffort`, openai-openapi f85dbe2.
 const REASONING_EFFORT: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh", "max"];
 
@@ -555,10 +558,33 @@ pub fn openai_violations(b: &Value) -> Vec<String> {
             out.push(format!("Invalid value for 'reasoning_effort': {e}"));
         }
     }
+    // `tool_choice` and `parallel_tool_calls` need `tools`: the live API's 400s "Invalid value
+    // for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified." and "Invalid
+    // value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when 'tools' are
+    // specified." (quoted in Upsonic/Upsonic issue 323 and camel-ai/camel PR 3706; vLLM's
+    // `serving_chat` gives the first one too); and `tools` is never empty ("Invalid 'tools':
+    // empty array. Expected an array with minimum length 1").
+    let no_tools = b.get("tools").is_none_or(Value::is_null);
+    for key in ["tool_choice", "parallel_tool_calls"] {
+        if no_tools && b.get(key).is_some_and(|v| !v.is_null()) {
+            out.push(format!(
+                "Invalid value for '{key}': '{key}' is only allowed when 'tools' are specified."
+            ));
+        }
+    }
+    if b["tools"].as_array().is_some_and(Vec::is_empty) {
+        out.push("Invalid 'tools': empty array. Expected an array with minimum length 1, but got an empty array instead.".into());
+    }
     // ChatCompletionTool / FunctionObject.
     if let Some(tools) = b.get("tools") {
         match tools.as_array() {
             Some(ts) => {
+                // The live API's 400 "Invalid 'tools': array too long. Expected an array with
+                // maximum length 128, but got an array with length 129 instead." (quoted in
+                // cgoinglove/better-chatbot issue 197 and Coder's AI Bridge docs).
+                if ts.len() > MAX_ARRAY {
+                    out.push(format!("Invalid 'tools': array too long. Expected an array with maximum length {MAX_ARRAY}, but got an array with length {} instead.", ts.len()));
+                }
                 for (i, t) in ts.iter().enumerate() {
                     if t["type"] != "function" {
                         out.push(format!("Invalid 'tools[{i}].type': expected 'function'"));
@@ -610,6 +636,11 @@ pub fn openai_violations(b: &Value) -> Vec<String> {
                 let calls = m.get("tool_calls").and_then(Value::as_array);
                 if (c.is_null() || c.as_str() == Some("")) && calls.is_none_or(|a| a.is_empty()) {
                     out.push(format!("Invalid 'messages[{i}]': an assistant message needs 'content' or 'tool_calls'"));
+                }
+                // "Invalid 'messages[i].tool_calls': array too long. Expected an array with
+                // maximum length 128" (GPT-5-mini's 400, quoted in a published agent benchmark).
+                if let Some(n) = calls.map(Vec::len).filter(|&n| n > MAX_ARRAY) {
+                    out.push(format!("Invalid 'messages[{i}].tool_calls': array too long. Expected an array with maximum length {MAX_ARRAY}, but got an array with length {n} instead."));
                 }
                 for (j, tc) in calls.into_iter().flatten().enumerate() {
                     let id = tc["id"].as_str().unwrap_or_default();
@@ -708,6 +739,30 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
     if max_tokens.is_none_or(|n| n < 1) {
         out.push("max_tokens: Field required (an integer ≥ 1)".into());
     }
+    // A model's most output tokens: "max_tokens: 64096 > 64000, which is the maximum allowed
+    // number of output tokens for claude-sonnet-4-5-20250929" (the API's 400, quoted for
+    // claude-sonnet-4-5-20250929 at 64000, claude-opus-4-1-20250805 at 32000 and
+    // claude-3-7-sonnet-20250219 at 64000 in public bug reports and client tests).
+    let model = b["model"].as_str().unwrap_or_default();
+    let cap = [
+        ("claude-sonnet-4-5", 64_000),
+        ("claude-opus-4-1", 32_000),
+        ("claude-3-7-sonnet", 64_000),
+    ]
+    .into_iter()
+    .find(|(id, _)| {
+        model.strip_prefix(id).is_some_and(|rest| {
+            rest.is_empty()
+                || rest
+                    .strip_prefix('-')
+                    .is_some_and(|d| d.len() == 8 && d.bytes().all(|c| c.is_ascii_digit()))
+        })
+    });
+    if let (Some((_, cap)), Some(m)) = (cap, max_tokens) {
+        if m > cap {
+            out.push(format!("max_tokens: {m} > {cap}, which is the maximum allowed number of output tokens for {model}"));
+        }
+    }
     // MessageCreateParams docs: temperature "Ranges from 0.0 to 1.0", top_p likewise.
     number_in(b, "temperature", 0.0, 1.0, &mut out);
     number_in(b, "top_p", 0.0, 1.0, &mut out);
@@ -723,6 +778,28 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
             .is_some_and(|x| x != 1.0)
         {
             out.push("`temperature` may only be set to 1 when thinking is enabled.".into());
+        }
+        // The extended-thinking guide ("Feature compatibility"): "Thinking isn't compatible
+        // with `temperature` or `top_k` modifications as well as forced tool use", and "you can
+        // set `top_p` to values between 1 and 0.95". Forced tool use (`tool_choice` `any` or
+        // `tool`) gets the API's 400 "Thinking may not be enabled when tool_choice forces tool
+        // use." (quoted in many public client fixes; the guide: "Tool use with thinking only
+        // supports `tool_choice: {"type": "auto"}` (the default) or `tool_choice:
+        // {"type": "none"}`").
+        if b.get("top_k").is_some_and(|k| !k.is_null()) {
+            out.push("`top_k` is not supported when thinking is enabled.".into());
+        }
+        if b.get("top_p")
+            .and_then(Value::as_f64)
+            .is_some_and(|p| !(0.95..=1.0).contains(&p))
+        {
+            out.push(
+                "`top_p` must be greater than or equal to 0.95 or unset when thinking is enabled."
+                    .into(),
+            );
+        }
+        if matches!(b["tool_choice"]["type"].as_str(), Some("any" | "tool")) {
+            out.push("Thinking may not be enabled when tool_choice forces tool use.".into());
         }
     }
     match &b.get("system") {
@@ -740,6 +817,12 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
         .and_then(Value::as_array)
         .is_some_and(|t| !t.is_empty());
     if let Some(tools) = b.get("tools").and_then(Value::as_array) {
+        // The API's 400 "tools: Tool names must be unique." (quoted in anthropics/claude-code
+        // issue 10687, eclipse-theia/theia issue 16122, danny-avila/LibreChat issue 13162).
+        let mut names = HashSet::new();
+        if !tools.iter().all(|t| names.insert(t["name"].as_str())) {
+            out.push("tools: Tool names must be unique.".into());
+        }
         for (i, t) in tools.iter().enumerate() {
             if !t["name"].as_str().is_some_and(tool_name_ok) {
                 out.push(format!(
@@ -781,7 +864,7 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
             "user" => {
                 let mut answered: HashSet<String> = HashSet::new();
                 let mut seen_other = false;
-                for bl in &blocks {
+                for (j, bl) in blocks.iter().enumerate() {
                     match bl["type"].as_str().unwrap_or_default() {
                         "tool_result" => {
                             uses_tools = true;
@@ -791,6 +874,19 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
                             let id = bl["tool_use_id"].as_str().unwrap_or_default().to_string();
                             if !pending.contains(&id) {
                                 out.push(format!("messages.{i}.content: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."));
+                            }
+                            // The API's 400 for an error result with nothing in it:
+                            // "messages.14.content.0.tool_result: content cannot be empty if
+                            // `is_error` is true" (quoted in public bug reports from Claude on
+                            // AWS Bedrock and the Claude Agent SDK's session logs).
+                            let empty = match bl.get("content") {
+                                None | Some(Value::Null) => true,
+                                Some(Value::String(c)) => c.is_empty(),
+                                Some(Value::Array(a)) => a.is_empty(),
+                                Some(_) => false,
+                            };
+                            if bl["is_error"] == true && empty {
+                                out.push(format!("messages.{i}.content.{j}.tool_result: content cannot be empty if `is_error` is true"));
                             }
                             answered.insert(id);
                         }
@@ -818,7 +914,18 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
                     pending.clear();
                 }
                 let mut has_tool_use = false;
-                for bl in &blocks {
+                for (j, bl) in blocks.iter().enumerate() {
+                    // `ThinkingBlockParam` and `RedactedThinkingBlockParam` have no
+                    // `cache_control` (anthropic-sdk-python); the API's 400, quoted in
+                    // BerriAI/litellm PR 39815 and inspect_ai's Anthropic provider tests:
+                    // "messages.N.content.M.thinking.cache_control: Extra inputs are not
+                    // permitted".
+                    let kind = bl["type"].as_str().unwrap_or_default();
+                    if matches!(kind, "thinking" | "redacted_thinking")
+                        && bl.get("cache_control").is_some()
+                    {
+                        out.push(format!("messages.{i}.content.{j}.{kind}.cache_control: Extra inputs are not permitted"));
+                    }
                     match bl["type"].as_str().unwrap_or_default() {
                         "tool_use" => {
                             uses_tools = true;
