@@ -805,8 +805,8 @@ fn every_real_file_imports_by_detection_with_its_calls_matched() {
         }
         files += sources.len();
     }
-    // 2 + 1 + 4 + 2 + 4 + 4 + 2 + 1 + 2 real files.
-    assert_eq!(files, 22);
+    // 2 + 1 + 5 + 2 + 4 + 4 + 2 + 1 + 2 real files.
+    assert_eq!(files, 23);
 }
 
 /// Real mini-swe-agent 2 trajectories (`trajectory_format: mini-swe-agent-1.1`, tool calling),
@@ -1189,4 +1189,52 @@ fn claude_code_2_1_284_streamed_calls_and_attachments_import_by_detection() {
         t.meta.warnings[0]
     );
     assert!(pairing_problems(&t).is_empty());
+}
+
+/// A real Codex 0.39 rollout (the VS Code extension, September 2025) writes each call's
+/// `token_count` before the items of its response (`agent_message`, `token_count`, then
+/// `reasoning`, `message`, `function_call`). Each response gets the usage written just before
+/// it, computed here from the lines; the importer used to set each on the response before (the
+/// first dropped with a warning, every later one a call early).
+#[test]
+fn codex_0_39_usage_written_before_its_response_goes_on_that_response() {
+    let rel = "codex/codex-vscode-0.39-01996135.jsonl";
+    let t = one(rel, SourceFormat::Codex);
+    let recs = jsonl(&ds(rel));
+    assert_eq!(recs[0]["payload"]["cli_version"], "0.39.0");
+    // each response's usage: the last token_count before its first output item
+    let mut expected = Vec::new();
+    let (mut pending, mut in_response) = (None, false);
+    for r in &recs {
+        let p = &r["payload"];
+        if r["type"] == "event_msg" && p["type"] == "token_count" {
+            pending = Some(p["info"]["last_token_usage"].clone());
+            in_response = false;
+        } else if r["type"] == "response_item"
+            && p["role"] != "user"
+            && p["type"] != "function_call_output"
+            && p["type"] != "custom_tool_call_output"
+        {
+            if !in_response {
+                expected.push(pending.take().unwrap());
+                in_response = true;
+            }
+        } else if r["type"] == "response_item" {
+            in_response = false;
+        }
+    }
+    let got: Vec<_> = t
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .collect();
+    assert_eq!((got.len(), expected.len()), (19, 19));
+    for (m, u) in got.iter().zip(&expected) {
+        let usage = m.usage.unwrap();
+        assert_eq!(usage.input, u["input_tokens"].as_u64().unwrap());
+        assert_eq!(usage.output, u["output_tokens"].as_u64().unwrap());
+        assert_eq!(usage.cache_read, u["cached_input_tokens"].as_u64().unwrap());
+    }
+    assert_eq!(got[0].usage.unwrap().input, 5645);
+    assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
 }
