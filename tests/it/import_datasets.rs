@@ -60,7 +60,7 @@ fn every_dataset_file_imports_and_only_non_traces_are_ignored() {
         assert!(t.meta.source_path.is_some());
     }
     let expected: BTreeMap<&str, usize> = [
-        ("claude-code", 10),
+        ("claude-code", 11),
         ("codex", 5),
         ("gemini", 1),
         ("gemini-cli", 2),

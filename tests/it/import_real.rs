@@ -778,6 +778,7 @@ fn every_real_file_imports_by_detection_with_its_calls_matched() {
     let dirs = [
         ("claude-code-interactive", SourceFormat::ClaudeCode, true),
         ("claude-code-attachments", SourceFormat::ClaudeCode, true),
+        ("claude-code-1.0", SourceFormat::ClaudeCode, true),
         ("codex", SourceFormat::Codex, true),
         ("openai-responses", SourceFormat::OpenaiResponses, true),
         ("langchain", SourceFormat::Langchain, true),
@@ -805,8 +806,8 @@ fn every_real_file_imports_by_detection_with_its_calls_matched() {
         }
         files += sources.len();
     }
-    // 2 + 1 + 5 + 2 + 4 + 4 + 2 + 1 + 2 real files.
-    assert_eq!(files, 23);
+    // 2 + 1 + 1 + 5 + 2 + 4 + 4 + 2 + 1 + 2 real files.
+    assert_eq!(files, 24);
 }
 
 /// Real mini-swe-agent 2 trajectories (`trajectory_format: mini-swe-agent-1.1`, tool calling),
@@ -1237,4 +1238,44 @@ fn codex_0_39_usage_written_before_its_response_goes_on_that_response() {
     }
     assert_eq!(got[0].usage.unwrap().input, 5645);
     assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+}
+
+/// A real Claude Code 1.0.95 session that was resumed: line 49 writes line 48 again (the same
+/// uuid and message, the result of the call on line 47) under the new sessionId. The model had
+/// that result once: the trace holds it once, every call is answered once, and one warning says a
+/// repeated record was read once. It used to be a second tool message answering no open call.
+#[test]
+fn claude_code_1_0_resumed_session_reads_a_repeated_record_once() {
+    let rel = "claude-code-1.0/session-e9f146fa.jsonl";
+    let t = one(rel, SourceFormat::ClaudeCode);
+    let recs = jsonl(&ds(rel));
+    assert_eq!(recs[47]["uuid"], recs[48]["uuid"]);
+    assert_eq!(recs[47]["message"], recs[48]["message"]);
+    assert_ne!(recs[47]["sessionId"], recs[48]["sessionId"]);
+    let id = recs[48]["message"]["content"][0]["tool_use_id"]
+        .as_str()
+        .unwrap();
+    let results = t
+        .messages
+        .iter()
+        .filter(|m| m.tool_call_id.as_deref() == Some(id))
+        .count();
+    assert_eq!(results, 1);
+    let src_results: std::collections::HashSet<&str> = recs
+        .iter()
+        .filter_map(|r| r["message"]["content"].as_array())
+        .flatten()
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| b["tool_use_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(count(&t, Role::Tool), src_results.len());
+    assert_eq!(calls(&t), src_results.len());
+    assert_eq!(matched(&t), 100.0);
+    assert!(
+        pairing_problems(&t).is_empty(),
+        "{:?}",
+        pairing_problems(&t)
+    );
+    assert_eq!(t.meta.warnings.len(), 1, "{:?}", t.meta.warnings);
+    assert!(t.meta.warnings[0].starts_with("line 49: 1 record(s) repeating"));
 }
