@@ -62,6 +62,7 @@ fn every_dataset_file_imports_and_only_non_traces_are_ignored() {
     let expected: BTreeMap<&str, usize> = [
         ("claude-code", 11),
         ("codex", 5),
+        ("copilot", 1),
         ("gemini", 1),
         ("gemini-cli", 2),
         ("inspect", 13),

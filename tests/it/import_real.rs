@@ -786,6 +786,7 @@ fn every_real_file_imports_by_detection_with_its_calls_matched() {
         ("gemini-cli", SourceFormat::GeminiCli, true),
         ("gemini", SourceFormat::Gemini, true),
         ("mini-swe-agent-2", SourceFormat::MiniSwe, true),
+        ("copilot", SourceFormat::Copilot, true),
     ];
     let mut files = 0;
     for (dir, format, all_have_calls) in dirs {
@@ -806,8 +807,8 @@ fn every_real_file_imports_by_detection_with_its_calls_matched() {
         }
         files += sources.len();
     }
-    // 2 + 1 + 1 + 5 + 2 + 4 + 4 + 2 + 1 + 2 real files.
-    assert_eq!(files, 24);
+    // 2 + 1 + 1 + 5 + 2 + 4 + 4 + 2 + 1 + 2 + 1 real files.
+    assert_eq!(files, 25);
 }
 
 /// Real mini-swe-agent 2 trajectories (`trajectory_format: mini-swe-agent-1.1`, tool calling),
@@ -1190,6 +1191,109 @@ fn claude_code_2_1_284_streamed_calls_and_attachments_import_by_detection() {
         t.meta.warnings[0]
     );
     assert!(pairing_problems(&t).is_empty());
+}
+
+/// A real GitHub Copilot CLI session (`events.jsonl`, Copilot CLI 1.0.34), imported by
+/// detection against its own events: every response with its tool calls (ids and arguments as
+/// recorded), every `tool.execution_complete` as the result of its call, what the model was
+/// given for each user message (`transformedContent`), the system prompt Copilot writes again
+/// for the second interaction once, the autopilot nudge marked as Copilot's, the readable
+/// reasoning, and the session's usage totals. The file was not recognised before (no importer
+/// read Copilot's events).
+#[test]
+fn copilot_cli_session_imports_by_detection() {
+    let rel = "copilot/session-96ef38f0.events.jsonl";
+    let t = one(rel, SourceFormat::Copilot);
+    let evs = jsonl(&ds(rel));
+    let of = |ty: &str| evs.iter().filter(|e| e["type"] == ty).collect::<Vec<_>>();
+    let responses = of("assistant.message");
+    let results = of("tool.execution_complete");
+    let requests: Vec<&Value> = responses
+        .iter()
+        .filter_map(|r| r["data"]["toolRequests"].as_array())
+        .flatten()
+        .collect();
+    assert_eq!(
+        (responses.len(), requests.len(), results.len()),
+        (6, 11, 11)
+    );
+    assert_eq!(count(&t, Role::Assistant), responses.len());
+    assert_eq!(calls(&t), requests.len());
+    assert_eq!(count(&t, Role::Tool), results.len());
+    assert_eq!(matched(&t), 100.0);
+    // the two system.message events hold the same prompt: one system message, first
+    assert_eq!(of("system.message").len(), 2);
+    assert_eq!(count(&t, Role::System), 1);
+    assert_eq!(t.messages[0].role, Role::System);
+    assert_eq!(
+        t.messages[0].content,
+        of("system.message")[0]["data"]["content"]
+    );
+    // each user message as the model got it; the nudge is Copilot's own
+    let users: Vec<_> = t.messages.iter().filter(|m| m.role == Role::User).collect();
+    let src_users = of("user.message");
+    assert_eq!(users.len(), src_users.len());
+    for (m, e) in users.iter().zip(&src_users) {
+        assert_eq!(m.content, e["data"]["transformedContent"]);
+    }
+    assert_eq!(users[0].kind, None);
+    assert_eq!(users[1].kind.as_deref(), Some("meta"));
+    assert!(users[1]
+        .content
+        .contains("You have not yet marked the task as complete"));
+    assert_eq!(
+        t.meta.goal.as_deref(),
+        src_users[0]["data"]["content"].as_str()
+    );
+    // calls and results, in order, with the recorded ids and arguments
+    let got: Vec<_> = t.messages.iter().flat_map(|m| &m.tool_calls).collect();
+    for (c, q) in got.iter().zip(&requests) {
+        assert_eq!(c.id, q["toolCallId"].as_str().unwrap());
+        assert_eq!(c.name, q["name"].as_str().unwrap());
+        assert_eq!(c.arguments, q["arguments"]);
+    }
+    for e in &results {
+        let id = e["data"]["toolCallId"].as_str().unwrap();
+        let m = t
+            .messages
+            .iter()
+            .find(|m| m.tool_call_id.as_deref() == Some(id))
+            .unwrap();
+        assert_eq!(m.content, e["data"]["result"]["content"].as_str().unwrap());
+        assert!(!m.is_error);
+    }
+    // the final answer's text
+    let answer = responses
+        .iter()
+        .find(|r| r["data"]["content"] != "")
+        .unwrap();
+    assert!(t
+        .messages
+        .iter()
+        .any(|m| m.role == Role::Assistant && m.content == answer["data"]["content"]));
+    assert_eq!(
+        t.meta.task_id.as_deref(),
+        Some("96ef38f0-9d09-45c3-8124-6448c36090ed")
+    );
+    assert_eq!(t.meta.model.as_deref(), Some("claude-sonnet-4.6"));
+    let total = t.meta.total_usage.unwrap();
+    assert_eq!(
+        (total.input, total.output, total.cache_read),
+        (186809, 2848, 151738)
+    );
+    // the readable reasoning of the 4 responses that have it (beside its encrypted form)
+    let thought: Vec<_> = t
+        .messages
+        .iter()
+        .filter_map(|m| m.reasoning.as_deref())
+        .collect();
+    let src_thought: Vec<_> = responses
+        .iter()
+        .filter_map(|r| r["data"]["reasoningText"].as_str())
+        .collect();
+    assert_eq!(thought, src_thought);
+    assert_eq!(thought.len(), 4);
+    assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
 }
 
 /// A real Codex 0.39 rollout (the VS Code extension, September 2025) writes each call's
