@@ -33,6 +33,7 @@ The format is detected from the content of each file:
   gemini-cli   Gemini CLI sessions (~/.gemini/tmp/<project>/chats/session-*.jsonl, .json)
   gemini       Gemini API Content[] history ({role: user|model, parts})
   cline        Cline / Roo Code api_conversation_history.json
+  copilot      GitHub Copilot CLI sessions (~/.copilot/session-state/<id>/events.jsonl)
   mini-swe     mini-swe-agent .traj.json (1.x bash blocks and 2.x tool calls become calls)
   swe-agent    SWE-agent .traj (0.x text actions and 1.x function calling)
   openhands    OpenHands event arrays, evaluation rows, the 2024 resolver output

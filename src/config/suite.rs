@@ -112,7 +112,7 @@ pub struct TracesSection {
     pub paths: Vec<String>,
     /// `auto` (detect) or a format name: canonical, openai, anthropic, claude-code, mini-swe,
     /// swe-agent, openhands, tau, tau2, atif, golden, codex, openai-responses, langchain,
-    /// inspect, gemini-cli, gemini, cline.
+    /// inspect, gemini-cli, gemini, cline, copilot.
     #[serde(default = "default_from")]
     pub from: String,
     /// Token counter used for every view.

@@ -221,6 +221,7 @@ source_formats! {
     GeminiCli => "gemini-cli",
     Gemini => "gemini",
     Cline => "cline",
+    Copilot => "copilot",
 }
 
 impl SourceFormat {

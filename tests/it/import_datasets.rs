@@ -60,8 +60,9 @@ fn every_dataset_file_imports_and_only_non_traces_are_ignored() {
         assert!(t.meta.source_path.is_some());
     }
     let expected: BTreeMap<&str, usize> = [
-        ("claude-code", 10),
-        ("codex", 4),
+        ("claude-code", 11),
+        ("codex", 5),
+        ("copilot", 1),
         ("gemini", 1),
         ("gemini-cli", 2),
         ("inspect", 13),
@@ -84,7 +85,7 @@ fn every_dataset_file_imports_and_only_non_traces_are_ignored() {
 #[test]
 fn codex_bookkeeping_events_are_no_warning() {
     let imported = import_paths(&[ds("codex")], None, false).unwrap();
-    assert_eq!(imported.traces.len(), 4);
+    assert_eq!(imported.traces.len(), 5);
     for t in &imported.traces {
         let unread: Vec<&String> = t
             .meta

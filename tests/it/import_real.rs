@@ -778,6 +778,7 @@ fn every_real_file_imports_by_detection_with_its_calls_matched() {
     let dirs = [
         ("claude-code-interactive", SourceFormat::ClaudeCode, true),
         ("claude-code-attachments", SourceFormat::ClaudeCode, true),
+        ("claude-code-1.0", SourceFormat::ClaudeCode, true),
         ("codex", SourceFormat::Codex, true),
         ("openai-responses", SourceFormat::OpenaiResponses, true),
         ("langchain", SourceFormat::Langchain, true),
@@ -785,6 +786,7 @@ fn every_real_file_imports_by_detection_with_its_calls_matched() {
         ("gemini-cli", SourceFormat::GeminiCli, true),
         ("gemini", SourceFormat::Gemini, true),
         ("mini-swe-agent-2", SourceFormat::MiniSwe, true),
+        ("copilot", SourceFormat::Copilot, true),
     ];
     let mut files = 0;
     for (dir, format, all_have_calls) in dirs {
@@ -805,8 +807,8 @@ fn every_real_file_imports_by_detection_with_its_calls_matched() {
         }
         files += sources.len();
     }
-    // 2 + 1 + 4 + 2 + 4 + 4 + 2 + 1 + 2 real files.
-    assert_eq!(files, 22);
+    // 2 + 1 + 1 + 5 + 2 + 4 + 4 + 2 + 1 + 2 + 1 real files.
+    assert_eq!(files, 25);
 }
 
 /// Real mini-swe-agent 2 trajectories (`trajectory_format: mini-swe-agent-1.1`, tool calling),
@@ -1189,4 +1191,195 @@ fn claude_code_2_1_284_streamed_calls_and_attachments_import_by_detection() {
         t.meta.warnings[0]
     );
     assert!(pairing_problems(&t).is_empty());
+}
+
+/// A real GitHub Copilot CLI session (`events.jsonl`, Copilot CLI 1.0.34), imported by
+/// detection against its own events: every response with its tool calls (ids and arguments as
+/// recorded), every `tool.execution_complete` as the result of its call, what the model was
+/// given for each user message (`transformedContent`), the system prompt Copilot writes again
+/// for the second interaction once, the autopilot nudge marked as Copilot's, the readable
+/// reasoning, and the session's usage totals. The file was not recognised before (no importer
+/// read Copilot's events).
+#[test]
+fn copilot_cli_session_imports_by_detection() {
+    let rel = "copilot/session-96ef38f0.events.jsonl";
+    let t = one(rel, SourceFormat::Copilot);
+    let evs = jsonl(&ds(rel));
+    let of = |ty: &str| evs.iter().filter(|e| e["type"] == ty).collect::<Vec<_>>();
+    let responses = of("assistant.message");
+    let results = of("tool.execution_complete");
+    let requests: Vec<&Value> = responses
+        .iter()
+        .filter_map(|r| r["data"]["toolRequests"].as_array())
+        .flatten()
+        .collect();
+    assert_eq!(
+        (responses.len(), requests.len(), results.len()),
+        (6, 11, 11)
+    );
+    assert_eq!(count(&t, Role::Assistant), responses.len());
+    assert_eq!(calls(&t), requests.len());
+    assert_eq!(count(&t, Role::Tool), results.len());
+    assert_eq!(matched(&t), 100.0);
+    // the two system.message events hold the same prompt: one system message, first
+    assert_eq!(of("system.message").len(), 2);
+    assert_eq!(count(&t, Role::System), 1);
+    assert_eq!(t.messages[0].role, Role::System);
+    assert_eq!(
+        t.messages[0].content,
+        of("system.message")[0]["data"]["content"]
+    );
+    // each user message as the model got it; the nudge is Copilot's own
+    let users: Vec<_> = t.messages.iter().filter(|m| m.role == Role::User).collect();
+    let src_users = of("user.message");
+    assert_eq!(users.len(), src_users.len());
+    for (m, e) in users.iter().zip(&src_users) {
+        assert_eq!(m.content, e["data"]["transformedContent"]);
+    }
+    assert_eq!(users[0].kind, None);
+    assert_eq!(users[1].kind.as_deref(), Some("meta"));
+    assert!(users[1]
+        .content
+        .contains("You have not yet marked the task as complete"));
+    assert_eq!(
+        t.meta.goal.as_deref(),
+        src_users[0]["data"]["content"].as_str()
+    );
+    // calls and results, in order, with the recorded ids and arguments
+    let got: Vec<_> = t.messages.iter().flat_map(|m| &m.tool_calls).collect();
+    for (c, q) in got.iter().zip(&requests) {
+        assert_eq!(c.id, q["toolCallId"].as_str().unwrap());
+        assert_eq!(c.name, q["name"].as_str().unwrap());
+        assert_eq!(c.arguments, q["arguments"]);
+    }
+    for e in &results {
+        let id = e["data"]["toolCallId"].as_str().unwrap();
+        let m = t
+            .messages
+            .iter()
+            .find(|m| m.tool_call_id.as_deref() == Some(id))
+            .unwrap();
+        assert_eq!(m.content, e["data"]["result"]["content"].as_str().unwrap());
+        assert!(!m.is_error);
+    }
+    // the final answer's text
+    let answer = responses
+        .iter()
+        .find(|r| r["data"]["content"] != "")
+        .unwrap();
+    assert!(t
+        .messages
+        .iter()
+        .any(|m| m.role == Role::Assistant && m.content == answer["data"]["content"]));
+    assert_eq!(
+        t.meta.task_id.as_deref(),
+        Some("96ef38f0-9d09-45c3-8124-6448c36090ed")
+    );
+    assert_eq!(t.meta.model.as_deref(), Some("claude-sonnet-4.6"));
+    let total = t.meta.total_usage.unwrap();
+    assert_eq!(
+        (total.input, total.output, total.cache_read),
+        (186809, 2848, 151738)
+    );
+    // the readable reasoning of the 4 responses that have it (beside its encrypted form)
+    let thought: Vec<_> = t
+        .messages
+        .iter()
+        .filter_map(|m| m.reasoning.as_deref())
+        .collect();
+    let src_thought: Vec<_> = responses
+        .iter()
+        .filter_map(|r| r["data"]["reasoningText"].as_str())
+        .collect();
+    assert_eq!(thought, src_thought);
+    assert_eq!(thought.len(), 4);
+    assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+}
+
+/// A real Codex 0.39 rollout (the VS Code extension, September 2025) writes each call's
+/// `token_count` before the items of its response (`agent_message`, `token_count`, then
+/// `reasoning`, `message`, `function_call`). Each response gets the usage written just before
+/// it, computed here from the lines; the importer used to set each on the response before (the
+/// first dropped with a warning, every later one a call early).
+#[test]
+fn codex_0_39_usage_written_before_its_response_goes_on_that_response() {
+    let rel = "codex/codex-vscode-0.39-01996135.jsonl";
+    let t = one(rel, SourceFormat::Codex);
+    let recs = jsonl(&ds(rel));
+    assert_eq!(recs[0]["payload"]["cli_version"], "0.39.0");
+    // each response's usage: the last token_count before its first output item
+    let mut expected = Vec::new();
+    let (mut pending, mut in_response) = (None, false);
+    for r in &recs {
+        let p = &r["payload"];
+        if r["type"] == "event_msg" && p["type"] == "token_count" {
+            pending = Some(p["info"]["last_token_usage"].clone());
+            in_response = false;
+        } else if r["type"] == "response_item"
+            && p["role"] != "user"
+            && p["type"] != "function_call_output"
+            && p["type"] != "custom_tool_call_output"
+        {
+            if !in_response {
+                expected.push(pending.take().unwrap());
+                in_response = true;
+            }
+        } else if r["type"] == "response_item" {
+            in_response = false;
+        }
+    }
+    let got: Vec<_> = t
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .collect();
+    assert_eq!((got.len(), expected.len()), (19, 19));
+    for (m, u) in got.iter().zip(&expected) {
+        let usage = m.usage.unwrap();
+        assert_eq!(usage.input, u["input_tokens"].as_u64().unwrap());
+        assert_eq!(usage.output, u["output_tokens"].as_u64().unwrap());
+        assert_eq!(usage.cache_read, u["cached_input_tokens"].as_u64().unwrap());
+    }
+    assert_eq!(got[0].usage.unwrap().input, 5645);
+    assert!(t.meta.warnings.is_empty(), "{:?}", t.meta.warnings);
+}
+
+/// A real Claude Code 1.0.95 session that was resumed: line 49 writes line 48 again (the same
+/// uuid and message, the result of the call on line 47) under the new sessionId. The model had
+/// that result once: the trace holds it once, every call is answered once, and one warning says a
+/// repeated record was read once. It used to be a second tool message answering no open call.
+#[test]
+fn claude_code_1_0_resumed_session_reads_a_repeated_record_once() {
+    let rel = "claude-code-1.0/session-e9f146fa.jsonl";
+    let t = one(rel, SourceFormat::ClaudeCode);
+    let recs = jsonl(&ds(rel));
+    assert_eq!(recs[47]["uuid"], recs[48]["uuid"]);
+    assert_eq!(recs[47]["message"], recs[48]["message"]);
+    assert_ne!(recs[47]["sessionId"], recs[48]["sessionId"]);
+    let id = recs[48]["message"]["content"][0]["tool_use_id"]
+        .as_str()
+        .unwrap();
+    let results = t
+        .messages
+        .iter()
+        .filter(|m| m.tool_call_id.as_deref() == Some(id))
+        .count();
+    assert_eq!(results, 1);
+    let src_results: std::collections::HashSet<&str> = recs
+        .iter()
+        .filter_map(|r| r["message"]["content"].as_array())
+        .flatten()
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| b["tool_use_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(count(&t, Role::Tool), src_results.len());
+    assert_eq!(calls(&t), src_results.len());
+    assert_eq!(matched(&t), 100.0);
+    assert!(
+        pairing_problems(&t).is_empty(),
+        "{:?}",
+        pairing_problems(&t)
+    );
+    assert_eq!(t.meta.warnings.len(), 1, "{:?}", t.meta.warnings);
+    assert!(t.meta.warnings[0].starts_with("line 49: 1 record(s) repeating"));
 }

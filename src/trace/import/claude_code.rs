@@ -485,6 +485,10 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     let mut summaries = 0usize;
     let mut queue = Queue::default();
     let mut attachments = Attachments::default();
+    // Each record's uuid and a hash of its `message` (a record written again is read once), and
+    // the line of the first repeat with how many.
+    let mut seen: HashMap<String, u64> = HashMap::new();
+    let mut repeated: Option<(usize, usize)> = None;
     for (n, v) in lines {
         let r = Node::line_root(&v, n);
         r.obj()?;
@@ -512,6 +516,26 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
         if !matches!(ty, "user" | "assistant" | "system") {
             continue;
         }
+        if let Some(uuid) = r.key("uuid").opt_str()? {
+            let hash = {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                r.key("message").v.to_string().hash(&mut h);
+                h.finish()
+            };
+            match seen.get(uuid) {
+                Some(&h) if h == hash => {
+                    // The same message again under its uuid (Claude Code 1.0 wrote the last
+                    // record again when the session was resumed, under the new sessionId):
+                    // the model had it once, as Claude Code's own loader (a map by uuid) keeps it.
+                    repeated.get_or_insert((n, 0)).1 += 1;
+                    continue;
+                }
+                _ => {
+                    seen.insert(uuid.to_string(), hash);
+                }
+            }
+        }
         if r.key("isSidechain").opt_bool()? == Some(true) {
             let g = side.group_of(&r)?;
             side.groups[g].1.record(&r, ty)?;
@@ -533,6 +557,12 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     attachments.place(&mut main.t);
     queue.place(&mut main.t, None);
     main.t.meta.warnings.extend(attachments.warnings());
+    main.t.meta.warnings.extend(repeated.map(|(first, total)| {
+            format!(
+                "line {first}: {total} record(s) repeating an earlier record's uuid and message \
+                 (written again when the session was resumed) read once"
+            )
+        }));
     let subagent_file = main_records == 0 && !side.groups.is_empty();
     if main.t.messages.is_empty() && side.groups.is_empty() && summaries > 0 {
         // Claude Code writes such files beside the sessions: the titles of earlier

@@ -11,7 +11,9 @@
 //! - `event_msg` with `payload.type: "token_count"`: `info.last_token_usage` is the usage of the
 //!   model call just made (`input_tokens` includes `cached_input_tokens`, `output_tokens`
 //!   includes `reasoning_output_tokens`); it is set on the latest assistant message and ends
-//!   that call. A repeated event (same `total_token_usage`) is counted once;
+//!   that call. Codex until about 0.4x wrote the event before the items of its response (see
+//!   `usage_comes_first`): there it goes on the response that follows. A repeated event
+//!   (same `total_token_usage`) is counted once;
 //!   `info.model_context_window` → `meta.window`; `cache_write_input_tokens` (Codex 0.146 and
 //!   later) → `cache_write`. `thread_rolled_back` (the person edited an earlier message):
 //!   Codex drops their last `num_turns` turns from the model's context, and so does the trace
@@ -88,8 +90,74 @@ fn is_legacy_header(o: &Map<String, Value>) -> bool {
         && !o.contains_key("record_type")
 }
 
+/// Model output: the items a model response is made of.
+fn is_output(p: &Map<String, Value>) -> bool {
+    match str_of(p, "type") {
+        Some("message") => str_of(p, "role") == Some("assistant"),
+        Some(t) => matches!(
+            t,
+            "reasoning" | "function_call" | "custom_tool_call" | "local_shell_call" | "web_search_call"
+        ),
+        None => false,
+    }
+}
+
+/// True when the rollout writes each call's `token_count` before the items of its response, as
+/// Codex did until about 0.4x (a real 0.39 rollout: `agent_message`, `token_count`, then the
+/// `reasoning`, `message` and `function_call` items of that response); later versions write it
+/// after them. Told by the first `token_count` with usage: before any model output, it is the
+/// older order.
+fn usage_comes_first(lines: &[(usize, Value)]) -> bool {
+    for (_, v) in lines {
+        let (Some(ty), Some(p)) = (v.get("type"), v.get("payload").and_then(Value::as_object))
+        else {
+            continue;
+        };
+        match ty.as_str() {
+            Some("response_item") if is_output(p) => return false,
+            Some("event_msg")
+                if str_of(p, "type") == Some("token_count")
+                    && p
+                        .get("info")
+                        .is_some_and(|i| i.get("last_token_usage").is_some_and(|u| !u.is_null())) =>
+            {
+                return true
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Sets `usage` on the first assistant message from index `from` on (the response a
+/// `token_count` written before its items belongs to); warned of when no response followed, or
+/// when that response already has usage (added).
+fn usage_on_response(conv: &mut Conv, usage: Usage, from: usize, at: &str) {
+    let from = from.min(conv.t.messages.len());
+    match conv.t.messages[from..]
+        .iter_mut()
+        .find(|m| m.role == crate::trace::model::Role::Assistant)
+    {
+        Some(m) if m.usage.is_none() => m.usage = Some(usage),
+        Some(m) => {
+            let mut sum = m.usage.unwrap_or_default();
+            sum.add(&usage);
+            m.usage = Some(sum);
+            conv.t.meta.warnings.push(format!(
+                "{at}: token_count for a model call that already has usage; added"
+            ));
+        }
+        None => conv.t.meta.warnings.push(format!(
+            "{at}: token_count with no model output after it; skipped"
+        )),
+    }
+}
+
 pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     let mut conv = Conv::new(stem, SourceFormat::Codex);
+    let usage_first = usage_comes_first(&lines);
+    // In that order: the usage waiting for its response, from which message on, and where.
+    let mut pending: Option<(Usage, usize, String)> = None;
     let mut last_total: Option<Value> = None;
     let mut legacy = false;
     // Records and events not read here, counted for one warning.
@@ -164,6 +232,14 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                     // Recorded since about Codex 0.146 (zero with OpenAI models).
                     cache_write: u.key("cache_write_input_tokens").opt_u64()?.unwrap_or(0),
                 };
+                if usage_first {
+                    if let Some((usage, from, at)) = pending.take() {
+                        usage_on_response(&mut conv, usage, from, &at);
+                    }
+                    pending = Some((usage, conv.t.messages.len(), r.path.clone()));
+                    conv.end_call();
+                    continue;
+                }
                 match conv.last_assistant() {
                     Some(m) if m.usage.is_none() => m.usage = Some(usage),
                     Some(m) => {
@@ -246,6 +322,9 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
             "world_state" => {}
             other => unread.note(crate::output::quoted(other), n),
         }
+    }
+    if let Some((usage, from, at)) = pending.take() {
+        usage_on_response(&mut conv, usage, from, &at);
     }
     conv.t.meta.warnings.extend(unread.counted().map(|(first, total, kinds)| {
         format!(

@@ -15,6 +15,8 @@
 //!   (an `.eval` zip is recognised by its bytes before any JSON is read);
 //! - gemini-cli: `{sessionId, messages: [{type: user|gemini, …}]}`, or JSON Lines whose first
 //!   line is a session header `{sessionId, projectHash, …}` (no `type`, no `messages`);
+//! - copilot: JSON Lines holding a `{type: session.start|user.message|assistant.message, data}`
+//!   event (GitHub Copilot CLI's `events.jsonl`);
 //! - swe-agent: `history[]` of `{role…}` or `{trajectory[], info}`; openhands: `history[]` of
 //!   `{action|observation…}`, or an array of such events; tau: an array of `{task_id, traj}`;
 //! - golden: JSON Lines of role lines (`{role, content}`, no `type`) with a LangChain-shaped
