@@ -646,6 +646,34 @@ mod tests {
         assert!(e.message.contains("did you mean `o200k`?"), "{e}");
     }
 
+    /// More needles and distractors than one trace can hold are refused at load, at the line
+    /// of the key that does not fit (every needle unit failed with `eval_config` at run time,
+    /// and the run exited 0 without a needle figure); the paraphrased limits too.
+    #[test]
+    fn needles_and_distractors_that_do_not_fit_a_trace_are_refused_at_load() {
+        let needle = |keys: &str| load(&format!("{MIN}[evals.needle]\n{keys}"));
+        let e = needle("needles = 100000\n").unwrap_err();
+        assert_eq!(e.line, 6, "{e}");
+        assert!(
+            e.to_string().contains("at most 16 needles + distractors"),
+            "{e}"
+        );
+        let e = needle("needles = 2\ndistractors = 15\n").unwrap_err();
+        assert_eq!(e.line, 7, "{e}");
+        let e = needle("paraphrase = true\nneedles = 9\n").unwrap_err();
+        assert_eq!(e.line, 7, "{e}");
+        assert!(
+            e.to_string().contains("at most 8 paraphrased needles"),
+            "{e}"
+        );
+        let e = needle("paraphrase = true\nneedles = 1\ndistractors = 10\n").unwrap_err();
+        assert_eq!(e.line, 8, "{e}");
+        assert!(e.to_string().contains("with `paraphrase = true`"), "{e}");
+        // The limits themselves load.
+        needle("needles = 2\ndistractors = 14\n").unwrap();
+        needle("paraphrase = true\nneedles = 8\ndistractors = 8\n").unwrap();
+    }
+
     #[test]
     fn ask_at_accepts_end_or_index() {
         let s = load(&format!("{MIN}[evals.needle]\nask_at = 7\n")).unwrap();
