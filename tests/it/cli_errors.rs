@@ -497,3 +497,40 @@ fn a_suite_with_no_eval_enabled_is_refused_at_load() {
     }
     assert!(!tmp.path().join("out").exists(), "no run directory");
 }
+
+/// `--max-cost-usd` that is no budget (negative, zero, NaN, infinite) is refused when the
+/// command line is read, dry run or not: a dry run accepted every one of them (exit 0), and a
+/// run blamed `-5` on the estimate ("$0.0000–$0.0000, above the budget max_cost_usd = $-5").
+#[test]
+fn a_max_cost_that_is_no_budget_is_refused_also_by_a_dry_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = dataset("mini-swe-agent/astropy__astropy-12907.traj.json");
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "[suite]\nname = \"s\"\noutput_dir = \"out\"\n[traces]\npaths = [{:?}]\n",
+            trace.display().to_string()
+        ),
+    )
+    .unwrap();
+    let s = suite.to_str().unwrap();
+    for usd in ["-5", "0", "nan", "inf", "five"] {
+        let flag = format!("--max-cost-usd={usd}");
+        for dry in [true, false] {
+            let mut args = vec!["run", s, "-q", &flag];
+            if dry {
+                args.push("--dry-run");
+            }
+            let (code, _, err) = ctxbench(&args);
+            no_panic(&err);
+            assert_eq!(code, Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains("--max-cost-usd") && err.contains("expected a positive number"),
+                "{args:?}: {err}"
+            );
+            assert!(!err.contains("estimate"), "{args:?}: {err}");
+        }
+    }
+    assert!(!tmp.path().join("out").exists(), "no run directory");
+}
