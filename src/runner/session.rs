@@ -86,7 +86,11 @@ impl TraceLoader for ImportLoader {
         from: Option<SourceFormat>,
     ) -> Result<FileTraces, ImportError> {
         use crate::trace::import::{import_found, FileContent};
-        Ok(match import_found(&file.path, from, file.walked)? {
+        // `run` takes no `--from`: the suite's `[traces] from` forces a format.
+        let found = import_found(&file.path, from, file.walked).map_err(|e| {
+            e.force_format_by("(set `from = \"FORMAT\"` in the suite's [traces] to force one)")
+        })?;
+        Ok(match found {
             FileContent::Traces(t) => FileTraces::Traces(
                 t.into_iter()
                     .map(|t| (t.meta.id.clone(), Some(Arc::new(t))))

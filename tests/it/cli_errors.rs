@@ -534,3 +534,50 @@ fn a_max_cost_that_is_no_budget_is_refused_also_by_a_dry_run() {
     }
     assert!(!tmp.path().join("out").exists(), "no run directory");
 }
+
+/// A file that is no trace: the advice on forcing its format names what the command takes.
+/// `replay` and `run` have no `--from`, yet both said "use --from FORMAT to force one" (`replay
+/// --from` is an unknown argument); `import` and `traces stats` do take it.
+#[test]
+fn not_a_trace_advises_the_way_each_command_forces_a_format() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("x.json");
+    std::fs::write(&file, "{\"x\": 1}\n").unwrap();
+    let f = file.to_str().unwrap();
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        format!("[suite]\nname = \"s\"\noutput_dir = \"out\"\n[traces]\npaths = [{f:?}]\n"),
+    )
+    .unwrap();
+    let s = suite.to_str().unwrap();
+    let out = tmp.path().join("imported");
+    let o = out.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["replay", f],
+            "(`ctxbench import FILE --from FORMAT -o DIR` forces one;",
+        ),
+        (
+            vec!["run", s, "--dry-run"],
+            "(set `from = \"FORMAT\"` in the suite's [traces] to force one)",
+        ),
+        (
+            vec!["import", f, "-o", o],
+            "(use --from FORMAT to force one)",
+        ),
+        (
+            vec!["traces", "stats", f],
+            "(use --from FORMAT to force one)",
+        ),
+    ] {
+        let (code, _, err) = ctxbench(&args);
+        no_panic(&err);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("x.json: not a trace"), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        if args[0] == "replay" || args[0] == "run" {
+            assert!(!err.contains("use --from"), "{args:?}: {err}");
+        }
+    }
+}
