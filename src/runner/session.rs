@@ -429,10 +429,15 @@ pub fn open_run(
             let run_id = match &opts.run_id {
                 Some(id) if valid_run_id(id) => id.clone(),
                 Some(id) => {
-                    return Err(UsageError(format!(
-                        "--run-id `{id}`: use only letters, digits, `.`, `_`, `-`"
-                    ))
-                    .into())
+                    // `.` and `..` are made of those characters, yet name the output directory
+                    // or its parent, not a run directory in it.
+                    let why = if id == "." || id == ".." {
+                        "names the output directory itself or its parent, not a run directory \
+                         in it; use a name of letters, digits, `.`, `_`, `-`"
+                    } else {
+                        "use only letters, digits, `.`, `_`, `-` (and not empty)"
+                    };
+                    return Err(UsageError(format!("--run-id `{id}`: {why}")).into());
                 }
                 None => {
                     let mut id = format!("{}-{}", suite.suite.suite.name, now_compact());

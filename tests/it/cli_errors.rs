@@ -581,3 +581,35 @@ fn not_a_trace_advises_the_way_each_command_forces_a_format() {
         }
     }
 }
+
+/// `--run-id .` and `--run-id ..` are refused for what they are: they name the output directory
+/// or its parent. The message said "use only letters, digits, `.`, `_`, `-`", which they do.
+#[test]
+fn a_run_id_of_dots_is_refused_for_naming_the_output_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = dataset("mini-swe-agent/astropy__astropy-12907.traj.json");
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "[suite]\nname = \"s\"\noutput_dir = \"out\"\n[traces]\npaths = [{:?}]\n",
+            trace.display().to_string()
+        ),
+    )
+    .unwrap();
+    let s = suite.to_str().unwrap();
+    for id in [".", ".."] {
+        let (code, _, err) = ctxbench(&["run", s, "-q", "--run-id", id]);
+        no_panic(&err);
+        assert_eq!(code, Some(2), "{id}: {err}");
+        assert!(
+            err.contains(&format!(
+                "--run-id `{id}`: names the output directory itself"
+            )),
+            "{id}: {err}"
+        );
+    }
+    let (code, _, err) = ctxbench(&["run", s, "-q", "--run-id", "a/b"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("use only letters, digits"), "{err}");
+}
