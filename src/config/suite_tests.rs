@@ -674,6 +674,37 @@ mod tests {
         needle("paraphrase = true\nneedles = 8\ndistractors = 8\n").unwrap();
     }
 
+    /// A table written as a value is said to be a table, in the file's words: the messages
+    /// named the Rust type (`expected struct SuiteSection`, `struct NeedleEval`, `struct
+    /// ModelPrice`, the engine's `struct Summarize`), also for `--set suite=3`.
+    #[test]
+    fn a_value_where_a_table_belongs_is_said_to_need_a_table_not_a_rust_struct() {
+        let trace = "[traces]\npaths = [\"x\"]\n";
+        for (text, line) in [
+            (format!("suite = 3\n{trace}"), 1),
+            (format!("{MIN}[evals]\nneedle = 3\n"), 6),
+            (format!("{MIN}[pricing]\nm = 3\n"), 6),
+            (format!("{MIN}[engine.base]\nsummarize = 3\n"), 6),
+            (format!("{MIN}[providers]\nagent = 3\n"), 6),
+        ] {
+            let e = load(&text).unwrap_err();
+            let msg = e.to_string();
+            assert!(msg.contains("expected a table"), "{text}: {msg}");
+            assert!(
+                !msg.contains("struct") && !msg.contains("map"),
+                "{text}: {msg}"
+            );
+            assert_eq!(e.line, line, "{text}: {msg}");
+        }
+        let sets = crate::config::Overrides {
+            sets: vec!["suite=3".into()],
+            ..Default::default()
+        };
+        let e = LoadedSuite::from_str_with(MIN, Path::new("suite.toml"), &sets).unwrap_err();
+        assert!(e.to_string().contains("expected a table"), "{e}");
+        assert!(!e.to_string().contains("struct"), "{e}");
+    }
+
     #[test]
     fn ask_at_accepts_end_or_index() {
         let s = load(&format!("{MIN}[evals.needle]\nask_at = 7\n")).unwrap();
