@@ -156,7 +156,7 @@ fn check_junit_path(
         return Err(UsageError(crate::output::error_text(&format!(
             "--junit {}: is a directory; --junit names the JUnit file to write (e.g. --junit {})",
             junit.display(),
-            junit.join("gate.xml").display()
+            RunDir::new(junit).gate_xml().display()
         ))));
     }
     if let Some(file) = junit
