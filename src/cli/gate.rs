@@ -65,9 +65,9 @@ its rules are skipped too (a gate of them alone checked nothing: exit 10 unless
 --allow-unchecked); a misspelt metric is still refused (exit 2), with the note.
 
 Writes JUnit XML (--junit FILE, its directory created when missing; default RUN/gate.xml in
-the candidate run; never into the baseline run nor into any other run's directory) and, when GITHUB_STEP_SUMMARY is set, appends a
-Markdown summary to that file. --json prints the verdicts as JSON on stdout instead of the text
-lines.
+the candidate run; never into the baseline run nor into any other run's directory) and, when
+GITHUB_STEP_SUMMARY is set, appends a Markdown summary to that file. --json prints the
+verdicts as JSON on stdout instead of the text lines.
 
 Exit codes:
   0   every rule passed (skipped rules do not fail the gate while at least one rule was
