@@ -64,10 +64,10 @@ When neither run has a needle metric because both runs' needle units were all no
 its rules are skipped too (a gate of them alone checked nothing: exit 10 unless
 --allow-unchecked); a misspelt metric is still refused (exit 2), with the note.
 
-Writes JUnit XML (--junit, default RUN/gate.xml in the candidate run; never into the baseline
-run nor into any other run's directory) and, when GITHUB_STEP_SUMMARY is set, appends a
-Markdown summary to that file. --json prints the verdicts as JSON on stdout instead of the text
-lines.
+Writes JUnit XML (--junit FILE, its directory created when missing; default RUN/gate.xml in
+the candidate run; never into the baseline run nor into any other run's directory) and, when
+GITHUB_STEP_SUMMARY is set, appends a Markdown summary to that file. --json prints the
+verdicts as JSON on stdout instead of the text lines.
 
 Exit codes:
   0   every rule passed (skipped rules do not fail the gate while at least one rule was
@@ -78,7 +78,7 @@ Exit codes:
       rule skipped for every variant) without --allow-unchecked
   2   bad usage: bad rule or rules file, unknown metric or variant, unreadable run directory,
       unrelated runs (different suites or no shared variant), --junit inside the baseline run
-      or another run's directory, a run that never started;
+      or another run's directory, --junit naming a directory, a run that never started;
       a JUnit file of an earlier gate at the --junit path is removed (no verdict was reached)
   1   the JUnit XML or the step summary could not be written
 
@@ -149,8 +149,29 @@ fn check_junit_path(
     run: &std::path::Path,
     baseline: &std::path::Path,
 ) -> Result<(), UsageError> {
-    let (j, r, b) = (resolved(junit), resolved(run), resolved(baseline));
     let default = RunDir::new(run).gate_xml();
+    // A path that cannot be a file is refused before the gate runs: the verdict was printed,
+    // then the write failed and the gate exited 1, its verdict (0 or 10) lost.
+    if junit.is_dir() {
+        return Err(UsageError(crate::output::error_text(&format!(
+            "--junit {}: is a directory; --junit names the JUnit file to write (e.g. --junit {})",
+            junit.display(),
+            RunDir::new(junit).gate_xml().display()
+        ))));
+    }
+    if let Some(file) = junit
+        .ancestors()
+        .skip(1)
+        .find(|a| !a.as_os_str().is_empty() && std::fs::metadata(a).is_ok())
+        .filter(|a| !a.is_dir())
+    {
+        return Err(UsageError(crate::output::error_text(&format!(
+            "--junit {}: {} is a file, not a directory",
+            junit.display(),
+            file.display()
+        ))));
+    }
+    let (j, r, b) = (resolved(junit), resolved(run), resolved(baseline));
     let output = super::Output {
         flag: "--junit",
         path: junit,
@@ -214,7 +235,10 @@ fn write_gate_files(
     junit_path: &std::path::Path,
     outcome: &gate::GateOutcome,
 ) -> anyhow::Result<()> {
-    std::fs::write(junit_path, crate::report::junit::render(outcome))
+    // Its directory is created when missing, as `-o DIR` is (`--junit out/gate.xml` in a fresh
+    // CI checkout failed with exit 1 after the verdict).
+    std::fs::create_dir_all(junit_dir(junit_path))
+        .and_then(|()| std::fs::write(junit_path, crate::report::junit::render(outcome)))
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", junit_path.display()))?;
     if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
         let path = PathBuf::from(summary);

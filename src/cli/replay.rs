@@ -103,7 +103,14 @@ fn load_traces(path: &Path) -> anyhow::Result<Vec<Trace>> {
         .into());
     }
     // Every format, golden-fixture role lines included (`trace::import::golden`).
-    let traces = match crate::trace::import::import_file(path, None)? {
+    // `replay` takes no `--from`: `import --from` forces a format into a canonical file.
+    let imported = crate::trace::import::import_file(path, None).map_err(|e| {
+        e.force_format_by(
+            "(`ctxbench import FILE --from FORMAT -o DIR` forces one; then replay the \
+             canonical trace it writes)",
+        )
+    })?;
+    let traces = match imported {
         t if !t.is_empty() => t,
         _ => return Err(UsageError(format!("{}: no trace found", path.display())).into()),
     };

@@ -93,7 +93,7 @@ pub struct Args {
     pub shard: Option<Shard>,
 
     /// Stop before the estimated spend would exceed this many dollars (overrides the suite)
-    #[arg(long, value_name = "USD")]
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
     pub max_cost_usd: Option<f64>,
 
     /// Start even when the dry-run estimate's upper end exceeds the budget (`--max-cost-usd` or
@@ -185,6 +185,18 @@ fn parse_grace(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if x.is_finite() && (0.0..=86_400.0).contains(&x) => Ok(x),
         _ => Err(format!("`{s}`: expected seconds between 0 and 86400")),
+    }
+}
+
+/// `--max-cost-usd`: a positive, finite number of dollars, refused when the command line is
+/// read (as the suite's `max_cost_usd` is at load), so `--dry-run` refuses it too: `-5` was
+/// accepted by a dry run and then blamed on the estimate ("$0.0000 … above the budget $-5").
+fn parse_usd(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!(
+            "`{s}`: expected a positive number of dollars, e.g. 5 or 0.5"
+        )),
     }
 }
 

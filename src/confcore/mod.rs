@@ -148,9 +148,18 @@ pub fn plain_type_names(message: &str) -> String {
         ("expected f64", "expected a number"),
         ("expected a boolean", "expected true or false"),
         ("expected a sequence", "expected a list"),
+        ("expected a map", "expected a table"),
+        ("expected string or map", "expected a string or a table"),
     ] {
         if let Some(stripped) = message.strip_suffix(rust) {
             message = format!("{stripped}{plain}");
+        }
+    }
+    // serde names a struct by its Rust type (`expected struct SuiteSection`): to the file it is
+    // a table.
+    if let Some((head, name)) = message.rsplit_once("expected struct ") {
+        if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            message = format!("{head}expected a table");
         }
     }
     message
@@ -184,6 +193,22 @@ mod tests {
                 "unknown value `x`, expected `a` or `b`",
             ),
             ("missing field `x`", Choice::Key, "missing field `x`"),
+            // A Rust type name is no word of the file (`suite = 3`, `[evals] needle = 3`).
+            (
+                "invalid type: integer `3`, expected struct SuiteSection",
+                Choice::Value,
+                "invalid type: integer `3`, expected a table",
+            ),
+            (
+                "invalid type: integer `3`, expected a map",
+                Choice::Value,
+                "invalid type: integer `3`, expected a table",
+            ),
+            (
+                "invalid type: integer `3`, expected string or map",
+                Choice::Value,
+                "invalid type: integer `3`, expected a string or a table",
+            ),
         ] {
             assert_eq!(plain_serde_message(serde, choice), plain, "{serde}");
         }

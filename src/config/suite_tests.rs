@@ -646,6 +646,65 @@ mod tests {
         assert!(e.message.contains("did you mean `o200k`?"), "{e}");
     }
 
+    /// More needles and distractors than one trace can hold are refused at load, at the line
+    /// of the key that does not fit (every needle unit failed with `eval_config` at run time,
+    /// and the run exited 0 without a needle figure); the paraphrased limits too.
+    #[test]
+    fn needles_and_distractors_that_do_not_fit_a_trace_are_refused_at_load() {
+        let needle = |keys: &str| load(&format!("{MIN}[evals.needle]\n{keys}"));
+        let e = needle("needles = 100000\n").unwrap_err();
+        assert_eq!(e.line, 6, "{e}");
+        assert!(
+            e.to_string().contains("at most 16 needles + distractors"),
+            "{e}"
+        );
+        let e = needle("needles = 2\ndistractors = 15\n").unwrap_err();
+        assert_eq!(e.line, 7, "{e}");
+        let e = needle("paraphrase = true\nneedles = 9\n").unwrap_err();
+        assert_eq!(e.line, 7, "{e}");
+        assert!(
+            e.to_string().contains("at most 8 paraphrased needles"),
+            "{e}"
+        );
+        let e = needle("paraphrase = true\nneedles = 1\ndistractors = 10\n").unwrap_err();
+        assert_eq!(e.line, 8, "{e}");
+        assert!(e.to_string().contains("with `paraphrase = true`"), "{e}");
+        // The limits themselves load.
+        needle("needles = 2\ndistractors = 14\n").unwrap();
+        needle("paraphrase = true\nneedles = 8\ndistractors = 8\n").unwrap();
+    }
+
+    /// A table written as a value is said to be a table, in the file's words: the messages
+    /// named the Rust type (`expected struct SuiteSection`, `struct NeedleEval`, `struct
+    /// ModelPrice`, the engine's `struct Summarize`), also for `--set suite=3`.
+    #[test]
+    fn a_value_where_a_table_belongs_is_said_to_need_a_table_not_a_rust_struct() {
+        let trace = "[traces]\npaths = [\"x\"]\n";
+        for (text, line) in [
+            (format!("suite = 3\n{trace}"), 1),
+            (format!("{MIN}[evals]\nneedle = 3\n"), 6),
+            (format!("{MIN}[pricing]\nm = 3\n"), 6),
+            (format!("{MIN}[engine.base]\nsummarize = 3\n"), 6),
+            (format!("{MIN}[providers]\nagent = 3\n"), 6),
+        ] {
+            let e = load(&text).unwrap_err();
+            let msg = e.to_string();
+            assert!(msg.contains("expected a table"), "{text}: {msg}");
+            assert!(
+                !msg.contains("struct") && !msg.contains("map"),
+                "{text}: {msg}"
+            );
+            assert_eq!(e.line, line, "{text}: {msg}");
+        }
+        let sets = crate::config::Overrides {
+            sets: vec!["suite=3".into()],
+            ..Default::default()
+        };
+        let e = LoadedSuite::from_str_with(MIN, Path::new("suite.toml"), &sets).unwrap_err();
+        assert!(e.to_string().contains("expected a table"), "{e}");
+        assert!(!e.to_string().contains("struct"), "{e}");
+    }
+
     #[test]
     fn ask_at_accepts_end_or_index() {
         let s = load(&format!("{MIN}[evals.needle]\nask_at = 7\n")).unwrap();

@@ -10,6 +10,7 @@
 //! no tool call is waiting for its result, and facts placed in tool results or assistant text are
 //! added as a line of that message, so call/result pairing is untouched.
 
+use crate::evalspec::needle::capacity_error;
 use crate::trace::{ContextMarker, Message, Role, Trace};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -203,11 +204,8 @@ pub fn plant_shared(
     if spec.needles == 0 {
         return Err("at least one needle is needed".into());
     }
-    if spec.needles + spec.distractors > KEYS.len() {
-        return Err(format!(
-            "at most {} needles + distractors fit in one trace",
-            KEYS.len()
-        ));
+    if let Some(why) = capacity_error(spec.needles, spec.distractors, spec.paraphrase) {
+        return Err(why);
     }
     let mut rng = Values(fastrand::Rng::with_seed(spec.seed));
     let mut keys: Vec<&str> = KEYS.to_vec();
@@ -330,12 +328,6 @@ fn paraphrased_keys(
     spec: &PlantSpec,
     rng: &mut fastrand::Rng,
 ) -> Result<(Vec<&'static str>, Vec<Option<String>>), String> {
-    if spec.needles > KINDS.len() {
-        return Err(format!(
-            "at most {} paraphrased needles fit in one trace",
-            KINDS.len()
-        ));
-    }
     let mut order: Vec<usize> = (0..KINDS.len()).collect();
     rng.shuffle(&mut order);
     let needles = &order[..spec.needles];
@@ -350,13 +342,7 @@ fn paraphrased_keys(
         pool.extend(needles.iter().map(|&k| KINDS[k].siblings[j]));
     }
     pool.extend(order[spec.needles..].iter().map(|&k| KINDS[k].key));
-    if spec.distractors > pool.len() {
-        return Err(format!(
-            "at most {} distractors fit with {} paraphrased needles",
-            pool.len(),
-            spec.needles
-        ));
-    }
+    // `capacity_error` (checked by `plant_shared`) keeps both within the pool.
     keys.extend(&pool[..spec.distractors]);
     asked.resize(keys.len(), None);
     Ok((keys, asked))

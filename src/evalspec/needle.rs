@@ -44,6 +44,40 @@ fn one() -> u32 {
 /// Output limit of each needle answer when the section sets no `max_output_tokens`.
 pub const MAX_OUTPUT_TOKENS: u32 = 200;
 
+/// Distinct fact keys one trace can hold: needles + distractors of a sample (the planted
+/// vocabulary, `evals::plant`, has this many keys).
+pub const MAX_FACTS: usize = 16;
+
+/// Fact kinds a paraphrased needle is drawn from (`paraphrase = true`): at most this many
+/// needles, and each needle adds two sibling keys to the other kinds' keys for distractors.
+pub const PARAPHRASE_KINDS: usize = 8;
+
+/// Why `needles` needles and `distractors` distractors do not fit in one trace, if they do
+/// not: the one rule the suite's load (`[evals.needle]`, with the line of the key) and the
+/// planting (`evals::plant`) both apply, so a suite that could only fail every needle unit is
+/// refused before it runs.
+pub fn capacity_error(needles: usize, distractors: usize, paraphrase: bool) -> Option<String> {
+    if needles.saturating_add(distractors) > MAX_FACTS {
+        return Some(format!(
+            "at most {MAX_FACTS} needles + distractors fit in one trace"
+        ));
+    }
+    if paraphrase {
+        if needles > PARAPHRASE_KINDS {
+            return Some(format!(
+                "at most {PARAPHRASE_KINDS} paraphrased needles fit in one trace"
+            ));
+        }
+        let pool = PARAPHRASE_KINDS + needles;
+        if distractors > pool {
+            return Some(format!(
+                "at most {pool} distractors fit with {needles} paraphrased needles"
+            ));
+        }
+    }
+    None
+}
+
 /// Tool-call budget of the answering agent when the section does not set one.
 pub fn default_max_steps() -> u32 {
     8

@@ -154,7 +154,24 @@ fn toml_line(text: &str, rule: &str) -> Option<usize> {
 /// Parse a rules file: one rule per line (`#` comments), or a TOML file (`*.toml`) with
 /// `rules = [...]` at the top level or under `[gates]`. Errors name the file and line.
 pub fn parse_rules_file(path: &std::path::Path) -> Result<Vec<Rule>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Said as `--rules FILE` and what it is: "emptyd: Is a directory (os error 21)" named
+    // neither the flag nor what was expected, and a non-UTF-8 file no line.
+    let what = "expected a rules file: one rule per line, or TOML with `rules = [...]`";
+    let bytes = match std::fs::read(path) {
+        Err(_) if path.is_dir() => {
+            return Err(format!(
+                "--rules {}: is a directory; {what}",
+                path.display()
+            ))
+        }
+        Err(e) => return Err(format!("--rules {}: cannot read: {e}", path.display())),
+        Ok(b) => b,
+    };
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|b| **b == b'\n').count() + 1;
+        format!("{}:{line}: not UTF-8 text; {what}", path.display())
+    })?;
     if path.extension().is_some_and(|e| e == "toml") {
         let doc: toml::Table = text
             .parse()
@@ -313,5 +330,27 @@ mod tests {
         .unwrap();
         let err = parse_rules_file(&t).unwrap_err();
         assert!(err.contains("g.toml:3: rule `x >= oops`"), "{err}");
+    }
+
+    /// A `--rules` path that is no rules file says which flag and what was expected: a
+    /// directory, a missing file, text that is not UTF-8 (at its line).
+    #[test]
+    fn a_rules_path_that_is_no_rules_file_names_the_flag_and_what_was_expected() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = parse_rules_file(dir.path()).unwrap_err();
+        assert!(
+            err.starts_with("--rules ") && err.contains("is a directory; expected a rules file"),
+            "{err}"
+        );
+        let missing = dir.path().join("nope.txt");
+        let err = parse_rules_file(&missing).unwrap_err();
+        assert!(
+            err.contains("--rules") && err.contains("cannot read"),
+            "{err}"
+        );
+        let p = dir.path().join("r.txt");
+        std::fs::write(&p, b"needle.recall >= 0.9\n\xff\xfe\n").unwrap();
+        let err = parse_rules_file(&p).unwrap_err();
+        assert!(err.contains("r.txt:2: not UTF-8 text"), "{err}");
     }
 }

@@ -86,7 +86,11 @@ impl TraceLoader for ImportLoader {
         from: Option<SourceFormat>,
     ) -> Result<FileTraces, ImportError> {
         use crate::trace::import::{import_found, FileContent};
-        Ok(match import_found(&file.path, from, file.walked)? {
+        // `run` takes no `--from`: the suite's `[traces] from` forces a format.
+        let found = import_found(&file.path, from, file.walked).map_err(|e| {
+            e.force_format_by("(set `from = \"FORMAT\"` in the suite's [traces] to force one)")
+        })?;
+        Ok(match found {
             FileContent::Traces(t) => FileTraces::Traces(
                 t.into_iter()
                     .map(|t| (t.meta.id.clone(), Some(Arc::new(t))))
@@ -425,10 +429,15 @@ pub fn open_run(
             let run_id = match &opts.run_id {
                 Some(id) if valid_run_id(id) => id.clone(),
                 Some(id) => {
-                    return Err(UsageError(format!(
-                        "--run-id `{id}`: use only letters, digits, `.`, `_`, `-`"
-                    ))
-                    .into())
+                    // `.` and `..` are made of those characters, yet name the output directory
+                    // or its parent, not a run directory in it.
+                    let why = if id == "." || id == ".." {
+                        "names the output directory itself or its parent, not a run directory \
+                         in it; use a name of letters, digits, `.`, `_`, `-`"
+                    } else {
+                        "use only letters, digits, `.`, `_`, `-` (and not empty)"
+                    };
+                    return Err(UsageError(format!("--run-id `{id}`: {why}")).into());
                 }
                 None => {
                     let mut id = format!("{}-{}", suite.suite.suite.name, now_compact());

@@ -519,3 +519,119 @@ fn a_suite_with_no_eval_enabled_is_refused_at_load() {
     }
     assert!(!tmp.path().join("out").exists(), "no run directory");
 }
+
+/// `--max-cost-usd` that is no budget (negative, zero, NaN, infinite) is refused when the
+/// command line is read, dry run or not: a dry run accepted every one of them (exit 0), and a
+/// run blamed `-5` on the estimate ("$0.0000–$0.0000, above the budget max_cost_usd = $-5").
+#[test]
+fn a_max_cost_that_is_no_budget_is_refused_also_by_a_dry_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = dataset("mini-swe-agent/astropy__astropy-12907.traj.json");
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "[suite]\nname = \"s\"\noutput_dir = \"out\"\n[traces]\npaths = [{:?}]\n",
+            trace.display().to_string()
+        ),
+    )
+    .unwrap();
+    let s = suite.to_str().unwrap();
+    for usd in ["-5", "0", "nan", "inf", "five"] {
+        let flag = format!("--max-cost-usd={usd}");
+        for dry in [true, false] {
+            let mut args = vec!["run", s, "-q", &flag];
+            if dry {
+                args.push("--dry-run");
+            }
+            let (code, _, err) = ctxbench(&args);
+            no_panic(&err);
+            assert_eq!(code, Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains("--max-cost-usd") && err.contains("expected a positive number"),
+                "{args:?}: {err}"
+            );
+            assert!(!err.contains("estimate"), "{args:?}: {err}");
+        }
+    }
+    assert!(!tmp.path().join("out").exists(), "no run directory");
+}
+
+/// A file that is no trace: the advice on forcing its format names what the command takes.
+/// `replay` and `run` have no `--from`, yet both said "use --from FORMAT to force one" (`replay
+/// --from` is an unknown argument); `import` and `traces stats` do take it.
+#[test]
+fn not_a_trace_advises_the_way_each_command_forces_a_format() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("x.json");
+    std::fs::write(&file, "{\"x\": 1}\n").unwrap();
+    let f = file.to_str().unwrap();
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        format!("[suite]\nname = \"s\"\noutput_dir = \"out\"\n[traces]\npaths = [{f:?}]\n"),
+    )
+    .unwrap();
+    let s = suite.to_str().unwrap();
+    let out = tmp.path().join("imported");
+    let o = out.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["replay", f],
+            "(`ctxbench import FILE --from FORMAT -o DIR` forces one;",
+        ),
+        (
+            vec!["run", s, "--dry-run"],
+            "(set `from = \"FORMAT\"` in the suite's [traces] to force one)",
+        ),
+        (
+            vec!["import", f, "-o", o],
+            "(use --from FORMAT to force one)",
+        ),
+        (
+            vec!["traces", "stats", f],
+            "(use --from FORMAT to force one)",
+        ),
+    ] {
+        let (code, _, err) = ctxbench(&args);
+        no_panic(&err);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("x.json: not a trace"), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        if args[0] == "replay" || args[0] == "run" {
+            assert!(!err.contains("use --from"), "{args:?}: {err}");
+        }
+    }
+}
+
+/// `--run-id .` and `--run-id ..` are refused for what they are: they name the output directory
+/// or its parent. The message said "use only letters, digits, `.`, `_`, `-`", which they do.
+#[test]
+fn a_run_id_of_dots_is_refused_for_naming_the_output_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = dataset("mini-swe-agent/astropy__astropy-12907.traj.json");
+    let suite = tmp.path().join("s.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "[suite]\nname = \"s\"\noutput_dir = \"out\"\n[traces]\npaths = [{:?}]\n",
+            trace.display().to_string()
+        ),
+    )
+    .unwrap();
+    let s = suite.to_str().unwrap();
+    for id in [".", ".."] {
+        let (code, _, err) = ctxbench(&["run", s, "-q", "--run-id", id]);
+        no_panic(&err);
+        assert_eq!(code, Some(2), "{id}: {err}");
+        assert!(
+            err.contains(&format!(
+                "--run-id `{id}`: names the output directory itself"
+            )),
+            "{id}: {err}"
+        );
+    }
+    let (code, _, err) = ctxbench(&["run", s, "-q", "--run-id", "a/b"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("use only letters, digits"), "{err}");
+}

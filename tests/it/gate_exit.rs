@@ -362,6 +362,44 @@ fn junit_goes_to_the_candidate_and_never_into_the_baseline() {
     assert!(!base.join("gate.xml").exists() && !base.join("sub").exists());
 }
 
+/// `--junit out/gate.xml` (the example of `gate --help`) in a fresh checkout: the missing
+/// directories are created, as `-o DIR`'s are. It printed the verdict, then failed to write
+/// and exited 1, the verdict's 0 or 10 lost; a `--junit` that names a directory, or lies under
+/// a file, did the same: now refused (exit 2) before the gate runs.
+#[test]
+fn junit_directories_are_created_and_a_path_that_cannot_be_a_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base", &run_losing(0));
+    let cand = write(dir.path(), "cand", &run_losing(8));
+    let junit = dir.path().join("out/ci/gate.xml");
+    gate(&cand, &base)
+        .arg("--junit")
+        .arg(&junit)
+        .assert()
+        .code(10);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<testsuites name=\"ctxbench gate\""), "{xml}");
+
+    let file = dir.path().join("plain");
+    std::fs::write(&file, "x").unwrap();
+    for (junit, says) in [
+        (
+            dir.path().join("out"),
+            "is a directory; --junit names the JUnit file",
+        ),
+        (file.join("gate.xml"), "is a file, not a directory"),
+    ] {
+        gate(&cand, &base)
+            .arg("--junit")
+            .arg(&junit)
+            .assert()
+            .code(2)
+            .stdout(predicate::str::is_empty())
+            .stderr(predicate::str::contains(says));
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
+}
+
 #[test]
 fn junit_never_replaces_or_removes_a_file_that_is_not_a_gates_junit() {
     let dir = tempfile::tempdir().unwrap();
@@ -874,7 +912,10 @@ fn json_verdicts_are_printed_when_the_junit_file_cannot_be_written() {
     let dir = tempfile::tempdir().unwrap();
     let base = write(dir.path(), "base", &run_losing(0));
     let cand = write(dir.path(), "cand", &run_losing(8));
-    let nowhere = dir.path().join("no-such-dir/gate.xml");
+    // A link to itself: no check refuses it, and writing through it fails (a missing
+    // directory is created, so it no longer makes a path unwritable).
+    let nowhere = dir.path().join("loop.xml");
+    std::os::unix::fs::symlink(&nowhere, &nowhere).unwrap();
     let out = gate(&cand, &base)
         .args(["--json", "--junit"])
         .arg(&nowhere)

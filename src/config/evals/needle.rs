@@ -94,6 +94,32 @@ impl EvalSection for NeedleEval {
         }
         if self.needles == 0 {
             err(&["needles"], "`needles` must be at least 1".into());
+        } else if let Some(why) = crate::evalspec::needle::capacity_error(
+            self.needles as usize,
+            self.distractors as usize,
+            self.paraphrase,
+        ) {
+            // Else every needle unit fails when it plants (kind `eval_config`) and the run
+            // exits 0 with no needle figure. At the line of `needles` when they alone do not
+            // fit, else of `distractors`.
+            let alone = crate::evalspec::needle::capacity_error(
+                self.needles as usize,
+                0,
+                self.paraphrase,
+            );
+            err(
+                &[if alone.is_some() { "needles" } else { "distractors" }],
+                format!(
+                    "`needles` = {} and `distractors` = {}{}: {why}",
+                    self.needles,
+                    self.distractors,
+                    if self.paraphrase {
+                        " with `paraphrase = true`"
+                    } else {
+                        ""
+                    }
+                ),
+            );
         }
         if self.max_steps == 0 {
             err(&["max_steps"], "`max_steps` must be at least 1".into());

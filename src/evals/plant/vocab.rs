@@ -1,7 +1,9 @@
 //! The words planted facts are made of: keys, value parts, and the fact kinds paraphrased
 //! questions are drawn from (with the sibling keys their distractors use).
 
-pub(super) const KEYS: [&str; 16] = [
+use crate::evalspec::needle::{MAX_FACTS, PARAPHRASE_KINDS};
+
+pub(super) const KEYS: [&str; MAX_FACTS] = [
     "deploy token",
     "staging database password",
     "release codename",
@@ -38,7 +40,7 @@ pub(super) struct Kind {
     pub(super) siblings: [&'static str; 2],
 }
 
-pub(super) const KINDS: [Kind; 8] = [
+pub(super) const KINDS: [Kind; PARAPHRASE_KINDS] = [
     Kind {
         key: "staging deploy token",
         paraphrases: [

@@ -108,7 +108,20 @@ impl ImportError {
     fn located(file: &Path, l: Located) -> Self {
         Self::new(file, l.location, l.message)
     }
+
+    /// This error with the advice on forcing a format ([`FORCE_FORMAT`], worded for
+    /// `import` and `traces stats`, which take `--from`) replaced by `advice`, for a command
+    /// that forces it another way (`run`: the suite's `[traces] from`) or not at all
+    /// (`replay`). Any other error is returned as it is.
+    pub fn force_format_by(mut self, advice: &str) -> Self {
+        self.message = self.message.replace(FORCE_FORMAT, advice);
+        self
+    }
 }
+
+/// How "not a trace" says to force a format, as `import` and `traces stats` do (`--from`);
+/// [`ImportError::force_format_by`] rewords it for the other commands.
+pub const FORCE_FORMAT: &str = "(use --from FORMAT to force one)";
 
 /// Result of importing many inputs: the traces, what was skipped (with `skip_invalid`), and
 /// which files found while walking directories were not traces.
@@ -173,7 +186,7 @@ fn not_a_trace(path: &Path, why: &str) -> ImportError {
         path,
         "file",
         format!(
-            "not a trace: {why}; expected one of the formats {} (use --from FORMAT to force one)",
+            "not a trace: {why}; expected one of the formats {} {FORCE_FORMAT}",
             format_names()
         ),
     )
