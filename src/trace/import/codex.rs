@@ -50,7 +50,7 @@ use super::detect::{str_of, Shape};
 use super::json::{Node, Res};
 use super::responses::{is_item, Conv};
 use super::{Importer, Input};
-use crate::trace::model::{Message, SourceFormat, Trace, Usage};
+use crate::trace::model::{Message, Role, SourceFormat, Trace, Usage};
 use serde_json::{Map, Value};
 
 /// Codex rollouts: JSON Lines of `{type: session_meta|response_item|turn_context|event_msg|
@@ -134,22 +134,32 @@ fn usage_comes_first(lines: &[(usize, Value)]) -> bool {
 /// when that response already has usage (added).
 fn usage_on_response(conv: &mut Conv, usage: Usage, from: usize, at: &str) {
     let from = from.min(conv.t.messages.len());
-    match conv.t.messages[from..]
-        .iter_mut()
-        .find(|m| m.role == crate::trace::model::Role::Assistant)
-    {
+    let t = &mut conv.t;
+    let response = t.messages[from..].iter_mut().find(|m| m.role == Role::Assistant);
+    put_usage(response, usage, at, "with no model output after it", &mut t.meta.warnings);
+}
+
+/// Sets `usage` on `response`, or adds it to the usage it has (a second call with no new item
+/// between, e.g. a retried request), warned of; without a response, warned of as skipped
+/// (`none`: why there is none).
+fn put_usage(
+    response: Option<&mut Message>,
+    usage: Usage,
+    at: &str,
+    none: &str,
+    warnings: &mut Vec<String>,
+) {
+    match response {
         Some(m) if m.usage.is_none() => m.usage = Some(usage),
         Some(m) => {
             let mut sum = m.usage.unwrap_or_default();
             sum.add(&usage);
             m.usage = Some(sum);
-            conv.t.meta.warnings.push(format!(
+            warnings.push(format!(
                 "{at}: token_count for a model call that already has usage; added"
             ));
         }
-        None => conv.t.meta.warnings.push(format!(
-            "{at}: token_count with no model output after it; skipped"
-        )),
+        None => warnings.push(format!("{at}: token_count {none}; skipped")),
     }
 }
 
@@ -240,23 +250,10 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                     conv.end_call();
                     continue;
                 }
-                match conv.last_assistant() {
-                    Some(m) if m.usage.is_none() => m.usage = Some(usage),
-                    Some(m) => {
-                        // A second call with no new item between (e.g. a retried request).
-                        let mut sum = m.usage.unwrap_or_default();
-                        sum.add(&usage);
-                        m.usage = Some(sum);
-                        conv.t.meta.warnings.push(format!(
-                            "{}: token_count for a model call that already has usage; added",
-                            r.path
-                        ));
-                    }
-                    None => conv.t.meta.warnings.push(format!(
-                        "{}: token_count before any model output; skipped",
-                        r.path
-                    )),
-                }
+                let t = &mut conv.t;
+                let last = t.messages.iter_mut().rev().find(|m| m.role == Role::Assistant);
+                let before = "before any model output";
+                put_usage(last, usage, &r.path, before, &mut t.meta.warnings);
                 conv.end_call();
             }
             "compacted" => {
