@@ -28,6 +28,19 @@ fn ctxbench(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
+/// A suite of one bundled mini-swe trace with output under `out/` (`extra` TOML after it), written
+/// into `dir` as `s.toml`; returns its path.
+fn one_trace_suite(dir: &std::path::Path, extra: &str) -> String {
+    let trace = dataset("mini-swe-agent/astropy__astropy-12907.traj.json");
+    let suite = dir.join("s.toml");
+    let head = format!(
+        "[suite]\nname = \"s\"\noutput_dir = \"out\"\n[traces]\npaths = [{:?}]\n",
+        trace.display().to_string()
+    );
+    std::fs::write(&suite, format!("{head}{extra}")).unwrap();
+    suite.to_str().unwrap().to_string()
+}
+
 fn no_panic(stderr: &str) {
     assert!(
         !stderr.contains("panicked") && !stderr.contains("stack backtrace"),
@@ -473,14 +486,8 @@ fn an_api_response_is_not_a_trace_and_the_error_says_what_to_save() {
 #[test]
 fn a_suite_with_no_eval_enabled_is_refused_at_load() {
     let tmp = tempfile::tempdir().unwrap();
-    let trace = dataset("mini-swe-agent/astropy__astropy-12907.traj.json");
-    let suite = tmp.path().join("s.toml");
-    let head = format!(
-        "[suite]\nname = \"s\"\noutput_dir = \"out\"\n[traces]\npaths = [{:?}]\n",
-        trace.display().to_string()
-    );
-    std::fs::write(&suite, format!("{head}[evals.replay]\nenabled = false\n")).unwrap();
-    let s = suite.to_str().unwrap();
+    let suite = one_trace_suite(tmp.path(), "[evals.replay]\nenabled = false\n");
+    let s = suite.as_str();
     for args in [
         vec!["run", s, "-q"],
         vec!["run", s, "--dry-run"],
@@ -499,7 +506,7 @@ fn a_suite_with_no_eval_enabled_is_refused_at_load() {
     }
     assert!(!tmp.path().join("out").exists(), "no run directory");
     // The same through --set.
-    std::fs::write(&suite, &head).unwrap();
+    one_trace_suite(tmp.path(), "");
     let (code, _, err) = ctxbench(&["run", s, "-q", "--set", "evals.replay.enabled=false"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(
@@ -526,17 +533,8 @@ fn a_suite_with_no_eval_enabled_is_refused_at_load() {
 #[test]
 fn a_max_cost_that_is_no_budget_is_refused_also_by_a_dry_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let trace = dataset("mini-swe-agent/astropy__astropy-12907.traj.json");
-    let suite = tmp.path().join("s.toml");
-    std::fs::write(
-        &suite,
-        format!(
-            "[suite]\nname = \"s\"\noutput_dir = \"out\"\n[traces]\npaths = [{:?}]\n",
-            trace.display().to_string()
-        ),
-    )
-    .unwrap();
-    let s = suite.to_str().unwrap();
+    let suite = one_trace_suite(tmp.path(), "");
+    let s = suite.as_str();
     for usd in ["-5", "0", "nan", "inf", "five"] {
         let flag = format!("--max-cost-usd={usd}");
         for dry in [true, false] {
@@ -609,17 +607,8 @@ fn not_a_trace_advises_the_way_each_command_forces_a_format() {
 #[test]
 fn a_run_id_of_dots_is_refused_for_naming_the_output_directory() {
     let tmp = tempfile::tempdir().unwrap();
-    let trace = dataset("mini-swe-agent/astropy__astropy-12907.traj.json");
-    let suite = tmp.path().join("s.toml");
-    std::fs::write(
-        &suite,
-        format!(
-            "[suite]\nname = \"s\"\noutput_dir = \"out\"\n[traces]\npaths = [{:?}]\n",
-            trace.display().to_string()
-        ),
-    )
-    .unwrap();
-    let s = suite.to_str().unwrap();
+    let suite = one_trace_suite(tmp.path(), "");
+    let s = suite.as_str();
     for id in [".", ".."] {
         let (code, _, err) = ctxbench(&["run", s, "-q", "--run-id", id]);
         no_panic(&err);
