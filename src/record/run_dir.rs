@@ -228,6 +228,21 @@ impl RunDir {
             line: e.line(),
             message: e.to_string(),
         };
+        // Any JSON value parses as the fields' struct one way or another (serde reads an array as
+        // the fields in order): what is no object is said as what run.json must be.
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(bad)?;
+        if !value.is_object() {
+            let line = text.lines().position(|l| !l.trim().is_empty()).unwrap_or(0) + 1;
+            return Err(JournalError::BadRunInfo {
+                path,
+                line,
+                message: format!(
+                    "expected a JSON object (`{{\"schema_version\": …, \"run_id\": …, …}}`, the \
+                     record `ctxbench run` writes of a run), found {}",
+                    json_kind(&value)
+                ),
+            });
+        }
         let version: Version = serde_json::from_str(&text).map_err(bad)?;
         if version.schema_version > SCHEMA_VERSION {
             return Err(JournalError::FutureVersion {
@@ -404,6 +419,18 @@ impl RunDir {
     }
 }
 
+/// What a JSON value is, in a file's words: "an array", "a string", …
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "true or false",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -558,6 +585,29 @@ mod tests {
         d.write_run_json(&info).unwrap();
         let future = d.read_run_json::<RunInfo>().unwrap_err().to_string();
         assert!(future.contains("schema_version"), "{future}");
+    }
+
+    #[test]
+    fn run_json_that_is_no_object_is_said_as_what_run_json_must_be() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = RunDir::new(dir.path());
+        for (text, found) in [
+            ("[]\n", "found an array"),
+            ("\n[1, 2]\n", "found an array"),
+            ("\"x\"", "found a string"),
+            ("3", "found a number"),
+            ("null", "found null"),
+        ] {
+            std::fs::write(d.run_json(), text).unwrap();
+            let e = d.read_run_json::<RunInfo>().unwrap_err().to_string();
+            assert!(e.contains("run.json:"), "{e}");
+            assert!(e.contains("expected a JSON object"), "{e}");
+            assert!(e.contains(found), "{text}: {e}");
+            assert!(!e.contains("struct") && !e.contains("elements"), "{e}");
+        }
+        std::fs::write(d.run_json(), "\n[]\n").unwrap();
+        let e = d.read_run_json::<RunInfo>().unwrap_err().to_string();
+        assert!(e.contains("run.json:2:"), "{e}");
     }
 
     #[test]
