@@ -136,6 +136,9 @@ pub fn plain_serde_message(message: &str, choice: Choice) -> String {
 /// `message` (trimmed) with a Rust type name at its end said as what a file holds.
 pub fn plain_type_names(message: &str) -> String {
     let mut message = message.trim().to_string();
+    if let Some(said) = out_of_range(&message) {
+        return said;
+    }
     for (rust, plain) in [
         ("expected u8", "expected a non-negative integer"),
         ("expected u16", "expected a non-negative integer"),
@@ -165,9 +168,73 @@ pub fn plain_type_names(message: &str) -> String {
     message
 }
 
+/// serde's message of an integer its Rust type cannot hold (`invalid value: integer
+/// `99999999999999`, expected u32`), said as the range the key takes: "too large (the largest
+/// allowed is 4294967295)". `None` for any other message (a negative value for an unsigned key
+/// stays "expected a non-negative integer").
+fn out_of_range(message: &str) -> Option<String> {
+    // After a key's name (`` `max_retries`: invalid value: … ``) too.
+    let (head, rest) = message.rsplit_once("invalid value: integer `")?;
+    let (number, ty) = rest.split_once("`, expected ")?;
+    let value: i128 = number.parse().ok()?;
+    let (min, max): (i128, i128) = match ty {
+        "u8" => (0, u8::MAX.into()),
+        "u16" => (0, u16::MAX.into()),
+        "u32" => (0, u32::MAX.into()),
+        "u64" => (0, u64::MAX.into()),
+        "usize" => (0, usize::MAX as i128),
+        "i8" => (i8::MIN.into(), i8::MAX.into()),
+        "i16" => (i16::MIN.into(), i16::MAX.into()),
+        "i32" => (i32::MIN.into(), i32::MAX.into()),
+        "i64" => (i64::MIN.into(), i64::MAX.into()),
+        _ => return None,
+    };
+    if value > max {
+        Some(format!(
+            "{head}invalid value: integer `{number}` is too large (the largest allowed is {max})"
+        ))
+    } else if value < min && min < 0 {
+        Some(format!(
+            "{head}invalid value: integer `{number}` is too small (the smallest allowed is {min})"
+        ))
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_out_of_range_are_said_as_too_large_with_the_largest_allowed() {
+        for (serde, plain) in [
+            (
+                "invalid value: integer `99999999999999`, expected u32",
+                "invalid value: integer `99999999999999` is too large (the largest allowed is 4294967295)",
+            ),
+            (
+                "invalid value: integer `70000`, expected u16",
+                "invalid value: integer `70000` is too large (the largest allowed is 65535)",
+            ),
+            (
+                "invalid value: integer `-3000000000`, expected i32",
+                "invalid value: integer `-3000000000` is too small (the smallest allowed is -2147483648)",
+            ),
+            (
+                "`max_retries`: invalid value: integer `99999999999999`, expected u32",
+                "`max_retries`: invalid value: integer `99999999999999` is too large (the largest allowed is 4294967295)",
+            ),
+            // Negative for an unsigned key: no size, the kind of number.
+            (
+                "invalid value: integer `-5`, expected u32",
+                "invalid value: integer `-5`, expected a non-negative integer",
+            ),
+        ] {
+            assert_eq!(plain_type_names(serde), plain);
+            assert_eq!(plain_serde_message(serde, Choice::Value), plain);
+        }
+    }
 
     #[test]
     fn serde_messages_say_what_the_file_holds() {

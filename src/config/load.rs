@@ -324,7 +324,8 @@ impl LoadedSuite {
     }
     /// An error about a provider table (e.g. from the providers module's validation).
     pub fn provider_error(&self, role: ProviderRole, key: &[&str], message: &str) -> ConfigError {
-        let message = with_hint(message);
+        // In the file's words, as every other key's (`expected u32` is no word of the file).
+        let message = with_hint(&crate::confcore::plain_type_names(message));
         let mut at = vec!["providers", role.as_str()];
         at.extend_from_slice(key);
         ConfigError::new(

@@ -624,3 +624,40 @@ fn a_run_id_of_dots_is_refused_for_naming_the_output_directory() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("use only letters, digits"), "{err}");
 }
+
+/// An integer key given a value too large for it says so, with the largest allowed, not
+/// "expected a non-negative integer" (which the value is).
+#[test]
+fn an_integer_key_too_large_says_the_largest_allowed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = one_trace_suite(tmp.path(), "");
+    let text = std::fs::read_to_string(&suite).unwrap().replace(
+        "output_dir = \"out\"\n",
+        "output_dir = \"out\"\nconcurrency = 99999999999999\n",
+    );
+    std::fs::write(&suite, text).unwrap();
+    let (code, _, err) = ctxbench(&["run", &suite, "-q", "--dry-run"]);
+    no_panic(&err);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("s.toml:4:"), "{err}");
+    assert!(
+        err.contains("too large") && err.contains("the largest allowed is"),
+        "{err}"
+    );
+    assert!(!err.contains("non-negative"), "{err}");
+    // A provider's key too (its messages were serde's own: "expected u32").
+    let text = std::fs::read_to_string(&suite)
+        .unwrap()
+        .replace("concurrency = 99999999999999\n", "")
+        + "[providers.agent]\nkind = \"offline\"\nmax_retries = 99999999999999\n";
+    std::fs::write(&suite, text).unwrap();
+    let (code, _, err) = ctxbench(&["run", &suite, "-q", "--dry-run"]);
+    no_panic(&err);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("`max_retries`"), "{err}");
+    assert!(
+        err.contains("too large (the largest allowed is 4294967295)"),
+        "{err}"
+    );
+    assert!(!err.contains("u32"), "{err}");
+}
