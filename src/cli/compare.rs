@@ -318,7 +318,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // (taken after the reads, whose in-progress check would see this lock).
     let _lock = super::claim_run_output(&out, "compare", "-o OTHER_DIR")?;
     let mut notes = Vec::new();
-    for (run, dir) in [(&a, &args.run_a), (&b, &args.run_b)] {
+    // `compare RUN RUN`: one run read twice, its notes said once.
+    let same = super::resolved(&args.run_a) == super::resolved(&args.run_b);
+    let sides = [(&a, &args.run_a), (&b, &args.run_b)];
+    for (run, dir) in sides.into_iter().take(if same { 1 } else { 2 }) {
         if let Some(pid) = run.live {
             let note = RunDir::new(dir).in_progress_note(pid);
             crate::output::errln!("{note}");

@@ -287,12 +287,14 @@ struct ReadRun {
 /// A run as the gate reads it: samples.jsonl streamed into compact rows (`report::load`), the
 /// gate's observations, the units' keys and its not applicable needle units built from them,
 /// the rows dropped; a run of more than `spill.above` samples spilled (its rows sorted on disk,
-/// then its observations: [`spilled_run`]).
+/// then its observations: [`spilled_run`]). `live_note`: whether to say that a live process
+/// writes it (not of the baseline when it is the candidate run, whose note is said already).
 fn gate_run(
     dir: &RunDir,
     spill: &crate::report::spill::SpillOptions,
+    live_note: bool,
 ) -> Result<ReadRun, UsageError> {
-    if let Some(pid) = dir.writer() {
+    if let Some(pid) = dir.writer().filter(|_| live_note) {
         crate::output::errln!("{}", dir.in_progress_note(pid));
     }
     let info: crate::record::RunInfo =
@@ -500,6 +502,9 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     super::run_to_read("RUN", &args.run, "gate")?;
     super::run_to_read("--baseline", &args.baseline, "gate against")?;
     let cand_dir = RunDir::new(&args.run);
+    // `--baseline RUN RUN`: one run read twice, and said once (its live-run note, and below
+    // its not applicable units).
+    let same = resolved(&args.run) == resolved(&args.baseline);
     // A big run's rows and observations spill to the temporary directory (TMPDIR; removed when
     // done): docs/report.md, "Reports of big runs".
     let spill = args.spill.options();
@@ -508,14 +513,14 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
         torn: cand_torn,
         units: cand_units,
         not_applicable: cand_na,
-    } = gate_run(&cand_dir, &spill)?;
+    } = gate_run(&cand_dir, &spill, true)?;
     let base_dir = RunDir::new(&args.baseline);
     let ReadRun {
         run: base,
         torn: base_torn,
         units: base_units,
         not_applicable: base_na,
-    } = gate_run(&base_dir, &spill)?;
+    } = gate_run(&base_dir, &spill, !same)?;
     let mut rules = Vec::new();
     if let Some(path) = &args.rules {
         rules.extend(gate::parse_rules_file(path).map_err(UsageError)?);
@@ -565,7 +570,6 @@ fn gate(args: &Args, junit_path: &std::path::Path) -> anyhow::Result<ExitCode> {
     // ("no `needle.recall` value"), or refused when neither run has the metric at all, and
     // this, the report's own note, says why. (Of the baseline too, once, when it is the
     // candidate run.)
-    let same = resolved(&args.run) == resolved(&args.baseline);
     let sides: Vec<(String, &crate::report::model::NotApplicable)> = [
         ("candidate", &cand, &cand_na),
         ("baseline", &base, &base_na),
