@@ -205,6 +205,29 @@ fn age_text(d: Duration) -> String {
     }
 }
 
+/// `--cache-dir DIR`, else `$CTXBENCH_CACHE_DIR`, else the default; one that exists and is no
+/// directory is a usage error naming where it came from.
+fn response_cache_dir(args: &Args) -> Result<PathBuf, UsageError> {
+    let env = crate::providers::config::CACHE_DIR_ENV;
+    let (dir, from) = match (&args.cache_dir, std::env::var_os(env)) {
+        (Some(d), _) => (d.clone(), "--cache-dir".to_string()),
+        (None, Some(d)) if !d.is_empty() => (PathBuf::from(d), format!("${env}")),
+        _ => (
+            PathBuf::from(crate::providers::config::DEFAULT_CACHE_DIR),
+            "the default response cache directory".to_string(),
+        ),
+    };
+    match std::fs::metadata(&dir) {
+        Ok(m) if !m.is_dir() => Err(UsageError(format!(
+            "{from} {}: is a file, not a directory; expected the directory that holds the \
+             response cache ({})",
+            display_path(&dir),
+            crate::providers::cache::DB_FILE
+        ))),
+        _ => Ok(dir),
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.older_than.is_none() && args.keep.is_none() && !args.stores && !args.cache {
         return Err(UsageError(
@@ -214,6 +237,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
+    // The response cache's directory, checked before anything is removed: a file there is no
+    // cache directory (not "no response cache in FILE").
+    let cache_dir = args.cache.then(|| response_cache_dir(&args)).transpose()?;
     let verb = if args.dry_run {
         "would remove"
     } else {
@@ -310,12 +336,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // What `--cache` found: its directory, and the files removed (or that would be) and bytes.
     let mut cache: Option<(PathBuf, usize, u64)> = None;
     if args.cache {
-        let cache_dir = args.cache_dir.clone().unwrap_or_else(|| {
-            match std::env::var_os(crate::providers::config::CACHE_DIR_ENV) {
-                Some(d) if !d.is_empty() => PathBuf::from(d),
-                _ => PathBuf::from(crate::providers::config::DEFAULT_CACHE_DIR),
-            }
-        });
+        let cache_dir = cache_dir.clone().unwrap_or_default();
         let db = crate::providers::cache::DB_FILE;
         let (mut files, mut cache_bytes) = (0usize, 0u64);
         for name in [db.to_string(), format!("{db}-wal"), format!("{db}-shm")] {

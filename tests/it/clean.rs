@@ -142,6 +142,39 @@ fn clean_cache_removes_only_the_response_cache_files() {
     assert!(last.contains("no response cache in "), "{last}");
 }
 
+/// `--cache-dir FILE` (or `$CTXBENCH_CACHE_DIR` naming a file) is no cache directory: exit 2
+/// naming it, before any run is removed, not "no response cache in FILE".
+#[test]
+fn clean_cache_dir_that_is_a_file_is_a_usage_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("cache.txt");
+    std::fs::write(&file, "x").unwrap();
+    let reports = tmp.path().join("reports");
+    std::fs::create_dir_all(&reports).unwrap();
+    let flag = ctxbench()
+        .arg("clean")
+        .arg(&reports)
+        .args(["--cache", "--cache-dir"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let env = ctxbench()
+        .env("CTXBENCH_CACHE_DIR", &file)
+        .arg("clean")
+        .arg(&reports)
+        .arg("--cache")
+        .output()
+        .unwrap();
+    for (o, from) in [(flag, "--cache-dir "), (env, "$CTXBENCH_CACHE_DIR ")] {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(from) && err.contains("cache.txt"), "{err}");
+        assert!(err.contains("is a file, not a directory"), "{err}");
+        assert!(!err.contains("no response cache"), "{err}");
+    }
+    assert!(file.is_file());
+}
+
 fn set_age(run: &Path, age: Duration) {
     let f = std::fs::File::options()
         .write(true)
