@@ -224,6 +224,14 @@ pub fn load_traces(suite: &LoadedSuite, loader: &dyn TraceLoader) -> anyhow::Res
     Ok(out)
 }
 
+/// The longest run id, in bytes: it names the run's directory, and file systems take at most
+/// 255 bytes a name.
+const MAX_RUN_ID_BYTES: usize = 255;
+
+/// Bytes a default run id keeps free for the suffix that tells apart two runs started in the
+/// same second (`-2`, …, `-999`).
+const RUN_ID_SUFFIX_ROOM: usize = 4;
+
 fn valid_run_id(id: &str) -> bool {
     !id.is_empty()
         && id != "."
@@ -427,6 +435,16 @@ pub fn open_run(
         }
         None => {
             let run_id = match &opts.run_id {
+                Some(id) if id.len() > MAX_RUN_ID_BYTES => {
+                    return Err(UsageError(format!(
+                        "--run-id `{}`: {} bytes long; a run id names the run's directory, and \
+                         file systems take at most {MAX_RUN_ID_BYTES} bytes a name: choose a \
+                         shorter one",
+                        crate::output::ellipsize(id, 40),
+                        id.len()
+                    ))
+                    .into());
+                }
                 Some(id) if valid_run_id(id) => id.clone(),
                 Some(id) => {
                     // `.` and `..` are made of those characters, yet name the output directory
@@ -443,6 +461,25 @@ pub fn open_run(
                     let mut id = format!("{}-{}", suite.suite.suite.name, now_compact());
                     if let Some(s) = opts.shard {
                         id.push_str(&format!("-shard{}of{}", s.index, s.count));
+                    }
+                    let max = MAX_RUN_ID_BYTES - RUN_ID_SUFFIX_ROOM;
+                    if id.len() > max {
+                        let name = &suite.suite.suite.name;
+                        return Err(suite
+                            .error_at(
+                                &["suite", "name"],
+                                format!(
+                                    "the suite's name ({} bytes) makes the run id `{}` {} bytes \
+                                     long; a run id names the run's directory, and file systems \
+                                     take at most {MAX_RUN_ID_BYTES} bytes a name: shorten the \
+                                     name to at most {} bytes, or choose a --run-id",
+                                    name.len(),
+                                    crate::output::ellipsize(&id, 40),
+                                    id.len(),
+                                    (max + name.len()).saturating_sub(id.len())
+                                ),
+                            )
+                            .into());
                     }
                     id
                 }

@@ -625,6 +625,45 @@ fn a_run_id_of_dots_is_refused_for_naming_the_output_directory() {
     assert!(err.contains("use only letters, digits"), "{err}");
 }
 
+/// A run id names the run's directory, and file systems take at most 255 bytes a name: a longer
+/// `--run-id`, or a suite name that makes the default id longer, is refused up front (exit 2,
+/// naming the flag or the suite's line) instead of "cannot create run directory …: File name
+/// too long" (exit 1); nothing is created.
+#[test]
+fn a_run_id_too_long_for_a_file_name_is_refused_up_front() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = one_trace_suite(tmp.path(), "");
+    let long = "r".repeat(300);
+    let (code, _, err) = ctxbench(&["run", &suite, "-q", "--run-id", &long]);
+    no_panic(&err);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--run-id `") && err.contains("300 bytes long") && err.contains("255 bytes"),
+        "{err}"
+    );
+    assert!(!err.contains("File name too long"), "{err}");
+    let text = std::fs::read_to_string(&suite)
+        .unwrap()
+        .replace("name = \"s\"", &format!("name = \"{}\"", "n".repeat(250)));
+    std::fs::write(&suite, text).unwrap();
+    let (code, _, err) = ctxbench(&["run", &suite, "-q"]);
+    no_panic(&err);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("s.toml:2:"), "{err}");
+    assert!(
+        err.contains("the suite's name (250 bytes)") && err.contains("255 bytes"),
+        "{err}"
+    );
+    assert!(!err.contains("File name too long"), "{err}");
+    assert!(
+        !tmp.path().join("out").exists()
+            || std::fs::read_dir(tmp.path().join("out"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+}
+
 /// An integer key given a value too large for it says so, with the largest allowed, not
 /// "expected a non-negative integer" (which the value is).
 #[test]
