@@ -747,6 +747,52 @@ fn windowed(x: &[(&str, usize)], p: usize, max: usize) -> String {
     s
 }
 
+/// File-name extensions a directory to write into may not end in: it is a directory whose files
+/// have fixed names (see [`not_a_directory`]).
+const FILE_EXTENSIONS: [&str; 12] = [
+    "html", "htm", "md", "json", "jsonl", "csv", "xml", "txt", "png", "svg", "toml", "pdf",
+];
+
+/// Why `path` cannot be the directory a command writes its files into (`-o/--output DIR`, the
+/// suite's `output_dir`), or `None` when it can (it is a directory, or can be created as one).
+/// Refused: an existing file; a path under a file (no directory can be made there); a path that
+/// is no directory yet and ends in a file extension (`out.html`, `results.csv`): a directory is
+/// not silently named like a file (docs/reliability.md, "Output convention"). The caller puts
+/// the flag or key and the path before it.
+pub fn not_a_directory(path: &std::path::Path) -> Option<String> {
+    if path.is_dir() {
+        return None;
+    }
+    if path.exists() {
+        return Some(
+            "is a file; it names a directory (files inside it have fixed names)".to_string(),
+        );
+    }
+    if let Some(file) = path
+        .ancestors()
+        .skip(1)
+        .find(|a| !a.as_os_str().is_empty() && std::fs::metadata(a).is_ok())
+        .filter(|a| !a.is_dir())
+    {
+        return Some(format!(
+            "{} is a file, not a directory; expected a directory (or a path where one can be \
+             created)",
+            file.display()
+        ));
+    }
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)?;
+    FILE_EXTENSIONS.contains(&ext.as_str()).then(|| {
+        format!(
+            "looks like a .{ext} file name; it names a directory and the files inside it have \
+             fixed names (e.g. {})",
+            path.with_extension("").display()
+        )
+    })
+}
+
 /// `path` lexically normalized (`a/./b/../c` → `a/c`; no file-system access, symlinks are not
 /// resolved) and, when it lies under the current directory, relative to it: what a person
 /// should see (`reports/quickstart-…`, never `evals/../reports/…` or a long absolute path).

@@ -413,39 +413,17 @@ pub fn duplicates_note(samples: &std::path::Path, n: usize) -> String {
     )
 }
 
-/// File-name extensions `-o/--output` refuses: it always names a directory (see
-/// [`output_dir`]).
-const FILE_EXTENSIONS: [&str; 12] = [
-    "html", "htm", "md", "json", "jsonl", "csv", "xml", "txt", "png", "svg", "toml", "pdf",
-];
-
 /// The one output convention: `-o/--output DIR` names a directory on every command (created
-/// when missing); files inside it have fixed names. A path that is an existing file, or that
-/// ends in a file extension (`out.html`, `results.csv`), is a usage error rather than a
-/// directory silently named like a file. Single files are written by their own flags
-/// (`gate --junit PATH`).
+/// when missing); files inside it have fixed names. A path that is an existing file, lies under
+/// a file, or ends in a file extension (`out.html`, `results.csv`), is a usage error rather than
+/// a directory silently named like a file ([`crate::output::not_a_directory`], the rule the
+/// suite's `output_dir` follows too). Single files are written by their own flags (`gate
+/// --junit PATH`).
 pub fn output_dir(path: &std::path::Path) -> Result<std::path::PathBuf, UsageError> {
-    if path.exists() && !path.is_dir() {
-        return Err(UsageError(format!(
-            "-o/--output {}: is a file; -o names a directory (files inside it have fixed names)",
-            path.display()
-        )));
+    match crate::output::not_a_directory(path) {
+        Some(why) => Err(UsageError(format!("-o/--output {}: {why}", path.display()))),
+        None => Ok(path.to_path_buf()),
     }
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    if let Some(ext) = ext.filter(|e| FILE_EXTENSIONS.contains(&e.as_str())) {
-        if !path.is_dir() {
-            return Err(UsageError(format!(
-                "-o/--output {}: looks like a .{ext} file name; -o names a directory and the files \
-                 inside it have fixed names (e.g. -o {})",
-                path.display(),
-                path.with_extension("").display()
-            )));
-        }
-    }
-    Ok(path.to_path_buf())
 }
 
 /// Map an error to the documented exit code by looking for known input-error types in its chain.
@@ -509,6 +487,12 @@ mod tests {
         let file = tmp.path().join("plain");
         std::fs::write(&file, "x").unwrap();
         assert!(output_dir(&file).unwrap_err().0.contains("is a file"));
+        // Under a file: no directory can be made there ("Not a directory", exit 1, before).
+        let e = output_dir(&file.join("sub")).unwrap_err().0;
+        assert!(
+            e.starts_with("-o/--output ") && e.contains("plain is a file, not a directory"),
+            "{e}"
+        );
         // An existing directory is fine whatever its name.
         let d = tmp.path().join("d.json");
         std::fs::create_dir(&d).unwrap();

@@ -461,6 +461,13 @@ fn unknown_model_window(
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // `--store DIR` is a directory replay writes into, refused as `-o` is when it cannot be one
+    // (a file, a path under a file: "offload store: …: Not a directory", exit 1, before).
+    if let Some(store) = &args.store {
+        if let Some(why) = crate::output::not_a_directory(store) {
+            return Err(UsageError(format!("--store {}: {why}", store.display())).into());
+        }
+    }
     let mut replays: Vec<Replay> = Vec::new();
     if let Some(dir) = &args.fixture {
         if !std::fs::metadata(dir.join(fixture::TRACE_FILE)).is_ok_and(|m| m.is_file()) {

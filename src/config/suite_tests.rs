@@ -500,7 +500,44 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.line, 3, "{e}");
-        assert!(e.message.contains("existing file"), "{e}");
+        assert!(e.message.contains("is a file"), "{e}");
+    }
+
+    /// `output_dir` follows `-o`'s one rule (`output::not_a_directory`): a name with a file's
+    /// extension, or a path under a file, is refused at its line, as `-o x.html` is.
+    #[test]
+    fn output_dir_follows_the_rule_of_dash_o() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), "x").unwrap();
+        for (value, says) in [
+            ("x.html", "looks like a .html file name"),
+            ("f/sub", "is a file, not a directory"),
+        ] {
+            let e = LoadedSuite::from_str(
+                &format!(
+                    "[suite]\nname = \"t\"\noutput_dir = \"{value}\"\n[traces]\npaths = [\"x\"]\n"
+                ),
+                &dir.path().join("s.toml"),
+            )
+            .unwrap_err();
+            assert_eq!(e.line, 3, "{e}");
+            assert!(e.to_string().contains("s.toml:3:"), "{e}");
+            assert!(
+                e.message.contains(&format!("`output_dir` = `{value}`")),
+                "{e}"
+            );
+            assert!(e.message.contains(says), "{e}");
+        }
+        std::fs::create_dir(dir.path().join("d.html")).unwrap();
+        let ok = LoadedSuite::from_str(
+            "[suite]\nname = \"t\"\noutput_dir = \"d.html\"\n[traces]\npaths = [\"x\"]\n",
+            &dir.path().join("s.toml"),
+        );
+        assert!(
+            !ok.as_ref().is_err_and(|e| e.message.contains("output_dir")),
+            "an existing directory is fine whatever its name: {:?}",
+            ok.err()
+        );
     }
 
     #[test]

@@ -151,12 +151,13 @@ impl LoadedSuite {
                 );
             }
         }
+        // The rule of `-o/--output` (`cli::output_dir`): `output_dir` is where `run` writes.
         let out = self.output_dir();
-        if out.exists() && !out.is_dir() {
+        if let Some(why) = crate::output::not_a_directory(&out) {
             err(
                 &["suite", "output_dir"],
                 format!(
-                    "`output_dir` = `{}` is an existing file (resolved to {}); expected a directory",
+                    "`output_dir` = `{}` (resolved to {}): {why}",
                     s.suite.output_dir,
                     out.display()
                 ),

@@ -664,6 +664,41 @@ fn a_run_id_too_long_for_a_file_name_is_refused_up_front() {
     );
 }
 
+/// A directory that cannot be made because a file is in its path is the user's input, named
+/// with its flag (exit 2), not "Not a directory" (exit 1): `run -o FILE/sub`, `replay --store
+/// FILE` and `replay --store FILE/sub`.
+#[test]
+fn an_output_directory_under_a_file_is_refused_naming_its_flag() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = one_trace_suite(tmp.path(), "");
+    let file = tmp.path().join("plain");
+    std::fs::write(&file, "x").unwrap();
+    let sub = file.join("sub");
+    let (code, _, err) = ctxbench(&["run", &suite, "-q", "-o", sub.to_str().unwrap()]);
+    no_panic(&err);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("-o/--output ") && err.contains("plain is a file, not a directory"),
+        "{err}"
+    );
+    let trace = dataset("mini-swe-agent/astropy__astropy-12907.traj.json");
+    for store in [&file, &sub] {
+        let (code, _, err) = ctxbench(&[
+            "replay",
+            trace.to_str().unwrap(),
+            "--store",
+            store.to_str().unwrap(),
+        ]);
+        no_panic(&err);
+        assert_eq!(code, Some(2), "{store:?}: {err}");
+        assert!(
+            err.contains("--store ") && err.contains("is a file"),
+            "{err}"
+        );
+        assert!(!err.contains("Not a directory"), "{err}");
+    }
+}
+
 /// An integer key given a value too large for it says so, with the largest allowed, not
 /// "expected a non-negative integer" (which the value is).
 #[test]
