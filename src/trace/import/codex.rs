@@ -13,7 +13,11 @@
 //!   includes `reasoning_output_tokens`); it is set on the latest assistant message and ends
 //!   that call. Codex until about 0.4x wrote the event before the items of its response (see
 //!   `usage_comes_first`): there it goes on the response that follows. A repeated event
-//!   (same `total_token_usage`) is counted once;
+//!   (same `total_token_usage`) is counted once. Without `last_token_usage` (a rollout
+//!   trimmed or written by another tool: Codex always writes it), the call's usage is what
+//!   `total_token_usage` grew by since the previous event (Codex's total is the sum of the
+//!   calls' last usages, `TokenUsageInfo::append_last_usage`), warned of once; a total below
+//!   the previous one (reset or replaced) gives that call no usage, warned of;
 //!   `info.model_context_window` → `meta.window`; `cache_write_input_tokens` (Codex 0.146 and
 //!   later) → `cache_write`. `thread_rolled_back` (the person edited an earlier message):
 //!   Codex drops their last `num_turns` turns from the model's context, and so does the trace
@@ -117,9 +121,11 @@ fn usage_comes_first(lines: &[(usize, Value)]) -> bool {
             Some("response_item") if is_output(p) => return false,
             Some("event_msg")
                 if str_of(p, "type") == Some("token_count")
-                    && p
-                        .get("info")
-                        .is_some_and(|i| i.get("last_token_usage").is_some_and(|u| !u.is_null())) =>
+                    && p.get("info").is_some_and(|i| {
+                        ["last_token_usage", "total_token_usage"]
+                            .iter()
+                            .any(|k| i.get(*k).is_some_and(|u| !u.is_null()))
+                    }) =>
             {
                 return true
             }
@@ -163,12 +169,39 @@ fn put_usage(
     }
 }
 
+/// A Codex `TokenUsage` (`last_token_usage`, `total_token_usage`) as a call's [`Usage`].
+fn usage_of(u: &Node) -> Res<Usage> {
+    Ok(Usage {
+        input: u.key("input_tokens").opt_u64()?.unwrap_or(0),
+        output: u.key("output_tokens").opt_u64()?.unwrap_or(0),
+        cache_read: u.key("cached_input_tokens").opt_u64()?.unwrap_or(0),
+        // Recorded since about Codex 0.146 (zero with OpenAI models).
+        cache_write: u.key("cache_write_input_tokens").opt_u64()?.unwrap_or(0),
+    })
+}
+
+/// What `total` grew by since `before`; `None` when a count went down (a total that was reset
+/// or replaced: Codex's `fill_to_context_window` after a context-window error) and the
+/// difference is no call's usage.
+fn since(total: Usage, before: Usage) -> Option<Usage> {
+    Some(Usage {
+        input: total.input.checked_sub(before.input)?,
+        output: total.output.checked_sub(before.output)?,
+        cache_read: total.cache_read.checked_sub(before.cache_read)?,
+        cache_write: total.cache_write.checked_sub(before.cache_write)?,
+    })
+}
+
 pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     let mut conv = Conv::new(stem, SourceFormat::Codex);
     let usage_first = usage_comes_first(&lines);
     // In that order: the usage waiting for its response, from which message on, and where.
     let mut pending: Option<(Usage, usize, String)> = None;
     let mut last_total: Option<Value> = None;
+    // `total_token_usage` of the latest token_count that had one, and whether a call's usage
+    // was derived from it (warned of once).
+    let mut running_total: Option<Usage> = None;
+    let mut derived = false;
     let mut legacy = false;
     // Records and events not read here, counted for one warning.
     // The records and events of the rollout not read, by kind, for one warning.
@@ -226,21 +259,52 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                 if let Some(w) = info.key("model_context_window").opt_u64()? {
                     conv.t.meta.window = Some(w);
                 }
-                let total = info.key("total_token_usage").v.clone();
+                let total_node = info.key("total_token_usage");
+                let total = total_node.v.clone();
                 if !total.is_null() && last_total.as_ref() == Some(&total) {
                     continue;
                 }
                 last_total = Some(total);
+                // The session's usage so far, and before this event.
+                let (total, before) = if total_node.is_null() {
+                    (None, running_total)
+                } else {
+                    let t = usage_of(&total_node)?;
+                    (Some(t), running_total.replace(t))
+                };
                 let u = info.key("last_token_usage");
-                if u.is_null() {
+                let usage = if !u.is_null() {
+                    usage_of(&u)?
+                } else if let Some(total) = total {
+                    // Codex adds each call's `last_token_usage` to `total_token_usage`
+                    // (`TokenUsageInfo::append_last_usage`): without the first, the call's
+                    // usage is what the total grew by.
+                    match since(total, before.unwrap_or_default()) {
+                        Some(usage) => {
+                            if !derived {
+                                derived = true;
+                                conv.t.meta.warnings.push(format!(
+                                    "{}: token_count without `last_token_usage`: a call's \
+                                     usage is taken as what `total_token_usage` grew by since \
+                                     the previous token_count",
+                                    r.path
+                                ));
+                            }
+                            usage
+                        }
+                        None => {
+                            conv.t.meta.warnings.push(format!(
+                                "{}: token_count without `last_token_usage` whose \
+                                 `total_token_usage` is below the previous one's: no usage \
+                                 for this call; skipped",
+                                r.path
+                            ));
+                            conv.end_call();
+                            continue;
+                        }
+                    }
+                } else {
                     continue;
-                }
-                let usage = Usage {
-                    input: u.key("input_tokens").opt_u64()?.unwrap_or(0),
-                    output: u.key("output_tokens").opt_u64()?.unwrap_or(0),
-                    cache_read: u.key("cached_input_tokens").opt_u64()?.unwrap_or(0),
-                    // Recorded since about Codex 0.146 (zero with OpenAI models).
-                    cache_write: u.key("cache_write_input_tokens").opt_u64()?.unwrap_or(0),
                 };
                 if usage_first {
                     if let Some((usage, from, at)) = pending.take() {
@@ -385,6 +449,61 @@ mod tests {
             json!({"type": "event_msg", "payload": usage(40, 140)}),
         ];
         v.into_iter().enumerate().map(|(i, v)| (i + 1, v)).collect()
+    }
+
+    /// A token_count with `total_token_usage` and no `last_token_usage` (usage was lost
+    /// without a word): the call's usage is what the total grew by (Codex adds each call's
+    /// last usage to the total), said once in a warning; a total that went down gives no usage
+    /// and its own warning.
+    #[test]
+    fn usage_without_last_token_usage_is_what_the_total_grew_by() {
+        let total = |i: u64, c: u64, o: u64| json!({"type": "event_msg", "payload": {
+            "type": "token_count", "info": {"total_token_usage":
+                {"input_tokens": i, "cached_input_tokens": c, "output_tokens": o}}}});
+        let answer = |text: &str| json!({"type": "response_item", "payload": {"type": "message",
+            "role": "assistant", "content": [{"type": "output_text", "text": text}]}});
+        let user = |text: &str| json!({"type": "response_item", "payload": {"type": "message",
+            "role": "user", "content": [{"type": "input_text", "text": text}]}});
+        let lines: Vec<(usize, Value)> = [
+            json!({"type": "session_meta", "payload": {"id": "S"}}),
+            user("one"),
+            answer("a"),
+            total(100, 10, 5),
+            total(100, 10, 5),
+            user("two"),
+            answer("b"),
+            total(250, 90, 12),
+            user("three"),
+            answer("c"),
+            total(50, 0, 1),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| (i + 1, v))
+        .collect();
+        let t = import(lines, "r").unwrap().remove(0);
+        let usage: Vec<_> = t
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .map(|m| m.usage)
+            .collect();
+        let u = |input, cache_read, output| Usage {
+            input,
+            output,
+            cache_read,
+            cache_write: 0,
+        };
+        assert_eq!(usage, [Some(u(100, 10, 5)), Some(u(150, 80, 7)), None]);
+        let derived: Vec<_> = t
+            .meta
+            .warnings
+            .iter()
+            .filter(|w| w.contains("without `last_token_usage`"))
+            .collect();
+        assert_eq!(derived.len(), 2, "{:?}", t.meta.warnings);
+        assert!(derived[0].contains("grew by"), "{derived:?}");
+        assert!(derived[1].contains("below the previous"), "{derived:?}");
     }
 
     /// The shape Codex wrote before `session_meta` (as documented by the tools that read old
