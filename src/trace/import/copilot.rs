@@ -63,6 +63,9 @@ const REPEATED: [&str; 6] = [
     "tool.execution_start",
 ];
 
+/// The name (without extension) Copilot gives every session's file.
+const SESSION_FILE_STEM: &str = "events";
+
 pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     let mut t = Trace::new(TraceMeta::new(stem, SourceFormat::Copilot));
     let mut calls = Calls::default();
@@ -77,6 +80,11 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
         match kind {
             "session.start" => {
                 t.meta.task_id = d.key("sessionId").opt_str()?.map(String::from);
+                // Every session's file is `events.jsonl` (in a folder named by the session's
+                // id): the id names the trace, not the file (a renamed file keeps its name).
+                if let Some(id) = t.meta.task_id.as_ref().filter(|_| stem == SESSION_FILE_STEM) {
+                    t.meta.id = id.clone();
+                }
             }
             "session.model_change" => {
                 if t.meta.model.is_none() {
@@ -243,5 +251,19 @@ mod tests {
         assert!(t.meta.warnings[0].starts_with("line 5: 1 response(s)"));
         assert!(t.meta.warnings[1].starts_with("line 10: 1 event(s)"));
         assert!(t.meta.warnings[1].contains("\"abort\" ×1"));
+        assert_eq!(t.meta.id, "x", "a file of another name keeps its name");
+    }
+
+    /// Copilot names every session's file `events.jsonl`: such a file's trace is named by its
+    /// session's id (the name of its folder), so the sessions of a folder keep their own ids.
+    #[test]
+    fn a_session_file_named_events_is_named_by_its_session() {
+        let t = |stem: &str| {
+            let start = json!({"type": "session.start", "data": {"sessionId": "96ef38f0-9d09"}});
+            let said = json!({"type": "user.message", "data": {"content": "hi"}});
+            import(lines(vec![start, said]), stem).unwrap().remove(0)
+        };
+        assert_eq!(t("events").meta.id, "96ef38f0-9d09");
+        assert_eq!(t("session-1").meta.id, "session-1");
     }
 }
