@@ -109,30 +109,55 @@ fn is_output(p: &Map<String, Value>) -> bool {
 /// True when the rollout writes each call's `token_count` before the items of its response, as
 /// Codex did until about 0.4x (a real 0.39 rollout: `agent_message`, `token_count`, then the
 /// `reasoning`, `message` and `function_call` items of that response); later versions write it
-/// after them. Told by the first `token_count` with usage: before any model output, it is the
-/// older order.
+/// after them. Told by both ends of the rollout: the older order starts with a `token_count`
+/// before any model output and ends with model output after the last one; the later order
+/// starts with output and ends with a `token_count`. A `token_count` of no tokens (Codex fills
+/// the usage with the window's size on a context-window error, input and output 0) does not
+/// count, and the assistant items a `compacted` record's `replacement_history` holds are model
+/// output. When the ends disagree (a rollout cut off after a call's usage), the later order.
 fn usage_comes_first(lines: &[(usize, Value)]) -> bool {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Seen {
+        Output,
+        Usage,
+    }
+    let is_usage = |p: &Map<String, Value>| {
+        str_of(p, "type") == Some("token_count")
+            && p.get("info").is_some_and(|i| {
+                let tokens = |u: &Value| {
+                    ["input_tokens", "output_tokens"]
+                        .iter()
+                        .any(|k| u.get(*k).and_then(Value::as_u64).unwrap_or(0) > 0)
+                };
+                match i.get("last_token_usage").filter(|u| !u.is_null()) {
+                    Some(u) => tokens(u),
+                    None => i.get("total_token_usage").is_some_and(tokens),
+                }
+            })
+    };
+    let (mut first, mut last) = (None, None);
     for (_, v) in lines {
         let (Some(ty), Some(p)) = (v.get("type"), v.get("payload").and_then(Value::as_object))
         else {
             continue;
         };
-        match ty.as_str() {
-            Some("response_item") if is_output(p) => return false,
-            Some("event_msg")
-                if str_of(p, "type") == Some("token_count")
-                    && p.get("info").is_some_and(|i| {
-                        ["last_token_usage", "total_token_usage"]
-                            .iter()
-                            .any(|k| i.get(*k).is_some_and(|u| !u.is_null()))
-                    }) =>
+        let seen = match ty.as_str() {
+            Some("response_item") if is_output(p) => Seen::Output,
+            Some("compacted")
+                if p
+                    .get("replacement_history")
+                    .and_then(Value::as_array)
+                    .is_some_and(|h| h.iter().filter_map(Value::as_object).any(is_output)) =>
             {
-                return true
+                Seen::Output
             }
-            _ => {}
-        }
+            Some("event_msg") if is_usage(p) => Seen::Usage,
+            _ => continue,
+        };
+        first.get_or_insert(seen);
+        last = Some(seen);
     }
-    false
+    first == Some(Seen::Usage) && last == Some(Seen::Output)
 }
 
 /// Sets `usage` on the first assistant message from index `from` on (the response a
@@ -449,6 +474,46 @@ mod tests {
             json!({"type": "event_msg", "payload": usage(40, 140)}),
         ];
         v.into_iter().enumerate().map(|(i, v)| (i + 1, v)).collect()
+    }
+
+    /// Which order a rollout writes usage in is told by both its ends: a modern rollout whose
+    /// first `token_count` comes before any output (Codex's context-window fill, 0 tokens in
+    /// and out; or any usage before output) still ends with a `token_count`, so each usage
+    /// stays on the response before it; the older order starts with usage and ends with output.
+    #[test]
+    fn the_order_of_usage_is_told_by_both_ends_of_the_rollout() {
+        let said = |t: &str| json!({"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": t}]}});
+        let user = |t: &str| json!({"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}});
+        let used = |i: u64, o: u64| json!({"type": "event_msg", "payload": {"type": "token_count", "info": {
+            "total_token_usage": {"input_tokens": i, "output_tokens": o, "total_tokens": 272000},
+            "last_token_usage": {"input_tokens": i, "output_tokens": o, "total_tokens": 272000}}}});
+        let numbered = |v: Vec<Value>| -> Vec<(usize, Value)> {
+            v.into_iter().enumerate().map(|(i, v)| (i + 1, v)).collect()
+        };
+        let usage_of = |v: Vec<Value>| -> Vec<Option<u64>> {
+            let t = import(numbered(v), "r").unwrap().remove(0);
+            t.messages
+                .iter()
+                .filter(|m| m.role == Role::Assistant)
+                .map(|m| m.usage.map(|u| u.input))
+                .collect()
+        };
+        // Modern, opened by a context-window fill: A and B keep their own usage.
+        let fill = vec![user("huge"), used(0, 0), user("smaller"), said("A"), used(1000, 10), user("go on"), said("B"), used(1400, 12)];
+        assert_eq!(usage_of(fill.clone()), [Some(1000), Some(1400)]);
+        assert!(!usage_comes_first(&numbered(fill)));
+        // Modern with real usage before any output (e.g. resumed): still ends with usage.
+        let early = vec![user("q"), used(500, 5), said("A"), used(1000, 10), user("go on"), said("B"), used(1400, 12)];
+        assert!(!usage_comes_first(&numbered(early)));
+        // The older order: usage, then its response's items, to the end.
+        let older = vec![user("q"), used(1000, 10), said("A"), user("go on"), used(1400, 12), said("B")];
+        assert!(usage_comes_first(&numbered(older.clone())));
+        assert_eq!(usage_of(older), [Some(1000), Some(1400)]);
+        // A compaction's replacement history is model output.
+        let compacted = json!({"type": "compacted", "payload": {"replacement_history": [
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "before"}]}]}});
+        let forked = vec![compacted, used(1000, 10), said("A"), user("go on"), used(1400, 12), said("B")];
+        assert!(!usage_comes_first(&numbered(forked)));
     }
 
     /// A token_count with `total_token_usage` and no `last_token_usage` (usage was lost
