@@ -63,6 +63,14 @@ const REPEATED: [&str; 6] = [
     "tool.execution_start",
 ];
 
+/// Events by which Copilot changed the model's context (rewound to an earlier event, cut old
+/// messages, compacted them): not applied, warned of (the trace keeps what they removed).
+const RESHAPING: [&str; 3] = [
+    "session.snapshot_rewind",
+    "session.truncation",
+    "session.compaction_complete",
+];
+
 /// The name (without extension) Copilot gives every session's file.
 const SESSION_FILE_STEM: &str = "events";
 
@@ -70,16 +78,33 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     let mut t = Trace::new(TraceMeta::new(stem, SourceFormat::Copilot));
     let mut calls = Calls::default();
     let mut unread = Skipped::default();
+    // Events that changed the model's context (a rewind, a truncation, a compaction) and the
+    // sub-agents' events, each counted for one warning.
+    let mut reshaped = Skipped::default();
+    let mut sub_agent = Skipped::default();
     let mut opaque: Option<(usize, usize)> = None;
+    // Where a system prompt other than the first was added after the conversation began.
+    let mut new_system: Option<(usize, usize)> = None;
+    let mut shutdowns = 0usize;
     for (n, v) in lines {
         let r = Node::line_root(&v, n);
         r.obj()?;
         let d = r.key("data");
         let ts = r.key("timestamp").opt_str()?.map(String::from);
         let kind = r.key("type").str()?;
+        // A sub-agent's events (`data.parentToolCallId`: the call that started it) are not the
+        // main model's conversation: counted, not merged into it.
+        if d.has("parentToolCallId") {
+            sub_agent.note(crate::output::quoted(kind), n);
+            continue;
+        }
         match kind {
             "session.start" => {
-                t.meta.task_id = d.key("sessionId").opt_str()?.map(String::from);
+                t.meta.task_id = d
+                    .key("sessionId")
+                    .opt_str()?
+                    .filter(|id| !id.is_empty())
+                    .map(String::from);
                 // Every session's file is `events.jsonl` (in a folder named by the session's
                 // id): the id names the trace, not the file (a renamed file keeps its name).
                 if let Some(id) = t.meta.task_id.as_ref().filter(|_| stem == SESSION_FILE_STEM) {
@@ -95,6 +120,9 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                 let text = d.key("content").str()?;
                 let last = t.messages.iter().rev().find(|m| m.role == Role::System);
                 if last.is_none_or(|m| m.content != text) {
+                    if t.messages.iter().any(|m| m.role != Role::System) {
+                        new_system.get_or_insert((n, 0)).1 += 1;
+                    }
                     let mut m = Message::system(text);
                     m.timestamp = ts;
                     t.messages.push(m);
@@ -102,9 +130,12 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
             }
             "user.message" => {
                 let said = d.key("content").opt_str()?.unwrap_or("");
-                let given = d.key("transformedContent").opt_str()?;
+                let given = d
+                    .key("transformedContent")
+                    .opt_str()?
+                    .filter(|g| !g.trim().is_empty());
                 let mut m = Message::user(given.unwrap_or(said));
-                if said.trim().is_empty() && given.is_some_and(|g| !g.trim().is_empty()) {
+                if said.trim().is_empty() && given.is_some() {
                     m.kind = Some("meta".into());
                 } else if t.meta.goal.is_none() && !said.trim().is_empty() {
                     t.meta.goal = Some(super::extract_goal(said));
@@ -164,6 +195,7 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                 }
             }
             "session.shutdown" => {
+                shutdowns += 1;
                 let mut total: Option<Usage> = None;
                 if let Value::Object(models) = d.key("modelMetrics").v {
                     for name in models.keys() {
@@ -182,6 +214,7 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                 }
             }
             k if REPEATED.contains(&k) => {}
+            k if RESHAPING.contains(&k) => reshaped.note(crate::output::quoted(k), n),
             other => unread.note(crate::output::quoted(other), n),
         }
     }
@@ -191,6 +224,32 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
              (reasoningOpaque): it is not in the trace"
         ));
     }
+    if let Some((first, count)) = new_system {
+        t.meta.warnings.push(format!(
+            "line {first}: {count} new system prompt(s) after the conversation began: each is \
+             added where Copilot gave it, after the ones before (the model was sent only the \
+             latest), so the trace replays them all"
+        ));
+    }
+    if shutdowns > 1 {
+        t.meta.warnings.push(format!(
+            "{shutdowns} session.shutdown events (a resumed session): the usage totals are the \
+             last one's"
+        ));
+    }
+    t.meta.warnings.extend(sub_agent.counted().map(|(first, total, kinds)| {
+        format!(
+            "line {first}: {total} event(s) of sub-agents (with `parentToolCallId`) skipped \
+             ({kinds}): a sub-agent's conversation is not the main model's; its result is the \
+             call's result"
+        )
+    }));
+    t.meta.warnings.extend(reshaped.counted().map(|(first, total, kinds)| {
+        format!(
+            "line {first}: {total} event(s) that changed the model's context skipped ({kinds}): \
+             the trace still holds the messages Copilot removed or replaced"
+        )
+    }));
     t.meta.warnings.extend(unread.counted().map(|(first, total, kinds)| {
         format!(
             "line {first}: {total} event(s) of kinds this importer does not read skipped \
@@ -252,6 +311,49 @@ mod tests {
         assert!(t.meta.warnings[1].starts_with("line 10: 1 event(s)"));
         assert!(t.meta.warnings[1].contains("\"abort\" ×1"));
         assert_eq!(t.meta.id, "x", "a file of another name keeps its name");
+    }
+
+    /// What the trace cannot hold as Copilot had it is said, never merged or dropped silently:
+    /// a sub-agent's events (skipped, counted), events that changed the context (a rewind),
+    /// a new system prompt after the conversation began, several shutdowns; an empty
+    /// `transformedContent` falls back to the person's words; an empty session id renames
+    /// nothing.
+    #[test]
+    fn sub_agents_rewinds_and_new_system_prompts_are_said() {
+        let t = import(
+            lines(vec![
+                json!({"type": "session.start", "data": {"sessionId": ""}}),
+                json!({"type": "system.message", "data": {"content": "sys 1"}}),
+                json!({"type": "user.message", "data": {"content": "do x", "transformedContent": ""}}),
+                json!({"type": "assistant.message", "data": {"content": "", "toolRequests": [
+                    {"toolCallId": "T", "name": "task", "arguments": {"prompt": "look"}}]}}),
+                json!({"type": "assistant.message", "data": {"parentToolCallId": "T", "content": "inner", "toolRequests": [
+                    {"toolCallId": "c9", "name": "bash", "arguments": {"command": "ls"}}]}}),
+                json!({"type": "tool.execution_complete", "data": {"parentToolCallId": "T", "toolCallId": "c9", "success": true, "result": {"content": "a"}}}),
+                json!({"type": "tool.execution_complete", "data": {"toolCallId": "T", "success": true, "result": {"content": "found a"}}}),
+                json!({"type": "session.snapshot_rewind", "data": {"upToEventId": "e1"}}),
+                json!({"type": "system.message", "data": {"content": "sys 2"}}),
+                json!({"type": "assistant.message", "data": {"content": "done"}}),
+                json!({"type": "session.shutdown", "data": {}}),
+                json!({"type": "session.shutdown", "data": {}}),
+            ]),
+            "events",
+        )
+        .unwrap()
+        .remove(0);
+        let said: Vec<(Role, &str)> = t.messages.iter().map(|m| (m.role, m.content.as_str())).collect();
+        use Role::*;
+        assert_eq!(
+            said,
+            [(System, "sys 1"), (User, "do x"), (Assistant, ""), (Tool, "found a"), (System, "sys 2"), (Assistant, "done")]
+        );
+        assert_eq!(t.meta.id, "events", "an empty session id names nothing");
+        let w = &t.meta.warnings;
+        assert_eq!(w.len(), 4, "{w:?}");
+        assert!(w[0].starts_with("line 9: 1 new system prompt(s)"), "{w:?}");
+        assert!(w[1].starts_with("2 session.shutdown events"), "{w:?}");
+        assert!(w[2].starts_with("line 5: 2 event(s) of sub-agents"), "{w:?}");
+        assert!(w[3].starts_with("line 8: 1 event(s) that changed the model's context"), "{w:?}");
     }
 
     /// Copilot names every session's file `events.jsonl`: such a file's trace is named by its
