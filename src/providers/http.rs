@@ -384,9 +384,11 @@ impl<W: Wire> Provider for HttpProvider<W> {
                 _ => Vec::new(),
             };
             // OpenAI takes at most 128 tools ("Invalid 'tools': array too long. Expected an array
-            // with maximum length 128"). It needs none declared for a history's calls (the
-            // declaration is for Anthropic and strict compatible servers): the first 128 used
-            // are declared.
+            // with maximum length 128"), and so do the compatible servers that copy its limits;
+            // it checks no history call against the declared tools. The strict compatible
+            // servers above ask for some declaration when tool blocks are present, none known
+            // for one per call: on the OpenAI wire the first 128 used are declared (a server
+            // that checked every call's tool would refuse calls past them: docs/providers.md).
             if self.wire.kind() == "openai" {
                 history_tools.truncate(MAX_OPENAI_TOOLS);
             }
