@@ -200,7 +200,9 @@ fn check_junit_path(
         let xml = j.extension().is_some_and(|e| e.eq_ignore_ascii_case("xml"));
         if in_run_folder || !xml || rel.as_os_str().is_empty() {
             return Err(UsageError(crate::output::error_text(&format!(
-                "--junit {}: is in the candidate run {} but is not a name for a JUnit file there                  (an .xml file outside its stores/ and plots/): it would replace one of the                  run's own files (default: {})",
+                "--junit {}: is in the candidate run {} but is not a name for a JUnit file there \
+                 (an .xml file outside its stores/ and plots/): it would replace one of the \
+                 run's own files (default: {})",
                 junit.display(),
                 run.display(),
                 default.display()

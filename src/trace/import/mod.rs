@@ -178,7 +178,12 @@ fn not_a_trace(path: &Path, why: &str) -> ImportError {
         // Detected, but nothing in it: forcing another format would not help.
         return ImportError::new(path, "file", why);
     }
-    if why.contains(detect::API_RESPONSE) {
+    if why.starts_with(detect::API_RESPONSE)
+        || why.starts_with(&format!(
+            "JSON Lines whose first line is {}",
+            detect::API_RESPONSE
+        ))
+    {
         // A model's answer without its input: no format reads it as a trace.
         return ImportError::new(path, "file", format!("not a trace: {why}"));
     }
