@@ -86,6 +86,8 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     // Where a system prompt other than the first was added after the conversation began.
     let mut new_system: Option<(usize, usize)> = None;
     let mut shutdowns = 0usize;
+    // Where the first user message with attachments was, and how many attachments in all.
+    let mut attached: Option<(usize, usize)> = None;
     for (n, v) in lines {
         let r = Node::line_root(&v, n);
         r.obj()?;
@@ -134,6 +136,10 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                     .key("transformedContent")
                     .opt_str()?
                     .filter(|g| !g.trim().is_empty());
+                let files = d.key("attachments").opt_items()?.len();
+                if files > 0 {
+                    attached.get_or_insert((n, 0)).1 += files;
+                }
                 let mut m = Message::user(given.unwrap_or(said));
                 if said.trim().is_empty() && given.is_some() {
                     m.kind = Some("meta".into());
@@ -231,6 +237,13 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
              latest), so the trace replays them all"
         ));
     }
+    if let Some((first, count)) = attached {
+        t.meta.warnings.push(format!(
+            "line {first}: {count} attachment(s) of the person's messages (`data.attachments`: \
+             files, images, selections): what Copilot sent of them beside the text is not in \
+             the trace"
+        ));
+    }
     if shutdowns > 1 {
         t.meta.warnings.push(format!(
             "{shutdowns} session.shutdown events (a resumed session): the usage totals are the \
@@ -324,7 +337,8 @@ mod tests {
             lines(vec![
                 json!({"type": "session.start", "data": {"sessionId": ""}}),
                 json!({"type": "system.message", "data": {"content": "sys 1"}}),
-                json!({"type": "user.message", "data": {"content": "do x", "transformedContent": ""}}),
+                json!({"type": "user.message", "data": {"content": "do x", "transformedContent": "",
+                    "attachments": [{"type": "file", "path": "/a.rs"}, {"type": "file", "path": "/b.rs"}]}}),
                 json!({"type": "assistant.message", "data": {"content": "", "toolRequests": [
                     {"toolCallId": "T", "name": "task", "arguments": {"prompt": "look"}}]}}),
                 json!({"type": "assistant.message", "data": {"parentToolCallId": "T", "content": "inner", "toolRequests": [
@@ -349,11 +363,12 @@ mod tests {
         );
         assert_eq!(t.meta.id, "events", "an empty session id names nothing");
         let w = &t.meta.warnings;
-        assert_eq!(w.len(), 4, "{w:?}");
+        assert_eq!(w.len(), 5, "{w:?}");
         assert!(w[0].starts_with("line 9: 1 new system prompt(s)"), "{w:?}");
-        assert!(w[1].starts_with("2 session.shutdown events"), "{w:?}");
-        assert!(w[2].starts_with("line 5: 2 event(s) of sub-agents"), "{w:?}");
-        assert!(w[3].starts_with("line 8: 1 event(s) that changed the model's context"), "{w:?}");
+        assert!(w[1].starts_with("line 3: 2 attachment(s)"), "{w:?}");
+        assert!(w[2].starts_with("2 session.shutdown events"), "{w:?}");
+        assert!(w[3].starts_with("line 5: 2 event(s) of sub-agents"), "{w:?}");
+        assert!(w[4].starts_with("line 8: 1 event(s) that changed the model's context"), "{w:?}");
     }
 
     /// Copilot names every session's file `events.jsonl`: such a file's trace is named by its
