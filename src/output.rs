@@ -747,6 +747,20 @@ fn windowed(x: &[(&str, usize)], p: usize, max: usize) -> String {
     s
 }
 
+/// What a JSON value is, in a file's words, for "expected …, found …" messages: "null", "a
+/// boolean", "a number", "a string", "an array", "an object".
+pub fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// File-name extensions a directory to write into may not end in: it is a directory whose files
 /// have fixed names (see [`not_a_directory`]).
 const FILE_EXTENSIONS: [&str; 12] = [

@@ -239,7 +239,7 @@ impl RunDir {
                 message: format!(
                     "expected a JSON object (`{{\"schema_version\": …, \"run_id\": …, …}}`, the \
                      record `ctxbench run` writes of a run), found {}",
-                    json_kind(&value)
+                    crate::output::json_kind(&value)
                 ),
             });
         }
@@ -416,18 +416,6 @@ impl RunDir {
             samples: read.samples,
             torn: read.torn,
         })
-    }
-}
-
-/// What a JSON value is, in a file's words: "an array", "a string", …
-fn json_kind(value: &serde_json::Value) -> &'static str {
-    match value {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "true or false",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
     }
 }
 

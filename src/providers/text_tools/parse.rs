@@ -232,7 +232,10 @@ pub fn parse_reply(text: &str, tools: &[ToolDef]) -> Reply {
                 None => continue,
             },
             Ok(other) if c.fenced => {
-                format!("the JSON block must be an object, got {}", kind_of(&other))
+                format!(
+                    "the JSON block must be an object, got {}",
+                    crate::output::json_kind(&other)
+                )
             }
             Ok(_) => continue,
         };
@@ -255,17 +258,6 @@ fn prose_before(text: &str) -> String {
         _ => t,
     };
     t.trim().to_string()
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

@@ -115,7 +115,7 @@ pub fn detect(input: &Input) -> Result<SourceFormat, String> {
             let Some(o) = first.as_object() else {
                 return Err(format!(
                     "JSON Lines whose first line is {}, not an object",
-                    super::json::type_name(first)
+                    crate::output::json_kind(first)
                 ));
             };
             // Line-level rules first, then the first line read as a document (e.g. OpenHands
@@ -159,7 +159,10 @@ fn detect_doc(v: &Value) -> Result<SourceFormat, String> {
                 return Err("an empty JSON array".into());
             };
             let Some(o) = first.as_object() else {
-                return Err(format!("a JSON array of {}", super::json::type_name(first)));
+                return Err(format!(
+                    "a JSON array of {}",
+                    crate::output::json_kind(first)
+                ));
             };
             first_match(Shape::Array(a, o)).ok_or_else(|| {
                 if o.is_empty() {
@@ -171,7 +174,7 @@ fn detect_doc(v: &Value) -> Result<SourceFormat, String> {
         }
         other => Err(format!(
             "a JSON document that is {}",
-            super::json::type_name(other)
+            crate::output::json_kind(other)
         )),
     }
 }

@@ -34,18 +34,6 @@ pub struct Node<'a> {
     present: bool,
 }
 
-/// Name of a JSON type, for "expected …, found …" messages.
-pub fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 fn is_plain_key(k: &str) -> bool {
     !k.is_empty()
         && k.chars()
@@ -151,7 +139,7 @@ impl<'a> Node<'a> {
                 }
                 Value::Number(n) => format!("the number {n}"),
                 Value::Bool(b) => format!("`{b}`"),
-                v => type_name(v).to_string(),
+                v => crate::output::json_kind(v).to_string(),
             }
         };
         Located::new(
