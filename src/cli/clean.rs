@@ -208,10 +208,10 @@ fn age_text(d: Duration) -> String {
 /// `--cache-dir DIR`, else `$CTXBENCH_CACHE_DIR`, else the default; one that exists and is no
 /// directory is a usage error naming where it came from.
 fn response_cache_dir(args: &Args) -> Result<PathBuf, UsageError> {
-    let env = crate::providers::config::CACHE_DIR_ENV;
-    let (dir, from) = match (&args.cache_dir, std::env::var_os(env)) {
+    use crate::providers::config::{cache_dir_from_env, CACHE_DIR_ENV};
+    let (dir, from) = match (&args.cache_dir, cache_dir_from_env()) {
         (Some(d), _) => (d.clone(), "--cache-dir".to_string()),
-        (None, Some(d)) if !d.is_empty() => (PathBuf::from(d), format!("${env}")),
+        (None, Some(d)) => (d, format!("${CACHE_DIR_ENV}")),
         _ => (
             PathBuf::from(crate::providers::config::DEFAULT_CACHE_DIR),
             "the default response cache directory".to_string(),

@@ -40,6 +40,13 @@ use super::{Provider, ProviderError, ProviderInfo, ProviderKind, Sampling};
 
 /// Environment variable that overrides the default cache directory.
 pub const CACHE_DIR_ENV: &str = "CTXBENCH_CACHE_DIR";
+/// The cache directory [`CACHE_DIR_ENV`] names, when it is set and not empty.
+pub fn cache_dir_from_env() -> Option<PathBuf> {
+    std::env::var_os(CACHE_DIR_ENV)
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+}
+
 /// Cache directory used when neither the configuration nor [`CACHE_DIR_ENV`] names one
 /// (relative to the current directory).
 pub const DEFAULT_CACHE_DIR: &str = ".cache/ctxbench";
@@ -561,13 +568,10 @@ impl ProviderConfig {
 
     /// The cache directory: `cache_dir`, else `$CTXBENCH_CACHE_DIR`, else `.cache/ctxbench`.
     pub fn cache_dir(&self) -> PathBuf {
-        if let Some(d) = &self.cache_dir {
-            return d.clone();
-        }
-        match std::env::var_os(CACHE_DIR_ENV) {
-            Some(d) if !d.is_empty() => PathBuf::from(d),
-            _ => PathBuf::from(DEFAULT_CACHE_DIR),
-        }
+        self.cache_dir
+            .clone()
+            .or_else(cache_dir_from_env)
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_CACHE_DIR))
     }
 
     fn retry_policy(&self) -> RetryPolicy {
