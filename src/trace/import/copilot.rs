@@ -2,7 +2,8 @@
 //! canonical trace.
 //!
 //! Each line is an event `{type, data, id, timestamp, parentId}`:
-//! - `session.start`: `data.sessionId` → `task_id`;
+//! - `session.start`: `data.sessionId` → `task_id`, and the trace's id when the file is
+//!   `events.jsonl` (every session's file has that name);
 //! - `session.model_change`: `data.newModel` → model (the first one);
 //! - `system.message`: the system prompt; Copilot writes it again at the start of each
 //!   interaction (each prompt of the person): one that repeats the last system message is not
@@ -24,8 +25,10 @@
 //!   (`inputTokens` counts the cached tokens, `cacheReadTokens` ≤ it).
 //!
 //! Events that repeat the above or are Copilot's bookkeeping are skipped without a warning
-//! (`REPEATED`); any other event is counted in one warning naming the line of the first and
-//! each kind.
+//! (`REPEATED`). Warned of, each in one warning: a sub-agent's events (`data.parentToolCallId`:
+//! skipped), events that changed the model's context (`RESHAPING`: not applied), a new system
+//! prompt after the conversation began, the person's attachments, several `session.shutdown`s;
+//! any other event is counted in one warning naming the line of the first and each kind.
 
 use super::detect::{str_of, Shape};
 use super::json::{parse_arguments, Node, Res};
