@@ -767,6 +767,15 @@ const FILE_EXTENSIONS: [&str; 12] = [
     "html", "htm", "md", "json", "jsonl", "csv", "xml", "txt", "png", "svg", "toml", "pdf",
 ];
 
+/// The nearest existing ancestor of `path` when it is a file, not a directory: nothing can be
+/// created at `path` then (the system's "Not a directory").
+pub fn file_above(path: &std::path::Path) -> Option<&std::path::Path> {
+    path.ancestors()
+        .skip(1)
+        .find(|a| !a.as_os_str().is_empty() && std::fs::metadata(a).is_ok())
+        .filter(|a| !a.is_dir())
+}
+
 /// Why `path` cannot be the directory a command writes its files into (`-o/--output DIR`, the
 /// suite's `output_dir`), or `None` when it can (it is a directory, or can be created as one).
 /// Refused: an existing file; a path under a file (no directory can be made there); a path that
@@ -782,12 +791,7 @@ pub fn not_a_directory(path: &std::path::Path) -> Option<String> {
             "is a file; it names a directory (files inside it have fixed names)".to_string(),
         );
     }
-    if let Some(file) = path
-        .ancestors()
-        .skip(1)
-        .find(|a| !a.as_os_str().is_empty() && std::fs::metadata(a).is_ok())
-        .filter(|a| !a.is_dir())
-    {
+    if let Some(file) = file_above(path) {
         return Some(format!(
             "{} is a file, not a directory; expected a directory (or a path where one can be \
              created)",

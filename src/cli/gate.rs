@@ -159,12 +159,7 @@ fn check_junit_path(
             RunDir::new(junit).gate_xml().display()
         ))));
     }
-    if let Some(file) = junit
-        .ancestors()
-        .skip(1)
-        .find(|a| !a.as_os_str().is_empty() && std::fs::metadata(a).is_ok())
-        .filter(|a| !a.is_dir())
-    {
+    if let Some(file) = crate::output::file_above(junit) {
         return Err(UsageError(crate::output::error_text(&format!(
             "--junit {}: {} is a file, not a directory",
             junit.display(),
