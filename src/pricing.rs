@@ -362,13 +362,7 @@ impl PriceTable {
         if let Some(hit) = self.direct(model) {
             return Some(hit);
         }
-        let mut id = model.trim().to_lowercase();
-        if let Some(i) = id.rfind('/') {
-            id = id[i + 1..].to_string();
-        }
-        if let Some(i) = id.find('@') {
-            id.truncate(i);
-        }
+        let id = routed_id(model);
         if let Some(hit) = self.direct(&id) {
             return Some(hit);
         }
@@ -444,6 +438,27 @@ impl PriceTable {
 /// Cost of one call under the bundled table.
 pub fn cost(model: &str, usage: &Usage) -> Price {
     PriceTable::bundled().cost(model, usage)
+}
+
+/// `model` lower-cased, without a routing prefix up to the last `/` and an `@version` suffix
+/// (matching step 2).
+fn routed_id(model: &str) -> String {
+    let mut id = model.trim().to_lowercase();
+    if let Some(i) = id.rfind('/') {
+        id = id[i + 1..].to_string();
+    }
+    if let Some(i) = id.find('@') {
+        id.truncate(i);
+    }
+    id
+}
+
+/// `model` as the table's ids are written, after every matching step at once (lower-cased, no
+/// routing prefix, `@version`, dated snapshot or `-latest`, `.` as `-`:
+/// `anthropic/claude-sonnet-4.5@20250929` → `claude-sonnet-4-5`), for other per-model facts
+/// keyed the same way (`providers::anthropic::max_output_tokens`).
+pub fn normalized_id(model: &str) -> String {
+    strip_snapshot(&routed_id(model)).replace('.', "-")
 }
 
 /// `id` without a trailing `-latest`, `-YYYYMMDD` or `-YYYY-MM-DD`.

@@ -59,16 +59,11 @@ const MAX_OUTPUT: &[(&str, u32)] = &[
 ];
 
 /// The most output tokens `model` takes (`MAX_OUTPUT`), when it is a Claude model of the
-/// table: matched exactly after a routing prefix (`anthropic/`), a date (`-20250929`,
-/// `@20250929`) or `-latest` is dropped, so a newer model is never capped by an older one's limit.
+/// table: matched exactly once the id is normalized as the price table matches ids
+/// ([`crate::pricing::normalized_id`]: no routing prefix, date, `@version` or `-latest`, `.` as
+/// `-`), so a newer model is never capped by an older one's limit.
 pub fn max_output_tokens(model: &str) -> Option<u32> {
-    let m = model.rsplit('/').next().unwrap_or(model);
-    let m = m.split('@').next().unwrap_or(m);
-    let m = m.strip_suffix("-latest").unwrap_or(m);
-    let m = match m.rsplit_once('-') {
-        Some((base, date)) if date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()) => base,
-        _ => m,
-    };
+    let m = crate::pricing::normalized_id(model);
     MAX_OUTPUT
         .iter()
         .find(|(id, _)| *id == m)
@@ -638,6 +633,8 @@ mod tests {
             ("claude-opus-4-20250514", Some(32_000)),
             ("claude-3-7-sonnet-latest", Some(64_000)),
             ("claude-3-haiku-20240307", Some(4_096)),
+            // As routers write it (the price table's matching).
+            ("anthropic/Claude-Sonnet-4.5", Some(64_000)),
             ("claude-opus-4-6", None),
             ("claude-sonnet-4-5-x", None),
             ("gpt-5", None),
