@@ -210,6 +210,33 @@ fn check_output_limit(limit: Option<u32>, err: Problem<'_>) {
     }
 }
 
+/// A list whose values each make one sample (needle `depths`, `positions`, `triggers`, `folds`;
+/// probe `kinds`) or one part of a sample (rule `kinds`) must not repeat a value: two samples
+/// of one value would get one unit id, and the run would record one of them (its report saying
+/// units were planned that have no sample). Reported at the repeat, with the value as `show`
+/// writes it.
+fn check_distinct<T: PartialEq>(
+    key: &str,
+    list: &[T],
+    show: impl Fn(&T) -> String,
+    err: Problem<'_>,
+) {
+    for (i, v) in list.iter().enumerate() {
+        if let Some(first) = list[..i].iter().position(|w| w == v) {
+            err(
+                &[key, &i.to_string()],
+                format!(
+                    "`{key}` lists {} twice (items {} and {}): each value is one sample, \
+                     with one unit id; to run a sample more than once, set `repeats` in `[suite]`",
+                    show(v),
+                    first + 1,
+                    i + 1
+                ),
+            );
+        }
+    }
+}
+
 fn check_folds(after_compactions: u32, err: Problem<'_>) {
     if after_compactions == 0 {
         err(
@@ -307,5 +334,53 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    /// Two samples of one value had one unit id: the run recorded one and reported units
+    /// planned without a sample. Every list a sample is made of refuses a repeat, at the repeat.
+    #[test]
+    fn a_value_listed_twice_is_refused_at_its_repeat() {
+        let evals: EvalsSection = toml::from_str(
+            "[needle]\ndepths = [0.5, 0.2, 0.50]\npositions = [\"tool\", \"tool\"]\n\
+             triggers = [0.15, 0.15]\nfolds = [1, 2, 1]\n\
+             [probes]\nkinds = [\"recall\", \"recall\"]\n[rules]\nkinds = [\"language\", \"language\"]\n",
+        )
+        .unwrap();
+        let mut seen = Vec::new();
+        evals.check(&mut |path: &[&str], m: String| seen.push((path.join("."), m)));
+        let paths: Vec<&str> = seen.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "evals.needle.depths.2",
+                "evals.needle.positions.1",
+                "evals.needle.triggers.1",
+                "evals.needle.folds.2",
+                "evals.probes.kinds.1",
+                "evals.rules.kinds.1",
+            ]
+        );
+        assert_eq!(
+            seen[0].1,
+            "`depths` lists 0.5 twice (items 1 and 3): each value is one sample, with one unit \
+             id; to run a sample more than once, set `repeats` in `[suite]`"
+        );
+        assert!(seen[1]
+            .1
+            .starts_with("`positions` lists \"tool\" twice (items 1 and 2)"));
+        // The plan these lists would make has no two samples with one key once the check passes.
+        let ok: EvalsSection = toml::from_str(
+            "[needle]\ndepths = [0.5, 0.2]\ntriggers = [0.15, 0.3]\nfolds = [1, 2]\n[probes]\n",
+        )
+        .unwrap();
+        let mut none = Vec::new();
+        ok.check(&mut |path: &[&str], m: String| none.push((path.join("."), m)));
+        assert!(none.is_empty(), "{none:?}");
+        let keys: std::collections::HashSet<(String, String)> = ok
+            .samples()
+            .into_iter()
+            .map(|s| (s.eval, s.sample))
+            .collect();
+        assert_eq!(keys.len(), ok.samples().len());
     }
 }

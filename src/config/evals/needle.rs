@@ -92,6 +92,10 @@ impl EvalSection for NeedleEval {
         if self.positions.is_empty() {
             err(&["positions"], "`positions` must not be empty".into());
         }
+        super::check_distinct("depths", &self.depths, |d| d.to_string(), &mut *err);
+        super::check_distinct("positions", &self.positions, |p| format!("\"{}\"", p.as_str()), &mut *err);
+        super::check_distinct("triggers", &self.triggers, |t| t.to_string(), &mut *err);
+        super::check_distinct("folds", &self.folds, |k| k.to_string(), &mut *err);
         if self.needles == 0 {
             err(&["needles"], "`needles` must be at least 1".into());
         } else if let Some(why) = crate::evalspec::needle::capacity_error(

@@ -44,6 +44,7 @@ impl EvalSection for ProbesEval {
         if self.kinds.is_empty() {
             err(&["kinds"], "`kinds` must not be empty".into());
         }
+        super::check_distinct("kinds", &self.kinds, |k| format!("\"{}\"", k.as_str()), &mut *err);
         if self.per_kind == 0 {
             err(&["per_kind"], "`per_kind` must be at least 1".into());
         }

@@ -44,6 +44,7 @@ impl EvalSection for RulesEval {
         if self.kinds.is_empty() {
             err(&["kinds"], "`kinds` must not be empty".into());
         }
+        super::check_distinct("kinds", &self.kinds, |k| format!("\"{}\"", k.as_str()), &mut *err);
         super::check_output_limit(self.max_output_tokens, &mut *err);
     }
 
