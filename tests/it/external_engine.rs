@@ -15,7 +15,7 @@ fn engines_dir() -> PathBuf {
 
 /// Copy the test engines next to a config in `dir`, so relative paths are exercised.
 fn with_engines(dir: &Path) {
-    for f in ["keep_last.py", "broken.py"] {
+    for f in ["keep_last.py", "broken.py", "offload.py"] {
         std::fs::copy(engines_dir().join(f), dir.join(f)).unwrap();
     }
 }
@@ -749,4 +749,58 @@ fn an_engine_whose_views_are_larger_than_no_compression_flags_its_units_in_a_run
         html.contains("flagged: 71 call(s) larger than without compression"),
         "report.html says why the units are flagged"
     );
+}
+
+/// An eviction an external engine reports (`evicted` of an earlier tool result, in the view of
+/// a later call: `tests/data/engines/offload.py`) is on the timeline once, at the call that
+/// reported it, in `replay`'s table and in the run's timeline (`Replay::timeline`). Taken by
+/// message order too, it was shown twice: first at the call right after the tool result, whose
+/// view still held it whole.
+#[test]
+fn an_eviction_reported_by_an_external_engine_is_on_the_timeline_once_where_it_happened() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let cfg_path = tmp.path().join("offload.toml");
+    std::fs::write(
+        &cfg_path,
+        "window = 30000\nexternal.command = [\"python3\", \"offload.py\"]\nexternal.config = { keep_results = 3, min_chars = 1500 }\n",
+    )
+    .unwrap();
+    let cfg = EngineConfig::from_toml_str(
+        &std::fs::read_to_string(&cfg_path).unwrap(),
+        &cfg_path.display().to_string(),
+    )
+    .unwrap();
+    let trace = ctxbench::trace::import::import_file(&django(), None)
+        .unwrap()
+        .remove(0);
+    let resolved = cfg.resolve(trace.meta.window).unwrap();
+    let summarizer = OfflineSummarizer;
+    let r = engine::replay(&trace, &resolved, &ReplayEnv::new(&summarizer)).unwrap();
+    let evicted = r.events.iter().filter(|e| e.kind() == "evicted").count();
+    assert!(evicted >= 3, "{evicted} evictions");
+    let timeline = r.timeline();
+    for (k, (point, call)) in timeline.iter().zip(&r.calls).enumerate() {
+        let reported = call
+            .events
+            .iter()
+            .filter(|&&e| r.events[e].kind() == "evicted")
+            .count();
+        let shown = point.events.iter().filter(|e| *e == "evicted").count();
+        assert_eq!(shown, reported, "call {}: {:?}", k + 1, point.details);
+    }
+    // The human timeline: each eviction once, plus the count below the table (`evicted: N`).
+    let out = ctxbench()
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg_path)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains(&format!("  evicted: {evicted}\n")), "{text}");
+    assert_eq!(text.matches("evicted").count(), evicted + 1, "{text}");
 }
