@@ -751,6 +751,43 @@ fn an_engine_whose_views_are_larger_than_no_compression_flags_its_units_in_a_run
     );
 }
 
+/// An engine that stops reading its stdin (stuck before its loop, `deaf`) while ctxbench writes
+/// a line longer than the pipe holds (a `begin` with a 200 kB system prompt; a large tool
+/// result does the same) fails after `timeout_secs`, naming the line it did not take: the write
+/// blocked forever, past any timeout, and `replay` (or a run's unit) never ended.
+#[test]
+fn an_engine_that_does_not_read_its_stdin_times_out_instead_of_blocking_ctxbench() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let cfg = tmp.path().join("deaf.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "window = 200000\nsystem_prompt.text = \"{}\"\nexternal.command = [\"python3\", \"broken.py\", \"deaf\"]\nexternal.timeout_secs = 2\n",
+            "lorem ipsum ".repeat(20_000)
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = ctxbench()
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg)
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "broken.py deaf`: it did not take `begin` within 2.0 s (external.timeout_secs)"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("waiting for a lock that never comes"), "{err}");
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+}
 /// An eviction an external engine reports (`evicted` of an earlier tool result, in the view of
 /// a later call: `tests/data/engines/offload.py`) is on the timeline once, at the call that
 /// reported it, in `replay`'s table and in the run's timeline (`Replay::timeline`). Taken by

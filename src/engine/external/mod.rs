@@ -289,9 +289,9 @@ impl ExternalLayer {
             p.broken = true;
             p = Process::spawn(&spec.command, &spec.env)?;
         }
-        if p.send(&line).is_err() {
+        if p.send(&line, timeout, "`begin`").is_err() {
             p = Process::spawn(&spec.command, &spec.env)?;
-            p.send(&line)?;
+            p.send(&line, timeout, "`begin`")?;
         }
         Ok(ExternalLayer {
             process: Some(p),
@@ -363,7 +363,7 @@ impl ExternalLayer {
             return Ok(());
         }
         let line = serde_json::to_string(&ToEngine::End).expect("protocol lines serialize");
-        if p.send(&line).is_ok() {
+        if p.send(&line, self.timeout, "`end`").is_ok() {
             give_back(std::mem::take(&mut self.key), p);
         }
         Ok(())
@@ -375,8 +375,10 @@ impl ExternalLayer {
             .expect("the process lives as long as the layer")
     }
 
-    fn send(&mut self, line: &str) -> Result<(), ExternalError> {
-        self.proc().send(line)
+    /// Write a line (`what` names it in errors), waiting at most the exchange timeout.
+    fn send(&mut self, line: &str, what: &str) -> Result<(), ExternalError> {
+        let timeout = self.timeout;
+        self.proc().send(line, timeout, what)
     }
 
     /// Read lines until the `view` of the call whose `seq` is `seq`, answering `summarize`
@@ -503,7 +505,7 @@ impl ExternalLayer {
                         }
                     };
                     let line = serde_json::to_string(&answer).expect("protocol lines serialize");
-                    self.send(&line)?;
+                    self.send(&line, &format!("the `summary` asked during {label}"))?;
                 }
             }
         }
@@ -577,7 +579,7 @@ impl Drop for ExternalLayer {
             return;
         }
         let line = serde_json::to_string(&ToEngine::End).expect("protocol lines serialize");
-        if p.send(&line).is_ok() {
+        if p.send(&line, self.timeout, "`end`").is_ok() {
             give_back(std::mem::take(&mut self.key), p);
         }
     }
@@ -751,7 +753,7 @@ impl Layer for ExternalLayer {
             index: ctx.index,
             message: &ctx.state.get(ctx.index).msg,
         });
-        Ok(self.send(&line)?)
+        Ok(self.send(&line, &format!("message {}", ctx.index))?)
     }
 
     fn before_call(&mut self, ctx: &mut CallCtx<'_>) -> Result<(), EngineError> {
@@ -766,7 +768,10 @@ impl Layer for ExternalLayer {
         if self.first_seq == 0 {
             self.first_seq = seq;
         }
-        self.send(&serialize_line(&ToEngine::Call { index: call, seq }))?;
+        self.send(
+            &serialize_line(&ToEngine::Call { index: call, seq }),
+            &format!("the `call` line of {label}"),
+        )?;
         let Answer {
             messages,
             events: wire_events,

@@ -1,14 +1,15 @@
 //! One external engine process: spawned with piped stdin/stdout/stderr, a reader thread per
 //! output stream (stdout lines into a channel, stderr into a bounded tail kept for error
-//! messages), line writes to stdin and line reads with a timeout. Dropping a process kills it
+//! messages), a writer thread for stdin, and line writes and reads with a timeout (a write
+//! into the full pipe of an engine that stopped reading is given up, not waited on forever). Dropping a process kills it
 //! (and reaps it), so a replay that fails, a unit that is cancelled or a run that ends never
 //! leaves one behind; one that outlives ctxbench sees EOF on its stdin.
 
 use super::ExternalError;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Duration;
 
@@ -45,7 +46,10 @@ pub struct Process {
     /// The command as the user wrote it (argv joined), for error messages.
     pub shown: String,
     child: Arc<Mutex<Child>>,
-    stdin: Option<ChildStdin>,
+    /// Lines for the stdin writer thread (dropped: the engine sees EOF), and its answer per
+    /// line: written, or the write failed.
+    stdin: Option<Sender<Vec<u8>>>,
+    written: Receiver<std::io::Result<()>>,
     lines: Receiver<Out>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
     /// Set by the stderr reader at EOF (everything the engine wrote is in `stderr`).
@@ -76,7 +80,26 @@ impl Process {
                 command: shown.clone(),
                 source,
             })?;
-        let stdin = child.stdin.take();
+        let mut pipe = child.stdin.take().expect("stdin is piped");
+        let (stdin, to_write) = std::sync::mpsc::channel::<Vec<u8>>();
+        let (wrote, written) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("ctxbench-engine-in".into())
+            .spawn(move || {
+                // Ends when the process is dropped (EOF for the engine) or a write fails (it
+                // exited, or it was killed while ctxbench waited on a full pipe).
+                while let Ok(line) = to_write.recv() {
+                    let result = pipe.write_all(&line).and_then(|_| pipe.flush());
+                    let failed = result.is_err();
+                    if wrote.send(result).is_err() || failed {
+                        break;
+                    }
+                }
+            })
+            .map_err(|source| ExternalError::Spawn {
+                command: shown.clone(),
+                source,
+            })?;
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr_pipe = child.stderr.take().expect("stderr is piped");
         let (tx, lines) = std::sync::mpsc::channel();
@@ -139,7 +162,8 @@ impl Process {
         Ok(Process {
             shown,
             child,
-            stdin,
+            stdin: Some(stdin),
+            written,
             lines,
             stderr,
             stderr_done,
@@ -204,16 +228,34 @@ impl Process {
         }
     }
 
-    /// Write one JSON line.
-    pub fn send(&mut self, line: &str) -> Result<(), ExternalError> {
-        let result = match self.stdin.as_mut() {
-            Some(w) => w
-                .write_all(line.as_bytes())
-                .and_then(|_| w.write_all(b"\n"))
-                .and_then(|_| w.flush()),
-            None => Err(std::io::Error::other("stdin closed")),
+    /// Write one JSON line (`what` names it in errors: "`begin`", "message 12", …), waiting
+    /// at most `timeout` for the engine to take it: an engine that stopped reading its stdin
+    /// fills the pipe, and a write into a full pipe would otherwise wait forever.
+    pub fn send(&mut self, line: &str, timeout: Duration, what: &str) -> Result<(), ExternalError> {
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        let queued = self.stdin.as_ref().is_some_and(|w| w.send(bytes).is_ok());
+        let result = if queued {
+            self.written.recv_timeout(timeout)
+        } else {
+            Err(RecvTimeoutError::Disconnected)
         };
-        result.map_err(|e| self.fail(format!("it stopped reading its stdin ({e})"), None))
+        match result {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(self.fail(format!("it stopped reading its stdin ({e})"), None)),
+            Err(RecvTimeoutError::Disconnected) => Err(self.fail(
+                "it stopped reading its stdin (stdin closed)".to_string(),
+                None,
+            )),
+            Err(RecvTimeoutError::Timeout) => Err(self.fail(
+                format!(
+                    "it did not take {what} within {:.1} s (external.timeout_secs): the pipe to its stdin stayed full (an engine must keep reading its stdin)",
+                    timeout.as_secs_f64()
+                ),
+                None,
+            )),
+        }
     }
 
     /// Lines the engine wrote that nobody asked for yet: those already received, waiting up to
