@@ -788,6 +788,49 @@ fn an_engine_that_does_not_read_its_stdin_times_out_instead_of_blocking_ctxbench
     assert!(err.contains("waiting for a lock that never comes"), "{err}");
     assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
 }
+/// An engine that numbers the calls itself (reset by `begin`) instead of echoing `seq` passes
+/// its first replay (the numbers agree) and fails the next one of the same process at once,
+/// told to echo `seq`: its answer was skipped as a line of an earlier replay (with a warning
+/// saying so) and the replay failed only after `timeout_secs` with "no answer".
+#[test]
+fn an_engine_counting_its_own_seq_is_told_so_at_its_second_replay() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let cfg_path = tmp.path().join("own_seq.toml");
+    std::fs::write(
+        &cfg_path,
+        "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"own_seq\"]\nexternal.timeout_secs = 5\n",
+    )
+    .unwrap();
+    let cfg = EngineConfig::from_toml_str(
+        &std::fs::read_to_string(&cfg_path).unwrap(),
+        &cfg_path.display().to_string(),
+    )
+    .unwrap();
+    let trace = ctxbench::trace::import::import_file(&django(), None)
+        .unwrap()
+        .remove(0);
+    let resolved = cfg.resolve(trace.meta.window).unwrap();
+    let summarizer = OfflineSummarizer;
+    let env = ReplayEnv::new(&summarizer);
+    let first = engine::replay(&trace, &resolved, &env).expect("the first replay agrees");
+    assert_eq!(first.calls.len(), 115);
+    let started = std::time::Instant::now();
+    let err = match engine::replay(&trace, &resolved, &env) {
+        Ok(_) => panic!("the second replay took views with the wrong `seq`"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains(
+            "wrote a `view` with `seq` 1 while ctxbench waited for the view of call 1 (message 2) \
+             (`seq` 116): 1 is this call's number within the replay, but `seq` numbers the calls \
+             sent to the process over its life (`begin` does not reset it): echo the `seq` of \
+             the `call` line"
+        ),
+        "{err}"
+    );
+    assert!(started.elapsed().as_secs() < 4, "{:?}", started.elapsed());
+}
 /// An eviction an external engine reports (`evicted` of an earlier tool result, in the view of
 /// a later call: `tests/data/engines/offload.py`) is on the timeline once, at the call that
 /// reported it, in `replay`'s table and in the run's timeline (`Replay::timeline`). Taken by

@@ -409,6 +409,17 @@ impl ExternalLayer {
             if parsed.seq() != seq {
                 let got = parsed.seq();
                 let kind = parsed.kind();
+                let ordinal = self.call_indexes.len() as u64;
+                if got < self.first_seq && got == ordinal {
+                    // Not a line of an earlier replay: this call's number within the replay,
+                    // as an engine that counts calls itself (reset by `begin`) writes it. Its
+                    // first replay passes (the counts agree); a pooled process's next one
+                    // skipped the answer as stale and timed out.
+                    let problem = format!(
+                        "wrote a `{kind}` with `seq` {got} while ctxbench waited for the view of {label} (`seq` {seq}): {got} is this call's number within the replay, but `seq` numbers the calls sent to the process over its life (`begin` does not reset it): echo the `seq` of the `call` line"
+                    );
+                    return Err(self.proc().fail(problem, Some(clip(&line))));
+                }
                 if got < self.first_seq {
                     self.skip_earlier_replay_line(&line);
                     continue;
