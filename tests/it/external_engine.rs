@@ -884,3 +884,62 @@ fn an_eviction_reported_by_an_external_engine_is_on_the_timeline_once_where_it_h
     assert!(text.contains(&format!("  evicted: {evicted}\n")), "{text}");
     assert_eq!(text.matches("evicted").count(), evicted + 1, "{text}");
 }
+/// An engine that keeps the task (the trace's first message) before its summary, and says so
+/// with `indexes` (`keep_last.py` with `pin_first`), replays: its pinned message and summary are
+/// the head, the kept messages map onto the trace, and every call sends exactly its view. The
+/// same view passed without `indexes` (as synthetic messages), but with them it was refused:
+/// "`indexes[1]` … is null after a trace message: the engine's own messages come first".
+#[test]
+fn a_view_pinning_the_task_before_its_summary_replays_with_indexes() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let log = tmp.path().join("views.jsonl");
+    let cfg_path = tmp.path().join("pinned.toml");
+    std::fs::write(
+        &cfg_path,
+        format!(
+            "window = 30000\nexternal.command = [\"python3\", \"keep_last.py\"]\nexternal.config = {{ keep = 8, trigger = 6000, pin_first = true }}\nexternal.env = {{ KEEP_LAST_LOG = {:?} }}\n",
+            log.display().to_string()
+        ),
+    )
+    .unwrap();
+    let cfg = EngineConfig::from_toml_str(
+        &std::fs::read_to_string(&cfg_path).unwrap(),
+        &cfg_path.display().to_string(),
+    )
+    .unwrap();
+    let trace = ctxbench::trace::import::import_file(&django(), None)
+        .unwrap()
+        .remove(0);
+    let resolved = cfg.resolve(trace.meta.window).unwrap();
+    let summarizer = OfflineSummarizer;
+    let mut env = ReplayEnv::new(&summarizer);
+    env.keep_views = KeepViews::All;
+    let r = engine::replay(&trace, &resolved, &env).unwrap_or_else(|e| panic!("{e}"));
+    let sent: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(r.calls.len(), 115);
+    assert_eq!(sent.len(), 115);
+    for (view, returned) in r.views.iter().zip(&sent) {
+        let returned: Vec<ctxbench::trace::Message> =
+            serde_json::from_value(returned["messages"].clone()).unwrap();
+        assert_eq!(view.messages, returned);
+        assert_eq!(view.messages[0], trace.messages[0], "the task stays first");
+    }
+    assert!(r.summarizer_calls >= 5, "{:?}", r.event_counts());
+    assert!(r.invariants.passed(), "{:?}", r.invariants.violations);
+    // After a summary: the pinned task and the summary, then a range of trace messages.
+    let ev = r.events.iter().find(|e| e.kind() == "summarized").unwrap();
+    let compacted = r
+        .calls
+        .iter()
+        .find(|c| c.trace_index > ev.trace_index)
+        .unwrap();
+    let spans = serde_json::to_value(&compacted.sent_view).unwrap();
+    assert_eq!(spans[1], "summary", "{spans}");
+    assert!(spans[2].is_array(), "{spans}");
+    assert_eq!(spans.as_array().unwrap().len(), 3, "{spans}");
+}

@@ -533,8 +533,8 @@ struct Answer {
     summaries: Vec<Summarized>,
 }
 
-/// A view's `indexes` must give one entry per message, increasing trace indexes below the call,
-/// and no message of the engine's own after a trace message.
+/// A view's `indexes` must give one entry per message, and increasing trace indexes below the
+/// call (`null`s, the engine's own messages, anywhere among them).
 /// `label` names the call in the problem (`call N (message i)`).
 fn check_indexes(
     ix: &[Option<usize>],
@@ -559,11 +559,6 @@ fn check_indexes(
             (Some(i), Some(l)) if *i <= l => {
                 return Some(format!(
                     "`indexes[{k}]` = {i} of the view of {label} does not follow {l}: indexes must increase"
-                ))
-            }
-            (None, Some(_)) => {
-                return Some(format!(
-                    "`indexes[{k}]` of the view of {label} is null after a trace message: the engine's own messages come first"
                 ))
             }
             _ => {}
@@ -683,8 +678,10 @@ fn map_view(
 }
 
 /// The engine's view as ctxbench's view when the engine said which trace message each message
-/// stands for (`indexes`, checked by [`check_indexes`]): leading `null`s are the head, a trace
-/// message that differs from the state's is a replacement (of any role), skipped ones dropped.
+/// stands for (`indexes`, checked by [`check_indexes`]): the messages up to the engine's last
+/// own one (`null`) are the head, sent as they are (trace messages pinned before a summary
+/// too, as the built-in `condense` layer's first events); after it, a trace message that
+/// differs from the state's is a replacement (of any role), skipped ones are dropped.
 fn map_view_indexed(
     sent: Vec<Message>,
     indexes: &[Option<usize>],
@@ -692,14 +689,21 @@ fn map_view_indexed(
     end: usize,
     counter: &dyn crate::tokens::TokenCounter,
 ) -> (Vec<Message>, usize, BTreeMap<usize, (Override, bool)>) {
+    let head_len = indexes
+        .iter()
+        .rposition(Option::is_none)
+        .map_or(0, |k| k + 1);
     let mut head = Vec::new();
     let mut start = None;
     let mut cursor = 0;
     let mut overrides = BTreeMap::new();
-    for (m, ix) in sent.into_iter().zip(indexes) {
-        let Some(i) = *ix else {
-            head.push(m);
-            continue;
+    for (k, (m, ix)) in sent.into_iter().zip(indexes).enumerate() {
+        let i = match *ix {
+            Some(i) if k >= head_len => i,
+            _ => {
+                head.push(m);
+                continue;
+            }
         };
         if start.is_none() {
             start = Some(i);
@@ -1045,8 +1049,25 @@ mod tests {
         // Bad indexes are named.
         let e = check_indexes(&[Some(1), Some(1)], 2, 5, "c").unwrap();
         assert!(e.contains("indexes must increase"), "{e}");
-        let e = check_indexes(&[Some(1), None], 2, 5, "c").unwrap();
-        assert!(e.contains("null after a trace message"), "{e}");
+        // A trace message pinned before the engine's own (a summary): both in the head, sent
+        // as they are; the messages after the last `null` map onto the trace.
+        let pinned = [Some(0), None, Some(3), Some(4)];
+        assert_eq!(check_indexes(&pinned, 4, 5, "c"), None);
+        let sent = vec![
+            Message::user("a"),
+            Message::user("summary"),
+            Message::user("preview"),
+            Message::user("e"),
+        ];
+        let (head, start, ov) = map_view_indexed(sent, &pinned, &s, 5, &c);
+        assert_eq!(head, vec![Message::user("a"), Message::user("summary")]);
+        assert_eq!(start, 3);
+        assert!(
+            matches!(ov.get(&3), Some((Override::Replace(i), true)) if i.msg.content == "preview")
+        );
+        assert_eq!(ov.len(), 1);
+        let e = check_indexes(&[Some(3), None, Some(1)], 3, 5, "c").unwrap();
+        assert!(e.contains("indexes must increase"), "{e}");
         let e = check_indexes(&[Some(5)], 1, 5, "call 3 (message 5)").unwrap();
         assert!(
             e.contains("view of call 3 (message 5) is not a message before the call"),
