@@ -943,3 +943,19 @@ fn a_view_pinning_the_task_before_its_summary_replays_with_indexes() {
     assert!(spans[2].is_array(), "{spans}");
     assert_eq!(spans.as_array().unwrap().len(), 3, "{spans}");
 }
+/// A line that is not UTF-8 (a 1 MB view in Latin-1) is an error naming the call, with the line
+/// clipped like every offending line: it did not say which call, and printed the whole line.
+#[test]
+fn a_line_that_is_not_utf8_names_the_call_and_is_clipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let err = replay_fails(tmp.path(), "latin1");
+    assert!(
+        err.contains(
+            "wrote a line that is not UTF-8 while ctxbench waited for the view of call 1 (message 2)"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("  line: {\"type\": \"view\""), "{err}");
+    assert!(err.len() < 5_000, "{} bytes of error", err.len());
+}

@@ -19,7 +19,9 @@ const STDERR_TAIL: usize = 2000;
 /// What the stdout reader thread sends.
 enum Out {
     Line(String),
-    /// Not UTF-8, or a read error.
+    /// A line that is not UTF-8, decoded lossily (for the error, which clips it).
+    NotUtf8(String),
+    /// Reading stdout failed.
     Bad(String),
     Eof,
 }
@@ -113,10 +115,9 @@ impl Process {
                         Ok(0) => Out::Eof,
                         Ok(_) => match String::from_utf8(buf) {
                             Ok(s) => Out::Line(s),
-                            Err(e) => Out::Bad(format!(
-                                "a line that is not UTF-8: {}",
-                                String::from_utf8_lossy(e.as_bytes())
-                            )),
+                            Err(e) => {
+                                Out::NotUtf8(String::from_utf8_lossy(e.as_bytes()).into_owned())
+                            }
                         },
                         Err(e) => Out::Bad(format!("reading its stdout failed: {e}")),
                     };
@@ -269,7 +270,7 @@ impl Process {
                 _ => self.lines.try_recv().ok(),
             };
             match got {
-                Some(Out::Line(l)) => out.push(l),
+                Some(Out::Line(l) | Out::NotUtf8(l)) => out.push(l),
                 Some(Out::Bad(why)) => out.push(why),
                 _ => break,
             }
@@ -281,7 +282,17 @@ impl Process {
     pub fn recv(&mut self, timeout: Duration, waiting_for: &str) -> Result<String, ExternalError> {
         match self.lines.recv_timeout(timeout) {
             Ok(Out::Line(l)) => Ok(l),
-            Ok(Out::Bad(why)) => Err(self.fail(why, None)),
+            // The line clipped as every offending line is (a megabyte of it was printed whole).
+            Ok(Out::NotUtf8(l)) => Err(self.fail(
+                format!(
+                    "wrote a line that is not UTF-8 while ctxbench waited for {waiting_for} (invalid bytes shown as U+FFFD): protocol lines are UTF-8 JSON"
+                ),
+                Some(super::clip(&l)),
+            )),
+            Ok(Out::Bad(why)) => Err(self.fail(
+                format!("{why} while ctxbench waited for {waiting_for}"),
+                None,
+            )),
             Ok(Out::Eof) | Err(RecvTimeoutError::Disconnected) => Err(self.fail(
                 format!("it exited while ctxbench waited for {waiting_for}"),
                 None,
