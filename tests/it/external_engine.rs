@@ -959,3 +959,29 @@ fn a_line_that_is_not_utf8_names_the_call_and_is_clipped() {
     assert!(err.contains("  line: {\"type\": \"view\""), "{err}");
     assert!(err.len() < 5_000, "{} bytes of error", err.len());
 }
+/// A `view` whose event (or message) does not read names the event, its kind and the fact
+/// missing (it said "a line that is not a `view` or `summarize` object", of a view, with the
+/// events clipped out of the line shown); a line that is not JSON (debug output) says that
+/// stdout carries protocol lines only.
+#[test]
+fn a_view_that_does_not_read_names_the_part_and_debug_output_is_explained() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let err = replay_fails(tmp.path(), "bad_event");
+    assert!(
+        err.contains(
+            "wrote a `view` that does not read while ctxbench waited for the view of call 1 \
+             (message 2): `events[0]` (`evicted`): missing field `tool` (each kind's facts: \
+             docs/engines.md)"
+        ),
+        "{err}"
+    );
+    let err = replay_fails(tmp.path(), "garbage");
+    assert!(
+        err.contains(
+            "while ctxbench waited for the view of call 1 (message 2): its stdout carries \
+             protocol lines only, one JSON object per line (write logs to stderr)"
+        ),
+        "{err}"
+    );
+}

@@ -176,6 +176,36 @@ fn kind_and_seq(line: &str) -> (Option<String>, Option<u64>) {
     (kind, seq)
 }
 
+/// Which part of a `view` or `summarize` line that does not read is wrong: the first message or
+/// event that does not read, named by its place (`events[0]` (`evicted`): missing field
+/// `tool`), since serde's error alone names no place and the line shown is clipped.
+fn locate_error(line: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(line.trim()).ok()?;
+    if let Some(messages) = v.get("messages").and_then(serde_json::Value::as_array) {
+        for (k, m) in messages.iter().enumerate() {
+            if let Err(e) = Message::deserialize(m) {
+                return Some(format!("`messages[{k}]`: {e}"));
+            }
+        }
+    }
+    if let Some(events) = v.get("events").and_then(serde_json::Value::as_array) {
+        for (k, ev) in events.iter().enumerate() {
+            if let Err(e) = WireEvent::deserialize(ev) {
+                let kind = ev
+                    .get("detail")
+                    .and_then(|d| d.get("type"))
+                    .and_then(serde_json::Value::as_str)
+                    .map(|t| format!(" (`{t}`)"))
+                    .unwrap_or_default();
+                return Some(format!(
+                    "`events[{k}]`{kind}: {e} (each kind's facts: docs/engines.md)"
+                ));
+            }
+        }
+    }
+    None
+}
+
 /// Idle engine processes by command (one per worker that used it).
 static POOL: LazyLock<Mutex<HashMap<String, Vec<Process>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
@@ -398,6 +428,19 @@ impl ExternalLayer {
                     let problem = match kind_and_seq(&line) {
                         (Some(kind), None) if kind == "view" || kind == "summarize" => format!(
                             "wrote a `{kind}` without `seq` while ctxbench waited for the view of {label}: protocol {PROTOCOL_VERSION} requires every `view` and `summarize` to carry the `seq` of the `call` it answers (an engine written for protocol 1 must echo it; see docs/engines.md)"
+                        ),
+                        (Some(kind), Some(_)) if kind == "view" || kind == "summarize" => {
+                            match locate_error(&line) {
+                                Some(part) => format!(
+                                    "wrote a `{kind}` that does not read while ctxbench waited for the view of {label}: {part}"
+                                ),
+                                None => format!(
+                                    "wrote a `{kind}` that does not read while ctxbench waited for the view of {label}: {e}"
+                                ),
+                            }
+                        }
+                        (None, _) if serde_json::from_str::<serde_json::Value>(line.trim()).is_err() => format!(
+                            "wrote a line that is not a `view` or `summarize` object ({e}) while ctxbench waited for the view of {label}: its stdout carries protocol lines only, one JSON object per line (write logs to stderr)"
                         ),
                         _ => format!(
                             "wrote a line that is not a `view` or `summarize` object ({e}) while ctxbench waited for the view of {label}"
