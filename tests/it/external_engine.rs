@@ -788,6 +788,7 @@ fn an_engine_that_does_not_read_its_stdin_times_out_instead_of_blocking_ctxbench
     assert!(err.contains("waiting for a lock that never comes"), "{err}");
     assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
 }
+
 /// An engine that numbers the calls itself (reset by `begin`) instead of echoing `seq` passes
 /// its first replay (the numbers agree) and fails the next one of the same process at once,
 /// told to echo `seq`: its answer was skipped as a line of an earlier replay (with a warning
@@ -831,6 +832,7 @@ fn an_engine_counting_its_own_seq_is_told_so_at_its_second_replay() {
     );
     assert!(started.elapsed().as_secs() < 4, "{:?}", started.elapsed());
 }
+
 /// An eviction an external engine reports (`evicted` of an earlier tool result, in the view of
 /// a later call: `tests/data/engines/offload.py`) is on the timeline once, at the call that
 /// reported it, in `replay`'s table and in the run's timeline (`Replay::timeline`). Taken by
@@ -884,6 +886,7 @@ fn an_eviction_reported_by_an_external_engine_is_on_the_timeline_once_where_it_h
     assert!(text.contains(&format!("  evicted: {evicted}\n")), "{text}");
     assert_eq!(text.matches("evicted").count(), evicted + 1, "{text}");
 }
+
 /// An engine that keeps the task (the trace's first message) before its summary, and says so
 /// with `indexes` (`keep_last.py` with `pin_first`), replays: its pinned message and summary are
 /// the head, the kept messages map onto the trace, and every call sends exactly its view. The
@@ -943,6 +946,7 @@ fn a_view_pinning_the_task_before_its_summary_replays_with_indexes() {
     assert!(spans[2].is_array(), "{spans}");
     assert_eq!(spans.as_array().unwrap().len(), 3, "{spans}");
 }
+
 /// A line that is not UTF-8 (a 1 MB view in Latin-1) is an error naming the call, with the line
 /// clipped like every offending line: it did not say which call, and printed the whole line.
 #[test]
@@ -959,6 +963,7 @@ fn a_line_that_is_not_utf8_names_the_call_and_is_clipped() {
     assert!(err.contains("  line: {\"type\": \"view\""), "{err}");
     assert!(err.len() < 5_000, "{} bytes of error", err.len());
 }
+
 /// A `view` whose event (or message) does not read names the event, its kind and the fact
 /// missing (it said "a line that is not a `view` or `summarize` object", of a view, with the
 /// events clipped out of the line shown); a line that is not JSON (debug output) says that
@@ -984,4 +989,57 @@ fn a_view_that_does_not_read_names_the_part_and_debug_output_is_explained() {
         ),
         "{err}"
     );
+}
+
+/// An engine that cannot be started says why, beyond "No such file or directory": a name
+/// without `/` (a script beside the config, `broken.py`) is looked up on PATH only, a relative
+/// path that is not beside the config is taken from the current directory (named), and a
+/// script without execute permission needs its interpreter.
+#[test]
+fn an_engine_that_cannot_start_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let p = tmp.path().join("broken.py");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let cases = [
+        (
+            "[\"broken.py\", \"exit\"]",
+            "`broken.py` is not on PATH: a program named without a `/` is looked up there only; name a file beside the suite or config file `./broken.py`".to_string(),
+        ),
+        (
+            "[\"engines/nope.py\"]",
+            "`engines/nope.py` is neither beside the suite or config file nor under the current directory".to_string(),
+        ),
+        (
+            "[\"./broken.py\", \"exit\"]",
+            format!(
+                "is not executable: `chmod +x` it, or name its interpreter first, e.g. [\"python3\", \"{}\"]",
+                tmp.path().join("./broken.py").display()
+            ),
+        ),
+    ];
+    for (command, says) in cases {
+        let cfg = tmp.path().join("start.toml");
+        std::fs::write(
+            &cfg,
+            format!("window = 30000\nexternal.command = {command}\n"),
+        )
+        .unwrap();
+        let out = ctxbench()
+            .arg("replay")
+            .arg(django())
+            .arg("--config")
+            .arg(&cfg)
+            .assert()
+            .failure()
+            .get_output()
+            .clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("could not be started ("), "{command}: {err}");
+        assert!(err.contains(&says), "{command}: {err}");
+    }
 }

@@ -106,9 +106,11 @@ impl ExternalSpec {
 /// An external engine failed; always names the command.
 #[derive(Debug, thiserror::Error)]
 pub enum ExternalError {
-    #[error("external engine `{command}` could not be started")]
+    #[error("external engine `{command}` could not be started{hint}")]
     Spawn {
         command: String,
+        /// Why, when ctxbench can tell (` (… not on PATH …)`), else empty.
+        hint: String,
         #[source]
         source: std::io::Error,
     },

@@ -43,6 +43,31 @@ pub fn kill_all() {
     }
 }
 
+/// Why `program` could not be started, when the error says enough to tell: a name without `/`
+/// is looked up on `PATH` only (a file beside the suite is not found that way), a relative
+/// path that was not found beside the suite or config file is taken from the current
+/// directory, and a file without execute permission needs its interpreter named.
+fn spawn_hint(program: &str, e: &std::io::Error) -> String {
+    let path = std::path::Path::new(program);
+    match e.kind() {
+        std::io::ErrorKind::NotFound if !program.contains('/') => format!(
+            " (`{program}` is not on PATH: a program named without a `/` is looked up there only; name a file beside the suite or config file `./{program}`)"
+        ),
+        std::io::ErrorKind::NotFound if path.is_relative() => {
+            let cwd = std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_else(|_| "?".into());
+            format!(
+                " (`{program}` is neither beside the suite or config file nor under the current directory, {cwd})"
+            )
+        }
+        std::io::ErrorKind::PermissionDenied if path.is_file() => format!(
+            " (`{program}` is not executable: `chmod +x` it, or name its interpreter first, e.g. [\"python3\", \"{program}\"])"
+        ),
+        _ => String::new(),
+    }
+}
+
 /// A running engine.
 pub struct Process {
     /// The command as the user wrote it (argv joined), for error messages.
@@ -69,6 +94,7 @@ impl Process {
         let shown = argv.join(" ");
         let (program, args) = argv.split_first().ok_or_else(|| ExternalError::Spawn {
             command: shown.clone(),
+            hint: String::new(),
             source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command"),
         })?;
         let mut child = Command::new(program)
@@ -80,6 +106,7 @@ impl Process {
             .spawn()
             .map_err(|source| ExternalError::Spawn {
                 command: shown.clone(),
+                hint: spawn_hint(program, &source),
                 source,
             })?;
         let mut pipe = child.stdin.take().expect("stdin is piped");
@@ -100,6 +127,7 @@ impl Process {
             })
             .map_err(|source| ExternalError::Spawn {
                 command: shown.clone(),
+                hint: String::new(),
                 source,
             })?;
         let stdout = child.stdout.take().expect("stdout is piped");
@@ -129,6 +157,7 @@ impl Process {
             })
             .map_err(|source| ExternalError::Spawn {
                 command: shown.clone(),
+                hint: String::new(),
                 source,
             })?;
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
@@ -153,6 +182,7 @@ impl Process {
             })
             .map_err(|source| ExternalError::Spawn {
                 command: shown.clone(),
+                hint: String::new(),
                 source,
             })?;
         let child = Arc::new(Mutex::new(child));
