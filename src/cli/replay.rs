@@ -41,7 +41,9 @@ pub struct Args {
     /// core-agent, turn-trim, openhands, codex, claude-code, anthropic-context-editing, none
     #[arg(long, short = 'p')]
     pub preset: Option<String>,
-    /// Engine config file (TOML, or JSON by extension); --preset/--window/--set override it
+    /// Engine config file (TOML, or JSON by extension); --preset/--window/--set override it.
+    /// Your own compactor: a file with `external.command = ["python3", "mine.py"]`
+    /// (docs/engines.md)
     #[arg(long, value_name = "FILE", conflicts_with = "fixture")]
     pub config: Option<PathBuf>,
     /// Context window in tokens (default: the trace's recorded window, else the agent model's
