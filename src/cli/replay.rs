@@ -41,7 +41,9 @@ pub struct Args {
     /// core-agent, turn-trim, openhands, codex, claude-code, anthropic-context-editing, none
     #[arg(long, short = 'p')]
     pub preset: Option<String>,
-    /// Engine config file (TOML, or JSON by extension); --preset/--window/--set override it
+    /// Engine config file (TOML, or JSON by extension); --preset/--window/--set override it.
+    /// Your own compactor: a file with `external.command = ["python3", "mine.py"]`
+    /// (docs/engines.md)
     #[arg(long, value_name = "FILE", conflicts_with = "fixture")]
     pub config: Option<PathBuf>,
     /// Context window in tokens (default: the trace's recorded window, else the agent model's
@@ -237,26 +239,15 @@ fn render_human(r: &Replay, id: &str) -> String {
             None => format!("message {trace_index}"),
         }
     };
-    // Tool-time events happen between calls: show them at the next call.
-    let mut pending: Vec<String> = Vec::new();
-    let mut next_event = 0;
+    // Tool-time events happen between calls: shown at the next call (or the call reporting it).
+    let shown = r.events_by_call();
     let rows: Vec<Vec<String>> = r
         .calls
         .iter()
+        .zip(&shown)
         .enumerate()
-        .map(|(k, c)| {
-            while next_event < r.events.len()
-                && r.events[next_event].call_index.is_none()
-                && r.events[next_event].trace_index < c.trace_index
-            {
-                pending.push(r.events[next_event].describe());
-                next_event += 1;
-            }
-            let mut evs: Vec<String> = std::mem::take(&mut pending);
-            evs.extend(c.events.iter().map(|&k| r.events[k].describe()));
-            if let Some(&last) = c.events.last() {
-                next_event = next_event.max(last + 1);
-            }
+        .map(|(k, (c, shown))| {
+            let evs: Vec<String> = shown.iter().map(|&e| r.events[e].describe()).collect();
             vec![
                 (k + 1).to_string(),
                 c.trace_index.to_string(),

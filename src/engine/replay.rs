@@ -190,36 +190,59 @@ impl Replay {
     pub fn reference_tokens(&self) -> u64 {
         self.calls.iter().map(|c| c.reference_tokens).sum()
     }
-    /// The context timeline in the result model's shape (one point per model call, with the
-    /// kinds of the events of that call and of tool-time events since the previous call).
-    pub fn timeline(&self) -> Vec<crate::record::TimelinePoint> {
+    /// The events shown at each model call, by index into [`Replay::events`]: the tool-time
+    /// events (no `call_index`) of messages before the call that no call reported, then the
+    /// call's own events. A tool-time event that a call reported (an external engine tells of an
+    /// eviction in the view of the call after it, or of a later one) is shown at that call
+    /// only, where the view changed: taken by message order as well, it was shown twice, the
+    /// first time at a call that still sent the message whole.
+    pub fn events_by_call(&self) -> Vec<Vec<usize>> {
+        let mut reported = vec![false; self.events.len()];
+        for c in &self.calls {
+            for &k in &c.events {
+                if let Some(r) = reported.get_mut(k) {
+                    *r = true;
+                }
+            }
+        }
         let mut next = 0;
         self.calls
             .iter()
             .map(|c| {
-                let mut kinds: Vec<std::borrow::Cow<'static, str>> = Vec::new();
-                let mut details: Vec<String> = Vec::new();
-                let mut take = |e: &Event| {
-                    kinds.push(e.kind().into());
-                    details.push(e.timeline_note());
-                };
+                let mut shown = Vec::new();
                 while next < self.events.len()
                     && self.events[next].call_index.is_none()
                     && self.events[next].trace_index < c.trace_index
                 {
-                    take(&self.events[next]);
+                    if !reported[next] {
+                        shown.push(next);
+                    }
                     next += 1;
                 }
                 for &k in &c.events {
-                    take(&self.events[k]);
+                    shown.push(k);
                     next = next.max(k + 1);
                 }
+                shown
+            })
+            .collect()
+    }
+
+    /// The context timeline in the result model's shape (one point per model call, with the
+    /// kinds of the events of that call and of tool-time events since the previous call:
+    /// [`Replay::events_by_call`]).
+    pub fn timeline(&self) -> Vec<crate::record::TimelinePoint> {
+        self.calls
+            .iter()
+            .zip(self.events_by_call())
+            .map(|(c, shown)| {
+                let events = shown.iter().map(|&k| &self.events[k]);
                 crate::record::TimelinePoint {
                     trace_index: c.trace_index,
                     tokens: c.input_tokens,
                     reference_tokens: Some(c.reference_tokens),
-                    events: kinds,
-                    details,
+                    events: events.clone().map(|e| e.kind().into()).collect(),
+                    details: events.map(Event::timeline_note).collect(),
                 }
             })
             .collect()

@@ -15,7 +15,7 @@ fn engines_dir() -> PathBuf {
 
 /// Copy the test engines next to a config in `dir`, so relative paths are exercised.
 fn with_engines(dir: &Path) {
-    for f in ["keep_last.py", "broken.py"] {
+    for f in ["keep_last.py", "broken.py", "offload.py"] {
         std::fs::copy(engines_dir().join(f), dir.join(f)).unwrap();
     }
 }
@@ -749,4 +749,297 @@ fn an_engine_whose_views_are_larger_than_no_compression_flags_its_units_in_a_run
         html.contains("flagged: 71 call(s) larger than without compression"),
         "report.html says why the units are flagged"
     );
+}
+
+/// An engine that stops reading its stdin (stuck before its loop, `deaf`) while ctxbench writes
+/// a line longer than the pipe holds (a `begin` with a 200 kB system prompt; a large tool
+/// result does the same) fails after `timeout_secs`, naming the line it did not take: the write
+/// blocked forever, past any timeout, and `replay` (or a run's unit) never ended.
+#[test]
+fn an_engine_that_does_not_read_its_stdin_times_out_instead_of_blocking_ctxbench() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let cfg = tmp.path().join("deaf.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "window = 200000\nsystem_prompt.text = \"{}\"\nexternal.command = [\"python3\", \"broken.py\", \"deaf\"]\nexternal.timeout_secs = 2\n",
+            "lorem ipsum ".repeat(20_000)
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = ctxbench()
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg)
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "broken.py deaf`: it did not take `begin` within 2.0 s (external.timeout_secs)"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("waiting for a lock that never comes"), "{err}");
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+}
+
+/// An engine that numbers the calls itself (reset by `begin`) instead of echoing `seq` passes
+/// its first replay (the numbers agree) and fails the next one of the same process at once,
+/// told to echo `seq`: its answer was skipped as a line of an earlier replay (with a warning
+/// saying so) and the replay failed only after `timeout_secs` with "no answer".
+#[test]
+fn an_engine_counting_its_own_seq_is_told_so_at_its_second_replay() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let cfg_path = tmp.path().join("own_seq.toml");
+    std::fs::write(
+        &cfg_path,
+        "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"own_seq\"]\nexternal.timeout_secs = 5\n",
+    )
+    .unwrap();
+    let cfg = EngineConfig::from_toml_str(
+        &std::fs::read_to_string(&cfg_path).unwrap(),
+        &cfg_path.display().to_string(),
+    )
+    .unwrap();
+    let trace = ctxbench::trace::import::import_file(&django(), None)
+        .unwrap()
+        .remove(0);
+    let resolved = cfg.resolve(trace.meta.window).unwrap();
+    let summarizer = OfflineSummarizer;
+    let env = ReplayEnv::new(&summarizer);
+    let first = engine::replay(&trace, &resolved, &env).expect("the first replay agrees");
+    assert_eq!(first.calls.len(), 115);
+    let started = std::time::Instant::now();
+    let err = match engine::replay(&trace, &resolved, &env) {
+        Ok(_) => panic!("the second replay took views with the wrong `seq`"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains(
+            "wrote a `view` with `seq` 1 while ctxbench waited for the view of call 1 (message 2) \
+             (`seq` 116): 1 is this call's number within the replay, but `seq` numbers the calls \
+             sent to the process over its life (`begin` does not reset it): echo the `seq` of \
+             the `call` line"
+        ),
+        "{err}"
+    );
+    assert!(started.elapsed().as_secs() < 4, "{:?}", started.elapsed());
+}
+
+/// An eviction an external engine reports (`evicted` of an earlier tool result, in the view of
+/// a later call: `tests/data/engines/offload.py`) is on the timeline once, at the call that
+/// reported it, in `replay`'s table and in the run's timeline (`Replay::timeline`). Taken by
+/// message order too, it was shown twice: first at the call right after the tool result, whose
+/// view still held it whole.
+#[test]
+fn an_eviction_reported_by_an_external_engine_is_on_the_timeline_once_where_it_happened() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let cfg_path = tmp.path().join("offload.toml");
+    std::fs::write(
+        &cfg_path,
+        "window = 30000\nexternal.command = [\"python3\", \"offload.py\"]\nexternal.config = { keep_results = 3, min_chars = 1500 }\n",
+    )
+    .unwrap();
+    let cfg = EngineConfig::from_toml_str(
+        &std::fs::read_to_string(&cfg_path).unwrap(),
+        &cfg_path.display().to_string(),
+    )
+    .unwrap();
+    let trace = ctxbench::trace::import::import_file(&django(), None)
+        .unwrap()
+        .remove(0);
+    let resolved = cfg.resolve(trace.meta.window).unwrap();
+    let summarizer = OfflineSummarizer;
+    let r = engine::replay(&trace, &resolved, &ReplayEnv::new(&summarizer)).unwrap();
+    let evicted = r.events.iter().filter(|e| e.kind() == "evicted").count();
+    assert!(evicted >= 3, "{evicted} evictions");
+    let timeline = r.timeline();
+    for (k, (point, call)) in timeline.iter().zip(&r.calls).enumerate() {
+        let reported = call
+            .events
+            .iter()
+            .filter(|&&e| r.events[e].kind() == "evicted")
+            .count();
+        let shown = point.events.iter().filter(|e| *e == "evicted").count();
+        assert_eq!(shown, reported, "call {}: {:?}", k + 1, point.details);
+    }
+    // The human timeline: each eviction once, plus the count below the table (`evicted: N`).
+    let out = ctxbench()
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg_path)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains(&format!("  evicted: {evicted}\n")), "{text}");
+    assert_eq!(text.matches("evicted").count(), evicted + 1, "{text}");
+}
+
+/// An engine that keeps the task (the trace's first message) before its summary, and says so
+/// with `indexes` (`keep_last.py` with `pin_first`), replays: its pinned message and summary are
+/// the head, the kept messages map onto the trace, and every call sends exactly its view. The
+/// same view passed without `indexes` (as synthetic messages), but with them it was refused:
+/// "`indexes[1]` … is null after a trace message: the engine's own messages come first".
+#[test]
+fn a_view_pinning_the_task_before_its_summary_replays_with_indexes() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let log = tmp.path().join("views.jsonl");
+    let cfg_path = tmp.path().join("pinned.toml");
+    std::fs::write(
+        &cfg_path,
+        format!(
+            "window = 30000\nexternal.command = [\"python3\", \"keep_last.py\"]\nexternal.config = {{ keep = 8, trigger = 6000, pin_first = true }}\nexternal.env = {{ KEEP_LAST_LOG = {:?} }}\n",
+            log.display().to_string()
+        ),
+    )
+    .unwrap();
+    let cfg = EngineConfig::from_toml_str(
+        &std::fs::read_to_string(&cfg_path).unwrap(),
+        &cfg_path.display().to_string(),
+    )
+    .unwrap();
+    let trace = ctxbench::trace::import::import_file(&django(), None)
+        .unwrap()
+        .remove(0);
+    let resolved = cfg.resolve(trace.meta.window).unwrap();
+    let summarizer = OfflineSummarizer;
+    let mut env = ReplayEnv::new(&summarizer);
+    env.keep_views = KeepViews::All;
+    let r = engine::replay(&trace, &resolved, &env).unwrap_or_else(|e| panic!("{e}"));
+    let sent: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(r.calls.len(), 115);
+    assert_eq!(sent.len(), 115);
+    for (view, returned) in r.views.iter().zip(&sent) {
+        let returned: Vec<ctxbench::trace::Message> =
+            serde_json::from_value(returned["messages"].clone()).unwrap();
+        assert_eq!(view.messages, returned);
+        assert_eq!(view.messages[0], trace.messages[0], "the task stays first");
+    }
+    assert!(r.summarizer_calls >= 5, "{:?}", r.event_counts());
+    assert!(r.invariants.passed(), "{:?}", r.invariants.violations);
+    // After a summary: the pinned task and the summary, then a range of trace messages.
+    let ev = r.events.iter().find(|e| e.kind() == "summarized").unwrap();
+    let compacted = r
+        .calls
+        .iter()
+        .find(|c| c.trace_index > ev.trace_index)
+        .unwrap();
+    let spans = serde_json::to_value(&compacted.sent_view).unwrap();
+    assert_eq!(spans[1], "summary", "{spans}");
+    assert!(spans[2].is_array(), "{spans}");
+    assert_eq!(spans.as_array().unwrap().len(), 3, "{spans}");
+}
+
+/// A line that is not UTF-8 (a 1 MB view in Latin-1) is an error naming the call, with the line
+/// clipped like every offending line: it did not say which call, and printed the whole line.
+#[test]
+fn a_line_that_is_not_utf8_names_the_call_and_is_clipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let err = replay_fails(tmp.path(), "latin1");
+    assert!(
+        err.contains(
+            "wrote a line that is not UTF-8 while ctxbench waited for the view of call 1 (message 2)"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("  line: {\"type\": \"view\""), "{err}");
+    assert!(err.len() < 5_000, "{} bytes of error", err.len());
+}
+
+/// A `view` whose event (or message) does not read names the event, its kind and the fact
+/// missing (it said "a line that is not a `view` or `summarize` object", of a view, with the
+/// events clipped out of the line shown); a line that is not JSON (debug output) says that
+/// stdout carries protocol lines only.
+#[test]
+fn a_view_that_does_not_read_names_the_part_and_debug_output_is_explained() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let err = replay_fails(tmp.path(), "bad_event");
+    assert!(
+        err.contains(
+            "wrote a `view` that does not read while ctxbench waited for the view of call 1 \
+             (message 2): `events[0]` (`evicted`): missing field `tool` (each kind's facts: \
+             docs/engines.md)"
+        ),
+        "{err}"
+    );
+    let err = replay_fails(tmp.path(), "garbage");
+    assert!(
+        err.contains(
+            "while ctxbench waited for the view of call 1 (message 2): its stdout carries \
+             protocol lines only, one JSON object per line (write logs to stderr)"
+        ),
+        "{err}"
+    );
+}
+
+/// An engine that cannot be started says why, beyond "No such file or directory": a name
+/// without `/` (a script beside the config, `broken.py`) is looked up on PATH only, a relative
+/// path that is not beside the config is taken from the current directory (named), and a
+/// script without execute permission needs its interpreter.
+#[test]
+fn an_engine_that_cannot_start_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let p = tmp.path().join("broken.py");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let cases = [
+        (
+            "[\"broken.py\", \"exit\"]",
+            "`broken.py` is not on PATH: a program named without a `/` is looked up there only; name a file beside the suite or config file `./broken.py`".to_string(),
+        ),
+        (
+            "[\"engines/nope.py\"]",
+            "`engines/nope.py` is neither beside the suite or config file nor under the current directory".to_string(),
+        ),
+        (
+            "[\"./broken.py\", \"exit\"]",
+            format!(
+                "is not executable: `chmod +x` it, or name its interpreter first, e.g. [\"python3\", \"{}\"]",
+                tmp.path().join("./broken.py").display()
+            ),
+        ),
+    ];
+    for (command, says) in cases {
+        let cfg = tmp.path().join("start.toml");
+        std::fs::write(
+            &cfg,
+            format!("window = 30000\nexternal.command = {command}\n"),
+        )
+        .unwrap();
+        let out = ctxbench()
+            .arg("replay")
+            .arg(django())
+            .arg("--config")
+            .arg(&cfg)
+            .assert()
+            .failure()
+            .get_output()
+            .clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("could not be started ("), "{command}: {err}");
+        assert!(err.contains(&says), "{command}: {err}");
+    }
 }

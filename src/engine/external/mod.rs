@@ -106,9 +106,11 @@ impl ExternalSpec {
 /// An external engine failed; always names the command.
 #[derive(Debug, thiserror::Error)]
 pub enum ExternalError {
-    #[error("external engine `{command}` could not be started")]
+    #[error("external engine `{command}` could not be started{hint}")]
     Spawn {
         command: String,
+        /// Why, when ctxbench can tell (` (… not on PATH …)`), else empty.
+        hint: String,
         #[source]
         source: std::io::Error,
     },
@@ -174,6 +176,36 @@ fn kind_and_seq(line: &str) -> (Option<String>, Option<u64>) {
         .and_then(|v| v.get("type")?.as_str().map(str::to_string));
     let seq = v.as_ref().and_then(|v| v.get("seq")?.as_u64());
     (kind, seq)
+}
+
+/// Which part of a `view` or `summarize` line that does not read is wrong: the first message or
+/// event that does not read, named by its place (`events[0]` (`evicted`): missing field
+/// `tool`), since serde's error alone names no place and the line shown is clipped.
+fn locate_error(line: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(line.trim()).ok()?;
+    if let Some(messages) = v.get("messages").and_then(serde_json::Value::as_array) {
+        for (k, m) in messages.iter().enumerate() {
+            if let Err(e) = Message::deserialize(m) {
+                return Some(format!("`messages[{k}]`: {e}"));
+            }
+        }
+    }
+    if let Some(events) = v.get("events").and_then(serde_json::Value::as_array) {
+        for (k, ev) in events.iter().enumerate() {
+            if let Err(e) = WireEvent::deserialize(ev) {
+                let kind = ev
+                    .get("detail")
+                    .and_then(|d| d.get("type"))
+                    .and_then(serde_json::Value::as_str)
+                    .map(|t| format!(" (`{t}`)"))
+                    .unwrap_or_default();
+                return Some(format!(
+                    "`events[{k}]`{kind}: {e} (each kind's facts: docs/engines.md)"
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// Idle engine processes by command (one per worker that used it).
@@ -289,9 +321,9 @@ impl ExternalLayer {
             p.broken = true;
             p = Process::spawn(&spec.command, &spec.env)?;
         }
-        if p.send(&line).is_err() {
+        if p.send(&line, timeout, "`begin`").is_err() {
             p = Process::spawn(&spec.command, &spec.env)?;
-            p.send(&line)?;
+            p.send(&line, timeout, "`begin`")?;
         }
         Ok(ExternalLayer {
             process: Some(p),
@@ -363,7 +395,7 @@ impl ExternalLayer {
             return Ok(());
         }
         let line = serde_json::to_string(&ToEngine::End).expect("protocol lines serialize");
-        if p.send(&line).is_ok() {
+        if p.send(&line, self.timeout, "`end`").is_ok() {
             give_back(std::mem::take(&mut self.key), p);
         }
         Ok(())
@@ -375,8 +407,10 @@ impl ExternalLayer {
             .expect("the process lives as long as the layer")
     }
 
-    fn send(&mut self, line: &str) -> Result<(), ExternalError> {
-        self.proc().send(line)
+    /// Write a line (`what` names it in errors), waiting at most the exchange timeout.
+    fn send(&mut self, line: &str, what: &str) -> Result<(), ExternalError> {
+        let timeout = self.timeout;
+        self.proc().send(line, timeout, what)
     }
 
     /// Read lines until the `view` of the call whose `seq` is `seq`, answering `summarize`
@@ -397,6 +431,19 @@ impl ExternalLayer {
                         (Some(kind), None) if kind == "view" || kind == "summarize" => format!(
                             "wrote a `{kind}` without `seq` while ctxbench waited for the view of {label}: protocol {PROTOCOL_VERSION} requires every `view` and `summarize` to carry the `seq` of the `call` it answers (an engine written for protocol 1 must echo it; see docs/engines.md)"
                         ),
+                        (Some(kind), Some(_)) if kind == "view" || kind == "summarize" => {
+                            match locate_error(&line) {
+                                Some(part) => format!(
+                                    "wrote a `{kind}` that does not read while ctxbench waited for the view of {label}: {part}"
+                                ),
+                                None => format!(
+                                    "wrote a `{kind}` that does not read while ctxbench waited for the view of {label}: {e}"
+                                ),
+                            }
+                        }
+                        (None, _) if serde_json::from_str::<serde_json::Value>(line.trim()).is_err() => format!(
+                            "wrote a line that is not a `view` or `summarize` object ({e}) while ctxbench waited for the view of {label}: its stdout carries protocol lines only, one JSON object per line (write logs to stderr)"
+                        ),
                         _ => format!(
                             "wrote a line that is not a `view` or `summarize` object ({e}) while ctxbench waited for the view of {label}"
                         ),
@@ -407,6 +454,17 @@ impl ExternalLayer {
             if parsed.seq() != seq {
                 let got = parsed.seq();
                 let kind = parsed.kind();
+                let ordinal = self.call_indexes.len() as u64;
+                if got < self.first_seq && got == ordinal {
+                    // Not a line of an earlier replay: this call's number within the replay,
+                    // as an engine that counts calls itself (reset by `begin`) writes it. Its
+                    // first replay passes (the counts agree); a pooled process's next one
+                    // skipped the answer as stale and timed out.
+                    let problem = format!(
+                        "wrote a `{kind}` with `seq` {got} while ctxbench waited for the view of {label} (`seq` {seq}): {got} is this call's number within the replay, but `seq` numbers the calls sent to the process over its life (`begin` does not reset it): echo the `seq` of the `call` line"
+                    );
+                    return Err(self.proc().fail(problem, Some(clip(&line))));
+                }
                 if got < self.first_seq {
                     self.skip_earlier_replay_line(&line);
                     continue;
@@ -503,7 +561,7 @@ impl ExternalLayer {
                         }
                     };
                     let line = serde_json::to_string(&answer).expect("protocol lines serialize");
-                    self.send(&line)?;
+                    self.send(&line, &format!("the `summary` asked during {label}"))?;
                 }
             }
         }
@@ -520,8 +578,8 @@ struct Answer {
     summaries: Vec<Summarized>,
 }
 
-/// A view's `indexes` must give one entry per message, increasing trace indexes below the call,
-/// and no message of the engine's own after a trace message.
+/// A view's `indexes` must give one entry per message, and increasing trace indexes below the
+/// call (`null`s, the engine's own messages, anywhere among them).
 /// `label` names the call in the problem (`call N (message i)`).
 fn check_indexes(
     ix: &[Option<usize>],
@@ -548,11 +606,6 @@ fn check_indexes(
                     "`indexes[{k}]` = {i} of the view of {label} does not follow {l}: indexes must increase"
                 ))
             }
-            (None, Some(_)) => {
-                return Some(format!(
-                    "`indexes[{k}]` of the view of {label} is null after a trace message: the engine's own messages come first"
-                ))
-            }
             _ => {}
         }
         last = i.or(last);
@@ -577,7 +630,7 @@ impl Drop for ExternalLayer {
             return;
         }
         let line = serde_json::to_string(&ToEngine::End).expect("protocol lines serialize");
-        if p.send(&line).is_ok() {
+        if p.send(&line, self.timeout, "`end`").is_ok() {
             give_back(std::mem::take(&mut self.key), p);
         }
     }
@@ -670,8 +723,10 @@ fn map_view(
 }
 
 /// The engine's view as ctxbench's view when the engine said which trace message each message
-/// stands for (`indexes`, checked by [`check_indexes`]): leading `null`s are the head, a trace
-/// message that differs from the state's is a replacement (of any role), skipped ones dropped.
+/// stands for (`indexes`, checked by [`check_indexes`]): the messages up to the engine's last
+/// own one (`null`) are the head, sent as they are (trace messages pinned before a summary
+/// too, as the built-in `condense` layer's first events); after it, a trace message that
+/// differs from the state's is a replacement (of any role), skipped ones are dropped.
 fn map_view_indexed(
     sent: Vec<Message>,
     indexes: &[Option<usize>],
@@ -679,14 +734,21 @@ fn map_view_indexed(
     end: usize,
     counter: &dyn crate::tokens::TokenCounter,
 ) -> (Vec<Message>, usize, BTreeMap<usize, (Override, bool)>) {
+    let head_len = indexes
+        .iter()
+        .rposition(Option::is_none)
+        .map_or(0, |k| k + 1);
     let mut head = Vec::new();
     let mut start = None;
     let mut cursor = 0;
     let mut overrides = BTreeMap::new();
-    for (m, ix) in sent.into_iter().zip(indexes) {
-        let Some(i) = *ix else {
-            head.push(m);
-            continue;
+    for (k, (m, ix)) in sent.into_iter().zip(indexes).enumerate() {
+        let i = match *ix {
+            Some(i) if k >= head_len => i,
+            _ => {
+                head.push(m);
+                continue;
+            }
         };
         if start.is_none() {
             start = Some(i);
@@ -751,7 +813,7 @@ impl Layer for ExternalLayer {
             index: ctx.index,
             message: &ctx.state.get(ctx.index).msg,
         });
-        Ok(self.send(&line)?)
+        Ok(self.send(&line, &format!("message {}", ctx.index))?)
     }
 
     fn before_call(&mut self, ctx: &mut CallCtx<'_>) -> Result<(), EngineError> {
@@ -766,7 +828,10 @@ impl Layer for ExternalLayer {
         if self.first_seq == 0 {
             self.first_seq = seq;
         }
-        self.send(&serialize_line(&ToEngine::Call { index: call, seq }))?;
+        self.send(
+            &serialize_line(&ToEngine::Call { index: call, seq }),
+            &format!("the `call` line of {label}"),
+        )?;
         let Answer {
             messages,
             events: wire_events,
@@ -1029,8 +1094,25 @@ mod tests {
         // Bad indexes are named.
         let e = check_indexes(&[Some(1), Some(1)], 2, 5, "c").unwrap();
         assert!(e.contains("indexes must increase"), "{e}");
-        let e = check_indexes(&[Some(1), None], 2, 5, "c").unwrap();
-        assert!(e.contains("null after a trace message"), "{e}");
+        // A trace message pinned before the engine's own (a summary): both in the head, sent
+        // as they are; the messages after the last `null` map onto the trace.
+        let pinned = [Some(0), None, Some(3), Some(4)];
+        assert_eq!(check_indexes(&pinned, 4, 5, "c"), None);
+        let sent = vec![
+            Message::user("a"),
+            Message::user("summary"),
+            Message::user("preview"),
+            Message::user("e"),
+        ];
+        let (head, start, ov) = map_view_indexed(sent, &pinned, &s, 5, &c);
+        assert_eq!(head, vec![Message::user("a"), Message::user("summary")]);
+        assert_eq!(start, 3);
+        assert!(
+            matches!(ov.get(&3), Some((Override::Replace(i), true)) if i.msg.content == "preview")
+        );
+        assert_eq!(ov.len(), 1);
+        let e = check_indexes(&[Some(3), None, Some(1)], 3, 5, "c").unwrap();
+        assert!(e.contains("indexes must increase"), "{e}");
         let e = check_indexes(&[Some(5)], 1, 5, "call 3 (message 5)").unwrap();
         assert!(
             e.contains("view of call 3 (message 5) is not a message before the call"),

@@ -1,14 +1,15 @@
 //! One external engine process: spawned with piped stdin/stdout/stderr, a reader thread per
 //! output stream (stdout lines into a channel, stderr into a bounded tail kept for error
-//! messages), line writes to stdin and line reads with a timeout. Dropping a process kills it
+//! messages), a writer thread for stdin, and line writes and reads with a timeout (a write
+//! into the full pipe of an engine that stopped reading is given up, not waited on forever). Dropping a process kills it
 //! (and reaps it), so a replay that fails, a unit that is cancelled or a run that ends never
 //! leaves one behind; one that outlives ctxbench sees EOF on its stdin.
 
 use super::ExternalError;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Duration;
 
@@ -18,7 +19,9 @@ const STDERR_TAIL: usize = 2000;
 /// What the stdout reader thread sends.
 enum Out {
     Line(String),
-    /// Not UTF-8, or a read error.
+    /// A line that is not UTF-8, decoded lossily (for the error, which clips it).
+    NotUtf8(String),
+    /// Reading stdout failed.
     Bad(String),
     Eof,
 }
@@ -40,12 +43,40 @@ pub fn kill_all() {
     }
 }
 
+/// Why `program` could not be started, when the error says enough to tell: a name without `/`
+/// is looked up on `PATH` only (a file beside the suite is not found that way), a relative
+/// path that was not found beside the suite or config file is taken from the current
+/// directory, and a file without execute permission needs its interpreter named.
+fn spawn_hint(program: &str, e: &std::io::Error) -> String {
+    let path = std::path::Path::new(program);
+    match e.kind() {
+        std::io::ErrorKind::NotFound if !program.contains('/') => format!(
+            " (`{program}` is not on PATH: a program named without a `/` is looked up there only; name a file beside the suite or config file `./{program}`)"
+        ),
+        std::io::ErrorKind::NotFound if path.is_relative() => {
+            let cwd = std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_else(|_| "?".into());
+            format!(
+                " (`{program}` is neither beside the suite or config file nor under the current directory, {cwd})"
+            )
+        }
+        std::io::ErrorKind::PermissionDenied if path.is_file() => format!(
+            " (`{program}` is not executable: `chmod +x` it, or name its interpreter first, e.g. [\"python3\", \"{program}\"])"
+        ),
+        _ => String::new(),
+    }
+}
+
 /// A running engine.
 pub struct Process {
     /// The command as the user wrote it (argv joined), for error messages.
     pub shown: String,
     child: Arc<Mutex<Child>>,
-    stdin: Option<ChildStdin>,
+    /// Lines for the stdin writer thread (dropped: the engine sees EOF), and its answer per
+    /// line: written, or the write failed.
+    stdin: Option<Sender<Vec<u8>>>,
+    written: Receiver<std::io::Result<()>>,
     lines: Receiver<Out>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
     /// Set by the stderr reader at EOF (everything the engine wrote is in `stderr`).
@@ -63,6 +94,7 @@ impl Process {
         let shown = argv.join(" ");
         let (program, args) = argv.split_first().ok_or_else(|| ExternalError::Spawn {
             command: shown.clone(),
+            hint: String::new(),
             source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command"),
         })?;
         let mut child = Command::new(program)
@@ -74,9 +106,30 @@ impl Process {
             .spawn()
             .map_err(|source| ExternalError::Spawn {
                 command: shown.clone(),
+                hint: spawn_hint(program, &source),
                 source,
             })?;
-        let stdin = child.stdin.take();
+        let mut pipe = child.stdin.take().expect("stdin is piped");
+        let (stdin, to_write) = std::sync::mpsc::channel::<Vec<u8>>();
+        let (wrote, written) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("ctxbench-engine-in".into())
+            .spawn(move || {
+                // Ends when the process is dropped (EOF for the engine) or a write fails (it
+                // exited, or it was killed while ctxbench waited on a full pipe).
+                while let Ok(line) = to_write.recv() {
+                    let result = pipe.write_all(&line).and_then(|_| pipe.flush());
+                    let failed = result.is_err();
+                    if wrote.send(result).is_err() || failed {
+                        break;
+                    }
+                }
+            })
+            .map_err(|source| ExternalError::Spawn {
+                command: shown.clone(),
+                hint: String::new(),
+                source,
+            })?;
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr_pipe = child.stderr.take().expect("stderr is piped");
         let (tx, lines) = std::sync::mpsc::channel();
@@ -90,10 +143,9 @@ impl Process {
                         Ok(0) => Out::Eof,
                         Ok(_) => match String::from_utf8(buf) {
                             Ok(s) => Out::Line(s),
-                            Err(e) => Out::Bad(format!(
-                                "a line that is not UTF-8: {}",
-                                String::from_utf8_lossy(e.as_bytes())
-                            )),
+                            Err(e) => {
+                                Out::NotUtf8(String::from_utf8_lossy(e.as_bytes()).into_owned())
+                            }
                         },
                         Err(e) => Out::Bad(format!("reading its stdout failed: {e}")),
                     };
@@ -105,6 +157,7 @@ impl Process {
             })
             .map_err(|source| ExternalError::Spawn {
                 command: shown.clone(),
+                hint: String::new(),
                 source,
             })?;
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
@@ -129,6 +182,7 @@ impl Process {
             })
             .map_err(|source| ExternalError::Spawn {
                 command: shown.clone(),
+                hint: String::new(),
                 source,
             })?;
         let child = Arc::new(Mutex::new(child));
@@ -139,7 +193,8 @@ impl Process {
         Ok(Process {
             shown,
             child,
-            stdin,
+            stdin: Some(stdin),
+            written,
             lines,
             stderr,
             stderr_done,
@@ -204,16 +259,34 @@ impl Process {
         }
     }
 
-    /// Write one JSON line.
-    pub fn send(&mut self, line: &str) -> Result<(), ExternalError> {
-        let result = match self.stdin.as_mut() {
-            Some(w) => w
-                .write_all(line.as_bytes())
-                .and_then(|_| w.write_all(b"\n"))
-                .and_then(|_| w.flush()),
-            None => Err(std::io::Error::other("stdin closed")),
+    /// Write one JSON line (`what` names it in errors: "`begin`", "message 12", …), waiting
+    /// at most `timeout` for the engine to take it: an engine that stopped reading its stdin
+    /// fills the pipe, and a write into a full pipe would otherwise wait forever.
+    pub fn send(&mut self, line: &str, timeout: Duration, what: &str) -> Result<(), ExternalError> {
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        let queued = self.stdin.as_ref().is_some_and(|w| w.send(bytes).is_ok());
+        let result = if queued {
+            self.written.recv_timeout(timeout)
+        } else {
+            Err(RecvTimeoutError::Disconnected)
         };
-        result.map_err(|e| self.fail(format!("it stopped reading its stdin ({e})"), None))
+        match result {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(self.fail(format!("it stopped reading its stdin ({e})"), None)),
+            Err(RecvTimeoutError::Disconnected) => Err(self.fail(
+                "it stopped reading its stdin (stdin closed)".to_string(),
+                None,
+            )),
+            Err(RecvTimeoutError::Timeout) => Err(self.fail(
+                format!(
+                    "it did not take {what} within {:.1} s (external.timeout_secs): the pipe to its stdin stayed full (an engine must keep reading its stdin)",
+                    timeout.as_secs_f64()
+                ),
+                None,
+            )),
+        }
     }
 
     /// Lines the engine wrote that nobody asked for yet: those already received, waiting up to
@@ -227,7 +300,7 @@ impl Process {
                 _ => self.lines.try_recv().ok(),
             };
             match got {
-                Some(Out::Line(l)) => out.push(l),
+                Some(Out::Line(l) | Out::NotUtf8(l)) => out.push(l),
                 Some(Out::Bad(why)) => out.push(why),
                 _ => break,
             }
@@ -239,7 +312,17 @@ impl Process {
     pub fn recv(&mut self, timeout: Duration, waiting_for: &str) -> Result<String, ExternalError> {
         match self.lines.recv_timeout(timeout) {
             Ok(Out::Line(l)) => Ok(l),
-            Ok(Out::Bad(why)) => Err(self.fail(why, None)),
+            // The line clipped as every offending line is (a megabyte of it was printed whole).
+            Ok(Out::NotUtf8(l)) => Err(self.fail(
+                format!(
+                    "wrote a line that is not UTF-8 while ctxbench waited for {waiting_for} (invalid bytes shown as U+FFFD): protocol lines are UTF-8 JSON"
+                ),
+                Some(super::clip(&l)),
+            )),
+            Ok(Out::Bad(why)) => Err(self.fail(
+                format!("{why} while ctxbench waited for {waiting_for}"),
+                None,
+            )),
             Ok(Out::Eof) | Err(RecvTimeoutError::Disconnected) => Err(self.fail(
                 format!("it exited while ctxbench waited for {waiting_for}"),
                 None,

@@ -151,7 +151,8 @@ pub struct WireEvent {
     #[serde(default)]
     pub tokens_after: Option<u64>,
     /// `{"type": kind, facts…}` exactly as ctxbench serializes an event's `detail`
-    /// (`evicted`, `summarized`, `truncated`, `cleared`, …; missing facts take their defaults).
+    /// (`evicted`, `summarized`, `truncated`, `cleared`, …): a `summarized` may leave facts out
+    /// (they take their defaults), the other kinds need all theirs (docs/engines.md lists them).
     #[schemars(with = "serde_json::Value")]
     pub detail: EventDetail,
 }

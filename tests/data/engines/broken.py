@@ -8,8 +8,11 @@ call written only when the next call arrives, before that call's view), `stale_a
 its own), `no_seq` (views without `seq`, as a protocol-1 engine writes them), `empty` (empty
 views), `duplicate` (every tool result twice, plus padding), `bigger` (every message kept, plus
 padding: every view larger than the call without compression), `crash_at N` (exits at its N-th
-call), `event_future` (an event after the call), `traversal` (a file path with `..`). Calls are
-counted per replay (`begin` resets them)."""
+call), `event_future` (an event after the call), `traversal` (a file path with `..`), `deaf`
+(never reads its stdin: stuck before its loop), `own_seq` (answers with its own count of the
+replay's calls as `seq` instead of echoing the call's), `latin1` (a 1 MB view in Latin-1, not
+UTF-8), `bad_event` (an `evicted` event without its facts). Calls are counted per replay (`begin` resets
+them)."""
 import json
 import sys
 
@@ -17,6 +20,10 @@ mode = sys.argv[1]
 if mode == "exit":
     print("engine: cannot load my model weights", file=sys.stderr)
     sys.exit(7)
+if mode == "deaf":
+    import time
+    print("engine: waiting for a lock that never comes", file=sys.stderr, flush=True)
+    time.sleep(3600)
 arg = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 
 
@@ -57,6 +64,14 @@ for line in sys.stdin:
             view(seq, msgs)
         elif mode == "no_seq":
             view(None, msgs)
+        elif mode == "own_seq":
+            view(calls, msgs)
+        elif mode == "bad_event":
+            view(seq, msgs, events=[{"detail": {"type": "evicted", "path": "/x.txt"}}])
+        elif mode == "latin1":
+            line = {"type": "view", "seq": seq, "messages": msgs + [{"role": "user", "content": "caf\u00e9 " * 200000}]}
+            sys.stdout.buffer.write((json.dumps(line, ensure_ascii=False) + "\n").encode("latin-1", errors="replace"))
+            sys.stdout.flush()
         elif mode == "empty":
             view(seq, [])
         elif mode == "duplicate":

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""A compactor ctxbench's authors never saw: keep the first user message and the last N
-messages; when it drops messages it asks ctxbench for a summary of them and puts the summary
-first. Speaks ctxbench's external-engine protocol (docs/engines.md) on stdin/stdout.
+"""A compactor ctxbench's authors never saw: keep the last N messages; when it drops messages
+it asks ctxbench for a summary of them and puts the summary first (after the trace's first
+message with `pin_first`). Speaks ctxbench's external-engine protocol (docs/engines.md) on
+stdin/stdout.
 
 Configuration (`external.config`): keep (messages kept, default 6), trigger (tokens of the
-request, by chars/4, above which it compacts; default 0.5 x window).
+request, by chars/4, above which it compacts; default 0.5 x window), pin_first (keep the
+first message, the task, before the summary and say with `indexes` which trace message each
+message of the view is; default false).
 """
 import json
 import os
@@ -22,7 +25,8 @@ def main():
         m = json.loads(line)
         t = m["type"]
         if t == "begin":
-            msgs, begin, summary, cut = [], m, None, 0
+            pin = bool((m.get("config") or {}).get("pin_first", False))
+            msgs, begin, summary, cut = [], m, None, 1 if pin else 0
         elif t == "message":
             assert m["index"] == len(msgs), (m["index"], len(msgs))
             msgs.append(m["message"])
@@ -58,14 +62,20 @@ def main():
                                           "history_file": path,
                                           "summary_message": summary}})
                 cut = new_cut
-            view = msgs[cut:]
+            view, indexes = msgs[cut:], list(range(cut, len(msgs)))
             if summary is not None:
                 view = [{"role": "user", "content": "Summary of earlier work:\n" + summary}] + view
+                indexes = [None] + indexes
+            if pin:
+                view, indexes = msgs[:1] + view, [0] + indexes
             if os.environ.get("KEEP_LAST_LOG"):  # tests compare ctxbench's views with these
                 with open(os.environ["KEEP_LAST_LOG"], "a") as log:  # (logged before it is sent)
                     log.write(json.dumps({"index": m["index"], "messages": view}) + "\n")
-            send({"type": "view", "seq": m["seq"], "messages": view, "events": events,
-                  "files": files})
+            line = {"type": "view", "seq": m["seq"], "messages": view, "events": events,
+                    "files": files}
+            if pin:
+                line["indexes"] = indexes
+            send(line)
         elif t == "end":
             pass
         else:
