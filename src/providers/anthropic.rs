@@ -41,10 +41,16 @@ pub const API_VERSION: &str = "2023-06-01";
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// The most output tokens (`max_tokens`) each Claude model takes, by its id without a date or
-/// `-latest` suffix (Anthropic's models overview, "Max output"). A larger `max_tokens` is a 400:
-/// "max_tokens: 66096 > 64000, which is the maximum allowed number of output tokens for
-/// claude-sonnet-4-5-20250929". Models not listed are not capped.
+/// `-latest` suffix (Anthropic's models overview, "Max output"; for the 4.6 to 4.8 models their
+/// pages under platform.claude.com/docs/en/models/, "Max output: 128K tokens", and Amazon
+/// Bedrock's model card of Claude Opus 4.7, "Max output tokens: 128K"). A larger `max_tokens`
+/// is a 400: "max_tokens: 66096 > 64000, which is the maximum allowed number of output tokens
+/// for claude-sonnet-4-5-20250929". Models not listed are not capped.
 const MAX_OUTPUT: &[(&str, u32)] = &[
+    ("claude-opus-4-8", 128_000),
+    ("claude-opus-4-7", 128_000),
+    ("claude-opus-4-6", 128_000),
+    ("claude-sonnet-4-6", 128_000),
     ("claude-opus-4-5", 64_000),
     ("claude-opus-4-1", 32_000),
     ("claude-opus-4-0", 32_000),
@@ -635,7 +641,11 @@ mod tests {
             ("claude-3-haiku-20240307", Some(4_096)),
             // As routers write it (the price table's matching).
             ("anthropic/Claude-Sonnet-4.5", Some(64_000)),
-            ("claude-opus-4-6", None),
+            ("claude-opus-4-6", Some(128_000)),
+            ("claude-sonnet-4-6", Some(128_000)),
+            ("anthropic/claude-opus-4.7", Some(128_000)),
+            ("claude-opus-4-8", Some(128_000)),
+            ("claude-opus-4-9", None),
             ("claude-sonnet-4-5-x", None),
             ("gpt-5", None),
         ] {

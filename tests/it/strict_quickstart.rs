@@ -205,6 +205,54 @@ fn each_evals_max_output_tokens_is_the_limit_its_calls_send() {
 }
 
 #[test]
+fn an_evals_limit_above_the_models_output_limit_is_cut_to_it() {
+    // needle 100,000 tokens (the sections take up to 128,000) on Claude Sonnet 4.5, which
+    // writes at most 64,000: the API answers "max_tokens: 100000 > 64000, which is the maximum
+    // allowed number of output tokens for …" to every needle question asking for more.
+    let (_rt, agent) = StrictLlm::on_own_runtime();
+    let (_rt2, summary) = StrictLlm::on_own_runtime();
+    let model = "claude-sonnet-4-5";
+    let providers = format!(
+        "{}\n{}",
+        provider_table("agent", "anthropic", model, &agent.base_url()),
+        provider_table("summary", "anthropic", model, &summary.base_url())
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let suite = tmp.path().join("suite.toml");
+    let text = quickstart_with(&out, &providers).replace(
+        "[evals.needle]\n",
+        "[evals.needle]\nmax_output_tokens = 100000\n",
+    );
+    assert!(text.contains("= 100000"));
+    std::fs::write(&suite, text).unwrap();
+    let run = ctxbench()
+        .args(["run", suite.to_str().unwrap(), "--run-id", "limits"])
+        .args(["--eval", "needle", "--trace", "astropy__astropy-12907*"])
+        .output()
+        .unwrap();
+    let rejected = agent.rejected();
+    assert!(
+        rejected.is_empty(),
+        "{} rejected, first: {}",
+        rejected.len(),
+        rejected[0]
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let limits: Vec<u64> = agent
+        .requests()
+        .iter()
+        .filter_map(|r| r.body["max_tokens"].as_u64())
+        .collect();
+    assert!(!limits.is_empty());
+    assert!(limits.iter().all(|&m| m == 64_000), "{limits:?}");
+}
+
+#[test]
 fn a_reasoning_model_cut_off_at_its_limit_scores_no_plain_miss() {
     // Every agent answer comes back "" with finish_reason length (a reasoning model that spent
     // its limit thinking); the summarizer is a normal server.

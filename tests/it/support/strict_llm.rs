@@ -742,9 +742,12 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
     // A model's most output tokens: "max_tokens: 64096 > 64000, which is the maximum allowed
     // number of output tokens for claude-sonnet-4-5-20250929" (the API's 400, quoted for
     // claude-sonnet-4-5-20250929 at 64000, claude-opus-4-1-20250805 at 32000 and
-    // claude-3-7-sonnet-20250219 at 64000 in public bug reports and client tests).
+    // claude-3-7-sonnet-20250219 at 64000 in public bug reports and client tests; "max_tokens:
+    // 9999999 > 128000, which is the maximum allowed number of output tokens for
+    // claude-opus-4-8", quoted in Effect-TS/effect PR 7129).
     let model = b["model"].as_str().unwrap_or_default();
     let cap = [
+        ("claude-opus-4-8", 128_000),
         ("claude-sonnet-4-5", 64_000),
         ("claude-opus-4-1", 32_000),
         ("claude-3-7-sonnet", 64_000),
