@@ -76,6 +76,23 @@ pub fn max_output_tokens(model: &str) -> Option<u32> {
         .map(|&(_, max)| max)
 }
 
+/// Claude models that take only adaptive thinking (`thinking.type: "adaptive"`): Amazon
+/// Bedrock's adaptive-thinking guide, "Claude Opus 4.7 and Claude Mythos Preview only support
+/// adaptive thinking. Manual extended thinking (thinking.type: "enabled" with budget_tokens) is
+/// not supported on these models and will return a 400 error"; Anthropic's models overview
+/// (Opus 4.7: "Extended thinking: No"). The API's 400, quoted in Anthropic's Agent SDK
+/// quickstart: "\"thinking.type.enabled\" is not supported for this model. Use
+/// \"thinking.type.adaptive\" and \"output_config.effort\" to control thinking behavior."
+const ADAPTIVE_THINKING_ONLY: &[&str] = &["claude-opus-4-7", "claude-mythos-preview"];
+
+/// Whether `model` takes a thinking budget (`thinking.type: "enabled"`, what the `thinking` key
+/// sends): every model but those of [`ADAPTIVE_THINKING_ONLY`], ids normalized as
+/// [`max_output_tokens`] normalizes them.
+pub fn takes_thinking_budget(model: &str) -> bool {
+    let m = crate::pricing::normalized_id(model);
+    !ADAPTIVE_THINKING_ONLY.contains(&m.as_str())
+}
+
 /// The `cache_control` of a prompt-cache breakpoint (5-minute cache).
 const EPHEMERAL: &str = "ephemeral";
 
@@ -650,6 +667,19 @@ mod tests {
             ("gpt-5", None),
         ] {
             assert_eq!(max_output_tokens(model), want, "{model}");
+        }
+    }
+
+    #[test]
+    fn adaptive_only_models_take_no_thinking_budget() {
+        for (model, takes) in [
+            ("claude-opus-4-7", false),
+            ("anthropic/claude-opus-4.7", false),
+            ("claude-mythos-preview", false),
+            ("claude-opus-4-6", true),
+            ("claude-sonnet-4-5-20250929", true),
+        ] {
+            assert_eq!(takes_thinking_budget(model), takes, "{model}");
         }
     }
 

@@ -382,6 +382,32 @@ impl ProviderConfig {
                         ));
                     }
                 }
+                // The values this model takes (`openai::reasoning_efforts`): the API answers
+                // another 400, "Unsupported value: 'reasoning_effort' does not support 'none'
+                // with this model. Supported values are: 'minimal', 'low', 'medium', and
+                // 'high'." The value sent is `extra_body`'s when it has one (it is sent as is).
+                let sent = match self.extra_body.get("reasoning_effort") {
+                    Some(v) => v.as_str().map(|e| ("extra_body", e)),
+                    None => self
+                        .reasoning_effort
+                        .as_deref()
+                        .map(|e| ("reasoning_effort", e)),
+                };
+                if let (Some((key, e)), Some(takes)) =
+                    (sent, super::openai::reasoning_efforts(model))
+                {
+                    if REASONING_EFFORTS.contains(&e) && !takes.contains(&e) {
+                        out.push((
+                            key,
+                            format!(
+                                "`reasoning_effort` = {e:?}: `{model}` takes only {} (OpenAI \
+                                 answers another value 400 \"Unsupported value: \
+                                 'reasoning_effort' does not support '{e}' with this model\")",
+                                takes.join(", ")
+                            ),
+                        ));
+                    }
+                }
                 if self.thinking.is_some() {
                     out.push((
                         "thinking",
@@ -521,6 +547,25 @@ impl ProviderConfig {
                         .extra_body
                         .get("thinking")
                         .is_some_and(|t| t["type"] == "enabled");
+                // Claude Opus 4.7 (and Mythos Preview) take only adaptive thinking; the budget
+                // form `thinking` sends is answered 400 "\"thinking.type.enabled\" is not
+                // supported for this model" (`anthropic::takes_thinking_budget`).
+                if thinking && !super::anthropic::takes_thinking_budget(model) {
+                    let key = if self.thinking.is_some() {
+                        "thinking"
+                    } else {
+                        "extra_body"
+                    };
+                    out.push((
+                        key,
+                        format!(
+                            "`thinking`: `{model}` takes only adaptive thinking, and Anthropic \
+                             answers a thinking budget (`thinking.type` \"enabled\", what \
+                             `thinking` sends) 400 \"thinking.type.enabled is not supported for \
+                             this model\"; remove it (ctxbench does not send adaptive thinking)"
+                        ),
+                    ));
+                }
                 if thinking && self.extra_body.get("top_k").is_some_and(|k| !k.is_null()) {
                     out.push((
                         "extra_body",
@@ -938,11 +983,56 @@ mod tests {
             serde_json::json!({"type": "enabled", "budget_tokens": 1024}),
         );
         assert_eq!(keys(&raw), ["extra_body"]);
+        // Claude Opus 4.7 takes no thinking budget, from `thinking` or from `extra_body`.
+        let mut adaptive = ProviderConfig::new(ProviderKind::Anthropic, "claude-opus-4-7");
+        adaptive.thinking = Some(2048);
+        assert_eq!(keys(&adaptive), ["thinking"]);
+        adaptive.thinking = None;
+        adaptive.extra_body.insert(
+            "thinking".into(),
+            serde_json::json!({"type": "enabled", "budget_tokens": 1024}),
+        );
+        assert_eq!(keys(&adaptive), ["extra_body"]);
         t.extra_body.clear();
         t.reasoning_effort = Some("low".into());
         t.seed = Some(1);
         assert_eq!(keys(&t), ["seed", "reasoning_effort"]);
         let e = t.validate().unwrap_err().to_string();
         assert!(e.contains("no seed"), "{e}");
+    }
+
+    #[test]
+    fn reasoning_effort_is_checked_against_the_models_values() {
+        let keys = |model: &str, effort: Option<&str>, extra: Option<&str>| {
+            let mut c = ProviderConfig::new(ProviderKind::Openai, model);
+            c.reasoning_effort = effort.map(String::from);
+            if let Some(e) = extra {
+                c.extra_body
+                    .insert("reasoning_effort".into(), serde_json::json!(e));
+            }
+            c.check_parameters()
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect::<Vec<_>>()
+        };
+        // Before gpt-5.1 no `none`; gpt-5.1 no `minimal`; the o-series neither.
+        assert_eq!(keys("gpt-5-mini", Some("none"), None), ["reasoning_effort"]);
+        assert!(keys("gpt-5-mini", Some("minimal"), None).is_empty());
+        assert_eq!(keys("gpt-5.1", Some("minimal"), None), ["reasoning_effort"]);
+        assert!(keys("gpt-5.1-2025-11-13", Some("none"), None).is_empty());
+        assert_eq!(keys("o3", Some("minimal"), None), ["reasoning_effort"]);
+        assert_eq!(keys("gpt-5", Some("xhigh"), None), ["reasoning_effort"]);
+        // `extra_body`'s value is the one sent, so it is the one checked.
+        assert_eq!(keys("gpt-5", Some("low"), Some("none")), ["extra_body"]);
+        assert!(keys("gpt-5", Some("none"), Some("low")).is_empty());
+        // A model not in the table is not checked.
+        assert!(keys("gpt-5.2", Some("none"), None).is_empty());
+        let mut c = ProviderConfig::new(ProviderKind::Openai, "gpt-5-nano");
+        c.reasoning_effort = Some("none".into());
+        let (_, message) = c.check_parameters().remove(0);
+        assert!(
+            message.contains("`gpt-5-nano` takes only minimal, low, medium, high"),
+            "{message}"
+        );
     }
 }

@@ -252,6 +252,93 @@ fn an_evals_limit_above_the_models_output_limit_is_cut_to_it() {
     assert!(limits.iter().all(|&m| m == 64_000), "{limits:?}");
 }
 
+/// The quickstart's needle units of one trace with the agent `kind` `model` on `server` and
+/// `lines` added to its table (a normal summarizer of the same kind): the run's exit code and
+/// stderr.
+fn run_agent_with(server: &StrictLlm, kind: &str, model: &str, lines: &str) -> (i32, String) {
+    let (_rt, summary) = StrictLlm::on_own_runtime();
+    let (agent_base, summary_model, summary_base) = match kind {
+        "anthropic" => (server.base_url(), "claude-sonnet-4-5", summary.base_url()),
+        _ => (
+            server.openai_base_url(),
+            "gpt-5-mini",
+            summary.openai_base_url(),
+        ),
+    };
+    let providers = format!(
+        "{}{lines}\n{}",
+        provider_table("agent", kind, model, &agent_base),
+        provider_table("summary", kind, summary_model, &summary_base)
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let suite = tmp.path().join("suite.toml");
+    std::fs::write(&suite, quickstart_with(&out, &providers)).unwrap();
+    let run = ctxbench()
+        .args(["run", suite.to_str().unwrap(), "--run-id", "params"])
+        .args(["--eval", "needle", "--trace", "astropy__astropy-12907*"])
+        .output()
+        .unwrap();
+    (
+        run.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&run.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_reasoning_effort_the_model_does_not_take_is_refused_at_load() {
+    // gpt-5-mini takes minimal, low, medium and high; `none` is gpt-5.1's. The API answers
+    // "Unsupported value: 'reasoning_effort' does not support 'none' with this model" to every
+    // call, so the suite is refused at the key's line before any is made.
+    let (_rt, server) = StrictLlm::on_own_runtime();
+    let (code, err) = run_agent_with(
+        &server,
+        "openai",
+        "gpt-5-mini",
+        "reasoning_effort = \"none\"\n",
+    );
+    assert_eq!(code, 2, "{err}\nrejected: {:?}", server.rejected());
+    assert!(
+        err.contains("suite.toml:") && err.contains("provider `agent`: `reasoning_effort` = \"none\": `gpt-5-mini` takes only minimal, low, medium, high"),
+        "{err}"
+    );
+    assert!(server.requests().is_empty(), "no call is made");
+    // A value it takes passes the server's rule.
+    let (code, err) = run_agent_with(
+        &server,
+        "openai",
+        "gpt-5-mini",
+        "reasoning_effort = \"minimal\"\n",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(server.rejected().is_empty(), "{:?}", server.rejected());
+    assert!(server
+        .requests()
+        .iter()
+        .all(|r| r.body["reasoning_effort"] == "minimal"));
+}
+
+#[test]
+fn a_thinking_budget_on_an_adaptive_only_claude_is_refused_at_load() {
+    // Claude Opus 4.7 takes only adaptive thinking; `thinking = 1024` sends the budget form,
+    // which it answers 400 "\"thinking.type.enabled\" is not supported for this model".
+    let (_rt, server) = StrictLlm::on_own_runtime();
+    let (code, err) = run_agent_with(&server, "anthropic", "claude-opus-4-7", "thinking = 1024\n");
+    assert_eq!(code, 2, "{err}\nrejected: {:?}", server.rejected());
+    assert!(
+        err.contains("suite.toml:")
+            && err.contains(
+                "provider `agent`: `thinking`: `claude-opus-4-7` takes only adaptive thinking"
+            ),
+        "{err}"
+    );
+    assert!(server.requests().is_empty(), "no call is made");
+    // Without thinking the model passes (its output limit, 128,000, is known too).
+    let (code, err) = run_agent_with(&server, "anthropic", "claude-opus-4-7", "");
+    assert_eq!(code, 0, "{err}");
+    assert!(server.rejected().is_empty(), "{:?}", server.rejected());
+}
+
 #[test]
 fn a_reasoning_model_cut_off_at_its_limit_scores_no_plain_miss() {
     // Every agent answer comes back "" with finish_reason length (a reasoning model that spent

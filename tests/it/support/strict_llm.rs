@@ -475,6 +475,57 @@ const MAX_ARRAY: usize = 128;
 /// `ReasoningEffort`, openai-openapi f85dbe2.
 const REASONING_EFFORT: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh", "max"];
 
+/// `model` is `id`, or `id` with a dated snapshot suffix (`-2025-08-07`, `-20250929`) or a
+/// routing prefix (`openai/`).
+fn model_is(model: &str, id: &str) -> bool {
+    let m = model.rsplit('/').next().unwrap_or(model);
+    m.strip_prefix(id).is_some_and(|rest| {
+        let d = rest.strip_prefix('-').unwrap_or("x");
+        rest.is_empty()
+            || (d.len() == 8 && d.bytes().all(|c| c.is_ascii_digit()))
+            || (d.len() == 10
+                && d.bytes().enumerate().all(|(i, c)| {
+                    if i == 4 || i == 7 {
+                        c == b'-'
+                    } else {
+                        c.is_ascii_digit()
+                    }
+                }))
+    })
+}
+
+/// The `reasoning_effort` values a model takes, where a source says: openai-python's
+/// `reasoning_effort` docstring up to 2.44 ("The supported reasoning values for `gpt-5.1` are
+/// `none`, `low`, `medium`, and `high`"; "All models before `gpt-5.1` … do not support `none`";
+/// "`xhigh` is supported for all models after `gpt-5.1-codex-max`"), and the API's 400s quoted
+/// in public issues: gpt-5.1 "Unsupported value: 'reasoning_effort' does not support 'minimal'
+/// with this model. Supported values are: 'none', 'low', 'medium', and 'high'."
+/// (nextai-translator/nextai-translator issue 1841, livekit/agents PR 3966), gpt-5-mini
+/// "… does not support 'xhigh' … Supported values are: 'minimal', 'low', 'medium', and 'high'."
+/// (kaitranntt/ccs issue 344), gpt-5.1-codex "'none' is not supported … Supported values are:
+/// 'low', 'medium', and 'high'" (openai/codex issue 6647), gpt-5-codex, o1 and o4-mini the same
+/// three (public client tests quoting the API).
+fn efforts_of(model: &str) -> Option<&'static [&'static str]> {
+    const LMH: &[&str] = &["low", "medium", "high"];
+    const GPT5: &[&str] = &["minimal", "low", "medium", "high"];
+    const GPT51: &[&str] = &["none", "low", "medium", "high"];
+    [
+        ("o1", LMH),
+        ("o3", LMH),
+        ("o3-mini", LMH),
+        ("o4-mini", LMH),
+        ("gpt-5", GPT5),
+        ("gpt-5-mini", GPT5),
+        ("gpt-5-nano", GPT5),
+        ("gpt-5-codex", LMH),
+        ("gpt-5.1", GPT51),
+        ("gpt-5.1-codex", LMH),
+    ]
+    .into_iter()
+    .find(|(id, _)| model_is(model, id))
+    .map(|(_, v)| v)
+}
+
 fn is_reasoning(model: &str) -> bool {
     ctxbench::providers::config::is_reasoning_model_name(model)
 }
@@ -548,14 +599,21 @@ pub fn openai_violations(b: &Value) -> Vec<String> {
             }
         }
     } else if b.get("reasoning_effort").is_some() {
+        // The live API's 400 (quoted in many public client tests that recover from it).
         out.push(
-            "Unrecognized request argument supplied: reasoning_effort (not a reasoning model)"
-                .into(),
+            "Unsupported parameter: 'reasoning_effort' is not supported with this model.".into(),
         );
     }
     if let Some(e) = b.get("reasoning_effort") {
         if !e.as_str().is_some_and(|e| REASONING_EFFORT.contains(&e)) {
             out.push(format!("Invalid value for 'reasoning_effort': {e}"));
+        }
+        if let (Some(e), Some(takes)) = (e.as_str(), efforts_of(model)) {
+            if REASONING_EFFORT.contains(&e) && !takes.contains(&e) {
+                let quoted: Vec<String> = takes.iter().map(|t| format!("'{t}'")).collect();
+                let (last, rest) = quoted.split_last().expect("a model takes some value");
+                out.push(format!("Unsupported value: 'reasoning_effort' does not support '{e}' with this model. Supported values are: {}, and {last}.", rest.join(", ")));
+            }
         }
     }
     // `tool_choice` and `parallel_tool_calls` need `tools`: the live API's 400s "Invalid value
@@ -771,6 +829,18 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
     number_in(b, "top_p", 0.0, 1.0, &mut out);
     // ThinkingConfigEnabledParam: "Must be ≥1024 and less than `max_tokens`."
     let thinking = b.get("thinking").filter(|t| t["type"] == "enabled");
+    // Claude Opus 4.7 and Claude Mythos Preview take only adaptive thinking: "Manual extended
+    // thinking (thinking.type: "enabled" with budget_tokens) is not supported on these models
+    // and will return a 400 error" (Amazon Bedrock's adaptive-thinking guide; Anthropic's models
+    // overview: Opus 4.7 "Extended thinking: No"). The API's 400, quoted in Anthropic's Agent SDK
+    // quickstart (code.claude.com/docs/en/agent-sdk/quickstart) for claude-opus-4-7.
+    if thinking.is_some()
+        && ["claude-opus-4-7", "claude-mythos-preview"]
+            .iter()
+            .any(|id| model_is(model, id))
+    {
+        out.push("\"thinking.type.enabled\" is not supported for this model. Use \"thinking.type.adaptive\" and \"output_config.effort\" to control thinking behavior.".into());
+    }
     if let Some(t) = thinking {
         match t["budget_tokens"].as_u64() {
             Some(n) if n >= 1024 && max_tokens.is_some_and(|m| n < m) => {}
