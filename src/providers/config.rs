@@ -408,6 +408,38 @@ impl ProviderConfig {
                         ));
                     }
                 }
+                // `stop` (only `extra_body` sets it: ctxbench sends none of its own):
+                // `StopConfiguration` of the OpenAPI spec is a string or 1 to 4 strings ("Invalid
+                // 'stop': array too long. Expected an array with maximum length 4"), and "Not
+                // supported with latest reasoning models `o3` and `o4-mini`" ("Unsupported
+                // parameter: 'stop' is not supported with this model.", quoted for the gpt-5
+                // family, o1 and o3-mini too).
+                if let Some(stop) = self.extra_body.get("stop").filter(|v| !v.is_null()) {
+                    if let Some(n) = stop
+                        .as_array()
+                        .map(Vec::len)
+                        .filter(|n| !(1..=4).contains(n))
+                    {
+                        out.push((
+                            "extra_body",
+                            format!(
+                                "`stop` in `extra_body`: {n} sequences; the OpenAI API takes 1 to 4 \
+                                 (\"Invalid 'stop': array too long. Expected an array with maximum \
+                                 length 4\")"
+                            ),
+                        ));
+                    }
+                    if self.is_reasoning() {
+                        out.push((
+                            "extra_body",
+                            format!(
+                                "`stop` in `extra_body`: reasoning models such as `{model}` refuse \
+                                 it (\"Unsupported parameter: 'stop' is not supported with this \
+                                 model.\"); remove it"
+                            ),
+                        ));
+                    }
+                }
                 if self.thinking.is_some() {
                     out.push((
                         "thinking",
@@ -1027,6 +1059,21 @@ mod tests {
         assert!(keys("gpt-5", Some("none"), Some("low")).is_empty());
         // A model not in the table is not checked.
         assert!(keys("gpt-5.2", Some("none"), None).is_empty());
+        // `stop` from `extra_body`: 1 to 4 sequences, none for a reasoning model.
+        let stop = |model: &str, v: serde_json::Value| {
+            let mut c = ProviderConfig::new(ProviderKind::Openai, model);
+            c.extra_body.insert("stop".into(), v);
+            c.check_parameters().len()
+        };
+        assert_eq!(stop("gpt-4o", serde_json::json!(["a", "b", "c", "d"])), 0);
+        assert_eq!(stop("gpt-4o", serde_json::json!("\n\n")), 0);
+        assert_eq!(
+            stop("gpt-4o", serde_json::json!(["a", "b", "c", "d", "e"])),
+            1
+        );
+        assert_eq!(stop("gpt-4o", serde_json::json!([])), 1);
+        assert_eq!(stop("o3", serde_json::json!(["a"])), 1);
+        assert_eq!(stop("gpt-5-mini", serde_json::json!("x")), 1);
         let mut c = ProviderConfig::new(ProviderKind::Openai, "gpt-5-nano");
         c.reasoning_effort = Some("none".into());
         let (_, message) = c.check_parameters().remove(0);

@@ -183,6 +183,17 @@ fn the_rules_reject_what_the_real_apis_reject() {
     assert!(effort("gpt-5-mini", "none").contains("does not support 'none' with this model"));
     assert!(effort("o3", "minimal").contains("'low', 'medium', and 'high'"));
     assert!(effort("gpt-4o", "low").contains("'reasoning_effort' is not supported with this model"));
+    // OpenAI: at most 4 stop sequences, none for o3, o4-mini and the gpt-5 family.
+    let stop = |model: &str, v: Value| {
+        openai_violations(&json!({"model": model, "stop": v,
+            "messages": [{"role": "user", "content": "hi"}]}))
+        .join("\n")
+    };
+    assert_eq!(stop("gpt-4o", json!(["a", "b", "c", "d"])), "");
+    assert!(stop("gpt-4o", json!(["a", "b", "c", "d", "e"]))
+        .contains("Expected an array with maximum length 4, but got an array with length 5"));
+    assert!(stop("o4-mini", json!("x")).contains("'stop' is not supported with this model"));
+    assert!(stop("gpt-5-mini", json!(["x"])).contains("'stop' is not supported"));
     // Anthropic: a thinking budget on a model that takes only adaptive thinking.
     let budget = |model: &str| {
         anthropic_body_violations(&json!({"model": model, "max_tokens": 2048,

@@ -319,6 +319,46 @@ fn a_reasoning_effort_the_model_does_not_take_is_refused_at_load() {
 }
 
 #[test]
+fn stop_sequences_the_openai_api_refuses_are_refused_at_load() {
+    // ctxbench sends no `stop` of its own; `extra_body` can. OpenAI takes at most 4 sequences
+    // and none on a reasoning model: every call would be answered 400.
+    for (model, stop, want) in [
+        (
+            "gpt-4o-mini",
+            "[\"a\", \"b\", \"c\", \"d\", \"e\"]",
+            "5 sequences; the OpenAI API takes 1 to 4",
+        ),
+        (
+            "gpt-5-mini",
+            "[\"DONE\"]",
+            "reasoning models such as `gpt-5-mini` refuse it",
+        ),
+    ] {
+        let (_rt, server) = StrictLlm::on_own_runtime();
+        let lines = format!("extra_body = {{ stop = {stop} }}\n");
+        let (code, err) = run_agent_with(&server, "openai", model, &lines);
+        assert_eq!(code, 2, "{model}: {err}\nrejected: {:?}", server.rejected());
+        assert!(
+            err.contains("suite.toml:")
+                && err.contains("provider `agent`: `stop` in `extra_body`: ")
+                && err.contains(want),
+            "{model}: {err}"
+        );
+        assert!(server.requests().is_empty(), "no call is made");
+    }
+    // Four on a model that takes them pass the server's rule.
+    let (_rt, server) = StrictLlm::on_own_runtime();
+    let lines = "extra_body = { stop = [\"a\", \"b\", \"c\", \"d\"] }\n";
+    let (code, err) = run_agent_with(&server, "openai", "gpt-4o-mini", lines);
+    assert_eq!(code, 0, "{err}");
+    assert!(server.rejected().is_empty(), "{:?}", server.rejected());
+    assert!(server
+        .requests()
+        .iter()
+        .all(|r| r.body["stop"].as_array().is_some_and(|a| a.len() == 4)));
+}
+
+#[test]
 fn a_thinking_budget_on_an_adaptive_only_claude_is_refused_at_load() {
     // Claude Opus 4.7 takes only adaptive thinking; `thinking = 1024` sends the budget form,
     // which it answers 400 "\"thinking.type.enabled\" is not supported for this model".

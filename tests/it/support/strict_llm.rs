@@ -616,6 +616,29 @@ pub fn openai_violations(b: &Value) -> Vec<String> {
             }
         }
     }
+    // `StopConfiguration` (openai-openapi f85dbe2): a string or an array of 1 to 4 strings (the
+    // 400 "Invalid 'stop': array too long. Expected an array with maximum length 4, but got an
+    // array with length 5 instead.", which FastChat's OpenAI-compatible server copies), "Not
+    // supported with latest reasoning models `o3` and `o4-mini`" ("Unsupported parameter:
+    // 'stop' is not supported with this model.", quoted in public client fixes for o3, o4-mini
+    // and the gpt-5 family).
+    match b.get("stop") {
+        None | Some(Value::Null) | Some(Value::String(_)) => {}
+        Some(Value::Array(a)) if a.len() > 4 => out.push(format!("Invalid 'stop': array too long. Expected an array with maximum length 4, but got an array with length {} instead.", a.len())),
+        Some(Value::Array(a)) if a.is_empty() => out.push("Invalid 'stop': empty array. Expected an array with minimum length 1, but got an empty array instead.".into()),
+        Some(Value::Array(a)) if a.iter().all(Value::is_string) => {}
+        Some(other) => out.push(format!("Invalid type for 'stop': expected a string or an array of strings, got {other}")),
+    }
+    let refuses_stop = ["o3", "o4-mini"].iter().any(|id| model_is(model, id))
+        || model
+            .rsplit('/')
+            .next()
+            .unwrap_or(model)
+            .starts_with("gpt-5")
+            && !model.contains("-chat");
+    if refuses_stop && b.get("stop").is_some_and(|v| !v.is_null()) {
+        out.push("Unsupported parameter: 'stop' is not supported with this model.".into());
+    }
     // `tool_choice` and `parallel_tool_calls` need `tools`: the live API's 400s "Invalid value
     // for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified." and "Invalid
     // value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when 'tools' are
