@@ -93,6 +93,20 @@ pub fn takes_thinking_budget(model: &str) -> bool {
     !ADAPTIVE_THINKING_ONLY.contains(&m.as_str())
 }
 
+/// Claude models that take no sampling parameters (`temperature`, `top_p`, `top_k`): Claude
+/// Opus 4.7 answers `temperature` 400 "`temperature` is deprecated for this model." (the API's
+/// body quoted in github.com/Comfy-Org/ComfyUI issue 13923, sipeed/picoclaw issue 2939 and
+/// RooCodeInc/Roo-Code issue 12162); Anthropic's "Migrating to Claude Opus 4.7" removes all
+/// three, which guides to that migration report as 400s alike.
+const NO_SAMPLING: &[&str] = &["claude-opus-4-7"];
+
+/// Whether `model` takes `temperature`, `top_p` and `top_k`: every model but those of
+/// [`NO_SAMPLING`], ids normalized as [`max_output_tokens`] normalizes them.
+pub fn takes_sampling(model: &str) -> bool {
+    let m = crate::pricing::normalized_id(model);
+    !NO_SAMPLING.contains(&m.as_str())
+}
+
 /// The `cache_control` of a prompt-cache breakpoint (5-minute cache).
 const EPHEMERAL: &str = "ephemeral";
 
@@ -681,6 +695,9 @@ mod tests {
         ] {
             assert_eq!(takes_thinking_budget(model), takes, "{model}");
         }
+        assert!(!takes_sampling("claude-opus-4-7"));
+        assert!(!takes_sampling("anthropic/claude-opus-4.7"));
+        assert!(takes_sampling("claude-opus-4-6"));
     }
 
     #[test]

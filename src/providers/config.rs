@@ -474,6 +474,27 @@ impl ProviderConfig {
                     1.0,
                     "the Anthropic Messages API",
                 );
+                // Claude Opus 4.7 takes no sampling parameters ("`temperature` is deprecated for
+                // this model.", `anthropic::takes_sampling`).
+                if !super::anthropic::takes_sampling(model) {
+                    let top_k = self.extra_body.get("top_k").is_some_and(|k| !k.is_null());
+                    for (key, name, set) in [
+                        ("temperature", "temperature", self.temperature.is_some()),
+                        ("top_p", "top_p", self.top_p.is_some()),
+                        ("extra_body", "top_k", top_k),
+                    ] {
+                        if set {
+                            out.push((
+                                key,
+                                format!(
+                                    "`{name}`: `{model}` takes no sampling parameters (Anthropic \
+                                     answers 400 \"`{name}` is deprecated for this model.\"); \
+                                     remove it"
+                                ),
+                            ));
+                        }
+                    }
+                }
                 // "`temperature` and `top_p` cannot both be specified for this model": Claude
                 // Sonnet 4.5, Haiku 4.5, Opus 4.1 and later answer 400 to both; refused for every
                 // Anthropic model (older ones take either alone alike, and Anthropic advises
@@ -1015,6 +1036,15 @@ mod tests {
             serde_json::json!({"type": "enabled", "budget_tokens": 1024}),
         );
         assert_eq!(keys(&raw), ["extra_body"]);
+        // Claude Opus 4.7 takes no sampling parameters.
+        let mut no_sampling = ProviderConfig::new(ProviderKind::Anthropic, "claude-opus-4-7");
+        no_sampling.temperature = Some(0.0);
+        assert_eq!(keys(&no_sampling), ["temperature"]);
+        no_sampling.temperature = None;
+        no_sampling
+            .extra_body
+            .insert("top_k".into(), serde_json::json!(40));
+        assert_eq!(keys(&no_sampling), ["extra_body"]);
         // Claude Opus 4.7 takes no thinking budget, from `thinking` or from `extra_body`.
         let mut adaptive = ProviderConfig::new(ProviderKind::Anthropic, "claude-opus-4-7");
         adaptive.thinking = Some(2048);

@@ -203,6 +203,18 @@ fn the_rules_reject_what_the_real_apis_reject() {
     };
     assert!(budget("claude-opus-4-7").contains("\"thinking.type.enabled\" is not supported"));
     assert_eq!(budget("claude-opus-4-6"), "");
+    let temperature = |model: &str| {
+        anthropic_body_violations(
+            &json!({"model": model, "max_tokens": 10, "temperature": 0.0,
+            "messages": [{"role": "user", "content": "hi"}]}),
+        )
+        .join("\n")
+    };
+    assert_eq!(
+        temperature("claude-opus-4-7"),
+        "`temperature` is deprecated for this model."
+    );
+    assert_eq!(temperature("claude-opus-4-6"), "");
     // OpenAI: tool-call ids of more than 40 characters (a Gemini CLI id is 42).
     let long = "list_directory-1764625554423-6b5d2c6179cc4";
     let b = json!({"model": "gpt-4o", "messages": [

@@ -359,8 +359,9 @@ fn stop_sequences_the_openai_api_refuses_are_refused_at_load() {
 }
 
 #[test]
-fn a_thinking_budget_on_an_adaptive_only_claude_is_refused_at_load() {
-    // Claude Opus 4.7 takes only adaptive thinking; `thinking = 1024` sends the budget form,
+fn a_thinking_budget_or_a_temperature_on_claude_opus_4_7_is_refused_at_load() {
+    // Claude Opus 4.7 takes only adaptive thinking and no sampling parameters; `thinking =
+    // 1024` sends the budget form,
     // which it answers 400 "\"thinking.type.enabled\" is not supported for this model".
     let (_rt, server) = StrictLlm::on_own_runtime();
     let (code, err) = run_agent_with(&server, "anthropic", "claude-opus-4-7", "thinking = 1024\n");
@@ -373,7 +374,22 @@ fn a_thinking_budget_on_an_adaptive_only_claude_is_refused_at_load() {
         "{err}"
     );
     assert!(server.requests().is_empty(), "no call is made");
-    // Without thinking the model passes (its output limit, 128,000, is known too).
+    // A temperature is refused alike ("`temperature` is deprecated for this model.").
+    let (code, err) = run_agent_with(
+        &server,
+        "anthropic",
+        "claude-opus-4-7",
+        "temperature = 0.0\n",
+    );
+    assert_eq!(code, 2, "{err}\nrejected: {:?}", server.rejected());
+    assert!(
+        err.contains(
+            "provider `agent`: `temperature`: `claude-opus-4-7` takes no sampling parameters"
+        ),
+        "{err}"
+    );
+    assert!(server.requests().is_empty(), "no call is made");
+    // Without either the model passes (its output limit, 128,000, is known too).
     let (code, err) = run_agent_with(&server, "anthropic", "claude-opus-4-7", "");
     assert_eq!(code, 0, "{err}");
     assert!(server.rejected().is_empty(), "{:?}", server.rejected());

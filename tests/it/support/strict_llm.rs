@@ -847,6 +847,12 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
             out.push(format!("max_tokens: {m} > {cap}, which is the maximum allowed number of output tokens for {model}"));
         }
     }
+    // Claude Opus 4.7 takes no temperature: the API's 400 "`temperature` is deprecated for this
+    // model." (its body quoted in Comfy-Org/ComfyUI issue 13923, sipeed/picoclaw issue 2939 and
+    // RooCodeInc/Roo-Code issue 12162).
+    if model_is(model, "claude-opus-4-7") && b.get("temperature").is_some_and(|t| !t.is_null()) {
+        out.push("`temperature` is deprecated for this model.".into());
+    }
     // MessageCreateParams docs: temperature "Ranges from 0.0 to 1.0", top_p likewise.
     number_in(b, "temperature", 0.0, 1.0, &mut out);
     number_in(b, "top_p", 0.0, 1.0, &mut out);
