@@ -362,14 +362,27 @@ impl ProviderConfig {
                              refuse `max_tokens` and take `max_completion_tokens`"
                         )));
                     }
-                } else if self.reasoning_effort.is_some() {
-                    out.push((
-                        "reasoning_effort",
-                        format!(
-                        "`reasoning_effort`: `{model}` is not a reasoning model (set `reasoning = \
-                         true` if this deployment is one)"
-                    ),
-                    ));
+                } else {
+                    // OpenAI answers 400 "Unsupported parameter: 'reasoning_effort' is not
+                    // supported with this model."; `extra_body`'s is sent as it is.
+                    let from_extra = self
+                        .extra_body
+                        .get("reasoning_effort")
+                        .is_some_and(|v| !v.is_null());
+                    for (key, set) in [
+                        ("reasoning_effort", self.reasoning_effort.is_some()),
+                        ("extra_body", from_extra),
+                    ] {
+                        if set {
+                            out.push((
+                                key,
+                                format!(
+                                    "`reasoning_effort`: `{model}` is not a reasoning model (set \
+                                     `reasoning = true` if this deployment is one)"
+                                ),
+                            ));
+                        }
+                    }
                 }
                 if let Some(e) = &self.reasoning_effort {
                     if !REASONING_EFFORTS.contains(&e.as_str()) {
@@ -1089,6 +1102,9 @@ mod tests {
         assert!(keys("gpt-5", Some("none"), Some("low")).is_empty());
         // A model not in the table is not checked.
         assert!(keys("gpt-5.2", Some("none"), None).is_empty());
+        // None at all on a model that does not reason, from either key.
+        assert_eq!(keys("gpt-4o", None, Some("low")), ["extra_body"]);
+        assert_eq!(keys("gpt-4o", Some("low"), None), ["reasoning_effort"]);
         // `stop` from `extra_body`: 1 to 4 sequences, none for a reasoning model.
         let stop = |model: &str, v: serde_json::Value| {
             let mut c = ProviderConfig::new(ProviderKind::Openai, model);

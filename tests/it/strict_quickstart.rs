@@ -303,6 +303,18 @@ fn a_reasoning_effort_the_model_does_not_take_is_refused_at_load() {
         "{err}"
     );
     assert!(server.requests().is_empty(), "no call is made");
+    // A model that does not reason takes none, from `extra_body` either ("Unsupported
+    // parameter: 'reasoning_effort' is not supported with this model.").
+    let lines = "extra_body = { reasoning_effort = \"low\" }\n";
+    let (code, err) = run_agent_with(&server, "openai", "gpt-4o-mini", lines);
+    assert_eq!(code, 2, "{err}\nrejected: {:?}", server.rejected());
+    assert!(
+        err.contains(
+            "provider `agent`: `reasoning_effort`: `gpt-4o-mini` is not a reasoning model"
+        ),
+        "{err}"
+    );
+    assert!(server.requests().is_empty(), "no call is made");
     // A value it takes passes the server's rule.
     let (code, err) = run_agent_with(
         &server,
