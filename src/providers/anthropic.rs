@@ -86,7 +86,7 @@ pub fn max_output_tokens(model: &str) -> Option<u32> {
 const ADAPTIVE_THINKING_ONLY: &[&str] = &["claude-opus-4-7", "claude-mythos-preview"];
 
 /// Whether `model` takes a thinking budget (`thinking.type: "enabled"`, what the `thinking` key
-/// sends): every model but those of [`ADAPTIVE_THINKING_ONLY`], ids normalized as
+/// sends): every model but those of `ADAPTIVE_THINKING_ONLY`, ids normalized as
 /// [`max_output_tokens`] normalizes them.
 pub fn takes_thinking_budget(model: &str) -> bool {
     let m = crate::pricing::normalized_id(model);
@@ -101,7 +101,7 @@ pub fn takes_thinking_budget(model: &str) -> bool {
 const NO_SAMPLING: &[&str] = &["claude-opus-4-7"];
 
 /// Whether `model` takes `temperature`, `top_p` and `top_k`: every model but those of
-/// [`NO_SAMPLING`], ids normalized as [`max_output_tokens`] normalizes them.
+/// `NO_SAMPLING`, ids normalized as [`max_output_tokens`] normalizes them.
 pub fn takes_sampling(model: &str) -> bool {
     let m = crate::pricing::normalized_id(model);
     !NO_SAMPLING.contains(&m.as_str())

@@ -67,7 +67,7 @@ const O_SERIES: &[&str] = &["low", "medium", "high"];
 const GPT_5: &[&str] = &["minimal", "low", "medium", "high"];
 
 /// The `reasoning_effort` values `model` takes, when it is a model of
-/// [`REASONING_EFFORTS_BY_MODEL`].
+/// `REASONING_EFFORTS_BY_MODEL`.
 pub fn reasoning_efforts(model: &str) -> Option<&'static [&'static str]> {
     let m = crate::pricing::normalized_id(model);
     REASONING_EFFORTS_BY_MODEL
