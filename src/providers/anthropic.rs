@@ -41,10 +41,16 @@ pub const API_VERSION: &str = "2023-06-01";
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// The most output tokens (`max_tokens`) each Claude model takes, by its id without a date or
-/// `-latest` suffix (Anthropic's models overview, "Max output"). A larger `max_tokens` is a 400:
-/// "max_tokens: 66096 > 64000, which is the maximum allowed number of output tokens for
-/// claude-sonnet-4-5-20250929". Models not listed are not capped.
+/// `-latest` suffix (Anthropic's models overview, "Max output"; for the 4.6 to 4.8 models their
+/// pages under platform.claude.com/docs/en/models/, "Max output: 128K tokens", and Amazon
+/// Bedrock's model card of Claude Opus 4.7, "Max output tokens: 128K"). A larger `max_tokens`
+/// is a 400: "max_tokens: 66096 > 64000, which is the maximum allowed number of output tokens
+/// for claude-sonnet-4-5-20250929". Models not listed are not capped.
 const MAX_OUTPUT: &[(&str, u32)] = &[
+    ("claude-opus-4-8", 128_000),
+    ("claude-opus-4-7", 128_000),
+    ("claude-opus-4-6", 128_000),
+    ("claude-sonnet-4-6", 128_000),
     ("claude-opus-4-5", 64_000),
     ("claude-opus-4-1", 32_000),
     ("claude-opus-4-0", 32_000),
@@ -68,6 +74,37 @@ pub fn max_output_tokens(model: &str) -> Option<u32> {
         .iter()
         .find(|(id, _)| *id == m)
         .map(|&(_, max)| max)
+}
+
+/// Claude models that take only adaptive thinking (`thinking.type: "adaptive"`): Amazon
+/// Bedrock's adaptive-thinking guide, "Claude Opus 4.7 and Claude Mythos Preview only support
+/// adaptive thinking. Manual extended thinking (thinking.type: "enabled" with budget_tokens) is
+/// not supported on these models and will return a 400 error"; Anthropic's models overview
+/// (Opus 4.7: "Extended thinking: No"). The API's 400, quoted in Anthropic's Agent SDK
+/// quickstart: "\"thinking.type.enabled\" is not supported for this model. Use
+/// \"thinking.type.adaptive\" and \"output_config.effort\" to control thinking behavior."
+const ADAPTIVE_THINKING_ONLY: &[&str] = &["claude-opus-4-7", "claude-mythos-preview"];
+
+/// Whether `model` takes a thinking budget (`thinking.type: "enabled"`, what the `thinking` key
+/// sends): every model but those of `ADAPTIVE_THINKING_ONLY`, ids normalized as
+/// [`max_output_tokens`] normalizes them.
+pub fn takes_thinking_budget(model: &str) -> bool {
+    let m = crate::pricing::normalized_id(model);
+    !ADAPTIVE_THINKING_ONLY.contains(&m.as_str())
+}
+
+/// Claude models that take no sampling parameters (`temperature`, `top_p`, `top_k`): Claude
+/// Opus 4.7 answers `temperature` 400 "`temperature` is deprecated for this model." (the API's
+/// body quoted in github.com/Comfy-Org/ComfyUI issue 13923, sipeed/picoclaw issue 2939 and
+/// RooCodeInc/Roo-Code issue 12162); Anthropic's "Migrating to Claude Opus 4.7" removes all
+/// three, which guides to that migration report as 400s alike.
+const NO_SAMPLING: &[&str] = &["claude-opus-4-7"];
+
+/// Whether `model` takes `temperature`, `top_p` and `top_k`: every model but those of
+/// `NO_SAMPLING`, ids normalized as [`max_output_tokens`] normalizes them.
+pub fn takes_sampling(model: &str) -> bool {
+    let m = crate::pricing::normalized_id(model);
+    !NO_SAMPLING.contains(&m.as_str())
 }
 
 /// The `cache_control` of a prompt-cache breakpoint (5-minute cache).
@@ -635,12 +672,32 @@ mod tests {
             ("claude-3-haiku-20240307", Some(4_096)),
             // As routers write it (the price table's matching).
             ("anthropic/Claude-Sonnet-4.5", Some(64_000)),
-            ("claude-opus-4-6", None),
+            ("claude-opus-4-6", Some(128_000)),
+            ("claude-sonnet-4-6", Some(128_000)),
+            ("anthropic/claude-opus-4.7", Some(128_000)),
+            ("claude-opus-4-8", Some(128_000)),
+            ("claude-opus-4-9", None),
             ("claude-sonnet-4-5-x", None),
             ("gpt-5", None),
         ] {
             assert_eq!(max_output_tokens(model), want, "{model}");
         }
+    }
+
+    #[test]
+    fn adaptive_only_models_take_no_thinking_budget() {
+        for (model, takes) in [
+            ("claude-opus-4-7", false),
+            ("anthropic/claude-opus-4.7", false),
+            ("claude-mythos-preview", false),
+            ("claude-opus-4-6", true),
+            ("claude-sonnet-4-5-20250929", true),
+        ] {
+            assert_eq!(takes_thinking_budget(model), takes, "{model}");
+        }
+        assert!(!takes_sampling("claude-opus-4-7"));
+        assert!(!takes_sampling("anthropic/claude-opus-4.7"));
+        assert!(takes_sampling("claude-opus-4-6"));
     }
 
     #[test]

@@ -362,14 +362,27 @@ impl ProviderConfig {
                              refuse `max_tokens` and take `max_completion_tokens`"
                         )));
                     }
-                } else if self.reasoning_effort.is_some() {
-                    out.push((
-                        "reasoning_effort",
-                        format!(
-                        "`reasoning_effort`: `{model}` is not a reasoning model (set `reasoning = \
-                         true` if this deployment is one)"
-                    ),
-                    ));
+                } else {
+                    // OpenAI answers 400 "Unsupported parameter: 'reasoning_effort' is not
+                    // supported with this model."; `extra_body`'s is sent as it is.
+                    let from_extra = self
+                        .extra_body
+                        .get("reasoning_effort")
+                        .is_some_and(|v| !v.is_null());
+                    for (key, set) in [
+                        ("reasoning_effort", self.reasoning_effort.is_some()),
+                        ("extra_body", from_extra),
+                    ] {
+                        if set {
+                            out.push((
+                                key,
+                                format!(
+                                    "`reasoning_effort`: `{model}` is not a reasoning model (set \
+                                     `reasoning = true` if this deployment is one)"
+                                ),
+                            ));
+                        }
+                    }
                 }
                 if let Some(e) = &self.reasoning_effort {
                     if !REASONING_EFFORTS.contains(&e.as_str()) {
@@ -378,6 +391,64 @@ impl ProviderConfig {
                             format!(
                                 "`reasoning_effort` = {e:?}: expected one of {}",
                                 REASONING_EFFORTS.join(", ")
+                            ),
+                        ));
+                    }
+                }
+                // The values this model takes (`openai::reasoning_efforts`): the API answers
+                // another 400, "Unsupported value: 'reasoning_effort' does not support 'none'
+                // with this model. Supported values are: 'minimal', 'low', 'medium', and
+                // 'high'." The value sent is `extra_body`'s when it has one (it is sent as is).
+                let sent = match self.extra_body.get("reasoning_effort") {
+                    Some(v) => v.as_str().map(|e| ("extra_body", e)),
+                    None => self
+                        .reasoning_effort
+                        .as_deref()
+                        .map(|e| ("reasoning_effort", e)),
+                };
+                if let (Some((key, e)), Some(takes)) =
+                    (sent, super::openai::reasoning_efforts(model))
+                {
+                    if REASONING_EFFORTS.contains(&e) && !takes.contains(&e) {
+                        out.push((
+                            key,
+                            format!(
+                                "`reasoning_effort` = {e:?}: `{model}` takes only {} (OpenAI \
+                                 answers another value 400 \"Unsupported value: \
+                                 'reasoning_effort' does not support '{e}' with this model\")",
+                                takes.join(", ")
+                            ),
+                        ));
+                    }
+                }
+                // `stop` (only `extra_body` sets it: ctxbench sends none of its own):
+                // `StopConfiguration` of the OpenAPI spec is a string or 1 to 4 strings ("Invalid
+                // 'stop': array too long. Expected an array with maximum length 4"), and "Not
+                // supported with latest reasoning models `o3` and `o4-mini`" ("Unsupported
+                // parameter: 'stop' is not supported with this model.", quoted for the gpt-5
+                // family, o1 and o3-mini too).
+                if let Some(stop) = self.extra_body.get("stop").filter(|v| !v.is_null()) {
+                    if let Some(n) = stop
+                        .as_array()
+                        .map(Vec::len)
+                        .filter(|n| !(1..=4).contains(n))
+                    {
+                        out.push((
+                            "extra_body",
+                            format!(
+                                "`stop` in `extra_body`: {n} sequences; the OpenAI API takes 1 to 4 \
+                                 (\"Invalid 'stop': array too long. Expected an array with maximum \
+                                 length 4\")"
+                            ),
+                        ));
+                    }
+                    if self.is_reasoning() {
+                        out.push((
+                            "extra_body",
+                            format!(
+                                "`stop` in `extra_body`: reasoning models such as `{model}` refuse \
+                                 it (\"Unsupported parameter: 'stop' is not supported with this \
+                                 model.\"); remove it"
                             ),
                         ));
                     }
@@ -416,6 +487,27 @@ impl ProviderConfig {
                     1.0,
                     "the Anthropic Messages API",
                 );
+                // Claude Opus 4.7 takes no sampling parameters ("`temperature` is deprecated for
+                // this model.", `anthropic::takes_sampling`).
+                if !super::anthropic::takes_sampling(model) {
+                    let top_k = self.extra_body.get("top_k").is_some_and(|k| !k.is_null());
+                    for (key, name, set) in [
+                        ("temperature", "temperature", self.temperature.is_some()),
+                        ("top_p", "top_p", self.top_p.is_some()),
+                        ("extra_body", "top_k", top_k),
+                    ] {
+                        if set {
+                            out.push((
+                                key,
+                                format!(
+                                    "`{name}`: `{model}` takes no sampling parameters (Anthropic \
+                                     answers 400 \"`{name}` is deprecated for this model.\"); \
+                                     remove it"
+                                ),
+                            ));
+                        }
+                    }
+                }
                 // "`temperature` and `top_p` cannot both be specified for this model": Claude
                 // Sonnet 4.5, Haiku 4.5, Opus 4.1 and later answer 400 to both; refused for every
                 // Anthropic model (older ones take either alone alike, and Anthropic advises
@@ -521,6 +613,25 @@ impl ProviderConfig {
                         .extra_body
                         .get("thinking")
                         .is_some_and(|t| t["type"] == "enabled");
+                // Claude Opus 4.7 (and Mythos Preview) take only adaptive thinking; the budget
+                // form `thinking` sends is answered 400 "\"thinking.type.enabled\" is not
+                // supported for this model" (`anthropic::takes_thinking_budget`).
+                if thinking && !super::anthropic::takes_thinking_budget(model) {
+                    let key = if self.thinking.is_some() {
+                        "thinking"
+                    } else {
+                        "extra_body"
+                    };
+                    out.push((
+                        key,
+                        format!(
+                            "`thinking`: `{model}` takes only adaptive thinking, and Anthropic \
+                             answers a thinking budget (`thinking.type` \"enabled\", what \
+                             `thinking` sends) 400 \"thinking.type.enabled is not supported for \
+                             this model\"; remove it (ctxbench does not send adaptive thinking)"
+                        ),
+                    ));
+                }
                 if thinking && self.extra_body.get("top_k").is_some_and(|k| !k.is_null()) {
                     out.push((
                         "extra_body",
@@ -938,11 +1049,83 @@ mod tests {
             serde_json::json!({"type": "enabled", "budget_tokens": 1024}),
         );
         assert_eq!(keys(&raw), ["extra_body"]);
+        // Claude Opus 4.7 takes no sampling parameters.
+        let mut no_sampling = ProviderConfig::new(ProviderKind::Anthropic, "claude-opus-4-7");
+        no_sampling.temperature = Some(0.0);
+        assert_eq!(keys(&no_sampling), ["temperature"]);
+        no_sampling.temperature = None;
+        no_sampling
+            .extra_body
+            .insert("top_k".into(), serde_json::json!(40));
+        assert_eq!(keys(&no_sampling), ["extra_body"]);
+        // Claude Opus 4.7 takes no thinking budget, from `thinking` or from `extra_body`.
+        let mut adaptive = ProviderConfig::new(ProviderKind::Anthropic, "claude-opus-4-7");
+        adaptive.thinking = Some(2048);
+        assert_eq!(keys(&adaptive), ["thinking"]);
+        adaptive.thinking = None;
+        adaptive.extra_body.insert(
+            "thinking".into(),
+            serde_json::json!({"type": "enabled", "budget_tokens": 1024}),
+        );
+        assert_eq!(keys(&adaptive), ["extra_body"]);
         t.extra_body.clear();
         t.reasoning_effort = Some("low".into());
         t.seed = Some(1);
         assert_eq!(keys(&t), ["seed", "reasoning_effort"]);
         let e = t.validate().unwrap_err().to_string();
         assert!(e.contains("no seed"), "{e}");
+    }
+
+    #[test]
+    fn reasoning_effort_is_checked_against_the_models_values() {
+        let keys = |model: &str, effort: Option<&str>, extra: Option<&str>| {
+            let mut c = ProviderConfig::new(ProviderKind::Openai, model);
+            c.reasoning_effort = effort.map(String::from);
+            if let Some(e) = extra {
+                c.extra_body
+                    .insert("reasoning_effort".into(), serde_json::json!(e));
+            }
+            c.check_parameters()
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect::<Vec<_>>()
+        };
+        // Before gpt-5.1 no `none`; gpt-5.1 no `minimal`; the o-series neither.
+        assert_eq!(keys("gpt-5-mini", Some("none"), None), ["reasoning_effort"]);
+        assert!(keys("gpt-5-mini", Some("minimal"), None).is_empty());
+        assert_eq!(keys("gpt-5.1", Some("minimal"), None), ["reasoning_effort"]);
+        assert!(keys("gpt-5.1-2025-11-13", Some("none"), None).is_empty());
+        assert_eq!(keys("o3", Some("minimal"), None), ["reasoning_effort"]);
+        assert_eq!(keys("gpt-5", Some("xhigh"), None), ["reasoning_effort"]);
+        // `extra_body`'s value is the one sent, so it is the one checked.
+        assert_eq!(keys("gpt-5", Some("low"), Some("none")), ["extra_body"]);
+        assert!(keys("gpt-5", Some("none"), Some("low")).is_empty());
+        // A model not in the table is not checked.
+        assert!(keys("gpt-5.2", Some("none"), None).is_empty());
+        // None at all on a model that does not reason, from either key.
+        assert_eq!(keys("gpt-4o", None, Some("low")), ["extra_body"]);
+        assert_eq!(keys("gpt-4o", Some("low"), None), ["reasoning_effort"]);
+        // `stop` from `extra_body`: 1 to 4 sequences, none for a reasoning model.
+        let stop = |model: &str, v: serde_json::Value| {
+            let mut c = ProviderConfig::new(ProviderKind::Openai, model);
+            c.extra_body.insert("stop".into(), v);
+            c.check_parameters().len()
+        };
+        assert_eq!(stop("gpt-4o", serde_json::json!(["a", "b", "c", "d"])), 0);
+        assert_eq!(stop("gpt-4o", serde_json::json!("\n\n")), 0);
+        assert_eq!(
+            stop("gpt-4o", serde_json::json!(["a", "b", "c", "d", "e"])),
+            1
+        );
+        assert_eq!(stop("gpt-4o", serde_json::json!([])), 1);
+        assert_eq!(stop("o3", serde_json::json!(["a"])), 1);
+        assert_eq!(stop("gpt-5-mini", serde_json::json!("x")), 1);
+        let mut c = ProviderConfig::new(ProviderKind::Openai, "gpt-5-nano");
+        c.reasoning_effort = Some("none".into());
+        let (_, message) = c.check_parameters().remove(0);
+        assert!(
+            message.contains("`gpt-5-nano` takes only minimal, low, medium, high"),
+            "{message}"
+        );
     }
 }

@@ -139,8 +139,9 @@ pub struct WireTraits {
     /// An OpenAI reasoning model: its output limit covers its hidden reasoning, so a request's
     /// answer limit gets [`REASONING_ALLOWANCE`] on top when the provider sets no `max_tokens`.
     pub reasoning: bool,
-    /// Anthropic: the most output tokens the model takes (`anthropic::max_output_tokens`); a
-    /// thinking budget plus an answer's limit is cut to it.
+    /// Anthropic: the most output tokens the model takes (`anthropic::max_output_tokens`); every
+    /// limit sent is cut to it (an eval's `max_output_tokens`, a thinking budget plus an
+    /// answer's limit).
     pub max_output: Option<u32>,
 }
 
@@ -154,19 +155,21 @@ impl WireTraits {
     /// The output limit a request asking for `asked` tokens gets on the wire of `kind`: the
     /// provider's `max_tokens` when larger; else, for an OpenAI reasoning model,
     /// [`REASONING_ALLOWANCE`] on top; for Anthropic with a thinking budget `b` and
-    /// `asked <= b`, `b + asked` (the budget is part of `max_tokens`), at most the model's
-    /// [`max_output`](Self::max_output). What [`apply`](Self::apply)
-    /// writes, and the most a call can be billed for output.
+    /// `asked <= b`, `b + asked` (the budget is part of `max_tokens`); always at most the
+    /// model's [`max_output`](Self::max_output) (an eval section may ask up to 128,000 tokens,
+    /// which Claude Sonnet 4.5 answers 400: "max_tokens: 100000 > 64000, which is the maximum
+    /// allowed number of output tokens for …"). What [`apply`](Self::apply) writes, and the
+    /// most a call can be billed for output.
     pub fn answer_limit(&self, kind: &str, asked: u32) -> u32 {
         let limit = match self.max_tokens {
             Some(configured) => asked.max(configured),
             None if self.reasoning && kind == "openai" => asked.saturating_add(REASONING_ALLOWANCE),
             None => asked,
         };
-        match (self.thinking_budget, kind) {
-            (Some(b), "anthropic") if limit <= b => self.capped(b.saturating_add(limit)),
+        self.capped(match (self.thinking_budget, kind) {
+            (Some(b), "anthropic") if limit <= b => b.saturating_add(limit),
             _ => limit,
-        }
+        })
     }
 
     /// `limit` cut to the model's [`max_output`](Self::max_output), which the configuration

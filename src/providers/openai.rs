@@ -40,6 +40,42 @@ pub(crate) fn wants_max_completion_tokens(model: &str) -> bool {
         || (m.len() >= 2 && m.starts_with('o') && m.as_bytes()[1].is_ascii_digit())
 }
 
+/// The `reasoning_effort` values each OpenAI reasoning model takes, by its id as the price table
+/// normalizes ids ([`crate::pricing::normalized_id`]: no routing prefix or date, `.` as `-`).
+/// The API answers any other value 400: "Unsupported value: 'reasoning_effort' does not support
+/// 'minimal' with this model. Supported values are: 'none', 'low', 'medium', and 'high'."
+/// Sources: openai-python's `reasoning_effort` docstring up to 2.44 ("`gpt-5.1` defaults to
+/// `none` … The supported reasoning values for `gpt-5.1` are `none`, `low`, `medium`, and
+/// `high`", "All models before `gpt-5.1` … do not support `none`", "`xhigh` is supported for
+/// all models after `gpt-5.1-codex-max`"), and the API's refusals quoted for `o1` and `o4-mini`
+/// ("Supported values are: 'low', 'medium', and 'high'"), `gpt-5-mini` ("'minimal', 'low',
+/// 'medium', and 'high'"), `gpt-5-codex` and `gpt-5.1-codex` ("'low', 'medium', and 'high'").
+/// A model not listed is not checked.
+const REASONING_EFFORTS_BY_MODEL: &[(&str, &[&str])] = &[
+    ("o1", O_SERIES),
+    ("o3", O_SERIES),
+    ("o3-mini", O_SERIES),
+    ("o4-mini", O_SERIES),
+    ("gpt-5", GPT_5),
+    ("gpt-5-mini", GPT_5),
+    ("gpt-5-nano", GPT_5),
+    ("gpt-5-codex", O_SERIES),
+    ("gpt-5-1", &["none", "low", "medium", "high"]),
+    ("gpt-5-1-codex", O_SERIES),
+];
+const O_SERIES: &[&str] = &["low", "medium", "high"];
+const GPT_5: &[&str] = &["minimal", "low", "medium", "high"];
+
+/// The `reasoning_effort` values `model` takes, when it is a model of
+/// `REASONING_EFFORTS_BY_MODEL`.
+pub fn reasoning_efforts(model: &str) -> Option<&'static [&'static str]> {
+    let m = crate::pricing::normalized_id(model);
+    REASONING_EFFORTS_BY_MODEL
+        .iter()
+        .find(|(id, _)| *id == m)
+        .map(|&(_, efforts)| efforts)
+}
+
 impl Wire for OpenAiWire {
     fn kind(&self) -> &'static str {
         "openai"
@@ -317,6 +353,23 @@ mod tests {
         let b = OpenAiWire.body(&(&req).into()).unwrap();
         assert_eq!(b["max_completion_tokens"], 64);
         assert!(b.get("max_tokens").is_none());
+    }
+
+    #[test]
+    fn reasoning_efforts_are_known_per_model_family() {
+        for (model, want) in [
+            ("gpt-5-mini", Some(GPT_5)),
+            ("openai/gpt-5-2025-08-07", Some(GPT_5)),
+            ("gpt-5.1", Some(&["none", "low", "medium", "high"][..])),
+            ("gpt-5.1-2025-11-13", Some(&["none", "low", "medium", "high"][..])),
+            ("gpt-5.1-codex", Some(O_SERIES)),
+            ("o4-mini-2025-04-16", Some(O_SERIES)),
+            ("gpt-5-chat-latest", None),
+            ("gpt-5.2", None),
+            ("gpt-4o", None),
+        ] {
+            assert_eq!(reasoning_efforts(model), want, "{model}");
+        }
     }
 
     #[test]

@@ -169,6 +169,52 @@ fn the_rules_reject_what_the_real_apis_reject() {
     assert!(openai_violations(&json!({"model": "gpt-4o", "messages": [
         {"role": "user", "content": "hi"}], "temperature": 1.7}))
     .is_empty());
+    // OpenAI: the reasoning efforts each model takes; none on a model that does not reason.
+    let effort = |model: &str, e: &str| {
+        openai_violations(&json!({"model": model, "reasoning_effort": e,
+            "messages": [{"role": "user", "content": "hi"}]}))
+        .join("\n")
+    };
+    assert_eq!(effort("gpt-5.1-2025-11-13", "none"), "");
+    assert_eq!(effort("gpt-5-mini", "minimal"), "");
+    assert_eq!(effort("gpt-5.2", "xhigh"), "", "a model no source lists");
+    assert!(effort("gpt-5.1", "minimal")
+        .contains("Supported values are: 'none', 'low', 'medium', and 'high'."));
+    assert!(effort("gpt-5-mini", "none").contains("does not support 'none' with this model"));
+    assert!(effort("o3", "minimal").contains("'low', 'medium', and 'high'"));
+    assert!(effort("gpt-4o", "low").contains("'reasoning_effort' is not supported with this model"));
+    // OpenAI: at most 4 stop sequences, none for o3, o4-mini and the gpt-5 family.
+    let stop = |model: &str, v: Value| {
+        openai_violations(&json!({"model": model, "stop": v,
+            "messages": [{"role": "user", "content": "hi"}]}))
+        .join("\n")
+    };
+    assert_eq!(stop("gpt-4o", json!(["a", "b", "c", "d"])), "");
+    assert!(stop("gpt-4o", json!(["a", "b", "c", "d", "e"]))
+        .contains("Expected an array with maximum length 4, but got an array with length 5"));
+    assert!(stop("o4-mini", json!("x")).contains("'stop' is not supported with this model"));
+    assert!(stop("gpt-5-mini", json!(["x"])).contains("'stop' is not supported"));
+    // Anthropic: a thinking budget on a model that takes only adaptive thinking.
+    let budget = |model: &str| {
+        anthropic_body_violations(&json!({"model": model, "max_tokens": 2048,
+            "thinking": {"type": "enabled", "budget_tokens": 1024},
+            "messages": [{"role": "user", "content": "hi"}]}))
+        .join("\n")
+    };
+    assert!(budget("claude-opus-4-7").contains("\"thinking.type.enabled\" is not supported"));
+    assert_eq!(budget("claude-opus-4-6"), "");
+    let temperature = |model: &str| {
+        anthropic_body_violations(
+            &json!({"model": model, "max_tokens": 10, "temperature": 0.0,
+            "messages": [{"role": "user", "content": "hi"}]}),
+        )
+        .join("\n")
+    };
+    assert_eq!(
+        temperature("claude-opus-4-7"),
+        "`temperature` is deprecated for this model."
+    );
+    assert_eq!(temperature("claude-opus-4-6"), "");
     // OpenAI: tool-call ids of more than 40 characters (a Gemini CLI id is 42).
     let long = "list_directory-1764625554423-6b5d2c6179cc4";
     let b = json!({"model": "gpt-4o", "messages": [

@@ -205,6 +205,209 @@ fn each_evals_max_output_tokens_is_the_limit_its_calls_send() {
 }
 
 #[test]
+fn an_evals_limit_above_the_models_output_limit_is_cut_to_it() {
+    // needle 100,000 tokens (the sections take up to 128,000) on Claude Sonnet 4.5, which
+    // writes at most 64,000: the API answers "max_tokens: 100000 > 64000, which is the maximum
+    // allowed number of output tokens for …" to every needle question asking for more.
+    let (_rt, agent) = StrictLlm::on_own_runtime();
+    let (_rt2, summary) = StrictLlm::on_own_runtime();
+    let model = "claude-sonnet-4-5";
+    let providers = format!(
+        "{}\n{}",
+        provider_table("agent", "anthropic", model, &agent.base_url()),
+        provider_table("summary", "anthropic", model, &summary.base_url())
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let suite = tmp.path().join("suite.toml");
+    let text = quickstart_with(&out, &providers).replace(
+        "[evals.needle]\n",
+        "[evals.needle]\nmax_output_tokens = 100000\n",
+    );
+    assert!(text.contains("= 100000"));
+    std::fs::write(&suite, text).unwrap();
+    let run = ctxbench()
+        .args(["run", suite.to_str().unwrap(), "--run-id", "limits"])
+        .args(["--eval", "needle", "--trace", "astropy__astropy-12907*"])
+        .output()
+        .unwrap();
+    let rejected = agent.rejected();
+    assert!(
+        rejected.is_empty(),
+        "{} rejected, first: {}",
+        rejected.len(),
+        rejected[0]
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let limits: Vec<u64> = agent
+        .requests()
+        .iter()
+        .filter_map(|r| r.body["max_tokens"].as_u64())
+        .collect();
+    assert!(!limits.is_empty());
+    assert!(limits.iter().all(|&m| m == 64_000), "{limits:?}");
+}
+
+/// The quickstart's needle units of one trace with the agent `kind` `model` on `server` and
+/// `lines` added to its table (a normal summarizer of the same kind): the run's exit code and
+/// stderr.
+fn run_agent_with(server: &StrictLlm, kind: &str, model: &str, lines: &str) -> (i32, String) {
+    let (_rt, summary) = StrictLlm::on_own_runtime();
+    let (agent_base, summary_model, summary_base) = match kind {
+        "anthropic" => (server.base_url(), "claude-sonnet-4-5", summary.base_url()),
+        _ => (
+            server.openai_base_url(),
+            "gpt-5-mini",
+            summary.openai_base_url(),
+        ),
+    };
+    let providers = format!(
+        "{}{lines}\n{}",
+        provider_table("agent", kind, model, &agent_base),
+        provider_table("summary", kind, summary_model, &summary_base)
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let suite = tmp.path().join("suite.toml");
+    std::fs::write(&suite, quickstart_with(&out, &providers)).unwrap();
+    let run = ctxbench()
+        .args(["run", suite.to_str().unwrap(), "--run-id", "params"])
+        .args(["--eval", "needle", "--trace", "astropy__astropy-12907*"])
+        .output()
+        .unwrap();
+    (
+        run.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&run.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_reasoning_effort_the_model_does_not_take_is_refused_at_load() {
+    // gpt-5-mini takes minimal, low, medium and high; `none` is gpt-5.1's. The API answers
+    // "Unsupported value: 'reasoning_effort' does not support 'none' with this model" to every
+    // call, so the suite is refused at the key's line before any is made.
+    let (_rt, server) = StrictLlm::on_own_runtime();
+    let (code, err) = run_agent_with(
+        &server,
+        "openai",
+        "gpt-5-mini",
+        "reasoning_effort = \"none\"\n",
+    );
+    assert_eq!(code, 2, "{err}\nrejected: {:?}", server.rejected());
+    assert!(
+        err.contains("suite.toml:") && err.contains("provider `agent`: `reasoning_effort` = \"none\": `gpt-5-mini` takes only minimal, low, medium, high"),
+        "{err}"
+    );
+    assert!(server.requests().is_empty(), "no call is made");
+    // A model that does not reason takes none, from `extra_body` either ("Unsupported
+    // parameter: 'reasoning_effort' is not supported with this model.").
+    let lines = "extra_body = { reasoning_effort = \"low\" }\n";
+    let (code, err) = run_agent_with(&server, "openai", "gpt-4o-mini", lines);
+    assert_eq!(code, 2, "{err}\nrejected: {:?}", server.rejected());
+    assert!(
+        err.contains(
+            "provider `agent`: `reasoning_effort`: `gpt-4o-mini` is not a reasoning model"
+        ),
+        "{err}"
+    );
+    assert!(server.requests().is_empty(), "no call is made");
+    // A value it takes passes the server's rule.
+    let (code, err) = run_agent_with(
+        &server,
+        "openai",
+        "gpt-5-mini",
+        "reasoning_effort = \"minimal\"\n",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(server.rejected().is_empty(), "{:?}", server.rejected());
+    assert!(server
+        .requests()
+        .iter()
+        .all(|r| r.body["reasoning_effort"] == "minimal"));
+}
+
+#[test]
+fn stop_sequences_the_openai_api_refuses_are_refused_at_load() {
+    // ctxbench sends no `stop` of its own; `extra_body` can. OpenAI takes at most 4 sequences
+    // and none on a reasoning model: every call would be answered 400.
+    for (model, stop, want) in [
+        (
+            "gpt-4o-mini",
+            "[\"a\", \"b\", \"c\", \"d\", \"e\"]",
+            "5 sequences; the OpenAI API takes 1 to 4",
+        ),
+        (
+            "gpt-5-mini",
+            "[\"DONE\"]",
+            "reasoning models such as `gpt-5-mini` refuse it",
+        ),
+    ] {
+        let (_rt, server) = StrictLlm::on_own_runtime();
+        let lines = format!("extra_body = {{ stop = {stop} }}\n");
+        let (code, err) = run_agent_with(&server, "openai", model, &lines);
+        assert_eq!(code, 2, "{model}: {err}\nrejected: {:?}", server.rejected());
+        assert!(
+            err.contains("suite.toml:")
+                && err.contains("provider `agent`: `stop` in `extra_body`: ")
+                && err.contains(want),
+            "{model}: {err}"
+        );
+        assert!(server.requests().is_empty(), "no call is made");
+    }
+    // Four on a model that takes them pass the server's rule.
+    let (_rt, server) = StrictLlm::on_own_runtime();
+    let lines = "extra_body = { stop = [\"a\", \"b\", \"c\", \"d\"] }\n";
+    let (code, err) = run_agent_with(&server, "openai", "gpt-4o-mini", lines);
+    assert_eq!(code, 0, "{err}");
+    assert!(server.rejected().is_empty(), "{:?}", server.rejected());
+    assert!(server
+        .requests()
+        .iter()
+        .all(|r| r.body["stop"].as_array().is_some_and(|a| a.len() == 4)));
+}
+
+#[test]
+fn a_thinking_budget_or_a_temperature_on_claude_opus_4_7_is_refused_at_load() {
+    // Claude Opus 4.7 takes only adaptive thinking and no sampling parameters; `thinking =
+    // 1024` sends the budget form,
+    // which it answers 400 "\"thinking.type.enabled\" is not supported for this model".
+    let (_rt, server) = StrictLlm::on_own_runtime();
+    let (code, err) = run_agent_with(&server, "anthropic", "claude-opus-4-7", "thinking = 1024\n");
+    assert_eq!(code, 2, "{err}\nrejected: {:?}", server.rejected());
+    assert!(
+        err.contains("suite.toml:")
+            && err.contains(
+                "provider `agent`: `thinking`: `claude-opus-4-7` takes only adaptive thinking"
+            ),
+        "{err}"
+    );
+    assert!(server.requests().is_empty(), "no call is made");
+    // A temperature is refused alike ("`temperature` is deprecated for this model.").
+    let (code, err) = run_agent_with(
+        &server,
+        "anthropic",
+        "claude-opus-4-7",
+        "temperature = 0.0\n",
+    );
+    assert_eq!(code, 2, "{err}\nrejected: {:?}", server.rejected());
+    assert!(
+        err.contains(
+            "provider `agent`: `temperature`: `claude-opus-4-7` takes no sampling parameters"
+        ),
+        "{err}"
+    );
+    assert!(server.requests().is_empty(), "no call is made");
+    // Without either the model passes (its output limit, 128,000, is known too).
+    let (code, err) = run_agent_with(&server, "anthropic", "claude-opus-4-7", "");
+    assert_eq!(code, 0, "{err}");
+    assert!(server.rejected().is_empty(), "{:?}", server.rejected());
+}
+
+#[test]
 fn a_reasoning_model_cut_off_at_its_limit_scores_no_plain_miss() {
     // Every agent answer comes back "" with finish_reason length (a reasoning model that spent
     // its limit thinking); the summarizer is a normal server.

@@ -475,6 +475,57 @@ const MAX_ARRAY: usize = 128;
 /// `ReasoningEffort`, openai-openapi f85dbe2.
 const REASONING_EFFORT: &[&str] = &["none", "minimal", "low", "medium", "high", "xhigh", "max"];
 
+/// `model` is `id`, or `id` with a dated snapshot suffix (`-2025-08-07`, `-20250929`) or a
+/// routing prefix (`openai/`).
+fn model_is(model: &str, id: &str) -> bool {
+    let m = model.rsplit('/').next().unwrap_or(model);
+    m.strip_prefix(id).is_some_and(|rest| {
+        let d = rest.strip_prefix('-').unwrap_or("x");
+        rest.is_empty()
+            || (d.len() == 8 && d.bytes().all(|c| c.is_ascii_digit()))
+            || (d.len() == 10
+                && d.bytes().enumerate().all(|(i, c)| {
+                    if i == 4 || i == 7 {
+                        c == b'-'
+                    } else {
+                        c.is_ascii_digit()
+                    }
+                }))
+    })
+}
+
+/// The `reasoning_effort` values a model takes, where a source says: openai-python's
+/// `reasoning_effort` docstring up to 2.44 ("The supported reasoning values for `gpt-5.1` are
+/// `none`, `low`, `medium`, and `high`"; "All models before `gpt-5.1` … do not support `none`";
+/// "`xhigh` is supported for all models after `gpt-5.1-codex-max`"), and the API's 400s quoted
+/// in public issues: gpt-5.1 "Unsupported value: 'reasoning_effort' does not support 'minimal'
+/// with this model. Supported values are: 'none', 'low', 'medium', and 'high'."
+/// (nextai-translator/nextai-translator issue 1841, livekit/agents PR 3966), gpt-5-mini
+/// "… does not support 'xhigh' … Supported values are: 'minimal', 'low', 'medium', and 'high'."
+/// (kaitranntt/ccs issue 344), gpt-5.1-codex "'none' is not supported … Supported values are:
+/// 'low', 'medium', and 'high'" (openai/codex issue 6647), gpt-5-codex, o1 and o4-mini the same
+/// three (public client tests quoting the API).
+fn efforts_of(model: &str) -> Option<&'static [&'static str]> {
+    const LMH: &[&str] = &["low", "medium", "high"];
+    const GPT5: &[&str] = &["minimal", "low", "medium", "high"];
+    const GPT51: &[&str] = &["none", "low", "medium", "high"];
+    [
+        ("o1", LMH),
+        ("o3", LMH),
+        ("o3-mini", LMH),
+        ("o4-mini", LMH),
+        ("gpt-5", GPT5),
+        ("gpt-5-mini", GPT5),
+        ("gpt-5-nano", GPT5),
+        ("gpt-5-codex", LMH),
+        ("gpt-5.1", GPT51),
+        ("gpt-5.1-codex", LMH),
+    ]
+    .into_iter()
+    .find(|(id, _)| model_is(model, id))
+    .map(|(_, v)| v)
+}
+
 fn is_reasoning(model: &str) -> bool {
     ctxbench::providers::config::is_reasoning_model_name(model)
 }
@@ -548,15 +599,45 @@ pub fn openai_violations(b: &Value) -> Vec<String> {
             }
         }
     } else if b.get("reasoning_effort").is_some() {
+        // The live API's 400 (quoted in many public client tests that recover from it).
         out.push(
-            "Unrecognized request argument supplied: reasoning_effort (not a reasoning model)"
-                .into(),
+            "Unsupported parameter: 'reasoning_effort' is not supported with this model.".into(),
         );
     }
     if let Some(e) = b.get("reasoning_effort") {
         if !e.as_str().is_some_and(|e| REASONING_EFFORT.contains(&e)) {
             out.push(format!("Invalid value for 'reasoning_effort': {e}"));
         }
+        if let (Some(e), Some(takes)) = (e.as_str(), efforts_of(model)) {
+            if REASONING_EFFORT.contains(&e) && !takes.contains(&e) {
+                let quoted: Vec<String> = takes.iter().map(|t| format!("'{t}'")).collect();
+                let (last, rest) = quoted.split_last().expect("a model takes some value");
+                out.push(format!("Unsupported value: 'reasoning_effort' does not support '{e}' with this model. Supported values are: {}, and {last}.", rest.join(", ")));
+            }
+        }
+    }
+    // `StopConfiguration` (openai-openapi f85dbe2): a string or an array of 1 to 4 strings (the
+    // 400 "Invalid 'stop': array too long. Expected an array with maximum length 4, but got an
+    // array with length 5 instead.", which FastChat's OpenAI-compatible server copies), "Not
+    // supported with latest reasoning models `o3` and `o4-mini`" ("Unsupported parameter:
+    // 'stop' is not supported with this model.", quoted in public client fixes for o3, o4-mini
+    // and the gpt-5 family).
+    match b.get("stop") {
+        None | Some(Value::Null) | Some(Value::String(_)) => {}
+        Some(Value::Array(a)) if a.len() > 4 => out.push(format!("Invalid 'stop': array too long. Expected an array with maximum length 4, but got an array with length {} instead.", a.len())),
+        Some(Value::Array(a)) if a.is_empty() => out.push("Invalid 'stop': empty array. Expected an array with minimum length 1, but got an empty array instead.".into()),
+        Some(Value::Array(a)) if a.iter().all(Value::is_string) => {}
+        Some(other) => out.push(format!("Invalid type for 'stop': expected a string or an array of strings, got {other}")),
+    }
+    let refuses_stop = ["o3", "o4-mini"].iter().any(|id| model_is(model, id))
+        || model
+            .rsplit('/')
+            .next()
+            .unwrap_or(model)
+            .starts_with("gpt-5")
+            && !model.contains("-chat");
+    if refuses_stop && b.get("stop").is_some_and(|v| !v.is_null()) {
+        out.push("Unsupported parameter: 'stop' is not supported with this model.".into());
     }
     // `tool_choice` and `parallel_tool_calls` need `tools`: the live API's 400s "Invalid value
     // for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified." and "Invalid
@@ -742,9 +823,12 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
     // A model's most output tokens: "max_tokens: 64096 > 64000, which is the maximum allowed
     // number of output tokens for claude-sonnet-4-5-20250929" (the API's 400, quoted for
     // claude-sonnet-4-5-20250929 at 64000, claude-opus-4-1-20250805 at 32000 and
-    // claude-3-7-sonnet-20250219 at 64000 in public bug reports and client tests).
+    // claude-3-7-sonnet-20250219 at 64000 in public bug reports and client tests; "max_tokens:
+    // 9999999 > 128000, which is the maximum allowed number of output tokens for
+    // claude-opus-4-8", quoted in Effect-TS/effect PR 7129).
     let model = b["model"].as_str().unwrap_or_default();
     let cap = [
+        ("claude-opus-4-8", 128_000),
         ("claude-sonnet-4-5", 64_000),
         ("claude-opus-4-1", 32_000),
         ("claude-3-7-sonnet", 64_000),
@@ -763,11 +847,29 @@ pub fn anthropic_body_violations(b: &Value) -> Vec<String> {
             out.push(format!("max_tokens: {m} > {cap}, which is the maximum allowed number of output tokens for {model}"));
         }
     }
+    // Claude Opus 4.7 takes no temperature: the API's 400 "`temperature` is deprecated for this
+    // model." (its body quoted in Comfy-Org/ComfyUI issue 13923, sipeed/picoclaw issue 2939 and
+    // RooCodeInc/Roo-Code issue 12162).
+    if model_is(model, "claude-opus-4-7") && b.get("temperature").is_some_and(|t| !t.is_null()) {
+        out.push("`temperature` is deprecated for this model.".into());
+    }
     // MessageCreateParams docs: temperature "Ranges from 0.0 to 1.0", top_p likewise.
     number_in(b, "temperature", 0.0, 1.0, &mut out);
     number_in(b, "top_p", 0.0, 1.0, &mut out);
     // ThinkingConfigEnabledParam: "Must be ≥1024 and less than `max_tokens`."
     let thinking = b.get("thinking").filter(|t| t["type"] == "enabled");
+    // Claude Opus 4.7 and Claude Mythos Preview take only adaptive thinking: "Manual extended
+    // thinking (thinking.type: "enabled" with budget_tokens) is not supported on these models
+    // and will return a 400 error" (Amazon Bedrock's adaptive-thinking guide; Anthropic's models
+    // overview: Opus 4.7 "Extended thinking: No"). The API's 400, quoted in Anthropic's Agent SDK
+    // quickstart (code.claude.com/docs/en/agent-sdk/quickstart) for claude-opus-4-7.
+    if thinking.is_some()
+        && ["claude-opus-4-7", "claude-mythos-preview"]
+            .iter()
+            .any(|id| model_is(model, id))
+    {
+        out.push("\"thinking.type.enabled\" is not supported for this model. Use \"thinking.type.adaptive\" and \"output_config.effort\" to control thinking behavior.".into());
+    }
     if let Some(t) = thinking {
         match t["budget_tokens"].as_u64() {
             Some(n) if n >= 1024 && max_tokens.is_some_and(|m| n < m) => {}
