@@ -944,8 +944,9 @@ fn codex_0_146_exec_rollout_imports_by_detection() {
 /// (`datasets/codex/rollout-2026-05-11T13-28-45-019e1695.jsonl`): the person's three requests
 /// are only in `user_message` events (the user message items Codex writes before them were
 /// left out), so each event is the user message, in its place, with one warning. Before, those
-/// events were skipped as repeats of items that are not there: a trace of 18 model calls with
-/// no user message and no goal, and no warning.
+/// events were skipped as repeats of items that are not there: a trace with no user message and
+/// no goal, whose answers to the second and third requests had merged into the assistant
+/// message before them (18 model calls for 20), and no warning.
 #[test]
 fn codex_user_message_events_without_their_items_are_the_user_messages() {
     let path = ds("codex/rollout-2026-05-11T13-28-45-019e1695.jsonl");
@@ -988,6 +989,9 @@ fn codex_user_message_events_without_their_items_are_the_user_messages() {
         ]
     );
     assert_eq!(calls(&t), 38);
+    // The answers of the later turns are model calls of their own: without the user message
+    // between them they had merged into the previous turn's last answer (18 messages).
+    assert_eq!(count(&t, Role::Assistant), 20);
     assert!(pairing_problems(&t).is_empty());
 }
 
