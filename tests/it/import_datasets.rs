@@ -61,7 +61,7 @@ fn every_dataset_file_imports_and_only_non_traces_are_ignored() {
     }
     let expected: BTreeMap<&str, usize> = [
         ("claude-code", 11),
-        ("codex", 5),
+        ("codex", 6),
         ("copilot", 1),
         ("gemini", 1),
         ("gemini-cli", 2),
@@ -85,7 +85,7 @@ fn every_dataset_file_imports_and_only_non_traces_are_ignored() {
 #[test]
 fn codex_bookkeeping_events_are_no_warning() {
     let imported = import_paths(&[ds("codex")], None, false).unwrap();
-    assert_eq!(imported.traces.len(), 5);
+    assert_eq!(imported.traces.len(), 6);
     for t in &imported.traces {
         let unread: Vec<&String> = t
             .meta

@@ -807,8 +807,8 @@ fn every_real_file_imports_by_detection_with_its_calls_matched() {
         }
         files += sources.len();
     }
-    // 2 + 1 + 1 + 5 + 2 + 4 + 4 + 2 + 1 + 2 + 1 real files.
-    assert_eq!(files, 25);
+    // 2 + 1 + 1 + 6 + 2 + 4 + 4 + 2 + 1 + 2 + 1 real files.
+    assert_eq!(files, 26);
 }
 
 /// Real mini-swe-agent 2 trajectories (`trajectory_format: mini-swe-agent-1.1`, tool calling),
@@ -937,6 +937,61 @@ fn codex_0_146_exec_rollout_imports_by_detection() {
         .map(|u| (u.input, u.output, u.cache_read, u.cache_write))
         .collect();
     assert_eq!(usage, [(16007, 80, 0, 0), (16142, 46, 15104, 0)]);
+    assert!(pairing_problems(&t).is_empty());
+}
+
+/// A real Codex Desktop 0.128.0-alpha.1 rollout reduced by the project that ships it
+/// (`datasets/codex/rollout-2026-05-11T13-28-45-019e1695.jsonl`): the person's three requests
+/// are only in `user_message` events (the user message items Codex writes before them were
+/// left out), so each event is the user message, in its place, with one warning. Before, those
+/// events were skipped as repeats of items that are not there: a trace with no user message and
+/// no goal, whose answers to the second and third requests had merged into the assistant
+/// message before them (18 model calls for 20), and no warning.
+#[test]
+fn codex_user_message_events_without_their_items_are_the_user_messages() {
+    let path = ds("codex/rollout-2026-05-11T13-28-45-019e1695.jsonl");
+    let recs = jsonl(&path);
+    let said: Vec<&str> = recs
+        .iter()
+        .filter(|r| r["type"] == "event_msg" && r["payload"]["type"] == "user_message")
+        .map(|r| r["payload"]["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(said.len(), 3);
+    let t = one(
+        "codex/rollout-2026-05-11T13-28-45-019e1695.jsonl",
+        SourceFormat::Codex,
+    );
+    let users: Vec<&str> = t
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(users, said);
+    // Each in its place: the first right after the system message, each later one after the
+    // assistant's answer to the one before.
+    assert_eq!(t.messages[0].role, Role::System);
+    assert_eq!(t.messages[1].content, said[0]);
+    let at = |text: &str| t.messages.iter().position(|m| m.content == text).unwrap();
+    assert_eq!(t.messages[at(said[1]) - 1].role, Role::Assistant);
+    assert_eq!(t.messages[at(said[2]) - 1].role, Role::Assistant);
+    assert!(t
+        .meta
+        .goal
+        .as_deref()
+        .is_some_and(|g| g.contains("analyze trascript and summarzie action items")));
+    assert_eq!(
+        t.meta.warnings,
+        [
+            "line 2: 3 `user_message` event(s) follow no user message item (Codex records each \
+          message of the person as both, the item first: this rollout was trimmed or written by \
+          another tool): the event's text is imported as the user message"
+        ]
+    );
+    assert_eq!(calls(&t), 38);
+    // The answers of the later turns are model calls of their own: without the user message
+    // between them they had merged into the previous turn's last answer (18 messages).
+    assert_eq!(count(&t, Role::Assistant), 20);
     assert!(pairing_problems(&t).is_empty());
 }
 

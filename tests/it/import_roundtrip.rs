@@ -8,7 +8,7 @@ use std::path::PathBuf;
 fn all() -> Vec<Trace> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets");
     let imported = import_paths(&[root], None, false).unwrap();
-    assert_eq!(imported.traces.len(), 289);
+    assert_eq!(imported.traces.len(), 290);
     imported.traces
 }
 

@@ -8,7 +8,8 @@
 //! a tool call, answered by its `*_tool_result` block of the same turn, a tool message right
 //! after the assistant message (web search results as titles and URLs, their encrypted page
 //! contents warned of). An assistant message with `stop_reason: "refusal"` is the text the model
-//! produced, with a warning ([`refusal_warning`]). Usage is normalized: `input = input_tokens + cache_read_input_tokens +
+//! produced, with a warning ([`stop_warning`], which warns of an answer the output token limit
+//! or the context window stopped too). Usage is normalized: `input = input_tokens + cache_read_input_tokens +
 //! cache_creation_input_tokens` (Anthropic reports the three disjoint). The block helpers here
 //! are shared with the Claude Code importer.
 
@@ -76,13 +77,26 @@ impl AssistantParts {
     }
 }
 
-/// The warning for an assistant message the model ended with a refusal (`stop_reason:
-/// "refusal"`, Anthropic's streaming classifiers stopping the answer), if `msg` is one: the
-/// message is imported as the text the model produced before it stopped (possibly none), as a
-/// refusal is everywhere (`json::part_text`), and this says so.
-pub fn refusal_warning(msg: &Node<'_>) -> Res<Option<String>> {
-    if msg.key("stop_reason").opt_str()? != Some("refusal") {
-        return Ok(None);
+/// The warning for an assistant message whose answer was stopped before the model ended it, if
+/// `msg` is one (the Messages API's `stop_reason`): a refusal (`"refusal"`, Anthropic's
+/// streaming classifiers stopping the answer), the output token limit (`"max_tokens"`) or the
+/// context window (`"model_context_window_exceeded"`). The message is imported as the text the
+/// model produced before it stopped (possibly none), as a refusal is everywhere
+/// (`json::part_text`), and this says so.
+pub fn stop_warning(msg: &Node<'_>) -> Res<Option<String>> {
+    let stop = msg.key("stop_reason");
+    match stop.opt_str()? {
+        Some("refusal") => {}
+        Some(r @ "max_tokens") => return Ok(Some(super::openai::token_limit_warning(&stop, r))),
+        Some("model_context_window_exceeded") => {
+            return Ok(Some(format!(
+                "{}: the model's output was stopped at its context window \
+                 (\"model_context_window_exceeded\"): the message is the text it produced \
+                 before it stopped",
+                stop.path
+            )))
+        }
+        _ => return Ok(None),
     }
     let details = msg.key("stop_details");
     let why = match (
@@ -316,7 +330,7 @@ pub fn convert_message(m: &Node<'_>, t: &mut Trace, calls: &mut Calls) -> Res<()
                 if t.meta.model.is_none() {
                     t.meta.model = m.key("model").opt_str()?.map(String::from);
                 }
-                t.meta.warnings.extend(refusal_warning(m)?);
+                t.meta.warnings.extend(stop_warning(m)?);
                 t.messages.push(a);
                 t.messages.extend(results);
             }

@@ -21,7 +21,8 @@
 //!   their output, files read at an @-mention, reminders; Claude Code renders some into the
 //!   model's context) are not read: one warning counts them by kind.
 //! - An assistant message ended by a refusal (`stop_reason: "refusal"`) is the text the model
-//!   produced, with one warning per response (`anthropic::refusal_warning`); a server-side call
+//!   produced, with one warning per response (`anthropic::stop_warning`, which also warns of an
+//!   answer the output token limit, `max_tokens`, or the context window stopped); a server-side call
 //!   (`server_tool_use`) is answered by its `*_tool_result` block, a tool message after it.
 //! - A message the user typed while the agent worked (`queue-operation`) that Claude Code gave
 //!   to the running turn (`remove`) is recorded nowhere else: it becomes a user message of kind
@@ -35,7 +36,7 @@
 //!   (or `<stem>__sidechain-<n>`, grouped by their `parentUuid` chain).
 
 use super::anthropic::{
-    anthropic_usage, assistant_blocks, refusal_warning, user_blocks, AssistantParts,
+    anthropic_usage, assistant_blocks, stop_warning, user_blocks, AssistantParts,
 };
 use super::detect::str_of;
 use super::json::{content_text, Node, Res};
@@ -181,7 +182,7 @@ impl Session {
                     &mut t.meta.warnings,
                 )?;
                 let usage = anthropic_usage(&msg.key("usage"))?;
-                if let Some(w) = refusal_warning(&msg)? {
+                if let Some(w) = stop_warning(&msg)? {
                     if id.is_empty() || self.refused.insert(id.clone()) {
                         t.meta.warnings.push(w);
                     }
@@ -787,6 +788,36 @@ mod tests {
     /// and its result), and the other attachments are counted by kind in one warning (all were
     /// dropped without a word); a server-side call split over records of one response is
     /// answered by its result block; an empty signed thinking gives no reasoning text.
+    /// A response the output token limit stopped (`stop_reason: "max_tokens"`: its text and
+    /// calls are cut short) or the context window stopped (`"model_context_window_exceeded"`)
+    /// is warned of once, though every record of the split response repeats the reason (it
+    /// read as a finished answer before); a finished one is not.
+    #[test]
+    fn answers_stopped_by_a_limit_are_warned_of_once() {
+        let recs = lines(vec![
+            json!({"type": "user", "sessionId": "s", "message": {"role": "user", "content": "go"}}),
+            json!({"type": "assistant", "message": {"id": "m1", "content": [{"type": "text", "text": "Here is the fi"}], "stop_reason": "max_tokens"}}),
+            json!({"type": "assistant", "message": {"id": "m1", "content": [{"type": "text", "text": "le"}], "stop_reason": "max_tokens"}}),
+            json!({"type": "user", "message": {"role": "user", "content": "go on"}}),
+            json!({"type": "assistant", "message": {"id": "m2", "content": [{"type": "text", "text": "and"}], "stop_reason": "model_context_window_exceeded"}}),
+            json!({"type": "user", "message": {"role": "user", "content": "ok"}}),
+            json!({"type": "assistant", "message": {"id": "m3", "content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"}}),
+        ]);
+        let t = import(recs, "cc").unwrap().remove(0);
+        assert_eq!(t.messages[1].content, "Here is the fi\nle");
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "line 2: $.message.stop_reason: the model's output was stopped at its output \
+                 token limit (\"max_tokens\"): the message is the text it produced before it \
+                 stopped",
+                "line 5: $.message.stop_reason: the model's output was stopped at its context \
+                 window (\"model_context_window_exceeded\"): the message is the text it \
+                 produced before it stopped"
+            ]
+        );
+    }
+
     #[test]
     fn refusals_attachments_and_server_results_are_not_silent() {
         let recs = lines(vec![

@@ -22,8 +22,12 @@
 //!   later) → `cache_write`. `thread_rolled_back` (the person edited an earlier message):
 //!   Codex drops their last `num_turns` turns from the model's context, and so does the trace
 //!   (`Conv::rollback`), with a warning (more turns than there are: every turn, keeping what
-//!   precedes the first, as Codex's `drop_last_n_user_turns`). The events that repeat what the
-//!   response items and the other records hold are skipped (`REPEATED_EVENTS`: `user_message`,
+//!   precedes the first, as Codex's `drop_last_n_user_turns`). `user_message` is the person's
+//!   message, which Codex writes as a user message item and then as this event: skipped after
+//!   such an item; without one (a rollout trimmed or written by another tool), its text is the
+//!   only record of the message and is imported as the item would be, warned of once per file.
+//!   The events that repeat what the
+//!   response items and the other records hold are skipped (`REPEATED_EVENTS`:
 //!   `agent_message`, `agent_reasoning`, a call's `*_end`, the turn's `task_started` /
 //!   `task_complete`, `context_compacted`); any other event (`turn_aborted`,
 //!   `entered_review_mode`, `undo_completed`, …) is counted in the warning below;
@@ -231,6 +235,11 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     // Records and events not read here, counted for one warning.
     // The records and events of the rollout not read, by kind, for one warning.
     let mut unread = super::Skipped::default();
+    // Whether the latest `response_item` is a user message: the item a `user_message` event
+    // repeats (Codex writes the item, then the event). The lines of the events that follow no
+    // such item, whose text is the only record of the person's message.
+    let mut after_user_item = false;
+    let mut unrepeated: Vec<usize> = Vec::new();
     for (i, (n, v)) in lines.into_iter().enumerate() {
         let n_line = n;
         let r = Node::line_root(&v, n);
@@ -275,7 +284,26 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
                     }
                 }
             }
-            "response_item" => conv.item_at(&p, ts)?,
+            "response_item" => {
+                after_user_item = p.key("type").v.as_str() == Some("message")
+                    && p.key("role").v.as_str() == Some("user");
+                conv.item_at(&p, ts)?;
+            }
+            // The person's message. Codex records it twice: as a user message item and, right
+            // after it, as this event (for its UI), so the event is skipped. A rollout trimmed
+            // or written by another tool may hold the event alone: its text is then the only
+            // record of what the person said, and is imported as the user message item would
+            // be (one warning per file).
+            "event_msg" if p.key("type").opt_str()? == Some("user_message") => {
+                if !std::mem::take(&mut after_user_item) {
+                    if let Some(text) = p.key("message").opt_str()? {
+                        let item = serde_json::json!({"type": "message", "role": "user",
+                            "content": [{"type": "input_text", "text": text}]});
+                        conv.item_at(&Node::at(&item, p.path.clone()), ts)?;
+                        unrepeated.push(n);
+                    }
+                }
+            }
             "event_msg" if p.key("type").opt_str()? == Some("token_count") => {
                 let info = p.key("info");
                 if info.is_null() {
@@ -412,6 +440,14 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
     if let Some((usage, from, at)) = pending.take() {
         usage_on_response(&mut conv, usage, from, &at);
     }
+    if let Some(first) = unrepeated.first() {
+        conv.t.meta.warnings.push(format!(
+            "line {first}: {} `user_message` event(s) follow no user message item (Codex records \
+             each message of the person as both, the item first: this rollout was trimmed or \
+             written by another tool): the event's text is imported as the user message",
+            unrepeated.len()
+        ));
+    }
     conv.t.meta.warnings.extend(unread.counted().map(|(first, total, kinds)| {
         format!(
             "line {first}: {total} record(s) of kinds this importer does not read skipped \
@@ -424,10 +460,10 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
 /// The `event_msg` kinds whose content the trace already holds, skipped without a word (every
 /// real rollout has them): Codex writes them beside the `response_item`s for its UI and for
 /// resuming a thread (`codex-rs/core/src/rollout/policy.rs`, which events are persisted).
-/// `token_count` and `thread_rolled_back` are read and never reach this list.
+/// `token_count`, `thread_rolled_back` and `user_message` (the person's message item again,
+/// read when no such item comes before it) are read and never reach this list.
 const REPEATED_EVENTS: &[&str] = &[
-    // The message items' text.
-    "user_message",
+    // The assistant message items' text.
     "agent_message",
     // The reasoning items' summary and content.
     "agent_reasoning",
@@ -739,6 +775,60 @@ mod tests {
                 "line 10: 4 record(s) of kinds this importer does not read skipped (event_msg \
                  \"turn_aborted\" ×2, \"thread_note\" ×1, event_msg \"entered_review_mode\" ×1); \
                  what they held is not in the trace"
+            ]
+        );
+    }
+
+    /// A `user_message` event that follows no user message item is the only record of the
+    /// person's message (the real rollout of Codex 0.128.0-alpha.1 in codemie-ai/codemie-code's
+    /// fixtures keeps the events and drops those items: its three requests were lost without a
+    /// word, a trace with no user message): it is imported as that item would be, with one
+    /// warning. After the item (Codex writes both, the item first), the event is skipped.
+    #[test]
+    fn a_user_message_event_without_its_item_is_the_user_message() {
+        let user_ev = |text: &str| {
+            json!({"type": "event_msg", "payload": {"type": "user_message", "message": text, "images": []}})
+        };
+        let say = |text: &str| {
+            json!({"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}})
+        };
+        let lines: Vec<(usize, Value)> = [
+            json!({"type": "session_meta", "payload": {"id": "S"}}),
+            user_ev("first request"),
+            say("done"),
+            json!({"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "second"}]}}),
+            user_ev("second"),
+            say("ok"),
+            user_ev("third"),
+            say("fine"),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| (i + 1, v))
+        .collect();
+        let t = import(lines, "r").unwrap().remove(0);
+        let got: Vec<(Role, &str)> = t
+            .messages
+            .iter()
+            .map(|m| (m.role, m.content.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Role::User, "first request"),
+                (Role::Assistant, "done"),
+                (Role::User, "second"),
+                (Role::Assistant, "ok"),
+                (Role::User, "third"),
+                (Role::Assistant, "fine"),
+            ]
+        );
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "line 2: 2 `user_message` event(s) follow no user message item (Codex records \
+                 each message of the person as both, the item first: this rollout was trimmed or \
+                 written by another tool): the event's text is imported as the user message"
             ]
         );
     }

@@ -11,18 +11,21 @@
 //! string or a list of parts (`text`; `reasoning` parts → reasoning, never text; images and
 //! other media as `[type]`); assistant `tool_calls` are `{id, function: "<name>", arguments:
 //! {…}}` (the name is a string, the arguments an object); a tool message carries `tool_call_id`,
-//! `function` and `error` (→ `is_error`). Content stored as `attachment://<hash>` is resolved
+//! `function` and `error` (→ `is_error`; a failed call's result is the error's message, which
+//! the model got in place of the content: `failed_tool_text`). Content stored as `attachment://<hash>` is resolved
 //! from the sample's `attachments`. Per-call usage comes from the sample's `model` events
 //! (`output.usage`, matched to the assistant message by `output.choices[0].message.id`, else in
 //! order): `input_tokens` includes the cache reads for OpenAI models but not for Anthropic ones,
 //! told apart by `total_tokens`. A refusal (an assistant text part flagged `refusal: true`) is
 //! the message's text, with a warning; a model event whose `output.choices[i].stop_reason` is
-//! `"content_filter"` is warned of. `eval.model` → model; the first score → outcome (`C`/`I` →
+//! `"content_filter"`, `"max_tokens"` or `"model_length"` is warned of (the sample's `output`
+//! when it has no model event), and the message of a call that failed (`output.error`: Inspect
+//! records the API's error as its content) is `kind: "api_error"`. `eval.model` → model; the first score → outcome (`C`/`I` →
 //! success, a number → reward).
 
 use super::detect::{arr_of, Shape};
 use super::json::{content_text, part_text, Node, Res};
-use super::openai::{content_filter_warning, refusal_warning};
+use super::openai::{content_filter_warning, refusal_warning, token_limit_warning};
 use super::{tool_calls, CallShape, Calls, Importer, Input, Located};
 use crate::trace::model::{Message, Outcome, SourceFormat, Trace, TraceMeta, Usage};
 use serde_json::{Map, Value};
@@ -192,15 +195,19 @@ fn sample(s: &Node<'_>, stem: &str, model: Option<&str>) -> Res<Trace> {
     // Per-call usage from the model events, by output message id and in order.
     let mut by_id: HashMap<String, Usage> = HashMap::new();
     let mut in_order: Vec<Usage> = Vec::new();
+    // The ids of the assistant messages Inspect recorded for a call that failed (`output.error`).
+    let mut failed: std::collections::HashSet<String> = Default::default();
+    let mut model_events = 0usize;
     for e in s.key("events").opt_items()? {
         if e.key("event").v.as_str() != Some("model") {
             continue;
         }
+        model_events += 1;
         let out = e.key("output");
-        for c in out.key("choices").opt_items()? {
-            let stop = c.key("stop_reason");
-            if stop.v.as_str() == Some("content_filter") {
-                t.meta.warnings.push(content_filter_warning(&stop));
+        stop_warnings(&out, &mut t.meta.warnings)?;
+        if out.has("error") {
+            if let Some(id) = out.key("choices").idx(0).key("message").key("id").v.as_str() {
+                failed.insert(id.to_string());
             }
         }
         if let Some(u) = usage(&out.key("usage"))? {
@@ -212,6 +219,11 @@ fn sample(s: &Node<'_>, stem: &str, model: Option<&str>) -> Res<Trace> {
         if t.meta.model.is_none() {
             t.meta.model = e.key("model").v.as_str().map(String::from);
         }
+    }
+    // Without model events (a log written without them), the sample's `output` is its last
+    // call's output: its stop reason is all the log says.
+    if model_events == 0 {
+        stop_warnings(&s.key("output"), &mut t.meta.warnings)?;
     }
     let generated = s
         .key("messages")
@@ -250,6 +262,9 @@ fn sample(s: &Node<'_>, stem: &str, model: Option<&str>) -> Res<Trace> {
                     .collect();
                 let mut a = Message::assistant(text, tc);
                 a.reasoning = reasoning;
+                if m.key("id").v.as_str().is_some_and(|id| failed.contains(id)) {
+                    a.kind = Some("api_error".into());
+                }
                 a.usage = match m.key("id").v.as_str().and_then(|id| by_id.get(id)) {
                     Some(u) => Some(*u),
                     None if order_usable => in_order.get(k).copied(),
@@ -263,6 +278,7 @@ fn sample(s: &Node<'_>, stem: &str, model: Option<&str>) -> Res<Trace> {
                 let (id, name) =
                     calls.answer_or_warn(recorded, &m.path, &mut t.meta.warnings);
                 let name = m.key("function").opt_str()?.map(String::from).unwrap_or(name);
+                let text = failed_tool_text(&m.key("error"), text, &mut t.meta.warnings)?;
                 let mut r = Message::tool(id, name, text);
                 r.is_error = m.has("error");
                 r
@@ -276,6 +292,62 @@ fn sample(s: &Node<'_>, stem: &str, model: Option<&str>) -> Res<Trace> {
         t.messages.push(msg);
     }
     Ok(t)
+}
+
+/// The warnings for the stop reasons of a model output (`output.choices[i].stop_reason`,
+/// Inspect's `StopReason`): a content filter (`content_filter`), the output token limit
+/// (`max_tokens`) and a context window exceeded (`model_length`) cut the answer short or
+/// replaced it. For `model_length`, and whenever a call failed, Inspect records the API's error
+/// (`output.error`) as the message's content (`_providers/anthropic.py`:
+/// `ModelOutput.from_content(…, content=ex.message, stop_reason="model_length", error=…)`):
+/// that message is marked `kind: "api_error"` by the caller.
+fn stop_warnings(out: &Node<'_>, warnings: &mut Vec<String>) -> Res<()> {
+    for c in out.key("choices").opt_items()? {
+        let stop = c.key("stop_reason");
+        match stop.v.as_str() {
+            Some("content_filter") => warnings.push(content_filter_warning(&stop)),
+            Some(r @ "max_tokens") => warnings.push(token_limit_warning(&stop, r)),
+            Some("model_length") => warnings.push(format!(
+                "{}: the model call's input exceeded the model's context window \
+                 (\"model_length\"): the message is what Inspect recorded in place of an answer \
+                 (the API's error, when the call failed)",
+                stop.path
+            )),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The text the model got for a tool call: a call that failed (`error: {type, message}`, a
+/// `ToolCallError`) is sent as its error's message, not its content. Every provider of Inspect
+/// does so (`model/_openai.py`: `f"Error: {message.error.message}" if message.error else
+/// message.text`; `_providers/anthropic.py`: `content = message.error.message`, the text when
+/// that is empty; `_providers/google.py` and `_openai_responses.py` likewise), and the content
+/// of a failed call is mostly empty (`_call_tools.py` keeps only a truncated output there). A
+/// non-empty content the model did not get is warned of.
+fn failed_tool_text(error: &Node<'_>, content: String, warnings: &mut Vec<String>) -> Res<String> {
+    if error.is_null() {
+        return Ok(content);
+    }
+    let message = error.key("message");
+    let Some(said) = message.opt_str()?.filter(|m| !m.is_empty()) else {
+        return Ok(content);
+    };
+    if !content.is_empty() && content != said {
+        warnings.push(format!(
+            "{}: the tool call failed ({}): its result is the error's message, which Inspect \
+             sends the model in place of the content; the content ({} characters) was not sent \
+             and is not in the trace",
+            message.path,
+            error
+                .key("type")
+                .opt_str()?
+                .map_or_else(|| "error".to_string(), crate::output::quoted),
+            content.chars().count()
+        ));
+    }
+    Ok(said.to_string())
 }
 
 /// Content as (text, reasoning): reasoning parts apart, media as `[type]` placeholders (each
@@ -433,6 +505,87 @@ mod tests {
         assert_eq!(t.meta.model.as_deref(), Some("openai/gpt-4o"));
         assert_eq!(t.meta.outcome.as_ref().unwrap().success, Some(true));
         assert!(detects(Shape::Object(log().as_object().unwrap())));
+    }
+
+    /// A tool call that failed is the error's message the model got, not the content (empty,
+    /// or a truncated output the model did not get): the shape of Inspect's own test log
+    /// `tests/log/test_eval_log/log_tool_call_error.json` (an `output_limit` error beside the
+    /// truncated output). Before, the trace held the content: an empty result, or text the
+    /// model never saw.
+    #[test]
+    fn a_failed_tool_call_is_its_error_message() {
+        let v = json!({"id": 1, "epoch": 1, "input": "go", "messages": [
+            {"role": "user", "content": "go"},
+            {"id": "a1", "role": "assistant", "content": "", "tool_calls": [
+                {"id": "bash_1", "function": "bash", "arguments": {"cmd": "sleep 999"}},
+                {"id": "bash_2", "function": "bash", "arguments": {"cmd": "cat big"}},
+                {"id": "bash_3", "function": "bash", "arguments": {"cmd": "ls"}}]},
+            {"role": "tool", "tool_call_id": "bash_1", "function": "bash", "content": "",
+             "error": {"type": "timeout", "message": "Command timed out before completing."}},
+            {"role": "tool", "tool_call_id": "bash_2", "function": "bash",
+             "content": "<START_TOOL_OUTPUT>\nx\n<END_TOOL_OUTPUT>\n",
+             "error": {"type": "output_limit", "message": "The tool output limit of 10 MiB was exceeded."}},
+            {"role": "tool", "tool_call_id": "bash_3", "function": "bash", "content": "a.txt", "error": null}]});
+        let t = import(&mut Input::Json(v), "s").unwrap().remove(0);
+        let got: Vec<(&str, bool)> = t.messages[2..]
+            .iter()
+            .map(|m| (m.content.as_str(), m.is_error))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("Command timed out before completing.", true),
+                ("The tool output limit of 10 MiB was exceeded.", true),
+                ("a.txt", false)
+            ]
+        );
+        assert_eq!(
+            t.meta.warnings,
+            ["$.messages[3].error.message: the tool call failed (\"output_limit\"): its result \
+              is the error's message, which Inspect sends the model in place of the content; the \
+              content (40 characters) was not sent and is not in the trace"]
+        );
+    }
+
+    /// A call the output token limit stopped (`max_tokens`) and one whose input exceeded the
+    /// context window (`model_length`, whose message is the API's error Inspect recorded,
+    /// `output.error`: marked `kind: "api_error"`) are warned of, in the model events, or, when
+    /// the sample has none, in its `output`. Before, only `content_filter` was.
+    #[test]
+    fn token_limit_and_context_window_stops_are_warned_of() {
+        let v = json!({"id": 4, "epoch": 1, "input": "go", "messages": [
+            {"id": "u", "role": "user", "content": "go"},
+            {"id": "a1", "role": "assistant", "content": "The answer is"},
+            {"id": "u2", "role": "user", "content": "more"},
+            {"id": "a2", "role": "assistant", "content": "prompt is too long: 210000 tokens > 200000 maximum"}],
+            "events": [
+                {"event": "model", "output": {"choices": [{"message": {"id": "a1"}, "stop_reason": "max_tokens"}]}},
+                {"event": "model", "output": {"error": "prompt is too long: 210000 tokens > 200000 maximum",
+                    "choices": [{"message": {"id": "a2"}, "stop_reason": "model_length"}]}}]});
+        let t = import(&mut Input::Json(v), "s").unwrap().remove(0);
+        assert_eq!(t.messages[1].kind, None);
+        assert_eq!(t.messages[3].kind.as_deref(), Some("api_error"));
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "$.events[0].output.choices[0].stop_reason: the model's output was stopped at its \
+                 output token limit (\"max_tokens\"): the message is the text it produced before it \
+                 stopped",
+                "$.events[1].output.choices[0].stop_reason: the model call's input exceeded the \
+                 model's context window (\"model_length\"): the message is what Inspect recorded \
+                 in place of an answer (the API's error, when the call failed)"
+            ]
+        );
+        // No model event: the sample's output says how its last call stopped.
+        let v = json!({"id": 5, "epoch": 1, "input": "go", "messages": [
+            {"role": "user", "content": "go"}, {"role": "assistant", "content": "cut"}],
+            "output": {"choices": [{"message": {"role": "assistant", "content": "cut"}, "stop_reason": "max_tokens"}]}});
+        let t = import(&mut Input::Json(v), "s").unwrap().remove(0);
+        assert_eq!(
+            t.meta.warnings,
+            ["$.output.choices[0].stop_reason: the model's output was stopped at its output token \
+              limit (\"max_tokens\"): the message is the text it produced before it stopped"]
+        );
     }
 
     #[test]

@@ -18,11 +18,13 @@
 //! Consecutive `AIMessageChunk`s with the same `id` are one streamed message and are merged.
 //! An OpenAI refusal (`additional_kwargs.refusal`, where `langchain_openai` puts the response
 //! message's `refusal`, its `content` empty) is the message's text, with a warning; a
-//! `response_metadata.finish_reason` of `"content_filter"` is warned of.
+//! `response_metadata.finish_reason` of `"content_filter"` is warned of, and so is an answer the
+//! output token limit stopped (`finish_reason` `"length"` or `"MAX_TOKENS"`, `stop_reason`
+//! `"max_tokens"`).
 
 use super::detect::{arr_of, str_of, Shape};
 use super::json::{content_text, parse_arguments, placeholder, Node, Res};
-use super::openai::{content_filter_warning, refusal_warning};
+use super::openai::{content_filter_warning, refusal_warning, token_limit_warning};
 use super::{tool_calls, CallShape, Calls, Importer, Input};
 use crate::trace::model::{Message, Role, SourceFormat, ToolCall, Trace, TraceMeta, Usage};
 use serde_json::{Map, Value};
@@ -228,9 +230,24 @@ impl Conv {
                     ));
                 }
                 self.chunk_refused = refused || (continued && self.chunk_refused);
-                let finish = data.key("response_metadata").key("finish_reason");
-                if finish.v.as_str() == Some("content_filter") {
-                    self.t.meta.warnings.push(content_filter_warning(&finish));
+                // How the provider's response ended, as each integration records it in
+                // `response_metadata`: `finish_reason` (`langchain_openai`: "content_filter",
+                // "length"; `langchain_google_genai`: the enum's name, "MAX_TOKENS") or
+                // `stop_reason` (`langchain_anthropic`, Bedrock: "max_tokens").
+                let meta = data.key("response_metadata");
+                let finish = meta.key("finish_reason");
+                let stop = meta.key("stop_reason");
+                match (finish.v.as_str(), stop.v.as_str()) {
+                    (Some("content_filter"), _) => {
+                        self.t.meta.warnings.push(content_filter_warning(&finish));
+                    }
+                    (Some(r @ ("length" | "MAX_TOKENS")), _) => {
+                        self.t.meta.warnings.push(token_limit_warning(&finish, r));
+                    }
+                    (_, Some(r @ "max_tokens")) => {
+                        self.t.meta.warnings.push(token_limit_warning(&stop, r));
+                    }
+                    _ => {}
                 }
                 let warnings = &mut self.t.meta.warnings;
                 let mut calls = Vec::new();
@@ -481,6 +498,39 @@ mod tests {
                 "$[6].response_metadata.finish_reason: the model's output was stopped by a \
                  content filter (\"content_filter\"): the message is the text it produced before \
                  it stopped"
+            ]
+        );
+    }
+
+    /// An answer the output token limit stopped is warned of, as each integration records it:
+    /// `finish_reason: "length"` (`langchain_openai`), `"MAX_TOKENS"` (`langchain_google_genai`)
+    /// and `stop_reason: "max_tokens"` (`langchain_anthropic`); it read as a finished answer.
+    #[test]
+    fn answers_the_token_limit_stopped_are_warned_of() {
+        let v = json!([
+            {"type": "human", "content": "write"},
+            {"type": "ai", "content": "Once upon", "response_metadata": {"finish_reason": "length"}},
+            {"type": "human", "content": "again"},
+            {"type": "ai", "content": "Once", "response_metadata": {"finish_reason": "MAX_TOKENS"}},
+            {"type": "human", "content": "again"},
+            {"type": "ai", "content": "In a", "response_metadata": {"stop_reason": "max_tokens"}},
+            {"type": "human", "content": "fine"},
+            {"type": "ai", "content": "Done.", "response_metadata": {"finish_reason": "stop", "stop_reason": "end_turn"}}
+        ]);
+        let t = import(&mut Input::Json(v), "s").unwrap().remove(0);
+        assert_eq!(t.messages.len(), 8);
+        assert_eq!(
+            t.meta.warnings,
+            [
+                "$[1].response_metadata.finish_reason: the model's output was stopped at its \
+                 output token limit (\"length\"): the message is the text it produced before it \
+                 stopped",
+                "$[3].response_metadata.finish_reason: the model's output was stopped at its \
+                 output token limit (\"MAX_TOKENS\"): the message is the text it produced before \
+                 it stopped",
+                "$[5].response_metadata.stop_reason: the model's output was stopped at its output \
+                 token limit (\"max_tokens\"): the message is the text it produced before it \
+                 stopped"
             ]
         );
     }

@@ -160,7 +160,7 @@ fn conversation(
 /// The warning for a refusal imported as an assistant message's text: at `at`, the field or
 /// part that held it (`what`: "`refusal`", "a `refusal` part", …). The refusal is the model's
 /// answer and is kept as text, as everywhere (`json::part_text`); this says the message is one,
-/// in the wording of `anthropic::refusal_warning`.
+/// in the wording of `anthropic::stop_warning`.
 pub fn refusal_warning(at: &str, what: &str) -> String {
     format!("{at}: the model refused ({what}): the message is the refusal's text")
 }
