@@ -12,7 +12,8 @@
 //! - Tool results come from `message.content` (`tool_result` blocks: what the model saw), never
 //!   from the UI copy in `toolUseResult`.
 //! - `isMeta: true` user records (hook feedback, command caveats) get `kind: "meta"`; slash
-//!   commands and their output (`<command-name>`, `<local-command-stdout>`) `kind: "command"`;
+//!   commands and their output (`<command-name>`, `<local-command-stdout>`) `kind: "command"`,
+//!   also where Claude Code 2.1 records them, as `system` records of subtype `local_command`;
 //!   the summary written after a compaction (`isCompactSummary`) `kind: "compaction_summary"`.
 //! - `system` records with `subtype: "compact_boundary"` become `compaction` markers
 //!   (`tokens_before` from `compactMetadata.preTokens`, `detail` the trigger) placed before the
@@ -230,6 +231,20 @@ impl Session {
                         t.messages.extend(results);
                     }
                 }
+            }
+            // Claude Code 2.1 records a slash command and its output as a `system` record
+            // (`<command-name>…`, `<local-command-stdout>…`) where 1.x and 2.0 wrote a user
+            // record with the same text, after the same `<local-command-caveat>` meta message
+            // telling the model not to answer them: read as those were, `kind: "command"`.
+            "system"
+                if r.key("subtype").opt_str()? == Some("local_command")
+                    && r.key("content").opt_str()?.is_some_and(is_command_text) =>
+            {
+                let text = r.key("content").opt_str()?.unwrap_or_default();
+                let mut m = crate::trace::model::Message::user(text);
+                m.kind = Some("command".into());
+                m.timestamp = timestamp;
+                t.messages.push(m);
             }
             "system" if r.key("subtype").opt_str()? == Some("compact_boundary") => {
                 let cm = r.key("compactMetadata");
@@ -931,6 +946,35 @@ mod tests {
         assert_eq!(ts[1].messages.len(), 3);
         assert_eq!(ts[2].messages.len(), 1);
         assert_eq!(ts[0].messages[0].kind.as_deref(), Some("command"));
+        let mut main = ts[0].clone();
+        super::super::finalize(&mut main);
+        assert_eq!(main.meta.goal.as_deref(), Some("real goal"));
+    }
+
+    /// Claude Code 2.1 writes a slash command and its output as `system` records of subtype
+    /// `local_command` (after the same caveat 1.x and 2.0 wrote before their user records of
+    /// it): they were skipped silently, and the replay lost what 1.x sessions keep.
+    #[test]
+    fn local_command_records_of_claude_code_2_1_are_commands() {
+        let file = lines(vec![
+            json!({"type": "user", "uuid": "c0", "sessionId": "S", "isMeta": true, "message": {"role": "user", "content": "<local-command-caveat>Caveat: generated locally.</local-command-caveat>"}}),
+            json!({"type": "system", "subtype": "local_command", "uuid": "c1", "parentUuid": "c0", "sessionId": "S", "level": "info", "isMeta": false, "timestamp": "2026-02-01T10:00:00.000Z", "content": "<command-name>/model</command-name>\n<command-message>model</command-message>\n<command-args>opus</command-args>"}),
+            json!({"type": "system", "subtype": "local_command", "uuid": "c2", "parentUuid": "c1", "sessionId": "S", "level": "info", "content": "<local-command-stdout>Set model to opus</local-command-stdout>"}),
+            json!({"type": "system", "subtype": "informational", "uuid": "c3", "parentUuid": "c2", "sessionId": "S", "content": "Remote Control disconnected"}),
+            json!({"type": "user", "uuid": "u1", "parentUuid": "c3", "sessionId": "S", "message": {"role": "user", "content": "real goal"}}),
+        ]);
+        let ts = import(file, "S").unwrap();
+        let kinds: Vec<_> = ts[0].messages.iter().map(|m| m.kind.as_deref()).collect();
+        assert_eq!(kinds, [Some("meta"), Some("command"), Some("command"), None]);
+        assert!(ts[0].messages[1].content.starts_with("<command-name>/model"));
+        assert_eq!(
+            ts[0].messages[2].content,
+            "<local-command-stdout>Set model to opus</local-command-stdout>"
+        );
+        assert_eq!(
+            ts[0].messages[1].timestamp.as_deref(),
+            Some("2026-02-01T10:00:00.000Z")
+        );
         let mut main = ts[0].clone();
         super::super::finalize(&mut main);
         assert_eq!(main.meta.goal.as_deref(), Some("real goal"));
