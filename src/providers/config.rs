@@ -337,15 +337,31 @@ impl ProviderConfig {
                     2.0,
                     "the OpenAI API",
                 );
+                // The `reasoning_effort` sent: `extra_body`'s when it has one (sent as is).
+                let sent = match self.extra_body.get("reasoning_effort") {
+                    Some(v) => v.as_str().map(|e| ("extra_body", e)),
+                    None => self
+                        .reasoning_effort
+                        .as_deref()
+                        .map(|e| ("reasoning_effort", e)),
+                };
                 if self.is_reasoning() {
+                    // With `reasoning_effort` "none" (gpt-5.1 and later: no reasoning), OpenAI
+                    // takes `temperature` and `top_p` again ("Logprobs, temperature and top-p
+                    // are controllable parameters on gpt-5.1 when reasoning effort is set to
+                    // \"none\"", vercel/ai issue 10932 citing OpenAI's GPT-5.1 guide); a
+                    // model known not to take "none" is refused for its effort below.
+                    let no_reasoning = sent.is_some_and(|(_, e)| e == "none")
+                        && super::openai::reasoning_efforts(model)
+                            .is_none_or(|takes| takes.contains(&"none"));
                     let defaults = [
-                        ("temperature", self.temperature, 1.0),
-                        ("top_p", self.top_p, 1.0),
-                        ("frequency_penalty", self.frequency_penalty, 0.0),
-                        ("presence_penalty", self.presence_penalty, 0.0),
+                        ("temperature", self.temperature, 1.0, no_reasoning),
+                        ("top_p", self.top_p, 1.0, no_reasoning),
+                        ("frequency_penalty", self.frequency_penalty, 0.0, false),
+                        ("presence_penalty", self.presence_penalty, 0.0, false),
                     ];
-                    for (key, v, default) in defaults {
-                        if v.is_some_and(|x| x != default) {
+                    for (key, v, default, allowed) in defaults {
+                        if !allowed && v.is_some_and(|x| x != default) {
                             out.push((
                                 key,
                                 format!(
@@ -398,14 +414,7 @@ impl ProviderConfig {
                 // The values this model takes (`openai::reasoning_efforts`): the API answers
                 // another 400, "Unsupported value: 'reasoning_effort' does not support 'none'
                 // with this model. Supported values are: 'minimal', 'low', 'medium', and
-                // 'high'." The value sent is `extra_body`'s when it has one (it is sent as is).
-                let sent = match self.extra_body.get("reasoning_effort") {
-                    Some(v) => v.as_str().map(|e| ("extra_body", e)),
-                    None => self
-                        .reasoning_effort
-                        .as_deref()
-                        .map(|e| ("reasoning_effort", e)),
-                };
+                // 'high'." The value sent is `extra_body`'s when it has one (`sent`).
                 if let (Some((key, e)), Some(takes)) =
                     (sent, super::openai::reasoning_efforts(model))
                 {
@@ -1102,6 +1111,33 @@ mod tests {
         assert!(keys("gpt-5", Some("none"), Some("low")).is_empty());
         // A model not in the table is not checked.
         assert!(keys("gpt-5.2", Some("none"), None).is_empty());
+        // Effort "none" (no reasoning) takes temperature and top_p again, where "none" is
+        // taken; the penalties stay refused.
+        let sampled = |model: &str, effort: &str| {
+            let mut c = ProviderConfig::new(ProviderKind::Openai, model);
+            c.reasoning_effort = Some(effort.into());
+            c.temperature = Some(0.0);
+            c.top_p = Some(0.5);
+            c.presence_penalty = Some(0.5);
+            let mut k: Vec<_> = c.check_parameters().into_iter().map(|(k, _)| k).collect();
+            k.sort_unstable();
+            k
+        };
+        assert_eq!(sampled("gpt-5.1", "none"), ["presence_penalty"]);
+        assert_eq!(sampled("gpt-5.2", "none"), ["presence_penalty"]);
+        assert_eq!(
+            sampled("gpt-5.1", "low"),
+            ["presence_penalty", "temperature", "top_p"]
+        );
+        assert_eq!(
+            sampled("gpt-5-mini", "none"),
+            [
+                "presence_penalty",
+                "reasoning_effort",
+                "temperature",
+                "top_p"
+            ]
+        );
         // None at all on a model that does not reason, from either key.
         assert_eq!(keys("gpt-4o", None, Some("low")), ["extra_body"]);
         assert_eq!(keys("gpt-4o", Some("low"), None), ["reasoning_effort"]);

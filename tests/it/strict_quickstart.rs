@@ -331,6 +331,29 @@ fn a_reasoning_effort_the_model_does_not_take_is_refused_at_load() {
 }
 
 #[test]
+fn gpt_5_1_without_reasoning_takes_a_temperature() {
+    // With `reasoning_effort` "none" gpt-5.1 does not reason and takes `temperature`/`top_p`
+    // again; ctxbench refused them at load for every reasoning model. With another effort the
+    // API answers "Unsupported value: 'temperature' does not support 0 with this model".
+    let (_rt, server) = StrictLlm::on_own_runtime();
+    let lines = "reasoning_effort = \"none\"\ntemperature = 0.0\n";
+    let (code, err) = run_agent_with(&server, "openai", "gpt-5.1", lines);
+    assert_eq!(code, 0, "{err}\nrejected: {:?}", server.rejected());
+    assert!(server.rejected().is_empty(), "{:?}", server.rejected());
+    assert!(server
+        .requests()
+        .iter()
+        .all(|r| r.body["temperature"] == 0.0 && r.body["reasoning_effort"] == "none"));
+    let lines = "reasoning_effort = \"low\"\ntemperature = 0.0\n";
+    let (code, err) = run_agent_with(&server, "openai", "gpt-5.1", lines);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("`temperature`: `gpt-5.1` is a reasoning model"),
+        "{err}"
+    );
+}
+
+#[test]
 fn stop_sequences_the_openai_api_refuses_are_refused_at_load() {
     // ctxbench sends no `stop` of its own; `extra_body` can. OpenAI takes at most 4 sequences
     // and none on a reasoning model: every call would be answered 400.

@@ -591,8 +591,12 @@ pub fn openai_violations(b: &Value) -> Vec<String> {
         if b.get("max_tokens").is_some() {
             out.push("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.".into());
         }
+        // gpt-5.1 and later with `reasoning_effort` "none" do not reason and take `temperature`
+        // and `top_p` again (OpenAI's GPT-5.1 guide, as vercel/ai issue 10932 quotes it).
+        let no_reasoning = b.get("reasoning_effort").and_then(Value::as_str) == Some("none")
+            && efforts_of(model).is_none_or(|takes| takes.contains(&"none"));
         for (key, default) in [("temperature", 1.0), ("top_p", 1.0)] {
-            if let Some(x) = b.get(key).and_then(Value::as_f64) {
+            if let Some(x) = b.get(key).and_then(Value::as_f64).filter(|_| !no_reasoning) {
                 if x != default {
                     out.push(format!("Unsupported value: '{key}' does not support {x} with this model. Only the default ({default}) value is supported."));
                 }
