@@ -499,11 +499,15 @@ impl ProviderConfig {
                 // Claude Opus 4.7 takes no sampling parameters ("`temperature` is deprecated for
                 // this model.", `anthropic::takes_sampling`).
                 if !super::anthropic::takes_sampling(model) {
-                    let top_k = self.extra_body.get("top_k").is_some_and(|k| !k.is_null());
+                    // `extra_body` is sent as it is: its sampling keys count as much as the
+                    // provider's own (which `extra_body` may carry instead).
+                    let extra = |k: &str| self.extra_body.get(k).is_some_and(|v| !v.is_null());
                     for (key, name, set) in [
                         ("temperature", "temperature", self.temperature.is_some()),
                         ("top_p", "top_p", self.top_p.is_some()),
-                        ("extra_body", "top_k", top_k),
+                        ("extra_body", "temperature", extra("temperature")),
+                        ("extra_body", "top_p", extra("top_p")),
+                        ("extra_body", "top_k", extra("top_k")),
                     ] {
                         if set {
                             out.push((
@@ -1067,6 +1071,14 @@ mod tests {
             .extra_body
             .insert("top_k".into(), serde_json::json!(40));
         assert_eq!(keys(&no_sampling), ["extra_body"]);
+        // `extra_body` is sent as it is: its temperature and top_p too.
+        for k in ["temperature", "top_p"] {
+            no_sampling.extra_body.clear();
+            no_sampling
+                .extra_body
+                .insert(k.into(), serde_json::json!(0.5));
+            assert_eq!(keys(&no_sampling), ["extra_body"], "{k}");
+        }
         // Claude Opus 4.7 takes no thinking budget, from `thinking` or from `extra_body`.
         let mut adaptive = ProviderConfig::new(ProviderKind::Anthropic, "claude-opus-4-7");
         adaptive.thinking = Some(2048);
