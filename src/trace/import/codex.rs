@@ -297,8 +297,23 @@ pub fn import(lines: Vec<(usize, Value)>, stem: &str) -> Res<Vec<Trace>> {
             "event_msg" if p.key("type").opt_str()? == Some("user_message") => {
                 if !std::mem::take(&mut after_user_item) {
                     if let Some(text) = p.key("message").opt_str()? {
+                        // The images the person attached (`images`: data URLs; `local_images`:
+                        // paths) are parts of the item as they are of a user message item, so
+                        // they get its placeholder and warning rather than vanish (an image
+                        // alone has an empty `message`).
+                        let mut content = Vec::new();
+                        if !text.is_empty() {
+                            content.push(serde_json::json!({"type": "input_text", "text": text}));
+                        }
+                        for key in ["images", "local_images"] {
+                            if let Some(images) = p.key(key).v.as_array() {
+                                content.extend(images.iter().map(|i| {
+                                    serde_json::json!({"type": "input_image", "image_url": i})
+                                }));
+                            }
+                        }
                         let item = serde_json::json!({"type": "message", "role": "user",
-                            "content": [{"type": "input_text", "text": text}]});
+                            "content": content});
                         conv.item_at(&Node::at(&item, p.path.clone()), ts)?;
                         unrepeated.push(n);
                     }
@@ -830,6 +845,41 @@ mod tests {
                  each message of the person as both, the item first: this rollout was trimmed or \
                  written by another tool): the event's text is imported as the user message"
             ]
+        );
+    }
+
+    /// A person's message of images alone has an empty `message`: it became an empty user
+    /// message and the images vanished without a word.
+    #[test]
+    fn a_user_message_event_of_images_keeps_them_as_placeholders() {
+        let lines: Vec<(usize, Value)> = [
+            json!({"type": "session_meta", "payload": {"id": "S"}}),
+            json!({"type": "event_msg", "payload": {"type": "user_message", "message": "", "images": ["data:image/png;base64,AAAA"]}}),
+            json!({"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "I see a chart"}]}}),
+            json!({"type": "event_msg", "payload": {"type": "user_message", "message": "and this", "local_images": ["/tmp/a.png"]}}),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| (i + 1, v))
+        .collect();
+        let t = import(lines, "r").unwrap().remove(0);
+        let got: Vec<(Role, &str)> = t
+            .messages
+            .iter()
+            .map(|m| (m.role, m.content.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Role::User, "[input_image]"),
+                (Role::Assistant, "I see a chart"),
+                (Role::User, "and this\n[input_image]"),
+            ]
+        );
+        assert!(
+            t.meta.warnings.iter().any(|w| w.contains("input_image")),
+            "{:?}",
+            t.meta.warnings
         );
     }
 
