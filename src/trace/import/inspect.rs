@@ -197,6 +197,8 @@ fn sample(s: &Node<'_>, stem: &str, model: Option<&str>) -> Res<Trace> {
     let mut in_order: Vec<Usage> = Vec::new();
     // The ids of the assistant messages Inspect recorded for a call that failed (`output.error`).
     let mut failed: std::collections::HashSet<String> = Default::default();
+    // Whether each model event's call failed, in order: for assistant messages without an id.
+    let mut failed_in_order: Vec<bool> = Vec::new();
     let mut model_events = 0usize;
     for e in s.key("events").opt_items()? {
         if e.key("event").v.as_str() != Some("model") {
@@ -210,6 +212,7 @@ fn sample(s: &Node<'_>, stem: &str, model: Option<&str>) -> Res<Trace> {
                 failed.insert(id.to_string());
             }
         }
+        failed_in_order.push(out.has("error"));
         if let Some(u) = usage(&out.key("usage"))? {
             if let Some(id) = out.key("choices").idx(0).key("message").key("id").v.as_str() {
                 by_id.insert(id.to_string(), u);
@@ -222,8 +225,20 @@ fn sample(s: &Node<'_>, stem: &str, model: Option<&str>) -> Res<Trace> {
     }
     // Without model events (a log written without them), the sample's `output` is its last
     // call's output: its stop reason is all the log says.
+    // Its `error`, when the call failed, is the last assistant message's (by its id, else the
+    // last one).
+    let mut last_failed = false;
     if model_events == 0 {
-        stop_warnings(&s.key("output"), &mut t.meta.warnings)?;
+        let out = s.key("output");
+        stop_warnings(&out, &mut t.meta.warnings)?;
+        if out.has("error") {
+            match out.key("choices").idx(0).key("message").key("id").v.as_str() {
+                Some(id) => {
+                    failed.insert(id.to_string());
+                }
+                None => last_failed = true,
+            }
+        }
     }
     let generated = s
         .key("messages")
@@ -232,6 +247,8 @@ fn sample(s: &Node<'_>, stem: &str, model: Option<&str>) -> Res<Trace> {
         .filter(|m| m.key("role").v.as_str() == Some("assistant"))
         .count();
     let order_usable = by_id.is_empty() && in_order.len() == generated;
+    // A model event a message: the k-th assistant message without an id is the k-th call's.
+    let failed_order_usable = failed_in_order.len() == generated;
     let mut calls = Calls::default();
     let mut k = 0usize;
     for m in s.key("messages").items()? {
@@ -262,7 +279,12 @@ fn sample(s: &Node<'_>, stem: &str, model: Option<&str>) -> Res<Trace> {
                     .collect();
                 let mut a = Message::assistant(text, tc);
                 a.reasoning = reasoning;
-                if m.key("id").v.as_str().is_some_and(|id| failed.contains(id)) {
+                let call_failed = match m.key("id").v.as_str() {
+                    Some(id) => failed.contains(id),
+                    None if failed_order_usable => failed_in_order[k],
+                    None => last_failed && k + 1 == generated,
+                };
+                if call_failed {
                     a.kind = Some("api_error".into());
                 }
                 a.usage = match m.key("id").v.as_str().and_then(|id| by_id.get(id)) {
@@ -586,6 +608,31 @@ mod tests {
             ["$.output.choices[0].stop_reason: the model's output was stopped at its output token \
               limit (\"max_tokens\"): the message is the text it produced before it stopped"]
         );
+        assert_eq!(t.messages[1].kind, None);
+    }
+
+    /// The message Inspect recorded for a failed call (`output.error`) is `api_error` also when
+    /// the sample has no model event (its `output` is the last call's) and when messages have
+    /// no ids (a model event a message, in order). Before, only an id in a model event was.
+    #[test]
+    fn a_failed_calls_message_is_an_api_error_without_ids_or_events() {
+        let err = "prompt is too long: 210000 tokens > 200000 maximum";
+        let v = json!({"id": 6, "epoch": 1, "input": "go", "messages": [
+            {"role": "user", "content": "go"}, {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "more"}, {"role": "assistant", "content": err}],
+            "output": {"error": err, "choices": [{"message": {"role": "assistant", "content": err}, "stop_reason": "model_length"}]}});
+        let t = import(&mut Input::Json(v), "s").unwrap().remove(0);
+        assert_eq!(t.messages[1].kind, None);
+        assert_eq!(t.messages[3].kind.as_deref(), Some("api_error"));
+        let v = json!({"id": 7, "epoch": 1, "input": "go", "messages": [
+            {"role": "user", "content": "go"}, {"role": "assistant", "content": err},
+            {"role": "user", "content": "again"}, {"role": "assistant", "content": "done"}],
+            "events": [
+                {"event": "model", "output": {"error": err, "choices": [{"message": {"role": "assistant"}, "stop_reason": "model_length"}]}},
+                {"event": "model", "output": {"choices": [{"message": {"role": "assistant"}, "stop_reason": "stop"}]}}]});
+        let t = import(&mut Input::Json(v), "s").unwrap().remove(0);
+        assert_eq!(t.messages[1].kind.as_deref(), Some("api_error"));
+        assert_eq!(t.messages[3].kind, None);
     }
 
     #[test]
