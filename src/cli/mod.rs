@@ -237,14 +237,18 @@ pub fn run_journal_arg(arg: &str, path: &std::path::Path) -> Result<(), UsageErr
 
 /// A run directory a command reads (`report`, `compare`, `gate`): [`run_dir_arg`], and a run
 /// that never started (`RunDir::never_started`: stopped before its run.json was written) is
-/// refused with what to do about it ([`never_started`]); `nothing_to` is what the command would
-/// do (`report`, `compare`, `gate`).
+/// refused with what to do about it ([`never_started`]), and one without its samples.jsonl as
+/// no run directory ([`run_journal_arg`]); `nothing_to` is what the command would do
+/// (`report`, `compare`, `gate`).
 pub fn run_to_read(arg: &str, path: &Path, nothing_to: &str) -> Result<(), UsageError> {
     run_dir_arg(arg, path)?;
     if crate::record::RunDir::new(path).never_started() {
         return Err(never_started(arg, path, nothing_to));
     }
-    Ok(())
+    // A run (or a merge) creates its samples.jsonl before its run.json, so a directory without
+    // one is no run, or a part of one (an artifact that kept run.json and the reports only):
+    // said as `repair` says it, not as the bare "samples.jsonl: No such file or directory".
+    run_journal_arg(arg, path)
 }
 
 /// What a command that reads or repairs a run (`nothing_to`: `report`, `repair`, …) says of a

@@ -1493,3 +1493,48 @@ fn a_rule_on_a_needle_metric_neither_run_has_checks_nothing_and_says_the_needles
     assert!(err.contains("metric `drift.score` is not in"), "{err}");
     assert!(!err.contains("NOT APPLICABLE"), "{err}");
 }
+
+/// A run directory that kept its run.json but lost its samples.jsonl (an artifact that uploaded
+/// the reports only, a half-copied baseline) is refused by `gate`, `compare` and `report` as no
+/// run directory, naming the missing file and what a run directory holds: it said only
+/// `base/samples.jsonl: No such file or directory (os error 2)`.
+#[test]
+fn a_run_without_its_samples_jsonl_is_named_as_no_run_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = write(dir.path(), "base", &run_losing(0));
+    let cand = write(dir.path(), "cand", &run_losing(0));
+    std::fs::remove_file(base.join("samples.jsonl")).unwrap();
+    let out = dir.path().join("out");
+    let runs = [
+        vec![
+            "gate".into(),
+            cand.clone(),
+            "--baseline".into(),
+            base.clone(),
+        ],
+        vec![
+            "compare".into(),
+            base.clone(),
+            cand.clone(),
+            "-o".into(),
+            out.clone(),
+        ],
+        vec!["report".into(), base.clone(), "-o".into(), out.clone()],
+    ];
+    for (args, arg) in runs.iter().zip(["--baseline", "RUN_A", "RUN_DIR"]) {
+        let output = ctxbench().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
+        let text = err.split_whitespace().collect::<Vec<_>>().join(" ");
+        let expected = format!(
+            "{arg} {}: is not a run directory: it holds no samples.jsonl (expected a directory \
+             holding run.json and samples.jsonl",
+            base.display()
+        );
+        assert!(text.contains(&expected), "{args:?}: {err}");
+        assert!(
+            !err.contains("os error") && !err.contains("panicked"),
+            "{err}"
+        );
+    }
+}
