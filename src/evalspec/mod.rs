@@ -129,13 +129,18 @@ use MetricKind::{Count, Dollars, Fraction, Tokens};
 
 /// Metrics of every sample of every eval (`<eval>.summary_failures`, `<eval>.prompt_truncated`,
 /// `<eval>.flagged_calls`: calls of the unit's replay whose request was larger than the same call
-/// without compression, `<eval>.pass`).
+/// without compression). `<eval>.pass`, the share of units whose verdict is pass, is declared by
+/// the evals whose units have a verdict (needle, probes, invariants): the others (replay, drift,
+/// continuation, rules) never record one, and a gate rule on it would pass the suite's check and
+/// fail in CI as "not in the run".
 pub const COMMON_METRICS: &[Metric] = &[
     lower("summary_failures", Count),
     lower("prompt_truncated", Count),
     lower("flagged_calls", Count),
-    higher("pass", Fraction),
 ];
+
+/// `<eval>.pass` of an eval whose units have a verdict (`Sample::passed`).
+pub const PASS: Metric = higher("pass", Fraction);
 
 /// Metrics of the run, not of one eval: `tokens`, `cost` and their per-role splits
 /// (`tokens.agent`, `cost.judge`, …).

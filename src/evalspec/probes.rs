@@ -19,6 +19,7 @@ pub const SPEC: EvalSpec = EvalSpec {
         higher("decision_overlap", Fraction),
         // The judge's rubric dimensions (`judge_accuracy`, …), 0–5.
         higher("judge_*", Score),
+        super::PASS,
     ],
     // No default headline metric of its own.
     headline_rank: 5,

@@ -135,3 +135,20 @@ fn params_round_trip_through_the_map() {
     let bad = BTreeMap::from([("kind".to_string(), Value::from("bogus"))]);
     assert!(from_params::<probes::ProbeParams>(&bad).is_err());
 }
+
+/// `<eval>.pass` is declared only by the evals whose units have a verdict: `drift.pass` passed
+/// the suite's check of its gate rules and was refused by `ctxbench gate` as "not in the run"
+/// (drift and replay units never record one); `invariants.pass` was listed twice.
+#[test]
+fn pass_is_a_metric_of_the_evals_with_a_verdict_only() {
+    for eval in ["needle", "probes", "invariants"] {
+        assert!(recorded_by(&format!("{eval}.pass"), &[eval]), "{eval}");
+    }
+    for eval in ["replay", "drift", "continuation", "rules"] {
+        assert!(!recorded_by(&format!("{eval}.pass"), &[eval]), "{eval}");
+    }
+    let names = metric_names(&["invariants", "needle"]);
+    for pass in ["invariants.pass", "needle.pass"] {
+        assert_eq!(names.iter().filter(|n| *n == pass).count(), 1, "{names:?}");
+    }
+}
