@@ -947,6 +947,25 @@ fn a_view_pinning_the_task_before_its_summary_replays_with_indexes() {
     assert_eq!(spans.as_array().unwrap().len(), 3, "{spans}");
 }
 
+/// A view whose `indexes` end with the engine's own message after the trace messages (a
+/// reminder appended after the conversation: `[0, 1, …, n-1, null]`) is refused, naming the
+/// index. It was taken as trace messages pinned before the engine's own: every trace message
+/// went into the head, which changed at every call, so the replay counted no cached token
+/// (0 on this trace, where the same view without the reminder has millions) and labelled
+/// every message synthetic.
+#[test]
+fn a_view_ending_with_the_engines_own_message_after_the_trace_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let err = replay_fails(tmp.path(), "reminder");
+    assert!(
+        err.contains(
+            "`indexes[2]` of the view of call 1 (message 2) is null after a trace message and no trace message follows"
+        ),
+        "{err}"
+    );
+}
+
 /// A line that is not UTF-8 (a 1 MB view in Latin-1) is an error naming the call, with the line
 /// clipped like every offending line: it did not say which call, and printed the whole line.
 #[test]

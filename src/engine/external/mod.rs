@@ -578,8 +578,12 @@ struct Answer {
     summaries: Vec<Summarized>,
 }
 
-/// A view's `indexes` must give one entry per message, and increasing trace indexes below the
-/// call (`null`s, the engine's own messages, anywhere among them).
+/// A view's `indexes` must give one entry per message, increasing trace indexes below the call,
+/// and the engine's own messages (`null`) only in the head: one run of them, after the trace
+/// messages pinned first (if any) and, when there are such pins, before the trace messages the
+/// view goes on with. A `null` after that ([`head_len`]) would put every trace message before
+/// it into the head (a reminder appended after the conversation): the head would change at
+/// every call, so nothing would count as cached and every trace message would be synthetic.
 /// `label` names the call in the problem (`call N (message i)`).
 fn check_indexes(
     ix: &[Option<usize>],
@@ -610,7 +614,32 @@ fn check_indexes(
         }
         last = i.or(last);
     }
+    let head = head_len(ix);
+    if let Some(k) = (head..ix.len()).find(|&k| ix[k].is_none()) {
+        return Some(format!(
+            "`indexes[{k}]` of the view of {label} is null after a trace message that follows the engine's own messages: a view is the trace messages it pins, then its own messages (one run of `null`s), then trace messages; a message of its own after those (a reminder at the end) is not supported (see docs/engines.md)"
+        ));
+    }
+    let pins = ix.iter().take_while(|i| i.is_some()).count();
+    if pins > 0 && head == ix.len() && pins < ix.len() {
+        return Some(format!(
+            "`indexes[{pins}]` of the view of {label} is null after a trace message and no trace message follows: the view ends with the engine's own messages after trace messages (a reminder at the end), which is not supported; trace messages pinned before the engine's own messages must be followed by the trace messages the view goes on with (see docs/engines.md)"
+        ));
+    }
     None
+}
+
+/// How many leading messages of a view with `indexes` are its head: the trace messages pinned
+/// first and then the engine's own messages, up to the end of the first run of `null`s (0 when
+/// there is none).
+fn head_len(ix: &[Option<usize>]) -> usize {
+    match ix.iter().position(Option::is_none) {
+        Some(first) => ix[first..]
+            .iter()
+            .position(Option::is_some)
+            .map_or(ix.len(), |n| first + n),
+        None => 0,
+    }
 }
 
 /// One summary produced through `summarize` during a call.
@@ -723,9 +752,9 @@ fn map_view(
 }
 
 /// The engine's view as ctxbench's view when the engine said which trace message each message
-/// stands for (`indexes`, checked by [`check_indexes`]): the messages up to the engine's last
-/// own one (`null`) are the head, sent as they are (trace messages pinned before a summary
-/// too, as the built-in `condense` layer's first events); after it, a trace message that
+/// stands for (`indexes`, checked by [`check_indexes`]): the trace messages pinned first and
+/// the engine's own messages after them (one run of `null`s, [`head_len`]) are the head, sent as
+/// they are (as the built-in `condense` layer's first events); after it, a trace message that
 /// differs from the state's is a replacement (of any role), skipped ones are dropped.
 fn map_view_indexed(
     sent: Vec<Message>,
@@ -734,10 +763,7 @@ fn map_view_indexed(
     end: usize,
     counter: &dyn crate::tokens::TokenCounter,
 ) -> (Vec<Message>, usize, BTreeMap<usize, (Override, bool)>) {
-    let head_len = indexes
-        .iter()
-        .rposition(Option::is_none)
-        .map_or(0, |k| k + 1);
+    let head_len = head_len(indexes);
     let mut head = Vec::new();
     let mut start = None;
     let mut cursor = 0;
@@ -1111,6 +1137,24 @@ mod tests {
             matches!(ov.get(&3), Some((Override::Replace(i), true)) if i.msg.content == "preview")
         );
         assert_eq!(ov.len(), 1);
+        // The engine's own message after the trace messages (a reminder at the end): refused,
+        // it put every trace message into the head (changing at every call: nothing cached).
+        let e = check_indexes(&[Some(0), Some(1), Some(2), None], 4, 5, "c").unwrap();
+        assert!(
+            e.contains("`indexes[3]` of the view of c is null after a trace message and no trace message follows"),
+            "{e}"
+        );
+        let e = check_indexes(&[Some(0), None, Some(3), None], 4, 5, "c").unwrap();
+        assert!(
+            e.contains("`indexes[3]` of the view of c is null after a trace message that follows the engine's own messages"),
+            "{e}"
+        );
+        let e = check_indexes(&[None, Some(3), Some(4), None], 4, 5, "c").unwrap();
+        assert!(e.contains("`indexes[3]`"), "{e}");
+        assert_eq!(check_indexes(&[None, None], 2, 5, "c"), None);
+        assert_eq!(check_indexes(&[Some(0), Some(3)], 2, 5, "c"), None);
+        assert_eq!(head_len(&[Some(0), Some(1), None, None, Some(3)]), 4);
+        assert_eq!(head_len(&[Some(0), Some(3)]), 0);
         let e = check_indexes(&[Some(3), None, Some(1)], 3, 5, "c").unwrap();
         assert!(e.contains("indexes must increase"), "{e}");
         let e = check_indexes(&[Some(5)], 1, 5, "call 3 (message 5)").unwrap();
