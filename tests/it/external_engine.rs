@@ -833,6 +833,74 @@ fn an_engine_counting_its_own_seq_is_told_so_at_its_second_replay() {
     assert!(started.elapsed().as_secs() < 4, "{:?}", started.elapsed());
 }
 
+/// An engine that counts calls itself from 0 (Python's `enumerate`) answers `seq` 0 at the
+/// first call of a fresh process: an error at once naming the cause. It was taken for a late
+/// line of "an earlier replay" (there was none): a false warning that the process was replaced,
+/// then "no answer within 3.0 s".
+#[test]
+fn an_engine_counting_its_own_seq_from_zero_is_told_so_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let cfg = tmp.path().join("own_seq0.toml");
+    std::fs::write(
+        &cfg,
+        "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"own_seq0\"]\nexternal.timeout_secs = 3\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = ctxbench()
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "wrote a `view` with `seq` 0 while ctxbench waited for the view of call 1 (message 2) \
+             (`seq` 1): 0 is this call's number within the replay counted from 0, but `seq` \
+             numbers the calls sent to the process over its life (`begin` does not reset it): \
+             echo the `seq` of the `call` line"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("earlier replay"), "{err}");
+    assert!(!err.contains("no answer within"), "{err}");
+    assert!(started.elapsed().as_secs() < 3, "{:?}", started.elapsed());
+    // A `seq` before the replay's first that is not a count of its calls, from a process that
+    // had no earlier replay: a call never sent, said at once (it too was skipped as a line of an
+    // earlier replay, with the warning, until the wait for the view timed out).
+    std::fs::write(
+        &cfg,
+        "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"zero_at\", \"4\"]\nexternal.timeout_secs = 3\n",
+    )
+    .unwrap();
+    let out = ctxbench()
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "wrote a `view` with `seq` 0 while ctxbench waited for the view of call 4 (message 8) \
+             (`seq` 4): ctxbench sent no such call (this process had no earlier replay, and the \
+             calls of this one have `seq` 1 and up): echo the `seq` of the `call` line"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("earlier replay (one"), "{err}");
+}
+
 /// An eviction an external engine reports (`evicted` of an earlier tool result, in the view of
 /// a later call: `tests/data/engines/offload.py`) is on the timeline once, at the call that
 /// reported it, in `replay`'s table and in the run's timeline (`Replay::timeline`). Taken by

@@ -268,6 +268,9 @@ pub struct ExternalLayer {
     first_seq: u64,
     /// Set when the process wrote a line of an earlier replay: it is not given back.
     retire: bool,
+    /// Whether the process served a replay before this one (else a `seq` before this replay's
+    /// first names no call ever sent to it).
+    earlier_replays: bool,
 }
 
 /// Longest offending line shown in an error.
@@ -325,6 +328,8 @@ impl ExternalLayer {
             p = Process::spawn(&spec.command, &spec.env)?;
             p.send(&line, timeout, "`begin`")?;
         }
+        let earlier_replays = p.replays > 0;
+        p.replays += 1;
         Ok(ExternalLayer {
             process: Some(p),
             key: spec.key(),
@@ -335,6 +340,7 @@ impl ExternalLayer {
             call_indexes: Vec::new(),
             first_seq: 0,
             retire: false,
+            earlier_replays,
         })
     }
 
@@ -343,6 +349,20 @@ impl ExternalLayer {
         let n = usize::try_from(seq.checked_sub(self.first_seq)?).ok()?;
         let index = self.call_indexes.get(n)?;
         (self.first_seq > 0).then(|| call_label(n + 1, *index))
+    }
+
+    /// The problem with a line whose `seq` (`got`) is before this replay's first call, unless
+    /// it can be a late line of an earlier replay of the process: when the process had no
+    /// earlier replay, ctxbench never sent a call with that `seq`. `where_` says where it was
+    /// found.
+    fn unsent_seq(&self, got: u64, kind: &str, where_: &str) -> Option<String> {
+        if got >= self.first_seq || self.earlier_replays {
+            return None;
+        }
+        Some(format!(
+            "wrote a `{kind}` with `seq` {got} {where_}: ctxbench sent no such call (this process had no earlier replay, and the calls of this one have `seq` {} and up): echo the `seq` of the `call` line",
+            self.first_seq
+        ))
     }
 
     /// A line of an earlier replay (its `seq` is before this replay's first call): not an
@@ -361,6 +381,15 @@ impl ExternalLayer {
         }
         for line in self.proc().unread(wait) {
             let (kind, seq) = kind_and_seq(&line);
+            if let Some(problem) = seq.and_then(|s| {
+                self.unsent_seq(
+                    s,
+                    kind.as_deref().unwrap_or("line"),
+                    &format!("found {found}"),
+                )
+            }) {
+                return Err(self.proc().fail(problem, Some(clip(&line))));
+            }
             if seq.is_some_and(|s| s < self.first_seq) {
                 self.skip_earlier_replay_line(&line);
                 continue;
@@ -455,14 +484,27 @@ impl ExternalLayer {
                 let got = parsed.seq();
                 let kind = parsed.kind();
                 let ordinal = self.call_indexes.len() as u64;
-                if got < self.first_seq && got == ordinal {
-                    // Not a line of an earlier replay: this call's number within the replay,
-                    // as an engine that counts calls itself (reset by `begin`) writes it. Its
+                if got < self.first_seq && (got == ordinal || got + 1 == ordinal) {
+                    // Not a line of an earlier replay: this call's number within the replay
+                    // (from 1, or from 0 as Python's `enumerate` counts), as an engine that
+                    // counts calls itself (reset by `begin`) writes it. Counted from 1, its
                     // first replay passes (the counts agree); a pooled process's next one
                     // skipped the answer as stale and timed out.
+                    let from = if got == ordinal {
+                        ""
+                    } else {
+                        " counted from 0"
+                    };
                     let problem = format!(
-                        "wrote a `{kind}` with `seq` {got} while ctxbench waited for the view of {label} (`seq` {seq}): {got} is this call's number within the replay, but `seq` numbers the calls sent to the process over its life (`begin` does not reset it): echo the `seq` of the `call` line"
+                        "wrote a `{kind}` with `seq` {got} while ctxbench waited for the view of {label} (`seq` {seq}): {got} is this call's number within the replay{from}, but `seq` numbers the calls sent to the process over its life (`begin` does not reset it): echo the `seq` of the `call` line"
                     );
+                    return Err(self.proc().fail(problem, Some(clip(&line))));
+                }
+                if let Some(problem) = self.unsent_seq(
+                    got,
+                    kind,
+                    &format!("while ctxbench waited for the view of {label} (`seq` {seq})"),
+                ) {
                     return Err(self.proc().fail(problem, Some(clip(&line))));
                 }
                 if got < self.first_seq {

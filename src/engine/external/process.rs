@@ -86,6 +86,9 @@ pub struct Process {
     /// The `seq` of the last `call` sent to it (0: none yet); counted over its life, across
     /// replays, so a line names one call of one replay.
     pub seq: u64,
+    /// Replays begun on it (`begin` sent): a line with a `seq` before the current replay's
+    /// first can only be a late line of an earlier replay when there was one.
+    pub replays: u64,
 }
 
 impl Process {
@@ -200,6 +203,7 @@ impl Process {
             stderr_done,
             broken: false,
             seq: 0,
+            replays: 0,
         })
     }
 

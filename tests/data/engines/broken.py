@@ -13,7 +13,8 @@ call), `event_future` (an event after the call), `traversal` (a file path with `
 replay's calls as `seq` instead of echoing the call's), `latin1` (a 1 MB view in Latin-1, not
 UTF-8), `bad_event` (an `evicted` event without its facts), `reminder` (every message kept,
 then a reminder of its own after them, with `indexes`), `own_seq0` (answers with its own count
-of the replay's calls from 0, as Python's `enumerate` counts, instead of echoing the call's). Calls are counted per replay (`begin` resets
+of the replay's calls from 0, as Python's `enumerate` counts, instead of echoing the call's),
+`zero_at N` (answers its N-th call with `seq` 0, a call never sent). Calls are counted per replay (`begin` resets
 them)."""
 import json
 import sys
@@ -68,6 +69,8 @@ for line in sys.stdin:
             view(None, msgs)
         elif mode == "own_seq":
             view(calls, msgs)
+        elif mode == "zero_at":
+            view(0 if calls == arg else seq, msgs)
         elif mode == "own_seq0":
             view(calls - 1, msgs)
         elif mode == "reminder":
