@@ -324,9 +324,14 @@ impl ExternalLayer {
             p.broken = true;
             p = Process::spawn(&spec.command, &spec.env)?;
         }
-        if p.send(&line, timeout, "`begin`").is_err() {
+        // Written before going on, so a pooled process that died since is replaced here.
+        if p.send(&line, timeout, "`begin`")
+            .and_then(|()| p.flush(timeout))
+            .is_err()
+        {
             p = Process::spawn(&spec.command, &spec.env)?;
             p.send(&line, timeout, "`begin`")?;
+            p.flush(timeout)?;
         }
         let earlier_replays = p.replays > 0;
         p.replays += 1;
@@ -424,7 +429,10 @@ impl ExternalLayer {
             return Ok(());
         }
         let line = serde_json::to_string(&ToEngine::End).expect("protocol lines serialize");
-        if p.send(&line, self.timeout, "`end`").is_ok() {
+        if p.send(&line, self.timeout, "`end`")
+            .and_then(|()| p.flush(self.timeout))
+            .is_ok()
+        {
             give_back(std::mem::take(&mut self.key), p);
         }
         Ok(())
@@ -701,7 +709,10 @@ impl Drop for ExternalLayer {
             return;
         }
         let line = serde_json::to_string(&ToEngine::End).expect("protocol lines serialize");
-        if p.send(&line, self.timeout, "`end`").is_ok() {
+        if p.send(&line, self.timeout, "`end`")
+            .and_then(|()| p.flush(self.timeout))
+            .is_ok()
+        {
             give_back(std::mem::take(&mut self.key), p);
         }
     }
