@@ -1109,6 +1109,23 @@ fn an_engine_that_cannot_start_says_why() {
             ),
         ),
     ];
+    // A script whose `#!` line names an interpreter that does not exist: the system says
+    // "not found" too (it said "neither beside the suite … nor under the current directory",
+    // or "not on PATH", of a file that is there).
+    let script = tmp.path().join("old_python.py");
+    std::fs::write(&script, "#!/nonexistent/python2.4\nprint('hi')\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let shebang = format!(
+        "`{}` exists but its interpreter `/nonexistent/python2.4`, named by its `#!` line, was not found: install it or fix the `#!` line",
+        tmp.path().join("./old_python.py").display()
+    );
+    let cases = cases
+        .into_iter()
+        .chain([("[\"./old_python.py\"]", shebang)]);
     for (command, says) in cases {
         let cfg = tmp.path().join("start.toml");
         std::fs::write(
@@ -1129,4 +1146,33 @@ fn an_engine_that_cannot_start_says_why() {
         assert!(err.contains("could not be started ("), "{command}: {err}");
         assert!(err.contains(&says), "{command}: {err}");
     }
+    // The same script named without `/`, found on PATH.
+    let cfg = tmp.path().join("start.toml");
+    std::fs::write(
+        &cfg,
+        "window = 30000\nexternal.command = [\"old_python.py\"]\n",
+    )
+    .unwrap();
+    let path = std::env::join_paths(std::iter::once(tmp.path().to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    let out = ctxbench()
+        .env("PATH", path)
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg)
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "(`old_python.py` exists on PATH ({}) but its interpreter `/nonexistent/python2.4`, named by its `#!` line, was not found",
+            script.display()
+        )),
+        "{err}"
+    );
 }

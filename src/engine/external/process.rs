@@ -49,6 +49,24 @@ pub fn kill_all() {
 /// directory, and a file without execute permission needs its interpreter named.
 fn spawn_hint(program: &str, e: &std::io::Error) -> String {
     let path = std::path::Path::new(program);
+    if e.kind() == std::io::ErrorKind::NotFound {
+        if let Some(found) = existing_program(program) {
+            // The program is there: what was not found is the interpreter it names.
+            let at = if program.contains('/') {
+                String::new()
+            } else {
+                format!(" on PATH ({})", found.display())
+            };
+            return match shebang(&found) {
+                Some(interpreter) => format!(
+                    " (`{program}` exists{at} but its interpreter `{interpreter}`, named by its `#!` line, was not found: install it or fix the `#!` line, or name an interpreter first, e.g. [\"python3\", \"{program}\"])"
+                ),
+                None => format!(
+                    " (`{program}` exists{at} but a program it needs to run was not found: its interpreter or loader)"
+                ),
+            };
+        }
+    }
     match e.kind() {
         std::io::ErrorKind::NotFound if !program.contains('/') => format!(
             " (`{program}` is not on PATH: a program named without a `/` is looked up there only; name a file beside the suite or config file `./{program}`)"
@@ -66,6 +84,29 @@ fn spawn_hint(program: &str, e: &std::io::Error) -> String {
         ),
         _ => String::new(),
     }
+}
+
+/// The file `program` names, if it exists: a path as it is, a name without `/` looked up on
+/// `PATH` as the system does.
+fn existing_program(program: &str) -> Option<std::path::PathBuf> {
+    if program.contains('/') {
+        let p = std::path::Path::new(program);
+        return p.is_file().then(|| p.to_path_buf());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+/// The interpreter a script's `#!` line names (its first word), if it has one.
+fn shebang(file: &std::path::Path) -> Option<String> {
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(file).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let text = String::from_utf8_lossy(line);
+    text.split_whitespace().next().map(str::to_string)
 }
 
 /// A running engine.
