@@ -833,6 +833,74 @@ fn an_engine_counting_its_own_seq_is_told_so_at_its_second_replay() {
     assert!(started.elapsed().as_secs() < 4, "{:?}", started.elapsed());
 }
 
+/// An engine that counts calls itself from 0 (Python's `enumerate`) answers `seq` 0 at the
+/// first call of a fresh process: an error at once naming the cause. It was taken for a late
+/// line of "an earlier replay" (there was none): a false warning that the process was replaced,
+/// then "no answer within 3.0 s".
+#[test]
+fn an_engine_counting_its_own_seq_from_zero_is_told_so_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let cfg = tmp.path().join("own_seq0.toml");
+    std::fs::write(
+        &cfg,
+        "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"own_seq0\"]\nexternal.timeout_secs = 3\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = ctxbench()
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "wrote a `view` with `seq` 0 while ctxbench waited for the view of call 1 (message 2) \
+             (`seq` 1): 0 is this call's number within the replay counted from 0, but `seq` \
+             numbers the calls sent to the process over its life (`begin` does not reset it): \
+             echo the `seq` of the `call` line"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("earlier replay"), "{err}");
+    assert!(!err.contains("no answer within"), "{err}");
+    assert!(started.elapsed().as_secs() < 3, "{:?}", started.elapsed());
+    // A `seq` before the replay's first that is not a count of its calls, from a process that
+    // had no earlier replay: a call never sent, said at once (it too was skipped as a line of an
+    // earlier replay, with the warning, until the wait for the view timed out).
+    std::fs::write(
+        &cfg,
+        "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"zero_at\", \"4\"]\nexternal.timeout_secs = 3\n",
+    )
+    .unwrap();
+    let out = ctxbench()
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "wrote a `view` with `seq` 0 while ctxbench waited for the view of call 4 (message 8) \
+             (`seq` 4): ctxbench sent no such call (this process had no earlier replay, and the \
+             calls of this one have `seq` 1 and up): echo the `seq` of the `call` line"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("earlier replay (one"), "{err}");
+}
+
 /// An eviction an external engine reports (`evicted` of an earlier tool result, in the view of
 /// a later call: `tests/data/engines/offload.py`) is on the timeline once, at the call that
 /// reported it, in `replay`'s table and in the run's timeline (`Replay::timeline`). Taken by
@@ -947,6 +1015,25 @@ fn a_view_pinning_the_task_before_its_summary_replays_with_indexes() {
     assert_eq!(spans.as_array().unwrap().len(), 3, "{spans}");
 }
 
+/// A view whose `indexes` end with the engine's own message after the trace messages (a
+/// reminder appended after the conversation: `[0, 1, …, n-1, null]`) is refused, naming the
+/// index. It was taken as trace messages pinned before the engine's own: every trace message
+/// went into the head, which changed at every call, so the replay counted no cached token
+/// (0 on this trace, where the same view without the reminder has millions) and labelled
+/// every message synthetic.
+#[test]
+fn a_view_ending_with_the_engines_own_message_after_the_trace_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    with_engines(tmp.path());
+    let err = replay_fails(tmp.path(), "reminder");
+    assert!(
+        err.contains(
+            "`indexes[2]` of the view of call 1 (message 2) is null after a trace message and no trace message follows"
+        ),
+        "{err}"
+    );
+}
+
 /// A line that is not UTF-8 (a 1 MB view in Latin-1) is an error naming the call, with the line
 /// clipped like every offending line: it did not say which call, and printed the whole line.
 #[test]
@@ -1022,6 +1109,23 @@ fn an_engine_that_cannot_start_says_why() {
             ),
         ),
     ];
+    // A script whose `#!` line names an interpreter that does not exist: the system says
+    // "not found" too (it said "neither beside the suite … nor under the current directory",
+    // or "not on PATH", of a file that is there).
+    let script = tmp.path().join("old_python.py");
+    std::fs::write(&script, "#!/nonexistent/python2.4\nprint('hi')\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let shebang = format!(
+        "`{}` exists but its interpreter `/nonexistent/python2.4`, named by its `#!` line, was not found: install it or fix the `#!` line",
+        tmp.path().join("./old_python.py").display()
+    );
+    let cases = cases
+        .into_iter()
+        .chain([("[\"./old_python.py\"]", shebang)]);
     for (command, says) in cases {
         let cfg = tmp.path().join("start.toml");
         std::fs::write(
@@ -1042,4 +1146,33 @@ fn an_engine_that_cannot_start_says_why() {
         assert!(err.contains("could not be started ("), "{command}: {err}");
         assert!(err.contains(&says), "{command}: {err}");
     }
+    // The same script named without `/`, found on PATH.
+    let cfg = tmp.path().join("start.toml");
+    std::fs::write(
+        &cfg,
+        "window = 30000\nexternal.command = [\"old_python.py\"]\n",
+    )
+    .unwrap();
+    let path = std::env::join_paths(std::iter::once(tmp.path().to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    let out = ctxbench()
+        .env("PATH", path)
+        .arg("replay")
+        .arg(django())
+        .arg("--config")
+        .arg(&cfg)
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "(`old_python.py` exists on PATH ({}) but its interpreter `/nonexistent/python2.4`, named by its `#!` line, was not found",
+            script.display()
+        )),
+        "{err}"
+    );
 }

@@ -268,6 +268,9 @@ pub struct ExternalLayer {
     first_seq: u64,
     /// Set when the process wrote a line of an earlier replay: it is not given back.
     retire: bool,
+    /// Whether the process served a replay before this one (else a `seq` before this replay's
+    /// first names no call ever sent to it).
+    earlier_replays: bool,
 }
 
 /// Longest offending line shown in an error.
@@ -321,10 +324,17 @@ impl ExternalLayer {
             p.broken = true;
             p = Process::spawn(&spec.command, &spec.env)?;
         }
-        if p.send(&line, timeout, "`begin`").is_err() {
+        // Written before going on, so a pooled process that died since is replaced here.
+        if p.send(&line, timeout, "`begin`")
+            .and_then(|()| p.flush(timeout))
+            .is_err()
+        {
             p = Process::spawn(&spec.command, &spec.env)?;
             p.send(&line, timeout, "`begin`")?;
+            p.flush(timeout)?;
         }
+        let earlier_replays = p.replays > 0;
+        p.replays += 1;
         Ok(ExternalLayer {
             process: Some(p),
             key: spec.key(),
@@ -335,6 +345,7 @@ impl ExternalLayer {
             call_indexes: Vec::new(),
             first_seq: 0,
             retire: false,
+            earlier_replays,
         })
     }
 
@@ -343,6 +354,20 @@ impl ExternalLayer {
         let n = usize::try_from(seq.checked_sub(self.first_seq)?).ok()?;
         let index = self.call_indexes.get(n)?;
         (self.first_seq > 0).then(|| call_label(n + 1, *index))
+    }
+
+    /// The problem with a line whose `seq` (`got`) is before this replay's first call, unless
+    /// it can be a late line of an earlier replay of the process: when the process had no
+    /// earlier replay, ctxbench never sent a call with that `seq`. `where_` says where it was
+    /// found.
+    fn unsent_seq(&self, got: u64, kind: &str, where_: &str) -> Option<String> {
+        if got >= self.first_seq || self.earlier_replays {
+            return None;
+        }
+        Some(format!(
+            "wrote a `{kind}` with `seq` {got} {where_}: ctxbench sent no such call (this process had no earlier replay, and the calls of this one have `seq` {} and up): echo the `seq` of the `call` line",
+            self.first_seq
+        ))
     }
 
     /// A line of an earlier replay (its `seq` is before this replay's first call): not an
@@ -361,6 +386,15 @@ impl ExternalLayer {
         }
         for line in self.proc().unread(wait) {
             let (kind, seq) = kind_and_seq(&line);
+            if let Some(problem) = seq.and_then(|s| {
+                self.unsent_seq(
+                    s,
+                    kind.as_deref().unwrap_or("line"),
+                    &format!("found {found}"),
+                )
+            }) {
+                return Err(self.proc().fail(problem, Some(clip(&line))));
+            }
             if seq.is_some_and(|s| s < self.first_seq) {
                 self.skip_earlier_replay_line(&line);
                 continue;
@@ -395,7 +429,10 @@ impl ExternalLayer {
             return Ok(());
         }
         let line = serde_json::to_string(&ToEngine::End).expect("protocol lines serialize");
-        if p.send(&line, self.timeout, "`end`").is_ok() {
+        if p.send(&line, self.timeout, "`end`")
+            .and_then(|()| p.flush(self.timeout))
+            .is_ok()
+        {
             give_back(std::mem::take(&mut self.key), p);
         }
         Ok(())
@@ -455,14 +492,27 @@ impl ExternalLayer {
                 let got = parsed.seq();
                 let kind = parsed.kind();
                 let ordinal = self.call_indexes.len() as u64;
-                if got < self.first_seq && got == ordinal {
-                    // Not a line of an earlier replay: this call's number within the replay,
-                    // as an engine that counts calls itself (reset by `begin`) writes it. Its
+                if got < self.first_seq && (got == ordinal || got + 1 == ordinal) {
+                    // Not a line of an earlier replay: this call's number within the replay
+                    // (from 1, or from 0 as Python's `enumerate` counts), as an engine that
+                    // counts calls itself (reset by `begin`) writes it. Counted from 1, its
                     // first replay passes (the counts agree); a pooled process's next one
                     // skipped the answer as stale and timed out.
+                    let from = if got == ordinal {
+                        ""
+                    } else {
+                        " counted from 0"
+                    };
                     let problem = format!(
-                        "wrote a `{kind}` with `seq` {got} while ctxbench waited for the view of {label} (`seq` {seq}): {got} is this call's number within the replay, but `seq` numbers the calls sent to the process over its life (`begin` does not reset it): echo the `seq` of the `call` line"
+                        "wrote a `{kind}` with `seq` {got} while ctxbench waited for the view of {label} (`seq` {seq}): {got} is this call's number within the replay{from}, but `seq` numbers the calls sent to the process over its life (`begin` does not reset it): echo the `seq` of the `call` line"
                     );
+                    return Err(self.proc().fail(problem, Some(clip(&line))));
+                }
+                if let Some(problem) = self.unsent_seq(
+                    got,
+                    kind,
+                    &format!("while ctxbench waited for the view of {label} (`seq` {seq})"),
+                ) {
                     return Err(self.proc().fail(problem, Some(clip(&line))));
                 }
                 if got < self.first_seq {
@@ -578,8 +628,12 @@ struct Answer {
     summaries: Vec<Summarized>,
 }
 
-/// A view's `indexes` must give one entry per message, and increasing trace indexes below the
-/// call (`null`s, the engine's own messages, anywhere among them).
+/// A view's `indexes` must give one entry per message, increasing trace indexes below the call,
+/// and the engine's own messages (`null`) only in the head: one run of them, after the trace
+/// messages pinned first (if any) and, when there are such pins, before the trace messages the
+/// view goes on with. A `null` after that ([`head_len`]) would put every trace message before
+/// it into the head (a reminder appended after the conversation): the head would change at
+/// every call, so nothing would count as cached and every trace message would be synthetic.
 /// `label` names the call in the problem (`call N (message i)`).
 fn check_indexes(
     ix: &[Option<usize>],
@@ -610,7 +664,32 @@ fn check_indexes(
         }
         last = i.or(last);
     }
+    let head = head_len(ix);
+    if let Some(k) = (head..ix.len()).find(|&k| ix[k].is_none()) {
+        return Some(format!(
+            "`indexes[{k}]` of the view of {label} is null after a trace message that follows the engine's own messages: a view is the trace messages it pins, then its own messages (one run of `null`s), then trace messages; a message of its own after those (a reminder at the end) is not supported (see docs/engines.md)"
+        ));
+    }
+    let pins = ix.iter().take_while(|i| i.is_some()).count();
+    if pins > 0 && head == ix.len() && pins < ix.len() {
+        return Some(format!(
+            "`indexes[{pins}]` of the view of {label} is null after a trace message and no trace message follows: the view ends with the engine's own messages after trace messages (a reminder at the end), which is not supported; trace messages pinned before the engine's own messages must be followed by the trace messages the view goes on with (see docs/engines.md)"
+        ));
+    }
     None
+}
+
+/// How many leading messages of a view with `indexes` are its head: the trace messages pinned
+/// first and then the engine's own messages, up to the end of the first run of `null`s (0 when
+/// there is none).
+fn head_len(ix: &[Option<usize>]) -> usize {
+    match ix.iter().position(Option::is_none) {
+        Some(first) => ix[first..]
+            .iter()
+            .position(Option::is_some)
+            .map_or(ix.len(), |n| first + n),
+        None => 0,
+    }
 }
 
 /// One summary produced through `summarize` during a call.
@@ -630,7 +709,10 @@ impl Drop for ExternalLayer {
             return;
         }
         let line = serde_json::to_string(&ToEngine::End).expect("protocol lines serialize");
-        if p.send(&line, self.timeout, "`end`").is_ok() {
+        if p.send(&line, self.timeout, "`end`")
+            .and_then(|()| p.flush(self.timeout))
+            .is_ok()
+        {
             give_back(std::mem::take(&mut self.key), p);
         }
     }
@@ -723,9 +805,9 @@ fn map_view(
 }
 
 /// The engine's view as ctxbench's view when the engine said which trace message each message
-/// stands for (`indexes`, checked by [`check_indexes`]): the messages up to the engine's last
-/// own one (`null`) are the head, sent as they are (trace messages pinned before a summary
-/// too, as the built-in `condense` layer's first events); after it, a trace message that
+/// stands for (`indexes`, checked by [`check_indexes`]): the trace messages pinned first and
+/// the engine's own messages after them (one run of `null`s, [`head_len`]) are the head, sent as
+/// they are (as the built-in `condense` layer's first events); after it, a trace message that
 /// differs from the state's is a replacement (of any role), skipped ones are dropped.
 fn map_view_indexed(
     sent: Vec<Message>,
@@ -734,10 +816,7 @@ fn map_view_indexed(
     end: usize,
     counter: &dyn crate::tokens::TokenCounter,
 ) -> (Vec<Message>, usize, BTreeMap<usize, (Override, bool)>) {
-    let head_len = indexes
-        .iter()
-        .rposition(Option::is_none)
-        .map_or(0, |k| k + 1);
+    let head_len = head_len(indexes);
     let mut head = Vec::new();
     let mut start = None;
     let mut cursor = 0;
@@ -1111,6 +1190,24 @@ mod tests {
             matches!(ov.get(&3), Some((Override::Replace(i), true)) if i.msg.content == "preview")
         );
         assert_eq!(ov.len(), 1);
+        // The engine's own message after the trace messages (a reminder at the end): refused,
+        // it put every trace message into the head (changing at every call: nothing cached).
+        let e = check_indexes(&[Some(0), Some(1), Some(2), None], 4, 5, "c").unwrap();
+        assert!(
+            e.contains("`indexes[3]` of the view of c is null after a trace message and no trace message follows"),
+            "{e}"
+        );
+        let e = check_indexes(&[Some(0), None, Some(3), None], 4, 5, "c").unwrap();
+        assert!(
+            e.contains("`indexes[3]` of the view of c is null after a trace message that follows the engine's own messages"),
+            "{e}"
+        );
+        let e = check_indexes(&[None, Some(3), Some(4), None], 4, 5, "c").unwrap();
+        assert!(e.contains("`indexes[3]`"), "{e}");
+        assert_eq!(check_indexes(&[None, None], 2, 5, "c"), None);
+        assert_eq!(check_indexes(&[Some(0), Some(3)], 2, 5, "c"), None);
+        assert_eq!(head_len(&[Some(0), Some(1), None, None, Some(3)]), 4);
+        assert_eq!(head_len(&[Some(0), Some(3)]), 0);
         let e = check_indexes(&[Some(3), None, Some(1)], 3, 5, "c").unwrap();
         assert!(e.contains("indexes must increase"), "{e}");
         let e = check_indexes(&[Some(5)], 1, 5, "call 3 (message 5)").unwrap();

@@ -49,6 +49,24 @@ pub fn kill_all() {
 /// directory, and a file without execute permission needs its interpreter named.
 fn spawn_hint(program: &str, e: &std::io::Error) -> String {
     let path = std::path::Path::new(program);
+    if e.kind() == std::io::ErrorKind::NotFound {
+        if let Some(found) = existing_program(program) {
+            // The program is there: what was not found is the interpreter it names.
+            let at = if program.contains('/') {
+                String::new()
+            } else {
+                format!(" on PATH ({})", found.display())
+            };
+            return match shebang(&found) {
+                Some(interpreter) => format!(
+                    " (`{program}` exists{at} but its interpreter `{interpreter}`, named by its `#!` line, was not found: install it or fix the `#!` line, or name an interpreter first, e.g. [\"python3\", \"{program}\"])"
+                ),
+                None => format!(
+                    " (`{program}` exists{at} but a program it needs to run was not found: its interpreter or loader)"
+                ),
+            };
+        }
+    }
     match e.kind() {
         std::io::ErrorKind::NotFound if !program.contains('/') => format!(
             " (`{program}` is not on PATH: a program named without a `/` is looked up there only; name a file beside the suite or config file `./{program}`)"
@@ -68,15 +86,41 @@ fn spawn_hint(program: &str, e: &std::io::Error) -> String {
     }
 }
 
+/// The file `program` names, if it exists: a path as it is, a name without `/` looked up on
+/// `PATH` as the system does.
+fn existing_program(program: &str) -> Option<std::path::PathBuf> {
+    if program.contains('/') {
+        let p = std::path::Path::new(program);
+        return p.is_file().then(|| p.to_path_buf());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+/// The interpreter a script's `#!` line names (its first word), if it has one.
+fn shebang(file: &std::path::Path) -> Option<String> {
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(file).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let text = String::from_utf8_lossy(line);
+    text.split_whitespace().next().map(str::to_string)
+}
+
 /// A running engine.
 pub struct Process {
     /// The command as the user wrote it (argv joined), for error messages.
     pub shown: String,
     child: Arc<Mutex<Child>>,
     /// Lines for the stdin writer thread (dropped: the engine sees EOF), and its answer per
-    /// line: written, or the write failed.
+    /// line: written, or the write failed. Lines are queued without waiting for it;
+    /// [`Process::flush`] waits until every queued line is written.
     stdin: Option<Sender<Vec<u8>>>,
     written: Receiver<std::io::Result<()>>,
+    /// What each line queued and not yet reported written is ("message 12", …), oldest first.
+    pending: VecDeque<String>,
     lines: Receiver<Out>,
     stderr: Arc<Mutex<VecDeque<u8>>>,
     /// Set by the stderr reader at EOF (everything the engine wrote is in `stderr`).
@@ -86,6 +130,9 @@ pub struct Process {
     /// The `seq` of the last `call` sent to it (0: none yet); counted over its life, across
     /// replays, so a line names one call of one replay.
     pub seq: u64,
+    /// Replays begun on it (`begin` sent): a line with a `seq` before the current replay's
+    /// first can only be a late line of an earlier replay when there was one.
+    pub replays: u64,
 }
 
 impl Process {
@@ -195,11 +242,13 @@ impl Process {
             child,
             stdin: Some(stdin),
             written,
+            pending: VecDeque::new(),
             lines,
             stderr,
             stderr_done,
             broken: false,
             seq: 0,
+            replays: 0,
         })
     }
 
@@ -259,33 +308,73 @@ impl Process {
         }
     }
 
-    /// Write one JSON line (`what` names it in errors: "`begin`", "message 12", …), waiting
-    /// at most `timeout` for the engine to take it: an engine that stopped reading its stdin
-    /// fills the pipe, and a write into a full pipe would otherwise wait forever.
+    /// Queue one JSON line for the engine's stdin (`what` names it in errors: "`begin`",
+    /// "message 12", …) without waiting for it to be written: [`Process::flush`] (called
+    /// before any wait for the engine's output) waits for that, bounded by a timeout. Fails at
+    /// once when an earlier write already failed (the engine stopped reading or exited).
     pub fn send(&mut self, line: &str, timeout: Duration, what: &str) -> Result<(), ExternalError> {
+        loop {
+            match self.written.try_recv() {
+                Ok(Ok(())) => {
+                    self.pending.pop_front();
+                }
+                Ok(Err(e)) => return Err(self.write_failed(Ok(Err(e)), timeout, what)),
+                Err(_) => break,
+            }
+        }
         let mut bytes = Vec::with_capacity(line.len() + 1);
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
-        let queued = self.stdin.as_ref().is_some_and(|w| w.send(bytes).is_ok());
-        let result = if queued {
-            self.written.recv_timeout(timeout)
+        if self.stdin.as_ref().is_some_and(|w| w.send(bytes).is_ok()) {
+            self.pending.push_back(what.to_string());
+            Ok(())
         } else {
-            Err(RecvTimeoutError::Disconnected)
-        };
+            // The writer thread ended: its last answer says why, if it gave one.
+            let why = match self.written.try_recv() {
+                Ok(r) => Ok(r),
+                Err(_) => Err(RecvTimeoutError::Disconnected),
+            };
+            Err(self.write_failed(why, timeout, what))
+        }
+    }
+
+    /// Wait until every line queued by [`Process::send`] is written to the engine's stdin,
+    /// at most `timeout` for each: an engine that stopped reading its stdin fills the pipe,
+    /// and a write into a full pipe would otherwise wait forever. The error names the first
+    /// line it did not take.
+    pub fn flush(&mut self, timeout: Duration) -> Result<(), ExternalError> {
+        while let Some(what) = self.pending.front() {
+            let what = what.clone();
+            match self.written.recv_timeout(timeout) {
+                Ok(Ok(())) => {
+                    self.pending.pop_front();
+                }
+                other => return Err(self.write_failed(other, timeout, &what)),
+            }
+        }
+        Ok(())
+    }
+
+    /// The error of a line `what` that was not written (`result` as the writer answered).
+    fn write_failed(
+        &mut self,
+        result: Result<std::io::Result<()>, RecvTimeoutError>,
+        timeout: Duration,
+        what: &str,
+    ) -> ExternalError {
         match result {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(self.fail(format!("it stopped reading its stdin ({e})"), None)),
-            Err(RecvTimeoutError::Disconnected) => Err(self.fail(
+            Ok(Ok(())) | Err(RecvTimeoutError::Disconnected) => self.fail(
                 "it stopped reading its stdin (stdin closed)".to_string(),
                 None,
-            )),
-            Err(RecvTimeoutError::Timeout) => Err(self.fail(
+            ),
+            Ok(Err(e)) => self.fail(format!("it stopped reading its stdin ({e})"), None),
+            Err(RecvTimeoutError::Timeout) => self.fail(
                 format!(
                     "it did not take {what} within {:.1} s (external.timeout_secs): the pipe to its stdin stayed full (an engine must keep reading its stdin)",
                     timeout.as_secs_f64()
                 ),
                 None,
-            )),
+            ),
         }
     }
 
@@ -308,8 +397,10 @@ impl Process {
         out
     }
 
-    /// Read one line within `timeout`.
+    /// Read one line within `timeout`, once every queued line is written
+    /// ([`Process::flush`], within `timeout` too).
     pub fn recv(&mut self, timeout: Duration, waiting_for: &str) -> Result<String, ExternalError> {
+        self.flush(timeout)?;
         match self.lines.recv_timeout(timeout) {
             Ok(Out::Line(l)) => Ok(l),
             // The line clipped as every offending line is (a megabyte of it was printed whole).
@@ -346,5 +437,55 @@ impl Drop for Process {
             let _ = c.kill();
             let _ = c.wait();
         });
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn sh(script: &str) -> Process {
+        let argv = ["sh".to_string(), "-c".to_string(), script.to_string()];
+        Process::spawn(&argv, &BTreeMap::new()).unwrap()
+    }
+
+    /// Lines are queued without waiting for the writer (each trace message waited for its
+    /// write: two thread wake-ups per line, serialized with the replay); `flush` waits for all
+    /// of them, and an engine that stops reading still fails after the timeout, naming the
+    /// first line it did not take.
+    #[test]
+    fn lines_are_queued_without_waiting_and_flush_waits_until_the_engine_took_them() {
+        // Three lines of 300 kB, more than the pipe holds, to an engine that starts reading
+        // after 1 s: queued at once, written when it reads.
+        let mut p = sh("sleep 1; exec cat > /dev/null");
+        let big = "x".repeat(300_000);
+        let started = Instant::now();
+        for k in 0..3 {
+            p.send(&big, Duration::from_secs(20), &format!("message {k}"))
+                .unwrap();
+        }
+        assert!(
+            started.elapsed() < Duration::from_millis(500),
+            "send waited for the write: {:?}",
+            started.elapsed()
+        );
+        p.flush(Duration::from_secs(20)).unwrap();
+        assert!(started.elapsed() >= Duration::from_millis(900));
+        assert!(p.pending.is_empty());
+
+        let mut deaf = sh("exec sleep 30");
+        deaf.send(&big, Duration::from_millis(300), "message 7")
+            .unwrap();
+        deaf.send(&big, Duration::from_millis(300), "message 8")
+            .unwrap();
+        let e = deaf
+            .flush(Duration::from_millis(300))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("it did not take message 7 within 0.3 s (external.timeout_secs)"),
+            "{e}"
+        );
     }
 }

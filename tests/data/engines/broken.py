@@ -11,7 +11,10 @@ padding: every view larger than the call without compression), `crash_at N` (exi
 call), `event_future` (an event after the call), `traversal` (a file path with `..`), `deaf`
 (never reads its stdin: stuck before its loop), `own_seq` (answers with its own count of the
 replay's calls as `seq` instead of echoing the call's), `latin1` (a 1 MB view in Latin-1, not
-UTF-8), `bad_event` (an `evicted` event without its facts). Calls are counted per replay (`begin` resets
+UTF-8), `bad_event` (an `evicted` event without its facts), `reminder` (every message kept,
+then a reminder of its own after them, with `indexes`), `own_seq0` (answers with its own count
+of the replay's calls from 0, as Python's `enumerate` counts, instead of echoing the call's),
+`zero_at N` (answers its N-th call with `seq` 0, a call never sent). Calls are counted per replay (`begin` resets
 them)."""
 import json
 import sys
@@ -66,6 +69,13 @@ for line in sys.stdin:
             view(None, msgs)
         elif mode == "own_seq":
             view(calls, msgs)
+        elif mode == "zero_at":
+            view(0 if calls == arg else seq, msgs)
+        elif mode == "own_seq0":
+            view(calls - 1, msgs)
+        elif mode == "reminder":
+            view(seq, msgs + [{"role": "user", "content": "Reminder: stay on the task."}],
+                 indexes=list(range(len(msgs))) + [None])
         elif mode == "bad_event":
             view(seq, msgs, events=[{"detail": {"type": "evicted", "path": "/x.txt"}}])
         elif mode == "latin1":
