@@ -48,16 +48,23 @@ fn replay_json(dir: &Path, name: &str, config: &str, code: i32) -> Value {
     }
 }
 
-#[test]
-fn every_replayed_call_sends_exactly_the_view_the_engine_returned() {
-    let tmp = tempfile::tempdir().unwrap();
-    with_engines(tmp.path());
-    let log = tmp.path().join("views.jsonl");
-    let cfg_path = tmp.path().join("engine.toml");
+/// The django trace and `keep_last.py` (keep 8, trigger 6000, window 30000, `more` added to its
+/// config) resolved as an engine in `dir`, which logs every view it returns to the path given.
+fn keep_last_on_django(
+    dir: &Path,
+    more: &str,
+) -> (
+    ctxbench::trace::Trace,
+    ctxbench::engine::ResolvedConfig,
+    PathBuf,
+) {
+    with_engines(dir);
+    let log = dir.join("views.jsonl");
+    let cfg_path = dir.join("engine.toml");
     std::fs::write(
         &cfg_path,
         format!(
-            "window = 30000\nexternal.command = [\"python3\", \"keep_last.py\"]\nexternal.config = {{ keep = 8, trigger = 6000 }}\nexternal.env = {{ KEEP_LAST_LOG = {:?} }}\n",
+            "window = 30000\nexternal.command = [\"python3\", \"keep_last.py\"]\nexternal.config = {{ keep = 8, trigger = 6000{more} }}\nexternal.env = {{ KEEP_LAST_LOG = {:?} }}\n",
             log.display().to_string()
         ),
     )
@@ -71,6 +78,22 @@ fn every_replayed_call_sends_exactly_the_view_the_engine_returned() {
         .unwrap()
         .remove(0);
     let resolved = cfg.resolve(trace.meta.window).unwrap();
+    (trace, resolved, log)
+}
+
+/// The views `keep_last.py` logged (one JSON line each).
+fn logged_views(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn every_replayed_call_sends_exactly_the_view_the_engine_returned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (trace, resolved, log) = keep_last_on_django(tmp.path(), "");
     assert_eq!(resolved.preset, "external");
     assert!(resolved.layers.is_empty());
     let summarizer = OfflineSummarizer;
@@ -81,11 +104,7 @@ fn every_replayed_call_sends_exactly_the_view_the_engine_returned() {
     for round in 0..2 {
         std::fs::remove_file(&log).ok();
         let r = engine::replay(&trace, &resolved, &env).unwrap();
-        let sent: Vec<Value> = std::fs::read_to_string(&log)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let sent = logged_views(&log);
         assert_eq!(r.calls.len(), 115, "round {round}");
         assert_eq!(sent.len(), r.calls.len(), "round {round}");
         assert_eq!(r.views.len(), r.calls.len());
@@ -963,35 +982,12 @@ fn an_eviction_reported_by_an_external_engine_is_on_the_timeline_once_where_it_h
 #[test]
 fn a_view_pinning_the_task_before_its_summary_replays_with_indexes() {
     let tmp = tempfile::tempdir().unwrap();
-    with_engines(tmp.path());
-    let log = tmp.path().join("views.jsonl");
-    let cfg_path = tmp.path().join("pinned.toml");
-    std::fs::write(
-        &cfg_path,
-        format!(
-            "window = 30000\nexternal.command = [\"python3\", \"keep_last.py\"]\nexternal.config = {{ keep = 8, trigger = 6000, pin_first = true }}\nexternal.env = {{ KEEP_LAST_LOG = {:?} }}\n",
-            log.display().to_string()
-        ),
-    )
-    .unwrap();
-    let cfg = EngineConfig::from_toml_str(
-        &std::fs::read_to_string(&cfg_path).unwrap(),
-        &cfg_path.display().to_string(),
-    )
-    .unwrap();
-    let trace = ctxbench::trace::import::import_file(&django(), None)
-        .unwrap()
-        .remove(0);
-    let resolved = cfg.resolve(trace.meta.window).unwrap();
+    let (trace, resolved, log) = keep_last_on_django(tmp.path(), ", pin_first = true");
     let summarizer = OfflineSummarizer;
     let mut env = ReplayEnv::new(&summarizer);
     env.keep_views = KeepViews::All;
     let r = engine::replay(&trace, &resolved, &env).unwrap_or_else(|e| panic!("{e}"));
-    let sent: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let sent = logged_views(&log);
     assert_eq!(r.calls.len(), 115);
     assert_eq!(sent.len(), 115);
     for (view, returned) in r.views.iter().zip(&sent) {

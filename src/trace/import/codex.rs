@@ -502,6 +502,23 @@ const REPEATED_EVENTS: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Records numbered from line 1, as a file's lines are.
+    fn numbered(records: Vec<Value>) -> Vec<(usize, Value)> {
+        records
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (i + 1, v))
+            .collect()
+    }
+
+    /// Each message's role and text.
+    fn roles_and_texts(t: &Trace) -> Vec<(Role, &str)> {
+        t.messages
+            .iter()
+            .map(|m| (m.role, m.content.as_str()))
+            .collect()
+    }
     use crate::trace::import::detect::detect;
     use crate::trace::model::Role;
     use serde_json::json;
@@ -580,7 +597,7 @@ mod tests {
             "role": "assistant", "content": [{"type": "output_text", "text": text}]}});
         let user = |text: &str| json!({"type": "response_item", "payload": {"type": "message",
             "role": "user", "content": [{"type": "input_text", "text": text}]}});
-        let lines: Vec<(usize, Value)> = [
+        let lines = vec![
             json!({"type": "session_meta", "payload": {"id": "S"}}),
             user("one"),
             answer("a"),
@@ -592,12 +609,8 @@ mod tests {
             user("three"),
             answer("c"),
             total(50, 0, 1),
-        ]
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| (i + 1, v))
-        .collect();
-        let t = import(lines, "r").unwrap().remove(0);
+        ];
+        let t = import(numbered(lines), "r").unwrap().remove(0);
         let usage: Vec<_> = t
             .messages
             .iter()
@@ -626,7 +639,7 @@ mod tests {
     /// `~/.codex/sessions`; no licensed real file of it was found).
     #[test]
     fn pre_session_meta_rollouts_read_their_bare_items() {
-        let lines: Vec<(usize, Value)> = [
+        let lines = vec![
             json!({"id": "c27a914d", "timestamp": "2025-08-20T13:20:47.060Z", "instructions": "Follow AGENTS.md", "git": {"branch": "main"}}),
             json!({"record_type": "state"}),
             json!({"type": "message", "id": null, "role": "user", "content": [{"type": "input_text", "text": "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"}]}),
@@ -638,13 +651,9 @@ mod tests {
             json!({"type": "ghost_snapshot", "ghost_commit": {"id": "g1"}}),
             json!({"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": "One file"}]}),
             json!({"record_type": "state"}),
-        ]
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| (i + 1, v))
-        .collect();
-        assert_eq!(detect(&Input::Lines(lines.clone())), Ok(SourceFormat::Codex));
-        let t = import(lines, "r").unwrap().remove(0);
+        ];
+        assert_eq!(detect(&Input::Lines(numbered(lines.clone()))), Ok(SourceFormat::Codex));
+        let t = import(numbered(lines), "r").unwrap().remove(0);
         let roles: Vec<_> = t.messages.iter().map(|m| m.role).collect();
         assert_eq!(
             roles,
@@ -666,7 +675,7 @@ mod tests {
     /// messages are items too); a `session_meta` with `session_id` and no `id` gives the task id.
     #[test]
     fn newer_rollout_records_are_read_or_warned_of() {
-        let lines: Vec<(usize, Value)> = [
+        let lines = vec![
             json!({"type": "session_meta", "ordinal": 0, "payload": {"session_id": "S2", "cli_version": "0.152.0"}}),
             json!({"type": "world_state", "payload": {"full": true, "state": {"model": "gpt-5.6"}}}),
             json!({"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}}),
@@ -679,13 +688,9 @@ mod tests {
                 {"type": "compaction", "encrypted_content": "gAAAAB"}]}}),
             json!({"type": "thread_note", "payload": {}}),
             json!({"type": "thread_note", "payload": {}}),
-        ]
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| (i + 1, v))
-        .collect();
-        assert_eq!(detect(&Input::Lines(lines.clone())), Ok(SourceFormat::Codex));
-        let t = import(lines, "r").unwrap().remove(0);
+        ];
+        assert_eq!(detect(&Input::Lines(numbered(lines.clone()))), Ok(SourceFormat::Codex));
+        let t = import(numbered(lines), "r").unwrap().remove(0);
         assert_eq!(t.meta.task_id.as_deref(), Some("S2"));
         assert_eq!(t.messages[1].usage.unwrap().cache_write, 5);
         assert_eq!(t.messages.len(), 3);
@@ -710,7 +715,7 @@ mod tests {
     fn a_rolled_back_thread_loses_its_last_turns() {
         let user = |t: &str| json!({"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}});
         let said = |t: &str| json!({"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": t}]}});
-        let lines: Vec<(usize, Value)> = [
+        let lines = vec![
             json!({"type": "session_meta", "payload": {"id": "S"}}),
             user("<environment_context>x</environment_context>"),
             user("first question"),
@@ -725,12 +730,8 @@ mod tests {
             json!({"type": "event_msg", "payload": {"type": "thread_rolled_back", "num_turns": 5}}),
             user("fresh start"),
             json!({"type": "event_msg", "payload": {"type": "thread_rolled_back", "num_turns": 0}}),
-        ]
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| (i + 1, v))
-        .collect();
-        let t = import(lines, "r").unwrap().remove(0);
+        ];
+        let t = import(numbered(lines), "r").unwrap().remove(0);
         let texts: Vec<&str> = t.messages.iter().map(|m| m.content.as_str()).collect();
         assert_eq!(
             texts,
@@ -762,7 +763,7 @@ mod tests {
     #[test]
     fn unread_events_are_counted_in_one_warning() {
         let ev = |ty: &str| json!({"type": "event_msg", "payload": {"type": ty}});
-        let lines: Vec<(usize, Value)> = [
+        let lines = vec![
             json!({"type": "session_meta", "payload": {"id": "S"}}),
             ev("task_started"),
             json!({"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}}),
@@ -777,12 +778,8 @@ mod tests {
             ev("entered_review_mode"),
             ev("turn_aborted"),
             ev("task_complete"),
-        ]
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| (i + 1, v))
-        .collect();
-        let t = import(lines, "r").unwrap().remove(0);
+        ];
+        let t = import(numbered(lines), "r").unwrap().remove(0);
         assert_eq!(t.messages.len(), 3);
         assert_eq!(
             t.meta.warnings,
@@ -807,7 +804,7 @@ mod tests {
         let say = |text: &str| {
             json!({"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}})
         };
-        let lines: Vec<(usize, Value)> = [
+        let lines = vec![
             json!({"type": "session_meta", "payload": {"id": "S"}}),
             user_ev("first request"),
             say("done"),
@@ -816,17 +813,9 @@ mod tests {
             say("ok"),
             user_ev("third"),
             say("fine"),
-        ]
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| (i + 1, v))
-        .collect();
-        let t = import(lines, "r").unwrap().remove(0);
-        let got: Vec<(Role, &str)> = t
-            .messages
-            .iter()
-            .map(|m| (m.role, m.content.as_str()))
-            .collect();
+        ];
+        let t = import(numbered(lines), "r").unwrap().remove(0);
+        let got = roles_and_texts(&t);
         assert_eq!(
             got,
             [
@@ -852,22 +841,14 @@ mod tests {
     /// message and the images vanished without a word.
     #[test]
     fn a_user_message_event_of_images_keeps_them_as_placeholders() {
-        let lines: Vec<(usize, Value)> = [
+        let lines = vec![
             json!({"type": "session_meta", "payload": {"id": "S"}}),
             json!({"type": "event_msg", "payload": {"type": "user_message", "message": "", "images": ["data:image/png;base64,AAAA"]}}),
             json!({"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "I see a chart"}]}}),
             json!({"type": "event_msg", "payload": {"type": "user_message", "message": "and this", "local_images": ["/tmp/a.png"]}}),
-        ]
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| (i + 1, v))
-        .collect();
-        let t = import(lines, "r").unwrap().remove(0);
-        let got: Vec<(Role, &str)> = t
-            .messages
-            .iter()
-            .map(|m| (m.role, m.content.as_str()))
-            .collect();
+        ];
+        let t = import(numbered(lines), "r").unwrap().remove(0);
+        let got = roles_and_texts(&t);
         assert_eq!(
             got,
             [
