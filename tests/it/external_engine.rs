@@ -48,6 +48,24 @@ fn replay_json(dir: &Path, name: &str, config: &str, code: i32) -> Value {
     }
 }
 
+/// The django trace and the engine configured by `toml` (written to `dir/name`, beside the
+/// test engines), resolved for it.
+fn engine_on_django(
+    dir: &Path,
+    name: &str,
+    toml: &str,
+) -> (ctxbench::trace::Trace, ctxbench::engine::ResolvedConfig) {
+    with_engines(dir);
+    let cfg_path = dir.join(name);
+    std::fs::write(&cfg_path, toml).unwrap();
+    let cfg = EngineConfig::from_toml_str(toml, &cfg_path.display().to_string()).unwrap();
+    let trace = ctxbench::trace::import::import_file(&django(), None)
+        .unwrap()
+        .remove(0);
+    let resolved = cfg.resolve(trace.meta.window).unwrap();
+    (trace, resolved)
+}
+
 /// The django trace and `keep_last.py` (keep 8, trigger 6000, window 30000, `more` added to its
 /// config) resolved as an engine in `dir`, which logs every view it returns to the path given.
 fn keep_last_on_django(
@@ -58,26 +76,15 @@ fn keep_last_on_django(
     ctxbench::engine::ResolvedConfig,
     PathBuf,
 ) {
-    with_engines(dir);
     let log = dir.join("views.jsonl");
-    let cfg_path = dir.join("engine.toml");
-    std::fs::write(
-        &cfg_path,
-        format!(
+    let (trace, resolved) = engine_on_django(
+        dir,
+        "engine.toml",
+        &format!(
             "window = 30000\nexternal.command = [\"python3\", \"keep_last.py\"]\nexternal.config = {{ keep = 8, trigger = 6000{more} }}\nexternal.env = {{ KEEP_LAST_LOG = {:?} }}\n",
             log.display().to_string()
         ),
-    )
-    .unwrap();
-    let cfg = EngineConfig::from_toml_str(
-        &std::fs::read_to_string(&cfg_path).unwrap(),
-        &cfg_path.display().to_string(),
-    )
-    .unwrap();
-    let trace = ctxbench::trace::import::import_file(&django(), None)
-        .unwrap()
-        .remove(0);
-    let resolved = cfg.resolve(trace.meta.window).unwrap();
+    );
     (trace, resolved, log)
 }
 
@@ -458,22 +465,7 @@ fn an_extra_view_is_blamed_on_the_call_that_wrote_it_every_time() {
 #[test]
 fn a_line_of_an_earlier_replay_is_never_taken_for_a_view() {
     let tmp = tempfile::tempdir().unwrap();
-    with_engines(tmp.path());
-    let cfg_path = tmp.path().join("stale.toml");
-    std::fs::write(
-        &cfg_path,
-        "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"stale_after_end\"]\nexternal.timeout_secs = 30\n",
-    )
-    .unwrap();
-    let cfg = EngineConfig::from_toml_str(
-        &std::fs::read_to_string(&cfg_path).unwrap(),
-        &cfg_path.display().to_string(),
-    )
-    .unwrap();
-    let trace = ctxbench::trace::import::import_file(&django(), None)
-        .unwrap()
-        .remove(0);
-    let resolved = cfg.resolve(trace.meta.window).unwrap();
+    let (trace, resolved) = engine_on_django(tmp.path(), "stale.toml", "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"stale_after_end\"]\nexternal.timeout_secs = 30\n");
     let summarizer = OfflineSummarizer;
     let mut env = ReplayEnv::new(&summarizer);
     env.keep_views = KeepViews::All;
@@ -815,22 +807,7 @@ fn an_engine_that_does_not_read_its_stdin_times_out_instead_of_blocking_ctxbench
 #[test]
 fn an_engine_counting_its_own_seq_is_told_so_at_its_second_replay() {
     let tmp = tempfile::tempdir().unwrap();
-    with_engines(tmp.path());
-    let cfg_path = tmp.path().join("own_seq.toml");
-    std::fs::write(
-        &cfg_path,
-        "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"own_seq\"]\nexternal.timeout_secs = 5\n",
-    )
-    .unwrap();
-    let cfg = EngineConfig::from_toml_str(
-        &std::fs::read_to_string(&cfg_path).unwrap(),
-        &cfg_path.display().to_string(),
-    )
-    .unwrap();
-    let trace = ctxbench::trace::import::import_file(&django(), None)
-        .unwrap()
-        .remove(0);
-    let resolved = cfg.resolve(trace.meta.window).unwrap();
+    let (trace, resolved) = engine_on_django(tmp.path(), "own_seq.toml", "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"own_seq\"]\nexternal.timeout_secs = 5\n");
     let summarizer = OfflineSummarizer;
     let env = ReplayEnv::new(&summarizer);
     let first = engine::replay(&trace, &resolved, &env).expect("the first replay agrees");
@@ -928,22 +905,7 @@ fn an_engine_counting_its_own_seq_from_zero_is_told_so_at_once() {
 #[test]
 fn an_eviction_reported_by_an_external_engine_is_on_the_timeline_once_where_it_happened() {
     let tmp = tempfile::tempdir().unwrap();
-    with_engines(tmp.path());
-    let cfg_path = tmp.path().join("offload.toml");
-    std::fs::write(
-        &cfg_path,
-        "window = 30000\nexternal.command = [\"python3\", \"offload.py\"]\nexternal.config = { keep_results = 3, min_chars = 1500 }\n",
-    )
-    .unwrap();
-    let cfg = EngineConfig::from_toml_str(
-        &std::fs::read_to_string(&cfg_path).unwrap(),
-        &cfg_path.display().to_string(),
-    )
-    .unwrap();
-    let trace = ctxbench::trace::import::import_file(&django(), None)
-        .unwrap()
-        .remove(0);
-    let resolved = cfg.resolve(trace.meta.window).unwrap();
+    let (trace, resolved) = engine_on_django(tmp.path(), "offload.toml", "window = 30000\nexternal.command = [\"python3\", \"offload.py\"]\nexternal.config = { keep_results = 3, min_chars = 1500 }\n");
     let summarizer = OfflineSummarizer;
     let r = engine::replay(&trace, &resolved, &ReplayEnv::new(&summarizer)).unwrap();
     let evicted = r.events.iter().filter(|e| e.kind() == "evicted").count();
@@ -963,7 +925,7 @@ fn an_eviction_reported_by_an_external_engine_is_on_the_timeline_once_where_it_h
         .arg("replay")
         .arg(django())
         .arg("--config")
-        .arg(&cfg_path)
+        .arg(tmp.path().join("offload.toml"))
         .assert()
         .success()
         .get_output()
