@@ -380,12 +380,17 @@ fn the_forty_line_example_of_the_docs_runs_as_written() {
 /// `ctxbench replay <django> --config` with `broken.py <args>` as the engine: its stderr,
 /// after checking it failed without a panic and named the engine.
 fn replay_fails(dir: &Path, args: &str) -> String {
+    replay_fails_within(dir, args, 30)
+}
+
+/// [`replay_fails`] with the engine's `timeout_secs`.
+fn replay_fails_within(dir: &Path, args: &str, timeout_secs: u32) -> String {
     let cfg = dir.join("fails.toml");
     let argv: Vec<String> = args.split(' ').map(|a| format!("{a:?}")).collect();
     std::fs::write(
         &cfg,
         format!(
-            "window = 30000\nexternal.command = [\"python3\", \"broken.py\", {}]\nexternal.timeout_secs = 30\n",
+            "window = 30000\nexternal.command = [\"python3\", \"broken.py\", {}]\nexternal.timeout_secs = {timeout_secs}\n",
             argv.join(", ")
         ),
     )
@@ -837,24 +842,8 @@ fn an_engine_counting_its_own_seq_is_told_so_at_its_second_replay() {
 fn an_engine_counting_its_own_seq_from_zero_is_told_so_at_once() {
     let tmp = tempfile::tempdir().unwrap();
     with_engines(tmp.path());
-    let cfg = tmp.path().join("own_seq0.toml");
-    std::fs::write(
-        &cfg,
-        "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"own_seq0\"]\nexternal.timeout_secs = 3\n",
-    )
-    .unwrap();
     let started = std::time::Instant::now();
-    let out = ctxbench()
-        .arg("replay")
-        .arg(django())
-        .arg("--config")
-        .arg(&cfg)
-        .timeout(std::time::Duration::from_secs(60))
-        .assert()
-        .failure()
-        .get_output()
-        .clone();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = replay_fails_within(tmp.path(), "own_seq0", 3);
     assert!(
         err.contains(
             "wrote a `view` with `seq` 0 while ctxbench waited for the view of call 1 (message 2) \
@@ -870,22 +859,7 @@ fn an_engine_counting_its_own_seq_from_zero_is_told_so_at_once() {
     // A `seq` before the replay's first that is not a count of its calls, from a process that
     // had no earlier replay: a call never sent, said at once (it too was skipped as a line of an
     // earlier replay, with the warning, until the wait for the view timed out).
-    std::fs::write(
-        &cfg,
-        "window = 30000\nexternal.command = [\"python3\", \"broken.py\", \"zero_at\", \"4\"]\nexternal.timeout_secs = 3\n",
-    )
-    .unwrap();
-    let out = ctxbench()
-        .arg("replay")
-        .arg(django())
-        .arg("--config")
-        .arg(&cfg)
-        .timeout(std::time::Duration::from_secs(60))
-        .assert()
-        .failure()
-        .get_output()
-        .clone();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = replay_fails_within(tmp.path(), "zero_at 4", 3);
     assert!(
         err.contains(
             "wrote a `view` with `seq` 0 while ctxbench waited for the view of call 4 (message 8) \
