@@ -360,14 +360,25 @@ impl ProviderConfig {
                         ("frequency_penalty", self.frequency_penalty, 0.0, false),
                         ("presence_penalty", self.presence_penalty, 0.0, false),
                     ];
+                    // A model that takes effort "none" takes the key then: say so.
+                    let takes_none = super::openai::reasoning_efforts(model)
+                        .is_some_and(|takes| takes.contains(&"none"));
                     for (key, v, default, allowed) in defaults {
                         if !allowed && v.is_some_and(|x| x != default) {
+                            let or_none = if takes_none && default == 1.0 {
+                                format!(
+                                    ", or `reasoning_effort = \"none\"`: without reasoning it \
+                                     takes `{key}`"
+                                )
+                            } else {
+                                String::new()
+                            };
                             out.push((
                                 key,
                                 format!(
                                 "`{key}`: `{model}` is a reasoning model, which accepts only the \
                                  default ({default}); remove `{key}` (or set `reasoning = false` \
-                                 if this deployment is not a reasoning model)"
+                                 if this deployment is not a reasoning model{or_none})"
                             ),
                             ));
                         }
@@ -1141,6 +1152,19 @@ mod tests {
             sampled("gpt-5.1", "low"),
             ["presence_penalty", "temperature", "top_p"]
         );
+        // Its refusal says what would take the key.
+        let mut c = ProviderConfig::new(ProviderKind::Openai, "gpt-5.1");
+        c.temperature = Some(0.0);
+        let why = c.check_parameters().remove(0).1;
+        assert!(
+            why.ends_with(
+                "model, or `reasoning_effort = \"none\"`: without reasoning it takes `temperature`)"
+            ),
+            "{why}"
+        );
+        c.model = "o3".into();
+        let why = c.check_parameters().remove(0).1;
+        assert!(!why.contains("reasoning_effort"), "{why}");
         assert_eq!(
             sampled("gpt-5-mini", "none"),
             [
