@@ -624,9 +624,7 @@ mod tests {
             .collect()
     }
 
-    fn lines(v: Vec<Value>) -> Vec<(usize, Value)> {
-        v.into_iter().enumerate().map(|(i, v)| (i + 1, v)).collect()
-    }
+    use crate::trace::import::numbered as lines;
 
     /// A message typed while the agent worked and given to the running turn (`remove`) is
     /// placed after the tool results that followed it (they stay paired with their calls); one

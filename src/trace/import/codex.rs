@@ -503,14 +503,7 @@ const REPEATED_EVENTS: &[&str] = &[
 mod tests {
     use super::*;
 
-    /// Records numbered from line 1, as a file's lines are.
-    fn numbered(records: Vec<Value>) -> Vec<(usize, Value)> {
-        records
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| (i + 1, v))
-            .collect()
-    }
+    use crate::trace::import::numbered;
 
     /// Each message's role and text.
     fn roles_and_texts(t: &Trace) -> Vec<(Role, &str)> {

@@ -280,9 +280,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn lines(v: Vec<Value>) -> Vec<(usize, Value)> {
-        v.into_iter().enumerate().map(|(i, v)| (i + 1, v)).collect()
-    }
+    use crate::trace::import::numbered as lines;
 
     #[test]
     fn reads_calls_results_and_skips_repeats() {

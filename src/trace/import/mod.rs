@@ -893,6 +893,15 @@ pub fn extract_goal(text: &str) -> String {
     text.trim().to_string()
 }
 
+/// Records numbered from line 1, as a JSON Lines file's are (the importers' unit tests).
+#[cfg(test)]
+pub(crate) fn numbered(records: Vec<serde_json::Value>) -> Vec<(usize, serde_json::Value)> {
+    records
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| (i + 1, v))
+        .collect()
+}
 #[cfg(test)]
 mod tests {
     use super::*;
